@@ -1,0 +1,259 @@
+/*
+ * rowset.c — columns, sparse rows and an arena for their strings.
+ * See rowset.h for the contract.  Must never parse input or know about SQL.
+ */
+#include "common/rowset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ARENA_MIN (64 * 1024)
+
+typedef struct zx_arena_chunk {
+    struct zx_arena_chunk *next;
+    size_t size, used;
+    /* data follows, 16-aligned */
+    max_align_t data[];
+} zx_arena_chunk;
+
+static const char *const type_names[ZX_T__COUNT] = {
+    [ZX_T_NULL] = "null",           [ZX_T_INT] = "integer",
+    [ZX_T_REAL] = "real",           [ZX_T_BOOL] = "boolean",
+    [ZX_T_TEXT] = "text",           [ZX_T_TIMESTAMP] = "timestamp",
+    [ZX_T_JSON] = "json",
+};
+
+const char *zx_type_name(zx_type t)
+{
+    return (unsigned)t < ZX_T__COUNT ? type_names[t] : "unknown";
+}
+
+zx_type zx_type_from_name(const char *name)
+{
+    for (int t = 0; t < ZX_T__COUNT; t++)
+        if (strcmp(type_names[t], name) == 0)
+            return (zx_type)t;
+    return ZX_T__COUNT;
+}
+
+zx_type zx_type_merge(zx_type have, zx_type seen)
+{
+    if (have == ZX_T_NULL)
+        return seen;
+    if (seen == ZX_T_NULL || seen == have)
+        return have;
+    if ((have == ZX_T_INT && seen == ZX_T_REAL) ||
+        (have == ZX_T_REAL && seen == ZX_T_INT))
+        return ZX_T_REAL;
+    return have;
+}
+
+void zx_rowset_init(zx_rowset *rs)
+{
+    memset(rs, 0, sizeof(*rs));
+}
+
+static void arena_free(zx_arena_chunk *c)
+{
+    while (c) {
+        zx_arena_chunk *n = c->next;
+        free(c);
+        c = n;
+    }
+}
+
+void zx_rowset_reset(zx_rowset *rs)
+{
+    rs->ncols = 0;
+    rs->ncells = 0;
+    rs->nrows = 0;
+    rs->row_open = 0;
+    if (rs->col_index)
+        memset(rs->col_index, 0, sizeof(uint32_t) * rs->col_index_cap);
+    /* keep the first (largest-recent) chunk, free the rest */
+    if (rs->arena) {
+        arena_free(rs->arena->next);
+        rs->arena->next = NULL;
+        rs->arena->used = 0;
+    }
+    rs->arena_bytes = 0;
+}
+
+void zx_rowset_free(zx_rowset *rs)
+{
+    if (!rs)
+        return;
+    free(rs->cols);
+    free(rs->cells);
+    free(rs->row_start);
+    free(rs->col_index);
+    arena_free(rs->arena);
+    zx_rowset_init(rs);
+}
+
+void *zx_rowset_alloc(zx_rowset *rs, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    zx_arena_chunk *c = rs->arena;
+    if (!c || c->size - c->used < n) {
+        size_t sz = n > ARENA_MIN ? n : ARENA_MIN;
+        if (c && c->size * 2 > sz && c->size < 64 * 1024 * 1024 && n <= c->size * 2)
+            sz = c->size * 2;
+        zx_arena_chunk *nc = malloc(sizeof(*nc) + sz);
+        if (!nc)
+            return NULL;
+        nc->size = sz;
+        nc->used = 0;
+        nc->next = c;
+        rs->arena = nc;
+        c = nc;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    rs->arena_bytes += n;
+    return p;
+}
+
+char *zx_rowset_strdup(zx_rowset *rs, const char *s, size_t n)
+{
+    char *p = zx_rowset_alloc(rs, n + 1);
+    if (!p)
+        return NULL;
+    if (n)
+        memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+static uint32_t name_hash(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static int index_grow(zx_rowset *rs)
+{
+    uint32_t cap = rs->col_index_cap ? rs->col_index_cap * 2 : 64;
+    uint32_t *ix = calloc(cap, sizeof(uint32_t));
+    if (!ix)
+        return -1;
+    for (uint32_t c = 0; c < rs->ncols; c++) {
+        uint32_t h = name_hash(rs->cols[c].name, rs->cols[c].name_len) & (cap - 1);
+        while (ix[h])
+            h = (h + 1) & (cap - 1);
+        ix[h] = c + 1;
+    }
+    free(rs->col_index);
+    rs->col_index = ix;
+    rs->col_index_cap = cap;
+    return 0;
+}
+
+int64_t zx_rowset_find_column(const zx_rowset *rs, const char *name, size_t len)
+{
+    if (!rs->col_index_cap)
+        return -1;
+    uint32_t mask = rs->col_index_cap - 1;
+    uint32_t h = name_hash(name, len) & mask;
+    while (rs->col_index[h]) {
+        const zx_column *c = &rs->cols[rs->col_index[h] - 1];
+        if (c->name_len == len && memcmp(c->name, name, len) == 0)
+            return rs->col_index[h] - 1;
+        h = (h + 1) & mask;
+    }
+    return -1;
+}
+
+int64_t zx_rowset_column(zx_rowset *rs, const char *name, size_t len, zx_type t)
+{
+    int64_t i = zx_rowset_find_column(rs, name, len);
+    if (i >= 0) {
+        rs->cols[i].type = zx_type_merge(rs->cols[i].type, t);
+        return i;
+    }
+    if ((rs->ncols + 1) * 2 > rs->col_index_cap && index_grow(rs) < 0)
+        return -1;
+    if (rs->ncols == rs->cols_cap) {
+        uint32_t cap = rs->cols_cap ? rs->cols_cap * 2 : 16;
+        zx_column *nc = realloc(rs->cols, cap * sizeof(*nc));
+        if (!nc)
+            return -1;
+        rs->cols = nc;
+        rs->cols_cap = cap;
+    }
+    char *copy = zx_rowset_strdup(rs, name, len);
+    if (!copy)
+        return -1;
+    zx_column *c = &rs->cols[rs->ncols];
+    c->name = copy;
+    c->name_len = (uint32_t)len;
+    c->type = t;
+    uint32_t mask = rs->col_index_cap - 1;
+    uint32_t h = name_hash(name, len) & mask;
+    while (rs->col_index[h])
+        h = (h + 1) & mask;
+    rs->col_index[h] = rs->ncols + 1;
+    return rs->ncols++;
+}
+
+int zx_rowset_begin_row(zx_rowset *rs)
+{
+    if (rs->row_open)
+        zx_rowset_end_row(rs);
+    if (rs->nrows + 2 > rs->rows_cap) {
+        uint32_t cap = rs->rows_cap ? rs->rows_cap * 2 : 256;
+        uint64_t *n = realloc(rs->row_start, cap * sizeof(*n));
+        if (!n)
+            return -1;
+        rs->row_start = n;
+        rs->rows_cap = cap;
+    }
+    rs->row_start[rs->nrows] = rs->ncells;
+    rs->row_open = 1;
+    return 0;
+}
+
+int zx_rowset_add(zx_rowset *rs, uint32_t col, const zx_value *v)
+{
+    if (rs->ncells == rs->cells_cap) {
+        uint64_t cap = rs->cells_cap ? rs->cells_cap * 2 : 1024;
+        zx_cell *n = realloc(rs->cells, cap * sizeof(*n));
+        if (!n)
+            return -1;
+        rs->cells = n;
+        rs->cells_cap = cap;
+    }
+    zx_cell *c = &rs->cells[rs->ncells++];
+    c->col = col;
+    c->v = *v;
+    rs->cols[col].type = zx_type_merge(rs->cols[col].type, (zx_type)v->type);
+    return 0;
+}
+
+void zx_rowset_end_row(zx_rowset *rs)
+{
+    if (!rs->row_open)
+        return;
+    rs->nrows++;
+    rs->row_start[rs->nrows] = rs->ncells;
+    rs->row_open = 0;
+}
+
+void zx_rowset_abort_row(zx_rowset *rs)
+{
+    if (!rs->row_open)
+        return;
+    rs->ncells = rs->row_start[rs->nrows];
+    rs->row_open = 0;
+}
+
+void zx_rowset_row(const zx_rowset *rs, uint32_t r, zx_value *out)
+{
+    memset(out, 0, sizeof(*out) * rs->ncols);
+    for (uint64_t i = rs->row_start[r]; i < rs->row_start[r + 1]; i++)
+        out[rs->cells[i].col] = rs->cells[i].v;
+}

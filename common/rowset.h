@@ -1,0 +1,137 @@
+/*
+ * rowset.h — the in-memory batch of rows that every stage shares.
+ *
+ * A rowset is what a source makes of its input (JSON body, Kafka batch),
+ * what the frame codec (proto/frame.h) encodes and decodes, and what the
+ * workspace appends to a table.  It is a list of columns (normalised names,
+ * each with the type inferred for this batch) and a list of rows; a row is a
+ * sparse list of cells (column index, value) so that a new field in row 900
+ * does not force the first 899 rows to grow.
+ *
+ * Memory: the rowset owns every column name and every string value it holds
+ * (copied into its arena by zx_rowset_strdup / the add functions).  Pointers
+ * returned by the accessors stay valid until zx_rowset_reset or
+ * zx_rowset_free.  A rowset is used by one thread at a time.
+ *
+ * It must never: parse input, know about SQL, or know about msgpack.
+ */
+#ifndef ZX_COMMON_ROWSET_H
+#define ZX_COMMON_ROWSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Value types.  The numeric values are part of the frame format (proto/):
+ * never renumber, only append. */
+typedef enum zx_type {
+    ZX_T_NULL = 0,
+    ZX_T_INT = 1,       /* int64 */
+    ZX_T_REAL = 2,      /* double */
+    ZX_T_BOOL = 3,
+    ZX_T_TEXT = 4,      /* UTF-8 text */
+    ZX_T_TIMESTAMP = 5, /* RFC 3339 string: i = microseconds since the epoch,
+                           UTC; s/len = the original text */
+    ZX_T_JSON = 6,      /* nested object or array, compact JSON text in s */
+    ZX_T__COUNT
+} zx_type;
+
+/* Lower-case name of a type ("integer", "real", "boolean", "text",
+ * "timestamp", "json", "null"); never NULL, static storage. */
+const char *zx_type_name(zx_type t);
+
+/* Parse a name produced by zx_type_name; returns ZX_T__COUNT if unknown. */
+zx_type zx_type_from_name(const char *name);
+
+typedef struct zx_value {
+    uint8_t type;      /* zx_type */
+    uint32_t len;      /* TEXT, JSON, TIMESTAMP: bytes at s (no NUL counted) */
+    union {
+        int64_t i;     /* INT; TIMESTAMP (µs since epoch, UTC) */
+        double d;      /* REAL */
+        int b;         /* BOOL: 0 or 1 */
+    } u;
+    const char *s;     /* TEXT, JSON, TIMESTAMP; NUL-terminated as well */
+} zx_value;
+
+typedef struct zx_column {
+    const char *name;  /* normalised column name, NUL-terminated */
+    uint32_t name_len;
+    uint8_t type;      /* zx_type inferred for this batch; ZX_T_NULL when
+                          every value seen so far was null */
+} zx_column;
+
+typedef struct zx_cell {
+    uint32_t col;      /* index into the rowset's columns */
+    zx_value v;
+} zx_cell;
+
+struct zx_arena_chunk;
+
+typedef struct zx_rowset {
+    zx_column *cols;
+    uint32_t ncols, cols_cap;
+
+    zx_cell *cells;
+    uint64_t ncells, cells_cap;
+
+    uint64_t *row_start;   /* row r has cells [row_start[r], row_start[r+1]) */
+    uint32_t nrows, rows_cap;
+    int row_open;          /* a row was begun and not yet ended */
+
+    /* open-addressing index: column name -> column index + 1 (0 = empty) */
+    uint32_t *col_index;
+    uint32_t col_index_cap;
+
+    struct zx_arena_chunk *arena;
+    size_t arena_bytes;    /* bytes handed out by the arena, for metrics */
+} zx_rowset;
+
+/* Initialise an empty rowset.  Never fails (allocates lazily). */
+void zx_rowset_init(zx_rowset *rs);
+
+/* Forget every row and column but keep the allocations for reuse. */
+void zx_rowset_reset(zx_rowset *rs);
+
+/* Free everything; the rowset may be initialised again.  NULL is a no-op. */
+void zx_rowset_free(zx_rowset *rs);
+
+/* Copy n bytes into the arena, NUL-terminated.  Returns the copy, valid
+ * until reset/free, or NULL when out of memory. */
+char *zx_rowset_strdup(zx_rowset *rs, const char *s, size_t n);
+
+/* Allocate n bytes (8-byte aligned) from the arena; NULL when out of memory. */
+void *zx_rowset_alloc(zx_rowset *rs, size_t n);
+
+/* Find or add the column with this (already normalised) name.  Returns its
+ * index, or -1 when out of memory.  When `t` is not ZX_T_NULL the column's
+ * inferred type is merged with it: NULL takes t; INT and REAL widen to REAL;
+ * any other disagreement keeps the type seen first (the writer will turn the
+ * misfit value into NULL). */
+int64_t zx_rowset_column(zx_rowset *rs, const char *name, size_t len, zx_type t);
+
+/* Index of an existing column, or -1. */
+int64_t zx_rowset_find_column(const zx_rowset *rs, const char *name, size_t len);
+
+/* Begin a new row.  Returns 0, or -1 when out of memory. */
+int zx_rowset_begin_row(zx_rowset *rs);
+
+/* Add a cell to the open row.  `v` is copied as is: string values must
+ * already live in the arena (use zx_rowset_strdup).  The column's type is
+ * merged with v->type as in zx_rowset_column.  Returns 0 or -1 (ENOMEM). */
+int zx_rowset_add(zx_rowset *rs, uint32_t col, const zx_value *v);
+
+/* Close the open row. */
+void zx_rowset_end_row(zx_rowset *rs);
+
+/* Drop the open row (e.g. its input line turned out to be malformed). */
+void zx_rowset_abort_row(zx_rowset *rs);
+
+/* Fill out[0 .. ncols-1] with row r's values (NULL where the row has no
+ * cell).  `out` must have room for rs->ncols values.  When a row holds the
+ * same column twice, the last cell wins. */
+void zx_rowset_row(const zx_rowset *rs, uint32_t r, zx_value *out);
+
+/* Merge type rule used by zx_rowset_column, exposed for the writer. */
+zx_type zx_type_merge(zx_type have, zx_type seen);
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * segment.h — the shared-memory segment of one pipeline.
+ *
+ * The supervisor creates it (memfd + mmap) when a pipeline is added and
+ * keeps it until the pipeline is removed, so that frames already published
+ * survive the crash of any other process.  Layout:
+ *
+ *   [zx_seg_hdr, 4 KiB]  magic, version, status words, counters
+ *   [ring "in"]          gateway → stream worker: push requests (proto/push.h)
+ *   [ring "out"]         stream worker → gateway: replies (proto/push.h)
+ *   [ring "frames"]      stream worker → writer: frames (proto/frame.h)
+ *
+ * Every shared field says who writes it; all are read and written with
+ * relaxed atomics (they are status words and counters: nothing is
+ * published through them).
+ *
+ * Wake-ups: each process has one eventfd (created by the supervisor, kept
+ * across restarts): the writer's, the gateway's, and one per pipeline for
+ * its worker.  A ring side wakes its peer's eventfd.
+ */
+#ifndef ZX_COMMON_SEGMENT_H
+#define ZX_COMMON_SEGMENT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/ring.h"
+
+#define ZX_SEG_MAGIC 0x5a58534547303031ull /* "ZXSEG001" */
+#define ZX_SEG_VERSION 1
+#define ZX_SEG_HDR_SIZE 4096
+
+typedef struct zx_seg_hdr {
+    uint64_t magic;                 /* set once by the supervisor */
+    uint32_t version;
+    uint32_t pad0;
+    char name[64];                  /* pipeline name; set once */
+    uint64_t in_off, in_size;       /* ring offsets; set once */
+    uint64_t out_off, out_size;
+    uint64_t frames_off, frames_size;
+
+    /* written by the supervisor */
+    _Atomic uint32_t worker_up;     /* 1 while the stream worker runs */
+    _Atomic uint32_t worker_stopped;/* 1 when stopped on purpose or failed */
+    _Atomic uint32_t writer_up;     /* 1 while the writer runs */
+
+    /* written by the stream worker */
+    _Atomic uint32_t worker_ready;  /* 1 once it drained and serves requests */
+
+    /* written by the writer (running totals since the segment was made,
+     * seeded from LMDB counters when the writer attaches) */
+    _Atomic uint64_t rows;
+    _Atomic uint64_t rejects;
+    _Atomic uint64_t batches;
+    _Atomic uint64_t bytes;
+    _Atomic int64_t last_commit_us; /* wall clock of the last commit */
+    _Atomic uint64_t frame_errors;  /* frames the writer could not decode */
+} zx_seg_hdr;
+
+typedef struct zx_segment {
+    zx_seg_hdr *hdr;
+    size_t size;
+    int fd;           /* memfd, -1 once closed */
+    zx_ring in, out, frames;
+} zx_segment;
+
+/* Create a segment for pipeline `name` whose frames ring holds
+ * frames_cap bytes and whose request ring holds in_cap bytes.  Returns 0
+ * or -1 with a message in err.  The caller owns seg->fd and the mapping
+ * (zx_segment_close). */
+int zx_segment_create(zx_segment *seg, const char *name, uint64_t in_cap,
+                      uint64_t frames_cap, char *err, size_t errlen);
+
+/* Map a segment from its memfd (another process).  Does not take
+ * ownership of fd (the caller may close it afterwards).  0 or -1. */
+int zx_segment_map(zx_segment *seg, int fd, char *err, size_t errlen);
+
+/* Unmap and close the fd if still open.  NULL-safe, idempotent. */
+void zx_segment_close(zx_segment *seg);
+
+#endif

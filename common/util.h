@@ -1,0 +1,48 @@
+/*
+ * util.h — small process and file-descriptor helpers shared by zxd's
+ * processes.  Nothing here allocates memory that outlives a call.
+ */
+#ifndef ZX_COMMON_UTIL_H
+#define ZX_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Monotonic clock in milliseconds / microseconds. */
+int64_t zx_mono_ms(void);
+int64_t zx_mono_us(void);
+
+/* Set O_NONBLOCK / FD_CLOEXEC.  0 or -1 (errno). */
+int zx_set_nonblock(int fd);
+int zx_set_cloexec(int fd);
+
+/* New non-blocking, close-on-exec eventfd; -1 on error (errno). */
+int zx_eventfd(void);
+
+/* Close every descriptor >= 3 that is not in keep[0..nkeep-1]. */
+void zx_close_fds_except(const int *keep, size_t nkeep);
+
+/* write(2) until all n bytes are out (retrying EINTR; a non-blocking fd
+ * that would block is an error).  0 or -1 (errno). */
+int zx_write_all(int fd, const void *buf, size_t n);
+
+/* mkdir -p with mode; 0 or -1 (errno). */
+int zx_mkdir_p(const char *path, mode_t mode);
+
+/* Constant-time comparison of two byte strings: 1 when equal. The time
+ * depends only on the lengths. */
+int zx_ct_equal(const void *a, size_t alen, const void *b, size_t blen);
+
+/* 64-bit FNV-1a hash. */
+uint64_t zx_hash64(const void *p, size_t n);
+
+/* Fill buf with n random bytes (getrandom); 0 or -1. */
+int zx_random(void *buf, size_t n);
+
+/* Reset the signal dispositions a forked child inherits from the
+ * supervisor (HUP, TERM, INT, CHLD, PIPE to default; PIPE ignored) and
+ * unblock all signals. */
+void zx_child_reset_signals(void);
+
+#endif

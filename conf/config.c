@@ -1,0 +1,512 @@
+/*
+ * config.c — zx_conf_load: walk the YAML document against the options
+ * table, then the checks that span several options (paths, ring size,
+ * tables shared by two pipelines), and the small accessors.
+ *
+ * The walk never stops at the first error: each mapping is walked to its
+ * end so that an operator fixes every mistake in one round.  The result is
+ * all or nothing: any error frees the half-built config.
+ *
+ * It must never: list option names (options.c owns them), touch the file
+ * system beyond realpath of the config and ${file:} secrets, or create
+ * anything.
+ */
+#define ZX_CONF_INTERNAL
+#include "conf/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/un.h>
+
+#define MiB (1024ull * 1024ull)
+
+/* Nodes where options were written (index = row of zx_cf_options), so that
+ * cross-option errors point at the right line. */
+typedef const yaml_node_t *cf_where[64];
+
+static const zx_cf_section *find_section(const char *path)
+{
+    size_t i;
+
+    for (i = 0; i < zx_cf_nsections; i++)
+        if (!strcmp(zx_cf_sections[i].path, path))
+            return &zx_cf_sections[i];
+    return NULL;
+}
+
+static size_t opt_index(const char *section, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < zx_cf_noptions; i++)
+        if (!strcmp(zx_cf_options[i].section, section) &&
+            !strcmp(zx_cf_options[i].name, name))
+            return i;
+    return SIZE_MAX;
+}
+
+/* Section path of child `k` of `path` ("" is the top level). */
+static void child_path(char *buf, size_t len, const char *path, const char *k)
+{
+    snprintf(buf, len, "%s%s%s", path, *path ? "." : "", k);
+}
+
+/* Direct children of `path`: options, then sub-sections.  Fills names. */
+static size_t allowed_keys(const char *path, const char **names, size_t max)
+{
+    size_t i, n = 0, plen = strlen(path);
+
+    for (i = 0; i < zx_cf_noptions && n < max; i++)
+        if (!strcmp(zx_cf_options[i].section, path))
+            names[n++] = zx_cf_options[i].name;
+    for (i = 0; i < zx_cf_nsections && n < max; i++) {
+        const char *sp = zx_cf_sections[i].path, *rest;
+        if (plen && (strncmp(sp, path, plen) || sp[plen] != '.'))
+            continue;
+        rest = plen ? sp + plen + 1 : sp;
+        if (!strchr(rest, '.') && !strchr(rest, '<'))
+            names[n++] = rest;
+    }
+    return n;
+}
+
+static void unknown_key(zx_cf_ctx *x, const yaml_node_t *kn, const char *path,
+                        const char *disp, const char *k)
+{
+    const char *names[64], *near;
+    char list[512];
+    size_t n = allowed_keys(path, names, 64), i, off = 0;
+
+    list[0] = '\0';
+    for (i = 0; i < n && off < sizeof(list); i++)
+        off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
+                                i ? ", " : "", names[i]);
+    near = zx_cf_suggest(k, names, n);
+    if (*path)
+        zx_cf_error_at(x, kn, "unknown key '%.64s' in %s%s%s%s; allowed: %s",
+                       k, disp,
+                       near ? " (did you mean '" : "", near ? near : "",
+                       near ? "'?)" : "", list);
+    else
+        zx_cf_error_at(x, kn, "unknown section '%.64s'%s%s%s; allowed: %s", k,
+                       near ? " (did you mean '" : "", near ? near : "",
+                       near ? "'?)" : "", list);
+}
+
+static void walk_pipelines(zx_cf_ctx *x, yaml_node_t *n, zx_conf *c);
+
+/* Walk mapping n as section `path` (called `disp` in messages), setting
+ * options in base and recording where each was written. */
+static void walk_map(zx_cf_ctx *x, const char *path, const char *disp,
+                     yaml_node_t *n, void *base, zx_conf *c, cf_where where)
+{
+    yaml_node_pair_t *p0, *p;
+    size_t *first;
+    char sub[128];
+
+    if (zx_cf_is_null(n))
+        return;   /* `server:` with nothing under it: all defaults */
+    if (n->type != YAML_MAPPING_NODE) {
+        zx_cf_error_at(x, n, "%s must be a mapping of keys to values, got %s",
+                       disp, zx_cf_kind(n));
+        return;
+    }
+    first = zx_cf_dups(x, n);
+    p0 = n->data.mapping.pairs.start;
+    for (p = p0; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = zx_cf_node(x, p->key), *vn = zx_cf_node(x, p->value);
+        const char *k = zx_cf_scalar(kn);
+        const zx_cf_section *sec;
+        size_t oi;
+
+        if (!k) {
+            zx_cf_error_at(x, kn, "keys must be plain words, got %s",
+                           zx_cf_kind(kn));
+            continue;
+        }
+        if (first && first[p - p0] != SIZE_MAX) {
+            yaml_node_t *fk = zx_cf_node(x, p0[first[p - p0]].key);
+            zx_cf_error_at(x, kn, "duplicate key '%.64s' (first written at "
+                           "line %d, column %d)", k, zx_cf_line(fk),
+                           zx_cf_col(fk));
+            continue;
+        }
+        oi = opt_index(path, k);
+        if (oi != SIZE_MAX) {
+            if (oi < sizeof(cf_where) / sizeof(where[0]))
+                where[oi] = vn;
+            zx_cf_set_node(x, &zx_cf_options[oi], base, vn);
+            continue;
+        }
+        child_path(sub, sizeof(sub), path, k);
+        sec = strchr(k, '.') ? NULL : find_section(sub);
+        if (!sec || strchr(k, '<'))
+            unknown_key(x, kn, path, disp, k);
+        else if (sec->named_map)
+            walk_pipelines(x, vn, c);
+        else
+            walk_map(x, sub, sub, vn, base, c, where);
+    }
+    free(first);
+}
+
+static int name_ok(const char *s)
+{
+    size_t i, len = strlen(s);
+
+    if (len == 0 || len > 63 || s[0] < 'a' || s[0] > 'z')
+        return 0;
+    for (i = 0; i < len; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+              s[i] == '_' || s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+static void walk_pipeline(zx_cf_ctx *x, yaml_node_t *kn, yaml_node_t *vn,
+                          zx_conf_pipeline *pl)
+{
+    const char *entry = "pipelines.<name>";
+    cf_where where = {0};
+    size_t i;
+    char *t, disp[80];
+
+    pl->line = zx_cf_line(kn);
+    pl->column = zx_cf_col(kn);
+    for (i = 0; i < zx_cf_noptions; i++)
+        if (!strcmp(zx_cf_options[i].section, entry))
+            zx_cf_set_default(x, &zx_cf_options[i], pl);
+    if (!zx_cf_is_null(vn) && vn->type != YAML_MAPPING_NODE)
+        zx_cf_error_at(x, vn, "pipeline %s must be a mapping of settings "
+                       "(direction, source, ...), got %s", pl->name,
+                       zx_cf_kind(vn));
+    else
+    {
+        snprintf(disp, sizeof(disp), "pipeline %s", pl->name);
+        walk_map(x, entry, disp, vn, pl, NULL, where);
+    }
+    for (i = 0; i < zx_cf_noptions; i++) {
+        const zx_cf_option *o = &zx_cf_options[i];
+        if (!strcmp(o->section, entry) && (o->flags & ZX_CF_REQUIRED) &&
+            !where[i])
+            zx_cf_error_at(x, kn, "pipeline %s: missing required field '%s'",
+                           pl->name, o->name);
+    }
+    /* Default table: the name, unless a table was written (even a bad one,
+     * already reported). */
+    i = opt_index(entry, "table");
+    if (!pl->table && i < sizeof(cf_where) / sizeof(where[0]) && !where[i] &&
+        name_ok(pl->name)) {
+        pl->table = strdup(pl->name);
+        if (!pl->table) {
+            zx_cf_error_at(x, kn, "out of memory");
+            return;
+        }
+        for (t = pl->table; *t; t++)
+            if (*t == '-')
+                *t = '_';
+    }
+}
+
+static void walk_pipelines(zx_cf_ctx *x, yaml_node_t *n, zx_conf *c)
+{
+    yaml_node_pair_t *p0, *p;
+    size_t *first, cnt;
+
+    if (zx_cf_is_null(n))
+        return;
+    if (n->type != YAML_MAPPING_NODE) {
+        zx_cf_error_at(x, n, "pipelines must be a mapping from each pipeline's "
+                       "name to its settings (web_events: {...}), got %s",
+                       zx_cf_kind(n));
+        return;
+    }
+    if (c->pipelines) {
+        zx_cf_error_at(x, n, "pipelines is written twice");
+        return;
+    }
+    p0 = n->data.mapping.pairs.start;
+    cnt = (size_t)(n->data.mapping.pairs.top - p0);
+    if (cnt == 0)
+        return;
+    c->pipelines = calloc(cnt, sizeof(*c->pipelines));
+    if (!c->pipelines) {
+        zx_cf_error_at(x, n, "out of memory");
+        return;
+    }
+    first = zx_cf_dups(x, n);
+    for (p = p0; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = zx_cf_node(x, p->key), *vn = zx_cf_node(x, p->value);
+        const char *k = zx_cf_scalar(kn);
+        zx_conf_pipeline *pl;
+
+        if (!k) {
+            zx_cf_error_at(x, kn, "a pipeline name must be a plain word, got "
+                           "%s", zx_cf_kind(kn));
+            continue;
+        }
+        if (first && first[p - p0] != SIZE_MAX) {
+            yaml_node_t *fk = zx_cf_node(x, p0[first[p - p0]].key);
+            zx_cf_error_at(x, kn, "duplicate pipeline '%.64s' (first defined "
+                           "at line %d, column %d)", k, zx_cf_line(fk),
+                           zx_cf_col(fk));
+            continue;
+        }
+        if (!name_ok(k))
+            zx_cf_error_at(x, kn, "invalid pipeline name '%.64s': 1 to 63 "
+                           "characters among a-z, 0-9, _ and -, starting "
+                           "with a letter", k);
+        pl = &c->pipelines[c->npipelines++];
+        pl->name = strdup(k);
+        if (!pl->name) {
+            zx_cf_error_at(x, kn, "out of memory");
+            continue;
+        }
+        walk_pipeline(x, kn, vn, pl);
+    }
+    free(first);
+}
+
+/* Absolute, lexically normalised path of rel against dir ("." and ".."
+ * removed, no trailing '/').  NULL on out of memory. */
+static char *cf_abspath(const char *dir, const char *rel)
+{
+    size_t len = strlen(dir) + strlen(rel) + 3, o = 0, keep;
+    char *in = malloc(len), *out = malloc(len), *tok, *save = NULL;
+
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return NULL;
+    }
+    snprintf(in, len, "%s/%s", rel[0] == '/' ? "" : dir, rel);
+    for (tok = strtok_r(in, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(tok, "."))
+            continue;
+        if (!strcmp(tok, "..")) {
+            for (keep = o; keep > 0 && out[keep - 1] != '/'; keep--)
+                ;
+            o = keep > 0 ? keep - 1 : 0;
+            continue;
+        }
+        out[o++] = '/';
+        memcpy(out + o, tok, strlen(tok));
+        o += strlen(tok);
+    }
+    if (o == 0)
+        out[o++] = '/';
+    out[o] = '\0';
+    free(in);
+    return out;
+}
+
+static int cf_make_abs(zx_cf_ctx *x, char **field, const char *dir)
+{
+    char *abs;
+
+    if (!*field || !dir)
+        return 0;
+    abs = cf_abspath(dir, *field);
+    if (!abs) {
+        zx_cf_error(x, 0, 0, "out of memory");
+        return -1;
+    }
+    free(*field);
+    *field = abs;
+    return 0;
+}
+
+static const yaml_node_t *where_of(cf_where w, const char *sec, const char *name)
+{
+    size_t i = opt_index(sec, name);
+
+    return i < sizeof(cf_where) / sizeof(w[0]) ? w[i] : NULL;
+}
+
+static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
+{
+    const yaml_node_t *n;
+    const char *why = NULL;
+    uint64_t biggest = c->http.max_body_size, need;
+    size_t i, j;
+
+    cf_make_abs(x, &c->data_dir, c->base_dir);
+    cf_make_abs(x, &c->control_socket, c->data_dir);
+    cf_make_abs(x, &c->sqlite_path, c->data_dir);
+    if (c->control_socket &&
+        strlen(c->control_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        n = where_of(w, "server", "control_socket");
+        if (!n)
+            n = where_of(w, "server", "data_dir");
+        zx_cf_error_at(x, n, "control socket path %s is longer than %zu bytes; "
+                       "use a shorter data_dir or an absolute control_socket",
+                       c->control_socket,
+                       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    }
+    if (c->http.listen &&
+        zx_cf_split_listen(c->http.listen, &c->http.host, &c->http.port, &why))
+        zx_cf_error_at(x, where_of(w, "server.http", "listen"), "listen: %s", why);
+
+    for (i = 0; i < c->npipelines; i++) {
+        zx_conf_pipeline *p = &c->pipelines[i];
+        p->body_limit = p->max_body_size ? p->max_body_size
+                                         : c->http.max_body_size;
+        p->ring_size = c->ring_size;
+        if (p->body_limit > biggest)
+            biggest = p->body_limit;
+        for (j = 0; j < i && p->table; j++) {
+            const zx_conf_pipeline *q = &c->pipelines[j];
+            if (q->table && !strcasecmp(p->table, q->table)) {
+                zx_cf_error(x, p->line, p->column, "pipeline %s: table '%s' "
+                            "is already written by pipeline %s (line %d)",
+                            p->name, p->table, q->name, q->line);
+                break;
+            }
+        }
+    }
+    need = 2 * biggest + MiB;
+    if (c->ring_size < need) {
+        n = where_of(w, "server", "ring_size");
+        if (!n && biggest == c->http.max_body_size)
+            n = where_of(w, "server.http", "max_body_size");
+        for (i = 0; !n && i < c->npipelines; i++) {
+            const zx_conf_pipeline *p = &c->pipelines[i];
+            if (p->body_limit == biggest) {
+                zx_cf_error(x, p->line, p->column, "pipeline %s: its "
+                            "max_body_size needs a ring_size of at least "
+                            "%llu bytes (twice the body plus 1 MiB); raise "
+                            "server.ring_size", p->name,
+                            (unsigned long long)need);
+                return;
+            }
+        }
+        zx_cf_error_at(x, n, "ring_size (%llu bytes) must be at least "
+                           "twice the largest body limit plus 1 MiB (%llu "
+                           "bytes): raise server.ring_size or lower "
+                           "max_body_size", (unsigned long long)c->ring_size,
+                           (unsigned long long)need);
+    }
+}
+
+zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs)
+{
+    zx_cf_ctx x;
+    zx_conf *c = NULL;
+    cf_where where = {0};
+    yaml_node_t *root;
+    char *slash;
+    size_t i;
+
+    memset(&x, 0, sizeof(x));
+    x.file = path ? path : "(null)";
+    x.flags = flags;
+    x.errs = errs;
+    c = calloc(1, sizeof(*c));
+    if (!c || !path) {
+        zx_cf_error(&x, 0, 0, c ? "no configuration file given" : "out of memory");
+        goto fail;
+    }
+    c->path = realpath(path, NULL);
+    if (!c->path) {
+        zx_cf_error(&x, 0, 0, "cannot open: %s", strerror(errno));
+        goto fail;
+    }
+    c->base_dir = strdup(c->path);
+    if (!c->base_dir) {
+        zx_cf_error(&x, 0, 0, "out of memory");
+        goto fail;
+    }
+    slash = strrchr(c->base_dir, '/');
+    if (slash)
+        slash[slash == c->base_dir ? 1 : 0] = '\0';
+    x.base_dir = c->base_dir;
+    if (zx_cf_parse_file(&x, path) < 0)
+        goto fail;
+    for (i = 0; i < zx_cf_noptions; i++) {
+        const zx_cf_section *s = find_section(zx_cf_options[i].section);
+        if (s && s->target == ZX_CF_ROOT)
+            zx_cf_set_default(&x, &zx_cf_options[i], c);
+    }
+    root = zx_cf_root(&x);
+    if (root->type != YAML_MAPPING_NODE) {
+        zx_cf_error_at(&x, root, "the top level must be a mapping with the "
+                       "sections server, workspace and pipelines, got %s",
+                       zx_cf_kind(root));
+        goto fail;
+    }
+    walk_map(&x, "", "the top level", root, c, c, where);
+    cf_finish(&x, c, where);
+    if (x.nerr)
+        goto fail;
+    if (x.have_doc)
+        yaml_document_delete(&x.doc);
+    return c;
+fail:
+    if (x.have_doc)
+        yaml_document_delete(&x.doc);
+    zx_conf_free(c);
+    return NULL;
+}
+
+void zx_conf_errors_free(zx_conf_errors *errs)
+{
+    size_t i;
+
+    if (!errs)
+        return;
+    for (i = 0; i < errs->n; i++)
+        free(errs->msgs[i]);
+    free(errs->msgs);
+    errs->msgs = NULL;
+    errs->n = 0;
+}
+
+void zx_conf_free(zx_conf *c)
+{
+    size_t i;
+
+    if (!c)
+        return;
+    for (i = 0; i < c->npipelines; i++) {
+        zx_cf_free_fields(ZX_CF_PIPELINE, &c->pipelines[i]);
+        free(c->pipelines[i].name);
+    }
+    free(c->pipelines);
+    zx_cf_free_fields(ZX_CF_ROOT, c);
+    free(c->http.host);
+    free(c->path);
+    free(c->base_dir);
+    free(c);
+}
+
+const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name)
+{
+    size_t i;
+
+    if (!c || !name)
+        return NULL;
+    for (i = 0; i < c->npipelines; i++)
+        if (c->pipelines[i].name && !strcmp(c->pipelines[i].name, name))
+            return &c->pipelines[i];
+    return NULL;
+}
+
+static int str_same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
+{
+    if (!a || !b)
+        return a == b;
+    return str_same(a->name, b->name) && str_same(a->direction, b->direction) &&
+           str_same(a->source, b->source) && str_same(a->key, b->key) &&
+           str_same(a->table, b->table) && a->metadata == b->metadata &&
+           a->ack_commit == b->ack_commit &&
+           a->max_body_size == b->max_body_size &&
+           a->body_limit == b->body_limit && a->ring_size == b->ring_size;
+}

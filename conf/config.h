@@ -1,0 +1,226 @@
+/*
+ * config.h — the zxd YAML configuration: its C model and its loader.
+ *
+ * One table of options (conf/options.c: name, type, default, offset into
+ * the struct below, help text, allowed values) drives parsing, validation
+ * and the reference documentation (conf/OPTIONS.md, printed by
+ * zx_conf_write_reference).  To add an option: add the field here, add one
+ * row to the table, regenerate OPTIONS.md (`zxd --config-reference`, or
+ * `tests/unit/test_config --print-reference`).
+ *
+ * Loading is all-or-nothing: zx_conf_load either returns a fully validated
+ * configuration (every path absolute, every default filled in) or NULL with
+ * every error it found, each "file:line:column: message" (1-based).  It
+ * never touches running state, so a reload can build the new config, diff
+ * it with zx_conf_pipeline_same, and only then swap.
+ *
+ * Values written as ${env:NAME} or ${file:PATH} are resolved at load time;
+ * an error message never contains a resolved value.
+ *
+ * This module must never: open sockets or databases, create directories,
+ * log, exit, or print a secret.  It is safe to call from the supervisor.
+ */
+#ifndef ZX_CONF_CONFIG_H
+#define ZX_CONF_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Optional metadata columns of a stream (zx_conf_pipeline.metadata). */
+#define ZX_META_INGESTED_AT 0x1u   /* "_ingested_at": UTC time the row arrived */
+#define ZX_META_REQUEST_ID  0x2u   /* "_request_id": id of the push request   */
+
+typedef struct zx_conf_http {
+    char *listen;            /* as written, "host:port" or "[v6]:port" */
+    char *host;              /* listen's host part, without brackets */
+    uint16_t port;           /* 0 = any free port (tests) */
+    uint64_t max_body_size;  /* bytes; default 16 MiB */
+    uint64_t max_header_size;/* bytes; default 64 KiB */
+    uint32_t max_connections;/* default 1024 */
+    uint32_t idle_timeout_ms;          /* default 60 s */
+    uint32_t backpressure_timeout_ms;  /* default 2 s: how long a push waits
+                                          for room in the ring before 503 */
+    uint32_t commit_timeout_ms;        /* default 30 s: how long ?wait=commit
+                                          waits before 503 */
+} zx_conf_http;
+
+typedef struct zx_conf_pipeline {
+    char *name;              /* map key: [a-z][a-z0-9_-]{0,62} */
+    char *direction;         /* "stream" (only value accepted today) */
+    char *source;            /* "http" (only value accepted today) */
+    char *key;               /* push key (secret); NULL only when loaded with
+                                ZX_CONF_SKIP_SECRETS and written as a
+                                ${env:}/${file:} reference */
+    char *table;             /* default: name with '-' replaced by '_';
+                                [A-Za-z_][A-Za-z0-9_]{0,62}, not "_zx*",
+                                not "*__rejects" (case-insensitive) */
+    uint32_t metadata;       /* ZX_META_* bits */
+    int ack_commit;          /* `ack: accepted` (default, 0) or `ack: commit` (1) */
+    uint64_t max_body_size;  /* per-stream override as written, 0 = server default */
+    uint64_t body_limit;     /* effective limit: max_body_size, or the server's
+                                http.max_body_size when 0 */
+    uint64_t ring_size;      /* bytes of this pipeline's frames ring (today the
+                                server's ring_size) */
+    int line, column;        /* where the pipeline's name is written (1-based) */
+} zx_conf_pipeline;
+
+typedef struct zx_conf {
+    char *path;              /* absolute path of the file (symlinks resolved) */
+    char *base_dir;          /* its folder */
+    char *data_dir;          /* absolute, normalised; not created here */
+    char *control_socket;    /* absolute; shorter than sun_path */
+    char *control_group;     /* NULL or a group name: socket mode 0660 with
+                                that group (checked by whoever binds) */
+    char *log_level;         /* "debug" | "info" (default) | "warn" | "error" */
+    zx_conf_http http;
+    char *sqlite_path;       /* absolute; default <data_dir>/workspace.db */
+    char *sqlite_synchronous;/* "normal" (default) | "full" */
+    uint32_t commit_interval_ms; /* writer group-commit window, default 20 ms */
+    uint64_t ring_size;      /* per pipeline frames ring, default 64 MiB;
+                                validated >= 2 * largest body limit + 1 MiB */
+    size_t npipelines;
+    zx_conf_pipeline *pipelines;  /* in file order */
+} zx_conf;
+
+/* Error list filled by zx_conf_load: each message is
+ * "file:line:column: message" where file is the path as passed to
+ * zx_conf_load.  Initialise with {0}; free with zx_conf_errors_free. */
+typedef struct zx_conf_errors {
+    size_t n;
+    char **msgs;
+} zx_conf_errors;
+
+/* Flag for zx_conf_load: do not resolve ${env:}/${file:} references in
+ * options marked secret (today: pipelines.*.key); leave those fields NULL,
+ * with no error.  Other options (paths, ...) are still resolved, since the
+ * caller (zxctl) needs them. */
+#define ZX_CONF_SKIP_SECRETS 0x1u
+
+/* Read, parse and validate the YAML file at `path`.
+ * Returns a new configuration owned by the caller (free with zx_conf_free),
+ * or NULL on any error: then every error found (not only the first) is
+ * appended to errs, unless errs is NULL.  Out of memory is reported as an
+ * error too.  Does not create or open anything but the file itself and
+ * ${file:} secrets. */
+zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs);
+
+/* Free the messages and reset *errs to {0}.  NULL ok. */
+void zx_conf_errors_free(zx_conf_errors *errs);
+
+/* Free a configuration and everything it points to.  NULL ok. */
+void zx_conf_free(zx_conf *c);
+
+/* The pipeline called `name`, or NULL.  The pointer is owned by c and valid
+ * until zx_conf_free(c). */
+const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name);
+
+/* 1 when every field that affects the running worker (everything but
+ * line/column) is equal, so a reload can leave that worker and its ring
+ * untouched; else 0.  NULL pointers compare equal only to each other. */
+int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b);
+
+/* Print the reference documentation of every option (Markdown, one table
+ * per section) to `out`.  conf/OPTIONS.md is exactly this output; a unit
+ * test keeps them equal. */
+void zx_conf_write_reference(FILE *out);
+
+/* ------------------------------------------------------------------------
+ * Internal to conf/ (config.c, options.c, secrets.c, yamlwalk.c).  Not a
+ * contract: other modules must not define ZX_CONF_INTERNAL.
+ * ---------------------------------------------------------------------- */
+#ifdef ZX_CONF_INTERNAL
+#include <yaml.h>
+
+/* Load context: where errors go and what the walk needs. */
+typedef struct zx_cf_ctx {
+    const char *file;        /* as shown in messages */
+    const char *base_dir;    /* folder of the file, for ${file:} */
+    unsigned flags;          /* ZX_CONF_* */
+    yaml_document_t doc;
+    int have_doc;
+    zx_conf_errors *errs;    /* may be NULL */
+    size_t nerr;             /* errors found, whether stored or not */
+} zx_cf_ctx;
+
+/* yamlwalk.c */
+void zx_cf_error(zx_cf_ctx *x, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void zx_cf_error_at(zx_cf_ctx *x, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int zx_cf_parse_file(zx_cf_ctx *x, const char *path); /* 0 ok, -1 errors */
+yaml_node_t *zx_cf_root(zx_cf_ctx *x);
+yaml_node_t *zx_cf_node(zx_cf_ctx *x, int id);
+int zx_cf_is_null(const yaml_node_t *n);
+const char *zx_cf_scalar(const yaml_node_t *n);  /* NULL if not a scalar */
+const char *zx_cf_kind(const yaml_node_t *n);    /* "a mapping", ... */
+int zx_cf_line(const yaml_node_t *n);
+int zx_cf_col(const yaml_node_t *n);
+/* first[i] = index of the earlier pair of `map` with the same scalar key
+ * as pair i, or SIZE_MAX.  Caller frees.  NULL for an empty mapping or on
+ * out of memory (reported). */
+size_t *zx_cf_dups(zx_cf_ctx *x, const yaml_node_t *map);
+/* Closest word to `w` among `cands` (n of them), or NULL if none is close. */
+const char *zx_cf_suggest(const char *w, const char *const *cands, size_t n);
+
+/* secrets.c */
+/* Resolve `text`: when it is a ${env:NAME} or ${file:PATH} reference,
+ * *out = new string with the value and *is_ref = 1; otherwise *out = copy
+ * of text, *is_ref = 0.  When skip is set and text is a reference, *out =
+ * NULL, *is_ref = 1, returns 0.  Returns 0, or -1 after reporting at n. */
+int zx_cf_resolve(zx_cf_ctx *x, const yaml_node_t *n, const char *text,
+                  int skip, char **out, int *is_ref);
+
+/* options.c: the table. */
+typedef enum zx_cf_type {
+    ZX_CF_STRING, ZX_CF_PATH, ZX_CF_ENUM, ZX_CF_ENUM_INT, ZX_CF_SIZE,
+    ZX_CF_DURATION, ZX_CF_UINT, ZX_CF_LISTEN, ZX_CF_METADATA, ZX_CF_IDENT,
+    ZX_CF_GROUP
+} zx_cf_type;
+
+enum { ZX_CF_ROOT, ZX_CF_PIPELINE };          /* which struct `offset` is in */
+#define ZX_CF_REQUIRED 0x1u
+#define ZX_CF_SECRET   0x2u
+#define ZX_CF_REL_DATA 0x4u    /* PATH relative to data_dir, not the file */
+
+typedef struct zx_cf_option {
+    const char *section;     /* "server", "server.http", "pipelines.<name>" */
+    const char *name;        /* YAML key */
+    zx_cf_type type;
+    const char *def;         /* default as written in YAML, NULL = none */
+    const char *def_doc;     /* default shown in docs when def is NULL */
+    size_t offset;
+    unsigned flags;
+    uint64_t min, max;       /* SIZE, DURATION (ms), UINT */
+    const char *const *allowed; /* ENUM, ENUM_INT, METADATA: NULL-ended */
+    const char *help;
+} zx_cf_option;
+
+typedef struct zx_cf_section {
+    const char *path;        /* "server.http"; "pipelines" is a named map */
+    int target;              /* ZX_CF_ROOT or ZX_CF_PIPELINE */
+    int named_map;           /* 1: keys are names, values are `entry` sections */
+    const char *entry;       /* for a named map: the entry section's path */
+    const char *help;
+} zx_cf_section;
+
+extern const zx_cf_option zx_cf_options[];
+extern const size_t zx_cf_noptions;
+extern const zx_cf_section zx_cf_sections[];
+extern const size_t zx_cf_nsections;
+
+/* Set option o in the struct at base from YAML node n: resolves
+ * ${env:}/${file:}, checks the type and range.  Returns 0, or -1 after
+ * reporting at n.  Frees any previous string in the field. */
+int zx_cf_set_node(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                   const yaml_node_t *n);
+/* Set option o to its default (no-op when o->def is NULL). */
+void zx_cf_set_default(zx_cf_ctx *x, const zx_cf_option *o, void *base);
+/* Split "host:port" / "[v6]:port"; 0 ok (host malloc'd), -1 with *why. */
+int zx_cf_split_listen(const char *s, char **host, uint16_t *port,
+                       const char **why);
+/* Free every string field the table describes for `target` in base. */
+void zx_cf_free_fields(int target, void *base);
+#endif /* ZX_CONF_INTERNAL */
+
+#endif /* ZX_CONF_CONFIG_H */

@@ -1,0 +1,52 @@
+/*
+ * chan.h — messages between the supervisor and its long-lived children
+ * (writer, gateway), version 1.  The one place this protocol is defined.
+ *
+ * Transport: a SOCK_SEQPACKET socketpair made at fork; one datagram is one
+ * message: a 4-byte type (host order; both ends are the same binary),
+ * then a JSON object, at most ZX_CHAN_MAX bytes; file descriptors travel
+ * with SCM_RIGHTS.
+ *
+ *   supervisor → writer, gateway
+ *     ATTACH  {"name": N, "source": "http", "key": K, "ack_commit": bool,
+ *              "max_body_size": N}
+ *             fds: [segment memfd, the pipeline worker's eventfd]
+ *             Start serving (or update) pipeline N.  The writer ignores
+ *             everything but the name.  Sent for every pipeline right
+ *             after the child starts, and for each added or changed
+ *             pipeline after a reload.
+ *     DETACH  {"name": N}
+ *             Stop serving N.  The writer first applies every frame
+ *             already published in N's ring.
+ *
+ *   writer → supervisor
+ *     EVENT   a feed event object as in proto/control.h (without "ts",
+ *             which the supervisor adds)
+ *     READY   {}  the store and workspace are open; frames are applied
+ */
+#ifndef ZX_PROTO_CHAN_H
+#define ZX_PROTO_CHAN_H
+
+#include <stddef.h>
+
+#define ZX_CHAN_VERSION 1
+#define ZX_CHAN_MAX (64 * 1024)
+
+enum zx_chan_type {
+    ZX_CHAN_ATTACH = 1,
+    ZX_CHAN_DETACH = 2,
+    ZX_CHAN_EVENT = 3,
+    ZX_CHAN_READY = 4,
+};
+
+/* Send one message: type, NUL-terminated JSON text, up to 4 fds (nfds may
+ * be 0).  Blocking send; 0 or -1 (errno; EPIPE when the peer is gone). */
+int zx_chan_send(int sock, int type, const char *json, const int *fds, int nfds);
+
+/* Receive one message into buf (cap bytes, NUL-terminated on return).
+ * Returns the type (> 0), 0 when the peer closed, -1 on error (errno;
+ * EAGAIN on a non-blocking socket with nothing to read).  Received fds are
+ * stored in fds[0..*nfds-1] (at most 4), owned by the caller. */
+int zx_chan_recv(int sock, char *buf, size_t cap, int *fds, int *nfds);
+
+#endif

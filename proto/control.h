@@ -1,0 +1,75 @@
+/*
+ * control.h — the control protocol between zxctl and zxd, version 1.
+ *
+ * This is the one place the protocol is defined.  Transport: a Unix stream
+ * socket (server.control_socket, mode 0600, peer credentials checked).
+ * Each message is one JSON object on one line ('\n'-terminated, at most
+ * ZX_CTL_MAX_LINE bytes).  The client sends one request; the server answers
+ * with one response line and closes, except `feed` with "follow": true,
+ * which keeps sending event lines until the client disconnects.
+ *
+ * Request:  {"v": 1, "cmd": "<command>", ...arguments}
+ * Response: {"ok": true, ...result}  or  {"ok": false, "error": "<message>",
+ *           "errors": ["file:line:column: message", ...]   (reload only)}
+ *
+ * Commands and results:
+ *   status                → {"ok":true, "version":"0.1.0", "pid":N,
+ *                            "config":"/abs/path.yaml", "started_at":"RFC3339",
+ *                            "processes":[PROC...], "pipelines":[PIPE...]}
+ *       PROC = {"name":"writer"|"gateway", "pid":N|null, "state":STATE,
+ *               "restarts":N, "last_error":"..."|null}
+ *       PIPE = {"name":"web_events", "source":"http", "table":"web_events",
+ *               "pid":N|null, "state":STATE, "restarts":N,
+ *               "rows":N, "rejects":N, "rejects_by_column":{"col":N,...},
+ *               "last_error":"..."|null,
+ *               "ring":{"published":SEQ, "acked":SEQ, "used_bytes":N,
+ *                       "capacity":N}}
+ *       STATE = "starting" | "running" | "backoff" | "failed" | "stopped"
+ *               | "draining"
+ *   reload                → {"ok":true, "added":[names], "changed":[names],
+ *                            "removed":[names], "unchanged":[names]}
+ *                           or {"ok":false, "error":"configuration invalid;
+ *                            still running the previous one", "errors":[...]}
+ *   restart {"name":N}    → {"ok":true}            (pipeline or "writer"/"gateway")
+ *   stop    {"name":N}    → {"ok":true}            (pipeline only; state "stopped")
+ *   start   {"name":N}    → {"ok":true}            (a stopped or failed pipeline)
+ *   checkpoints {"name":N}→ {"ok":true, "pipeline":N, "seq":SEQ,
+ *                            "committed_at":"RFC3339"|null,
+ *                            "table":"...", "schema":[{"name":..,"type":..}],
+ *                            "rows":N, "rejects":N,
+ *                            "rejects_by_column":{...},
+ *                            "idempotency_keys":N}
+ *   feed {"follow":bool}  → {"ok":true} then zero or more EVENT lines: the
+ *                           recent history (up to ZX_FEED_HISTORY events),
+ *                           then, with follow, every new event as it happens.
+ *       EVENT = {"ts":"RFC3339", "event":KIND, "pipeline":N|null,
+ *                "message":"human readable", ...kind-specific fields}
+ *       KIND  = "batch"   (rows, rejects, table, seq)
+ *             | "schema"  (table, column, type)   one per column added/created
+ *             | "rejects" (table, count, columns) a burst of misfit values
+ *             | "restart" (process, pid, reason)
+ *             | "failed"  (process, reason)
+ *             | "reload"  (ok, added, changed, removed, errors)
+ *             | "start" | "stop" (process, pid)
+ *
+ * Errors: unknown command or bad arguments → ok:false with a message.
+ * zxctl exit codes: 0 ok, 1 the daemon answered ok:false, 2 usage error,
+ * 3 daemon unreachable (no socket, connection refused, bad answer).
+ */
+#ifndef ZX_PROTO_CONTROL_H
+#define ZX_PROTO_CONTROL_H
+
+#define ZX_CTL_VERSION 1
+#define ZX_CTL_MAX_LINE (1024 * 1024)
+#define ZX_FEED_HISTORY 200
+
+/* zxctl exit codes */
+#define ZX_EXIT_OK 0
+#define ZX_EXIT_DAEMON_ERROR 1
+#define ZX_EXIT_USAGE 2
+#define ZX_EXIT_UNREACHABLE 3
+
+/* zxd exit code for "fatal configuration error, do not respawn" (nginx's 2) */
+#define ZX_EXIT_FATAL_CONFIG 2
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * frame.h — the frame format between workers and the writer, version 1.
+ *
+ * This header is the one definition of the format.  A worker encodes a
+ * rowset plus metadata into one frame, publishes it through its shared-memory
+ * ring (common/ring.h), and the writer decodes it.  proto/frame.c is the only
+ * code in zx that calls msgpack; nothing else may know this layout.
+ *
+ * A frame is exactly one MessagePack (https://msgpack.org/) value, an array
+ * of 8 elements, with no bytes before or after it:
+ *
+ *   [ "ZXF",            0 magic: str, exactly the 3 bytes Z X F
+ *     version,          1 uint: ZX_FRAME_VERSION (1).  A decoder rejects any
+ *                         other version; a change to anything below that an
+ *                         old decoder would misread bumps the version.
+ *     kind,             2 uint: zx_frame_kind; only ZX_FRAME_ROWS (1) exists
+ *     pipeline,         3 str: pipeline name
+ *     table,            4 str: destination table
+ *     meta,             5 map str -> value, keys below, each optional.  An
+ *                         unknown key is skipped (so keys can be added
+ *                         without a new version); a key given twice: the last
+ *                         one wins; a nil value counts as absent.
+ *                         "ia" int    ingested_at_us (µs since the epoch, UTC)
+ *                         "rq" str    request_id
+ *                         "ik" str    idem_key (the request's Idempotency-Key)
+ *                         "ih" uint   idem_hash (hash of the request body)
+ *                         "ac" uint   accepted (rows accepted by the request)
+ *                         "md" uint   metadata columns wanted (ZX_META_* bits
+ *                                     of conf/config.h: 1 _ingested_at,
+ *                                     2 _request_id)
+ *                         "po" bin    position (opaque upstream position)
+ *     columns,          6 array of ncols entries, each an array of 2:
+ *                         [ name: str, type: uint (zx_type, 0..6, see
+ *                           common/rowset.h; the numbers are part of this
+ *                           format) ]
+ *                         names are unique within a frame
+ *     rows ]            7 array of nrows rows; each row is an array of
+ *                         exactly ncols VALUEs, in column order
+ *
+ *   VALUE (the msgpack type decides the value's zx_type):
+ *     nil               no value: the row has no cell for this column
+ *     true / false      BOOL
+ *     int (any width)   INT; must fit int64 (a uint64 above INT64_MAX is
+ *                       rejected)
+ *     float 64          REAL (NaN and infinities allowed); float 32 is
+ *                       accepted and widened
+ *     str               TEXT; any bytes, embedded NUL allowed (length kept)
+ *     ext type 1        TIMESTAMP: 8-byte big-endian int64 µs since the
+ *                       epoch (UTC), followed by the original text bytes
+ *                       (payload length >= 8)
+ *     ext type 2        JSON: the compact JSON text
+ *     anything else     rejected (bin, array, map, other ext types)
+ *
+ *   The column's type in `columns` is the batch's inferred type; a value's
+ *   own type may differ from it (an INT in a REAL column, a misfit that the
+ *   writer turns into NULL).  A column whose values are all nil still exists
+ *   with its type.  Every msgpack encoding of a type is accepted (fixint or
+ *   int64, fixstr or str32, fixext or ext32...); the encoder picks the
+ *   shortest.  Strings are not checked for UTF-8 validity.  pipeline, table,
+ *   column names, request_id and idem_key must not contain a NUL byte (a
+ *   frame that has one is rejected: readers of those use C strings).
+ *
+ * Why the decoder does not use msgpack's unpacker: msgpack_unpack_next
+ * allocates an object array as large as a claimed count (a 5-byte header can
+ * ask for 2^32 entries), so a hostile frame could make the writer allocate
+ * gigabytes.  frame.c reads the bytes directly, bounded by the buffer, with
+ * no allocation other than the rowset's own (O(frame length)).
+ *
+ * Thread safety: every function here works only on its arguments.
+ */
+#ifndef ZX_PROTO_FRAME_H
+#define ZX_PROTO_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rowset.h"
+
+#define ZX_FRAME_VERSION 1
+#define ZX_FRAME_MAGIC "ZXF"
+
+/* Limits enforced by the decoder (a frame beyond them is rejected). */
+#define ZX_FRAME_MAX_COLUMNS (1u << 20)
+#define ZX_FRAME_MAX_ROWS (1u << 30)
+
+typedef enum { ZX_FRAME_ROWS = 1 } zx_frame_kind;
+
+typedef struct zx_frame_meta {
+    uint32_t version;           /* set by decode; ignored by encode (which
+                                   always writes ZX_FRAME_VERSION) */
+    uint32_t kind;              /* zx_frame_kind (encode: 0 = ZX_FRAME_ROWS) */
+    const char *pipeline;       /* NUL-terminated; encode: NULL = "" */
+    const char *table;          /* NUL-terminated; encode: NULL = "" */
+    int64_t ingested_at_us;     /* 0 = absent */
+    const char *request_id;     /* NULL = absent */
+    const char *idem_key;       /* NULL = absent: Idempotency-Key of the request */
+    uint64_t idem_hash;         /* hash of the request body, for key reuse
+                                   detection; 0 = absent */
+    uint32_t metadata;          /* ZX_META_* bits: metadata columns the writer
+                                   adds (0 = none) */
+    uint64_t accepted;          /* rows accepted by the request (to replay the
+                                   answer); 0 = absent */
+    const void *position;       /* opaque upstream position: NULL = absent; */
+    size_t position_len;        /* non-NULL with length 0 is kept as such */
+} zx_frame_meta;
+
+/* Growable output buffer owned by the caller.  data is malloc'd (NULL while
+ * cap is 0); len bytes of it are in use. */
+typedef struct zx_frame_buf {
+    char *data;
+    size_t len, cap;
+} zx_frame_buf;
+
+/* Empty buffer, no allocation. */
+void zx_frame_buf_init(zx_frame_buf *b);
+
+/* Free the storage; the buffer is empty (initialised) again.  NULL: no-op. */
+void zx_frame_buf_free(zx_frame_buf *b);
+
+/* len = 0, storage kept for reuse. */
+void zx_frame_buf_reset(zx_frame_buf *b);
+
+/* Make room for `extra` more bytes after len.  0, or -1 (errno ENOMEM);
+ * on failure the buffer is unchanged. */
+int zx_frame_buf_reserve(zx_frame_buf *b, size_t extra);
+
+/* Append one whole frame for (m, rs) to out (reset it first if out must hold
+ * only this frame).  Encodes rs's closed rows (an open row is ignored) with
+ * zx_rowset_row, so a column given twice in a row keeps its last value; a
+ * cell of type NULL (or of a type outside zx_type) is written as nil.  m and
+ * rs are only read.  m->kind 0 is taken as ZX_FRAME_ROWS.  Returns 0, or -1
+ * with errno ENOMEM (out of memory) or EINVAL (a bug of the caller: an
+ * unknown m->kind, a column type outside zx_type, a NUL byte in a column
+ * name); on failure out->len is as it was before. */
+int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *out);
+
+/* Cheap O(1) upper bound of the bytes the rows and columns of rs take in a
+ * frame (string bytes bounded by rs->arena_bytes), plus 256 bytes for the
+ * fixed part and short metadata.  Long metadata strings are not counted: add
+ * zx_frame_meta_estimate(m) for an exact bound of the whole frame. */
+size_t zx_frame_estimate(const zx_rowset *rs);
+
+/* Upper bound of the bytes the metadata (fields 0-5) takes; O(strlen). */
+size_t zx_frame_meta_estimate(const zx_frame_meta *m);
+
+/* Decode one frame of exactly len bytes.  rs must be initialised; it is reset
+ * first, then receives the columns (name + type from the frame, in frame
+ * order: column i of the frame is rs->cols[i]) and the rows (one cell per
+ * non-nil value).  Every string of m (pipeline, table, request_id, idem_key,
+ * position) and of rs is copied into rs's arena and stays valid until
+ * zx_rowset_reset / zx_rowset_free of rs, so buf may be released as soon as
+ * this returns.
+ * Returns 0, or -1 on malformed input (wrong magic or version, unknown kind,
+ * wrong element types, counts that do not match, a row width other than
+ * ncols, duplicate column names, truncated data, trailing bytes, an unknown
+ * value type, limits above) or out of memory, with a one-line message in err
+ * (NUL-terminated, truncated to errlen; err may be NULL when errlen is 0).
+ * On failure rs is reset and *m zeroed.  Never reads outside
+ * [buf, buf + len); allocates O(len) memory at most, whatever counts claim. */
+int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs,
+                    char *err, size_t errlen);
+
+#endif

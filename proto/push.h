@@ -1,0 +1,126 @@
+/*
+ * push.h — the records the gateway and a stream worker exchange through
+ * the pipeline segment's "in" and "out" rings (common/segment.h), version 1.
+ * The one place this layout is defined.
+ *
+ * in ring (gateway → worker), one record per HTTP push:
+ *   zx_push_req, then idem_len bytes of Idempotency-Key, then rid_len bytes
+ *   of request id, then body_len bytes of body (already gzip-inflated).
+ * out ring (worker → gateway), one record per answer:
+ *   zx_push_rep, then body_len bytes of JSON.
+ *
+ * Both sides are the same binary, so fields are in host order.  The worker
+ * must still check every length (zx_push_req_parse): a gateway bug must
+ * not crash it.
+ */
+#ifndef ZX_PROTO_PUSH_H
+#define ZX_PROTO_PUSH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define ZX_PUSH_REQ_MAGIC 0x5a585051u /* "ZXPQ" */
+#define ZX_PUSH_REP_MAGIC 0x5a585052u /* "ZXPR" */
+#define ZX_PUSH_VERSION 1
+#define ZX_PUSH_IDEM_MAX 255
+#define ZX_PUSH_RID_MAX 64
+
+enum {
+    ZX_PUSH_WAIT_COMMIT = 0x1, /* answer after the writer committed */
+    ZX_PUSH_NDJSON = 0x2,      /* body is newline-delimited JSON */
+};
+
+typedef struct zx_push_req {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t flags;
+    uint64_t req_id;       /* gateway-unique id, echoed in the reply */
+    int64_t received_us;   /* wall clock when the gateway had the body */
+    uint16_t idem_len;
+    uint16_t rid_len;
+    uint32_t pad;
+    uint64_t body_len;
+} zx_push_req;
+
+typedef struct zx_push_rep {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t status;       /* HTTP status */
+    uint64_t req_id;
+    uint32_t retry_after;  /* seconds; 0 = no Retry-After header */
+    uint32_t body_len;     /* JSON body */
+    uint32_t flags;        /* ZX_PUSH_REP_REPLAY: answered from the idempotency store */
+    uint32_t pad;
+} zx_push_rep;
+
+#define ZX_PUSH_REP_REPLAY 0x1
+
+/* A parsed request; pointers into the record, valid until it is released. */
+typedef struct zx_push_view {
+    const zx_push_req *h;
+    const char *idem;      /* NULL when idem_len == 0 */
+    const char *rid;
+    const char *body;
+} zx_push_view;
+
+static inline size_t zx_push_req_size(size_t idem_len, size_t rid_len, size_t body_len)
+{
+    return sizeof(zx_push_req) + idem_len + rid_len + body_len;
+}
+
+/* Fill a record in buf (zx_push_req_size bytes). */
+static inline void zx_push_req_write(void *buf, uint16_t flags, uint64_t req_id,
+                                     int64_t received_us, const char *idem,
+                                     size_t idem_len, const char *rid, size_t rid_len,
+                                     const char *body, size_t body_len)
+{
+    zx_push_req h = {ZX_PUSH_REQ_MAGIC, ZX_PUSH_VERSION, flags, req_id, received_us,
+                     (uint16_t)idem_len, (uint16_t)rid_len, 0, body_len};
+    char *p = buf;
+    memcpy(p, &h, sizeof(h));
+    p += sizeof(h);
+    if (idem_len)
+        memcpy(p, idem, idem_len);
+    p += idem_len;
+    if (rid_len)
+        memcpy(p, rid, rid_len);
+    p += rid_len;
+    if (body_len)
+        memcpy(p, body, body_len);
+}
+
+/* Check and view a record.  0, or -1 if malformed. */
+static inline int zx_push_req_parse(const void *rec, size_t len, zx_push_view *v)
+{
+    if (len < sizeof(zx_push_req) || ((uintptr_t)rec & 7))
+        return -1;
+    const zx_push_req *h = rec;
+    if (h->magic != ZX_PUSH_REQ_MAGIC || h->version != ZX_PUSH_VERSION ||
+        h->idem_len > ZX_PUSH_IDEM_MAX || h->rid_len > ZX_PUSH_RID_MAX ||
+        h->body_len > len ||
+        zx_push_req_size(h->idem_len, h->rid_len, h->body_len) != len)
+        return -1;
+    const char *p = (const char *)rec + sizeof(*h);
+    v->h = h;
+    v->idem = h->idem_len ? p : NULL;
+    v->rid = p + h->idem_len;
+    v->body = p + h->idem_len + h->rid_len;
+    return 0;
+}
+
+static inline int zx_push_rep_parse(const void *rec, size_t len, const zx_push_rep **h,
+                                    const char **body)
+{
+    if (len < sizeof(zx_push_rep) || ((uintptr_t)rec & 7))
+        return -1;
+    const zx_push_rep *r = rec;
+    if (r->magic != ZX_PUSH_REP_MAGIC || r->version != ZX_PUSH_VERSION ||
+        sizeof(zx_push_rep) + (size_t)r->body_len != len)
+        return -1;
+    *h = r;
+    *body = (const char *)rec + sizeof(*r);
+    return 0;
+}
+
+#endif

@@ -1,0 +1,464 @@
+/*
+ * children.c — fork, watch and restart the writer, the gateway and one
+ * worker per pipeline; create and free pipeline segments.
+ *
+ * Policy (nginx, PostgreSQL): exit 0 of a child we asked to stop = done;
+ * exit ZX_EXIT_FATAL_CONFIG = failed, not respawned; anything else is a
+ * crash, restarted with exponential backoff (100 ms doubling to 30 s); a
+ * pipeline that crashed 5 times within 60 s is marked failed.  Children
+ * get PR_SET_PDEATHSIG so they go when the supervisor goes.
+ *
+ * It must never: block, parse user data, or touch a segment's rings.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netdb.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/proctitle.h"
+#include "common/util.h"
+#include "proto/chan.h"
+#include "proto/control.h"
+#include "supervisor/sup.h"
+#include "workers/gateway/gateway.h"
+#include "workers/sources/http_push.h"
+#include "workers/writer/writer.h"
+
+#define IN_RING_MIN (8u * 1024 * 1024)
+
+const char *zx_state_name(zx_state s)
+{
+    static const char *const n[] = {"stopped", "starting", "running", "backoff", "failed", "draining"};
+    return (unsigned)s < 6 ? n[s] : "unknown";
+}
+
+spipe *sup_find_pipe(sup *s, const char *name)
+{
+    for (size_t i = 0; i < s->npipes; i++)
+        if (strcmp(s->pipes[i]->name, name) == 0)
+            return s->pipes[i];
+    return NULL;
+}
+
+spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen)
+{
+    if (s->npipes >= sizeof(s->pipes) / sizeof(s->pipes[0])) {
+        snprintf(err, errlen, "too many pipelines");
+        return NULL;
+    }
+    spipe *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(p->name, sizeof(p->name), "%s", pc->name);
+    p->conf = pc;
+    /* A ring takes records up to half its capacity: the in ring must take
+     * the largest body plus its record header. */
+    uint64_t in_cap = 2 * (pc->body_limit + 64 * 1024);
+    if (in_cap < IN_RING_MIN)
+        in_cap = IN_RING_MIN;
+    in_cap = (in_cap + 63) & ~(uint64_t)63;
+    uint64_t fr_cap = (pc->ring_size + 63) & ~(uint64_t)63;
+    if (zx_segment_create(&p->seg, pc->name, in_cap, fr_cap, err, errlen) < 0) {
+        free(p);
+        return NULL;
+    }
+    p->efd = zx_eventfd();
+    p->worker.role = ROLE_STREAM;
+    p->worker.pipe = p;
+    p->worker.chan = -1;
+    p->worker.want = 1;
+    snprintf(p->worker.name, sizeof(p->worker.name), "%s", pc->name);
+    atomic_store(&p->seg.hdr->writer_up, s->writer_ready);
+    p->in_use = 1;
+    s->pipes[s->npipes++] = p;
+    return p;
+}
+
+void sup_pipe_free(sup *s, spipe *p)
+{
+    for (size_t i = 0; i < s->npipes; i++) {
+        if (s->pipes[i] == p) {
+            memmove(&s->pipes[i], &s->pipes[i + 1], (s->npipes - i - 1) * sizeof(s->pipes[0]));
+            s->npipes--;
+            break;
+        }
+    }
+    zx_segment_close(&p->seg);
+    if (p->efd >= 0)
+        close(p->efd);
+    free(p);
+}
+
+void sup_set_writer_up(sup *s, int up)
+{
+    s->writer_ready = up;
+    for (size_t i = 0; i < s->npipes; i++)
+        atomic_store(&s->pipes[i]->seg.hdr->writer_up, (uint32_t)up);
+}
+
+int sup_listen_http(const zx_conf *c, char *err, size_t errlen)
+{
+    char port[16];
+    snprintf(port, sizeof(port), "%u", c->http.port);
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    const char *host = c->http.host && c->http.host[0] ? c->http.host : NULL;
+    int gai = getaddrinfo(host, port, &hints, &res);
+    if (gai) {
+        snprintf(err, errlen, "server.http.listen %s: %s", c->http.listen, gai_strerror(gai));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", c->http.listen, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static void on_child_chan(evutil_socket_t fd, short what, void *arg);
+
+void sup_send_attach(sup *s, child *c, spipe *p)
+{
+    (void)s;
+    if (c->chan < 0 || c->pid == 0)
+        return;
+    json_t *o = json_pack("{s:s, s:s, s:s?, s:b, s:I}", "name", p->name, "source",
+                          p->conf ? p->conf->source : "http", "key",
+                          p->conf ? p->conf->key : NULL, "ack_commit",
+                          p->conf ? p->conf->ack_commit : 0, "max_body_size",
+                          (json_int_t)(p->conf ? p->conf->body_limit : 0));
+    char *js = json_dumps(o, JSON_COMPACT);
+    int fds[2] = {p->seg.fd, p->efd};
+    if (zx_chan_send(c->chan, ZX_CHAN_ATTACH, js, fds, 2) < 0)
+        zx_warn("event=attach_send_failed child=%s pipeline=%s error=\"%s\"", c->name, p->name,
+                strerror(errno));
+    free(js);
+    json_decref(o);
+}
+
+void sup_send_detach(sup *s, child *c, const char *name)
+{
+    (void)s;
+    if (c->chan < 0 || c->pid == 0)
+        return;
+    json_t *o = json_pack("{s:s}", "name", name);
+    char *js = json_dumps(o, JSON_COMPACT);
+    zx_chan_send(c->chan, ZX_CHAN_DETACH, js, NULL, 0);
+    free(js);
+    json_decref(o);
+}
+
+void sup_attach_all(sup *s, child *c)
+{
+    for (size_t i = 0; i < s->npipes; i++)
+        if (!s->pipes[i]->removing)
+            sup_send_attach(s, c, s->pipes[i]);
+}
+
+/* In the child: become role c.  Never returns. */
+static void run_child(sup *s, child *c, int chan)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != s->pid)
+        _exit(0);
+    zx_child_reset_signals();
+    char title[96];
+    int code = 1;
+    if (c->role == ROLE_WRITER) {
+        int keep[] = {chan, s->writer_efd};
+        zx_close_fds_except(keep, 2);
+        zx_proctitle_set("zxd: writer");
+        zx_log_set_proc("writer");
+        zx_writer_args a = {s->conf, chan, s->writer_efd};
+        code = zx_writer_main(&a);
+    } else if (c->role == ROLE_GATEWAY) {
+        int keep[] = {chan, s->gateway_efd, s->listen_fd};
+        zx_close_fds_except(keep, 3);
+        zx_proctitle_set("zxd: gateway");
+        zx_log_set_proc("gateway");
+        zx_gateway_args a = {s->conf, chan, s->gateway_efd, s->listen_fd};
+        code = zx_gateway_main(&a);
+    } else {
+        spipe *p = c->pipe;
+        int keep[] = {p->efd, s->writer_efd, s->gateway_efd};
+        zx_close_fds_except(keep, 3);
+        snprintf(title, sizeof(title), "zxd: stream %s", p->name);
+        zx_proctitle_set(title);
+        snprintf(title, sizeof(title), "stream:%s", p->name);
+        zx_log_set_proc(title);
+        zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, s->gateway_efd};
+        code = zx_http_push_main(&a);
+    }
+    _exit(code);
+}
+
+int sup_spawn(sup *s, child *c)
+{
+    int sv[2] = {-1, -1};
+    if (c->role != ROLE_STREAM &&
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        snprintf(c->last_error, sizeof(c->last_error), "socketpair: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(c->last_error, sizeof(c->last_error), "fork: %s", strerror(errno));
+        if (sv[0] >= 0) {
+            close(sv[0]);
+            close(sv[1]);
+        }
+        return -1;
+    }
+    if (pid == 0)
+        run_child(s, c, sv[1]);
+    c->pid = pid;
+    c->state = c->role == ROLE_STREAM ? ST_RUNNING : ST_STARTING;
+    c->started_ms = zx_mono_ms();
+    c->kill_at_ms = 0;
+    c->next = NEXT_NONE;
+    if (c->role != ROLE_STREAM) {
+        close(sv[1]);
+        c->chan = sv[0];
+        zx_set_nonblock(c->chan);
+        c->chan_ev = event_new(s->base, c->chan, EV_READ | EV_PERSIST, on_child_chan, c);
+        event_add(c->chan_ev, NULL);
+        sup_attach_all(s, c);
+        if (c->role == ROLE_GATEWAY)
+            c->state = ST_RUNNING;
+    } else {
+        atomic_store(&c->pipe->seg.hdr->worker_stopped, 0);
+        atomic_store(&c->pipe->seg.hdr->worker_up, 1);
+    }
+    zx_info("event=start process=%s pid=%d", c->name, (int)pid);
+    return 0;
+}
+
+/* Messages from the writer (events, ready) and the gateway. */
+static void on_child_chan(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    child *c = arg;
+    sup *s = zx_the_sup;
+    char buf[ZX_CHAN_MAX];
+    for (;;) {
+        int fds[4], nfds = 0;
+        int t = zx_chan_recv(fd, buf, sizeof(buf), fds, &nfds);
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        if (t <= 0) {
+            if (t == 0 || errno != EAGAIN) {
+                event_del(c->chan_ev);
+            }
+            return;
+        }
+        if (t == ZX_CHAN_EVENT)
+            sup_feed(s, buf);
+        else if (t == ZX_CHAN_READY && c->role == ROLE_WRITER) {
+            c->state = ST_RUNNING;
+            sup_set_writer_up(s, 1);
+        }
+    }
+}
+
+static void describe_exit(int st, char *buf, size_t n)
+{
+    if (WIFEXITED(st))
+        snprintf(buf, n, "exited with status %d", WEXITSTATUS(st));
+    else if (WIFSIGNALED(st))
+        snprintf(buf, n, "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else
+        snprintf(buf, n, "ended with wait status %d", st);
+}
+
+static child *find_child(sup *s, pid_t pid)
+{
+    if (s->writer.pid == pid)
+        return &s->writer;
+    if (s->gateway.pid == pid)
+        return &s->gateway;
+    for (size_t i = 0; i < s->npipes; i++)
+        if (s->pipes[i]->worker.pid == pid)
+            return &s->pipes[i]->worker;
+    return NULL;
+}
+
+static void child_gone(sup *s, child *c, int st)
+{
+    char why[200];
+    describe_exit(st, why, sizeof(why));
+    pid_t old = c->pid;
+    c->pid = 0;
+    if (c->chan_ev) {
+        event_free(c->chan_ev);
+        c->chan_ev = NULL;
+    }
+    if (c->chan >= 0) {
+        close(c->chan);
+        c->chan = -1;
+    }
+    if (c->role == ROLE_WRITER)
+        sup_set_writer_up(s, 0);
+    if (c->role == ROLE_STREAM)
+        atomic_store(&c->pipe->seg.hdr->worker_up, 0);
+
+    if (!c->want || s->shutting_down) {
+        zx_info("event=exit process=%s pid=%d status=\"%s\"", c->name, (int)old, why);
+        c->state = ST_STOPPED;
+        zx_next next = c->next;
+        c->next = NEXT_NONE;
+        if (next == NEXT_RESTART && !s->shutting_down) {
+            c->want = 1;
+            sup_spawn(s, c);
+            sup_feedf(s, "restart", c->role == ROLE_STREAM ? c->name : NULL,
+                      "{\"process\":\"%s\",\"pid\":%d,\"reason\":\"requested\"}", c->name, (int)c->pid);
+        } else if (next == NEXT_REMOVE) {
+            spipe *p = c->pipe;
+            sup_send_detach(s, &s->writer, p->name);
+            sup_feedf(s, "stop", p->name, "{\"process\":\"%s\",\"pid\":%d}", c->name, (int)old);
+            sup_pipe_free(s, p);
+        } else if (c->role == ROLE_STREAM) {
+            atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
+            sup_feedf(s, "stop", c->name, "{\"process\":\"%s\",\"pid\":%d}", c->name, (int)old);
+        }
+        return;
+    }
+
+    /* a crash */
+    int64_t now = zx_mono_ms();
+    c->restarts++;
+    snprintf(c->last_error, sizeof(c->last_error), "%s", why);
+    memmove(&c->crash_ms[1], &c->crash_ms[0], sizeof(c->crash_ms) - sizeof(c->crash_ms[0]));
+    c->crash_ms[0] = now;
+    if (c->ncrash < 5)
+        c->ncrash++;
+    int fatal = WIFEXITED(st) && WEXITSTATUS(st) == ZX_EXIT_FATAL_CONFIG;
+    int too_many = c->ncrash >= 5 && now - c->crash_ms[4] <= 60000;
+    if (c->role == ROLE_STREAM && (fatal || too_many)) {
+        c->state = ST_FAILED;
+        c->want = 0;
+        atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
+        char msg[300];
+        snprintf(c->last_error, sizeof(c->last_error), "%s; %s", why,
+                 fatal ? "fatal error, not restarted" : "crashed 5 times within 60 s, not restarted");
+        snprintf(msg, sizeof(msg), "%s", c->last_error);
+        zx_error("event=failed process=%s pid=%d reason=\"%s\"", c->name, (int)old, msg);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "event", "failed", "pipeline", c->name,
+                              "process", c->name, "message", msg);
+        char *js = json_dumps(o, JSON_COMPACT);
+        sup_feed(s, js);
+        free(js);
+        json_decref(o);
+        return;
+    }
+    /* backoff: 100 ms doubling per recent crash, at most 30 s; a child that
+     * ran for a minute starts again from 100 ms */
+    unsigned recent = 0;
+    for (unsigned i = 0; i < c->ncrash; i++)
+        if (now - c->crash_ms[i] <= 60000)
+            recent++;
+    int64_t delay = 100;
+    for (unsigned i = 1; i < recent && delay < 30000; i++)
+        delay *= 2;
+    if (delay > 30000)
+        delay = 30000;
+    c->state = ST_BACKOFF;
+    c->respawn_at_ms = now + delay;
+    zx_warn("event=crash process=%s pid=%d status=\"%s\" restart_in_ms=%lld", c->name, (int)old,
+            why, (long long)delay);
+    json_t *o = json_pack("{s:s, s:s?, s:s, s:i, s:s, s:s}", "event", "restart", "pipeline",
+                          c->role == ROLE_STREAM ? c->name : NULL, "process", c->name, "pid",
+                          (int)old, "reason", why, "message", why);
+    char *js = json_dumps(o, JSON_COMPACT);
+    sup_feed(s, js);
+    free(js);
+    json_decref(o);
+}
+
+void sup_reap(sup *s)
+{
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0)
+            return;
+        child *c = find_child(s, pid);
+        if (c)
+            child_gone(s, c, st);
+    }
+}
+
+void sup_stop_child(sup *s, child *c, zx_next next)
+{
+    (void)s;
+    c->want = 0;
+    c->next = next;
+    if (c->pid > 0) {
+        kill(c->pid, SIGTERM);
+        c->state = ST_DRAINING;
+        c->kill_at_ms = zx_mono_ms() + 10000;
+    } else {
+        /* not running (backoff or failed): act as if it just exited */
+        c->state = ST_STOPPED;
+        c->next = NEXT_NONE;
+        if (next == NEXT_RESTART) {
+            c->want = 1;
+            sup_spawn(s, c);
+        } else if (next == NEXT_REMOVE) {
+            spipe *p = c->pipe;
+            sup_send_detach(s, &s->writer, p->name);
+            sup_pipe_free(s, p);
+        } else if (c->role == ROLE_STREAM) {
+            atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
+        }
+    }
+}
+
+static void tick_one(sup *s, child *c, int64_t now)
+{
+    if (c->pid > 0 && c->kill_at_ms && now > c->kill_at_ms) {
+        zx_warn("event=kill process=%s pid=%d reason=\"did not stop within 10 s\"", c->name, (int)c->pid);
+        kill(c->pid, SIGKILL);
+        c->kill_at_ms = 0;
+    }
+    if (c->pid == 0 && c->state == ST_BACKOFF && c->want && !s->shutting_down &&
+        now >= c->respawn_at_ms) {
+        if (sup_spawn(s, c) < 0) {
+            c->respawn_at_ms = now + 1000;
+        } else if (c->role == ROLE_STREAM) {
+            /* restarts are announced when they happen (child_gone) */
+        }
+    }
+}
+
+void sup_tick_children(sup *s)
+{
+    int64_t now = zx_mono_ms();
+    tick_one(s, &s->writer, now);
+    tick_one(s, &s->gateway, now);
+    for (size_t i = 0; i < s->npipes; i++) {
+        spipe *p = s->pipes[i];
+        size_t before = s->npipes;
+        tick_one(s, &p->worker, now);
+        if (s->npipes != before)
+            i--;
+    }
+}

@@ -1,0 +1,402 @@
+/*
+ * control.c — the control socket (proto/control.h): accept zxctl, check
+ * its credentials, read one request line, answer.
+ *
+ * It must never: block on a client (bufferevents only), trust a request
+ * (unknown commands and bad arguments get ok:false), or keep LMDB open
+ * across loop iterations (the store is opened read-only per request).
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <grp.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/ring.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+#include "proto/control.h"
+#include "supervisor/sup.h"
+#include "workers/writer/store.h"
+
+static void reply(struct bufferevent *bev, json_t *o)
+{
+    char *s = json_dumps(o, JSON_COMPACT);
+    struct evbuffer *ob = bufferevent_get_output(bev);
+    evbuffer_add(ob, s, strlen(s));
+    evbuffer_add(ob, "\n", 1);
+    free(s);
+    json_decref(o);
+}
+
+static json_t *err_obj(const char *fmt, const char *arg)
+{
+    char msg[512];
+    snprintf(msg, sizeof(msg), fmt, arg ? arg : "");
+    return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+static json_t *proc_obj(const child *c)
+{
+    return json_pack("{s:s, s:o, s:s, s:i, s:o}", "name", c->name, "pid",
+                     c->pid ? json_integer(c->pid) : json_null(), "state", zx_state_name(c->state),
+                     "restarts", (int)c->restarts, "last_error", jstr_or_null(c->last_error));
+}
+
+typedef struct rej_ctx {
+    json_t *obj;
+} rej_ctx;
+
+static int rej_cb(const char *name, uint64_t v, void *ctx)
+{
+    rej_ctx *r = ctx;
+    if (strncmp(name, "rejects:", 8) == 0)
+        json_object_set_new(r->obj, name + 8, json_integer((json_int_t)v));
+    return 0;
+}
+
+static zx_store *open_store(sup *s)
+{
+    zx_store *st = NULL;
+    char err[256];
+    if (zx_store_open(s->conf->data_dir, ZX_STORE_RDONLY, 0, &st, err, sizeof(err)) != 0)
+        return NULL;
+    return st;
+}
+
+static json_t *pipe_obj(spipe *p, zx_store_txn *t)
+{
+    zx_seg_hdr *h = p->seg.hdr;
+    json_t *rej = json_object();
+    if (t) {
+        rej_ctx rc = {rej};
+        zx_store_counters_each(t, p->name, rej_cb, &rc);
+    }
+    json_t *ring = json_pack("{s:I, s:I, s:I, s:I}", "published",
+                             (json_int_t)zx_ring_published_seq(&p->seg.frames), "acked",
+                             (json_int_t)zx_ring_acked_seq(&p->seg.frames), "used_bytes",
+                             (json_int_t)zx_ring_used_bytes(&p->seg.frames), "capacity",
+                             (json_int_t)zx_ring_capacity(&p->seg.frames));
+    const child *c = &p->worker;
+    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o}", "name", p->name,
+                     "source", p->conf ? p->conf->source : "http", "table",
+                     p->conf ? p->conf->table : "", "pid",
+                     c->pid ? json_integer(c->pid) : json_null(), "state",
+                     p->removing ? "draining" : zx_state_name(c->state), "restarts",
+                     (int)c->restarts, "rows", (json_int_t)atomic_load(&h->rows), "rejects",
+                     (json_int_t)atomic_load(&h->rejects), "rejects_by_column", rej,
+                     "last_error", jstr_or_null(c->last_error), "ring", ring);
+}
+
+static json_t *cmd_status(sup *s)
+{
+    char ts[ZX_TS_BUFSZ];
+    zx_ts_format(s->started_us, ts);
+    json_t *procs = json_array();
+    json_array_append_new(procs, proc_obj(&s->writer));
+    json_array_append_new(procs, proc_obj(&s->gateway));
+    json_t *pipes = json_array();
+    zx_store *st = open_store(s);
+    zx_store_txn *t = NULL;
+    if (st && zx_store_begin(st, 1, &t) != 0)
+        t = NULL;
+    for (size_t i = 0; i < s->npipes; i++)
+        json_array_append_new(pipes, pipe_obj(s->pipes[i], t));
+    zx_store_abort(t);
+    zx_store_close(st);
+    return json_pack("{s:b, s:s, s:i, s:s, s:s, s:o, s:o}", "ok", 1, "version", "0.1.0", "pid",
+                     (int)s->pid, "config", s->conf->path, "started_at", ts, "processes", procs,
+                     "pipelines", pipes);
+}
+
+static json_t *cmd_checkpoints(sup *s, const char *name)
+{
+    spipe *p = sup_find_pipe(s, name);
+    if (!p)
+        return err_obj("no pipeline named '%s'", name);
+    zx_store *st = open_store(s);
+    zx_store_txn *t = NULL;
+    if (!st || zx_store_begin(st, 1, &t) != 0) {
+        zx_store_close(st);
+        return err_obj("the store is not readable yet (has the writer started?)", NULL);
+    }
+    zx_position pos;
+    json_t *o = json_pack("{s:b, s:s, s:s}", "ok", 1, "pipeline", p->name, "table",
+                          p->conf ? p->conf->table : "");
+    if (zx_store_position_get(t, p->name, &pos) == 0) {
+        char ts[ZX_TS_BUFSZ];
+        zx_ts_format(pos.committed_us, ts);
+        json_object_set_new(o, "seq", json_integer((json_int_t)pos.seq));
+        json_object_set_new(o, "committed_at", json_string(ts));
+    } else {
+        json_object_set_new(o, "seq", json_integer(0));
+        json_object_set_new(o, "committed_at", json_null());
+    }
+    const char *table = NULL, *js = NULL;
+    size_t jl = 0;
+    json_t *schema = NULL;
+    if (zx_store_schema_get(t, p->name, &table, &js, &jl) == 0 && js)
+        schema = json_loadb(js, jl, 0, NULL);
+    json_object_set_new(o, "schema", schema ? schema : json_array());
+    uint64_t v = 0;
+    zx_store_counter_get(t, p->name, "rows", &v);
+    json_object_set_new(o, "rows", json_integer((json_int_t)v));
+    v = 0;
+    zx_store_counter_get(t, p->name, "rejects", &v);
+    json_object_set_new(o, "rejects", json_integer((json_int_t)v));
+    json_t *rej = json_object();
+    rej_ctx rc = {rej};
+    zx_store_counters_each(t, p->name, rej_cb, &rc);
+    json_object_set_new(o, "rejects_by_column", rej);
+    json_object_set_new(o, "idempotency_keys",
+                        json_integer((json_int_t)zx_store_idem_count(t, p->name)));
+    json_object_set_new(o, "ring_published",
+                        json_integer((json_int_t)zx_ring_published_seq(&p->seg.frames)));
+    json_object_set_new(o, "ring_acked",
+                        json_integer((json_int_t)zx_ring_acked_seq(&p->seg.frames)));
+    zx_store_abort(t);
+    zx_store_close(st);
+    return o;
+}
+
+static child *find_named(sup *s, const char *name)
+{
+    if (strcmp(name, "writer") == 0)
+        return &s->writer;
+    if (strcmp(name, "gateway") == 0)
+        return &s->gateway;
+    spipe *p = sup_find_pipe(s, name);
+    return p && !p->removing ? &p->worker : NULL;
+}
+
+static json_t *cmd_lifecycle(sup *s, const char *cmd, const char *name)
+{
+    child *c = find_named(s, name);
+    if (!c)
+        return err_obj("no pipeline named '%s'", name);
+    if (strcmp(cmd, "restart") == 0) {
+        c->ncrash = 0;
+        sup_stop_child(s, c, NEXT_RESTART);
+        sup_feedf(s, "restart", c->role == ROLE_STREAM ? c->name : NULL,
+                  "{\"process\":\"%s\",\"reason\":\"zxctl restart\"}", c->name);
+    } else if (c->role != ROLE_STREAM) {
+        return err_obj("%s cannot be stopped or started on its own; use restart", name);
+    } else if (strcmp(cmd, "stop") == 0) {
+        if (c->state == ST_STOPPED)
+            return err_obj("pipeline '%s' is already stopped", name);
+        sup_stop_child(s, c, NEXT_NONE);
+    } else {
+        if (c->pid > 0)
+            return err_obj("pipeline '%s' is already running", name);
+        c->want = 1;
+        c->ncrash = 0;
+        c->last_error[0] = '\0';
+        if (sup_spawn(s, c) < 0)
+            return err_obj("cannot start: %s", c->last_error);
+        sup_feedf(s, "start", c->name, "{\"process\":\"%s\",\"pid\":%d}", c->name, (int)c->pid);
+    }
+    return json_pack("{s:b}", "ok", 1);
+}
+
+static void conn_done(struct bufferevent *bev, void *arg)
+{
+    (void)arg;
+    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        bufferevent_free(bev);
+}
+
+static void conn_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)what;
+    (void)arg;
+    sup *s = zx_the_sup;
+    if (s->reload_bev == bev)
+        s->reload_bev = NULL;
+    bufferevent_free(bev);
+}
+
+static void finish_conn(struct bufferevent *bev)
+{
+    bufferevent_setcb(bev, NULL, conn_done, conn_event, NULL);
+    bufferevent_disable(bev, EV_READ);
+    conn_done(bev, NULL);
+}
+
+void sup_reload_check_reply(sup *s)
+{
+    if (!s->reload_reply)
+        return;
+    if (!sup_transitions_done(s) && zx_mono_ms() < s->reload_deadline_ms)
+        return;
+    if (s->reload_bev) {
+        struct evbuffer *ob = bufferevent_get_output(s->reload_bev);
+        evbuffer_add(ob, s->reload_reply, strlen(s->reload_reply));
+        evbuffer_add(ob, "\n", 1);
+        finish_conn(s->reload_bev);
+        s->reload_bev = NULL;
+    }
+    free(s->reload_reply);
+    s->reload_reply = NULL;
+}
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+    (void)arg;
+    sup *s = zx_the_sup;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t n;
+    char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF);
+    if (!line) {
+        if (evbuffer_get_length(in) > ZX_CTL_MAX_LINE) {
+            reply(bev, err_obj("request line too long", NULL));
+            finish_conn(bev);
+        }
+        return;
+    }
+    json_error_t je;
+    json_t *req = json_loads(line, 0, &je);
+    free(line);
+    const char *cmd = req ? json_string_value(json_object_get(req, "cmd")) : NULL;
+    const char *name = req ? json_string_value(json_object_get(req, "name")) : NULL;
+    json_t *out = NULL;
+    if (!cmd) {
+        out = err_obj("bad request: expected {\"v\":1,\"cmd\":...}", NULL);
+    } else if (strcmp(cmd, "status") == 0) {
+        out = cmd_status(s);
+    } else if (strcmp(cmd, "reload") == 0) {
+        if (s->reload_reply) {
+            out = err_obj("a reload is already in progress", NULL);
+        } else {
+            int pending = 0;
+            char *r = sup_reload(s, &pending);
+            s->reload_reply = r;
+            s->reload_bev = bev;
+            s->reload_deadline_ms = zx_mono_ms() + 30000;
+            bufferevent_disable(bev, EV_READ);
+            json_decref(req);
+            sup_reload_check_reply(s);
+            return;
+        }
+    } else if (!strcmp(cmd, "restart") || !strcmp(cmd, "stop") || !strcmp(cmd, "start")) {
+        out = name ? cmd_lifecycle(s, cmd, name) : err_obj("%s needs a name", cmd);
+    } else if (strcmp(cmd, "checkpoints") == 0) {
+        out = name ? cmd_checkpoints(s, name) : err_obj("checkpoints needs a name", NULL);
+    } else if (strcmp(cmd, "feed") == 0) {
+        int follow = json_is_true(json_object_get(req, "follow"));
+        json_decref(req);
+        sup_feed_follow(s, bev, follow);
+        if (!follow)
+            finish_conn(bev);
+        return;
+    } else {
+        out = err_obj("unknown command '%s'", cmd);
+    }
+    json_decref(req);
+    reply(bev, out);
+    finish_conn(bev);
+}
+
+static int peer_allowed(sup *s, int fd)
+{
+    struct ucred cr;
+    socklen_t len = sizeof(cr);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+        return 0;
+    if (cr.uid == 0 || cr.uid == geteuid())
+        return 1;
+    if (s->conf->control_group) {
+        struct group *g = getgrnam(s->conf->control_group);
+        if (g && cr.gid == g->gr_gid)
+            return 1;
+    }
+    return 0;
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+    (void)what;
+    sup *s = arg;
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        if (!peer_allowed(s, fd)) {
+            zx_warn("event=control_denied");
+            const char *m = "{\"ok\":false,\"error\":\"permission denied\"}\n";
+            ssize_t w = write(fd, m, strlen(m));
+            (void)w;
+            close(fd);
+            continue;
+        }
+        struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        bufferevent_setcb(bev, conn_read, NULL, conn_event, NULL);
+        bufferevent_setwatermark(bev, EV_READ, 0, ZX_CTL_MAX_LINE + 2);
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+    }
+}
+
+int sup_control_open(sup *s, char *err, size_t errlen)
+{
+    const char *path = s->conf->control_socket;
+    struct sockaddr_un sa = {0};
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        snprintf(err, errlen, "control socket path is too long: %s", path);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    unlink(path); /* we hold the data directory lock: a socket left here is stale */
+    mode_t old = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old);
+    if (rc < 0 || listen(fd, 64) < 0) {
+        snprintf(err, errlen, "cannot listen on control socket %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (s->conf->control_group) {
+        struct group *g = getgrnam(s->conf->control_group);
+        if (!g || chown(path, (uid_t)-1, g->gr_gid) < 0 || chmod(path, 0660) < 0) {
+            snprintf(err, errlen, "control socket %s: cannot give it to group %s", path,
+                     s->conf->control_group);
+            close(fd);
+            return -1;
+        }
+    } else {
+        chmod(path, 0600);
+    }
+    s->ctl_fd = fd;
+    s->ctl_ev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_accept, s);
+    event_add(s->ctl_ev, NULL);
+    return 0;
+}
+
+void sup_control_close(sup *s)
+{
+    if (s->ctl_ev)
+        event_free(s->ctl_ev);
+    s->ctl_ev = NULL;
+    if (s->ctl_fd >= 0) {
+        close(s->ctl_fd);
+        unlink(s->conf->control_socket);
+    }
+    s->ctl_fd = -1;
+}

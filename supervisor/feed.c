@@ -1,0 +1,135 @@
+/*
+ * feed.c — the live feed: recent events kept in memory and pushed to every
+ * `zxctl feed --follow`.  Events come from the writer (batch, schema,
+ * rejects) and from the supervisor itself (restart, failed, reload,
+ * start, stop).  A follower that cannot keep up (more than 1 MiB queued)
+ * is disconnected rather than let memory grow.
+ */
+#include <event2/buffer.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timefmt.h"
+#include "supervisor/sup.h"
+
+#define HIST_MAX (sizeof(((sup *)0)->history) / sizeof(char *))
+
+static void follower_drop(sup *s, feed_client *f)
+{
+    for (feed_client **pp = &s->followers; *pp; pp = &(*pp)->next) {
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    }
+    bufferevent_free(f->bev);
+    free(f);
+}
+
+void sup_feed(sup *s, const char *json_event)
+{
+    json_t *o = json_loads(json_event, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return;
+    }
+    char ts[ZX_TS_BUFSZ];
+    zx_ts_format(zx_now_us(), ts);
+    json_t *out = json_pack("{s:s}", "ts", ts);
+    json_object_update(out, o);
+    if (!json_object_get(out, "pipeline"))
+        json_object_set_new(out, "pipeline", json_null());
+    char *line = json_dumps(out, JSON_COMPACT);
+    json_decref(o);
+    json_decref(out);
+    if (!line)
+        return;
+    size_t slot = (s->hist_head + s->hist_len) % HIST_MAX;
+    if (s->hist_len == HIST_MAX) {
+        free(s->history[s->hist_head]);
+        s->hist_head = (s->hist_head + 1) % HIST_MAX;
+        slot = (s->hist_head + s->hist_len - 1) % HIST_MAX;
+    } else {
+        s->hist_len++;
+    }
+    s->history[slot] = line;
+    feed_client *f = s->followers;
+    while (f) {
+        feed_client *nx = f->next;
+        struct evbuffer *ob = bufferevent_get_output(f->bev);
+        if (evbuffer_get_length(ob) > 1024 * 1024) {
+            follower_drop(s, f);
+        } else {
+            evbuffer_add(ob, line, strlen(line));
+            evbuffer_add(ob, "\n", 1);
+        }
+        f = nx;
+    }
+}
+
+void sup_feedf(sup *s, const char *event, const char *pipeline, const char *fmt, ...)
+{
+    char extra[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(extra, sizeof(extra), fmt, ap);
+    va_end(ap);
+    json_t *o = json_loads(extra, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        o = json_object();
+    }
+    json_object_set_new(o, "event", json_string(event));
+    json_object_set_new(o, "pipeline", pipeline ? json_string(pipeline) : json_null());
+    if (!json_object_get(o, "message")) {
+        char msg[300];
+        const char *proc = json_string_value(json_object_get(o, "process"));
+        snprintf(msg, sizeof(msg), "%s %s", event, proc ? proc : (pipeline ? pipeline : ""));
+        json_object_set_new(o, "message", json_string(msg));
+    }
+    char *js = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (js) {
+        sup_feed(s, js);
+        free(js);
+    }
+}
+
+static void follower_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    (void)what;
+    feed_client *f = arg;
+    follower_drop(zx_the_sup, f);
+}
+
+static void follower_read(struct bufferevent *bev, void *arg)
+{
+    (void)arg;
+    /* followers send nothing more; discard */
+    evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+}
+
+void sup_feed_follow(sup *s, struct bufferevent *bev, int follow)
+{
+    struct evbuffer *ob = bufferevent_get_output(bev);
+    evbuffer_add_printf(ob, "{\"ok\":true}\n");
+    for (size_t i = 0; i < s->hist_len; i++) {
+        const char *l = s->history[(s->hist_head + i) % HIST_MAX];
+        evbuffer_add(ob, l, strlen(l));
+        evbuffer_add(ob, "\n", 1);
+    }
+    if (!follow)
+        return;
+    feed_client *f = calloc(1, sizeof(*f));
+    if (!f)
+        return;
+    f->bev = bev;
+    f->next = s->followers;
+    s->followers = f;
+    bufferevent_setcb(bev, follower_read, NULL, follower_event, f);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+}

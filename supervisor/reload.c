@@ -1,0 +1,197 @@
+/*
+ * reload.c — apply a new configuration by difference (nginx's
+ * ngx_init_cycle): the whole file is loaded and validated first; on any
+ * error nothing running is touched.  Then, by pipeline name: unchanged →
+ * untouched (same worker, same pid, same ring); changed → its worker is
+ * restarted with the new settings (its ring and the frames in it stay);
+ * added → a segment and a worker are made; removed → the gateway stops
+ * routing to it, its worker drains and stops, the writer applies what is
+ * left in its ring and lets go of it.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "supervisor/sup.h"
+
+static int same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static uint64_t max_body(const zx_conf *c)
+{
+    uint64_t m = c->http.max_body_size;
+    for (size_t i = 0; i < c->npipelines; i++)
+        if (c->pipelines[i].body_limit > m)
+            m = c->pipelines[i].body_limit;
+    return m;
+}
+
+static int same_http(const zx_conf *a, const zx_conf *b)
+{
+    const zx_conf_http *x = &a->http, *y = &b->http;
+    return same_str(x->listen, y->listen) && x->max_body_size == y->max_body_size &&
+           x->max_header_size == y->max_header_size && x->max_connections == y->max_connections &&
+           x->idle_timeout_ms == y->idle_timeout_ms &&
+           x->backpressure_timeout_ms == y->backpressure_timeout_ms &&
+           x->commit_timeout_ms == y->commit_timeout_ms && max_body(a) == max_body(b);
+}
+
+int sup_transitions_done(sup *s)
+{
+    if (s->gateway.next != NEXT_NONE)
+        return 0;
+    for (size_t i = 0; i < s->npipes; i++)
+        if (s->pipes[i]->removing || s->pipes[i]->worker.next != NEXT_NONE)
+            return 0;
+    return 1;
+}
+
+static char *fail_reply(sup *s, const char *error, zx_conf_errors *errs)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; errs && i < errs->n; i++) {
+        json_array_append_new(list, json_string(errs->msgs[i]));
+        zx_error("event=reload_error error=\"%s\"", errs->msgs[i]);
+    }
+    json_t *o = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", error, "errors", list);
+    char *r = json_dumps(o, JSON_COMPACT);
+    json_t *ev = json_pack("{s:s, s:b, s:s, s:O}", "event", "reload", "ok", 0, "message", error,
+                           "errors", list);
+    char *e = json_dumps(ev, JSON_COMPACT);
+    sup_feed(s, e);
+    free(e);
+    json_decref(ev);
+    json_decref(o);
+    return r;
+}
+
+char *sup_reload(sup *s, int *pending)
+{
+    *pending = 0;
+    zx_conf_errors errs = {0};
+    zx_conf *nc = zx_conf_load(s->conf_path, 0, &errs);
+    if (!nc) {
+        char *r = fail_reply(s, "configuration invalid; still running the previous one", &errs);
+        zx_conf_errors_free(&errs);
+        return r;
+    }
+    zx_conf *oc = s->conf;
+    const char *fixed = NULL;
+    if (strcmp(nc->data_dir, oc->data_dir) != 0)
+        fixed = "server.data_dir";
+    else if (strcmp(nc->control_socket, oc->control_socket) != 0)
+        fixed = "server.control_socket";
+    else if (strcmp(nc->sqlite_path, oc->sqlite_path) != 0 ||
+             !same_str(nc->sqlite_synchronous, oc->sqlite_synchronous))
+        fixed = "workspace";
+    if (fixed) {
+        char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "%s cannot change on reload; restart zxd to change it (still running the previous configuration)",
+                 fixed);
+        zx_conf_free(nc);
+        return fail_reply(s, msg, NULL);
+    }
+    int http_changed = !same_http(oc, nc);
+    int new_listen = -1;
+    if (!same_str(oc->http.listen, nc->http.listen)) {
+        char err[256];
+        new_listen = sup_listen_http(nc, err, sizeof(err));
+        if (new_listen < 0) {
+            zx_conf_free(nc);
+            char msg[400];
+            snprintf(msg, sizeof(msg), "%s; still running the previous configuration", err);
+            return fail_reply(s, msg, NULL);
+        }
+    }
+
+    json_t *added = json_array(), *changed = json_array(), *removed = json_array(),
+           *unchanged = json_array();
+    /* removed first, so that their names are free */
+    for (size_t i = 0; i < s->npipes; i++) {
+        spipe *p = s->pipes[i];
+        if (p->removing || zx_conf_find(nc, p->name))
+            continue;
+        json_array_append_new(removed, json_string(p->name));
+        p->removing = 1;
+        p->conf = NULL;
+        sup_send_detach(s, &s->gateway, p->name);
+        size_t before = s->npipes;
+        sup_stop_child(s, &p->worker, NEXT_REMOVE);
+        if (s->npipes != before)
+            i--;
+    }
+    s->conf = nc;
+    zx_log_set_level_name(nc->log_level);
+    for (size_t i = 0; i < nc->npipelines; i++) {
+        const zx_conf_pipeline *np = &nc->pipelines[i];
+        spipe *p = sup_find_pipe(s, np->name);
+        if (p && p->removing) {
+            /* removed and added back in one reload cannot happen: same name */
+            p = NULL;
+        }
+        if (p) {
+            int same = zx_conf_pipeline_same(p->conf, np);
+            p->conf = np;
+            if (same) {
+                json_array_append_new(unchanged, json_string(np->name));
+                continue;
+            }
+            json_array_append_new(changed, json_string(np->name));
+            sup_send_attach(s, &s->gateway, p);
+            p->worker.ncrash = 0;
+            p->worker.last_error[0] = '\0';
+            sup_stop_child(s, &p->worker, NEXT_RESTART);
+            continue;
+        }
+        char err[256];
+        p = sup_pipe_new(s, np, err, sizeof(err));
+        if (!p) {
+            zx_error("event=pipeline_not_started pipeline=%s error=\"%s\"", np->name, err);
+            continue;
+        }
+        json_array_append_new(added, json_string(np->name));
+        sup_send_attach(s, &s->writer, p);
+        sup_send_attach(s, &s->gateway, p);
+        if (sup_spawn(s, &p->worker) < 0) {
+            p->worker.state = ST_BACKOFF;
+            p->worker.respawn_at_ms = zx_mono_ms() + 1000;
+        }
+    }
+    if (new_listen >= 0) {
+        close(s->listen_fd);
+        s->listen_fd = new_listen;
+    }
+    if (http_changed)
+        sup_stop_child(s, &s->gateway, NEXT_RESTART);
+    zx_conf_free(oc);
+
+    json_t *o = json_pack("{s:b, s:O, s:O, s:O, s:O}", "ok", 1, "added", added, "changed", changed,
+                          "removed", removed, "unchanged", unchanged);
+    char *r = json_dumps(o, JSON_COMPACT);
+    char msg[128];
+    snprintf(msg, sizeof(msg), "reloaded: %zu added, %zu changed, %zu removed, %zu unchanged",
+             json_array_size(added), json_array_size(changed), json_array_size(removed),
+             json_array_size(unchanged));
+    zx_info("event=reload added=%zu changed=%zu removed=%zu unchanged=%zu", json_array_size(added),
+            json_array_size(changed), json_array_size(removed), json_array_size(unchanged));
+    json_t *ev = json_pack("{s:s, s:b, s:O, s:O, s:O, s:s}", "event", "reload", "ok", 1, "added",
+                           added, "changed", changed, "removed", removed, "message", msg);
+    char *e = json_dumps(ev, JSON_COMPACT);
+    sup_feed(s, e);
+    free(e);
+    json_decref(ev);
+    json_decref(o);
+    json_decref(added);
+    json_decref(changed);
+    json_decref(removed);
+    json_decref(unchanged);
+    *pending = !sup_transitions_done(s);
+    return r;
+}

@@ -1,0 +1,138 @@
+/*
+ * sup.h — the supervisor's own state, shared by its files (children.c,
+ * reload.c, control.c, feed.c, main.c).  Nothing outside supervisor/
+ * includes it.
+ *
+ * The supervisor forks and watches; it never parses user data, never
+ * writes LMDB and never talks to a database (it reads the store read-only
+ * for `zxctl status` and `checkpoints`, opened and closed per request).
+ */
+#ifndef ZX_SUPERVISOR_SUP_H
+#define ZX_SUPERVISOR_SUP_H
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/segment.h"
+#include "conf/config.h"
+
+typedef enum { ST_STOPPED = 0, ST_STARTING, ST_RUNNING, ST_BACKOFF, ST_FAILED, ST_DRAINING } zx_state;
+typedef enum { ROLE_WRITER = 0, ROLE_GATEWAY, ROLE_STREAM } zx_role;
+
+const char *zx_state_name(zx_state s);
+
+typedef struct spipe spipe;
+typedef struct sup sup;
+
+/* What to do once a child we asked to stop has exited. */
+typedef enum { NEXT_NONE = 0, NEXT_RESTART, NEXT_REMOVE } zx_next;
+
+typedef struct child {
+    zx_role role;
+    char name[64];           /* "writer", "gateway" or the pipeline name */
+    pid_t pid;               /* 0 when not running */
+    zx_state state;
+    int want;                /* 1: keep it running; 0: it was stopped on purpose */
+    zx_next next;
+    unsigned restarts;       /* unplanned exits since zxd started */
+    char last_error[256];
+    int64_t crash_ms[5];     /* times of the last crashes (monotonic) */
+    unsigned ncrash;
+    int64_t respawn_at_ms;   /* ST_BACKOFF: when to start again */
+    int64_t started_ms;
+    int64_t kill_at_ms;      /* stop requested: SIGKILL after this */
+    int chan;                /* writer/gateway: our end of the socketpair */
+    struct event *chan_ev;
+    spipe *pipe;             /* ROLE_STREAM */
+} child;
+
+struct spipe {
+    char name[64];
+    const zx_conf_pipeline *conf;  /* in sup->conf */
+    zx_segment seg;
+    int efd;                 /* the worker's eventfd */
+    child worker;
+    int removing;
+    int in_use;
+};
+
+typedef struct feed_client {
+    struct bufferevent *bev;
+    struct feed_client *next;
+} feed_client;
+
+struct sup {
+    zx_conf *conf;
+    const char *conf_path;
+    struct event_base *base;
+    pid_t pid;
+    int64_t started_us;
+
+    child writer, gateway;
+    int writer_efd, gateway_efd;
+    int listen_fd;
+    int writer_ready;
+
+    spipe *pipes[1024];
+    size_t npipes;
+
+    int ctl_fd;
+    struct event *ctl_ev;
+    struct event *tick_ev;
+
+    /* feed: recent events (JSON lines with "ts") and followers */
+    char *history[200];
+    size_t hist_head, hist_len;
+    feed_client *followers;
+
+    /* a `zxctl reload` waiting for its outcome */
+    struct bufferevent *reload_bev;
+    char *reload_reply;
+    int64_t reload_deadline_ms;
+
+    int shutting_down;
+    int shutdown_phase;
+    int exit_code;
+};
+
+/* The one supervisor of this process (main.c); callbacks that only get a
+ * child or a connection find it here. */
+extern sup *zx_the_sup;
+
+/* children.c */
+int sup_spawn(sup *s, child *c);                 /* fork; 0 or -1 */
+void sup_stop_child(sup *s, child *c, zx_next next); /* SIGTERM, SIGKILL after 10 s */
+void sup_reap(sup *s);                           /* after SIGCHLD */
+void sup_tick_children(sup *s);                  /* backoff respawns, kill deadlines */
+void sup_attach_all(sup *s, child *c);           /* ATTACH every pipeline to writer/gateway */
+void sup_send_attach(sup *s, child *c, spipe *p);
+void sup_send_detach(sup *s, child *c, const char *name);
+spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen);
+void sup_pipe_free(sup *s, spipe *p);
+spipe *sup_find_pipe(sup *s, const char *name);
+int sup_listen_http(const zx_conf *c, char *err, size_t errlen); /* listening fd or -1 */
+void sup_set_writer_up(sup *s, int up);
+
+/* reload.c */
+/* Load the file again and apply the difference.  Returns a malloc'd JSON
+ * reply (control protocol "reload" result); *pending is set to 1 when the
+ * transitions are still running (the caller waits for sup_transitions_done). */
+char *sup_reload(sup *s, int *pending);
+int sup_transitions_done(sup *s);
+
+/* feed.c */
+/* Add "ts" to ev (a JSON object text without it), keep it in the history
+ * and send it to every follower. */
+void sup_feed(sup *s, const char *json_event);
+void sup_feedf(sup *s, const char *event, const char *pipeline, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void sup_feed_follow(sup *s, struct bufferevent *bev, int follow);
+
+/* control.c */
+int sup_control_open(sup *s, char *err, size_t errlen);
+void sup_control_close(sup *s);
+void sup_reload_check_reply(sup *s);
+
+#endif

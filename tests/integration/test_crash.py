@@ -1,0 +1,131 @@
+"""
+Zero loss under crashes: clients push continuously (retrying every request
+that did not get a 202) while the test SIGKILLs the writer, the gateway and
+the stream workers several times.  After the last restart:
+
+- stream `acc` (ack: accepted, no idempotency key): every row that got a
+  202 is in the table at least once;
+- stream `exa` (?wait=commit + an Idempotency-Key per request, retried with
+  the same key until 202): every row that got a 202 is there exactly once,
+  and no row is there twice.
+"""
+
+import collections
+import os
+import signal
+import threading
+import time
+
+from conftest import uid, wait_for, pid_alive
+
+ROUNDS = 2                 # kill each of the 4 targets this many times
+ROWS = 20                  # rows per request
+
+
+class Client(threading.Thread):
+    def __init__(self, z, name, exactly_once):
+        super().__init__(daemon=True)
+        self.z, self.name, self.exactly_once = z, name, exactly_once
+        self.acked = []            # ids of rows whose request got a 202
+        self.sent = set()          # ids of rows ever sent
+        self.stop_flag = threading.Event()
+        self.attempts = 0
+        self.non202 = collections.Counter()
+        self.failure = None
+
+    def run(self):
+        try:
+            while not self.stop_flag.is_set():
+                ids = [uid() for _ in range(ROWS)]
+                self.sent.update(ids)
+                body = [{"id": i, "k": k, "client": self.name} for k, i in enumerate(ids)]
+                key = "idem-" + uid() if self.exactly_once else None
+                # retry this very request until it gets a 202 (or we are told to stop)
+                while not self.stop_flag.is_set():
+                    self.attempts += 1
+                    try:
+                        r = self.z.push(self.name, body, wait_commit=self.exactly_once,
+                                        idem=key, timeout=5)
+                    except OSError as e:
+                        self.non202[type(e).__name__] += 1
+                        time.sleep(0.05)
+                        continue
+                    if r.status == 202:
+                        if r.json is None or r.json.get("accepted") != ROWS:
+                            self.failure = f"202 with a wrong body: {r!r}"
+                            return
+                        self.acked.extend(ids)
+                        break
+                    self.non202[r.status] += 1
+                    if r.status in (400, 401, 404, 405, 413):
+                        self.failure = f"unexpected {r!r}"
+                        return
+                    time.sleep(0.05)
+        except Exception as e:  # surfaced by the test
+            self.failure = repr(e)
+
+
+def test_zero_loss_under_sigkill(make_zxd):
+    z = make_zxd({"acc": {"ack": "accepted"}, "exa": {}})
+    for n in ("writer", "gateway", "acc", "exa"):
+        z.wait_running(n)
+    clients = [Client(z, "acc", False), Client(z, "exa", True)]
+    for c in clients:
+        c.start()
+
+    def progress(n_more):
+        marks = [len(c.acked) for c in clients]
+        wait_for(lambda: all(len(c.acked) >= m + n_more for c, m in zip(clients, marks))
+                 or any(c.failure for c in clients),
+                 lambda: f"both clients to get {n_more} more acked rows "
+                 f"(acked {[len(c.acked) for c in clients]}, errors {[dict(c.non202) for c in clients]})",
+                 deadline=45)
+        for c in clients:
+            assert c.failure is None, f"{c.name}: {c.failure}"
+
+    kills = []
+    try:
+        progress(ROWS * 3)
+        for rnd in range(ROUNDS):
+            for target in ("writer", "gateway", "acc", "exa"):
+                pid = z.wait_running(target, deadline=45)
+                os.kill(pid, signal.SIGKILL)
+                kills.append((target, pid))
+                z.wait_running(target, not_pid=pid, deadline=45)
+                progress(ROWS * 2)
+    finally:
+        for c in clients:
+            c.stop_flag.set()
+        for c in clients:
+            c.join(30)
+    for c in clients:
+        assert c.failure is None, f"{c.name}: {c.failure}"
+    assert len(kills) == ROUNDS * 4
+
+    # after the last restart: everything is up again
+    for n in ("writer", "gateway", "acc", "exa"):
+        assert z.entry(n)["state"] != "failed", z.entry(n)
+        z.wait_running(n)
+    # a committed push on each stream: anything still in a ring gets in too
+    for n in ("acc", "exa"):
+        wait_for(lambda: z.push(n, {"id": "final-" + n, "k": -1}, wait_commit=True,
+                                timeout=10).status == 202, f"a final committed push to {n}")
+
+    acc, exa = clients
+    # ack accepted: at least once
+    have = collections.Counter(i for (i,) in z.query("SELECT id FROM acc"))
+    lost = [i for i in acc.acked if have[i] == 0]
+    assert not lost, (f"acc: {len(lost)} of {len(acc.acked)} acknowledged rows lost "
+                      f"(kills: {kills}; non-202: {dict(acc.non202)})")
+
+    # wait=commit + Idempotency-Key: exactly once
+    have = collections.Counter(i for (i,) in z.query("SELECT id FROM exa"))
+    lost = [i for i in exa.acked if have[i] == 0]
+    dup = {i: n for i, n in have.items() if n > 1}
+    assert not lost, (f"exa: {len(lost)} of {len(exa.acked)} committed rows lost "
+                      f"(kills: {kills}; non-202: {dict(exa.non202)})")
+    assert not dup, f"exa: {len(dup)} rows written more than once despite Idempotency-Key: {list(dup.items())[:5]}"
+    stray = set(have) - exa.sent - {"final-exa"}
+    assert not stray, f"exa holds ids never sent: {list(stray)[:5]}"
+    assert len(acc.acked) > 0 and len(exa.acked) > 0
+    assert pid_alive(z.pid)

@@ -1,0 +1,597 @@
+/*
+ * test_config.c — unit tests of the YAML configuration loader (conf/).
+ *
+ * Covers: the committed example loads with absolute paths and defaults;
+ * every error class gives its file:line:column message; all errors of a file
+ * are reported; ${env:} and ${file:} references, and that a resolved value
+ * never appears in an error; zx_conf_pipeline_same; conf/OPTIONS.md equals
+ * zx_conf_write_reference's output.
+ *
+ * Finding the source tree (for conf/OPTIONS.md and conf/zx.example.yaml):
+ * argv[1] if given, else $ZX_SOURCE_ROOT, else derived from __FILE__ (meson
+ * compiles with a path relative to the build directory, where `meson test`
+ * runs the test).
+ *
+ * `test_config --print-reference` prints the reference: regenerate with
+ *     build/tests/unit/test_config --print-reference > conf/OPTIONS.md
+ *
+ * Temporary files go to a mkdtemp directory, removed at the end.  It must
+ * never: depend on timing, or on files outside that directory and the
+ * source tree.
+ */
+#include "conf/config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+static char tmpdir[64];
+static char srcroot[4096];
+
+#define CHECK(c) do {                                                     \
+        if (!(c)) {                                                       \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,        \
+                    __LINE__, #c);                                        \
+            failures++;                                                   \
+        }                                                                 \
+    } while (0)
+
+#define CHECK_STR(a, b) do {                                              \
+        const char *a_ = (a), *b_ = (b);                                  \
+        if (!a_ || !b_ || strcmp(a_, b_)) {                               \
+            fprintf(stderr, "%s:%d: check failed: %s == \"%s\" (got "     \
+                    "\"%s\")\n", __FILE__, __LINE__, #a, b_ ? b_ : "NULL",\
+                    a_ ? a_ : "NULL");                                    \
+            failures++;                                                   \
+        }                                                                 \
+    } while (0)
+
+static const char *tpath(const char *name)
+{
+    static char buf[4][256];
+    static int k;
+
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+static void write_file(const char *name, const char *text)
+{
+    FILE *f = fopen(tpath(name), "w");
+
+    if (!f || fputs(text, f) < 0) {
+        fprintf(stderr, "%s:%d: cannot write %s\n", __FILE__, __LINE__, name);
+        exit(2);
+    }
+    fclose(f);
+}
+
+/* Write `text` to t.yaml and load it. */
+static zx_conf *load(const char *text, unsigned flags, zx_conf_errors *e)
+{
+    zx_conf_errors_free(e);
+    write_file("t.yaml", text);
+    return zx_conf_load(tpath("t.yaml"), flags, e);
+}
+
+static void dump(const zx_conf_errors *e)
+{
+    size_t i;
+
+    for (i = 0; i < e->n; i++)
+        fprintf(stderr, "    got: %s\n", e->msgs[i]);
+}
+
+/* Some message is "<t.yaml>:line:col: ..." and contains `sub`. */
+static int has_err(const zx_conf_errors *e, int line, int col, const char *sub)
+{
+    char pre[320];
+    size_t i;
+
+    snprintf(pre, sizeof(pre), "%s:%d:%d: ", tpath("t.yaml"), line, col);
+    for (i = 0; i < e->n; i++)
+        if (!strncmp(e->msgs[i], pre, strlen(pre)) && strstr(e->msgs[i], sub))
+            return 1;
+    return 0;
+}
+
+#define EXPECT_ERR(e, l, c, sub) do {                                     \
+        if (!has_err(e, l, c, sub)) {                                     \
+            fprintf(stderr, "%s:%d: missing error %d:%d: %s\n", __FILE__, \
+                    __LINE__, l, c, sub);                                 \
+            dump(e);                                                      \
+            failures++;                                                   \
+        }                                                                 \
+    } while (0)
+
+static int any_contains(const zx_conf_errors *e, const char *sub)
+{
+    size_t i;
+
+    for (i = 0; i < e->n; i++)
+        if (strstr(e->msgs[i], sub))
+            return 1;
+    return 0;
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0;
+
+    if (!f)
+        return NULL;
+    FILE *m = open_memstream(&buf, &len);
+    int ch;
+    while ((ch = fgetc(f)) != EOF)
+        fputc(ch, m);
+    fclose(m);
+    fclose(f);
+    return buf;
+}
+
+static void find_srcroot(int argc, char **argv)
+{
+    const char *env = getenv("ZX_SOURCE_ROOT");
+    const char *suffix = "tests/unit/test_config.c";
+    size_t fl = strlen(__FILE__), sl = strlen(suffix);
+
+    if (argc > 1 && argv[1][0] != '-')
+        snprintf(srcroot, sizeof(srcroot), "%s", argv[1]);
+    else if (env && *env)
+        snprintf(srcroot, sizeof(srcroot), "%s", env);
+    else if (fl >= sl && !strcmp(__FILE__ + fl - sl, suffix))
+        snprintf(srcroot, sizeof(srcroot), "%.*s", (int)(fl - sl), __FILE__);
+    if (!srcroot[0])
+        snprintf(srcroot, sizeof(srcroot), "./");
+}
+
+static void test_example(void)
+{
+    zx_conf_errors e = {0};
+    char path[4200], want[300];
+    char *text;
+    zx_conf *c;
+    const zx_conf_pipeline *p;
+
+    snprintf(path, sizeof(path), "%s/conf/zx.example.yaml", srcroot);
+    text = read_all(path);
+    CHECK(text != NULL);
+    if (!text) {
+        fprintf(stderr, "    cannot read %s (set ZX_SOURCE_ROOT)\n", path);
+        return;
+    }
+    setenv("ZX_WEB_EVENTS_KEY", "k-123_secret", 1);
+    c = load(text, 0, &e);
+    CHECK(c != NULL);
+    dump(&e);
+    if (c) {
+        snprintf(want, sizeof(want), "%s/var", tmpdir);
+        CHECK_STR(c->data_dir, want);
+        snprintf(want, sizeof(want), "%s/var/zxd.sock", tmpdir);
+        CHECK_STR(c->control_socket, want);
+        snprintf(want, sizeof(want), "%s/var/workspace.db", tmpdir);
+        CHECK_STR(c->sqlite_path, want);
+        CHECK_STR(c->base_dir, tmpdir);
+        CHECK_STR(c->path, tpath("t.yaml"));
+        CHECK(c->control_group == NULL);
+        CHECK_STR(c->log_level, "info");
+        CHECK_STR(c->http.listen, "127.0.0.1:8780");
+        CHECK_STR(c->http.host, "127.0.0.1");
+        CHECK(c->http.port == 8780);
+        CHECK(c->http.max_body_size == 16u << 20);
+        CHECK(c->http.max_header_size == 64u << 10);
+        CHECK(c->http.max_connections == 1024);
+        CHECK(c->http.idle_timeout_ms == 60000);
+        CHECK(c->http.backpressure_timeout_ms == 2000);
+        CHECK(c->http.commit_timeout_ms == 30000);
+        CHECK_STR(c->sqlite_synchronous, "normal");
+        CHECK(c->commit_interval_ms == 20);
+        CHECK(c->ring_size == 64u << 20);
+        CHECK(c->npipelines == 1);
+        p = zx_conf_find(c, "web_events");
+        CHECK(p != NULL && p == &c->pipelines[0]);
+        CHECK(zx_conf_find(c, "nope") == NULL);
+        if (p) {
+            CHECK_STR(p->direction, "stream");
+            CHECK_STR(p->source, "http");
+            CHECK_STR(p->key, "k-123_secret");
+            CHECK_STR(p->table, "web_events");
+            CHECK(p->metadata == ZX_META_INGESTED_AT);
+            CHECK(p->ack_commit == 0);
+            CHECK(p->max_body_size == 0);
+            CHECK(p->body_limit == 16u << 20);
+            CHECK(p->ring_size == 64u << 20);
+            CHECK(p->line == 10 && p->column == 3);
+        }
+    }
+    zx_conf_free(c);
+
+    /* Unset variable: an error at the value, naming the variable. */
+    unsetenv("ZX_WEB_EVENTS_KEY");
+    c = load(text, 0, &e);
+    CHECK(c == NULL);
+    EXPECT_ERR(&e, 13, 10, "environment variable ZX_WEB_EVENTS_KEY is not set");
+    CHECK(e.n == 1);
+    /* zxctl: secrets skipped, paths still there. */
+    c = load(text, ZX_CONF_SKIP_SECRETS, &e);
+    CHECK(c != NULL && e.n == 0);
+    if (c) {
+        CHECK(c->pipelines[0].key == NULL);
+        CHECK(c->control_socket != NULL);
+    }
+    zx_conf_free(c);
+    zx_conf_errors_free(&e);
+    free(text);
+}
+
+static void test_values(void)
+{
+    zx_conf_errors e = {0};
+    char want[300];
+    zx_conf *c;
+
+    c = load("server:\n"
+             "  data_dir: ../x/./y/\n"
+             "  control_socket: /run/zx/ctl.sock\n"
+             "  control_group: zx-ops\n"
+             "  log_level: debug\n"
+             "  ring_size: 1GiB\n"
+             "  http:\n"
+             "    listen: \"[::1]:0\"\n"
+             "    max_body_size: 512KiB\n"
+             "    max_header_size: 16384\n"
+             "    idle_timeout: 2m\n"
+             "    backpressure_timeout: 0\n"
+             "    commit_timeout: 500ms\n"
+             "workspace:\n"
+             "  commit_interval: 1s\n"
+             "  sqlite: {path: /srv/ws.db, synchronous: full}\n"
+             "pipelines:\n"
+             "  click-stream:\n"
+             "    direction: stream\n"
+             "    source: http\n"
+             "    key: abc\n"
+             "    ack: commit\n"
+             "    metadata: [_request_id, _ingested_at]\n"
+             "    max_body_size: 100MB\n"
+             "  other: {direction: stream, source: http, key: k, table: Other_T}\n",
+             0, &e);
+    CHECK(c != NULL);
+    dump(&e);
+    if (c) {
+        snprintf(want, sizeof(want), "%.*s/x/y",
+                 (int)(strrchr(tmpdir, '/') - tmpdir), tmpdir);
+        CHECK_STR(c->data_dir, want);
+        CHECK_STR(c->control_socket, "/run/zx/ctl.sock");
+        CHECK_STR(c->control_group, "zx-ops");
+        CHECK_STR(c->log_level, "debug");
+        CHECK(c->ring_size == 1u << 30);
+        CHECK_STR(c->http.host, "::1");
+        CHECK(c->http.port == 0);
+        CHECK(c->http.max_body_size == 512u << 10);
+        CHECK(c->http.max_header_size == 16384);
+        CHECK(c->http.idle_timeout_ms == 120000);
+        CHECK(c->http.backpressure_timeout_ms == 0);
+        CHECK(c->http.commit_timeout_ms == 500);
+        CHECK(c->commit_interval_ms == 1000);
+        CHECK_STR(c->sqlite_path, "/srv/ws.db");
+        CHECK_STR(c->sqlite_synchronous, "full");
+        CHECK(c->npipelines == 2);
+        CHECK_STR(c->pipelines[0].name, "click-stream");
+        CHECK_STR(c->pipelines[0].table, "click_stream");
+        CHECK(c->pipelines[0].ack_commit == 1);
+        CHECK(c->pipelines[0].metadata == (ZX_META_INGESTED_AT | ZX_META_REQUEST_ID));
+        CHECK(c->pipelines[0].max_body_size == 100000000u);
+        CHECK(c->pipelines[0].body_limit == 100000000u);
+        CHECK_STR(c->pipelines[1].table, "Other_T");
+        CHECK(c->pipelines[1].body_limit == 512u << 10);
+    }
+    zx_conf_free(c);
+
+    /* A file with only pipelines: every other section defaults. */
+    c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
+             "    key: k\n", 0, &e);
+    CHECK(c != NULL && e.n == 0);
+    if (c) {
+        snprintf(want, sizeof(want), "%s/var/workspace.db", tmpdir);
+        CHECK_STR(c->sqlite_path, want);
+    }
+    zx_conf_free(c);
+    zx_conf_errors_free(&e);
+}
+
+static void test_errors(void)
+{
+    zx_conf_errors e = {0};
+    zx_conf *c;
+
+    /* Unknown key with a suggestion and the allowed list. */
+    c = load("server:\n  data_dri: x\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_ERR(&e, 2, 3, "unknown key 'data_dri' in server (did you mean 'data_dir'?)");
+    EXPECT_ERR(&e, 2, 3, "allowed: data_dir, control_socket");
+    c = load("pipeline:\n  a: {}\n", 0, &e);
+    EXPECT_ERR(&e, 1, 1, "unknown section 'pipeline' (did you mean 'pipelines'?)");
+    c = load("pipelines:\n  a: {direction: stream, source: http, key: k, tabel: t}\n",
+             0, &e);
+    EXPECT_ERR(&e, 2, 48, "unknown key 'tabel' in pipeline a (did you mean 'table'?)");
+
+    /* Wrong types. */
+    c = load("server:\n  http:\n    max_body_size: abc\n", 0, &e);
+    EXPECT_ERR(&e, 3, 20, "expected an integer or a size like 16MiB");
+    EXPECT_ERR(&e, 3, 20, "got 'abc'");
+    c = load("server:\n  http:\n    idle_timeout: 60\n", 0, &e);
+    EXPECT_ERR(&e, 3, 19, "a number needs a unit");
+    c = load("server:\n  http:\n    max_connections: 0\n", 0, &e);
+    EXPECT_ERR(&e, 3, 22, "max_connections must be between 1 and 1000000");
+    c = load("server:\n  http: [a]\n", 0, &e);
+    EXPECT_ERR(&e, 2, 9, "server.http must be a mapping");
+    c = load("server:\n  data_dir: {a: 1}\n", 0, &e);
+    EXPECT_ERR(&e, 2, 13, "data_dir: expected a single value, got a mapping");
+    c = load("server:\n  log_level:\n", 0, &e);
+    EXPECT_ERR(&e, 2, 13, "log_level has no value");
+    c = load("server:\n  http:\n    listen: 8780\n", 0, &e);
+    EXPECT_ERR(&e, 3, 13, "listen: expected host:port");
+
+    /* Invalid enum values, with a suggestion. */
+    c = load("server:\n  log_level: verbose\n", 0, &e);
+    EXPECT_ERR(&e, 2, 14, "invalid log_level 'verbose': expected one of: debug, info, warn, error");
+    c = load("pipelines:\n  a:\n    direction: streem\n    source: http\n    key: k\n",
+             0, &e);
+    EXPECT_ERR(&e, 3, 16, "did you mean 'stream'?");
+
+    /* Missing required field, at the pipeline's name. */
+    c = load("pipelines:\n  web_events:\n    direction: stream\n    source: http\n",
+             0, &e);
+    EXPECT_ERR(&e, 2, 3, "pipeline web_events: missing required field 'key'");
+    CHECK(e.n == 1);
+
+    /* Duplicate pipeline, duplicate key. */
+    c = load("pipelines:\n  a: {direction: stream, source: http, key: k}\n"
+             "  a: {direction: stream, source: http, key: k}\n", 0, &e);
+    EXPECT_ERR(&e, 3, 3, "duplicate pipeline 'a' (first defined at line 2, column 3)");
+    c = load("server:\n  data_dir: a\n  data_dir: b\n", 0, &e);
+    EXPECT_ERR(&e, 3, 3, "duplicate key 'data_dir' (first written at line 2, column 3)");
+
+    /* Pipeline names and tables. */
+    c = load("pipelines:\n  Web:\n    {direction: stream, source: http, key: k}\n",
+             0, &e);
+    EXPECT_ERR(&e, 2, 3, "invalid pipeline name 'Web'");
+    c = load("pipelines:\n  a: {direction: stream, source: http, key: k, table: x__rejects}\n"
+             "  b: {direction: stream, source: http, key: k, table: _ZX_b}\n"
+             "  c: {direction: stream, source: http, key: k, table: 9c}\n"
+             "  d: {direction: stream, source: http, key: k, table: B}\n"
+             "  e: {direction: stream, source: http, key: k, table: b}\n", 0, &e);
+    EXPECT_ERR(&e, 2, 55, "reserved for zx's own tables");
+    EXPECT_ERR(&e, 3, 55, "reserved for zx's own tables");
+    EXPECT_ERR(&e, 4, 55, "not a valid table name");
+    EXPECT_ERR(&e, 6, 3, "pipeline e: table 'b' is already written by pipeline d (line 5)");
+    CHECK(e.n == 4);
+
+    /* YAML syntax error, empty file, top level not a mapping, 2 documents. */
+    c = load("server:\n  data_dir: [unclosed\n", 0, &e);
+    EXPECT_ERR(&e, 3, 1, "YAML syntax error: did not find expected ',' or ']'");
+    c = load("server:\n  data_dir: x\n bad: 1\n", 0, &e);
+    EXPECT_ERR(&e, 3, 2, "YAML syntax error");
+    c = load("", 0, &e);
+    EXPECT_ERR(&e, 1, 1, "the file is empty");
+    c = load("# nothing here\n", 0, &e);
+    EXPECT_ERR(&e, 1, 1, "the file is empty");
+    c = load("- server\n- pipelines\n", 0, &e);
+    EXPECT_ERR(&e, 1, 1, "the top level must be a mapping");
+    c = load("just words\n", 0, &e);
+    EXPECT_ERR(&e, 1, 1, "the top level must be a mapping");
+    c = load("server: {}\n---\nserver: {}\n", 0, &e);
+    EXPECT_ERR(&e, 2, 1, "a second YAML document");
+    c = load("server:\n  data_dir: \"\xff\"\n", 0, &e);
+    EXPECT_ERR(&e, 2, 14, "the file must be UTF-8");
+
+    /* A missing file: no position. */
+    zx_conf_errors_free(&e);
+    c = zx_conf_load(tpath("nope.yaml"), 0, &e);
+    CHECK(c == NULL && e.n == 1);
+    CHECK(e.n == 1 && strstr(e.msgs[0], "nope.yaml: cannot open: "));
+
+    /* Ring too small for the body limits. */
+    c = load("server:\n  http:\n    max_body_size: 40MiB\n", 0, &e);
+    EXPECT_ERR(&e, 3, 20, "ring_size (67108864 bytes) must be at least");
+    c = load("server:\n  ring_size: 2MiB\n", 0, &e);
+    EXPECT_ERR(&e, 2, 14, "ring_size (2097152 bytes) must be at least");
+    c = load("pipelines:\n  big: {direction: stream, source: http, key: k, "
+             "max_body_size: 1GiB}\n", 0, &e);
+    EXPECT_ERR(&e, 2, 3, "pipeline big: its max_body_size needs a ring_size");
+
+    /* errs may be NULL. */
+    write_file("t.yaml", "server: 1\n");
+    CHECK(zx_conf_load(tpath("t.yaml"), 0, NULL) == NULL);
+    zx_conf_errors_free(&e);
+    zx_conf_errors_free(NULL);
+    zx_conf_free(NULL);
+}
+
+static void test_many_errors(void)
+{
+    zx_conf_errors e = {0};
+    zx_conf *c;
+
+    c = load("server:\n"                          /* 1 */
+             "  data_dri: ./var\n"                /* 2 unknown */
+             "  log_level: loud\n"                /* 3 enum */
+             "  http:\n"                          /* 4 */
+             "    max_body_size: big\n"           /* 5 type */
+             "  data_dri: x\n"                    /* 6 duplicate */
+             "pipelines:\n"                       /* 7 */
+             "  a:\n"                             /* 8 missing key */
+             "    direction: stream\n"            /* 9 */
+             "    source: kafka\n"                /* 10 enum */
+             "  a:\n"                             /* 11 duplicate */
+             "    direction: stream\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_ERR(&e, 2, 3, "unknown key 'data_dri'");
+    EXPECT_ERR(&e, 3, 14, "invalid log_level 'loud'");
+    EXPECT_ERR(&e, 5, 20, "got 'big'");
+    EXPECT_ERR(&e, 6, 3, "duplicate key 'data_dri'");
+    EXPECT_ERR(&e, 10, 13, "invalid source 'kafka'");
+    EXPECT_ERR(&e, 8, 3, "pipeline a: missing required field 'key'");
+    EXPECT_ERR(&e, 11, 3, "duplicate pipeline 'a'");
+    CHECK(e.n == 7);
+    if (e.n != 7)
+        dump(&e);
+    zx_conf_errors_free(&e);
+}
+
+static void test_secrets(void)
+{
+    zx_conf_errors e = {0};
+    zx_conf *c;
+
+    write_file("web.key", "s3cret-file-key\n");
+    c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
+             "    key: ${file:web.key}\n", 0, &e);
+    CHECK(c != NULL);
+    dump(&e);
+    if (c)
+        CHECK_STR(c->pipelines[0].key, "s3cret-file-key");
+    zx_conf_free(c);
+
+    c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
+             "    key: ${file:missing.key}\n", 0, &e);
+    EXPECT_ERR(&e, 5, 10, "cannot read secret file");
+    EXPECT_ERR(&e, 5, 10, "missing.key: No such file or directory");
+    c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
+             "    key: ${file:missing.key}\n", ZX_CONF_SKIP_SECRETS, &e);
+    CHECK(c != NULL && c->pipelines[0].key == NULL);
+    zx_conf_free(c);
+
+    /* Bad values never echo the secret. */
+    write_file("bad.key", "has space-SECRETVALUE\n");
+    c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
+             "    key: ${file:bad.key}\n", 0, &e);
+    EXPECT_ERR(&e, 5, 10, "key must be printable ASCII without spaces");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
+             "    key: \"literal SECRETVALUE\"\n", 0, &e);
+    EXPECT_ERR(&e, 5, 10, "key must be printable ASCII");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    setenv("ZX_TEST_SIZE", "SECRETVALUE", 1);
+    c = load("server:\n  http:\n    max_body_size: ${env:ZX_TEST_SIZE}\n", 0, &e);
+    EXPECT_ERR(&e, 3, 20, "got the value of ${env:ZX_TEST_SIZE}");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    setenv("ZX_TEST_SIZE", "2MiB", 1);
+    c = load("server:\n  http:\n    max_body_size: ${env:ZX_TEST_SIZE}\n", 0, &e);
+    CHECK(c != NULL && c->http.max_body_size == 2u << 20);
+    zx_conf_free(c);
+    setenv("ZX_TEST_EMPTY", "", 1);
+    c = load("server:\n  data_dir: ${env:ZX_TEST_EMPTY}\n", 0, &e);
+    EXPECT_ERR(&e, 2, 13, "environment variable ZX_TEST_EMPTY is empty");
+
+    /* Malformed references. */
+    c = load("server:\n  data_dir: ${env:BAD NAME}\n", 0, &e);
+    EXPECT_ERR(&e, 2, 13, "is not a valid reference");
+    c = load("server:\n  data_dir: /srv/${env:HOME}/x\n", 0, &e);
+    EXPECT_ERR(&e, 2, 13, "must be the whole value");
+    zx_conf_errors_free(&e);
+}
+
+static void test_same(void)
+{
+    const char *base = "pipelines:\n  a: {direction: stream, source: http, key: k}\n"
+                       "  b: {direction: stream, source: http, key: k, "
+                       "max_body_size: 1MiB}\n";
+    zx_conf_errors e = {0};
+    zx_conf *c1, *c2;
+
+    c1 = load(base, 0, &e);
+    c2 = load(base, 0, &e);
+    CHECK(c1 && c2);
+    if (!c1 || !c2)
+        goto out;
+    CHECK(zx_conf_pipeline_same(&c1->pipelines[0], &c2->pipelines[0]));
+    CHECK(zx_conf_pipeline_same(&c1->pipelines[1], &c2->pipelines[1]));
+    CHECK(!zx_conf_pipeline_same(&c1->pipelines[0], &c2->pipelines[1]));
+    CHECK(zx_conf_pipeline_same(NULL, NULL));
+    CHECK(!zx_conf_pipeline_same(&c1->pipelines[0], NULL));
+    zx_conf_free(c2);
+    /* Server body limit changes a, not b (which has its own). */
+    c2 = load("server: {http: {max_body_size: 2MiB}}\n" "pipelines:\n"
+              "  a: {direction: stream, source: http, key: k}\n"
+              "  b: {direction: stream, source: http, key: k, max_body_size: 1MiB}\n",
+              0, &e);
+    CHECK(c2 != NULL);
+    if (c2) {
+        CHECK(!zx_conf_pipeline_same(&c1->pipelines[0], &c2->pipelines[0]));
+        CHECK(zx_conf_pipeline_same(&c1->pipelines[1], &c2->pipelines[1]));
+    }
+    zx_conf_free(c2);
+    c2 = load("pipelines:\n  a: {direction: stream, source: http, key: k2}\n"
+              "  b: {direction: stream, source: http, key: k, max_body_size: 1MiB,"
+              " metadata: [_ingested_at]}\n", 0, &e);
+    CHECK(c2 != NULL);
+    if (c2) {
+        CHECK(!zx_conf_pipeline_same(&c1->pipelines[0], &c2->pipelines[0]));
+        CHECK(!zx_conf_pipeline_same(&c1->pipelines[1], &c2->pipelines[1]));
+    }
+out:
+    zx_conf_free(c1);
+    zx_conf_free(c2);
+    zx_conf_errors_free(&e);
+}
+
+static void test_reference(void)
+{
+    char path[4200], *want, *got = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&got, &len);
+
+    zx_conf_write_reference(m);
+    fclose(m);
+    snprintf(path, sizeof(path), "%s/conf/OPTIONS.md", srcroot);
+    want = read_all(path);
+    CHECK(want != NULL);
+    if (!want)
+        fprintf(stderr, "    cannot read %s (set ZX_SOURCE_ROOT)\n", path);
+    else if (strcmp(want, got)) {
+        fprintf(stderr, "%s:%d: %s differs from zx_conf_write_reference; "
+                "regenerate: test_config --print-reference > conf/OPTIONS.md\n",
+                __FILE__, __LINE__, path);
+        failures++;
+    }
+    CHECK(strstr(got, "| `max_body_size` | size | `16MiB` |") != NULL);
+    free(want);
+    free(got);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--print-reference")) {
+        zx_conf_write_reference(stdout);
+        return 0;
+    }
+    find_srcroot(argc, argv);
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/zx_test_config_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    test_example();
+    test_values();
+    test_errors();
+    test_many_errors();
+    test_secrets();
+    test_same();
+    test_reference();
+    unlink(tpath("t.yaml"));
+    unlink(tpath("web.key"));
+    unlink(tpath("bad.key"));
+    rmdir(tmpdir);
+    if (failures)
+        fprintf(stderr, "test_config: %d check(s) failed\n", failures);
+    else
+        printf("test_config: all checks passed\n");
+    return failures ? 1 : 0;
+}

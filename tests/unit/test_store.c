@@ -1,0 +1,368 @@
+/*
+ * test_store.c — unit tests of workers/writer/store: open read-write and
+ * read-only (also before the store exists), every named database's round
+ * trip, idempotency pruning, pipeline drop, and map growth with a reopen.
+ * Prints one line per failed check; exits non-zero if any failed.
+ */
+#include "workers/writer/store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond)                                                         \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                     \
+        }                                                                   \
+    } while (0)
+
+#define CHECK_RC(expr, want)                                                   \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        if (rc_ != (want)) {                                                   \
+            printf("%s:%d: %s returned %d (%s), want %d\n", __FILE__, __LINE__, \
+                   #expr, rc_, zx_store_strerror(rc_), (int)(want));           \
+            failures++;                                                        \
+        }                                                                      \
+    } while (0)
+
+static char dir[256];
+
+static void cleanup_dir(void)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/store.lmdb", dir);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/store.lmdb-lock", dir);
+    unlink(p);
+    rmdir(dir);
+}
+
+static void test_open(void)
+{
+    zx_store *s = NULL, *ro = NULL;
+    char err[256] = "";
+
+    /* read-only before the writer created it: clean, distinct error */
+    CHECK_RC(zx_store_open(dir, ZX_STORE_RDONLY, 0, &ro, err, sizeof(err)), ZX_STORE_NOSTORE);
+    CHECK(ro == NULL);
+    CHECK(strstr(err, "store.lmdb") != NULL);
+
+    /* missing data directory for the writer */
+    CHECK(zx_store_open("/nonexistent/zx-dir", 0, 0, &s, err, sizeof(err)) != 0);
+    CHECK(s == NULL);
+    CHECK_RC(zx_store_open("", 0, 0, &s, err, sizeof(err)), ZX_STORE_INVALID);
+
+    CHECK_RC(zx_store_open(dir, 0, 0, &s, err, sizeof(err)), 0);
+    CHECK_RC(zx_store_open(dir, ZX_STORE_RDONLY, 0, &ro, err, sizeof(err)), 0);
+    if (!s || !ro)
+        goto out;
+
+    /* a read-only handle refuses write transactions */
+    zx_store_txn *t = NULL;
+    CHECK_RC(zx_store_begin(ro, 0, &t), ZX_STORE_READONLY);
+    CHECK(t == NULL);
+    /* a read transaction on the writer's handle refuses puts */
+    CHECK_RC(zx_store_begin(s, 1, &t), 0);
+    CHECK_RC(zx_store_counter_add(t, "p", "rows", 1), ZX_STORE_READONLY);
+    zx_store_abort(t);
+    /* only one write transaction at a time */
+    zx_store_txn *t2 = NULL;
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK_RC(zx_store_begin(s, 0, &t2), ZX_STORE_INVALID);
+    zx_store_abort(t);
+    zx_store_abort(NULL);
+out:
+    zx_store_close(ro);
+    zx_store_close(s);
+    zx_store_close(NULL);
+    CHECK(strcmp(zx_store_strerror(ZX_STORE_NOSTORE), zx_store_strerror(ZX_STORE_IO)) != 0);
+    CHECK(strcmp(zx_store_strerror(99999), "unknown store error") == 0);
+}
+
+static int each_cb(const char *name, uint64_t v, void *ctx)
+{
+    char *buf = ctx;
+    char line[128];
+    snprintf(line, sizeof(line), "%s=%" PRIu64 ";", name, v);
+    strcat(buf, line);
+    return 0;
+}
+
+static int stop_cb(const char *name, uint64_t v, void *ctx)
+{
+    (void)name; (void)v;
+    ++*(int *)ctx;
+    return 7;
+}
+
+static void test_roundtrip(void)
+{
+    zx_store *s = NULL, *ro = NULL;
+    zx_store_txn *t = NULL;
+    char err[256];
+
+    CHECK_RC(zx_store_open(dir, 0, 0, &s, err, sizeof(err)), 0);
+    if (!s)
+        return;
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    zx_position p = { .seq = 42, .committed_us = 1700000000123456, .upstream = "p0:17,p1:9",
+                      .upstream_len = 10 };
+    CHECK_RC(zx_store_position_put(t, "orders", &p), 0);
+    zx_position p2 = { .seq = 1, .committed_us = 5 };
+    CHECK_RC(zx_store_position_put(t, "empty-upstream", &p2), 0);
+    CHECK_RC(zx_store_schema_put(t, "orders", "orders_tbl",
+                                 "[{\"name\":\"id\",\"type\":\"integer\"}]"), 0);
+    zx_idem_rec r = { .created_us = 1000, .body_hash = 0xdeadbeefcafef00dull, .status = 202,
+                      .accepted = 17 };
+    snprintf(r.request_id, sizeof(r.request_id), "req-0123456789abcdef");
+    CHECK_RC(zx_store_idem_put(t, "orders", "key-1", 5, &r), 0);
+    r.created_us = 2000;
+    CHECK_RC(zx_store_idem_put(t, "orders", "k\0y", 3, &r), 0); /* NUL inside a key */
+    CHECK_RC(zx_store_idem_put(t, "orders2", "key-1", 5, &r), 0);
+    CHECK_RC(zx_store_counter_add(t, "orders", "rows", 10), 0);
+    CHECK_RC(zx_store_counter_add(t, "orders", "rows", 5), 0);
+    CHECK_RC(zx_store_counter_add(t, "orders", "rejects:amount", 2), 0);
+    CHECK_RC(zx_store_counter_add(t, "orders2", "rows", 99), 0);
+    CHECK_RC(zx_store_state_put(t, "orders", "slot", "abc", 3), 0);
+
+    /* bad arguments and too-long keys: clear errors, no crash, txn usable */
+    char longkey[600];
+    memset(longkey, 'k', sizeof(longkey));
+    CHECK_RC(zx_store_idem_put(t, "orders", longkey, 505, &r), ZX_STORE_KEYTOOLONG);
+    CHECK_RC(zx_store_idem_put(t, "orders", longkey, 0, &r), ZX_STORE_INVALID);
+    CHECK_RC(zx_store_counter_add(t, "", "rows", 1), ZX_STORE_INVALID);
+    CHECK_RC(zx_store_counter_add(t, NULL, "rows", 1), ZX_STORE_INVALID);
+    char longpipe[600];
+    memset(longpipe, 'p', sizeof(longpipe) - 1);
+    longpipe[sizeof(longpipe) - 1] = 0;
+    CHECK_RC(zx_store_position_put(t, longpipe, &p), ZX_STORE_KEYTOOLONG);
+    CHECK_RC(zx_store_commit(t), 0);
+
+    /* read back through a read-only handle */
+    CHECK_RC(zx_store_open(dir, ZX_STORE_RDONLY, 0, &ro, err, sizeof(err)), 0);
+    if (!ro)
+        goto out;
+    CHECK_RC(zx_store_begin(ro, 1, &t), 0);
+    zx_position g;
+    CHECK_RC(zx_store_position_get(t, "orders", &g), 0);
+    CHECK(g.seq == 42 && g.committed_us == 1700000000123456);
+    CHECK(g.upstream_len == 10 && memcmp(g.upstream, "p0:17,p1:9", 10) == 0);
+    CHECK_RC(zx_store_position_get(t, "empty-upstream", &g), 0);
+    CHECK(g.seq == 1 && g.upstream_len == 0 && g.upstream == NULL);
+    CHECK_RC(zx_store_position_get(t, "nope", &g), ZX_STORE_NOTFOUND);
+
+    const char *table = NULL, *json = NULL;
+    size_t jl = 0;
+    CHECK_RC(zx_store_schema_get(t, "orders", &table, &json, &jl), 0);
+    CHECK(table && strcmp(table, "orders_tbl") == 0);
+    CHECK(json && strcmp(json, "[{\"name\":\"id\",\"type\":\"integer\"}]") == 0);
+    CHECK(json && jl == strlen(json));
+    CHECK_RC(zx_store_schema_get(t, "nope", &table, &json, &jl), ZX_STORE_NOTFOUND);
+
+    zx_idem_rec got;
+    CHECK_RC(zx_store_idem_get(t, "orders", "key-1", 5, &got), 0);
+    CHECK(got.created_us == 1000 && got.body_hash == 0xdeadbeefcafef00dull);
+    CHECK(got.status == 202 && got.accepted == 17);
+    CHECK(strcmp(got.request_id, "req-0123456789abcdef") == 0);
+    CHECK_RC(zx_store_idem_get(t, "orders", "k\0y", 3, &got), 0);
+    CHECK(got.created_us == 2000);
+    CHECK_RC(zx_store_idem_get(t, "orders", "key-2", 5, &got), ZX_STORE_NOTFOUND);
+    CHECK(zx_store_idem_count(t, "orders") == 2);
+    CHECK(zx_store_idem_count(t, "orders2") == 1);
+    CHECK(zx_store_idem_count(t, "order") == 0);
+
+    uint64_t v = 1;
+    CHECK_RC(zx_store_counter_get(t, "orders", "rows", &v), 0);
+    CHECK(v == 15);
+    CHECK_RC(zx_store_counter_get(t, "orders", "nope", &v), ZX_STORE_NOTFOUND);
+    CHECK(v == 0);
+    char buf[512] = "";
+    CHECK_RC(zx_store_counters_each(t, "orders", each_cb, buf), 0);
+    CHECK(strcmp(buf, "rejects:amount=2;rows=15;") == 0);
+    int calls = 0;
+    CHECK_RC(zx_store_counters_each(t, "orders", stop_cb, &calls), 7);
+    CHECK(calls == 1);
+
+    const void *sv = NULL;
+    size_t sl = 0;
+    CHECK_RC(zx_store_state_get(t, "orders", "slot", &sv, &sl), 0);
+    CHECK(sl == 3 && memcmp(sv, "abc", 3) == 0);
+    CHECK_RC(zx_store_commit(t), 0);
+
+    /* drop a pipeline: everything of it goes, others stay */
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK_RC(zx_store_pipeline_drop(t, "orders"), 0);
+    CHECK_RC(zx_store_pipeline_drop(t, "never-existed"), 0);
+    CHECK_RC(zx_store_commit(t), 0);
+    CHECK_RC(zx_store_begin(ro, 1, &t), 0);
+    CHECK_RC(zx_store_position_get(t, "orders", &g), ZX_STORE_NOTFOUND);
+    CHECK_RC(zx_store_schema_get(t, "orders", NULL, NULL, NULL), ZX_STORE_NOTFOUND);
+    CHECK(zx_store_idem_count(t, "orders") == 0);
+    CHECK(zx_store_idem_count(t, "orders2") == 1);
+    CHECK_RC(zx_store_counter_get(t, "orders", "rows", &v), ZX_STORE_NOTFOUND);
+    CHECK_RC(zx_store_counter_get(t, "orders2", "rows", &v), 0);
+    CHECK(v == 99);
+    CHECK_RC(zx_store_state_get(t, "orders", "slot", &sv, &sl), ZX_STORE_NOTFOUND);
+    zx_store_abort(t);
+out:
+    zx_store_close(ro);
+    zx_store_close(s);
+}
+
+static void test_prune(void)
+{
+    zx_store *s = NULL;
+    zx_store_txn *t = NULL;
+    char err[256];
+    CHECK_RC(zx_store_open(dir, 0, 0, &s, err, sizeof(err)), 0);
+    if (!s)
+        return;
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK_RC(zx_store_pipeline_drop(t, "orders2"), 0);
+    /* 3000 keys over two pipelines; even created_us are "old" */
+    for (int i = 0; i < 3000; i++) {
+        char key[32];
+        int n = snprintf(key, sizeof(key), "key-%05d", i);
+        zx_idem_rec r = { .created_us = (i % 2) ? 1000000 : 10, .status = 202 };
+        CHECK_RC(zx_store_idem_put(t, (i % 3) ? "a" : "b", key, (size_t)n, &r), 0);
+    }
+    CHECK_RC(zx_store_commit(t), 0);
+
+    /* bounded passes: 1000 records examined per call */
+    uint64_t removed = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        CHECK_RC(zx_store_begin(s, 0, &t), 0);
+        uint64_t before = removed;
+        CHECK_RC(zx_store_idem_prune(t, 500, 1000, &removed), 0);
+        CHECK(removed - before <= 1000);
+        CHECK_RC(zx_store_commit(t), 0);
+    }
+    CHECK(removed == 1500);
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK(zx_store_idem_count(t, "a") + zx_store_idem_count(t, "b") == 1500);
+    zx_idem_rec got;
+    CHECK_RC(zx_store_idem_get(t, "a", "key-00001", 9, &got), 0);
+    CHECK_RC(zx_store_idem_get(t, "a", "key-00002", 9, &got), ZX_STORE_NOTFOUND);
+    /* unbounded: everything older than 2000000 */
+    removed = 0;
+    CHECK_RC(zx_store_idem_prune(t, 2000000, 0, &removed), 0);
+    CHECK(removed == 1500);
+    CHECK(zx_store_idem_count(t, "a") == 0);
+    CHECK_RC(zx_store_commit(t), 0);
+    zx_store_close(s);
+}
+
+/* Write until the tiny map fills, growing and redoing as documented. */
+static void test_map_growth(void)
+{
+    zx_store *s = NULL, *ro = NULL;
+    zx_store_txn *t = NULL;
+    char err[256];
+    char val[2000];
+    cleanup_dir();
+    CHECK(mkdir(dir, 0700) == 0);
+    CHECK_RC(zx_store_open(dir, 0, 64 * 1024, &s, err, sizeof(err)), 0);
+    if (!s)
+        return;
+    CHECK_RC(zx_store_open(dir, ZX_STORE_RDONLY, 0, &ro, err, sizeof(err)), 0);
+    size_t initial = zx_store_mapsize(s);
+    int fulls = 0, batch = 0;
+    const int nbatches = 40, per = 50;
+    while (batch < nbatches) {
+        int rc = zx_store_begin(s, 0, &t);
+        CHECK_RC(rc, 0);
+        if (rc)
+            break;
+        for (int i = 0; i < per && rc == 0; i++) {
+            char name[32];
+            snprintf(name, sizeof(name), "v%04d", batch * per + i);
+            memset(val, 'a' + (batch * per + i) % 26, sizeof(val));
+            rc = zx_store_state_put(t, "grow", name, val, sizeof(val));
+            if (rc == 0)
+                rc = zx_store_counter_add(t, "grow", "n", 1);
+        }
+        if (rc == ZX_STORE_MAP_FULL) {
+            fulls++;
+            CHECK_RC(zx_store_commit(t), ZX_STORE_MAP_FULL); /* dead txn */
+            continue;                                        /* redo it */
+        }
+        CHECK_RC(rc, 0);
+        rc = zx_store_commit(t);
+        if (rc == ZX_STORE_MAP_FULL) {
+            fulls++;
+            continue;
+        }
+        CHECK_RC(rc, 0);
+        batch++;
+        /* a reader opened at the small size follows the growth */
+        zx_store_txn *rt = NULL;
+        CHECK_RC(zx_store_begin(ro, 1, &rt), 0);
+        if (rt) {
+            uint64_t n = 0;
+            CHECK_RC(zx_store_counter_get(rt, "grow", "n", &n), 0);
+            CHECK(n == (uint64_t)(batch * per));
+            zx_store_abort(rt);
+        }
+        if (fulls > 100)
+            break;
+    }
+    CHECK(fulls > 0);
+    CHECK(zx_store_mapsize(s) > initial);
+    zx_store_close(ro);
+    zx_store_close(s);
+
+    /* reopen (with the tiny size again) and read everything back */
+    s = NULL;
+    CHECK_RC(zx_store_open(dir, 0, 64 * 1024, &s, err, sizeof(err)), 0);
+    if (!s)
+        return;
+    CHECK_RC(zx_store_begin(s, 1, &t), 0);
+    uint64_t n = 0;
+    CHECK_RC(zx_store_counter_get(t, "grow", "n", &n), 0);
+    CHECK(n == (uint64_t)(nbatches * per));
+    int bad = 0;
+    for (int i = 0; i < nbatches * per; i++) {
+        char name[32];
+        const void *v = NULL;
+        size_t l = 0;
+        snprintf(name, sizeof(name), "v%04d", i);
+        if (zx_store_state_get(t, "grow", name, &v, &l) != 0 || l != sizeof(val) ||
+            ((const char *)v)[0] != 'a' + i % 26 || ((const char *)v)[l - 1] != 'a' + i % 26)
+            bad++;
+    }
+    CHECK(bad == 0);
+    zx_store_abort(t);
+    /* and keep writing after the reopen */
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK_RC(zx_store_counter_add(t, "grow", "n", 1), 0);
+    CHECK_RC(zx_store_commit(t), 0);
+    zx_store_close(s);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/zx-test-store-XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_open();
+    test_roundtrip();
+    test_prune();
+    test_map_growth();
+    cleanup_dir();
+    if (failures) {
+        printf("test_store: %d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("test_store: all checks passed\n");
+    return 0;
+}

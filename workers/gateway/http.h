@@ -1,0 +1,197 @@
+/* http.h - a small, strict HTTP/1.1 server on libevent bufferevents.
+ *
+ * Used by the gateway process for the push endpoint and its small REST API.
+ * It parses requests strictly, answers every error with a JSON body, lets the
+ * handler answer before the body is read (401/404/413 without reading it),
+ * inflates gzip bodies with a size cap, and lets the handler reply much later
+ * (after another process has processed the body).
+ *
+ * It never logs header values or bodies, never interprets the body (beyond
+ * chunked framing and gzip), and never calls back into the handler for a
+ * request after that request was answered.
+ *
+ * Threading: one server belongs to one event_base and is used only from the
+ * thread that runs that base.  No function here may be called from another
+ * thread.
+ *
+ * Order of checks for each request (the first that fails answers):
+ *   1. framing (server): malformed request line or headers -> 400, request
+ *      line + headers above max_header_size -> 431, HTTP major version other
+ *      than 1 -> 505, Transfer-Encoding other than "chunked" -> 501,
+ *      Content-Length together with Transfer-Encoding, repeated
+ *      Content-Length, missing Host on HTTP/1.1 -> 400;
+ *   2. head_cb (handler): routing, authentication (401/404/405 ...);
+ *   3. server: Content-Encoding other than gzip, x-gzip, identity -> 415;
+ *      Content-Length above max_body_size -> 413; Expect other than
+ *      100-continue -> 417;  then "100 Continue" is sent if asked for;
+ *   4. body reading (server): chunked total above max_body_size -> 413,
+ *      inflated body above max_body_size -> 413, broken gzip -> 400,
+ *      broken chunked framing -> 400;
+ *   5. body_cb (handler): the handler replies, now or later.
+ * Every answer the server makes itself closes the connection.
+ *
+ * Connections: at most max_connections at a time; when the limit is reached
+ * the server stops accepting (new clients wait in the kernel's backlog) and
+ * resumes as soon as one closes.  Requests on one connection are handled
+ * one at a time: while a request waits for its reply, the following
+ * (pipelined) requests stay unparsed.  If the client closes the connection
+ * (EOF or error) while its request waits for the reply, the request is
+ * marked closed (zx_http_req_is_closed) and stays valid until the handler
+ * calls zx_http_reply, which then only frees it.
+ *
+ * Timeouts: idle_timeout_ms applies to a keep-alive connection without a
+ * request, to every read while a request is being received (a client that
+ * sends nothing for that long is closed) and to every write.  There is no
+ * timeout while a request waits for the handler's reply.
+ *
+ * SIGPIPE: zx_http_server_new sets SIGPIPE to SIG_IGN if it was SIG_DFL, so
+ * that a client that went away cannot kill the process.
+ */
+#ifndef ZX_HTTP_H
+#define ZX_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+
+typedef struct zx_http_server zx_http_server;
+typedef struct zx_http_req zx_http_req;
+
+typedef struct zx_http_limits {
+    uint64_t max_body_size;   /* raw body AND gzip-inflated body; 0 -> 16 MiB */
+    uint64_t max_header_size; /* request line + headers (and chunked trailers);
+                                 0 -> 64 KiB; above -> 431 */
+    uint32_t max_connections; /* open connections; 0 -> 1024; at the limit the
+                                 server stops accepting until one closes */
+    uint32_t idle_timeout_ms; /* keep-alive idle, slow read and slow write
+                                 timeout: close; 0 -> 60000 */
+} zx_http_limits;
+
+#define ZX_HTTP_DEFAULT_MAX_BODY      (16u * 1024u * 1024u)
+#define ZX_HTTP_DEFAULT_MAX_HEADER    (64u * 1024u)
+#define ZX_HTTP_DEFAULT_MAX_CONNS     1024u
+#define ZX_HTTP_DEFAULT_IDLE_MS       60000u
+
+/* Called when the request line and all headers are in and valid.  The
+ * handler may answer now with zx_http_reply (e.g. 401/404/405/413); the body
+ * is then NOT read, and the connection is closed after the answer if a body
+ * was announced.  Or it returns without answering to have the body read
+ * (Content-Length or chunked; gzip inflated).  It must not keep the request
+ * pointer to reply later from outside body_cb: a request not answered in
+ * head_cb is answered only after body_cb. */
+typedef void (*zx_http_head_cb)(zx_http_req *req, void *ctx);
+
+/* Called when the whole body is in (never for requests answered in head_cb).
+ * The handler must eventually call zx_http_reply exactly once, now or later. */
+typedef void (*zx_http_body_cb)(zx_http_req *req, void *ctx);
+
+/* Called (optional, see zx_http_server_set_drop_cb) when a request that
+ * head_cb let through is freed by the server without body_cb having been
+ * called (the client went away during the body, or the server answered an
+ * error such as 413 or a broken gzip body), and, from zx_http_server_free,
+ * for every request still waiting for its reply.  Use it to free what was
+ * attached with zx_http_req_set_data.  The request is freed right after the
+ * callback returns; the callback must not call zx_http_reply. */
+typedef void (*zx_http_drop_cb)(zx_http_req *req, void *ctx);
+
+/* Creates a server on base (not owned).  lim may be NULL (all defaults); a 0
+ * field takes its default.  head and body must not be NULL.  Returns NULL
+ * only if out of memory.  Free with zx_http_server_free. */
+zx_http_server *zx_http_server_new(struct event_base *base, const zx_http_limits *lim,
+                                   zx_http_head_cb head, zx_http_body_cb body, void *ctx);
+
+/* Sets (or clears, with NULL) the drop callback; see zx_http_drop_cb. */
+void zx_http_server_set_drop_cb(zx_http_server *s, zx_http_drop_cb drop);
+
+/* Listens on host:port (TCP, SO_REUSEADDR, close-on-exec).  host NULL or ""
+ * means every address; port 0 picks an ephemeral port (see
+ * zx_http_server_port).  May be called several times (up to 8 sockets).
+ * Returns 0, or -1 with a message in err (if errlen > 0), e.g.
+ * "cannot listen on 127.0.0.1:8780: Address already in use". */
+int zx_http_server_listen(zx_http_server *s, const char *host, uint16_t port,
+                          char *err, size_t errlen);
+
+/* Adopts an already-listening socket (made non-blocking; the server owns it
+ * and closes it).  Returns 0, or -1 (fd is then not owned) on a bad fd, too
+ * many listeners or out of memory. */
+int zx_http_server_listen_fd(zx_http_server *s, int fd);
+
+/* The local port of the first listening socket, or 0 if there is none. */
+uint16_t zx_http_server_port(const zx_http_server *s);
+
+/* For draining: closes the listening sockets (new connections are refused),
+ * and from now on every reply closes its connection.  Requests already
+ * accepted go on normally.  Idempotent. */
+void zx_http_server_stop_accepting(zx_http_server *s);
+
+/* Requests whose head was accepted and whose reply has not been sent yet
+ * (including those whose client went away, until zx_http_reply frees them). */
+size_t zx_http_server_pending(const zx_http_server *s);
+
+/* Open client connections. */
+size_t zx_http_server_connections(const zx_http_server *s);
+
+/* Closes every socket and frees everything.  Requests waiting for a reply
+ * are dropped (drop_cb is called for each, then it is freed): the handler must
+ * not use any request pointer afterwards.  Must not be called from inside a
+ * callback of this server.  NULL is a no-op. */
+void zx_http_server_free(zx_http_server *s);
+
+/* Request accessors.  Returned strings are owned by the request and stay
+ * valid until zx_http_reply (or until drop_cb returns).  Never NULL unless
+ * said so. */
+const char *zx_http_method(const zx_http_req *r); /* "POST" */
+/* Raw path without the query, not percent-decoded:
+ * "/api/streams/web_events/push"; "*" for "OPTIONS *".  For an absolute-form
+ * target ("http://host/p?q") the scheme and authority are removed. */
+const char *zx_http_path(const zx_http_req *r);
+const char *zx_http_query(const zx_http_req *r); /* raw, without '?', or "" */
+/* First value of query parameter name (names compared after decoding),
+ * percent-decoded and '+' -> ' '; "" for "?name" or "?name="; NULL if
+ * absent.  "%00" and malformed escapes are kept as they are. */
+const char *zx_http_query_param(const zx_http_req *r, const char *name);
+/* First value of a header, name compared case-insensitively, surrounding
+ * spaces removed; NULL if absent. */
+const char *zx_http_header(const zx_http_req *r, const char *name);
+/* Announced Content-Length; 0 if no body; UINT64_MAX if chunked. */
+uint64_t zx_http_content_length(const zx_http_req *r);
+/* The body, contiguous, already inflated if gzip; sets *len (if len is not
+ * NULL).  Only meaningful from body_cb on (before that: "" and 0).  Valid
+ * until the reply is sent.  Not NUL-terminated. */
+const char *zx_http_body(const zx_http_req *r, size_t *len);
+/* "127.0.0.1:53412" or "[::1]:53412". */
+const char *zx_http_peer(const zx_http_req *r);
+/* 1 if the request line said HTTP/1.0, else 0. */
+int zx_http_is_http10(const zx_http_req *r);
+
+/* Handler data attached to the request (not owned, never freed here). */
+void zx_http_req_set_data(zx_http_req *r, void *p);
+void *zx_http_req_get_data(const zx_http_req *r);
+
+/* 1 if the client went away before the reply (the reply will be discarded). */
+int zx_http_req_is_closed(const zx_http_req *r);
+
+/* Sends the response (or discards it if the client is gone) and frees the
+ * request: r is invalid afterwards; NULL is a no-op.  status 200..599
+ * (anything else is sent as 500).  content_type may be NULL (no
+ * Content-Type).  extra_headers is NULL or complete header lines, each ending
+ * in "\r\n", e.g. "Retry-After: 1\r\nX-Request-Id: abc\r\n" (the caller is
+ * trusted to build them correctly).  body may be NULL if len is 0; it is
+ * copied.  "Server: zx", Date and Content-Length are always written (except
+ * Content-Length and the body on 204 and 304; the body on HEAD requests).  The connection is kept alive
+ * unless the client asked to close, HTTP/1.0 without keep-alive, the body was
+ * not read, or the server is draining; then "Connection: close" is written. */
+void zx_http_reply(zx_http_req *r, int status, const char *content_type,
+                   const char *extra_headers, const char *body, size_t len);
+
+/* Replies with Content-Type application/json and the body
+ * {"error": "<message>", "status": N}, the message formatted printf-style and
+ * JSON-escaped (invalid UTF-8 replaced by U+FFFD). */
+void zx_http_reply_json_error(zx_http_req *r, int status, const char *extra_headers,
+                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The standard reason phrase of status ("Not Found"), or "Unknown". */
+const char *zx_http_reason(int status);
+
+#endif

@@ -1,0 +1,381 @@
+/*
+ * http_push.c — stream worker for HTTP push pipelines.  See http_push.h.
+ *
+ * It must never: write the workspace or LMDB (only the writer does), trust
+ * a request record (zx_push_req_parse checks it), or block forever on a
+ * peer that died (every wait has a deadline or a wake-up).
+ */
+#include "workers/sources/http_push.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/json_rows.h"
+#include "common/log.h"
+#include "common/rowset.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+#include "proto/frame.h"
+#include "proto/push.h"
+#include "workers/writer/store.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* A reply waiting for the writer to acknowledge frame `seq`. */
+typedef struct pending {
+    uint64_t seq;
+    uint64_t req_id;
+    uint64_t accepted;
+    char rid[ZX_PUSH_RID_MAX + 1];
+    int replay;
+} pending;
+
+/* An idempotency key whose frame is published but not yet acknowledged. */
+typedef struct inflight {
+    char key[ZX_PUSH_IDEM_MAX + 1];
+    uint64_t hash;
+    uint64_t seq;
+    uint64_t accepted;
+    char rid[ZX_PUSH_RID_MAX + 1];
+} inflight;
+
+typedef struct worker {
+    const zx_worker_args *a;
+    const char *name;
+    zx_ring *in, *out, *frames;
+    zx_rowset rs;
+    zx_frame_buf fb;
+    zx_store *store;
+    pending *pend;
+    size_t npend, pend_cap;
+    inflight *infl;
+    size_t ninfl, infl_cap;
+} worker;
+
+static int out_reply(worker *w, uint64_t req_id, int status, uint32_t retry_after,
+                     int replay, const char *body)
+{
+    size_t blen = strlen(body);
+    size_t len = sizeof(zx_push_rep) + blen;
+    void *buf;
+    int64_t deadline = zx_mono_ms() + 2000;
+    for (;;) {
+        zx_ring_result r = zx_ring_reserve(w->out, len, &buf);
+        if (r == ZX_RING_OK)
+            break;
+        if (r != ZX_RING_WOULD_BLOCK || zx_mono_ms() > deadline) {
+            zx_warn("event=reply_dropped pipeline=%s status=%d reason=%s", w->name, status,
+                    r == ZX_RING_WOULD_BLOCK ? "gateway_not_reading" : "reply_too_big");
+            return -1;
+        }
+        struct pollfd p = {w->a->self_efd, POLLIN, 0};
+        poll(&p, 1, 50);
+        zx_ring_drain_fd(w->a->self_efd);
+    }
+    zx_push_rep h = {ZX_PUSH_REP_MAGIC, ZX_PUSH_VERSION, (uint16_t)status, req_id,
+                     retry_after, (uint32_t)blen, replay ? ZX_PUSH_REP_REPLAY : 0, 0};
+    memcpy(buf, &h, sizeof(h));
+    memcpy((char *)buf + sizeof(h), body, blen);
+    zx_ring_commit(w->out, len, 1);
+    return 0;
+}
+
+static void reply_error(worker *w, uint64_t req_id, int status, const char *msg)
+{
+    json_t *o = json_pack("{s:s, s:i}", "error", msg, "status", status);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    out_reply(w, req_id, status, status == 503 ? 1 : 0, 0,
+              s ? s : "{\"error\":\"internal error\"}");
+    free(s);
+    json_decref(o);
+}
+
+static void reply_accepted(worker *w, uint64_t req_id, uint64_t accepted, const char *rid,
+                           int committed, int replay)
+{
+    char body[256];
+    snprintf(body, sizeof(body), "{\"accepted\":%llu,\"request_id\":\"%s\",\"committed\":%s%s}",
+             (unsigned long long)accepted, rid, committed ? "true" : "false",
+             replay ? ",\"replayed\":true" : "");
+    out_reply(w, req_id, 202, 0, replay, body);
+}
+
+static int add_pending(worker *w, uint64_t seq, uint64_t req_id, uint64_t accepted,
+                       const char *rid, int replay)
+{
+    if (w->npend == w->pend_cap) {
+        size_t cap = w->pend_cap ? w->pend_cap * 2 : 64;
+        pending *n = realloc(w->pend, cap * sizeof(*n));
+        if (!n)
+            return -1;
+        w->pend = n;
+        w->pend_cap = cap;
+    }
+    pending *p = &w->pend[w->npend++];
+    p->seq = seq;
+    p->req_id = req_id;
+    p->accepted = accepted;
+    snprintf(p->rid, sizeof(p->rid), "%s", rid);
+    p->replay = replay;
+    return 0;
+}
+
+/* Answer every pending reply whose frame the writer acknowledged, and
+ * forget idempotency keys that are now in the store. */
+static void complete(worker *w)
+{
+    uint64_t acked = zx_ring_acked_seq(w->frames);
+    size_t k = 0;
+    for (size_t i = 0; i < w->npend; i++) {
+        pending *p = &w->pend[i];
+        if (p->seq <= acked)
+            reply_accepted(w, p->req_id, p->accepted, p->rid, 1, p->replay);
+        else
+            w->pend[k++] = *p;
+    }
+    w->npend = k;
+    k = 0;
+    for (size_t i = 0; i < w->ninfl; i++)
+        if (w->infl[i].seq > acked)
+            w->infl[k++] = w->infl[i];
+    w->ninfl = k;
+}
+
+static inflight *find_inflight(worker *w, const char *key, size_t n)
+{
+    for (size_t i = 0; i < w->ninfl; i++)
+        if (strlen(w->infl[i].key) == n && memcmp(w->infl[i].key, key, n) == 0)
+            return &w->infl[i];
+    return NULL;
+}
+
+static int add_inflight(worker *w, const char *key, size_t n, uint64_t hash, uint64_t seq,
+                        uint64_t accepted, const char *rid)
+{
+    if (w->ninfl == w->infl_cap) {
+        size_t cap = w->infl_cap ? w->infl_cap * 2 : 64;
+        inflight *x = realloc(w->infl, cap * sizeof(*x));
+        if (!x)
+            return -1;
+        w->infl = x;
+        w->infl_cap = cap;
+    }
+    inflight *f = &w->infl[w->ninfl++];
+    memcpy(f->key, key, n);
+    f->key[n] = '\0';
+    f->hash = hash;
+    f->seq = seq;
+    f->accepted = accepted;
+    snprintf(f->rid, sizeof(f->rid), "%s", rid);
+    return 0;
+}
+
+/* Look the key up in the store.  1 found (rec filled), 0 not found. */
+static int store_lookup(worker *w, const char *key, size_t n, zx_idem_rec *rec)
+{
+    char err[256];
+    if (!w->store &&
+        zx_store_open(w->a->conf->data_dir, ZX_STORE_RDONLY, 0, &w->store, err, sizeof(err)) != 0) {
+        w->store = NULL;
+        return 0;
+    }
+    zx_store_txn *t;
+    if (zx_store_begin(w->store, 1, &t) != 0)
+        return 0;
+    int rc = zx_store_idem_get(t, w->name, key, n, rec);
+    zx_store_abort(t);
+    return rc == 0;
+}
+
+/* Outcome of handling one request record. */
+enum { DONE = 0, BLOCKED = 1 };
+
+static int handle(worker *w, const void *rec, size_t len)
+{
+    zx_push_view v;
+    if (zx_push_req_parse(rec, len, &v) < 0) {
+        zx_error("event=bad_request_record pipeline=%s len=%zu", w->name, len);
+        return DONE; /* no req_id we can trust: nothing to answer */
+    }
+    const zx_push_req *h = v.h;
+    char rid[ZX_PUSH_RID_MAX + 1];
+    memcpy(rid, v.rid, h->rid_len);
+    rid[h->rid_len] = '\0';
+    int wait_commit = (h->flags & ZX_PUSH_WAIT_COMMIT) || w->a->pipeline->ack_commit;
+    uint64_t hash = zx_hash64(v.body, h->body_len);
+
+    if (v.idem) {
+        inflight *f = find_inflight(w, v.idem, h->idem_len);
+        if (f) {
+            if (f->hash != hash) {
+                reply_error(w, h->req_id, 422,
+                            "Idempotency-Key was already used with a different body");
+                return DONE;
+            }
+            /* The same request again while its frame is in flight: answer
+             * as the first once it is committed. */
+            add_pending(w, f->seq, h->req_id, f->accepted, f->rid, 1);
+            return DONE;
+        }
+        zx_idem_rec r;
+        if (store_lookup(w, v.idem, h->idem_len, &r)) {
+            if (r.body_hash != hash) {
+                reply_error(w, h->req_id, 422,
+                            "Idempotency-Key was already used with a different body");
+                return DONE;
+            }
+            reply_accepted(w, h->req_id, r.accepted, r.request_id, 1, 1);
+            return DONE;
+        }
+    }
+
+    zx_rowset_reset(&w->rs);
+    zx_json_err jerr;
+    int n = zx_json_rows_parse(v.body, h->body_len,
+                               (h->flags & ZX_PUSH_NDJSON) ? ZX_BODY_NDJSON : ZX_BODY_JSON,
+                               &w->rs, &jerr);
+    if (n < 0) {
+        reply_error(w, h->req_id, 400, jerr.msg);
+        zx_rowset_reset(&w->rs);
+        return DONE;
+    }
+    if (n == 0) {
+        reply_accepted(w, h->req_id, 0, rid, wait_commit, 0);
+        return DONE;
+    }
+    char idem[ZX_PUSH_IDEM_MAX + 1];
+    if (v.idem) {
+        memcpy(idem, v.idem, h->idem_len);
+        idem[h->idem_len] = '\0';
+    }
+    uint32_t md = w->a->pipeline->metadata;
+    zx_frame_meta m = {0};
+    m.kind = ZX_FRAME_ROWS;
+    m.pipeline = w->name;
+    m.table = w->a->pipeline->table;
+    m.ingested_at_us = (md & ZX_META_INGESTED_AT) ? h->received_us : 0;
+    m.request_id = rid;
+    m.metadata = md;
+    m.idem_key = v.idem ? idem : NULL;
+    m.idem_hash = v.idem ? hash : 0;
+    m.accepted = (uint64_t)n;
+    zx_frame_buf_reset(&w->fb);
+    if (zx_frame_encode(&m, &w->rs, &w->fb) < 0) {
+        reply_error(w, h->req_id, 500, "out of memory encoding the batch");
+        return DONE;
+    }
+    void *dst;
+    zx_ring_result r = zx_ring_reserve(w->frames, w->fb.len, &dst);
+    if (r == ZX_RING_WOULD_BLOCK)
+        return BLOCKED;
+    if (r != ZX_RING_OK) {
+        reply_error(w, h->req_id, 413, "batch too large for this stream's ring; send smaller requests");
+        return DONE;
+    }
+    memcpy(dst, w->fb.data, w->fb.len);
+    uint64_t seq = zx_ring_commit(w->frames, w->fb.len, 1);
+    if (v.idem)
+        add_inflight(w, v.idem, h->idem_len, hash, seq, (uint64_t)n, rid);
+    if (wait_commit)
+        add_pending(w, seq, h->req_id, (uint64_t)n, rid, 0);
+    else
+        reply_accepted(w, h->req_id, (uint64_t)n, rid, 0, 0);
+    return DONE;
+}
+
+int zx_http_push_main(const zx_worker_args *a)
+{
+    worker w = {0};
+    w.a = a;
+    w.name = a->pipeline->name;
+    w.in = &a->seg->in;
+    w.out = &a->seg->out;
+    w.frames = &a->seg->frames;
+    zx_ring_set_peer(w.in, a->gateway_efd);
+    zx_ring_set_peer(w.out, a->gateway_efd);
+    zx_ring_set_peer(w.frames, a->writer_efd);
+    zx_rowset_init(&w.rs);
+    zx_frame_buf_init(&w.fb);
+
+    struct sigaction sa = {0};
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+
+    zx_seg_hdr *hdr = a->seg->hdr;
+    atomic_store(&hdr->worker_ready, 0);
+    /* Serve nothing until every frame an earlier incarnation published has
+     * been committed: then the store knows every idempotency key. */
+    while (!stop_requested &&
+           zx_ring_acked_seq(w.frames) < zx_ring_published_seq(w.frames)) {
+        struct pollfd p = {a->self_efd, POLLIN, 0};
+        poll(&p, 1, 200);
+        zx_ring_drain_fd(a->self_efd);
+    }
+    atomic_store(&hdr->worker_ready, 1);
+    zx_info("event=ready pipeline=%s frames_published=%llu", w.name,
+            (unsigned long long)zx_ring_published_seq(w.frames));
+
+    zx_ring_cursor cur;
+    zx_ring_cursor_init(w.in, &cur);
+    int64_t stop_deadline = 0;
+    int rc = 0;
+    for (;;) {
+        zx_ring_drain_fd(a->self_efd);
+        complete(&w);
+        if (stop_requested) {
+            /* Drain: answer what waits for a commit, for a bounded time. */
+            if (!stop_deadline)
+                stop_deadline = zx_mono_ms() + 5000;
+            if (w.npend == 0 || zx_mono_ms() > stop_deadline)
+                break;
+        }
+        int blocked = 0, worked = 0;
+        while (!stop_requested) {
+            zx_ring_cursor before = cur;
+            const void *rec;
+            size_t len;
+            uint64_t seq;
+            zx_ring_result r = zx_ring_next(w.in, &cur, &rec, &len, &seq);
+            if (r == ZX_RING_WOULD_BLOCK)
+                break;
+            if (r != ZX_RING_OK) {
+                zx_error("event=ring_corrupt pipeline=%s ring=in", w.name);
+                rc = 1;
+                goto out;
+            }
+            if (handle(&w, rec, len) == BLOCKED) {
+                cur = before;
+                blocked = 1;
+                break;
+            }
+            zx_ring_release(w.in, &cur, 1);
+            worked = 1;
+            complete(&w);
+        }
+        (void)worked;
+        struct pollfd p = {a->self_efd, POLLIN, 0};
+        poll(&p, 1, blocked ? 20 : (stop_requested ? 50 : 1000));
+    }
+out:
+    atomic_store(&hdr->worker_ready, 0);
+    zx_info("event=stop pipeline=%s unanswered=%zu", w.name, w.npend);
+    zx_store_close(w.store);
+    zx_rowset_free(&w.rs);
+    zx_frame_buf_free(&w.fb);
+    free(w.pend);
+    free(w.infl);
+    return rc;
+}

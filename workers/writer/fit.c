@@ -1,0 +1,270 @@
+/*
+ * fit.c — the fit rules between values and workspace columns (see fit.h).
+ * Must never know about SQL statements or a database library.
+ */
+#include "workers/writer/fit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/timefmt.h"
+
+static const char *const kind_decl[ZX_FIT__COUNT] = {
+    [ZX_FIT_INTEGER] = "INTEGER", [ZX_FIT_REAL] = "REAL",
+    [ZX_FIT_BOOLEAN] = "BOOLEAN", [ZX_FIT_TEXT] = "TEXT",
+    [ZX_FIT_TIMESTAMP] = "TIMESTAMP", [ZX_FIT_JSON] = "JSON",
+    [ZX_FIT_ANY] = NULL,
+};
+
+static const char *const kind_name[ZX_FIT__COUNT] = {
+    [ZX_FIT_INTEGER] = "integer", [ZX_FIT_REAL] = "real",
+    [ZX_FIT_BOOLEAN] = "boolean", [ZX_FIT_TEXT] = "text",
+    [ZX_FIT_TIMESTAMP] = "timestamp", [ZX_FIT_JSON] = "json",
+    [ZX_FIT_ANY] = "any",
+};
+
+zx_fit_kind zx_fit_kind_from_decl(const char *decl)
+{
+    if (!decl)
+        return ZX_FIT_ANY;
+    while (*decl == ' ' || *decl == '\t' || *decl == '\n' || *decl == '\r')
+        decl++;
+    size_t n = strlen(decl);
+    while (n && (decl[n - 1] == ' ' || decl[n - 1] == '\t' || decl[n - 1] == '\n' ||
+                 decl[n - 1] == '\r'))
+        n--;
+    for (int k = 0; k < ZX_FIT_ANY; k++)
+        if (strlen(kind_decl[k]) == n && strncasecmp(kind_decl[k], decl, n) == 0)
+            return (zx_fit_kind)k;
+    return ZX_FIT_ANY;
+}
+
+const char *zx_fit_decl_for_type(zx_type t)
+{
+    switch (t) {
+    case ZX_T_INT: return "INTEGER";
+    case ZX_T_REAL: return "REAL";
+    case ZX_T_BOOL: return "BOOLEAN";
+    case ZX_T_TEXT: return "TEXT";
+    case ZX_T_TIMESTAMP: return "TIMESTAMP";
+    case ZX_T_JSON: return "JSON";
+    default: return NULL;
+    }
+}
+
+const char *zx_fit_kind_name(zx_fit_kind k)
+{
+    return (unsigned)k < ZX_FIT__COUNT ? kind_name[k] : "unknown";
+}
+
+void zx_fit_buf_free(zx_fit_buf *b)
+{
+    if (!b)
+        return;
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+static int buf_reserve(zx_fit_buf *b, size_t more)
+{
+    if (b->cap - b->len > more)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len <= more) {
+        if (cap > ((size_t)-1) / 2)
+            return -1;
+        cap *= 2;
+    }
+    char *p = realloc(b->p, cap);
+    if (!p)
+        return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+int zx_fit_buf_put(zx_fit_buf *b, const char *s, size_t n)
+{
+    if (buf_reserve(b, n) < 0)
+        return -1;
+    if (n)
+        memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+    return 0;
+}
+
+int zx_fit_json_quote(zx_fit_buf *b, const char *s, size_t n)
+{
+    /* worst case: every byte becomes \u00XX */
+    if (n > ((size_t)-1) / 6 - 4 || buf_reserve(b, n * 6 + 2) < 0)
+        return -1;
+    char *o = b->p + b->len;
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': *o++ = '\\'; *o++ = '"'; break;
+        case '\\': *o++ = '\\'; *o++ = '\\'; break;
+        case '\n': *o++ = '\\'; *o++ = 'n'; break;
+        case '\r': *o++ = '\\'; *o++ = 'r'; break;
+        case '\t': *o++ = '\\'; *o++ = 't'; break;
+        case '\b': *o++ = '\\'; *o++ = 'b'; break;
+        case '\f': *o++ = '\\'; *o++ = 'f'; break;
+        default:
+            if (c < 0x20 || c == 0x7f) {
+                static const char hex[] = "0123456789abcdef";
+                *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
+                *o++ = hex[c >> 4]; *o++ = hex[c & 15];
+            } else {
+                *o++ = (char)c;
+            }
+        }
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->p);
+    b->p[b->len] = 0;
+    return 0;
+}
+
+/* Shortest %g text that reads back as d. */
+static int fmt_real(char out[40], double d)
+{
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(out, 40, "%.*g", prec, d);
+        if (strtod(out, NULL) == d)
+            break;
+    }
+    return n;
+}
+
+int zx_fit_json_text(const zx_value *v, zx_fit_buf *b)
+{
+    char tmp[40];
+    const char *s = v->s ? v->s : "";
+    switch (v->type) {
+    case ZX_T_INT:
+        return zx_fit_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof(tmp), "%lld",
+                                                       (long long)v->u.i));
+    case ZX_T_REAL:
+        if (!isfinite(v->u.d))
+            return zx_fit_buf_put(b, "null", 4);
+        return zx_fit_buf_put(b, tmp, (size_t)fmt_real(tmp, v->u.d));
+    case ZX_T_BOOL:
+        return v->u.b ? zx_fit_buf_put(b, "true", 4) : zx_fit_buf_put(b, "false", 5);
+    case ZX_T_TEXT:
+    case ZX_T_TIMESTAMP:
+        return zx_fit_json_quote(b, s, v->len);
+    case ZX_T_JSON:
+        return zx_fit_buf_put(b, s, v->len);
+    default:
+        return zx_fit_buf_put(b, "null", 4);
+    }
+}
+
+static int out_text_buf(zx_fit_buf *buf, zx_fit_out *out)
+{
+    out->st = ZX_FIT_S_TEXT;
+    out->s = buf->p;
+    out->len = buf->len;
+    return 1;
+}
+
+int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_fit_buf *buf, zx_fit_out *out)
+{
+    const char *s = v->s ? v->s : "";
+    memset(out, 0, sizeof(*out));
+    if (v->type == ZX_T_NULL)
+        return 1;
+    if (v->type >= ZX_T__COUNT)
+        return 0;
+    switch (k) {
+    case ZX_FIT_INTEGER:
+        if (v->type == ZX_T_INT) {
+            out->st = ZX_FIT_S_INT;
+            out->i = v->u.i;
+            return 1;
+        }
+        if (v->type == ZX_T_REAL && isfinite(v->u.d) && v->u.d == trunc(v->u.d) &&
+            v->u.d >= -9223372036854775808.0 && v->u.d < 9223372036854775808.0) {
+            out->st = ZX_FIT_S_INT;
+            out->i = (int64_t)v->u.d;
+            return 1;
+        }
+        return 0;
+    case ZX_FIT_REAL:
+        if (v->type == ZX_T_INT || v->type == ZX_T_REAL) {
+            out->st = ZX_FIT_S_REAL;
+            out->d = v->type == ZX_T_INT ? (double)v->u.i : v->u.d;
+            return 1;
+        }
+        return 0;
+    case ZX_FIT_BOOLEAN:
+        if (v->type != ZX_T_BOOL)
+            return 0;
+        out->st = ZX_FIT_S_INT;
+        out->i = v->u.b ? 1 : 0;
+        return 1;
+    case ZX_FIT_TIMESTAMP:
+        if (v->type != ZX_T_TIMESTAMP)
+            return 0;
+        break; /* formatted below */
+    case ZX_FIT_TEXT:
+        if (v->type == ZX_T_TEXT || v->type == ZX_T_TIMESTAMP || v->type == ZX_T_JSON) {
+            out->st = ZX_FIT_S_TEXT;
+            out->s = s;
+            out->len = v->len;
+            return 1;
+        }
+        buf->len = 0;
+        return zx_fit_json_text(v, buf) < 0 ? -1 : out_text_buf(buf, out);
+    case ZX_FIT_JSON:
+        if (v->type == ZX_T_JSON) {
+            out->st = ZX_FIT_S_TEXT;
+            out->s = s;
+            out->len = v->len;
+            return 1;
+        }
+        buf->len = 0;
+        return zx_fit_json_text(v, buf) < 0 ? -1 : out_text_buf(buf, out);
+    case ZX_FIT_ANY:
+    default:
+        switch (v->type) {
+        case ZX_T_INT: out->st = ZX_FIT_S_INT; out->i = v->u.i; return 1;
+        case ZX_T_REAL: out->st = ZX_FIT_S_REAL; out->d = v->u.d; return 1;
+        case ZX_T_BOOL: out->st = ZX_FIT_S_INT; out->i = v->u.b ? 1 : 0; return 1;
+        case ZX_T_TIMESTAMP: break; /* formatted below */
+        default:
+            out->st = ZX_FIT_S_TEXT;
+            out->s = s;
+            out->len = v->len;
+            return 1;
+        }
+        break;
+    }
+    /* a timestamp, formatted in UTC with 6 fraction digits */
+    buf->len = 0;
+    if (buf_reserve(buf, ZX_TS_BUFSZ) < 0)
+        return -1;
+    buf->len = zx_ts_format(v->u.i, buf->p);
+    return out_text_buf(buf, out);
+}
+
+void zx_fit_reason(char *out, size_t outlen, const char *raw, size_t rawlen,
+                   zx_type vt, const char *column, zx_fit_kind k)
+{
+    size_t n = rawlen;
+    const char *ell = "";
+    if (n > 80) {
+        n = 80;
+        while (n > 0 && ((unsigned char)raw[n] & 0xc0) == 0x80)
+            n--; /* do not cut a UTF-8 sequence */
+        ell = "...";
+    }
+    snprintf(out, outlen, "value %.*s%s (%s) does not fit column %s (%s)", (int)n, raw, ell,
+             zx_type_name(vt), column, zx_fit_kind_name(k));
+}

@@ -1,0 +1,107 @@
+/*
+ * fit.h — does a value fit a workspace column, and what is stored?
+ *
+ * The fit rules, shared by every workspace backend (and quoted in the
+ * README).  A column has a kind, from its declared SQL type:
+ *
+ *   column     accepts                                    stored as
+ *   INTEGER    integer; real only if exactly integral      int64
+ *              and within int64 (3.0 -> 3)
+ *   REAL       integer, real                               double
+ *   BOOLEAN    boolean                                     0 / 1
+ *   TIMESTAMP  timestamp                                   text, UTC, 6 fraction
+ *                                                          digits (zx_ts_format)
+ *   TEXT       everything: text as is, numbers and        text
+ *              booleans as their JSON text, a timestamp
+ *              as its original text, JSON as its text
+ *   JSON       everything, as JSON text: strings quoted    text
+ *              and escaped, numbers, true/false, a
+ *              timestamp as a quoted string of its
+ *              original text, JSON as is
+ *   (other)    a user-made table's unknown declared type:  native: int64, double,
+ *              everything                                  0/1, text, formatted
+ *                                                          timestamp, JSON text
+ *
+ * A null is stored as NULL and is never a misfit.  Any other value that is
+ * not accepted is a misfit: the backend stores NULL instead and records the
+ * value in `<table>__rejects`.
+ *
+ * It must never: know about SQL statements or a database library, or
+ * allocate except through the zx_fit_buf it is handed.
+ */
+#ifndef ZX_WRITER_FIT_H
+#define ZX_WRITER_FIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rowset.h"
+
+typedef enum zx_fit_kind {
+    ZX_FIT_INTEGER = 0,
+    ZX_FIT_REAL,
+    ZX_FIT_BOOLEAN,
+    ZX_FIT_TEXT,
+    ZX_FIT_TIMESTAMP,
+    ZX_FIT_JSON,
+    ZX_FIT_ANY,        /* unknown declared type: accept anything */
+    ZX_FIT__COUNT
+} zx_fit_kind;
+
+/* Kind of a declared SQL type: exactly INTEGER, REAL, BOOLEAN, TEXT,
+ * TIMESTAMP or JSON (ASCII case-insensitive, surrounding blanks ignored);
+ * anything else (or NULL/empty) is ZX_FIT_ANY. */
+zx_fit_kind zx_fit_kind_from_decl(const char *decl);
+
+/* Declared SQL type used when zx creates a column for a batch type:
+ * "INTEGER", "REAL", "BOOLEAN", "TEXT", "TIMESTAMP", "JSON"; NULL for
+ * ZX_T_NULL or an unknown type (no column is created).  Static storage. */
+const char *zx_fit_decl_for_type(zx_type t);
+
+/* Lower-case name of a kind ("integer", ... "json", "any"); static. */
+const char *zx_fit_kind_name(zx_fit_kind k);
+
+/* A growable scratch buffer; start with {0}, release with zx_fit_buf_free. */
+typedef struct zx_fit_buf {
+    char *p;
+    size_t len, cap;
+} zx_fit_buf;
+
+void zx_fit_buf_free(zx_fit_buf *b);
+
+/* What to store. */
+typedef enum zx_fit_store { ZX_FIT_S_NULL, ZX_FIT_S_INT, ZX_FIT_S_REAL, ZX_FIT_S_TEXT } zx_fit_store;
+
+typedef struct zx_fit_out {
+    zx_fit_store st;
+    int64_t i;          /* ZX_FIT_S_INT */
+    double d;           /* ZX_FIT_S_REAL */
+    const char *s;      /* ZX_FIT_S_TEXT: points into v or into the buf */
+    size_t len;
+} zx_fit_out;
+
+/* Decide how value v is stored in a column of kind k.
+ * Returns 1 and fills *out when it fits (a null fits as ZX_FIT_S_NULL),
+ * 0 for a misfit (out->st = ZX_FIT_S_NULL), -1 when out of memory.
+ * out->s may point into v's strings or into buf: valid until the next use
+ * of buf or the end of v's lifetime. */
+int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_fit_buf *buf, zx_fit_out *out);
+
+/* Append the JSON text of v to b (null, numbers, true/false, strings
+ * quoted and escaped, a timestamp as its quoted original text, JSON as is;
+ * a non-finite real as null).  Returns 0 or -1 (out of memory). */
+int zx_fit_json_text(const zx_value *v, zx_fit_buf *b);
+
+/* Append s (n bytes) as a quoted, escaped JSON string.  0 or -1. */
+int zx_fit_json_quote(zx_fit_buf *b, const char *s, size_t n);
+
+/* Append raw bytes to b (kept NUL-terminated).  0 or -1. */
+int zx_fit_buf_put(zx_fit_buf *b, const char *s, size_t n);
+
+/* Reject reason, e.g. `value "abc" (text) does not fit column amount
+ * (integer)`, into out (truncated, NUL-terminated; the value's JSON text
+ * shortened to about 80 bytes).  raw is the value's JSON text. */
+void zx_fit_reason(char *out, size_t outlen, const char *raw, size_t rawlen,
+                   zx_type vt, const char *column, zx_fit_kind k);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * workspace.h — the workspace database as the writer sees it (DESIGN.md §4).
+ *
+ * One interface, several backends: SQLite (workspace_sqlite.c, the embedded
+ * default) now, PostgreSQL later with the same functions and behaviour.
+ * The writer holds the only write connection; everything happens inside a
+ * transaction it opens with zx_ws_begin and closes with zx_ws_commit or
+ * zx_ws_rollback (group commit across frames).
+ *
+ * Tables: created on the first append from the batch's column types (a
+ * column whose batch type is ZX_T_NULL is created only once a non-null value
+ * arrives) plus the requested metadata columns; later batches add new
+ * columns with ALTER TABLE ADD COLUMN.  Identifiers are always
+ * double-quoted (embedded quotes doubled).  Declared types: INTEGER, REAL,
+ * BOOLEAN, TEXT, TIMESTAMP, JSON; a user-made table may use any other
+ * declared type, treated as "accept anything".  What fits where: fit.h.
+ * A misfit value is stored as NULL and recorded in `<table>__rejects`
+ * (created on first need):
+ *   rejected_at TIMESTAMP, pipeline TEXT, request_id TEXT,
+ *   column_name TEXT, column_type TEXT, value_type TEXT,
+ *   raw_value TEXT (JSON text of the value), reason TEXT.
+ * Checkpoints: table _zx_checkpoints(pipeline TEXT PRIMARY KEY,
+ * seq INTEGER, committed_at TEXT), written in the same transaction as the
+ * rows so that the writer can reconcile with LMDB after a crash.
+ *
+ * A zx_ws is used by one thread.  It must never be shared across fork().
+ */
+#ifndef ZX_WRITER_WORKSPACE_H
+#define ZX_WRITER_WORKSPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rowset.h"
+
+typedef struct zx_ws zx_ws;
+
+/* Open (creating if needed) the SQLite workspace at path, in WAL mode with
+ * synchronous "normal" or "full" (NULL = "full"), a large page cache and
+ * temporary storage in memory; creates _zx_checkpoints.  Returns the handle,
+ * or NULL with a message in err. */
+zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err,
+                         size_t errlen);
+
+/* Close (rolling back an open transaction).  NULL is a no-op. */
+void zx_ws_close(zx_ws *w);
+
+/* Begin / commit the write transaction.  0, or -1 with a message in err.
+ * A failed commit rolls back (as zx_ws_rollback). */
+int zx_ws_begin(zx_ws *w, char *err, size_t errlen);
+int zx_ws_commit(zx_ws *w, char *err, size_t errlen);
+
+/* Roll back the open transaction (no-op if none) and drop the in-memory
+ * schema cache: a CREATE or ALTER TABLE may have been undone. */
+void zx_ws_rollback(zx_ws *w);
+
+/* Last checkpointed frame seq of the pipeline (0 if absent) into *seq.
+ * Sees the open transaction's own writes.  0, or -1 on a database error. */
+int zx_ws_checkpoint_get(zx_ws *w, const char *pipeline, uint64_t *seq);
+
+/* Record seq (stored as a signed 64-bit INTEGER) and now_us as committed_at
+ * (RFC 3339 text) for the pipeline, inside the open transaction.
+ * 0, or -1 (no transaction open, database error). */
+int zx_ws_checkpoint_set(zx_ws *w, const char *pipeline, uint64_t seq, int64_t now_us);
+
+/* Metadata columns (zx_ws_append.metadata bits). */
+#define ZX_WS_META_INGESTED_AT 0x1u  /* "_ingested_at" TIMESTAMP */
+#define ZX_WS_META_REQUEST_ID 0x2u   /* "_request_id" TEXT */
+
+typedef struct zx_ws_append {
+    const char *pipeline;    /* for the rejects table */
+    const char *table;       /* target table name (unquoted) */
+    uint32_t metadata;       /* ZX_WS_META_* bits */
+    int64_t ingested_at_us;  /* _ingested_at and rejected_at; 0 = now */
+    const char *request_id;  /* _request_id and rejects; may be NULL */
+} zx_ws_append;
+
+typedef struct zx_ws_colcount {
+    char name[64];           /* column name (truncated to 63 bytes) */
+    uint64_t count;
+} zx_ws_colcount;
+
+typedef struct zx_ws_newcol {
+    char name[64];           /* column name (truncated to 63 bytes) */
+    uint8_t type;            /* zx_type the column was created for */
+} zx_ws_newcol;
+
+typedef struct zx_ws_result {
+    uint64_t rows;           /* rows inserted */
+    uint64_t rejects;        /* misfit values stored as NULL */
+    int created_table;       /* the table was created by this call */
+    zx_ws_newcol *newcols;   /* columns created by this call (also those of
+                                a new table, metadata columns excluded) */
+    size_t nnewcols;
+    zx_ws_colcount *rejcols; /* misfit count per column, only non-zero */
+    size_t nrejcols;
+} zx_ws_result;
+
+/* Append every row of rs to a->table inside the open transaction, creating
+ * the table and columns as needed.  *res is overwritten (free it with
+ * zx_ws_result_free, also after a failure).  Returns 0, or -1 only for a
+ * real database error (disk full, I/O, corruption, no open transaction,
+ * out of memory): the caller must then zx_ws_rollback.  Bad data is never
+ * an error: it becomes NULL plus a reject row.  Columns whose name contains
+ * a NUL byte are ignored.  A batch with no columns at all (every value null
+ * and no metadata) inserts nothing into a table that does not exist yet. */
+int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
+                      zx_ws_result *res, char *err, size_t errlen);
+
+/* Free the arrays of res and zero it.  NULL is a no-op. */
+void zx_ws_result_free(zx_ws_result *res);
+
+/* The table's columns as JSON [{"name":..,"type":..}] (type: integer, real,
+ * boolean, text, timestamp, json, or the declared type lower-cased for a
+ * user-made column; "any" when it has none), malloc'ed into *json_out
+ * (caller frees).  0; 1 when the table does not exist (*json_out = NULL);
+ * -1 on a database error or out of memory. */
+int zx_ws_table_columns(zx_ws *w, const char *table, char **json_out);
+
+/* Last SQLite/backend error message of the handle (static or owned by w,
+ * valid until the next call on w). */
+const char *zx_ws_errmsg(zx_ws *w);
+
+#endif

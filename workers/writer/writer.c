@@ -1,0 +1,555 @@
+/*
+ * writer.c — drain the rings, group-commit to the workspace, record in
+ * LMDB, acknowledge.  See writer.h.
+ *
+ * It must never: acknowledge a frame before both commits, stop on bad data
+ * (a frame it cannot decode is logged, counted and skipped), or apply a
+ * frame twice (the workspace checkpoint decides).
+ */
+#include "workers/writer/writer.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/rowset.h"
+#include "common/segment.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+#include "proto/chan.h"
+#include "proto/frame.h"
+#include "workers/writer/store.h"
+#include "workers/writer/workspace.h"
+
+#define MAX_PIPES 1024
+#define CYCLE_BYTES (48u * 1024 * 1024)
+#define IDEM_TTL_US (24LL * 3600 * 1000000)
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+typedef struct wpipe {
+    char name[64];
+    zx_segment seg;
+    int worker_efd;
+    zx_ring_cursor cur;     /* read position (ahead of the released head) */
+    uint64_t ckpt;          /* last seq applied in the workspace */
+    int detaching;
+    int used;
+} wpipe;
+
+/* What one frame did, kept until the LMDB transaction is written. */
+typedef struct applied {
+    wpipe *p;
+    uint64_t seq;
+    zx_ring_cursor after;
+    char table[64];
+    char *idem;             /* malloc'd, or NULL */
+    uint64_t idem_hash, accepted;
+    char rid[40];
+    uint64_t rows, rejects;
+    zx_ws_colcount *rejcols;
+    size_t nrejcols;
+    zx_ws_newcol *newcols;
+    size_t nnewcols;
+    int created;
+    int skipped;            /* already in the workspace (reconciled) */
+    int bad;                /* could not be decoded */
+} applied;
+
+typedef struct writer {
+    const zx_writer_args *a;
+    zx_store *store;
+    zx_ws *ws;
+    wpipe pipes[MAX_PIPES];
+    zx_rowset rs;
+    applied *ap;
+    size_t nap, ap_cap;
+    int64_t last_prune_ms;
+} writer;
+
+static void emit(writer *w, json_t *ev)
+{
+    char *s = json_dumps(ev, JSON_COMPACT);
+    if (s) {
+        zx_chan_send(w->a->chan, ZX_CHAN_EVENT, s, NULL, 0);
+        free(s);
+    }
+    json_decref(ev);
+}
+
+static wpipe *find_pipe(writer *w, const char *name)
+{
+    for (int i = 0; i < MAX_PIPES; i++)
+        if (w->pipes[i].used && strcmp(w->pipes[i].name, name) == 0)
+            return &w->pipes[i];
+    return NULL;
+}
+
+static int seed_counters(writer *w, wpipe *p)
+{
+    zx_store_txn *t;
+    if (zx_store_begin(w->store, 1, &t) != 0)
+        return -1;
+    uint64_t v = 0;
+    if (zx_store_counter_get(t, p->name, "rows", &v) == 0)
+        atomic_store(&p->seg.hdr->rows, v);
+    v = 0;
+    if (zx_store_counter_get(t, p->name, "rejects", &v) == 0)
+        atomic_store(&p->seg.hdr->rejects, v);
+    zx_store_abort(t);
+    return 0;
+}
+
+static void handle_attach(writer *w, const char *json, int *fds, int nfds)
+{
+    json_error_t je;
+    json_t *o = json_loads(json, 0, &je);
+    const char *name = o ? json_string_value(json_object_get(o, "name")) : NULL;
+    if (!name || nfds != 2) {
+        zx_error("event=bad_attach nfds=%d", nfds);
+        goto out;
+    }
+    wpipe *p = find_pipe(w, name);
+    if (p) {
+        /* Already attached (a changed pipeline keeps its ring). */
+        p->detaching = 0;
+        goto out;
+    }
+    for (int i = 0; i < MAX_PIPES && !p; i++)
+        if (!w->pipes[i].used)
+            p = &w->pipes[i];
+    if (!p) {
+        zx_error("event=too_many_pipelines");
+        goto out;
+    }
+    char err[256];
+    if (zx_segment_map(&p->seg, fds[0], err, sizeof(err)) < 0) {
+        zx_error("event=attach_failed pipeline=%s error=\"%s\"", name, err);
+        goto out;
+    }
+    memset(p->name, 0, sizeof(p->name));
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    p->worker_efd = fds[1];
+    fds[1] = -1;
+    p->detaching = 0;
+    p->used = 1;
+    zx_ring_set_peer(&p->seg.frames, p->worker_efd);
+    zx_ring_cursor_init(&p->seg.frames, &p->cur);
+    p->ckpt = 0;
+    zx_ws_checkpoint_get(w->ws, p->name, &p->ckpt);
+    seed_counters(w, p);
+    atomic_store(&p->seg.hdr->writer_up, 1);
+    zx_info("event=attach pipeline=%s checkpoint=%llu published=%llu", p->name,
+            (unsigned long long)p->ckpt,
+            (unsigned long long)zx_ring_published_seq(&p->seg.frames));
+out:
+    for (int i = 0; i < nfds; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    json_decref(o);
+}
+
+static void drop_pipe(wpipe *p)
+{
+    zx_info("event=detach pipeline=%s", p->name);
+    zx_segment_close(&p->seg);
+    if (p->worker_efd >= 0)
+        close(p->worker_efd);
+    p->worker_efd = -1;
+    p->used = 0;
+}
+
+/* 1 when a message was handled, 0 when none is waiting, -1 when the
+ * supervisor is gone. */
+static int handle_chan(writer *w)
+{
+    char buf[ZX_CHAN_MAX];
+    int fds[4], nfds = 0;
+    int t = zx_chan_recv(w->a->chan, buf, sizeof(buf), fds, &nfds);
+    if (t == 0)
+        return -1; /* supervisor gone */
+    if (t < 0)
+        return errno == EAGAIN ? 0 : -1;
+    if (t == ZX_CHAN_ATTACH) {
+        handle_attach(w, buf, fds, nfds);
+        return 1;
+    }
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
+    if (t == ZX_CHAN_DETACH) {
+        json_t *o = json_loads(buf, 0, NULL);
+        const char *name = o ? json_string_value(json_object_get(o, "name")) : NULL;
+        wpipe *p = name ? find_pipe(w, name) : NULL;
+        if (p)
+            p->detaching = 1;
+        json_decref(o);
+    }
+    return 1;
+}
+
+static void free_applied(writer *w)
+{
+    for (size_t i = 0; i < w->nap; i++) {
+        free(w->ap[i].idem);
+        free(w->ap[i].rejcols);
+        free(w->ap[i].newcols);
+    }
+    w->nap = 0;
+}
+
+static applied *new_applied(writer *w)
+{
+    if (w->nap == w->ap_cap) {
+        size_t cap = w->ap_cap ? w->ap_cap * 2 : 64;
+        applied *n = realloc(w->ap, cap * sizeof(*n));
+        if (!n)
+            return NULL;
+        w->ap = n;
+        w->ap_cap = cap;
+    }
+    applied *a = &w->ap[w->nap++];
+    memset(a, 0, sizeof(*a));
+    return a;
+}
+
+/* Apply one frame inside the open workspace transaction. */
+static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t seq,
+                       const zx_ring_cursor *after, char *err, size_t errlen)
+{
+    applied *a = new_applied(w);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    a->p = p;
+    a->seq = seq;
+    a->after = *after;
+    zx_frame_meta m;
+    char derr[256];
+    if (zx_frame_decode(data, len, &m, &w->rs, derr, sizeof(derr)) < 0) {
+        zx_error("event=bad_frame pipeline=%s seq=%llu error=\"%s\"", p->name,
+                 (unsigned long long)seq, derr);
+        a->bad = 1;
+        return 0;
+    }
+    snprintf(a->table, sizeof(a->table), "%s", m.table);
+    if (m.idem_key && m.idem_key[0])
+        a->idem = strdup(m.idem_key);
+    a->idem_hash = m.idem_hash;
+    a->accepted = m.accepted;
+    snprintf(a->rid, sizeof(a->rid), "%s", m.request_id ? m.request_id : "");
+    if (seq <= p->ckpt) {
+        a->skipped = 1;
+        return 0;
+    }
+    zx_ws_append ap = {0};
+    ap.pipeline = p->name;
+    ap.table = m.table;
+    ap.metadata = m.metadata;
+    ap.ingested_at_us = m.ingested_at_us;
+    ap.request_id = m.request_id;
+    zx_ws_result res = {0};
+    if (zx_ws_append_rows(w->ws, &ap, &w->rs, &res, err, errlen) < 0) {
+        zx_ws_result_free(&res);
+        return -1;
+    }
+    a->rows = res.rows;
+    a->rejects = res.rejects;
+    a->created = res.created_table;
+    a->rejcols = res.rejcols;
+    a->nrejcols = res.nrejcols;
+    a->newcols = res.newcols;
+    a->nnewcols = res.nnewcols;
+    res.rejcols = NULL;
+    res.newcols = NULL;
+    zx_ws_result_free(&res);
+    if (zx_ws_checkpoint_set(w->ws, p->name, seq, zx_now_us()) < 0) {
+        snprintf(err, errlen, "cannot record the checkpoint of pipeline %s", p->name);
+        return -1;
+    }
+    p->ckpt = seq;
+    return 0;
+}
+
+static int store_txn(writer *w)
+{
+    int64_t now = zx_now_us();
+    for (int attempt = 0; attempt < 8; attempt++) {
+        zx_store_txn *t;
+        int rc = zx_store_begin(w->store, 0, &t);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < w->nap && rc == 0; i++) {
+            applied *a = &w->ap[i];
+            zx_position pos = {a->seq, now, NULL, 0};
+            rc = zx_store_position_put(t, a->p->name, &pos);
+            if (rc == 0 && a->idem) {
+                zx_idem_rec r = {0};
+                r.created_us = now;
+                r.body_hash = a->idem_hash;
+                r.status = 202;
+                r.accepted = a->accepted;
+                snprintf(r.request_id, sizeof(r.request_id), "%s", a->rid);
+                rc = zx_store_idem_put(t, a->p->name, a->idem, strlen(a->idem), &r);
+                if (rc == ZX_STORE_KEYTOOLONG)
+                    rc = 0;
+            }
+            if (rc == 0 && a->rows)
+                rc = zx_store_counter_add(t, a->p->name, "rows", a->rows);
+            if (rc == 0 && a->rejects)
+                rc = zx_store_counter_add(t, a->p->name, "rejects", a->rejects);
+            for (size_t k = 0; rc == 0 && k < a->nrejcols; k++) {
+                char cname[96];
+                snprintf(cname, sizeof(cname), "rejects:%s", a->rejcols[k].name);
+                rc = zx_store_counter_add(t, a->p->name, cname, a->rejcols[k].count);
+            }
+            if (rc == 0 && (a->nnewcols || a->created)) {
+                char *js = NULL;
+                if (zx_ws_table_columns(w->ws, a->table, &js) == 0 && js)
+                    rc = zx_store_schema_put(t, a->p->name, a->table, js);
+                free(js);
+            }
+        }
+        if (rc == 0)
+            rc = zx_store_commit(t);
+        else
+            zx_store_abort(t);
+        if (rc != ZX_STORE_MAP_FULL)
+            return rc;
+    }
+    return ZX_STORE_MAP_FULL;
+}
+
+static void announce(writer *w)
+{
+    /* one batch event per pipeline and table, schema and reject events */
+    for (size_t i = 0; i < w->nap; i++) {
+        applied *a = &w->ap[i];
+        if (a->bad || a->skipped)
+            continue;
+        for (size_t k = 0; k < a->nnewcols; k++) {
+            char msg[256];
+            snprintf(msg, sizeof(msg), "%s column %s %s (%s)", a->created ? "created" : "added",
+                     a->newcols[k].name, a->table, zx_type_name(a->newcols[k].type));
+            emit(w, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "event", "schema", "pipeline",
+                              a->p->name, "table", a->table, "column", a->newcols[k].name,
+                              "type", zx_type_name(a->newcols[k].type), "message", msg));
+        }
+        if (a->rejects) {
+            json_t *cols = json_object();
+            for (size_t k = 0; k < a->nrejcols; k++)
+                json_object_set_new(cols, a->rejcols[k].name, json_integer((json_int_t)a->rejcols[k].count));
+            char msg[256];
+            snprintf(msg, sizeof(msg), "%llu values did not fit their columns in %s (NULL stored; see %s__rejects)",
+                     (unsigned long long)a->rejects, a->table, a->table);
+            emit(w, json_pack("{s:s, s:s, s:s, s:I, s:o, s:s}", "event", "rejects", "pipeline",
+                              a->p->name, "table", a->table, "count", (json_int_t)a->rejects,
+                              "columns", cols, "message", msg));
+        }
+        char msg[256];
+        snprintf(msg, sizeof(msg), "%llu rows into %s (frame %llu)", (unsigned long long)a->rows,
+                 a->table, (unsigned long long)a->seq);
+        emit(w, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s}", "event", "batch", "pipeline",
+                          a->p->name, "table", a->table, "rows", (json_int_t)a->rows, "rejects",
+                          (json_int_t)a->rejects, "seq", (json_int_t)a->seq, "message", msg));
+    }
+}
+
+/* One cycle: returns frames applied (>= 0), or -1 after a failure that
+ * was rolled back (the frames stay in their rings and are retried). */
+static int cycle(writer *w)
+{
+    size_t bytes = 0;
+    int nframes = 0;
+    int began = 0;
+    char err[512] = "";
+    w->nap = 0;
+    for (int i = 0; i < MAX_PIPES && bytes < CYCLE_BYTES; i++) {
+        wpipe *p = &w->pipes[i];
+        if (!p->used)
+            continue;
+        while (bytes < CYCLE_BYTES) {
+            const void *data;
+            size_t len;
+            uint64_t seq;
+            zx_ring_cursor c = p->cur;
+            zx_ring_result r = zx_ring_next(&p->seg.frames, &c, &data, &len, &seq);
+            if (r == ZX_RING_WOULD_BLOCK)
+                break;
+            if (r != ZX_RING_OK) {
+                zx_error("event=ring_corrupt pipeline=%s ring=frames", p->name);
+                break;
+            }
+            if (!began) {
+                if (zx_ws_begin(w->ws, err, sizeof(err)) < 0)
+                    goto fail;
+                began = 1;
+            }
+            if (apply_frame(w, p, data, len, seq, &c, err, sizeof(err)) < 0)
+                goto fail;
+            p->cur = c;
+            bytes += len;
+            nframes++;
+        }
+    }
+    if (!began)
+        return 0;
+    if (zx_ws_commit(w->ws, err, sizeof(err)) < 0)
+        goto fail;
+    int rc = store_txn(w);
+    if (rc) {
+        /* The workspace has the rows and the checkpoint: the frames will
+         * be re-read, skipped as applied, and their LMDB records retried. */
+        zx_error("event=store_failed error=\"%s\"", zx_store_strerror(rc));
+        for (size_t i = 0; i < w->nap; i++)
+            zx_ring_cursor_init(&w->ap[i].p->seg.frames, &w->ap[i].p->cur);
+        free_applied(w);
+        return -1;
+    }
+    int64_t now = zx_now_us();
+    for (size_t i = 0; i < w->nap; i++) {
+        applied *a = &w->ap[i];
+        zx_seg_hdr *h = a->p->seg.hdr;
+        atomic_fetch_add(&h->rows, a->rows);
+        atomic_fetch_add(&h->rejects, a->rejects);
+        atomic_fetch_add(&h->batches, 1);
+        if (a->bad)
+            atomic_fetch_add(&h->frame_errors, 1);
+        atomic_store(&h->last_commit_us, now);
+        /* release once per pipeline, at its last frame of the cycle */
+        int last = 1;
+        for (size_t k = i + 1; k < w->nap; k++)
+            if (w->ap[k].p == a->p)
+                last = 0;
+        if (last)
+            zx_ring_release(&a->p->seg.frames, &a->after, 1);
+    }
+    announce(w);
+    free_applied(w);
+    return nframes;
+fail:
+    zx_error("event=commit_failed frames=%d error=\"%s\"", nframes, err);
+    if (began)
+        zx_ws_rollback(w->ws);
+    for (int i = 0; i < MAX_PIPES; i++) {
+        if (!w->pipes[i].used)
+            continue;
+        zx_ring_cursor_init(&w->pipes[i].seg.frames, &w->pipes[i].cur);
+        zx_ws_checkpoint_get(w->ws, w->pipes[i].name, &w->pipes[i].ckpt);
+    }
+    free_applied(w);
+    return -1;
+}
+
+static void finish_detaches(writer *w)
+{
+    for (int i = 0; i < MAX_PIPES; i++) {
+        wpipe *p = &w->pipes[i];
+        if (p->used && p->detaching &&
+            zx_ring_acked_seq(&p->seg.frames) >= zx_ring_published_seq(&p->seg.frames))
+            drop_pipe(p);
+    }
+}
+
+static void prune(writer *w)
+{
+    int64_t now = zx_mono_ms();
+    if (now - w->last_prune_ms < 60000)
+        return;
+    w->last_prune_ms = now;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        zx_store_txn *t;
+        if (zx_store_begin(w->store, 0, &t) != 0)
+            return;
+        size_t removed = 0;
+        int rc = zx_store_idem_prune(t, zx_now_us() - IDEM_TTL_US, 100000, &removed);
+        rc = rc ? (zx_store_abort(t), rc) : zx_store_commit(t);
+        if (rc != ZX_STORE_MAP_FULL)
+            return;
+    }
+}
+
+int zx_writer_main(const zx_writer_args *a)
+{
+    writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        return 1;
+    w->a = a;
+    int rc = 1;
+    char err[512];
+    struct sigaction sa = {0};
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    zx_rowset_init(&w->rs);
+    for (int i = 0; i < MAX_PIPES; i++)
+        w->pipes[i].worker_efd = -1;
+
+    if (zx_store_open(a->conf->data_dir, 0, 0, &w->store, err, sizeof(err)) != 0) {
+        zx_error("event=fatal error=\"%s\"", err);
+        goto out;
+    }
+    w->ws = zx_ws_open_sqlite(a->conf->sqlite_path, a->conf->sqlite_synchronous, err, sizeof(err));
+    if (!w->ws) {
+        zx_error("event=fatal error=\"%s\"", err);
+        goto out;
+    }
+    zx_set_nonblock(a->chan);
+    zx_chan_send(a->chan, ZX_CHAN_READY, "{}", NULL, 0);
+    zx_info("event=ready workspace=%s", a->conf->sqlite_path);
+    int backoff_ms = 0;
+    for (;;) {
+        zx_ring_drain_fd(a->self_efd);
+        int cr;
+        while ((cr = handle_chan(w)) == 1)
+            ;
+        if (cr < 0 && !stop_requested) {
+            zx_warn("event=supervisor_gone");
+            stop_requested = 1;
+        }
+        int n = cycle(w);
+        finish_detaches(w);
+        if (n < 0) {
+            backoff_ms = backoff_ms ? (backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2) : 100;
+            if (stop_requested && backoff_ms >= 5000)
+                break;
+        } else {
+            backoff_ms = 0;
+        }
+        if (n > 0)
+            continue; /* more may be waiting */
+        if (stop_requested)
+            break;
+        prune(w);
+        struct pollfd p[2] = {{a->self_efd, POLLIN, 0}, {a->chan, POLLIN, 0}};
+        int r = poll(p, 2, backoff_ms ? backoff_ms : 1000);
+        if (r > 0 && (p[1].revents & (POLLHUP | POLLERR)) && !(p[1].revents & POLLIN)) {
+            zx_warn("event=supervisor_gone");
+            stop_requested = 1;
+        }
+    }
+    rc = 0;
+    zx_info("event=stop");
+out:
+    for (int i = 0; i < MAX_PIPES; i++)
+        if (w->pipes[i].used)
+            drop_pipe(&w->pipes[i]);
+    zx_ws_close(w->ws);
+    zx_store_close(w->store);
+    zx_rowset_free(&w->rs);
+    free(w->ap);
+    free(w);
+    return rc;
+}

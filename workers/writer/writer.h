@@ -1,0 +1,33 @@
+/*
+ * writer.h — the writer process ("zxd: writer").
+ *
+ * The only process that writes the workspace and opens the LMDB store for
+ * writing.  It drains every pipeline's frames ring, applies the frames in
+ * one workspace transaction (group commit across pipelines), records in
+ * the same transaction the last applied frame of each pipeline
+ * (_zx_checkpoints), then records positions, idempotency keys, counters and
+ * schemas in LMDB, and only then releases the frames, which publishes the
+ * acknowledgement in each ring header and wakes the workers.
+ *
+ * Crash windows: a crash before the workspace commit re-applies the frames
+ * (they are still in the rings); a crash between the workspace commit and
+ * the LMDB commit is reconciled at start: frames whose seq is at or below
+ * the workspace checkpoint are not applied again, but their LMDB side
+ * effects (idempotency keys, positions) are written.
+ */
+#ifndef ZX_WRITER_WRITER_H
+#define ZX_WRITER_WRITER_H
+
+#include "conf/config.h"
+
+typedef struct zx_writer_args {
+    const zx_conf *conf;
+    int chan;       /* SOCK_SEQPACKET to the supervisor (proto/chan.h) */
+    int self_efd;   /* the writer's eventfd: any producer wakes it */
+} zx_writer_args;
+
+/* Run until SIGTERM (then apply every published frame and return 0), or
+ * return 1 on a fatal error (store or workspace cannot be opened). */
+int zx_writer_main(const zx_writer_args *a);
+
+#endif
