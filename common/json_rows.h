@@ -58,7 +58,12 @@ typedef struct zx_json_err {
     uint64_t column;   /* 1-based column within that line, in characters
                           (a multi-byte UTF-8 character counts once);
                           0 when not known */
-    uint64_t offset;   /* 0-based byte offset in the body */
+    uint64_t offset;   /* 0-based byte offset in the body of the byte where
+                          the parser stopped (the last byte it read of the
+                          offending token); for errors inside a valid NDJSON
+                          line, the line's first byte */
+    /* line == 0: no position is known (errors about a whole JSON body or
+     * array element, "empty body"); column and offset are 0 then. */
 } zx_json_err;
 
 /* Parse `len` bytes at `body` (need not be NUL-terminated) and append one

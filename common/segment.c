@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OUT_CAP (1024 * 1024)
@@ -64,6 +66,8 @@ int zx_segment_create(zx_segment *seg, const char *name, uint64_t in_cap,
     h->magic = ZX_SEG_MAGIC;
     h->version = ZX_SEG_VERSION;
     snprintf(h->name, sizeof(h->name), "%s", name);
+    if (getrandom(&h->epoch, sizeof(h->epoch), 0) != sizeof(h->epoch))
+        h->epoch = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
     h->in_off = ZX_SEG_HDR_SIZE;
     h->in_size = in_sz;
     h->out_off = h->in_off + in_sz;

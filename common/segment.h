@@ -36,6 +36,10 @@ typedef struct zx_seg_hdr {
     uint32_t version;
     uint32_t pad0;
     char name[64];                  /* pipeline name; set once */
+    uint64_t epoch;                 /* random, set once: frame sequence
+                                       numbers restart at 1 in a new
+                                       segment, so checkpoints are kept per
+                                       (pipeline, epoch) */
     uint64_t in_off, in_size;       /* ring offsets; set once */
     uint64_t out_off, out_size;
     uint64_t frames_off, frames_size;

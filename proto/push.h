@@ -41,6 +41,10 @@ typedef struct zx_push_req {
     uint16_t rid_len;
     uint32_t pad;
     uint64_t body_len;
+    int64_t deadline_mono_us; /* CLOCK_MONOTONIC (system-wide): a worker
+                                 that has not put the rows in its frames
+                                 ring by then answers 503 and writes
+                                 nothing (the gateway has given up) */
 } zx_push_req;
 
 typedef struct zx_push_rep {
@@ -71,12 +75,14 @@ static inline size_t zx_push_req_size(size_t idem_len, size_t rid_len, size_t bo
 
 /* Fill a record in buf (zx_push_req_size bytes). */
 static inline void zx_push_req_write(void *buf, uint16_t flags, uint64_t req_id,
-                                     int64_t received_us, const char *idem,
+                                     int64_t received_us, int64_t deadline_mono_us,
+                                     const char *idem,
                                      size_t idem_len, const char *rid, size_t rid_len,
                                      const char *body, size_t body_len)
 {
     zx_push_req h = {ZX_PUSH_REQ_MAGIC, ZX_PUSH_VERSION, flags, req_id, received_us,
-                     (uint16_t)idem_len, (uint16_t)rid_len, 0, body_len};
+                     (uint16_t)idem_len, (uint16_t)rid_len, 0, body_len,
+                     deadline_mono_us};
     char *p = buf;
     memcpy(p, &h, sizeof(h));
     p += sizeof(h);

@@ -175,6 +175,13 @@ static void test_create_all_types(zx_ws *w)
     CHECK_STR(q1("SELECT quote(b)||quote(i) FROM events WHERE rowid=2"), "0NULL");
     CHECK_STR(q1("SELECT _ingested_at||' '||_request_id FROM events WHERE rowid=2"),
               "2023-11-14T22:13:20.000001Z req-1");
+    /* same statement again without a request id: NULL, not the old one */
+    a.request_id = NULL;
+    CHECK(append1(w, &a, &res) == 0);
+    CHECK(res.rows == 2 && res.created_table == 0 && res.nnewcols == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT quote(_request_id) FROM events WHERE rowid=4"), "NULL");
+    CHECK_STR(q1("DELETE FROM events WHERE rowid > 2 RETURNING 'x'"), "x");
 
     /* a later batch: n now has a value, plus a new column; without metadata */
     zx_rowset_reset(&rs);

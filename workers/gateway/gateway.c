@@ -29,6 +29,17 @@
 
 #define NBUCKETS 4096
 
+/* SIGTERM/SIGINT set this; the 100 ms tick acts on it.  (libevent's
+ * evsignal is not used here: after fork() its signal state still belongs
+ * to the supervisor's event base.) */
+static volatile sig_atomic_t term_requested;
+
+static void on_term_signal(int sig)
+{
+    (void)sig;
+    term_requested = 1;
+}
+
 typedef struct gpipe gpipe;
 
 /* A request handed to (or waiting for room in) a worker's ring. */
@@ -40,6 +51,7 @@ typedef struct greq {
     int64_t deadline_ms;
     struct greq *next;       /* bucket chain or wait queue */
     int queued;              /* 1 while in the wait queue */
+    int64_t queued_at_ms;    /* when the body was complete */
 } greq;
 
 struct gpipe {
@@ -145,10 +157,17 @@ static int hand_over(gateway *g, greq *q)
     const char *fmt = zx_http_query_param(q->req, "format");
     if (fmt && strcmp(fmt, "ndjson") == 0)
         flags |= ZX_PUSH_NDJSON;
-    zx_push_req_write(buf, flags, q->req_id, zx_now_us(), idem, ilen, q->rid, rlen, body, blen);
+    /* The worker must have the rows in its frames ring by the end of the
+     * back-pressure wait, or it answers 503 and writes nothing; we wait a
+     * little longer than that for its answer, or for the commit. */
+    int64_t bp_ms = g->a->conf->http.backpressure_timeout_ms ? g->a->conf->http.backpressure_timeout_ms : 2000;
+    int64_t cm_ms = g->a->conf->http.commit_timeout_ms ? g->a->conf->http.commit_timeout_ms : 30000;
+    int wait_commit = (flags & ZX_PUSH_WAIT_COMMIT) || p->ack_commit;
+    int64_t worker_deadline_ms = q->queued_at_ms + bp_ms;
+    zx_push_req_write(buf, flags, q->req_id, zx_now_us(), worker_deadline_ms * 1000, idem, ilen,
+                      q->rid, rlen, body, blen);
     zx_ring_commit(&p->seg.in, len, 1);
-    int64_t wait_ms = g->a->conf->http.commit_timeout_ms;
-    q->deadline_ms = zx_mono_ms() + (wait_ms ? wait_ms : 30000);
+    q->deadline_ms = worker_deadline_ms + (wait_commit ? cm_ms : 3000);
     bucket_add(g, q);
     return 1;
 }
@@ -266,11 +285,15 @@ static void expire(gateway *g)
     }
 }
 
+static void on_term(gateway *g);
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     gateway *g = arg;
+    if (term_requested)
+        on_term(g);
     on_wake(-1, 0, g);
     expire(g);
     if (g->stopping) {
@@ -407,6 +430,7 @@ static void on_body(zx_http_req *req, void *ctx)
     q->req = req;
     q->p = p;
     q->req_id = ++g->next_id;
+    q->queued_at_ms = zx_mono_ms();
     snprintf(q->rid, sizeof(q->rid), "%08" PRIx64 "%08" PRIx64, g->rid_base & 0xffffffffu,
              q->req_id & 0xffffffffu);
     zx_http_req_set_data(req, q);
@@ -532,11 +556,8 @@ static void on_chan(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static void on_term(evutil_socket_t fd, short what, void *arg)
+static void on_term(gateway *g)
 {
-    (void)fd;
-    (void)what;
-    gateway *g = arg;
     if (g->stopping)
         return;
     g->stopping = 1;
@@ -571,14 +592,14 @@ int zx_gateway_main(const zx_gateway_args *a)
     struct event *ev_wake = event_new(g->base, a->self_efd, EV_READ | EV_PERSIST, on_wake, g);
     struct event *ev_chan = event_new(g->base, a->chan, EV_READ | EV_PERSIST, on_chan, g);
     struct event *ev_tick = event_new(g->base, -1, EV_PERSIST, on_tick, g);
-    struct event *ev_term = evsignal_new(g->base, SIGTERM, on_term, g);
-    struct event *ev_int = evsignal_new(g->base, SIGINT, on_term, g);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_term_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
     struct timeval tv = {0, 100 * 1000};
     event_add(ev_wake, NULL);
     event_add(ev_chan, NULL);
     event_add(ev_tick, &tv);
-    event_add(ev_term, NULL);
-    event_add(ev_int, NULL);
     zx_info("event=ready listen=%s", hc->listen);
     event_base_dispatch(g->base);
     zx_info("event=stop pending=%zu", zx_http_server_pending(g->http));
@@ -592,8 +613,6 @@ int zx_gateway_main(const zx_gateway_args *a)
     event_free(ev_wake);
     event_free(ev_chan);
     event_free(ev_tick);
-    event_free(ev_term);
-    event_free(ev_int);
 out:
     zx_http_server_free(g->http);
     if (g->base)

@@ -51,6 +51,19 @@ typedef struct inflight {
     char rid[ZX_PUSH_RID_MAX + 1];
 } inflight;
 
+/* A frame encoded but waiting for room in the frames ring. */
+typedef struct stalled {
+    int active;
+    uint64_t req_id;
+    int64_t deadline_mono_us;
+    int wait_commit;
+    uint64_t n;
+    uint64_t hash;
+    char rid[ZX_PUSH_RID_MAX + 1];
+    char idem[ZX_PUSH_IDEM_MAX + 1];
+    size_t idem_len;
+} stalled;
+
 typedef struct worker {
     const zx_worker_args *a;
     const char *name;
@@ -62,6 +75,7 @@ typedef struct worker {
     size_t npend, pend_cap;
     inflight *infl;
     size_t ninfl, infl_cap;
+    stalled st;              /* the frame in w->fb, when active */
 } worker;
 
 static int out_reply(worker *w, uint64_t req_id, int status, uint32_t retry_after,
@@ -202,6 +216,37 @@ static int store_lookup(worker *w, const char *key, size_t n, zx_idem_rec *rec)
 /* Outcome of handling one request record. */
 enum { DONE = 0, BLOCKED = 1 };
 
+/* Put the encoded frame (w->fb, described by w->st) into the frames ring
+ * and answer or queue the answer.  BLOCKED while there is no room and the
+ * request's deadline has not passed. */
+static int publish(worker *w)
+{
+    stalled *st = &w->st;
+    void *dst;
+    zx_ring_result r = zx_ring_reserve(w->frames, w->fb.len, &dst);
+    if (r == ZX_RING_WOULD_BLOCK) {
+        if (zx_mono_us() <= st->deadline_mono_us)
+            return BLOCKED;
+        st->active = 0;
+        reply_error(w, st->req_id, 503, "stream is busy (the writer is behind); nothing was written, retry later");
+        return DONE;
+    }
+    st->active = 0;
+    if (r != ZX_RING_OK) {
+        reply_error(w, st->req_id, 413, "batch too large for this stream's ring; send smaller requests");
+        return DONE;
+    }
+    memcpy(dst, w->fb.data, w->fb.len);
+    uint64_t seq = zx_ring_commit(w->frames, w->fb.len, 1);
+    if (st->idem_len)
+        add_inflight(w, st->idem, st->idem_len, st->hash, seq, st->n, st->rid);
+    if (st->wait_commit)
+        add_pending(w, seq, st->req_id, st->n, st->rid, 0);
+    else
+        reply_accepted(w, st->req_id, st->n, st->rid, 0, 0);
+    return DONE;
+}
+
 static int handle(worker *w, const void *rec, size_t len)
 {
     zx_push_view v;
@@ -214,6 +259,11 @@ static int handle(worker *w, const void *rec, size_t len)
     memcpy(rid, v.rid, h->rid_len);
     rid[h->rid_len] = '\0';
     int wait_commit = (h->flags & ZX_PUSH_WAIT_COMMIT) || w->a->pipeline->ack_commit;
+    if (h->deadline_mono_us && zx_mono_us() > h->deadline_mono_us) {
+        /* the gateway has given up on this request: write nothing */
+        reply_error(w, h->req_id, 503, "stream is busy; nothing was written, retry later");
+        return DONE;
+    }
     uint64_t hash = zx_hash64(v.body, h->body_len);
 
     if (v.idem) {
@@ -276,23 +326,20 @@ static int handle(worker *w, const void *rec, size_t len)
         reply_error(w, h->req_id, 500, "out of memory encoding the batch");
         return DONE;
     }
-    void *dst;
-    zx_ring_result r = zx_ring_reserve(w->frames, w->fb.len, &dst);
-    if (r == ZX_RING_WOULD_BLOCK)
-        return BLOCKED;
-    if (r != ZX_RING_OK) {
-        reply_error(w, h->req_id, 413, "batch too large for this stream's ring; send smaller requests");
-        return DONE;
+    stalled *st = &w->st;
+    memset(st, 0, sizeof(*st));
+    st->active = 1;
+    st->req_id = h->req_id;
+    st->deadline_mono_us = h->deadline_mono_us;
+    st->wait_commit = wait_commit;
+    st->n = (uint64_t)n;
+    st->hash = hash;
+    memcpy(st->rid, rid, sizeof(rid));
+    if (v.idem) {
+        memcpy(st->idem, v.idem, h->idem_len);
+        st->idem_len = h->idem_len;
     }
-    memcpy(dst, w->fb.data, w->fb.len);
-    uint64_t seq = zx_ring_commit(w->frames, w->fb.len, 1);
-    if (v.idem)
-        add_inflight(w, v.idem, h->idem_len, hash, seq, (uint64_t)n, rid);
-    if (wait_commit)
-        add_pending(w, seq, h->req_id, (uint64_t)n, rid, 0);
-    else
-        reply_accepted(w, h->req_id, (uint64_t)n, rid, 0, 0);
-    return DONE;
+    return publish(w);
 }
 
 int zx_http_push_main(const zx_worker_args *a)
@@ -343,8 +390,14 @@ int zx_http_push_main(const zx_worker_args *a)
                 break;
         }
         int blocked = 0, worked = 0;
-        while (!stop_requested) {
-            zx_ring_cursor before = cur;
+        if (w.st.active) {
+            /* a frame waits for room; the in ring cursor is past its record */
+            if (publish(&w) == BLOCKED)
+                blocked = 1;
+            else
+                zx_ring_release(w.in, &cur, 1);
+        }
+        while (!stop_requested && !blocked) {
             const void *rec;
             size_t len;
             uint64_t seq;
@@ -357,8 +410,7 @@ int zx_http_push_main(const zx_worker_args *a)
                 goto out;
             }
             if (handle(&w, rec, len) == BLOCKED) {
-                cur = before;
-                blocked = 1;
+                blocked = 1; /* released once published (above) */
                 break;
             }
             zx_ring_release(w.in, &cur, 1);

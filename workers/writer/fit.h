@@ -22,6 +22,11 @@
  *              everything                                  0/1, text, formatted
  *                                                          timestamp, JSON text
  *
+ * SQLite note: the declared types BOOLEAN, TIMESTAMP and JSON have NUMERIC
+ * affinity there, so a bare JSON number stored in a JSON column reads back
+ * as an SQLite number (42, 1.0e+20), and a user-made column keeps its own
+ * affinity (VARCHAR stores 1 as '1').
+ *
  * A null is stored as NULL and is never a misfit.  Any other value that is
  * not accepted is a misfit: the backend stores NULL instead and records the
  * value in `<table>__rejects`.

@@ -50,7 +50,9 @@
  * returns ZX_STORE_MAP_FULL, the transaction is already gone and the map
  * already grown: just redo it.  The writer must not hold a read transaction
  * of its own while it writes (growing the map remaps the file).
- * Read-only handles follow a map grown by the writer transparently.
+ * Read-only handles follow a map grown by the writer transparently (at
+ * zx_store_begin), which is why a handle must have at most one transaction
+ * open at a time while another process may grow the map.
  *
  * Threads: one zx_store may be used by one thread at a time; a transaction
  * belongs to the thread that began it.

@@ -19,6 +19,11 @@
  *   rejected_at TIMESTAMP, pipeline TEXT, request_id TEXT,
  *   column_name TEXT, column_type TEXT, value_type TEXT,
  *   raw_value TEXT (JSON text of the value), reason TEXT.
+ * A row that the table itself refuses (a user-made table's NOT NULL, CHECK
+ * or UNIQUE constraint) is not inserted: one reject row with value_type
+ * "row", NULL column and raw value, reason "row not inserted: <why>".
+ * A data column named like a requested metadata column is ignored (the
+ * metadata wins).
  * Checkpoints: table _zx_checkpoints(pipeline TEXT PRIMARY KEY,
  * seq INTEGER, committed_at TEXT), written in the same transaction as the
  * rows so that the writer can reconcile with LMDB after a crash.
@@ -36,9 +41,12 @@
 typedef struct zx_ws zx_ws;
 
 /* Open (creating if needed) the SQLite workspace at path, in WAL mode with
- * synchronous "normal" or "full" (NULL = "full"), a large page cache and
+ * synchronous "normal" or "full" (NULL = "full"), a 64 MiB page cache and
  * temporary storage in memory; creates _zx_checkpoints.  Returns the handle,
- * or NULL with a message in err. */
+ * or NULL with a message in err.
+ * Process-wide side effect: the first call turns SQLite's memory statistics
+ * off (SQLITE_CONFIG_MEMSTATUS; a global mutex per allocation otherwise
+ * costs ~40% of insert speed) when SQLite has not been used yet. */
 zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err,
                          size_t errlen);
 
@@ -87,7 +95,8 @@ typedef struct zx_ws_newcol {
 
 typedef struct zx_ws_result {
     uint64_t rows;           /* rows inserted */
-    uint64_t rejects;        /* misfit values stored as NULL */
+    uint64_t rejects;        /* misfit values stored as NULL, plus rows
+                                refused by the table's constraints */
     int created_table;       /* the table was created by this call */
     zx_ws_newcol *newcols;   /* columns created by this call (also those of
                                 a new table, metadata columns excluded) */

@@ -63,6 +63,8 @@ struct zx_ws {
     uint32_t *param;      /* table column -> parameter index (0: none) */
     uint8_t *used;        /* table column -> in the statement */
     uint32_t *list;       /* the statement's table columns */
+    char (*slot)[ZX_TS_BUFSZ]; /* table column -> short converted text of
+                                  the current row (bound SQLITE_STATIC) */
     size_t rs_cap, tc_cap;
     zx_fit_buf buf, raw, sql;
     char ts[ZX_TS_BUFSZ];
@@ -236,6 +238,10 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err, s
                synchronous);
         goto fail;
     }
+    /* Memory statistics cost a global mutex per allocation (about 40% of
+     * insert speed).  Process-wide and only possible before SQLite is first
+     * used; harmlessly refused (SQLITE_MISUSE) after that. */
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     if (sqlite3_open_v2(path, &w->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
@@ -297,6 +303,7 @@ void zx_ws_close(zx_ws *w)
     free(w->param);
     free(w->used);
     free(w->list);
+    free(w->slot);
     zx_fit_buf_free(&w->buf);
     zx_fit_buf_free(&w->raw);
     zx_fit_buf_free(&w->sql);
@@ -401,7 +408,10 @@ static int grow_scratch(zx_ws *w, size_t nrs, size_t ntc)
         uint32_t *l = realloc(w->list, cap * sizeof(*l));
         if (l)
             w->list = l;
-        if (!p || !u || !l)
+        char(*sl)[ZX_TS_BUFSZ] = realloc(w->slot, cap * sizeof(*sl));
+        if (sl)
+            w->slot = sl;
+        if (!p || !u || !l || !sl)
             return -1;
         w->tc_cap = cap;
     }
@@ -597,8 +607,8 @@ static int reject(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *colu
         w->raw.len = 0;
         if (zx_fit_json_text(v, &w->raw) < 0)
             goto nomem;
-        sqlite3_bind_text(st, 5, (int)kind < 0 ? "none" : zx_fit_kind_name(kind), -1,
-                          SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, kind == ZX_FIT__COUNT ? "none" : zx_fit_kind_name(kind),
+                          -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 6, zx_type_name((zx_type)v->type), -1, SQLITE_STATIC);
         sqlite3_bind_text64(st, 7, w->raw.p, w->raw.len, SQLITE_STATIC, SQLITE_UTF8);
         if (!reason) {
@@ -622,15 +632,22 @@ nomem:
     return -1;
 }
 
-static int bind_out(sqlite3_stmt *st, int p, const zx_fit_out *o, const zx_fit_buf *buf)
+/* Bind a fitted value.  Text in the scratch buffer is copied into the
+ * column's slot when short (timestamps), else handed over as TRANSIENT. */
+static int bind_out(sqlite3_stmt *st, int p, const zx_fit_out *o, const zx_fit_buf *buf,
+                    char slot[ZX_TS_BUFSZ])
 {
     switch (o->st) {
     case ZX_FIT_S_INT: return sqlite3_bind_int64(st, p, o->i);
     case ZX_FIT_S_REAL: return sqlite3_bind_double(st, p, o->d);
     case ZX_FIT_S_TEXT:
-        return sqlite3_bind_text64(st, p, o->s, o->len,
-                                   o->s == buf->p ? SQLITE_TRANSIENT : SQLITE_STATIC,
-                                   SQLITE_UTF8);
+        if (o->s != buf->p)
+            return sqlite3_bind_text64(st, p, o->s, o->len, SQLITE_STATIC, SQLITE_UTF8);
+        if (o->len < ZX_TS_BUFSZ) {
+            memcpy(slot, o->s, o->len);
+            return sqlite3_bind_text(st, p, slot, (int)o->len, SQLITE_STATIC);
+        }
+        return sqlite3_bind_text64(st, p, o->s, o->len, SQLITE_TRANSIENT, SQLITE_UTF8);
     default: return sqlite3_bind_null(st, p);
     }
 }
@@ -657,6 +674,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
 {
     int ret = -1, meta_idx[2] = { -1, -1 };
     uint32_t meta = a->metadata & 3u, ncols = rs->ncols;
+    sqlite3_stmt *st = NULL;
     memset(res, 0, sizeof(*res));
     if (!w->in_txn) {
         seterr(err, errlen, "workspace: append outside a transaction");
@@ -747,7 +765,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         if (w->used[i])
             w->list[n++] = i;
     }
-    sqlite3_stmt *st = get_ins(w, t, w->list, n);
+    st = get_ins(w, t, w->list, n);
     if (!st) {
         seterr(err, errlen, "workspace: insert into %s: %s", t->name, sqlite3_errmsg(w->db));
         goto out;
@@ -756,6 +774,8 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         sqlite3_bind_text(st, (int)w->param[meta_idx[0]], w->ts, -1, SQLITE_STATIC);
     if (meta_idx[1] >= 0 && a->request_id)
         sqlite3_bind_text(st, (int)w->param[meta_idx[1]], a->request_id, -1, SQLITE_STATIC);
+    else if (meta_idx[1] >= 0)
+        sqlite3_bind_null(st, (int)w->param[meta_idx[1]]);
 
     for (uint32_t r = 0; r < rs->nrows; r++) {
         uint64_t b = rs->row_start[r], e = rs->row_start[r + 1];
@@ -776,7 +796,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
             int f = m >= 0 ? zx_fit_value(t->cols[m].kind, &cell->v, &w->buf, &o) : 0;
             if (f < 0)
                 goto nomem;
-            if (f > 0 && bind_out(st, (int)w->param[m], &o, &w->buf) == SQLITE_OK)
+            if (f > 0 && bind_out(st, (int)w->param[m], &o, &w->buf, w->slot[m]) == SQLITE_OK)
                 continue;
             if (m >= 0)
                 sqlite3_bind_null(st, (int)w->param[m]);
@@ -787,7 +807,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                          w->nomsg[cell->col] ? w->nomsg[cell->col] : "unknown value type");
                 reason = why;
             }
-            if (reject(w, t, a, cname, m >= 0 ? t->cols[m].kind : (zx_fit_kind)-1, &cell->v,
+            if (reject(w, t, a, cname, m >= 0 ? t->cols[m].kind : ZX_FIT__COUNT, &cell->v,
                        reason, err, errlen) < 0)
                 goto out;
             w->rejn[cell->col]++;
@@ -823,6 +843,10 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
 nomem:
     seterr(err, errlen, "workspace: out of memory");
 out:
+    if (st) { /* drop every pointer into the caller's memory */
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
     for (uint32_t c = 0; c < ncols && w->nomsg; c++) {
         free(w->nomsg[c]);
         w->nomsg[c] = NULL;

@@ -41,6 +41,7 @@ static void on_term(int sig)
 
 typedef struct wpipe {
     char name[64];
+    char ckpt_key[96];      /* "name#epoch": the workspace checkpoint key */
     zx_segment seg;
     int worker_efd;
     zx_ring_cursor cur;     /* read position (ahead of the released head) */
@@ -147,8 +148,10 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
     p->used = 1;
     zx_ring_set_peer(&p->seg.frames, p->worker_efd);
     zx_ring_cursor_init(&p->seg.frames, &p->cur);
+    snprintf(p->ckpt_key, sizeof(p->ckpt_key), "%s#%016llx", p->name,
+             (unsigned long long)p->seg.hdr->epoch);
     p->ckpt = 0;
-    zx_ws_checkpoint_get(w->ws, p->name, &p->ckpt);
+    zx_ws_checkpoint_get(w->ws, p->ckpt_key, &p->ckpt);
     seed_counters(w, p);
     atomic_store(&p->seg.hdr->writer_up, 1);
     zx_info("event=attach pipeline=%s checkpoint=%llu published=%llu", p->name,
@@ -275,7 +278,7 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
     res.rejcols = NULL;
     res.newcols = NULL;
     zx_ws_result_free(&res);
-    if (zx_ws_checkpoint_set(w->ws, p->name, seq, zx_now_us()) < 0) {
+    if (zx_ws_checkpoint_set(w->ws, p->ckpt_key, seq, zx_now_us()) < 0) {
         snprintf(err, errlen, "cannot record the checkpoint of pipeline %s", p->name);
         return -1;
     }
@@ -314,6 +317,8 @@ static int store_txn(writer *w)
                 char cname[96];
                 snprintf(cname, sizeof(cname), "rejects:%s", a->rejcols[k].name);
                 rc = zx_store_counter_add(t, a->p->name, cname, a->rejcols[k].count);
+                if (rc == ZX_STORE_KEYTOOLONG)
+                    rc = 0; /* the total is still counted */
             }
             if (rc == 0 && (a->nnewcols || a->created)) {
                 char *js = NULL;
@@ -447,7 +452,7 @@ fail:
         if (!w->pipes[i].used)
             continue;
         zx_ring_cursor_init(&w->pipes[i].seg.frames, &w->pipes[i].cur);
-        zx_ws_checkpoint_get(w->ws, w->pipes[i].name, &w->pipes[i].ckpt);
+        zx_ws_checkpoint_get(w->ws, w->pipes[i].ckpt_key, &w->pipes[i].ckpt);
     }
     free_applied(w);
     return -1;
