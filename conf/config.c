@@ -25,7 +25,7 @@
 
 /* Nodes where options were written (index = row of zx_cf_options), so that
  * cross-option errors point at the right line. */
-typedef const yaml_node_t *cf_where[64];
+typedef const yaml_node_t *cf_where[ZX_CF_MAX_OPTIONS];
 
 static const zx_cf_section *find_section(const char *path)
 {
@@ -326,12 +326,57 @@ static const yaml_node_t *where_of(cf_where w, const char *sec, const char *name
     return i < sizeof(cf_where) / sizeof(w[0]) ? w[i] : NULL;
 }
 
+static int cf_table_cmp(const void *a, const void *b, void *arg)
+{
+    const zx_conf_pipeline *pl = arg;
+    size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+    int r = strcasecmp(pl[ia].table, pl[ib].table);
+
+    return r ? r : (ia < ib ? -1 : ia > ib);
+}
+
+/* Two pipelines may not write the same table (SQLite names are case-
+ * insensitive).  Sorted, so that thousands of pipelines stay fast. */
+static void cf_check_tables(zx_cf_ctx *x, zx_conf *c)
+{
+    size_t *idx = malloc((c->npipelines + 1) * sizeof(*idx));
+    size_t *dup = malloc((c->npipelines + 1) * sizeof(*dup));
+    size_t i, j, m = 0;
+
+    if (!idx || !dup) {
+        zx_cf_error(x, 0, 0, "out of memory");
+        goto out;
+    }
+    for (i = 0; i < c->npipelines; i++) {
+        dup[i] = SIZE_MAX;
+        if (c->pipelines[i].table)
+            idx[m++] = i;
+    }
+    qsort_r(idx, m, sizeof(*idx), cf_table_cmp, c->pipelines);
+    for (i = 0; i < m; i = j)
+        for (j = i + 1; j < m && !strcasecmp(c->pipelines[idx[j]].table,
+                                             c->pipelines[idx[i]].table); j++)
+            dup[idx[j]] = idx[i];
+    for (i = 0; i < c->npipelines; i++) {
+        const zx_conf_pipeline *p = &c->pipelines[i], *q;
+        if (dup[i] == SIZE_MAX)
+            continue;
+        q = &c->pipelines[dup[i]];
+        zx_cf_error(x, p->line, p->column, "pipeline %s: table '%s' is "
+                    "already written by pipeline %s (line %d)", p->name,
+                    p->table, q->name, q->line);
+    }
+out:
+    free(idx);
+    free(dup);
+}
+
 static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
 {
     const yaml_node_t *n;
     const char *why = NULL;
     uint64_t biggest = c->http.max_body_size, need;
-    size_t i, j;
+    size_t i;
 
     cf_make_abs(x, &c->data_dir, c->base_dir);
     cf_make_abs(x, &c->control_socket, c->data_dir);
@@ -357,16 +402,8 @@ static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
         p->ring_size = c->ring_size;
         if (p->body_limit > biggest)
             biggest = p->body_limit;
-        for (j = 0; j < i && p->table; j++) {
-            const zx_conf_pipeline *q = &c->pipelines[j];
-            if (q->table && !strcasecmp(p->table, q->table)) {
-                zx_cf_error(x, p->line, p->column, "pipeline %s: table '%s' "
-                            "is already written by pipeline %s (line %d)",
-                            p->name, p->table, q->name, q->line);
-                break;
-            }
-        }
     }
+    cf_check_tables(x, c);
     need = 2 * biggest + MiB;
     if (c->ring_size < need) {
         n = where_of(w, "server", "ring_size");

@@ -85,7 +85,10 @@ typedef struct zx_conf {
 
 /* Error list filled by zx_conf_load: each message is
  * "file:line:column: message" where file is the path as passed to
- * zx_conf_load.  Initialise with {0}; free with zx_conf_errors_free. */
+ * zx_conf_load; errors with no place in the text (cannot open or read the
+ * file, out of memory) are "file: message".  At most 100 are stored, then
+ * one "too many errors".  Initialise with {0}; free with
+ * zx_conf_errors_free. */
 typedef struct zx_conf_errors {
     size_t n;
     char **msgs;
@@ -204,6 +207,7 @@ typedef struct zx_cf_section {
     const char *help;
 } zx_cf_section;
 
+#define ZX_CF_MAX_OPTIONS 64   /* rows in the table, at most */
 extern const zx_cf_option zx_cf_options[];
 extern const size_t zx_cf_noptions;
 extern const zx_cf_section zx_cf_sections[];

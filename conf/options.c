@@ -145,6 +145,8 @@ const zx_cf_option zx_cf_options[] = {
      "Largest push body for this stream."},
 };
 const size_t zx_cf_noptions = sizeof(zx_cf_options) / sizeof(zx_cf_options[0]);
+_Static_assert(sizeof(zx_cf_options) / sizeof(zx_cf_options[0]) <=
+               ZX_CF_MAX_OPTIONS, "raise ZX_CF_MAX_OPTIONS in conf/config.h");
 
 /* ---- value parsers ---------------------------------------------------- */
 

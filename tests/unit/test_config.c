@@ -134,20 +134,32 @@ static char *read_all(const char *path)
     return buf;
 }
 
+/* First of: argv[1], $ZX_SOURCE_ROOT, the prefix of __FILE__ before
+ * tests/unit/test_config.c, ".", "..", that holds conf/OPTIONS.md. */
 static void find_srcroot(int argc, char **argv)
 {
-    const char *env = getenv("ZX_SOURCE_ROOT");
     const char *suffix = "tests/unit/test_config.c";
-    size_t fl = strlen(__FILE__), sl = strlen(suffix);
+    size_t fl = strlen(__FILE__), sl = strlen(suffix), i;
+    char from_file[4096] = "", probe[4200];
+    const char *cands[5];
 
-    if (argc > 1 && argv[1][0] != '-')
-        snprintf(srcroot, sizeof(srcroot), "%s", argv[1]);
-    else if (env && *env)
-        snprintf(srcroot, sizeof(srcroot), "%s", env);
-    else if (fl >= sl && !strcmp(__FILE__ + fl - sl, suffix))
-        snprintf(srcroot, sizeof(srcroot), "%.*s", (int)(fl - sl), __FILE__);
-    if (!srcroot[0])
-        snprintf(srcroot, sizeof(srcroot), "./");
+    if (fl >= sl && !strcmp(__FILE__ + fl - sl, suffix))
+        snprintf(from_file, sizeof(from_file), "%.*s", (int)(fl - sl), __FILE__);
+    cands[0] = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
+    cands[1] = getenv("ZX_SOURCE_ROOT");
+    cands[2] = from_file[0] ? from_file : NULL;
+    cands[3] = ".";
+    cands[4] = "..";
+    for (i = 0; i < 5; i++) {
+        if (!cands[i] || !*cands[i])
+            continue;
+        snprintf(probe, sizeof(probe), "%s/conf/OPTIONS.md", cands[i]);
+        if (access(probe, R_OK) == 0 || i < 2) {
+            snprintf(srcroot, sizeof(srcroot), "%s", cands[i]);
+            return;
+        }
+    }
+    snprintf(srcroot, sizeof(srcroot), ".");
 }
 
 static void test_example(void)

@@ -1,0 +1,56 @@
+/*
+ * json_fast.h — the fast path for push bodies: JSON / NDJSON to rows in one
+ * pass, without jansson and without any allocation outside the rowset.
+ *
+ * Why it exists: tests/bench/json_libs.c measured jansson (the only
+ * packaged library that is exact on int64, checks UTF-8 and is NUL-safe) at
+ * ~120,000 events/s per core, below what one stream worker must ingest.
+ * This parser is the fast path only.  zx_json_rows_parse (json_rows.h, with
+ * jansson) stays the reference: it is the oracle this parser is fuzzed
+ * against (tests/unit/test_json_fast.c, tests/fuzz/fuzz_json_fast.c) and the
+ * one that explains errors.
+ *
+ * Contract: for every input it accepts, zx_json_fast_parse appends EXACTLY
+ * the rows, columns (names, order, merged types) and cells (types, values,
+ * string bytes) that zx_json_rows_parse would append to the same rowset.
+ * Everything else — invalid input, and the rare valid input it does not
+ * handle — makes it return -1 without saying why; the caller then resets the
+ * rowset and asks zx_json_rows_parse for the authoritative result or error.
+ *
+ * Valid input it declines (returns -1 for; jansson handles it):
+ *   - a key written twice verbatim in one object (top level or nested);
+ *   - an integer beyond int64, or a number beyond double range;
+ *   - a number written with more than 120 characters;
+ *   - an event object with more than 1000 keys, or whose keys written
+ *     with backslash escapes take more than 4 KiB once decoded;
+ *   - a nested object/array whose compact text exceeds 32 KiB, or more than
+ *     256 keys in the nested objects open at one time.
+ * It also returns -1 where zx_json_rows_parse fails: empty/blank body,
+ * nesting deeper than ZX_JSON_MAX_DEPTH, more than ZX_JSON_MAX_COLUMNS
+ * columns, "\u0000", invalid UTF-8, lone surrogates, a body or line that is
+ * not an object (or, for ZX_BODY_JSON, an array of objects), out of memory.
+ *
+ * It must never: read outside [body, body + len), recurse more than
+ * ZX_JSON_MAX_DEPTH levels, allocate (other than through the rowset), or
+ * produce a rowset that differs from zx_json_rows_parse's.
+ */
+#ifndef ZX_COMMON_JSON_FAST_H
+#define ZX_COMMON_JSON_FAST_H
+
+#include <stddef.h>
+
+#include "common/json_rows.h"
+#include "common/rowset.h"
+
+/* Parse `len` bytes at `body` (need not be NUL-terminated) in format `fmt`
+ * and append one row per event to `rs` (which may already hold rows and
+ * columns).  Returns the number of rows appended (>= 0), or -1 when the
+ * body is invalid or outside what the fast path handles (see above).
+ * On -1, `rs` may hold some of the rows, columns and arena strings of this
+ * body (an open row is dropped): the caller must zx_rowset_reset it before
+ * calling zx_json_rows_parse.  Uses about 64 KiB of stack.  Thread-safe on
+ * distinct rowsets. */
+int zx_json_fast_parse(const char *body, size_t len, zx_body_format fmt,
+                       zx_rowset *rs);
+
+#endif
