@@ -15,8 +15,9 @@
  * This program must never: need or read a secret (the config is loaded with
  * ZX_CONF_SKIP_SECRETS), block forever on a daemon that does not answer
  * (every wait has a deadline, except the stream of `feed --follow`), die of
- * SIGPIPE, or print a control character it received (the daemon's strings
- * are shown with control bytes replaced by '?').
+ * SIGPIPE, or print a control character it received in human output (the
+ * daemon's strings are shown with control bytes replaced by '?'; --json
+ * prints the answer as sent, where JSON itself escapes them).
  */
 #include <errno.h>
 #include <fcntl.h>
