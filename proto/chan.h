@@ -18,6 +18,10 @@
  *     DETACH  {"name": N}
  *             Stop serving N.  The writer first applies every frame
  *             already published in N's ring.
+ *     READY   {}  every pipeline has been attached once after the child
+ *             started: the gateway starts accepting connections only
+ *             then (so a restarted gateway never answers 404 for a
+ *             stream it has not heard of yet)
  *
  *   writer → supervisor
  *     EVENT   a feed event object as in proto/control.h (without "ts",

@@ -242,6 +242,7 @@ int sup_spawn(sup *s, child *c)
         c->chan_ev = event_new(s->base, c->chan, EV_READ | EV_PERSIST, on_child_chan, c);
         event_add(c->chan_ev, NULL);
         sup_attach_all(s, c);
+        zx_chan_send(c->chan, ZX_CHAN_READY, "{}", NULL, 0);
         if (c->role == ROLE_GATEWAY)
             c->state = ST_RUNNING;
     } else {

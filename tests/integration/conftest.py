@@ -398,6 +398,12 @@ class Zxd:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 pass
+        # wait (bounded) until every process we knew is gone, so that none
+        # still writes into the folder while it is being removed
+        end = time.monotonic() + 30
+        while time.monotonic() < end and any(pid_alive(p) and (proc_title(p) or "").startswith("zxd")
+                                             for p in self._all_pids):
+            time.sleep(0.02)
         if self._log:
             self._log.close()
             self._log = None
@@ -575,8 +581,13 @@ def _mkroot():
 
 
 def _cleanup_root(root):
-    if os.environ.get("ZX_KEEP") != "1":
+    if os.environ.get("ZX_KEEP") == "1":
+        return
+    for _ in range(50):
         shutil.rmtree(root, ignore_errors=True)
+        if not os.path.exists(root):
+            return
+        time.sleep(0.1)
 
 
 @pytest.fixture

@@ -334,3 +334,30 @@ def test_backpressure_503_retry_after(make_zxd):
     for tag in ok_tags:
         assert tagged(z, "bp", tag) == 900
     assert pid_alive(writer)
+
+
+def test_idempotency_concurrent_duplicates(z):
+    """The same request sent 4 times at once with one Idempotency-Key (a
+    client retrying before the first answer): its rows land once."""
+    import threading
+    tag, key = uid(), "idem-" + uid()
+    body = rows(tag, 10)
+    answers = []
+
+    def send():
+        answers.append(z.push("ev", body, idem=key, wait_commit=True))
+    ts = [threading.Thread(target=send) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert len(answers) == 4
+    for r in answers:
+        assert (r.status == 202 and r.json.get("accepted") == 10) or \
+            (r.status in (409, 503) and isinstance(r.json, dict) and "error" in r.json), r
+    assert any(r.status == 202 for r in answers), answers
+    # a retry after everything settled is answered as the first was
+    r = z.push("ev", body, idem=key, wait_commit=True)
+    assert r.status == 202 and r.json["accepted"] == 10, r
+    sentinel(z, "ev")
+    assert tagged(z, "ev", tag) == 10

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/json_rows.h"
@@ -583,6 +584,26 @@ int zx_gateway_main(const zx_gateway_args *a)
         if (a->conf->pipelines[i].max_body_size > lim.max_body_size)
             lim.max_body_size = a->conf->pipelines[i].max_body_size;
     g->http = zx_http_server_new(g->base, &lim, on_head, on_body, g);
+    /* Take the initial ATTACH messages before accepting anything. */
+    char buf[ZX_CHAN_MAX];
+    struct timeval rt = {10, 0};
+    setsockopt(a->chan, SOL_SOCKET, SO_RCVTIMEO, &rt, sizeof(rt));
+    for (;;) {
+        int fds[4], nfds = 0;
+        int t = zx_chan_recv(a->chan, buf, sizeof(buf), fds, &nfds);
+        if (t == ZX_CHAN_ATTACH) {
+            attach(g, buf, fds, nfds);
+            continue;
+        }
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        if (t == ZX_CHAN_READY)
+            break;
+        if (t <= 0) {
+            zx_error("event=fatal error=\"no pipeline list from the supervisor\"");
+            goto out;
+        }
+    }
     if (!g->base || !g->http || zx_http_server_listen_fd(g->http, a->listen_fd) < 0) {
         zx_error("event=fatal error=\"cannot start the HTTP server\"");
         goto out;

@@ -121,8 +121,9 @@ int zx_http_server_listen_fd(zx_http_server *s, int fd);
 uint16_t zx_http_server_port(const zx_http_server *s);
 
 /* For draining: closes the listening sockets (new connections are refused),
- * and from now on every reply closes its connection.  Requests already
- * accepted go on normally.  Idempotent. */
+ * closes idle keep-alive connections, and from now on every reply closes its
+ * connection.  Requests already accepted go on normally.  Idempotent.  May
+ * be called from a handler callback. */
 void zx_http_server_stop_accepting(zx_http_server *s);
 
 /* Requests whose head was accepted and whose reply has not been sent yet

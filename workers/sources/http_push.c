@@ -264,7 +264,7 @@ static int handle(worker *w, const void *rec, size_t len)
         reply_error(w, h->req_id, 503, "stream is busy; nothing was written, retry later");
         return DONE;
     }
-    uint64_t hash = zx_hash64(v.body, h->body_len);
+    uint64_t hash = v.idem ? zx_hash64(v.body, h->body_len) : 0;
 
     if (v.idem) {
         inflight *f = find_inflight(w, v.idem, h->idem_len);
