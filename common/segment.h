@@ -48,6 +48,8 @@ typedef struct zx_seg_hdr {
     _Atomic uint32_t worker_up;     /* 1 while the stream worker runs */
     _Atomic uint32_t worker_stopped;/* 1 when stopped on purpose or failed */
     _Atomic uint32_t writer_up;     /* 1 while the writer runs */
+    _Atomic uint32_t worker_failed; /* 1 when it crashed too often (not
+                                       restarted until zxctl start) */
 
     /* written by the stream worker */
     _Atomic uint32_t worker_ready;  /* 1 once it drained and serves requests */

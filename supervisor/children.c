@@ -247,6 +247,7 @@ int sup_spawn(sup *s, child *c)
             c->state = ST_RUNNING;
     } else {
         atomic_store(&c->pipe->seg.hdr->worker_stopped, 0);
+        atomic_store(&c->pipe->seg.hdr->worker_failed, 0);
         atomic_store(&c->pipe->seg.hdr->worker_up, 1);
     }
     zx_info("event=start process=%s pid=%d", c->name, (int)pid);
@@ -357,6 +358,7 @@ static void child_gone(sup *s, child *c, int st)
         c->state = ST_FAILED;
         c->want = 0;
         atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
+        atomic_store(&c->pipe->seg.hdr->worker_failed, 1);
         char msg[300];
         snprintf(c->last_error, sizeof(c->last_error), "%s; %s", why,
                  fatal ? "fatal error, not restarted" : "crashed 5 times within 60 s, not restarted");

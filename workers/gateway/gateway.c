@@ -318,16 +318,19 @@ static void healthz(gateway *g, zx_http_req *req)
         if (!atomic_load(&h->writer_up))
             writer_up = 0;
         const char *st;
-        if (atomic_load(&h->worker_stopped))
+        if (atomic_load(&h->worker_failed))
+            st = "failed";
+        else if (atomic_load(&h->worker_stopped))
             st = "stopped";
         else if (atomic_load(&h->worker_up) && atomic_load(&h->worker_ready))
             st = "up";
         else
             st = "down";
         json_object_set_new(streams, p->name, json_string(st));
-        if (strcmp(st, "down") == 0) {
+        if (strcmp(st, "down") == 0 || strcmp(st, "failed") == 0) {
             char msg[128];
-            snprintf(msg, sizeof(msg), "stream %s worker is not running", p->name);
+            snprintf(msg, sizeof(msg), "stream %s worker %s", p->name,
+                     st[0] == 'f' ? "has failed (crashed too often; zxctl start to retry)" : "is not running");
             json_array_append_new(reasons, json_string(msg));
         }
     }
@@ -402,7 +405,8 @@ static void on_head(zx_http_req *req, void *ctx)
         return;
     }
     if (atomic_load(&p->seg.hdr->worker_stopped)) {
-        zx_http_reply_json_error(req, 503, "Retry-After: 5\r\n", "stream %s is stopped", p->name);
+        zx_http_reply_json_error(req, 503, "Retry-After: 5\r\n", "stream %s is %s", p->name,
+                                 atomic_load(&p->seg.hdr->worker_failed) ? "failed (see zxctl status)" : "stopped");
         return;
     }
     zx_http_req_set_data(req, p);
