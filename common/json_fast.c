@@ -676,7 +676,7 @@ static const char *event(fx *x, const char *p, const char *e)
         if (p >= e || *p != '"' || x->nkeys == KEYS_MAX)
             goto fail;
         const char *ks = p + 1, *q = scan_str(ks, e, &esc);
-        if (!q)
+        if (!q || (size_t)(q - ks) > UINT32_MAX)
             goto fail;
         span key = {ks, (uint32_t)(q - ks)};
         if (esc) {

@@ -3,7 +3,8 @@
  * See json_rows.h for the contract.  Must never trust the body: every
  * length comes from jansson or from `len`, recursion is bounded by
  * ZX_JSON_MAX_DEPTH (and by jansson's own parser depth limit), and every
- * failure becomes a message in zx_json_err.
+ * failure becomes a message in zx_json_err.  Numbers jansson cannot
+ * represent are rewritten by json_numbers.c.
  */
 #include "common/json_rows.h"
 
@@ -17,15 +18,11 @@
 #include <strings.h>
 
 #include "common/colname.h"
+#include "common/json_numbers.h"
 #include "common/timefmt.h"
 
 /* jansson's position is the byte count consumed when it stopped; we report
  * the byte before it (the last byte of the offending token). */
-
-typedef struct patch {      /* bytes inserted by patch_numbers() */
-    size_t at;              /* offset in the original text */
-    size_t added;           /* bytes inserted before original[at] */
-} patch;
 
 typedef struct ctx {
     zx_rowset *rs;
@@ -37,10 +34,7 @@ typedef struct ctx {
     uint32_t stamp[ZX_JSON_MAX_COLUMNS]; /* column -> gen of last use */
     char *dump;             /* scratch for compact JSON of nested values */
     size_t dump_cap;
-    char *patched;          /* scratch for patch_numbers() */
-    size_t patched_cap;
-    patch *patches;
-    size_t npatches, patches_cap;
+    zx_jnum num;            /* scratch for zx_jnum_rewrite() */
 } ctx;
 
 static void set_err(ctx *c, uint64_t line, uint64_t column, uint64_t offset,
@@ -256,187 +250,6 @@ fail:
     return -1;
 }
 
-/* ---- integers beyond int64, reals beyond double -------------------------- */
-
-/* jansson refuses numbers it cannot represent.  On that error only, the
- * text is rewritten once: an integer beyond int64 gets ".0" appended (it
- * becomes a real), a number beyond double range is put in quotes (it becomes
- * a string holding the literal).  Insertions are recorded so that the
- * position of a later error can be mapped back to the original text. */
-
-static int grow(char **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    size_t cap2 = *cap ? *cap : 4096;
-    while (cap2 < need)
-        cap2 *= 2;
-    char *b = realloc(*buf, cap2);
-    if (!b)
-        return -1;
-    *buf = b;
-    *cap = cap2;
-    return 0;
-}
-
-static int add_patch(ctx *c, size_t at, size_t added)
-{
-    if (c->npatches == c->patches_cap) {
-        size_t cap = c->patches_cap ? c->patches_cap * 2 : 16;
-        patch *p = realloc(c->patches, cap * sizeof(*p));
-        if (!p)
-            return -1;
-        c->patches = p;
-        c->patches_cap = cap;
-    }
-    c->patches[c->npatches].at = at;
-    c->patches[c->npatches].added = added;
-    c->npatches++;
-    return 0;
-}
-
-static int is_digit(char ch)
-{
-    return ch >= '0' && ch <= '9';
-}
-
-/* End of a JSON number starting at s[i] (RFC 8259 grammar); 0 if the bytes
- * there are not a valid number.  *is_int: no fraction, no exponent. */
-static size_t number_end(const char *s, size_t n, size_t i, int *is_int)
-{
-    size_t j = i;
-    *is_int = 1;
-    if (j < n && s[j] == '-')
-        j++;
-    if (j < n && s[j] == '0')
-        j++;
-    else if (j < n && is_digit(s[j]))
-        while (j < n && is_digit(s[j]))
-            j++;
-    else
-        return 0;
-    if (j < n && s[j] == '.') {
-        *is_int = 0;
-        if (++j >= n || !is_digit(s[j]))
-            return 0;
-        while (j < n && is_digit(s[j]))
-            j++;
-    }
-    if (j < n && (s[j] == 'e' || s[j] == 'E')) {
-        *is_int = 0;
-        j++;
-        if (j < n && (s[j] == '+' || s[j] == '-'))
-            j++;
-        if (j >= n || !is_digit(s[j]))
-            return 0;
-        while (j < n && is_digit(s[j]))
-            j++;
-    }
-    return j;
-}
-
-static int int_fits(const char *s, size_t n)
-{
-    int neg = s[0] == '-';
-    const char *d = s + neg;
-    size_t nd = n - (size_t)neg;
-    if (nd < 19)
-        return 1;
-    if (nd > 19)
-        return 0;
-    return memcmp(d, neg ? "9223372036854775808" : "9223372036854775807", 19) <= 0;
-}
-
-/* 0 = leave as is, 1 = append ".0", 2 = quote. */
-static int number_fix(const char *s, size_t n, int is_int)
-{
-    if (is_int && int_fits(s, n))
-        return 0;
-    char small[64];
-    char *tmp = n < sizeof(small) ? small : malloc(n + 1);
-    if (!tmp)
-        return 2;
-    memcpy(tmp, s, n);
-    tmp[n] = '\0';
-    errno = 0;
-    double d = strtod(tmp, NULL);
-    int overflow = isinf(d) || (errno == ERANGE && d != 0);
-    if (tmp != small)
-        free(tmp);
-    if (overflow)
-        return 2;
-    return is_int ? 1 : 0;
-}
-
-static int patch_numbers(ctx *c, const char *s, size_t n, size_t *outn)
-{
-    size_t o = 0;
-    c->npatches = 0;
-#define PUT(src, k)                                                          \
-    do {                                                                     \
-        if (grow(&c->patched, &c->patched_cap, o + (k) + 3) < 0)             \
-            return -1;                                                       \
-        memcpy(c->patched + o, (src), (k));                                  \
-        o += (k);                                                            \
-    } while (0)
-    for (size_t i = 0; i < n;) {
-        char ch = s[i];
-        if (ch == '"') {
-            size_t j = i + 1;
-            while (j < n && s[j] != '"')
-                j += s[j] == '\\' ? 2 : 1;
-            j = j < n ? j + 1 : n;
-            PUT(s + i, j - i);
-            i = j;
-        } else if (ch == '-' || is_digit(ch)) {
-            int is_int;
-            size_t j = number_end(s, n, i, &is_int);
-            if (j == 0) {
-                PUT(s + i, 1);
-                i++;
-                continue;
-            }
-            int fix = number_fix(s + i, j - i, is_int);
-            if (fix == 2) {
-                if (add_patch(c, i, 1) < 0)
-                    return -1;
-                PUT("\"", 1);
-            }
-            PUT(s + i, j - i);
-            if (fix) {
-                if (add_patch(c, j, fix == 1 ? 2 : 1) < 0)
-                    return -1;
-                PUT(fix == 1 ? ".0" : "\"", fix == 1 ? 2 : 1);
-            }
-            i = j;
-        } else {
-            size_t j = i + 1;
-            while (j < n && s[j] != '"' && s[j] != '-' && !is_digit(s[j]))
-                j++;
-            PUT(s + i, j - i);
-            i = j;
-        }
-    }
-#undef PUT
-    *outn = o;
-    return 0;
-}
-
-/* Offset in the original text of byte `p` of the patched text. */
-static size_t unpatch_pos(const ctx *c, size_t p)
-{
-    size_t shift = 0;
-    for (size_t k = 0; k < c->npatches; k++) {
-        size_t start = c->patches[k].at + shift;   /* patched offset */
-        if (p < start)
-            break;
-        if (p < start + c->patches[k].added)
-            return c->patches[k].at;
-        shift += c->patches[k].added;
-    }
-    return p - shift;
-}
-
 /* ---- parsing one document ----------------------------------------------- */
 
 typedef struct perr {
@@ -451,20 +264,20 @@ static json_t *parse_doc(ctx *c, const char *s, size_t n, int ndjson, perr *pe)
     json_t *j = json_loadb(s, n, JSON_DECODE_ANY, &e);
     if (!j && json_error_code(&e) == json_error_numeric_overflow) {
         size_t pn;
-        if (patch_numbers(c, s, n, &pn) < 0) {
+        if (zx_jnum_rewrite(&c->num, s, n, &pn) < 0) {
             pe->offset = 0;
             snprintf(pe->text, sizeof(pe->text), "out of memory");
             return NULL;
         }
         patched = 1;
-        j = json_loadb(c->patched, pn, JSON_DECODE_ANY, &e);
+        j = json_loadb(c->num.patched, pn, JSON_DECODE_ANY, &e);
     }
     if (j)
         return j;
 
     size_t pos = e.position > 0 ? (size_t)e.position - 1 : 0;
     if (patched)
-        pos = unpatch_pos(c, pos);
+        pos = zx_jnum_unpatch_pos(&c->num, pos);
     pe->offset = pos < n ? pos : (n ? n - 1 : 0);
     switch (json_error_code(&e)) {
     case json_error_null_character:
@@ -638,8 +451,7 @@ int zx_json_rows_parse(const char *body, size_t len, zx_body_format fmt,
     rc = fmt == ZX_BODY_NDJSON ? parse_ndjson(c, body, len) : parse_json(c, body, len);
 done:
     free(c->dump);
-    free(c->patched);
-    free(c->patches);
+    zx_jnum_free(&c->num);
     free(c);
     if (rc < 0) {
         zx_rowset_abort_row(rs);

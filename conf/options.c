@@ -1,6 +1,8 @@
 /*
- * options.c — the one table of zxd configuration options, the parsers of
- * its value types, and the reference documentation generated from it.
+ * options.c — the one table of zxd configuration options, and setting a
+ * field of the config from a YAML value (or from an option's default) by its
+ * row.  The value parsers are in values.c, the reference documentation
+ * generated from the table in reference.c.
  *
  * Every option lives in exactly one row of zx_cf_options: the loader
  * (config.c) walks the YAML against it, defaults come from its `def` text
@@ -11,20 +13,13 @@
  * ${env:}/${file:} reference, in an error message.
  */
 #define ZX_CONF_INTERNAL
-#include "conf/config.h"
+#include "conf/values.h"
 
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-#define GiB (1024 * MiB)
-#define SEC ((uint64_t)1000)
-#define MIN (60 * SEC)
-#define HOUR (60 * MIN)
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const synchronous[] = {"normal", "full", NULL};
@@ -148,7 +143,7 @@ const size_t zx_cf_noptions = sizeof(zx_cf_options) / sizeof(zx_cf_options[0]);
 _Static_assert(sizeof(zx_cf_options) / sizeof(zx_cf_options[0]) <=
                ZX_CF_MAX_OPTIONS, "raise ZX_CF_MAX_OPTIONS in conf/config.h");
 
-/* ---- value parsers ---------------------------------------------------- */
+/* ---- setting fields ---------------------------------------------------- */
 
 static void *field(void *base, const zx_cf_option *o)
 {
@@ -169,112 +164,6 @@ static int set_str(zx_cf_ctx *x, const yaml_node_t *n, char **dst,
     return 0;
 }
 
-/* Unsigned decimal at *s; advances *s.  -1 when no digit or overflow. */
-static int parse_u64(const char **s, uint64_t *out)
-{
-    uint64_t v = 0;
-    const char *p = *s;
-
-    if (!isdigit((unsigned char)*p))
-        return -1;
-    for (; isdigit((unsigned char)*p); p++) {
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    *s = p;
-    *out = v;
-    return 0;
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-    static const struct { const char *u; uint64_t m; } units[] = {
-        {"", 1}, {"b", 1}, {"kib", KiB}, {"mib", MiB}, {"gib", GiB},
-        {"tib", 1024 * GiB}, {"kb", 1000ull}, {"mb", 1000000ull},
-        {"gb", 1000000000ull}, {"tb", 1000000000000ull},
-    };
-    uint64_t v;
-    size_t i;
-
-    if (parse_u64(&s, &v) < 0)
-        return -1;
-    while (*s == ' ')
-        s++;
-    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (!strcasecmp(s, units[i].u)) {
-            if (v > UINT64_MAX / units[i].m)
-                return -1;
-            *out = v * units[i].m;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* Returns 0 ok, -1 malformed, -2 a bare non-zero number (no unit). */
-static int parse_duration(const char *s, uint64_t *ms)
-{
-    static const struct { const char *u; uint64_t m; } units[] = {
-        {"ms", 1}, {"s", SEC}, {"m", MIN}, {"h", HOUR},
-    };
-    uint64_t v;
-    size_t i;
-
-    if (parse_u64(&s, &v) < 0)
-        return -1;
-    while (*s == ' ')
-        s++;
-    if (!*s) {
-        *ms = 0;
-        return v == 0 ? 0 : -2;
-    }
-    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (!strcmp(s, units[i].u)) {
-            if (v > UINT64_MAX / units[i].m)
-                return -1;
-            *ms = v * units[i].m;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static void fmt_size(char *buf, size_t len, uint64_t v)
-{
-    if (v >= GiB && v % GiB == 0)
-        snprintf(buf, len, "%" PRIu64 "GiB", v / GiB);
-    else if (v >= MiB && v % MiB == 0)
-        snprintf(buf, len, "%" PRIu64 "MiB", v / MiB);
-    else if (v >= KiB && v % KiB == 0)
-        snprintf(buf, len, "%" PRIu64 "KiB", v / KiB);
-    else
-        snprintf(buf, len, "%" PRIu64, v);
-}
-
-static void fmt_duration(char *buf, size_t len, uint64_t ms)
-{
-    if (ms >= HOUR && ms % HOUR == 0)
-        snprintf(buf, len, "%" PRIu64 "h", ms / HOUR);
-    else if (ms >= MIN && ms % MIN == 0)
-        snprintf(buf, len, "%" PRIu64 "m", ms / MIN);
-    else if (ms >= SEC && ms % SEC == 0)
-        snprintf(buf, len, "%" PRIu64 "s", ms / SEC);
-    else
-        snprintf(buf, len, "%" PRIu64 "ms", ms);
-}
-
-static void fmt_value(const zx_cf_option *o, char *buf, size_t len, uint64_t v)
-{
-    if (o->type == ZX_CF_SIZE)
-        fmt_size(buf, len, v);
-    else if (o->type == ZX_CF_DURATION)
-        fmt_duration(buf, len, v);
-    else
-        snprintf(buf, len, "%" PRIu64, v);
-}
-
 static int check_range(zx_cf_ctx *x, const zx_cf_option *o,
                         const yaml_node_t *n, uint64_t v, const char *shown)
 {
@@ -282,8 +171,8 @@ static int check_range(zx_cf_ctx *x, const zx_cf_option *o,
 
     if (v >= o->min && v <= o->max)
         return 0;
-    fmt_value(o, lo, sizeof(lo), o->min);
-    fmt_value(o, hi, sizeof(hi), o->max);
+    zx_cf_fmt_value(o, lo, sizeof(lo), o->min);
+    zx_cf_fmt_value(o, hi, sizeof(hi), o->max);
     zx_cf_error_at(x, n, "%s must be between %s and %s, got %s", o->name, lo,
                    hi, shown);
     return -1;
@@ -324,57 +213,6 @@ static int bad_enum(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *n,
                    shown, all, near ? " (did you mean '" : "",
                    near ? near : "", near ? "'?)" : "");
     return -1;
-}
-
-int zx_cf_split_listen(const char *s, char **host, uint16_t *port,
-                       const char **why)
-{
-    const char *colon, *hend, *hstart = s, *p;
-    uint64_t v;
-
-    *host = NULL;
-    if (s[0] == '[') {
-        hend = strchr(s, ']');
-        if (!hend || hend[1] != ':') {
-            *why = "expected [ipv6]:port";
-            return -1;
-        }
-        hstart = s + 1;
-        colon = hend + 1;
-    } else {
-        colon = strrchr(s, ':');
-        if (!colon) {
-            *why = "expected host:port, like 127.0.0.1:8780";
-            return -1;
-        }
-        if (memchr(s, ':', (size_t)(colon - s))) {
-            *why = "write an IPv6 address in brackets: [::1]:8780";
-            return -1;
-        }
-        hend = colon;
-    }
-    if (hend == hstart) {
-        *why = "the host is missing (0.0.0.0:PORT listens on every interface)";
-        return -1;
-    }
-    for (p = hstart; p < hend; p++) {
-        if (!isalnum((unsigned char)*p) && !strchr(".-_:%", *p)) {
-            *why = "the host may only hold letters, digits and . - _ : %";
-            return -1;
-        }
-    }
-    p = colon + 1;
-    if (parse_u64(&p, &v) < 0 || *p || v > 65535) {
-        *why = "the port must be a number from 0 to 65535";
-        return -1;
-    }
-    *host = strndup(hstart, (size_t)(hend - hstart));
-    if (!*host) {
-        *why = "out of memory";
-        return -1;
-    }
-    *port = (uint16_t)v;
-    return 0;
 }
 
 static int ident_ok(const char *v)
@@ -445,7 +283,7 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         *(int *)field(base, o) = r;
         return 0;
     case ZX_CF_SIZE:
-        if (parse_size(v, &u) < 0) {
+        if (zx_cf_parse_size(v, &u) < 0) {
             zx_cf_error_at(x, n, "%s: expected an integer or a size like "
                            "16MiB, 512KiB, 1GiB, got %s", o->name, shown);
             return -1;
@@ -455,7 +293,7 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         *(uint64_t *)field(base, o) = u;
         return 0;
     case ZX_CF_DURATION:
-        r = parse_duration(v, &u);
+        r = zx_cf_parse_duration(v, &u);
         if (r < 0) {
             zx_cf_error_at(x, n, "%s: expected a duration like 500ms, 60s, 2m "
                            "or 1h, got %s%s", o->name, shown,
@@ -468,7 +306,7 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         return 0;
     case ZX_CF_UINT:
         p = v;
-        if (parse_u64(&p, &u) < 0 || *p) {
+        if (zx_cf_parse_u64(&p, &u) < 0 || *p) {
             zx_cf_error_at(x, n, "%s: expected an integer, got %s", o->name,
                            shown);
             return -1;
@@ -629,101 +467,6 @@ void zx_cf_free_fields(int target, void *base)
             break;
         default:
             break;
-        }
-    }
-}
-
-/* ---- reference documentation ----------------------------------------- */
-
-static const char *type_doc(zx_cf_type t)
-{
-    switch (t) {
-    case ZX_CF_STRING:   return "string";
-    case ZX_CF_PATH:     return "path";
-    case ZX_CF_ENUM:
-    case ZX_CF_ENUM_INT: return "enum";
-    case ZX_CF_SIZE:     return "size";
-    case ZX_CF_DURATION: return "duration";
-    case ZX_CF_UINT:     return "integer";
-    case ZX_CF_LISTEN:   return "host:port";
-    case ZX_CF_METADATA: return "list";
-    case ZX_CF_IDENT:    return "table name";
-    case ZX_CF_GROUP:    return "group name";
-    }
-    return "?";
-}
-
-static void write_allowed(FILE *out, const zx_cf_option *o)
-{
-    char lo[32], hi[32];
-    size_t i;
-
-    if (o->allowed) {
-        for (i = 0; o->allowed[i]; i++)
-            fprintf(out, "%s`%s`", i ? ", " : "", o->allowed[i]);
-    } else if (o->type == ZX_CF_SIZE || o->type == ZX_CF_DURATION ||
-               o->type == ZX_CF_UINT) {
-        fmt_value(o, lo, sizeof(lo), o->min);
-        fmt_value(o, hi, sizeof(hi), o->max);
-        fprintf(out, "%s to %s", lo, hi);
-    }
-}
-
-void zx_conf_write_reference(FILE *out)
-{
-    size_t s, i;
-
-    fputs("# zxd configuration reference\n\n"
-          "<!-- Generated from conf/options.c by zx_conf_write_reference; do "
-          "not edit.\n"
-          "     Regenerate: zxd --config-reference > conf/OPTIONS.md -->\n\n"
-          "zxd reads one YAML file (see `conf/zx.example.yaml`). Every "
-          "section and option\n"
-          "is optional unless marked **required**. Unknown keys are errors, "
-          "and every error\n"
-          "is reported as `file:line:column: message`.\n\n"
-          "Value types:\n\n"
-          "- **size**: bytes, as an integer (`16777216`) or with a unit: "
-          "`512KiB`, `16MiB`,\n"
-          "  `1GiB`, `1TiB` (powers of 1024) or `KB`, `MB`, `GB`, `TB` "
-          "(powers of 1000).\n"
-          "- **duration**: an integer with a unit: `500ms`, `60s`, `2m`, "
-          "`1h`. A bare\n"
-          "  number is refused (is `60` seconds or milliseconds?), except "
-          "`0`.\n"
-          "- **path**: absolute, or relative to the folder named in the "
-          "description.\n"
-          "  `~` is not expanded.\n"
-          "- Any single value may be written `${env:NAME}` (the environment "
-          "variable) or\n"
-          "  `${file:PATH}` (the file's content without trailing newlines; "
-          "PATH relative to\n"
-          "  the config file's folder). The reference must be the whole "
-          "value. Resolved\n"
-          "  values never appear in error messages.\n", out);
-    for (s = 0; s < zx_cf_nsections; s++) {
-        const zx_cf_section *sec = &zx_cf_sections[s];
-        int any = 0;
-        fprintf(out, "\n## `%s`\n\n%s\n", sec->path, sec->help);
-        for (i = 0; i < zx_cf_noptions; i++) {
-            const zx_cf_option *o = &zx_cf_options[i];
-            if (strcmp(o->section, sec->path))
-                continue;
-            if (!any)
-                fputs("\n| Option | Type | Default | Allowed | Description |\n"
-                      "|---|---|---|---|---|\n", out);
-            any = 1;
-            fprintf(out, "| `%s` | %s | ", o->name, type_doc(o->type));
-            if (o->flags & ZX_CF_REQUIRED)
-                fputs("**required**", out);
-            else if (o->def)
-                fprintf(out, "`%s`", o->def);
-            else
-                fputs(o->def_doc ? o->def_doc : "none", out);
-            fputs(" | ", out);
-            write_allowed(out, o);
-            fprintf(out, " | %s%s |\n", o->help,
-                    (o->flags & ZX_CF_SECRET) ? " Secret: never logged." : "");
         }
     }
 }

@@ -4,10 +4,12 @@
  * The encoder packs with msgpack-c into a caller-owned growable buffer.  The
  * decoder reads the msgpack bytes directly (see frame.h for why): every read
  * is bounds-checked against the end of the buffer and no count taken from
- * the input is ever used to size an allocation.  This file must never crash
- * or read out of bounds on hostile input, and never know about SQL or rings.
+ * the input is ever used to size an allocation; the reader itself is in
+ * frame_read.c.  This file must never crash or read out of bounds on
+ * hostile input, and never know about SQL or rings.
  */
 #include "proto/frame.h"
+#include "proto/frame_read.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -259,261 +261,34 @@ done:
 }
 
 /* ------------------------------------------------------------------ */
-/* decoder: a bounds-checked msgpack reader                            */
-
-typedef struct rd {
-    const uint8_t *start, *p, *end;
-    char *err;
-    size_t errlen;
-} rd;
-
-enum { K_NIL, K_BOOL, K_INT, K_FLOAT, K_STR, K_BIN, K_EXT, K_ARRAY, K_MAP };
-
-static const char *const kind_names[] = {
-    "nil", "boolean", "integer", "float", "string", "binary", "extension",
-    "array", "map",
-};
-
-typedef struct item {
-    int kind;
-    int neg;            /* K_INT: the value is negative (i), else u */
-    int8_t ext;         /* K_EXT: extension type */
-    uint32_t n;         /* STR/BIN/EXT: payload bytes; ARRAY/MAP: count */
-    uint64_t u;         /* K_INT, !neg */
-    int64_t i;          /* K_INT, neg */
-    double d;           /* K_FLOAT */
-    const uint8_t *s;   /* STR/BIN/EXT payload */
-} item;
-
-__attribute__((format(printf, 2, 3)))
-static int fail(rd *r, const char *fmt, ...)
-{
-    if (r->err && r->errlen) {
-        int n = snprintf(r->err, r->errlen, "frame: byte %zu: ",
-                         (size_t)(r->p - r->start));
-        if (n >= 0 && (size_t)n < r->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return -1;
-}
-
-static inline uint64_t be(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int k = 0; k < n; k++)
-        v = v << 8 | p[k];
-    return v;
-}
-
-#define NEED(n)                                                       \
-    do {                                                              \
-        if ((size_t)(r->end - r->p) < (size_t)(n))                    \
-            return fail(r, "truncated frame");                        \
-    } while (0)
-
-/* Read the header of the next value; for STR/BIN/EXT also step over the
- * payload (it->s points at it).  Counts of arrays and maps are checked
- * against the bytes left (each element takes at least one byte). */
-static int next(rd *r, item *it)
-{
-    NEED(1);
-    uint8_t b = *r->p++;
-    uint32_t n;
-    int w;
-
-    if (b <= 0x7f) {
-        it->kind = K_INT; it->neg = 0; it->u = b;
-        return 0;
-    }
-    if (b >= 0xe0) {
-        it->kind = K_INT; it->neg = 1; it->i = (int8_t)b;
-        return 0;
-    }
-    if (b >= 0xa0 && b <= 0xbf) {
-        n = b & 0x1f;
-        it->kind = K_STR;
-        goto payload;
-    }
-    if (b >= 0x90 && b <= 0x9f) {
-        n = b & 0x0f;
-        it->kind = K_ARRAY;
-        goto container;
-    }
-    if (b >= 0x80 && b <= 0x8f) {
-        n = b & 0x0f;
-        it->kind = K_MAP;
-        goto container;
-    }
-    switch (b) {
-    case 0xc0: it->kind = K_NIL; return 0;
-    case 0xc2: case 0xc3: it->kind = K_BOOL; it->u = b & 1; return 0;
-    case 0xcc: case 0xcd: case 0xce: case 0xcf:
-        w = 1 << (b - 0xcc);
-        NEED(w);
-        it->kind = K_INT; it->neg = 0; it->u = be(r->p, w);
-        r->p += w;
-        return 0;
-    case 0xd0: case 0xd1: case 0xd2: case 0xd3: {
-        w = 1 << (b - 0xd0);
-        NEED(w);
-        uint64_t u = be(r->p, w);
-        r->p += w;
-        int64_t v = w == 1 ? (int8_t)u : w == 2 ? (int16_t)u
-                  : w == 4 ? (int32_t)u : (int64_t)u;
-        it->kind = K_INT;
-        it->neg = v < 0;
-        if (v < 0) it->i = v; else it->u = (uint64_t)v;
-        return 0;
-    }
-    case 0xca: {
-        NEED(4);
-        uint32_t u = (uint32_t)be(r->p, 4);
-        float f;
-        memcpy(&f, &u, 4);
-        r->p += 4;
-        it->kind = K_FLOAT; it->d = f;
-        return 0;
-    }
-    case 0xcb: {
-        NEED(8);
-        uint64_t u = be(r->p, 8);
-        memcpy(&it->d, &u, 8);
-        r->p += 8;
-        it->kind = K_FLOAT;
-        return 0;
-    }
-    case 0xd9: case 0xda: case 0xdb:
-        w = 1 << (b - 0xd9);
-        NEED(w);
-        n = (uint32_t)be(r->p, w);
-        r->p += w;
-        it->kind = K_STR;
-        goto payload;
-    case 0xc4: case 0xc5: case 0xc6:
-        w = 1 << (b - 0xc4);
-        NEED(w);
-        n = (uint32_t)be(r->p, w);
-        r->p += w;
-        it->kind = K_BIN;
-        goto payload;
-    case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:
-        n = 1u << (b - 0xd4);
-        NEED(1);
-        it->ext = (int8_t)*r->p++;
-        it->kind = K_EXT;
-        goto payload;
-    case 0xc7: case 0xc8: case 0xc9:
-        w = 1 << (b - 0xc7);
-        NEED(w + 1);
-        n = (uint32_t)be(r->p, w);
-        it->ext = (int8_t)r->p[w];
-        r->p += w + 1;
-        it->kind = K_EXT;
-        goto payload;
-    case 0xdc: case 0xdd:
-        w = b == 0xdc ? 2 : 4;
-        NEED(w);
-        n = (uint32_t)be(r->p, w);
-        r->p += w;
-        it->kind = K_ARRAY;
-        goto container;
-    case 0xde: case 0xdf:
-        w = b == 0xde ? 2 : 4;
-        NEED(w);
-        n = (uint32_t)be(r->p, w);
-        r->p += w;
-        it->kind = K_MAP;
-        goto container;
-    default:
-        r->p--;
-        return fail(r, "invalid msgpack byte 0x%02x", b);
-    }
-payload:
-    NEED(n);
-    it->s = r->p;
-    it->n = n;
-    r->p += n;
-    return 0;
-container:
-    if ((uint64_t)n * (it->kind == K_MAP ? 2 : 1) > (uint64_t)(r->end - r->p))
-        return fail(r, "truncated frame: %s of %" PRIu32
-                    " elements does not fit in the %zu bytes left",
-                    kind_names[it->kind], n, (size_t)(r->end - r->p));
-    it->n = n;
-    return 0;
-}
-
-static int want(rd *r, item *it, int kind, const char *what)
-{
-    const uint8_t *at = r->p;
-    if (next(r, it) < 0)
-        return -1;
-    if (it->kind != kind) {
-        r->p = at;
-        return fail(r, "%s: expected %s, got %s", what, kind_names[kind],
-                    kind_names[it->kind]);
-    }
-    return 0;
-}
-
-static int want_u64(rd *r, uint64_t *out, const char *what)
-{
-    item it;
-    if (want(r, &it, K_INT, what) < 0)
-        return -1;
-    if (it.neg)
-        return fail(r, "%s: negative", what);
-    *out = it.u;
-    return 0;
-}
+/* decoder (the msgpack reader it uses: frame_read.c)                  */
 
 /* Read a string for a C-string field: no NUL inside, copied into rs. */
 static int want_name(rd *r, zx_rowset *rs, const char **out, uint32_t *len,
                      const char *what)
 {
     item it;
-    if (want(r, &it, K_STR, what) < 0)
+    if (zx_fr_want(r, &it, K_STR, what) < 0)
         return -1;
     if (it.n && memchr(it.s, 0, it.n))
-        return fail(r, "%s contains a NUL byte", what);
+        return zx_fr_fail(r, "%s contains a NUL byte", what);
     char *s = zx_rowset_strdup(rs, (const char *)it.s, it.n);
     if (!s)
-        return fail(r, "out of memory");
+        return zx_fr_fail(r, "out of memory");
     *out = s;
     if (len)
         *len = it.n;
     return 0;
 }
 
-/* Step over one whole value of any shape, iteratively. */
-static int skip(rd *r)
-{
-    uint64_t pending = 1;
-    item it;
-    while (pending) {
-        if (next(r, &it) < 0)
-            return -1;
-        pending--;
-        if (it.kind == K_ARRAY)
-            pending += it.n;
-        else if (it.kind == K_MAP)
-            pending += 2 * (uint64_t)it.n;
-    }
-    return 0;
-}
-
 static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
 {
     item it;
-    if (want(r, &it, K_MAP, "metadata") < 0)
+    if (zx_fr_want(r, &it, K_MAP, "metadata") < 0)
         return -1;
     for (uint32_t k = it.n; k > 0; k--) {
         item key;
-        if (want(r, &key, K_STR, "metadata key") < 0)
+        if (zx_fr_want(r, &key, K_STR, "metadata key") < 0)
             return -1;
         char kb[3] = {0};
         if (key.n == 2)
@@ -524,10 +299,10 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
         }
         if (strcmp(kb, "ia") == 0) {
             item v;
-            if (want(r, &v, K_INT, "metadata ia") < 0)
+            if (zx_fr_want(r, &v, K_INT, "metadata ia") < 0)
                 return -1;
             if (!v.neg && v.u > INT64_MAX)
-                return fail(r, "metadata ia: out of range");
+                return zx_fr_fail(r, "metadata ia: out of range");
             m->ingested_at_us = v.neg ? v.i : (int64_t)v.u;
         } else if (strcmp(kb, "rq") == 0) {
             if (want_name(r, rs, &m->request_id, NULL, "metadata rq") < 0)
@@ -536,28 +311,28 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
             if (want_name(r, rs, &m->idem_key, NULL, "metadata ik") < 0)
                 return -1;
         } else if (strcmp(kb, "ih") == 0) {
-            if (want_u64(r, &m->idem_hash, "metadata ih") < 0)
+            if (zx_fr_want_u64(r, &m->idem_hash, "metadata ih") < 0)
                 return -1;
         } else if (strcmp(kb, "md") == 0) {
             uint64_t md = 0;
-            if (want_u64(r, &md, "metadata md") < 0)
+            if (zx_fr_want_u64(r, &md, "metadata md") < 0)
                 return -1;
             m->metadata = (uint32_t)md;
         } else if (strcmp(kb, "ac") == 0) {
-            if (want_u64(r, &m->accepted, "metadata ac") < 0)
+            if (zx_fr_want_u64(r, &m->accepted, "metadata ac") < 0)
                 return -1;
         } else if (strcmp(kb, "po") == 0) {
             item v;
-            if (want(r, &v, K_BIN, "metadata po") < 0)
+            if (zx_fr_want(r, &v, K_BIN, "metadata po") < 0)
                 return -1;
             void *p = zx_rowset_alloc(rs, v.n ? v.n : 1);
             if (!p)
-                return fail(r, "out of memory");
+                return zx_fr_fail(r, "out of memory");
             if (v.n)
                 memcpy(p, v.s, v.n);
             m->position = p;
             m->position_len = v.n;
-        } else if (skip(r) < 0) {
+        } else if (zx_fr_skip(r) < 0) {
             return -1;
         }
     }
@@ -567,40 +342,40 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
 static int read_columns(rd *r, zx_rowset *rs, uint8_t **types)
 {
     item it;
-    if (want(r, &it, K_ARRAY, "columns") < 0)
+    if (zx_fr_want(r, &it, K_ARRAY, "columns") < 0)
         return -1;
     if (it.n > ZX_FRAME_MAX_COLUMNS)
-        return fail(r, "%" PRIu32 " columns, more than the limit %u", it.n,
-                    ZX_FRAME_MAX_COLUMNS);
+        return zx_fr_fail(r, "%" PRIu32 " columns, more than the limit %u", it.n,
+                          ZX_FRAME_MAX_COLUMNS);
     uint32_t ncols = it.n;
     *types = zx_rowset_alloc(rs, ncols ? ncols : 1);
     if (!*types)
-        return fail(r, "out of memory");
+        return zx_fr_fail(r, "out of memory");
     for (uint32_t c = 0; c < ncols; c++) {
         item pair, name;
         uint64_t t = 0;
-        if (want(r, &pair, K_ARRAY, "column") < 0)
+        if (zx_fr_want(r, &pair, K_ARRAY, "column") < 0)
             return -1;
         if (pair.n != 2)
-            return fail(r, "column %" PRIu32 ": expected [name, type], got %" PRIu32
-                        " elements", c, pair.n);
+            return zx_fr_fail(r, "column %" PRIu32 ": expected [name, type], got %" PRIu32
+                              " elements", c, pair.n);
         const uint8_t *at = r->p;
-        if (want(r, &name, K_STR, "column name") < 0)
+        if (zx_fr_want(r, &name, K_STR, "column name") < 0)
             return -1;
         if (name.n && memchr(name.s, 0, name.n)) {
             r->p = at;
-            return fail(r, "column %" PRIu32 ": name contains a NUL byte", c);
+            return zx_fr_fail(r, "column %" PRIu32 ": name contains a NUL byte", c);
         }
-        if (want_u64(r, &t, "column type") < 0)
+        if (zx_fr_want_u64(r, &t, "column type") < 0)
             return -1;
         if (t >= ZX_T__COUNT)
-            return fail(r, "column %" PRIu32 ": unknown type %" PRIu64, c, t);
+            return zx_fr_fail(r, "column %" PRIu32 ": unknown type %" PRIu64, c, t);
         int64_t ix = zx_rowset_column(rs, (const char *)name.s, name.n, (zx_type)t);
         if (ix < 0)
-            return fail(r, "out of memory");
+            return zx_fr_fail(r, "out of memory");
         if ((uint64_t)ix != c)
-            return fail(r, "column %" PRIu32 ": duplicate name \"%.*s\"", c,
-                        (int)(name.n > 64 ? 64 : name.n), (const char *)name.s);
+            return zx_fr_fail(r, "column %" PRIu32 ": duplicate name \"%.*s\"", c,
+                              (int)(name.n > 64 ? 64 : name.n), (const char *)name.s);
         (*types)[c] = (uint8_t)t;
     }
     return 0;
@@ -611,7 +386,7 @@ static int read_value(rd *r, zx_rowset *rs, uint32_t row, uint32_t col)
     const uint8_t *at = r->p;
     item it;
     zx_value v;
-    if (next(r, &it) < 0)
+    if (zx_fr_next(r, &it) < 0)
         return -1;
     memset(&v, 0, sizeof(v));
     switch (it.kind) {
@@ -624,8 +399,8 @@ static int read_value(rd *r, zx_rowset *rs, uint32_t row, uint32_t col)
     case K_INT:
         if (!it.neg && it.u > INT64_MAX) {
             r->p = at;
-            return fail(r, "row %" PRIu32 " column %" PRIu32
-                        ": integer above the int64 range", row, col);
+            return zx_fr_fail(r, "row %" PRIu32 " column %" PRIu32
+                              ": integer above the int64 range", row, col);
         }
         v.type = ZX_T_INT;
         v.u.i = it.neg ? it.i : (int64_t)it.u;
@@ -639,18 +414,18 @@ static int read_value(rd *r, zx_rowset *rs, uint32_t row, uint32_t col)
         v.len = it.n;
         v.s = zx_rowset_strdup(rs, (const char *)it.s, it.n);
         if (!v.s)
-            return fail(r, "out of memory");
+            return zx_fr_fail(r, "out of memory");
         break;
     case K_EXT:
         if (it.ext == EXT_TIMESTAMP) {
             if (it.n < 8) {
                 r->p = at;
-                return fail(r, "row %" PRIu32 " column %" PRIu32
-                            ": timestamp of %" PRIu32 " bytes, fewer than 8",
-                            row, col, it.n);
+                return zx_fr_fail(r, "row %" PRIu32 " column %" PRIu32
+                                  ": timestamp of %" PRIu32 " bytes, fewer than 8",
+                                  row, col, it.n);
             }
             v.type = ZX_T_TIMESTAMP;
-            v.u.i = (int64_t)be(it.s, 8);
+            v.u.i = (int64_t)zx_fr_be(it.s, 8);
             v.len = it.n - 8;
             v.s = zx_rowset_strdup(rs, (const char *)it.s + 8, it.n - 8);
         } else if (it.ext == EXT_JSON) {
@@ -659,40 +434,40 @@ static int read_value(rd *r, zx_rowset *rs, uint32_t row, uint32_t col)
             v.s = zx_rowset_strdup(rs, (const char *)it.s, it.n);
         } else {
             r->p = at;
-            return fail(r, "row %" PRIu32 " column %" PRIu32
-                        ": unknown extension type %d", row, col, it.ext);
+            return zx_fr_fail(r, "row %" PRIu32 " column %" PRIu32
+                              ": unknown extension type %d", row, col, it.ext);
         }
         if (!v.s)
-            return fail(r, "out of memory");
+            return zx_fr_fail(r, "out of memory");
         break;
     default:
         r->p = at;
-        return fail(r, "row %" PRIu32 " column %" PRIu32 ": %s is not a value type",
-                    row, col, kind_names[it.kind]);
+        return zx_fr_fail(r, "row %" PRIu32 " column %" PRIu32 ": %s is not a value type",
+                          row, col, zx_fr_kind_names[it.kind]);
     }
     if (zx_rowset_add(rs, col, &v) < 0)
-        return fail(r, "out of memory");
+        return zx_fr_fail(r, "out of memory");
     return 0;
 }
 
 static int read_rows(rd *r, zx_rowset *rs)
 {
     item it;
-    if (want(r, &it, K_ARRAY, "rows") < 0)
+    if (zx_fr_want(r, &it, K_ARRAY, "rows") < 0)
         return -1;
     if (it.n > ZX_FRAME_MAX_ROWS)
-        return fail(r, "%" PRIu32 " rows, more than the limit %u", it.n,
-                    ZX_FRAME_MAX_ROWS);
+        return zx_fr_fail(r, "%" PRIu32 " rows, more than the limit %u", it.n,
+                          ZX_FRAME_MAX_ROWS);
     uint32_t nrows = it.n, ncols = rs->ncols;
     for (uint32_t row = 0; row < nrows; row++) {
         item ra;
-        if (want(r, &ra, K_ARRAY, "row") < 0)
+        if (zx_fr_want(r, &ra, K_ARRAY, "row") < 0)
             return -1;
         if (ra.n != ncols)
-            return fail(r, "row %" PRIu32 " has %" PRIu32 " values, expected %" PRIu32,
-                        row, ra.n, ncols);
+            return zx_fr_fail(r, "row %" PRIu32 " has %" PRIu32 " values, expected %" PRIu32,
+                              row, ra.n, ncols);
         if (zx_rowset_begin_row(rs) < 0)
-            return fail(r, "out of memory");
+            return zx_fr_fail(r, "out of memory");
         for (uint32_t c = 0; c < ncols; c++)
             if (read_value(r, rs, row, c) < 0)
                 return -1;
@@ -717,32 +492,32 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
     zx_rowset_reset(rs);
     if (!buf && len)
         goto fail;
-    if (want(r, &it, K_ARRAY, "frame") < 0)
+    if (zx_fr_want(r, &it, K_ARRAY, "frame") < 0)
         goto fail;
     if (it.n != FRAME_FIELDS) {
-        fail(r, "expected an array of %d elements, got %" PRIu32,
-             FRAME_FIELDS, it.n);
+        zx_fr_fail(r, "expected an array of %d elements, got %" PRIu32,
+                   FRAME_FIELDS, it.n);
         goto fail;
     }
-    if (want(r, &it, K_STR, "magic") < 0)
+    if (zx_fr_want(r, &it, K_STR, "magic") < 0)
         goto fail;
     if (it.n != 3 || memcmp(it.s, ZX_FRAME_MAGIC, 3) != 0) {
         r->p = it.s;
-        fail(r, "not a zx frame (wrong magic)");
+        zx_fr_fail(r, "not a zx frame (wrong magic)");
         goto fail;
     }
-    if (want_u64(r, &u, "version") < 0)
+    if (zx_fr_want_u64(r, &u, "version") < 0)
         goto fail;
     if (u != ZX_FRAME_VERSION) {
-        fail(r, "frame version %" PRIu64 " not supported (this build reads %d)", u,
-             ZX_FRAME_VERSION);
+        zx_fr_fail(r, "frame version %" PRIu64 " not supported (this build reads %d)", u,
+                   ZX_FRAME_VERSION);
         goto fail;
     }
     m->version = (uint32_t)u;
-    if (want_u64(r, &u, "kind") < 0)
+    if (zx_fr_want_u64(r, &u, "kind") < 0)
         goto fail;
     if (u != ZX_FRAME_ROWS) {
-        fail(r, "unknown frame kind %" PRIu64, u);
+        zx_fr_fail(r, "unknown frame kind %" PRIu64, u);
         goto fail;
     }
     m->kind = (uint32_t)u;
@@ -752,7 +527,7 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
         read_rows(r, rs) < 0)
         goto fail;
     if (r->p != r->end) {
-        fail(r, "%zu trailing bytes after the frame", (size_t)(r->end - r->p));
+        zx_fr_fail(r, "%zu trailing bytes after the frame", (size_t)(r->end - r->p));
         goto fail;
     }
     /* the frame's column types are the truth (zx_rowset_add merged) */

@@ -414,6 +414,8 @@ void sup_stop_child(sup *s, child *c, zx_next next)
     (void)s;
     c->want = 0;
     c->next = next;
+    if (c->role == ROLE_STREAM && next != NEXT_RESTART)
+        atomic_store(&c->pipe->seg.hdr->worker_stopped, 1); /* gateway: 503 from now on */
     if (c->pid > 0) {
         kill(c->pid, SIGTERM);
         c->state = ST_DRAINING;

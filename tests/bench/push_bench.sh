@@ -202,6 +202,8 @@ print(f"load: wrk -t{thr} -c{conns} -d{dur}s, NDJSON bodies of {events} events (
 print(f"rows/s sustained (table count, {t1 - t0:.1f} s): {rows_run / (t1 - t0):,.0f}  ({rows_run:,} rows committed during the run)")
 print(f"rows accepted per wrk: {(reqs - non2xx) * int(events):,}  ({reqs:,} requests, {non2xx} non-2xx); "
       f"in the table after a final commit: {c2 - c0 - 1:,} (final push: {fin})")
+print(f"  (wrk counts completed requests only: the up to {conns} requests in flight when it stops "
+      f"are committed too, so the table may hold up to {int(conns) * int(events):,} rows more)")
 print(f"latency of the 202: p50 {lat(50)}   p99 {lat(99)}")
 print("--- wrk output ---")
 print(out.rstrip())

@@ -262,9 +262,11 @@ class Zxd:
         lines += [
             "  http:",
             f'    listen: "127.0.0.1:{self.port}"',
-            f"    max_body_size: {self.max_body_size}",
-            f"    backpressure_timeout: {self.backpressure_timeout}",
         ]
+        if self.max_body_size is not None:      # None: the default (16 MiB)
+            lines.append(f"    max_body_size: {self.max_body_size}")
+        if self.backpressure_timeout is not None:
+            lines.append(f"    backpressure_timeout: {self.backpressure_timeout}")
         if self.http_extra:
             lines += ["    " + l for l in self.http_extra.strip("\n").split("\n")]
         lines += [

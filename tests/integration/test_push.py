@@ -361,3 +361,21 @@ def test_idempotency_concurrent_duplicates(z):
     assert r.status == 202 and r.json["accepted"] == 10, r
     sentinel(z, "ev")
     assert tagged(z, "ev", tag) == 10
+
+
+def test_default_body_limit_16mib(make_zxd):
+    """Without max_body_size the limit is 16 MiB: 2 MiB is accepted,
+    17 MiB gets 413 and writes nothing."""
+    z = make_zxd({"big": {"ack": "commit"}}, max_body_size=None)
+    tag = uid()
+    pad = "z" * 1000
+    r = z.push("big", [{"tag": tag, "n": i, "pad": pad} for i in range(2000)])   # ~2 MiB
+    assert r.status == 202 and r.json["accepted"] == 2000, r
+    assert tagged(z, "big", tag) == 2000
+    tag2 = uid()
+    body = json.dumps([{"tag": tag2, "n": i, "pad": pad} for i in range(17 * 1024)])  # ~17 MiB
+    assert len(body) > 16 * 1024 * 1024
+    r = z.push("big", body=body)
+    assert_error(r, 413)
+    z.push_ok("big", {"tag": "sentinel"})
+    assert tagged(z, "big", tag2) == 0

@@ -1,12 +1,14 @@
 /*
  * test_json_fast.c — the fast parser (common/json_fast.h) against its oracle
  * (zx_json_rows_parse, jansson): a list of tricky inputs with the expected
- * outcome, then a seeded generator + byte mutator (ZX_JSON_FAST_ITERS
- * inputs, default 300000; ZX_JSON_FAST_SEED changes the seed).  Rule checked on every input: when the fast path
+ * outcome, limits, reals written many ways, then a seeded generator + byte
+ * mutator (ZX_JSON_FAST_ITERS inputs, default 300000; ZX_JSON_FAST_SEED
+ * picks another seed).  Rule checked on every input: when the fast path
  * accepts, jansson accepts too and both rowsets are identical (columns,
  * types, every cell, string bytes, doubles bitwise); when jansson refuses,
  * the fast path refuses.  Ends with a throughput figure (printed, never
- * checked; ZX_JSON_FAST_BENCH=0 skips it).  Must not depend on timing.
+ * checked; ZX_JSON_FAST_BENCH=<events>, 0 skips it).  Must not depend on
+ * timing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -420,7 +422,8 @@ static void gen_object(buf *b, int depth, int nkeys)
             ws(b);
         }
         for (int again = 1; again;) {   /* a repeated key only now and then */
-            k = pick(sizeof(keys) / sizeof(keys[0])) * 64 + (pick(3) ? 63 : pick(40));
+            k = pick(sizeof(keys) / sizeof(keys[0])) * 64;
+            k += pick(3) ? 63 : pick(40);
             again = 0;
             for (int j = 0; j < i && j < 8; j++)
                 again |= used[j] == k && pick(16);
@@ -460,7 +463,8 @@ static void gen_value(buf *b, int depth)
         break;
     case 5:
     {
-        long long v = (long long)(rnd() >> pick(64));
+        unsigned sh = pick(64);
+        long long v = (long long)(rnd() >> sh);
         snprintf(t, sizeof(t), "%lld", pick(2) ? v : -v);
     }
         puts_(b, t);
@@ -471,7 +475,8 @@ static void gen_value(buf *b, int depth)
         memcpy(&d, &bits, sizeof(d));
         if (d != d || d - d != 0)
             d = 1.5;
-        snprintf(t, sizeof(t), pick(2) ? "%.17g" : "%.6g", pick(3) ? d * 1e-300 : d);
+        const char *f = pick(2) ? "%.17g" : "%.6g";
+        snprintf(t, sizeof(t), f, pick(3) ? d * 1e-300 : d);
         puts_(b, t);
         break;
     }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/json_fast.h"
 #include "common/json_rows.h"
 #include "common/log.h"
 #include "common/rowset.h"
@@ -291,11 +292,17 @@ static int handle(worker *w, const void *rec, size_t len)
         }
     }
 
+    /* The hand-written parser takes the common case; anything it declines
+     * (invalid input, rare forms) goes to the jansson path, which is the
+     * reference and says what is wrong (common/json_fast.h). */
+    zx_body_format fmt = (h->flags & ZX_PUSH_NDJSON) ? ZX_BODY_NDJSON : ZX_BODY_JSON;
     zx_rowset_reset(&w->rs);
     zx_json_err jerr;
-    int n = zx_json_rows_parse(v.body, h->body_len,
-                               (h->flags & ZX_PUSH_NDJSON) ? ZX_BODY_NDJSON : ZX_BODY_JSON,
-                               &w->rs, &jerr);
+    int n = zx_json_fast_parse(v.body, h->body_len, fmt, &w->rs);
+    if (n < 0) {
+        zx_rowset_reset(&w->rs);
+        n = zx_json_rows_parse(v.body, h->body_len, fmt, &w->rs, &jerr);
+    }
     if (n < 0) {
         reply_error(w, h->req_id, 400, jerr.msg);
         zx_rowset_reset(&w->rs);
@@ -378,15 +385,23 @@ int zx_http_push_main(const zx_worker_args *a)
     zx_ring_cursor cur;
     zx_ring_cursor_init(w.in, &cur);
     int64_t stop_deadline = 0;
+    uint64_t stop_at = 0;
     int rc = 0;
     for (;;) {
         zx_ring_drain_fd(a->self_efd);
         complete(&w);
         if (stop_requested) {
-            /* Drain: answer what waits for a commit, for a bounded time. */
-            if (!stop_deadline)
-                stop_deadline = zx_mono_ms() + 5000;
-            if (w.npend == 0 || zx_mono_ms() > stop_deadline)
+            /* Drain, for a bounded time: handle the requests that were
+             * already in the ring when the stop came (later ones are left
+             * to a successor), then wait until the writer has committed
+             * every frame, so that "stopped" means committed. */
+            if (!stop_deadline) {
+                stop_deadline = zx_mono_ms() + 8000;
+                stop_at = zx_ring_published_seq(w.in);
+            }
+            int drained = !w.st.active && zx_ring_acked_seq(w.in) >= stop_at && w.npend == 0 &&
+                          zx_ring_acked_seq(w.frames) >= zx_ring_published_seq(w.frames);
+            if (drained || zx_mono_ms() > stop_deadline)
                 break;
         }
         int blocked = 0, worked = 0;
@@ -397,13 +412,18 @@ int zx_http_push_main(const zx_worker_args *a)
             else
                 zx_ring_release(w.in, &cur, 1);
         }
-        while (!stop_requested && !blocked) {
+        while (!blocked) {
             const void *rec;
             size_t len;
             uint64_t seq;
+            zx_ring_cursor before = cur;
             zx_ring_result r = zx_ring_next(w.in, &cur, &rec, &len, &seq);
             if (r == ZX_RING_WOULD_BLOCK)
                 break;
+            if (stop_deadline && seq > stop_at) {
+                cur = before;
+                break;
+            }
             if (r != ZX_RING_OK) {
                 zx_error("event=ring_corrupt pipeline=%s ring=in", w.name);
                 rc = 1;

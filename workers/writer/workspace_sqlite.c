@@ -5,74 +5,22 @@
  * commit, tables and columns created from the data, misfits turned into
  * NULL plus a row in <table>__rejects.  Speed comes from one cached INSERT
  * per (table, column set), reused with reset + re-binding of just the
- * parameters a row set.
+ * parameters a row set.  This file opens the database, runs transactions
+ * and checkpoints, and appends rows (with their rejects); the table cache
+ * and the DDL are in workspace_sqlite_schema.c.
  *
  * It must never: turn bad data into an error return, build SQL with an
  * unquoted identifier or an inlined value, or keep schema knowledge across
  * a rollback.
  */
-#include "workers/writer/workspace.h"
+#include "workers/writer/workspace_sqlite_int.h"
 
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/timefmt.h"
-#include "workers/writer/fit.h"
-
-#define MAX_STMTS 4          /* cached INSERT statements per table */
-#define MAX_CREATE_COLS 1500 /* columns in one CREATE TABLE; more via ALTER */
-
-static const char *const meta_name[2] = { "_ingested_at", "_request_id" };
-static const char *const meta_decl[2] = { "TIMESTAMP", "TEXT" };
-
-typedef struct ws_col {
-    char *name, *decl;
-    zx_fit_kind kind;
-} ws_col;
-
-typedef struct ws_ins {
-    uint32_t *cols;       /* table column indexes, in table order */
-    uint32_t n;
-    sqlite3_stmt *st;
-    uint64_t used;        /* LRU tick */
-} ws_ins;
-
-typedef struct ws_table {
-    struct ws_table *next;
-    char *name;
-    ws_col *cols;
-    uint32_t ncols, cap;
-    ws_ins ins[MAX_STMTS];
-    sqlite3_stmt *rej_ins; /* INSERT into <name>__rejects, once created */
-} ws_table;
-
-struct zx_ws {
-    sqlite3 *db;
-    int in_txn;
-    sqlite3_stmt *st_begin, *st_commit, *st_rollback, *st_ckpt_get, *st_ckpt_set,
-        *st_info;
-    ws_table *tables;
-    uint64_t tick;
-    /* per-append scratch, grown as needed */
-    int32_t *map;         /* rowset column -> table column, -1 skip, -2 not added */
-    uint64_t *rejn;       /* rowset column -> misfits */
-    char **nomsg;         /* rowset column -> why it could not be added */
-    uint32_t *param;      /* table column -> parameter index (0: none) */
-    uint8_t *used;        /* table column -> in the statement */
-    uint32_t *list;       /* the statement's table columns */
-    char (*slot)[ZX_TS_BUFSZ]; /* table column -> short converted text of
-                                  the current row (bound SQLITE_STATIC) */
-    size_t rs_cap, tc_cap;
-    zx_fit_buf buf, raw, sql;
-    char ts[ZX_TS_BUFSZ];
-};
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+void zx_wsq_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || !errlen)
         return;
@@ -89,29 +37,14 @@ const char *zx_ws_errmsg(zx_ws *w)
 
 /* Errors that come from the data or the table's shape rather than from the
  * database itself: the statement failed, the transaction goes on. */
-static int data_error(int rc)
+int zx_wsq_data_error(int rc)
 {
     rc &= 0xff;
     return rc == SQLITE_ERROR || rc == SQLITE_CONSTRAINT || rc == SQLITE_MISMATCH ||
            rc == SQLITE_TOOBIG || rc == SQLITE_RANGE;
 }
 
-static int sql_ident(zx_fit_buf *b, const char *s)
-{
-    if (zx_fit_buf_put(b, "\"", 1) < 0)
-        return -1;
-    for (const char *q; (q = strchr(s, '"')) != NULL; s = q + 1)
-        if (zx_fit_buf_put(b, s, (size_t)(q - s) + 1) < 0 || zx_fit_buf_put(b, "\"", 1) < 0)
-            return -1;
-    return zx_fit_buf_put(b, s, strlen(s)) < 0 || zx_fit_buf_put(b, "\"", 1) < 0 ? -1 : 0;
-}
-
-static int sql_str(zx_fit_buf *b, const char *s)
-{
-    return zx_fit_buf_put(b, s, strlen(s));
-}
-
-static sqlite3_stmt *prep(zx_ws *w, const char *sql)
+sqlite3_stmt *zx_wsq_prep(zx_ws *w, const char *sql)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
@@ -122,102 +55,11 @@ static sqlite3_stmt *prep(zx_ws *w, const char *sql)
 }
 
 /* Run a cached statement to completion; returns the SQLite code. */
-static int run(sqlite3_stmt *st)
+int zx_wsq_run(sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
-}
-
-/* ---- schema cache -------------------------------------------------------- */
-
-static void table_free(ws_table *t)
-{
-    for (uint32_t i = 0; i < t->ncols; i++) {
-        free(t->cols[i].name);
-        free(t->cols[i].decl);
-    }
-    for (int i = 0; i < MAX_STMTS; i++) {
-        sqlite3_finalize(t->ins[i].st);
-        free(t->ins[i].cols);
-    }
-    sqlite3_finalize(t->rej_ins);
-    free(t->cols);
-    free(t->name);
-    free(t);
-}
-
-static void cache_drop(zx_ws *w)
-{
-    while (w->tables) {
-        ws_table *t = w->tables;
-        w->tables = t->next;
-        table_free(t);
-    }
-}
-
-static int table_add_col(ws_table *t, const char *name, const char *decl)
-{
-    if (t->ncols == t->cap) {
-        uint32_t cap = t->cap ? t->cap * 2 : 16;
-        ws_col *c = realloc(t->cols, cap * sizeof(*c));
-        if (!c)
-            return -1;
-        t->cols = c;
-        t->cap = cap;
-    }
-    ws_col *c = &t->cols[t->ncols];
-    c->name = strdup(name);
-    c->decl = strdup(decl ? decl : "");
-    if (!c->name || !c->decl) {
-        free(c->name);
-        free(c->decl);
-        return -1;
-    }
-    c->kind = zx_fit_kind_from_decl(decl);
-    t->ncols++;
-    return 0;
-}
-
-static int64_t find_col(const ws_table *t, const char *name)
-{
-    for (uint32_t i = 0; i < t->ncols; i++)
-        if (sqlite3_stricmp(t->cols[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
-/* The cached table (columns read from the database on first use); a table
- * that does not exist has ncols == 0.  NULL on a database error/ENOMEM. */
-static ws_table *get_table(zx_ws *w, const char *name)
-{
-    for (ws_table *t = w->tables; t; t = t->next)
-        if (sqlite3_stricmp(t->name, name) == 0)
-            return t;
-    ws_table *t = calloc(1, sizeof(*t));
-    if (!t || !(t->name = strdup(name)))
-        goto fail;
-    sqlite3_bind_text(w->st_info, 1, name, -1, SQLITE_STATIC);
-    int rc;
-    while ((rc = sqlite3_step(w->st_info)) == SQLITE_ROW) {
-        const char *cn = (const char *)sqlite3_column_text(w->st_info, 0);
-        const char *ct = (const char *)sqlite3_column_text(w->st_info, 1);
-        if (cn && table_add_col(t, cn, ct) < 0) {
-            rc = SQLITE_NOMEM;
-            break;
-        }
-    }
-    sqlite3_reset(w->st_info);
-    sqlite3_clear_bindings(w->st_info);
-    if (rc != SQLITE_DONE)
-        goto fail;
-    t->next = w->tables;
-    w->tables = t;
-    return t;
-fail:
-    if (t)
-        table_free(t);
-    return NULL;
 }
 
 /* ---- open / close / transactions ----------------------------------------- */
@@ -228,14 +70,15 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err, s
     char *jm = NULL;
     const char *sync = "FULL";
     if (!w) {
-        seterr(err, errlen, "workspace: out of memory");
+        zx_wsq_seterr(err, errlen, "workspace: out of memory");
         return NULL;
     }
     if (synchronous && sqlite3_stricmp(synchronous, "normal") == 0)
         sync = "NORMAL";
     else if (synchronous && sqlite3_stricmp(synchronous, "full") != 0) {
-        seterr(err, errlen, "workspace: synchronous must be \"normal\" or \"full\", not \"%s\"",
-               synchronous);
+        zx_wsq_seterr(err, errlen,
+                      "workspace: synchronous must be \"normal\" or \"full\", not \"%s\"",
+                      synchronous);
         goto fail;
     }
     /* Memory statistics cost a global mutex per allocation (about 40% of
@@ -245,8 +88,8 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err, s
     if (sqlite3_open_v2(path, &w->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
-        seterr(err, errlen, "workspace %s: %s", path,
-               w->db ? sqlite3_errmsg(w->db) : "cannot open");
+        zx_wsq_seterr(err, errlen, "workspace %s: %s", path,
+                      w->db ? sqlite3_errmsg(w->db) : "cannot open");
         goto fail;
     }
     sqlite3_busy_timeout(w->db, 5000);
@@ -256,8 +99,8 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err, s
         jm = strdup((const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     if (!jm || sqlite3_stricmp(jm, "wal") != 0) {
-        seterr(err, errlen, "workspace %s: cannot switch to WAL mode: %s", path,
-               jm ? jm : sqlite3_errmsg(w->db));
+        zx_wsq_seterr(err, errlen, "workspace %s: cannot switch to WAL mode: %s", path,
+                      jm ? jm : sqlite3_errmsg(w->db));
         goto fail;
     }
     char pragmas[256];
@@ -267,18 +110,19 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err, s
              " seq INTEGER, committed_at TEXT);", sync);
     if (sqlite3_exec(w->db, pragmas, NULL, NULL, NULL) != SQLITE_OK)
         goto dberr;
-    if (!(w->st_begin = prep(w, "BEGIN IMMEDIATE")) || !(w->st_commit = prep(w, "COMMIT")) ||
-        !(w->st_rollback = prep(w, "ROLLBACK")) ||
-        !(w->st_ckpt_get = prep(w, "SELECT seq FROM _zx_checkpoints WHERE pipeline=?")) ||
-        !(w->st_ckpt_set = prep(w, "INSERT INTO _zx_checkpoints(pipeline,seq,committed_at)"
+    if (!(w->st_begin = zx_wsq_prep(w, "BEGIN IMMEDIATE")) ||
+        !(w->st_commit = zx_wsq_prep(w, "COMMIT")) ||
+        !(w->st_rollback = zx_wsq_prep(w, "ROLLBACK")) ||
+        !(w->st_ckpt_get = zx_wsq_prep(w, "SELECT seq FROM _zx_checkpoints WHERE pipeline=?")) ||
+        !(w->st_ckpt_set = zx_wsq_prep(w, "INSERT INTO _zx_checkpoints(pipeline,seq,committed_at)"
                                    " VALUES(?,?,?) ON CONFLICT(pipeline) DO UPDATE SET"
                                    " seq=excluded.seq, committed_at=excluded.committed_at")) ||
-        !(w->st_info = prep(w, "SELECT name, type FROM pragma_table_info(?)")))
+        !(w->st_info = zx_wsq_prep(w, "SELECT name, type FROM pragma_table_info(?)")))
         goto dberr;
     free(jm);
     return w;
 dberr:
-    seterr(err, errlen, "workspace %s: %s", path, sqlite3_errmsg(w->db));
+    zx_wsq_seterr(err, errlen, "workspace %s: %s", path, sqlite3_errmsg(w->db));
 fail:
     free(jm);
     zx_ws_close(w);
@@ -313,11 +157,11 @@ void zx_ws_close(zx_ws *w)
 int zx_ws_begin(zx_ws *w, char *err, size_t errlen)
 {
     if (w->in_txn) {
-        seterr(err, errlen, "workspace: a transaction is already open");
+        zx_wsq_seterr(err, errlen, "workspace: a transaction is already open");
         return -1;
     }
-    if (run(w->st_begin) != SQLITE_OK) {
-        seterr(err, errlen, "workspace: begin: %s", sqlite3_errmsg(w->db));
+    if (zx_wsq_run(w->st_begin) != SQLITE_OK) {
+        zx_wsq_seterr(err, errlen, "workspace: begin: %s", sqlite3_errmsg(w->db));
         return -1;
     }
     w->in_txn = 1;
@@ -327,11 +171,11 @@ int zx_ws_begin(zx_ws *w, char *err, size_t errlen)
 int zx_ws_commit(zx_ws *w, char *err, size_t errlen)
 {
     if (!w->in_txn) {
-        seterr(err, errlen, "workspace: no open transaction");
+        zx_wsq_seterr(err, errlen, "workspace: no open transaction");
         return -1;
     }
-    if (run(w->st_commit) != SQLITE_OK) {
-        seterr(err, errlen, "workspace: commit: %s", sqlite3_errmsg(w->db));
+    if (zx_wsq_run(w->st_commit) != SQLITE_OK) {
+        zx_wsq_seterr(err, errlen, "workspace: commit: %s", sqlite3_errmsg(w->db));
         zx_ws_rollback(w);
         return -1;
     }
@@ -343,9 +187,9 @@ void zx_ws_rollback(zx_ws *w)
 {
     if (!w)
         return;
-    cache_drop(w);
+    zx_wsq_cache_drop(w);
     if (w->db && !sqlite3_get_autocommit(w->db))
-        run(w->st_rollback);
+        zx_wsq_run(w->st_rollback);
     w->in_txn = 0;
 }
 
@@ -372,11 +216,10 @@ int zx_ws_checkpoint_set(zx_ws *w, const char *pipeline, uint64_t seq, int64_t n
     sqlite3_bind_text(w->st_ckpt_set, 1, pipeline, -1, SQLITE_STATIC);
     sqlite3_bind_int64(w->st_ckpt_set, 2, (sqlite3_int64)seq);
     sqlite3_bind_text(w->st_ckpt_set, 3, ts, -1, SQLITE_STATIC);
-    int rc = run(w->st_ckpt_set);
+    int rc = zx_wsq_run(w->st_ckpt_set);
     sqlite3_clear_bindings(w->st_ckpt_set);
     return rc == SQLITE_OK ? 0 : -1;
 }
-
 
 /* ---- append -------------------------------------------------------------- */
 
@@ -418,143 +261,6 @@ static int grow_scratch(zx_ws *w, size_t nrs, size_t ntc)
     return 0;
 }
 
-static int add_newcol(zx_ws_result *res, const char *name, uint8_t type)
-{
-    zx_ws_newcol *n = realloc(res->newcols, (res->nnewcols + 1) * sizeof(*n));
-    if (!n)
-        return -1;
-    res->newcols = n;
-    snprintf(n[res->nnewcols].name, sizeof(n->name), "%s", name);
-    n[res->nnewcols].type = type;
-    res->nnewcols++;
-    return 0;
-}
-
-/* CREATE TABLE with the batch's new columns (at most MAX_CREATE_COLS) and
- * the metadata columns.  Returns 0, 1 when there is nothing to create, or
- * -1 (err set). */
-static int create_table(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t meta,
-                        zx_ws_result *res, char *err, size_t errlen)
-{
-    zx_fit_buf *b = &w->sql;
-    uint32_t n = 0;
-    b->len = 0;
-    if (sql_str(b, "CREATE TABLE ") < 0 || sql_ident(b, t->name) < 0 || sql_str(b, " (") < 0)
-        goto nomem;
-    for (uint32_t c = 0; c < rs->ncols && n < MAX_CREATE_COLS; c++) {
-        if (w->map[c] != -3 || !zx_fit_decl_for_type(rs->cols[c].type))
-            continue;
-        int dup = 0;
-        for (uint32_t d = 0; d < c && !dup; d++)
-            dup = w->map[d] == -3 && sqlite3_stricmp(rs->cols[d].name, rs->cols[c].name) == 0;
-        if (dup)
-            continue;
-        if ((n++ && sql_str(b, ", ") < 0) || sql_ident(b, rs->cols[c].name) < 0 ||
-            sql_str(b, " ") < 0 || sql_str(b, zx_fit_decl_for_type(rs->cols[c].type)) < 0)
-            goto nomem;
-    }
-    uint32_t ndata = n;
-    for (int m = 0; m < 2; m++)
-        if (meta & (1u << m))
-            if ((n++ && sql_str(b, ", ") < 0) || sql_ident(b, meta_name[m]) < 0 ||
-                sql_str(b, " ") < 0 || sql_str(b, meta_decl[m]) < 0)
-                goto nomem;
-    if (n == 0)
-        return 1;
-    if (sql_str(b, ")") < 0)
-        goto nomem;
-    if (sqlite3_exec(w->db, b->p, NULL, NULL, NULL) != SQLITE_OK) {
-        seterr(err, errlen, "workspace: cannot create table %s: %s", t->name,
-               sqlite3_errmsg(w->db));
-        return -1;
-    }
-    res->created_table = 1;
-    n = 0;
-    for (uint32_t c = 0; c < rs->ncols && n < ndata; c++) {
-        if (w->map[c] != -3 || !zx_fit_decl_for_type(rs->cols[c].type) ||
-            find_col(t, rs->cols[c].name) >= 0)
-            continue;
-        n++;
-        if (table_add_col(t, rs->cols[c].name, zx_fit_decl_for_type(rs->cols[c].type)) < 0 ||
-            add_newcol(res, rs->cols[c].name, rs->cols[c].type) < 0)
-            goto nomem;
-    }
-    for (int m = 0; m < 2; m++)
-        if ((meta & (1u << m)) && table_add_col(t, meta_name[m], meta_decl[m]) < 0)
-            goto nomem;
-    return 0;
-nomem:
-    seterr(err, errlen, "workspace: out of memory");
-    return -1;
-}
-
-/* ALTER TABLE ADD COLUMN.  0 added, 1 refused by SQLite (message in
- * *why, malloc'ed), -1 database error (err set). */
-static int add_column(zx_ws *w, ws_table *t, const char *name, const char *decl,
-                      char **why, char *err, size_t errlen)
-{
-    zx_fit_buf *b = &w->sql;
-    b->len = 0;
-    if (sql_str(b, "ALTER TABLE ") < 0 || sql_ident(b, t->name) < 0 ||
-        sql_str(b, " ADD COLUMN ") < 0 || sql_ident(b, name) < 0 || sql_str(b, " ") < 0 ||
-        sql_str(b, decl) < 0)
-        goto nomem;
-    int rc = sqlite3_exec(w->db, b->p, NULL, NULL, NULL);
-    if (rc == SQLITE_OK)
-        return table_add_col(t, name, decl) < 0 ? -1 : 0;
-    if (data_error(rc) && !sqlite3_get_autocommit(w->db)) {
-        if (why && !*why)
-            *why = strdup(sqlite3_errmsg(w->db));
-        return 1;
-    }
-    seterr(err, errlen, "workspace: cannot add column %s to %s: %s", name, t->name,
-           sqlite3_errmsg(w->db));
-    return -1;
-nomem:
-    seterr(err, errlen, "workspace: out of memory");
-    return -1;
-}
-
-/* The cached INSERT for this column list (NULL on error). */
-static sqlite3_stmt *get_ins(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n)
-{
-    ws_ins *v = &t->ins[0];
-    for (int i = 0; i < MAX_STMTS; i++) {
-        ws_ins *s = &t->ins[i];
-        if (s->st && s->n == n && (n == 0 || memcmp(s->cols, cols, n * sizeof(*cols)) == 0)) {
-            s->used = ++w->tick;
-            return s->st;
-        }
-        if (!s->st || s->used < v->used)
-            v = s;
-    }
-    sqlite3_finalize(v->st);
-    free(v->cols);
-    memset(v, 0, sizeof(*v));
-    zx_fit_buf *b = &w->sql;
-    b->len = 0;
-    int bad = sql_str(b, "INSERT INTO ") < 0 || sql_ident(b, t->name) < 0;
-    if (n == 0)
-        bad = bad || sql_str(b, " DEFAULT VALUES") < 0;
-    for (uint32_t i = 0; i < n && !bad; i++)
-        bad = sql_str(b, i ? ", " : " (") < 0 || sql_ident(b, t->cols[cols[i]].name) < 0;
-    for (uint32_t i = 0; i < n && !bad; i++)
-        bad = sql_str(b, i ? ", ?" : ") VALUES (?") < 0;
-    if (bad || (n && sql_str(b, ")") < 0))
-        return NULL;
-    if (!(v->cols = malloc((n ? n : 1) * sizeof(*cols))))
-        return NULL;
-    memcpy(v->cols, cols, n * sizeof(*cols));
-    if (!(v->st = prep(w, b->p))) {
-        free(v->cols);
-        v->cols = NULL;
-        return NULL;
-    }
-    v->n = n;
-    v->used = ++w->tick;
-    return v->st;
-}
-
 /* Record one rejected value (v != NULL) or row (v == NULL, reason given).
  * 0, or -1 on a database error / out of memory (err set).  A rejects table
  * that cannot be created or written for a data reason is skipped. */
@@ -569,8 +275,9 @@ static int reject(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *colu
         b->len = 0;
         if (asprintf(&rname, "%s__rejects", t->name) < 0)
             goto nomem;
-        int bad = sql_str(b, "CREATE TABLE IF NOT EXISTS ") < 0 || sql_ident(b, rname) < 0 ||
-                  sql_str(b, " (rejected_at TIMESTAMP, pipeline TEXT, request_id TEXT,"
+        int bad = zx_wsq_sql_str(b, "CREATE TABLE IF NOT EXISTS ") < 0 ||
+                  zx_wsq_sql_ident(b, rname) < 0 ||
+                  zx_wsq_sql_str(b, " (rejected_at TIMESTAMP, pipeline TEXT, request_id TEXT,"
                              " column_name TEXT, column_type TEXT, value_type TEXT,"
                              " raw_value TEXT, reason TEXT)") < 0;
         if (bad) {
@@ -579,20 +286,20 @@ static int reject(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *colu
         }
         int rc = sqlite3_exec(w->db, b->p, NULL, NULL, NULL);
         b->len = 0;
-        bad = sql_str(b, "INSERT INTO ") < 0 || sql_ident(b, rname) < 0 ||
-              sql_str(b, " (rejected_at, pipeline, request_id, column_name, column_type,"
+        bad = zx_wsq_sql_str(b, "INSERT INTO ") < 0 || zx_wsq_sql_ident(b, rname) < 0 ||
+              zx_wsq_sql_str(b, " (rejected_at, pipeline, request_id, column_name, column_type,"
                          " value_type, raw_value, reason) VALUES (?,?,?,?,?,?,?,?)") < 0;
         free(rname);
         if (bad)
             goto nomem;
         if (rc == SQLITE_OK)
-            t->rej_ins = prep(w, b->p);
+            t->rej_ins = zx_wsq_prep(w, b->p);
         if (!t->rej_ins) {
             rc = sqlite3_errcode(w->db);
-            if (data_error(rc) && !sqlite3_get_autocommit(w->db))
+            if (zx_wsq_data_error(rc) && !sqlite3_get_autocommit(w->db))
                 return 0; /* e.g. a user-made table of that name: skip */
-            seterr(err, errlen, "workspace: rejects table of %s: %s", t->name,
-                   sqlite3_errmsg(w->db));
+            zx_wsq_seterr(err, errlen, "workspace: rejects table of %s: %s", t->name,
+                          sqlite3_errmsg(w->db));
             return -1;
         }
     }
@@ -620,15 +327,15 @@ static int reject(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *colu
         sqlite3_bind_text(st, 6, "row", -1, SQLITE_STATIC);
     }
     sqlite3_bind_text(st, 8, reason ? reason : "", -1, SQLITE_TRANSIENT);
-    int rc = run(st);
+    int rc = zx_wsq_run(st);
     sqlite3_clear_bindings(st);
-    if (rc == SQLITE_OK || (data_error(rc) && !sqlite3_get_autocommit(w->db)))
+    if (rc == SQLITE_OK || (zx_wsq_data_error(rc) && !sqlite3_get_autocommit(w->db)))
         return 0;
-    seterr(err, errlen, "workspace: cannot record a reject for %s: %s", t->name,
-           sqlite3_errmsg(w->db));
+    zx_wsq_seterr(err, errlen, "workspace: cannot record a reject for %s: %s", t->name,
+                  sqlite3_errmsg(w->db));
     return -1;
 nomem:
-    seterr(err, errlen, "workspace: out of memory");
+    zx_wsq_seterr(err, errlen, "workspace: out of memory");
     return -1;
 }
 
@@ -677,18 +384,18 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
     sqlite3_stmt *st = NULL;
     memset(res, 0, sizeof(*res));
     if (!w->in_txn) {
-        seterr(err, errlen, "workspace: append outside a transaction");
+        zx_wsq_seterr(err, errlen, "workspace: append outside a transaction");
         return -1;
     }
     if (!a->table || !*a->table) {
-        seterr(err, errlen, "workspace: no table name");
+        zx_wsq_seterr(err, errlen, "workspace: no table name");
         return -1;
     }
     if (rs->nrows == 0)
         return 0;
-    ws_table *t = get_table(w, a->table);
+    ws_table *t = zx_wsq_get_table(w, a->table);
     if (!t) {
-        seterr(err, errlen, "workspace: table %s: %s", a->table, sqlite3_errmsg(w->db));
+        zx_wsq_seterr(err, errlen, "workspace: table %s: %s", a->table, sqlite3_errmsg(w->db));
         return -1;
     }
     if (grow_scratch(w, ncols, t->ncols) < 0)
@@ -702,14 +409,14 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         const zx_column *col = &rs->cols[c];
         int shadow = 0;
         for (int m = 0; m < 2; m++)
-            shadow |= (meta & (1u << m)) && sqlite3_stricmp(col->name, meta_name[m]) == 0;
+            shadow |= (meta & (1u << m)) && sqlite3_stricmp(col->name, zx_wsq_meta_name[m]) == 0;
         if (col->type == ZX_T_NULL || shadow || strlen(col->name) != col->name_len)
             w->map[c] = -1;
         else
             w->map[c] = -3;
     }
     if (t->ncols == 0) {
-        int rc = create_table(w, t, rs, meta, res, err, errlen);
+        int rc = zx_wsq_create_table(w, t, rs, meta, res, err, errlen);
         if (rc < 0)
             goto out;
         if (rc == 1) { /* nothing to create: every value null */
@@ -720,17 +427,17 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
     for (uint32_t c = 0; c < ncols; c++) {
         if (w->map[c] != -3)
             continue;
-        int64_t i = find_col(t, rs->cols[c].name);
+        int64_t i = zx_wsq_find_col(t, rs->cols[c].name);
         if (i < 0) {
             const char *decl = zx_fit_decl_for_type(rs->cols[c].type);
             if (!decl) { /* a hostile frame's unknown type: no column for it */
                 w->map[c] = -2;
                 continue;
             }
-            int rc = add_column(w, t, rs->cols[c].name, decl, &w->nomsg[c], err, errlen);
+            int rc = zx_wsq_add_column(w, t, rs->cols[c].name, decl, &w->nomsg[c], err, errlen);
             if (rc < 0)
                 goto out;
-            if (rc == 0 && add_newcol(res, rs->cols[c].name, rs->cols[c].type) < 0)
+            if (rc == 0 && zx_wsq_add_newcol(res, rs->cols[c].name, rs->cols[c].type) < 0)
                 goto nomem;
             i = rc == 0 ? (int64_t)t->ncols - 1 : -2;
         }
@@ -739,9 +446,10 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
     for (int m = 0; m < 2; m++) {
         if (!(meta & (1u << m)))
             continue;
-        int64_t i = find_col(t, meta_name[m]);
+        int64_t i = zx_wsq_find_col(t, zx_wsq_meta_name[m]);
         if (i < 0) {
-            int rc = add_column(w, t, meta_name[m], meta_decl[m], NULL, err, errlen);
+            int rc = zx_wsq_add_column(w, t, zx_wsq_meta_name[m], zx_wsq_meta_decl[m], NULL,
+                                       err, errlen);
             if (rc < 0)
                 goto out;
             i = rc == 0 ? (int64_t)t->ncols - 1 : -1;
@@ -765,9 +473,9 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         if (w->used[i])
             w->list[n++] = i;
     }
-    st = get_ins(w, t, w->list, n);
+    st = zx_wsq_get_ins(w, t, w->list, n);
     if (!st) {
-        seterr(err, errlen, "workspace: insert into %s: %s", t->name, sqlite3_errmsg(w->db));
+        zx_wsq_seterr(err, errlen, "workspace: insert into %s: %s", t->name, sqlite3_errmsg(w->db));
         goto out;
     }
     if (meta_idx[0] >= 0)
@@ -816,7 +524,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         int rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) {
             res->rows++;
-        } else if (data_error(rc) && !sqlite3_get_autocommit(w->db)) {
+        } else if (zx_wsq_data_error(rc) && !sqlite3_get_autocommit(w->db)) {
             char why[600];
             snprintf(why, sizeof(why), "row not inserted: %.500s", sqlite3_errmsg(w->db));
             sqlite3_reset(st);
@@ -824,7 +532,8 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                 goto out;
             res->rejects++;
         } else {
-            seterr(err, errlen, "workspace: insert into %s: %s", t->name, sqlite3_errmsg(w->db));
+            zx_wsq_seterr(err, errlen, "workspace: insert into %s: %s", t->name,
+                          sqlite3_errmsg(w->db));
             sqlite3_reset(st);
             goto out;
         }
@@ -841,7 +550,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
     ret = 0;
     goto out;
 nomem:
-    seterr(err, errlen, "workspace: out of memory");
+    zx_wsq_seterr(err, errlen, "workspace: out of memory");
 out:
     if (st) { /* drop every pointer into the caller's memory */
         sqlite3_reset(st);
@@ -861,40 +570,4 @@ void zx_ws_result_free(zx_ws_result *res)
     free(res->newcols);
     free(res->rejcols);
     memset(res, 0, sizeof(*res));
-}
-
-int zx_ws_table_columns(zx_ws *w, const char *table, char **json_out)
-{
-    *json_out = NULL;
-    ws_table *t = get_table(w, table);
-    if (!t)
-        return -1;
-    if (t->ncols == 0)
-        return 1;
-    zx_fit_buf b = { 0 };
-    int bad = zx_fit_buf_put(&b, "[", 1) < 0;
-    for (uint32_t i = 0; i < t->ncols && !bad; i++) {
-        const ws_col *c = &t->cols[i];
-        char type[64];
-        if (c->kind != ZX_FIT_ANY || !c->decl[0]) {
-            snprintf(type, sizeof(type), "%s", zx_fit_kind_name(c->kind));
-        } else {
-            size_t k = 0;
-            for (; c->decl[k] && k < sizeof(type) - 1; k++)
-                type[k] = (char)(c->decl[k] >= 'A' && c->decl[k] <= 'Z' ? c->decl[k] + 32
-                                                                        : c->decl[k]);
-            type[k] = 0;
-        }
-        bad = (i && zx_fit_buf_put(&b, ",", 1) < 0) ||
-              zx_fit_buf_put(&b, "{\"name\":", 8) < 0 ||
-              zx_fit_json_quote(&b, c->name, strlen(c->name)) < 0 ||
-              zx_fit_buf_put(&b, ",\"type\":", 8) < 0 ||
-              zx_fit_json_quote(&b, type, strlen(type)) < 0 || zx_fit_buf_put(&b, "}", 1) < 0;
-    }
-    if (bad || zx_fit_buf_put(&b, "]", 1) < 0) {
-        zx_fit_buf_free(&b);
-        return -1;
-    }
-    *json_out = b.p;
-    return 0;
 }

@@ -1,0 +1,194 @@
+/*
+ * json_numbers.c — rewriting of JSON numbers beyond int64 / double for
+ * jansson (see json_numbers.h).
+ *
+ * Must never trust the text: every scan is bounded by n, an unterminated
+ * string or a malformed number is copied as it is (jansson then reports
+ * the error at its position), and no length comes from the input.
+ */
+#include "common/json_numbers.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int grow(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t cap2 = *cap ? *cap : 4096;
+    while (cap2 < need)
+        cap2 *= 2;
+    char *b = realloc(*buf, cap2);
+    if (!b)
+        return -1;
+    *buf = b;
+    *cap = cap2;
+    return 0;
+}
+
+static int add_patch(zx_jnum *c, size_t at, size_t added)
+{
+    if (c->npatches == c->patches_cap) {
+        size_t cap = c->patches_cap ? c->patches_cap * 2 : 16;
+        zx_jnum_patch *p = realloc(c->patches, cap * sizeof(*p));
+        if (!p)
+            return -1;
+        c->patches = p;
+        c->patches_cap = cap;
+    }
+    c->patches[c->npatches].at = at;
+    c->patches[c->npatches].added = added;
+    c->npatches++;
+    return 0;
+}
+
+static int is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+/* End of a JSON number starting at s[i] (RFC 8259 grammar); 0 if the bytes
+ * there are not a valid number.  *is_int: no fraction, no exponent. */
+static size_t number_end(const char *s, size_t n, size_t i, int *is_int)
+{
+    size_t j = i;
+    *is_int = 1;
+    if (j < n && s[j] == '-')
+        j++;
+    if (j < n && s[j] == '0')
+        j++;
+    else if (j < n && is_digit(s[j]))
+        while (j < n && is_digit(s[j]))
+            j++;
+    else
+        return 0;
+    if (j < n && s[j] == '.') {
+        *is_int = 0;
+        if (++j >= n || !is_digit(s[j]))
+            return 0;
+        while (j < n && is_digit(s[j]))
+            j++;
+    }
+    if (j < n && (s[j] == 'e' || s[j] == 'E')) {
+        *is_int = 0;
+        j++;
+        if (j < n && (s[j] == '+' || s[j] == '-'))
+            j++;
+        if (j >= n || !is_digit(s[j]))
+            return 0;
+        while (j < n && is_digit(s[j]))
+            j++;
+    }
+    return j;
+}
+
+static int int_fits(const char *s, size_t n)
+{
+    int neg = s[0] == '-';
+    const char *d = s + neg;
+    size_t nd = n - (size_t)neg;
+    if (nd < 19)
+        return 1;
+    if (nd > 19)
+        return 0;
+    return memcmp(d, neg ? "9223372036854775808" : "9223372036854775807", 19) <= 0;
+}
+
+/* 0 = leave as is, 1 = append ".0", 2 = quote. */
+static int number_fix(const char *s, size_t n, int is_int)
+{
+    if (is_int && int_fits(s, n))
+        return 0;
+    char small[64];
+    char *tmp = n < sizeof(small) ? small : malloc(n + 1);
+    if (!tmp)
+        return 2;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    errno = 0;
+    double d = strtod(tmp, NULL);
+    int overflow = isinf(d) || (errno == ERANGE && d != 0);
+    if (tmp != small)
+        free(tmp);
+    if (overflow)
+        return 2;
+    return is_int ? 1 : 0;
+}
+
+int zx_jnum_rewrite(zx_jnum *c, const char *s, size_t n, size_t *outn)
+{
+    size_t o = 0;
+    c->npatches = 0;
+#define PUT(src, k)                                                          \
+    do {                                                                     \
+        if (grow(&c->patched, &c->patched_cap, o + (k) + 3) < 0)             \
+            return -1;                                                       \
+        memcpy(c->patched + o, (src), (k));                                  \
+        o += (k);                                                            \
+    } while (0)
+    for (size_t i = 0; i < n;) {
+        char ch = s[i];
+        if (ch == '"') {
+            size_t j = i + 1;
+            while (j < n && s[j] != '"')
+                j += s[j] == '\\' ? 2 : 1;
+            j = j < n ? j + 1 : n;
+            PUT(s + i, j - i);
+            i = j;
+        } else if (ch == '-' || is_digit(ch)) {
+            int is_int;
+            size_t j = number_end(s, n, i, &is_int);
+            if (j == 0) {
+                PUT(s + i, 1);
+                i++;
+                continue;
+            }
+            int fix = number_fix(s + i, j - i, is_int);
+            if (fix == 2) {
+                if (add_patch(c, i, 1) < 0)
+                    return -1;
+                PUT("\"", 1);
+            }
+            PUT(s + i, j - i);
+            if (fix) {
+                if (add_patch(c, j, fix == 1 ? 2 : 1) < 0)
+                    return -1;
+                PUT(fix == 1 ? ".0" : "\"", fix == 1 ? 2 : 1);
+            }
+            i = j;
+        } else {
+            size_t j = i + 1;
+            while (j < n && s[j] != '"' && s[j] != '-' && !is_digit(s[j]))
+                j++;
+            PUT(s + i, j - i);
+            i = j;
+        }
+    }
+#undef PUT
+    *outn = o;
+    return 0;
+}
+
+/* Offset in the original text of byte `p` of the patched text. */
+size_t zx_jnum_unpatch_pos(const zx_jnum *c, size_t p)
+{
+    size_t shift = 0;
+    for (size_t k = 0; k < c->npatches; k++) {
+        size_t start = c->patches[k].at + shift;   /* patched offset */
+        if (p < start)
+            break;
+        if (p < start + c->patches[k].added)
+            return c->patches[k].at;
+        shift += c->patches[k].added;
+    }
+    return p - shift;
+}
+
+void zx_jnum_free(zx_jnum *p)
+{
+    free(p->patched);
+    free(p->patches);
+    memset(p, 0, sizeof(*p));
+}

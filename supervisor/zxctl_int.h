@@ -1,0 +1,74 @@
+/*
+ * zxctl_int.h — private declarations shared by the files of the zxctl
+ * program: zxctl.c (arguments, finding the socket, the request and its
+ * answer, main), zxctl_io.c (the control socket with deadlines) and
+ * zxctl_print.c (human output of the daemon's answers).
+ *
+ * It must never be included by zxd's own code: zxctl is a separate program
+ * and these functions may exit() on out of memory.
+ */
+#ifndef ZX_SUPERVISOR_ZXCTL_INT_H
+#define ZX_SUPERVISOR_ZXCTL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define ZXCTL_READ_CHUNK 65536
+
+/* A connection and its receive buffer.  Lines returned by zxctl_readline
+ * point into buf and stay valid until the next zxctl_readline. */
+typedef struct zxctl_conn {
+    int fd;
+    const char *path;         /* as shown in messages */
+    char *buf;
+    size_t start, len, cap;   /* unread bytes are buf[start..len) */
+} zxctl_conn;
+
+/* ---- zxctl.c ---------------------------------------------------------- */
+
+/* Prints "out of memory" and exits with ZX_EXIT_DAEMON_ERROR. */
+void zxctl_oom(void);
+/* realloc / strdup that never return NULL (zxctl_oom instead). */
+void *zxctl_xrealloc(void *p, size_t n);
+char *zxctl_xstrdup(const char *s);
+
+/* ---- zxctl_io.c ------------------------------------------------------- */
+
+/* CLOCK_MONOTONIC in milliseconds, for deadlines (-1 = no deadline). */
+int64_t zxctl_now_ms(void);
+
+/* Connect to the Unix socket at path before deadline.  Returns a
+ * non-blocking fd, or -1 with errno set (ETIMEDOUT after the deadline). */
+int zxctl_connect(const char *path, int64_t deadline);
+
+/* Write all of buf before deadline (never raises SIGPIPE).  0 ok, -1 with
+ * errno. */
+int zxctl_send(int fd, const char *buf, size_t len, int64_t deadline);
+
+/* Next line from the daemon, without its '\n' and NUL-terminated, in
+ * *line (points into c->buf, valid until the next call).  Returns 1 with a
+ * line, 0 at the end of the stream (a last line without '\n' is still
+ * returned first), or -1 with errno: ETIMEDOUT, EMSGSIZE (longer than
+ * ZX_CTL_MAX_LINE), or a socket error. */
+int zxctl_readline(zxctl_conn *c, int64_t deadline, char **line);
+
+/* ---- zxctl_print.c ---------------------------------------------------- */
+
+/* Copy of s with control bytes replaced by '?' (UTF-8 kept).  Caller frees. */
+char *zxctl_clean(const char *s);
+
+/* Printable text of a JSON value: "-" for missing, null or "", numbers in
+ * decimal, strings cleaned, arrays/objects as compact JSON.  Caller frees. */
+char *zxctl_fmt(const json_t *v);
+
+/* Human output of an ok answer to status, reload and checkpoints, and of
+ * one feed event.  Every string from the daemon is cleaned. */
+void zxctl_print_status(const json_t *r, FILE *out);
+void zxctl_print_reload(const json_t *r, FILE *out);
+void zxctl_print_checkpoints(const json_t *r, FILE *out);
+void zxctl_print_event(const json_t *ev, FILE *out);
+
+#endif

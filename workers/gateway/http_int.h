@@ -1,0 +1,162 @@
+/* http_int.h - private declarations shared by the HTTP server's files.
+ *
+ * The server is split into http.c (listeners, connections, the per-connection
+ * state machine), http_parse.c (request line, headers, query, accessors),
+ * http_reply.c (responses, JSON errors, reason phrases) and http_body.c
+ * (Content-Length and chunked bodies, gzip).  This header holds the structs
+ * they share and the few functions one calls in another.
+ *
+ * Must never be included outside workers/gateway/http*.c: everything here is
+ * internal and may change; the contract for users is http.h.
+ */
+#ifndef ZX_HTTP_INT_H
+#define ZX_HTTP_INT_H
+
+#include "http.h"
+#include "http_gzip.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
+#include <time.h>
+
+struct bufferevent;
+struct event;
+struct evbuffer;
+struct evconnlistener;
+
+#define MAX_LISTENERS    8
+#define MAX_HEADERS      256
+#define MAX_CHUNK_LINE   4096
+#define MAX_SINGLE_READ  (256 * 1024)
+#define LINGER_MS        2000
+#define LINGER_MAX_BYTES (64u * 1024u * 1024u)
+
+enum conn_state {
+    ST_HEAD,    /* waiting for / reading a request head */
+    ST_BODY,    /* reading the body of conn->req */
+    ST_WAIT,    /* conn->req is with the handler */
+    ST_CLOSING, /* reply written, close once it is flushed */
+    ST_LINGER,  /* write side shut, discarding what the client still sends */
+};
+enum body_kind { BODY_NONE, BODY_LENGTH, BODY_CHUNKED };
+enum chunk_state { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER };
+
+struct hdr {
+    const char *name;
+    const char *value;
+};
+
+struct conn;
+
+struct zx_http_req {
+    zx_http_server *srv;
+    struct conn *conn;            /* NULL once the client went away */
+    zx_http_req *oprev, *onext;   /* srv->orphans, when conn is NULL */
+    char *head;                   /* request line + headers, split in place */
+    const char *method, *path, *query;
+    struct hdr *hdrs;
+    size_t nhdrs;
+    int http10;
+    int keep_alive;
+    int body_done;   /* body read entirely (or none) */
+    int in_handler;  /* head_cb was called and let it through */
+    int counted;     /* counted in srv->pending */
+    int closed;
+    int head_method;
+    enum body_kind body_kind;
+    uint64_t content_length;
+    uint64_t remaining;      /* bytes left (whole body or current chunk) */
+    uint64_t raw_total;      /* body bytes received (before inflation) */
+    uint64_t trailer_bytes;
+    enum chunk_state chunk;
+    zx_http_gz *gz;
+    struct evbuffer *body;
+    const char *body_ptr;
+    size_t body_len;
+    char **decoded;          /* query values handed out */
+    size_t ndecoded;
+    void *data;
+    char peer[64];
+};
+
+struct conn {
+    zx_http_server *srv;
+    struct conn *prev, *next;
+    struct bufferevent *bev;
+    struct event *resume;
+    enum conn_state state;
+    zx_http_req *req;
+    size_t scan_off;   /* ST_HEAD: bytes scanned, no empty line yet */
+    size_t skipped;    /* empty lines drained before the request line */
+    int in_process;
+    int linger;
+    uint64_t lingered;
+    struct timeval linger_until;
+    char peer[64];
+};
+
+struct zx_http_server {
+    struct event_base *base;
+    zx_http_limits lim;
+    zx_http_head_cb head;
+    zx_http_body_cb body;
+    zx_http_drop_cb drop;
+    void *ctx;
+    struct evconnlistener *lev[MAX_LISTENERS];
+    size_t nlev;
+    int stopped, accepting, backoff, freeing;
+    struct event *backoff_ev;
+    struct conn *conns;
+    size_t nconns;
+    zx_http_req *orphans;
+    size_t pending;
+    struct timeval idle_tv;
+    time_t date_t;
+    char date[64];
+};
+
+/* ---- http.c ----------------------------------------------------------- */
+
+/* A new request on c (method/path/query ""), or NULL if out of memory.  Not
+ * yet attached to c. */
+zx_http_req *zx_http_req_new(struct conn *c);
+
+/* Frees r and what it owns; unlinks it from the orphans if its client went
+ * away, and un-counts it from pending.  Does not call drop_cb. */
+void zx_http_req_free(zx_http_req *r);
+
+/* ---- http_parse.c ----------------------------------------------------- */
+
+/* The value of hex digit ch, or -1. */
+int zx_http_hexval(int ch);
+
+/* Parses r->head (len bytes + NUL) in place: request line, headers, framing
+ * checks (see http.h, step 1).  Returns 0, or an HTTP status with *why set to
+ * a static message. */
+int zx_http_parse_head(zx_http_req *r, size_t len, const char **why);
+
+/* ---- http_reply.c ----------------------------------------------------- */
+
+/* Sets c's read timeout to rd (NULL: none); the write timeout stays idle. */
+void zx_http_set_read_timeout(struct conn *c, const struct timeval *rd);
+
+/* The server answers an error itself (JSON body, msg not escaped by the
+ * caller) and closes the connection; calls drop_cb if the handler had the
+ * request.  c->req may be NULL (one is made). */
+void zx_http_conn_fail(struct conn *c, int status, const char *msg);
+
+/* ---- http_body.c ------------------------------------------------------ */
+
+/* Answers 413 (body above max_body_size) and closes the connection. */
+void zx_http_fail_too_big(struct conn *c);
+
+/* Reads what the input holds of c->req's body.  1 body complete, 0 need
+ * more, -1 answered (an error reply was made). */
+int zx_http_body_read(struct conn *c);
+
+/* Finishes the body (gzip trailer, contiguous copy) and hands the request to
+ * body_cb; on error answers instead. */
+void zx_http_body_complete(struct conn *c);
+
+#endif

@@ -1,0 +1,234 @@
+/* http_reply.c - writing HTTP responses: status line, headers, JSON errors.
+ *
+ * zx_http_reply writes the answer into the connection's output and decides
+ * whether the connection stays open; zx_http_reply_json_error builds the
+ * {"error": ..., "status": N} body with its own JSON string escaping; the
+ * server's own error answers (zx_http_conn_fail) go through the same path.
+ *
+ * Must never: write a header value or body to the log, send a status outside
+ * 200..599, or touch a request after freeing it.
+ */
+#include "http_int.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *zx_http_reason(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+    }
+}
+
+/* ---- responses -------------------------------------------------------- */
+
+static const char *http_date(zx_http_server *s)
+{
+    time_t now = time(NULL);
+    if (now != s->date_t) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(s->date, sizeof(s->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        s->date_t = now;
+    }
+    return s->date;
+}
+
+void zx_http_set_read_timeout(struct conn *c, const struct timeval *rd)
+{
+    bufferevent_set_timeouts(c->bev, rd, &c->srv->idle_tv);
+}
+
+void zx_http_reply(zx_http_req *r, int status, const char *content_type,
+                   const char *extra_headers, const char *body, size_t len)
+{
+    struct conn *c;
+    zx_http_server *s;
+
+    if (!r)
+        return;
+    c = r->conn;
+    s = r->srv;
+    if (c) {
+        struct evbuffer *out = bufferevent_get_output(c->bev);
+        int keep = r->keep_alive && r->body_done && !s->stopped;
+        int no_len = status == 204 || status == 304;
+        if (status < 200 || status > 599)
+            status = 500;
+        evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nServer: zx\r\nDate: %s\r\n", status,
+                            zx_http_reason(status), http_date(s));
+        if (!no_len)
+            evbuffer_add_printf(out, "Content-Length: %zu\r\n", body ? len : 0);
+        if (content_type)
+            evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type);
+        if (!keep)
+            evbuffer_add(out, "Connection: close\r\n", 19);
+        else if (r->http10)
+            evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+        if (extra_headers && *extra_headers) {
+            size_t n = strlen(extra_headers);
+            evbuffer_add(out, extra_headers, n);
+            if (extra_headers[n - 1] != '\n')
+                evbuffer_add(out, "\r\n", 2);
+        }
+        evbuffer_add(out, "\r\n", 2);
+        if (body && len && !no_len && !r->head_method)
+            evbuffer_add(out, body, len);
+        c->req = NULL;
+        if (keep) {
+            c->state = ST_HEAD;
+            zx_http_set_read_timeout(c, &s->idle_tv);
+            bufferevent_enable(c->bev, EV_READ);
+            if (!c->in_process)
+                event_active(c->resume, EV_TIMEOUT, 0);
+        } else {
+            c->state = ST_CLOSING;
+            c->linger = !r->body_done ||
+                        evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
+            bufferevent_disable(c->bev, EV_READ);
+        }
+    }
+    zx_http_req_free(r);
+}
+
+/* Appends s as JSON string content (no quotes); invalid UTF-8 -> U+FFFD. */
+static void json_escape(struct evbuffer *out, const unsigned char *s)
+{
+    while (*s) {
+        unsigned char ch = *s;
+        size_t need = 0;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (ch == '"' || ch == '\\') {
+            evbuffer_add_printf(out, "\\%c", ch);
+            s++;
+            continue;
+        }
+        if (ch < 0x20) {
+            evbuffer_add_printf(out, "\\u%04x", ch);
+            s++;
+            continue;
+        }
+        if (ch < 0x80) {
+            evbuffer_add(out, s, 1);
+            s++;
+            continue;
+        }
+        if (ch >= 0xC2 && ch <= 0xDF)
+            need = 1;
+        else if (ch >= 0xE0 && ch <= 0xEF)
+            need = 2, lo = ch == 0xE0 ? 0xA0 : 0x80, hi = ch == 0xED ? 0x9F : 0xBF;
+        else if (ch >= 0xF0 && ch <= 0xF4)
+            need = 3, lo = ch == 0xF0 ? 0x90 : 0x80, hi = ch == 0xF4 ? 0x8F : 0xBF;
+        size_t i = 1;
+        if (need) {
+            for (; i <= need; i++) {
+                unsigned char b = s[i];
+                if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF))
+                    break;
+            }
+        }
+        if (need && i == need + 1) {
+            evbuffer_add(out, s, need + 1);
+            s += need + 1;
+        } else {
+            evbuffer_add(out, "\\ufffd", 6);
+            s++;
+        }
+    }
+}
+
+void zx_http_reply_json_error(zx_http_req *r, int status, const char *extra_headers,
+                              const char *fmt, ...)
+{
+    struct evbuffer *b;
+    char *msg = NULL;
+    va_list ap;
+    size_t len;
+
+    if (!r)
+        return;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    b = evbuffer_new();
+    if (!b) {
+        free(msg);
+        zx_http_reply(r, 500, "application/json", extra_headers,
+                      "{\"error\": \"out of memory\", \"status\": 500}", 41);
+        return;
+    }
+    if (status < 200 || status > 599)
+        status = 500;
+    evbuffer_add(b, "{\"error\": \"", 11);
+    json_escape(b, (const unsigned char *)(msg ? msg : "out of memory"));
+    evbuffer_add_printf(b, "\", \"status\": %d}", status);
+    len = evbuffer_get_length(b);
+    zx_http_reply(r, status, "application/json", extra_headers,
+                  (const char *)evbuffer_pullup(b, -1), len);
+    evbuffer_free(b);
+    free(msg);
+}
+
+/* The server answers an error itself and closes the connection. */
+void zx_http_conn_fail(struct conn *c, int status, const char *msg)
+{
+    zx_http_req *r = c->req;
+    if (!r) {
+        r = zx_http_req_new(c);
+        if (!r) {
+            static const char oom[] = "HTTP/1.1 500 Internal Server Error\r\n"
+                                      "Content-Type: application/json\r\n"
+                                      "Content-Length: 41\r\nConnection: close\r\n\r\n"
+                                      "{\"error\": \"out of memory\", \"status\": 500}";
+            evbuffer_add(bufferevent_get_output(c->bev), oom, sizeof(oom) - 1);
+            c->state = ST_CLOSING;
+            c->linger = 0;
+            bufferevent_disable(c->bev, EV_READ);
+            return;
+        }
+        c->req = r;
+    }
+    if (r->in_handler && c->srv->drop)
+        c->srv->drop(r, c->srv->ctx);
+    r->in_handler = 0;
+    r->keep_alive = 0;
+    r->body_done = 0; /* never reuse the connection after a server error */
+    zx_http_reply_json_error(r, status, NULL, "%s", msg);
+}
