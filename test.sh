@@ -5,7 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 packaging/install-deps.sh --test
-python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q -r tests/integration/requirements.txt
 
 echo "== build"
 [ -f build/build.ninja ] || meson setup build >/dev/null
