@@ -21,3 +21,16 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 
 echo "== end-to-end tests (pytest)"
 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
+
+echo "== end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"
+ninja -C build-asan supervisor/zxd supervisor/zxctl >/dev/null
+SAN_DIR=$(mktemp -d /tmp/zx-sanitizers.XXXXXX)
+ASAN_OPTIONS="detect_leaks=1:log_path=$SAN_DIR/asan" \
+UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan" \
+ZX_BUILD_DIR="$PWD/build-asan" python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
+if [ -n "$(ls -A "$SAN_DIR")" ]; then
+    echo "sanitizer reports from zxd/zxctl processes:" >&2
+    cat "$SAN_DIR"/* >&2
+    exit 1
+fi
+rm -rf "$SAN_DIR"

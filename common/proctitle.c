@@ -12,6 +12,10 @@ extern char **environ;
 
 static char *title_area;
 static size_t title_len;
+/* The copies live for the whole process: kept here so that they stay
+ * reachable (and leak checkers agree). */
+char **zx_proctitle_argv;
+char **zx_proctitle_environ;
 
 char **zx_proctitle_init(int argc, char **argv)
 {
@@ -20,6 +24,7 @@ char **zx_proctitle_init(int argc, char **argv)
         return argv;
     for (int i = 0; i < argc; i++)
         copy[i] = strdup(argv[i]);
+    zx_proctitle_argv = copy;
     /* The area is contiguous from argv[0] to the end of the last env string. */
     char *end = argv[argc - 1] + strlen(argv[argc - 1]);
     size_t nenv = 0;
@@ -33,6 +38,7 @@ char **zx_proctitle_init(int argc, char **argv)
         for (size_t i = 0; i < nenv; i++)
             newenv[i] = strdup(environ[i]);
         environ = newenv;
+        zx_proctitle_environ = newenv;
     }
     title_area = argv[0];
     title_len = (size_t)(end - argv[0]);

@@ -11,6 +11,10 @@
 #ifndef ZX_COMMON_PROCTITLE_H
 #define ZX_COMMON_PROCTITLE_H
 
+/* The copies made by zx_proctitle_init (valid for the life of the process). */
+extern char **zx_proctitle_argv;
+extern char **zx_proctitle_environ;
+
 /* Returns a heap copy of argv (never freed) to use instead of argv. */
 char **zx_proctitle_init(int argc, char **argv);
 

@@ -5,9 +5,9 @@
  * Host, Content-Length, Transfer-Encoding, Connection), and answers the
  * accessors (method, path, query parameters, headers, body).
  *
- * Must never: read from or write to a socket, reply, allocate more than the
- * head's size (plus decoded query values), or keep pointers into the
- * connection's input buffer.
+ * Must never: read from or write to a socket, reply, allocate anything but
+ * the header index (one entry per head line) and decoded query values, or
+ * keep pointers into the connection's input buffer.
  */
 #include "http_int.h"
 
