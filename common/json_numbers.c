@@ -109,7 +109,7 @@ static int number_fix(const char *s, size_t n, int is_int)
     tmp[n] = '\0';
     errno = 0;
     double d = strtod(tmp, NULL);
-    int overflow = isinf(d) || (errno == ERANGE && d != 0);
+    int overflow = isinf(d); /* an underflow to a subnormal still parses (as jansson does) */
     if (tmp != small)
         free(tmp);
     if (overflow)

@@ -3,8 +3,9 @@
  *
  * This header is the one definition of the format.  A worker encodes a
  * rowset plus metadata into one frame, publishes it through its shared-memory
- * ring (common/ring.h), and the writer decodes it.  proto/frame.c is the only
- * code in zx that calls msgpack; nothing else may know this layout.
+ * ring (common/ring.h), and the writer decodes it.  proto/frame.c and
+ * proto/frame_read.c are the only code in zx that reads or writes msgpack;
+ * nothing else may know this layout.
  *
  * A frame is exactly one MessagePack (https://msgpack.org/) value, an array
  * of 8 elements, with no bytes before or after it:

@@ -5,11 +5,11 @@
  *
  * With clang/libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
- *     tests/fuzz/fuzz_json_fast.c common/{rowset,colname,timefmt,json_rows,json_fast}.c \
+ *     tests/fuzz/fuzz_json_fast.c common/{rowset,colname,timefmt,json_rows,json_numbers,json_fast}.c \
  *     $(pkg-config --cflags --libs jansson) -lm -o fuzz_json_fast
  * Without clang (gcc), a built-in mutation loop over the seeds below:
  *   gcc -g -O1 -fsanitize=address,undefined -DZX_FUZZ_STANDALONE -D_GNU_SOURCE \
- *     -I. tests/fuzz/fuzz_json_fast.c common/{rowset,colname,timefmt,json_rows,json_fast}.c \
+ *     -I. tests/fuzz/fuzz_json_fast.c common/{rowset,colname,timefmt,json_rows,json_numbers,json_fast}.c \
  *     $(pkg-config --cflags --libs jansson) -lm -o fuzz_json_fast && ./fuzz_json_fast 200000
  *
  * Input: byte 0 bit 0 picks NDJSON, bit 1 pre-fills both rowsets with the

@@ -4,11 +4,11 @@
  *
  * With clang/libFuzzer:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
- *     tests/fuzz/fuzz_json_rows.c common/{rowset,colname,timefmt,json_rows}.c \
+ *     tests/fuzz/fuzz_json_rows.c common/{rowset,colname,timefmt,json_rows,json_numbers}.c \
  *     $(pkg-config --cflags --libs jansson) -o fuzz_json_rows
  * Without clang (gcc), a built-in mutation loop over the seeds below:
  *   gcc -g -O1 -fsanitize=address,undefined -DZX_FUZZ_STANDALONE -D_GNU_SOURCE \
- *     -I. tests/fuzz/fuzz_json_rows.c common/{rowset,colname,timefmt,json_rows}.c \
+ *     -I. tests/fuzz/fuzz_json_rows.c common/{rowset,colname,timefmt,json_rows,json_numbers}.c \
  *     $(pkg-config --cflags --libs jansson) -o fuzz_json_rows && ./fuzz_json_rows 200000
  * It checks invariants, not just the absence of crashes: on success every
  * cell's column exists, string values have the stated length and a NUL after

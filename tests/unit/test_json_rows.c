@@ -164,6 +164,12 @@ static void test_big_numbers(void)
     v = cell(0, "k_1");
     CHECK(v.type == ZX_T_TEXT && strcmp(v.s, "-99999999999999999999\"") == 0);
     CHECK(cell(0, "n").type == ZX_T_REAL);
+
+    /* a subnormal stays a real even when another number is rewritten */
+    CHECK(parse("{\"a\": 1e-310, \"b\": 1e999}", J) == 1);
+    v = cell(0, "a");
+    CHECK(v.type == ZX_T_REAL && v.u.d > 0 && v.u.d < 1e-300);
+    CHECK(cell(0, "b").type == ZX_T_TEXT);
 }
 
 static void test_formats(void)

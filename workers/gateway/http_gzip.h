@@ -1,6 +1,6 @@
 /* http_gzip.h - streaming gzip inflation of HTTP request bodies, with a cap.
  *
- * Used only by http.c for "Content-Encoding: gzip" bodies.  It inflates into
+ * Used only by http_body.c for "Content-Encoding: gzip" bodies.  It inflates into
  * an evbuffer as compressed bytes arrive, and stops as soon as the inflated
  * size passes the cap, so a small "gzip bomb" never allocates more than the
  * cap (plus one 64 KiB block).  It never looks at the inflated bytes.
