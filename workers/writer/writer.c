@@ -78,7 +78,7 @@ typedef struct writer {
     applied *ap;
     size_t nap, ap_cap;
     int64_t last_prune_ms;
-    int64_t last_commit_ms;  /* end of the last cycle that applied frames */
+    int64_t last_cycle_ms;   /* start of the last cycle that applied frames */
 } writer;
 
 static void emit(writer *w, json_t *ev)
@@ -529,14 +529,15 @@ int zx_writer_main(const zx_writer_args *a)
          * frames keep coming, so that more frames share each one; the first
          * frame after a quiet spell is applied at once. */
         int64_t ci = a->conf->commit_interval_ms;
-        int64_t since = zx_mono_ms() - w->last_commit_ms;
+        int64_t since = zx_mono_ms() - w->last_cycle_ms;
         if (ci > 0 && since < ci && !stop_requested) {
             struct pollfd cp = {a->chan, POLLIN, 0};
             poll(&cp, 1, (int)(ci - since));
         }
+        int64_t start = zx_mono_ms();
         int n = cycle(w);
         if (n > 0)
-            w->last_commit_ms = zx_mono_ms();
+            w->last_cycle_ms = start;
         finish_detaches(w);
         if (n < 0) {
             backoff_ms = backoff_ms ? (backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2) : 100;
