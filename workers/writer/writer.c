@@ -91,14 +91,6 @@ static void emit(writer *w, json_t *ev)
     json_decref(ev);
 }
 
-static wpipe *find_pipe(writer *w, const char *name)
-{
-    for (int i = 0; i < MAX_PIPES; i++)
-        if (w->pipes[i].used && strcmp(w->pipes[i].name, name) == 0)
-            return &w->pipes[i];
-    return NULL;
-}
-
 static int seed_counters(writer *w, wpipe *p)
 {
     zx_store_txn *t;
@@ -123,24 +115,32 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
         zx_error("event=bad_attach nfds=%d", nfds);
         goto out;
     }
-    wpipe *p = find_pipe(w, name);
-    if (p) {
-        /* Already attached (a changed pipeline keeps its ring). */
-        p->detaching = 0;
+    char err[256];
+    zx_segment seg;
+    if (zx_segment_map(&seg, fds[0], err, sizeof(err)) < 0) {
+        zx_error("event=attach_failed pipeline=%s error=\"%s\"", name, err);
         goto out;
+    }
+    /* The same segment again: nothing to do.  A pipeline removed and added
+     * back has a new segment (another epoch) while the old one may still
+     * be draining: both are kept, each with its own checkpoint. */
+    wpipe *p = NULL;
+    for (int i = 0; i < MAX_PIPES; i++) {
+        wpipe *q = &w->pipes[i];
+        if (q->used && strcmp(q->name, name) == 0 && q->seg.hdr->epoch == seg.hdr->epoch) {
+            zx_segment_close(&seg);
+            goto out;
+        }
     }
     for (int i = 0; i < MAX_PIPES && !p; i++)
         if (!w->pipes[i].used)
             p = &w->pipes[i];
     if (!p) {
         zx_error("event=too_many_pipelines");
+        zx_segment_close(&seg);
         goto out;
     }
-    char err[256];
-    if (zx_segment_map(&p->seg, fds[0], err, sizeof(err)) < 0) {
-        zx_error("event=attach_failed pipeline=%s error=\"%s\"", name, err);
-        goto out;
-    }
+    p->seg = seg;
     memset(p->name, 0, sizeof(p->name));
     snprintf(p->name, sizeof(p->name), "%s", name);
     p->worker_efd = fds[1];
@@ -195,9 +195,9 @@ static int handle_chan(writer *w)
     if (t == ZX_CHAN_DETACH) {
         json_t *o = json_loads(buf, 0, NULL);
         const char *name = o ? json_string_value(json_object_get(o, "name")) : NULL;
-        wpipe *p = name ? find_pipe(w, name) : NULL;
-        if (p)
-            p->detaching = 1;
+        for (int i = 0; name && i < MAX_PIPES; i++)
+            if (w->pipes[i].used && strcmp(w->pipes[i].name, name) == 0)
+                w->pipes[i].detaching = 1;
         json_decref(o);
     }
     return 1;
