@@ -146,9 +146,9 @@ void sup_send_attach(sup *s, child *c, spipe *p)
                           p->conf ? p->conf->key : NULL, "ack_commit",
                           p->conf ? p->conf->ack_commit : 0, "max_body_size",
                           (json_int_t)(p->conf ? p->conf->body_limit : 0));
-    char *js = json_dumps(o, JSON_COMPACT);
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     int fds[2] = {p->seg.fd, p->efd};
-    if (zx_chan_send(c->chan, ZX_CHAN_ATTACH, js, fds, 2) < 0)
+    if (!js || zx_chan_send(c->chan, ZX_CHAN_ATTACH, js, fds, 2) < 0)
         zx_warn("event=attach_send_failed child=%s pipeline=%s error=\"%s\"", c->name, p->name,
                 strerror(errno));
     free(js);
@@ -161,8 +161,9 @@ void sup_send_detach(sup *s, child *c, const char *name)
     if (c->chan < 0 || c->pid == 0)
         return;
     json_t *o = json_pack("{s:s}", "name", name);
-    char *js = json_dumps(o, JSON_COMPACT);
-    zx_chan_send(c->chan, ZX_CHAN_DETACH, js, NULL, 0);
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (js)
+        zx_chan_send(c->chan, ZX_CHAN_DETACH, js, NULL, 0);
     free(js);
     json_decref(o);
 }

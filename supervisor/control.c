@@ -29,9 +29,14 @@
 
 static void reply(struct bufferevent *bev, json_t *o)
 {
-    char *s = json_dumps(o, JSON_COMPACT);
+    /* o is NULL when a json_pack failed (e.g. a path that is not UTF-8):
+     * answer an error rather than crash the supervisor. */
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     struct evbuffer *ob = bufferevent_get_output(bev);
-    evbuffer_add(ob, s, strlen(s));
+    if (s)
+        evbuffer_add(ob, s, strlen(s));
+    else
+        evbuffer_add_printf(ob, "{\"ok\":false,\"error\":\"internal error: cannot encode the answer\"}");
     evbuffer_add(ob, "\n", 1);
     free(s);
     json_decref(o);
@@ -189,9 +194,7 @@ static json_t *cmd_lifecycle(sup *s, const char *cmd, const char *name)
         return err_obj("no pipeline named '%s'", name);
     if (strcmp(cmd, "restart") == 0) {
         c->ncrash = 0;
-        sup_stop_child(s, c, NEXT_RESTART);
-        sup_feedf(s, "restart", c->role == ROLE_STREAM ? c->name : NULL,
-                  "{\"process\":\"%s\",\"reason\":\"zxctl restart\"}", c->name);
+        sup_stop_child(s, c, NEXT_RESTART); /* announced when it is back */
     } else if (c->role != ROLE_STREAM) {
         return err_obj("%s cannot be stopped or started on its own; use restart", name);
     } else if (strcmp(cmd, "stop") == 0) {

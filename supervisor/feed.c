@@ -31,6 +31,8 @@ static void follower_drop(sup *s, feed_client *f)
 
 void sup_feed(sup *s, const char *json_event)
 {
+    if (!json_event)
+        return;
     json_t *o = json_loads(json_event, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);

@@ -60,10 +60,12 @@ static char *fail_reply(sup *s, const char *error, zx_conf_errors *errs)
         zx_error("event=reload_error error=\"%s\"", errs->msgs[i]);
     }
     json_t *o = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", error, "errors", list);
-    char *r = json_dumps(o, JSON_COMPACT);
+    char *r = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (!r)
+        r = strdup("{\"ok\":false,\"error\":\"internal error: cannot encode the reload result\"}");
     json_t *ev = json_pack("{s:s, s:b, s:s, s:O}", "event", "reload", "ok", 0, "message", error,
                            "errors", list);
-    char *e = json_dumps(ev, JSON_COMPACT);
+    char *e = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
     sup_feed(s, e);
     free(e);
     json_decref(ev);
@@ -174,7 +176,9 @@ char *sup_reload(sup *s, int *pending)
 
     json_t *o = json_pack("{s:b, s:O, s:O, s:O, s:O}", "ok", 1, "added", added, "changed", changed,
                           "removed", removed, "unchanged", unchanged);
-    char *r = json_dumps(o, JSON_COMPACT);
+    char *r = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (!r)
+        r = strdup("{\"ok\":false,\"error\":\"internal error: cannot encode the reload result\"}");
     char msg[128];
     snprintf(msg, sizeof(msg), "reloaded: %zu added, %zu changed, %zu removed, %zu unchanged",
              json_array_size(added), json_array_size(changed), json_array_size(removed),
@@ -183,7 +187,7 @@ char *sup_reload(sup *s, int *pending)
             json_array_size(changed), json_array_size(removed), json_array_size(unchanged));
     json_t *ev = json_pack("{s:s, s:b, s:O, s:O, s:O, s:s}", "event", "reload", "ok", 1, "added",
                            added, "changed", changed, "removed", removed, "message", msg);
-    char *e = json_dumps(ev, JSON_COMPACT);
+    char *e = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
     sup_feed(s, e);
     free(e);
     json_decref(ev);
