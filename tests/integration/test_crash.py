@@ -132,3 +132,39 @@ def test_zero_loss_under_sigkill(make_zxd):
           f"(non-202 {dict(acc.non202)}), {sum(have.values())} rows in exa; exa: {len(exa.acked)} acked in "
           f"{exa.attempts} attempts (non-202 {dict(exa.non202)})")
     assert pid_alive(z.pid)
+
+
+def test_writer_crash_between_workspace_and_store_commits(make_zxd):
+    """The one window the checkpoint in the workspace transaction closes: the
+    writer dies after the workspace commit and before the LMDB commit (a
+    fault injection point, ZX_FAULT_INJECTION=1 + a marker file).  The
+    restarted writer must not apply the frame again, must still record its
+    Idempotency-Key, and the waiting push must get its 202."""
+    z = make_zxd({"fi": {}}, start=False)
+    z.env["ZX_FAULT_INJECTION"] = "1"
+    z.start()
+    z.wait_running("fi")
+    z.push_ok("fi", [{"id": "warm"}], wait_commit=True)
+    writer = z.wait_running("writer")
+    marker = os.path.join(z.data_dir, "fault-crash-after-workspace-commit")
+    open(marker, "w").close()
+
+    rows = [{"id": f"r{i}", "n": i} for i in range(50)]
+    r = z.push("fi", rows, wait_commit=True, idem="fault-1", timeout=30)
+    assert r.status == 202 and r.json.get("accepted") == 50, r
+    assert not os.path.exists(marker), "the fault injection point was not reached"
+    # the writer did die there and was restarted
+    new_writer = z.wait_running("writer", not_pid=writer)
+    assert new_writer != writer
+    w = [p for p in z.status()["processes"] if p["name"] == "writer"][0]
+    assert w["restarts"] == 1 and "status 70" in (w["last_error"] or ""), w
+    # applied exactly once
+    assert z.count("fi", "id LIKE 'r%'") == 50
+    # the key was recorded by the restarted writer: a retry is a replay
+    r2 = z.push("fi", rows, wait_commit=True, idem="fault-1", timeout=30)
+    assert r2.status == 202 and r2.json.get("accepted") == 50, r2
+    assert r2.headers.get("idempotent-replayed") == "true", r2.headers
+    assert z.count("fi", "id LIKE 'r%'") == 50
+    # and the stream goes on
+    z.push_ok("fi", [{"id": "after"}], wait_commit=True)
+    assert z.count("fi") == 52

@@ -79,6 +79,11 @@ typedef struct writer {
     size_t nap, ap_cap;
     int64_t last_prune_ms;
     int64_t last_cycle_ms;   /* start of the last cycle that applied frames */
+    /* Fault injection for tests (ZX_FAULT_INJECTION=1 in the environment):
+     * when this file exists, the writer deletes it and dies right after a
+     * workspace commit, before the LMDB commit and the acknowledgement:
+     * the one crash window the workspace checkpoint must close. */
+    char fault_path[4200];
 } writer;
 
 static void emit(writer *w, json_t *ev)
@@ -414,6 +419,10 @@ static int cycle(writer *w)
         return 0;
     if (zx_ws_commit(w->ws, err, sizeof(err)) < 0)
         goto fail;
+    if (w->fault_path[0] && unlink(w->fault_path) == 0) {
+        zx_warn("event=fault_injection point=after_workspace_commit frames=%d", nframes);
+        _exit(70);
+    }
     int rc = store_txn(w);
     if (rc) {
         /* The workspace has the rows and the checkpoint: the frames will
@@ -512,6 +521,10 @@ int zx_writer_main(const zx_writer_args *a)
         zx_error("event=fatal error=\"%s\"", err);
         goto out;
     }
+    const char *fi = getenv("ZX_FAULT_INJECTION");
+    if (fi && strcmp(fi, "1") == 0)
+        snprintf(w->fault_path, sizeof(w->fault_path), "%s/fault-crash-after-workspace-commit",
+                 a->conf->data_dir);
     zx_set_nonblock(a->chan);
     zx_chan_send(a->chan, ZX_CHAN_READY, "{}", NULL, 0);
     zx_info("event=ready workspace=%s", a->conf->sqlite_path);
