@@ -81,8 +81,11 @@ int zx_chan_recv(int sock, char *buf, size_t cap, int *fds, int *nfds)
             }
         }
     }
-    if (n < 4) {
-        errno = EPROTO;
+    if (n < 4 || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        for (int i = 0; i < *nfds; i++)
+            close(fds[i]);
+        *nfds = 0;
+        errno = n < 4 ? EPROTO : EMSGSIZE;
         return -1;
     }
     buf[n - 4] = '\0';

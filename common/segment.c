@@ -28,7 +28,7 @@ static int attach_rings(zx_segment *seg, char *err, size_t errlen)
         {&seg->frames, h->frames_off, h->frames_size, "frames"},
     };
     for (size_t i = 0; i < 3; i++) {
-        if (rings[i].off + rings[i].size > seg->size ||
+        if (rings[i].off > seg->size || rings[i].size > seg->size - rings[i].off ||
             zx_ring_attach(rings[i].r, (char *)h + rings[i].off, rings[i].size) != ZX_RING_OK) {
             snprintf(err, errlen, "segment %.64s: ring %s is damaged", h->name, rings[i].what);
             return -1;

@@ -110,8 +110,17 @@ int zx_mkdir_p(const char *path, mode_t mode)
             return -1;
         *p = '/';
     }
-    if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-        return -1;
+    if (mkdir(tmp, mode) < 0) {
+        struct stat st;
+        if (errno != EEXIST)
+            return -1;
+        if (stat(tmp, &st) < 0)
+            return -1;
+        if (!S_ISDIR(st.st_mode)) {
+            errno = ENOTDIR;
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -128,7 +137,7 @@ int zx_ct_equal(const void *a, size_t alen, const void *b, size_t blen)
 uint64_t zx_hash64(const void *p, size_t n)
 {
     const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 14695981039346656037ull; /* FNV-1a 64 offset basis */
     for (size_t i = 0; i < n; i++) {
         h ^= s[i];
         h *= 1099511628211ull;

@@ -41,8 +41,8 @@ uint64_t zx_hash64(const void *p, size_t n);
 int zx_random(void *buf, size_t n);
 
 /* Reset the signal dispositions a forked child inherits from the
- * supervisor (HUP, TERM, INT, CHLD, PIPE to default; PIPE ignored) and
- * unblock all signals. */
+ * supervisor: HUP, TERM, INT, CHLD and USR1 to their defaults, PIPE
+ * ignored; and unblock all signals. */
 void zx_child_reset_signals(void);
 
 #endif

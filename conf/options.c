@@ -37,7 +37,7 @@ const zx_cf_section zx_cf_sections[] = {
     {"server", ZX_CF_ROOT, 0, NULL,
      "Where zxd keeps its state and how operators reach it."},
     {"server.http", ZX_CF_ROOT, 0, NULL,
-     "The HTTP gateway: the push endpoint, the REST API and `/metrics`."},
+     "The HTTP gateway: the push endpoint and `/healthz`."},
     {"workspace", ZX_CF_ROOT, 0, NULL,
      "The database the pipelines write into. Today: SQLite (the default "
      "when `workspace` is absent)."},

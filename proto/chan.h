@@ -49,8 +49,10 @@ int zx_chan_send(int sock, int type, const char *json, const int *fds, int nfds)
 
 /* Receive one message into buf (cap bytes, NUL-terminated on return).
  * Returns the type (> 0), 0 when the peer closed, -1 on error (errno;
- * EAGAIN on a non-blocking socket with nothing to read).  Received fds are
- * stored in fds[0..*nfds-1] (at most 4), owned by the caller. */
+ * EAGAIN on a non-blocking socket with nothing to read; EMSGSIZE when the
+ * message did not fit in buf; EPROTO when it is shorter than a type).
+ * Received fds are stored in fds[0..*nfds-1] (at most 4), owned by the
+ * caller; on -1 none are handed over (any that came are closed). */
 int zx_chan_recv(int sock, char *buf, size_t cap, int *fds, int *nfds);
 
 #endif

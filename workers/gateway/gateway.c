@@ -159,12 +159,16 @@ static int hand_over(gateway *g, greq *q)
     if (fmt && strcmp(fmt, "ndjson") == 0)
         flags |= ZX_PUSH_NDJSON;
     /* The worker must have the rows in its frames ring by the end of the
-     * back-pressure wait, or it answers 503 and writes nothing; we wait a
-     * little longer than that for its answer, or for the commit. */
-    int64_t bp_ms = g->a->conf->http.backpressure_timeout_ms ? g->a->conf->http.backpressure_timeout_ms : 2000;
+     * back-pressure wait (at least 1 s after the hand-over, so that a
+     * worker that is merely busy parsing is not refused), or it answers
+     * 503 and writes nothing; we wait a little longer than that for its
+     * answer, or for the commit. */
+    int64_t bp_ms = g->a->conf->http.backpressure_timeout_ms;
     int64_t cm_ms = g->a->conf->http.commit_timeout_ms ? g->a->conf->http.commit_timeout_ms : 30000;
     int wait_commit = (flags & ZX_PUSH_WAIT_COMMIT) || p->ack_commit;
     int64_t worker_deadline_ms = q->queued_at_ms + bp_ms;
+    if (worker_deadline_ms < zx_mono_ms() + 1000)
+        worker_deadline_ms = zx_mono_ms() + 1000;
     zx_push_req_write(buf, flags, q->req_id, zx_now_us(), worker_deadline_ms * 1000, idem, ilen,
                       q->rid, rlen, body, blen);
     zx_ring_commit(&p->seg.in, len, 1);
@@ -440,8 +444,7 @@ static void on_body(zx_http_req *req, void *ctx)
              q->req_id & 0xffffffffu);
     zx_http_req_set_data(req, q);
     if (p->wait_head || !hand_over(g, q)) {
-        int64_t bp = g->a->conf->http.backpressure_timeout_ms;
-        q->deadline_ms = zx_mono_ms() + (bp ? bp : 2000);
+        q->deadline_ms = zx_mono_ms() + g->a->conf->http.backpressure_timeout_ms;
         queue_push(p, q);
     }
 }
