@@ -15,9 +15,10 @@
  *             everything but the name.  Sent for every pipeline right
  *             after the child starts, and for each added or changed
  *             pipeline after a reload.
- *     DETACH  {"name": N}
- *             Stop serving N.  The writer first applies every frame
- *             already published in N's ring.
+ *     DETACH  {"name": N, "epoch": "<16 hex digits>"}
+ *             Stop serving N (the writer: N's segment of that epoch; a
+ *             pipeline recreated under the same name has a new one).  The
+ *             writer first applies every frame already published in it.
  *     READY   {}  every pipeline has been attached once after the child
  *             started: the gateway starts accepting connections only
  *             then (so a restarted gateway never answers 404 for a

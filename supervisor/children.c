@@ -44,9 +44,27 @@ const char *zx_state_name(zx_state s)
 spipe *sup_find_pipe(sup *s, const char *name)
 {
     for (size_t i = 0; i < s->npipes; i++)
-        if (strcmp(s->pipes[i]->name, name) == 0)
+        if (!s->pipes[i]->removing && strcmp(s->pipes[i]->name, name) == 0)
             return s->pipes[i];
     return NULL;
+}
+
+static void ring_caps(const zx_conf_pipeline *pc, uint64_t *in_cap, uint64_t *fr_cap)
+{
+    /* A ring takes records up to half its capacity: the in ring must take
+     * the largest body plus its record header. */
+    uint64_t in = 2 * (pc->body_limit + 64 * 1024);
+    if (in < IN_RING_MIN)
+        in = IN_RING_MIN;
+    *in_cap = (in + 63) & ~(uint64_t)63;
+    *fr_cap = (pc->ring_size + 63) & ~(uint64_t)63;
+}
+
+int sup_pipe_needs_new_rings(const spipe *p, const zx_conf_pipeline *pc)
+{
+    uint64_t in_cap, fr_cap;
+    ring_caps(pc, &in_cap, &fr_cap);
+    return zx_ring_capacity(&p->seg.in) != in_cap || zx_ring_capacity(&p->seg.frames) != fr_cap;
 }
 
 spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen)
@@ -62,13 +80,8 @@ spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen
     }
     snprintf(p->name, sizeof(p->name), "%s", pc->name);
     p->conf = pc;
-    /* A ring takes records up to half its capacity: the in ring must take
-     * the largest body plus its record header. */
-    uint64_t in_cap = 2 * (pc->body_limit + 64 * 1024);
-    if (in_cap < IN_RING_MIN)
-        in_cap = IN_RING_MIN;
-    in_cap = (in_cap + 63) & ~(uint64_t)63;
-    uint64_t fr_cap = (pc->ring_size + 63) & ~(uint64_t)63;
+    uint64_t in_cap, fr_cap;
+    ring_caps(pc, &in_cap, &fr_cap);
     if (zx_segment_create(&p->seg, pc->name, in_cap, fr_cap, err, errlen) < 0) {
         free(p);
         return NULL;
@@ -155,12 +168,14 @@ void sup_send_attach(sup *s, child *c, spipe *p)
     json_decref(o);
 }
 
-void sup_send_detach(sup *s, child *c, const char *name)
+void sup_send_detach(sup *s, child *c, const spipe *p)
 {
     (void)s;
     if (c->chan < 0 || c->pid == 0)
         return;
-    json_t *o = json_pack("{s:s}", "name", name);
+    char epoch[24];
+    snprintf(epoch, sizeof(epoch), "%016llx", (unsigned long long)p->seg.hdr->epoch);
+    json_t *o = json_pack("{s:s, s:s}", "name", p->name, "epoch", epoch);
     char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (js)
         zx_chan_send(c->chan, ZX_CHAN_DETACH, js, NULL, 0);
@@ -304,6 +319,52 @@ static child *find_child(sup *s, pid_t pid)
     return NULL;
 }
 
+/* A stream worker we stopped on purpose is gone (or was not running):
+ * finish what the stop was for. */
+static void after_stop(sup *s, child *c, zx_next next, pid_t old)
+{
+    spipe *p = c->pipe;
+    if (next == NEXT_RESTART && !s->shutting_down) {
+        c->want = 1;
+        sup_spawn(s, c);
+        sup_feedf(s, "restart", c->role == ROLE_STREAM ? c->name : NULL,
+                  "{\"process\":\"%s\",\"pid\":%d,\"reason\":\"requested\"}", c->name, (int)c->pid);
+        return;
+    }
+    if (c->role != ROLE_STREAM)
+        return;
+    if (next == NEXT_REMOVE || next == NEXT_RECREATE) {
+        /* The worker has answered everything it took: the gateway stops
+         * routing to these rings, the writer applies what is left in them. */
+        const zx_conf_pipeline *pc = p->conf;
+        char name[64];
+        snprintf(name, sizeof(name), "%s", p->name);
+        sup_send_detach(s, &s->gateway, p);
+        sup_send_detach(s, &s->writer, p);
+        if (old)
+            sup_feedf(s, "stop", name, "{\"process\":\"%s\",\"pid\":%d}", name, (int)old);
+        sup_pipe_free(s, p);
+        if (next == NEXT_RECREATE && pc && !s->shutting_down) {
+            char err[256];
+            spipe *np = sup_pipe_new(s, pc, err, sizeof(err));
+            if (!np) {
+                zx_error("event=pipeline_not_started pipeline=%s error=\"%s\"", name, err);
+                return;
+            }
+            sup_send_attach(s, &s->writer, np);
+            sup_send_attach(s, &s->gateway, np);
+            if (sup_spawn(s, &np->worker) < 0) {
+                np->worker.state = ST_BACKOFF;
+                np->worker.respawn_at_ms = zx_mono_ms() + 1000;
+            }
+        }
+        return;
+    }
+    atomic_store(&p->seg.hdr->worker_stopped, 1);
+    if (old)
+        sup_feedf(s, "stop", c->name, "{\"process\":\"%s\",\"pid\":%d}", c->name, (int)old);
+}
+
 static void child_gone(sup *s, child *c, int st)
 {
     char why[200];
@@ -328,20 +389,7 @@ static void child_gone(sup *s, child *c, int st)
         c->state = ST_STOPPED;
         zx_next next = c->next;
         c->next = NEXT_NONE;
-        if (next == NEXT_RESTART && !s->shutting_down) {
-            c->want = 1;
-            sup_spawn(s, c);
-            sup_feedf(s, "restart", c->role == ROLE_STREAM ? c->name : NULL,
-                      "{\"process\":\"%s\",\"pid\":%d,\"reason\":\"requested\"}", c->name, (int)c->pid);
-        } else if (next == NEXT_REMOVE) {
-            spipe *p = c->pipe;
-            sup_send_detach(s, &s->writer, p->name);
-            sup_feedf(s, "stop", p->name, "{\"process\":\"%s\",\"pid\":%d}", c->name, (int)old);
-            sup_pipe_free(s, p);
-        } else if (c->role == ROLE_STREAM) {
-            atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
-            sup_feedf(s, "stop", c->name, "{\"process\":\"%s\",\"pid\":%d}", c->name, (int)old);
-        }
+        after_stop(s, c, next, old);
         return;
     }
 
@@ -425,16 +473,7 @@ void sup_stop_child(sup *s, child *c, zx_next next)
         /* not running (backoff or failed): act as if it just exited */
         c->state = ST_STOPPED;
         c->next = NEXT_NONE;
-        if (next == NEXT_RESTART) {
-            c->want = 1;
-            sup_spawn(s, c);
-        } else if (next == NEXT_REMOVE) {
-            spipe *p = c->pipe;
-            sup_send_detach(s, &s->writer, p->name);
-            sup_pipe_free(s, p);
-        } else if (c->role == ROLE_STREAM) {
-            atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
-        }
+        after_stop(s, c, next, 0);
     }
 }
 

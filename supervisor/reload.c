@@ -121,9 +121,10 @@ char *sup_reload(sup *s, int *pending)
         if (p->removing || zx_conf_find(nc, p->name))
             continue;
         json_array_append_new(removed, json_string(p->name));
+        /* its worker drains first (the gateway answers 503 for it in the
+         * meantime); then gateway and writer let go of it (after_stop) */
         p->removing = 1;
         p->conf = NULL;
-        sup_send_detach(s, &s->gateway, p->name);
         size_t before = s->npipes;
         sup_stop_child(s, &p->worker, NEXT_REMOVE);
         if (s->npipes != before)
@@ -134,10 +135,6 @@ char *sup_reload(sup *s, int *pending)
     for (size_t i = 0; i < nc->npipelines; i++) {
         const zx_conf_pipeline *np = &nc->pipelines[i];
         spipe *p = sup_find_pipe(s, np->name);
-        if (p && p->removing) {
-            /* removed and added back in one reload cannot happen: same name */
-            p = NULL;
-        }
         if (p) {
             int same = zx_conf_pipeline_same(p->conf, np);
             p->conf = np;
@@ -146,6 +143,13 @@ char *sup_reload(sup *s, int *pending)
                 continue;
             }
             json_array_append_new(changed, json_string(np->name));
+            if (sup_pipe_needs_new_rings(p, np)) {
+                /* drain into the old rings, then new ones (after_stop) */
+                p->worker.ncrash = 0;
+                p->worker.last_error[0] = '\0';
+                sup_stop_child(s, &p->worker, NEXT_RECREATE);
+                continue;
+            }
             sup_send_attach(s, &s->gateway, p);
             p->worker.ncrash = 0;
             p->worker.last_error[0] = '\0';
@@ -172,6 +176,10 @@ char *sup_reload(sup *s, int *pending)
     }
     if (http_changed)
         sup_stop_child(s, &s->gateway, NEXT_RESTART);
+    /* the writer reads its settings when it starts: restart it (it drains
+     * first, and the rings keep every frame meanwhile) */
+    if (nc->commit_interval_ms != oc->commit_interval_ms)
+        sup_stop_child(s, &s->writer, NEXT_RESTART);
     zx_conf_free(oc);
 
     json_t *o = json_pack("{s:b, s:O, s:O, s:O, s:O}", "ok", 1, "added", added, "changed", changed,

@@ -27,7 +27,10 @@ typedef struct spipe spipe;
 typedef struct sup sup;
 
 /* What to do once a child we asked to stop has exited. */
-typedef enum { NEXT_NONE = 0, NEXT_RESTART, NEXT_REMOVE } zx_next;
+/* NEXT_RECREATE: the pipeline's settings need new rings (a larger body
+ * limit, another ring size): once the old worker has drained, the old
+ * segment is let go and a new one made under the same name. */
+typedef enum { NEXT_NONE = 0, NEXT_RESTART, NEXT_REMOVE, NEXT_RECREATE } zx_next;
 
 typedef struct child {
     zx_role role;
@@ -108,10 +111,12 @@ void sup_reap(sup *s);                           /* after SIGCHLD */
 void sup_tick_children(sup *s);                  /* backoff respawns, kill deadlines */
 void sup_attach_all(sup *s, child *c);           /* ATTACH every pipeline to writer/gateway */
 void sup_send_attach(sup *s, child *c, spipe *p);
-void sup_send_detach(sup *s, child *c, const char *name);
+void sup_send_detach(sup *s, child *c, const spipe *p);  /* name + epoch */
+/* The rings a pipeline with these settings needs differ from p's. */
+int sup_pipe_needs_new_rings(const spipe *p, const zx_conf_pipeline *pc);
 spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen);
 void sup_pipe_free(sup *s, spipe *p);
-spipe *sup_find_pipe(sup *s, const char *name);
+spipe *sup_find_pipe(sup *s, const char *name);  /* skips pipelines being removed */
 int sup_listen_http(const zx_conf *c, char *err, size_t errlen); /* listening fd or -1 */
 void sup_set_writer_up(sup *s, int up);
 

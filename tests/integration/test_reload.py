@@ -371,3 +371,22 @@ def test_reload_changed_pipeline_loses_nothing(make_zxd):
     wait_for(all_there, lambda: f"every acknowledged row committed across the reload "
              f"({len(missing.get('m', ()))} of {len(acked)} missing)")
     assert z.pipeline("rl")["pid"] == new
+
+
+def test_reload_larger_body_limit_gets_new_rings(make_zxd):
+    """Raising a stream's max_body_size past what its rings were sized for
+    makes new rings: the old worker drains into the old ones (nothing
+    accepted is lost), then bodies up to the new limit are taken."""
+    z = make_zxd({"big": {"extra": {"max_body_size": "64KiB"}}})
+    old = z.wait_running("big")
+    z.push_ok("big", [{"n": i} for i in range(100)])           # ack: accepted
+    pad = "x" * 1000
+    rows = [{"n": 1000 + i, "pad": pad} for i in range(6000)]   # ~6 MB
+    assert z.push("big", rows).status == 413
+    z.set_pipelines({"big": {"extra": {"max_body_size": "16MiB"}}})
+    j = z.zxctl_json("reload")
+    assert j.get("changed") == ["big"], j
+    z.wait_running("big", not_pid=old)
+    z.push_ok("big", rows, wait_commit=True, timeout=60)
+    assert z.count("big") == 6100
+    assert z.count("big", "n < 100") == 100

@@ -200,8 +200,11 @@ static int handle_chan(writer *w)
     if (t == ZX_CHAN_DETACH) {
         json_t *o = json_loads(buf, 0, NULL);
         const char *name = o ? json_string_value(json_object_get(o, "name")) : NULL;
+        const char *ep = o ? json_string_value(json_object_get(o, "epoch")) : NULL;
+        unsigned long long epoch = ep ? strtoull(ep, NULL, 16) : 0;
         for (int i = 0; name && i < MAX_PIPES; i++)
-            if (w->pipes[i].used && strcmp(w->pipes[i].name, name) == 0)
+            if (w->pipes[i].used && strcmp(w->pipes[i].name, name) == 0 &&
+                (!ep || w->pipes[i].seg.hdr->epoch == epoch))
                 w->pipes[i].detaching = 1;
         json_decref(o);
     }
