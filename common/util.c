@@ -51,9 +51,12 @@ int zx_eventfd(void)
 void zx_close_fds_except(const int *keep, size_t nkeep)
 {
     /* Collect first, close after: closing while reading /proc/self/fd
-     * would close the directory's own descriptor under us. */
+     * would close the directory's own descriptor under us.  Scan again
+     * while a scan filled the array. */
     int fds[4096];
-    size_t n = 0;
+    size_t n;
+again:
+    n = 0;
     DIR *d = opendir("/proc/self/fd");
     if (!d)
         return;
@@ -75,6 +78,8 @@ void zx_close_fds_except(const int *keep, size_t nkeep)
     closedir(d);
     for (size_t i = 0; i < n; i++)
         close(fds[i]);
+    if (n == sizeof(fds) / sizeof(fds[0]))
+        goto again;
 }
 
 int zx_write_all(int fd, const void *buf, size_t n)
