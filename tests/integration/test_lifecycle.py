@@ -5,6 +5,7 @@ is committed, exit 0), restart of a SIGKILLed child with a new pid,
 SIGKILLed supervisor, and a clean start on the same folder afterwards.
 """
 
+import json
 import os
 import signal
 import threading
@@ -270,3 +271,34 @@ def test_no_zombies_after_many_restarts(make_zxd):
     z.wait_running("gateway", not_pid=old)
     assert_no_zombies(z)
     z.stop()
+
+
+def test_healthz_503_while_the_writer_cannot_start(make_zxd):
+    """A writer that cannot open the workspace (here: a folder where the
+    database file should be) is restarted with backoff; meanwhile /healthz
+    answers 503 naming the writer, status shows the error, pushes with
+    ack: accepted still go into the ring, and once the cause is gone every
+    one of them is committed."""
+    z = make_zxd({"h": {}}, start=False)
+    os.makedirs(os.path.join(z.data_dir, "workspace.db"))
+    z.start(wait=False)
+
+    def writer_down():
+        try:
+            r = z.get("/healthz", timeout=5)
+        except OSError:
+            return False
+        return r.status == 503 and "writer" in json.dumps(r.json)
+    wait_for(writer_down, "healthz 503 naming the writer")
+    h = z.get("/healthz")
+    assert h.headers.get("retry-after"), h.headers
+    wait_for(lambda: (z.process("writer") or {}).get("restarts", 0) >= 1, "writer restarts")
+    w = z.process("writer")
+    assert w["state"] in ("backoff", "starting", "running") and w["last_error"], w
+
+    r = z.push("h", [{"n": 1}, {"n": 2}])
+    assert r.status == 202, r
+    os.rmdir(os.path.join(z.data_dir, "workspace.db"))
+    z.wait_healthy(deadline=60)
+    wait_for(lambda: z.count("h") == 2, "rows accepted while the writer was down to be committed",
+             deadline=60)
