@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import signal
+import time
 
 import pytest
 
@@ -379,3 +380,36 @@ def test_default_body_limit_16mib(make_zxd):
     assert_error(r, 413)
     z.push_ok("big", {"tag": "sentinel"})
     assert tagged(z, "big", tag2) == 0
+
+
+def test_gateway_bounds_memory_of_announced_bodies(make_zxd):
+    """Bodies are held by the gateway until answered: whatever the number of
+    connections, their announced sizes may not pass max(256 MiB, 4 x the
+    body limit).  Four clients announce 60 MiB each and send nothing; the
+    fifth is answered 503 with Retry-After at once, and a small push still
+    goes through after the four leave."""
+    import socket
+    z = make_zxd({"mem": {}}, max_body_size="64MiB", server_extra="ring_size: 256MiB")
+    z.wait_running("mem")
+    head = (f"POST /api/streams/mem/push HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Bearer {z.keys['mem']}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {60 * 1024 * 1024}\r\n\r\n").encode()
+    holders = []
+    try:
+        for _ in range(4):
+            s = socket.create_connection(("127.0.0.1", z.port), timeout=10)
+            s.sendall(head)
+            holders.append(s)
+        time.sleep(0.3)   # let the gateway read the four heads
+        fifth = socket.create_connection(("127.0.0.1", z.port), timeout=10)
+        fifth.sendall(head)
+        answer = fifth.recv(4096).decode("latin-1")
+        fifth.close()
+        assert answer.startswith("HTTP/1.1 503"), answer
+        assert "retry-after:" in answer.lower(), answer
+        assert "too many request bodies" in answer, answer
+    finally:
+        for s in holders:
+            s.close()
+    wait_for(lambda: z.push("mem", {"n": 1}, wait_commit=True).status == 202,
+             "a push once the announced bodies are gone")

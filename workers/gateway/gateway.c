@@ -42,11 +42,17 @@ static void on_term_signal(int sig)
 }
 
 typedef struct gpipe gpipe;
+typedef struct gateway gateway;
 
-/* A request handed to (or waiting for room in) a worker's ring. */
+/* A push from its headers on: reading its body, waiting for room in its
+ * worker's ring, or handed over and waiting for the answer. */
 typedef struct greq {
-    zx_http_req *req;
+    gateway *g;
+    zx_http_req *req;        /* NULL once the server dropped it (shutdown) */
     gpipe *p;
+    uint64_t reserved;       /* announced Content-Length, until the body is in */
+    uint64_t held;           /* body bytes held, once it is in */
+    int pending;             /* in a bucket or a wait queue */
     uint64_t req_id;
     char rid[24];
     int64_t deadline_ms;
@@ -67,8 +73,10 @@ struct gpipe {
     int used;
 };
 
-typedef struct gateway {
+struct gateway {
     const zx_gateway_args *a;
+    uint64_t mem;            /* request body bytes held or announced */
+    uint64_t mem_cap;        /* beyond: 503 before reading a body */
     struct event_base *base;
     zx_http_server *http;
     gpipe pipes[256];
@@ -77,7 +85,7 @@ typedef struct gateway {
     uint64_t rid_base;
     int stopping;
     int64_t stop_deadline;
-} gateway;
+};
 
 static gpipe *find_pipe(gateway *g, const char *name, size_t n)
 {
@@ -117,8 +125,11 @@ static void finish(greq *q, int status, uint32_t retry_after, int replay, const 
         n += snprintf(hdrs + n, sizeof(hdrs) - n, "Retry-After: %u\r\n", retry_after);
     if (replay)
         snprintf(hdrs + n, sizeof(hdrs) - n, "Idempotent-Replayed: true\r\n");
-    zx_http_req_set_data(q->req, NULL);
-    zx_http_reply(q->req, status, "application/json", hdrs, body, len);
+    q->g->mem -= q->reserved + q->held;
+    if (q->req) {
+        zx_http_req_set_data(q->req, NULL);
+        zx_http_reply(q->req, status, "application/json", hdrs, body, len);
+    }
     free(q);
 }
 
@@ -173,6 +184,7 @@ static int hand_over(gateway *g, greq *q)
                       q->rid, rlen, body, blen);
     zx_ring_commit(&p->seg.in, len, 1);
     q->deadline_ms = worker_deadline_ms + (wait_commit ? cm_ms : 3000);
+    q->pending = 1;
     bucket_add(g, q);
     return 1;
 }
@@ -180,6 +192,7 @@ static int hand_over(gateway *g, greq *q)
 static void queue_push(gpipe *p, greq *q)
 {
     q->queued = 1;
+    q->pending = 1;
     q->next = NULL;
     if (p->wait_tail)
         p->wait_tail->next = q;
@@ -413,22 +426,13 @@ static void on_head(zx_http_req *req, void *ctx)
                                  atomic_load(&p->seg.hdr->worker_failed) ? "failed (see zxctl status)" : "stopped");
         return;
     }
-    zx_http_req_set_data(req, p);
-}
-
-static void on_body(zx_http_req *req, void *ctx)
-{
-    gateway *g = ctx;
-    gpipe *p = zx_http_req_get_data(req);
-    size_t blen;
-    zx_http_body(req, &blen);
-    if (!p || !p->used) {
-        zx_http_reply_json_error(req, 404, NULL, "stream was removed");
-        return;
-    }
-    if (blen > p->max_body) {
-        zx_http_reply_json_error(req, 413, NULL, "body of %zu bytes is over the limit of %" PRIu64 " bytes for stream %s",
-                                 blen, p->max_body, p->name);
+    /* Bound the memory that bodies can take in this process, whatever the
+     * number of connections: announced sizes count from the headers on. */
+    uint64_t announced = cl == UINT64_MAX ? 0 : cl;
+    if (g->mem + announced > g->mem_cap) {
+        zx_http_reply_json_error(req, 503, "Retry-After: 1\r\n",
+                                 "the gateway holds too many request bodies (%" PRIu64 " bytes); retry",
+                                 g->mem);
         return;
     }
     greq *q = calloc(1, sizeof(*q));
@@ -436,13 +440,40 @@ static void on_body(zx_http_req *req, void *ctx)
         zx_http_reply_json_error(req, 503, "Retry-After: 1\r\n", "out of memory");
         return;
     }
+    q->g = g;
     q->req = req;
     q->p = p;
+    q->reserved = announced;
+    g->mem += announced;
+    zx_http_req_set_data(req, q);
+}
+
+static void on_body(zx_http_req *req, void *ctx)
+{
+    gateway *g = ctx;
+    greq *q = zx_http_req_get_data(req);
+    size_t blen;
+    zx_http_body(req, &blen);
+    g->mem -= q->reserved;
+    q->reserved = 0;
+    q->held = blen;
+    g->mem += blen;
+    gpipe *p = q->p;
+    if (!p->used) {
+        finish_error(q, 404, 0, "stream was removed");
+        return;
+    }
+    if (blen > p->max_body) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "body of %zu bytes is over the limit of %" PRIu64 " bytes for stream %s",
+                 blen, p->max_body, p->name);
+        finish_error(q, 413, 0, msg);
+        return;
+    }
     q->req_id = ++g->next_id;
     q->queued_at_ms = zx_mono_ms();
     snprintf(q->rid, sizeof(q->rid), "%08" PRIx64 "%08" PRIx64, g->rid_base & 0xffffffffu,
              q->req_id & 0xffffffffu);
-    zx_http_req_set_data(req, q);
     if (p->wait_head || !hand_over(g, q)) {
         q->deadline_ms = zx_mono_ms() + g->a->conf->http.backpressure_timeout_ms;
         queue_push(p, q);
@@ -451,11 +482,19 @@ static void on_body(zx_http_req *req, void *ctx)
 
 static void on_drop(zx_http_req *req, void *ctx)
 {
-    (void)ctx;
-    (void)req;
-    /* Only requests that never reached on_body are dropped by the server
-     * (the client left during the body, or a 413 while reading it): they
-     * carry the gpipe pointer, nothing to free. */
+    gateway *g = ctx;
+    greq *q = zx_http_req_get_data(req);
+    if (!q)
+        return;
+    if (q->pending) {
+        /* still in a bucket or a queue (server shutting down): it is freed
+         * when it is answered, into the void */
+        q->req = NULL;
+        return;
+    }
+    /* the client left during the body, or the server answered 413/400 */
+    g->mem -= q->reserved + q->held;
+    free(q);
 }
 
 static void attach(gateway *g, const char *json, int *fds, int nfds)
@@ -590,6 +629,9 @@ int zx_gateway_main(const zx_gateway_args *a)
     for (size_t i = 0; i < a->conf->npipelines; i++)
         if (a->conf->pipelines[i].max_body_size > lim.max_body_size)
             lim.max_body_size = a->conf->pipelines[i].max_body_size;
+    g->mem_cap = 4 * lim.max_body_size;
+    if (g->mem_cap < 256u * 1024 * 1024)
+        g->mem_cap = 256u * 1024 * 1024;
     g->http = zx_http_server_new(g->base, &lim, on_head, on_body, g);
     /* Take the initial ATTACH messages before accepting anything. */
     char buf[ZX_CHAN_MAX];
