@@ -208,6 +208,9 @@ static void walk_pipeline(zx_cf_ctx *x, yaml_node_t *kn, yaml_node_t *vn,
         for (t = pl->table; *t; t++)
             if (*t == '-')
                 *t = '_';
+        if (!strncasecmp(pl->table, "sqlite_", 7))
+            zx_cf_error_at(x, kn, "pipeline %s: its default table %s is reserved by SQLite "
+                           "(names starting with sqlite_); set `table:`", pl->name, pl->table);
     }
 }
 

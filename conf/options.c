@@ -126,7 +126,8 @@ const zx_cf_option zx_cf_options[] = {
      "the pipeline name, `-` written `_`", PIPE(table), 0, 0, 0, NULL,
      "Workspace table the rows go to: `[A-Za-z_][A-Za-z0-9_]`, at most 63 "
      "characters, not starting with `_zx` nor ending with `__rejects` "
-     "(reserved for zx's own tables)."},
+     "(reserved for zx's own tables), nor starting with `sqlite_` "
+     "(reserved by SQLite)."},
     {"pipelines.<name>", "metadata", ZX_CF_METADATA, NULL, "none",
      PIPE(metadata), 0, 0, 0, metadata,
      "List of metadata columns added to every row: `_ingested_at` (UTC time "
@@ -334,6 +335,11 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
             zx_cf_error_at(x, n, "%s: %s is reserved for zx's own tables "
                            "(names starting with _zx or ending with "
                            "__rejects)", o->name, shown);
+            return -1;
+        }
+        if (!strncasecmp(v, "sqlite_", 7)) {
+            zx_cf_error_at(x, n, "%s: %s is reserved by SQLite (names starting "
+                           "with sqlite_)", o->name, shown);
             return -1;
         }
         return set_str(x, n, field(base, o), v);

@@ -390,3 +390,10 @@ def test_reload_larger_body_limit_gets_new_rings(make_zxd):
     z.push_ok("big", rows, wait_commit=True, timeout=60)
     assert z.count("big") == 6100
     assert z.count("big", "n < 100") == 100
+
+
+def test_check_table_reserved_by_sqlite(tmpdir_short):
+    text = BASE.replace("    table: web_events", "    table: sqlite_events")
+    line = line_of(text, "table: sqlite_events")
+    _, p, errs = run_check(tmpdir_short, text)
+    assert_error_at(p, errs, line, what="reserved by SQLite")
