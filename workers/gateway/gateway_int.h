@@ -1,0 +1,85 @@
+/*
+ * gateway_int.h — the gateway's private state, shared by gateway.c (process
+ * loop, pipeline attach/detach, /healthz) and gateway_push.c (the push
+ * route, hand-off to the workers' rings, answers, deadlines).  Nothing
+ * outside workers/gateway/ includes it.
+ */
+#ifndef ZX_GATEWAY_INT_H
+#define ZX_GATEWAY_INT_H
+
+#include <event2/event.h>
+#include <stdint.h>
+
+#include "common/segment.h"
+#include "workers/gateway/gateway.h"
+#include "workers/gateway/http.h"
+
+#define NBUCKETS 4096
+
+typedef struct gpipe gpipe;
+typedef struct gateway gateway;
+
+/* A push from its headers on: reading its body, waiting for room in its
+ * worker's ring, or handed over and waiting for the answer. */
+typedef struct greq {
+    gateway *g;
+    zx_http_req *req;        /* NULL once the server dropped it (shutdown) */
+    gpipe *p;
+    uint64_t reserved;       /* announced Content-Length, until the body is in */
+    uint64_t held;           /* body bytes held, once it is in */
+    int pending;             /* in a bucket or a wait queue */
+    uint64_t req_id;
+    char rid[24];
+    int64_t deadline_ms;
+    struct greq *next;       /* bucket chain or wait queue */
+    int queued;              /* 1 while in the wait queue */
+    int64_t queued_at_ms;    /* when the body was complete */
+} greq;
+
+struct gpipe {
+    char name[64];
+    char *key;
+    int ack_commit;
+    uint64_t max_body;
+    zx_segment seg;
+    int worker_efd;
+    zx_ring_cursor out_cur;
+    greq *wait_head, *wait_tail;   /* waiting for room in the in ring */
+    int used;
+};
+
+struct gateway {
+    const zx_gateway_args *a;
+    uint64_t mem;            /* request body bytes held or announced */
+    uint64_t mem_cap;        /* beyond: 503 before reading a body */
+    struct event_base *base;
+    zx_http_server *http;
+    gpipe pipes[256];
+    greq *buckets[NBUCKETS];
+    uint64_t next_id;
+    uint64_t rid_base;
+    int stopping;
+    int64_t stop_deadline;
+};
+
+/* gateway_push.c */
+
+/* The attached pipeline called name[0..n), or NULL. */
+gpipe *zx_gw_find_pipe(gateway *g, const char *name, size_t n);
+/* Answer q with a JSON error and free it (q is invalid afterwards). */
+void zx_gw_finish_error(greq *q, int status, uint32_t retry_after, const char *msg);
+/* Relay the workers' answers and retry the pushes waiting for room. */
+void zx_gw_on_wake(evutil_socket_t fd, short what, void *arg);
+/* Answer 503 to every push past its deadline. */
+void zx_gw_expire(gateway *g);
+/* zx_http callbacks (ctx is the gateway). */
+void zx_gw_on_head(zx_http_req *req, void *ctx);
+void zx_gw_on_body(zx_http_req *req, void *ctx);
+void zx_gw_on_drop(zx_http_req *req, void *ctx);
+
+/* gateway.c */
+
+/* Answer GET /healthz from the segments' status words. */
+void zx_gw_healthz(gateway *g, zx_http_req *req);
+
+#endif

@@ -1,0 +1,369 @@
+/*
+ * gateway_push.c — the push route: check the key, hold the body, hand it
+ * untouched to the stream worker through its "in" ring (waiting for room
+ * up to http.backpressure_timeout), relay the worker's answer from the
+ * "out" ring, and answer 503 to whatever passes its deadline.
+ *
+ * It must never: look inside a push body, write a secret to a log, let a
+ * request wait without a deadline, or hold more body bytes than the
+ * gateway's bound.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/json_rows.h"
+#include "common/log.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+#include "proto/push.h"
+#include "workers/gateway/gateway_int.h"
+
+gpipe *zx_gw_find_pipe(gateway *g, const char *name, size_t n)
+{
+    for (size_t i = 0; i < sizeof(g->pipes) / sizeof(g->pipes[0]); i++)
+        if (g->pipes[i].used && strlen(g->pipes[i].name) == n &&
+            memcmp(g->pipes[i].name, name, n) == 0)
+            return &g->pipes[i];
+    return NULL;
+}
+
+static void bucket_add(gateway *g, greq *q)
+{
+    greq **b = &g->buckets[q->req_id % NBUCKETS];
+    q->next = *b;
+    *b = q;
+}
+
+static greq *bucket_take(gateway *g, uint64_t id)
+{
+    for (greq **pp = &g->buckets[id % NBUCKETS]; *pp; pp = &(*pp)->next) {
+        if ((*pp)->req_id == id) {
+            greq *q = *pp;
+            *pp = q->next;
+            q->next = NULL;
+            return q;
+        }
+    }
+    return NULL;
+}
+
+static void finish(greq *q, int status, uint32_t retry_after, int replay, const char *body,
+                   size_t len)
+{
+    char hdrs[160];
+    int n = snprintf(hdrs, sizeof(hdrs), "X-Request-Id: %s\r\n", q->rid);
+    if (retry_after)
+        n += snprintf(hdrs + n, sizeof(hdrs) - n, "Retry-After: %u\r\n", retry_after);
+    if (replay)
+        snprintf(hdrs + n, sizeof(hdrs) - n, "Idempotent-Replayed: true\r\n");
+    q->g->mem -= q->reserved + q->held;
+    if (q->req) {
+        zx_http_req_set_data(q->req, NULL);
+        zx_http_reply(q->req, status, "application/json", hdrs, body, len);
+    }
+    free(q);
+}
+
+void zx_gw_finish_error(greq *q, int status, uint32_t retry_after, const char *msg)
+{
+    json_t *o = json_pack("{s:s, s:i}", "error", msg, "status", status);
+    char *s = json_dumps(o, JSON_COMPACT);
+    finish(q, status, retry_after, 0, s, strlen(s));
+    free(s);
+    json_decref(o);
+}
+
+/* Try to put q's body into its worker's ring.  1 done (or answered), 0 no room. */
+static int hand_over(gateway *g, greq *q)
+{
+    gpipe *p = q->p;
+    size_t blen;
+    const char *body = zx_http_body(q->req, &blen);
+    const char *idem = zx_http_header(q->req, "Idempotency-Key");
+    size_t ilen = idem ? strlen(idem) : 0;
+    size_t rlen = strlen(q->rid);
+    size_t len = zx_push_req_size(ilen, rlen, blen);
+    void *buf;
+    zx_ring_result r = zx_ring_reserve(&p->seg.in, len, &buf);
+    if (r == ZX_RING_WOULD_BLOCK)
+        return 0;
+    if (r != ZX_RING_OK) {
+        zx_gw_finish_error(q, 413, 0, "request body too large for this stream");
+        return 1;
+    }
+    uint16_t flags = 0;
+    const char *wait = zx_http_query_param(q->req, "wait");
+    if (wait && strcmp(wait, "commit") == 0)
+        flags |= ZX_PUSH_WAIT_COMMIT;
+    if (zx_body_format_from_content_type(zx_http_header(q->req, "Content-Type")) == ZX_BODY_NDJSON)
+        flags |= ZX_PUSH_NDJSON;
+    const char *fmt = zx_http_query_param(q->req, "format");
+    if (fmt && strcmp(fmt, "ndjson") == 0)
+        flags |= ZX_PUSH_NDJSON;
+    /* The worker must have the rows in its frames ring by the end of the
+     * back-pressure wait (at least 1 s after the hand-over, so that a
+     * worker that is merely busy parsing is not refused), or it answers
+     * 503 and writes nothing; we wait a little longer than that for its
+     * answer, or for the commit. */
+    int64_t bp_ms = g->a->conf->http.backpressure_timeout_ms;
+    int64_t cm_ms = g->a->conf->http.commit_timeout_ms ? g->a->conf->http.commit_timeout_ms : 30000;
+    int wait_commit = (flags & ZX_PUSH_WAIT_COMMIT) || p->ack_commit;
+    int64_t worker_deadline_ms = q->queued_at_ms + bp_ms;
+    if (worker_deadline_ms < zx_mono_ms() + 1000)
+        worker_deadline_ms = zx_mono_ms() + 1000;
+    zx_push_req_write(buf, flags, q->req_id, zx_now_us(), worker_deadline_ms * 1000, idem, ilen,
+                      q->rid, rlen, body, blen);
+    zx_ring_commit(&p->seg.in, len, 1);
+    q->deadline_ms = worker_deadline_ms + (wait_commit ? cm_ms : 3000);
+    q->pending = 1;
+    bucket_add(g, q);
+    return 1;
+}
+
+static void queue_push(gpipe *p, greq *q)
+{
+    q->queued = 1;
+    q->pending = 1;
+    q->next = NULL;
+    if (p->wait_tail)
+        p->wait_tail->next = q;
+    else
+        p->wait_head = q;
+    p->wait_tail = q;
+}
+
+static void retry_queue(gateway *g, gpipe *p)
+{
+    while (p->wait_head) {
+        greq *q = p->wait_head;
+        greq *nx = q->next;
+        q->queued = 0;
+        q->next = NULL;
+        if (!hand_over(g, q)) {
+            q->queued = 1;
+            q->next = nx;
+            return;
+        }
+        p->wait_head = nx;
+        if (!nx)
+            p->wait_tail = NULL;
+    }
+}
+
+static void read_replies(gateway *g, gpipe *p)
+{
+    int any = 0;
+    for (;;) {
+        const void *rec;
+        size_t len;
+        uint64_t seq;
+        zx_ring_result r = zx_ring_next(&p->seg.out, &p->out_cur, &rec, &len, &seq);
+        if (r == ZX_RING_WOULD_BLOCK)
+            break;
+        if (r != ZX_RING_OK) {
+            zx_error("event=ring_corrupt pipeline=%s ring=out", p->name);
+            break;
+        }
+        any = 1;
+        const zx_push_rep *h;
+        const char *body;
+        if (zx_push_rep_parse(rec, len, &h, &body) < 0) {
+            zx_error("event=bad_reply_record pipeline=%s", p->name);
+            continue;
+        }
+        greq *q = bucket_take(g, h->req_id);
+        if (q) /* else: a request of an earlier gateway, or timed out */
+            finish(q, h->status, h->retry_after, h->flags & ZX_PUSH_REP_REPLAY, body, h->body_len);
+    }
+    if (any)
+        zx_ring_release(&p->seg.out, &p->out_cur, 1);
+}
+
+void zx_gw_on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gateway *g = arg;
+    zx_ring_drain_fd(g->a->self_efd);
+    for (size_t i = 0; i < sizeof(g->pipes) / sizeof(g->pipes[0]); i++) {
+        if (!g->pipes[i].used)
+            continue;
+        read_replies(g, &g->pipes[i]);
+        retry_queue(g, &g->pipes[i]);
+    }
+}
+
+void zx_gw_expire(gateway *g)
+{
+    int64_t now = zx_mono_ms();
+    for (size_t i = 0; i < sizeof(g->pipes) / sizeof(g->pipes[0]); i++) {
+        gpipe *p = &g->pipes[i];
+        if (!p->used)
+            continue;
+        greq **pp = &p->wait_head;
+        greq *last = NULL;
+        while (*pp) {
+            greq *q = *pp;
+            if (q->deadline_ms <= now) {
+                *pp = q->next;
+                char msg[200];
+                snprintf(msg, sizeof(msg), "stream %s is busy (its queue is full); retry later", p->name);
+                zx_gw_finish_error(q, 503, 1, msg);
+                continue;
+            }
+            last = q;
+            pp = &q->next;
+        }
+        p->wait_tail = last;
+    }
+    for (int b = 0; b < NBUCKETS; b++) {
+        greq **pp = &g->buckets[b];
+        while (*pp) {
+            greq *q = *pp;
+            if (q->deadline_ms <= now) {
+                *pp = q->next;
+                char msg[240];
+                snprintf(msg, sizeof(msg),
+                         "stream %s did not answer in time; retry (with the same Idempotency-Key to avoid duplicates)",
+                         q->p->name);
+                zx_gw_finish_error(q, 503, 1, msg);
+                continue;
+            }
+            pp = &q->next;
+        }
+    }
+}
+
+void zx_gw_on_head(zx_http_req *req, void *ctx)
+{
+    gateway *g = ctx;
+    const char *path = zx_http_path(req);
+    const char *method = zx_http_method(req);
+    if (strcmp(path, "/healthz") == 0) {
+        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed on /healthz; use GET", method);
+            return;
+        }
+        zx_gw_healthz(g, req);
+        return;
+    }
+    static const char prefix[] = "/api/streams/";
+    size_t plen = sizeof(prefix) - 1;
+    size_t len = strlen(path);
+    if (len <= plen + 5 || strncmp(path, prefix, plen) != 0 ||
+        strcmp(path + len - 5, "/push") != 0) {
+        zx_http_reply_json_error(req, 404, NULL, "no such endpoint: %.200s", path);
+        return;
+    }
+    const char *name = path + plen;
+    size_t nlen = len - plen - 5;
+    gpipe *p = zx_gw_find_pipe(g, name, nlen);
+    if (!p) {
+        zx_http_reply_json_error(req, 404, NULL, "no stream named '%.*s'", (int)(nlen > 100 ? 100 : nlen), name);
+        return;
+    }
+    if (strcmp(method, "POST") != 0) {
+        zx_http_reply_json_error(req, 405, "Allow: POST\r\n", "method %s is not allowed; push with POST", method);
+        return;
+    }
+    const char *auth = zx_http_header(req, "Authorization");
+    const char *tok = NULL;
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
+        tok = auth + 7;
+    if (!tok || !p->key ||
+        !zx_ct_equal(tok, strlen(tok), p->key, strlen(p->key))) {
+        zx_http_reply_json_error(req, 401, "WWW-Authenticate: Bearer\r\n",
+                                 auth ? "wrong key for stream %s" : "missing 'Authorization: Bearer <stream key>' header for stream %s",
+                                 p->name);
+        return;
+    }
+    const char *idem = zx_http_header(req, "Idempotency-Key");
+    if (idem && (strlen(idem) == 0 || strlen(idem) > ZX_PUSH_IDEM_MAX)) {
+        zx_http_reply_json_error(req, 400, NULL, "Idempotency-Key must be 1 to %d bytes long", ZX_PUSH_IDEM_MAX);
+        return;
+    }
+    uint64_t cl = zx_http_content_length(req);
+    if (cl != UINT64_MAX && cl > p->max_body) {
+        zx_http_reply_json_error(req, 413, NULL, "body of %" PRIu64 " bytes is over the limit of %" PRIu64 " bytes for stream %s",
+                                 cl, p->max_body, p->name);
+        return;
+    }
+    if (atomic_load(&p->seg.hdr->worker_stopped)) {
+        zx_http_reply_json_error(req, 503, "Retry-After: 5\r\n", "stream %s is %s", p->name,
+                                 atomic_load(&p->seg.hdr->worker_failed) ? "failed (see zxctl status)" : "stopped");
+        return;
+    }
+    /* Bound the memory that bodies can take in this process, whatever the
+     * number of connections: announced sizes count from the headers on. */
+    uint64_t announced = cl == UINT64_MAX ? 0 : cl;
+    if (g->mem + announced > g->mem_cap) {
+        zx_http_reply_json_error(req, 503, "Retry-After: 1\r\n",
+                                 "the gateway holds too many request bodies (%" PRIu64 " bytes); retry",
+                                 g->mem);
+        return;
+    }
+    greq *q = calloc(1, sizeof(*q));
+    if (!q) {
+        zx_http_reply_json_error(req, 503, "Retry-After: 1\r\n", "out of memory");
+        return;
+    }
+    q->g = g;
+    q->req = req;
+    q->p = p;
+    q->reserved = announced;
+    g->mem += announced;
+    zx_http_req_set_data(req, q);
+}
+
+void zx_gw_on_body(zx_http_req *req, void *ctx)
+{
+    gateway *g = ctx;
+    greq *q = zx_http_req_get_data(req);
+    size_t blen;
+    zx_http_body(req, &blen);
+    g->mem -= q->reserved;
+    q->reserved = 0;
+    q->held = blen;
+    g->mem += blen;
+    gpipe *p = q->p;
+    if (!p->used) {
+        zx_gw_finish_error(q, 404, 0, "stream was removed");
+        return;
+    }
+    if (blen > p->max_body) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "body of %zu bytes is over the limit of %" PRIu64 " bytes for stream %s",
+                 blen, p->max_body, p->name);
+        zx_gw_finish_error(q, 413, 0, msg);
+        return;
+    }
+    q->req_id = ++g->next_id;
+    q->queued_at_ms = zx_mono_ms();
+    snprintf(q->rid, sizeof(q->rid), "%08" PRIx64 "%08" PRIx64, g->rid_base & 0xffffffffu,
+             q->req_id & 0xffffffffu);
+    if (p->wait_head || !hand_over(g, q)) {
+        q->deadline_ms = zx_mono_ms() + g->a->conf->http.backpressure_timeout_ms;
+        queue_push(p, q);
+    }
+}
+
+void zx_gw_on_drop(zx_http_req *req, void *ctx)
+{
+    gateway *g = ctx;
+    greq *q = zx_http_req_get_data(req);
+    if (!q)
+        return;
+    if (q->pending) {
+        /* still in a bucket or a queue (server shutting down): it is freed
+         * when it is answered, into the void */
+        q->req = NULL;
+        return;
+    }
+    /* the client left during the body, or the server answered 413/400 */
+    g->mem -= q->reserved + q->held;
+    free(q);
+}
