@@ -62,6 +62,12 @@ typedef struct zx_seg_hdr {
     _Atomic uint64_t bytes;
     _Atomic int64_t last_commit_us; /* wall clock of the last commit */
     _Atomic uint64_t frame_errors;  /* frames the writer could not decode */
+    /* Why the writer holds this pipeline's frames back (its table refuses
+     * them), "" when it does not.  The writer writes the text, then
+     * writer_error_set (release); readers check the flag (acquire) and copy
+     * the text: a status line, where a rare torn copy is harmless. */
+    _Atomic uint32_t writer_error_set;
+    char writer_error[256];
 } zx_seg_hdr;
 
 typedef struct zx_segment {

@@ -50,6 +50,8 @@
  *             | "restart" (process, pid, reason)
  *             | "failed"  (process, reason)
  *             | "reload"  (ok, added, changed, removed, errors)
+ *             | "error"   (seq) the writer holds a pipeline's frames back
+ *                         because its table refuses them (retried)
  *             | "start" | "stop" (process, pid)
  *
  * Errors: unknown command or bad arguments → ok:false with a message.

@@ -96,6 +96,15 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
                              (json_int_t)zx_ring_used_bytes(&p->seg.frames), "capacity",
                              (json_int_t)zx_ring_capacity(&p->seg.frames));
     const child *c = &p->worker;
+    /* the writer holding this pipeline's frames back says more than the
+     * worker's last exit */
+    char werr[300] = "";
+    if (atomic_load_explicit(&h->writer_error_set, memory_order_acquire)) {
+        char copy[sizeof(h->writer_error)];
+        memcpy(copy, h->writer_error, sizeof(copy));
+        copy[sizeof(copy) - 1] = '\0';
+        snprintf(werr, sizeof(werr), "writer: %s", copy);
+    }
     return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o}", "name", p->name,
                      "source", p->conf ? p->conf->source : "http", "table",
                      p->conf ? p->conf->table : "", "pid",
@@ -103,7 +112,7 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
                      p->removing ? "draining" : zx_state_name(c->state), "restarts",
                      (int)c->restarts, "rows", (json_int_t)atomic_load(&h->rows), "rejects",
                      (json_int_t)atomic_load(&h->rejects), "rejects_by_column", rej,
-                     "last_error", jstr_or_null(c->last_error), "ring", ring);
+                     "last_error", jstr_or_null(werr[0] ? werr : c->last_error), "ring", ring);
 }
 
 static json_t *cmd_status(sup *s)

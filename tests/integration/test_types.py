@@ -8,6 +8,7 @@ booleans and JSON.
 
 import datetime
 import json
+import os
 
 import pytest
 
@@ -223,3 +224,34 @@ def test_column_name_normalisation(z):
     # the same field spelt differently lands in the same column
     z.push_ok("norm", {"tag": tag, "USER NAME": "v"})
     assert z.query("SELECT count(*) FROM norm WHERE tag = ? AND user_name = 'v'", (tag,)) == [(1,)]
+
+
+def test_table_that_refuses_rows_holds_back_only_its_pipeline(make_zxd):
+    """A table that refuses every insert (here: a view of that name, made by
+    someone else) must not stop the other pipelines' group commit: its
+    frames stay in its ring, status and the feed say why, and once the
+    cause is gone they are written, none lost."""
+    import sqlite3
+    z = make_zxd({"blocked": {}, "free": {}}, start=False)
+    os.makedirs(z.data_dir, exist_ok=True)
+    db = sqlite3.connect(z.db_path)
+    db.executescript("CREATE TABLE base(a INTEGER); CREATE VIEW blocked AS SELECT a FROM base;")
+    db.close()
+    z.start()
+    r = z.push("blocked", [{"n": 1}, {"n": 2}])
+    assert r.status == 202, r
+    z.push_ok("free", [{"n": 1}], wait_commit=True)
+    z.push_ok("free", [{"n": 2}], wait_commit=True)
+    assert z.count("free") == 2
+    wait_for(lambda: "view" in (z.pipeline("blocked")["last_error"] or ""),
+             "status to say why blocked's frames are held back")
+    feed = z.zxctl("feed", json_out=True, check_rc=0).stdout
+    assert '"event":"error"' in feed.replace(" ", ""), feed
+    db = sqlite3.connect(z.db_path)
+    db.execute("DROP VIEW blocked")
+    db.commit()
+    db.close()
+    wait_for(lambda: z.pipeline("blocked")["rows"] == 2, "held-back rows written after the fix",
+             deadline=90)
+    assert z.count("blocked") == 2
+    assert not z.pipeline("blocked")["last_error"]

@@ -62,6 +62,23 @@ int zx_ws_commit(zx_ws *w, char *err, size_t errlen);
  * schema cache: a CREATE or ALTER TABLE may have been undone. */
 void zx_ws_rollback(zx_ws *w);
 
+/* Isolation of one frame inside the open transaction (SQL savepoints):
+ * zx_ws_savepoint marks a point; zx_ws_savepoint_release keeps what
+ * followed; zx_ws_savepoint_rollback undoes it (and forgets the table
+ * cache, since an ALTER TABLE may have been undone) while the transaction
+ * goes on.  Each returns 0, or -1 on a database error (then roll the whole
+ * transaction back). */
+int zx_ws_savepoint(zx_ws *w);
+int zx_ws_savepoint_release(zx_ws *w);
+int zx_ws_savepoint_rollback(zx_ws *w);
+
+/* After a failed zx_ws_append_rows: 1 when the failure came from the table
+ * rather than the database (e.g. the table is a view, or refuses every
+ * insert), so the same rows would fail again; 0 when it came from the
+ * database itself (disk full, I/O error, locked, out of memory) and is
+ * worth retrying. */
+int zx_ws_failure_is_permanent(zx_ws *w);
+
 /* Last checkpointed frame seq of the pipeline (0 if absent) into *seq.
  * Sees the open transaction's own writes.  0, or -1 on a database error. */
 int zx_ws_checkpoint_get(zx_ws *w, const char *pipeline, uint64_t *seq);

@@ -200,6 +200,30 @@ void zx_ws_rollback(zx_ws *w)
     w->in_txn = 0;
 }
 
+int zx_ws_savepoint(zx_ws *w)
+{
+    return w->in_txn && sqlite3_exec(w->db, "SAVEPOINT zx_frame", NULL, NULL, NULL) == SQLITE_OK
+               ? 0 : -1;
+}
+
+int zx_ws_savepoint_release(zx_ws *w)
+{
+    return sqlite3_exec(w->db, "RELEASE zx_frame", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+int zx_ws_savepoint_rollback(zx_ws *w)
+{
+    zx_wsq_cache_drop(w);
+    if (sqlite3_exec(w->db, "ROLLBACK TO zx_frame", NULL, NULL, NULL) != SQLITE_OK)
+        return -1;
+    return sqlite3_exec(w->db, "RELEASE zx_frame", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+int zx_ws_failure_is_permanent(zx_ws *w)
+{
+    return zx_wsq_data_error(sqlite3_extended_errcode(w->db)) && !sqlite3_get_autocommit(w->db);
+}
+
 /* ---- checkpoints --------------------------------------------------------- */
 
 int zx_ws_checkpoint_get(zx_ws *w, const char *pipeline, uint64_t *seq)

@@ -48,6 +48,8 @@ typedef struct wpipe {
     uint64_t ckpt;          /* last seq applied in the workspace */
     int detaching;
     int used;
+    int64_t blocked_until_ms;  /* its table refused a frame: retry after */
+    int64_t block_ms;          /* current backoff (1 s doubling to 60 s) */
 } wpipe;
 
 /* What one frame did, kept until the LMDB transaction is written. */
@@ -209,6 +211,46 @@ static int handle_chan(writer *w)
         json_decref(o);
     }
     return 1;
+}
+
+/* The last frame applied in this cycle was rolled back: forget it. */
+static void drop_last_applied(writer *w)
+{
+    applied *a = &w->ap[--w->nap];
+    free(a->idem);
+    free(a->rejcols);
+    free(a->newcols);
+}
+
+/* p's table refused a frame for a reason that will not go away by itself
+ * (the table is a view, a trigger refuses every row...): hold p's frames
+ * back in its ring, say why, retry later; every other pipeline goes on. */
+static void block_pipe(writer *w, wpipe *p, uint64_t seq, const char *why)
+{
+    p->block_ms = p->block_ms ? (p->block_ms * 2 > 60000 ? 60000 : p->block_ms * 2) : 1000;
+    p->blocked_until_ms = zx_mono_ms() + p->block_ms;
+    zx_seg_hdr *h = p->seg.hdr;
+    if (!atomic_load(&h->writer_error_set) || strcmp(h->writer_error, why) != 0) {
+        snprintf(h->writer_error, sizeof(h->writer_error), "%s", why);
+        atomic_store_explicit(&h->writer_error_set, 1, memory_order_release);
+        char msg[400];
+        snprintf(msg, sizeof(msg), "frames held back in the ring (retrying): %s", why);
+        emit(w, json_pack("{s:s, s:s, s:I, s:s}", "event", "error", "pipeline", p->name,
+                          "seq", (json_int_t)seq, "message", msg));
+    }
+    zx_error("event=pipeline_blocked pipeline=%s seq=%llu retry_in_ms=%lld error=\"%s\"", p->name,
+             (unsigned long long)seq, (long long)p->block_ms, why);
+}
+
+static void unblock_pipe(writer *w, wpipe *p)
+{
+    (void)w;
+    p->block_ms = 0;
+    p->blocked_until_ms = 0;
+    if (atomic_load(&p->seg.hdr->writer_error_set)) {
+        atomic_store(&p->seg.hdr->writer_error_set, 0);
+        zx_info("event=pipeline_unblocked pipeline=%s", p->name);
+    }
 }
 
 static void free_applied(writer *w)
@@ -390,9 +432,10 @@ static int cycle(writer *w)
     int began = 0;
     char err[512] = "";
     w->nap = 0;
+    int64_t now = zx_mono_ms();
     for (int i = 0; i < MAX_PIPES && bytes < CYCLE_BYTES; i++) {
         wpipe *p = &w->pipes[i];
-        if (!p->used)
+        if (!p->used || p->blocked_until_ms > now)
             continue;
         while (bytes < CYCLE_BYTES) {
             const void *data;
@@ -411,8 +454,27 @@ static int cycle(writer *w)
                     goto fail;
                 began = 1;
             }
-            if (apply_frame(w, p, data, len, seq, &c, err, sizeof(err)) < 0)
+            /* one savepoint per frame: a table that refuses this frame
+             * holds back only its own pipeline */
+            if (zx_ws_savepoint(w->ws) < 0) {
+                snprintf(err, sizeof(err), "savepoint: %s", zx_ws_errmsg(w->ws));
                 goto fail;
+            }
+            if (apply_frame(w, p, data, len, seq, &c, err, sizeof(err)) < 0) {
+                if (!zx_ws_failure_is_permanent(w->ws))
+                    goto fail;
+                drop_last_applied(w);
+                if (zx_ws_savepoint_rollback(w->ws) < 0)
+                    goto fail;
+                block_pipe(w, p, seq, err);
+                break;
+            }
+            if (zx_ws_savepoint_release(w->ws) < 0) {
+                snprintf(err, sizeof(err), "release: %s", zx_ws_errmsg(w->ws));
+                goto fail;
+            }
+            if (p->block_ms)
+                unblock_pipe(w, p);
             p->cur = c;
             bytes += len;
             nframes++;
@@ -436,7 +498,7 @@ static int cycle(writer *w)
         free_applied(w);
         return -1;
     }
-    int64_t now = zx_now_us();
+    int64_t now_us = zx_now_us();
     for (size_t i = 0; i < w->nap; i++) {
         applied *a = &w->ap[i];
         zx_seg_hdr *h = a->p->seg.hdr;
@@ -445,7 +507,7 @@ static int cycle(writer *w)
         atomic_fetch_add(&h->batches, 1);
         if (a->bad)
             atomic_fetch_add(&h->frame_errors, 1);
-        atomic_store(&h->last_commit_us, now);
+        atomic_store(&h->last_commit_us, now_us);
         /* release once per pipeline, at its last frame of the cycle */
         int last = 1;
         for (size_t k = i + 1; k < w->nap; k++)
