@@ -400,11 +400,19 @@ def test_gateway_bounds_memory_of_announced_bodies(make_zxd):
             s = socket.create_connection(("127.0.0.1", z.port), timeout=10)
             s.sendall(head)
             holders.append(s)
-        time.sleep(0.3)   # let the gateway read the four heads
-        fifth = socket.create_connection(("127.0.0.1", z.port), timeout=10)
-        fifth.sendall(head)
-        answer = fifth.recv(4096).decode("latin-1")
-        fifth.close()
+        # once the gateway has read the four heads, a fifth is refused at
+        # once (a fifth let through would wait for its body: retry then)
+        def fifth_refused():
+            fifth = socket.create_connection(("127.0.0.1", z.port), timeout=10)
+            fifth.settimeout(2)
+            try:
+                fifth.sendall(head)
+                return fifth.recv(4096).decode("latin-1")
+            except socket.timeout:
+                return None
+            finally:
+                fifth.close()
+        answer = wait_for(fifth_refused, "a fifth announced body to be refused")
         assert answer.startswith("HTTP/1.1 503"), answer
         assert "retry-after:" in answer.lower(), answer
         assert "too many request bodies" in answer, answer
