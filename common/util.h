@@ -30,6 +30,12 @@ int zx_write_all(int fd, const void *buf, size_t n);
 /* mkdir -p with mode; 0 or -1 (errno). */
 int zx_mkdir_p(const char *path, mode_t mode);
 
+/* Make room for one more element in a growable array: when *n == *cap,
+ * *arr is reallocated to twice its capacity (first: 64 elements of size
+ * bytes).  Returns 0, or -1 when out of memory (the array is unchanged).
+ * arr is the address of the array pointer (e.g. &w->items). */
+int zx_grow(void *arr, size_t n, size_t *cap, size_t size);
+
 /* Constant-time comparison of two byte strings: 1 when equal. The time
  * depends only on the lengths. */
 int zx_ct_equal(const void *a, size_t alen, const void *b, size_t blen);

@@ -308,6 +308,16 @@ static size_t run_zx_ndjson(const char *buf, size_t len, zx_rowset *rs)
     return (size_t)n;
 }
 
+/* End of the body of (at most) 1000 lines that starts at p. */
+static const char *body_end(const char *p, const char *end)
+{
+    for (int i = 0; i < 1000 && p < end; i++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
+    return p;
+}
+
 /* The same events pushed as bodies of 1000 lines, the rowset reset between
  * bodies as the stream worker does after handing a batch to the ring. */
 static size_t run_zx_ndjson_1000(const char *buf, size_t len, zx_rowset *rs)
@@ -315,11 +325,7 @@ static size_t run_zx_ndjson_1000(const char *buf, size_t len, zx_rowset *rs)
     size_t events = 0;
     const char *p = buf, *end = buf + len;
     while (p < end) {
-        const char *q = p;
-        for (int i = 0; i < 1000 && q < end; i++) {
-            const char *nl = memchr(q, '\n', (size_t)(end - q));
-            q = nl ? nl + 1 : end;
-        }
+        const char *q = body_end(p, end);
         zx_rowset_reset(rs);
         events += run_zx_ndjson(p, (size_t)(q - p), rs);
         p = q;
@@ -334,11 +340,7 @@ static size_t run_zx_fast_1000(const char *buf, size_t len, zx_rowset *rs)
     size_t events = 0;
     const char *p = buf, *end = buf + len;
     while (p < end) {
-        const char *q = p;
-        for (int i = 0; i < 1000 && q < end; i++) {
-            const char *nl = memchr(q, '\n', (size_t)(end - q));
-            q = nl ? nl + 1 : end;
-        }
+        const char *q = body_end(p, end);
         zx_rowset_reset(rs);
         int n = zx_json_fast_parse(p, (size_t)(q - p), ZX_BODY_NDJSON, rs);
         if (n < 0) {

@@ -100,6 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef ZX_FUZZ_STANDALONE
+#include "tests/fuzz/mutate.h"
+
 static const char *const seeds[] = {
     "\0{\"a\":1,\"b\":2.5,\"c\":\"2026-11-29T18:09:25Z\",\"d\":[1,{\"e\":null}],\"A b\":true}",
     "\1{\"a\":1}\r\n\n{\"a\":-0,\"x\":\"caf\xc3\xa9\\u00e9\\ud83d\\ude00\"}\n\n",
@@ -108,16 +110,6 @@ static const char *const seeds[] = {
     "{\"t\":\"2024-02-29 23:59:59.123456789+05:30\"}",
     "\0 [ { \"User\" : { \"k\" : \"\\u0001\" } , \"user\" : [ true , false , null ] } ] ",
 };
-
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 int main(int argc, char **argv)
 {
@@ -131,30 +123,8 @@ int main(int argc, char **argv)
         const char *seed = seeds[rnd() % (sizeof(seeds) / sizeof(seeds[0]))];
         size_t n = 1 + strlen(seed + 1);
         memcpy(buf, seed, n);
-        int muts = (int)(rnd() % 6);
-        for (int m = 0; m < muts; m++) {
-            size_t pos = n > 1 ? 1 + rnd() % (n - 1) : 1;
-            switch (rnd() % 4) {
-            case 0: /* flip a byte */
-                buf[pos] = (uint8_t)rnd();
-                break;
-            case 1: /* delete a byte */
-                if (n > 1) {
-                    memmove(buf + pos, buf + pos + 1, n - pos - 1);
-                    n--;
-                }
-                break;
-            default: { /* insert a token */
-                const char *t = toks[rnd() % (sizeof(toks) / sizeof(toks[0]))];
-                size_t tl = strlen(t);
-                if (n + tl < sizeof(buf) && pos <= n) {
-                    memmove(buf + pos + tl, buf + pos, n - pos);
-                    memcpy(buf + pos, t, tl);
-                    n += tl;
-                }
-            }
-            }
-        }
+        n = fuzz_mutate(buf, n, sizeof(buf), (int)(rnd() % 6), toks,
+                        sizeof(toks) / sizeof(toks[0]));
         LLVMFuzzerTestOneInput(buf, n);
     }
     printf("fuzz_json_fast: %ld inputs, fast path and jansson agree\n", iters);

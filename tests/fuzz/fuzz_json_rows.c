@@ -79,22 +79,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef ZX_FUZZ_STANDALONE
+#include "tests/fuzz/mutate.h"
+
 static const char *const seeds[] = {
     "\0{\"a\":1,\"b\":2.5,\"c\":\"2026-11-29T18:09:25Z\",\"d\":[1,{\"e\":null}],\"A b\":true}",
     "\1{\"a\":1}\r\n\n{\"a\":99999999999999999999,\"x\":\"caf\xc3\xa9\"}\n[1]\n",
     "\0[{\"k\":1},{\"k\":-9223372036854775809,\"_key\":\"\\u00e9\\\"\"},{\"k\":1e400}]",
     "\1{\"a b\":1,\"a-b\":2,\"a_b_2\":{\"z\":[[[[]]]]}}\n{\"t\":\"2024-02-29 23:59:59.123456789+05:30\"}",
 };
-
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 int main(int argc, char **argv)
 {
@@ -107,30 +99,8 @@ int main(int argc, char **argv)
         const char *seed = seeds[rnd() % (sizeof(seeds) / sizeof(seeds[0]))];
         size_t n = 1 + strlen(seed + 1);
         memcpy(buf, seed, n);
-        int muts = 1 + (int)(rnd() % 8);
-        for (int m = 0; m < muts; m++) {
-            size_t pos = n > 1 ? 1 + rnd() % (n - 1) : 1;
-            switch (rnd() % 4) {
-            case 0: /* flip a byte */
-                buf[pos] = (uint8_t)rnd();
-                break;
-            case 1: /* delete a byte */
-                if (n > 1) {
-                    memmove(buf + pos, buf + pos + 1, n - pos - 1);
-                    n--;
-                }
-                break;
-            default: { /* insert a token */
-                const char *t = toks[rnd() % (sizeof(toks) / sizeof(toks[0]))];
-                size_t tl = strlen(t);
-                if (n + tl < sizeof(buf) && pos <= n) {
-                    memmove(buf + pos + tl, buf + pos, n - pos);
-                    memcpy(buf + pos, t, tl);
-                    n += tl;
-                }
-            }
-            }
-        }
+        n = fuzz_mutate(buf, n, sizeof(buf), 1 + (int)(rnd() % 8), toks,
+                        sizeof(toks) / sizeof(toks[0]));
         LLVMFuzzerTestOneInput(buf, n);
     }
     printf("fuzz_json_rows: %ld inputs, no invariant broken\n", iters);

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <event2/event.h>
-#include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,13 +18,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/json_rows.h"
 #include "common/log.h"
 #include "common/segment.h"
 #include "common/timefmt.h"
 #include "common/util.h"
 #include "proto/chan.h"
-#include "proto/push.h"
 #include "workers/gateway/gateway_int.h"
 #include "workers/gateway/http.h"
 

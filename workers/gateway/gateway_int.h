@@ -32,7 +32,6 @@ typedef struct greq {
     char rid[24];
     int64_t deadline_ms;
     struct greq *next;       /* bucket chain or wait queue */
-    int queued;              /* 1 while in the wait queue */
     int64_t queued_at_ms;    /* when the body was complete */
 } greq;
 

@@ -126,7 +126,6 @@ static int hand_over(gateway *g, greq *q)
 
 static void queue_push(gpipe *p, greq *q)
 {
-    q->queued = 1;
     q->pending = 1;
     q->next = NULL;
     if (p->wait_tail)
@@ -141,10 +140,8 @@ static void retry_queue(gateway *g, gpipe *p)
     while (p->wait_head) {
         greq *q = p->wait_head;
         greq *nx = q->next;
-        q->queued = 0;
         q->next = NULL;
         if (!hand_over(g, q)) {
-            q->queued = 1;
             q->next = nx;
             return;
         }

@@ -130,14 +130,8 @@ static void reply_accepted(worker *w, uint64_t req_id, uint64_t accepted, const 
 static int add_pending(worker *w, uint64_t seq, uint64_t req_id, uint64_t accepted,
                        const char *rid, int replay)
 {
-    if (w->npend == w->pend_cap) {
-        size_t cap = w->pend_cap ? w->pend_cap * 2 : 64;
-        pending *n = realloc(w->pend, cap * sizeof(*n));
-        if (!n)
-            return -1;
-        w->pend = n;
-        w->pend_cap = cap;
-    }
+    if (zx_grow(&w->pend, w->npend, &w->pend_cap, sizeof(*w->pend)) < 0)
+        return -1;
     pending *p = &w->pend[w->npend++];
     p->seq = seq;
     p->req_id = req_id;
@@ -179,14 +173,8 @@ static inflight *find_inflight(worker *w, const char *key, size_t n)
 static int add_inflight(worker *w, const char *key, size_t n, uint64_t hash, uint64_t seq,
                         uint64_t accepted, const char *rid)
 {
-    if (w->ninfl == w->infl_cap) {
-        size_t cap = w->infl_cap ? w->infl_cap * 2 : 64;
-        inflight *x = realloc(w->infl, cap * sizeof(*x));
-        if (!x)
-            return -1;
-        w->infl = x;
-        w->infl_cap = cap;
-    }
+    if (zx_grow(&w->infl, w->ninfl, &w->infl_cap, sizeof(*w->infl)) < 0)
+        return -1;
     inflight *f = &w->infl[w->ninfl++];
     memcpy(f->key, key, n);
     f->key[n] = '\0';

@@ -265,14 +265,8 @@ static void free_applied(writer *w)
 
 static applied *new_applied(writer *w)
 {
-    if (w->nap == w->ap_cap) {
-        size_t cap = w->ap_cap ? w->ap_cap * 2 : 64;
-        applied *n = realloc(w->ap, cap * sizeof(*n));
-        if (!n)
-            return NULL;
-        w->ap = n;
-        w->ap_cap = cap;
-    }
+    if (zx_grow(&w->ap, w->nap, &w->ap_cap, sizeof(*w->ap)) < 0)
+        return NULL;
     applied *a = &w->ap[w->nap++];
     memset(a, 0, sizeof(*a));
     return a;
