@@ -36,22 +36,15 @@ int zx_cf_parse_u64(const char **s, uint64_t *out)
     return 0;
 }
 
-int zx_cf_parse_size(const char *s, uint64_t *out)
-{
-    static const struct { const char *u; uint64_t m; } units[] = {
-        {"", 1}, {"b", 1}, {"kib", KiB}, {"mib", MiB}, {"gib", GiB},
-        {"tib", 1024 * GiB}, {"kb", 1000ull}, {"mb", 1000000ull},
-        {"gb", 1000000000ull}, {"tb", 1000000000000ull},
-    };
-    uint64_t v;
-    size_t i;
+typedef struct unit { const char *u; uint64_t m; } unit;
 
-    if (zx_cf_parse_u64(&s, &v) < 0)
-        return -1;
-    while (*s == ' ')
-        s++;
-    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (!strcasecmp(s, units[i].u)) {
+/* v times the multiplier of the unit spelt s (compared without case when
+ * nocase).  0, or -1 for an unknown unit or an overflow. */
+static int scale(uint64_t v, const char *s, const unit *units, size_t n, int nocase,
+                 uint64_t *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (nocase ? !strcasecmp(s, units[i].u) : !strcmp(s, units[i].u)) {
             if (v > UINT64_MAX / units[i].m)
                 return -1;
             *out = v * units[i].m;
@@ -61,14 +54,29 @@ int zx_cf_parse_size(const char *s, uint64_t *out)
     return -1;
 }
 
+int zx_cf_parse_size(const char *s, uint64_t *out)
+{
+    static const unit units[] = {
+        {"", 1}, {"b", 1}, {"kib", KiB}, {"mib", MiB}, {"gib", GiB},
+        {"tib", 1024 * GiB}, {"kb", 1000ull}, {"mb", 1000000ull},
+        {"gb", 1000000000ull}, {"tb", 1000000000000ull},
+    };
+    uint64_t v;
+
+    if (zx_cf_parse_u64(&s, &v) < 0)
+        return -1;
+    while (*s == ' ')
+        s++;
+    return scale(v, s, units, sizeof(units) / sizeof(units[0]), 1, out);
+}
+
 /* Returns 0 ok, -1 malformed, -2 a bare non-zero number (no unit). */
 int zx_cf_parse_duration(const char *s, uint64_t *ms)
 {
-    static const struct { const char *u; uint64_t m; } units[] = {
+    static const unit units[] = {
         {"ms", 1}, {"s", SEC}, {"m", MIN}, {"h", HOUR},
     };
     uint64_t v;
-    size_t i;
 
     if (zx_cf_parse_u64(&s, &v) < 0)
         return -1;
@@ -78,15 +86,7 @@ int zx_cf_parse_duration(const char *s, uint64_t *ms)
         *ms = 0;
         return v == 0 ? 0 : -2;
     }
-    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (!strcmp(s, units[i].u)) {
-            if (v > UINT64_MAX / units[i].m)
-                return -1;
-            *ms = v * units[i].m;
-            return 0;
-        }
-    }
-    return -1;
+    return scale(v, s, units, sizeof(units) / sizeof(units[0]), 0, ms);
 }
 
 static void fmt_size(char *buf, size_t len, uint64_t v)

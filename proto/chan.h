@@ -22,7 +22,8 @@
  *     READY   {}  every pipeline has been attached once after the child
  *             started: the gateway starts accepting connections only
  *             then (so a restarted gateway never answers 404 for a
- *             stream it has not heard of yet)
+ *             stream it has not heard of yet); the writer then forgets the
+ *             checkpoints of segments no longer attached
  *
  *   writer → supervisor
  *     EVENT   a feed event object as in proto/control.h (without "ts",

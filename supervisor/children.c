@@ -248,7 +248,6 @@ int sup_spawn(sup *s, child *c)
         run_child(s, c, sv[1]);
     c->pid = pid;
     c->state = c->role == ROLE_STREAM ? ST_RUNNING : ST_STARTING;
-    c->started_ms = zx_mono_ms();
     c->kill_at_ms = 0;
     c->next = NEXT_NONE;
     if (c->role != ROLE_STREAM) {
@@ -486,11 +485,8 @@ static void tick_one(sup *s, child *c, int64_t now)
     }
     if (c->pid == 0 && c->state == ST_BACKOFF && c->want && !s->shutting_down &&
         now >= c->respawn_at_ms) {
-        if (sup_spawn(s, c) < 0) {
-            c->respawn_at_ms = now + 1000;
-        } else if (c->role == ROLE_STREAM) {
-            /* restarts are announced when they happen (child_gone) */
-        }
+        if (sup_spawn(s, c) < 0)
+            c->respawn_at_ms = now + 1000; /* restarts are announced in child_gone */
     }
 }
 

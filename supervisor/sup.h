@@ -44,7 +44,6 @@ typedef struct child {
     int64_t crash_ms[5];     /* times of the last crashes (monotonic) */
     unsigned ncrash;
     int64_t respawn_at_ms;   /* ST_BACKOFF: when to start again */
-    int64_t started_ms;
     int64_t kill_at_ms;      /* stop requested: SIGKILL after this */
     int chan;                /* writer/gateway: our end of the socketpair */
     struct event *chan_ev;
@@ -97,7 +96,6 @@ struct sup {
 
     int shutting_down;
     int shutdown_phase;
-    int exit_code;
 };
 
 /* The one supervisor of this process (main.c); callbacks that only get a

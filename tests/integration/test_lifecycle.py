@@ -257,6 +257,9 @@ def test_children_exit_when_supervisor_killed(make_zxd):
     assert z.count("a") == 1
     z.push_ok("a", {"n": 2}, wait_commit=True)
     assert z.count("a") == 2
+    # the old segment's checkpoint is forgotten: one per pipeline in use
+    wait_for(lambda: z.query("SELECT count(*) FROM _zx_checkpoints WHERE pipeline LIKE 'a#%'")[0][0] == 1,
+             "the checkpoint of the previous zxd's segment to be pruned")
     z.stop()
 
 

@@ -392,7 +392,7 @@ int zx_http_push_main(const zx_worker_args *a)
             if (drained || zx_mono_ms() > stop_deadline)
                 break;
         }
-        int blocked = 0, worked = 0;
+        int blocked = 0;
         if (w.st.active) {
             /* a frame waits for room; the in ring cursor is past its record */
             if (publish(&w) == BLOCKED)
@@ -422,10 +422,8 @@ int zx_http_push_main(const zx_worker_args *a)
                 break;
             }
             zx_ring_release(w.in, &cur, 1);
-            worked = 1;
             complete(&w);
         }
-        (void)worked;
         struct pollfd p = {a->self_efd, POLLIN, 0};
         poll(&p, 1, blocked ? 20 : (stop_requested ? 50 : 1000));
     }

@@ -88,6 +88,11 @@ int zx_ws_checkpoint_get(zx_ws *w, const char *pipeline, uint64_t *seq);
  * 0, or -1 (no transaction open, database error). */
 int zx_ws_checkpoint_set(zx_ws *w, const char *pipeline, uint64_t seq, int64_t now_us);
 
+/* Delete the checkpoints whose key starts with prefix, except keep1 and
+ * keep2 (keys of checkpoints still in use; keep2 may equal keep1).  Outside
+ * a transaction.  0 or -1. */
+int zx_ws_checkpoint_prune(zx_ws *w, const char *prefix, const char *keep1, const char *keep2);
+
 /* Metadata columns (zx_ws_append.metadata bits). */
 #define ZX_WS_META_INGESTED_AT 0x1u  /* "_ingested_at" TIMESTAMP */
 #define ZX_WS_META_REQUEST_ID 0x2u   /* "_request_id" TEXT */

@@ -252,6 +252,23 @@ int zx_ws_checkpoint_set(zx_ws *w, const char *pipeline, uint64_t seq, int64_t n
     return rc == SQLITE_OK ? 0 : -1;
 }
 
+int zx_ws_checkpoint_prune(zx_ws *w, const char *prefix, const char *keep1, const char *keep2)
+{
+    sqlite3_stmt *st = NULL;
+    if (w->in_txn ||
+        sqlite3_prepare_v2(w->db, "DELETE FROM _zx_checkpoints WHERE substr(pipeline, 1, length(?1)) = ?1"
+                                  " AND pipeline NOT IN (?2, ?3)", -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, keep1, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, keep2, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
 /* ---- append -------------------------------------------------------------- */
 
 static int grow_scratch(zx_ws *w, size_t nrs, size_t ntc)

@@ -81,6 +81,7 @@ typedef struct writer {
     size_t nap, ap_cap;
     int64_t last_prune_ms;
     int64_t last_cycle_ms;   /* start of the last cycle that applied frames */
+    int attached_all;        /* the supervisor's initial ATTACHes are in */
     /* Fault injection for tests (ZX_FAULT_INJECTION=1 in the environment):
      * when this file exists, the writer deletes it and dies right after a
      * workspace commit, before the LMDB commit and the acknowledgement:
@@ -98,11 +99,11 @@ static void emit(writer *w, json_t *ev)
     json_decref(ev);
 }
 
-static int seed_counters(writer *w, wpipe *p)
+static void seed_counters(writer *w, wpipe *p)
 {
     zx_store_txn *t;
     if (zx_store_begin(w->store, 1, &t) != 0)
-        return -1;
+        return;
     uint64_t v = 0;
     if (zx_store_counter_get(t, p->name, "rows", &v) == 0)
         atomic_store(&p->seg.hdr->rows, v);
@@ -110,7 +111,23 @@ static int seed_counters(writer *w, wpipe *p)
     if (zx_store_counter_get(t, p->name, "rejects", &v) == 0)
         atomic_store(&p->seg.hdr->rejects, v);
     zx_store_abort(t);
-    return 0;
+}
+
+/* Checkpoints of earlier segments of p's pipeline (an earlier zxd) are of
+ * no more use: keep only those of the segments attached now (two while a
+ * recreated pipeline's old rings drain).  Only once the supervisor has
+ * attached every segment (READY), so that none in use is missed. */
+static void prune_checkpoints(writer *w, wpipe *p)
+{
+    if (!w->attached_all)
+        return;
+    const char *other = p->ckpt_key;
+    for (int i = 0; i < MAX_PIPES; i++)
+        if (&w->pipes[i] != p && w->pipes[i].used && strcmp(w->pipes[i].name, p->name) == 0)
+            other = w->pipes[i].ckpt_key;
+    char prefix[80];
+    snprintf(prefix, sizeof(prefix), "%s#", p->name);
+    zx_ws_checkpoint_prune(w->ws, prefix, p->ckpt_key, other);
 }
 
 static void handle_attach(writer *w, const char *json, int *fds, int nfds)
@@ -160,6 +177,7 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
              (unsigned long long)p->seg.hdr->epoch);
     p->ckpt = 0;
     zx_ws_checkpoint_get(w->ws, p->ckpt_key, &p->ckpt);
+    prune_checkpoints(w, p);
     seed_counters(w, p);
     atomic_store(&p->seg.hdr->writer_up, 1);
     zx_info("event=attach pipeline=%s checkpoint=%llu published=%llu", p->name,
@@ -199,6 +217,12 @@ static int handle_chan(writer *w)
     }
     for (int i = 0; i < nfds; i++)
         close(fds[i]);
+    if (t == ZX_CHAN_READY) {
+        w->attached_all = 1;
+        for (int i = 0; i < MAX_PIPES; i++)
+            if (w->pipes[i].used)
+                prune_checkpoints(w, &w->pipes[i]);
+    }
     if (t == ZX_CHAN_DETACH) {
         json_t *o = json_loads(buf, 0, NULL);
         const char *name = o ? json_string_value(json_object_get(o, "name")) : NULL;
