@@ -27,6 +27,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The most pipelines one zxd runs: the one limit the supervisor, the
+ * gateway and the writer are sized for.  `zxd --check` refuses more. */
+#define ZX_MAX_PIPELINES 1024
+
 /* Optional metadata columns of a stream (zx_conf_pipeline.metadata). */
 #define ZX_META_INGESTED_AT 0x1u   /* "_ingested_at": UTC time the row arrived */
 #define ZX_META_REQUEST_ID  0x2u   /* "_request_id": id of the push request   */

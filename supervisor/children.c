@@ -211,7 +211,7 @@ static void run_child(sup *s, child *c, int chan)
         zx_close_fds_except(keep, 3);
         zx_proctitle_set("zxd: gateway");
         zx_log_set_proc("gateway");
-        zx_gateway_args a = {s->conf, chan, s->gateway_efd, s->listen_fd};
+        zx_gateway_args a = {s->conf, chan, s->gateway_efd, s->listen_fd, s->gateway_generation};
         code = zx_gateway_main(&a);
     } else {
         spipe *p = c->pipe;
@@ -235,6 +235,8 @@ int sup_spawn(sup *s, child *c)
         snprintf(c->last_error, sizeof(c->last_error), "socketpair: %s", strerror(errno));
         return -1;
     }
+    if (c->role == ROLE_GATEWAY)
+        s->gateway_generation++;
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(c->last_error, sizeof(c->last_error), "fork: %s", strerror(errno));

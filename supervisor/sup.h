@@ -76,6 +76,7 @@ struct sup {
     int writer_efd, gateway_efd;
     int listen_fd;
     int writer_ready;
+    uint64_t gateway_generation; /* gateways started so far (zx_gateway_args) */
 
     spipe *pipes[1024];
     size_t npipes;

@@ -114,14 +114,18 @@ static void attach(gateway *g, const char *json, int *fds, int nfds)
         for (size_t i = 0; i < sizeof(g->pipes) / sizeof(g->pipes[0]) && !p; i++)
             if (!g->pipes[i].used)
                 p = &g->pipes[i];
-        if (!p)
+        if (!p) {
+            zx_error("event=attach_failed pipeline=%s error=\"no free slot (%d pipelines)\"",
+                     name, ZX_MAX_PIPELINES);
             goto out;
+        }
         char err[256];
         if (zx_segment_map(&p->seg, fds[0], err, sizeof(err)) < 0) {
             zx_error("event=attach_failed pipeline=%s error=\"%s\"", name, err);
             goto out;
         }
         snprintf(p->name, sizeof(p->name), "%s", name);
+        p->gen = ++g->pipe_gen;
         p->worker_efd = fds[1];
         fds[1] = -1;
         zx_ring_set_peer(&p->seg.in, p->worker_efd);
@@ -129,9 +133,26 @@ static void attach(gateway *g, const char *json, int *fds, int nfds)
         zx_ring_cursor_init(&p->seg.out, &p->out_cur);
         p->used = 1;
     }
-    free(p->key);
     const char *key = json_string_value(json_object_get(o, "key"));
-    p->key = key ? strdup(key) : NULL;
+    char *nk = key ? strdup(key) : NULL;
+    if (key && !nk) {
+        zx_error("event=attach_failed pipeline=%s error=\"out of memory\"", name);
+        goto out;
+    }
+    if (!p->key || !nk || strcmp(p->key, nk) != 0) {
+        /* A new key makes another stream of it: requests authenticated
+         * with the old one are answered, never handed over. */
+        if (p->key) {
+            p->gen = ++g->pipe_gen;
+            char why[200];
+            snprintf(why, sizeof(why),
+                     "stream %s was reconfigured (new key) while the request was in flight; "
+                     "nothing was written, retry", p->name);
+            zx_gw_fail_waiting(p, 503, why);
+        }
+    }
+    free(p->key);
+    p->key = nk;
     p->ack_commit = json_is_true(json_object_get(o, "ack_commit"));
     json_int_t mb = json_integer_value(json_object_get(o, "max_body_size"));
     p->max_body = mb > 0 ? (uint64_t)mb : g->a->conf->http.max_body_size;
@@ -148,13 +169,13 @@ static void detach(gateway *g, const char *name)
     gpipe *p = zx_gw_find_pipe(g, name, strlen(name));
     if (!p)
         return;
-    /* answer everything still waiting for this stream */
-    while (p->wait_head) {
-        greq *q = p->wait_head;
-        p->wait_head = q->next;
-        zx_gw_finish_error(q, 404, 0, "stream was removed");
-    }
-    p->wait_tail = NULL;
+    /* The worker has stopped: relay the answers it left in the out ring
+     * first, then answer everything still waiting for this stream. */
+    zx_gw_read_replies(g, p);
+    char why[200];
+    snprintf(why, sizeof(why), "stream %s was removed or reconfigured while the request "
+             "was waiting; nothing was written, retry", p->name);
+    zx_gw_fail_waiting(p, 503, why);
     for (int b = 0; b < NBUCKETS; b++) {
         greq **pp = &g->buckets[b];
         while (*pp) {
@@ -225,6 +246,10 @@ int zx_gateway_main(const zx_gateway_args *a)
     g->a = a;
     int rc = 1;
     zx_random(&g->rid_base, sizeof(g->rid_base));
+    /* Request ids are (generation << 40 | counter): the rings outlive a
+     * gateway, and answers to an earlier gateway's requests must match
+     * none of ours. */
+    g->next_id = (a->generation & 0xffffffu) << 40;
     g->base = event_base_new();
     const zx_conf_http *hc = &a->conf->http;
     zx_http_limits lim = {hc->max_body_size, hc->max_header_size, hc->max_connections,

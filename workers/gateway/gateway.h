@@ -10,6 +10,8 @@
 #ifndef ZX_GATEWAY_GATEWAY_H
 #define ZX_GATEWAY_GATEWAY_H
 
+#include <stdint.h>
+
 #include "conf/config.h"
 
 typedef struct zx_gateway_args {
@@ -17,6 +19,8 @@ typedef struct zx_gateway_args {
     int chan;        /* SOCK_SEQPACKET to the supervisor (proto/chan.h) */
     int self_efd;    /* the gateway's eventfd */
     int listen_fd;   /* listening TCP socket made by the supervisor */
+    uint64_t generation; /* 1 for the first gateway zxd starts, then one
+                            more for each restart: tags request ids */
 } zx_gateway_args;
 
 /* Run until SIGTERM (stop accepting, answer what is pending for up to

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/segment.h"
+#include "conf/config.h"
 #include "workers/gateway/gateway.h"
 #include "workers/gateway/http.h"
 
@@ -28,8 +29,14 @@ typedef struct greq {
     uint64_t reserved;       /* announced Content-Length, until the body is in */
     uint64_t held;           /* body bytes held, once it is in */
     int pending;             /* in a bucket or a wait queue */
-    uint64_t req_id;
+    uint64_t req_id;         /* gateway generation << 40 | counter */
     char rid[24];
+    /* The stream this request authenticated against, for its whole life:
+     * the slot, its generation then, and its name.  A slot whose
+     * generation changed (stream removed, recreated or given a new key)
+     * is another stream: the request is answered, never handed over. */
+    uint64_t pipe_gen;
+    char pipe_name[64];
     int64_t deadline_ms;
     struct greq *next;       /* bucket chain or wait queue */
     int64_t queued_at_ms;    /* when the body was complete */
@@ -37,6 +44,8 @@ typedef struct greq {
 
 struct gpipe {
     char name[64];
+    uint64_t gen;            /* gateway-unique; new on attach to a free slot
+                                and whenever the key changes */
     char *key;
     int ack_commit;
     uint64_t max_body;
@@ -53,15 +62,28 @@ struct gateway {
     uint64_t mem_cap;        /* beyond: 503 before reading a body */
     struct event_base *base;
     zx_http_server *http;
-    gpipe pipes[256];
+    gpipe pipes[ZX_MAX_PIPELINES];
+    uint64_t pipe_gen;       /* last gpipe.gen handed out */
     greq *buckets[NBUCKETS];
-    uint64_t next_id;
+    uint64_t next_id;        /* generation << 40 | counter: a reply meant
+                                for an earlier gateway's request (same
+                                rings, lower generation) matches nothing */
     uint64_t rid_base;
     int stopping;
     int64_t stop_deadline;
 };
 
 /* gateway_push.c */
+
+/* q's stream is no longer the one it authenticated against: answer it
+ * (404 removed, or 503 reconfigured) and free it.  Returns 1 if it did. */
+int zx_gw_answer_if_stale(greq *q);
+/* Relay every answer waiting in p's out ring (before p is detached, so that
+ * the last answers of a draining worker reach their clients). */
+void zx_gw_read_replies(gateway *g, gpipe *p);
+/* Answer 503 to every request of p waiting for room in its ring (p was
+ * reconfigured: they authenticated against its old settings). */
+void zx_gw_fail_waiting(gpipe *p, int status, const char *why);
 
 /* The attached pipeline called name[0..n), or NULL. */
 gpipe *zx_gw_find_pipe(gateway *g, const char *name, size_t n);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "common/json_rows.h"
 #include "common/log.h"
@@ -55,7 +56,8 @@ static void finish(greq *q, int status, uint32_t retry_after, int replay, const 
                    size_t len)
 {
     char hdrs[160];
-    int n = snprintf(hdrs, sizeof(hdrs), "X-Request-Id: %s\r\n", q->rid);
+    int n = q->rid[0] ? snprintf(hdrs, sizeof(hdrs), "X-Request-Id: %s\r\n", q->rid) : 0;
+    hdrs[n] = '\0';
     if (retry_after)
         n += snprintf(hdrs + n, sizeof(hdrs) - n, "Retry-After: %u\r\n", retry_after);
     if (replay)
@@ -71,8 +73,14 @@ static void finish(greq *q, int status, uint32_t retry_after, int replay, const 
 void zx_gw_finish_error(greq *q, int status, uint32_t retry_after, const char *msg)
 {
     json_t *o = json_pack("{s:s, s:i}", "error", msg, "status", status);
-    char *s = json_dumps(o, JSON_COMPACT);
-    finish(q, status, retry_after, 0, s, strlen(s));
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (!s) {
+        zx_error("event=reply_encoding_failed status=%d", status);
+        static const char oom[] = "{\"error\":\"out of memory\",\"status\":503}";
+        finish(q, 503, 1, 0, oom, sizeof(oom) - 1);
+    } else {
+        finish(q, status, retry_after, 0, s, strlen(s));
+    }
     free(s);
     json_decref(o);
 }
@@ -151,7 +159,7 @@ static void retry_queue(gateway *g, gpipe *p)
     }
 }
 
-static void read_replies(gateway *g, gpipe *p)
+void zx_gw_read_replies(gateway *g, gpipe *p)
 {
     int any = 0;
     for (;;) {
@@ -172,12 +180,54 @@ static void read_replies(gateway *g, gpipe *p)
             zx_error("event=bad_reply_record pipeline=%s", p->name);
             continue;
         }
+        /* Ids carry the gateway's generation: an answer meant for a
+         * request of an earlier gateway (same rings) matches nothing. */
         greq *q = bucket_take(g, h->req_id);
+        if (q && q->p != p) {
+            /* cannot happen: ids are unique in this gateway */
+            zx_error("event=reply_for_other_stream pipeline=%s", p->name);
+            bucket_add(g, q);
+            q = NULL;
+        }
         if (q) /* else: a request of an earlier gateway, or timed out */
             finish(q, h->status, h->retry_after, h->flags & ZX_PUSH_REP_REPLAY, body, h->body_len);
     }
     if (any)
         zx_ring_release(&p->seg.out, &p->out_cur, 1);
+}
+
+int zx_gw_answer_if_stale(greq *q)
+{
+    gpipe *p = q->p;
+    if (p->used && p->gen == q->pipe_gen)
+        return 0;
+    char msg[300];
+    gpipe *now = zx_gw_find_pipe(q->g, q->pipe_name, strlen(q->pipe_name));
+    if (!now) {
+        snprintf(msg, sizeof(msg),
+                 "stream %s was removed while the request was in flight; nothing was written",
+                 q->pipe_name);
+        zx_gw_finish_error(q, 404, 0, msg);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "stream %s was reconfigured (new key or new rings) while the request was in "
+                 "flight; nothing was written, retry",
+                 q->pipe_name);
+        zx_gw_finish_error(q, 503, 1, msg);
+    }
+    return 1;
+}
+
+void zx_gw_fail_waiting(gpipe *p, int status, const char *why)
+{
+    while (p->wait_head) {
+        greq *q = p->wait_head;
+        p->wait_head = q->next;
+        q->next = NULL;
+        q->pending = 0;
+        zx_gw_finish_error(q, status, status == 503 ? 1 : 0, why);
+    }
+    p->wait_tail = NULL;
 }
 
 void zx_gw_on_wake(evutil_socket_t fd, short what, void *arg)
@@ -189,7 +239,7 @@ void zx_gw_on_wake(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < sizeof(g->pipes) / sizeof(g->pipes[0]); i++) {
         if (!g->pipes[i].used)
             continue;
-        read_replies(g, &g->pipes[i]);
+        zx_gw_read_replies(g, &g->pipes[i]);
         retry_queue(g, &g->pipes[i]);
     }
 }
@@ -311,6 +361,8 @@ void zx_gw_on_head(zx_http_req *req, void *ctx)
     q->g = g;
     q->req = req;
     q->p = p;
+    q->pipe_gen = p->gen;
+    snprintf(q->pipe_name, sizeof(q->pipe_name), "%s", p->name);
     q->reserved = announced;
     g->mem += announced;
     zx_http_req_set_data(req, q);
@@ -326,11 +378,12 @@ void zx_gw_on_body(zx_http_req *req, void *ctx)
     q->reserved = 0;
     q->held = blen;
     g->mem += blen;
-    gpipe *p = q->p;
-    if (!p->used) {
-        zx_gw_finish_error(q, 404, 0, "stream was removed");
+    /* The stream may have been removed, recreated or given a new key
+     * while the body was arriving: its slot may even hold another stream
+     * now.  The request belongs to the one it authenticated against. */
+    if (zx_gw_answer_if_stale(q))
         return;
-    }
+    gpipe *p = q->p;
     if (blen > p->max_body) {
         char msg[200];
         snprintf(msg, sizeof(msg), "body of %zu bytes is over the limit of %" PRIu64 " bytes for stream %s",
@@ -338,7 +391,13 @@ void zx_gw_on_body(zx_http_req *req, void *ctx)
         zx_gw_finish_error(q, 413, 0, msg);
         return;
     }
-    q->req_id = ++g->next_id;
+    if ((++g->next_id & ((1ull << 40) - 1)) == 0) {
+        /* 2^40 requests in one gateway's life: end it, a new generation
+         * starts with fresh ids */
+        zx_error("event=fatal error=\"request ids exhausted; restarting the gateway\"");
+        _exit(1);
+    }
+    q->req_id = g->next_id;
     q->queued_at_ms = zx_mono_ms();
     snprintf(q->rid, sizeof(q->rid), "%08" PRIx64 "%08" PRIx64, g->rid_base & 0xffffffffu,
              q->req_id & 0xffffffffu);
