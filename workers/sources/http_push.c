@@ -408,14 +408,15 @@ int zx_http_push_main(const zx_worker_args *a)
             zx_ring_result r = zx_ring_next(w.in, &cur, &rec, &len, &seq);
             if (r == ZX_RING_WOULD_BLOCK)
                 break;
-            if (stop_deadline && seq > stop_at) {
-                cur = before;
-                break;
-            }
             if (r != ZX_RING_OK) {
                 zx_error("event=ring_corrupt pipeline=%s ring=in", w.name);
                 rc = 1;
                 goto out;
+            }
+            /* seq is set only once the ring said OK */
+            if (stop_deadline && seq > stop_at) {
+                cur = before;
+                break;
             }
             if (handle(&w, rec, len) == BLOCKED) {
                 blocked = 1; /* released once published (above) */
