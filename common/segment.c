@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OUT_CAP (1024 * 1024)
 
 static size_t align_up(size_t n, size_t a)
 {
@@ -43,7 +42,7 @@ int zx_segment_create(zx_segment *seg, const char *name, uint64_t in_cap,
     memset(seg, 0, sizeof(*seg));
     seg->fd = -1;
     size_t in_sz = align_up(zx_ring_footprint(in_cap), 4096);
-    size_t out_sz = align_up(zx_ring_footprint(OUT_CAP), 4096);
+    size_t out_sz = align_up(zx_ring_footprint(ZX_SEG_OUT_CAP), 4096);
     size_t fr_sz = align_up(zx_ring_footprint(frames_cap), 4096);
     size_t total = ZX_SEG_HDR_SIZE + in_sz + out_sz + fr_sz;
     char mname[80];
@@ -75,7 +74,7 @@ int zx_segment_create(zx_segment *seg, const char *name, uint64_t in_cap,
     h->frames_off = h->out_off + out_sz;
     h->frames_size = fr_sz;
     zx_ring_format((char *)mem + h->in_off, in_cap);
-    zx_ring_format((char *)mem + h->out_off, OUT_CAP);
+    zx_ring_format((char *)mem + h->out_off, ZX_SEG_OUT_CAP);
     zx_ring_format((char *)mem + h->frames_off, frames_cap);
     seg->hdr = h;
     seg->size = total;

@@ -30,6 +30,12 @@
 #define ZX_SEG_MAGIC 0x5a58534547303031ull /* "ZXSEG001" */
 #define ZX_SEG_VERSION 1
 #define ZX_SEG_HDR_SIZE 4096
+#define ZX_SEG_OUT_CAP (1024u * 1024u)   /* the reply ring's capacity */
+/* What a segment with rings of these capacities maps, at most: its
+ * header, each ring rounded up to whole pages with its own header (under
+ * one page), and the reply ring.  The ring budget (conf) counts this. */
+#define ZX_SEG_MAX_BYTES(in_cap, frames_cap) \
+    ((uint64_t)ZX_SEG_HDR_SIZE + (in_cap) + (frames_cap) + ZX_SEG_OUT_CAP + 3u * 8192u)
 
 typedef struct zx_seg_hdr {
     uint64_t magic;                 /* set once by the supervisor */

@@ -14,14 +14,19 @@
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
 
+#include "common/segment.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/un.h>
+#include <unistd.h>
 
-#define MiB (1024ull * 1024ull)
+#define KiB 1024ull
+#define MiB (1024ull * KiB)
+#define GiB (1024ull * MiB)
 
 /* Nodes where options were written (index = row of zx_cf_options), so that
  * cross-option errors point at the right line. */
@@ -374,6 +379,87 @@ out:
     free(dup);
 }
 
+/* The request ring of a pipeline with this body limit: it takes records
+ * up to half its capacity, so twice the body plus its record header, at
+ * least 8 MiB, in 64-byte units.  The one place this is decided. */
+static uint64_t cf_in_ring(uint64_t body_limit)
+{
+    uint64_t in = 2 * (body_limit + 64 * KiB);
+
+    if (in < 8 * MiB)
+        in = 8 * MiB;
+    return (in + 63) & ~(uint64_t)63;
+}
+
+/* Default ring budget: a quarter of the machine's memory, at least 1 GiB. */
+static uint64_t cf_default_budget(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t b = 0;
+
+    if (pages > 0 && psz > 0 && (uint64_t)pages <= UINT64_MAX / (uint64_t)psz)
+        b = (uint64_t)pages * (uint64_t)psz / 4;
+    return b < GiB ? GiB : b > 1024 * GiB ? 1024 * GiB : b;
+}
+
+static uint64_t cf_rings_total(const zx_conf *c)
+{
+    uint64_t t = 0;
+
+    for (size_t i = 0; i < c->npipelines; i++)
+        t += c->pipelines[i].shm_size;
+    return t;
+}
+
+/* Fit the pipelines' rings in server.ring_budget: a ring_size left at its
+ * default shrinks (not below `need`); otherwise, or if even that does not
+ * fit, it is an error naming what they take and the budget. */
+static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, cf_where w, uint64_t need)
+{
+    const yaml_node_t *rs = where_of(w, "server", "ring_size");
+    uint64_t np = c->npipelines, fixed = 0, total;
+    size_t i;
+
+    if (!c->ring_budget)
+        c->ring_budget = cf_default_budget();
+    for (i = 0; i < c->npipelines; i++) {
+        zx_conf_pipeline *p = &c->pipelines[i];
+        p->in_ring_size = cf_in_ring(p->body_limit);
+        p->ring_size = (c->ring_size + 63) & ~(uint64_t)63;
+        p->shm_size = ZX_SEG_MAX_BYTES(p->in_ring_size, p->ring_size);
+        fixed += ZX_SEG_MAX_BYTES(p->in_ring_size, 0);
+    }
+    total = cf_rings_total(c);
+    if (np && total > c->ring_budget && !rs && fixed < c->ring_budget) {
+        uint64_t each = ((c->ring_budget - fixed) / np) & ~(MiB - 1);
+
+        if (each < need)
+            each = (need + 63) & ~(uint64_t)63;
+        for (i = 0; i < c->npipelines; i++) {
+            zx_conf_pipeline *p = &c->pipelines[i];
+            if (p->ring_size > each) {
+                p->ring_size = each;
+                p->shm_size = ZX_SEG_MAX_BYTES(p->in_ring_size, p->ring_size);
+            }
+        }
+        total = cf_rings_total(c);
+    }
+    c->ring_bytes = total;
+    if (total <= c->ring_budget)
+        return;
+    const yaml_node_t *n = where_of(w, "server", "ring_budget");
+    if (!n)
+        n = rs;
+    zx_cf_error_at(x, n, "the rings of %zu pipelines need %llu MiB of shared memory "
+                   "(each: a frames ring of %llu MiB, a request ring of twice its body "
+                   "limit, at least 8 MiB, and 1 MiB for replies) but server.ring_budget "
+                   "is %llu MiB: lower server.ring_size or the body limits, or raise "
+                   "server.ring_budget", c->npipelines,
+                   (unsigned long long)((total + MiB - 1) / MiB),
+                   (unsigned long long)(c->pipelines[0].ring_size / MiB),
+                   (unsigned long long)(c->ring_budget / MiB));
+}
+
 static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
 {
     const yaml_node_t *n;
@@ -407,6 +493,12 @@ static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
             biggest = p->body_limit;
     }
     cf_check_tables(x, c);
+    if (c->npipelines > ZX_MAX_PIPELINES) {
+        const zx_conf_pipeline *p = &c->pipelines[ZX_MAX_PIPELINES];
+        zx_cf_error(x, p->line, p->column, "pipeline %s: one zxd runs at most %d "
+                    "pipelines; this file has %zu", p->name, ZX_MAX_PIPELINES,
+                    c->npipelines);
+    }
     need = 2 * biggest + MiB;
     if (c->ring_size < need) {
         n = where_of(w, "server", "ring_size");
@@ -428,7 +520,9 @@ static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
                            "bytes): raise server.ring_size or lower "
                            "max_body_size", (unsigned long long)c->ring_size,
                            (unsigned long long)need);
+        return;
     }
+    cf_check_budget(x, c, w, need);
 }
 
 zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs)

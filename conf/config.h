@@ -64,8 +64,13 @@ typedef struct zx_conf_pipeline {
     uint64_t max_body_size;  /* per-stream override as written, 0 = server default */
     uint64_t body_limit;     /* effective limit: max_body_size, or the server's
                                 http.max_body_size when 0 */
-    uint64_t ring_size;      /* bytes of this pipeline's frames ring (today the
-                                server's ring_size) */
+    uint64_t ring_size;      /* bytes of this pipeline's frames ring: the
+                                server's ring_size, or less when the ring
+                                budget made it smaller (see ring_budget) */
+    uint64_t in_ring_size;   /* bytes of its request ring: twice (the body
+                                limit + 64 KiB), at least 8 MiB */
+    uint64_t shm_size;       /* all the shared memory its segment may take
+                                (rings, their headers, the reply ring) */
     int line, column;        /* where the pipeline's name is written (1-based) */
 } zx_conf_pipeline;
 
@@ -83,6 +88,9 @@ typedef struct zx_conf {
     uint32_t commit_interval_ms; /* writer group-commit window, default 20 ms */
     uint64_t ring_size;      /* per pipeline frames ring, default 64 MiB;
                                 validated >= 2 * largest body limit + 1 MiB */
+    uint64_t ring_budget;    /* shared memory all pipelines' rings may take;
+                                default: a quarter of the machine's memory */
+    uint64_t ring_bytes;     /* what they take (sum of pipelines' shm_size) */
     size_t npipelines;
     zx_conf_pipeline *pipelines;  /* in file order */
 } zx_conf;

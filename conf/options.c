@@ -70,7 +70,17 @@ const zx_cf_option zx_cf_options[] = {
     {"server", "ring_size", ZX_CF_SIZE, "64MiB", NULL, ROOT(ring_size), 0,
      MiB, 64 * GiB, NULL,
      "Shared-memory ring between each pipeline's worker and the writer. "
-     "Must hold two of the largest push bodies plus 1 MiB."},
+     "Must hold two of the largest push bodies plus 1 MiB. When left at its "
+     "default and the pipelines' rings would take more than `ring_budget`, "
+     "each is made smaller (never below that minimum)."},
+    {"server", "ring_budget", ZX_CF_SIZE, NULL,
+     "a quarter of the machine's memory", ROOT(ring_budget), 0, 64 * MiB,
+     1024 * GiB, NULL,
+     "Shared memory that all pipelines' rings together may take (each "
+     "pipeline: its frames ring, a request ring of twice its body limit, at "
+     "least 8 MiB, and 1 MiB for replies). `zxd --check` refuses a "
+     "configuration whose rings do not fit; `zxctl status` shows what each "
+     "ring holds."},
 
     {"server.http", "listen", ZX_CF_LISTEN, "127.0.0.1:8780", NULL,
      HTTP(listen), 0, 0, 0, NULL,

@@ -33,8 +33,6 @@
 #include "workers/sources/http_push.h"
 #include "workers/writer/writer.h"
 
-#define IN_RING_MIN (8u * 1024 * 1024)
-
 const char *zx_state_name(zx_state s)
 {
     static const char *const n[] = {"stopped", "starting", "running", "backoff", "failed", "draining"};
@@ -49,15 +47,12 @@ spipe *sup_find_pipe(sup *s, const char *name)
     return NULL;
 }
 
+/* The ring sizes are decided by the configuration (conf/config.c, with
+ * the ring budget); here they are only used. */
 static void ring_caps(const zx_conf_pipeline *pc, uint64_t *in_cap, uint64_t *fr_cap)
 {
-    /* A ring takes records up to half its capacity: the in ring must take
-     * the largest body plus its record header. */
-    uint64_t in = 2 * (pc->body_limit + 64 * 1024);
-    if (in < IN_RING_MIN)
-        in = IN_RING_MIN;
-    *in_cap = (in + 63) & ~(uint64_t)63;
-    *fr_cap = (pc->ring_size + 63) & ~(uint64_t)63;
+    *in_cap = pc->in_ring_size;
+    *fr_cap = pc->ring_size;
 }
 
 int sup_pipe_needs_new_rings(const spipe *p, const zx_conf_pipeline *pc)
@@ -151,7 +146,6 @@ static void on_child_chan(evutil_socket_t fd, short what, void *arg);
 
 void sup_send_attach(sup *s, child *c, spipe *p)
 {
-    (void)s;
     if (c->chan < 0 || c->pid == 0)
         return;
     json_t *o = json_pack("{s:s, s:s, s:s?, s:b, s:I}", "name", p->name, "source",
@@ -161,16 +155,17 @@ void sup_send_attach(sup *s, child *c, spipe *p)
                           (json_int_t)(p->conf ? p->conf->body_limit : 0));
     char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     int fds[2] = {p->seg.fd, p->efd};
-    if (!js || zx_chan_send(c->chan, ZX_CHAN_ATTACH, js, fds, 2) < 0)
-        zx_warn("event=attach_send_failed child=%s pipeline=%s error=\"%s\"", c->name, p->name,
-                strerror(errno));
+    if (!js)
+        zx_error("event=attach_send_failed child=%s pipeline=%s error=\"out of memory\"",
+                 c->name, p->name);
+    else if (sup_chan_send(s, c, ZX_CHAN_ATTACH, js, fds, 2) < 0)
+        zx_warn("event=attach_send_failed child=%s pipeline=%s", c->name, p->name);
     free(js);
     json_decref(o);
 }
 
 void sup_send_detach(sup *s, child *c, const spipe *p)
 {
-    (void)s;
     if (c->chan < 0 || c->pid == 0)
         return;
     char epoch[24];
@@ -178,7 +173,10 @@ void sup_send_detach(sup *s, child *c, const spipe *p)
     json_t *o = json_pack("{s:s, s:s}", "name", p->name, "epoch", epoch);
     char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (js)
-        zx_chan_send(c->chan, ZX_CHAN_DETACH, js, NULL, 0);
+        sup_chan_send(s, c, ZX_CHAN_DETACH, js, NULL, 0);
+    else
+        zx_error("event=detach_send_failed child=%s pipeline=%s error=\"out of memory\"",
+                 c->name, p->name);
     free(js);
     json_decref(o);
 }
@@ -259,7 +257,7 @@ int sup_spawn(sup *s, child *c)
         c->chan_ev = event_new(s->base, c->chan, EV_READ | EV_PERSIST, on_child_chan, c);
         event_add(c->chan_ev, NULL);
         sup_attach_all(s, c);
-        zx_chan_send(c->chan, ZX_CHAN_READY, "{}", NULL, 0);
+        sup_chan_send(s, c, ZX_CHAN_READY, "{}", NULL, 0);
         if (c->role == ROLE_GATEWAY)
             c->state = ST_RUNNING;
     } else {
@@ -376,6 +374,7 @@ static void child_gone(sup *s, child *c, int st)
         event_free(c->chan_ev);
         c->chan_ev = NULL;
     }
+    sup_outbox_clear(c);
     if (c->chan >= 0) {
         close(c->chan);
         c->chan = -1;

@@ -82,6 +82,16 @@ static zx_store *open_store(sup *s)
     return st;
 }
 
+/* What a ring holds: records published and released, bytes in use and
+ * its capacity (status words only: the supervisor never reads records). */
+static json_t *ring_obj(const zx_ring *r)
+{
+    return json_pack("{s:I, s:I, s:I, s:I}", "published", (json_int_t)zx_ring_published_seq(r),
+                     "acked", (json_int_t)zx_ring_acked_seq(r), "used_bytes",
+                     (json_int_t)zx_ring_used_bytes(r), "capacity",
+                     (json_int_t)zx_ring_capacity(r));
+}
+
 static json_t *pipe_obj(spipe *p, zx_store_txn *t)
 {
     zx_seg_hdr *h = p->seg.hdr;
@@ -90,11 +100,10 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
         rej_ctx rc = {rej};
         zx_store_counters_each(t, p->name, rej_cb, &rc);
     }
-    json_t *ring = json_pack("{s:I, s:I, s:I, s:I}", "published",
-                             (json_int_t)zx_ring_published_seq(&p->seg.frames), "acked",
-                             (json_int_t)zx_ring_acked_seq(&p->seg.frames), "used_bytes",
-                             (json_int_t)zx_ring_used_bytes(&p->seg.frames), "capacity",
-                             (json_int_t)zx_ring_capacity(&p->seg.frames));
+    json_t *ring = ring_obj(&p->seg.frames);
+    json_t *rings = json_pack("{s:o, s:o, s:o, s:I}", "in", ring_obj(&p->seg.in), "out",
+                              ring_obj(&p->seg.out), "frames", ring_obj(&p->seg.frames),
+                              "shared_bytes", (json_int_t)p->seg.size);
     const child *c = &p->worker;
     /* the writer holding this pipeline's frames back says more than the
      * worker's last exit */
@@ -105,14 +114,15 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
         copy[sizeof(copy) - 1] = '\0';
         snprintf(werr, sizeof(werr), "writer: %s", copy);
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o}", "name", p->name,
+    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o}", "name", p->name,
                      "source", p->conf ? p->conf->source : "http", "table",
                      p->conf ? p->conf->table : "", "pid",
                      c->pid ? json_integer(c->pid) : json_null(), "state",
                      p->removing ? "draining" : zx_state_name(c->state), "restarts",
                      (int)c->restarts, "rows", (json_int_t)atomic_load(&h->rows), "rejects",
                      (json_int_t)atomic_load(&h->rejects), "rejects_by_column", rej,
-                     "last_error", jstr_or_null(werr[0] ? werr : c->last_error), "ring", ring);
+                     "last_error", jstr_or_null(werr[0] ? werr : c->last_error), "ring", ring,
+                     "rings", rings);
 }
 
 static json_t *cmd_status(sup *s)
@@ -131,9 +141,13 @@ static json_t *cmd_status(sup *s)
         json_array_append_new(pipes, pipe_obj(s->pipes[i], t));
     zx_store_abort(t);
     zx_store_close(st);
-    return json_pack("{s:b, s:s, s:i, s:s, s:s, s:o, s:o}", "ok", 1, "version", "0.1.0", "pid",
-                     (int)s->pid, "config", s->conf->path, "started_at", ts, "processes", procs,
-                     "pipelines", pipes);
+    uint64_t shm = 0;
+    for (size_t i = 0; i < s->npipes; i++)
+        shm += s->pipes[i]->seg.size;
+    return json_pack("{s:b, s:s, s:i, s:s, s:s, s:o, s:o, s:{s:I, s:I}}", "ok", 1, "version",
+                     "0.1.0", "pid", (int)s->pid, "config", s->conf->path, "started_at", ts,
+                     "processes", procs, "pipelines", pipes, "rings", "shared_bytes",
+                     (json_int_t)shm, "budget_bytes", (json_int_t)s->conf->ring_budget);
 }
 
 static json_t *cmd_checkpoints(sup *s, const char *name)

@@ -25,6 +25,7 @@ const char *zx_state_name(zx_state s);
 
 typedef struct spipe spipe;
 typedef struct sup sup;
+typedef struct sup_msg sup_msg;   /* outbox.c */
 
 /* What to do once a child we asked to stop has exited. */
 /* NEXT_RECREATE: the pipeline's settings need new rings (a larger body
@@ -47,6 +48,9 @@ typedef struct child {
     int64_t kill_at_ms;      /* stop requested: SIGKILL after this */
     int chan;                /* writer/gateway: our end of the socketpair */
     struct event *chan_ev;
+    sup_msg *out_head, *out_tail; /* messages waiting for room (outbox.c) */
+    size_t out_len;
+    struct event *out_ev;
     spipe *pipe;             /* ROLE_STREAM */
 } child;
 
@@ -78,7 +82,7 @@ struct sup {
     int writer_ready;
     uint64_t gateway_generation; /* gateways started so far (zx_gateway_args) */
 
-    spipe *pipes[1024];
+    spipe *pipes[ZX_MAX_PIPELINES];
     size_t npipes;
 
     int ctl_fd;
@@ -118,6 +122,15 @@ void sup_pipe_free(sup *s, spipe *p);
 spipe *sup_find_pipe(sup *s, const char *name);  /* skips pipelines being removed */
 int sup_listen_http(const zx_conf *c, char *err, size_t errlen); /* listening fd or -1 */
 void sup_set_writer_up(sup *s, int up);
+
+/* outbox.c */
+/* Send a message to c (writer or gateway), or queue it, in order, while
+ * c's socket is full: it is never dropped while c lives.  The fds are
+ * duplicated when queued; the caller keeps its own.  0 sent or queued;
+ * -1 when c is not running or its socket failed (logged). */
+int sup_chan_send(sup *s, child *c, int type, const char *json, const int *fds, int nfds);
+/* Forget what waits for c (it is gone): close the fds, free the event. */
+void sup_outbox_clear(child *c);
 
 /* reload.c */
 /* Load the file again and apply the difference.  Returns a malloc'd JSON

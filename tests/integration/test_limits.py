@@ -1,0 +1,83 @@
+"""
+Limits are one number, enforced where they are configured: the number of
+pipelines (`zxd --check` refuses more, and below it start-up is reliable:
+messages to the writer and the gateway wait, they are never dropped), and
+the shared memory of the rings (server.ring_budget), shown by zxctl status.
+"""
+
+import os
+import subprocess
+
+from conftest import ZXD, Zxd, wait_for
+
+MAX_PIPELINES = 1024     # conf/config.h ZX_MAX_PIPELINES
+MiB = 1024 * 1024
+
+
+def _check(z):
+    return subprocess.run([ZXD, "-c", z.cfg_path, "--check"], capture_output=True, text=True,
+                          env=z.env, timeout=120)
+
+
+def test_check_refuses_more_pipelines_than_the_limit(tmpdir_short):
+    n = MAX_PIPELINES + 1
+    z = Zxd(tmpdir_short, {f"p{i}": {} for i in range(n)},
+            server_extra="ring_budget: 1024GiB")
+    r = _check(z)
+    assert r.returncode == 1, r
+    assert f"one zxd runs at most {MAX_PIPELINES} pipelines; this file has {n}" in r.stderr, r.stderr
+    # the message names the first pipeline over the limit, with its place
+    assert f"pipeline p{MAX_PIPELINES}:" in r.stderr, r.stderr
+    assert r.stderr.startswith(z.cfg_path + ":"), r.stderr
+
+
+def test_check_refuses_rings_over_the_budget(tmpdir_short):
+    z = Zxd(tmpdir_short, {f"p{i}": {} for i in range(5)},
+            server_extra="ring_size: 64MiB\nring_budget: 256MiB")
+    r = _check(z)
+    assert r.returncode == 1, r
+    assert "the rings of 5 pipelines need" in r.stderr, r.stderr
+    assert "server.ring_budget is 256 MiB" in r.stderr, r.stderr
+
+
+def test_default_ring_size_shrinks_to_the_budget(make_zxd):
+    z = make_zxd({f"p{i}": {} for i in range(10)}, server_extra="ring_budget: 256MiB")
+    st = z.status()
+    rings = st["rings"]
+    assert rings["budget_bytes"] == 256 * MiB, rings
+    assert 0 < rings["shared_bytes"] <= 256 * MiB, rings
+    for p in st["pipelines"]:
+        r = p["rings"]
+        assert set(r) >= {"in", "out", "frames", "shared_bytes"}, r
+        assert r["frames"]["capacity"] < 64 * MiB, r
+        # at least twice the body limit (1 MiB in these tests) plus 1 MiB
+        assert r["frames"]["capacity"] >= 3 * MiB, r
+        for k in ("in", "out", "frames"):
+            assert set(r[k]) == {"published", "acked", "used_bytes", "capacity"}, r
+    # the rings work at that size
+    z.push_ok("p9", [{"n": i} for i in range(100)], wait_commit=True)
+    p9 = z.pipeline("p9")
+    assert p9["rings"]["frames"]["published"] == 1
+    assert p9["rings"]["frames"]["acked"] == 1
+    assert p9["rings"]["in"]["published"] == 1
+    assert p9["rings"]["out"]["published"] == 1
+
+
+def test_start_with_many_pipelines_is_reliable(make_zxd):
+    # Start-up sends one ATTACH message (with two fds) per pipeline to the
+    # writer and to the gateway: far more than a socket holds.  Every
+    # stream must be served at once (none 404, none missing from healthz).
+    n = int(os.environ.get("ZX_TEST_MANY_PIPELINES", "300"))
+    z = make_zxd({f"s{i}": {} for i in range(n)}, server_extra="ring_budget: 1024GiB",
+                 start=False)
+    z.start(wait=False)
+    z.wait_healthy(deadline=180)
+    h = z.get("/healthz")
+    assert h.status == 200, h
+    assert len(h.json["streams"]) == n, f"healthz lists {len(h.json['streams'])} of {n} streams"
+    for i in (0, n // 2, n - 1):
+        z.push_ok(f"s{i}", {"i": i}, wait_commit=True)
+    st = z.status()
+    assert len(st["pipelines"]) == n
+    assert all(p["state"] == "running" for p in st["pipelines"]), \
+        [p for p in st["pipelines"] if p["state"] != "running"][:3]
