@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netdb.h>
@@ -32,6 +33,8 @@
 #include "workers/gateway/gateway.h"
 #include "workers/sources/http_push.h"
 #include "workers/writer/writer.h"
+
+#define FD_RESERVE 32
 
 const char *zx_state_name(zx_state s)
 {
@@ -82,6 +85,22 @@ spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen
         return NULL;
     }
     p->efd = zx_eventfd();
+    /* Descriptors are handed out lowest first: one this high means fewer
+     * than FD_RESERVE are left, which the control socket, reloads and
+     * restarts need more than one more pipeline does. */
+    struct rlimit rl;
+    int top = p->efd > p->seg.fd ? p->efd : p->seg.fd;
+    if (p->efd < 0 || (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+                       (rlim_t)top + FD_RESERVE >= rl.rlim_cur)) {
+        snprintf(err, errlen, "too few file descriptors left (limit %llu, %d kept in reserve): "
+                 "raise the limit (LimitNOFILE= in the systemd unit, ulimit -n)",
+                 (unsigned long long)rl.rlim_cur, FD_RESERVE);
+        if (p->efd >= 0)
+            close(p->efd);
+        zx_segment_close(&p->seg);
+        free(p);
+        return NULL;
+    }
     p->worker.role = ROLE_STREAM;
     p->worker.pipe = p;
     p->worker.chan = -1;
@@ -347,7 +366,7 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
             char err[256];
             spipe *np = sup_pipe_new(s, pc, err, sizeof(err));
             if (!np) {
-                zx_error("event=pipeline_not_started pipeline=%s error=\"%s\"", name, err);
+                sup_reload_failed(s, name, err);
                 return;
             }
             sup_send_attach(s, &s->writer, np);

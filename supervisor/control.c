@@ -261,21 +261,53 @@ static void finish_conn(struct bufferevent *bev)
     conn_done(bev, NULL);
 }
 
+void sup_reload_start(sup *s, struct bufferevent *bev)
+{
+    if (s->reload_result) {
+        if (bev) {
+            reply(bev, err_obj("a reload is already in progress", NULL));
+            finish_conn(bev);
+        } else {
+            zx_info("event=sighup result=deferred reason=\"a reload is in progress\"");
+            s->reload_again = 1;
+        }
+        return;
+    }
+    json_t *r = sup_reload(s);
+    if (!r) {
+        if (bev) {
+            reply(bev, err_obj("out of memory while reloading", NULL));
+            finish_conn(bev);
+        }
+        return;
+    }
+    s->reload_result = r;
+    s->reload_bev = bev;
+    s->reload_deadline_ms = zx_mono_ms() + 30000;
+    if (bev)
+        bufferevent_disable(bev, EV_READ);
+    sup_reload_check_reply(s);
+}
+
 void sup_reload_check_reply(sup *s)
 {
-    if (!s->reload_reply)
+    if (!s->reload_result)
         return;
     if (!sup_transitions_done(s) && zx_mono_ms() < s->reload_deadline_ms)
         return;
+    json_t *r = sup_reload_finish(s->reload_result);
+    s->reload_result = NULL;
     if (s->reload_bev) {
-        struct evbuffer *ob = bufferevent_get_output(s->reload_bev);
-        evbuffer_add(ob, s->reload_reply, strlen(s->reload_reply));
-        evbuffer_add(ob, "\n", 1);
+        reply(s->reload_bev, r); /* takes r */
         finish_conn(s->reload_bev);
         s->reload_bev = NULL;
+    } else {
+        json_decref(r);
     }
-    free(s->reload_reply);
-    s->reload_reply = NULL;
+    if (s->reload_again && !s->shutting_down) {
+        s->reload_again = 0;
+        sup_reload_start(s, NULL);
+    }
 }
 
 static void conn_read(struct bufferevent *bev, void *arg)
@@ -303,19 +335,9 @@ static void conn_read(struct bufferevent *bev, void *arg)
     } else if (strcmp(cmd, "status") == 0) {
         out = cmd_status(s);
     } else if (strcmp(cmd, "reload") == 0) {
-        if (s->reload_reply) {
-            out = err_obj("a reload is already in progress", NULL);
-        } else {
-            int pending = 0;
-            char *r = sup_reload(s, &pending);
-            s->reload_reply = r;
-            s->reload_bev = bev;
-            s->reload_deadline_ms = zx_mono_ms() + 30000;
-            bufferevent_disable(bev, EV_READ);
-            json_decref(req);
-            sup_reload_check_reply(s);
-            return;
-        }
+        json_decref(req);
+        sup_reload_start(s, bev);
+        return;
     } else if (!strcmp(cmd, "restart") || !strcmp(cmd, "stop") || !strcmp(cmd, "start")) {
         out = name ? cmd_lifecycle(s, cmd, name) : err_obj("%s needs a name", cmd);
     } else if (strcmp(cmd, "checkpoints") == 0) {

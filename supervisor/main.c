@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -86,10 +87,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     } else if (sig == SIGHUP) {
         if (s->shutting_down)
             return;
-        int pending;
-        char *r = sup_reload(s, &pending);
-        zx_info("event=sighup result=%s", r && strstr(r, "\"ok\":true") ? "ok" : "rejected");
-        free(r);
+        zx_info("event=sighup");
+        sup_reload_start(s, NULL);
     } else {
         start_shutdown(s);
     }
@@ -104,6 +103,23 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     sup_tick_children(s);
     sup_reload_check_reply(s);
     shutdown_progress(s);
+}
+
+/* Every pipeline and every client connection holds descriptors (a
+ * segment and an eventfd per pipeline in each process; a socket per HTTP
+ * client in the gateway): take the hard limit, as nginx's
+ * worker_rlimit_nofile or systemd's LimitNOFILE would.  Children inherit
+ * it. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            zx_info("event=fd_limit raised_from=%llu to=%llu", (unsigned long long)was,
+                    (unsigned long long)rl.rlim_cur);
+    }
 }
 
 static int lock_data_dir(const zx_conf *c)
@@ -204,6 +220,7 @@ int main(int argc, char **argv)
 
     zx_log_set_proc("supervisor");
     zx_log_set_level_name(conf->log_level);
+    raise_fd_limit();
     zx_proctitle_set("zxd: supervisor");
     signal(SIGPIPE, SIG_IGN);
 

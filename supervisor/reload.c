@@ -52,34 +52,76 @@ int sup_transitions_done(sup *s)
     return 1;
 }
 
-static char *fail_reply(sup *s, const char *error, zx_conf_errors *errs)
+static json_t *fail_reply(sup *s, const char *error, zx_conf_errors *errs)
 {
     json_t *list = json_array();
     for (size_t i = 0; errs && i < errs->n; i++) {
         json_array_append_new(list, json_string(errs->msgs[i]));
         zx_error("event=reload_error error=\"%s\"", errs->msgs[i]);
     }
+    zx_error("event=reload result=rejected error=\"%s\"", error);
     json_t *o = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", error, "errors", list);
-    char *r = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    if (!r)
-        r = strdup("{\"ok\":false,\"error\":\"internal error: cannot encode the reload result\"}");
     json_t *ev = json_pack("{s:s, s:b, s:s, s:O}", "event", "reload", "ok", 0, "message", error,
                            "errors", list);
     char *e = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
     sup_feed(s, e);
     free(e);
     json_decref(ev);
-    json_decref(o);
+    if (!o)
+        zx_error("event=reload_result_lost error=\"out of memory\"");
+    return o;
+}
+
+void sup_reload_failed(sup *s, const char *pipeline, const char *why)
+{
+    zx_error("event=pipeline_not_started pipeline=%s error=\"%s\"", pipeline, why);
+    sup_feedf(s, "failed", pipeline, "{\"message\":\"%s could not be started\"}", pipeline);
+    if (!s->reload_result)
+        return;
+    json_t *f = json_object_get(s->reload_result, "failed");
+    if (f)
+        json_array_append_new(f, json_pack("{s:s, s:s}", "name", pipeline, "error", why));
+}
+
+json_t *sup_reload_finish(json_t *r)
+{
+    if (!r)
+        return NULL;
+    json_t *f = json_object_get(r, "failed");
+    size_t nf = json_array_size(f);
+    if (!json_is_true(json_object_get(r, "ok")) || nf == 0) {
+        if (json_is_true(json_object_get(r, "ok")))
+            zx_info("event=reload result=ok");
+        return r;
+    }
+    char msg[600];
+    int n = snprintf(msg, sizeof(msg), "the new configuration is running, but %zu pipeline%s "
+                     "could not be started:", nf, nf == 1 ? "" : "s");
+    json_t *errs = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(f, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *why = json_string_value(json_object_get(e, "error"));
+        char line[400];
+        snprintf(line, sizeof(line), "pipeline %s: %s", name ? name : "?", why ? why : "?");
+        json_array_append_new(errs, json_string(line));
+        if (n > 0 && (size_t)n < sizeof(msg))
+            n += snprintf(msg + n, sizeof(msg) - n, "%s %s", i ? "," : "", name ? name : "?");
+    }
+    json_object_set_new(r, "ok", json_false());
+    json_object_set_new(r, "error", json_string(msg));
+    json_object_set_new(r, "errors", errs);
+    zx_error("event=reload result=partial error=\"%s\"", msg);
     return r;
 }
 
-char *sup_reload(sup *s, int *pending)
+json_t *sup_reload(sup *s)
 {
-    *pending = 0;
     zx_conf_errors errs = {0};
     zx_conf *nc = zx_conf_load(s->conf_path, 0, &errs);
     if (!nc) {
-        char *r = fail_reply(s, "configuration invalid; still running the previous one", &errs);
+        json_t *r = fail_reply(s, "configuration invalid; still running the previous one", &errs);
         zx_conf_errors_free(&errs);
         return r;
     }
@@ -114,7 +156,12 @@ char *sup_reload(sup *s, int *pending)
     }
 
     json_t *added = json_array(), *changed = json_array(), *removed = json_array(),
-           *unchanged = json_array();
+           *unchanged = json_array(), *failed = json_array();
+    /* the result exists before the transitions start: a pipeline that
+     * cannot be started is recorded in it (sup_reload_failed) */
+    json_t *o = json_pack("{s:b, s:O, s:O, s:O, s:O, s:O}", "ok", 1, "added", added, "changed",
+                          changed, "removed", removed, "unchanged", unchanged, "failed", failed);
+    s->reload_result = o;
     /* removed first, so that their names are free */
     for (size_t i = 0; i < s->npipes; i++) {
         spipe *p = s->pipes[i];
@@ -159,7 +206,7 @@ char *sup_reload(sup *s, int *pending)
         char err[256];
         p = sup_pipe_new(s, np, err, sizeof(err));
         if (!p) {
-            zx_error("event=pipeline_not_started pipeline=%s error=\"%s\"", np->name, err);
+            sup_reload_failed(s, np->name, err);
             continue;
         }
         json_array_append_new(added, json_string(np->name));
@@ -182,11 +229,6 @@ char *sup_reload(sup *s, int *pending)
         sup_stop_child(s, &s->writer, NEXT_RESTART);
     zx_conf_free(oc);
 
-    json_t *o = json_pack("{s:b, s:O, s:O, s:O, s:O}", "ok", 1, "added", added, "changed", changed,
-                          "removed", removed, "unchanged", unchanged);
-    char *r = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    if (!r)
-        r = strdup("{\"ok\":false,\"error\":\"internal error: cannot encode the reload result\"}");
     char msg[128];
     snprintf(msg, sizeof(msg), "reloaded: %zu added, %zu changed, %zu removed, %zu unchanged",
              json_array_size(added), json_array_size(changed), json_array_size(removed),
@@ -199,11 +241,12 @@ char *sup_reload(sup *s, int *pending)
     sup_feed(s, e);
     free(e);
     json_decref(ev);
-    json_decref(o);
     json_decref(added);
     json_decref(changed);
     json_decref(removed);
     json_decref(unchanged);
-    *pending = !sup_transitions_done(s);
-    return r;
+    json_decref(failed);
+    if (!o)
+        zx_error("event=reload_result_lost error=\"out of memory\"");
+    return o;
 }

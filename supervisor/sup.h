@@ -12,6 +12,7 @@
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <jansson.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -94,10 +95,14 @@ struct sup {
     size_t hist_head, hist_len;
     feed_client *followers;
 
-    /* a `zxctl reload` waiting for its outcome */
+    /* The reload in progress (from `zxctl reload` or SIGHUP), until its
+     * transitions are done: its result object ("ok", "added", ...; a
+     * pipeline that could not be started is added to "failed"), and the
+     * zxctl connection waiting for it (NULL for SIGHUP or when it left). */
+    json_t *reload_result;
     struct bufferevent *reload_bev;
-    char *reload_reply;
     int64_t reload_deadline_ms;
+    int reload_again;        /* SIGHUP came during a reload: run it again */
 
     int shutting_down;
     int shutdown_phase;
@@ -133,10 +138,20 @@ int sup_chan_send(sup *s, child *c, int type, const char *json, const int *fds, 
 void sup_outbox_clear(child *c);
 
 /* reload.c */
-/* Load the file again and apply the difference.  Returns a malloc'd JSON
- * reply (control protocol "reload" result); *pending is set to 1 when the
- * transitions are still running (the caller waits for sup_transitions_done). */
-char *sup_reload(sup *s, int *pending);
+/* Load the file again and apply the difference.  Returns the result
+ * object (control protocol "reload" result, proto/control.h), owned by
+ * the caller: "ok" false with "error"/"errors" when the file was rejected
+ * and nothing changed; else "ok" true with added/changed/removed/unchanged
+ * and an empty "failed" list, which grows (sup_reload_failed) while the
+ * transitions run.  NULL only when out of memory (logged). */
+json_t *sup_reload(sup *s);
+/* A pipeline of the reload in progress could not be started: record it in
+ * s->reload_result (no-op without one).  why is copied. */
+void sup_reload_failed(sup *s, const char *pipeline, const char *why);
+/* Once its transitions are done, the reload result is final: "ok" becomes
+ * false with an "error" naming the pipelines in "failed", if any.
+ * Logs the outcome.  Returns r. */
+json_t *sup_reload_finish(json_t *r);
 int sup_transitions_done(sup *s);
 
 /* feed.c */
@@ -150,6 +165,12 @@ void sup_feed_follow(sup *s, struct bufferevent *bev, int follow);
 /* control.c */
 int sup_control_open(sup *s, char *err, size_t errlen);
 void sup_control_close(sup *s);
+/* Start a reload for `zxctl reload` (bev, answered once its transitions
+ * are done) or for SIGHUP (bev NULL; the outcome is logged).  A SIGHUP
+ * during a reload runs another one after it. */
+void sup_reload_start(sup *s, struct bufferevent *bev);
+/* Answer and forget the reload in progress once its transitions are done
+ * (or after 30 s).  Called from the loop after every reap and tick. */
 void sup_reload_check_reply(sup *s);
 
 #endif

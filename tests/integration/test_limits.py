@@ -5,7 +5,9 @@ messages to the writer and the gateway wait, they are never dropped), and
 the shared memory of the rings (server.ring_budget), shown by zxctl status.
 """
 
+import json
 import os
+import signal
 import subprocess
 
 from conftest import ZXD, Zxd, wait_for
@@ -81,3 +83,37 @@ def test_start_with_many_pipelines_is_reliable(make_zxd):
     assert len(st["pipelines"]) == n
     assert all(p["state"] == "running" for p in st["pipelines"]), \
         [p for p in st["pipelines"] if p["state"] != "running"][:3]
+
+
+def _start_with_fd_limit(z, nofile):
+    """Start z's zxd with a hard limit of `nofile` descriptors."""
+    z._log = open(z.log_path, "ab")
+    z.proc = subprocess.Popen(["prlimit", f"--nofile={nofile}:{nofile}", ZXD, "-c", z.cfg_path],
+                              cwd="/", stdin=subprocess.DEVNULL, stdout=z._log,
+                              stderr=subprocess.STDOUT, env=z.env, start_new_session=True)
+    z._all_pids.add(z.proc.pid)
+    z.wait_healthy()
+
+
+def test_reload_that_cannot_start_a_pipeline_says_so(make_zxd):
+    # With few descriptors left, a reload that adds many pipelines cannot
+    # make them all: the rest of the new configuration runs, and both
+    # zxctl reload (exit 1, naming them) and SIGHUP (a log line) say so.
+    names = [f"n{i}" for i in range(60)]
+    z = make_zxd({"a": {}}, start=False)
+    z.prepare_keys(*names)
+    _start_with_fd_limit(z, 64)
+    z.set_pipelines({"a": {}, **{n: {} for n in names}})
+    p = z.zxctl("reload", check_rc=1)
+    assert "reload failed: the new configuration is running, but" in p.stderr, p.stderr
+    assert "could not be started" in p.stderr, p.stderr
+    assert "pipeline n59: too few file descriptors left (limit 64" in p.stderr, p.stderr
+    j = json.loads(z.zxctl("reload", json_out=True, check_rc=1).stdout)
+    assert j["ok"] is False and j.get("failed"), j
+    assert "n59" in [f["name"] for f in j["failed"]], j
+    # what could start runs; a keeps working
+    z.push_ok("a", {"n": 1}, wait_commit=True)
+    # SIGHUP logs the partial failure
+    z.signal(signal.SIGHUP)
+    wait_for(lambda: "event=reload result=partial" in open(z.log_path).read(),
+             "a log line for the partial reload after SIGHUP\n" + z.log_tail())
