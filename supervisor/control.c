@@ -25,6 +25,12 @@
 #include "common/util.h"
 #include "proto/control.h"
 #include "supervisor/sup.h"
+
+/* Control connections at most (zxctl clients and feed followers), and how
+ * long one may take to send its request or take its answer. */
+#define CTL_MAX_CONNS 64
+#define CTL_REQUEST_TIMEOUT_S 10
+_Static_assert(CTL_MAX_CONNS / 2 == 32, "the follower cap in the message");
 #include "workers/writer/store.h"
 
 static void reply(struct bufferevent *bev, json_t *o)
@@ -241,7 +247,7 @@ static void conn_done(struct bufferevent *bev, void *arg)
 {
     (void)arg;
     if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-        bufferevent_free(bev);
+        sup_control_conn_free(zx_the_sup, bev);
 }
 
 static void conn_event(struct bufferevent *bev, short what, void *arg)
@@ -251,7 +257,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     sup *s = zx_the_sup;
     if (s->reload_bev == bev)
         s->reload_bev = NULL;
-    bufferevent_free(bev);
+    sup_control_conn_free(s, bev);
 }
 
 static void finish_conn(struct bufferevent *bev)
@@ -345,6 +351,15 @@ static void conn_read(struct bufferevent *bev, void *arg)
     } else if (strcmp(cmd, "feed") == 0) {
         int follow = json_is_true(json_object_get(req, "follow"));
         json_decref(req);
+        size_t nf = 0;
+        for (feed_client *f = s->followers; f; f = f->next)
+            nf++;
+        if (follow && nf >= CTL_MAX_CONNS / 2) {
+            /* the other half stays for status, reload and the rest */
+            reply(bev, err_obj("too many feed followers (%s); retry later", "32"));
+            finish_conn(bev);
+            return;
+        }
         sup_feed_follow(s, bev, follow);
         if (!follow)
             finish_conn(bev);
@@ -373,6 +388,15 @@ static int peer_allowed(sup *s, int fd)
     return 0;
 }
 
+void sup_control_conn_free(sup *s, struct bufferevent *bev)
+{
+    if (!bev)
+        return;
+    if (s->nctl > 0)
+        s->nctl--;
+    bufferevent_free(bev);
+}
+
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     (void)what;
@@ -389,9 +413,29 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
             close(fd);
             continue;
         }
+        if (s->nctl >= CTL_MAX_CONNS) {
+            zx_warn("event=control_refused reason=\"%d connections open\"", CTL_MAX_CONNS);
+            char m[160];
+            int n = snprintf(m, sizeof(m), "{\"ok\":false,\"error\":\"too many control "
+                             "connections (%d open); retry\"}\n", CTL_MAX_CONNS);
+            ssize_t w = write(fd, m, (size_t)n);
+            (void)w;
+            close(fd);
+            continue;
+        }
         struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        if (!bev) {
+            zx_error("event=control_refused reason=\"out of memory\"");
+            close(fd);
+            continue;
+        }
+        s->nctl++;
+        /* A request must arrive within CTL_REQUEST_TIMEOUT_S, and an answer
+         * be taken within it; a follower's reads are unbounded (feed.c). */
+        struct timeval tv = {CTL_REQUEST_TIMEOUT_S, 0};
         bufferevent_setcb(bev, conn_read, NULL, conn_event, NULL);
         bufferevent_setwatermark(bev, EV_READ, 0, ZX_CTL_MAX_LINE + 2);
+        bufferevent_set_timeouts(bev, &tv, &tv);
         bufferevent_enable(bev, EV_READ | EV_WRITE);
     }
 }

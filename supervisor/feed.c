@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/timefmt.h"
+#include "common/log.h"
 #include "supervisor/sup.h"
 
 #define HIST_MAX (sizeof(((sup *)0)->history) / sizeof(char *))
@@ -25,7 +26,7 @@ static void follower_drop(sup *s, feed_client *f)
             break;
         }
     }
-    bufferevent_free(f->bev);
+    sup_control_conn_free(s, f->bev);
     free(f);
 }
 
@@ -127,11 +128,17 @@ void sup_feed_follow(sup *s, struct bufferevent *bev, int follow)
     if (!follow)
         return;
     feed_client *f = calloc(1, sizeof(*f));
-    if (!f)
+    if (!f) {
+        zx_error("event=feed_follow_failed error=\"out of memory\"");
+        sup_control_conn_free(s, bev);
         return;
+    }
     f->bev = bev;
     f->next = s->followers;
     s->followers = f;
     bufferevent_setcb(bev, follower_read, NULL, follower_event, f);
+    /* a follower sends nothing and may wait for events forever; what it
+     * does not read is bounded by the output cap above */
+    bufferevent_set_timeouts(bev, NULL, NULL);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
 }

@@ -88,6 +88,7 @@ struct sup {
 
     int ctl_fd;
     struct event *ctl_ev;
+    size_t nctl;             /* open control connections (followers too) */
     struct event *tick_ev;
 
     /* feed: recent events (JSON lines with "ts") and followers */
@@ -165,6 +166,9 @@ void sup_feed_follow(sup *s, struct bufferevent *bev, int follow);
 /* control.c */
 int sup_control_open(sup *s, char *err, size_t errlen);
 void sup_control_close(sup *s);
+/* Free a control connection and count it out (every control bufferevent
+ * is freed through here, followers included). */
+void sup_control_conn_free(sup *s, struct bufferevent *bev);
 /* Start a reload for `zxctl reload` (bev, answered once its transitions
  * are done) or for SIGHUP (bev NULL; the outcome is logged).  A SIGHUP
  * during a reload runs another one after it. */

@@ -117,3 +117,28 @@ def test_reload_that_cannot_start_a_pipeline_says_so(make_zxd):
     z.signal(signal.SIGHUP)
     wait_for(lambda: "event=reload result=partial" in open(z.log_path).read(),
              "a log line for the partial reload after SIGHUP\n" + z.log_tail())
+
+
+def test_control_socket_connections_are_capped_and_timed_out(make_zxd):
+    import socket as _socket
+    import time as _time
+    z = make_zxd({"a": {}})
+    idle = []
+    try:
+        for _ in range(64):
+            c = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            c.connect(z.sock)
+            idle.append(c)
+        # the 65th is told why, at once
+        wait_for(lambda: "too many control connections (64 open)" in
+                 z.zxctl("status").stderr, "zxctl refused while 64 connections sit idle")
+        t0 = _time.monotonic()
+        # a connection that sends no request is closed (10 s), so the
+        # control socket comes back by itself
+        idle[0].settimeout(60)
+        assert idle[0].recv(100) == b"", "an idle control connection was not closed"
+        assert _time.monotonic() - t0 < 60
+        z.status()
+    finally:
+        for c in idle:
+            c.close()
