@@ -86,6 +86,8 @@ typedef struct zx_conf {
     char *sqlite_path;       /* absolute; default <data_dir>/workspace.db */
     char *sqlite_synchronous;/* "normal" (default) | "full" */
     uint32_t commit_interval_ms; /* writer group-commit window, default 20 ms */
+    uint32_t max_queue_delay_ms; /* a frame waiting this long for the writer
+                                    makes new pushes wait; 0 = bytes only */
     uint64_t ring_size;      /* per pipeline frames ring, default 64 MiB;
                                 validated >= 2 * largest body limit + 1 MiB */
     uint64_t ring_budget;    /* shared memory all pipelines' rings may take;

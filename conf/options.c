@@ -82,6 +82,15 @@ const zx_cf_option zx_cf_options[] = {
      "configuration whose rings do not fit; `zxctl status` shows what each "
      "ring holds."},
 
+    {"server", "max_queue_delay", ZX_CF_DURATION, "250ms", NULL,
+     ROOT(max_queue_delay_ms), 0, 0, 10 * MIN, NULL,
+     "Bounds each pipeline's ring by time as `ring_size` bounds it by "
+     "bytes: while the oldest frame has waited this long for the writer, "
+     "new pushes wait for room (503 after `http.backpressure_timeout`), so "
+     "that a client's wait stays short at saturation. Applies only while "
+     "the writer runs: a writer that is down or restarting is absorbed by "
+     "the ring's bytes. 0: bytes only."},
+
     {"server.http", "listen", ZX_CF_LISTEN, "127.0.0.1:8780", NULL,
      HTTP(listen), 0, 0, 0, NULL,
      "Address and port of the gateway: `host:port` or `[ipv6]:port`. Use "

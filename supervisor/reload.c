@@ -183,7 +183,9 @@ json_t *sup_reload(sup *s)
         const zx_conf_pipeline *np = &nc->pipelines[i];
         spipe *p = sup_find_pipe(s, np->name);
         if (p) {
-            int same = zx_conf_pipeline_same(p->conf, np);
+            /* workers read max_queue_delay when they start */
+            int same = zx_conf_pipeline_same(p->conf, np) &&
+                       nc->max_queue_delay_ms == oc->max_queue_delay_ms;
             p->conf = np;
             if (same) {
                 json_array_append_new(unchanged, json_string(np->name));

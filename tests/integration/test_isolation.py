@@ -111,7 +111,8 @@ def test_reply_of_old_gateway_never_reaches_new_client(make_zxd):
     # A wait=commit push waits for a stopped writer; the gateway is killed
     # and restarted; a new client's wait=commit push must get its own
     # answer, not the one the worker writes for the old gateway's request.
-    z = make_zxd({"s": {}})
+    # (max_queue_delay 0: the stopped writer must not make pushes wait)
+    z = make_zxd({"s": {}}, server_extra="max_queue_delay: 0s")
     writer = z.wait_running("writer")
     gw = z.wait_running("gateway")
     os.kill(writer, signal.SIGSTOP)

@@ -142,3 +142,29 @@ def test_control_socket_connections_are_capped_and_timed_out(make_zxd):
     finally:
         for c in idle:
             c.close()
+
+
+def test_ring_is_bounded_by_time_while_the_writer_runs(make_zxd):
+    # The writer is stopped (it still counts as running): once a frame has
+    # waited max_queue_delay, a new push waits for room like with a full
+    # ring, and gets 503 after backpressure_timeout, nothing written.  Its
+    # ring had plenty of bytes left.
+    z = make_zxd({"s": {}}, server_extra="max_queue_delay: 100ms",
+                 backpressure_timeout="1s")
+    writer = z.wait_running("writer")
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        z.push_ok("s", {"n": 1})
+        import time as _time
+        _time.sleep(0.3)
+        r = z.push("s", {"n": 2})
+        assert r.status == 503, r
+        assert "busy" in r.json["error"], r
+        assert r.headers.get("retry-after"), r
+        fr = z.pipeline("s")["rings"]["frames"]
+        assert fr["used_bytes"] < fr["capacity"] // 100, fr
+    finally:
+        os.kill(writer, signal.SIGCONT)
+    z.push_ok("s", {"n": 3}, wait_commit=True)
+    wait_for(lambda: z.count("s") == 2, "rows 1 and 3 only")
+    assert sorted(r[0] for r in z.query('SELECT n FROM "s"')) == [1, 3]

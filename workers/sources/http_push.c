@@ -65,6 +65,13 @@ typedef struct stalled {
     size_t idem_len;
 } stalled;
 
+/* When each frame not yet acknowledged was published, oldest first: the
+ * age of the oldest bounds what the ring holds by time (publish()). */
+typedef struct sent {
+    uint64_t seq;
+    int64_t at_us;
+} sent;
+
 typedef struct worker {
     const zx_worker_args *a;
     const char *name;
@@ -77,7 +84,41 @@ typedef struct worker {
     inflight *infl;
     size_t ninfl, infl_cap;
     stalled st;              /* the frame in w->fb, when active */
+    sent *sent;              /* circular: sent[(sent_head + i) % sent_cap] */
+    size_t sent_head, nsent, sent_cap;
 } worker;
+
+/* Forget the publish times of acknowledged frames; the age in µs of the
+ * oldest frame still waiting for the writer, or 0. */
+static int64_t queue_age_us(worker *w)
+{
+    uint64_t acked = zx_ring_acked_seq(w->frames);
+    while (w->nsent && w->sent[w->sent_head].seq <= acked) {
+        w->sent_head = (w->sent_head + 1) % w->sent_cap;
+        w->nsent--;
+    }
+    return w->nsent ? zx_mono_us() - w->sent[w->sent_head].at_us : 0;
+}
+
+/* Remember when frame seq was published.  Out of memory only loses the
+ * time bound for that frame. */
+static void note_sent(worker *w, uint64_t seq)
+{
+    if (w->nsent == w->sent_cap) {
+        size_t cap = w->sent_cap ? 2 * w->sent_cap : 1024;
+        sent *n = malloc(cap * sizeof(*n));
+        if (!n)
+            return;
+        for (size_t i = 0; i < w->nsent; i++)
+            n[i] = w->sent[(w->sent_head + i) % w->sent_cap];
+        free(w->sent);
+        w->sent = n;
+        w->sent_head = 0;
+        w->sent_cap = cap;
+    }
+    w->sent[(w->sent_head + w->nsent) % w->sent_cap] = (sent){seq, zx_mono_us()};
+    w->nsent++;
+}
 
 static int out_reply(worker *w, uint64_t req_id, int status, uint32_t retry_after,
                      int replay, const char *body)
@@ -212,7 +253,19 @@ static int publish(worker *w)
 {
     stalled *st = &w->st;
     void *dst;
-    zx_ring_result r = zx_ring_reserve(w->frames, w->fb.len, &dst);
+    /* The ring is bounded by time as well as bytes: while the writer runs,
+     * a frame that has waited server.max_queue_delay for it means the
+     * ring holds more than the writer takes in that time, and a new push
+     * waits (as for a full ring) rather than queue behind it.  While the
+     * writer is down, only bytes bound the ring, which then absorbs the
+     * outage. */
+    int64_t max_delay_us = (int64_t)w->a->conf->max_queue_delay_ms * 1000;
+    zx_ring_result r;
+    if (max_delay_us && atomic_load(&w->a->seg->hdr->writer_up) &&
+        queue_age_us(w) > max_delay_us)
+        r = ZX_RING_WOULD_BLOCK;
+    else
+        r = zx_ring_reserve(w->frames, w->fb.len, &dst);
     if (r == ZX_RING_WOULD_BLOCK) {
         if (zx_mono_us() <= st->deadline_mono_us)
             return BLOCKED;
@@ -227,6 +280,7 @@ static int publish(worker *w)
     }
     memcpy(dst, w->fb.data, w->fb.len);
     uint64_t seq = zx_ring_commit(w->frames, w->fb.len, 1);
+    note_sent(w, seq);
     if (st->idem_len)
         add_inflight(w, st->idem, st->idem_len, st->hash, seq, st->n, st->rid);
     if (st->wait_commit)
@@ -436,5 +490,6 @@ out:
     zx_frame_buf_free(&w.fb);
     free(w.pend);
     free(w.infl);
+    free(w.sent);
     return rc;
 }
