@@ -3,6 +3,7 @@
  * Must never interpret ring contents.
  */
 #include "common/segment.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ static int attach_rings(zx_segment *seg, char *err, size_t errlen)
     for (size_t i = 0; i < 3; i++) {
         if (rings[i].off > seg->size || rings[i].size > seg->size - rings[i].off ||
             zx_ring_attach(rings[i].r, (char *)h + rings[i].off, rings[i].size) != ZX_RING_OK) {
-            snprintf(err, errlen, "segment %.64s: ring %s is damaged", h->name, rings[i].what);
+            zx_seterr(err, errlen, "segment %.64s: ring %s is damaged", h->name, rings[i].what);
             return -1;
         }
     }
@@ -49,7 +50,7 @@ int zx_segment_create(zx_segment *seg, const char *name, uint64_t in_cap,
     snprintf(mname, sizeof(mname), "zx-%s", name);
     int fd = memfd_create(mname, MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, (off_t)total) < 0) {
-        snprintf(err, errlen, "pipeline %s: cannot create shared memory of %zu bytes: %s",
+        zx_seterr(err, errlen, "pipeline %s: cannot create shared memory of %zu bytes: %s",
                  name, total, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -57,7 +58,7 @@ int zx_segment_create(zx_segment *seg, const char *name, uint64_t in_cap,
     }
     void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (mem == MAP_FAILED) {
-        snprintf(err, errlen, "pipeline %s: cannot map shared memory: %s", name, strerror(errno));
+        zx_seterr(err, errlen, "pipeline %s: cannot map shared memory: %s", name, strerror(errno));
         close(fd);
         return -1;
     }
@@ -92,18 +93,18 @@ int zx_segment_map(zx_segment *seg, int fd, char *err, size_t errlen)
     seg->fd = -1;
     off_t size = lseek(fd, 0, SEEK_END);
     if (size < ZX_SEG_HDR_SIZE) {
-        snprintf(err, errlen, "shared segment is too small (%lld bytes)", (long long)size);
+        zx_seterr(err, errlen, "shared segment is too small (%lld bytes)", (long long)size);
         return -1;
     }
     void *mem = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (mem == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map shared segment: %s", strerror(errno));
+        zx_seterr(err, errlen, "cannot map shared segment: %s", strerror(errno));
         return -1;
     }
     seg->hdr = mem;
     seg->size = (size_t)size;
     if (seg->hdr->magic != ZX_SEG_MAGIC || seg->hdr->version != ZX_SEG_VERSION) {
-        snprintf(err, errlen, "shared segment has a wrong magic or version");
+        zx_seterr(err, errlen, "shared segment has a wrong magic or version");
         zx_segment_close(seg);
         return -1;
     }

@@ -10,9 +10,10 @@
  *   [ring "out"]         stream worker → gateway: replies (proto/push.h)
  *   [ring "frames"]      stream worker → writer: frames (proto/frame.h)
  *
- * Every shared field says who writes it; all are read and written with
- * relaxed atomics (they are status words and counters: nothing is
- * published through them).
+ * Every shared field says who writes it.  Status words and counters are
+ * read and written with relaxed atomics: nothing is published through
+ * them.  The one exception is writer_error: its text is published by a
+ * release store of writer_error_set and read after an acquire load.
  *
  * Wake-ups: each process has one eventfd (created by the supervisor, kept
  * across restarts): the writer's, the gateway's, and one per pipeline for

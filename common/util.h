@@ -9,6 +9,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The project's error convention.  A function that can fail returns -1
+ * (or NULL) and, when err is not NULL and errlen > 0, leaves in
+ * err[0..errlen) a message a person can act on, naming what failed
+ * (NUL-terminated, cut to fit); on success it returns 0 (or its result)
+ * and leaves err alone.  Modules with many error kinds also return codes
+ * from their own range (e.g. ZX_STORE_*, with a *_strerror).  A library's
+ * errors are translated where it is called, never further up.
+ * zx_seterr formats such a message and returns -1, so that a failure is
+ * `return zx_seterr(err, errlen, "...", ...);`. */
+int zx_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Monotonic clock in milliseconds / microseconds. */
 int64_t zx_mono_ms(void);
 int64_t zx_mono_us(void);

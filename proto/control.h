@@ -15,21 +15,40 @@
  * Commands and results:
  *   status                → {"ok":true, "version":"0.1.0", "pid":N,
  *                            "config":"/abs/path.yaml", "started_at":"RFC3339",
- *                            "processes":[PROC...], "pipelines":[PIPE...]}
+ *                            "processes":[PROC...], "pipelines":[PIPE...],
+ *                            "rings":{"shared_bytes":N, "budget_bytes":N}}
+ *                           (what every pipeline's segment maps, and
+ *                            server.ring_budget)
  *       PROC = {"name":"writer"|"gateway", "pid":N|null, "state":STATE,
  *               "restarts":N, "last_error":"..."|null}
  *       PIPE = {"name":"web_events", "source":"http", "table":"web_events",
  *               "pid":N|null, "state":STATE, "restarts":N,
  *               "rows":N, "rejects":N, "rejects_by_column":{"col":N,...},
  *               "last_error":"..."|null,
- *               "ring":{"published":SEQ, "acked":SEQ, "used_bytes":N,
- *                       "capacity":N}}
+ *               "ring":RING (the frames ring, as in "rings"),
+ *               "rings":{"in":RING, "out":RING, "frames":RING,
+ *                        "shared_bytes":N}}
+ *       RING = {"published":SEQ, "acked":SEQ, "used_bytes":N, "capacity":N}
+ *              what the ring holds: records published, records the reader
+ *              released, bytes in use, capacity in bytes
  *       STATE = "starting" | "running" | "backoff" | "failed" | "stopped"
  *               | "draining"
- *   reload                → {"ok":true, "added":[names], "changed":[names],
- *                            "removed":[names], "unchanged":[names]}
- *                           or {"ok":false, "error":"configuration invalid;
+ *   reload                → answered once the transitions are done (at
+ *                           most 30 s):
+ *                           {"ok":true, "added":[names], "changed":[names],
+ *                            "removed":[names], "unchanged":[names],
+ *                            "failed":[]}
+ *                           or, when the file was rejected (nothing changed):
+ *                           {"ok":false, "error":"configuration invalid;
  *                            still running the previous one", "errors":[...]}
+ *                           or, when the new configuration runs but some of
+ *                           its pipelines could not be started: the first
+ *                           form with "ok":false, "error":"the new
+ *                           configuration is running, but N pipelines could
+ *                           not be started: a, b", "errors":["pipeline a:
+ *                           why", ...] and "failed":[{"name":N,
+ *                           "error":"..."}].  One reload at a time: another
+ *                           request meanwhile gets ok:false.
  *   restart {"name":N}    → {"ok":true}            (pipeline or "writer"/"gateway")
  *   stop    {"name":N}    → {"ok":true}            (pipeline only; state "stopped")
  *   start   {"name":N}    → {"ok":true}            (a stopped or failed pipeline)
@@ -55,6 +74,11 @@
  *             | "start" | "stop" (process, pid)
  *
  * Errors: unknown command or bad arguments → ok:false with a message.
+ * Limits: at most 64 connections at once (at most 32 of them feed
+ * followers); beyond, the server answers {"ok":false, "error":"too many
+ * control connections ..."} and closes.  A request must arrive, and its
+ * answer be read, within 10 s of each other's progress (followers wait for
+ * events without limit; one that reads nothing for 1 MiB is dropped).
  * zxctl exit codes: 0 ok, 1 the daemon answered ok:false, 2 usage error,
  * 3 daemon unreachable (no socket, connection refused, bad answer).
  */

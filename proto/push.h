@@ -35,7 +35,10 @@ typedef struct zx_push_req {
     uint32_t magic;
     uint16_t version;
     uint16_t flags;
-    uint64_t req_id;       /* gateway-unique id, echoed in the reply */
+    uint64_t req_id;       /* (gateway generation << 40 | counter),
+                              echoed in the reply: unique across gateway
+                              restarts, so a late reply to an earlier
+                              gateway's request matches nothing */
     int64_t received_us;   /* wall clock when the gateway had the body */
     uint16_t idem_len;
     uint16_t rid_len;
@@ -73,7 +76,11 @@ static inline size_t zx_push_req_size(size_t idem_len, size_t rid_len, size_t bo
     return sizeof(zx_push_req) + idem_len + rid_len + body_len;
 }
 
-/* Fill a record in buf (zx_push_req_size bytes). */
+/* Fill a record in buf, which must hold zx_push_req_size(idem_len,
+ * rid_len, body_len) bytes and be 8-byte aligned (a ring record is).  The
+ * caller guarantees idem_len <= ZX_PUSH_IDEM_MAX and rid_len <=
+ * ZX_PUSH_RID_MAX (the gateway checks the header).  The bytes are copied;
+ * nothing is kept. */
 static inline void zx_push_req_write(void *buf, uint16_t flags, uint64_t req_id,
                                      int64_t received_us, int64_t deadline_mono_us,
                                      const char *idem,
@@ -96,7 +103,11 @@ static inline void zx_push_req_write(void *buf, uint16_t flags, uint64_t req_id,
         memcpy(p, body, body_len);
 }
 
-/* Check and view a record.  0, or -1 if malformed. */
+/* Check a request record of len bytes (from the in ring, so untrusted:
+ * magic, version, every length against len) and point v into it.
+ * Returns 0, or -1 if it is malformed (v is then unspecified).  v's
+ * pointers are into rec and valid as long as the record is (until the
+ * ring cursor is released); nothing is allocated. */
 static inline int zx_push_req_parse(const void *rec, size_t len, zx_push_view *v)
 {
     if (len < sizeof(zx_push_req) || ((uintptr_t)rec & 7))
@@ -115,6 +126,12 @@ static inline int zx_push_req_parse(const void *rec, size_t len, zx_push_view *v
     return 0;
 }
 
+/* Check a reply record of len bytes (from the out ring: untrusted) and
+ * set *h to its header and *body to its h->body_len bytes of JSON (not
+ * NUL-terminated).  Returns 0, or -1 if it is malformed (outputs then
+ * unchanged).  Both point into rec, valid until the ring cursor is
+ * released; nothing is allocated.  req_id is only as good as the gateway
+ * generation it carries: the caller matches it against its own requests. */
 static inline int zx_push_rep_parse(const void *rec, size_t len, const zx_push_rep **h,
                                     const char **body)
 {

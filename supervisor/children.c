@@ -68,12 +68,12 @@ int sup_pipe_needs_new_rings(const spipe *p, const zx_conf_pipeline *pc)
 spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen)
 {
     if (s->npipes >= sizeof(s->pipes) / sizeof(s->pipes[0])) {
-        snprintf(err, errlen, "too many pipelines");
+        zx_seterr(err, errlen, "too many pipelines");
         return NULL;
     }
     spipe *p = calloc(1, sizeof(*p));
     if (!p) {
-        snprintf(err, errlen, "out of memory");
+        zx_seterr(err, errlen, "out of memory");
         return NULL;
     }
     snprintf(p->name, sizeof(p->name), "%s", pc->name);
@@ -92,7 +92,7 @@ spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen
     int top = p->efd > p->seg.fd ? p->efd : p->seg.fd;
     if (p->efd < 0 || (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
                        (rlim_t)top + FD_RESERVE >= rl.rlim_cur)) {
-        snprintf(err, errlen, "too few file descriptors left (limit %llu, %d kept in reserve): "
+        zx_seterr(err, errlen, "too few file descriptors left (limit %llu, %d kept in reserve): "
                  "raise the limit (LimitNOFILE= in the systemd unit, ulimit -n)",
                  (unsigned long long)rl.rlim_cur, FD_RESERVE);
         if (p->efd >= 0)
@@ -145,14 +145,14 @@ int sup_listen_http(const zx_conf *c, char *err, size_t errlen)
     const char *host = c->http.host && c->http.host[0] ? c->http.host : NULL;
     int gai = getaddrinfo(host, port, &hints, &res);
     if (gai) {
-        snprintf(err, errlen, "server.http.listen %s: %s", c->http.listen, gai_strerror(gai));
+        zx_seterr(err, errlen, "server.http.listen %s: %s", c->http.listen, gai_strerror(gai));
         return -1;
     }
     int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
-        snprintf(err, errlen, "cannot listen on %s: %s", c->http.listen, strerror(errno));
+        zx_seterr(err, errlen, "cannot listen on %s: %s", c->http.listen, strerror(errno));
         if (fd >= 0)
             close(fd);
         fd = -1;
@@ -274,7 +274,10 @@ int sup_spawn(sup *s, child *c)
         c->chan = sv[0];
         zx_set_nonblock(c->chan);
         c->chan_ev = event_new(s->base, c->chan, EV_READ | EV_PERSIST, on_child_chan, c);
-        event_add(c->chan_ev, NULL);
+        if (!c->chan_ev || event_add(c->chan_ev, NULL) < 0)
+            /* its events and READY go unheard; it still runs, and the
+             * supervisor learns of its death from SIGCHLD */
+            zx_error("event=watch_failed process=%s error=\"out of memory\"", c->name);
         sup_attach_all(s, c);
         sup_chan_send(s, c, ZX_CHAN_READY, "{}", NULL, 0);
         if (c->role == ROLE_GATEWAY)
@@ -434,7 +437,7 @@ static void child_gone(sup *s, child *c, int st)
         zx_error("event=failed process=%s pid=%d reason=\"%s\"", c->name, (int)old, msg);
         json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "event", "failed", "pipeline", c->name,
                               "process", c->name, "message", msg);
-        char *js = json_dumps(o, JSON_COMPACT);
+        char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
         sup_feed(s, js);
         free(js);
         json_decref(o);
@@ -458,7 +461,7 @@ static void child_gone(sup *s, child *c, int st)
     json_t *o = json_pack("{s:s, s:s?, s:s, s:i, s:s, s:s}", "event", "restart", "pipeline",
                           c->role == ROLE_STREAM ? c->name : NULL, "process", c->name, "pid",
                           (int)old, "reason", why, "message", why);
-    char *js = json_dumps(o, JSON_COMPACT);
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     sup_feed(s, js);
     free(js);
     json_decref(o);

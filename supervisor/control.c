@@ -446,13 +446,13 @@ int sup_control_open(sup *s, char *err, size_t errlen)
     struct sockaddr_un sa = {0};
     sa.sun_family = AF_UNIX;
     if (strlen(path) >= sizeof(sa.sun_path)) {
-        snprintf(err, errlen, "control socket path is too long: %s", path);
+        zx_seterr(err, errlen, "control socket path is too long: %s", path);
         return -1;
     }
     strcpy(sa.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        snprintf(err, errlen, "socket: %s", strerror(errno));
+        zx_seterr(err, errlen, "socket: %s", strerror(errno));
         return -1;
     }
     unlink(path); /* we hold the data directory lock: a socket left here is stale */
@@ -460,14 +460,14 @@ int sup_control_open(sup *s, char *err, size_t errlen)
     int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
     umask(old);
     if (rc < 0 || listen(fd, 64) < 0) {
-        snprintf(err, errlen, "cannot listen on control socket %s: %s", path, strerror(errno));
+        zx_seterr(err, errlen, "cannot listen on control socket %s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
     if (s->conf->control_group) {
         struct group *g = getgrnam(s->conf->control_group);
         if (!g || chown(path, (uid_t)-1, g->gr_gid) < 0 || chmod(path, 0660) < 0) {
-            snprintf(err, errlen, "control socket %s: cannot give it to group %s", path,
+            zx_seterr(err, errlen, "control socket %s: cannot give it to group %s", path,
                      s->conf->control_group);
             close(fd);
             return -1;
@@ -477,7 +477,8 @@ int sup_control_open(sup *s, char *err, size_t errlen)
     }
     s->ctl_fd = fd;
     s->ctl_ev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_accept, s);
-    event_add(s->ctl_ev, NULL);
+    if (!s->ctl_ev || event_add(s->ctl_ev, NULL) < 0)
+        return zx_seterr(err, errlen, "control socket %s: cannot watch it (out of memory)", path);
     return 0;
 }
 

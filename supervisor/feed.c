@@ -93,7 +93,7 @@ void sup_feedf(sup *s, const char *event, const char *pipeline, const char *fmt,
         snprintf(msg, sizeof(msg), "%s %s", event, proc ? proc : (pipeline ? pipeline : ""));
         json_object_set_new(o, "message", json_string(msg));
     }
-    char *js = json_dumps(o, JSON_COMPACT);
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (js) {
         sup_feed(s, js);

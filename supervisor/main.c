@@ -250,11 +250,17 @@ int main(int argc, char **argv)
     int sigs[] = {SIGCHLD, SIGHUP, SIGTERM, SIGINT};
     for (size_t i = 0; i < 4; i++) {
         struct event *ev = evsignal_new(s->base, sigs[i], on_signal, s);
-        event_add(ev, NULL);
+        if (!ev || event_add(ev, NULL) < 0) {
+            fprintf(stderr, "zxd: cannot watch signal %d (out of memory)\n", sigs[i]);
+            return 1;
+        }
     }
     s->tick_ev = event_new(s->base, -1, EV_PERSIST, on_tick, s);
     struct timeval tv = {0, 100 * 1000};
-    event_add(s->tick_ev, &tv);
+    if (!s->tick_ev || event_add(s->tick_ev, &tv) < 0) {
+        fprintf(stderr, "zxd: cannot set up the event loop's timer (out of memory)\n");
+        return 1;
+    }
 
     zx_info("event=start version=0.1.0 config=%s data_dir=%s listen=%s pipelines=%zu",
             conf->path, conf->data_dir, conf->http.listen, conf->npipelines);
