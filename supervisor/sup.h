@@ -114,19 +114,42 @@ struct sup {
 extern sup *zx_the_sup;
 
 /* children.c */
-int sup_spawn(sup *s, child *c);                 /* fork; 0 or -1 */
-void sup_stop_child(sup *s, child *c, zx_next next); /* SIGTERM, SIGKILL after 10 s */
-void sup_reap(sup *s);                           /* after SIGCHLD */
-void sup_tick_children(sup *s);                  /* backoff respawns, kill deadlines */
-void sup_attach_all(sup *s, child *c);           /* ATTACH every pipeline to writer/gateway */
+/* Fork c (its role decides what runs).  0, or -1 with the reason in
+ * c->last_error (socketpair or fork failed); c is then not running. */
+int sup_spawn(sup *s, child *c);
+/* Ask c to stop (SIGTERM; SIGKILL after 10 s) and do `next` once it has
+ * exited (sup_reap); a child not running acts at once. */
+void sup_stop_child(sup *s, child *c, zx_next next);
+/* Reap every exited child (WNOHANG loop): restart with backoff, mark
+ * failed, or finish a requested stop.  Call after SIGCHLD. */
+void sup_reap(sup *s);
+/* Respawn children whose backoff has passed; SIGKILL those past their
+ * stop deadline.  Call from the 100 ms tick. */
+void sup_tick_children(sup *s);
+/* Queue an ATTACH of every pipeline (but those being removed) to c. */
+void sup_attach_all(sup *s, child *c);
+/* Queue ATTACH {name, key, ...} with p's segment fd and eventfd to c
+ * (writer or gateway; no-op when c is not running).  Never dropped
+ * (outbox.c); an encoding failure is logged. */
 void sup_send_attach(sup *s, child *c, spipe *p);
-void sup_send_detach(sup *s, child *c, const spipe *p);  /* name + epoch */
-/* The rings a pipeline with these settings needs differ from p's. */
+/* Queue DETACH {name, epoch} of p to c (no-op when c is not running). */
+void sup_send_detach(sup *s, child *c, const spipe *p);
+/* 1 when the rings a pipeline with settings pc needs differ from p's. */
 int sup_pipe_needs_new_rings(const spipe *p, const zx_conf_pipeline *pc);
+/* Make pipeline pc's segment (rings sized by the configuration) and
+ * eventfd, and add it to s->pipes; its worker is not started.  Returns it
+ * (owned by s, freed by sup_pipe_free), or NULL with the reason in err
+ * (shared memory, too few descriptors left, out of memory). */
 spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen);
+/* Remove p from s->pipes, unmap its segment, close its fds, free it. */
 void sup_pipe_free(sup *s, spipe *p);
-spipe *sup_find_pipe(sup *s, const char *name);  /* skips pipelines being removed */
-int sup_listen_http(const zx_conf *c, char *err, size_t errlen); /* listening fd or -1 */
+/* The pipeline named name, skipping those being removed; NULL if none.
+ * Owned by s. */
+spipe *sup_find_pipe(sup *s, const char *name);
+/* Bind and listen on server.http.listen.  Returns the non-blocking,
+ * close-on-exec socket (owned by the caller), or -1 with the reason. */
+int sup_listen_http(const zx_conf *c, char *err, size_t errlen);
+/* Record whether the writer is up, in s and in every segment's header. */
 void sup_set_writer_up(sup *s, int up);
 
 /* outbox.c */
