@@ -88,6 +88,8 @@ typedef struct writer {
     size_t nap, ap_cap;
     int64_t last_prune_ms;
     uint64_t cycles;         /* cycles committed (for released_cycle) */
+    int first_pipe;          /* slot a cycle's passes start at */
+    int served_first;        /* slot of the cycle's first frame, -1 none */
     int attached_all;        /* the supervisor's initial ATTACHes are in */
     /* Fault injection for tests (ZX_FAULT_INJECTION=1 in the environment):
      * when this file exists, the writer deletes it and dies right after a
@@ -536,7 +538,8 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
 {
     int nframes = 0;
     int64_t now = zx_mono_ms();
-    for (int i = 0; i < MAX_PIPES && *bytes < CYCLE_BYTES; i++) {
+    for (int k = 0; k < MAX_PIPES && *bytes < CYCLE_BYTES; k++) {
+        int i = (w->first_pipe + k) % MAX_PIPES;
         wpipe *p = &w->pipes[i];
         if (!p->used || p->blocked_until_ms > now)
             continue;
@@ -582,6 +585,8 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
             p->cur = c;
             *bytes += len;
             nframes++;
+            if (w->served_first < 0)
+                w->served_first = i;
         }
     }
     return nframes;
@@ -609,6 +614,7 @@ static int cycle(writer *w)
     int began = 0;
     char err[512] = "";
     w->nap = 0;
+    w->served_first = -1;
     int64_t deadline_us = zx_mono_us() + (int64_t)w->a->conf->commit_interval_ms * 1000;
     for (int pass = 0;; pass++) {
         int n = drain_pass(w, &bytes, &began, err, sizeof(err));
@@ -618,6 +624,11 @@ static int cycle(writer *w)
         if (n == 0 || bytes >= CYCLE_BYTES || zx_mono_us() >= deadline_us || stop_requested)
             break;
     }
+    /* round robin: the next cycle starts after the pipeline served first in
+     * this one, so that one busy pipeline filling CYCLE_BYTES cannot starve
+     * the others */
+    if (w->served_first >= 0)
+        w->first_pipe = (w->served_first + 1) % MAX_PIPES;
     if (!began)
         return 0;
     if (zx_ws_commit(w->ws, err, sizeof(err)) < 0)
