@@ -1,23 +1,60 @@
 #!/usr/bin/env bash
 # Install, build and run every zx test: C unit tests (meson test), the same
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and the end-to-end
-# pytest suite against real zxd processes.  Exit status 0 only if all pass.
+# under AddressSanitizer + UndefinedBehaviorSanitizer, each libFuzzer target
+# for a short fixed time, and the end-to-end pytest suite against real zxd
+# processes.  Exit status 0 only if all pass.  Warnings are errors here
+# (-Dwerror=true), not in a user's build.
+# ZX_FUZZ_SECONDS: time per fuzz target (default 20; 0 skips the fuzz step).
 set -euo pipefail
 cd "$(dirname "$0")"
 packaging/install-deps.sh --test
 
+# setup a build dir if new, and make sure an existing one has the options
+setup() {
+    local dir="$1"
+    shift
+    [ -f "$dir/build.ninja" ] || meson setup "$dir" "$@" >/dev/null
+    meson configure "$dir" "$@" >/dev/null
+}
+
 echo "== build"
-[ -f build/build.ninja ] || meson setup build >/dev/null
+setup build -Dwerror=true
 ninja -C build
 
 echo "== unit tests"
 meson test -C build --suite unit --print-errorlogs
 
 echo "== unit and multi-process tests under ASan + UBSan"
-[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
 ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --suite unit --print-errorlogs --timeout-multiplier 3
+
+FUZZ_SECONDS="${ZX_FUZZ_SECONDS:-20}"
+if [ "$FUZZ_SECONDS" != 0 ]; then
+    echo "== fuzz targets: libFuzzer + ASan + UBSan, ${FUZZ_SECONDS}s each (tests/fuzz/)"
+    if [ ! -f build-fuzz/build.ninja ]; then
+        CC=clang meson setup build-fuzz -Dfuzzing=true -Dwerror=true >/dev/null
+    fi
+    meson configure build-fuzz -Dfuzzing=true -Dwerror=true >/dev/null
+    ninja -C build-fuzz fuzz
+    FUZZ_DIR=$(mktemp -d /tmp/zx-fuzz.XXXXXX)
+    for d in tests/fuzz/corpus/*/; do
+        t=$(basename "$d")
+        mkdir -p "$FUZZ_DIR/$t"
+        # new inputs go to $FUZZ_DIR/$t, the seeds in the repo stay as they are
+        if ! build-fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$FUZZ_SECONDS" -timeout=30 \
+                -max_len=4096 -artifact_prefix="$FUZZ_DIR/$t-" "$FUZZ_DIR/$t" "$d" \
+                >"$FUZZ_DIR/$t.log" 2>&1; then
+            tail -n 80 "$FUZZ_DIR/$t.log" >&2
+            echo "fuzz_$t failed: reproducer and log in $FUZZ_DIR; once fixed, add the" \
+                 "reproducer to $d as crash-<what>" >&2
+            exit 1
+        fi
+        echo "fuzz_$t: $(grep -E '^#[0-9]+' "$FUZZ_DIR/$t.log" | tail -n 1)"
+    done
+    rm -rf "$FUZZ_DIR"
+fi
 
 echo "== end-to-end tests (pytest)"
 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "$@"

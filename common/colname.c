@@ -21,6 +21,7 @@ static unsigned char map_byte(unsigned char c)
 
 static const char *const reserved[] = {
     "_ingested_at", "_request_id", "_key", "_partition", "_offset", "_timestamp",
+    "_extra", /* the workspace's overflow column (workers/writer/workspace.h) */
 };
 
 int zx_colname_is_reserved(const char *name)

@@ -19,7 +19,8 @@
  *   (d) an empty result becomes "_";
  *   (e) the result is cut to its first ZX_COLNAME_MAX (63) bytes;
  *   (f) a name reserved for metadata — "_ingested_at", "_request_id", "_key",
- *       "_partition", "_offset", "_timestamp" — or any name starting with
+ *       "_partition", "_offset", "_timestamp", "_extra" (the column of the
+ *       fields over a table's column cap) — or any name starting with
  *       "_zx" gets the prefix "data" ("_ingested_at" -> "data_ingested_at",
  *       "_zx_x" -> "data_zx_x") and is cut to 63 bytes again.
  * The output is therefore always non-empty, pure ASCII [a-z0-9_], never

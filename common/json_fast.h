@@ -19,7 +19,8 @@
  *
  * Valid input it declines (returns -1 for; jansson handles it):
  *   - a key written twice verbatim in one object (top level or nested);
- *   - an integer beyond int64, or a number beyond double range;
+ *   - an integer beyond int64, or a number beyond double range (jansson's
+ *     path keeps them as their literal: a number kept as text, rowset.h);
  *   - a number written with more than 120 characters;
  *   - an event object with more than 1000 keys, or whose keys written
  *     with backslash escapes take more than 4 KiB once decoded;

@@ -1,6 +1,6 @@
 /*
- * json_numbers.c — rewriting of JSON numbers beyond int64 / double for
- * jansson (see json_numbers.h).
+ * json_numbers.c — marking of JSON numbers beyond int64 / double for
+ * jansson, and unmarking of the text jansson writes back (json_numbers.h).
  *
  * Must never trust the text: every scan is bounded by n, an unterminated
  * string or a malformed number is copied as it is (jansson then reports
@@ -8,7 +8,6 @@
  */
 #include "common/json_numbers.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,34 +95,56 @@ static int int_fits(const char *s, size_t n)
     return memcmp(d, neg ? "9223372036854775808" : "9223372036854775807", 19) <= 0;
 }
 
-/* 0 = leave as is, 1 = append ".0", 2 = quote. */
-static int number_fix(const char *s, size_t n, int is_int)
+/* 1 when the number s[0..n) (valid grammar) is beyond what jansson holds:
+ * an integer beyond int64, or any number beyond double range (an underflow
+ * to zero or a subnormal still parses, as jansson does).  -1 if out of
+ * memory. */
+static int out_of_range(const char *s, size_t n, int is_int)
 {
-    if (is_int && int_fits(s, n))
-        return 0;
+    if (is_int)
+        return !int_fits(s, n);
     char small[64];
     char *tmp = n < sizeof(small) ? small : malloc(n + 1);
     if (!tmp)
-        return 2;
+        return -1;
     memcpy(tmp, s, n);
     tmp[n] = '\0';
-    errno = 0;
     double d = strtod(tmp, NULL);
-    int overflow = isinf(d); /* an underflow to a subnormal still parses (as jansson does) */
     if (tmp != small)
         free(tmp);
-    if (overflow)
-        return 2;
-    return is_int ? 1 : 0;
+    return isinf(d) ? 1 : 0;
 }
 
-int zx_jnum_rewrite(zx_jnum *c, const char *s, size_t n, size_t *outn)
+/* 1 when the text holds a "\u0000" escape in a string (key or value). */
+static int has_nul_escape(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        if (s[i] != '"') {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < n && s[j] != '"') {
+            if (s[j] == '\\' && n - j >= 6 && memcmp(s + j + 1, "u0000", 5) == 0)
+                return 1;
+            j += s[j] == '\\' ? 2 : 1;
+        }
+        i = j + 1;
+    }
+    return 0;
+}
+
+#define MARK "\"\\u0000"   /* the 7 bytes "\u0000 opening a marked number */
+#define MARK_LEN 7
+
+int zx_jnum_rewrite(zx_jnum *c, const char *s, size_t n, size_t *outn, int *marked)
 {
     size_t o = 0;
+    int mark = !has_nul_escape(s, n);
     c->npatches = 0;
 #define PUT(src, k)                                                          \
     do {                                                                     \
-        if (grow(&c->patched, &c->patched_cap, o + (k) + 3) < 0)             \
+        if (grow(&c->patched, &c->patched_cap, o + (k) + MARK_LEN + 1) < 0)  \
             return -1;                                                       \
         memcpy(c->patched + o, (src), (k));                                  \
         o += (k);                                                            \
@@ -145,18 +166,18 @@ int zx_jnum_rewrite(zx_jnum *c, const char *s, size_t n, size_t *outn)
                 i++;
                 continue;
             }
-            int fix = number_fix(s + i, j - i, is_int);
-            if (fix == 2) {
-                if (add_patch(c, i, 1) < 0)
+            int fix = out_of_range(s + i, j - i, is_int);
+            if (fix < 0)
+                return -1;
+            if (fix) {
+                size_t open = mark ? MARK_LEN : 1;
+                if (add_patch(c, i, open) < 0 || add_patch(c, j, 1) < 0)
                     return -1;
-                PUT("\"", 1);
+                PUT(mark ? MARK : "\"", open);
             }
             PUT(s + i, j - i);
-            if (fix) {
-                if (add_patch(c, j, fix == 1 ? 2 : 1) < 0)
-                    return -1;
-                PUT(fix == 1 ? ".0" : "\"", fix == 1 ? 2 : 1);
-            }
+            if (fix)
+                PUT("\"", 1);
             i = j;
         } else {
             size_t j = i + 1;
@@ -168,7 +189,38 @@ int zx_jnum_rewrite(zx_jnum *c, const char *s, size_t n, size_t *outn)
     }
 #undef PUT
     *outn = o;
+    *marked = mark;
     return 0;
+}
+
+int zx_jnum_is_marked(const char *s, size_t n)
+{
+    return n >= 2 && s[0] == '\0';
+}
+
+size_t zx_jnum_unmark_text(char *t, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        if (t[i] != '"') {
+            t[o++] = t[i++];
+            continue;
+        }
+        size_t j = i + 1;       /* end of the string, after its closing quote */
+        while (j < n && t[j] != '"')
+            j += t[j] == '\\' ? 2 : 1;
+        j = j < n ? j + 1 : n;
+        if (j - i > MARK_LEN + 1 && memcmp(t + i, MARK, MARK_LEN) == 0) {
+            /* a marked number: its literal holds no quote nor backslash */
+            memmove(t + o, t + i + MARK_LEN, j - 1 - (i + MARK_LEN));
+            o += j - 1 - (i + MARK_LEN);
+        } else {
+            memmove(t + o, t + i, j - i);
+            o += j - i;
+        }
+        i = j;
+    }
+    return o;
 }
 
 /* Offset in the original text of byte `p` of the patched text. */

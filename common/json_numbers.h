@@ -2,12 +2,18 @@
  * json_numbers.h — rewriting the JSON numbers that jansson refuses, so that
  * a document with them still parses, and mapping positions back.
  *
- * jansson refuses numbers it cannot represent.  On that error only, the
- * caller has the text rewritten once: an integer beyond int64 gets ".0"
- * appended (it becomes a real), a number beyond double range is put in
- * quotes (it becomes a string holding the literal).  Insertions are
+ * jansson refuses numbers it cannot represent (an integer beyond int64, a
+ * number beyond double range).  On that error only, the caller has the
+ * text rewritten once: each such number is put in a string whose first
+ * byte is NUL ("\u0000" then the literal), a "marked number".  No string
+ * of the client's can start with NUL: when the text holds a "\u0000"
+ * escape anywhere, the numbers are only quoted instead (no mark) and the
+ * caller loads without JSON_ALLOW_NUL, so jansson refuses the "\u0000" at
+ * its own position, as it would without the rewrite.  Insertions are
  * recorded so that the position of a later error can be mapped back to the
- * original text.  Used by json_rows.c.
+ * original text.  Used by json_rows.c, which turns a marked number back
+ * into its literal (a top-level value: a number kept as text, see
+ * rowset.h; inside a nested value: the bare literal in the JSON text).
  *
  * It must never change anything but those numbers (strings are copied as
  * they are, escapes included), nor read outside s[0..n).
@@ -32,8 +38,20 @@ typedef struct zx_jnum {
 
 /* Rewrites s[0..n) into p->patched (owned by p, valid until the next call
  * or zx_jnum_free), its length in *outn, and records the insertions.
+ * *marked = 1 when the numbers were marked (load the result with
+ * JSON_ALLOW_NUL), 0 when they were only quoted (the text holds a
+ * "\u0000" of the client's: load without it, the load fails there).
  * Returns 0, or -1 if out of memory. */
-int zx_jnum_rewrite(zx_jnum *p, const char *s, size_t n, size_t *outn);
+int zx_jnum_rewrite(zx_jnum *p, const char *s, size_t n, size_t *outn, int *marked);
+
+/* 1 when the decoded string s[0..n) is a marked number (its first byte is
+ * NUL and at least one byte follows); its literal is s[1..n). */
+int zx_jnum_is_marked(const char *s, size_t n);
+
+/* In the compact JSON text t[0..n) written by jansson from a document
+ * loaded after a marking rewrite, replaces every string "\u0000LITERAL"
+ * with the bare LITERAL, in place.  Returns the new length (<= n). */
+size_t zx_jnum_unmark_text(char *t, size_t n);
 
 /* Offset in the original text of byte pos of the last rewritten text (a
  * position inside an insertion maps to where it was inserted). */

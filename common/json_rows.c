@@ -4,7 +4,7 @@
  * length comes from jansson or from `len`, recursion is bounded by
  * ZX_JSON_MAX_DEPTH (and by jansson's own parser depth limit), and every
  * failure becomes a message in zx_json_err.  Numbers jansson cannot
- * represent are rewritten by json_numbers.c.
+ * represent are marked by json_numbers.c and kept as their literal text.
  */
 #include "common/json_rows.h"
 
@@ -35,6 +35,7 @@ typedef struct ctx {
     char *dump;             /* scratch for compact JSON of nested values */
     size_t dump_cap;
     zx_jnum num;            /* scratch for zx_jnum_rewrite() */
+    int marked;             /* the document in hand holds marked numbers */
 } ctx;
 
 static void set_err(ctx *c, uint64_t line, uint64_t column, uint64_t offset,
@@ -65,6 +66,8 @@ static const char *where(ctx *c)
 
 static const char *kind_of(const json_t *v)
 {
+    if (json_is_string(v) && zx_jnum_is_marked(json_string_value(v), json_string_length(v)))
+        return "a number";  /* marks exist only in a marked document */
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
@@ -122,6 +125,8 @@ static char *nested_text(ctx *c, json_t *v, size_t *len)
         if (n == 0 || n > c->dump_cap)
             return NULL;
     }
+    if (c->marked)
+        n = zx_jnum_unmark_text(c->dump, n);
     *len = n;
     return zx_rowset_strdup(c->rs, c->dump, n);
 }
@@ -187,6 +192,13 @@ static int to_value(ctx *c, json_t *v, zx_value *out)
         size_t n = json_string_length(v);
         if (n > UINT32_MAX)
             goto too_long;
+        if (c->marked && zx_jnum_is_marked(s, n)) {
+            /* a number beyond int64 / double: kept as its literal */
+            out->type = ZX_T_JSON;
+            out->s = zx_rowset_strdup(c->rs, s + 1, n - 1);
+            out->len = (uint32_t)(n - 1);
+            break;
+        }
         out->type = zx_rfc3339_parse(s, n, &out->u.i) ? ZX_T_TIMESTAMP : ZX_T_TEXT;
         out->s = zx_rowset_strdup(c->rs, s, n);
         out->len = (uint32_t)n;
@@ -260,18 +272,22 @@ typedef struct perr {
 static json_t *parse_doc(ctx *c, const char *s, size_t n, int ndjson, perr *pe)
 {
     json_error_t e;
-    int patched = 0;
+    int patched = 0, marked = 0;
+    c->marked = 0;
     json_t *j = json_loadb(s, n, JSON_DECODE_ANY, &e);
     if (!j && json_error_code(&e) == json_error_numeric_overflow) {
         size_t pn;
-        if (zx_jnum_rewrite(&c->num, s, n, &pn) < 0) {
+        if (zx_jnum_rewrite(&c->num, s, n, &pn, &marked) < 0) {
             pe->offset = 0;
             snprintf(pe->text, sizeof(pe->text), "out of memory");
             return NULL;
         }
         patched = 1;
-        j = json_loadb(c->num.patched, pn, JSON_DECODE_ANY, &e);
+        j = json_loadb(c->num.patched, pn,
+                       JSON_DECODE_ANY | (marked ? JSON_ALLOW_NUL : 0), &e);
     }
+    if (j)
+        c->marked = marked;
     if (j)
         return j;
 

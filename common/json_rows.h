@@ -14,18 +14,23 @@
  *                   blank lines (only spaces, tabs, "\r") are skipped.
  *
  * Values (top-level fields of each event):
- *   integer       ZX_T_INT; beyond int64 -> ZX_T_REAL; beyond double range
- *                 -> ZX_T_TEXT holding the literal digits.
- *   real          ZX_T_REAL.
+ *   integer       ZX_T_INT.
+ *   real          ZX_T_REAL (the nearest double; an underflow gives 0 or a
+ *                 subnormal, as strtod).
+ *   out of range  an integer beyond int64, or a number beyond double range
+ *                 (1e999999, -1e999999): a number kept as text
+ *                 (zx_value_is_number_text, rowset.h): ZX_T_JSON holding
+ *                 the literal exactly as written; it types its column as
+ *                 REAL.  The writer's fit rules decide what of it is stored
+ *                 (workers/writer/fit.h).
  *   true/false    ZX_T_BOOL.
  *   null          a cell of type ZX_T_NULL (the column still exists).
  *   string        ZX_T_TIMESTAMP when zx_rfc3339_parse accepts it (s = the
  *                 original text, u.i = microseconds UTC), else ZX_T_TEXT.
  *   object/array  ZX_T_JSON, compact JSON text (jansson's serialisation:
  *                 no spaces, keys in input order, a key repeated in one
- *                 nested object keeps the last value; a nested integer
- *                 beyond int64 is written as a real, or as a string beyond
- *                 double range).
+ *                 nested object keeps the last value; a nested number
+ *                 beyond int64 / double range is written as its literal).
  * Strings must be valid UTF-8 (else an error).  "\u0000" (NUL) is rejected
  * with an error, so no value or key is ever silently cut at a NUL.
  *

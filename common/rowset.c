@@ -28,6 +28,29 @@ const char *zx_type_name(zx_type t)
     return (unsigned)t < ZX_T__COUNT ? type_names[t] : "unknown";
 }
 
+int zx_value_is_number_text(const zx_value *v)
+{
+    return v->type == ZX_T_JSON && v->s && v->len > 0 &&
+           (v->s[0] == '-' || (v->s[0] >= '0' && v->s[0] <= '9'));
+}
+
+const char *zx_value_type_name(const zx_value *v)
+{
+    if (!zx_value_is_number_text(v))
+        return zx_type_name((zx_type)v->type);
+    for (uint32_t i = 0; i < v->len; i++)
+        if (v->s[i] == '.' || v->s[i] == 'e' || v->s[i] == 'E')
+            return "real";
+    return "integer";
+}
+
+zx_type zx_value_column_type(const zx_value *v)
+{
+    if (v->type == ZX_T_JSON && zx_value_is_number_text(v))
+        return ZX_T_REAL;
+    return (zx_type)v->type;
+}
+
 zx_type zx_type_from_name(const char *name)
 {
     for (int t = 0; t < ZX_T__COUNT; t++)
@@ -230,7 +253,7 @@ int zx_rowset_add(zx_rowset *rs, uint32_t col, const zx_value *v)
     zx_cell *c = &rs->cells[rs->ncells++];
     c->col = col;
     c->v = *v;
-    rs->cols[col].type = zx_type_merge(rs->cols[col].type, (zx_type)v->type);
+    rs->cols[col].type = zx_type_merge(rs->cols[col].type, zx_value_column_type(v));
     return 0;
 }
 

@@ -31,9 +31,17 @@ typedef enum zx_type {
     ZX_T_TEXT = 4,      /* UTF-8 text */
     ZX_T_TIMESTAMP = 5, /* RFC 3339 string: i = microseconds since the epoch,
                            UTC; s/len = the original text */
-    ZX_T_JSON = 6,      /* nested object or array, compact JSON text in s */
+    ZX_T_JSON = 6,      /* nested object or array, compact JSON text in s;
+                           or a number kept as text (see below) */
     ZX_T__COUNT
 } zx_type;
+
+/* A number kept as text: a JSON number that does not fit its zx type (an
+ * integer beyond int64, a number beyond double range) travels as ZX_T_JSON
+ * whose text s is the number's literal, exactly as written (so the writer
+ * can store it where it fits, or reject it with its raw text).  Nested
+ * JSON text always starts with '{' or '['; a number kept as text starts
+ * with '-' or a digit.  For the column type it counts as ZX_T_REAL. */
 
 /* Lower-case name of a type ("integer", "real", "boolean", "text",
  * "timestamp", "json", "null"); never NULL, static storage. */
@@ -52,6 +60,19 @@ typedef struct zx_value {
     } u;
     const char *s;     /* TEXT, JSON, TIMESTAMP; NUL-terminated as well */
 } zx_value;
+
+/* 1 when v is a number kept as text (ZX_T_JSON whose text starts with '-'
+ * or a digit), else 0.  Does not check the rest of the literal. */
+int zx_value_is_number_text(const zx_value *v);
+
+/* Name of v's type for people (rejects' value_type): zx_type_name, except
+ * "integer" / "real" for a number kept as text (integer: no '.', 'e' nor
+ * 'E' in the literal).  Static storage, never NULL. */
+const char *zx_value_type_name(const zx_value *v);
+
+/* Type v gives its column: v->type, or ZX_T_REAL for a number kept as
+ * text. */
+zx_type zx_value_column_type(const zx_value *v);
 
 typedef struct zx_column {
     const char *name;  /* normalised column name, NUL-terminated */
@@ -117,7 +138,8 @@ int zx_rowset_begin_row(zx_rowset *rs);
 
 /* Add a cell to the open row.  `v` is copied as is: string values must
  * already live in the arena (use zx_rowset_strdup).  The column's type is
- * merged with v->type as in zx_rowset_column.  Returns 0 or -1 (ENOMEM). */
+ * merged with zx_value_column_type(v) as in zx_rowset_column.  Returns 0
+ * or -1 (ENOMEM). */
 int zx_rowset_add(zx_rowset *rs, uint32_t col, const zx_value *v);
 
 /* Close the open row. */

@@ -17,21 +17,26 @@
 #include <string.h>
 #include <strings.h>
 
-/* Unsigned decimal at *s; advances *s.  -1 when no digit or overflow. */
+/* Unsigned decimal at *s; advances *s past every digit.  -1 when no
+ * digit, ZX_CF_TOO_BIG beyond 2^64 - 1 (checked before each step). */
 int zx_cf_parse_u64(const char **s, uint64_t *out)
 {
     uint64_t v = 0;
+    int big = 0;
     const char *p = *s;
 
     if (!isdigit((unsigned char)*p))
         return -1;
     for (; isdigit((unsigned char)*p); p++) {
         unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
+        if (big || v > (UINT64_MAX - d) / 10)
+            big = 1;
+        else
+            v = v * 10 + d;
     }
     *s = p;
+    if (big)
+        return ZX_CF_TOO_BIG;
     *out = v;
     return 0;
 }
@@ -39,14 +44,16 @@ int zx_cf_parse_u64(const char **s, uint64_t *out)
 typedef struct unit { const char *u; uint64_t m; } unit;
 
 /* v times the multiplier of the unit spelt s (compared without case when
- * nocase).  0, or -1 for an unknown unit or an overflow. */
-static int scale(uint64_t v, const char *s, const unit *units, size_t n, int nocase,
-                 uint64_t *out)
+ * nocase); `big`: the digits already overflowed (v is meaningless).  0,
+ * -1 for an unknown unit, ZX_CF_TOO_BIG when the product (or the digits)
+ * exceed 2^64 - 1. */
+static int scale(uint64_t v, int big, const char *s, const unit *units, size_t n,
+                 int nocase, uint64_t *out)
 {
     for (size_t i = 0; i < n; i++) {
         if (nocase ? !strcasecmp(s, units[i].u) : !strcmp(s, units[i].u)) {
-            if (v > UINT64_MAX / units[i].m)
-                return -1;
+            if (big || v > UINT64_MAX / units[i].m)
+                return ZX_CF_TOO_BIG;
             *out = v * units[i].m;
             return 0;
         }
@@ -61,13 +68,15 @@ int zx_cf_parse_size(const char *s, uint64_t *out)
         {"tib", 1024 * GiB}, {"kb", 1000ull}, {"mb", 1000000ull},
         {"gb", 1000000000ull}, {"tb", 1000000000000ull},
     };
-    uint64_t v;
+    uint64_t v = 0;
+    int r = zx_cf_parse_u64(&s, &v);
 
-    if (zx_cf_parse_u64(&s, &v) < 0)
+    if (r == -1)
         return -1;
     while (*s == ' ')
         s++;
-    return scale(v, s, units, sizeof(units) / sizeof(units[0]), 1, out);
+    return scale(v, r == ZX_CF_TOO_BIG, s, units, sizeof(units) / sizeof(units[0]), 1,
+                 out);
 }
 
 /* Returns 0 ok, -1 malformed, -2 a bare non-zero number (no unit). */
@@ -76,17 +85,19 @@ int zx_cf_parse_duration(const char *s, uint64_t *ms)
     static const unit units[] = {
         {"ms", 1}, {"s", SEC}, {"m", MIN}, {"h", HOUR},
     };
-    uint64_t v;
+    uint64_t v = 0;
+    int r = zx_cf_parse_u64(&s, &v);
 
-    if (zx_cf_parse_u64(&s, &v) < 0)
+    if (r == -1)
         return -1;
     while (*s == ' ')
         s++;
     if (!*s) {
         *ms = 0;
-        return v == 0 ? 0 : -2;
+        return r == 0 && v == 0 ? 0 : -2;
     }
-    return scale(v, s, units, sizeof(units) / sizeof(units[0]), 0, ms);
+    return scale(v, r == ZX_CF_TOO_BIG, s, units, sizeof(units) / sizeof(units[0]), 0,
+                 ms);
 }
 
 static void fmt_size(char *buf, size_t len, uint64_t v)

@@ -25,17 +25,27 @@
 #define MIN (60 * SEC)
 #define HOUR (60 * MIN)
 
-/* Unsigned decimal at *s; advances *s past the digits.  0, or -1 when there
- * is no digit or on overflow. */
+/* Returned by the parsers below for a well-formed value that does not fit
+ * in 64 bits (more digits than fit, or a unit whose multiplication
+ * overflows): never wrapped nor clamped.  A caller reports it as out of the
+ * option's range, naming the value as written. */
+#define ZX_CF_TOO_BIG (-3)
+
+/* Unsigned decimal at *s; advances *s past all the digits (also on
+ * ZX_CF_TOO_BIG).  0 with *out, -1 when there is no digit (*s unmoved),
+ * ZX_CF_TOO_BIG when the digits exceed 18446744073709551615 (*out
+ * untouched). */
 int zx_cf_parse_u64(const char **s, uint64_t *out);
 
 /* A size: digits, optional spaces, an optional unit (b, KiB..TiB, KB..TB,
- * case-insensitive).  0 with *out in bytes, or -1 (malformed, overflow). */
+ * case-insensitive).  0 with *out in bytes, -1 malformed (no digits, an
+ * unknown unit), ZX_CF_TOO_BIG when the bytes exceed 2^64 - 1. */
 int zx_cf_parse_size(const char *s, uint64_t *out);
 
 /* A duration: digits, optional spaces, a unit (ms, s, m, h); a bare "0" is
- * accepted.  0 with *ms, -1 malformed or overflow, -2 a bare non-zero
- * number (no unit). */
+ * accepted.  0 with *ms, -1 malformed, -2 a bare non-zero number (no unit;
+ * also when it has more digits than fit), ZX_CF_TOO_BIG when the
+ * milliseconds exceed 2^64 - 1. */
 int zx_cf_parse_duration(const char *s, uint64_t *ms);
 
 /* Formats v as o's type shows it (sizes with the largest exact binary unit,

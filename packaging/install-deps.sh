@@ -1,14 +1,65 @@
 #!/usr/bin/env bash
-# Install what zx needs to build and test on Debian 12, only what is missing.
-# The one list of zx's Debian packages.  Usage: packaging/install-deps.sh [--test]
+# Install what zx needs on Debian 12, only what is missing.  The one list of
+# zx's Debian packages.  Usage: packaging/install-deps.sh [--test]
+#   (no option)  build and run zx, and try it as the README shows (curl,
+#                sqlite3): what ./run.sh needs
+#   --test       also what ./test.sh needs: wrk, the JSON libraries the
+#                benchmarks compare with, clang (libFuzzer) and pytest
+# Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
+# waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
 
 BUILD_PKGS="gcc pkg-config meson ninja-build libevent-dev libmsgpack-dev liblmdb-dev
 libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev"
-TEST_PKGS="sqlite3 curl wrk libjson-c-dev libcjson-dev"
+RUN_PKGS="curl sqlite3"
+TEST_PKGS="wrk libjson-c-dev libcjson-dev clang"
+LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
-want="$BUILD_PKGS"
+want="$BUILD_PKGS $RUN_PKGS"
 if [ "${1:-}" = "--test" ]; then want="$want $TEST_PKGS"; fi
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+# Another apt or dpkg holding the lock: say so and wait.  apt-get waits for
+# dpkg's lock by itself (DPkg::Lock::Timeout) but not for the lists lock of
+# `apt-get update`, so a lock error is also retried every 5 s.  fuser (psmisc)
+# only adds the message before apt-get starts waiting silently.
+lock_msg_shown=0
+lock_msg() {
+    if [ "$lock_msg_shown" = 0 ]; then
+        echo "zx: another apt/dpkg is running (e.g. unattended-upgrades on a new machine);" \
+             "waiting up to ${LOCK_WAIT}s for it to finish..." >&2
+        lock_msg_shown=1
+    fi
+}
+
+apt_get() {
+    local waited=0 err rc
+    if command -v fuser >/dev/null &&
+       $SUDO fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock \
+           /var/lib/apt/lists/lock >/dev/null 2>&1; then
+        lock_msg
+    fi
+    err=$(mktemp)
+    while :; do
+        rc=0
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout="$LOCK_WAIT" \
+            "$@" 2>"$err" || rc=$?
+        if [ "$rc" != 0 ] && grep -q "Could not get lock" "$err" && [ "$waited" -lt "$LOCK_WAIT" ]; then
+            lock_msg
+            sleep 5
+            waited=$((waited + 5))
+            continue
+        fi
+        cat "$err" >&2
+        rm -f "$err"
+        if [ "$rc" != 0 ] && [ "$waited" -ge "$LOCK_WAIT" ]; then
+            echo "zx: the apt/dpkg lock was still held after ${LOCK_WAIT}s (ZX_APT_LOCK_WAIT)" >&2
+        fi
+        return "$rc"
+    done
+}
 
 missing=""
 for p in $want; do
@@ -18,23 +69,21 @@ for p in $want; do
 done
 if [ -n "$missing" ]; then
     echo "zx: installing Debian packages:$missing" >&2
-    SUDO=""
-    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+    apt_get update -qq
+    # -qq keeps apt quiet on success; its errors still reach the terminal
+    apt_get install -y -qq $missing >/dev/null
 fi
 
 # The end-to-end tests need python3 with pytest: the machine's python3 if it
 # has pytest, else Debian's python3-pytest, else pip.
 if [ "${1:-}" = "--test" ]; then
     if ! command -v python3 >/dev/null; then
-        DEBIAN_FRONTEND=noninteractive ${SUDO:-} apt-get install -y -qq python3 >/dev/null
+        apt_get install -y -qq python3 >/dev/null
     fi
     if ! python3 -c 'import pytest' 2>/dev/null; then
         if [ "$(command -v python3)" = /usr/bin/python3 ]; then
-            SUDO=""; [ "$(id -u)" != 0 ] && SUDO="sudo"
-            $SUDO apt-get update -qq
-            DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-pytest >/dev/null
+            apt_get update -qq
+            apt_get install -y -qq python3-pytest >/dev/null
         else
             python3 -m pip install -q "pytest>=7"
         fi

@@ -10,7 +10,10 @@
  * unreachable or answer unreadable.
  *
  * The socket is found with -s PATH, or -c CONFIG (its server.control_socket),
- * or $ZX_CONFIG (a config path), or $ZXCTL_SOCKET, or ./var/zxd.sock.
+ * or $ZX_CONFIG (a config path), or $ZXCTL_SOCKET, or the default
+ * configuration ZXCTL_DEFAULT_CONFIG if that file exists, or ./var/zxd.sock
+ * if that exists; when none gives a path, the error lists every place
+ * looked at.  Errors on the socket say where its path came from.
  *
  * This program must never: need or read a secret (the config is loaded with
  * ZX_CONF_SKIP_SECRETS), block forever on a daemon that does not answer
@@ -36,6 +39,11 @@
 #include "proto/control.h"
 
 #define ZXCTL_DEFAULT_SOCKET "./var/zxd.sock"
+/* Set by meson to <sysconfdir>/zx/zx.yaml (/etc/zx/zx.yaml with prefix /usr),
+ * where `meson install` puts the example configuration's directory. */
+#ifndef ZXCTL_DEFAULT_CONFIG
+#define ZXCTL_DEFAULT_CONFIG "/etc/zx/zx.yaml"
+#endif
 #define ZXCTL_TIMEOUT_RELOAD 60.0   /* zxd answers reload once applied */
 #define ZXCTL_TIMEOUT_OTHER 10.0
 
@@ -63,7 +71,8 @@ static const char zxctl_usage_text[] =
     "                     once the daemon has accepted the request\n"
     "\n"
     "Without -s or -c the socket is taken from $ZX_CONFIG (a configuration\n"
-    "file), else $ZXCTL_SOCKET, else " ZXCTL_DEFAULT_SOCKET ".\n"
+    "file), else $ZXCTL_SOCKET, else from " ZXCTL_DEFAULT_CONFIG " if it exists,\n"
+    "else " ZXCTL_DEFAULT_SOCKET " if it exists.\n"
     "\n"
     "exit status: 0 ok, 1 zxd refused the request, 2 usage error,\n"
     "3 zxd unreachable (no socket, refused, timed out, unreadable answer).\n";
@@ -220,31 +229,70 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
     return -1;
 }
 
-/* The socket path to use, in *path (owned by the caller).  Returns -1 ok,
- * or an exit code after printing why. */
+/* Where the socket path came from, for messages ("-s", "$ZXCTL_SOCKET",
+ * "server.control_socket of zx.yaml (-c)"); set by zxctl_socket_path. */
+static char zxctl_origin[512];
+
+/* Nothing names the socket: say where zxctl looked and what to give it.
+ * Returns ZX_EXIT_UNREACHABLE (like a socket that is not there). */
+static int zxctl_not_found(void)
+{
+    fprintf(stderr,
+            "zxctl: cannot find zxd's control socket; looked at:\n"
+            "  -s SOCKET / -c CONFIG: not given\n"
+            "  $ZX_CONFIG (a configuration file): not set\n"
+            "  $ZXCTL_SOCKET (a socket path): not set\n"
+            "  %s (the default configuration): no such file\n"
+            "  %s (the default socket): no such file\n"
+            "give the configuration zxd runs with, e.g.\n"
+            "  zxctl -c conf/zx.example.yaml status   (or export ZX_CONFIG=/path/to/zx.yaml)\n"
+            "or its socket: zxctl -s /path/to/zxd.sock status\n",
+            ZXCTL_DEFAULT_CONFIG, ZXCTL_DEFAULT_SOCKET);
+    return ZX_EXIT_UNREACHABLE;
+}
+
+/* The socket path to use, in *path (owned by the caller), and where it came
+ * from in zxctl_origin.  Returns -1 ok, or an exit code after printing why:
+ * ZX_EXIT_USAGE for a configuration that cannot be used,
+ * ZX_EXIT_UNREACHABLE when nothing names a socket. */
 static int zxctl_socket_path(const zxctl_opts *o, char **path)
 {
-    const char *cfg = o->config_path;
+    const char *cfg = o->config_path, *how = "-c";
     if (o->socket_path) {
+        snprintf(zxctl_origin, sizeof zxctl_origin, "-s");
         *path = zxctl_xstrdup(o->socket_path);
         return -1;
     }
     if (!cfg) {
         const char *env = getenv("ZX_CONFIG");
-        if (env && *env)
+        if (env && *env) {
             cfg = env;
+            how = "$ZX_CONFIG";
+        }
     }
     if (!cfg) {
         const char *env = getenv("ZXCTL_SOCKET");
-        *path = zxctl_xstrdup(env && *env ? env : ZXCTL_DEFAULT_SOCKET);
-        return -1;
+        if (env && *env) {
+            snprintf(zxctl_origin, sizeof zxctl_origin, "$ZXCTL_SOCKET");
+            *path = zxctl_xstrdup(env);
+            return -1;
+        }
+        if (access(ZXCTL_DEFAULT_CONFIG, F_OK) == 0) {
+            cfg = ZXCTL_DEFAULT_CONFIG;
+            how = "the default configuration";
+        } else if (access(ZXCTL_DEFAULT_SOCKET, F_OK) == 0) {
+            snprintf(zxctl_origin, sizeof zxctl_origin, "the default socket");
+            *path = zxctl_xstrdup(ZXCTL_DEFAULT_SOCKET);
+            return -1;
+        } else {
+            return zxctl_not_found();
+        }
     }
     zx_conf_errors errs = { 0 };
     zx_conf *conf = zx_conf_load(cfg, ZX_CONF_SKIP_SECRETS, &errs);
     if (!conf || !conf->control_socket) {
         char *c = zxctl_clean(cfg);
-        fprintf(stderr, "zxctl: cannot use the configuration %s%s\n", c,
-                o->config_path ? "" : " (from $ZX_CONFIG)");
+        fprintf(stderr, "zxctl: cannot use the configuration %s (from %s)\n", c, how);
         free(c);
         for (size_t i = 0; i < errs.n; i++) {
             c = zxctl_clean(errs.msgs[i]);
@@ -255,6 +303,10 @@ static int zxctl_socket_path(const zxctl_opts *o, char **path)
         zx_conf_free(conf);
         return ZX_EXIT_USAGE;
     }
+    char *c = zxctl_clean(cfg);
+    snprintf(zxctl_origin, sizeof zxctl_origin, "server.control_socket of %.400s (from %s)",
+             c, how);
+    free(c);
     *path = zxctl_xstrdup(conf->control_socket);
     zx_conf_errors_free(&errs);
     zx_conf_free(conf);
@@ -385,6 +437,9 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     if (c.fd < 0) {
         rc = errno == ETIMEDOUT ? zxctl_io_error(path, timeout)
                                 : zxctl_unreachable(path, strerror(errno));
+        if (zxctl_origin[0])
+            fprintf(stderr, "zxctl: that socket path came from %s; is zxd running with "
+                    "that configuration?\n", zxctl_origin);
         goto done;
     }
     if (zxctl_send(c.fd, text, blen + 1, deadline) < 0) {

@@ -1,12 +1,12 @@
 /*
  * fuzz_json_fast.c — differential fuzz target: the fast parser
  * (common/json_fast.h) against its oracle zx_json_rows_parse (jansson).
- * Not built by meson (clang is not installed on the build host).
- *
- * With clang/libFuzzer:
+ * Built by meson with -Dfuzzing=true (clang, libFuzzer: build-fuzz/tests/
+ * fuzz/fuzz_json_fast) and, as a corpus replay test, by every build
+ * (tests/fuzz/replay.c over corpus/json_fast/).  By hand, with clang:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
  *     tests/fuzz/fuzz_json_fast.c common/{rowset,colname,timefmt,json_rows,json_numbers,json_fast}.c \
- *     $(pkg-config --cflags --libs jansson) -lm -o fuzz_json_fast
+ *     $(pkg-config --cflags --libs jansson) -lm -o fuzz
  * Without clang (gcc), a built-in mutation loop over the seeds below:
  *   gcc -g -O1 -fsanitize=address,undefined -DZX_FUZZ_STANDALONE -D_GNU_SOURCE \
  *     -I. tests/fuzz/fuzz_json_fast.c common/{rowset,colname,timefmt,json_rows,json_numbers,json_fast}.c \

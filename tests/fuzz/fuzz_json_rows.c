@@ -1,11 +1,13 @@
 /*
  * fuzz_json_rows.c — fuzz target for zx_json_rows_parse (and, through it,
- * colname and timefmt).  Not built by default.
+ * colname and timefmt).
  *
- * With clang/libFuzzer:
+ * Built by meson with -Dfuzzing=true (clang, libFuzzer: build-fuzz/tests/
+ * fuzz/fuzz_json_rows) and, as a corpus replay test, by every build
+ * (tests/fuzz/replay.c over corpus/json_rows/).  By hand, with clang:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
  *     tests/fuzz/fuzz_json_rows.c common/{rowset,colname,timefmt,json_rows,json_numbers}.c \
- *     $(pkg-config --cflags --libs jansson) -o fuzz_json_rows
+ *     $(pkg-config --cflags --libs jansson) -lm -o fuzz
  * Without clang (gcc), a built-in mutation loop over the seeds below:
  *   gcc -g -O1 -fsanitize=address,undefined -DZX_FUZZ_STANDALONE -D_GNU_SOURCE \
  *     -I. tests/fuzz/fuzz_json_rows.c common/{rowset,colname,timefmt,json_rows,json_numbers}.c \

@@ -79,6 +79,8 @@ int main(void)
     NORM("_partition", "data_partition");
     NORM("_offset", "data_offset");
     NORM("_timestamp", "data_timestamp");
+    NORM("_extra", "data_extra");        /* the overflow column */
+    NORM("_EXTRA", "data_extra");
     NORM("_zx", "data_zx");
     NORM("_zx_checkpoints", "data_zx_checkpoints");
     NORM(" key", "data_key");            /* " key" -> "_key" -> reserved */
@@ -96,6 +98,8 @@ int main(void)
     CHECK(zx_colname_is_reserved("_key"));
     CHECK(zx_colname_is_reserved("_zxanything"));
     CHECK(zx_colname_is_reserved("_timestamp"));
+    CHECK(zx_colname_is_reserved("_extra"));
+    CHECK(!zx_colname_is_reserved("_extra2"));
     CHECK(!zx_colname_is_reserved("key"));
     CHECK(!zx_colname_is_reserved("_key2"));
     CHECK(!zx_colname_is_reserved(""));

@@ -19,7 +19,9 @@
  * never: depend on timing, or on files outside that directory and the
  * source tree.
  */
+#define ZX_CONF_INTERNAL        /* the value parsers, for test_numbers() */
 #include "conf/config.h"
+#include "conf/values.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,6 +319,87 @@ static void test_values(void)
     zx_conf_errors_free(&e);
 }
 
+/* Numbers never wrap: every decimal parser of conf/values.c on values
+ * around 2^64, with units whose multiplication overflows. */
+static void test_numbers(void)
+{
+    uint64_t v;
+    const char *p;
+    char *host = NULL;
+    uint16_t port = 0;
+    const char *why = NULL;
+
+    p = "18446744073709551615x";
+    CHECK(zx_cf_parse_u64(&p, &v) == 0 && v == UINT64_MAX && *p == 'x');
+    p = "18446744073709551616x";                      /* 2^64 */
+    v = 7;
+    CHECK(zx_cf_parse_u64(&p, &v) == ZX_CF_TOO_BIG && v == 7 && *p == 'x');
+    p = "18446744073709551617";                       /* 2^64 + 1 */
+    CHECK(zx_cf_parse_u64(&p, &v) == ZX_CF_TOO_BIG && *p == '\0');
+    p = "99999999999999999999";
+    CHECK(zx_cf_parse_u64(&p, &v) == ZX_CF_TOO_BIG);
+    p = "184467440737095516150";                      /* one digit more */
+    CHECK(zx_cf_parse_u64(&p, &v) == ZX_CF_TOO_BIG);
+    p = "000000000000000000000000000042";             /* zeros are not digits that count */
+    CHECK(zx_cf_parse_u64(&p, &v) == 0 && v == 42);
+    p = "x1";
+    CHECK(zx_cf_parse_u64(&p, &v) == -1 && *p == 'x');
+
+    CHECK(zx_cf_parse_size("18446744073709551615", &v) == 0 && v == UINT64_MAX);
+    CHECK(zx_cf_parse_size("18446744073709551615b", &v) == 0 && v == UINT64_MAX);
+    CHECK(zx_cf_parse_size("18446744073709551616", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_size("18446744073709551615GiB", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_size("17179869184GiB", &v) == ZX_CF_TOO_BIG);   /* 2^64 */
+    CHECK(zx_cf_parse_size("17179869183GiB", &v) == 0 && v == 17179869183ull * GiB);
+    CHECK(zx_cf_parse_size("16777216TiB", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_size("18446744073709552KB", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_size("99999999999999999999 MiB", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_size("99999999999999999999 parsecs", &v) == -1);
+    CHECK(zx_cf_parse_size("16MiB", &v) == 0 && v == 16 * MiB);
+
+    CHECK(zx_cf_parse_duration("18446744073709551615ms", &v) == 0 && v == UINT64_MAX);
+    CHECK(zx_cf_parse_duration("18446744073709551616ms", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_duration("18446744073709551615h", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_duration("5124095576030h", &v) == 0 && v == 5124095576030ull * HOUR);
+    CHECK(zx_cf_parse_duration("5124095576031h", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_duration("307445734561826m", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_duration("18446744073709552s", &v) == ZX_CF_TOO_BIG);
+    CHECK(zx_cf_parse_duration("99999999999999999999", &v) == -2);   /* no unit */
+    CHECK(zx_cf_parse_duration("99999999999999999999 fortnights", &v) == -1);
+    CHECK(zx_cf_parse_duration("20ms", &v) == 0 && v == 20);
+    CHECK(zx_cf_parse_duration("1h", &v) == 0 && v == HOUR);
+    CHECK(zx_cf_parse_duration("0", &v) == 0 && v == 0);
+
+    CHECK(zx_cf_split_listen("127.0.0.1:18446744073709551617", &host, &port, &why) == -1 &&
+          host == NULL && why && strstr(why, "0 to 65535"));
+    CHECK(zx_cf_split_listen("127.0.0.1:65536", &host, &port, &why) == -1);
+    CHECK(zx_cf_split_listen("127.0.0.1:65535", &host, &port, &why) == 0 && port == 65535);
+    free(host);
+
+    /* through the loader: refused, naming the value as written */
+    zx_conf_errors e = {0};
+    zx_conf *c = load("server:\n  http:\n    max_body_size: 18446744073709551615GiB\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_ERR(&e, 3, 20, "max_body_size");
+    EXPECT_ERR(&e, 3, 20, "18446744073709551615GiB");
+    c = load("server:\n  http:\n    idle_timeout: 99999999999999999999h\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_ERR(&e, 3, 19, "99999999999999999999h");
+    c = load("server:\n  http:\n    max_connections: 18446744073709551616\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_ERR(&e, 3, 22, "18446744073709551616");
+    c = load("server:\n  http:\n    max_connections: 4294967297\n", 0, &e);  /* 2^32+1 */
+    CHECK(c == NULL);
+    EXPECT_ERR(&e, 3, 22, "max_connections must be between 1 and 1000000");
+    c = load("server:\n  http:\n    idle_timeout: 4294967297ms\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_ERR(&e, 3, 19, "idle_timeout must be between");
+    c = load("server:\n  http:\n    listen: 127.0.0.1:18446744073709617316\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_ERR(&e, 3, 13, "the port must be a number from 0 to 65535");
+    zx_conf_errors_free(&e);
+}
+
 static void test_errors(void)
 {
     zx_conf_errors e = {0};
@@ -593,6 +676,7 @@ int main(int argc, char **argv)
     test_example();
     test_values();
     test_errors();
+    test_numbers();
     test_many_errors();
     test_secrets();
     test_same();

@@ -39,8 +39,20 @@ static int failures;
 /* ---- server side (runs in the server thread) -------------------------- */
 
 static struct event_base *g_base;
-static zx_http_server *g_main, *g_idle, *g_few;
-static uint16_t g_port, g_port_idle, g_port_few;
+static zx_http_server *g_main, *g_idle, *g_few, *g_hold, *g_slow, *g_evict;
+static uint16_t g_port, g_port_idle, g_port_few, g_port_hold, g_port_slow, g_port_evict;
+/* g_hold: small max_held_bytes; g_slow: short header/body deadlines;
+ * g_evict: 4 connections at most. */
+#define HOLD_BODY  (256u * 1024u)
+#define HOLD_BOUND (900u * 1024u)
+#define MAX_KEPT   16
+static zx_http_req *g_kept[MAX_KEPT]; /* /keep: answered on command 'r' */
+static size_t g_nkept;
+static atomic_int g_cmd_done;
+static atomic_ullong g_held_now;
+static zx_http_stats g_stats_slow, g_stats_evict, g_stats_hold;
+static uint64_t g_held_end = 99;
+static int g_logged;
 static int g_cmd[2];
 static zx_http_req *g_parked;
 static atomic_int g_parked_ready, g_park_result = -1, g_ready, g_drops;
@@ -100,6 +112,8 @@ static void body_cb(zx_http_req *r, void *ctx)
     } else if (strcmp(p, "/park") == 0) {
         g_parked = r;
         atomic_store(&g_parked_ready, 1);
+    } else if (strcmp(p, "/keep") == 0 && g_nkept < MAX_KEPT) {
+        g_kept[g_nkept++] = r;
     } else {
         zx_http_reply_json_error(r, 404, NULL, "no route");
     }
@@ -133,9 +147,30 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     (void)arg;
     if (read(fd, &c, 1) != 1 || c == 'q') {
-        g_pending_end = zx_http_server_pending(g_main) + zx_http_server_pending(g_idle);
+        g_pending_end = zx_http_server_pending(g_main) + zx_http_server_pending(g_idle) +
+                        zx_http_server_pending(g_hold) + zx_http_server_pending(g_slow) +
+                        zx_http_server_pending(g_evict);
         g_pending_few = zx_http_server_pending(g_few);
+        g_held_end = zx_http_server_held_bytes(g_main) + zx_http_server_held_bytes(g_idle) +
+                     zx_http_server_held_bytes(g_hold) + zx_http_server_held_bytes(g_slow) +
+                     zx_http_server_held_bytes(g_evict);
         event_base_loopbreak(g_base);
+    } else if (c == 'h') { /* read g_hold's held bytes */
+        atomic_store(&g_held_now, zx_http_server_held_bytes(g_hold));
+        atomic_fetch_add(&g_cmd_done, 1);
+    } else if (c == 'r') { /* answer the kept requests */
+        for (size_t i = 0; i < g_nkept; i++)
+            zx_http_reply(g_kept[i], 200, "text/plain", NULL, "kept", 4);
+        g_nkept = 0;
+        atomic_fetch_add(&g_cmd_done, 1);
+    } else if (c == 'z') { /* busy: what clients send meanwhile piles up */
+        atomic_fetch_add(&g_cmd_done, 1);
+        usleep(300000);
+    } else if (c == 'S') { /* copy the counters */
+        zx_http_server_stats_get(g_slow, &g_stats_slow);
+        zx_http_server_stats_get(g_evict, &g_stats_evict);
+        zx_http_server_stats_get(g_hold, &g_stats_hold);
+        atomic_fetch_add(&g_cmd_done, 1);
     } else if (c == 's') {
         zx_http_server_stop_accepting(g_idle);
         atomic_store(&g_parked_ready, 3);
@@ -144,11 +179,32 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void log_cb(int level, const char *fmt, ...)
+{
+    (void)level;
+    (void)fmt;
+    g_logged++; /* nothing is expected to be logged by these tests */
+}
+
 static void *server_thread(void *arg)
 {
-    zx_http_limits lm = {MAX_BODY, MAX_HEADER, 64, 10000};
-    zx_http_limits li = {MAX_BODY, MAX_HEADER, 64, 200};
-    zx_http_limits lf = {MAX_BODY, MAX_HEADER, 2, 10000};
+    zx_http_limits lm = {.max_body_size = MAX_BODY, .max_header_size = MAX_HEADER,
+                         .max_connections = 64, .idle_timeout_ms = 10000};
+    zx_http_limits li = {.max_body_size = MAX_BODY, .max_header_size = MAX_HEADER,
+                         .max_connections = 64, .idle_timeout_ms = 200};
+    zx_http_limits lf = {.max_body_size = MAX_BODY, .max_header_size = MAX_HEADER,
+                         .max_connections = 2, .idle_timeout_ms = 10000};
+    zx_http_limits lh = {.max_body_size = HOLD_BODY, .max_header_size = MAX_HEADER,
+                         .max_connections = 16, .idle_timeout_ms = 10000,
+                         .max_held_bytes = HOLD_BOUND};
+    /* deadlines of 300 ms; a body must keep up 1 MiB/s after that */
+    zx_http_limits ls = {.max_body_size = MAX_BODY, .max_header_size = MAX_HEADER,
+                         .max_connections = 16, .idle_timeout_ms = 30000,
+                         .header_timeout_ms = 300, .body_timeout_ms = 300,
+                         .body_min_rate = 1024 * 1024};
+    zx_http_limits le = {.max_body_size = MAX_BODY, .max_header_size = MAX_HEADER,
+                         .max_connections = 4, .idle_timeout_ms = 30000,
+                         .header_timeout_ms = 60000};
     char err[256];
     struct event *ev;
     (void)arg;
@@ -157,17 +213,28 @@ static void *server_thread(void *arg)
     g_main = zx_http_server_new(g_base, &lm, head_cb, body_cb, NULL);
     g_idle = zx_http_server_new(g_base, &li, head_cb, body_cb, NULL);
     g_few = zx_http_server_new(g_base, &lf, head_cb, body_cb, NULL);
+    g_hold = zx_http_server_new(g_base, &lh, head_cb, body_cb, NULL);
+    g_slow = zx_http_server_new(g_base, &ls, head_cb, body_cb, NULL);
+    g_evict = zx_http_server_new(g_base, &le, head_cb, body_cb, NULL);
     zx_http_server_set_drop_cb(g_main, drop_cb);
     zx_http_server_set_drop_cb(g_few, drop_cb);
+    zx_http_server_set_drop_cb(g_hold, drop_cb);
+    zx_http_server_set_logger(g_main, log_cb);
     if (zx_http_server_listen(g_main, "127.0.0.1", 0, err, sizeof(err)) != 0 ||
         zx_http_server_listen(g_idle, "127.0.0.1", 0, err, sizeof(err)) != 0 ||
-        zx_http_server_listen(g_few, "127.0.0.1", 0, err, sizeof(err)) != 0) {
+        zx_http_server_listen(g_few, "127.0.0.1", 0, err, sizeof(err)) != 0 ||
+        zx_http_server_listen(g_hold, "127.0.0.1", 0, err, sizeof(err)) != 0 ||
+        zx_http_server_listen(g_slow, "127.0.0.1", 0, err, sizeof(err)) != 0 ||
+        zx_http_server_listen(g_evict, "127.0.0.1", 0, err, sizeof(err)) != 0) {
         fprintf(stderr, "listen: %s\n", err);
         exit(2);
     }
     g_port = zx_http_server_port(g_main);
     g_port_idle = zx_http_server_port(g_idle);
     g_port_few = zx_http_server_port(g_few);
+    g_port_hold = zx_http_server_port(g_hold);
+    g_port_slow = zx_http_server_port(g_slow);
+    g_port_evict = zx_http_server_port(g_evict);
     if (zx_http_server_listen(g_idle, "127.0.0.1", g_port, g_listen_err,
                               sizeof(g_listen_err)) == 0)
         g_listen_err[0] = '\0';
@@ -179,6 +246,9 @@ static void *server_thread(void *arg)
     zx_http_server_free(g_main);
     zx_http_server_free(g_idle);
     zx_http_server_free(g_few);
+    zx_http_server_free(g_hold);
+    zx_http_server_free(g_slow);
+    zx_http_server_free(g_evict);
     event_base_free(g_base);
     return NULL;
 }
@@ -684,10 +754,10 @@ static void test_idle(void)
     cl_open(&c, g_port_idle);
     CHECK(cl_eof(&c));
     cl_close(&c);
-    /* a slow client stops in the middle of its head */
+    /* a slow client stops in the middle of its head: 408, closed */
     cl_open(&c, g_port_idle);
     cl_sendf(&c, "GET /info HTTP/1.1\r\nHost");
-    CHECK(cl_eof(&c));
+    EXPECT_ERROR(&c, 408, 1);
     cl_close(&c);
     /* idle after a keep-alive response; async replies are not timed out */
     cl_open(&c, g_port_idle);
@@ -750,6 +820,328 @@ static void test_listen_and_stop(void)
     close(fd);
 }
 
+/* ---- hostile clients -------------------------------------------------- */
+
+/* Sends a command to the server thread and waits until it was done. */
+static void server_cmd(char cmd)
+{
+    int before = atomic_load(&g_cmd_done);
+    CHECK(write(g_cmd[1], &cmd, 1) == 1);
+    while (atomic_load(&g_cmd_done) == before)
+        usleep(1000);
+}
+
+static uint64_t held_now(void)
+{
+    server_cmd('h');
+    return atomic_load(&g_held_now);
+}
+
+/* Polls g_hold's held bytes until pred holds (10 s at most); returns them. */
+static uint64_t wait_held(uint64_t at_least, uint64_t at_most)
+{
+    uint64_t h = held_now();
+    for (int i = 0; i < 10000 && (h < at_least || h > at_most); i++) {
+        usleep(1000);
+        h = held_now();
+    }
+    return h;
+}
+
+/* 1 if the server closed the connection (EOF or reset), 0 if the read
+ * timed out (10 s) or data came instead. */
+static int closed_by_server(client *c)
+{
+    char b[256];
+    ssize_t k;
+    if (c->len > 0)
+        return 0;
+    k = recv(c->fd, b, sizeof(b), 0);
+    return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* Whether the server sent something (or closed) already, without waiting. */
+static int readable(client *c)
+{
+    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+    return poll(&pfd, 1, 0) > 0;
+}
+
+static void test_numbers(void)
+{
+    client c;
+    resp r;
+    /* Content-Length beyond 64 bits: 2^64 + 5 was read as 5, 2^64 as 0 */
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 18446744073709551621\r\n\r\n"
+        "hello", 400);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 18446744073709551616\r\n\r\n", 400);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 18446744073709551620\r\n\r\n", 400);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999\r\n\r\n", 400);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 36893488147419103237\r\n\r\n"
+        "hello", 400); /* 2^65 + 5 */
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\n"
+        "Content-Length: 1234567890123456789012345678901234567890\r\n\r\n", 400);
+    /* the largest that fits is a number: above the body limit */
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 18446744073709551615\r\n\r\n", 413);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: -5\r\n\r\nhello", 400);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: +5\r\n\r\nhello", 400);
+    /* the same with the client's half-close right behind it, both read by
+     * the server at once: the answer still reaches the client */
+    for (int i = 0; i < 5; i++) {
+        static const char req[] = "POST /echo HTTP/1.1\r\nHost: t\r\n"
+                                  "Content-Length: 18446744073709551621\r\n\r\nhello";
+        cl_open(&c, g_port);
+        server_cmd('z');
+        cl_send(&c, req, sizeof(req) - 1);
+        shutdown(c.fd, SHUT_WR);
+        EXPECT_ERROR(&c, 400, 1);
+        cl_close(&c);
+    }
+    /* leading zeros are still the same number */
+    cl_open(&c, g_port);
+    cl_sendf(&c, "POST /echo HTTP/1.1\r\nHost: t\r\n"
+                 "Content-Length: 0000000000000000000000000000005\r\n\r\nhello");
+    CHECK(cl_read(&c, &r) == 0 && r.status == 200 && r.body_len == 5 &&
+          memcmp(r.body, "hello", 5) == 0);
+    resp_free(&r);
+    cl_close(&c);
+
+    /* chunk sizes beyond 64 bits are malformed, not "too big" */
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "10000000000000000\r\nhello\r\n0\r\n\r\n", 400);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "10000000000000005\r\nhello\r\n0\r\n\r\n", 400);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "fffffffffffffffffffffffffff\r\nhello\r\n0\r\n\r\n", 400);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "ffffffffffffffff\r\nhello\r\n0\r\n\r\n", 413);
+    cl_open(&c, g_port);
+    cl_sendf(&c, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "000000000000000000000000005\r\nhello\r\n00000000000000000000000\r\n\r\n");
+    CHECK(cl_read(&c, &r) == 0 && r.status == 200 && r.body_len == 5 &&
+          memcmp(r.body, "hello", 5) == 0);
+    resp_free(&r);
+    cl_close(&c);
+}
+
+static void test_versions_and_repeats(void)
+{
+    client c;
+    resp r;
+    unsigned char *z;
+    size_t zn = gzip_buf("hello", 5, &z);
+
+    BAD("GET /x HTTP/1.9\r\nHost: t\r\n\r\n", 505);
+    BAD("GET /x HTTP/1.2\r\nHost: t\r\n\r\n", 505);
+    BAD("GET /x HTTP/0.9\r\nHost: t\r\n\r\n", 505);
+    BAD("GET /x HTTP/1.10\r\nHost: t\r\n\r\n", 400);
+    BAD("GET /x HTTP/1.1 \r\nHost: t\r\n\r\n", 400);
+    BAD("GET /x HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+    BAD("GET /x HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer a\r\n"
+        "authorization: Bearer b\r\n\r\n", 400);
+    BAD("POST /x HTTP/1.1\r\nHost: t\r\nContent-Type: a/b\r\nContent-Type: c/d\r\n"
+        "Content-Length: 1\r\n\r\nx", 400);
+    BAD("GET /x HTTP/1.1\r\nHost: t\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\n\r\n", 400);
+    BAD("POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501);
+    /* every Content-Encoding header and every coding in it is looked at */
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Encoding: gzip\r\nContent-Encoding: br\r\n"
+        "Content-Length: 1\r\n\r\nx", 415);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Encoding: identity, br\r\n"
+        "Content-Length: 1\r\n\r\nx", 415);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Encoding: gzip, gzip\r\n"
+        "Content-Length: 1\r\n\r\nx", 415);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Encoding: gzip\r\n"
+        "Content-Encoding: x-gzip\r\nContent-Length: 1\r\n\r\nx", 415);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Encoding: gzip,\r\n"
+        "Content-Length: 1\r\n\r\nx", 415);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Encoding:\r\n"
+        "Content-Length: 1\r\n\r\nx", 415);
+    /* every Expect header too */
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nExpect: magic\r\n"
+        "Content-Length: 1\r\n\r\nx", 417);
+    BAD("POST /echo HTTP/1.1\r\nHost: t\r\nExpect: 100-continue, magic\r\n"
+        "Content-Length: 1\r\n\r\nx", 417);
+    /* identity next to one gzip is still one gzip */
+    cl_open(&c, g_port);
+    cl_sendf(&c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Encoding: identity\r\n"
+                 "Content-Encoding: GZIP, identity\r\nContent-Length: %zu\r\n\r\n", zn);
+    cl_send(&c, z, zn);
+    CHECK(cl_read(&c, &r) == 0 && r.status == 200 && r.body_len == 5 &&
+          memcmp(r.body, "hello", 5) == 0);
+    resp_free(&r);
+    cl_close(&c);
+    free(z);
+}
+
+/* max_held_bytes counts what bodies hold: chunked and inflated bytes as they
+ * grow, announced lengths up front, kept bodies until their reply. */
+static void test_held(void)
+{
+    size_t chunk = 150 * 1024, inflated = 200 * 1024, zn;
+    char *data = pattern(inflated);
+    unsigned char *z;
+    client a, b, k, d, e;
+    resp r;
+    uint64_t h;
+
+    zn = gzip_buf(data, inflated, &z);
+    CHECK(zn < HOLD_BODY);
+    CHECK(held_now() == 0);
+    /* a: a chunked body of 150 KiB so far, never finished */
+    cl_open(&a, g_port_hold);
+    cl_sendf(&a, "POST /keep HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n",
+             chunk + 10);
+    cl_send(&a, data, chunk);
+    h = wait_held(chunk, HOLD_BOUND);
+    CHECK(h >= chunk && h <= HOLD_BOUND);
+    /* b: a small gzip body inflating to 200 KiB, kept by the handler */
+    cl_open(&b, g_port_hold);
+    cl_sendf(&b, "POST /keep HTTP/1.1\r\nHost: t\r\nContent-Encoding: gzip\r\n"
+                 "Content-Length: %zu\r\n\r\n", zn);
+    cl_send(&b, z, zn);
+    h = wait_held(chunk + inflated, HOLD_BOUND);
+    CHECK(h >= chunk + inflated && h <= HOLD_BOUND);
+    /* k: an announced 256 KiB, sent whole and kept */
+    cl_open(&k, g_port_hold);
+    cl_sendf(&k, "POST /keep HTTP/1.1\r\nHost: t\r\nContent-Length: %u\r\n\r\n", HOLD_BODY);
+    cl_send(&k, data, inflated);
+    cl_send(&k, data, HOLD_BODY - inflated);
+    h = wait_held(chunk + inflated + HOLD_BODY, HOLD_BOUND);
+    CHECK(h >= chunk + inflated + HOLD_BODY && h <= HOLD_BOUND);
+    /* d: 200 KiB more would pass the bound: 503 before its body is read */
+    cl_open(&d, g_port_hold);
+    cl_sendf(&d, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n", inflated);
+    CHECK(cl_read(&d, &r) == 0 && r.status == 503 && r.conn_close &&
+          strstr(r.head, "\r\nRetry-After: 1\r\n") && r.body &&
+          strstr(r.body, "\"status\": 503}") && strstr(r.body, "too many request bodies"));
+    resp_free(&r);
+    cl_close(&d);
+    /* e: a chunked body passing it while it grows: 503 too */
+    cl_open(&e, g_port_hold);
+    cl_sendf(&e, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n",
+             inflated);
+    cl_send(&e, data, inflated);
+    EXPECT_ERROR(&e, 503, 1);
+    cl_close(&e);
+    server_cmd('S');
+    CHECK(g_stats_hold.held_refused == 2);
+    /* the holders leave: everything is given back, pushes work again */
+    cl_close(&a);
+    server_cmd('r');
+    CHECK(cl_read(&b, &r) == 0 && r.status == 200);
+    resp_free(&r);
+    CHECK(cl_read(&k, &r) == 0 && r.status == 200);
+    resp_free(&r);
+    CHECK(wait_held(0, 0) == 0);
+    cl_open(&d, g_port_hold);
+    cl_sendf(&d, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n", inflated);
+    cl_send(&d, data, inflated);
+    CHECK(cl_read(&d, &r) == 0 && r.status == 200 && r.body_len == inflated &&
+          memcmp(r.body, data, inflated) == 0);
+    resp_free(&r);
+    cl_close(&d);
+    cl_close(&b);
+    cl_close(&k);
+    free(z);
+    free(data);
+}
+
+/* Header and body deadlines hold however the client trickles (g_slow: 300 ms
+ * each, idle_timeout 30 s). */
+static void test_deadlines(void)
+{
+    client c;
+    resp r;
+    int i;
+
+    /* headers, one byte at a time: 408 */
+    cl_open(&c, g_port_slow);
+    cl_sendf(&c, "GET /info HTTP/1.1\r\nX-Slow: ");
+    for (i = 0; i < 400 && !readable(&c); i++) {
+        if (cl_sendf(&c, "a") != 0)
+            break;
+        usleep(25000);
+    }
+    EXPECT_ERROR(&c, 408, 1);
+    cl_close(&c);
+    /* nothing at all: closed without an answer */
+    cl_open(&c, g_port_slow);
+    CHECK(closed_by_server(&c));
+    cl_close(&c);
+    /* a body, one byte at a time: 408 */
+    cl_open(&c, g_port_slow);
+    cl_sendf(&c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n");
+    for (i = 0; i < 400 && !readable(&c); i++) {
+        if (cl_sendf(&c, "b") != 0)
+            break;
+        usleep(25000);
+    }
+    EXPECT_ERROR(&c, 408, 1);
+    cl_close(&c);
+    /* a prompt client is served, and may stay idle between requests longer
+     * than the header deadline (idle_timeout applies there) */
+    cl_open(&c, g_port_slow);
+    cl_sendf(&c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+    CHECK(cl_read(&c, &r) == 0 && r.status == 200 && !r.conn_close);
+    resp_free(&r);
+    usleep(700000);
+    cl_sendf(&c, "GET /info HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK(cl_read(&c, &r) == 0 && r.status == 200);
+    resp_free(&r);
+    cl_close(&c);
+    server_cmd('S');
+    CHECK(g_stats_slow.header_timeouts == 2 && g_stats_slow.body_timeouts == 1);
+}
+
+/* At max_connections the oldest untrusted connection makes room (g_evict: 4
+ * connections). */
+static void test_evict(void)
+{
+    client t, u0, u1, u2, n, m;
+    resp r;
+
+    /* t: trusted (head_cb let its request through), kept alive */
+    cl_open(&t, g_port_evict);
+    cl_sendf(&t, "GET /info HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK(cl_read(&t, &r) == 0 && r.status == 200 && !r.conn_close);
+    resp_free(&r);
+    /* u0: answered 401 by head_cb, kept alive: still untrusted */
+    cl_open(&u0, g_port_evict);
+    cl_sendf(&u0, "GET /deny HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK(cl_read(&u0, &r) == 0 && r.status == 401 && !r.conn_close);
+    resp_free(&r);
+    /* u1, u2: partial heads */
+    cl_open(&u1, g_port_evict);
+    cl_sendf(&u1, "GET /info HTTP/1.1\r\nHo");
+    cl_open(&u2, g_port_evict);
+    cl_sendf(&u2, "POST /x HTT");
+    /* n: a fifth client is served; u0, the oldest untrusted, made room */
+    cl_open(&n, g_port_evict);
+    cl_sendf(&n, "GET /info?x=n HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK(cl_read(&n, &r) == 0 && r.status == 200 && strstr(r.body, "x=n "));
+    resp_free(&r);
+    CHECK(closed_by_server(&u0));
+    /* the trusted connection, older than all of them, is still served */
+    cl_sendf(&t, "GET /info?x=t HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK(cl_read(&t, &r) == 0 && r.status == 200 && strstr(r.body, "x=t "));
+    resp_free(&r);
+    /* m: u1 goes next */
+    cl_open(&m, g_port_evict);
+    cl_sendf(&m, "GET /info?x=m HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK(cl_read(&m, &r) == 0 && r.status == 200 && strstr(r.body, "x=m "));
+    resp_free(&r);
+    CHECK(closed_by_server(&u1));
+    server_cmd('S');
+    CHECK(g_stats_evict.evicted == 2);
+    cl_close(&t);
+    cl_close(&u0);
+    cl_close(&u1);
+    cl_close(&u2);
+    cl_close(&n);
+    cl_close(&m);
+}
+
 int main(void)
 {
     pthread_t th;
@@ -775,11 +1167,18 @@ int main(void)
     test_idle();
     test_max_connections();
     test_listen_and_stop();
+    test_numbers();
+    test_versions_and_repeats();
+    test_held();
+    test_deadlines();
+    test_evict();
 
     drops = atomic_load(&g_drops);
     CHECK(write(g_cmd[1], &q, 1) == 1);
     pthread_join(th, NULL);
     CHECK(g_pending_end == 0);
+    CHECK(g_held_end == 0);
+    CHECK(g_logged == 0);
     CHECK(g_pending_few == 1);
     CHECK(atomic_load(&g_drops) == drops + 1); /* the held request */
     close(g_cmd[0]);

@@ -257,6 +257,17 @@ static void hand_cases(void)
     J("{\"o\":[\"\\uD800\"]}", REJECT);
     J("{\"o\":[9223372036854775808]}", DECLINE);
     J("{\"o\":[1e999]}", DECLINE);
+    /* out of range in both directions: kept as literals by jansson only */
+    J("{\"a\":1e999999,\"b\":-1e999999}", DECLINE);
+    J("{\"a\":18446744073709551616,\"b\":-18446744073709551617}", DECLINE);
+    J("{\"a\":1.7976931348623159e308}", DECLINE);
+    J("{\"a\":1.7976931348623157e308,\"b\":-1.7976931348623157e308}", ACCEPT);
+    N("{\"a\":1}\n{\"a\":-9223372036854775809}\n", DECLINE);
+    J("{\"o\":{\"k\":-1e999999,\"s\":\"1e999999\"}}", DECLINE);
+    J("{\"a\":1e999999,\"s\":\"\\u0000\"}", REJECT);
+    J("1e999999", REJECT);
+    J("[1e999999]", REJECT);
+    N("-9223372036854775809\n", REJECT);
     J("{\"o\":{\"a\" 1}}", REJECT);
     J("{\"o\":[1}", REJECT);
 }
@@ -405,6 +416,12 @@ static const char *const strs[] = {   /* valid, then invalid from STRS_OK */
     "\\uD83D", "\\uDE00", "\\u0000", "\xC3(", "\xED\xA0\x80", "tab\there", "\\x",
 };
 #define STRS_OK 23
+/* out of range (jansson keeps the literal, the fast path declines) */
+static const char *const far[] = {
+    "9223372036854775808", "-9223372036854775809", "18446744073709551616",
+    "-18446744073709551617", "99999999999999999999", "1e999999", "-1e999999",
+    "1E+400", "-0.5e400", "1.7976931348623159e308",
+};
 static const char *const lits[] = {"true", "false", "null"};
 
 static void gen_value(buf *b, int depth);
@@ -459,7 +476,10 @@ static void gen_value(buf *b, int depth)
         puts_(b, "\"");
         break;
     case 3: case 4:
-        puts_(b, nums[pick(pick(20) ? NUMS_OK : sizeof(nums) / sizeof(nums[0]))]);
+        if (pick(12) == 0)
+            puts_(b, far[pick(sizeof(far) / sizeof(far[0]))]);
+        else
+            puts_(b, nums[pick(pick(20) ? NUMS_OK : sizeof(nums) / sizeof(nums[0]))]);
         break;
     case 5:
     {

@@ -3,6 +3,7 @@
  * value types, key normalisation and collisions, limits, and every error
  * message with its position.  Must not depend on timing.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,55 +122,110 @@ static void test_types(void)
     CHECK(cell(0, "s").s < b || cell(0, "s").s > b + strlen(b));
 }
 
+/* 1 when v is a number kept as text whose literal is exactly lit. */
+static int numtext(zx_value v, const char *lit)
+{
+    return v.type == ZX_T_JSON && zx_value_is_number_text(&v) && v.len == strlen(lit) &&
+           memcmp(v.s, lit, v.len + 1) == 0;
+}
+
 static void test_big_numbers(void)
 {
+    /* beyond int64 or double, in both directions: the literal, typed REAL */
     CHECK(parse("{\"a\": 9223372036854775808, \"b\": -9223372036854775809,"
-                " \"c\": 1e400, \"d\": 123, \"s\": \"99999999999999999999\"}", J) == 1);
+                " \"c\": 1e400, \"d\": 123, \"s\": \"99999999999999999999\","
+                " \"e\": -1e999999, \"f\": 18446744073709551616, \"g\": 1E+999999,"
+                " \"h\": -0.5e400, \"i\": 9223372036854775807, \"j\": -9223372036854775808}",
+                J) == 1);
     zx_value v = cell(0, "a");
-    CHECK(v.type == ZX_T_REAL && v.u.d == 9223372036854775808.0);
-    v = cell(0, "b");
-    CHECK(v.type == ZX_T_REAL && v.u.d == -9223372036854775809.0);
+    CHECK(numtext(v, "9223372036854775808"));
+    CHECK(strcmp(zx_value_type_name(&v), "integer") == 0);
+    CHECK(zx_value_column_type(&v) == ZX_T_REAL);
+    CHECK(numtext(cell(0, "b"), "-9223372036854775809"));
     v = cell(0, "c");
-    CHECK(v.type == ZX_T_TEXT && strcmp(v.s, "1e400") == 0);
+    CHECK(numtext(v, "1e400"));
+    CHECK(strcmp(zx_value_type_name(&v), "real") == 0);
+    CHECK(numtext(cell(0, "e"), "-1e999999"));
+    CHECK(numtext(cell(0, "f"), "18446744073709551616"));
+    CHECK(numtext(cell(0, "g"), "1E+999999"));
+    CHECK(numtext(cell(0, "h"), "-0.5e400"));
+    for (const char *k = "abcefgh"; *k; k++) {
+        char name[2] = {*k, 0};
+        CHECK(coltype(name) == ZX_T_REAL);     /* never TEXT because of a number */
+    }
     CHECK(cell(0, "d").type == ZX_T_INT && cell(0, "d").u.i == 123);
+    CHECK(cell(0, "i").type == ZX_T_INT && cell(0, "i").u.i == INT64_MAX);
+    CHECK(cell(0, "j").type == ZX_T_INT && cell(0, "j").u.i == INT64_MIN);
     v = cell(0, "s");
     CHECK(v.type == ZX_T_TEXT && strcmp(v.s, "99999999999999999999") == 0);
+    CHECK(!zx_value_is_number_text(&v));
 
-    /* an integer beyond double range becomes the literal text */
+    /* an integer beyond double range: its literal, 400 digits */
     char big[600] = "{\"x\": ";
     size_t o = strlen(big);
     memset(big + o, '7', 400);
     strcpy(big + o + 400, "}");
     CHECK(parse(big, J) == 1);
     v = cell(0, "x");
-    CHECK(v.type == ZX_T_TEXT && v.len == 400 && v.s[0] == '7' && v.s[399] == '7');
+    CHECK(v.type == ZX_T_JSON && v.len == 400 && v.s[0] == '7' && v.s[399] == '7' &&
+          v.s[400] == '\0');
+    CHECK(coltype("x") == ZX_T_REAL);
 
-    /* nested: written as a real */
-    CHECK(parse("{\"o\": {\"k\": 18446744073709551616}}", J) == 1);
+    /* nested: the literal as written, strings that look like marks kept */
+    CHECK(parse("{\"o\": {\"k\": 18446744073709551616, \"l\": [1e999999, -9223372036854775809],"
+                " \"s\": \"1e999999\", \"t\": \"\\\\u00001\", \"u\": \"\\\"\\\\u0000\"}}",
+                J) == 1);
     v = cell(0, "o");
-    CHECK(v.type == ZX_T_JSON && strncmp(v.s, "{\"k\":1.8446744073709552e", 24) == 0);
+    CHECK(v.type == ZX_T_JSON && !zx_value_is_number_text(&v) &&
+          strcmp(v.s, "{\"k\":18446744073709551616,\"l\":[1e999999,-9223372036854775809],"
+                      "\"s\":\"1e999999\",\"t\":\"\\\\u00001\",\"u\":\"\\\"\\\\u0000\"}") == 0);
+    CHECK(parse("{\"o\": [1e999]}", J) == 1 && strcmp(cell(0, "o").s, "[1e999]") == 0);
 
-    /* NDJSON lines with big numbers */
+    /* NDJSON lines with big numbers; an INT column widens to REAL */
     CHECK(parse("{\"a\": 1}\n{\"a\": 99999999999999999999}\n", ND) == 2);
     CHECK(coltype("a") == ZX_T_REAL);
+    CHECK(cell(0, "a").type == ZX_T_INT && numtext(cell(1, "a"), "99999999999999999999"));
+    CHECK(parse("{\"a\": \"x\"}\n{\"a\": 1e999}\n", ND) == 2);
+    CHECK(coltype("a") == ZX_T_TEXT);          /* the type seen first stays */
 
     /* an error after a patched number reports its place in the original */
     FAILS("{\"a\": 99999999999999999999, \"b\": x}", J,
           "at byte 33 (line 1, column 34): invalid token near 'x'", 1, 34, 33);
     FAILS("{\"a\":1}\n{\"a\": 99999999999999999999, \"b\": x}", ND,
           "line 2: invalid token near 'x'", 2, 34, 8 + 33);
+    FAILS("{\"a\": -1e999, \"b\": 1e999, \"c\": x}", J,
+          "at byte 31 (line 1, column 32): invalid token near 'x'", 1, 32, 31);
+    /* a \u0000 of the client's is still refused, at its own place */
+    FAILS("{\"a\": 1e999, \"s\": \"x\\u0000y\"}", J,
+          "at byte 27 (line 1, column 28): string contains \\u0000 (NUL), which is not accepted",
+          1, 28, 27);
+    FAILS("{\"s\": \"x\\u0000y\", \"a\": 1e999}", J,
+          "at byte 15 (line 1, column 16): string contains \\u0000 (NUL), which is not accepted",
+          1, 16, 15);
+    FAILS("{\"a\\u0000\": 1e999}", J,
+          "at byte 9 (line 1, column 10): string contains \\u0000 (NUL), which is not accepted",
+          1, 10, 9);
+    /* a body, line or element that is an out-of-range number is a number */
+    FAILS("1e999999", J,
+          "the body is a number; it must be a JSON object or an array of JSON objects", 0, 0, 0);
+    FAILS("[{\"a\":1}, -99999999999999999999]", J,
+          "element 1 of the array is a number; each event must be a JSON object", 0, 0, 0);
+    FAILS("{\"a\":1}\n  1e999\n", ND, "line 2 is a number; each line must be a JSON object",
+          2, 3, 8 + 2);
+
     /* strings that look like numbers, escaped quotes and minus signs are kept */
     CHECK(parse("{\"k\\\"-1\": \"-99999999999999999999\\\"\", \"n\": -99999999999999999999}",
                 J) == 1);
     v = cell(0, "k_1");
     CHECK(v.type == ZX_T_TEXT && strcmp(v.s, "-99999999999999999999\"") == 0);
-    CHECK(cell(0, "n").type == ZX_T_REAL);
+    CHECK(numtext(cell(0, "n"), "-99999999999999999999"));
 
     /* a subnormal stays a real even when another number is rewritten */
-    CHECK(parse("{\"a\": 1e-310, \"b\": 1e999}", J) == 1);
+    CHECK(parse("{\"a\": 1e-310, \"b\": 1e999, \"c\": 1e-999999}", J) == 1);
     v = cell(0, "a");
     CHECK(v.type == ZX_T_REAL && v.u.d > 0 && v.u.d < 1e-300);
-    CHECK(cell(0, "b").type == ZX_T_TEXT);
+    CHECK(numtext(cell(0, "b"), "1e999"));
+    CHECK(cell(0, "c").type == ZX_T_REAL && cell(0, "c").u.d == 0.0);
 }
 
 static void test_formats(void)

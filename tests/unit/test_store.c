@@ -1,7 +1,8 @@
 /*
  * test_store.c — unit tests of workers/writer/store: open read-write and
  * read-only (also before the store exists), every named database's round
- * trip, idempotency pruning, pipeline drop, and map growth with a reopen.
+ * trip, idempotency pruning, pipeline drop, map growth with a reopen, and
+ * the ZX_STORE_NOMETASYNC flag.
  * Prints one line per failed check; exits non-zero if any failed.
  */
 #include "workers/writer/store.h"
@@ -347,6 +348,35 @@ static void test_map_growth(void)
     zx_store_close(s);
 }
 
+/* ZX_STORE_NOMETASYNC (the writer's flag with synchronous "normal"): the
+ * store works the same and what it committed is there after a reopen
+ * without the flag; the file has mode 0640 (less the umask), the mode of
+ * the SQLite workspace too. */
+static void test_nometasync(void)
+{
+    zx_store *s = NULL;
+    zx_store_txn *t = NULL;
+    char err[256] = "";
+    uint64_t v = 0;
+    mode_t old = umask(022);
+    CHECK_RC(zx_store_open(dir, ZX_STORE_NOMETASYNC, 0, &s, err, sizeof(err)), 0);
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK_RC(zx_store_counter_add(t, "nms", "n", 7), 0);
+    CHECK_RC(zx_store_commit(t), 0);
+    zx_store_close(s);
+    CHECK_RC(zx_store_open(dir, 0, 0, &s, err, sizeof(err)), 0);
+    CHECK_RC(zx_store_begin(s, 1, &t), 0);
+    CHECK_RC(zx_store_counter_get(t, "nms", "n", &v), 0);
+    CHECK(v == 7);
+    zx_store_abort(t);
+    zx_store_close(s);
+    char p[512];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/store.lmdb", dir);
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0640);
+    umask(old);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/zx-test-store-XXXXXX");
@@ -358,6 +388,7 @@ int main(void)
     test_roundtrip();
     test_prune();
     test_map_growth();
+    test_nometasync();
     cleanup_dir();
     if (failures) {
         printf("test_store: %d check(s) failed\n", failures);

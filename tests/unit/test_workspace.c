@@ -2,7 +2,8 @@
  * test_workspace.c — unit tests of the SQLite workspace (workspace.h) and
  * the fit rules (fit.h): table creation, metadata columns, new columns,
  * every fit/misfit pair, the rejects table, rollback of schema changes,
- * checkpoints, weird identifiers, user-made tables, reopen; and a rows/s
+ * checkpoints, weird identifiers, user-made tables, reopen, the workspace
+ * lock, file modes, the column cap and _extra; and a rows/s
  * figure (printed, no threshold).  One line per failed check; non-zero exit
  * on failure.
  */
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,7 +111,7 @@ static const char *q1(const char *fmt, ...)
 
 static zx_ws *ws_open(void)
 {
-    zx_ws *w = zx_ws_open_sqlite(dbpath, "normal", err, sizeof(err));
+    zx_ws *w = zx_ws_open_sqlite(dbpath, "normal", "test", NULL, err, sizeof(err));
     if (!w)
         printf("open failed: %s\n", err);
     return w;
@@ -130,9 +132,9 @@ static int append1(zx_ws *w, const zx_ws_append *a, zx_ws_result *res)
 
 static void test_open_errors(void)
 {
-    CHECK(zx_ws_open_sqlite(dbpath, "sometimes", err, sizeof(err)) == NULL);
+    CHECK(zx_ws_open_sqlite(dbpath, "sometimes", NULL, NULL, err, sizeof(err)) == NULL);
     CHECK(strstr(err, "synchronous") != NULL);
-    CHECK(zx_ws_open_sqlite("/nonexistent/dir/x.db", "full", err, sizeof(err)) == NULL);
+    CHECK(zx_ws_open_sqlite("/nonexistent/dir/x.db", "full", NULL, NULL, err, sizeof(err)) == NULL);
     zx_ws_close(NULL);
     zx_ws_result_free(NULL);
 }
@@ -504,6 +506,179 @@ static void test_reopen(void)
     zx_ws_close(w);
 }
 
+/* One workspace, one writer: a second handle on the same file is refused
+ * with the holder's text, and gets it once the first is closed. */
+static void test_lock(void)
+{
+    char path[400], want[64];
+    snprintf(path, sizeof(path), "%s/locked.db", dir);
+    int locked = -1;
+    zx_ws *a = zx_ws_open_sqlite(path, "normal", "data_dir /first", &locked, err, sizeof(err));
+    CHECK(a != NULL && locked == 0);
+    zx_ws *b = zx_ws_open_sqlite(path, "normal", "data_dir /second", &locked, err, sizeof(err));
+    CHECK(b == NULL && locked == 1);
+    snprintf(want, sizeof(want), "pid %ld on host ", (long)getpid());
+    CHECK(strstr(err, "in use by another zxd") != NULL);
+    CHECK(strstr(err, want) != NULL);
+    CHECK(strstr(err, "data_dir /first") != NULL);
+    CHECK(strstr(err, "locked.db-zxlock") != NULL);
+    zx_ws_close(b);
+    zx_ws_close(a);
+    b = zx_ws_open_sqlite(path, "normal", "data_dir /second", &locked, err, sizeof(err));
+    CHECK(b != NULL && locked == 0);
+    zx_ws_close(b);
+    /* a failure that is not a lock says so with *locked = 0 */
+    CHECK(zx_ws_open_sqlite("/nonexistent/dir/x.db", "full", NULL, &locked, err,
+                            sizeof(err)) == NULL && locked == 0);
+}
+
+/* A workspace the writer creates has the LMDB store's mode, 0640, and so
+ * do its -wal, -shm and lock files. */
+static void test_modes(void)
+{
+    char path[400], f[420];
+    snprintf(path, sizeof(path), "%s/modes.db", dir);
+    mode_t old = umask(022);
+    zx_ws *w = zx_ws_open_sqlite(path, "normal", NULL, NULL, err, sizeof(err));
+    CHECK(w != NULL);
+    if (w) {
+        zx_ws_result res;
+        zx_ws_append a = { .pipeline = "m", .table = "m" };
+        zx_rowset_reset(&rs);
+        row();
+        put("x", VI(1));
+        endrow();
+        CHECK(append1(w, &a, &res) == 0);
+        zx_ws_result_free(&res);
+    }
+    const char *sfx[] = { "", "-wal", "-shm", "-zxlock" };
+    for (int i = 0; i < 4; i++) {
+        struct stat st;
+        snprintf(f, sizeof(f), "%s%s", path, sfx[i]);
+        CHECK(stat(f, &st) == 0);
+        if ((st.st_mode & 0777) != 0640)
+            printf("%s: mode %o, want 640\n", f, (unsigned)(st.st_mode & 0777));
+        CHECK((st.st_mode & 0777) == 0640);
+    }
+    zx_ws_close(w);
+    umask(old);
+}
+
+/* The column cap: fields beyond max_columns go to _extra. */
+static void test_column_cap(void)
+{
+    zx_ws *w = ws_open();
+    if (!w)
+        return;
+    zx_ws_result res;
+    zx_ws_append a = { .pipeline = "pw", .table = "wide", .metadata = 3, .max_columns = 3,
+                       .request_id = "r1" };
+    /* a new table: the first three fields get columns, the others _extra;
+     * metadata columns are not counted */
+    zx_rowset_reset(&rs);
+    row();
+    put("a", VI(1));
+    put("b", VT("two"));
+    put("c", VR(3.5));
+    put("d", VJ("{\"n\":[1,2]}"));
+    put("e", VT("quote\" and \\ back"));
+    put("f", VN());
+    endrow();
+    row();
+    put("a", VI(2));
+    endrow();
+    row();
+    put("e", VTS("2026-11-29T19:09:25+01:00"));
+    put("e", VB(1));   /* the same field twice in a row: the last wins */
+    put("_extra", VT("a field named like the overflow column is ignored"));
+    endrow();
+    CHECK(append1(w, &a, &res) == 0);
+    CHECK(res.rows == 3 && res.rejects == 0);
+    CHECK(res.extra_values == 3 && res.extra_fields == 2 && res.max_columns == 3);
+    CHECK_STR(res.extra_first, "d");
+    CHECK(res.nnewcols == 4);
+    if (res.nnewcols == 4)
+        CHECK_STR(res.newcols[3].name, "_extra");
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT group_concat(name || ' ' || type, ', ') FROM pragma_table_info('wide')"),
+              "a INTEGER, b TEXT, c REAL, _ingested_at TIMESTAMP, _request_id TEXT, _extra JSON");
+    CHECK_STR(q1("SELECT _extra FROM wide WHERE rowid=1"),
+              "{\"d\":{\"n\":[1,2]},\"e\":\"quote\\\" and \\\\ back\"}");
+    CHECK_STR(q1("SELECT json_extract(_extra, '$.e') FROM wide WHERE rowid=1"),
+              "quote\" and \\ back");
+    CHECK_STR(q1("SELECT quote(_extra) FROM wide WHERE rowid=2"), "NULL");
+    CHECK_STR(q1("SELECT _extra FROM wide WHERE rowid=3"), "{\"e\":true}");
+
+    /* later batches: known fields keep their columns, new ones go on
+     * into _extra */
+    zx_rowset_reset(&rs);
+    row();
+    put("a", VI(4));
+    put("g", VTS("2026-11-29T19:09:25.5+01:00"));
+    endrow();
+    CHECK(append1(w, &a, &res) == 0);
+    CHECK(res.rows == 1 && res.extra_values == 1 && res.extra_fields == 1 && res.nnewcols == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT a || ' ' || _extra FROM wide WHERE rowid=4"),
+              "4 {\"g\":\"2026-11-29T19:09:25.5+01:00\"}");
+
+    /* a higher cap: the next new field gets a column again */
+    a.max_columns = 4;
+    zx_rowset_reset(&rs);
+    row();
+    put("h", VI(8));
+    put("i", VI(9));
+    endrow();
+    CHECK(append1(w, &a, &res) == 0);
+    CHECK(res.extra_values == 1 && res.nnewcols == 1);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT h || ' ' || _extra FROM wide WHERE rowid=5"), "8 {\"i\":9}");
+
+    /* thousands of fields in one push: the table stays at the cap, and
+     * nothing is lost */
+    a.table = "wider";
+    a.max_columns = 0; /* the default */
+    zx_rowset_reset(&rs);
+    row();
+    char name[32];
+    for (int i = 0; i < 2500; i++) {
+        snprintf(name, sizeof(name), "f%04d", i);
+        put(name, VI(i));
+    }
+    endrow();
+    CHECK(append1(w, &a, &res) == 0);
+    CHECK(res.rows == 1 && res.max_columns == ZX_WS_DEFAULT_MAX_COLUMNS);
+    CHECK(res.extra_values == 2500 - ZX_WS_DEFAULT_MAX_COLUMNS);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT count(*) FROM pragma_table_info('wider')"), "503");
+    CHECK_STR(q1("SELECT f0499 || ' ' || json_extract(_extra, '$.f2499') || ' ' ||"
+                 " (SELECT count(*) FROM json_each(_extra)) FROM wider"), "499 2499 2000");
+    /* a cap above the highest is the highest */
+    a.table = "widest";
+    a.max_columns = 100000;
+    CHECK(append1(w, &a, &res) == 0);
+    CHECK(res.max_columns == ZX_WS_MAX_COLUMNS &&
+          res.extra_values == 2500 - ZX_WS_MAX_COLUMNS);
+    zx_ws_result_free(&res);
+
+    /* a user-made _extra column that takes only integers: a reject */
+    sqlite3_exec(q, "CREATE TABLE capped_user (a INTEGER, _extra INTEGER)", NULL, NULL, NULL);
+    zx_ws_append u = { .pipeline = "pu", .table = "capped_user", .max_columns = 1 };
+    zx_rowset_reset(&rs);
+    row();
+    put("a", VI(1));
+    put("z", VT("over"));
+    endrow();
+    CHECK(append1(w, &u, &res) == 0);
+    CHECK(res.rows == 1 && res.rejects == 1 && res.nrejcols == 1);
+    if (res.nrejcols == 1)
+        CHECK_STR(res.rejcols[0].name, "_extra");
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT quote(_extra) FROM capped_user"), "NULL");
+    CHECK_STR(q1("SELECT raw_value FROM capped_user__rejects"), "{\"z\":\"over\"}");
+    zx_ws_close(w);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -575,15 +750,20 @@ int main(void)
     test_user_table(w);
     zx_ws_close(w);
     test_reopen();
+    test_lock();
+    test_modes();
+    test_column_cap();
     bench();
     sqlite3_close(q);
     zx_rowset_free(&rs);
     char p[400];
-    const char *sfx[] = { "", "-wal", "-shm" };
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof(p), "%s%s", dbpath, sfx[i]);
-        unlink(p);
-    }
+    const char *sfx[] = { "", "-wal", "-shm", "-zxlock" };
+    const char *dbs[] = { "workspace.db", "locked.db", "modes.db" };
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < 4; i++) {
+            snprintf(p, sizeof(p), "%s/%s%s", dir, dbs[d], sfx[i]);
+            unlink(p);
+        }
     rmdir(dir);
     if (failures) {
         printf("test_workspace: %d check(s) failed\n", failures);

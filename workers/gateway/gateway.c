@@ -252,16 +252,26 @@ int zx_gateway_main(const zx_gateway_args *a)
     g->next_id = (a->generation & 0xffffffu) << 40;
     g->base = event_base_new();
     const zx_conf_http *hc = &a->conf->http;
-    zx_http_limits lim = {hc->max_body_size, hc->max_header_size, hc->max_connections,
-                          hc->idle_timeout_ms};
+    zx_http_limits lim = {
+        .max_body_size = hc->max_body_size,
+        .max_header_size = hc->max_header_size,
+        .max_connections = hc->max_connections,
+        .idle_timeout_ms = hc->idle_timeout_ms,
+        .header_timeout_ms = hc->header_timeout_ms,
+        .body_timeout_ms = hc->body_timeout_ms,
+        .body_min_rate = (uint32_t)hc->body_min_rate, /* <= 1 GiB: checked */
+    };
     /* the server-wide body limit is the largest any stream accepts */
     for (size_t i = 0; i < a->conf->npipelines; i++)
         if (a->conf->pipelines[i].max_body_size > lim.max_body_size)
             lim.max_body_size = a->conf->pipelines[i].max_body_size;
-    g->mem_cap = 4 * lim.max_body_size;
-    if (g->mem_cap < 256u * 1024 * 1024)
-        g->mem_cap = 256u * 1024 * 1024;
+    /* body bytes held by the whole gateway: counted by the HTTP server */
+    lim.max_held_bytes = hc->max_held_bytes ? hc->max_held_bytes
+                                            : zx_http_default_max_held(lim.max_body_size);
+    g->mem_cap = lim.max_held_bytes;
     g->http = zx_http_server_new(g->base, &lim, zx_gw_on_head, zx_gw_on_body, g);
+    if (g->http)
+        zx_http_server_set_logger(g->http, zx_log);
     /* Take the initial ATTACH messages before accepting anything. */
     char buf[ZX_CHAN_MAX];
     struct timeval rt = {10, 0};

@@ -1,9 +1,11 @@
 /* http.c - a small, strict HTTP/1.1 server on libevent bufferevents.
  *
  * See http.h for the contract and the order of checks.  This file holds the
- * listeners, the connections and their state machine; parsing, replies and
- * body reading live in http_parse.c, http_reply.c and http_body.c (shared
- * structs in http_int.h).  One connection holds at most one request at a
+ * listeners, the connections and their state machine, the header and body
+ * deadlines, the list of untrusted connections (closed oldest first to make
+ * room at max_connections) and the count of held body bytes; parsing,
+ * replies and body reading live in http_parse.c, http_reply.c and
+ * http_body.c (shared structs in http_int.h).  One connection holds at most one request at a
  * time (struct conn.req); pipelined bytes wait in the input buffer.  A
  * request whose client went away while the handler held it becomes an
  * orphan, listed in the server, and is freed by zx_http_reply.
@@ -26,15 +28,99 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static void conn_process(struct conn *c);
 static void conn_free(struct conn *c);
+static void update_accepting(zx_http_server *s);
+
+/* ---- small shared helpers --------------------------------------------- */
+
+int64_t zx_http_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void zx_http_log_error(zx_http_server *s, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    s->stats.internal_errors++;
+    if (!s->log)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    s->log(3, "%s", line);
+}
+
+uint64_t zx_http_default_max_held(uint64_t max_body_size)
+{
+    uint64_t four = max_body_size > UINT64_MAX / 4 ? UINT64_MAX : 4 * max_body_size;
+    return four > ZX_HTTP_MIN_MAX_HELD ? four : ZX_HTTP_MIN_MAX_HELD;
+}
+
+int zx_http_held_set(zx_http_req *r, uint64_t bytes)
+{
+    zx_http_server *s = r->srv;
+    uint64_t others = s->held - r->held;
+    if (bytes > r->held && (bytes > s->lim.max_held_bytes ||
+                            others > s->lim.max_held_bytes - bytes))
+        return -1;
+    s->held = others + bytes;
+    r->held = bytes;
+    return 0;
+}
+
+/* ---- untrusted connections ------------------------------------------- */
+
+static void untrusted_unlink(struct conn *c)
+{
+    zx_http_server *s = c->srv;
+    if (c->trusted)
+        return;
+    if (c->uprev)
+        c->uprev->unext = c->unext;
+    else
+        s->untrusted = c->unext;
+    if (c->unext)
+        c->unext->uprev = c->uprev;
+    else
+        s->untrusted_tail = c->uprev;
+    c->uprev = c->unext = NULL;
+    s->nuntrusted--;
+}
+
+/* head_cb let a request of c through: c is no longer a candidate to close. */
+static void conn_trust(struct conn *c)
+{
+    if (c->trusted)
+        return;
+    untrusted_unlink(c);
+    c->trusted = 1;
+    update_accepting(c->srv); /* maybe nobody is left to make room */
+}
+
+/* Closes the oldest untrusted connection.  1 if one was closed, else 0. */
+static int evict_oldest(zx_http_server *s)
+{
+    struct conn *c = s->untrusted;
+    if (!c)
+        return 0;
+    s->stats.evicted++;
+    conn_free(c);
+    return 1;
+}
 
 /* ---- peer address ---------------------------------------------------- */
 
@@ -58,8 +144,9 @@ static void format_peer(const struct sockaddr *sa, char *out, size_t outlen)
 
 static void update_accepting(zx_http_server *s)
 {
+    /* At the limit, a new client can still take an untrusted one's place. */
     int want = !s->stopped && !s->freeing && !s->backoff &&
-               s->nconns < s->lim.max_connections;
+               (s->nconns < s->lim.max_connections || s->nuntrusted > 0);
     if (want == s->accepting)
         return;
     for (size_t i = 0; i < s->nlev; i++) {
@@ -84,11 +171,24 @@ static void accept_error_cb(struct evconnlistener *lev, void *arg)
 {
     zx_http_server *s = arg;
     struct timeval tv = {1, 0};
+    int err = EVUTIL_SOCKET_ERROR();
     (void)lev;
+    /* Out of descriptors: an untrusted connection gives its own up, and
+     * libevent retries the accept on the next loop. */
+    if ((err == EMFILE || err == ENFILE) && evict_oldest(s))
+        return;
     /* Out of descriptors or memory: libevent would retry at once, forever. */
+    if (!s->backoff)
+        zx_http_log_error(s, "event=http_accept_error error=\"%s\" connections=%zu "
+                          "action=\"pause accepting for 1 s\"",
+                          evutil_socket_error_to_string(err), s->nconns);
     s->backoff = 1;
     update_accepting(s);
-    evtimer_add(s->backoff_ev, &tv);
+    if (evtimer_add(s->backoff_ev, &tv) != 0) {
+        zx_http_log_error(s, "event=http_timer_error what=accept_backoff");
+        s->backoff = 0;
+        update_accepting(s);
+    }
 }
 
 static void conn_read_cb(struct bufferevent *bev, void *arg);
@@ -107,20 +207,26 @@ static void accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 {
     zx_http_server *s = arg;
     struct conn *c = NULL;
+    size_t wm = s->lim.max_header_size + 1;
     int one = 1;
+    const char *what = "memory";
     (void)lev;
     (void)salen;
 
     if (s->stopped || s->freeing)
         goto fail;
+    if (s->nconns >= s->lim.max_connections && !evict_oldest(s))
+        goto fail; /* every one is trusted: accepting stops (update_accepting) */
     c = calloc(1, sizeof(*c));
     if (!c)
         goto fail;
     c->srv = s;
+    what = "bufferevent";
     c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (!c->bev)
         goto fail;
     fd = -1; /* owned by the bufferevent now */
+    what = "event";
     c->resume = event_new(s->base, -1, 0, resume_cb, c);
     if (!c->resume)
         goto fail;
@@ -128,30 +234,64 @@ static void accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
         setsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     format_peer(sa, c->peer, sizeof(c->peer));
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-    bufferevent_set_timeouts(c->bev, &s->idle_tv, &s->idle_tv);
-    bufferevent_set_max_single_read(c->bev, MAX_SINGLE_READ);
-    if (bufferevent_enable(c->bev, EV_READ) != 0)
+    /* Input held per connection stays under about this (see http.h). */
+    if (wm < INPUT_MIN_WM)
+        wm = INPUT_MIN_WM;
+    if (wm < MAX_CHUNK_LINE + 2)
+        wm = MAX_CHUNK_LINE + 2;
+    bufferevent_setwatermark(c->bev, EV_READ, 0, wm);
+    what = "bufferevent settings";
+    c->head_start_ms = zx_http_now_ms(); /* the first head's deadline runs */
+    if (bufferevent_set_timeouts(c->bev, s->head_tv_shorter ? &s->head_tv : &s->idle_tv,
+                                 &s->idle_tv) != 0 ||
+        bufferevent_set_max_single_read(c->bev, MAX_SINGLE_READ) != 0 ||
+        bufferevent_enable(c->bev, EV_READ) != 0)
         goto fail;
     c->next = s->conns;
     if (s->conns)
         s->conns->prev = c;
     s->conns = c;
     s->nconns++;
+    c->uprev = s->untrusted_tail; /* newest untrusted: last to be closed */
+    if (s->untrusted_tail)
+        s->untrusted_tail->unext = c;
+    else
+        s->untrusted = c;
+    s->untrusted_tail = c;
+    s->nuntrusted++;
     update_accepting(s);
     return;
 fail:
     if (c) {
+        char peer[64];
+        format_peer(sa, peer, sizeof(peer));
+        zx_http_log_error(s, "event=http_accept_failed what=\"%s\" peer=%s "
+                          "action=\"connection closed\"", what, peer);
         if (c->resume)
             event_free(c->resume);
         if (c->bev)
             bufferevent_free(c->bev);
         free(c);
+    } else if (!s->stopped && !s->freeing && s->nconns < s->lim.max_connections) {
+        zx_http_log_error(s, "event=http_nomem what=connection action=\"connection closed\"");
     }
     if (fd >= 0)
         evutil_closesocket(fd);
+    update_accepting(s);
 }
 
 /* ---- server ----------------------------------------------------------- */
+
+/* Raises the soft descriptor limit to want (at most the hard limit). */
+static void raise_nofile(rlim_t want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) ? rl.rlim_max : want;
+    setrlimit(RLIMIT_NOFILE, &rl); /* failing: eviction on EMFILE still works */
+}
 
 zx_http_server *zx_http_server_new(struct event_base *base, const zx_http_limits *lim,
                                    zx_http_head_cb head, zx_http_body_cb body, void *ctx)
@@ -175,8 +315,19 @@ zx_http_server *zx_http_server_new(struct event_base *base, const zx_http_limits
         s->lim.max_connections = ZX_HTTP_DEFAULT_MAX_CONNS;
     if (!s->lim.idle_timeout_ms)
         s->lim.idle_timeout_ms = ZX_HTTP_DEFAULT_IDLE_MS;
+    if (!s->lim.max_held_bytes)
+        s->lim.max_held_bytes = zx_http_default_max_held(s->lim.max_body_size);
+    if (!s->lim.header_timeout_ms)
+        s->lim.header_timeout_ms = ZX_HTTP_DEFAULT_HEADER_MS;
+    if (!s->lim.body_timeout_ms)
+        s->lim.body_timeout_ms = ZX_HTTP_DEFAULT_BODY_MS;
+    if (!s->lim.body_min_rate)
+        s->lim.body_min_rate = ZX_HTTP_DEFAULT_BODY_RATE;
     s->idle_tv.tv_sec = s->lim.idle_timeout_ms / 1000;
     s->idle_tv.tv_usec = (s->lim.idle_timeout_ms % 1000) * 1000;
+    s->head_tv.tv_sec = s->lim.header_timeout_ms / 1000;
+    s->head_tv.tv_usec = (s->lim.header_timeout_ms % 1000) * 1000;
+    s->head_tv_shorter = s->lim.header_timeout_ms < s->lim.idle_timeout_ms;
     s->head = head;
     s->body = body;
     s->ctx = ctx;
@@ -184,16 +335,23 @@ zx_http_server *zx_http_server_new(struct event_base *base, const zx_http_limits
     s->backoff_ev = evtimer_new(base, backoff_cb, s);
     if (!s->backoff_ev) {
         free(s);
+        errno = ENOMEM;
         return NULL;
     }
     if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
         signal(SIGPIPE, SIG_IGN);
+    raise_nofile((rlim_t)s->lim.max_connections + NOFILE_SPARE);
     return s;
 }
 
 void zx_http_server_set_drop_cb(zx_http_server *s, zx_http_drop_cb drop)
 {
     s->drop = drop;
+}
+
+void zx_http_server_set_logger(zx_http_server *s, zx_http_log_fn log)
+{
+    s->log = log;
 }
 
 static int add_listener(zx_http_server *s, int fd)
@@ -203,8 +361,10 @@ static int add_listener(zx_http_server *s, int fd)
         return -1;
     lev = evconnlistener_new(s->base, accept_cb, s,
                              LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
-    if (!lev)
-        return -1;
+    if (!lev) {
+        zx_http_log_error(s, "event=http_listener_failed fd=%d", fd);
+        return -2;
+    }
     evconnlistener_set_error_cb(lev, accept_error_cb);
     if (!s->accepting)
         evconnlistener_disable(lev);
@@ -254,8 +414,10 @@ int zx_http_server_listen(zx_http_server *s, const char *host, uint16_t port,
     }
     if (fd < 0)
         goto done;
-    if (add_listener(s, fd) != 0) {
-        why = s->stopped ? "server is draining" : "too many listening sockets";
+    if ((rc = add_listener(s, fd)) != 0) {
+        why = s->stopped ? "server is draining"
+              : rc == -2 ? "libevent could not make a listener (out of memory?)"
+                         : "too many listening sockets";
         close(fd);
         goto done;
     }
@@ -272,7 +434,7 @@ int zx_http_server_listen_fd(zx_http_server *s, int fd)
 {
     if (fd < 0 || evutil_make_socket_nonblocking(fd) != 0)
         return -1;
-    return add_listener(s, fd);
+    return add_listener(s, fd) == 0 ? 0 : -1;
 }
 
 uint16_t zx_http_server_port(const zx_http_server *s)
@@ -316,6 +478,17 @@ size_t zx_http_server_pending(const zx_http_server *s)
 size_t zx_http_server_connections(const zx_http_server *s)
 {
     return s->nconns;
+}
+
+uint64_t zx_http_server_held_bytes(const zx_http_server *s)
+{
+    return s->held;
+}
+
+void zx_http_server_stats_get(const zx_http_server *s, zx_http_stats *out)
+{
+    *out = s->stats;
+    out->held_bytes = s->held;
 }
 
 void zx_http_server_free(zx_http_server *s)
@@ -369,8 +542,8 @@ void zx_http_req_free(zx_http_req *r)
         free(r->decoded[i]);
     free(r->decoded);
     zx_http_gz_free(r->gz);
-    if (r->body)
-        evbuffer_free(r->body);
+    free(r->body.p);
+    s->held -= r->held;
     free(r->hdrs);
     free(r->head);
     free(r);
@@ -424,21 +597,29 @@ static void request_start(struct conn *c, size_t head_len)
 {
     zx_http_server *s = c->srv;
     struct evbuffer *in = bufferevent_get_input(c->bev);
-    const char *why = NULL, *ce, *expect;
+    const char *why = NULL;
     zx_http_req *r = zx_http_req_new(c);
-    int st;
+    int st, coding, expect;
 
     c->scan_off = 0;
     c->skipped = 0;
+    c->head_start_ms = 0; /* the head is in: its deadline no longer runs */
     if (!r || !(r->head = malloc(head_len + 1))) {
         free(r);
+        zx_http_log_error(s, "event=http_nomem what=request_head peer=%s", c->peer);
         zx_http_conn_fail(c, 500, "out of memory");
         return;
     }
     c->req = r;
-    evbuffer_remove(in, r->head, head_len);
+    if (evbuffer_remove(in, r->head, head_len) != (int)head_len) {
+        zx_http_log_error(s, "event=http_input_error what=request_head peer=%s", c->peer);
+        zx_http_conn_fail(c, 500, "internal error reading the request");
+        return;
+    }
     r->head[head_len] = '\0';
     if ((st = zx_http_parse_head(r, head_len, &why)) != 0) {
+        if (st == 500)
+            zx_http_log_error(s, "event=http_nomem what=header_index peer=%s", c->peer);
         zx_http_conn_fail(c, st, why);
         return;
     }
@@ -449,19 +630,19 @@ static void request_start(struct conn *c, size_t head_len)
     s->head(r, s->ctx);
     if (c->req != r)
         return; /* answered (and freed) by head_cb */
+    conn_trust(c);
 
-    ce = zx_http_header(r, "Content-Encoding");
-    if (ce && strcasecmp(ce, "gzip") != 0 && strcasecmp(ce, "x-gzip") != 0 &&
-        strcasecmp(ce, "identity") != 0) {
-        zx_http_conn_fail(c, 415, "unsupported Content-Encoding (use gzip or identity)");
+    coding = zx_http_content_coding(r);
+    if (coding < 0) {
+        zx_http_conn_fail(c, 415, "unsupported Content-Encoding (use one of gzip or identity)");
         return;
     }
     if (r->body_kind == BODY_LENGTH && r->content_length > s->lim.max_body_size) {
         zx_http_fail_too_big(c);
         return;
     }
-    expect = zx_http_header(r, "Expect");
-    if (expect && strcasecmp(expect, "100-continue") != 0) {
+    expect = zx_http_expect(r);
+    if (expect < 0) {
         zx_http_conn_fail(c, 417, "unsupported Expect header (only 100-continue)");
         return;
     }
@@ -469,11 +650,16 @@ static void request_start(struct conn *c, size_t head_len)
         zx_http_body_complete(c);
         return;
     }
-    if (expect && !r->http10)
-        evbuffer_add(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
-    r->body = evbuffer_new();
-    if (!r->body || (ce && strcasecmp(ce, "identity") != 0 &&
-                     !(r->gz = zx_http_gz_new(s->lim.max_body_size)))) {
+    if (coding == 1 && !(r->gz = zx_http_gz_new(s->lim.max_body_size))) {
+        zx_http_log_error(s, "event=http_nomem what=gzip_inflater peer=%s", c->peer);
+        zx_http_conn_fail(c, 500, "out of memory");
+        return;
+    }
+    if (zx_http_body_start(c) != 0)
+        return; /* answered */
+    if (expect && !r->http10 &&
+        evbuffer_add(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0) {
+        zx_http_log_error(s, "event=http_nomem what=100_continue peer=%s", c->peer);
         zx_http_conn_fail(c, 500, "out of memory");
         return;
     }
@@ -493,9 +679,68 @@ static void linger_start(struct conn *c)
     c->state = ST_LINGER;
     event_base_gettimeofday_cached(c->srv->base, &now);
     evutil_timeradd(&now, &tv, &c->linger_until);
-    bufferevent_set_timeouts(c->bev, &tv, NULL);
-    bufferevent_enable(c->bev, EV_READ);
+    if (bufferevent_set_timeouts(c->bev, &tv, NULL) != 0 ||
+        bufferevent_enable(c->bev, EV_READ) != 0) {
+        conn_free(c); /* cannot linger: close now */
+        return;
+    }
     conn_process(c); /* may free c */
+}
+
+/* Sets c's read timeout to what is left of the header or body deadline (or
+ * idle_timeout if shorter).  0, or -1 if the deadline has passed. */
+static int arm_deadline(struct conn *c)
+{
+    zx_http_server *s = c->srv;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    int64_t deadline, left;
+    struct timeval tv;
+
+    if (c->state == ST_HEAD) {
+        if (!c->head_start_ms) {
+            if (evbuffer_get_length(in) == 0 && c->skipped == 0)
+                return 0; /* idle between requests: idle_timeout */
+            c->head_start_ms = zx_http_now_ms(); /* first byte of a new head */
+        }
+        deadline = c->head_start_ms + (int64_t)s->lim.header_timeout_ms;
+    } else if (c->state == ST_BODY) {
+        deadline = zx_http_body_deadline(c);
+    } else {
+        return 0;
+    }
+    left = deadline - zx_http_now_ms();
+    if (left <= 0)
+        return -1;
+    if (left < (int64_t)s->lim.idle_timeout_ms) {
+        tv.tv_sec = (time_t)(left / 1000);
+        tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
+        zx_http_set_read_timeout(c, &tv);
+    } else {
+        zx_http_set_read_timeout(c, &s->idle_tv);
+    }
+    return 0;
+}
+
+/* A deadline passed (or the read timeout fired) while c was reading a head
+ * or a body: 408 if the client sent something of it, else just close.
+ * May free c. */
+static void deadline_passed(struct conn *c)
+{
+    zx_http_server *s = c->srv;
+    int started = c->state == ST_BODY || c->scan_off > 0 || c->skipped > 0 ||
+                  evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
+    if (c->state == ST_BODY)
+        s->stats.body_timeouts++;
+    else if (c->head_start_ms)
+        s->stats.header_timeouts++;
+    if (!started) {
+        conn_free(c);
+        return;
+    }
+    zx_http_conn_fail(c, 408, c->state == ST_BODY
+                                  ? "request body arrived too slowly"
+                                  : "request line and headers took too long");
+    c->linger = 0; /* no need to let a slow client read its answer */
 }
 
 /* Works through the input as far as the state allows.  May free c. */
@@ -533,11 +778,17 @@ static void conn_process(struct conn *c)
                 return;
             }
             break;
-        } else {
-            break; /* ST_CLOSING */
+        } else { /* ST_CLOSING */
+            if (!c->linger && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+                conn_free(c); /* nothing to flush (a reply that failed) */
+                return;
+            }
+            break;
         }
     }
     c->in_process = 0;
+    if (arm_deadline(c) != 0)
+        deadline_passed(c); /* may free c */
 }
 
 static void conn_read_cb(struct bufferevent *bev, void *arg)
@@ -569,6 +820,11 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
         bufferevent_disable(bev, EV_READ);
         return;
     }
+    if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
+        (c->state == ST_BODY || (c->state == ST_HEAD && c->head_start_ms))) {
+        deadline_passed(c); /* a deadline, or idle_timeout mid-request */
+        return;
+    }
     conn_free(c); /* EOF, error or timeout */
 }
 
@@ -594,6 +850,7 @@ static void conn_free(struct conn *c)
             zx_http_req_free(r); /* r->conn still set: not an orphan */
         }
     }
+    untrusted_unlink(c);
     if (c->prev)
         c->prev->next = c->next;
     else

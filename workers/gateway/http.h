@@ -16,36 +16,72 @@
  *
  * Order of checks for each request (the first that fails answers):
  *   1. framing (server): malformed request line or headers -> 400, request
- *      line + headers above max_header_size -> 431, HTTP major version other
- *      than 1 -> 505, Transfer-Encoding other than "chunked" -> 501,
- *      Content-Length together with Transfer-Encoding, repeated
- *      Content-Length, missing Host on HTTP/1.1 -> 400;
+ *      line + headers above max_header_size -> 431, HTTP version other than
+ *      1.0 and 1.1 -> 505 (a malformed version -> 400), Transfer-Encoding
+ *      other than "chunked" -> 501, Content-Length together with
+ *      Transfer-Encoding, a Content-Length that is not a decimal number
+ *      fitting in 64 bits, repeated Content-Length, Host, Authorization,
+ *      Content-Type or Idempotency-Key, missing Host on HTTP/1.1 -> 400;
  *   2. head_cb (handler): routing, authentication (401/404/405 ...);
- *   3. server: Content-Encoding other than gzip, x-gzip, identity -> 415;
- *      Content-Length above max_body_size -> 413; Expect other than
- *      100-continue -> 417;  then "100 Continue" is sent if asked for;
- *   4. body reading (server): chunked total above max_body_size -> 413,
- *      inflated body above max_body_size -> 413, broken gzip -> 400,
- *      broken chunked framing -> 400;
+ *   3. server: Content-Encoding (every such header, every comma-separated
+ *      coding) other than at most one of gzip/x-gzip plus any number of
+ *      identity -> 415; Content-Length above max_body_size -> 413; any
+ *      Expect other than 100-continue -> 417; the bytes the body will hold
+ *      (see "Memory") would pass max_held_bytes -> 503 with Retry-After: 1;
+ *      then "100 Continue" is sent if asked for;
+ *   4. body reading (server): a chunk size that does not fit in 64 bits or
+ *      broken chunked framing -> 400, chunked total above max_body_size ->
+ *      413, inflated body above max_body_size -> 413, broken gzip -> 400,
+ *      held bytes above max_held_bytes -> 503 with Retry-After: 1, body
+ *      slower than the body deadline -> 408;
  *   5. body_cb (handler): the handler replies, now or later.
  * Every answer the server makes itself closes the connection.
  *
- * Connections: at most max_connections at a time; when the limit is reached
- * the server stops accepting (new clients wait in the kernel's backlog) and
- * resumes as soon as one closes.  Requests on one connection are handled
- * one at a time: while a request waits for its reply, the following
- * (pipelined) requests stay unparsed.  If the client closes the connection
- * (EOF or error) while its request waits for the reply, the request is
- * marked closed (zx_http_req_is_closed) and stays valid until the handler
- * calls zx_http_reply, which then only frees it.
+ * Memory: the server counts the body bytes it actually holds (the buffer
+ * each body is read or inflated into, its capacity rather than its length;
+ * an announced Content-Length is counted in full from step 3 on; a gzip
+ * inflater's state; everything until the request is answered and freed),
+ * across all connections, and refuses (503) whatever would take the total
+ * above max_held_bytes.  Not counted: the per-connection input buffer
+ * (bounded by max(max_header_size + 1, 64 KiB) per connection) and request
+ * heads (bounded by max_header_size per connection).
  *
- * Timeouts: idle_timeout_ms applies to a keep-alive connection without a
- * request, to every read while a request is being received (a client that
- * sends nothing for that long is closed) and to every write.  There is no
- * timeout while a request waits for the handler's reply.
+ * Connections: at most max_connections at a time.  A connection is
+ * "trusted" once head_cb has let one of its requests through (returned
+ * without answering); others (nothing sent yet, partial heads, requests
+ * head_cb answered, e.g. 401/404) are "untrusted".  A handler should
+ * therefore answer in head_cb every request that must not protect its
+ * connection (unauthenticated ones, health checks).  When a new client
+ * arrives at the limit, or accept() fails for want of descriptors, the
+ * oldest untrusted connection is closed to make room; only when every
+ * connection is trusted does the server stop accepting (new clients wait
+ * in the kernel's backlog) until one closes.  Requests on one connection
+ * are handled one at a time: while a request waits for its reply, the
+ * following (pipelined) requests stay unparsed.  If the client closes the
+ * connection (EOF or error) while its request waits for the reply, the
+ * request is marked closed (zx_http_req_is_closed) and stays valid until
+ * the handler calls zx_http_reply, which then only frees it.
+ *
+ * Timeouts: a request's line and headers must arrive within
+ * header_timeout_ms, counted from the connection's accept for its first
+ * request and from the first byte of each later one; a body must arrive
+ * within body_timeout_ms plus one second per body_min_rate bytes received
+ * so far (so a body slower than body_min_rate runs out of time).  Either
+ * deadline answers 408 and closes (a connection that sent nothing is closed
+ * silently).  idle_timeout_ms applies to a keep-alive connection between
+ * requests, to every read (a client that sends nothing for that long is
+ * closed) and to every write.  There is no timeout while a request waits
+ * for the handler's reply.
+ *
+ * Descriptors: zx_http_server_new raises the process's soft RLIMIT_NOFILE
+ * towards max_connections + 256 (up to the hard limit), once.
  *
  * SIGPIPE: zx_http_server_new sets SIGPIPE to SIG_IGN if it was SIG_DFL, so
  * that a client that went away cannot kill the process.
+ *
+ * Errors inside the server (out of memory, a libevent constructor failing)
+ * close or answer 500 on the connection concerned, never crash, and are
+ * logged through the logger set with zx_http_server_set_logger.
  */
 #ifndef ZX_HTTP_H
 #define ZX_HTTP_H
@@ -63,15 +99,47 @@ typedef struct zx_http_limits {
     uint64_t max_header_size; /* request line + headers (and chunked trailers);
                                  0 -> 64 KiB; above -> 431 */
     uint32_t max_connections; /* open connections; 0 -> 1024; at the limit the
-                                 server stops accepting until one closes */
+                                 oldest untrusted one is closed, or the server
+                                 stops accepting until one closes */
     uint32_t idle_timeout_ms; /* keep-alive idle, slow read and slow write
                                  timeout: close; 0 -> 60000 */
+    uint64_t max_held_bytes;  /* body bytes held by all requests together;
+                                 0 -> max(256 MiB, 4 x max_body_size);
+                                 above -> 503 + Retry-After: 1 */
+    uint32_t header_timeout_ms; /* request line + headers, in total;
+                                   0 -> 10000; above -> 408 */
+    uint32_t body_timeout_ms;   /* body, in total, plus 1 s per body_min_rate
+                                   bytes received; 0 -> 30000; above -> 408 */
+    uint32_t body_min_rate;     /* bytes per second; 0 -> 1024 */
 } zx_http_limits;
 
 #define ZX_HTTP_DEFAULT_MAX_BODY      (16u * 1024u * 1024u)
 #define ZX_HTTP_DEFAULT_MAX_HEADER    (64u * 1024u)
 #define ZX_HTTP_DEFAULT_MAX_CONNS     1024u
 #define ZX_HTTP_DEFAULT_IDLE_MS       60000u
+#define ZX_HTTP_MIN_MAX_HELD          (256u * 1024u * 1024u)
+#define ZX_HTTP_DEFAULT_HEADER_MS     10000u
+#define ZX_HTTP_DEFAULT_BODY_MS       30000u
+#define ZX_HTTP_DEFAULT_BODY_RATE     1024u
+
+/* The default of max_held_bytes for a given max_body_size:
+ * max(256 MiB, 4 x max_body_size) (saturating). */
+uint64_t zx_http_default_max_held(uint64_t max_body_size);
+
+/* Counters of the server's own refusals, for tests and metrics. */
+typedef struct zx_http_stats {
+    uint64_t held_bytes;      /* body bytes held now (see "Memory") */
+    uint64_t held_refused;    /* requests answered 503 for max_held_bytes */
+    uint64_t evicted;         /* untrusted connections closed to make room */
+    uint64_t header_timeouts; /* connections closed by the header deadline */
+    uint64_t body_timeouts;   /* requests answered 408 by the body deadline */
+    uint64_t internal_errors; /* out of memory / constructor failures */
+} zx_http_stats;
+
+/* Log function: level 2 = warning, 3 = error (common/log.h's numbering, so
+ * zx_log fits), printf-style, one line without a newline. */
+typedef void (*zx_http_log_fn)(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Called when the request line and all headers are in and valid.  The
  * handler may answer now with zx_http_reply (e.g. 401/404/405/413); the body
@@ -97,12 +165,18 @@ typedef void (*zx_http_drop_cb)(zx_http_req *req, void *ctx);
 
 /* Creates a server on base (not owned).  lim may be NULL (all defaults); a 0
  * field takes its default.  head and body must not be NULL.  Returns NULL
- * only if out of memory.  Free with zx_http_server_free. */
+ * if out of memory or if libevent cannot make a timer (errno set).  Free
+ * with zx_http_server_free. */
 zx_http_server *zx_http_server_new(struct event_base *base, const zx_http_limits *lim,
                                    zx_http_head_cb head, zx_http_body_cb body, void *ctx);
 
 /* Sets (or clears, with NULL) the drop callback; see zx_http_drop_cb. */
 void zx_http_server_set_drop_cb(zx_http_server *s, zx_http_drop_cb drop);
+
+/* Sets (or clears, with NULL: nothing is logged) the logger for the
+ * server's own errors (out of memory, libevent failures, accept errors).
+ * Lines name the event and the peer, never header values or bodies. */
+void zx_http_server_set_logger(zx_http_server *s, zx_http_log_fn log);
 
 /* Listens on host:port (TCP, SO_REUSEADDR, close-on-exec).  host NULL or ""
  * means every address; port 0 picks an ephemeral port (see
@@ -132,6 +206,13 @@ size_t zx_http_server_pending(const zx_http_server *s);
 
 /* Open client connections. */
 size_t zx_http_server_connections(const zx_http_server *s);
+
+/* Body bytes held now by all requests together (see "Memory" above): the
+ * number compared with max_held_bytes. */
+uint64_t zx_http_server_held_bytes(const zx_http_server *s);
+
+/* Copies the server's counters into *out. */
+void zx_http_server_stats_get(const zx_http_server *s, zx_http_stats *out);
 
 /* Closes every socket and frees everything.  Requests waiting for a reply
  * are dropped (drop_cb is called for each, then it is freed): the handler must

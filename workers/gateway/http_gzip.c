@@ -5,7 +5,6 @@
  */
 #include "http_gzip.h"
 
-#include <event2/buffer.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -48,7 +47,7 @@ uint64_t zx_http_gz_total_out(const zx_http_gz *g)
 }
 
 zx_http_gz_result zx_http_gz_feed(zx_http_gz *g, const void *in, size_t len,
-                                  struct evbuffer *out)
+                                  zx_http_gz_out *out)
 {
     const unsigned char *p = in;
     zx_http_gz_result res = ZX_HTTP_GZ_OK;
@@ -59,11 +58,12 @@ zx_http_gz_result zx_http_gz_feed(zx_http_gz *g, const void *in, size_t len,
     if (len > 0)
         g->started = 1;
     while (len > 0 || more_out) {
-        struct evbuffer_iovec vec;
-        /* Room left under the cap, plus one byte to notice going above it. */
+        /* Room left under the cap, plus one byte to notice going above it
+         * (total_out <= max_out here: passing it ends the feed). */
         uint64_t room = g->max_out - g->total_out + 1;
         size_t want = (room == 0 || room > GZ_BLOCK) ? GZ_BLOCK : (size_t)room;
         uInt chunk_in = len > (size_t)UINT32_MAX ? UINT32_MAX : (uInt)len;
+        size_t got;
         int zr;
 
         if (g->ended) {
@@ -74,26 +74,19 @@ zx_http_gz_result zx_http_gz_feed(zx_http_gz *g, const void *in, size_t len,
             }
             g->ended = 0;
         }
-        if (evbuffer_reserve_space(out, want, &vec, 1) != 1) {
-            res = ZX_HTTP_GZ_NOMEM;
+        if (out->cap - out->len < want && (res = out->grow(out, want)) != ZX_HTTP_GZ_OK)
             goto done;
-        }
-        if (vec.iov_len > want)
-            vec.iov_len = want;
         g->zs.next_in = (Bytef *)p;
         g->zs.avail_in = chunk_in;
-        g->zs.next_out = vec.iov_base;
-        g->zs.avail_out = (uInt)vec.iov_len;
+        g->zs.next_out = out->p + out->len;
+        g->zs.avail_out = (uInt)want;
         zr = inflate(&g->zs, Z_NO_FLUSH);
         more_out = g->zs.avail_out == 0 && zr == Z_OK;
-        vec.iov_len -= g->zs.avail_out;
+        got = want - g->zs.avail_out;
         p += chunk_in - g->zs.avail_in;
         len -= chunk_in - g->zs.avail_in;
-        g->total_out += vec.iov_len;
-        if (evbuffer_commit_space(out, &vec, 1) != 0) {
-            res = ZX_HTTP_GZ_NOMEM;
-            goto done;
-        }
+        g->total_out += got;
+        out->len += got;
         if (g->total_out > g->max_out) {
             res = ZX_HTTP_GZ_TOO_BIG;
             goto done;

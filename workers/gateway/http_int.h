@@ -1,9 +1,10 @@
 /* http_int.h - private declarations shared by the HTTP server's files.
  *
  * The server is split into http.c (listeners, connections, the per-connection
- * state machine), http_parse.c (request line, headers, query, accessors),
- * http_reply.c (responses, JSON errors, reason phrases) and http_body.c
- * (Content-Length and chunked bodies, gzip).  This header holds the structs
+ * state machine, deadlines, the held-bytes count), http_parse.c (request
+ * line, headers, query, accessors), http_reply.c (responses, JSON errors,
+ * reason phrases) and http_body.c (Content-Length and chunked bodies, gzip,
+ * the body buffer).  This header holds the structs
  * they share and the few functions one calls in another.
  *
  * Must never be included outside workers/gateway/http*.c: everything here is
@@ -31,6 +32,10 @@ struct evconnlistener;
 #define MAX_SINGLE_READ  (256 * 1024)
 #define LINGER_MS        2000
 #define LINGER_MAX_BYTES (64u * 1024u * 1024u)
+#define INPUT_MIN_WM     (64u * 1024u) /* input high watermark, at least */
+#define BODY_FIRST_CAP   (64u * 1024u) /* first body buffer of unknown size */
+#define GZ_STATE_BYTES   (48u * 1024u) /* zlib inflate state + window, counted */
+#define NOFILE_SPARE     256u          /* descriptors beyond max_connections */
 
 enum conn_state {
     ST_HEAD,    /* waiting for / reading a request head */
@@ -69,9 +74,12 @@ struct zx_http_req {
     uint64_t remaining;      /* bytes left (whole body or current chunk) */
     uint64_t raw_total;      /* body bytes received (before inflation) */
     uint64_t trailer_bytes;
+    int64_t body_start_ms;   /* monotonic ms when the body started */
     enum chunk_state chunk;
     zx_http_gz *gz;
-    struct evbuffer *body;
+    zx_http_gz_out body;     /* the body (inflated if gzip), contiguous */
+    uint64_t reserved;       /* announced Content-Length, counted up front */
+    uint64_t held;           /* what this request counts in srv->held */
     const char *body_ptr;
     size_t body_len;
     char **decoded;          /* query values handed out */
@@ -91,6 +99,9 @@ struct conn {
     size_t skipped;    /* empty lines drained before the request line */
     int in_process;
     int linger;
+    int trusted;       /* head_cb let a request of this connection through */
+    struct conn *uprev, *unext; /* srv->untrusted list (oldest first) */
+    int64_t head_start_ms; /* ST_HEAD: start of the header deadline; 0 = idle */
     uint64_t lingered;
     struct timeval linger_until;
     char peer[64];
@@ -109,9 +120,16 @@ struct zx_http_server {
     struct event *backoff_ev;
     struct conn *conns;
     size_t nconns;
+    struct conn *untrusted, *untrusted_tail; /* oldest first */
+    size_t nuntrusted;
+    uint64_t held;     /* body bytes held by all requests (see http.h) */
+    zx_http_stats stats;
+    zx_http_log_fn log;
     zx_http_req *orphans;
     size_t pending;
     struct timeval idle_tv;
+    struct timeval head_tv;   /* header_timeout_ms */
+    int head_tv_shorter;      /* header_timeout_ms < idle_timeout_ms */
     time_t date_t;
     char date[64];
 };
@@ -123,13 +141,34 @@ struct zx_http_server {
 zx_http_req *zx_http_req_new(struct conn *c);
 
 /* Frees r and what it owns; unlinks it from the orphans if its client went
- * away, and un-counts it from pending.  Does not call drop_cb. */
+ * away, un-counts it from pending and its bytes from srv->held.  Does not
+ * call drop_cb. */
 void zx_http_req_free(zx_http_req *r);
+
+/* Sets what r counts in srv->held to bytes.  Returns 0, or -1 (nothing
+ * changed) if that would take srv->held above max_held_bytes; lowering
+ * always succeeds. */
+int zx_http_held_set(zx_http_req *r, uint64_t bytes);
+
+/* Monotonic clock in milliseconds. */
+int64_t zx_http_now_ms(void);
+
+/* Logs through srv->log (if set) and counts an internal error. */
+void zx_http_log_error(zx_http_server *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ---- http_parse.c ----------------------------------------------------- */
 
 /* The value of hex digit ch, or -1. */
 int zx_http_hexval(int ch);
+
+/* The Content-Encoding of r over every such header and every coding in
+ * them: 0 none or identity only, 1 one gzip/x-gzip (plus any identity), -1
+ * anything else (unknown, empty, or more than one gzip). */
+int zx_http_content_coding(const zx_http_req *r);
+
+/* Every Expect header of r: 0 none, 1 all are "100-continue", -1 any other. */
+int zx_http_expect(const zx_http_req *r);
 
 /* Parses r->head (len bytes + NUL) in place: request line, headers, framing
  * checks (see http.h, step 1).  Returns 0, or an HTTP status with *why set to
@@ -146,10 +185,25 @@ void zx_http_set_read_timeout(struct conn *c, const struct timeval *rd);
  * request.  c->req may be NULL (one is made). */
 void zx_http_conn_fail(struct conn *c, int status, const char *msg);
 
+/* Same, with extra header lines (each ending in "\r\n", or NULL). */
+void zx_http_conn_fail_hdr(struct conn *c, int status, const char *extra_headers,
+                           const char *msg);
+
 /* ---- http_body.c ------------------------------------------------------ */
 
 /* Answers 413 (body above max_body_size) and closes the connection. */
 void zx_http_fail_too_big(struct conn *c);
+
+/* Answers 503 + Retry-After: 1 (max_held_bytes reached) and closes. */
+void zx_http_fail_held(struct conn *c);
+
+/* Prepares c->req's body after the checks of step 3: counts an announced
+ * Content-Length in srv->held and sizes the body buffer.  0, or -1
+ * answered (503 or 500). */
+int zx_http_body_start(struct conn *c);
+
+/* The body deadline of c->req (monotonic ms). */
+int64_t zx_http_body_deadline(const struct conn *c);
 
 /* Reads what the input holds of c->req's body.  1 body complete, 0 need
  * more, -1 answered (an error reply was made). */

@@ -2,12 +2,16 @@
  *
  * Splits the request line and header lines in place (into the request's own
  * copy of the head), applies the framing checks of http.h step 1 (version,
- * Host, Content-Length, Transfer-Encoding, Connection), and answers the
- * accessors (method, path, query parameters, headers, body).
+ * Host, Content-Length, Transfer-Encoding, Connection, headers that must not
+ * repeat), reads the codings of every Content-Encoding and every Expect
+ * header for step 3, and answers the accessors (method, path, query
+ * parameters, headers, body).
  *
  * Must never: read from or write to a socket, reply, allocate anything but
- * the header index (one entry per head line) and decoded query values, or
- * keep pointers into the connection's input buffer.
+ * the header index (one entry per head line) and decoded query values, keep
+ * pointers into the connection's input buffer, accept a number that does
+ * not fit (it is 400, never wrapped or clamped), or look only at the first
+ * of several headers whose repetition matters.
  */
 #include "http_int.h"
 
@@ -130,6 +134,7 @@ const char *zx_http_query_param(const zx_http_req *r, const char *name)
     return NULL;
 }
 
+/* "HTTP/1.0" and "HTTP/1.1" only: another well-formed HTTP/d.d is 505. */
 static int version_ok(const char *v, size_t n, int *http10, const char **why)
 {
     if (n != 8 || memcmp(v, "HTTP/", 5) != 0 || v[5] < '0' || v[5] > '9' ||
@@ -137,12 +142,104 @@ static int version_ok(const char *v, size_t n, int *http10, const char **why)
         *why = "malformed request line";
         return 400;
     }
-    if (v[5] != '1') {
+    if (v[5] != '1' || (v[7] != '0' && v[7] != '1')) {
         *why = "only HTTP/1.0 and HTTP/1.1 are supported";
         return 505;
     }
     *http10 = v[7] == '0';
     return 0;
+}
+
+/* Content-Length: 1*DIGIT that fits in 64 bits (leading zeros allowed).
+ * 0 with *out, or -1. */
+static int parse_content_length(const char *v, uint64_t *out)
+{
+    uint64_t cl = 0;
+    if (*v == '\0')
+        return -1;
+    for (const char *d = v; *d; d++) {
+        unsigned dig;
+        if (*d < '0' || *d > '9')
+            return -1;
+        dig = (unsigned)(*d - '0');
+        if (cl > (UINT64_MAX - dig) / 10)
+            return -1; /* cl * 10 + dig would not fit */
+        cl = cl * 10 + dig;
+    }
+    *out = cl;
+    return 0;
+}
+
+/* Headers a request may carry at most once: a second one is 400, so no
+ * part of the server or the handler can read a different one than another
+ * part (or than a proxy in front) did. */
+static const char *const single_headers[] = {
+    "Host", "Content-Length", "Authorization", "Content-Type", "Idempotency-Key", NULL,
+};
+
+/* Calls fn for each comma-separated element (spaces trimmed, empty ones
+ * included) of every header named name; stops at the first nonzero return
+ * and returns it, else 0. */
+static int each_element(const zx_http_req *r, const char *name,
+                        int (*fn)(const char *el, size_t n, void *arg), void *arg)
+{
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        const char *v = r->hdrs[i].value;
+        if (strcasecmp(r->hdrs[i].name, name) != 0)
+            continue;
+        for (;;) {
+            size_t n = strcspn(v, ","), m = n;
+            const char *el = v + strspn(v, " \t");
+            int rc;
+            m -= (size_t)(el - v);
+            while (m > 0 && (el[m - 1] == ' ' || el[m - 1] == '\t'))
+                m--;
+            if ((rc = fn(el, m, arg)) != 0)
+                return rc;
+            if (v[n] != ',')
+                break;
+            v += n + 1;
+        }
+    }
+    return 0;
+}
+
+static int is_word(const char *el, size_t n, const char *w)
+{
+    return strlen(w) == n && strncasecmp(el, w, n) == 0;
+}
+
+static int coding_el(const char *el, size_t n, void *arg)
+{
+    int *ngzip = arg;
+    if (is_word(el, n, "identity"))
+        return 0;
+    if (is_word(el, n, "gzip") || is_word(el, n, "x-gzip"))
+        return ++*ngzip > 1 ? -1 : 0; /* stacked gzip: not decoded */
+    return -1; /* unknown or empty */
+}
+
+int zx_http_content_coding(const zx_http_req *r)
+{
+    int ngzip = 0;
+    if (each_element(r, "Content-Encoding", coding_el, &ngzip) != 0)
+        return -1;
+    return ngzip;
+}
+
+static int expect_el(const char *el, size_t n, void *arg)
+{
+    int *seen = arg;
+    *seen = 1;
+    return is_word(el, n, "100-continue") ? 0 : -1;
+}
+
+int zx_http_expect(const zx_http_req *r)
+{
+    int seen = 0;
+    if (each_element(r, "Expect", expect_el, &seen) != 0)
+        return -1;
+    return seen;
 }
 
 /* Splits the request line (NUL-terminated pieces in place). */
@@ -219,7 +316,7 @@ static int has_token(const char *list, const char *tok)
 int zx_http_parse_head(zx_http_req *r, size_t len, const char **why)
 {
     char *p = r->head, *end = r->head + len;
-    size_t cap = 0, nhost = 0, ncl = 0, nte = 0;
+    size_t cap = 0, nhost = 0, ncl = 0, nte = 0, nsingle[8] = {0};
     int close = 0, keep = 0, st;
     const char *te = NULL;
 
@@ -280,23 +377,24 @@ int zx_http_parse_head(zx_http_req *r, size_t len, const char **why)
         r->hdrs[r->nhdrs].name = p;
         r->hdrs[r->nhdrs].value = v;
         r->nhdrs++;
+        for (size_t k = 0; single_headers[k]; k++) {
+            if (strcasecmp(p, single_headers[k]) == 0 && ++nsingle[k] > 1) {
+                *why = k == 0 ? "more than one Host header"
+                       : k == 1 ? "more than one Content-Length header"
+                                : "a header that may appear once is repeated";
+                return 400;
+            }
+        }
         if (strcasecmp(p, "Host") == 0) {
             nhost++;
         } else if (strcasecmp(p, "Content-Length") == 0) {
-            uint64_t cl = 0;
             ncl++;
-            if (*v == '\0' || strspn(v, "0123456789") != strlen(v)) {
-                *why = "invalid Content-Length";
+            if (parse_content_length(v, &r->content_length) != 0) {
+                *why = *v && strspn(v, "0123456789") == strlen(v)
+                           ? "Content-Length does not fit in 64 bits"
+                           : "invalid Content-Length";
                 return 400;
             }
-            for (const char *d = v; *d; d++) {
-                if (cl > (UINT64_MAX - 2) / 10) {
-                    cl = UINT64_MAX - 1; /* far above any limit */
-                    break;
-                }
-                cl = cl * 10 + (uint64_t)(*d - '0');
-            }
-            r->content_length = cl;
         } else if (strcasecmp(p, "Transfer-Encoding") == 0) {
             nte++;
             te = v;

@@ -6,7 +6,9 @@
  * server's own error answers (zx_http_conn_fail) go through the same path.
  *
  * Must never: write a header value or body to the log, send a status outside
- * 200..599, or touch a request after freeing it.
+ * 200..599, touch a request after freeing it, or send a truncated response
+ * (if the output buffer cannot take it all, the connection is closed and
+ * the failure logged).
  */
 #include "http_int.h"
 
@@ -75,6 +77,37 @@ void zx_http_set_read_timeout(struct conn *c, const struct timeval *rd)
     bufferevent_set_timeouts(c->bev, rd, &c->srv->idle_tv);
 }
 
+/* Writes the status line, headers and body into out.  0, or -1 if out of
+ * memory (out may then hold part of it). */
+static int write_response(struct evbuffer *out, zx_http_req *r, zx_http_server *s, int status,
+                          int keep, const char *content_type, const char *extra_headers,
+                          const char *body, size_t len)
+{
+    int no_len = status == 204 || status == 304;
+    if (evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nServer: zx\r\nDate: %s\r\n", status,
+                            zx_http_reason(status), http_date(s)) < 0)
+        return -1;
+    if (!no_len && evbuffer_add_printf(out, "Content-Length: %zu\r\n", body ? len : 0) < 0)
+        return -1;
+    if (content_type && evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type) < 0)
+        return -1;
+    if (!keep && evbuffer_add(out, "Connection: close\r\n", 19) != 0)
+        return -1;
+    if (keep && r->http10 && evbuffer_add(out, "Connection: keep-alive\r\n", 24) != 0)
+        return -1;
+    if (extra_headers && *extra_headers) {
+        size_t n = strlen(extra_headers);
+        if (evbuffer_add(out, extra_headers, n) != 0 ||
+            (extra_headers[n - 1] != '\n' && evbuffer_add(out, "\r\n", 2) != 0))
+            return -1;
+    }
+    if (evbuffer_add(out, "\r\n", 2) != 0)
+        return -1;
+    if (body && len && !no_len && !r->head_method && evbuffer_add(out, body, len) != 0)
+        return -1;
+    return 0;
+}
+
 void zx_http_reply(zx_http_req *r, int status, const char *content_type,
                    const char *extra_headers, const char *body, size_t len)
 {
@@ -88,33 +121,27 @@ void zx_http_reply(zx_http_req *r, int status, const char *content_type,
     if (c) {
         struct evbuffer *out = bufferevent_get_output(c->bev);
         int keep = r->keep_alive && r->body_done && !s->stopped;
-        int no_len = status == 204 || status == 304;
         if (status < 200 || status > 599)
             status = 500;
-        evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nServer: zx\r\nDate: %s\r\n", status,
-                            zx_http_reason(status), http_date(s));
-        if (!no_len)
-            evbuffer_add_printf(out, "Content-Length: %zu\r\n", body ? len : 0);
-        if (content_type)
-            evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type);
-        if (!keep)
-            evbuffer_add(out, "Connection: close\r\n", 19);
-        else if (r->http10)
-            evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-        if (extra_headers && *extra_headers) {
-            size_t n = strlen(extra_headers);
-            evbuffer_add(out, extra_headers, n);
-            if (extra_headers[n - 1] != '\n')
-                evbuffer_add(out, "\r\n", 2);
-        }
-        evbuffer_add(out, "\r\n", 2);
-        if (body && len && !no_len && !r->head_method)
-            evbuffer_add(out, body, len);
         c->req = NULL;
-        if (keep) {
+        if (write_response(out, r, s, status, keep, content_type, extra_headers, body, len) != 0) {
+            /* A partial response must not be followed by anything: drop
+             * what is queued and close at once. */
+            zx_http_log_error(s, "event=http_reply_failed status=%d peer=%s "
+                              "error=\"out of memory\" action=\"connection closed\"",
+                              status, c->peer);
+            evbuffer_drain(out, evbuffer_get_length(out));
+            c->state = ST_CLOSING;
+            c->linger = 0;
+            bufferevent_disable(c->bev, EV_READ);
+            if (!c->in_process)
+                event_active(c->resume, EV_TIMEOUT, 0); /* flushes: frees c */
+        } else if (keep) {
             c->state = ST_HEAD;
+            c->head_start_ms = 0; /* idle until the next request's first byte */
             zx_http_set_read_timeout(c, &s->idle_tv);
-            bufferevent_enable(c->bev, EV_READ);
+            if (bufferevent_enable(c->bev, EV_READ) != 0)
+                zx_http_log_error(s, "event=http_enable_failed peer=%s", c->peer);
             if (!c->in_process)
                 event_active(c->resume, EV_TIMEOUT, 0);
         } else {
@@ -127,25 +154,27 @@ void zx_http_reply(zx_http_req *r, int status, const char *content_type,
     zx_http_req_free(r);
 }
 
-/* Appends s as JSON string content (no quotes); invalid UTF-8 -> U+FFFD. */
-static void json_escape(struct evbuffer *out, const unsigned char *s)
+/* Appends s as JSON string content (no quotes); invalid UTF-8 -> U+FFFD.
+ * 0, or -1 if out of memory. */
+static int json_escape(struct evbuffer *out, const unsigned char *s)
 {
+    int bad = 0;
     while (*s) {
         unsigned char ch = *s;
         size_t need = 0;
         unsigned char lo = 0x80, hi = 0xBF;
         if (ch == '"' || ch == '\\') {
-            evbuffer_add_printf(out, "\\%c", ch);
+            bad |= evbuffer_add_printf(out, "\\%c", ch) < 0;
             s++;
             continue;
         }
         if (ch < 0x20) {
-            evbuffer_add_printf(out, "\\u%04x", ch);
+            bad |= evbuffer_add_printf(out, "\\u%04x", ch) < 0;
             s++;
             continue;
         }
         if (ch < 0x80) {
-            evbuffer_add(out, s, 1);
+            bad |= evbuffer_add(out, s, 1) != 0;
             s++;
             continue;
         }
@@ -164,20 +193,22 @@ static void json_escape(struct evbuffer *out, const unsigned char *s)
             }
         }
         if (need && i == need + 1) {
-            evbuffer_add(out, s, need + 1);
+            bad |= evbuffer_add(out, s, need + 1) != 0;
             s += need + 1;
         } else {
-            evbuffer_add(out, "\\ufffd", 6);
+            bad |= evbuffer_add(out, "\\ufffd", 6) != 0;
             s++;
         }
     }
+    return bad ? -1 : 0;
 }
 
 void zx_http_reply_json_error(zx_http_req *r, int status, const char *extra_headers,
                               const char *fmt, ...)
 {
     struct evbuffer *b;
-    char *msg = NULL;
+    char *msg = NULL, fallback[64];
+    const char *body = NULL;
     va_list ap;
     size_t len;
 
@@ -187,27 +218,31 @@ void zx_http_reply_json_error(zx_http_req *r, int status, const char *extra_head
     if (vasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
     va_end(ap);
-    b = evbuffer_new();
-    if (!b) {
-        free(msg);
-        zx_http_reply(r, 500, "application/json", extra_headers,
-                      "{\"error\": \"out of memory\", \"status\": 500}", 41);
-        return;
-    }
     if (status < 200 || status > 599)
         status = 500;
-    evbuffer_add(b, "{\"error\": \"", 11);
-    json_escape(b, (const unsigned char *)(msg ? msg : "out of memory"));
-    evbuffer_add_printf(b, "\", \"status\": %d}", status);
-    len = evbuffer_get_length(b);
-    zx_http_reply(r, status, "application/json", extra_headers,
-                  (const char *)evbuffer_pullup(b, -1), len);
-    evbuffer_free(b);
+    b = evbuffer_new();
+    if (!b || evbuffer_add(b, "{\"error\": \"", 11) != 0 ||
+        json_escape(b, (const unsigned char *)(msg ? msg : "out of memory")) != 0 ||
+        evbuffer_add_printf(b, "\", \"status\": %d}", status) < 0 ||
+        !(body = (const char *)evbuffer_pullup(b, -1))) {
+        /* Still an answer with the status the caller meant. */
+        zx_http_log_error(r->srv, "event=http_nomem what=json_error status=%d peer=%s", status,
+                          r->peer);
+        snprintf(fallback, sizeof(fallback), "{\"error\": \"out of memory\", \"status\": %d}",
+                 status);
+        zx_http_reply(r, status, "application/json", extra_headers, fallback, strlen(fallback));
+    } else {
+        len = evbuffer_get_length(b);
+        zx_http_reply(r, status, "application/json", extra_headers, body, len);
+    }
+    if (b)
+        evbuffer_free(b);
     free(msg);
 }
 
 /* The server answers an error itself and closes the connection. */
-void zx_http_conn_fail(struct conn *c, int status, const char *msg)
+void zx_http_conn_fail_hdr(struct conn *c, int status, const char *extra_headers,
+                           const char *msg)
 {
     zx_http_req *r = c->req;
     if (!r) {
@@ -217,10 +252,16 @@ void zx_http_conn_fail(struct conn *c, int status, const char *msg)
                                       "Content-Type: application/json\r\n"
                                       "Content-Length: 41\r\nConnection: close\r\n\r\n"
                                       "{\"error\": \"out of memory\", \"status\": 500}";
-            evbuffer_add(bufferevent_get_output(c->bev), oom, sizeof(oom) - 1);
+            struct evbuffer *out = bufferevent_get_output(c->bev);
+            zx_http_log_error(c->srv, "event=http_nomem what=error_reply status=%d peer=%s",
+                              status, c->peer);
+            if (evbuffer_add(out, oom, sizeof(oom) - 1) != 0)
+                evbuffer_drain(out, evbuffer_get_length(out));
             c->state = ST_CLOSING;
             c->linger = 0;
             bufferevent_disable(c->bev, EV_READ);
+            if (evbuffer_get_length(out) == 0 && !c->in_process)
+                event_active(c->resume, EV_TIMEOUT, 0); /* nothing to flush: close */
             return;
         }
         c->req = r;
@@ -230,5 +271,10 @@ void zx_http_conn_fail(struct conn *c, int status, const char *msg)
     r->in_handler = 0;
     r->keep_alive = 0;
     r->body_done = 0; /* never reuse the connection after a server error */
-    zx_http_reply_json_error(r, status, NULL, "%s", msg);
+    zx_http_reply_json_error(r, status, extra_headers, "%s", msg);
+}
+
+void zx_http_conn_fail(struct conn *c, int status, const char *msg)
+{
+    zx_http_conn_fail_hdr(c, status, NULL, msg);
 }

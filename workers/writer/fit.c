@@ -4,6 +4,7 @@
  */
 #include "workers/writer/fit.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,86 @@ int zx_fit_json_text(const zx_value *v, zx_fit_buf *b)
     }
 }
 
+/* ---- numbers kept as text (rowset.h) ---------------------------------- */
+
+typedef enum numtext {
+    NT_BAD,       /* not exactly one JSON number literal */
+    NT_INT,       /* an integer within int64: *i */
+    NT_BELOW,     /* an integer below INT64_MIN (*d: its double, maybe inf) */
+    NT_ABOVE,     /* an integer above INT64_MAX (*d likewise) */
+    NT_REAL,      /* a real within double range: *d */
+} numtext;
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* End of the RFC 8259 number at s[0..n), or 0 if there is none; *is_int:
+ * no fraction and no exponent. */
+static size_t number_end(const char *s, size_t n, int *is_int)
+{
+    size_t j = 0;
+    *is_int = 1;
+    if (j < n && s[j] == '-')
+        j++;
+    if (j < n && s[j] == '0')
+        j++;
+    else if (j < n && is_digit(s[j]))
+        while (j < n && is_digit(s[j]))
+            j++;
+    else
+        return 0;
+    if (j < n && s[j] == '.') {
+        *is_int = 0;
+        if (++j >= n || !is_digit(s[j]))
+            return 0;
+        while (j < n && is_digit(s[j]))
+            j++;
+    }
+    if (j < n && (s[j] == 'e' || s[j] == 'E')) {
+        *is_int = 0;
+        if (++j < n && (s[j] == '+' || s[j] == '-'))
+            j++;
+        if (j >= n || !is_digit(s[j]))
+            return 0;
+        while (j < n && is_digit(s[j]))
+            j++;
+    }
+    return j;
+}
+
+/* What the literal s[0..n) is; s[n] must be NUL (rowset strings and fit
+ * buffers are), else NT_BAD.  *d is set for every class but NT_BAD and
+ * NT_INT; a real beyond double range is NT_REAL with *d infinite. */
+static numtext numtext_class(const char *s, size_t n, int64_t *i, double *d)
+{
+    int is_int;
+    if (!s || n == 0 || s[n] != '\0' || number_end(s, n, &is_int) != n)
+        return NT_BAD;
+    if (is_int) {
+        int neg = s[0] == '-', big = 0;
+        uint64_t m = 0;
+        for (size_t k = (size_t)neg; k < n; k++) {
+            unsigned dg = (unsigned)(s[k] - '0');
+            if (m > (UINT64_MAX - dg) / 10) {
+                big = 1;
+                break;
+            }
+            m = m * 10 + dg;
+        }
+        if (!big && m <= (uint64_t)INT64_MAX + (uint64_t)neg) {
+            *i = neg ? (int64_t)(0 - m) : (int64_t)m;
+            return NT_INT;
+        }
+        *d = strtod(s, NULL);
+        return neg ? NT_BELOW : NT_ABOVE;
+    }
+    char *end;
+    *d = strtod(s, &end);
+    return end == s + n ? NT_REAL : NT_BAD;
+}
+
 static int out_text_buf(zx_fit_buf *buf, zx_fit_out *out)
 {
     out->st = ZX_FIT_S_TEXT;
@@ -182,6 +263,28 @@ int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_fit_buf *buf, zx_fit_out *
         return 1;
     if (v->type >= ZX_T__COUNT)
         return 0;
+    if (zx_value_is_number_text(v)) {
+        int64_t i = 0;
+        double d = 0;
+        numtext c = numtext_class(v->s, v->len, &i, &d);
+        if (c != NT_BAD) {
+            if (c == NT_INT && (k == ZX_FIT_INTEGER || k == ZX_FIT_ANY)) {
+                out->st = ZX_FIT_S_INT;
+                out->i = i;
+                return 1;
+            }
+            if (isinf(d) && k != ZX_FIT_TEXT)
+                return 0; /* beyond double range: only TEXT keeps it */
+            if (c != NT_INT && k == ZX_FIT_INTEGER)
+                return 0; /* beyond int64, or a real */
+            if (k == ZX_FIT_REAL || k == ZX_FIT_ANY) {
+                out->st = ZX_FIT_S_REAL;
+                out->d = c == NT_INT ? (double)i : d;
+                return 1;
+            }
+            /* TEXT, JSON: the literal, below; BOOLEAN, TIMESTAMP: misfit */
+        }
+    }
     switch (k) {
     case ZX_FIT_INTEGER:
         if (v->type == ZX_T_INT) {
@@ -257,6 +360,15 @@ int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_fit_buf *buf, zx_fit_out *
 void zx_fit_reason(char *out, size_t outlen, const char *raw, size_t rawlen,
                    zx_type vt, const char *column, zx_fit_kind k)
 {
+    const char *vname = zx_type_name(vt);
+    numtext c = NT_BAD;
+    int64_t iv;
+    double dv = 0;
+    if (vt == ZX_T_JSON && rawlen > 0 && (raw[0] == '-' || is_digit(raw[0]))) {
+        c = numtext_class(raw, rawlen, &iv, &dv);
+        if (c != NT_BAD)
+            vname = c == NT_REAL ? "real" : "integer";
+    }
     size_t n = rawlen;
     const char *ell = "";
     if (n > 80) {
@@ -265,6 +377,17 @@ void zx_fit_reason(char *out, size_t outlen, const char *raw, size_t rawlen,
             n--; /* do not cut a UTF-8 sequence */
         ell = "...";
     }
-    snprintf(out, outlen, "value %.*s%s (%s) does not fit column %s (%s)", (int)n, raw, ell,
-             zx_type_name(vt), column, zx_fit_kind_name(k));
+    if (k == ZX_FIT_INTEGER && c == NT_BELOW)
+        snprintf(out, outlen, "integer %.*s%s is below the smallest INTEGER (%lld)", (int)n,
+                 raw, ell, (long long)INT64_MIN);
+    else if (k == ZX_FIT_INTEGER && c == NT_ABOVE)
+        snprintf(out, outlen, "integer %.*s%s is above the largest INTEGER (%lld)", (int)n,
+                 raw, ell, (long long)INT64_MAX);
+    else if (c != NT_BAD && c != NT_INT && isinf(dv) && k != ZX_FIT_BOOLEAN &&
+             k != ZX_FIT_TIMESTAMP)
+        snprintf(out, outlen, "number %.*s%s is out of the range of REAL (-%.17g to %.17g)",
+                 (int)n, raw, ell, DBL_MAX, DBL_MAX);
+    else
+        snprintf(out, outlen, "value %.*s%s (%s) does not fit column %s (%s)", (int)n, raw,
+                 ell, vname, column, zx_fit_kind_name(k));
 }

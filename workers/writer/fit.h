@@ -5,22 +5,34 @@
  * README).  A column has a kind, from its declared SQL type:
  *
  *   column     accepts                                    stored as
- *   INTEGER    integer; real only if exactly integral      int64
- *              and within int64 (3.0 -> 3)
- *   REAL       integer, real                               double
+ *   INTEGER    integer within int64; real only if its       int64
+ *              double is exactly integral and within
+ *              int64 (3.0 -> 3)
+ *   REAL       integer (also beyond int64), real; not a    double (rounded)
+ *              number beyond double range
  *   BOOLEAN    boolean                                     0 / 1
  *   TIMESTAMP  timestamp                                   text, UTC, 6 fraction
  *                                                          digits (zx_ts_format)
  *   TEXT       everything: text as is, numbers and        text
- *              booleans as their JSON text, a timestamp
+ *              booleans as their JSON text (a number
+ *              kept as text: its literal), a timestamp
  *              as its original text, JSON as its text
- *   JSON       everything, as JSON text: strings quoted    text
- *              and escaped, numbers, true/false, a
+ *   JSON       everything but a number beyond double       text
+ *              range, as JSON text: strings quoted and
+ *              escaped, numbers, true/false, a
  *              timestamp as a quoted string of its
  *              original text, JSON as is
  *   (other)    a user-made table's unknown declared type:  native: int64, double,
- *              everything                                  0/1, text, formatted
- *                                                          timestamp, JSON text
+ *              everything but a number beyond double       0/1, text, formatted
+ *              range                                       timestamp, JSON text
+ *
+ * Numbers kept as text (rowset.h: an integer beyond int64, a number beyond
+ * double range, carried as their literal) are numbers here: an integer
+ * beyond int64 fits REAL (rounded to the nearest double, as an int64
+ * above 2^53 is) but never INTEGER, in both directions; a number beyond
+ * double range fits only TEXT (a JSON or user-typed SQLite column would
+ * turn its literal into Infinity).  A real is its nearest double: INTEGER
+ * takes -9223372036854775808.0 but not 9223372036854775808.0.
  *
  * SQLite note: the declared types BOOLEAN, TIMESTAMP and JSON have NUMERIC
  * affinity there, so a bare JSON number stored in a JSON column reads back
@@ -103,9 +115,15 @@ int zx_fit_json_quote(zx_fit_buf *b, const char *s, size_t n);
 /* Append raw bytes to b (kept NUL-terminated).  0 or -1. */
 int zx_fit_buf_put(zx_fit_buf *b, const char *s, size_t n);
 
-/* Reject reason, e.g. `value "abc" (text) does not fit column amount
- * (integer)`, into out (truncated, NUL-terminated; the value's JSON text
- * shortened to about 80 bytes).  raw is the value's JSON text. */
+/* Reject reason into out (truncated, NUL-terminated; the value's JSON
+ * text shortened to about 80 bytes).  raw is the value's JSON text (a
+ * number kept as text: its literal; raw[rawlen] must be NUL, as fit
+ * buffers are).  Reasons:
+ *   value "abc" (text) does not fit column amount (integer)
+ *   integer -9223372036854775809 is below the smallest INTEGER
+ *     (-9223372036854775808)            (and "above the largest INTEGER")
+ *   number 1e999999 is out of the range of REAL (-1.7976931348623157e+308
+ *     to 1.7976931348623157e+308) */
 void zx_fit_reason(char *out, size_t outlen, const char *raw, size_t rawlen,
                    zx_type vt, const char *column, zx_fit_kind k);
 

@@ -196,8 +196,12 @@ int zx_store_open(const char *data_dir, unsigned flags, size_t initial_mapsize,
     /* 0 = adopt the size recorded in an existing file */
     mdb_env_set_mapsize(s->env, s->readonly ? 0
                         : (initial_mapsize ? initial_mapsize : ZX_STORE_DEFAULT_MAPSIZE));
-    rc = mdb_env_open(s->env, path,
-                      MDB_NOSUBDIR | MDB_NOTLS | (s->readonly ? MDB_RDONLY : 0), 0640);
+    unsigned envflags = MDB_NOSUBDIR | MDB_NOTLS;
+    if (s->readonly)
+        envflags |= MDB_RDONLY;
+    else if (flags & ZX_STORE_NOMETASYNC)
+        envflags |= MDB_NOMETASYNC;
+    rc = mdb_env_open(s->env, path, envflags, 0640);
     if (rc) {
         code = tr(rc);
         if (rc == ENOENT && !s->readonly)

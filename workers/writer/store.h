@@ -93,13 +93,21 @@ typedef struct zx_store zx_store;
 typedef struct zx_store_txn zx_store_txn;
 
 #define ZX_STORE_RDONLY 0x1u
+/* Read-write only: a commit syncs the data pages to disk but not the meta
+ * page (LMDB's MDB_NOMETASYNC; the next commit's sync carries it): one
+ * sync per commit instead of two.  A system crash or power loss (never a
+ * process crash) may then undo the last committed transaction; the store
+ * is never corrupted.  The writer uses it with the workspace's
+ * `synchronous: normal`, whose last commits a power loss may undo too. */
+#define ZX_STORE_NOMETASYNC 0x2u
 
 /* Default initial map size of a newly created store (read-write). */
 #define ZX_STORE_DEFAULT_MAPSIZE ((size_t)256 * 1024 * 1024)
 
 /* Open the store in data_dir (which must exist).
- * flags: ZX_STORE_RDONLY or 0 (read-write: creates the file and every named
- * database if missing).  initial_mapsize: 0 for the default; a read-write
+ * flags: ZX_STORE_RDONLY, or 0 / ZX_STORE_NOMETASYNC (read-write: creates
+ * the file, mode 0640 less the umask, and every named database if
+ * missing).  initial_mapsize: 0 for the default; a read-write
  * open uses it as the map size (at least the data already in the file; it
  * is mainly there to let tests force map growth); read-only opens ignore it.
  * On success stores the handle in *out and returns 0.  On failure returns a

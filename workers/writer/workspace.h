@@ -10,7 +10,8 @@
  * Tables: created on the first append from the batch's column types (a
  * column whose batch type is ZX_T_NULL is created only once a non-null value
  * arrives) plus the requested metadata columns; later batches add new
- * columns with ALTER TABLE ADD COLUMN.  Identifiers are always
+ * columns with ALTER TABLE ADD COLUMN, up to the column cap (below: the
+ * fields beyond it are kept as JSON in the column _extra).  Identifiers are always
  * double-quoted (embedded quotes doubled).  Declared types: INTEGER, REAL,
  * BOOLEAN, TEXT, TIMESTAMP, JSON; a user-made table may use any other
  * declared type, treated as "accept anything".  What fits where: fit.h.
@@ -44,13 +45,28 @@ typedef struct zx_ws zx_ws;
  * synchronous "normal" or "full" (NULL = "full"), a 64 MiB page cache and
  * temporary storage in memory; creates _zx_checkpoints.  Returns the handle,
  * or NULL with a message in err.
+ *
+ * One workspace, one writer: the handle holds an exclusive lock (flock) on
+ * the file `<path>-zxlock` (not on the database itself, whose POSIX locks
+ * are SQLite's) until zx_ws_close, and writes into it "pid P on host H, "
+ * and `owner` (free text, e.g. "data_dir /var/lib/zx"; may be NULL).  When
+ * another process holds it, the open fails, *locked (if not NULL) is set
+ * to 1 and err names the holder as written in that file; *locked is 0 for
+ * every other failure.  The lock ends with the process, so it is never
+ * stale.
+ *
+ * File modes: a database file this call creates is made 0640 (less the
+ * umask), like the LMDB store; SQLite gives its -wal and -shm files the
+ * database file's mode.  An existing file keeps its mode.
+ *
  * Process-wide side effect: the first call turns SQLite's memory statistics
  * off (SQLITE_CONFIG_MEMSTATUS; a global mutex per allocation otherwise
  * costs ~40% of insert speed) when SQLite has not been used yet. */
-zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err,
-                         size_t errlen);
+zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *owner,
+                         int *locked, char *err, size_t errlen);
 
-/* Close (rolling back an open transaction).  NULL is a no-op. */
+/* Close (rolling back an open transaction) and release the workspace
+ * lock.  NULL is a no-op. */
 void zx_ws_close(zx_ws *w);
 
 /* Begin / commit the write transaction.  0, or -1 with a message in err.
@@ -97,10 +113,26 @@ int zx_ws_checkpoint_prune(zx_ws *w, const char *prefix, const char *keep1, cons
 #define ZX_WS_META_INGESTED_AT 0x1u  /* "_ingested_at" TIMESTAMP */
 #define ZX_WS_META_REQUEST_ID 0x2u   /* "_request_id" TEXT */
 
+/* The column cap.  A table gets at most max_columns columns from the data
+ * (its columns other than _ingested_at, _request_id and _extra count,
+ * user-made ones included).  A field that would need a new column beyond
+ * the cap is kept instead in the overflow column ZX_WS_EXTRA_COLUMN
+ * (declared JSON, created on first need, not counted): per row, one JSON
+ * object {"<column name>": <value as JSON>, ...} of the fields that got no
+ * column (names as normalised, i.e. the column each would have had; null
+ * values left out; NULL when the row has none).  A value that does not fit
+ * a user-made _extra column's type is a reject like any other.  A data
+ * column named _extra (the normaliser never makes one) is ignored. */
+#define ZX_WS_EXTRA_COLUMN "_extra"
+#define ZX_WS_DEFAULT_MAX_COLUMNS 500u
+#define ZX_WS_MAX_COLUMNS 1500u      /* highest cap (SQLite: 2000 in all) */
+
 typedef struct zx_ws_append {
     const char *pipeline;    /* for the rejects table */
     const char *table;       /* target table name (unquoted) */
     uint32_t metadata;       /* ZX_WS_META_* bits */
+    uint32_t max_columns;    /* column cap; 0 = ZX_WS_DEFAULT_MAX_COLUMNS,
+                                above ZX_WS_MAX_COLUMNS = ZX_WS_MAX_COLUMNS */
     int64_t ingested_at_us;  /* _ingested_at and rejected_at; 0 = now */
     const char *request_id;  /* _request_id and rejects; may be NULL */
 } zx_ws_append;
@@ -125,6 +157,10 @@ typedef struct zx_ws_result {
     size_t nnewcols;
     zx_ws_colcount *rejcols; /* misfit count per column, only non-zero */
     size_t nrejcols;
+    uint64_t extra_values;   /* values kept in _extra (column cap reached) */
+    uint32_t extra_fields;   /* distinct fields of the batch kept there */
+    uint32_t max_columns;    /* the cap applied (when extra_fields > 0) */
+    char extra_first[64];    /* the first such field's name, "" if none */
 } zx_ws_result;
 
 /* Append every row of rs to a->table inside the open transaction, creating

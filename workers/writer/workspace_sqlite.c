@@ -15,10 +15,14 @@
  */
 #include "workers/writer/workspace_sqlite_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 void zx_wsq_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -64,15 +68,88 @@ int zx_wsq_run(sqlite3_stmt *st)
 
 /* ---- open / close / transactions ----------------------------------------- */
 
-zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err, size_t errlen)
+#define FILE_MODE 0640   /* the LMDB store's mode too (store.c) */
+
+/* Take the workspace lock (<path>-zxlock) and record the holder in it.
+ * Returns the locked fd, or -1 with err set (*locked = 1 when another
+ * process holds it). */
+static int lock_workspace(const char *path, const char *owner, int *locked, char *err,
+                          size_t errlen)
+{
+    char lpath[4200], who[512] = "";
+    if ((size_t)snprintf(lpath, sizeof(lpath), "%s-zxlock", path) >= sizeof(lpath)) {
+        zx_wsq_seterr(err, errlen, "workspace %s: path too long", path);
+        return -1;
+    }
+    int fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, FILE_MODE);
+    if (fd < 0) {
+        zx_wsq_seterr(err, errlen, "workspace %s: cannot open its lock file %s: %s", path, lpath,
+                      strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        if (e == EWOULDBLOCK) {
+            ssize_t n = pread(fd, who, sizeof(who) - 1, 0);
+            who[n > 0 ? n : 0] = '\0';
+            who[strcspn(who, "\n")] = '\0';
+            if (locked)
+                *locked = 1;
+            zx_wsq_seterr(err, errlen,
+                          "workspace %s is in use by another zxd (%s; lock file %s): a workspace "
+                          "has one writer; stop that zxd or set another workspace.sqlite.path",
+                          path, who[0] ? who : "holder unknown", lpath);
+        } else {
+            zx_wsq_seterr(err, errlen, "workspace %s: cannot lock %s: %s", path, lpath,
+                          strerror(e));
+        }
+        close(fd);
+        return -1;
+    }
+    char host[256] = "?";
+    if (gethostname(host, sizeof(host) - 1) < 0)
+        snprintf(host, sizeof(host), "?");
+    host[sizeof(host) - 1] = '\0';
+    int n = snprintf(who, sizeof(who), "pid %ld on host %s%s%s\n", (long)getpid(), host,
+                     owner ? ", " : "", owner ? owner : "");
+    if (n < 0 || (size_t)n >= sizeof(who))
+        n = (int)strlen(who);
+    /* the text is only for the message of a second zxd: a failure to write
+     * it leaves the lock as good */
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, who, (size_t)n, 0) < 0)
+        who[0] = '\0';
+    return fd;
+}
+
+/* Create the database file with FILE_MODE if it does not exist yet (SQLite
+ * would make it 0644); SQLite then gives -wal and -shm the same mode.
+ * 0, or -1 with err set. */
+static int create_db_file(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, FILE_MODE);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    if (errno == EEXIST)
+        return 0;
+    zx_wsq_seterr(err, errlen, "workspace %s: cannot create: %s", path, strerror(errno));
+    return -1;
+}
+
+zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *owner,
+                         int *locked, char *err, size_t errlen)
 {
     zx_ws *w = calloc(1, sizeof(*w));
     char *jm = NULL;
     const char *sync = "FULL";
+    if (locked)
+        *locked = 0;
     if (!w) {
         zx_wsq_seterr(err, errlen, "workspace: out of memory");
         return NULL;
     }
+    w->lock_fd = -1;
     if (synchronous && sqlite3_stricmp(synchronous, "normal") == 0)
         sync = "NORMAL";
     else if (synchronous && sqlite3_stricmp(synchronous, "full") != 0) {
@@ -85,6 +162,9 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err, s
      * insert speed).  Process-wide and only possible before SQLite is first
      * used; harmlessly refused (SQLITE_MISUSE) after that. */
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    if ((w->lock_fd = lock_workspace(path, owner, locked, err, errlen)) < 0 ||
+        create_db_file(path, err, errlen) < 0)
+        goto fail;
     if (sqlite3_open_v2(path, &w->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
@@ -99,8 +179,12 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, char *err, s
     sqlite3_exec(w->db, "PRAGMA page_size=65536", NULL, NULL, NULL);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(w->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        jm = strdup((const char *)sqlite3_column_text(st, 0));
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+        !(jm = strdup((const char *)sqlite3_column_text(st, 0)))) {
+        sqlite3_finalize(st);
+        zx_wsq_seterr(err, errlen, "workspace %s: out of memory", path);
+        goto fail;
+    }
     sqlite3_finalize(st);
     if (!jm || sqlite3_stricmp(jm, "wal") != 0) {
         zx_wsq_seterr(err, errlen, "workspace %s: cannot switch to WAL mode: %s", path,
@@ -148,9 +232,12 @@ void zx_ws_close(zx_ws *w)
     sqlite3_finalize(w->st_ckpt_set);
     sqlite3_finalize(w->st_info);
     sqlite3_close(w->db);
+    if (w->lock_fd >= 0)
+        close(w->lock_fd); /* releases the workspace lock */
     free(w->map);
     free(w->rejn);
     free(w->nomsg);
+    free(w->xlast);
     free(w->param);
     free(w->used);
     free(w->list);
@@ -158,6 +245,7 @@ void zx_ws_close(zx_ws *w)
     zx_fit_buf_free(&w->buf);
     zx_fit_buf_free(&w->raw);
     zx_fit_buf_free(&w->sql);
+    zx_fit_buf_free(&w->xbuf);
     free(w);
 }
 
@@ -284,7 +372,10 @@ static int grow_scratch(zx_ws *w, size_t nrs, size_t ntc)
         char **n = realloc(w->nomsg, cap * sizeof(*n));
         if (n)
             w->nomsg = n;
-        if (!m || !r || !n)
+        uint64_t *x = realloc(w->xlast, cap * sizeof(*x));
+        if (x)
+            w->xlast = x;
+        if (!m || !r || !n || !x)
             return -1;
         w->rs_cap = cap;
     }
@@ -424,11 +515,134 @@ static int result_rejcols(zx_ws_result *res, const char *name, uint64_t n)
     return 0;
 }
 
+/* Bind the row's _extra object (w->xbuf) to the statement, or record it
+ * as a reject when a user-made _extra column does not take it.  0, or -1
+ * (err set). */
+static int bind_extra(zx_ws *w, ws_table *t, const zx_ws_append *a, sqlite3_stmt *st,
+                      int64_t idx, zx_ws_result *res, char *err, size_t errlen)
+{
+    zx_value v = { .type = ZX_T_JSON };
+    zx_fit_out o;
+    int f = 0;
+    if (w->xbuf.len <= UINT32_MAX) {
+        v.len = (uint32_t)w->xbuf.len;
+        v.s = w->xbuf.p;
+        f = zx_fit_value(t->cols[idx].kind, &v, &w->buf, &o);
+        if (f < 0) {
+            zx_wsq_seterr(err, errlen, "workspace: out of memory");
+            return -1;
+        }
+    }
+    if (f > 0 && bind_out(st, (int)w->param[idx], &o, &w->buf, w->slot[idx]) == SQLITE_OK)
+        return 0;
+    sqlite3_bind_null(st, (int)w->param[idx]);
+    if (reject(w, t, a, ZX_WS_EXTRA_COLUMN, t->cols[idx].kind, v.s ? &v : NULL,
+               v.s ? NULL : "the fields over the column cap do not fit in one value",
+               err, errlen) < 0)
+        return -1;
+    res->rejects++;
+    if (result_rejcols(res, ZX_WS_EXTRA_COLUMN, 1) < 0) {
+        zx_wsq_seterr(err, errlen, "workspace: out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Columns of t that count against the column cap: all but the metadata
+ * columns and _extra. */
+static uint32_t data_columns(const ws_table *t)
+{
+    uint32_t n = t->ncols;
+    for (int m = 0; m < 2; m++)
+        n -= zx_wsq_find_col(t, zx_wsq_meta_name[m]) >= 0;
+    n -= zx_wsq_find_col(t, ZX_WS_EXTRA_COLUMN) >= 0;
+    return n;
+}
+
+/* Rowset column c gets no column (the cap is reached): keep it in _extra. */
+static void to_extra(zx_ws *w, const zx_rowset *rs, uint32_t c, uint32_t cap,
+                     zx_ws_result *res)
+{
+    w->map[c] = -4;
+    if (res->extra_fields++ == 0)
+        snprintf(res->extra_first, sizeof(res->extra_first), "%s", rs->cols[c].name);
+    res->max_columns = cap;
+}
+
+/* The overflow column exists (or is added now): its index in *idx.  When
+ * SQLite refuses to add it, the fields meant for it become rejects that
+ * say why (w->map -2 with a message).  0, or -1 (err set). */
+static int ensure_extra(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t cap,
+                        zx_ws_result *res, int64_t *idx, char *err, size_t errlen)
+{
+    *idx = zx_wsq_find_col(t, ZX_WS_EXTRA_COLUMN);
+    if (*idx >= 0)
+        return 0;
+    char *why = NULL;
+    int rc = zx_wsq_add_column(w, t, ZX_WS_EXTRA_COLUMN, "JSON", &why, err, errlen);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        *idx = (int64_t)t->ncols - 1;
+        if (zx_wsq_add_newcol(res, ZX_WS_EXTRA_COLUMN, ZX_T_JSON) == 0)
+            return 0;
+        zx_wsq_seterr(err, errlen, "workspace: out of memory");
+        return -1;
+    }
+    for (uint32_t c = 0; c < rs->ncols; c++) {
+        if (w->map[c] != -4)
+            continue;
+        w->map[c] = -2;
+        if (asprintf(&w->nomsg[c], "table %s is at its cap of %u columns and column %s "
+                     "could not be added: %s", t->name, cap, ZX_WS_EXTRA_COLUMN,
+                     why ? why : "refused") < 0) {
+            w->nomsg[c] = NULL;
+            free(why);
+            zx_wsq_seterr(err, errlen, "workspace: out of memory");
+            return -1;
+        }
+    }
+    free(why);
+    res->extra_fields = 0;
+    res->extra_first[0] = '\0';
+    return 0;
+}
+
+/* Append to w->xbuf the row's fields kept in _extra (cells b..e), as one
+ * JSON object; xbuf is left empty when there are none.  The last cell of
+ * a column in the row wins (w->xlast); nulls are left out.  Counts the
+ * values in res.  0, or -1 out of memory. */
+static int build_extra(zx_ws *w, const zx_rowset *rs, uint64_t b, uint64_t e,
+                       zx_ws_result *res)
+{
+    zx_fit_buf *x = &w->xbuf;
+    x->len = 0;
+    for (uint64_t i = b; i < e; i++) {
+        const zx_cell *cell = &rs->cells[i];
+        if (cell->col >= rs->ncols || w->map[cell->col] != -4 || w->xlast[cell->col] != i ||
+            cell->v.type == ZX_T_NULL)
+            continue;
+        const zx_column *col = &rs->cols[cell->col];
+        if (zx_fit_buf_put(x, x->len ? "," : "{", 1) < 0 ||
+            zx_fit_json_quote(x, col->name, col->name_len) < 0 || zx_fit_buf_put(x, ":", 1) < 0 ||
+            zx_fit_json_text(&cell->v, x) < 0)
+            return -1;
+        res->extra_values++;
+    }
+    if (x->len && zx_fit_buf_put(x, "}", 1) < 0)
+        return -1;
+    return 0;
+}
+
 int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                       zx_ws_result *res, char *err, size_t errlen)
 {
     int ret = -1, meta_idx[2] = { -1, -1 };
+    int64_t extra_idx = -1;
     uint32_t meta = a->metadata & 3u, ncols = rs->ncols;
+    uint32_t cap = a->max_columns ? a->max_columns : ZX_WS_DEFAULT_MAX_COLUMNS;
+    if (cap > ZX_WS_MAX_COLUMNS)
+        cap = ZX_WS_MAX_COLUMNS;
     sqlite3_stmt *st = NULL;
     memset(res, 0, sizeof(*res));
     if (!w->in_txn) {
@@ -455,7 +669,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
     /* classify: -1 skip, -3 needs a column, else the table column */
     for (uint32_t c = 0; c < ncols; c++) {
         const zx_column *col = &rs->cols[c];
-        int shadow = 0;
+        int shadow = sqlite3_stricmp(col->name, ZX_WS_EXTRA_COLUMN) == 0;
         for (int m = 0; m < 2; m++)
             shadow |= (meta & (1u << m)) && sqlite3_stricmp(col->name, zx_wsq_meta_name[m]) == 0;
         if (col->type == ZX_T_NULL || shadow || strlen(col->name) != col->name_len)
@@ -464,6 +678,16 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
             w->map[c] = -3;
     }
     if (t->ncols == 0) {
+        /* a new table gets the first `cap` fields as columns */
+        uint32_t budget = cap;
+        for (uint32_t c = 0; c < ncols; c++) {
+            if (w->map[c] != -3 || !zx_fit_decl_for_type(rs->cols[c].type))
+                continue;
+            if (budget)
+                budget--;
+            else
+                to_extra(w, rs, c, cap, res);
+        }
         int rc = zx_wsq_create_table(w, t, rs, meta, res, err, errlen);
         if (rc < 0)
             goto out;
@@ -472,6 +696,8 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
             goto out;
         }
     }
+    uint32_t have = data_columns(t);
+    uint32_t budget = have < cap ? cap - have : 0;
     for (uint32_t c = 0; c < ncols; c++) {
         if (w->map[c] != -3)
             continue;
@@ -482,15 +708,22 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                 w->map[c] = -2;
                 continue;
             }
+            if (budget == 0) {
+                to_extra(w, rs, c, cap, res);
+                continue;
+            }
             int rc = zx_wsq_add_column(w, t, rs->cols[c].name, decl, &w->nomsg[c], err, errlen);
             if (rc < 0)
                 goto out;
             if (rc == 0 && zx_wsq_add_newcol(res, rs->cols[c].name, rs->cols[c].type) < 0)
                 goto nomem;
+            budget -= rc == 0;
             i = rc == 0 ? (int64_t)t->ncols - 1 : -2;
         }
         w->map[c] = (int32_t)i;
     }
+    if (res->extra_fields && ensure_extra(w, t, rs, cap, res, &extra_idx, err, errlen) < 0)
+        goto out;
     for (int m = 0; m < 2; m++) {
         if (!(meta & (1u << m)))
             continue;
@@ -515,6 +748,8 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
     for (int m = 0; m < 2; m++)
         if (meta_idx[m] >= 0)
             w->used[meta_idx[m]] = 1;
+    if (extra_idx >= 0)
+        w->used[extra_idx] = 1;
     uint32_t n = 0;
     for (uint32_t i = 0; i < t->ncols; i++) {
         w->param[i] = w->used[i] ? n + 1 : 0;
@@ -535,6 +770,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
 
     for (uint32_t r = 0; r < rs->nrows; r++) {
         uint64_t b = rs->row_start[r], e = rs->row_start[r + 1];
+        int has_extra = 0;
         for (uint64_t i = b; i < e; i++) {
             const zx_cell *cell = &rs->cells[i];
             if (cell->col >= ncols)
@@ -542,6 +778,11 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
             int32_t m = w->map[cell->col];
             if (m == -1)
                 continue;
+            if (m == -4) {
+                w->xlast[cell->col] = i;
+                has_extra = 1;
+                continue;
+            }
             if (cell->v.type == ZX_T_NULL) {
                 if (m >= 0)
                     sqlite3_bind_null(st, (int)w->param[m]);
@@ -560,7 +801,10 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
             const char *reason = NULL;
             if (m < 0) {
                 snprintf(why, sizeof(why), "column %.100s could not be added: %.300s", cname,
-                         w->nomsg[cell->col] ? w->nomsg[cell->col] : "unknown value type");
+                         w->nomsg[cell->col] ? w->nomsg[cell->col]
+                         : !zx_fit_decl_for_type(rs->cols[cell->col].type)
+                             ? "unknown value type"
+                             : "the reason was lost (out of memory)");
                 reason = why;
             }
             if (reject(w, t, a, cname, m >= 0 ? t->cols[m].kind : ZX_FIT__COUNT, &cell->v,
@@ -568,6 +812,12 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                 goto out;
             w->rejn[cell->col]++;
             res->rejects++;
+        }
+        if (has_extra && extra_idx >= 0) {
+            if (build_extra(w, rs, b, e, res) < 0)
+                goto nomem;
+            if (w->xbuf.len && bind_extra(w, t, a, st, extra_idx, res, err, errlen) < 0)
+                goto out;
         }
         int rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) {
@@ -589,6 +839,8 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         for (uint64_t i = b; i < e; i++)
             if (rs->cells[i].col < ncols && w->map[rs->cells[i].col] >= 0)
                 sqlite3_bind_null(st, (int)w->param[w->map[rs->cells[i].col]]);
+        if (extra_idx >= 0)
+            sqlite3_bind_null(st, (int)w->param[extra_idx]);
     }
     for (uint32_t c = 0; c < ncols; c++)
         if (w->rejn[c] && result_rejcols(res, w->map[c] >= 0 ? t->cols[w->map[c]].name

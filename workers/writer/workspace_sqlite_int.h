@@ -49,6 +49,7 @@ typedef struct ws_table {
 
 struct zx_ws {
     sqlite3 *db;
+    int lock_fd;          /* <path>-zxlock, flock'ed for the handle's life */
     int in_txn;
     sqlite3_stmt *st_begin, *st_commit, *st_rollback, *st_ckpt_get, *st_ckpt_set,
         *st_info;
@@ -58,6 +59,8 @@ struct zx_ws {
     int32_t *map;         /* rowset column -> table column, -1 skip, -2 not added */
     uint64_t *rejn;       /* rowset column -> misfits */
     char **nomsg;         /* rowset column -> why it could not be added */
+    uint64_t *xlast;      /* rowset column kept in _extra -> index of its
+                             last cell in the current row */
     uint32_t *param;      /* table column -> parameter index (0: none) */
     uint8_t *used;        /* table column -> in the statement */
     uint32_t *list;       /* the statement's table columns */
@@ -65,6 +68,7 @@ struct zx_ws {
                                   the current row (bound SQLITE_STATIC) */
     size_t rs_cap, tc_cap;
     zx_fit_buf buf, raw, sql;
+    zx_fit_buf xbuf;      /* the current row's _extra object */
     char ts[ZX_TS_BUFSZ];
 };
 

@@ -23,6 +23,7 @@
 #include "common/timefmt.h"
 #include "common/util.h"
 #include "proto/chan.h"
+#include "proto/control.h"
 #include "proto/frame.h"
 #include "workers/writer/store.h"
 #include "workers/writer/workspace.h"
@@ -50,6 +51,8 @@ typedef struct wpipe {
     int used;
     int64_t blocked_until_ms;  /* its table refused a frame: retry after */
     int64_t block_ms;          /* current backoff (1 s doubling to 60 s) */
+    uint64_t released_cycle;   /* last cycle that released its frames */
+    uint32_t max_columns;      /* column cap of its table (0 = default) */
 } wpipe;
 
 /* What one frame did, kept until the LMDB transaction is written. */
@@ -67,6 +70,10 @@ typedef struct applied {
     zx_ws_newcol *newcols;
     size_t nnewcols;
     int created;
+    uint64_t extra_values;  /* values kept in _extra (column cap) */
+    uint32_t extra_fields, max_columns;
+    char extra_first[64];
+    int announce_cap;       /* first time this table hit this cap */
     int skipped;            /* already in the workspace (reconciled) */
     int bad;                /* could not be decoded */
 } applied;
@@ -80,7 +87,9 @@ typedef struct writer {
     applied *ap;
     size_t nap, ap_cap;
     int64_t last_prune_ms;
-    int64_t last_cycle_ms;   /* start of the last cycle that applied frames */
+    uint64_t cycles;         /* cycles committed (for released_cycle) */
+    int first_pipe;          /* slot a cycle's passes start at */
+    int served_first;        /* slot of the cycle's first frame, -1 none */
     int attached_all;        /* the supervisor's initial ATTACHes are in */
     /* Fault injection for tests (ZX_FAULT_INJECTION=1 in the environment):
      * when this file exists, the writer deletes it and dies right after a
@@ -89,13 +98,16 @@ typedef struct writer {
     char fault_path[4200];
 } writer;
 
+/* Send a feed event (takes the reference; NULL = json_pack ran out of
+ * memory).  An event that cannot be built is logged, never a crash. */
 static void emit(writer *w, json_t *ev)
 {
-    char *s = json_dumps(ev, JSON_COMPACT);
-    if (s) {
+    char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    if (s)
         zx_chan_send(w->a->chan, ZX_CHAN_EVENT, s, NULL, 0);
-        free(s);
-    }
+    else
+        zx_warn("event=feed_event_lost error=\"out of memory\"");
+    free(s);
     json_decref(ev);
 }
 
@@ -130,15 +142,31 @@ static void prune_checkpoints(writer *w, wpipe *p)
     zx_ws_checkpoint_prune(w->ws, prefix, p->ckpt_key, other);
 }
 
+/* The column cap of pipeline `name`: "max_columns" of the ATTACH message
+ * when the supervisor sends it (it has the configuration as reloaded),
+ * else the configuration the writer was started with, else 0 (the
+ * workspace's default). */
+static uint32_t attach_max_columns(writer *w, json_t *o, const char *name)
+{
+    json_t *mc = json_object_get(o, "max_columns");
+    if (json_is_integer(mc) && json_integer_value(mc) > 0 &&
+        json_integer_value(mc) <= (json_int_t)ZX_WS_MAX_COLUMNS)
+        return (uint32_t)json_integer_value(mc);
+    const zx_conf_pipeline *pc = zx_conf_find(w->a->conf, name);
+    return pc ? pc->max_columns : 0;
+}
+
 static void handle_attach(writer *w, const char *json, int *fds, int nfds)
 {
     json_error_t je;
     json_t *o = json_loads(json, 0, &je);
     const char *name = o ? json_string_value(json_object_get(o, "name")) : NULL;
     if (!name || nfds != 2) {
-        zx_error("event=bad_attach nfds=%d", nfds);
+        zx_error("event=bad_attach nfds=%d error=\"%s\"", nfds,
+                 !o ? je.text : !name ? "no pipeline name" : "expected 2 descriptors");
         goto out;
     }
+    uint32_t max_columns = attach_max_columns(w, o, name);
     char err[256];
     zx_segment seg;
     if (zx_segment_map(&seg, fds[0], err, sizeof(err)) < 0) {
@@ -152,6 +180,7 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
     for (int i = 0; i < MAX_PIPES; i++) {
         wpipe *q = &w->pipes[i];
         if (q->used && strcmp(q->name, name) == 0 && q->seg.hdr->epoch == seg.hdr->epoch) {
+            q->max_columns = max_columns; /* a reload may have changed it */
             zx_segment_close(&seg);
             goto out;
         }
@@ -169,6 +198,7 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
     snprintf(p->name, sizeof(p->name), "%s", name);
     p->worker_efd = fds[1];
     fds[1] = -1;
+    p->max_columns = max_columns;
     p->detaching = 0;
     p->used = 1;
     zx_ring_set_peer(&p->seg.frames, p->worker_efd);
@@ -224,8 +254,11 @@ static int handle_chan(writer *w)
                 prune_checkpoints(w, &w->pipes[i]);
     }
     if (t == ZX_CHAN_DETACH) {
-        json_t *o = json_loads(buf, 0, NULL);
+        json_error_t je;
+        json_t *o = json_loads(buf, 0, &je);
         const char *name = o ? json_string_value(json_object_get(o, "name")) : NULL;
+        if (!name)
+            zx_error("event=bad_detach error=\"%s\"", o ? "no pipeline name" : je.text);
         const char *ep = o ? json_string_value(json_object_get(o, "epoch")) : NULL;
         unsigned long long epoch = ep ? strtoull(ep, NULL, 16) : 0;
         for (int i = 0; name && i < MAX_PIPES; i++)
@@ -296,7 +329,10 @@ static applied *new_applied(writer *w)
     return a;
 }
 
-/* Apply one frame inside the open workspace transaction. */
+/* Apply one frame inside the open workspace transaction.  0; -2 when the
+ * frame's table refused it (the same frame would fail again: hold the
+ * pipeline back); -1 on any other failure (database, out of memory: roll
+ * the cycle back and retry).  err says why. */
 static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t seq,
                        const zx_ring_cursor *after, char *err, size_t errlen)
 {
@@ -317,8 +353,12 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
         return 0;
     }
     snprintf(a->table, sizeof(a->table), "%s", m.table);
-    if (m.idem_key && m.idem_key[0])
-        a->idem = strdup(m.idem_key);
+    if (m.idem_key && m.idem_key[0] && !(a->idem = strdup(m.idem_key))) {
+        /* never drop a key silently: fail the cycle, it is retried */
+        snprintf(err, errlen, "out of memory copying the idempotency key of frame %llu of %s",
+                 (unsigned long long)seq, p->name);
+        return -1;
+    }
     a->idem_hash = m.idem_hash;
     a->accepted = m.accepted;
     snprintf(a->rid, sizeof(a->rid), "%s", m.request_id ? m.request_id : "");
@@ -330,12 +370,13 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
     ap.pipeline = p->name;
     ap.table = m.table;
     ap.metadata = m.metadata;
+    ap.max_columns = p->max_columns;
     ap.ingested_at_us = m.ingested_at_us;
     ap.request_id = m.request_id;
     zx_ws_result res = {0};
     if (zx_ws_append_rows(w->ws, &ap, &w->rs, &res, err, errlen) < 0) {
         zx_ws_result_free(&res);
-        return -1;
+        return zx_ws_failure_is_permanent(w->ws) ? -2 : -1;
     }
     a->rows = res.rows;
     a->rejects = res.rejects;
@@ -344,6 +385,10 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
     a->nrejcols = res.nrejcols;
     a->newcols = res.newcols;
     a->nnewcols = res.nnewcols;
+    a->extra_values = res.extra_values;
+    a->extra_fields = res.extra_fields;
+    a->max_columns = res.max_columns;
+    memcpy(a->extra_first, res.extra_first, sizeof(a->extra_first));
     res.rejcols = NULL;
     res.newcols = NULL;
     zx_ws_result_free(&res);
@@ -355,6 +400,31 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
     return 0;
 }
 
+/* Frame a kept fields in _extra: count them (counter "extra_values") and
+ * decide whether the feed is told, once per table and cap: the state
+ * record "capped:<table>" holds the cap (u32) last announced.  0 or a
+ * ZX_STORE_* code. */
+static int capped(zx_store_txn *t, applied *a)
+{
+    int rc = zx_store_counter_add(t, a->p->name, "extra_values", a->extra_values);
+    if (rc != 0 || !a->extra_fields)
+        return rc;
+    char key[96];
+    snprintf(key, sizeof(key), "capped:%s", a->table);
+    const void *val = NULL;
+    size_t len = 0;
+    uint32_t cap = a->max_columns, had = 0;
+    rc = zx_store_state_get(t, a->p->name, key, &val, &len);
+    if (rc == 0 && len == sizeof(had))
+        memcpy(&had, val, sizeof(had));
+    else if (rc != 0 && rc != ZX_STORE_NOTFOUND)
+        return rc;
+    if (rc == 0 && had == cap)
+        return 0;
+    a->announce_cap = 1;
+    return zx_store_state_put(t, a->p->name, key, &cap, sizeof(cap));
+}
+
 static int store_txn(writer *w)
 {
     int64_t now = zx_now_us();
@@ -363,6 +433,8 @@ static int store_txn(writer *w)
         int rc = zx_store_begin(w->store, 0, &t);
         if (rc)
             return rc;
+        for (size_t i = 0; i < w->nap; i++)
+            w->ap[i].announce_cap = 0; /* decided again by this attempt */
         for (size_t i = 0; i < w->nap && rc == 0; i++) {
             applied *a = &w->ap[i];
             zx_position pos = {a->seq, now, NULL, 0};
@@ -389,10 +461,16 @@ static int store_txn(writer *w)
                 if (rc == ZX_STORE_KEYTOOLONG)
                     rc = 0; /* the total is still counted */
             }
+            if (rc == 0 && a->extra_values)
+                rc = capped(t, a);
             if (rc == 0 && (a->nnewcols || a->created)) {
                 char *js = NULL;
-                if (zx_ws_table_columns(w->ws, a->table, &js) == 0 && js)
+                int cr = zx_ws_table_columns(w->ws, a->table, &js);
+                if (cr == 0 && js)
                     rc = zx_store_schema_put(t, a->p->name, a->table, js);
+                else if (cr < 0)
+                    zx_warn("event=schema_not_recorded pipeline=%s table=%s error=\"%s\"",
+                            a->p->name, a->table, zx_ws_errmsg(w->ws));
                 free(js);
             }
         }
@@ -421,6 +499,18 @@ static void announce(writer *w)
                               a->p->name, "table", a->table, "column", a->newcols[k].name,
                               "type", zx_type_name(a->newcols[k].type), "message", msg));
         }
+        if (a->announce_cap) {
+            char msg[400];
+            snprintf(msg, sizeof(msg), "table %s has reached its cap of %u columns "
+                     "(pipelines.%s.max_columns): new fields (first: %s) are kept as JSON "
+                     "in its column _extra", a->table, a->max_columns, a->p->name, a->extra_first);
+            emit(w, json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "event", "columns_capped",
+                              "pipeline", a->p->name, "table", a->table, "max_columns",
+                              (int)a->max_columns, "column", "_extra", "first_field",
+                              a->extra_first, "message", msg));
+            zx_warn("event=columns_capped pipeline=%s table=%s max_columns=%u first_field=%s",
+                    a->p->name, a->table, a->max_columns, a->extra_first);
+        }
         if (a->rejects) {
             json_t *cols = json_object();
             for (size_t k = 0; k < a->nrejcols; k++)
@@ -441,21 +531,19 @@ static void announce(writer *w)
     }
 }
 
-/* One cycle: returns frames applied (>= 0), or -1 after a failure that
- * was rolled back (the frames stay in their rings and are retried). */
-static int cycle(writer *w)
+/* Drain every ring once (one pass), applying each frame inside the open
+ * transaction (begun at the first frame).  Returns the frames applied in
+ * this pass (>= 0), or -1 on a failure that needs a rollback (err set). */
+static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t errlen)
 {
-    size_t bytes = 0;
     int nframes = 0;
-    int began = 0;
-    char err[512] = "";
-    w->nap = 0;
     int64_t now = zx_mono_ms();
-    for (int i = 0; i < MAX_PIPES && bytes < CYCLE_BYTES; i++) {
+    for (int k = 0; k < MAX_PIPES && *bytes < CYCLE_BYTES; k++) {
+        int i = (w->first_pipe + k) % MAX_PIPES;
         wpipe *p = &w->pipes[i];
         if (!p->used || p->blocked_until_ms > now)
             continue;
-        while (bytes < CYCLE_BYTES) {
+        while (*bytes < CYCLE_BYTES) {
             const void *data;
             size_t len;
             uint64_t seq;
@@ -467,37 +555,80 @@ static int cycle(writer *w)
                 zx_error("event=ring_corrupt pipeline=%s ring=frames", p->name);
                 break;
             }
-            if (!began) {
-                if (zx_ws_begin(w->ws, err, sizeof(err)) < 0)
-                    goto fail;
-                began = 1;
+            if (!*began) {
+                if (zx_ws_begin(w->ws, err, errlen) < 0)
+                    return -1;
+                *began = 1;
             }
             /* one savepoint per frame: a table that refuses this frame
              * holds back only its own pipeline */
             if (zx_ws_savepoint(w->ws) < 0) {
-                snprintf(err, sizeof(err), "savepoint: %s", zx_ws_errmsg(w->ws));
-                goto fail;
+                snprintf(err, errlen, "savepoint: %s", zx_ws_errmsg(w->ws));
+                return -1;
             }
-            if (apply_frame(w, p, data, len, seq, &c, err, sizeof(err)) < 0) {
-                if (!zx_ws_failure_is_permanent(w->ws))
-                    goto fail;
+            int ar = apply_frame(w, p, data, len, seq, &c, err, errlen);
+            if (ar < 0) {
+                if (ar != -2)
+                    return -1;
                 drop_last_applied(w);
                 if (zx_ws_savepoint_rollback(w->ws) < 0)
-                    goto fail;
+                    return -1;
                 block_pipe(w, p, seq, err);
                 break;
             }
             if (zx_ws_savepoint_release(w->ws) < 0) {
-                snprintf(err, sizeof(err), "release: %s", zx_ws_errmsg(w->ws));
-                goto fail;
+                snprintf(err, errlen, "release: %s", zx_ws_errmsg(w->ws));
+                return -1;
             }
             if (p->block_ms)
                 unblock_pipe(w, p);
             p->cur = c;
-            bytes += len;
+            *bytes += len;
             nframes++;
+            if (w->served_first < 0)
+                w->served_first = i;
         }
     }
+    return nframes;
+}
+
+/* One cycle = one group-commit transaction.  Returns frames applied
+ * (>= 0), or -1 after a failure that was rolled back (the frames stay in
+ * their rings and are retried).
+ *
+ * Adaptive group commit.  The transaction is begun by the first frame
+ * found and then held open only while frames keep arriving: after each
+ * pass over the rings, another pass is made if the last one applied at
+ * least one frame (a frame published while the previous pass ran: another
+ * client is active, as PostgreSQL's commit_delay applies only with
+ * commit_siblings active); the transaction commits as soon as a pass
+ * finds nothing new, or once workspace.commit_interval has passed since
+ * its first frame, or once CYCLE_BYTES were applied.  So a lone frame (or
+ * the last frames of a burst) is committed at once, never after an idle
+ * window, while a steady stream of frames shares one transaction per
+ * commit_interval.  commit_interval 0 makes every cycle a single pass. */
+static int cycle(writer *w)
+{
+    size_t bytes = 0;
+    int nframes = 0;
+    int began = 0;
+    char err[512] = "";
+    w->nap = 0;
+    w->served_first = -1;
+    int64_t deadline_us = zx_mono_us() + (int64_t)w->a->conf->commit_interval_ms * 1000;
+    for (int pass = 0;; pass++) {
+        int n = drain_pass(w, &bytes, &began, err, sizeof(err));
+        if (n < 0)
+            goto fail;
+        nframes += n;
+        if (n == 0 || bytes >= CYCLE_BYTES || zx_mono_us() >= deadline_us || stop_requested)
+            break;
+    }
+    /* round robin: the next cycle starts after the pipeline served first in
+     * this one, so that one busy pipeline filling CYCLE_BYTES cannot starve
+     * the others */
+    if (w->served_first >= 0)
+        w->first_pipe = (w->served_first + 1) % MAX_PIPES;
     if (!began)
         return 0;
     if (zx_ws_commit(w->ws, err, sizeof(err)) < 0)
@@ -517,7 +648,8 @@ static int cycle(writer *w)
         return -1;
     }
     int64_t now_us = zx_now_us();
-    for (size_t i = 0; i < w->nap; i++) {
+    w->cycles++;
+    for (size_t i = w->nap; i-- > 0;) {
         applied *a = &w->ap[i];
         zx_seg_hdr *h = a->p->seg.hdr;
         atomic_fetch_add(&h->rows, a->rows);
@@ -526,13 +658,12 @@ static int cycle(writer *w)
         if (a->bad)
             atomic_fetch_add(&h->frame_errors, 1);
         atomic_store(&h->last_commit_us, now_us);
-        /* release once per pipeline, at its last frame of the cycle */
-        int last = 1;
-        for (size_t k = i + 1; k < w->nap; k++)
-            if (w->ap[k].p == a->p)
-                last = 0;
-        if (last)
+        /* release once per pipeline, at its last frame of the cycle (the
+         * first one met walking backwards) */
+        if (a->p->released_cycle != w->cycles) {
+            a->p->released_cycle = w->cycles;
             zx_ring_release(&a->p->seg.frames, &a->after, 1);
+        }
     }
     announce(w);
     free_applied(w);
@@ -582,8 +713,10 @@ static void prune(writer *w)
 int zx_writer_main(const zx_writer_args *a)
 {
     writer *w = calloc(1, sizeof(*w));
-    if (!w)
+    if (!w) {
+        zx_error("event=fatal error=\"out of memory (writer state, %zu bytes)\"", sizeof(*w));
         return 1;
+    }
     w->a = a;
     int rc = 1;
     char err[512];
@@ -595,13 +728,26 @@ int zx_writer_main(const zx_writer_args *a)
     for (int i = 0; i < MAX_PIPES; i++)
         w->pipes[i].worker_efd = -1;
 
-    if (zx_store_open(a->conf->data_dir, 0, 0, &w->store, err, sizeof(err)) != 0) {
+    /* The store's durability follows the workspace's: with synchronous
+     * "normal" a power loss may undo the last workspace commits, so the
+     * store skips its second sync per commit (ZX_STORE_NOMETASYNC). */
+    unsigned sflags = a->conf->sqlite_synchronous && strcmp(a->conf->sqlite_synchronous, "full") == 0
+                          ? 0 : ZX_STORE_NOMETASYNC;
+    if (zx_store_open(a->conf->data_dir, sflags, 0, &w->store, err, sizeof(err)) != 0) {
         zx_error("event=fatal error=\"%s\"", err);
         goto out;
     }
-    w->ws = zx_ws_open_sqlite(a->conf->sqlite_path, a->conf->sqlite_synchronous, err, sizeof(err));
+    char owner[4200];
+    snprintf(owner, sizeof(owner), "zxd pid %ld, data_dir %s", (long)getppid(),
+             a->conf->data_dir);
+    int locked = 0;
+    w->ws = zx_ws_open_sqlite(a->conf->sqlite_path, a->conf->sqlite_synchronous, owner, &locked,
+                              err, sizeof(err));
     if (!w->ws) {
         zx_error("event=fatal error=\"%s\"", err);
+        /* another zxd writes this workspace: restarting cannot help */
+        if (locked)
+            rc = ZX_EXIT_FATAL_CONFIG;
         goto out;
     }
     const char *fi = getenv("ZX_FAULT_INJECTION");
@@ -621,19 +767,8 @@ int zx_writer_main(const zx_writer_args *a)
             zx_warn("event=supervisor_gone");
             stop_requested = 1;
         }
-        /* Group commit: at most one transaction per commit_interval while
-         * frames keep coming, so that more frames share each one; the first
-         * frame after a quiet spell is applied at once. */
-        int64_t ci = a->conf->commit_interval_ms;
-        int64_t since = zx_mono_ms() - w->last_cycle_ms;
-        if (ci > 0 && since < ci && !stop_requested) {
-            struct pollfd cp = {a->chan, POLLIN, 0};
-            poll(&cp, 1, (int)(ci - since));
-        }
-        int64_t start = zx_mono_ms();
+        /* group commit: see cycle() */
         int n = cycle(w);
-        if (n > 0)
-            w->last_cycle_ms = start;
         finish_detaches(w);
         if (n < 0) {
             backoff_ms = backoff_ms ? (backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2) : 100;

@@ -9,6 +9,14 @@
  * schemas in LMDB, and only then releases the frames, which publishes the
  * acknowledgement in each ring header and wakes the workers.
  *
+ * Group commit is adaptive (writer.c, cycle()): a transaction is held
+ * open only while frames keep arriving, up to workspace.commit_interval,
+ * and committed as soon as a pass over the rings finds nothing new; so a
+ * lone ?wait=commit push is committed at once.
+ *
+ * One workspace, one writer: the workspace is locked for the writer's life
+ * (workspace.h, zx_ws_open_sqlite).
+ *
  * Crash windows: a crash before the workspace commit re-applies the frames
  * (they are still in the rings); a crash between the workspace commit and
  * the LMDB commit is reconciled at start: frames whose seq is at or below
@@ -27,7 +35,9 @@ typedef struct zx_writer_args {
 } zx_writer_args;
 
 /* Run until SIGTERM (then apply every published frame and return 0), or
- * return 1 on a fatal error (store or workspace cannot be opened). */
+ * return on a fatal error: ZX_EXIT_FATAL_CONFIG (proto/control.h) when
+ * another process holds the workspace (restarting cannot help), 1 when the
+ * store or the workspace cannot be opened for another reason. */
 int zx_writer_main(const zx_writer_args *a);
 
 #endif
