@@ -523,6 +523,12 @@ static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
         return;
     }
     cf_check_budget(x, c, w, need);
+    if (c->http.max_held_bytes && c->http.max_held_bytes < biggest)
+        zx_cf_error_at(x, where_of(w, "server.http", "max_held_bytes"),
+                       "max_held_bytes (%llu bytes) must be at least the largest "
+                       "body limit (%llu bytes), or no such body could be received",
+                       (unsigned long long)c->http.max_held_bytes,
+                       (unsigned long long)biggest);
 }
 
 zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs)
@@ -642,5 +648,6 @@ int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
            str_same(a->table, b->table) && a->metadata == b->metadata &&
            a->ack_commit == b->ack_commit &&
            a->max_body_size == b->max_body_size &&
-           a->body_limit == b->body_limit && a->ring_size == b->ring_size;
+           a->body_limit == b->body_limit && a->ring_size == b->ring_size &&
+           a->max_columns == b->max_columns;
 }

@@ -47,6 +47,11 @@ typedef struct zx_conf_http {
                                           for room in the ring before 503 */
     uint32_t commit_timeout_ms;        /* default 30 s: how long ?wait=commit
                                           waits before 503 */
+    uint64_t max_held_bytes; /* bytes; 0 = max(256 MiB, 4 x largest body) */
+    uint32_t header_timeout_ms;        /* default 10 s: request line + headers */
+    uint32_t body_timeout_ms;          /* default 30 s (+1 s per body_min_rate
+                                          bytes received) */
+    uint64_t body_min_rate;            /* bytes/s; default 1 KiB (<= 1 GiB) */
 } zx_conf_http;
 
 typedef struct zx_conf_pipeline {
@@ -71,6 +76,8 @@ typedef struct zx_conf_pipeline {
                                 limit + 64 KiB), at least 8 MiB */
     uint64_t shm_size;       /* all the shared memory its segment may take
                                 (rings, their headers, the reply ring) */
+    uint32_t max_columns;    /* columns its table gets from the data at most
+                                (default 500, 1..1500); the rest go to _extra */
     int line, column;        /* where the pipeline's name is written (1-based) */
 } zx_conf_pipeline;
 
@@ -85,7 +92,8 @@ typedef struct zx_conf {
     zx_conf_http http;
     char *sqlite_path;       /* absolute; default <data_dir>/workspace.db */
     char *sqlite_synchronous;/* "normal" (default) | "full" */
-    uint32_t commit_interval_ms; /* writer group-commit window, default 20 ms */
+    uint32_t commit_interval_ms; /* longest a writer transaction stays open
+                                    while frames keep arriving; 20 ms */
     uint32_t max_queue_delay_ms; /* a frame waiting this long for the writer
                                     makes new pushes wait; 0 = bytes only */
     uint64_t ring_size;      /* per pipeline frames ring, default 64 MiB;

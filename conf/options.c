@@ -107,6 +107,27 @@ const zx_cf_option zx_cf_options[] = {
     {"server.http", "idle_timeout", ZX_CF_DURATION, "60s", NULL,
      HTTP(idle_timeout_ms), 0, 1, 24 * HOUR, NULL,
      "A connection with no request for this long is closed."},
+    {"server.http", "max_held_bytes", ZX_CF_SIZE, NULL,
+     "max(256MiB, 4 × the largest `max_body_size`)", HTTP(max_held_bytes), 0,
+     MiB, 1024 * GiB, NULL,
+     "Request bodies the gateway holds at once, all connections together, "
+     "counted as they are held (inflated gzip and chunked bodies included). "
+     "A push that would pass it gets 503 with `Retry-After: 1`. Should be "
+     "at least `max_body_size`."},
+    {"server.http", "header_timeout", ZX_CF_DURATION, "10s", NULL,
+     HTTP(header_timeout_ms), 0, 100, HOUR, NULL,
+     "A request's line and headers must arrive within this time, counted "
+     "from the connection (or, on a kept-alive connection, from the "
+     "request's first byte); else 408 and the connection is closed."},
+    {"server.http", "body_timeout", ZX_CF_DURATION, "30s", NULL,
+     HTTP(body_timeout_ms), 0, 100, 24 * HOUR, NULL,
+     "A request body must arrive within this time plus one second per "
+     "`body_min_rate` bytes received; else 408 and the connection is "
+     "closed."},
+    {"server.http", "body_min_rate", ZX_CF_SIZE, "1KiB", NULL,
+     HTTP(body_min_rate), 0, 1, GiB, NULL,
+     "Bytes per second a body must keep up, on average, once "
+     "`body_timeout` is used up."},
     {"server.http", "backpressure_timeout", ZX_CF_DURATION, "2s", NULL,
      HTTP(backpressure_timeout_ms), 0, 0, 10 * MIN, NULL,
      "How long a push waits for room in a full ring before it is answered "
@@ -118,8 +139,11 @@ const zx_cf_option zx_cf_options[] = {
 
     {"workspace", "commit_interval", ZX_CF_DURATION, "20ms", NULL,
      ROOT(commit_interval_ms), 0, 0, 10 * SEC, NULL,
-     "Group-commit window of the writer: frames drained within it share one "
-     "transaction. 0 commits as soon as the rings are drained."},
+     "Longest time a group-commit transaction of the writer stays open "
+     "while frames keep arriving: it commits as soon as a pass over the "
+     "rings finds no new frame, or once this much time has passed since its "
+     "first frame. A lone push is committed at once. 0: one pass over the "
+     "rings per transaction."},
 
     {"workspace.sqlite", "path", ZX_CF_PATH, "workspace.db", NULL,
      ROOT(sqlite_path), ZX_CF_REL_DATA, 0, 0, NULL,
@@ -158,6 +182,12 @@ const zx_cf_option zx_cf_options[] = {
     {"pipelines.<name>", "max_body_size", ZX_CF_SIZE, NULL,
      "`server.http.max_body_size`", PIPE(max_body_size), 0, KiB, GiB, NULL,
      "Largest push body for this stream."},
+    {"pipelines.<name>", "max_columns", ZX_CF_UINT, "500", NULL,
+     PIPE(max_columns), 0, 1, 1500, NULL,
+     "Columns the table gets from the data at most (metadata columns and "
+     "`_extra` are not counted; SQLite allows 2000 in all). Fields that "
+     "would need a column beyond it are kept, one JSON object per row, in "
+     "the column `_extra`; the feed says so once (`columns_capped`)."},
 };
 const size_t zx_cf_noptions = sizeof(zx_cf_options) / sizeof(zx_cf_options[0]);
 _Static_assert(sizeof(zx_cf_options) / sizeof(zx_cf_options[0]) <=
@@ -303,7 +333,10 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         *(int *)field(base, o) = r;
         return 0;
     case ZX_CF_SIZE:
-        if (zx_cf_parse_size(v, &u) < 0) {
+        r = zx_cf_parse_size(v, &u);
+        if (r == ZX_CF_TOO_BIG) /* names the limit, not only the value */
+            return check_range(x, o, n, UINT64_MAX, shown);
+        if (r < 0) {
             zx_cf_error_at(x, n, "%s: expected an integer or a size like "
                            "16MiB, 512KiB, 1GiB, got %s", o->name, shown);
             return -1;
@@ -314,6 +347,8 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         return 0;
     case ZX_CF_DURATION:
         r = zx_cf_parse_duration(v, &u);
+        if (r == ZX_CF_TOO_BIG)
+            return check_range(x, o, n, UINT64_MAX, shown);
         if (r < 0) {
             zx_cf_error_at(x, n, "%s: expected a duration like 500ms, 60s, 2m "
                            "or 1h, got %s%s", o->name, shown,
@@ -326,7 +361,10 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         return 0;
     case ZX_CF_UINT:
         p = v;
-        if (zx_cf_parse_u64(&p, &u) < 0 || *p) {
+        r = zx_cf_parse_u64(&p, &u);
+        if (r == ZX_CF_TOO_BIG && !*p)
+            return check_range(x, o, n, UINT64_MAX, shown);
+        if (r < 0 || *p) {
             zx_cf_error_at(x, n, "%s: expected an integer, got %s", o->name,
                            shown);
             return -1;

@@ -240,6 +240,7 @@ static void on_term(gateway *g)
 
 int zx_gateway_main(const zx_gateway_args *a)
 {
+    struct event *ev_wake = NULL, *ev_chan = NULL, *ev_tick = NULL;
     gateway *g = calloc(1, sizeof(*g));
     if (!g)
         return 1;
@@ -268,7 +269,6 @@ int zx_gateway_main(const zx_gateway_args *a)
     /* body bytes held by the whole gateway: counted by the HTTP server */
     lim.max_held_bytes = hc->max_held_bytes ? hc->max_held_bytes
                                             : zx_http_default_max_held(lim.max_body_size);
-    g->mem_cap = lim.max_held_bytes;
     g->http = zx_http_server_new(g->base, &lim, zx_gw_on_head, zx_gw_on_body, g);
     if (g->http)
         zx_http_server_set_logger(g->http, zx_log);
@@ -298,17 +298,19 @@ int zx_gateway_main(const zx_gateway_args *a)
     }
     zx_http_server_set_drop_cb(g->http, zx_gw_on_drop);
     zx_set_nonblock(a->chan);
-    struct event *ev_wake = event_new(g->base, a->self_efd, EV_READ | EV_PERSIST, zx_gw_on_wake, g);
-    struct event *ev_chan = event_new(g->base, a->chan, EV_READ | EV_PERSIST, on_chan, g);
-    struct event *ev_tick = event_new(g->base, -1, EV_PERSIST, on_tick, g);
+    ev_wake = event_new(g->base, a->self_efd, EV_READ | EV_PERSIST, zx_gw_on_wake, g);
+    ev_chan = event_new(g->base, a->chan, EV_READ | EV_PERSIST, on_chan, g);
+    ev_tick = event_new(g->base, -1, EV_PERSIST, on_tick, g);
     struct sigaction sa = {0};
     sa.sa_handler = on_term_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     struct timeval tv = {0, 100 * 1000};
-    event_add(ev_wake, NULL);
-    event_add(ev_chan, NULL);
-    event_add(ev_tick, &tv);
+    if (!ev_wake || !ev_chan || !ev_tick || event_add(ev_wake, NULL) < 0 ||
+        event_add(ev_chan, NULL) < 0 || event_add(ev_tick, &tv) < 0) {
+        zx_error("event=fatal error=\"cannot set up the event loop (out of memory)\"");
+        goto out;
+    }
     zx_info("event=ready listen=%s", hc->listen);
     event_base_dispatch(g->base);
     zx_info("event=stop pending=%zu", zx_http_server_pending(g->http));
@@ -319,10 +321,13 @@ int zx_gateway_main(const zx_gateway_args *a)
             detach(g, g->pipes[i].name);
     zx_http_server_free(g->http);
     g->http = NULL;
-    event_free(ev_wake);
-    event_free(ev_chan);
-    event_free(ev_tick);
 out:
+    if (ev_wake)
+        event_free(ev_wake);
+    if (ev_chan)
+        event_free(ev_chan);
+    if (ev_tick)
+        event_free(ev_tick);
     zx_http_server_free(g->http);
     if (g->base)
         event_base_free(g->base);

@@ -26,8 +26,6 @@ typedef struct greq {
     gateway *g;
     zx_http_req *req;        /* NULL once the server dropped it (shutdown) */
     gpipe *p;
-    uint64_t reserved;       /* announced Content-Length, until the body is in */
-    uint64_t held;           /* body bytes held, once it is in */
     int pending;             /* in a bucket or a wait queue */
     uint64_t req_id;         /* gateway generation << 40 | counter */
     char rid[24];
@@ -58,8 +56,6 @@ struct gpipe {
 
 struct gateway {
     const zx_gateway_args *a;
-    uint64_t mem;            /* request body bytes held or announced */
-    uint64_t mem_cap;        /* beyond: 503 before reading a body */
     struct event_base *base;
     zx_http_server *http;
     gpipe pipes[ZX_MAX_PIPELINES];

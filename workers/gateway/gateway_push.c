@@ -62,7 +62,6 @@ static void finish(greq *q, int status, uint32_t retry_after, int replay, const 
         n += snprintf(hdrs + n, sizeof(hdrs) - n, "Retry-After: %u\r\n", retry_after);
     if (replay)
         snprintf(hdrs + n, sizeof(hdrs) - n, "Idempotent-Replayed: true\r\n");
-    q->g->mem -= q->reserved + q->held;
     if (q->req) {
         zx_http_req_set_data(q->req, NULL);
         zx_http_reply(q->req, status, "application/json", hdrs, body, len);
@@ -344,15 +343,8 @@ void zx_gw_on_head(zx_http_req *req, void *ctx)
                                  atomic_load(&p->seg.hdr->worker_failed) ? "failed (see zxctl status)" : "stopped");
         return;
     }
-    /* Bound the memory that bodies can take in this process, whatever the
-     * number of connections: announced sizes count from the headers on. */
-    uint64_t announced = cl == UINT64_MAX ? 0 : cl;
-    if (g->mem + announced > g->mem_cap) {
-        zx_http_reply_json_error(req, 503, "Retry-After: 1\r\n",
-                                 "the gateway holds too many request bodies (%" PRIu64 " bytes); retry",
-                                 g->mem);
-        return;
-    }
+    /* The memory bodies take in this process is bounded by the HTTP
+     * server (max_held_bytes), counted as they are held. */
     greq *q = calloc(1, sizeof(*q));
     if (!q) {
         zx_http_reply_json_error(req, 503, "Retry-After: 1\r\n", "out of memory");
@@ -363,8 +355,6 @@ void zx_gw_on_head(zx_http_req *req, void *ctx)
     q->p = p;
     q->pipe_gen = p->gen;
     snprintf(q->pipe_name, sizeof(q->pipe_name), "%s", p->name);
-    q->reserved = announced;
-    g->mem += announced;
     zx_http_req_set_data(req, q);
 }
 
@@ -374,10 +364,6 @@ void zx_gw_on_body(zx_http_req *req, void *ctx)
     greq *q = zx_http_req_get_data(req);
     size_t blen;
     zx_http_body(req, &blen);
-    g->mem -= q->reserved;
-    q->reserved = 0;
-    q->held = blen;
-    g->mem += blen;
     /* The stream may have been removed, recreated or given a new key
      * while the body was arriving: its slot may even hold another stream
      * now.  The request belongs to the one it authenticated against. */
@@ -409,7 +395,7 @@ void zx_gw_on_body(zx_http_req *req, void *ctx)
 
 void zx_gw_on_drop(zx_http_req *req, void *ctx)
 {
-    gateway *g = ctx;
+    (void)ctx;
     greq *q = zx_http_req_get_data(req);
     if (!q)
         return;
@@ -420,6 +406,5 @@ void zx_gw_on_drop(zx_http_req *req, void *ctx)
         return;
     }
     /* the client left during the body, or the server answered 413/400 */
-    g->mem -= q->reserved + q->held;
     free(q);
 }
