@@ -425,6 +425,18 @@ static void child_gone(sup *s, child *c, int st)
         c->ncrash++;
     int fatal = WIFEXITED(st) && WEXITSTATUS(st) == ZX_EXIT_FATAL_CONFIG;
     int too_many = c->ncrash >= 5 && now - c->crash_ms[4] <= 60000;
+    if (c->role != ROLE_STREAM && fatal) {
+        /* The writer or the gateway cannot run with this configuration
+         * (e.g. the workspace is another zxd's): restarting it would only
+         * loop.  zxd drains what it can and exits 1. */
+        c->state = ST_FAILED;
+        c->want = 0;
+        snprintf(c->last_error, sizeof(c->last_error), "%s; fatal error, not restarted", why);
+        zx_error("event=fatal process=%s pid=%d reason=\"%s\" action=\"zxd stops\"", c->name,
+                 (int)old, c->last_error);
+        s->fatal = 1;
+        return;
+    }
     if (c->role == ROLE_STREAM && (fatal || too_many)) {
         c->state = ST_FAILED;
         c->want = 0;

@@ -82,6 +82,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     sup *s = arg;
     if (sig == SIGCHLD) {
         sup_reap(s);
+        if (s->fatal)
+            start_shutdown(s);
         shutdown_progress(s);
         sup_reload_check_reply(s);
     } else if (sig == SIGHUP) {
@@ -100,6 +102,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     sup *s = arg;
     sup_reap(s);
+    if (s->fatal)
+        start_shutdown(s);
     sup_tick_children(s);
     sup_reload_check_reply(s);
     shutdown_progress(s);
@@ -281,6 +285,6 @@ int main(int argc, char **argv)
     snprintf(path, sizeof(path), "%s/zxd.pid", s->conf->data_dir);
     unlink(path);
     close(lock_fd);
-    zx_info("event=exit code=0");
-    return 0;
+    zx_info("event=exit code=%d", s->fatal ? 1 : 0);
+    return s->fatal ? 1 : 0;
 }

@@ -107,6 +107,8 @@ struct sup {
 
     int shutting_down;
     int shutdown_phase;
+    int fatal;               /* the writer or gateway exited with
+                                ZX_EXIT_FATAL_CONFIG: drain and exit 1 */
 };
 
 /* The one supervisor of this process (main.c); callbacks that only get a

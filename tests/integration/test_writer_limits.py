@@ -141,8 +141,6 @@ def test_second_zxd_on_the_same_workspace_is_refused(make_zxd):
     assert a.pids()["writer"] == a_writer
 
 
-@pytest.mark.xfail(reason="needs supervisor/children.c: a writer exiting with "
-                   "ZX_EXIT_FATAL_CONFIG must stop zxd (today it is restarted)", strict=False)
 def test_second_zxd_on_the_same_workspace_exits(make_zxd):
     """The writer exits with the "fatal, do not respawn" status; zxd then
     refuses to start instead of restarting the writer forever."""
