@@ -281,12 +281,19 @@ static int publish(worker *w)
     memcpy(dst, w->fb.data, w->fb.len);
     uint64_t seq = zx_ring_commit(w->frames, w->fb.len, 1);
     note_sent(w, seq);
-    if (st->idem_len)
-        add_inflight(w, st->idem, st->idem_len, st->hash, seq, st->n, st->rid);
-    if (st->wait_commit)
-        add_pending(w, seq, st->req_id, st->n, st->rid, 0);
-    else
+    /* the store knows the key once the frame is committed; until then
+     * only this list does, and without it a retry could be written twice */
+    if (st->idem_len &&
+        add_inflight(w, st->idem, st->idem_len, st->hash, seq, st->n, st->rid) < 0)
+        zx_error("event=idempotency_key_untracked pipeline=%s seq=%llu error=\"out of memory\"",
+                 w->name, (unsigned long long)seq);
+    if (st->wait_commit) {
+        if (add_pending(w, seq, st->req_id, st->n, st->rid, 0) < 0)
+            reply_error(w, st->req_id, 503, "out of memory waiting for the commit; the rows may be "
+                        "written: retry with the same Idempotency-Key to avoid duplicates");
+    } else {
         reply_accepted(w, st->req_id, st->n, st->rid, 0, 0);
+    }
     return DONE;
 }
 
@@ -319,7 +326,8 @@ static int handle(worker *w, const void *rec, size_t len)
             }
             /* The same request again while its frame is in flight: answer
              * as the first once it is committed. */
-            add_pending(w, f->seq, h->req_id, f->accepted, f->rid, 1);
+            if (add_pending(w, f->seq, h->req_id, f->accepted, f->rid, 1) < 0)
+                reply_error(w, h->req_id, 503, "out of memory; retry");
             return DONE;
         }
         zx_idem_rec r;
