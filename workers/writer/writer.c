@@ -606,7 +606,13 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
  * its first frame, or once CYCLE_BYTES were applied.  So a lone frame (or
  * the last frames of a burst) is committed at once, never after an idle
  * window, while a steady stream of frames shares one transaction per
- * commit_interval.  commit_interval 0 makes every cycle a single pass. */
+ * commit_interval.  commit_interval 0 makes every cycle a single pass.
+ * Not done: waiting a little for the next frame when a pass finds none
+ * (PostgreSQL's commit_delay).  Measured with a linger of up to 1 ms (4x
+ * the mean gap between arrivals): 8 closed-loop ?wait=commit clients lost
+ * a fifth of their rate and doubled their p50, while bursty non-waiting
+ * pushes at 5,000/s were not committed less often (their gaps between
+ * bursts exceed any linger short enough for a waiting client). */
 static int cycle(writer *w)
 {
     size_t bytes = 0;
