@@ -599,9 +599,9 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
  * Adaptive group commit.  The transaction is begun by the first frame
  * found and then held open only while frames keep arriving: after each
  * pass over the rings, another pass is made if the last one applied at
- * least one frame (a frame published while the previous pass ran: another
- * client is active, as PostgreSQL's commit_delay applies only with
- * commit_siblings active); the transaction commits as soon as a pass
+ * least one frame (frames were published while the previous pass ran:
+ * other clients are active; the way PostgreSQL applies commit_delay only
+ * with commit_siblings active); the transaction commits as soon as a pass
  * finds nothing new, or once workspace.commit_interval has passed since
  * its first frame, or once CYCLE_BYTES were applied.  So a lone frame (or
  * the last frames of a burst) is committed at once, never after an idle
@@ -622,7 +622,7 @@ static int cycle(writer *w)
     w->nap = 0;
     w->served_first = -1;
     int64_t deadline_us = zx_mono_us() + (int64_t)w->a->conf->commit_interval_ms * 1000;
-    for (int pass = 0;; pass++) {
+    for (;;) {
         int n = drain_pass(w, &bytes, &began, err, sizeof(err));
         if (n < 0)
             goto fail;
