@@ -74,6 +74,7 @@ typedef struct applied {
     uint32_t extra_fields, max_columns;
     char extra_first[64];
     int announce_cap;       /* first time this table hit this cap */
+    int in_batch;           /* counted in an earlier frame's batch event */
     int skipped;            /* already in the workspace (reconciled) */
     int bad;                /* could not be decoded */
 } applied;
@@ -486,7 +487,9 @@ static int store_txn(writer *w)
 
 static void announce(writer *w)
 {
-    /* one batch event per pipeline and table, schema and reject events */
+    /* schema and reject events per frame; one batch event per pipeline and
+     * table per cycle (a feed event per frame cost the writer a message to
+     * the supervisor per frame) */
     for (size_t i = 0; i < w->nap; i++) {
         applied *a = &w->ap[i];
         if (a->bad || a->skipped)
@@ -522,12 +525,34 @@ static void announce(writer *w)
                               a->p->name, "table", a->table, "count", (json_int_t)a->rejects,
                               "columns", cols, "message", msg));
         }
+        if (a->in_batch)
+            continue;
+        /* this frame and the cycle's later ones of the same pipeline and
+         * table: one batch event (seq: the last frame) */
+        uint64_t rows = a->rows, rejects = a->rejects, first = a->seq, last = a->seq;
+        size_t frames = 1;
+        for (size_t k = i + 1; k < w->nap; k++) {
+            applied *b = &w->ap[k];
+            if (b->bad || b->skipped || b->p != a->p || strcmp(b->table, a->table) != 0)
+                continue;
+            b->in_batch = 1;
+            rows += b->rows;
+            rejects += b->rejects;
+            last = b->seq;
+            frames++;
+        }
         char msg[256];
-        snprintf(msg, sizeof(msg), "%llu rows into %s (frame %llu)", (unsigned long long)a->rows,
-                 a->table, (unsigned long long)a->seq);
-        emit(w, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s}", "event", "batch", "pipeline",
-                          a->p->name, "table", a->table, "rows", (json_int_t)a->rows, "rejects",
-                          (json_int_t)a->rejects, "seq", (json_int_t)a->seq, "message", msg));
+        if (frames == 1)
+            snprintf(msg, sizeof(msg), "%llu rows into %s (frame %llu)",
+                     (unsigned long long)rows, a->table, (unsigned long long)last);
+        else
+            snprintf(msg, sizeof(msg), "%llu rows into %s (%zu frames, %llu to %llu)",
+                     (unsigned long long)rows, a->table, frames, (unsigned long long)first,
+                     (unsigned long long)last);
+        emit(w, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "event", "batch",
+                          "pipeline", a->p->name, "table", a->table, "rows", (json_int_t)rows,
+                          "rejects", (json_int_t)rejects, "seq", (json_int_t)last, "frames",
+                          (json_int_t)frames, "message", msg));
     }
 }
 
