@@ -426,16 +426,19 @@ int main(int argc, char **argv)
             g->unanswered = (uint64_t)inflight + g->bl_len;
             break;
         }
-        int timeout = 100;
+        /* wait for the next due request with microsecond precision (a
+         * millisecond timeout would send late, in bursts) */
+        int64_t wait_us = 100000;
         if (g->rate > 0 && t < g->t_end) {
             int64_t due = g->t0 + (int64_t)((double)g->next_i * 1e6 / g->rate);
-            timeout = due <= t ? 0 : (int)((due - t + 999) / 1000);
-            if (timeout > 100)
-                timeout = 100;
+            wait_us = due <= t ? 0 : due - t;
+            if (wait_us > 100000)
+                wait_us = 100000;
         }
-        int n = epoll_wait(g->ep, evs, 256, timeout);
+        struct timespec ts = {wait_us / 1000000, (wait_us % 1000000) * 1000};
+        int n = epoll_pwait2(g->ep, evs, 256, &ts, NULL);
         if (n < 0 && errno != EINTR)
-            die("epoll_wait");
+            die("epoll_pwait2");
         for (int i = 0; i < n; i++)
             on_event(g, evs[i].data.ptr, evs[i].events);
         /* closed loop: replace connections the server closed */
