@@ -253,7 +253,10 @@ def test_memory_bound_counts_inflated_and_chunked_bytes(make_zxd):
         held = len(holders) - len(answers)
         assert held >= 4, f"only {held} holders kept: the bound is {bound} bytes"
         rss = vm_rss(gw)
-        assert rss - base_rss <= bound + 32 * MiB, \
+        # (under AddressSanitizer freed memory stays in its quarantine, up
+        # to 256 MiB by default: RSS then says nothing about what is held)
+        slack = 32 * MiB if "ASAN_OPTIONS" not in os.environ else 256 * MiB + bound
+        assert rss - base_rss <= bound + slack, \
             f"gateway RSS grew by {(rss - base_rss) // MiB} MiB with a bound of {bound // MiB} MiB"
         # while it is held, a push that inflates to 8 MiB is refused too (a
         # holder needing less was refused already)

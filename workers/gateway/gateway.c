@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +242,13 @@ static void on_term(gateway *g)
 int zx_gateway_main(const zx_gateway_args *a)
 {
     struct event *ev_wake = NULL, *ev_chan = NULL, *ev_tick = NULL;
+    /* Request bodies are the gateway's large allocations, counted against
+     * max_held_bytes as they are held.  glibc's dynamic mmap threshold
+     * would move them into the heap after the first one is freed, where
+     * freed memory is not given back, so that the process's memory drifts
+     * above what is counted.  A fixed threshold keeps every body in its
+     * own mapping, returned when the body is freed. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     gateway *g = calloc(1, sizeof(*g));
     if (!g)
         return 1;
