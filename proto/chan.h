@@ -9,7 +9,7 @@
  *
  *   supervisor → writer, gateway
  *     ATTACH  {"name": N, "source": "http", "key": K, "ack_commit": bool,
- *              "max_body_size": N}
+ *              "max_body_size": N, "max_columns": N}
  *             fds: [segment memfd, the pipeline worker's eventfd]
  *             Start serving (or update) pipeline N.  The writer ignores
  *             everything but the name.  Sent for every pipeline right

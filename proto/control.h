@@ -25,6 +25,7 @@
  *               "pid":N|null, "state":STATE, "restarts":N,
  *               "rows":N, "rejects":N, "rejects_by_column":{"col":N,...},
  *               "last_error":"..."|null,
+ *               "extra_values":N (values kept in _extra beyond max_columns),
  *               "ring":RING (the frames ring, as in "rings"),
  *               "rings":{"in":RING, "out":RING, "frames":RING,
  *                        "shared_bytes":N}}
@@ -63,9 +64,13 @@
  *                           then, with follow, every new event as it happens.
  *       EVENT = {"ts":"RFC3339", "event":KIND, "pipeline":N|null,
  *                "message":"human readable", ...kind-specific fields}
- *       KIND  = "batch"   (rows, rejects, table, seq)
+ *       KIND  = "batch"   (rows, rejects, table, seq, frames) one per
+ *                         pipeline and table per writer transaction
  *             | "schema"  (table, column, type)   one per column added/created
  *             | "rejects" (table, count, columns) a burst of misfit values
+ *             | "columns_capped" (table, max_columns, column, first_field)
+ *                         once per table and cap: fields beyond max_columns
+ *                         go to the JSON column _extra
  *             | "restart" (process, pid, reason)
  *             | "failed"  (process, reason)
  *             | "reload"  (ok, added, changed, removed, errors)

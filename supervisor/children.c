@@ -167,11 +167,12 @@ void sup_send_attach(sup *s, child *c, spipe *p)
 {
     if (c->chan < 0 || c->pid == 0)
         return;
-    json_t *o = json_pack("{s:s, s:s, s:s?, s:b, s:I}", "name", p->name, "source",
+    json_t *o = json_pack("{s:s, s:s, s:s?, s:b, s:I, s:I}", "name", p->name, "source",
                           p->conf ? p->conf->source : "http", "key",
                           p->conf ? p->conf->key : NULL, "ack_commit",
                           p->conf ? p->conf->ack_commit : 0, "max_body_size",
-                          (json_int_t)(p->conf ? p->conf->body_limit : 0));
+                          (json_int_t)(p->conf ? p->conf->body_limit : 0), "max_columns",
+                          (json_int_t)(p->conf ? p->conf->max_columns : 0));
     char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     int fds[2] = {p->seg.fd, p->efd};
     if (!js)

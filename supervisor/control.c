@@ -102,9 +102,11 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
 {
     zx_seg_hdr *h = p->seg.hdr;
     json_t *rej = json_object();
+    uint64_t extra = 0;
     if (t) {
         rej_ctx rc = {rej};
         zx_store_counters_each(t, p->name, rej_cb, &rc);
+        zx_store_counter_get(t, p->name, "extra_values", &extra);
     }
     json_t *ring = ring_obj(&p->seg.frames);
     json_t *rings = json_pack("{s:o, s:o, s:o, s:I}", "in", ring_obj(&p->seg.in), "out",
@@ -120,7 +122,7 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
         copy[sizeof(copy) - 1] = '\0';
         snprintf(werr, sizeof(werr), "writer: %s", copy);
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o}", "name", p->name,
+    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:I}", "name", p->name,
                      "source", p->conf ? p->conf->source : "http", "table",
                      p->conf ? p->conf->table : "", "pid",
                      c->pid ? json_integer(c->pid) : json_null(), "state",
@@ -128,7 +130,7 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
                      (int)c->restarts, "rows", (json_int_t)atomic_load(&h->rows), "rejects",
                      (json_int_t)atomic_load(&h->rejects), "rejects_by_column", rej,
                      "last_error", jstr_or_null(werr[0] ? werr : c->last_error), "ring", ring,
-                     "rings", rings);
+                     "rings", rings, "extra_values", (json_int_t)extra);
 }
 
 static json_t *cmd_status(sup *s)

@@ -200,6 +200,7 @@ json_t *sup_reload(sup *s)
                 continue;
             }
             sup_send_attach(s, &s->gateway, p);
+            sup_send_attach(s, &s->writer, p); /* e.g. a new max_columns */
             p->worker.ncrash = 0;
             p->worker.last_error[0] = '\0';
             sup_stop_child(s, &p->worker, NEXT_RESTART);

@@ -6,7 +6,7 @@
  * (MDB_NOSUBDIR; LMDB adds the lock file `<data_dir>/store.lmdb-lock`).
  *
  * Processes: only the writer opens the store read-write (and only after it
- * has forked).  Workers, the supervisor and zxctl open it read-only
+ * has forked).  Stream workers and the supervisor open it read-only
  * (ZX_STORE_RDONLY) and keep their read transactions short.  A read-only
  * open before the writer ever created the store fails cleanly with
  * ZX_STORE_NOSTORE.

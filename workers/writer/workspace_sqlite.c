@@ -13,6 +13,7 @@
  * unquoted identifier or an inlined value, or keep schema knowledge across
  * a rollback.
  */
+#include "common/util.h"
 #include "workers/writer/workspace_sqlite_int.h"
 
 #include <errno.h>
@@ -24,15 +25,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-void zx_wsq_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 const char *zx_ws_errmsg(zx_ws *w)
 {
@@ -78,12 +70,12 @@ static int lock_workspace(const char *path, const char *owner, int *locked, char
 {
     char lpath[4200], who[512] = "";
     if ((size_t)snprintf(lpath, sizeof(lpath), "%s-zxlock", path) >= sizeof(lpath)) {
-        zx_wsq_seterr(err, errlen, "workspace %s: path too long", path);
+        zx_seterr(err, errlen, "workspace %s: path too long", path);
         return -1;
     }
     int fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, FILE_MODE);
     if (fd < 0) {
-        zx_wsq_seterr(err, errlen, "workspace %s: cannot open its lock file %s: %s", path, lpath,
+        zx_seterr(err, errlen, "workspace %s: cannot open its lock file %s: %s", path, lpath,
                       strerror(errno));
         return -1;
     }
@@ -95,12 +87,12 @@ static int lock_workspace(const char *path, const char *owner, int *locked, char
             who[strcspn(who, "\n")] = '\0';
             if (locked)
                 *locked = 1;
-            zx_wsq_seterr(err, errlen,
+            zx_seterr(err, errlen,
                           "workspace %s is in use by another zxd (%s; lock file %s): a workspace "
                           "has one writer; stop that zxd or set another workspace.sqlite.path",
                           path, who[0] ? who : "holder unknown", lpath);
         } else {
-            zx_wsq_seterr(err, errlen, "workspace %s: cannot lock %s: %s", path, lpath,
+            zx_seterr(err, errlen, "workspace %s: cannot lock %s: %s", path, lpath,
                           strerror(e));
         }
         close(fd);
@@ -133,7 +125,7 @@ static int create_db_file(const char *path, char *err, size_t errlen)
     }
     if (errno == EEXIST)
         return 0;
-    zx_wsq_seterr(err, errlen, "workspace %s: cannot create: %s", path, strerror(errno));
+    zx_seterr(err, errlen, "workspace %s: cannot create: %s", path, strerror(errno));
     return -1;
 }
 
@@ -146,14 +138,14 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
     if (locked)
         *locked = 0;
     if (!w) {
-        zx_wsq_seterr(err, errlen, "workspace: out of memory");
+        zx_seterr(err, errlen, "workspace: out of memory");
         return NULL;
     }
     w->lock_fd = -1;
     if (synchronous && sqlite3_stricmp(synchronous, "normal") == 0)
         sync = "NORMAL";
     else if (synchronous && sqlite3_stricmp(synchronous, "full") != 0) {
-        zx_wsq_seterr(err, errlen,
+        zx_seterr(err, errlen,
                       "workspace: synchronous must be \"normal\" or \"full\", not \"%s\"",
                       synchronous);
         goto fail;
@@ -168,7 +160,7 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
     if (sqlite3_open_v2(path, &w->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
-        zx_wsq_seterr(err, errlen, "workspace %s: %s", path,
+        zx_seterr(err, errlen, "workspace %s: %s", path,
                       w->db ? sqlite3_errmsg(w->db) : "cannot open");
         goto fail;
     }
@@ -182,12 +174,12 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
         sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
         !(jm = strdup((const char *)sqlite3_column_text(st, 0)))) {
         sqlite3_finalize(st);
-        zx_wsq_seterr(err, errlen, "workspace %s: out of memory", path);
+        zx_seterr(err, errlen, "workspace %s: out of memory", path);
         goto fail;
     }
     sqlite3_finalize(st);
     if (!jm || sqlite3_stricmp(jm, "wal") != 0) {
-        zx_wsq_seterr(err, errlen, "workspace %s: cannot switch to WAL mode: %s", path,
+        zx_seterr(err, errlen, "workspace %s: cannot switch to WAL mode: %s", path,
                       jm ? jm : sqlite3_errmsg(w->db));
         goto fail;
     }
@@ -213,7 +205,7 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
     free(jm);
     return w;
 dberr:
-    zx_wsq_seterr(err, errlen, "workspace %s: %s", path, sqlite3_errmsg(w->db));
+    zx_seterr(err, errlen, "workspace %s: %s", path, sqlite3_errmsg(w->db));
 fail:
     free(jm);
     zx_ws_close(w);
@@ -252,11 +244,11 @@ void zx_ws_close(zx_ws *w)
 int zx_ws_begin(zx_ws *w, char *err, size_t errlen)
 {
     if (w->in_txn) {
-        zx_wsq_seterr(err, errlen, "workspace: a transaction is already open");
+        zx_seterr(err, errlen, "workspace: a transaction is already open");
         return -1;
     }
     if (zx_wsq_run(w->st_begin) != SQLITE_OK) {
-        zx_wsq_seterr(err, errlen, "workspace: begin: %s", sqlite3_errmsg(w->db));
+        zx_seterr(err, errlen, "workspace: begin: %s", sqlite3_errmsg(w->db));
         return -1;
     }
     w->in_txn = 1;
@@ -266,11 +258,11 @@ int zx_ws_begin(zx_ws *w, char *err, size_t errlen)
 int zx_ws_commit(zx_ws *w, char *err, size_t errlen)
 {
     if (!w->in_txn) {
-        zx_wsq_seterr(err, errlen, "workspace: no open transaction");
+        zx_seterr(err, errlen, "workspace: no open transaction");
         return -1;
     }
     if (zx_wsq_run(w->st_commit) != SQLITE_OK) {
-        zx_wsq_seterr(err, errlen, "workspace: commit: %s", sqlite3_errmsg(w->db));
+        zx_seterr(err, errlen, "workspace: commit: %s", sqlite3_errmsg(w->db));
         zx_ws_rollback(w);
         return -1;
     }
@@ -437,7 +429,7 @@ static int reject(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *colu
             rc = sqlite3_errcode(w->db);
             if (zx_wsq_data_error(rc) && !sqlite3_get_autocommit(w->db))
                 return 0; /* e.g. a user-made table of that name: skip */
-            zx_wsq_seterr(err, errlen, "workspace: rejects table of %s: %s", t->name,
+            zx_seterr(err, errlen, "workspace: rejects table of %s: %s", t->name,
                           sqlite3_errmsg(w->db));
             return -1;
         }
@@ -455,7 +447,7 @@ static int reject(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *colu
             goto nomem;
         sqlite3_bind_text(st, 5, kind == ZX_FIT__COUNT ? "none" : zx_fit_kind_name(kind),
                           -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 6, zx_type_name((zx_type)v->type), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 6, zx_value_type_name(v), -1, SQLITE_STATIC);
         sqlite3_bind_text64(st, 7, w->raw.p, w->raw.len, SQLITE_STATIC, SQLITE_UTF8);
         if (!reason) {
             zx_fit_reason(why, sizeof(why), w->raw.p, w->raw.len, (zx_type)v->type,
@@ -470,11 +462,11 @@ static int reject(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *colu
     sqlite3_clear_bindings(st);
     if (rc == SQLITE_OK || (zx_wsq_data_error(rc) && !sqlite3_get_autocommit(w->db)))
         return 0;
-    zx_wsq_seterr(err, errlen, "workspace: cannot record a reject for %s: %s", t->name,
+    zx_seterr(err, errlen, "workspace: cannot record a reject for %s: %s", t->name,
                   sqlite3_errmsg(w->db));
     return -1;
 nomem:
-    zx_wsq_seterr(err, errlen, "workspace: out of memory");
+    zx_seterr(err, errlen, "workspace: out of memory");
     return -1;
 }
 
@@ -529,7 +521,7 @@ static int bind_extra(zx_ws *w, ws_table *t, const zx_ws_append *a, sqlite3_stmt
         v.s = w->xbuf.p;
         f = zx_fit_value(t->cols[idx].kind, &v, &w->buf, &o);
         if (f < 0) {
-            zx_wsq_seterr(err, errlen, "workspace: out of memory");
+            zx_seterr(err, errlen, "workspace: out of memory");
             return -1;
         }
     }
@@ -542,7 +534,7 @@ static int bind_extra(zx_ws *w, ws_table *t, const zx_ws_append *a, sqlite3_stmt
         return -1;
     res->rejects++;
     if (result_rejcols(res, ZX_WS_EXTRA_COLUMN, 1) < 0) {
-        zx_wsq_seterr(err, errlen, "workspace: out of memory");
+        zx_seterr(err, errlen, "workspace: out of memory");
         return -1;
     }
     return 0;
@@ -586,7 +578,7 @@ static int ensure_extra(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t cap
         *idx = (int64_t)t->ncols - 1;
         if (zx_wsq_add_newcol(res, ZX_WS_EXTRA_COLUMN, ZX_T_JSON) == 0)
             return 0;
-        zx_wsq_seterr(err, errlen, "workspace: out of memory");
+        zx_seterr(err, errlen, "workspace: out of memory");
         return -1;
     }
     for (uint32_t c = 0; c < rs->ncols; c++) {
@@ -598,7 +590,7 @@ static int ensure_extra(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t cap
                      why ? why : "refused") < 0) {
             w->nomsg[c] = NULL;
             free(why);
-            zx_wsq_seterr(err, errlen, "workspace: out of memory");
+            zx_seterr(err, errlen, "workspace: out of memory");
             return -1;
         }
     }
@@ -646,18 +638,18 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
     sqlite3_stmt *st = NULL;
     memset(res, 0, sizeof(*res));
     if (!w->in_txn) {
-        zx_wsq_seterr(err, errlen, "workspace: append outside a transaction");
+        zx_seterr(err, errlen, "workspace: append outside a transaction");
         return -1;
     }
     if (!a->table || !*a->table) {
-        zx_wsq_seterr(err, errlen, "workspace: no table name");
+        zx_seterr(err, errlen, "workspace: no table name");
         return -1;
     }
     if (rs->nrows == 0)
         return 0;
     ws_table *t = zx_wsq_get_table(w, a->table);
     if (!t) {
-        zx_wsq_seterr(err, errlen, "workspace: table %s: %s", a->table, sqlite3_errmsg(w->db));
+        zx_seterr(err, errlen, "workspace: table %s: %s", a->table, sqlite3_errmsg(w->db));
         return -1;
     }
     if (grow_scratch(w, ncols, t->ncols) < 0)
@@ -758,7 +750,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
     }
     st = zx_wsq_get_ins(w, t, w->list, n);
     if (!st) {
-        zx_wsq_seterr(err, errlen, "workspace: insert into %s: %s", t->name, sqlite3_errmsg(w->db));
+        zx_seterr(err, errlen, "workspace: insert into %s: %s", t->name, sqlite3_errmsg(w->db));
         goto out;
     }
     if (meta_idx[0] >= 0)
@@ -830,7 +822,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                 goto out;
             res->rejects++;
         } else {
-            zx_wsq_seterr(err, errlen, "workspace: insert into %s: %s", t->name,
+            zx_seterr(err, errlen, "workspace: insert into %s: %s", t->name,
                           sqlite3_errmsg(w->db));
             sqlite3_reset(st);
             goto out;
@@ -850,7 +842,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
     ret = 0;
     goto out;
 nomem:
-    zx_wsq_seterr(err, errlen, "workspace: out of memory");
+    zx_seterr(err, errlen, "workspace: out of memory");
 out:
     if (st) { /* drop every pointer into the caller's memory */
         sqlite3_reset(st);

@@ -74,10 +74,6 @@ struct zx_ws {
 
 /* ---- workspace_sqlite.c ---------------------------------------------- */
 
-/* snprintf into err (if err and errlen). */
-void zx_wsq_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* 1 for errors that come from the data or the table's shape rather than
  * from the database itself (the statement failed, the transaction goes on). */
 int zx_wsq_data_error(int rc);

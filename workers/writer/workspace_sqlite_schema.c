@@ -8,6 +8,7 @@
  * keep the cache across a rollback (zx_ws_rollback drops it), or insert
  * rows.
  */
+#include "common/util.h"
 #include "workers/writer/workspace_sqlite_int.h"
 
 #include <stdio.h>
@@ -174,7 +175,7 @@ int zx_wsq_create_table(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t met
     if (zx_wsq_sql_str(b, ")") < 0)
         goto nomem;
     if (sqlite3_exec(w->db, b->p, NULL, NULL, NULL) != SQLITE_OK) {
-        zx_wsq_seterr(err, errlen, "workspace: cannot create table %s: %s", t->name,
+        zx_seterr(err, errlen, "workspace: cannot create table %s: %s", t->name,
                       sqlite3_errmsg(w->db));
         return -1;
     }
@@ -194,7 +195,7 @@ int zx_wsq_create_table(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t met
             goto nomem;
     return 0;
 nomem:
-    zx_wsq_seterr(err, errlen, "workspace: out of memory");
+    zx_seterr(err, errlen, "workspace: out of memory");
     return -1;
 }
 
@@ -218,11 +219,11 @@ int zx_wsq_add_column(zx_ws *w, ws_table *t, const char *name, const char *decl,
             *why = strdup(sqlite3_errmsg(w->db));
         return 1;
     }
-    zx_wsq_seterr(err, errlen, "workspace: cannot add column %s to %s: %s", name, t->name,
+    zx_seterr(err, errlen, "workspace: cannot add column %s to %s: %s", name, t->name,
                   sqlite3_errmsg(w->db));
     return -1;
 nomem:
-    zx_wsq_seterr(err, errlen, "workspace: out of memory");
+    zx_seterr(err, errlen, "workspace: out of memory");
     return -1;
 }
 

@@ -28,7 +28,7 @@
 #include "workers/writer/store.h"
 #include "workers/writer/workspace.h"
 
-#define MAX_PIPES 1024
+#define MAX_PIPES ZX_MAX_PIPELINES
 #define CYCLE_BYTES (48u * 1024 * 1024)
 #define IDEM_TTL_US (24LL * 3600 * 1000000)
 
