@@ -48,9 +48,7 @@ static int is_digit(char ch)
     return ch >= '0' && ch <= '9';
 }
 
-/* End of a JSON number starting at s[i] (RFC 8259 grammar); 0 if the bytes
- * there are not a valid number.  *is_int: no fraction, no exponent. */
-static size_t number_end(const char *s, size_t n, size_t i, int *is_int)
+size_t zx_jnum_end(const char *s, size_t n, size_t i, int *is_int)
 {
     size_t j = i;
     *is_int = 1;
@@ -160,7 +158,7 @@ int zx_jnum_rewrite(zx_jnum *c, const char *s, size_t n, size_t *outn, int *mark
             i = j;
         } else if (ch == '-' || is_digit(ch)) {
             int is_int;
-            size_t j = number_end(s, n, i, &is_int);
+            size_t j = zx_jnum_end(s, n, i, &is_int);
             if (j == 0) {
                 PUT(s + i, 1);
                 i++;

@@ -36,6 +36,12 @@ typedef struct zx_jnum {
     size_t npatches, patches_cap;
 } zx_jnum;
 
+/* End of the JSON number (RFC 8259 grammar) starting at s[i], s being n
+ * bytes: the index just after it, or 0 if the bytes there are not a valid
+ * number.  *is_int is set to 1 when it has no fraction and no exponent.
+ * Reads only s[i..n); allocates nothing. */
+size_t zx_jnum_end(const char *s, size_t n, size_t i, int *is_int);
+
 /* Rewrites s[0..n) into p->patched (owned by p, valid until the next call
  * or zx_jnum_free), its length in *outn, and records the insertions.
  * *marked = 1 when the numbers were marked (load the result with

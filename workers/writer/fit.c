@@ -4,6 +4,8 @@
  */
 #include "workers/writer/fit.h"
 
+#include "common/json_numbers.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -182,39 +184,6 @@ static int is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-/* End of the RFC 8259 number at s[0..n), or 0 if there is none; *is_int:
- * no fraction and no exponent. */
-static size_t number_end(const char *s, size_t n, int *is_int)
-{
-    size_t j = 0;
-    *is_int = 1;
-    if (j < n && s[j] == '-')
-        j++;
-    if (j < n && s[j] == '0')
-        j++;
-    else if (j < n && is_digit(s[j]))
-        while (j < n && is_digit(s[j]))
-            j++;
-    else
-        return 0;
-    if (j < n && s[j] == '.') {
-        *is_int = 0;
-        if (++j >= n || !is_digit(s[j]))
-            return 0;
-        while (j < n && is_digit(s[j]))
-            j++;
-    }
-    if (j < n && (s[j] == 'e' || s[j] == 'E')) {
-        *is_int = 0;
-        if (++j < n && (s[j] == '+' || s[j] == '-'))
-            j++;
-        if (j >= n || !is_digit(s[j]))
-            return 0;
-        while (j < n && is_digit(s[j]))
-            j++;
-    }
-    return j;
-}
 
 /* What the literal s[0..n) is; s[n] must be NUL (rowset strings and fit
  * buffers are), else NT_BAD.  *d is set for every class but NT_BAD and
@@ -222,7 +191,7 @@ static size_t number_end(const char *s, size_t n, int *is_int)
 static numtext numtext_class(const char *s, size_t n, int64_t *i, double *d)
 {
     int is_int;
-    if (!s || n == 0 || s[n] != '\0' || number_end(s, n, &is_int) != n)
+    if (!s || n == 0 || s[n] != '\0' || zx_jnum_end(s, n, 0, &is_int) != n)
         return NT_BAD;
     if (is_int) {
         int neg = s[0] == '-', big = 0;
