@@ -16,6 +16,8 @@
  */
 #include "http_int.h"
 
+#include "common/util.h"
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -33,9 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 static void conn_process(struct conn *c);
@@ -43,13 +43,6 @@ static void conn_free(struct conn *c);
 static void update_accepting(zx_http_server *s);
 
 /* ---- small shared helpers --------------------------------------------- */
-
-int64_t zx_http_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void zx_http_log_error(zx_http_server *s, const char *fmt, ...)
 {
@@ -241,7 +234,7 @@ static void accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
         wm = MAX_CHUNK_LINE + 2;
     bufferevent_setwatermark(c->bev, EV_READ, 0, wm);
     what = "bufferevent settings";
-    c->head_start_ms = zx_http_now_ms(); /* the first head's deadline runs */
+    c->head_start_ms = zx_mono_ms(); /* the first head's deadline runs */
     if (bufferevent_set_timeouts(c->bev, s->head_tv_shorter ? &s->head_tv : &s->idle_tv,
                                  &s->idle_tv) != 0 ||
         bufferevent_set_max_single_read(c->bev, MAX_SINGLE_READ) != 0 ||
@@ -281,17 +274,6 @@ fail:
 }
 
 /* ---- server ----------------------------------------------------------- */
-
-/* Raises the soft descriptor limit to want (at most the hard limit). */
-static void raise_nofile(rlim_t want)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-        rl.rlim_cur >= want)
-        return;
-    rl.rlim_cur = (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) ? rl.rlim_max : want;
-    setrlimit(RLIMIT_NOFILE, &rl); /* failing: eviction on EMFILE still works */
-}
 
 zx_http_server *zx_http_server_new(struct event_base *base, const zx_http_limits *lim,
                                    zx_http_head_cb head, zx_http_body_cb body, void *ctx)
@@ -340,7 +322,6 @@ zx_http_server *zx_http_server_new(struct event_base *base, const zx_http_limits
     }
     if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
         signal(SIGPIPE, SIG_IGN);
-    raise_nofile((rlim_t)s->lim.max_connections + NOFILE_SPARE);
     return s;
 }
 
@@ -700,7 +681,7 @@ static int arm_deadline(struct conn *c)
         if (!c->head_start_ms) {
             if (evbuffer_get_length(in) == 0 && c->skipped == 0)
                 return 0; /* idle between requests: idle_timeout */
-            c->head_start_ms = zx_http_now_ms(); /* first byte of a new head */
+            c->head_start_ms = zx_mono_ms(); /* first byte of a new head */
         }
         deadline = c->head_start_ms + (int64_t)s->lim.header_timeout_ms;
     } else if (c->state == ST_BODY) {
@@ -708,7 +689,7 @@ static int arm_deadline(struct conn *c)
     } else {
         return 0;
     }
-    left = deadline - zx_http_now_ms();
+    left = deadline - zx_mono_ms();
     if (left <= 0)
         return -1;
     if (left < (int64_t)s->lim.idle_timeout_ms) {

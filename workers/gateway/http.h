@@ -73,8 +73,9 @@
  * closed) and to every write.  There is no timeout while a request waits
  * for the handler's reply.
  *
- * Descriptors: zx_http_server_new raises the process's soft RLIMIT_NOFILE
- * towards max_connections + 256 (up to the hard limit), once.
+ * Descriptors: the process needs max_connections plus some; zxd raises its
+ * soft RLIMIT_NOFILE to the hard limit at start (supervisor/main.c), and
+ * when accept runs out of them an untrusted connection is closed.
  *
  * SIGPIPE: zx_http_server_new sets SIGPIPE to SIG_IGN if it was SIG_DFL, so
  * that a client that went away cannot kill the process.

@@ -15,6 +15,8 @@
  */
 #include "http_int.h"
 
+#include "common/util.h"
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
@@ -96,7 +98,7 @@ int zx_http_body_start(struct conn *c)
     zx_http_req *r = c->req;
     r->body.grow = body_grow;
     r->body.arg = r;
-    r->body_start_ms = zx_http_now_ms();
+    r->body_start_ms = zx_mono_ms();
     if (r->body_kind == BODY_LENGTH)
         r->reserved = r->content_length; /* <= max_body_size: checked */
     if (zx_http_held_set(r, held_for(r, 0)) != 0) {

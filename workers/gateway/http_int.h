@@ -35,7 +35,6 @@ struct evconnlistener;
 #define INPUT_MIN_WM     (64u * 1024u) /* input high watermark, at least */
 #define BODY_FIRST_CAP   (64u * 1024u) /* first body buffer of unknown size */
 #define GZ_STATE_BYTES   (48u * 1024u) /* zlib inflate state + window, counted */
-#define NOFILE_SPARE     256u          /* descriptors beyond max_connections */
 
 enum conn_state {
     ST_HEAD,    /* waiting for / reading a request head */
@@ -149,9 +148,6 @@ void zx_http_req_free(zx_http_req *r);
  * changed) if that would take srv->held above max_held_bytes; lowering
  * always succeeds. */
 int zx_http_held_set(zx_http_req *r, uint64_t bytes);
-
-/* Monotonic clock in milliseconds. */
-int64_t zx_http_now_ms(void);
 
 /* Logs through srv->log (if set) and counts an internal error. */
 void zx_http_log_error(zx_http_server *s, const char *fmt, ...)
