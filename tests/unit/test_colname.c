@@ -8,15 +8,7 @@
 
 #include "common/colname.h"
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "tests/unit/check.h"
 
 static void norm_is(int line, const char *in, size_t n, const char *want)
 {

@@ -16,15 +16,7 @@
 #include "common/rowset.h"
 #include "workers/writer/fit.h"
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "tests/unit/check.h"
 
 static zx_fit_buf buf;
 

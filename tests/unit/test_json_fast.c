@@ -19,15 +19,7 @@
 #include "common/json_rows.h"
 #include "common/timefmt.h"
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "tests/unit/check.h"
 
 static zx_rowset rs_fast, rs_ref;
 static unsigned long n_same, n_both_fail, n_declined;

@@ -10,15 +10,7 @@
 
 #include "common/json_rows.h"
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "tests/unit/check.h"
 
 static zx_rowset rs;
 static zx_json_err err;
