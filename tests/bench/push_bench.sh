@@ -33,9 +33,10 @@ CONNS=${ZX_BENCH_CONNECTIONS:-8}
 EVENTS=${ZX_BENCH_EVENTS:-1000}
 ACK=${ZX_BENCH_ACK:-accepted}
 
-die() { echo "push_bench: $*" >&2; exit 1; }
+BENCH_NAME=push_bench
+. "$HERE/bench_zxd.sh"
+die() { bench_die "$@"; }
 
-[ -x "$ZXD" ] || die "zxd not built at $ZXD (ninja -C build, or set ZX_BUILD_DIR)"
 command -v python3 >/dev/null || die "python3 is needed"
 if ! command -v wrk >/dev/null; then
     echo "push_bench: installing wrk (Debian package)" >&2
@@ -46,82 +47,12 @@ if ! command -v wrk >/dev/null; then
     fi
     command -v wrk >/dev/null || die "could not install wrk"
 fi
-
-DIR=$(mktemp -d /tmp/zxbench.XXXXXX)
-CFG=$DIR/zxd.yaml
-LOG=$DIR/zxd.log
-DB=$DIR/var/workspace.db
+BENCH_PIPELINE_EXTRA="    ack: $ACK"
+export ZX_BENCH_EVENTS=$EVENTS
+bench_start
 SOCK=$DIR/var/zxd.sock
-ZXD_PID=
-ZXD_PGID=
-
-cleanup() {
-    local rc=$?
-    if [ -n "$ZXD_PID" ] && kill -0 "$ZXD_PID" 2>/dev/null; then
-        kill -TERM "$ZXD_PID" 2>/dev/null || true
-        for _ in $(seq 1 300); do
-            kill -0 "$ZXD_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-    fi
-    # the whole process group zxd leads (setsid below): whatever is left
-    if [ -n "$ZXD_PGID" ]; then
-        kill -KILL -- "-$ZXD_PGID" 2>/dev/null || true
-    fi
-    if [ "${ZX_BENCH_KEEP:-0}" = 1 ]; then
-        echo "push_bench: kept $DIR" >&2
-    else
-        rm -rf "$DIR"
-    fi
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-KEY=bench-$(python3 -c 'import secrets; print(secrets.token_hex(8))')
-
-cat >"$CFG" <<EOF
-server:
-  data_dir: ./var
-  control_socket: zxd.sock
-  http:
-    listen: "127.0.0.1:$PORT"
-    max_body_size: 16MiB
-    backpressure_timeout: 2s
-workspace:
-  sqlite:
-    path: workspace.db
-pipelines:
-  bench:
-    direction: stream
-    source: http
-    key: \${env:ZX_BENCH_KEY}
-    table: bench
-    metadata: [_ingested_at]
-    ack: $ACK
-EOF
-
-export ZX_BENCH_KEY=$KEY ZX_BENCH_EVENTS=$EVENTS
-setsid "$ZXD" -c "$CFG" >"$LOG" 2>&1 </dev/null &
-ZXD_PID=$!
-ZXD_PGID=$ZXD_PID
 
 # python3 helpers (stdlib only) --------------------------------------------
-http_status() {  # METHOD PATH [wait-commit-body] -> prints the status code or 000
-    python3 - "$PORT" "$@" <<'EOF'
-import http.client, os, sys
-port, method, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-body = sys.argv[4].encode() if len(sys.argv) > 4 else None
-h = {"Authorization": "Bearer " + os.environ["ZX_BENCH_KEY"], "Content-Type": "application/json"}
-try:
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request(method, path, body=body, headers=h)
-    print(c.getresponse().status)
-except OSError:
-    print("000")
-EOF
-}
 count_rows() {
     python3 - "$DB" <<'EOF'
 import sqlite3, sys
@@ -134,13 +65,6 @@ EOF
 }
 now() { python3 -c 'import time; print(f"{time.monotonic():.3f}")'; }
 
-# wait for the daemon ------------------------------------------------------
-for i in $(seq 1 300); do
-    kill -0 "$ZXD_PID" 2>/dev/null || { tail -30 "$LOG" >&2; die "zxd exited during start-up"; }
-    [ "$(http_status GET /healthz)" = 200 ] && break
-    [ "$i" = 300 ] && { tail -30 "$LOG" >&2; die "no /healthz 200 within 30 s"; }
-    sleep 0.1
-done
 # warm-up: one committed push creates the table
 st=$(http_status POST '/api/streams/bench/push?wait=commit' '{"id":0,"warmup":true}')
 [ "$st" = 202 ] || { tail -30 "$LOG" >&2; die "warm-up push answered $st"; }

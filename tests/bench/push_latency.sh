@@ -36,95 +36,23 @@ SECONDS_PER_RUN=${ZX_BENCH_SECONDS:-20}
 SIZES=${ZX_BENCH_SIZES:-10 1000}
 CONNS=${ZX_BENCH_CONNECTIONS:-8}
 
-die() { echo "push_latency: $*" >&2; exit 1; }
+BENCH_NAME=push_latency
+. "$HERE/bench_zxd.sh"
+die() { bench_die "$@"; }
 
-[ -x "$ZXD" ] || die "zxd not built at $ZXD (ninja -C build, or set ZX_BUILD_DIR)"
 if [ ! -x "$GEN" ]; then
     ninja -C "$BUILD" tests/bench/pushgen >/dev/null || die "cannot build pushgen in $BUILD"
 fi
-command -v python3 >/dev/null || die "python3 is needed"
+[ -n "${ZX_BENCH_COMMIT_INTERVAL:-}" ] &&
+    BENCH_WORKSPACE_EXTRA="  commit_interval: $ZX_BENCH_COMMIT_INTERVAL"
+bench_start
 
-DIR=$(mktemp -d /tmp/zxlat.XXXXXX)
-CFG=$DIR/zxd.yaml
-LOG=$DIR/zxd.log
-ZXD_PID=
-
-cleanup() {
-    local rc=$?
-    if [ -n "$ZXD_PID" ] && kill -0 "$ZXD_PID" 2>/dev/null; then
-        kill -TERM "$ZXD_PID" 2>/dev/null || true
-        for _ in $(seq 1 300); do
-            kill -0 "$ZXD_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL -- "-$ZXD_PID" 2>/dev/null || true
-    fi
-    if [ "${ZX_BENCH_KEEP:-0}" = 1 ]; then
-        echo "push_latency: kept $DIR" >&2
-    else
-        rm -rf "$DIR"
-    fi
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-KEY=bench-$(python3 -c 'import secrets; print(secrets.token_hex(8))')
-CI_LINE=
-[ -n "${ZX_BENCH_COMMIT_INTERVAL:-}" ] && CI_LINE="  commit_interval: $ZX_BENCH_COMMIT_INTERVAL"
-
-cat >"$CFG" <<EOF
-server:
-  data_dir: ./var
-  control_socket: zxd.sock
-  http:
-    listen: "127.0.0.1:$PORT"
-    max_body_size: 16MiB
-    backpressure_timeout: 2s
-workspace:
-$CI_LINE
-  sqlite:
-    path: workspace.db
-pipelines:
-  bench:
-    direction: stream
-    source: http
-    key: \${env:ZX_BENCH_KEY}
-    table: bench
-    metadata: [_ingested_at]
-EOF
-
-export ZX_BENCH_KEY=$KEY
-setsid "$ZXD" -c "$CFG" >"$LOG" 2>&1 </dev/null &
-ZXD_PID=$!
-
-http_status() {  # METHOD PATH [body] -> the status code, or 000
-    python3 - "$PORT" "$@" <<'EOF'
-import http.client, os, sys
-port, method, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-body = sys.argv[4].encode() if len(sys.argv) > 4 else None
-h = {"Authorization": "Bearer " + os.environ["ZX_BENCH_KEY"], "Content-Type": "application/json"}
-try:
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    c.request(method, path, body=body, headers=h)
-    print(c.getresponse().status)
-except OSError:
-    print("000")
-EOF
-}
 barrier() {  # everything pushed so far is committed
     local st
     st=$(http_status POST '/api/streams/bench/push?wait=commit' '{"barrier":true}')
     [ "$st" = 202 ] || { tail -30 "$LOG" >&2; die "barrier push answered $st"; }
 }
 
-for i in $(seq 1 300); do
-    kill -0 "$ZXD_PID" 2>/dev/null || { tail -30 "$LOG" >&2; die "zxd exited during start-up"; }
-    [ "$(http_status GET /healthz)" = 200 ] && break
-    [ "$i" = 300 ] && { tail -30 "$LOG" >&2; die "no /healthz 200 within 30 s"; }
-    sleep 0.1
-done
 barrier
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
