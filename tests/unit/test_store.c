@@ -14,15 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
+#include "tests/unit/check.h"
 
 #define CHECK_RC(expr, want)                                                   \
     do {                                                                       \

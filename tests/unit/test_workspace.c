@@ -21,15 +21,7 @@
 
 #include "common/timefmt.h"
 
-static int failures;
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
+#include "tests/unit/check.h"
 
 #define CHECK_STR(got, want)                                                       \
     do {                                                                           \
