@@ -7,9 +7,15 @@
  * end so that an operator fixes every mistake in one round.  The result is
  * all or nothing: any error frees the half-built config.
  *
- * It must never: list option names (options.c owns them), touch the file
- * system beyond realpath of the config and ${file:} secrets, or create
- * anything.
+ * Named maps (`pipelines`, `connections`) are walked entry by entry, each
+ * entry with its own record of where its options were written (a
+ * zx_cf_where), then checked by entries.c; a pipeline's `connection:` is
+ * resolved at the end, since connections may be written after the
+ * pipelines using them.
+ *
+ * It must never: list option names (options.c owns them; the cross-option
+ * checks here look rows up by name), touch the file system beyond realpath
+ * of the config and ${file:} secrets, or create anything.
  */
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
@@ -28,9 +34,12 @@
 #define MiB (1024ull * KiB)
 #define GiB (1024ull * MiB)
 
-/* Nodes where options were written (index = row of zx_cf_options), so that
- * cross-option errors point at the right line. */
-typedef const yaml_node_t *cf_where[ZX_CF_MAX_OPTIONS];
+/* What the walk keeps for cf_finish. */
+typedef struct cf_load {
+    zx_conf *c;
+    const yaml_node_t **conn_node;  /* per pipeline: its `connection:` value
+                                       (connections may come after it) */
+} cf_load;
 
 static const zx_cf_section *find_section(const char *path)
 {
@@ -42,7 +51,7 @@ static const zx_cf_section *find_section(const char *path)
     return NULL;
 }
 
-static size_t opt_index(const char *section, const char *name)
+size_t zx_cf_opt_index(const char *section, const char *name)
 {
     size_t i;
 
@@ -51,6 +60,21 @@ static size_t opt_index(const char *section, const char *name)
             !strcmp(zx_cf_options[i].name, name))
             return i;
     return SIZE_MAX;
+}
+
+const yaml_node_t *zx_cf_where_opt(const zx_cf_where *w, const char *sec,
+                                   const char *name)
+{
+    size_t i = zx_cf_opt_index(sec, name);
+
+    return i < ZX_CF_MAX_OPTIONS ? w->opt[i] : NULL;
+}
+
+const yaml_node_t *zx_cf_where_sec(const zx_cf_where *w, const char *path)
+{
+    const zx_cf_section *s = find_section(path);
+
+    return s ? w->sec[s - zx_cf_sections] : NULL;
 }
 
 /* Section path of child `k` of `path` ("" is the top level). */
@@ -81,9 +105,10 @@ static size_t allowed_keys(const char *path, const char **names, size_t max)
 static void unknown_key(zx_cf_ctx *x, const yaml_node_t *kn, const char *path,
                         const char *disp, const char *k)
 {
-    const char *names[64], *near;
-    char list[512];
-    size_t n = allowed_keys(path, names, 64), i, off = 0;
+    const char *names[ZX_CF_MAX_OPTIONS + ZX_CF_MAX_SECTIONS], *near;
+    char list[1024];
+    size_t n = allowed_keys(path, names, sizeof(names) / sizeof(names[0]));
+    size_t i, off = 0;
 
     list[0] = '\0';
     for (i = 0; i < n && off < sizeof(list); i++)
@@ -101,16 +126,20 @@ static void unknown_key(zx_cf_ctx *x, const yaml_node_t *kn, const char *path,
                        near ? "'?)" : "", list);
 }
 
-static void walk_pipelines(zx_cf_ctx *x, yaml_node_t *n, zx_conf *c);
+static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
+                       yaml_node_t *n);
 
 /* Walk mapping n as section `path` (called `disp` in messages), setting
- * options in base and recording where each was written. */
-static void walk_map(zx_cf_ctx *x, const char *path, const char *disp,
-                     yaml_node_t *n, void *base, zx_conf *c, cf_where where)
+ * options in base and recording in w where each was written.  `entry`:
+ * the name of the named-map entry being walked (it replaces "<name>" in
+ * the names of sub-sections shown in messages), NULL at the top level. */
+static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
+                     const char *disp, const char *entry, yaml_node_t *n,
+                     void *base, zx_cf_where *w)
 {
     yaml_node_pair_t *p0, *p;
     size_t *first;
-    char sub[128];
+    char sub[128], subdisp[200];
 
     if (zx_cf_is_null(n))
         return;   /* `server:` with nothing under it: all defaults */
@@ -123,7 +152,7 @@ static void walk_map(zx_cf_ctx *x, const char *path, const char *disp,
     p0 = n->data.mapping.pairs.start;
     for (p = p0; p < n->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = zx_cf_node(x, p->key), *vn = zx_cf_node(x, p->value);
-        const char *k = zx_cf_scalar(kn);
+        const char *k = zx_cf_scalar(kn), *tpl;
         const zx_cf_section *sec;
         size_t oi;
 
@@ -139,26 +168,37 @@ static void walk_map(zx_cf_ctx *x, const char *path, const char *disp,
                            zx_cf_col(fk));
             continue;
         }
-        oi = opt_index(path, k);
+        oi = zx_cf_opt_index(path, k);
         if (oi != SIZE_MAX) {
-            if (oi < sizeof(cf_where) / sizeof(where[0]))
-                where[oi] = vn;
-            zx_cf_set_node(x, &zx_cf_options[oi], base, vn);
+            if (oi < ZX_CF_MAX_OPTIONS) {
+                w->opt[oi] = vn;
+                w->bad[oi] = zx_cf_set_node(x, &zx_cf_options[oi], base, vn) < 0;
+            }
             continue;
         }
         child_path(sub, sizeof(sub), path, k);
         sec = strchr(k, '.') ? NULL : find_section(sub);
-        if (!sec || strchr(k, '<'))
+        if (!sec || strchr(k, '<')) {
             unknown_key(x, kn, path, disp, k);
-        else if (sec->named_map)
-            walk_pipelines(x, vn, c);
+            continue;
+        }
+        w->sec[sec - zx_cf_sections] = vn;
+        if (sec->named_map) {
+            walk_named(x, ld, sec, vn);
+            continue;
+        }
+        tpl = entry ? strstr(sub, "<name>") : NULL;
+        if (tpl)
+            snprintf(subdisp, sizeof(subdisp), "%.*s%s%s", (int)(tpl - sub),
+                     sub, entry, tpl + 6);
         else
-            walk_map(x, sub, sub, vn, base, c, where);
+            snprintf(subdisp, sizeof(subdisp), "%s", sub);
+        walk_map(x, ld, sub, subdisp, entry, vn, base, w);
     }
     free(first);
 }
 
-static int name_ok(const char *s)
+int zx_cf_name_ok(const char *s)
 {
     size_t i, len = strlen(s);
 
@@ -171,77 +211,96 @@ static int name_ok(const char *s)
     return 1;
 }
 
-static void walk_pipeline(zx_cf_ctx *x, yaml_node_t *kn, yaml_node_t *vn,
-                          zx_conf_pipeline *pl)
+/* One entry of a named map (a pipeline, a connection): defaults, its
+ * mapping, its required options, then the checks of its kind. */
+static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
+                       yaml_node_t *kn, yaml_node_t *vn, void *base,
+                       size_t idx)
 {
-    const char *entry = "pipelines.<name>";
-    cf_where where = {0};
+    int target = map->target, pipe = target == ZX_CF_PIPELINE;
+    const char *what = pipe ? "pipeline" : "connection";
+    const char *name = pipe ? ((zx_conf_pipeline *)base)->name
+                            : ((zx_conf_connection *)base)->name;
+    const char *src;
+    zx_cf_where *w = calloc(1, sizeof(*w));
     size_t i;
-    char *t, disp[80];
+    char disp[80];
 
-    pl->line = zx_cf_line(kn);
-    pl->column = zx_cf_col(kn);
+    if (!w) {
+        zx_cf_error_at(x, kn, "out of memory");
+        return;
+    }
+    if (pipe) {
+        ((zx_conf_pipeline *)base)->line = zx_cf_line(kn);
+        ((zx_conf_pipeline *)base)->column = zx_cf_col(kn);
+    } else {
+        ((zx_conf_connection *)base)->line = zx_cf_line(kn);
+        ((zx_conf_connection *)base)->column = zx_cf_col(kn);
+    }
     for (i = 0; i < zx_cf_noptions; i++)
-        if (!strcmp(zx_cf_options[i].section, entry))
-            zx_cf_set_default(x, &zx_cf_options[i], pl);
+        if (zx_cf_target(zx_cf_options[i].section) == target)
+            zx_cf_set_default(x, &zx_cf_options[i], base);
+    snprintf(disp, sizeof(disp), "%s %s", what, name);
     if (!zx_cf_is_null(vn) && vn->type != YAML_MAPPING_NODE)
-        zx_cf_error_at(x, vn, "pipeline %s must be a mapping of settings "
-                       "(direction, source, ...), got %s", pl->name,
+        zx_cf_error_at(x, vn, "%s must be a mapping of settings (%s), got %s",
+                       disp, pipe ? "direction, source, ..." : "kind, brokers, ...",
                        zx_cf_kind(vn));
     else
-    {
-        snprintf(disp, sizeof(disp), "pipeline %s", pl->name);
-        walk_map(x, entry, disp, vn, pl, NULL, where);
-    }
+        walk_map(x, ld, map->entry, disp, name, vn, base, w);
+    src = pipe ? ((zx_conf_pipeline *)base)->source : NULL;
     for (i = 0; i < zx_cf_noptions; i++) {
         const zx_cf_option *o = &zx_cf_options[i];
-        if (!strcmp(o->section, entry) && (o->flags & ZX_CF_REQUIRED) &&
-            !where[i])
-            zx_cf_error_at(x, kn, "pipeline %s: missing required field '%s'",
-                           pl->name, o->name);
+        /* a source-specific option is required only once the source is
+         * known (a bad or missing source is reported already) */
+        if (!strcmp(o->section, map->entry) && (o->flags & ZX_CF_REQUIRED) &&
+            !w->opt[i] && (!o->sources || (src && zx_cf_find_source(src) &&
+                                           zx_cf_takes(o, src))))
+            zx_cf_error_at(x, kn, "%s: missing required field '%s'", disp,
+                           o->name);
     }
-    /* Default table: the name, unless a table was written (even a bad one,
-     * already reported). */
-    i = opt_index(entry, "table");
-    if (!pl->table && i < sizeof(cf_where) / sizeof(where[0]) && !where[i] &&
-        name_ok(pl->name)) {
-        pl->table = strdup(pl->name);
-        if (!pl->table) {
-            zx_cf_error_at(x, kn, "out of memory");
-            return;
-        }
-        for (t = pl->table; *t; t++)
-            if (*t == '-')
-                *t = '_';
-        if (!strncasecmp(pl->table, "sqlite_", 7))
-            zx_cf_error_at(x, kn, "pipeline %s: its default table %s is reserved by SQLite "
-                           "(names starting with sqlite_); set `table:`", pl->name, pl->table);
+    if (pipe) {
+        i = zx_cf_opt_index(map->entry, "connection");
+        if (ld->conn_node && i < ZX_CF_MAX_OPTIONS)
+            ld->conn_node[idx] = w->opt[i];
+        zx_cf_check_pipeline(x, kn, base, w);
+    } else {
+        zx_cf_check_connection(x, kn, base, w);
     }
+    free(w);
 }
 
-static void walk_pipelines(zx_cf_ctx *x, yaml_node_t *n, zx_conf *c)
+static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
+                       yaml_node_t *n)
 {
+    zx_conf *c = ld->c;
+    int pipe = sec->target == ZX_CF_PIPELINE;
+    const char *what = pipe ? "pipeline" : "connection";
+    size_t size = pipe ? sizeof(zx_conf_pipeline) : sizeof(zx_conf_connection);
+    void **arr = pipe ? (void **)&c->pipelines : (void **)&c->connections;
+    size_t *cnt = pipe ? &c->npipelines : &c->nconnections;
     yaml_node_pair_t *p0, *p;
-    size_t *first, cnt;
+    size_t *first, total;
 
     if (zx_cf_is_null(n))
         return;
     if (n->type != YAML_MAPPING_NODE) {
-        zx_cf_error_at(x, n, "pipelines must be a mapping from each pipeline's "
-                       "name to its settings (web_events: {...}), got %s",
-                       zx_cf_kind(n));
+        zx_cf_error_at(x, n, "%s must be a mapping from each %s's name to its "
+                       "settings (%s: {...}), got %s", sec->path, what,
+                       pipe ? "web_events" : "main_kafka", zx_cf_kind(n));
         return;
     }
-    if (c->pipelines) {
-        zx_cf_error_at(x, n, "pipelines is written twice");
+    if (*arr) {
+        zx_cf_error_at(x, n, "%s is written twice", sec->path);
         return;
     }
     p0 = n->data.mapping.pairs.start;
-    cnt = (size_t)(n->data.mapping.pairs.top - p0);
-    if (cnt == 0)
+    total = (size_t)(n->data.mapping.pairs.top - p0);
+    if (total == 0)
         return;
-    c->pipelines = calloc(cnt, sizeof(*c->pipelines));
-    if (!c->pipelines) {
+    *arr = calloc(total, size);
+    if (pipe)
+        ld->conn_node = calloc(total, sizeof(*ld->conn_node));
+    if (!*arr || (pipe && !ld->conn_node)) {
         zx_cf_error_at(x, n, "out of memory");
         return;
     }
@@ -249,38 +308,40 @@ static void walk_pipelines(zx_cf_ctx *x, yaml_node_t *n, zx_conf *c)
     for (p = p0; p < n->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = zx_cf_node(x, p->key), *vn = zx_cf_node(x, p->value);
         const char *k = zx_cf_scalar(kn);
-        zx_conf_pipeline *pl;
+        char *base, **namep;
 
         if (!k) {
-            zx_cf_error_at(x, kn, "a pipeline name must be a plain word, got "
-                           "%s", zx_cf_kind(kn));
+            zx_cf_error_at(x, kn, "a %s name must be a plain word, got %s",
+                           what, zx_cf_kind(kn));
             continue;
         }
         if (first && first[p - p0] != SIZE_MAX) {
             yaml_node_t *fk = zx_cf_node(x, p0[first[p - p0]].key);
-            zx_cf_error_at(x, kn, "duplicate pipeline '%.64s' (first defined "
-                           "at line %d, column %d)", k, zx_cf_line(fk),
+            zx_cf_error_at(x, kn, "duplicate %s '%.64s' (first defined "
+                           "at line %d, column %d)", what, k, zx_cf_line(fk),
                            zx_cf_col(fk));
             continue;
         }
-        if (!name_ok(k))
-            zx_cf_error_at(x, kn, "invalid pipeline name '%.64s': 1 to 63 "
+        if (!zx_cf_name_ok(k))
+            zx_cf_error_at(x, kn, "invalid %s name '%.64s': 1 to 63 "
                            "characters among a-z, 0-9, _ and -, starting "
-                           "with a letter", k);
-        pl = &c->pipelines[c->npipelines++];
-        pl->name = strdup(k);
-        if (!pl->name) {
+                           "with a letter", what, k);
+        base = (char *)*arr + *cnt * size;
+        namep = pipe ? &((zx_conf_pipeline *)base)->name
+                     : &((zx_conf_connection *)base)->name;
+        *namep = strdup(k);
+        if (!*namep) {
             zx_cf_error_at(x, kn, "out of memory");
             continue;
         }
-        walk_pipeline(x, kn, vn, pl);
+        walk_entry(x, ld, sec, kn, vn, base, (*cnt)++);
     }
     free(first);
 }
 
 /* Absolute, lexically normalised path of rel against dir ("." and ".."
  * removed, no trailing '/').  NULL on out of memory. */
-static char *cf_abspath(const char *dir, const char *rel)
+char *zx_cf_abspath(const char *dir, const char *rel)
 {
     size_t len = strlen(dir) + strlen(rel) + 3, o = 0, keep;
     char *in = malloc(len), *out = malloc(len), *tok, *save = NULL;
@@ -317,7 +378,7 @@ static int cf_make_abs(zx_cf_ctx *x, char **field, const char *dir)
 
     if (!*field || !dir)
         return 0;
-    abs = cf_abspath(dir, *field);
+    abs = zx_cf_abspath(dir, *field);
     if (!abs) {
         zx_cf_error(x, 0, 0, "out of memory");
         return -1;
@@ -325,13 +386,6 @@ static int cf_make_abs(zx_cf_ctx *x, char **field, const char *dir)
     free(*field);
     *field = abs;
     return 0;
-}
-
-static const yaml_node_t *where_of(cf_where w, const char *sec, const char *name)
-{
-    size_t i = opt_index(sec, name);
-
-    return i < sizeof(cf_where) / sizeof(w[0]) ? w[i] : NULL;
 }
 
 static int cf_table_cmp(const void *a, const void *b, void *arg)
@@ -414,9 +468,10 @@ static uint64_t cf_rings_total(const zx_conf *c)
 /* Fit the pipelines' rings in server.ring_budget: a ring_size left at its
  * default shrinks (not below `need`); otherwise, or if even that does not
  * fit, it is an error naming what they take and the budget. */
-static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, cf_where w, uint64_t need)
+static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w,
+                            uint64_t need)
 {
-    const yaml_node_t *rs = where_of(w, "server", "ring_size");
+    const yaml_node_t *rs = zx_cf_where_opt(w, "server", "ring_size");
     uint64_t np = c->npipelines, fixed = 0, total;
     size_t i;
 
@@ -424,7 +479,11 @@ static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, cf_where w, uint64_t need)
         c->ring_budget = cf_default_budget();
     for (i = 0; i < c->npipelines; i++) {
         zx_conf_pipeline *p = &c->pipelines[i];
-        p->in_ring_size = cf_in_ring(p->body_limit);
+        const zx_cf_source *src = zx_cf_find_source(p->source);
+        /* Only a source the gateway feeds (http) has a request ring, and
+         * with it a reply ring: ZX_SEG_MAX_BYTES(0, ring) counts neither
+         * (common/segment.h counts the reply ring only when in_cap > 0). */
+        p->in_ring_size = src && src->request_ring ? cf_in_ring(p->body_limit) : 0;
         p->ring_size = (c->ring_size + 63) & ~(uint64_t)63;
         p->shm_size = ZX_SEG_MAX_BYTES(p->in_ring_size, p->ring_size);
         fixed += ZX_SEG_MAX_BYTES(p->in_ring_size, 0);
@@ -447,12 +506,13 @@ static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, cf_where w, uint64_t need)
     c->ring_bytes = total;
     if (total <= c->ring_budget)
         return;
-    const yaml_node_t *n = where_of(w, "server", "ring_budget");
+    const yaml_node_t *n = zx_cf_where_opt(w, "server", "ring_budget");
     if (!n)
         n = rs;
     zx_cf_error_at(x, n, "the rings of %zu pipelines need %llu MiB of shared memory "
-                   "(each: a frames ring of %llu MiB, a request ring of twice its body "
-                   "limit, at least 8 MiB, and 1 MiB for replies) but server.ring_budget "
+                   "(each: a frames ring of %llu MiB; an http pipeline also a request "
+                   "ring of twice its body limit, at least 8 MiB, and 1 MiB for "
+                   "replies) but server.ring_budget "
                    "is %llu MiB: lower server.ring_size or the body limits, or raise "
                    "server.ring_budget", c->npipelines,
                    (unsigned long long)((total + MiB - 1) / MiB),
@@ -460,8 +520,9 @@ static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, cf_where w, uint64_t need)
                    (unsigned long long)(c->ring_budget / MiB));
 }
 
-static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
+static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
 {
+    zx_conf *c = ld->c;
     const yaml_node_t *n;
     const char *why = NULL;
     uint64_t biggest = c->http.max_body_size, need;
@@ -472,9 +533,9 @@ static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
     cf_make_abs(x, &c->sqlite_path, c->data_dir);
     if (c->control_socket &&
         strlen(c->control_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        n = where_of(w, "server", "control_socket");
+        n = zx_cf_where_opt(w, "server", "control_socket");
         if (!n)
-            n = where_of(w, "server", "data_dir");
+            n = zx_cf_where_opt(w, "server", "data_dir");
         zx_cf_error_at(x, n, "control socket path %s is longer than %zu bytes; "
                        "use a shorter data_dir or an absolute control_socket",
                        c->control_socket,
@@ -482,8 +543,13 @@ static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
     }
     if (c->http.listen &&
         zx_cf_split_listen(c->http.listen, &c->http.host, &c->http.port, &why))
-        zx_cf_error_at(x, where_of(w, "server.http", "listen"), "listen: %s", why);
+        zx_cf_error_at(x, zx_cf_where_opt(w, "server.http", "listen"), "listen: %s", why);
 
+    /* The body limit bounds what one frame may need.  A source other than
+     * http has no max_body_size (0): its limit is the server's
+     * http.max_body_size, so the frames ring minimum below is the same rule
+     * for every source.  Kept simple on purpose: a Kafka frame is at most a
+     * few MiB, well under the 16 MiB default. */
     for (i = 0; i < c->npipelines; i++) {
         zx_conf_pipeline *p = &c->pipelines[i];
         p->body_limit = p->max_body_size ? p->max_body_size
@@ -493,6 +559,13 @@ static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
             biggest = p->body_limit;
     }
     cf_check_tables(x, c);
+    zx_cf_resolve_connections(x, c, ld->conn_node);
+    if (c->nconnections > ZX_MAX_PIPELINES) {
+        const zx_conf_connection *cn = &c->connections[ZX_MAX_PIPELINES];
+        zx_cf_error(x, cn->line, cn->column, "connection %s: one zxd has at "
+                    "most %d connections; this file has %zu", cn->name,
+                    ZX_MAX_PIPELINES, c->nconnections);
+    }
     if (c->npipelines > ZX_MAX_PIPELINES) {
         const zx_conf_pipeline *p = &c->pipelines[ZX_MAX_PIPELINES];
         zx_cf_error(x, p->line, p->column, "pipeline %s: one zxd runs at most %d "
@@ -501,9 +574,9 @@ static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
     }
     need = 2 * biggest + MiB;
     if (c->ring_size < need) {
-        n = where_of(w, "server", "ring_size");
+        n = zx_cf_where_opt(w, "server", "ring_size");
         if (!n && biggest == c->http.max_body_size)
-            n = where_of(w, "server.http", "max_body_size");
+            n = zx_cf_where_opt(w, "server.http", "max_body_size");
         for (i = 0; !n && i < c->npipelines; i++) {
             const zx_conf_pipeline *p = &c->pipelines[i];
             if (p->body_limit == biggest) {
@@ -524,7 +597,7 @@ static void cf_finish(zx_cf_ctx *x, zx_conf *c, cf_where w)
     }
     cf_check_budget(x, c, w, need);
     if (c->http.max_held_bytes && c->http.max_held_bytes < biggest)
-        zx_cf_error_at(x, where_of(w, "server.http", "max_held_bytes"),
+        zx_cf_error_at(x, zx_cf_where_opt(w, "server.http", "max_held_bytes"),
                        "max_held_bytes (%llu bytes) must be at least the largest "
                        "body limit (%llu bytes), or no such body could be received",
                        (unsigned long long)c->http.max_held_bytes,
@@ -535,7 +608,8 @@ zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs)
 {
     zx_cf_ctx x;
     zx_conf *c = NULL;
-    cf_where where = {0};
+    zx_cf_where *where = calloc(1, sizeof(*where));
+    cf_load ld = {0};
     yaml_node_t *root;
     char *slash;
     size_t i;
@@ -545,8 +619,10 @@ zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs)
     x.flags = flags;
     x.errs = errs;
     c = calloc(1, sizeof(*c));
-    if (!c || !path) {
-        zx_cf_error(&x, 0, 0, c ? "no configuration file given" : "out of memory");
+    ld.c = c;
+    if (!c || !where || !path) {
+        zx_cf_error(&x, 0, 0, c && where ? "no configuration file given"
+                                         : "out of memory");
         goto fail;
     }
     c->path = realpath(path, NULL);
@@ -565,30 +641,30 @@ zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs)
     x.base_dir = c->base_dir;
     if (zx_cf_parse_file(&x, path) < 0)
         goto fail;
-    for (i = 0; i < zx_cf_noptions; i++) {
-        const zx_cf_section *s = find_section(zx_cf_options[i].section);
-        if (s && s->target == ZX_CF_ROOT)
+    for (i = 0; i < zx_cf_noptions; i++)
+        if (zx_cf_target(zx_cf_options[i].section) == ZX_CF_ROOT)
             zx_cf_set_default(&x, &zx_cf_options[i], c);
-    }
     root = zx_cf_root(&x);
     if (root->type != YAML_MAPPING_NODE) {
         zx_cf_error_at(&x, root, "the top level must be a mapping with the "
-                       "sections server, workspace and pipelines, got %s",
-                       zx_cf_kind(root));
+                       "sections server, workspace, connections and "
+                       "pipelines, got %s", zx_cf_kind(root));
         goto fail;
     }
-    walk_map(&x, "", "the top level", root, c, c, where);
-    cf_finish(&x, c, where);
+    walk_map(&x, &ld, "", "the top level", NULL, root, c, where);
+    cf_finish(&x, &ld, where);
     if (x.nerr)
         goto fail;
-    if (x.have_doc)
-        yaml_document_delete(&x.doc);
-    return c;
+    goto out;
 fail:
+    zx_conf_free(c);
+    c = NULL;
+out:
     if (x.have_doc)
         yaml_document_delete(&x.doc);
-    zx_conf_free(c);
-    return NULL;
+    free(ld.conn_node);
+    free(where);
+    return c;
 }
 
 void zx_conf_errors_free(zx_conf_errors *errs)
@@ -615,6 +691,12 @@ void zx_conf_free(zx_conf *c)
         free(c->pipelines[i].name);
     }
     free(c->pipelines);
+    for (i = 0; i < c->nconnections; i++) {
+        zx_cf_free_fields(ZX_CF_CONNECTION, &c->connections[i]);
+        free(c->connections[i].name);
+        free(c->connections[i].brokers_csv);
+    }
+    free(c->connections);
     zx_cf_free_fields(ZX_CF_ROOT, c);
     free(c->http.host);
     free(c->path);
@@ -634,20 +716,44 @@ const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name)
     return NULL;
 }
 
+const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,
+                                                  const char *name)
+{
+    size_t i;
+
+    if (!c || !name)
+        return NULL;
+    for (i = 0; i < c->nconnections; i++)
+        if (c->connections[i].name && !strcmp(c->connections[i].name, name))
+            return &c->connections[i];
+    return NULL;
+}
+
 static int str_same(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
+/* Driven by the options table: a new option row is compared with no change
+ * here.  Only fields derived outside the table are listed. */
 int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
 {
     if (!a || !b)
         return a == b;
-    return str_same(a->name, b->name) && str_same(a->direction, b->direction) &&
-           str_same(a->source, b->source) && str_same(a->key, b->key) &&
-           str_same(a->table, b->table) && a->metadata == b->metadata &&
-           a->ack_commit == b->ack_commit &&
-           a->max_body_size == b->max_body_size &&
+    return str_same(a->name, b->name) &&
+           zx_cf_fields_same(ZX_CF_PIPELINE, a, b) &&
            a->body_limit == b->body_limit && a->ring_size == b->ring_size &&
-           a->max_columns == b->max_columns;
+           a->in_ring_size == b->in_ring_size && a->shm_size == b->shm_size &&
+           a->topics_regex == b->topics_regex &&
+           zx_conf_connection_same(a->conn, b->conn);
+}
+
+int zx_conf_connection_same(const zx_conf_connection *a,
+                            const zx_conf_connection *b)
+{
+    if (!a || !b)
+        return a == b;
+    return str_same(a->name, b->name) &&
+           zx_cf_fields_same(ZX_CF_CONNECTION, a, b) &&
+           str_same(a->brokers_csv, b->brokers_csv);
 }

@@ -2,11 +2,13 @@
  * config.h — the zxd YAML configuration: its C model and its loader.
  *
  * One table of options (conf/options.c: name, type, default, offset into
- * the struct below, help text, allowed values) drives parsing, validation
+ * the struct below, help text, allowed values, the sources that take it)
+ * drives parsing, validation, comparison (zx_conf_pipeline_same), freeing
  * and the reference documentation (conf/OPTIONS.md, printed by
  * zx_conf_write_reference).  To add an option: add the field here, add one
  * row to the table, regenerate OPTIONS.md (`zxd --config-reference`, or
- * `tests/unit/test_config --print-reference`).
+ * `tests/unit/test_config --print-reference`).  A new value of `source:`
+ * is one entry of zx_cf_sources (options.c) and the rows it takes.
  *
  * Loading is all-or-nothing: zx_conf_load either returns a fully validated
  * configuration (every path absolute, every default filled in) or NULL with
@@ -31,9 +33,16 @@
  * gateway and the writer are sized for.  `zxd --check` refuses more. */
 #define ZX_MAX_PIPELINES 1024
 
-/* Optional metadata columns of a stream (zx_conf_pipeline.metadata). */
+/* Optional metadata columns of a stream (zx_conf_pipeline.metadata).  Which
+ * ones a pipeline may ask for depends on its source: http takes
+ * _ingested_at and _request_id; kafka takes _key, _partition, _offset,
+ * _timestamp and _ingested_at. */
 #define ZX_META_INGESTED_AT 0x1u   /* "_ingested_at": UTC time the row arrived */
 #define ZX_META_REQUEST_ID  0x2u   /* "_request_id": id of the push request   */
+#define ZX_META_KEY        0x4u   /* "_key": the Kafka message key (text) */
+#define ZX_META_PARTITION  0x8u   /* "_partition" */
+#define ZX_META_OFFSET     0x10u  /* "_offset" */
+#define ZX_META_TIMESTAMP  0x20u  /* "_timestamp": the message's timestamp */
 
 typedef struct zx_conf_http {
     char *listen;            /* as written, "host:port" or "[v6]:port" */
@@ -54,28 +63,84 @@ typedef struct zx_conf_http {
     uint64_t body_min_rate;            /* bytes/s; default 1 KiB (<= 1 GiB) */
 } zx_conf_http;
 
+/* A connection (`connections.<name>`): how to reach a system that
+ * pipelines read from, shared by every pipeline naming it in `connection:`.
+ * Today only Kafka clusters.  Every string is owned by the zx_conf. */
+typedef struct zx_conf_connection {
+    char *name;              /* map key, same syntax as a pipeline name */
+    char *kind;              /* "kafka" (only value today) */
+    char **brokers;          /* "host:port" each, as written (host non-empty,
+                                port 1..65535); at least one */
+    size_t nbrokers;
+    char *brokers_csv;       /* brokers joined with ',' (what librdkafka wants) */
+    char *security;          /* "plaintext" (default) | "ssl" |
+                                "sasl_plaintext" | "sasl_ssl" */
+    char *sasl_mechanism;    /* "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512";
+                                NULL when no sasl (security not sasl_*) */
+    char *sasl_username;     /* taken literally: only a whole ${env:}/${file:}
+                                is a reference ("$ConnectionString" is not) */
+    char *sasl_password;     /* secret; NULL when no sasl, or when loaded with
+                                ZX_CONF_SKIP_SECRETS and written as a
+                                ${env:}/${file:} reference */
+    char *tls_ca, *tls_cert, *tls_key;  /* absolute paths or NULL; checked
+                                readable at load (not with SKIP_SECRETS);
+                                cert and key both or neither */
+    char *tls_key_password;  /* secret or NULL (as sasl_password) */
+    char **prop_keys;        /* other librdkafka properties, passed through */
+    char **prop_values;      /* as text (numbers and booleans as written), in
+                                file order; never a key zx sets itself.  A
+                                value whose key contains "password", "secret"
+                                or "sasl.oauthbearer" is secret: NULL when
+                                loaded with ZX_CONF_SKIP_SECRETS and written
+                                as a reference */
+    size_t nprops;
+    int line, column;        /* where the connection's name is written */
+} zx_conf_connection;
+
 typedef struct zx_conf_pipeline {
     char *name;              /* map key: [a-z][a-z0-9_-]{0,62} */
     char *direction;         /* "stream" (only value accepted today) */
-    char *source;            /* "http" (only value accepted today) */
-    char *key;               /* push key (secret); NULL only when loaded with
+    char *source;            /* "http" | "kafka" */
+    char *key;               /* http: push key (secret); NULL for other
+                                sources, or when loaded with
                                 ZX_CONF_SKIP_SECRETS and written as a
                                 ${env:}/${file:} reference */
     char *table;             /* default: name with '-' replaced by '_';
                                 [A-Za-z_][A-Za-z0-9_]{0,62}, not "_zx*",
                                 not "*__rejects" (case-insensitive) */
     uint32_t metadata;       /* ZX_META_* bits */
-    int ack_commit;          /* `ack: accepted` (default, 0) or `ack: commit` (1) */
-    uint64_t max_body_size;  /* per-stream override as written, 0 = server default */
+    int ack_commit;          /* http: `ack: accepted` (default, 0) or
+                                `ack: commit` (1); 0 for other sources */
+    uint64_t max_body_size;  /* http: per-stream override as written, 0 =
+                                server default; 0 for other sources */
     uint64_t body_limit;     /* effective limit: max_body_size, or the server's
-                                http.max_body_size when 0 */
+                                http.max_body_size when 0 (always, for
+                                sources other than http) */
     uint64_t ring_size;      /* bytes of this pipeline's frames ring: the
                                 server's ring_size, or less when the ring
                                 budget made it smaller (see ring_budget) */
     uint64_t in_ring_size;   /* bytes of its request ring: twice (the body
-                                limit + 64 KiB), at least 8 MiB */
+                                limit + 64 KiB), at least 8 MiB; 0 for
+                                sources other than http (no request ring,
+                                no reply ring) */
     uint64_t shm_size;       /* all the shared memory its segment may take
-                                (rings, their headers, the reply ring) */
+                                (rings, their headers, the reply ring):
+                                ZX_SEG_MAX_BYTES(in_ring_size, ring_size) */
+    char *connection;        /* kafka: the connection's name as written;
+                                NULL for sources without a connection */
+    const zx_conf_connection *conn; /* that connection, resolved: owned by the
+                                zx_conf (an element of its connections);
+                                NULL for sources without a connection */
+    char **topics;           /* kafka: `topic: x` gives {x}; `topics: [a, b]`
+                                the list; `topics: "^re"` gives {"^re"}
+                                with topics_regex 1.  NULL for other sources */
+    size_t ntopics;
+    int topics_regex;        /* 1: topics[0] is a POSIX extended regex
+                                (starts with '^', librdkafka's convention),
+                                checked to compile; ntopics is then 1 */
+    char *group;             /* kafka: consumer group; NULL = none */
+    int start_new;           /* kafka: where a partition with no committed
+                                offset starts: 0 oldest (default), 1 new */
     uint32_t max_columns;    /* columns its table gets from the data at most
                                 (default 500, 1..1500); the rest go to _extra */
     int line, column;        /* where the pipeline's name is written (1-based) */
@@ -101,6 +166,9 @@ typedef struct zx_conf {
     uint64_t ring_budget;    /* shared memory all pipelines' rings may take;
                                 default: a quarter of the machine's memory */
     uint64_t ring_bytes;     /* what they take (sum of pipelines' shm_size) */
+    size_t nconnections;
+    zx_conf_connection *connections; /* in file order; those no pipeline
+                                        uses are kept too */
     size_t npipelines;
     zx_conf_pipeline *pipelines;  /* in file order */
 } zx_conf;
@@ -117,17 +185,21 @@ typedef struct zx_conf_errors {
 } zx_conf_errors;
 
 /* Flag for zx_conf_load: do not resolve ${env:}/${file:} references in
- * options marked secret (today: pipelines.*.key); leave those fields NULL,
- * with no error.  Other options (paths, ...) are still resolved, since the
- * caller (zxctl) needs them. */
+ * options marked secret (pipelines.*.key, connections.*.sasl.password,
+ * connections.*.tls.key_password, and properties whose key names a
+ * password or secret); leave those fields NULL, with no error.  Nor check
+ * that TLS files are readable (zxctl may run as another user than zxd).
+ * Other options (paths, ...) are still resolved, since the caller (zxctl)
+ * needs them. */
 #define ZX_CONF_SKIP_SECRETS 0x1u
 
 /* Read, parse and validate the YAML file at `path`.
  * Returns a new configuration owned by the caller (free with zx_conf_free),
  * or NULL on any error: then every error found (not only the first) is
  * appended to errs, unless errs is NULL.  Out of memory is reported as an
- * error too.  Does not create or open anything but the file itself and
- * ${file:} secrets. */
+ * error too.  Does not create anything, and opens only the file itself,
+ * ${file:} secrets and the connections' TLS files (opened and closed at
+ * once, to report a missing or unreadable one). */
 zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs);
 
 /* Free the messages and reset *errs to {0}.  NULL ok. */
@@ -140,10 +212,25 @@ void zx_conf_free(zx_conf *c);
  * until zx_conf_free(c). */
 const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name);
 
+/* The connection called `name`, or NULL.  Owned by c, valid until
+ * zx_conf_free(c). */
+const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,
+                                                  const char *name);
+
 /* 1 when every field that affects the running worker (everything but
  * line/column) is equal, so a reload can leave that worker and its ring
- * untouched; else 0.  NULL pointers compare equal only to each other. */
+ * untouched; else 0.  Compares the name, every option of the options table
+ * (by its type), the derived sizes (body_limit, ring_size, in_ring_size,
+ * shm_size), topics_regex, and the resolved connections with
+ * zx_conf_connection_same: a changed connection changes every pipeline
+ * using it.  NULL pointers compare equal only to each other. */
 int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b);
+
+/* 1 when the two connections have the same name and settings (every
+ * option, brokers_csv; not line/column), else 0.  TLS files are compared
+ * by path, not content.  NULL pointers compare equal only to each other. */
+int zx_conf_connection_same(const zx_conf_connection *a,
+                            const zx_conf_connection *b);
 
 /* Print the reference documentation of every option (Markdown, one table
  * per section) to `out`.  conf/OPTIONS.md is exactly this output; a unit
@@ -151,7 +238,8 @@ int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b);
 void zx_conf_write_reference(FILE *out);
 
 /* ------------------------------------------------------------------------
- * Internal to conf/ (config.c, options.c, secrets.c, yamlwalk.c).  Not a
+ * Internal to conf/ (config.c, entries.c, options.c, fields.c, lists.c,
+ * values.c, reference.c, secrets.c, yamlwalk.c) and its unit test.  Not a
  * contract: other modules must not define ZX_CONF_INTERNAL.
  * ---------------------------------------------------------------------- */
 #ifdef ZX_CONF_INTERNAL
@@ -196,17 +284,29 @@ const char *zx_cf_suggest(const char *w, const char *const *cands, size_t n);
 int zx_cf_resolve(zx_cf_ctx *x, const yaml_node_t *n, const char *text,
                   int skip, char **out, int *is_ref);
 
-/* options.c: the table. */
+/* options.c: the table; fields.c, lists.c: setting, freeing, comparing
+ * by row. */
 typedef enum zx_cf_type {
     ZX_CF_STRING, ZX_CF_PATH, ZX_CF_ENUM, ZX_CF_ENUM_INT, ZX_CF_SIZE,
     ZX_CF_DURATION, ZX_CF_UINT, ZX_CF_LISTEN, ZX_CF_METADATA, ZX_CF_IDENT,
-    ZX_CF_GROUP
+    ZX_CF_GROUP,
+    /* The list types fill a char ** at offset and its size_t count at
+     * n_offset (freed and replaced as a whole when set again). */
+    ZX_CF_HOSTPORTS,  /* list of host:port, or one "a:1,b:2" string */
+    ZX_CF_TOPIC,      /* one Kafka topic name: a list of one */
+    ZX_CF_TOPICS,     /* a list of topic names, or one: a name, or a regex
+                         (text starting with '^') */
+    ZX_CF_PROPS       /* mapping of scalar to scalar: keys at offset, values
+                         (char **) at v_offset, count at n_offset */
 } zx_cf_type;
 
-enum { ZX_CF_ROOT, ZX_CF_PIPELINE };          /* which struct `offset` is in */
-#define ZX_CF_REQUIRED 0x1u
-#define ZX_CF_SECRET   0x2u
+enum { ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION }; /* struct of `offset` */
+#define ZX_CF_REQUIRED 0x1u    /* in a named-map entry: required when the
+                                  entry's source is among `sources` */
+#define ZX_CF_SECRET   0x2u    /* never quoted in a message; left NULL by
+                                  ZX_CONF_SKIP_SECRETS when a reference */
 #define ZX_CF_REL_DATA 0x4u    /* PATH relative to data_dir, not the file */
+#define ZX_CF_TOKEN    0x8u    /* STRING: printable ASCII without spaces */
 
 typedef struct zx_cf_option {
     const char *section;     /* "server", "server.http", "pipelines.<name>" */
@@ -217,27 +317,55 @@ typedef struct zx_cf_option {
     size_t offset;
     unsigned flags;
     uint64_t min, max;       /* SIZE, DURATION (ms), UINT */
-    const char *const *allowed; /* ENUM, ENUM_INT, METADATA: NULL-ended */
+    const char *const *allowed; /* ENUM, ENUM_INT, METADATA: NULL-ended.
+                                   PROPS: refused keys, NULL-ended pairs of
+                                   (key, what to write instead) */
     const char *help;
+    const char *const *sources; /* pipeline options: the `source:` values
+                                   that take it, NULL-ended; NULL = all */
+    size_t n_offset;         /* list types, PROPS: the size_t count */
+    size_t v_offset;         /* PROPS: the values (char **) */
 } zx_cf_option;
 
 typedef struct zx_cf_section {
     const char *path;        /* "server.http"; "pipelines" is a named map */
-    int target;              /* ZX_CF_ROOT or ZX_CF_PIPELINE */
+    int target;              /* ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION */
     int named_map;           /* 1: keys are names, values are `entry` sections */
     const char *entry;       /* for a named map: the entry section's path */
     const char *help;
 } zx_cf_section;
 
-#define ZX_CF_MAX_OPTIONS 64   /* rows in the table, at most */
+/* A value of `source:` and what the loader needs to know of it. */
+typedef struct zx_cf_source {
+    const char *name;           /* "http" */
+    const char *conn_kind;      /* kind of connection it needs, NULL: none */
+    const char *const *metadata;/* metadata columns it can fill, NULL-ended */
+    int request_ring;           /* 1: the gateway feeds it through a request
+                                   ring (and a reply ring) */
+    const char *doc;            /* one line for the reference */
+} zx_cf_source;
+
+#define ZX_CF_MAX_OPTIONS 96   /* rows in the table, at most */
+#define ZX_CF_MAX_SECTIONS 16
 extern const zx_cf_option zx_cf_options[];
 extern const size_t zx_cf_noptions;
 extern const zx_cf_section zx_cf_sections[];
 extern const size_t zx_cf_nsections;
+extern const zx_cf_source zx_cf_sources[];
+extern const size_t zx_cf_nsources;
+
+/* The source called name, or NULL. */
+const zx_cf_source *zx_cf_find_source(const char *name);
+/* 1 when option o applies to source `src` (always when o->sources is NULL). */
+int zx_cf_takes(const zx_cf_option *o, const char *src);
+/* The ZX_META_* bits of the metadata names in the NULL-ended list. */
+uint32_t zx_cf_metadata_bits(const char *const *names);
+/* Target struct of the section called path, or -1. */
+int zx_cf_target(const char *path);
 
 /* Set option o in the struct at base from YAML node n: resolves
  * ${env:}/${file:}, checks the type and range.  Returns 0, or -1 after
- * reporting at n.  Frees any previous string in the field. */
+ * reporting at n.  Frees any previous value in the field. */
 int zx_cf_set_node(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                    const yaml_node_t *n);
 /* Set option o to its default (no-op when o->def is NULL). */
@@ -245,8 +373,58 @@ void zx_cf_set_default(zx_cf_ctx *x, const zx_cf_option *o, void *base);
 /* Split "host:port" / "[v6]:port"; 0 ok (host malloc'd), -1 with *why. */
 int zx_cf_split_listen(const char *s, char **host, uint16_t *port,
                        const char **why);
-/* Free every string field the table describes for `target` in base. */
+/* The value of scalar node n for option `what`: *val = its text, resolved
+ * (new string), *shown = how a message may quote it (never a secret nor a
+ * resolved reference).  0; 1 when a secret reference is skipped under
+ * ZX_CONF_SKIP_SECRETS (*val, *shown NULL); -1 after reporting at n. */
+int zx_cf_resolve_scalar(zx_cf_ctx *x, const char *what, const yaml_node_t *n,
+                         int secret, char **val, char **shown);
+/* lists.c: zx_cf_set_node for HOSTPORTS, TOPIC, TOPICS / for PROPS; same
+ * contract.  zx_cf_free_strs frees n strings and the array (NULL ok). */
+int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                   const yaml_node_t *n);
+int zx_cf_set_props(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                    const yaml_node_t *n);
+void zx_cf_free_strs(char **v, size_t n);
+/* Free every field the table describes for `target` in base (strings,
+ * lists, properties), leaving them NULL / 0. */
 void zx_cf_free_fields(int target, void *base);
+/* 1 when every field the table describes for `target` is equal in a and b,
+ * compared by its type; else 0. */
+int zx_cf_fields_same(int target, const void *a, const void *b);
+
+/* config.c: where the options and sub-sections of one mapping walk (the
+ * top level, or one named-map entry with its sub-sections) were written,
+ * so that cross-option errors point at the right line.  Index = row of
+ * zx_cf_options / of zx_cf_sections. */
+typedef struct zx_cf_where {
+    const yaml_node_t *opt[ZX_CF_MAX_OPTIONS];  /* the option's value */
+    unsigned char bad[ZX_CF_MAX_OPTIONS];       /* 1: that value was refused */
+    const yaml_node_t *sec[ZX_CF_MAX_SECTIONS]; /* the sub-section's value */
+} zx_cf_where;
+/* Row of option `name` in `section`, or SIZE_MAX. */
+size_t zx_cf_opt_index(const char *section, const char *name);
+/* Where that option / the section at `path` was written, or NULL. */
+const yaml_node_t *zx_cf_where_opt(const zx_cf_where *w, const char *section,
+                                   const char *name);
+const yaml_node_t *zx_cf_where_sec(const zx_cf_where *w, const char *path);
+/* 1 when s is a valid pipeline or connection name. */
+int zx_cf_name_ok(const char *s);
+/* Absolute, lexically normalised path of rel against dir; NULL on out of
+ * memory.  Caller frees. */
+char *zx_cf_abspath(const char *dir, const char *rel);
+
+/* entries.c: checks of one entry once walked (see there), and the
+ * connections of the pipelines once all is walked (conn_node[i]: where
+ * pipeline i wrote `connection:`, or NULL). */
+void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
+                          zx_conf_pipeline *pl, const zx_cf_where *w);
+void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
+                            zx_conf_connection *cn, const zx_cf_where *w);
+void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
+                               const yaml_node_t *const *conn_node);
+/* Join the NULL-ended list l with sep into buf (truncated). */
+void zx_cf_join(char *buf, size_t len, const char *const *l, const char *sep);
 #endif /* ZX_CONF_INTERNAL */
 
 #endif /* ZX_CONF_CONFIG_H */

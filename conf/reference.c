@@ -29,6 +29,10 @@ static const char *type_doc(zx_cf_type t)
     case ZX_CF_METADATA: return "list";
     case ZX_CF_IDENT:    return "table name";
     case ZX_CF_GROUP:    return "group name";
+    case ZX_CF_HOSTPORTS: return "list of host:port";
+    case ZX_CF_TOPIC:    return "topic name";
+    case ZX_CF_TOPICS:   return "list, or regex";
+    case ZX_CF_PROPS:    return "mapping";
     }
     return "?";
 }
@@ -38,7 +42,11 @@ static void write_allowed(FILE *out, const zx_cf_option *o)
     char lo[32], hi[32];
     size_t i;
 
-    if (o->allowed) {
+    if (o->type == ZX_CF_PROPS) {
+        fputs("any but", out);
+        for (i = 0; o->allowed && o->allowed[i]; i += 2)
+            fprintf(out, "%s `%s`", i ? "," : "", o->allowed[i]);
+    } else if (o->allowed) {
         for (i = 0; o->allowed[i]; i++)
             fprintf(out, "%s`%s`", i ? ", " : "", o->allowed[i]);
     } else if (o->type == ZX_CF_SIZE || o->type == ZX_CF_DURATION ||
@@ -46,6 +54,37 @@ static void write_allowed(FILE *out, const zx_cf_option *o)
         zx_cf_fmt_value(o, lo, sizeof(lo), o->min);
         zx_cf_fmt_value(o, hi, sizeof(hi), o->max);
         fprintf(out, "%s to %s", lo, hi);
+    }
+}
+
+/* The Sources cell of a pipeline option, with its trailing separator. */
+static void write_sources(FILE *out, const zx_cf_option *o)
+{
+    size_t i;
+
+    if (!o->sources)
+        fputs("all", out);
+    for (i = 0; o->sources && o->sources[i]; i++)
+        fprintf(out, "%s`%s`", i ? ", " : "", o->sources[i]);
+    fputs(" | ", out);
+}
+
+/* What each value of `source:` is, needs, and which metadata it fills. */
+static void write_source_list(FILE *out)
+{
+    size_t s, i;
+
+    fputs("\nSources:\n\n", out);
+    for (s = 0; s < zx_cf_nsources; s++) {
+        const zx_cf_source *src = &zx_cf_sources[s];
+        fprintf(out, "- `%s`: %s", src->name, src->doc);
+        if (src->conn_kind)
+            fprintf(out, " Its `connection` must be of `kind: %s`.",
+                    src->conn_kind);
+        fputs(" Metadata: ", out);
+        for (i = 0; src->metadata[i]; i++)
+            fprintf(out, "%s`%s`", i ? ", " : "", src->metadata[i]);
+        fputs(".\n", out);
     }
 }
 
@@ -83,15 +122,19 @@ void zx_conf_write_reference(FILE *out)
           "  values never appear in error messages.\n", out);
     for (s = 0; s < zx_cf_nsections; s++) {
         const zx_cf_section *sec = &zx_cf_sections[s];
-        int any = 0;
+        /* a pipeline's options say which sources take them */
+        int any = 0, by_source = sec->target == ZX_CF_PIPELINE && !sec->named_map;
         fprintf(out, "\n## `%s`\n\n%s\n", sec->path, sec->help);
         for (i = 0; i < zx_cf_noptions; i++) {
             const zx_cf_option *o = &zx_cf_options[i];
             if (strcmp(o->section, sec->path))
                 continue;
             if (!any)
-                fputs("\n| Option | Type | Default | Allowed | Description |\n"
-                      "|---|---|---|---|---|\n", out);
+                fputs(by_source
+                      ? "\n| Option | Type | Default | Sources | Allowed | Description |\n"
+                        "|---|---|---|---|---|---|\n"
+                      : "\n| Option | Type | Default | Allowed | Description |\n"
+                        "|---|---|---|---|---|\n", out);
             any = 1;
             fprintf(out, "| `%s` | %s | ", o->name, type_doc(o->type));
             if (o->flags & ZX_CF_REQUIRED)
@@ -101,9 +144,13 @@ void zx_conf_write_reference(FILE *out)
             else
                 fputs(o->def_doc ? o->def_doc : "none", out);
             fputs(" | ", out);
+            if (by_source)
+                write_sources(out, o);
             write_allowed(out, o);
             fprintf(out, " | %s%s |\n", o->help,
                     (o->flags & ZX_CF_SECRET) ? " Secret: never logged." : "");
         }
+        if (by_source)
+            write_source_list(out);
     }
 }

@@ -208,7 +208,8 @@ int zx_cf_parse_file(zx_cf_ctx *x, const char *path)
     x->have_doc = 1;
     if (!yaml_document_get_root_node(&x->doc)) {
         zx_cf_error(x, 1, 1, "the file is empty: expected a mapping with "
-                    "the sections server, workspace and pipelines");
+                    "the sections server, workspace, connections and "
+                    "pipelines");
         goto out;
     }
     /* One document only: a second one is almost surely a paste mistake. */

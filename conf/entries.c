@@ -1,0 +1,253 @@
+/*
+ * entries.c — the checks of one pipeline or one connection once its
+ * mapping is walked, that span several of its options: which options its
+ * source takes, topic or topics, metadata per source, security against
+ * sasl and tls, the TLS files; and, once the whole file is walked, each
+ * pipeline's connection (connections may be written after the pipelines
+ * using them).
+ *
+ * It must never: set an option from YAML (fields.c does), or open anything
+ * but the TLS files a connection names (opened and closed at once, to
+ * report a missing or unreadable one; not with ZX_CONF_SKIP_SECRETS, as
+ * zxctl may run as another user than zxd).
+ */
+#define ZX_CONF_INTERNAL
+#include "conf/config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Join the NULL-ended list l with sep into buf (truncated). */
+void zx_cf_join(char *buf, size_t len, const char *const *l, const char *sep)
+{
+    size_t i, off = 0;
+
+    buf[0] = '\0';
+    for (i = 0; l && l[i] && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? sep : "",
+                                l[i]);
+}
+
+/* The metadata item nodes of a pipeline naming a column its source does not
+ * fill (known to another source): an error each. */
+static void check_metadata(zx_cf_ctx *x, const zx_conf_pipeline *pl,
+                           const zx_cf_source *src, const yaml_node_t *n)
+{
+    uint32_t ok = zx_cf_metadata_bits(src->metadata);
+    yaml_node_item_t *it;
+    char takes[200], others[100];
+
+    if (!n || n->type != YAML_SEQUENCE_NODE)
+        return;
+    zx_cf_join(takes, sizeof(takes), src->metadata, ", ");
+    for (it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        const yaml_node_t *in = zx_cf_node(x, *it);
+        const char *v = zx_cf_scalar(in), *names[2] = {v, NULL};
+        const char *srcs[8];
+        size_t s, ns = 0;
+        uint32_t bit = zx_cf_metadata_bits(names);
+        if (!v || !bit || (bit & ok))
+            continue;
+        for (s = 0; s < zx_cf_nsources && ns < 7; s++)
+            if (zx_cf_metadata_bits(zx_cf_sources[s].metadata) & bit)
+                srcs[ns++] = zx_cf_sources[s].name;
+        srcs[ns] = NULL;
+        zx_cf_join(others, sizeof(others), srcs, " or ");
+        zx_cf_error_at(x, in, "pipelines.%s: metadata %s applies only to "
+                       "source: %s (source: %s takes %s)", pl->name, v, others,
+                       pl->source, takes);
+    }
+}
+
+/* Checks of a pipeline once its mapping is walked: options its source does
+ * not take, required options of its source, topic/topics, metadata, the
+ * default table. */
+void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
+                          zx_conf_pipeline *pl, const zx_cf_where *w)
+{
+    const char *entry = "pipelines.<name>";
+    const zx_cf_source *src = zx_cf_find_source(pl->source);
+    const yaml_node_t *topic = zx_cf_where_opt(w, entry, "topic");
+    const yaml_node_t *topics = zx_cf_where_opt(w, entry, "topics");
+    size_t i;
+    char *t, list[100];
+
+    for (i = 0; src && i < zx_cf_noptions; i++) {
+        const zx_cf_option *o = &zx_cf_options[i];
+        if (strcmp(o->section, entry) || !w->opt[i] || zx_cf_takes(o, pl->source))
+            continue;
+        zx_cf_join(list, sizeof(list), o->sources, " or ");
+        zx_cf_error_at(x, w->opt[i], "pipelines.%s: %s applies only to "
+                       "source: %s", pl->name, o->name, list);
+    }
+    if (src) {
+        check_metadata(x, pl, src, zx_cf_where_opt(w, entry, "metadata"));
+        i = zx_cf_opt_index(entry, "topic");
+        if (i < zx_cf_noptions && zx_cf_takes(&zx_cf_options[i], pl->source)) {
+            if (!topic && !topics)
+                zx_cf_error_at(x, kn, "pipeline %s: missing required field "
+                               "'topic' (or 'topics')", pl->name);
+            else if (topic && topics)
+                zx_cf_error_at(x, topics, "pipelines.%s: write topic or "
+                               "topics, not both", pl->name);
+        }
+    }
+    pl->topics_regex = pl->ntopics == 1 && pl->topics[0][0] == '^';
+
+    /* Default table: the name, unless a table was written (even a bad one,
+     * already reported). */
+    if (!pl->table && !zx_cf_where_opt(w, entry, "table") && zx_cf_name_ok(pl->name)) {
+        pl->table = strdup(pl->name);
+        if (!pl->table) {
+            zx_cf_error_at(x, kn, "out of memory");
+            return;
+        }
+        for (t = pl->table; *t; t++)
+            if (*t == '-')
+                *t = '_';
+        if (!strncasecmp(pl->table, "sqlite_", 7))
+            zx_cf_error_at(x, kn, "pipeline %s: its default table %s is reserved by SQLite "
+                           "(names starting with sqlite_); set `table:`", pl->name, pl->table);
+    }
+}
+
+/* Make the TLS path *f absolute (relative to the config file) and, unless
+ * secrets are skipped, check that it is a readable regular file. */
+static void cf_tls_file(zx_cf_ctx *x, const zx_conf_connection *cn,
+                        const yaml_node_t *n, const char *opt, char **f)
+{
+    struct stat st;
+    char *abs;
+    int fd;
+
+    if (!*f)
+        return;
+    abs = zx_cf_abspath(x->base_dir, *f);
+    if (!abs) {
+        zx_cf_error_at(x, n, "out of memory");
+        return;
+    }
+    free(*f);
+    *f = abs;
+    if (x->flags & ZX_CONF_SKIP_SECRETS)
+        return;
+    fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        zx_cf_error_at(x, n, "connections.%s: tls.%s: cannot read %s: %s",
+                       cn->name, opt, abs, strerror(errno));
+    else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        zx_cf_error_at(x, n, "connections.%s: tls.%s: %s is not a regular "
+                       "file", cn->name, opt, abs);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Checks of a connection once its mapping is walked: security against
+ * sasl and tls, the TLS files, brokers_csv. */
+void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
+                            zx_conf_connection *cn, const zx_cf_where *w)
+{
+    const char *entry = "connections.<name>", *sasl_s = "connections.<name>.sasl";
+    const char *tls_s = "connections.<name>.tls";
+    const yaml_node_t *sasl = zx_cf_where_sec(w, sasl_s), *tls = zx_cf_where_sec(w, tls_s);
+    const yaml_node_t *cert = zx_cf_where_opt(w, tls_s, "cert"), *key = zx_cf_where_opt(w, tls_s, "key");
+    const yaml_node_t *secn = zx_cf_where_opt(w, entry, "security");
+    static const char *const sasl_req[] = {"mechanism", "username", "password", NULL};
+    size_t i = zx_cf_opt_index(entry, "security"), len = 0;
+    int sec_ok = i < ZX_CF_MAX_OPTIONS && !w->bad[i] && cn->security;
+
+    if (sec_ok) {
+        int is_sasl = !strncmp(cn->security, "sasl_", 5);
+        int is_tls = !strcmp(cn->security, "ssl") || !strcmp(cn->security, "sasl_ssl");
+        if (sasl && !is_sasl)
+            zx_cf_error_at(x, sasl, "connections.%s: sasl needs security: "
+                           "sasl_plaintext or sasl_ssl (security is %s)",
+                           cn->name, cn->security);
+        if (is_sasl && !sasl)
+            zx_cf_error_at(x, secn ? secn : kn, "connections.%s: security: %s "
+                           "needs sasl with mechanism, username and password",
+                           cn->name, cn->security);
+        for (i = 0; is_sasl && sasl && sasl_req[i]; i++)
+            if (!zx_cf_where_opt(w, sasl_s, sasl_req[i]))
+                zx_cf_error_at(x, sasl, "connections.%s: sasl: missing "
+                               "required field '%s'", cn->name, sasl_req[i]);
+        if (tls && !is_tls)
+            zx_cf_error_at(x, tls, "connections.%s: tls needs security: ssl "
+                           "or sasl_ssl (security is %s)", cn->name,
+                           cn->security);
+    }
+    if (!cert != !key)
+        zx_cf_error_at(x, cert ? cert : key, "connections.%s: tls.cert and "
+                       "tls.key go together: add tls.%s", cn->name,
+                       cert ? "key" : "cert");
+    if (zx_cf_where_opt(w, tls_s, "key_password") && !key)
+        zx_cf_error_at(x, zx_cf_where_opt(w, tls_s, "key_password"), "connections.%s: "
+                       "tls.key_password needs tls.key", cn->name);
+    cf_tls_file(x, cn, zx_cf_where_opt(w, tls_s, "ca"), "ca", &cn->tls_ca);
+    cf_tls_file(x, cn, cert, "cert", &cn->tls_cert);
+    cf_tls_file(x, cn, key, "key", &cn->tls_key);
+
+    for (i = 0; i < cn->nbrokers; i++)
+        len += strlen(cn->brokers[i]) + 1;
+    if (cn->nbrokers) {
+        cn->brokers_csv = malloc(len);
+        if (!cn->brokers_csv) {
+            zx_cf_error_at(x, kn, "out of memory");
+            return;
+        }
+        cn->brokers_csv[0] = '\0';
+        for (i = 0, len = 0; i < cn->nbrokers; i++)
+            len += (size_t)sprintf(cn->brokers_csv + len, "%s%s", i ? "," : "",
+                                   cn->brokers[i]);
+    }
+}
+
+/* Point each pipeline of a source with connections at its connection. */
+void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
+                               const yaml_node_t *const *conn_node)
+{
+    const char **names = calloc(c->nconnections + 1, sizeof(*names));
+    size_t i, j;
+    char known[512];
+
+    if (!names) {
+        zx_cf_error(x, 0, 0, "out of memory");
+        return;
+    }
+    for (j = 0; j < c->nconnections; j++)
+        names[j] = c->connections[j].name;
+    zx_cf_join(known, sizeof(known), names, ", ");
+    for (i = 0; i < c->npipelines; i++) {
+        zx_conf_pipeline *p = &c->pipelines[i];
+        const zx_cf_source *src = zx_cf_find_source(p->source);
+        const zx_conf_connection *cn;
+        const yaml_node_t *n = conn_node ? conn_node[i] : NULL;
+        const char *near;
+        if (!src || !src->conn_kind || !p->connection)
+            continue;
+        cn = zx_conf_find_connection(c, p->connection);
+        if (!cn) {
+            near = zx_cf_suggest(p->connection, names, c->nconnections);
+            zx_cf_error(x, n ? zx_cf_line(n) : p->line, n ? zx_cf_col(n) : p->column,
+                        "pipelines.%s: unknown connection '%.64s': %s%s%s%s%s",
+                        p->name, p->connection,
+                        c->nconnections ? "expected one of: " : "connections "
+                        "defines none", known, near ? " (did you mean '" : "",
+                        near ? near : "", near ? "'?)" : "");
+        } else if (!cn->kind || strcmp(cn->kind, src->conn_kind)) {
+            zx_cf_error(x, n ? zx_cf_line(n) : p->line, n ? zx_cf_col(n) : p->column,
+                        "pipelines.%s: connection %s is of kind: %s, but source: "
+                        "%s needs kind: %s", p->name, cn->name,
+                        cn->kind ? cn->kind : "(none)", p->source, src->conn_kind);
+        } else {
+            p->conn = cn;
+        }
+    }
+    free(names);
+}

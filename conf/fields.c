@@ -1,0 +1,463 @@
+/*
+ * fields.c — setting a field of the config from a YAML value (or from an
+ * option's default) by its row of the options table, and freeing and
+ * comparing those fields by row.  Scalars (strings, enums, sizes,
+ * durations, ...) and metadata are set here; lists of host:port and of
+ * topics, and properties, in lists.c.
+ *
+ * The value parsers are in values.c, the rows in options.c; a new option
+ * of an existing type needs no change here.
+ *
+ * It must never: quote the value of an option marked secret, of a secret
+ * property, or of any ${env:}/${file:} reference, in an error message; nor
+ * know an option by its name.
+ */
+#define ZX_CONF_INTERNAL
+#include "conf/values.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- setting fields ---------------------------------------------------- */
+
+static void *field(void *base, const zx_cf_option *o)
+{
+    return (char *)base + o->offset;
+}
+
+static int set_str(zx_cf_ctx *x, const yaml_node_t *n, char **dst,
+                   const char *v)
+{
+    char *c = strdup(v);
+
+    if (!c) {
+        zx_cf_error_at(x, n, "out of memory");
+        return -1;
+    }
+    free(*dst);
+    *dst = c;
+    return 0;
+}
+
+static int check_range(zx_cf_ctx *x, const zx_cf_option *o,
+                        const yaml_node_t *n, uint64_t v, const char *shown)
+{
+    char lo[32], hi[32];
+
+    if (v >= o->min && v <= o->max)
+        return 0;
+    zx_cf_fmt_value(o, lo, sizeof(lo), o->min);
+    zx_cf_fmt_value(o, hi, sizeof(hi), o->max);
+    zx_cf_error_at(x, n, "%s must be between %s and %s, got %s", o->name, lo,
+                   hi, shown);
+    return -1;
+}
+
+static int list_index(const char *const *l, const char *v)
+{
+    int i;
+
+    for (i = 0; l[i]; i++)
+        if (!strcmp(l[i], v))
+            return i;
+    return -1;
+}
+
+static void join_list(char *buf, size_t len, const char *const *l)
+{
+    size_t i, off = 0;
+
+    buf[0] = '\0';
+    for (i = 0; l[i] && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
+                                l[i]);
+}
+
+static int bad_enum(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *n,
+                    const char *v, const char *shown)
+{
+    char all[256];
+    size_t cnt = 0;
+    const char *near;
+
+    while (o->allowed[cnt])
+        cnt++;
+    near = zx_cf_suggest(v, o->allowed, cnt);
+    join_list(all, sizeof(all), o->allowed);
+    zx_cf_error_at(x, n, "invalid %s %s: expected one of: %s%s%s%s", o->name,
+                   shown, all, near ? " (did you mean '" : "",
+                   near ? near : "", near ? "'?)" : "");
+    return -1;
+}
+
+static int ident_ok(const char *v)
+{
+    size_t i, len = strlen(v);
+
+    if (len == 0 || len > 63 || isdigit((unsigned char)v[0]))
+        return 0;
+    for (i = 0; i < len; i++)
+        if (!isalnum((unsigned char)v[i]) && v[i] != '_')
+            return 0;
+    return 1;
+}
+
+static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                    const yaml_node_t *n, const char *v, const char *shown)
+{
+    uint64_t u = 0;
+    const char *why = NULL, *p;
+    char *host = NULL;
+    uint16_t port;
+    int r;
+
+    switch (o->type) {
+    case ZX_CF_STRING:
+        for (p = v; *p; p++) {
+            if ((o->flags & ZX_CF_TOKEN) ? (*p <= ' ' || *p > '~')
+                                         : (unsigned char)*p < ' ') {
+                zx_cf_error_at(x, n, "%s must be %s", o->name,
+                               (o->flags & ZX_CF_TOKEN)
+                                   ? "printable ASCII without spaces"
+                                   : "text without control characters");
+                return -1;
+            }
+        }
+        if (!*v) {
+            zx_cf_error_at(x, n, "%s must not be empty", o->name);
+            return -1;
+        }
+        return set_str(x, n, field(base, o), v);
+    case ZX_CF_PATH:
+        if (!*v) {
+            zx_cf_error_at(x, n, "%s must not be empty", o->name);
+            return -1;
+        }
+        if (v[0] == '~') {
+            zx_cf_error_at(x, n, "%s: '~' is not expanded; write an absolute "
+                           "path or one relative to %s", o->name,
+                           (o->flags & ZX_CF_REL_DATA) ? "data_dir"
+                                                       : "the config file");
+            return -1;
+        }
+        for (p = v; *p; p++) {
+            if ((unsigned char)*p < ' ') {
+                zx_cf_error_at(x, n, "%s: control character in a path", o->name);
+                return -1;
+            }
+        }
+        return set_str(x, n, field(base, o), v);
+    case ZX_CF_ENUM:
+        if (list_index(o->allowed, v) < 0)
+            return bad_enum(x, o, n, v, shown);
+        return set_str(x, n, field(base, o), v);
+    case ZX_CF_ENUM_INT:
+        r = list_index(o->allowed, v);
+        if (r < 0)
+            return bad_enum(x, o, n, v, shown);
+        *(int *)field(base, o) = r;
+        return 0;
+    case ZX_CF_SIZE:
+        r = zx_cf_parse_size(v, &u);
+        if (r == ZX_CF_TOO_BIG) /* names the limit, not only the value */
+            return check_range(x, o, n, UINT64_MAX, shown);
+        if (r < 0) {
+            zx_cf_error_at(x, n, "%s: expected an integer or a size like "
+                           "16MiB, 512KiB, 1GiB, got %s", o->name, shown);
+            return -1;
+        }
+        if (check_range(x, o, n, u, shown) < 0)
+            return -1;
+        *(uint64_t *)field(base, o) = u;
+        return 0;
+    case ZX_CF_DURATION:
+        r = zx_cf_parse_duration(v, &u);
+        if (r == ZX_CF_TOO_BIG)
+            return check_range(x, o, n, UINT64_MAX, shown);
+        if (r < 0) {
+            zx_cf_error_at(x, n, "%s: expected a duration like 500ms, 60s, 2m "
+                           "or 1h, got %s%s", o->name, shown,
+                           r == -2 ? " (a number needs a unit)" : "");
+            return -1;
+        }
+        if (check_range(x, o, n, u, shown) < 0)
+            return -1;
+        *(uint32_t *)field(base, o) = (uint32_t)u;
+        return 0;
+    case ZX_CF_UINT:
+        p = v;
+        r = zx_cf_parse_u64(&p, &u);
+        if (r == ZX_CF_TOO_BIG && !*p)
+            return check_range(x, o, n, UINT64_MAX, shown);
+        if (r < 0 || *p) {
+            zx_cf_error_at(x, n, "%s: expected an integer, got %s", o->name,
+                           shown);
+            return -1;
+        }
+        if (check_range(x, o, n, u, shown) < 0)
+            return -1;
+        *(uint32_t *)field(base, o) = (uint32_t)u;
+        return 0;
+    case ZX_CF_LISTEN:
+        if (zx_cf_split_listen(v, &host, &port, &why) < 0) {
+            zx_cf_error_at(x, n, "%s: %s, got %s", o->name, why, shown);
+            return -1;
+        }
+        free(host);
+        return set_str(x, n, field(base, o), v);
+    case ZX_CF_IDENT:
+        if (!ident_ok(v)) {
+            zx_cf_error_at(x, n, "%s: %s is not a valid table name: 1 to 63 "
+                           "letters, digits or _, not starting with a digit",
+                           o->name, shown);
+            return -1;
+        }
+        if (!strncasecmp(v, "_zx", 3) || (strlen(v) >= 9 &&
+            !strcasecmp(v + strlen(v) - 9, "__rejects"))) {
+            zx_cf_error_at(x, n, "%s: %s is reserved for zx's own tables "
+                           "(names starting with _zx or ending with "
+                           "__rejects)", o->name, shown);
+            return -1;
+        }
+        if (!strncasecmp(v, "sqlite_", 7)) {
+            zx_cf_error_at(x, n, "%s: %s is reserved by SQLite (names starting "
+                           "with sqlite_)", o->name, shown);
+            return -1;
+        }
+        return set_str(x, n, field(base, o), v);
+    case ZX_CF_GROUP:
+        for (p = v; *p; p++)
+            if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
+                break;
+        if (!*v || *p || strlen(v) > 32 || *v == '-') {
+            zx_cf_error_at(x, n, "%s: %s is not a group name", o->name, shown);
+            return -1;
+        }
+        return set_str(x, n, field(base, o), v);
+    case ZX_CF_METADATA: case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC:
+    case ZX_CF_TOPICS: case ZX_CF_PROPS:
+        break;    /* not scalars: zx_cf_set_node never calls set_text */
+    }
+    zx_cf_error_at(x, n, "%s: expected a list", o->name);
+    return -1;
+}
+
+static int set_metadata(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                        const yaml_node_t *n)
+{
+    yaml_node_item_t *it;
+    uint32_t bits = 0;
+    int rc = 0, i;
+
+    if (n->type != YAML_SEQUENCE_NODE) {
+        zx_cf_error_at(x, n, "%s: expected a list like [_ingested_at], got %s",
+                       o->name, zx_cf_kind(n));
+        return -1;
+    }
+    for (it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        yaml_node_t *in = zx_cf_node(x, *it);
+        const char *v = zx_cf_scalar(in);
+        char shown[96];
+        if (!v) {
+            zx_cf_error_at(x, in, "%s: expected a column name, got %s",
+                           o->name, zx_cf_kind(in));
+            rc = -1;
+            continue;
+        }
+        i = list_index(o->allowed, v);
+        if (i < 0) {
+            snprintf(shown, sizeof(shown), "'%.80s'", v);
+            bad_enum(x, o, in, v, shown);
+            rc = -1;
+        } else if (bits & (1u << i)) {
+            zx_cf_error_at(x, in, "%s: '%s' is listed twice", o->name, v);
+            rc = -1;
+        }
+        if (i >= 0)
+            bits |= 1u << i;
+    }
+    if (rc == 0)
+        *(uint32_t *)field(base, o) = bits;
+    return rc;
+}
+
+/* Resolve the scalar node n (the value of `what`): *val = its text (a new
+ * string), *shown = how a message may quote it (never a secret nor a
+ * resolved reference).  Returns 0; 1 when it is a secret reference skipped
+ * under ZX_CONF_SKIP_SECRETS (*val NULL, *shown NULL); -1 after reporting
+ * at n. */
+int zx_cf_resolve_scalar(zx_cf_ctx *x, const char *what, const yaml_node_t *n,
+                         int secret, char **val, char **shown)
+{
+    const char *text = zx_cf_scalar(n);
+    int is_ref = 0, r, skip;
+
+    *val = NULL;
+    *shown = NULL;
+    skip = (x->flags & ZX_CONF_SKIP_SECRETS) && secret;
+    if (zx_cf_resolve(x, n, text, skip, val, &is_ref) < 0)
+        return -1;
+    if (!*val)
+        return 1;
+    if (is_ref)
+        r = asprintf(shown, "the value of %.80s", text);
+    else if (secret)
+        r = asprintf(shown, "the %s", what);
+    else
+        r = asprintf(shown, "'%.80s%s'", *val, strlen(*val) > 80 ? "..." : "");
+    if (r < 0) {
+        *shown = NULL;
+        free(*val);
+        *val = NULL;
+        zx_cf_error_at(x, n, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int zx_cf_set_node(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                   const yaml_node_t *n)
+{
+    char *val = NULL, *shown = NULL;
+    int rc;
+
+    if (zx_cf_is_null(n)) {
+        zx_cf_error_at(x, n, "%s has no value%s", o->name,
+                       (o->flags & ZX_CF_REQUIRED) ? ""
+                       : "; remove the line to use the default");
+        return -1;
+    }
+    switch (o->type) {
+    case ZX_CF_METADATA:
+        return set_metadata(x, o, base, n);
+    case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC: case ZX_CF_TOPICS:
+        return zx_cf_set_list(x, o, base, n);
+    case ZX_CF_PROPS:
+        return zx_cf_set_props(x, o, base, n);
+    default:
+        break;
+    }
+    if (!zx_cf_scalar(n)) {
+        zx_cf_error_at(x, n, "%s: expected a single value, got %s", o->name,
+                       zx_cf_kind(n));
+        return -1;
+    }
+    rc = zx_cf_resolve_scalar(x, o->name, n, (o->flags & ZX_CF_SECRET) != 0, &val,
+                        &shown);
+    if (rc == 1) {  /* skipped secret: leave the field NULL */
+        free(*(char **)field(base, o));
+        *(char **)field(base, o) = NULL;
+        return 0;
+    }
+    if (rc == 0)
+        rc = set_text(x, o, base, n, val, shown);
+    free(val);
+    free(shown);
+    return rc;
+}
+
+void zx_cf_set_default(zx_cf_ctx *x, const zx_cf_option *o, void *base)
+{
+    if (o->def)
+        set_text(x, o, base, NULL, o->def, o->def);
+}
+
+static int is_str_type(zx_cf_type t)
+{
+    return t == ZX_CF_STRING || t == ZX_CF_PATH || t == ZX_CF_ENUM ||
+           t == ZX_CF_LISTEN || t == ZX_CF_IDENT || t == ZX_CF_GROUP;
+}
+
+static int is_list_type(zx_cf_type t)
+{
+    return t == ZX_CF_HOSTPORTS || t == ZX_CF_TOPIC || t == ZX_CF_TOPICS;
+}
+
+void zx_cf_free_fields(int target, void *base)
+{
+    size_t i;
+
+    for (i = 0; i < zx_cf_noptions; i++) {
+        const zx_cf_option *o = &zx_cf_options[i];
+        if (zx_cf_target(o->section) != target)
+            continue;
+        if (is_str_type(o->type)) {
+            free(*(char **)field(base, o));
+            *(char **)field(base, o) = NULL;
+        } else if (is_list_type(o->type) || o->type == ZX_CF_PROPS) {
+            /* topic and topics share their field: the second finds it
+             * NULL */
+            size_t *cnt = (size_t *)((char *)base + o->n_offset);
+            zx_cf_free_strs(*(char ***)field(base, o), *cnt);
+            *(char ***)field(base, o) = NULL;
+            if (o->type == ZX_CF_PROPS) {
+                char ***vd = (char ***)((char *)base + o->v_offset);
+                zx_cf_free_strs(*vd, *cnt);
+                *vd = NULL;
+            }
+            *cnt = 0;
+        }
+    }
+}
+
+static int str_same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static int strs_same(char *const *a, char *const *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!str_same(a[i], b[i]))
+            return 0;
+    return 1;
+}
+
+int zx_cf_fields_same(int target, const void *a, const void *b)
+{
+    size_t i;
+
+    for (i = 0; i < zx_cf_noptions; i++) {
+        const zx_cf_option *o = &zx_cf_options[i];
+        const void *fa = (const char *)a + o->offset;
+        const void *fb = (const char *)b + o->offset;
+        size_t na, nb;
+        if (zx_cf_target(o->section) != target)
+            continue;
+        switch (o->type) {
+        case ZX_CF_STRING: case ZX_CF_PATH: case ZX_CF_ENUM:
+        case ZX_CF_LISTEN: case ZX_CF_IDENT: case ZX_CF_GROUP:
+            if (!str_same(*(char *const *)fa, *(char *const *)fb))
+                return 0;
+            break;
+        case ZX_CF_ENUM_INT:
+            if (*(const int *)fa != *(const int *)fb)
+                return 0;
+            break;
+        case ZX_CF_SIZE:
+            if (*(const uint64_t *)fa != *(const uint64_t *)fb)
+                return 0;
+            break;
+        case ZX_CF_DURATION: case ZX_CF_UINT: case ZX_CF_METADATA:
+            if (*(const uint32_t *)fa != *(const uint32_t *)fb)
+                return 0;
+            break;
+        case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC: case ZX_CF_TOPICS:
+        case ZX_CF_PROPS:
+            na = *(const size_t *)((const char *)a + o->n_offset);
+            nb = *(const size_t *)((const char *)b + o->n_offset);
+            if (na != nb || !strs_same(*(char **const *)fa, *(char **const *)fb, na))
+                return 0;
+            if (o->type == ZX_CF_PROPS &&
+                !strs_same(*(char **const *)((const char *)a + o->v_offset),
+                           *(char **const *)((const char *)b + o->v_offset), na))
+                return 0;
+            break;
+        }
+    }
+    return 1;
+}

@@ -1,0 +1,373 @@
+/*
+ * lists.c — the options whose value is a list or a mapping, set by their
+ * row: host:port lists (one YAML list, or one comma-separated string),
+ * Kafka topic names and topic regexes, and pass-through properties (a
+ * mapping of names to single values, some refused, some secret).
+ *
+ * Each item may be a ${env:}/${file:} reference, resolved like any value.
+ *
+ * It must never: quote a secret property's value, or the resolved value of
+ * a reference, in an error message; nor know an option by its name (the
+ * row says the type, the refused property names and where to store).
+ */
+#define ZX_CONF_INTERNAL
+#include "conf/config.h"
+
+#include <ctype.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* A growing list of strings. */
+typedef struct strvec {
+    char **v;
+    size_t n, cap;
+} strvec;
+
+void zx_cf_free_strs(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void strvec_free(strvec *sv)
+{
+    zx_cf_free_strs(sv->v, sv->n);
+    memset(sv, 0, sizeof(*sv));
+}
+
+/* Append s (taken, even on failure; NULL allowed).  0, or -1 on out of
+ * memory (reported at n). */
+static int strvec_push(zx_cf_ctx *x, const yaml_node_t *n, strvec *sv, char *s)
+{
+    if (sv->n == sv->cap) {
+        size_t cap = sv->cap ? sv->cap * 2 : 4;
+        char **nv = realloc(sv->v, cap * sizeof(*nv));
+        if (!nv) {
+            free(s);
+            zx_cf_error_at(x, n, "out of memory");
+            return -1;
+        }
+        sv->v = nv;
+        sv->cap = cap;
+    }
+    sv->v[sv->n++] = s;
+    return 0;
+}
+
+/* Replace the list field of o by sv (taken). */
+static void set_list(const zx_cf_option *o, void *base, strvec *sv)
+{
+    char ***dst = (char ***)((char *)base + o->offset);
+    size_t *cnt = (size_t *)((char *)base + o->n_offset);
+    strvec old = {*dst, *cnt, *cnt};
+
+    strvec_free(&old);
+    *dst = sv->v;
+    *cnt = sv->n;
+    memset(sv, 0, sizeof(*sv));
+}
+
+/* A broker: host:port with a host and a port from 1 to 65535. */
+static int broker_ok(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *n,
+                     const char *v, const char *shown)
+{
+    const char *why = NULL;
+    char *host = NULL;
+    uint16_t port = 0;
+
+    if (!*v || !strchr(v, ':'))
+        why = "expected host:port, like kafka-1:9092";
+    else if (zx_cf_split_listen(v, &host, &port, &why) == 0 && port == 0)
+        why = "the port must be a number from 1 to 65535";
+    free(host);
+    if (!why)
+        return 0;
+    zx_cf_error_at(x, n, "%s: %s, got %s", o->name, why, shown);
+    return -1;
+}
+
+/* Brokers of the text v (one or several, comma-separated) onto sv. */
+static int add_brokers(zx_cf_ctx *x, const zx_cf_option *o,
+                       const yaml_node_t *n, const char *v, const char *shown,
+                       int from_ref, strvec *sv)
+{
+    const char *p = v, *end;
+    int rc = 0;
+
+    do {
+        char *item, *shown_item = NULL;
+        size_t len;
+        end = strchr(p, ',');
+        len = end ? (size_t)(end - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) {
+            p++;
+            len--;
+        }
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        item = strndup(p, len);
+        if (!item || (!from_ref && asprintf(&shown_item, "'%.80s'", item) < 0)) {
+            free(item);
+            zx_cf_error_at(x, n, "out of memory");
+            return -1;
+        }
+        if (broker_ok(x, o, n, item, shown_item ? shown_item : shown) < 0) {
+            free(item);
+            rc = -1;
+        } else if (strvec_push(x, n, sv, item) < 0) {
+            rc = -1;
+        }
+        free(shown_item);
+        p = end ? end + 1 : NULL;
+    } while (p);
+    return rc;
+}
+
+/* Kafka's rule for topic names: 1 to 249 of [A-Za-z0-9._-], not . nor .. */
+static int topic_ok(const char *v)
+{
+    size_t i, len = strlen(v);
+
+    if (len == 0 || len > 249 || !strcmp(v, ".") || !strcmp(v, ".."))
+        return 0;
+    for (i = 0; i < len; i++)
+        if (!isalnum((unsigned char)v[i]) && !strchr("._-", v[i]))
+            return 0;
+    return 1;
+}
+
+static int check_topic(zx_cf_ctx *x, const zx_cf_option *o,
+                       const yaml_node_t *n, const char *v, const char *shown)
+{
+    if (topic_ok(v))
+        return 0;
+    zx_cf_error_at(x, n, "%s: %s is not a topic name: 1 to 249 letters, "
+                   "digits, '.', '_' or '-'%s", o->name, shown,
+                   v[0] == '^' ? (o->type == ZX_CF_TOPIC
+                                  ? " (a regular expression goes in `topics:`)"
+                                  : " (a regular expression must be the whole "
+                                    "value: topics: \"^...\")")
+                               : "");
+    return -1;
+}
+
+static int check_regex(zx_cf_ctx *x, const zx_cf_option *o,
+                       const yaml_node_t *n, const char *v, const char *shown)
+{
+    regex_t re;
+    char why[160];
+    int r = regcomp(&re, v, REG_EXTENDED | REG_NOSUB);
+
+    if (r == 0) {
+        regfree(&re);
+        return 0;
+    }
+    regerror(r, &re, why, sizeof(why));
+    zx_cf_error_at(x, n, "%s: %s is not a valid regular expression (POSIX "
+                   "extended): %s", o->name, shown, why);
+    return -1;
+}
+
+/* HOSTPORTS, TOPIC, TOPICS: a scalar or a sequence of scalars. */
+int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                   const yaml_node_t *n)
+{
+    strvec sv = {0};
+    yaml_node_item_t *it;
+    char *val = NULL, *shown = NULL;
+    int rc = 0;
+
+    if (n->type == YAML_SCALAR_NODE) {
+        if (zx_cf_resolve_scalar(x, o->name, n, 0, &val, &shown) < 0)
+            return -1;
+        if (o->type == ZX_CF_HOSTPORTS) {
+            rc = add_brokers(x, o, n, val, shown, strncmp(zx_cf_scalar(n), "${", 2) == 0,
+                             &sv);
+            free(val);
+            val = NULL;
+        } else if (o->type == ZX_CF_TOPICS && val[0] == '^') {
+            rc = check_regex(x, o, n, val, shown);
+        } else {
+            rc = check_topic(x, o, n, val, shown);
+        }
+        if (rc == 0 && val)
+            rc = strvec_push(x, n, &sv, val);
+        else
+            free(val);
+        free(shown);
+        goto out;
+    }
+    if (n->type != YAML_SEQUENCE_NODE || o->type == ZX_CF_TOPIC) {
+        zx_cf_error_at(x, n, "%s: expected %s, got %s", o->name,
+                       o->type == ZX_CF_TOPIC
+                           ? "one topic name (for several, write topics: [a, b])"
+                           : o->type == ZX_CF_TOPICS
+                           ? "a list of topic names or one \"^regex\""
+                           : "a list of host:port or one comma-separated string",
+                       zx_cf_kind(n));
+        return -1;
+    }
+    for (it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+         it++) {
+        yaml_node_t *in = zx_cf_node(x, *it);
+        if (!zx_cf_scalar(in) || zx_cf_is_null(in)) {
+            zx_cf_error_at(x, in, "%s: expected %s, got %s", o->name,
+                           o->type == ZX_CF_TOPICS ? "a topic name" : "host:port",
+                           zx_cf_kind(in));
+            rc = -1;
+            continue;
+        }
+        if (zx_cf_resolve_scalar(x, o->name, in, 0, &val, &shown) < 0) {
+            rc = -1;
+            continue;
+        }
+        if (o->type == ZX_CF_HOSTPORTS) {
+            if (broker_ok(x, o, in, val, shown) < 0) {
+                free(val);
+                rc = -1;
+            } else if (strvec_push(x, in, &sv, val) < 0) {
+                rc = -1;
+            }
+        } else if (check_topic(x, o, in, val, shown) < 0) {
+            free(val);
+            rc = -1;
+        } else if (strvec_push(x, in, &sv, val) < 0) {
+            rc = -1;
+        }
+        free(shown);
+    }
+    if (rc == 0 && sv.n == 0) {
+        zx_cf_error_at(x, n, "%s: the list is empty", o->name);
+        rc = -1;
+    }
+out:
+    if (rc == 0)
+        set_list(o, base, &sv);
+    strvec_free(&sv);
+    return rc;
+}
+
+/* 1 when a property with this name holds a secret. */
+static int prop_secret(const char *k)
+{
+    return strcasestr(k, "password") || strcasestr(k, "secret") ||
+           strcasestr(k, "sasl.oauthbearer");
+}
+
+static int prop_name_ok(const char *k)
+{
+    const char *p;
+
+    for (p = k; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+            return 0;
+    return *k != '\0';
+}
+
+/* PROPS: a mapping of property names to single values. */
+int zx_cf_set_props(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                    const yaml_node_t *n)
+{
+    strvec keys = {0}, vals = {0};
+    yaml_node_pair_t *p0, *p;
+    size_t *first = NULL, i;
+    int rc = 0;
+
+    if (n->type != YAML_MAPPING_NODE) {
+        zx_cf_error_at(x, n, "%s: expected a mapping of property names to "
+                       "values ({fetch.max.bytes: 52428800}), got %s", o->name,
+                       zx_cf_kind(n));
+        return -1;
+    }
+    first = zx_cf_dups(x, n);
+    p0 = n->data.mapping.pairs.start;
+    for (p = p0; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = zx_cf_node(x, p->key), *vn = zx_cf_node(x, p->value);
+        const char *k = zx_cf_scalar(kn);
+        char *val = NULL, *shown = NULL, *what = NULL;
+        int r;
+
+        if (!k || zx_cf_is_null(kn)) {
+            zx_cf_error_at(x, kn, "%s: a property name must be a single "
+                           "word, got %s", o->name, zx_cf_kind(kn));
+            rc = -1;
+            continue;
+        }
+        if (!prop_name_ok(k)) {
+            zx_cf_error_at(x, kn, "%s: '%.64s' is not a property name "
+                           "(letters, digits, '.', '_' and '-')", o->name, k);
+            rc = -1;
+            continue;
+        }
+        if (first && first[p - p0] != SIZE_MAX) {
+            yaml_node_t *fk = zx_cf_node(x, p0[first[p - p0]].key);
+            zx_cf_error_at(x, kn, "%s: duplicate property '%.64s' (first "
+                           "written at line %d, column %d)", o->name, k,
+                           zx_cf_line(fk), zx_cf_col(fk));
+            rc = -1;
+            continue;
+        }
+        for (i = 0; o->allowed && o->allowed[i]; i += 2)
+            if (!strcasecmp(o->allowed[i], k))
+                break;
+        if (o->allowed && o->allowed[i]) {
+            zx_cf_error_at(x, kn, "%s: %.64s is set by zx: %s", o->name, k,
+                           o->allowed[i + 1]);
+            rc = -1;
+            continue;
+        }
+        if (asprintf(&what, "%s.%.64s", o->name, k) < 0) {
+            zx_cf_error_at(x, kn, "out of memory");
+            rc = -1;
+            break;
+        }
+        if (zx_cf_is_null(vn) || !zx_cf_scalar(vn)) {
+            zx_cf_error_at(x, vn, "%s: expected a single value (text, number "
+                           "or boolean), got %s", what, zx_cf_kind(vn));
+            rc = -1;
+        } else if ((r = zx_cf_resolve_scalar(x, what, vn, prop_secret(k), &val,
+                                       &shown)) < 0) {
+            rc = -1;
+        } else {
+            const char *c;
+            for (c = val; c && *c; c++)
+                if ((unsigned char)*c < ' ')
+                    break;
+            if (c && *c) {
+                zx_cf_error_at(x, vn, "%s must be text without control "
+                               "characters", what);
+                rc = -1;
+            }
+            char *kc = strdup(k);
+            if (!kc)
+                zx_cf_error_at(x, kn, "out of memory");
+            if (!kc || strvec_push(x, kn, &keys, kc) < 0 ||
+                strvec_push(x, vn, &vals, val) < 0)
+                rc = -1;
+            val = NULL;
+        }
+        free(val);
+        free(shown);
+        free(what);
+    }
+    free(first);
+    if (rc == 0) {
+        char ***kd = (char ***)((char *)base + o->offset);
+        char ***vd = (char ***)((char *)base + o->v_offset);
+        size_t *cnt = (size_t *)((char *)base + o->n_offset);
+        strvec ok = {*kd, *cnt, *cnt}, ov = {*vd, *cnt, *cnt};
+        strvec_free(&ok);
+        strvec_free(&ov);
+        *kd = keys.v;
+        *vd = vals.v;
+        *cnt = keys.n;
+        memset(&keys, 0, sizeof(keys));
+        memset(&vals, 0, sizeof(vals));
+    }
+    strvec_free(&keys);
+    strvec_free(&vals);
+    return rc;
+}
