@@ -28,6 +28,11 @@ static int attach_rings(zx_segment *seg, char *err, size_t errlen)
         {&seg->frames, h->frames_off, h->frames_size, "frames"},
     };
     for (size_t i = 0; i < 3; i++) {
+        if (i < 2 && h->in_size == 0) {
+            /* a source the gateway does not feed: no in/out rings */
+            memset(rings[i].r, 0, sizeof(*rings[i].r));
+            continue;
+        }
         if (rings[i].off > seg->size || rings[i].size > seg->size - rings[i].off ||
             zx_ring_attach(rings[i].r, (char *)h + rings[i].off, rings[i].size) != ZX_RING_OK) {
             zx_seterr(err, errlen, "segment %.64s: ring %s is damaged", h->name, rings[i].what);
@@ -42,8 +47,8 @@ int zx_segment_create(zx_segment *seg, const char *name, uint64_t in_cap,
 {
     memset(seg, 0, sizeof(*seg));
     seg->fd = -1;
-    size_t in_sz = align_up(zx_ring_footprint(in_cap), 4096);
-    size_t out_sz = align_up(zx_ring_footprint(ZX_SEG_OUT_CAP), 4096);
+    size_t in_sz = in_cap ? align_up(zx_ring_footprint(in_cap), 4096) : 0;
+    size_t out_sz = in_cap ? align_up(zx_ring_footprint(ZX_SEG_OUT_CAP), 4096) : 0;
     size_t fr_sz = align_up(zx_ring_footprint(frames_cap), 4096);
     size_t total = ZX_SEG_HDR_SIZE + in_sz + out_sz + fr_sz;
     char mname[80];
@@ -74,8 +79,10 @@ int zx_segment_create(zx_segment *seg, const char *name, uint64_t in_cap,
     h->out_size = out_sz;
     h->frames_off = h->out_off + out_sz;
     h->frames_size = fr_sz;
-    zx_ring_format((char *)mem + h->in_off, in_cap);
-    zx_ring_format((char *)mem + h->out_off, ZX_SEG_OUT_CAP);
+    if (in_cap) {
+        zx_ring_format((char *)mem + h->in_off, in_cap);
+        zx_ring_format((char *)mem + h->out_off, ZX_SEG_OUT_CAP);
+    }
     zx_ring_format((char *)mem + h->frames_off, frames_cap);
     seg->hdr = h;
     seg->size = total;
@@ -126,4 +133,39 @@ void zx_segment_close(zx_segment *seg)
     if (seg->fd >= 0)
         close(seg->fd);
     seg->fd = -1;
+}
+
+size_t zx_segment_read_text(_Atomic uint32_t *seq, const char *text, size_t textcap,
+                            char *out, size_t cap)
+{
+    if (!cap)
+        return 0;
+    for (int tries = 0; tries < 100; tries++) {
+        uint32_t a = atomic_load_explicit(seq, memory_order_acquire);
+        if (a & 1)
+            continue;
+        size_t n = strnlen(text, textcap - 1);
+        if (n >= cap)
+            n = cap - 1;
+        memcpy(out, text, n);
+        out[n] = '\0';
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(seq, memory_order_relaxed) == a)
+            return n;
+    }
+    out[0] = '\0';
+    return 0;
+}
+
+void zx_segment_write_text(_Atomic uint32_t *seq, char *text, size_t textcap,
+                           const char *val)
+{
+    uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
+    atomic_store_explicit(seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    size_t n = val ? strnlen(val, textcap - 1) : 0;
+    if (n)
+        memcpy(text, val, n);
+    text[n] = '\0';
+    atomic_store_explicit(seq, s + 2, memory_order_release);
 }

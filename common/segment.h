@@ -5,10 +5,15 @@
  * keeps it until the pipeline is removed, so that frames already published
  * survive the crash of any other process.  Layout:
  *
- *   [zx_seg_hdr, 4 KiB]  magic, version, status words, counters
+ *   [zx_seg_hdr, 16 KiB] magic, version, status words, counters, the
+ *                        source's status text
  *   [ring "in"]          gateway → stream worker: push requests (proto/push.h)
  *   [ring "out"]         stream worker → gateway: replies (proto/push.h)
  *   [ring "frames"]      stream worker → writer: frames (proto/frame.h)
+ *
+ * The "in" and "out" rings exist only for sources the gateway feeds (HTTP
+ * push): a segment created with in_cap 0 has neither (in_size 0; seg->in
+ * and seg->out are then zeroed and must not be used).
  *
  * Every shared field says who writes it.  Status words and counters are
  * read and written with relaxed atomics: nothing is published through
@@ -29,14 +34,18 @@
 #include "common/ring.h"
 
 #define ZX_SEG_MAGIC 0x5a58534547303031ull /* "ZXSEG001" */
-#define ZX_SEG_VERSION 1
-#define ZX_SEG_HDR_SIZE 4096
+#define ZX_SEG_VERSION 2
+#define ZX_SEG_HDR_SIZE 16384
+#define ZX_SEG_SOURCE_STATUS_MAX 12288  /* bytes of the source's status JSON */
+#define ZX_SEG_SOURCE_ERROR_MAX 512
 #define ZX_SEG_OUT_CAP (1024u * 1024u)   /* the reply ring's capacity */
 /* What a segment with rings of these capacities maps, at most: its
  * header, each ring rounded up to whole pages with its own header (under
- * one page), and the reply ring.  The ring budget (conf) counts this. */
+ * one page), and the reply ring when there is a request ring (in_cap > 0).
+ * The ring budget (conf) counts this. */
 #define ZX_SEG_MAX_BYTES(in_cap, frames_cap) \
-    ((uint64_t)ZX_SEG_HDR_SIZE + (in_cap) + (frames_cap) + ZX_SEG_OUT_CAP + 3u * 8192u)
+    ((uint64_t)ZX_SEG_HDR_SIZE + (frames_cap) + 8192u + \
+     ((in_cap) ? (uint64_t)(in_cap) + ZX_SEG_OUT_CAP + 2u * 8192u : 0u))
 
 typedef struct zx_seg_hdr {
     uint64_t magic;                 /* set once by the supervisor */
@@ -75,6 +84,16 @@ typedef struct zx_seg_hdr {
      * the text: a status line, where a rare torn copy is harmless. */
     _Atomic uint32_t writer_error_set;
     char writer_error[256];
+
+    /* written by the stream worker (workers/sources/runtime.c): the
+     * source's problem ("" none) and status (a JSON object).  Each is a
+     * seqlock: the writer makes the counter odd, writes, makes it even
+     * (release); a reader copies the text between two equal even reads
+     * (acquire) and retries otherwise (a few times, then gives up). */
+    _Atomic uint32_t source_error_seq;
+    char source_error[ZX_SEG_SOURCE_ERROR_MAX];
+    _Atomic uint32_t source_status_seq;
+    char source_status[ZX_SEG_SOURCE_STATUS_MAX];
 } zx_seg_hdr;
 
 typedef struct zx_segment {
@@ -94,6 +113,17 @@ int zx_segment_create(zx_segment *seg, const char *name, uint64_t in_cap,
 /* Map a segment from its memfd (another process).  Does not take
  * ownership of fd (the caller may close it afterwards).  0 or -1. */
 int zx_segment_map(zx_segment *seg, int fd, char *err, size_t errlen);
+
+/* Copy a seqlocked text of the header (source_error or source_status,
+ * with its counter) into out (cap bytes, NUL-terminated; "" when a
+ * consistent copy could not be had after a few tries).  Returns strlen. */
+size_t zx_segment_read_text(_Atomic uint32_t *seq, const char *text, size_t textcap,
+                            char *out, size_t cap);
+
+/* Write text (cut to fit textcap - 1 bytes) under its seqlock.  One
+ * writer at a time (the stream worker). */
+void zx_segment_write_text(_Atomic uint32_t *seq, char *text, size_t textcap,
+                           const char *val);
 
 /* Unmap and close the fd if still open.  NULL-safe, idempotent. */
 void zx_segment_close(zx_segment *seg);

@@ -4,15 +4,18 @@
 #   (no option)  build and run zx, and try it as the README shows (curl,
 #                sqlite3): what ./run.sh needs
 #   --test       also what ./test.sh needs: wrk, the JSON libraries the
-#                benchmarks compare with, clang (libFuzzer) and pytest
+#                benchmarks compare with, clang (libFuzzer), pytest, and for
+#                the real Kafka brokers of tests/services/kafka: Java, Maven
+#                (it fetches Kafka's jars), openssl, kcat and confluent-kafka
+#                (from PyPI)
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
 
 BUILD_PKGS="gcc pkg-config meson ninja-build libevent-dev libmsgpack-dev liblmdb-dev
-libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev"
+libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev librdkafka-dev"
 RUN_PKGS="curl sqlite3"
-TEST_PKGS="wrk libjson-c-dev libcjson-dev clang"
+TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless maven openssl kcat"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
@@ -87,5 +90,24 @@ if [ "${1:-}" = "--test" ]; then
         else
             python3 -m pip install -q "pytest>=7"
         fi
+    fi
+    # The tests' Kafka client: confluent-kafka from PyPI, whose wheel bundles
+    # a recent librdkafka (tests/integration/requirements.txt).  Not Debian's
+    # python3-confluent-kafka: it uses Debian's librdkafka 2.0.2, whose SCRAM
+    # fails against Kafka 4.x brokers (fixed in librdkafka 2.6.1).
+    if ! python3 -c 'import sys, confluent_kafka
+v = tuple(int(x) for x in confluent_kafka.libversion()[0].split(".")[:3])
+sys.exit(v < (2, 6, 1))' 2>/dev/null; then
+        pip_opts=(-q)
+        if [ "$(command -v python3)" = /usr/bin/python3 ]; then
+            if ! python3 -m pip --version >/dev/null 2>&1; then
+                apt_get update -qq
+                apt_get install -y -qq python3-pip >/dev/null
+            fi
+            # Debian's python3 is "externally managed" (PEP 668)
+            pip_opts+=(--break-system-packages)
+        fi
+        echo "zx: installing confluent-kafka from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "confluent-kafka>=2.6.1"
     fi
 fi

@@ -8,13 +8,15 @@
  * with SCM_RIGHTS.
  *
  *   supervisor → writer, gateway
- *     ATTACH  {"name": N, "source": "http", "key": K, "ack_commit": bool,
- *              "max_body_size": N, "max_columns": N}
+ *     ATTACH  writer:  {"name": N, "max_columns": N}
+ *             gateway: {"name": N, "source": "http", "key": K,
+ *                       "ack_commit": bool, "max_body_size": N}
  *             fds: [segment memfd, the pipeline worker's eventfd]
- *             Start serving (or update) pipeline N.  The writer ignores
- *             everything but the name.  Sent for every pipeline right
- *             after the child starts, and for each added or changed
- *             pipeline after a reload.
+ *             Start serving (or update) pipeline N.  Sent to the writer
+ *             for every pipeline, to the gateway only for pipelines whose
+ *             source it feeds (ZX_SOURCE_GATEWAY, workers/sources/
+ *             source.h), right after the child starts and for each added
+ *             or changed pipeline after a reload.
  *     DETACH  {"name": N, "epoch": "<16 hex digits>"}
  *             Stop serving N (the writer: N's segment of that epoch; a
  *             pipeline recreated under the same name has a new one).  The

@@ -22,7 +22,7 @@
 
 #define EXT_TIMESTAMP 1
 #define EXT_JSON 2
-#define FRAME_FIELDS 8
+#define FRAME_FIELDS 9
 
 /* ------------------------------------------------------------------ */
 /* output buffer                                                       */
@@ -147,12 +147,17 @@ size_t zx_frame_meta_estimate(const zx_frame_meta *m)
         n += strlen(m->pipeline);
     if (m->table)
         n += strlen(m->table);
-    if (m->request_id)
-        n += strlen(m->request_id) + 8;
-    if (m->idem_key)
-        n += strlen(m->idem_key) + 8;
-    if (m->position)
-        n += m->position_len + 8;
+    if (m->batch_id)
+        n += strlen(m->batch_id) + 8;
+    if (m->dedup_key)
+        n += strlen(m->dedup_key) + 8;
+    for (size_t i = 0; i < m->npositions; i++)
+        n += strlen(m->positions[i].part) + m->positions[i].value_len + 16;
+    for (size_t i = 0; i < m->nrejects; i++) {
+        const zx_frame_reject *j = &m->rejects[i];
+        n += 32 + (j->reason ? strlen(j->reason) : 0) + j->raw_len + j->key_len +
+             (j->position ? strlen(j->position) : 0);
+    }
     return n;
 }
 
@@ -184,6 +189,22 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
             err = EINVAL;
             goto done;
         }
+    if (m->npositions > ZX_FRAME_MAX_POSITIONS || m->nrejects > ZX_FRAME_MAX_REJECTS ||
+        (m->npositions && !m->positions) || (m->nrejects && !m->rejects)) {
+        err = EINVAL;
+        goto done;
+    }
+    for (size_t i = 0; i < m->npositions; i++)
+        if (!m->positions[i].part || !m->positions[i].part[0] ||
+            (m->positions[i].value_len && !m->positions[i].value)) {
+            err = EINVAL;
+            goto done;
+        }
+    for (size_t i = 0; i < m->nrejects; i++)
+        if (m->rejects[i].raw_len && !m->rejects[i].raw) {
+            err = EINVAL;
+            goto done;
+        }
     /* one reservation up front so that packing rarely reallocates */
     if (zx_frame_buf_reserve(out, zx_frame_estimate(rs) + zx_frame_meta_estimate(m)) < 0)
         goto done;
@@ -201,25 +222,25 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
     pack_cstr(&pk, m->pipeline);
     pack_cstr(&pk, m->table);
 
-    uint32_t nmeta = (m->ingested_at_us != 0) + (m->request_id != NULL) +
-                     (m->idem_key != NULL) + (m->idem_hash != 0) +
-                     (m->accepted != 0) + (m->position != NULL) + (m->metadata != 0);
+    uint32_t nmeta = (m->ingested_at_us != 0) + (m->batch_id != NULL) +
+                     (m->dedup_key != NULL) + (m->dedup_hash != 0) +
+                     (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0);
     msgpack_pack_map(&pk, nmeta);
     if (m->ingested_at_us != 0) {
         pack_key(&pk, "ia");
         msgpack_pack_int64(&pk, m->ingested_at_us);
     }
-    if (m->request_id) {
-        pack_key(&pk, "rq");
-        pack_cstr(&pk, m->request_id);
+    if (m->batch_id) {
+        pack_key(&pk, "bi");
+        pack_cstr(&pk, m->batch_id);
     }
-    if (m->idem_key) {
-        pack_key(&pk, "ik");
-        pack_cstr(&pk, m->idem_key);
+    if (m->dedup_key) {
+        pack_key(&pk, "dk");
+        pack_cstr(&pk, m->dedup_key);
     }
-    if (m->idem_hash != 0) {
-        pack_key(&pk, "ih");
-        msgpack_pack_uint64(&pk, m->idem_hash);
+    if (m->dedup_hash != 0) {
+        pack_key(&pk, "dh");
+        msgpack_pack_uint64(&pk, m->dedup_hash);
     }
     if (m->metadata != 0) {
         pack_key(&pk, "md");
@@ -229,9 +250,14 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
         pack_key(&pk, "ac");
         msgpack_pack_uint64(&pk, m->accepted);
     }
-    if (m->position) {
+    if (m->npositions) {
         pack_key(&pk, "po");
-        msgpack_pack_bin_with_body(&pk, m->position, m->position_len);
+        msgpack_pack_array(&pk, (uint32_t)m->npositions);
+        for (size_t i = 0; i < m->npositions; i++) {
+            msgpack_pack_array(&pk, 2);
+            pack_cstr(&pk, m->positions[i].part);
+            msgpack_pack_bin_with_body(&pk, m->positions[i].value, m->positions[i].value_len);
+        }
     }
 
     msgpack_pack_array(&pk, rs->ncols);
@@ -248,6 +274,19 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
             zx_rowset_row(rs, r, row);
         for (uint32_t c = 0; c < rs->ncols; c++)
             pack_value(&pk, &row[c]);
+    }
+
+    msgpack_pack_array(&pk, (uint32_t)m->nrejects);
+    for (size_t i = 0; i < m->nrejects && !e.failed; i++) {
+        const zx_frame_reject *j = &m->rejects[i];
+        msgpack_pack_array(&pk, 4);
+        pack_cstr(&pk, j->reason);
+        msgpack_pack_bin_with_body(&pk, j->raw, j->raw_len);
+        if (j->key)
+            msgpack_pack_bin_with_body(&pk, j->key, j->key_len);
+        else
+            msgpack_pack_nil(&pk);
+        pack_cstr(&pk, j->position);
     }
     if (!e.failed)
         rc = 0;
@@ -281,6 +320,98 @@ static int want_name(rd *r, zx_rowset *rs, const char **out, uint32_t *len,
     return 0;
 }
 
+/* Copy n bytes into rs's arena (n may be 0: a valid empty pointer). */
+static const void *copy_bytes(rd *r, zx_rowset *rs, const uint8_t *s, uint32_t n)
+{
+    void *p = zx_rowset_alloc(rs, n ? n : 1);
+    if (!p) {
+        zx_fr_fail(r, "out of memory");
+        return NULL;
+    }
+    if (n)
+        memcpy(p, s, n);
+    return p;
+}
+
+/* "po": array of [part str, value bin]. */
+static int read_positions(rd *r, zx_frame_meta *m, zx_rowset *rs)
+{
+    item it;
+    if (zx_fr_want(r, &it, K_ARRAY, "metadata po") < 0)
+        return -1;
+    if (it.n > ZX_FRAME_MAX_POSITIONS)
+        return zx_fr_fail(r, "%" PRIu32 " positions, more than the limit %u", it.n,
+                          ZX_FRAME_MAX_POSITIONS);
+    zx_frame_pos *ps = NULL;
+    if (it.n && !(ps = zx_rowset_alloc(rs, sizeof(*ps) * it.n)))
+        return zx_fr_fail(r, "out of memory");
+    for (uint32_t i = 0; i < it.n; i++) {
+        item pair, v;
+        if (zx_fr_want(r, &pair, K_ARRAY, "position") < 0)
+            return -1;
+        if (pair.n != 2)
+            return zx_fr_fail(r, "position %" PRIu32 ": expected [part, value], got %" PRIu32
+                              " elements", i, pair.n);
+        if (want_name(r, rs, &ps[i].part, NULL, "position part") < 0)
+            return -1;
+        if (!ps[i].part[0])
+            return zx_fr_fail(r, "position %" PRIu32 ": empty part", i);
+        if (zx_fr_want(r, &v, K_BIN, "position value") < 0)
+            return -1;
+        if (!(ps[i].value = copy_bytes(r, rs, v.s, v.n)))
+            return -1;
+        ps[i].value_len = v.n;
+    }
+    m->positions = ps;
+    m->npositions = it.n;
+    return 0;
+}
+
+/* rejects: array of [reason str, raw bin, key bin|nil, position str]. */
+static int read_rejects(rd *r, zx_frame_meta *m, zx_rowset *rs)
+{
+    item it;
+    if (zx_fr_want(r, &it, K_ARRAY, "rejects") < 0)
+        return -1;
+    if (it.n > ZX_FRAME_MAX_REJECTS)
+        return zx_fr_fail(r, "%" PRIu32 " rejects, more than the limit %u", it.n,
+                          ZX_FRAME_MAX_REJECTS);
+    zx_frame_reject *js = NULL;
+    if (it.n && !(js = zx_rowset_alloc(rs, sizeof(*js) * it.n)))
+        return zx_fr_fail(r, "out of memory");
+    for (uint32_t i = 0; i < it.n; i++) {
+        item four, v;
+        zx_frame_reject *j = &js[i];
+        memset(j, 0, sizeof(*j));
+        if (zx_fr_want(r, &four, K_ARRAY, "reject") < 0)
+            return -1;
+        if (four.n != 4)
+            return zx_fr_fail(r, "reject %" PRIu32 ": expected [reason, raw, key, position], "
+                              "got %" PRIu32 " elements", i, four.n);
+        if (want_name(r, rs, &j->reason, NULL, "reject reason") < 0)
+            return -1;
+        if (zx_fr_want(r, &v, K_BIN, "reject raw") < 0)
+            return -1;
+        if (!(j->raw = copy_bytes(r, rs, v.s, v.n)))
+            return -1;
+        j->raw_len = v.n;
+        if (r->p < r->end && *r->p == 0xc0) {
+            r->p++;
+        } else {
+            if (zx_fr_want(r, &v, K_BIN, "reject key") < 0)
+                return -1;
+            if (!(j->key = copy_bytes(r, rs, v.s, v.n)))
+                return -1;
+            j->key_len = v.n;
+        }
+        if (want_name(r, rs, &j->position, NULL, "reject position") < 0)
+            return -1;
+    }
+    m->rejects = js;
+    m->nrejects = it.n;
+    return 0;
+}
+
 static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
 {
     item it;
@@ -304,14 +435,14 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
             if (!v.neg && v.u > INT64_MAX)
                 return zx_fr_fail(r, "metadata ia: out of range");
             m->ingested_at_us = v.neg ? v.i : (int64_t)v.u;
-        } else if (strcmp(kb, "rq") == 0) {
-            if (want_name(r, rs, &m->request_id, NULL, "metadata rq") < 0)
+        } else if (strcmp(kb, "bi") == 0) {
+            if (want_name(r, rs, &m->batch_id, NULL, "metadata bi") < 0)
                 return -1;
-        } else if (strcmp(kb, "ik") == 0) {
-            if (want_name(r, rs, &m->idem_key, NULL, "metadata ik") < 0)
+        } else if (strcmp(kb, "dk") == 0) {
+            if (want_name(r, rs, &m->dedup_key, NULL, "metadata dk") < 0)
                 return -1;
-        } else if (strcmp(kb, "ih") == 0) {
-            if (zx_fr_want_u64(r, &m->idem_hash, "metadata ih") < 0)
+        } else if (strcmp(kb, "dh") == 0) {
+            if (zx_fr_want_u64(r, &m->dedup_hash, "metadata dh") < 0)
                 return -1;
         } else if (strcmp(kb, "md") == 0) {
             uint64_t md = 0;
@@ -322,16 +453,8 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
             if (zx_fr_want_u64(r, &m->accepted, "metadata ac") < 0)
                 return -1;
         } else if (strcmp(kb, "po") == 0) {
-            item v;
-            if (zx_fr_want(r, &v, K_BIN, "metadata po") < 0)
+            if (read_positions(r, m, rs) < 0)
                 return -1;
-            void *p = zx_rowset_alloc(rs, v.n ? v.n : 1);
-            if (!p)
-                return zx_fr_fail(r, "out of memory");
-            if (v.n)
-                memcpy(p, v.s, v.n);
-            m->position = p;
-            m->position_len = v.n;
         } else if (zx_fr_skip(r) < 0) {
             return -1;
         }
@@ -524,7 +647,7 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
     if (want_name(r, rs, &m->pipeline, NULL, "pipeline") < 0 ||
         want_name(r, rs, &m->table, NULL, "table") < 0 ||
         read_meta(r, m, rs) < 0 || read_columns(r, rs, &types) < 0 ||
-        read_rows(r, rs) < 0)
+        read_rows(r, rs) < 0 || read_rejects(r, m, rs) < 0)
         goto fail;
     if (r->p != r->end) {
         zx_fr_fail(r, "%zu trailing bytes after the frame", (size_t)(r->end - r->p));

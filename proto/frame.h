@@ -1,5 +1,5 @@
 /*
- * frame.h — the frame format between workers and the writer, version 1.
+ * frame.h — the frame format between workers and the writer, version 2.
  *
  * This header is the one definition of the format.  A worker encodes a
  * rowset plus metadata into one frame, publishes it through its shared-memory
@@ -8,12 +8,14 @@
  * nothing else may know this layout.
  *
  * A frame is exactly one MessagePack (https://msgpack.org/) value, an array
- * of 8 elements, with no bytes before or after it:
+ * of 9 elements, with no bytes before or after it:
  *
  *   [ "ZXF",            0 magic: str, exactly the 3 bytes Z X F
- *     version,          1 uint: ZX_FRAME_VERSION (1).  A decoder rejects any
+ *     version,          1 uint: ZX_FRAME_VERSION (2).  A decoder rejects any
  *                         other version; a change to anything below that an
  *                         old decoder would misread bumps the version.
+ *                         (Frames live only in the rings of one zxd, which
+ *                         an upgrade restarts: versions never meet.)
  *     kind,             2 uint: zx_frame_kind; only ZX_FRAME_ROWS (1) exists
  *     pipeline,         3 str: pipeline name
  *     table,            4 str: destination table
@@ -22,21 +24,44 @@
  *                         without a new version); a key given twice: the last
  *                         one wins; a nil value counts as absent.
  *                         "ia" int    ingested_at_us (µs since the epoch, UTC)
- *                         "rq" str    request_id
- *                         "ik" str    idem_key (the request's Idempotency-Key)
- *                         "ih" uint   idem_hash (hash of the request body)
- *                         "ac" uint   accepted (rows accepted by the request)
- *                         "md" uint   metadata columns wanted (ZX_META_* bits
- *                                     of conf/config.h: 1 _ingested_at,
- *                                     2 _request_id)
- *                         "po" bin    position (opaque upstream position)
+ *                         "bi" str    batch_id (the source's id of the
+ *                                     batch: a push's request id)
+ *                         "dk" str    dedup_key: the writer records
+ *                                     (dedup_key, dedup_hash, accepted,
+ *                                     batch_id) in LMDB with the frame, so
+ *                                     that the source can recognise a batch
+ *                                     it was given again (a push's
+ *                                     Idempotency-Key)
+ *                         "dh" uint   dedup_hash (hash of the batch's input)
+ *                         "ac" uint   accepted (rows the batch counts)
+ *                         "md" uint   metadata columns the writer adds
+ *                                     (ZX_META_INGESTED_AT, ZX_META_REQUEST_ID
+ *                                     of conf/config.h; other bits are the
+ *                                     source's own columns and ignored)
+ *                         "po" array  upstream positions reached by this
+ *                                     frame: array of [part: str, value:
+ *                                     bin] pairs, at most one per part
+ *                                     (e.g. part "clicks:3" for a Kafka
+ *                                     partition, value its next offset).
+ *                                     The writer stores each part's value
+ *                                     with the frame's checkpoint (same
+ *                                     transaction); a restarted source is
+ *                                     handed the last one of every part.
+ *                                     The bytes are the source's own.
  *     columns,          6 array of ncols entries, each an array of 2:
  *                         [ name: str, type: uint (zx_type, 0..6, see
  *                           common/rowset.h; the numbers are part of this
  *                           format) ]
  *                         names are unique within a frame
- *     rows ]            7 array of nrows rows; each row is an array of
+ *     rows,             7 array of nrows rows; each row is an array of
  *                         exactly ncols VALUEs, in column order
+ *     rejects ]         8 array of input messages the source could not
+ *                         turn into rows (not JSON, not an object...), each
+ *                         an array of 4: [ reason: str, raw: bin (the
+ *                         message bytes, possibly cut by the source), key:
+ *                         bin or nil, position: str (JSON text, e.g.
+ *                         {"topic":"t","partition":3,"offset":42}) ].  The
+ *                         writer stores them in <table>__rejects.
  *
  *   VALUE (the msgpack type decides the value's zx_type):
  *     nil               no value: the row has no cell for this column
@@ -58,8 +83,9 @@
  *   with its type.  Every msgpack encoding of a type is accepted (fixint or
  *   int64, fixstr or str32, fixext or ext32...); the encoder picks the
  *   shortest.  Strings are not checked for UTF-8 validity.  pipeline, table,
- *   column names, request_id and idem_key must not contain a NUL byte (a
- *   frame that has one is rejected: readers of those use C strings).
+ *   column names, batch_id, dedup_key, position parts, reject reasons and
+ *   reject positions must not contain a NUL byte (a frame that has one is
+ *   rejected: readers of those use C strings).
  *
  * Why the decoder does not use msgpack's unpacker: msgpack_unpack_next
  * allocates an object array as large as a claimed count (a 5-byte header can
@@ -77,14 +103,33 @@
 
 #include "common/rowset.h"
 
-#define ZX_FRAME_VERSION 1
+#define ZX_FRAME_VERSION 2
 #define ZX_FRAME_MAGIC "ZXF"
 
 /* Limits enforced by the decoder (a frame beyond them is rejected). */
 #define ZX_FRAME_MAX_COLUMNS (1u << 20)
 #define ZX_FRAME_MAX_ROWS (1u << 30)
+#define ZX_FRAME_MAX_POSITIONS 65536u
+#define ZX_FRAME_MAX_REJECTS (1u << 20)
 
 typedef enum { ZX_FRAME_ROWS = 1 } zx_frame_kind;
+
+/* One upstream position reached by a frame ("po"). */
+typedef struct zx_frame_pos {
+    const char *part;           /* NUL-terminated, non-empty, no NUL inside */
+    const void *value;          /* value_len bytes (may be 0) */
+    size_t value_len;
+} zx_frame_pos;
+
+/* One input message the source could not turn into rows. */
+typedef struct zx_frame_reject {
+    const char *reason;         /* NUL-terminated */
+    const void *raw;            /* raw_len bytes of the message */
+    size_t raw_len;
+    const void *key;            /* NULL = no key; else key_len bytes */
+    size_t key_len;
+    const char *position;       /* NUL-terminated JSON text; NULL = "" */
+} zx_frame_reject;
 
 typedef struct zx_frame_meta {
     uint32_t version;           /* set by decode; ignored by encode (which
@@ -93,16 +138,15 @@ typedef struct zx_frame_meta {
     const char *pipeline;       /* NUL-terminated; encode: NULL = "" */
     const char *table;          /* NUL-terminated; encode: NULL = "" */
     int64_t ingested_at_us;     /* 0 = absent */
-    const char *request_id;     /* NULL = absent */
-    const char *idem_key;       /* NULL = absent: Idempotency-Key of the request */
-    uint64_t idem_hash;         /* hash of the request body, for key reuse
-                                   detection; 0 = absent */
-    uint32_t metadata;          /* ZX_META_* bits: metadata columns the writer
-                                   adds (0 = none) */
-    uint64_t accepted;          /* rows accepted by the request (to replay the
-                                   answer); 0 = absent */
-    const void *position;       /* opaque upstream position: NULL = absent; */
-    size_t position_len;        /* non-NULL with length 0 is kept as such */
+    const char *batch_id;       /* NULL = absent */
+    const char *dedup_key;      /* NULL = absent */
+    uint64_t dedup_hash;        /* 0 = absent */
+    uint32_t metadata;          /* ZX_META_* bits (0 = none) */
+    uint64_t accepted;          /* rows the batch counts; 0 = absent */
+    const zx_frame_pos *positions;   /* npositions entries (NULL when 0) */
+    size_t npositions;
+    const zx_frame_reject *rejects;  /* nrejects entries (NULL when 0) */
+    size_t nrejects;
 } zx_frame_meta;
 
 /* Growable output buffer owned by the caller.  data is malloc'd (NULL while
@@ -132,7 +176,11 @@ int zx_frame_buf_reserve(zx_frame_buf *b, size_t extra);
  * rs are only read.  m->kind 0 is taken as ZX_FRAME_ROWS.  Returns 0, or -1
  * with errno ENOMEM (out of memory) or EINVAL (a bug of the caller: an
  * unknown m->kind, a column type outside zx_type, a NUL byte in a column
- * name); on failure out->len is as it was before. */
+ * name, a position with a NULL or empty part or a NULL value of non-zero
+ * length, positions or rejects NULL with a non-zero count or over their
+ * limits, a reject with a NULL raw of non-zero length); on failure
+ * out->len is as it was before.  Parts are not checked for duplicates: the
+ * writer keeps the last value of a part given twice. */
 int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *out);
 
 /* Cheap O(1) upper bound of the bytes the rows and columns of rs take in a
@@ -141,14 +189,16 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
  * zx_frame_meta_estimate(m) for an exact bound of the whole frame. */
 size_t zx_frame_estimate(const zx_rowset *rs);
 
-/* Upper bound of the bytes the metadata (fields 0-5) takes; O(strlen). */
+/* Upper bound of the bytes the metadata (fields 0-5: positions included)
+ * and the rejects (field 8) take; O(their sizes). */
 size_t zx_frame_meta_estimate(const zx_frame_meta *m);
 
 /* Decode one frame of exactly len bytes.  rs must be initialised; it is reset
  * first, then receives the columns (name + type from the frame, in frame
  * order: column i of the frame is rs->cols[i]) and the rows (one cell per
- * non-nil value).  Every string of m (pipeline, table, request_id, idem_key,
- * position) and of rs is copied into rs's arena and stays valid until
+ * non-nil value).  Every string of m (pipeline, table, batch_id, dedup_key),
+ * its positions and rejects arrays and their bytes, and rs are copied into
+ * rs's arena and stays valid until
  * zx_rowset_reset / zx_rowset_free of rs, so buf may be released as soon as
  * this returns.
  * Returns 0, or -1 on malformed input (wrong magic or version, unknown kind,

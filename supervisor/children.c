@@ -31,7 +31,7 @@
 #include "proto/control.h"
 #include "supervisor/sup.h"
 #include "workers/gateway/gateway.h"
-#include "workers/sources/http_push.h"
+#include "workers/sources/source.h"
 #include "workers/writer/writer.h"
 
 #define FD_RESERVE 32
@@ -62,7 +62,8 @@ int sup_pipe_needs_new_rings(const spipe *p, const zx_conf_pipeline *pc)
 {
     uint64_t in_cap, fr_cap;
     ring_caps(pc, &in_cap, &fr_cap);
-    return zx_ring_capacity(&p->seg.in) != in_cap || zx_ring_capacity(&p->seg.frames) != fr_cap;
+    uint64_t have_in = p->seg.hdr->in_size ? zx_ring_capacity(&p->seg.in) : 0;
+    return have_in != in_cap || zx_ring_capacity(&p->seg.frames) != fr_cap;
 }
 
 spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen)
@@ -167,12 +168,19 @@ void sup_send_attach(sup *s, child *c, spipe *p)
 {
     if (c->chan < 0 || c->pid == 0)
         return;
-    json_t *o = json_pack("{s:s, s:s, s:s?, s:b, s:I, s:I}", "name", p->name, "source",
-                          p->conf ? p->conf->source : "http", "key",
-                          p->conf ? p->conf->key : NULL, "ack_commit",
-                          p->conf ? p->conf->ack_commit : 0, "max_body_size",
-                          (json_int_t)(p->conf ? p->conf->body_limit : 0), "max_columns",
-                          (json_int_t)(p->conf ? p->conf->max_columns : 0));
+    json_t *o;
+    if (c->role == ROLE_GATEWAY) {
+        /* the gateway serves only the sources it feeds */
+        const zx_source *src = p->conf ? zx_source_find(p->conf->source) : NULL;
+        if (!src || !(src->flags & ZX_SOURCE_GATEWAY))
+            return;
+        o = json_pack("{s:s, s:s, s:s?, s:b, s:I}", "name", p->name, "source", src->name,
+                      "key", p->conf->key, "ack_commit", p->conf->ack_commit,
+                      "max_body_size", (json_int_t)p->conf->body_limit);
+    } else {
+        o = json_pack("{s:s, s:I}", "name", p->name, "max_columns",
+                      (json_int_t)(p->conf ? p->conf->max_columns : 0));
+    }
     char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     int fds[2] = {p->seg.fd, p->efd};
     if (!js)
@@ -233,14 +241,23 @@ static void run_child(sup *s, child *c, int chan)
         code = zx_gateway_main(&a);
     } else {
         spipe *p = c->pipe;
-        int keep[] = {p->efd, s->writer_efd, s->gateway_efd};
-        zx_close_fds_except(keep, 3);
+        const zx_source *src = zx_source_find(p->conf->source);
+        int gw = src && (src->flags & ZX_SOURCE_GATEWAY) ? s->gateway_efd : -1;
+        int keep[] = {p->efd, s->writer_efd, gw};
+        zx_close_fds_except(keep, gw >= 0 ? 3 : 2);
         snprintf(title, sizeof(title), "zxd: stream %s", p->name);
         zx_proctitle_set(title);
         snprintf(title, sizeof(title), "stream:%s", p->name);
         zx_log_set_proc(title);
-        zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, s->gateway_efd};
-        code = zx_http_push_main(&a);
+        zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, gw};
+        if (!src) {
+            /* zx_conf_load accepts only registered sources: a bug */
+            zx_error("event=fatal pipeline=%s error=\"unknown source %s\"", p->name,
+                     p->conf->source);
+            code = 1;
+        } else {
+            code = zx_source_main(src, &a);
+        }
     }
     _exit(code);
 }

@@ -109,20 +109,36 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
         zx_store_counter_get(t, p->name, "extra_values", &extra);
     }
     json_t *ring = ring_obj(&p->seg.frames);
-    json_t *rings = json_pack("{s:o, s:o, s:o, s:I}", "in", ring_obj(&p->seg.in), "out",
-                              ring_obj(&p->seg.out), "frames", ring_obj(&p->seg.frames),
-                              "shared_bytes", (json_int_t)p->seg.size);
+    int has_in = h->in_size != 0; /* only sources the gateway feeds */
+    json_t *rings = json_pack("{s:o, s:o, s:o, s:I}", "in",
+                              has_in ? ring_obj(&p->seg.in) : json_null(), "out",
+                              has_in ? ring_obj(&p->seg.out) : json_null(), "frames",
+                              ring_obj(&p->seg.frames), "shared_bytes", (json_int_t)p->seg.size);
+    /* what the source says of itself (lag per partition...) and its
+     * current problem */
+    char serr[ZX_SEG_SOURCE_ERROR_MAX];
+    zx_segment_read_text(&h->source_error_seq, h->source_error, sizeof(h->source_error), serr,
+                         sizeof(serr));
+    char *sst = malloc(ZX_SEG_SOURCE_STATUS_MAX);
+    json_t *source_status = NULL;
+    if (sst && zx_segment_read_text(&h->source_status_seq, h->source_status,
+                                    sizeof(h->source_status), sst, ZX_SEG_SOURCE_STATUS_MAX))
+        source_status = json_loads(sst, 0, NULL);
+    free(sst);
     const child *c = &p->worker;
     /* the writer holding this pipeline's frames back says more than the
      * worker's last exit */
-    char werr[300] = "";
+    char werr[ZX_SEG_SOURCE_ERROR_MAX + 16] = "";
     if (atomic_load_explicit(&h->writer_error_set, memory_order_acquire)) {
         char copy[sizeof(h->writer_error)];
         memcpy(copy, h->writer_error, sizeof(copy));
         copy[sizeof(copy) - 1] = '\0';
         snprintf(werr, sizeof(werr), "writer: %s", copy);
+    } else if (serr[0]) {
+        snprintf(werr, sizeof(werr), "source: %s", serr);
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:I}", "name", p->name,
+    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:o, s:o}",
+                     "name", p->name,
                      "source", p->conf ? p->conf->source : "http", "table",
                      p->conf ? p->conf->table : "", "pid",
                      c->pid ? json_integer(c->pid) : json_null(), "state",
@@ -130,7 +146,9 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
                      (int)c->restarts, "rows", (json_int_t)atomic_load(&h->rows), "rejects",
                      (json_int_t)atomic_load(&h->rejects), "rejects_by_column", rej,
                      "last_error", jstr_or_null(werr[0] ? werr : c->last_error), "ring", ring,
-                     "rings", rings, "extra_values", (json_int_t)extra);
+                     "rings", rings, "extra_values", (json_int_t)extra, "source_error",
+                     jstr_or_null(serr), "source_status",
+                     source_status ? source_status : json_object());
 }
 
 static json_t *cmd_status(sup *s)
@@ -158,6 +176,27 @@ static json_t *cmd_status(sup *s)
                      (json_int_t)shm, "budget_bytes", (json_int_t)s->conf->ring_budget);
 }
 
+/* A position part's value as the source stored it: an 8-byte value is
+ * shown as the little-endian integer the sources write (a Kafka offset),
+ * anything else as hex. */
+static int pos_cb(const char *part, const void *val, size_t len, void *ctx)
+{
+    json_t *o = ctx;
+    if (len == 8) {
+        int64_t v;
+        memcpy(&v, val, 8);
+        json_object_set_new(o, part, json_integer((json_int_t)v));
+        return 0;
+    }
+    char hex[129];
+    size_t n = len > 64 ? 64 : len;
+    for (size_t i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", ((const unsigned char *)val)[i]);
+    hex[2 * n] = '\0';
+    json_object_set_new(o, part, json_string(hex));
+    return 0;
+}
+
 static json_t *cmd_checkpoints(sup *s, const char *name)
 {
     spipe *p = sup_find_pipe(s, name);
@@ -181,6 +220,9 @@ static json_t *cmd_checkpoints(sup *s, const char *name)
         json_object_set_new(o, "seq", json_integer(0));
         json_object_set_new(o, "committed_at", json_null());
     }
+    json_t *positions = json_object();
+    zx_store_positions_each(t, p->name, pos_cb, positions);
+    json_object_set_new(o, "positions", positions);
     const char *table = NULL, *js = NULL;
     size_t jl = 0;
     json_t *schema = NULL;
@@ -259,6 +301,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     sup *s = zx_the_sup;
     if (s->reload_bev == bev)
         s->reload_bev = NULL;
+    sup_probe_forget(bev);
     sup_control_conn_free(s, bev);
 }
 
@@ -267,6 +310,12 @@ static void finish_conn(struct bufferevent *bev)
     bufferevent_setcb(bev, NULL, conn_done, conn_event, NULL);
     bufferevent_disable(bev, EV_READ);
     conn_done(bev, NULL);
+}
+
+void sup_control_finish(sup *s, struct bufferevent *bev)
+{
+    (void)s;
+    finish_conn(bev);
 }
 
 void sup_reload_start(sup *s, struct bufferevent *bev)
@@ -350,6 +399,14 @@ static void conn_read(struct bufferevent *bev, void *arg)
         out = name ? cmd_lifecycle(s, cmd, name) : err_obj("%s needs a name", cmd);
     } else if (strcmp(cmd, "checkpoints") == 0) {
         out = name ? cmd_checkpoints(s, name) : err_obj("checkpoints needs a name", NULL);
+    } else if (strcmp(cmd, "test") == 0) {
+        if (!name) {
+            out = err_obj("test needs a name", NULL);
+        } else if (!(out = sup_probe_start(s, bev, name))) {
+            json_decref(req);
+            bufferevent_disable(bev, EV_READ);
+            return; /* answered when the prober is done */
+        }
     } else if (strcmp(cmd, "feed") == 0) {
         int follow = json_is_true(json_object_get(req, "follow"));
         json_decref(req);

@@ -198,6 +198,17 @@ void sup_control_conn_free(sup *s, struct bufferevent *bev);
  * are done) or for SIGHUP (bev NULL; the outcome is logged).  A SIGHUP
  * during a reload runs another one after it. */
 void sup_reload_start(sup *s, struct bufferevent *bev);
+/* Finish a control connection once its answer is written. */
+void sup_control_finish(sup *s, struct bufferevent *bev);
+
+/* probe.c: `zxctl test NAME`.  Starts a prober process for the pipeline
+ * or connection NAME and returns NULL (bev is answered when it is done,
+ * within about 13 s), or returns the answer to send at once (unknown
+ * name, nothing to test, too many tests running). */
+json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name);
+/* The client bev has gone: its probe answers nobody. */
+void sup_probe_forget(struct bufferevent *bev);
+
 /* Answer and forget the reload in progress once its transitions are done
  * (or after 30 s).  Called from the loop after every reap and tick. */
 void sup_reload_check_reply(sup *s);

@@ -46,6 +46,7 @@
 #endif
 #define ZXCTL_TIMEOUT_RELOAD 60.0   /* zxd answers reload once applied */
 #define ZXCTL_TIMEOUT_OTHER 10.0
+#define ZXCTL_TIMEOUT_TEST 30.0     /* zxd answers test once the prober is done */
 
 static const char zxctl_usage_text[] =
     "usage: zxctl [-s SOCKET | -c CONFIG] [--json] [--timeout SECONDS] COMMAND [ARGS]\n"
@@ -58,7 +59,10 @@ static const char zxctl_usage_text[] =
     "  restart NAME       restart a pipeline, or the writer or gateway process\n"
     "  stop NAME          stop a pipeline (it stays stopped until `start`)\n"
     "  start NAME         start a stopped or failed pipeline\n"
-    "  checkpoints NAME   the stored position, schema and counters of a pipeline\n"
+    "  checkpoints NAME   the stored positions, schema and counters of a pipeline\n"
+    "  test NAME          connect with a pipeline's or a connection's settings and\n"
+    "                     say what works (e.g. a topic's partitions) or exactly\n"
+    "                     what failed (unreachable, TLS, authentication, ...)\n"
     "  feed [--follow]    recent events, then (with --follow) new ones as they happen\n"
     "  help               this text\n"
     "\n"
@@ -128,7 +132,7 @@ static int zxctl_usage_error(const char *fmt, ...)
 static int zxctl_needs_name(const char *cmd)
 {
     return !strcmp(cmd, "restart") || !strcmp(cmd, "stop") || !strcmp(cmd, "start") ||
-           !strcmp(cmd, "checkpoints");
+           !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test");
 }
 
 static int zxctl_known(const char *cmd)
@@ -410,6 +414,7 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
 
     double timeout = o->timeout >= 0 ? o->timeout
                      : !strcmp(o->cmd, "reload") ? ZXCTL_TIMEOUT_RELOAD
+                     : !strcmp(o->cmd, "test")   ? ZXCTL_TIMEOUT_TEST
                                                  : ZXCTL_TIMEOUT_OTHER;
     int64_t deadline = timeout > 0 ? zxctl_now_ms() + (int64_t)(timeout * 1000.0) : -1;
 
@@ -480,6 +485,14 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         zxctl_print_reload(resp, stdout);
     else if (!strcmp(o->cmd, "checkpoints"))
         zxctl_print_checkpoints(resp, stdout);
+    else if (!strcmp(o->cmd, "test")) {
+        char *n = zxctl_clean(o->name);
+        const char *res = json_string_value(json_object_get(resp, "result"));
+        char *r = zxctl_clean(res ? res : "");
+        printf("test %s: ok\n%s\n", n, r);
+        free(n);
+        free(r);
+    }
     else {
         char *n = zxctl_clean(o->name);
         printf("%s %s: ok\n", o->cmd, n);

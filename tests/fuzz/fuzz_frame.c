@@ -6,8 +6,13 @@
  * the buffer" it checks that what the decoder accepts survives the codec:
  * encode(decode(x)) decodes again to the same metadata, columns and rows,
  * and encoding that second result gives the same bytes (the encoder is a
- * function of what was decoded).  On a decode failure the message must be
- * set and NUL-terminated, and the outputs reset.
+ * function of what was decoded).  The input is freed right after the first
+ * decode, so that ASan catches anything decoded that still points into it
+ * (everything must be copied into the rowset's arena).  Positions and
+ * rejects must come out as frame.h describes them (parts non-empty, bytes
+ * present when their length is not 0, a NULL key only as nil).  On a decode
+ * failure the message must be set and NUL-terminated, and the outputs
+ * reset.
  *
  * Built by meson with -Dfuzzing=true (clang, libFuzzer) and, as a corpus
  * replay test, by every build (tests/fuzz/replay.c).  Seeds: corpus/frame/.
@@ -30,21 +35,59 @@ static int same_str(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
+static int same_bytes(const void *a, size_t alen, const void *b, size_t blen)
+{
+    return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
+}
+
+/* What a successful decode promises about positions and rejects. */
+static void check_decoded(const zx_frame_meta *m)
+{
+    fuzz_check(m->version == ZX_FRAME_VERSION && m->kind == ZX_FRAME_ROWS, "version or kind");
+    fuzz_check((m->positions == NULL) == (m->npositions == 0), "positions NULL iff none");
+    fuzz_check(m->npositions <= ZX_FRAME_MAX_POSITIONS, "positions over the limit");
+    for (size_t i = 0; i < m->npositions; i++) {
+        const zx_frame_pos *p = &m->positions[i];
+        fuzz_check(p->part && p->part[0], "position part empty");
+        fuzz_check(p->value || p->value_len == 0, "position value NULL");
+    }
+    fuzz_check((m->rejects == NULL) == (m->nrejects == 0), "rejects NULL iff none");
+    fuzz_check(m->nrejects <= ZX_FRAME_MAX_REJECTS, "rejects over the limit");
+    for (size_t i = 0; i < m->nrejects; i++) {
+        const zx_frame_reject *j = &m->rejects[i];
+        fuzz_check(j->reason && j->position, "reject reason or position NULL");
+        fuzz_check(j->raw || j->raw_len == 0, "reject raw NULL");
+        fuzz_check(j->key || j->key_len == 0, "reject key NULL with a length");
+    }
+}
+
 static void same_meta(const zx_frame_meta *a, const zx_frame_meta *b)
 {
     fuzz_check(a->version == b->version && a->kind == b->kind, "version or kind");
     fuzz_check(same_str(a->pipeline, b->pipeline), "pipeline");
     fuzz_check(same_str(a->table, b->table), "table");
     fuzz_check(a->ingested_at_us == b->ingested_at_us, "ingested_at_us");
-    fuzz_check(same_str(a->request_id, b->request_id), "request_id");
-    fuzz_check(same_str(a->idem_key, b->idem_key), "idem_key");
-    fuzz_check(a->idem_hash == b->idem_hash, "idem_hash");
+    fuzz_check(same_str(a->batch_id, b->batch_id), "batch_id");
+    fuzz_check(same_str(a->dedup_key, b->dedup_key), "dedup_key");
+    fuzz_check(a->dedup_hash == b->dedup_hash, "dedup_hash");
     fuzz_check(a->metadata == b->metadata, "metadata bits");
     fuzz_check(a->accepted == b->accepted, "accepted");
-    fuzz_check((a->position == NULL) == (b->position == NULL), "position presence");
-    fuzz_check(a->position_len == b->position_len, "position length");
-    if (a->position && a->position_len)
-        fuzz_check(memcmp(a->position, b->position, a->position_len) == 0, "position bytes");
+    fuzz_check(a->npositions == b->npositions, "position count");
+    for (size_t i = 0; i < a->npositions; i++) {
+        const zx_frame_pos *x = &a->positions[i], *y = &b->positions[i];
+        fuzz_check(same_str(x->part, y->part), "position part");
+        fuzz_check(same_bytes(x->value, x->value_len, y->value, y->value_len),
+                   "position value");
+    }
+    fuzz_check(a->nrejects == b->nrejects, "reject count");
+    for (size_t i = 0; i < a->nrejects; i++) {
+        const zx_frame_reject *x = &a->rejects[i], *y = &b->rejects[i];
+        fuzz_check(same_str(x->reason, y->reason), "reject reason");
+        fuzz_check(same_bytes(x->raw, x->raw_len, y->raw, y->raw_len), "reject raw");
+        fuzz_check((x->key == NULL) == (y->key == NULL), "reject key presence");
+        fuzz_check(same_bytes(x->key, x->key_len, y->key, y->key_len), "reject key");
+        fuzz_check(same_str(x->position, y->position), "reject position");
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -63,13 +106,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size)
         memcpy(buf, data, size);
     memset(err, 'x', sizeof(err));
-    if (zx_frame_decode(buf, size, &m1, &rs1, err, sizeof(err)) != 0) {
+    int rc = zx_frame_decode(buf, size, &m1, &rs1, err, sizeof(err));
+    /* nothing decoded may point into the input: overwrite and free it */
+    if (size)
+        memset(buf, 0xa5, size);
+    free(buf);
+    if (rc != 0) {
         fuzz_check(memchr(err, '\0', sizeof(err)) != NULL, "message not terminated");
         fuzz_check(err[0] != '\0', "failure without a message");
         fuzz_check(rs1.ncols == 0 && rs1.nrows == 0, "rowset not reset on failure");
+        fuzz_check(m1.pipeline == NULL && m1.positions == NULL && m1.npositions == 0 &&
+                   m1.rejects == NULL && m1.nrejects == 0, "metadata not zeroed on failure");
         goto done;
     }
     fuzz_check(m1.pipeline && m1.table, "pipeline or table NULL");
+    check_decoded(&m1);
     for (uint64_t i = 0; i < rs1.ncells; i++) {
         const zx_cell *c = &rs1.cells[i];
         fuzz_check(c->col < rs1.ncols, "cell column");
@@ -89,7 +140,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_check(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0,
                "encoding is not stable");
 done:
-    free(buf);
     zx_frame_buf_free(&b1);
     zx_frame_buf_free(&b2);
     zx_rowset_free(&rs1);

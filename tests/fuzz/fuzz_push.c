@@ -64,12 +64,12 @@ static void worker_path(const zx_push_view *v)
     m.pipeline = "fuzz";
     m.table = "t";
     m.ingested_at_us = h->received_us;
-    m.request_id = memchr(rid, '\0', h->rid_len) ? NULL : rid;
+    m.batch_id = memchr(rid, '\0', h->rid_len) ? NULL : rid;
     if (v->idem && !memchr(v->idem, '\0', h->idem_len)) {
         memcpy(idem, v->idem, h->idem_len);
         idem[h->idem_len] = '\0';
-        m.idem_key = idem;
-        m.idem_hash = h->req_id;
+        m.dedup_key = idem;
+        m.dedup_hash = h->req_id;
     }
     m.metadata = h->flags & 3;
     m.accepted = (uint64_t)n;

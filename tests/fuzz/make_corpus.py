@@ -56,8 +56,14 @@ def ts(us, text):
     return Ext(1, struct.pack(">q", us) + text.encode())
 
 
-def frame(meta, cols, rows, pipeline="web", table="events", version=1, kind=1):
-    return mp(["ZXF", version, kind, pipeline, table, meta, cols, rows])
+def frame(meta, cols, rows, rejects=(), pipeline="web", table="events", version=2, kind=1):
+    """A frame of proto/frame.h, version 2: rejects are [reason, raw, key, position]."""
+    return mp(["ZXF", version, kind, pipeline, table, meta, cols, rows, list(rejects)])
+
+
+def frame_v1(meta, cols, rows, pipeline="web", table="events"):
+    """A frame of the previous format (version 1, 8 elements): must be refused."""
+    return mp(["ZXF", 1, 1, pipeline, table, meta, cols, rows])
 
 
 # ---- push records (proto/push.h, x86-64 host order) ----------------------
@@ -91,21 +97,39 @@ def main():
     post = b"POST /api/streams/web/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\n"
     seeds = {
         "frame": {
-            "rows": frame({"ia": 1764500000000000, "rq": "r-1", "ac": 2, "md": 3},
+            "rows": frame({"ia": 1764500000000000, "bi": "r-1", "ac": 2, "md": 3},
                           [["user", 4], ["n", 1], ["at", 5], ["o", 6], ["ok", 3], ["x", 2]],
                           [["ann", 1, ts(1764500000000000, "2026-11-30T16:00:00Z"),
                             Ext(2, b'{"a":1}'), True, 1.5],
                            [None, -5, None, None, False, float("inf")]]),
-            "meta-all": frame({"ia": -1, "rq": "abc", "ik": "key-1", "ih": 2**63 + 5,
-                               "ac": 1, "md": 1, "po": b"\x00\x01pos", "zz": [1, {"q": None}]},
-                              [["a", 1]], [[2**62]]),
+            "meta-all": frame({"ia": -1, "bi": "abc", "dk": "key-1", "dh": 2**63 + 5,
+                               "ac": 1, "md": 1,
+                               "po": [["clicks:0", b"\x00\x01pos"], ["clicks:1", b""]],
+                               "zz": [1, {"q": None}]},
+                              [["a", 1]], [[2**62]],
+                              [["not JSON", b"{\x00\xff", b"k\x001",
+                                '{"topic":"t","partition":3,"offset":42}'],
+                               ["not an object", b"[1]", None, ""]]),
             "empty": frame({}, [], []),
-            "nil-meta": frame({"rq": None, "po": b""}, [["a", 0]], [[None]]),
+            "nil-meta": frame({"bi": None, "dk": None, "po": None}, [["a", 0]], [[None]]),
+            "positions": frame({"po": [["clicks:0", struct.pack(">q", 42)],
+                                       ["r\u00e9gion:\u2713", b"\x00"], ["empty", b""]]},
+                               [["a", 1]], [[1]]),
+            "rejects": frame({"bi": "b-1"}, [], [],
+                             [["not JSON", b"\x00\x01{", None, '{"offset":1}'],
+                              ["too deep", b"[[[[", b"", '{"offset":2}'],
+                              ["", b"", b"\x00key", ""]]),
             "big-uint": frame({}, [["a", 1]], [[2**63]]),
-            "bad-version": frame({}, [], [], version=2),
+            "bad-version": frame({}, [], [], version=1),
+            "v1-frame": frame_v1({"rq": "r-1", "po": b"\x01"}, [["a", 1]], [[1]]),
             "dup-cols": frame({}, [["a", 1], ["a", 2]], [[1, 2]]),
             "short-row": frame({}, [["a", 1], ["b", 1]], [[1]]),
             "bad-ext": frame({}, [["a", 5]], [[Ext(1, b"\0\0")]]),
+            "bad-position": frame({"po": [["clicks:0", b"\x01", b"extra"]]}, [], []),
+            "po-bin": frame({"po": b"\x00\x01pos"}, [], []),
+            "bad-reject": frame({}, [], [], [["reason", b"raw", None]]),
+            "reject-key-str": frame({}, [], [], [["reason", b"raw", "key", "{}"]]),
+            "no-rejects": mp(["ZXF", 2, 1, "web", "events", {}, [], []]),
             "trailing": frame({}, [], []) + b"\x00",
         },
         "push": {

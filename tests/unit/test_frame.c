@@ -1,8 +1,10 @@
 /*
- * test_frame.c — unit tests of the frame codec (proto/frame.h): round trips
- * of every value type and of the metadata, rejection of malformed and
- * hostile frames (truncation, wrong types, huge claimed counts, garbage,
- * bit flips), and a rows/s measurement (printed, no threshold).
+ * test_frame.c — unit tests of the frame codec (proto/frame.h), format
+ * version 2: round trips of every value type, of the metadata, of the
+ * positions ("po") and of the rejects (element 8); encoder EINVAL cases;
+ * rejection of malformed and hostile frames (truncation, wrong types, huge
+ * claimed counts, garbage, bit flips); decoded data outliving the input
+ * buffer; and a rows/s measurement (printed, no threshold).
  * Hostile frames are built by hand with a tiny byte writer, not msgpack.
  */
 #include "proto/frame.h"
@@ -10,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,11 +150,29 @@ static void wmap(wb *w, uint32_t n) { if (n < 16) w1(w, (uint8_t)(0x80 | n)); el
 static void wstrn(wb *w, const char *s, size_t n) { w1(w, 0xd9); w1(w, (uint8_t)n); wraw(w, s, n); }
 static void wstr(wb *w, const char *s) { wstrn(w, s, strlen(s)); }
 static void wuint(wb *w, uint64_t u) { w1(w, 0xcf); wbe(w, u, 8); }
+static void wbin(wb *w, const void *p, size_t n)
+{
+    if (n < 256) { w1(w, 0xc4); w1(w, (uint8_t)n); }
+    else { w1(w, 0xc5); wbe(w, n, 2); }
+    wraw(w, p, n);
+}
 
-/* header of a frame up to and including the metadata map */
+/* a v2 frame's elements 0-4: array of 9, magic, version, kind 1, "p", "t";
+ * the metadata map comes next */
+static void wpre(wb *w, uint64_t version)
+{
+    warr(w, 9);
+    wstr(w, "ZXF");
+    wuint(w, version);
+    w1(w, 1);
+    wstr(w, "p");
+    wstr(w, "t");
+}
+
+/* header of a frame up to and including the (empty) metadata map */
 static void whead(wb *w, const char *magic, uint64_t version, uint64_t kind)
 {
-    warr(w, 8);
+    warr(w, 9);
     wstr(w, magic);
     wuint(w, version);
     wuint(w, kind);
@@ -272,9 +293,10 @@ static void test_types(void)
     CHECK(b.cols[0].type == ZX_T_INT && b.cols[1].type == ZX_T_REAL);
     CHECK(mo.version == ZX_FRAME_VERSION && mo.kind == ZX_FRAME_ROWS);
     CHECK(strcmp(mo.pipeline, "web") == 0 && strcmp(mo.table, "events") == 0);
-    CHECK(mo.request_id == NULL && mo.idem_key == NULL && mo.position == NULL &&
-          mo.position_len == 0 && mo.ingested_at_us == 0 && mo.idem_hash == 0 &&
-          mo.accepted == 0);
+    CHECK(mo.batch_id == NULL && mo.dedup_key == NULL && mo.positions == NULL &&
+          mo.npositions == 0 && mo.rejects == NULL && mo.nrejects == 0 &&
+          mo.ingested_at_us == 0 && mo.dedup_hash == 0 && mo.accepted == 0 &&
+          mo.metadata == 0);
     /* cells: explicit checks of a few */
     zx_value row[8];
     zx_rowset_row(&b, 1, row);
@@ -359,29 +381,32 @@ static void test_meta(void)
     zx_rowset_end_row(&a);
 
     const unsigned char pos[] = {0, 1, 2, 0xff, 0};
+    zx_frame_pos po = {.part = "clicks:3", .value = pos, .value_len = sizeof(pos)};
     zx_frame_meta m = {.kind = ZX_FRAME_ROWS, .pipeline = "p\xc3\xa9", .table = "",
-                       .ingested_at_us = -5, .request_id = "req-1",
-                       .idem_key = "", .idem_hash = UINT64_MAX,
-                       .accepted = 12345678901ull, .position = pos,
-                       .position_len = sizeof(pos)};
+                       .ingested_at_us = -5, .batch_id = "req-1",
+                       .dedup_key = "", .dedup_hash = UINT64_MAX, .metadata = 3,
+                       .accepted = 12345678901ull, .positions = &po, .npositions = 1};
     roundtrip(&m, &a, &b, &mo);
     CHECK(strcmp(mo.pipeline, "p\xc3\xa9") == 0 && strcmp(mo.table, "") == 0);
     CHECK(mo.ingested_at_us == -5);
-    CHECK(mo.request_id && strcmp(mo.request_id, "req-1") == 0);
-    CHECK(mo.idem_key && strcmp(mo.idem_key, "") == 0);
-    CHECK(mo.idem_hash == UINT64_MAX && mo.accepted == 12345678901ull);
-    CHECK(mo.position_len == sizeof(pos) && mo.position &&
-          memcmp(mo.position, pos, sizeof(pos)) == 0);
+    CHECK(mo.batch_id && strcmp(mo.batch_id, "req-1") == 0);
+    CHECK(mo.dedup_key && strcmp(mo.dedup_key, "") == 0);
+    CHECK(mo.dedup_hash == UINT64_MAX && mo.accepted == 12345678901ull);
+    CHECK(mo.metadata == 3);
+    CHECK(mo.npositions == 1 && mo.positions && strcmp(mo.positions[0].part, "clicks:3") == 0 &&
+          mo.positions[0].value_len == sizeof(pos) &&
+          memcmp(mo.positions[0].value, pos, sizeof(pos)) == 0);
+    CHECK(mo.nrejects == 0 && mo.rejects == NULL);
 
-    /* position non-NULL, empty: kept; NULL pipeline/table encode as "" */
-    zx_frame_meta m2 = {.kind = ZX_FRAME_ROWS, .position = "", .position_len = 0};
+    /* NULL pipeline/table encode as ""; no positions: NULL, 0 */
+    zx_frame_meta m2 = {.kind = ZX_FRAME_ROWS};
     roundtrip(&m2, &a, &b, &mo);
-    CHECK(mo.position != NULL && mo.position_len == 0);
+    CHECK(mo.positions == NULL && mo.npositions == 0);
     CHECK(mo.pipeline && mo.pipeline[0] == 0 && mo.table && mo.table[0] == 0);
 
     /* strings survive releasing the buffer: encode two frames back to back */
     zx_frame_meta m3 = basic_meta();
-    m3.request_id = "second";
+    m3.batch_id = "second";
     CHECK(zx_frame_encode(&m, &a, &fb) == 0);
     size_t first = fb.len;
     CHECK(zx_frame_encode(&m3, &a, &fb) == 0);
@@ -390,7 +415,7 @@ static void test_meta(void)
     CHECK(zx_frame_decode(copy, fb.len - first, &mo, &b, err, sizeof(err)) == 0);
     memset(copy, 0, fb.len - first);
     free(copy);
-    CHECK(strcmp(mo.request_id, "second") == 0 && strcmp(mo.table, "events") == 0);
+    CHECK(strcmp(mo.batch_id, "second") == 0 && strcmp(mo.table, "events") == 0);
     CHECK(rowset_eq(&a, &b));
     /* the whole buffer (two frames) is rejected: trailing bytes */
     CHECK(decode_rejects(fb.data, fb.len, "trailing"));
@@ -416,27 +441,397 @@ static void test_meta(void)
     a.cols[0].name = "v";
     a.cols[0].name_len = 1;
 
-    /* unknown metadata keys (with nested values) are skipped; nil = absent */
+    /* unknown metadata keys (with nested values) are skipped, v1 keys among
+     * them; nil = absent; a key given twice: the last one wins */
     wb w = {.n = 0};
-    warr(&w, 8);
-    wstr(&w, "ZXF");
-    w1(&w, 1);
-    w1(&w, 1);
-    wstr(&w, "p");
-    wstr(&w, "t");
-    wmap(&w, 4);
+    wpre(&w, 2);
+    wmap(&w, 11);
     wstr(&w, "zz");
     warr(&w, 2); wmap(&w, 1); wstr(&w, "k"); warr(&w, 0); w1(&w, 0xc0);
-    wstr(&w, "rq"); w1(&w, 0xc0);
+    wstr(&w, "rq"); wstr(&w, "v1-request");
+    wstr(&w, "ik"); wstr(&w, "v1-key");
+    wstr(&w, "po"); w1(&w, 0xc0);
+    wstr(&w, "bi"); wstr(&w, "first");
+    wstr(&w, "bi"); wstr(&w, "second");
+    wstr(&w, "dk"); w1(&w, 0xc0);
+    wstr(&w, "dh"); w1(&w, 7);
+    wstr(&w, "dh"); w1(&w, 9);
     wstr(&w, "ia"); w1(&w, 0xd3); wbe(&w, (uint64_t)INT64_MIN, 8);
     wstr(&w, "longer-key"); w1(&w, 0xcb); wbe(&w, 0, 8);
     wcols1(&w);
     warr(&w, 1); warr(&w, 1); w1(&w, 0xd0); w1(&w, 0x05);  /* int8 5 */
+    warr(&w, 0);
     CHECK(zx_frame_decode(w.d, w.n, &mo, &b, err, sizeof(err)) == 0);
-    CHECK(mo.request_id == NULL && mo.ingested_at_us == INT64_MIN);
+    CHECK(mo.batch_id && strcmp(mo.batch_id, "second") == 0);
+    CHECK(mo.dedup_key == NULL && mo.dedup_hash == 9 && mo.ingested_at_us == INT64_MIN);
+    CHECK(mo.positions == NULL && mo.npositions == 0);
     CHECK(b.nrows == 1 && b.ncells == 1 && b.cells[0].v.u.i == 5);
 
+    /* "po" given twice: the last array wins; an empty array = no positions */
+    w.n = 0;
+    wpre(&w, 2);
+    wmap(&w, 2);
+    wstr(&w, "po"); warr(&w, 1); warr(&w, 2); wstr(&w, "a"); wbin(&w, "1", 1);
+    wstr(&w, "po"); warr(&w, 2);
+    warr(&w, 2); wstr(&w, "b"); wbin(&w, "2", 1);
+    warr(&w, 2); wstr(&w, "c"); wbin(&w, "", 0);
+    warr(&w, 0); warr(&w, 0); warr(&w, 0);
+    CHECK(zx_frame_decode(w.d, w.n, &mo, &b, err, sizeof(err)) == 0);
+    CHECK(mo.npositions == 2 && strcmp(mo.positions[0].part, "b") == 0 &&
+          mo.positions[0].value_len == 1 && memcmp(mo.positions[0].value, "2", 1) == 0 &&
+          strcmp(mo.positions[1].part, "c") == 0 && mo.positions[1].value_len == 0);
+    w.n = 0;
+    wpre(&w, 2);
+    wmap(&w, 1);
+    wstr(&w, "po"); warr(&w, 0);
+    warr(&w, 0); warr(&w, 0); warr(&w, 0);
+    CHECK(zx_frame_decode(w.d, w.n, &mo, &b, err, sizeof(err)) == 0);
+    CHECK(mo.positions == NULL && mo.npositions == 0);
+
     zx_frame_buf_free(&fb);
+    zx_rowset_free(&a);
+    zx_rowset_free(&b);
+}
+
+/* ---------------------------------------------------------------- */
+/* positions and rejects                                             */
+
+static int pos_eq(const zx_frame_pos *x, const zx_frame_pos *y)
+{
+    return x->part && y->part && strcmp(x->part, y->part) == 0 &&
+           x->value_len == y->value_len &&
+           (x->value_len == 0 || (y->value && memcmp(x->value, y->value, x->value_len) == 0));
+}
+
+/* y decoded from x: the same, with NULL position read back as "", NULL key
+ * as NULL (key_len 0) and an empty key as a non-NULL empty key */
+static int reject_eq(const zx_frame_reject *x, const zx_frame_reject *y)
+{
+    const char *xr = x->reason ? x->reason : "", *xp = x->position ? x->position : "";
+    if (!y->reason || strcmp(xr, y->reason) != 0 || !y->position ||
+        strcmp(xp, y->position) != 0 || x->raw_len != y->raw_len ||
+        (x->raw_len && (!y->raw || memcmp(x->raw, y->raw, x->raw_len) != 0)))
+        return 0;
+    if (!x->key)
+        return y->key == NULL && y->key_len == 0;
+    return y->key != NULL && y->key_len == x->key_len &&
+           (x->key_len == 0 || memcmp(x->key, y->key, x->key_len) == 0);
+}
+
+static void test_positions(void)
+{
+    zx_rowset a, b;
+    zx_frame_meta mo;
+    zx_rowset_init(&a);
+    zx_rowset_init(&b);
+    zx_rowset_begin_row(&a);
+    add(&a, "v", vint(1));
+    zx_rowset_end_row(&a);
+
+    static const unsigned char off[8] = {0, 0, 0, 0, 0, 0, 0x01, 0x2c};
+    static const unsigned char zeros[] = {0, 'a', 0, 0, 0xff, 0};
+    unsigned char *big = malloc(70000);
+    for (int i = 0; i < 70000; i++)
+        big[i] = (unsigned char)(i % 7 ? i : 0);
+    char longpart[300];
+    memset(longpart, 'p', sizeof(longpart) - 1);
+    longpart[sizeof(longpart) - 1] = '\0';
+    const zx_frame_pos ps[] = {
+        {"clicks:0", off, sizeof(off)},
+        {"clicks:1", NULL, 0},                           /* empty value, NULL */
+        {"clicks:2", "", 0},                             /* empty value */
+        {"bin", zeros, sizeof(zeros)},                   /* 0 bytes inside */
+        {"r\xc3\xa9gion:\xe2\x9c\x93:\xf0\x9f\x98\x80", "x", 1},   /* UTF-8 part */
+        {longpart, big, 300},                            /* str16, bin16 */
+        {"big", big, 70000},                             /* bin32 */
+        {"z", off, 1},                                   /* fixstr of 1 */
+    };
+    const size_t n = sizeof(ps) / sizeof(ps[0]);
+    zx_frame_meta m = basic_meta();
+    m.positions = ps;
+    m.npositions = n;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.npositions == n && mo.positions != NULL);
+    int same = mo.npositions == n;
+    for (size_t i = 0; same && i < n; i++)
+        if (!pos_eq(&ps[i], &mo.positions[i])) {
+            printf("  position %zu differs\n", i);
+            same = 0;
+        }
+    CHECK(same);
+    CHECK(mo.nrejects == 0 && mo.rejects == NULL);
+
+    /* positions alone, no columns and no rows */
+    zx_rowset e;
+    zx_rowset_init(&e);
+    roundtrip(&m, &e, &b, &mo);
+    CHECK(mo.npositions == n && b.ncols == 0 && b.nrows == 0);
+
+    /* many positions (array16 header) up to the limit; one more: EINVAL */
+    size_t many = ZX_FRAME_MAX_POSITIONS + 1;
+    zx_frame_pos *mp = calloc(many, sizeof(*mp));
+    char *parts = malloc(many * 16);
+    uint32_t *vals = malloc(many * sizeof(uint32_t));
+    for (size_t i = 0; i < many; i++) {
+        snprintf(parts + i * 16, 16, "p:%zu", i);
+        vals[i] = (uint32_t)i * 2654435761u;
+        mp[i].part = parts + i * 16;
+        mp[i].value = &vals[i];
+        mp[i].value_len = i % 5;
+    }
+    size_t counts[] = {300, ZX_FRAME_MAX_POSITIONS};
+    for (int k = 0; k < 2; k++) {
+        zx_frame_meta mm = basic_meta();
+        mm.positions = mp;
+        mm.npositions = counts[k];
+        roundtrip(&mm, &a, &b, &mo);
+        same = mo.npositions == counts[k];
+        for (size_t i = 0; same && i < counts[k]; i++)
+            same = pos_eq(&mp[i], &mo.positions[i]);
+        CHECK(same);
+    }
+    zx_frame_buf fb;
+    zx_frame_buf_init(&fb);
+    zx_frame_meta mm = basic_meta();
+    mm.positions = mp;
+    mm.npositions = many;
+    errno = 0;
+    CHECK(zx_frame_encode(&mm, &a, &fb) == -1 && errno == EINVAL && fb.len == 0);
+    zx_frame_buf_free(&fb);
+    free(vals);
+    free(parts);
+    free(mp);
+    free(big);
+    zx_rowset_free(&e);
+    zx_rowset_free(&a);
+    zx_rowset_free(&b);
+}
+
+static void test_reject_entries(void)
+{
+    zx_rowset a, b;
+    zx_frame_meta mo;
+    zx_rowset_init(&a);
+    zx_rowset_init(&b);
+    zx_rowset_begin_row(&a);
+    add(&a, "v", vint(1));
+    add(&a, "t", vstr(&a, ZX_T_TEXT, "ok", 2));
+    zx_rowset_end_row(&a);
+
+    unsigned char *big = malloc(70000);
+    for (int i = 0; i < 70000; i++)
+        big[i] = (unsigned char)(i * 31);
+    char longpos[400];
+    memset(longpos, ' ', sizeof(longpos) - 1);
+    longpos[0] = '{';
+    longpos[sizeof(longpos) - 2] = '}';
+    longpos[sizeof(longpos) - 1] = '\0';
+    static const char raw0[] = "{\"a\":\0\xff";     /* 7 bytes, a NUL inside */
+    const zx_frame_reject js[] = {
+        {"not JSON", raw0, 7, NULL, 0, "{\"topic\":\"t\",\"partition\":3,\"offset\":42}"},
+        {"not an object", "[1]", 3, "k\0y", 3, "{\"offset\":43}"},       /* key with a NUL */
+        {"", NULL, 0, "", 0, NULL},                    /* empty everything, empty key */
+        {"r\xc3\xa9sum\xc3\xa9 \xe2\x9c\x93", big, 70000, big + 1, 300, longpos},
+        {"no key", "x", 1, NULL, 5, "{}"},             /* NULL key: key_len ignored */
+        {NULL, "\0", 1, "\0\0", 2, "{\"offset\":0}"},  /* NULL reason = "" */
+    };
+    const size_t n = sizeof(js) / sizeof(js[0]);
+    zx_frame_pos po = {.part = "t:0", .value = "\x2b", .value_len = 1};
+    zx_frame_meta m = basic_meta();
+    m.rejects = js;
+    m.nrejects = n;
+    m.positions = &po;
+    m.npositions = 1;
+    m.accepted = 1;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.nrejects == n && mo.rejects != NULL);
+    int same = mo.nrejects == n;
+    for (size_t i = 0; same && i < n; i++)
+        if (!reject_eq(&js[i], &mo.rejects[i])) {
+            printf("  reject %zu differs\n", i);
+            same = 0;
+        }
+    CHECK(same);
+    if (same) {   /* the three key cases, spelled out */
+        CHECK(mo.rejects[0].key == NULL && mo.rejects[0].key_len == 0);
+        CHECK(mo.rejects[1].key != NULL && mo.rejects[1].key_len == 3 &&
+              memcmp(mo.rejects[1].key, "k\0y", 3) == 0);
+        CHECK(mo.rejects[2].key != NULL && mo.rejects[2].key_len == 0);
+        CHECK(mo.rejects[4].key == NULL && mo.rejects[4].key_len == 0);
+        CHECK(strcmp(mo.rejects[2].position, "") == 0 && strcmp(mo.rejects[5].reason, "") == 0);
+        CHECK(mo.rejects[0].raw_len == 7 && memcmp(mo.rejects[0].raw, raw0, 7) == 0);
+    }
+    CHECK(mo.npositions == 1 && pos_eq(&po, &mo.positions[0]) && mo.accepted == 1);
+
+    /* a batch of nothing but rejects: no columns, no rows */
+    zx_rowset e;
+    zx_rowset_init(&e);
+    m.accepted = 0;
+    roundtrip(&m, &e, &b, &mo);
+    CHECK(mo.nrejects == n && b.ncols == 0 && b.nrows == 0);
+
+    /* many rejects (array16 header) */
+    enum { MANY = 20000 };
+    zx_frame_reject *many = calloc(MANY, sizeof(*many));
+    for (size_t i = 0; i < MANY; i++) {
+        many[i].reason = i % 2 ? "not JSON" : "too deep";
+        many[i].raw = big + i;
+        many[i].raw_len = i % 17;
+        many[i].key = i % 3 ? big + 2 * i : NULL;
+        many[i].key_len = i % 3 ? i % 4 : 0;
+        many[i].position = i % 5 ? "{\"offset\":1}" : NULL;
+    }
+    m.rejects = many;
+    m.nrejects = MANY;
+    roundtrip(&m, &a, &b, &mo);
+    same = mo.nrejects == MANY;
+    for (size_t i = 0; same && i < MANY; i++)
+        same = reject_eq(&many[i], &mo.rejects[i]);
+    CHECK(same);
+    free(many);
+    free(big);
+    zx_rowset_free(&e);
+    zx_rowset_free(&a);
+    zx_rowset_free(&b);
+}
+
+/* The encoder refuses metadata that a caller got wrong: EINVAL, and the
+ * output buffer keeps what it had. */
+static void test_encode_einval(void)
+{
+    zx_rowset a;
+    zx_frame_buf fb;
+    zx_rowset_init(&a);
+    zx_frame_buf_init(&fb);
+    zx_rowset_begin_row(&a);
+    add(&a, "v", vint(1));
+    zx_rowset_end_row(&a);
+    CHECK(zx_frame_encode(&(zx_frame_meta){.kind = 0}, &a, &fb) == 0);
+    size_t before = fb.len;
+    CHECK(before > 0);
+
+    const zx_frame_pos good = {"ok:1", "v", 1};
+    const zx_frame_pos bads[][2] = {
+        {good, {NULL, "v", 1}},          /* NULL part */
+        {good, {"", "v", 1}},            /* empty part */
+        {{NULL, NULL, 0}, good},         /* NULL part, empty value */
+        {good, {"ok:2", NULL, 4}},       /* value_len > 0, value NULL */
+    };
+    for (size_t k = 0; k < sizeof(bads) / sizeof(bads[0]); k++) {
+        zx_frame_meta m = basic_meta();
+        m.positions = bads[k];
+        m.npositions = 2;
+        errno = 0;
+        int rc = zx_frame_encode(&m, &a, &fb);
+        if (!(rc == -1 && errno == EINVAL && fb.len == before))
+            printf("  bad position case %zu: rc=%d errno=%d\n", k, rc, errno);
+        CHECK(rc == -1 && errno == EINVAL && fb.len == before);
+    }
+    zx_frame_meta m = basic_meta();
+    m.positions = NULL;           /* npositions > 0 with positions NULL */
+    m.npositions = 1;
+    errno = 0;
+    CHECK(zx_frame_encode(&m, &a, &fb) == -1 && errno == EINVAL && fb.len == before);
+    m.npositions = 0;             /* positions NULL and 0: fine */
+    CHECK(zx_frame_encode(&m, &a, &fb) == 0 && fb.len > before);
+    fb.len = before;
+
+    m.rejects = NULL;             /* nrejects > 0 with rejects NULL */
+    m.nrejects = 3;
+    errno = 0;
+    CHECK(zx_frame_encode(&m, &a, &fb) == -1 && errno == EINVAL && fb.len == before);
+    /* more rejects than a decoder takes */
+    size_t over = (size_t)ZX_FRAME_MAX_REJECTS + 1;
+    zx_frame_reject *js = calloc(over, sizeof(*js));   /* all valid: "", no bytes */
+    m.rejects = js;
+    m.nrejects = over;
+    errno = 0;
+    CHECK(zx_frame_encode(&m, &a, &fb) == -1 && errno == EINVAL && fb.len == before);
+    free(js);
+
+    zx_frame_buf_free(&fb);
+    zx_rowset_free(&a);
+}
+
+/* Everything decode returns is a copy in the rowset's arena: the input
+ * buffer may be overwritten and freed right after (under ASan any pointer
+ * left into it is a use after free). */
+static void test_decoded_copies(void)
+{
+    zx_rowset a, b;
+    zx_frame_meta mo;
+    zx_frame_buf fb;
+    char err[256];
+    zx_rowset_init(&a);
+    zx_rowset_init(&b);
+    zx_frame_buf_init(&fb);
+    for (int r = 0; r < 3; r++) {
+        zx_rowset_begin_row(&a);
+        add(&a, "text", vstr(&a, ZX_T_TEXT, "some text\0!", 11));
+        add(&a, "json", vstr(&a, ZX_T_JSON, "{\"k\":[1]}", 9));
+        add(&a, "ts", vts(&a, 1700000000000000, "2023-11-14T22:13:20Z"));
+        add(&a, "n", vint(r));
+        zx_rowset_end_row(&a);
+    }
+    const zx_frame_pos ps[] = {{"clicks:0", "\0\0\0\x2a", 4}, {"clicks:1", "", 0}};
+    const zx_frame_reject js[] = {
+        {"not JSON", "{\0x", 3, "key\0", 4, "{\"offset\":42}"},
+        {"not an object", "7", 1, NULL, 0, "{\"offset\":43}"},
+        {"empty key", "[]", 2, "", 0, ""},
+    };
+    zx_frame_meta m = {.kind = ZX_FRAME_ROWS, .pipeline = "pipe", .table = "tab",
+                       .ingested_at_us = 17, .batch_id = "batch-1", .dedup_key = "dk-1",
+                       .dedup_hash = 99, .metadata = 1, .accepted = 3,
+                       .positions = ps, .npositions = 2, .rejects = js, .nrejects = 3};
+    CHECK(zx_frame_encode(&m, &a, &fb) == 0);
+    size_t len = fb.len;
+    unsigned char *copy = malloc(len);
+    memcpy(copy, fb.data, len);
+    CHECK(zx_frame_decode(copy, len, &mo, &b, err, sizeof(err)) == 0);
+
+    /* no pointer of the result points into the input */
+    uintptr_t lo = (uintptr_t)copy, hi = lo + len;
+#define OUTSIDE(p) ((uintptr_t)(const void *)(p) < lo || (uintptr_t)(const void *)(p) >= hi)
+    int outside = OUTSIDE(mo.pipeline) && OUTSIDE(mo.table) && OUTSIDE(mo.batch_id) &&
+                  OUTSIDE(mo.dedup_key) && OUTSIDE(mo.positions) && OUTSIDE(mo.rejects);
+    for (size_t i = 0; outside && i < mo.npositions; i++)
+        outside = OUTSIDE(mo.positions[i].part) && OUTSIDE(mo.positions[i].value);
+    for (size_t i = 0; outside && i < mo.nrejects; i++)
+        outside = OUTSIDE(mo.rejects[i].reason) && OUTSIDE(mo.rejects[i].raw) &&
+                  (!mo.rejects[i].key || OUTSIDE(mo.rejects[i].key)) &&
+                  OUTSIDE(mo.rejects[i].position);
+    for (uint32_t c = 0; outside && c < b.ncols; c++)
+        outside = OUTSIDE(b.cols[c].name);
+    for (uint64_t i = 0; outside && i < b.ncells; i++)
+        outside = !b.cells[i].v.s || OUTSIDE(b.cells[i].v.s);
+#undef OUTSIDE
+    CHECK(outside);
+
+    memset(copy, 0x5a, len);
+    free(copy);
+    zx_frame_buf_free(&fb);
+
+    CHECK(strcmp(mo.pipeline, "pipe") == 0 && strcmp(mo.table, "tab") == 0);
+    CHECK(strcmp(mo.batch_id, "batch-1") == 0 && strcmp(mo.dedup_key, "dk-1") == 0);
+    CHECK(mo.ingested_at_us == 17 && mo.dedup_hash == 99 && mo.metadata == 1 &&
+          mo.accepted == 3);
+    CHECK(mo.npositions == 2 && pos_eq(&ps[0], &mo.positions[0]) &&
+          pos_eq(&ps[1], &mo.positions[1]));
+    CHECK(mo.nrejects == 3 && reject_eq(&js[0], &mo.rejects[0]) &&
+          reject_eq(&js[1], &mo.rejects[1]) && reject_eq(&js[2], &mo.rejects[2]));
+    CHECK(rowset_eq(&a, &b));
+
+    /* and they are still valid after a re-encode from them alone */
+    zx_frame_buf fb2;
+    zx_frame_buf_init(&fb2);
+    CHECK(zx_frame_encode(&mo, &b, &fb2) == 0);
+    zx_frame_meta m2;
+    zx_rowset c;
+    zx_rowset_init(&c);
+    CHECK(zx_frame_decode(fb2.data, fb2.len, &m2, &c, err, sizeof(err)) == 0);
+    CHECK(m2.nrejects == 3 && m2.npositions == 2 && rowset_eq(&a, &c));
+    zx_frame_buf_free(&fb2);
+    zx_rowset_free(&c);
     zx_rowset_free(&a);
     zx_rowset_free(&b);
 }
@@ -449,9 +844,15 @@ static void small_frame(zx_frame_buf *fb)
     zx_rowset a;
     zx_rowset_init(&a);
     zx_frame_meta m = basic_meta();
-    m.request_id = "r";
-    m.position = "\x01\x02";
-    m.position_len = 2;
+    const zx_frame_pos ps[] = {{"c:0", "\x01\x02", 2}, {"c:1", "", 0}};
+    const zx_frame_reject js[] = {{"bad", "{\0", 2, "k", 1, "{\"o\":1}"},
+                                  {"worse", "", 0, NULL, 0, ""}};
+    m.batch_id = "r";
+    m.dedup_key = "k";
+    m.positions = ps;
+    m.npositions = 2;
+    m.rejects = js;
+    m.nrejects = 2;
     for (int r = 0; r < 3; r++) {
         zx_rowset_begin_row(&a);
         add(&a, "i", vint(r * 1000));
@@ -534,9 +935,9 @@ static void test_garbage(void)
         for (size_t i = 0; i < n; i++)
             g[i] = (uint8_t)rnd();
         if (k % 2 && n > 5) {   /* half of them start like a frame */
-            g[0] = 0x98;
+            g[0] = 0x99;
             g[1] = 0xa3; g[2] = 'Z'; g[3] = 'X'; g[4] = 'F';
-            g[5] = 1;
+            g[5] = ZX_FRAME_VERSION;
         }
         err[0] = 0;
         if (zx_frame_decode(g, n, &m, &rs, err, sizeof(err)) == 0)
@@ -556,135 +957,308 @@ static void test_garbage(void)
     zx_rowset_free(&rs);
 }
 
-static void test_rejects(void)
+#define FRAME(...) do { w.n = 0; __VA_ARGS__; } while (0)
+
+static void test_malformed(void)
 {
     wb w;
 
-#define FRAME(...) do { w.n = 0; __VA_ARGS__; } while (0)
     /* the valid reference, built the same way */
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 3));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 3);
+          warr(&w, 0));
     {
         zx_rowset rs;
         zx_frame_meta m;
         char err[256];
         zx_rowset_init(&rs);
         int rc = zx_frame_decode(w.d, w.n, &m, &rs, err, sizeof(err));
-        CHECK(rc == 0 && rs.nrows == 1 && rs.ncells == 1);
+        CHECK(rc == 0 && rs.nrows == 1 && rs.ncells == 1 && m.version == 2);
         zx_rowset_free(&rs);
     }
-    FRAME(whead(&w, "ZXG", 1, 1); wcols1(&w); warr(&w, 0));
+    FRAME(whead(&w, "ZXG", 2, 1); wcols1(&w); warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "magic"));
-    FRAME(whead(&w, "ZX", 1, 1); wcols1(&w); warr(&w, 0));
+    FRAME(whead(&w, "ZX", 2, 1); wcols1(&w); warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "magic"));
-    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 0));
-    CHECK(decode_rejects(w.d, w.n, "version 2"));
-    FRAME(whead(&w, "ZXF", UINT64_MAX, 1); wcols1(&w); warr(&w, 0));
-    CHECK(decode_rejects(w.d, w.n, "version"));
-    FRAME(whead(&w, "ZXF", 1, 7); wcols1(&w); warr(&w, 0));
+    /* versions: 1 (the previous format) and every other one are refused,
+     * with a message that names the version */
+    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 0); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "version 1 not supported"));
+    FRAME(whead(&w, "ZXF", 0, 1); wcols1(&w); warr(&w, 0); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "version 0"));
+    FRAME(whead(&w, "ZXF", 3, 1); wcols1(&w); warr(&w, 0); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "version 3"));
+    FRAME(whead(&w, "ZXF", UINT64_MAX, 1); wcols1(&w); warr(&w, 0); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "version 18446744073709551615"));
+    /* a whole version 1 frame (8 elements, "rq" and a bin "po"): refused
+     * (today on its element count, before the version is read) */
+    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); wstr(&w, "p"); wstr(&w, "t");
+          wmap(&w, 2); wstr(&w, "rq"); wstr(&w, "r"); wstr(&w, "po"); wbin(&w, "\1", 1);
+          wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 3));
+    CHECK(decode_rejects(w.d, w.n, NULL));
+    FRAME(whead(&w, "ZXF", 2, 7); wcols1(&w); warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "kind 7"));
     /* wrong element types */
-    FRAME(warr(&w, 8); for (int i = 0; i < 8; i++) w1(&w, 1));
+    FRAME(warr(&w, 9); for (int i = 0; i < 9; i++) w1(&w, 1));
     CHECK(decode_rejects(w.d, w.n, "magic: expected string"));
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); wstr(&w, "1"));
+    FRAME(warr(&w, 9); wstr(&w, "ZXF"); wstr(&w, "2"); for (int i = 0; i < 7; i++) w1(&w, 1));
     CHECK(decode_rejects(w.d, w.n, "version: expected integer"));
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); w1(&w, 0xc0));
+    FRAME(warr(&w, 9); wstr(&w, "ZXF"); w1(&w, 2); w1(&w, 1); w1(&w, 0xc0);
+          for (int i = 0; i < 5; i++) w1(&w, 1));
     CHECK(decode_rejects(w.d, w.n, "pipeline: expected string"));
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); wstr(&w, "p");
-          wstr(&w, "t"); warr(&w, 0));
+    FRAME(wpre(&w, 2); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "metadata: expected map"));
+    /* element counts: 9 and nothing else */
     FRAME(warr(&w, 7); wstr(&w, "ZXF"); for (int i = 0; i < 6; i++) w1(&w, 1));
-    CHECK(decode_rejects(w.d, w.n, "8 elements"));
+    CHECK(decode_rejects(w.d, w.n, "9 elements, got 7"));
+    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 2); w1(&w, 1); wstr(&w, "p"); wstr(&w, "t");
+          wmap(&w, 0); wcols1(&w); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "9 elements, got 8"));
+    FRAME(warr(&w, 10); wstr(&w, "ZXF"); w1(&w, 2); w1(&w, 1); wstr(&w, "p"); wstr(&w, "t");
+          wmap(&w, 0); wcols1(&w); warr(&w, 0); warr(&w, 0); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "9 elements, got 10"));
+    /* 9 announced, the rejects array missing */
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "truncated"));
     FRAME(wmap(&w, 1); w1(&w, 1); w1(&w, 1));
     CHECK(decode_rejects(w.d, w.n, "frame: expected array"));
-    FRAME(whead(&w, "ZXF", 1, 1); wmap(&w, 0); warr(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); wmap(&w, 0); warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "columns: expected array"));
-    FRAME(whead(&w, "ZXF", 1, 1); warr(&w, 1); warr(&w, 3); wstr(&w, "c"); w1(&w, 1);
-          w1(&w, 1); warr(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); warr(&w, 1); warr(&w, 3); wstr(&w, "c"); w1(&w, 1);
+          w1(&w, 1); warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "[name, type]"));
-    FRAME(whead(&w, "ZXF", 1, 1); warr(&w, 1); warr(&w, 2); w1(&w, 1); w1(&w, 1);
-          warr(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); warr(&w, 1); warr(&w, 2); w1(&w, 1); w1(&w, 1);
+          warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "column name"));
-    FRAME(whead(&w, "ZXF", 1, 1); warr(&w, 1); warr(&w, 2); wstr(&w, "c"); w1(&w, 7);
-          warr(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); warr(&w, 1); warr(&w, 2); wstr(&w, "c"); w1(&w, 7);
+          warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "unknown type 7"));
-    FRAME(whead(&w, "ZXF", 1, 1); warr(&w, 1); warr(&w, 2); wstr(&w, "c"); w1(&w, 0xff);
-          warr(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); warr(&w, 1); warr(&w, 2); wstr(&w, "c"); w1(&w, 0xff);
+          warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "negative"));
-    FRAME(whead(&w, "ZXF", 1, 1); warr(&w, 2); warr(&w, 2); wstr(&w, "c"); w1(&w, 1);
-          warr(&w, 2); wstr(&w, "c"); w1(&w, 2); warr(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); warr(&w, 2); warr(&w, 2); wstr(&w, "c"); w1(&w, 1);
+          warr(&w, 2); wstr(&w, "c"); w1(&w, 2); warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "duplicate"));
-    FRAME(whead(&w, "ZXF", 1, 1); warr(&w, 1); warr(&w, 2); wstrn(&w, "a\0b", 3);
-          w1(&w, 1); warr(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); warr(&w, 1); warr(&w, 2); wstrn(&w, "a\0b", 3);
+          w1(&w, 1); warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "NUL"));
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); wstrn(&w, "p\0", 2));
+    FRAME(warr(&w, 9); wstr(&w, "ZXF"); w1(&w, 2); w1(&w, 1); wstrn(&w, "p\0", 2));
     CHECK(decode_rejects(w.d, w.n, "NUL"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); wmap(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); wmap(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "rows: expected array"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); w1(&w, 1));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); w1(&w, 1); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "row: expected array"));
     /* row width mismatch (column index out of range / missing) */
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 2); w1(&w, 1);
-          w1(&w, 2));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 2); w1(&w, 1);
+          w1(&w, 2); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "row 0 has 2 values, expected 1"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 2); warr(&w, 1); w1(&w, 1);
-          warr(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 2); warr(&w, 1); w1(&w, 1);
+          warr(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "row 1 has 0 values"));
     /* rows claimed but not there */
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 3); warr(&w, 1); w1(&w, 1));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 3); warr(&w, 1); w1(&w, 1));
     CHECK(decode_rejects(w.d, w.n, NULL));
     /* value types */
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xc4);
-          w1(&w, 1); w1(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xc4);
+          w1(&w, 1); w1(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "binary is not a value type"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); warr(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); warr(&w, 0);
+          warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "array is not a value type"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); wmap(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); wmap(&w, 0);
+          warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "map is not a value type"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xd4);
-          w1(&w, 3); w1(&w, 0));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xd4);
+          w1(&w, 3); w1(&w, 0); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "unknown extension type 3"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xd6);
-          w1(&w, 1); wbe(&w, 0, 4));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xd6);
+          w1(&w, 1); wbe(&w, 0, 4); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "fewer than 8"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); wuint(&w, UINT64_MAX));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 1);
+          wuint(&w, UINT64_MAX); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "int64 range"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xc1));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xc1);
+          warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "0xc1"));
     /* metadata of the wrong type */
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); wstr(&w, "p"); wstr(&w, "t");
-          wmap(&w, 1); wstr(&w, "po"); wstr(&w, "x"); wcols1(&w); warr(&w, 0));
-    CHECK(decode_rejects(w.d, w.n, "metadata po: expected binary"));
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); wstr(&w, "p"); wstr(&w, "t");
-          wmap(&w, 1); wstr(&w, "ac"); w1(&w, 0xff); wcols1(&w); warr(&w, 0));
+    FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "ac"); w1(&w, 0xff); wcols1(&w); warr(&w, 0);
+          warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "metadata ac: negative"));
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); wstr(&w, "p"); wstr(&w, "t");
-          wmap(&w, 1); w1(&w, 1); w1(&w, 1); wcols1(&w); warr(&w, 0));
+    FRAME(wpre(&w, 2); wmap(&w, 1); w1(&w, 1); w1(&w, 1); wcols1(&w); warr(&w, 0);
+          warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "metadata key"));
+    FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "bi"); w1(&w, 1); wcols1(&w); warr(&w, 0);
+          warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "metadata bi: expected string"));
+    FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "bi"); wstrn(&w, "r\0", 2); wcols1(&w);
+          warr(&w, 0); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "metadata bi contains a NUL byte"));
+    FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "dk"); wbin(&w, "k", 1); wcols1(&w);
+          warr(&w, 0); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "metadata dk: expected string"));
+    FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "dk"); wstrn(&w, "\0", 1); wcols1(&w);
+          warr(&w, 0); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "metadata dk contains a NUL byte"));
+    FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "dh"); w1(&w, 0xff); wcols1(&w); warr(&w, 0);
+          warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "metadata dh: negative"));
+}
+
+static void test_malformed_positions(void)
+{
+    wb w;
+
+#define PO(...) FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "po"); __VA_ARGS__; wcols1(&w); \
+                      warr(&w, 0); warr(&w, 0))
+    PO(wbin(&w, "\1\2", 2));                 /* the version 1 encoding: one bin */
+    CHECK(decode_rejects(w.d, w.n, "metadata po: expected array, got binary"));
+    PO(wstr(&w, "x"));
+    CHECK(decode_rejects(w.d, w.n, "metadata po: expected array, got string"));
+    PO(wmap(&w, 1); wstr(&w, "a"); wbin(&w, "1", 1));
+    CHECK(decode_rejects(w.d, w.n, "metadata po: expected array, got map"));
+    PO(warr(&w, 1); wstr(&w, "a"));
+    CHECK(decode_rejects(w.d, w.n, "position: expected array, got string"));
+    PO(warr(&w, 1); warr(&w, 3); wstr(&w, "a"); wbin(&w, "1", 1); wbin(&w, "2", 1));
+    CHECK(decode_rejects(w.d, w.n, "position 0: expected [part, value], got 3 elements"));
+    PO(warr(&w, 2); warr(&w, 2); wstr(&w, "a"); wbin(&w, "1", 1); warr(&w, 1);
+       wstr(&w, "b"));
+    CHECK(decode_rejects(w.d, w.n, "position 1: expected [part, value], got 1 elements"));
+    PO(warr(&w, 1); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "got 0 elements"));
+    PO(warr(&w, 1); warr(&w, 2); wstr(&w, ""); wbin(&w, "1", 1));
+    CHECK(decode_rejects(w.d, w.n, "position 0: empty part"));
+    PO(warr(&w, 1); warr(&w, 2); wstrn(&w, "a\0b", 3); wbin(&w, "1", 1));
+    CHECK(decode_rejects(w.d, w.n, "position part contains a NUL byte"));
+    PO(warr(&w, 1); warr(&w, 2); wstrn(&w, "\0", 1); wbin(&w, "1", 1));
+    CHECK(decode_rejects(w.d, w.n, "NUL byte"));
+    PO(warr(&w, 1); warr(&w, 2); wbin(&w, "a", 1); wbin(&w, "1", 1));
+    CHECK(decode_rejects(w.d, w.n, "position part: expected string, got binary"));
+    PO(warr(&w, 1); warr(&w, 2); w1(&w, 3); wbin(&w, "1", 1));
+    CHECK(decode_rejects(w.d, w.n, "position part: expected string, got integer"));
+    PO(warr(&w, 1); warr(&w, 2); wstr(&w, "a"); wstr(&w, "1"));
+    CHECK(decode_rejects(w.d, w.n, "position value: expected binary, got string"));
+    PO(warr(&w, 1); warr(&w, 2); wstr(&w, "a"); w1(&w, 0xc0));
+    CHECK(decode_rejects(w.d, w.n, "position value: expected binary, got nil"));
+    PO(warr(&w, 1); warr(&w, 2); wstr(&w, "a"); w1(&w, 1));
+    CHECK(decode_rejects(w.d, w.n, "position value: expected binary, got integer"));
+    /* counts beyond the buffer: refused at the header, before any allocation */
+    PO(w1(&w, 0xdd); wbe(&w, 0xffffffffu, 4));
+    CHECK(decode_rejects(w.d, w.n, "array of 4294967295 elements does not fit"));
+    PO(w1(&w, 0xdd); wbe(&w, ZX_FRAME_MAX_POSITIONS, 4); warr(&w, 2); wstr(&w, "a");
+       wbin(&w, "1", 1));
+    CHECK(decode_rejects(w.d, w.n, "does not fit"));
+    PO(w1(&w, 0xdc); wbe(&w, 40, 2); warr(&w, 2); wstr(&w, "a"); wbin(&w, "1", 1));
+    CHECK(decode_rejects(w.d, w.n, "does not fit"));
+    /* a count that fits the buffer, with fewer pairs than claimed: the
+     * columns are read as position 1 */
+    FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "po"); warr(&w, 3); warr(&w, 2); wstr(&w, "a");
+          wbin(&w, "1", 1); wcols1(&w); warr(&w, 0); warr(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "position 1: expected [part, value], got 1 elements"));
+    /* a bin value claiming more bytes than there are */
+    FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "po"); warr(&w, 1); warr(&w, 2); wstr(&w, "a");
+          w1(&w, 0xc6); wbe(&w, 0xfffffff0u, 4); w1(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "truncated"));
+#undef PO
+}
+
+static void test_malformed_rejects(void)
+{
+    wb w;
+
+#define RJ(...) FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 0); __VA_ARGS__)
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc0);
+       wstr(&w, "{}"));
+    {   /* the valid reference */
+        zx_rowset rs;
+        zx_frame_meta m;
+        char err[256];
+        zx_rowset_init(&rs);
+        CHECK(zx_frame_decode(w.d, w.n, &m, &rs, err, sizeof(err)) == 0 && m.nrejects == 1 &&
+              m.rejects[0].key == NULL && strcmp(m.rejects[0].position, "{}") == 0);
+        zx_rowset_free(&rs);
+    }
+    RJ(wmap(&w, 0));
+    CHECK(decode_rejects(w.d, w.n, "rejects: expected array, got map"));
+    RJ(w1(&w, 0xc0));
+    CHECK(decode_rejects(w.d, w.n, "rejects: expected array, got nil"));
+    RJ(warr(&w, 1); wstr(&w, "r"));
+    CHECK(decode_rejects(w.d, w.n, "reject: expected array, got string"));
+    RJ(warr(&w, 1); warr(&w, 3); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc0));
+    CHECK(decode_rejects(w.d, w.n, "reject 0: expected [reason, raw, key, position], got 3"));
+    RJ(warr(&w, 2); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc0);
+       wstr(&w, ""); warr(&w, 5); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc0);
+       wstr(&w, ""); wstr(&w, ""));
+    CHECK(decode_rejects(w.d, w.n, "reject 1: expected [reason, raw, key, position], got 5"));
+    RJ(warr(&w, 1); warr(&w, 4); wstrn(&w, "bad\0reason", 10); wbin(&w, "x", 1);
+       w1(&w, 0xc0); wstr(&w, ""));
+    CHECK(decode_rejects(w.d, w.n, "reject reason contains a NUL byte"));
+    RJ(warr(&w, 1); warr(&w, 4); wbin(&w, "r", 1); wbin(&w, "x", 1); w1(&w, 0xc0);
+       wstr(&w, ""));
+    CHECK(decode_rejects(w.d, w.n, "reject reason: expected string, got binary"));
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wstr(&w, "x"); w1(&w, 0xc0); wstr(&w, ""));
+    CHECK(decode_rejects(w.d, w.n, "reject raw: expected binary, got string"));
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); w1(&w, 0xc0); w1(&w, 0xc0); wstr(&w, ""));
+    CHECK(decode_rejects(w.d, w.n, "reject raw: expected binary, got nil"));
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); wstr(&w, "key");
+       wstr(&w, ""));
+    CHECK(decode_rejects(w.d, w.n, "reject key: expected binary, got string"));
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 7); wstr(&w, ""));
+    CHECK(decode_rejects(w.d, w.n, "reject key: expected binary, got integer"));
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc2);
+       wstr(&w, ""));
+    CHECK(decode_rejects(w.d, w.n, "reject key: expected binary, got boolean"));
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc0);
+       wbin(&w, "{}", 2));
+    CHECK(decode_rejects(w.d, w.n, "reject position: expected string, got binary"));
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc0);
+       w1(&w, 0xc0));
+    CHECK(decode_rejects(w.d, w.n, "reject position: expected string, got nil"));
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc0);
+       wstrn(&w, "{}\0", 3));
+    CHECK(decode_rejects(w.d, w.n, "reject position contains a NUL byte"));
+    /* key nil as the very last byte of a truncated frame */
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc0));
+    CHECK(decode_rejects(w.d, w.n, "truncated"));
+    /* a reject, then trailing bytes */
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); wbin(&w, "x", 1); w1(&w, 0xc0);
+       wstr(&w, ""); w1(&w, 0xc0));
+    CHECK(decode_rejects(w.d, w.n, "1 trailing bytes"));
+    /* counts beyond the buffer */
+    RJ(w1(&w, 0xdd); wbe(&w, 0xffffffffu, 4));
+    CHECK(decode_rejects(w.d, w.n, "array of 4294967295 elements does not fit"));
+    RJ(w1(&w, 0xdd); wbe(&w, ZX_FRAME_MAX_REJECTS, 4); warr(&w, 4); wstr(&w, "r");
+       wbin(&w, "x", 1); w1(&w, 0xc0); wstr(&w, ""));
+    CHECK(decode_rejects(w.d, w.n, "does not fit"));
+    RJ(warr(&w, 1); warr(&w, 4); wstr(&w, "r"); w1(&w, 0xc6); wbe(&w, 0xffffff00u, 4));
+    CHECK(decode_rejects(w.d, w.n, "truncated"));
+#undef RJ
+}
+
+static void test_huge_counts(void)
+{
+    wb w;
 
     /* huge claimed counts in tiny buffers: rejected, nothing allocated */
     FRAME(w1(&w, 0xdd); wbe(&w, 0xffffffffu, 4));
     CHECK(decode_rejects(w.d, w.n, "4294967295 elements"));
     FRAME(w1(&w, 0xdd); wbe(&w, 0xffffffffu, 4); w1(&w, 0); w1(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "does not fit"));
-    FRAME(whead(&w, "ZXF", 1, 1); w1(&w, 0xdd); wbe(&w, 0xffffffffu, 4));
+    FRAME(whead(&w, "ZXF", 2, 1); w1(&w, 0xdd); wbe(&w, 0xffffffffu, 4));
     CHECK(decode_rejects(w.d, w.n, "does not fit"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); w1(&w, 0xdd); wbe(&w, 0xffffffffu, 4));
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); w1(&w, 0xdd); wbe(&w, 0xffffffffu, 4));
     CHECK(decode_rejects(w.d, w.n, "does not fit"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); w1(&w, 0xdd);
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); w1(&w, 0xdd);
           wbe(&w, 0xffffffffu, 4); w1(&w, 1));
     CHECK(decode_rejects(w.d, w.n, "does not fit"));
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); wstr(&w, "p"); wstr(&w, "t");
-          w1(&w, 0xdf); wbe(&w, 0xffffffffu, 4));
+    FRAME(wpre(&w, 2); w1(&w, 0xdf); wbe(&w, 0xffffffffu, 4));
     CHECK(decode_rejects(w.d, w.n, "does not fit"));
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); w1(&w, 0xdb);
+    FRAME(warr(&w, 9); wstr(&w, "ZXF"); w1(&w, 2); w1(&w, 1); w1(&w, 0xdb);
           wbe(&w, 0xffffffffu, 4); w1(&w, 'p'));
     CHECK(decode_rejects(w.d, w.n, "truncated"));
-    FRAME(whead(&w, "ZXF", 1, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xc9);
+    FRAME(whead(&w, "ZXF", 2, 1); wcols1(&w); warr(&w, 1); warr(&w, 1); w1(&w, 0xc9);
           wbe(&w, 0xfffffff0u, 4); w1(&w, 1));
     CHECK(decode_rejects(w.d, w.n, "truncated"));
     /* nested unknown metadata value claiming a huge map */
-    FRAME(warr(&w, 8); wstr(&w, "ZXF"); w1(&w, 1); w1(&w, 1); wstr(&w, "p"); wstr(&w, "t");
-          wmap(&w, 1); wstr(&w, "zz"); warr(&w, 15); warr(&w, 15); w1(&w, 0xdf);
+    FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "zz"); warr(&w, 15); warr(&w, 15); w1(&w, 0xdf);
           wbe(&w, 0x7fffffffu, 4));
     CHECK(decode_rejects(w.d, w.n, NULL));
     /* deep nesting in an unknown metadata value: iterative skip, no stack */
@@ -692,7 +1266,7 @@ static void test_rejects(void)
         static uint8_t deep[200000];
         size_t n = 0;
         wb h = {.n = 0};
-        warr(&h, 8); wstr(&h, "ZXF"); w1(&h, 1); w1(&h, 1); wstr(&h, "p"); wstr(&h, "t");
+        wpre(&h, 2);
         wmap(&h, 1); wstr(&h, "zz");
         memcpy(deep, h.d, h.n);
         n = h.n;
@@ -700,20 +1274,41 @@ static void test_rejects(void)
             deep[n++] = 0x91;
         CHECK(decode_rejects(deep, n, "truncated"));
     }
-    /* a column count over the limit, in a buffer big enough to hold it */
+    /* counts over the limits, in a buffer big enough to hold them: columns,
+     * positions, rejects */
     {
-        size_t big = (size_t)ZX_FRAME_MAX_COLUMNS * 2 + 64;
+        size_t big = (size_t)ZX_FRAME_MAX_REJECTS * 2 + 64;
         uint8_t *p = calloc(1, big);   /* zeros: fixint 0 */
         wb h = {.n = 0};
-        whead(&h, "ZXF", 1, 1);
+        whead(&h, "ZXF", 2, 1);
         h.d[h.n++] = 0xdd;
         wbe(&h, (uint64_t)ZX_FRAME_MAX_COLUMNS + 1, 4);
         memcpy(p, h.d, h.n);
-        CHECK(decode_rejects(p, big, "limit"));
+        CHECK(decode_rejects(p, big, "1048577 columns, more than the limit"));
+
+        memset(p, 0, big);
+        h.n = 0;
+        wpre(&h, 2);
+        wmap(&h, 1);
+        wstr(&h, "po");
+        h.d[h.n++] = 0xdd;
+        wbe(&h, (uint64_t)ZX_FRAME_MAX_POSITIONS + 1, 4);
+        memcpy(p, h.d, h.n);
+        CHECK(decode_rejects(p, big, "65537 positions, more than the limit 65536"));
+
+        memset(p, 0, big);
+        h.n = 0;
+        whead(&h, "ZXF", 2, 1);
+        wcols1(&h);
+        warr(&h, 0);
+        h.d[h.n++] = 0xdd;
+        wbe(&h, (uint64_t)ZX_FRAME_MAX_REJECTS + 1, 4);
+        memcpy(p, h.d, h.n);
+        CHECK(decode_rejects(p, big, "1048577 rejects, more than the limit 1048576"));
         free(p);
     }
-#undef FRAME
 }
+#undef FRAME
 
 /* ---------------------------------------------------------------- */
 /* speed                                                             */
@@ -789,7 +1384,14 @@ int main(void)
     test_types();
     test_shapes();
     test_meta();
-    test_rejects();
+    test_positions();
+    test_reject_entries();
+    test_encode_einval();
+    test_decoded_copies();
+    test_malformed();
+    test_malformed_positions();
+    test_malformed_rejects();
+    test_huge_counts();
     test_truncation_and_mutation();
     test_garbage();
     test_speed();

@@ -191,7 +191,7 @@ static void test_segment_errors(void)
     CHECK(err[0] != '\0');
 
     /* zeros: wrong magic */
-    fd = memfd_with(3 * 4096, NULL, 0);
+    fd = memfd_with(ZX_SEG_HDR_SIZE + 2 * 4096, NULL, 0);
     err[0] = '\0';
     CHECK(zx_segment_map(&s, fd, err, sizeof(err)) == -1);
     CHECK(strstr(err, "magic") != NULL);
@@ -204,7 +204,7 @@ static void test_segment_errors(void)
     memset(&h, 0, sizeof(h));
     h.magic = ZX_SEG_MAGIC;
     h.version = ZX_SEG_VERSION + 1;
-    fd = memfd_with(3 * 4096, &h, sizeof(h));
+    fd = memfd_with(ZX_SEG_HDR_SIZE + 2 * 4096, &h, sizeof(h));
     err[0] = '\0';
     CHECK(zx_segment_map(&s, fd, err, sizeof(err)) == -1);
     CHECK(strstr(err, "version") != NULL);
@@ -233,9 +233,46 @@ static void test_segment_errors(void)
         zx_segment_close(&a);
     }
 
+    /* a segment without request rings (a source the gateway does not
+     * feed): in_size 0, no reply ring either, the frames ring works and
+     * mapping it elsewhere works too */
+    CHECK(zx_segment_create(&a, "kafka", 0, 65536, err, sizeof(err)) == 0);
+    if (a.hdr) {
+        CHECK(a.hdr->in_size == 0 && a.hdr->out_size == 0);
+        CHECK(zx_ring_capacity(&a.frames) >= 65536);
+        CHECK(a.size <= ZX_SEG_MAX_BYTES(0, 65536));
+        zx_segment b2;
+        CHECK(zx_segment_map(&b2, a.fd, err, sizeof(err)) == 0);
+        if (b2.hdr) {
+            CHECK(b2.hdr->in_size == 0 && zx_ring_capacity(&b2.frames) >= 65536);
+            zx_segment_close(&b2);
+        }
+        zx_segment_close(&a);
+    }
+
+    /* the source's texts: seqlocked copies, cut to fit */
+    CHECK(zx_segment_create(&a, "texts", 0, 65536, err, sizeof(err)) == 0);
+    if (a.hdr) {
+        char out[64];
+        zx_segment_write_text(&a.hdr->source_error_seq, a.hdr->source_error,
+                              sizeof(a.hdr->source_error), "broker down");
+        CHECK(zx_segment_read_text(&a.hdr->source_error_seq, a.hdr->source_error,
+                                   sizeof(a.hdr->source_error), out, sizeof(out)) == 11);
+        CHECK(strcmp(out, "broker down") == 0);
+        CHECK(zx_segment_read_text(&a.hdr->source_error_seq, a.hdr->source_error,
+                                   sizeof(a.hdr->source_error), out, 6) == 5);
+        CHECK(strcmp(out, "broke") == 0);
+        zx_segment_write_text(&a.hdr->source_error_seq, a.hdr->source_error,
+                              sizeof(a.hdr->source_error), NULL);
+        CHECK(zx_segment_read_text(&a.hdr->source_error_seq, a.hdr->source_error,
+                                   sizeof(a.hdr->source_error), out, sizeof(out)) == 0);
+        CHECK((atomic_load(&a.hdr->source_error_seq) & 1) == 0);
+        zx_segment_close(&a);
+    }
+
     /* capacities out of the ring's range are refused with a message */
     err[0] = '\0';
-    CHECK(zx_segment_create(&s, "tiny", 0, 4096, err, sizeof(err)) == -1);
+    CHECK(zx_segment_create(&s, "tiny", 4096, 0, err, sizeof(err)) == -1);
     CHECK(err[0] != '\0');
     CHECK(s.hdr == NULL && s.fd == -1);
     err[0] = '\0';

@@ -80,6 +80,18 @@ out:
     CHECK(strcmp(zx_store_strerror(99999), "unknown store error") == 0);
 }
 
+/* "part=len;" per part, with "(first byte)" for 4-byte values. */
+static int part_cb(const char *part, const void *val, size_t len, void *ctx)
+{
+    char *buf = ctx;
+    size_t n = strlen(buf);
+    if (len == 4)
+        snprintf(buf + n, 256 - n, "%s=%zu(%d);", part, len, ((const unsigned char *)val)[0]);
+    else
+        snprintf(buf + n, 256 - n, "%s=%zu;", part, len);
+    return 0;
+}
+
 static int each_cb(const char *name, uint64_t v, void *ctx)
 {
     char *buf = ctx;
@@ -111,9 +123,16 @@ static void test_roundtrip(void)
     CHECK_RC(zx_store_position_put(t, "orders", &p), 0);
     zx_position p2 = { .seq = 1, .committed_us = 5 };
     CHECK_RC(zx_store_position_put(t, "empty-upstream", &p2), 0);
+    /* positions per part: the last put of a part wins; "orders2" is apart */
+    CHECK_RC(zx_store_position_part_put(t, "orders", "clicks:1", "\x05\0\0\0", 4, 10), 0);
+    CHECK_RC(zx_store_position_part_put(t, "orders", "clicks:0", "A", 1, 11), 0);
+    CHECK_RC(zx_store_position_part_put(t, "orders", "clicks:1", "\x09\0\0\0", 4, 12), 0);
+    CHECK_RC(zx_store_position_part_put(t, "orders", "empty", NULL, 0, 12), 0);
+    CHECK_RC(zx_store_position_part_put(t, "orders2", "clicks:0", "B", 1, 13), 0);
+    CHECK_RC(zx_store_position_part_put(t, "orders", "", "x", 1, 13), ZX_STORE_INVALID);
     CHECK_RC(zx_store_schema_put(t, "orders", "orders_tbl",
                                  "[{\"name\":\"id\",\"type\":\"integer\"}]"), 0);
-    zx_idem_rec r = { .created_us = 1000, .body_hash = 0xdeadbeefcafef00dull, .status = 202,
+    zx_idem_rec r = { .created_us = 1000, .body_hash = 0xdeadbeefcafef00dull,
                       .accepted = 17 };
     snprintf(r.request_id, sizeof(r.request_id), "req-0123456789abcdef");
     CHECK_RC(zx_store_idem_put(t, "orders", "key-1", 5, &r), 0);
@@ -151,6 +170,12 @@ static void test_roundtrip(void)
     CHECK_RC(zx_store_position_get(t, "empty-upstream", &g), 0);
     CHECK(g.seq == 1 && g.upstream_len == 0 && g.upstream == NULL);
     CHECK_RC(zx_store_position_get(t, "nope", &g), ZX_STORE_NOTFOUND);
+    char parts[256] = "";
+    CHECK_RC(zx_store_positions_each(t, "orders", part_cb, parts), 0);
+    CHECK(strcmp(parts, "clicks:0=1;clicks:1=4(9);empty=0;") == 0);
+    parts[0] = 0;
+    CHECK_RC(zx_store_positions_each(t, "nope", part_cb, parts), 0);
+    CHECK(parts[0] == 0);
 
     const char *table = NULL, *json = NULL;
     size_t jl = 0;
@@ -163,7 +188,7 @@ static void test_roundtrip(void)
     zx_idem_rec got;
     CHECK_RC(zx_store_idem_get(t, "orders", "key-1", 5, &got), 0);
     CHECK(got.created_us == 1000 && got.body_hash == 0xdeadbeefcafef00dull);
-    CHECK(got.status == 202 && got.accepted == 17);
+    CHECK(got.accepted == 17);
     CHECK(strcmp(got.request_id, "req-0123456789abcdef") == 0);
     CHECK_RC(zx_store_idem_get(t, "orders", "k\0y", 3, &got), 0);
     CHECK(got.created_us == 2000);
@@ -197,6 +222,11 @@ static void test_roundtrip(void)
     CHECK_RC(zx_store_commit(t), 0);
     CHECK_RC(zx_store_begin(ro, 1, &t), 0);
     CHECK_RC(zx_store_position_get(t, "orders", &g), ZX_STORE_NOTFOUND);
+    parts[0] = 0;
+    CHECK_RC(zx_store_positions_each(t, "orders", part_cb, parts), 0);
+    CHECK(parts[0] == 0);
+    CHECK_RC(zx_store_positions_each(t, "orders2", part_cb, parts), 0);
+    CHECK(strcmp(parts, "clicks:0=1;") == 0);
     CHECK_RC(zx_store_schema_get(t, "orders", NULL, NULL, NULL), ZX_STORE_NOTFOUND);
     CHECK(zx_store_idem_count(t, "orders") == 0);
     CHECK(zx_store_idem_count(t, "orders2") == 1);
@@ -224,7 +254,7 @@ static void test_prune(void)
     for (int i = 0; i < 3000; i++) {
         char key[32];
         int n = snprintf(key, sizeof(key), "key-%05d", i);
-        zx_idem_rec r = { .created_us = (i % 2) ? 1000000 : 10, .status = 202 };
+        zx_idem_rec r = { .created_us = (i % 2) ? 1000000 : 10 };
         CHECK_RC(zx_store_idem_put(t, (i % 3) ? "a" : "b", key, (size_t)n, &r), 0);
     }
     CHECK_RC(zx_store_commit(t), 0);

@@ -1,11 +1,20 @@
 /*
- * http_push.c — stream worker for HTTP push pipelines.  See http_push.h.
+ * http_push.c — the `http` source: HTTP push pipelines (source.h).
+ *
+ * The gateway puts each push request in the segment's "in" ring; this
+ * source parses the body into rows (common/json_rows.h), publishes one
+ * frame per request through the runtime, and answers through the "out"
+ * ring: at once (ack: accepted) or when the writer has acknowledged the
+ * frame (ack: commit / ?wait=commit).  Idempotency keys travel as the
+ * frame's dedup key; they are looked up in the LMDB store (read-only) and
+ * among the frames still in flight.  A hostile body can at worst crash
+ * this process.
  *
  * It must never: write the workspace or LMDB (only the writer does), trust
  * a request record (zx_push_req_parse checks it), or block forever on a
  * peer that died (every wait has a deadline or a wake-up).
  */
-#include "workers/sources/http_push.h"
+#include "workers/sources/source.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -26,14 +35,6 @@
 #include "proto/push.h"
 #include "workers/writer/store.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_term(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
-
 /* A reply waiting for the writer to acknowledge frame `seq`. */
 typedef struct pending {
     uint64_t seq;
@@ -52,7 +53,7 @@ typedef struct inflight {
     char rid[ZX_PUSH_RID_MAX + 1];
 } inflight;
 
-/* A frame encoded but waiting for room in the frames ring. */
+/* A frame kept by the runtime, waiting for room in the frames ring. */
 typedef struct stalled {
     int active;
     uint64_t req_id;
@@ -65,60 +66,23 @@ typedef struct stalled {
     size_t idem_len;
 } stalled;
 
-/* When each frame not yet acknowledged was published, oldest first: the
- * age of the oldest bounds what the ring holds by time (publish()). */
-typedef struct sent {
-    uint64_t seq;
-    int64_t at_us;
-} sent;
-
 typedef struct worker {
+    zx_src *rt;
     const zx_worker_args *a;
     const char *name;
-    zx_ring *in, *out, *frames;
+    zx_ring *in, *out;
+    zx_ring_cursor cur;      /* read position in the in ring */
     zx_rowset rs;
-    zx_frame_buf fb;
     zx_store *store;
     pending *pend;
     size_t npend, pend_cap;
     inflight *infl;
     size_t ninfl, infl_cap;
-    stalled st;              /* the frame in w->fb, when active */
-    sent *sent;              /* circular: sent[(sent_head + i) % sent_cap] */
-    size_t sent_head, nsent, sent_cap;
+    stalled st;              /* the frame the runtime keeps, when active */
+    uint64_t stop_at;        /* requests up to this in-ring seq are served
+                                after a stop; later ones left to a successor */
+    int stop_seen;
 } worker;
-
-/* Forget the publish times of acknowledged frames; the age in µs of the
- * oldest frame still waiting for the writer, or 0. */
-static int64_t queue_age_us(worker *w)
-{
-    uint64_t acked = zx_ring_acked_seq(w->frames);
-    while (w->nsent && w->sent[w->sent_head].seq <= acked) {
-        w->sent_head = (w->sent_head + 1) % w->sent_cap;
-        w->nsent--;
-    }
-    return w->nsent ? zx_mono_us() - w->sent[w->sent_head].at_us : 0;
-}
-
-/* Remember when frame seq was published.  Out of memory only loses the
- * time bound for that frame. */
-static void note_sent(worker *w, uint64_t seq)
-{
-    if (w->nsent == w->sent_cap) {
-        size_t cap = w->sent_cap ? 2 * w->sent_cap : 1024;
-        sent *n = malloc(cap * sizeof(*n));
-        if (!n)
-            return;
-        for (size_t i = 0; i < w->nsent; i++)
-            n[i] = w->sent[(w->sent_head + i) % w->sent_cap];
-        free(w->sent);
-        w->sent = n;
-        w->sent_head = 0;
-        w->sent_cap = cap;
-    }
-    w->sent[(w->sent_head + w->nsent) % w->sent_cap] = (sent){seq, zx_mono_us()};
-    w->nsent++;
-}
 
 static int out_reply(worker *w, uint64_t req_id, int status, uint32_t retry_after,
                      int replay, const char *body)
@@ -186,7 +150,7 @@ static int add_pending(worker *w, uint64_t seq, uint64_t req_id, uint64_t accept
  * forget idempotency keys that are now in the store. */
 static void complete(worker *w)
 {
-    uint64_t acked = zx_ring_acked_seq(w->frames);
+    uint64_t acked = zx_src_acked_seq(w->rt);
     size_t k = 0;
     for (size_t i = 0; i < w->npend; i++) {
         pending *p = &w->pend[i];
@@ -246,41 +210,28 @@ static int store_lookup(worker *w, const char *key, size_t n, zx_idem_rec *rec)
 /* Outcome of handling one request record. */
 enum { DONE = 0, BLOCKED = 1 };
 
-/* Put the encoded frame (w->fb, described by w->st) into the frames ring
- * and answer or queue the answer.  BLOCKED while there is no room and the
- * request's deadline has not passed. */
-static int publish(worker *w)
+/* Answer (or queue the answer of) the request whose frame the runtime
+ * published as seq, or failed to publish (r). */
+static int published(worker *w, zx_pub_result r, uint64_t seq)
 {
     stalled *st = &w->st;
-    void *dst;
-    /* The ring is bounded by time as well as bytes: while the writer runs,
-     * a frame that has waited server.max_queue_delay for it means the
-     * ring holds more than the writer takes in that time, and a new push
-     * waits (as for a full ring) rather than queue behind it.  While the
-     * writer is down, only bytes bound the ring, which then absorbs the
-     * outage. */
-    int64_t max_delay_us = (int64_t)w->a->conf->max_queue_delay_ms * 1000;
-    zx_ring_result r;
-    if (max_delay_us && atomic_load(&w->a->seg->hdr->writer_up) &&
-        queue_age_us(w) > max_delay_us)
-        r = ZX_RING_WOULD_BLOCK;
-    else
-        r = zx_ring_reserve(w->frames, w->fb.len, &dst);
-    if (r == ZX_RING_WOULD_BLOCK) {
+    if (r == ZX_PUB_WAIT) {
         if (zx_mono_us() <= st->deadline_mono_us)
             return BLOCKED;
+        zx_src_drop(w->rt);
         st->active = 0;
         reply_error(w, st->req_id, 503, "stream is busy (the writer is behind); nothing was written, retry later");
         return DONE;
     }
     st->active = 0;
-    if (r != ZX_RING_OK) {
+    if (r == ZX_PUB_NOMEM) {
+        reply_error(w, st->req_id, 500, "out of memory encoding the batch");
+        return DONE;
+    }
+    if (r != ZX_PUB_OK) {
         reply_error(w, st->req_id, 413, "batch too large for this stream's ring; send smaller requests");
         return DONE;
     }
-    memcpy(dst, w->fb.data, w->fb.len);
-    uint64_t seq = zx_ring_commit(w->frames, w->fb.len, 1);
-    note_sent(w, seq);
     /* the store knows the key once the frame is committed; until then
      * only this list does, and without it a retry could be written twice */
     if (st->idem_len &&
@@ -370,19 +321,12 @@ static int handle(worker *w, const void *rec, size_t len)
     uint32_t md = w->a->pipeline->metadata;
     zx_frame_meta m = {0};
     m.kind = ZX_FRAME_ROWS;
-    m.pipeline = w->name;
-    m.table = w->a->pipeline->table;
     m.ingested_at_us = (md & ZX_META_INGESTED_AT) ? h->received_us : 0;
-    m.request_id = rid;
+    m.batch_id = rid;
     m.metadata = md;
-    m.idem_key = v.idem ? idem : NULL;
-    m.idem_hash = v.idem ? hash : 0;
+    m.dedup_key = v.idem ? idem : NULL;
+    m.dedup_hash = v.idem ? hash : 0;
     m.accepted = (uint64_t)n;
-    zx_frame_buf_reset(&w->fb);
-    if (zx_frame_encode(&m, &w->rs, &w->fb) < 0) {
-        reply_error(w, h->req_id, 500, "out of memory encoding the batch");
-        return DONE;
-    }
     stalled *st = &w->st;
     memset(st, 0, sizeof(*st));
     st->active = 1;
@@ -396,108 +340,114 @@ static int handle(worker *w, const void *rec, size_t len)
         memcpy(st->idem, v.idem, h->idem_len);
         st->idem_len = h->idem_len;
     }
-    return publish(w);
+    uint64_t seq = 0;
+    zx_pub_result r = zx_src_publish(w->rt, &m, &w->rs, &seq);
+    return published(w, r, seq);
 }
 
-int zx_http_push_main(const zx_worker_args *a)
+static int http_open(zx_src *rt, void **state, char *err, size_t errlen)
 {
-    worker w = {0};
-    w.a = a;
-    w.name = a->pipeline->name;
-    w.in = &a->seg->in;
-    w.out = &a->seg->out;
-    w.frames = &a->seg->frames;
-    zx_ring_set_peer(w.in, a->gateway_efd);
-    zx_ring_set_peer(w.out, a->gateway_efd);
-    zx_ring_set_peer(w.frames, a->writer_efd);
-    zx_rowset_init(&w.rs);
-    zx_frame_buf_init(&w.fb);
-
-    struct sigaction sa = {0};
-    sa.sa_handler = on_term;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-
-    zx_seg_hdr *hdr = a->seg->hdr;
-    atomic_store(&hdr->worker_ready, 0);
-    /* Serve nothing until every frame an earlier incarnation published has
-     * been committed: then the store knows every idempotency key. */
-    while (!stop_requested &&
-           zx_ring_acked_seq(w.frames) < zx_ring_published_seq(w.frames)) {
-        struct pollfd p = {a->self_efd, POLLIN, 0};
-        poll(&p, 1, 200);
-        zx_ring_drain_fd(a->self_efd);
-    }
-    atomic_store(&hdr->worker_ready, 1);
-    zx_info("event=ready pipeline=%s frames_published=%llu", w.name,
-            (unsigned long long)zx_ring_published_seq(w.frames));
-
-    zx_ring_cursor cur;
-    zx_ring_cursor_init(w.in, &cur);
-    int64_t stop_deadline = 0;
-    uint64_t stop_at = 0;
-    int rc = 0;
-    for (;;) {
-        zx_ring_drain_fd(a->self_efd);
-        complete(&w);
-        if (stop_requested) {
-            /* Drain, for a bounded time: handle the requests that were
-             * already in the ring when the stop came (later ones are left
-             * to a successor), then wait until the writer has committed
-             * every frame, so that "stopped" means committed. */
-            if (!stop_deadline) {
-                stop_deadline = zx_mono_ms() + 8000;
-                stop_at = zx_ring_published_seq(w.in);
-            }
-            int drained = !w.st.active && zx_ring_acked_seq(w.in) >= stop_at && w.npend == 0 &&
-                          zx_ring_acked_seq(w.frames) >= zx_ring_published_seq(w.frames);
-            if (drained || zx_mono_ms() > stop_deadline)
-                break;
-        }
-        int blocked = 0;
-        if (w.st.active) {
-            /* a frame waits for room; the in ring cursor is past its record */
-            if (publish(&w) == BLOCKED)
-                blocked = 1;
-            else
-                zx_ring_release(w.in, &cur, 1);
-        }
-        while (!blocked) {
-            const void *rec;
-            size_t len;
-            uint64_t seq;
-            zx_ring_cursor before = cur;
-            zx_ring_result r = zx_ring_next(w.in, &cur, &rec, &len, &seq);
-            if (r == ZX_RING_WOULD_BLOCK)
-                break;
-            if (r != ZX_RING_OK) {
-                zx_error("event=ring_corrupt pipeline=%s ring=in", w.name);
-                rc = 1;
-                goto out;
-            }
-            /* seq is set only once the ring said OK */
-            if (stop_deadline && seq > stop_at) {
-                cur = before;
-                break;
-            }
-            if (handle(&w, rec, len) == BLOCKED) {
-                blocked = 1; /* released once published (above) */
-                break;
-            }
-            zx_ring_release(w.in, &cur, 1);
-            complete(&w);
-        }
-        struct pollfd p = {a->self_efd, POLLIN, 0};
-        poll(&p, 1, blocked ? 20 : (stop_requested ? 50 : 1000));
-    }
-out:
-    atomic_store(&hdr->worker_ready, 0);
-    zx_info("event=stop pipeline=%s unanswered=%zu", w.name, w.npend);
-    zx_store_close(w.store);
-    zx_rowset_free(&w.rs);
-    zx_frame_buf_free(&w.fb);
-    free(w.pend);
-    free(w.infl);
-    free(w.sent);
-    return rc;
+    const zx_worker_args *a = zx_src_args(rt);
+    if (a->seg->hdr->in_size == 0 || a->gateway_efd < 0)
+        return zx_seterr(err, errlen, "pipeline %s: no request ring (not an http segment)",
+                         a->pipeline->name);
+    worker *w = calloc(1, sizeof(*w));
+    if (!w)
+        return zx_seterr(err, errlen, "out of memory");
+    w->rt = rt;
+    w->a = a;
+    w->name = a->pipeline->name;
+    w->in = &a->seg->in;
+    w->out = &a->seg->out;
+    zx_ring_set_peer(w->in, a->gateway_efd);
+    zx_ring_set_peer(w->out, a->gateway_efd);
+    zx_ring_cursor_init(w->in, &w->cur);
+    zx_rowset_init(&w->rs);
+    *state = w;
+    return 0;
 }
+
+static int http_poll(zx_src *rt, void *state)
+{
+    worker *w = state;
+    complete(w);
+    if (zx_src_stopping(rt) && !w->stop_seen) {
+        /* serve the requests that were already in the ring when the stop
+         * came; later ones are left to a successor */
+        w->stop_seen = 1;
+        w->stop_at = zx_ring_published_seq(w->in);
+    }
+    if (w->st.active) {
+        /* a frame waits for room; the in ring cursor is past its record */
+        uint64_t seq = 0;
+        zx_pub_result r = zx_src_retry(rt, &seq);
+        if (published(w, r, seq) == BLOCKED)
+            return ZX_SRC_BLOCKED;
+        zx_ring_release(w->in, &w->cur, 1);
+    }
+    for (int n = 0; n < 256; n++) {
+        const void *rec;
+        size_t len;
+        uint64_t seq;
+        zx_ring_cursor before = w->cur;
+        zx_ring_result r = zx_ring_next(w->in, &w->cur, &rec, &len, &seq);
+        if (r == ZX_RING_WOULD_BLOCK)
+            return ZX_SRC_IDLE;
+        if (r != ZX_RING_OK) {
+            zx_error("event=ring_corrupt pipeline=%s ring=in", w->name);
+            return ZX_SRC_FATAL;
+        }
+        /* seq is set only once the ring said OK */
+        if (w->stop_seen && seq > w->stop_at) {
+            w->cur = before;
+            return ZX_SRC_IDLE;
+        }
+        if (handle(w, rec, len) == BLOCKED)
+            return ZX_SRC_BLOCKED; /* released once published (above) */
+        zx_ring_release(w->in, &w->cur, 1);
+        complete(w);
+    }
+    return ZX_SRC_BUSY;
+}
+
+static void http_acked(zx_src *rt, void *state, uint64_t seq)
+{
+    (void)rt;
+    (void)seq;
+    complete(state);
+}
+
+static int http_drained(zx_src *rt, void *state)
+{
+    (void)rt;
+    worker *w = state;
+    if (!w->stop_seen) {
+        w->stop_seen = 1;
+        w->stop_at = zx_ring_published_seq(w->in);
+    }
+    return !w->st.active && zx_ring_acked_seq(w->in) >= w->stop_at && w->npend == 0;
+}
+
+static void http_close(zx_src *rt, void *state)
+{
+    (void)rt;
+    worker *w = state;
+    if (w->npend)
+        zx_info("event=unanswered pipeline=%s requests=%zu", w->name, w->npend);
+    zx_store_close(w->store);
+    zx_rowset_free(&w->rs);
+    free(w->pend);
+    free(w->infl);
+    free(w);
+}
+
+const zx_source zx_source_http = {
+    .name = "http",
+    .flags = ZX_SOURCE_GATEWAY,
+    .help = "clients push JSON to POST /api/streams/<name>/push",
+    .open = http_open,
+    .poll = http_poll,
+    .acked = http_acked,
+    .drained = http_drained,
+    .close = http_close,
+};

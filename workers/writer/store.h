@@ -22,14 +22,19 @@
  *
  *   positions    key: pipeline
  *                val: u32 version, u32 0, u64 seq (last applied frame),
- *                     i64 committed_us, then the opaque upstream position
- *                     bytes (Kafka offsets, LSN, shard sequence numbers...)
+ *                     i64 committed_us (no upstream bytes since frames
+ *                     carry positions per part)
+ *                key: pipeline '\0' part  (a frame's position part:
+ *                     "topic:partition", a shard id...)
+ *                val: u32 version, u32 0, i64 committed_us, then the
+ *                     part's opaque value (the source's own bytes)
  *   schemas      key: pipeline
  *                val: table name, '\0', columns JSON as last applied
  *                     ([{"name":..,"type":..}]), '\0'  (no version word)
- *   idempotency  key: pipeline '\0' idempotency-key bytes
- *                val: u32 version, u32 status, i64 created_us,
- *                     u64 body_hash, u64 accepted, char request_id[40]
+ *   idempotency  key: pipeline '\0' dedup-key bytes (a frame's dedup_key:
+ *                     a push's Idempotency-Key)
+ *                val: u32 version, u32 0, i64 created_us,
+ *                     u64 hash, u64 accepted, char batch_id[40]
  *   counters     key: pipeline '\0' counter name (e.g. "rows", "rejects",
  *                     "rejects:<column>")
  *                val: u64 (no version word)
@@ -153,6 +158,17 @@ int zx_store_position_put(zx_store_txn *t, const char *pipeline, const zx_positi
 /* ZX_STORE_NOTFOUND when the pipeline has no position yet. */
 int zx_store_position_get(zx_store_txn *t, const char *pipeline, zx_position *p);
 
+/* One part of the pipeline's upstream position: the value of `part`
+ * (non-empty, NUL-terminated) as of committed_us. */
+int zx_store_position_part_put(zx_store_txn *t, const char *pipeline, const char *part,
+                               const void *val, size_t len, int64_t committed_us);
+/* Call cb for every part of the pipeline, in part order (bytes); part is a
+ * NUL-terminated copy and val points into the map, both valid during the
+ * call.  A non-zero return from cb stops the walk and is returned. */
+typedef int (*zx_store_position_cb)(const char *part, const void *val, size_t len, void *ctx);
+int zx_store_positions_each(zx_store_txn *t, const char *pipeline, zx_store_position_cb cb,
+                            void *ctx);
+
 /* table and json are NUL-terminated; json is the columns as last applied. */
 int zx_store_schema_put(zx_store_txn *t, const char *pipeline, const char *table,
                         const char *json);
@@ -160,12 +176,14 @@ int zx_store_schema_put(zx_store_txn *t, const char *pipeline, const char *table
 int zx_store_schema_get(zx_store_txn *t, const char *pipeline, const char **table,
                         const char **json, size_t *json_len);
 
+/* What the writer records for a frame's dedup key: enough for the source
+ * to answer a batch given again as it answered the first. */
 typedef struct zx_idem_rec {
-    int64_t created_us;     /* when the key was first seen */
-    uint64_t body_hash;     /* hash of the request body */
-    uint32_t status;        /* HTTP status answered */
-    uint64_t accepted;      /* rows accepted */
-    char request_id[40];    /* NUL-terminated (truncated to 39 bytes) */
+    int64_t created_us;     /* when the key was first committed */
+    uint64_t body_hash;     /* the frame's dedup_hash */
+    uint64_t accepted;      /* rows the batch counted */
+    char request_id[40];    /* the frame's batch_id, NUL-terminated
+                               (truncated to 39 bytes) */
 } zx_idem_rec;
 
 /* key: keylen bytes (1 .. about 500 minus the pipeline name; any bytes). */

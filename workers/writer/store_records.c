@@ -20,9 +20,15 @@ typedef struct pos_v1 {
     int64_t committed_us;
 } pos_v1;
 
-/* Layout of an idempotency value. */
+/* Layout of a position part value (followed by the value bytes). */
+typedef struct part_v1 {
+    uint32_t version, pad;
+    int64_t committed_us;
+} part_v1;
+
+/* Layout of a dedup value (the second word was an HTTP status once; 0). */
 typedef struct idem_v1 {
-    uint32_t version, status;
+    uint32_t version, reserved;
     int64_t created_us;
     uint64_t body_hash, accepted;
     char request_id[40];
@@ -106,6 +112,62 @@ int zx_store_position_get(zx_store_txn *t, const char *pipeline, zx_position *p)
     return 0;
 }
 
+typedef int (*walk_cb)(const MDB_val *k, size_t pl, const MDB_val *v, void *ctx);
+static int walk_prefix(zx_store_txn *t, int db, const char *pipeline, int del,
+                       walk_cb cb, void *ctx);
+
+int zx_store_position_part_put(zx_store_txn *t, const char *pipeline, const char *part,
+                               const void *val, size_t len, int64_t committed_us)
+{
+    unsigned char kb[KEYBUF];
+    MDB_val k, v;
+    int code = check_write(t);
+    if (!part || !*part || (len && !val))
+        return ZX_STORE_INVALID;
+    if (code || (code = make_key(t, kb, pipeline, part, strlen(part), 1, &k)))
+        return code;
+    v.mv_size = sizeof(part_v1) + len;
+    v.mv_data = NULL;
+    int rc = mdb_put(t->txn, t->s->dbi[DB_POSITIONS], &k, &v, MDB_RESERVE);
+    if (rc)
+        return zx_store_txn_rc(t, rc);
+    part_v1 h = { .version = LAYOUT_V1, .committed_us = committed_us };
+    memcpy(v.mv_data, &h, sizeof(h));
+    if (len)
+        memcpy((char *)v.mv_data + sizeof(h), val, len);
+    return 0;
+}
+
+struct part_ctx {
+    zx_store_position_cb cb;
+    void *ctx;
+};
+
+static int part_cb(const MDB_val *k, size_t pl, const MDB_val *v, void *ctx)
+{
+    struct part_ctx *e = ctx;
+    char name[KEYBUF];
+    size_t nl = k->mv_size - pl;
+    part_v1 h;
+    if (v->mv_size < sizeof(h))
+        return ZX_STORE_CORRUPT;
+    memcpy(&h, v->mv_data, sizeof(h));
+    if (h.version != LAYOUT_V1)
+        return ZX_STORE_CORRUPT;
+    memcpy(name, (const char *)k->mv_data + pl, nl);
+    name[nl] = 0;
+    return e->cb(name, (const char *)v->mv_data + sizeof(h), v->mv_size - sizeof(h), e->ctx);
+}
+
+int zx_store_positions_each(zx_store_txn *t, const char *pipeline, zx_store_position_cb cb,
+                            void *ctx)
+{
+    struct part_ctx e = { cb, ctx };
+    if (!cb)
+        return ZX_STORE_INVALID;
+    return walk_prefix(t, DB_POSITIONS, pipeline, 0, part_cb, &e);
+}
+
 /* ---- schemas ------------------------------------------------------------- */
 
 int zx_store_schema_put(zx_store_txn *t, const char *pipeline, const char *table,
@@ -166,7 +228,6 @@ int zx_store_idem_put(zx_store_txn *t, const char *pipeline, const char *key,
     idem_v1 rec;
     memset(&rec, 0, sizeof(rec));
     rec.version = LAYOUT_V1;
-    rec.status = r->status;
     rec.created_us = r->created_us;
     rec.body_hash = r->body_hash;
     rec.accepted = r->accepted;
@@ -189,7 +250,6 @@ static int idem_decode(const MDB_val *v, zx_idem_rec *r)
         memset(r, 0, sizeof(*r));
         r->created_us = rec.created_us;
         r->body_hash = rec.body_hash;
-        r->status = rec.status;
         r->accepted = rec.accepted;
         memcpy(r->request_id, rec.request_id, sizeof(r->request_id) - 1);
     }
@@ -441,7 +501,8 @@ int zx_store_pipeline_drop(zx_store_txn *t, const char *pipeline)
         if (rc && rc != MDB_NOTFOUND)
             return zx_store_txn_rc(t, rc);
     }
-    static const int prefixed[] = { DB_IDEM, DB_COUNTERS, DB_HASHES, DB_RUNS, DB_STATE };
+    static const int prefixed[] = { DB_POSITIONS, DB_IDEM, DB_COUNTERS, DB_HASHES, DB_RUNS,
+                                    DB_STATE };
     for (size_t i = 0; i < sizeof(prefixed) / sizeof(prefixed[0]); i++)
         if ((code = walk_prefix(t, prefixed[i], pipeline, 1, NULL, NULL)) != 0)
             return code;

@@ -19,7 +19,9 @@
  * (created on first need):
  *   rejected_at TIMESTAMP, pipeline TEXT, request_id TEXT,
  *   column_name TEXT, column_type TEXT, value_type TEXT,
- *   raw_value TEXT (JSON text of the value), reason TEXT.
+ *   raw_value TEXT (JSON text of the value), reason TEXT,
+ *   source_key TEXT, source_position TEXT (both NULL for a value; set for
+ *   a rejected message: zx_ws_reject_messages).
  * A row that the table itself refuses (a user-made table's NOT NULL, CHECK
  * or UNIQUE constraint) is not inserted: one reject row with value_type
  * "row", NULL column and raw value, reason "row not inserted: <why>".
@@ -38,6 +40,7 @@
 #include <stdint.h>
 
 #include "common/rowset.h"
+#include "proto/frame.h"
 
 typedef struct zx_ws zx_ws;
 
@@ -109,6 +112,25 @@ int zx_ws_checkpoint_set(zx_ws *w, const char *pipeline, uint64_t seq, int64_t n
  * a transaction.  0 or -1. */
 int zx_ws_checkpoint_prune(zx_ws *w, const char *prefix, const char *keep1, const char *keep2);
 
+/* Upstream positions: table _zx_positions(pipeline TEXT, part TEXT, value
+ * BLOB, committed_at TEXT, PRIMARY KEY(pipeline, part)), written in the
+ * same transaction as the rows and the checkpoint, so that after a crash
+ * between the workspace commit and the LMDB commit the writer copies them
+ * into the store again (the workspace is the truth).
+ * Set part's value inside the open transaction: 0, or -1. */
+int zx_ws_position_set(zx_ws *w, const char *pipeline, const char *part, const void *val,
+                       size_t len, int64_t now_us);
+/* Call cb for every stored position (pipeline and part NUL-terminated,
+ * val of len bytes; valid during the call), ordered by pipeline and part.
+ * A non-zero return from cb stops the walk and is returned; 0 after the
+ * last; -1 on a database error. */
+typedef int (*zx_ws_position_cb)(const char *pipeline, const char *part, const void *val,
+                                 size_t len, void *ctx);
+int zx_ws_positions_each(zx_ws *w, zx_ws_position_cb cb, void *ctx);
+/* Delete every position of the pipeline (autocommit or inside the open
+ * transaction).  0 or -1. */
+int zx_ws_positions_drop(zx_ws *w, const char *pipeline);
+
 /* Metadata columns (zx_ws_append.metadata bits). */
 #define ZX_WS_META_INGESTED_AT 0x1u  /* "_ingested_at" TIMESTAMP */
 #define ZX_WS_META_REQUEST_ID 0x2u   /* "_request_id" TEXT */
@@ -173,6 +195,19 @@ typedef struct zx_ws_result {
  * and no metadata) inserts nothing into a table that does not exist yet. */
 int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                       zx_ws_result *res, char *err, size_t errlen);
+
+/* Record input messages a source could not turn into rows (a->table,
+ * a->pipeline, a->request_id, a->ingested_at_us as for rows) in
+ * `<table>__rejects` inside the open transaction: one row each with
+ * value_type "message", raw_value the message (TEXT when it is valid UTF-8
+ * without NUL, else a BLOB), reason, source_key (same rule; NULL when the
+ * message had none) and source_position (JSON text), column_name and
+ * column_type NULL.  A rejects table made before these two columns existed
+ * gets them (ALTER TABLE).  A rejects table that refuses the rows (a
+ * user-made one) is skipped.  *stored = rows written.  0, or -1 on a
+ * database error (err set; roll back). */
+int zx_ws_reject_messages(zx_ws *w, const zx_ws_append *a, const zx_frame_reject *r, size_t n,
+                          uint64_t *stored, char *err, size_t errlen);
 
 /* Free the arrays of res and zero it.  NULL is a no-op. */
 void zx_ws_result_free(zx_ws_result *res);

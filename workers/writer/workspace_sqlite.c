@@ -190,7 +190,9 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
              "PRAGMA synchronous=%s; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;"
              "PRAGMA wal_autocheckpoint=1024; PRAGMA mmap_size=268435456;"
              "CREATE TABLE IF NOT EXISTS _zx_checkpoints(pipeline TEXT PRIMARY KEY,"
-             " seq INTEGER, committed_at TEXT);", sync);
+             " seq INTEGER, committed_at TEXT);"
+             "CREATE TABLE IF NOT EXISTS _zx_positions(pipeline TEXT, part TEXT,"
+             " value BLOB, committed_at TEXT, PRIMARY KEY(pipeline, part));", sync);
     if (sqlite3_exec(w->db, pragmas, NULL, NULL, NULL) != SQLITE_OK)
         goto dberr;
     if (!(w->st_begin = zx_wsq_prep(w, "BEGIN IMMEDIATE")) ||
@@ -200,6 +202,10 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
         !(w->st_ckpt_set = zx_wsq_prep(w, "INSERT INTO _zx_checkpoints(pipeline,seq,committed_at)"
                                    " VALUES(?,?,?) ON CONFLICT(pipeline) DO UPDATE SET"
                                    " seq=excluded.seq, committed_at=excluded.committed_at")) ||
+        !(w->st_pos_set = zx_wsq_prep(w, "INSERT INTO _zx_positions(pipeline,part,value,"
+                                   "committed_at) VALUES(?,?,?,?) ON CONFLICT(pipeline,part)"
+                                   " DO UPDATE SET value=excluded.value,"
+                                   " committed_at=excluded.committed_at")) ||
         !(w->st_info = zx_wsq_prep(w, "SELECT name, type FROM pragma_table_info(?)")))
         goto dberr;
     free(jm);
@@ -223,6 +229,7 @@ void zx_ws_close(zx_ws *w)
     sqlite3_finalize(w->st_ckpt_get);
     sqlite3_finalize(w->st_ckpt_set);
     sqlite3_finalize(w->st_info);
+    sqlite3_finalize(w->st_pos_set);
     sqlite3_close(w->db);
     if (w->lock_fd >= 0)
         close(w->lock_fd); /* releases the workspace lock */
@@ -408,9 +415,7 @@ static int reject(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *colu
             goto nomem;
         int bad = zx_wsq_sql_str(b, "CREATE TABLE IF NOT EXISTS ") < 0 ||
                   zx_wsq_sql_ident(b, rname) < 0 ||
-                  zx_wsq_sql_str(b, " (rejected_at TIMESTAMP, pipeline TEXT, request_id TEXT,"
-                             " column_name TEXT, column_type TEXT, value_type TEXT,"
-                             " raw_value TEXT, reason TEXT)") < 0;
+                  zx_wsq_sql_str(b, " " ZX_WSQ_REJECTS_COLUMNS) < 0;
         if (bad) {
             free(rname);
             goto nomem;

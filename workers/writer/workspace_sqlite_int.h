@@ -1,8 +1,9 @@
 /*
  * workspace_sqlite_int.h — private declarations of the SQLite workspace
  * backend, shared by workspace_sqlite.c (open, transactions, checkpoints,
- * appending rows, rejects) and workspace_sqlite_schema.c (the table cache,
- * CREATE / ALTER TABLE, the cached INSERT statements).
+ * appending rows, rejects), workspace_sqlite_schema.c (the table cache,
+ * CREATE / ALTER TABLE, the cached INSERT statements) and
+ * workspace_sqlite_source.c (upstream positions, rejected messages).
  *
  * It must never be included outside those two files: the contract for the
  * writer is workspace.h.
@@ -45,6 +46,8 @@ typedef struct ws_table {
     uint32_t ncols, cap;
     ws_ins ins[MAX_STMTS];
     sqlite3_stmt *rej_ins; /* INSERT into <name>__rejects, once created */
+    sqlite3_stmt *msg_ins; /* of a rejects table: INSERT of a rejected
+                              message (workspace_sqlite_source.c) */
 } ws_table;
 
 struct zx_ws {
@@ -52,7 +55,7 @@ struct zx_ws {
     int lock_fd;          /* <path>-zxlock, flock'ed for the handle's life */
     int in_txn;
     sqlite3_stmt *st_begin, *st_commit, *st_rollback, *st_ckpt_get, *st_ckpt_set,
-        *st_info;
+        *st_info, *st_pos_set;
     ws_table *tables;
     uint64_t tick;
     /* per-append scratch, grown as needed */
@@ -85,6 +88,12 @@ sqlite3_stmt *zx_wsq_prep(zx_ws *w, const char *sql);
 /* Runs a cached statement to completion and resets it; the SQLite code
  * (SQLITE_OK for DONE or ROW). */
 int zx_wsq_run(sqlite3_stmt *st);
+
+/* The columns of every <table>__rejects, in order, for CREATE TABLE. */
+#define ZX_WSQ_REJECTS_COLUMNS \
+    "(rejected_at TIMESTAMP, pipeline TEXT, request_id TEXT, column_name TEXT," \
+    " column_type TEXT, value_type TEXT, raw_value TEXT, reason TEXT," \
+    " source_key TEXT, source_position TEXT)"
 
 /* ---- workspace_sqlite_schema.c ---------------------------------------- */
 

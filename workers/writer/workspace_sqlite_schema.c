@@ -48,6 +48,7 @@ static void table_free(ws_table *t)
         free(t->ins[i].cols);
     }
     sqlite3_finalize(t->rej_ins);
+    sqlite3_finalize(t->msg_ins);
     free(t->cols);
     free(t->name);
     free(t);

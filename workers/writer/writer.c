@@ -61,10 +61,14 @@ typedef struct applied {
     uint64_t seq;
     zx_ring_cursor after;
     char table[64];
-    char *idem;             /* malloc'd, or NULL */
-    uint64_t idem_hash, accepted;
-    char rid[40];
+    char *dedup;            /* malloc'd, or NULL: the frame's dedup key */
+    uint64_t dedup_hash, accepted;
+    char rid[40];           /* the frame's batch id */
+    zx_frame_pos *pos;      /* the frame's positions, copied (malloc'd
+                               block: entries, then parts and values) */
+    size_t npos;
     uint64_t rows, rejects;
+    uint64_t messages;      /* rejected input messages stored */
     zx_ws_colcount *rejcols;
     size_t nrejcols;
     zx_ws_newcol *newcols;
@@ -275,7 +279,8 @@ static int handle_chan(writer *w)
 static void drop_last_applied(writer *w)
 {
     applied *a = &w->ap[--w->nap];
-    free(a->idem);
+    free(a->dedup);
+    free(a->pos);
     free(a->rejcols);
     free(a->newcols);
 }
@@ -314,7 +319,8 @@ static void unblock_pipe(writer *w, wpipe *p)
 static void free_applied(writer *w)
 {
     for (size_t i = 0; i < w->nap; i++) {
-        free(w->ap[i].idem);
+        free(w->ap[i].dedup);
+        free(w->ap[i].pos);
         free(w->ap[i].rejcols);
         free(w->ap[i].newcols);
     }
@@ -328,6 +334,36 @@ static applied *new_applied(writer *w)
     applied *a = &w->ap[w->nap++];
     memset(a, 0, sizeof(*a));
     return a;
+}
+
+/* Copy the frame's positions (they live in the rowset's arena, which the
+ * next frame reuses) into one block owned by a.  0, or -1 out of memory. */
+static int keep_positions(applied *a, const zx_frame_meta *m)
+{
+    if (!m->npositions)
+        return 0;
+    size_t bytes = m->npositions * sizeof(zx_frame_pos);
+    for (size_t i = 0; i < m->npositions; i++)
+        bytes += strlen(m->positions[i].part) + 1 + m->positions[i].value_len;
+    char *blk = malloc(bytes);
+    if (!blk)
+        return -1;
+    zx_frame_pos *ps = (zx_frame_pos *)blk;
+    char *p = blk + m->npositions * sizeof(zx_frame_pos);
+    for (size_t i = 0; i < m->npositions; i++) {
+        size_t pl = strlen(m->positions[i].part) + 1;
+        memcpy(p, m->positions[i].part, pl);
+        ps[i].part = p;
+        p += pl;
+        if (m->positions[i].value_len)
+            memcpy(p, m->positions[i].value, m->positions[i].value_len);
+        ps[i].value = p;
+        ps[i].value_len = m->positions[i].value_len;
+        p += m->positions[i].value_len;
+    }
+    a->pos = ps;
+    a->npos = m->npositions;
+    return 0;
 }
 
 /* Apply one frame inside the open workspace transaction.  0; -2 when the
@@ -354,15 +390,17 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
         return 0;
     }
     snprintf(a->table, sizeof(a->table), "%s", m.table);
-    if (m.idem_key && m.idem_key[0] && !(a->idem = strdup(m.idem_key))) {
-        /* never drop a key silently: fail the cycle, it is retried */
-        snprintf(err, errlen, "out of memory copying the idempotency key of frame %llu of %s",
-                 (unsigned long long)seq, p->name);
+    if ((m.dedup_key && m.dedup_key[0] && !(a->dedup = strdup(m.dedup_key))) ||
+        keep_positions(a, &m) < 0) {
+        /* never drop a key or a position silently: fail the cycle, it is
+         * retried */
+        snprintf(err, errlen, "out of memory copying the dedup key or positions of frame %llu"
+                 " of %s", (unsigned long long)seq, p->name);
         return -1;
     }
-    a->idem_hash = m.idem_hash;
+    a->dedup_hash = m.dedup_hash;
     a->accepted = m.accepted;
-    snprintf(a->rid, sizeof(a->rid), "%s", m.request_id ? m.request_id : "");
+    snprintf(a->rid, sizeof(a->rid), "%s", m.batch_id ? m.batch_id : "");
     if (seq <= p->ckpt) {
         a->skipped = 1;
         return 0;
@@ -370,10 +408,11 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
     zx_ws_append ap = {0};
     ap.pipeline = p->name;
     ap.table = m.table;
-    ap.metadata = m.metadata;
+    /* the writer adds only these; other bits are the source's own columns */
+    ap.metadata = m.metadata & (ZX_WS_META_INGESTED_AT | ZX_WS_META_REQUEST_ID);
     ap.max_columns = p->max_columns;
     ap.ingested_at_us = m.ingested_at_us;
-    ap.request_id = m.request_id;
+    ap.request_id = m.batch_id;
     zx_ws_result res = {0};
     if (zx_ws_append_rows(w->ws, &ap, &w->rs, &res, err, errlen) < 0) {
         zx_ws_result_free(&res);
@@ -393,6 +432,17 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
     res.rejcols = NULL;
     res.newcols = NULL;
     zx_ws_result_free(&res);
+    if (zx_ws_reject_messages(w->ws, &ap, m.rejects, m.nrejects, &a->messages, err, errlen) < 0)
+        return -1;
+    a->rejects += a->messages;
+    int64_t now_us = zx_now_us();
+    for (size_t i = 0; i < m.npositions; i++)
+        if (zx_ws_position_set(w->ws, p->name, m.positions[i].part, m.positions[i].value,
+                               m.positions[i].value_len, now_us) < 0) {
+            snprintf(err, errlen, "cannot record the position %s of pipeline %s: %s",
+                     m.positions[i].part, p->name, zx_ws_errmsg(w->ws));
+            return -1;
+        }
     if (zx_ws_checkpoint_set(w->ws, p->ckpt_key, seq, zx_now_us()) < 0) {
         snprintf(err, errlen, "cannot record the checkpoint of pipeline %s", p->name);
         return -1;
@@ -440,17 +490,27 @@ static int store_txn(writer *w)
             applied *a = &w->ap[i];
             zx_position pos = {a->seq, now, NULL, 0};
             rc = zx_store_position_put(t, a->p->name, &pos);
-            if (rc == 0 && a->idem) {
+            for (size_t k = 0; rc == 0 && k < a->npos; k++) {
+                rc = zx_store_position_part_put(t, a->p->name, a->pos[k].part, a->pos[k].value,
+                                                a->pos[k].value_len, now);
+                if (rc == ZX_STORE_KEYTOOLONG) {
+                    zx_warn("event=position_not_stored pipeline=%s part=\"%.60s\" "
+                            "error=\"key too long\"", a->p->name, a->pos[k].part);
+                    rc = 0;
+                }
+            }
+            if (rc == 0 && a->dedup) {
                 zx_idem_rec r = {0};
                 r.created_us = now;
-                r.body_hash = a->idem_hash;
-                r.status = 202;
+                r.body_hash = a->dedup_hash;
                 r.accepted = a->accepted;
                 snprintf(r.request_id, sizeof(r.request_id), "%s", a->rid);
-                rc = zx_store_idem_put(t, a->p->name, a->idem, strlen(a->idem), &r);
+                rc = zx_store_idem_put(t, a->p->name, a->dedup, strlen(a->dedup), &r);
                 if (rc == ZX_STORE_KEYTOOLONG)
                     rc = 0;
             }
+            if (rc == 0 && a->messages)
+                rc = zx_store_counter_add(t, a->p->name, "rejects:_message", a->messages);
             if (rc == 0 && a->rows)
                 rc = zx_store_counter_add(t, a->p->name, "rows", a->rows);
             if (rc == 0 && a->rejects)
@@ -514,15 +574,25 @@ static void announce(writer *w)
             zx_warn("event=columns_capped pipeline=%s table=%s max_columns=%u first_field=%s",
                     a->p->name, a->table, a->max_columns, a->extra_first);
         }
-        if (a->rejects) {
+        if (a->messages) {
+            char msg[256];
+            snprintf(msg, sizeof(msg), "%llu input messages could not be read as rows for %s "
+                     "(kept in %s__rejects with the reason)", (unsigned long long)a->messages,
+                     a->table, a->table);
+            emit(w, json_pack("{s:s, s:s, s:s, s:I, s:s}", "event", "rejected_messages",
+                              "pipeline", a->p->name, "table", a->table, "count",
+                              (json_int_t)a->messages, "message", msg));
+        }
+        if (a->rejects > a->messages) {
             json_t *cols = json_object();
             for (size_t k = 0; k < a->nrejcols; k++)
                 json_object_set_new(cols, a->rejcols[k].name, json_integer((json_int_t)a->rejcols[k].count));
             char msg[256];
             snprintf(msg, sizeof(msg), "%llu values did not fit their columns in %s (NULL stored; see %s__rejects)",
-                     (unsigned long long)a->rejects, a->table, a->table);
+                     (unsigned long long)(a->rejects - a->messages), a->table, a->table);
             emit(w, json_pack("{s:s, s:s, s:s, s:I, s:o, s:s}", "event", "rejects", "pipeline",
-                              a->p->name, "table", a->table, "count", (json_int_t)a->rejects,
+                              a->p->name, "table", a->table,
+                              "count", (json_int_t)(a->rejects - a->messages),
                               "columns", cols, "message", msg));
         }
         if (a->in_batch)
@@ -541,6 +611,8 @@ static void announce(writer *w)
             last = b->seq;
             frames++;
         }
+        if (rows == 0 && rejects == 0)
+            continue; /* frames that carried only positions */
         char msg[256];
         if (frames == 1)
             snprintf(msg, sizeof(msg), "%llu rows into %s (frame %llu)",
@@ -741,6 +813,56 @@ static void prune(writer *w)
     }
 }
 
+typedef struct recon {
+    zx_store_txn *t;
+    int rc;
+    size_t n;
+} recon;
+
+static int recon_one(const char *pipeline, const char *part, const void *val, size_t len,
+                     void *ctx)
+{
+    recon *r = ctx;
+    int rc = zx_store_position_part_put(r->t, pipeline, part, val, len, zx_now_us());
+    if (rc == ZX_STORE_KEYTOOLONG || rc == ZX_STORE_INVALID)
+        return 0;
+    if (rc) {
+        r->rc = rc;
+        return 1;
+    }
+    r->n++;
+    return 0;
+}
+
+/* The workspace holds the positions committed with the rows (same
+ * transaction); the store, written after, may lack the last ones if the
+ * writer died in between.  Copy them into the store before any worker
+ * reads it (before READY).  0, or -1 with err set. */
+static int reconcile_positions(writer *w, char *err, size_t errlen)
+{
+    for (int attempt = 0; attempt < 8; attempt++) {
+        recon r = {NULL, 0, 0};
+        int rc = zx_store_begin(w->store, 0, &r.t);
+        if (rc)
+            return zx_seterr(err, errlen, "store: %s", zx_store_strerror(rc));
+        int wr = zx_ws_positions_each(w->ws, recon_one, &r);
+        if (wr < 0) {
+            zx_store_abort(r.t);
+            return zx_seterr(err, errlen, "workspace: cannot read _zx_positions: %s",
+                             zx_ws_errmsg(w->ws));
+        }
+        rc = r.rc ? (zx_store_abort(r.t), r.rc) : zx_store_commit(r.t);
+        if (rc == ZX_STORE_MAP_FULL)
+            continue;
+        if (rc)
+            return zx_seterr(err, errlen, "store: %s", zx_store_strerror(rc));
+        if (r.n)
+            zx_info("event=positions_reconciled parts=%zu", r.n);
+        return 0;
+    }
+    return zx_seterr(err, errlen, "store: map full");
+}
+
 int zx_writer_main(const zx_writer_args *a)
 {
     writer *w = calloc(1, sizeof(*w));
@@ -779,6 +901,10 @@ int zx_writer_main(const zx_writer_args *a)
         /* another zxd writes this workspace: restarting cannot help */
         if (locked)
             rc = ZX_EXIT_FATAL_CONFIG;
+        goto out;
+    }
+    if (reconcile_positions(w, err, sizeof(err)) < 0) {
+        zx_error("event=fatal error=\"%s\"", err);
         goto out;
     }
     const char *fi = getenv("ZX_FAULT_INJECTION");

@@ -1,0 +1,194 @@
+/*
+ * source.h — what a stream source is, and the worker runtime every source
+ * runs in (DESIGN.md §5; the shape of a Fluent Bit input plugin).
+ *
+ * A source is one file with one `const zx_source` (name, callbacks) and one
+ * entry in the registry (registry.c); its YAML options are rows of the
+ * options table (conf/options.c) tagged with its name.  The supervisor
+ * forks one worker process per stream pipeline and calls zx_source_main
+ * with the source found by the pipeline's `source:` name.
+ *
+ * The runtime (runtime.c) owns what every source needs, so that a source
+ * only produces rows and an opaque position:
+ *   - at start, it waits until every frame an earlier incarnation of the
+ *     worker published has been committed by the writer, then loads the
+ *     pipeline's committed positions (per part: partition, shard...) from
+ *     the LMDB store, then calls open;
+ *   - encoding frames (proto/frame.h) and publishing them in the segment's
+ *     frames ring with back-pressure: bytes (the ring) and time (while the
+ *     writer runs, a frame older than server.max_queue_delay makes new ones
+ *     wait);
+ *   - acknowledgements: when the writer has committed frames, it calls
+ *     acked(seq) with the highest committed sequence number;
+ *   - stopping: on SIGTERM it sets zx_src_stopping, keeps calling poll until
+ *     the source says drained and every frame is committed (at most 8 s),
+ *     then calls close.
+ *
+ * A source must never: write the workspace or LMDB (only the writer does),
+ * commit an upstream position (a Kafka offset, a WAL LSN) before acked()
+ * covered the frame that carried it, block in poll for more than about
+ * 100 ms (acks and stop must be seen), or print a secret.
+ */
+#ifndef ZX_SOURCES_SOURCE_H
+#define ZX_SOURCES_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rowset.h"
+#include "common/segment.h"
+#include "conf/config.h"
+#include "proto/frame.h"
+
+/* What the supervisor hands a worker (valid for the worker's life). */
+typedef struct zx_worker_args {
+    const zx_conf *conf;
+    const zx_conf_pipeline *pipeline;
+    zx_segment *seg;       /* mapped; owned by the caller */
+    int self_efd;          /* this worker's eventfd (rings wake it) */
+    int writer_efd;
+    int gateway_efd;       /* -1 for sources without ZX_SOURCE_GATEWAY */
+} zx_worker_args;
+
+typedef struct zx_src zx_src;   /* the runtime, one per worker process */
+typedef struct zx_conf_connection zx_conf_connection; /* conf/config.h */
+
+/* poll's answer: what the runtime does next. */
+enum {
+    ZX_SRC_FATAL = -1,   /* give up: the worker exits 1 (and is restarted
+                            with backoff by the supervisor) */
+    ZX_SRC_IDLE = 0,     /* nothing to do: wait for the source's fd, an
+                            ack or the stop, at most 1 s */
+    ZX_SRC_BUSY = 1,     /* more work waiting: call poll again at once */
+    ZX_SRC_BLOCKED = 2,  /* waiting for room in the ring: wait for an ack,
+                            at most 20 ms */
+};
+
+#define ZX_SOURCE_GATEWAY 0x1u  /* the gateway feeds it: its segment has the
+                                   "in" and "out" rings (proto/push.h) */
+#define ZX_SOURCE_POSITIONS 0x2u /* it resumes from committed positions: the
+                                   runtime also waits for the writer to be
+                                   up (it reconciles the store with the
+                                   workspace first) before loading them; a
+                                   source without it starts while the writer
+                                   is down (the ring absorbs the outage) */
+
+typedef struct zx_source {
+    const char *name;      /* the `source:` value */
+    unsigned flags;        /* ZX_SOURCE_* */
+    const char *help;      /* one line for the docs */
+
+    /* Make the source's state (*state, freed by close).  The committed
+     * positions are available (zx_src_position*).  0, or -1 with err set:
+     * the worker exits 1 and the supervisor restarts it with backoff. */
+    int (*open)(zx_src *rt, void **state, char *err, size_t errlen);
+
+    /* Do a bounded amount of work (read input, publish frames); never
+     * blocks long.  Returns ZX_SRC_IDLE, _BUSY, _BLOCKED or _FATAL. */
+    int (*poll)(zx_src *rt, void *state);
+
+    /* Optional: a descriptor that becomes readable when the source has
+     * input (the runtime polls it while IDLE), or -1. */
+    int (*fd)(void *state);
+
+    /* The writer has committed every frame up to seq (called once per
+     * change, in increasing order).  Now the source may commit upstream
+     * whatever those frames carried.  Optional. */
+    void (*acked)(zx_src *rt, void *state, uint64_t seq);
+
+    /* While stopping: 1 when the source has nothing left it must finish
+     * (answers owed, a frame it holds).  Optional (NULL = always 1). */
+    int (*drained)(zx_src *rt, void *state);
+
+    /* Free the state.  Called once, after the last frame was committed or
+     * the stop deadline passed. */
+    void (*close)(zx_src *rt, void *state);
+
+    /* `zxctl test`: connect with the pipeline's (or connection's) settings
+     * and say what works.  Runs in a short-lived process of its own, with
+     * a deadline of timeout_ms.  Writes one human-readable paragraph into
+     * out (what was found, e.g. a topic's partitions; or precisely what
+     * failed) and returns 0 when everything needed works, -1 otherwise.
+     * p may be NULL when only a connection is tested.  Optional. */
+    int (*test)(const zx_conf *conf, const zx_conf_pipeline *p,
+                const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);
+} zx_source;
+
+/* ---- the registry (registry.c) ------------------------------------- */
+
+/* The source called name, or NULL. */
+const zx_source *zx_source_find(const char *name);
+
+/* ---- the runtime (runtime.c) --------------------------------------- */
+
+/* Run the worker of a->pipeline with source src until SIGTERM.  Returns the
+ * process exit code: 0 after a clean drain, 1 on a fatal error. */
+int zx_source_main(const zx_source *src, const zx_worker_args *a);
+
+const zx_worker_args *zx_src_args(zx_src *rt);
+const char *zx_src_name(zx_src *rt);            /* the pipeline's name */
+
+/* 1 once SIGTERM came: take no new input, finish what is owed. */
+int zx_src_stopping(zx_src *rt);
+
+/* Result of zx_src_publish / zx_src_retry. */
+typedef enum {
+    ZX_PUB_OK = 0,          /* published; *seq set */
+    ZX_PUB_WAIT = 1,        /* no room now (ring full, or the writer is
+                               behind by server.max_queue_delay): the frame
+                               is kept by the runtime; call zx_src_retry
+                               later (or zx_src_drop) */
+    ZX_PUB_TOO_BIG = 2,     /* larger than the ring can ever hold: split */
+    ZX_PUB_NOMEM = 3,
+} zx_pub_result;
+
+/* Encode one frame of m and rs (m->pipeline and m->table NULL: the
+ * pipeline's name and table) and publish it.  While a frame is kept
+ * (ZX_PUB_WAIT) no other may be published: retry or drop it first
+ * (ZX_PUB_WAIT is returned again at once).  m and rs are only read. */
+zx_pub_result zx_src_publish(zx_src *rt, const zx_frame_meta *m, const zx_rowset *rs,
+                             uint64_t *seq);
+/* Publish the kept frame.  ZX_PUB_OK (and *seq), ZX_PUB_WAIT. */
+zx_pub_result zx_src_retry(zx_src *rt, uint64_t *seq);
+/* 1 while a frame is kept. */
+int zx_src_kept(zx_src *rt);
+/* Forget the kept frame (nothing of it is published). */
+void zx_src_drop(zx_src *rt);
+
+/* Largest frame the ring takes (bytes): a source sizes its batches well
+ * under it (a quarter is a good target). */
+uint64_t zx_src_max_frame(zx_src *rt);
+
+/* Highest frame sequence number committed by the writer / published. */
+uint64_t zx_src_acked_seq(zx_src *rt);
+uint64_t zx_src_published_seq(zx_src *rt);
+
+/* Wait up to timeout_ms for a wake-up of this worker (an ack, a ring
+ * event) or the stop; for a source that must wait inside a callback (a
+ * Kafka rebalance waiting for its frames to be committed).  Then checks
+ * acks (calling acked() is left to the runtime's loop). */
+void zx_src_wait(zx_src *rt, int timeout_ms);
+
+/* The committed positions, loaded at start (before open) from the store:
+ * the last value the writer committed for every part.  n = count; at(i)
+ * gives part (NUL-terminated) and the value bytes; find(part) returns 0 and
+ * the value, or -1 when the part has none.  Valid for the worker's life. */
+size_t zx_src_positions_count(zx_src *rt);
+void zx_src_position_at(zx_src *rt, size_t i, const char **part, const void **val,
+                        size_t *len);
+int zx_src_position_find(zx_src *rt, const char *part, const void **val, size_t *len);
+
+/* The source's status, shown by `zxctl status` under the pipeline's
+ * "source": a JSON object text (e.g. {"state":"consuming","partitions":
+ * [{"topic":..,"partition":..,"offset":..,"high":..,"lag":..}]}), copied
+ * into the segment (cut at ZX_SEG_SOURCE_STATUS_MAX bytes: keep it short;
+ * a cut object is replaced by {"truncated":true}).  Cheap: call it at most
+ * every second or when something changes. */
+void zx_src_set_status(zx_src *rt, const char *json);
+
+/* The source's current problem in one sentence (NULL or "" = none): shown
+ * by zxctl status and /healthz, logged and sent to the feed once per
+ * change.  Must not contain a secret. */
+void zx_src_set_error(zx_src *rt, const char *msg);
+
+#endif
