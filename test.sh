@@ -56,8 +56,21 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
     rm -rf "$FUZZ_DIR"
 fi
 
+echo "== real services the end-to-end tests use (tests/services/), started once"
+# Each prints its addresses; the tests read them again with `env`.  They
+# are stopped when this script ends, whatever happens.
+stop_services() {
+    tests/services/kafka stop >/dev/null 2>&1 || true
+    tests/services/kafka stop 3.9 >/dev/null 2>&1 || true
+}
+trap stop_services EXIT
+tests/services/kafka start
+tests/services/kafka start 3.9
+
 echo "== end-to-end tests (pytest)"
-ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
+# ZX_HEAVY_TESTS: the long crash and multi-instance runs (a million Kafka
+# messages under SIGKILLs) run in this pass only, not again under ASan.
+ZX_HEAVY_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
 
 echo "== end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"
 ninja -C build-asan supervisor/zxd supervisor/zxctl >/dev/null
