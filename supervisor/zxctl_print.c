@@ -124,7 +124,7 @@ static void zxctl_table_print(zxctl_table *t, FILE *out)
                 fprintf(out, "%s%*s  ", s, (int)(w[c] - zxctl_width(s)), "");
         }
         if (t->notes[r])
-            fprintf(out, "  rejects: %s\n", t->notes[r]);
+            fputs(t->notes[r], out);
     }
     for (size_t i = 0; i < t->nrows * t->ncols; i++)
         free(t->cells[i]);
@@ -133,6 +133,56 @@ static void zxctl_table_print(zxctl_table *t, FILE *out)
     free(t->cells);
     free(t->notes);
     memset(t, 0, sizeof *t);
+}
+
+/* Lines printed beneath a pipeline's row ("  rejects: ...", "  source:
+ * ..." with the lag of each partition the source reports), or NULL.
+ * Caller frees. */
+static char *zxctl_pipe_notes(const json_t *e)
+{
+    char *out = NULL;
+    size_t len = 0;
+    char *rej = zxctl_fmt_rejects(json_object_get(e, "rejects_by_column"));
+    if (rej) {
+        out = zxctl_xrealloc(out, len + strlen(rej) + 16);
+        len += (size_t)sprintf(out + len, "  rejects: %s\n", rej);
+        free(rej);
+    }
+    const json_t *st = json_object_get(e, "source_status");
+    const json_t *parts = json_object_get(st, "partitions");
+    if (json_is_object(st) && json_object_size(st)) {
+        char *state = zxctl_fmt(json_object_get(st, "state"));
+        out = zxctl_xrealloc(out, len + strlen(state) + 32);
+        len += (size_t)sprintf(out + len, "  source: %s", state);
+        free(state);
+        if (json_is_array(parts)) {
+            long long total = 0;
+            size_t i;
+            json_t *p;
+            json_array_foreach(parts, i, p) total += json_integer_value(json_object_get(p, "lag"));
+            out = zxctl_xrealloc(out, len + 64);
+            len += (size_t)sprintf(out + len, ", lag %lld:", total);
+            json_array_foreach(parts, i, p) {
+                if (i == 32) { /* the JSON (--json) has them all */
+                    out = zxctl_xrealloc(out, len + 64);
+                    len += (size_t)sprintf(out + len, " ... (%zu partitions)",
+                                           json_array_size(parts));
+                    break;
+                }
+                char *tp = zxctl_fmt(json_object_get(p, "topic"));
+                char *lg = zxctl_fmt(json_object_get(p, "lag"));
+                out = zxctl_xrealloc(out, len + strlen(tp) + strlen(lg) + 48);
+                len += (size_t)sprintf(out + len, " %s[%lld]=%s", tp,
+                                       (long long)json_integer_value(json_object_get(p, "partition")),
+                                       lg);
+                free(tp);
+                free(lg);
+            }
+        }
+        out = zxctl_xrealloc(out, len + 2);
+        len += (size_t)sprintf(out + len, "\n");
+    }
+    return out;
 }
 
 /* --------------------------------------------------------- human output */
@@ -175,8 +225,7 @@ void zxctl_print_status(const json_t *r, FILE *out)
         char *cells[9];
         for (size_t c = 0; c < 9; c++)
             cells[c] = zxctl_fmt(json_object_get(e, lk[c]));
-        zxctl_table_add(&t, cells,
-                        zxctl_fmt_rejects(json_object_get(e, "rejects_by_column")));
+        zxctl_table_add(&t, cells, zxctl_pipe_notes(e));
     }
     size_t npipes = json_array_size(arr);
     zxctl_table_print(&t, out);
