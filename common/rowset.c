@@ -280,3 +280,97 @@ void zx_rowset_row(const zx_rowset *rs, uint32_t r, zx_value *out)
     for (uint64_t i = rs->row_start[r]; i < rs->row_start[r + 1]; i++)
         out[rs->cells[i].col] = rs->cells[i].v;
 }
+
+void zx_rowset_save(const zx_rowset *rs, zx_rowset_mark *m)
+{
+    m->nrows = rs->nrows;
+    m->ncols = rs->ncols;
+    m->ncells = rs->row_open ? rs->row_start[rs->nrows] : rs->ncells;
+}
+
+/* A column type meaning "fold again" during zx_rowset_truncate. */
+#define TYPE_REFOLD 0xffu
+
+void zx_rowset_truncate(zx_rowset *rs, const zx_rowset_mark *m)
+{
+    rs->row_open = 0;
+    if (m->nrows >= rs->nrows && m->ncols >= rs->ncols && m->ncells >= rs->ncells)
+        return;
+    uint64_t old_ncells = rs->ncells;
+    rs->nrows = m->nrows;
+    rs->ncells = m->ncells;
+    if (rs->row_start)
+        rs->row_start[rs->nrows] = rs->ncells;
+    if (m->ncols < rs->ncols) {
+        rs->ncols = m->ncols;
+        /* rebuild the index over the kept columns (open addressing has no
+         * cheap delete) */
+        if (rs->col_index) {
+            memset(rs->col_index, 0, sizeof(uint32_t) * rs->col_index_cap);
+            uint32_t mask = rs->col_index_cap - 1;
+            for (uint32_t c = 0; c < rs->ncols; c++) {
+                uint32_t h = name_hash(rs->cols[c].name, rs->cols[c].name_len) & mask;
+                while (rs->col_index[h])
+                    h = (h + 1) & mask;
+                rs->col_index[h] = c + 1;
+            }
+        }
+    }
+    /* A dropped cell may have widened a kept column: such a column gets
+     * the fold of its kept cells, in order.  Folding a column's cells again
+     * into the type they gave changes nothing, so the other columns can be
+     * folded along. */
+    for (uint64_t i = rs->ncells; i < old_ncells; i++)
+        if (rs->cells[i].col < rs->ncols)
+            rs->cols[rs->cells[i].col].type = TYPE_REFOLD;
+    for (uint64_t i = 0; i < rs->ncells; i++) {
+        zx_column *col = &rs->cols[rs->cells[i].col];
+        zx_type t = zx_value_column_type(&rs->cells[i].v);
+        col->type = col->type == TYPE_REFOLD ? t : zx_type_merge((zx_type)col->type, t);
+    }
+    for (uint32_t c = 0; c < rs->ncols; c++)
+        if (rs->cols[c].type == TYPE_REFOLD)
+            rs->cols[c].type = ZX_T_NULL;
+}
+
+int zx_rowset_add_to_rows(zx_rowset *rs, uint32_t first, const uint32_t *cols,
+                          const zx_value *vals, size_t n)
+{
+    if (rs->row_open || first >= rs->nrows || n == 0)
+        return 0;
+    uint64_t rows = rs->nrows - first;
+    uint64_t need = rs->ncells + rows * n;
+    if (need > rs->cells_cap) {
+        uint64_t cap = rs->cells_cap ? rs->cells_cap : 1024;
+        while (cap < need)
+            cap *= 2;
+        zx_cell *nc = realloc(rs->cells, cap * sizeof(*nc));
+        if (!nc)
+            return -1;
+        rs->cells = nc;
+        rs->cells_cap = cap;
+    }
+    /* from the last row back: move its cells up by the room the rows
+     * before it (from `first`) take, then write the new cells after them */
+    uint64_t e = rs->ncells; /* end of row r before the move */
+    for (uint32_t r = rs->nrows; r-- > first;) {
+        uint64_t shift = (uint64_t)(r - first) * n;
+        uint64_t b = rs->row_start[r];
+        if (shift)
+            memmove(&rs->cells[b + shift], &rs->cells[b], (e - b) * sizeof(zx_cell));
+        for (size_t i = 0; i < n; i++) {
+            zx_cell *c = &rs->cells[e + shift + i];
+            c->col = cols[i];
+            c->v = vals[i];
+        }
+        rs->row_start[r + 1] = e + shift + n;
+        if (r > first)
+            rs->row_start[r] = b + shift;
+        e = b;
+    }
+    rs->ncells = need;
+    for (size_t i = 0; i < n; i++)
+        rs->cols[cols[i]].type =
+            zx_type_merge((zx_type)rs->cols[cols[i]].type, zx_value_column_type(&vals[i]));
+    return 0;
+}

@@ -153,6 +153,42 @@ void zx_rowset_abort_row(zx_rowset *rs);
  * same column twice, the last cell wins. */
 void zx_rowset_row(const zx_rowset *rs, uint32_t r, zx_value *out);
 
+/* How far a rowset had got: saved by zx_rowset_save before appending one
+ * input (a Kafka message), so that an input found bad half-way can be
+ * taken back with zx_rowset_truncate.  Plain values, no ownership. */
+typedef struct zx_rowset_mark {
+    uint32_t nrows, ncols;
+    uint64_t ncells;
+} zx_rowset_mark;
+
+/* Save rs's row, column and cell counts in *m.  An open row is not part
+ * of the mark (truncating drops it).  Never fails. */
+void zx_rowset_save(const zx_rowset *rs, zx_rowset_mark *m);
+
+/* Take rs back to mark m (taken on this rowset since its last reset, and
+ * no row closed or column added before it removed since): drop the open
+ * row, the rows after m->nrows, their cells and the columns after
+ * m->ncols (so the column index no longer finds them), and give each kept
+ * column a dropped cell had merged into the type it had at the mark
+ * (recomputed from its kept cells, in cell order, with zx_type_merge:
+ * exact as long as that column's type came from cells only, as with the
+ * JSON parsers, and its cells' order is the order they were added in, or
+ * their types agree, as with the cells of zx_rowset_add_to_rows).  Arena strings are not
+ * freed (arena_bytes keeps counting them) until the next reset.  O(kept
+ * cells + columns): meant for the rare bad input.  Never fails. */
+void zx_rowset_truncate(zx_rowset *rs, const zx_rowset_mark *m);
+
+/* Append the same n cells (cols[i], vals[i]) to each closed row from row
+ * `first` to the last one (e.g. a message's metadata columns to every row
+ * the message gave).  Values are copied as is (strings must live in the
+ * arena); each column's type is merged with each value as in
+ * zx_rowset_add.  The rows keep their order; cells of the rows after
+ * `first` move (O(their cells)); with first = nrows - 1 nothing moves.
+ * Must not be called while a row is open.  Returns 0, or -1 when out of
+ * memory (rs unchanged). */
+int zx_rowset_add_to_rows(zx_rowset *rs, uint32_t first, const uint32_t *cols,
+                          const zx_value *vals, size_t n);
+
 /* Merge type rule used by zx_rowset_column, exposed for the writer. */
 zx_type zx_type_merge(zx_type have, zx_type seen);
 

@@ -8,9 +8,11 @@
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_http;
+extern const zx_source zx_source_kafka;
 
 static const zx_source *const sources[] = {
     &zx_source_http,
+    &zx_source_kafka,
 };
 
 const zx_source *zx_source_find(const char *name)

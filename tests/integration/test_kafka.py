@@ -1,0 +1,397 @@
+"""
+Kafka streams end to end, against a real Apache Kafka broker
+(tests/services/kafka, started once per session by kafka_fixtures.py):
+each security mode connects and consumes; SCRAM against Kafka 3.9, and
+against Kafka 4.x the precise error when zxd's librdkafka is older than
+2.6.1; a wrong password, a wrong CA, a certificate for another host, an
+unreachable broker, an unknown topic and a missing ACL each give their
+precise error in `zxctl test` and `zxctl status`; start oldest / new
+(messages produced while zxd is down after the first start are not
+skipped); with and without a group; resume exactly after the last
+committed offset (every offset checked); poison messages go to
+<table>__rejects and the stream goes on; a regex picks up a topic created
+later; partitions added later are read from their beginning.
+
+Producers are confluent-kafka (PyPI) and Debian's kcat.  Every wait is a
+polling loop with a deadline; passwords reach zxd through ${env:} and are
+checked to appear in no log and no status.  The heavy runs (a million
+messages under SIGKILLs, two zxd in one group) are in test_kafka_crash.py.
+"""
+
+import json
+import os
+import signal
+import socket
+
+import pytest
+
+from conftest import uid, wait_for
+from kafka_fixtures import (check_offsets, kafka, kafka39, linked_rdkafka_version,  # noqa: F401
+                            make_kzxd, settle, wait_offsets)
+
+META = ["_key", "_partition", "_offset", "_timestamp", "_ingested_at"]
+
+
+def rows_of(n, start=0, tag="m"):
+    return [json.dumps({"id": i, "tag": tag, "payload": "x" * 20}) for i in range(start, start + n)]
+
+
+# --------------------------------------------------------------------------
+# security modes
+# --------------------------------------------------------------------------
+
+def test_each_security_mode_connects_and_consumes(kafka, make_kzxd):
+    topic = kafka.create_topic(partitions=2)
+    kafka.produce(topic, rows_of(40), keys=[f"k{i}" for i in range(40)])
+    conns = {
+        "c_plain": kafka.connection("plaintext"),
+        "c_ssl": kafka.connection("ssl"),
+        "c_sasl": kafka.connection("sasl_plaintext", "PLAIN"),
+        "c_sasl_ssl": kafka.connection("sasl_ssl", "PLAIN"),
+    }
+    pipes = {f"p_{c[2:]}": {"connection": c, "topic": topic, "metadata": META} for c in conns}
+    z = make_kzxd(pipes, conns)
+    ends = kafka.end_offsets(topic)
+    for name in pipes:
+        wait_offsets(z, name, ends, what=name)
+        rows = z.query(f'SELECT id, "_key", "_timestamp", "_ingested_at" FROM "{z.table(name)}"')
+        assert sorted(r[0] for r in rows) == list(range(40))
+        assert all(r[1] == f"k{r[0]}" for r in rows)
+        assert all(r[2] and r[2].endswith("Z") and r[3] for r in rows)
+    for name, c in zip(pipes, conns):
+        rc, out = z.test_output(name)
+        assert rc == 0, out
+        assert "connected to 127.0.0.1:" in out and f"topic {topic}: 2 partitions" in out, out
+        rc, out = z.test_output(c)   # the connection alone
+        assert rc == 0 and "connected to" in out, out
+    rc, out = z.test_output("p_sasl_ssl")
+    assert "SASL_SSL, PLAIN as zx" in out, out
+    wait_for(lambda: z.source_status("p_plain").get("state") == "consuming",
+             lambda: f"state consuming: {z.source_status('p_plain')}")
+    st = z.source_status("p_plain")
+    parts = {p["partition"]: p for p in st["partitions"]}
+    assert set(parts) == {0, 1}
+    wait_for(lambda: all(p["lag"] == 0 for p in z.source_status("p_plain")["partitions"]),
+             "lag 0 on every partition")
+    assert z.source_error("p_sasl_ssl") is None
+    z.assert_no_secret()
+    z.stop()
+    z.assert_no_secret()
+
+
+@pytest.mark.parametrize("mechanism,security", [("SCRAM-SHA-256", "sasl_plaintext"),
+                                                ("SCRAM-SHA-512", "sasl_ssl")])
+def test_scram_against_kafka_3_9(kafka39, make_kzxd, mechanism, security):
+    topic = kafka39.create_topic(partitions=1)
+    kafka39.produce(topic, rows_of(10))
+    conns = {"c": kafka39.connection(security, mechanism)}
+    z = make_kzxd({"s": {"connection": "c", "topic": topic, "metadata": META}}, conns)
+    wait_offsets(z, "s", kafka39.end_offsets(topic))
+    rc, out = z.test_output("s")
+    assert rc == 0 and f"{mechanism} as zx" in out, out
+    z.assert_no_secret()
+
+
+def test_scram_against_kafka_4_says_librdkafka_is_too_old(kafka, make_kzxd):
+    topic = kafka.create_topic(partitions=1)
+    kafka.produce(topic, rows_of(5))
+    conns = {"c": kafka.connection("sasl_ssl", "SCRAM-SHA-512")}
+    z = make_kzxd({"s": {"connection": "c", "topic": topic}}, conns)
+    v = linked_rdkafka_version()
+    assert v is not None, "cannot tell which librdkafka zxd uses"
+    if v >= 0x020601ff:
+        # a fixed librdkafka: SCRAM simply works against Kafka 4.x
+        wait_offsets(z, "s", kafka.end_offsets(topic))
+        return
+    hint = ("cannot use SCRAM with Kafka 4.x brokers (fixed in librdkafka 2.6.1): build zx "
+            "against librdkafka >= 2.6.1, or use SASL PLAIN over TLS")
+    rc, out = z.test_output("s")
+    assert rc != 0 and "authentication failed" in out and hint in out, out
+    z.wait_source_error("s", "authentication failed", hint)
+    assert z.count(z.table("s")) == 0
+    z.assert_no_secret()
+
+
+# --------------------------------------------------------------------------
+# precise errors
+# --------------------------------------------------------------------------
+
+def test_each_failure_has_its_precise_error(kafka, make_kzxd):
+    topic = kafka.create_topic(partitions=3)
+    kafka.produce(topic, rows_of(3))
+    host, port = kafka.addr("ssl").split(":")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"     # nothing listens there
+    conns = {
+        "bad_password": kafka.connection("sasl_plaintext", "PLAIN", password="wrong-secret-1"),
+        "bad_ca": kafka.connection("ssl", ca="OTHER_CA"),
+        "bad_host": kafka.connection("ssl", brokers=[f"127.1:{port}"]),
+        "unreachable": kafka.connection("plaintext", brokers=[closed]),
+        "noacl": kafka.connection("sasl_plaintext", "PLAIN", user="noacl"),
+        "good": kafka.connection("plaintext"),
+        "tls_to_plain": kafka.connection("ssl", brokers=[kafka.addr("plaintext")]),
+        "plain_to_tls": kafka.connection("plaintext", brokers=[kafka.addr("ssl")]),
+    }
+    missing = f"nosuch-{uid()[:8]}"
+    pipes = {
+        "e_password": {"connection": "bad_password", "topic": topic},
+        "e_ca": {"connection": "bad_ca", "topic": topic},
+        "e_host": {"connection": "bad_host", "topic": topic},
+        "e_unreach": {"connection": "unreachable", "topic": topic},
+        "e_acl": {"connection": "noacl", "topic": topic},
+        "e_acl_group": {"connection": "noacl", "topic": topic, "group": f"g-{uid()[:8]}"},
+        "e_topic": {"connection": "good", "topic": missing},
+        "e_topic_group": {"connection": "good", "topic": missing, "group": f"g-{uid()[:8]}"},
+        "e_tls_plain": {"connection": "tls_to_plain", "topic": topic},
+        "e_plain_tls": {"connection": "plain_to_tls", "topic": topic},
+    }
+    z = make_kzxd(pipes, conns)
+    expect = {
+        "e_password": ["authentication failed", "user \"zx\"", "SASL PLAIN",
+                       "invalid user name or password"],
+        "e_ca": ["TLS with broker", "certificate verify failed",
+                 "not signed by a CA zx trusts"],
+        "e_host": ["TLS with broker", "hostname mismatch"],
+        "e_unreach": [f"cannot reach broker {closed}", "Connection refused"],
+        "e_acl": [f"not authorized to read topic \"{topic}\"", "user \"noacl\""],
+        "e_acl_group": [f"not authorized to read topic \"{topic}\"", "user \"noacl\""],
+        "e_topic": [f"topic \"{missing}\" does not exist"],
+        "e_topic_group": [f"topic \"{missing}\" does not exist"],
+        "e_tls_plain": ["TLS handshake", "TLS listener"],
+        "e_plain_tls": ["closed the connection", "TLS listener"],
+    }
+    for name, phrases in expect.items():
+        rc, out = z.test_output(name)
+        assert rc != 0, f"zxctl test {name} succeeded: {out}"
+        for ph in phrases:
+            assert ph in out, f"zxctl test {name}: missing {ph!r} in {out!r}"
+        if name == "e_acl_group":
+            # the worker may meet the group's or the topic's ACL first
+            z.wait_source_error(name, "not authorized to ", "user \"noacl\"")
+        else:
+            z.wait_source_error(name, *phrases)
+    for name in expect:
+        assert z.count(z.table(name)) == 0
+    # a connection alone, wrong password
+    rc, out = z.test_output("bad_password")
+    assert rc != 0 and "authentication failed" in out, out
+    z.assert_no_secret()
+
+    # fixing the topic clears the error once messages flow
+    kafka.create_topic(missing, partitions=1)
+    kafka.produce(missing, rows_of(4))
+    z.wait_count(z.table("e_topic"), 4, deadline=60)
+    wait_for(lambda: z.source_error("e_topic") is None, "e_topic's error cleared")
+
+
+# --------------------------------------------------------------------------
+# start oldest / new, groups, resuming
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("group", [False, True], ids=["no_group", "group"])
+def test_start_oldest_and_new(kafka, make_kzxd, group):
+    topic = kafka.create_topic(partitions=3)
+    kafka.produce(topic, rows_of(30, tag="before"))
+    g = (lambda: f"g-{uid()[:10]}") if group else (lambda: None)
+    pipes = {
+        "old": {"connection": "c", "topic": topic, "start": "oldest", "group": g(),
+                "metadata": META},
+        "new": {"connection": "c", "topic": topic, "start": "new", "group": g(),
+                "metadata": META},
+    }
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")})
+    z.wait_count("old", 30)
+    # "new" took the end of each partition and committed it at once
+    first_ends = kafka.end_offsets(topic)
+
+    def new_committed():
+        st = z.source_status("new")
+        parts = st.get("partitions") or []
+        return len(parts) == 3 and all(p["committed"] == first_ends[p["partition"]]
+                                       for p in parts)
+    wait_for(new_committed, lambda: f"'new' committed the end offsets {first_ends}: "
+             f"{z.source_status('new')}")
+    assert z.count("new") == 0
+    if group:
+        assert kafka.committed(pipes["new"]["group"], topic) == first_ends
+    kafka.produce(topic, rows_of(9, tag="running"))
+    z.wait_count("new", 9)
+    z.stop()
+    # produced while zxd is down: read at the next start, not skipped
+    kafka.produce(topic, rows_of(12, tag="down"))
+    z.start()
+    z.wait_count("new", 21)
+    z.wait_count("old", 51)
+    ends = kafka.end_offsets(topic)
+    check_offsets(z.offsets("old"), ends, what="old")
+    new_rows = z.offsets("new")
+    want = {p: ends[p] - first_ends[p] for p in ends}
+    assert len(new_rows) == sum(want.values())
+    assert all(o >= first_ends[p] for p, o in new_rows)
+    assert {r[0] for r in z.query('SELECT tag FROM "new"')} == {"running", "down"}
+    z.stop()
+    if group:
+        for name in ("old", "new"):
+            assert kafka.committed(pipes[name]["group"], topic) == ends, name
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["no_group", "group"])
+def test_resume_exactly_after_the_last_committed_offset(kafka, make_kzxd, group):
+    topic = kafka.create_topic(partitions=3)
+    n = 600
+    kafka.produce(topic, rows_of(n), keys=[f"key-{i % 17}" for i in range(n)])
+    gname = f"g-{uid()[:10]}" if group else None
+    pipes = {"r": {"connection": "c", "topic": topic, "group": gname, "metadata": META}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")})
+    for round_ in range(3):
+        ends = kafka.end_offsets(topic)
+        wait_offsets(z, "r", ends, what=f"round {round_}")
+        z.stop()
+        if group:
+            assert kafka.committed(gname, topic) == ends
+        first = (round_ + 1) * n
+        kafka.produce(topic, rows_of(n, start=first),
+                      keys=[f"key-{i % 17}" for i in range(first, first + n)])
+        z.start()
+    ends = kafka.end_offsets(topic)
+    wait_offsets(z, "r", ends, what="last round")
+    # the key of each row is its message's key
+    bad = z.query('SELECT count(*) FROM "r" WHERE "_key" != \'key-\' || (id % 17)')
+    assert bad[0][0] == 0
+
+
+def test_worker_killed_resumes_from_stored_positions(kafka, make_kzxd):
+    """SIGKILL of the stream worker: the new one resumes from the
+    positions in LMDB (no group) without losing an offset."""
+    topic = kafka.create_topic(partitions=2)
+    pipes = {"k": {"connection": "c", "topic": topic, "metadata": META}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")})
+    for i in range(3):
+        kafka.produce(topic, rows_of(200, start=i * 200))
+        pid = z.wait_running("k")
+        os.kill(pid, signal.SIGKILL)
+        z.wait_running("k", not_pid=pid)
+    ends = kafka.end_offsets(topic)
+    z.wait_count("k", 600)
+    check_offsets(z.offsets("k"), ends, exact=False, what="after SIGKILLs")
+
+
+# --------------------------------------------------------------------------
+# poison messages
+# --------------------------------------------------------------------------
+
+def test_poison_messages_go_to_rejects_and_the_stream_goes_on(kafka, make_kzxd):
+    topic = kafka.create_topic(partitions=1)
+    pipes = {"p": {"connection": "c", "topic": topic, "metadata": ["_key", "_offset"]}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")})
+    values = [
+        '{"id": 0}',                     # 0
+        "not json at all",               # 1 reject
+        "42",                            # 2 reject: not an object
+        '[{"id": 3}, {"id": 4}]',        # 3 two rows
+        '[{"id": 5}, 6]',                # 4 reject: element 1
+        "",                              # 5 reject: empty
+        None,                            # 6 tombstone: nothing
+        '{"id": 7, "_key": "field"}',    # 7
+    ]
+    keys = [f"k{i}" for i in range(len(values))]
+    kafka.produce(topic, values, keys=keys, partition=0)
+    # and through kcat, a bad line between two good ones
+    kafka.produce_kcat(topic, [("kc1", '{"id": 8}'), ("kc2", "{broken"), ("kc3", '{"id": 9}')])
+    z.wait_count("p", 6)
+    z.wait_count("p__rejects", 5)
+    ids = [r[0] for r in z.query('SELECT id FROM "p" ORDER BY id')]
+    assert ids == [0, 3, 4, 7, 8, 9]
+    assert z.query('SELECT "_key", data_key FROM "p" WHERE id = 7') == [("k7", "field")]
+    rej = z.query('SELECT reason, raw_value, source_key, source_position FROM "p__rejects" '
+                  'ORDER BY rowid')
+    by_key = {r[2]: r for r in rej}
+    assert set(by_key) == {"k1", "k2", "k4", "k5", "kc2"}, rej
+    assert "not JSON" in by_key["k1"][0] and by_key["k1"][1] == "not json at all"
+    assert "the message is a" in by_key["k2"][0]
+    assert "element 1 of the array" in by_key["k4"][0]
+    assert "empty message" in by_key["k5"][0]
+    for key, (reason, raw, skey, pos) in by_key.items():
+        p = json.loads(pos)
+        assert p["topic"] == topic and p["partition"] == 0
+        # values[i] is at offset i; kcat's lines follow at 8, 9, 10
+        assert p["offset"] == (9 if key == "kc2" else int(key[1:])), (key, pos)
+    # the stream goes on
+    kafka.produce(topic, ['{"id": 10}'], partition=0)
+    z.wait_count("p", 7)
+    wait_for(lambda: z.source_status("p").get("rejects") == 5 and
+             z.source_status("p")["partitions"][0]["committed"] == 12,
+             lambda: f"5 rejects and offset 12 committed: {z.source_status('p')}")
+
+
+# --------------------------------------------------------------------------
+# topics and partitions appearing later
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("group", [False, True], ids=["no_group", "group"])
+def test_regex_picks_up_a_topic_created_later(kafka, make_kzxd, group):
+    prefix = f"zxre-{uid()[:8]}"
+    first = kafka.create_topic(f"{prefix}.a", partitions=2)
+    kafka.create_topic(f"zxother-{uid()[:8]}", partitions=1)
+    kafka.produce(first, rows_of(10))
+    pipes = {"re": {"connection": "c", "regex": f"^{prefix}\\..*", "metadata": META,
+                    "group": f"g-{uid()[:10]}" if group else None, "start": "new"}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")})
+    # start: new on the first start: the 10 messages are not read
+    wait_for(lambda: len(z.source_status("re").get("partitions") or []) == 2,
+             lambda: f"two partitions read: {z.source_status('re')}")
+    rc, out = z.test_output("re")
+    assert rc == 0 and f"topic {first}: 2 partitions" in out, out
+    kafka.produce(first, rows_of(5, start=10))
+    z.wait_count("re", 5)
+    # a topic created later is read from its beginning, start: new or not
+    second = kafka.create_topic(f"{prefix}.b", partitions=1)
+    kafka.produce(second, rows_of(7, start=100))
+    z.wait_count("re", 12, deadline=90)
+    assert z.count("re", "id >= 100") == 7
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["no_group", "group"])
+def test_partitions_added_later_are_read_from_the_beginning(kafka, make_kzxd, group):
+    topic = kafka.create_topic(partitions=1)
+    kafka.produce(topic, rows_of(5))
+    pipes = {"pa": {"connection": "c", "topic": topic, "start": "new", "metadata": META,
+                    "group": f"g-{uid()[:10]}" if group else None}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")})
+    wait_for(lambda: (z.source_status("pa").get("partitions") or [{}])[0].get("committed") == 5,
+             lambda: f"the end of partition 0 committed: {z.source_status('pa')}")
+    kafka.add_partitions(topic, 3)
+    # produced at once: before zxd can have noticed the new partitions
+    kafka.produce(topic, rows_of(6, start=10), partition=1)
+    kafka.produce(topic, rows_of(4, start=20), partition=2)
+    kafka.produce(topic, rows_of(3, start=30), partition=0)
+    z.wait_count("pa", 13, deadline=90)
+    assert sorted(z.offsets("pa")) == sorted([(0, o) for o in range(5, 8)] +
+                                             [(1, o) for o in range(6)] +
+                                             [(2, o) for o in range(4)])
+    z.stop()
+
+
+# --------------------------------------------------------------------------
+# back-pressure
+# --------------------------------------------------------------------------
+
+def test_back_pressure_pauses_fetching_and_loses_nothing(kafka, make_kzxd):
+    """A writer that takes nothing (SIGSTOP) fills the ring: the source
+    stops reading and pauses its partitions, then goes on where it was."""
+    topic = kafka.create_topic(partitions=3)
+    pipes = {"bp": {"connection": "c", "topic": topic, "metadata": META}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")}, server_extra="ring_size: 4MiB")
+    writer = z.wait_running("writer")
+    wait_for(lambda: z.source_status("bp").get("state") == "consuming", "consuming")
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        kafka.produce(topic, rows_of(60_000))    # ~6 MB of rows: more than the ring
+        wait_for(lambda: z.source_status("bp").get("paused") is True,
+                 lambda: f"the source paused: {z.source_status('bp')}")
+    finally:
+        os.kill(writer, signal.SIGCONT)
+    ends = kafka.end_offsets(topic)
+    wait_offsets(z, "bp", ends, deadline=120)
+    wait_for(lambda: z.source_status("bp").get("paused") is False, "the source resumed")

@@ -1,0 +1,159 @@
+"""
+Kafka streams under crashes, and several zxd in one consumer group: the
+heavy runs of issue 6, kept apart from test_kafka.py.
+
+These tests run only when ZX_HEAVY_TESTS=1 is set in the environment
+(test.sh sets it for its plain, non-sanitizer pytest pass, so that they
+run once per test.sh, not again under ASan).  They need the Kafka broker
+of tests/services/kafka (kafka_fixtures.py starts it once per session).
+
+- At least once under crashes: 1,000,000 messages with unique ids over 6
+  partitions, produced while the stream worker and the writer are
+  SIGKILLed several times: every id ends up in the table (0 lost); the
+  duplicates are counted and printed (run pytest with -s to see them).
+- Two zxd instances (two data directories, two workspaces) in one group on
+  one topic, one stopped mid-way: every id is in one of the two tables.
+"""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import uid, wait_for
+from kafka_fixtures import check_offsets, kafka, make_kzxd, settle  # noqa: F401
+
+pytestmark = pytest.mark.skipif(os.environ.get("ZX_HEAVY_TESTS") != "1",
+                                reason="heavy test: set ZX_HEAVY_TESTS=1 to run it")
+
+PAD = "p" * 120
+
+
+def produce_paced(kafka, topic, n, partitions, chunks, pause, errors):
+    """Produce ids 0..n-1 (~200-byte JSON) round robin over the partitions,
+    in `chunks` bursts `pause` seconds apart, from a producer of its own."""
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": kafka.addr("plaintext"), "linger.ms": 10,
+                  "batch.num.messages": 10000, "queue.buffering.max.messages": 1000000})
+    try:
+        per = n // chunks
+        for c in range(chunks):
+            hi = n if c == chunks - 1 else (c + 1) * per
+            for i in range(c * per, hi):
+                v = '{"id":%d,"kind":"crash-test","pad":"%s"}' % (i, PAD)
+                while True:
+                    try:
+                        p.produce(topic, value=v, partition=i % partitions)
+                        break
+                    except BufferError:
+                        p.poll(0.05)
+            p.poll(0)
+            time.sleep(pause)
+        left = p.flush(120)
+        if left:
+            errors.append(f"{left} messages not delivered")
+    except Exception as e:  # reported by the test
+        errors.append(repr(e))
+
+
+def id_stats(z, table):
+    """(rows, distinct ids, min id, max id) of a table."""
+    if not z.table_exists(table):
+        return (0, 0, None, None)
+    return z.query(f'SELECT count(*), count(DISTINCT id), min(id), max(id) FROM "{table}"')[0]
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["no_group", "group"])
+def test_million_messages_under_sigkills_lose_nothing(kafka, make_kzxd, group):
+    n, parts = 1_000_000, 6
+    topic = kafka.create_topic(partitions=parts)
+    pipes = {"crash": {"connection": "c", "topic": topic,
+                       "group": f"g-{uid()[:10]}" if group else None,
+                       "metadata": ["_partition", "_offset"]}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")})
+    errors = []
+    th = threading.Thread(target=produce_paced,
+                          args=(kafka, topic, n, parts, 20, 0.4, errors), daemon=True)
+    th.start()
+    kills = []
+    victims = ["crash", "writer", "crash", "writer", "crash", "crash", "writer"]
+    last = 0
+    for victim in victims:
+        # each kill while rows flow (with a group, a restarted worker waits
+        # for the dead member's session to expire before it gets its
+        # partitions back)
+        wait_for(lambda: z.count("crash") >= last + 20_000 or
+                 id_stats(z, "crash")[1] >= n - 20_000,
+                 lambda: f"rows flowing again after {kills} (have {z.count('crash')})",
+                 deadline=120)
+        settle(0.3)
+        last = z.count("crash")
+        pid = z.wait_running(victim, deadline=60)
+        os.kill(pid, signal.SIGKILL)
+        kills.append((victim, pid, z.count("crash")))
+        z.wait_running(victim, not_pid=pid, deadline=60)
+    th.join(300)
+    assert not th.is_alive(), "the producer did not finish"
+    assert not errors, errors
+
+    def all_there():
+        return id_stats(z, "crash")[1] >= n
+    wait_for(all_there, lambda: f"{n} distinct ids (have {id_stats(z, 'crash')})\n"
+             + z.log_tail(30), deadline=300)
+    rows, distinct, lo, hi = id_stats(z, "crash")
+    assert (distinct, lo, hi) == (n, 0, n - 1), "ids lost"
+    dups = check_offsets(z.offsets("crash"), kafka.end_offsets(topic), exact=False,
+                         what="after SIGKILLs")
+    print(f"\n[kafka crash, {'group' if group else 'no group'}] {n} messages, "
+          f"{len(kills)} SIGKILLs {[(v, r) for v, _, r in kills]}: 0 lost, "
+          f"{rows - distinct} duplicate rows ({dups} duplicate offsets)")
+    # after a clean stop nothing is left behind: the group has every offset
+    z.stop()
+    if group:
+        assert kafka.committed(pipes["crash"]["group"], topic) == kafka.end_offsets(topic)
+
+
+def test_two_instances_in_one_group_share_the_topic(kafka, make_kzxd):
+    n, parts = 300_000, 6
+    topic = kafka.create_topic(partitions=parts)
+    group = f"g-{uid()[:10]}"
+    pipes = {"shared": {"connection": "c", "topic": topic, "group": group,
+                        "metadata": ["_partition", "_offset"]}}
+    conns = {"c": kafka.connection("plaintext")}
+    a = make_kzxd(pipes, conns)
+    b = make_kzxd(pipes, conns)
+
+    def owned(z):
+        return len((z.source_status("shared") or {}).get("partitions") or [])
+    # the cooperative rebalance gives each instance a share of the partitions
+    wait_for(lambda: owned(a) + owned(b) == parts and owned(a) and owned(b),
+             lambda: f"partitions split between the two (a {owned(a)}, b {owned(b)})",
+             deadline=90)
+    errors = []
+    th = threading.Thread(target=produce_paced,
+                          args=(kafka, topic, n, parts, 20, 0.3, errors), daemon=True)
+    th.start()
+    wait_for(lambda: a.count("shared") > 20_000 and b.count("shared") > 20_000,
+             "both instances writing rows", deadline=120)
+    a.stop()          # mid-way: b takes a's partitions over
+    wait_for(lambda: owned(b) == parts, lambda: f"b owns every partition ({owned(b)})",
+             deadline=90)
+    th.join(300)
+    assert not th.is_alive() and not errors, errors
+
+    def union():
+        ids = set()
+        for z in (a, b):
+            ids.update(r[0] for r in z.query('SELECT id FROM "shared"'))
+        return ids
+    wait_for(lambda: len(union()) >= n, lambda: f"{n} ids in the two tables "
+             f"(have {len(union())})\n" + b.log_tail(30), deadline=300)
+    ids = union()
+    assert len(ids) == n and min(ids) == 0 and max(ids) == n - 1
+    ra, rb = a.count("shared"), b.count("shared")
+    print(f"\n[kafka two instances] {n} messages: a {ra} rows (stopped mid-way), b {rb} rows, "
+          f"0 lost, {ra + rb - n} duplicates")
+    b.stop()
+    assert kafka.committed(group, topic) == kafka.end_offsets(topic)

@@ -1,0 +1,250 @@
+/*
+ * kafka_group.c — the `kafka` source with a consumer group: the rebalance
+ * callback (cooperative-sticky, or eager when properties ask for it) and
+ * the result of asynchronous offset commits.  See kafka.c for the whole
+ * design and kafka_int.h for what the files share.
+ *
+ * An assigned partition starts from the largest of the group's committed
+ * offset and the position the writer stored in LMDB (the writer has the
+ * rows up to it even when the worker died before committing to the
+ * group), else from the beginning, or, on the pipeline's very first start
+ * with `start: new`, from its end (published at once in a frame of
+ * positions, and committed to the group after the writer's ack).
+ *
+ * A revoke publishes the frame being gathered, waits up to REVOKE_WAIT_MS
+ * for the writer to commit every frame carrying a revoked partition,
+ * commits the acknowledged offsets synchronously, and then lets the
+ * revoke complete; past the deadline the new owner reads those messages
+ * again (at least once).
+ *
+ * It must never: commit an offset the writer has not acknowledged, or
+ * keep reading a revoked partition's messages.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+#include "workers/sources/kafka_int.h"
+
+#define REVOKE_WAIT_MS 10000
+
+void kg_offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                             rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    (void)rk;
+    kstate *s = opaque;
+    if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+        return;
+    if (err) {
+        char msg[ZX_SEG_SOURCE_ERROR_MAX];
+        ke_kind k;
+        ks_describe(s, err, NULL, NULL, msg, sizeof(msg), &k);
+        zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name, msg);
+        if (k == KE_GROUP_DENIED)
+            ks_set_error(s, k, msg, NULL);
+        return;
+    }
+    for (int i = 0; offsets && i < offsets->cnt; i++) {
+        int64_t k = kparts_find(&s->parts, offsets->elems[i].topic, offsets->elems[i].partition);
+        if (k >= 0 && !offsets->elems[i].err && offsets->elems[i].offset > s->parts.v[k].committed)
+            s->parts.v[k].committed = offsets->elems[i].offset;
+    }
+}
+
+static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coop)
+{
+    rd_kafka_topic_partition_list_t *c = rd_kafka_topic_partition_list_copy(parts);
+    rd_kafka_topic_partition_list_t *ends = rd_kafka_topic_partition_list_new(parts->cnt + 1);
+    rd_kafka_topic_partition_list_t *catchup = rd_kafka_topic_partition_list_new(parts->cnt + 1);
+    char msg[ZX_SEG_SOURCE_ERROR_MAX];
+    ke_kind k;
+    rd_kafka_resp_err_t e = rd_kafka_committed(s->rk, c, KS_OFFSETS_TIMEOUT_MS);
+    for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < c->cnt; i++)
+        if (c->elems[i].err)
+            e = c->elems[i].err;
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        /* without the committed offsets no start is right: give up, the
+         * supervisor restarts the worker (the group rebalances) */
+        ks_describe(s, e, NULL, NULL, msg, sizeof(msg), &k);
+        char full[ZX_SEG_SOURCE_ERROR_MAX];
+        snprintf(full, sizeof(full), "cannot read the group's committed offsets (%.420s)", msg);
+        ks_set_error(s, k == KE_TRANSIENT ? KE_OTHER : k, full, NULL);
+        s->fatal = 1;
+        goto out;
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        rd_kafka_topic_partition_t *t = &parts->elems[i];
+        int64_t idx = kparts_add(&s->parts, t->topic, t->partition);
+        if (idx < 0) {
+            s->fatal = 1;
+            goto out;
+        }
+        kpart *p = &s->parts.v[idx];
+        kpart_forget(p); /* frames of an earlier ownership commit nothing now */
+        int64_t committed = c->elems[i].offset >= 0 ? c->elems[i].offset : -1;
+        int64_t stored = ks_stored_position(s, p->name);
+        p->committed = committed;
+        if (stored >= 0 && stored > committed) {
+            /* the writer has the rows up to `stored`: the group commit
+             * after them was lost (the worker died in between) */
+            t->offset = stored;
+            rd_kafka_topic_partition_list_add(catchup, t->topic, t->partition)->offset = stored;
+            zx_info("event=kafka_resume_stored pipeline=%s partition=%s offset=%" PRId64
+                    " group_offset=%" PRId64, s->name, p->name, stored, committed);
+        } else if (committed >= 0) {
+            t->offset = committed;
+        } else if (s->first_start) {
+            rd_kafka_topic_partition_list_add(ends, t->topic, t->partition);
+            t->offset = RD_KAFKA_OFFSET_END;
+        } else {
+            t->offset = RD_KAFKA_OFFSET_BEGINNING;
+        }
+    }
+    if (ends->cnt) {
+        if (ks_end_offsets(s, ends) < 0) {
+            s->fatal = 1;
+            goto out;
+        }
+        for (int i = 0; i < ends->cnt; i++) {
+            rd_kafka_topic_partition_t *t =
+                rd_kafka_topic_partition_list_find(parts, ends->elems[i].topic,
+                                                   ends->elems[i].partition);
+            int64_t idx = kparts_find(&s->parts, ends->elems[i].topic, ends->elems[i].partition);
+            t->offset = ends->elems[i].offset;
+            if (ks_note_position(s, (uint32_t)idx, t->offset) < 0) {
+                s->fatal = 1;
+                goto out;
+            }
+            zx_info("event=kafka_start_new pipeline=%s partition=%s offset=%" PRId64, s->name,
+                    s->parts.v[idx].name, t->offset);
+        }
+    }
+    rd_kafka_error_t *err = NULL;
+    if (coop)
+        err = rd_kafka_incremental_assign(s->rk, parts);
+    else
+        e = rd_kafka_assign(s->rk, parts);
+    if (err || e) {
+        zx_error("event=kafka_assign_failed pipeline=%s error=\"%s\"", s->name,
+                 err ? rd_kafka_error_string(err) : rd_kafka_err2str(e));
+        if (err)
+            rd_kafka_error_destroy(err);
+        s->fatal = 1;
+        goto out;
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        int64_t idx = kparts_find(&s->parts, parts->elems[i].topic, parts->elems[i].partition);
+        s->parts.v[idx].assigned = 1;
+        s->parts.v[idx].next = parts->elems[i].offset >= 0 ? parts->elems[i].offset : -1;
+    }
+    if (parts->cnt)
+        s->first_start = 0; /* later partitions are "added later" */
+    s->c_idx = -1;
+    s->next_status_ms = 0;
+    zx_info("event=kafka_assigned pipeline=%s partitions=%d", s->name, parts->cnt);
+    /* an assignment proves the cluster, the credentials and the group */
+    if (s->error[0] && !ks_topic_level(s->error_kind))
+        ks_clear_error(s, NULL);
+out:
+    /* the stored positions are the writer's (acknowledged by definition):
+     * the group catches up with them at once, or it would stay behind
+     * until new messages come */
+    if (catchup->cnt && !s->fatal) {
+        rd_kafka_resp_err_t ce = rd_kafka_commit(s->rk, catchup, 1);
+        if (ce)
+            zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name,
+                    rd_kafka_err2str(ce));
+    }
+    rd_kafka_topic_partition_list_destroy(c);
+    rd_kafka_topic_partition_list_destroy(ends);
+    rd_kafka_topic_partition_list_destroy(catchup);
+}
+
+/* Drop the messages taken but not batched of partitions no longer ours. */
+static void drop_unassigned_held(kstate *s)
+{
+    size_t k = s->held_off;
+    for (size_t i = s->held_off; i < s->nheld; i++) {
+        rd_kafka_message_t *m = s->held[i];
+        int64_t idx = m->err || !m->rkt ? -1 : ks_part_of(s, m->rkt, m->partition);
+        if (!m->err && (idx < 0 || !s->parts.v[idx].assigned))
+            rd_kafka_message_destroy(m);
+        else
+            s->held[k++] = m;
+    }
+    s->nheld = k;
+}
+
+static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coop)
+{
+    int lost = rd_kafka_assignment_lost(s->rk);
+    if (!lost && !s->closing) {
+        /* publish what is gathered, then wait until the writer has
+         * committed every frame that carries a revoked partition */
+        int64_t deadline = zx_mono_ms() + REVOKE_WAIT_MS;
+        if (ks_publish(s) == KS_PUB_FATAL)
+            s->fatal = 1;
+        for (;;) {
+            if (s->kept && ks_publish(s) == KS_PUB_FATAL)
+                s->fatal = 1;
+            uint64_t need = 0;
+            for (int i = 0; i < parts->cnt; i++) {
+                int64_t idx = kparts_find(&s->parts, parts->elems[i].topic,
+                                          parts->elems[i].partition);
+                if (idx >= 0 && kpart_last_seq(&s->parts.v[idx]) > need)
+                    need = kpart_last_seq(&s->parts.v[idx]);
+            }
+            if ((!s->kept && zx_src_acked_seq(s->rt) >= need) || s->fatal)
+                break;
+            if (zx_mono_ms() > deadline) {
+                zx_warn("event=kafka_revoke_uncommitted pipeline=%s partitions=%d "
+                        "detail=\"frames not committed within %d ms: their messages will be "
+                        "read again\"", s->name, parts->cnt, REVOKE_WAIT_MS);
+                break;
+            }
+            zx_src_wait(s->rt, 50);
+        }
+        ks_commit_acked(s, zx_src_acked_seq(s->rt), 1);
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        int64_t idx = kparts_find(&s->parts, parts->elems[i].topic, parts->elems[i].partition);
+        if (idx < 0)
+            continue;
+        kpart *p = &s->parts.v[idx];
+        p->assigned = 0;
+        p->next = -1;
+        kpart_forget(p);
+    }
+    drop_unassigned_held(s);
+    if (coop) {
+        rd_kafka_error_t *err = rd_kafka_incremental_unassign(s->rk, parts);
+        if (err) {
+            zx_warn("event=kafka_unassign_failed pipeline=%s error=\"%s\"", s->name,
+                    rd_kafka_error_string(err));
+            rd_kafka_error_destroy(err);
+        }
+    } else {
+        rd_kafka_assign(s->rk, NULL);
+    }
+    s->next_status_ms = 0;
+    zx_info("event=kafka_revoked pipeline=%s partitions=%d lost=%d", s->name, parts->cnt, lost);
+}
+
+void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    kstate *s = opaque;
+    int coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        on_assign(s, parts, coop);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        on_revoke(s, parts, coop);
+    } else {
+        zx_error("event=kafka_rebalance_error pipeline=%s error=\"%s\"", s->name,
+                 rd_kafka_err2str(err));
+        on_revoke(s, parts, coop);
+    }
+}
