@@ -90,6 +90,26 @@ def chunked(parts):
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
 
 
+# ---- Kafka messages (the input layout at the top of fuzz_kafka_batch.c) -----
+def kafka(msgs, meta=0xF, limit=0, lparam=0):
+    """msgs: dicts of key, payload (None: tombstone), topic 0-3, part 0-7, off 0-7,
+    ts 0-7, prm (byte), kind (payload kind 0-3), huge_key.  One message:
+    the payload is the rest of the input; several: each has its length."""
+    multi = len(msgs) != 1
+    out = bytes([(meta & 15) | (limit << 4) | (multi << 6), lparam])
+    for m in msgs:
+        key, payload = m.get("key"), m.get("payload", b"")
+        h0 = ((key is not None) | (payload is None) << 1 | m.get("huge_key", 0) << 2 |
+              m.get("kind", 0) << 4 | m.get("topic", 0) << 6)
+        h1 = m.get("part", 0) | m.get("off", 0) << 3
+        key, payload = key or b"", payload or b""
+        out += bytes([h0, h1, m.get("ts", 2), len(key), m.get("prm", 0)])
+        if multi:
+            out += struct.pack("<H", len(payload))
+        out += key + payload
+    return out
+
+
 def main():
     ev = b'{"user":"ann","n":1,"ok":true,"at":"2026-11-30T16:00:00Z","o":{"a":[1,2]}}'
     nd = ev + b"\n" + b'{"user":"bob","n":2.5}\n'
@@ -180,6 +200,44 @@ def main():
             "array": b"\0[" + ev + b",{\"n\":-9223372036854775808}]",
             "bad": b"\0{\"a\":1e999999,\"b\":-99999999999999999999}",
         },
+    }
+    seeds["kafka_batch"] = {
+        "object": kafka([{"key": b"user-1", "payload": ev}]),
+        "array": kafka([{"key": b"k", "payload": b'[' + ev + b',{"n":3},{"_key":"x"}]',
+                         "part": 1, "off": 2, "prm": 41}]),
+        "not-json": kafka([{"key": b"k", "payload": b"hello, {world"}]),
+        "number": kafka([{"payload": b"42", "ts": 0}]),
+        "empty": kafka([{"key": b"", "payload": b""}]),
+        "empty-array": kafka([{"payload": b" [ ] "}], meta=0),
+        "tombstone": kafka([{"key": b"gone", "payload": None, "off": 2, "prm": 9}]),
+        "huge-key": kafka([{"key": b"K", "huge_key": 1, "payload": b"{not json"},
+                           {"key": b"key", "huge_key": 1, "payload": b'{"a":1}'}]),
+        "huge-payload": kafka([{"key": b"k", "payload": b'{"a":"x"', "kind": 1}]),
+        "bad-utf8": kafka([{"key": b"\xff\xfe\x00k", "payload": b'{"a":"\xc3\x28\xed\xa0\x80",'
+                                                              b'"\xf5b":1}'},
+                           {"payload": b"\xc3\x28"}]),
+        "nested-deep": kafka([{"payload": b'{"a":' + b"[" * 70 + b"]" * 70 + b"}"},
+                              {"payload": b'{"a":1}', "kind": 3, "prm": 200},
+                              {"payload": b"{}", "kind": 3, "prm": 2}]),
+        "wide": kafka([{"payload": b"", "kind": 2, "prm": 100},
+                       {"payload": b"", "kind": 2, "prm": 100},
+                       {"payload": b"", "kind": 2, "prm": 130}]),
+        "batch": kafka([{"key": b"a", "payload": ev, "part": 0},
+                        {"key": b"b", "payload": b'{"n":1}', "part": 1, "topic": 1},
+                        {"payload": None, "part": 0},
+                        {"payload": b"[1]", "part": 2, "topic": 2},
+                        {"payload": b'{"n":2}', "part": 0, "off": 2, "prm": 7}],
+                       meta=0xF),
+        "extremes": kafka([{"key": b"x", "payload": b'{"a":1}', "part": 5, "off": 3, "ts": 3},
+                           {"payload": b'{"a":2}', "part": 6, "off": 7, "ts": 4},
+                           {"payload": b'{"a":3}', "part": 4, "off": 4, "ts": 5},
+                           {"payload": b"nope", "part": 3, "prm": 0x80, "off": 5, "ts": 6},
+                           {"payload": b'{"a":5}', "part": 5, "off": 6, "ts": 7}]),
+        "small-limit": kafka([{"key": b"a", "payload": ev}, {"payload": ev},
+                              {"payload": None}, {"payload": b"x" * 300}],
+                             limit=1, lparam=20),
+        "tiny-limit": kafka([{"payload": None}, {"payload": None, "part": 1}],
+                            limit=1, lparam=0),
     }
     seeds["json_fast"] = {k: bytes([v[0] | 2]) + v[1:] if k == "obj" else v
                           for k, v in seeds["json_rows"].items()}

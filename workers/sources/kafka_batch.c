@@ -221,7 +221,7 @@ static int add_metadata(kbatch *b, const kb_msg *m, uint32_t first)
     if (b->metadata & ZX_META_TIMESTAMP) {
         if ((c = zx_rowset_column(rs, "_timestamp", 10, ZX_T_TIMESTAMP)) < 0)
             return -1;
-        if (m->ts_ms >= 0) {
+        if (m->ts_ms >= 0 && m->ts_ms <= INT64_MAX / 1000) { /* no overflow in * 1000 */
             /* messages of one producer batch share their timestamp */
             if (!b->ts_text || b->ts_ms != m->ts_ms) {
                 char t[ZX_TS_BUFSZ];
@@ -302,7 +302,7 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
     kb_pos *p = pos_slot(b, part, m->topic, m->partition);
     if (!p)
         goto nomem;
-    p->next = m->offset + 1;
+    p->next = m->offset < INT64_MAX ? m->offset + 1 : INT64_MAX; /* no overflow */
     b->nmsgs++;
     if (!b->first_us)
         b->first_us = zx_mono_us();
