@@ -33,7 +33,7 @@
 _Static_assert(CTL_MAX_CONNS / 2 == 32, "the follower cap in the message");
 #include "workers/writer/store.h"
 
-static void reply(struct bufferevent *bev, json_t *o)
+void sup_control_reply(struct bufferevent *bev, json_t *o)
 {
     /* o is NULL when a json_pack failed (e.g. a path that is not UTF-8):
      * answer an error rather than crash the supervisor. */
@@ -322,7 +322,7 @@ void sup_reload_start(sup *s, struct bufferevent *bev)
 {
     if (s->reload_result) {
         if (bev) {
-            reply(bev, err_obj("a reload is already in progress", NULL));
+            sup_control_reply(bev, err_obj("a reload is already in progress", NULL));
             finish_conn(bev);
         } else {
             zx_info("event=sighup result=deferred reason=\"a reload is in progress\"");
@@ -333,7 +333,7 @@ void sup_reload_start(sup *s, struct bufferevent *bev)
     json_t *r = sup_reload(s);
     if (!r) {
         if (bev) {
-            reply(bev, err_obj("out of memory while reloading", NULL));
+            sup_control_reply(bev, err_obj("out of memory while reloading", NULL));
             finish_conn(bev);
         }
         return;
@@ -355,7 +355,7 @@ void sup_reload_check_reply(sup *s)
     json_t *r = sup_reload_finish(s->reload_result);
     s->reload_result = NULL;
     if (s->reload_bev) {
-        reply(s->reload_bev, r); /* takes r */
+        sup_control_reply(s->reload_bev, r); /* takes r */
         finish_conn(s->reload_bev);
         s->reload_bev = NULL;
     } else {
@@ -376,7 +376,7 @@ static void conn_read(struct bufferevent *bev, void *arg)
     char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF);
     if (!line) {
         if (evbuffer_get_length(in) > ZX_CTL_MAX_LINE) {
-            reply(bev, err_obj("request line too long", NULL));
+            sup_control_reply(bev, err_obj("request line too long", NULL));
             finish_conn(bev);
         }
         return;
@@ -415,7 +415,7 @@ static void conn_read(struct bufferevent *bev, void *arg)
             nf++;
         if (follow && nf >= CTL_MAX_CONNS / 2) {
             /* the other half stays for status, reload and the rest */
-            reply(bev, err_obj("too many feed followers (%s); retry later", "32"));
+            sup_control_reply(bev, err_obj("too many feed followers (%s); retry later", "32"));
             finish_conn(bev);
             return;
         }
@@ -427,7 +427,7 @@ static void conn_read(struct bufferevent *bev, void *arg)
         out = err_obj("unknown command '%s'", cmd);
     }
     json_decref(req);
-    reply(bev, out);
+    sup_control_reply(bev, out);
     finish_conn(bev);
 }
 

@@ -47,19 +47,6 @@ typedef struct probe {
 
 static probe *probes;
 
-static void reply_json(struct bufferevent *bev, json_t *o)
-{
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    struct evbuffer *ob = bufferevent_get_output(bev);
-    if (s)
-        evbuffer_add(ob, s, strlen(s));
-    else
-        evbuffer_add_printf(ob, "{\"ok\":false,\"error\":\"internal error\"}");
-    evbuffer_add(ob, "\n", 1);
-    free(s);
-    json_decref(o);
-}
-
 static void probe_free(probe *p)
 {
     for (probe **pp = &probes; *pp; pp = &(*pp)->next)
@@ -90,7 +77,7 @@ static void probe_finish(probe *p, const char *why)
         }
         if (why)
             o = json_pack("{s:b, s:s, s:s}", "ok", 0, "name", p->name, "error", why);
-        reply_json(p->bev, o);
+        sup_control_reply(p->bev, o);
         sup_control_finish(zx_the_sup, p->bev);
     }
     if (p->pid > 0 && !why)

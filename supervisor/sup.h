@@ -198,6 +198,9 @@ void sup_control_conn_free(sup *s, struct bufferevent *bev);
  * are done) or for SIGHUP (bev NULL; the outcome is logged).  A SIGHUP
  * during a reload runs another one after it. */
 void sup_reload_start(sup *s, struct bufferevent *bev);
+/* Queue o (taken; NULL answers "cannot encode") as one JSON line to the
+ * control client bev. */
+void sup_control_reply(struct bufferevent *bev, json_t *o);
 /* Finish a control connection once its answer is written. */
 void sup_control_finish(sup *s, struct bufferevent *bev);
 
