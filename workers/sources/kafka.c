@@ -350,18 +350,32 @@ void ks_pause_all(kstate *s, int pause)
  * (async, or sync while a revoke or the close waits for it). */
 void ks_commit_acked(kstate *s, uint64_t seq, int sync)
 {
-    rd_kafka_topic_partition_list_t *l = NULL;
     for (size_t i = 0; i < s->parts.n; i++) {
         kpart *p = &s->parts.v[i];
         int64_t next;
-        if (!kpart_ack(p, seq, &next))
-            continue;
-        p->acked = next;
-        if (!s->group || !p->assigned || next <= p->committed)
+        if (kpart_ack(p, seq, &next))
+            p->acked = next;
+    }
+    ks_commit_pending(s, sync);
+}
+
+/* Commit to the group every assigned partition whose acknowledged
+ * position is ahead of what the group holds: the new acks, and any
+ * earlier commit the group refused (say, during a rebalance after a
+ * crash) or a catch-up to the stored positions that failed.  Called on
+ * every ack, once a second, and (sync) at a revoke and at the close. */
+void ks_commit_pending(kstate *s, int sync)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (!s->group)
+        return;
+    for (size_t i = 0; i < s->parts.n; i++) {
+        kpart *p = &s->parts.v[i];
+        if (!p->assigned || p->acked < 0 || p->acked <= p->committed)
             continue;
         if (!l && !(l = rd_kafka_topic_partition_list_new(8)))
             return;
-        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = next;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = p->acked;
     }
     if (!l)
         return;
@@ -457,6 +471,7 @@ static int k_poll(zx_src *rt, void *st)
     if (now >= s->next_status_ms) {
         s->next_status_ms = now + STATUS_EVERY_MS;
         status_update(s);
+        ks_commit_pending(s, 0); /* retry what the group refused */
     }
     if (!s->group && !zx_src_stopping(rt))
         kso_apply(s);

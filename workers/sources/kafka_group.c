@@ -91,6 +91,7 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
             /* the writer has the rows up to `stored`: the group commit
              * after them was lost (the worker died in between) */
             t->offset = stored;
+            p->acked = stored; /* retried by ks_commit_pending if refused */
             rd_kafka_topic_partition_list_add(catchup, t->topic, t->partition)->offset = stored;
             zx_info("event=kafka_resume_stored pipeline=%s partition=%s offset=%" PRId64
                     " group_offset=%" PRId64, s->name, p->name, stored, committed);

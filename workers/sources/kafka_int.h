@@ -367,6 +367,9 @@ void ks_pause_all(kstate *s, int pause);
 /* The writer committed the frames up to seq: commit the positions they
  * carried to the group (async; sync while a revoke or close waits). */
 void ks_commit_acked(kstate *s, uint64_t seq, int sync);
+/* Commit to the group every assigned partition whose acknowledged
+ * position (kpart.acked) is ahead of its committed one (async, or sync). */
+void ks_commit_pending(kstate *s, int sync);
 
 /* kafka_group.c: with a consumer group. */
 void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
