@@ -325,22 +325,92 @@ int ks_publish(kstate *s)
     }
 }
 
-/* Pause (or resume) fetching every partition we read. */
+/* Pause every partition we read, or resume those we paused. */
 void ks_pause_all(kstate *s, int pause)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)s->parts.n + 1);
-    for (size_t i = 0; i < s->parts.n; i++)
-        if (s->parts.v[i].assigned)
-            rd_kafka_topic_partition_list_add(l, s->parts.v[i].topic, s->parts.v[i].partition);
-    if (pause)
+    for (size_t i = 0; i < s->parts.n; i++) {
+        kpart *p = &s->parts.v[i];
+        if (pause ? !p->assigned || p->paused : !p->paused)
+            continue;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+        p->paused = pause;
+    }
+    if (l->cnt && pause)
         rd_kafka_pause_partitions(s->rk, l);
-    else
+    else if (l->cnt)
         rd_kafka_resume_partitions(s->rk, l);
     int n = l->cnt;
     rd_kafka_topic_partition_list_destroy(l);
     s->paused = pause;
+    if (!pause)
+        ks_watch_gaps(s);
     zx_info("event=%s pipeline=%s partitions=%d", pause ? "kafka_paused" : "kafka_resumed",
             s->name, n);
+}
+
+void ks_watch_gaps(kstate *s)
+{
+    s->epoch++;
+    for (size_t i = 0; i < s->parts.n; i++)
+        if (s->parts.v[i].assigned)
+            s->parts.v[i].check_epoch = s->epoch;
+}
+
+/* Destroy the held messages after the current one that belong to part
+ * idx (fetched before a seek). */
+static void drop_held_of(kstate *s, int64_t idx)
+{
+    size_t k = s->held_off + 1;
+    for (size_t i = s->held_off + 1; i < s->nheld; i++) {
+        rd_kafka_message_t *m = s->held[i];
+        if (!m->err && m->rkt && ks_part_of(s, m->rkt, m->partition) == idx)
+            rd_kafka_message_destroy(m);
+        else
+            s->held[k++] = m;
+    }
+    s->nheld = k;
+}
+
+/* The first message of partition idx after a rebalance or a resume: when
+ * its offset is past the one expected, read again from the expected one
+ * (once per position: a real gap, left by compaction or transaction
+ * markers, is then taken as it is).  1 when m must be dropped (a seek was
+ * made), else 0. */
+static int check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m)
+{
+    kpart *p = &s->parts.v[idx];
+    if (!p->check_epoch || s->held_epoch < p->check_epoch)
+        return 0;
+    p->check_epoch = 0;
+    if (p->next < 0 || m->offset <= p->next || p->gap_at == p->next)
+        return 0;
+    zx_warn("event=kafka_offset_gap pipeline=%s partition=%s expected=%" PRId64 " got=%" PRId64
+            " detail=\"librdkafka skipped messages after a rebalance or a resume: reading "
+            "again from the expected offset\"", s->name, p->name, p->next, m->offset);
+    p->gap_at = p->next;
+    rd_kafka_resp_err_t e;
+    if (p->rkt) {
+        e = rd_kafka_seek(p->rkt, p->partition, p->next, KS_OFFSETS_TIMEOUT_MS);
+    } else {
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = p->next;
+        rd_kafka_error_t *err = rd_kafka_seek_partitions(s->rk, l, KS_OFFSETS_TIMEOUT_MS);
+        e = err ? rd_kafka_error_code(err) : l->elems[0].err;
+        if (err)
+            rd_kafka_error_destroy(err);
+        rd_kafka_topic_partition_list_destroy(l);
+    }
+    if (e) {
+        /* the messages are gone for this incarnation: a restart reads
+         * them again from the committed positions */
+        zx_error("event=kafka_seek_failed pipeline=%s partition=%s offset=%" PRId64
+                 " error=\"%s\"", s->name, p->name, p->next, rd_kafka_err2str(e));
+        s->fatal = 1;
+        return 1;
+    }
+    drop_held_of(s, idx);
+    return 1;
 }
 
 /* ---- commits ---------------------------------------------------------- */
@@ -416,6 +486,8 @@ static int take(kstate *s, rd_kafka_message_t *m)
     int64_t idx = ks_part_of(s, m->rkt, m->partition);
     if (idx < 0 || !s->parts.v[idx].assigned)
         return KB_ADDED; /* revoked meanwhile: the next owner reads it */
+    if (check_gap(s, idx, m))
+        return KB_ADDED; /* read again after the seek */
     kpart *p = &s->parts.v[idx];
     rd_kafka_timestamp_type_t tt;
     kb_msg km = {
@@ -494,6 +566,7 @@ static int k_poll(zx_src *rt, void *st)
                 if (n > 0) {
                     s->nheld = (size_t)n;
                     s->held_us = zx_now_us();
+                    s->held_epoch = s->epoch;
                 }
             }
             return s->fatal ? ZX_SRC_FATAL : ZX_SRC_BLOCKED;
@@ -544,6 +617,7 @@ static int k_poll(zx_src *rt, void *st)
         }
         s->nheld = (size_t)n;
         s->held_us = zx_now_us();
+        s->held_epoch = s->epoch;
         if (s->kept) /* a rebalance published and the ring is full: the
                         messages wait in held */
             return ZX_SRC_BLOCKED;

@@ -210,15 +210,23 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
         }
         ks_commit_acked(s, zx_src_acked_seq(s->rt), 1);
     }
+    rd_kafka_topic_partition_list_t *paused = rd_kafka_topic_partition_list_new(parts->cnt + 1);
     for (int i = 0; i < parts->cnt; i++) {
         int64_t idx = kparts_find(&s->parts, parts->elems[i].topic, parts->elems[i].partition);
         if (idx < 0)
             continue;
         kpart *p = &s->parts.v[idx];
+        if (p->paused) /* librdkafka keeps a pause across assignments */
+            rd_kafka_topic_partition_list_add(paused, p->topic, p->partition);
+        p->paused = 0;
+        p->check_epoch = 0;
         p->assigned = 0;
         p->next = -1;
         kpart_forget(p);
     }
+    if (paused->cnt)
+        rd_kafka_resume_partitions(s->rk, paused);
+    rd_kafka_topic_partition_list_destroy(paused);
     drop_unassigned_held(s);
     if (coop) {
         rd_kafka_error_t *err = rd_kafka_incremental_unassign(s->rk, parts);
@@ -239,6 +247,7 @@ void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 {
     kstate *s = opaque;
     int coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    /* every partition kept or added: its next message is checked */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         on_assign(s, parts, coop);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
@@ -248,4 +257,5 @@ void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                  rd_kafka_err2str(err));
         on_revoke(s, parts, coop);
     }
+    ks_watch_gaps(s);
 }

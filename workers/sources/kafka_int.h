@@ -153,6 +153,16 @@ typedef struct kpart {
     int64_t committed;         /* last offset committed to the group
                                   (-1 none this run) */
     int64_t high;              /* high watermark (-1 unknown) */
+    int paused;                /* paused by ks_pause_all (resumed only then:
+                                  resuming a partition that is not paused
+                                  makes librdkafka 2.0 restart its fetcher
+                                  at a stale position) */
+    uint64_t check_epoch;      /* != 0: the first message librdkafka gives
+                                  after that event (a rebalance, a resume)
+                                  is checked against next (ks_check_gap) */
+    int64_t gap_at;            /* the position last read again after a gap
+                                  (-1 none): the same gap is then taken as
+                                  real (compaction, transaction markers) */
     kp_flight *q;              /* circular, oldest first */
     size_t qhead, qlen, qcap;
     void *rkt;                 /* no group: its rd_kafka_topic_t */
@@ -295,10 +305,12 @@ typedef struct kstate {
     int kept;                   /* the runtime keeps our frame (no room) */
     int64_t blocked_since_ms;
     int paused;
+    uint64_t epoch;             /* rebalances and resumes so far */
 
     rd_kafka_message_t **held;  /* taken from librdkafka, not yet batched */
     size_t nheld, held_off;
     int64_t held_us;            /* when they were polled */
+    uint64_t held_epoch;        /* epoch when they were polled */
 
     const rd_kafka_topic_t *c_rkt;  /* last partition looked up */
     int32_t c_part;
@@ -362,8 +374,16 @@ int ks_publish(kstate *s);
  * that frame is encoded already, and what it carries is what its ack
  * commits.  0 or -1 (ENOMEM). */
 int ks_note_position(kstate *s, uint32_t part, int64_t next);
-/* Pause (1) or resume (0) fetching every partition read. */
+/* Pause (1) every partition read, or resume (0) those it paused; a
+ * resume is an event after which each partition's next message is
+ * checked for a gap (ks_watch_gaps). */
 void ks_pause_all(kstate *s, int pause);
+/* A rebalance or a resume happened: the first message librdkafka gives
+ * afterwards for each assigned partition is checked against the offset
+ * expected (librdkafka 2.0 may restart a fetcher past messages it had
+ * fetched and then dropped: seen as ids lost after a cooperative
+ * rebalance under back-pressure). */
+void ks_watch_gaps(kstate *s);
 /* The writer committed the frames up to seq: commit the positions they
  * carried to the group (async; sync while a revoke or close waits). */
 void ks_commit_acked(kstate *s, uint64_t seq, int sync);
