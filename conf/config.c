@@ -20,6 +20,7 @@
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
 
+#include "common/dsn.h"
 #include "common/segment.h"
 
 #include <errno.h>
@@ -520,6 +521,45 @@ static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w,
                    (unsigned long long)(c->ring_budget / MiB));
 }
 
+/* Top-level options marked required: required when their section is
+ * written (`workspace.postgres` needs `dsn`). */
+static void cf_check_required(zx_cf_ctx *x, const zx_cf_where *w)
+{
+    for (size_t i = 0; i < zx_cf_noptions && i < ZX_CF_MAX_OPTIONS; i++) {
+        const zx_cf_option *o = &zx_cf_options[i];
+        const yaml_node_t *sec;
+        if (!(o->flags & ZX_CF_REQUIRED) ||
+            zx_cf_target(o->section) != ZX_CF_ROOT || w->opt[i])
+            continue;
+        sec = zx_cf_where_sec(w, o->section);
+        if (sec)
+            zx_cf_error_at(x, sec, "%s: missing required field '%s'",
+                           o->section, o->name);
+    }
+}
+
+/* Which workspace: at most one of its sub-sections; and the dsn as it may
+ * be shown. */
+static void cf_check_workspace(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w)
+{
+    const yaml_node_t *sq = zx_cf_where_sec(w, "workspace.sqlite");
+    const yaml_node_t *pg = zx_cf_where_sec(w, "workspace.postgres");
+    const yaml_node_t *dsn = zx_cf_where_opt(w, "workspace.postgres", "dsn");
+
+    c->ws_kind = pg ? ZX_WS_KIND_POSTGRES : ZX_WS_KIND_SQLITE;
+    if (sq && pg)
+        zx_cf_error_at(x, pg, "workspace: workspace.sqlite (line %d) and "
+                       "workspace.postgres are both given; write one of them",
+                       zx_cf_line(sq));
+    if (!pg || (!c->pg_dsn && !zx_cf_scalar(dsn)))
+        return;
+    /* pg_dsn NULL: a secret skipped under ZX_CONF_SKIP_SECRETS (or refused,
+     * already reported): the text as written, references unresolved */
+    c->pg_dsn_shown = zx_dsn_redact(c->pg_dsn ? c->pg_dsn : zx_cf_scalar(dsn));
+    if (!c->pg_dsn_shown)
+        zx_cf_error_at(x, dsn, "out of memory");
+}
+
 static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
 {
     zx_conf *c = ld->c;
@@ -528,6 +568,8 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
     uint64_t biggest = c->http.max_body_size, need;
     size_t i;
 
+    cf_check_required(x, w);
+    cf_check_workspace(x, c, w);
     cf_make_abs(x, &c->data_dir, c->base_dir);
     cf_make_abs(x, &c->control_socket, c->data_dir);
     cf_make_abs(x, &c->sqlite_path, c->data_dir);
@@ -698,6 +740,7 @@ void zx_conf_free(zx_conf *c)
     }
     free(c->connections);
     zx_cf_free_fields(ZX_CF_ROOT, c);
+    free(c->pg_dsn_shown);
     free(c->http.host);
     free(c->path);
     free(c->base_dir);

@@ -16,7 +16,9 @@
  * never touches running state, so a reload can build the new config, diff
  * it with zx_conf_pipeline_same, and only then swap.
  *
- * Values written as ${env:NAME} or ${file:PATH} are resolved at load time;
+ * References written as ${env:NAME} or ${file:PATH}, a whole value or
+ * inside a longer one (`postgresql://zx:${env:PG_PASSWORD}@db1/x`), are
+ * resolved at load time ($${ is a literal ${; rules in conf/secrets.c);
  * an error message never contains a resolved value.
  *
  * This module must never: open sockets or databases, create directories,
@@ -77,10 +79,10 @@ typedef struct zx_conf_connection {
                                 "sasl_plaintext" | "sasl_ssl" */
     char *sasl_mechanism;    /* "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512";
                                 NULL when no sasl (security not sasl_*) */
-    char *sasl_username;     /* taken literally: only a whole ${env:}/${file:}
-                                is a reference ("$ConnectionString" is not) */
+    char *sasl_username;     /* taken literally but for ${env:}/${file:}
+                                references ("$ConnectionString" is literal) */
     char *sasl_password;     /* secret; NULL when no sasl, or when loaded with
-                                ZX_CONF_SKIP_SECRETS and written as a
+                                ZX_CONF_SKIP_SECRETS and written with a
                                 ${env:}/${file:} reference */
     char *tls_ca, *tls_cert, *tls_key;  /* absolute paths or NULL; checked
                                 readable at load (not with SKIP_SECRETS);
@@ -92,7 +94,7 @@ typedef struct zx_conf_connection {
                                 value whose key contains "password", "secret"
                                 or "sasl.oauthbearer" is secret: NULL when
                                 loaded with ZX_CONF_SKIP_SECRETS and written
-                                as a reference */
+                                with a reference */
     size_t nprops;
     int line, column;        /* where the connection's name is written */
 } zx_conf_connection;
@@ -103,7 +105,7 @@ typedef struct zx_conf_pipeline {
     char *source;            /* "http" | "kafka" */
     char *key;               /* http: push key (secret); NULL for other
                                 sources, or when loaded with
-                                ZX_CONF_SKIP_SECRETS and written as a
+                                ZX_CONF_SKIP_SECRETS and written with a
                                 ${env:}/${file:} reference */
     char *table;             /* default: name with '-' replaced by '_';
                                 [A-Za-z_][A-Za-z0-9_]{0,62}, not "_zx*",
@@ -146,6 +148,13 @@ typedef struct zx_conf_pipeline {
     int line, column;        /* where the pipeline's name is written (1-based) */
 } zx_conf_pipeline;
 
+/* The database the pipelines write into (zx_conf.ws_kind): `workspace.sqlite`
+ * or `workspace.postgres`, at most one of the two written. */
+enum {
+    ZX_WS_KIND_SQLITE = 0,   /* the default, also when `workspace` is absent */
+    ZX_WS_KIND_POSTGRES = 1
+};
+
 typedef struct zx_conf {
     char *path;              /* absolute path of the file (symlinks resolved) */
     char *base_dir;          /* its folder */
@@ -155,8 +164,31 @@ typedef struct zx_conf {
                                 that group (checked by whoever binds) */
     char *log_level;         /* "debug" | "info" (default) | "warn" | "error" */
     zx_conf_http http;
-    char *sqlite_path;       /* absolute; default <data_dir>/workspace.db */
+    int ws_kind;             /* ZX_WS_KIND_SQLITE (default) or
+                                ZX_WS_KIND_POSTGRES (`workspace.postgres`
+                                written) */
+    char *sqlite_path;       /* absolute; default <data_dir>/workspace.db.
+                                The sqlite_* fields hold their defaults, and
+                                are unused, with ZX_WS_KIND_POSTGRES */
     char *sqlite_synchronous;/* "normal" (default) | "full" */
+    /* ZX_WS_KIND_POSTGRES only: with ZX_WS_KIND_SQLITE pg_dsn and
+     * pg_dsn_shown are NULL, pg_schema and pg_application_name hold their
+     * defaults. */
+    char *pg_dsn;            /* libpq connection string (`postgresql://` URI
+                                or key=value pairs), references resolved:
+                                may hold a password, never print it (use
+                                pg_dsn_shown).  NULL when loaded with
+                                ZX_CONF_SKIP_SECRETS and written with a
+                                ${env:}/${file:} reference */
+    char *pg_dsn_shown;      /* pg_dsn with every password replaced by `***`
+                                (zx_dsn_redact, common/dsn.h): what logs,
+                                status and errors may show.  When pg_dsn is
+                                NULL (skipped secret): the dsn as written,
+                                references unresolved, passwords hidden */
+    char *pg_schema;         /* schema of the tables: 1 to 63 bytes without
+                                control characters (so no NUL), an exact
+                                name (to be quoted); default "public" */
+    char *pg_application_name; /* libpq application_name; default "zxd" */
     uint32_t commit_interval_ms; /* longest a writer transaction stays open
                                     while frames keep arriving; 20 ms */
     uint32_t max_queue_delay_ms; /* a frame waiting this long for the writer
@@ -277,12 +309,20 @@ size_t *zx_cf_dups(zx_cf_ctx *x, const yaml_node_t *map);
 const char *zx_cf_suggest(const char *w, const char *const *cands, size_t n);
 
 /* secrets.c */
-/* Resolve `text`: when it is a ${env:NAME} or ${file:PATH} reference,
- * *out = new string with the value and *is_ref = 1; otherwise *out = copy
- * of text, *is_ref = 0.  When skip is set and text is a reference, *out =
- * NULL, *is_ref = 1, returns 0.  Returns 0, or -1 after reporting at n. */
+/* What zx_cf_resolve found in a value (*is_ref). */
+#define ZX_CF_REF_NONE  0   /* no reference ($${ escapes maybe) */
+#define ZX_CF_REF_WHOLE 1   /* exactly one reference, nothing else */
+#define ZX_CF_REF_PART  2   /* references inside a longer value, or several */
+/* Resolve `text`: each ${env:NAME} and ${file:PATH} in it is replaced by
+ * its value and each $${ by a literal ${ (rules in secrets.c); nothing in
+ * a resolved value is read again.  *out = the new string (caller frees),
+ * *is_ref = ZX_CF_REF_*.  When secret is set, ZX_CONF_SKIP_SECRETS is in
+ * x->flags and text holds a reference: *out = NULL and 0, nothing read
+ * (the references' syntax is still checked).  Messages name a variable or
+ * a file, never a value, and quote no part of text when secret is set.
+ * Returns 0, or -1 after reporting at n. */
 int zx_cf_resolve(zx_cf_ctx *x, const yaml_node_t *n, const char *text,
-                  int skip, char **out, int *is_ref);
+                  int secret, char **out, int *is_ref);
 
 /* options.c: the table; fields.c, lists.c: setting, freeing, comparing
  * by row. */
@@ -290,6 +330,10 @@ typedef enum zx_cf_type {
     ZX_CF_STRING, ZX_CF_PATH, ZX_CF_ENUM, ZX_CF_ENUM_INT, ZX_CF_SIZE,
     ZX_CF_DURATION, ZX_CF_UINT, ZX_CF_LISTEN, ZX_CF_METADATA, ZX_CF_IDENT,
     ZX_CF_GROUP,
+    ZX_CF_DSN,        /* a libpq connection string (zx_dsn_check); quoted
+                         in messages only through zx_dsn_redact */
+    ZX_CF_SQLNAME,    /* an SQL name used quoted: 1 to 63 bytes, no control
+                         characters */
     /* The list types fill a char ** at offset and its size_t count at
      * n_offset (freed and replaced as a whole when set again). */
     ZX_CF_HOSTPORTS,  /* list of host:port, or one "a:1,b:2" string */
@@ -302,9 +346,13 @@ typedef enum zx_cf_type {
 
 enum { ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION }; /* struct of `offset` */
 #define ZX_CF_REQUIRED 0x1u    /* in a named-map entry: required when the
-                                  entry's source is among `sources` */
-#define ZX_CF_SECRET   0x2u    /* never quoted in a message; left NULL by
-                                  ZX_CONF_SKIP_SECRETS when a reference */
+                                  entry's source is among `sources`; at the
+                                  top level: required when its section is
+                                  written */
+#define ZX_CF_SECRET   0x2u    /* never quoted in a message (a DSN: only
+                                  with its passwords hidden); left NULL by
+                                  ZX_CONF_SKIP_SECRETS when it holds a
+                                  reference */
 #define ZX_CF_REL_DATA 0x4u    /* PATH relative to data_dir, not the file */
 #define ZX_CF_TOKEN    0x8u    /* STRING: printable ASCII without spaces */
 
@@ -373,12 +421,20 @@ void zx_cf_set_default(zx_cf_ctx *x, const zx_cf_option *o, void *base);
 /* Split "host:port" / "[v6]:port"; 0 ok (host malloc'd), -1 with *why. */
 int zx_cf_split_listen(const char *s, char **host, uint16_t *port,
                        const char **why);
+/* How a message may quote a value (`show` of zx_cf_resolve_scalar). */
+#define ZX_CF_SHOW_PLAIN  0   /* as written, or resolved when no reference */
+#define ZX_CF_SHOW_SECRET 1   /* never: "the <what>" */
+#define ZX_CF_SHOW_DSN    2   /* secret-bearing: as written, with its
+                                 passwords hidden (zx_dsn_redact) */
 /* The value of scalar node n for option `what`: *val = its text, resolved
- * (new string), *shown = how a message may quote it (never a secret nor a
- * resolved reference).  0; 1 when a secret reference is skipped under
- * ZX_CONF_SKIP_SECRETS (*val, *shown NULL); -1 after reporting at n. */
+ * (new string), *shown = how a message may quote it (never a secret, a
+ * DSN's password nor a resolved reference: a reference is shown as
+ * written).  A value with a NUL byte is refused.  0; 1 when a secret's
+ * reference is skipped under ZX_CONF_SKIP_SECRETS (*val, *shown NULL);
+ * -1 after reporting at n.  show: ZX_CF_SHOW_*; any but PLAIN is secret
+ * (skipped under ZX_CONF_SKIP_SECRETS). */
 int zx_cf_resolve_scalar(zx_cf_ctx *x, const char *what, const yaml_node_t *n,
-                         int secret, char **val, char **shown);
+                         int show, char **val, char **shown);
 /* lists.c: zx_cf_set_node for HOSTPORTS, TOPIC, TOPICS / for PROPS; same
  * contract.  zx_cf_free_strs frees n strings and the array (NULL ok). */
 int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,

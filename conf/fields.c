@@ -8,12 +8,14 @@
  * The value parsers are in values.c, the rows in options.c; a new option
  * of an existing type needs no change here.
  *
- * It must never: quote the value of an option marked secret, of a secret
- * property, or of any ${env:}/${file:} reference, in an error message; nor
- * know an option by its name.
+ * It must never: quote the value of an option marked secret (a DSN only
+ * with its passwords hidden), of a secret property, or of any
+ * ${env:}/${file:} reference, in an error message; nor know an option by
+ * its name.
  */
 #define ZX_CONF_INTERNAL
 #include "conf/values.h"
+#include "common/dsn.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -237,6 +239,34 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
             return -1;
         }
         return set_str(x, n, field(base, o), v);
+    case ZX_CF_DSN:
+        for (p = v; *p; p++) {
+            if ((unsigned char)*p < ' ' || *p == 0x7f) {
+                zx_cf_error_at(x, n, "%s must be text without control "
+                               "characters (key=value pairs on one line)",
+                               o->name);
+                return -1;
+            }
+        }
+        if (!*v) {
+            zx_cf_error_at(x, n, "%s must not be empty", o->name);
+            return -1;
+        }
+        if (zx_dsn_check(v, &why) < 0) {
+            zx_cf_error_at(x, n, "%s: %s, got %s", o->name, why, shown);
+            return -1;
+        }
+        return set_str(x, n, field(base, o), v);
+    case ZX_CF_SQLNAME:
+        for (p = v; *p; p++)
+            if ((unsigned char)*p < ' ' || *p == 0x7f)
+                break;
+        if (!*v || *p || strlen(v) > 63) {
+            zx_cf_error_at(x, n, "%s: %s is not a valid name: 1 to 63 bytes, "
+                           "without control characters", o->name, shown);
+            return -1;
+        }
+        return set_str(x, n, field(base, o), v);
     case ZX_CF_METADATA: case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC:
     case ZX_CF_TOPICS: case ZX_CF_PROPS:
         break;    /* not scalars: zx_cf_set_node never calls set_text */
@@ -286,29 +316,48 @@ static int set_metadata(zx_cf_ctx *x, const zx_cf_option *o, void *base,
 }
 
 /* Resolve the scalar node n (the value of `what`): *val = its text (a new
- * string), *shown = how a message may quote it (never a secret nor a
- * resolved reference).  Returns 0; 1 when it is a secret reference skipped
- * under ZX_CONF_SKIP_SECRETS (*val NULL, *shown NULL); -1 after reporting
- * at n. */
+ * string), *shown = how a message may quote it (never a secret, a DSN's
+ * password, nor a resolved reference: a reference is shown as written).
+ * Returns 0; 1 when it is a secret holding a reference skipped under
+ * ZX_CONF_SKIP_SECRETS (*val NULL, *shown NULL); -1 after reporting at n. */
 int zx_cf_resolve_scalar(zx_cf_ctx *x, const char *what, const yaml_node_t *n,
-                         int secret, char **val, char **shown)
+                         int show, char **val, char **shown)
 {
     const char *text = zx_cf_scalar(n);
-    int is_ref = 0, r, skip;
+    char *red = NULL;
+    int is_ref = 0, r;
 
     *val = NULL;
     *shown = NULL;
-    skip = (x->flags & ZX_CONF_SKIP_SECRETS) && secret;
-    if (zx_cf_resolve(x, n, text, skip, val, &is_ref) < 0)
+    if (!text) {
+        zx_cf_error_at(x, n, "%s: expected a single value, got %s", what,
+                       zx_cf_kind(n));
+        return -1;
+    }
+    if (n->data.scalar.length != strlen(text)) {
+        zx_cf_error_at(x, n, "%s contains a NUL byte", what);
+        return -1;
+    }
+    if (zx_cf_resolve(x, n, text, show != ZX_CF_SHOW_PLAIN, val, &is_ref) < 0)
         return -1;
     if (!*val)
         return 1;
-    if (is_ref)
+    if (is_ref == ZX_CF_REF_WHOLE) {
         r = asprintf(shown, "the value of %.80s", text);
-    else if (secret)
+    } else if (show == ZX_CF_SHOW_DSN) {
+        red = zx_dsn_redact(text);
+        r = red ? asprintf(shown, "%s'%.80s%s'", is_ref ? "the value of " : "",
+                           red, strlen(red) > 80 ? "..." : "")
+                : -1;
+        free(red);
+    } else if (show == ZX_CF_SHOW_SECRET) {
         r = asprintf(shown, "the %s", what);
-    else
+    } else if (is_ref) {
+        r = asprintf(shown, "the value of '%.80s%s'", text,
+                     strlen(text) > 80 ? "..." : "");
+    } else {
         r = asprintf(shown, "'%.80s%s'", *val, strlen(*val) > 80 ? "..." : "");
+    }
     if (r < 0) {
         *shown = NULL;
         free(*val);
@@ -346,8 +395,10 @@ int zx_cf_set_node(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                        zx_cf_kind(n));
         return -1;
     }
-    rc = zx_cf_resolve_scalar(x, o->name, n, (o->flags & ZX_CF_SECRET) != 0, &val,
-                        &shown);
+    rc = zx_cf_resolve_scalar(x, o->name, n,
+                              o->type == ZX_CF_DSN ? ZX_CF_SHOW_DSN
+                              : (o->flags & ZX_CF_SECRET) ? ZX_CF_SHOW_SECRET
+                              : ZX_CF_SHOW_PLAIN, &val, &shown);
     if (rc == 1) {  /* skipped secret: leave the field NULL */
         free(*(char **)field(base, o));
         *(char **)field(base, o) = NULL;
@@ -369,7 +420,8 @@ void zx_cf_set_default(zx_cf_ctx *x, const zx_cf_option *o, void *base)
 static int is_str_type(zx_cf_type t)
 {
     return t == ZX_CF_STRING || t == ZX_CF_PATH || t == ZX_CF_ENUM ||
-           t == ZX_CF_LISTEN || t == ZX_CF_IDENT || t == ZX_CF_GROUP;
+           t == ZX_CF_LISTEN || t == ZX_CF_IDENT || t == ZX_CF_GROUP ||
+           t == ZX_CF_DSN || t == ZX_CF_SQLNAME;
 }
 
 static int is_list_type(zx_cf_type t)
@@ -431,6 +483,7 @@ int zx_cf_fields_same(int target, const void *a, const void *b)
         switch (o->type) {
         case ZX_CF_STRING: case ZX_CF_PATH: case ZX_CF_ENUM:
         case ZX_CF_LISTEN: case ZX_CF_IDENT: case ZX_CF_GROUP:
+        case ZX_CF_DSN: case ZX_CF_SQLNAME:
             if (!str_same(*(char *const *)fa, *(char *const *)fb))
                 return 0;
             break;

@@ -4,7 +4,7 @@
  * Kafka topic names and topic regexes, and pass-through properties (a
  * mapping of names to single values, some refused, some secret).
  *
- * Each item may be a ${env:}/${file:} reference, resolved like any value.
+ * Each item may hold ${env:}/${file:} references, resolved like any value.
  *
  * It must never: quote a secret property's value, or the resolved value of
  * a reference, in an error message; nor know an option by its name (the
@@ -181,11 +181,14 @@ int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,
     int rc = 0;
 
     if (n->type == YAML_SCALAR_NODE) {
-        if (zx_cf_resolve_scalar(x, o->name, n, 0, &val, &shown) < 0)
+        if (zx_cf_resolve_scalar(x, o->name, n, ZX_CF_SHOW_PLAIN, &val,
+                                 &shown) < 0)
             return -1;
         if (o->type == ZX_CF_HOSTPORTS) {
-            rc = add_brokers(x, o, n, val, shown, strncmp(zx_cf_scalar(n), "${", 2) == 0,
-                             &sv);
+            /* items of a value with a reference are not quoted: they may
+             * come from its resolved value */
+            rc = add_brokers(x, o, n, val, shown,
+                             strstr(zx_cf_scalar(n), "${") != NULL, &sv);
             free(val);
             val = NULL;
         } else if (o->type == ZX_CF_TOPICS && val[0] == '^') {
@@ -220,7 +223,8 @@ int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,
             rc = -1;
             continue;
         }
-        if (zx_cf_resolve_scalar(x, o->name, in, 0, &val, &shown) < 0) {
+        if (zx_cf_resolve_scalar(x, o->name, in, ZX_CF_SHOW_PLAIN, &val,
+                                 &shown) < 0) {
             rc = -1;
             continue;
         }
@@ -328,8 +332,10 @@ int zx_cf_set_props(zx_cf_ctx *x, const zx_cf_option *o, void *base,
             zx_cf_error_at(x, vn, "%s: expected a single value (text, number "
                            "or boolean), got %s", what, zx_cf_kind(vn));
             rc = -1;
-        } else if ((r = zx_cf_resolve_scalar(x, what, vn, prop_secret(k), &val,
-                                       &shown)) < 0) {
+        } else if ((r = zx_cf_resolve_scalar(x, what, vn, prop_secret(k)
+                                             ? ZX_CF_SHOW_SECRET
+                                             : ZX_CF_SHOW_PLAIN,
+                                             &val, &shown)) < 0) {
             rc = -1;
         } else {
             const char *c;

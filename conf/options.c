@@ -88,10 +88,15 @@ const zx_cf_section zx_cf_sections[] = {
     {"server.http", ZX_CF_ROOT, 0, NULL,
      "The HTTP gateway: the push endpoint and `/healthz`."},
     {"workspace", ZX_CF_ROOT, 0, NULL,
-     "The database the pipelines write into. Today: SQLite (the default "
-     "when `workspace` is absent)."},
+     "The database the pipelines write into: `sqlite` (the default, also "
+     "when `workspace` is absent) or `postgres`, written as a sub-section; "
+     "at most one of the two. The workspace cannot change on reload: "
+     "restart zxd to change it."},
     {"workspace.sqlite", ZX_CF_ROOT, 0, NULL,
      "The embedded SQLite workspace, in WAL mode."},
+    {"workspace.postgres", ZX_CF_ROOT, 0, NULL,
+     "A PostgreSQL database as the workspace, for production: the writer "
+     "connects with libpq. `dsn` is required."},
     {"connections", ZX_CF_CONNECTION, 1, "connections.<name>",
      "How to reach the systems pipelines read from, one entry per "
      "connection; the key is its name (the same rules as a pipeline name), "
@@ -242,6 +247,26 @@ const zx_cf_option zx_cf_options[] = {
      "corrupts. `full`: commits survive a power loss, at a cost per "
      "commit."},
 
+    {.section = "workspace.postgres", .name = "dsn", .type = ZX_CF_DSN,
+     .offset = ROOT(pg_dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,
+     .help = "How to reach the database, as libpq takes it: a URI "
+     "(`postgresql://zx:${env:PG_PASSWORD}@db1:5432/analytics?sslmode="
+     "verify-full`) or key=value pairs (`host=db1 dbname=analytics "
+     "user=zx`). Keep the password out of the file with a reference inside "
+     "the value, or with libpq's password file. A reference's value goes in "
+     "as it is, neither escaped nor quoted: in a URI, write a password with "
+     "reserved characters percent-encoded (`%40` for `@`); in a quoted "
+     "key=value pair, with `\\'` and `\\\\` escaped."},
+    {.section = "workspace.postgres", .name = "schema", .type = ZX_CF_SQLNAME,
+     .def = "public", .offset = ROOT(pg_schema),
+     .help = "Schema zx writes its tables in: 1 to 63 bytes without control "
+     "characters, taken as an exact (quoted) name (`Analytics` is not "
+     "`analytics`)."},
+    {.section = "workspace.postgres", .name = "application_name",
+     .type = ZX_CF_STRING, .def = "zxd", .offset = ROOT(pg_application_name),
+     .help = "Name zxd's connections give the server (libpq's "
+     "`application_name`, shown in `pg_stat_activity`)."},
+
     {.section = "connections.<name>", .name = "kind", .type = ZX_CF_ENUM,
      .offset = CONN(kind), .flags = ZX_CF_REQUIRED, .allowed = conn_kinds,
      .help = "`kafka`: a Kafka cluster (or a service speaking its protocol), "
@@ -272,9 +297,9 @@ const zx_cf_option zx_cf_options[] = {
     {.section = "connections.<name>.sasl", .name = "username",
      .type = ZX_CF_STRING, .def_doc = "**required** with `sasl`",
      .offset = CONN(sasl_username),
-     .help = "The user name, taken literally (`$ConnectionString` for Azure "
-     "Event Hubs is not a reference: only a whole `${env:NAME}` or "
-     "`${file:PATH}` is)."},
+     .help = "The user name, taken literally but for references "
+     "(`$ConnectionString` for Azure Event Hubs is literal: only "
+     "`${env:NAME}` and `${file:PATH}` are references)."},
     {.section = "connections.<name>.sasl", .name = "password",
      .type = ZX_CF_STRING, .def_doc = "**required** with `sasl`",
      .offset = CONN(sasl_password), .flags = ZX_CF_SECRET,

@@ -29,6 +29,8 @@ static const char *type_doc(zx_cf_type t)
     case ZX_CF_METADATA: return "list";
     case ZX_CF_IDENT:    return "table name";
     case ZX_CF_GROUP:    return "group name";
+    case ZX_CF_DSN:      return "connection string";
+    case ZX_CF_SQLNAME:  return "SQL name";
     case ZX_CF_HOSTPORTS: return "list of host:port";
     case ZX_CF_TOPIC:    return "topic name";
     case ZX_CF_TOPICS:   return "list, or regex";
@@ -113,13 +115,22 @@ void zx_conf_write_reference(FILE *out)
           "- **path**: absolute, or relative to the folder named in the "
           "description.\n"
           "  `~` is not expanded.\n"
-          "- Any single value may be written `${env:NAME}` (the environment "
-          "variable) or\n"
-          "  `${file:PATH}` (the file's content without trailing newlines; "
-          "PATH relative to\n"
-          "  the config file's folder). The reference must be the whole "
-          "value. Resolved\n"
-          "  values never appear in error messages.\n", out);
+          "- **references**: `${env:NAME}` (the environment variable, set "
+          "and not empty) and\n"
+          "  `${file:PATH}` (the content of a regular file of at most 64 "
+          "KiB, without its\n"
+          "  trailing newlines; PATH relative to the config file's folder, "
+          "without `}`) may\n"
+          "  be a whole value (`key: ${env:ZX_KEY}`) or stand inside a "
+          "longer one, several\n"
+          "  in one value (`postgresql://zx:${env:PG_PASSWORD}@db1/"
+          "analytics`). A resolved\n"
+          "  value is taken as it is: a `${` in it is not a reference. "
+          "Write `$${` for a\n"
+          "  literal `${`; any other `$` is itself (`$ConnectionString`). "
+          "Every other `${`\n"
+          "  must start a valid reference. Resolved values never appear in "
+          "error messages.\n", out);
     for (s = 0; s < zx_cf_nsections; s++) {
         const zx_cf_section *sec = &zx_cf_sections[s];
         /* a pipeline's options say which sources take them */
@@ -148,7 +159,11 @@ void zx_conf_write_reference(FILE *out)
                 write_sources(out, o);
             write_allowed(out, o);
             fprintf(out, " | %s%s |\n", o->help,
-                    (o->flags & ZX_CF_SECRET) ? " Secret: never logged." : "");
+                    !(o->flags & ZX_CF_SECRET) ? ""
+                    : o->type == ZX_CF_DSN ? " Secret-bearing: shown only "
+                                             "with its passwords replaced by "
+                                             "`***`."
+                                           : " Secret: never logged.");
         }
         if (by_source)
             write_source_list(out);

@@ -1,15 +1,23 @@
 /*
  * secrets.c — ${env:NAME} and ${file:PATH} references in config values.
  *
- * A value that is exactly `${env:NAME}` takes the value of that environment
- * variable; exactly `${file:PATH}` takes the content of that file (PATH
- * relative to the config file's folder; trailing newlines stripped, so
- * `echo secret > file` works).  A reference must be the whole value: there
- * is no interpolation inside longer strings, which would be ambiguous.
+ * `${env:NAME}` stands for the value of that environment variable (NAME:
+ * letters, digits and `_`, not starting with a digit; it must be set and
+ * not empty); `${file:PATH}` for the content of that file (PATH relative to
+ * the config file's folder, up to the first `}`; a regular file of at most
+ * 64 KiB, not empty, without NUL bytes; trailing newlines stripped, so
+ * `echo secret > file` works).  A reference may be the whole value or stand
+ * inside a longer one, several in one value:
+ * `postgresql://${env:PG_USER}:${env:PG_PASSWORD}@db1/analytics`.
+ * `$${` is a literal `${` (so a `$` cannot be written right before a
+ * reference); any other `$` is itself (`$ConnectionString` is literal).
+ * Every other `${` must start a valid reference: a typo is an error, not
+ * text.  A value resolves to at most 1 MiB.
  *
- * It must never: put a resolved value into an error message, follow a
- * reference found inside a resolved value, or read a non-regular file
- * (a FIFO or /dev/stdin would hang the reload).
+ * It must never: put a resolved value into an error message, quote any
+ * part of a secret option's text, follow a reference found inside a
+ * resolved value (each piece is read from the text as written, once), or
+ * read a non-regular file (a FIFO or /dev/stdin would hang the reload).
  */
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
@@ -21,7 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ZX_CF_MAX_SECRET (64u << 10)
+#define ZX_CF_MAX_SECRET (64u << 10)   /* one ${file:} */
+#define ZX_CF_MAX_VALUE  (1u << 20)    /* a value, references resolved */
 
 static int cf_env_name_ok(const char *s, size_t len)
 {
@@ -111,39 +120,82 @@ out:
     return rc;
 }
 
-int zx_cf_resolve(zx_cf_ctx *x, const yaml_node_t *n, const char *text,
-                  int skip, char **out, int *is_ref)
-{
-    size_t len = strlen(text);
-    const char *v;
+/* One piece of a value as written. */
+enum { CF_LIT, CF_ESC, CF_ENV, CF_FILE, CF_BAD };
+typedef struct cf_piece {
+    int kind;
+    size_t len;          /* bytes of the text it covers */
+    size_t alen;         /* CF_ENV, CF_FILE: the name or path ... */
+    const char *arg;     /* ... at arg (within the text) */
+} cf_piece;
 
-    *out = NULL;
-    *is_ref = 0;
-    if (strncmp(text, "${", 2) != 0) {
-        if (strstr(text, "${env:") || strstr(text, "${file:")) {
-            zx_cf_error_at(x, n, "a ${env:...} or ${file:...} reference must "
-                           "be the whole value, not part of a longer string");
-            return -1;
-        }
-        *out = strdup(text);
-        if (!*out) {
-            zx_cf_error_at(x, n, "out of memory");
-            return -1;
-        }
-        return 0;
+/* The piece of text t starting at t[0] (not at its end). */
+static void cf_next(const char *t, cf_piece *p)
+{
+    const char *close;
+
+    memset(p, 0, sizeof(*p));
+    if (t[0] == '$' && t[1] == '$' && t[2] == '{') {
+        p->kind = CF_ESC;
+        p->len = 3;
+        return;
     }
-    *is_ref = 1;
-    if (len < 4 || text[len - 1] != '}')
-        goto bad;
-    if (!strncmp(text, "${env:", 6)) {
-        char name[256];
-        size_t nl = len - 7;
-        if (!cf_env_name_ok(text + 6, nl))
-            goto bad;
-        if (skip)
-            return 0;
-        memcpy(name, text + 6, nl);
-        name[nl] = '\0';
+    if (t[0] != '$' || t[1] != '{') {
+        p->kind = CF_LIT;
+        p->len = t[0] == '$' ? 1 : strcspn(t, "$");
+        return;
+    }
+    close = strchr(t, '}');
+    p->kind = CF_BAD;
+    p->len = close ? (size_t)(close - t) + 1 : strlen(t);
+    if (!close)
+        return;
+    if (!strncmp(t, "${env:", 6) && cf_env_name_ok(t + 6, (size_t)(close - t) - 6)) {
+        p->kind = CF_ENV;
+        p->arg = t + 6;
+    } else if (!strncmp(t, "${file:", 7) && close > t + 7) {
+        p->kind = CF_FILE;
+        p->arg = t + 7;
+    }
+    if (p->arg)
+        p->alen = (size_t)(close - p->arg);
+}
+
+/* Append len bytes of s to *buf (length *blen).  0, or -1 after
+ * reporting (out of memory, or the value grew past ZX_CF_MAX_VALUE). */
+static int cf_append(zx_cf_ctx *x, const yaml_node_t *n, char **buf,
+                     size_t *blen, const char *s, size_t len)
+{
+    char *nb;
+
+    if (*blen + len > ZX_CF_MAX_VALUE) {
+        zx_cf_error_at(x, n, "the value is longer than %u MiB once its "
+                       "references are resolved", ZX_CF_MAX_VALUE >> 20);
+        return -1;
+    }
+    nb = realloc(*buf, *blen + len + 1);
+    if (!nb) {
+        zx_cf_error_at(x, n, "out of memory");
+        return -1;
+    }
+    memcpy(nb + *blen, s, len);
+    *blen += len;
+    nb[*blen] = '\0';
+    *buf = nb;
+    return 0;
+}
+
+/* The value of one reference onto *buf.  0, or -1 after reporting. */
+static int cf_append_ref(zx_cf_ctx *x, const yaml_node_t *n,
+                         const cf_piece *p, char **buf, size_t *blen)
+{
+    char name[256], *rel, *content = NULL;
+    const char *v;
+    int rc;
+
+    if (p->kind == CF_ENV) {
+        memcpy(name, p->arg, p->alen);   /* cf_env_name_ok: at most 255 */
+        name[p->alen] = '\0';
         v = getenv(name);
         if (!v) {
             zx_cf_error_at(x, n, "environment variable %s is not set", name);
@@ -153,29 +205,76 @@ int zx_cf_resolve(zx_cf_ctx *x, const yaml_node_t *n, const char *text,
             zx_cf_error_at(x, n, "environment variable %s is empty", name);
             return -1;
         }
-        *out = strdup(v);
-        if (!*out) {
-            zx_cf_error_at(x, n, "out of memory");
-            return -1;
-        }
+        return cf_append(x, n, buf, blen, v, strlen(v));
+    }
+    rel = strndup(p->arg, p->alen);
+    if (!rel) {
+        zx_cf_error_at(x, n, "out of memory");
+        return -1;
+    }
+    rc = cf_read_secret(x, n, rel, &content);
+    free(rel);
+    if (rc == 0)
+        rc = cf_append(x, n, buf, blen, content, strlen(content));
+    free(content);
+    return rc;
+}
+
+int zx_cf_resolve(zx_cf_ctx *x, const yaml_node_t *n, const char *text,
+                  int secret, char **out, int *is_ref)
+{
+    size_t i, nrefs = 0, blen = 0;
+    char *buf = NULL;
+    cf_piece p;
+    int rc = 0;
+
+    *out = NULL;
+    *is_ref = ZX_CF_REF_NONE;
+    /* First the syntax of every reference, so that a typo is reported
+     * even when the value is not resolved (ZX_CONF_SKIP_SECRETS). */
+    for (i = 0; text[i]; i += p.len) {
+        cf_next(text + i, &p);
+        if (p.kind == CF_ENV || p.kind == CF_FILE)
+            nrefs++;
+        if (p.kind != CF_BAD)
+            continue;
+        if (secret)
+            zx_cf_error_at(x, n, "the '${' at byte %zu of the value does not "
+                           "start a valid reference: write ${env:NAME} or "
+                           "${file:PATH}, or $${ for a literal ${", i + 1);
+        else
+            zx_cf_error_at(x, n, "'%.*s%s' is not a valid reference: write "
+                           "${env:NAME} or ${file:PATH}, or $${ for a "
+                           "literal ${", (int)(p.len > 60 ? 60 : p.len),
+                           text + i, p.len > 60 ? "..." : "");
+        rc = -1;
+    }
+    if (rc < 0)
+        return -1;
+    if (nrefs) {
+        cf_next(text, &p);
+        *is_ref = nrefs == 1 && p.len == strlen(text) ? ZX_CF_REF_WHOLE
+                                                       : ZX_CF_REF_PART;
+    }
+    if (nrefs && secret && (x->flags & ZX_CONF_SKIP_SECRETS))
         return 0;
-    }
-    if (!strncmp(text, "${file:", 7) && len > 8) {
-        char *rel;
-        int rc;
-        if (skip)
-            return 0;
-        rel = strndup(text + 7, len - 8);
-        if (!rel) {
-            zx_cf_error_at(x, n, "out of memory");
+    /* Then the value: each piece from the text as written, so nothing in
+     * a resolved value is ever read as a reference. */
+    if (cf_append(x, n, &buf, &blen, "", 0) < 0)
+        return -1;
+    for (i = 0; text[i]; i += p.len) {
+        cf_next(text + i, &p);
+        if (p.kind == CF_LIT)
+            rc = cf_append(x, n, &buf, &blen, text + i, p.len);
+        else if (p.kind == CF_ESC)
+            rc = cf_append(x, n, &buf, &blen, "${", 2);
+        else
+            rc = cf_append_ref(x, n, &p, &buf, &blen);
+        if (rc < 0) {
+            free(buf);
             return -1;
         }
-        rc = cf_read_secret(x, n, rel, out);
-        free(rel);
-        return rc;
     }
-bad:
-    zx_cf_error_at(x, n, "'%.80s' is not a valid reference: write "
-                   "${env:NAME} or ${file:PATH}", text);
-    return -1;
+    *out = buf;
+    return 0;
 }

@@ -6,7 +6,10 @@
  * restarted with the new settings (its ring and the frames in it stay);
  * added → a segment and a worker are made; removed → the gateway stops
  * routing to it, its worker drains and stops, the writer applies what is
- * left in its ring and lets go of it.
+ * left in its ring and lets go of it.  Settings read once at start
+ * (server.data_dir, server.control_socket, the whole workspace: its kind,
+ * SQLite file, Postgres dsn, schema, application name) refuse the reload,
+ * naming the setting, never its value.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -40,6 +43,18 @@ static int same_http(const zx_conf *a, const zx_conf *b)
            x->idle_timeout_ms == y->idle_timeout_ms &&
            x->backpressure_timeout_ms == y->backpressure_timeout_ms &&
            x->commit_timeout_ms == y->commit_timeout_ms && max_body(a) == max_body(b);
+}
+
+/* The writer opens the workspace once, when it starts: its kind, the SQLite
+ * file and mode, the Postgres dsn (references resolved, so a rotated
+ * password file counts), schema and application name cannot change on
+ * reload. */
+static int same_workspace(const zx_conf *a, const zx_conf *b)
+{
+    return a->ws_kind == b->ws_kind && same_str(a->sqlite_path, b->sqlite_path) &&
+           same_str(a->sqlite_synchronous, b->sqlite_synchronous) &&
+           same_str(a->pg_dsn, b->pg_dsn) && same_str(a->pg_schema, b->pg_schema) &&
+           same_str(a->pg_application_name, b->pg_application_name);
 }
 
 int sup_transitions_done(sup *s)
@@ -131,10 +146,11 @@ json_t *sup_reload(sup *s)
         fixed = "server.data_dir";
     else if (strcmp(nc->control_socket, oc->control_socket) != 0)
         fixed = "server.control_socket";
-    else if (strcmp(nc->sqlite_path, oc->sqlite_path) != 0 ||
-             !same_str(nc->sqlite_synchronous, oc->sqlite_synchronous))
+    else if (!same_workspace(oc, nc))
         fixed = "workspace";
     if (fixed) {
+        /* names the setting only: never a value (the dsn may hold a
+         * password) */
         char msg[256];
         snprintf(msg, sizeof(msg),
                  "%s cannot change on reload; restart zxd to change it (still running the previous configuration)",

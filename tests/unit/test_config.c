@@ -3,11 +3,12 @@
  *
  * Covers: the committed example loads with absolute paths and defaults;
  * every error class gives its file:line:column message; all errors of a file
- * are reported; ${env:} and ${file:} references, and that a resolved value
- * never appears in an error; connections and `source: kafka` (fields, each
- * rule's message, secrets, rings); zx_conf_pipeline_same and
- * zx_conf_connection_same; conf/OPTIONS.md equals zx_conf_write_reference's
- * output.
+ * are reported; ${env:} and ${file:} references, whole or inside longer
+ * values, the $${ escape, and that a resolved value never appears in an
+ * error; connections and `source: kafka` (fields, each rule's message,
+ * secrets, rings); `workspace.postgres` (defaults, its rules, the dsn's
+ * password never shown); zx_conf_pipeline_same and zx_conf_connection_same;
+ * conf/OPTIONS.md equals zx_conf_write_reference's output.
  *
  * Finding the source tree (for conf/OPTIONS.md and conf/zx.example.yaml):
  * argv[1] if given, else $ZX_SOURCE_ROOT, else derived from __FILE__ (meson
@@ -207,6 +208,8 @@ static void test_example(void)
         CHECK(c->http.backpressure_timeout_ms == 2000);
         CHECK(c->http.commit_timeout_ms == 30000);
         CHECK_STR(c->sqlite_synchronous, "normal");
+        CHECK(c->ws_kind == ZX_WS_KIND_SQLITE);
+        CHECK(c->pg_dsn == NULL && c->pg_dsn_shown == NULL);
         CHECK(c->commit_interval_ms == 20);
         CHECK(c->ring_size == 64u << 20);
         CHECK(c->npipelines == 1);
@@ -591,8 +594,330 @@ static void test_secrets(void)
     /* Malformed references. */
     c = load("server:\n  data_dir: ${env:BAD NAME}\n", 0, &e);
     EXPECT_ERR(&e, 2, 13, "is not a valid reference");
-    c = load("server:\n  data_dir: /srv/${env:HOME}/x\n", 0, &e);
-    EXPECT_ERR(&e, 2, 13, "must be the whole value");
+    zx_conf_errors_free(&e);
+}
+
+/* References inside longer values, several in one, the $${ escape, values
+ * never read again, and what messages show of them. */
+static void test_references(void)
+{
+    zx_conf_errors e = {0};
+    zx_conf *c;
+    int i;
+
+    setenv("ZX_T_A", "alpha", 1);
+    setenv("ZX_T_B", "beta", 1);
+    setenv("ZX_T_NESTED", "${env:ZX_T_A}", 1);
+    setenv("ZX_T_SECRET", "SECRETVALUE", 1);
+    unsetenv("ZX_T_UNSET");
+    write_file("part.txt", "from-file\n\n");
+
+    /* env, two references, file, escape, a value never read again */
+    c = load("server:\n"
+             "  data_dir: /srv/${env:ZX_T_A}/x\n"
+             "  control_socket: /run/${env:ZX_T_A}-${env:ZX_T_B}.sock\n"
+             "workspace:\n"
+             "  sqlite: {path: \"/db/${file:part.txt}.db\"}\n"
+             "pipelines:\n"
+             "  a:\n"
+             "    direction: stream\n    source: http\n"
+             "    key: k-${env:ZX_T_NESTED}-$${env:ZX_T_A}-$$x-$x\n", 0, &e);
+    CHECK(c != NULL);
+    dump(&e);
+    if (c) {
+        CHECK_STR(c->data_dir, "/srv/alpha/x");
+        CHECK_STR(c->control_socket, "/run/alpha-beta.sock");
+        CHECK_STR(c->sqlite_path, "/db/from-file.db");
+        CHECK_STR(c->pipelines[0].key, "k-${env:ZX_T_A}-${env:ZX_T_A}-$$x-$x");
+    }
+    zx_conf_free(c);
+    /* $${ alone, and a reference made only of escapes */
+    c = load("workspace:\n  postgres:\n    dsn: host=db1\n"
+             "    application_name: \"$${file:x}$${\"\n", 0, &e);
+    CHECK(c != NULL);
+    if (c)
+        CHECK_STR(c->pg_application_name, "${file:x}${");
+    zx_conf_free(c);
+
+    /* A missing variable inside a value: named, no value quoted. */
+    c = load("server:\n  data_dir: /srv/${env:ZX_T_SECRET}/${env:ZX_T_UNSET}\n",
+             0, &e);
+    EXPECT_ERR(&e, 2, 13, "environment variable ZX_T_UNSET is not set");
+    CHECK(e.n == 1);
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    /* A bad value shows the reference as written, not its value. */
+    c = load("server:\n  http:\n    max_body_size: \"${env:ZX_T_SECRET}MiB\"\n",
+             0, &e);
+    EXPECT_ERR(&e, 3, 20, "got the value of '${env:ZX_T_SECRET}MiB'");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    setenv("ZX_T_N", "2", 1);
+    c = load("server:\n  http:\n    max_body_size: ${env:ZX_T_N}MiB\n", 0, &e);
+    CHECK(c != NULL && c->http.max_body_size == 2u << 20);
+    zx_conf_free(c);
+    c = load("connections:\n  k: {kind: kafka, brokers: \"b:1,${env:ZX_T_SECRET}\"}\n",
+             0, &e);
+    EXPECT_ERR(&e, 2, 29, "brokers: expected host:port, like kafka-1:9092, got "
+               "the value of 'b:1,${env:ZX_T_SECRET}'");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+
+    /* Malformed references inside a value: each one, quoted only when the
+     * option is not secret. */
+    c = load("server:\n  data_dir: /srv/${env:BAD NAME}/${enx:A}/${file:}/${env:A\n",
+             0, &e);
+    EXPECT_ERR(&e, 2, 13, "'${env:BAD NAME}' is not a valid reference");
+    EXPECT_ERR(&e, 2, 13, "'${enx:A}' is not a valid reference");
+    EXPECT_ERR(&e, 2, 13, "'${file:}' is not a valid reference");
+    EXPECT_ERR(&e, 2, 13, "'${env:A' is not a valid reference: write ${env:NAME} "
+               "or ${file:PATH}, or $${ for a literal ${");
+    CHECK(e.n == 4);
+    c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
+             "    key: SECRETVALUE${oops}\n", 0, &e);
+    EXPECT_ERR(&e, 5, 10, "the '${' at byte 12 of the value does not start a "
+               "valid reference");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    /* ... checked even when secrets are skipped */
+    c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
+             "    key: x-${env:ZX_T_UNSET}-${oops}\n", ZX_CONF_SKIP_SECRETS, &e);
+    EXPECT_ERR(&e, 5, 10, "the '${' at byte 21 of the value does not start");
+    c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
+             "    key: x-${env:ZX_T_UNSET}\n", ZX_CONF_SKIP_SECRETS, &e);
+    CHECK(c != NULL && c->pipelines[0].key == NULL);
+    zx_conf_free(c);
+
+    /* The file rules hold inside a value: a folder is not a regular file, a
+     * missing one is named. */
+    c = load("server:\n  data_dir: /srv/${file:.}\n", 0, &e);
+    EXPECT_ERR(&e, 2, 13, "is not a regular file");
+    c = load("server:\n  data_dir: /srv/${file:nope.txt}\n", 0, &e);
+    EXPECT_ERR(&e, 2, 13, "nope.txt: No such file or directory");
+    /* A value resolves to at most 1 MiB. */
+    {
+        static char big[60 * 1024 + 1], yaml[1024];
+        size_t off;
+        memset(big, 'b', sizeof(big) - 1);
+        write_file("big.txt", big);
+        off = (size_t)snprintf(yaml, sizeof(yaml), "server:\n  control_group: \"");
+        for (i = 0; i < 20; i++)
+            off += (size_t)snprintf(yaml + off, sizeof(yaml) - off, "${file:big.txt}");
+        snprintf(yaml + off, sizeof(yaml) - off, "\"\n");
+        c = load(yaml, 0, &e);
+        EXPECT_ERR(&e, 2, 18, "the value is longer than 1 MiB once its "
+                   "references are resolved");
+        CHECK(e.n == 1);
+        unlink(tpath("big.txt"));
+    }
+    /* A NUL byte is refused, not cut. */
+    c = load("server:\n  log_level: \"info\\0debug\"\n", 0, &e);
+    EXPECT_ERR(&e, 2, 14, "log_level contains a NUL byte");
+    unlink(tpath("part.txt"));
+    zx_conf_errors_free(&e);
+}
+
+/* workspace.postgres: the fields, defaults, its rules, and the dsn's
+ * password in no message nor in pg_dsn_shown. */
+static void test_postgres(void)
+{
+    zx_conf_errors e = {0};
+    zx_conf *c;
+    size_t i;
+
+    c = load("workspace:\n  postgres:\n"
+             "    dsn: \"postgresql://zx:SECRETVALUE@db1:5432/analytics\"\n", 0, &e);
+    CHECK(c != NULL);
+    dump(&e);
+    if (c) {
+        CHECK(c->ws_kind == ZX_WS_KIND_POSTGRES);
+        CHECK_STR(c->pg_dsn, "postgresql://zx:SECRETVALUE@db1:5432/analytics");
+        CHECK_STR(c->pg_dsn_shown, "postgresql://zx:***@db1:5432/analytics");
+        CHECK_STR(c->pg_schema, "public");
+        CHECK_STR(c->pg_application_name, "zxd");
+        CHECK(c->commit_interval_ms == 20);
+    }
+    zx_conf_free(c);
+
+    /* every option; key=value; references inside the dsn (two of them, a
+     * file and an env) */
+    setenv("ZX_T_PGUSER", "zx_writer", 1);
+    setenv("ZX_T_PGPASS", "SECRETVALUE", 1);
+    write_file("pg.pass", "SECRET VALUE\n");
+    c = load("workspace:\n  commit_interval: 50ms\n  postgres:\n"
+             "    dsn: \"host=db1 user=${env:ZX_T_PGUSER} password='${file:pg.pass}'\"\n"
+             "    schema: Analytics_2024\n"
+             "    application_name: zxd-eu1\n", 0, &e);
+    CHECK(c != NULL);
+    dump(&e);
+    if (c) {
+        CHECK(c->ws_kind == ZX_WS_KIND_POSTGRES);
+        CHECK_STR(c->pg_dsn, "host=db1 user=zx_writer password='SECRET VALUE'");
+        CHECK_STR(c->pg_dsn_shown, "host=db1 user=zx_writer password=***");
+        CHECK(c->pg_dsn_shown && !strstr(c->pg_dsn_shown, "SECRET"));
+        CHECK(c->pg_dsn_shown && !strstr(c->pg_dsn_shown, "VALUE"));
+        CHECK_STR(c->pg_schema, "Analytics_2024");
+        CHECK_STR(c->pg_application_name, "zxd-eu1");
+        CHECK(c->commit_interval_ms == 50);
+    }
+    zx_conf_free(c);
+    c = load("workspace:\n  postgres:\n"
+             "    dsn: postgresql://${env:ZX_T_PGUSER}:${env:ZX_T_PGPASS}@db1/a?sslmode=require\n",
+             0, &e);
+    CHECK(c != NULL);
+    dump(&e);
+    if (c) {
+        CHECK_STR(c->pg_dsn, "postgresql://zx_writer:SECRETVALUE@db1/a?sslmode=require");
+        CHECK_STR(c->pg_dsn_shown, "postgresql://zx_writer:***@db1/a?sslmode=require");
+    }
+    zx_conf_free(c);
+
+    /* zxctl: the dsn's references are not resolved (an unset variable is no
+     * error); pg_dsn NULL, pg_dsn_shown the dsn as written, password
+     * hidden. */
+    unsetenv("ZX_T_UNSET");
+    c = load("workspace:\n  postgres:\n"
+             "    dsn: postgresql://zx:${env:ZX_T_UNSET}@db1/a\n",
+             ZX_CONF_SKIP_SECRETS, &e);
+    CHECK(c != NULL);
+    dump(&e);
+    if (c) {
+        CHECK(c->pg_dsn == NULL);
+        CHECK_STR(c->pg_dsn_shown, "postgresql://zx:***@db1/a");
+    }
+    zx_conf_free(c);
+    c = load("workspace:\n  postgres:\n"
+             "    dsn: postgresql://zx:${env:ZX_T_UNSET}@db1/a\n", 0, &e);
+    EXPECT_ERR(&e, 3, 10, "environment variable ZX_T_UNSET is not set");
+    CHECK(e.n == 1);
+
+    /* both sections */
+    c = load("workspace:\n  sqlite: {path: ws.db}\n  postgres:\n"
+             "    dsn: postgresql://zx:SECRETVALUE@db1/a\n", 0, &e);
+    EXPECT_ERR(&e, 4, 5, "workspace: workspace.sqlite (line 2) and "
+               "workspace.postgres are both given; write one of them");
+    CHECK(e.n == 1);
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    /* missing dsn, an empty section, unknown key */
+    c = load("workspace:\n  postgres:\n    schema: s\n", 0, &e);
+    EXPECT_ERR(&e, 3, 5, "workspace.postgres: missing required field 'dsn'");
+    CHECK(e.n == 1);
+    c = load("workspace:\n  postgres:\n", 0, &e);
+    EXPECT_ERR(&e, 2, 12, "workspace.postgres: missing required field 'dsn'");
+    CHECK(e.n == 1);
+    c = load("workspace:\n  postgres: {dns: \"host=db1\"}\n", 0, &e);
+    EXPECT_ERR(&e, 2, 14, "unknown key 'dns' in workspace.postgres; allowed: "
+               "dsn, schema, application_name");
+    EXPECT_ERR(&e, 2, 13, "workspace.postgres: missing required field 'dsn'");
+    CHECK(e.n == 2);
+    c = load("workspace:\n  postgres:\n    dsn:\n", 0, &e);
+    EXPECT_ERR(&e, 3, 9, "dsn has no value");
+
+    /* bad schemas: empty, 64 bytes, a control character, a NUL */
+    {
+        static const char *const bad[] = {
+            "\"\"", "s234567890123456789012345678901234567890123456789012345678901234",
+            "\"a\\tb\"", "\"pub\\0lic\"",
+        };
+        char yaml[300];
+        for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            snprintf(yaml, sizeof(yaml), "workspace:\n  postgres:\n"
+                     "    dsn: host=db1\n    schema: %s\n", bad[i]);
+            c = load(yaml, 0, &e);
+            CHECK(c == NULL && e.n == 1);
+            EXPECT_ERR(&e, 4, 13, i == 3 ? "schema contains a NUL byte"
+                                         : "is not a valid name: 1 to 63 bytes, "
+                                           "without control characters");
+        }
+        c = load("workspace:\n  postgres:\n    dsn: host=db1\n"
+                 "    schema: \"s23456789012345678901234567890123456789012345678"
+                 "901234567890123 é\"\n", 0, &e);
+        CHECK(c == NULL);   /* 65 bytes: é is two */
+        c = load("workspace:\n  postgres:\n    dsn: host=db1\n"
+                 "    schema: \"My Schema-é\"\n", 0, &e);
+        CHECK(c != NULL);
+        if (c)
+            CHECK_STR(c->pg_schema, "My Schema-é");
+        zx_conf_free(c);
+    }
+
+    /* bad dsns: the message shows the dsn as written, password hidden */
+    c = load("workspace:\n  postgres:\n"
+             "    dsn: \"host=db1 password='SECRETVALUE\"\n", 0, &e);
+    EXPECT_ERR(&e, 3, 10, "dsn: a quoted value is not closed, got 'host=db1 "
+               "password=***'");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    c = load("workspace:\n  postgres:\n"
+             "    dsn: \"PostgreSQL://zx:SECRETVALUE@db1/a\"\n", 0, &e);
+    EXPECT_ERR(&e, 3, 10, "in lower case");
+    EXPECT_ERR(&e, 3, 10, "got 'PostgreSQL://zx:***@db1/a'");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    c = load("workspace:\n  postgres:\n"
+             "    dsn: \"host=db1\\npassword=SECRETVALUE\"\n", 0, &e);
+    EXPECT_ERR(&e, 3, 10, "dsn must be text without control characters");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    c = load("workspace:\n  postgres:\n"
+             "    dsn: \"host=db1 password=${env:ZX_T_PGPASS} ${oops}\"\n", 0, &e);
+    EXPECT_ERR(&e, 3, 10, "the '${' at byte 38 of the value does not start");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    /* a value is put in as it is: a password ending in \ inside quotes
+     * escapes the closing quote */
+    setenv("ZX_T_PGBAD", "SECRETVALUE\\", 1);
+    c = load("workspace:\n  postgres:\n"
+             "    dsn: \"host=db1 password='${env:ZX_T_PGBAD}'\"\n", 0, &e);
+    EXPECT_ERR(&e, 3, 10, "dsn: a quoted value is not closed, got the value of "
+               "'host=db1 password=***'");
+    CHECK(!any_contains(&e, "SECRETVALUE"));
+    c = load("workspace:\n  postgres:\n    dsn: \"\"\n", 0, &e);
+    EXPECT_ERR(&e, 3, 10, "dsn must not be empty");
+    c = load("workspace:\n  postgres:\n    dsn: \"  \"\n", 0, &e);
+    EXPECT_ERR(&e, 3, 10, "dsn: it is empty or only spaces, got '  '");
+    c = load("workspace:\n  postgres:\n    dsn: db1\n", 0, &e);
+    EXPECT_ERR(&e, 3, 10, "dsn: expected key=value pairs (host=db1 "
+               "dbname=analytics) or a postgresql:// URI, got '***'");
+    c = load("workspace:\n  postgres:\n    dsn: host=db1\n"
+             "    application_name: \"a\\x01\"\n", 0, &e);
+    EXPECT_ERR(&e, 4, 23, "application_name must be text without control characters");
+
+    /* the example's commented postgres block, uncommented in place of its
+     * sqlite one, loads */
+    {
+        char path[4200], *text, *out, *line, *save = NULL;
+        size_t len = 0;
+        int block = 0;
+        FILE *m;
+        snprintf(path, sizeof(path), "%s/conf/zx.example.yaml", srcroot);
+        text = read_all(path);
+        CHECK(text != NULL);
+        if (text) {
+            m = open_memstream(&out, &len);
+            for (line = strtok_r(text, "\n", &save); line;
+                 line = strtok_r(NULL, "\n", &save)) {
+                if (!strcmp(line, "workspace:") || !strcmp(line, "  sqlite:") ||
+                    !strncmp(line, "    path:", 9))
+                    continue;
+                if (!strcmp(line, "# workspace:"))
+                    block = 1;
+                else if (strncmp(line, "#   ", 4))
+                    block = 0;
+                if (block && strncmp(line, "#     #", 7))
+                    fprintf(m, "%s\n", line + 2);
+            }
+            fclose(m);
+            setenv("PG_PASSWORD", "SECRETVALUE", 1);
+            c = load(out, 0, &e);
+            CHECK(c != NULL);
+            dump(&e);
+            if (c) {
+                CHECK(c->ws_kind == ZX_WS_KIND_POSTGRES);
+                CHECK_STR(c->pg_dsn_shown, "postgresql://zx:***@db1:5432/"
+                          "analytics?sslmode=verify-full");
+                CHECK_STR(c->pg_schema, "public");
+                CHECK_STR(c->pg_application_name, "zxd");
+            }
+            zx_conf_free(c);
+            unsetenv("PG_PASSWORD");
+            free(out);
+            free(text);
+        }
+    }
+    unlink(tpath("pg.pass"));
     zx_conf_errors_free(&e);
 }
 
@@ -1247,6 +1572,8 @@ int main(int argc, char **argv)
     test_numbers();
     test_many_errors();
     test_secrets();
+    test_references();
+    test_postgres();
     test_same();
     test_kafka();
     test_kafka_errors();
