@@ -84,6 +84,9 @@ typedef struct zx_seg_hdr {
      * the text: a status line, where a rare torn copy is harmless. */
     _Atomic uint32_t writer_error_set;
     char writer_error[256];
+    /* 1 while the writer cannot reach the workspace at all (writer_error
+     * then says why): /healthz answers 503 */
+    _Atomic uint32_t workspace_down;
 
     /* written by the stream worker (workers/sources/runtime.c): the
      * source's problem ("" none) and status (a JSON object).  Each is a

@@ -60,7 +60,8 @@ void zx_gw_healthz(gateway *g, zx_http_req *req)
 {
     json_t *streams = json_object();
     json_t *reasons = json_array();
-    int writer_up = 1, n = 0;
+    int writer_up = 1, n = 0, ws_down = 0;
+    char ws_why[300] = "";
     for (size_t i = 0; i < sizeof(g->pipes) / sizeof(g->pipes[0]); i++) {
         gpipe *p = &g->pipes[i];
         if (!p->used)
@@ -69,6 +70,14 @@ void zx_gw_healthz(gateway *g, zx_http_req *req)
         n++;
         if (!atomic_load(&h->writer_up))
             writer_up = 0;
+        if (!ws_down && atomic_load(&h->workspace_down) &&
+            atomic_load_explicit(&h->writer_error_set, memory_order_acquire)) {
+            char copy[sizeof(h->writer_error)];
+            memcpy(copy, h->writer_error, sizeof(copy));
+            copy[sizeof(copy) - 1] = '\0';
+            snprintf(ws_why, sizeof(ws_why), "%s", copy);
+            ws_down = 1;
+        }
         const char *st;
         if (atomic_load(&h->worker_failed))
             st = "failed";
@@ -86,6 +95,8 @@ void zx_gw_healthz(gateway *g, zx_http_req *req)
             json_array_append_new(reasons, json_string(msg));
         }
     }
+    if (ws_down)
+        json_array_insert_new(reasons, 0, json_string(ws_why));
     if (n > 0 && !writer_up)
         json_array_insert_new(reasons, 0, json_string("writer is not running"));
     int ok = json_array_size(reasons) == 0;

@@ -1,9 +1,12 @@
 /*
  * workspace.h — the workspace database as the writer sees it (DESIGN.md §4).
  *
- * One interface, several backends: SQLite (workspace_sqlite.c, the embedded
- * default) now, PostgreSQL later with the same functions and behaviour.
- * The writer holds the only write connection; everything happens inside a
+ * One interface, two backends with the same behaviour: SQLite
+ * (workspace_sqlite*.c, the embedded default) and PostgreSQL
+ * (workspace_pg*.c), chosen from the configuration by zx_ws_open.  What
+ * is common (the append algorithm, the cache) is in workspace.c; each SQL
+ * dialect difference is in its backend (the seam: workspace_int.h).  The
+ * writer holds the only write connection; everything happens inside a
  * transaction it opens with zx_ws_begin and closes with zx_ws_commit or
  * zx_ws_rollback (group commit across frames).
  *
@@ -12,9 +15,11 @@
  * arrives) plus the requested metadata columns; later batches add new
  * columns with ALTER TABLE ADD COLUMN, up to the column cap (below: the
  * fields beyond it are kept as JSON in the column _extra).  Identifiers are always
- * double-quoted (embedded quotes doubled).  Declared types: INTEGER, REAL,
- * BOOLEAN, TEXT, TIMESTAMP, JSON; a user-made table may use any other
- * declared type, treated as "accept anything".  What fits where: fit.h.
+ * double-quoted (embedded quotes doubled).  Declared types on SQLite:
+ * INTEGER, REAL, BOOLEAN, TEXT, TIMESTAMP, JSON; on Postgres: BIGINT,
+ * DOUBLE PRECISION, BOOLEAN, TEXT, TIMESTAMPTZ, JSONB.  A user-made table
+ * may use any other declared type, treated as "accept anything".  What
+ * fits where: fit.h.
  * A misfit value is stored as NULL and recorded in `<table>__rejects`
  * (created on first need):
  *   rejected_at TIMESTAMP, pipeline TEXT, request_id TEXT,
@@ -43,6 +48,21 @@
 #include "proto/frame.h"
 
 typedef struct zx_ws zx_ws;
+struct zx_conf;
+
+/* Open the workspace the configuration names (workspace.sqlite, the
+ * default, or workspace.postgres): zx_ws_open_sqlite or
+ * zx_ws_open_postgres with its settings.  Same returns. */
+zx_ws *zx_ws_open(const struct zx_conf *c, const char *owner, int *locked, char *err,
+                  size_t errlen);
+
+/* "sqlite" or "postgres" (static). */
+const char *zx_ws_backend(const zx_ws *w);
+
+/* Why the workspace cannot be written now, for /healthz and zxctl status
+ * (e.g. "Postgres at 127.0.0.1:5433 unreachable since ...: ..."), or NULL
+ * when it can.  Owned by w, valid until the next call on w. */
+const char *zx_ws_status(zx_ws *w);
 
 /* Open (creating if needed) the SQLite workspace at path, in WAL mode with
  * synchronous "normal" or "full" (NULL = "full"), a 64 MiB page cache and
@@ -67,6 +87,22 @@ typedef struct zx_ws zx_ws;
  * costs ~40% of insert speed) when SQLite has not been used yet. */
 zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *owner,
                          int *locked, char *err, size_t errlen);
+
+/* Open the Postgres workspace: connect with the libpq DSN dsn (URI or
+ * key=value; dsn_shown is how messages show it, password hidden), create
+ * the schema when missing and allowed, take the one-writer lock (a
+ * session advisory lock per database and schema, held until zx_ws_close;
+ * the holder records `owner` in <schema>._zx_writer), and create
+ * _zx_checkpoints, _zx_positions and _zx_writer in the schema.  Returns
+ * the handle, or NULL with a message in err; *locked = 1 when another
+ * zxd holds the lock (err names it), else 0.
+ *
+ * Afterwards a lost connection is not fatal: the open transaction fails,
+ * and the next zx_ws_begin reconnects and takes the lock again
+ * (zx_ws_status says why it cannot while it cannot). */
+zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *schema,
+                           const char *application_name, const char *owner, int *locked,
+                           char *err, size_t errlen);
 
 /* Close (rolling back an open transaction) and release the workspace
  * lock.  NULL is a no-op. */

@@ -1,12 +1,15 @@
 /*
- * workspace_sqlite_schema.c — what the SQLite backend knows of the tables:
- * the in-memory table cache (columns read with pragma_table_info), CREATE
- * TABLE and ALTER TABLE ADD COLUMN from a batch's column types, the cached
- * INSERT statements per column set, and zx_ws_table_columns.
+ * workspace_sqlite_schema.c — what the SQLite backend knows of tables:
+ * reading a table's columns (pragma_table_info), CREATE TABLE and ALTER
+ * TABLE ADD COLUMN, the cached INSERT statements per column set, and the
+ * rejects table (<table>__rejects, created on first need).
+ *
+ * SQLite's dialect: declared types INTEGER, REAL, BOOLEAN, TEXT,
+ * TIMESTAMP, JSON (fit.h); names compare case-insensitively, as SQLite
+ * does.
  *
  * It must never: build SQL with an unquoted identifier or an inlined value,
- * keep the cache across a rollback (zx_ws_rollback drops it), or insert
- * rows.
+ * or insert data rows (workspace_sqlite.c does).
  */
 #include "common/util.h"
 #include "workers/writer/workspace_sqlite_int.h"
@@ -15,225 +18,113 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const zx_wsq_meta_name[2] = { "_ingested_at", "_request_id" };
-const char *const zx_wsq_meta_decl[2] = { "TIMESTAMP", "TEXT" };
-
-/* ---- SQL text ------------------------------------------------------------ */
-
-int zx_wsq_sql_ident(zx_fit_buf *b, const char *s)
+int zx_wsq_name_cmp(const char *a, const char *b)
 {
-    if (zx_fit_buf_put(b, "\"", 1) < 0)
-        return -1;
-    for (const char *q; (q = strchr(s, '"')) != NULL; s = q + 1)
-        if (zx_fit_buf_put(b, s, (size_t)(q - s) + 1) < 0 || zx_fit_buf_put(b, "\"", 1) < 0)
-            return -1;
-    return zx_fit_buf_put(b, s, strlen(s)) < 0 || zx_fit_buf_put(b, "\"", 1) < 0 ? -1 : 0;
+    return sqlite3_stricmp(a, b);
 }
 
-int zx_wsq_sql_str(zx_fit_buf *b, const char *s)
+const char *zx_wsq_decl_for_type(zx_type t)
 {
-    return zx_fit_buf_put(b, s, strlen(s));
+    return zx_fit_decl_for_type(t);
 }
 
-/* ---- schema cache -------------------------------------------------------- */
-
-static void table_free(ws_table *t)
+zx_fit_kind zx_wsq_kind_from_decl(const char *decl)
 {
-    for (uint32_t i = 0; i < t->ncols; i++) {
-        free(t->cols[i].name);
-        free(t->cols[i].decl);
-    }
+    return zx_fit_kind_from_decl(decl);
+}
+
+static wsq_table *be_of(ws_table *t)
+{
+    if (!t->be)
+        t->be = calloc(1, sizeof(wsq_table));
+    return t->be;
+}
+
+void zx_wsq_table_free(ws_table *t)
+{
+    wsq_table *b = t->be;
+    if (!b)
+        return;
     for (int i = 0; i < MAX_STMTS; i++) {
-        sqlite3_finalize(t->ins[i].st);
-        free(t->ins[i].cols);
+        sqlite3_finalize(b->ins[i].st);
+        free(b->ins[i].cols);
     }
-    sqlite3_finalize(t->rej_ins);
-    sqlite3_finalize(t->msg_ins);
-    free(t->cols);
-    free(t->name);
-    free(t);
+    sqlite3_finalize(b->rej_ins);
+    free(b);
+    t->be = NULL;
 }
 
-void zx_wsq_cache_drop(zx_ws *w)
+int zx_wsq_load_table(zx_ws *ws, ws_table *t)
 {
-    while (w->tables) {
-        ws_table *t = w->tables;
-        w->tables = t->next;
-        table_free(t);
-    }
-}
-
-static int table_add_col(ws_table *t, const char *name, const char *decl)
-{
-    if (t->ncols == t->cap) {
-        uint32_t cap = t->cap ? t->cap * 2 : 16;
-        ws_col *c = realloc(t->cols, cap * sizeof(*c));
-        if (!c)
-            return -1;
-        t->cols = c;
-        t->cap = cap;
-    }
-    ws_col *c = &t->cols[t->ncols];
-    c->name = strdup(name);
-    c->decl = strdup(decl ? decl : "");
-    if (!c->name || !c->decl) {
-        free(c->name);
-        free(c->decl);
-        return -1;
-    }
-    c->kind = zx_fit_kind_from_decl(decl);
-    t->ncols++;
-    return 0;
-}
-
-int64_t zx_wsq_find_col(const ws_table *t, const char *name)
-{
-    for (uint32_t i = 0; i < t->ncols; i++)
-        if (sqlite3_stricmp(t->cols[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
-/* The cached table (columns read from the database on first use); a table
- * that does not exist has ncols == 0.  NULL on a database error/ENOMEM. */
-ws_table *zx_wsq_get_table(zx_ws *w, const char *name)
-{
-    for (ws_table *t = w->tables; t; t = t->next)
-        if (sqlite3_stricmp(t->name, name) == 0)
-            return t;
-    ws_table *t = calloc(1, sizeof(*t));
-    if (!t || !(t->name = strdup(name)))
-        goto fail;
-    sqlite3_bind_text(w->st_info, 1, name, -1, SQLITE_STATIC);
+    wsq *w = WSQ(ws);
+    sqlite3_bind_text(w->st_info, 1, t->name, -1, SQLITE_STATIC);
     int rc;
     while ((rc = sqlite3_step(w->st_info)) == SQLITE_ROW) {
         const char *cn = (const char *)sqlite3_column_text(w->st_info, 0);
         const char *ct = (const char *)sqlite3_column_text(w->st_info, 1);
-        if (cn && table_add_col(t, cn, ct) < 0) {
+        if (cn && ws_table_add_col(ws, t, cn, ct) < 0) {
             rc = SQLITE_NOMEM;
             break;
         }
     }
     sqlite3_reset(w->st_info);
     sqlite3_clear_bindings(w->st_info);
-    if (rc != SQLITE_DONE)
-        goto fail;
-    t->next = w->tables;
-    w->tables = t;
-    return t;
-fail:
-    if (t)
-        table_free(t);
-    return NULL;
+    return rc == SQLITE_DONE ? 0 : -1;
 }
 
-int zx_wsq_add_newcol(zx_ws_result *res, const char *name, uint8_t type)
+int zx_wsq_create_table(zx_ws *ws, ws_table *t, const ws_coldef *cols, size_t n, char *err,
+                        size_t errlen)
 {
-    zx_ws_newcol *n = realloc(res->newcols, (res->nnewcols + 1) * sizeof(*n));
-    if (!n)
-        return -1;
-    res->newcols = n;
-    snprintf(n[res->nnewcols].name, sizeof(n->name), "%s", name);
-    n[res->nnewcols].type = type;
-    res->nnewcols++;
+    wsq *w = WSQ(ws);
+    zx_fit_buf *b = &w->sql;
+    b->len = 0;
+    int bad = ws_sql_str(b, "CREATE TABLE ") < 0 || ws_sql_ident(b, t->name) < 0 ||
+              ws_sql_str(b, " (") < 0;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = (i && ws_sql_str(b, ", ") < 0) || ws_sql_ident(b, cols[i].name) < 0 ||
+              ws_sql_str(b, " ") < 0 || ws_sql_str(b, zx_wsq_decl_for_type(cols[i].type)) < 0;
+    if (bad || ws_sql_str(b, ")") < 0)
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    if (sqlite3_exec(w->db, b->p, NULL, NULL, NULL) != SQLITE_OK)
+        return zx_seterr(err, errlen, "workspace: cannot create table %s: %s", t->name,
+                         sqlite3_errmsg(w->db));
     return 0;
 }
 
-/* CREATE TABLE with the batch's new columns (at most MAX_CREATE_COLS) and
- * the metadata columns.  Returns 0, 1 when there is nothing to create, or
- * -1 (err set). */
-int zx_wsq_create_table(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t meta,
-                        zx_ws_result *res, char *err, size_t errlen)
+int zx_wsq_add_column(zx_ws *ws, ws_table *t, const char *name, const char *decl, char **why,
+                      char *err, size_t errlen)
 {
-    zx_fit_buf *b = &w->sql;
-    uint32_t n = 0;
-    b->len = 0;
-    if (zx_wsq_sql_str(b, "CREATE TABLE ") < 0 || zx_wsq_sql_ident(b, t->name) < 0 ||
-        zx_wsq_sql_str(b, " (") < 0)
-        goto nomem;
-    for (uint32_t c = 0; c < rs->ncols && n < MAX_CREATE_COLS; c++) {
-        if (w->map[c] != -3 || !zx_fit_decl_for_type(rs->cols[c].type))
-            continue;
-        int dup = 0;
-        for (uint32_t d = 0; d < c && !dup; d++)
-            dup = w->map[d] == -3 && sqlite3_stricmp(rs->cols[d].name, rs->cols[c].name) == 0;
-        if (dup)
-            continue;
-        if ((n++ && zx_wsq_sql_str(b, ", ") < 0) || zx_wsq_sql_ident(b, rs->cols[c].name) < 0 ||
-            zx_wsq_sql_str(b, " ") < 0 ||
-            zx_wsq_sql_str(b, zx_fit_decl_for_type(rs->cols[c].type)) < 0)
-            goto nomem;
-    }
-    uint32_t ndata = n;
-    for (int m = 0; m < 2; m++)
-        if (meta & (1u << m))
-            if ((n++ && zx_wsq_sql_str(b, ", ") < 0) ||
-                zx_wsq_sql_ident(b, zx_wsq_meta_name[m]) < 0 ||
-                zx_wsq_sql_str(b, " ") < 0 || zx_wsq_sql_str(b, zx_wsq_meta_decl[m]) < 0)
-                goto nomem;
-    if (n == 0)
-        return 1;
-    if (zx_wsq_sql_str(b, ")") < 0)
-        goto nomem;
-    if (sqlite3_exec(w->db, b->p, NULL, NULL, NULL) != SQLITE_OK) {
-        zx_seterr(err, errlen, "workspace: cannot create table %s: %s", t->name,
-                      sqlite3_errmsg(w->db));
-        return -1;
-    }
-    res->created_table = 1;
-    n = 0;
-    for (uint32_t c = 0; c < rs->ncols && n < ndata; c++) {
-        if (w->map[c] != -3 || !zx_fit_decl_for_type(rs->cols[c].type) ||
-            zx_wsq_find_col(t, rs->cols[c].name) >= 0)
-            continue;
-        n++;
-        if (table_add_col(t, rs->cols[c].name, zx_fit_decl_for_type(rs->cols[c].type)) < 0 ||
-            zx_wsq_add_newcol(res, rs->cols[c].name, rs->cols[c].type) < 0)
-            goto nomem;
-    }
-    for (int m = 0; m < 2; m++)
-        if ((meta & (1u << m)) && table_add_col(t, zx_wsq_meta_name[m], zx_wsq_meta_decl[m]) < 0)
-            goto nomem;
-    return 0;
-nomem:
-    zx_seterr(err, errlen, "workspace: out of memory");
-    return -1;
-}
-
-/* ALTER TABLE ADD COLUMN.  0 added, 1 refused by SQLite (message in
- * *why, malloc'ed), -1 database error (err set). */
-int zx_wsq_add_column(zx_ws *w, ws_table *t, const char *name, const char *decl,
-                      char **why, char *err, size_t errlen)
-{
+    wsq *w = WSQ(ws);
     zx_fit_buf *b = &w->sql;
     b->len = 0;
-    if (zx_wsq_sql_str(b, "ALTER TABLE ") < 0 || zx_wsq_sql_ident(b, t->name) < 0 ||
-        zx_wsq_sql_str(b, " ADD COLUMN ") < 0 || zx_wsq_sql_ident(b, name) < 0 ||
-        zx_wsq_sql_str(b, " ") < 0 ||
-        zx_wsq_sql_str(b, decl) < 0)
-        goto nomem;
+    if (ws_sql_str(b, "ALTER TABLE ") < 0 || ws_sql_ident(b, t->name) < 0 ||
+        ws_sql_str(b, " ADD COLUMN ") < 0 || ws_sql_ident(b, name) < 0 ||
+        ws_sql_str(b, " ") < 0 || ws_sql_str(b, decl) < 0)
+        return zx_seterr(err, errlen, "workspace: out of memory");
     int rc = sqlite3_exec(w->db, b->p, NULL, NULL, NULL);
-    if (rc == SQLITE_OK)
-        return table_add_col(t, name, decl) < 0 ? -1 : 0;
-    if (zx_wsq_data_error(rc) && !sqlite3_get_autocommit(w->db)) {
+    if (rc == SQLITE_OK) {
+        if (ws_table_add_col(ws, t, name, decl) < 0)
+            return zx_seterr(err, errlen, "workspace: out of memory");
+        /* statements made for the old column list stay valid */
+        return 0;
+    }
+    if (zx_wsq_refusal(w, rc)) {
         if (why && !*why)
             *why = strdup(sqlite3_errmsg(w->db));
         return 1;
     }
-    zx_seterr(err, errlen, "workspace: cannot add column %s to %s: %s", name, t->name,
-                  sqlite3_errmsg(w->db));
-    return -1;
-nomem:
-    zx_seterr(err, errlen, "workspace: out of memory");
-    return -1;
+    return zx_seterr(err, errlen, "workspace: cannot add column %s to %s: %s", name, t->name,
+                     sqlite3_errmsg(w->db));
 }
 
-/* The cached INSERT for this column list (NULL on error). */
-sqlite3_stmt *zx_wsq_get_ins(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n)
+sqlite3_stmt *zx_wsq_get_ins(wsq *w, ws_table *t, const uint32_t *cols, uint32_t n)
 {
-    ws_ins *v = &t->ins[0];
+    wsq_table *tb = be_of(t);
+    if (!tb)
+        return NULL;
+    wsq_ins *v = &tb->ins[0];
     for (int i = 0; i < MAX_STMTS; i++) {
-        ws_ins *s = &t->ins[i];
+        wsq_ins *s = &tb->ins[i];
         if (s->st && s->n == n && (n == 0 || memcmp(s->cols, cols, n * sizeof(*cols)) == 0)) {
             s->used = ++w->tick;
             return s->st;
@@ -246,15 +137,14 @@ sqlite3_stmt *zx_wsq_get_ins(zx_ws *w, ws_table *t, const uint32_t *cols, uint32
     memset(v, 0, sizeof(*v));
     zx_fit_buf *b = &w->sql;
     b->len = 0;
-    int bad = zx_wsq_sql_str(b, "INSERT INTO ") < 0 || zx_wsq_sql_ident(b, t->name) < 0;
+    int bad = ws_sql_str(b, "INSERT INTO ") < 0 || ws_sql_ident(b, t->name) < 0;
     if (n == 0)
-        bad = bad || zx_wsq_sql_str(b, " DEFAULT VALUES") < 0;
+        bad = bad || ws_sql_str(b, " DEFAULT VALUES") < 0;
     for (uint32_t i = 0; i < n && !bad; i++)
-        bad = zx_wsq_sql_str(b, i ? ", " : " (") < 0 ||
-              zx_wsq_sql_ident(b, t->cols[cols[i]].name) < 0;
+        bad = ws_sql_str(b, i ? ", " : " (") < 0 || ws_sql_ident(b, t->cols[cols[i]].name) < 0;
     for (uint32_t i = 0; i < n && !bad; i++)
-        bad = zx_wsq_sql_str(b, i ? ", ?" : ") VALUES (?") < 0;
-    if (bad || (n && zx_wsq_sql_str(b, ")") < 0))
+        bad = ws_sql_str(b, i ? ", ?" : ") VALUES (?") < 0;
+    if (bad || (n && ws_sql_str(b, ")") < 0))
         return NULL;
     if (!(v->cols = malloc((n ? n : 1) * sizeof(*cols))))
         return NULL;
@@ -269,38 +159,121 @@ sqlite3_stmt *zx_wsq_get_ins(zx_ws *w, ws_table *t, const uint32_t *cols, uint32
     return v->st;
 }
 
-int zx_ws_table_columns(zx_ws *w, const char *table, char **json_out)
+/* ---- the rejects table ------------------------------------------------- */
+
+static const char *const rej_cols[WS_REJECTS_NCOLS] = {
+    "rejected_at", "pipeline", "request_id", "column_name", "column_type", "value_type",
+    "raw_value", "reason", "source_key", "source_position"
+};
+
+/* Bind bytes as TEXT when valid UTF-8 without NUL, else as a BLOB (SQLite
+ * keeps both); NULL p stays NULL. */
+static void bind_bytes(sqlite3_stmt *st, int i, const void *p, size_t n)
 {
-    *json_out = NULL;
-    ws_table *t = zx_wsq_get_table(w, table);
-    if (!t)
-        return -1;
-    if (t->ncols == 0)
-        return 1;
-    zx_fit_buf b = { 0 };
-    int bad = zx_fit_buf_put(&b, "[", 1) < 0;
-    for (uint32_t i = 0; i < t->ncols && !bad; i++) {
-        const ws_col *c = &t->cols[i];
-        char type[64];
-        if (c->kind != ZX_FIT_ANY || !c->decl[0]) {
-            snprintf(type, sizeof(type), "%s", zx_fit_kind_name(c->kind));
-        } else {
-            size_t k = 0;
-            for (; c->decl[k] && k < sizeof(type) - 1; k++)
-                type[k] = (char)(c->decl[k] >= 'A' && c->decl[k] <= 'Z' ? c->decl[k] + 32
-                                                                        : c->decl[k]);
-            type[k] = 0;
+    if (!p)
+        return;
+    if (ws_utf8_text(p, n))
+        sqlite3_bind_text64(st, i, n ? p : "", n, SQLITE_STATIC, SQLITE_UTF8);
+    else
+        sqlite3_bind_blob64(st, i, p, n, SQLITE_STATIC);
+}
+
+static void bind_str(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+}
+
+/* The INSERT of <table>__rejects, creating the table, or adding the two
+ * source columns to one made before they existed.  NULL with *skip = 1
+ * when SQLite refuses it for a data reason (a user-made table of that
+ * name); NULL with *skip = 0 on a database error (err set). */
+static sqlite3_stmt *rej_stmt(wsq *w, const char *table, int *skip, char *err, size_t errlen)
+{
+    char rname[160];
+    *skip = 0;
+    snprintf(rname, sizeof(rname), "%s__rejects", table);
+    ws_table *t = ws_get_table(&w->base, rname);
+    wsq_table *tb = t ? be_of(t) : NULL;
+    if (!tb)
+        goto dberr;
+    if (tb->rej_ins)
+        return tb->rej_ins;
+    zx_fit_buf *b = &w->sql;
+    int rc;
+    if (t->ncols == 0) {
+        b->len = 0;
+        int bad = ws_sql_str(b, "CREATE TABLE IF NOT EXISTS ") < 0 ||
+                  ws_sql_ident(b, rname) < 0 || ws_sql_str(b, " (") < 0;
+        for (int i = 0; i < WS_REJECTS_NCOLS && !bad; i++)
+            bad = ws_sql_str(b, i ? ", " : "") < 0 || ws_sql_str(b, rej_cols[i]) < 0 ||
+                  ws_sql_str(b, i == 0 ? " TIMESTAMP" : " TEXT") < 0;
+        if (bad || ws_sql_str(b, ")") < 0)
+            goto nomem;
+        rc = sqlite3_exec(w->db, b->p, NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            goto refused;
+        for (int i = 0; i < WS_REJECTS_NCOLS; i++)
+            if (ws_table_add_col(&w->base, t, rej_cols[i], i == 0 ? "TIMESTAMP" : "TEXT") < 0)
+                goto nomem;
+    }
+    for (int i = WS_REJECTS_NCOLS - 2; i < WS_REJECTS_NCOLS; i++) {
+        if (ws_find_col(&w->base, t, rej_cols[i]) >= 0)
+            continue;
+        int r = zx_wsq_add_column(&w->base, t, rej_cols[i], "TEXT", NULL, err, errlen);
+        if (r < 0)
+            return NULL;
+        if (r > 0) {
+            *skip = 1;
+            return NULL;
         }
-        bad = (i && zx_fit_buf_put(&b, ",", 1) < 0) ||
-              zx_fit_buf_put(&b, "{\"name\":", 8) < 0 ||
-              zx_fit_json_quote(&b, c->name, strlen(c->name)) < 0 ||
-              zx_fit_buf_put(&b, ",\"type\":", 8) < 0 ||
-              zx_fit_json_quote(&b, type, strlen(type)) < 0 || zx_fit_buf_put(&b, "}", 1) < 0;
     }
-    if (bad || zx_fit_buf_put(&b, "]", 1) < 0) {
-        zx_fit_buf_free(&b);
-        return -1;
+    b->len = 0;
+    int bad = ws_sql_str(b, "INSERT INTO ") < 0 || ws_sql_ident(b, rname) < 0;
+    for (int i = 0; i < WS_REJECTS_NCOLS && !bad; i++)
+        bad = ws_sql_str(b, i ? ", " : " (") < 0 || ws_sql_str(b, rej_cols[i]) < 0;
+    bad = bad || ws_sql_str(b, ") VALUES (?,?,?,?,?,?,?,?,?,?)") < 0;
+    if (bad)
+        goto nomem;
+    if ((tb->rej_ins = zx_wsq_prep(w, b->p)))
+        return tb->rej_ins;
+    rc = sqlite3_errcode(w->db);
+refused:
+    if (zx_wsq_refusal(w, rc)) {
+        *skip = 1;
+        return NULL;
     }
-    *json_out = b.p;
-    return 0;
+dberr:
+    zx_seterr(err, errlen, "workspace: rejects table of %s: %s", table, sqlite3_errmsg(w->db));
+    return NULL;
+nomem:
+    zx_seterr(err, errlen, "workspace: out of memory");
+    return NULL;
+}
+
+int zx_wsq_reject_row(zx_ws *ws, const ws_reject *r, char *err, size_t errlen)
+{
+    wsq *w = WSQ(ws);
+    int skip;
+    sqlite3_stmt *st = rej_stmt(w, r->table, &skip, err, errlen);
+    if (!st)
+        return skip ? 1 : -1;
+    bind_str(st, 1, r->rejected_at);
+    bind_str(st, 2, r->pipeline);
+    bind_str(st, 3, r->request_id);
+    bind_str(st, 4, r->column);
+    bind_str(st, 5, r->column_type);
+    bind_str(st, 6, r->value_type);
+    bind_bytes(st, 7, r->raw, r->raw_len);
+    bind_str(st, 8, r->reason);
+    bind_bytes(st, 9, r->key, r->key_len);
+    bind_str(st, 10, r->position);
+    int rc = zx_wsq_run(st);
+    sqlite3_clear_bindings(st);
+    if (rc == SQLITE_OK)
+        return 0;
+    if (zx_wsq_refusal(w, rc))
+        return 1;
+    return zx_seterr(err, errlen, "workspace: cannot record a reject for %s: %s", r->table,
+                     sqlite3_errmsg(w->db));
 }

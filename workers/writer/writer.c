@@ -101,6 +101,8 @@ typedef struct writer {
      * workspace commit, before the LMDB commit and the acknowledgement:
      * the one crash window the workspace checkpoint must close. */
     char fault_path[4200];
+    int ws_down;             /* zx_ws_status said why it cannot write */
+    char ws_why[256];
 } writer;
 
 /* Send a feed event (takes the reference; NULL = json_pack ran out of
@@ -313,6 +315,36 @@ static void unblock_pipe(writer *w, wpipe *p)
     if (atomic_load(&p->seg.hdr->writer_error_set)) {
         atomic_store(&p->seg.hdr->writer_error_set, 0);
         zx_info("event=pipeline_unblocked pipeline=%s", p->name);
+    }
+}
+
+/* The workspace cannot be written at all (Postgres unreachable): every
+ * pipeline says why, and /healthz answers 503, until a cycle commits. */
+static void workspace_health(writer *w)
+{
+    const char *why = zx_ws_status(w->ws);
+    if (!why && !w->ws_down)
+        return;
+    /* while down, every cycle: a pipeline attached meanwhile is told too */
+    if (why && !(w->ws_down && strcmp(w->ws_why, why) == 0)) {
+        snprintf(w->ws_why, sizeof(w->ws_why), "%s", why);
+        zx_error("event=workspace_down error=\"%s\"", why);
+    } else if (!why) {
+        zx_info("event=workspace_up");
+    }
+    w->ws_down = why != NULL;
+    for (int i = 0; i < MAX_PIPES; i++) {
+        wpipe *p = &w->pipes[i];
+        if (!p->used)
+            continue;
+        zx_seg_hdr *h = p->seg.hdr;
+        if (why) {
+            snprintf(h->writer_error, sizeof(h->writer_error), "%s", why);
+            atomic_store_explicit(&h->writer_error_set, 1, memory_order_release);
+        } else if (!p->block_ms) {
+            atomic_store(&h->writer_error_set, 0);
+        }
+        atomic_store(&h->workspace_down, why != NULL);
     }
 }
 
@@ -884,7 +916,8 @@ int zx_writer_main(const zx_writer_args *a)
     /* The store's durability follows the workspace's: with synchronous
      * "normal" a power loss may undo the last workspace commits, so the
      * store skips its second sync per commit (ZX_STORE_NOMETASYNC). */
-    unsigned sflags = a->conf->sqlite_synchronous && strcmp(a->conf->sqlite_synchronous, "full") == 0
+    unsigned sflags = a->conf->ws_kind == ZX_WS_KIND_SQLITE && a->conf->sqlite_synchronous &&
+                              strcmp(a->conf->sqlite_synchronous, "full") == 0
                           ? 0 : ZX_STORE_NOMETASYNC;
     if (zx_store_open(a->conf->data_dir, sflags, 0, &w->store, err, sizeof(err)) != 0) {
         zx_error("event=fatal error=\"%s\"", err);
@@ -894,8 +927,7 @@ int zx_writer_main(const zx_writer_args *a)
     snprintf(owner, sizeof(owner), "zxd pid %ld, data_dir %s", (long)getppid(),
              a->conf->data_dir);
     int locked = 0;
-    w->ws = zx_ws_open_sqlite(a->conf->sqlite_path, a->conf->sqlite_synchronous, owner, &locked,
-                              err, sizeof(err));
+    w->ws = zx_ws_open(a->conf, owner, &locked, err, sizeof(err));
     if (!w->ws) {
         zx_error("event=fatal error=\"%s\"", err);
         /* another zxd writes this workspace: restarting cannot help */
@@ -913,7 +945,10 @@ int zx_writer_main(const zx_writer_args *a)
                  a->conf->data_dir);
     zx_set_nonblock(a->chan);
     zx_chan_send(a->chan, ZX_CHAN_READY, "{}", NULL, 0);
-    zx_info("event=ready workspace=%s", a->conf->sqlite_path);
+    zx_info("event=ready workspace=%s backend=%s",
+            a->conf->ws_kind == ZX_WS_KIND_POSTGRES ? a->conf->pg_dsn_shown
+                                                    : a->conf->sqlite_path,
+            zx_ws_backend(w->ws));
     int backoff_ms = 0;
     for (;;) {
         zx_ring_drain_fd(a->self_efd);
@@ -926,6 +961,7 @@ int zx_writer_main(const zx_writer_args *a)
         }
         /* group commit: see cycle() */
         int n = cycle(w);
+        workspace_health(w);
         finish_detaches(w);
         if (n < 0) {
             backoff_ms = backoff_ms ? (backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2) : 100;

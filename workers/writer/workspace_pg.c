@@ -1,0 +1,554 @@
+/*
+ * workspace_pg.c — the PostgreSQL workspace backend (see workspace.h):
+ * the connection, the one-writer lock, reconnecting, transactions,
+ * checkpoints and positions.  Tables are in workspace_pg_schema.c, rows
+ * (COPY) in workspace_pg_copy.c.
+ *
+ * One writer per workspace: a session advisory lock on (WSP_LOCK_CLASS,
+ * hashtext(schema)) held for the connection's life; the holder writes who
+ * it is into _zx_writer, so that a second zxd is told.  When the
+ * connection is lost (server restart, network cut, pg_terminate_backend)
+ * the transaction is lost with it, nothing is acknowledged, and the next
+ * zx_ws_begin reconnects (the writer backs off between cycles; the frames
+ * wait in their rings) and takes the lock again; a lock still held by
+ * our own dead session is freed with pg_terminate_backend.
+ *
+ * It must never: show the DSN's password (dsn_shown is for messages), put
+ * a value into SQL text (parameters only), or report a lost connection as
+ * a refusal of the data (that would hold a pipeline back instead of
+ * retrying).
+ */
+#include "workers/writer/workspace_pg_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+static const ws_ops pg_ops;
+
+/* ---- errors --------------------------------------------------------------- */
+
+static void set_msg(wsp *w, const char *m)
+{
+    snprintf(w->msg, sizeof(w->msg), "%s", m && *m ? m : "unknown error");
+    size_t n = strlen(w->msg);
+    while (n && (w->msg[n - 1] == '\n' || w->msg[n - 1] == ' '))
+        w->msg[--n] = '\0';
+    for (char *p = w->msg; *p; p++)
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
+}
+
+void zx_wsp_fail(wsp *w, const PGresult *res)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *m = res ? PQresultErrorMessage(res) : NULL;
+    if (!m || !*m)
+        m = w->conn ? PQerrorMessage(w->conn) : "not connected";
+    set_msg(w, m);
+    snprintf(w->sqlstate, sizeof(w->sqlstate), "%s", state ? state : "");
+    int lost = !w->conn || PQstatus(w->conn) == CONNECTION_BAD || !state ||
+               strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
+    if (lost)
+        w->broken = 1;
+    w->permanent = !lost && zx_wsp_refusal(w);
+}
+
+int zx_wsp_refusal(const wsp *w)
+{
+    static const char *const classes[] = { "22", "23", "42", "54", "0A", "2B", "44" };
+    if (w->broken)
+        return 0;
+    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+        if (strncmp(w->sqlstate, classes[i], 2) == 0)
+            return 1;
+    return 0;
+}
+
+PGresult *zx_wsp_exec(wsp *w, const char *sql, int n, const char *const *params)
+{
+    if (!w->conn || w->broken) {
+        w->broken = 1;
+        w->permanent = 0;
+        set_msg(w, "not connected to Postgres");
+        w->sqlstate[0] = '\0';
+        return NULL;
+    }
+    PGresult *r = n ? PQexecParams(w->conn, sql, n, NULL, params, NULL, NULL, 0)
+                    : PQexec(w->conn, sql);
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+        return r;
+    zx_wsp_fail(w, r);
+    PQclear(r);
+    return NULL;
+}
+
+int zx_wsp_run(wsp *w, const char *sql)
+{
+    PGresult *r = zx_wsp_exec(w, sql, 0, NULL);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+/* ---- connecting and the lock ------------------------------------------------- */
+
+/* Who holds the writer lock, into out ("" when nobody visible). */
+static void lock_holder(wsp *w, char *out, size_t outlen)
+{
+    char k1[16], k2[16];
+    snprintf(k1, sizeof(k1), "%d", WSP_LOCK_CLASS);
+    snprintf(k2, sizeof(k2), "%d", (int)w->lock_key);
+    const char *pv[2] = { k1, k2 };
+    out[0] = '\0';
+    PGresult *r = zx_wsp_exec(w,
+        "SELECT a.pid, coalesce(a.application_name, ''), coalesce(host(a.client_addr), 'local'),"
+        " coalesce(to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')"
+        " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+        " WHERE l.locktype = 'advisory' AND l.classid = $1::int::oid AND l.objid = $2::int::oid"
+        " AND l.objsubid = 2 AND l.granted AND l.database = (SELECT oid FROM pg_database"
+        " WHERE datname = current_database())", 2, pv);
+    if (r && PQntuples(r) > 0)
+        snprintf(out, outlen, "Postgres session pid %s, application %s, from %s since %s",
+                 PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
+                 PQgetvalue(r, 0, 3));
+    PQclear(r);
+    char q[512];
+    snprintf(q, sizeof(q), "SELECT owner FROM %s.\"_zx_writer\" WHERE id = 1", w->qschema);
+    r = zx_wsp_exec(w, q, 0, NULL);
+    if (r && PQntuples(r) > 0) {
+        size_t n = strlen(out);
+        snprintf(out + n, outlen - n, "%s%s", n ? "; " : "", PQgetvalue(r, 0, 0));
+    }
+    PQclear(r);
+    w->broken = 0; /* a failed look-up says nothing of the connection */
+}
+
+/* pg_try_advisory_lock on (WSP_LOCK_CLASS, lock_key): 1 taken, 0 held by
+ * another session, -1 failure. */
+static int try_lock(wsp *w)
+{
+    char k1[16], k2[16];
+    snprintf(k1, sizeof(k1), "%d", WSP_LOCK_CLASS);
+    snprintf(k2, sizeof(k2), "%d", (int)w->lock_key);
+    const char *pv[2] = { k1, k2 };
+    PGresult *r = zx_wsp_exec(w, "SELECT pg_try_advisory_lock($1::int, $2::int)", 2, pv);
+    if (!r)
+        return -1;
+    int got = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    return got;
+}
+
+/* A lock held by a session of ours that died with a lost connection (a
+ * network cut: the server has not noticed yet): the session whose
+ * application_name carries our token.  Terminate it.  1 when one was. */
+static int free_own_stale_lock(wsp *w, const char *token)
+{
+    char k1[16], k2[16];
+    snprintf(k1, sizeof(k1), "%d", WSP_LOCK_CLASS);
+    snprintf(k2, sizeof(k2), "%d", (int)w->lock_key);
+    const char *pv[3] = { k1, k2, token };
+    PGresult *r = zx_wsp_exec(w,
+        "SELECT pg_terminate_backend(l.pid, 5000) FROM pg_locks l"
+        " JOIN pg_stat_activity a ON a.pid = l.pid"
+        " WHERE l.locktype = 'advisory' AND l.classid = $1::int::oid AND l.objid = $2::int::oid"
+        " AND l.objsubid = 2 AND l.granted AND a.pid <> pg_backend_pid()"
+        " AND position($3 in a.application_name) > 0", 3, pv);
+    int n = r ? PQntuples(r) : 0;
+    PQclear(r);
+    return n > 0;
+}
+
+/* Connect, take the lock, make the bookkeeping tables.  0, or -1 with
+ * w->msg set and *locked = 1 when another zxd holds the lock. */
+static int connect_pg(wsp *w, int *locked)
+{
+    char appname[96], token[24];
+    /* the token ties a session to this writer process, so that its own
+     * stale session can be told from another zxd's */
+    snprintf(token, sizeof(token), "#%ld", (long)getpid());
+    snprintf(appname, sizeof(appname), "%.40s %s", w->app, token);
+    const char *keys[] = { "dbname", "application_name", "connect_timeout", "client_encoding",
+                           "keepalives", "keepalives_idle", "keepalives_interval",
+                           "keepalives_count", "tcp_user_timeout", NULL };
+    const char *vals[] = { w->dsn, appname, "10", "UTF8", "1", "10", "5", "3", "30000", NULL };
+    if (w->conn)
+        PQfinish(w->conn);
+    w->conn = PQconnectdbParams(keys, vals, 1);
+    w->broken = 0;
+    if (!w->conn || PQstatus(w->conn) != CONNECTION_OK) {
+        char m[1400];
+        snprintf(m, sizeof(m), "cannot connect to Postgres %s: %s", w->dsn_shown,
+                 w->conn ? PQerrorMessage(w->conn) : "out of memory");
+        set_msg(w, m);
+        w->broken = 1;
+        return -1;
+    }
+    char q[1024];
+    /* the schema: made when missing and the role may */
+    const char *pv[1] = { w->schema };
+    PGresult *r = zx_wsp_exec(w, "SELECT 1 FROM pg_namespace WHERE nspname = $1", 1, pv);
+    if (!r)
+        goto fail;
+    int have = PQntuples(r) > 0;
+    PQclear(r);
+    if (!have) {
+        snprintf(q, sizeof(q), "CREATE SCHEMA IF NOT EXISTS %s", w->qschema);
+        if (zx_wsp_run(w, q) < 0) {
+            char m[2400];
+            snprintf(m, sizeof(m), "schema %s does not exist in Postgres %s and cannot be "
+                     "created (%s): create it, or set workspace.postgres.schema", w->schema,
+                     w->dsn_shown, w->msg);
+            set_msg(w, m);
+            return -1;
+        }
+    }
+    int got = try_lock(w);
+    if (got == 0 && free_own_stale_lock(w, token))
+        got = try_lock(w);
+    if (got < 0)
+        goto fail;
+    if (got == 0) {
+        char who[600];
+        lock_holder(w, who, sizeof(who));
+        char m[2400];
+        snprintf(m, sizeof(m), "workspace Postgres %s schema %s is in use by another zxd (%s): "
+                 "a workspace has one writer; stop that zxd or set another "
+                 "workspace.postgres.schema or database", w->dsn_shown, w->schema,
+                 who[0] ? who : "holder unknown");
+        set_msg(w, m);
+        if (locked)
+            *locked = 1;
+        return -1;
+    }
+    snprintf(q, sizeof(q),
+             "CREATE TABLE IF NOT EXISTS %s.\"_zx_checkpoints\"(pipeline TEXT PRIMARY KEY,"
+             " seq BIGINT, committed_at TIMESTAMPTZ);"
+             "CREATE TABLE IF NOT EXISTS %s.\"_zx_positions\"(pipeline TEXT, part TEXT,"
+             " value BYTEA, committed_at TIMESTAMPTZ, PRIMARY KEY(pipeline, part));"
+             "CREATE TABLE IF NOT EXISTS %s.\"_zx_writer\"(id INT PRIMARY KEY, owner TEXT,"
+             " since TIMESTAMPTZ)", w->qschema, w->qschema, w->qschema);
+    if (zx_wsp_run(w, q) < 0) {
+        char m[2400];
+        snprintf(m, sizeof(m), "cannot create zx's tables in schema %s of Postgres %s (%s): "
+                 "grant CREATE on the schema to the role", w->schema, w->dsn_shown, w->msg);
+        set_msg(w, m);
+        return -1;
+    }
+    char host[256] = "?";
+    if (gethostname(host, sizeof(host) - 1) < 0)
+        snprintf(host, sizeof(host), "?");
+    host[sizeof(host) - 1] = '\0';
+    char who[1200];
+    snprintf(who, sizeof(who), "pid %ld on host %s%s%s", (long)getpid(), host,
+             w->owner ? ", " : "", w->owner ? w->owner : "");
+    const char *wv[1] = { who };
+    snprintf(q, sizeof(q), "INSERT INTO %s.\"_zx_writer\"(id, owner, since) VALUES (1, $1, now())"
+             " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, since = excluded.since",
+             w->qschema);
+    r = zx_wsp_exec(w, q, 1, wv);
+    PQclear(r); /* only for the message of a second zxd */
+    w->broken = 0;
+    w->permanent = 0;
+    return 0;
+fail:
+    {
+        char m[2400];
+        snprintf(m, sizeof(m), "Postgres %s: %s", w->dsn_shown, w->msg);
+        set_msg(w, m);
+    }
+    return -1;
+}
+
+zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *schema,
+                           const char *application_name, const char *owner, int *locked,
+                           char *err, size_t errlen)
+{
+    if (locked)
+        *locked = 0;
+    wsp *w = calloc(1, sizeof(*w));
+    if (!w) {
+        zx_seterr(err, errlen, "workspace: out of memory");
+        return NULL;
+    }
+    ws_init(&w->base, &pg_ops);
+    zx_fit_buf qs = { 0 };
+    const char *sch = schema && *schema ? schema : "public";
+    w->dsn = strdup(dsn ? dsn : "");
+    w->dsn_shown = strdup(dsn_shown ? dsn_shown : "(dsn)");
+    w->schema = strdup(sch);
+    w->app = strdup(application_name && *application_name ? application_name : "zxd");
+    w->owner = owner ? strdup(owner) : NULL;
+    if (!w->dsn || !w->dsn_shown || !w->schema || !w->app || (owner && !w->owner) ||
+        zx_wsp_ident(&qs, sch) < 0) {
+        zx_fit_buf_free(&qs);
+        zx_seterr(err, errlen, "workspace: out of memory");
+        zx_ws_close(&w->base);
+        return NULL;
+    }
+    w->qschema = qs.p;
+    /* the lock key: a hash of the schema name (FNV-1a, folded to int32) */
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)sch; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    w->lock_key = (int32_t)(h & 0x7fffffff);
+    if (connect_pg(w, locked) < 0) {
+        zx_seterr(err, errlen, "workspace: %s", w->msg);
+        zx_ws_close(&w->base);
+        return NULL;
+    }
+    return &w->base;
+}
+
+static void p_close(zx_ws *ws)
+{
+    wsp *w = WSP(ws);
+    if (w->base.in_txn)
+        zx_ws_rollback(ws);
+    ws_fini(ws);
+    if (w->conn)
+        PQfinish(w->conn); /* releases the advisory lock */
+    zx_wsp_copy_free(w);
+    zx_fit_buf_free(&w->sql);
+    free(w->dsn);
+    free(w->dsn_shown);
+    free(w->schema);
+    free(w->app);
+    free(w->owner);
+    free(w->qschema);
+    free(w);
+}
+
+static const char *p_errmsg(zx_ws *ws)
+{
+    return WSP(ws)->msg[0] ? WSP(ws)->msg : "no error";
+}
+
+static const char *p_status(zx_ws *ws)
+{
+    return WSP(ws)->status[0] ? WSP(ws)->status : NULL;
+}
+
+/* ---- transactions ------------------------------------------------------- */
+
+static int p_begin(zx_ws *ws, char *err, size_t errlen)
+{
+    wsp *w = WSP(ws);
+    if (!w->conn || w->broken) {
+        int locked = 0;
+        ws_cache_drop(ws);
+        if (connect_pg(w, &locked) < 0) {
+            int64_t now = zx_now_us();
+            if (!w->down_since_us)
+                w->down_since_us = now;
+            char since[ZX_TS_BUFSZ];
+            zx_ts_format(w->down_since_us, since);
+            snprintf(w->status, sizeof(w->status), "workspace unavailable since %s: %s", since,
+                     w->msg);
+            return zx_seterr(err, errlen, "workspace: %s", w->msg);
+        }
+        w->down_since_us = 0;
+        w->status[0] = '\0';
+    }
+    if (zx_wsp_run(w, "BEGIN") < 0)
+        return zx_seterr(err, errlen, "workspace: begin: %s", w->msg);
+    return 0;
+}
+
+static int p_commit(zx_ws *ws, char *err, size_t errlen)
+{
+    wsp *w = WSP(ws);
+    if (zx_wsp_run(w, "COMMIT") < 0)
+        return zx_seterr(err, errlen, "workspace: commit: %s", w->msg);
+    return 0;
+}
+
+static void p_rollback(zx_ws *ws)
+{
+    wsp *w = WSP(ws);
+    zx_wsp_rows_abort(ws);
+    if (w->conn && !w->broken && PQtransactionStatus(w->conn) != PQTRANS_IDLE) {
+        PGresult *r = PQexec(w->conn, "ROLLBACK");
+        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+            zx_wsp_fail(w, r);
+        PQclear(r);
+    }
+}
+
+static int p_savepoint(zx_ws *ws)
+{
+    return zx_wsp_run(WSP(ws), "SAVEPOINT zx_frame");
+}
+
+static int p_savepoint_release(zx_ws *ws)
+{
+    return zx_wsp_run(WSP(ws), "RELEASE SAVEPOINT zx_frame");
+}
+
+static int p_savepoint_rollback(zx_ws *ws)
+{
+    wsp *w = WSP(ws);
+    char keep[sizeof(w->msg)], state[sizeof(w->sqlstate)];
+    int perm = w->permanent;
+    memcpy(keep, w->msg, sizeof(keep));
+    memcpy(state, w->sqlstate, sizeof(state));
+    zx_wsp_rows_abort(ws);
+    int rc = zx_wsp_run(w, "ROLLBACK TO SAVEPOINT zx_frame; RELEASE SAVEPOINT zx_frame");
+    if (rc == 0) { /* the error that led here is still the one to tell */
+        memcpy(w->msg, keep, sizeof(keep));
+        memcpy(w->sqlstate, state, sizeof(state));
+        w->permanent = perm;
+    }
+    return rc;
+}
+
+static int p_failure_is_permanent(zx_ws *ws)
+{
+    wsp *w = WSP(ws);
+    return w->permanent && !w->broken;
+}
+
+/* ---- checkpoints and positions ------------------------------------------- */
+
+static int p_checkpoint_get(zx_ws *ws, const char *pipeline, uint64_t *seq)
+{
+    wsp *w = WSP(ws);
+    char q[256];
+    snprintf(q, sizeof(q), "SELECT seq FROM %s.\"_zx_checkpoints\" WHERE pipeline = $1",
+             w->qschema);
+    const char *pv[1] = { pipeline };
+    PGresult *r = zx_wsp_exec(w, q, 1, pv);
+    if (!r)
+        return -1;
+    if (PQntuples(r) > 0)
+        *seq = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
+static int p_checkpoint_set(zx_ws *ws, const char *pipeline, uint64_t seq, int64_t now_us)
+{
+    wsp *w = WSP(ws);
+    char q[384], s[32], ts[ZX_TS_BUFSZ];
+    snprintf(q, sizeof(q), "INSERT INTO %s.\"_zx_checkpoints\"(pipeline, seq, committed_at)"
+             " VALUES ($1, $2, $3) ON CONFLICT (pipeline) DO UPDATE SET seq = excluded.seq,"
+             " committed_at = excluded.committed_at", w->qschema);
+    snprintf(s, sizeof(s), "%lld", (long long)seq);
+    zx_ts_format(now_us, ts);
+    const char *pv[3] = { pipeline, s, ts };
+    PGresult *r = zx_wsp_exec(w, q, 3, pv);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+static int p_checkpoint_prune(zx_ws *ws, const char *prefix, const char *keep1,
+                              const char *keep2)
+{
+    wsp *w = WSP(ws);
+    char q[320];
+    snprintf(q, sizeof(q), "DELETE FROM %s.\"_zx_checkpoints\" WHERE left(pipeline,"
+             " length($1)) = $1 AND pipeline NOT IN ($2, $3)", w->qschema);
+    const char *pv[3] = { prefix, keep1, keep2 };
+    PGresult *r = zx_wsp_exec(w, q, 3, pv);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+static int p_position_set(zx_ws *ws, const char *pipeline, const char *part, const void *val,
+                          size_t len, int64_t now_us)
+{
+    wsp *w = WSP(ws);
+    char q[384], ts[ZX_TS_BUFSZ];
+    snprintf(q, sizeof(q), "INSERT INTO %s.\"_zx_positions\"(pipeline, part, value,"
+             " committed_at) VALUES ($1, $2, $3, $4) ON CONFLICT (pipeline, part) DO UPDATE"
+             " SET value = excluded.value, committed_at = excluded.committed_at", w->qschema);
+    zx_ts_format(now_us, ts);
+    const char *pv[4] = { pipeline, part, len ? val : "", ts };
+    int lens[4] = { 0, 0, (int)len, 0 };
+    int fmts[4] = { 0, 0, 1, 0 };
+    if (len > INT32_MAX || !w->conn || w->broken) {
+        w->broken = !w->conn || w->broken;
+        return -1;
+    }
+    PGresult *r = PQexecParams(w->conn, q, 4, NULL, pv, lens, fmts, 0);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+        zx_wsp_fail(w, r);
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+static int p_positions_each(zx_ws *ws, zx_ws_position_cb cb, void *ctx)
+{
+    wsp *w = WSP(ws);
+    char q[256];
+    snprintf(q, sizeof(q), "SELECT pipeline, part, value FROM %s.\"_zx_positions\""
+             " ORDER BY pipeline, part", w->qschema);
+    if (!w->conn || w->broken)
+        return -1;
+    PGresult *r = PQexecParams(w->conn, q, 0, NULL, NULL, NULL, NULL, 1);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        zx_wsp_fail(w, r);
+        PQclear(r);
+        return -1;
+    }
+    int stop = 0;
+    for (int i = 0; i < PQntuples(r) && !stop; i++) {
+        const char *p = PQgetvalue(r, i, 0), *part = PQgetvalue(r, i, 1);
+        if (*p && *part)
+            stop = cb(p, part, PQgetvalue(r, i, 2), (size_t)PQgetlength(r, i, 2), ctx);
+    }
+    PQclear(r);
+    return stop;
+}
+
+static int p_positions_drop(zx_ws *ws, const char *pipeline)
+{
+    wsp *w = WSP(ws);
+    char q[256];
+    snprintf(q, sizeof(q), "DELETE FROM %s.\"_zx_positions\" WHERE pipeline = $1", w->qschema);
+    const char *pv[1] = { pipeline };
+    PGresult *r = zx_wsp_exec(w, q, 1, pv);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+static const ws_ops pg_ops = {
+    .name = "postgres",
+    .close = p_close,
+    .begin = p_begin,
+    .commit = p_commit,
+    .rollback = p_rollback,
+    .savepoint = p_savepoint,
+    .savepoint_release = p_savepoint_release,
+    .savepoint_rollback = p_savepoint_rollback,
+    .failure_is_permanent = p_failure_is_permanent,
+    .checkpoint_get = p_checkpoint_get,
+    .checkpoint_set = p_checkpoint_set,
+    .checkpoint_prune = p_checkpoint_prune,
+    .position_set = p_position_set,
+    .positions_each = p_positions_each,
+    .positions_drop = p_positions_drop,
+    .errmsg = p_errmsg,
+    .status = p_status,
+    .name_cmp = zx_wsp_name_cmp,
+    .decl_for_type = zx_wsp_decl_for_type,
+    .kind_from_decl = zx_wsp_kind_from_decl,
+    .load_table = zx_wsp_load_table,
+    .create_table = zx_wsp_create_table,
+    .add_column = zx_wsp_add_column,
+    .table_free = zx_wsp_table_free,
+    .rows_begin = zx_wsp_rows_begin,
+    .put = zx_wsp_put,
+    .row_end = zx_wsp_row_end,
+    .rows_end = zx_wsp_rows_end,
+    .rows_abort = zx_wsp_rows_abort,
+    .refuses = zx_wsp_refuses,
+    .reject_row = zx_wsp_reject_row,
+};

@@ -1,0 +1,304 @@
+/*
+ * workspace_pg_copy.c — storing a batch's rows in Postgres with COPY ...
+ * FROM STDIN (text format), the fast path for appends.
+ *
+ * The rows of one append are gathered as COPY text (each row's values
+ * escaped as they come, then written in column order), and sent in one
+ * COPY inside SAVEPOINT zx_copy when the batch ends.  When the table
+ * refuses some row (a constraint of a user-made table: SQLSTATE class
+ * 23, or a value its narrower type refuses: class 22), the savepoint is
+ * rolled back and the rows are sent again one by one, each in its own
+ * savepoint: those refused become reject rows ("row not inserted: ...")
+ * and the others are stored.  Any other failure (a view of that name, no
+ * permission, a lost connection) fails the append, so that the writer
+ * holds back this pipeline or retries.
+ *
+ * It must never: store a value with a NUL byte (Postgres text cannot hold
+ * one: refused as a misfit before), or lose the order of the columns.
+ */
+#include "workers/writer/workspace_pg_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+#define COPY_CHUNK (256u * 1024)
+
+void zx_wsp_copy_free(wsp *w)
+{
+    zx_fit_buf_free(&w->copy_cols);
+    zx_fit_buf_free(&w->data);
+    zx_fit_buf_free(&w->rowbuf);
+    free(w->rowoff);
+    free(w->off);
+    free(w->len);
+    w->rowoff = NULL;
+    w->off = NULL;
+    w->len = NULL;
+    w->rows_cap = w->slots_cap = 0;
+}
+
+int zx_wsp_refuses(const zx_fit_out *o, zx_fit_kind k)
+{
+    if (o->st != ZX_FIT_S_TEXT)
+        return 0;
+    if (memchr(o->s, '\0', o->len))
+        return 1;
+    /* jsonb refuses the escape of NUL */
+    if (k == ZX_FIT_JSON)
+        for (const char *p = o->s, *e = o->s + o->len; (p = memchr(p, '\\', (size_t)(e - p)));
+             p += 2) {
+            if (e - p >= 6 && memcmp(p, "\\u0000", 6) == 0)
+                return 1;
+            if (e - p < 2)
+                break;
+        }
+    return 0;
+}
+
+int zx_wsp_rows_begin(zx_ws *ws, ws_table *t, const uint32_t *cols, uint32_t n, char *err,
+                      size_t errlen)
+{
+    wsp *w = WSP(ws);
+    if (n > w->slots_cap) {
+        uint32_t cap = n + 16;
+        int64_t *o = realloc(w->off, cap * sizeof(*o));
+        if (o)
+            w->off = o;
+        size_t *l = realloc(w->len, cap * sizeof(*l));
+        if (l)
+            w->len = l;
+        if (!o || !l)
+            return zx_seterr(err, errlen, "workspace: out of memory");
+        w->slots_cap = cap;
+    }
+    w->copy_cols.len = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (ws_sql_str(&w->copy_cols, i ? ", " : "") < 0 ||
+            zx_wsp_ident(&w->copy_cols, t->cols[cols[i]].name) < 0)
+            return zx_seterr(err, errlen, "workspace: out of memory");
+    w->cur = t;
+    w->nslots = n;
+    w->nrows = 0;
+    w->data.len = 0;
+    w->rowbuf.len = 0;
+    for (uint32_t i = 0; i < n; i++)
+        w->off[i] = -1;
+    return 0;
+}
+
+/* Append s (n bytes) escaped for COPY text format. */
+static int put_escaped(zx_fit_buf *b, const char *s, size_t n)
+{
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++) {
+        char e;
+        switch (s[i]) {
+        case '\\': e = '\\'; break;
+        case '\t': e = 't'; break;
+        case '\n': e = 'n'; break;
+        case '\r': e = 'r'; break;
+        default: continue;
+        }
+        char esc[2] = { '\\', e };
+        if (zx_fit_buf_put(b, s + from, i - from) < 0 || zx_fit_buf_put(b, esc, 2) < 0)
+            return -1;
+        from = i + 1;
+    }
+    return zx_fit_buf_put(b, s + from, n - from);
+}
+
+int zx_wsp_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *buf)
+{
+    (void)buf;
+    wsp *w = WSP(ws);
+    if (slot >= w->nslots)
+        return 0;
+    if (o->st == ZX_FIT_S_NULL) {
+        w->off[slot] = -1;
+        return 0;
+    }
+    size_t at = w->rowbuf.len;
+    char num[40];
+    int rc;
+    switch (o->st) {
+    case ZX_FIT_S_INT:
+        snprintf(num, sizeof(num), "%" PRId64, o->i);
+        rc = zx_fit_buf_put(&w->rowbuf, num, strlen(num));
+        break;
+    case ZX_FIT_S_REAL:
+        snprintf(num, sizeof(num), "%.17g", o->d);
+        rc = zx_fit_buf_put(&w->rowbuf, num, strlen(num));
+        break;
+    default:
+        rc = put_escaped(&w->rowbuf, o->s, o->len);
+        break;
+    }
+    if (rc < 0)
+        return -1;
+    w->off[slot] = (int64_t)at;
+    w->len[slot] = w->rowbuf.len - at;
+    return 0;
+}
+
+int zx_wsp_row_end(zx_ws *ws, char *why, size_t whylen, char *err, size_t errlen)
+{
+    (void)why, (void)whylen;
+    wsp *w = WSP(ws);
+    if (w->nrows + 2 > w->rows_cap) {
+        size_t cap = w->rows_cap ? 2 * w->rows_cap : 1024;
+        size_t *r = realloc(w->rowoff, cap * sizeof(*r));
+        if (!r)
+            return zx_seterr(err, errlen, "workspace: out of memory");
+        w->rowoff = r;
+        w->rows_cap = cap;
+    }
+    w->rowoff[w->nrows] = w->data.len;
+    for (uint32_t i = 0; i < w->nslots; i++) {
+        int bad = (i && zx_fit_buf_put(&w->data, "\t", 1) < 0) ||
+                  (w->off[i] < 0 ? zx_fit_buf_put(&w->data, "\\N", 2) < 0
+                                 : zx_fit_buf_put(&w->data, w->rowbuf.p + w->off[i],
+                                                  w->len[i]) < 0);
+        if (bad)
+            return zx_seterr(err, errlen, "workspace: out of memory");
+        w->off[i] = -1;
+    }
+    if (zx_fit_buf_put(&w->data, "\n", 1) < 0)
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    w->rowbuf.len = 0;
+    w->nrows++;
+    w->rowoff[w->nrows] = w->data.len;
+    return 0;
+}
+
+void zx_wsp_rows_abort(zx_ws *ws)
+{
+    wsp *w = WSP(ws);
+    w->cur = NULL;
+    w->nrows = 0;
+    w->data.len = 0;
+    w->rowbuf.len = 0;
+    /* a large batch's buffers are not kept for the next one */
+    if (w->data.cap > (64u << 20)) {
+        zx_fit_buf_free(&w->data);
+    }
+}
+
+/* One COPY of data[from .. to).  0 stored, -1 failed (w->msg etc. set;
+ * the transaction is then aborted: roll back to a savepoint). */
+static int copy_range(wsp *w, const char *qname, size_t from, size_t to)
+{
+    zx_fit_buf *q = &w->sql;
+    q->len = 0;
+    if (ws_sql_str(q, "COPY ") < 0 || ws_sql_str(q, qname) < 0 || ws_sql_str(q, " (") < 0 ||
+        zx_fit_buf_put(q, w->copy_cols.p ? w->copy_cols.p : "", w->copy_cols.len) < 0 ||
+        ws_sql_str(q, ") FROM STDIN") < 0) {
+        snprintf(w->msg, sizeof(w->msg), "out of memory");
+        w->permanent = 0;
+        return -1;
+    }
+    if (!w->conn || w->broken) {
+        zx_wsp_fail(w, NULL);
+        return -1;
+    }
+    PGresult *r = PQexec(w->conn, q->p);
+    if (!r || PQresultStatus(r) != PGRES_COPY_IN) {
+        zx_wsp_fail(w, r);
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    int ok = 1;
+    for (size_t at = from; at < to && ok;) {
+        size_t n = to - at < COPY_CHUNK ? to - at : COPY_CHUNK;
+        ok = PQputCopyData(w->conn, w->data.p + at, (int)n) == 1;
+        at += n;
+    }
+    if (PQputCopyEnd(w->conn, ok ? NULL : "zx: sending the rows failed") != 1)
+        ok = 0;
+    int stored = 1;
+    while ((r = PQgetResult(w->conn)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && stored) {
+            zx_wsp_fail(w, r);
+            stored = 0;
+        }
+        PQclear(r);
+    }
+    if (!ok && stored) {
+        zx_wsp_fail(w, NULL);
+        stored = 0;
+    }
+    return stored ? 0 : -1;
+}
+
+/* A failure the rows themselves caused: worth sending them one by one. */
+static int row_level(const wsp *w)
+{
+    return !w->broken && (strncmp(w->sqlstate, "22", 2) == 0 || strncmp(w->sqlstate, "23", 2) == 0);
+}
+
+int zx_wsp_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, zx_ws_result *res,
+                    char *err, size_t errlen)
+{
+    wsp *w = WSP(ws);
+    wsp_table *tb = t->be;
+    if (w->nrows == 0 || !tb) {
+        zx_wsp_rows_abort(ws);
+        return 0;
+    }
+    if (w->nslots == 0) { /* rows of nulls only: COPY needs a column */
+        w->sql.len = 0;
+        if (ws_sql_str(&w->sql, "INSERT INTO ") < 0 || ws_sql_str(&w->sql, tb->qname) < 0 ||
+            ws_sql_str(&w->sql, " DEFAULT VALUES") < 0)
+            goto fail;
+        for (size_t r = 0; r < w->nrows; r++)
+            if (zx_wsp_run(w, w->sql.p) < 0)
+                goto fail;
+        zx_wsp_rows_abort(ws);
+        return 0;
+    }
+    if (zx_wsp_run(w, "SAVEPOINT zx_copy") < 0)
+        goto fail;
+    if (copy_range(w, tb->qname, 0, w->data.len) == 0) {
+        if (zx_wsp_run(w, "RELEASE SAVEPOINT zx_copy") < 0)
+            goto fail;
+        zx_wsp_rows_abort(ws);
+        return 0;
+    }
+    if (!row_level(w))
+        goto fail;
+    if (zx_wsp_run(w, "ROLLBACK TO SAVEPOINT zx_copy; RELEASE SAVEPOINT zx_copy") < 0)
+        goto fail;
+    /* one by one: the refused rows become rejects */
+    for (size_t r = 0; r < w->nrows; r++) {
+        if (zx_wsp_run(w, "SAVEPOINT zx_copy") < 0)
+            goto fail;
+        if (copy_range(w, tb->qname, w->rowoff[r], w->rowoff[r + 1]) == 0) {
+            if (zx_wsp_run(w, "RELEASE SAVEPOINT zx_copy") < 0)
+                goto fail;
+            continue;
+        }
+        if (!row_level(w))
+            goto fail;
+        char why[sizeof(w->msg)];
+        memcpy(why, w->msg, sizeof(why));
+        if (zx_wsp_run(w, "ROLLBACK TO SAVEPOINT zx_copy; RELEASE SAVEPOINT zx_copy") < 0)
+            goto fail;
+        if (ws_reject_refused_row(ws, t, a, why, err, errlen) < 0) {
+            zx_wsp_rows_abort(ws);
+            return -1;
+        }
+        if (res->rows)
+            res->rows--;
+        res->rejects++;
+    }
+    zx_wsp_rows_abort(ws);
+    return 0;
+fail:
+    zx_seterr(err, errlen, "workspace: cannot store rows in %s: %s", t->name, w->msg);
+    zx_wsp_rows_abort(ws);
+    return -1;
+}

@@ -1,0 +1,110 @@
+/*
+ * workspace_pg_int.h — private declarations of the PostgreSQL workspace
+ * backend, shared by workspace_pg.c (connection, the writer lock,
+ * reconnecting, transactions, checkpoints, positions), workspace_pg_schema.c
+ * (reading, creating and altering tables, identifiers, the rejects table)
+ * and workspace_pg_copy.c (storing rows with COPY).
+ *
+ * It must never be included outside those files: the contract for the
+ * writer is workspace.h, the seam workspace_int.h.
+ */
+#ifndef ZX_WRITER_WORKSPACE_PG_INT_H
+#define ZX_WRITER_WORKSPACE_PG_INT_H
+
+#include "workers/writer/workspace_int.h"
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WSP_IDENT_MAX 63        /* Postgres' identifier limit (NAMEDATALEN - 1) */
+#define WSP_LOCK_CLASS 0x7a78   /* "zx": first key of the writer's advisory lock */
+
+/* ws_table.be of the Postgres backend */
+typedef struct wsp_table {
+    char *qname;                /* "schema"."table" (shortened, quoted) */
+    char *rej_sql;              /* of a rejects table: its INSERT */
+} wsp_table;
+
+typedef struct wsp {
+    zx_ws base;                 /* first: a wsp is a zx_ws */
+    PGconn *conn;               /* NULL while disconnected */
+    char *dsn;                  /* owned; holds the password: never shown */
+    char *dsn_shown;            /* owned; password hidden */
+    char *schema, *app, *owner; /* owned */
+    char *qschema;              /* "schema", quoted */
+    int32_t lock_key;           /* second key of the advisory lock */
+    int broken;                 /* the connection failed: reconnect at begin */
+    int permanent;              /* the last failure came from a table or
+                                   its data, the connection is fine */
+    int64_t down_since_us;      /* first failed reconnect (0: up) */
+    char sqlstate[6];           /* of the last failure */
+    char msg[1024];             /* the last failure, for zx_ws_errmsg */
+    char status[1200];          /* why it cannot write now ("" fine) */
+    zx_fit_buf sql;
+    /* the rows being stored (rows_begin .. rows_end) */
+    ws_table *cur;
+    zx_fit_buf copy_cols;       /* the COPY's column list */
+    zx_fit_buf data;            /* COPY text of the rows so far */
+    size_t *rowoff;             /* row r is data[rowoff[r] .. rowoff[r+1]) */
+    size_t nrows, rows_cap;
+    zx_fit_buf rowbuf;          /* this row's values, escaped */
+    int64_t *off;               /* slot -> offset in rowbuf, -1 NULL */
+    size_t *len;                /* slot -> length */
+    uint32_t nslots, slots_cap;
+} wsp;
+
+#define WSP(w) ((wsp *)(w))
+
+/* ---- workspace_pg.c ---------------------------------------------------- */
+
+/* Run sql (no parameters, or n of them as text).  Returns the result when
+ * its status is ok (PGRES_COMMAND_OK or PGRES_TUPLES_OK; caller PQclears),
+ * else NULL with w->msg, w->sqlstate, w->broken and w->permanent set. */
+PGresult *zx_wsp_exec(wsp *w, const char *sql, int n, const char *const *params);
+/* zx_wsp_exec for statements without a result: 0 or -1. */
+int zx_wsp_run(wsp *w, const char *sql);
+/* Record a failure from res (may be NULL) or the connection. */
+void zx_wsp_fail(wsp *w, const PGresult *res);
+/* 1 when the last failure is a data/table refusal that a savepoint
+ * undoes (SQLSTATE class 22, 23, 42, 54, 0A, 2B, 44), the connection fine. */
+int zx_wsp_refusal(const wsp *w);
+
+/* ---- workspace_pg_schema.c --------------------------------------------- */
+
+/* Identifier as Postgres keeps it: names over 63 bytes become their first
+ * 54 bytes (cut on a UTF-8 boundary), "_" and 8 hex digits of a hash of
+ * the whole name, so that one name always maps to one identifier. */
+void zx_wsp_ident_name(const char *name, char out[WSP_IDENT_MAX + 1]);
+/* Append "schema"."name" (both through zx_wsp_ident_name). 0 or -1. */
+int zx_wsp_qualified(wsp *w, zx_fit_buf *b, const char *name);
+/* Append "name" (shortened as above). 0 or -1. */
+int zx_wsp_ident(zx_fit_buf *b, const char *name);
+
+int zx_wsp_name_cmp(const char *a, const char *b);
+const char *zx_wsp_decl_for_type(zx_type t);
+zx_fit_kind zx_wsp_kind_from_decl(const char *decl);
+int zx_wsp_load_table(zx_ws *w, ws_table *t);
+int zx_wsp_create_table(zx_ws *w, ws_table *t, const ws_coldef *cols, size_t n, char *err,
+                        size_t errlen);
+int zx_wsp_add_column(zx_ws *w, ws_table *t, const char *name, const char *decl, char **why,
+                      char *err, size_t errlen);
+void zx_wsp_table_free(ws_table *t);
+int zx_wsp_reject_row(zx_ws *w, const ws_reject *r, char *err, size_t errlen);
+/* Run sql inside SAVEPOINT zx_ddl: 0 done, 1 refused (undone, w->msg
+ * says why), -1 database failure. */
+int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params);
+
+/* ---- workspace_pg_copy.c ----------------------------------------------- */
+
+int zx_wsp_rows_begin(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n, char *err,
+                      size_t errlen);
+int zx_wsp_put(zx_ws *w, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *buf);
+int zx_wsp_row_end(zx_ws *w, char *why, size_t whylen, char *err, size_t errlen);
+int zx_wsp_rows_end(zx_ws *w, ws_table *t, const zx_ws_append *a, zx_ws_result *res,
+                    char *err, size_t errlen);
+void zx_wsp_rows_abort(zx_ws *w);
+int zx_wsp_refuses(const zx_fit_out *o, zx_fit_kind k);
+void zx_wsp_copy_free(wsp *w);
+
+#endif

@@ -1,0 +1,345 @@
+/*
+ * workspace_pg_schema.c — what the Postgres backend knows of tables:
+ * identifiers, declared types, reading a table's columns (pg_attribute),
+ * CREATE TABLE and ALTER TABLE ADD COLUMN, and the rejects table.
+ *
+ * Postgres' dialect: zx creates BIGINT, DOUBLE PRECISION, BOOLEAN, TEXT,
+ * TIMESTAMPTZ and JSONB columns; names are compared exactly (quoted
+ * identifiers are case-sensitive there); an identifier over 63 bytes (a
+ * long table name plus "__rejects") is shortened the same way every time
+ * (zx_wsp_ident_name), where Postgres would silently truncate it.
+ *
+ * A DDL statement or a reject that the database refuses runs inside its
+ * own savepoint, so that the refusal does not abort the transaction (in
+ * Postgres any error does).
+ *
+ * It must never: build SQL with an unquoted identifier or an inlined value.
+ */
+#include "workers/writer/workspace_pg_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/util.h"
+
+void zx_wsp_ident_name(const char *name, char out[WSP_IDENT_MAX + 1])
+{
+    size_t n = strlen(name);
+    if (n <= WSP_IDENT_MAX) {
+        memcpy(out, name, n + 1);
+        return;
+    }
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)name[i]) * 16777619u;
+    size_t keep = 54;
+    while (keep && ((unsigned char)name[keep] & 0xc0) == 0x80)
+        keep--; /* never cut a UTF-8 sequence */
+    memcpy(out, name, keep);
+    snprintf(out + keep, WSP_IDENT_MAX + 1 - keep, "_%08x", h);
+}
+
+int zx_wsp_ident(zx_fit_buf *b, const char *name)
+{
+    char id[WSP_IDENT_MAX + 1];
+    zx_wsp_ident_name(name, id);
+    return ws_sql_ident(b, id);
+}
+
+int zx_wsp_qualified(wsp *w, zx_fit_buf *b, const char *name)
+{
+    return ws_sql_str(b, w->qschema) < 0 || ws_sql_str(b, ".") < 0 || zx_wsp_ident(b, name) < 0
+               ? -1 : 0;
+}
+
+int zx_wsp_name_cmp(const char *a, const char *b)
+{
+    char x[WSP_IDENT_MAX + 1], y[WSP_IDENT_MAX + 1];
+    zx_wsp_ident_name(a, x);
+    zx_wsp_ident_name(b, y);
+    return strcmp(x, y);
+}
+
+const char *zx_wsp_decl_for_type(zx_type t)
+{
+    switch (t) {
+    case ZX_T_INT: return "bigint";
+    case ZX_T_REAL: return "double precision";
+    case ZX_T_BOOL: return "boolean";
+    case ZX_T_TEXT: return "text";
+    case ZX_T_TIMESTAMP: return "timestamp with time zone";
+    case ZX_T_JSON: return "jsonb";
+    default: return NULL;
+    }
+}
+
+/* The kind of a type as format_type() writes it.  Types of narrower range
+ * than the kind's (integer, real, varchar(n), numeric) are "any": their
+ * values are sent as they are and a value they refuse costs its row. */
+zx_fit_kind zx_wsp_kind_from_decl(const char *decl)
+{
+    static const struct { const char *decl; zx_fit_kind kind; } map[] = {
+        { "bigint", ZX_FIT_INTEGER },
+        { "double precision", ZX_FIT_REAL },
+        { "boolean", ZX_FIT_BOOLEAN },
+        { "text", ZX_FIT_TEXT },
+        { "timestamp with time zone", ZX_FIT_TIMESTAMP },
+        { "timestamp without time zone", ZX_FIT_TIMESTAMP },
+        { "jsonb", ZX_FIT_JSON },
+        { "json", ZX_FIT_JSON },
+    };
+    if (!decl)
+        return ZX_FIT_ANY;
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (strcasecmp(decl, map[i].decl) == 0)
+            return map[i].kind;
+    return ZX_FIT_ANY;
+}
+
+static wsp_table *be_of(wsp *w, ws_table *t)
+{
+    if (t->be)
+        return t->be;
+    wsp_table *b = calloc(1, sizeof(*b));
+    zx_fit_buf q = { 0 };
+    if (!b || zx_wsp_qualified(w, &q, t->name) < 0) {
+        free(b);
+        zx_fit_buf_free(&q);
+        return NULL;
+    }
+    b->qname = q.p;
+    t->be = b;
+    return b;
+}
+
+void zx_wsp_table_free(ws_table *t)
+{
+    wsp_table *b = t->be;
+    if (!b)
+        return;
+    free(b->qname);
+    free(b->rej_sql);
+    free(b);
+    t->be = NULL;
+}
+
+int zx_wsp_load_table(zx_ws *ws, ws_table *t)
+{
+    wsp *w = WSP(ws);
+    wsp_table *b = be_of(w, t);
+    if (!b)
+        return -1;
+    const char *pv[1] = { b->qname };
+    PGresult *r = zx_wsp_exec(w, "SELECT a.attname, format_type(a.atttypid, a.atttypmod)"
+                                 " FROM pg_attribute a WHERE a.attrelid = to_regclass($1)"
+                                 " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                              1, pv);
+    if (!r)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < PQntuples(r) && rc == 0; i++)
+        rc = ws_table_add_col(ws, t, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+    PQclear(r);
+    return rc;
+}
+
+int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params)
+{
+    if (zx_wsp_run(w, "SAVEPOINT zx_ddl") < 0)
+        return -1;
+    PGresult *r = zx_wsp_exec(w, sql, n, params);
+    if (r) {
+        PQclear(r);
+        return zx_wsp_run(w, "RELEASE SAVEPOINT zx_ddl") < 0 ? -1 : 0;
+    }
+    if (!zx_wsp_refusal(w))
+        return -1;
+    char keep[sizeof(w->msg)], state[sizeof(w->sqlstate)];
+    memcpy(keep, w->msg, sizeof(keep));
+    memcpy(state, w->sqlstate, sizeof(state));
+    if (zx_wsp_run(w, "ROLLBACK TO SAVEPOINT zx_ddl; RELEASE SAVEPOINT zx_ddl") < 0)
+        return -1;
+    memcpy(w->msg, keep, sizeof(keep));
+    memcpy(w->sqlstate, state, sizeof(state));
+    w->permanent = 1;
+    return 1;
+}
+
+int zx_wsp_create_table(zx_ws *ws, ws_table *t, const ws_coldef *cols, size_t n, char *err,
+                        size_t errlen)
+{
+    wsp *w = WSP(ws);
+    wsp_table *tb = be_of(w, t);
+    zx_fit_buf *b = &w->sql;
+    b->len = 0;
+    int bad = !tb || ws_sql_str(b, "CREATE TABLE ") < 0 || ws_sql_str(b, tb->qname) < 0 ||
+              ws_sql_str(b, " (") < 0;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = (i && ws_sql_str(b, ", ") < 0) || zx_wsp_ident(b, cols[i].name) < 0 ||
+              ws_sql_str(b, " ") < 0 || ws_sql_str(b, zx_wsp_decl_for_type(cols[i].type)) < 0;
+    if (bad || ws_sql_str(b, ")") < 0)
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    if (zx_wsp_run(w, b->p) < 0)
+        return zx_seterr(err, errlen, "workspace: cannot create table %s: %s", t->name, w->msg);
+    return 0;
+}
+
+int zx_wsp_add_column(zx_ws *ws, ws_table *t, const char *name, const char *decl, char **why,
+                      char *err, size_t errlen)
+{
+    wsp *w = WSP(ws);
+    wsp_table *tb = be_of(w, t);
+    zx_fit_buf *b = &w->sql;
+    b->len = 0;
+    if (!tb || ws_sql_str(b, "ALTER TABLE ") < 0 || ws_sql_str(b, tb->qname) < 0 ||
+        ws_sql_str(b, " ADD COLUMN ") < 0 || zx_wsp_ident(b, name) < 0 ||
+        ws_sql_str(b, " ") < 0 || ws_sql_str(b, decl) < 0)
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    int rc = zx_wsp_guarded(w, b->p, 0, NULL);
+    if (rc == 0) {
+        if (ws_table_add_col(ws, t, name, decl) < 0)
+            return zx_seterr(err, errlen, "workspace: out of memory");
+        return 0;
+    }
+    if (rc == 1) {
+        if (why && !*why)
+            *why = strdup(w->msg);
+        return 1;
+    }
+    return zx_seterr(err, errlen, "workspace: cannot add column %s to %s: %s", name, t->name,
+                     w->msg);
+}
+
+/* ---- the rejects table ------------------------------------------------- */
+
+static const char *const rej_cols[WS_REJECTS_NCOLS] = {
+    "rejected_at", "pipeline", "request_id", "column_name", "column_type", "value_type",
+    "raw_value", "reason", "source_key", "source_position"
+};
+
+/* Bytes as text for a TEXT column: as they are when valid UTF-8 without
+ * NUL, else "\x" and their hex digits (as bytea's text form).  Malloc'ed,
+ * or NULL (p NULL, or out of memory: *nomem). */
+static char *text_of(const char *p, size_t n, int *nomem)
+{
+    if (!p)
+        return NULL;
+    char *s;
+    if (ws_utf8_text((const unsigned char *)p, n)) {
+        s = malloc(n + 1);
+        if (s) {
+            memcpy(s, p, n);
+            s[n] = '\0';
+        }
+    } else {
+        s = n < SIZE_MAX / 2 - 3 ? malloc(2 * n + 3) : NULL;
+        if (s) {
+            static const char hex[] = "0123456789abcdef";
+            s[0] = '\\';
+            s[1] = 'x';
+            for (size_t i = 0; i < n; i++) {
+                s[2 + 2 * i] = hex[(unsigned char)p[i] >> 4];
+                s[3 + 2 * i] = hex[(unsigned char)p[i] & 15];
+            }
+            s[2 + 2 * n] = '\0';
+        }
+    }
+    if (!s)
+        *nomem = 1;
+    return s;
+}
+
+/* The INSERT of <table>__rejects, creating the table or adding the two
+ * source columns when needed.  NULL with *skip = 1 when the database
+ * refuses (a user-made table of that name); NULL with *skip = 0 on a
+ * failure (err set). */
+static const char *rej_sql(wsp *w, const char *table, int *skip, char *err, size_t errlen)
+{
+    char rname[160];
+    *skip = 0;
+    snprintf(rname, sizeof(rname), "%s__rejects", table);
+    ws_table *t = ws_get_table(&w->base, rname);
+    wsp_table *tb = t ? be_of(w, t) : NULL;
+    if (!tb) {
+        zx_seterr(err, errlen, "workspace: rejects table of %s: %s", table, w->msg);
+        return NULL;
+    }
+    if (tb->rej_sql)
+        return tb->rej_sql;
+    zx_fit_buf *b = &w->sql;
+    if (t->ncols == 0) {
+        b->len = 0;
+        int bad = ws_sql_str(b, "CREATE TABLE IF NOT EXISTS ") < 0 ||
+                  ws_sql_str(b, tb->qname) < 0 || ws_sql_str(b, " (") < 0;
+        for (int i = 0; i < WS_REJECTS_NCOLS && !bad; i++)
+            bad = ws_sql_str(b, i ? ", " : "") < 0 || ws_sql_str(b, rej_cols[i]) < 0 ||
+                  ws_sql_str(b, i == 0 ? " timestamptz" : " text") < 0;
+        if (bad || ws_sql_str(b, ")") < 0)
+            goto nomem;
+        int rc = zx_wsp_guarded(w, b->p, 0, NULL);
+        if (rc < 0)
+            goto dberr;
+        if (rc > 0) {
+            *skip = 1;
+            return NULL;
+        }
+        for (int i = 0; i < WS_REJECTS_NCOLS; i++)
+            if (ws_table_add_col(&w->base, t, rej_cols[i],
+                                 i == 0 ? "timestamp with time zone" : "text") < 0)
+                goto nomem;
+    }
+    for (int i = WS_REJECTS_NCOLS - 2; i < WS_REJECTS_NCOLS; i++) {
+        if (ws_find_col(&w->base, t, rej_cols[i]) >= 0)
+            continue;
+        int r = zx_wsp_add_column(&w->base, t, rej_cols[i], "text", NULL, err, errlen);
+        if (r < 0)
+            return NULL;
+        if (r > 0) {
+            *skip = 1;
+            return NULL;
+        }
+    }
+    b->len = 0;
+    int bad = ws_sql_str(b, "INSERT INTO ") < 0 || ws_sql_str(b, tb->qname) < 0;
+    for (int i = 0; i < WS_REJECTS_NCOLS && !bad; i++)
+        bad = ws_sql_str(b, i ? ", " : " (") < 0 || ws_sql_str(b, rej_cols[i]) < 0;
+    if (bad || ws_sql_str(b, ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)") < 0 ||
+        !(tb->rej_sql = strdup(b->p)))
+        goto nomem;
+    return tb->rej_sql;
+dberr:
+    zx_seterr(err, errlen, "workspace: rejects table of %s: %s", table, w->msg);
+    return NULL;
+nomem:
+    zx_seterr(err, errlen, "workspace: out of memory");
+    return NULL;
+}
+
+int zx_wsp_reject_row(zx_ws *ws, const ws_reject *r, char *err, size_t errlen)
+{
+    wsp *w = WSP(ws);
+    int skip;
+    const char *sql = rej_sql(w, r->table, &skip, err, errlen);
+    if (!sql)
+        return skip ? 1 : -1;
+    int nomem = 0;
+    char *raw = text_of(r->raw, r->raw_len, &nomem);
+    char *key = text_of(r->key, r->key_len, &nomem);
+    if (nomem) {
+        free(raw);
+        free(key);
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    }
+    const char *pv[WS_REJECTS_NCOLS] = { r->rejected_at, r->pipeline, r->request_id, r->column,
+                                         r->column_type, r->value_type, raw, r->reason, key,
+                                         r->position };
+    int rc = zx_wsp_guarded(w, sql, WS_REJECTS_NCOLS, pv);
+    free(raw);
+    free(key);
+    if (rc < 0)
+        return zx_seterr(err, errlen, "workspace: cannot record a reject for %s: %s", r->table,
+                         w->msg);
+    return rc;
+}
