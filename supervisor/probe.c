@@ -29,6 +29,7 @@
 #include "common/util.h"
 #include "supervisor/sup.h"
 #include "workers/sources/source.h"
+#include "workers/writer/workspace.h"
 
 #define PROBE_TIMEOUT_MS 10000   /* what a source's test may take */
 #define PROBE_MAX 4              /* probes at once */
@@ -106,7 +107,8 @@ static void on_probe(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* In the child: run the test, write the answer, exit. */
+/* In the child: run the test (src NULL: the workspace's), write the
+ * answer, exit. */
 static void run_probe(const zx_source *src, const zx_conf *conf, const zx_conf_pipeline *pc,
                       const zx_conf_connection *cc, const char *name, int fd)
 {
@@ -114,11 +116,13 @@ static void run_probe(const zx_source *src, const zx_conf *conf, const zx_conf_p
     alarm(PROBE_TIMEOUT_MS / 1000 + 5);
     signal(SIGPIPE, SIG_IGN);
     char out[4096] = "";
-    int rc = src->test(conf, pc, cc, PROBE_TIMEOUT_MS, out, sizeof(out));
+    int rc = src ? src->test(conf, pc, cc, PROBE_TIMEOUT_MS, out, sizeof(out))
+                 : zx_ws_test(conf, out, sizeof(out));
+    const char *what = src ? src->name : "workspace";
     json_t *o = rc == 0 ? json_pack("{s:b, s:s, s:s, s:s}", "ok", 1, "name", name, "source",
-                                    src->name, "result", out)
+                                    what, "result", out)
                         : json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "name", name, "source",
-                                    src->name, "error", out[0] ? out : "the test failed");
+                                    what, "error", out[0] ? out : "the test failed");
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (s) {
         size_t len = strlen(s), off = 0;
@@ -136,11 +140,15 @@ json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name)
 {
     const zx_conf_pipeline *pc = zx_conf_find(s->conf, name);
     const zx_conf_connection *cc = pc ? pc->conn : zx_conf_find_connection(s->conf, name);
-    if (!pc && !cc)
+    /* "workspace" names the workspace unless a pipeline or a connection
+     * has that name */
+    int ws = !pc && !cc && strcmp(name, "workspace") == 0;
+    if (!pc && !cc && !ws)
         return json_pack("{s:b, s:s}", "ok", 0, "error",
-                         "no pipeline or connection of that name in the configuration");
-    const zx_source *src = zx_source_find(pc ? pc->source : cc->kind);
-    if (!src || !src->test) {
+                         "no pipeline or connection of that name in the configuration "
+                         "(`zxctl test workspace` tests the workspace)");
+    const zx_source *src = ws ? NULL : zx_source_find(pc ? pc->source : cc->kind);
+    if (!ws && (!src || !src->test)) {
         char msg[300];
         snprintf(msg, sizeof(msg), "pipeline %s (source %s) has nothing to connect to: "
                  "clients push to the gateway on %s", name, pc ? pc->source : "?",
@@ -186,7 +194,8 @@ json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name)
         probe_free(p);
         return json_pack("{s:b, s:s}", "ok", 0, "error", "cannot watch the test (out of memory)");
     }
-    zx_info("event=test_start name=%s source=%s pid=%d", name, src->name, (int)pid);
+    zx_info("event=test_start name=%s source=%s pid=%d", name, src ? src->name : "workspace",
+            (int)pid);
     return NULL; /* answered later */
 }
 

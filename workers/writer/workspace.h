@@ -94,8 +94,10 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
  * session advisory lock per database and schema, held until zx_ws_close;
  * the holder records `owner` in <schema>._zx_writer), and create
  * _zx_checkpoints, _zx_positions and _zx_writer in the schema.  Returns
- * the handle, or NULL with a message in err; *locked = 1 when another
- * zxd holds the lock (err names it), else 0.
+ * the handle, or NULL with a message in err; *locked = 1 when restarting
+ * cannot help: another zxd holds the lock (err names it), or the server
+ * refuses the role, its password, the database or a permission zx needs;
+ * else 0 (e.g. the server is unreachable: worth retrying).
  *
  * Afterwards a lost connection is not fatal: the open transaction fails,
  * and the next zx_ws_begin reconnects and takes the lock again
@@ -103,6 +105,16 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
 zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *schema,
                            const char *application_name, const char *owner, int *locked,
                            char *err, size_t errlen);
+
+/* `zxctl test workspace`: check what zx needs of the configured workspace
+ * on a connection of its own, without taking the writer lock: for
+ * Postgres, connecting, the schema, USAGE and CREATE on it, and who holds
+ * the writer lock; for SQLite, the file and its folder.  One paragraph
+ * into out (what is there, or exactly what is missing and how to grant
+ * it).  0 usable, -1 not. */
+int zx_ws_test(const struct zx_conf *c, char *out, size_t outlen);
+int zx_ws_test_postgres(const char *dsn, const char *dsn_shown, const char *schema, char *out,
+                        size_t outlen);
 
 /* Close (rolling back an open transaction) and release the workspace
  * lock.  NULL is a no-op. */

@@ -45,10 +45,15 @@ static void set_msg(wsp *w, const char *m)
 void zx_wsp_fail(wsp *w, const PGresult *res)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    const char *m = res ? PQresultErrorMessage(res) : NULL;
+    /* the server's own sentence (and its hint), without the statement it
+     * quotes */
+    const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    const char *hint = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
     if (!m || !*m)
         m = w->conn ? PQerrorMessage(w->conn) : "not connected";
-    set_msg(w, m);
+    char full[1024];
+    snprintf(full, sizeof(full), "%s%s%s", m, hint ? "; hint: " : "", hint ? hint : "");
+    set_msg(w, full);
     snprintf(w->sqlstate, sizeof(w->sqlstate), "%s", state ? state : "");
     int lost = !w->conn || PQstatus(w->conn) == CONNECTION_BAD || !state ||
                strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
@@ -186,9 +191,23 @@ static int connect_pg(wsp *w, int *locked)
                  w->conn ? PQerrorMessage(w->conn) : "out of memory");
         set_msg(w, m);
         w->broken = 1;
+        /* what the server refuses for good: a restart cannot help */
+        const char *e = w->conn ? PQerrorMessage(w->conn) : "";
+        if (locked && (strstr(e, "authentication failed") || strstr(e, "does not exist") ||
+                       strstr(e, "no pg_hba.conf entry") || strstr(e, "permission denied")))
+            *locked = 1;
         return -1;
     }
     char q[1024];
+    /* a commit zx acknowledges must survive a crash of the server: never
+     * with synchronous_commit off (a server default some set for speed) */
+    PGresult *sc = zx_wsp_exec(w, "SELECT current_setting('synchronous_commit')", 0, NULL);
+    if (!sc)
+        goto fail;
+    int off = PQntuples(sc) == 1 && strcmp(PQgetvalue(sc, 0, 0), "off") == 0;
+    PQclear(sc);
+    if (off && zx_wsp_run(w, "SET synchronous_commit TO on") < 0)
+        goto fail;
     /* the schema: made when missing and the role may */
     const char *pv[1] = { w->schema };
     PGresult *r = zx_wsp_exec(w, "SELECT 1 FROM pg_namespace WHERE nspname = $1", 1, pv);
@@ -204,6 +223,8 @@ static int connect_pg(wsp *w, int *locked)
                      "created (%s): create it, or set workspace.postgres.schema", w->schema,
                      w->dsn_shown, w->msg);
             set_msg(w, m);
+            if (locked && strncmp(w->sqlstate, "42", 2) == 0)
+                *locked = 1;
             return -1;
         }
     }
@@ -237,6 +258,8 @@ static int connect_pg(wsp *w, int *locked)
         snprintf(m, sizeof(m), "cannot create zx's tables in schema %s of Postgres %s (%s): "
                  "grant CREATE on the schema to the role", w->schema, w->dsn_shown, w->msg);
         set_msg(w, m);
+        if (locked && strncmp(w->sqlstate, "42", 2) == 0)
+            *locked = 1;
         return -1;
     }
     char host[256] = "?";
@@ -291,11 +314,7 @@ zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *s
         return NULL;
     }
     w->qschema = qs.p;
-    /* the lock key: a hash of the schema name (FNV-1a, folded to int32) */
-    uint32_t h = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)sch; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    w->lock_key = (int32_t)(h & 0x7fffffff);
+    w->lock_key = zx_wsp_lock_key(sch);
     if (connect_pg(w, locked) < 0) {
         zx_seterr(err, errlen, "workspace: %s", w->msg);
         zx_ws_close(&w->base);
@@ -340,9 +359,16 @@ static int p_begin(zx_ws *ws, char *err, size_t errlen)
     wsp *w = WSP(ws);
     if (!w->conn || w->broken) {
         int locked = 0;
+        int64_t now = zx_now_us();
         ws_cache_drop(ws);
+        if (now < w->next_try_us) /* backing off: say why without trying */
+            return zx_seterr(err, errlen, "workspace: %s", w->msg);
         if (connect_pg(w, &locked) < 0) {
-            int64_t now = zx_now_us();
+            /* 100 ms doubling to 5 s between attempts */
+            w->backoff_us = w->backoff_us ? (w->backoff_us * 2 > 5000000 ? 5000000
+                                                                         : w->backoff_us * 2)
+                                          : 100000;
+            w->next_try_us = zx_now_us() + w->backoff_us;
             if (!w->down_since_us)
                 w->down_since_us = now;
             char since[ZX_TS_BUFSZ];
@@ -352,6 +378,7 @@ static int p_begin(zx_ws *ws, char *err, size_t errlen)
             return zx_seterr(err, errlen, "workspace: %s", w->msg);
         }
         w->down_since_us = 0;
+        w->backoff_us = w->next_try_us = 0;
         w->status[0] = '\0';
     }
     if (zx_wsp_run(w, "BEGIN") < 0)

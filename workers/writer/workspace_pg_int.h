@@ -38,6 +38,8 @@ typedef struct wsp {
     int permanent;              /* the last failure came from a table or
                                    its data, the connection is fine */
     int64_t down_since_us;      /* first failed reconnect (0: up) */
+    int64_t next_try_us;        /* no reconnect before (backoff) */
+    int64_t backoff_us;
     char sqlstate[6];           /* of the last failure */
     char msg[1024];             /* the last failure, for zx_ws_errmsg */
     char status[1200];          /* why it cannot write now ("" fine) */
@@ -78,6 +80,9 @@ int zx_wsp_refusal(const wsp *w);
 void zx_wsp_ident_name(const char *name, char out[WSP_IDENT_MAX + 1]);
 /* Append "schema"."name" (both through zx_wsp_ident_name). 0 or -1. */
 int zx_wsp_qualified(wsp *w, zx_fit_buf *b, const char *name);
+/* The second key of the writer's advisory lock for a schema (a hash of
+ * its name; the first is WSP_LOCK_CLASS). */
+int32_t zx_wsp_lock_key(const char *schema);
 /* Append "name" (shortened as above). 0 or -1. */
 int zx_wsp_ident(zx_fit_buf *b, const char *name);
 

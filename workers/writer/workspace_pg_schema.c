@@ -41,6 +41,14 @@ void zx_wsp_ident_name(const char *name, char out[WSP_IDENT_MAX + 1])
     snprintf(out + keep, WSP_IDENT_MAX + 1 - keep, "_%08x", h);
 }
 
+int32_t zx_wsp_lock_key(const char *schema)
+{
+    uint32_t h = 2166136261u; /* FNV-1a, folded to a positive int32 */
+    for (const unsigned char *p = (const unsigned char *)schema; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return (int32_t)(h & 0x7fffffff);
+}
+
 int zx_wsp_ident(zx_fit_buf *b, const char *name)
 {
     char id[WSP_IDENT_MAX + 1];

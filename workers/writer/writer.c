@@ -930,7 +930,8 @@ int zx_writer_main(const zx_writer_args *a)
     w->ws = zx_ws_open(a->conf, owner, &locked, err, sizeof(err));
     if (!w->ws) {
         zx_error("event=fatal error=\"%s\"", err);
-        /* another zxd writes this workspace: restarting cannot help */
+        /* another zxd writes this workspace, or the server refuses us:
+         * restarting cannot help */
         if (locked)
             rc = ZX_EXIT_FATAL_CONFIG;
         goto out;
