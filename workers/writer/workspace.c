@@ -415,12 +415,33 @@ static int reject(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *colu
     return ws_reject_row(w, &r, err, errlen) < 0 ? -1 : 0;
 }
 
-int ws_reject_refused_row(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *why,
-                          char *err, size_t errlen)
+int ws_reject_refused_row(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,
+                          uint32_t row, const char *why, char *err, size_t errlen)
 {
     char msg[600];
     snprintf(msg, sizeof(msg), "row not inserted: %.500s", why);
-    return reject(w, t, a, NULL, ZX_FIT_ANY, NULL, msg, err, errlen);
+    /* the row as one JSON object (xbuf is free: _extra was put already) */
+    zx_fit_buf *x = &w->xbuf;
+    x->len = 0;
+    int bad = row >= rs->nrows;
+    for (uint64_t i = bad ? 0 : rs->row_start[row]; !bad && i < rs->row_start[row + 1]; i++) {
+        const zx_cell *cell = &rs->cells[i];
+        if (cell->col >= rs->ncols)
+            continue;
+        const zx_column *col = &rs->cols[cell->col];
+        bad = zx_fit_buf_put(x, x->len ? "," : "{", 1) < 0 ||
+              zx_fit_json_quote(x, col->name, col->name_len) < 0 ||
+              zx_fit_buf_put(x, ":", 1) < 0 || zx_fit_json_text(&cell->v, x) < 0;
+    }
+    if (!bad && zx_fit_buf_put(x, x->len ? "}" : "{}", x->len ? 1 : 2) < 0)
+        bad = 1;
+    ws_reject r = { .table = t->name, .rejected_at = w->ts,
+                    .pipeline = a->pipeline ? a->pipeline : "", .request_id = a->request_id,
+                    .value_type = "row", .raw = bad ? NULL : x->p, .raw_len = bad ? 0 : x->len,
+                    .reason = msg };
+    int rc = ws_reject_row(w, &r, err, errlen) < 0 ? -1 : 0;
+    x->len = 0;
+    return rc;
 }
 
 static int result_rejcols(zx_ws_result *res, const char *name, uint64_t n)
@@ -453,11 +474,13 @@ static int add_newcol(zx_ws_result *res, const char *name, uint8_t type)
 }
 
 /* Store a fitted value in its slot, or reject it when the backend cannot
- * store it although it fits the kind.  1 stored, 0 refused, -1 ENOMEM. */
+ * store it although it fits the kind.  1 stored, 0 misfit, 2 refused by
+ * the backend (REFUSED_WHY), -1 ENOMEM. */
+#define REFUSED_WHY "the database cannot store it: a NUL byte in text, or \\u0000 in JSON"
 static int put_value(zx_ws *w, uint32_t slot, zx_fit_kind k, const zx_fit_out *o)
 {
     if (w->ops->refuses && w->ops->refuses(o, k))
-        return 0;
+        return 2;
     return w->ops->put(w, slot, o, &w->buf) < 0 ? -1 : 1;
 }
 
@@ -479,7 +502,7 @@ static int put_extra(zx_ws *w, ws_table *t, const zx_ws_append *a, int64_t idx,
         if (f < 0)
             return zx_seterr(err, errlen, "workspace: out of memory");
     }
-    if (f > 0)
+    if (f == 1)
         return 0;
     if (reject(w, t, a, ZX_WS_EXTRA_COLUMN, t->cols[idx].kind, v.s ? &v : NULL,
                v.s ? NULL : "the fields over the column cap do not fit in one value",
@@ -774,7 +797,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                 f = put_value(w, w->slot[m] - 1, t->cols[m].kind, &o);
             if (f < 0)
                 goto nomem;
-            if (f > 0)
+            if (f == 1)
                 continue;
             if (m >= 0) {
                 zx_fit_out nul = { .st = ZX_FIT_S_NULL };
@@ -783,7 +806,10 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
             }
             char why[600];
             const char *reason = NULL;
-            if (m < 0) {
+            if (f == 2) {
+                snprintf(why, sizeof(why), "value of column %.100s: %s", cname, REFUSED_WHY);
+                reason = why;
+            } else if (m < 0) {
                 snprintf(why, sizeof(why), "column %.100s could not be added: %.300s", cname,
                          w->nomsg[cell->col] ? w->nomsg[cell->col]
                          : !w->ops->decl_for_type(rs->cols[cell->col].type)
@@ -810,12 +836,12 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         if (rc == 0) {
             res->rows++;
         } else {
-            if (ws_reject_refused_row(w, t, a, why, err, errlen) < 0)
+            if (ws_reject_refused_row(w, t, a, rs, r, why, err, errlen) < 0)
                 goto out;
             res->rejects++;
         }
     }
-    if (w->ops->rows_end(w, t, a, res, err, errlen) < 0)
+    if (w->ops->rows_end(w, t, a, rs, res, err, errlen) < 0)
         goto out;
     began = 0;
     for (uint32_t c = 0; c < ncols; c++)

@@ -28,8 +28,10 @@
  *   source_key TEXT, source_position TEXT (both NULL for a value; set for
  *   a rejected message: zx_ws_reject_messages).
  * A row that the table itself refuses (a user-made table's NOT NULL, CHECK
- * or UNIQUE constraint) is not inserted: one reject row with value_type
- * "row", NULL column and raw value, reason "row not inserted: <why>".
+ * or UNIQUE constraint, or on Postgres a narrower type's range) is not
+ * inserted: one reject row with value_type "row", NULL column, the row as
+ * raw_value (one JSON object of its fields, names as in the batch), reason
+ * "row not inserted: <why>".
  * A data column named like a requested metadata column is ignored (the
  * metadata wins).
  * Checkpoints: table _zx_checkpoints(pipeline TEXT PRIMARY KEY,

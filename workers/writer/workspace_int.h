@@ -110,15 +110,16 @@ typedef struct ws_ops {
      * put / put_null per slot (unset slots are NULL) and row_end; then
      * rows_end.  row_end: 0 stored (or queued), 1 refused by the table
      * (why filled), -1 database error (err set).  rows_end stores what is
-     * queued and records the refused rows itself (ws_reject_row): 0 or -1.
+     * queued and records the refused rows itself (ws_reject_refused_row;
+     * queued row r is row r of rs): 0 or -1.
      * put: 0, or -1 out of memory.  rows_abort after a failure drops every
      * pointer into the caller's memory. */
     int (*rows_begin)(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n, char *err,
                       size_t errlen);
     int (*put)(zx_ws *w, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *buf);
     int (*row_end)(zx_ws *w, char *why, size_t whylen, char *err, size_t errlen);
-    int (*rows_end)(zx_ws *w, ws_table *t, const zx_ws_append *a, zx_ws_result *res,
-                    char *err, size_t errlen);
+    int (*rows_end)(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,
+                    zx_ws_result *res, char *err, size_t errlen);
     void (*rows_abort)(zx_ws *w);
     /* a value's text that the backend cannot store although it fits the
      * kind (Postgres: a NUL byte in text, \u0000 in JSON): 1 = misfit */
@@ -169,10 +170,12 @@ int ws_table_add_col(zx_ws *w, ws_table *t, const char *name, const char *decl);
 /* Record a reject (w->ops->reject_row): 0 stored, 1 skipped (a user-made
  * rejects table refused it), -1 database error (err set). */
 int ws_reject_row(zx_ws *w, const ws_reject *r, char *err, size_t errlen);
-/* Record a row of a->table that the table refused (why: the database's
- * words) as "row not inserted: <why>".  0, or -1 (err set). */
-int ws_reject_refused_row(zx_ws *w, ws_table *t, const zx_ws_append *a, const char *why,
-                          char *err, size_t errlen);
+/* Record row `row` of rs, which the table refused (why: the database's
+ * words), as "row not inserted: <why>" with value_type "row" and the
+ * row itself as raw_value (one JSON object of its fields, names as in
+ * the batch), so that nothing of it is lost.  0, or -1 (err set). */
+int ws_reject_refused_row(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,
+                          uint32_t row, const char *why, char *err, size_t errlen);
 
 /* SQL text helpers: s as a double-quoted identifier (quotes doubled) /
  * as is.  0, or -1 out of memory. */

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -57,8 +58,10 @@ void zx_wsp_fail(wsp *w, const PGresult *res)
     snprintf(w->sqlstate, sizeof(w->sqlstate), "%s", state ? state : "");
     int lost = !w->conn || PQstatus(w->conn) == CONNECTION_BAD || !state ||
                strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
-    if (lost)
+    if (lost) {
         w->broken = 1;
+        zx_wsp_set_down(w);
+    }
     w->permanent = !lost && zx_wsp_refusal(w);
 }
 
@@ -97,6 +100,15 @@ int zx_wsp_run(wsp *w, const char *sql)
     PGresult *r = zx_wsp_exec(w, sql, 0, NULL);
     PQclear(r);
     return r ? 0 : -1;
+}
+
+void zx_wsp_set_down(wsp *w)
+{
+    if (!w->down_since_us)
+        w->down_since_us = zx_now_us();
+    char since[ZX_TS_BUFSZ];
+    zx_ts_format(w->down_since_us, since);
+    snprintf(w->status, sizeof(w->status), "workspace unavailable since %s: %s", since, w->msg);
 }
 
 /* ---- connecting and the lock ------------------------------------------------- */
@@ -150,19 +162,21 @@ static int try_lock(wsp *w)
 
 /* A lock held by a session of ours that died with a lost connection (a
  * network cut: the server has not noticed yet): the session whose
- * application_name carries our token.  Terminate it.  1 when one was. */
-static int free_own_stale_lock(wsp *w, const char *token)
+ * application_name is exactly ours (it carries this handle's random
+ * token, so no other writer, here or elsewhere, has it).  Terminate it.
+ * 1 when one was. */
+static int free_own_stale_lock(wsp *w, const char *appname)
 {
     char k1[16], k2[16];
     snprintf(k1, sizeof(k1), "%d", WSP_LOCK_CLASS);
     snprintf(k2, sizeof(k2), "%d", (int)w->lock_key);
-    const char *pv[3] = { k1, k2, token };
+    const char *pv[3] = { k1, k2, appname };
     PGresult *r = zx_wsp_exec(w,
         "SELECT pg_terminate_backend(l.pid, 5000) FROM pg_locks l"
         " JOIN pg_stat_activity a ON a.pid = l.pid"
         " WHERE l.locktype = 'advisory' AND l.classid = $1::int::oid AND l.objid = $2::int::oid"
         " AND l.objsubid = 2 AND l.granted AND a.pid <> pg_backend_pid()"
-        " AND position($3 in a.application_name) > 0", 3, pv);
+        " AND a.application_name = $3", 3, pv);
     int n = r ? PQntuples(r) : 0;
     PQclear(r);
     return n > 0;
@@ -172,11 +186,11 @@ static int free_own_stale_lock(wsp *w, const char *token)
  * w->msg set and *locked = 1 when another zxd holds the lock. */
 static int connect_pg(wsp *w, int *locked)
 {
-    char appname[96], token[24];
-    /* the token ties a session to this writer process, so that its own
-     * stale session can be told from another zxd's */
-    snprintf(token, sizeof(token), "#%ld", (long)getpid());
-    snprintf(appname, sizeof(appname), "%.40s %s", w->app, token);
+    /* the token ties a session to this handle, so that its own stale
+     * session can be told from any other writer's (63 bytes at most:
+     * Postgres truncates longer names) */
+    char appname[64];
+    snprintf(appname, sizeof(appname), "%.40s #%s", w->app, w->token);
     const char *keys[] = { "dbname", "application_name", "connect_timeout", "client_encoding",
                            "keepalives", "keepalives_idle", "keepalives_interval",
                            "keepalives_count", "tcp_user_timeout", NULL };
@@ -199,6 +213,9 @@ static int connect_pg(wsp *w, int *locked)
         return -1;
     }
     char q[1024];
+    /* IF NOT EXISTS and the like say NOTICE on stderr: not wanted */
+    if (zx_wsp_run(w, "SET client_min_messages TO warning") < 0)
+        goto fail;
     /* a commit zx acknowledges must survive a crash of the server: never
      * with synchronous_commit off (a server default some set for speed) */
     PGresult *sc = zx_wsp_exec(w, "SELECT current_setting('synchronous_commit')", 0, NULL);
@@ -229,7 +246,7 @@ static int connect_pg(wsp *w, int *locked)
         }
     }
     int got = try_lock(w);
-    if (got == 0 && free_own_stale_lock(w, token))
+    if (got == 0 && free_own_stale_lock(w, appname))
         got = try_lock(w);
     if (got < 0)
         goto fail;
@@ -315,6 +332,10 @@ zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *s
     }
     w->qschema = qs.p;
     w->lock_key = zx_wsp_lock_key(sch);
+    uint64_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        rnd = (uint64_t)zx_now_us() ^ ((uint64_t)getpid() << 32);
+    snprintf(w->token, sizeof(w->token), "%016llx", (unsigned long long)rnd);
     if (connect_pg(w, locked) < 0) {
         zx_seterr(err, errlen, "workspace: %s", w->msg);
         zx_ws_close(&w->base);
@@ -371,10 +392,7 @@ static int p_begin(zx_ws *ws, char *err, size_t errlen)
             w->next_try_us = zx_now_us() + w->backoff_us;
             if (!w->down_since_us)
                 w->down_since_us = now;
-            char since[ZX_TS_BUFSZ];
-            zx_ts_format(w->down_since_us, since);
-            snprintf(w->status, sizeof(w->status), "workspace unavailable since %s: %s", since,
-                     w->msg);
+            zx_wsp_set_down(w);
             return zx_seterr(err, errlen, "workspace: %s", w->msg);
         }
         w->down_since_us = 0;
@@ -389,8 +407,19 @@ static int p_begin(zx_ws *ws, char *err, size_t errlen)
 static int p_commit(zx_ws *ws, char *err, size_t errlen)
 {
     wsp *w = WSP(ws);
-    if (zx_wsp_run(w, "COMMIT") < 0)
+    PGresult *r = zx_wsp_exec(w, "COMMIT", 0, NULL);
+    if (!r)
         return zx_seterr(err, errlen, "workspace: commit: %s", w->msg);
+    /* an aborted transaction answers COMMIT with ROLLBACK: nothing was
+     * committed, and nothing may be acknowledged */
+    int ok = strcmp(PQcmdStatus(r), "COMMIT") == 0;
+    PQclear(r);
+    if (!ok) {
+        snprintf(w->msg, sizeof(w->msg), "the transaction was aborted by an earlier error "
+                 "and rolled back");
+        w->permanent = 0;
+        return zx_seterr(err, errlen, "workspace: commit: %s", w->msg);
+    }
     return 0;
 }
 

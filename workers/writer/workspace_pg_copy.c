@@ -6,7 +6,8 @@
  * escaped as they come, then written in column order), and sent in one
  * COPY inside SAVEPOINT zx_copy when the batch ends.  When the table
  * refuses some row (a constraint of a user-made table: SQLSTATE class
- * 23, or a value its narrower type refuses: class 22), the savepoint is
+ * 23, a value its narrower type refuses: class 22, or a row wider than a
+ * page: 54000), the savepoint is
  * rolled back and the rows are sent again one by one, each in its own
  * savepoint: those refused become reject rows ("row not inserted: ...")
  * and the others are stored.  Any other failure (a view of that name, no
@@ -237,11 +238,15 @@ static int copy_range(wsp *w, const char *qname, size_t from, size_t to)
 /* A failure the rows themselves caused: worth sending them one by one. */
 static int row_level(const wsp *w)
 {
-    return !w->broken && (strncmp(w->sqlstate, "22", 2) == 0 || strncmp(w->sqlstate, "23", 2) == 0);
+    /* 22: a value the column's type refuses; 23: a constraint; 54000: a
+     * row wider than a page (about 1,000 fixed-width columns) */
+    return !w->broken && (strncmp(w->sqlstate, "22", 2) == 0 ||
+                          strncmp(w->sqlstate, "23", 2) == 0 ||
+                          strcmp(w->sqlstate, "54000") == 0);
 }
 
-int zx_wsp_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, zx_ws_result *res,
-                    char *err, size_t errlen)
+int zx_wsp_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,
+                    zx_ws_result *res, char *err, size_t errlen)
 {
     wsp *w = WSP(ws);
     wsp_table *tb = t->be;
@@ -287,7 +292,7 @@ int zx_wsp_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, zx_ws_result 
         memcpy(why, w->msg, sizeof(why));
         if (zx_wsp_run(w, "ROLLBACK TO SAVEPOINT zx_copy; RELEASE SAVEPOINT zx_copy") < 0)
             goto fail;
-        if (ws_reject_refused_row(ws, t, a, why, err, errlen) < 0) {
+        if (ws_reject_refused_row(ws, t, a, rs, (uint32_t)r, why, err, errlen) < 0) {
             zx_wsp_rows_abort(ws);
             return -1;
         }

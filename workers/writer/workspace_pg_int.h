@@ -33,6 +33,8 @@ typedef struct wsp {
     char *dsn_shown;            /* owned; password hidden */
     char *schema, *app, *owner; /* owned */
     char *qschema;              /* "schema", quoted */
+    char token[20];             /* random, this handle's: in its sessions'
+                                   application_name */
     int32_t lock_key;           /* second key of the advisory lock */
     int broken;                 /* the connection failed: reconnect at begin */
     int permanent;              /* the last failure came from a table or
@@ -66,8 +68,12 @@ typedef struct wsp {
 PGresult *zx_wsp_exec(wsp *w, const char *sql, int n, const char *const *params);
 /* zx_wsp_exec for statements without a result: 0 or -1. */
 int zx_wsp_run(wsp *w, const char *sql);
-/* Record a failure from res (may be NULL) or the connection. */
+/* Record a failure from res (may be NULL) or the connection; a lost
+ * connection also sets the status (zx_wsp_set_down). */
 void zx_wsp_fail(wsp *w, const PGresult *res);
+/* The workspace cannot be written: status = "workspace unavailable since
+ * <first failure>: <w->msg>". */
+void zx_wsp_set_down(wsp *w);
 /* 1 when the last failure is a data/table refusal that a savepoint
  * undoes (SQLSTATE class 22, 23, 42, 54, 0A, 2B, 44), the connection fine. */
 int zx_wsp_refusal(const wsp *w);
@@ -106,8 +112,8 @@ int zx_wsp_rows_begin(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n, c
                       size_t errlen);
 int zx_wsp_put(zx_ws *w, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *buf);
 int zx_wsp_row_end(zx_ws *w, char *why, size_t whylen, char *err, size_t errlen);
-int zx_wsp_rows_end(zx_ws *w, ws_table *t, const zx_ws_append *a, zx_ws_result *res,
-                    char *err, size_t errlen);
+int zx_wsp_rows_end(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,
+                    zx_ws_result *res, char *err, size_t errlen);
 void zx_wsp_rows_abort(zx_ws *w);
 int zx_wsp_refuses(const zx_fit_out *o, zx_fit_kind k);
 void zx_wsp_copy_free(wsp *w);

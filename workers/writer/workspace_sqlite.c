@@ -481,10 +481,10 @@ static void q_rows_abort(zx_ws *ws)
     w->nset = 0;
 }
 
-static int q_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, zx_ws_result *res,
-                      char *err, size_t errlen)
+static int q_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,
+                      zx_ws_result *res, char *err, size_t errlen)
 {
-    (void)t, (void)a, (void)res, (void)err, (void)errlen;
+    (void)t, (void)a, (void)rs, (void)res, (void)err, (void)errlen;
     q_rows_abort(ws);
     return 0;
 }
