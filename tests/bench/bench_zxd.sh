@@ -7,8 +7,11 @@
 #   BENCH_WORKSPACE_EXTRA  lines added under `workspace:` (indented)
 #   BENCH_PIPELINE_EXTRA   lines added under the pipeline (indented)
 # then calls bench_start.  After it: DIR, CFG, LOG, DB, PORT, KEY (also
-# exported as ZX_BENCH_KEY), ZXD_PID; http_status METHOD PATH [BODY].
-# ZX_BENCH_KEEP=1 keeps the folder.
+# exported as ZX_BENCH_KEY), ZXD_PID; http_status METHOD PATH [BODY];
+# count_rows (rows in the table "bench").
+# ZX_BENCH_KEEP=1 keeps the folder.  ZX_BENCH_PG_DSN=<libpq URI> puts the
+# workspace on that Postgres database instead of SQLite (zxd reads it
+# from the environment: the config file holds no password).
 
 bench_die() { echo "$BENCH_NAME: $*" >&2; exit 1; }
 
@@ -48,6 +51,22 @@ except OSError:
 EOF
 }
 
+# Rows in the table "bench" (0 before it exists).
+count_rows() {
+    if [ -n "${ZX_BENCH_PG_DSN:-}" ]; then
+        psql "$ZX_BENCH_PG_DSN" -Atqc 'SELECT count(*) FROM "bench"' 2>/dev/null || echo 0
+        return
+    fi
+    python3 - "$DB" <<'EOF'
+import sqlite3, sys
+try:
+    db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, timeout=30)
+    print(db.execute('SELECT count(*) FROM "bench"').fetchone()[0])
+except sqlite3.Error:
+    print(0)
+EOF
+}
+
 # Start zxd and wait until /healthz says 200.
 bench_start() {
     [ -x "$ZXD" ] || bench_die "zxd not built at $ZXD (ninja -C build, or set ZX_BUILD_DIR)"
@@ -71,8 +90,11 @@ server:
     backpressure_timeout: 2s
 workspace:
 ${BENCH_WORKSPACE_EXTRA:-}
-  sqlite:
-    path: workspace.db
+$(if [ -n "${ZX_BENCH_PG_DSN:-}" ]; then
+    printf '  postgres:\n    dsn: "%s"\n' '${env:ZX_BENCH_PG_DSN}'
+  else
+    printf '  sqlite:\n    path: workspace.db\n'
+  fi)
 pipelines:
   bench:
     direction: stream

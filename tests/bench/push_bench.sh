@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# push_bench.sh — HTTP push throughput of zxd on the SQLite workspace.
+# push_bench.sh — HTTP push throughput of zxd on the SQLite workspace (or
+# on Postgres with ZX_BENCH_PG_DSN: see bench_zxd.sh and pg_bench.sh).
 #
 # Starts zxd on a fresh temporary folder (127.0.0.1 only), drives
 # POST /api/streams/bench/push with wrk (NDJSON bodies of 1,000 events of
@@ -53,16 +54,6 @@ bench_start
 SOCK=$DIR/var/zxd.sock
 
 # python3 helpers (stdlib only) --------------------------------------------
-count_rows() {
-    python3 - "$DB" <<'EOF'
-import sqlite3, sys
-try:
-    db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, timeout=30)
-    print(db.execute('SELECT count(*) FROM "bench"').fetchone()[0])
-except sqlite3.Error:
-    print(0)
-EOF
-}
 now() { python3 -c 'import time; print(f"{time.monotonic():.3f}")'; }
 
 # warm-up: one committed push creates the table

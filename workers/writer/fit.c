@@ -318,11 +318,13 @@ int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_fit_buf *buf, zx_fit_out *
         }
         break;
     }
-    /* a timestamp, formatted in UTC with 6 fraction digits */
+    /* a timestamp, formatted in UTC with 6 fraction digits (and kept as
+     * microseconds for a backend that sends it in binary) */
     buf->len = 0;
     if (buf_reserve(buf, ZX_TS_BUFSZ) < 0)
         return -1;
     buf->len = zx_ts_format(v->u.i, buf->p);
+    out->i = v->u.i;
     return out_text_buf(buf, out);
 }
 

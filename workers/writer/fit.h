@@ -93,7 +93,9 @@ typedef struct zx_fit_out {
     zx_fit_store st;
     int64_t i;          /* ZX_FIT_S_INT */
     double d;           /* ZX_FIT_S_REAL */
-    const char *s;      /* ZX_FIT_S_TEXT: points into v or into the buf */
+    const char *s;      /* ZX_FIT_S_TEXT: points into v or into the buf;
+                           a timestamp's text has its microseconds since
+                           the epoch in i too */
     size_t len;
 } zx_fit_out;
 

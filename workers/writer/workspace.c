@@ -660,7 +660,8 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         goto nomem;
     memset(w->nomsg, 0, ncols * sizeof(*w->nomsg));
     memset(w->rejn, 0, ncols * sizeof(*w->rejn));
-    zx_ts_format(a->ingested_at_us ? a->ingested_at_us : zx_now_us(), w->ts);
+    int64_t ingested_us = a->ingested_at_us ? a->ingested_at_us : zx_now_us();
+    zx_ts_format(ingested_us, w->ts);
 
     /* classify: -1 skip, -3 needs a column, else the table column */
     for (uint32_t c = 0; c < ncols; c++) {
@@ -758,7 +759,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         goto out;
     began = 1;
     zx_fit_out meta_out[2] = {
-        { .st = ZX_FIT_S_TEXT, .s = w->ts, .len = strlen(w->ts) },
+        { .st = ZX_FIT_S_TEXT, .s = w->ts, .len = strlen(w->ts), .i = ingested_us },
         { .st = a->request_id ? ZX_FIT_S_TEXT : ZX_FIT_S_NULL, .s = a->request_id,
           .len = a->request_id ? strlen(a->request_id) : 0 },
     };

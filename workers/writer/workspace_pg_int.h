@@ -55,7 +55,10 @@ typedef struct wsp {
     zx_fit_buf rowbuf;          /* this row's values, escaped */
     int64_t *off;               /* slot -> offset in rowbuf, -1 NULL */
     size_t *len;                /* slot -> length */
+    uint8_t *btype;             /* slot -> binary encoding (WSP_B_*) */
     uint32_t nslots, slots_cap;
+    int binary;                 /* this COPY is in binary format: every
+                                   column's type has a known encoding */
 } wsp;
 
 #define WSP(w) ((wsp *)(w))
