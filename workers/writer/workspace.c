@@ -476,7 +476,8 @@ static int add_newcol(zx_ws_result *res, const char *name, uint8_t type)
 /* Store a fitted value in its slot, or reject it when the backend cannot
  * store it although it fits the kind.  1 stored, 0 misfit, 2 refused by
  * the backend (REFUSED_WHY), -1 ENOMEM. */
-#define REFUSED_WHY "the database cannot store it: a NUL byte in text, or \\u0000 in JSON"
+#define REFUSED_WHY "the database cannot store it (Postgres: a NUL byte in text; in JSON, " \
+                    "\\u0000 or a number beyond numeric's range)"
 static int put_value(zx_ws *w, uint32_t slot, zx_fit_kind k, const zx_fit_out *o)
 {
     if (w->ops->refuses && w->ops->refuses(o, k))

@@ -67,13 +67,16 @@ void zx_wsp_fail(wsp *w, const PGresult *res)
 
 int zx_wsp_refusal(const wsp *w)
 {
-    static const char *const classes[] = { "22", "23", "42", "54", "0A", "2B", "44" };
-    if (w->broken)
+    /* what passes by itself: the connection, an aborted transaction's
+     * follow-up errors, deadlocks and serialization, resources (disk,
+     * memory, connections), an operator or a crash, I/O, internal */
+    static const char *const transient[] = { "08", "25", "40", "53", "57", "58", "XX", "F0" };
+    if (w->broken || strlen(w->sqlstate) != 5)
         return 0;
-    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
-        if (strncmp(w->sqlstate, classes[i], 2) == 0)
-            return 1;
-    return 0;
+    for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+        if (strncmp(w->sqlstate, transient[i], 2) == 0)
+            return 0;
+    return 1; /* the table, its data or its triggers refuse: it will again */
 }
 
 PGresult *zx_wsp_exec(wsp *w, const char *sql, int n, const char *const *params)

@@ -78,21 +78,62 @@ void zx_wsp_copy_free(wsp *w)
     w->rows_cap = w->slots_cap = 0;
 }
 
+/* 1 when the JSON number at p (up to e) is beyond what numeric holds:
+ * more than 131,072 digits before the decimal point, or more than 16,383
+ * after it (jsonb keeps numbers as numeric).  *end = after the number. */
+static int numeric_overflow(const char *p, const char *e, const char **end)
+{
+    int64_t lead = 0, frac = 0, exp = 0;
+    int seen = 0, neg = 0;
+    if (p < e && *p == '-')
+        p++;
+    for (; p < e && *p >= '0' && *p <= '9'; p++)
+        if (seen || *p != '0')
+            seen = 1, lead += lead < 1000000;   /* digits before the point */
+    if (p < e && *p == '.')
+        for (p++; p < e && *p >= '0' && *p <= '9'; p++)
+            frac += frac < 1000000;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-'))
+            neg = *p++ == '-';
+        for (; p < e && *p >= '0' && *p <= '9'; p++)
+            exp = exp < 100000000 ? exp * 10 + (*p - '0') : exp; /* saturates */
+    }
+    *end = p;
+    if (neg)
+        exp = -exp;
+    return (lead && lead + exp > 131072) || frac - exp > 16383;
+}
+
 int zx_wsp_refuses(const zx_fit_out *o, zx_fit_kind k)
 {
     if (o->st != ZX_FIT_S_TEXT)
         return 0;
     if (memchr(o->s, '\0', o->len))
         return 1;
-    /* jsonb refuses the escape of NUL */
-    if (k == ZX_FIT_JSON)
-        for (const char *p = o->s, *e = o->s + o->len; (p = memchr(p, '\\', (size_t)(e - p)));
-             p += 2) {
-            if (e - p >= 6 && memcmp(p, "\\u0000", 6) == 0)
+    if (k != ZX_FIT_JSON)
+        return 0;
+    /* jsonb refuses the escape of NUL, and numbers numeric cannot hold */
+    for (const char *p = o->s, *e = o->s + o->len; p < e;) {
+        if (*p == '"') {
+            for (p++; p < e && *p != '"'; p++) {
+                if (*p != '\\')
+                    continue;
+                if (e - p >= 6 && memcmp(p, "\\u0000", 6) == 0)
+                    return 1;
+                p++; /* the escaped character */
+            }
+            p++;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            const char *end;
+            if (numeric_overflow(p, e, &end))
                 return 1;
-            if (e - p < 2)
-                break;
+            p = end > p ? end : p + 1;
+        } else {
+            p++;
         }
+    }
     return 0;
 }
 

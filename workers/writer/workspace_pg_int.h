@@ -77,8 +77,10 @@ void zx_wsp_fail(wsp *w, const PGresult *res);
 /* The workspace cannot be written: status = "workspace unavailable since
  * <first failure>: <w->msg>". */
 void zx_wsp_set_down(wsp *w);
-/* 1 when the last failure is a data/table refusal that a savepoint
- * undoes (SQLSTATE class 22, 23, 42, 54, 0A, 2B, 44), the connection fine. */
+/* 1 when the last failure is the table's refusal (of its data, its
+ * shape, its triggers, permissions: it will refuse again, so only its
+ * pipeline is held back), the connection fine: any SQLSTATE but the
+ * classes that pass by themselves (08, 25, 40, 53, 57, 58, XX, F0). */
 int zx_wsp_refusal(const wsp *w);
 
 /* ---- workspace_pg_schema.c --------------------------------------------- */
