@@ -21,6 +21,29 @@ echo "== build"
 setup build -Dwerror=true
 ninja -C build
 
+# Real services (tests/services/) are stopped when this script ends,
+# whatever happens.
+stop_services() {
+    tests/services/kafka stop >/dev/null 2>&1 || true
+    tests/services/kafka stop 3.9 >/dev/null 2>&1 || true
+    tests/services/postgres stop >/dev/null 2>&1 || true
+}
+trap stop_services EXIT
+
+echo "== PostgreSQL (tests/services/postgres), for the unit and end-to-end tests"
+# Started before the unit tests: test_workspace runs its suite against it
+# too (ZX_PG_DSN; meson test passes the environment through).  Its lines
+# reach the tests' environment as ZX_PG_<KEY> (PG_VERSION -> ZX_PG_VERSION,
+# PGPORT -> ZX_PG_PORT, DSN -> ZX_PG_DSN, ...), not under libpq's own
+# names, which every zxd would take as its defaults.
+pg_env=$(tests/services/postgres start)
+echo "$pg_env"
+while IFS='=' read -r k v; do
+    k=${k#PG_}
+    k=${k#PG}
+    export "ZX_PG_$k=$v"
+done <<<"$pg_env"
+
 echo "== unit tests"
 meson test -C build --suite unit --print-errorlogs
 
@@ -57,19 +80,17 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
 fi
 
 echo "== real services the end-to-end tests use (tests/services/), started once"
-# Each prints its addresses; the tests read them again with `env`.  They
-# are stopped when this script ends, whatever happens.
-stop_services() {
-    tests/services/kafka stop >/dev/null 2>&1 || true
-    tests/services/kafka stop 3.9 >/dev/null 2>&1 || true
-}
-trap stop_services EXIT
+# Each prints its addresses; the tests read them again with `env`.
+# (PostgreSQL is already running: started before the unit tests.)
 tests/services/kafka start
 tests/services/kafka start 3.9
 
 echo "== end-to-end tests (pytest)"
 # ZX_HEAVY_TESTS: the long crash and multi-instance runs (a million Kafka
 # messages under SIGKILLs) run in this pass only, not again under ASan.
+# ZX_WORKSPACES: every test that runs a zxd runs once on each workspace
+# backend (conftest.py); tests/integration/test_postgres.py runs once.
+export ZX_WORKSPACES=${ZX_WORKSPACES:-sqlite,postgres}
 ZX_HEAVY_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
 
 echo "== end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"

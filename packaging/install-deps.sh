@@ -4,18 +4,22 @@
 #   (no option)  build and run zx, and try it as the README shows (curl,
 #                sqlite3): what ./run.sh needs
 #   --test       also what ./test.sh needs: wrk, the JSON libraries the
-#                benchmarks compare with, clang (libFuzzer), pytest, and for
-#                the real Kafka brokers of tests/services/kafka: Java, Maven
-#                (it fetches Kafka's jars), openssl, kcat and confluent-kafka
-#                (from PyPI)
+#                benchmarks compare with, clang (libFuzzer), pytest, for the
+#                real Kafka brokers of tests/services/kafka: Java, Maven (it
+#                fetches Kafka's jars), openssl, kcat and confluent-kafka
+#                (from PyPI), and for the PostgreSQL server of
+#                tests/services/postgres: postgresql-15 and psycopg 3 (from
+#                PyPI)
+# libpq-dev is a build dependency: the PostgreSQL workspace links libpq.
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
 
 BUILD_PKGS="gcc pkg-config meson ninja-build libevent-dev libmsgpack-dev liblmdb-dev
-libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev librdkafka-dev"
+libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev librdkafka-dev libpq-dev"
 RUN_PKGS="curl sqlite3"
-TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless maven openssl kcat"
+TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless maven openssl kcat
+postgresql-15"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
@@ -74,6 +78,7 @@ if [ -n "$missing" ]; then
     echo "zx: installing Debian packages:$missing" >&2
     apt_get update -qq
     # -qq keeps apt quiet on success; its errors still reach the terminal
+    # shellcheck disable=SC2086  # one word per package
     apt_get install -y -qq $missing >/dev/null
 fi
 
@@ -95,10 +100,10 @@ if [ "${1:-}" = "--test" ]; then
     # a recent librdkafka (tests/integration/requirements.txt).  Not Debian's
     # python3-confluent-kafka: it uses Debian's librdkafka 2.0.2, whose SCRAM
     # fails against Kafka 4.x brokers (fixed in librdkafka 2.6.1).
-    if ! python3 -c 'import sys, confluent_kafka
-v = tuple(int(x) for x in confluent_kafka.libversion()[0].split(".")[:3])
-sys.exit(v < (2, 6, 1))' 2>/dev/null; then
-        pip_opts=(-q)
+    pip_opts=(-q)
+    pip_ready=0
+    pip_setup() {
+        [ "$pip_ready" = 1 ] && return 0
         if [ "$(command -v python3)" = /usr/bin/python3 ]; then
             if ! python3 -m pip --version >/dev/null 2>&1; then
                 apt_get update -qq
@@ -107,7 +112,21 @@ sys.exit(v < (2, 6, 1))' 2>/dev/null; then
             # Debian's python3 is "externally managed" (PEP 668)
             pip_opts+=(--break-system-packages)
         fi
+        pip_ready=1
+    }
+    if ! python3 -c 'import sys, confluent_kafka
+v = tuple(int(x) for x in confluent_kafka.libversion()[0].split(".")[:3])
+sys.exit(v < (2, 6, 1))' 2>/dev/null; then
+        pip_setup
         echo "zx: installing confluent-kafka from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "confluent-kafka>=2.6.1"
+    fi
+    # The tests' PostgreSQL client (tests/integration/pg_fixtures.py):
+    # psycopg 3 from PyPI, whose binary wheel bundles its own libpq.
+    if ! python3 -c 'import sys, psycopg
+sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing psycopg (3, binary) from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "psycopg[binary]>=3.1"
     fi
 fi

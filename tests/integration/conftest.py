@@ -13,10 +13,44 @@ process it did not start, or send traffic anywhere but 127.0.0.1.
 Binaries are found in $ZX_BUILD_DIR (default <repo>/build):
 $ZX_BUILD_DIR/supervisor/zxd and $ZX_BUILD_DIR/supervisor/zxctl.
 Set ZX_KEEP=1 to keep the temporary folders for inspection.
+
+Workspace backends: ZX_WORKSPACES is a comma list of "sqlite" and
+"postgres" (default: sqlite).  Set, it parametrises every test that runs a
+zxd through make_zxd, module_zxd or make_kzxd (or takes `workspace` itself)
+over those backends, with ids [sqlite] / [postgres]; the other tests run
+once, on the first backend.  A test marked @pytest.mark.sqlite_only runs on
+sqlite only (skipped when sqlite is not in the list); one marked
+@pytest.mark.postgres_only runs once, on postgres, whatever the list (its
+zxd are made with workspace="postgres").  Unset, nothing is parametrised:
+the suite runs as it always did, on SQLite.  A zxd on
+"postgres" gets a fresh database on the server of tests/services/postgres
+(pg_fixtures.py), dropped at teardown, and Zxd.query / count / table_exists /
+columns / wait_count read it through psycopg instead of sqlite3 (with
+SQLite's ? placeholders turned into psycopg's %s).
+
+Values read back compare the same on both backends: on Postgres a
+TIMESTAMPTZ comes back as zx's text form (YYYY-MM-DDTHH:MM:SS.ffffffZ, in
+UTC, like the TEXT SQLite stores) and a JSONB as its JSON text without the
+blanks Postgres prints after "," and ":" (jsonb keeps no text of its own;
+its key order and number literals are kept); a BOOLEAN is a Python bool,
+equal to SQLite's 1 / 0.  Declared types differ (INTEGER / bigint, ...):
+compare Zxd.column_kinds(table) ("integer", "real", "boolean", "text",
+"timestamp", "json"), which knows each backend's exact names; Zxd.columns
+gives the names themselves.  Zxd.row_order is the column that orders a
+table's rows as they were written ("rowid"; "ctid" on Postgres, whose
+tables zx only appends to).
+
+The config file holds no Postgres password: the dsn is
+postgresql://USER:${env:ZX_TEST_PG_PASSWORD}@host:port/db, the variable set
+in zxd's environment only.  At teardown every zxd's log is checked for the
+test roles' passwords (Zxd.assert_no_secret checks the log, the config file
+and `zxctl status` on demand).
 """
 
+import datetime
 import gzip as _gzip
 import http.client
+import inspect
 import json
 import os
 import re
@@ -27,9 +61,13 @@ import sqlite3
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import uuid
 
 import pytest
+
+import pg_fixtures
+from pg_fixtures import pg  # noqa: F401  (the session fixture, for every test)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD_DIR = os.path.abspath(os.environ.get("ZX_BUILD_DIR", os.path.join(REPO, "build")))
@@ -43,6 +81,35 @@ TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 # Every daemon alive during a test, so a failure report can show their logs.
 _LIVE = []
+
+# Workspace backends (see the docstring above)
+KNOWN_WORKSPACES = ("sqlite", "postgres")
+WORKSPACES = [w.strip() for w in os.environ.get("ZX_WORKSPACES", "sqlite").split(",")
+              if w.strip()] or ["sqlite"]
+# Parametrise only when asked: unset, test ids and order stay as they were.
+_PARAMETRISE = bool(os.environ.get("ZX_WORKSPACES", "").strip())
+# Fixtures that make zxd processes: a test using one runs on every backend.
+ZXD_FACTORIES = {"make_zxd", "module_zxd", "make_kzxd"}
+# The backend of the current module's tests: the default of every Zxd made
+# without workspace=, e.g. by make_kzxd or a test calling Zxd() itself.
+_CURRENT = {"workspace": WORKSPACES[0]}
+# Zxd on "postgres" whose database is not dropped yet (workspace fixture's
+# teardown drops what the factories left).
+_PG_ZXDS = []
+# The variable of zxd's environment that holds the Postgres password (the
+# config file has only a reference to it)
+PG_PASSWORD_ENV = "ZX_TEST_PG_PASSWORD"
+# Passwords that must never show: the test roles' of tests/services/postgres
+PG_SECRETS = tuple(pg_fixtures.USERS.values())
+
+# Each backend's declared type names (PRAGMA table_info / format_type), and
+# the kind of column each is; anything else is "? <name>"
+COLUMN_KINDS = {
+    "sqlite": {"INTEGER": "integer", "REAL": "real", "BOOLEAN": "boolean",
+               "TEXT": "text", "TIMESTAMP": "timestamp", "JSON": "json"},
+    "postgres": {"bigint": "integer", "double precision": "real", "boolean": "boolean",
+                 "text": "text", "timestamp with time zone": "timestamp", "jsonb": "json"},
+}
 
 
 # --------------------------------------------------------------------------
@@ -203,7 +270,8 @@ class Zxd:
     passed through ${env:ZX_KEY_<NAME>} unless key_ref says otherwise."""
 
     def __init__(self, root, pipelines, max_body_size="1MiB",
-                 backpressure_timeout="2s", server_extra="", http_extra=""):
+                 backpressure_timeout="2s", server_extra="", http_extra="",
+                 workspace=None):
         self.root = root
         self.cfg_path = os.path.join(root, "zxd.yaml")
         self.data_dir = os.path.join(root, "var")
@@ -221,6 +289,26 @@ class Zxd:
         self.proc = None
         self._log = None
         self._all_pids = set()
+        # the workspace backend: "sqlite" (db_path) or "postgres" (pg_db, a
+        # fresh database of pg_fixtures.service(), schema public)
+        self.workspace = workspace or _CURRENT["workspace"]
+        self.pg = self.pg_db = self._pg_conn = None
+        self.pg_schema = "public"
+        self.pg_user = pg_fixtures.SUPERUSER
+        self.pg_port = None           # the port in zxd's dsn, when not the server's
+        self._pg_owns_db = False      # pg_db is this zxd's own: drop it at teardown
+        if self.workspace == "postgres":
+            # libpq's PG* variables would fill in whatever the DSN leaves
+            # out: the DSN alone says where and as whom zxd connects
+            for k in [k for k in self.env if k.startswith("PG")]:
+                del self.env[k]
+            self.pg = pg_fixtures.service()
+            self.pg_db = self.pg.create_database()
+            self._pg_owns_db = True
+            _PG_ZXDS.append(self)
+        elif self.workspace != "sqlite":
+            raise ValueError(f"unknown workspace backend {self.workspace!r} "
+                             f"(known: {', '.join(KNOWN_WORKSPACES)})")
         self.set_pipelines(pipelines)
 
     # -- config ------------------------------------------------------------
@@ -269,12 +357,7 @@ class Zxd:
             lines.append(f"    backpressure_timeout: {self.backpressure_timeout}")
         if self.http_extra:
             lines += ["    " + l for l in self.http_extra.strip("\n").split("\n")]
-        lines += [
-            "workspace:",
-            "  sqlite:",
-            "    path: workspace.db",
-            "pipelines:",
-        ]
+        lines += ["workspace:"] + self.workspace_lines() + ["pipelines:"]
         for name, spec in self.pipelines.items():
             lines.append(f"  {name}:")
             lines.append("    direction: stream")
@@ -301,6 +384,88 @@ class Zxd:
             for k, v in (spec.get("extra") or {}).items():
                 lines.append(f"    {k}: {v}")
         return "\n".join(lines) + "\n"
+
+    def workspace_lines(self):
+        """The lines under `workspace:` for this zxd's backend.  On Postgres
+        the dsn refers to ${env:ZX_TEST_PG_PASSWORD}, set here in zxd's
+        environment: the file holds no password."""
+        if self.workspace == "postgres":
+            self.env[PG_PASSWORD_ENV] = urllib.parse.quote(
+                pg_fixtures.USERS[self.pg_user], safe="")
+            return ["  postgres:",
+                    f"    dsn: {json.dumps(self.pg_dsn_config)}",
+                    f"    schema: {self.pg_schema}"]
+        return ["  sqlite:",
+                "    path: workspace.db"]
+
+    def _pg_uri(self, password):
+        return (f"postgresql://{urllib.parse.quote(self.pg_user, safe='')}:{password}@"
+                f"{self.pg.host}:{self.pg_port or self.pg.port}/"
+                f"{urllib.parse.quote(self.pg_db, safe='')}")
+
+    @property
+    def pg_dsn_config(self):
+        """The dsn as the config file has it (the password a reference)."""
+        return self._pg_uri("${env:%s}" % PG_PASSWORD_ENV)
+
+    @property
+    def pg_dsn_shown(self):
+        """The dsn as zxd shows it (password replaced by ***)."""
+        return self._pg_uri("***")
+
+    @property
+    def pg_dsn(self):
+        """The dsn zxd connects with, password included: for clients only,
+        never to be written into a config or a message."""
+        return self.pg.dsn_for(self.pg_db, self.pg_user)
+
+    def use_workspace_of(self, other, schema=None, user=None):
+        """Point this zxd (not started yet) at other's workspace: the same
+        SQLite file, or the same Postgres database (this zxd's own fresh
+        one is dropped) in schema (default: other's) as role user (default:
+        this zxd's).  The database stays other's to drop."""
+        assert self.workspace == other.workspace, (self.workspace, other.workspace)
+        if self.workspace == "postgres":
+            if self.pg_db != other.pg_db:
+                self.drop_workspace()
+                self.pg_db = other.pg_db
+                self._pg_owns_db = False
+            self.pg_schema = schema or other.pg_schema
+            if user:
+                self.pg_user = user
+            self.write_config()
+        else:
+            assert schema is None and user is None, "SQLite has no schema nor role"
+            self.write_config(self.config_text().replace(
+                "    path: workspace.db", f"    path: {other.db_path}", 1))
+
+    def log_text(self):
+        """The whole log ("" when there is none yet)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def secrets_in(self, text):
+        """The test passwords text holds."""
+        return [s for s in PG_SECRETS if s in text]
+
+    def assert_no_secret(self, status=True):
+        """No Postgres password in the log, the config file, nor (zxd
+        running, status=True) `zxctl status`, text and JSON."""
+        found = {"zxd log": self.secrets_in(self.log_text())}
+        try:
+            with open(self.cfg_path) as f:
+                found["config file"] = self.secrets_in(f.read())
+        except FileNotFoundError:
+            pass
+        if status and self.proc is not None and self.proc.poll() is None:
+            for args in (("status",), ("--json", "status")):
+                p = self.zxctl(*args)
+                found["zxctl " + " ".join(args)] = self.secrets_in(p.stdout + p.stderr)
+        bad = {k: v for k, v in found.items() if v}
+        assert not bad, f"a Postgres password shows in: {sorted(bad)}"
 
     def write_config(self, text=None):
         with open(self.cfg_path, "w") as f:
@@ -414,6 +579,18 @@ class Zxd:
         self.kill_all()
         if self in _LIVE:
             _LIVE.remove(self)
+        self._pg_close()
+
+    def drop_workspace(self):
+        """Drop the PostgreSQL database of a closed zxd (nothing on sqlite:
+        the file goes with the folder; nothing when the database is another
+        zxd's, see use_workspace_of)."""
+        self._pg_close()
+        if self.pg_db is not None and self._pg_owns_db:
+            self.pg.drop_database(self.pg_db)
+        self._pg_owns_db = False
+        if self in _PG_ZXDS:
+            _PG_ZXDS.remove(self)
 
     # -- HTTP --------------------------------------------------------------
 
@@ -540,13 +717,42 @@ class Zxd:
     # -- workspace ---------------------------------------------------------
 
     def query(self, sql, params=()):
+        """The rows of sql (SQLite's ? placeholders, on either backend)."""
+        if self.workspace == "postgres":
+            return self._pg_query(sql, params)
         db = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)
         try:
             return db.execute(sql, params).fetchall()
         finally:
             db.close()
 
+    def _pg_query(self, sql, params=()):
+        import psycopg
+        sql, params = _pg_placeholders(sql, params)
+        for attempt in (1, 2):
+            if self._pg_conn is None:
+                self._pg_conn = _pg_reader(self.pg.connect(self.pg_db))
+            try:
+                cur = self._pg_conn.execute(sql, params)
+                return cur.fetchall() if cur.description else []
+            except psycopg.OperationalError:
+                # e.g. a connection the server closed: once more on a new one
+                self._pg_close()
+                if attempt == 2:
+                    raise
+
+    def _pg_close(self):
+        if self._pg_conn is not None:
+            try:
+                self._pg_conn.close()
+            finally:
+                self._pg_conn = None
+
     def table_exists(self, table):
+        if self.workspace == "postgres":
+            return bool(self.query("SELECT 1 FROM information_schema.tables "
+                                   "WHERE table_schema = ? AND table_name = ?",
+                                   (self.pg_schema, table)))
         if not os.path.exists(self.db_path):
             return False
         return bool(self.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
@@ -559,8 +765,31 @@ class Zxd:
         return self.query(sql, params)[0][0]
 
     def columns(self, table):
-        """{column name: declared type} from PRAGMA table_info."""
+        """{column name: declared type} in column order, from PRAGMA
+        table_info (SQLite: "INTEGER", ...) or pg_attribute (PostgreSQL:
+        format_type, "bigint", ...); {} when there is no such table."""
+        if self.workspace == "postgres":
+            return dict(self.query(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                "WHERE a.attrelid = to_regclass(format('%I.%I', ?::text, ?::text)) "
+                "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                (self.pg_schema, table)))
         return {r[1]: r[2] for r in self.query(f'PRAGMA table_info("{table}")')}
+
+    def column_kinds(self, table):
+        """{column name: kind} in column order, the kind one of "integer",
+        "real", "boolean", "text", "timestamp", "json" for this backend's
+        exact declared name (COLUMN_KINDS), else "? <declared name>"."""
+        names = COLUMN_KINDS[self.workspace]
+        return {c: names.get(t, f"? {t}") for c, t in self.columns(table).items()}
+
+    @property
+    def row_order(self):
+        """An ORDER BY expression for the order rows were written in: SQLite's
+        rowid; on Postgres ctid, the row's place in the heap (zx only
+        appends: no UPDATE or DELETE leaves room for a later row before an
+        earlier one)."""
+        return "ctid" if self.workspace == "postgres" else "rowid"
 
     def wait_count(self, table, n, where="", params=(), deadline=DEADLINE):
         last = {}
@@ -573,9 +802,113 @@ class Zxd:
         return last["n"]
 
 
+def _pg_reader(conn):
+    """conn set up to read values the way the tests compare them (see the
+    module's docstring): TimeZone UTC, TIMESTAMPTZ as zx's text, JSON and
+    JSONB as compact JSON text."""
+    from psycopg.adapt import Loader
+    from psycopg.types.datetime import TimestamptzLoader
+
+    class ZxTimestamptzLoader(TimestamptzLoader):
+        def load(self, data):
+            v = super().load(data)
+            return v.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    class JsonTextLoader(Loader):
+        def load(self, data):
+            return json_compact(bytes(data).decode("utf-8"))
+
+    conn.execute("SET TimeZone TO 'UTC'")
+    conn.adapters.register_loader("timestamptz", ZxTimestamptzLoader)
+    conn.adapters.register_loader("jsonb", JsonTextLoader)
+    conn.adapters.register_loader("json", JsonTextLoader)
+    return conn
+
+
+_JSON_BLANKS = re.compile(r'("(?:[^"\\]|\\.)*")|[ \t\r\n]+')
+
+
+def json_compact(text):
+    """JSON text without blanks outside strings (nothing else changed)."""
+    return _JSON_BLANKS.sub(lambda m: m.group(1) or "", text)
+
+
+def _pg_placeholders(sql, params):
+    """SQLite's ? placeholders as psycopg's %s (outside quoted strings and
+    identifiers), every % doubled; without params the SQL goes as it is."""
+    if not params:
+        return sql, None
+    if isinstance(params, dict):
+        raise ValueError("named parameters are not translated for PostgreSQL: use ?")
+    out, quote = [], None
+    for ch in sql:
+        if quote:
+            if ch == quote:         # '' and "" inside: closes and reopens
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "?":
+            out.append("%s")
+            continue
+        out.append("%%" if ch == "%" else ch)
+    return "".join(out), tuple(params)
+
+
 # --------------------------------------------------------------------------
 # fixtures
 # --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module", autouse=True)
+def workspace(request):
+    """The workspace backend of the current test: "sqlite" or "postgres".
+    Parametrised by pytest_generate_tests when ZX_WORKSPACES is set; module
+    scoped, so a module's tests run backend by backend and module_zxd can
+    use it.  Every Zxd made meanwhile without workspace= gets it."""
+    ws = getattr(request, "param", WORKSPACES[0])
+    if ws == "postgres":
+        pg_fixtures.service()       # start the server now, not inside a test
+    _CURRENT["workspace"] = ws
+    yield ws
+    _CURRENT["workspace"] = WORKSPACES[0]
+    # databases of zxd the factories did not drop (make_kzxd, Zxd() in a test)
+    for z in list(_PG_ZXDS):
+        z.close()
+        z.drop_workspace()
+
+
+def pytest_generate_tests(metafunc):
+    if not _PARAMETRISE or "workspace" not in metafunc.fixturenames:
+        return
+    ws = list(WORKSPACES)
+    if metafunc.definition.get_closest_marker("sqlite_only"):
+        ws = [w for w in ws if w == "sqlite"]
+    if metafunc.definition.get_closest_marker("postgres_only"):
+        ws = ["postgres"]       # whatever the list: these make their backend themselves
+    runs_zxd = bool(ZXD_FACTORIES & set(metafunc.fixturenames)) or \
+        "workspace" in inspect.signature(metafunc.function).parameters
+    if not runs_zxd:
+        ws = ws[:1]             # no zxd of its own: once is enough
+    if not ws:
+        ws = [pytest.param("sqlite", marks=pytest.mark.skip(
+            reason=f"sqlite_only, and ZX_WORKSPACES={','.join(WORKSPACES)}"))]
+    metafunc.parametrize("workspace", ws, indirect=True, scope="module",
+                         ids=lambda w: w)
+
+
+def teardown_zxds(made):
+    """Kill and remove every Zxd of made (folder, own Postgres database);
+    then fail if a log held a Postgres password."""
+    leaks = []
+    for z in made:
+        z.close()
+        z.drop_workspace()
+        found = z.secrets_in(z.log_text())
+        if found:
+            leaks.append(f"{z.log_path}: {len(found)} password(s)")
+        _cleanup_root(z.root)
+    if leaks:
+        pytest.fail("a Postgres password is in a zxd log: " + "; ".join(leaks), pytrace=False)
+
 
 def _mkroot():
     # Short paths: the control socket must fit in sun_path (108 bytes).
@@ -593,38 +926,37 @@ def _cleanup_root(root):
 
 
 @pytest.fixture
-def make_zxd():
-    """Factory: make_zxd(pipelines, start=True, **opts) -> Zxd.  Everything
-    it made is killed (whole process group) and removed at teardown."""
+def make_zxd(workspace):
+    """Factory: make_zxd(pipelines, start=True, **opts) -> Zxd on the
+    current workspace backend.  Everything it made is killed (whole process
+    group) and removed (folder, PostgreSQL database) at teardown."""
     made = []
 
     def make(pipelines, start=True, **opts):
+        opts.setdefault("workspace", workspace)
         z = Zxd(_mkroot(), pipelines, **opts)
         made.append(z)
         if start:
             z.start()
         return z
     yield make
-    for z in made:
-        z.close()
-        _cleanup_root(z.root)
+    teardown_zxds(made)
 
 
 @pytest.fixture(scope="module")
-def module_zxd():
+def module_zxd(workspace):
     """Module-scoped factory, for one daemon shared by a module's tests."""
     made = []
 
     def make(pipelines, start=True, **opts):
+        opts.setdefault("workspace", workspace)
         z = Zxd(_mkroot(), pipelines, **opts)
         made.append(z)
         if start:
             z.start()
         return z
     yield make
-    for z in made:
-        z.close()
-        _cleanup_root(z.root)
+    teardown_zxds(made)
 
 
 @pytest.fixture
@@ -635,6 +967,15 @@ def tmpdir_short():
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "sqlite_only: runs on the SQLite workspace only (ZX_WORKSPACES)")
+    config.addinivalue_line(
+        "markers", "postgres_only: runs once, on the Postgres workspace, whatever "
+        "ZX_WORKSPACES says")
+    unknown = [w for w in WORKSPACES if w not in KNOWN_WORKSPACES]
+    if unknown or len(set(WORKSPACES)) != len(WORKSPACES):
+        raise pytest.UsageError(f"ZX_WORKSPACES={os.environ.get('ZX_WORKSPACES')!r}: a comma "
+                                f"list of {', '.join(KNOWN_WORKSPACES)}, each once")
     if not os.path.exists(ZXD):
         # Fail loudly rather than skipping: a missing build is an error.
         config.issue_config_time_warning(
@@ -648,3 +989,5 @@ def pytest_runtest_makereport(item, call):
     if rep.failed:
         for z in list(_LIVE):
             rep.sections.append((f"zxd log {z.root}", z.log_tail(80)))
+        if any(z.workspace == "postgres" for z in _LIVE):
+            rep.sections.append(("PostgreSQL log", pg_fixtures.service().log_tail(40)))

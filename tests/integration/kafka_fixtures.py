@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import REPO, ZXD, Zxd, _cleanup_root, _mkroot, uid, wait_for
+from conftest import REPO, ZXD, Zxd, _mkroot, teardown_zxds, uid, wait_for
 
 KAFKA_SCRIPT = os.path.join(REPO, "tests", "services", "kafka")
 
@@ -335,8 +335,10 @@ class KafkaZxd(Zxd):
         return self.query(f'SELECT "_partition", "_offset" FROM "{t}"'
                           + (f" WHERE {where}" if where else ""))
 
-    def assert_no_secret(self):
-        """No password in the log nor in `zxctl status`."""
+    def assert_no_secret(self, status=True):
+        """No password (Kafka's, nor the workspace's) in the log nor in
+        `zxctl status`."""
+        super().assert_no_secret(status)
         with open(self.log_path, "rb") as f:
             log = f.read().decode("utf-8", "replace")
         st = ""
@@ -360,9 +362,7 @@ def make_kzxd():
             z.start()
         return z
     yield make
-    for z in made:
-        z.close()
-        _cleanup_root(z.root)
+    teardown_zxds(made)
 
 
 def check_offsets(rows, ends, exact=True, what=""):

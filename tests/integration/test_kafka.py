@@ -305,7 +305,7 @@ def test_poison_messages_go_to_rejects_and_the_stream_goes_on(kafka, make_kzxd):
     assert ids == [0, 3, 4, 7, 8, 9]
     assert z.query('SELECT "_key", data_key FROM "p" WHERE id = 7') == [("k7", "field")]
     rej = z.query('SELECT reason, raw_value, source_key, source_position FROM "p__rejects" '
-                  'ORDER BY rowid')
+                  f'ORDER BY {z.row_order}')
     by_key = {r[2]: r for r in rej}
     assert set(by_key) == {"k1", "k2", "k4", "k5", "kc2"}, rej
     assert "not JSON" in by_key["k1"][0] and by_key["k1"][1] == "not json at all"

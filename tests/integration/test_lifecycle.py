@@ -277,13 +277,32 @@ def test_no_zombies_after_many_restarts(make_zxd):
 
 
 def test_healthz_503_while_the_writer_cannot_start(make_zxd):
-    """A writer that cannot open the workspace (here: a folder where the
-    database file should be) is restarted with backoff; meanwhile /healthz
+    """A writer that cannot open the workspace (here: on SQLite a folder
+    where the database file should be; on Postgres a database that does
+    not accept connections) is restarted with backoff; meanwhile /healthz
     answers 503 naming the writer, status shows the error, pushes with
     ack: accepted still go into the ring, and once the cause is gone every
     one of them is committed."""
     z = make_zxd({"h": {}}, start=False)
-    os.makedirs(os.path.join(z.data_dir, "workspace.db"))
+    if z.workspace == "postgres":
+        allow = 'ALTER DATABASE "%s" ALLOW_CONNECTIONS %%s' % z.pg_db
+        z.pg.execute("postgres", allow % "false")
+
+        def remove_cause():
+            z.pg.execute("postgres", allow % "true")
+    else:
+        os.makedirs(os.path.join(z.data_dir, "workspace.db"))
+
+        def remove_cause():
+            os.rmdir(os.path.join(z.data_dir, "workspace.db"))
+    try:
+        writer_cannot_start(z, remove_cause)
+    finally:
+        if z.workspace == "postgres":   # whatever happened: the database can be dropped
+            remove_cause()
+
+
+def writer_cannot_start(z, remove_cause):
     z.start(wait=False)
 
     def writer_down():
@@ -299,9 +318,16 @@ def test_healthz_503_while_the_writer_cannot_start(make_zxd):
     w = z.process("writer")
     assert w["state"] in ("backoff", "starting", "running") and w["last_error"], w
 
+    if z.workspace == "postgres":
+        # the log says why (status: how the writer exited), without the
+        # password
+        log = z.log_text()
+        assert f"cannot connect to Postgres {z.pg_dsn_shown}: " in log and \
+            "is not currently accepting connections" in log, z.log_tail(30)
+        z.assert_no_secret()
     r = z.push("h", [{"n": 1}, {"n": 2}])
     assert r.status == 202, r
-    os.rmdir(os.path.join(z.data_dir, "workspace.db"))
+    remove_cause()
     z.wait_healthy(deadline=60)
     wait_for(lambda: z.count("h") == 2, "rows accepted while the writer was down to be committed",
              deadline=60)

@@ -2,8 +2,9 @@
 End-to-end tests of the writer's limits (issue 5): a durable push does not
 wait out an idle group-commit window, nothing a client sends is lost to the
 column limit (pipelines.<name>.max_columns and the `_extra` column), one
-workspace has one writer (a second zxd on the same SQLite file is refused,
-naming the holder), and the workspace files get the store's mode.
+workspace has one writer (a second zxd on the same SQLite file, or the same
+Postgres database and schema, is refused, naming the holder), and the
+SQLite workspace files get the store's mode.
 
 What it must never do: assert a duration (waits are polling loops with
 generous deadlines), or touch a process it did not start.
@@ -62,16 +63,16 @@ def test_column_cap_keeps_the_rest_in_extra(make_zxd):
     z = make_zxd({"wide": {"extra": {"max_columns": 3}, "metadata": ["_ingested_at"]}})
     z.push_ok("wide", [{"a": 1, "b": "x", "c": 2.5, "d": {"n": [1]}, "e": "over",
                         "_extra": "mine"}], wait_commit=True)
-    cols = z.columns("wide")
+    cols = z.column_kinds("wide")
     assert list(cols) == ["a", "b", "c", "_ingested_at", "_extra"], cols
-    assert cols["_extra"] == "JSON"
+    assert cols["_extra"] == "json", z.columns("wide")
     (extra,) = z.query("SELECT _extra FROM wide")[0]
     # a client's own "_extra" field is normalised to data_extra, like every
     # reserved name, and kept too
     assert json.loads(extra) == {"d": {"n": [1]}, "e": "over", "data_extra": "mine"}, extra
     # later pushes: new fields go on into _extra, known ones keep columns
     z.push_ok("wide", [{"a": 2, "f": True}, {"b": "y"}], wait_commit=True)
-    rows = z.query("SELECT a, b, _extra FROM wide ORDER BY rowid")
+    rows = z.query(f"SELECT a, b, _extra FROM wide ORDER BY {z.row_order}")
     assert rows[1] == (2, None, '{"f":true}') and rows[2] == (None, "y", None), rows
     assert list(z.columns("wide")) == ["a", "b", "c", "_ingested_at", "_extra"]
     # the feed says so once (per table and cap), with the cap and the column
@@ -100,7 +101,7 @@ def test_default_cap_loses_nothing(make_zxd):
     cols = z.columns("many")
     assert len(cols) == 501 and "_extra" in cols, len(cols)
     kept = {}
-    for (extra,) in z.query("SELECT _extra FROM many ORDER BY rowid"):
+    for (extra,) in z.query(f"SELECT _extra FROM many ORDER BY {z.row_order}"):
         kept.update(json.loads(extra))
     assert len(kept) == 1600 and kept["f2099"] == 2099, len(kept)
     assert z.query("SELECT f0499 FROM many")[0][0] == 499
@@ -121,20 +122,29 @@ def test_second_zxd_on_the_same_workspace_is_refused(make_zxd):
     a.push_ok("ev", {"n": 1}, wait_commit=True)
     a_writer = a.pids()["writer"]
     b = make_zxd({"ev": {}}, start=False)
-    b.write_config(b.config_text().replace("    path: workspace.db",
-                                           f"    path: {a.db_path}", 1))
+    b.use_workspace_of(a)
     b.start(wait=False)
 
     def refused():
-        with open(b.log_path, "rb") as f:
-            log = f.read().decode("utf-8", "replace")
+        log = b.log_text()
         return "is in use by another zxd" in log and log
     log = wait_for(refused, lambda: "the second zxd's writer refusing the workspace\n"
                    + b.log_tail(30))
     # the message names the holder: its pids and data directory
     assert f"pid {a_writer} on host " in log, log
     assert f"zxd pid {a.pid}" in log and f"data_dir {a.data_dir}" in log, log
-    assert f"{a.db_path}-zxlock" in log, log
+    if a.workspace == "sqlite":
+        assert f"{a.db_path}-zxlock" in log, log
+    else:
+        # the workspace (its dsn without the password), and the holder's
+        # Postgres session: the first writer's, the only zxd session there
+        sessions = a.query("SELECT pid, application_name FROM pg_stat_activity WHERE "
+                           "datname = current_database() AND application_name LIKE 'zxd #%'")
+        assert len(sessions) == 1, sessions
+        (spid, app), = sessions
+        assert (f"workspace Postgres {a.pg_dsn_shown} schema {a.pg_schema} is in use by "
+                f"another zxd (Postgres session pid {spid}, application {app}, from ") in log, log
+    b.assert_no_secret(status=False)
     # the first keeps working, with the same writer
     a.push_ok("ev", {"n": 2}, wait_commit=True)
     assert a.count("ev") == 2
@@ -146,16 +156,17 @@ def test_second_zxd_on_the_same_workspace_exits(make_zxd):
     refuses to start instead of restarting the writer forever."""
     a = make_zxd({"ev": {}})
     b = make_zxd({"ev": {}}, start=False)
-    b.write_config(b.config_text().replace("    path: workspace.db",
-                                           f"    path: {a.db_path}", 1))
+    b.use_workspace_of(a)
     b.start(wait=False)
     rc = b.wait_exit(30)
     assert rc != 0, b.log_tail(30)
     a.push_ok("ev", {"n": 1}, wait_commit=True)
+    assert a.count("ev") == 1
 
 
 # ----------------------------------------------------------------- file modes
 
+@pytest.mark.sqlite_only
 def test_workspace_files_have_the_store_mode(make_zxd):
     z = make_zxd({"m": {}})
     z.push_ok("m", {"x": 1}, wait_commit=True)
