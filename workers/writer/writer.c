@@ -101,6 +101,8 @@ typedef struct writer {
      * workspace commit, before the LMDB commit and the acknowledgement:
      * the one crash window the workspace checkpoint must close. */
     char fault_path[4200];
+    int ckpt_stale;          /* a checkpoint read failed: read them all
+                                again before applying (reread_checkpoints) */
     int ws_down;             /* zx_ws_status said why it cannot write */
     char ws_why[256];
 } writer;
@@ -213,7 +215,8 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
     snprintf(p->ckpt_key, sizeof(p->ckpt_key), "%s#%016llx", p->name,
              (unsigned long long)p->seg.hdr->epoch);
     p->ckpt = 0;
-    zx_ws_checkpoint_get(w->ws, p->ckpt_key, &p->ckpt);
+    if (zx_ws_checkpoint_get(w->ws, p->ckpt_key, &p->ckpt) < 0)
+        w->ckpt_stale = 1; /* read again before any frame is applied */
     prune_checkpoints(w, p);
     seed_counters(w, p);
     atomic_store(&p->seg.hdr->writer_up, 1);
@@ -660,6 +663,24 @@ static void announce(writer *w)
     }
 }
 
+/* A checkpoint could not be read (the workspace was unreachable): read
+ * every pipeline's again inside the transaction just begun, before any
+ * frame is applied, or a frame committed before the failure would be
+ * applied twice.  0, or -1 (err set). */
+static int reread_checkpoints(writer *w, char *err, size_t errlen)
+{
+    for (int i = 0; i < MAX_PIPES; i++) {
+        wpipe *p = &w->pipes[i];
+        if (p->used && zx_ws_checkpoint_get(w->ws, p->ckpt_key, &p->ckpt) < 0) {
+            snprintf(err, errlen, "cannot read the checkpoint of pipeline %s: %s", p->name,
+                     zx_ws_errmsg(w->ws));
+            return -1;
+        }
+    }
+    w->ckpt_stale = 0;
+    return 0;
+}
+
 /* Drain every ring once (one pass), applying each frame inside the open
  * transaction (begun at the first frame).  Returns the frames applied in
  * this pass (>= 0), or -1 on a failure that needs a rollback (err set). */
@@ -688,6 +709,8 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
                 if (zx_ws_begin(w->ws, err, errlen) < 0)
                     return -1;
                 *began = 1;
+                if (w->ckpt_stale && reread_checkpoints(w, err, errlen) < 0)
+                    return -1;
             }
             /* one savepoint per frame: a table that refuses this frame
              * holds back only its own pipeline */
@@ -811,7 +834,10 @@ fail:
         if (!w->pipes[i].used)
             continue;
         zx_ring_cursor_init(&w->pipes[i].seg.frames, &w->pipes[i].cur);
-        zx_ws_checkpoint_get(w->ws, w->pipes[i].ckpt_key, &w->pipes[i].ckpt);
+        /* the commit may have happened although its answer was lost (the
+         * connection went): the checkpoint in the workspace says */
+        if (zx_ws_checkpoint_get(w->ws, w->pipes[i].ckpt_key, &w->pipes[i].ckpt) < 0)
+            w->ckpt_stale = 1;
     }
     free_applied(w);
     return -1;
