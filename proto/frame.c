@@ -158,6 +158,10 @@ size_t zx_frame_meta_estimate(const zx_frame_meta *m)
         n += 32 + (j->reason ? strlen(j->reason) : 0) + j->raw_len + j->key_len +
              (j->position ? strlen(j->position) : 0);
     }
+    for (size_t i = 0; m->key_cols && i < m->nkey_cols; i++)
+        n += strlen(m->key_cols[i]) + 8;
+    for (size_t i = 0; m->col_types && i < m->ncol_types; i++)
+        n += strlen(m->col_types[i].column) + strlen(m->col_types[i].type) + 16;
     return n;
 }
 
@@ -179,10 +183,26 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
     int err = ENOMEM;
 
     uint32_t kind = m->kind ? m->kind : ZX_FRAME_ROWS;
-    if (kind != ZX_FRAME_ROWS) {
+    int ch = kind == ZX_FRAME_CHANGES;
+    if (kind != ZX_FRAME_ROWS && !ch) {
         err = EINVAL;
         goto done;
     }
+    if (ch && (m->nkey_cols > ZX_FRAME_MAX_KEY_COLUMNS || (m->nkey_cols && !m->key_cols) ||
+               m->ncol_types > ZX_FRAME_MAX_COLUMNS || (m->ncol_types && !m->col_types))) {
+        err = EINVAL;
+        goto done;
+    }
+    for (size_t i = 0; ch && i < m->nkey_cols; i++)
+        if (!m->key_cols[i]) {
+            err = EINVAL;
+            goto done;
+        }
+    for (size_t i = 0; ch && i < m->ncol_types; i++)
+        if (!m->col_types[i].column || !m->col_types[i].type) {
+            err = EINVAL;
+            goto done;
+        }
     for (uint32_t c = 0; c < rs->ncols; c++)
         if (rs->cols[c].type >= ZX_T__COUNT ||
             memchr(rs->cols[c].name, 0, rs->cols[c].name_len)) {
@@ -224,8 +244,28 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
 
     uint32_t nmeta = (m->ingested_at_us != 0) + (m->batch_id != NULL) +
                      (m->dedup_key != NULL) + (m->dedup_hash != 0) +
-                     (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0);
+                     (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0) +
+                     (ch && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history);
     msgpack_pack_map(&pk, nmeta);
+    if (ch && m->nkey_cols) {
+        pack_key(&pk, "kc");
+        msgpack_pack_array(&pk, (uint32_t)m->nkey_cols);
+        for (size_t i = 0; i < m->nkey_cols; i++)
+            pack_cstr(&pk, m->key_cols[i]);
+    }
+    if (ch && m->ncol_types) {
+        pack_key(&pk, "st");
+        msgpack_pack_array(&pk, (uint32_t)m->ncol_types);
+        for (size_t i = 0; i < m->ncol_types; i++) {
+            msgpack_pack_array(&pk, 2);
+            pack_cstr(&pk, m->col_types[i].column);
+            pack_cstr(&pk, m->col_types[i].type);
+        }
+    }
+    if (ch && m->history) {
+        pack_key(&pk, "hi");
+        msgpack_pack_uint32(&pk, 1);
+    }
     if (m->ingested_at_us != 0) {
         pack_key(&pk, "ia");
         msgpack_pack_int64(&pk, m->ingested_at_us);
@@ -331,6 +371,54 @@ static const void *copy_bytes(rd *r, zx_rowset *rs, const uint8_t *s, uint32_t n
     if (n)
         memcpy(p, s, n);
     return p;
+}
+
+/* "kc": array of str. */
+static int read_key_cols(rd *r, zx_frame_meta *m, zx_rowset *rs)
+{
+    item it;
+    if (zx_fr_want(r, &it, K_ARRAY, "metadata kc") < 0)
+        return -1;
+    if (it.n > ZX_FRAME_MAX_KEY_COLUMNS)
+        return zx_fr_fail(r, "%" PRIu32 " key columns, more than the limit %u", it.n,
+                          ZX_FRAME_MAX_KEY_COLUMNS);
+    const char **kc = NULL;
+    if (it.n && !(kc = zx_rowset_alloc(rs, sizeof(*kc) * it.n)))
+        return zx_fr_fail(r, "out of memory");
+    for (uint32_t i = 0; i < it.n; i++)
+        if (want_name(r, rs, &kc[i], NULL, "key column") < 0)
+            return -1;
+    m->key_cols = kc;
+    m->nkey_cols = it.n;
+    return 0;
+}
+
+/* "st": array of [column str, type str]. */
+static int read_col_types(rd *r, zx_frame_meta *m, zx_rowset *rs)
+{
+    item it;
+    if (zx_fr_want(r, &it, K_ARRAY, "metadata st") < 0)
+        return -1;
+    if (it.n > ZX_FRAME_MAX_COLUMNS)
+        return zx_fr_fail(r, "%" PRIu32 " column types, more than the limit %u", it.n,
+                          ZX_FRAME_MAX_COLUMNS);
+    zx_frame_coltype *ct = NULL;
+    if (it.n && !(ct = zx_rowset_alloc(rs, sizeof(*ct) * it.n)))
+        return zx_fr_fail(r, "out of memory");
+    for (uint32_t i = 0; i < it.n; i++) {
+        item pair;
+        if (zx_fr_want(r, &pair, K_ARRAY, "column type") < 0)
+            return -1;
+        if (pair.n != 2)
+            return zx_fr_fail(r, "column type %" PRIu32 ": expected [column, type], got %"
+                              PRIu32 " elements", i, pair.n);
+        if (want_name(r, rs, &ct[i].column, NULL, "column type's column") < 0 ||
+            want_name(r, rs, &ct[i].type, NULL, "column type's type") < 0)
+            return -1;
+    }
+    m->col_types = ct;
+    m->ncol_types = it.n;
+    return 0;
 }
 
 /* "po": array of [part str, value bin]. */
@@ -455,6 +543,17 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
         } else if (strcmp(kb, "po") == 0) {
             if (read_positions(r, m, rs) < 0)
                 return -1;
+        } else if (strcmp(kb, "kc") == 0) {
+            if (read_key_cols(r, m, rs) < 0)
+                return -1;
+        } else if (strcmp(kb, "st") == 0) {
+            if (read_col_types(r, m, rs) < 0)
+                return -1;
+        } else if (strcmp(kb, "hi") == 0) {
+            uint64_t hi = 0;
+            if (zx_fr_want_u64(r, &hi, "metadata hi") < 0)
+                return -1;
+            m->history = hi != 0;
         } else if (zx_fr_skip(r) < 0) {
             return -1;
         }
@@ -639,7 +738,7 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
     m->version = (uint32_t)u;
     if (zx_fr_want_u64(r, &u, "kind") < 0)
         goto fail;
-    if (u != ZX_FRAME_ROWS) {
+    if (u != ZX_FRAME_ROWS && u != ZX_FRAME_CHANGES) {
         zx_fr_fail(r, "unknown frame kind %" PRIu64, u);
         goto fail;
     }
@@ -652,6 +751,12 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
     if (r->p != r->end) {
         zx_fr_fail(r, "%zu trailing bytes after the frame", (size_t)(r->end - r->p));
         goto fail;
+    }
+    if (m->kind == ZX_FRAME_ROWS) { /* changes metadata means nothing here */
+        m->key_cols = NULL;
+        m->nkey_cols = m->ncol_types = 0;
+        m->col_types = NULL;
+        m->history = 0;
     }
     /* the frame's column types are the truth (zx_rowset_add merged) */
     for (uint32_t c = 0; c < rs->ncols; c++)

@@ -16,7 +16,9 @@
  *                         old decoder would misread bumps the version.
  *                         (Frames live only in the rings of one zxd, which
  *                         an upgrade restarts: versions never meet.)
- *     kind,             2 uint: zx_frame_kind; only ZX_FRAME_ROWS (1) exists
+ *     kind,             2 uint: zx_frame_kind: ZX_FRAME_ROWS (1), rows to
+ *                         append; ZX_FRAME_CHANGES (2), changes to apply to
+ *                         a mirror table (see "Changes frames" below)
  *     pipeline,         3 str: pipeline name
  *     table,            4 str: destination table
  *     meta,             5 map str -> value, keys below, each optional.  An
@@ -48,6 +50,21 @@
  *                                     transaction); a restarted source is
  *                                     handed the last one of every part.
  *                                     The bytes are the source's own.
+ *                         "kc" array  changes frames: the key columns of
+ *                                     the mirror table (array of str, at
+ *                                     most ZX_FRAME_MAX_KEY_COLUMNS, each a
+ *                                     column of the frame)
+ *                         "st" array  changes frames: the source's declared
+ *                                     type of columns, array of [column: str,
+ *                                     type: str] (Postgres' format_type
+ *                                     words, e.g. "numeric(10,2)",
+ *                                     "timestamp with time zone"); a
+ *                                     backend maps them to its own types
+ *                                     when it makes the mirror's columns;
+ *                                     a column without one gets the type
+ *                                     inferred from its values
+ *                         "hi" uint   changes frames: 1 = also append every
+ *                                     change to <table>__changes
  *     columns,          6 array of ncols entries, each an array of 2:
  *                         [ name: str, type: uint (zx_type, 0..6, see
  *                           common/rowset.h; the numbers are part of this
@@ -87,6 +104,24 @@
  *   reject positions must not contain a NUL byte (a frame that has one is
  *   rejected: readers of those use C strings).
  *
+ * Changes frames (kind 2).  The same layout; each row is one change to the
+ * mirror table `table`, in source order, and these reserved columns (the
+ * prefix _zx is never made from data: common/colname.h) say what it is:
+ *   "_zx_op"          TEXT  "insert", "update", "delete" or "truncate"
+ *   "_zx_lsn"         TEXT  the change's source position (the source's
+ *                           words: an LSN "16/B374D848", a binlog
+ *                           position...), for <table>__changes
+ *   "_zx_commit_time" TIMESTAMP  commit time at the source (may be absent)
+ *   "_zx_xid"         INT   transaction id at the source (may be absent)
+ *   "_zx_unchanged"   JSON  an array of the column names whose values the
+ *                           source did not send (Postgres' unchanged TOAST
+ *                           values): an update leaves them as stored
+ *   "_zx_old:<key>"   any   an update that changed the key: the old value
+ *                           of key column <key> (the old row is deleted)
+ * Every other column is a column of the source table: an insert or update
+ * carries the new row (a column with no value is NULL, unless listed in
+ * _zx_unchanged), a delete carries the key, a truncate nothing.
+ *
  * Why the decoder does not use msgpack's unpacker: msgpack_unpack_next
  * allocates an object array as large as a claimed count (a 5-byte header can
  * ask for 2^32 entries), so a hostile frame could make the writer allocate
@@ -111,8 +146,23 @@
 #define ZX_FRAME_MAX_ROWS (1u << 30)
 #define ZX_FRAME_MAX_POSITIONS 65536u
 #define ZX_FRAME_MAX_REJECTS (1u << 20)
+#define ZX_FRAME_MAX_KEY_COLUMNS 64u
 
-typedef enum { ZX_FRAME_ROWS = 1 } zx_frame_kind;
+typedef enum { ZX_FRAME_ROWS = 1, ZX_FRAME_CHANGES = 2 } zx_frame_kind;
+
+/* The reserved columns of a changes frame (see above). */
+#define ZX_CH_OP "_zx_op"
+#define ZX_CH_LSN "_zx_lsn"
+#define ZX_CH_COMMIT_TIME "_zx_commit_time"
+#define ZX_CH_XID "_zx_xid"
+#define ZX_CH_UNCHANGED "_zx_unchanged"
+#define ZX_CH_OLD_PREFIX "_zx_old:"
+
+/* A column's declared type at the source ("st"). */
+typedef struct zx_frame_coltype {
+    const char *column;         /* NUL-terminated */
+    const char *type;           /* NUL-terminated */
+} zx_frame_coltype;
 
 /* One upstream position reached by a frame ("po"). */
 typedef struct zx_frame_pos {
@@ -147,6 +197,13 @@ typedef struct zx_frame_meta {
     size_t npositions;
     const zx_frame_reject *rejects;  /* nrejects entries (NULL when 0) */
     size_t nrejects;
+    /* changes frames ("kc", "st", "hi"); a rows frame neither encodes nor
+     * decodes them (decode leaves them empty) */
+    const char *const *key_cols;     /* nkey_cols NUL-terminated names */
+    size_t nkey_cols;
+    const zx_frame_coltype *col_types;  /* ncol_types entries */
+    size_t ncol_types;
+    int history;
 } zx_frame_meta;
 
 /* Growable output buffer owned by the caller.  data is malloc'd (NULL while

@@ -43,7 +43,15 @@ static int same_bytes(const void *a, size_t alen, const void *b, size_t blen)
 /* What a successful decode promises about positions and rejects. */
 static void check_decoded(const zx_frame_meta *m)
 {
-    fuzz_check(m->version == ZX_FRAME_VERSION && m->kind == ZX_FRAME_ROWS, "version or kind");
+    fuzz_check(m->version == ZX_FRAME_VERSION &&
+               (m->kind == ZX_FRAME_ROWS || m->kind == ZX_FRAME_CHANGES), "version or kind");
+    fuzz_check(m->kind == ZX_FRAME_CHANGES || (!m->nkey_cols && !m->ncol_types && !m->history),
+               "changes metadata in a rows frame");
+    fuzz_check(m->nkey_cols <= ZX_FRAME_MAX_KEY_COLUMNS, "key columns over the limit");
+    for (size_t i = 0; i < m->nkey_cols; i++)
+        fuzz_check(m->key_cols[i] != NULL, "key column NULL");
+    for (size_t i = 0; i < m->ncol_types; i++)
+        fuzz_check(m->col_types[i].column && m->col_types[i].type, "column type NULL");
     fuzz_check((m->positions == NULL) == (m->npositions == 0), "positions NULL iff none");
     fuzz_check(m->npositions <= ZX_FRAME_MAX_POSITIONS, "positions over the limit");
     for (size_t i = 0; i < m->npositions; i++) {
@@ -79,6 +87,13 @@ static void same_meta(const zx_frame_meta *a, const zx_frame_meta *b)
         fuzz_check(same_bytes(x->value, x->value_len, y->value, y->value_len),
                    "position value");
     }
+    fuzz_check(a->nkey_cols == b->nkey_cols && a->ncol_types == b->ncol_types &&
+               a->history == b->history, "changes metadata");
+    for (size_t i = 0; i < a->nkey_cols; i++)
+        fuzz_check(same_str(a->key_cols[i], b->key_cols[i]), "key column");
+    for (size_t i = 0; i < a->ncol_types; i++)
+        fuzz_check(same_str(a->col_types[i].column, b->col_types[i].column) &&
+                   same_str(a->col_types[i].type, b->col_types[i].type), "column type");
     fuzz_check(a->nrejects == b->nrejects, "reject count");
     for (size_t i = 0; i < a->nrejects; i++) {
         const zx_frame_reject *x = &a->rejects[i], *y = &b->rejects[i];

@@ -518,6 +518,62 @@ static int reject_eq(const zx_frame_reject *x, const zx_frame_reject *y)
            (x->key_len == 0 || memcmp(x->key, y->key, x->key_len) == 0);
 }
 
+/* A changes frame: kind 2, key columns, source types, history, and the
+ * reserved columns travel as they are. */
+static void test_changes(void)
+{
+    zx_rowset a, b;
+    zx_frame_meta mo;
+    zx_rowset_init(&a);
+    zx_rowset_init(&b);
+    zx_rowset_begin_row(&a);
+    add(&a, ZX_CH_OP, vstr(&a, ZX_T_TEXT, "update", 6));
+    add(&a, ZX_CH_LSN, vstr(&a, ZX_T_TEXT, "16/B374D848", 11));
+    add(&a, ZX_CH_XID, vint(733));
+    add(&a, "id", vint(7));
+    add(&a, ZX_CH_OLD_PREFIX "id", vint(6));
+    add(&a, ZX_CH_UNCHANGED, vstr(&a, ZX_T_JSON, "[\"body\"]", 8));
+    zx_rowset_end_row(&a);
+    zx_rowset_begin_row(&a);
+    add(&a, ZX_CH_OP, vstr(&a, ZX_T_TEXT, "truncate", 8));
+    zx_rowset_end_row(&a);
+    const char *kc[] = { "id", "region" };
+    const zx_frame_coltype ct[] = { { "id", "bigint" }, { "price", "numeric(10,2)" },
+                                    { "at", "timestamp with time zone" } };
+    zx_frame_meta m = basic_meta();
+    m.kind = ZX_FRAME_CHANGES;
+    m.key_cols = kc;
+    m.nkey_cols = 2;
+    m.col_types = ct;
+    m.ncol_types = 3;
+    m.history = 1;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.kind == ZX_FRAME_CHANGES && mo.history == 1);
+    CHECK(mo.nkey_cols == 2 && strcmp(mo.key_cols[0], "id") == 0 &&
+          strcmp(mo.key_cols[1], "region") == 0);
+    CHECK(mo.ncol_types == 3 && strcmp(mo.col_types[1].column, "price") == 0 &&
+          strcmp(mo.col_types[1].type, "numeric(10,2)") == 0 &&
+          strcmp(mo.col_types[2].type, "timestamp with time zone") == 0);
+    CHECK(b.nrows == 2 && b.ncols == 6);
+    /* a rows frame does not carry them */
+    m.kind = ZX_FRAME_ROWS;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.kind == ZX_FRAME_ROWS && mo.nkey_cols == 0 && mo.ncol_types == 0 && !mo.history);
+    /* the encoder refuses a NULL key column name or too many */
+    zx_frame_buf out;
+    zx_frame_buf_init(&out);
+    const char *bad[] = { "id", NULL };
+    m.kind = ZX_FRAME_CHANGES;
+    m.key_cols = bad;
+    CHECK(zx_frame_encode(&m, &a, &out) == -1 && errno == EINVAL);
+    m.key_cols = kc;
+    m.nkey_cols = ZX_FRAME_MAX_KEY_COLUMNS + 1;
+    CHECK(zx_frame_encode(&m, &a, &out) == -1 && errno == EINVAL);
+    zx_frame_buf_free(&out);
+    zx_rowset_free(&a);
+    zx_rowset_free(&b);
+}
+
 static void test_positions(void)
 {
     zx_rowset a, b;
@@ -1385,6 +1441,7 @@ int main(void)
     test_shapes();
     test_meta();
     test_positions();
+    test_changes();
     test_reject_entries();
     test_encode_einval();
     test_decoded_copies();
