@@ -1609,6 +1609,125 @@ static void bench(void)
 
 /* ---- the suite ------------------------------------------------------------- */
 
+/* Mirrors: a changes frame applied in order, with history; the values
+ * the source did not send stay; a key that moved; delete; truncate; a
+ * change without its key is a reject, the others go on. */
+static void one_change(const char *op, const char *lsn, int64_t xid)
+{
+    row();
+    put(ZX_CH_OP, VT(op));
+    put(ZX_CH_LSN, VT(lsn));
+    put(ZX_CH_XID, VI(xid));
+}
+
+static int apply1(zx_ws *w, const zx_ws_changes *c, zx_ws_result *res)
+{
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    int rc = zx_ws_apply_changes(w, c, &rs, res, err, sizeof(err));
+    if (rc != 0)
+        printf("apply failed: %s\n", err);
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+    return rc;
+}
+
+static void test_changes(zx_ws *w)
+{
+    static const char *const key[] = { "id" };
+    static const zx_frame_coltype types[] = { { "id", "bigint" }, { "name", "text" },
+                                              { "price", "numeric(10,2)" },
+                                              { "body", "text" }, { "qty", "bigint" } };
+    zx_ws_changes c = { .pipeline = "cdc", .table = "m_orders", .key_cols = key,
+                        .nkey_cols = 1, .col_types = types, .ncol_types = 5, .history = 1,
+                        .ingested_at_us = 1700000000000000 };
+    zx_ws_result res;
+    zx_rowset_reset(&rs);
+    one_change("insert", "0/10", 700);
+    put("id", VI(1)); put("name", VT("ann")); put("price", VT("1.50")); put("body", VT("long"));
+    endrow();
+    one_change("insert", "0/20", 701);
+    put("id", VI(2)); put("name", VT("bob")); put("price", VT("99999999.99"));
+    put("body", VT("b2"));
+    endrow();
+    /* an update that does not carry the TOASTed body */
+    one_change("update", "0/30", 702);
+    put("id", VI(1)); put("name", VT("anne")); put("price", VT("2.00"));
+    put(ZX_CH_UNCHANGED, VJ("[\"body\"]"));
+    endrow();
+    one_change("delete", "0/40", 703);
+    put("id", VI(2));
+    endrow();
+    /* the key moves from 1 to 3 */
+    one_change("update", "0/50", 704);
+    put("id", VI(3)); put("name", VT("anne")); put("price", VT("2.00")); put("body", VT("long"));
+    put(ZX_CH_OLD_PREFIX "id", VI(1));
+    endrow();
+    /* no key: a reject, the others go on */
+    one_change("update", "0/60", 705);
+    put("name", VT("nobody"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0);
+    CHECK(res.created_table == 1 && res.rows == 5 && res.rejects == 1);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT count(*) FROM m_orders"), "1");
+    CHECK_STR(q1("SELECT id || ' ' || name || ' ' || price || ' ' || body FROM m_orders"),
+              "3 anne 2.00 long");
+    /* the source's types: numeric kept exactly (TEXT on SQLite) */
+    CHECK_STR(q1("SELECT type FROM pragma_table_info('m_orders') WHERE name = 'price'"),
+              EXPECT2("TEXT", "numeric(10,2)"));
+    CHECK_STR(q1("SELECT count(*) FROM m_orders__changes"), "6");
+    CHECK_STR(q1("SELECT group_concat(_op, ',') FROM (SELECT _op FROM m_orders__changes"
+                 " ORDER BY _lsn) x"), "insert,insert,update,delete,update,update");
+    CHECK_STR(q1("SELECT _xid FROM m_orders__changes WHERE _lsn = '0/40'"), "703");
+    CHECK_STR(q1("SELECT reason FROM m_orders__rejects"),
+              "row not inserted: the change has no value for key column id");
+
+    /* the update whose body was unchanged kept the stored one */
+    zx_rowset_reset(&rs);
+    one_change("update", "0/70", 706);
+    put("id", VI(3)); put("name", VT("anna"));
+    put(ZX_CH_UNCHANGED, VJ("[\"body\",\"price\"]"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 1);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT name || ' ' || price || ' ' || body FROM m_orders"), "anna 2.00 long");
+
+    /* a column added at the source; then truncate */
+    zx_rowset_reset(&rs);
+    one_change("insert", "0/80", 707);
+    put("id", VI(4)); put("name", VT("cy")); put("region", VT("eu"));
+    endrow();
+    one_change("truncate", "0/90", 708);
+    endrow();
+    one_change("insert", "0/A0", 709);
+    put("id", VI(5)); put("name", VT("di"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 3 && res.rejects == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT count(*) FROM m_orders"), "1");
+    CHECK_STR(q1("SELECT id FROM m_orders"), "5");
+    CHECK_STR(q1("SELECT count(*) FROM pragma_table_info('m_orders') WHERE name = 'region'"),
+              "1");
+
+    /* a value that does not fit its column: NULL plus a reject, the row
+     * applied; an unknown operation: a reject */
+    zx_rowset_reset(&rs);
+    one_change("insert", "0/B0", 710);
+    put("id", VI(6)); put("name", VT("ed")); put("qty", VT("many"));
+    endrow();
+    one_change("merge", "0/C0", 711);
+    put("id", VI(7));
+    endrow();
+    c.history = 0;
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 1 && res.rejects == 2);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT count(*) FROM m_orders WHERE id = 6 AND qty IS NULL"), "1");
+    CHECK_STR(q1("SELECT raw_value FROM m_orders__rejects WHERE column_name = 'qty'"),
+              "\"many\"");
+    CHECK_STR(q1("SELECT count(*) FROM m_orders__rejects WHERE reason LIKE"
+                 " 'row not inserted: unknown change operation%%'"), "1");
+    CHECK_STR(q1("SELECT count(*) FROM m_orders__changes"), "10");
+}
+
 static void run_suite(const backend *b)
 {
     B = b;
@@ -1626,6 +1745,7 @@ static void run_suite(const backend *b)
         test_identifiers(w);
         test_user_table(w);
         test_view(w);
+        test_changes(w);
         zx_ws_close(w);
         test_reopen();
         if (!B->pg) {

@@ -617,12 +617,12 @@ static int create_table(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t met
         for (size_t d = 0; d < n && !dup; d++)
             dup = w->ops->name_cmp(defs[d].name, rs->cols[c].name) == 0;
         if (!dup)
-            defs[n++] = (ws_coldef){ rs->cols[c].name, rs->cols[c].type };
+            defs[n++] = (ws_coldef){ .name = rs->cols[c].name, .type = rs->cols[c].type };
     }
     size_t ndata = n;
     for (int m = 0; m < 2; m++)
         if (meta & (1u << m))
-            defs[n++] = (ws_coldef){ zx_ws_meta_name[m], zx_ws_meta_type[m] };
+            defs[n++] = (ws_coldef){ .name = zx_ws_meta_name[m], .type = zx_ws_meta_type[m] };
     if (n == 0) {
         free(defs);
         return 1;

@@ -246,6 +246,33 @@ typedef struct zx_ws_result {
 int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                       zx_ws_result *res, char *err, size_t errlen);
 
+/* A changes frame for a mirror table (proto/frame.h, "Changes frames"). */
+typedef struct zx_ws_changes {
+    const char *pipeline;            /* for the rejects */
+    const char *table;               /* the mirror table */
+    const char *const *key_cols;     /* its key, in order */
+    size_t nkey_cols;
+    const zx_frame_coltype *col_types;  /* the source's declared types */
+    size_t ncol_types;
+    int history;                     /* also append to <table>__changes */
+    int64_t ingested_at_us;          /* rejects' rejected_at; 0 = now */
+} zx_ws_changes;
+
+/* Apply rs's changes, in order, to c->table inside the open transaction
+ * (see workspace_changes.c): the table is made from the first frame (the
+ * source's columns, the backend's type for each source type, the key as
+ * primary key) and gets the columns the source adds; insert and update
+ * upsert the key's row, leaving the columns listed in _zx_unchanged as
+ * stored; an update that moved the key deletes the old key's row; delete
+ * deletes the key's row; truncate empties the table.  With c->history each
+ * change is also appended to <table>__changes (_op, _lsn, _commit_time,
+ * _xid, then the row).  Misfit values are NULL plus a reject; a change the
+ * table refuses (a constraint, no key, an unknown operation) is a reject
+ * of its row ("row not inserted: ...").  *res: rows = changes applied,
+ * rejects, created_table.  0, or -1 on a database failure (roll back). */
+int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
+                        zx_ws_result *res, char *err, size_t errlen);
+
 /* Record input messages a source could not turn into rows (a->table,
  * a->pipeline, a->request_id, a->ingested_at_us as for rows) in
  * `<table>__rejects` inside the open transaction: one row each with

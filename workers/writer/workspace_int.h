@@ -46,10 +46,14 @@ typedef struct ws_table {
     void *be;
 } ws_table;
 
-/* A column to create: name and batch type (the backend picks the type). */
+/* A column to create: name and batch type (the backend picks the type),
+ * or an explicit declared type (decl, already the backend's), and whether
+ * it belongs to the primary key (NOT NULL, PRIMARY KEY in order). */
 typedef struct ws_coldef {
     const char *name;
     zx_type type;
+    const char *decl;       /* NULL: from type */
+    int key;
 } ws_coldef;
 
 /* One row of <table>__rejects.  Byte fields (raw, key) may hold any bytes;
@@ -95,7 +99,8 @@ typedef struct ws_ops {
     /* read t's columns into the cache (ws_table_add_col); a table that
      * does not exist gets none.  0, or -1 on a database error. */
     int (*load_table)(zx_ws *w, ws_table *t);
-    /* CREATE TABLE t with these columns (n >= 1).  0, or -1 (err set). */
+    /* CREATE TABLE t with these columns (n >= 1; those with key set make
+     * the primary key, in order).  0, or -1 (err set). */
     int (*create_table)(zx_ws *w, ws_table *t, const ws_coldef *cols, size_t n, char *err,
                         size_t errlen);
     /* ALTER TABLE ADD COLUMN.  0 added (and cached), 1 refused for a data
@@ -124,6 +129,22 @@ typedef struct ws_ops {
     /* a value's text that the backend cannot store although it fits the
      * kind (Postgres: a NUL byte in text, \u0000 in JSON): 1 = misfit */
     int (*refuses)(const zx_fit_out *o, zx_fit_kind k);
+
+    /* Mirrors (workspace_changes.c): the backend's declared type for a
+     * source's declared type (format_type words), or NULL when it has no
+     * better one than decl_for_type of the values' type; the text of
+     * statement parameter i (0-based: "?" or "$1"); and one statement run
+     * with n parameters (fitted values): 0 done (*changed = rows it
+     * touched), 1 refused by the table for a data reason (why filled, the
+     * transaction goes on), -1 database failure (err set). */
+    const char *(*decl_for_source)(const char *src_type);
+    void (*param)(zx_fit_buf *b, uint32_t i);
+    /* append t's name / a column's name as the SQL of this backend (quoted;
+     * Postgres: schema-qualified, long names shortened).  0 or -1 ENOMEM. */
+    int (*table_sql)(zx_ws *w, ws_table *t, zx_fit_buf *b);
+    int (*ident)(zx_fit_buf *b, const char *name);
+    int (*exec_row)(zx_ws *w, const char *sql, const zx_fit_out *vals, uint32_t n,
+                    uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen);
 
     /* Record one reject row, creating <table>__rejects (or adding its two
      * source columns) when needed.  0 stored, 1 skipped (a user-made

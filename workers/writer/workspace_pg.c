@@ -578,6 +578,57 @@ static int p_positions_drop(zx_ws *ws, const char *pipeline)
     return r ? 0 : -1;
 }
 
+/* One statement with fitted values as text parameters (mirrors). */
+static int p_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32_t n,
+                      uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen)
+{
+    wsp *w = WSP(ws);
+    *changed = 0;
+    char (*num)[40] = n ? malloc(n * sizeof(*num)) : NULL;
+    const char **pv = n ? malloc(n * sizeof(*pv)) : NULL;
+    int *len = n ? malloc(n * sizeof(*len)) : NULL;
+    if (n && (!num || !pv || !len)) {
+        free(num), free(pv), free(len);
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    }
+    char *own = NULL; /* text that needs a NUL: copied */
+    size_t ownlen = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (vals[i].st == ZX_FIT_S_TEXT)
+            ownlen += vals[i].len + 1;
+    if (ownlen && !(own = malloc(ownlen))) {
+        free(num), free(pv), free(len);
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    }
+    char *at = own;
+    for (uint32_t i = 0; i < n; i++) {
+        const zx_fit_out *o = &vals[i];
+        len[i] = 0;
+        switch (o->st) {
+        case ZX_FIT_S_INT: snprintf(num[i], sizeof(num[i]), "%lld", (long long)o->i); pv[i] = num[i]; break;
+        case ZX_FIT_S_REAL: snprintf(num[i], sizeof(num[i]), "%.17g", o->d); pv[i] = num[i]; break;
+        case ZX_FIT_S_TEXT:
+            memcpy(at, o->s, o->len);
+            at[o->len] = '\0';
+            pv[i] = at;
+            at += o->len + 1;
+            break;
+        default: pv[i] = NULL; break;
+        }
+    }
+    int rc = zx_wsp_guarded(w, sql, (int)n, pv);
+    free(num), free(pv), free(len), free(own);
+    if (rc == 0) {
+        *changed = w->last_changed;
+        return 0;
+    }
+    if (rc == 1) {
+        snprintf(why, whylen, "%s", w->msg);
+        return 1;
+    }
+    return zx_seterr(err, errlen, "workspace: %s", w->msg);
+}
+
 static const ws_ops pg_ops = {
     .name = "postgres",
     .close = p_close,
@@ -610,4 +661,9 @@ static const ws_ops pg_ops = {
     .rows_abort = zx_wsp_rows_abort,
     .refuses = zx_wsp_refuses,
     .reject_row = zx_wsp_reject_row,
+    .decl_for_source = zx_wsp_decl_for_source,
+    .param = zx_wsp_param,
+    .exec_row = p_exec_row,
+    .table_sql = zx_wsp_table_sql,
+    .ident = zx_wsp_ident,
 };

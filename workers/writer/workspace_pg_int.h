@@ -37,6 +37,7 @@ typedef struct wsp {
                                    application_name */
     int32_t lock_key;           /* second key of the advisory lock */
     int broken;                 /* the connection failed: reconnect at begin */
+    uint64_t last_changed;      /* rows the last guarded statement touched */
     int permanent;              /* the last failure came from a table or
                                    its data, the connection is fine */
     int64_t down_since_us;      /* first failed reconnect (0: up) */
@@ -100,12 +101,15 @@ int zx_wsp_ident(zx_fit_buf *b, const char *name);
 int zx_wsp_name_cmp(const char *a, const char *b);
 const char *zx_wsp_decl_for_type(zx_type t);
 zx_fit_kind zx_wsp_kind_from_decl(const char *decl);
+const char *zx_wsp_decl_for_source(const char *src);
+void zx_wsp_param(zx_fit_buf *b, uint32_t i);
 int zx_wsp_load_table(zx_ws *w, ws_table *t);
 int zx_wsp_create_table(zx_ws *w, ws_table *t, const ws_coldef *cols, size_t n, char *err,
                         size_t errlen);
 int zx_wsp_add_column(zx_ws *w, ws_table *t, const char *name, const char *decl, char **why,
                       char *err, size_t errlen);
 void zx_wsp_table_free(ws_table *t);
+int zx_wsp_table_sql(zx_ws *w, ws_table *t, zx_fit_buf *b);
 int zx_wsp_reject_row(zx_ws *w, const ws_reject *r, char *err, size_t errlen);
 /* Run sql inside SAVEPOINT zx_ddl: 0 done, 1 refused (undone, w->msg
  * says why), -1 database failure. */

@@ -106,6 +106,43 @@ zx_fit_kind zx_wsp_kind_from_decl(const char *decl)
     return ZX_FIT_ANY;
 }
 
+/* A source's declared type on Postgres: the same type when it is one of
+ * the built-in types below (with its modifiers: numeric(10,2),
+ * varchar(20), timestamp(3)..., and arrays of them), else NULL (an enum,
+ * a domain or an extension's type: the values' own type, usually text). */
+const char *zx_wsp_decl_for_source(const char *src)
+{
+    static const char *const builtin[] = {
+        "bigint", "integer", "smallint", "numeric", "real", "double precision", "boolean",
+        "text", "character varying", "character", "bytea", "uuid", "date",
+        "time without time zone", "time with time zone", "timestamp without time zone",
+        "timestamp with time zone", "interval", "json", "jsonb", "inet", "cidr", "macaddr",
+        "money", "oid", "xml", "bit", "bit varying", "point",
+    };
+    if (!src)
+        return NULL;
+    size_t n = strlen(src);
+    while (n >= 2 && strncmp(src + n - 2, "[]", 2) == 0)
+        n -= 2;
+    for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+        size_t k = strlen(builtin[i]);
+        if (n >= k && strncmp(src, builtin[i], k) == 0 &&
+            (n == k || src[k] == '(' || src[k] == ' '))
+            return src;
+    }
+    /* timestamp(3) with time zone and the like */
+    if (strncmp(src, "timestamp(", 10) == 0 || strncmp(src, "time(", 5) == 0)
+        return src;
+    return NULL;
+}
+
+void zx_wsp_param(zx_fit_buf *b, uint32_t i)
+{
+    char p[16];
+    snprintf(p, sizeof(p), "$%u", i + 1);
+    zx_fit_buf_put(b, p, strlen(p));
+}
+
 static wsp_table *be_of(wsp *w, ws_table *t)
 {
     if (t->be)
@@ -120,6 +157,12 @@ static wsp_table *be_of(wsp *w, ws_table *t)
     b->qname = q.p;
     t->be = b;
     return b;
+}
+
+int zx_wsp_table_sql(zx_ws *ws, ws_table *t, zx_fit_buf *b)
+{
+    wsp_table *tb = be_of(WSP(ws), t);
+    return tb ? ws_sql_str(b, tb->qname) : -1;
 }
 
 void zx_wsp_table_free(ws_table *t)
@@ -159,6 +202,8 @@ int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params)
         return -1;
     PGresult *r = zx_wsp_exec(w, sql, n, params);
     if (r) {
+        const char *t = PQcmdTuples(r);
+        w->last_changed = t && *t ? strtoull(t, NULL, 10) : 0;
         PQclear(r);
         return zx_wsp_run(w, "RELEASE SAVEPOINT zx_ddl") < 0 ? -1 : 0;
     }
@@ -184,10 +229,19 @@ int zx_wsp_create_table(zx_ws *ws, ws_table *t, const ws_coldef *cols, size_t n,
     b->len = 0;
     int bad = !tb || ws_sql_str(b, "CREATE TABLE ") < 0 || ws_sql_str(b, tb->qname) < 0 ||
               ws_sql_str(b, " (") < 0;
-    for (size_t i = 0; i < n && !bad; i++)
+    size_t nkey = 0;
+    for (size_t i = 0; i < n && !bad; i++) {
         bad = (i && ws_sql_str(b, ", ") < 0) || zx_wsp_ident(b, cols[i].name) < 0 ||
-              ws_sql_str(b, " ") < 0 || ws_sql_str(b, zx_wsp_decl_for_type(cols[i].type)) < 0;
-    if (bad || ws_sql_str(b, ")") < 0)
+              ws_sql_str(b, " ") < 0 ||
+              ws_sql_str(b, cols[i].decl ? cols[i].decl : zx_wsp_decl_for_type(cols[i].type)) < 0 ||
+              (cols[i].key && ws_sql_str(b, " NOT NULL") < 0);
+        nkey += cols[i].key != 0;
+    }
+    for (size_t i = 0, k = 0; i < n && nkey && !bad; i++)
+        if (cols[i].key)
+            bad = ws_sql_str(b, k++ ? ", " : ", PRIMARY KEY (") < 0 ||
+                  zx_wsp_ident(b, cols[i].name) < 0;
+    if (bad || (nkey && ws_sql_str(b, ")") < 0) || ws_sql_str(b, ")") < 0)
         return zx_seterr(err, errlen, "workspace: out of memory");
     if (zx_wsp_run(w, b->p) < 0)
         return zx_seterr(err, errlen, "workspace: cannot create table %s: %s", t->name, w->msg);

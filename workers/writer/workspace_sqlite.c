@@ -489,6 +489,53 @@ static int q_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, const zx_ro
     return 0;
 }
 
+/* One statement with fitted values as parameters (mirrors).  Prepared
+ * each time: cached statements are the append path's. */
+static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32_t n,
+                      uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen)
+{
+    wsq *w = WSQ(ws);
+    sqlite3_stmt *st = NULL;
+    *changed = 0;
+    int rc = sqlite3_prepare_v2(w->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_finalize(st);
+        if (zx_wsq_refusal(w, rc)) {
+            snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+            return 1;
+        }
+        return zx_seterr(err, errlen, "workspace: %s", sqlite3_errmsg(w->db));
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const zx_fit_out *o = &vals[i];
+        int p = (int)i + 1;
+        switch (o->st) {
+        case ZX_FIT_S_INT: sqlite3_bind_int64(st, p, o->i); break;
+        case ZX_FIT_S_REAL: sqlite3_bind_double(st, p, o->d); break;
+        case ZX_FIT_S_TEXT: sqlite3_bind_text64(st, p, o->s, o->len, SQLITE_TRANSIENT, SQLITE_UTF8); break;
+        default: sqlite3_bind_null(st, p); break;
+        }
+    }
+    rc = sqlite3_step(st);
+    int ret = 0;
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW) {
+        *changed = (uint64_t)sqlite3_changes(w->db);
+    } else if (zx_wsq_refusal(w, rc)) {
+        snprintf(why, whylen, "%s", sqlite3_errmsg(w->db));
+        ret = 1;
+    } else {
+        ret = zx_seterr(err, errlen, "workspace: %s", sqlite3_errmsg(w->db));
+    }
+    sqlite3_finalize(st);
+    return ret;
+}
+
+static int q_table_sql(zx_ws *w, ws_table *t, zx_fit_buf *b)
+{
+    (void)w;
+    return ws_sql_ident(b, t->name);
+}
+
 static const ws_ops sqlite_ops = {
     .name = "sqlite",
     .close = q_close,
@@ -519,4 +566,9 @@ static const ws_ops sqlite_ops = {
     .rows_end = q_rows_end,
     .rows_abort = q_rows_abort,
     .reject_row = zx_wsq_reject_row,
+    .decl_for_source = zx_wsq_decl_for_source,
+    .param = zx_wsq_param,
+    .exec_row = q_exec_row,
+    .table_sql = q_table_sql,
+    .ident = ws_sql_ident,
 };

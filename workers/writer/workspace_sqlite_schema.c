@@ -33,6 +33,33 @@ zx_fit_kind zx_wsq_kind_from_decl(const char *decl)
     return zx_fit_kind_from_decl(decl);
 }
 
+/* A source's declared type (Postgres' format_type words) on SQLite: what
+ * keeps every value exactly (numeric as TEXT, never through a double). */
+const char *zx_wsq_decl_for_source(const char *src)
+{
+    static const struct { const char *prefix; const char *decl; } map[] = {
+        { "bigint", "INTEGER" }, { "integer", "INTEGER" }, { "smallint", "INTEGER" },
+        { "double precision", "REAL" }, { "real", "REAL" }, { "boolean", "BOOLEAN" },
+        { "timestamp", "TIMESTAMP" }, { "jsonb", "JSON" }, { "json", "JSON" },
+        { "bytea", "BLOB" },
+    };
+    if (!src)
+        return NULL;
+    size_t n = strlen(src);
+    if (n > 2 && strcmp(src + n - 2, "[]") == 0)
+        return "JSON"; /* arrays */
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (strncmp(src, map[i].prefix, strlen(map[i].prefix)) == 0)
+            return map[i].decl;
+    return "TEXT"; /* numeric, text, varchar, uuid, date, time, interval, enums... */
+}
+
+void zx_wsq_param(zx_fit_buf *b, uint32_t i)
+{
+    (void)i;
+    zx_fit_buf_put(b, "?", 1);
+}
+
 static wsq_table *be_of(ws_table *t)
 {
     if (!t->be)
@@ -80,10 +107,19 @@ int zx_wsq_create_table(zx_ws *ws, ws_table *t, const ws_coldef *cols, size_t n,
     b->len = 0;
     int bad = ws_sql_str(b, "CREATE TABLE ") < 0 || ws_sql_ident(b, t->name) < 0 ||
               ws_sql_str(b, " (") < 0;
-    for (size_t i = 0; i < n && !bad; i++)
+    size_t nkey = 0;
+    for (size_t i = 0; i < n && !bad; i++) {
         bad = (i && ws_sql_str(b, ", ") < 0) || ws_sql_ident(b, cols[i].name) < 0 ||
-              ws_sql_str(b, " ") < 0 || ws_sql_str(b, zx_wsq_decl_for_type(cols[i].type)) < 0;
-    if (bad || ws_sql_str(b, ")") < 0)
+              ws_sql_str(b, " ") < 0 ||
+              ws_sql_str(b, cols[i].decl ? cols[i].decl : zx_wsq_decl_for_type(cols[i].type)) < 0 ||
+              (cols[i].key && ws_sql_str(b, " NOT NULL") < 0);
+        nkey += cols[i].key != 0;
+    }
+    for (size_t i = 0, k = 0; i < n && nkey && !bad; i++)
+        if (cols[i].key)
+            bad = ws_sql_str(b, k++ ? ", " : ", PRIMARY KEY (") < 0 ||
+                  ws_sql_ident(b, cols[i].name) < 0;
+    if (bad || (nkey && ws_sql_str(b, ")") < 0) || ws_sql_str(b, ")") < 0)
         return zx_seterr(err, errlen, "workspace: out of memory");
     if (sqlite3_exec(w->db, b->p, NULL, NULL, NULL) != SQLITE_OK)
         return zx_seterr(err, errlen, "workspace: cannot create table %s: %s", t->name,
