@@ -449,7 +449,18 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
     ap.ingested_at_us = m.ingested_at_us;
     ap.request_id = m.batch_id;
     zx_ws_result res = {0};
-    if (zx_ws_append_rows(w->ws, &ap, &w->rs, &res, err, errlen) < 0) {
+    int wr;
+    if (m.kind == ZX_FRAME_CHANGES) {
+        /* a mirror table: changes applied in order (workspace_changes.c) */
+        zx_ws_changes ch = { .pipeline = p->name, .table = m.table, .key_cols = m.key_cols,
+                             .nkey_cols = m.nkey_cols, .col_types = m.col_types,
+                             .ncol_types = m.ncol_types, .history = m.history,
+                             .ingested_at_us = m.ingested_at_us };
+        wr = zx_ws_apply_changes(w->ws, &ch, &w->rs, &res, err, errlen);
+    } else {
+        wr = zx_ws_append_rows(w->ws, &ap, &w->rs, &res, err, errlen);
+    }
+    if (wr < 0) {
         zx_ws_result_free(&res);
         return zx_ws_failure_is_permanent(w->ws) ? -2 : -1;
     }
