@@ -40,6 +40,8 @@ typedef struct cf_load {
     zx_conf *c;
     const yaml_node_t **conn_node;  /* per pipeline: its `connection:` value
                                        (connections may come after it) */
+    const yaml_node_t **tables_node;/* per pipeline: its `tables:` value (the
+                                       mirrors' errors point at its items) */
 } cf_load;
 
 static const zx_cf_section *find_section(const char *path)
@@ -223,6 +225,7 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
     const char *name = pipe ? ((zx_conf_pipeline *)base)->name
                             : ((zx_conf_connection *)base)->name;
     const char *src;
+    int known;
     zx_cf_where *w = calloc(1, sizeof(*w));
     size_t i;
     char disp[80];
@@ -248,14 +251,16 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
                        zx_cf_kind(vn));
     else
         walk_map(x, ld, map->entry, disp, name, vn, base, w);
-    src = pipe ? ((zx_conf_pipeline *)base)->source : NULL;
+    /* a pipeline's source, a connection's kind: what its options depend on */
+    src = pipe ? ((zx_conf_pipeline *)base)->source
+               : ((zx_conf_connection *)base)->kind;
+    known = pipe ? src && zx_cf_find_source(src) : zx_cf_conn_kind_ok(src);
     for (i = 0; i < zx_cf_noptions; i++) {
         const zx_cf_option *o = &zx_cf_options[i];
         /* a source-specific option is required only once the source is
          * known (a bad or missing source is reported already) */
         if (!strcmp(o->section, map->entry) && (o->flags & ZX_CF_REQUIRED) &&
-            !w->opt[i] && (!o->sources || (src && zx_cf_find_source(src) &&
-                                           zx_cf_takes(o, src))))
+            !w->opt[i] && (!o->sources || (known && zx_cf_takes(o, src))))
             zx_cf_error_at(x, kn, "%s: missing required field '%s'", disp,
                            o->name);
     }
@@ -263,6 +268,9 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
         i = zx_cf_opt_index(map->entry, "connection");
         if (ld->conn_node && i < ZX_CF_MAX_OPTIONS)
             ld->conn_node[idx] = w->opt[i];
+        i = zx_cf_opt_index(map->entry, "tables");
+        if (ld->tables_node && i < ZX_CF_MAX_OPTIONS)
+            ld->tables_node[idx] = w->opt[i];
         zx_cf_check_pipeline(x, kn, base, w);
     } else {
         zx_cf_check_connection(x, kn, base, w);
@@ -299,9 +307,11 @@ static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
     if (total == 0)
         return;
     *arr = calloc(total, size);
-    if (pipe)
+    if (pipe) {
         ld->conn_node = calloc(total, sizeof(*ld->conn_node));
-    if (!*arr || (pipe && !ld->conn_node)) {
+        ld->tables_node = calloc(total, sizeof(*ld->tables_node));
+    }
+    if (!*arr || (pipe && (!ld->conn_node || !ld->tables_node))) {
         zx_cf_error_at(x, n, "out of memory");
         return;
     }
@@ -389,49 +399,141 @@ static int cf_make_abs(zx_cf_ctx *x, char **field, const char *dir)
     return 0;
 }
 
-static int cf_table_cmp(const void *a, const void *b, void *arg)
-{
-    const zx_conf_pipeline *pl = arg;
-    size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
-    int r = strcasecmp(pl[ia].table, pl[ib].table);
+/* One workspace table a pipeline writes, for cf_check_tables. */
+typedef struct cf_tab {
+    const char *name;        /* the table */
+    size_t pipe;             /* index of its pipeline */
+    size_t item;             /* postgres: index in its tables / mirrors;
+                                SIZE_MAX: the pipeline's `table` */
+    int history;             /* 1: the `<mirror>__changes` of item */
+} cf_tab;
 
-    return r ? r : (ia < ib ? -1 : ia > ib);
+static int cf_tab_cmp(const void *a, const void *b)
+{
+    const cf_tab *x = a, *y = b;
+    int r = strcasecmp(x->name, y->name);
+
+    if (r)
+        return r;
+    if (x->pipe != y->pipe)
+        return x->pipe < y->pipe ? -1 : 1;
+    /* within a pipeline: file order, a mirror before its history */
+    if (x->item != y->item)
+        return x->item == SIZE_MAX ? -1 : y->item == SIZE_MAX ? 1
+               : x->item < y->item ? -1 : 1;
+    return x->history - y->history;
 }
 
-/* Two pipelines may not write the same table (SQLite names are case-
- * insensitive).  Sorted, so that thousands of pipelines stay fast. */
-static void cf_check_tables(zx_cf_ctx *x, zx_conf *c)
+/* Where t was written: its item of `tables`, else the pipeline's name. */
+static void cf_tab_where(zx_cf_ctx *x, const cf_load *ld, const cf_tab *t,
+                         int *line, int *col)
 {
-    size_t *idx = malloc((c->npipelines + 1) * sizeof(*idx));
-    size_t *dup = malloc((c->npipelines + 1) * sizeof(*dup));
-    size_t i, j, m = 0;
+    const zx_conf_pipeline *p = &ld->c->pipelines[t->pipe];
+    const yaml_node_t *n = ld->tables_node ? ld->tables_node[t->pipe] : NULL;
 
-    if (!idx || !dup) {
+    *line = p->line;
+    *col = p->column;
+    if (t->item != SIZE_MAX && n && n->type == YAML_SEQUENCE_NODE &&
+        t->item < (size_t)(n->data.sequence.items.top -
+                           n->data.sequence.items.start)) {
+        const yaml_node_t *in = zx_cf_node(x, n->data.sequence.items.start[t->item]);
+        *line = zx_cf_line(in);
+        *col = zx_cf_col(in);
+    }
+}
+
+/* "the mirror of public.orders", "the history of public.orders", or ""
+ * for a pipeline's `table`. */
+static void cf_tab_role(char *buf, size_t len, const zx_conf *c, const cf_tab *t)
+{
+    if (t->item == SIZE_MAX)
+        buf[0] = '\0';
+    else
+        snprintf(buf, len, "the %s of %s", t->history ? "history" : "mirror",
+                 c->pipelines[t->pipe].tables[t->item]);
+}
+
+/* Two tables written by the same pipeline or by two, equal without regard
+ * to case (SQLite's names are case-insensitive): `table`s, postgres
+ * mirrors and, with history, their `__changes` tables.  Sorted, so that
+ * thousands of pipelines stay fast. */
+static void cf_check_tables(zx_cf_ctx *x, const cf_load *ld)
+{
+    const zx_conf *c = ld->c;
+    size_t i, j, n = 0, cap = c->npipelines + 1;
+    char **hist = NULL;
+    size_t nhist = 0;
+    cf_tab *t;
+
+    for (i = 0; i < c->npipelines; i++)
+        cap += c->pipelines[i].mirrors ? 2 * c->pipelines[i].ntables : 0;
+    t = malloc(cap * sizeof(*t));
+    hist = calloc(cap, sizeof(*hist));
+    if (!t || !hist) {
         zx_cf_error(x, 0, 0, "out of memory");
         goto out;
     }
     for (i = 0; i < c->npipelines; i++) {
-        dup[i] = SIZE_MAX;
-        if (c->pipelines[i].table)
-            idx[m++] = i;
+        const zx_conf_pipeline *p = &c->pipelines[i];
+        if (p->table)
+            t[n++] = (cf_tab){p->table, i, SIZE_MAX, 0};
+        for (j = 0; p->mirrors && j < p->ntables; j++) {
+            t[n++] = (cf_tab){p->mirrors[j], i, j, 0};
+            if (!p->history)
+                continue;
+            if (asprintf(&hist[nhist], "%s__changes", p->mirrors[j]) < 0) {
+                hist[nhist] = NULL;
+                zx_cf_error(x, 0, 0, "out of memory");
+                goto out;
+            }
+            t[n++] = (cf_tab){hist[nhist++], i, j, 1};
+        }
     }
-    qsort_r(idx, m, sizeof(*idx), cf_table_cmp, c->pipelines);
-    for (i = 0; i < m; i = j)
-        for (j = i + 1; j < m && !strcasecmp(c->pipelines[idx[j]].table,
-                                             c->pipelines[idx[i]].table); j++)
-            dup[idx[j]] = idx[i];
-    for (i = 0; i < c->npipelines; i++) {
-        const zx_conf_pipeline *p = &c->pipelines[i], *q;
-        if (dup[i] == SIZE_MAX)
-            continue;
-        q = &c->pipelines[dup[i]];
-        zx_cf_error(x, p->line, p->column, "pipeline %s: table '%s' is "
-                    "already written by pipeline %s (line %d)", p->name,
-                    p->table, q->name, q->line);
+    qsort(t, n, sizeof(*t), cf_tab_cmp);
+    for (i = 0; i < n; i = j) {
+        for (j = i + 1; j < n && !strcasecmp(t[j].name, t[i].name); j++) {
+            const cf_tab *a = &t[i], *b = &t[j];
+            const zx_conf_pipeline *pa = &c->pipelines[a->pipe];
+            const zx_conf_pipeline *pb = &c->pipelines[b->pipe];
+            char ra[200], rb[200], same[200] = "";
+            int line, col;
+
+            if (a->pipe == b->pipe &&
+                (a->item == SIZE_MAX || b->item == SIZE_MAX))
+                continue;   /* a `table` refused on a postgres pipeline */
+            if (a->history && b->history)
+                continue;   /* their mirrors are one name too: said there */
+            cf_tab_where(x, ld, b, &line, &col);
+            cf_tab_role(ra, sizeof(ra), c, a);
+            cf_tab_role(rb, sizeof(rb), c, b);
+            if (strcmp(a->name, b->name))
+                snprintf(same, sizeof(same), "%s'%s' and '%s' are one name, "
+                         "case does not count%s", a->pipe != b->pipe ? ": " : " (",
+                         a->name, b->name, a->pipe != b->pipe ? "" : ")");
+            if (a->pipe != b->pipe)
+                zx_cf_error(x, line, col, "pipeline %s: table '%s'%s%s%s is "
+                            "already written by pipeline %s (line %d%s%s)%s",
+                            pb->name, b->name, *rb ? " (" : "", rb,
+                            *rb ? ")" : "", pa->name, pa->line,
+                            *ra ? ", as " : "", ra, same);
+            else if (!a->history && !b->history)
+                zx_cf_error(x, line, col, "pipeline %s: %s and %s would both "
+                            "be mirrored to table '%s'%s; a mirror is named "
+                            "after its table, without the schema: mirror them "
+                            "in two pipelines with different table_prefix",
+                            pb->name, pa->tables[a->item], pb->tables[b->item],
+                            a->name, same);
+            else
+                zx_cf_error(x, line, col, "pipeline %s: table '%s' (%s) "
+                            "would also be %s%s", pb->name, b->name, rb, ra,
+                            same);
+        }
     }
 out:
-    free(idx);
-    free(dup);
+    for (i = 0; hist && i < nhist; i++)
+        free(hist[i]);
+    free(hist);
+    free(t);
 }
 
 /* The request ring of a pipeline with this body limit: it takes records
@@ -600,8 +702,9 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
         if (p->body_limit > biggest)
             biggest = p->body_limit;
     }
-    cf_check_tables(x, c);
+    cf_check_tables(x, ld);
     zx_cf_resolve_connections(x, c, ld->conn_node);
+    zx_cf_check_slots(x, c);
     if (c->nconnections > ZX_MAX_PIPELINES) {
         const zx_conf_connection *cn = &c->connections[ZX_MAX_PIPELINES];
         zx_cf_error(x, cn->line, cn->column, "connection %s: one zxd has at "
@@ -705,6 +808,7 @@ out:
     if (x.have_doc)
         yaml_document_delete(&x.doc);
     free(ld.conn_node);
+    free(ld.tables_node);
     free(where);
     return c;
 }
@@ -729,6 +833,9 @@ void zx_conf_free(zx_conf *c)
     if (!c)
         return;
     for (i = 0; i < c->npipelines; i++) {
+        /* mirrors has ntables entries: free it before the table frees
+         * tables and zeroes ntables */
+        zx_cf_free_strs(c->pipelines[i].mirrors, c->pipelines[i].ntables);
         zx_cf_free_fields(ZX_CF_PIPELINE, &c->pipelines[i]);
         free(c->pipelines[i].name);
     }
@@ -737,6 +844,7 @@ void zx_conf_free(zx_conf *c)
         zx_cf_free_fields(ZX_CF_CONNECTION, &c->connections[i]);
         free(c->connections[i].name);
         free(c->connections[i].brokers_csv);
+        free(c->connections[i].dsn_shown);
     }
     free(c->connections);
     zx_cf_free_fields(ZX_CF_ROOT, c);
@@ -778,17 +886,27 @@ static int str_same(const char *a, const char *b)
 }
 
 /* Driven by the options table: a new option row is compared with no change
- * here.  Only fields derived outside the table are listed. */
+ * here.  Only fields derived outside the table are listed (slot and
+ * publication are the table's, derived or not). */
 int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
 {
     if (!a || !b)
         return a == b;
-    return str_same(a->name, b->name) &&
-           zx_cf_fields_same(ZX_CF_PIPELINE, a, b) &&
-           a->body_limit == b->body_limit && a->ring_size == b->ring_size &&
-           a->in_ring_size == b->in_ring_size && a->shm_size == b->shm_size &&
-           a->topics_regex == b->topics_regex &&
-           zx_conf_connection_same(a->conn, b->conn);
+    if (!str_same(a->name, b->name) ||
+        !zx_cf_fields_same(ZX_CF_PIPELINE, a, b) ||
+        a->body_limit != b->body_limit || a->ring_size != b->ring_size ||
+        a->in_ring_size != b->in_ring_size || a->shm_size != b->shm_size ||
+        a->topics_regex != b->topics_regex ||
+        !zx_conf_connection_same(a->conn, b->conn))
+        return 0;
+    /* the same tables (compared by the table): the mirrors, when both have
+     * them, in the same count */
+    if (!a->mirrors != !b->mirrors)
+        return 0;
+    for (size_t i = 0; a->mirrors && i < a->ntables; i++)
+        if (!str_same(a->mirrors[i], b->mirrors[i]))
+            return 0;
+    return 1;
 }
 
 int zx_conf_connection_same(const zx_conf_connection *a,
@@ -798,5 +916,6 @@ int zx_conf_connection_same(const zx_conf_connection *a,
         return a == b;
     return str_same(a->name, b->name) &&
            zx_cf_fields_same(ZX_CF_CONNECTION, a, b) &&
-           str_same(a->brokers_csv, b->brokers_csv);
+           str_same(a->brokers_csv, b->brokers_csv) &&
+           str_same(a->dsn_shown, b->dsn_shown);
 }

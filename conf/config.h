@@ -67,16 +67,20 @@ typedef struct zx_conf_http {
 
 /* A connection (`connections.<name>`): how to reach a system that
  * pipelines read from, shared by every pipeline naming it in `connection:`.
- * Today only Kafka clusters.  Every string is owned by the zx_conf. */
+ * Its `kind` says which fields apply: `kafka` (a Kafka cluster, for
+ * `source: kafka`: brokers ... properties) or `postgres` (a PostgreSQL
+ * database, for `source: postgres`: dsn, dsn_shown).  The fields of the
+ * other kind are NULL / 0.  Every string is owned by the zx_conf. */
 typedef struct zx_conf_connection {
     char *name;              /* map key, same syntax as a pipeline name */
-    char *kind;              /* "kafka" (only value today) */
-    char **brokers;          /* "host:port" each, as written (host non-empty,
-                                port 1..65535); at least one */
+    char *kind;              /* "kafka" | "postgres" */
+    char **brokers;          /* kafka: "host:port" each, as written (host
+                                non-empty, port 1..65535); at least one */
     size_t nbrokers;
     char *brokers_csv;       /* brokers joined with ',' (what librdkafka wants) */
-    char *security;          /* "plaintext" (default) | "ssl" |
-                                "sasl_plaintext" | "sasl_ssl" */
+    char *security;          /* kafka: "plaintext" (default) | "ssl" |
+                                "sasl_plaintext" | "sasl_ssl"; NULL for
+                                other kinds */
     char *sasl_mechanism;    /* "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512";
                                 NULL when no sasl (security not sasl_*) */
     char *sasl_username;     /* taken literally but for ${env:}/${file:}
@@ -96,21 +100,39 @@ typedef struct zx_conf_connection {
                                 loaded with ZX_CONF_SKIP_SECRETS and written
                                 with a reference */
     size_t nprops;
+    char *dsn;               /* postgres: libpq connection string (a
+                                `postgresql://` URI or key=value pairs),
+                                references resolved: may hold a password,
+                                never print it (use dsn_shown).  NULL for
+                                other kinds, and when loaded with
+                                ZX_CONF_SKIP_SECRETS and written with a
+                                ${env:}/${file:} reference */
+    char *dsn_shown;         /* postgres: dsn with every password replaced by
+                                `***` (zx_dsn_redact, common/dsn.h): what
+                                logs, `zxctl test` and errors may show.  When
+                                dsn is NULL (skipped secret): the dsn as
+                                written, references unresolved, passwords
+                                hidden.  NULL for other kinds */
     int line, column;        /* where the connection's name is written */
 } zx_conf_connection;
 
 typedef struct zx_conf_pipeline {
     char *name;              /* map key: [a-z][a-z0-9_-]{0,62} */
     char *direction;         /* "stream" (only value accepted today) */
-    char *source;            /* "http" | "kafka" */
+    char *source;            /* "http" | "kafka" | "postgres" (known to the
+                                configuration; zxd marks a pipeline whose
+                                source this build has no worker for as
+                                failed, see workers/sources/registry.c) */
     char *key;               /* http: push key (secret); NULL for other
                                 sources, or when loaded with
                                 ZX_CONF_SKIP_SECRETS and written with a
                                 ${env:}/${file:} reference */
-    char *table;             /* default: name with '-' replaced by '_';
-                                [A-Za-z_][A-Za-z0-9_]{0,62}, not "_zx*",
-                                not "*__rejects" (case-insensitive) */
-    uint32_t metadata;       /* ZX_META_* bits */
+    char *table;             /* http, kafka: default: name with '-'
+                                replaced by '_'; [A-Za-z_][A-Za-z0-9_]{0,62},
+                                not "_zx*", not "*__rejects", not "sqlite_*"
+                                (case-insensitive).  NULL for postgres: its
+                                tables are `mirrors` */
+    uint32_t metadata;       /* ZX_META_* bits; 0 for postgres */
     int ack_commit;          /* http: `ack: accepted` (default, 0) or
                                 `ack: commit` (1); 0 for other sources */
     uint64_t max_body_size;  /* http: per-stream override as written, 0 =
@@ -145,8 +167,42 @@ typedef struct zx_conf_pipeline {
                                 offset starts: 0 oldest (default), 1 new */
     uint32_t max_columns;    /* columns its table gets from the data at most
                                 (default 500, 1..1500); the rest go to _extra */
+    /* postgres (change data capture; the other sources have tables NULL,
+     * ntables 0, mirrors, table_prefix, slot and publication NULL, and
+     * initial_copy and history at their defaults, unused). */
+    char **tables;           /* the source tables, each "schema.table": as
+                                written, with "public." added to a bare
+                                `table`; each part [A-Za-z_][A-Za-z0-9_]
+                                {0,62}, an exact name (quoted in SQL: `Orders`
+                                is not `orders`).  1 to ZX_MAX_PG_TABLES, no
+                                table twice */
+    size_t ntables;
+    char **mirrors;          /* ntables workspace tables: mirrors[i] is where
+                                tables[i] is mirrored, table_prefix + its
+                                table part; the rules of `table` apply, and no
+                                two tables of the whole file (mirrors, their
+                                `<mirror>__changes` with history, other
+                                pipelines' tables) are equal without regard
+                                to case */
+    char *table_prefix;      /* as written, or NULL (none) */
+    int initial_copy;        /* 1 (default): copy the rows already there
+                                before streaming changes; 0: changes only */
+    int history;             /* 1: also append every change to
+                                `<mirror>__changes` (mirrors then at most 54
+                                bytes); 0 (default) */
+    char *slot;              /* replication slot: as written, or "zx_" + the
+                                pipeline name with '-' as '_' (cut to 63
+                                bytes); [a-z0-9_]{1,63}.  No two pipelines
+                                on the same database (the same connection,
+                                or the same dsn) share one */
+    char *publication;       /* publication: as written (1 to 63 bytes, no
+                                control characters, an exact name; it may
+                                exist already), or derived as slot is */
     int line, column;        /* where the pipeline's name is written (1-based) */
 } zx_conf_pipeline;
+
+/* The most source tables one postgres pipeline mirrors (`tables:`). */
+#define ZX_MAX_PG_TABLES 1000
 
 /* The database the pipelines write into (zx_conf.ws_kind): `workspace.sqlite`
  * or `workspace.postgres`, at most one of the two written. */
@@ -252,14 +308,15 @@ const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,
 /* 1 when every field that affects the running worker (everything but
  * line/column) is equal, so a reload can leave that worker and its ring
  * untouched; else 0.  Compares the name, every option of the options table
- * (by its type), the derived sizes (body_limit, ring_size, in_ring_size,
- * shm_size), topics_regex, and the resolved connections with
+ * (by its type; slot and publication as derived when not written), the
+ * derived sizes (body_limit, ring_size, in_ring_size, shm_size),
+ * topics_regex, mirrors, and the resolved connections with
  * zx_conf_connection_same: a changed connection changes every pipeline
  * using it.  NULL pointers compare equal only to each other. */
 int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b);
 
 /* 1 when the two connections have the same name and settings (every
- * option, brokers_csv; not line/column), else 0.  TLS files are compared
+ * option, brokers_csv, dsn_shown; not line/column), else 0.  TLS files are compared
  * by path, not content.  NULL pointers compare equal only to each other. */
 int zx_conf_connection_same(const zx_conf_connection *a,
                             const zx_conf_connection *b);
@@ -334,19 +391,26 @@ typedef enum zx_cf_type {
                          in messages only through zx_dsn_redact */
     ZX_CF_SQLNAME,    /* an SQL name used quoted: 1 to 63 bytes, no control
                          characters */
+    ZX_CF_BOOL,       /* true or false (also True, TRUE, False, FALSE):
+                         an int, 1 or 0 */
+    ZX_CF_SLOT,       /* a replication slot name: [a-z0-9_]{1,63} */
     /* The list types fill a char ** at offset and its size_t count at
      * n_offset (freed and replaced as a whole when set again). */
     ZX_CF_HOSTPORTS,  /* list of host:port, or one "a:1,b:2" string */
     ZX_CF_TOPIC,      /* one Kafka topic name: a list of one */
     ZX_CF_TOPICS,     /* a list of topic names, or one: a name, or a regex
                          (text starting with '^') */
+    ZX_CF_PGTABLES,   /* a list of Postgres tables, `schema.table` or
+                         `table` (public.table), stored as "schema.table";
+                         1 to ZX_MAX_PG_TABLES, none twice */
     ZX_CF_PROPS       /* mapping of scalar to scalar: keys at offset, values
                          (char **) at v_offset, count at n_offset */
 } zx_cf_type;
 
 enum { ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION }; /* struct of `offset` */
 #define ZX_CF_REQUIRED 0x1u    /* in a named-map entry: required when the
-                                  entry's source is among `sources`; at the
+                                  entry's source (a pipeline) or kind (a
+                                  connection) is among `sources`; at the
                                   top level: required when its section is
                                   written */
 #define ZX_CF_SECRET   0x2u    /* never quoted in a message (a DSN: only
@@ -370,7 +434,8 @@ typedef struct zx_cf_option {
                                    (key, what to write instead) */
     const char *help;
     const char *const *sources; /* pipeline options: the `source:` values
-                                   that take it, NULL-ended; NULL = all */
+                                   that take it; connection options: the
+                                   `kind:` values.  NULL-ended; NULL = all */
     size_t n_offset;         /* list types, PROPS: the size_t count */
     size_t v_offset;         /* PROPS: the values (char **) */
 } zx_cf_option;
@@ -404,7 +469,10 @@ extern const size_t zx_cf_nsources;
 
 /* The source called name, or NULL. */
 const zx_cf_source *zx_cf_find_source(const char *name);
-/* 1 when option o applies to source `src` (always when o->sources is NULL). */
+/* 1 when name is a value of a connection's `kind:`, else 0. */
+int zx_cf_conn_kind_ok(const char *name);
+/* 1 when option o applies to source (or connection kind) `src` (always
+ * when o->sources is NULL). */
 int zx_cf_takes(const zx_cf_option *o, const char *src);
 /* The ZX_META_* bits of the metadata names in the NULL-ended list. */
 uint32_t zx_cf_metadata_bits(const char *const *names);
@@ -445,6 +513,13 @@ void zx_cf_free_strs(char **v, size_t n);
 /* Free every field the table describes for `target` in base (strings,
  * lists, properties), leaving them NULL / 0. */
 void zx_cf_free_fields(int target, void *base);
+/* Free or zero the field of option o in base (NULL / 0). */
+void zx_cf_clear_field(const zx_cf_option *o, void *base);
+/* 1 when v is a table name by the rules of `table:` (ZX_CF_IDENT: 1 to 63
+ * letters, digits or _, not starting with a digit, not _zx*, *__rejects
+ * nor sqlite_*, without regard to case), else 0 with *why (if not NULL)
+ * a static phrase saying which rule it breaks. */
+int zx_cf_table_name_ok(const char *v, const char **why);
 /* 1 when every field the table describes for `target` is equal in a and b,
  * compared by its type; else 0. */
 int zx_cf_fields_same(int target, const void *a, const void *b);
@@ -479,6 +554,10 @@ void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
                             zx_conf_connection *cn, const zx_cf_where *w);
 void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
                                const yaml_node_t *const *conn_node);
+/* Once connections are resolved: no two postgres pipelines on the same
+ * database (the same connection, or connections with the same dsn) share
+ * a replication slot. */
+void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c);
 /* Join the NULL-ended list l with sep into buf (truncated). */
 void zx_cf_join(char *buf, size_t len, const char *const *l, const char *sep);
 #endif /* ZX_CONF_INTERNAL */

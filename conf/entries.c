@@ -13,6 +13,7 @@
  */
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
+#include "common/dsn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,9 +66,77 @@ static void check_metadata(zx_cf_ctx *x, const zx_conf_pipeline *pl,
     }
 }
 
+/* "zx_" + the pipeline name with '-' as '_', cut to 63 bytes: a valid
+ * slot name (the pipeline name is valid: [a-z][a-z0-9_-]*).  NULL on out of
+ * memory. */
+static char *derived_pg_name(const char *pipeline)
+{
+    char *d = NULL, *t;
+
+    if (asprintf(&d, "zx_%.60s", pipeline) < 0)
+        return NULL;
+    for (t = d; *t; t++)
+        if (*t == '-')
+            *t = '_';
+    return d;
+}
+
+/* A postgres pipeline: its mirrors (table_prefix + each table's name,
+ * valid table names, short enough for `__changes` with history), and the
+ * default slot and publication. */
+static void check_postgres(zx_cf_ctx *x, const yaml_node_t *kn,
+                           zx_conf_pipeline *pl, const zx_cf_where *w)
+{
+    const char *entry = "pipelines.<name>", *why;
+    const yaml_node_t *tn = zx_cf_where_opt(w, entry, "tables");
+    const yaml_node_t *pn = zx_cf_where_opt(w, entry, "table_prefix");
+    size_t i;
+
+    if (pl->tables && !(pn && !pl->table_prefix)) {
+        pl->mirrors = calloc(pl->ntables, sizeof(*pl->mirrors));
+        if (!pl->mirrors) {
+            zx_cf_error_at(x, kn, "out of memory");
+            return;
+        }
+        for (i = 0; i < pl->ntables; i++) {
+            /* the list was set whole: item i is tables[i] */
+            const yaml_node_t *in = tn && tn->type == YAML_SEQUENCE_NODE
+                ? zx_cf_node(x, tn->data.sequence.items.start[i]) : kn;
+            const char *name = strchr(pl->tables[i], '.') + 1;
+            char *m = NULL;
+            if (asprintf(&m, "%s%s", pl->table_prefix ? pl->table_prefix : "",
+                         name) < 0) {
+                zx_cf_error_at(x, in, "out of memory");
+                return;
+            }
+            pl->mirrors[i] = m;
+            if (!zx_cf_table_name_ok(m, &why))
+                zx_cf_error_at(x, in, "pipelines.%s: %s would be mirrored to "
+                               "table '%.80s', which %s%s", pl->name,
+                               pl->tables[i], m, why,
+                               pl->table_prefix && strlen(m) > 63
+                               ? " (shorten table_prefix)" : "");
+            else if (pl->history && strlen(m) > 54)
+                zx_cf_error_at(x, in, "pipelines.%s: with history, "
+                               "the mirror of %s, '%s', has %zu characters: "
+                               "at most 54, so that its table %s__changes "
+                               "fits in 63", pl->name, pl->tables[i], m,
+                               strlen(m), m);
+        }
+    }
+    if (!zx_cf_name_ok(pl->name))
+        return;   /* reported already */
+    if (!pl->slot && !zx_cf_where_opt(w, entry, "slot") &&
+        !(pl->slot = derived_pg_name(pl->name)))
+        zx_cf_error_at(x, kn, "out of memory");
+    if (!pl->publication && !zx_cf_where_opt(w, entry, "publication") &&
+        !(pl->publication = derived_pg_name(pl->name)))
+        zx_cf_error_at(x, kn, "out of memory");
+}
+
 /* Checks of a pipeline once its mapping is walked: options its source does
  * not take, required options of its source, topic/topics, metadata, the
- * default table. */
+ * postgres mirrors, slot and publication, the default table. */
 void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
                           zx_conf_pipeline *pl, const zx_cf_where *w)
 {
@@ -86,8 +155,10 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         zx_cf_error_at(x, w->opt[i], "pipelines.%s: %s applies only to "
                        "source: %s", pl->name, o->name, list);
     }
-    if (src) {
+    i = zx_cf_opt_index(entry, "metadata");
+    if (src && i < zx_cf_noptions && zx_cf_takes(&zx_cf_options[i], pl->source))
         check_metadata(x, pl, src, zx_cf_where_opt(w, entry, "metadata"));
+    if (src) {
         i = zx_cf_opt_index(entry, "topic");
         if (i < zx_cf_noptions && zx_cf_takes(&zx_cf_options[i], pl->source)) {
             if (!topic && !topics)
@@ -99,9 +170,15 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         }
     }
     pl->topics_regex = pl->ntopics == 1 && pl->topics[0][0] == '^';
+    if (src && !strcmp(pl->source, "postgres"))
+        check_postgres(x, kn, pl, w);
 
     /* Default table: the name, unless a table was written (even a bad one,
-     * already reported). */
+     * already reported), for the sources that take one (or an unknown
+     * source: reported already). */
+    i = zx_cf_opt_index(entry, "table");
+    if (src && i < zx_cf_noptions && !zx_cf_takes(&zx_cf_options[i], pl->source))
+        return;
     if (!pl->table && !zx_cf_where_opt(w, entry, "table") && zx_cf_name_ok(pl->name)) {
         pl->table = strdup(pl->name);
         if (!pl->table) {
@@ -148,8 +225,42 @@ static void cf_tls_file(zx_cf_ctx *x, const zx_conf_connection *cn,
         close(fd);
 }
 
-/* Checks of a connection once its mapping is walked: security against
- * sasl and tls, the TLS files, brokers_csv. */
+/* The options and sub-sections (sasl, tls) of a connection that its kind
+ * does not take: an error each (a sub-section once, at its node), and the
+ * field cleared (a default such as `security: plaintext` belongs to its
+ * kind only). */
+static void check_kind_options(zx_cf_ctx *x, zx_conf_connection *cn,
+                               const zx_cf_where *w)
+{
+    const char *entry = "connections.<name>", *reported = NULL;
+    size_t i, elen = strlen(entry);
+    char list[100];
+
+    for (i = 0; i < zx_cf_noptions && i < ZX_CF_MAX_OPTIONS; i++) {
+        const zx_cf_option *o = &zx_cf_options[i];
+        const yaml_node_t *sec;
+        if (strncmp(o->section, entry, elen) || zx_cf_takes(o, cn->kind))
+            continue;
+        zx_cf_join(list, sizeof(list), o->sources, " or ");
+        if (o->section[elen] == '.') {
+            /* a sub-section written: once, at its node (its rows are
+             * together in the table) */
+            sec = zx_cf_where_sec(w, o->section);
+            if (sec && (!reported || strcmp(reported, o->section)))
+                zx_cf_error_at(x, sec, "connections.%s: %s applies only to "
+                               "kind: %s", cn->name, o->section + elen + 1, list);
+            reported = o->section;
+        } else if (w->opt[i]) {
+            zx_cf_error_at(x, w->opt[i], "connections.%s: %s applies only to "
+                           "kind: %s", cn->name, o->name, list);
+        }
+        zx_cf_clear_field(o, cn);
+    }
+}
+
+/* Checks of a connection once its mapping is walked: options of another
+ * kind; kafka: security against sasl and tls, the TLS files, brokers_csv;
+ * postgres: dsn_shown. */
 void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
                             zx_conf_connection *cn, const zx_cf_where *w)
 {
@@ -162,6 +273,21 @@ void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
     size_t i = zx_cf_opt_index(entry, "security"), len = 0;
     int sec_ok = i < ZX_CF_MAX_OPTIONS && !w->bad[i] && cn->security;
 
+    if (cn->kind)   /* NULL: missing or refused, reported already */
+        check_kind_options(x, cn, w);
+    if (cn->kind && !strcmp(cn->kind, "postgres")) {
+        const yaml_node_t *dsn = zx_cf_where_opt(w, entry, "dsn");
+        /* dsn NULL: a secret skipped under ZX_CONF_SKIP_SECRETS (or refused,
+         * reported already): the text as written, references unresolved */
+        if (!cn->dsn && !zx_cf_scalar(dsn))
+            return;
+        cn->dsn_shown = zx_dsn_redact(cn->dsn ? cn->dsn : zx_cf_scalar(dsn));
+        if (!cn->dsn_shown)
+            zx_cf_error_at(x, dsn, "out of memory");
+        return;
+    }
+    if (cn->kind && strcmp(cn->kind, "kafka"))
+        return;   /* a kind without checks of its own */
     if (sec_ok) {
         int is_sasl = !strncmp(cn->security, "sasl_", 5);
         int is_tls = !strcmp(cn->security, "ssl") || !strcmp(cn->security, "sasl_ssl");
@@ -250,4 +376,39 @@ void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
         }
     }
     free(names);
+}
+
+/* The database a postgres pipeline reads: its connection's dsn (as shown,
+ * so that a skipped secret still compares), or NULL. */
+static const char *pg_database(const zx_conf_pipeline *p)
+{
+    return p->source && !strcmp(p->source, "postgres") && p->conn
+           ? p->conn->dsn_shown : NULL;
+}
+
+void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c)
+{
+    size_t i, j;
+
+    /* pairs: at most ZX_MAX_PIPELINES postgres pipelines, a few hundred
+     * thousand comparisons at worst */
+    for (i = 0; i < c->npipelines; i++) {
+        const zx_conf_pipeline *p = &c->pipelines[i];
+        const char *db = pg_database(p);
+        if (!db || !p->slot)
+            continue;
+        for (j = 0; j < i; j++) {
+            const zx_conf_pipeline *q = &c->pipelines[j];
+            const char *qdb = pg_database(q);
+            if (!qdb || !q->slot || strcmp(p->slot, q->slot) ||
+                (p->conn != q->conn && strcmp(db, qdb)))
+                continue;
+            zx_cf_error(x, p->line, p->column, "pipeline %s: replication slot "
+                        "%s is already the slot of pipeline %s (line %d) on "
+                        "the same database; a slot serves one pipeline: set "
+                        "`slot:` (and `publication:`) to another name",
+                        p->name, p->slot, q->name, q->line);
+            break;
+        }
+    }
 }

@@ -107,6 +107,40 @@ static int ident_ok(const char *v)
     return 1;
 }
 
+int zx_cf_table_name_ok(const char *v, const char **why)
+{
+    const char *w = NULL;
+    size_t len = strlen(v);
+
+    if (!ident_ok(v))
+        w = "is not a valid table name: 1 to 63 letters, digits or _, not "
+            "starting with a digit";
+    else if (!strncasecmp(v, "_zx", 3) ||
+             (len >= 9 && !strcasecmp(v + len - 9, "__rejects")))
+        w = "is reserved for zx's own tables (names starting with _zx or "
+            "ending with __rejects)";
+    else if (!strncasecmp(v, "sqlite_", 7))
+        w = "is reserved by SQLite (names starting with sqlite_)";
+    if (why)
+        *why = w;
+    return w == NULL;
+}
+
+/* YAML 1.2's core schema booleans: 1, 0, or -1. */
+static int bool_value(const char *v)
+{
+    static const char *const t[] = {"true", "True", "TRUE", NULL};
+    static const char *const f[] = {"false", "False", "FALSE", NULL};
+
+    for (size_t i = 0; t[i]; i++) {
+        if (!strcmp(v, t[i]))
+            return 1;
+        if (!strcmp(v, f[i]))
+            return 0;
+    }
+    return -1;
+}
+
 static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                     const yaml_node_t *n, const char *v, const char *shown)
 {
@@ -211,22 +245,29 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         free(host);
         return set_str(x, n, field(base, o), v);
     case ZX_CF_IDENT:
-        if (!ident_ok(v)) {
-            zx_cf_error_at(x, n, "%s: %s is not a valid table name: 1 to 63 "
-                           "letters, digits or _, not starting with a digit",
-                           o->name, shown);
+        if (!zx_cf_table_name_ok(v, &why)) {
+            zx_cf_error_at(x, n, "%s: %s %s", o->name, shown, why);
             return -1;
         }
-        if (!strncasecmp(v, "_zx", 3) || (strlen(v) >= 9 &&
-            !strcasecmp(v + strlen(v) - 9, "__rejects"))) {
-            zx_cf_error_at(x, n, "%s: %s is reserved for zx's own tables "
-                           "(names starting with _zx or ending with "
-                           "__rejects)", o->name, shown);
+        return set_str(x, n, field(base, o), v);
+    case ZX_CF_BOOL:
+        r = bool_value(v);
+        if (r < 0) {
+            zx_cf_error_at(x, n, "%s: expected true or false, got %s", o->name,
+                           shown);
             return -1;
         }
-        if (!strncasecmp(v, "sqlite_", 7)) {
-            zx_cf_error_at(x, n, "%s: %s is reserved by SQLite (names starting "
-                           "with sqlite_)", o->name, shown);
+        *(int *)field(base, o) = r;
+        return 0;
+    case ZX_CF_SLOT:
+        for (p = v; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                  *p == '_'))
+                break;
+        if (!*v || *p || strlen(v) > 63) {
+            zx_cf_error_at(x, n, "%s: %s is not a replication slot name: 1 to "
+                           "63 lower-case letters, digits or _", o->name,
+                           shown);
             return -1;
         }
         return set_str(x, n, field(base, o), v);
@@ -268,7 +309,7 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         }
         return set_str(x, n, field(base, o), v);
     case ZX_CF_METADATA: case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC:
-    case ZX_CF_TOPICS: case ZX_CF_PROPS:
+    case ZX_CF_TOPICS: case ZX_CF_PGTABLES: case ZX_CF_PROPS:
         break;    /* not scalars: zx_cf_set_node never calls set_text */
     }
     zx_cf_error_at(x, n, "%s: expected a list", o->name);
@@ -384,6 +425,7 @@ int zx_cf_set_node(zx_cf_ctx *x, const zx_cf_option *o, void *base,
     case ZX_CF_METADATA:
         return set_metadata(x, o, base, n);
     case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC: case ZX_CF_TOPICS:
+    case ZX_CF_PGTABLES:
         return zx_cf_set_list(x, o, base, n);
     case ZX_CF_PROPS:
         return zx_cf_set_props(x, o, base, n);
@@ -421,12 +463,38 @@ static int is_str_type(zx_cf_type t)
 {
     return t == ZX_CF_STRING || t == ZX_CF_PATH || t == ZX_CF_ENUM ||
            t == ZX_CF_LISTEN || t == ZX_CF_IDENT || t == ZX_CF_GROUP ||
-           t == ZX_CF_DSN || t == ZX_CF_SQLNAME;
+           t == ZX_CF_DSN || t == ZX_CF_SQLNAME || t == ZX_CF_SLOT;
 }
 
 static int is_list_type(zx_cf_type t)
 {
-    return t == ZX_CF_HOSTPORTS || t == ZX_CF_TOPIC || t == ZX_CF_TOPICS;
+    return t == ZX_CF_HOSTPORTS || t == ZX_CF_TOPIC || t == ZX_CF_TOPICS ||
+           t == ZX_CF_PGTABLES;
+}
+
+void zx_cf_clear_field(const zx_cf_option *o, void *base)
+{
+    if (is_str_type(o->type)) {
+        free(*(char **)field(base, o));
+        *(char **)field(base, o) = NULL;
+    } else if (is_list_type(o->type) || o->type == ZX_CF_PROPS) {
+        /* topic and topics share their field: the second finds it NULL */
+        size_t *cnt = (size_t *)((char *)base + o->n_offset);
+        zx_cf_free_strs(*(char ***)field(base, o), *cnt);
+        *(char ***)field(base, o) = NULL;
+        if (o->type == ZX_CF_PROPS) {
+            char ***vd = (char ***)((char *)base + o->v_offset);
+            zx_cf_free_strs(*vd, *cnt);
+            *vd = NULL;
+        }
+        *cnt = 0;
+    } else if (o->type == ZX_CF_ENUM_INT || o->type == ZX_CF_BOOL) {
+        *(int *)field(base, o) = 0;
+    } else if (o->type == ZX_CF_SIZE) {
+        *(uint64_t *)field(base, o) = 0;
+    } else {   /* DURATION, UINT, METADATA */
+        *(uint32_t *)field(base, o) = 0;
+    }
 }
 
 void zx_cf_free_fields(int target, void *base)
@@ -435,24 +503,10 @@ void zx_cf_free_fields(int target, void *base)
 
     for (i = 0; i < zx_cf_noptions; i++) {
         const zx_cf_option *o = &zx_cf_options[i];
-        if (zx_cf_target(o->section) != target)
-            continue;
-        if (is_str_type(o->type)) {
-            free(*(char **)field(base, o));
-            *(char **)field(base, o) = NULL;
-        } else if (is_list_type(o->type) || o->type == ZX_CF_PROPS) {
-            /* topic and topics share their field: the second finds it
-             * NULL */
-            size_t *cnt = (size_t *)((char *)base + o->n_offset);
-            zx_cf_free_strs(*(char ***)field(base, o), *cnt);
-            *(char ***)field(base, o) = NULL;
-            if (o->type == ZX_CF_PROPS) {
-                char ***vd = (char ***)((char *)base + o->v_offset);
-                zx_cf_free_strs(*vd, *cnt);
-                *vd = NULL;
-            }
-            *cnt = 0;
-        }
+        if (zx_cf_target(o->section) == target &&
+            (is_str_type(o->type) || is_list_type(o->type) ||
+             o->type == ZX_CF_PROPS))
+            zx_cf_clear_field(o, base);
     }
 }
 
@@ -483,11 +537,11 @@ int zx_cf_fields_same(int target, const void *a, const void *b)
         switch (o->type) {
         case ZX_CF_STRING: case ZX_CF_PATH: case ZX_CF_ENUM:
         case ZX_CF_LISTEN: case ZX_CF_IDENT: case ZX_CF_GROUP:
-        case ZX_CF_DSN: case ZX_CF_SQLNAME:
+        case ZX_CF_DSN: case ZX_CF_SQLNAME: case ZX_CF_SLOT:
             if (!str_same(*(char *const *)fa, *(char *const *)fb))
                 return 0;
             break;
-        case ZX_CF_ENUM_INT:
+        case ZX_CF_ENUM_INT: case ZX_CF_BOOL:
             if (*(const int *)fa != *(const int *)fb)
                 return 0;
             break;
@@ -500,7 +554,7 @@ int zx_cf_fields_same(int target, const void *a, const void *b)
                 return 0;
             break;
         case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC: case ZX_CF_TOPICS:
-        case ZX_CF_PROPS:
+        case ZX_CF_PGTABLES: case ZX_CF_PROPS:
             na = *(const size_t *)((const char *)a + o->n_offset);
             nb = *(const size_t *)((const char *)b + o->n_offset);
             if (na != nb || !strs_same(*(char **const *)fa, *(char **const *)fb, na))

@@ -1,7 +1,8 @@
 /*
  * lists.c — the options whose value is a list or a mapping, set by their
  * row: host:port lists (one YAML list, or one comma-separated string),
- * Kafka topic names and topic regexes, and pass-through properties (a
+ * Kafka topic names and topic regexes, Postgres tables (`schema.table`),
+ * and pass-through properties (a
  * mapping of names to single values, some refused, some secret).
  *
  * Each item may hold ${env:}/${file:} references, resolved like any value.
@@ -171,7 +172,55 @@ static int check_regex(zx_cf_ctx *x, const zx_cf_option *o,
     return -1;
 }
 
-/* HOSTPORTS, TOPIC, TOPICS: a scalar or a sequence of scalars. */
+/* One part of a Postgres table name as zx takes it: 1 to 63 letters,
+ * digits or _, not starting with a digit. */
+static int pg_ident_ok(const char *v, size_t len)
+{
+    size_t i;
+
+    if (len == 0 || len > 63 || isdigit((unsigned char)v[0]))
+        return 0;
+    for (i = 0; i < len; i++)
+        if (!isalnum((unsigned char)v[i]) && v[i] != '_')
+            return 0;
+    return 1;
+}
+
+/* A PGTABLES item v: "schema.table" (a new string, "public." added to a
+ * bare table) onto sv, or an error.  0 or -1. */
+static int add_pg_table(zx_cf_ctx *x, const zx_cf_option *o,
+                        const yaml_node_t *n, const char *v, const char *shown,
+                        strvec *sv)
+{
+    const char *dot = strchr(v, '.');
+    char *full = NULL;
+    size_t i;
+
+    if (dot ? !pg_ident_ok(v, (size_t)(dot - v)) ||
+              !pg_ident_ok(dot + 1, strlen(dot + 1))
+            : !pg_ident_ok(v, strlen(v))) {
+        zx_cf_error_at(x, n, "%s: %s is not a table: write schema.table, or "
+                       "table for public.table, each name 1 to 63 letters, "
+                       "digits or _, not starting with a digit", o->name,
+                       shown);
+        return -1;
+    }
+    if (asprintf(&full, "%s%s", dot ? "" : "public.", v) < 0) {
+        zx_cf_error_at(x, n, "out of memory");
+        return -1;
+    }
+    for (i = 0; i < sv->n; i++) {
+        if (!strcmp(sv->v[i], full)) {
+            zx_cf_error_at(x, n, "%s: %s is listed twice", o->name, full);
+            free(full);
+            return -1;
+        }
+    }
+    return strvec_push(x, n, sv, full);
+}
+
+/* HOSTPORTS, TOPIC, TOPICS: a scalar or a sequence of scalars; PGTABLES: a
+ * sequence. */
 int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                    const yaml_node_t *n)
 {
@@ -180,6 +229,20 @@ int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,
     char *val = NULL, *shown = NULL;
     int rc = 0;
 
+    if (o->type == ZX_CF_PGTABLES && n->type != YAML_SEQUENCE_NODE) {
+        zx_cf_error_at(x, n, "%s: expected a list of tables ([public.orders, "
+                       "customers]), got %s", o->name, zx_cf_kind(n));
+        return -1;
+    }
+    if (o->type == ZX_CF_PGTABLES &&
+        n->data.sequence.items.top - n->data.sequence.items.start >
+        ZX_MAX_PG_TABLES) {
+        zx_cf_error_at(x, n, "%s: at most %d tables in one pipeline, got %ld",
+                       o->name, ZX_MAX_PG_TABLES,
+                       (long)(n->data.sequence.items.top -
+                              n->data.sequence.items.start));
+        return -1;
+    }
     if (n->type == YAML_SCALAR_NODE) {
         if (zx_cf_resolve_scalar(x, o->name, n, ZX_CF_SHOW_PLAIN, &val,
                                  &shown) < 0)
@@ -218,7 +281,10 @@ int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         yaml_node_t *in = zx_cf_node(x, *it);
         if (!zx_cf_scalar(in) || zx_cf_is_null(in)) {
             zx_cf_error_at(x, in, "%s: expected %s, got %s", o->name,
-                           o->type == ZX_CF_TOPICS ? "a topic name" : "host:port",
+                           o->type == ZX_CF_TOPICS ? "a topic name"
+                           : o->type == ZX_CF_PGTABLES ? "a table (schema.table "
+                                                         "or table)"
+                           : "host:port",
                            zx_cf_kind(in));
             rc = -1;
             continue;
@@ -228,7 +294,11 @@ int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,
             rc = -1;
             continue;
         }
-        if (o->type == ZX_CF_HOSTPORTS) {
+        if (o->type == ZX_CF_PGTABLES) {
+            if (add_pg_table(x, o, in, val, shown, &sv) < 0)
+                rc = -1;
+            free(val);
+        } else if (o->type == ZX_CF_HOSTPORTS) {
             if (broker_ok(x, o, in, val, shown) < 0) {
                 free(val);
                 rc = -1;

@@ -23,7 +23,7 @@ static const char *const synchronous[] = {"normal", "full", NULL};
 static const char *const directions[] = {"stream", NULL};
 static const char *const acks[] = {"accepted", "commit", NULL};
 static const char *const starts[] = {"oldest", "new", NULL};
-static const char *const conn_kinds[] = {"kafka", NULL};
+static const char *const conn_kinds[] = {"kafka", "postgres", NULL};
 static const char *const securities[] = {"plaintext", "ssl", "sasl_plaintext",
                                          "sasl_ssl", NULL};
 static const char *const mechanisms[] = {"PLAIN", "SCRAM-SHA-256",
@@ -35,11 +35,21 @@ static const char *const metadata[] = {"_ingested_at", "_request_id", "_key",
 static const char *const http_metadata[] = {"_ingested_at", "_request_id", NULL};
 static const char *const kafka_metadata[] = {"_key", "_partition", "_offset",
                                              "_timestamp", "_ingested_at", NULL};
+static const char *const no_metadata[] = {NULL};
 
-/* Values of `source:`: each has one entry in zx_cf_sources. */
-static const char *const source_names[] = {"http", "kafka", NULL};
+/* Values of `source:`: each has one entry in zx_cf_sources.  A source
+ * known here may lack a worker in this build (workers/sources/registry.c):
+ * zxd then marks its pipelines failed, and `zxctl test` still runs. */
+static const char *const source_names[] = {"http", "kafka", "postgres", NULL};
 static const char *const http_only[] = {"http", NULL};
 static const char *const kafka_only[] = {"kafka", NULL};
+static const char *const postgres_only[] = {"postgres", NULL};
+/* the sources that append events to one table of their own */
+static const char *const stream_sources[] = {"http", "kafka", NULL};
+static const char *const conn_sources[] = {"kafka", "postgres", NULL};
+/* connection options: the kinds that take them */
+static const char *const kafka_kind[] = {"kafka", NULL};
+static const char *const postgres_kind[] = {"postgres", NULL};
 
 const zx_cf_source zx_cf_sources[] = {
     {"http", NULL, http_metadata, 1,
@@ -48,6 +58,15 @@ const zx_cf_source zx_cf_sources[] = {
     {"kafka", "kafka", kafka_metadata, 0,
      "messages are consumed from `topic` or `topics` on the Kafka cluster "
      "of `connection`."},
+    {"postgres", "postgres", no_metadata, 0,
+     "change data capture: the `tables` of the PostgreSQL database of "
+     "`connection` are mirrored, each into a workspace table of its own "
+     "name (with `table_prefix`), through logical replication (pgoutput, a "
+     "publication and a replication slot). Needs `wal_level = logical` and "
+     "a role with REPLICATION: `zxctl test <pipeline>` checks every "
+     "requirement and says what is missing. The streaming worker is not in "
+     "this build yet: zxd accepts such a pipeline, marks it failed, and "
+     "`zxctl test` runs."},
 };
 const size_t zx_cf_nsources = sizeof(zx_cf_sources) / sizeof(zx_cf_sources[0]);
 _Static_assert(sizeof(zx_cf_sources) / sizeof(zx_cf_sources[0]) + 1 ==
@@ -104,26 +123,35 @@ const zx_cf_section zx_cf_sections[] = {
      "one. A reload restarts the pipelines whose connection changed; a "
      "connection no pipeline uses is allowed."},
     {"connections.<name>", ZX_CF_CONNECTION, 0, NULL,
-     "A connection. Today: `kind: kafka`, a Kafka cluster, for "
-     "`source: kafka`."},
+     "A connection: `kind: kafka`, a Kafka cluster, for `source: kafka`; "
+     "or `kind: postgres`, a PostgreSQL database, for `source: postgres`. "
+     "Each option applies to the kinds its *Kinds* column names; given to "
+     "another kind it is an error."},
     {"connections.<name>.sasl", ZX_CF_CONNECTION, 0, NULL,
-     "SASL authentication, for `security: sasl_plaintext` or `sasl_ssl` "
-     "(and only then); all three options are then required."},
+     "SASL authentication of a `kafka` connection, for `security: "
+     "sasl_plaintext` or `sasl_ssl` (and only then); all three options are "
+     "then required."},
     {"connections.<name>.tls", ZX_CF_CONNECTION, 0, NULL,
-     "TLS files (PEM), for `security: ssl` or `sasl_ssl` (and only then); "
-     "without `ca` the system's CA store is used. Paths are relative to the "
-     "config file's folder, and each file must be readable when the "
-     "configuration is loaded."},
+     "TLS files (PEM) of a `kafka` connection, for `security: ssl` or "
+     "`sasl_ssl` (and only then); without `ca` the system's CA store is "
+     "used. Paths are relative to the config file's folder, and each file "
+     "must be readable when the configuration is loaded. (A `postgres` "
+     "connection takes its TLS settings in its `dsn`: `sslmode`, "
+     "`sslrootcert`, ...)"},
     {"pipelines", ZX_CF_PIPELINE, 1, "pipelines.<name>",
      "One entry per pipeline; the key is the pipeline's name: 1 to 63 "
      "characters among `a-z 0-9 _ -`, starting with a letter. Pipelines "
      "whose settings do not change are left running by a reload."},
     {"pipelines.<name>", ZX_CF_PIPELINE, 0, NULL,
      "A pipeline. Today: `direction: stream` with `source: http` (JSON "
-     "pushed to `POST /api/streams/<name>/push`) or `source: kafka` "
-     "(messages consumed from Kafka topics through a `connection`). Each "
-     "option applies to the sources its *Sources* column names; given to "
-     "another source it is an error."},
+     "pushed to `POST /api/streams/<name>/push`), `source: kafka` "
+     "(messages consumed from Kafka topics through a `connection`) or "
+     "`source: postgres` (tables of a PostgreSQL database mirrored through "
+     "a `connection`). Each option applies to the sources its *Sources* "
+     "column names; given to another source it is an error. No two "
+     "pipelines write the same workspace table (names compared without "
+     "regard to case): a `table`, a mirror, or a mirror's `__changes` "
+     "table."},
 };
 const size_t zx_cf_nsections = sizeof(zx_cf_sections) / sizeof(zx_cf_sections[0]);
 _Static_assert(sizeof(zx_cf_sections) / sizeof(zx_cf_sections[0]) <=
@@ -270,21 +298,33 @@ const zx_cf_option zx_cf_options[] = {
     {.section = "connections.<name>", .name = "kind", .type = ZX_CF_ENUM,
      .offset = CONN(kind), .flags = ZX_CF_REQUIRED, .allowed = conn_kinds,
      .help = "`kafka`: a Kafka cluster (or a service speaking its protocol), "
-     "read with librdkafka."},
+     "read with librdkafka. `postgres`: a PostgreSQL database, read with "
+     "libpq (logical replication)."},
+    {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,
+     .offset = CONN(dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,
+     .sources = postgres_kind,
+     .help = "The database to read, as libpq takes it: a URI "
+     "(`postgresql://zx:${env:PG_PASSWORD}@db1:5432/shop?sslmode="
+     "verify-full`) or key=value pairs (`host=db1 dbname=shop user=zx`). "
+     "The role needs REPLICATION (or superuser) and SELECT on the tables "
+     "(`zxctl test` checks). References inside the value go in as they "
+     "are, as for `workspace.postgres.dsn`."},
     {.section = "connections.<name>", .name = "brokers",
      .type = ZX_CF_HOSTPORTS, .offset = CONN(brokers),
      .n_offset = CONN(nbrokers), .flags = ZX_CF_REQUIRED,
+     .sources = kafka_kind,
      .help = "Bootstrap brokers, each `host:port` (`[ipv6]:port`): a list "
      "(`[\"k1:9092\", \"k2:9092\"]`) or one comma-separated string "
      "(`k1:9092,k2:9092`, handy with `${env:NAME}`)."},
     {.section = "connections.<name>", .name = "security", .type = ZX_CF_ENUM,
      .def = "plaintext", .offset = CONN(security), .allowed = securities,
+     .sources = kafka_kind,
      .help = "How the connection is protected: `plaintext` (none), `ssl` "
      "(TLS), `sasl_plaintext` (SASL without TLS), `sasl_ssl` (SASL over "
      "TLS)."},
     {.section = "connections.<name>", .name = "properties", .type = ZX_CF_PROPS,
      .def_doc = "none", .offset = CONN(prop_keys), .v_offset = CONN(prop_values),
-     .n_offset = CONN(nprops), .allowed = owned_props,
+     .n_offset = CONN(nprops), .allowed = owned_props, .sources = kafka_kind,
      .help = "Other librdkafka properties, passed through as text "
      "(`{fetch.max.bytes: 52428800, socket.keepalive.enable: true}`). "
      "Properties zx sets from its own options are refused. Values of "
@@ -293,31 +333,38 @@ const zx_cf_option zx_cf_options[] = {
     {.section = "connections.<name>.sasl", .name = "mechanism",
      .type = ZX_CF_ENUM, .def_doc = "**required** with `sasl`",
      .offset = CONN(sasl_mechanism), .allowed = mechanisms,
+     .sources = kafka_kind,
      .help = "The SASL mechanism."},
     {.section = "connections.<name>.sasl", .name = "username",
      .type = ZX_CF_STRING, .def_doc = "**required** with `sasl`",
      .offset = CONN(sasl_username),
+     .sources = kafka_kind,
      .help = "The user name, taken literally but for references "
      "(`$ConnectionString` for Azure Event Hubs is literal: only "
      "`${env:NAME}` and `${file:PATH}` are references)."},
     {.section = "connections.<name>.sasl", .name = "password",
      .type = ZX_CF_STRING, .def_doc = "**required** with `sasl`",
      .offset = CONN(sasl_password), .flags = ZX_CF_SECRET,
+     .sources = kafka_kind,
      .help = "The password. Prefer `${env:NAME}` or `${file:PATH}` to keep "
      "it out of the file."},
     {.section = "connections.<name>.tls", .name = "ca", .type = ZX_CF_PATH,
      .def_doc = "the system's CA store", .offset = CONN(tls_ca),
+     .sources = kafka_kind,
      .help = "CA certificate(s) that sign the brokers' certificates."},
     {.section = "connections.<name>.tls", .name = "cert", .type = ZX_CF_PATH,
      .def_doc = "none", .offset = CONN(tls_cert),
+     .sources = kafka_kind,
      .help = "Client certificate, for brokers that authenticate clients by "
      "TLS; needs `key`."},
     {.section = "connections.<name>.tls", .name = "key", .type = ZX_CF_PATH,
      .def_doc = "none", .offset = CONN(tls_key),
+     .sources = kafka_kind,
      .help = "The client certificate's private key; needs `cert`."},
     {.section = "connections.<name>.tls", .name = "key_password",
      .type = ZX_CF_STRING, .def_doc = "none",
      .offset = CONN(tls_key_password), .flags = ZX_CF_SECRET,
+     .sources = kafka_kind,
      .help = "Password of an encrypted `key`."},
 
     {.section = "pipelines.<name>", .name = "direction", .type = ZX_CF_ENUM,
@@ -337,9 +384,10 @@ const zx_cf_option zx_cf_options[] = {
      "file."},
     {.section = "pipelines.<name>", .name = "connection", .type = ZX_CF_STRING,
      .offset = PIPE(connection), .flags = ZX_CF_REQUIRED,
-     .sources = kafka_only,
+     .sources = conn_sources,
      .help = "Name of the entry of `connections` to read from; its `kind` "
-     "must fit the source (`kafka`)."},
+     "must fit the source (`kafka` for `kafka`, `postgres` for "
+     "`postgres`)."},
     {.section = "pipelines.<name>", .name = "topic", .type = ZX_CF_TOPIC,
      .def_doc = "one of `topic`, `topics` is **required**",
      .offset = PIPE(topics), .n_offset = PIPE(ntopics),
@@ -366,12 +414,14 @@ const zx_cf_option zx_cf_options[] = {
      "now on)."},
     {.section = "pipelines.<name>", .name = "table", .type = ZX_CF_IDENT,
      .def_doc = "the pipeline name, `-` written `_`", .offset = PIPE(table),
+     .sources = stream_sources,
      .help = "Workspace table the rows go to: `[A-Za-z_][A-Za-z0-9_]`, at "
      "most 63 characters, not starting with `_zx` nor ending with "
      "`__rejects` (reserved for zx's own tables), nor starting with "
      "`sqlite_` (reserved by SQLite)."},
     {.section = "pipelines.<name>", .name = "metadata", .type = ZX_CF_METADATA,
      .def_doc = "none", .offset = PIPE(metadata), .allowed = metadata,
+     .sources = stream_sources,
      .help = "List of metadata columns added to every row: `_ingested_at` "
      "(UTC time of arrival), `_request_id` (id of the push request), `_key` "
      "(the Kafka message's key, as text), `_partition`, `_offset`, "
@@ -389,10 +439,53 @@ const zx_cf_option zx_cf_options[] = {
      .help = "Largest push body for this stream."},
     {.section = "pipelines.<name>", .name = "max_columns", .type = ZX_CF_UINT,
      .def = "500", .offset = PIPE(max_columns), .min = 1, .max = 1500,
+     .sources = stream_sources,
      .help = "Columns the table gets from the data at most (metadata columns "
      "and `_extra` are not counted; SQLite allows 2000 in all). Fields that "
      "would need a column beyond it are kept, one JSON object per row, in "
      "the column `_extra`; the feed says so once (`columns_capped`)."},
+    {.section = "pipelines.<name>", .name = "tables", .type = ZX_CF_PGTABLES,
+     .offset = PIPE(tables), .n_offset = PIPE(ntables),
+     .flags = ZX_CF_REQUIRED, .sources = postgres_only,
+     .help = "The tables to mirror: a list of `schema.table`, or `table` "
+     "for `public.table` (`[public.orders, sales.customers]`); each name 1 "
+     "to 63 letters, digits or `_`, exact (`Orders` is the table created as "
+     "`\"Orders\"`, not `orders`); at most 1000, none twice. Each is "
+     "mirrored into the workspace table of its name without the schema "
+     "(`orders`, `customers`), after `table_prefix`: two tables that would "
+     "get the same mirror are an error (mirror them in two pipelines with "
+     "different prefixes)."},
+    {.section = "pipelines.<name>", .name = "table_prefix", .type = ZX_CF_IDENT,
+     .def_doc = "none", .offset = PIPE(table_prefix), .sources = postgres_only,
+     .help = "Written before each mirror table's name (`shop_` mirrors "
+     "`public.orders` into `shop_orders`). Each mirror name follows the "
+     "rules of `table`; with `history`, at most 54 characters (its "
+     "`__changes` table must fit in 63)."},
+    {.section = "pipelines.<name>", .name = "initial_copy", .type = ZX_CF_BOOL,
+     .def = "true", .offset = PIPE(initial_copy), .sources = postgres_only,
+     .help = "`true`: copy the rows already in each table first (from the "
+     "slot's snapshot), then stream the changes; `false`: changes from the "
+     "slot's creation on only."},
+    {.section = "pipelines.<name>", .name = "history", .type = ZX_CF_BOOL,
+     .def = "false", .offset = PIPE(history), .sources = postgres_only,
+     .help = "`true`: also append every change to `<mirror>__changes`, with "
+     "its operation (`insert`, `update`, `delete`), source position and "
+     "time."},
+    {.section = "pipelines.<name>", .name = "slot", .type = ZX_CF_SLOT,
+     .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
+     .offset = PIPE(slot), .sources = postgres_only,
+     .help = "The logical replication slot: 1 to 63 lower-case letters, "
+     "digits or `_`. Created if missing; an existing one must be a "
+     "`pgoutput` slot of the same database. No two pipelines on the same "
+     "database may share one."},
+    {.section = "pipelines.<name>", .name = "publication", .type = ZX_CF_SQLNAME,
+     .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
+     .offset = PIPE(publication), .sources = postgres_only,
+     .help = "The publication the slot reads through: 1 to 63 bytes without "
+     "control characters, an exact (quoted) name. Created `FOR TABLE` the "
+     "`tables` if missing (PostgreSQL 15 needs CREATE on the database and "
+     "ownership of the tables for that); an existing one is used as it is, "
+     "and must cover every table (`zxctl test` checks)."},
 };
 const size_t zx_cf_noptions = sizeof(zx_cf_options) / sizeof(zx_cf_options[0]);
 _Static_assert(sizeof(zx_cf_options) / sizeof(zx_cf_options[0]) <=
@@ -408,6 +501,14 @@ const zx_cf_source *zx_cf_find_source(const char *name)
         if (!strcmp(zx_cf_sources[i].name, name))
             return &zx_cf_sources[i];
     return NULL;
+}
+
+int zx_cf_conn_kind_ok(const char *name)
+{
+    for (size_t i = 0; name && conn_kinds[i]; i++)
+        if (!strcmp(conn_kinds[i], name))
+            return 1;
+    return 0;
 }
 
 int zx_cf_takes(const zx_cf_option *o, const char *src)

@@ -31,6 +31,9 @@ static const char *type_doc(zx_cf_type t)
     case ZX_CF_GROUP:    return "group name";
     case ZX_CF_DSN:      return "connection string";
     case ZX_CF_SQLNAME:  return "SQL name";
+    case ZX_CF_BOOL:     return "boolean";
+    case ZX_CF_SLOT:     return "slot name";
+    case ZX_CF_PGTABLES: return "list of tables";
     case ZX_CF_HOSTPORTS: return "list of host:port";
     case ZX_CF_TOPIC:    return "topic name";
     case ZX_CF_TOPICS:   return "list, or regex";
@@ -59,7 +62,8 @@ static void write_allowed(FILE *out, const zx_cf_option *o)
     }
 }
 
-/* The Sources cell of a pipeline option, with its trailing separator. */
+/* The Sources cell of a pipeline option (the Kinds cell of a connection
+ * option), with its trailing separator. */
 static void write_sources(FILE *out, const zx_cf_option *o)
 {
     size_t i;
@@ -84,6 +88,8 @@ static void write_source_list(FILE *out)
             fprintf(out, " Its `connection` must be of `kind: %s`.",
                     src->conn_kind);
         fputs(" Metadata: ", out);
+        if (!src->metadata[0])
+            fputs("none", out);
         for (i = 0; src->metadata[i]; i++)
             fprintf(out, "%s`%s`", i ? ", " : "", src->metadata[i]);
         fputs(".\n", out);
@@ -133,19 +139,21 @@ void zx_conf_write_reference(FILE *out)
           "error messages.\n", out);
     for (s = 0; s < zx_cf_nsections; s++) {
         const zx_cf_section *sec = &zx_cf_sections[s];
-        /* a pipeline's options say which sources take them */
-        int any = 0, by_source = sec->target == ZX_CF_PIPELINE && !sec->named_map;
+        /* a pipeline's options say which sources take them, a
+         * connection's which kinds */
+        int any = 0, pipe = sec->target == ZX_CF_PIPELINE && !sec->named_map;
+        int by_source = pipe || (sec->target == ZX_CF_CONNECTION && !sec->named_map);
         fprintf(out, "\n## `%s`\n\n%s\n", sec->path, sec->help);
         for (i = 0; i < zx_cf_noptions; i++) {
             const zx_cf_option *o = &zx_cf_options[i];
             if (strcmp(o->section, sec->path))
                 continue;
             if (!any)
-                fputs(by_source
-                      ? "\n| Option | Type | Default | Sources | Allowed | Description |\n"
-                        "|---|---|---|---|---|---|\n"
-                      : "\n| Option | Type | Default | Allowed | Description |\n"
-                        "|---|---|---|---|---|\n", out);
+                fprintf(out, by_source
+                        ? "\n| Option | Type | Default | %s | Allowed | Description |\n"
+                          "|---|---|---|---|---|---|\n"
+                        : "\n| Option | Type | Default | Allowed | Description |\n"
+                          "|---|---|---|---|---|\n", pipe ? "Sources" : "Kinds");
             any = 1;
             fprintf(out, "| `%s` | %s | ", o->name, type_doc(o->type));
             if (o->flags & ZX_CF_REQUIRED)
@@ -165,7 +173,7 @@ void zx_conf_write_reference(FILE *out)
                                              "`***`."
                                            : " Secret: never logged.");
         }
-        if (by_source)
+        if (pipe)
             write_source_list(out);
     }
 }

@@ -140,7 +140,7 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
     return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:o, s:o}",
                      "name", p->name,
                      "source", p->conf ? p->conf->source : "http", "table",
-                     p->conf ? p->conf->table : "", "pid",
+                     p->conf && p->conf->table ? p->conf->table : "", "pid",
                      c->pid ? json_integer(c->pid) : json_null(), "state",
                      p->removing ? "draining" : zx_state_name(c->state), "restarts",
                      (int)c->restarts, "rows", (json_int_t)atomic_load(&h->rows), "rejects",
@@ -209,8 +209,9 @@ static json_t *cmd_checkpoints(sup *s, const char *name)
         return err_obj("the store is not readable yet (has the writer started?)", NULL);
     }
     zx_position pos;
+    /* a postgres pipeline has no table of its own (its mirrors) */
     json_t *o = json_pack("{s:b, s:s, s:s}", "ok", 1, "pipeline", p->name, "table",
-                          p->conf ? p->conf->table : "");
+                          p->conf && p->conf->table ? p->conf->table : "");
     if (zx_store_position_get(t, p->name, &pos) == 0) {
         char ts[ZX_TS_BUFSZ];
         zx_ts_format(pos.committed_us, ts);
@@ -268,6 +269,8 @@ static json_t *cmd_lifecycle(sup *s, const char *cmd, const char *name)
     if (strcmp(cmd, "restart") == 0) {
         c->ncrash = 0;
         sup_stop_child(s, c, NEXT_RESTART); /* announced when it is back */
+        if (c->pid == 0 && c->state == ST_FAILED) /* its source is not in this build */
+            return err_obj("cannot restart: %s", c->last_error);
     } else if (c->role != ROLE_STREAM) {
         return err_obj("%s cannot be stopped or started on its own; use restart", name);
     } else if (strcmp(cmd, "stop") == 0) {
@@ -280,7 +283,7 @@ static json_t *cmd_lifecycle(sup *s, const char *cmd, const char *name)
         c->want = 1;
         c->ncrash = 0;
         c->last_error[0] = '\0';
-        if (sup_spawn(s, c) < 0)
+        if (sup_spawn(s, c) < 0 || c->state == ST_FAILED)
             return err_obj("cannot start: %s", c->last_error);
         sup_feedf(s, "start", c->name, "{\"process\":\"%s\",\"pid\":%d}", c->name, (int)c->pid);
     }

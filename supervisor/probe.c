@@ -3,6 +3,10 @@
  * (connect, authenticate, list what is there) in a short-lived process of
  * its own, and relay its one-paragraph answer to the zxctl client.
  *
+ * Which test: the source's (registry.c: zx_source_tester, which also
+ * knows the checks of a source whose worker is not in this build yet, such
+ * as postgres), the connection's by its kind, or the workspace's.
+ *
  * Why a process: a source's test (librdkafka, libpq...) blocks for up to
  * seconds and may crash on a hostile server; the supervisor's loop must do
  * neither.  The prober inherits the loaded configuration (secrets
@@ -107,18 +111,18 @@ static void on_probe(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* In the child: run the test (src NULL: the workspace's), write the
- * answer, exit. */
-static void run_probe(const zx_source *src, const zx_conf *conf, const zx_conf_pipeline *pc,
-                      const zx_conf_connection *cc, const char *name, int fd)
+/* In the child: run the test (test NULL: the workspace's), write the
+ * answer, exit.  what: the source (or connection kind) tested. */
+static void run_probe(zx_source_test_fn test, const char *what, const zx_conf *conf,
+                      const zx_conf_pipeline *pc, const zx_conf_connection *cc, const char *name,
+                      int fd)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     alarm(PROBE_TIMEOUT_MS / 1000 + 5);
     signal(SIGPIPE, SIG_IGN);
     char out[4096] = "";
-    int rc = src ? src->test(conf, pc, cc, PROBE_TIMEOUT_MS, out, sizeof(out))
-                 : zx_ws_test(conf, out, sizeof(out));
-    const char *what = src ? src->name : "workspace";
+    int rc = test ? test(conf, pc, cc, PROBE_TIMEOUT_MS, out, sizeof(out))
+                  : zx_ws_test(conf, out, sizeof(out));
     json_t *o = rc == 0 ? json_pack("{s:b, s:s, s:s, s:s}", "ok", 1, "name", name, "source",
                                     what, "result", out)
                         : json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "name", name, "source",
@@ -147,8 +151,11 @@ json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name)
         return json_pack("{s:b, s:s}", "ok", 0, "error",
                          "no pipeline or connection of that name in the configuration "
                          "(`zxctl test workspace` tests the workspace)");
-    const zx_source *src = ws ? NULL : zx_source_find(pc ? pc->source : cc->kind);
-    if (!ws && (!src || !src->test)) {
+    /* a source's test, also of a source whose worker is not in this build
+     * (postgres: its checks, registry.c); a connection's, by its kind */
+    const char *what = ws ? "workspace" : pc ? pc->source : cc->kind;
+    zx_source_test_fn test = ws ? NULL : zx_source_tester(what);
+    if (!ws && !test) {
         char msg[300];
         snprintf(msg, sizeof(msg), "pipeline %s (source %s) has nothing to connect to: "
                  "clients push to the gateway on %s", name, pc ? pc->source : "?",
@@ -175,7 +182,7 @@ json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name)
          * open here would hide its death) */
         zx_close_fds_except(&fds[1], 1);
         zx_log_set_proc("test");
-        run_probe(src, s->conf, pc, cc, name, fds[1]);
+        run_probe(test, what, s->conf, pc, cc, name, fds[1]);
     }
     close(fds[1]);
     if (pid < 0) {
@@ -194,8 +201,7 @@ json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name)
         probe_free(p);
         return json_pack("{s:b, s:s}", "ok", 0, "error", "cannot watch the test (out of memory)");
     }
-    zx_info("event=test_start name=%s source=%s pid=%d", name, src ? src->name : "workspace",
-            (int)pid);
+    zx_info("event=test_start name=%s source=%s pid=%d", name, what, (int)pid);
     return NULL; /* answered later */
 }
 

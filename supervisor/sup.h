@@ -117,7 +117,12 @@ extern sup *zx_the_sup;
 
 /* children.c */
 /* Fork c (its role decides what runs).  0, or -1 with the reason in
- * c->last_error (socketpair or fork failed); c is then not running. */
+ * c->last_error (socketpair or fork failed); c is then not running.  A
+ * stream pipeline whose source this build has no worker for (the
+ * configuration knows it, workers/sources/registry.c does not) is not
+ * forked: it is marked failed ("pipeline X: source S is not available in
+ * this build yet", in last_error, the log and the feed) and 0 is returned:
+ * there is nothing to retry, and zxd goes on with its other pipelines. */
 int sup_spawn(sup *s, child *c);
 /* Ask c to stop (SIGTERM; SIGKILL after 10 s) and do `next` once it has
  * exited (sup_reap); a child not running acts at once. */

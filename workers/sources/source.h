@@ -116,8 +116,19 @@ typedef struct zx_source {
 
 /* ---- the registry (registry.c) ------------------------------------- */
 
-/* The source called name, or NULL. */
+/* The source called name, or NULL (also for a source the configuration
+ * knows whose worker is not in this build: zxd marks its pipelines
+ * failed). */
 const zx_source *zx_source_find(const char *name);
+
+/* `zxctl test` of the source (or connection kind) called name: the
+ * registered source's test; or, for a source whose worker is not in this
+ * build yet, its checks alone (e.g. "postgres": zx_pg_cdc_test); NULL when
+ * there is nothing to test (http, an unknown name). */
+typedef int (*zx_source_test_fn)(const zx_conf *conf, const zx_conf_pipeline *p,
+                                 const zx_conf_connection *c, int timeout_ms, char *out,
+                                 size_t outlen);
+zx_source_test_fn zx_source_tester(const char *name);
 
 /* ---- the runtime (runtime.c) --------------------------------------- */
 

@@ -1,0 +1,371 @@
+"""
+`zxctl test` for Postgres change data capture (issue 8: the configuration
+and the checks; the streaming worker is not in this build), against the
+real server of tests/services/postgres (pg_fixtures.py: wal_level =
+logical; roles zx, a superuser, and zx_nocreate, without REPLICATION).
+
+What it covers: a zxd with an http pipeline and `source: postgres`
+pipelines starts, runs the http pipeline and marks each postgres one
+failed ("source postgres is not available in this build yet") without
+stopping; `zxctl test <pipeline>` and `zxctl test <connection>` then run
+the checks of workers/sources/pg_cdc_check.c in order and name what is
+missing with the command that fixes it: a wrong password (the dsn shown
+with *** only), a role without REPLICATION (ALTER ROLE), a missing table,
+a table the role may not read (GRANT SELECT; a role with REPLICATION made
+here), a table without a primary key, a publication the role may not
+create, an existing publication that does not cover a table, an existing
+slot of another plugin; and the summary when everything is there (server,
+wal_level, slots, senders, tables with their estimated rows, publication
+and slot to be created or existing).  wal_level = replica needs a second
+server: its message is unit-tested (tests/unit/test_pg_cdc_check.c).
+
+Every database and role made here is dropped at teardown; passwords reach
+zxd through ${env:} only and are checked to appear in no log, no status
+and no answer of zxctl.
+"""
+
+import json
+import re
+import secrets
+import subprocess
+import urllib.parse
+
+import pytest
+
+import pg_fixtures
+from conftest import ZXD, Zxd, _mkroot, teardown_zxds
+
+
+class PgCdcZxd(Zxd):
+    """A Zxd with an http pipeline "web" and postgres pipelines.
+
+    cdc: {name: {"connection": str, "tables": [..], "extra": {key: value}}}
+    pg_connections: {name: {"user": role, "password": str, "db": name}};
+    each password goes through ${env:ZX_PGCDC_PW_<NAME>}."""
+
+    def __init__(self, root, cdc, pg_connections, **kw):
+        self.cdc = dict(cdc)
+        self.pg_connections = dict(pg_connections)
+        super().__init__(root, {"web": {}}, **kw)
+        # the dsn alone says where and as whom the checks connect
+        for k in [k for k in self.env if k.startswith("PG")]:
+            del self.env[k]
+
+    @staticmethod
+    def pw_env(conn):
+        return "ZX_PGCDC_PW_" + re.sub(r"[^A-Za-z0-9]", "_", conn).upper()
+
+    def dsn_config(self, name):
+        c = self.pg_connections[name]
+        srv = pg_fixtures.service()
+        return (f"postgresql://{urllib.parse.quote(c['user'], safe='')}:"
+                f"${{env:{self.pw_env(name)}}}@{srv.host}:{srv.port}/"
+                f"{urllib.parse.quote(c['db'], safe='')}")
+
+    def dsn_shown(self, name):
+        return self.dsn_config(name).replace("${env:%s}" % self.pw_env(name), "***")
+
+    def config_text(self):
+        text = super().config_text()          # ends with the pipelines' lines
+        lines = []
+        for name, s in self.cdc.items():
+            lines += [f"  {name}:", "    direction: stream", "    source: postgres",
+                      f"    connection: {s['connection']}",
+                      f"    tables: [{', '.join(s['tables'])}]"]
+            for k, v in (s.get("extra") or {}).items():
+                lines.append(f"    {k}: {v}")
+        lines.append("connections:")
+        for name, c in self.pg_connections.items():
+            self.env[self.pw_env(name)] = urllib.parse.quote(c["password"], safe="")
+            lines += [f"  {name}:", "    kind: postgres",
+                      f"    dsn: {json.dumps(self.dsn_config(name))}"]
+        return text + "\n".join(lines) + "\n"
+
+    def test_output(self, name):
+        """`zxctl test NAME`: (exit code, stdout + stderr)."""
+        p = self.zxctl("test", name, timeout=60)
+        return p.returncode, (p.stdout or "") + (p.stderr or "")
+
+
+@pytest.fixture
+def cdc_env(pg):
+    """Factory of what a test needs, all removed at teardown:
+    db() -> a fresh database; role(replication=True) -> (name, password),
+    a LOGIN role; zxd(cdc, connections) -> a started PgCdcZxd."""
+    made, dbs, roles = [], [], []
+
+    class Env:
+        secrets = list(pg_fixtures.USERS.values())
+
+        @staticmethod
+        def db():
+            name = pg.create_database()
+            dbs.append(name)
+            return name
+
+        @staticmethod
+        def role(replication=True):
+            name = "zx_cdc_t_" + secrets.token_hex(4)
+            pw = "cdc-pw-" + secrets.token_hex(8)
+            from psycopg import sql
+            pg.execute("postgres", sql.SQL("CREATE ROLE {} LOGIN {} PASSWORD {}").format(
+                sql.Identifier(name), sql.SQL("REPLICATION" if replication else ""),
+                sql.Literal(pw)))
+            roles.append(name)
+            Env.secrets.append(pw)
+            return name, pw
+
+        @staticmethod
+        def zxd(cdc, connections, start=True):
+            z = PgCdcZxd(_mkroot(), cdc, connections)
+            made.append(z)
+            if start:
+                z.start()
+            return z
+
+    yield Env
+    teardown_zxds(made)
+    for d in dbs:
+        pg.drop_database(d)
+    for r in roles:
+        pg.execute("postgres", f'DROP ROLE IF EXISTS "{r}"')
+
+
+def superuser(db):
+    return {"user": pg_fixtures.SUPERUSER,
+            "password": pg_fixtures.USERS[pg_fixtures.SUPERUSER], "db": db}
+
+
+def assert_no_password(z, text, env):
+    for s in env.secrets:
+        assert s not in text, "a password is in zxctl's answer"
+        assert s not in z.log_text(), "a password is in the zxd log"
+
+
+def test_superuser_and_a_created_table_pass(pg, cdc_env):
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id bigint PRIMARY KEY, total numeric)")
+    pg.execute(db, "INSERT INTO orders SELECT g, g * 1.5 FROM generate_series(1, 500) g")
+    pg.execute(db, "ANALYZE orders")
+    pg.execute(db, "CREATE TABLE items (id int PRIMARY KEY)")   # never analyzed
+    z = cdc_env.zxd({"shop-cdc": {"connection": "shop", "tables": ["orders", "public.items"]}},
+                    {"shop": superuser(db)})
+
+    # zxd runs: the http pipeline works, the postgres one is failed with the
+    # reason, not fatal
+    st = z.status()
+    web, cdc = z.pipeline("web", st), z.pipeline("shop-cdc", st)
+    assert web["state"] == "running", web
+    assert cdc["state"] == "failed" and cdc["pid"] is None, cdc
+    assert cdc["last_error"] == ("pipeline shop-cdc: source postgres is not available in "
+                                 "this build yet"), cdc
+    assert cdc["source"] == "postgres" and cdc["table"] == "", cdc
+    assert "source postgres is not available in this build yet" in z.log_text()
+    z.push_ok("web", [{"a": 1}])
+    z.wait_count("web", 1)
+    for cmd in ("start", "restart"):
+        r = z.zxctl(cmd, "shop-cdc")
+        assert r.returncode == 1, r
+        assert ("pipeline shop-cdc: source postgres is not available in this build yet"
+                in r.stdout + r.stderr), r
+        assert z.pipeline("shop-cdc")["state"] == "failed"
+    assert z.pipeline("web")["state"] == "running"
+
+    rc, out = z.test_output("shop-cdc")
+    assert rc == 0, out
+    shown = z.dsn_shown("shop")
+    assert f"Postgres {shown} (server {pg.version.split()[0]}" in out, out
+    assert f"database {db}, role zx)" in out, out
+    assert "wal_level logical; role zx is a superuser" in out, out
+    assert re.search(r"replication slots: \d+ of 20 free; WAL senders: \d+ of 20 free", out), out
+    assert "tables: public.orders (about 500 rows), public.items (rows not estimated yet: " \
+           "never analyzed)" in out, out
+    assert "publication zx_shop_cdc: to be created; slot zx_shop_cdc: to be created" in out, out
+    assert "initial copy: yes" in out, out
+    # nothing was created
+    assert pg.query(db, "SELECT count(*) FROM pg_publication") == [(0,)]
+    assert pg.query(db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = "
+                        "'zx_shop_cdc'") == [(0,)]
+
+    # the connection alone: server, role, slots, senders
+    rc, out = z.test_output("shop")
+    assert rc == 0, out
+    assert "Ready for change data capture" in out and "tables:" not in out, out
+    j = z.zxctl_json("test", "shop")
+    assert j["ok"] is True and j["source"] == "postgres", j
+    assert_no_password(z, out, cdc_env)
+    z.assert_no_secret()
+
+
+def test_role_without_replication_is_told_alter_role(pg, cdc_env):
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id int PRIMARY KEY)")
+    conn = {"user": pg_fixtures.NOCREATE_USER,
+            "password": pg_fixtures.USERS[pg_fixtures.NOCREATE_USER], "db": db}
+    z = cdc_env.zxd({"cdc": {"connection": "nc", "tables": ["orders"]}}, {"nc": conn})
+    for name in ("cdc", "nc"):
+        rc, out = z.test_output(name)
+        assert rc == 1, out
+        assert ("role zx_nocreate has no REPLICATION attribute (and is not a superuser): "
+                "logical replication needs it; as a superuser: ALTER ROLE zx_nocreate "
+                "REPLICATION") in out, out
+        assert_no_password(z, out, cdc_env)
+
+
+def test_wrong_password_names_the_dsn_without_it(pg, cdc_env):
+    db = cdc_env.db()
+    conn = dict(superuser(db), password="not-the-password")
+    cdc_env.secrets.append("not-the-password")
+    z = cdc_env.zxd({"cdc": {"connection": "db", "tables": ["t"]}}, {"db": conn})
+    rc, out = z.test_output("cdc")
+    assert rc == 1, out
+    assert f"cannot connect to Postgres {z.dsn_shown('db')}: " in out, out
+    assert "password authentication failed" in out, out
+    assert_no_password(z, out, cdc_env)
+
+
+def test_missing_tables_are_named(pg, cdc_env):
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id int PRIMARY KEY)")
+    pg.execute(db, "CREATE SCHEMA sales")
+    pg.execute(db, "CREATE VIEW order_view AS SELECT * FROM orders")
+    z = cdc_env.zxd({
+        "missing": {"connection": "db", "tables": ["orders", "sales.customers"]},
+        "case": {"connection": "db", "tables": ["Orders"], "extra": {"table_prefix": "c_"}},
+        "view": {"connection": "db", "tables": ["order_view"]},
+    }, {"db": superuser(db)})
+    rc, out = z.test_output("missing")
+    assert rc == 1, out
+    assert f"table sales.customers does not exist in database {db}" in out, out
+    rc, out = z.test_output("case")
+    assert rc == 1, out
+    assert (f'table public."Orders" does not exist in database {db} (public.orders exists: '
+            "the names in `tables` are exact)") in out, out
+    rc, out = z.test_output("view")
+    assert rc == 1, out
+    assert "public.order_view is a view, not a table" in out, out
+
+
+def test_missing_select_then_publication_rights(pg, cdc_env):
+    """A role with REPLICATION but no SELECT on a table zx made: GRANT
+    SELECT; then, reading it, it may not create the publication (PG 15:
+    CREATE on the database and ownership of the tables); once a superuser
+    made the publication, everything passes."""
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id int PRIMARY KEY)")
+    role, pw = cdc_env.role(replication=True)
+    z = cdc_env.zxd({"cdc": {"connection": "repl", "tables": ["orders"]}},
+                    {"repl": {"user": role, "password": pw, "db": db}})
+    rc, out = z.test_output("cdc")
+    assert rc == 1, out
+    assert (f"role {role} may not read public.orders: GRANT SELECT ON public.orders TO "
+            f"{role}") in out, out
+
+    pg.execute(db, f'GRANT SELECT ON public.orders TO "{role}"')
+    rc, out = z.test_output("cdc")
+    assert rc == 1, out
+    assert (f"publication zx_cdc does not exist and role {role} may not create it: "
+            "PostgreSQL's CREATE PUBLICATION ... FOR TABLE needs CREATE on database "
+            f"{db} (GRANT CREATE ON DATABASE {db} TO {role}) and ownership of every table, "
+            f"which {role} lacks for public.orders (owner: zx); or create it as a superuser "
+            "or the tables' owner: CREATE PUBLICATION zx_cdc FOR TABLE public.orders") in out, out
+
+    pg.execute(db, "CREATE PUBLICATION zx_cdc FOR TABLE public.orders")
+    rc, out = z.test_output("cdc")
+    assert rc == 0, out
+    assert f"role {role} has REPLICATION" in out, out
+    assert "publication zx_cdc: exists and covers every table" in out, out
+    assert_no_password(z, out, cdc_env)
+
+
+def test_existing_publication_slot_and_keys(pg, cdc_env):
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id int PRIMARY KEY)")
+    pg.execute(db, "CREATE TABLE items (id int PRIMARY KEY)")
+    pg.execute(db, "CREATE TABLE events (at timestamptz, what text)")     # no key
+    pg.execute(db, "CREATE PUBLICATION shop_pub FOR TABLE orders")
+    pg.execute(db, "CREATE PUBLICATION ins_only FOR TABLE orders WITH (publish = 'insert')")
+    pg.execute(db, "SELECT pg_create_logical_replication_slot('zx_td', 'test_decoding')")
+    pg.execute(db, "SELECT pg_create_logical_replication_slot('zx_ok', 'pgoutput')")
+    z = cdc_env.zxd({
+        "cover": {"connection": "db", "tables": ["orders", "items"],
+                  "extra": {"publication": "shop_pub"}},
+        "ops": {"connection": "db", "tables": ["orders"],
+                "extra": {"publication": "ins_only", "table_prefix": "o_"}},
+        "slot": {"connection": "db", "tables": ["orders"],
+                 "extra": {"slot": "zx_td", "table_prefix": "s_"}},
+        "nokey": {"connection": "db", "tables": ["events"]},
+        "good": {"connection": "db", "tables": ["orders"],
+                 "extra": {"slot": "zx_ok", "publication": "shop_pub", "table_prefix": "g_",
+                           "initial_copy": "false"}},
+    }, {"db": superuser(db)})
+    rc, out = z.test_output("cover")
+    assert rc == 1, out
+    assert ("publication shop_pub does not cover public.items: ALTER PUBLICATION shop_pub "
+            "ADD TABLE public.items") in out, out
+    rc, out = z.test_output("ops")
+    assert rc == 1, out
+    assert ("publication ins_only does not publish update, delete: ALTER PUBLICATION "
+            "ins_only SET (publish = 'insert, update, delete, truncate')") in out, out
+    rc, out = z.test_output("slot")
+    assert rc == 1, out
+    assert ("replication slot zx_td exists but is a slot of plugin test_decoding (zx reads "
+            "pgoutput): drop it (SELECT pg_drop_replication_slot('zx_td'))") in out, out
+    rc, out = z.test_output("nokey")
+    assert rc == 1, out
+    assert "public.events has no primary key (and no other replica identity)" in out, out
+    rc, out = z.test_output("good")
+    assert rc == 0, out
+    assert ("publication shop_pub: exists and covers every table; slot zx_ok: exists; "
+            "initial copy: no") in out, out
+
+
+def test_check_refuses_what_the_checks_cannot_fix(pg, cdc_env):
+    """zxd --check: a postgres pipeline's rules (here: two tables with one
+    mirror) are refused before anything starts, naming both tables."""
+    db = cdc_env.db()
+    z = cdc_env.zxd({"cdc": {"connection": "db", "tables": ["public.orders", "sales.orders"]}},
+                    {"db": superuser(db)}, start=False)
+    p = subprocess.run([ZXD, "-c", z.cfg_path, "--check"], capture_output=True, text=True,
+                       env=z.env, timeout=60)
+    assert p.returncode == 1, p
+    assert ("pipeline cdc: public.orders and sales.orders would both be mirrored to table "
+            "'orders'") in p.stderr, p.stderr
+    z.cdc["cdc"]["extra"] = {"table_prefix": "p_"}
+    z.cdc["cdc"]["tables"] = ["public.orders"]
+    z.write_config()
+    p = subprocess.run([ZXD, "-c", z.cfg_path, "--check"], capture_output=True, text=True,
+                       env=z.env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "configuration ok (2 pipelines)" in p.stdout, p.stdout
+
+
+def test_reload_adds_a_postgres_pipeline_marked_failed(pg, cdc_env):
+    """A postgres pipeline added (or changed) by a reload: the reload says
+    it could not be started and why; zxd and its other pipelines go on, and
+    `zxctl test` runs on it."""
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id int PRIMARY KEY)")
+    z = cdc_env.zxd({}, {"db": superuser(db)})
+    web_pid = z.wait_running("web")
+    z.cdc = {"cdc": {"connection": "db", "tables": ["orders"]}}
+    z.write_config()
+    p = z.zxctl("reload")
+    assert p.returncode == 1, p
+    assert ("the new configuration is running, but 1 pipeline could not be started: cdc"
+            in p.stdout + p.stderr), p
+    assert "pipeline cdc: source postgres is not available in this build yet" in \
+        p.stdout + p.stderr, p
+    assert z.pipeline("cdc")["state"] == "failed"
+    assert z.pipeline("web")["pid"] == web_pid
+    rc, out = z.test_output("cdc")
+    assert rc == 0, out
+    # changed: the same
+    z.cdc["cdc"]["extra"] = {"history": "true"}
+    z.write_config()
+    j = json.loads(z.zxctl("--json", "reload").stdout)
+    assert j["ok"] is False and j["changed"] == ["cdc"], j
+    assert j["failed"] == [{"name": "cdc", "error": "source postgres is not available in "
+                            "this build yet"}], j
+    z.push_ok("web", [{"a": 1}])
+    z.wait_count("web", 1)
