@@ -42,8 +42,7 @@ zx_pgr *zx_pgr_connect(const char *dsn, const char *dsn_shown, const char *app, 
     const char *keys[] = { "dbname", "replication", "application_name", "options",
                            "connect_timeout", "keepalives_idle", NULL };
     const char *vals[] = { dsn, "database", app ? app : "zxd",
-                           "-c DateStyle=ISO -c TimeZone=UTC -c IntervalStyle=postgres "
-                           "-c extra_float_digits=3", "10", "10", NULL };
+                           ZX_PG_SESSION_OPTIONS, "10", "10", NULL };
     r->conn = PQconnectdbParams(keys, vals, 1);
     if (!r->conn || PQstatus(r->conn) != CONNECTION_OK) {
         char m[600];

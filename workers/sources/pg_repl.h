@@ -20,6 +20,11 @@
 
 #include "workers/sources/pgoutput.h"
 
+/* The session settings of every CDC connection (libpq's `options`): the
+ * text forms pg_values.h reads. */
+#define ZX_PG_SESSION_OPTIONS \
+    "-c DateStyle=ISO -c TimeZone=UTC -c IntervalStyle=postgres -c extra_float_digits=3"
+
 typedef struct zx_pgr zx_pgr;
 
 /* Connect to dsn (a libpq URI or key=value) for logical replication, as

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "workers/sources/pg_repl.h"
 #include "workers/sources/pg_values.h"
 
 #define MAX_COLS 1600u
@@ -68,8 +69,7 @@ zx_pgc *zx_pgc_open(const char *dsn, const char *dsn_shown, const char *snapshot
     }
     const char *keys[] = { "dbname", "application_name", "options", "connect_timeout", NULL };
     const char *vals[] = { dsn, "zxd initial copy",
-                           "-c DateStyle=ISO -c TimeZone=UTC -c IntervalStyle=postgres "
-                           "-c extra_float_digits=3", "10", NULL };
+                           ZX_PG_SESSION_OPTIONS, "10", NULL };
     c->conn = PQconnectdbParams(keys, vals, 1);
     if (!c->conn || PQstatus(c->conn) != CONNECTION_OK) {
         char m[600];

@@ -127,10 +127,7 @@ static void lock_holder(wsp *w, char *out, size_t outlen)
     PGresult *r = zx_wsp_exec(w,
         "SELECT a.pid, coalesce(a.application_name, ''), coalesce(host(a.client_addr), 'local'),"
         " coalesce(to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')"
-        " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-        " WHERE l.locktype = 'advisory' AND l.classid = $1::int::oid AND l.objid = $2::int::oid"
-        " AND l.objsubid = 2 AND l.granted AND l.database = (SELECT oid FROM pg_database"
-        " WHERE datname = current_database())", 2, pv);
+        WSP_LOCK_SESSIONS, 2, pv);
     if (r && PQntuples(r) > 0)
         snprintf(out, outlen, "Postgres session pid %s, application %s, from %s since %s",
                  PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
@@ -175,11 +172,8 @@ static int free_own_stale_lock(wsp *w, const char *appname)
     snprintf(k2, sizeof(k2), "%d", (int)w->lock_key);
     const char *pv[3] = { k1, k2, appname };
     PGresult *r = zx_wsp_exec(w,
-        "SELECT pg_terminate_backend(l.pid, 5000) FROM pg_locks l"
-        " JOIN pg_stat_activity a ON a.pid = l.pid"
-        " WHERE l.locktype = 'advisory' AND l.classid = $1::int::oid AND l.objid = $2::int::oid"
-        " AND l.objsubid = 2 AND l.granted AND a.pid <> pg_backend_pid()"
-        " AND a.application_name = $3", 3, pv);
+        "SELECT pg_terminate_backend(l.pid, 5000)" WSP_LOCK_SESSIONS
+        " AND a.pid <> pg_backend_pid() AND a.application_name = $3", 3, pv);
     int n = r ? PQntuples(r) : 0;
     PQclear(r);
     return n > 0;

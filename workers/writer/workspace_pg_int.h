@@ -19,6 +19,13 @@
 
 #define WSP_IDENT_MAX 63        /* Postgres' identifier limit (NAMEDATALEN - 1) */
 #define WSP_LOCK_CLASS 0x7a78   /* "zx": first key of the writer's advisory lock */
+/* FROM and WHERE of a query on the sessions (a: pg_stat_activity) that
+ * hold the writer lock of this database: $1 WSP_LOCK_CLASS, $2 the key. */
+#define WSP_LOCK_SESSIONS                                                                   \
+    " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"                             \
+    " WHERE l.locktype = 'advisory' AND l.classid = $1::int::oid AND l.objid = $2::int::oid" \
+    " AND l.objsubid = 2 AND l.granted AND l.database = (SELECT oid FROM pg_database"      \
+    " WHERE datname = current_database())"
 
 /* ws_table.be of the Postgres backend */
 typedef struct wsp_table {

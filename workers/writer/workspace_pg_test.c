@@ -86,11 +86,8 @@ int zx_ws_test_postgres(const char *dsn, const char *dsn_shown, const char *sche
     snprintf(k1, sizeof(k1), "%d", WSP_LOCK_CLASS);
     snprintf(k2, sizeof(k2), "%d", (int)zx_wsp_lock_key(schema));
     if (one(c, "SELECT coalesce(a.application_name, '') || ' (session pid ' || a.pid || ' from '"
-               " || coalesce(host(a.client_addr), 'local') || ')' FROM pg_locks l"
-               " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory'"
-               " AND l.classid = $1::int::oid AND l.objid = $2::int::oid AND l.objsubid = 2"
-               " AND l.granted AND l.database = (SELECT oid FROM pg_database"
-               " WHERE datname = current_database())", k1, k2, holder, sizeof(holder)) < 0)
+               " || coalesce(host(a.client_addr), 'local') || ')'" WSP_LOCK_SESSIONS, k1, k2,
+            holder, sizeof(holder)) < 0)
         snprintf(holder, sizeof(holder), "unknown (cannot read pg_locks)");
     int n = snprintf(out, outlen, "Postgres %s (server %s, database %s, role %s): schema %s ",
                      dsn_shown, ver, db, user, schema);
