@@ -282,6 +282,17 @@ int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_fit_buf *buf, zx_fit_out *
         out->i = v->u.b ? 1 : 0;
         return 1;
     case ZX_FIT_TIMESTAMP:
+        if (v->type == ZX_T_TEXT && ((v->len == 8 && memcmp(s, "infinity", 8) == 0) ||
+                                     (v->len == 9 && memcmp(s, "-infinity", 9) == 0))) {
+            /* Postgres' infinite timestamps (a CDC source sends them as
+             * text): kept as that text, i = INT64_MAX / INT64_MIN for a
+             * backend that sends timestamps in binary */
+            out->st = ZX_FIT_S_TEXT;
+            out->s = s;
+            out->len = v->len;
+            out->i = s[0] == '-' ? INT64_MIN : INT64_MAX;
+            return 1;
+        }
         if (v->type != ZX_T_TIMESTAMP)
             return 0;
         break; /* formatted below */

@@ -108,8 +108,18 @@ static int ensure_mirror(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, 
             res->created_table = 1;
     } else {
         for (uint32_t i = 0; i < rs->ncols; i++) {
-            if (!is_data(rs, i) || ws_find_col(w, t, rs->cols[i].name) >= 0)
+            if (!is_data(rs, i))
                 continue;
+            int64_t have = ws_find_col(w, t, rs->cols[i].name);
+            if (have >= 0) {
+                /* a column the source retyped: the backend follows, when it can */
+                const char *st = src_type(c, rs->cols[i].name);
+                const char *want = st && w->ops->retype_column ? decl_of(w, c, rs, i) : NULL;
+                if (want && strcmp(want, t->cols[have].decl) != 0 &&
+                    w->ops->retype_column(w, t, (uint32_t)have, want, err, errlen) < 0)
+                    return -1;
+                continue;
+            }
             char *why = NULL;
             int rc = w->ops->add_column(w, t, rs->cols[i].name, decl_of(w, c, rs, i), &why, err,
                                         errlen);

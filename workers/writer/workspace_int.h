@@ -108,6 +108,14 @@ typedef struct ws_ops {
      * error (err set). */
     int (*add_column)(zx_ws *w, ws_table *t, const char *name, const char *decl, char **why,
                       char *err, size_t errlen);
+    /* Optional: give column col of t the declared type decl (a source
+     * retyped it), keeping its values (converted through their text; when
+     * they do not convert, the column becomes the backend's text type).  0
+     * done, 1 refused (nothing changed), -1 database failure (err set).
+     * NULL: the backend keeps the declared type (its values then fit it or
+     * are rejects). */
+    int (*retype_column)(zx_ws *w, ws_table *t, uint32_t col, const char *decl, char *err,
+                         size_t errlen);
     void (*table_free)(ws_table *t);
 
     /* rows: rows_begin with the table columns used (cols[0..n-1], in

@@ -647,6 +647,7 @@ static const ws_ops pg_ops = {
     .load_table = zx_wsp_load_table,
     .create_table = zx_wsp_create_table,
     .add_column = zx_wsp_add_column,
+    .retype_column = zx_wsp_retype_column,
     .table_free = zx_wsp_table_free,
     .rows_begin = zx_wsp_rows_begin,
     .put = zx_wsp_put,

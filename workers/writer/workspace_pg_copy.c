@@ -224,8 +224,10 @@ int zx_wsp_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *
             break;
         }
         case B_BOOL: b[0] = o->i != 0; n = 1; break;
-        case B_TS: /* microseconds since 2000-01-01, Postgres' epoch */
-            be64(b, (uint64_t)(o->i - 946684800000000LL));
+        case B_TS: /* microseconds since 2000-01-01, Postgres' epoch; the
+                      infinities are Postgres' own (fit.c) */
+            be64(b, o->i == INT64_MAX || o->i == INT64_MIN ? (uint64_t)o->i
+                                                           : (uint64_t)(o->i - 946684800000000LL));
             break;
         case B_JSONB: b[0] = 1; n = 1; break; /* version, then the text */
         default: n = 0; break;

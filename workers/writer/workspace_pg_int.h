@@ -115,6 +115,8 @@ int zx_wsp_create_table(zx_ws *w, ws_table *t, const ws_coldef *cols, size_t n, 
                         size_t errlen);
 int zx_wsp_add_column(zx_ws *w, ws_table *t, const char *name, const char *decl, char **why,
                       char *err, size_t errlen);
+int zx_wsp_retype_column(zx_ws *w, ws_table *t, uint32_t col, const char *decl, char *err,
+                         size_t errlen);
 void zx_wsp_table_free(ws_table *t);
 int zx_wsp_table_sql(zx_ws *w, ws_table *t, zx_fit_buf *b);
 int zx_wsp_reject_row(zx_ws *w, const ws_reject *r, char *err, size_t errlen);

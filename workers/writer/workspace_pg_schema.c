@@ -274,6 +274,43 @@ int zx_wsp_add_column(zx_ws *ws, ws_table *t, const char *name, const char *decl
                      w->msg);
 }
 
+/* ALTER COLUMN ... TYPE decl USING col::text::decl; values that do not
+ * convert make it text instead (nothing is lost). */
+int zx_wsp_retype_column(zx_ws *ws, ws_table *t, uint32_t col, const char *decl, char *err,
+                         size_t errlen)
+{
+    wsp *w = WSP(ws);
+    wsp_table *tb = be_of(w, t);
+    const char *name = t->cols[col].name;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *to = pass ? "text" : decl;
+        zx_fit_buf *b = &w->sql;
+        b->len = 0;
+        if (!tb || ws_sql_str(b, "ALTER TABLE ") < 0 || ws_sql_str(b, tb->qname) < 0 ||
+            ws_sql_str(b, " ALTER COLUMN ") < 0 || zx_wsp_ident(b, name) < 0 ||
+            ws_sql_str(b, " TYPE ") < 0 || ws_sql_str(b, to) < 0 ||
+            ws_sql_str(b, " USING ") < 0 || zx_wsp_ident(b, name) < 0 ||
+            ws_sql_str(b, "::text::") < 0 || ws_sql_str(b, to) < 0)
+            return zx_seterr(err, errlen, "workspace: out of memory");
+        int rc = zx_wsp_guarded(w, b->p, 0, NULL);
+        if (rc < 0)
+            return zx_seterr(err, errlen, "workspace: cannot retype column %s of %s: %s", name,
+                             t->name, w->msg);
+        if (rc == 1)
+            continue;
+        char *d = strdup(to);
+        if (!d)
+            return zx_seterr(err, errlen, "workspace: out of memory");
+        free(t->cols[col].decl);
+        t->cols[col].decl = d;
+        t->cols[col].kind = ws->ops->kind_from_decl(d);
+        /* the prepared statements know the old type */
+        zx_wsp_table_free(t);
+        return 0;
+    }
+    return 1;
+}
+
 /* ---- the rejects table ------------------------------------------------- */
 
 static const char *const rej_cols[WS_REJECTS_NCOLS] = {

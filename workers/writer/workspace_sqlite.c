@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,7 +431,10 @@ static int q_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_fit_buf
     int p = (int)slot + 1, rc;
     switch (o->st) {
     case ZX_FIT_S_INT: rc = sqlite3_bind_int64(st, p, o->i); break;
-    case ZX_FIT_S_REAL: rc = sqlite3_bind_double(st, p, o->d); break;
+    case ZX_FIT_S_REAL: /* SQLite stores a NaN as NULL: kept as text */
+        rc = isnan(o->d) ? sqlite3_bind_text(st, p, "NaN", 3, SQLITE_STATIC)
+                         : sqlite3_bind_double(st, p, o->d);
+        break;
     case ZX_FIT_S_TEXT:
         if (o->s != buf->p) {
             rc = sqlite3_bind_text64(st, p, o->s, o->len, SQLITE_STATIC, SQLITE_UTF8);
@@ -511,7 +515,12 @@ static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32
         int p = (int)i + 1;
         switch (o->st) {
         case ZX_FIT_S_INT: sqlite3_bind_int64(st, p, o->i); break;
-        case ZX_FIT_S_REAL: sqlite3_bind_double(st, p, o->d); break;
+        case ZX_FIT_S_REAL:
+            if (isnan(o->d))
+                sqlite3_bind_text(st, p, "NaN", 3, SQLITE_STATIC);
+            else
+                sqlite3_bind_double(st, p, o->d);
+            break;
         case ZX_FIT_S_TEXT: sqlite3_bind_text64(st, p, o->s, o->len, SQLITE_TRANSIENT, SQLITE_UTF8); break;
         default: sqlite3_bind_null(st, p); break;
         }

@@ -47,7 +47,7 @@ const char *zx_wsq_decl_for_source(const char *src)
         return NULL;
     size_t n = strlen(src);
     if (n > 2 && strcmp(src + n - 2, "[]") == 0)
-        return "JSON"; /* arrays */
+        return "TEXT"; /* arrays: Postgres' text form ({1,2,3}), not JSON */
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strncmp(src, map[i].prefix, strlen(map[i].prefix)) == 0)
             return map[i].decl;
