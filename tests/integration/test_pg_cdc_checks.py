@@ -1,13 +1,12 @@
 """
 `zxctl test` for Postgres change data capture (issue 8: the configuration
-and the checks; the streaming worker is not in this build), against the
+and the checks the worker also runs when it starts), against the
 real server of tests/services/postgres (pg_fixtures.py: wal_level =
 logical; roles zx, a superuser, and zx_nocreate, without REPLICATION).
 
 What it covers: a zxd with an http pipeline and `source: postgres`
-pipelines starts, runs the http pipeline and marks each postgres one
-failed ("source postgres is not available in this build yet") without
-stopping; `zxctl test <pipeline>` and `zxctl test <connection>` then run
+pipelines starts and runs both kinds side by side (a postgres pipeline
+whose checks fail is failed with their message, and retried); `zxctl test <pipeline>` and `zxctl test <connection>` then run
 the checks of workers/sources/pg_cdc_check.c in order and name what is
 missing with the command that fixes it: a wrong password (the dsn shown
 with *** only), a role without REPLICATION (ALTER ROLE), a missing table,
@@ -26,120 +25,18 @@ and no answer of zxctl.
 
 import json
 import re
-import secrets
 import subprocess
-import urllib.parse
 
 import pytest
 
 import pg_fixtures
-from conftest import ZXD, Zxd, _mkroot, teardown_zxds
-
-
-class PgCdcZxd(Zxd):
-    """A Zxd with an http pipeline "web" and postgres pipelines.
-
-    cdc: {name: {"connection": str, "tables": [..], "extra": {key: value}}}
-    pg_connections: {name: {"user": role, "password": str, "db": name}};
-    each password goes through ${env:ZX_PGCDC_PW_<NAME>}."""
-
-    def __init__(self, root, cdc, pg_connections, **kw):
-        self.cdc = dict(cdc)
-        self.pg_connections = dict(pg_connections)
-        super().__init__(root, {"web": {}}, **kw)
-        # the dsn alone says where and as whom the checks connect
-        for k in [k for k in self.env if k.startswith("PG")]:
-            del self.env[k]
-
-    @staticmethod
-    def pw_env(conn):
-        return "ZX_PGCDC_PW_" + re.sub(r"[^A-Za-z0-9]", "_", conn).upper()
-
-    def dsn_config(self, name):
-        c = self.pg_connections[name]
-        srv = pg_fixtures.service()
-        return (f"postgresql://{urllib.parse.quote(c['user'], safe='')}:"
-                f"${{env:{self.pw_env(name)}}}@{srv.host}:{srv.port}/"
-                f"{urllib.parse.quote(c['db'], safe='')}")
-
-    def dsn_shown(self, name):
-        return self.dsn_config(name).replace("${env:%s}" % self.pw_env(name), "***")
-
-    def config_text(self):
-        text = super().config_text()          # ends with the pipelines' lines
-        lines = []
-        for name, s in self.cdc.items():
-            lines += [f"  {name}:", "    direction: stream", "    source: postgres",
-                      f"    connection: {s['connection']}",
-                      f"    tables: [{', '.join(s['tables'])}]"]
-            for k, v in (s.get("extra") or {}).items():
-                lines.append(f"    {k}: {v}")
-        lines.append("connections:")
-        for name, c in self.pg_connections.items():
-            self.env[self.pw_env(name)] = urllib.parse.quote(c["password"], safe="")
-            lines += [f"  {name}:", "    kind: postgres",
-                      f"    dsn: {json.dumps(self.dsn_config(name))}"]
-        return text + "\n".join(lines) + "\n"
-
-    def test_output(self, name):
-        """`zxctl test NAME`: (exit code, stdout + stderr)."""
-        p = self.zxctl("test", name, timeout=60)
-        return p.returncode, (p.stdout or "") + (p.stderr or "")
+from conftest import ZXD, wait_for
+from pg_cdc_fixtures import assert_no_password, make_cdc_env, superuser
 
 
 @pytest.fixture
 def cdc_env(pg):
-    """Factory of what a test needs, all removed at teardown:
-    db() -> a fresh database; role(replication=True) -> (name, password),
-    a LOGIN role; zxd(cdc, connections) -> a started PgCdcZxd."""
-    made, dbs, roles = [], [], []
-
-    class Env:
-        secrets = list(pg_fixtures.USERS.values())
-
-        @staticmethod
-        def db():
-            name = pg.create_database()
-            dbs.append(name)
-            return name
-
-        @staticmethod
-        def role(replication=True):
-            name = "zx_cdc_t_" + secrets.token_hex(4)
-            pw = "cdc-pw-" + secrets.token_hex(8)
-            from psycopg import sql
-            pg.execute("postgres", sql.SQL("CREATE ROLE {} LOGIN {} PASSWORD {}").format(
-                sql.Identifier(name), sql.SQL("REPLICATION" if replication else ""),
-                sql.Literal(pw)))
-            roles.append(name)
-            Env.secrets.append(pw)
-            return name, pw
-
-        @staticmethod
-        def zxd(cdc, connections, start=True):
-            z = PgCdcZxd(_mkroot(), cdc, connections)
-            made.append(z)
-            if start:
-                z.start()
-            return z
-
-    yield Env
-    teardown_zxds(made)
-    for d in dbs:
-        pg.drop_database(d)
-    for r in roles:
-        pg.execute("postgres", f'DROP ROLE IF EXISTS "{r}"')
-
-
-def superuser(db):
-    return {"user": pg_fixtures.SUPERUSER,
-            "password": pg_fixtures.USERS[pg_fixtures.SUPERUSER], "db": db}
-
-
-def assert_no_password(z, text, env):
-    for s in env.secrets:
-        assert s not in text, "a password is in zxctl's answer"
-        assert s not in z.log_text(), "a password is in the zxd log"
+    yield from make_cdc_env(pg)
 
 
 def test_superuser_and_a_created_table_pass(pg, cdc_env):
@@ -151,26 +48,26 @@ def test_superuser_and_a_created_table_pass(pg, cdc_env):
     z = cdc_env.zxd({"shop-cdc": {"connection": "shop", "tables": ["orders", "public.items"]}},
                     {"shop": superuser(db)})
 
-    # zxd runs: the http pipeline works, the postgres one is failed with the
-    # reason, not fatal
+    # zxd runs both: the http pipeline works, the postgres one mirrors
     st = z.status()
     web, cdc = z.pipeline("web", st), z.pipeline("shop-cdc", st)
     assert web["state"] == "running", web
-    assert cdc["state"] == "failed" and cdc["pid"] is None, cdc
-    assert cdc["last_error"] == ("pipeline shop-cdc: source postgres is not available in "
-                                 "this build yet"), cdc
-    assert cdc["source"] == "postgres" and cdc["table"] == "", cdc
-    assert "source postgres is not available in this build yet" in z.log_text()
+    assert cdc["state"] == "running" and cdc["source"] == "postgres", cdc
     z.push_ok("web", [{"a": 1}])
     z.wait_count("web", 1)
-    for cmd in ("start", "restart"):
-        r = z.zxctl(cmd, "shop-cdc")
-        assert r.returncode == 1, r
-        assert ("pipeline shop-cdc: source postgres is not available in this build yet"
-                in r.stdout + r.stderr), r
-        assert z.pipeline("shop-cdc")["state"] == "failed"
-    assert z.pipeline("web")["state"] == "running"
+    z.wait_count("orders", 500)
+    rc, out = z.test_output("shop-cdc")
+    assert rc == 0, out
+    assert "publication zx_shop_cdc: exists and covers every table" in out, out
 
+    # stopped, and what it made dropped: the checks say what will be made
+    r = z.zxctl("stop", "shop-cdc")
+    assert r.returncode == 0, r
+    wait_for(lambda: not pg.query(db, "SELECT active FROM pg_replication_slots WHERE "
+                                      "slot_name = 'zx_shop_cdc' AND active"),
+             "the slot to be let go", deadline=30)
+    pg.execute(db, "SELECT pg_drop_replication_slot('zx_shop_cdc')")
+    pg.execute(db, "DROP PUBLICATION zx_shop_cdc")
     rc, out = z.test_output("shop-cdc")
     assert rc == 0, out
     shown = z.dsn_shown("shop")
@@ -340,32 +237,33 @@ def test_check_refuses_what_the_checks_cannot_fix(pg, cdc_env):
     assert "configuration ok (2 pipelines)" in p.stdout, p.stdout
 
 
-def test_reload_adds_a_postgres_pipeline_marked_failed(pg, cdc_env):
-    """A postgres pipeline added (or changed) by a reload: the reload says
-    it could not be started and why; zxd and its other pipelines go on, and
-    `zxctl test` runs on it."""
+def test_reload_adds_a_postgres_pipeline(pg, cdc_env):
+    """A postgres pipeline added by a reload starts (copies, then streams);
+    changed, it is restarted and resumes without copying again; zxd and
+    its other pipelines go on, and `zxctl test` runs on it."""
     db = cdc_env.db()
     pg.execute(db, "CREATE TABLE orders (id int PRIMARY KEY)")
+    pg.execute(db, "INSERT INTO orders SELECT generate_series(1, 10)")
     z = cdc_env.zxd({}, {"db": superuser(db)})
     web_pid = z.wait_running("web")
     z.cdc = {"cdc": {"connection": "db", "tables": ["orders"]}}
     z.write_config()
     p = z.zxctl("reload")
-    assert p.returncode == 1, p
-    assert ("the new configuration is running, but 1 pipeline could not be started: cdc"
-            in p.stdout + p.stderr), p
-    assert "pipeline cdc: source postgres is not available in this build yet" in \
-        p.stdout + p.stderr, p
-    assert z.pipeline("cdc")["state"] == "failed"
+    assert p.returncode == 0, p
+    z.wait_running("cdc")
+    z.wait_count("orders", 10)
     assert z.pipeline("web")["pid"] == web_pid
     rc, out = z.test_output("cdc")
     assert rc == 0, out
-    # changed: the same
+    # changed: restarted, and no second copy (the history starts empty)
     z.cdc["cdc"]["extra"] = {"history": "true"}
     z.write_config()
     j = json.loads(z.zxctl("--json", "reload").stdout)
-    assert j["ok"] is False and j["changed"] == ["cdc"], j
-    assert j["failed"] == [{"name": "cdc", "error": "source postgres is not available in "
-                            "this build yet"}], j
+    assert j["ok"] is True and j["changed"] == ["cdc"], j
+    pg.execute(db, "INSERT INTO orders VALUES (11)")
+    z.wait_count("orders__changes", 1)
+    assert z.count("orders") == 11
+    assert "event=copy_table" in z.log_text()
+    assert z.log_text().count("event=copy_table") == 1, "copied again after the restart"
     z.push_ok("web", [{"a": 1}])
     z.wait_count("web", 1)

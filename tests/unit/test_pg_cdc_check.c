@@ -176,6 +176,11 @@ static void test_tables(void)
     CHECK_HAS(out, "public.orders has no primary key (and no other replica identity)");
     CHECK_HAS(out, "ALTER TABLE public.orders ADD PRIMARY KEY");
     CHECK_HAS(out, "ALTER TABLE public.orders REPLICA IDENTITY USING INDEX");
+
+    t.ident = 2;
+    CHECK(zx_pg_cdc_table_msg(&t, "zx", "shop", out, sizeof(out)) == -1);
+    CHECK_HAS(out, "public.orders has REPLICA IDENTITY FULL but no primary key");
+    CHECK_HAS(out, "ALTER TABLE public.orders ADD PRIMARY KEY");
 }
 
 /* zx_pg_cdc_check refuses what is not a usable postgres connection before

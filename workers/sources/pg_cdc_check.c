@@ -152,6 +152,12 @@ int zx_pg_cdc_table_msg(const zx_pg_cdc_table *t, const char *role, const char *
     if (!t->select)
         return fail(out, outlen, "role %s may not read %s: GRANT SELECT ON %s TO %s", role,
                     t->table, t->table, role);
+    if (t->ident == 2)
+        return fail(out, outlen, "%s has REPLICA IDENTITY FULL but no primary key: zx keeps "
+                    "one row per key in the mirror, and a whole row is no key; add a primary "
+                    "key (ALTER TABLE %s ADD PRIMARY KEY (...)), or ALTER TABLE %s REPLICA "
+                    "IDENTITY USING INDEX <a unique index on NOT NULL columns>", t->table,
+                    t->table, t->table);
     if (!t->ident)
         return fail(out, outlen, "%s has no primary key (and no other replica identity): "
                     "once published, its UPDATEs and DELETEs would fail on the source, and "
@@ -311,9 +317,10 @@ static PGresult *get_tables(PGconn *c, const char *shown, const char *schemas,
         " coalesce(has_schema_privilege(ns.oid, 'USAGE'), false), "
         " coalesce(has_table_privilege(c.oid, 'SELECT'), false), "
         " CASE WHEN c.oid IS NULL THEN false "
-        "      WHEN c.relreplident IN ('f', 'i') THEN true "
-        "      WHEN c.relreplident = 'd' THEN EXISTS (SELECT 1 FROM pg_index x "
-        "           WHERE x.indrelid = c.oid AND x.indisprimary) "
+        "      WHEN c.relreplident = 'i' THEN true "
+        "      WHEN c.relreplident IN ('d', 'f') AND EXISTS (SELECT 1 FROM pg_index x "
+        "           WHERE x.indrelid = c.oid AND x.indisprimary) THEN true "
+        "      WHEN c.relreplident = 'f' THEN NULL "
         "      ELSE false END, "
         " coalesce(c.reltuples::bigint, -1), "
         " coalesce(pg_has_role(c.relowner, 'USAGE'), false), "
@@ -525,7 +532,7 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
                 .table = PQgetvalue(tabs, i, T_NAME), .schema = PQgetvalue(tabs, i, T_SCHEMA),
                 .exists = is_true(tabs, i, T_EXISTS),
                 .relkind = kind[0], .schema_usage = is_true(tabs, i, T_USAGE),
-                .select = is_true(tabs, i, T_SELECT), .ident = is_true(tabs, i, T_IDENT),
+                .select = is_true(tabs, i, T_SELECT), .ident = PQgetisnull(tabs, i, T_IDENT) ? 2 : is_true(tabs, i, T_IDENT),
                 .near = PQgetisnull(tabs, i, T_NEAR) ? NULL : PQgetvalue(tabs, i, T_NEAR),
             };
             if (zx_pg_cdc_table_msg(&t, f.role, f.database_q, out, outlen) < 0)

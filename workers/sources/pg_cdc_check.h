@@ -89,8 +89,9 @@ int zx_pg_cdc_senders_msg(long max, long active, char *out, size_t outlen);
 
 /* One table as the catalog shows it to the role: exists, relkind
  * (pg_class), schema_usage (USAGE on its schema), select (SELECT on it),
- * ident: the replica identity usable ('d' with a primary key, 'f', 'i'
- * give 1; 'd' without one, 'n' give 0).  table: quoted schema.table;
+ * ident: the replica identity usable as the mirror's key ('d' or 'f' with
+ * a primary key, 'i' give 1; 'd' without one, 'n' give 0; 'f' without a
+ * primary key gives 2: a clear refusal, a whole row is no key).  table: quoted schema.table;
  * schema: its quoted schema; role: quoted; near: an existing table of the
  * same name without regard to case (quoted), or NULL, said when the table
  * does not exist. */

@@ -150,6 +150,7 @@ int zx_pgr_next(zx_pgr *r, int timeout_ms, const uint8_t **data, size_t *len, ch
         r->buf = NULL;
     }
     int64_t deadline = zx_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int consumed = 0;
     for (;;) {
         int n = PQgetCopyData(r->conn, &r->buf, 1);
         if (n > 0) {
@@ -163,6 +164,14 @@ int zx_pgr_next(zx_pgr *r, int timeout_ms, const uint8_t **data, size_t *len, ch
         }
         if (n == -2)
             return fail(r, NULL, "receiving", err, errlen);
+        if (!consumed) {
+            /* what the socket holds already, before any wait (so that a
+             * timeout of 0 still reads what has arrived) */
+            consumed = 1;
+            if (!PQconsumeInput(r->conn))
+                return fail(r, NULL, "receiving", err, errlen);
+            continue;
+        }
         int64_t left = deadline - zx_mono_ms();
         if (left <= 0)
             return 0;

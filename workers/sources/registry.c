@@ -12,25 +12,25 @@
  */
 #include <string.h>
 
-#include "workers/sources/pg_cdc_check.h"
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_http;
 extern const zx_source zx_source_kafka;
+extern const zx_source zx_source_postgres;
 
 static const zx_source *const sources[] = {
     &zx_source_http,
     &zx_source_kafka,
+    &zx_source_postgres,
 };
 
-/* Sources without a worker yet: their `zxctl test` only. */
+/* Sources without a worker yet: their `zxctl test` only (none now; a
+ * source the configuration learns before its worker lands goes here). */
 static const struct {
     const char *name;
     zx_source_test_fn test;
 } test_only[] = {
-    {"postgres", zx_pg_cdc_test},   /* change data capture: the checks of
-                                       pg_cdc_check.h; the streaming worker
-                                       is to come */
+    {NULL, NULL},
 };
 
 const zx_source *zx_source_find(const char *name)
@@ -48,7 +48,7 @@ zx_source_test_fn zx_source_tester(const char *name)
     if (src)
         return src->test;
     for (size_t i = 0; name && i < sizeof(test_only) / sizeof(test_only[0]); i++)
-        if (strcmp(test_only[i].name, name) == 0)
+        if (test_only[i].name && strcmp(test_only[i].name, name) == 0)
             return test_only[i].test;
     return NULL;
 }

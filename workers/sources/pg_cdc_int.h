@@ -1,0 +1,112 @@
+/*
+ * pg_cdc_int.h — the parts of the Postgres CDC source (`source: postgres`),
+ * shared by its files and nothing else:
+ *   pg_cdc.c         the source: setup, initial copy, streaming, acks,
+ *                    status (the zx_source of registry.c)
+ *   pg_cdc_setup.c   what it asks of the source database on a normal
+ *                    connection: the publication, each table's key and
+ *                    row estimate, declared types, the slot's retained WAL
+ *   pg_cdc_change.c  one decoded pgoutput change -> one row of a changes
+ *                    frame (proto/frame.h, "Changes frames")
+ *
+ * Positions it stores through the writer (zx_src_position*): part "lsn",
+ * 8 bytes big-endian, the end LSN of the last source transaction whose
+ * changes are all committed in the workspace (where the stream resumes);
+ * part "copy:<schema.table>", value "1", once that table's initial copy is
+ * committed (a table without it is copied again, mirror emptied first).
+ *
+ * Why restarting anywhere is right: every change carries whole rows (but
+ * unchanged TOAST values, which are kept), is applied as an upsert or a
+ * delete by key, and the stream resumes at or before where the workspace
+ * is.  Applying again changes that a copy or an earlier run already holds
+ * converges to the source's rows.  A copy taken after the stream's resume
+ * point (a table added by a reload, a copy cut by a crash) is applied
+ * before any change of its table, then the stream replays from the resume
+ * point: the same argument.
+ */
+#ifndef ZX_SOURCES_PG_CDC_INT_H
+#define ZX_SOURCES_PG_CDC_INT_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rowset.h"
+#include "conf/config.h"
+#include "proto/frame.h"
+#include "workers/sources/pg_slot.h"   /* ZX_PG_PUB_COMMENT */
+#include "workers/sources/pgoutput.h"
+
+/* The position parts (above). */
+#define PGCDC_PART_LSN "lsn"
+#define PGCDC_PART_COPY "copy:"
+
+
+/* One source table of the pipeline. */
+typedef struct pgcdc_table {
+    const char *qname;        /* "schema.table" as configured (the pipeline's) */
+    char *schema, *name;      /* its two parts (owned) */
+    const char *mirror;       /* workspace table (the pipeline's) */
+    uint32_t relid;           /* pg_class oid (0: not known yet) */
+    char **keys;              /* the mirror's key: primary key, or the
+                                 replica identity index (owned) */
+    uint32_t nkeys;
+    int64_t estimate;         /* pg_class.reltuples (-1: never analysed) */
+    int need_copy;            /* copy it before streaming */
+    /* the relation as last described (a Relation message, or the copy) */
+    zx_frame_coltype *st;     /* declared types (owned, strings too) */
+    uint32_t nst;
+    /* the changes gathered for the next frame */
+    zx_rowset rs;
+    int64_t ch_op, ch_lsn, ch_ct, ch_xid;  /* rs columns (-1: not made yet) */
+} pgcdc_table;
+
+/* ---- pg_cdc_setup.c ------------------------------------------------------ */
+
+/* A normal connection to dsn with the CDC session settings, as
+ * application_name app.  NULL with err naming shown. */
+PGconn *pgcdc_connect(const char *dsn, const char *shown, const char *app, char *err,
+                      size_t errlen);
+
+/* Make sure the publication p->publication publishes every table of t
+ * (inserts, updates, deletes, truncates): created when missing (with
+ * ZX_PG_PUB_COMMENT + the pipeline's name); one zx made gets the tables
+ * it lacks and loses those no longer configured; one the user made must
+ * cover them already (else the message says which and how).  0, or -1
+ * (err set). */
+int pgcdc_publication(PGconn *c, const char *shown, const zx_conf_pipeline *p,
+                      const pgcdc_table *t, size_t n, char *err, size_t errlen);
+
+/* Fill relid, keys and estimate of each table.  A table that does not
+ * exist, or has no key (no primary key, no replica identity index) fails
+ * with what to do.  0, or -1 (err set). */
+int pgcdc_tables(PGconn *c, const char *shown, pgcdc_table *t, size_t n, char *err,
+                 size_t errlen);
+
+/* The declared types (format_type) of rel's columns into t->st (replacing
+ * what it held).  0, or -1 (err set). */
+int pgcdc_types(PGconn *c, const char *shown, const pgo_rel *rel, pgcdc_table *t, char *err,
+                size_t errlen);
+
+/* The WAL the slot keeps on the server (bytes from its restart_lsn to the
+ * current WAL end), -1 when unknown. */
+int64_t pgcdc_retained(PGconn *c, const char *slot);
+
+/* Free the strings of t->st. */
+void pgcdc_types_free(pgcdc_table *t);
+
+/* ---- pg_cdc_change.c ----------------------------------------------------- */
+
+/* Append the change m (Insert, Update or Delete of t's relation m->rel)
+ * as one row to t->rs: the reserved columns (op, LSN text, commit time,
+ * xid), then the new row (insert, update), the key (delete), the old key
+ * of an update that moved it, and the columns the source did not send.
+ * commit_us: the transaction's commit time (µs since the epoch; 0 none).
+ * 0, or -1 (out of memory, err set; t->rs unchanged). */
+int pgcdc_change_row(pgcdc_table *t, const pgo_msg *m, pgo_lsn lsn, int64_t commit_us,
+                     uint32_t xid, char *err, size_t errlen);
+
+/* Append a truncate of t to t->rs.  0, or -1 (out of memory). */
+int pgcdc_truncate_row(pgcdc_table *t, pgo_lsn lsn, int64_t commit_us, uint32_t xid);
+
+#endif
