@@ -59,6 +59,23 @@
  *                            "rows":N, "rejects":N,
  *                            "rejects_by_column":{...},
  *                            "idempotency_keys":N}
+ *   test {"name":N}       → answered once the prober is done (about 13 s at
+ *                           most): {"ok":true, "name":N, "source":S,
+ *                            "result":"..."} or {"ok":false, "name":N,
+ *                            "error":"..."}
+ *   drop-slot {"name":SLOT, "connection":C?}
+ *                         → answered once done (about 2 minutes at most):
+ *                           {"ok":true, "name":SLOT, "result":"connection C:
+ *                            replication slot SLOT dropped on Postgres
+ *                            DSN_SHOWN; publication ..." (one line per
+ *                            connection it was dropped on, '\n' between),
+ *                            "dropped_on":[C...]}; or {"ok":false,
+ *                            "error":"...", "errors":[more lines]}: the slot
+ *                           of a configured pipeline, no such connection of
+ *                           kind postgres, a slot still in use (the process
+ *                           holding it named), or no connection has it
+ *                           ("no configured postgres connection has
+ *                           replication slot SLOT (looked at: ...)")
  *   feed {"follow":bool}  → {"ok":true} then zero or more EVENT lines: the
  *                           recent history (up to ZX_FEED_HISTORY events),
  *                           then, with follow, every new event as it happens.
@@ -77,6 +94,11 @@
  *             | "error"   (seq) the writer holds a pipeline's frames back
  *                         because its table refuses them (retried)
  *             | "start" | "stop" (process, pid)
+ *             | "slot_dropped" | "slot_kept" | "slot_drop_failed" (slot)
+ *                         a Postgres pipeline's replication slot after a
+ *                         reload removed the pipeline or moved it off the
+ *                         slot ("pipeline" set), or `drop-slot` ("pipeline"
+ *                         null); "message" says what was done
  *
  * Errors: unknown command or bad arguments → ok:false with a message.
  * Limits: at most 64 connections at once (at most 32 of them feed

@@ -305,6 +305,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     if (s->reload_bev == bev)
         s->reload_bev = NULL;
     sup_probe_forget(bev);
+    sup_slot_forget(bev);
     sup_control_conn_free(s, bev);
 }
 
@@ -409,6 +410,17 @@ static void conn_read(struct bufferevent *bev, void *arg)
             json_decref(req);
             bufferevent_disable(bev, EV_READ);
             return; /* answered when the prober is done */
+        }
+    } else if (strcmp(cmd, "drop-slot") == 0) {
+        json_t *cj = json_object_get(req, "connection");
+        if (!name) {
+            out = err_obj("drop-slot needs a name", NULL);
+        } else if (cj && !json_is_string(cj)) {
+            out = err_obj("drop-slot: \"connection\" must be a string", NULL);
+        } else if (!(out = sup_slot_admin_start(s, bev, name, json_string_value(cj)))) {
+            json_decref(req);
+            bufferevent_disable(bev, EV_READ);
+            return; /* answered when the slot-drop process is done */
         }
     } else if (strcmp(cmd, "feed") == 0) {
         int follow = json_is_true(json_object_get(req, "follow"));

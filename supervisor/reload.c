@@ -184,6 +184,8 @@ json_t *sup_reload(sup *s)
         if (p->removing || zx_conf_find(nc, p->name))
             continue;
         json_array_append_new(removed, json_string(p->name));
+        /* a postgres pipeline's slot is dropped once its worker is gone */
+        sup_slot_plan(s, p, p->conf, nc);
         /* its worker drains first (the gateway answers 503 for it in the
          * meantime); then gateway and writer let go of it (after_stop) */
         p->removing = 1;
@@ -202,6 +204,8 @@ json_t *sup_reload(sup *s)
             /* workers read max_queue_delay when they start */
             int same = zx_conf_pipeline_same(p->conf, np) &&
                        nc->max_queue_delay_ms == oc->max_queue_delay_ms;
+            if (!same) /* its old slot, if no longer used (another slot...) */
+                sup_slot_plan(s, p, p->conf, nc);
             p->conf = np;
             if (same) {
                 json_array_append_new(unchanged, json_string(np->name));

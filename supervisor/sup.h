@@ -27,6 +27,7 @@ const char *zx_state_name(zx_state s);
 typedef struct spipe spipe;
 typedef struct sup sup;
 typedef struct sup_msg sup_msg;   /* outbox.c */
+typedef struct slot_job slot_job; /* slotdrop.c */
 
 /* What to do once a child we asked to stop has exited. */
 /* NEXT_RECREATE: the pipeline's settings need new rings (a larger body
@@ -63,6 +64,9 @@ struct spipe {
     child worker;
     int removing;
     int in_use;
+    slot_job *slot_jobs;     /* a reload abandoned this pipeline's
+                                replication slot: drops to start once its
+                                old worker has exited (slotdrop.c) */
 };
 
 typedef struct feed_client {
@@ -216,6 +220,30 @@ void sup_control_finish(sup *s, struct bufferevent *bev);
 json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name);
 /* The client bev has gone: its probe answers nobody. */
 void sup_probe_forget(struct bufferevent *bev);
+
+/* slotdrop.c: the replication slot (and the publication zx made) of a
+ * Postgres CDC pipeline that is gone, dropped in a short-lived process
+ * (workers/sources/pg_slot.h says what is and is never dropped). */
+/* During a reload, while old (p's settings until now) and nc (the new
+ * configuration) both exist: when old is a postgres pipeline whose slot
+ * nc no longer uses on the same connection (p removed, or changed to
+ * another slot, connection or source), plan its drop on p (copies of
+ * what it needs; nothing starts yet).  No-op otherwise. */
+void sup_slot_plan(sup *s, spipe *p, const zx_conf_pipeline *old, const zx_conf *nc);
+/* p's old worker has exited: start its planned drops (at most 4 run at
+ * once, the rest wait).  Each outcome is logged and sent to the feed
+ * (slot_dropped, slot_kept, slot_drop_failed). */
+void sup_slot_jobs_run(sup *s, spipe *p);
+/* Free a list of drops (killing any process still running).  NULL ok. */
+void sup_slot_jobs_free(slot_job *j);
+/* `zxctl drop-slot`: start dropping slot on connection conn (NULL: every
+ * postgres connection) and return NULL (bev is answered when done, within
+ * about 2 minutes), or return the answer to send at once (a bad name, the
+ * slot of a configured pipeline, no such connection, too many running). */
+json_t *sup_slot_admin_start(sup *s, struct bufferevent *bev, const char *slot,
+                             const char *conn);
+/* The client bev has gone: its drop-slot answers nobody (it still runs). */
+void sup_slot_forget(struct bufferevent *bev);
 
 /* Answer and forget the reload in progress once its transitions are done
  * (or after 30 s).  Called from the loop after every reap and tick. */

@@ -47,6 +47,7 @@
 #define ZXCTL_TIMEOUT_RELOAD 60.0   /* zxd answers reload once applied */
 #define ZXCTL_TIMEOUT_OTHER 10.0
 #define ZXCTL_TIMEOUT_TEST 30.0     /* zxd answers test once the prober is done */
+#define ZXCTL_TIMEOUT_DROP_SLOT 135.0 /* zxd answers drop-slot once done (<= 125 s) */
 
 static const char zxctl_usage_text[] =
     "usage: zxctl [-s SOCKET | -c CONFIG] [--json] [--timeout SECONDS] COMMAND [ARGS]\n"
@@ -64,6 +65,14 @@ static const char zxctl_usage_text[] =
     "                     say what works (e.g. a topic's partitions) or exactly\n"
     "                     what failed (unreachable, TLS, authentication, ...);\n"
     "                     `test workspace`: what zx needs of the workspace\n"
+    "  drop-slot NAME [--connection CONN]\n"
+    "                     drop a Postgres replication slot left behind, on CONN or\n"
+    "                     on every postgres connection configured (waiting up to\n"
+    "                     10 s for it to be free), and the publication of the same\n"
+    "                     name if zx made it; refused for a configured pipeline's\n"
+    "                     slot (zx drops that once the pipeline is removed and\n"
+    "                     the configuration reloaded); exit 1 if no connection\n"
+    "                     has it\n"
     "  feed [--follow]    recent events, then (with --follow) new ones as they happen\n"
     "  help               this text\n"
     "\n"
@@ -71,9 +80,11 @@ static const char zxctl_usage_text[] =
     "  -s, --socket PATH  the control socket of zxd\n"
     "  -c, --config PATH  read the socket path from this configuration file\n"
     "  --json             print the daemon's answer as JSON, one object a line\n"
-    "  --timeout SECONDS  how long to wait for zxd (default 60 for reload, 10\n"
-    "                     otherwise; 0 = forever); feed --follow waits forever\n"
-    "                     once the daemon has accepted the request\n"
+    "  --connection CONN  drop-slot: the connection to drop the slot on\n"
+    "  --timeout SECONDS  how long to wait for zxd (default 60 for reload, 30 for\n"
+    "                     test, 135 for drop-slot, 10 otherwise; 0 = forever);\n"
+    "                     feed --follow waits forever once the daemon has\n"
+    "                     accepted the request\n"
     "\n"
     "Without -s or -c the socket is taken from $ZX_CONFIG (a configuration\n"
     "file), else $ZXCTL_SOCKET, else from " ZXCTL_DEFAULT_CONFIG " if it exists,\n"
@@ -88,6 +99,7 @@ typedef struct zxctl_opts {
     int json;
     double timeout;           /* seconds; < 0 = the command's default */
     int follow;
+    const char *connection;   /* --connection (drop-slot) */
     const char *cmd;
     const char *name;         /* NAME argument, or NULL */
 } zxctl_opts;
@@ -133,7 +145,7 @@ static int zxctl_usage_error(const char *fmt, ...)
 static int zxctl_needs_name(const char *cmd)
 {
     return !strcmp(cmd, "restart") || !strcmp(cmd, "stop") || !strcmp(cmd, "start") ||
-           !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test");
+           !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test") || !strcmp(cmd, "drop-slot");
 }
 
 static int zxctl_known(const char *cmd)
@@ -177,8 +189,9 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         /* options with a value: -s X, -sX, --socket X, --socket=X, ... */
         const char *opt = NULL;
         static const char *const longs[][2] = {
-            { "--socket", "-s" }, { "--config", "-c" }, { "--timeout", NULL } };
-        for (size_t k = 0; k < 3 && !opt; k++) {
+            { "--socket", "-s" }, { "--config", "-c" }, { "--timeout", NULL },
+            { "--connection", NULL } };
+        for (size_t k = 0; k < sizeof(longs) / sizeof(longs[0]) && !opt; k++) {
             size_t ll = strlen(longs[k][0]);
             if (!strcmp(a, longs[k][0]) || (longs[k][1] && !strcmp(a, longs[k][1]))) {
                 opt = longs[k][0];
@@ -203,6 +216,10 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
             if (!*val)
                 return zxctl_usage_error("-c needs a configuration path");
             o->config_path = val;
+        } else if (!strcmp(opt, "--connection")) {
+            if (!*val)
+                return zxctl_usage_error("--connection needs a connection name");
+            o->connection = val;
         } else {
             char *end;
             errno = 0;
@@ -231,6 +248,8 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
     }
     if (o->follow && strcmp(o->cmd, "feed"))
         return zxctl_usage_error("--follow goes with feed only");
+    if (o->connection && strcmp(o->cmd, "drop-slot"))
+        return zxctl_usage_error("--connection goes with drop-slot only");
     return -1;
 }
 
@@ -416,6 +435,7 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     double timeout = o->timeout >= 0 ? o->timeout
                      : !strcmp(o->cmd, "reload") ? ZXCTL_TIMEOUT_RELOAD
                      : !strcmp(o->cmd, "test")   ? ZXCTL_TIMEOUT_TEST
+                     : !strcmp(o->cmd, "drop-slot") ? ZXCTL_TIMEOUT_DROP_SLOT
                                                  : ZXCTL_TIMEOUT_OTHER;
     int64_t deadline = timeout > 0 ? zxctl_now_ms() + (int64_t)(timeout * 1000.0) : -1;
 
@@ -432,6 +452,14 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     }
     if (!strcmp(o->cmd, "feed"))
         json_object_set_new(req, "follow", json_boolean(o->follow));
+    if (o->connection) {
+        json_t *cn = json_string(o->connection);
+        if (!cn) {
+            rc = zxctl_usage_error("--connection is not valid UTF-8");
+            goto done;
+        }
+        json_object_set_new(req, "connection", cn);
+    }
     char *body = json_dumps(req, JSON_COMPACT);
     if (!body)
         zxctl_oom();
@@ -492,6 +520,16 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         char *r = zxctl_clean(res ? res : "");
         printf("test %s: ok\n%s\n", n, r);
         free(n);
+        free(r);
+    } else if (!strcmp(o->cmd, "drop-slot")) {
+        /* one line per connection it was dropped on */
+        const char *res = json_string_value(json_object_get(resp, "result"));
+        char *r = zxctl_xstrdup(res ? res : "");
+        for (char *l = strtok(r, "\n"); l; l = strtok(NULL, "\n")) {
+            char *c = zxctl_clean(l);
+            printf("%s\n", c);
+            free(c);
+        }
         free(r);
     }
     else {
