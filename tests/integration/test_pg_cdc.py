@@ -21,6 +21,7 @@ canon() for its backend.
 """
 
 import datetime
+import os
 import decimal
 import json
 import time
@@ -132,9 +133,16 @@ KINDS_ROWS = [
 ]
 
 
+def order_by(key):
+    """ORDER BY the key column(s) of the table aliased s (not the output
+    columns of the same names, which are text)."""
+    keys = [key] if isinstance(key, str) else list(key)
+    return ", ".join(f's."{k}"' for k in keys)
+
+
 def source_text(pg, db, table, cols, key):
     q = ", ".join(f'"{c}"::text' for c in cols)
-    return pg.query(db, f'SELECT {q} FROM "{table}" AS s ORDER BY s."{key}"')
+    return pg.query(db, f'SELECT {q} FROM "{table}" AS s ORDER BY {order_by(key)}')
 
 
 def canon_mirror(z, table, cols, key):
@@ -143,8 +151,9 @@ def canon_mirror(z, table, cols, key):
     stored, to be compared by same_value()."""
     if z.workspace == "postgres":
         q = ", ".join(f'"{c}"::text' for c in cols)
-        return z.query(f'SELECT {q} FROM "{table}" AS s ORDER BY s."{key}"')
-    return mirror_rows(z, table, cols, key)
+        return z.query(f'SELECT {q} FROM "{table}" AS s ORDER BY {order_by(key)}')
+    q = ", ".join(f'"{c}"' for c in cols)
+    return z.query(f'SELECT {q} FROM "{table}" AS s ORDER BY {order_by(key)}')
 
 
 def _ts(text):
@@ -373,3 +382,239 @@ def test_transaction_larger_than_the_ring(pg, mirror_env):
     wait_for(lambda: z.query("SELECT count(*), sum(id), sum(CASE WHEN pad = 'y' THEN 1 ELSE 0 "
                              "END) FROM big") == want, f"big to be {want}", deadline=180)
     wait_caught_up(pg, db, "zx_big")
+
+
+def test_restart_resumes_without_copying_and_status_shows_the_stream(pg, mirror_env):
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE o (id int PRIMARY KEY, v text)")
+    pg.execute(db, "INSERT INTO o SELECT g, 'v' || g FROM generate_series(1, 3000) g")
+    pg.execute(db, "ANALYZE o")
+    z = mirror_env.zxd({"o": {"connection": "db", "tables": ["o"]}}, {"db": superuser(db)})
+    wait_rows(z, "o", 3000)
+    pg.execute(db, "INSERT INTO o VALUES (3001, 'x')")
+    wait_rows(z, "o", 3001)
+
+    def streaming():
+        s = z.pipeline("o").get("source_status") or z.pipeline("o").get("source") or {}
+        return s if isinstance(s, dict) and s.get("state") == "streaming" else None
+    st = wait_for(streaming, lambda: f"streaming status: {z.pipeline('o')}", deadline=DEADLINE)
+    for k in ("slot", "confirmed_lsn", "server_lsn", "lag_bytes", "lag_seconds",
+              "retained_wal_bytes"):
+        assert k in st, st
+    assert st["slot"] == "zx_o", st
+
+    # stopped while changes happen; started again: the changes, no copy
+    z.stop()
+    pg.execute(db, "UPDATE o SET v = 'after' WHERE id <= 10")
+    pg.execute(db, "DELETE FROM o WHERE id > 3000")
+    pg.execute(db, "INSERT INTO o VALUES (5000, 'new')")
+    z.start()
+    wait_for(lambda: z.count("o", "v = 'after'") == 10 and z.count("o", "id = 5000") == 1 and
+             z.count("o", "id = 3001") == 0, "the changes made while stopped",
+             deadline=DEADLINE)
+    assert z.count("o") == 3001
+    assert z.log_text().count("event=copy_table") == 1, "copied again after a restart"
+    wait_caught_up(pg, db, "zx_o")
+
+
+def test_copy_progress_in_status(pg, mirror_env):
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE wide (id int PRIMARY KEY, pad text)")
+    pg.execute(db, "INSERT INTO wide SELECT g, repeat('p', 300) FROM generate_series(1, 300000) g")
+    pg.execute(db, "ANALYZE wide")
+    z = mirror_env.zxd({"w": {"connection": "db", "tables": ["wide"]}}, {"db": superuser(db)})
+    seen = {}
+
+    def copying():
+        p = z.pipeline("w")
+        s = p.get("source_status") or p.get("source")
+        if isinstance(s, dict) and s.get("state") == "copying" and s.get("rows_copied", 0) > 0:
+            seen.update(s)
+            return True
+        return z.count("wide") == 300000
+    wait_for(copying, "a copy status", deadline=DEADLINE)
+    if seen:    # a fast machine may finish before a status is seen
+        assert seen["table"] == "public.wide" and seen["rows_estimate"] == 300000, seen
+        for k in ("rows_per_second", "seconds_left", "tables", "tables_done"):
+            assert k in seen, seen
+    wait_rows(z, "wide", 300000, deadline=300)
+
+
+def test_table_added_by_reload_is_copied_then_streamed(pg, mirror_env):
+    import threading
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE a (id int PRIMARY KEY, v int)")
+    pg.execute(db, "CREATE TABLE b (id int PRIMARY KEY, v int)")
+    pg.execute(db, "INSERT INTO a SELECT g, 0 FROM generate_series(1, 100) g")
+    pg.execute(db, "INSERT INTO b SELECT g, 0 FROM generate_series(1, 20000) g")
+    z = mirror_env.zxd({"ab": {"connection": "db", "tables": ["a"]}}, {"db": superuser(db)})
+    wait_rows(z, "a", 100)
+    stop = threading.Event()
+
+    def churn():       # changes to b before, during and after it is added
+        import random
+        r = random.Random(7)
+        with pg.connect(db) as conn:
+            while not stop.is_set():
+                k = r.randint(1, 25000)
+                op = r.random()
+                if op < 0.4:
+                    conn.execute("INSERT INTO b VALUES (%s, 1) ON CONFLICT (id) DO UPDATE "
+                                 "SET v = b.v + 1", (k,))
+                elif op < 0.8:
+                    conn.execute("UPDATE b SET v = v + 1 WHERE id = %s", (k,))
+                else:
+                    conn.execute("DELETE FROM b WHERE id = %s", (k,))
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        time.sleep(0.5)
+        z.cdc["ab"]["tables"] = ["a", "b"]
+        z.write_config()
+        p = z.zxctl("reload")
+        assert p.returncode == 0, p
+        z.wait_count("b", 1)
+        time.sleep(2)
+    finally:
+        stop.set()
+        t.join()
+    pg.execute(db, "UPDATE a SET v = 1 WHERE id = 1")
+    wait_for(lambda: z.count("a", "v = 1") == 1, "a's change", deadline=DEADLINE)
+    wait_caught_up(pg, db, "zx_ab")
+    assert_mirror_equal(z, pg, db, "b", "b", ["id", "v"], "id")
+    assert pg.query(db, "SELECT count(*) FROM pg_publication_tables WHERE pubname = 'zx_ab'") \
+        == [(2,)]
+
+
+def test_idle_slot_follows_the_wal(pg, mirror_env):
+    """Changes to tables zx does not mirror still move the slot, so that
+    the source keeps no WAL for zx."""
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE m (id int PRIMARY KEY)")
+    pg.execute(db, "CREATE TABLE other (id serial PRIMARY KEY, pad text)")
+    z = mirror_env.zxd({"m": {"connection": "db", "tables": ["m"]}}, {"db": superuser(db)})
+    z.wait_running("m")
+    wait_for(lambda: (slot_of(pg, db, "zx_m") or (None, False))[1], "the slot in use",
+             deadline=DEADLINE)
+    pg.execute(db, "INSERT INTO other (pad) SELECT repeat('x', 1000) FROM "
+                   "generate_series(1, 5000)")
+    end = pg.query(db, "SELECT pg_current_wal_insert_lsn()::text")[0][0]
+    wait_for(lambda: pg.query(db, "SELECT confirmed_flush_lsn >= %s::pg_lsn FROM "
+                                  "pg_replication_slots WHERE slot_name = 'zx_m'",
+                              (end,)) == [(True,)],
+             "the idle slot to move past the other table's WAL", deadline=DEADLINE)
+
+
+def test_start_fails_with_the_checks_message(pg, mirror_env):
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE t (id int PRIMARY KEY)")
+    role, pw = mirror_env.role(replication=False)
+    pg.execute(db, f'GRANT SELECT ON t TO "{role}"')
+    z = mirror_env.zxd({"t": {"connection": "db", "tables": ["t"]}},
+                       {"db": {"user": role, "password": pw, "db": db}})
+
+    def failed():
+        return "has no REPLICATION attribute" in (z.pipeline("t").get("last_error") or "")
+    wait_for(failed, lambda: f"the check's message: {z.pipeline('t')}", deadline=DEADLINE)
+    err = z.pipeline("t")["last_error"]
+    assert f"ALTER ROLE {role} REPLICATION" in err, err
+    assert pw not in z.log_text()
+
+
+CONSIST_DDL = [
+    """CREATE TABLE c_orders (id bigint PRIMARY KEY, amount numeric(14,4), note text,
+       placed timestamptz, tags text[], meta jsonb, ok boolean, d date)""",
+    """CREATE TABLE c_lines (o bigint, n int, qty int, price double precision, blob bytea,
+       u uuid, PRIMARY KEY (o, n))""",
+]
+CONSIST_COLS = {
+    "c_orders": (["id", "amount", "note", "placed", "tags", "meta", "ok", "d"], "id"),
+    "c_lines": (["o", "n", "qty", "price", "blob", "u"], ("o", "n")),
+}
+
+
+def _workload(pg, db, stop, seed, counts):
+    """Random inserts, updates (some with TOASTed text over 8 kB) and
+    deletes on both tables until stop is set."""
+    import random
+    r = random.Random(seed)
+    with pg.connect(db) as conn:
+        while not stop.is_set():
+            k = r.randint(1, 30000)
+            op = r.random()
+            try:
+                with conn.transaction():
+                    if op < 0.35:
+                        note = big_text(9000, k) if r.random() < 0.1 else f"n{k}"
+                        conn.execute(
+                            "INSERT INTO c_orders VALUES (%s, %s, %s, now(), %s, %s, %s, "
+                            "current_date) ON CONFLICT (id) DO UPDATE SET amount = "
+                            "excluded.amount, note = excluded.note",
+                            (k, decimal.Decimal(r.randint(0, 10**8)) / 10000, note,
+                             ["a", str(k)], json.dumps({"k": k, "r": r.random()}),
+                             r.random() < 0.5))
+                        conn.execute("INSERT INTO c_lines VALUES (%s, %s, %s, %s, %s, "
+                                     "gen_random_uuid()) ON CONFLICT DO NOTHING",
+                                     (k, r.randint(1, 3), r.randint(1, 9), r.random(),
+                                      bytes([k % 256, 0, 255])))
+                    elif op < 0.75:
+                        # an update that leaves the TOASTed note alone
+                        conn.execute("UPDATE c_orders SET amount = amount + 1, ok = NOT ok "
+                                     "WHERE id = %s", (k,))
+                        conn.execute("UPDATE c_lines SET qty = qty + 1 WHERE o = %s", (k,))
+                    elif op < 0.8:
+                        conn.execute("UPDATE c_lines SET n = n + 10 WHERE o = %s AND n < 100",
+                                     (k,))            # the key moves
+                    else:
+                        conn.execute("DELETE FROM c_orders WHERE id = %s", (k,))
+                        conn.execute("DELETE FROM c_lines WHERE o = %s", (k,))
+                counts["tx"] += 1
+            except Exception as e:        # a conflict with another writer: go on
+                counts["errors"] += 1
+                counts["last"] = repr(e)
+
+
+@pytest.mark.skipif(not os.environ.get("ZX_HEAVY_TESTS"),
+                    reason="heavy: set ZX_HEAVY_TESTS=1 (test.sh does)")
+def test_consistent_under_load_and_sigkills(pg, mirror_env):
+    import signal
+    import threading
+    db = mirror_env.db()
+    for s in CONSIST_DDL:
+        pg.execute(db, s)
+    pg.execute(db, "INSERT INTO c_orders SELECT g, g / 7.0, 'n' || g, now(), "
+                   "ARRAY['x', g::text], jsonb_build_object('g', g), g % 2 = 0, current_date "
+                   "FROM generate_series(1, 60000) g")
+    pg.execute(db, "INSERT INTO c_lines SELECT g, 1, g % 9, g / 3.0, '\\x00ff', "
+                   "gen_random_uuid() FROM generate_series(1, 60000) g")
+    z = mirror_env.zxd({"cons": {"connection": "db", "tables": ["c_orders", "c_lines"],
+                                 "extra": {"history": "true"}}}, {"db": superuser(db)})
+    stop = threading.Event()
+    counts = {"tx": 0, "errors": 0}
+    workers = [threading.Thread(target=_workload, args=(pg, db, stop, s, counts))
+               for s in (1, 2)]
+    for t in workers:
+        t.start()
+    kills = []
+    try:
+        # during the copy, then while streaming: the worker, the writer
+        for target, pause in (("cons", 0.3), ("writer", 2.0), ("cons", 2.5), ("writer", 2.0),
+                              ("cons", 3.0)):
+            time.sleep(pause)
+            pid = z.wait_running(target)
+            os.kill(pid, signal.SIGKILL)
+            kills.append(target)
+            z.wait_running(target, not_pid=pid)
+        time.sleep(3)
+    finally:
+        stop.set()
+        for t in workers:
+            t.join()
+    assert counts["tx"] > 100, counts
+    wait_caught_up(pg, db, "zx_cons", deadline=300)
+    for table, (cols, key) in CONSIST_COLS.items():
+        wait_for(lambda: z.count(table) == pg.query(db, f"SELECT count(*) FROM {table}")[0][0],
+                 f"{table}'s count", deadline=120)
+        assert_mirror_equal(z, pg, db, table, table, cols, key)
+    assert z.count("c_orders__changes") > 0
+    assert kills == ["cons", "writer", "cons", "writer", "cons"]

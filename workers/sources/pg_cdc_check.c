@@ -13,6 +13,7 @@
  * dsn_shown), or send more than a few statements (tables go as arrays).
  */
 #include "workers/sources/pg_cdc_check.h"
+#include "workers/sources/pg_slot.h"
 
 #include <libpq-fe.h>
 #include <stdarg.h>
@@ -366,7 +367,9 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
     const char *pv[3] = {p->publication, schemas, names};
     char list[1500], all[1500], ops[64] = "";
     long n = 0;
-    PGresult *r = q(c, "SELECT quote_ident($1), p.pubinsert, p.pubupdate, p.pubdelete "
+    PGresult *r = q(c, "SELECT quote_ident($1), p.pubinsert, p.pubupdate, p.pubdelete, "
+                    " coalesce(starts_with(obj_description(p.oid, 'pg_publication'), "
+                    " '" ZX_PG_PUB_COMMENT "'), false) "
                     "FROM (SELECT 1) x LEFT JOIN pg_publication p ON p.pubname = $1", 1, pv,
                     shown, out, outlen);
 
@@ -375,6 +378,12 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
         return -1;
     snprintf(pubq, pqlen, "%s", PQgetvalue(r, 0, 0));
     *exists = !PQgetisnull(r, 0, 1);
+    if (*exists && is_true(r, 0, 4)) {
+        /* zx made it: the worker adds what it lacks (tables, operations) */
+        PQclear(r);
+        *exists = 2;
+        return 0;
+    }
     if (*exists) {
         if (!is_true(r, 0, 1))
             add(ops, sizeof(ops), "%sinsert", ops[0] ? ", " : "");
@@ -560,7 +569,8 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
         }
         if (p->publication)
             add(out, outlen, "; publication %s: %s", pubq[0] ? pubq : p->publication,
-                pub_exists ? "exists and covers every table" : "to be created");
+                pub_exists == 2 ? "exists (made by zx: the pipeline adds what it lacks)"
+                : pub_exists ? "exists and covers every table" : "to be created");
         if (p->slot) {
             add(out, outlen, "; slot %s: %s", p->slot,
                 !slot_exists ? "to be created" : slot_active ? "exists, in use by pid "

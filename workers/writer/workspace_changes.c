@@ -217,10 +217,13 @@ typedef struct apply {
     zx_fit_buf *bufs;        /* one scratch buffer per value */
     uint32_t nvals;
     zx_ws_result *res;
+    int quiet;               /* fit_into: a misfit returns 2, no reject */
+    uint64_t *seen;          /* a batch's key hashes (open addressing, 0 empty) */
 } apply;
 
 /* Fit v (NULL: SQL NULL) for table column tc into value slot i; a misfit
- * is NULL plus a reject.  0, or -1 (err set). */
+ * is NULL plus a reject (a->quiet: no reject, 2 returned).  0, or -1 (err
+ * set). */
 static int fit_into(apply *a, uint32_t i, int64_t tc, const char *cname, const zx_value *v,
                     char *err, size_t errlen)
 {
@@ -236,6 +239,8 @@ static int fit_into(apply *a, uint32_t i, int64_t tc, const char *cname, const z
     if (f > 0 && !(a->w->ops->refuses && a->w->ops->refuses(o, k)))
         return 0;
     o->st = ZX_FIT_S_NULL;
+    if (a->quiet)
+        return 2;
     zx_fit_buf raw = { 0 };
     char why[512];
     if (zx_fit_json_text(v, &raw) < 0)
@@ -379,6 +384,206 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
     return run(a, n, why, whylen, err, errlen);
 }
 
+/* ---- batches -------------------------------------------------------------
+ * Consecutive upserts of distinct keys carrying the same columns become one
+ * INSERT ... VALUES (..), (..) ... ON CONFLICT (key) DO UPDATE, and
+ * consecutive deletes one DELETE ... WHERE key IN (..): one statement (on
+ * Postgres one savepoint and one round trip) for up to BATCH_ROWS changes.
+ * The result is the same as one by one: within a batch no key comes
+ * twice, so the order inside it does not matter.  A batch with a misfit
+ * value, or one the table refuses, is applied again one change at a time
+ * (which makes the rejects). */
+#define BATCH_ROWS 1000u
+#define BATCH_PARAMS 30000u  /* below SQLite's 32766 and Postgres' 65535 */
+#define SEEN_SLOTS 4096u     /* > 2 * BATCH_ROWS, a power of two */
+
+enum { CH_OTHER = 0, CH_UPSERT, CH_DELETE };
+
+static int op_is(const zx_value *opv, const char *op)
+{
+    size_t n = strlen(op);
+    return opv && opv->type == ZX_T_TEXT && opv->len == n && memcmp(opv->s, op, n) == 0;
+}
+
+/* What the change in v is, for batching. */
+static int batch_kind(apply *a, const zx_value **v)
+{
+    const zx_value *opv = a->cc->op >= 0 ? v[a->cc->op] : NULL;
+    if (a->c->nkey_cols == 0)
+        return CH_OTHER;
+    for (size_t k = 0; k < a->c->nkey_cols; k++) {
+        const zx_value *kv = a->cc->key[k] >= 0 ? v[a->cc->key[k]] : NULL;
+        if (!kv || kv->type == ZX_T_NULL)
+            return CH_OTHER;                   /* refused: one by one says why */
+    }
+    if (op_is(opv, "delete"))
+        return CH_DELETE;
+    if (!op_is(opv, "insert") && !op_is(opv, "update"))
+        return CH_OTHER;
+    for (size_t k = 0; k < a->c->nkey_cols; k++)
+        if (a->cc->old[k] >= 0 && v[a->cc->old[k]] != NULL)
+            return CH_OTHER;                   /* the key moved */
+    return CH_UPSERT;
+}
+
+static uint64_t key_hash(apply *a, const zx_value **v)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t k = 0; k < a->c->nkey_cols; k++) {
+        const zx_value *kv = v[a->cc->key[k]];
+        const unsigned char *p;
+        size_t n;
+        int64_t i = kv->u.i;
+        if (kv->type == ZX_T_TEXT || kv->type == ZX_T_JSON || kv->type == ZX_T_TIMESTAMP) {
+            p = (const unsigned char *)kv->s;
+            n = kv->len;
+        } else {
+            p = (const unsigned char *)&i;
+            n = sizeof(i);
+        }
+        h = (h ^ kv->type) * 1099511628211ull;
+        for (size_t j = 0; j < n; j++)
+            h = (h ^ p[j]) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull;
+    }
+    return h ? h : 1;
+}
+
+/* Remember h; 0 when it was new, 1 when seen already in this batch. */
+static int seen_add(apply *a, uint64_t h)
+{
+    for (uint32_t i = (uint32_t)h & (SEEN_SLOTS - 1);; i = (i + 1) & (SEEN_SLOTS - 1)) {
+        if (a->seen[i] == h)
+            return 1;
+        if (!a->seen[i]) {
+            a->seen[i] = h;
+            return 0;
+        }
+    }
+}
+
+static int same_unchanged(const zx_value *x, const zx_value *y)
+{
+    if (!x || !y)
+        return x == y;
+    return x->len == y->len && memcmp(x->s, y->s, x->len) == 0;
+}
+
+/* The rows [r, *end) that go in one batch with row r (of kind). */
+static uint32_t batch_end(apply *a, uint32_t r, int kind, uint32_t per_row, const zx_value **v)
+{
+    memset(a->seen, 0, SEEN_SLOTS * sizeof(*a->seen));
+    const zx_value *unch0 = NULL;
+    uint32_t e = r, params = 0;
+    for (; e < a->rs->nrows && e - r < BATCH_ROWS && params + per_row <= BATCH_PARAMS; e++) {
+        row_cells(a->rs, e, v);
+        if (batch_kind(a, v) != kind)
+            break;
+        const zx_value *unch = a->cc->unchanged >= 0 ? v[a->cc->unchanged] : NULL;
+        if (e == r)
+            unch0 = unch;
+        else if (kind == CH_UPSERT && !same_unchanged(unch0, unch))
+            break;
+        if (kind == CH_UPSERT && seen_add(a, key_hash(a, v)))
+            break;
+        params += per_row;
+    }
+    return e;
+}
+
+/* Apply rows [r, e) of one kind as one statement.  0 applied, 1 not
+ * (a misfit or a refusal: apply them one by one), -1 failure (err set). */
+static int batch_apply(apply *a, uint32_t r, uint32_t e, int kind, const zx_value **v,
+                       char *err, size_t errlen)
+{
+    zx_fit_buf *b = &a->sql;
+    b->len = 0;
+    uint32_t n = 0;
+    int bad = 0;
+    a->quiet = 1;
+    row_cells(a->rs, r, v);
+    const zx_value *unch = a->cc->unchanged >= 0 ? v[a->cc->unchanged] : NULL;
+    if (kind == CH_DELETE) {
+        bad = ws_sql_str(b, "DELETE FROM ") < 0 || a->w->ops->table_sql(a->w, a->t, b) < 0 ||
+              ws_sql_str(b, a->c->nkey_cols > 1 ? " WHERE (" : " WHERE ") < 0;
+        for (size_t k = 0; k < a->c->nkey_cols && !bad; k++)
+            bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->c->key_cols[k]) < 0;
+        bad = bad || ws_sql_str(b, a->c->nkey_cols > 1 ? ") IN (" : " IN (") < 0;
+        for (uint32_t i = r; i < e && !bad; i++) {
+            row_cells(a->rs, i, v);
+            bad = (i > r && ws_sql_str(b, ", ") < 0) ||
+                  (a->c->nkey_cols > 1 && ws_sql_str(b, "(") < 0);
+            for (size_t k = 0; k < a->c->nkey_cols && !bad; k++) {
+                const char *kn = a->c->key_cols[k];
+                int f = fit_into(a, n, ws_find_col(a->w, a->t, kn), kn, v[a->cc->key[k]], err,
+                                 errlen);
+                if (f) {
+                    a->quiet = 0;
+                    return f < 0 ? -1 : 1;
+                }
+                bad = k && ws_sql_str(b, ", ") < 0;
+                a->w->ops->param(b, n++);
+            }
+            bad = bad || (a->c->nkey_cols > 1 && ws_sql_str(b, ")") < 0);
+        }
+        bad = bad || ws_sql_str(b, ")") < 0;
+    } else {
+        bad = ws_sql_str(b, "INSERT INTO ") < 0 || a->w->ops->table_sql(a->w, a->t, b) < 0 ||
+              ws_sql_str(b, " (") < 0;
+        uint32_t ncols = 0;
+        for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
+            if (a->cc->tcol[c] < 0 || listed(unch, a->rs->cols[c].name))
+                continue;
+            bad = (ncols++ && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->rs->cols[c].name) < 0;
+        }
+        bad = bad || ws_sql_str(b, ") VALUES ") < 0;
+        for (uint32_t i = r; i < e && !bad; i++) {
+            row_cells(a->rs, i, v);
+            bad = ws_sql_str(b, i > r ? ", (" : "(") < 0;
+            uint32_t j = 0;
+            for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
+                if (a->cc->tcol[c] < 0 || listed(unch, a->rs->cols[c].name))
+                    continue;
+                int f = fit_into(a, n, a->cc->tcol[c], a->rs->cols[c].name, v[c], err, errlen);
+                if (f) {
+                    a->quiet = 0;
+                    return f < 0 ? -1 : 1;
+                }
+                bad = j++ && ws_sql_str(b, ", ") < 0;
+                a->w->ops->param(b, n++);
+            }
+            bad = bad || ws_sql_str(b, ")") < 0;
+        }
+        bad = bad || ws_sql_str(b, " ON CONFLICT (") < 0;
+        for (size_t k = 0; k < a->c->nkey_cols && !bad; k++)
+            bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->c->key_cols[k]) < 0;
+        bad = bad || ws_sql_str(b, ") DO ") < 0;
+        uint32_t nset = 0;
+        for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
+            if (a->cc->tcol[c] < 0 || listed(unch, a->rs->cols[c].name) ||
+                is_key(a->c, a->rs->cols[c].name))
+                continue;
+            bad = ws_sql_str(b, nset++ ? ", " : "UPDATE SET ") < 0 ||
+                  a->w->ops->ident(b, a->rs->cols[c].name) < 0 ||
+                  ws_sql_str(b, " = excluded.") < 0 || a->w->ops->ident(b, a->rs->cols[c].name) < 0;
+        }
+        if (!bad && nset == 0)
+            bad = ws_sql_str(b, "NOTHING") < 0;
+        if (!bad && ncols == 0) {
+            a->quiet = 0;
+            return 1;
+        }
+    }
+    a->quiet = 0;
+    if (bad)
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    char why[600];
+    uint64_t changed = 0;
+    int rc = a->w->ops->exec_row(a->w, a->sql.p, a->vals, n, &changed, why, sizeof(why), err,
+                                 errlen);
+    return rc;
+}
+
 int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
                         zx_ws_result *res, char *err, size_t errlen)
 {
@@ -400,12 +605,18 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
     cc.old = malloc((c->nkey_cols + 1) * sizeof(*cc.old));
     cc.key = malloc((c->nkey_cols + 1) * sizeof(*cc.key));
     cc.tcol = malloc((rs->ncols + 1) * sizeof(*cc.tcol));
-    a.vals = calloc(rs->ncols + c->nkey_cols + 1, sizeof(*a.vals));
-    a.bufs = calloc(rs->ncols + c->nkey_cols + 1, sizeof(*a.bufs));
-    a.nvals = rs->ncols + (uint32_t)c->nkey_cols + 1;
+    /* value slots: one change's, or a batch's */
+    uint64_t slots = (uint64_t)rs->nrows * (rs->ncols + c->nkey_cols);
+    if (slots > BATCH_PARAMS)
+        slots = BATCH_PARAMS;
+    slots += rs->ncols + c->nkey_cols + 1;
+    a.vals = calloc(slots, sizeof(*a.vals));
+    a.bufs = calloc(slots, sizeof(*a.bufs));
+    a.nvals = (uint32_t)slots;
+    a.seen = malloc(SEEN_SLOTS * sizeof(*a.seen));
     zx_rowset h;
     zx_rowset_init(&h);
-    if (!v || !cc.old || !cc.key || !cc.tcol || !a.vals || !a.bufs)
+    if (!v || !cc.old || !cc.key || !cc.tcol || !a.vals || !a.bufs || !a.seen)
         goto nomem;
     zx_ts_format(c->ingested_at_us ? c->ingested_at_us : zx_now_us(), w->ts);
     for (size_t k = 0; k < c->nkey_cols; k++) {
@@ -422,8 +633,25 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
         cc.tcol[i] = is_data(rs, i) ? ws_find_col(w, t, rs->cols[i].name) : -1;
     zx_ws_append ap = { .pipeline = c->pipeline, .table = c->table,
                         .ingested_at_us = c->ingested_at_us, .max_columns = ZX_WS_MAX_COLUMNS };
-    for (uint32_t r = 0; r < rs->nrows; r++) {
+    for (uint32_t r = 0, done = 0; r < rs->nrows; r++) {
         char why[600];
+        if (r >= done) {
+            /* the next batch: rows [r, done) in one statement when it works */
+            row_cells(rs, r, v);
+            int kind = batch_kind(&a, v);
+            uint32_t per_row = kind == CH_DELETE ? (uint32_t)c->nkey_cols : rs->ncols;
+            uint32_t e = kind == CH_OTHER ? r + 1 : batch_end(&a, r, kind, per_row, v);
+            int rc = e - r > 1 ? batch_apply(&a, r, e, kind, v, err, errlen) : 1;
+            if (rc < 0)
+                goto out;
+            if (rc == 0) {
+                res->rows += e - r;
+                r = e - 1;
+                done = e;
+                continue;
+            }
+            done = e;   /* refused or alone: these rows one by one */
+        }
         row_cells(rs, r, v);
         int rc = apply_one(&a, r, v, why, sizeof(why), err, errlen);
         if (rc < 0)
@@ -460,6 +688,7 @@ out:
         zx_fit_buf_free(&a.bufs[i]);
     free(a.bufs);
     free(a.vals);
+    free(a.seen);
     free(v);
     free(cc.old);
     free(cc.key);
