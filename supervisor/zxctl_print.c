@@ -179,6 +179,29 @@ static char *zxctl_pipe_notes(const json_t *e)
                 free(lg);
             }
         }
+        /* change data capture: the copy's progress, the stream's lag */
+        const json_t *rc = json_object_get(st, "rows_copied");
+        const json_t *lb = json_object_get(st, "lag_bytes");
+        if (json_is_integer(rc)) {
+            char *tb = zxctl_fmt(json_object_get(st, "table"));
+            out = zxctl_xrealloc(out, len + strlen(tb) + 200);
+            len += (size_t)sprintf(out + len, " %s, %lld of about %lld rows, %.0f rows/s, "
+                                   "about %.0f s left", tb, (long long)json_integer_value(rc),
+                                   (long long)json_integer_value(json_object_get(st, "rows_estimate")),
+                                   json_number_value(json_object_get(st, "rows_per_second")),
+                                   json_number_value(json_object_get(st, "seconds_left")));
+            free(tb);
+        } else if (json_is_integer(lb)) {
+            char *cl = zxctl_fmt(json_object_get(st, "confirmed_lsn"));
+            long long ret = json_integer_value(json_object_get(st, "retained_wal_bytes"));
+            out = zxctl_xrealloc(out, len + strlen(cl) + 200);
+            len += (size_t)sprintf(out + len, ", lag %lld bytes / %.3f s, confirmed %s",
+                                   (long long)json_integer_value(lb),
+                                   json_number_value(json_object_get(st, "lag_seconds")), cl);
+            if (ret >= 0)
+                len += (size_t)sprintf(out + len, ", WAL retained %lld bytes", ret);
+            free(cl);
+        }
         out = zxctl_xrealloc(out, len + 2);
         len += (size_t)sprintf(out + len, "\n");
     }

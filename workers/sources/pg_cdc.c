@@ -25,7 +25,8 @@
  *        confirmed one, sent in a standby status update (at most every
  *        50 ms, at once when the server asks, at least every 10 s).  While
  *        nothing is in flight or gathered, a keepalive's or commit's LSN is
- *        confirmed at once, so that an idle slot does not keep WAL.
+ *        confirmed at once, and the server is asked for a keepalive about
+ *        every second, so that an idle slot does not keep WAL.
  *
  * It must never: confirm an LSN whose changes are not committed in the
  * workspace, read the stream before the copies are published, or print
@@ -52,6 +53,7 @@
 #define BATCH_MAX_MS 100
 #define READ_MAX_MSGS 5000
 #define RETAINED_EVERY_MS 10000
+#define ASK_EVERY_MS 1000
 
 /* A published frame carrying an LSN, not yet acknowledged. */
 typedef struct inflight {
@@ -110,7 +112,7 @@ typedef struct cdc {
     size_t qn, qcap;
     int64_t oldest_unacked_us; /* commit time of the oldest unconfirmed change */
     int reply_now;
-    int64_t last_status_ms, last_retained_ms, last_json_ms;
+    int64_t last_status_ms, last_retained_ms, last_json_ms, last_ask_ms;
     int64_t retained;
     uint64_t changes;          /* changes read since start */
 } cdc;
@@ -168,12 +170,18 @@ static int send_status(cdc *c, int force)
     if (!c->streaming || !c->repl)
         return 0;
     int64_t now = zx_mono_ms();
-    int due = c->reply_now || force || now - c->last_status_ms >= STATUS_MAX_MS ||
+    /* while nothing is in flight, ask the server where it is about once a
+     * second (its answer, a keepalive, is then confirmed): otherwise an
+     * idle server says so only every wal_sender_timeout / 2 */
+    int ask = !c->in_txn && quiet(c) && now - c->last_ask_ms >= ASK_EVERY_MS;
+    int due = c->reply_now || force || ask || now - c->last_status_ms >= STATUS_MAX_MS ||
               (c->confirmed > c->sent && now - c->last_status_ms >= STATUS_MIN_MS);
     if (!due)
         return 0;
+    if (ask)
+        c->last_ask_ms = now;
     char err[600];
-    if (zx_pgr_status(c->repl, c->confirmed, c->confirmed, c->confirmed, 0, err,
+    if (zx_pgr_status(c->repl, c->confirmed, c->confirmed, c->confirmed, ask, err,
                       sizeof(err)) < 0) {
         snprintf(c->err, sizeof(c->err), "pipeline %s: %s", c->p->name, err);
         return -1;
