@@ -42,7 +42,7 @@ class PgCdcZxd(Zxd):
         c = self.pg_connections[name]
         srv = pg_fixtures.service()
         return (f"postgresql://{urllib.parse.quote(c['user'], safe='')}:"
-                f"${{env:{self.pw_env(name)}}}@{srv.host}:{srv.port}/"
+                f"${{env:{self.pw_env(name)}}}@{srv.host}:{c.get('port', srv.port)}/"
                 f"{urllib.parse.quote(c['db'], safe='')}")
 
     def dsn_shown(self, name):

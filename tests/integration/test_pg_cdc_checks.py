@@ -269,3 +269,32 @@ def test_reload_adds_a_postgres_pipeline(pg, cdc_env):
     assert z.log_text().count("event=copy_table") == 1, "copied again after the restart"
     z.push_ok("web", [{"a": 1}])
     z.wait_count("web", 1)
+
+def test_wal_level_replica_is_told_to_set_logical(cdc_env):
+    """A second server, made with wal_level = replica: the check (and so
+    the pipeline's start) says to set wal_level = logical and restart."""
+    import os
+    import shutil
+    import tempfile
+    root = tempfile.mkdtemp(prefix="zx-replica-")
+    if os.geteuid() == 0:       # the server runs as its own system user
+        shutil.chown(root, user=os.environ.get("ZX_PG_OS_USER", "postgres"))
+    env = dict(os.environ, ZX_SERVICES_DIR=root, ZX_PG_WAL_LEVEL="replica")
+    script = os.path.join(os.path.dirname(pg_fixtures.__file__), "..", "services", "postgres")
+    p = subprocess.run([script, "start"], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    port = int(dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)["PGPORT"])
+    try:
+        conn = dict(superuser("postgres"), port=port)
+        z = cdc_env.zxd({"cdc": {"connection": "old", "tables": ["orders"]}}, {"old": conn})
+        for name in ("cdc", "old"):
+            rc, out = z.test_output(name)
+            assert rc == 1, out
+            assert ("Postgres says wal_level is replica; set wal_level = logical (ALTER SYSTEM "
+                    "SET wal_level = logical) and restart the server") in out, out
+        wait_for(lambda: "wal_level is replica" in (z.pipeline("cdc").get("last_error") or ""),
+                 lambda: f"the pipeline failed with the message: {z.pipeline('cdc')}",
+                 deadline=60)
+    finally:
+        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)
