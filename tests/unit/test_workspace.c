@@ -1726,6 +1726,49 @@ static void test_changes(zx_ws *w)
     CHECK_STR(q1("SELECT count(*) FROM m_orders__rejects WHERE reason LIKE"
                  " 'row not inserted: unknown change operation%%'"), "1");
     CHECK_STR(q1("SELECT count(*) FROM m_orders__changes"), "10");
+
+    /* one frame of many changes, reduced to each key's last change and
+     * batched: the same result as one by one */
+    zx_rowset_reset(&rs);
+    one_change("insert", "1/10", 800);
+    put("id", VI(100)); put("name", VT("a"));
+    endrow();
+    one_change("update", "1/11", 801);
+    put("id", VI(100)); put("name", VT("b"));
+    endrow();
+    one_change("delete", "1/12", 802);
+    put("id", VI(100));
+    endrow();
+    one_change("insert", "1/13", 803);
+    put("id", VI(100)); put("name", VT("c"));
+    endrow();
+    for (int i = 101; i <= 140; i++) {
+        one_change("insert", "1/20", 804);
+        put("id", VI(i)); put("name", VT("n")); put("body", VT("big"));
+        endrow();
+    }
+    for (int i = 101; i <= 110; i++) {
+        one_change("delete", "1/30", 805);
+        put("id", VI(i));
+        endrow();
+    }
+    /* the key moves with a value it did not send: the stored one moves too */
+    one_change("update", "1/40", 806);
+    put("id", VI(200)); put("name", VT("moved"));
+    put(ZX_CH_OLD_PREFIX "id", VI(111));
+    put(ZX_CH_UNCHANGED, VJ("[\"body\"]"));
+    endrow();
+    /* a change of a key after a move to it, one by one in order */
+    one_change("update", "1/41", 807);
+    put("id", VI(200)); put("name", VT("moved2"));
+    put(ZX_CH_UNCHANGED, VJ("[\"body\"]"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 4 + 40 + 10 + 2 && res.rejects == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT name FROM m_orders WHERE id = 100"), "c");
+    CHECK_STR(q1("SELECT count(*) FROM m_orders WHERE id BETWEEN 101 AND 140"), "29");
+    CHECK_STR(q1("SELECT count(*) FROM m_orders WHERE id = 111"), "0");
+    CHECK_STR(q1("SELECT name || ' ' || body FROM m_orders WHERE id = 200"), "moved2 big");
 }
 
 static void run_suite(const backend *b)

@@ -16,8 +16,9 @@
  * stream: START_REPLICATION (pgoutput protocol 1: the server spills a big
  *        transaction to disk and sends it whole after its commit); changes
  *        gathered per table and published as changes frames when the
- *        socket has nothing more, a batch reaches a quarter of the ring or
- *        is 100 ms old; the last frame of a flush carries the end LSN of
+ *        socket has nothing more and the writer has acknowledged every
+ *        frame before, a batch reaches a quarter of the ring or is 100 ms
+ *        old; the last frame of a flush carries the end LSN of
  *        the last transaction wholly in it.  A transaction larger than a
  *        batch goes in several frames (applied idempotently: see
  *        pg_cdc_int.h).
@@ -671,12 +672,18 @@ static int stream_step(cdc *c)
         if (n == READ_MAX_MSGS - 1)
             more = 1;
     }
+    /* publish when the writer has nothing of ours to do (so it never
+     * waits for us), or the batch is large or old: while the writer works
+     * on a frame, the next one grows (a group commit driven by its pace) */
     if (c->pending_since_ms &&
-        (!more || zx_mono_ms() - c->pending_since_ms >= BATCH_MAX_MS ||
+        ((!more && zx_src_acked_seq(c->rt) >= zx_src_published_seq(c->rt)) ||
+         zx_mono_ms() - c->pending_since_ms >= BATCH_MAX_MS ||
          gathered_bytes(c) >= c->batch_max)) {
         start_flush(c);
         return ZX_SRC_BUSY;
     }
+    if (c->pending_since_ms && !more)
+        return ZX_SRC_BLOCKED;  /* an ack, new data or the batch's age: soon */
     if (!c->pending_since_ms && !c->in_txn && c->last_commit > c->published && quiet(c) &&
         c->last_commit > c->confirmed)
         c->confirmed = c->last_commit;

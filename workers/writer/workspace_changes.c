@@ -21,7 +21,7 @@
  * did not send overwrite a stored one, or know a SQL dialect (placeholders
  * and names come from the backend).
  */
-#include "workers/writer/workspace_int.h"
+#include "workers/writer/workspace_changes_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +32,6 @@
 
 #define RESERVED "_zx_"
 
-typedef struct chcols {
-    int64_t op, lsn, ct, xid, unchanged;
-    int64_t *old;          /* per key column: the rowset column of its old value, -1 */
-    int64_t *key;          /* per key column: its rowset column */
-    int64_t *tcol;         /* rowset column -> table column (-1: none) */
-} chcols;
 
 static int64_t rs_find(const zx_rowset *rs, const char *name)
 {
@@ -60,7 +54,7 @@ static const char *src_type(const zx_ws_changes *c, const char *col)
     return NULL;
 }
 
-static int is_key(const zx_ws_changes *c, const char *col)
+int wc_is_key(const zx_ws_changes *c, const char *col)
 {
     for (size_t i = 0; i < c->nkey_cols; i++)
         if (strcmp(c->key_cols[i], col) == 0)
@@ -96,7 +90,7 @@ static int ensure_mirror(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, 
         for (uint32_t i = 0; i < rs->ncols; i++)
             if (is_data(rs, i))
                 defs[n++] = (ws_coldef){ .name = rs->cols[i].name, .decl = decl_of(w, c, rs, i),
-                                         .key = is_key(c, rs->cols[i].name) };
+                                         .key = wc_is_key(c, rs->cols[i].name) };
         int rc = n ? w->ops->create_table(w, t, defs, n, err, errlen) : 0;
         for (size_t i = 0; rc == 0 && i < n; i++)
             if (ws_table_add_col(w, t, defs[i].name, defs[i].decl) < 0)
@@ -174,7 +168,7 @@ fail:
 }
 
 /* 1 when name is in the JSON array of strings (simple escapes only). */
-static int listed(const zx_value *arr, const char *name)
+int wc_listed(const zx_value *arr, const char *name)
 {
     if (!arr || arr->type != ZX_T_JSON || !arr->s)
         return 0;
@@ -197,7 +191,7 @@ static int listed(const zx_value *arr, const char *name)
 }
 
 /* The row's cells by rowset column (NULL: no value). */
-static void row_cells(const zx_rowset *rs, uint32_t r, const zx_value **v)
+void wc_row_cells(const zx_rowset *rs, uint32_t r, const zx_value **v)
 {
     for (uint32_t c = 0; c < rs->ncols; c++)
         v[c] = NULL;
@@ -206,25 +200,11 @@ static void row_cells(const zx_rowset *rs, uint32_t r, const zx_value **v)
             v[rs->cells[i].col] = &rs->cells[i].v;
 }
 
-typedef struct apply {
-    zx_ws *w;
-    const zx_ws_changes *c;
-    const zx_rowset *rs;
-    ws_table *t;
-    chcols *cc;
-    zx_fit_buf sql;
-    zx_fit_out *vals;
-    zx_fit_buf *bufs;        /* one scratch buffer per value */
-    uint32_t nvals;
-    zx_ws_result *res;
-    int quiet;               /* fit_into: a misfit returns 2, no reject */
-    uint64_t *seen;          /* a batch's key hashes (open addressing, 0 empty) */
-} apply;
 
 /* Fit v (NULL: SQL NULL) for table column tc into value slot i; a misfit
  * is NULL plus a reject (a->quiet: no reject, 2 returned).  0, or -1 (err
  * set). */
-static int fit_into(apply *a, uint32_t i, int64_t tc, const char *cname, const zx_value *v,
+int wc_fit_into(apply *a, uint32_t i, int64_t tc, const char *cname, const zx_value *v,
                     char *err, size_t errlen)
 {
     zx_fit_out *o = &a->vals[i];
@@ -275,7 +255,7 @@ static int where_key(apply *a, const zx_value **v, int old, uint32_t *n, char *w
             return 1;
         }
         int64_t tc = ws_find_col(a->w, a->t, kn);
-        if (fit_into(a, *n, tc, kn, kv, err, errlen) < 0)
+        if (wc_fit_into(a, *n, tc, kn, kv, err, errlen) < 0)
             return -1;
         bad = (k && ws_sql_str(b, " AND ") < 0) || a->w->ops->ident(b, kn) < 0 ||
               ws_sql_str(b, " = ") < 0;
@@ -327,6 +307,36 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
     int moved = 0;
     for (size_t k = 0; k < a->c->nkey_cols; k++)
         moved |= a->cc->old[k] >= 0 && v[a->cc->old[k]] != NULL;
+    const zx_value *unch0 = a->cc->unchanged >= 0 ? v[a->cc->unchanged] : NULL;
+    if (moved && unch0) {
+        /* the key moved and some values were not sent: the stored row
+         * moves with them (UPDATE ... WHERE the old key); when the old key
+         * has no row, the new one is inserted below */
+        int bad = ws_sql_str(b, "UPDATE ") < 0 || a->w->ops->table_sql(a->w, a->t, b) < 0 ||
+                  ws_sql_str(b, " SET ") < 0;
+        for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
+            if (a->cc->tcol[c] < 0 || wc_listed(unch0, a->rs->cols[c].name))
+                continue;
+            if (wc_fit_into(a, n, a->cc->tcol[c], a->rs->cols[c].name, v[c], err, errlen) < 0)
+                return -1;
+            bad = (n && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->rs->cols[c].name) < 0 ||
+                  ws_sql_str(b, " = ") < 0;
+            if (!bad)
+                a->w->ops->param(b, n++);
+        }
+        if (bad)
+            return zx_seterr(err, errlen, "workspace: out of memory");
+        int rc = where_key(a, v, 1, &n, why, whylen, err, errlen);
+        uint64_t changed = 0;
+        if (rc == 0)
+            rc = a->w->ops->exec_row(a->w, a->sql.p, a->vals, n, &changed, why, whylen, err,
+                                     errlen);
+        if (rc || changed)
+            return rc;
+        b->len = 0;
+        n = 0;
+        moved = 0;
+    }
     if (moved) {
         if (ws_sql_str(b, "DELETE FROM ") < 0 || a->w->ops->table_sql(a->w, a->t, b) < 0)
             return zx_seterr(err, errlen, "workspace: out of memory");
@@ -343,14 +353,14 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
               ws_sql_str(b, " (") < 0;
     uint32_t ncols = 0;
     for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
-        if (a->cc->tcol[c] < 0 || listed(unch, a->rs->cols[c].name))
+        if (a->cc->tcol[c] < 0 || wc_listed(unch, a->rs->cols[c].name))
             continue;
-        if (is_key(a->c, a->rs->cols[c].name) && (!v[c] || v[c]->type == ZX_T_NULL)) {
+        if (wc_is_key(a->c, a->rs->cols[c].name) && (!v[c] || v[c]->type == ZX_T_NULL)) {
             snprintf(why, whylen, "the change has no value for key column %.100s",
                      a->rs->cols[c].name);
             return 1;
         }
-        if (fit_into(a, n, a->cc->tcol[c], a->rs->cols[c].name, v[c], err, errlen) < 0)
+        if (wc_fit_into(a, n, a->cc->tcol[c], a->rs->cols[c].name, v[c], err, errlen) < 0)
             return -1;
         bad = (ncols++ && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->rs->cols[c].name) < 0;
         n++;
@@ -366,8 +376,8 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
     bad = bad || ws_sql_str(b, ") DO ") < 0;
     uint32_t nset = 0;
     for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
-        if (a->cc->tcol[c] < 0 || listed(unch, a->rs->cols[c].name) ||
-            is_key(a->c, a->rs->cols[c].name))
+        if (a->cc->tcol[c] < 0 || wc_listed(unch, a->rs->cols[c].name) ||
+            wc_is_key(a->c, a->rs->cols[c].name))
             continue;
         bad = ws_sql_str(b, nset++ ? ", " : "UPDATE SET ") < 0 ||
               a->w->ops->ident(b, a->rs->cols[c].name) < 0 || ws_sql_str(b, " = excluded.") < 0 ||
@@ -384,204 +394,21 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
     return run(a, n, why, whylen, err, errlen);
 }
 
-/* ---- batches -------------------------------------------------------------
- * Consecutive upserts of distinct keys carrying the same columns become one
- * INSERT ... VALUES (..), (..) ... ON CONFLICT (key) DO UPDATE, and
- * consecutive deletes one DELETE ... WHERE key IN (..): one statement (on
- * Postgres one savepoint and one round trip) for up to BATCH_ROWS changes.
- * The result is the same as one by one: within a batch no key comes
- * twice, so the order inside it does not matter.  A batch with a misfit
- * value, or one the table refuses, is applied again one change at a time
- * (which makes the rejects). */
-#define BATCH_ROWS 1000u
-#define BATCH_PARAMS 30000u  /* below SQLite's 32766 and Postgres' 65535 */
-#define SEEN_SLOTS 4096u     /* > 2 * BATCH_ROWS, a power of two */
-
-enum { CH_OTHER = 0, CH_UPSERT, CH_DELETE };
-
-static int op_is(const zx_value *opv, const char *op)
+int wc_apply_row(apply *a, uint32_t r, char *err, size_t errlen)
 {
-    size_t n = strlen(op);
-    return opv && opv->type == ZX_T_TEXT && opv->len == n && memcmp(opv->s, op, n) == 0;
-}
-
-/* What the change in v is, for batching. */
-static int batch_kind(apply *a, const zx_value **v)
-{
-    const zx_value *opv = a->cc->op >= 0 ? v[a->cc->op] : NULL;
-    if (a->c->nkey_cols == 0)
-        return CH_OTHER;
-    for (size_t k = 0; k < a->c->nkey_cols; k++) {
-        const zx_value *kv = a->cc->key[k] >= 0 ? v[a->cc->key[k]] : NULL;
-        if (!kv || kv->type == ZX_T_NULL)
-            return CH_OTHER;                   /* refused: one by one says why */
-    }
-    if (op_is(opv, "delete"))
-        return CH_DELETE;
-    if (!op_is(opv, "insert") && !op_is(opv, "update"))
-        return CH_OTHER;
-    for (size_t k = 0; k < a->c->nkey_cols; k++)
-        if (a->cc->old[k] >= 0 && v[a->cc->old[k]] != NULL)
-            return CH_OTHER;                   /* the key moved */
-    return CH_UPSERT;
-}
-
-static uint64_t key_hash(apply *a, const zx_value **v)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t k = 0; k < a->c->nkey_cols; k++) {
-        const zx_value *kv = v[a->cc->key[k]];
-        const unsigned char *p;
-        size_t n;
-        int64_t i = kv->u.i;
-        if (kv->type == ZX_T_TEXT || kv->type == ZX_T_JSON || kv->type == ZX_T_TIMESTAMP) {
-            p = (const unsigned char *)kv->s;
-            n = kv->len;
-        } else {
-            p = (const unsigned char *)&i;
-            n = sizeof(i);
-        }
-        h = (h ^ kv->type) * 1099511628211ull;
-        for (size_t j = 0; j < n; j++)
-            h = (h ^ p[j]) * 1099511628211ull;
-        h = (h ^ 0xff) * 1099511628211ull;
-    }
-    return h ? h : 1;
-}
-
-/* Remember h; 0 when it was new, 1 when seen already in this batch. */
-static int seen_add(apply *a, uint64_t h)
-{
-    for (uint32_t i = (uint32_t)h & (SEEN_SLOTS - 1);; i = (i + 1) & (SEEN_SLOTS - 1)) {
-        if (a->seen[i] == h)
-            return 1;
-        if (!a->seen[i]) {
-            a->seen[i] = h;
-            return 0;
-        }
-    }
-}
-
-static int same_unchanged(const zx_value *x, const zx_value *y)
-{
-    if (!x || !y)
-        return x == y;
-    return x->len == y->len && memcmp(x->s, y->s, x->len) == 0;
-}
-
-/* The rows [r, *end) that go in one batch with row r (of kind). */
-static uint32_t batch_end(apply *a, uint32_t r, int kind, uint32_t per_row, const zx_value **v)
-{
-    memset(a->seen, 0, SEEN_SLOTS * sizeof(*a->seen));
-    const zx_value *unch0 = NULL;
-    uint32_t e = r, params = 0;
-    for (; e < a->rs->nrows && e - r < BATCH_ROWS && params + per_row <= BATCH_PARAMS; e++) {
-        row_cells(a->rs, e, v);
-        if (batch_kind(a, v) != kind)
-            break;
-        const zx_value *unch = a->cc->unchanged >= 0 ? v[a->cc->unchanged] : NULL;
-        if (e == r)
-            unch0 = unch;
-        else if (kind == CH_UPSERT && !same_unchanged(unch0, unch))
-            break;
-        if (kind == CH_UPSERT && seen_add(a, key_hash(a, v)))
-            break;
-        params += per_row;
-    }
-    return e;
-}
-
-/* Apply rows [r, e) of one kind as one statement.  0 applied, 1 not
- * (a misfit or a refusal: apply them one by one), -1 failure (err set). */
-static int batch_apply(apply *a, uint32_t r, uint32_t e, int kind, const zx_value **v,
-                       char *err, size_t errlen)
-{
-    zx_fit_buf *b = &a->sql;
-    b->len = 0;
-    uint32_t n = 0;
-    int bad = 0;
-    a->quiet = 1;
-    row_cells(a->rs, r, v);
-    const zx_value *unch = a->cc->unchanged >= 0 ? v[a->cc->unchanged] : NULL;
-    if (kind == CH_DELETE) {
-        bad = ws_sql_str(b, "DELETE FROM ") < 0 || a->w->ops->table_sql(a->w, a->t, b) < 0 ||
-              ws_sql_str(b, a->c->nkey_cols > 1 ? " WHERE (" : " WHERE ") < 0;
-        for (size_t k = 0; k < a->c->nkey_cols && !bad; k++)
-            bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->c->key_cols[k]) < 0;
-        bad = bad || ws_sql_str(b, a->c->nkey_cols > 1 ? ") IN (" : " IN (") < 0;
-        for (uint32_t i = r; i < e && !bad; i++) {
-            row_cells(a->rs, i, v);
-            bad = (i > r && ws_sql_str(b, ", ") < 0) ||
-                  (a->c->nkey_cols > 1 && ws_sql_str(b, "(") < 0);
-            for (size_t k = 0; k < a->c->nkey_cols && !bad; k++) {
-                const char *kn = a->c->key_cols[k];
-                int f = fit_into(a, n, ws_find_col(a->w, a->t, kn), kn, v[a->cc->key[k]], err,
-                                 errlen);
-                if (f) {
-                    a->quiet = 0;
-                    return f < 0 ? -1 : 1;
-                }
-                bad = k && ws_sql_str(b, ", ") < 0;
-                a->w->ops->param(b, n++);
-            }
-            bad = bad || (a->c->nkey_cols > 1 && ws_sql_str(b, ")") < 0);
-        }
-        bad = bad || ws_sql_str(b, ")") < 0;
-    } else {
-        bad = ws_sql_str(b, "INSERT INTO ") < 0 || a->w->ops->table_sql(a->w, a->t, b) < 0 ||
-              ws_sql_str(b, " (") < 0;
-        uint32_t ncols = 0;
-        for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
-            if (a->cc->tcol[c] < 0 || listed(unch, a->rs->cols[c].name))
-                continue;
-            bad = (ncols++ && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->rs->cols[c].name) < 0;
-        }
-        bad = bad || ws_sql_str(b, ") VALUES ") < 0;
-        for (uint32_t i = r; i < e && !bad; i++) {
-            row_cells(a->rs, i, v);
-            bad = ws_sql_str(b, i > r ? ", (" : "(") < 0;
-            uint32_t j = 0;
-            for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
-                if (a->cc->tcol[c] < 0 || listed(unch, a->rs->cols[c].name))
-                    continue;
-                int f = fit_into(a, n, a->cc->tcol[c], a->rs->cols[c].name, v[c], err, errlen);
-                if (f) {
-                    a->quiet = 0;
-                    return f < 0 ? -1 : 1;
-                }
-                bad = j++ && ws_sql_str(b, ", ") < 0;
-                a->w->ops->param(b, n++);
-            }
-            bad = bad || ws_sql_str(b, ")") < 0;
-        }
-        bad = bad || ws_sql_str(b, " ON CONFLICT (") < 0;
-        for (size_t k = 0; k < a->c->nkey_cols && !bad; k++)
-            bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->c->key_cols[k]) < 0;
-        bad = bad || ws_sql_str(b, ") DO ") < 0;
-        uint32_t nset = 0;
-        for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
-            if (a->cc->tcol[c] < 0 || listed(unch, a->rs->cols[c].name) ||
-                is_key(a->c, a->rs->cols[c].name))
-                continue;
-            bad = ws_sql_str(b, nset++ ? ", " : "UPDATE SET ") < 0 ||
-                  a->w->ops->ident(b, a->rs->cols[c].name) < 0 ||
-                  ws_sql_str(b, " = excluded.") < 0 || a->w->ops->ident(b, a->rs->cols[c].name) < 0;
-        }
-        if (!bad && nset == 0)
-            bad = ws_sql_str(b, "NOTHING") < 0;
-        if (!bad && ncols == 0) {
-            a->quiet = 0;
-            return 1;
-        }
-    }
-    a->quiet = 0;
-    if (bad)
-        return zx_seterr(err, errlen, "workspace: out of memory");
     char why[600];
-    uint64_t changed = 0;
-    int rc = a->w->ops->exec_row(a->w, a->sql.p, a->vals, n, &changed, why, sizeof(why), err,
-                                 errlen);
-    return rc;
+    wc_row_cells(a->rs, r, a->v);
+    int rc = apply_one(a, r, a->v, why, sizeof(why), err, errlen);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        a->res->rows++;
+        return 0;
+    }
+    if (ws_reject_refused_row(a->w, a->t, a->ap, a->rs, r, why, err, errlen) < 0)
+        return -1;
+    a->res->rejects++;
+    return 0;
 }
 
 int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
@@ -602,21 +429,22 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
                   .unchanged = rs_find(rs, ZX_CH_UNCHANGED) };
     apply a = { .w = w, .c = c, .rs = rs, .cc = &cc, .res = res };
     const zx_value **v = malloc((rs->ncols + 1) * sizeof(*v));
+    a.v = v;
+    a.v2 = malloc((rs->ncols + 1) * sizeof(*a.v2));
     cc.old = malloc((c->nkey_cols + 1) * sizeof(*cc.old));
     cc.key = malloc((c->nkey_cols + 1) * sizeof(*cc.key));
     cc.tcol = malloc((rs->ncols + 1) * sizeof(*cc.tcol));
     /* value slots: one change's, or a batch's */
     uint64_t slots = (uint64_t)rs->nrows * (rs->ncols + c->nkey_cols);
-    if (slots > BATCH_PARAMS)
-        slots = BATCH_PARAMS;
+    if (slots > WC_BATCH_PARAMS)
+        slots = WC_BATCH_PARAMS;
     slots += rs->ncols + c->nkey_cols + 1;
     a.vals = calloc(slots, sizeof(*a.vals));
     a.bufs = calloc(slots, sizeof(*a.bufs));
     a.nvals = (uint32_t)slots;
-    a.seen = malloc(SEEN_SLOTS * sizeof(*a.seen));
     zx_rowset h;
     zx_rowset_init(&h);
-    if (!v || !cc.old || !cc.key || !cc.tcol || !a.vals || !a.bufs || !a.seen)
+    if (!v || !cc.old || !cc.key || !cc.tcol || !a.vals || !a.bufs || !a.v2)
         goto nomem;
     zx_ts_format(c->ingested_at_us ? c->ingested_at_us : zx_now_us(), w->ts);
     for (size_t k = 0; k < c->nkey_cols; k++) {
@@ -633,36 +461,20 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
         cc.tcol[i] = is_data(rs, i) ? ws_find_col(w, t, rs->cols[i].name) : -1;
     zx_ws_append ap = { .pipeline = c->pipeline, .table = c->table,
                         .ingested_at_us = c->ingested_at_us, .max_columns = ZX_WS_MAX_COLUMNS };
-    for (uint32_t r = 0, done = 0; r < rs->nrows; r++) {
-        char why[600];
-        if (r >= done) {
-            /* the next batch: rows [r, done) in one statement when it works */
-            row_cells(rs, r, v);
-            int kind = batch_kind(&a, v);
-            uint32_t per_row = kind == CH_DELETE ? (uint32_t)c->nkey_cols : rs->ncols;
-            uint32_t e = kind == CH_OTHER ? r + 1 : batch_end(&a, r, kind, per_row, v);
-            int rc = e - r > 1 ? batch_apply(&a, r, e, kind, v, err, errlen) : 1;
-            if (rc < 0)
-                goto out;
-            if (rc == 0) {
-                res->rows += e - r;
-                r = e - 1;
-                done = e;
+    a.ap = &ap;
+    /* runs between truncates, each applied in batches */
+    for (uint32_t r = 0, s = 0; r <= rs->nrows; r++) {
+        if (r < rs->nrows) {
+            wc_row_cells(rs, r, v);
+            const zx_value *op = cc.op >= 0 ? v[cc.op] : NULL;
+            if (!op || op->type != ZX_T_TEXT || op->len != 8 || memcmp(op->s, "truncate", 8))
                 continue;
-            }
-            done = e;   /* refused or alone: these rows one by one */
         }
-        row_cells(rs, r, v);
-        int rc = apply_one(&a, r, v, why, sizeof(why), err, errlen);
-        if (rc < 0)
+        if (r > s && wc_apply_run(&a, s, r, err, errlen) < 0)
             goto out;
-        if (rc == 0) {
-            res->rows++;
-        } else {
-            if (ws_reject_refused_row(w, t, &ap, rs, r, why, err, errlen) < 0)
-                goto out;
-            res->rejects++;
-        }
+        if (r < rs->nrows && wc_apply_row(&a, r, err, errlen) < 0)
+            goto out;
+        s = r + 1;
     }
     if (c->history) {
         char hname[200];
@@ -688,7 +500,7 @@ out:
         zx_fit_buf_free(&a.bufs[i]);
     free(a.bufs);
     free(a.vals);
-    free(a.seen);
+    free(a.v2);
     free(v);
     free(cc.old);
     free(cc.key);
