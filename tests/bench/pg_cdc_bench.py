@@ -52,7 +52,7 @@ def _stat(pid):
 def _title(pid):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip() or "?"
     except OSError:
         return "?"
 
@@ -69,8 +69,11 @@ class CpuSampler:
     """CPU seconds used by the descendants of zxd and by the children of the
     postmaster, between start() and the last sample()."""
 
-    def __init__(self, zxd_pid, pg_datadir):
+    def __init__(self, zxd_pid, pg_datadir, zxd_from_zero=False):
+        """zxd_from_zero: zxd was just started, count its CPU from its start
+        (else from the first sample, like every other process)."""
         self.zxd_pid = zxd_pid
+        self.zxd_from_zero = zxd_from_zero
         self.postmaster = None
         try:
             with open(os.path.join(pg_datadir, "postmaster.pid")) as f:
@@ -105,15 +108,25 @@ class CpuSampler:
             if p in cpu and p not in zx:
                 zx.add(p)
                 todo += [c for c, pp in parent.items() if pp == p]
+        me = set()
+        todo = [os.getpid()]
+        while todo:
+            p = todo.pop()
+            if p in cpu and p not in me:
+                me.add(p)
+                todo += [c for c, pp in parent.items() if pp == p]
         for pid, c in cpu.items():
             if pid in zx:
                 kind = "zxd"
             elif self.postmaster and parent.get(pid) == self.postmaster:
                 kind = "pg"
+            elif pid in me:
+                kind = "me"       # this helper and its pgbench
             else:
                 continue
             if pid not in self.base:
-                self.base[pid] = c if self.first and kind == "pg" else 0.0
+                self.base[pid] = (c if self.first and not (kind == "zxd" and self.zxd_from_zero)
+                                  else 0.0)
             prev = self.last.get(pid)
             title = _title(pid)
             if prev and (c == prev[0] or title.endswith(" idle") or title == "?"):
@@ -139,13 +152,24 @@ class CpuSampler:
         'wall': s}; Postgres processes listed when their title names one of
         pg_words (database names, 'walsender', ...) or they used > 1 s."""
         zx, pg = [], []
+        ours = 0.0           # CPU of zxd, of our Postgres processes, of pgbench
+        bench = 0.0
+        psql_cpu = 0.0
         for pid, (c, kind, title) in self.last.items():
             used = c - self.base.get(pid, 0.0)
+            mine = kind != "pg" or any(w in title for w in pg_words)
+            if mine:
+                ours += used
             if used < 0.05:
                 continue
-            if kind == "zxd":
+            if kind == "me":
+                if "pgbench" in title:
+                    bench += used
+                elif title.startswith("psql"):
+                    psql_cpu += used
+            elif kind == "zxd":
                 zx.append((title, round(used, 1)))
-            elif any(w in title for w in pg_words) or used > 1.0:
+            elif mine or used > 1.0:
                 pg.append((self._pg_group(title), used))
         agg = {}
         for g, used in pg:
@@ -156,6 +180,11 @@ class CpuSampler:
         tot = self.m1[1] - self.m0[1]
         return {"zxd": sorted(zx, key=lambda x: -x[1]), "pg": sorted(pg, key=lambda x: -x[1]),
                 "machine_busy": round(busy / tot, 3) if tot else 0.0,
+                # what the rest of the machine used meanwhile (other tests,
+                # builds, ...): busy time not spent by the processes above
+                "others": round(max(0.0, busy / CLK_TCK - ours), 1),
+                "pgbench": round(bench, 1),
+                "psql": round(psql_cpu, 1),
                 "wall": round(self.t1 - self.t0, 1)}
 
 
@@ -199,7 +228,7 @@ class Mirror:
 
 def cmd_copy_wait(a):
     mirror = Mirror(a.backend, a.mirror)
-    cpu = CpuSampler(a.zxd_pid, a.pg_datadir)
+    cpu = CpuSampler(a.zxd_pid, a.pg_datadir, zxd_from_zero=True)
     cpu.sample()
     t_copy_done = None
     zx_seconds = zx_rows = None
@@ -531,6 +560,11 @@ def cmd_stream(a):
         },
         "idle_latency_ms": None if not idle_lat else round(pct(idle_lat, 50) * 1000, 1),
         "probe_errors": probe.errors,
+        # every marker: [seconds after the load began at its commit, latency
+        # in ms or null if never seen], for a look at how latency moved
+        "markers": [[round(tc - t_start, 3),
+                     None if k not in probe.seen else round(max(0.0, probe.seen[k] - tc) * 1000, 1)]
+                    for k, tc in sorted(probe.commits.items())],
     })
     print(json.dumps(res))
     return 0 if rc == 0 else 1
@@ -553,7 +587,7 @@ def cmd_load(a):
 def cmd_drain(a):
     """zxd was started at --t0 (time.time()) on a backlog: seconds until the
     slot confirmed --lsn; the CPU zxd and Postgres used meanwhile."""
-    cpu = CpuSampler(a.zxd_pid, a.pg_datadir)
+    cpu = CpuSampler(a.zxd_pid, a.pg_datadir, zxd_from_zero=True)
     cpu.sample()
     conn = psycopg.connect(a.src, autocommit=True)
     end = time.monotonic() + a.deadline
@@ -574,6 +608,30 @@ def cmd_drain(a):
     return 0 if t is not None else 1
 
 
+def cmd_timed(a):
+    """Run a shell command (the psql pipe); its wall seconds and the CPU of
+    the Postgres processes meanwhile (psql itself counts as ours)."""
+    cpu = CpuSampler(None, a.pg_datadir)
+    cpu.sample()
+    t0 = time.monotonic()
+    p = subprocess.Popen(["bash", "-c", a.command])
+    while p.poll() is None:
+        time.sleep(0.2)
+        cpu.sample()
+    t1 = time.monotonic()
+    cpu.sample()
+    print(json.dumps({"seconds": round(t1 - t0, 3), "rc": p.returncode,
+                      "cpu": cpu.report(tuple(a.pg_word or ()))}))
+    return p.returncode
+
+
+def cmd_show_cpu(a):
+    r = _load(a.file)
+    for ln in _cpu_lines((r or {}).get("cpu")):
+        print(ln.replace(": zxd [-]", ""))
+    return 0
+
+
 # ---- printing ------------------------------------------------------------------
 
 def _load(path):
@@ -589,9 +647,13 @@ def _cpu_lines(cpu, indent="  "):
         return []
     zx = ", ".join(f"{t.replace('zxd: ', '')} {s:.1f}" for t, s in cpu["zxd"]) or "-"
     pg = ", ".join(f"{t.replace('postgres: ', '')} {s:.1f}" for t, s in cpu["pg"]) or "-"
+    oth = cpu.get("others")
     return [f"{indent}CPU s over {cpu['wall']:.0f} s (machine busy {cpu['machine_busy'] * 100:.0f}% "
             f"of {os.cpu_count()} cores): zxd [{zx}]",
-            f"{indent}  postgres [{pg}]"]
+            f"{indent}  postgres [{pg}]"
+            + (f"  pgbench {cpu['pgbench']:.1f}" if cpu.get("pgbench") else "")
+            + (f"  psql {cpu['psql']:.1f}" if cpu.get("psql") else "")
+            + (f"  everything else on the machine: {oth:.1f}" if oth is not None else "")]
 
 
 def cmd_show_copy(a):
@@ -785,6 +847,14 @@ def main():
     c.add_argument("drain")
     c.add_argument("label")
 
+    c = sub.add_parser("timed")
+    c.add_argument("--pg-datadir")
+    c.add_argument("--pg-word", action="append")
+    c.add_argument("command")
+
+    c = sub.add_parser("show-cpu")
+    c.add_argument("file")
+
     c = sub.add_parser("show-copy")
     c.add_argument("file")
     c.add_argument("backend")
@@ -806,7 +876,8 @@ def main():
     return {"copy-wait": cmd_copy_wait, "caught-up": cmd_caught_up, "stream": cmd_stream,
             "field": cmd_field, "show-copy": cmd_show_copy, "show-stream": cmd_show_stream,
             "summary": cmd_summary, "load": cmd_load, "drain": cmd_drain,
-            "show-backlog": cmd_show_backlog}[a.cmd](a)
+            "show-backlog": cmd_show_backlog, "timed": cmd_timed,
+            "show-cpu": cmd_show_cpu}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,11 @@
 #
 # The machine is shared by everything: pgbench, the source server, zxd and
 # (Postgres backend) the workspace server run on the same cores, so the
-# "max" figures are those of this box with its load generator on it.
+# "max" figures are those of this box with its load generator on it.  Each
+# measurement prints the CPU seconds of zxd's processes, of the Postgres
+# backends, of pgbench, and of everything else on the machine meanwhile
+# (other tests or builds running at the same time lower the figures: see
+# that last number before trusting one).
 #
 # Environment (all optional):
 #   ZX_BENCH_ROWS            rows of the source table (default 5000000)
@@ -54,7 +58,7 @@
 #   ZX_BENCH_JOBS            pgbench -j (default 2)
 #   ZX_BENCH_BACKENDS        workspace backends, in order (default "sqlite postgres")
 #   ZX_BENCH_SKIP_STREAM=1   the initial copy only
-#   ZX_BENCH_BACKLOG=0       no backlog measurement (see 2. below the usage)
+#   ZX_BENCH_BACKLOG=0       no backlog measurement (the end of 2. above)
 #   ZX_BENCH_KEEP=1          keep the SQLite workspace files too (big)
 #   ZX_BUILD_DIR             build folder (default <repo>/build)
 #   ZX_PG_BIN                PostgreSQL binaries (default /usr/lib/postgresql/15/bin: pgbench)
@@ -178,7 +182,6 @@ newdb() {
     DBS+=("$1")
 }
 now() { date +%s.%N; }
-fmt_rate() { python3 -c "import sys; print(f'{$1 / ($3 - $2):,.0f}')"; }
 
 # ---- the source table --------------------------------------------------------
 TABLE_DDL='(id bigint NOT NULL, qty int NOT NULL, amount numeric(12,2), label text,
@@ -186,7 +189,8 @@ TABLE_DDL='(id bigint NOT NULL, qty int NOT NULL, amount numeric(12,2), label te
     attrs jsonb, day date)'
 
 echo "== PostgreSQL $PG_PG_VERSION ($(psql "$ADMIN" -Atc "SELECT string_agg(name || ' ' || setting, ', ' ORDER BY name) FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'shared_buffers', 'max_wal_size')")), $(nproc) cores =="
-echo "logs and JSON: $WORK"
+echo "zxd: $("$ZXD" --version 2>&1 | head -1), copied from $BUILD/supervisor/zxd (modified $(date -u -r "$BUILD/supervisor/zxd" '+%F %T') UTC, sha256 $(sha256sum "$ZXD" | cut -c1-12)); repo at $(git -C "$REPO" log -1 --format='%h %s' 2>/dev/null | cut -c1-100)"
+echo "logs and JSON: $WORK; load average now: $(cut -d' ' -f1-3 /proc/loadavg) (each CPU line below says what the rest of the machine used meanwhile)"
 newdb "$SRC_DB"
 say "making $ROWS source rows in $SRC_DB"
 T0=$(now)
@@ -211,21 +215,24 @@ echo "source: bench_src, $ROWS rows, $(psql "$SRC" -Atc "SELECT pg_size_pretty(p
 newdb "$COPY_DB"
 COPYDST=$(dsn_of "$COPY_DB")
 echo "== psql \\copy (SELECT * FROM bench_src) TO pstdout | psql \\copy bench_src FROM pstdin =="
+PIPE="psql '$SRC' -qc '\\copy (SELECT * FROM bench_src) TO pstdout' | psql '$COPYDST' -v ON_ERROR_STOP=1 -qc '\\copy bench_src FROM pstdin'"
+baseline() {  # $1: what the table has, $2: name of the JSON; sets RATE_OUT
+    $PY timed --pg-datadir "$PG_DATA_DIR" --pg-word "$SRC_DB" --pg-word "$COPY_DB" "$PIPE" \
+        >"$WORK/copy_$2.json" || die "the psql \\copy pipe failed"
+    local n secs
+    n=$(psql "$COPYDST" -Atc 'SELECT count(*) FROM bench_src')
+    secs=$($PY field "$WORK/copy_$2.json" seconds)
+    RATE_OUT=$(python3 -c "print(round($n / $secs))")
+    echo "rows/s of \\copy into a table $1: $(python3 -c "print(f'{$RATE_OUT:,}')")  ($n rows in $secs s)"
+    $PY show-cpu "$WORK/copy_$2.json"
+}
 psql "$COPYDST" -qc "CREATE TABLE bench_src $TABLE_DDL; ALTER TABLE bench_src ADD PRIMARY KEY (id)" >/dev/null
-T0=$(now)
-psql "$SRC" -qc '\copy (SELECT * FROM bench_src) TO pstdout' | psql "$COPYDST" -qc '\copy bench_src FROM pstdin'
-T1=$(now)
-N=$(psql "$COPYDST" -Atc 'SELECT count(*) FROM bench_src')
-PK_RATE=$(python3 -c "print(round($N / ($T1 - $T0)))")
-echo "rows/s of \\copy into a table with its primary key (as zx's mirror): $(fmt_rate "$N" "$T0" "$T1")  ($N rows in $(python3 -c "print(f'{$T1 - $T0:.1f}')") s)"
+baseline "with its primary key (as zx's mirror)" pk
+PK_RATE=$RATE_OUT
 psql "$COPYDST" -qc 'DROP TABLE bench_src' >/dev/null
 psql "$COPYDST" -qc "CREATE TABLE bench_src $TABLE_DDL" >/dev/null
-T0=$(now)
-psql "$SRC" -qc '\copy (SELECT * FROM bench_src) TO pstdout' | psql "$COPYDST" -qc '\copy bench_src FROM pstdin'
-T1=$(now)
-N=$(psql "$COPYDST" -Atc 'SELECT count(*) FROM bench_src')
-NOIDX_RATE=$(python3 -c "print(round($N / ($T1 - $T0)))")
-echo "rows/s of \\copy into a table without index: $(fmt_rate "$N" "$T0" "$T1")  ($N rows in $(python3 -c "print(f'{$T1 - $T0:.1f}')") s)"
+baseline "without index" noindex
+NOIDX_RATE=$RATE_OUT
 psql "$ADMIN" -qc "DROP DATABASE \"$COPY_DB\" WITH (FORCE)" >/dev/null
 printf '{"pk": %s, "noindex": %s}\n' "$PK_RATE" "$NOIDX_RATE" >"$WORK/baseline.json"
 
@@ -314,13 +321,15 @@ EOF
                 --seconds "$SECS" --tps 0 --clients "$CLIENTS" --jobs "$JOBS" --nrows "$ROWS" \
                 >"$dir/backlog_load.json" || true
             local lsn
-            lsn=$($PY field "$dir/backlog_load.json" lsn_end)
+            lsn=$($PY field "$dir/backlog_load.json" lsn_end 2>/dev/null || true)
             t0=$(now)
             setsid "$ZXD" -c "$dir/zxd.yaml" >>"$dir/zxd.log" 2>&1 </dev/null &
             ZXD_PID=$!
-            $PY drain --src "$SRC" --slot "$slot" --lsn "${lsn:-0/0}" --t0 "$t0" \
-                --zxd-pid "$ZXD_PID" --pg-datadir "$PG_DATA_DIR" "${words[@]}" \
-                >"$dir/backlog_drain.json" || true
+            if [ -n "$lsn" ]; then
+                $PY drain --src "$SRC" --slot "$slot" --lsn "$lsn" --t0 "$t0" \
+                    --zxd-pid "$ZXD_PID" --pg-datadir "$PG_DATA_DIR" "${words[@]}" \
+                    >"$dir/backlog_drain.json" || true
+            fi
             $PY show-backlog "$dir/backlog_load.json" "$dir/backlog_drain.json" \
                 "backlog (the max-rate load made with zxd stopped)"
         fi

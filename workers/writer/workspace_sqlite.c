@@ -242,6 +242,10 @@ static void q_close(zx_ws *ws)
     if (w->base.in_txn)
         zx_ws_rollback(ws);
     ws_fini(ws); /* the cache's statements first */
+    for (int i = 0; i < WSQ_EXEC_CACHE; i++) {
+        sqlite3_finalize(w->exec[i].st);
+        free(w->exec[i].sql);
+    }
     sqlite3_finalize(w->st_begin);
     sqlite3_finalize(w->st_commit);
     sqlite3_finalize(w->st_rollback);
@@ -501,7 +505,31 @@ static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32
     wsq *w = WSQ(ws);
     sqlite3_stmt *st = NULL;
     *changed = 0;
-    int rc = sqlite3_prepare_v2(w->db, sql, -1, &st, NULL);
+    int slot = 0, rc = SQLITE_OK;
+    for (int i = 0; i < WSQ_EXEC_CACHE; i++) {
+        if (w->exec[i].sql && strcmp(w->exec[i].sql, sql) == 0) {
+            slot = i;
+            st = w->exec[i].st;
+            break;
+        }
+        if (w->exec[i].used < w->exec[slot].used)
+            slot = i;
+    }
+    if (!st) {
+        /* the least recently used entry goes */
+        sqlite3_finalize(w->exec[slot].st);
+        free(w->exec[slot].sql);
+        w->exec[slot].st = NULL;
+        w->exec[slot].sql = NULL;
+        rc = sqlite3_prepare_v2(w->db, sql, -1, &st, NULL);
+        if (rc == SQLITE_OK && !(w->exec[slot].sql = strdup(sql))) {
+            sqlite3_finalize(st);
+            return zx_seterr(err, errlen, "workspace: out of memory");
+        }
+        if (rc == SQLITE_OK)
+            w->exec[slot].st = st;
+    }
+    w->exec[slot].used = ++w->tick;
     if (rc != SQLITE_OK) {
         sqlite3_finalize(st);
         if (zx_wsq_refusal(w, rc)) {
@@ -535,7 +563,8 @@ static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32
     } else {
         ret = zx_seterr(err, errlen, "workspace: %s", sqlite3_errmsg(w->db));
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     return ret;
 }
 

@@ -32,6 +32,8 @@ typedef struct wsq_table {
     sqlite3_stmt *rej_ins; /* of a rejects table: its INSERT */
 } wsq_table;
 
+#define WSQ_EXEC_CACHE 16
+
 typedef struct wsq {
     zx_ws base;           /* first: a wsq is a zx_ws */
     sqlite3 *db;
@@ -47,6 +49,9 @@ typedef struct wsq {
                                   (bound SQLITE_STATIC) */
     uint32_t *set;        /* slots bound in this row */
     uint32_t nset, slots_cap;
+    /* exec_row's statements by their text (a mirror's changes repeat a few
+     * shapes): prepared once, reset between uses; least recently used out */
+    struct { char *sql; sqlite3_stmt *st; uint64_t used; } exec[WSQ_EXEC_CACHE];
 } wsq;
 
 #define WSQ(w) ((wsq *)(w))
