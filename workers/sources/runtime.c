@@ -345,7 +345,9 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
         int timeout = r == ZX_SRC_BLOCKED ? 20 : stop_requested ? 50 : 1000;
         struct pollfd p[2] = {{a->self_efd, POLLIN, 0}, {-1, POLLIN, 0}};
         int np = 1;
-        if (src->fd && (p[1].fd = src->fd(state)) >= 0)
+        /* blocked: only an ack (or the 20 ms) helps; the source's input,
+         * readable meanwhile, would wake this loop at once, again and again */
+        if (r != ZX_SRC_BLOCKED && src->fd && (p[1].fd = src->fd(state)) >= 0)
             np = 2;
         poll(p, (nfds_t)np, timeout);
     }
