@@ -36,6 +36,7 @@
 #include "workers/sources/pg_cdc_int.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,36 +202,45 @@ static void status(cdc *c, int force)
     if (!force && now - c->last_json_ms < 1000)
         return;
     c->last_json_ms = now;
-    char js[1024], a[PGO_LSN_LEN], b[PGO_LSN_LEN];
+    /* names from the configuration (a publication may hold any printable
+     * character) go through jansson, never through printf */
+    json_t *o;
     if (!c->streaming) {
         double secs = (double)(now - c->copy_t0_ms) / 1000.0;
         double rate = secs > 0 ? (double)c->copied / secs : 0;
         double left = c->copy_est > c->copied && rate > 0 ? (double)(c->copy_est - c->copied) / rate
                                                           : 0;
-        snprintf(js, sizeof(js), "{\"state\":\"copying\",\"slot\":\"%s\",\"table\":\"%s\","
-                 "\"tables_done\":%zu,\"tables\":%" PRIu64 ",\"rows_copied\":%" PRIu64
-                 ",\"rows_estimate\":%" PRIu64 ",\"rows_per_second\":%.0f,"
-                 "\"seconds_left\":%.0f}", c->p->slot, c->ci < c->nt ? c->t[c->ci].qname : "",
-                 c->ci, c->copy_tables, c->copied, c->copy_est, rate, left);
+        o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:f}", "state", "copying",
+                      "slot", c->p->slot, "table", c->ci < c->nt ? c->t[c->ci].qname : "",
+                      "tables_done", (json_int_t)c->ci, "tables", (json_int_t)c->copy_tables,
+                      "rows_copied", (json_int_t)c->copied, "rows_estimate",
+                      (json_int_t)c->copy_est, "rows_per_second", (double)(int64_t)rate,
+                      "seconds_left", (double)(int64_t)left);
     } else {
         if (c->meta && now - c->last_retained_ms >= RETAINED_EVERY_MS) {
             c->last_retained_ms = now;
             c->retained = pgcdc_retained(c->meta, c->p->slot);
         }
+        char a[PGO_LSN_LEN], b[PGO_LSN_LEN];
         pgo_lsn_format(c->confirmed, a, sizeof(a));
         pgo_lsn_format(c->server_end, b, sizeof(b));
         int64_t oldest = c->oldest_unacked_us ? c->oldest_unacked_us : c->pending_commit_us;
         double lag_s = oldest ? (double)(zx_now_us() - oldest) / 1e6 : 0;
         if (lag_s < 0)
             lag_s = 0;
-        snprintf(js, sizeof(js), "{\"state\":\"streaming\",\"slot\":\"%s\",\"publication\":"
-                 "\"%s\",\"confirmed_lsn\":\"%s\",\"server_lsn\":\"%s\",\"lag_bytes\":%" PRIu64
-                 ",\"lag_seconds\":%.3f,\"retained_wal_bytes\":%" PRId64 ",\"changes\":%" PRIu64
-                 "}", c->p->slot, c->p->publication, a, b,
-                 c->server_end > c->confirmed ? c->server_end - c->confirmed : 0, lag_s,
-                 c->retained, c->changes);
+        o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "state", "streaming",
+                      "slot", c->p->slot, "publication", c->p->publication, "confirmed_lsn", a,
+                      "server_lsn", b, "lag_bytes",
+                      (json_int_t)(c->server_end > c->confirmed ? c->server_end - c->confirmed : 0),
+                      "lag_seconds", (double)(int64_t)(lag_s * 1000) / 1000.0,
+                      "retained_wal_bytes", (json_int_t)c->retained,
+                      "changes", (json_int_t)c->changes);
     }
-    zx_src_set_status(c->rt, js);
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (js)
+        zx_src_set_status(c->rt, js);
+    free(js);
 }
 
 /* ---- publishing ---------------------------------------------------------- */
