@@ -44,9 +44,12 @@ static int dsn_hex(char c)
  * when strict, else in any case), or 0. */
 static size_t dsn_prefix(const char *s, int strict)
 {
-    static const char *const pre[] = {"postgresql://", "postgres://"};
+    /* MySQL / MariaDB URIs (connections of kind mysql) have the same
+     * shape: user:password@host:port/database */
+    static const char *const pre[] = {"postgresql://", "postgres://", "mysql://",
+                                      "mariadb://"};
 
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < 4; k++) {
         size_t i, len = strlen(pre[k]);
         for (i = 0; i < len && s[i]; i++) {
             char c = s[i];
@@ -281,7 +284,12 @@ char *zx_dsn_redact(const char *dsn)
 
 int zx_dsn_is_uri(const char *dsn)
 {
-    return dsn && dsn_prefix(dsn, 1) > 0;
+    return dsn && (!strncmp(dsn, "postgresql://", 13) || !strncmp(dsn, "postgres://", 11));
+}
+
+int zx_dsn_is_mysql(const char *dsn)
+{
+    return dsn && (!strncmp(dsn, "mysql://", 8) || !strncmp(dsn, "mariadb://", 10));
 }
 
 int zx_dsn_check(const char *dsn, const char **why)
@@ -295,13 +303,13 @@ int zx_dsn_check(const char *dsn, const char **why)
     n = strlen(dsn);
     while (lead < n && dsn_space(dsn[lead]))
         lead++;
-    if (zx_dsn_is_uri(dsn))
+    if (zx_dsn_is_uri(dsn) || zx_dsn_is_mysql(dsn))
         return 0;
     if (lead == n) {
         w = "it is empty or only spaces";
     } else if (dsn_prefix(dsn + lead, 0)) {
-        w = "a URI must start with postgresql:// or postgres://, in lower "
-            "case, at its first character";
+        w = "a URI must start with postgresql://, postgres:// or (a MySQL "
+            "connection) mysql://, in lower case, at its first character";
     } else {
         /* the same scanner as zx_dsn_redact (one grammar), building
          * nothing */

@@ -39,6 +39,11 @@ char *zx_dsn_redact(const char *dsn);
  * exactly, in lower case, at the first byte), else 0.  dsn NULL gives 0. */
 int zx_dsn_is_uri(const char *dsn);
 
+/* 1 when dsn starts with `mysql://` or `mariadb://` (a connection of kind
+ * mysql: the same URI shape, whose password zx_dsn_redact hides the same
+ * way), else 0.  NULL gives 0.  zx_dsn_check accepts them as URIs. */
+int zx_dsn_is_mysql(const char *dsn);
+
 /* 0 when dsn has the shape libpq accepts: a URI (only its prefix is
  * checked: libpq checks the rest when it connects), or one or more
  * key=value pairs whose keys are letters, digits and `_` and whose quoted

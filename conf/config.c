@@ -42,7 +42,45 @@ typedef struct cf_load {
                                        (connections may come after it) */
     const yaml_node_t **tables_node;/* per pipeline: its `tables:` value (the
                                        mirrors' errors point at its items) */
+    const char *cur_src;            /* the pipeline being walked: its source
+                                       as written ("sync" for direction:
+                                       out), to tell apart two options of
+                                       one name (`key`), or NULL */
 } cf_load;
+
+/* Row of option `name` in `section` for source src: the row whose sources
+ * take src when several share the name, else the first; SIZE_MAX. */
+static size_t opt_index_src(const char *section, const char *name, const char *src)
+{
+    size_t first = SIZE_MAX;
+    for (size_t i = 0; i < zx_cf_noptions; i++)
+        if (!strcmp(zx_cf_options[i].section, section) &&
+            !strcmp(zx_cf_options[i].name, name)) {
+            if (first == SIZE_MAX)
+                first = i;
+            if (src && zx_cf_options[i].sources && zx_cf_takes(&zx_cf_options[i], src))
+                return i;
+        }
+    return first;
+}
+
+/* The source a pipeline's mapping n says it has, before it is walked:
+ * "sync" for `direction: out`, else the text of `source:`, or NULL. */
+static const char *peek_source(zx_cf_ctx *x, const yaml_node_t *n)
+{
+    const char *src = NULL;
+    if (!n || n->type != YAML_MAPPING_NODE)
+        return NULL;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        const char *k = zx_cf_scalar(zx_cf_node(x, p->key));
+        const char *v = zx_cf_scalar(zx_cf_node(x, p->value));
+        if (k && v && !strcmp(k, "direction") && !strcmp(v, "out"))
+            return "sync";
+        if (k && v && !strcmp(k, "source"))
+            src = v;
+    }
+    return src;
+}
 
 static const zx_cf_section *find_section(const char *path)
 {
@@ -132,6 +170,47 @@ static void unknown_key(zx_cf_ctx *x, const yaml_node_t *kn, const char *path,
 static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
                        yaml_node_t *n);
 
+/* The structs of the named maps: what an entry is called in messages, its
+ * size, where the array and its count live in zx_conf, and where its name
+ * and place (line, column) are.  Every entry struct starts with its name. */
+typedef struct cf_named {
+    int target;
+    const char *what;
+    const char *example;     /* an entry name for messages */
+    const char *keys;        /* its first keys, for messages */
+    size_t size;
+    size_t arr, cnt;         /* offsets in zx_conf */
+    size_t line;             /* offset of `int line, column` */
+} cf_named;
+
+static const cf_named cf_nameds[] = {
+    {ZX_CF_PIPELINE, "pipeline", "web_events", "direction, source, ...",
+     sizeof(zx_conf_pipeline), offsetof(zx_conf, pipelines),
+     offsetof(zx_conf, npipelines), offsetof(zx_conf_pipeline, line)},
+    {ZX_CF_CONNECTION, "connection", "main_kafka", "kind, brokers, ...",
+     sizeof(zx_conf_connection), offsetof(zx_conf, connections),
+     offsetof(zx_conf, nconnections), offsetof(zx_conf_connection, line)},
+    {ZX_CF_AUTHOR, "author", "alice", "tables",
+     sizeof(zx_conf_author), offsetof(zx_conf, authors),
+     offsetof(zx_conf, nauthors), offsetof(zx_conf_author, line)},
+    {ZX_CF_APITOKEN, "API token", "airflow", "token, role, syncs",
+     sizeof(zx_conf_apitoken), offsetof(zx_conf, apitokens),
+     offsetof(zx_conf, napitokens), offsetof(zx_conf_apitoken, line)},
+};
+_Static_assert(offsetof(zx_conf_pipeline, name) == 0 &&
+               offsetof(zx_conf_connection, name) == 0 &&
+               offsetof(zx_conf_author, name) == 0 &&
+               offsetof(zx_conf_apitoken, name) == 0,
+               "named-map entries start with their name");
+
+static const cf_named *cf_named_of(int target)
+{
+    for (size_t i = 0; i < sizeof(cf_nameds) / sizeof(cf_nameds[0]); i++)
+        if (cf_nameds[i].target == target)
+            return &cf_nameds[i];
+    return NULL;
+}
+
 /* Walk mapping n as section `path` (called `disp` in messages), setting
  * options in base and recording in w where each was written.  `entry`:
  * the name of the named-map entry being walked (it replaces "<name>" in
@@ -171,7 +250,7 @@ static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
                            zx_cf_col(fk));
             continue;
         }
-        oi = zx_cf_opt_index(path, k);
+        oi = opt_index_src(path, k, ld->cur_src);
         if (oi != SIZE_MAX) {
             if (oi < ZX_CF_MAX_OPTIONS) {
                 w->opt[oi] = vn;
@@ -221,11 +300,10 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
                        size_t idx)
 {
     int target = map->target, pipe = target == ZX_CF_PIPELINE;
-    const char *what = pipe ? "pipeline" : "connection";
-    const char *name = pipe ? ((zx_conf_pipeline *)base)->name
-                            : ((zx_conf_connection *)base)->name;
-    const char *src;
-    int known;
+    const cf_named *nd = cf_named_of(target);
+    const char *name = *(char **)base;
+    const char *src = NULL;
+    int known = 1, *lc = (int *)((char *)base + nd->line);
     zx_cf_where *w = calloc(1, sizeof(*w));
     size_t i;
     char disp[80];
@@ -234,27 +312,45 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
         zx_cf_error_at(x, kn, "out of memory");
         return;
     }
-    if (pipe) {
-        ((zx_conf_pipeline *)base)->line = zx_cf_line(kn);
-        ((zx_conf_pipeline *)base)->column = zx_cf_col(kn);
-    } else {
-        ((zx_conf_connection *)base)->line = zx_cf_line(kn);
-        ((zx_conf_connection *)base)->column = zx_cf_col(kn);
-    }
+    lc[0] = zx_cf_line(kn);
+    lc[1] = zx_cf_col(kn);
     for (i = 0; i < zx_cf_noptions; i++)
         if (zx_cf_target(zx_cf_options[i].section) == target)
             zx_cf_set_default(x, &zx_cf_options[i], base);
-    snprintf(disp, sizeof(disp), "%s %s", what, name);
+    snprintf(disp, sizeof(disp), "%s %s", nd->what, name);
     if (!zx_cf_is_null(vn) && vn->type != YAML_MAPPING_NODE)
         zx_cf_error_at(x, vn, "%s must be a mapping of settings (%s), got %s",
-                       disp, pipe ? "direction, source, ..." : "kind, brokers, ...",
-                       zx_cf_kind(vn));
-    else
+                       disp, nd->keys, zx_cf_kind(vn));
+    else {
+        ld->cur_src = pipe ? peek_source(x, vn) : NULL;
         walk_map(x, ld, map->entry, disp, name, vn, base, w);
-    /* a pipeline's source, a connection's kind: what its options depend on */
-    src = pipe ? ((zx_conf_pipeline *)base)->source
-               : ((zx_conf_connection *)base)->kind;
-    known = pipe ? src && zx_cf_find_source(src) : zx_cf_conn_kind_ok(src);
+        ld->cur_src = NULL;
+    }
+    /* a pipeline's source, a connection's kind: what its options depend on.
+     * A reverse sync (direction: out) writes no source: it is "sync". */
+    if (pipe) {
+        zx_conf_pipeline *pl = base;
+        if (pl->direction && !strcmp(pl->direction, "out")) {
+            const yaml_node_t *sn = zx_cf_where_opt(w, map->entry, "source");
+            if (sn && pl->source && strcmp(pl->source, "sync"))
+                zx_cf_error_at(x, sn, "pipeline %s: a reverse sync (direction: out) "
+                               "takes no source; remove `source: %s`", name,
+                               pl->source);
+            free(pl->source);
+            if (!(pl->source = strdup("sync")))
+                zx_cf_error_at(x, kn, "out of memory");
+            w->opt[zx_cf_opt_index(map->entry, "source")] = kn;
+        } else if (pl->source && !strcmp(pl->source, "sync") && pl->direction) {
+            zx_cf_error_at(x, zx_cf_where_opt(w, map->entry, "source"),
+                           "pipeline %s: source: sync is a reverse sync: write "
+                           "direction: out", name);
+        }
+        src = pl->source;
+        known = src && zx_cf_find_source(src);
+    } else if (target == ZX_CF_CONNECTION) {
+        src = ((zx_conf_connection *)base)->kind;
+        known = zx_cf_conn_kind_ok(src);
+    }
     for (i = 0; i < zx_cf_noptions; i++) {
         const zx_cf_option *o = &zx_cf_options[i];
         /* a source-specific option is required only once the source is
@@ -272,8 +368,14 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
         if (ld->tables_node && i < ZX_CF_MAX_OPTIONS)
             ld->tables_node[idx] = w->opt[i];
         zx_cf_check_pipeline(x, kn, base, w);
-    } else {
+    } else if (target == ZX_CF_CONNECTION) {
         zx_cf_check_connection(x, kn, base, w);
+    } else if (target == ZX_CF_APITOKEN) {
+        zx_conf_apitoken *t = base;
+        if (t->token && strlen(t->token) < 16)
+            zx_cf_error_at(x, zx_cf_where_opt(w, map->entry, "token"),
+                           "api token %s: the token has %zu characters: at least "
+                           "16", name, strlen(t->token));
     }
     free(w);
 }
@@ -283,10 +385,11 @@ static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
 {
     zx_conf *c = ld->c;
     int pipe = sec->target == ZX_CF_PIPELINE;
-    const char *what = pipe ? "pipeline" : "connection";
-    size_t size = pipe ? sizeof(zx_conf_pipeline) : sizeof(zx_conf_connection);
-    void **arr = pipe ? (void **)&c->pipelines : (void **)&c->connections;
-    size_t *cnt = pipe ? &c->npipelines : &c->nconnections;
+    const cf_named *nd = cf_named_of(sec->target);
+    const char *what = nd->what;
+    size_t size = nd->size;
+    void **arr = (void **)((char *)c + nd->arr);
+    size_t *cnt = (size_t *)((char *)c + nd->cnt);
     yaml_node_pair_t *p0, *p;
     size_t *first, total;
 
@@ -295,7 +398,7 @@ static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
     if (n->type != YAML_MAPPING_NODE) {
         zx_cf_error_at(x, n, "%s must be a mapping from each %s's name to its "
                        "settings (%s: {...}), got %s", sec->path, what,
-                       pipe ? "web_events" : "main_kafka", zx_cf_kind(n));
+                       nd->example, zx_cf_kind(n));
         return;
     }
     if (*arr) {
@@ -338,8 +441,7 @@ static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
                            "characters among a-z, 0-9, _ and -, starting "
                            "with a letter", what, k);
         base = (char *)*arr + *cnt * size;
-        namep = pipe ? &((zx_conf_pipeline *)base)->name
-                     : &((zx_conf_connection *)base)->name;
+        namep = (char **)base;
         *namep = strdup(k);
         if (!*namep) {
             zx_cf_error_at(x, kn, "out of memory");
@@ -704,7 +806,12 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
     }
     cf_check_tables(x, ld);
     zx_cf_resolve_connections(x, c, ld->conn_node);
+    zx_cf_resolve_syncs(x, c, NULL, NULL);
     zx_cf_check_slots(x, c);
+    if (c->pg_dsn && zx_dsn_is_mysql(c->pg_dsn))
+        zx_cf_error_at(x, zx_cf_where_opt(w, "workspace.postgres", "dsn"),
+                       "workspace.postgres.dsn: a mysql:// dsn is not a PostgreSQL "
+                       "database");
     if (c->nconnections > ZX_MAX_PIPELINES) {
         const zx_conf_connection *cn = &c->connections[ZX_MAX_PIPELINES];
         zx_cf_error(x, cn->line, cn->column, "connection %s: one zxd has at "
@@ -847,6 +954,16 @@ void zx_conf_free(zx_conf *c)
         free(c->connections[i].dsn_shown);
     }
     free(c->connections);
+    for (i = 0; i < c->nauthors; i++) {
+        zx_cf_free_fields(ZX_CF_AUTHOR, &c->authors[i]);
+        free(c->authors[i].name);
+    }
+    free(c->authors);
+    for (i = 0; i < c->napitokens; i++) {
+        zx_cf_free_fields(ZX_CF_APITOKEN, &c->apitokens[i]);
+        free(c->apitokens[i].name);
+    }
+    free(c->apitokens);
     zx_cf_free_fields(ZX_CF_ROOT, c);
     free(c->pg_dsn_shown);
     free(c->http.host);
@@ -897,7 +1014,12 @@ int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
         a->body_limit != b->body_limit || a->ring_size != b->ring_size ||
         a->in_ring_size != b->in_ring_size || a->shm_size != b->shm_size ||
         a->topics_regex != b->topics_regex ||
-        !zx_conf_connection_same(a->conn, b->conn))
+        !zx_conf_connection_same(a->conn, b->conn) ||
+        !zx_conf_connection_same(a->dest_conn, b->dest_conn))
+        return 0;
+    /* a sync's author: the same tables */
+    if (!a->auth != !b->auth ||
+        (a->auth && !zx_cf_fields_same(ZX_CF_AUTHOR, a->auth, b->auth)))
         return 0;
     /* the same tables (compared by the table): the mirrors, when both have
      * them, in the same count */

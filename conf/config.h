@@ -113,6 +113,13 @@ typedef struct zx_conf_connection {
                                 dsn is NULL (skipped secret): the dsn as
                                 written, references unresolved, passwords
                                 hidden.  NULL for other kinds */
+    char *path;              /* sqlite: the database file, absolute
+                                (relative paths are taken from the
+                                configuration's folder); NULL for other
+                                kinds */
+    int read_only;           /* `read_only: true`: reverse syncs never
+                                write to it (a destination refuses it at
+                                open); 0 (default) */
     int line, column;        /* where the connection's name is written */
 } zx_conf_connection;
 
@@ -198,8 +205,56 @@ typedef struct zx_conf_pipeline {
     char *publication;       /* publication: as written (1 to 63 bytes, no
                                 control characters, an exact name; it may
                                 exist already), or derived as slot is */
+    /* direction: out (a reverse sync; source is "sync").  Other pipelines
+     * have these NULL / 0. */
+    char *author;            /* the `authors` entry whose policy the query
+                                runs under (required) */
+    const struct zx_conf_author *auth; /* that author, resolved: owned by the
+                                zx_conf (an element of its authors) */
+    char *query;             /* exactly one read-only SELECT (checked by the
+                                database when it runs, not here) */
+    int mode;                /* ZX_MODE_REPLACE (0), _APPEND, _UPSERT,
+                                _MIRROR: the zx_sync_mode numbers of
+                                workers/syncs/dest.h */
+    char **key_cols;         /* `key`: result columns that identify a row;
+                                required for upsert and mirror */
+    size_t nkey_cols;
+    char *schedule;          /* 5-field cron (UTC) as written, checked with
+                                zx_cron_parse; NULL = only by hand/API */
+    char *dest_connection;   /* `destination.connection`: a connection of
+                                kind postgres, mysql or sqlite; NULL for
+                                files */
+    const zx_conf_connection *dest_conn; /* resolved; NULL for files */
+    char *dest_table;        /* `destination.table`, with a connection */
+    char *dest_path;         /* `destination.files.path`: absolute
+                                (relative to the config file's folder) */
+    char *dest_format;       /* "csv" | "json" | "parquet" */
+    char *dest_compression;  /* parquet: "zstd" (default) | "snappy" | "none" */
+    uint32_t batch_rows;     /* rows per batch sent (default 10000) */
     int line, column;        /* where the pipeline's name is written (1-based) */
 } zx_conf_pipeline;
+
+/* An author (`authors.<name>`): whose rights a sync's query runs with.
+ * The query may read only `tables` (workspace tables, exact names). */
+typedef struct zx_conf_author {
+    char *name;
+    char **tables;
+    size_t ntables;
+    int line, column;
+} zx_conf_author;
+
+/* An API token (`api_tokens.<name>`) of the gateway's sync API. */
+typedef struct zx_conf_apitoken {
+    char *name;
+    char *token;             /* the bearer token (secret); NULL when loaded
+                                with ZX_CONF_SKIP_SECRETS and written with
+                                a reference */
+    char *role;              /* "orchestrator": its runs start at once;
+                                "agent": they wait for `zxctl approve` */
+    char **syncs;            /* the syncs it may run; NULL (nsyncs 0) = all */
+    size_t nsyncs;
+    int line, column;
+} zx_conf_apitoken;
 
 /* The most source tables one postgres pipeline mirrors (`tables:`). */
 #define ZX_MAX_PG_TABLES 1000
@@ -259,6 +314,10 @@ typedef struct zx_conf {
                                         uses are kept too */
     size_t npipelines;
     zx_conf_pipeline *pipelines;  /* in file order */
+    size_t nauthors;
+    zx_conf_author *authors;      /* in file order */
+    size_t napitokens;
+    zx_conf_apitoken *apitokens;  /* in file order */
 } zx_conf;
 
 /* Error list filled by zx_conf_load: each message is
@@ -299,6 +358,13 @@ void zx_conf_free(zx_conf *c);
 /* The pipeline called `name`, or NULL.  The pointer is owned by c and valid
  * until zx_conf_free(c). */
 const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name);
+
+/* The author / API token called `name`, or NULL.  Owned by c. */
+const zx_conf_author *zx_conf_find_author(const zx_conf *c, const char *name);
+const zx_conf_apitoken *zx_conf_find_apitoken(const zx_conf *c, const char *name);
+
+/* 1 when p is a reverse sync (`direction: out`), else 0. */
+int zx_conf_is_sync(const zx_conf_pipeline *p);
 
 /* The connection called `name`, or NULL.  Owned by c, valid until
  * zx_conf_free(c). */
@@ -403,11 +469,14 @@ typedef enum zx_cf_type {
     ZX_CF_PGTABLES,   /* a list of Postgres tables, `schema.table` or
                          `table` (public.table), stored as "schema.table";
                          1 to ZX_MAX_PG_TABLES, none twice */
+    ZX_CF_NAMES,      /* a list of names (or one): each 1 to 63 bytes
+                         without control characters, none twice */
     ZX_CF_PROPS       /* mapping of scalar to scalar: keys at offset, values
                          (char **) at v_offset, count at n_offset */
 } zx_cf_type;
 
-enum { ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION }; /* struct of `offset` */
+enum { ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION, ZX_CF_AUTHOR,
+       ZX_CF_APITOKEN }; /* struct of `offset` */
 #define ZX_CF_REQUIRED 0x1u    /* in a named-map entry: required when the
                                   entry's source (a pipeline) or kind (a
                                   connection) is among `sources`; at the
@@ -458,8 +527,8 @@ typedef struct zx_cf_source {
     const char *doc;            /* one line for the reference */
 } zx_cf_source;
 
-#define ZX_CF_MAX_OPTIONS 96   /* rows in the table, at most */
-#define ZX_CF_MAX_SECTIONS 16
+#define ZX_CF_MAX_OPTIONS 128  /* rows in the table, at most */
+#define ZX_CF_MAX_SECTIONS 24
 extern const zx_cf_option zx_cf_options[];
 extern const size_t zx_cf_noptions;
 extern const zx_cf_section zx_cf_sections[];
@@ -508,6 +577,10 @@ int zx_cf_resolve_scalar(zx_cf_ctx *x, const char *what, const yaml_node_t *n,
 int zx_cf_set_list(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                    const yaml_node_t *n);
 int zx_cf_set_props(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                    const yaml_node_t *n);
+/* NAMES: a sequence of names, or one scalar (a list of one); same
+ * contract. */
+int zx_cf_set_names(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                     const yaml_node_t *n);
 void zx_cf_free_strs(char **v, size_t n);
 /* Free every field the table describes for `target` in base (strings,
@@ -558,6 +631,16 @@ void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
  * database (the same connection, or connections with the same dsn) share
  * a replication slot. */
 void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c);
+/* syncs.c: the checks of one reverse sync once walked, and, once the
+ * whole file is walked, each sync's author and destination connection and
+ * each API token's syncs (dest_conn_node[i]: where pipeline i wrote
+ * destination.connection; syncs_node[i]: where token i wrote syncs; either
+ * array may be NULL). */
+void zx_cf_check_sync(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
+                      const zx_cf_where *w);
+void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c,
+                         const yaml_node_t *const *dest_conn_node,
+                         const yaml_node_t *const *syncs_node);
 /* Join the NULL-ended list l with sep into buf (truncated). */
 void zx_cf_join(char *buf, size_t len, const char *const *l, const char *sep);
 #endif /* ZX_CONF_INTERNAL */

@@ -152,8 +152,12 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         if (strcmp(o->section, entry) || !w->opt[i] || zx_cf_takes(o, pl->source))
             continue;
         zx_cf_join(list, sizeof(list), o->sources, " or ");
-        zx_cf_error_at(x, w->opt[i], "pipelines.%s: %s applies only to "
-                       "source: %s", pl->name, o->name, list);
+        if (!strcmp(list, "sync"))
+            zx_cf_error_at(x, w->opt[i], "pipelines.%s: %s applies only to a "
+                           "reverse sync (direction: out)", pl->name, o->name);
+        else
+            zx_cf_error_at(x, w->opt[i], "pipelines.%s: %s applies only to "
+                           "source: %s", pl->name, o->name, list);
     }
     i = zx_cf_opt_index(entry, "metadata");
     if (src && i < zx_cf_noptions && zx_cf_takes(&zx_cf_options[i], pl->source))
@@ -172,6 +176,8 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
     pl->topics_regex = pl->ntopics == 1 && pl->topics[0][0] == '^';
     if (src && !strcmp(pl->source, "postgres"))
         check_postgres(x, kn, pl, w);
+    if (src && !strcmp(pl->source, "sync"))
+        zx_cf_check_sync(x, kn, pl, w);
 
     /* Default table: the name, unless a table was written (even a bad one,
      * already reported), for the sources that take one (or an unknown
@@ -275,8 +281,25 @@ void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
 
     if (cn->kind)   /* NULL: missing or refused, reported already */
         check_kind_options(x, cn, w);
-    if (cn->kind && !strcmp(cn->kind, "postgres")) {
+    if (cn->kind && !strcmp(cn->kind, "sqlite") && cn->path) {
+        char *abs = zx_cf_abspath(x->base_dir, cn->path);
+        if (!abs) {
+            zx_cf_error_at(x, kn, "out of memory");
+        } else {
+            free(cn->path);
+            cn->path = abs;
+        }
+        return;
+    }
+    if (cn->kind && (!strcmp(cn->kind, "postgres") || !strcmp(cn->kind, "mysql"))) {
         const yaml_node_t *dsn = zx_cf_where_opt(w, entry, "dsn");
+        int my = !strcmp(cn->kind, "mysql");
+        const char *txt = cn->dsn ? cn->dsn : zx_cf_scalar(dsn);
+        if (txt && my != zx_dsn_is_mysql(txt))
+            zx_cf_error_at(x, dsn, "connections.%s: kind %s needs a dsn %s", cn->name,
+                           cn->kind, my ? "of the form mysql://user:password@host:3306/"
+                           "database" : "libpq takes (postgresql://... or key=value "
+                           "pairs), not mysql://");
         /* dsn NULL: a secret skipped under ZX_CONF_SKIP_SECRETS (or refused,
          * reported already): the text as written, references unresolved */
         if (!cn->dsn && !zx_cf_scalar(dsn))

@@ -447,3 +447,80 @@ int zx_cf_set_props(zx_cf_ctx *x, const zx_cf_option *o, void *base,
     strvec_free(&vals);
     return rc;
 }
+
+/* NAMES: each item 1 to 63 bytes without control characters, none
+ * twice. */
+static int name_item_ok(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *in,
+                        const char *val, const char *shown, const strvec *sv)
+{
+    size_t len = strlen(val), i;
+
+    for (i = 0; i < len; i++)
+        if ((unsigned char)val[i] < ' ' || val[i] == 0x7f)
+            break;
+    if (!len || len > 63 || i < len) {
+        zx_cf_error_at(x, in, "%s: '%.80s' is not a valid name: 1 to 63 bytes "
+                       "without control characters", o->name, shown);
+        return -1;
+    }
+    for (i = 0; i < sv->n; i++)
+        if (!strcmp(sv->v[i], val)) {
+            zx_cf_error_at(x, in, "%s: '%.80s' is listed twice", o->name, shown);
+            return -1;
+        }
+    return 0;
+}
+
+int zx_cf_set_names(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                    const yaml_node_t *n)
+{
+    strvec sv = {0};
+    const yaml_node_t *one[1] = {n};
+    size_t i, cnt;
+    int rc = 0;
+
+    if (n->type == YAML_SCALAR_NODE) {
+        one[0] = n;
+        cnt = 1;
+    } else if (n->type == YAML_SEQUENCE_NODE) {
+        cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+        if (cnt > 4096) {
+            zx_cf_error_at(x, n, "%s: at most 4096 names, got %zu", o->name, cnt);
+            return -1;
+        }
+    } else {
+        zx_cf_error_at(x, n, "%s: expected a list of names ([a, b]), got %s",
+                       o->name, zx_cf_kind(n));
+        return -1;
+    }
+    for (i = 0; i < cnt; i++) {
+        const yaml_node_t *in = n->type == YAML_SCALAR_NODE ? one[0]
+            : zx_cf_node(x, n->data.sequence.items.start[i]);
+        char *val = NULL, *shown = NULL;
+        if (!zx_cf_scalar(in) || zx_cf_is_null(in)) {
+            zx_cf_error_at(x, in, "%s: expected a name, got %s", o->name,
+                           zx_cf_kind(in));
+            rc = -1;
+            continue;
+        }
+        if (zx_cf_resolve_scalar(x, o->name, in, ZX_CF_SHOW_PLAIN, &val, &shown) < 0) {
+            rc = -1;
+            continue;
+        }
+        if (name_item_ok(x, o, in, val, shown, &sv) < 0) {
+            free(val);
+            rc = -1;
+        } else if (strvec_push(x, in, &sv, val) < 0) {
+            rc = -1;
+        }
+        free(shown);
+    }
+    if (rc == 0 && sv.n == 0) {
+        zx_cf_error_at(x, n, "%s: the list is empty", o->name);
+        rc = -1;
+    }
+    if (rc == 0)
+        set_list(o, base, &sv);
+    strvec_free(&sv);
+    return rc;
+}

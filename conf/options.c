@@ -20,10 +20,15 @@
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const synchronous[] = {"normal", "full", NULL};
-static const char *const directions[] = {"stream", NULL};
+static const char *const directions[] = {"stream", "out", NULL};
+/* Order = zx_sync_mode (workers/syncs/dest.h). */
+static const char *const modes[] = {"replace", "append", "upsert", "mirror", NULL};
+static const char *const file_formats[] = {"csv", "json", "parquet", NULL};
+static const char *const compressions[] = {"zstd", "snappy", "none", NULL};
+static const char *const token_roles[] = {"orchestrator", "agent", NULL};
 static const char *const acks[] = {"accepted", "commit", NULL};
 static const char *const starts[] = {"oldest", "new", NULL};
-static const char *const conn_kinds[] = {"kafka", "postgres", NULL};
+static const char *const conn_kinds[] = {"kafka", "postgres", "mysql", "sqlite", NULL};
 static const char *const securities[] = {"plaintext", "ssl", "sasl_plaintext",
                                          "sasl_ssl", NULL};
 static const char *const mechanisms[] = {"PLAIN", "SCRAM-SHA-256",
@@ -40,7 +45,10 @@ static const char *const no_metadata[] = {NULL};
 /* Values of `source:`: each has one entry in zx_cf_sources.  A source
  * known here may lack a worker in this build (workers/sources/registry.c):
  * zxd then marks its pipelines failed, and `zxctl test` still runs. */
-static const char *const source_names[] = {"http", "kafka", "postgres", NULL};
+static const char *const source_names[] = {"http", "kafka", "postgres", "sync", NULL};
+/* reverse syncs (`direction: out`): their source is "sync", set by the
+ * loader, never written */
+static const char *const sync_only[] = {"sync", NULL};
 static const char *const http_only[] = {"http", NULL};
 static const char *const kafka_only[] = {"kafka", NULL};
 static const char *const postgres_only[] = {"postgres", NULL};
@@ -49,7 +57,9 @@ static const char *const stream_sources[] = {"http", "kafka", NULL};
 static const char *const conn_sources[] = {"kafka", "postgres", NULL};
 /* connection options: the kinds that take them */
 static const char *const kafka_kind[] = {"kafka", NULL};
-static const char *const postgres_kind[] = {"postgres", NULL};
+static const char *const dsn_kinds[] = {"postgres", "mysql", NULL};
+static const char *const sqlite_kind[] = {"sqlite", NULL};
+static const char *const table_kinds[] = {"postgres", "mysql", "sqlite", NULL};
 
 const zx_cf_source zx_cf_sources[] = {
     {"http", NULL, http_metadata, 1,
@@ -67,6 +77,10 @@ const zx_cf_source zx_cf_sources[] = {
      "requirement and says what is missing. The streaming worker is not in "
      "this build yet: zxd accepts such a pipeline, marks it failed, and "
      "`zxctl test` runs."},
+    {"sync", NULL, no_metadata, 0,
+     "a reverse sync (`direction: out`; `source` is not written): the "
+     "result of `query`, run as `author`, sent to `destination` in `mode`, "
+     "by hand (`zxctl run`), on `schedule`, or through the gateway's API."},
 };
 const size_t zx_cf_nsources = sizeof(zx_cf_sources) / sizeof(zx_cf_sources[0]);
 _Static_assert(sizeof(zx_cf_sources) / sizeof(zx_cf_sources[0]) + 1 ==
@@ -100,6 +114,8 @@ static const char *const owned_props[] = {
 #define HTTP(f) (offsetof(zx_conf, http) + offsetof(zx_conf_http, f))
 #define PIPE(f) offsetof(zx_conf_pipeline, f)
 #define CONN(f) offsetof(zx_conf_connection, f)
+#define AUTH(f) offsetof(zx_conf_author, f)
+#define TOKEN(f) offsetof(zx_conf_apitoken, f)
 
 const zx_cf_section zx_cf_sections[] = {
     {"server", ZX_CF_ROOT, 0, NULL,
@@ -138,6 +154,20 @@ const zx_cf_section zx_cf_sections[] = {
      "must be readable when the configuration is loaded. (A `postgres` "
      "connection takes its TLS settings in its `dsn`: `sslmode`, "
      "`sslrootcert`, ...)"},
+    {"authors", ZX_CF_AUTHOR, 1, "authors.<name>",
+     "Who may read what: each reverse sync names its `author`, and its query "
+     "runs with that author's rights, enforced by the workspace database "
+     "(PostgreSQL: a role `zx_author_<name>` with SELECT on `tables` only, "
+     "in a READ ONLY transaction; SQLite: a read-only connection whose "
+     "authorizer allows reading `tables` only)."},
+    {"authors.<name>", ZX_CF_AUTHOR, 0, NULL,
+     "An author: the workspace tables its syncs may read."},
+    {"api_tokens", ZX_CF_APITOKEN, 1, "api_tokens.<name>",
+     "Bearer tokens of the gateway's sync API (`POST /api/syncs/<name>/runs`, "
+     "`GET /api/runs/<id>`), one entry per client; the key names it in logs "
+     "and run records."},
+    {"api_tokens.<name>", ZX_CF_APITOKEN, 0, NULL,
+     "An API token: its secret, its role, and the syncs it may run."},
     {"pipelines", ZX_CF_PIPELINE, 1, "pipelines.<name>",
      "One entry per pipeline; the key is the pipeline's name: 1 to 63 "
      "characters among `a-z 0-9 _ -`, starting with a letter. Pipelines "
@@ -152,6 +182,16 @@ const zx_cf_section zx_cf_sections[] = {
      "pipelines write the same workspace table (names compared without "
      "regard to case): a `table`, a mirror, or a mirror's `__changes` "
      "table."},
+    {"pipelines.<name>.destination", ZX_CF_PIPELINE, 0, NULL,
+     "Where a reverse sync sends its result: a table of a `connection` "
+     "(kind `postgres`, `mysql` or `sqlite`; `table` required), or `files` "
+     "in a folder. Exactly one of the two."},
+    {"pipelines.<name>.destination.files", ZX_CF_PIPELINE, 0, NULL,
+     "Files: each run writes under a temporary name in the folder and "
+     "renames into place, so no partial file is ever visible. `replace`: "
+     "`<path>/<sync>.<ext>` (or `path` itself when it ends with the "
+     "format's extension); the other modes: a new file per run, "
+     "`<sync>-<run id>.<ext>`."},
 };
 const size_t zx_cf_nsections = sizeof(zx_cf_sections) / sizeof(zx_cf_sections[0]);
 _Static_assert(sizeof(zx_cf_sections) / sizeof(zx_cf_sections[0]) <=
@@ -302,13 +342,23 @@ const zx_cf_option zx_cf_options[] = {
      "libpq (logical replication)."},
     {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,
      .offset = CONN(dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,
-     .sources = postgres_kind,
-     .help = "The database to read, as libpq takes it: a URI "
+     .sources = dsn_kinds,
+     .help = "`mysql`: `mysql://user:${env:MYSQL_PW}@host:3306/database` "
+     "(MySQL or MariaDB, for reverse syncs). `postgres`: the database, as "
+     "libpq takes it: a URI "
      "(`postgresql://zx:${env:PG_PASSWORD}@db1:5432/shop?sslmode="
      "verify-full`) or key=value pairs (`host=db1 dbname=shop user=zx`). "
      "The role needs REPLICATION (or superuser) and SELECT on the tables "
      "(`zxctl test` checks). References inside the value go in as they "
      "are, as for `workspace.postgres.dsn`."},
+    {.section = "connections.<name>", .name = "path", .type = ZX_CF_PATH,
+     .offset = CONN(path), .flags = ZX_CF_REQUIRED, .sources = sqlite_kind,
+     .help = "The SQLite database file a reverse sync writes (created if "
+     "missing); relative to the config file's folder."},
+    {.section = "connections.<name>", .name = "read_only", .type = ZX_CF_BOOL,
+     .def = "false", .offset = CONN(read_only), .sources = table_kinds,
+     .help = "`true`: zx never writes to this database (a reverse sync "
+     "naming it as its destination fails before it connects)."},
     {.section = "connections.<name>", .name = "brokers",
      .type = ZX_CF_HOSTPORTS, .offset = CONN(brokers),
      .n_offset = CONN(nbrokers), .flags = ZX_CF_REQUIRED,
@@ -371,9 +421,11 @@ const zx_cf_option zx_cf_options[] = {
      .offset = PIPE(direction), .flags = ZX_CF_REQUIRED,
      .allowed = directions,
      .help = "`stream`: append each event to a workspace table as it "
-     "arrives."},
+     "arrives (or mirror tables). `out`: a reverse sync, sending the result "
+     "of `query` to `destination`; it takes no `source`."},
     {.section = "pipelines.<name>", .name = "source", .type = ZX_CF_ENUM,
      .offset = PIPE(source), .flags = ZX_CF_REQUIRED,
+     .def_doc = "**required** with `direction: stream`",
      .allowed = source_names,
      .help = "Where the events come from (see the list after this table)."},
     {.section = "pipelines.<name>", .name = "key", .type = ZX_CF_STRING,
@@ -486,6 +538,84 @@ const zx_cf_option zx_cf_options[] = {
      "`tables` if missing (PostgreSQL 15 needs CREATE on the database and "
      "ownership of the tables for that); an existing one is used as it is, "
      "and must cover every table (`zxctl test` checks)."},
+
+    {.section = "pipelines.<name>", .name = "author", .type = ZX_CF_STRING,
+     .offset = PIPE(author), .flags = ZX_CF_REQUIRED, .sources = sync_only,
+     .help = "The entry of `authors` whose rights the query runs with."},
+    {.section = "pipelines.<name>", .name = "query", .type = ZX_CF_STRING,
+     .offset = PIPE(query), .flags = ZX_CF_REQUIRED, .sources = sync_only,
+     .help = "Exactly one read-only SELECT on the workspace. The database "
+     "enforces it when the sync runs: a second statement, a write, or a "
+     "table outside the author's fails the run before anything is sent."},
+    {.section = "pipelines.<name>", .name = "mode", .type = ZX_CF_ENUM_INT,
+     .offset = PIPE(mode), .flags = ZX_CF_REQUIRED, .allowed = modes,
+     .sources = sync_only,
+     .help = "`replace`: the destination holds exactly the result (in one "
+     "transaction, or a rename for files). `append`: every row of the "
+     "result is added. `upsert`: only rows new or changed since the last "
+     "successful run (a hash of each row sent is kept by `key`). `mirror`: "
+     "upsert, and the keys gone from the result are deleted."},
+    {.section = "pipelines.<name>", .name = "key", .type = ZX_CF_NAMES,
+     .def_doc = "none; **required** for `upsert` and `mirror`",
+     .offset = PIPE(key_cols), .n_offset = PIPE(nkey_cols),
+     .sources = sync_only,
+     .help = "Result columns that identify a row (`[id]`, `[region, id]`). "
+     "Duplicate keys in a result fail the run, naming them, before anything "
+     "is sent."},
+    {.section = "pipelines.<name>", .name = "schedule", .type = ZX_CF_STRING,
+     .def_doc = "none: runs by hand or through the API only",
+     .offset = PIPE(schedule), .sources = sync_only,
+     .help = "When to run: 5-field cron, in UTC (`*/15 * * * *`; names and "
+     "`@hourly`, `@daily`... allowed). Runs of one sync never overlap; a "
+     "run missed while zxd was down runs once when it starts."},
+    {.section = "pipelines.<name>", .name = "batch_rows", .type = ZX_CF_UINT,
+     .def = "10000", .offset = PIPE(batch_rows), .min = 1, .max = 1000000,
+     .sources = sync_only,
+     .help = "Rows per batch sent to the destination."},
+    {.section = "pipelines.<name>.destination", .name = "connection",
+     .type = ZX_CF_STRING, .def_doc = "none",
+     .offset = PIPE(dest_connection), .sources = sync_only,
+     .help = "The entry of `connections` (kind `postgres`, `mysql` or "
+     "`sqlite`, not `read_only`) whose `table` receives the result."},
+    {.section = "pipelines.<name>.destination", .name = "table",
+     .type = ZX_CF_STRING, .def_doc = "**required** with `connection`",
+     .offset = PIPE(dest_table), .sources = sync_only,
+     .help = "The table: `schema.table` or `table` (postgres: schema "
+     "`public`; mysql: the dsn's database). Created when missing, with a "
+     "primary key on `key`; missing columns are added."},
+    {.section = "pipelines.<name>.destination.files", .name = "path",
+     .type = ZX_CF_PATH, .def_doc = "**required** with `files`",
+     .offset = PIPE(dest_path), .sources = sync_only,
+     .help = "A folder (created if missing), or a file when it ends with "
+     "the format's extension; relative to the config file's folder."},
+    {.section = "pipelines.<name>.destination.files", .name = "format",
+     .type = ZX_CF_ENUM, .def_doc = "**required** with `files`",
+     .offset = PIPE(dest_format), .allowed = file_formats,
+     .sources = sync_only,
+     .help = "`csv` (RFC 4180, a header line), `json` (one object per "
+     "line) or `parquet`."},
+    {.section = "pipelines.<name>.destination.files", .name = "compression",
+     .type = ZX_CF_ENUM, .def = "zstd", .offset = PIPE(dest_compression),
+     .allowed = compressions, .sources = sync_only,
+     .help = "Parquet's codec."},
+
+    {.section = "authors.<name>", .name = "tables", .type = ZX_CF_NAMES,
+     .offset = AUTH(tables), .n_offset = AUTH(ntables),
+     .flags = ZX_CF_REQUIRED,
+     .help = "Workspace tables its syncs may read (exact names)."},
+
+    {.section = "api_tokens.<name>", .name = "token", .type = ZX_CF_STRING,
+     .offset = TOKEN(token), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET | ZX_CF_TOKEN,
+     .help = "The bearer token (`Authorization: Bearer <token>`): printable "
+     "ASCII without spaces, at least 16 characters. Prefer `${env:NAME}`."},
+    {.section = "api_tokens.<name>", .name = "role", .type = ZX_CF_ENUM,
+     .offset = TOKEN(role), .flags = ZX_CF_REQUIRED, .allowed = token_roles,
+     .help = "`orchestrator` (Airflow, Dagster...): its runs start at once. "
+     "`agent`: its runs wait in `awaiting_approval` until an operator "
+     "runs `zxctl approve RUN` (or `reject`)."},
+    {.section = "api_tokens.<name>", .name = "syncs", .type = ZX_CF_NAMES,
+     .def_doc = "every sync", .offset = TOKEN(syncs), .n_offset = TOKEN(nsyncs),
+     .help = "The syncs it may run."},
 };
 const size_t zx_cf_noptions = sizeof(zx_cf_options) / sizeof(zx_cf_options[0]);
 _Static_assert(sizeof(zx_cf_options) / sizeof(zx_cf_options[0]) <=

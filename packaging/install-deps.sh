@@ -10,16 +10,20 @@
 #                (from PyPI), and for the PostgreSQL server of
 #                tests/services/postgres: postgresql-15 and psycopg 3 (from
 #                PyPI)
+# For reverse syncs: libzstd and libsnappy (Parquet), libmariadb (MySQL and
+# MariaDB destinations), libxxhash (row hashes); mariadb-server for the real
+# MariaDB of tests/services/mariadb.
 # libpq-dev is a build dependency: the PostgreSQL workspace links libpq.
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
 
 BUILD_PKGS="gcc pkg-config meson ninja-build libevent-dev libmsgpack-dev liblmdb-dev
-libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev librdkafka-dev libpq-dev"
+libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev librdkafka-dev libpq-dev
+libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless maven openssl kcat
-postgresql-15"
+postgresql-15 mariadb-server"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
@@ -128,5 +132,13 @@ sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
         pip_setup
         echo "zx: installing psycopg (3, binary) from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "psycopg[binary]>=3.1"
+    fi
+    # Independent readers of what reverse syncs write (pyarrow and duckdb
+    # read the Parquet files) and the MariaDB client of the tests (PyMySQL,
+    # pure Python).
+    if ! python3 -c 'import pyarrow, duckdb, pymysql' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing pyarrow, duckdb and PyMySQL from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "pyarrow>=14" "duckdb>=0.10" "PyMySQL>=1.1"
     fi
 fi

@@ -27,6 +27,19 @@
  *             stream it has not heard of yet); the writer then forgets the
  *             checkpoints of segments no longer attached
  *
+ *     RUN     writer only: {"sync": N, "id": "<decimal u64>", "record": {...}}
+ *             Record run `id` of reverse sync N in the store ("runs"),
+ *             replacing an earlier record of the same run (its state
+ *             changed); the newest 200 runs of each sync are kept.
+ *
+ *   gateway → supervisor
+ *     API     {"id": N, "op": "run", "sync": S, "token": T, "full": bool}
+ *             or {"id": N, "op": "get", "run": "<id>", "token": T}: a request
+ *             of the sync API (workers/gateway/gateway_api.c) with the
+ *             bearer token it carried, for the supervisor to check
+ *   supervisor → gateway
+ *     API     {"id": N, "status": HTTP status, "body": {...}}: its answer
+ *
  *   writer → supervisor
  *     EVENT   a feed event object as in proto/control.h (without "ts",
  *             which the supervisor adds)
@@ -45,6 +58,8 @@ enum zx_chan_type {
     ZX_CHAN_DETACH = 2,
     ZX_CHAN_EVENT = 3,
     ZX_CHAN_READY = 4,
+    ZX_CHAN_RUN = 5,
+    ZX_CHAN_API = 6,
 };
 
 /* Send one message: type, NUL-terminated JSON text, up to 4 fds (nfds may

@@ -184,7 +184,7 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
 
     uint32_t kind = m->kind ? m->kind : ZX_FRAME_ROWS;
     int ch = kind == ZX_FRAME_CHANGES;
-    if (kind != ZX_FRAME_ROWS && !ch) {
+    if (kind != ZX_FRAME_ROWS && !ch && kind != ZX_FRAME_HASHES) {
         err = EINVAL;
         goto done;
     }
@@ -738,7 +738,7 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
     m->version = (uint32_t)u;
     if (zx_fr_want_u64(r, &u, "kind") < 0)
         goto fail;
-    if (u != ZX_FRAME_ROWS && u != ZX_FRAME_CHANGES) {
+    if (u != ZX_FRAME_ROWS && u != ZX_FRAME_CHANGES && u != ZX_FRAME_HASHES) {
         zx_fr_fail(r, "unknown frame kind %" PRIu64, u);
         goto fail;
     }
@@ -752,7 +752,7 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
         zx_fr_fail(r, "%zu trailing bytes after the frame", (size_t)(r->end - r->p));
         goto fail;
     }
-    if (m->kind == ZX_FRAME_ROWS) { /* changes metadata means nothing here */
+    if (m->kind != ZX_FRAME_CHANGES) { /* changes metadata means nothing here */
         m->key_cols = NULL;
         m->nkey_cols = m->ncol_types = 0;
         m->col_types = NULL;

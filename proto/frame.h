@@ -18,7 +18,9 @@
  *                         an upgrade restarts: versions never meet.)
  *     kind,             2 uint: zx_frame_kind: ZX_FRAME_ROWS (1), rows to
  *                         append; ZX_FRAME_CHANGES (2), changes to apply to
- *                         a mirror table (see "Changes frames" below)
+ *                         a mirror table (see "Changes frames" below);
+ *                         ZX_FRAME_HASHES (3), a reverse sync's row hashes
+ *                         (see "Row-hashes frames" below)
  *     pipeline,         3 str: pipeline name
  *     table,            4 str: destination table
  *     meta,             5 map str -> value, keys below, each optional.  An
@@ -122,6 +124,18 @@
  * carries the new row (a column with no value is NULL, unless listed in
  * _zx_unchanged), a delete carries the key, a truncate nothing.
  *
+ * Row-hashes frames (kind 3).  A reverse sync's run, once its destination
+ * committed, tells the writer what the destination now holds, so that the
+ * next run sends only what changed (workers/writer/store.h, "hashes").
+ * `table` is "" (no workspace table); each row is one key of the sync:
+ *   "_zx_kh"  TEXT  the key hash, exactly 16 bytes (any bytes)
+ *   "_zx_rh"  INT   the row hash (its 64 bits as int64); no value: the
+ *                   key was deleted from the destination (forget it)
+ *   "_zx_kv"  TEXT  the key's values as a JSON array text (with _zx_rh)
+ * Applying one is idempotent (a put or a delete per key), so the writer
+ * applies a row-hashes frame again after a crash rather than recording a
+ * checkpoint for it; only the sync's run worker sends them.
+ *
  * Why the decoder does not use msgpack's unpacker: msgpack_unpack_next
  * allocates an object array as large as a claimed count (a 5-byte header can
  * ask for 2^32 entries), so a hostile frame could make the writer allocate
@@ -148,7 +162,12 @@
 #define ZX_FRAME_MAX_REJECTS (1u << 20)
 #define ZX_FRAME_MAX_KEY_COLUMNS 64u
 
-typedef enum { ZX_FRAME_ROWS = 1, ZX_FRAME_CHANGES = 2 } zx_frame_kind;
+typedef enum { ZX_FRAME_ROWS = 1, ZX_FRAME_CHANGES = 2, ZX_FRAME_HASHES = 3 } zx_frame_kind;
+
+/* The columns of a row-hashes frame (kind 3, see above). */
+#define ZX_HASH_KH "_zx_kh"
+#define ZX_HASH_RH "_zx_rh"
+#define ZX_HASH_KV "_zx_kv"
 
 /* The reserved columns of a changes frame (see above). */
 #define ZX_CH_OP "_zx_op"

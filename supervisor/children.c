@@ -246,11 +246,17 @@ static void run_child(sup *s, child *c, int chan)
         int gw = src && (src->flags & ZX_SOURCE_GATEWAY) ? s->gateway_efd : -1;
         int keep[] = {p->efd, s->writer_efd, gw};
         zx_close_fds_except(keep, gw >= 0 ? 3 : 2);
-        snprintf(title, sizeof(title), "zxd: stream %s", p->name);
+        int sync = zx_conf_is_sync(p->conf);
+        snprintf(title, sizeof(title), "zxd: %s %s", sync ? "sync" : "stream", p->name);
         zx_proctitle_set(title);
-        snprintf(title, sizeof(title), "stream:%s", p->name);
+        snprintf(title, sizeof(title), "%s:%s", sync ? "sync" : "stream", p->name);
         zx_log_set_proc(title);
-        zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, gw};
+        zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, gw, 0, 0};
+        if (sync && p->run) {
+            /* syncs.c set the run before forking */
+            a.run_id = zx_sync_run_id(p->run);
+            a.run_flags = zx_sync_run_flags(p->run);
+        }
         if (!src) {
             /* sup_spawn forks no pipeline whose source has no worker here */
             zx_error("event=fatal pipeline=%s error=\"source %s is not available in this "
@@ -301,7 +307,7 @@ static int source_unavailable(sup *s, child *c)
 int sup_spawn(sup *s, child *c)
 {
     int sv[2] = {-1, -1};
-    if (source_unavailable(s, c))
+    if (source_unavailable(s, c) || sup_sync_idle(s, c))
         return 0;
     if (c->role != ROLE_STREAM &&
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -367,6 +373,8 @@ static void on_child_chan(evutil_socket_t fd, short what, void *arg)
         }
         if (t == ZX_CHAN_EVENT)
             sup_feed(s, buf);
+        else if (t == ZX_CHAN_API && c->role == ROLE_GATEWAY)
+            sup_sync_api(s, buf);
         else if (t == ZX_CHAN_READY && c->role == ROLE_WRITER) {
             c->state = ST_RUNNING;
             sup_set_writer_up(s, 1);
@@ -467,6 +475,19 @@ static void child_gone(sup *s, child *c, int st)
         sup_set_writer_up(s, 0);
     if (c->role == ROLE_STREAM)
         atomic_store(&c->pipe->seg.hdr->worker_up, 0);
+
+    if (c->role == ROLE_STREAM && zx_conf_is_sync(c->pipe->conf)) {
+        /* a sync's worker ends with its run, whatever the way: never a
+         * restart with backoff (syncs.c records the run) */
+        int stopped = !c->want || s->shutting_down;
+        zx_next next = c->next;
+        c->next = NEXT_NONE;
+        sup_sync_exited(s, c->pipe, st);
+        c->state = ST_STOPPED;
+        if (stopped)
+            after_stop(s, c, next, old);
+        return;
+    }
 
     if (!c->want || s->shutting_down) {
         zx_info("event=exit process=%s pid=%d status=\"%s\"", c->name, (int)old, why);

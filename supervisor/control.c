@@ -137,7 +137,7 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
     } else if (serr[0]) {
         snprintf(werr, sizeof(werr), "source: %s", serr);
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:o, s:o}",
+    json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:o, s:o}",
                      "name", p->name,
                      "source", p->conf ? p->conf->source : "http", "table",
                      p->conf && p->conf->table ? p->conf->table : "", "pid",
@@ -149,6 +149,15 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
                      "rings", rings, "extra_values", (json_int_t)extra, "source_error",
                      jstr_or_null(serr), "source_status",
                      source_status ? source_status : json_object());
+    json_t *sy = o ? sup_sync_status(zx_the_sup, p) : NULL;
+    if (sy) {
+        /* a sync's worker only lives for a run: "idle" says more than
+         * "stopped" */
+        json_object_set_new(o, "sync", sy);
+        if (!c->pid && !p->removing)
+            json_object_set_new(o, "state", json_string("idle"));
+    }
+    return o;
 }
 
 static json_t *cmd_status(sup *s)
@@ -306,6 +315,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
         s->reload_bev = NULL;
     sup_probe_forget(bev);
     sup_slot_forget(bev);
+    sup_sync_forget(bev);
     sup_control_conn_free(s, bev);
 }
 
@@ -421,6 +431,16 @@ static void conn_read(struct bufferevent *bev, void *arg)
             json_decref(req);
             bufferevent_disable(bev, EV_READ);
             return; /* answered when the slot-drop process is done */
+        }
+    } else if (!strcmp(cmd, "run") || !strcmp(cmd, "preview") || !strcmp(cmd, "runs") ||
+               !strcmp(cmd, "approve") || !strcmp(cmd, "reject")) {
+        out = sup_sync_command(s, bev, cmd, req);
+        if (!out) {
+            json_decref(req);
+            /* answered when the run ends: a run may take long */
+            bufferevent_disable(bev, EV_READ);
+            bufferevent_set_timeouts(bev, NULL, NULL);
+            return;
         }
     } else if (strcmp(cmd, "feed") == 0) {
         int follow = json_is_true(json_object_get(req, "follow"));

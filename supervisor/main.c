@@ -105,6 +105,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (s->fatal)
         start_shutdown(s);
     sup_tick_children(s);
+    sup_syncs_tick(s);
     sup_reload_check_reply(s);
     shutdown_progress(s);
 }

@@ -28,6 +28,7 @@ typedef struct spipe spipe;
 typedef struct sup sup;
 typedef struct sup_msg sup_msg;   /* outbox.c */
 typedef struct slot_job slot_job; /* slotdrop.c */
+typedef struct sync_run sync_run; /* syncs.c */
 
 /* What to do once a child we asked to stop has exited. */
 /* NEXT_RECREATE: the pipeline's settings need new rings (a larger body
@@ -67,6 +68,10 @@ struct spipe {
     slot_job *slot_jobs;     /* a reload abandoned this pipeline's
                                 replication slot: drops to start once its
                                 old worker has exited (slotdrop.c) */
+    /* a reverse sync (direction: out, syncs.c): its worker runs only for a
+     * run */
+    sync_run *run;           /* the run its worker is doing, or NULL (idle) */
+    int64_t next_fire_us;    /* schedule: next fire (UTC µs); 0 = none/unset */
 };
 
 typedef struct feed_client {
@@ -108,6 +113,14 @@ struct sup {
     struct bufferevent *reload_bev;
     int64_t reload_deadline_ms;
     int reload_again;        /* SIGHUP came during a reload: run it again */
+
+    /* reverse-sync runs (syncs.c): newest first; queued, previewing,
+     * awaiting approval, running, and the last finished ones */
+    sync_run *runs;
+    size_t nruns;
+    uint64_t last_run_id;
+    int syncs_started;       /* the first tick after start looked for runs
+                                missed while zxd was down */
 
     int shutting_down;
     int shutdown_phase;
@@ -248,5 +261,39 @@ void sup_slot_forget(struct bufferevent *bev);
 /* Answer and forget the reload in progress once its transitions are done
  * (or after 30 s).  Called from the loop after every reap and tick. */
 void sup_reload_check_reply(sup *s);
+
+/* syncs.c: reverse-sync runs (proto/control.h: run, preview, runs,
+ * approve, reject). */
+/* 1 when c is a sync's worker with no run to do: sup_spawn forks nothing
+ * (it stays idle), else 0. */
+int sup_sync_idle(sup *s, child *c);
+/* The worker of sync p exited with wait status st: record its run (from
+ * the status it left in the segment), answer whoever waits for it. */
+void sup_sync_exited(sup *s, spipe *p, int st);
+/* Every tick: schedules (cron), queued runs to start, records to hand to
+ * the writer. */
+void sup_syncs_tick(sup *s);
+/* A control command of syncs.c (cmd: "run", "preview", "runs", "approve",
+ * "reject"): the answer, or NULL when bev will be answered later (the run
+ * ends). */
+json_t *sup_sync_command(sup *s, struct bufferevent *bev, const char *cmd, json_t *req);
+/* bev is gone: forget it as a waiter. */
+void sup_sync_forget(struct bufferevent *bev);
+/* The id and ZX_RUN_* flags of run r (for the forked worker). */
+uint64_t zx_sync_run_id(const sync_run *r);
+unsigned zx_sync_run_flags(const sync_run *r);
+/* What `status` shows of sync p: {"state": "idle"|"running"|..., "run":
+ * {progress}, "last_run": {...}, "next_run_at": "..."}; NULL for other
+ * pipelines. */
+json_t *sup_sync_status(sup *s, spipe *p);
+/* Start a run asked for over the API by token tok (gateway): 0 and *id,
+ * or -1 with an HTTP status and message. */
+int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, uint64_t *id,
+                     int *http, char *msg, size_t msglen);
+/* A request of the gateway's sync API (ZX_CHAN_API, proto/chan.h):
+ * check its token, do it, answer the gateway. */
+void sup_sync_api(sup *s, const char *json);
+/* A run's record as the API and `runs` show it (new object), or NULL. */
+json_t *sup_sync_run_json(sup *s, uint64_t id);
 
 #endif

@@ -73,6 +73,16 @@ static const char zxctl_usage_text[] =
     "                     slot (zx drops that once the pipeline is removed and\n"
     "                     the configuration reloaded); exit 1 if no connection\n"
     "                     has it\n"
+    "  run NAME [--wait] [--full]\n"
+    "                     run a reverse sync now (queued behind its run in\n"
+    "                     progress); --wait: until it ends, exit 1 if it failed;\n"
+    "                     --full: send every row, not only the changed ones\n"
+    "  preview NAME       what a run of a sync would send: rows to insert, update\n"
+    "                     and delete, and a sample; sends nothing\n"
+    "  runs NAME [--limit N]\n"
+    "                     the history of a sync's runs, newest first\n"
+    "  approve RUN        start a run an agent asked for (shows its preview)\n"
+    "  reject RUN         refuse it\n"
     "  feed [--follow]    recent events, then (with --follow) new ones as they happen\n"
     "  help               this text\n"
     "\n"
@@ -100,6 +110,8 @@ typedef struct zxctl_opts {
     double timeout;           /* seconds; < 0 = the command's default */
     int follow;
     const char *connection;   /* --connection (drop-slot) */
+    int wait, full;           /* run --wait, run --full */
+    int limit;                /* runs --limit N (0: the daemon's default) */
     const char *cmd;
     const char *name;         /* NAME argument, or NULL */
 } zxctl_opts;
@@ -145,7 +157,9 @@ static int zxctl_usage_error(const char *fmt, ...)
 static int zxctl_needs_name(const char *cmd)
 {
     return !strcmp(cmd, "restart") || !strcmp(cmd, "stop") || !strcmp(cmd, "start") ||
-           !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test") || !strcmp(cmd, "drop-slot");
+           !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test") || !strcmp(cmd, "drop-slot") ||
+           !strcmp(cmd, "run") || !strcmp(cmd, "preview") || !strcmp(cmd, "runs") ||
+           !strcmp(cmd, "approve") || !strcmp(cmd, "reject");
 }
 
 static int zxctl_known(const char *cmd)
@@ -182,6 +196,14 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
             o->follow = 1;
             continue;
         }
+        if (!strcmp(a, "--wait")) {
+            o->wait = 1;
+            continue;
+        }
+        if (!strcmp(a, "--full")) {
+            o->full = 1;
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             o->cmd = "help";
             return -1;
@@ -190,7 +212,7 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         const char *opt = NULL;
         static const char *const longs[][2] = {
             { "--socket", "-s" }, { "--config", "-c" }, { "--timeout", NULL },
-            { "--connection", NULL } };
+            { "--connection", NULL }, { "--limit", NULL } };
         for (size_t k = 0; k < sizeof(longs) / sizeof(longs[0]) && !opt; k++) {
             size_t ll = strlen(longs[k][0]);
             if (!strcmp(a, longs[k][0]) || (longs[k][1] && !strcmp(a, longs[k][1]))) {
@@ -216,6 +238,12 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
             if (!*val)
                 return zxctl_usage_error("-c needs a configuration path");
             o->config_path = val;
+        } else if (!strcmp(opt, "--limit")) {
+            char *end;
+            long v = strtol(val, &end, 10);
+            if (!*val || *end || v < 1 || v > 200)
+                return zxctl_usage_error("--limit wants 1 to 200 runs, not '%s'", val);
+            o->limit = (int)v;
         } else if (!strcmp(opt, "--connection")) {
             if (!*val)
                 return zxctl_usage_error("--connection needs a connection name");
@@ -250,6 +278,10 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         return zxctl_usage_error("--follow goes with feed only");
     if (o->connection && strcmp(o->cmd, "drop-slot"))
         return zxctl_usage_error("--connection goes with drop-slot only");
+    if ((o->wait || o->full) && strcmp(o->cmd, "run"))
+        return zxctl_usage_error("--wait and --full go with run only");
+    if (o->limit && strcmp(o->cmd, "runs"))
+        return zxctl_usage_error("--limit goes with runs only");
     return -1;
 }
 
@@ -436,6 +468,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
                      : !strcmp(o->cmd, "reload") ? ZXCTL_TIMEOUT_RELOAD
                      : !strcmp(o->cmd, "test")   ? ZXCTL_TIMEOUT_TEST
                      : !strcmp(o->cmd, "drop-slot") ? ZXCTL_TIMEOUT_DROP_SLOT
+                     /* a run or a preview takes what the data takes */
+                     : (!strcmp(o->cmd, "run") && o->wait) || !strcmp(o->cmd, "preview") ? 0
                                                  : ZXCTL_TIMEOUT_OTHER;
     int64_t deadline = timeout > 0 ? zxctl_now_ms() + (int64_t)(timeout * 1000.0) : -1;
 
@@ -452,6 +486,14 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     }
     if (!strcmp(o->cmd, "feed"))
         json_object_set_new(req, "follow", json_boolean(o->follow));
+    if (!strcmp(o->cmd, "run")) {
+        json_object_set_new(req, "wait", json_boolean(o->wait));
+        json_object_set_new(req, "full", json_boolean(o->full));
+    }
+    if (o->limit)
+        json_object_set_new(req, "limit", json_integer(o->limit));
+    if (!strcmp(o->cmd, "approve") || !strcmp(o->cmd, "reject"))
+        json_object_set_new(req, "run", json_string(o->name));
     if (o->connection) {
         json_t *cn = json_string(o->connection);
         if (!cn) {
@@ -514,6 +556,11 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         zxctl_print_reload(resp, stdout);
     else if (!strcmp(o->cmd, "checkpoints"))
         zxctl_print_checkpoints(resp, stdout);
+    else if (!strcmp(o->cmd, "run") || !strcmp(o->cmd, "preview") ||
+             !strcmp(o->cmd, "approve") || !strcmp(o->cmd, "reject"))
+        zxctl_print_run(resp, stdout);
+    else if (!strcmp(o->cmd, "runs"))
+        zxctl_print_runs(resp, stdout);
     else if (!strcmp(o->cmd, "test")) {
         char *n = zxctl_clean(o->name);
         const char *res = json_string_value(json_object_get(resp, "result"));

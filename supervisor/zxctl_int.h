@@ -70,5 +70,11 @@ void zxctl_print_status(const json_t *r, FILE *out);
 void zxctl_print_reload(const json_t *r, FILE *out);
 void zxctl_print_checkpoints(const json_t *r, FILE *out);
 void zxctl_print_event(const json_t *ev, FILE *out);
+/* zxctl_print_runs.c: the lines `status` prints under a sync (its state,
+ * the run's progress from st, the last run, the next one).  Caller frees. */
+char *zxctl_sync_line(const json_t *sync, const json_t *st);
+/* A sync run's record (run, preview, approve, reject), and `runs`. */
+void zxctl_print_run(const json_t *r, FILE *out);
+void zxctl_print_runs(const json_t *r, FILE *out);
 
 #endif

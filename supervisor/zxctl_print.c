@@ -150,6 +150,14 @@ static char *zxctl_pipe_notes(const json_t *e)
     }
     const json_t *st = json_object_get(e, "source_status");
     const json_t *parts = json_object_get(st, "partitions");
+    const json_t *sy = json_object_get(e, "sync");
+    if (json_is_object(sy)) {
+        char *line = zxctl_sync_line(sy, st);
+        out = zxctl_xrealloc(out, len + strlen(line) + 1);
+        len += (size_t)sprintf(out + len, "%s", line);
+        free(line);
+        return out;
+    }
     if (json_is_object(st) && json_object_size(st)) {
         char *state = zxctl_fmt(json_object_get(st, "state"));
         out = zxctl_xrealloc(out, len + strlen(state) + 32);

@@ -1229,7 +1229,7 @@ static void test_kafka_errors(void)
     CHECK(e.n == 1);
     c = load("pipelines:\n  x: {direction: stream, source: kafak}\n", 0, &e);
     EXPECT_ERR(&e, 2, 34, "invalid source 'kafak': expected one of: http, kafka, "
-               "postgres (did you mean 'kafka'?)");
+               "postgres, sync (did you mean 'kafka'?)");
     CHECK(e.n == 1);
 
     /* Metadata of another source, unknown metadata. */
@@ -1797,8 +1797,8 @@ static void test_pg_cdc_errors(void)
     c = LOADB("connections:\n  pg: {kind: postgres, dsn: \"\"}\n");
     EXPECT_AT(2, "dsn: ", "dsn must not be empty");
     c = LOADB("connections:\n  pg: {kind: postgress, dsn: host=db1}\n");
-    EXPECT_AT(2, "kind: ", "invalid kind 'postgress': expected one of: kafka, postgres "
-              "(did you mean 'postgres'?)");
+    EXPECT_AT(2, "kind: ", "invalid kind 'postgress': expected one of: kafka, postgres, "
+              "mysql, sqlite (did you mean 'postgres'?)");
     CHECK(e.n == 1);   /* nothing else: the kind is unknown */
 
     /* tables: a list; schema.table or table; none twice; at most 1000. */

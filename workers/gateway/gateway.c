@@ -49,6 +49,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         on_term(g);
     zx_gw_on_wake(-1, 0, g);
     zx_gw_expire(g);
+    zx_gw_api_expire(g);
     if (g->stopping) {
         size_t pending = zx_http_server_pending(g->http);
         if (pending == 0 || zx_mono_ms() > g->stop_deadline)
@@ -230,6 +231,10 @@ static void on_chan(evutil_socket_t fd, short what, void *arg)
         }
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
+        if (t == ZX_CHAN_API) {
+            zx_gw_api_reply(g, buf);
+            continue;
+        }
         if (t == ZX_CHAN_DETACH) {
             json_t *o = json_loads(buf, 0, NULL);
             const char *name = o ? json_string_value(json_object_get(o, "name")) : NULL;

@@ -38,6 +38,9 @@ typedef struct greq {
     int64_t deadline_ms;
     struct greq *next;       /* bucket chain or wait queue */
     int64_t queued_at_ms;    /* when the body was complete */
+    int api;                 /* 0: a push; 1: POST /api/syncs/N/runs; 2: GET
+                                /api/runs/ID (gateway_api.c; pipe_name
+                                holds the sync or the run id) */
 } greq;
 
 struct gpipe {
@@ -67,6 +70,7 @@ struct gateway {
     uint64_t rid_base;
     int stopping;
     int64_t stop_deadline;
+    greq *api_head;          /* API requests waiting for the supervisor */
 };
 
 /* gateway_push.c */
@@ -93,6 +97,20 @@ void zx_gw_expire(gateway *g);
 void zx_gw_on_head(zx_http_req *req, void *ctx);
 void zx_gw_on_body(zx_http_req *req, void *ctx);
 void zx_gw_on_drop(zx_http_req *req, void *ctx);
+
+/* gateway_api.c: the sync API (see there). */
+/* 1 when path is one of the API's. */
+int zx_gw_is_api(const char *path);
+/* head: answer an error now, or keep the request for its body. */
+void zx_gw_api_head(gateway *g, zx_http_req *req);
+/* body: ask the supervisor (answered by zx_gw_api_reply). */
+void zx_gw_api_body(gateway *g, greq *q);
+/* the supervisor's answer (ZX_CHAN_API). */
+void zx_gw_api_reply(gateway *g, const char *json);
+/* answer 503 to the requests past their deadline. */
+void zx_gw_api_expire(gateway *g);
+/* the server drops q's request. */
+void zx_gw_api_drop(gateway *g, greq *q);
 
 /* gateway.c */
 

@@ -297,6 +297,10 @@ void zx_gw_on_head(zx_http_req *req, void *ctx)
         zx_gw_healthz(g, req);
         return;
     }
+    if (zx_gw_is_api(path)) {
+        zx_gw_api_head(g, req);
+        return;
+    }
     static const char prefix[] = "/api/streams/";
     size_t plen = sizeof(prefix) - 1;
     size_t len = strlen(path);
@@ -363,6 +367,10 @@ void zx_gw_on_body(zx_http_req *req, void *ctx)
     gateway *g = ctx;
     greq *q = zx_http_req_get_data(req);
     size_t blen;
+    if (q && q->api) {
+        zx_gw_api_body(g, q);
+        return;
+    }
     zx_http_body(req, &blen);
     /* The stream may have been removed, recreated or given a new key
      * while the body was arriving: its slot may even hold another stream
@@ -399,6 +407,10 @@ void zx_gw_on_drop(zx_http_req *req, void *ctx)
     greq *q = zx_http_req_get_data(req);
     if (!q)
         return;
+    if (q->api) {
+        zx_gw_api_drop(q->g, q);
+        return;
+    }
     if (q->pending) {
         /* still in a bucket or a queue (server shutting down): it is freed
          * when it is answered, into the void */

@@ -321,6 +321,7 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
             src->name, (unsigned long long)zx_ring_published_seq(rt->frames), rt->npos);
 
     int64_t stop_deadline = 0;
+    int done = 0;
     rc = 0;
     for (;;) {
         zx_ring_drain_fd(a->self_efd);
@@ -335,10 +336,16 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
             if (drained || zx_mono_ms() > stop_deadline)
                 break;
         }
-        int r = src->poll(rt, state);
+        int r = done ? ZX_SRC_DONE : src->poll(rt, state);
         if (r == ZX_SRC_FATAL) {
             rc = 1;
             break;
+        }
+        if (r == ZX_SRC_DONE) {
+            done = 1;
+            if (!rt->kept && zx_ring_acked_seq(rt->frames) >= zx_ring_published_seq(rt->frames))
+                break;
+            r = ZX_SRC_BLOCKED;   /* wait for the acks */
         }
         if (r == ZX_SRC_BUSY)
             continue;

@@ -48,7 +48,16 @@ typedef struct zx_worker_args {
     int self_efd;          /* this worker's eventfd (rings wake it) */
     int writer_efd;
     int gateway_efd;       /* -1 for sources without ZX_SOURCE_GATEWAY */
+    /* a reverse sync's run (source "sync", workers/syncs/): which run and
+     * how; 0 for streams */
+    uint64_t run_id;
+    unsigned run_flags;    /* ZX_RUN_PREVIEW, ZX_RUN_FULL */
 } zx_worker_args;
+
+#define ZX_RUN_PREVIEW 0x1u   /* count and sample what would be sent; send
+                                 nothing, record nothing */
+#define ZX_RUN_FULL    0x2u   /* upsert/mirror: ignore the stored hashes,
+                                 send every row (and record them anew) */
 
 typedef struct zx_src zx_src;   /* the runtime, one per worker process */
 typedef struct zx_conf_connection zx_conf_connection; /* conf/config.h */
@@ -62,6 +71,9 @@ enum {
     ZX_SRC_BUSY = 1,     /* more work waiting: call poll again at once */
     ZX_SRC_BLOCKED = 2,  /* waiting for room in the ring: wait for an ack,
                             at most 20 ms */
+    ZX_SRC_DONE = 3,     /* the work is finished (a sync run): wait until
+                            every frame is committed (or SIGTERM), then
+                            close, and the worker exits 0 */
 };
 
 #define ZX_SOURCE_GATEWAY 0x1u  /* the gateway feeds it: its segment has the

@@ -38,10 +38,18 @@
  *   counters     key: pipeline '\0' counter name (e.g. "rows", "rejects",
  *                     "rejects:<column>")
  *                val: u64 (no version word)
- *   hashes       reserved for reverse syncs: key pipeline '\0' key hash,
- *                val row hash.  Created empty.
- *   runs         reserved for reverse syncs: key pipeline '\0' run id,
- *                val run record.  Created empty.
+ *   hashes       reverse syncs (upsert, mirror): what the destination was
+ *                last sent for each key.
+ *                key: sync '\0' key hash (ZX_KEYHASH_LEN = 16 bytes, the
+ *                     result's key columns hashed: workers/syncs/hash.h)
+ *                val: u32 version, u32 0, u64 row hash, then the key's
+ *                     values as a JSON array text (what a mirror's delete
+ *                     sends when the key disappears)
+ *                Replaced only after the destination committed a run.
+ *   runs         reverse-sync runs, their history.
+ *                key: sync '\0' run id (u64, big-endian: oldest first)
+ *                val: u32 version, u32 0, then the run record, a JSON
+ *                     object text (proto/control.h "runs")
  *   state        key: pipeline '\0' name   (anything else that must
  *                     survive a restart; opaque bytes)
  *
@@ -220,6 +228,47 @@ int zx_store_state_put(zx_store_txn *t, const char *pipeline, const char *name,
                        const void *val, size_t len);
 int zx_store_state_get(zx_store_txn *t, const char *pipeline, const char *name,
                        const void **val, size_t *len);
+
+/* ---- reverse syncs: row hashes and runs (store_syncs.c) ------------- */
+
+#define ZX_KEYHASH_LEN 16
+
+/* Put the hash record of key kh (ZX_KEYHASH_LEN bytes) of sync.  kv: the
+ * key's JSON array text (kvlen bytes, may be 0). */
+int zx_store_hash_put(zx_store_txn *t, const char *sync, const unsigned char *kh,
+                      uint64_t row_hash, const char *kv, size_t kvlen);
+/* Delete it; 0 also when there was none. */
+int zx_store_hash_del(zx_store_txn *t, const char *sync, const unsigned char *kh);
+/* *row_hash (and *kv, *kvlen into the map; either may be NULL) of key kh.
+ * ZX_STORE_NOTFOUND when absent. */
+int zx_store_hash_get(zx_store_txn *t, const char *sync, const unsigned char *kh,
+                      uint64_t *row_hash, const char **kv, size_t *kvlen);
+/* Visit the hash records of sync in key-hash order (bytes), starting after
+ * key hash `after` (NULL: from the first), at most max records (0: no
+ * bound).  cb gets the key hash, the row hash and the key's JSON (valid
+ * during the call); a non-zero return stops the walk and is returned.
+ * *visited (may be NULL) = records passed to cb. */
+typedef int (*zx_store_hash_cb)(const unsigned char *kh, uint64_t row_hash, const char *kv,
+                                size_t kvlen, void *ctx);
+int zx_store_hashes_scan(zx_store_txn *t, const char *sync, const unsigned char *after,
+                         size_t max, zx_store_hash_cb cb, void *ctx, size_t *visited);
+/* Delete every hash record of sync. */
+int zx_store_hashes_clear(zx_store_txn *t, const char *sync);
+/* Number of hash records of sync (a range scan: O(n)). */
+uint64_t zx_store_hashes_count(zx_store_txn *t, const char *sync);
+
+/* Put run `id` of sync: its record, a JSON object text of len bytes. */
+int zx_store_run_put(zx_store_txn *t, const char *sync, uint64_t id, const char *json,
+                     size_t len);
+/* Visit the runs of sync (NULL: of every sync) newest first: cb gets the
+ * sync name (NUL-terminated copy), the id and the JSON (in the map), valid
+ * during the call.  Non-zero from cb stops and is returned. */
+typedef int (*zx_store_run_cb)(const char *sync, uint64_t id, const char *json, size_t len,
+                               void *ctx);
+int zx_store_runs_each(zx_store_txn *t, const char *sync, zx_store_run_cb cb, void *ctx);
+/* Keep only the newest `keep` runs of sync; *removed (may be NULL) += the
+ * records deleted. */
+int zx_store_runs_prune(zx_store_txn *t, const char *sync, size_t keep, uint64_t *removed);
 
 /* Remove everything stored for the pipeline in every named database.
  * 0 even when there was nothing. */

@@ -43,4 +43,18 @@ struct zx_store_txn {
  * makes it unusable (t->failed); MDB_MAP_FULL marks the map for growth. */
 int zx_store_txn_rc(zx_store_txn *t, int rc);
 
+/* store_records.c, shared with store_syncs.c: */
+/* buf = pipeline [ '\0' name ] (with_name), the key in *k.  0 or a code
+ * (INVALID, KEYTOOLONG). */
+int zx_store_make_key(const zx_store_txn *t, unsigned char buf[KEYBUF], const char *pipeline,
+                      const void *name, size_t namelen, int with_name, MDB_val *k);
+/* 0 when t may be written, else READONLY or TXN_FAILED. */
+int zx_store_check_write(zx_store_txn *t);
+/* Call cb for every record of db whose key is pipeline '\0' ... in key
+ * order (pl: the prefix length, pipeline '\0'), or delete them all (del).
+ * A non-zero cb return stops the walk and is returned. */
+typedef int (*zx_store_walk_cb)(const MDB_val *k, size_t pl, const MDB_val *v, void *ctx);
+int zx_store_walk_prefix(zx_store_txn *t, int db, const char *pipeline, int del,
+                         zx_store_walk_cb cb, void *ctx);
+
 #endif

@@ -37,8 +37,8 @@ typedef struct idem_v1 {
 /* ---- keys ---------------------------------------------------------------- */
 
 /* buf = pipeline [ '\0' name ].  Returns 0 or a code. */
-static int make_key(const zx_store_txn *t, unsigned char buf[KEYBUF], const char *pipeline,
-                    const void *name, size_t namelen, int with_name, MDB_val *k)
+int zx_store_make_key(const zx_store_txn *t, unsigned char buf[KEYBUF], const char *pipeline,
+                      const void *name, size_t namelen, int with_name, MDB_val *k)
 {
     if (!pipeline || !*pipeline || (with_name && (!name || !namelen)))
         return ZX_STORE_INVALID;
@@ -56,7 +56,7 @@ static int make_key(const zx_store_txn *t, unsigned char buf[KEYBUF], const char
     return 0;
 }
 
-static int check_write(zx_store_txn *t)
+int zx_store_check_write(zx_store_txn *t)
 {
     if (t->readonly)
         return ZX_STORE_READONLY;
@@ -71,8 +71,8 @@ int zx_store_position_put(zx_store_txn *t, const char *pipeline, const zx_positi
 {
     unsigned char kb[KEYBUF];
     MDB_val k, v;
-    int code = check_write(t);
-    if (code || (code = make_key(t, kb, pipeline, NULL, 0, 0, &k)))
+    int code = zx_store_check_write(t);
+    if (code || (code = zx_store_make_key(t, kb, pipeline, NULL, 0, 0, &k)))
         return code;
     if (p->upstream_len && !p->upstream)
         return ZX_STORE_INVALID;
@@ -92,7 +92,7 @@ int zx_store_position_get(zx_store_txn *t, const char *pipeline, zx_position *p)
 {
     unsigned char kb[KEYBUF];
     MDB_val k, v;
-    int code = make_key(t, kb, pipeline, NULL, 0, 0, &k);
+    int code = zx_store_make_key(t, kb, pipeline, NULL, 0, 0, &k);
     if (code)
         return code;
     memset(p, 0, sizeof(*p));
@@ -112,19 +112,16 @@ int zx_store_position_get(zx_store_txn *t, const char *pipeline, zx_position *p)
     return 0;
 }
 
-typedef int (*walk_cb)(const MDB_val *k, size_t pl, const MDB_val *v, void *ctx);
-static int walk_prefix(zx_store_txn *t, int db, const char *pipeline, int del,
-                       walk_cb cb, void *ctx);
 
 int zx_store_position_part_put(zx_store_txn *t, const char *pipeline, const char *part,
                                const void *val, size_t len, int64_t committed_us)
 {
     unsigned char kb[KEYBUF];
     MDB_val k, v;
-    int code = check_write(t);
+    int code = zx_store_check_write(t);
     if (!part || !*part || (len && !val))
         return ZX_STORE_INVALID;
-    if (code || (code = make_key(t, kb, pipeline, part, strlen(part), 1, &k)))
+    if (code || (code = zx_store_make_key(t, kb, pipeline, part, strlen(part), 1, &k)))
         return code;
     v.mv_size = sizeof(part_v1) + len;
     v.mv_data = NULL;
@@ -165,7 +162,7 @@ int zx_store_positions_each(zx_store_txn *t, const char *pipeline, zx_store_posi
     struct part_ctx e = { cb, ctx };
     if (!cb)
         return ZX_STORE_INVALID;
-    return walk_prefix(t, DB_POSITIONS, pipeline, 0, part_cb, &e);
+    return zx_store_walk_prefix(t, DB_POSITIONS, pipeline, 0, part_cb, &e);
 }
 
 /* ---- schemas ------------------------------------------------------------- */
@@ -175,8 +172,8 @@ int zx_store_schema_put(zx_store_txn *t, const char *pipeline, const char *table
 {
     unsigned char kb[KEYBUF];
     MDB_val k, v;
-    int code = check_write(t);
-    if (code || (code = make_key(t, kb, pipeline, NULL, 0, 0, &k)))
+    int code = zx_store_check_write(t);
+    if (code || (code = zx_store_make_key(t, kb, pipeline, NULL, 0, 0, &k)))
         return code;
     if (!table || !json)
         return ZX_STORE_INVALID;
@@ -196,7 +193,7 @@ int zx_store_schema_get(zx_store_txn *t, const char *pipeline, const char **tabl
 {
     unsigned char kb[KEYBUF];
     MDB_val k, v;
-    int code = make_key(t, kb, pipeline, NULL, 0, 0, &k);
+    int code = zx_store_make_key(t, kb, pipeline, NULL, 0, 0, &k);
     if (code)
         return code;
     int rc = mdb_get(t->txn, t->s->dbi[DB_SCHEMAS], &k, &v);
@@ -222,8 +219,8 @@ int zx_store_idem_put(zx_store_txn *t, const char *pipeline, const char *key,
 {
     unsigned char kb[KEYBUF];
     MDB_val k, v;
-    int code = check_write(t);
-    if (code || (code = make_key(t, kb, pipeline, key, keylen, 1, &k)))
+    int code = zx_store_check_write(t);
+    if (code || (code = zx_store_make_key(t, kb, pipeline, key, keylen, 1, &k)))
         return code;
     idem_v1 rec;
     memset(&rec, 0, sizeof(rec));
@@ -261,7 +258,7 @@ int zx_store_idem_get(zx_store_txn *t, const char *pipeline, const char *key,
 {
     unsigned char kb[KEYBUF];
     MDB_val k, v;
-    int code = make_key(t, kb, pipeline, key, keylen, 1, &k);
+    int code = zx_store_make_key(t, kb, pipeline, key, keylen, 1, &k);
     if (code)
         return code;
     int rc = mdb_get(t->txn, t->s->dbi[DB_IDEM], &k, &v);
@@ -278,7 +275,7 @@ int zx_store_idem_prune(zx_store_txn *t, int64_t older_than_us, size_t max_scan,
     MDB_val k, v;
     uint64_t n = 0;
     size_t scanned = 0;
-    int code = check_write(t), rc;
+    int code = zx_store_check_write(t), rc;
     if (code)
         return code;
     if ((rc = mdb_cursor_open(t->txn, s->dbi[DB_IDEM], &c)) != 0)
@@ -325,15 +322,14 @@ int zx_store_idem_prune(zx_store_txn *t, int64_t older_than_us, size_t max_scan,
 
 /* Walk the keys of db that start with pipeline '\0'.  cb returns non-zero
  * to stop (returned); del != 0 deletes each visited record instead. */
-typedef int (*walk_cb)(const MDB_val *k, size_t prefix_len, const MDB_val *v, void *ctx);
 
-static int walk_prefix(zx_store_txn *t, int db, const char *pipeline, int del,
-                       walk_cb cb, void *ctx)
+int zx_store_walk_prefix(zx_store_txn *t, int db, const char *pipeline, int del,
+                         zx_store_walk_cb cb, void *ctx)
 {
     unsigned char kb[KEYBUF];
     MDB_val k, v, pk;
     MDB_cursor *c = NULL;
-    int code = make_key(t, kb, pipeline, "", 0, 0, &pk);
+    int code = zx_store_make_key(t, kb, pipeline, "", 0, 0, &pk);
     if (code)
         return code;
     if (pk.mv_size + 1 > t->s->maxkey)
@@ -374,7 +370,7 @@ static int count_cb(const MDB_val *k, size_t pl, const MDB_val *v, void *ctx)
 uint64_t zx_store_idem_count(zx_store_txn *t, const char *pipeline)
 {
     uint64_t n = 0;
-    walk_prefix(t, DB_IDEM, pipeline, 0, count_cb, &n);
+    zx_store_walk_prefix(t, DB_IDEM, pipeline, 0, count_cb, &n);
     return n;
 }
 
@@ -385,7 +381,7 @@ static int counter_key(zx_store_txn *t, unsigned char kb[KEYBUF], const char *pi
 {
     if (!name)
         return ZX_STORE_INVALID;
-    return make_key(t, kb, pipeline, name, strlen(name), 1, k);
+    return zx_store_make_key(t, kb, pipeline, name, strlen(name), 1, k);
 }
 
 int zx_store_counter_get(zx_store_txn *t, const char *pipeline, const char *name,
@@ -412,7 +408,7 @@ int zx_store_counter_add(zx_store_txn *t, const char *pipeline, const char *name
     unsigned char kb[KEYBUF];
     MDB_val k, d;
     uint64_t cur = 0;
-    int code = check_write(t);
+    int code = zx_store_check_write(t);
     if (code || (code = counter_key(t, kb, pipeline, name, &k)))
         return code;
     int rc = mdb_get(t->txn, t->s->dbi[DB_COUNTERS], &k, &d);
@@ -450,7 +446,7 @@ int zx_store_counters_each(zx_store_txn *t, const char *pipeline,
     struct each_ctx e = { cb, ctx };
     if (!cb)
         return ZX_STORE_INVALID;
-    return walk_prefix(t, DB_COUNTERS, pipeline, 0, each_cb, &e);
+    return zx_store_walk_prefix(t, DB_COUNTERS, pipeline, 0, each_cb, &e);
 }
 
 /* ---- state --------------------------------------------------------------- */
@@ -460,7 +456,7 @@ int zx_store_state_put(zx_store_txn *t, const char *pipeline, const char *name,
 {
     unsigned char kb[KEYBUF];
     MDB_val k, d;
-    int code = check_write(t);
+    int code = zx_store_check_write(t);
     if (code || (code = counter_key(t, kb, pipeline, name, &k)))
         return code;
     if (len && !val)
@@ -492,8 +488,8 @@ int zx_store_pipeline_drop(zx_store_txn *t, const char *pipeline)
 {
     unsigned char kb[KEYBUF];
     MDB_val k;
-    int code = check_write(t);
-    if (code || (code = make_key(t, kb, pipeline, NULL, 0, 0, &k)))
+    int code = zx_store_check_write(t);
+    if (code || (code = zx_store_make_key(t, kb, pipeline, NULL, 0, 0, &k)))
         return code;
     static const int exact[] = { DB_POSITIONS, DB_SCHEMAS };
     for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++) {
@@ -504,7 +500,7 @@ int zx_store_pipeline_drop(zx_store_txn *t, const char *pipeline)
     static const int prefixed[] = { DB_POSITIONS, DB_IDEM, DB_COUNTERS, DB_HASHES, DB_RUNS,
                                     DB_STATE };
     for (size_t i = 0; i < sizeof(prefixed) / sizeof(prefixed[0]); i++)
-        if ((code = walk_prefix(t, prefixed[i], pipeline, 1, NULL, NULL)) != 0)
+        if ((code = zx_store_walk_prefix(t, prefixed[i], pipeline, 1, NULL, NULL)) != 0)
             return code;
     return 0;
 }

@@ -81,7 +81,19 @@ typedef struct applied {
     int in_batch;           /* counted in an earlier frame's batch event */
     int skipped;            /* already in the workspace (reconciled) */
     int bad;                /* could not be decoded */
+    /* a row-hashes frame (proto/frame.h): its keys, for the store */
+    struct hentry *hashes;  /* malloc'd block: entries, then the keys' JSON */
+    size_t nhashes;
 } applied;
+
+/* One key of a row-hashes frame. */
+typedef struct hentry {
+    unsigned char kh[ZX_KEYHASH_LEN];
+    uint64_t rh;
+    int del;                /* no row hash: forget the key */
+    const char *kv;         /* in the same block */
+    size_t kvlen;
+} hentry;
 
 typedef struct writer {
     const zx_writer_args *a;
@@ -242,6 +254,42 @@ static void drop_pipe(wpipe *p)
 
 /* 1 when a message was handled, 0 when none is waiting, -1 when the
  * supervisor is gone. */
+/* ZX_CHAN_RUN: record a sync run in the store ("runs"), keeping the
+ * newest 200 of the sync. */
+static void store_run(writer *w, const char *buf)
+{
+    json_error_t je;
+    json_t *o = json_loads(buf, 0, &je);
+    const char *sync = o ? json_string_value(json_object_get(o, "sync")) : NULL;
+    const char *ids = o ? json_string_value(json_object_get(o, "id")) : NULL;
+    json_t *rec = o ? json_object_get(o, "record") : NULL;
+    char *js = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+    if (!sync || !ids || !js) {
+        zx_error("event=bad_run_record error=\"%s\"", o ? "missing sync, id or record" : je.text);
+        goto out;
+    }
+    uint64_t id = strtoull(ids, NULL, 10);
+    for (int attempt = 0; attempt < 8; attempt++) {
+        zx_store_txn *t;
+        int rc = zx_store_begin(w->store, 0, &t);
+        if (rc)
+            break;
+        rc = zx_store_run_put(t, sync, id, js, strlen(js));
+        if (rc == 0)
+            rc = zx_store_runs_prune(t, sync, 200, NULL);
+        rc = rc ? (zx_store_abort(t), rc) : zx_store_commit(t);
+        if (rc == ZX_STORE_MAP_FULL)
+            continue;
+        if (rc)
+            zx_error("event=run_not_recorded sync=%s run=%s error=\"%s\"", sync, ids,
+                     zx_store_strerror(rc));
+        break;
+    }
+out:
+    free(js);
+    json_decref(o);
+}
+
 static int handle_chan(writer *w)
 {
     char buf[ZX_CHAN_MAX];
@@ -263,6 +311,8 @@ static int handle_chan(writer *w)
             if (w->pipes[i].used)
                 prune_checkpoints(w, &w->pipes[i]);
     }
+    if (t == ZX_CHAN_RUN)
+        store_run(w, buf);
     if (t == ZX_CHAN_DETACH) {
         json_error_t je;
         json_t *o = json_loads(buf, 0, &je);
@@ -354,6 +404,7 @@ static void workspace_health(writer *w)
 static void free_applied(writer *w)
 {
     for (size_t i = 0; i < w->nap; i++) {
+        free(w->ap[i].hashes);
         free(w->ap[i].dedup);
         free(w->ap[i].pos);
         free(w->ap[i].rejcols);
@@ -401,6 +452,61 @@ static int keep_positions(applied *a, const zx_frame_meta *m)
     return 0;
 }
 
+/* A row-hashes frame: copy its keys (they live in the rowset's arena)
+ * into a->hashes, for the store transaction.  Nothing goes to the
+ * workspace, and no checkpoint is recorded: applying one again is
+ * harmless (proto/frame.h).  A row that is not a key (a key hash of the
+ * wrong length) is skipped with a warning.  0, or -1 out of memory. */
+static int keep_hashes(applied *a, const zx_rowset *rs)
+{
+    int64_t ckh = zx_rowset_find_column(rs, ZX_HASH_KH, strlen(ZX_HASH_KH));
+    int64_t crh = zx_rowset_find_column(rs, ZX_HASH_RH, strlen(ZX_HASH_RH));
+    int64_t ckv = zx_rowset_find_column(rs, ZX_HASH_KV, strlen(ZX_HASH_KV));
+    size_t bytes = (size_t)rs->nrows * sizeof(hentry), skipped = 0;
+    zx_value *row = calloc(rs->ncols ? rs->ncols : 1, sizeof(*row));
+    if (!row)
+        return -1;
+    for (uint32_t r = 0; r < rs->nrows && ckv >= 0; r++) {
+        zx_rowset_row(rs, r, row);
+        if (row[ckv].type == ZX_T_TEXT)
+            bytes += row[ckv].len;
+    }
+    char *blk = malloc(bytes ? bytes : 1);
+    if (!blk) {
+        free(row);
+        return -1;
+    }
+    hentry *e = (hentry *)blk;
+    char *kvp = blk + (size_t)rs->nrows * sizeof(hentry);
+    size_t n = 0;
+    for (uint32_t r = 0; r < rs->nrows && ckh >= 0; r++) {
+        zx_rowset_row(rs, r, row);
+        const zx_value *kh = &row[ckh];
+        if (kh->type != ZX_T_TEXT || kh->len != ZX_KEYHASH_LEN) {
+            skipped++;
+            continue;
+        }
+        memcpy(e[n].kh, kh->s, ZX_KEYHASH_LEN);
+        e[n].del = crh < 0 || row[crh].type != ZX_T_INT;
+        e[n].rh = e[n].del ? 0 : (uint64_t)row[crh].u.i;
+        e[n].kv = kvp;
+        e[n].kvlen = 0;
+        if (!e[n].del && ckv >= 0 && row[ckv].type == ZX_T_TEXT) {
+            memcpy(kvp, row[ckv].s, row[ckv].len);
+            e[n].kvlen = row[ckv].len;
+            kvp += row[ckv].len;
+        }
+        n++;
+    }
+    free(row);
+    if (skipped)
+        zx_warn("event=bad_hashes pipeline=%s skipped=%zu reason=\"a key hash is not %d "
+                "bytes\"", a->p->name, skipped, ZX_KEYHASH_LEN);
+    a->hashes = e;
+    a->nhashes = n;
+    return 0;
+}
+
 /* Apply one frame inside the open workspace transaction.  0; -2 when the
  * frame's table refused it (the same frame would fail again: hold the
  * pipeline back); -1 on any other failure (database, out of memory: roll
@@ -425,6 +531,15 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
         return 0;
     }
     snprintf(a->table, sizeof(a->table), "%s", m.table);
+    if (m.kind == ZX_FRAME_HASHES) {
+        if (keep_hashes(a, &w->rs) < 0) {
+            snprintf(err, errlen, "out of memory copying the row hashes of frame %llu of %s",
+                     (unsigned long long)seq, p->name);
+            return -1;
+        }
+        a->skipped = 1;   /* no workspace rows: nothing to announce */
+        return 0;
+    }
     if ((m.dedup_key && m.dedup_key[0] && !(a->dedup = strdup(m.dedup_key))) ||
         keep_positions(a, &m) < 0) {
         /* never drop a key or a position silently: fail the cycle, it is
@@ -554,6 +669,11 @@ static int store_txn(writer *w)
                 rc = zx_store_idem_put(t, a->p->name, a->dedup, strlen(a->dedup), &r);
                 if (rc == ZX_STORE_KEYTOOLONG)
                     rc = 0;
+            }
+            for (size_t k = 0; rc == 0 && k < a->nhashes; k++) {
+                const hentry *e = &a->hashes[k];
+                rc = e->del ? zx_store_hash_del(t, a->p->name, e->kh)
+                            : zx_store_hash_put(t, a->p->name, e->kh, e->rh, e->kv, e->kvlen);
             }
             if (rc == 0 && a->messages)
                 rc = zx_store_counter_add(t, a->p->name, "rejects:_message", a->messages);

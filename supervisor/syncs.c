@@ -1,0 +1,850 @@
+/*
+ * syncs.c — the supervisor's side of reverse syncs: runs asked for by
+ * hand (`zxctl run`, `preview`), by schedule (cron, UTC) or over the API,
+ * one at a time per sync, the approval of agents' runs, and the history
+ * (DESIGN.md §6).
+ *
+ * A sync's worker (spipe.worker) is forked only for a run, with the run's
+ * id and flags (zx_worker_args); it leaves what it did in its segment's
+ * status (workers/syncs/run.h), read here once it has exited.  Records of
+ * finished runs go to the writer (ZX_CHAN_RUN), which keeps them in the
+ * store; `runs` reads them back (read-only).
+ *
+ * States: queued → running → succeeded | failed; a preview: queued →
+ * previewing → previewed; an agent's run: queued → previewing →
+ * awaiting_approval → (approve) queued → running → ... | (reject) rejected.
+ *
+ * It must never: run a run's work itself (the worker does), block, or
+ * start two runs of one sync at once.
+ */
+#include <errno.h>
+#include <event2/bufferevent.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "common/cron.h"
+#include "common/log.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+#include "proto/chan.h"
+#include "supervisor/sup.h"
+#include "workers/sources/source.h"
+#include "workers/writer/store.h"
+
+#define MAX_RUNS_KEPT 256
+#define MAX_WAITERS 8
+
+struct sync_run {
+    uint64_t id;
+    char sync[64];
+    char state[24];
+    char trigger[96];
+    unsigned flags;          /* ZX_RUN_PREVIEW, ZX_RUN_FULL */
+    int approval;            /* an agent's run: preview, then wait */
+    int64_t created_us, started_us, ended_us;
+    json_t *result;          /* the worker's final status */
+    json_t *preview;         /* an agent's run: its preview */
+    char error[600];
+    int persisted;           /* its final record is with the writer */
+    struct bufferevent *waiters[MAX_WAITERS];
+    int nwaiters;
+    sync_run *next;
+};
+
+uint64_t zx_sync_run_id(const sync_run *r)
+{
+    return r->id;
+}
+
+unsigned zx_sync_run_flags(const sync_run *r)
+{
+    return r->flags;
+}
+
+static int is_final(const sync_run *r)
+{
+    return !strcmp(r->state, "succeeded") || !strcmp(r->state, "failed") ||
+           !strcmp(r->state, "rejected") || !strcmp(r->state, "previewed");
+}
+
+/* The clock of schedules: UTC µs, shifted by ZX_TEST_CLOCK_OFFSET_MS
+ * (tests only: a schedule's next minute comes in seconds). */
+static int64_t sched_now_us(void)
+{
+    static int64_t off = -1;
+    if (off < 0) {
+        const char *e = getenv("ZX_TEST_CLOCK_OFFSET_MS");
+        off = e ? strtoll(e, NULL, 10) * 1000 : 0;
+        if (off < 0)
+            off = 0;
+    }
+    return zx_now_us() + off;
+}
+
+static void ts(char *buf, int64_t us)
+{
+    if (us)
+        zx_ts_format(us, buf);
+    else
+        buf[0] = 0;
+}
+
+/* The record of r (what `runs`, the API and the store show). */
+static json_t *run_json(const sync_run *r)
+{
+    char id[24], c[ZX_TS_BUFSZ], st[ZX_TS_BUFSZ], en[ZX_TS_BUFSZ];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)r->id);
+    ts(c, r->created_us);
+    ts(st, r->started_us);
+    ts(en, r->ended_us);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", id, "sync", r->sync, "state",
+                          r->state, "trigger", r->trigger, "created_at", c);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "started_at", st[0] ? json_string(st) : json_null());
+    json_object_set_new(o, "ended_at", en[0] ? json_string(en) : json_null());
+    static const char *const counts[] = {"rows_read", "rows_inserted", "rows_updated",
+                                         "rows_unchanged", "rows_sent", "rows_deleted",
+                                         "rows_failed", "values_nulled", "bytes", NULL};
+    for (int i = 0; counts[i]; i++) {
+        json_t *v = r->result ? json_object_get(r->result, counts[i]) : NULL;
+        json_object_set_new(o, counts[i], json_integer(json_is_integer(v)
+                                                           ? json_integer_value(v) : 0));
+    }
+    if (r->result && json_object_get(r->result, "mode"))
+        json_object_set(o, "mode", json_object_get(r->result, "mode"));
+    if (r->flags & ZX_RUN_FULL)
+        json_object_set_new(o, "full", json_true());
+    json_object_set_new(o, "error", r->error[0] ? json_string(r->error) : json_null());
+    if (r->preview)
+        json_object_set(o, "preview", r->preview);
+    if (!strcmp(r->state, "previewed") && r->result) {
+        json_object_set(o, "sample", json_object_get(r->result, "sample"));
+        json_object_set(o, "sample_deletes", json_object_get(r->result, "sample_deletes"));
+    }
+    return o;
+}
+
+static sync_run *find_run(sup *s, uint64_t id)
+{
+    for (sync_run *r = s->runs; r; r = r->next)
+        if (r->id == id)
+            return r;
+    return NULL;
+}
+
+static void free_run(sync_run *r)
+{
+    json_decref(r->result);
+    json_decref(r->preview);
+    free(r);
+}
+
+/* Keep at most MAX_RUNS_KEPT: drop the oldest finished, persisted ones. */
+static void trim_runs(sup *s)
+{
+    while (s->nruns > MAX_RUNS_KEPT) {
+        sync_run **pp = &s->runs, **victim = NULL;
+        for (; *pp; pp = &(*pp)->next)
+            if (is_final(*pp) && (*pp)->persisted && !(*pp)->nwaiters)
+                victim = pp;
+        if (!victim)
+            return;
+        sync_run *v = *victim;
+        *victim = v->next;
+        free_run(v);
+        s->nruns--;
+    }
+}
+
+static sync_run *new_run(sup *s, const char *sync, const char *trigger, unsigned flags)
+{
+    sync_run *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    int64_t now = zx_now_us();
+    r->id = (uint64_t)now > s->last_run_id ? (uint64_t)now : s->last_run_id + 1;
+    s->last_run_id = r->id;
+    snprintf(r->sync, sizeof(r->sync), "%s", sync);
+    snprintf(r->state, sizeof(r->state), "queued");
+    snprintf(r->trigger, sizeof(r->trigger), "%s", trigger);
+    r->flags = flags;
+    r->created_us = now;
+    r->next = s->runs;
+    s->runs = r;
+    s->nruns++;
+    trim_runs(s);
+    return r;
+}
+
+/* Hand r's final record to the writer (retried by the tick until sent). */
+static void persist(sup *s, sync_run *r)
+{
+    if (r->persisted || !is_final(r) || !strcmp(r->state, "previewed"))
+        return;
+    if (!s->writer_ready || s->writer.pid <= 0)
+        return;
+    char id[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)r->id);
+    json_t *o = json_pack("{s:s, s:s, s:o}", "sync", r->sync, "id", id, "record", run_json(r));
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (js && strlen(js) < ZX_CHAN_MAX && sup_chan_send(s, &s->writer, ZX_CHAN_RUN, js, NULL, 0) == 0)
+        r->persisted = 1;
+    else if (js && strlen(js) >= ZX_CHAN_MAX)
+        r->persisted = 1;   /* cannot be stored whole: it stays in memory */
+    free(js);
+    json_decref(o);
+}
+
+static void feed_run(sup *s, const sync_run *r, const char *event)
+{
+    json_t *o = run_json(r);
+    if (!o)
+        return;
+    char msg[900];
+    json_t *rs = json_object_get(o, "rows_sent"), *rd = json_object_get(o, "rows_deleted");
+    if (!strcmp(r->state, "failed"))
+        snprintf(msg, sizeof(msg), "run %llu of sync %s failed: %s", (unsigned long long)r->id,
+                 r->sync, r->error);
+    else if (!strcmp(r->state, "succeeded"))
+        snprintf(msg, sizeof(msg), "run %llu of sync %s succeeded: %lld rows sent, %lld "
+                 "deleted", (unsigned long long)r->id, r->sync,
+                 (long long)json_integer_value(rs), (long long)json_integer_value(rd));
+    else
+        snprintf(msg, sizeof(msg), "run %llu of sync %s: %s", (unsigned long long)r->id,
+                 r->sync, r->state);
+    json_object_set_new(o, "event", json_string(event));
+    json_object_set_new(o, "pipeline", json_string(r->sync));
+    json_object_set_new(o, "message", json_string(msg));
+    json_object_del(o, "sample");
+    json_object_del(o, "sample_deletes");
+    json_object_del(o, "preview");
+    char *js = json_dumps(o, JSON_COMPACT);
+    if (js)
+        sup_feed(s, js);
+    free(js);
+    json_decref(o);
+}
+
+static void answer_waiters(sup *s, sync_run *r)
+{
+    for (int i = 0; i < r->nwaiters; i++) {
+        json_t *o = run_json(r);
+        if (o) {
+            json_object_set_new(o, "ok", json_boolean(strcmp(r->state, "failed") &&
+                                                      strcmp(r->state, "rejected")));
+            json_object_set_new(o, "run", json_string(json_string_value(json_object_get(o, "id"))));
+        }
+        sup_control_reply(r->waiters[i], o);
+        sup_control_finish(s, r->waiters[i]);
+    }
+    r->nwaiters = 0;
+}
+
+void sup_sync_forget(struct bufferevent *bev)
+{
+    sup *s = zx_the_sup;
+    for (sync_run *r = s ? s->runs : NULL; r; r = r->next)
+        for (int i = 0; i < r->nwaiters; i++)
+            if (r->waiters[i] == bev) {
+                r->waiters[i] = r->waiters[--r->nwaiters];
+                i--;
+            }
+}
+
+static spipe *sync_pipe(sup *s, const char *name)
+{
+    spipe *p = sup_find_pipe(s, name);
+    return p && zx_conf_is_sync(p->conf) ? p : NULL;
+}
+
+int sup_sync_idle(sup *s, child *c)
+{
+    (void)s;
+    if (c->role != ROLE_STREAM || !c->pipe || !zx_conf_is_sync(c->pipe->conf))
+        return 0;
+    if (c->pipe->run)
+        return 0;
+    c->state = ST_STOPPED;
+    c->want = 0;
+    return 1;
+}
+
+/* Start r (queued) on its sync's worker. */
+static void start_run(sup *s, spipe *p, sync_run *r)
+{
+    zx_seg_hdr *h = p->seg.hdr;
+    zx_segment_write_text(&h->source_status_seq, h->source_status, sizeof(h->source_status), "");
+    zx_segment_write_text(&h->source_error_seq, h->source_error, sizeof(h->source_error), "");
+    p->run = r;
+    snprintf(r->state, sizeof(r->state), "%s", (r->flags & ZX_RUN_PREVIEW) ? "previewing"
+                                                                          : "running");
+    r->started_us = zx_now_us();
+    p->worker.want = 1;
+    p->worker.ncrash = 0;
+    p->worker.last_error[0] = 0;
+    if (sup_spawn(s, &p->worker) < 0 || p->worker.pid <= 0) {
+        p->run = NULL;
+        p->worker.want = 0;
+        snprintf(r->state, sizeof(r->state), "failed");
+        snprintf(r->error, sizeof(r->error), "sync %s: cannot start the run worker: %s",
+                 r->sync, p->worker.last_error[0] ? p->worker.last_error : "fork failed");
+        r->ended_us = zx_now_us();
+        feed_run(s, r, "run");
+        persist(s, r);
+        answer_waiters(s, r);
+        return;
+    }
+    zx_info("event=run_start sync=%s run=%llu trigger=\"%s\" preview=%d", r->sync,
+            (unsigned long long)r->id, r->trigger, (r->flags & ZX_RUN_PREVIEW) != 0);
+    if (!(r->flags & ZX_RUN_PREVIEW))
+        feed_run(s, r, "run");
+}
+
+/* The worker's last status for run r (NULL when it left none for it). */
+static json_t *worker_result(spipe *p, const sync_run *r)
+{
+    zx_seg_hdr *h = p->seg.hdr;
+    char *buf = malloc(ZX_SEG_SOURCE_STATUS_MAX);
+    if (!buf)
+        return NULL;
+    zx_segment_read_text(&h->source_status_seq, h->source_status, sizeof(h->source_status), buf,
+                         ZX_SEG_SOURCE_STATUS_MAX);
+    json_error_t je;
+    json_t *o = json_loads(buf, 0, &je);
+    free(buf);
+    char id[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)r->id);
+    const char *rid = o ? json_string_value(json_object_get(o, "run")) : NULL;
+    if (!rid || strcmp(rid, id)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+void sup_sync_exited(sup *s, spipe *p, int st)
+{
+    sync_run *r = p->run;
+    p->run = NULL;
+    p->worker.want = 0;
+    if (!r)
+        return;
+    char why[200];
+    if (WIFEXITED(st))
+        snprintf(why, sizeof(why), "exited with status %d", WEXITSTATUS(st));
+    else
+        snprintf(why, sizeof(why), "killed by signal %d (%s)", WIFSIGNALED(st) ? WTERMSIG(st) : 0,
+                 WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "?");
+    json_t *res = worker_result(p, r);
+    const char *state = res ? json_string_value(json_object_get(res, "state")) : NULL;
+    r->ended_us = zx_now_us();
+    json_decref(r->result);
+    r->result = res;
+    if (state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") ||
+                  !strcmp(state, "previewed"))) {
+        snprintf(r->state, sizeof(r->state), "%s", state);
+        const char *e = json_string_value(json_object_get(res, "error"));
+        snprintf(r->error, sizeof(r->error), "%s", e && !strcmp(state, "failed") ? e : "");
+    } else {
+        snprintf(r->state, sizeof(r->state), "failed");
+        snprintf(r->error, sizeof(r->error), "sync %s: the run worker %s before the run ended%s",
+                 r->sync, why, s->shutting_down ? " (zxd is stopping)" : "");
+        if (res)
+            json_object_set_new(res, "rows_sent", json_integer(0));
+    }
+    if (r->approval && !strcmp(r->state, "previewed")) {
+        /* an agent's run: the preview is what the operator approves */
+        json_decref(r->preview);
+        r->preview = json_deep_copy(res);
+        if (r->preview) {
+            json_object_del(r->preview, "run");
+            json_object_del(r->preview, "state");
+            json_object_del(r->preview, "phase");
+        }
+        json_decref(r->result);
+        r->result = NULL;
+        snprintf(r->state, sizeof(r->state), "awaiting_approval");
+        r->flags &= ~ZX_RUN_PREVIEW;
+        r->started_us = r->ended_us = 0;
+        zx_info("event=run_awaiting_approval sync=%s run=%llu", r->sync,
+                (unsigned long long)r->id);
+        feed_run(s, r, "run");
+        answer_waiters(s, r);
+        return;
+    }
+    zx_info("event=run_end sync=%s run=%llu state=%s error=\"%s\"", r->sync,
+            (unsigned long long)r->id, r->state, r->error);
+    if (strcmp(r->state, "previewed"))
+        feed_run(s, r, "run");
+    persist(s, r);
+    answer_waiters(s, r);
+}
+
+/* The oldest queued run of sync name, or NULL. */
+static sync_run *oldest_queued(sup *s, const char *name)
+{
+    sync_run *best = NULL;
+    for (sync_run *r = s->runs; r; r = r->next)
+        if (!strcmp(r->sync, name) && !strcmp(r->state, "queued"))
+            best = r;   /* newest first: the last one found is the oldest */
+    return best;
+}
+
+/* A queued run of this sync that a schedule may join instead of adding
+ * one (runs never overlap; fires while one waits are coalesced). */
+static int has_pending(sup *s, const char *name)
+{
+    for (sync_run *r = s->runs; r; r = r->next)
+        if (!strcmp(r->sync, name) && !strcmp(r->state, "queued") &&
+            !(r->flags & ZX_RUN_PREVIEW))
+            return 1;
+    return 0;
+}
+
+/* When the sync last ran (its newest record in the store), or 0. */
+typedef struct last_ctx {
+    int64_t us;
+} last_ctx;
+
+static int last_cb(const char *sync, uint64_t id, const char *json, size_t len, void *ctx)
+{
+    (void)sync;
+    (void)json;
+    (void)len;
+    ((last_ctx *)ctx)->us = (int64_t)id;   /* ids are µs of their creation */
+    return 1;
+}
+
+static int64_t last_run_us(sup *s, const char *name)
+{
+    zx_store *st = NULL;
+    char err[256];
+    last_ctx lc = {0};
+    if (zx_store_open(s->conf->data_dir, ZX_STORE_RDONLY, 0, &st, err, sizeof(err)) != 0)
+        return 0;
+    zx_store_txn *t = NULL;
+    if (zx_store_begin(st, 1, &t) == 0) {
+        zx_store_runs_each(t, name, last_cb, &lc);
+        zx_store_abort(t);
+    }
+    zx_store_close(st);
+    return lc.us;
+}
+
+static void schedules(sup *s)
+{
+    int64_t now = sched_now_us();
+    for (size_t i = 0; i < s->npipes; i++) {
+        spipe *p = s->pipes[i];
+        const zx_conf_pipeline *pc = p->conf;
+        zx_cron cr;
+        char err[160];
+        if (p->removing || !zx_conf_is_sync(pc) || !pc->schedule ||
+            zx_cron_parse(pc->schedule, &cr, err, sizeof(err)) < 0) {
+            p->next_fire_us = 0;
+            continue;
+        }
+        if (!p->next_fire_us) {
+            /* first look (start, or a reload that set the schedule): a fire
+             * missed since the last run (zxd was down) runs once now */
+            int64_t last = s->syncs_started ? 0 : last_run_us(s, p->name);
+            p->next_fire_us = zx_cron_next(&cr, now);
+            if (last && zx_cron_last_due(&cr, last, now) >= 0 && !has_pending(s, p->name)) {
+                new_run(s, p->name, "schedule (missed while zxd was down)", 0);
+                zx_info("event=run_missed sync=%s", p->name);
+            }
+            continue;
+        }
+        if (now < p->next_fire_us)
+            continue;
+        p->next_fire_us = zx_cron_next(&cr, now);
+        if (p->run && !(p->run->flags & ZX_RUN_PREVIEW) && has_pending(s, p->name))
+            continue;
+        if (!has_pending(s, p->name))
+            new_run(s, p->name, "schedule", 0);
+    }
+    s->syncs_started = 1;
+}
+
+void sup_syncs_tick(sup *s)
+{
+    if (s->shutting_down)
+        return;
+    /* schedules need the store read by the writer's own start: wait for it */
+    if (s->writer_ready)
+        schedules(s);
+    for (sync_run *r = s->runs; r; r = r->next)
+        if (is_final(r) && !r->persisted)
+            persist(s, r);
+    if (!s->writer_ready)
+        return;   /* a run needs the writer (its hashes) */
+    for (size_t i = 0; i < s->npipes; i++) {
+        spipe *p = s->pipes[i];
+        if (p->removing || !zx_conf_is_sync(p->conf) || p->run || p->worker.pid > 0)
+            continue;
+        sync_run *r = oldest_queued(s, p->name);
+        if (r)
+            start_run(s, p, r);
+    }
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static json_t *err_obj(const char *fmt, const char *a, const char *b)
+{
+    char msg[700];
+    snprintf(msg, sizeof(msg), fmt, a ? a : "", b ? b : "");
+    return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static int parse_id(json_t *req, uint64_t *id)
+{
+    json_t *v = json_object_get(req, "run");
+    const char *t = json_string_value(v);
+    char *end = NULL;
+    if (json_is_integer(v) && json_integer_value(v) > 0) {
+        *id = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    if (!t || !*t)
+        return -1;
+    errno = 0;
+    unsigned long long x = strtoull(t, &end, 10);
+    if (errno || *end || !x)
+        return -1;
+    *id = x;
+    return 0;
+}
+
+typedef struct list_ctx {
+    json_t *arr;
+    size_t max;
+    sup *s;
+} list_ctx;
+
+static int list_cb(const char *sync, uint64_t id, const char *json, size_t len, void *ctx)
+{
+    (void)sync;
+    list_ctx *l = ctx;
+    if (json_array_size(l->arr) >= l->max)
+        return 1;
+    if (find_run(l->s, id))
+        return 0;   /* shown from memory (the store may not have it yet) */
+    json_error_t je;
+    json_t *o = json_loadb(json, len, 0, &je);
+    if (o)
+        json_array_append_new(l->arr, o);
+    return 0;
+}
+
+static json_t *cmd_runs(sup *s, const char *name, json_t *req)
+{
+    const zx_conf_pipeline *pc = zx_conf_find(s->conf, name);
+    if (!pc || !zx_conf_is_sync(pc))
+        return err_obj("no reverse sync named '%s'", name, NULL);
+    json_t *lim = json_object_get(req, "limit");
+    size_t max = json_is_integer(lim) && json_integer_value(lim) > 0
+                     ? (size_t)json_integer_value(lim) : 20;
+    json_t *arr = json_array();
+    /* the runs this zxd knows (waiting, running, ended since it started)
+     * first, newest first; then older ones from the store */
+    for (sync_run *r = s->runs; r && json_array_size(arr) < max; r = r->next)
+        if (!strcmp(r->sync, name) && strcmp(r->state, "previewed") &&
+            strcmp(r->state, "previewing") && !(r->flags & ZX_RUN_PREVIEW && !r->approval))
+            json_array_append_new(arr, run_json(r));
+    zx_store *st = NULL;
+    char err[256];
+    if (zx_store_open(s->conf->data_dir, ZX_STORE_RDONLY, 0, &st, err, sizeof(err)) == 0) {
+        zx_store_txn *t = NULL;
+        list_ctx l = {arr, max, s};
+        if (zx_store_begin(st, 1, &t) == 0) {
+            zx_store_runs_each(t, name, list_cb, &l);
+            zx_store_abort(t);
+        }
+        zx_store_close(st);
+    }
+    return json_pack("{s:b, s:s, s:o}", "ok", 1, "sync", name, "runs", arr);
+}
+
+/* Queue a run of sync p; with a waiter, it is answered when the run ends. */
+static json_t *queue_run(sup *s, struct bufferevent *bev, spipe *p, const char *trigger,
+                         unsigned flags, int wait)
+{
+    sync_run *r = new_run(s, p->name, trigger, flags);
+    if (!r)
+        return err_obj("out of memory", NULL, NULL);
+    if (wait && bev)
+        r->waiters[r->nwaiters++] = bev;
+    sup_syncs_tick(s);
+    if (wait && bev && !is_final(r))
+        return NULL;
+    json_t *o = run_json(r);
+    if (o) {
+        json_object_set_new(o, "ok", json_true());
+        json_object_set_new(o, "run", json_string(json_string_value(json_object_get(o, "id"))));
+    }
+    if (wait && bev)
+        r->nwaiters = 0;
+    return o;
+}
+
+json_t *sup_sync_command(sup *s, struct bufferevent *bev, const char *cmd, json_t *req)
+{
+    const char *name = json_string_value(json_object_get(req, "name"));
+    if (!strcmp(cmd, "run") || !strcmp(cmd, "preview")) {
+        if (!name)
+            return err_obj("%s needs the name of a sync", cmd, NULL);
+        spipe *p = sync_pipe(s, name);
+        if (!p)
+            return err_obj("no reverse sync named '%s' (zxctl run takes a pipeline with "
+                           "direction: out)", name, NULL);
+        int preview = !strcmp(cmd, "preview");
+        unsigned flags = preview ? ZX_RUN_PREVIEW : 0;
+        if (json_is_true(json_object_get(req, "full")))
+            flags |= ZX_RUN_FULL;
+        int wait = preview || json_is_true(json_object_get(req, "wait"));
+        return queue_run(s, bev, p, preview ? "preview" : "manual (zxctl)", flags, wait);
+    }
+    if (!strcmp(cmd, "runs")) {
+        if (!name)
+            return err_obj("runs needs the name of a sync", NULL, NULL);
+        return cmd_runs(s, name, req);
+    }
+    if (!strcmp(cmd, "approve") || !strcmp(cmd, "reject")) {
+        uint64_t id;
+        if (parse_id(req, &id) < 0)
+            return err_obj("%s needs a run id (\"run\": \"123...\")", cmd, NULL);
+        sync_run *r = find_run(s, id);
+        char ids[24];
+        snprintf(ids, sizeof(ids), "%llu", (unsigned long long)id);
+        if (!r)
+            return err_obj("no run %s waits for approval (runs waiting are lost when zxd "
+                           "restarts)", ids, NULL);
+        if (strcmp(r->state, "awaiting_approval"))
+            return err_obj("run %s is %s, not awaiting_approval", ids, r->state);
+        if (!strcmp(cmd, "reject")) {
+            snprintf(r->state, sizeof(r->state), "rejected");
+            snprintf(r->error, sizeof(r->error), "rejected by an operator (zxctl reject)");
+            r->ended_us = zx_now_us();
+            feed_run(s, r, "run");
+            persist(s, r);
+        } else {
+            snprintf(r->state, sizeof(r->state), "queued");
+            r->approval = 0;
+            char t[96];
+            snprintf(t, sizeof(t), "%.70s, approved", r->trigger);
+            snprintf(r->trigger, sizeof(r->trigger), "%s", t);
+            sup_syncs_tick(s);
+        }
+        json_t *o = run_json(r);
+        if (o) {
+            json_object_set_new(o, "ok", json_true());
+            json_object_set_new(o, "run", json_string(ids));
+        }
+        return o;
+    }
+    return err_obj("unknown command '%s'", cmd, NULL);
+}
+
+json_t *sup_sync_status(sup *s, spipe *p)
+{
+    if (!zx_conf_is_sync(p->conf))
+        return NULL;
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "state", json_string(p->run ? p->run->state : "idle"));
+    if (p->run) {
+        char id[24];
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)p->run->id);
+        json_object_set_new(o, "run_id", json_string(id));
+    }
+    sync_run *last = NULL, *queued = NULL;
+    for (sync_run *r = s->runs; r; r = r->next) {
+        if (strcmp(r->sync, p->name))
+            continue;
+        if (!last && is_final(r) && strcmp(r->state, "previewed"))
+            last = r;
+        if (!strcmp(r->state, "queued") || !strcmp(r->state, "awaiting_approval"))
+            queued = r;
+    }
+    if (last)
+        json_object_set_new(o, "last_run", run_json(last));
+    if (queued)
+        json_object_set_new(o, "waiting", json_string(queued->state));
+    if (p->next_fire_us) {
+        char t[ZX_TS_BUFSZ];
+        /* the schedule's clock may be shifted (tests): show its time */
+        zx_ts_format(p->next_fire_us, t);
+        json_object_set_new(o, "next_run_at", json_string(t));
+    }
+    return o;
+}
+
+int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, uint64_t *id,
+                     int *http, char *msg, size_t msglen)
+{
+    spipe *p = sync_pipe(s, sync);
+    if (!p) {
+        *http = 404;
+        snprintf(msg, msglen, "no reverse sync named %.63s", sync);
+        return -1;
+    }
+    int allowed = tok->nsyncs == 0;
+    for (size_t i = 0; i < tok->nsyncs; i++)
+        allowed |= !strcmp(tok->syncs[i], sync);
+    if (!allowed) {
+        *http = 403;
+        snprintf(msg, msglen, "token %s may not run sync %.63s", tok->name, sync);
+        return -1;
+    }
+    int agent = !strcmp(tok->role, "agent");
+    char trig[96];
+    snprintf(trig, sizeof(trig), "%s %.60s (API)", agent ? "agent" : "orchestrator", tok->name);
+    sync_run *r = new_run(s, sync, trig, agent ? ZX_RUN_PREVIEW : 0);
+    if (!r) {
+        *http = 503;
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    r->approval = agent;
+    *id = r->id;
+    sup_syncs_tick(s);
+    return 0;
+}
+
+json_t *sup_sync_run_json(sup *s, uint64_t id)
+{
+    sync_run *r = find_run(s, id);
+    if (r)
+        return run_json(r);
+    /* an older one: from the store */
+    zx_store *st = NULL;
+    char err[256];
+    json_t *found = NULL;
+    if (zx_store_open(s->conf->data_dir, ZX_STORE_RDONLY, 0, &st, err, sizeof(err)) != 0)
+        return NULL;
+    zx_store_txn *t = NULL;
+    for (size_t i = 0; i < s->conf->npipelines && !found; i++) {
+        const zx_conf_pipeline *pc = &s->conf->pipelines[i];
+        if (!zx_conf_is_sync(pc) || zx_store_begin(st, 1, &t) != 0)
+            continue;
+        list_ctx l = {json_array(), 200, s};
+        zx_store_runs_each(t, pc->name, list_cb, &l);
+        zx_store_abort(t);
+        char ids[24];
+        snprintf(ids, sizeof(ids), "%llu", (unsigned long long)id);
+        for (size_t k = 0; k < json_array_size(l.arr) && !found; k++) {
+            json_t *o = json_array_get(l.arr, k);
+            const char *v = json_string_value(json_object_get(o, "id"));
+            if (v && !strcmp(v, ids))
+                found = json_incref(o);
+        }
+        json_decref(l.arr);
+    }
+    zx_store_close(st);
+    return found;
+}
+
+/* ---- the gateway's API (ZX_CHAN_API) ---------------------------------- */
+
+static json_t *api_error(int status, const char *msg)
+{
+    return json_pack("{s:i, s:{s:s, s:i}}", "status", status, "body", "error", msg, "status",
+                     status);
+}
+
+/* The configured token equal to tok (compared in constant time over every
+ * token), or NULL. */
+static const zx_conf_apitoken *find_token(const zx_conf *c, const char *tok)
+{
+    const zx_conf_apitoken *found = NULL;
+    size_t tl = strlen(tok);
+    for (size_t i = 0; i < c->napitokens; i++) {
+        const char *t = c->apitokens[i].token;
+        if (t && zx_ct_equal(tok, tl, t, strlen(t)))
+            found = &c->apitokens[i];
+    }
+    return found;
+}
+
+static int token_may(const zx_conf_apitoken *t, const char *sync)
+{
+    if (!t->nsyncs)
+        return 1;
+    for (size_t i = 0; i < t->nsyncs; i++)
+        if (!strcmp(t->syncs[i], sync))
+            return 1;
+    return 0;
+}
+
+void sup_sync_api(sup *s, const char *buf)
+{
+    json_error_t je;
+    json_t *req = json_loads(buf, 0, &je), *rep = NULL;
+    json_int_t id = req ? json_integer_value(json_object_get(req, "id")) : 0;
+    const char *op = req ? json_string_value(json_object_get(req, "op")) : NULL;
+    const char *tok = req ? json_string_value(json_object_get(req, "token")) : NULL;
+    const zx_conf_apitoken *t = tok ? find_token(s->conf, tok) : NULL;
+    if (!id || !op) {
+        json_decref(req);
+        return;
+    }
+    if (!t) {
+        rep = api_error(401, "unknown API token (api_tokens in the configuration)");
+    } else if (!strcmp(op, "run")) {
+        const char *sync = json_string_value(json_object_get(req, "sync"));
+        uint64_t rid = 0;
+        int http = 500;
+        char msg[300];
+        if (!sync || sup_sync_api_run(s, sync, t, &rid, &http, msg, sizeof(msg)) < 0) {
+            rep = api_error(sync ? http : 400, sync ? msg : "no sync named");
+        } else {
+            sync_run *r = find_run(s, rid);
+            if (r && json_is_true(json_object_get(req, "full")))
+                r->flags |= ZX_RUN_FULL;
+            char ids[24], url[64];
+            snprintf(ids, sizeof(ids), "%llu", (unsigned long long)rid);
+            snprintf(url, sizeof(url), "/api/runs/%s", ids);
+            rep = json_pack("{s:i, s:{s:s, s:s, s:s, s:s}}", "status", 202, "body", "run", ids,
+                            "sync", sync, "state", r ? r->state : "queued", "status_url", url);
+            zx_info("event=api_run sync=%s run=%s token=%s role=%s", sync, ids, t->name, t->role);
+        }
+    } else if (!strcmp(op, "get")) {
+        const char *ids = json_string_value(json_object_get(req, "run"));
+        unsigned long long rid = ids ? strtoull(ids, NULL, 10) : 0;
+        json_t *rec = rid ? sup_sync_run_json(s, rid) : NULL;
+        const char *sync = rec ? json_string_value(json_object_get(rec, "sync")) : NULL;
+        if (!rec || !sync || !token_may(t, sync)) {
+            json_decref(rec);
+            rep = api_error(404, "no such run (or not one this token may read)");
+        } else {
+            rep = json_pack("{s:i, s:o}", "status", 200, "body", rec);
+        }
+    } else {
+        rep = api_error(400, "unknown request");
+    }
+    if (rep) {
+        json_object_set_new(rep, "id", json_integer(id));
+        char *js = json_dumps(rep, JSON_COMPACT);
+        if (js && strlen(js) < ZX_CHAN_MAX)
+            sup_chan_send(s, &s->gateway, ZX_CHAN_API, js, NULL, 0);
+        else if (js) {
+            json_t *small = api_error(500, "the answer is too large");
+            json_object_set_new(small, "id", json_integer(id));
+            char *js2 = json_dumps(small, JSON_COMPACT);
+            if (js2)
+                sup_chan_send(s, &s->gateway, ZX_CHAN_API, js2, NULL, 0);
+            free(js2);
+            json_decref(small);
+        }
+        free(js);
+        json_decref(rep);
+    }
+    json_decref(req);
+}

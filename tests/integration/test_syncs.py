@@ -1,0 +1,398 @@
+"""
+Reverse syncs end to end: a real zxd reads its workspace (SQLite or
+PostgreSQL, both backends) as an author and sends the result to a real
+destination; every mode, second and third runs sending only what changed,
+mirror deletes, duplicate keys, the author's policy enforced by the
+database, previews, failures that leave the stored hashes alone, a
+SIGKILLed run, the history, schedules.
+
+Destinations here: an SQLite file and a PostgreSQL database (tables), and
+files (CSV, JSON, Parquet: read back by Python's csv and json, pyarrow
+and duckdb).  MariaDB: test_syncs_mysql.py.
+"""
+
+import csv
+import datetime
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import ZXD, wait_for
+from sync_fixtures import make_sync_env, sqlite_rows
+
+
+@pytest.fixture
+def sync_env(pg, workspace):
+    yield from make_sync_env(pg, workspace)
+
+
+ROWS = [
+    (1, "a@x.org", "free", True, "2026-11-30T10:00:00.000000Z"),
+    (2, "b@x.org", "pro", False, None),
+    (3, 'c,"q"@x.org', "free", True, "1969-07-20T20:17:40.123456Z"),
+]
+
+
+def make_customers(z, rows=ROWS, extra_tables=True):
+    t = z.ws_types()
+    z.ws_exec(f"CREATE TABLE customers (id {t['int']} PRIMARY KEY, email {t['text']}, "
+              f"plan {t['text']}, active {t['bool']}, updated_at {t['ts']})")
+    insert_customers(z, rows)
+    if extra_tables:
+        z.ws_exec(f"CREATE TABLE secrets (id {t['int']}, token {t['text']})",
+                  "INSERT INTO secrets VALUES (1, 'hunter2')")
+
+
+def insert_customers(z, rows):
+    for r in rows:
+        vals = ", ".join("NULL" if v is None else ("TRUE" if v is True else "FALSE")
+                         if isinstance(v, bool) else str(v) if isinstance(v, int)
+                         else "'" + v.replace("'", "''") + "'" for v in r)
+        z.ws_exec(f"INSERT INTO customers VALUES ({vals})")
+
+
+def dest_sqlite(z):
+    return os.path.join(z.root, "dest.db")
+
+
+def sqlite_conn(z, **kw):
+    return {"crm": dict({"kind": "sqlite", "path": dest_sqlite(z)}, **kw)}
+
+
+def dest_rows(z, table="customers", cols="id, email, plan"):
+    return sqlite_rows(dest_sqlite(z), f"SELECT {cols} FROM {table} ORDER BY id")
+
+
+def one_sync(sync_env, mode, key=("id",), query="SELECT id, email, plan, active, updated_at "
+             "FROM customers", dest=None, conns=None, start=True, **kw):
+    """A zxd with one sync `crm` to the SQLite file dest.db."""
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False, **kw)
+    z.syncs = {"crm": {"author": "alice", "query": query,
+                       "dest": dest or {"connection": "crm", "table": "customers"},
+                       "mode": mode, "key": list(key) if key else None}}
+    z.connections = conns if conns is not None else sqlite_conn(z)
+    z.write_config()
+    make_customers(z)
+    if start:
+        z.start()
+    return z
+
+
+# ---- modes ----------------------------------------------------------------
+
+def test_upsert_sends_only_what_changed(sync_env):
+    z = one_sync(sync_env, "upsert")
+    r1 = z.run("crm")
+    assert (r1["rows_read"], r1["rows_sent"], r1["rows_inserted"], r1["rows_unchanged"]) == \
+        (3, 3, 3, 0)
+    assert dest_rows(z) == [(1, "a@x.org", "free"), (2, "b@x.org", "pro"),
+                            (3, 'c,"q"@x.org', "free")]
+    r2 = z.run("crm")
+    assert (r2["rows_read"], r2["rows_sent"], r2["rows_unchanged"]) == (3, 0, 3)
+
+    z.ws_exec("UPDATE customers SET plan = 'enterprise' WHERE id = 2")
+    insert_customers(z, [(4, "d@x.org", "free", True, "2026-12-01T00:00:00Z")])
+    r3 = z.run("crm")
+    assert (r3["rows_sent"], r3["rows_updated"], r3["rows_inserted"], r3["rows_unchanged"]) == \
+        (2, 1, 1, 2)
+    assert dest_rows(z) == [(1, "a@x.org", "free"), (2, "b@x.org", "enterprise"),
+                            (3, 'c,"q"@x.org', "free"), (4, "d@x.org", "free")]
+    # the history, newest first
+    runs = z.runs("crm")
+    assert [r["rows_sent"] for r in runs[:3]] == [2, 0, 3]
+    assert all(r["state"] == "succeeded" and r["trigger"].startswith("manual") for r in runs[:3])
+    # --full sends every row again
+    r4 = z.run("crm", "--full")
+    assert r4["rows_sent"] == 4
+
+
+def test_mirror_deletes_the_keys_that_disappear(sync_env):
+    z = one_sync(sync_env, "mirror")
+    assert z.run("crm")["rows_sent"] == 3
+    z.ws_exec("DELETE FROM customers WHERE id IN (1, 3)")
+    r = z.run("crm")
+    assert (r["rows_deleted"], r["rows_sent"], r["rows_unchanged"]) == (2, 0, 1)
+    assert dest_rows(z) == [(2, "b@x.org", "pro")]
+    # forgotten: the next run deletes nothing
+    r = z.run("crm")
+    assert (r["rows_deleted"], r["rows_sent"]) == (0, 0)
+    # a key that comes back is sent again
+    insert_customers(z, [ROWS[0]])
+    r = z.run("crm")
+    assert (r["rows_inserted"], r["rows_deleted"]) == (1, 0)
+    assert [x[0] for x in dest_rows(z)] == [1, 2]
+
+
+def test_mirror_with_a_composite_key(sync_env):
+    z = one_sync(sync_env, "mirror", key=("plan", "id"))
+    assert z.run("crm")["rows_sent"] == 3
+    z.ws_exec("DELETE FROM customers WHERE id = 2")
+    assert z.run("crm")["rows_deleted"] == 1
+    assert sqlite_rows(dest_sqlite(z), "SELECT plan, id FROM customers ORDER BY id") == \
+        [("free", 1), ("free", 3)]
+
+
+def test_replace_holds_exactly_the_result_and_append_adds(sync_env):
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
+    z.syncs = {
+        "rep": {"query": "SELECT id, email FROM customers", "mode": "replace",
+                "dest": {"connection": "crm", "table": "rep"}},
+        "app": {"query": "SELECT id, email FROM customers", "mode": "append",
+                "dest": {"connection": "crm", "table": "app"}},
+    }
+    z.connections = sqlite_conn(z)
+    z.write_config()
+    make_customers(z)
+    z.start()
+    assert z.run("rep")["rows_sent"] == 3
+    z.ws_exec("DELETE FROM customers WHERE id = 1")
+    assert z.run("rep")["rows_sent"] == 2
+    assert dest_rows(z, "rep", "id") == [(2,), (3,)]
+    z.run("app")
+    z.run("app")
+    assert sqlite_rows(dest_sqlite(z), "SELECT count(*), count(DISTINCT id) FROM app") == [(4, 2)]
+
+
+def test_duplicate_keys_fail_before_anything_is_sent(sync_env):
+    z = one_sync(sync_env, "upsert", query="SELECT id, email FROM customers UNION ALL "
+                 "SELECT id, 'again' FROM customers WHERE id = 2")
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed"
+    assert "duplicate key" in r["error"] and "[2]" in r["error"], r["error"]
+    assert "nothing was sent" in r["error"]
+    assert not os.path.exists(dest_sqlite(z)) or \
+        sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sqlite_master WHERE name = "
+                    "'customers'") == [(0,)]
+
+
+def test_null_key_fails_naming_the_column(sync_env):
+    z = one_sync(sync_env, "upsert", key=("updated_at",))
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "key column updated_at" in r["error"], r["error"]
+
+
+# ---- the author's policy ------------------------------------------------------
+
+@pytest.mark.parametrize("query,words", [
+    ("SELECT id, token FROM secrets", ["secrets", "alice"]),
+    ("SELECT id FROM customers; DELETE FROM customers", ["exactly one statement"]),
+    ("DELETE FROM customers", []),
+    ("UPDATE customers SET plan = 'x'", []),
+])
+def test_the_author_policy_is_enforced_by_the_database(sync_env, query, words):
+    z = one_sync(sync_env, "replace", key=None, query=query)
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed", r
+    for w in words:
+        assert w in r["error"], r["error"]
+    # nothing changed, nothing sent
+    assert z.query("SELECT count(*) FROM customers") == [(3,)]
+    assert z.query("SELECT plan FROM customers WHERE id = 2") == [("pro",)]
+    assert not os.path.exists(dest_sqlite(z)) or \
+        sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sqlite_master WHERE name = "
+                    "'customers'") == [(0,)]
+
+
+def test_a_function_with_side_effects_cannot_write(sync_env, pg):
+    z = one_sync(sync_env, "replace", key=None, start=False)
+    if z.workspace == "postgres":
+        z.ws_exec("CREATE TABLE audit (n int)",
+                  "CREATE FUNCTION bump() RETURNS int LANGUAGE sql AS "
+                  "$$ INSERT INTO audit VALUES (1) RETURNING n $$")
+        z.syncs["crm"]["query"] = "SELECT bump() AS n, id FROM customers"
+        want = "read-only transaction"
+    else:
+        # SQLite's functions that reach outside the database are refused
+        z.syncs["crm"]["query"] = "SELECT load_extension('/tmp/x') AS n, id FROM customers"
+        want = "load_extension"
+    z.write_config()
+    z.start()
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and want in r["error"], r["error"]
+    if z.workspace == "postgres":
+        assert z.query("SELECT count(*) FROM audit") == [(0,)]
+
+
+# ---- preview -------------------------------------------------------------------
+
+def test_preview_counts_and_samples_without_sending(sync_env):
+    z = one_sync(sync_env, "mirror")
+    p = z.preview("crm")
+    assert p["state"] == "previewed"
+    assert (p["rows_read"], p["rows_inserted"], p["rows_deleted"]) == (3, 3, 0)
+    assert len(p["sample"]) == 3 and p["sample"][0]["email"] == "a@x.org"
+    assert not os.path.exists(dest_sqlite(z))
+    z.run("crm")
+    z.ws_exec("DELETE FROM customers WHERE id = 3",
+              "UPDATE customers SET plan = 'x' WHERE id = 1")
+    p = z.preview("crm")
+    assert (p["rows_updated"], p["rows_deleted"], p["rows_unchanged"]) == (1, 1, 1)
+    assert p["sample_deletes"] == [[3]]
+    # the preview changed nothing: the run that follows sends the same
+    r = z.run("crm")
+    assert (r["rows_updated"], r["rows_deleted"]) == (1, 1)
+    assert [x["state"] for x in z.runs("crm")] == ["succeeded", "succeeded"]
+    out = z.zxctl("preview", "crm")
+    assert out.returncode == 0 and "would send 0 of 2 rows read" in out.stdout, out.stdout
+
+
+# ---- failures ---------------------------------------------------------------------
+
+def test_a_failed_run_leaves_the_hashes_and_the_next_one_sends_again(sync_env, pg):
+    db = sync_env.pg_db()
+    pg.execute(db, "CREATE ROLE zx_sync_t_writer LOGIN PASSWORD 'w-secret-1'")
+    try:
+        pg.execute(db, "CREATE TABLE customers (id bigint PRIMARY KEY, email text, plan text)")
+        pg.execute(db, "GRANT SELECT, INSERT, UPDATE ON customers TO zx_sync_t_writer")
+        conns = {"crm": sync_env.pg_conn(db, "zx_sync_t_writer", "w-secret-1")}
+        z = one_sync(sync_env, "upsert", conns=conns,
+                     query="SELECT id, email, plan FROM customers")
+        assert z.run("crm")["rows_sent"] == 3
+        z.ws_exec("UPDATE customers SET plan = 'gold' WHERE id = 1")
+        pg.execute(db, "REVOKE UPDATE, INSERT ON customers FROM zx_sync_t_writer")
+        r = z.run("crm", check=False)
+        assert r["state"] == "failed" and "permission denied" in r["error"], r
+        assert r["rows_sent"] == 0 and r["rows_failed"] == 1
+        pg.execute(db, "GRANT INSERT, UPDATE ON customers TO zx_sync_t_writer")
+        r = z.run("crm")
+        assert (r["rows_sent"], r["rows_updated"]) == (1, 1)
+        assert pg.query(db, "SELECT plan FROM customers WHERE id = 1") == [("gold",)]
+        assert "w-secret-1" not in z.log_text()
+    finally:
+        # the database goes at teardown; the role's grants with it
+        try:
+            pg.execute(db, "DROP OWNED BY zx_sync_t_writer")
+            pg.execute("postgres", "DROP ROLE IF EXISTS zx_sync_t_writer")
+        except Exception:
+            pass
+
+
+def test_an_unreachable_destination_fails_the_run_clearly(sync_env):
+    conns = {"crm": {"kind": "postgres", "dsn": "postgresql://zx:{pw}@127.0.0.1:1/nowhere",
+                     "password": "nope-secret"}}
+    z = one_sync(sync_env, "upsert", conns=conns)
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "crm" in r["error"], r
+    assert "nope-secret" not in json.dumps(r) and "nope-secret" not in z.log_text()
+
+
+def test_read_only_connection_is_refused_at_load(sync_env):
+    z = one_sync(sync_env, "upsert", start=False)
+    z.connections = sqlite_conn(z, read_only=True)
+    z.write_config()
+    chk = subprocess.run([ZXD, "--check", "-c", z.cfg_path], capture_output=True, text=True,
+                         env=z.env)
+    assert chk.returncode != 0 and "crm is read_only: zx never writes to it" in chk.stderr, \
+        chk.stderr
+
+
+def test_a_sigkilled_run_fails_and_the_next_run_sends_everything(sync_env):
+    z = one_sync(sync_env, "upsert", start=False)
+    t = z.ws_types()
+    z.ws_exec(f"CREATE TABLE big (id {t['int']} PRIMARY KEY, v {t['text']})")
+    if z.workspace == "postgres":
+        z.ws_exec("INSERT INTO big SELECT g, repeat('x', 200) || g FROM generate_series(1, 300000) g")
+    else:
+        z.ws_exec("WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < 300000) "
+                  "INSERT INTO big SELECT g, printf('%.*c', 200, 'x') || g FROM s")
+    z.authors = {"alice": ["customers", "big"]}
+    z.syncs["crm"]["query"] = "SELECT id, v FROM big"
+    z.syncs["crm"]["dest"] = {"connection": "crm", "table": "big"}
+    z.write_config()
+    z.start()
+    p = z.zxctl("run", "crm")
+    assert p.returncode == 0, p.stderr
+
+    def worker():
+        e = z.pipeline("crm")
+        return e["pid"] if e.get("pid") else None
+    pid = wait_for(worker, "the run's worker")
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: z.runs("crm") and z.runs("crm")[0]["state"] == "failed", "the failed run")
+    rec = z.runs("crm")[0]
+    assert "signal 9" in rec["error"], rec
+    r = z.run("crm")
+    assert r["rows_sent"] == 300000 and r["rows_unchanged"] == 0
+    assert sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM big") == [(300000,)]
+    assert z.run("crm")["rows_sent"] == 0
+
+
+# ---- files ---------------------------------------------------------------------------
+
+def test_files_csv_json_parquet_read_back_by_independent_readers(sync_env):
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
+    q = "SELECT id, email, plan, active, updated_at FROM customers"
+    out = os.path.join(z.root, "exports")
+    z.syncs = {f: {"query": q, "mode": "replace", "dest": {"files": {"path": f"exports/{f}",
+                                                                     "format": f}}}
+               for f in ("csv", "json", "parquet")}
+    z.write_config()
+    make_customers(z)
+    z.start()
+    for f in ("csv", "json", "parquet"):
+        assert z.run(f)["rows_sent"] == 3
+    with open(os.path.join(out, "csv", "csv.csv"), newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["id", "email", "plan", "active", "updated_at"]
+    assert rows[3][:3] == ["3", 'c,"q"@x.org', "free"]
+    assert rows[2][4] == ""                       # NULL
+    with open(os.path.join(out, "json", "json.json")) as fh:
+        objs = [json.loads(l) for l in fh]
+    assert objs[0]["id"] == 1 and objs[1]["updated_at"] is None
+    assert objs[2]["updated_at"] == "1969-07-20T20:17:40.123456Z"
+    import duckdb
+    import pyarrow.parquet as pq
+    path = os.path.join(out, "parquet", "parquet.parquet")
+    t = pq.read_table(path)
+    assert t.num_rows == 3 and t.column("email").to_pylist()[2] == 'c,"q"@x.org'
+    ts = t.column("updated_at").to_pylist()
+    assert ts[0] == datetime.datetime(2026, 11, 30, 10, 0, tzinfo=datetime.timezone.utc)
+    assert ts[1] is None
+    con = duckdb.connect()
+    assert con.execute(f"SELECT count(*), sum(id) FROM read_parquet('{path}')").fetchone() == (3, 6)
+    # no temporary file left in the folders
+    for f in ("csv", "json", "parquet"):
+        assert [n for n in os.listdir(os.path.join(out, f)) if n.startswith(".")] == []
+
+
+# ---- schedules ------------------------------------------------------------------------
+
+def clock_offset_ms(seconds_before_minute=3.0):
+    """An offset for zxd's schedule clock that puts the next whole minute
+    `seconds_before_minute` from now."""
+    now = time.time()
+    to_next = 60 - (now % 60)
+    return int(max(0.0, to_next - seconds_before_minute) * 1000)
+
+
+def test_a_schedule_runs_the_sync(sync_env):
+    z = one_sync(sync_env, "upsert", start=False)
+    z.syncs["crm"]["schedule"] = "* * * * *"
+    z.env["ZX_TEST_CLOCK_OFFSET_MS"] = str(clock_offset_ms(3))
+    z.write_config()
+    z.start()
+    wait_for(lambda: any(r["trigger"] == "schedule" and r["state"] == "succeeded"
+                         for r in z.runs("crm")), "a scheduled run", deadline=40)
+    assert dest_rows(z)[0] == (1, "a@x.org", "free")
+    st = z.pipeline("crm")
+    assert st["sync"]["next_run_at"].endswith(":00.000000Z")
+
+
+def test_a_run_missed_while_zxd_was_down_runs_once_at_start(sync_env):
+    z = one_sync(sync_env, "upsert", start=False)
+    z.syncs["crm"]["schedule"] = "0 * * * *"
+    z.write_config()
+    z.start()
+    z.run("crm")
+    z.stop()
+    # zxd comes back "two hours later": two fires were missed, one run
+    z.env["ZX_TEST_CLOCK_OFFSET_MS"] = str(2 * 3600 * 1000)
+    z.start()
+    wait_for(lambda: any("missed" in r["trigger"] for r in z.runs("crm")), "the missed run")
+    time.sleep(1.0)
+    assert sum("missed" in r["trigger"] for r in z.runs("crm")) == 1

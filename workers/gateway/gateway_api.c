@@ -1,0 +1,238 @@
+/*
+ * gateway_api.c — the REST API of reverse syncs, for orchestrators and
+ * agents (DESIGN.md §1, §6):
+ *
+ *   POST /api/syncs/<name>/runs   start a run (body: empty, or a JSON
+ *                                 object {"full": true}); 202 {"run": ID,
+ *                                 "state": ...}; an agent's run waits in
+ *                                 "awaiting_approval"
+ *   GET  /api/runs/<id>           the run's record: 200 {...}
+ *
+ * Both take `Authorization: Bearer <api token>` (api_tokens in the
+ * configuration).  The gateway checks only the shape of a request; the
+ * supervisor, which holds the configuration in force, checks the token,
+ * what it may run, and answers (ZX_CHAN_API, proto/chan.h): each request
+ * waits for that answer, with a deadline.
+ *
+ * It must never: hand a token to anything but the supervisor, log one, or
+ * keep a request past its deadline.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "proto/chan.h"
+#include "workers/gateway/gateway_int.h"
+
+#define API_TIMEOUT_MS 10000
+#define API_MAX_TOKEN 1024
+#define API_MAX_BODY 4096
+
+static const char syncs_prefix[] = "/api/syncs/";
+static const char runs_prefix[] = "/api/runs/";
+
+int zx_gw_is_api(const char *path)
+{
+    return !strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1) ||
+           !strncmp(path, runs_prefix, sizeof(runs_prefix) - 1);
+}
+
+/* A name or an id in a path: 1 to 63 of [a-z0-9_-] (a sync name) or
+ * digits (a run id). */
+static int word_ok(const char *s, size_t n)
+{
+    if (!n || n > 63)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+              s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+void zx_gw_api_head(gateway *g, zx_http_req *req)
+{
+    const char *path = zx_http_path(req), *method = zx_http_method(req);
+    size_t len = strlen(path);
+    int op;   /* 1 run, 2 get */
+    const char *word;
+    size_t wlen;
+    if (!strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1)) {
+        word = path + sizeof(syncs_prefix) - 1;
+        if (len < sizeof(syncs_prefix) + 5 || strcmp(path + len - 5, "/runs")) {
+            zx_http_reply_json_error(req, 404, NULL, "no such endpoint: %.200s", path);
+            return;
+        }
+        wlen = (size_t)(path + len - 5 - word);
+        op = 1;
+        if (strcmp(method, "POST")) {
+            zx_http_reply_json_error(req, 405, "Allow: POST\r\n", "method %s is not allowed; "
+                                     "start a run with POST", method);
+            return;
+        }
+    } else {
+        word = path + sizeof(runs_prefix) - 1;
+        wlen = strlen(word);
+        op = 2;
+        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
+                                     "read a run with GET", method);
+            return;
+        }
+        for (size_t i = 0; i < wlen; i++)
+            if (word[i] < '0' || word[i] > '9')
+                wlen = 0;
+    }
+    if (!word_ok(word, wlen)) {
+        zx_http_reply_json_error(req, 404, NULL, "no such %s: %.80s", op == 1 ? "sync" : "run",
+                                 word);
+        return;
+    }
+    const char *auth = zx_http_header(req, "Authorization");
+    if (!auth || strncasecmp(auth, "Bearer ", 7) || !auth[7] || strlen(auth + 7) > API_MAX_TOKEN) {
+        zx_http_reply_json_error(req, 401, "WWW-Authenticate: Bearer\r\n",
+                                 "missing 'Authorization: Bearer <api token>' header");
+        return;
+    }
+    uint64_t cl = zx_http_content_length(req);
+    if (cl != UINT64_MAX && cl > API_MAX_BODY) {
+        zx_http_reply_json_error(req, 413, NULL, "a run request's body is at most %d bytes",
+                                 API_MAX_BODY);
+        return;
+    }
+    greq *q = calloc(1, sizeof(*q));
+    if (!q) {
+        zx_http_reply_json_error(req, 503, "Retry-After: 1\r\n", "out of memory");
+        return;
+    }
+    q->g = g;
+    q->req = req;
+    q->api = op;
+    snprintf(q->pipe_name, sizeof(q->pipe_name), "%.*s", (int)wlen, word);
+    zx_http_req_set_data(req, q);
+}
+
+static void unlink_api(gateway *g, greq *q)
+{
+    for (greq **pp = &g->api_head; *pp; pp = &(*pp)->next)
+        if (*pp == q) {
+            *pp = q->next;
+            return;
+        }
+}
+
+void zx_gw_api_body(gateway *g, greq *q)
+{
+    zx_http_req *req = q->req;
+    size_t blen = 0;
+    const char *body = zx_http_body(req, &blen);
+    int full = 0;
+    if (blen > API_MAX_BODY) {
+        zx_http_req_set_data(req, NULL);
+        free(q);
+        zx_http_reply_json_error(req, 413, NULL, "a run request's body is at most %d bytes",
+                                 API_MAX_BODY);
+        return;
+    }
+    if (q->api == 1 && blen) {
+        json_error_t je;
+        json_t *o = json_loadb(body, blen, 0, &je);
+        if (!json_is_object(o)) {
+            json_decref(o);
+            zx_http_req_set_data(req, NULL);
+            free(q);
+            zx_http_reply_json_error(req, 400, NULL, "the body must be empty or a JSON object "
+                                     "({\"full\": true}): %s", o ? "not an object" : je.text);
+            return;
+        }
+        json_t *f = json_object_get(o, "full");
+        if (f && !json_is_boolean(f)) {
+            json_decref(o);
+            zx_http_req_set_data(req, NULL);
+            free(q);
+            zx_http_reply_json_error(req, 400, NULL, "\"full\" must be true or false");
+            return;
+        }
+        full = json_is_true(f);
+        json_decref(o);
+    }
+    const char *tok = zx_http_header(req, "Authorization") + 7;
+    q->req_id = ++g->next_id;
+    json_t *m = json_pack("{s:I, s:s, s:s, s:s, s:b}", "id", (json_int_t)q->req_id, "op",
+                          q->api == 1 ? "run" : "get", q->api == 1 ? "sync" : "run",
+                          q->pipe_name, "token", tok, "full", full);
+    char *js = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    json_decref(m);
+    if (!js || zx_chan_send(g->a->chan, ZX_CHAN_API, js, NULL, 0) < 0) {
+        free(js);
+        zx_http_req_set_data(req, NULL);
+        free(q);
+        zx_http_reply_json_error(req, 503, "Retry-After: 1\r\n", "zxd cannot take the request "
+                                 "now; retry");
+        return;
+    }
+    free(js);
+    q->deadline_ms = zx_mono_ms() + API_TIMEOUT_MS;
+    q->pending = 1;
+    q->next = g->api_head;
+    g->api_head = q;
+}
+
+void zx_gw_api_reply(gateway *g, const char *json)
+{
+    json_error_t je;
+    json_t *o = json_loads(json, 0, &je);
+    json_int_t id = o ? json_integer_value(json_object_get(o, "id")) : 0;
+    for (greq *q = g->api_head; q && id; q = q->next) {
+        if (q->req_id != (uint64_t)id)
+            continue;
+        unlink_api(g, q);
+        json_int_t st = json_integer_value(json_object_get(o, "status"));
+        json_t *body = json_object_get(o, "body");
+        char *bs = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        if (q->req) {
+            zx_http_req_set_data(q->req, NULL);
+            zx_http_reply(q->req, st >= 200 && st <= 599 ? (int)st : 500, "application/json",
+                          st == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL, bs ? bs : "{}",
+                          bs ? strlen(bs) : 2);
+        }
+        free(bs);
+        free(q);
+        break;
+    }
+    json_decref(o);
+}
+
+void zx_gw_api_expire(gateway *g)
+{
+    int64_t now = zx_mono_ms();
+    for (greq **pp = &g->api_head; *pp;) {
+        greq *q = *pp;
+        if (now < q->deadline_ms) {
+            pp = &q->next;
+            continue;
+        }
+        *pp = q->next;
+        if (q->req) {
+            zx_http_req_set_data(q->req, NULL);
+            zx_http_reply_json_error(q->req, 503, "Retry-After: 1\r\n", "zxd did not answer "
+                                     "in time; retry");
+        }
+        free(q);
+    }
+}
+
+void zx_gw_api_drop(gateway *g, greq *q)
+{
+    if (q->pending) {
+        q->req = NULL;   /* answered into the void when the reply comes */
+        return;
+    }
+    (void)g;
+    free(q);
+}

@@ -1,0 +1,171 @@
+/*
+ * dest.h — what a reverse-sync destination is (DESIGN.md §6).
+ *
+ * A destination is one file with one `const zx_dest` (name, capabilities,
+ * callbacks) and one entry in the registry (dest_registry.c).  A sync run
+ * (one forked worker, workers/syncs/run.c) reads the workspace, decides what
+ * to send, and drives its destination:
+ *
+ *     open → begin → (write | delete_keys)* → commit → close
+ *                  ↘ abort (any error, a stop) → close
+ *
+ * One run is one begin/commit.  Nothing a run sends may be visible as
+ * committed before commit returns 0 where the destination allows it
+ * (ZX_DEST_TXN: one database transaction; ZX_DEST_ATOMIC_REPLACE: files
+ * written under a temporary name and renamed into place at commit).  After
+ * abort the destination holds what it held before begin (tables: the
+ * transaction rolled back; files: the temporary file removed).
+ *
+ * The rows.  Every batch handed to write is a zx_rowset (common/rowset.h)
+ * whose columns are exactly the run's columns (zx_dest_run.cols), in the
+ * same order (rs->cols[i] is cols[i]; rs->ncols == ncols), one row per
+ * record.  A cell's zx_value type is one of:
+ *     ZX_T_NULL (or no cell)  NULL
+ *     ZX_T_INT                int64          (INT64 columns; also BOOL 0/1)
+ *     ZX_T_REAL               double         (DOUBLE columns; NaN/inf allowed)
+ *     ZX_T_BOOL               0/1            (BOOL columns)
+ *     ZX_T_TEXT               bytes          (TEXT; DATE as "YYYY-MM-DD";
+ *                                             DECIMAL as its literal,
+ *                                             "-123.4500"; BYTES as the
+ *                                             raw bytes)
+ *     ZX_T_TIMESTAMP          u.i = µs since the epoch, UTC; s = text
+ *     ZX_T_JSON               compact JSON text (JSON columns), or a number
+ *                             kept as text (rowset.h)
+ * A value whose type does not fit its column's (text in an INT64 column) is
+ * converted by the destination where that is lossless ("42" → 42) and
+ * otherwise written as NULL and counted in zx_dest_stats.nulled; it never
+ * fails the run.
+ *
+ * Keys.  delete_keys gets a rowset whose columns are the run's key columns
+ * (zx_dest_run.key_cols, in that order), one row per key to delete; the
+ * values have the types above (the key as the last run that sent it saw it).
+ *
+ * Errors.  Every callback returns 0, or -1 with one line in err (at most
+ * errlen bytes, NUL-terminated) a person can act on, naming the
+ * destination ("postgres crm_db table public.customers: permission denied
+ * for table customers"), never a password.  After -1 from begin, write,
+ * delete_keys or commit the run calls abort then close.
+ *
+ * Process: a destination runs in the sync run's worker process only; it
+ * may block (the run has nothing else to do) but must honour
+ * zx_dest_args.deadline_ms on every network wait it makes (connect
+ * timeout, statement timeout), so a stopped server cannot hang a run.
+ */
+#ifndef ZX_SYNCS_DEST_H
+#define ZX_SYNCS_DEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/dtype.h"
+#include "common/rowset.h"
+#include "conf/config.h"
+
+/* What a destination can do (zx_dest.caps). */
+#define ZX_DEST_TXN            0x1u  /* begin..commit is one transaction */
+#define ZX_DEST_ATOMIC_REPLACE 0x2u  /* replace swaps the whole content at
+                                        commit (readers see old or new) */
+#define ZX_DEST_DELETES        0x4u  /* delete_keys works (mirror mode) */
+#define ZX_DEST_UPSERT         0x8u  /* write in upsert/mirror mode replaces
+                                        a row with the same key */
+
+/* Sync modes (conf `mode:`). */
+typedef enum zx_sync_mode {
+    ZX_MODE_REPLACE = 0,  /* the destination holds exactly the result */
+    ZX_MODE_APPEND,       /* every row of the result is added */
+    ZX_MODE_UPSERT,       /* rows new or changed since the last good run,
+                             replacing the row with the same key */
+    ZX_MODE_MIRROR        /* upsert + delete_keys of keys that disappeared */
+} zx_sync_mode;
+
+/* What a destination gets at open: where to write.  Owned by the caller,
+ * valid until close returns. */
+typedef struct zx_dest_args {
+    const zx_conf *conf;
+    const char *sync;             /* the sync's (pipeline's) name */
+    const zx_conf_connection *conn; /* table destinations: the connection
+                                       (kind postgres, mysql or sqlite);
+                                       NULL for files */
+    const char *table;            /* table destinations: as written in the
+                                     configuration: "schema.table" or
+                                     "table" (postgres: schema public;
+                                     mysql: the dsn's database) */
+    const char *path;             /* files: absolute; a folder, or a file
+                                     when it ends with the format's
+                                     extension (".parquet", ".csv",
+                                     ".json" / ".ndjson") */
+    const char *format;           /* files: "csv" | "json" | "parquet" */
+    const char *compression;      /* files, parquet: "zstd" (default) |
+                                     "snappy" | "none" */
+    int64_t deadline_ms;          /* per network wait (connect, statement) */
+} zx_dest_args;
+
+/* One run, as begin sees it.  Owned by the caller, valid until commit or
+ * abort returns. */
+typedef struct zx_dest_run {
+    uint64_t run_id;              /* unique, increasing; files name their
+                                     per-run output with it */
+    zx_sync_mode mode;
+    const zx_dcol *cols;          /* the result's columns */
+    size_t ncols;
+    const char *const *key_cols;  /* names among cols (upsert, mirror: at
+                                     least one; else may be 0) */
+    size_t nkey_cols;
+    uint64_t rows_expected;       /* rows write will get in all (a hint for
+                                     progress and preallocation) */
+    uint64_t deletes_expected;    /* keys delete_keys will get in all */
+} zx_dest_run;
+
+/* What a destination counts during a run (zeroed by the caller before
+ * begin; read after commit). */
+typedef struct zx_dest_stats {
+    uint64_t rows_written;        /* rows write accepted */
+    uint64_t rows_deleted;        /* keys delete_keys removed (or sent) */
+    uint64_t nulled;              /* values written as NULL (misfits) */
+    uint64_t bytes;               /* bytes written (files: file size) */
+} zx_dest_stats;
+
+typedef struct zx_dest {
+    const char *name;             /* "postgres", "mysql", "sqlite", "files" */
+    unsigned caps;                /* ZX_DEST_* */
+
+    /* Connect / check the target; no change made.  A connection with
+     * read_only: true is refused here ("connection X is read_only: zx
+     * never writes to it").  *state is freed by close.  0 or -1. */
+    int (*open)(const zx_dest_args *a, void **state, char *err, size_t errlen);
+
+    /* Start the run: make the table (or file) when missing, with a column
+     * per cols entry (types mapped by the destination) and a primary key on
+     * key_cols when there are any; a table that exists gets the columns it
+     * lacks.  replace: empty it inside the transaction (or write a new
+     * file).  stats is where the run's counts go.  0 or -1. */
+    int (*begin)(void *state, const zx_dest_run *run, zx_dest_stats *stats,
+                 char *err, size_t errlen);
+
+    /* Send one batch (see "The rows").  upsert/mirror: a row whose key
+     * exists replaces it.  0 or -1. */
+    int (*write)(void *state, const zx_rowset *rs, char *err, size_t errlen);
+
+    /* mirror: delete these keys (see "Keys").  NULL when the destination
+     * lacks ZX_DEST_DELETES.  0 or -1. */
+    int (*delete_keys)(void *state, const zx_rowset *keys, char *err, size_t errlen);
+
+    /* Make the run's writes durable and visible.  0 or -1 (then nothing of
+     * the run is visible, where the destination allows it). */
+    int (*commit)(void *state, char *err, size_t errlen);
+
+    /* Undo what the run wrote (roll back, remove the temporary file).
+     * Never fails; safe after a failed begin. */
+    void (*abort)(void *state);
+
+    /* Disconnect and free the state.  NULL state is a no-op. */
+    void (*close)(void *state);
+} zx_dest;
+
+/* ---- the registry (dest_registry.c) -------------------------------- */
+
+/* The destination for a connection kind ("postgres", "mysql", "sqlite")
+ * or "files"; NULL when this build has none. */
+const zx_dest *zx_dest_find(const char *name);
+
+#endif

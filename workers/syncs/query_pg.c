@@ -1,0 +1,495 @@
+/*
+ * query_pg.c — a sync's query on the PostgreSQL workspace (query.h).
+ *
+ * The author's rights are a login role, zx_author_<name>_<6 hex digits>
+ * ('-' as '_'; the digits from this zxd's key, so that two zxd on one
+ * server never share a role),
+ * that the workspace's own role makes and keeps in step: LOGIN, nothing
+ * else (no superuser, no CREATEROLE, NOINHERIT), USAGE on the workspace
+ * schema, SELECT on exactly the author's tables that exist (grants to
+ * tables dropped from the list are revoked).  Its password is derived
+ * from a secret key kept in the data folder (author.key, made once, mode
+ * 0600) with HMAC-SHA-256, so every run sets the same one and two runs at
+ * once never fight.  The query then runs on a connection whose session
+ * user IS that role: nothing in the statement (SET ROLE, set_config) can
+ * reach rights the author does not have.  The connection needs a
+ * pg_hba.conf line letting the role in with a password, like zx's own.
+ *
+ * The statement: BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY, then
+ * `DECLARE zx_sync NO SCROLL CURSOR FOR <query>` through the extended
+ * protocol (which refuses a second statement), then FETCH in batches.
+ */
+#include "workers/syncs/query.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/timefmt.h"
+#include "workers/sources/pg_values.h"
+
+typedef struct pq {
+    PGconn *conn;
+    const char *sync;
+    const zx_conf_author *author;
+    zx_dcol *cols;
+    uint32_t *oids;
+    size_t ncols;
+    int done;
+} pq;
+
+/* ---- the author's role ------------------------------------------------ */
+
+/* The secret key of author passwords: <data_dir>/author.key, 32 random
+ * bytes, made if missing.  0 or -1 (err set). */
+static int author_key(const char *data_dir, unsigned char key[32], char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/author.key", data_dir);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t n = read(fd, key, 32);
+            close(fd);
+            if (n == 32)
+                return 0;
+            snprintf(err, errlen, "%.200s is shorter than 32 bytes: remove it (zx makes a new "
+                     "one; the author roles' passwords change with it)", path);
+            return -1;
+        }
+        unsigned char k[32];
+        int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        ssize_t n = rfd >= 0 ? read(rfd, k, sizeof(k)) : -1;
+        if (rfd >= 0)
+            close(rfd);
+        if (n != 32) {
+            snprintf(err, errlen, "cannot read /dev/urandom: %s", strerror(errno));
+            return -1;
+        }
+        char tmp[4200];
+        snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 || write(fd, k, 32) != 32 || fsync(fd) < 0) {
+            snprintf(err, errlen, "cannot write %.200s: %s", tmp, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        close(fd);
+        /* link, not rename: a key another run made meanwhile wins */
+        if (link(tmp, path) < 0 && errno != EEXIST) {
+            snprintf(err, errlen, "cannot make %.200s: %s", path, strerror(errno));
+            unlink(tmp);
+            return -1;
+        }
+        unlink(tmp);
+    }
+    snprintf(err, errlen, "cannot read %.200s", path);
+    return -1;
+}
+
+/* zx_author_<name>_<6 hex digits of this zxd's key>: roles are the whole
+ * server's, and two zxd sharing one (each with its own data folder) must
+ * not fight over one role's password and grants. */
+static void role_name(const zx_conf_author *a, const unsigned char key[32], char out[80])
+{
+    unsigned char mac[32];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), key, 32, (const unsigned char *)"zx role", 7, mac, &len);
+    snprintf(out, 80, "zx_author_%.40s_%02x%02x%02x", a->name, mac[0], mac[1], mac[2]);
+    for (char *t = out; *t; t++)
+        if (*t == '-')
+            *t = '_';
+}
+
+static void role_password(const unsigned char key[32], const char *role, char out[65])
+{
+    unsigned char mac[32];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), key, 32, (const unsigned char *)role, strlen(role), mac, &len);
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", mac[i]);
+}
+
+/* One command; 0, or -1 with err = "sync S: what: the server's message". */
+static int run(PGconn *c, const char *sql, int np, const char *const *params, const char *sync,
+               const char *what, PGresult **keep, char *err, size_t errlen)
+{
+    PGresult *r = PQexecParams(c, sql, np, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+        snprintf(err, errlen, "sync %s: %s: %s", sync, what,
+                 m ? m : PQerrorMessage(c));
+        char *nl = strchr(err, '\n');
+        if (nl)
+            *nl = '\0';
+        PQclear(r);
+        return -1;
+    }
+    if (keep)
+        *keep = r;
+    else
+        PQclear(r);
+    return 0;
+}
+
+static int quoted(PGconn *c, const char *name, char *out, size_t len)
+{
+    char *q = PQescapeIdentifier(c, name, strlen(name));
+    if (!q)
+        return -1;
+    snprintf(out, len, "%s", q);
+    PQfreemem(q);
+    return 0;
+}
+
+/* Make or update the author's role (see the top of the file) with the
+ * workspace's own connection. */
+static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_author *a,
+                       const char *role, const char *pw, int timeout_ms, char *err,
+                       size_t errlen)
+{
+    char tmo[16], sql[1024], qrole[200], qschema[200], qt[200];
+    snprintf(tmo, sizeof(tmo), "%d", timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1);
+    const char *k[] = {"dbname", "application_name", "connect_timeout", NULL};
+    const char *v[] = {conf->pg_dsn, "zx-sync-setup", tmo, NULL};
+    PGconn *c = PQconnectdbParams(k, v, 1);
+    int rc = -1;
+    PGresult *r = NULL;
+    if (PQstatus(c) != CONNECTION_OK) {
+        snprintf(err, errlen, "sync %s: cannot connect to the workspace %s: %s", sync,
+                 conf->pg_dsn_shown, PQerrorMessage(c));
+        goto out;
+    }
+    if (quoted(c, role, qrole, sizeof(qrole)) < 0 ||
+        quoted(c, conf->pg_schema, qschema, sizeof(qschema)) < 0) {
+        snprintf(err, errlen, "sync %s: out of memory", sync);
+        goto out;
+    }
+    const char *p1[] = {role};
+    if (run(c, "BEGIN", 0, NULL, sync, "workspace", NULL, err, errlen) < 0 ||
+        run(c, "SELECT pg_advisory_xact_lock(hashtext('zx_author:' || $1))", 1, p1, sync,
+            "workspace", NULL, err, errlen) < 0 ||
+        run(c, "SELECT 1 FROM pg_roles WHERE rolname = $1", 1, p1, sync, "workspace", &r,
+            err, errlen) < 0)
+        goto out;
+    int exists = PQntuples(r) > 0;
+    PQclear(r);
+    r = NULL;
+    snprintf(sql, sizeof(sql), "%s ROLE %s %sLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
+             "NOREPLICATION NOINHERIT PASSWORD '%s'", exists ? "ALTER" : "CREATE", qrole,
+             exists ? "" : "", pw);
+    if (run(c, sql, 0, NULL, sync, "making the author's role", NULL, err, errlen) < 0) {
+        size_t l = strlen(err);
+        snprintf(err + l, errlen - l, " (the workspace's role needs CREATEROLE to make %s "
+                 "for author %s)", role, a->name);
+        goto out;
+    }
+    snprintf(sql, sizeof(sql), "GRANT USAGE ON SCHEMA %s TO %s", qschema, qrole);
+    if (run(c, sql, 0, NULL, sync, "granting the schema", NULL, err, errlen) < 0)
+        goto out;
+    /* what it may read now, directly granted, in the schema */
+    const char *p2[] = {conf->pg_schema, role};
+    if (run(c, "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+               "WHERE n.nspname = $1 AND c.relkind IN ('r','v','m','p','f') AND EXISTS ("
+               "SELECT 1 FROM aclexplode(c.relacl) x JOIN pg_roles g ON g.oid = x.grantee "
+               "WHERE g.rolname = $2 AND x.privilege_type = 'SELECT')",
+            2, p2, sync, "reading the author's grants", &r, err, errlen) < 0)
+        goto out;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *t = PQgetvalue(r, i, 0);
+        int keep = 0;
+        for (size_t j = 0; j < a->ntables; j++)
+            keep |= !strcmp(a->tables[j], t);
+        if (keep)
+            continue;
+        if (quoted(c, t, qt, sizeof(qt)) < 0)
+            goto out;
+        snprintf(sql, sizeof(sql), "REVOKE ALL ON %s.%s FROM %s", qschema, qt, qrole);
+        if (run(c, sql, 0, NULL, sync, "revoking a table", NULL, err, errlen) < 0)
+            goto out;
+    }
+    PQclear(r);
+    r = NULL;
+    for (size_t j = 0; j < a->ntables; j++) {
+        const char *p3[] = {conf->pg_schema, a->tables[j]};
+        if (run(c, "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                   "WHERE n.nspname = $1 AND c.relname = $2", 2, p3, sync, "workspace", &r,
+                err, errlen) < 0)
+            goto out;
+        int there = PQntuples(r) > 0;
+        PQclear(r);
+        r = NULL;
+        if (!there)
+            continue;   /* not made yet: a query reading it says so */
+        if (quoted(c, a->tables[j], qt, sizeof(qt)) < 0)
+            goto out;
+        snprintf(sql, sizeof(sql), "GRANT SELECT ON %s.%s TO %s", qschema, qt, qrole);
+        if (run(c, sql, 0, NULL, sync, "granting a table", NULL, err, errlen) < 0)
+            goto out;
+    }
+    if (run(c, "COMMIT", 0, NULL, sync, "workspace", NULL, err, errlen) < 0)
+        goto out;
+    rc = 0;
+out:
+    PQclear(r);
+    PQfinish(c);
+    return rc;
+}
+
+/* ---- types --------------------------------------------------------------- */
+
+static void map_type(uint32_t oid, int typmod, zx_dcol *col)
+{
+    col->precision = col->scale = 0;
+    switch (oid) {
+    case 20: case 21: case 23: case 26: col->type = ZX_DT_INT64; break;
+    case 700: case 701: col->type = ZX_DT_DOUBLE; break;
+    case 16: col->type = ZX_DT_BOOL; break;
+    case 1114: case 1184: col->type = ZX_DT_TIMESTAMP; break;
+    case 1082: col->type = ZX_DT_DATE; break;
+    case 114: case 3802: col->type = ZX_DT_JSON; break;
+    case 17: col->type = ZX_DT_BYTES; break;
+    case 1700:
+        if (typmod >= 4) {
+            int p = ((typmod - 4) >> 16) & 0xffff, s = (typmod - 4) & 0xffff;
+            if (p >= 1 && p <= 38 && s <= p) {
+                col->type = ZX_DT_DECIMAL;
+                col->precision = p;
+                col->scale = s;
+                break;
+            }
+        }
+        col->type = ZX_DT_TEXT;   /* numeric without precision: exact text */
+        break;
+    default: col->type = ZX_DT_TEXT;
+    }
+}
+
+/* ---- the query ---------------------------------------------------------- */
+
+static void policy_hint(const pq *q, char *err, size_t errlen)
+{
+    if (!strstr(err, "permission denied"))
+        return;
+    size_t l = strlen(err), off;
+    off = (size_t)snprintf(err + l, errlen - l, " (author %s may read: ", q->author->name);
+    for (size_t i = 0; i < q->author->ntables && l + off < errlen; i++)
+        off += (size_t)snprintf(err + l + off, errlen - l - off, "%s%s", i ? ", " : "",
+                                q->author->tables[i]);
+    if (l + off < errlen)
+        snprintf(err + l + off, errlen - l - off, ")");
+}
+
+int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,
+                  const char *sql, int timeout_ms, void **out, char *err, size_t errlen)
+{
+    pq *q = calloc(1, sizeof(*q));
+    unsigned char key[32];
+    char role[80], pw[65], tmo[16], app[96], kerr[600];
+    PGresult *r = NULL;
+    char *decl = NULL;
+    if (!q) {
+        snprintf(err, errlen, "sync %s: out of memory", sync);
+        return -1;
+    }
+    q->sync = sync;
+    q->author = author;
+    if (author_key(conf->data_dir, key, kerr, sizeof(kerr)) < 0) {
+        snprintf(err, errlen, "sync %s: author %s: %s", sync, author->name, kerr);
+        goto fail;
+    }
+    role_name(author, key, role);
+    role_password(key, role, pw);
+    if (ensure_role(conf, sync, author, role, pw, timeout_ms, err, errlen) < 0)
+        goto fail;
+    snprintf(tmo, sizeof(tmo), "%d", timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1);
+    snprintf(app, sizeof(app), "zx-sync-%.60s", sync);
+    const char *k[] = {"dbname", "user", "password", "application_name", "connect_timeout",
+                       "options", NULL};
+    const char *v[] = {conf->pg_dsn, role, pw, app, tmo,
+                       "-c DateStyle=ISO -c TimeZone=UTC -c extra_float_digits=3", NULL};
+    q->conn = PQconnectdbParams(k, v, 1);
+    if (PQstatus(q->conn) != CONNECTION_OK) {
+        snprintf(err, errlen, "sync %s: cannot connect to the workspace %s as %s (author %s; "
+                 "pg_hba.conf must let it in with a password): %s", sync, conf->pg_dsn_shown,
+                 role, author->name, PQerrorMessage(q->conn));
+        goto fail;
+    }
+    char qschema[200], sp[260];
+    if (quoted(q->conn, conf->pg_schema, qschema, sizeof(qschema)) < 0)
+        goto oom;
+    snprintf(sp, sizeof(sp), "SET LOCAL search_path TO %s", qschema);
+    if (run(q->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, sync,
+            "workspace", NULL, err, errlen) < 0 ||
+        run(q->conn, sp, 0, NULL, sync, "workspace", NULL, err, errlen) < 0)
+        goto fail;
+    size_t dl = strlen(sql) + 64;
+    if (!(decl = malloc(dl)))
+        goto oom;
+    snprintf(decl, dl, "DECLARE zx_sync NO SCROLL CURSOR FOR %s", sql);
+    r = PQexecParams(q->conn, decl, 0, NULL, NULL, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+        if (m && strstr(m, "multiple commands"))
+            snprintf(err, errlen, "sync %s: the query must be exactly one statement; a second "
+                     "one follows the first", sync);
+        else if (m && strstr(m, "DECLARE CURSOR can only"))
+            snprintf(err, errlen, "sync %s: the query is not a read-only SELECT: %s", sync, m);
+        else
+            snprintf(err, errlen, "sync %s: the query failed as author %s: %s", sync,
+                     author->name, m ? m : PQerrorMessage(q->conn));
+        char *nl = strchr(err, '\n');
+        if (nl)
+            *nl = '\0';
+        policy_hint(q, err, errlen);
+        goto fail;
+    }
+    PQclear(r);
+    r = PQdescribePortal(q->conn, "zx_sync");
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        snprintf(err, errlen, "sync %s: cannot describe the query's result: %s", sync,
+                 PQerrorMessage(q->conn));
+        goto fail;
+    }
+    int n = PQnfields(r);
+    if (n <= 0) {
+        snprintf(err, errlen, "sync %s: the query returns no columns", sync);
+        goto fail;
+    }
+    q->ncols = (size_t)n;
+    q->cols = calloc(q->ncols, sizeof(*q->cols));
+    q->oids = calloc(q->ncols, sizeof(*q->oids));
+    if (!q->cols || !q->oids)
+        goto oom;
+    for (int i = 0; i < n; i++) {
+        if (!(q->cols[i].name = strdup(PQfname(r, i))))
+            goto oom;
+        q->oids[i] = PQftype(r, i);
+        map_type(q->oids[i], PQfmod(r, i), &q->cols[i]);
+    }
+    PQclear(r);
+    r = NULL;
+    free(decl);
+    if (zx_query_unique_names(q->cols, q->ncols, sync, err, errlen) < 0)
+        goto fail;
+    *out = q;
+    return 0;
+oom:
+    snprintf(err, errlen, "sync %s: out of memory", sync);
+fail:
+    PQclear(r);
+    free(decl);
+    zx_qpg_close(q);
+    return -1;
+}
+
+const zx_dcol *zx_qpg_columns(const void *qq, size_t *n)
+{
+    const pq *q = (const pq *)qq;
+    *n = q->ncols;
+    return q->cols;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* One value of column i (its text form s, n bytes). */
+static int cell(pq *q, size_t i, const char *s, size_t n, zx_rowset *rs, zx_value *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (q->cols[i].type == ZX_DT_BYTES && n >= 2 && s[0] == '\\' && s[1] == 'x') {
+        size_t m = (n - 2) / 2;
+        char *b = zx_rowset_alloc(rs, m + 1);
+        if (!b)
+            return -1;
+        for (size_t j = 0; j < m; j++) {
+            int hi = hexval(s[2 + 2 * j]), lo = hexval(s[3 + 2 * j]);
+            b[j] = (char)((hi < 0 ? 0 : hi) << 4 | (lo < 0 ? 0 : lo));
+        }
+        b[m] = '\0';
+        v->type = ZX_T_TEXT;
+        v->s = b;
+        v->len = (uint32_t)m;
+        return 0;
+    }
+    if (zx_pgv_from_text(q->oids[i], s, n, rs, v) < 0)
+        return -1;
+    if (q->cols[i].type == ZX_DT_JSON && v->type == ZX_T_TEXT)
+        v->type = ZX_T_JSON;
+    return 0;
+}
+
+int64_t zx_qpg_next(void *qq, zx_rowset *rs, size_t max, char *err, size_t errlen)
+{
+    pq *q = (pq *)qq;
+    char sql[64];
+    if (zx_query_rs_columns(rs, q->cols, q->ncols) < 0) {
+        snprintf(err, errlen, "sync %s: out of memory", q->sync);
+        return -1;
+    }
+    if (q->done)
+        return 0;
+    snprintf(sql, sizeof(sql), "FETCH FORWARD %zu FROM zx_sync", max ? max : 1);
+    PGresult *r = PQexecParams(q->conn, sql, 0, NULL, NULL, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+        snprintf(err, errlen, "sync %s: the query failed as author %s: %s", q->sync,
+                 q->author->name, m ? m : PQerrorMessage(q->conn));
+        char *nl = strchr(err, '\n');
+        if (nl)
+            *nl = '\0';
+        policy_hint(q, err, errlen);
+        PQclear(r);
+        return -1;
+    }
+    int nr = PQntuples(r);
+    if ((size_t)nr < max)
+        q->done = 1;
+    for (int row = 0; row < nr; row++) {
+        if (zx_rowset_begin_row(rs) < 0)
+            goto oom;
+        for (size_t i = 0; i < q->ncols; i++) {
+            if (PQgetisnull(r, row, (int)i))
+                continue;
+            zx_value v;
+            if (cell(q, i, PQgetvalue(r, row, (int)i), (size_t)PQgetlength(r, row, (int)i), rs,
+                     &v) < 0)
+                goto oom;
+            if (v.type != ZX_T_NULL && zx_rowset_add(rs, (uint32_t)i, &v) < 0)
+                goto oom;
+        }
+        zx_rowset_end_row(rs);
+    }
+    PQclear(r);
+    return nr;
+oom:
+    PQclear(r);
+    snprintf(err, errlen, "sync %s: out of memory reading the result", q->sync);
+    return -1;
+}
+
+void zx_qpg_close(void *qq)
+{
+    pq *q = (pq *)qq;
+    if (!q)
+        return;
+    if (q->conn)
+        PQfinish(q->conn);   /* the read-only transaction ends with it */
+    for (size_t i = 0; q->cols && i < q->ncols; i++)
+        free((char *)q->cols[i].name);
+    free(q->cols);
+    free(q->oids);
+    free(q);
+}

@@ -1,0 +1,311 @@
+/*
+ * query_sqlite.c — a sync's query on the SQLite workspace (query.h): a
+ * read-only connection, an authorizer allowing only reads of the author's
+ * tables, one statement, one read transaction (WAL: the writer goes on).
+ */
+#include "workers/syncs/query.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/timefmt.h"
+
+typedef struct sq {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    const zx_conf_author *author;
+    const char *sync;
+    zx_dcol *cols;
+    size_t ncols;
+    int done;            /* sqlite3_step said DONE */
+    int have_row;        /* a row is stepped to and not yet read */
+    char denied[400];    /* what the authorizer refused, for the message */
+} sq;
+
+/* The functions that reach outside the database (or could): denied even
+ * though a read-only connection would refuse most of their effects. */
+static int fn_denied(const char *f)
+{
+    static const char *const bad[] = {"load_extension", "readfile", "writefile", "edit",
+                                      "fts3_tokenizer", "sqlite_dbpage", NULL};
+    for (size_t i = 0; f && bad[i]; i++)
+        if (!strcasecmp(f, bad[i]))
+            return 1;
+    return 0;
+}
+
+static int author_has(const zx_conf_author *a, const char *table)
+{
+    for (size_t i = 0; a && table && i < a->ntables; i++)
+        if (!strcasecmp(a->tables[i], table))   /* SQLite's names ignore case */
+            return 1;
+    return 0;
+}
+
+static void tables_list(const zx_conf_author *a, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; a && i < a->ntables && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", a->tables[i]);
+}
+
+static int authorize(void *ctx, int action, const char *a1, const char *a2, const char *db,
+                     const char *trigger)
+{
+    (void)a2; (void)trigger;
+    sq *q = ctx;
+    char list[200];
+    switch (action) {
+    case SQLITE_SELECT:
+    case SQLITE_RECURSIVE:
+        return SQLITE_OK;
+    case SQLITE_READ:
+        if (db && strcmp(db, "main") && strcmp(db, "temp")) {
+            snprintf(q->denied, sizeof(q->denied), "the query reads database %s", db);
+            return SQLITE_DENY;
+        }
+        if (author_has(q->author, a1))
+            return SQLITE_OK;
+        tables_list(q->author, list, sizeof(list));
+        snprintf(q->denied, sizeof(q->denied), "the query reads table %.63s, which author "
+                 "%s may not read (%s's tables: %s)", a1 ? a1 : "?", q->author->name,
+                 q->author->name, list);
+        return SQLITE_DENY;
+    case SQLITE_FUNCTION:
+        if (!fn_denied(a2))
+            return SQLITE_OK;
+        snprintf(q->denied, sizeof(q->denied), "the query calls %s(), which a sync may not",
+                 a2);
+        return SQLITE_DENY;
+    default:
+        snprintf(q->denied, sizeof(q->denied), "the query is not a read-only SELECT (it "
+                 "would %s)",
+                 action == SQLITE_INSERT ? "insert rows" : action == SQLITE_UPDATE
+                 ? "update rows" : action == SQLITE_DELETE ? "delete rows"
+                 : action == SQLITE_PRAGMA ? "run a PRAGMA" : action == SQLITE_ATTACH
+                 ? "attach a database" : action == SQLITE_TRANSACTION
+                 ? "control a transaction" : "change the database");
+        return SQLITE_DENY;
+    }
+}
+
+/* The logical type of a declared column type (zx's SQLite workspace
+ * declares INTEGER, REAL, BOOLEAN, TEXT, TIMESTAMP, JSON), else NULL when
+ * unknown. */
+static int decl_type(const char *d, zx_dtype *t)
+{
+    if (!d || !*d)
+        return 0;
+    if (strcasestr(d, "INT"))
+        *t = ZX_DT_INT64;
+    else if (strcasestr(d, "BOOL"))
+        *t = ZX_DT_BOOL;
+    else if (strcasestr(d, "REAL") || strcasestr(d, "FLOA") || strcasestr(d, "DOUB"))
+        *t = ZX_DT_DOUBLE;
+    else if (strcasestr(d, "TIMESTAMP") || strcasestr(d, "DATETIME"))
+        *t = ZX_DT_TIMESTAMP;
+    else if (strcasestr(d, "DATE"))
+        *t = ZX_DT_DATE;
+    else if (strcasestr(d, "JSON"))
+        *t = ZX_DT_JSON;
+    else if (strcasestr(d, "BLOB"))
+        *t = ZX_DT_BYTES;
+    else
+        *t = ZX_DT_TEXT;
+    return 1;
+}
+
+/* The first row decides the type of a column without a declared type (an
+ * expression); NULL or none: TEXT. */
+static zx_dtype value_type(sqlite3_stmt *st, int i, int have_row)
+{
+    if (!have_row)
+        return ZX_DT_TEXT;
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER: return ZX_DT_INT64;
+    case SQLITE_FLOAT: return ZX_DT_DOUBLE;
+    case SQLITE_BLOB: return ZX_DT_BYTES;
+    default: return ZX_DT_TEXT;
+    }
+}
+
+static int step(sq *q, char *err, size_t errlen)
+{
+    int rc = sqlite3_step(q->st);
+    if (rc == SQLITE_ROW) {
+        q->have_row = 1;
+        return 0;
+    }
+    q->have_row = 0;
+    if (rc == SQLITE_DONE) {
+        q->done = 1;
+        return 0;
+    }
+    snprintf(err, errlen, "sync %s: the query failed on the SQLite workspace: %s", q->sync,
+             q->denied[0] ? q->denied : sqlite3_errmsg(q->db));
+    return -1;
+}
+
+int zx_qsq_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,
+                  const char *sql, int timeout_ms, void **out, char *err, size_t errlen)
+{
+    sq *q = calloc(1, sizeof(*q));
+    const char *tail = NULL;
+    if (!q) {
+        snprintf(err, errlen, "sync %s: out of memory", sync);
+        return -1;
+    }
+    q->author = author;
+    q->sync = sync;
+    if (sqlite3_open_v2(conf->sqlite_path, &q->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "sync %s: cannot open the workspace %s read-only: %s", sync,
+                 conf->sqlite_path, q->db ? sqlite3_errmsg(q->db) : "out of memory");
+        goto fail;
+    }
+    sqlite3_busy_timeout(q->db, timeout_ms > 0 ? timeout_ms : 10000);
+    sqlite3_db_config(q->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(q->db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+    sqlite3_db_config(q->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+    sqlite3_set_authorizer(q->db, authorize, q);
+    int rc = sqlite3_prepare_v2(q->db, sql, -1, &q->st, &tail);
+    if (rc != SQLITE_OK || !q->st) {
+        snprintf(err, errlen, "sync %s: %s", sync,
+                 q->denied[0] ? q->denied : rc == SQLITE_OK ? "the query is empty"
+                                                            : sqlite3_errmsg(q->db));
+        goto fail;
+    }
+    /* exactly one statement: what follows must prepare to nothing */
+    if (tail && *tail) {
+        sqlite3_stmt *more = NULL;
+        const char *t2 = NULL;
+        rc = sqlite3_prepare_v2(q->db, tail, -1, &more, &t2);
+        int extra = rc != SQLITE_OK || more;
+        sqlite3_finalize(more);
+        if (extra) {
+            snprintf(err, errlen, "sync %s: the query must be exactly one statement; a second "
+                     "one follows the first", sync);
+            goto fail;
+        }
+    }
+    if (!sqlite3_stmt_readonly(q->st)) {
+        snprintf(err, errlen, "sync %s: the query is not a read-only SELECT", sync);
+        goto fail;
+    }
+    int n = sqlite3_column_count(q->st);
+    if (n <= 0) {
+        snprintf(err, errlen, "sync %s: the query returns no columns", sync);
+        goto fail;
+    }
+    /* the first row: it starts the read transaction (one snapshot for the
+     * whole run) and gives types to expressions */
+    if (step(q, err, errlen) < 0)
+        goto fail;
+    q->cols = calloc((size_t)n, sizeof(*q->cols));
+    if (!q->cols) {
+        snprintf(err, errlen, "sync %s: out of memory", sync);
+        goto fail;
+    }
+    q->ncols = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        const char *name = sqlite3_column_name(q->st, i);
+        q->cols[i].name = strdup(name ? name : "?");
+        if (!q->cols[i].name) {
+            snprintf(err, errlen, "sync %s: out of memory", sync);
+            goto fail;
+        }
+        if (!decl_type(sqlite3_column_decltype(q->st, i), &q->cols[i].type))
+            q->cols[i].type = value_type(q->st, i, q->have_row);
+    }
+    if (zx_query_unique_names(q->cols, q->ncols, sync, err, errlen) < 0)
+        goto fail;
+    *out = q;
+    return 0;
+fail:
+    zx_qsq_close(q);
+    return -1;
+}
+
+const zx_dcol *zx_qsq_columns(const void *qq, size_t *n)
+{
+    const sq *q = (const sq *)qq;
+    *n = q->ncols;
+    return q->cols;
+}
+
+/* The zx value of column i of the current row for logical type t. */
+static int cell(sq *q, int i, zx_dtype t, zx_rowset *rs, zx_value *v)
+{
+    int st = sqlite3_column_type(q->st, i);
+    memset(v, 0, sizeof(*v));
+    if (st == SQLITE_NULL)
+        return 0;
+    if (st == SQLITE_INTEGER) {
+        v->type = t == ZX_DT_BOOL ? ZX_T_BOOL : ZX_T_INT;
+        v->u.i = sqlite3_column_int64(q->st, i);
+        if (t == ZX_DT_BOOL)
+            v->u.b = v->u.i != 0;
+        return 0;
+    }
+    if (st == SQLITE_FLOAT) {
+        v->type = ZX_T_REAL;
+        v->u.d = sqlite3_column_double(q->st, i);
+        return 0;
+    }
+    const char *s = st == SQLITE_BLOB ? sqlite3_column_blob(q->st, i)
+                                      : (const char *)sqlite3_column_text(q->st, i);
+    int n = sqlite3_column_bytes(q->st, i);
+    if (n < 0 || (!s && n > 0))
+        return -1;
+    v->len = (uint32_t)n;
+    if (!(v->s = zx_rowset_strdup(rs, s ? s : "", (size_t)n)))
+        return -1;
+    v->type = t == ZX_DT_JSON ? ZX_T_JSON : ZX_T_TEXT;
+    if (t == ZX_DT_TIMESTAMP && zx_rfc3339_parse(v->s, v->len, &v->u.i))
+        v->type = ZX_T_TIMESTAMP;
+    return 0;
+}
+
+int64_t zx_qsq_next(void *qq, zx_rowset *rs, size_t max, char *err, size_t errlen)
+{
+    sq *q = (sq *)qq;
+    int64_t n = 0;
+    if (zx_query_rs_columns(rs, q->cols, q->ncols) < 0)
+        goto oom;
+    while ((size_t)n < max && q->have_row) {
+        if (zx_rowset_begin_row(rs) < 0)
+            goto oom;
+        for (size_t i = 0; i < q->ncols; i++) {
+            zx_value v;
+            if (cell(q, (int)i, q->cols[i].type, rs, &v) < 0)
+                goto oom;
+            if (v.type != ZX_T_NULL && zx_rowset_add(rs, (uint32_t)i, &v) < 0)
+                goto oom;
+        }
+        zx_rowset_end_row(rs);
+        n++;
+        if (step(q, err, errlen) < 0)
+            return -1;
+    }
+    return n;
+oom:
+    snprintf(err, errlen, "sync %s: out of memory reading the result", q->sync);
+    return -1;
+}
+
+void zx_qsq_close(void *qq)
+{
+    sq *q = (sq *)qq;
+    if (!q)
+        return;
+    sqlite3_finalize(q->st);
+    sqlite3_close(q->db);
+    for (size_t i = 0; q->cols && i < q->ncols; i++)
+        free((char *)q->cols[i].name);
+    free(q->cols);
+    free(q);
+}

@@ -1,0 +1,43 @@
+/*
+ * run.h — one run of a reverse sync: the worker the supervisor forks for
+ * it (DESIGN.md §6), as the source "sync" of the worker runtime
+ * (workers/sources/source.h): it publishes only row-hashes frames.
+ *
+ * A run, in order:
+ *   1. the destination is opened (its connection checked: read_only
+ *      refused) unless it is a preview;
+ *   2. the query runs as the author (query.h), one snapshot; each row's
+ *      key hash and row hash are computed (hash.h); upsert and mirror look
+ *      each key up in the store (read-only, short transactions) and keep
+ *      only rows new or changed; the rows to send, their hashes and every
+ *      key go to temporary files (spill.h): memory stays bounded whatever
+ *      the result's size;
+ *   3. the keys, sorted on disk, are merged: a key seen twice fails the run
+ *      naming it, before anything is sent; mirror merges them with the
+ *      stored keys (both in key-hash order) to find the keys that
+ *      disappeared;
+ *   4. a preview stops here and reports counts and a sample;
+ *   5. the destination gets begin, the rows, the deletes, commit;
+ *   6. only then the new hashes go to the writer in row-hashes frames; the
+ *      worker ends once the writer committed them all.
+ * A failure anywhere before 6 leaves the store as it was: the next run
+ * sends again what this one could not confirm.
+ *
+ * What the run did is its status (zx_src_set_status), read by the
+ * supervisor when the worker has exited: a JSON object
+ *   {"run": "<id>", "state": "succeeded" | "failed" | "previewed",
+ *    "phase": ..., "rows_read": N, "rows_inserted": N, "rows_updated": N,
+ *    "rows_unchanged": N, "rows_deleted": N, "rows_sent": N,
+ *    "rows_failed": N, "values_nulled": N, "bytes": N, "error": "...",
+ *    "sample": [row objects], "sample_deletes": [key arrays]}
+ * and, while it runs, its progress: "state": "running", "phase":
+ * "reading" | "sending" | "recording", "rows_per_second", "seconds_left".
+ */
+#ifndef ZX_SYNCS_RUN_H
+#define ZX_SYNCS_RUN_H
+
+#include "workers/sources/source.h"
+
+extern const zx_source zx_source_sync;
+
+#endif

@@ -1,0 +1,305 @@
+/*
+ * spill.c — temporary record files and the external key sorter (spill.h).
+ */
+#include "workers/syncs/spill.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_RECORD (1u << 30)
+
+int zx_spill_open(zx_spill *s, const char *dir, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof(*s));
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot make the folder %s for temporary files: %s", dir,
+                 strerror(errno));
+        return -1;
+    }
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/spill.XXXXXX", dir);
+        fd = mkostemp(path, O_CLOEXEC);
+        if (fd >= 0)
+            unlink(path);
+    }
+    if (fd < 0 || !(s->f = fdopen(fd, "w+b"))) {
+        snprintf(err, errlen, "cannot make a temporary file in %s: %s", dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    setvbuf(s->f, NULL, _IOFBF, 1 << 20);
+    return 0;
+}
+
+int zx_spill_put(zx_spill *s, const void *a, size_t alen, const void *b, size_t blen)
+{
+    if (alen + blen > MAX_RECORD || s->reading) {
+        errno = EINVAL;
+        return -1;
+    }
+    uint32_t n = (uint32_t)(alen + blen);
+    if (fwrite(&n, 4, 1, s->f) != 1 || (alen && fwrite(a, alen, 1, s->f) != 1) ||
+        (blen && fwrite(b, blen, 1, s->f) != 1))
+        return -1;
+    s->records++;
+    s->bytes += 4 + n;
+    return 0;
+}
+
+int zx_spill_rewind(zx_spill *s)
+{
+    if (!s->f || fflush(s->f) != 0)
+        return -1;
+    s->reading = 1;
+    rewind(s->f);
+    return 0;
+}
+
+int zx_spill_get(zx_spill *s, zx_hbuf *out)
+{
+    uint32_t n;
+    out->len = 0;
+    if (!s->f)
+        return 0;
+    if (fread(&n, 4, 1, s->f) != 1)
+        return ferror(s->f) ? -1 : 0;
+    if (n > MAX_RECORD)
+        return -1;
+    if (out->cap < n) {
+        char *d = realloc(out->data, n ? n : 1);
+        if (!d)
+            return -1;
+        out->data = d;
+        out->cap = n ? n : 1;
+    }
+    if (n && fread(out->data, n, 1, s->f) != 1)
+        return -1;   /* truncated */
+    out->len = n;
+    return 1;
+}
+
+void zx_spill_close(zx_spill *s)
+{
+    if (s->f)
+        fclose(s->f);
+    memset(s, 0, sizeof(*s));
+}
+
+/* ---- the key sorter ------------------------------------------------------ */
+
+typedef struct kent {
+    unsigned char kh[ZX_SYNC_KEYHASH_LEN];
+    uint32_t off, len;        /* the JSON in the arena */
+} kent;
+
+typedef struct krun {
+    zx_spill sp;
+    zx_hbuf rec;              /* its current record */
+    int live;                 /* rec holds a key not yet handed out */
+} krun;
+
+struct zx_keysort {
+    char dir[4096];
+    size_t mem;
+    kent *ents;
+    size_t nents, cap;
+    zx_hbuf arena;
+    krun runs[ZX_KEYSORT_MAX_RUNS];
+    size_t nruns;
+    uint64_t count;
+    size_t mem_pos;           /* reading the in-memory run (no spill) */
+    int finished;
+    int last_run;             /* index of the run handed out last, -1 */
+};
+
+zx_keysort *zx_keysort_new(const char *dir, size_t mem_bytes)
+{
+    zx_keysort *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    snprintf(k->dir, sizeof(k->dir), "%s", dir);
+    k->mem = mem_bytes < (1u << 20) ? (1u << 20) : mem_bytes;
+    k->last_run = -1;
+    return k;
+}
+
+static const zx_hbuf *g_arena;   /* qsort has no context argument */
+
+static int kent_cmp(const void *a, const void *b)
+{
+    const kent *x = a, *y = b;
+    int r = memcmp(x->kh, y->kh, ZX_SYNC_KEYHASH_LEN);
+    if (r)
+        return r;
+    /* equal hashes: by the JSON, so that a duplicate is found whatever
+     * the order */
+    size_t n = x->len < y->len ? x->len : y->len;
+    r = memcmp(g_arena->data + x->off, g_arena->data + y->off, n);
+    return r ? r : (x->len > y->len) - (x->len < y->len);
+}
+
+static void sort_mem(zx_keysort *k)
+{
+    g_arena = &k->arena;
+    qsort(k->ents, k->nents, sizeof(kent), kent_cmp);
+    g_arena = NULL;
+}
+
+/* Write the sorted in-memory keys as a new run. */
+static int spill_run(zx_keysort *k, char *err, size_t errlen)
+{
+    if (k->nruns == ZX_KEYSORT_MAX_RUNS) {
+        snprintf(err, errlen, "the result has more keys than the sorter takes (%d runs of "
+                 "%zu MiB)", ZX_KEYSORT_MAX_RUNS, k->mem >> 20);
+        return -1;
+    }
+    sort_mem(k);
+    krun *r = &k->runs[k->nruns];
+    if (zx_spill_open(&r->sp, k->dir, err, errlen) < 0)
+        return -1;
+    k->nruns++;
+    for (size_t i = 0; i < k->nents; i++)
+        if (zx_spill_put(&r->sp, k->ents[i].kh, ZX_SYNC_KEYHASH_LEN,
+                         k->arena.data + k->ents[i].off, k->ents[i].len) < 0) {
+            snprintf(err, errlen, "cannot write the keys to a temporary file in %s: %s",
+                     k->dir, strerror(errno));
+            return -1;
+        }
+    k->nents = 0;
+    k->arena.len = 0;
+    return 0;
+}
+
+int zx_keysort_add(zx_keysort *k, const unsigned char *kh, const char *kv, size_t kvlen,
+                   char *err, size_t errlen)
+{
+    if (kvlen > (1u << 24)) {
+        snprintf(err, errlen, "a key is longer than 16 MiB");
+        return -1;
+    }
+    if (k->nents == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 4096;
+        kent *e = realloc(k->ents, cap * sizeof(*e));
+        if (!e) {
+            snprintf(err, errlen, "out of memory sorting the keys");
+            return -1;
+        }
+        k->ents = e;
+        k->cap = cap;
+    }
+    if (k->arena.len > UINT32_MAX - kvlen || zx_hbuf_add(&k->arena, kv, kvlen) < 0) {
+        snprintf(err, errlen, "out of memory sorting the keys");
+        return -1;
+    }
+    kent *e = &k->ents[k->nents++];
+    memcpy(e->kh, kh, ZX_SYNC_KEYHASH_LEN);
+    e->off = (uint32_t)(k->arena.len - kvlen);
+    e->len = (uint32_t)kvlen;
+    k->count++;
+    if (k->nents * sizeof(kent) + k->arena.len >= k->mem)
+        return spill_run(k, err, errlen);
+    return 0;
+}
+
+static int run_advance(krun *r)
+{
+    int g = zx_spill_get(&r->sp, &r->rec);
+    if (g < 0 || (g == 1 && r->rec.len < ZX_SYNC_KEYHASH_LEN))
+        return -1;
+    r->live = g == 1;
+    return 0;
+}
+
+int zx_keysort_finish(zx_keysort *k, char *err, size_t errlen)
+{
+    k->finished = 1;
+    if (k->nruns && k->nents && spill_run(k, err, errlen) < 0)
+        return -1;
+    if (!k->nruns) {
+        sort_mem(k);   /* everything fits: read it from memory */
+        return 0;
+    }
+    free(k->ents);
+    k->ents = NULL;
+    k->cap = 0;
+    zx_hbuf_free(&k->arena);
+    for (size_t i = 0; i < k->nruns; i++)
+        if (zx_spill_rewind(&k->runs[i].sp) < 0 || run_advance(&k->runs[i]) < 0) {
+            snprintf(err, errlen, "cannot read back the sorted keys in %s", k->dir);
+            return -1;
+        }
+    return 0;
+}
+
+int zx_keysort_next(zx_keysort *k, const unsigned char **kh, const char **kv, size_t *kvlen,
+                    char *err, size_t errlen)
+{
+    if (!k->nruns) {
+        if (k->mem_pos >= k->nents)
+            return 0;
+        kent *e = &k->ents[k->mem_pos++];
+        *kh = e->kh;
+        *kv = k->arena.data + e->off;
+        *kvlen = e->len;
+        return 1;
+    }
+    /* the run handed out last moves on; then the smallest head wins (a
+     * linear scan: a few runs) */
+    if (k->last_run >= 0 && run_advance(&k->runs[k->last_run]) < 0) {
+        snprintf(err, errlen, "cannot read back the sorted keys in %s", k->dir);
+        return -1;
+    }
+    int best = -1;
+    for (size_t i = 0; i < k->nruns; i++) {
+        krun *r = &k->runs[i];
+        if (!r->live)
+            continue;
+        if (best < 0) {
+            best = (int)i;
+            continue;
+        }
+        const zx_hbuf *a = &r->rec, *b = &k->runs[best].rec;
+        int c = memcmp(a->data, b->data, ZX_SYNC_KEYHASH_LEN);
+        if (!c) {
+            size_t n = a->len < b->len ? a->len : b->len;
+            c = memcmp(a->data, b->data, n);
+            if (!c)
+                c = (a->len > b->len) - (a->len < b->len);
+        }
+        if (c < 0)
+            best = (int)i;
+    }
+    k->last_run = best;
+    if (best < 0)
+        return 0;
+    krun *r = &k->runs[best];
+    *kh = (const unsigned char *)r->rec.data;
+    *kv = r->rec.data + ZX_SYNC_KEYHASH_LEN;
+    *kvlen = r->rec.len - ZX_SYNC_KEYHASH_LEN;
+    return 1;
+}
+
+uint64_t zx_keysort_count(const zx_keysort *k)
+{
+    return k->count;
+}
+
+void zx_keysort_free(zx_keysort *k)
+{
+    if (!k)
+        return;
+    for (size_t i = 0; i < k->nruns; i++) {
+        zx_spill_close(&k->runs[i].sp);
+        zx_hbuf_free(&k->runs[i].rec);
+    }
+    free(k->ents);
+    zx_hbuf_free(&k->arena);
+    free(k);
+}
