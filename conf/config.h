@@ -240,6 +240,9 @@ typedef struct zx_conf_author {
     char *name;
     char **tables;
     size_t ntables;
+    char **operators;        /* system users whose one-off sends (`zxctl
+                                send`) run as this author; NULL = none */
+    size_t noperators;
     int line, column;
 } zx_conf_author;
 

@@ -603,6 +603,11 @@ const zx_cf_option zx_cf_options[] = {
      .offset = AUTH(tables), .n_offset = AUTH(ntables),
      .flags = ZX_CF_REQUIRED,
      .help = "Workspace tables its syncs may read (exact names)."},
+    {.section = "authors.<name>", .name = "operators", .type = ZX_CF_NAMES,
+     .def_doc = "none", .offset = AUTH(operators), .n_offset = AUTH(noperators),
+     .help = "System users (as the control socket sees them) whose one-off "
+     "sends, `zxctl send`, run as this author. A user in no author's list "
+     "cannot send."},
 
     {.section = "api_tokens.<name>", .name = "token", .type = ZX_CF_STRING,
      .offset = TOKEN(token), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET | ZX_CF_TOKEN,

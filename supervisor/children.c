@@ -213,7 +213,7 @@ void sup_send_detach(sup *s, child *c, const spipe *p)
 void sup_attach_all(sup *s, child *c)
 {
     for (size_t i = 0; i < s->npipes; i++)
-        if (!s->pipes[i]->removing)
+        if (!s->pipes[i]->removing && !s->pipes[i]->owned_conf)
             sup_send_attach(s, c, s->pipes[i]);
 }
 

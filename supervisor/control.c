@@ -433,8 +433,9 @@ static void conn_read(struct bufferevent *bev, void *arg)
             return; /* answered when the slot-drop process is done */
         }
     } else if (!strcmp(cmd, "run") || !strcmp(cmd, "preview") || !strcmp(cmd, "runs") ||
-               !strcmp(cmd, "approve") || !strcmp(cmd, "reject")) {
-        out = sup_sync_command(s, bev, cmd, req);
+               !strcmp(cmd, "approve") || !strcmp(cmd, "reject") || !strcmp(cmd, "send")) {
+        out = !strcmp(cmd, "send") ? sup_sync_send(s, bev, req)
+                                   : sup_sync_command(s, bev, cmd, req);
         if (!out) {
             json_decref(req);
             /* answered when the run ends: a run may take long */

@@ -181,8 +181,8 @@ json_t *sup_reload(sup *s)
     /* removed first, so that their names are free */
     for (size_t i = 0; i < s->npipes; i++) {
         spipe *p = s->pipes[i];
-        if (p->removing || zx_conf_find(nc, p->name))
-            continue;
+        if (p->removing || p->owned_conf || zx_conf_find(nc, p->name))
+            continue;   /* a one-off send is not the configuration's */
         json_array_append_new(removed, json_string(p->name));
         /* a postgres pipeline's slot is dropped once its worker is gone */
         sup_slot_plan(s, p, p->conf, nc);

@@ -71,6 +71,8 @@ struct spipe {
     /* a reverse sync (direction: out, syncs.c): its worker runs only for a
      * run */
     sync_run *run;           /* the run its worker is doing, or NULL (idle) */
+    zx_conf_pipeline *owned_conf; /* a one-off send's (syncs_send.c): conf
+                                points at it; not in the configuration */
     int64_t next_fire_us;    /* schedule: next fire (UTC µs); 0 = none/unset */
 };
 
@@ -286,10 +288,23 @@ unsigned zx_sync_run_flags(const sync_run *r);
  * {progress}, "last_run": {...}, "next_run_at": "..."}; NULL for other
  * pipelines. */
 json_t *sup_sync_status(sup *s, spipe *p);
-/* Start a run asked for over the API by token tok (gateway): 0 and *id,
- * or -1 with an HTTP status and message. */
-int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, uint64_t *id,
-                     int *http, char *msg, size_t msglen);
+/* Start a run asked for over the API by token tok (gateway), with
+ * ZX_RUN_FULL in flags or not: 0 and *id, or -1 with an HTTP status and
+ * message. */
+int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, unsigned flags,
+                     uint64_t *id, int *http, char *msg, size_t msglen);
+/* A one-off send's run on transient pipeline p (syncs_send.c): queue it,
+ * bev answered when it ends (NULL returned), or the answer now. */
+json_t *sup_sync_queue_oneoff(sup *s, struct bufferevent *bev, spipe *p);
+/* 1 when transient pipeline p has no run left to do or to answer. */
+int sup_sync_oneoff_done(sup *s, spipe *p);
+
+/* syncs_send.c: `zxctl send` (control command "send"): the answer, or NULL
+ * when bev is answered once the run ends. */
+json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req);
+/* Free the transient pipelines of sends that are over. */
+void sup_sync_sends_tick(sup *s);
+
 /* A request of the gateway's sync API (ZX_CHAN_API, proto/chan.h):
  * check its token, do it, answer the gateway. */
 void sup_sync_api(sup *s, const char *json);

@@ -115,6 +115,9 @@ static json_t *run_json(const sync_run *r)
         json_object_set_new(o, counts[i], json_integer(json_is_integer(v)
                                                            ? json_integer_value(v) : 0));
     }
+    spipe *sp = zx_the_sup ? sup_find_pipe(zx_the_sup, r->sync) : NULL;
+    if (sp && sp->conf && sp->conf->author)
+        json_object_set_new(o, "author", json_string(sp->conf->author));
     if (r->result && json_object_get(r->result, "mode"))
         json_object_set(o, "mode", json_object_get(r->result, "mode"));
     if (r->flags & ZX_RUN_FULL)
@@ -184,6 +187,8 @@ static sync_run *new_run(sup *s, const char *sync, const char *trigger, unsigned
 /* Hand r's final record to the writer (retried by the tick until sent). */
 static void persist(sup *s, sync_run *r)
 {
+    if (r->flags & ZX_RUN_ONEOFF)
+        r->persisted = 1;   /* a one-off send has no history of its own */
     if (r->persisted || !is_final(r) || !strcmp(r->state, "previewed"))
         return;
     if (!s->writer_ready || s->writer.pid <= 0)
@@ -277,6 +282,22 @@ int sup_sync_idle(sup *s, child *c)
 /* Start r (queued) on its sync's worker. */
 static void start_run(sup *s, spipe *p, sync_run *r)
 {
+    if (p->owned_conf) {
+        /* a send's author and connection as configured now (a reload may
+         * have replaced them since it was asked for) */
+        zx_conf_pipeline *pc = p->owned_conf;
+        pc->auth = zx_conf_find_author(s->conf, pc->author);
+        pc->dest_conn = pc->dest_connection
+                            ? zx_conf_find_connection(s->conf, pc->dest_connection) : NULL;
+        if (!pc->auth || (pc->dest_connection && (!pc->dest_conn || pc->dest_conn->read_only))) {
+            snprintf(r->state, sizeof(r->state), "failed");
+            snprintf(r->error, sizeof(r->error), "the author or connection of this send is no "
+                     "longer configured (or is read_only now)");
+            r->ended_us = zx_now_us();
+            answer_waiters(s, r);
+            return;
+        }
+    }
     zx_seg_hdr *h = p->seg.hdr;
     zx_segment_write_text(&h->source_status_seq, h->source_status, sizeof(h->source_status), "");
     zx_segment_write_text(&h->source_error_seq, h->source_error, sizeof(h->source_error), "");
@@ -475,6 +496,7 @@ void sup_syncs_tick(sup *s)
 {
     if (s->shutting_down)
         return;
+    sup_sync_sends_tick(s);
     /* schedules need the store read by the writer's own start: wait for it */
     if (s->writer_ready)
         schedules(s);
@@ -651,6 +673,25 @@ json_t *sup_sync_command(sup *s, struct bufferevent *bev, const char *cmd, json_
     return err_obj("unknown command '%s'", cmd, NULL);
 }
 
+json_t *sup_sync_queue_oneoff(sup *s, struct bufferevent *bev, spipe *p)
+{
+    sync_run *r = new_run(s, p->name, "send (zxctl)", ZX_RUN_ONEOFF);
+    if (!r)
+        return json_pack("{s:b, s:s}", "ok", 0, "error", "out of memory");
+    if (bev)
+        r->waiters[r->nwaiters++] = bev;
+    sup_syncs_tick(s);
+    return bev && !is_final(r) ? NULL : run_json(r);
+}
+
+int sup_sync_oneoff_done(sup *s, spipe *p)
+{
+    for (sync_run *r = s->runs; r; r = r->next)
+        if (!strcmp(r->sync, p->name) && (!is_final(r) || r->nwaiters))
+            return 0;
+    return 1;
+}
+
 json_t *sup_sync_status(sup *s, spipe *p)
 {
     if (!zx_conf_is_sync(p->conf))
@@ -686,8 +727,8 @@ json_t *sup_sync_status(sup *s, spipe *p)
     return o;
 }
 
-int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, uint64_t *id,
-                     int *http, char *msg, size_t msglen)
+int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, unsigned flags,
+                     uint64_t *id, int *http, char *msg, size_t msglen)
 {
     spipe *p = sync_pipe(s, sync);
     if (!p) {
@@ -706,7 +747,7 @@ int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, uint
     int agent = !strcmp(tok->role, "agent");
     char trig[96];
     snprintf(trig, sizeof(trig), "%s %.60s (API)", agent ? "agent" : "orchestrator", tok->name);
-    sync_run *r = new_run(s, sync, trig, agent ? ZX_RUN_PREVIEW : 0);
+    sync_run *r = new_run(s, sync, trig, (agent ? ZX_RUN_PREVIEW : 0) | (flags & ZX_RUN_FULL));
     if (!r) {
         *http = 503;
         snprintf(msg, msglen, "out of memory");
@@ -802,12 +843,11 @@ void sup_sync_api(sup *s, const char *buf)
         uint64_t rid = 0;
         int http = 500;
         char msg[300];
-        if (!sync || sup_sync_api_run(s, sync, t, &rid, &http, msg, sizeof(msg)) < 0) {
+        unsigned fl = json_is_true(json_object_get(req, "full")) ? ZX_RUN_FULL : 0;
+        if (!sync || sup_sync_api_run(s, sync, t, fl, &rid, &http, msg, sizeof(msg)) < 0) {
             rep = api_error(sync ? http : 400, sync ? msg : "no sync named");
         } else {
             sync_run *r = find_run(s, rid);
-            if (r && json_is_true(json_object_get(req, "full")))
-                r->flags |= ZX_RUN_FULL;
             char ids[24], url[64];
             snprintf(ids, sizeof(ids), "%llu", (unsigned long long)rid);
             snprintf(url, sizeof(url), "/api/runs/%s", ids);

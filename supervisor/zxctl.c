@@ -81,6 +81,14 @@ static const char zxctl_usage_text[] =
     "                     and delete, and a sample; sends nothing\n"
     "  runs NAME [--limit N]\n"
     "                     the history of a sync's runs, newest first\n"
+    "  send --query SQL --to DEST --mode MODE [--key COLS] [--format F]\n"
+    "       [--print-sync NAME]\n"
+    "                     run a query's result once to DEST: CONNECTION:TABLE (a\n"
+    "                     configured connection) or files:PATH (csv, json or\n"
+    "                     parquet, by the extension or --format); MODE replace,\n"
+    "                     append or upsert (with --key id,...); as the author\n"
+    "                     whose `operators` list you; --print-sync prints the\n"
+    "                     YAML of the same sync, to keep it\n"
     "  approve RUN        start a run an agent asked for (shows its preview)\n"
     "  reject RUN         refuse it\n"
     "  feed [--follow]    recent events, then (with --follow) new ones as they happen\n"
@@ -112,6 +120,7 @@ typedef struct zxctl_opts {
     const char *connection;   /* --connection (drop-slot) */
     int wait, full;           /* run --wait, run --full */
     int limit;                /* runs --limit N (0: the daemon's default) */
+    const char *query, *to, *mode, *key, *format, *print_sync;   /* send */
     const char *cmd;
     const char *name;         /* NAME argument, or NULL */
 } zxctl_opts;
@@ -165,7 +174,7 @@ static int zxctl_needs_name(const char *cmd)
 static int zxctl_known(const char *cmd)
 {
     return zxctl_needs_name(cmd) || !strcmp(cmd, "status") || !strcmp(cmd, "reload") ||
-           !strcmp(cmd, "feed") || !strcmp(cmd, "help");
+           !strcmp(cmd, "feed") || !strcmp(cmd, "help") || !strcmp(cmd, "send");
 }
 
 /* Parse argv into o.  Options may come before or after the command
@@ -212,7 +221,9 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         const char *opt = NULL;
         static const char *const longs[][2] = {
             { "--socket", "-s" }, { "--config", "-c" }, { "--timeout", NULL },
-            { "--connection", NULL }, { "--limit", NULL } };
+            { "--connection", NULL }, { "--limit", NULL }, { "--query", NULL },
+            { "--to", NULL }, { "--mode", NULL }, { "--key", NULL }, { "--format", NULL },
+            { "--print-sync", NULL } };
         for (size_t k = 0; k < sizeof(longs) / sizeof(longs[0]) && !opt; k++) {
             size_t ll = strlen(longs[k][0]);
             if (!strcmp(a, longs[k][0]) || (longs[k][1] && !strcmp(a, longs[k][1]))) {
@@ -238,6 +249,18 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
             if (!*val)
                 return zxctl_usage_error("-c needs a configuration path");
             o->config_path = val;
+        } else if (!strcmp(opt, "--query")) {
+            o->query = val;
+        } else if (!strcmp(opt, "--to")) {
+            o->to = val;
+        } else if (!strcmp(opt, "--mode")) {
+            o->mode = val;
+        } else if (!strcmp(opt, "--key")) {
+            o->key = val;
+        } else if (!strcmp(opt, "--format")) {
+            o->format = val;
+        } else if (!strcmp(opt, "--print-sync")) {
+            o->print_sync = val;
         } else if (!strcmp(opt, "--limit")) {
             char *end;
             long v = strtol(val, &end, 10);
@@ -282,6 +305,12 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         return zxctl_usage_error("--wait and --full go with run only");
     if (o->limit && strcmp(o->cmd, "runs"))
         return zxctl_usage_error("--limit goes with runs only");
+    int sendopt = o->query || o->to || o->mode || o->key || o->format || o->print_sync;
+    if (sendopt && strcmp(o->cmd, "send"))
+        return zxctl_usage_error("--query, --to, --mode, --key, --format and --print-sync go "
+                                 "with send only");
+    if (!strcmp(o->cmd, "send") && (!o->query || !o->to || !o->mode))
+        return zxctl_usage_error("send needs --query, --to and --mode");
     return -1;
 }
 
@@ -469,7 +498,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
                      : !strcmp(o->cmd, "test")   ? ZXCTL_TIMEOUT_TEST
                      : !strcmp(o->cmd, "drop-slot") ? ZXCTL_TIMEOUT_DROP_SLOT
                      /* a run or a preview takes what the data takes */
-                     : (!strcmp(o->cmd, "run") && o->wait) || !strcmp(o->cmd, "preview") ? 0
+                     : (!strcmp(o->cmd, "run") && o->wait) || !strcmp(o->cmd, "preview") ||
+                       !strcmp(o->cmd, "send") ? 0
                                                  : ZXCTL_TIMEOUT_OTHER;
     int64_t deadline = timeout > 0 ? zxctl_now_ms() + (int64_t)(timeout * 1000.0) : -1;
 
@@ -494,6 +524,9 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         json_object_set_new(req, "limit", json_integer(o->limit));
     if (!strcmp(o->cmd, "approve") || !strcmp(o->cmd, "reject"))
         json_object_set_new(req, "run", json_string(o->name));
+    if (!strcmp(o->cmd, "send") && (rc = zxctl_send_request(o->query, o->to, o->mode, o->key,
+                                                            o->format, req)) >= 0)
+        goto done;
     if (o->connection) {
         json_t *cn = json_string(o->connection);
         if (!cn) {
@@ -561,6 +594,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         zxctl_print_run(resp, stdout);
     else if (!strcmp(o->cmd, "runs"))
         zxctl_print_runs(resp, stdout);
+    else if (!strcmp(o->cmd, "send"))
+        zxctl_print_run(resp, stdout);
     else if (!strcmp(o->cmd, "test")) {
         char *n = zxctl_clean(o->name);
         const char *res = json_string_value(json_object_get(resp, "result"));
@@ -584,6 +619,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         printf("%s %s: ok\n", o->cmd, n);
         free(n);
     }
+    if (!strcmp(o->cmd, "send") && o->print_sync && rc == ZX_EXIT_OK)
+        zxctl_print_sync_yaml(o->print_sync, req, resp, stdout);
 done:
     if (c.fd >= 0)
         close(c.fd);

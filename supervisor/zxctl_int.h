@@ -73,6 +73,13 @@ void zxctl_print_event(const json_t *ev, FILE *out);
 /* zxctl_print_runs.c: the lines `status` prints under a sync (its state,
  * the run's progress from st, the last run, the next one).  Caller frees. */
 char *zxctl_sync_line(const json_t *sync, const json_t *st);
+/* zxctl_send.c: fill req for `send` from the options (the destination
+ * split, a relative path made absolute, the format from its extension):
+ * -1 when done, else an exit code (usage printed). */
+int zxctl_send_request(const char *query, const char *to, const char *mode, const char *key,
+                       const char *format, json_t *req);
+/* The YAML of the sync equivalent to the send req (answered resp). */
+void zxctl_print_sync_yaml(const char *name, const json_t *req, const json_t *resp, FILE *out);
 /* A sync run's record (run, preview, approve, reject), and `runs`. */
 void zxctl_print_run(const json_t *r, FILE *out);
 void zxctl_print_runs(const json_t *r, FILE *out);

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import ZXD, wait_for
+from conftest import ZXCTL, ZXD, wait_for
 from sync_fixtures import make_sync_env, sqlite_rows
 
 
@@ -396,3 +396,47 @@ def test_a_run_missed_while_zxd_was_down_runs_once_at_start(sync_env):
     wait_for(lambda: any("missed" in r["trigger"] for r in z.runs("crm")), "the missed run")
     time.sleep(1.0)
     assert sum("missed" in r["trigger"] for r in z.runs("crm")) == 1
+
+
+# ---- one-off sends -------------------------------------------------------------------
+
+def test_zxctl_send_runs_once_as_the_operators_author(sync_env):
+    import getpass
+    me = getpass.getuser()
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
+    z.connections = sqlite_conn(z)
+    z.write_config()
+    # no author lists this user yet: refused
+    make_customers(z)
+    z.start()
+    p = z.zxctl("send", "--query", "SELECT id, email FROM customers", "--to", "crm:sent",
+                "--mode", "replace")
+    assert p.returncode == 1 and f"user {me} is not an operator" in p.stderr, p.stderr
+    text = open(z.cfg_path).read().replace("alice: {tables: [\"customers\"]}",
+                                          f"alice: {{tables: [\"customers\"], operators: [{me}]}}")
+    z.write_config(text)
+    assert z.zxctl("reload").returncode == 0
+    p = z.zxctl("send", "--query", "SELECT id, email FROM customers", "--to", "crm:sent",
+                "--mode", "upsert", "--key", "id", "--print-sync", "crm_sent")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "succeeded" in p.stdout and "sent 3" in p.stdout, p.stdout
+    assert "  crm_sent:\n    direction: out\n    author: alice\n" in p.stdout, p.stdout
+    assert "destination: {connection: \"crm\", table: \"sent\"}" in p.stdout
+    assert sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sent") == [(3,)]
+    # a file, its format from the extension, the path relative to zxctl's folder
+    out = os.path.join(z.root, "x.csv")
+    p = subprocess.run([ZXCTL, "-s", z.sock,
+                        "send", "--query", "SELECT id FROM customers WHERE id > 1", "--to",
+                        "files:x.csv", "--mode", "replace"], cwd=z.root, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert open(out).read().split() == ["id", "2", "3"]
+    # the policy holds for sends too; mirror is refused; the transient
+    # pipelines are gone afterwards
+    p = z.zxctl("send", "--query", "SELECT * FROM secrets", "--to", "crm:s", "--mode", "replace")
+    assert p.returncode == 1 and "secrets" in p.stderr
+    p = z.zxctl("send", "--query", "SELECT id FROM customers", "--to", "crm:s", "--mode",
+                "mirror", "--key", "id")
+    assert p.returncode == 1 and "configure a sync" in p.stderr
+    wait_for(lambda: not any(e["name"].startswith("zx-send-")
+                             for e in z.status()["pipelines"]), "the sends' pipelines gone")

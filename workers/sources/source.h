@@ -51,13 +51,16 @@ typedef struct zx_worker_args {
     /* a reverse sync's run (source "sync", workers/syncs/): which run and
      * how; 0 for streams */
     uint64_t run_id;
-    unsigned run_flags;    /* ZX_RUN_PREVIEW, ZX_RUN_FULL */
+    unsigned run_flags;    /* ZX_RUN_PREVIEW, ZX_RUN_FULL, ZX_RUN_ONEOFF */
 } zx_worker_args;
 
 #define ZX_RUN_PREVIEW 0x1u   /* count and sample what would be sent; send
                                  nothing, record nothing */
 #define ZX_RUN_FULL    0x2u   /* upsert/mirror: ignore the stored hashes,
                                  send every row (and record them anew) */
+#define ZX_RUN_ONEOFF  0x4u   /* a one-off send (`zxctl send`): no stored
+                                 hashes read or written; upsert sends every
+                                 row by key */
 
 typedef struct zx_src zx_src;   /* the runtime, one per worker process */
 typedef struct zx_conf_connection zx_conf_connection; /* conf/config.h */

@@ -751,7 +751,8 @@ static int sync_open(zx_src *rt, void **state, char *err, size_t errlen)
     r->id = a->run_id;
     r->preview = (a->run_flags & ZX_RUN_PREVIEW) != 0;
     r->full = (a->run_flags & ZX_RUN_FULL) != 0;
-    r->hashed = r->p->mode == ZX_MODE_UPSERT || r->p->mode == ZX_MODE_MIRROR;
+    r->hashed = (r->p->mode == ZX_MODE_UPSERT || r->p->mode == ZX_MODE_MIRROR) &&
+                !(a->run_flags & ZX_RUN_ONEOFF);
     r->phase = "starting";
     r->started_ms = zx_mono_ms();
     snprintf(r->tmpdir, sizeof(r->tmpdir), "%s/tmp", a->conf->data_dir);
