@@ -1,0 +1,450 @@
+/*
+ * parquet.c — the Parquet writer's front: open, rows into the column
+ * buffers of the current row group, finish (parquet.h).
+ *
+ * A row's cells are converted (formats/values.h) and appended to each
+ * column's buffers; when the buffered bytes reach the row group size,
+ * parquet_encode.c writes the row group.  This file must never write to fd
+ * itself or know how pages are laid out.
+ */
+#include "formats/parquet.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/parquet_int.h"
+
+int pq_buf_reserve(pq_buf *b, size_t n)
+{
+    if (b->len + n <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n) {
+        if (cap > SIZE_MAX / 2)
+            return -1;
+        cap *= 2;
+    }
+    uint8_t *p = realloc(b->p, cap);
+    if (!p)
+        return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void pq_buf_free(pq_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+int zx_pq_codec_parse(const char *name, zx_pq_codec *out)
+{
+    if (!name || !strcmp(name, "zstd"))
+        *out = ZX_PQ_ZSTD;
+    else if (!strcmp(name, "snappy"))
+        *out = ZX_PQ_SNAPPY;
+    else if (!strcmp(name, "none") || !strcmp(name, "uncompressed"))
+        *out = ZX_PQ_NONE;
+    else
+        return -1;
+    return 0;
+}
+
+/* Fewest bytes whose two's complement holds +-(10^p - 1). */
+static int flba_len_for(int p)
+{
+    unsigned __int128 v = 1;
+    for (int i = 0; i < p; i++)
+        v *= 10;
+    v -= 1;
+    for (int l = 1; l < 16; l++)
+        if (v < ((unsigned __int128)1 << (8 * l - 1)))
+            return l;
+    return 16;
+}
+
+static int col_setup(pq_col *c, const zx_dcol *d, char *err, size_t errlen)
+{
+    if (!d->name || !d->name[0]) {
+        snprintf(err, errlen, "parquet: column without a name");
+        return -1;
+    }
+    c->dc = *d;
+    c->dc.name = strdup(d->name);
+    if (!c->dc.name) {
+        snprintf(err, errlen, "parquet: out of memory");
+        return -1;
+    }
+    switch (d->type) {
+    case ZX_DT_TEXT:
+    case ZX_DT_JSON:
+    case ZX_DT_BYTES:
+        c->phys = PQ_BYTE_ARRAY;
+        c->dict_ok = 1;
+        break;
+    case ZX_DT_INT64:
+    case ZX_DT_TIMESTAMP:
+        c->phys = PQ_INT64;
+        break;
+    case ZX_DT_DOUBLE:
+        c->phys = PQ_DOUBLE;
+        break;
+    case ZX_DT_BOOL:
+        c->phys = PQ_BOOLEAN;
+        break;
+    case ZX_DT_DATE:
+        c->phys = PQ_INT32;
+        break;
+    case ZX_DT_DECIMAL:
+        if (d->precision < 1 || d->precision > 38 || d->scale < 0 || d->scale > d->precision) {
+            snprintf(err, errlen, "parquet: column %s: decimal(%d,%d) is not supported "
+                     "(precision 1..38, scale 0..precision)", d->name, d->precision, d->scale);
+            return -1;
+        }
+        if (d->precision <= 18) {
+            c->phys = PQ_INT64;
+        } else {
+            c->phys = PQ_FLBA;
+            c->flba_len = flba_len_for(d->precision);
+        }
+        break;
+    default:
+        snprintf(err, errlen, "parquet: column %s: unknown type %d", d->name, (int)d->type);
+        return -1;
+    }
+    c->dict_on = c->dict_ok;
+    return 0;
+}
+
+int zx_pq_open(int fd, const zx_dcol *cols, size_t ncols, const zx_pq_opts *o,
+               zx_pq_writer **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (ncols < 1 || ncols > 32767) {
+        snprintf(err, errlen, "parquet: %zu columns (1..32767 are supported)", ncols);
+        return -1;
+    }
+    zx_pq_writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        goto oom;
+    w->fd = fd;
+    if (o)
+        w->o = *o;
+    if (!w->o.zstd_level)
+        w->o.zstd_level = 1;
+    if (!w->o.row_group_bytes)
+        w->o.row_group_bytes = 128u << 20;
+    if (w->o.row_group_bytes < 4096)
+        w->o.row_group_bytes = 4096;
+    if (!w->o.page_bytes)
+        w->o.page_bytes = 1u << 20;
+    if (w->o.page_bytes < 1024)
+        w->o.page_bytes = 1024;
+    if (w->o.page_bytes > (256u << 20))
+        w->o.page_bytes = 256u << 20;
+    zx_tc_init(&w->tc);
+    w->cols = calloc(ncols, sizeof(*w->cols));
+    w->rowvals = calloc(ncols, sizeof(*w->rowvals));
+    if (!w->cols || !w->rowvals)
+        goto oom;
+    w->ncols = ncols;
+    for (size_t i = 0; i < ncols; i++) {
+        if (col_setup(&w->cols[i], &cols[i], err, errlen) < 0)
+            goto fail;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(cols[j].name, cols[i].name)) {
+                snprintf(err, errlen, "parquet: column %s appears twice", cols[i].name);
+                goto fail;
+            }
+    }
+    if (w->o.codec == ZX_PQ_ZSTD && !(w->zc = ZSTD_createCCtx()))
+        goto oom;
+    if (pq_emit(w, "PAR1", 4, err, errlen) < 0 || pq_out_flush(w, err, errlen) < 0)
+        goto fail;
+    *out = w;
+    return 0;
+oom:
+    snprintf(err, errlen, "parquet: out of memory");
+fail:
+    zx_pq_free(w);
+    return -1;
+}
+
+/* ---- one value into a column ----------------------------------------- */
+
+static int put_fixed(zx_pq_writer *w, pq_col *c, const void *p, size_t n)
+{
+    if (pq_buf_reserve(&c->vals, n) < 0)
+        return -1;
+    memcpy(c->vals.p + c->vals.len, p, n);
+    c->vals.len += n;
+    c->bytes += n;
+    w->rg_bytes += n;
+    return 0;
+}
+
+static void stat_i64(pq_col *c, int64_t v)
+{
+    if (!c->has) {
+        c->imin = c->imax = v;
+        c->has = 1;
+    } else if (v < c->imin) {
+        c->imin = v;
+    } else if (v > c->imax) {
+        c->imax = v;
+    }
+}
+
+static int put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
+{
+    if (n > UINT32_MAX - 8)
+        return 1;                                /* too long: a misfit */
+    if (c->dict_on) {
+        uint32_t ix;
+        uint32_t before = (uint32_t)c->dict.len;
+        int r = pq_dict_add(c, (const uint8_t *)s, (uint32_t)n, &ix);
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            if (c->nvals >= c->idx_cap) {
+                size_t cap = c->idx_cap ? c->idx_cap * 2 : 1024;
+                uint32_t *p = realloc(c->idx, cap * sizeof(*p));
+                if (!p)
+                    return -1;
+                c->idx = p;
+                c->idx_cap = cap;
+            }
+            c->idx[c->nvals] = ix;
+            uint64_t add = 4 + (c->dict.len - before);
+            c->bytes += add;
+            w->rg_bytes += add;
+            return 0;
+        }
+        uint64_t old = c->bytes;
+        if (pq_dict_fallback(c) < 0)
+            return -1;
+        w->rg_bytes = w->rg_bytes - old + c->bytes;
+    }
+    if (pq_buf_reserve(&c->vals, 4 + n) < 0 || pq_stats_bytes(c, (const uint8_t *)s, n) < 0)
+        return -1;
+    uint32_t l = (uint32_t)n;
+    memcpy(c->vals.p + c->vals.len, &l, 4);
+    if (n)
+        memcpy(c->vals.p + c->vals.len + 4, s, n);
+    c->vals.len += 4 + n;
+    c->bytes += 4 + n;
+    w->rg_bytes += 4 + n;
+    return 0;
+}
+
+/* Append v to column c: 0 (a value), 1 (NULL), -1 (out of memory). */
+static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
+{
+    zx_fv fv;
+    int r = zx_fv_convert(&c->dc, v, &fv, &w->scratch);
+    if (r == ZX_FV_NOMEM)
+        return -1;
+    if (r == ZX_FV_MISFIT) {
+        w->nulled++;
+        return 1;
+    }
+    if (r == ZX_FV_NULL)
+        return 1;
+    switch (c->dc.type) {
+    case ZX_DT_TEXT:
+    case ZX_DT_JSON:
+    case ZX_DT_BYTES:
+        r = put_bytes(w, c, fv.s, fv.n);
+        if (r == 1)
+            w->nulled++;
+        return r;
+    case ZX_DT_INT64:
+    case ZX_DT_TIMESTAMP:
+        stat_i64(c, fv.i);
+        return put_fixed(w, c, &fv.i, 8);
+    case ZX_DT_DATE: {
+        int32_t d = (int32_t)fv.i;
+        stat_i64(c, d);
+        return put_fixed(w, c, &d, 4);
+    }
+    case ZX_DT_DOUBLE:
+        if (fv.d != fv.d) {
+            c->nans++;
+        } else if (!c->has) {
+            c->dmin = c->dmax = fv.d;
+            c->has = 1;
+        } else if (fv.d < c->dmin) {
+            c->dmin = fv.d;
+        } else if (fv.d > c->dmax) {
+            c->dmax = fv.d;
+        }
+        return put_fixed(w, c, &fv.d, 8);
+    case ZX_DT_BOOL: {
+        if (c->nvals % 8 == 0) {
+            if (pq_buf_reserve(&c->vals, 1) < 0)
+                return -1;
+            c->vals.p[c->vals.len++] = 0;
+            c->bytes++;
+            w->rg_bytes++;
+        }
+        if (fv.i)
+            c->vals.p[c->nvals / 8] |= (uint8_t)(1u << (c->nvals % 8));
+        stat_i64(c, fv.i);
+        return 0;
+    }
+    case ZX_DT_DECIMAL:
+        if (c->phys == PQ_INT64) {
+            stat_i64(c, fv.i);
+            return put_fixed(w, c, &fv.i, 8);
+        } else {
+            uint8_t be[16];
+            unsigned __int128 u = (unsigned __int128)fv.dec;
+            for (int i = 0; i < c->flba_len; i++)
+                be[c->flba_len - 1 - i] = (uint8_t)(u >> (8 * i));
+            if (!c->has) {
+                c->qmin = c->qmax = fv.dec;
+                c->has = 1;
+            } else if (fv.dec < c->qmin) {
+                c->qmin = fv.dec;
+            } else if (fv.dec > c->qmax) {
+                c->qmax = fv.dec;
+            }
+            return put_fixed(w, c, be, (size_t)c->flba_len);
+        }
+    default:
+        w->nulled++;
+        return 1;
+    }
+}
+
+int zx_pq_write_row(zx_pq_writer *w, const zx_value *vals, char *err, size_t errlen)
+{
+    if (w->failed) {
+        snprintf(err, errlen, "parquet: the writer failed before");
+        return -1;
+    }
+    uint32_t r = w->rg_rows;
+    for (size_t i = 0; i < w->ncols; i++) {
+        pq_col *c = &w->cols[i];
+        if (r % 8 == 0) {
+            if (pq_buf_reserve(&c->defs, 1) < 0)
+                goto oom;
+            c->defs.p[c->defs.len++] = 0;
+        }
+        int k = put_value(w, c, &vals[i]);
+        if (k < 0)
+            goto oom;
+        if (k == 0) {
+            c->defs.p[r / 8] |= (uint8_t)(1u << (r % 8));
+            c->nvals++;
+        } else {
+            c->nulls++;
+        }
+    }
+    w->rg_rows++;
+    w->rows++;
+    if (w->rg_bytes + (uint64_t)w->rg_rows * w->ncols / 8 >= w->o.row_group_bytes ||
+        w->rg_rows >= PQ_RG_MAX_ROWS) {
+        if (pq_flush_rowgroup(w, err, errlen) < 0) {
+            w->failed = 1;
+            return -1;
+        }
+    }
+    return 0;
+oom:
+    w->failed = 1;
+    snprintf(err, errlen, "parquet: out of memory buffering a row group");
+    return -1;
+}
+
+int zx_pq_write(zx_pq_writer *w, const zx_rowset *rs, char *err, size_t errlen)
+{
+    if (rs->ncols != w->ncols) {
+        snprintf(err, errlen, "parquet: a batch of %u columns for a file of %zu",
+                 (unsigned)rs->ncols, w->ncols);
+        return -1;
+    }
+    for (uint32_t r = 0; r < rs->nrows; r++) {
+        zx_rowset_row(rs, r, w->rowvals);
+        if (zx_pq_write_row(w, w->rowvals, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int zx_pq_finish(zx_pq_writer *w, uint64_t *file_bytes, char *err, size_t errlen)
+{
+    if (w->failed) {
+        snprintf(err, errlen, "parquet: the writer failed before");
+        return -1;
+    }
+    w->failed = 1;                 /* whatever happens, nothing after this */
+    if (w->rg_rows && pq_flush_rowgroup(w, err, errlen) < 0)
+        return -1;
+    pq_meta_footer(&w->tc, w);
+    if (w->tc.failed || w->tc.len > UINT32_MAX) {
+        snprintf(err, errlen, "parquet: out of memory writing the footer");
+        return -1;
+    }
+    uint32_t flen = (uint32_t)w->tc.len;
+    uint8_t tail[8];
+    memcpy(tail, &flen, 4);
+    memcpy(tail + 4, "PAR1", 4);
+    if (pq_emit(w, w->tc.buf, w->tc.len, err, errlen) < 0 ||
+        pq_emit(w, tail, 8, err, errlen) < 0 || pq_out_flush(w, err, errlen) < 0)
+        return -1;
+    if (file_bytes)
+        *file_bytes = w->pos;
+    return 0;
+}
+
+static void col_free(pq_col *c)
+{
+    free((char *)c->dc.name);
+    pq_buf_free(&c->defs);
+    pq_buf_free(&c->vals);
+    pq_buf_free(&c->dict);
+    pq_buf_free(&c->bmin);
+    pq_buf_free(&c->bmax);
+    free(c->dent);
+    free(c->slots);
+    free(c->idx);
+}
+
+void zx_pq_free(zx_pq_writer *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; w->cols && i < w->ncols; i++)
+        col_free(&w->cols[i]);
+    for (uint32_t i = 0; i < w->nrgs; i++)
+        free(w->rgs[i].chunks);
+    free(w->rgs);
+    free(w->cols);
+    free(w->rowvals);
+    pq_buf_free(&w->out);
+    pq_buf_free(&w->page);
+    pq_buf_free(&w->cpage);
+    zx_fbuf_free(&w->scratch);
+    zx_tc_free(&w->tc);
+    ZSTD_freeCCtx(w->zc);
+    free(w);
+}
+
+uint64_t zx_pq_nulled(const zx_pq_writer *w)
+{
+    return w ? w->nulled : 0;
+}
+
+uint64_t zx_pq_rows(const zx_pq_writer *w)
+{
+    return w ? w->rows : 0;
+}
+
+uint32_t zx_pq_row_groups(const zx_pq_writer *w)
+{
+    return w ? w->nrgs : 0;
+}

@@ -1,0 +1,161 @@
+/*
+ * parquet_int.h — what the Parquet writer's files share (parquet.c: rows
+ * into column buffers; parquet_encode.c: buffers into pages and column
+ * chunks; parquet_meta.c: Thrift page headers and the footer).  Private to
+ * formats/; nothing outside includes it.
+ */
+#ifndef ZX_FORMATS_PARQUET_INT_H
+#define ZX_FORMATS_PARQUET_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zstd.h>
+
+#include "formats/parquet.h"
+#include "formats/thrift_compact.h"
+#include "formats/values.h"
+
+/* Parquet enums (parquet.thrift). */
+enum { PQ_BOOLEAN = 0, PQ_INT32 = 1, PQ_INT64 = 2, PQ_DOUBLE = 5, PQ_BYTE_ARRAY = 6,
+       PQ_FLBA = 7 };
+enum { PQ_ENC_PLAIN = 0, PQ_ENC_RLE = 3, PQ_ENC_RLE_DICTIONARY = 8 };
+enum { PQ_PAGE_DATA = 0, PQ_PAGE_DICTIONARY = 2 };
+enum { PQ_CODEC_UNCOMPRESSED = 0, PQ_CODEC_SNAPPY = 1, PQ_CODEC_ZSTD = 6 };
+
+#define PQ_DICT_MAX_BYTES (1u << 20)  /* dictionary page, PLAIN-encoded */
+#define PQ_DICT_MAX_ENTRIES 65536u
+#define PQ_STAT_MAX 64                /* longest string min/max written */
+#define PQ_RG_MAX_ROWS (1u << 30)     /* rows per row group, whatever size */
+
+/* A growable byte buffer. */
+typedef struct pq_buf {
+    uint8_t *p;
+    size_t len, cap;
+} pq_buf;
+
+/* Room for n more bytes: 0 or -1 (out of memory). */
+int pq_buf_reserve(pq_buf *b, size_t n);
+void pq_buf_free(pq_buf *b);
+
+/* One dictionary entry: its bytes are at dict.plain.p + off (after their
+ * 4-byte length). */
+typedef struct pq_dent {
+    uint32_t off, len, hash;
+} pq_dent;
+
+/* Statistics of one column chunk, as the footer writes them. */
+typedef struct pq_stats {
+    int64_t null_count;
+    int64_t nan_count;      /* DOUBLE only; -1 otherwise */
+    int has_minmax;         /* min/max below are set */
+    int legacy;             /* write the deprecated min / max too */
+    uint8_t minlen, maxlen;
+    uint8_t min[PQ_STAT_MAX], max[PQ_STAT_MAX]; /* encoded per type */
+} pq_stats;
+
+/* What the footer needs of one column chunk. */
+typedef struct pq_chunk_meta {
+    int64_t file_offset;         /* first page */
+    int64_t data_page_offset;
+    int64_t dict_page_offset;    /* -1: none */
+    int64_t num_values;
+    int64_t total_uncompressed, total_compressed;
+    unsigned encodings;          /* bit per PQ_ENC_* */
+    pq_stats st;
+} pq_chunk_meta;
+
+typedef struct pq_rowgroup {
+    int64_t num_rows, file_offset, total_byte_size, total_compressed;
+    pq_chunk_meta *chunks;       /* ncols, owned */
+} pq_rowgroup;
+
+typedef struct pq_col {
+    zx_dcol dc;                  /* name: owned copy */
+    int phys;                    /* PQ_BOOLEAN .. PQ_FLBA */
+    int flba_len;                /* PQ_FLBA: bytes per value */
+    int dict_ok;                 /* type may use the dictionary */
+
+    /* the row group being buffered */
+    pq_buf defs;                 /* bit r set: row r has a value */
+    uint32_t nvals;              /* values (non-NULL) */
+    pq_buf vals;                 /* PLAIN values (BOOLEAN: bits) */
+    uint64_t bytes;              /* what this column adds to rg_bytes */
+    int dict_on;                 /* values go through the dictionary */
+    pq_buf dict;                 /* dictionary entries, PLAIN-encoded */
+    pq_dent *dent;
+    uint32_t ndent, dent_cap;
+    uint32_t *slots;             /* open addressing: entry + 1, 0 empty */
+    uint32_t nslots;             /* power of two, or 0 */
+    uint32_t *idx;               /* dictionary index per value */
+    size_t idx_cap;
+
+    /* statistics of the row group so far */
+    uint64_t nulls, nans;
+    int has;                     /* a min/max candidate was seen */
+    int64_t imin, imax;
+    double dmin, dmax;
+    zx_i128 qmin, qmax;
+    pq_buf bmin, bmax;           /* byte arrays in PLAIN mode */
+} pq_col;
+
+struct zx_pq_writer {
+    int fd;
+    zx_pq_opts o;
+    pq_col *cols;
+    size_t ncols;
+
+    uint64_t pos;                /* bytes of the file produced so far */
+    pq_buf out;                  /* write buffer */
+
+    uint32_t rg_rows;            /* rows buffered in this row group */
+    uint64_t rg_bytes;           /* their buffered bytes (all columns) */
+    uint64_t rows, nulled;
+
+    pq_rowgroup *rgs;
+    uint32_t nrgs, rgs_cap;
+
+    pq_buf page, cpage;          /* scratch: a page, compressed page */
+    zx_tc tc;                    /* scratch: a page header */
+    zx_fbuf scratch;             /* scratch: value conversions */
+    ZSTD_CCtx *zc;
+    zx_value *rowvals;           /* scratch: one row of a rowset */
+    int failed;
+};
+
+/* parquet_encode.c */
+
+/* Add s[0..n) to c's dictionary; *index gets its entry.  Returns 0, 1 when
+ * the dictionary is full (the caller falls back to PLAIN), -1 when out of
+ * memory. */
+int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, uint32_t *index);
+
+/* Turn c's dictionary-encoded values into PLAIN values and stop using the
+ * dictionary for this row group (statistics are taken from the entries).
+ * 0 or -1 (out of memory). */
+int pq_dict_fallback(pq_col *c);
+
+/* Fold a byte-array value into c's min/max.  0 or -1 (out of memory). */
+int pq_stats_bytes(pq_col *c, const uint8_t *s, size_t n);
+
+/* Encode, compress and write the buffered row group, append its metadata
+ * and reset the column buffers.  0 or -1 with err. */
+int pq_flush_rowgroup(zx_pq_writer *w, char *err, size_t errlen);
+
+/* Append n bytes to the file (through w->out).  0 or -1 with err. */
+int pq_emit(zx_pq_writer *w, const void *p, size_t n, char *err, size_t errlen);
+/* Write w->out to fd.  0 or -1 with err. */
+int pq_out_flush(zx_pq_writer *w, char *err, size_t errlen);
+
+/* parquet_meta.c */
+
+/* A data or dictionary page header into t (reset first). */
+void pq_meta_page_header(zx_tc *t, int page_type, int32_t uncompressed, int32_t compressed,
+                         int32_t num_values, int encoding);
+
+/* The footer's FileMetaData into t (reset first). */
+void pq_meta_footer(zx_tc *t, const zx_pq_writer *w);
+
+/* Codec number (PQ_CODEC_*) of w's option. */
+int pq_meta_codec(const zx_pq_writer *w);
+
+#endif

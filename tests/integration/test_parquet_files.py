@@ -1,0 +1,321 @@
+"""
+Parquet files written by zx (formats/parquet.h, through the test tool
+tests/tools/pqwrite) read back by two independent readers, pyarrow and
+DuckDB: the same values and types for every zx column type (NULLs,
+unicode, empty strings, int64 limits, NaN and infinities, timestamps
+before 1970, dates 0001-01-01 and 9999-12-31, decimals of many precisions
+and scales up to 38, JSON, bytes), every codec, an empty file that keeps
+its schema, files of several row groups (dictionary reset per group, a
+dictionary that overflows to PLAIN), the column statistics readers see,
+and 10,000,000 rows.
+
+Binaries: $ZX_BUILD_DIR (default <repo>/build)/tests/tools/pqwrite.  No
+server is needed; files go to pytest's tmp_path.
+"""
+
+import datetime
+import decimal
+import json
+import math
+import os
+import subprocess
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+duckdb = pytest.importorskip("duckdb")
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD_DIR = os.path.abspath(os.environ.get("ZX_BUILD_DIR", os.path.join(REPO, "build")))
+PQWRITE = os.path.join(BUILD_DIR, "tests", "tools", "pqwrite")
+
+UTC = datetime.timezone.utc
+D = decimal.Decimal
+
+
+def pqwrite(path, schema, rows, *args):
+    """Write rows (lists of JSON values) with pqwrite; return its summary."""
+    assert os.access(PQWRITE, os.X_OK), f"{PQWRITE} is not built (ninja -C {BUILD_DIR})"
+    lines = [json.dumps(schema)] + [json.dumps(r) for r in rows]
+    p = subprocess.run([PQWRITE, str(path), *args], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+SCHEMA = [["id", "int64"], ["name", "text"], ["x", "double"], ["ok", "bool"],
+          ["at", "timestamp"], ["day", "date"], ["d1", "decimal", 10, 2],
+          ["d2", "decimal", 18, 6], ["d3", "decimal", 38, 10], ["d4", "decimal", 38, 0],
+          ["d5", "decimal", 1, 0], ["d6", "decimal", 20, 20], ["doc", "json"],
+          ["raw", "bytes"]]
+
+ROWS = [
+    [9223372036854775807, "h\u00e9llo w\u00f6rld \u2713 \U0001F600", 1.5, True,
+     "2026-12-01T06:13:18.123456Z", "2024-02-29", "-123.45", "123456789012.123456",
+     "1234567890123456789012345678.0123456789", "-99999999999999999999999999999999999999",
+     "9", "0.12345678901234567890", {"a": [1, 2.5, {"b": None}], "c": "\u00e9"}, "bytes\u0000x"],
+    [-9223372036854775808, "", "NaN", False, "1969-07-20T20:17:40Z", "0001-01-01",
+     "0.005", "-0.0000005", "-0.00000000005", "0", "-9", "-0.00000000000000000001",
+     [1, "two", None], ""],
+    [None] * 14,
+    [0, "a,b\"c\nd\te", "Infinity", True, "0001-01-01T00:00:00Z", "9999-12-31",
+     "99999999.99", "999999999999.999999", "9999999999999999999999999999.9999999999",
+     "99999999999999999999999999999999999999", "0", "0.99999999999999999999",
+     "just a string", "\u00ff"],
+    [-1, "x" * 200, "-Infinity", False, "9999-12-31T23:59:59.999999Z", "1970-01-01",
+     "-0.01", "0.1", "1e3", "12e-1", "5", "-0.5", 42, "b"],
+    [1, "-0.0", -0.0, None, "1900-01-01T00:00:00.000001+01:00", "1969-12-31",
+     None, None, None, None, None, None, None, None],
+    # misfits: each becomes NULL and is counted
+    ["not a number", 7, "abc", "maybe", "yesterday", "2023-02-29", "1000000000",
+     "1e20", "x", "1e38", "10", "1", "{oops", None],
+]
+MISFITS = 11   # row 7 but name (7 -> "7"), doc (text: a JSON string) and raw (NULL)
+
+
+def expected():
+    """Per column, the Python values a reader should give."""
+    def ts(s):
+        return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).astimezone(UTC)
+
+    nan = float("nan")
+    return {
+        "id": [9223372036854775807, -9223372036854775808, None, 0, -1, 1, None],
+        "name": [ROWS[0][1], "", None, "a,b\"c\nd\te", "x" * 200, "-0.0", "7"],
+        "x": [1.5, nan, None, math.inf, -math.inf, -0.0, None],
+        "ok": [True, False, None, True, False, None, None],
+        "at": [ts("2026-12-01T06:13:18.123456Z"), ts("1969-07-20T20:17:40Z"), None,
+               ts("0001-01-01T00:00:00Z"), ts("9999-12-31T23:59:59.999999Z"),
+               ts("1900-01-01T00:00:00.000001+01:00"), None],
+        "day": [datetime.date(2024, 2, 29), datetime.date(1, 1, 1), None,
+                datetime.date(9999, 12, 31), datetime.date(1970, 1, 1),
+                datetime.date(1969, 12, 31), None],
+        "d1": [D("-123.45"), D("0.01"), None, D("99999999.99"), D("-0.01"), None, None],
+        "d2": [D("123456789012.123456"), D("-0.000001"), None, D("999999999999.999999"),
+               D("0.100000"), None, None],
+        "d3": [D("1234567890123456789012345678.0123456789"), D("-0.0000000001"), None,
+               D("9999999999999999999999999999.9999999999"), D("1000.0000000000"), None, None],
+        "d4": [D("-99999999999999999999999999999999999999"), D("0"), None,
+               D("99999999999999999999999999999999999999"), D("1"), None, None],
+        "d5": [D("9"), D("-9"), None, D("0"), D("5"), None, None],
+        "d6": [D("0.12345678901234567890"), D("-0.00000000000000000001"), None,
+               D("0.99999999999999999999"), D("-0.50000000000000000000"), None, None],
+        "doc": [{"a": [1, 2.5, {"b": None}], "c": "\u00e9"}, [1, "two", None], None,
+                "just a string", 42, None, "{oops"],
+        "raw": [b"bytes\x00x", b"", None, "\u00ff".encode(), b"b", None, None],
+    }
+
+
+def same(a, b):
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    if isinstance(a, decimal.Decimal) and isinstance(b, decimal.Decimal):
+        return a == b and a.as_tuple().exponent == b.as_tuple().exponent
+    return a == b and type(a) is type(b)
+
+
+def check_values(got, want, reader):
+    for col, wv in want.items():
+        gv = got[col]
+        assert len(gv) == len(wv), (reader, col)
+        for i, (g, w) in enumerate(zip(gv, wv)):
+            if col == "doc" and g is not None:
+                g = json.loads(g)
+            assert same(g, w), f"{reader}: {col}[{i}] = {g!r}, want {w!r}"
+
+
+PA_TYPES = {
+    "id": pa.int64(), "name": pa.string(), "x": pa.float64(), "ok": pa.bool_(),
+    "at": pa.timestamp("us", tz="UTC"), "day": pa.date32(), "d1": pa.decimal128(10, 2),
+    "d2": pa.decimal128(18, 6), "d3": pa.decimal128(38, 10), "d4": pa.decimal128(38, 0),
+    "d5": pa.decimal128(1, 0), "d6": pa.decimal128(20, 20), "raw": pa.binary(),
+}
+DUCK_TYPES = {
+    "id": "BIGINT", "name": "VARCHAR", "x": "DOUBLE", "ok": "BOOLEAN",
+    "at": "TIMESTAMP WITH TIME ZONE", "day": "DATE", "d1": "DECIMAL(10,2)",
+    "d2": "DECIMAL(18,6)", "d3": "DECIMAL(38,10)", "d4": "DECIMAL(38,0)",
+    "d5": "DECIMAL(1,0)", "d6": "DECIMAL(20,20)", "raw": "BLOB",
+}
+
+
+def check_pyarrow_schema(schema):
+    for name, t in PA_TYPES.items():
+        assert schema.field(name).type == t, (name, schema.field(name).type)
+    doc = schema.field("doc").type
+    # JSON: a string column, or pyarrow's JSON extension type over one
+    assert doc == pa.string() or getattr(doc, "storage_type", None) == pa.string(), doc
+
+
+def duck_read(path):
+    con = duckdb.connect()
+    rel = con.sql(f"SELECT * FROM read_parquet('{path}')")
+    types = dict(zip(rel.columns, [str(t) for t in rel.types]))
+    rows = rel.fetchall()
+    cols = {c: [r[i] for r in rows] for i, c in enumerate(rel.columns)}
+    # DuckDB's datetime.max clamps: compare timestamps as µs since the epoch
+    us = con.sql(f'SELECT epoch_us("at") FROM read_parquet(\'{path}\')').fetchall()
+    con.close()
+    return types, cols, [u[0] for u in us]
+
+
+def to_us(dt):
+    return None if dt is None else (dt - datetime.datetime(1970, 1, 1, tzinfo=UTC)) // \
+        datetime.timedelta(microseconds=1)
+
+
+@pytest.mark.parametrize("codec", ["zstd", "snappy", "none"])
+def test_every_type_read_back(tmp_path, codec):
+    path = tmp_path / f"types-{codec}.parquet"
+    out = pqwrite(path, SCHEMA, ROWS, "--codec", codec)
+    assert out["rows"] == len(ROWS) and out["nulled"] == MISFITS
+    want = expected()
+
+    pf = pq.ParquetFile(path)
+    assert pf.metadata.num_rows == len(ROWS)
+    assert pf.metadata.created_by.startswith("zx")
+    cc = pf.metadata.row_group(0).column(0).compression
+    assert cc == {"zstd": "ZSTD", "snappy": "SNAPPY", "none": "UNCOMPRESSED"}[codec]
+    t = pf.read()
+    check_pyarrow_schema(t.schema)
+    got = {c: t.column(c).to_pylist() for c in t.column_names}
+    check_values(got, want, "pyarrow")
+
+    types, cols, at_us = duck_read(path)
+    for name, ty in DUCK_TYPES.items():
+        assert types[name] == ty, (name, types[name])
+    assert types["doc"] in ("JSON", "VARCHAR")
+    wat = want.pop("at")
+    assert at_us == [to_us(v) for v in wat]
+    cols["raw"] = [None if v is None else bytes(v) for v in cols["raw"]]
+    check_values(cols, want, "duckdb")
+
+
+def test_logical_and_legacy_types(tmp_path):
+    path = tmp_path / "meta.parquet"
+    pqwrite(path, SCHEMA, ROWS[:2])
+    s = pq.ParquetFile(path).schema
+    by = {s.column(i).name: s.column(i) for i in range(len(s))}
+    assert by["name"].physical_type == "BYTE_ARRAY" and by["name"].converted_type == "UTF8"
+    assert by["doc"].converted_type == "JSON"
+    assert by["day"].physical_type == "INT32" and by["day"].converted_type == "DATE"
+    assert by["at"].physical_type == "INT64" and by["at"].converted_type == "TIMESTAMP_MICROS"
+    assert str(by["at"].logical_type).startswith("Timestamp(isAdjustedToUTC=true, timeUnit=micro")
+    assert by["d2"].physical_type == "INT64" and by["d2"].converted_type == "DECIMAL"
+    assert by["d3"].physical_type == "FIXED_LEN_BYTE_ARRAY" and by["d3"].length == 16
+    assert by["d6"].physical_type == "FIXED_LEN_BYTE_ARRAY" and by["d6"].length == 9
+    assert by["raw"].physical_type == "BYTE_ARRAY" and by["raw"].converted_type == "NONE"
+    assert all(by[c].max_definition_level == 1 for c in by)     # OPTIONAL
+
+
+def test_statistics(tmp_path):
+    path = tmp_path / "stats.parquet"
+    pqwrite(path, SCHEMA, ROWS)
+    rg = pq.ParquetFile(path).metadata.row_group(0)
+    st = {rg.column(i).path_in_schema: rg.column(i).statistics for i in range(rg.num_columns)}
+    assert st["id"].has_min_max and st["id"].min == -9223372036854775808
+    assert st["id"].max == 9223372036854775807 and st["id"].null_count == 2
+    # a string over 64 bytes is the max: no min/max, only the null count
+    assert not st["name"].has_min_max and st["name"].null_count == 1
+    assert st["ok"].min is False and st["ok"].max is True and st["ok"].null_count == 3
+    assert st["day"].min == datetime.date(1, 1, 1) and st["day"].max == datetime.date(9999, 12, 31)
+    assert st["d1"].min == D("-123.45") and st["d1"].max == D("99999999.99")
+    assert st["d3"].min == D("-0.0000000001")
+    assert st["d3"].max == D("9999999999999999999999999999.9999999999")
+    assert st["d4"].min == D("-99999999999999999999999999999999999999")
+    # NaN present: no min/max for the double column
+    assert not st["x"].has_min_max and st["x"].null_count == 2
+
+    path2 = tmp_path / "stats2.parquet"
+    pqwrite(path2, [["s", "text"], ["x", "double"], ["t", "timestamp"]],
+            [["pear", 2.5, "2001-01-01T00:00:00Z"], ["apple", -0.0, None],
+             [None, 0.0, "1950-06-01T12:00:00Z"], ["\u00e9clair", -7.25, None]])
+    rg = pq.ParquetFile(path2).metadata.row_group(0)
+    s, x, t = (rg.column(i).statistics for i in range(3))
+    assert (s.min, s.max, s.null_count) == ("apple", "\u00e9clair", 1)   # byte order
+    assert (x.min, x.max, x.null_count) == (-7.25, 2.5, 0)
+    assert t.min == datetime.datetime(1950, 6, 1, 12, tzinfo=UTC) and t.null_count == 2
+    # DuckDB prunes with them and still finds the right rows
+    con = duckdb.connect()
+    assert con.sql(f"SELECT count(*) FROM '{path2}' WHERE x > 2").fetchall()[0][0] == 1
+    assert con.sql(f"SELECT s FROM '{path2}' WHERE s = 'apple'").fetchall() == [("apple",)]
+
+
+def test_empty_file_keeps_schema(tmp_path):
+    path = tmp_path / "empty.parquet"
+    out = pqwrite(path, SCHEMA, [])
+    assert out["rows"] == 0 and out["row_groups"] == 0
+    t = pq.read_table(path)
+    assert t.num_rows == 0 and t.column_names == [c[0] for c in SCHEMA]
+    check_pyarrow_schema(t.schema)
+    types, cols, _ = duck_read(path)
+    assert all(len(v) == 0 for v in cols.values())
+    for name, ty in DUCK_TYPES.items():
+        assert types[name] == ty
+
+
+def test_row_groups_and_dictionary_fallback(tmp_path):
+    """100,000 rows in row groups of ~2.5 MB and small pages: low-cardinality
+    text goes through the dictionary in every row group; distinct text
+    overflows the 1 MiB dictionary and falls back to PLAIN; every value
+    still reads back."""
+    n = 100000
+    rows = []
+    for i in range(n):
+        rows.append([i, f"cat-{i % 7}" if i % 11 else None,
+                     f"unique-{i:08d}-" + "z" * (i % 150),
+                     i % 13 == 0, f"{i % 1000}.{i % 100:02d}"])
+    schema = [["i", "int64"], ["cat", "text"], ["u", "text"], ["b", "bool"],
+              ["m", "decimal", 12, 2]]
+    path = tmp_path / "groups.parquet"
+    out = pqwrite(path, schema, rows, "--row-group-bytes", "2500000", "--page-bytes", "8192")
+    md = pq.ParquetFile(path).metadata
+    assert out["row_groups"] == md.num_row_groups and md.num_row_groups > 3
+    assert sum(md.row_group(g).num_rows for g in range(md.num_row_groups)) == n
+    plain_only = 0
+    for g in range(md.num_row_groups):
+        cat, u = md.row_group(g).column(1), md.row_group(g).column(2)
+        assert "RLE_DICTIONARY" in cat.encodings and cat.dictionary_page_offset is not None
+        if "RLE_DICTIONARY" not in u.encodings:
+            plain_only += 1
+            assert u.dictionary_page_offset is None and "PLAIN" in u.encodings
+    assert plain_only >= md.num_row_groups - 1      # the last group may be small
+    t = pq.read_table(path)
+    assert t.column("i").to_pylist() == list(range(n))
+    assert t.column("cat").to_pylist() == [r[1] for r in rows]
+    assert t.column("u").to_pylist() == [r[2] for r in rows]
+    assert t.column("b").to_pylist() == [r[3] for r in rows]
+    assert t.column("m").to_pylist() == [D(r[4]).quantize(D("0.01")) for r in rows]
+    con = duckdb.connect()
+    assert con.sql(f"SELECT count(*), count(cat), sum(i), sum(m) FROM '{path}'").fetchall()[0] == \
+        (n, sum(1 for r in rows if r[1]), n * (n - 1) // 2, sum(D(r[4]) for r in rows))
+    assert con.sql(f"SELECT count(DISTINCT u) FROM '{path}'").fetchall()[0][0] == n
+
+
+def test_ten_million_rows(tmp_path):
+    n = 10_000_000
+    path = tmp_path / "big.parquet"
+    p = subprocess.run([PQWRITE, str(path), "--generate", str(n), "--row-group-bytes",
+                        str(32 << 20)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["rows"] == n
+    md = pq.ParquetFile(path).metadata
+    assert md.num_rows == n and md.num_row_groups > 1 and md.num_row_groups == out["row_groups"]
+    con = duckdb.connect()
+    got = con.sql(f"""SELECT count(*), sum(id), count(name), sum(amount), sum(flag::INT),
+                             min(ts), max(ts), count(DISTINCT name)
+                      FROM '{path}'""").fetchall()[0]
+    base = datetime.datetime(2020, 1, 1, tzinfo=UTC)
+    assert got[0] == n
+    assert got[1] == n * (n - 1) // 2
+    assert got[2] == n - n // 1000
+    assert got[3] == n * (n - 1) / 4
+    assert got[4] == (n + 2) // 3
+    assert got[5] == base and got[6] == base + datetime.timedelta(seconds=n - 1)
+    assert got[7] == 10000 - 10      # i % 10000 but those with i % 1000 == 999 (NULL)
+    # pyarrow reads a column of it whole, too
+    ids = pq.read_table(path, columns=["id"]).column("id")
+    assert len(ids) == n and pa.compute.sum(ids).as_py() == n * (n - 1) // 2

@@ -1,0 +1,664 @@
+/*
+ * test_parquet.c — unit tests of formats/: the Thrift compact encoder
+ * (exact bytes), value conversions (formats/values.h), and the Parquet
+ * writer's files read back with a small compact-protocol decoder written
+ * here (footer, page headers, definition levels, PLAIN and dictionary
+ * values, statistics).  Readers' view of the files (pyarrow, DuckDB) is
+ * tests/integration/test_parquet_files.py.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "common/rowset.h"
+#include "formats/parquet.h"
+#include "formats/thrift_compact.h"
+#include "formats/values.h"
+
+/* ---- a minimal compact protocol decoder (test only) ------------------ */
+
+typedef struct node {
+    int type;                 /* ZX_TC_* (BOOL_TRUE for both bools) */
+    int16_t id;               /* field id (0 for list elements) */
+    int64_t i;                /* ints, bool */
+    const uint8_t *s;
+    size_t n;                 /* binary bytes; list/struct: children */
+    struct node *kids;
+} node;
+
+static uint64_t rd_uvarint(const uint8_t **p, const uint8_t *end)
+{
+    uint64_t v = 0;
+    int sh = 0;
+    while (*p < end && sh < 64) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80))
+            return v;
+        sh += 7;
+    }
+    return v;
+}
+
+static int64_t unzig(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static int rd_value(node *nd, int type, const uint8_t **p, const uint8_t *end);
+
+static int rd_struct(node *nd, const uint8_t **p, const uint8_t *end)
+{
+    nd->type = ZX_TC_STRUCT;
+    nd->kids = NULL;
+    nd->n = 0;
+    int16_t last = 0;
+    for (;;) {
+        if (*p >= end)
+            return -1;
+        uint8_t h = *(*p)++;
+        if (h == 0)
+            return 0;
+        int t = h & 15, d = h >> 4;
+        int16_t id = d ? (int16_t)(last + d) : (int16_t)unzig(rd_uvarint(p, end));
+        last = id;
+        nd->kids = realloc(nd->kids, (nd->n + 1) * sizeof(node));
+        node *k = &nd->kids[nd->n++];
+        memset(k, 0, sizeof(*k));
+        k->id = id;
+        if (t == ZX_TC_BOOL_TRUE || t == ZX_TC_BOOL_FALSE) {
+            k->type = ZX_TC_BOOL_TRUE;
+            k->i = t == ZX_TC_BOOL_TRUE;
+            continue;
+        }
+        if (rd_value(k, t, p, end) < 0)
+            return -1;
+    }
+}
+
+static int rd_value(node *nd, int type, const uint8_t **p, const uint8_t *end)
+{
+    nd->type = type;
+    switch (type) {
+    case ZX_TC_BYTE:
+        nd->i = (int8_t) * (*p)++;
+        return 0;
+    case ZX_TC_I16:
+    case ZX_TC_I32:
+    case ZX_TC_I64:
+        nd->i = unzig(rd_uvarint(p, end));
+        return 0;
+    case ZX_TC_BINARY:
+        nd->n = rd_uvarint(p, end);
+        nd->s = *p;
+        if (nd->n > (size_t)(end - *p))
+            return -1;
+        *p += nd->n;
+        return 0;
+    case ZX_TC_STRUCT:
+        return rd_struct(nd, p, end);
+    case ZX_TC_LIST: {
+        uint8_t h = *(*p)++;
+        size_t n = h >> 4;
+        int et = h & 15;
+        if (n == 15)
+            n = rd_uvarint(p, end);
+        nd->n = n;
+        nd->kids = calloc(n ? n : 1, sizeof(node));
+        for (size_t i = 0; i < n; i++)
+            if (rd_value(&nd->kids[i], et, p, end) < 0)
+                return -1;
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+static void nd_free(node *nd)
+{
+    if (nd->type == ZX_TC_STRUCT || nd->type == ZX_TC_LIST) {
+        for (size_t i = 0; i < nd->n; i++)
+            nd_free(&nd->kids[i]);
+        free(nd->kids);
+    }
+}
+
+static const node *fld(const node *nd, int16_t id)
+{
+    if (!nd || nd->type != ZX_TC_STRUCT)
+        return NULL;
+    for (size_t i = 0; i < nd->n; i++)
+        if (nd->kids[i].id == id)
+            return &nd->kids[i];
+    return NULL;
+}
+
+static int64_t fi(const node *nd, int16_t id)
+{
+    const node *k = fld(nd, id);
+    return k ? k->i : -999;
+}
+
+/* ---- Thrift encoder bytes ------------------------------------------------ */
+
+static void test_thrift(void)
+{
+    zx_tc t;
+    zx_tc_init(&t);
+    zx_tc_struct_begin(&t);
+    zx_tc_field_i32(&t, 1, 1);           /* 0x15 0x02 */
+    zx_tc_field_i64(&t, 2, -1);          /* 0x16 0x01 */
+    zx_tc_field_bool(&t, 3, 1);          /* 0x11 */
+    zx_tc_field_bool(&t, 4, 0);          /* 0x12 */
+    zx_tc_field_string(&t, 5, "ab");     /* 0x18 0x02 a b */
+    zx_tc_field_i32(&t, 30, 300);        /* 0x05 zigzag(30)=60 0x3c; 600 = 0xd8 0x04 */
+    zx_tc_field_list_begin(&t, 31, ZX_TC_I32, 2); /* 0x19 0x25 */
+    zx_tc_i32(&t, 0);
+    zx_tc_i32(&t, -2);
+    zx_tc_field_struct_begin(&t, 32);    /* 0x1c */
+    zx_tc_struct_end(&t);                /* 0x00 */
+    zx_tc_struct_end(&t);                /* 0x00 */
+    static const uint8_t want[] = {0x15, 0x02, 0x16, 0x01, 0x11, 0x12, 0x18, 0x02, 'a', 'b',
+                                   0x05, 0x3c, 0xd8, 0x04, 0x19, 0x25, 0x00, 0x03, 0x1c, 0x00,
+                                   0x00};
+    CHECK(!t.failed);
+    CHECK(t.len == sizeof(want) && !memcmp(t.buf, want, sizeof(want)));
+
+    /* a long list header, and a decreasing field id is a misuse */
+    zx_tc_reset(&t);
+    zx_tc_struct_begin(&t);
+    zx_tc_field_list_begin(&t, 1, ZX_TC_BINARY, 20);
+    CHECK(t.len == 3 && t.buf[0] == 0x19 && t.buf[1] == 0xf8 && t.buf[2] == 20);
+    zx_tc_reset(&t);
+    zx_tc_struct_begin(&t);
+    zx_tc_field_i32(&t, 5, 1);
+    zx_tc_field_i32(&t, 4, 1);
+    CHECK(t.failed);
+    zx_tc_free(&t);
+    zx_tc_free(NULL);
+}
+
+/* ---- values ---------------------------------------------------------------- */
+
+static int dec(const char *s, int p, int sc, const char *want)
+{
+    zx_i128 v;
+    if (!zx_fv_parse_decimal(s, strlen(s), p, sc, &v))
+        return want == NULL;
+    char out[ZX_FV_TEXTSZ];
+    zx_fv_fmt_decimal(v, sc, out);
+    if (!want || strcmp(out, want)) {
+        printf("decimal %s (%d,%d) -> %s, want %s\n", s, p, sc, out, want ? want : "misfit");
+        return 0;
+    }
+    return 1;
+}
+
+static zx_value txt(const char *s)
+{
+    zx_value v = {.type = ZX_T_TEXT, .len = (uint32_t)strlen(s), .s = s};
+    return v;
+}
+
+static void test_values(void)
+{
+    zx_fbuf sc = {0};
+    CHECK(dec("-123.45", 10, 2, "-123.45"));
+    CHECK(dec("-123.4500", 10, 2, "-123.45"));
+    CHECK(dec("1.005", 10, 2, "1.01"));            /* half away from zero */
+    CHECK(dec("-1.005", 10, 2, "-1.01"));
+    CHECK(dec("1.004", 10, 2, "1.00"));
+    CHECK(dec("7", 5, 3, "7.000"));
+    CHECK(dec(".5", 3, 0, "1"));
+    CHECK(dec("0.0001", 5, 2, "0.00"));
+    CHECK(dec("-0.001", 5, 2, "0.00"));
+    CHECK(dec("99999999.99", 10, 2, "99999999.99"));
+    CHECK(dec("99999999.995", 10, 2, NULL));        /* rounds past the precision */
+    CHECK(dec("123456789.1", 10, 2, NULL));
+    CHECK(dec("1e3", 6, 2, "1000.00"));
+    CHECK(dec("1.5E-1", 6, 2, "0.15"));
+    CHECK(dec("00000000000000000000000000000000000000000000042", 3, 0, "42"));
+    CHECK(dec("99999999999999999999999999999999999999", 38, 0,
+              "99999999999999999999999999999999999999"));
+    CHECK(dec("-9999999999999999999999999999.9999999999", 38, 10,
+              "-9999999999999999999999999999.9999999999"));
+    CHECK(dec("100000000000000000000000000000000000000", 38, 0, NULL));
+    CHECK(dec("", 5, 0, NULL));
+    CHECK(dec("-", 5, 0, NULL));
+    CHECK(dec("1.2.3", 5, 0, NULL));
+    CHECK(dec(" 1", 5, 0, NULL));
+    CHECK(dec("1e", 5, 0, NULL));
+    CHECK(dec("abc", 5, 0, NULL));
+
+    char b[ZX_FV_TEXTSZ];
+    double ds[] = {0.1, 1.0 / 3, 1e300, -2.5e-310, 123456789012345678.0, 0.0, -0.0};
+    for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++) {
+        zx_fv_fmt_double(ds[i], b);
+        CHECK(strtod(b, NULL) == ds[i]);
+    }
+    zx_fv_fmt_double(0.1, b);
+    CHECK(!strcmp(b, "0.1"));
+    zx_fv_fmt_double(NAN, b);
+    CHECK(!strcmp(b, "NaN"));
+    zx_fv_fmt_double(-INFINITY, b);
+    CHECK(!strcmp(b, "-Infinity"));
+
+    zx_dcol cd = {"d", ZX_DT_DATE, 0, 0};
+    zx_fv fv;
+    zx_value v = txt("0001-01-01");
+    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK && fv.i == -719162);
+    zx_fv_fmt_date(fv.i, b);
+    CHECK(!strcmp(b, "0001-01-01"));
+    v = txt("9999-12-31");
+    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK && fv.i == 2932896);
+    zx_fv_fmt_date(fv.i, b);
+    CHECK(!strcmp(b, "9999-12-31"));
+    v = txt("2024-02-29");
+    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK);
+    zx_fv_fmt_date(fv.i, b);
+    CHECK(!strcmp(b, "2024-02-29"));
+    v = txt("1969-12-31");
+    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK && fv.i == -1);
+    const char *bad_dates[] = {"2023-02-29", "0000-01-01", "2024-13-01", "2024-1-01",
+                               "2024-01-01T00:00:00Z", "1900-02-29"};
+    for (size_t i = 0; i < sizeof(bad_dates) / sizeof(bad_dates[0]); i++) {
+        v = txt(bad_dates[i]);
+        CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_MISFIT);
+    }
+
+    zx_dcol ci = {"i", ZX_DT_INT64, 0, 0}, cdb = {"x", ZX_DT_DOUBLE, 0, 0};
+    v = txt("42");
+    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_OK && fv.i == 42);
+    v = txt("-9223372036854775808");
+    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_OK && fv.i == INT64_MIN);
+    v = txt("9223372036854775808");
+    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_MISFIT);
+    v = txt("4.2");
+    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_MISFIT);
+    v = (zx_value){.type = ZX_T_REAL, .u.d = 3.0};
+    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_OK && fv.i == 3);
+    v = (zx_value){.type = ZX_T_INT, .u.i = 7};
+    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_OK && fv.d == 7.0);
+    v = txt(" 1.5");
+    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_MISFIT);
+    v = txt("1e999");
+    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_MISFIT);
+    v = txt("NaN");
+    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_OK && isnan(fv.d));
+    CHECK(zx_fv_convert(&cdb, NULL, &fv, &sc) == ZX_FV_NULL);
+
+    zx_dcol cj = {"j", ZX_DT_JSON, 0, 0};
+    v = (zx_value){.type = ZX_T_JSON, .s = "{\"a\": [1, 2.5e3, true, null, \"\\u00e9\"]}"};
+    v.len = (uint32_t)strlen(v.s);
+    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_OK && fv.s == v.s);
+    v.s = "{\"a\":";
+    v.len = 5;
+    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_MISFIT);
+    v = txt("say \"hi\"\n\x01");                  /* text: a JSON string */
+    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_OK && fv.n == 20 &&
+          !memcmp(fv.s, "\"say \\\"hi\\\"\\n\\u0001\"", 20));
+    v = txt("bad \xff");
+    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_MISFIT);
+    v = (zx_value){.type = ZX_T_TIMESTAMP, .u.i = 0};
+    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_OK &&
+          !strcmp(fv.s, "\"1970-01-01T00:00:00.000000Z\""));
+    v = (zx_value){.type = ZX_T_REAL, .u.d = INFINITY};
+    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(zx_fv_json_valid("\"\\ud83d\\ude00\"", 14));
+    CHECK(!zx_fv_json_valid("\"\\ud83d\"", 8) && !zx_fv_json_valid("\"\\ude00x\"", 9));
+    const char *bad_json[] = {"{", "[1,]", "{\"a\"}", "01", "\"\x01\"", "tru", "1 2", "",
+                              "{\"a\":1,}", "\"\\x\"", "\xff"};
+    for (size_t i = 0; i < sizeof(bad_json) / sizeof(bad_json[0]); i++)
+        CHECK(!zx_fv_json_valid(bad_json[i], strlen(bad_json[i])));
+    CHECK(zx_fv_json_valid(" [ ] ", 5) && zx_fv_json_valid("-0.5e+2", 7));
+    CHECK(zx_fv_utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 15));
+    CHECK(!zx_fv_utf8_valid("\xc0\xaf", 2) && !zx_fv_utf8_valid("\xed\xa0\x80", 3) &&
+          !zx_fv_utf8_valid("\xf4\x90\x80\x80", 4) && !zx_fv_utf8_valid("ab\xe2\x82", 4));
+
+    zx_dcol cdec = {"m", ZX_DT_DECIMAL, 5, 2};
+    v = (zx_value){.type = ZX_T_REAL, .u.d = 0.1};
+    CHECK(zx_fv_convert(&cdec, &v, &fv, &sc) == ZX_FV_OK && fv.dec == 10);
+    v = (zx_value){.type = ZX_T_INT, .u.i = 1000};
+    CHECK(zx_fv_convert(&cdec, &v, &fv, &sc) == ZX_FV_MISFIT);
+    zx_dcol cb = {"b", ZX_DT_BOOL, 0, 0};
+    v = (zx_value){.type = ZX_T_INT, .u.i = 1};
+    CHECK(zx_fv_convert(&cb, &v, &fv, &sc) == ZX_FV_OK && fv.i == 1);
+    v = (zx_value){.type = ZX_T_INT, .u.i = 2};
+    CHECK(zx_fv_convert(&cb, &v, &fv, &sc) == ZX_FV_MISFIT);
+    zx_dcol ct = {"t", ZX_DT_TIMESTAMP, 0, 0};
+    v = txt("1969-12-31T23:59:59.5Z");
+    CHECK(zx_fv_convert(&ct, &v, &fv, &sc) == ZX_FV_OK && fv.i == -500000);
+    zx_dcol cs = {"s", ZX_DT_TEXT, 0, 0}, cy = {"y", ZX_DT_BYTES, 0, 0};
+    v = (zx_value){.type = ZX_T_INT, .u.i = -5};
+    CHECK(zx_fv_convert(&cs, &v, &fv, &sc) == ZX_FV_OK && fv.n == 2 && !memcmp(fv.s, "-5", 2));
+    v = txt("caf\xe9");                        /* Latin-1: not text, fine as bytes */
+    CHECK(zx_fv_convert(&cs, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(zx_fv_convert(&cy, &v, &fv, &sc) == ZX_FV_OK && fv.n == 4);
+    v = txt("+3");
+    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_OK && fv.i == 3);
+    v = txt("Yes");
+    CHECK(zx_fv_convert(&cb, &v, &fv, &sc) == ZX_FV_OK && fv.i == 1);
+    v = txt("OFF");
+    CHECK(zx_fv_convert(&cb, &v, &fv, &sc) == ZX_FV_OK && fv.i == 0);
+    v = (zx_value){.type = ZX_T_BOOL, .u.b = 1};
+    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_OK && fv.d == 1.0);
+    v = txt("2020-01-02");                      /* a date: midnight UTC */
+    CHECK(zx_fv_convert(&ct, &v, &fv, &sc) == ZX_FV_OK && fv.i == 1577923200000000LL);
+    v = (zx_value){.type = ZX_T_TIMESTAMP, .u.i = 1577923200000000LL};
+    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK && fv.i == 18263);
+    v.u.i += 1;
+    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_MISFIT);
+    v = (zx_value){.type = ZX_T_TIMESTAMP, .u.i = INT64_MIN};
+    CHECK(zx_fv_convert(&ct, &v, &fv, &sc) == ZX_FV_MISFIT);
+    zx_fbuf_free(&sc);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+typedef struct file {
+    uint8_t *p;
+    size_t n;
+    node meta;
+} file;
+
+static int load(FILE *f, file *out)
+{
+    memset(out, 0, sizeof(*out));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    if (n < 12)
+        return -1;
+    out->p = malloc((size_t)n);
+    out->n = (size_t)n;
+    rewind(f);
+    if (fread(out->p, 1, out->n, f) != out->n)
+        return -1;
+    if (memcmp(out->p, "PAR1", 4) || memcmp(out->p + n - 4, "PAR1", 4))
+        return -1;
+    uint32_t flen;
+    memcpy(&flen, out->p + n - 8, 4);
+    if (flen > out->n - 12)
+        return -1;
+    const uint8_t *q = out->p + n - 8 - flen;
+    if (rd_struct(&out->meta, &q, out->p + n - 8) < 0 || q != out->p + n - 8)
+        return -1;
+    return 0;
+}
+
+static void unload(file *f)
+{
+    nd_free(&f->meta);
+    free(f->p);
+}
+
+static FILE *write_file(const zx_dcol *cols, size_t ncols, const zx_pq_opts *o,
+                        const zx_rowset *rs, int times, uint64_t *nulled)
+{
+    FILE *f = tmpfile();
+    zx_pq_writer *w;
+    char err[256];
+    if (zx_pq_open(fileno(f), cols, ncols, o, &w, err, sizeof(err)) < 0) {
+        printf("open: %s\n", err);
+        return NULL;
+    }
+    for (int i = 0; i < times; i++)
+        if (zx_pq_write(w, rs, err, sizeof(err)) < 0) {
+            printf("write: %s\n", err);
+            return NULL;
+        }
+    uint64_t bytes;
+    if (zx_pq_finish(w, &bytes, err, sizeof(err)) < 0) {
+        printf("finish: %s\n", err);
+        return NULL;
+    }
+    if (nulled)
+        *nulled = zx_pq_nulled(w);
+    zx_pq_free(w);
+    fflush(f);
+    return f;
+}
+
+static void add(zx_rowset *rs, uint32_t col, zx_value v)
+{
+    if (v.s)
+        v.s = zx_rowset_strdup(rs, v.s, v.len);
+    zx_rowset_add(rs, col, &v);
+}
+
+/* Decode definition levels (4-byte length + hybrid, width 1) of n rows. */
+static const uint8_t *defs(const uint8_t *p, uint32_t n, uint8_t *out)
+{
+    uint32_t len;
+    memcpy(&len, p, 4);
+    const uint8_t *q = p + 4, *end = p + 4 + len;
+    uint32_t k = 0;
+    while (q < end && k < n) {
+        uint64_t h = rd_uvarint(&q, end);
+        if (h & 1) {
+            uint64_t cnt = (h >> 1) * 8;
+            for (uint64_t i = 0; i < cnt; i++, k += k < n)
+                if (k < n)
+                    out[k] = (q[i / 8] >> (i % 8)) & 1;
+            q += h >> 1;
+        } else {
+            uint8_t v = *q++;
+            for (uint64_t i = 0; i < (h >> 1) && k < n; i++)
+                out[k++] = v;
+        }
+    }
+    return end;
+}
+
+static void test_file_basic(void)
+{
+    zx_dcol cols[] = {{"id", ZX_DT_INT64, 0, 0}, {"name", ZX_DT_TEXT, 0, 0},
+                      {"m", ZX_DT_DECIMAL, 20, 3}};
+    zx_rowset rs;
+    zx_rowset_init(&rs);
+    for (int c = 0; c < 3; c++)
+        zx_rowset_column(&rs, cols[c].name, strlen(cols[c].name), ZX_T_NULL);
+    const char *names[] = {"b", "a", "c"};
+    for (int r = 0; r < 10; r++) {
+        zx_rowset_begin_row(&rs);
+        if (r != 3)
+            add(&rs, 0, (zx_value){.type = ZX_T_INT, .u.i = r * 10 - 20});
+        if (r % 4 != 1)
+            add(&rs, 1, txt(names[r % 3]));
+        if (r == 5)
+            add(&rs, 2, txt("not a number"));
+        else if (r == 6)
+            add(&rs, 2, txt("-1.5"));
+        else if (r == 7)
+            add(&rs, 2, txt("12345678901234567.891"));
+        zx_rowset_end_row(&rs);
+    }
+    zx_pq_opts o = {.codec = ZX_PQ_NONE};
+    uint64_t nulled = 0;
+    FILE *f = write_file(cols, 3, &o, &rs, 1, &nulled);
+    CHECK(f && nulled == 1);
+    file pf;
+    CHECK(f && load(f, &pf) == 0);
+    if (!f)
+        return;
+    CHECK(fi(&pf.meta, 3) == 10);
+    const node *schema = fld(&pf.meta, 2), *rgs = fld(&pf.meta, 4);
+    CHECK(schema && schema->n == 4);
+    CHECK(rgs && rgs->n == 1);
+    if (schema && schema->n == 4) {
+        const node *leaf = &schema->kids[2];
+        CHECK(fi(leaf, 1) == 6 && fi(leaf, 3) == 1 && fi(leaf, 6) == 0);
+        const node *lt = fld(leaf, 10);
+        CHECK(lt && fld(lt, 1));                       /* STRING */
+        const node *dl = &schema->kids[3];
+        CHECK(fi(dl, 1) == 7 && fi(dl, 2) == 9 && fi(dl, 7) == 3 && fi(dl, 8) == 20);
+    }
+    if (rgs && rgs->n == 1) {
+        const node *chunks = fld(&rgs->kids[0], 1);
+        CHECK(chunks && chunks->n == 3);
+        /* id: PLAIN int64, one NULL, min -20, max 70 */
+        const node *md = fld(&chunks->kids[0], 3);
+        const node *st = fld(md, 12);
+        CHECK(fi(st, 3) == 1);
+        const node *mn = fld(st, 6), *mx = fld(st, 5);
+        int64_t a = 0, b = 0;
+        if (mn && mx && mn->n == 8 && mx->n == 8) {
+            memcpy(&a, mn->s, 8);
+            memcpy(&b, mx->s, 8);
+        }
+        CHECK(a == -20 && b == 70);
+        /* the data page: header, defs, values */
+        const uint8_t *q = pf.p + fi(md, 9);
+        node ph;
+        CHECK(rd_struct(&ph, &q, pf.p + pf.n) == 0);
+        CHECK(fi(&ph, 1) == 0 && fi(fld(&ph, 5), 1) == 10 && fi(fld(&ph, 5), 2) == 0);
+        uint8_t d[10];
+        const uint8_t *vals = defs(q, 10, d);
+        int64_t v[9];
+        memcpy(v, vals, sizeof(v));
+        CHECK(d[3] == 0 && d[0] == 1 && d[9] == 1);
+        CHECK(v[0] == -20 && v[3] == 20 && v[8] == 70);
+        nd_free(&ph);
+
+        /* name: a dictionary page (PLAIN "b","c","a": first seen first)
+         * then RLE_DICTIONARY */
+        md = fld(&chunks->kids[1], 3);
+        CHECK(fi(md, 11) > 0);
+        q = pf.p + fi(md, 11);
+        CHECK(rd_struct(&ph, &q, pf.p + pf.n) == 0);
+        CHECK(fi(&ph, 1) == 2 && fi(fld(&ph, 7), 1) == 3);
+        CHECK(!memcmp(q, "\1\0\0\0b\1\0\0\0c\1\0\0\0a", 15));
+        nd_free(&ph);
+        q = pf.p + fi(md, 9);
+        CHECK(rd_struct(&ph, &q, pf.p + pf.n) == 0);
+        CHECK(fi(fld(&ph, 5), 2) == 8);
+        nd_free(&ph);
+        st = fld(md, 12);
+        mn = fld(st, 6);
+        mx = fld(st, 5);
+        CHECK(fi(st, 3) == 3 && mn && mx && mn->n == 1 && mn->s[0] == 'a' && mx->s[0] == 'c');
+        CHECK(!fld(st, 1));                            /* no legacy max for strings */
+
+        /* decimal(20,3): FLBA(9) big-endian; min -1.500, max 12345678901234567.891 */
+        md = fld(&chunks->kids[2], 3);
+        st = fld(md, 12);
+        mn = fld(st, 6);
+        CHECK(fi(st, 3) == 8 && mn && mn->n == 9);
+        if (mn && mn->n == 9) {
+            static const uint8_t m1500[9] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfa, 0x24};
+            CHECK(!memcmp(mn->s, m1500, 9));
+        }
+    }
+    unload(&pf);
+    fclose(f);
+    zx_rowset_free(&rs);
+}
+
+/* Several row groups, each starting its dictionary anew; a dictionary
+ * that overflows falls back to PLAIN; all codecs; NaN statistics. */
+static void test_file_groups(void)
+{
+    zx_dcol cols[] = {{"s", ZX_DT_TEXT, 0, 0}, {"x", ZX_DT_DOUBLE, 0, 0},
+                      {"b", ZX_DT_BOOL, 0, 0}};
+    zx_rowset rs;
+    zx_rowset_init(&rs);
+    for (int c = 0; c < 3; c++)
+        zx_rowset_column(&rs, cols[c].name, strlen(cols[c].name), ZX_T_NULL);
+    char buf[128];
+    for (int r = 0; r < 5000; r++) {
+        zx_rowset_begin_row(&rs);
+        int l = snprintf(buf, sizeof(buf), "value-%d-%064d", r, r);   /* all distinct */
+        add(&rs, 0, (zx_value){.type = ZX_T_TEXT, .len = (uint32_t)l, .s = buf});
+        add(&rs, 1, (zx_value){.type = ZX_T_REAL, .u.d = r == 77 ? NAN : r * 0.25});
+        if (r % 5)
+            add(&rs, 2, (zx_value){.type = ZX_T_BOOL, .u.b = r % 2});
+        zx_rowset_end_row(&rs);
+    }
+    zx_pq_codec codecs[] = {ZX_PQ_NONE, ZX_PQ_SNAPPY, ZX_PQ_ZSTD};
+    for (int k = 0; k < 3; k++) {
+        zx_pq_opts o = {.codec = codecs[k], .row_group_bytes = 200000, .page_bytes = 4096};
+        FILE *f = write_file(cols, 3, &o, &rs, 4, NULL);
+        file pf;
+        CHECK(f && load(f, &pf) == 0);
+        if (!f)
+            continue;
+        CHECK(fi(&pf.meta, 3) == 20000);
+        const node *rgs = fld(&pf.meta, 4);
+        CHECK(rgs && rgs->n > 3);
+        int64_t total = 0;
+        for (size_t g = 0; rgs && g < rgs->n; g++) {
+            total += fi(&rgs->kids[g], 3);
+            const node *chunks = fld(&rgs->kids[g], 1);
+            const node *md = fld(&chunks->kids[1], 3);
+            CHECK(fi(md, 4) == (codecs[k] == ZX_PQ_NONE ? 0 : codecs[k] == ZX_PQ_SNAPPY ? 1 : 6));
+            const node *st = fld(md, 12);
+            CHECK(fld(st, 9) != NULL);                 /* nan_count written */
+            if (fi(st, 9) > 0)
+                CHECK(!fld(st, 5) && !fld(st, 6));     /* no min/max with a NaN */
+            else
+                CHECK(fld(st, 5) && fld(st, 6));
+            /* text longer than 64 bytes: no min/max */
+            const node *sst = fld(fld(&chunks->kids[0], 3), 12);
+            CHECK(!fld(sst, 5) && fi(sst, 3) == 0);
+            /* bool: legacy and new min/max of one byte */
+            const node *bst = fld(fld(&chunks->kids[2], 3), 12);
+            CHECK(fld(bst, 1) && fld(bst, 6) && fld(bst, 6)->n == 1);
+        }
+        CHECK(total == 20000);
+        unload(&pf);
+        fclose(f);
+    }
+    zx_rowset_free(&rs);
+}
+
+static void test_errors(void)
+{
+    char err[256] = "";
+    zx_pq_writer *w = NULL;
+    zx_dcol bad[] = {{"m", ZX_DT_DECIMAL, 39, 0}};
+    CHECK(zx_pq_open(1, bad, 1, NULL, &w, err, sizeof(err)) < 0 && !w);
+    CHECK(strstr(err, "decimal(39,0)") != NULL);
+    zx_dcol dup[] = {{"a", ZX_DT_INT64, 0, 0}, {"a", ZX_DT_TEXT, 0, 0}};
+    CHECK(zx_pq_open(1, dup, 2, NULL, &w, err, sizeof(err)) < 0 && strstr(err, "twice"));
+    int p[2];
+    CHECK(pipe(p) == 0);
+    close(p[0]);
+    signal(SIGPIPE, SIG_IGN);
+    zx_dcol ok[] = {{"a", ZX_DT_INT64, 0, 0}};
+    CHECK(zx_pq_open(p[1], ok, 1, NULL, &w, err, sizeof(err)) < 0 && strstr(err, "write failed"));
+    close(p[1]);
+
+    /* empty file: schema, no row groups */
+    zx_rowset rs;
+    zx_rowset_init(&rs);
+    zx_rowset_column(&rs, "a", 1, ZX_T_NULL);
+    FILE *f = write_file(ok, 1, NULL, &rs, 1, NULL);
+    file pf;
+    CHECK(f && load(f, &pf) == 0);
+    if (f) {
+        CHECK(fi(&pf.meta, 3) == 0 && fld(&pf.meta, 4)->n == 0 && fld(&pf.meta, 2)->n == 2);
+        unload(&pf);
+        fclose(f);
+    }
+    zx_rowset_free(&rs);
+    zx_pq_free(NULL);
+}
+
+int main(void)
+{
+    test_thrift();
+    test_values();
+    test_file_basic();
+    test_file_groups();
+    test_errors();
+    if (failures)
+        printf("%d check(s) failed\n", failures);
+    else
+        printf("test_parquet: all checks passed\n");
+    return failures != 0;
+}
