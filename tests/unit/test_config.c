@@ -2083,6 +2083,141 @@ static void test_reference(void)
     free(got);
 }
 
+/* Reverse syncs: a whole valid file (authors, tokens, connections of
+ * every destination kind, a sync of each destination), then each mistake
+ * an operator makes, with its message. */
+static int has_sub(const zx_conf_errors *e, const char *sub)
+{
+    for (size_t i = 0; i < e->n; i++)
+        if (strstr(e->msgs[i], sub))
+            return 1;
+    return 0;
+}
+
+#define EXPECT_SUB(sub) do {                                                   \
+        if (!has_sub(&e, sub)) {                                               \
+            fprintf(stderr, "%s:%d: missing error: %s\n", __FILE__, __LINE__,  \
+                    sub);                                                      \
+            dump(&e);                                                          \
+            failures++;                                                        \
+        }                                                                      \
+    } while (0)
+
+static void test_syncs(void)
+{
+    zx_conf_errors e = {0};
+    char buf[4096];
+    static const char head[] =
+        "authors:\n  alice: {tables: [customers, orders], operators: [root]}\n"
+        "connections:\n"
+        "  crm: {kind: postgres, dsn: \"postgresql://crm:pw@127.0.0.1:5433/crm\"}\n"
+        "  shop: {kind: mysql, dsn: \"mysql://zx:pw@127.0.0.1:3306/shop\"}\n"
+        "  lite: {kind: sqlite, path: dest.db}\n"
+        "  ro: {kind: sqlite, path: ro.db, read_only: true}\n"
+        "api_tokens:\n"
+        "  airflow: {token: \"0123456789abcdef0123\", role: orchestrator, syncs: [a]}\n"
+        "  bot: {token: \"fedcba9876543210fedc\", role: agent}\n";
+    snprintf(buf, sizeof(buf), "%spipelines:\n"
+             "  a:\n    direction: out\n    author: alice\n    query: SELECT 1 AS id\n"
+             "    destination: {connection: crm, table: public.customers}\n"
+             "    mode: upsert\n    key: [id]\n    schedule: \"*/15 * * * *\"\n"
+             "  b: {direction: out, author: alice, query: SELECT 1, mode: replace,\n"
+             "      destination: {files: {path: exports/x, format: parquet}}}\n"
+             "  c: {direction: out, author: alice, query: SELECT 1, mode: mirror, key: id,\n"
+             "      destination: {connection: shop, table: t}}\n"
+             "  web: {direction: stream, source: http, key: k123}\n", head);
+    zx_conf *c = load(buf, 0, &e);
+    CHECK(c != NULL);
+    if (!c)
+        dump(&e);
+    if (c) {
+        const zx_conf_pipeline *a = zx_conf_find(c, "a"), *b = zx_conf_find(c, "b");
+        const zx_conf_pipeline *cc = zx_conf_find(c, "c"), *w = zx_conf_find(c, "web");
+        CHECK(a && zx_conf_is_sync(a) && !strcmp(a->source, "sync") && a->mode == 2);
+        CHECK(a && a->auth && !strcmp(a->auth->name, "alice") && a->nkey_cols == 1);
+        CHECK(a && a->dest_conn && !strcmp(a->dest_conn->kind, "postgres"));
+        CHECK(a && a->dest_compression == NULL && a->batch_rows == 10000);
+        CHECK(b && b->dest_path && b->dest_path[0] == '/' && strstr(b->dest_path, "exports/x"));
+        CHECK(b && !strcmp(b->dest_format, "parquet") && !strcmp(b->dest_compression, "zstd"));
+        CHECK(cc && cc->mode == 3 && cc->nkey_cols == 1 && !strcmp(cc->key_cols[0], "id"));
+        CHECK(cc && cc->dest_conn && !strcmp(cc->dest_conn->dsn_shown,
+                                             "mysql://zx:***@127.0.0.1:3306/shop"));
+        CHECK(w && !zx_conf_is_sync(w) && w->key && !strcmp(w->key, "k123"));
+        const zx_conf_connection *l = zx_conf_find_connection(c, "lite");
+        CHECK(l && l->path && l->path[0] == '/' && !l->read_only);
+        CHECK(zx_conf_find_connection(c, "ro")->read_only == 1);
+        const zx_conf_apitoken *t = zx_conf_find_apitoken(c, "bot");
+        CHECK(t && !strcmp(t->role, "agent") && t->nsyncs == 0);
+        CHECK(zx_conf_find_author(c, "alice")->noperators == 1);
+        zx_conf_free(c);
+    }
+    static const struct {
+        const char *pipe, *err;
+    } bad[] = {
+        {"direction: out, author: alice, query: SELECT 1, mode: upsert, "
+         "destination: {connection: lite, table: t}", "mode upsert needs key"},
+        {"direction: out, author: bob, query: SELECT 1, mode: replace, "
+         "destination: {connection: lite, table: t}", "unknown author 'bob'"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {connection: ro, table: t}", "connection ro is read_only"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {connection: nope, table: t}", "unknown connection 'nope'"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {connection: lite}", "missing required field 'table'"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {connection: lite, table: t, files: {path: x, format: csv}}",
+         "not both"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {files: {path: x}}", "missing required field 'format'"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {files: {path: x, format: xml}}", "format"},
+        {"direction: out, author: alice, query: SELECT 1, mode: sometimes, "
+         "destination: {connection: lite, table: t}", "mode"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, schedule: \"61 * * * *\", "
+         "destination: {connection: lite, table: t}", "61 is out of range 0-59"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, schedule: \"0 0 30 2 *\", "
+         "destination: {connection: lite, table: t}", "never fires"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, source: kafka, "
+         "destination: {connection: lite, table: t}", "takes no source"},
+        {"direction: out, author: alice, mode: replace, "
+         "destination: {connection: lite, table: t}", "missing required field 'query'"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace", "destination"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, table: x, "
+         "destination: {connection: lite, table: t}", "table applies only to source"},
+        {"direction: stream, source: http, key: k, query: SELECT 1",
+         "query applies only to a reverse sync"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, key: [id, id], "
+         "destination: {connection: lite, table: t}", "listed twice"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(buf, sizeof(buf), "%spipelines:\n  s: {%s}\n", head, bad[i].pipe);
+        c = load(buf, 0, &e);
+        CHECK(c == NULL);
+        zx_conf_free(c);
+        EXPECT_SUB(bad[i].err);
+    }
+    /* tokens and connections */
+    c = load("api_tokens:\n  t: {token: short, role: agent}\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_SUB("at least 16");
+    c = load("api_tokens:\n  t: {token: \"0123456789abcdef0\", role: agent, syncs: [x]}\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_SUB("'x' is not a reverse sync");
+    c = load("api_tokens:\n  t: {token: \"0123456789abcdef0\", role: boss}\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_SUB("role");
+    c = load("connections:\n  m: {kind: mysql, dsn: \"host=db1\"}\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_SUB("kind mysql needs a dsn of the form mysql://");
+    c = load("connections:\n  p: {kind: postgres, dsn: \"mysql://a@b/c\"}\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_SUB("not mysql://");
+    c = load("connections:\n  k: {kind: kafka, brokers: [\"a:1\"], read_only: true}\n", 0, &e);
+    CHECK(c == NULL);
+    zx_conf_free(c);
+    zx_conf_errors_free(&e);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--print-reference")) {
@@ -2111,6 +2246,7 @@ int main(int argc, char **argv)
     test_pg_cdc();
     test_pg_cdc_errors();
     test_pg_cdc_same();
+    test_syncs();
     test_reference();
     unlink(tpath("t.yaml"));
     unlink(tpath("web.key"));

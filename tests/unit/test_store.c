@@ -399,6 +399,135 @@ static void test_nometasync(void)
     umask(old);
 }
 
+/* Reverse syncs: row hashes by key hash (put, get, scan in order from a
+ * key, delete, clear, count; another sync untouched) and runs (newest
+ * first, per sync and all, pruned). */
+typedef struct scan_acc {
+    unsigned char kh[64][ZX_KEYHASH_LEN];
+    uint64_t rh[64];
+    size_t n;
+} scan_acc;
+
+static int scan_acc_cb(const unsigned char *kh, uint64_t rh, const char *kv, size_t kvlen,
+                       void *ctx)
+{
+    scan_acc *a = ctx;
+    (void)kv;
+    (void)kvlen;
+    if (a->n < 64) {
+        memcpy(a->kh[a->n], kh, ZX_KEYHASH_LEN);
+        a->rh[a->n++] = rh;
+    }
+    return 0;
+}
+
+typedef struct run_acc {
+    char names[16][16];
+    uint64_t ids[16];
+    size_t n;
+} run_acc;
+
+static int run_acc_cb(const char *sync, uint64_t id, const char *json, size_t len, void *ctx)
+{
+    run_acc *a = ctx;
+    (void)json;
+    (void)len;
+    if (a->n < 16) {
+        snprintf(a->names[a->n], sizeof(a->names[0]), "%s", sync);
+        a->ids[a->n++] = id;
+    }
+    return 0;
+}
+
+static void test_syncs(void)
+{
+    zx_store *s = NULL;
+    zx_store_txn *t = NULL;
+    char err[256];
+    CHECK_RC(zx_store_open(dir, 0, 0, &s, err, sizeof(err)), 0);
+    if (!s)
+        return;
+    unsigned char kh[5][ZX_KEYHASH_LEN];
+    for (int i = 0; i < 5; i++) {
+        memset(kh[i], 0, ZX_KEYHASH_LEN);
+        kh[i][0] = (unsigned char)(0x10 * (5 - i));   /* put out of order */
+        kh[i][15] = (unsigned char)i;
+        kh[i][7] = 0;                                 /* NUL bytes inside a key */
+    }
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    for (int i = 0; i < 5; i++)
+        CHECK_RC(zx_store_hash_put(t, "crm", kh[i], 100 + (uint64_t)i, "[1]", 3), 0);
+    CHECK_RC(zx_store_hash_put(t, "crm2", kh[0], 7, NULL, 0), 0);
+    CHECK_RC(zx_store_hash_put(t, "cr", kh[0], 8, NULL, 0), 0);
+    CHECK_RC(zx_store_commit(t), 0);
+
+    CHECK_RC(zx_store_begin(s, 1, &t), 0);
+    uint64_t rh = 0;
+    const char *kv = NULL;
+    size_t kvlen = 0;
+    CHECK_RC(zx_store_hash_get(t, "crm", kh[2], &rh, &kv, &kvlen), 0);
+    CHECK(rh == 102 && kvlen == 3 && kv && !memcmp(kv, "[1]", 3));
+    unsigned char none[ZX_KEYHASH_LEN] = {1};
+    CHECK_RC(zx_store_hash_get(t, "crm", none, &rh, NULL, NULL), ZX_STORE_NOTFOUND);
+    CHECK(zx_store_hashes_count(t, "crm") == 5);
+    CHECK(zx_store_hashes_count(t, "cr") == 1);
+    scan_acc a = {0};
+    size_t visited = 0;
+    CHECK_RC(zx_store_hashes_scan(t, "crm", NULL, 0, scan_acc_cb, &a, &visited), 0);
+    CHECK(a.n == 5 && visited == 5);
+    for (size_t i = 1; i < a.n; i++)
+        CHECK(memcmp(a.kh[i - 1], a.kh[i], ZX_KEYHASH_LEN) < 0);   /* key-hash order */
+    /* resumed after the second, two at a time */
+    scan_acc b = {0};
+    CHECK_RC(zx_store_hashes_scan(t, "crm", a.kh[1], 2, scan_acc_cb, &b, &visited), 0);
+    CHECK(b.n == 2 && visited == 2 && !memcmp(b.kh[0], a.kh[2], ZX_KEYHASH_LEN) &&
+          !memcmp(b.kh[1], a.kh[3], ZX_KEYHASH_LEN));
+    scan_acc c = {0};
+    CHECK_RC(zx_store_hashes_scan(t, "crm", a.kh[4], 10, scan_acc_cb, &c, &visited), 0);
+    CHECK(c.n == 0 && visited == 0);
+    zx_store_abort(t);
+
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK_RC(zx_store_hash_del(t, "crm", kh[2]), 0);
+    CHECK_RC(zx_store_hash_del(t, "crm", kh[2]), 0);   /* again: fine */
+    CHECK_RC(zx_store_hash_put(t, "crm", kh[1], 999, "[2]", 3), 0);   /* replaced */
+    for (uint64_t id = 1; id <= 5; id++)
+        CHECK_RC(zx_store_run_put(t, "crm", id * 1000, "{\"a\":1}", 7), 0);
+    CHECK_RC(zx_store_run_put(t, "crm2", 2500, "{}", 2), 0);
+    CHECK_RC(zx_store_run_put(t, "cr", 9000, "{}", 2), 0);
+    CHECK_RC(zx_store_commit(t), 0);
+
+    CHECK_RC(zx_store_begin(s, 1, &t), 0);
+    CHECK(zx_store_hashes_count(t, "crm") == 4);
+    CHECK_RC(zx_store_hash_get(t, "crm", kh[1], &rh, NULL, NULL), 0);
+    CHECK(rh == 999);
+    run_acc r = {0};
+    CHECK_RC(zx_store_runs_each(t, "crm", run_acc_cb, &r), 0);
+    CHECK(r.n == 5 && r.ids[0] == 5000 && r.ids[4] == 1000);   /* newest first */
+    run_acc all = {0};
+    CHECK_RC(zx_store_runs_each(t, NULL, run_acc_cb, &all), 0);
+    CHECK(all.n == 7);
+    run_acc one = {0};
+    CHECK_RC(zx_store_runs_each(t, "cr", run_acc_cb, &one), 0);
+    CHECK(one.n == 1 && one.ids[0] == 9000);
+    zx_store_abort(t);
+
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    uint64_t removed = 0;
+    CHECK_RC(zx_store_runs_prune(t, "crm", 2, &removed), 0);
+    CHECK(removed == 3);
+    CHECK_RC(zx_store_hashes_clear(t, "crm"), 0);
+    CHECK_RC(zx_store_commit(t), 0);
+    CHECK_RC(zx_store_begin(s, 1, &t), 0);
+    run_acc left = {0};
+    CHECK_RC(zx_store_runs_each(t, "crm", run_acc_cb, &left), 0);
+    CHECK(left.n == 2 && left.ids[0] == 5000 && left.ids[1] == 4000);
+    CHECK(zx_store_hashes_count(t, "crm") == 0);
+    CHECK(zx_store_hashes_count(t, "crm2") == 1);   /* another sync untouched */
+    zx_store_abort(t);
+    zx_store_close(s);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/zx-test-store-XXXXXX");
@@ -411,6 +540,7 @@ int main(void)
     test_prune();
     test_map_growth();
     test_nometasync();
+    test_syncs();
     cleanup_dir();
     if (failures) {
         printf("test_store: %d check(s) failed\n", failures);
