@@ -440,3 +440,42 @@ def test_zxctl_send_runs_once_as_the_operators_author(sync_env):
     assert p.returncode == 1 and "configure a sync" in p.stderr
     wait_for(lambda: not any(e["name"].startswith("zx-send-")
                              for e in z.status()["pipelines"]), "the sends' pipelines gone")
+
+
+# ---- the README's example -----------------------------------------------------------
+
+@pytest.mark.sqlite_only
+def test_the_examples_sync_exports_the_pushed_events(tmp_path):
+    """The README's lines: run conf/zx.example.yaml, push two events, run
+    web_events_csv, read the CSV."""
+    from conftest import REPO, free_port, http_request
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    port = free_port()
+    text = open(os.path.join(REPO, "conf", "zx.example.yaml")).read()
+    text = text.replace('listen: "127.0.0.1:8780"', f'listen: "127.0.0.1:{port}"')
+    (conf / "zx.example.yaml").write_text(text)
+    env = dict(os.environ, ZX_WEB_EVENTS_KEY="dev-secret")
+    log = open(tmp_path / "zxd.log", "w")
+    p = subprocess.Popen([ZXD, "-c", str(conf / "zx.example.yaml")], stdout=log, stderr=log,
+                         env=env, start_new_session=True)
+    try:
+        sock = str(conf / "var" / "zxd.sock")
+        wait_for(lambda: os.path.exists(sock) and subprocess.run(
+            [ZXCTL, "-s", sock, "status"], capture_output=True).returncode == 0, "zxd up")
+        h = {"Authorization": "Bearer dev-secret"}
+        assert http_request(port, "POST", "/api/streams/web_events/push",
+                            b'{"page":"/home","ms":12}', h).status == 202
+        h["Content-Type"] = "application/x-ndjson"
+        assert http_request(port, "POST", "/api/streams/web_events/push?wait=commit",
+                            b'{"page":"/a"}\n{"page":"/b","ms":30}', h).status == 202
+        r = subprocess.run([ZXCTL, "-c", str(conf / "zx.example.yaml"), "run", "web_events_csv",
+                            "--wait"], capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode == 0 and "succeeded" in r.stdout, r.stdout + r.stderr
+        with open(conf / "var" / "exports" / "web_events.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert sorted(x["page"] for x in rows) == ["/a", "/b", "/home"]
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=60)
+        log.close()

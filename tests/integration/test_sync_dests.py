@@ -1,0 +1,164 @@
+"""
+Every mode on every table destination, end to end: PostgreSQL, MariaDB
+(tests/services/mariadb) and SQLite, each read back by its own client;
+first, second and third runs (only the changes sent; deletes in mirror);
+the table made with the result's types and a primary key on the key; the
+files destination in its per-run modes.  On both workspace backends.
+"""
+
+import json
+import os
+
+import pytest
+
+from sync_fixtures import make_sync_env, mariadb_env, sqlite_rows
+from test_syncs import insert_customers, make_customers
+
+QUERY = "SELECT id, email, plan, active, updated_at FROM customers"
+
+
+@pytest.fixture
+def sync_env(pg, workspace):
+    yield from make_sync_env(pg, workspace)
+
+
+@pytest.fixture(scope="module")
+def mariadb():
+    env = mariadb_env()
+    if env is None:
+        pytest.fail("tests/services/mariadb is missing")
+    import pymysql
+    conn = pymysql.connect(host=env["MYSQL_HOST"], port=int(env["MYSQL_PORT"]),
+                           user=env["MYSQL_USER"], password=env["MYSQL_PASSWORD"], autocommit=True)
+    yield env, conn
+    conn.close()
+
+
+class Dest:
+    """A table destination of one kind: its connection's settings and a
+    reader of its rows."""
+
+    def __init__(self, kind, sync_env, pg, mariadb_fx, root):
+        self.kind = kind
+        if kind == "sqlite":
+            self.path = os.path.join(root, "dest.db")
+            self.conn = {"kind": "sqlite", "path": self.path}
+            self.table = "customers"
+        elif kind == "postgres":
+            self.pg = pg
+            self.db = sync_env.pg_db()
+            self.conn = sync_env.pg_conn(self.db)
+            self.table = "public.customers"
+        else:
+            env, c = mariadb_fx
+            self.my = c
+            self.dbname = "zxt_" + os.urandom(4).hex()
+            with c.cursor() as cur:
+                cur.execute(f"CREATE DATABASE {self.dbname}")
+            self.conn = {"kind": "mysql",
+                         "dsn": f"mysql://{env['MYSQL_USER']}:{{pw}}@{env['MYSQL_HOST']}:"
+                                f"{env['MYSQL_PORT']}/{self.dbname}",
+                         "password": env["MYSQL_PASSWORD"]}
+            self.table = "customers"
+
+    def rows(self, table="customers", cols="id, email, plan"):
+        sql = f"SELECT {cols} FROM {table} ORDER BY id"
+        if self.kind == "sqlite":
+            return [tuple(r) for r in sqlite_rows(self.path, sql)]
+        if self.kind == "postgres":
+            return [tuple(r) for r in self.pg.query(self.db, sql)]
+        with self.my.cursor() as cur:
+            cur.execute(f"SELECT {cols} FROM {self.dbname}.{table} ORDER BY id")
+            return [tuple(r) for r in cur.fetchall()]
+
+    def close(self):
+        if self.kind == "mysql":
+            with self.my.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS {self.dbname}")
+
+
+@pytest.fixture(params=["sqlite", "postgres", "mysql"])
+def dest_kind(request):
+    return request.param
+
+
+def setup(sync_env, pg, request, dest_kind, mode, key=("id",)):
+    mfx = request.getfixturevalue("mariadb") if dest_kind == "mysql" else None
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
+    d = Dest(dest_kind, sync_env, pg, mfx, z.root)
+    request.addfinalizer(d.close)
+    z.syncs = {"s": {"query": QUERY, "mode": mode, "key": list(key) if key else None,
+                     "dest": {"connection": "d", "table": d.table}}}
+    z.connections = {"d": d.conn}
+    z.write_config()
+    make_customers(z)
+    z.start()
+    return z, d
+
+
+def test_upsert_three_runs(sync_env, pg, request, dest_kind):
+    z, d = setup(sync_env, pg, request, dest_kind, "upsert")
+    assert z.run("s")["rows_sent"] == 3
+    assert d.rows() == [(1, "a@x.org", "free"), (2, "b@x.org", "pro"), (3, 'c,"q"@x.org', "free")]
+    assert z.run("s")["rows_sent"] == 0
+    z.ws_exec("UPDATE customers SET email = 'b2@x.org' WHERE id = 2")
+    insert_customers(z, [(4, "d@x.org", "pro", False, None)])
+    r = z.run("s")
+    assert (r["rows_sent"], r["rows_inserted"], r["rows_updated"]) == (2, 1, 1)
+    assert d.rows() == [(1, "a@x.org", "free"), (2, "b2@x.org", "pro"),
+                        (3, 'c,"q"@x.org', "free"), (4, "d@x.org", "pro")]
+    # the types: an integer key, a boolean, a timestamp that round-trips
+    got = d.rows(cols="id, active, updated_at")
+    assert got[0][0] == 1 and bool(got[0][1]) is True
+    ts = got[2][2]
+    text = ts if isinstance(ts, str) else ts.isoformat()
+    assert text.startswith("1969-07-20") and "20:17:40.123456" in text, got[2]
+
+
+def test_mirror_deletes(sync_env, pg, request, dest_kind):
+    z, d = setup(sync_env, pg, request, dest_kind, "mirror")
+    z.run("s")
+    z.ws_exec("DELETE FROM customers WHERE id = 1")
+    r = z.run("s")
+    assert (r["rows_deleted"], r["rows_sent"]) == (1, 0)
+    assert [x[0] for x in d.rows()] == [2, 3]
+    z.ws_exec("DELETE FROM customers")
+    r = z.run("s")
+    assert r["rows_deleted"] == 2 and d.rows() == []
+
+
+def test_replace_and_append(sync_env, pg, request, dest_kind):
+    z, d = setup(sync_env, pg, request, dest_kind, "replace", key=None)
+    z.run("s")
+    z.ws_exec("DELETE FROM customers WHERE id = 3")
+    assert z.run("s")["rows_sent"] == 2
+    assert [x[0] for x in d.rows()] == [1, 2]
+    # the same table in append mode: everything again
+    z.syncs["s"]["mode"] = "append"
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    z.run("s")
+    assert [x[0] for x in d.rows()] == [1, 1, 2, 2]
+
+
+# ---- files in their per-run modes ----------------------------------------------------
+
+def test_files_modes_write_a_file_per_run(sync_env):
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
+    z.syncs = {"m": {"query": "SELECT id, plan FROM customers", "mode": "mirror", "key": ["id"],
+                     "dest": {"files": {"path": "out", "format": "json"}}}}
+    z.write_config()
+    make_customers(z)
+    z.start()
+    r1 = z.run("m")
+    z.ws_exec("DELETE FROM customers WHERE id = 2", "UPDATE customers SET plan = 'x' WHERE id = 3")
+    r2 = z.run("m")
+    out = os.path.join(z.root, "out")
+    f1 = os.path.join(out, f"m-{r1['id']}.json")
+    f2 = os.path.join(out, f"m-{r2['id']}.json")
+    assert sorted(os.listdir(out)) == sorted([os.path.basename(f1), os.path.basename(f2)])
+    one = [json.loads(l) for l in open(f1)]
+    assert [(o["_zx_op"], o["id"]) for o in one] == [("upsert", 1), ("upsert", 2), ("upsert", 3)]
+    two = [json.loads(l) for l in open(f2)]
+    assert sorted((o["_zx_op"], o["id"], o.get("plan")) for o in two) == \
+        [("delete", 2, None), ("upsert", 3, "x")]
