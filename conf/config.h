@@ -100,14 +100,17 @@ typedef struct zx_conf_connection {
                                 loaded with ZX_CONF_SKIP_SECRETS and written
                                 with a reference */
     size_t nprops;
-    char *dsn;               /* postgres: libpq connection string (a
+    char *dsn;               /* mysql: mysql://user:pw@host:port/db, checked
+                                with zx_mysql_dsn_parse (common/mysql_dsn.h);
+                                postgres: libpq connection string (a
                                 `postgresql://` URI or key=value pairs),
                                 references resolved: may hold a password,
                                 never print it (use dsn_shown).  NULL for
                                 other kinds, and when loaded with
                                 ZX_CONF_SKIP_SECRETS and written with a
                                 ${env:}/${file:} reference */
-    char *dsn_shown;         /* postgres: dsn with every password replaced by
+    char *dsn_shown;         /* mysql: zx_mysql_dsn_redact of the dsn;
+                                postgres: dsn with every password replaced by
                                 `***` (zx_dsn_redact, common/dsn.h): what
                                 logs, `zxctl test` and errors may show.  When
                                 dsn is NULL (skipped secret): the dsn as

@@ -14,6 +14,7 @@
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
 #include "common/dsn.h"
+#include "common/mysql_dsn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -295,11 +296,28 @@ void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
         const yaml_node_t *dsn = zx_cf_where_opt(w, entry, "dsn");
         int my = !strcmp(cn->kind, "mysql");
         const char *txt = cn->dsn ? cn->dsn : zx_cf_scalar(dsn);
-        if (txt && my != zx_dsn_is_mysql(txt))
+        if (txt && my != zx_dsn_is_mysql(txt)) {
             zx_cf_error_at(x, dsn, "connections.%s: kind %s needs a dsn %s", cn->name,
                            cn->kind, my ? "of the form mysql://user:password@host:3306/"
                            "database" : "libpq takes (postgresql://... or key=value "
                            "pairs), not mysql://");
+        } else if (my && cn->dsn) {
+            /* the whole URI, as the destination will read it (a reference
+             * skipped under ZX_CONF_SKIP_SECRETS is not checked) */
+            zx_mysql_dsn d;
+            const char *why = NULL;
+            if (zx_mysql_dsn_parse(cn->dsn, &d, &why) < 0)
+                zx_cf_error_at(x, dsn, "connections.%s: dsn: %s", cn->name,
+                               why ? why : "not a mysql:// URI");
+            else
+                zx_mysql_dsn_free(&d);
+        }
+        if (my) {
+            cn->dsn_shown = zx_mysql_dsn_redact(txt ? txt : "");
+            if (!cn->dsn_shown)
+                zx_cf_error_at(x, dsn, "out of memory");
+            return;
+        }
         /* dsn NULL: a secret skipped under ZX_CONF_SKIP_SECRETS (or refused,
          * reported already): the text as written, references unresolved */
         if (!cn->dsn && !zx_cf_scalar(dsn))

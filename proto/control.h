@@ -76,6 +76,31 @@
  *                           holding it named), or no connection has it
  *                           ("no configured postgres connection has
  *                           replication slot SLOT (looked at: ...)")
+ *   run {"name":N, "wait":bool, "full":bool}
+ *                         → a reverse sync's run is queued (started at once
+ *                           unless one of the sync runs): RUN, with "ok":true
+ *                           and "run":ID; with "wait", answered when it ends
+ *                           ("ok":false when it failed)
+ *   preview {"name":N}    → answered when done: RUN in state "previewed",
+ *                           with "sample" and "sample_deletes"
+ *   runs {"name":N, "limit":L?}
+ *                         → {"ok":true, "sync":N, "runs":[RUN...]} newest
+ *                           first (default 20)
+ *   approve {"run":ID} | reject {"run":ID}
+ *                         → RUN: an agent's run awaiting approval is queued
+ *                           (its "preview" shown) or rejected
+ *   send {"query":Q, "mode":M, "connection":C, "table":T | "path":P,
+ *         "format":F, "key":[..]?}
+ *                         → answered when done: RUN of a one-off send, as
+ *                           the author whose operators list the caller
+ *       RUN = {"id":"<u64>", "sync":N, "state":"queued" | "previewing" |
+ *              "awaiting_approval" | "running" | "succeeded" | "failed" |
+ *              "rejected" | "previewed", "trigger":"...", "created_at",
+ *              "started_at", "ended_at" (RFC3339 or null), "rows_read",
+ *              "rows_inserted", "rows_updated", "rows_unchanged",
+ *              "rows_sent", "rows_deleted", "rows_failed", "values_nulled",
+ *              "bytes", "mode", "author", "error":"..."|null,
+ *              "preview":{...}? (an agent's run)}
  *   feed {"follow":bool}  → {"ok":true} then zero or more EVENT lines: the
  *                           recent history (up to ZX_FEED_HISTORY events),
  *                           then, with follow, every new event as it happens.
@@ -94,6 +119,10 @@
  *             | "error"   (seq) the writer holds a pipeline's frames back
  *                         because its table refuses them (retried)
  *             | "start" | "stop" (process, pid)
+ *             | "run"     a reverse sync's run started or ended (its record:
+ *                         id, sync, state, trigger, rows_*, error)
+ *             | "run_progress" (phase, rows_read, rows_sent,
+ *                         rows_per_second, seconds_left) every 10 s of a run
  *             | "slot_dropped" | "slot_kept" | "slot_drop_failed" (slot)
  *                         a Postgres pipeline's replication slot after a
  *                         reload removed the pipeline or moved it off the

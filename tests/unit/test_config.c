@@ -215,7 +215,9 @@ static void test_example(void)
         CHECK(c->pg_dsn == NULL && c->pg_dsn_shown == NULL);
         CHECK(c->commit_interval_ms == 20);
         CHECK(c->ring_size == 64u << 20);
-        CHECK(c->npipelines == 1);
+        CHECK(c->npipelines == 2);   /* web_events and its export, web_events_csv */
+        CHECK(zx_conf_is_sync(zx_conf_find(c, "web_events_csv")));
+        CHECK(c->nauthors == 1 && !strcmp(c->authors[0].name, "analyst"));
         p = zx_conf_find(c, "web_events");
         CHECK(p != NULL && p == &c->pipelines[0]);
         CHECK(zx_conf_find(c, "nope") == NULL);

@@ -8,10 +8,10 @@
 
 #include "workers/syncs/dest.h"
 
-extern const zx_dest zx_dest_postgres __attribute__((weak)); /* XXX until all land */
-extern const zx_dest zx_dest_mysql __attribute__((weak)); /* XXX until all land */
-extern const zx_dest zx_dest_sqlite __attribute__((weak)); /* XXX until all land */
-extern const zx_dest zx_dest_files __attribute__((weak)); /* XXX until all land */
+extern const zx_dest zx_dest_postgres;
+extern const zx_dest zx_dest_mysql;
+extern const zx_dest zx_dest_sqlite;
+extern const zx_dest zx_dest_files;
 
 static const zx_dest *const dests[] = {
     &zx_dest_postgres,
@@ -23,7 +23,7 @@ static const zx_dest *const dests[] = {
 const zx_dest *zx_dest_find(const char *name)
 {
     for (size_t i = 0; name && i < sizeof(dests) / sizeof(dests[0]); i++)
-        if (dests[i] && !strcmp(dests[i]->name, name))
+        if (!strcmp(dests[i]->name, name))
             return dests[i];
     return NULL;
 }
