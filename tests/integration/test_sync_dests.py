@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from conftest import wait_for
 from sync_fixtures import make_sync_env, mariadb_env, sqlite_rows
 from test_syncs import insert_customers, make_customers
 
@@ -162,3 +163,83 @@ def test_files_modes_write_a_file_per_run(sync_env):
     two = [json.loads(l) for l in open(f2)]
     assert sorted((o["_zx_op"], o["id"], o.get("plan")) for o in two) == \
         [("delete", 2, None), ("upsert", 3, "x")]
+
+
+# ---- a destination that goes away mid-run; a run killed mid-file --------------------
+
+def big_source(z, rows):
+    t = z.ws_types()
+    z.ws_exec(f"CREATE TABLE big (id {t['int']} PRIMARY KEY, v {t['text']})")
+    if z.workspace == "postgres":
+        z.ws_exec(f"INSERT INTO big SELECT g, 'value-' || g FROM generate_series(1, {rows}) g")
+    else:
+        z.ws_exec("WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < "
+                  f"{rows}) INSERT INTO big SELECT g, 'value-' || g FROM s")
+
+
+def wait_sending(z, name):
+    """Until the run of `name` is sending (its worker's progress)."""
+    def sending():
+        e = z.pipeline(name)
+        st = e.get("source_status") or {}
+        return e.get("pid") and st.get("phase") == "sending"
+    wait_for(sending, f"{name} sending", deadline=120, interval=0.02)
+    return z.pipeline(name)["pid"]
+
+
+def test_the_server_stopped_mid_run_fails_it_and_the_next_run_sends_again(
+        sync_env, pg, request, mariadb):
+    import subprocess
+    from conftest import REPO
+    z = sync_env.zxd({}, {"alice": ["big"]}, start=False)
+    d = Dest("mysql", sync_env, pg, mariadb, z.root)
+    request.addfinalizer(d.close)
+    z.syncs = {"s": {"query": "SELECT id, v FROM big", "mode": "upsert", "key": ["id"],
+                     "dest": {"connection": "d", "table": "big"}}}
+    z.connections = {"d": d.conn}
+    z.write_config()
+    big_source(z, 500000)
+    z.start()
+    assert z.zxctl("run", "s").returncode == 0
+    wait_sending(z, "s")
+    env = dict(z.env, ZX_MYSQL_RESTART_MODE="immediate")
+    r = subprocess.run([os.path.join(REPO, "tests", "services", "mariadb"), "restart"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: z.runs("s") and z.runs("s")[0]["state"] in ("failed", "succeeded"),
+             "the run's end", deadline=120)
+    rec = z.runs("s")[0]
+    assert rec["state"] == "failed", rec      # killed under it
+    assert rec["rows_sent"] == 0 and rec["rows_failed"] == 500000, rec
+    # reconnect (the server is back on the same port): the hashes were left
+    # alone, so everything is sent again
+    import pymysql
+    env_, _ = mariadb
+    d.my = pymysql.connect(host=env_["MYSQL_HOST"], port=int(env_["MYSQL_PORT"]),
+                           user=env_["MYSQL_USER"], password=env_["MYSQL_PASSWORD"],
+                           autocommit=True)
+    r = z.run("s", timeout=600)
+    assert r["rows_sent"] == 500000 and r["rows_inserted"] == 500000
+    with d.my.cursor() as cur:
+        cur.execute(f"SELECT count(*), count(DISTINCT id) FROM {d.dbname}.big")
+        assert cur.fetchone() == (500000, 500000)
+
+
+def test_a_run_killed_mid_file_leaves_no_partial_file(sync_env):
+    z = sync_env.zxd({}, {"alice": ["big"]}, start=False)
+    z.syncs = {"f": {"query": "SELECT id, v FROM big", "mode": "replace",
+                     "dest": {"files": {"path": "out/big.csv", "format": "csv"}}}}
+    z.write_config()
+    big_source(z, 1000000)
+    z.start()
+    assert z.zxctl("run", "f").returncode == 0
+    pid = wait_sending(z, "f")
+    os.kill(pid, 9)
+    wait_for(lambda: z.runs("f") and z.runs("f")[0]["state"] == "failed", "the failed run")
+    out = os.path.join(z.root, "out")
+    assert not os.path.exists(os.path.join(out, "big.csv"))     # never a partial file
+    r = z.run("f", timeout=600)
+    assert r["rows_sent"] == 1000000
+    with open(os.path.join(out, "big.csv")) as fh:
+        assert sum(1 for _ in fh) == 1000001
+    assert [n for n in os.listdir(out) if n != "big.csv"] == []   # the dead run's temp file gone

@@ -39,6 +39,10 @@
  * Keys.  delete_keys gets a rowset whose columns are the run's key columns
  * (zx_dest_run.key_cols, in that order), one row per key to delete; the
  * values have the types above (the key as the last run that sent it saw it).
+ * The run refuses a result with a NULL key, or one key twice, before begin
+ * (workers/syncs/run.c): a destination never gets either.  A key value
+ * that cannot fit its key column (text longer than a MySQL key column
+ * holds) cannot be written as NULL: it fails the run, naming the column.
  *
  * Errors.  Every callback returns 0, or -1 with one line in err (at most
  * errlen bytes, NUL-terminated) a person can act on, naming the
@@ -97,7 +101,8 @@ typedef struct zx_dest_args {
     const char *format;           /* files: "csv" | "json" | "parquet" */
     const char *compression;      /* files, parquet: "zstd" (default) |
                                      "snappy" | "none" */
-    int64_t deadline_ms;          /* per network wait (connect, statement) */
+    int64_t deadline_ms;          /* per network wait (connect, statement);
+                                     <= 0: 30 s */
 } zx_dest_args;
 
 /* One run, as begin sees it.  Owned by the caller, valid until commit or
