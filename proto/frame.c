@@ -184,11 +184,12 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
 
     uint32_t kind = m->kind ? m->kind : ZX_FRAME_ROWS;
     int ch = kind == ZX_FRAME_CHANGES;
+    int kc = ch || kind == ZX_FRAME_HASHES;   /* frames that carry "kc" */
     if (kind != ZX_FRAME_ROWS && !ch && kind != ZX_FRAME_HASHES) {
         err = EINVAL;
         goto done;
     }
-    if (ch && (m->nkey_cols > ZX_FRAME_MAX_KEY_COLUMNS || (m->nkey_cols && !m->key_cols) ||
+    if (kc && (m->nkey_cols > ZX_FRAME_MAX_KEY_COLUMNS || (m->nkey_cols && !m->key_cols) ||
                m->ncol_types > ZX_FRAME_MAX_COLUMNS || (m->ncol_types && !m->col_types))) {
         err = EINVAL;
         goto done;
@@ -245,9 +246,9 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
     uint32_t nmeta = (m->ingested_at_us != 0) + (m->batch_id != NULL) +
                      (m->dedup_key != NULL) + (m->dedup_hash != 0) +
                      (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0) +
-                     (ch && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history);
+                     (kc && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history);
     msgpack_pack_map(&pk, nmeta);
-    if (ch && m->nkey_cols) {
+    if (kc && m->nkey_cols) {
         pack_key(&pk, "kc");
         msgpack_pack_array(&pk, (uint32_t)m->nkey_cols);
         for (size_t i = 0; i < m->nkey_cols; i++)
@@ -753,8 +754,11 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
         goto fail;
     }
     if (m->kind != ZX_FRAME_CHANGES) { /* changes metadata means nothing here */
-        m->key_cols = NULL;
-        m->nkey_cols = m->ncol_types = 0;
+        if (m->kind == ZX_FRAME_ROWS) {
+            m->key_cols = NULL;
+            m->nkey_cols = 0;
+        }
+        m->ncol_types = 0;
         m->col_types = NULL;
         m->history = 0;
     }

@@ -55,7 +55,9 @@
  *                         "kc" array  changes frames: the key columns of
  *                                     the mirror table (array of str, at
  *                                     most ZX_FRAME_MAX_KEY_COLUMNS, each a
- *                                     column of the frame)
+ *                                     column of the frame); row-hashes
+ *                                     frames: the sync's key columns (see
+ *                                     "Row-hashes frames")
  *                         "st" array  changes frames: the source's declared
  *                                     type of columns, array of [column: str,
  *                                     type: str] (Postgres' format_type
@@ -132,6 +134,10 @@
  *   "_zx_rh"  INT   the row hash (its 64 bits as int64); no value: the
  *                   key was deleted from the destination (forget it)
  *   "_zx_kv"  TEXT  the key's values as a JSON array text (with _zx_rh)
+ * "kc" names the sync's key columns: when they differ from those the
+ * store recorded with the sync's hashes (state "key_cols", a JSON array of
+ * the names), the writer forgets every hash of the sync first, in the same
+ * transaction (hashes of another key say nothing of this one's rows).
  * Applying one is idempotent (a put or a delete per key), so the writer
  * applies a row-hashes frame again after a crash rather than recording a
  * checkpoint for it; only the sync's run worker sends them.
@@ -216,8 +222,8 @@ typedef struct zx_frame_meta {
     size_t npositions;
     const zx_frame_reject *rejects;  /* nrejects entries (NULL when 0) */
     size_t nrejects;
-    /* changes frames ("kc", "st", "hi"); a rows frame neither encodes nor
-     * decodes them (decode leaves them empty) */
+    /* changes frames ("kc", "st", "hi"), row-hashes frames ("kc"); a rows
+     * frame neither encodes nor decodes them (decode leaves them empty) */
     const char *const *key_cols;     /* nkey_cols NUL-terminated names */
     size_t nkey_cols;
     const zx_frame_coltype *col_types;  /* ncol_types entries */

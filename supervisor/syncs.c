@@ -119,6 +119,8 @@ static json_t *run_json(const sync_run *r)
     spipe *sp = zx_the_sup ? sup_find_pipe(zx_the_sup, r->sync) : NULL;
     if (sp && sp->conf && sp->conf->author)
         json_object_set_new(o, "author", json_string(sp->conf->author));
+    if (r->result && json_is_string(json_object_get(r->result, "note")))
+        json_object_set(o, "note", json_object_get(r->result, "note"));
     if (r->result && json_object_get(r->result, "mode"))
         json_object_set(o, "mode", json_object_get(r->result, "mode"));
     if (r->flags & ZX_RUN_FULL)

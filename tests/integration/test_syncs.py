@@ -479,3 +479,30 @@ def test_the_examples_sync_exports_the_pushed_events(tmp_path):
         os.killpg(p.pid, signal.SIGTERM)
         p.wait(timeout=60)
         log.close()
+
+
+def test_a_changed_key_sends_everything_once_and_deletes_nothing_wrong(sync_env):
+    z = one_sync(sync_env, "mirror")
+    assert z.run("crm")["rows_sent"] == 3
+    # the key becomes (id, plan), into a table keyed so: the stored hashes
+    # are of another key and say nothing of this one's rows
+    z.syncs["crm"]["key"] = ["id", "plan"]
+    z.syncs["crm"]["dest"] = {"connection": "crm", "table": "customers2"}
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    z.ws_exec("DELETE FROM customers WHERE id = 3")
+    r = z.run("crm")
+    assert (r["rows_sent"], r["rows_deleted"]) == (2, 0), r
+    assert "key columns changed" in r["note"], r
+    assert dest_rows(z, "customers2") == [(1, "a@x.org", "free"), (2, "b@x.org", "pro")]
+    # the next run compares with the new key's hashes
+    z.ws_exec("DELETE FROM customers WHERE id = 2")
+    r = z.run("crm")
+    assert (r["rows_sent"], r["rows_deleted"], r["rows_unchanged"]) == (0, 1, 1), r
+    assert dest_rows(z, "customers2") == [(1, "a@x.org", "free")]
+    # and with the same key and table again, a wrong key's table refuses
+    z.syncs["crm"]["key"] = ["id"]
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "customers2" in r["error"], r

@@ -38,6 +38,8 @@ typedef struct srun {
     uint64_t id;
     int preview, full;
     int hashed;                   /* upsert / mirror: hashes compared and kept */
+    int key_changed;              /* the stored hashes are of other key columns */
+    char *keysig;                 /* the key columns as a JSON array */
     char tmpdir[4200];
 
     const zx_dest *dest;
@@ -106,6 +108,11 @@ static void put_status(srun *r, const char *state)
         json_object_set_new(o, "rows_to_send", json_integer((json_int_t)r->to_send));
     if (r->err[0])
         json_object_set_new(o, "error", json_string(r->err));
+    if (r->key_changed)
+        json_object_set_new(o, "note", json_string("the key columns changed since the last "
+                                                   "run: every row was sent, and rows of "
+                                                   "the old keys were not deleted (a run in "
+                                                   "replace mode drops them)"));
     if (!strcmp(state, "previewed")) {
         json_object_set(o, "sample", r->sample ? r->sample : json_array());
         json_object_set(o, "sample_deletes", r->sample_deletes ? r->sample_deletes
@@ -311,6 +318,37 @@ fail:
     return -1;
 }
 
+/* The key columns as a JSON array (r->keysig), and whether the stored
+ * hashes were made with other ones: then they say nothing of this key's
+ * rows (every row is sent, as with --full) and a mirror cannot tell which
+ * rows of the old keys to delete (it deletes none; the writer forgets the
+ * old hashes with the first new ones). */
+static int key_signature(srun *r)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < r->p->nkey_cols; i++)
+        json_array_append_new(arr, json_string(r->p->key_cols[i]));
+    r->keysig = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    if (!r->keysig)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+    zx_store_txn *t = NULL;
+    if (!r->store || zx_store_begin(r->store, 1, &t) != 0)
+        return 0;
+    const void *old = NULL;
+    size_t len = 0;
+    if (zx_store_state_get(t, r->name, "key_cols", &old, &len) == 0 &&
+        (len != strlen(r->keysig) || memcmp(old, r->keysig, len))) {
+        r->key_changed = 1;
+        r->full = 1;
+        zx_warn("event=sync_key_changed sync=%s was=\"%.*s\" now=\"%s\" action=\"every row "
+                "is sent; rows of the old keys are not deleted\"", r->name,
+                (int)(len > 200 ? 200 : len), (const char *)old, r->keysig);
+    }
+    zx_store_abort(t);
+    return 0;
+}
+
 static int read_result(srun *r)
 {
     r->phase = "reading";
@@ -341,6 +379,8 @@ static int read_result(srun *r)
                                sizeof(serr));
         if (rc && rc != ZX_STORE_NOSTORE)
             return zx_seterr(r->err, sizeof(r->err), "sync %s: %s", r->name, serr);
+        if (key_signature(r) < 0)
+            return -1;
     }
     for (;;) {
         if (zx_src_stopping(r->rt))
@@ -455,7 +495,7 @@ static int merge_keys(srun *r)
     rkeys k = {r, NULL, NULL, 0, {0}, 0, 0};
     if (rk_next(&k) < 0)
         return -1;
-    int mirror = r->p->mode == ZX_MODE_MIRROR && r->store;
+    int mirror = r->p->mode == ZX_MODE_MIRROR && r->store && !r->key_changed;
     scan_ctx sc = {0};
     int first = 1, rc = 0;
     if (mirror && !(sc.v = calloc(STORE_BATCH, sizeof(*sc.v))))
@@ -604,6 +644,8 @@ static int publish(srun *r, const zx_rowset *rs)
     zx_frame_meta m = {0};
     m.kind = ZX_FRAME_HASHES;
     m.table = "";
+    m.key_cols = (const char *const *)r->p->key_cols;
+    m.nkey_cols = r->p->nkey_cols;
     uint64_t seq;
     zx_pub_result pr = zx_src_publish(r->rt, &m, rs, &seq);
     while (pr == ZX_PUB_WAIT) {
@@ -806,6 +848,7 @@ static void sync_close(zx_src *rt, void *state)
     json_decref(r->sample);
     json_decref(r->sample_deletes);
     json_decref(r->dups);
+    free(r->keysig);
     free(r->vals);
     for (size_t i = 0; r->cols && i < r->ncols; i++)
         free((char *)r->cols[i].name);

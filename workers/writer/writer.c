@@ -84,6 +84,8 @@ typedef struct applied {
     /* a row-hashes frame (proto/frame.h): its keys, for the store */
     struct hentry *hashes;  /* malloc'd block: entries, then the keys' JSON */
     size_t nhashes;
+    char *keysig;           /* malloc'd: the sync's key columns ("kc") as a
+                               JSON array, or NULL */
 } applied;
 
 /* One key of a row-hashes frame. */
@@ -405,6 +407,7 @@ static void free_applied(writer *w)
 {
     for (size_t i = 0; i < w->nap; i++) {
         free(w->ap[i].hashes);
+        free(w->ap[i].keysig);
         free(w->ap[i].dedup);
         free(w->ap[i].pos);
         free(w->ap[i].rejcols);
@@ -457,8 +460,17 @@ static int keep_positions(applied *a, const zx_frame_meta *m)
  * workspace, and no checkpoint is recorded: applying one again is
  * harmless (proto/frame.h).  A row that is not a key (a key hash of the
  * wrong length) is skipped with a warning.  0, or -1 out of memory. */
-static int keep_hashes(applied *a, const zx_rowset *rs)
+static int keep_hashes(applied *a, const zx_rowset *rs, const zx_frame_meta *m)
 {
+    if (m->nkey_cols) {
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < m->nkey_cols; i++)
+            json_array_append_new(arr, json_string(m->key_cols[i]));
+        a->keysig = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+        json_decref(arr);
+        if (!a->keysig)
+            return -1;
+    }
     int64_t ckh = zx_rowset_find_column(rs, ZX_HASH_KH, strlen(ZX_HASH_KH));
     int64_t crh = zx_rowset_find_column(rs, ZX_HASH_RH, strlen(ZX_HASH_RH));
     int64_t ckv = zx_rowset_find_column(rs, ZX_HASH_KV, strlen(ZX_HASH_KV));
@@ -532,7 +544,7 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
     }
     snprintf(a->table, sizeof(a->table), "%s", m.table);
     if (m.kind == ZX_FRAME_HASHES) {
-        if (keep_hashes(a, &w->rs) < 0) {
+        if (keep_hashes(a, &w->rs, &m) < 0) {
             snprintf(err, errlen, "out of memory copying the row hashes of frame %llu of %s",
                      (unsigned long long)seq, p->name);
             return -1;
@@ -669,6 +681,19 @@ static int store_txn(writer *w)
                 rc = zx_store_idem_put(t, a->p->name, a->dedup, strlen(a->dedup), &r);
                 if (rc == ZX_STORE_KEYTOOLONG)
                     rc = 0;
+            }
+            if (rc == 0 && a->keysig) {
+                /* hashes of another key say nothing of this one's rows */
+                const void *old = NULL;
+                size_t oldlen = 0;
+                int g = zx_store_state_get(t, a->p->name, "key_cols", &old, &oldlen);
+                size_t kl = strlen(a->keysig);
+                if (g == 0 && (oldlen != kl || memcmp(old, a->keysig, kl)))
+                    rc = zx_store_hashes_clear(t, a->p->name);
+                else if (g != 0 && g != ZX_STORE_NOTFOUND)
+                    rc = g;
+                if (rc == 0 && (g != 0 || oldlen != kl || memcmp(old, a->keysig, kl)))
+                    rc = zx_store_state_put(t, a->p->name, "key_cols", a->keysig, kl);
             }
             for (size_t k = 0; rc == 0 && k < a->nhashes; k++) {
                 const hentry *e = &a->hashes[k];
