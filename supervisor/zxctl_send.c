@@ -53,8 +53,10 @@ int zxctl_send_request(const char *query, const char *to, const char *mode, cons
             char cwd[PATH_MAX];
             if (!getcwd(cwd, sizeof(cwd)))
                 return usage("cannot read the current folder for %s", p);
-            abs = zxctl_xrealloc(NULL, strlen(cwd) + strlen(p) + 2);
-            sprintf(abs, "%s/%s", cwd, p);
+            size_t n = strlen(cwd) + strlen(p) + 2;
+            abs = zxctl_xrealloc(NULL, n);
+            if (abs)
+                snprintf(abs, n, "%s/%s", cwd, p);
         }
         const char *f = format ? format : ext_format(abs);
         if (!f) {
