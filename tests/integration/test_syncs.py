@@ -506,3 +506,57 @@ def test_a_changed_key_sends_everything_once_and_deletes_nothing_wrong(sync_env)
     assert z.zxctl("reload").returncode == 0
     r = z.run("crm", check=False)
     assert r["state"] == "failed" and "customers2" in r["error"], r
+
+
+# ---- values of every type, out of each workspace ---------------------------------------
+
+def test_values_of_every_type_leave_the_workspace_as_they_are(sync_env):
+    """A text with tabs, newlines and backslashes, NULLs, int64 limits,
+    doubles, booleans, timestamps before 1970 with microseconds, JSON,
+    decimals, dates, bytes: read as the author (COPY on Postgres), sent
+    to a JSON file and to Parquet, read back."""
+    z = sync_env.zxd({}, {"alice": ["kinds"]}, start=False)
+    z.syncs = {"j": {"query": "SELECT * FROM kinds", "mode": "replace",
+                     "dest": {"files": {"path": "out/k.json", "format": "json"}}},
+               "p": {"query": "SELECT * FROM kinds", "mode": "replace",
+                     "dest": {"files": {"path": "out/k.parquet", "format": "parquet"}}}}
+    z.write_config()
+    weird = "tab\there\nnew line \\ back\\slash \"q\" é 日本"
+    if z.workspace == "postgres":
+        z.ws_exec("CREATE TABLE kinds (id bigint PRIMARY KEY, t text, i bigint, d double precision, "
+                  "b boolean, ts timestamptz, j jsonb, n numeric(20,4), dt date, by bytea)",
+                  "INSERT INTO kinds VALUES (1, E'" + weird.replace("\\", "\\\\").replace("'", "''")
+                  .replace("\t", "\\t").replace("\n", "\\n") + "', 9223372036854775807, 1.5, true, "
+                  "'1969-07-20 20:17:40.123456+00', '{\"a\": [1, 2]}', 1234567890123456.7891, "
+                  "'0001-01-01', '\\x00ff10'), "
+                  "(2, NULL, -9223372036854775808, NULL, false, NULL, NULL, NULL, NULL, NULL)")
+    else:
+        z.ws_exec("CREATE TABLE kinds (id INTEGER PRIMARY KEY, t TEXT, i INTEGER, d REAL, "
+                  "b BOOLEAN, ts TIMESTAMP, j JSON, n TEXT, dt TEXT, by BLOB)",
+                  "INSERT INTO kinds VALUES (1, '" + weird.replace("'", "''") + "', "
+                  "9223372036854775807, 1.5, 1, '1969-07-20T20:17:40.123456Z', '{\"a\":[1,2]}', "
+                  "'1234567890123456.7891', '0001-01-01', X'00ff10'), "
+                  "(2, NULL, -9223372036854775808, NULL, 0, NULL, NULL, NULL, NULL, NULL)")
+    z.start()
+    z.run("j")
+    z.run("p")
+    rows = [json.loads(l) for l in open(os.path.join(z.root, "out", "k.json"))]
+    rows.sort(key=lambda r: r["id"])
+    a, b = rows
+    assert a["t"] == weird and b["t"] is None
+    assert a["i"] == 9223372036854775807 and b["i"] == -9223372036854775808
+    assert a["d"] == 1.5 and b["d"] is None
+    assert a["b"] is True and b["b"] is False
+    assert a["ts"] == "1969-07-20T20:17:40.123456Z" and b["ts"] is None
+    assert a["j"] == {"a": [1, 2]}
+    assert a["n"] == "1234567890123456.7891"
+    assert a["dt"] == "0001-01-01"
+    import base64
+    assert base64.b64decode(a["by"]) == b"\x00\xff\x10"
+    import pyarrow.parquet as pq
+    t = pq.read_table(os.path.join(z.root, "out", "k.parquet")).to_pylist()
+    t.sort(key=lambda r: r["id"])
+    assert t[0]["t"] == weird and t[0]["i"] == 9223372036854775807
+    assert t[0]["ts"] == datetime.datetime(1969, 7, 20, 20, 17, 40, 123456,
+                                           tzinfo=datetime.timezone.utc)
+    assert t[1]["i"] == -9223372036854775808 and t[1]["t"] is None

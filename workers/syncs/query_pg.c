@@ -17,7 +17,9 @@
  *
  * The statement: BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY, then
  * `DECLARE zx_sync NO SCROLL CURSOR FOR <query>` through the extended
- * protocol (which refuses a second statement), then FETCH in batches.
+ * protocol (which refuses a second statement, and DECLARE anything but
+ * one SELECT), its columns described, then the same query, in the same
+ * snapshot, as `COPY (<query>) TO STDOUT` (text), read row by row.
  */
 #include "workers/syncs/query.h"
 
@@ -42,6 +44,8 @@ typedef struct pq {
     uint32_t *oids;
     size_t ncols;
     int done;
+    char *field;                  /* a field with its escapes undone */
+    size_t fcap;
 } pq;
 
 /* ---- the author's role ------------------------------------------------ */
@@ -378,9 +382,30 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
     }
     PQclear(r);
     r = NULL;
-    free(decl);
     if (zx_query_unique_names(q->cols, q->ncols, sync, err, errlen) < 0)
         goto fail;
+    /* The rows: the same statement, in the same snapshot (REPEATABLE READ),
+     * through COPY TO STDOUT, far cheaper per row than FETCH.  DECLARE
+     * proved it one complete SELECT; the newlines keep a trailing -- comment
+     * from eating the parenthesis; COPY to a file or a program is refused to
+     * the author's role anyway. */
+    if (run(q->conn, "CLOSE zx_sync", 0, NULL, sync, "workspace", NULL, err, errlen) < 0)
+        goto fail;
+    snprintf(decl, dl, "COPY (\n%s\n) TO STDOUT", sql);
+    r = PQexecParams(q->conn, decl, 0, NULL, NULL, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COPY_OUT) {
+        const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+        snprintf(err, errlen, "sync %s: the query failed as author %s: %s", sync,
+                 author->name, m ? m : PQerrorMessage(q->conn));
+        char *nl = strchr(err, '\n');
+        if (nl)
+            *nl = '\0';
+        policy_hint(q, err, errlen);
+        goto fail;
+    }
+    PQclear(r);
+    r = NULL;
+    free(decl);
     *out = q;
     return 0;
 oom:
@@ -431,51 +456,142 @@ static int cell(pq *q, size_t i, const char *s, size_t n, zx_rowset *rs, zx_valu
     return 0;
 }
 
+/* One field of a COPY text row (n bytes at f), its backslash escapes
+ * undone into q->field when it has any: *out, *outlen. */
+static int unescape(pq *q, const char *f, size_t n, const char **out, size_t *outlen)
+{
+    if (!memchr(f, '\\', n)) {
+        *out = f;
+        *outlen = n;
+        return 0;
+    }
+    if (q->fcap < n + 1) {
+        char *b = realloc(q->field, n + 1);
+        if (!b)
+            return -1;
+        q->field = b;
+        q->fcap = n + 1;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = f[i];
+        if (c != '\\' || i + 1 == n) {
+            q->field[o++] = c;
+            continue;
+        }
+        c = f[++i];
+        switch (c) {
+        case 'b': q->field[o++] = '\b'; break;
+        case 'f': q->field[o++] = '\f'; break;
+        case 'n': q->field[o++] = '\n'; break;
+        case 'r': q->field[o++] = '\r'; break;
+        case 't': q->field[o++] = '\t'; break;
+        case 'v': q->field[o++] = '\v'; break;
+        case 'x': {
+            int v = 0, k = 0;
+            while (k < 2 && i + 1 < n && hexval(f[i + 1]) >= 0)
+                v = v * 16 + hexval(f[++i]), k++;
+            q->field[o++] = k ? (char)v : 'x';
+            break;
+        }
+        default:
+            if (c >= '0' && c <= '7') {
+                int v = c - '0', k = 1;
+                while (k < 3 && i + 1 < n && f[i + 1] >= '0' && f[i + 1] <= '7')
+                    v = v * 8 + (f[++i] - '0'), k++;
+                q->field[o++] = (char)v;
+            } else {
+                q->field[o++] = c;   /* \\ and any other: the character */
+            }
+        }
+    }
+    *out = q->field;
+    *outlen = o;
+    return 0;
+}
+
 int64_t zx_qpg_next(void *qq, zx_rowset *rs, size_t max, char *err, size_t errlen)
 {
     pq *q = (pq *)qq;
-    char sql[64];
     if (zx_query_rs_columns(rs, q->cols, q->ncols) < 0) {
         snprintf(err, errlen, "sync %s: out of memory", q->sync);
         return -1;
     }
-    if (q->done)
-        return 0;
-    snprintf(sql, sizeof(sql), "FETCH FORWARD %zu FROM zx_sync", max ? max : 1);
-    PGresult *r = PQexecParams(q->conn, sql, 0, NULL, NULL, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-        snprintf(err, errlen, "sync %s: the query failed as author %s: %s", q->sync,
-                 q->author->name, m ? m : PQerrorMessage(q->conn));
-        char *nl = strchr(err, '\n');
-        if (nl)
-            *nl = '\0';
-        policy_hint(q, err, errlen);
-        PQclear(r);
-        return -1;
-    }
-    int nr = PQntuples(r);
-    if ((size_t)nr < max)
-        q->done = 1;
-    for (int row = 0; row < nr; row++) {
-        if (zx_rowset_begin_row(rs) < 0)
+    int64_t nr = 0;
+    while (!q->done && (size_t)nr < max) {
+        char *line = NULL;
+        int len = PQgetCopyData(q->conn, &line, 0);
+        if (len == -1) {   /* the end: the COPY's own result follows */
+            q->done = 1;
+            PGresult *r = PQgetResult(q->conn);
+            int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+            const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+            if (!ok)
+                snprintf(err, errlen, "sync %s: the query failed as author %s: %s", q->sync,
+                         q->author->name, m ? m : PQerrorMessage(q->conn));
+            PQclear(r);
+            while ((r = PQgetResult(q->conn)))
+                PQclear(r);
+            if (!ok) {
+                char *nl = strchr(err, '\n');
+                if (nl)
+                    *nl = '\0';
+                policy_hint(q, err, errlen);
+                return -1;
+            }
+            break;
+        }
+        if (len < 0) {
+            snprintf(err, errlen, "sync %s: reading the query's result: %s", q->sync,
+                     PQerrorMessage(q->conn));
+            return -1;
+        }
+        size_t n = (size_t)len;
+        if (n && line[n - 1] == '\n')
+            n--;
+        if (zx_rowset_begin_row(rs) < 0) {
+            PQfreemem(line);
             goto oom;
-        for (size_t i = 0; i < q->ncols; i++) {
-            if (PQgetisnull(r, row, (int)i))
+        }
+        size_t col = 0, startf = 0;
+        int bad = 0;
+        for (size_t i = 0; i <= n && !bad; i++) {
+            if (i < n && line[i] != '\t')
                 continue;
-            zx_value v;
-            if (cell(q, i, PQgetvalue(r, row, (int)i), (size_t)PQgetlength(r, row, (int)i), rs,
-                     &v) < 0)
-                goto oom;
-            if (v.type != ZX_T_NULL && zx_rowset_add(rs, (uint32_t)i, &v) < 0)
-                goto oom;
+            const char *f = line + startf;
+            size_t fl = i - startf;
+            startf = i + 1;
+            if (col >= q->ncols) {
+                bad = 1;
+                break;
+            }
+            if (!(fl == 2 && f[0] == '\\' && f[1] == 'N')) {
+                const char *u;
+                size_t ul;
+                zx_value v;
+                if (unescape(q, f, fl, &u, &ul) < 0 || cell(q, col, u, ul, rs, &v) < 0) {
+                    PQfreemem(line);
+                    goto oom;
+                }
+                if (v.type != ZX_T_NULL && zx_rowset_add(rs, (uint32_t)col, &v) < 0) {
+                    PQfreemem(line);
+                    goto oom;
+                }
+            }
+            col++;
+        }
+        PQfreemem(line);
+        if (bad || col != q->ncols) {
+            zx_rowset_abort_row(rs);
+            snprintf(err, errlen, "sync %s: a row of the result has %zu fields, not %zu",
+                     q->sync, col, q->ncols);
+            return -1;
         }
         zx_rowset_end_row(rs);
+        nr++;
     }
-    PQclear(r);
     return nr;
 oom:
-    PQclear(r);
     snprintf(err, errlen, "sync %s: out of memory reading the result", q->sync);
     return -1;
 }
@@ -491,5 +607,6 @@ void zx_qpg_close(void *qq)
         free((char *)q->cols[i].name);
     free(q->cols);
     free(q->oids);
+    free(q->field);
     free(q);
 }
