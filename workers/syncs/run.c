@@ -64,6 +64,10 @@ typedef struct srun {
     zx_frame_buf fb;
 
     uint64_t read, inserted, updated, unchanged, deleted, to_send, sent, dup_keys;
+    uint64_t ordinal;             /* sending: the result row the batch starts at */
+    unsigned char *marks;         /* upsert/mirror: bit i set = row i of the
+                                     result (in read order) is to be sent */
+    size_t marks_bytes;
     json_t *sample, *sample_deletes, *dups;
     int64_t started_ms, last_status_ms;
     const char *phase;
@@ -241,16 +245,24 @@ static int spill_rows(srun *r, const zx_rowset *rs)
     return 0;
 }
 
-static int compare_batch(srun *r, zx_store_txn *t)
+/* What the key sorter keeps of a row (after its key hash): its row hash
+ * and its place in the result, then its key as JSON. */
+typedef struct keyrec {
+    uint64_t rh;
+    uint64_t ordinal;
+} keyrec;
+
+/* One batch read: every row's key (and row hash) to the sorter, the
+ * batch to the rows spill.  Which rows are sent is decided once all keys
+ * are sorted (merge_keys), without a lookup per row. */
+static int read_batch(srun *r)
 {
-    int copy = r->hashed;
-    if (copy && zx_query_rs_columns(&r->send, r->cols, r->ncols) < 0)
-        goto oom;
+    zx_hbuf *pl = &r->kv;
     for (uint32_t i = 0; i < r->rs.nrows; i++) {
-        zx_rowset_row(&r->rs, i, r->vals);
-        r->read++;
+        uint64_t ordinal = r->read++;
         if (!r->nkeys)
             continue;
+        zx_rowset_row(&r->rs, i, r->vals);
         unsigned char kh[ZX_SYNC_KEYHASH_LEN];
         for (size_t k = 0; k < r->nkeys; k++)
             if (r->vals[r->key_idx[k]].type == ZX_T_NULL)
@@ -258,64 +270,57 @@ static int compare_batch(srun *r, zx_store_txn *t)
                                  "has no value in key column %s: a key must not be NULL",
                                  r->name, (unsigned long long)r->read,
                                  r->cols[r->key_idx[k]].name);
-        r->kv.len = 0;
-        if (zx_sync_key_hash(r->vals, r->key_idx, r->nkeys, &r->scratch, kh) < 0 ||
-            zx_sync_key_json(r->vals, r->key_idx, r->nkeys, &r->kv) < 0 ||
-            zx_keysort_add(r->keys, kh, r->kv.data, r->kv.len, r->err, sizeof(r->err)) < 0)
-            goto fail;
-        if (!r->hashed)
-            continue;
-        uint64_t rh, old = 0;
-        if (zx_sync_row_hash(r->vals, r->ncols, r->seed, &r->scratch, &rh) < 0)
+        keyrec kr = {0, ordinal};
+        if (r->hashed && zx_sync_row_hash(r->vals, r->ncols, r->seed, &r->scratch, &kr.rh) < 0)
             goto oom;
-        int found = 0;
-        if (!r->full && t) {
-            int rc = zx_store_hash_get(t, r->name, kh, &old, NULL, NULL);
-            if (rc == 0)
-                found = 1;
-            else if (rc != ZX_STORE_NOTFOUND)
-                return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read the stored "
-                                 "row hashes: %s", r->name, zx_store_strerror(rc));
-        }
-        if (found && old == rh) {
-            r->unchanged++;
-            continue;
-        }
-        if (found)
-            r->updated++;
-        else
-            r->inserted++;
-        unsigned char hrec[ZX_SYNC_KEYHASH_LEN + 8];
-        memcpy(hrec, kh, ZX_SYNC_KEYHASH_LEN);
-        memcpy(hrec + ZX_SYNC_KEYHASH_LEN, &rh, 8);
-        if (zx_spill_put(&r->hashes, hrec, sizeof(hrec), r->kv.data, r->kv.len) < 0)
-            return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot keep the row hashes in "
-                             "%s: %s", r->name, r->tmpdir, strerror(errno));
-        if (r->preview && r->sample && json_array_size(r->sample) < SAMPLE_ROWS)
-            json_array_append_new(r->sample, row_json(r, r->vals));
-        if (!r->preview && copy_row(r, r->vals) < 0)
+        pl->len = 0;
+        if (zx_hbuf_add(pl, &kr, sizeof(kr)) < 0 ||
+            zx_sync_key_hash(r->vals, r->key_idx, r->nkeys, &r->scratch, kh) < 0 ||
+            zx_sync_key_json(r->vals, r->key_idx, r->nkeys, pl) < 0)
             goto oom;
+        if (zx_keysort_add(r->keys, kh, pl->data, pl->len, r->err, sizeof(r->err)) < 0)
+            return -1;
     }
-    if (r->preview) {
-        if (!r->hashed) {
-            r->to_send += r->rs.nrows;
-            for (uint32_t i = 0; i < r->rs.nrows && json_array_size(r->sample) < SAMPLE_ROWS;
-                 i++) {
-                zx_rowset_row(&r->rs, i, r->vals);
-                json_array_append_new(r->sample, row_json(r, r->vals));
-            }
-        } else {
-            r->to_send = r->inserted + r->updated;
+    if (r->preview && !r->hashed) {
+        /* every row would be sent: count, sample, keep nothing */
+        r->to_send += r->rs.nrows;
+        for (uint32_t i = 0; i < r->rs.nrows && json_array_size(r->sample) < SAMPLE_ROWS; i++) {
+            zx_rowset_row(&r->rs, i, r->vals);
+            json_array_append_new(r->sample, row_json(r, r->vals));
         }
         return 0;
     }
-    return spill_rows(r, copy ? &r->send : &r->rs);
+    if (spill_rows(r, &r->rs) < 0)
+        return -1;
+    if (r->hashed)
+        r->to_send -= r->rs.nrows;   /* decided by merge_keys */
+    return 0;
 oom:
     return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
-fail:
-    if (!r->err[0])
-        zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
-    return -1;
+}
+
+static int mark(srun *r, uint64_t ordinal)
+{
+    size_t byte = (size_t)(ordinal / 8);
+    if (byte >= r->marks_bytes) {
+        size_t n = r->marks_bytes ? r->marks_bytes : 4096;
+        while (n <= byte)
+            n *= 2;
+        unsigned char *m = realloc(r->marks, n);
+        if (!m)
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+        memset(m + r->marks_bytes, 0, n - r->marks_bytes);
+        r->marks = m;
+        r->marks_bytes = n;
+    }
+    r->marks[byte] |= (unsigned char)(1u << (ordinal % 8));
+    return 0;
+}
+
+static int marked(const srun *r, uint64_t ordinal)
+{
+    size_t byte = (size_t)(ordinal / 8);
+    return byte < r->marks_bytes && (r->marks[byte] >> (ordinal % 8) & 1);
 }
 
 /* The key columns as a JSON array (r->keysig), and whether the stored
@@ -391,13 +396,7 @@ static int read_result(srun *r)
             return -1;
         if (n == 0)
             break;
-        /* one short read transaction per batch */
-        zx_store_txn *t = NULL;
-        if (r->store && zx_store_begin(r->store, 1, &t) != 0)
-            t = NULL;
-        int rc = compare_batch(r, t);
-        zx_store_abort(t);
-        if (rc < 0)
+        if (read_batch(r) < 0)
             return -1;
         progress(r);
     }
@@ -406,34 +405,71 @@ static int read_result(srun *r)
     return 0;
 }
 
-/* ---- pass 2: duplicates and deletes ------------------------------------- */
+/* ---- pass 2: duplicates, changes and deletes ---------------------------- */
 
+/* The stored hashes of the sync, read in key-hash order in batches, each
+ * in a short read transaction of its own. */
 typedef struct stored {
     unsigned char kh[ZX_SYNC_KEYHASH_LEN];
-    char *kv;
-    size_t kvlen;
+    uint64_t rh;
+    size_t kvoff, kvlen;      /* in the batch's arena */
 } stored;
 
-typedef struct scan_ctx {
+typedef struct sstream {
+    srun *r;
     stored *v;
-    size_t n, cap;
+    size_t n, at;
+    zx_hbuf arena;
     unsigned char last[ZX_SYNC_KEYHASH_LEN];
-} scan_ctx;
+    int started, ended, oom;
+} sstream;
 
 static int scan_one(const unsigned char *kh, uint64_t rh, const char *kv, size_t kvlen, void *c)
 {
-    (void)rh;
-    scan_ctx *s = c;
-    if (s->n == s->cap)
-        return 1;
+    sstream *s = c;
     stored *e = &s->v[s->n];
     memcpy(e->kh, kh, ZX_SYNC_KEYHASH_LEN);
-    if (!(e->kv = malloc(kvlen ? kvlen : 1)))
-        return 2;
-    memcpy(e->kv, kv, kvlen);
+    e->rh = rh;
+    e->kvoff = s->arena.len;
     e->kvlen = kvlen;
+    if (zx_hbuf_add(&s->arena, kv, kvlen) < 0) {
+        s->oom = 1;
+        return 1;
+    }
     s->n++;
     memcpy(s->last, kh, ZX_SYNC_KEYHASH_LEN);
+    return 0;
+}
+
+/* The current stored key, or NULL at the end (-1 on an error: r->err). */
+static int st_peek(sstream *s, stored **e)
+{
+    *e = NULL;
+    if (s->at < s->n) {
+        *e = &s->v[s->at];
+        return 0;
+    }
+    if (s->ended)
+        return 0;
+    srun *r = s->r;
+    zx_store_txn *t = NULL;
+    size_t visited = 0;
+    s->n = s->at = 0;
+    s->arena.len = 0;
+    int rc = zx_store_begin(r->store, 1, &t);
+    if (rc == 0)
+        rc = zx_store_hashes_scan(t, r->name, s->started ? s->last : NULL, STORE_BATCH,
+                                  scan_one, s, &visited);
+    zx_store_abort(t);
+    s->started = 1;
+    if (rc || s->oom)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read the stored row "
+                         "hashes: %s", r->name, s->oom ? "out of memory"
+                         : zx_store_strerror(rc));
+    if (s->n < STORE_BATCH)
+        s->ended = 1;
+    if (s->n)
+        *e = &s->v[0];
     return 0;
 }
 
@@ -441,6 +477,7 @@ static int scan_one(const unsigned char *kh, uint64_t rh, const char *kv, size_t
 typedef struct rkeys {
     srun *r;
     const unsigned char *kh;
+    keyrec kr;
     const char *kv;
     size_t kvlen;
     unsigned char prev[ZX_SYNC_KEYHASH_LEN];
@@ -451,12 +488,20 @@ static int rk_next(rkeys *k)
 {
     srun *r = k->r;
     for (;;) {
-        int g = zx_keysort_next(r->keys, &k->kh, &k->kv, &k->kvlen, r->err, sizeof(r->err));
+        const char *pl;
+        size_t len;
+        int g = zx_keysort_next(r->keys, &k->kh, &pl, &len, r->err, sizeof(r->err));
         if (g < 0)
             return -1;
         k->have = g;
         if (!g)
             return 0;
+        if (len < sizeof(keyrec))
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: a sorted key is damaged",
+                             r->name);
+        memcpy(&k->kr, pl, sizeof(keyrec));
+        k->kv = pl + sizeof(keyrec);
+        k->kvlen = len - sizeof(keyrec);
         if (k->started && !memcmp(k->kh, k->prev, ZX_SYNC_KEYHASH_LEN)) {
             if (r->dup_keys++ < 5)
                 json_array_append_new(r->dups, json_stringn_nocheck(k->kv, k->kvlen));
@@ -468,73 +513,105 @@ static int rk_next(rkeys *k)
     }
 }
 
-static int add_delete(srun *r, const stored *e)
+static int add_delete(srun *r, const unsigned char *kh, const char *kv, size_t kvlen)
 {
     r->deleted++;
     if (r->preview) {
         if (json_array_size(r->sample_deletes) < SAMPLE_ROWS) {
             json_error_t je;
-            json_t *k = json_loadb(e->kv, e->kvlen, 0, &je);
+            json_t *k = json_loadb(kv, kvlen, 0, &je);
             json_array_append_new(r->sample_deletes, k ? k : json_null());
         }
         return 0;
     }
-    if (zx_spill_put(&r->deletes, e->kv, e->kvlen, NULL, 0) < 0 ||
-        zx_spill_put(&r->hashes, e->kh, ZX_SYNC_KEYHASH_LEN, NULL, 0) < 0)
+    if (zx_spill_put(&r->deletes, kv, kvlen, NULL, 0) < 0 ||
+        zx_spill_put(&r->hashes, kh, ZX_SYNC_KEYHASH_LEN, NULL, 0) < 0)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot keep the deletes in %s: %s",
                          r->name, r->tmpdir, strerror(errno));
     return 0;
 }
 
+/* Row k of the result is new or changed: send it, record its hash. */
+static int add_change(srun *r, const rkeys *k)
+{
+    unsigned char hrec[ZX_SYNC_KEYHASH_LEN + 8];
+    memcpy(hrec, k->kh, ZX_SYNC_KEYHASH_LEN);
+    memcpy(hrec + ZX_SYNC_KEYHASH_LEN, &k->kr.rh, 8);
+    if (mark(r, k->kr.ordinal) < 0)
+        return -1;
+    if (!r->preview && zx_spill_put(&r->hashes, hrec, sizeof(hrec), k->kv, k->kvlen) < 0)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot keep the row hashes in "
+                         "%s: %s", r->name, r->tmpdir, strerror(errno));
+    return 0;
+}
+
+/* Both sorted by key hash: the result's keys and (upsert, mirror) the
+ * stored ones, merged in one pass: a key twice in the result is a
+ * duplicate; a result key that is not stored, or stored with another row
+ * hash, is a change to send; a stored key that is not in the result is a
+ * delete (mirror).  The hashes to record come out in key order, which is
+ * how the writer puts them fastest. */
 static int merge_keys(srun *r)
 {
     if (!r->keys)
         return 0;
     if (zx_keysort_finish(r->keys, r->err, sizeof(r->err)) < 0)
         return -1;
-    rkeys k = {r, NULL, NULL, 0, {0}, 0, 0};
-    if (rk_next(&k) < 0)
-        return -1;
-    int mirror = r->p->mode == ZX_MODE_MIRROR && r->store && !r->key_changed;
-    scan_ctx sc = {0};
-    int first = 1, rc = 0;
-    if (mirror && !(sc.v = calloc(STORE_BATCH, sizeof(*sc.v))))
+    r->phase = "comparing";
+    rkeys k = {r, NULL, {0, 0}, NULL, 0, {0}, 0, 0};
+    sstream st = {0};
+    st.r = r;
+    int mirror = r->p->mode == ZX_MODE_MIRROR;
+    /* hashes of another key say nothing of this one's rows */
+    int use_store = r->hashed && r->store && !r->key_changed;
+    st.ended = !use_store;
+    if (use_store && !(st.v = calloc(STORE_BATCH, sizeof(*st.v))))
         return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
-    sc.cap = STORE_BATCH;
-    while (mirror) {
-        zx_store_txn *t = NULL;
-        size_t visited = 0;
-        sc.n = 0;
-        int src = zx_store_begin(r->store, 1, &t);
-        if (src == 0)
-            src = zx_store_hashes_scan(t, r->name, first ? NULL : sc.last, STORE_BATCH,
-                                       scan_one, &sc, &visited);
-        zx_store_abort(t);
-        first = 0;
-        if (src && src != 1) {
-            rc = zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read the stored row "
-                           "hashes: %s", r->name, src == 2 ? "out of memory"
-                           : zx_store_strerror(src));
-            break;
+    int rc = rk_next(&k);
+    uint64_t n = 0;
+    while (rc == 0 && k.have) {
+        stored *e;
+        while ((rc = st_peek(&st, &e)) == 0 && e &&
+               memcmp(e->kh, k.kh, ZX_SYNC_KEYHASH_LEN) < 0) {
+            if (mirror && (rc = add_delete(r, e->kh, st.arena.data + e->kvoff, e->kvlen)) < 0)
+                break;
+            st.at++;
         }
-        for (size_t i = 0; i < sc.n && rc == 0; i++) {
-            while (k.have && memcmp(k.kh, sc.v[i].kh, ZX_SYNC_KEYHASH_LEN) < 0)
-                if ((rc = rk_next(&k)) < 0)
-                    break;
-            if (rc == 0 && !(k.have && !memcmp(k.kh, sc.v[i].kh, ZX_SYNC_KEYHASH_LEN)))
-                rc = add_delete(r, &sc.v[i]);
-        }
-        for (size_t i = 0; i < sc.n; i++)
-            free(sc.v[i].kv);
-        if (rc < 0 || sc.n < STORE_BATCH)
+        if (rc < 0)
             break;
-        progress(r);
+        if (r->hashed) {
+            int match = e && !memcmp(e->kh, k.kh, ZX_SYNC_KEYHASH_LEN);
+            if (match && !r->full && e->rh == k.kr.rh) {
+                r->unchanged++;
+            } else {
+                if (match)
+                    r->updated++;
+                else
+                    r->inserted++;
+                rc = add_change(r, &k);
+            }
+            if (match)
+                st.at++;
+        }
+        if (rc == 0)
+            rc = rk_next(&k);
+        if (++n % 65536 == 0)
+            progress(r);
     }
-    free(sc.v);
-    while (rc == 0 && k.have)
-        rc = rk_next(&k);
+    /* stored keys after the result's last */
+    while (rc == 0 && mirror) {
+        stored *e;
+        if ((rc = st_peek(&st, &e)) < 0 || !e)
+            break;
+        rc = add_delete(r, e->kh, st.arena.data + e->kvoff, e->kvlen);
+        st.at++;
+    }
+    free(st.v);
+    zx_hbuf_free(&st.arena);
     if (rc < 0)
         return -1;
+    if (r->hashed)
+        r->to_send = r->inserted + r->updated;
     if (r->dup_keys) {
         char *list = json_dumps(r->dups, JSON_COMPACT);
         zx_seterr(r->err, sizeof(r->err), "sync %s: the result has %llu duplicate key%s on "
@@ -588,6 +665,57 @@ out:
     return rc;
 }
 
+/* Of the batch in r->rs (the next rows of the result, from r->ordinal on),
+ * the rows marked to send: *out is r->rs when all are, else r->send with
+ * copies of them. */
+static int pick_marked(srun *r, const zx_rowset **out)
+{
+    uint64_t first = r->ordinal;
+    uint32_t n = r->rs.nrows, count = 0;
+    r->ordinal += n;
+    for (uint32_t i = 0; i < n; i++)
+        count += (uint32_t)marked(r, first + i);
+    *out = &r->rs;
+    if (count == n)
+        return 0;
+    if (zx_query_rs_columns(&r->send, r->cols, r->ncols) < 0)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+    for (uint32_t i = 0; i < n && count; i++) {
+        if (!marked(r, first + i))
+            continue;
+        zx_rowset_row(&r->rs, i, r->vals);
+        if (copy_row(r, r->vals) < 0)
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+        count--;
+    }
+    *out = &r->send;
+    return 0;
+}
+
+/* A preview of an upsert or mirror: a sample of the rows it would send,
+ * read back from the rows kept. */
+static int sample_marked(srun *r)
+{
+    if (zx_spill_rewind(&r->rows) < 0)
+        return 0;
+    r->ordinal = 0;
+    while (json_array_size(r->sample) < SAMPLE_ROWS) {
+        int g = zx_spill_get(&r->rows, &r->rec);
+        zx_frame_meta m;
+        char derr[256];
+        if (g <= 0 || zx_frame_decode(r->rec.data, r->rec.len, &m, &r->rs, derr,
+                                      sizeof(derr)) < 0)
+            break;
+        for (uint32_t i = 0; i < r->rs.nrows && json_array_size(r->sample) < SAMPLE_ROWS; i++)
+            if (marked(r, r->ordinal + i)) {
+                zx_rowset_row(&r->rs, i, r->vals);
+                json_array_append_new(r->sample, row_json(r, r->vals));
+            }
+        r->ordinal += r->rs.nrows;
+    }
+    return 0;
+}
+
 static int deliver(srun *r)
 {
     r->phase = "sending";
@@ -624,9 +752,12 @@ static int deliver(srun *r)
             for (size_t i = r->rs.ncols; i < r->ncols; i++)
                 zx_rowset_column(&r->rs, r->cols[i].name, strlen(r->cols[i].name), ZX_T_NULL);
         }
-        if (r->dest->write(r->dstate, &r->rs, r->err, sizeof(r->err)) < 0)
+        const zx_rowset *out = &r->rs;
+        if (r->hashed && pick_marked(r, &out) < 0)
             return -1;
-        r->sent += r->rs.nrows;
+        if (out->nrows && r->dest->write(r->dstate, out, r->err, sizeof(r->err)) < 0)
+            return -1;
+        r->sent += out->nrows;
         progress(r);
     }
     if (r->p->mode == ZX_MODE_MIRROR && r->deleted && send_deletes(r) < 0)
@@ -770,7 +901,7 @@ static int sync_do(srun *r)
     if (open_dest(r) < 0 || read_result(r) < 0 || merge_keys(r) < 0)
         return -1;
     if (r->preview)
-        return 0;
+        return r->hashed ? sample_marked(r) : 0;
     if (deliver(r) < 0)
         return -1;
     if (r->hashed && record_hashes(r) < 0)
@@ -849,6 +980,7 @@ static void sync_close(zx_src *rt, void *state)
     json_decref(r->sample_deletes);
     json_decref(r->dups);
     free(r->keysig);
+    free(r->marks);
     free(r->vals);
     for (size_t i = 0; r->cols && i < r->ncols; i++)
         free((char *)r->cols[i].name);
