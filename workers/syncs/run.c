@@ -39,12 +39,14 @@ typedef struct srun {
     int preview, full;
     int hashed;                   /* upsert / mirror: hashes compared and kept */
     int key_changed;              /* the stored hashes are of other key columns */
+    int stream;                   /* no key: rows sent as they are read */
     char *keysig;                 /* the key columns as a JSON array */
     char tmpdir[4200];
 
     const zx_dest *dest;
     void *dstate;
     int dest_begun;
+    zx_dest_run drun;             /* the run as the destination sees it */
     zx_dest_stats dstats;
 
     zx_query *q;
@@ -167,6 +169,8 @@ static int open_dest(srun *r)
 }
 
 /* ---- pass 1: read and compare ------------------------------------------- */
+
+static int deliver_begin(srun *r);
 
 static int find_keys(srun *r)
 {
@@ -396,8 +400,19 @@ static int read_result(srun *r)
             return -1;
         if (n == 0)
             break;
-        if (read_batch(r) < 0)
+        if (r->stream) {
+            /* no key: nothing to compare, nothing to refuse; the rows go
+             * straight to the destination, in its transaction */
+            r->read += r->rs.nrows;
+            if ((!r->dest_begun && deliver_begin(r) < 0) ||
+                r->dest->write(r->dstate, &r->rs, r->err, sizeof(r->err)) < 0)
+                return -1;
+            r->sent += r->rs.nrows;
+            r->to_send = r->sent;
+            r->phase = "sending";
+        } else if (read_batch(r) < 0) {
             return -1;
+        }
         progress(r);
     }
     zx_query_close(r->q);   /* the snapshot is let go before sending */
@@ -716,18 +731,36 @@ static int sample_marked(srun *r)
     return 0;
 }
 
-static int deliver(srun *r)
+static int deliver_begin(srun *r)
 {
     r->phase = "sending";
     put_status(r, "running");
-    zx_dest_run run = {
+    /* the destination keeps it until commit or abort (dest.h) */
+    r->drun = (zx_dest_run){
         .run_id = r->id, .mode = (zx_sync_mode)r->p->mode, .cols = r->cols, .ncols = r->ncols,
         .key_cols = (const char *const *)r->p->key_cols, .nkey_cols = r->p->nkey_cols,
         .rows_expected = r->to_send, .deletes_expected = r->deleted,
     };
-    if (r->dest->begin(r->dstate, &run, &r->dstats, r->err, sizeof(r->err)) < 0)
+    if (r->dest->begin(r->dstate, &r->drun, &r->dstats, r->err, sizeof(r->err)) < 0)
         return -1;
     r->dest_begun = 1;
+    return 0;
+}
+
+static int deliver_end(srun *r)
+{
+    if (r->p->mode == ZX_MODE_MIRROR && r->deleted && send_deletes(r) < 0)
+        return -1;
+    if (r->dest->commit(r->dstate, r->err, sizeof(r->err)) < 0)
+        return -1;
+    r->dest_begun = 0;
+    return 0;
+}
+
+static int deliver(srun *r)
+{
+    if (deliver_begin(r) < 0)
+        return -1;
     if (zx_spill_rewind(&r->rows) < 0)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read back the rows to send",
                          r->name);
@@ -760,12 +793,7 @@ static int deliver(srun *r)
         r->sent += out->nrows;
         progress(r);
     }
-    if (r->p->mode == ZX_MODE_MIRROR && r->deleted && send_deletes(r) < 0)
-        return -1;
-    if (r->dest->commit(r->dstate, r->err, sizeof(r->err)) < 0)
-        return -1;
-    r->dest_begun = 0;
-    return 0;
+    return deliver_end(r);
 }
 
 /* ---- pass 4: record the hashes ------------------------------------------ */
@@ -898,10 +926,14 @@ static int sync_do(srun *r)
     if (!r->p->auth)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: author %s is not configured",
                          r->name, r->p->author ? r->p->author : "?");
+    /* replace and append without a key: streamed, read and sent at once */
+    r->stream = !r->preview && !r->p->nkey_cols && !r->hashed;
     if (open_dest(r) < 0 || read_result(r) < 0 || merge_keys(r) < 0)
         return -1;
     if (r->preview)
         return r->hashed ? sample_marked(r) : 0;
+    if (r->stream)
+        return (!r->dest_begun && deliver_begin(r) < 0) || deliver_end(r) < 0 ? -1 : 0;
     if (deliver(r) < 0)
         return -1;
     if (r->hashed && record_hashes(r) < 0)
