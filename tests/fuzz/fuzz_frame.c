@@ -44,9 +44,11 @@ static int same_bytes(const void *a, size_t alen, const void *b, size_t blen)
 static void check_decoded(const zx_frame_meta *m)
 {
     fuzz_check(m->version == ZX_FRAME_VERSION &&
-               (m->kind == ZX_FRAME_ROWS || m->kind == ZX_FRAME_CHANGES), "version or kind");
-    fuzz_check(m->kind == ZX_FRAME_CHANGES || (!m->nkey_cols && !m->ncol_types && !m->history),
-               "changes metadata in a rows frame");
+               (m->kind == ZX_FRAME_ROWS || m->kind == ZX_FRAME_CHANGES ||
+                m->kind == ZX_FRAME_HASHES), "version or kind");
+    fuzz_check(m->kind == ZX_FRAME_CHANGES || (!m->ncol_types && !m->history),
+               "changes metadata in a rows or row-hashes frame");
+    fuzz_check(m->kind != ZX_FRAME_ROWS || !m->nkey_cols, "key columns in a rows frame");
     fuzz_check(m->nkey_cols <= ZX_FRAME_MAX_KEY_COLUMNS, "key columns over the limit");
     for (size_t i = 0; i < m->nkey_cols; i++)
         fuzz_check(m->key_cols[i] != NULL, "key column NULL");
