@@ -167,6 +167,19 @@ static void trim_runs(sup *s)
     }
 }
 
+/* Runs of one sync waiting (queued, previewing, awaiting approval) at
+ * most: a client asking again and again gets told, not a growing queue. */
+#define MAX_WAITING 16
+
+static size_t waiting(sup *s, const char *sync)
+{
+    size_t n = 0;
+    for (sync_run *r = s->runs; r; r = r->next)
+        if (!strcmp(r->sync, sync) && !is_final(r) && strcmp(r->state, "running"))
+            n++;
+    return n;
+}
+
 static sync_run *new_run(sup *s, const char *sync, const char *trigger, unsigned flags)
 {
     sync_run *r = calloc(1, sizeof(*r));
@@ -624,8 +637,9 @@ static json_t *cmd_runs(sup *s, const char *name, json_t *req)
     /* the runs this zxd knows (waiting, running, ended since it started)
      * first, newest first; then older ones from the store */
     for (sync_run *r = s->runs; r && json_array_size(arr) < max; r = r->next)
-        if (!strcmp(r->sync, name) && strcmp(r->state, "previewed") &&
-            strcmp(r->state, "previewing") && !(r->flags & ZX_RUN_PREVIEW && !r->approval))
+        /* not the plain previews (`zxctl preview`): they are no runs */
+        if (!strcmp(r->sync, name) && !((r->flags & ZX_RUN_PREVIEW) && !r->approval) &&
+            strcmp(r->state, "previewed"))
             json_array_append_new(arr, run_json(r));
     zx_store *st = NULL;
     char err[256];
@@ -645,6 +659,9 @@ static json_t *cmd_runs(sup *s, const char *name, json_t *req)
 static json_t *queue_run(sup *s, struct bufferevent *bev, spipe *p, const char *trigger,
                          unsigned flags, int wait)
 {
+    if (waiting(s, p->name) >= MAX_WAITING)
+        return err_obj("sync %s has %s runs waiting already: let them run first",
+                       p->name, "16");
     sync_run *r = new_run(s, p->name, trigger, flags);
     if (!r)
         return err_obj("out of memory", NULL, NULL);
@@ -795,6 +812,12 @@ int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, unsi
     int agent = !strcmp(tok->role, "agent");
     char trig[96];
     snprintf(trig, sizeof(trig), "%s %.60s (API)", agent ? "agent" : "orchestrator", tok->name);
+    if (waiting(s, sync) >= MAX_WAITING) {
+        *http = 429;
+        snprintf(msg, msglen, "sync %.63s has %d runs waiting already: retry once they ran",
+                 sync, MAX_WAITING);
+        return -1;
+    }
     sync_run *r = new_run(s, sync, trig, (agent ? ZX_RUN_PREVIEW : 0) | (flags & ZX_RUN_FULL));
     if (!r) {
         *http = 503;

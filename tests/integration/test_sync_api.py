@@ -137,3 +137,26 @@ def test_an_agents_run_waits_for_approval(sync_env):
     assert p.returncode == 1 and "rejected" in p.stderr
     states = [x["state"] for x in z.runs("crm")]
     assert states[:2] == ["rejected", "succeeded"], states
+
+
+def test_runs_waiting_are_bounded(sync_env):
+    """An agent asking again and again: 16 runs wait for approval, the
+    17th is told to come back later (429, Retry-After); nothing grows."""
+    z, dest = api_zxd(sync_env)
+    agent = z.api_tokens["assistant"]["token"]
+    codes = [call(z, "POST", "/api/syncs/crm/runs", agent).status for _ in range(16)]
+    assert codes == [202] * 16
+    r = call(z, "POST", "/api/syncs/crm/runs", agent)
+    assert r.status == 429 and r.headers.get("retry-after") == "10", r
+    assert "16 runs waiting" in r.json["error"]
+    p = z.zxctl("run", "crm")
+    assert p.returncode == 1 and "runs waiting already" in p.stderr
+    # a rejected one makes room
+    waiting = [x for x in z.runs("crm", limit=50) if x["state"] in
+               ("awaiting_approval", "previewing", "queued")]
+    assert len(waiting) == 16
+    wait_for(lambda: any(x["state"] == "awaiting_approval" for x in z.runs("crm", limit=50)),
+             "a run awaiting approval")
+    first = next(x for x in z.runs("crm", limit=50) if x["state"] == "awaiting_approval")
+    assert z.zxctl("reject", first["id"]).returncode == 0
+    assert call(z, "POST", "/api/syncs/crm/runs", agent).status == 202

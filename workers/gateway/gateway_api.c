@@ -198,7 +198,8 @@ void zx_gw_api_reply(gateway *g, const char *json)
         if (q->req) {
             zx_http_req_set_data(q->req, NULL);
             zx_http_reply(q->req, st >= 200 && st <= 599 ? (int)st : 500, "application/json",
-                          st == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL, bs ? bs : "{}",
+                          st == 401 ? "WWW-Authenticate: Bearer\r\n"
+                          : st == 429 ? "Retry-After: 10\r\n" : NULL, bs ? bs : "{}",
                           bs ? strlen(bs) : 2);
         }
         free(bs);

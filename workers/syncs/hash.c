@@ -161,10 +161,18 @@ int zx_sync_key_json(const zx_value *vals, const size_t *idx, size_t n, zx_hbuf 
         if (i && zx_hbuf_add(out, ",", 1) < 0)
             return -1;
         switch (v->type) {
-        case ZX_T_INT:
-            r = zx_hbuf_add(out, num, (size_t)snprintf(num, sizeof(num), "%lld",
-                                                        (long long)v->u.i));
+        case ZX_T_INT: {
+            /* the digits backwards, without printf: a key per row */
+            uint64_t u = v->u.i < 0 ? 0 - (uint64_t)v->u.i : (uint64_t)v->u.i;
+            char *e = num + sizeof(num), *d = e;
+            do
+                *--d = (char)('0' + u % 10);
+            while ((u /= 10) != 0);
+            if (v->u.i < 0)
+                *--d = '-';
+            r = zx_hbuf_add(out, d, (size_t)(e - d));
             break;
+        }
         case ZX_T_REAL:
             if (!isfinite(v->u.d))
                 r = zx_hbuf_add(out, "null", 4);

@@ -73,6 +73,8 @@ typedef struct srun {
     json_t *sample, *sample_deletes, *dups;
     int64_t started_ms, last_status_ms;
     const char *phase;
+    int64_t phase_at, phase_ms[4];    /* time in reading, comparing, sending,
+                                         recording */
     char err[1024];
 } srun;
 
@@ -137,6 +139,19 @@ static void put_status(srun *r, const char *state)
     free(js);
     json_decref(o);
     r->last_status_ms = now;
+}
+
+/* Enter phase ph ("reading", "comparing", "sending", "recording"): the
+ * time spent in each is logged when the run ends. */
+static void set_phase(srun *r, const char *ph)
+{
+    int64_t now = zx_mono_ms();
+    static const char *const names[] = {"reading", "comparing", "sending", "recording"};
+    for (int i = 0; i < 4; i++)
+        if (r->phase && !strcmp(r->phase, names[i]))
+            r->phase_ms[i] += now - r->phase_at;
+    r->phase = ph;
+    r->phase_at = now;
 }
 
 static void progress(srun *r)
@@ -360,7 +375,7 @@ static int key_signature(srun *r)
 
 static int read_result(srun *r)
 {
-    r->phase = "reading";
+    set_phase(r, "reading");
     if (zx_query_open(r->conf, r->name, r->p->auth, r->p->query, NET_TIMEOUT_MS, &r->q, r->err,
                       sizeof(r->err)) < 0)
         return -1;
@@ -409,7 +424,6 @@ static int read_result(srun *r)
                 return -1;
             r->sent += r->rs.nrows;
             r->to_send = r->sent;
-            r->phase = "sending";
         } else if (read_batch(r) < 0) {
             return -1;
         }
@@ -572,7 +586,7 @@ static int merge_keys(srun *r)
         return 0;
     if (zx_keysort_finish(r->keys, r->err, sizeof(r->err)) < 0)
         return -1;
-    r->phase = "comparing";
+    set_phase(r, "comparing");
     rkeys k = {r, NULL, {0, 0}, NULL, 0, {0}, 0, 0};
     sstream st = {0};
     st.r = r;
@@ -733,7 +747,7 @@ static int sample_marked(srun *r)
 
 static int deliver_begin(srun *r)
 {
-    r->phase = "sending";
+    set_phase(r, "sending");
     put_status(r, "running");
     /* the destination keeps it until commit or abort (dest.h) */
     r->drun = (zx_dest_run){
@@ -823,7 +837,7 @@ static int publish(srun *r, const zx_rowset *rs)
 
 static int record_hashes(srun *r)
 {
-    r->phase = "recording";
+    set_phase(r, "recording");
     put_status(r, "running");
     zx_rowset hs;
     zx_rowset_init(&hs);
@@ -982,15 +996,19 @@ static int sync_poll(zx_src *rt, void *state)
     if (rc < 0 && r->dest_begun)
         r->sent = 0;   /* rolled back: nothing of it was committed */
     cleanup(r);
-    if (rc < 0)
+    set_phase(r, "done");   /* the run is over, whatever its outcome */
+    if (rc < 0) {
         zx_error("event=sync_failed sync=%s run=%llu error=\"%s\"", r->name,
                  (unsigned long long)r->id, r->err);
-    else
+    } else {
         zx_info("event=sync_done sync=%s run=%llu state=%s read=%llu sent=%llu deleted=%llu "
-                "unchanged=%llu", r->name, (unsigned long long)r->id, final,
+                "unchanged=%llu reading_ms=%lld comparing_ms=%lld sending_ms=%lld "
+                "recording_ms=%lld", r->name, (unsigned long long)r->id, final,
                 (unsigned long long)r->read, (unsigned long long)r->sent,
-                (unsigned long long)r->deleted, (unsigned long long)r->unchanged);
-    r->phase = "done";
+                (unsigned long long)r->deleted, (unsigned long long)r->unchanged,
+                (long long)r->phase_ms[0], (long long)r->phase_ms[1], (long long)r->phase_ms[2],
+                (long long)r->phase_ms[3]);
+    }
     put_status(r, final);
     return ZX_SRC_DONE;
 }

@@ -95,9 +95,19 @@ void zx_spill_close(zx_spill *s)
 /* ---- the key sorter ------------------------------------------------------ */
 
 typedef struct kent {
+    uint64_t hi;              /* the first 8 bytes of kh, big-endian: most
+                                 comparisons end there */
     unsigned char kh[ZX_SYNC_KEYHASH_LEN];
     uint32_t off, len;        /* the JSON in the arena */
 } kent;
+
+static uint64_t be64_of(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return v;
+}
 
 typedef struct krun {
     zx_spill sp;
@@ -135,7 +145,9 @@ static const zx_hbuf *g_arena;   /* qsort has no context argument */
 static int kent_cmp(const void *a, const void *b)
 {
     const kent *x = a, *y = b;
-    int r = memcmp(x->kh, y->kh, ZX_SYNC_KEYHASH_LEN);
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    int r = memcmp(x->kh + 8, y->kh + 8, ZX_SYNC_KEYHASH_LEN - 8);
     if (r)
         return r;
     /* equal hashes: by the JSON, so that a duplicate is found whatever
@@ -200,6 +212,7 @@ int zx_keysort_add(zx_keysort *k, const unsigned char *kh, const char *kv, size_
     }
     kent *e = &k->ents[k->nents++];
     memcpy(e->kh, kh, ZX_SYNC_KEYHASH_LEN);
+    e->hi = be64_of(kh);
     e->off = (uint32_t)(k->arena.len - kvlen);
     e->len = (uint32_t)kvlen;
     k->count++;
