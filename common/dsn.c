@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
+
 #define HIDDEN "***"
 
 /* libpq's isspace() in the C locale. */
@@ -27,17 +29,6 @@ static int dsn_keychar(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            (c >= '0' && c <= '9') || c == '_';
-}
-
-static int dsn_hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* Length of the URI prefix at s (exactly "postgresql://" or "postgres://"
@@ -74,9 +65,9 @@ static int dsn_secret_key(const char *s, size_t len, int pct)
 
     for (i = 0; i < len; i++) {
         char c = s[i];
-        if (pct && c == '%' && i + 2 < len && dsn_hex(s[i + 1]) >= 0 &&
-            dsn_hex(s[i + 2]) >= 0) {
-            c = (char)(dsn_hex(s[i + 1]) * 16 + dsn_hex(s[i + 2]));
+        int b = pct ? zx_pct_byte(s, len, i) : -1;
+        if (b >= 0) {
+            c = (char)b;
             i += 2;
         }
         if (c >= 'A' && c <= 'Z')

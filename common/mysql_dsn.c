@@ -10,16 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "common/hex.h"
 
 /* Decode the n bytes at s (%XX escapes) into out, NUL-terminated.  Returns
  * the decoded length, or -1 with *why set. */
@@ -29,16 +20,12 @@ static long decode(const char *s, size_t n, char *out, const char **why)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '%') {
-            if (i + 2 >= n) {
+            int b = zx_pct_byte(s, n, i);
+            if (b < 0) {
                 *why = "a % is not followed by two hex digits";
                 return -1;
             }
-            int a = hexval((unsigned char)s[i + 1]), b = hexval((unsigned char)s[i + 2]);
-            if (a < 0 || b < 0) {
-                *why = "a % is not followed by two hex digits";
-                return -1;
-            }
-            c = (unsigned char)(a * 16 + b);
+            c = (unsigned char)b;
             if (c == 0) {
                 *why = "it holds %00 (a NUL byte)";
                 return -1;
@@ -281,12 +268,10 @@ static int key_is_password(const char *k, size_t n)
     size_t m = 0;
     for (size_t i = 0; i < n && m < sizeof(buf); i++) {
         unsigned char c = (unsigned char)k[i];
-        if (c == '%' && i + 2 < n) {
-            int a = hexval((unsigned char)k[i + 1]), b = hexval((unsigned char)k[i + 2]);
-            if (a >= 0 && b >= 0) {
-                c = (unsigned char)(a * 16 + b);
-                i += 2;
-            }
+        int b = zx_pct_byte(k, n, i);
+        if (b >= 0) {
+            c = (unsigned char)b;
+            i += 2;
         }
         if (c >= 'A' && c <= 'Z')
             c = (unsigned char)(c - 'A' + 'a');

@@ -2,7 +2,7 @@
  * parquet.c — the Parquet writer's front: open, rows into the column
  * buffers of the current row group, finish (parquet.h).
  *
- * A row's cells are converted (formats/values.h) and appended to each
+ * A row's cells are converted (common/dcell.h) and appended to each
  * column's buffers; when the buffered bytes reach the row group size,
  * parquet_encode.c writes the row group.  This file must never write to fd
  * itself or know how pages are laid out.
@@ -73,6 +73,7 @@ static int col_setup(pq_col *c, const zx_dcol *d, char *err, size_t errlen)
         return -1;
     }
     c->dc = *d;
+    c->t = zx_dc_target_file(d);
     c->dc.name = strdup(d->name);
     if (!c->dc.name) {
         snprintf(err, errlen, "parquet: out of memory");
@@ -243,21 +244,21 @@ static int put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
 /* Append v to column c: 0 (a value), 1 (NULL), -1 (out of memory). */
 static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
 {
-    zx_fv fv;
-    int r = zx_fv_convert(&c->dc, v, &fv, &w->scratch);
-    if (r == ZX_FV_NOMEM)
+    zx_dc_out fv;
+    int r = zx_dc_convert(&c->t, v, &w->scratch, &fv);
+    if (r < 0)
         return -1;
-    if (r == ZX_FV_MISFIT) {
+    if (r == 0) {
         w->nulled++;
         return 1;
     }
-    if (r == ZX_FV_NULL)
+    if (fv.null)
         return 1;
     switch (c->dc.type) {
     case ZX_DT_TEXT:
     case ZX_DT_JSON:
     case ZX_DT_BYTES:
-        r = put_bytes(w, c, fv.s, fv.n);
+        r = put_bytes(w, c, fv.s, fv.len);
         if (r == 1)
             w->nulled++;
         return r;
@@ -428,7 +429,7 @@ void zx_pq_free(zx_pq_writer *w)
     pq_buf_free(&w->out);
     pq_buf_free(&w->page);
     pq_buf_free(&w->cpage);
-    zx_fbuf_free(&w->scratch);
+    zx_dc_buf_free(&w->scratch);
     zx_tc_free(&w->tc);
     ZSTD_freeCCtx(w->zc);
     free(w);

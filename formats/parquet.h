@@ -27,9 +27,9 @@
  *                           DECIMAL(p, s)                DECIMAL
  *   JSON       BYTE_ARRAY   JSON                         JSON
  *   BYTES      BYTE_ARRAY   -
- * Cells are converted as formats/values.h says (TEXT and JSON values are
- * valid UTF-8, as Parquet readers require); a misfit is written as NULL and
- * counted (zx_pq_nulled).
+ * Cells are converted as common/dcell.h says for files (TEXT and JSON
+ * values are valid UTF-8, as Parquet readers require); a misfit is written
+ * as NULL and counted (zx_pq_nulled).
  *
  * Memory: one row group is buffered (values PLAIN-encoded, or 4-byte
  * dictionary indices plus the dictionary; definition levels as bits); it

@@ -13,7 +13,7 @@
 
 #include "formats/parquet.h"
 #include "formats/thrift_compact.h"
-#include "formats/values.h"
+#include "common/dcell.h"
 
 /* Parquet enums (parquet.thrift). */
 enum { PQ_BOOLEAN = 0, PQ_INT32 = 1, PQ_INT64 = 2, PQ_DOUBLE = 5, PQ_BYTE_ARRAY = 6,
@@ -71,6 +71,7 @@ typedef struct pq_rowgroup {
 
 typedef struct pq_col {
     zx_dcol dc;                  /* name: owned copy */
+    zx_dc_target t;              /* what the column takes (dcell.h) */
     int phys;                    /* PQ_BOOLEAN .. PQ_FLBA */
     int flba_len;                /* PQ_FLBA: bytes per value */
     int dict_ok;                 /* type may use the dictionary */
@@ -116,7 +117,7 @@ struct zx_pq_writer {
 
     pq_buf page, cpage;          /* scratch: a page, compressed page */
     zx_tc tc;                    /* scratch: a page header */
-    zx_fbuf scratch;             /* scratch: value conversions */
+    zx_dc_buf scratch;           /* scratch: value conversions */
     ZSTD_CCtx *zc;
     zx_value *rowvals;           /* scratch: one row of a rowset */
     int failed;

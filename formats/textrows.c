@@ -10,22 +10,14 @@
 
 #include "common/timefmt.h"
 
-static int put(zx_fbuf *b, const char *s, size_t n)
+static int put(zx_dc_buf *b, const char *s, size_t n)
 {
-    if (zx_fbuf_reserve(b, n) < 0)
-        return -1;
-    if (n)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
-    return 0;
+    return zx_dc_buf_put(b, s, n);
 }
 
-static int putc1(zx_fbuf *b, char c)
+static int putc1(zx_dc_buf *b, char c)
 {
-    if (zx_fbuf_reserve(b, 1) < 0)
-        return -1;
-    b->p[b->len++] = c;
-    return 0;
+    return zx_dc_buf_put(b, &c, 1);
 }
 
 static size_t fmt_i64(int64_t v, char *out)
@@ -45,11 +37,11 @@ static size_t fmt_i64(int64_t v, char *out)
     return o;
 }
 
-int zx_base64(zx_fbuf *b, const unsigned char *s, size_t n)
+int zx_base64(zx_dc_buf *b, const unsigned char *s, size_t n)
 {
     static const char tab[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if (n > (SIZE_MAX / 4) * 3 - 3 || zx_fbuf_reserve(b, (n + 2) / 3 * 4) < 0)
+    if (n > (SIZE_MAX / 4) * 3 - 3 || zx_dc_buf_reserve(b, (n + 2) / 3 * 4) < 0)
         return -1;
     char *o = b->p + b->len;
     size_t i = 0;
@@ -75,30 +67,42 @@ int zx_base64(zx_fbuf *b, const unsigned char *s, size_t n)
 
 /* Into out: the value's text for CSV and (quoted where textrows.h says)
  * NDJSON.  Returns the length. */
-static size_t scalar_text(const zx_dcol *c, const zx_fv *fv, char out[ZX_FV_TEXTSZ])
+static size_t scalar_text(const zx_dcol *c, const zx_dc_out *o, char out[ZX_DC_TEXTSZ])
 {
     switch (c->type) {
     case ZX_DT_INT64:
-        return fmt_i64(fv->i, out);
+        return fmt_i64(o->i, out);
     case ZX_DT_BOOL:
-        memcpy(out, fv->i ? "true" : "false", 5);
-        return fv->i ? 4 : 5;
+        memcpy(out, o->i ? "true" : "false", 5);
+        return o->i ? 4 : 5;
     case ZX_DT_DOUBLE:
-        return zx_fv_fmt_double(fv->d, out);
+        return zx_dc_double_text(o->d, out);
     case ZX_DT_TIMESTAMP:
-        return zx_ts_format(fv->i, out);
+        return zx_ts_format(o->i, out);
     case ZX_DT_DATE:
-        return zx_fv_fmt_date(fv->i, out);
+        return zx_dc_date_text(o->i, out);
     case ZX_DT_DECIMAL:
-        return zx_fv_fmt_decimal(fv->dec, c->scale, out);
+        return zx_dc_decimal_text(o->dec, c->scale, out);
     default:
         return 0;
     }
 }
 
+/* Value v of column c as a file stores it: 1 (a value), 0 (NULL: a misfit
+ * counts in *nulled), -1 (out of memory). */
+static int convert(const zx_dcol *c, const zx_value *v, zx_dc_buf *scratch, zx_dc_out *o,
+                   uint64_t *nulled)
+{
+    zx_dc_target t = zx_dc_target_file(c);
+    int r = zx_dc_convert(&t, v, scratch, o);
+    if (r == 0)
+        (*nulled)++;
+    return r < 0 ? -1 : !o->null;
+}
+
 /* ---- CSV ---------------------------------------------------------------- */
 
-static int csv_field(zx_fbuf *b, const char *s, size_t n)
+static int csv_field(zx_dc_buf *b, const char *s, size_t n)
 {
     int quote = n == 0;
     for (size_t i = 0; i < n && !quote; i++) {
@@ -108,7 +112,7 @@ static int csv_field(zx_fbuf *b, const char *s, size_t n)
     }
     if (!quote)
         return put(b, s, n);
-    if (zx_fbuf_reserve(b, 2 * n + 2) < 0)
+    if (zx_dc_buf_reserve(b, 2 * n + 2) < 0)
         return -1;
     char *o = b->p + b->len;
     *o++ = '"';
@@ -122,7 +126,7 @@ static int csv_field(zx_fbuf *b, const char *s, size_t n)
     return 0;
 }
 
-int zx_csv_header(zx_fbuf *b, const zx_dcol *cols, size_t ncols)
+int zx_csv_header(zx_dc_buf *b, const zx_dcol *cols, size_t ncols)
 {
     for (size_t i = 0; i < ncols; i++)
         if ((i && putc1(b, ',') < 0) || csv_field(b, cols[i].name, strlen(cols[i].name)) < 0)
@@ -130,35 +134,32 @@ int zx_csv_header(zx_fbuf *b, const zx_dcol *cols, size_t ncols)
     return put(b, "\r\n", 2);
 }
 
-int zx_csv_row(zx_fbuf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-               zx_fbuf *scratch, uint64_t *nulled)
+int zx_csv_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
+               zx_dc_buf *scratch, uint64_t *nulled)
 {
     for (size_t i = 0; i < ncols; i++) {
         if (i && putc1(b, ',') < 0)
             return -1;
-        zx_fv fv;
-        int r = zx_fv_convert(&cols[i], &vals[i], &fv, scratch);
-        if (r == ZX_FV_NOMEM)
+        zx_dc_out o;
+        int r = convert(&cols[i], &vals[i], scratch, &o, nulled);
+        if (r < 0)
             return -1;
-        if (r != ZX_FV_OK) {
-            if (r == ZX_FV_MISFIT)
-                (*nulled)++;
+        if (r == 0)
             continue;
-        }
         switch (cols[i].type) {
         case ZX_DT_TEXT:
         case ZX_DT_JSON:
-            if (csv_field(b, fv.s, fv.n) < 0)
+            if (csv_field(b, o.s, o.len) < 0)
                 return -1;
             break;
         case ZX_DT_BYTES:
-            if (fv.n == 0 ? put(b, "\"\"", 2) < 0
-                          : zx_base64(b, (const unsigned char *)fv.s, fv.n) < 0)
+            if (o.len == 0 ? put(b, "\"\"", 2) < 0
+                           : zx_base64(b, (const unsigned char *)o.s, o.len) < 0)
                 return -1;
             break;
         default: {
-            char t[ZX_FV_TEXTSZ];
-            if (put(b, t, scalar_text(&cols[i], &fv, t)) < 0)
+            char t[ZX_DC_TEXTSZ];
+            if (put(b, t, scalar_text(&cols[i], &o, t)) < 0)
                 return -1;
         }
         }
@@ -170,7 +171,7 @@ int zx_csv_row(zx_fbuf *b, const zx_dcol *cols, size_t ncols, const zx_value *va
 
 /* Embedded JSON text on one line: CR and LF can only be blanks between
  * tokens (a JSON string holds none raw), so they become spaces. */
-static int put_json_line(zx_fbuf *b, const char *s, size_t n)
+static int put_json_line(zx_dc_buf *b, const char *s, size_t n)
 {
     size_t at = b->len;
     if (put(b, s, n) < 0)
@@ -182,50 +183,51 @@ static int put_json_line(zx_fbuf *b, const char *s, size_t n)
     return 0;
 }
 
-int zx_ndjson_row(zx_fbuf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-                  zx_fbuf *scratch, uint64_t *nulled)
+int zx_ndjson_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
+                  zx_dc_buf *scratch, uint64_t *nulled)
 {
     if (putc1(b, '{') < 0)
         return -1;
     for (size_t i = 0; i < ncols; i++) {
-        if ((i && putc1(b, ',') < 0) || zx_fv_json_quote(b, cols[i].name, strlen(cols[i].name), 1) < 0 ||
+        if ((i && putc1(b, ',') < 0) ||
+            zx_dc_json_quote(b, cols[i].name, strlen(cols[i].name), 1, 1) < 0 ||
             putc1(b, ':') < 0)
             return -1;
-        zx_fv fv;
-        int r = zx_fv_convert(&cols[i], &vals[i], &fv, scratch);
-        if (r == ZX_FV_NOMEM)
+        zx_dc_out o;
+        int r = convert(&cols[i], &vals[i], scratch, &o, nulled);
+        if (r < 0)
             return -1;
-        if (r == ZX_FV_OK && cols[i].type == ZX_DT_DOUBLE && !isfinite(fv.d))
-            r = ZX_FV_MISFIT;
-        if (r != ZX_FV_OK) {
-            if (r == ZX_FV_MISFIT)
-                (*nulled)++;
+        if (r == 1 && cols[i].type == ZX_DT_DOUBLE && !isfinite(o.d)) {
+            (*nulled)++;
+            r = 0;
+        }
+        if (r == 0) {
             if (put(b, "null", 4) < 0)
                 return -1;
             continue;
         }
         int rc;
-        char t[ZX_FV_TEXTSZ];
+        char t[ZX_DC_TEXTSZ];
         size_t tn;
         switch (cols[i].type) {
         case ZX_DT_TEXT:
-            rc = zx_fv_json_quote(b, fv.s, fv.n, 1) < 0 ? -1 : 0;
+            rc = zx_dc_json_quote(b, o.s, o.len, 1, 1) < 0 ? -1 : 0;
             break;
         case ZX_DT_JSON:
-            rc = put_json_line(b, fv.s, fv.n);
+            rc = put_json_line(b, o.s, o.len);
             break;
         case ZX_DT_BYTES:
-            rc = putc1(b, '"') < 0 || zx_base64(b, (const unsigned char *)fv.s, fv.n) < 0 ||
+            rc = putc1(b, '"') < 0 || zx_base64(b, (const unsigned char *)o.s, o.len) < 0 ||
                  putc1(b, '"') < 0 ? -1 : 0;
             break;
         case ZX_DT_INT64:
         case ZX_DT_DOUBLE:
         case ZX_DT_BOOL:
-            tn = scalar_text(&cols[i], &fv, t);
+            tn = scalar_text(&cols[i], &o, t);
             rc = put(b, t, tn);
             break;
         default:                        /* TIMESTAMP, DATE, DECIMAL: strings */
-            tn = scalar_text(&cols[i], &fv, t);
+            tn = scalar_text(&cols[i], &o, t);
             rc = putc1(b, '"') < 0 || put(b, t, tn) < 0 || putc1(b, '"') < 0 ? -1 : 0;
             break;
         }

@@ -2,7 +2,8 @@
  * textrows.h — rows as CSV or NDJSON text, appended to a growable buffer
  * (the files destination writes the buffer out in large blocks).
  *
- * Values are converted per column as formats/values.h says; a misfit is
+ * Values are converted per column as common/dcell.h says for files
+ * (zx_dc_target_file); a misfit is
  * written as NULL and counted in *nulled.
  *
  * CSV (RFC 4180): a header line of the column names, then one line per
@@ -21,12 +22,12 @@
  * none); BOOL true / false; TIMESTAMP, DATE and DECIMAL strings (a decimal
  * stays exact as a string); JSON embedded as JSON (line breaks between
  * its tokens become spaces); BYTES a base64 string; TEXT a string.
- * Strings are escaped as zx_fv_json_quote does; TEXT values are valid
- * UTF-8 (values.h), and bytes of a column name that are not UTF-8 are
+ * Strings are escaped as zx_dc_json_quote does; TEXT values are valid
+ * UTF-8 (dcell.h), and bytes of a column name that are not UTF-8 are
  * replaced by U+FFFD.
  *
  * Row functions take a scratch buffer for the conversions (kept between
- * calls to save allocations; free it with zx_fbuf_free).  Functions return
+ * calls to save allocations; free it with zx_dc_buf_free).  Functions return
  * 0, or -1 when out of memory (the buffer then holds a partial line:
  * discard it).
  */
@@ -38,20 +39,20 @@
 
 #include "common/dtype.h"
 #include "common/rowset.h"
-#include "formats/values.h"
+#include "common/dcell.h"
 
 /* The CSV header line: column names as fields. */
-int zx_csv_header(zx_fbuf *b, const zx_dcol *cols, size_t ncols);
+int zx_csv_header(zx_dc_buf *b, const zx_dcol *cols, size_t ncols);
 
 /* One CSV line of vals[0..ncols) (the row's values, in column order). */
-int zx_csv_row(zx_fbuf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-               zx_fbuf *scratch, uint64_t *nulled);
+int zx_csv_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
+               zx_dc_buf *scratch, uint64_t *nulled);
 
 /* One NDJSON line of vals[0..ncols). */
-int zx_ndjson_row(zx_fbuf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-                  zx_fbuf *scratch, uint64_t *nulled);
+int zx_ndjson_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
+                  zx_dc_buf *scratch, uint64_t *nulled);
 
 /* Append base64 of s[0..n) (no quotes). */
-int zx_base64(zx_fbuf *b, const unsigned char *s, size_t n);
+int zx_base64(zx_dc_buf *b, const unsigned char *s, size_t n);
 
 #endif

@@ -9,7 +9,7 @@
  * doubles to the last bit, decimal(38,10), unicode, '' apart from NULL,
  * timestamps before 1970 with µs, dates 0001-01-01 and 9999-12-31, JSON,
  * bytes with NUL), decimal literals in every accepted form rounded to the
- * scale and sent exactly, misfits (dest_cells.h) become NULL and are
+ * scale and sent exactly, misfits (common/dcell.h) become NULL and are
  * counted; replace leaves the
  * old rows visible to another connection until commit; append adds;
  * upsert replaces changed rows; mirror deletes keys, composite ones too;
@@ -521,7 +521,7 @@ static void test_doubles(tconn *rw)
     CHECK(bad == 0);
 }
 
-/* Decimal literals in every form dest_cells.h accepts, rounded half away
+/* Decimal literals in every form common/dcell.h accepts, rounded half away
  * from zero to the scale and sent as plain (exact) literals; a scale past
  * MySQL's 30. */
 static void test_decimals(tconn *rw)

@@ -1,7 +1,7 @@
 /*
  * test_dest_tables.c — unit tests of the table destinations of reverse
  * syncs: dest_postgres.c and dest_sqlite.c (dest.h), and the value rules
- * they share (dest_cells.h).
+ * they share (common/dcell.h).
  *
  * Each destination: the table made with the right types and primary key;
  * every type round-tripping exactly (int64 min/max, numeric(38,10),
@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "common/timefmt.h"
-#include "workers/syncs/dest_cells.h"
+#include "common/dcell.h"
 #include "workers/syncs/dest_pg_int.h"
 
 #include "tests/unit/check.h"
@@ -223,28 +223,28 @@ static int t_run(trun *t, const tv *v, size_t nrows)
 
 static void test_cells(void)
 {
-    CHECK(zx_dc_decimal_fits("123.45", 6, 5, 2));
-    CHECK(!zx_dc_decimal_fits("1234.5", 6, 5, 2));
-    CHECK(zx_dc_decimal_fits("999.994", 7, 5, 2));
-    CHECK(!zx_dc_decimal_fits("999.995", 7, 5, 2));     /* rounds to 1000.00 */
-    CHECK(zx_dc_decimal_fits("-0.000001", 9, 5, 2));
-    CHECK(zx_dc_decimal_fits("1.5e2", 5, 5, 2));
-    CHECK(!zx_dc_decimal_fits("1.5e3", 5, 5, 2));
-    CHECK(zx_dc_decimal_fits("0.0000000001", 12, 38, 10));
-    CHECK(!zx_dc_decimal_fits("abc", 3, 0, 0));
-    CHECK(zx_dc_decimal_fits("1.", 2, 0, 0));            /* "1." is a literal */
-    CHECK(!zx_dc_decimal_fits("", 0, 0, 0));
-    CHECK(!zx_dc_decimal_fits("1e1001", 6, 0, 0));
+    CHECK(zx_dc_decimal_fits("123.45", 6, 5, 2, 1000, NULL));
+    CHECK(!zx_dc_decimal_fits("1234.5", 6, 5, 2, 1000, NULL));
+    CHECK(zx_dc_decimal_fits("999.994", 7, 5, 2, 1000, NULL));
+    CHECK(!zx_dc_decimal_fits("999.995", 7, 5, 2, 1000, NULL));     /* rounds to 1000.00 */
+    CHECK(zx_dc_decimal_fits("-0.000001", 9, 5, 2, 1000, NULL));
+    CHECK(zx_dc_decimal_fits("1.5e2", 5, 5, 2, 1000, NULL));
+    CHECK(!zx_dc_decimal_fits("1.5e3", 5, 5, 2, 1000, NULL));
+    CHECK(zx_dc_decimal_fits("0.0000000001", 12, 38, 10, 1000, NULL));
+    CHECK(!zx_dc_decimal_fits("abc", 3, 0, 0, 1000, NULL));
+    CHECK(zx_dc_decimal_fits("1.", 2, 0, 0, 1000, NULL));            /* "1." is a literal */
+    CHECK(!zx_dc_decimal_fits("", 0, 0, 0, 1000, NULL));
+    CHECK(!zx_dc_decimal_fits("1e1001", 6, 0, 0, 1000, NULL));
     const char *jv = "{\"a\":[1,2.5e3,{\"b\":null}],\"c\":\"x\\\"y\"}";
-    CHECK(zx_dc_json_valid(jv, strlen(jv), 0));
-    CHECK(zx_dc_json_valid(" [ ] ", 5, 0));
-    CHECK(!zx_dc_json_valid("{\"a\":}", 6, 0));
-    CHECK(!zx_dc_json_valid("\"\\u0000\"", 8, 0));
-    CHECK(zx_dc_json_valid("\"\\u0000\"", 8, 1));
-    CHECK(!zx_dc_json_valid("\"\\ud800\"", 8, 0));
-    CHECK(zx_dc_json_valid("\"\\ud83d\\ude00\"", 14, 0));
-    CHECK(!zx_dc_json_valid("01", 2, 0));
-    CHECK(!zx_dc_json_valid("[1,]", 4, 0));
+    CHECK(zx_dc_json_valid(jv, strlen(jv), 0, 1000));
+    CHECK(zx_dc_json_valid(" [ ] ", 5, 0, 1000));
+    CHECK(!zx_dc_json_valid("{\"a\":}", 6, 0, 1000));
+    CHECK(!zx_dc_json_valid("\"\\u0000\"", 8, 0, 1000));
+    CHECK(zx_dc_json_valid("\"\\u0000\"", 8, 1, 1000));
+    CHECK(!zx_dc_json_valid("\"\\ud800\"", 8, 0, 1000));
+    CHECK(zx_dc_json_valid("\"\\ud83d\\ude00\"", 14, 0, 1000));
+    CHECK(!zx_dc_json_valid("01", 2, 0, 1000));
+    CHECK(!zx_dc_json_valid("[1,]", 4, 0, 1000));
     CHECK(zx_dc_utf8_valid("h\xc3\xa9llo \xf0\x9d\x84\x9e", 11));
     CHECK(!zx_dc_utf8_valid("\xc0\xaf", 2));
     CHECK(!zx_dc_utf8_valid("\xed\xa0\x80", 3));

@@ -1,6 +1,6 @@
 /*
  * test_parquet.c — unit tests of formats/: the Thrift compact encoder
- * (exact bytes), value conversions (formats/values.h), and the Parquet
+ * (exact bytes), value conversions (common/dcell.h), and the Parquet
  * writer's files read back with a small compact-protocol decoder written
  * here (footer, page headers, definition levels, PLAIN and dictionary
  * values, statistics).  Readers' view of the files (pyarrow, DuckDB) is
@@ -18,7 +18,7 @@
 #include "common/rowset.h"
 #include "formats/parquet.h"
 #include "formats/thrift_compact.h"
-#include "formats/values.h"
+#include "common/dcell.h"
 
 /* ---- a minimal compact protocol decoder (test only) ------------------ */
 
@@ -189,15 +189,25 @@ static void test_thrift(void)
 static int dec(const char *s, int p, int sc, const char *want)
 {
     zx_i128 v;
-    if (!zx_fv_parse_decimal(s, strlen(s), p, sc, &v))
+    if (!zx_dc_decimal_fits(s, strlen(s), p, sc, 0, &v))
         return want == NULL;
-    char out[ZX_FV_TEXTSZ];
-    zx_fv_fmt_decimal(v, sc, out);
+    char out[ZX_DC_TEXTSZ];
+    zx_dc_decimal_text(v, sc, out);
     if (!want || strcmp(out, want)) {
         printf("decimal %s (%d,%d) -> %s, want %s\n", s, p, sc, out, want ? want : "misfit");
         return 0;
     }
     return 1;
+}
+
+/* zx_dc_convert for a file column c: FV_OK (a value), FV_NULL, FV_MISFIT,
+ * or -1 (out of memory). */
+enum { FV_NULL = 0, FV_OK = 1, FV_MISFIT = 2 };
+static int fconv(const zx_dcol *c, const zx_value *v, zx_dc_out *o, zx_dc_buf *sc)
+{
+    zx_dc_target t = zx_dc_target_file(c);
+    int r = zx_dc_convert(&t, v, sc, o);
+    return r < 0 ? -1 : r == 0 ? FV_MISFIT : o->null ? FV_NULL : FV_OK;
 }
 
 static zx_value txt(const char *s)
@@ -208,7 +218,7 @@ static zx_value txt(const char *s)
 
 static void test_values(void)
 {
-    zx_fbuf sc = {0};
+    zx_dc_buf sc = {0};
     CHECK(dec("-123.45", 10, 2, "-123.45"));
     CHECK(dec("-123.4500", 10, 2, "-123.45"));
     CHECK(dec("1.005", 10, 2, "1.01"));            /* half away from zero */
@@ -236,127 +246,127 @@ static void test_values(void)
     CHECK(dec("1e", 5, 0, NULL));
     CHECK(dec("abc", 5, 0, NULL));
 
-    char b[ZX_FV_TEXTSZ];
+    char b[ZX_DC_TEXTSZ];
     double ds[] = {0.1, 1.0 / 3, 1e300, -2.5e-310, 123456789012345678.0, 0.0, -0.0};
     for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++) {
-        zx_fv_fmt_double(ds[i], b);
+        zx_dc_double_text(ds[i], b);
         CHECK(strtod(b, NULL) == ds[i]);
     }
-    zx_fv_fmt_double(0.1, b);
+    zx_dc_double_text(0.1, b);
     CHECK(!strcmp(b, "0.1"));
-    zx_fv_fmt_double(NAN, b);
+    zx_dc_double_text(NAN, b);
     CHECK(!strcmp(b, "NaN"));
-    zx_fv_fmt_double(-INFINITY, b);
+    zx_dc_double_text(-INFINITY, b);
     CHECK(!strcmp(b, "-Infinity"));
 
     zx_dcol cd = {"d", ZX_DT_DATE, 0, 0};
-    zx_fv fv;
+    zx_dc_out fv;
     zx_value v = txt("0001-01-01");
-    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK && fv.i == -719162);
-    zx_fv_fmt_date(fv.i, b);
+    CHECK(fconv(&cd, &v, &fv, &sc) == FV_OK && fv.i == -719162);
+    zx_dc_date_text(fv.i, b);
     CHECK(!strcmp(b, "0001-01-01"));
     v = txt("9999-12-31");
-    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK && fv.i == 2932896);
-    zx_fv_fmt_date(fv.i, b);
+    CHECK(fconv(&cd, &v, &fv, &sc) == FV_OK && fv.i == 2932896);
+    zx_dc_date_text(fv.i, b);
     CHECK(!strcmp(b, "9999-12-31"));
     v = txt("2024-02-29");
-    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK);
-    zx_fv_fmt_date(fv.i, b);
+    CHECK(fconv(&cd, &v, &fv, &sc) == FV_OK);
+    zx_dc_date_text(fv.i, b);
     CHECK(!strcmp(b, "2024-02-29"));
     v = txt("1969-12-31");
-    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK && fv.i == -1);
+    CHECK(fconv(&cd, &v, &fv, &sc) == FV_OK && fv.i == -1);
     const char *bad_dates[] = {"2023-02-29", "0000-01-01", "2024-13-01", "2024-1-01",
                                "2024-01-01T00:00:00Z", "1900-02-29"};
     for (size_t i = 0; i < sizeof(bad_dates) / sizeof(bad_dates[0]); i++) {
         v = txt(bad_dates[i]);
-        CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_MISFIT);
+        CHECK(fconv(&cd, &v, &fv, &sc) == FV_MISFIT);
     }
 
     zx_dcol ci = {"i", ZX_DT_INT64, 0, 0}, cdb = {"x", ZX_DT_DOUBLE, 0, 0};
     v = txt("42");
-    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_OK && fv.i == 42);
+    CHECK(fconv(&ci, &v, &fv, &sc) == FV_OK && fv.i == 42);
     v = txt("-9223372036854775808");
-    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_OK && fv.i == INT64_MIN);
+    CHECK(fconv(&ci, &v, &fv, &sc) == FV_OK && fv.i == INT64_MIN);
     v = txt("9223372036854775808");
-    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(fconv(&ci, &v, &fv, &sc) == FV_MISFIT);
     v = txt("4.2");
-    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(fconv(&ci, &v, &fv, &sc) == FV_MISFIT);
     v = (zx_value){.type = ZX_T_REAL, .u.d = 3.0};
-    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_OK && fv.i == 3);
+    CHECK(fconv(&ci, &v, &fv, &sc) == FV_OK && fv.i == 3);
     v = (zx_value){.type = ZX_T_INT, .u.i = 7};
-    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_OK && fv.d == 7.0);
+    CHECK(fconv(&cdb, &v, &fv, &sc) == FV_OK && fv.d == 7.0);
     v = txt(" 1.5");
-    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(fconv(&cdb, &v, &fv, &sc) == FV_MISFIT);
     v = txt("1e999");
-    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(fconv(&cdb, &v, &fv, &sc) == FV_MISFIT);
     v = txt("NaN");
-    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_OK && isnan(fv.d));
-    CHECK(zx_fv_convert(&cdb, NULL, &fv, &sc) == ZX_FV_NULL);
+    CHECK(fconv(&cdb, &v, &fv, &sc) == FV_OK && isnan(fv.d));
+    CHECK(fconv(&cdb, NULL, &fv, &sc) == FV_NULL);
 
     zx_dcol cj = {"j", ZX_DT_JSON, 0, 0};
     v = (zx_value){.type = ZX_T_JSON, .s = "{\"a\": [1, 2.5e3, true, null, \"\\u00e9\"]}"};
     v.len = (uint32_t)strlen(v.s);
-    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_OK && fv.s == v.s);
+    CHECK(fconv(&cj, &v, &fv, &sc) == FV_OK && fv.s == v.s);
     v.s = "{\"a\":";
     v.len = 5;
-    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(fconv(&cj, &v, &fv, &sc) == FV_MISFIT);
     v = txt("say \"hi\"\n\x01");                  /* text: a JSON string */
-    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_OK && fv.n == 20 &&
+    CHECK(fconv(&cj, &v, &fv, &sc) == FV_OK && fv.len == 20 &&
           !memcmp(fv.s, "\"say \\\"hi\\\"\\n\\u0001\"", 20));
     v = txt("bad \xff");
-    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(fconv(&cj, &v, &fv, &sc) == FV_MISFIT);
     v = (zx_value){.type = ZX_T_TIMESTAMP, .u.i = 0};
-    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_OK &&
+    CHECK(fconv(&cj, &v, &fv, &sc) == FV_OK &&
           !strcmp(fv.s, "\"1970-01-01T00:00:00.000000Z\""));
     v = (zx_value){.type = ZX_T_REAL, .u.d = INFINITY};
-    CHECK(zx_fv_convert(&cj, &v, &fv, &sc) == ZX_FV_MISFIT);
-    CHECK(zx_fv_json_valid("\"\\ud83d\\ude00\"", 14));
-    CHECK(!zx_fv_json_valid("\"\\ud83d\"", 8) && !zx_fv_json_valid("\"\\ude00x\"", 9));
+    CHECK(fconv(&cj, &v, &fv, &sc) == FV_MISFIT);
+    CHECK(zx_dc_json_valid("\"\\ud83d\\ude00\"", 14, 1, 0));
+    CHECK(!zx_dc_json_valid("\"\\ud83d\"", 8, 1, 0) && !zx_dc_json_valid("\"\\ude00x\"", 9, 1, 0));
     const char *bad_json[] = {"{", "[1,]", "{\"a\"}", "01", "\"\x01\"", "tru", "1 2", "",
                               "{\"a\":1,}", "\"\\x\"", "\xff"};
     for (size_t i = 0; i < sizeof(bad_json) / sizeof(bad_json[0]); i++)
-        CHECK(!zx_fv_json_valid(bad_json[i], strlen(bad_json[i])));
-    CHECK(zx_fv_json_valid(" [ ] ", 5) && zx_fv_json_valid("-0.5e+2", 7));
-    CHECK(zx_fv_utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 15));
-    CHECK(!zx_fv_utf8_valid("\xc0\xaf", 2) && !zx_fv_utf8_valid("\xed\xa0\x80", 3) &&
-          !zx_fv_utf8_valid("\xf4\x90\x80\x80", 4) && !zx_fv_utf8_valid("ab\xe2\x82", 4));
+        CHECK(!zx_dc_json_valid(bad_json[i], strlen(bad_json[i]), 1, 0));
+    CHECK(zx_dc_json_valid(" [ ] ", 5, 1, 0) && zx_dc_json_valid("-0.5e+2", 7, 1, 0));
+    CHECK(zx_dc_utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 15));
+    CHECK(!zx_dc_utf8_valid("\xc0\xaf", 2) && !zx_dc_utf8_valid("\xed\xa0\x80", 3) &&
+          !zx_dc_utf8_valid("\xf4\x90\x80\x80", 4) && !zx_dc_utf8_valid("ab\xe2\x82", 4));
 
     zx_dcol cdec = {"m", ZX_DT_DECIMAL, 5, 2};
     v = (zx_value){.type = ZX_T_REAL, .u.d = 0.1};
-    CHECK(zx_fv_convert(&cdec, &v, &fv, &sc) == ZX_FV_OK && fv.dec == 10);
+    CHECK(fconv(&cdec, &v, &fv, &sc) == FV_OK && fv.dec == 10);
     v = (zx_value){.type = ZX_T_INT, .u.i = 1000};
-    CHECK(zx_fv_convert(&cdec, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(fconv(&cdec, &v, &fv, &sc) == FV_MISFIT);
     zx_dcol cb = {"b", ZX_DT_BOOL, 0, 0};
     v = (zx_value){.type = ZX_T_INT, .u.i = 1};
-    CHECK(zx_fv_convert(&cb, &v, &fv, &sc) == ZX_FV_OK && fv.i == 1);
+    CHECK(fconv(&cb, &v, &fv, &sc) == FV_OK && fv.i == 1);
     v = (zx_value){.type = ZX_T_INT, .u.i = 2};
-    CHECK(zx_fv_convert(&cb, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(fconv(&cb, &v, &fv, &sc) == FV_MISFIT);
     zx_dcol ct = {"t", ZX_DT_TIMESTAMP, 0, 0};
     v = txt("1969-12-31T23:59:59.5Z");
-    CHECK(zx_fv_convert(&ct, &v, &fv, &sc) == ZX_FV_OK && fv.i == -500000);
+    CHECK(fconv(&ct, &v, &fv, &sc) == FV_OK && fv.i == -500000);
     zx_dcol cs = {"s", ZX_DT_TEXT, 0, 0}, cy = {"y", ZX_DT_BYTES, 0, 0};
     v = (zx_value){.type = ZX_T_INT, .u.i = -5};
-    CHECK(zx_fv_convert(&cs, &v, &fv, &sc) == ZX_FV_OK && fv.n == 2 && !memcmp(fv.s, "-5", 2));
+    CHECK(fconv(&cs, &v, &fv, &sc) == FV_OK && fv.len == 2 && !memcmp(fv.s, "-5", 2));
     v = txt("caf\xe9");                        /* Latin-1: not text, fine as bytes */
-    CHECK(zx_fv_convert(&cs, &v, &fv, &sc) == ZX_FV_MISFIT);
-    CHECK(zx_fv_convert(&cy, &v, &fv, &sc) == ZX_FV_OK && fv.n == 4);
+    CHECK(fconv(&cs, &v, &fv, &sc) == FV_MISFIT);
+    CHECK(fconv(&cy, &v, &fv, &sc) == FV_OK && fv.len == 4);
     v = txt("+3");
-    CHECK(zx_fv_convert(&ci, &v, &fv, &sc) == ZX_FV_OK && fv.i == 3);
+    CHECK(fconv(&ci, &v, &fv, &sc) == FV_OK && fv.i == 3);
     v = txt("Yes");
-    CHECK(zx_fv_convert(&cb, &v, &fv, &sc) == ZX_FV_OK && fv.i == 1);
+    CHECK(fconv(&cb, &v, &fv, &sc) == FV_OK && fv.i == 1);
     v = txt("OFF");
-    CHECK(zx_fv_convert(&cb, &v, &fv, &sc) == ZX_FV_OK && fv.i == 0);
+    CHECK(fconv(&cb, &v, &fv, &sc) == FV_OK && fv.i == 0);
     v = (zx_value){.type = ZX_T_BOOL, .u.b = 1};
-    CHECK(zx_fv_convert(&cdb, &v, &fv, &sc) == ZX_FV_OK && fv.d == 1.0);
+    CHECK(fconv(&cdb, &v, &fv, &sc) == FV_OK && fv.d == 1.0);
     v = txt("2020-01-02");                      /* a date: midnight UTC */
-    CHECK(zx_fv_convert(&ct, &v, &fv, &sc) == ZX_FV_OK && fv.i == 1577923200000000LL);
+    CHECK(fconv(&ct, &v, &fv, &sc) == FV_OK && fv.i == 1577923200000000LL);
     v = (zx_value){.type = ZX_T_TIMESTAMP, .u.i = 1577923200000000LL};
-    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_OK && fv.i == 18263);
+    CHECK(fconv(&cd, &v, &fv, &sc) == FV_OK && fv.i == 18263);
     v.u.i += 1;
-    CHECK(zx_fv_convert(&cd, &v, &fv, &sc) == ZX_FV_MISFIT);
+    CHECK(fconv(&cd, &v, &fv, &sc) == FV_MISFIT);
     v = (zx_value){.type = ZX_T_TIMESTAMP, .u.i = INT64_MIN};
-    CHECK(zx_fv_convert(&ct, &v, &fv, &sc) == ZX_FV_MISFIT);
-    zx_fbuf_free(&sc);
+    CHECK(fconv(&ct, &v, &fv, &sc) == FV_MISFIT);
+    zx_dc_buf_free(&sc);
 }
 
 /* ---- files ----------------------------------------------------------------- */

@@ -71,7 +71,7 @@ typedef struct files_state {
     char *final_path, *tmp_path;
     int fd;
     zx_pq_writer *pq;
-    zx_fbuf buf, scratch;
+    zx_dc_buf buf, scratch;
     uint64_t written;      /* text: bytes written to fd */
 } files_state;
 
@@ -109,8 +109,8 @@ static void files_close(void *state)
     if (!st)
         return;
     run_reset(st);
-    zx_fbuf_free(&st->buf);
-    zx_fbuf_free(&st->scratch);
+    zx_dc_buf_free(&st->buf);
+    zx_dc_buf_free(&st->scratch);
     free(st->path);
     free(st->sync);
     free(st->dir);

@@ -13,7 +13,7 @@
  * sql_mode 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION' (a value the column
  * cannot hold exactly is an error, never a silent truncation or a zero
  * date; a table never silently becomes non-transactional).  Values go
- * through the rules every table destination shares (dest_cells.h) first,
+ * through the rules every destination shares (common/dcell.h) first,
  * with MySQL's limits: DOUBLE holds no NaN nor infinity, text and JSON may
  * hold NUL, a key text column its VARCHAR's characters.  So a misfit
  * becomes NULL (dest.h) here, and the server's checks only fire on a
@@ -71,7 +71,6 @@
  */
 #include "workers/syncs/dest.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,16 +79,16 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 
+#include "common/dcell.h"
 #include "common/mysql_dsn.h"
 #include "common/util.h"
-#include "workers/syncs/dest_cells.h"
 #include "workers/syncs/dest_mysql_int.h"
+#include "workers/syncs/dest_table.h"
 
 #define MY_STMT_TARGET   (4u << 20)  /* bytes of one INSERT / DELETE */
 #define MY_PACKET_SLACK  1024        /* room left in max_allowed_packet */
 #define MY_KEY_BYTES     3072        /* InnoDB's longest key (DYNAMIC) */
 #define MY_IDENT_MAX     64          /* bytes of a database / table name */
-#define MY_DEFAULT_WAIT  30          /* s, when deadline_ms is not set */
 #define MY_MAX_WAIT      86400       /* s, the most a deadline is taken as */
 
 /* ---- the state ------------------------------------------------------- */
@@ -97,7 +96,7 @@
 typedef struct mcol {
     const char *name;      /* the run's column name (valid for the run) */
     zx_dtype type;
-    zx_dc_target target;   /* what the column takes (dest_cells.h) */
+    zx_dc_target target;   /* what the column takes (common/dcell.h) */
     int prec, scale;       /* decimal, as made (MySQL's limits applied) */
     int key;               /* 1 + position in key_cols, or 0 */
     unsigned keylen;       /* key text/json: VARCHAR characters; key
@@ -136,20 +135,6 @@ typedef struct my_state {
 
 /* ---- errors ------------------------------------------------------------ */
 
-static int fail(my_state *st, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(my_state *st, char *err, size_t errlen, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (err && errlen)
-        snprintf(err, errlen, "%s: %s", st->label ? st->label : "mysql", msg);
-    return -1;
-}
-
 /* The connection's last error, with what was being done.  Marks the
  * connection gone when the error says so. */
 static int fail_db(my_state *st, char *err, size_t errlen, const char *what)
@@ -158,14 +143,15 @@ static int fail_db(my_state *st, char *err, size_t errlen, const char *what)
     if (no == CR_SERVER_GONE_ERROR || no == CR_SERVER_LOST || no == ER_CONNECTION_KILLED ||
         no == CR_CONNECTION_ERROR || no == CR_CONN_HOST_ERROR)
         st->gone = 1;
-    return fail(st, err, errlen, "%s: %s (%u)", what, mysql_error(st->db), no);
+    return zx_dt_fail(st->label, err, errlen, "%s: %s (%u)", what, mysql_error(st->db), no);
 }
 
 static int query(my_state *st, const char *sql, size_t n, char *err, size_t errlen,
                  const char *what)
 {
     if (st->gone)
-        return fail(st, err, errlen, "%s: the connection to the server was lost earlier", what);
+        return zx_dt_fail(st->label, err, errlen, "%s: the connection to the server was lost "
+                          "earlier", what);
     if (mysql_real_query(st->db, sql, n) != 0)
         return fail_db(st, err, errlen, what);
     return 0;
@@ -174,7 +160,7 @@ static int query(my_state *st, const char *sql, size_t n, char *err, size_t errl
 static int query_sb(my_state *st, zx_mysql_buf *b, char *err, size_t errlen, const char *what)
 {
     if (b->oom)
-        return fail(st, err, errlen, "%s: out of memory", what);
+        return zx_dt_fail(st->label, err, errlen, "%s: out of memory", what);
     return query(st, b->p, b->len, err, errlen, what);
 }
 
@@ -214,67 +200,39 @@ static void my_close(void *state)
     free(st);
 }
 
-static char *dupn(const char *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
 /* st->dbname, st->tname, st->qname and st->label from the table name */
 static int name_table(my_state *st, const char *table, char *err, size_t errlen)
 {
-    const char *name = st->conn_name ? st->conn_name : "?";
-    if (!table || !*table)
+    const char *name = st->conn_name;
+    if (!*table)
         return zx_seterr(err, errlen, "mysql %s: no table given", name);
-    const char *dot = strchr(table, '.');
-    if (dot) {
-        st->dbname = dupn(table, (size_t)(dot - table));
-        st->tname = strdup(dot + 1);
-    } else {
-        st->dbname = strdup(st->dsn.database);
-        st->tname = strdup(table);
-    }
-    if (!st->dbname || !st->tname)
+    if (zx_dt_split_name(table, st->dsn.database, &st->dbname, &st->tname) < 0)
         return zx_seterr(err, errlen, "mysql %s table %s: out of memory", name, table);
     if (!*st->dbname || !*st->tname || strlen(st->dbname) > MY_IDENT_MAX ||
         strlen(st->tname) > MY_IDENT_MAX)
         return zx_seterr(err, errlen,
                          "mysql %s table %s: not db.table or table, each 1 to 64 bytes",
                          name, table);
-    size_t n = strlen(name) + strlen(st->dbname) + strlen(st->tname) + 32;
-    st->label = malloc(n);
-    if (!st->label)
+    if (!(st->label = zx_dt_label("mysql", name, st->dbname, st->tname)))
         return zx_seterr(err, errlen, "mysql %s table %s: out of memory", name, table);
-    snprintf(st->label, n, "mysql %s table %s.%s", name, st->dbname, st->tname);
     zx_mysql_buf_ident(&st->qname, st->dbname);
     zx_mysql_buf_ch(&st->qname, '.');
     zx_mysql_buf_ident(&st->qname, st->tname);
     if (st->qname.oom)
-        return fail(st, err, errlen, "out of memory");
+        return zx_dt_fail(st->label, err, errlen, "out of memory");
     return 0;
 }
 
 static int my_open(const zx_dest_args *a, void **state, char *err, size_t errlen)
 {
     *state = NULL;
+    if (zx_dt_open_check("mysql", a, 1, err, errlen) < 0)
+        return -1;
     const zx_conf_connection *conn = a->conn;
-    if (!conn)
-        return zx_seterr(err, errlen, "mysql: no connection given");
-    if (conn->read_only)
-        return zx_seterr(err, errlen,
-                         "mysql connection %s is read_only: zx never writes to it", conn->name);
-    if (!conn->dsn)
-        return zx_seterr(err, errlen,
-                         "mysql connection %s has no dsn (its secret was not loaded)",
-                         conn->name);
     my_state *st = calloc(1, sizeof(*st));
     if (!st)
         return zx_seterr(err, errlen, "mysql connection %s: out of memory", conn->name);
-    st->conn_name = conn->name ? conn->name : "?";
+    st->conn_name = conn->name;
     st->dsn_shown = conn->dsn_shown ? conn->dsn_shown : "(dsn hidden)";
     const char *why = NULL;
     if (zx_mysql_dsn_parse(conn->dsn, &st->dsn, &why) < 0) {
@@ -285,16 +243,14 @@ static int my_open(const zx_dest_args *a, void **state, char *err, size_t errlen
     if (name_table(st, a->table, err, errlen) < 0)
         goto failed;
 
-    int64_t ms = a->deadline_ms;
-    st->wait_s = ms <= 0 ? MY_DEFAULT_WAIT
-                 : ms >= (int64_t)MY_MAX_WAIT * 1000 ? MY_MAX_WAIT
-                 : (unsigned)((ms + 999) / 1000);
+    int64_t ms = zx_dt_deadline_ms(a);
+    st->wait_s = ms >= (int64_t)MY_MAX_WAIT * 1000 ? MY_MAX_WAIT : (unsigned)((ms + 999) / 1000);
     if (st->wait_s < 1)
         st->wait_s = 1;
 
     st->db = mysql_init(NULL);
     if (!st->db) {
-        fail(st, err, errlen, "out of memory (mysql_init)");
+        zx_dt_fail(st->label, err, errlen, "out of memory (mysql_init)");
         goto failed;
     }
     my_bool off = 0, on = 1;
@@ -308,8 +264,8 @@ static int my_open(const zx_dest_args *a, void **state, char *err, size_t errlen
         mysql_options(st->db, MYSQL_OPT_SSL_ENFORCE, &on);
     if (!mysql_real_connect(st->db, st->dsn.host, st->dsn.user, st->dsn.password,
                             st->dsn.database, st->dsn.port, NULL, 0)) {
-        fail(st, err, errlen, "connecting to %s: %s (%u)", st->dsn_shown,
-             mysql_error(st->db), mysql_errno(st->db));
+        zx_dt_fail(st->label, err, errlen, "connecting to %s: %s (%u)", st->dsn_shown,
+                   mysql_error(st->db), mysql_errno(st->db));
         goto failed;
     }
 
@@ -381,24 +337,23 @@ static int plan_columns(my_state *st, const zx_dest_run *run, char *err, size_t 
     st->cols = calloc(run->ncols ? run->ncols : 1, sizeof(*st->cols));
     st->keyix = calloc(run->nkey_cols ? run->nkey_cols : 1, sizeof(*st->keyix));
     if (!st->cols || !st->keyix)
-        return fail(st, err, errlen, "out of memory");
-    if (run->ncols == 0)
-        return fail(st, err, errlen, "the run has no columns");
-    if ((run->mode == ZX_MODE_UPSERT || run->mode == ZX_MODE_MIRROR) && run->nkey_cols == 0)
-        return fail(st, err, errlen, "upsert and mirror need key columns");
+        return zx_dt_fail(st->label, err, errlen, "out of memory");
+    if (zx_dt_check_run(st->label, run, st->keyix, err, errlen) < 0)
+        return -1;
     for (size_t i = 0; i < run->ncols; i++) {
         const zx_dcol *d = &run->cols[i];
         mcol *c = &st->cols[i];
         c->name = d->name;
         c->type = d->type;
         if ((unsigned)d->type >= ZX_DT__COUNT)
-            return fail(st, err, errlen, "column %s: unknown type %d", d->name, (int)d->type);
+            return zx_dt_fail(st->label, err, errlen, "column %s: unknown type %d", d->name,
+                              (int)d->type);
         if (d->type == ZX_DT_DECIMAL) {
             if (d->precision < 1 || d->precision > 65 || d->scale < 0 ||
                 d->scale > d->precision)
-                return fail(st, err, errlen,
-                            "column %s: decimal(%d,%d) is not a precision 1..65 and a "
-                            "scale 0..precision", d->name, d->precision, d->scale);
+                return zx_dt_fail(st->label, err, errlen,
+                                  "column %s: decimal(%d,%d) is not a precision 1..65 and a "
+                                  "scale 0..precision", d->name, d->precision, d->scale);
             c->scale = d->scale > 30 ? 30 : d->scale;
             c->prec = d->precision - d->scale + c->scale;
         }
@@ -409,17 +364,8 @@ static int plan_columns(my_state *st, const zx_dest_run *run, char *err, size_t 
     /* the key, and what its string-like columns may take of 3072 bytes */
     size_t budget = MY_KEY_BYTES, nstr = 0;
     for (size_t k = 0; k < run->nkey_cols; k++) {
-        size_t i;
-        for (i = 0; i < run->ncols; i++)
-            if (!strcmp(run->cols[i].name, run->key_cols[k]))
-                break;
-        if (i == run->ncols)
-            return fail(st, err, errlen, "key column %s is not a column of the run",
-                        run->key_cols[k]);
-        if (st->cols[i].key)
-            return fail(st, err, errlen, "key column %s is named twice", run->key_cols[k]);
+        size_t i = st->keyix[k];
         st->cols[i].key = (int)k + 1;
-        st->keyix[k] = i;
         switch (st->cols[i].type) {
         case ZX_DT_TEXT:
         case ZX_DT_JSON:
@@ -545,17 +491,17 @@ static int check_table(my_state *st, char *err, size_t errlen)
         goto done;
     r = mysql_fetch_row(res);
     if (!r) {
-        fail(st, err, errlen, "the table is not in information_schema after CREATE TABLE");
+        zx_dt_fail(st->label, err, errlen, "the table is not in information_schema after "
+                   "CREATE TABLE");
         goto done;
     }
     if (!r[0] || strcmp(r[0], "BASE TABLE") != 0) {
-        fail(st, err, errlen, "it is a %s, not a table", r[0] ? r[0] : "view");
+        zx_dt_fail(st->label, err, errlen, "it is a %s, not a table", r[0] ? r[0] : "view");
         goto done;
     }
     if (!r[2] || strcmp(r[2], "YES") != 0) {
-        fail(st, err, errlen,
-             "its engine %s has no transactions: zx needs one (ALTER TABLE ... ENGINE=InnoDB)",
-             r[1] ? r[1] : "?");
+        zx_dt_fail(st->label, err, errlen, "its engine %s has no transactions: zx needs one "
+                   "(ALTER TABLE ... ENGINE=InnoDB)", r[1] ? r[1] : "?");
         goto done;
     }
     mysql_free_result(res);
@@ -564,7 +510,7 @@ static int check_table(my_state *st, char *err, size_t errlen)
     /* columns it has */
     have = calloc(st->ncols, 1);
     if (!have) {
-        fail(st, err, errlen, "out of memory");
+        zx_dt_fail(st->label, err, errlen, "out of memory");
         goto done;
     }
     b.len = 0;
@@ -595,7 +541,7 @@ static int check_table(my_state *st, char *err, size_t errlen)
     if (added && query_sb(st, &b, err, errlen, "adding columns") < 0)
         goto done;
 
-    if (run->mode == ZX_MODE_UPSERT || run->mode == ZX_MODE_MIRROR) {
+    if (zx_dt_keyed(run->mode)) {
         /* a unique index on exactly the key columns */
         b.len = 0;
         zx_mysql_buf_str(&b, "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
@@ -625,10 +571,10 @@ static int check_table(my_state *st, char *err, size_t errlen)
                     nmatch++;
         }
         if (!found) {
-            fail(st, err, errlen,
-                 "it has no primary key or unique index on exactly the key columns: "
-                 "%s would add rows instead of replacing them",
-                 run->mode == ZX_MODE_UPSERT ? "upsert" : "mirror");
+            zx_dt_fail(st->label, err, errlen,
+                       "it has no primary key or unique index on exactly the key columns: "
+                       "%s would add rows instead of replacing them",
+                       run->mode == ZX_MODE_UPSERT ? "upsert" : "mirror");
             goto done;
         }
     }
@@ -655,7 +601,7 @@ static void build_insert(my_state *st)
         zx_mysql_buf_ident(h, st->cols[i].name);
     }
     zx_mysql_buf_str(h, ") VALUES ");
-    if (st->run->mode != ZX_MODE_UPSERT && st->run->mode != ZX_MODE_MIRROR)
+    if (!zx_dt_keyed(st->run->mode))
         return;
     zx_mysql_buf_str(t, " ON DUPLICATE KEY UPDATE ");
     int first = 1;
@@ -693,7 +639,7 @@ static int my_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
         return -1;
     build_insert(st);
     if (st->head.oom || st->tail.oom)
-        return fail(st, err, errlen, "out of memory");
+        return zx_dt_fail(st->label, err, errlen, "out of memory");
     if (query(st, "START TRANSACTION", 17, err, errlen, "starting the transaction") < 0)
         return -1;
     st->in_txn = 1;
@@ -744,13 +690,10 @@ static int values_room(my_state *st, size_t n)
 static int my_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
 {
     my_state *st = state;
-    if (!st->in_txn)
-        return fail(st, err, errlen, "write without a begun run");
-    if (rs->ncols != st->ncols)
-        return fail(st, err, errlen, "a batch has %u columns, the run %zu", rs->ncols,
-                    st->ncols);
+    if (zx_dt_check_write(st->label, st->in_txn, rs, st->ncols, err, errlen) < 0)
+        return -1;
     if (values_room(st, st->ncols) < 0)
-        return fail(st, err, errlen, "out of memory");
+        return zx_dt_fail(st->label, err, errlen, "out of memory");
     for (uint32_t r = 0; r < rs->nrows; r++) {
         zx_rowset_row(rs, r, st->vals);
         zx_mysql_buf *row = &st->row;
@@ -764,20 +707,20 @@ static int my_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
             if (pv == ZX_MYSQL_MISFIT)
                 st->stats->nulled++;
             if (pv != ZX_MYSQL_VALUE && st->cols[i].key)
-                return fail(st, err, errlen,
-                            "key column %s of a row is %s: a primary key cannot hold NULL",
-                            st->cols[i].name,
-                            pv == ZX_MYSQL_NULL ? "NULL"
-                                          : "a value its column cannot hold (too long, or "
-                                            "not of its type)");
+                return zx_dt_fail(st->label, err, errlen,
+                                  "key column %s of a row is %s: a primary key cannot hold NULL",
+                                  st->cols[i].name,
+                                  pv == ZX_MYSQL_NULL ? "NULL"
+                                  : "a value its column cannot hold (too long, or not of its "
+                                    "type)");
         }
         zx_mysql_buf_ch(row, ')');
         if (row->oom)
-            return fail(st, err, errlen, "out of memory");
+            return zx_dt_fail(st->label, err, errlen, "out of memory");
         if (st->head.len + row->len + st->tail.len > st->max_row)
-            return fail(st, err, errlen,
-                        "a row takes %zu bytes as SQL, more than the server's "
-                        "max_allowed_packet allows (%zu)", row->len, st->max_row);
+            return zx_dt_fail(st->label, err, errlen,
+                              "a row takes %zu bytes as SQL, more than the server's "
+                              "max_allowed_packet allows (%zu)", row->len, st->max_row);
         if (st->pending && st->stmt.len + 1 + row->len + st->tail.len > st->target &&
             flush_insert(st, err, errlen) < 0)
             return -1;
@@ -787,7 +730,7 @@ static int my_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
             zx_mysql_buf_ch(&st->stmt, ',');
         zx_mysql_buf_put(&st->stmt, row->p, row->len);
         if (st->stmt.oom)
-            return fail(st, err, errlen, "out of memory");
+            return zx_dt_fail(st->label, err, errlen, "out of memory");
         st->pending++;
     }
     return 0;
@@ -811,15 +754,13 @@ static int my_delete_keys(void *state, const zx_rowset *keys, char *err, size_t 
 {
     my_state *st = state;
     const zx_dest_run *run = st->run;
-    if (!st->in_txn)
-        return fail(st, err, errlen, "delete_keys without a begun run");
-    if (keys->ncols != run->nkey_cols)
-        return fail(st, err, errlen, "a batch of keys has %u columns, the key %zu",
-                    keys->ncols, run->nkey_cols);
+    if (zx_dt_check_delete(st->label, st->in_txn, keys, st->in_txn ? run->nkey_cols : 0, err,
+                           errlen) < 0)
+        return -1;
     if (flush_insert(st, err, errlen) < 0)
         return -1;
     if (values_room(st, run->nkey_cols) < 0)
-        return fail(st, err, errlen, "out of memory");
+        return zx_dt_fail(st->label, err, errlen, "out of memory");
     int rc = -1;
     zx_mysql_buf head = {0}, b = {0};
     zx_mysql_buf_str(&head, "DELETE FROM ");
@@ -852,7 +793,7 @@ static int my_delete_keys(void *state, const zx_rowset *keys, char *err, size_t 
         if (run->nkey_cols > 1)
             zx_mysql_buf_ch(row, ')');
         if (row->oom || head.oom) {
-            fail(st, err, errlen, "out of memory");
+            zx_dt_fail(st->label, err, errlen, "out of memory");
             goto done;
         }
         if (skip)
@@ -885,12 +826,13 @@ done:
 static int my_commit(void *state, char *err, size_t errlen)
 {
     my_state *st = state;
-    if (!st->in_txn)
-        return fail(st, err, errlen, "commit without a begun run");
+    if (zx_dt_check_commit(st->label, st->in_txn, err, errlen) < 0)
+        return -1;
     if (flush_insert(st, err, errlen) < 0)
         return -1;
     if (st->gone)
-        return fail(st, err, errlen, "COMMIT: the connection to the server was lost earlier");
+        return zx_dt_fail(st->label, err, errlen, "COMMIT: the connection to the server was "
+                          "lost earlier");
     if (mysql_real_query(st->db, "COMMIT", 6) != 0) {
         fail_db(st, err, errlen, "COMMIT");
         if (st->gone && err && errlen) {

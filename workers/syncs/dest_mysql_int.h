@@ -17,7 +17,7 @@
 #include <mysql.h>
 
 #include "common/rowset.h"
-#include "workers/syncs/dest_cells.h"
+#include "common/dcell.h"
 
 /* A growable text buffer: start with {0}, release with zx_mysql_buf_free.
  * p is NUL-terminated once anything was added.  Out of memory sets oom,
@@ -60,7 +60,7 @@ enum {
 
 /* Append v (NULL for no cell) as an SQL literal for a column that takes
  * t (t->type the logical type; DECIMAL: t->scale as the column has it),
- * after dest_cells.h's conversion (conv is its scratch):
+ * after common/dcell.h's conversion (conv is its scratch):
  *     INT64, BOOL  an integer                 42, 1
  *     DOUBLE       %.16e: 17 digits and an exponent (a double literal,
  *                  read back exactly)

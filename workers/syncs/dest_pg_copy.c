@@ -35,24 +35,26 @@ enum {
     OID_NUMERIC = 1700, OID_JSONB = 3802
 };
 
+/* An integer column of range min..max. */
+static zx_pg_col int_col(int64_t min, int64_t max, uint8_t bin)
+{
+    zx_pg_col c;
+    memset(&c, 0, sizeof(c));
+    c.t = zx_dc_target_of(ZX_DT_INT64, 0, 0);
+    c.t.imin = min;
+    c.t.imax = max;
+    c.bin = bin;
+    return c;
+}
+
 zx_pg_col zx_pg_col_of(uint32_t typoid, int32_t typmod)
 {
     zx_pg_col c;
     memset(&c, 0, sizeof(c));
     switch (typoid) {
-    case OID_INT8: c.t = zx_dc_target_of(ZX_DT_INT64, 0, 0); c.bin = PGB_INT8; break;
-    case OID_INT4:
-        c.t = zx_dc_target_of(ZX_DT_INT64, 0, 0);
-        c.t.imin = INT32_MIN;
-        c.t.imax = INT32_MAX;
-        c.bin = PGB_INT4;
-        break;
-    case OID_INT2:
-        c.t = zx_dc_target_of(ZX_DT_INT64, 0, 0);
-        c.t.imin = INT16_MIN;
-        c.t.imax = INT16_MAX;
-        c.bin = PGB_INT2;
-        break;
+    case OID_INT8: c = int_col(INT64_MIN, INT64_MAX, PGB_INT8); break;
+    case OID_INT4: c = int_col(INT32_MIN, INT32_MAX, PGB_INT4); break;
+    case OID_INT2: c = int_col(INT16_MIN, INT16_MAX, PGB_INT2); break;
     case OID_FLOAT8: c.t = zx_dc_target_of(ZX_DT_DOUBLE, 0, 0); c.bin = PGB_FLOAT8; break;
     case OID_FLOAT4:
         c.t = zx_dc_target_of(ZX_DT_DOUBLE, 0, 0);
@@ -149,17 +151,10 @@ static int put_bin(zx_dc_buf *out, const zx_pg_col *c, const zx_dc_out *o)
     }
     case PGB_BOOL: b[4] = o->i ? 1 : 0; n = 1; break;
     case PGB_TS: be(b + 4, (uint64_t)(o->i - PG_EPOCH_US), 8); n = 8; break;
-    case PGB_DATE: {
-        /* o->s is a checked "YYYY-MM-DD" */
-        const char *s = o->s;
-        int64_t days = zx_days_from_civil((s[0] - '0') * 1000 + (s[1] - '0') * 100 +
-                                          (s[2] - '0') * 10 + (s[3] - '0'),
-                                          (unsigned)((s[5] - '0') * 10 + (s[6] - '0')),
-                                          (unsigned)((s[8] - '0') * 10 + (s[9] - '0')));
-        be(b + 4, (uint64_t)(uint32_t)(int32_t)(days - PG_EPOCH_DAYS), 4);
+    case PGB_DATE:      /* o->i: days since 1970-01-01, years 1..9999 */
+        be(b + 4, (uint64_t)(uint32_t)(int32_t)(o->i - PG_EPOCH_DAYS), 4);
         n = 4;
         break;
-    }
     case PGB_JSONB:
         be(b, o->len + 1, 4);
         b[4] = 1;

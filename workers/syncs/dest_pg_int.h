@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "common/rowset.h"
-#include "workers/syncs/dest_cells.h"
+#include "common/dcell.h"
 
 /* How a column's value is sent in binary COPY (its type's binary "recv"
  * format), PGB_NONE when only the text format is written for it. */

@@ -37,7 +37,7 @@
  * upsert and mirror need a primary key or unique index on exactly the key
  * columns (ON CONFLICT finds the conflicting row through it); begin says
  * which to create when there is none.  A row whose key is NULL (or a key
- * value that does not fit, see dest_cells.h) cannot be upserted: it is left
+ * value that does not fit, see common/dcell.h) cannot be upserted: it is left
  * out and counted once in stats.nulled; a key to delete that does not fit
  * matches no row and counts there too.  Columns a table lacks are added
  * with ALTER TABLE, whose lock keeps readers waiting until COMMIT (only
@@ -61,18 +61,17 @@
 #include "workers/syncs/dest.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <libpq-fe.h>
 
+#include "common/dcell.h"
 #include "common/util.h"
-#include "workers/syncs/dest_cells.h"
 #include "workers/syncs/dest_pg_int.h"
+#include "workers/syncs/dest_table.h"
 
-#define DEFAULT_DEADLINE_MS 30000
 #define MAX_NAME 63                     /* NAMEDATALEN - 1 */
 #define SEEN_MAX 4000000u               /* keys a run tracks for the direct path */
 #define SEND_CHUNK (1u << 20)
@@ -83,7 +82,7 @@ typedef struct pgd {
     char *dsn_shown;
     char *schema, *table;       /* unquoted */
     char *qtable;               /* "schema"."table" */
-    char *shown;                /* schema.table, for messages */
+    char *label;                /* "postgres NAME table schema.table" */
     int64_t deadline_ms;
     char msg[1024];             /* the last failure, one line */
     char sqlstate[6];
@@ -161,58 +160,7 @@ static void set_msg_res(pgd *d, const PGresult *r)
     set_msg(d, m);
 }
 
-/* "postgres NAME table S.T: <what>" into err; returns -1. */
-static int fail(pgd *d, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(pgd *d, char *err, size_t errlen, const char *fmt, ...)
-{
-    char what[1400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    if (err && errlen)
-        snprintf(err, errlen, "postgres %s table %s: %s", d->cname, d->shown, what);
-    return -1;
-}
-
 /* ---- strings ------------------------------------------------------- */
-
-static int sb_printf(zx_dc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sb_printf(zx_dc_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || zx_dc_buf_reserve(b, (size_t)n) < 0)
-        return -1;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-    return 0;
-}
-
-/* name as a quoted identifier: "a""b". */
-static char *quote_ident(const char *name)
-{
-    size_t n = strlen(name), q = 0;
-    for (size_t i = 0; i < n; i++)
-        q += name[i] == '"';
-    char *s = malloc(n + q + 3), *p = s;
-    if (!s)
-        return NULL;
-    *p++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        if (name[i] == '"')
-            *p++ = '"';
-        *p++ = name[i];
-    }
-    *p++ = '"';
-    *p = '\0';
-    return s;
-}
 
 static char *take(zx_dc_buf *b)
 {
@@ -313,6 +261,30 @@ static int copy_send(pgd *d, const char *sql, const span *parts, size_t nparts)
 
 /* ---- open / close -------------------------------------------------- */
 
+/* Forget the run: its columns, keys, statements and key set. */
+static void reset_run(pgd *d)
+{
+    free(d->cols);
+    if (d->qcols)
+        for (size_t i = 0; i < d->ncols; i++)
+            free(d->qcols[i]);
+    free(d->qcols);
+    free(d->key);
+    d->cols = NULL;
+    d->qcols = NULL;
+    d->key = NULL;
+    d->ncols = d->nkeys = 0;
+    free(d->sql_copy);
+    free(d->sql_copy_stage);
+    free(d->sql_merge);
+    free(d->sql_copy_keys);
+    free(d->sql_delete);
+    d->sql_copy = d->sql_copy_stage = d->sql_merge = d->sql_copy_keys = d->sql_delete = NULL;
+    zx_pg_hset_free(&d->seen);
+    d->direct = d->stage_made = d->stage_used = d->kstage_made = d->kstage_used = 0;
+    d->st = NULL;
+}
+
 static void pg_close(void *state)
 {
     pgd *d = state;
@@ -325,19 +297,8 @@ static void pg_close(void *state)
     free(d->schema);
     free(d->table);
     free(d->qtable);
-    free(d->shown);
-    free(d->cols);
-    if (d->qcols)
-        for (size_t i = 0; i < d->ncols; i++)
-            free(d->qcols[i]);
-    free(d->qcols);
-    free(d->key);
-    zx_pg_hset_free(&d->seen);
-    free(d->sql_copy);
-    free(d->sql_copy_stage);
-    free(d->sql_merge);
-    free(d->sql_copy_keys);
-    free(d->sql_delete);
+    free(d->label);
+    reset_run(d);
     zx_dc_buf_free(&d->data);
     zx_dc_buf_free(&d->keys);
     zx_dc_buf_free(&d->scratch);
@@ -356,23 +317,16 @@ static void pg_close(void *state)
 /* Split "schema.table" / "table" into d. 0 or -1. */
 static int split_table(pgd *d, const char *t, char *err, size_t errlen)
 {
-    const char *dot = strchr(t, '.');
-    size_t sl = dot ? (size_t)(dot - t) : 6;
-    const char *sn = dot ? t : "public", *tn = dot ? dot + 1 : t;
-    d->schema = strndup(sn, sl);
-    d->table = strdup(tn);
-    if (!d->schema || !d->table)
+    if (zx_dt_split_name(t, "public", &d->schema, &d->table) < 0 ||
+        !(d->label = zx_dt_label("postgres", d->cname, d->schema, d->table)))
         return zx_seterr(err, errlen, "postgres %s: out of memory", d->cname);
     zx_dc_buf b = { 0 };
-    if (sb_printf(&b, "%s.%s", d->schema, d->table) < 0)
-        return zx_seterr(err, errlen, "postgres %s: out of memory", d->cname);
-    d->shown = take(&b);
     if (!*d->schema || !*d->table || strlen(d->schema) > MAX_NAME ||
         strlen(d->table) > MAX_NAME || strchr(d->table, '.'))
-        return fail(d, err, errlen, "not a table name: write \"table\" or \"schema.table\", "
-                    "each name 1 to %d bytes", MAX_NAME);
-    char *qs = quote_ident(d->schema), *qt = quote_ident(d->table);
-    int ok = qs && qt && sb_printf(&b, "%s.%s", qs, qt) == 0;
+        return zx_dt_fail(d->label, err, errlen, "not a table name: write \"table\" or "
+                          "\"schema.table\", each name 1 to %d bytes", MAX_NAME);
+    char *qs = zx_dt_quote_ident(d->schema), *qt = zx_dt_quote_ident(d->table);
+    int ok = qs && qt && zx_dc_buf_printf(&b, "%s.%s", qs, qt) == 0;
     free(qs);
     free(qt);
     if (!ok)
@@ -384,15 +338,9 @@ static int split_table(pgd *d, const char *t, char *err, size_t errlen)
 static int pg_open(const zx_dest_args *a, void **state, char *err, size_t errlen)
 {
     *state = NULL;
-    const zx_conf_connection *cn = a ? a->conn : NULL;
-    if (!cn || !cn->name || !a->table)
-        return zx_seterr(err, errlen, "postgres destination: no connection or table given");
-    if (cn->read_only)
-        return zx_seterr(err, errlen, "postgres connection %s is read_only: zx never writes to it",
-                         cn->name);
-    if (!cn->dsn)
-        return zx_seterr(err, errlen, "postgres connection %s has no dsn (its secret was not "
-                         "loaded)", cn->name);
+    if (zx_dt_open_check("postgres", a, 1, err, errlen) < 0)
+        return -1;
+    const zx_conf_connection *cn = a->conn;
     pgd *d = calloc(1, sizeof(*d));
     if (!d)
         return zx_seterr(err, errlen, "postgres %s: out of memory", cn->name);
@@ -406,7 +354,7 @@ static int pg_open(const zx_dest_args *a, void **state, char *err, size_t errlen
         pg_close(d);
         return -1;
     }
-    int64_t ms = a->deadline_ms > 0 ? a->deadline_ms : DEFAULT_DEADLINE_MS;
+    int64_t ms = zx_dt_deadline_ms(a);
     if (ms > INT32_MAX)
         ms = INT32_MAX;
     if (ms < 1000)
@@ -429,14 +377,14 @@ static int pg_open(const zx_dest_args *a, void **state, char *err, size_t errlen
             set_msg(d, PQerrorMessage(d->c));
         else
             set_msg(d, "out of memory");
-        fail(d, err, errlen, "cannot connect to %s: %s", d->dsn_shown, d->msg);
+        zx_dt_fail(d->label, err, errlen, "cannot connect to %s: %s", d->dsn_shown, d->msg);
         pg_close(d);
         return -1;
     }
     PQsetNoticeProcessor(d->c, no_notices, NULL);
     if (PQserverVersion(d->c) < 110000) {
-        fail(d, err, errlen, "the server is PostgreSQL %d; zx needs 11 or later",
-             PQserverVersion(d->c) / 10000);
+        zx_dt_fail(d->label, err, errlen, "the server is PostgreSQL %d; zx needs 11 or later",
+                   PQserverVersion(d->c) / 10000);
         pg_close(d);
         return -1;
     }
@@ -444,7 +392,7 @@ static int pg_open(const zx_dest_args *a, void **state, char *err, size_t errlen
     snprintf(sql, sizeof(sql), "SET statement_timeout = %" PRId64 "; SET lock_timeout = %" PRId64
              "; SET client_min_messages = warning; SET temp_buffers = '64MB'", ms, ms);
     if (sql_run(d, sql) < 0) {
-        fail(d, err, errlen, "%s", d->msg);
+        zx_dt_fail(d->label, err, errlen, "%s", d->msg);
         pg_close(d);
         return -1;
     }
@@ -482,15 +430,15 @@ static int find_table(pgd *d, char *oid, size_t oidlen, char *err, size_t errlen
                        "pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
                        "WHERE n.nspname = $1 AND c.relname = $2", 2, pv);
     if (!r)
-        return fail(d, err, errlen, "%s", d->msg);
+        return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     oid[0] = '\0';
     if (PQntuples(r) == 1) {
         char k = PQgetvalue(r, 0, 1)[0];
         if (k != 'r' && k != 'p') {
             PQclear(r);
-            return fail(d, err, errlen, "exists but is not a table (%s): zx writes only to "
-                        "tables", k == 'v' ? "a view" : k == 'm' ? "a materialized view"
-                        : k == 'f' ? "a foreign table" : "another kind of relation");
+            return zx_dt_fail(d->label, err, errlen, "exists but is not a table (%s): zx writes "
+                              "only to tables", k == 'v' ? "a view" : k == 'm' ? "a materialized "
+                              "view" : k == 'f' ? "a foreign table" : "another kind of relation");
         }
         snprintf(oid, oidlen, "%s", PQgetvalue(r, 0, 0));
     }
@@ -505,7 +453,7 @@ static PGresult *table_columns(pgd *d, const char *oid, char *err, size_t errlen
     PGresult *r = q(d, "SELECT attname, atttypid, atttypmod, attnum FROM pg_catalog.pg_attribute "
                        "WHERE attrelid = $1::oid AND attnum > 0 AND NOT attisdropped", 1, pv);
     if (!r)
-        fail(d, err, errlen, "%s", d->msg);
+        zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     return r;
 }
 
@@ -526,7 +474,7 @@ static int has_key_index(pgd *d, const zx_dest_run *run, const char *oid, const 
                        "indrelid = $1::oid AND indisunique AND indisvalid AND indpred IS NULL "
                        "AND indexprs IS NULL", 1, pv);
     if (!r)
-        return fail(d, err, errlen, "%s", d->msg);
+        return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     int found = 0;
     for (int i = 0; i < PQntuples(r) && !found; i++) {
         long nk = strtol(PQgetvalue(r, i, 0), NULL, 10);
@@ -557,77 +505,40 @@ static int has_key_index(pgd *d, const zx_dest_run *run, const char *oid, const 
     return found;
 }
 
-static void reset_run(pgd *d)
-{
-    free(d->cols);
-    if (d->qcols)
-        for (size_t i = 0; i < d->ncols; i++)
-            free(d->qcols[i]);
-    free(d->qcols);
-    free(d->key);
-    d->cols = NULL;
-    d->qcols = NULL;
-    d->key = NULL;
-    d->ncols = d->nkeys = 0;
-    free(d->sql_copy);
-    free(d->sql_copy_stage);
-    free(d->sql_merge);
-    free(d->sql_copy_keys);
-    free(d->sql_delete);
-    d->sql_copy = d->sql_copy_stage = d->sql_merge = d->sql_copy_keys = d->sql_delete = NULL;
-    zx_pg_hset_free(&d->seen);
-    d->direct = d->stage_made = d->stage_used = d->kstage_made = d->kstage_used = 0;
-    d->st = NULL;
-}
-
 /* The statements of the run. 0 or -1 (memory). */
 static int build_sql(pgd *d)
 {
     zx_dc_buf b = { 0 }, cl = { 0 }, kl = { 0 };
     int rc = -1;
-    for (size_t i = 0; i < d->ncols; i++)
-        if (sb_printf(&cl, "%s%s", i ? ", " : "", d->qcols[i]) < 0)
-            goto out;
-    for (size_t i = 0; i < d->nkeys; i++)
-        if (sb_printf(&kl, "%s%s", i ? ", " : "", d->qcols[d->key[i]]) < 0)
-            goto out;
+    if (zx_dt_sql_list(&cl, d->qcols, NULL, d->ncols) < 0 ||
+        zx_dt_sql_list(&kl, d->qcols, d->key, d->nkeys) < 0)
+        goto out;
     const char *fmt = d->binary ? " (FORMAT binary)" : "";
-    if (sb_printf(&b, "COPY %s (%s) FROM STDIN%s", d->qtable, cl.p, fmt) < 0)
+    if (zx_dc_buf_printf(&b, "COPY %s (%s) FROM STDIN%s", d->qtable, cl.p, fmt) < 0)
         goto out;
     d->sql_copy = take(&b);
     if (d->nkeys == 0) {
         rc = 0;
         goto out;
     }
-    if (sb_printf(&b, "COPY pg_temp.zx_stage (%s) FROM STDIN%s", cl.p, fmt) < 0)
+    if (zx_dc_buf_printf(&b, "COPY pg_temp.zx_stage (%s) FROM STDIN%s", cl.p, fmt) < 0)
         goto out;
     d->sql_copy_stage = take(&b);
-    if (sb_printf(&b, "INSERT INTO %s AS t (%s) SELECT %s FROM pg_temp.zx_stage ON CONFLICT (%s) ",
-                  d->qtable, cl.p, cl.p, kl.p) < 0)
-        goto out;
-    int nset = 0;
-    for (size_t i = 0; i < d->ncols; i++) {
-        int iskey = 0;
-        for (size_t k = 0; k < d->nkeys; k++)
-            iskey |= d->key[k] == i;
-        if (iskey)
-            continue;
-        if (sb_printf(&b, "%s%s = EXCLUDED.%s", nset++ ? ", " : "DO UPDATE SET ", d->qcols[i],
-                      d->qcols[i]) < 0)
-            goto out;
-    }
-    if (!nset && sb_printf(&b, "DO NOTHING") < 0)
+    if (zx_dc_buf_printf(&b, "INSERT INTO %s AS t (%s) SELECT %s FROM pg_temp.zx_stage "
+                         "ON CONFLICT (%s) ", d->qtable, cl.p, cl.p, kl.p) < 0 ||
+        zx_dt_sql_upsert_set(&b, d->qcols, d->ncols, d->key, d->nkeys) < 0)
         goto out;
     d->sql_merge = take(&b);
-    if (sb_printf(&b, "COPY pg_temp.zx_keys (%s) FROM STDIN%s", kl.p,
-                  d->kbinary ? " (FORMAT binary)" : "") < 0)
+    if (zx_dc_buf_printf(&b, "COPY pg_temp.zx_keys (%s) FROM STDIN%s", kl.p,
+                         d->kbinary ? " (FORMAT binary)" : "") < 0)
         goto out;
     d->sql_copy_keys = take(&b);
-    if (sb_printf(&b, "DELETE FROM %s AS t USING pg_temp.zx_keys AS k WHERE ", d->qtable) < 0)
+    if (zx_dc_buf_printf(&b, "DELETE FROM %s AS t USING pg_temp.zx_keys AS k WHERE ",
+                         d->qtable) < 0)
         goto out;
     for (size_t i = 0; i < d->nkeys; i++)
-        if (sb_printf(&b, "%st.%s = k.%s", i ? " AND " : "", d->qcols[d->key[i]],
-                      d->qcols[d->key[i]]) < 0)
+        if (zx_dc_buf_printf(&b, "%st.%s = k.%s", i ? " AND " : "", d->qcols[d->key[i]],
+                             d->qcols[d->key[i]]) < 0)
             goto out;
     d->sql_delete = take(&b);
     rc = 0;
@@ -641,46 +552,33 @@ out:
 /* Check the run's shape and find its key columns. 0 or -1. */
 static int check_run(pgd *d, const zx_dest_run *run, char *err, size_t errlen)
 {
-    if (!run->cols || run->ncols == 0)
-        return fail(d, err, errlen, "the run has no columns");
-    for (size_t i = 0; i < run->ncols; i++) {
-        size_t n = run->cols[i].name ? strlen(run->cols[i].name) : 0;
-        if (n == 0 || n > MAX_NAME)
-            return fail(d, err, errlen, "column name \"%.80s\" must be 1 to %d bytes in "
-                        "Postgres: rename it in the sync's query",
-                        run->cols[i].name ? run->cols[i].name : "", MAX_NAME);
-    }
-    if ((run->mode == ZX_MODE_UPSERT || run->mode == ZX_MODE_MIRROR) && run->nkey_cols == 0)
-        return fail(d, err, errlen, "%s needs key columns", run->mode == ZX_MODE_UPSERT
-                    ? "upsert" : "mirror");
+    d->key = calloc(run->nkey_cols ? run->nkey_cols : 1, sizeof(*d->key));
+    if (!d->key)
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
+    if (zx_dt_check_run(d->label, run, d->key, err, errlen) < 0)
+        return -1;
+    for (size_t i = 0; i < run->ncols; i++)
+        if (strlen(run->cols[i].name) > MAX_NAME)
+            return zx_dt_fail(d->label, err, errlen, "column name \"%.80s\" must be 1 to %d "
+                              "bytes in Postgres: rename it in the sync's query",
+                              run->cols[i].name, MAX_NAME);
     d->ncols = run->ncols;
     d->nkeys = run->nkey_cols;
     d->cols = calloc(d->ncols, sizeof(*d->cols));
     d->qcols = calloc(d->ncols, sizeof(*d->qcols));
-    d->key = calloc(d->nkeys ? d->nkeys : 1, sizeof(*d->key));
     free(d->foff);
     free(d->idx);
     free(d->vals);
     d->foff = calloc(2 * d->ncols, sizeof(*d->foff));
     d->idx = calloc(d->ncols, sizeof(*d->idx));
     d->vals = calloc(d->ncols, sizeof(*d->vals));
-    if (!d->cols || !d->qcols || !d->key || !d->foff || !d->idx || !d->vals)
-        return fail(d, err, errlen, "out of memory");
+    if (!d->cols || !d->qcols || !d->foff || !d->idx || !d->vals)
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
     for (size_t i = 0; i < d->ncols; i++)
         d->idx[i] = i;
     for (size_t i = 0; i < d->ncols; i++)
-        if (!(d->qcols[i] = quote_ident(run->cols[i].name)))
-            return fail(d, err, errlen, "out of memory");
-    for (size_t k = 0; k < d->nkeys; k++) {
-        size_t i = 0;
-        while (i < d->ncols && (!run->key_cols[k] || strcmp(run->cols[i].name,
-                                                            run->key_cols[k]) != 0))
-            i++;
-        if (i == d->ncols)
-            return fail(d, err, errlen, "key column \"%.80s\" is not a column of the result",
-                        run->key_cols[k] ? run->key_cols[k] : "");
-        d->key[k] = i;
-    }
+        if (!(d->qcols[i] = zx_dt_quote_ident(run->cols[i].name)))
+            return zx_dt_fail(d->label, err, errlen, "out of memory");
     return 0;
 }
 
@@ -695,26 +593,19 @@ static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
     if (find_table(d, oid, oidlen, err, errlen) < 0)
         return -1;
     if (!oid[0]) {
-        int bad = sb_printf(&b, "CREATE TABLE IF NOT EXISTS %s (", d->qtable) < 0;
-        for (size_t i = 0; i < d->ncols && !bad; i++)
-            bad = sb_printf(&b, "%s%s %s", i ? ", " : "", d->qcols[i],
-                            pg_type_of(&run->cols[i], tb, sizeof(tb))) < 0;
-        for (size_t k = 0; k < d->nkeys && !bad; k++)
-            bad = sb_printf(&b, "%s%s", k ? ", " : ", PRIMARY KEY (", d->qcols[d->key[k]]) < 0;
-        if (!bad)
-            bad = sb_printf(&b, "%s)", d->nkeys ? ")" : "") < 0;
-        if (bad) {
+        if (zx_dt_sql_create(&b, d->qtable, run->cols, d->qcols, d->ncols, d->key, d->nkeys, 0,
+                             pg_type_of) < 0) {
             zx_dc_buf_free(&b);
-            return fail(d, err, errlen, "out of memory");
+            return zx_dt_fail(d->label, err, errlen, "out of memory");
         }
         int rc = sql_run(d, b.p);
         zx_dc_buf_free(&b);
         if (rc < 0)
-            return fail(d, err, errlen, "cannot create the table: %s", d->msg);
+            return zx_dt_fail(d->label, err, errlen, "cannot create the table: %s", d->msg);
         if (find_table(d, oid, oidlen, err, errlen) < 0)
             return -1;
         if (!oid[0])
-            return fail(d, err, errlen, "the table was created but cannot be found");
+            return zx_dt_fail(d->label, err, errlen, "the table was created but cannot be found");
     }
     if (!(*cols = table_columns(d, oid, err, errlen)))
         return -1;
@@ -722,11 +613,11 @@ static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
     for (size_t i = 0; i < d->ncols; i++) {
         if (col_row(*cols, run->cols[i].name) >= 0)
             continue;
-        if ((!missing && sb_printf(&b, "ALTER TABLE %s", d->qtable) < 0) ||
-            sb_printf(&b, "%s ADD COLUMN IF NOT EXISTS %s %s", missing ? "," : "", d->qcols[i],
-                      pg_type_of(&run->cols[i], tb, sizeof(tb))) < 0) {
+        if ((!missing && zx_dc_buf_printf(&b, "ALTER TABLE %s", d->qtable) < 0) ||
+            zx_dc_buf_printf(&b, "%s ADD COLUMN IF NOT EXISTS %s %s", missing ? "," : "",
+                             d->qcols[i], pg_type_of(&run->cols[i], tb, sizeof(tb))) < 0) {
             zx_dc_buf_free(&b);
-            return fail(d, err, errlen, "out of memory");
+            return zx_dt_fail(d->label, err, errlen, "out of memory");
         }
         missing++;
     }
@@ -735,7 +626,8 @@ static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
     int rc = sql_run(d, b.p);
     zx_dc_buf_free(&b);
     if (rc < 0)
-        return fail(d, err, errlen, "cannot add the columns the table lacks: %s", d->msg);
+        return zx_dt_fail(d->label, err, errlen, "cannot add the columns the table lacks: %s",
+                          d->msg);
     PQclear(*cols);
     if (!(*cols = table_columns(d, oid, err, errlen)))
         return -1;
@@ -751,10 +643,10 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
     if (check_run(d, run, err, errlen) < 0)
         return -1;
     if (PQtransactionStatus(d->c) != PQTRANS_IDLE)
-        return fail(d, err, errlen, "the connection is not ready for a new run (%s)",
-                    PQstatus(d->c) == CONNECTION_OK ? "a transaction is open" : "lost");
+        return zx_dt_fail(d->label, err, errlen, "the connection is not ready for a new run (%s)",
+                          PQstatus(d->c) == CONNECTION_OK ? "a transaction is open" : "lost");
     if (sql_run(d, "BEGIN") < 0)
-        return fail(d, err, errlen, "%s", d->msg);
+        return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     char oid[32];
     PGresult *cols = NULL;
     if (make_table(d, run, oid, sizeof(oid), &cols, err, errlen) < 0) {
@@ -766,7 +658,8 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
         int r = col_row(cols, run->cols[i].name);
         if (r < 0) {
             PQclear(cols);
-            return fail(d, err, errlen, "column %s is missing after it was added", d->qcols[i]);
+            return zx_dt_fail(d->label, err, errlen, "column %s is missing after it was added",
+                              d->qcols[i]);
         }
         d->cols[i] = zx_pg_col_of((uint32_t)strtoul(PQgetvalue(cols, r, 1), NULL, 10),
                                   (int32_t)strtol(PQgetvalue(cols, r, 2), NULL, 10));
@@ -776,45 +669,36 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
     for (size_t k = 0; k < d->nkeys; k++)
         if (d->cols[d->key[k]].bin == PGB_NONE)
             d->kbinary = 0;
-    if (run->mode == ZX_MODE_UPSERT || run->mode == ZX_MODE_MIRROR) {
+    if (zx_dt_keyed(run->mode)) {
         int has = has_key_index(d, run, oid, cols, err, errlen);
-        if (has < 0) {
-            PQclear(cols);
-            return -1;
-        }
-        if (!has) {
-            zx_dc_buf kl = { 0 };
-            for (size_t k = 0; k < d->nkeys; k++)
-                sb_printf(&kl, "%s%s", k ? ", " : "", d->qcols[d->key[k]]);
-            fail(d, err, errlen, "%s needs a primary key or unique index on exactly the key "
-                 "columns (%s) for ON CONFLICT, and the table has none: create one, e.g. "
-                 "ALTER TABLE %s ADD PRIMARY KEY (%s)", run->mode == ZX_MODE_UPSERT ? "upsert"
-                 : "mirror", kl.p ? kl.p : "", d->qtable, kl.p ? kl.p : "");
-            zx_dc_buf_free(&kl);
+        if (!has)
+            zx_dt_fail_no_key_index(d->label, run->mode, d->qcols, d->key, d->nkeys,
+                                    "ALTER TABLE", d->qtable, " ADD PRIMARY KEY", err, errlen);
+        if (has <= 0) {
             PQclear(cols);
             return -1;
         }
     }
     PQclear(cols);
     if (build_sql(d) < 0)
-        return fail(d, err, errlen, "out of memory");
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
     if (run->mode == ZX_MODE_REPLACE) {
         zx_dc_buf b = { 0 };
-        if (sb_printf(&b, "DELETE FROM %s", d->qtable) < 0)
-            return fail(d, err, errlen, "out of memory");
+        if (zx_dc_buf_printf(&b, "DELETE FROM %s", d->qtable) < 0)
+            return zx_dt_fail(d->label, err, errlen, "out of memory");
         int rc = sql_run(d, b.p);
         zx_dc_buf_free(&b);
         if (rc < 0)
-            return fail(d, err, errlen, "cannot empty the table: %s", d->msg);
+            return zx_dt_fail(d->label, err, errlen, "cannot empty the table: %s", d->msg);
     }
-    if (run->mode == ZX_MODE_UPSERT || run->mode == ZX_MODE_MIRROR) {
+    if (zx_dt_keyed(run->mode)) {
         zx_dc_buf b = { 0 };
-        if (sb_printf(&b, "SELECT 1 FROM %s LIMIT 1", d->qtable) < 0)
-            return fail(d, err, errlen, "out of memory");
+        if (zx_dc_buf_printf(&b, "SELECT 1 FROM %s LIMIT 1", d->qtable) < 0)
+            return zx_dt_fail(d->label, err, errlen, "out of memory");
         PGresult *r = q(d, b.p, 0, NULL);
         zx_dc_buf_free(&b);
         if (!r)
-            return fail(d, err, errlen, "%s", d->msg);
+            return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
         d->direct = PQntuples(r) == 0;
         PQclear(r);
     }
@@ -824,6 +708,17 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
 
 /* ---- rows ---------------------------------------------------------- */
 
+/* The array at *pp (the address of an array pointer) reallocated to cap
+ * elements of size bytes.  0, or -1 (unchanged). */
+static int regrow(void *pp, size_t cap, size_t size)
+{
+    void *p = realloc(*(void **)pp, cap * size);
+    if (!p)
+        return -1;
+    *(void **)pp = p;
+    return 0;
+}
+
 static int grow_rows(pgd *d, size_t n)
 {
     if (n <= d->rows_cap)
@@ -831,25 +726,9 @@ static int grow_rows(pgd *d, size_t n)
     size_t cap = d->rows_cap ? d->rows_cap : 1024;
     while (cap < n)
         cap *= 2;
-    size_t *a = realloc(d->roff, cap * sizeof(size_t));
-    if (a)
-        d->roff = a;
-    size_t *b = realloc(d->rend, cap * sizeof(size_t));
-    if (b)
-        d->rend = b;
-    size_t *c = realloc(d->koff, cap * sizeof(size_t));
-    if (c)
-        d->koff = c;
-    size_t *e = realloc(d->klen, cap * sizeof(size_t));
-    if (e)
-        d->klen = e;
-    uint64_t *h = realloc(d->khash, cap * sizeof(uint64_t));
-    if (h)
-        d->khash = h;
-    uint8_t *s = realloc(d->skip, cap);
-    if (s)
-        d->skip = s;
-    if (!a || !b || !c || !e || !h || !s)
+    if (regrow(&d->roff, cap, sizeof(size_t)) < 0 || regrow(&d->rend, cap, sizeof(size_t)) < 0 ||
+        regrow(&d->koff, cap, sizeof(size_t)) < 0 || regrow(&d->klen, cap, sizeof(size_t)) < 0 ||
+        regrow(&d->khash, cap, sizeof(uint64_t)) < 0 || regrow(&d->skip, cap, 1) < 0)
         return -1;
     d->rows_cap = cap;
     return 0;
@@ -876,7 +755,7 @@ static int encode(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols, 
             if (zx_dc_buf_put(&d->data, fc, 2) < 0)
                 return -1;
         }
-        int knull = 0, kmisfit = 0;
+        zx_dt_nulls nn = { 0 };
         for (size_t j = 0; j < ncols; j++) {
             if (!binary && j && zx_dc_buf_put(&d->data, "\t", 1) < 0)
                 return -1;
@@ -886,22 +765,16 @@ static int encode(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols, 
                                  &isnull, &misfit) < 0)
                 return -1;
             d->foff[2 * j + 1] = d->data.len;
-            *nulled += (uint64_t)misfit;
-            for (size_t k = 0; isnull && k < nk; k++)
-                if (kidx[k] == j) {
-                    knull = 1;
-                    kmisfit |= misfit;
-                }
+            zx_dt_nulls_add(&nn, zx_dt_is_key(kidx, nk, j), isnull, misfit);
         }
+        *nulled += zx_dt_nulls_count(&nn);
         if (!binary && zx_dc_buf_put(&d->data, "\n", 1) < 0)
             return -1;
         d->rend[r] = d->data.len;
         if (!nk)
             continue;
-        if (knull) {
-            /* left out; a misfit key was counted already, a NULL one
-             * counts once */
-            *nulled += (uint64_t)!kmisfit;
+        if (nn.knull) {
+            /* left out (counted once in *nulled) */
             d->skip[r] = 1;
             d->data.len = d->roff[r];
             d->rend[r] = d->roff[r];
@@ -973,14 +846,14 @@ static int stage_table(pgd *d, const char *name, int keys_only, int *made, int *
     if (*made) {
         if (!*used)
             return 0;
-        bad = sb_printf(&b, "TRUNCATE pg_temp.%s", name) < 0;
+        bad = zx_dc_buf_printf(&b, "TRUNCATE pg_temp.%s", name) < 0;
     } else {
-        bad = sb_printf(&b, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT ", name) < 0;
-        size_t n = keys_only ? d->nkeys : d->ncols;
-        for (size_t i = 0; i < n && !bad; i++)
-            bad = sb_printf(&b, "%s%s", i ? ", " : "", d->qcols[keys_only ? d->key[i] : i]) < 0;
+        bad = zx_dc_buf_printf(&b, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT ", name) < 0;
         if (!bad)
-            bad = sb_printf(&b, " FROM %s WITH NO DATA", d->qtable) < 0;
+            bad = zx_dt_sql_list(&b, d->qcols, keys_only ? d->key : NULL,
+                                 keys_only ? d->nkeys : d->ncols) < 0;
+        if (!bad)
+            bad = zx_dc_buf_printf(&b, " FROM %s WITH NO DATA", d->qtable) < 0;
     }
     if (bad) {
         zx_dc_buf_free(&b);
@@ -996,25 +869,57 @@ static int stage_table(pgd *d, const char *name, int keys_only, int *made, int *
     return rc;
 }
 
+/* The start of write and delete_keys: rs's rows encoded (encode's
+ * arguments), their NULLs counted in the run's stats.  1 when there are
+ * rows, 0 when there are none, -1 (err). */
+static int encode_batch(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols,
+                        int binary, const size_t *kidx, size_t nk, char *err, size_t errlen)
+{
+    if (rs->nrows == 0)
+        return 0;
+    if (grow_rows(d, rs->nrows) < 0)
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
+    uint64_t nulled = 0;
+    int rc = encode(d, rs, idx, ncols, binary, kidx, nk, &nulled);
+    d->st->nulled += nulled;
+    if (rc < 0)
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
+    return 1;
+}
+
+/* COPY the encoded batch's rows that are not skipped with sql; with a
+ * stage name, into pg_temp.<stage> made or emptied first (stage_table).
+ * 0 or -1 (d->msg). */
+static int copy_rows(pgd *d, uint32_t nrows, int binary, const char *sql, const char *stage,
+                     int keys_only, int *made, int *used)
+{
+    if (stage) {
+        if (stage_table(d, stage, keys_only, made, used) < 0)
+            return -1;
+        *used = 1;
+    }
+    span *parts;
+    size_t nparts;
+    if (make_parts(d, nrows, binary, &parts, &nparts) < 0) {
+        set_msg(d, "out of memory");
+        return -1;
+    }
+    int rc = copy_send(d, sql, parts, nparts);
+    free(parts);
+    return rc;
+}
+
 static int pg_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
 {
     pgd *d = state;
-    if (!d->st)
-        return fail(d, err, errlen, "write outside a run (before begin or after commit)");
-    if (rs->ncols != d->ncols)
-        return fail(d, err, errlen, "a batch of %u columns in a run of %zu", rs->ncols, d->ncols);
+    if (zx_dt_check_write(d->label, d->st != NULL, rs, d->ncols, err, errlen) < 0)
+        return -1;
     uint32_t nrows = rs->nrows;
-    if (nrows == 0)
-        return 0;
-    if (grow_rows(d, nrows) < 0)
-        return fail(d, err, errlen, "out of memory");
-    int upsert = d->mode == ZX_MODE_UPSERT || d->mode == ZX_MODE_MIRROR;
-    uint64_t nulled = 0;
-    int rc = encode(d, rs, d->idx, d->ncols, d->binary, upsert ? d->key : NULL,
-                    upsert ? d->nkeys : 0, &nulled);
-    d->st->nulled += nulled;
-    if (rc < 0)
-        return fail(d, err, errlen, "out of memory");
+    int upsert = zx_dt_keyed(d->mode);
+    int rc = encode_batch(d, rs, d->idx, d->ncols, d->binary, upsert ? d->key : NULL,
+                          upsert ? d->nkeys : 0, err, errlen);
+    if (rc <= 0)
+        return rc;
     uint64_t accepted = 0;
     for (uint32_t r = 0; r < nrows; r++)
         accepted += !d->skip[r];
@@ -1023,7 +928,7 @@ static int pg_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
     int staged = 0;
     if (upsert) {
         if (zx_pg_dedup(d->keys.p, d->koff, d->klen, d->khash, d->skip, nrows) < 0)
-            return fail(d, err, errlen, "out of memory");
+            return zx_dt_fail(d->label, err, errlen, "out of memory");
         int direct = d->direct;
         for (uint32_t r = 0; r < nrows && direct; r++)
             if (!d->skip[r] && zx_pg_hset_has(&d->seen, d->khash[r]))
@@ -1037,23 +942,15 @@ static int pg_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
             }
         staged = !direct;
     }
-    span *parts;
-    size_t nparts;
-    if (make_parts(d, nrows, d->binary, &parts, &nparts) < 0)
-        return fail(d, err, errlen, "out of memory");
     if (staged) {
-        rc = stage_table(d, "zx_stage", 0, &d->stage_made, &d->stage_used);
-        if (rc == 0) {
-            d->stage_used = 1;
-            rc = copy_send(d, d->sql_copy_stage, parts, nparts);
-        }
+        rc = copy_rows(d, nrows, d->binary, d->sql_copy_stage, "zx_stage", 0, &d->stage_made,
+                       &d->stage_used);
         if (rc == 0)
             rc = sql_run(d, d->sql_merge);
     } else
-        rc = copy_send(d, d->sql_copy, parts, nparts);
-    free(parts);
+        rc = copy_rows(d, nrows, d->binary, d->sql_copy, NULL, 0, NULL, NULL);
     if (rc < 0)
-        return fail(d, err, errlen, "%s", d->msg);
+        return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     d->st->rows_written += accepted;
     return 0;
 }
@@ -1061,37 +958,17 @@ static int pg_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
 static int pg_delete_keys(void *state, const zx_rowset *keys, char *err, size_t errlen)
 {
     pgd *d = state;
-    if (!d->st)
-        return fail(d, err, errlen, "delete_keys outside a run (before begin or after commit)");
-    if (!d->nkeys)
-        return fail(d, err, errlen, "delete_keys needs the run's key columns");
-    if (keys->ncols != d->nkeys)
-        return fail(d, err, errlen, "a key batch of %u columns for %zu key columns", keys->ncols,
-                    d->nkeys);
-    uint32_t nrows = keys->nrows;
-    if (nrows == 0)
-        return 0;
-    if (grow_rows(d, nrows) < 0)
-        return fail(d, err, errlen, "out of memory");
-    uint64_t nulled = 0;
+    if (zx_dt_check_delete(d->label, d->st != NULL, keys, d->nkeys, err, errlen) < 0)
+        return -1;
     /* column j of keys is cols[key[j]]; every one is a key (positions idx) */
-    int rc = encode(d, keys, d->key, d->nkeys, d->kbinary, d->idx, d->nkeys, &nulled);
-    d->st->nulled += nulled;
-    if (rc < 0)
-        return fail(d, err, errlen, "out of memory");
-    span *parts;
-    size_t nparts;
-    if (make_parts(d, nrows, d->kbinary, &parts, &nparts) < 0)
-        return fail(d, err, errlen, "out of memory");
-    rc = stage_table(d, "zx_keys", 1, &d->kstage_made, &d->kstage_used);
-    if (rc == 0) {
-        d->kstage_used = 1;
-        rc = copy_send(d, d->sql_copy_keys, parts, nparts);
-    }
-    free(parts);
+    int rc = encode_batch(d, keys, d->key, d->nkeys, d->kbinary, d->idx, d->nkeys, err, errlen);
+    if (rc <= 0)
+        return rc;
+    rc = copy_rows(d, keys->nrows, d->kbinary, d->sql_copy_keys, "zx_keys", 1, &d->kstage_made,
+                   &d->kstage_used);
     PGresult *r = rc == 0 ? q(d, d->sql_delete, 0, NULL) : NULL;
     if (!r)
-        return fail(d, err, errlen, "%s", d->msg);
+        return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     d->st->rows_deleted += strtoull(PQcmdTuples(r), NULL, 10);
     PQclear(r);
     return 0;
@@ -1100,19 +977,19 @@ static int pg_delete_keys(void *state, const zx_rowset *keys, char *err, size_t 
 static int pg_commit(void *state, char *err, size_t errlen)
 {
     pgd *d = state;
-    if (!d->st)
-        return fail(d, err, errlen, "commit outside a run");
+    if (zx_dt_check_commit(d->label, d->st != NULL, err, errlen) < 0)
+        return -1;
     PGresult *r = PQexec(d->c, "COMMIT");
     if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
         set_msg_res(d, r);
         PQclear(r);
-        return fail(d, err, errlen, "commit failed: %s", d->msg);
+        return zx_dt_fail(d->label, err, errlen, "commit failed: %s", d->msg);
     }
     int committed = strcmp(PQcmdStatus(r), "COMMIT") == 0;
     PQclear(r);
     if (!committed)
-        return fail(d, err, errlen, "the server rolled the transaction back at commit: nothing "
-                    "of this run was written");
+        return zx_dt_fail(d->label, err, errlen, "the server rolled the transaction back at "
+                          "commit: nothing of this run was written");
     d->st = NULL;
     return 0;
 }

@@ -27,7 +27,7 @@
  * need a primary key or unique index on exactly the key columns (ON
  * CONFLICT needs it); begin says which to create when there is none.
  *
- * Values follow dest_cells.h for the run's column types, with two SQLite
+ * Values follow common/dcell.h for the run's column types, with two SQLite
  * limits: it has no NaN (it would store NULL), so a NaN double is a
  * misfit (NULL, counted in stats.nulled); ±Infinity are stored as REAL
  * infinities.  Text may hold NUL bytes (stored with their length).  A row
@@ -43,25 +43,23 @@
 
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <sqlite3.h>
 
+#include "common/dcell.h"
 #include "common/timefmt.h"
 #include "common/util.h"
-#include "workers/syncs/dest_cells.h"
-
-#define DEFAULT_DEADLINE_MS 30000
+#include "workers/syncs/dest_table.h"
 
 typedef struct sqd {
     sqlite3 *db;
     char *cname, *path;
     char *table;                /* without "main." */
     char *qtable;               /* "main"."table" */
-    char *shown;                /* as written in the configuration */
+    char *label;                /* "sqlite NAME table T", T as configured */
 
     /* the run */
     zx_sync_mode mode;
@@ -75,59 +73,9 @@ typedef struct sqd {
     zx_value *vals;
 } sqd;
 
-/* "sqlite NAME table T: <what>" into err; returns -1. */
-static int fail(sqd *d, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(sqd *d, char *err, size_t errlen, const char *fmt, ...)
-{
-    char what[1400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    if (err && errlen)
-        snprintf(err, errlen, "sqlite %s table %s: %s", d->cname, d->shown, what);
-    return -1;
-}
-
 static const char *dbmsg(sqd *d)
 {
     return d->db ? sqlite3_errmsg(d->db) : "out of memory";
-}
-
-static char *quote_ident(const char *name)
-{
-    size_t n = strlen(name), q = 0;
-    for (size_t i = 0; i < n; i++)
-        q += name[i] == '"';
-    char *s = malloc(n + q + 3), *p = s;
-    if (!s)
-        return NULL;
-    *p++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        if (name[i] == '"')
-            *p++ = '"';
-        *p++ = name[i];
-    }
-    *p++ = '"';
-    *p = '\0';
-    return s;
-}
-
-static int sb_printf(zx_dc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sb_printf(zx_dc_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || zx_dc_buf_reserve(b, (size_t)n) < 0)
-        return -1;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-    return 0;
 }
 
 static int exec_sql(sqd *d, const char *sql)
@@ -173,19 +121,16 @@ static void sq_close(void *state)
     free(d->path);
     free(d->table);
     free(d->qtable);
-    free(d->shown);
+    free(d->label);
     free(d);
 }
 
 static int sq_open(const zx_dest_args *a, void **state, char *err, size_t errlen)
 {
     *state = NULL;
-    const zx_conf_connection *cn = a ? a->conn : NULL;
-    if (!cn || !cn->name || !a->table)
-        return zx_seterr(err, errlen, "sqlite destination: no connection or table given");
-    if (cn->read_only)
-        return zx_seterr(err, errlen, "sqlite connection %s is read_only: zx never writes to it",
-                         cn->name);
+    if (zx_dt_open_check("sqlite", a, 0, err, errlen) < 0)
+        return -1;
+    const zx_conf_connection *cn = a->conn;
     if (!cn->path || cn->path[0] != '/')
         return zx_seterr(err, errlen, "sqlite connection %s: the database file must be an "
                          "absolute path", cn->name);
@@ -197,20 +142,20 @@ static int sq_open(const zx_dest_args *a, void **state, char *err, size_t errlen
         t += 5;
     d->cname = strdup(cn->name);
     d->path = strdup(cn->path);
-    d->shown = strdup(a->table);
+    d->label = zx_dt_label("sqlite", cn->name, NULL, a->table);
     d->table = strdup(t);
-    if (!d->cname || !d->path || !d->shown || !d->table) {
+    if (!d->cname || !d->path || !d->label || !d->table) {
         sq_close(d);
         return zx_seterr(err, errlen, "sqlite %s: out of memory", cn->name);
     }
     if (!*d->table || strchr(d->table, '.')) {
-        fail(d, err, errlen, "not a table name: write \"table\" or \"main.table\"");
+        zx_dt_fail(d->label, err, errlen, "not a table name: write \"table\" or \"main.table\"");
         sq_close(d);
         return -1;
     }
-    char *qt = quote_ident(d->table);
+    char *qt = zx_dt_quote_ident(d->table);
     zx_dc_buf b = { 0 };
-    if (!qt || sb_printf(&b, "\"main\".%s", qt) < 0) {
+    if (!qt || zx_dc_buf_printf(&b, "\"main\".%s", qt) < 0) {
         free(qt);
         zx_dc_buf_free(&b);
         sq_close(d);
@@ -221,12 +166,12 @@ static int sq_open(const zx_dest_args *a, void **state, char *err, size_t errlen
     int rc = sqlite3_open_v2(d->path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                              SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
-        fail(d, err, errlen, "cannot open %s: %s (does its folder exist and may zxd write "
-             "there?)", d->path, dbmsg(d));
+        zx_dt_fail(d->label, err, errlen, "cannot open %s: %s (does its folder exist and may "
+                   "zxd write there?)", d->path, dbmsg(d));
         sq_close(d);
         return -1;
     }
-    int64_t ms = a->deadline_ms > 0 ? a->deadline_ms : DEFAULT_DEADLINE_MS;
+    int64_t ms = zx_dt_deadline_ms(a);
     sqlite3_busy_timeout(d->db, ms > INT_MAX ? INT_MAX : (int)ms);
     /* WAL: readers keep the old rows while a run writes */
     sqlite3_stmt *st = NULL;
@@ -235,7 +180,7 @@ static int sq_open(const zx_dest_args *a, void **state, char *err, size_t errlen
         rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW) {
-        fail(d, err, errlen, "cannot use %s: %s", d->path, dbmsg(d));
+        zx_dt_fail(d->label, err, errlen, "cannot use %s: %s", d->path, dbmsg(d));
         sq_close(d);
         return -1;
     }
@@ -245,9 +190,11 @@ static int sq_open(const zx_dest_args *a, void **state, char *err, size_t errlen
 
 /* ---- begin --------------------------------------------------------- */
 
-static const char *sq_type_of(zx_dtype t)
+static const char *sq_type_of(const zx_dcol *c, char *buf, size_t n)
 {
-    switch (t) {
+    (void)buf;
+    (void)n;
+    switch (c->type) {
     case ZX_DT_INT64:
     case ZX_DT_BOOL: return "INTEGER";
     case ZX_DT_DOUBLE: return "REAL";
@@ -306,8 +253,7 @@ static void scan_col(void *arg, const char *name, int pk)
     for (size_t i = 0; i < c->run->ncols; i++)
         if (sqlite3_stricmp(name, c->run->cols[i].name) == 0) {
             c->have[i] = 1;
-            for (size_t k = 0; k < c->d->nkeys; k++)
-                iskey |= c->d->key[k] == i;
+            iskey |= zx_dt_is_key(c->d->key, c->d->nkeys, i);
         }
     if (pk > 0) {
         c->npk++;
@@ -352,38 +298,25 @@ static int unique_index_on_keys(sqd *d, const zx_dest_run *run)
 
 static int check_run(sqd *d, const zx_dest_run *run, char *err, size_t errlen)
 {
-    if (!run->cols || run->ncols == 0)
-        return fail(d, err, errlen, "the run has no columns");
-    if ((run->mode == ZX_MODE_UPSERT || run->mode == ZX_MODE_MIRROR) && run->nkey_cols == 0)
-        return fail(d, err, errlen, "%s needs key columns", run->mode == ZX_MODE_UPSERT
-                    ? "upsert" : "mirror");
+    d->key = calloc(run->nkey_cols ? run->nkey_cols : 1, sizeof(*d->key));
+    if (!d->key)
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
+    if (zx_dt_check_run(d->label, run, d->key, err, errlen) < 0)
+        return -1;
     d->ncols = run->ncols;
     d->nkeys = run->nkey_cols;
     d->qcols = calloc(d->ncols, sizeof(*d->qcols));
-    d->key = calloc(d->nkeys ? d->nkeys : 1, sizeof(*d->key));
     d->t = calloc(d->ncols, sizeof(*d->t));
     d->vals = calloc(d->ncols, sizeof(*d->vals));
-    if (!d->qcols || !d->key || !d->t || !d->vals)
-        return fail(d, err, errlen, "out of memory");
+    if (!d->qcols || !d->t || !d->vals)
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
     for (size_t i = 0; i < d->ncols; i++) {
-        if (!run->cols[i].name || !run->cols[i].name[0])
-            return fail(d, err, errlen, "a column of the result has no name");
-        if (!(d->qcols[i] = quote_ident(run->cols[i].name)))
-            return fail(d, err, errlen, "out of memory");
+        if (!(d->qcols[i] = zx_dt_quote_ident(run->cols[i].name)))
+            return zx_dt_fail(d->label, err, errlen, "out of memory");
         d->t[i] = zx_dc_target_of(run->cols[i].type, run->cols[i].precision,
                                   run->cols[i].scale);
         d->t[i].nan_ok = 0;         /* SQLite stores NaN as NULL */
         d->t[i].nul_ok = 1;
-    }
-    for (size_t k = 0; k < d->nkeys; k++) {
-        size_t i = 0;
-        while (i < d->ncols && (!run->key_cols[k] || strcmp(run->cols[i].name,
-                                                            run->key_cols[k]) != 0))
-            i++;
-        if (i == d->ncols)
-            return fail(d, err, errlen, "key column \"%.80s\" is not a column of the result",
-                        run->key_cols[k] ? run->key_cols[k] : "");
-        d->key[k] = i;
     }
     return 0;
 }
@@ -392,122 +325,92 @@ static int make_table(sqd *d, const zx_dest_run *run, char *err, size_t errlen)
 {
     int kind = table_kind(d);
     if (kind == -2)
-        return fail(d, err, errlen, "is a view: zx writes only to tables");
+        return zx_dt_fail(d->label, err, errlen, "is a view: zx writes only to tables");
     if (kind < 0)
-        return fail(d, err, errlen, "%s", dbmsg(d));
+        return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
     zx_dc_buf b = { 0 };
-    int bad = 0;
     if (kind == 0) {
-        bad = sb_printf(&b, "CREATE TABLE IF NOT EXISTS %s (", d->qtable) < 0;
-        for (size_t i = 0; i < d->ncols && !bad; i++) {
-            int iskey = 0;
-            for (size_t k = 0; k < d->nkeys; k++)
-                iskey |= d->key[k] == i;
-            bad = sb_printf(&b, "%s%s %s%s", i ? ", " : "", d->qcols[i],
-                            sq_type_of(run->cols[i].type), iskey ? " NOT NULL" : "") < 0;
-        }
-        for (size_t k = 0; k < d->nkeys && !bad; k++)
-            bad = sb_printf(&b, "%s%s", k ? ", " : ", PRIMARY KEY (", d->qcols[d->key[k]]) < 0;
-        if (!bad)
-            bad = sb_printf(&b, "%s)", d->nkeys ? ")" : "") < 0;
-        if (bad) {
+        if (zx_dt_sql_create(&b, d->qtable, run->cols, d->qcols, d->ncols, d->key, d->nkeys, 1,
+                             sq_type_of) < 0) {
             zx_dc_buf_free(&b);
-            return fail(d, err, errlen, "out of memory");
+            return zx_dt_fail(d->label, err, errlen, "out of memory");
         }
         int rc = exec_sql(d, b.p);
         zx_dc_buf_free(&b);
         if (rc < 0)
-            return fail(d, err, errlen, "cannot create the table: %s", dbmsg(d));
+            return zx_dt_fail(d->label, err, errlen, "cannot create the table: %s", dbmsg(d));
     }
     uint8_t *have = calloc(d->ncols, 1);
     if (!have)
-        return fail(d, err, errlen, "out of memory");
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
     colscan cs = { d, run, have, 0, 0 };
     if (each_column(d, scan_col, &cs) < 0) {
         free(have);
-        return fail(d, err, errlen, "%s", dbmsg(d));
+        return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
     }
     for (size_t i = 0; i < d->ncols; i++) {
         if (have[i])
             continue;
         b.len = 0;
-        if (sb_printf(&b, "ALTER TABLE %s ADD COLUMN %s %s", d->qtable, d->qcols[i],
-                      sq_type_of(run->cols[i].type)) < 0 || exec_sql(d, b.p) < 0) {
+        if (zx_dc_buf_printf(&b, "ALTER TABLE %s ADD COLUMN %s %s", d->qtable, d->qcols[i],
+                             sq_type_of(&run->cols[i], NULL, 0)) < 0 || exec_sql(d, b.p) < 0) {
             free(have);
             zx_dc_buf_free(&b);
-            return fail(d, err, errlen, "cannot add column %s: %s", d->qcols[i], dbmsg(d));
+            return zx_dt_fail(d->label, err, errlen, "cannot add column %s: %s", d->qcols[i],
+                              dbmsg(d));
         }
     }
     free(have);
     zx_dc_buf_free(&b);
-    if (run->mode != ZX_MODE_UPSERT && run->mode != ZX_MODE_MIRROR)
+    if (!zx_dt_keyed(run->mode))
         return 0;
     int ok = cs.npk == d->nkeys && cs.pk_match == d->nkeys;
     if (!ok)
         ok = unique_index_on_keys(d, run);
     if (ok < 0)
-        return fail(d, err, errlen, "%s", dbmsg(d));
-    if (!ok) {
-        zx_dc_buf kl = { 0 };
-        for (size_t k = 0; k < d->nkeys; k++)
-            sb_printf(&kl, "%s%s", k ? ", " : "", d->qcols[d->key[k]]);
-        fail(d, err, errlen, "%s needs a primary key or unique index on exactly the key columns "
-             "(%s) for ON CONFLICT, and the table has none: create one, e.g. CREATE UNIQUE "
-             "INDEX ON %s (%s)", run->mode == ZX_MODE_UPSERT ? "upsert" : "mirror",
-             kl.p ? kl.p : "", d->qtable, kl.p ? kl.p : "");
-        zx_dc_buf_free(&kl);
-        return -1;
-    }
+        return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
+    if (!ok)
+        return zx_dt_fail_no_key_index(d->label, run->mode, d->qcols, d->key, d->nkeys,
+                                       "CREATE UNIQUE INDEX ON", d->qtable, "", err, errlen);
     return 0;
 }
 
 static int prepare(sqd *d, char *err, size_t errlen)
 {
     zx_dc_buf b = { 0 };
-    int upsert = d->mode == ZX_MODE_UPSERT || d->mode == ZX_MODE_MIRROR;
-    int bad = sb_printf(&b, "INSERT INTO %s (", d->qtable) < 0;
+    int bad = zx_dc_buf_printf(&b, "INSERT INTO %s (", d->qtable) < 0 ||
+              zx_dt_sql_list(&b, d->qcols, NULL, d->ncols) < 0;
     for (size_t i = 0; i < d->ncols && !bad; i++)
-        bad = sb_printf(&b, "%s%s", i ? ", " : "", d->qcols[i]) < 0;
-    for (size_t i = 0; i < d->ncols && !bad; i++)
-        bad = sb_printf(&b, "%s?%zu", i ? ", " : ") VALUES (", i + 1) < 0;
+        bad = zx_dc_buf_printf(&b, "%s?%zu", i ? ", " : ") VALUES (", i + 1) < 0;
     if (!bad)
-        bad = sb_printf(&b, ")") < 0;
-    if (upsert) {
-        for (size_t k = 0; k < d->nkeys && !bad; k++)
-            bad = sb_printf(&b, "%s%s", k ? ", " : " ON CONFLICT (", d->qcols[d->key[k]]) < 0;
-        int nset = 0;
-        for (size_t i = 0; i < d->ncols && !bad; i++) {
-            int iskey = 0;
-            for (size_t k = 0; k < d->nkeys; k++)
-                iskey |= d->key[k] == i;
-            if (!iskey)
-                bad = sb_printf(&b, "%s%s = excluded.%s", nset++ ? ", " : ") DO UPDATE SET ",
-                                d->qcols[i], d->qcols[i]) < 0;
-        }
-        if (!nset && !bad)
-            bad = sb_printf(&b, ") DO NOTHING") < 0;
-    }
+        bad = zx_dc_buf_printf(&b, ")") < 0;
+    if (zx_dt_keyed(d->mode) && !bad)
+        bad = zx_dc_buf_printf(&b, " ON CONFLICT (") < 0 ||
+              zx_dt_sql_list(&b, d->qcols, d->key, d->nkeys) < 0 ||
+              zx_dc_buf_printf(&b, ") ") < 0 ||
+              zx_dt_sql_upsert_set(&b, d->qcols, d->ncols, d->key, d->nkeys) < 0;
     if (bad) {
         zx_dc_buf_free(&b);
-        return fail(d, err, errlen, "out of memory");
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
     }
     int rc = sqlite3_prepare_v3(d->db, b.p, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL);
     zx_dc_buf_free(&b);
     if (rc != SQLITE_OK)
-        return fail(d, err, errlen, "%s", dbmsg(d));
+        return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
     if (!d->nkeys)
         return 0;
-    bad = sb_printf(&b, "DELETE FROM %s WHERE ", d->qtable) < 0;
+    bad = zx_dc_buf_printf(&b, "DELETE FROM %s WHERE ", d->qtable) < 0;
     for (size_t k = 0; k < d->nkeys && !bad; k++)
-        bad = sb_printf(&b, "%s%s = ?%zu", k ? " AND " : "", d->qcols[d->key[k]], k + 1) < 0;
+        bad = zx_dc_buf_printf(&b, "%s%s = ?%zu", k ? " AND " : "", d->qcols[d->key[k]],
+                               k + 1) < 0;
     if (bad) {
         zx_dc_buf_free(&b);
-        return fail(d, err, errlen, "out of memory");
+        return zx_dt_fail(d->label, err, errlen, "out of memory");
     }
     rc = sqlite3_prepare_v3(d->db, b.p, -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL);
     zx_dc_buf_free(&b);
     if (rc != SQLITE_OK)
-        return fail(d, err, errlen, "%s", dbmsg(d));
+        return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
     return 0;
 }
 
@@ -520,17 +423,18 @@ static int sq_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
     if (check_run(d, run, err, errlen) < 0)
         return -1;
     if (!sqlite3_get_autocommit(d->db))
-        return fail(d, err, errlen, "a transaction is already open");
+        return zx_dt_fail(d->label, err, errlen, "a transaction is already open");
     if (exec_sql(d, "BEGIN IMMEDIATE") < 0)
-        return fail(d, err, errlen, "cannot start the run's transaction: %s", dbmsg(d));
+        return zx_dt_fail(d->label, err, errlen, "cannot start the run's transaction: %s",
+                          dbmsg(d));
     if (make_table(d, run, err, errlen) < 0)
         return -1;
     if (run->mode == ZX_MODE_REPLACE) {
         zx_dc_buf b = { 0 };
-        int bad = sb_printf(&b, "DELETE FROM %s", d->qtable) < 0 || exec_sql(d, b.p) < 0;
+        int bad = zx_dc_buf_printf(&b, "DELETE FROM %s", d->qtable) < 0 || exec_sql(d, b.p) < 0;
         zx_dc_buf_free(&b);
         if (bad)
-            return fail(d, err, errlen, "cannot empty the table: %s", dbmsg(d));
+            return zx_dt_fail(d->label, err, errlen, "cannot empty the table: %s", dbmsg(d));
     }
     if (prepare(d, err, errlen) < 0)
         return -1;
@@ -589,32 +493,25 @@ static int step(sqlite3_stmt *st)
 static int sq_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
 {
     sqd *d = state;
-    if (!d->st)
-        return fail(d, err, errlen, "write outside a run (before begin or after commit)");
-    if (rs->ncols != d->ncols)
-        return fail(d, err, errlen, "a batch of %u columns in a run of %zu", rs->ncols, d->ncols);
-    int upsert = d->mode == ZX_MODE_UPSERT || d->mode == ZX_MODE_MIRROR;
+    if (zx_dt_check_write(d->label, d->st != NULL, rs, d->ncols, err, errlen) < 0)
+        return -1;
+    int upsert = zx_dt_keyed(d->mode);
     for (uint32_t r = 0; r < rs->nrows; r++) {
         zx_rowset_row(rs, r, d->vals);
-        int knull = 0, kmisfit = 0;
-        uint64_t misfits = 0;
+        zx_dt_nulls nn = { 0 };
         for (size_t i = 0; i < d->ncols; i++) {
             int isnull;
             int b = bind_one(d, d->ins, (int)i + 1, &d->t[i], &d->vals[i], &isnull);
             if (b < 0)
-                return fail(d, err, errlen, "cannot bind column %s: %s", d->qcols[i], dbmsg(d));
-            misfits += b == 0;
-            for (size_t k = 0; upsert && isnull && k < d->nkeys; k++)
-                if (d->key[k] == i) {
-                    knull = 1;
-                    kmisfit |= b == 0;
-                }
+                return zx_dt_fail(d->label, err, errlen, "cannot bind column %s: %s", d->qcols[i],
+                                  dbmsg(d));
+            zx_dt_nulls_add(&nn, upsert && zx_dt_is_key(d->key, d->nkeys, i), isnull, b == 0);
         }
-        d->st->nulled += misfits + (uint64_t)(knull && !kmisfit);
-        if (knull)
+        d->st->nulled += zx_dt_nulls_count(&nn);
+        if (nn.knull)
             continue;     /* no key: cannot be upserted */
         if (step(d->ins) < 0)
-            return fail(d, err, errlen, "%s", dbmsg(d));
+            return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
         d->st->rows_written++;
     }
     return 0;
@@ -623,32 +520,25 @@ static int sq_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
 static int sq_delete_keys(void *state, const zx_rowset *keys, char *err, size_t errlen)
 {
     sqd *d = state;
-    if (!d->st)
-        return fail(d, err, errlen, "delete_keys outside a run (before begin or after commit)");
-    if (!d->del)
-        return fail(d, err, errlen, "delete_keys needs the run's key columns");
-    if (keys->ncols != d->nkeys)
-        return fail(d, err, errlen, "a key batch of %u columns for %zu key columns", keys->ncols,
-                    d->nkeys);
+    if (zx_dt_check_delete(d->label, d->st != NULL, keys, d->del ? d->nkeys : 0, err,
+                           errlen) < 0)
+        return -1;
     for (uint32_t r = 0; r < keys->nrows; r++) {
         zx_rowset_row(keys, r, d->vals);
-        int knull = 0, kmisfit = 0;
+        zx_dt_nulls nn = { 0 };
         for (size_t k = 0; k < d->nkeys; k++) {
             int isnull;
             int b = bind_one(d, d->del, (int)k + 1, &d->t[d->key[k]], &d->vals[k], &isnull);
             if (b < 0)
-                return fail(d, err, errlen, "cannot bind key %s: %s", d->qcols[d->key[k]],
-                            dbmsg(d));
-            d->st->nulled += b == 0;
-            kmisfit |= b == 0;
-            knull |= isnull;
+                return zx_dt_fail(d->label, err, errlen, "cannot bind key %s: %s",
+                                  d->qcols[d->key[k]], dbmsg(d));
+            zx_dt_nulls_add(&nn, 1, isnull, b == 0);
         }
-        if (knull) {
-            d->st->nulled += !kmisfit;     /* a NULL key counts once, as in write */
+        d->st->nulled += zx_dt_nulls_count(&nn);
+        if (nn.knull)
             continue;                      /* matches no row */
-        }
         if (step(d->del) < 0)
-            return fail(d, err, errlen, "%s", dbmsg(d));
+            return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
         d->st->rows_deleted += (uint64_t)sqlite3_changes(d->db);
     }
     return 0;
@@ -657,13 +547,13 @@ static int sq_delete_keys(void *state, const zx_rowset *keys, char *err, size_t 
 static int sq_commit(void *state, char *err, size_t errlen)
 {
     sqd *d = state;
-    if (!d->st)
-        return fail(d, err, errlen, "commit outside a run");
+    if (zx_dt_check_commit(d->label, d->st != NULL, err, errlen) < 0)
+        return -1;
     sqlite3_finalize(d->ins);
     sqlite3_finalize(d->del);
     d->ins = d->del = NULL;
     if (exec_sql(d, "COMMIT") < 0) {
-        fail(d, err, errlen, "commit failed: %s", dbmsg(d));
+        zx_dt_fail(d->label, err, errlen, "commit failed: %s", dbmsg(d));
         if (!sqlite3_get_autocommit(d->db))
             exec_sql(d, "ROLLBACK");
         return -1;
