@@ -68,7 +68,7 @@ class Cpu:
     seconds of zxd and its children, of the Postgres server's processes, of
     this helper and its children (dlt, psql, pqwrite), and of the rest of
     the machine (other people's builds and tests).  A process that ends
-    loses at most its last 50 ms."""
+    loses at most its last 50 ms; the sampler's own CPU is counted apart."""
 
     def __init__(self, zxd_pid=None, pg_datadir=None):
         import threading
@@ -83,6 +83,7 @@ class Cpu:
         self.stop_ev = threading.Event()
         self.th = threading.Thread(target=self._loop, daemon=True)
         self.first = True
+        self.own = 0.0
 
     def _sample(self):
         st = {}
@@ -114,8 +115,10 @@ class Cpu:
         self.first = False
 
     def _loop(self):
+        t = time.thread_time()
         while not self.stop_ev.wait(0.05):
             self._sample()
+        self.own = time.thread_time() - t       # this sampler's CPU, not the step's
 
     def start(self):
         self.m0, self.t0 = _machine_busy(), time.monotonic()
@@ -131,7 +134,9 @@ class Cpu:
         for pid, (name, c) in self.last.items():
             out[name] += max(0.0, c - self.base.get(pid, 0.0))
         busy = _machine_busy() - self.m0
+        out["me"] = max(0.0, out["me"] - self.own)
         out = {k: round(v, 2) for k, v in out.items()}
+        out["sampler"] = round(self.own, 2)
         out["others"] = round(max(0.0, busy - sum(out.values())), 2)
         out["wall"] = round(time.monotonic() - self.t0, 3)
         out["cores"] = os.cpu_count()
@@ -223,9 +228,9 @@ def cmd_check_pg(a):
     """The destination table against the source: count, sum(amount), the
     number of '+' plans (the updated rows) and a hash of everything."""
     psycopg = _psycopg()
-    q = (f"SELECT count(*), sum(amount), count(*) FILTER (WHERE plan LIKE '%+'), "
-         f"md5(string_agg(md5(concat_ws('|', id, email, plan, amount, active, "
-         f"extract(epoch FROM updated_at))), '' ORDER BY id)) FROM {{t}}")
+    q = ("SELECT count(*), sum(amount), count(*) FILTER (WHERE plan LIKE '%+'), "
+         "md5(string_agg(md5(concat_ws('|', id, email, plan, amount, active, "
+         "extract(epoch FROM updated_at))), '' ORDER BY id)) FROM {t}")
     with psycopg.connect(a.src) as c:
         s = c.execute(q.format(t=TABLE)).fetchone()
     with psycopg.connect(a.dst) as c:
@@ -358,7 +363,6 @@ def _dlt_env(pipelines_dir):
 
 
 def _dlt_source(src, cursor):
-    import dlt
     from dlt.sources.sql_database import sql_database
     s = sql_database(credentials=src, table_names=[TABLE], backend="pyarrow")
     if cursor is not None:
@@ -462,6 +466,18 @@ def _mb(b):
     return f"{b / 1e6:.1f} MB" if b else "-"
 
 
+def _cpu(c, me="python"):
+    """'CPU s: zx 1.2, postgres 0.8, python 0.1, rest of the machine 2.0'."""
+    if not c:
+        return ""
+    parts = [f"zx {c['zx']:.1f}"] if c.get("zx") else []
+    parts.append(f"postgres {c['pg']:.1f}")
+    if c.get("me", 0) >= 0.05:
+        parts.append(f"{me} {c['me']:.1f}")
+    parts.append(f"rest of the machine {c['others']:.1f}")
+    return "CPU s: " + ", ".join(parts)
+
+
 def cmd_report(a):
     d = a.dir
     meta = _load(d, "meta") or {}
@@ -470,9 +486,12 @@ def cmd_report(a):
     n = tab.get("rows") or 0
     lines = []
 
-    def row(what, secs, rows, extra=""):
-        lines.append(f"{what:<58} {('%.2f s' % secs) if secs else 'FAILED':>10} "
-                     f"{_rate(rows, secs) + ' rows/s' if secs else '':>18}  {extra}")
+    def row(what, secs, rows, extra="", cpu=None, me="python"):
+        ok = secs is not None
+        lines.append(f"{what:<58} {('%.2f s' % secs) if ok else 'FAILED':>10} "
+                     f"{_rate(rows, secs) + ' rows/s' if ok else '':>18}  {extra}")
+        if cpu:
+            lines.append(f"{'':<90}{_cpu(cpu, me)}")
 
     print()
     print("=" * 118)
@@ -483,6 +502,14 @@ def cmd_report(a):
             print(f"  {k}: {meta[k]}")
     print("-" * 118)
     print(f"{'step':<58} {'time':>10} {'rate':>18}  notes")
+
+    # 0. the floor
+    cr = _load(d, "copy_ref")
+    if cr:
+        row("floor: psql \\copy (SELECT ...) TO /dev/null", cr["read_seconds"], cr["rows"],
+            "reading the rows out of Postgres, nothing else", cr.get("read_cpu"), "psql")
+        row("floor: psql \\copy out | \\copy in (table with pk)", cr["copy_seconds"], cr["rows"],
+            "into a fresh table of the destination database", cr.get("copy_cpu"), "psql")
 
     # 1. zx -> postgres, upsert
     z1, z2 = _load(d, "zx_pg_1"), _load(d, "zx_pg_2")
@@ -497,7 +524,7 @@ def cmd_report(a):
             f"read {r.get('rows_read', 0):,}, sent {r.get('rows_sent', 0):,} "
             f"(ins {r.get('rows_inserted', 0):,}, upd {r.get('rows_updated', 0):,}, "
             f"unchanged {r.get('rows_unchanged', 0):,}); zxctl wall {z['wall']:.2f} s"
-            if ok else f"error: {z.get('error')}")
+            if ok else f"error: {z.get('error')}", z.get("cpu"), "zxctl")
     if z1 and z2 and "error" not in z1 and "error" not in z2 and z1.get("run_seconds"):
         lines.append(f"{'':<58} second/first = {z2['run_seconds'] / z1['run_seconds']:.3f} "
                      f"(zxctl wall: {z2['wall'] / z1['wall']:.3f})")
@@ -515,7 +542,7 @@ def cmd_report(a):
             r.get("rows_read"),
             (f"{_mb(zp.get('file_bytes'))}, {zp.get('file_row_groups', '?')} row groups, "
              f"{zp.get('file_codec')}; zxctl wall {zp['wall']:.2f} s") if ok else
-            f"error: {zp.get('error')}")
+            f"error: {zp.get('error')}", zp.get("cpu"), "zxctl")
     ar = _load(d, "arrow_ref")
     if ar:
         row("pyarrow.parquet.write_table (zstd), in-memory table", ar["write_seconds"], ar["rows"],
@@ -535,7 +562,8 @@ def cmd_report(a):
     if dfs:
         row("dlt sql_database(pyarrow) -> filesystem parquet", dfs["seconds"], dfs.get("rows") or n,
             f"{_mb(dfs['bytes'])} in {dfs['files']} file(s), {dfs.get('codec')}; stages "
-            + ", ".join(f"{k} {v:.1f}" for k, v in dfs.get("stages", {}).items()))
+            + ", ".join(f"{k} {v:.1f}" for k, v in dfs.get("stages", {}).items())
+            + " (2 columns of its own: _dlt_load_id, _dlt_id)", dfs.get("cpu"), "dlt")
 
     # 3. dlt -> postgres
     dp = [(_load(d, k), lab) for k, lab in (
@@ -546,7 +574,8 @@ def cmd_report(a):
         if r:
             row(lab, r["seconds"], r.get("rows"),
                 f"{r.get('rows') or 0:,} rows loaded; {'/'.join(r.get('formats') or []) or '?'}; stages "
-                + ", ".join(f"{k} {v:.1f}" for k, v in r.get("stages", {}).items()))
+                + ", ".join(f"{k} {v:.1f}" for k, v in r.get("stages", {}).items()),
+                r.get("cpu"), "dlt")
     for k, lab in (("check_dlt_1", "after its first run"), ("check_dlt_2", "after its second run")):
         c = _load(d, k)
         if c:
@@ -575,13 +604,20 @@ def cmd_report(a):
     z1s = z1.get("run_seconds") if ok(z1) else None
     z2s = z2.get("run_seconds") if ok(z2) else None
     d1, d2, d3 = (x[0] for x in dp)
+    if cr:
+        ratio("reading only: psql \\copy TO /dev/null / zx to_parquet (read + write)", zp_s,
+              cr["read_seconds"])
+        ratio("postgres, first run: psql \\copy out | in / zx upsert", z1s, cr["copy_seconds"])
     ratio("postgres, first run: dlt merge / zx upsert", z1s, d1 and d1["seconds"])
     ratio("postgres, second run: dlt merge with an updated_at cursor / zx upsert", z2s,
           d2 and d2["seconds"])
     ratio("postgres, second run: dlt merge without cursor (re-reads all) / zx upsert", z2s,
           d3 and d3["seconds"])
     print("  (zx's times: the run record's ended_at - started_at; `zxctl run --wait` wall clock "
-          "beside it.  dlt's: pipeline.run(), dlt imported and the pipeline object made beforehand.)")
+          "beside it.  dlt's: pipeline.run(), dlt imported and the pipeline object made beforehand.")
+    print("   CPU s: used during the step by zxd and its children, the Postgres server, the "
+          "helper (dlt, psql), and everything else on the machine: a large last figure means "
+          "other work shared the cores and slowed the step.)")
     print("=" * 118)
     return 0
 

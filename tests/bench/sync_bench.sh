@@ -7,6 +7,10 @@
 #     table bench_rows of ZX_BENCH_ROWS rows: id bigint primary key, email
 #     text (~20 bytes), plan text, amount double precision, active boolean,
 #     updated_at timestamptz.  zxd runs with it as its workspace.
+#     The floor, measured first: `psql \copy (SELECT ...) TO /dev/null`
+#     (reading the rows out) and `\copy ... TO STDOUT | psql \copy ... FROM
+#     STDIN` into a fresh table with its primary key in the destination
+#     database (what a first upsert cannot beat).
 #  2. zx to_parquet: mode replace, files, format parquet, zstd.  Beside it
 #     pyarrow.parquet.write_table (zstd) of the same rows, read once into an
 #     Arrow table beforehand (the read is not counted); zx's Parquet writer
@@ -26,6 +30,10 @@
 #  NAME --wait`), the wall clock of that zxctl beside them; dlt's the wall
 #  clock of pipeline.run() in a process where dlt is already imported.
 #  The ratios printed are other's time / zx's time.  No thresholds.
+#  Each step also prints the CPU seconds used meanwhile by zxd, by the
+#  Postgres server, by the helper (dlt, psql) and by the rest of the
+#  machine: on a shared box the last one tells how much other work slowed
+#  the step.
 #
 # Usage: tests/bench/sync_bench.sh [--quick]
 #   --quick   ZX_BENCH_ROWS=100000 unless set (a minute or two)
@@ -94,7 +102,7 @@ ZXCTL=$WORK/bin/zxctl
 PG_WAS_RUNNING=0
 "$REPO/tests/services/postgres" env >/dev/null 2>&1 && PG_WAS_RUNNING=1
 PGENV=$("$REPO/tests/services/postgres" start)
-eval "$(echo "$PGENV" | sed -n 's/^\(DSN\|PG_VERSION\)=/PG_\1=/p')"
+eval "$(echo "$PGENV" | sed -n 's/^\(DSN\|DATA_DIR\|PG_VERSION\)=/PG_\1=/p')"
 [ -n "${PG_DSN:-}" ] || die "tests/services/postgres start printed no DSN"
 ADMIN=$PG_DSN
 dsn_of() { echo "${PG_DSN%/*}/$1"; }
@@ -238,12 +246,18 @@ done
 
 zx_run() {  # NAME JSON [--file F]: one timed run; its error and log tail if it failed
     local name=$1 out=$2; shift 2
-    if ! $PY zx-run --zxctl "$ZXCTL" --sock "$SOCK" --name "$name" "$@" >"$WORK/$out.json"; then
+    if ! $PY zx-run --zxctl "$ZXCTL" --sock "$SOCK" --name "$name" --zxd-pid "$ZXD_PID" \
+            --pg-datadir "$PG_DATA_DIR" "$@" >"$WORK/$out.json"; then
         say "zx run $name failed: $($PY field "$WORK/$out.json" error)"
         say "the zxd log's last lines:"; tail -15 "$WORK/zxd/zxd.log" >&2
         return 1
     fi
 }
+
+# ---- the floor: psql's COPY --------------------------------------------------------------------------
+step "psql \\copy references"
+$PY copy-ref --src "$WS" --dst "$DST" --pg-datadir "$PG_DATA_DIR" >"$WORK/copy_ref.json" ||
+    say "the psql \\copy reference failed"
 
 # ---- 2. Parquet ---------------------------------------------------------------------------------------
 step "zx to_parquet"
@@ -254,7 +268,7 @@ $PY arrow-ref --dsn "$WS" --out "$WORK/arrow_ref.parquet" --zx-file "$WORK/out/t
 rm -f "$WORK/arrow_ref.parquet"
 if [ "$SKIP_DLT" != 1 ]; then
     step "dlt -> filesystem parquet"
-    $PY dlt-fs --src "$WS" --out "$WORK/dlt_out" --pipelines-dir "$WORK/dlt_pipelines" \
+    $PY dlt-fs --pg-datadir "$PG_DATA_DIR" --src "$WS" --out "$WORK/dlt_out" --pipelines-dir "$WORK/dlt_pipelines" \
         >"$WORK/dlt_fs.json" || say "dlt -> filesystem failed"
     rm -rf "$WORK/dlt_out"
 fi
@@ -267,7 +281,7 @@ DLT_FMT=()
 if [ "$SKIP_DLT" != 1 ]; then
     newdb "$DLT_DB"
     step "dlt -> postgres merge, first run"
-    $PY dlt-pg --src "$WS" --dst "$DLTDST" --pipelines-dir "$WORK/dlt_pipelines" --run 1 "${DLT_FMT[@]}" \
+    $PY dlt-pg --pg-datadir "$PG_DATA_DIR" --src "$WS" --dst "$DLTDST" --pipelines-dir "$WORK/dlt_pipelines" --run 1 "${DLT_FMT[@]}" \
         >"$WORK/dlt_pg_1.json" && $PY check-pg --src "$WS" --dst "$DLTDST" --table bench.bench_rows \
         >"$WORK/check_dlt_1.json" || say "dlt -> postgres (first run) failed"
 fi
@@ -277,11 +291,11 @@ step "zx to_pg, second run"
 zx_run to_pg zx_pg_2 && $PY check-pg --src "$WS" --dst "$DST" --table bench_rows >"$WORK/check_zx_2.json"
 if [ "$SKIP_DLT" != 1 ]; then
     step "dlt -> postgres merge, second run (cursor on updated_at)"
-    $PY dlt-pg --src "$WS" --dst "$DLTDST" --pipelines-dir "$WORK/dlt_pipelines" --run 2 "${DLT_FMT[@]}" \
+    $PY dlt-pg --pg-datadir "$PG_DATA_DIR" --src "$WS" --dst "$DLTDST" --pipelines-dir "$WORK/dlt_pipelines" --run 2 "${DLT_FMT[@]}" \
         >"$WORK/dlt_pg_2.json" && $PY check-pg --src "$WS" --dst "$DLTDST" --table bench.bench_rows \
         >"$WORK/check_dlt_2.json" || say "dlt -> postgres (second run) failed"
     step "dlt -> postgres merge, second run without cursor (every row again)"
-    $PY dlt-pg --src "$WS" --dst "$DLTDST" --pipelines-dir "$WORK/dlt_pipelines" --run 3 --no-cursor \
+    $PY dlt-pg --pg-datadir "$PG_DATA_DIR" --src "$WS" --dst "$DLTDST" --pipelines-dir "$WORK/dlt_pipelines" --run 3 --no-cursor \
         "${DLT_FMT[@]}" >"$WORK/dlt_pg_3.json" || say "dlt -> postgres (no cursor) failed"
 fi
 stop_zxd
