@@ -123,6 +123,7 @@ struct sup {
     uint64_t last_run_id;
     int syncs_started;       /* the first tick after start looked for runs
                                 missed while zxd was down */
+    int runs_restored;       /* the store's cut and waiting runs were read */
 
     int shutting_down;
     int shutdown_phase;

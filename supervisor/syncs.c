@@ -66,6 +66,8 @@ unsigned zx_sync_run_flags(const sync_run *r)
     return r->flags;
 }
 
+static void restore_runs(sup *s);
+
 static int is_final(const sync_run *r)
 {
     return !strcmp(r->state, "succeeded") || !strcmp(r->state, "failed") ||
@@ -200,12 +202,21 @@ static sync_run *new_run(sup *s, const char *sync, const char *trigger, unsigned
     return r;
 }
 
-/* Hand r's final record to the writer (retried by the tick until sent). */
+/* The states a run's record is kept in: its end, and the two a restart
+ * must know of (a run cut by it; an agent's run still to approve). */
+static int durable(const sync_run *r)
+{
+    return (is_final(r) && strcmp(r->state, "previewed")) || !strcmp(r->state, "running") ||
+           !strcmp(r->state, "awaiting_approval");
+}
+
+/* Hand r's record in its current state to the writer (retried by the
+ * tick until sent). */
 static void persist(sup *s, sync_run *r)
 {
     if (r->flags & ZX_RUN_ONEOFF)
         r->persisted = 1;   /* a one-off send has no history of its own */
-    if (r->persisted || !is_final(r) || !strcmp(r->state, "previewed"))
+    if (r->persisted || !durable(r))
         return;
     if (!s->writer_ready || s->writer.pid <= 0)
         return;
@@ -320,6 +331,7 @@ static void start_run(sup *s, spipe *p, sync_run *r)
     p->run = r;
     snprintf(r->state, sizeof(r->state), "%s", (r->flags & ZX_RUN_PREVIEW) ? "previewing"
                                                                           : "running");
+    r->persisted = 0;
     r->started_us = zx_now_us();
     p->worker.want = 1;
     p->worker.ncrash = 0;
@@ -336,6 +348,7 @@ static void start_run(sup *s, spipe *p, sync_run *r)
         answer_waiters(s, r);
         return;
     }
+    persist(s, r);
     zx_info("event=run_start sync=%s run=%llu trigger=\"%s\" preview=%d", r->sync,
             (unsigned long long)r->id, r->trigger, (r->flags & ZX_RUN_PREVIEW) != 0);
     if (!(r->flags & ZX_RUN_PREVIEW))
@@ -410,6 +423,8 @@ void sup_sync_exited(sup *s, spipe *p, int st)
         r->started_us = r->ended_us = 0;
         zx_info("event=run_awaiting_approval sync=%s run=%llu", r->sync,
                 (unsigned long long)r->id);
+        r->persisted = 0;
+        persist(s, r);
         feed_run(s, r, "run");
         answer_waiters(s, r);
         return;
@@ -418,6 +433,7 @@ void sup_sync_exited(sup *s, spipe *p, int st)
             (unsigned long long)r->id, r->state, r->error);
     if (strcmp(r->state, "previewed"))
         feed_run(s, r, "run");
+    r->persisted = 0;
     persist(s, r);
     answer_waiters(s, r);
 }
@@ -552,6 +568,82 @@ static void progress_events(sup *s)
     }
 }
 
+/* At start, once the store is the writer's: a run the store says is
+ * running was cut by the stop of zxd (recorded as failed); an agent's run
+ * awaiting approval waits again, with its preview. */
+typedef struct restore_ctx {
+    sup *s;
+} restore_ctx;
+
+static int restore_one(const char *sync, uint64_t id, const char *json, size_t len, void *ctx)
+{
+    sup *s = ((restore_ctx *)ctx)->s;
+    json_error_t je;
+    json_t *o = json_loadb(json, len, 0, &je);
+    const char *st = o ? json_string_value(json_object_get(o, "state")) : NULL;
+    const zx_conf_pipeline *pc = zx_conf_find(s->conf, sync);
+    if (!st || !pc || !zx_conf_is_sync(pc) || find_run(s, id) ||
+        (strcmp(st, "running") && strcmp(st, "awaiting_approval"))) {
+        json_decref(o);
+        return 0;
+    }
+    sync_run *r = calloc(1, sizeof(*r));
+    if (!r) {
+        json_decref(o);
+        return 1;
+    }
+    r->id = id;
+    if (id > s->last_run_id)
+        s->last_run_id = id;
+    snprintf(r->sync, sizeof(r->sync), "%s", sync);
+    const char *tr = json_string_value(json_object_get(o, "trigger"));
+    snprintf(r->trigger, sizeof(r->trigger), "%s", tr ? tr : "?");
+    r->created_us = (int64_t)id;
+    const char *sa = json_string_value(json_object_get(o, "started_at"));
+    int64_t us = 0;
+    if (sa && zx_rfc3339_parse(sa, strlen(sa), &us))
+        r->started_us = us;
+    if (!strcmp(st, "running")) {
+        snprintf(r->state, sizeof(r->state), "failed");
+        snprintf(r->error, sizeof(r->error), "zxd stopped during the run (nothing it sent "
+                 "was recorded as sent: the next run sends it again)");
+        r->ended_us = zx_now_us();
+        r->result = json_incref(o);
+        zx_warn("event=run_cut sync=%s run=%llu", sync, (unsigned long long)id);
+    } else {
+        snprintf(r->state, sizeof(r->state), "awaiting_approval");
+        r->approval = 1;
+        r->persisted = 1;
+        r->preview = json_incref(json_object_get(o, "preview"));
+        zx_info("event=run_awaiting_approval sync=%s run=%llu restored=1", sync,
+                (unsigned long long)id);
+    }
+    r->next = s->runs;
+    s->runs = r;
+    s->nruns++;
+    json_decref(o);
+    return 0;
+}
+
+static void restore_runs(sup *s)
+{
+    zx_store *st = NULL;
+    char err[256];
+    s->runs_restored = 1;
+    if (zx_store_open(s->conf->data_dir, ZX_STORE_RDONLY, 0, &st, err, sizeof(err)) != 0)
+        return;
+    zx_store_txn *t = NULL;
+    restore_ctx c = {s};
+    for (size_t i = 0; i < s->conf->npipelines; i++) {
+        const zx_conf_pipeline *pc = &s->conf->pipelines[i];
+        if (!zx_conf_is_sync(pc) || zx_store_begin(st, 1, &t) != 0)
+            continue;
+        zx_store_runs_each(t, pc->name, restore_one, &c);
+        zx_store_abort(t);
+    }
+    zx_store_close(st);
+}
+
 void sup_syncs_tick(sup *s)
 {
     if (s->shutting_down)
@@ -561,8 +653,10 @@ void sup_syncs_tick(sup *s)
     /* schedules need the store read by the writer's own start: wait for it */
     if (s->writer_ready)
         schedules(s);
+    if (s->writer_ready && !s->runs_restored)
+        restore_runs(s);
     for (sync_run *r = s->runs; r; r = r->next)
-        if (is_final(r) && !r->persisted)
+        if (durable(r) && !r->persisted)
             persist(s, r);
     if (!s->writer_ready)
         return;   /* a run needs the writer (its hashes) */
@@ -706,16 +800,21 @@ json_t *sup_sync_command(sup *s, struct bufferevent *bev, const char *cmd, json_
         uint64_t id;
         if (parse_id(req, &id) < 0)
             return err_obj("%s needs a run id (\"run\": \"123...\")", cmd, NULL);
+        if (!s->runs_restored && s->writer_ready)
+            restore_runs(s);
         sync_run *r = find_run(s, id);
         char ids[24];
         snprintf(ids, sizeof(ids), "%llu", (unsigned long long)id);
+        if (!r && !s->runs_restored)
+            return err_obj("zxd is starting (its writer is not up yet): retry %s in a moment",
+                           cmd, NULL);
         if (!r)
-            return err_obj("no run %s waits for approval (runs waiting are lost when zxd "
-                           "restarts)", ids, NULL);
+            return err_obj("no run %s waits for approval", ids, NULL);
         if (strcmp(r->state, "awaiting_approval"))
             return err_obj("run %s is %s, not awaiting_approval", ids, r->state);
         if (!strcmp(cmd, "reject")) {
             snprintf(r->state, sizeof(r->state), "rejected");
+            r->persisted = 0;
             snprintf(r->error, sizeof(r->error), "rejected by an operator (zxctl reject)");
             r->ended_us = zx_now_us();
             feed_run(s, r, "run");

@@ -160,3 +160,45 @@ def test_runs_waiting_are_bounded(sync_env):
     first = next(x for x in z.runs("crm", limit=50) if x["state"] == "awaiting_approval")
     assert z.zxctl("reject", first["id"]).returncode == 0
     assert call(z, "POST", "/api/syncs/crm/runs", agent).status == 202
+
+
+def test_a_run_awaiting_approval_outlives_a_restart(sync_env):
+    z, dest = api_zxd(sync_env)
+    agent = z.api_tokens["assistant"]["token"]
+    run = call(z, "POST", "/api/syncs/crm/runs", agent).json["run"]
+    assert wait_state(z, agent, run, {"awaiting_approval"})["preview"]["rows_inserted"] == 3
+    z.stop()
+    z.start()
+    rec = wait_state(z, agent, run, {"awaiting_approval"})
+    assert rec["preview"]["rows_inserted"] == 3
+    out = {}
+
+    def approved():
+        p = z.zxctl("approve", run)
+        out["p"] = p
+        assert p.returncode == 0 or "retry approve" in p.stderr, p.stderr
+        return p.returncode == 0
+    wait_for(approved, "the approval (once zxd has started)")
+    assert "preview: would send 3" in out["p"].stdout, out["p"].stdout
+    assert wait_state(z, agent, run, {"succeeded", "failed"})["state"] == "succeeded"
+    assert sqlite_rows(dest, "SELECT count(*) FROM customers") == [(3,)]
+
+
+def test_a_run_cut_by_zxd_dying_is_recorded_as_failed(sync_env):
+    import signal
+    from test_sync_dests import big_source, wait_sending
+    z = sync_env.zxd({}, {"alice": ["big"]}, start=False)
+    z.syncs = {"b": {"query": "SELECT id, v FROM big", "mode": "upsert", "key": ["id"],
+                     "dest": {"files": {"path": "out", "format": "csv"}}}}
+    z.write_config()
+    big_source(z, 1000000)
+    z.start()
+    assert z.zxctl("run", "b").returncode == 0
+    wait_sending(z, "b")
+    z.kill_all()          # SIGKILL to every process of zxd
+    z.start()
+    wait_for(lambda: z.runs("b") and z.runs("b")[0]["state"] == "failed", "the cut run")
+    rec = z.runs("b")[0]
+    assert "zxd stopped during the run" in rec["error"], rec
+    r = z.run("b", timeout=600)
+    assert r["rows_sent"] == 1000000 and r["rows_unchanged"] == 0

@@ -23,14 +23,21 @@ def sync_env(pg, workspace):
     yield from make_sync_env(pg, workspace)
 
 
-@pytest.fixture(scope="module")
+def mysql_connect(env):
+    import pymysql
+    return pymysql.connect(host=env["MYSQL_HOST"], port=int(env["MYSQL_PORT"]),
+                           user=env["MYSQL_USER"], password=env["MYSQL_PASSWORD"],
+                           autocommit=True)
+
+
+@pytest.fixture
 def mariadb():
+    """The server's addresses and a connection of this test's own (a test
+    restarts the server: a connection shared by tests would die with it)."""
     env = mariadb_env()
     if env is None:
         pytest.fail("tests/services/mariadb is missing")
-    import pymysql
-    conn = pymysql.connect(host=env["MYSQL_HOST"], port=int(env["MYSQL_PORT"]),
-                           user=env["MYSQL_USER"], password=env["MYSQL_PASSWORD"], autocommit=True)
+    conn = mysql_connect(env)
     yield env, conn
     conn.close()
 
@@ -53,6 +60,7 @@ class Dest:
         else:
             env, c = mariadb_fx
             self.my = c
+            self.env = env
             self.dbname = "zxt_" + os.urandom(4).hex()
             with c.cursor() as cur:
                 cur.execute(f"CREATE DATABASE {self.dbname}")
@@ -74,8 +82,13 @@ class Dest:
 
     def close(self):
         if self.kind == "mysql":
-            with self.my.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS {self.dbname}")
+            try:
+                c = mysql_connect(self.env)
+                with c.cursor() as cur:
+                    cur.execute(f"DROP DATABASE IF EXISTS {self.dbname}")
+                c.close()
+            except Exception:
+                pass
 
 
 @pytest.fixture(params=["sqlite", "postgres", "mysql"])
@@ -213,11 +226,8 @@ def test_the_server_stopped_mid_run_fails_it_and_the_next_run_sends_again(
     assert rec["rows_sent"] == 0 and rec["rows_failed"] == 500000, rec
     # reconnect (the server is back on the same port): the hashes were left
     # alone, so everything is sent again
-    import pymysql
     env_, _ = mariadb
-    d.my = pymysql.connect(host=env_["MYSQL_HOST"], port=int(env_["MYSQL_PORT"]),
-                           user=env_["MYSQL_USER"], password=env_["MYSQL_PASSWORD"],
-                           autocommit=True)
+    d.my = mysql_connect(env_)
     r = z.run("s", timeout=600)
     assert r["rows_sent"] == 500000 and r["rows_inserted"] == 500000
     with d.my.cursor() as cur:
