@@ -655,6 +655,17 @@ void sup_syncs_tick(sup *s)
         schedules(s);
     if (s->writer_ready && !s->runs_restored)
         restore_runs(s);
+    /* runs waiting for a sync a reload removed will never start */
+    for (sync_run *r = s->runs; r; r = r->next)
+        if ((!strcmp(r->state, "queued") || !strcmp(r->state, "awaiting_approval")) &&
+            !sup_find_pipe(s, r->sync)) {
+            snprintf(r->state, sizeof(r->state), "failed");
+            snprintf(r->error, sizeof(r->error), "sync %s was removed from the configuration "
+                     "before this run started", r->sync);
+            r->ended_us = zx_now_us();
+            r->persisted = 1;   /* its sync's history is gone with it */
+            answer_waiters(s, r);
+        }
     for (sync_run *r = s->runs; r; r = r->next)
         if (durable(r) && !r->persisted)
             persist(s, r);

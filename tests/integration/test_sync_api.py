@@ -202,3 +202,21 @@ def test_a_run_cut_by_zxd_dying_is_recorded_as_failed(sync_env):
     assert "zxd stopped during the run" in rec["error"], rec
     r = z.run("b", timeout=600)
     assert r["rows_sent"] == 1000000 and r["rows_unchanged"] == 0
+
+
+def test_a_waiting_run_of_a_removed_sync_fails(sync_env):
+    z, dest = api_zxd(sync_env)
+    agent = z.api_tokens["assistant"]["token"]
+    run = call(z, "POST", "/api/syncs/crm/runs", agent).json["run"]
+    wait_state(z, agent, run, {"awaiting_approval"})
+    del z.syncs["crm"]
+    z.api_tokens["airflow"]["syncs"] = ["other"]
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    r = call(z, "GET", f"/api/runs/{run}", agent)
+    wait_for(lambda: call(z, "GET", f"/api/runs/{run}", agent).json["state"] == "failed",
+             "the run failed")
+    rec = call(z, "GET", f"/api/runs/{run}", agent).json
+    assert "removed from the configuration" in rec["error"], rec
+    assert z.zxctl("approve", run).returncode == 1
+    del r
