@@ -260,7 +260,6 @@ static int spill_rows(srun *r, const zx_rowset *rs)
         zx_spill_put(&r->rows, r->fb.data, r->fb.len, NULL, 0) < 0)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot keep the rows to send in "
                          "%s: %s", r->name, r->tmpdir, strerror(errno));
-    r->to_send += rs->nrows;
     return 0;
 }
 
@@ -301,19 +300,14 @@ static int read_batch(srun *r)
             return -1;
     }
     if (r->preview && !r->hashed) {
-        /* every row would be sent: count, sample, keep nothing */
-        r->to_send += r->rs.nrows;
+        /* every row would be sent: sample, keep nothing */
         for (uint32_t i = 0; i < r->rs.nrows && json_array_size(r->sample) < SAMPLE_ROWS; i++) {
             zx_rowset_row(&r->rs, i, r->vals);
             json_array_append_new(r->sample, row_json(r, r->vals));
         }
         return 0;
     }
-    if (spill_rows(r, &r->rs) < 0)
-        return -1;
-    if (r->hashed)
-        r->to_send -= r->rs.nrows;   /* decided by merge_keys */
-    return 0;
+    return spill_rows(r, &r->rs);
 oom:
     return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
 }
@@ -423,7 +417,6 @@ static int read_result(srun *r)
                 r->dest->write(r->dstate, &r->rs, r->err, sizeof(r->err)) < 0)
                 return -1;
             r->sent += r->rs.nrows;
-            r->to_send = r->sent;
         } else if (read_batch(r) < 0) {
             return -1;
         }
@@ -431,6 +424,8 @@ static int read_result(srun *r)
     }
     zx_query_close(r->q);   /* the snapshot is let go before sending */
     r->q = NULL;
+    if (!r->hashed)
+        r->to_send = r->read;   /* every row (upsert, mirror: merge_keys decides) */
     return 0;
 }
 
