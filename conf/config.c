@@ -106,9 +106,13 @@ size_t zx_cf_opt_index(const char *section, const char *name)
 const yaml_node_t *zx_cf_where_opt(const zx_cf_where *w, const char *sec,
                                    const char *name)
 {
-    size_t i = zx_cf_opt_index(sec, name);
-
-    return i < ZX_CF_MAX_OPTIONS ? w->opt[i] : NULL;
+    /* an option named alike for two kinds of pipelines (a sync's and a
+     * stream's `mode`) has two rows: the one its pipeline walked is set */
+    for (size_t i = 0; i < zx_cf_noptions && i < ZX_CF_MAX_OPTIONS; i++)
+        if (w->opt[i] && !strcmp(zx_cf_options[i].section, sec) &&
+            !strcmp(zx_cf_options[i].name, name))
+            return w->opt[i];
+    return NULL;
 }
 
 const yaml_node_t *zx_cf_where_sec(const zx_cf_where *w, const char *path)

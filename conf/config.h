@@ -39,6 +39,12 @@
  * ones a pipeline may ask for depends on its source: http takes
  * _ingested_at and _request_id; kafka takes _key, _partition, _offset,
  * _timestamp and _ingested_at. */
+/* zx_conf_pipeline.format, .stream_mode, .encoding, .registry_wire */
+enum { ZX_FORMAT_JSON = 0, ZX_FORMAT_DEBEZIUM = 1 };
+enum { ZX_STREAM_APPEND = 0, ZX_STREAM_LATEST = 1 };
+enum { ZX_ENC_JSON = 0, ZX_ENC_AVRO = 1 };
+enum { ZX_WIRE_CONFLUENT = 0, ZX_WIRE_APICURIO = 1, ZX_WIRE_HEADERS = 2 };
+
 #define ZX_META_INGESTED_AT 0x1u   /* "_ingested_at": UTC time the row arrived */
 #define ZX_META_REQUEST_ID  0x2u   /* "_request_id": id of the push request   */
 #define ZX_META_KEY        0x4u   /* "_key": the Kafka message key (text) */
@@ -195,6 +201,28 @@ typedef struct zx_conf_pipeline {
                                 pipelines' tables) are equal without regard
                                 to case */
     char *table_prefix;      /* as written, or NULL (none) */
+    /* kafka and http: how each message becomes rows (other sources: 0,
+     * NULL) */
+    int format;              /* ZX_FORMAT_JSON (0, default): rows appended;
+                                ZX_FORMAT_DEBEZIUM: Debezium change events
+                                mirrored (workers/sources/debezium.h) */
+    int stream_mode;         /* `mode` of a stream: ZX_STREAM_APPEND (0,
+                                default) or ZX_STREAM_LATEST (a mirror kept
+                                latest per `key_columns`) */
+    char **key_columns;      /* `key_columns`: the mirror's key where the
+                                messages carry none (required with mode:
+                                latest); NULL, 0: none */
+    size_t nkey_columns;
+    int encoding;            /* kafka, format debezium: ZX_ENC_JSON (0) or
+                                ZX_ENC_AVRO (with schema_registry) */
+    char *registry_url;      /* `schema_registry.url`: the registry's
+                                Confluent-compatible API; NULL: none */
+    char *registry_username; /* `schema_registry.username`, NULL: none */
+    char *registry_password; /* secret; NULL: none */
+    int registry_wire;       /* ZX_WIRE_CONFLUENT (0): magic 0 + 4-byte
+                                id; ZX_WIRE_APICURIO: magic 0 + 8-byte global
+                                id; ZX_WIRE_HEADERS: the id in the message's
+                                apicurio.value.globalId header */
     int initial_copy;        /* 1 (default): copy the rows already there
                                 before streaming changes; 0: changes only */
     int history;             /* 1: also append every change to
@@ -599,6 +627,11 @@ void zx_cf_clear_field(const zx_cf_option *o, void *base);
  * nor sqlite_*, without regard to case), else 0 with *why (if not NULL)
  * a static phrase saying which rule it breaks. */
 int zx_cf_table_name_ok(const char *v, const char **why);
+/* 1 when v is a table name template (`table:` with placeholders, for
+ * format: debezium): letters, digits, _ and the placeholders
+ * {source.table}, {source.schema}, {source.db}, {source.collection},
+ * {topic}; not _zx*; at most 200 bytes.  Else 0 with *why as above. */
+int zx_cf_table_template_ok(const char *v, const char **why);
 /* 1 when every field the table describes for `target` is equal in a and b,
  * compared by its type; else 0. */
 int zx_cf_fields_same(int target, const void *a, const void *b);

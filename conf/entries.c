@@ -135,6 +135,56 @@ static void check_postgres(zx_cf_ctx *x, const yaml_node_t *kn,
         zx_cf_error_at(x, kn, "out of memory");
 }
 
+/* A kafka or http stream: format, mode, key_columns, history, encoding
+ * and the schema registry agree. */
+static void check_stream(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
+                         const zx_cf_where *w)
+{
+    const char *entry = "pipelines.<name>";
+    const yaml_node_t *n;
+    int mirror = pl->format == ZX_FORMAT_DEBEZIUM || pl->stream_mode == ZX_STREAM_LATEST;
+    if (pl->format == ZX_FORMAT_DEBEZIUM && pl->stream_mode == ZX_STREAM_LATEST)
+        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "mode"), "pipelines.%s: mode: latest is "
+                       "for plain JSON; format: debezium keeps mirrors already (remove mode)",
+                       pl->name);
+    if (pl->stream_mode == ZX_STREAM_LATEST && !pl->nkey_columns)
+        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "mode"), "pipelines.%s: mode: latest "
+                       "needs key_columns (the columns that identify a row)", pl->name);
+    if ((n = zx_cf_where_opt(w, entry, "key_columns")) && !mirror)
+        zx_cf_error_at(x, n, "pipelines.%s: key_columns applies only to mode: latest or "
+                       "format: debezium", pl->name);
+    if ((n = zx_cf_where_opt(w, entry, "history")) && pl->history && !mirror)
+        zx_cf_error_at(x, n, "pipelines.%s: history applies only to mirrors (format: "
+                       "debezium or mode: latest)", pl->name);
+    if ((n = zx_cf_where_opt(w, entry, "metadata")) && pl->metadata && mirror)
+        zx_cf_error_at(x, n, "pipelines.%s: metadata columns are for appended rows, not "
+                       "mirrors (format: debezium, mode: latest)", pl->name);
+    if (pl->table && strchr(pl->table, '{') && pl->format != ZX_FORMAT_DEBEZIUM)
+        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "table"), "pipelines.%s: placeholders "
+                       "in table (%s) need format: debezium", pl->name, pl->table);
+    if (pl->table && !strchr(pl->table, '{') && pl->history && strlen(pl->table) > 54)
+        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "table"), "pipelines.%s: with history, "
+                       "table is at most 54 characters (its __changes table must fit in 63)",
+                       pl->name);
+    if (pl->encoding == ZX_ENC_AVRO && pl->format != ZX_FORMAT_DEBEZIUM)
+        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "encoding"), "pipelines.%s: encoding: "
+                       "avro applies only to format: debezium", pl->name);
+    if (pl->encoding == ZX_ENC_AVRO && !pl->registry_url)
+        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "encoding"), "pipelines.%s: encoding: "
+                       "avro needs schema_registry.url", pl->name);
+    if (pl->registry_url && pl->encoding != ZX_ENC_AVRO)
+        zx_cf_error_at(x, kn, "pipelines.%s: schema_registry applies only to encoding: avro",
+                       pl->name);
+    if (pl->registry_url && strncmp(pl->registry_url, "http://", 7) &&
+        strncmp(pl->registry_url, "https://", 8))
+        zx_cf_error_at(x, kn, "pipelines.%s: schema_registry.url must start with http:// or "
+                       "https://, got \"%s\"", pl->name, pl->registry_url);
+    if (!pl->registry_username != !pl->registry_password && pl->registry_url &&
+        !(x->flags & ZX_CONF_SKIP_SECRETS))
+        zx_cf_error_at(x, kn, "pipelines.%s: schema_registry needs both username and "
+                       "password, or neither", pl->name);
+}
+
 /* Checks of a pipeline once its mapping is walked: options its source does
  * not take, required options of its source, topic/topics, metadata, the
  * postgres mirrors, slot and publication, the default table. */
@@ -179,6 +229,8 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         check_postgres(x, kn, pl, w);
     if (src && !strcmp(pl->source, "sync"))
         zx_cf_check_sync(x, kn, pl, w);
+    if (src && (!strcmp(pl->source, "kafka") || !strcmp(pl->source, "http")))
+        check_stream(x, kn, pl, w);
 
     /* Default table: the name, unless a table was written (even a bad one,
      * already reported), for the sources that take one (or an unknown

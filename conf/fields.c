@@ -126,6 +126,37 @@ int zx_cf_table_name_ok(const char *v, const char **why)
     return w == NULL;
 }
 
+int zx_cf_table_template_ok(const char *v, const char **why)
+{
+    static const char *const known[] = {"source.table", "source.schema", "source.db",
+                                        "source.collection", "topic"};
+    const char *w = NULL;
+    for (const char *p = v; *p && !w; p++) {
+        if (*p == '{') {
+            const char *e = strchr(p, '}');
+            size_t n = e ? (size_t)(e - p - 1) : 0, k;
+            for (k = 0; e && k < sizeof(known) / sizeof(known[0]); k++)
+                if (strlen(known[k]) == n && !strncmp(known[k], p + 1, n))
+                    break;
+            if (!e || k == sizeof(known) / sizeof(known[0]))
+                w = "has an unknown placeholder: the known ones are {source.table}, "
+                    "{source.schema}, {source.db}, {source.collection} and {topic}";
+            else
+                p = e;
+        } else if (!isalnum((unsigned char)*p) && *p != '_') {
+            w = "is not a table name template: letters, digits, _ and placeholders "
+                "such as {source.table}";
+        }
+    }
+    if (!w && strlen(v) > 200)
+        w = "is too long for a table name template (200 bytes at most)";
+    if (!w && !strncasecmp(v, "_zx", 3))
+        w = "is reserved for zx's own tables (names starting with _zx)";
+    if (why)
+        *why = w;
+    return w == NULL;
+}
+
 /* YAML 1.2's core schema booleans: 1, 0, or -1. */
 static int bool_value(const char *v)
 {
@@ -245,6 +276,15 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         free(host);
         return set_str(x, n, field(base, o), v);
     case ZX_CF_IDENT:
+        /* a stream's table may be a template (format: debezium, checked
+         * with the pipeline) */
+        if (!strcmp(o->name, "table") && strchr(v, '{')) {
+            if (!zx_cf_table_template_ok(v, &why)) {
+                zx_cf_error_at(x, n, "%s: %s %s", o->name, shown, why);
+                return -1;
+            }
+            return set_str(x, n, field(base, o), v);
+        }
         if (!zx_cf_table_name_ok(v, &why)) {
             zx_cf_error_at(x, n, "%s: %s %s", o->name, shown, why);
             return -1;

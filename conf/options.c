@@ -27,6 +27,11 @@ static const char *const file_formats[] = {"csv", "json", "parquet", NULL};
 static const char *const compressions[] = {"zstd", "snappy", "none", NULL};
 static const char *const token_roles[] = {"orchestrator", "agent", NULL};
 static const char *const acks[] = {"accepted", "commit", NULL};
+/* order = ZX_FORMAT_*, ZX_STREAM_*, ZX_ENC_*, ZX_WIRE_* of conf/config.h */
+static const char *const stream_formats[] = {"json", "debezium", NULL};
+static const char *const stream_modes[] = {"append", "latest", NULL};
+static const char *const encodings[] = {"json", "avro", NULL};
+static const char *const wires[] = {"confluent", "apicurio", "headers", NULL};
 static const char *const starts[] = {"oldest", "new", NULL};
 static const char *const conn_kinds[] = {"kafka", "postgres", "mysql", "sqlite", NULL};
 static const char *const securities[] = {"plaintext", "ssl", "sasl_plaintext",
@@ -52,6 +57,8 @@ static const char *const sync_only[] = {"sync", NULL};
 static const char *const http_only[] = {"http", NULL};
 static const char *const kafka_only[] = {"kafka", NULL};
 static const char *const postgres_only[] = {"postgres", NULL};
+/* the sources that may keep mirrors with history */
+static const char *const mirror_sources[] = {"postgres", "http", "kafka", NULL};
 /* the sources that append events to one table of their own */
 static const char *const stream_sources[] = {"http", "kafka", NULL};
 static const char *const conn_sources[] = {"kafka", "postgres", NULL};
@@ -186,6 +193,10 @@ const zx_cf_section zx_cf_sections[] = {
      "Where a reverse sync sends its result: a table of a `connection` "
      "(kind `postgres`, `mysql` or `sqlite`; `table` required), or `files` "
      "in a folder. Exactly one of the two."},
+    {"pipelines.<name>.schema_registry", ZX_CF_PIPELINE, 0, NULL,
+     "The schema registry of a Kafka stream with `format: debezium` and "
+     "`encoding: avro` (Confluent's API, which Apicurio and Karapace also "
+     "serve)."},
     {"pipelines.<name>.destination.files", ZX_CF_PIPELINE, 0, NULL,
      "Files: each run writes under a temporary name in the folder and "
      "renames into place, so no partial file is ever visible. `replace`: "
@@ -470,7 +481,63 @@ const zx_cf_option zx_cf_options[] = {
      .help = "Workspace table the rows go to: `[A-Za-z_][A-Za-z0-9_]`, at "
      "most 63 characters, not starting with `_zx` nor ending with "
      "`__rejects` (reserved for zx's own tables), nor starting with "
-     "`sqlite_` (reserved by SQLite)."},
+     "`sqlite_` (reserved by SQLite). With `format: debezium` it may hold "
+     "placeholders replaced by each event's values, normalised as column "
+     "names are: `{source.table}`, `{source.schema}`, `{source.db}`, "
+     "`{source.collection}` (MongoDB), `{topic}` (`\"{source.table}\"` "
+     "mirrors each captured table into its own)."},
+    {.section = "pipelines.<name>", .name = "format", .type = ZX_CF_ENUM_INT,
+     .def = "json", .offset = PIPE(format), .allowed = stream_formats,
+     .sources = stream_sources,
+     .help = "`json`: each JSON object is a row appended to `table`. "
+     "`debezium`: each message is a Debezium change event (as Kafka "
+     "Connect's JsonConverter writes it, with or without the "
+     "`schema`/`payload` envelope; http: one event, or an array of them) "
+     "applied to a mirror table: inserts and updates replace the key's row, "
+     "deletes remove it, truncates empty the table. The key is the message "
+     "key's fields (or `key_columns`), the types those of the event's "
+     "schema (inferred without one)."},
+    {.section = "pipelines.<name>", .name = "mode", .type = ZX_CF_ENUM_INT,
+     .def = "append", .offset = PIPE(stream_mode), .allowed = stream_modes,
+     .sources = stream_sources,
+     .help = "`append`: every row is added. `latest`: the table is a mirror "
+     "keeping the latest row per `key_columns` (each JSON object replaces "
+     "its key's row; a Kafka tombstone whose key is a JSON object holding "
+     "the key columns deletes it). Not with `format: debezium`, which "
+     "mirrors already."},
+    {.section = "pipelines.<name>", .name = "key_columns", .type = ZX_CF_NAMES,
+     .def_doc = "none; **required** with `mode: latest`",
+     .offset = PIPE(key_columns), .n_offset = PIPE(nkey_columns),
+     .sources = stream_sources,
+     .help = "The mirror's key columns (`[sku]`, `[region, id]`), for "
+     "`mode: latest`, and for `format: debezium` events whose message has no "
+     "key (http pushes)."},
+    {.section = "pipelines.<name>", .name = "encoding", .type = ZX_CF_ENUM_INT,
+     .def = "json", .offset = PIPE(encoding), .allowed = encodings,
+     .sources = kafka_only,
+     .help = "`format: debezium` only: `json`, or `avro` (Confluent's or "
+     "Apicurio's wire format, schemas fetched from `schema_registry`)."},
+    {.section = "pipelines.<name>.schema_registry", .name = "url",
+     .type = ZX_CF_STRING, .def_doc = "**required** with `encoding: avro`",
+     .offset = PIPE(registry_url), .sources = kafka_only,
+     .help = "The schema registry's Confluent-compatible API "
+     "(`http://host:8081`; Apicurio 3: `http://host:8080/apis/ccompat/v7`). "
+     "Each schema is fetched once and cached; while the registry cannot be "
+     "reached the stream waits, losing nothing."},
+    {.section = "pipelines.<name>.schema_registry", .name = "username",
+     .type = ZX_CF_STRING, .def_doc = "none", .offset = PIPE(registry_username),
+     .sources = kafka_only,
+     .help = "User for HTTP basic authentication."},
+    {.section = "pipelines.<name>.schema_registry", .name = "password",
+     .type = ZX_CF_STRING, .def_doc = "none", .offset = PIPE(registry_password),
+     .flags = ZX_CF_SECRET, .sources = kafka_only,
+     .help = "Its password. Prefer `${env:NAME}` or `${file:PATH}`."},
+    {.section = "pipelines.<name>.schema_registry", .name = "wire",
+     .type = ZX_CF_ENUM_INT, .def = "confluent", .offset = PIPE(registry_wire),
+     .allowed = wires, .sources = kafka_only,
+     .help = "Where a message names its schema: `confluent` (a 0 byte and a "
+     "4-byte id), `apicurio` (a 0 byte and an 8-byte global id) or "
+     "`headers` (Apicurio's `apicurio.value.globalId` header)."},
     {.section = "pipelines.<name>", .name = "metadata", .type = ZX_CF_METADATA,
      .def_doc = "none", .offset = PIPE(metadata), .allowed = metadata,
      .sources = stream_sources,
@@ -519,10 +586,11 @@ const zx_cf_option zx_cf_options[] = {
      "slot's snapshot), then stream the changes; `false`: changes from the "
      "slot's creation on only."},
     {.section = "pipelines.<name>", .name = "history", .type = ZX_CF_BOOL,
-     .def = "false", .offset = PIPE(history), .sources = postgres_only,
+     .def = "false", .offset = PIPE(history), .sources = mirror_sources,
      .help = "`true`: also append every change to `<mirror>__changes`, with "
-     "its operation (`insert`, `update`, `delete`), source position and "
-     "time."},
+     "its operation (`insert`, `update`, `delete`, `truncate`), source "
+     "position and time. Kafka and http streams: with `format: debezium` "
+     "or `mode: latest` only."},
     {.section = "pipelines.<name>", .name = "slot", .type = ZX_CF_SLOT,
      .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
      .offset = PIPE(slot), .sources = postgres_only,

@@ -246,7 +246,8 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
     uint32_t nmeta = (m->ingested_at_us != 0) + (m->batch_id != NULL) +
                      (m->dedup_key != NULL) + (m->dedup_hash != 0) +
                      (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0) +
-                     (kc && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history);
+                     (kc && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history) +
+                     (ch && m->inferred);
     msgpack_pack_map(&pk, nmeta);
     if (kc && m->nkey_cols) {
         pack_key(&pk, "kc");
@@ -265,6 +266,10 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
     }
     if (ch && m->history) {
         pack_key(&pk, "hi");
+        msgpack_pack_uint32(&pk, 1);
+    }
+    if (ch && m->inferred) {
+        pack_key(&pk, "ti");
         msgpack_pack_uint32(&pk, 1);
     }
     if (m->ingested_at_us != 0) {
@@ -555,6 +560,11 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
             if (zx_fr_want_u64(r, &hi, "metadata hi") < 0)
                 return -1;
             m->history = hi != 0;
+        } else if (strcmp(kb, "ti") == 0) {
+            uint64_t ti = 0;
+            if (zx_fr_want_u64(r, &ti, "metadata ti") < 0)
+                return -1;
+            m->inferred = ti != 0;
         } else if (zx_fr_skip(r) < 0) {
             return -1;
         }
@@ -761,6 +771,7 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
         m->ncol_types = 0;
         m->col_types = NULL;
         m->history = 0;
+        m->inferred = 0;
     }
     /* the frame's column types are the truth (zx_rowset_add merged) */
     for (uint32_t c = 0; c < rs->ncols; c++)

@@ -69,6 +69,11 @@
  *                                     inferred from its values
  *                         "hi" uint   changes frames: 1 = also append every
  *                                     change to <table>__changes
+ *                         "ti" uint   changes frames: 1 = some changes had
+ *                                     no schema (Debezium events without
+ *                                     one): their column types were
+ *                                     inferred from the values; the writer
+ *                                     says so on the feed once per table
  *     columns,          6 array of ncols entries, each an array of 2:
  *                         [ name: str, type: uint (zx_type, 0..6, see
  *                           common/rowset.h; the numbers are part of this
@@ -120,6 +125,13 @@
  *   "_zx_unchanged"   JSON  an array of the column names whose values the
  *                           source did not send (Postgres' unchanged TOAST
  *                           values): an update leaves them as stored
+ *   "_zx_seq"         TEXT  (may be absent) orders the changes of one key
+ *                           by their source position: the writer skips a
+ *                           change whose _zx_seq is below the one it last
+ *                           applied to the same key of the same table
+ *                           (compared as bytes; one source writes them of
+ *                           one width), so that a replay of older events
+ *                           does not overwrite newer rows
  *   "_zx_old:<key>"   any   an update that changed the key: the old value
  *                           of key column <key> (the old row is deleted)
  * Every other column is a column of the source table: an insert or update
@@ -181,6 +193,7 @@ typedef enum { ZX_FRAME_ROWS = 1, ZX_FRAME_CHANGES = 2, ZX_FRAME_HASHES = 3 } zx
 #define ZX_CH_COMMIT_TIME "_zx_commit_time"
 #define ZX_CH_XID "_zx_xid"
 #define ZX_CH_UNCHANGED "_zx_unchanged"
+#define ZX_CH_SEQ "_zx_seq"
 #define ZX_CH_OLD_PREFIX "_zx_old:"
 
 /* A column's declared type at the source ("st"). */
@@ -229,6 +242,7 @@ typedef struct zx_frame_meta {
     const zx_frame_coltype *col_types;  /* ncol_types entries */
     size_t ncol_types;
     int history;
+    int inferred;               /* "ti" */
 } zx_frame_meta;
 
 /* Growable output buffer owned by the caller.  data is malloc'd (NULL while

@@ -1741,7 +1741,8 @@ static void test_pg_cdc_errors(void)
               "postgres");
     EXPECT_AT(2, "initial_copy: ", "pipelines.web: initial_copy applies only to source: "
               "postgres");
-    EXPECT_AT(2, "history: ", "pipelines.web: history applies only to source: postgres");
+    EXPECT_AT(2, "history: ", "pipelines.web: history applies only to mirrors (format: "
+              "debezium or mode: latest)");
     EXPECT_AT(2, "slot: ", "pipelines.web: slot applies only to source: postgres");
     EXPECT_AT(2, "publication: ", "pipelines.web: publication applies only to source: "
               "postgres");

@@ -33,6 +33,7 @@
 #include "common/util.h"
 #include "proto/frame.h"
 #include "proto/push.h"
+#include "workers/sources/debezium.h"
 #include "workers/writer/store.h"
 
 /* A reply waiting for the writer to acknowledge frame `seq`. */
@@ -82,6 +83,12 @@ typedef struct worker {
     uint64_t stop_at;        /* requests up to this in-ring seq are served
                                 after a stop; later ones left to a successor */
     int stop_seen;
+    /* format: debezium or mode: latest: each push is one changes frame */
+    int changes;
+    zx_dbz_conf dbz;
+    zx_dbz_frame df;
+    zx_dbz_rejects rej;
+    char rej_table[ZX_COLNAME_MAX + 1];
 } worker;
 
 static int out_reply(worker *w, uint64_t req_id, int status, uint32_t retry_after,
@@ -299,17 +306,31 @@ static int handle(worker *w, const void *rec, size_t len)
     zx_body_format fmt = (h->flags & ZX_PUSH_NDJSON) ? ZX_BODY_NDJSON : ZX_BODY_JSON;
     zx_rowset_reset(&w->rs);
     zx_json_err jerr;
-    int n = zx_json_fast_parse(v.body, h->body_len, fmt, &w->rs);
-    if (n < 0) {
-        zx_rowset_reset(&w->rs);
-        n = zx_json_rows_parse(v.body, h->body_len, fmt, &w->rs, &jerr);
+    long n;
+    unsigned notes = 0;
+    if (w->changes) {
+        zx_dbz_frame_reset(&w->df);
+        w->rej.n = 0;
+        n = zx_dbz_add_body(&w->dbz, &w->df, v.body, h->body_len, fmt == ZX_BODY_NDJSON, rid,
+                            &w->rej, &notes, jerr.msg, sizeof(jerr.msg));
+        if (n == -2) {
+            reply_error(w, h->req_id, 500, "out of memory reading the events");
+            zx_rowset_reset(&w->rs);
+            return DONE;
+        }
+    } else {
+        n = zx_json_fast_parse(v.body, h->body_len, fmt, &w->rs);
+        if (n < 0) {
+            zx_rowset_reset(&w->rs);
+            n = zx_json_rows_parse(v.body, h->body_len, fmt, &w->rs, &jerr);
+        }
     }
     if (n < 0) {
         reply_error(w, h->req_id, 400, jerr.msg);
         zx_rowset_reset(&w->rs);
         return DONE;
     }
-    if (n == 0) {
+    if (n == 0 && !(w->changes && w->rej.n)) {
         reply_accepted(w, h->req_id, 0, rid, wait_commit, 0);
         return DONE;
     }
@@ -327,6 +348,25 @@ static int handle(worker *w, const void *rec, size_t len)
     m.dedup_key = v.idem ? idem : NULL;
     m.dedup_hash = v.idem ? hash : 0;
     m.accepted = (uint64_t)n;
+    if (w->changes) {
+        m.metadata = 0;
+        m.ingested_at_us = h->received_us;
+        m.rejects = w->rej.n ? w->rej.v : NULL;
+        m.nrejects = w->rej.n;
+        m.table = w->rej_table;
+        if (w->df.changes) {
+            m.kind = ZX_FRAME_CHANGES;
+            m.table = w->df.table;
+            m.key_cols = w->df.keys;
+            m.nkey_cols = w->df.nkeys;
+            m.history = w->a->pipeline->history;
+            m.inferred = (notes & ZX_DBZ_NOTE_NO_SCHEMA) != 0;
+            if (zx_dbz_frame_types(&w->df, &m.col_types, &m.ncol_types) < 0) {
+                reply_error(w, h->req_id, 500, "out of memory");
+                return DONE;
+            }
+        }
+    }
     stalled *st = &w->st;
     memset(st, 0, sizeof(*st));
     st->active = 1;
@@ -363,6 +403,12 @@ static int http_open(zx_src *rt, void **state, char *err, size_t errlen)
     zx_ring_set_peer(w->out, a->gateway_efd);
     zx_ring_cursor_init(w->in, &w->cur);
     zx_rowset_init(&w->rs);
+    const zx_conf_pipeline *p = a->pipeline;
+    if (p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST) {
+        w->changes = 1;
+        zx_dbz_init_conf(p, &w->dbz, w->rej_table);
+        zx_dbz_frame_init(&w->df, &w->rs);
+    }
     *state = w;
     return 0;
 }
@@ -436,6 +482,8 @@ static void http_close(zx_src *rt, void *state)
         zx_info("event=unanswered pipeline=%s requests=%zu", w->name, w->npend);
     zx_store_close(w->store);
     zx_rowset_free(&w->rs);
+    zx_dbz_frame_free(&w->df);
+    free(w->rej.v);
     free(w->pend);
     free(w->infl);
     free(w);

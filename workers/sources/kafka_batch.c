@@ -37,9 +37,20 @@ void kb_init(kbatch *b, uint32_t metadata)
                               ZX_META_TIMESTAMP);
 }
 
+void kb_set_changes(kbatch *b, const zx_dbz_conf *c, int history, const char *rej_table)
+{
+    b->dbz = c;
+    b->history = history;
+    b->rej_table = rej_table;
+    b->metadata = 0;
+    zx_dbz_frame_init(&b->df, &b->rs);
+}
+
 void kb_reset(kbatch *b)
 {
     zx_rowset_reset(&b->rs);
+    zx_dbz_frame_reset(&b->df);
+    b->notes = 0;
     b->nrej = 0;
     b->npos = 0;
     b->last_pos = 0;
@@ -53,6 +64,7 @@ void kb_free(kbatch *b)
     if (!b)
         return;
     zx_rowset_free(&b->rs);
+    zx_dbz_frame_free(&b->df);
     free(b->rej);
     free(b->pos);
     free(b->fpos);
@@ -252,7 +264,25 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
     const char *ts_text0 = b->ts_text;
     int64_t ts_ms0 = b->ts_ms;
 
-    if (m->payload) {
+    uint64_t changes0 = b->df.changes;
+    if (b->dbz) {
+        char why[400], pos[320];
+        int k = snprintf(pos, sizeof(pos), "%s:%d:%lld", m->topic, (int)m->partition,
+                         (long long)m->offset);
+        zx_dbz_msg dm = { .topic = m->topic, .key = m->key, .key_len = m->key_len,
+                          .value = m->payload, .len = m->len,
+                          .position = k > 0 && (size_t)k < sizeof(pos) ? pos : NULL };
+        unsigned notes = 0;
+        int r = zx_dbz_add(b->dbz, &b->df, &dm, why, sizeof(why), &notes);
+        if (r == ZX_DBZ_NOMEM)
+            return KB_NOMEM;
+        if (r == ZX_DBZ_OTHER)
+            return KB_FULL;   /* another table or key: never when alone */
+        if (r == ZX_DBZ_REJECT && add_reject(b, m, why) < 0)
+            goto nomem;
+        if (r == ZX_DBZ_ADDED)
+            b->notes |= notes;
+    } else if (m->payload) {
         int n = -1;
         zx_json_err jerr;
         jerr.msg[0] = '\0';
@@ -286,6 +316,8 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
 
     if (kb_estimate(b) + POS_OVERHEAD + strlen(m->topic) > limit) {
         zx_rowset_truncate(rs, &mk);
+        if (b->dbz && (b->df.changes = changes0) == 0)
+            zx_dbz_frame_reset(&b->df);
         b->nrej = nrej0;
         b->ts_text = ts_text0;
         b->ts_ms = ts_ms0;
@@ -310,6 +342,8 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
 
 nomem:
     zx_rowset_truncate(rs, &mk);
+    if (b->dbz && (b->df.changes = changes0) == 0)
+        zx_dbz_frame_reset(&b->df);
     b->nrej = nrej0;
     b->ts_text = ts_text0;
     b->ts_ms = ts_ms0;
@@ -343,6 +377,18 @@ int kb_meta(kbatch *b, zx_frame_meta *m)
         b->fpos[k++] = (zx_frame_pos){.part = part, .value = val, .value_len = 8};
     }
     m->kind = ZX_FRAME_ROWS;
+    if (b->dbz && b->df.changes) {
+        m->kind = ZX_FRAME_CHANGES;
+        m->table = b->df.table;
+        m->key_cols = b->df.keys;
+        m->nkey_cols = b->df.nkeys;
+        m->history = b->history;
+        m->inferred = (b->notes & ZX_DBZ_NOTE_NO_SCHEMA) != 0;
+        if (zx_dbz_frame_types(&b->df, &m->col_types, &m->ncol_types) < 0)
+            return -1;
+    } else if (b->dbz) {
+        m->table = b->rej_table;
+    }
     m->positions = k ? b->fpos : NULL;
     m->npositions = k;
     m->rejects = b->nrej ? b->rej : NULL;

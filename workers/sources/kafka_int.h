@@ -32,6 +32,7 @@
 #include "common/rowset.h"
 #include "conf/config.h"
 #include "proto/frame.h"
+#include "workers/sources/debezium.h"
 #include "workers/sources/source.h"
 
 /* ---- kafka_batch.c ------------------------------------------------- */
@@ -80,11 +81,24 @@ typedef struct kbatch {
                                   (0: empty) */
     int64_t ts_ms;             /* the last _timestamp formatted, and its */
     const char *ts_text;       /* text in the arena (NULL: none yet) */
+    /* format: debezium or mode: latest (kb_set_changes): the messages are
+     * changes of one mirror table (debezium.h); NULL dbz: rows */
+    const zx_dbz_conf *dbz;
+    zx_dbz_frame df;
+    int history;
+    unsigned notes;            /* ZX_DBZ_NOTE_* of the frame's changes */
+    const char *rej_table;     /* the table of a frame with no change (its
+                                  rejects go to <rej_table>__rejects) */
 } kbatch;
 
 enum { KB_ADDED = 0, KB_FULL = 1, KB_NOMEM = -1 };
 
 void kb_init(kbatch *b, uint32_t metadata);
+/* Make the batch gather changes (debezium.h) for the conf c (valid as long
+ * as the batch): a frame of changes holds one table and key; a message of
+ * another starts the next frame (kb_add answers KB_FULL).  history: the
+ * frames' "hi"; rej_table: see kbatch. */
+void kb_set_changes(kbatch *b, const zx_dbz_conf *c, int history, const char *rej_table);
 /* Empty the batch (keeps allocations). */
 void kb_reset(kbatch *b);
 /* Free everything; NULL ok. */
@@ -297,6 +311,8 @@ typedef struct kstate {
 
     kparts parts;
     kbatch b;
+    zx_dbz_conf dbz;            /* format: debezium / mode: latest */
+    char rej_table[ZX_COLNAME_MAX + 1];
     int64_t batch_ingested_us;  /* when its first message was polled */
     kb_pos *notes;              /* positions for the frame after the kept
                                    one (ks_note_position) */

@@ -25,6 +25,7 @@
 #include "proto/chan.h"
 #include "proto/control.h"
 #include "proto/frame.h"
+#include "workers/writer/keyseq.h"
 #include "workers/writer/store.h"
 #include "workers/writer/workspace.h"
 
@@ -78,6 +79,9 @@ typedef struct applied {
     uint32_t extra_fields, max_columns;
     char extra_first[64];
     int announce_cap;       /* first time this table hit this cap */
+    int inferred;           /* a changes frame whose types were inferred
+                               (Debezium events without a schema) */
+    uint64_t stale;         /* its changes older than the key's (skipped) */
     int in_batch;           /* counted in an earlier frame's batch event */
     int skipped;            /* already in the workspace (reconciled) */
     int bad;                /* could not be decoded */
@@ -119,7 +123,17 @@ typedef struct writer {
                                 again before applying (reread_checkpoints) */
     int ws_down;             /* zx_ws_status said why it cannot write */
     char ws_why[256];
+    /* "pipeline\ttable" of the mirrors whose inferred types the feed was
+     * told of (once per writer's life; at most INFERRED_MAX remembered) */
+    char **inferred_told;
+    size_t ninferred_told;
+    zx_keyseq *ks;           /* the cycle's newest positions per key */
+    zx_rowset rs2;           /* a changes frame without its stale changes */
+    uint8_t *skip;
+    size_t skip_cap;
 } writer;
+
+#define INFERRED_MAX 4096
 
 /* Send a feed event (takes the reference; NULL = json_pack ran out of
  * memory).  An event that cannot be built is logged, never a crash. */
@@ -455,6 +469,53 @@ static int keep_positions(applied *a, const zx_frame_meta *m)
     return 0;
 }
 
+/* A changes frame whose changes carry source positions (_zx_seq): the
+ * changes older than their key's last applied one are left out
+ * (keyseq.h).  *rs becomes the frame without them (w->rs2) when there are
+ * any.  Returns how many, or -1 out of memory. */
+static long drop_stale(writer *w, wpipe *p, const zx_frame_meta *m, const zx_rowset **rs)
+{
+    const zx_rowset *in = *rs;
+    if (!in->nrows || zx_rowset_find_column(in, ZX_CH_SEQ, strlen(ZX_CH_SEQ)) < 0)
+        return 0;
+    if (in->nrows > w->skip_cap) {
+        uint8_t *n = realloc(w->skip, in->nrows);
+        if (!n)
+            return -1;
+        w->skip = n;
+        w->skip_cap = in->nrows;
+    }
+    zx_store_txn *rt = NULL;
+    if (zx_store_begin(w->store, 1, &rt) != 0)
+        rt = NULL;   /* no store: only this cycle's positions are known */
+    long k = zx_keyseq_filter(w->ks, rt, p->name, m->table, in, m->key_cols, m->nkey_cols,
+                              w->skip);
+    if (rt)
+        zx_store_abort(rt);
+    if (k <= 0)
+        return k;
+    zx_rowset *out = &w->rs2;
+    zx_rowset_reset(out);
+    for (uint32_t c = 0; c < in->ncols; c++)
+        if (zx_rowset_column(out, in->cols[c].name, in->cols[c].name_len, ZX_T_NULL) < 0)
+            return -1;
+    for (uint32_t r = 0; r < in->nrows; r++) {
+        if (w->skip[r])
+            continue;
+        if (zx_rowset_begin_row(out) < 0)
+            return -1;
+        for (uint64_t i = in->row_start[r]; i < in->row_start[r + 1]; i++)
+            if (zx_rowset_add(out, in->cells[i].col, &in->cells[i].v) < 0)
+                return -1;
+        zx_rowset_end_row(out);
+    }
+    for (uint32_t c = 0; c < in->ncols; c++)
+        out->cols[c].type = in->cols[c].type;
+    zx_info("event=stale_changes pipeline=%s table=%s skipped=%ld", p->name, m->table, k);
+    *rs = out;
+    return k;
+}
+
 /* A row-hashes frame: copy its keys (they live in the rowset's arena)
  * into a->hashes, for the store transaction.  Nothing goes to the
  * workspace, and no checkpoint is recorded: applying one again is
@@ -583,7 +644,16 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
                              .nkey_cols = m.nkey_cols, .col_types = m.col_types,
                              .ncol_types = m.ncol_types, .history = m.history,
                              .ingested_at_us = m.ingested_at_us };
-        wr = zx_ws_apply_changes(w->ws, &ch, &w->rs, &res, err, errlen);
+        const zx_rowset *crs = &w->rs;
+        long stale = drop_stale(w, p, &m, &crs);
+        if (stale < 0) {
+            snprintf(err, errlen, "out of memory checking the positions of frame %llu of %s",
+                     (unsigned long long)seq, p->name);
+            return -1;
+        }
+        a->stale = (uint64_t)stale;
+        wr = zx_ws_apply_changes(w->ws, &ch, crs, &res, err, errlen);
+        a->inferred = m.inferred;
     } else {
         wr = zx_ws_append_rows(w->ws, &ap, &w->rs, &res, err, errlen);
     }
@@ -727,6 +797,8 @@ static int store_txn(writer *w)
             }
         }
         if (rc == 0)
+            rc = zx_keyseq_store(w->ks, t);
+        if (rc == 0)
             rc = zx_store_commit(t);
         else
             zx_store_abort(t);
@@ -734,6 +806,36 @@ static int store_txn(writer *w)
             return rc;
     }
     return ZX_STORE_MAP_FULL;
+}
+
+/* The feed hears once per mirror that its types were inferred. */
+static void tell_inferred(writer *w, const applied *a)
+{
+    char key[400];
+    snprintf(key, sizeof(key), "%s\t%s", a->p->name, a->table);
+    for (size_t i = 0; i < w->ninferred_told; i++)
+        if (strcmp(w->inferred_told[i], key) == 0)
+            return;
+    if (w->ninferred_told < INFERRED_MAX) {
+        char **n = realloc(w->inferred_told, (w->ninferred_told + 1) * sizeof(*n));
+        char *k = strdup(key);
+        if (!n || !k) {
+            free(k);
+            if (n)
+                w->inferred_told = n;
+            return;
+        }
+        w->inferred_told = n;
+        w->inferred_told[w->ninferred_told++] = k;
+    }
+    char msg[512];
+    snprintf(msg, sizeof(msg), "pipeline %s: the change events for %s carry no schema, so its "
+             "column types are inferred from the values (decimals stay base64 text, dates "
+             "and times numbers); set schemas.enable=true in Debezium's JSON converter to get "
+             "the source's types", a->p->name, a->table);
+    emit(w, json_pack("{s:s, s:s, s:s, s:s}", "event", "types_inferred", "pipeline",
+                      a->p->name, "table", a->table, "message", msg));
+    zx_warn("event=types_inferred pipeline=%s table=%s", a->p->name, a->table);
 }
 
 static void announce(writer *w)
@@ -765,6 +867,8 @@ static void announce(writer *w)
             zx_warn("event=columns_capped pipeline=%s table=%s max_columns=%u first_field=%s",
                     a->p->name, a->table, a->max_columns, a->extra_first);
         }
+        if (a->inferred)
+            tell_inferred(w, a);
         if (a->messages) {
             char msg[256];
             snprintf(msg, sizeof(msg), "%llu input messages could not be read as rows for %s "
@@ -929,6 +1033,7 @@ static int cycle(writer *w)
     char err[512] = "";
     w->nap = 0;
     w->served_first = -1;
+    zx_keyseq_clear(w->ks);
     int64_t deadline_us = zx_mono_us() + (int64_t)w->a->conf->commit_interval_ms * 1000;
     for (;;) {
         int n = drain_pass(w, &bytes, &began, err, sizeof(err));
@@ -1092,6 +1197,12 @@ int zx_writer_main(const zx_writer_args *a)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     zx_rowset_init(&w->rs);
+    zx_rowset_init(&w->rs2);
+    if (!(w->ks = zx_keyseq_new())) {
+        zx_error("event=out_of_memory what=keyseq");
+        free(w);
+        return 1;
+    }
     for (int i = 0; i < MAX_PIPES; i++)
         w->pipes[i].worker_efd = -1;
 
@@ -1174,6 +1285,12 @@ out:
     zx_ws_close(w->ws);
     zx_store_close(w->store);
     zx_rowset_free(&w->rs);
+    zx_rowset_free(&w->rs2);
+    zx_keyseq_free(w->ks);
+    free(w->skip);
+    for (size_t i = 0; i < w->ninferred_told; i++)
+        free(w->inferred_told[i]);
+    free(w->inferred_told);
     free(w->ap);
     free(w);
     return rc;
