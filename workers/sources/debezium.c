@@ -30,6 +30,7 @@ typedef struct event {
     const json_t *after, *before;
     const char *op;               /* insert, update, delete, truncate */
     int mongo;
+    unsigned vflags;              /* zx_dbz_value's flags */
     char keys[ZX_FRAME_MAX_KEY_COLUMNS][ZX_COLNAME_MAX + 1];
     const char *keysrc[ZX_FRAME_MAX_KEY_COLUMNS];  /* the fields' own names */
     size_t nkeys;
@@ -44,6 +45,8 @@ void zx_dbz_frame_init(zx_dbz_frame *f, zx_rowset *rs)
 
 void zx_dbz_frame_reset(zx_dbz_frame *f)
 {
+    if (f->decls)
+        memset(f->decls, 0, f->decls_cap * sizeof(*f->decls));
     f->table[0] = '\0';
     f->nkeys = 0;
     f->ntypes = 0;
@@ -55,8 +58,10 @@ void zx_dbz_frame_free(zx_dbz_frame *f)
     if (!f)
         return;
     free(f->types);
+    free(f->decls);
     f->types = NULL;
-    f->ntypes = f->types_cap = 0;
+    f->decls = NULL;
+    f->ntypes = f->types_cap = f->decls_cap = 0;
 }
 
 void zx_dbz_init_conf(const zx_conf_pipeline *p, zx_dbz_conf *c,
@@ -441,7 +446,7 @@ static int row_cells(zx_dbz_frame *f, event *e, const json_t *row, const json_t 
         }
         zx_value zv;
         const char *decl;
-        if (zx_dbz_value(st ? field_schema(st, k) : NULL, v, rs, &zv, &decl) < 0)
+        if (zx_dbz_value(st ? field_schema(st, k) : NULL, v, rs, &zv, &decl, e->vflags) < 0)
             return -1;
         char name[ZX_COLNAME_MAX + 16];
         snprintf(name, sizeof(name), "%s%s", prefix ? prefix : "", norm);
@@ -570,7 +575,28 @@ static int has_keys(const event *e, const json_t *row, char *why, size_t whylen)
     return 1;
 }
 
-/* MongoDB: a document given as JSON text, parsed into *doc. */
+/* MongoDB's _id in extended JSON: {"$numberLong": "7"} and
+ * {"$numberInt": "7"} become the integer (as the key's "id" text "7"
+ * parses), anything else stays as it is.  A new reference. */
+static json_t *mongo_id(json_t *id)
+{
+    const char *k;
+    json_t *v;
+    if (json_is_object(id) && json_object_size(id) == 1) {
+        json_object_foreach(id, k, v) {
+            if ((!strcmp(k, "$numberLong") || !strcmp(k, "$numberInt")) && json_is_string(v)) {
+                char *end;
+                long long x = strtoll(json_string_value(v), &end, 10);
+                if (*end == '\0' && end != json_string_value(v))
+                    return json_integer(x);
+            }
+        }
+    }
+    return json_incref(id);
+}
+
+/* MongoDB: a document given as JSON text, parsed into *doc (its _id as
+ * mongo_id makes it). */
 static int mongo_doc(const json_t *v, json_t **doc, const json_t **out)
 {
     *out = v;
@@ -578,6 +604,9 @@ static int mongo_doc(const json_t *v, json_t **doc, const json_t **out)
         return 0;
     *doc = json_loadb(json_string_value(v), json_string_length(v), 0, NULL);
     if (!*doc || !json_is_object(*doc))
+        return -1;
+    json_t *id = json_object_get(*doc, "_id");
+    if (id && json_object_set_new(*doc, "_id", mongo_id(id)) < 0)
         return -1;
     *out = *doc;
     return 0;
@@ -659,7 +688,9 @@ static int mongo_key(event *e, json_t **doc)
     if (!v)
         return -1;
     *doc = json_object();
-    if (!*doc || json_object_set_new(*doc, "_id", v) < 0)
+    json_t *norm = mongo_id(v);
+    json_decref(v);
+    if (!*doc || json_object_set_new(*doc, "_id", norm) < 0)
         return -1;
     e->before = *doc;
     return 0;
@@ -702,6 +733,8 @@ static int debezium(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_db
         e->source = NULL;
     const char *conn = src_str(e->source, "connector");
     e->mongo = conn && !strcmp(conn, "mongodb");
+    if (conn && (!strcmp(conn, "mysql") || !strcmp(conn, "mariadb")))
+        e->vflags |= ZX_DBZ_MYSQL;
     const json_t *after = json_object_get(p, "after"), *before = json_object_get(p, "before");
     if (e->mongo) {
         if (mongo_doc(after, &e->after_doc, &after) < 0 ||
@@ -713,7 +746,12 @@ static int debezium(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_db
     e->after = json_is_object(after) ? after : NULL;
     e->before = json_is_object(before) ? before : NULL;
     if ((!strcmp(e->op, "insert") || !strcmp(e->op, "update")) && !e->after) {
-        snprintf(why, whylen, "op \"%s\" without an \"after\" object", op);
+        if (e->mongo)
+            snprintf(why, whylen, "a MongoDB update without the whole document (only its "
+                     "patch or updateDescription): set the connector's capture.mode to "
+                     "change_streams_update_full so that \"after\" carries it");
+        else
+            snprintf(why, whylen, "op \"%s\" without an \"after\" object", op);
         return ZX_DBZ_REJECT;
     }
     if (e->schema) {

@@ -180,7 +180,8 @@ long zx_dbz_add_body(const zx_dbz_conf *c, zx_dbz_frame *f, const char *body, si
  * a NULL cell); -1 out of memory.  A value that does not match its schema
  * is kept as text (the writer's fitting decides). */
 int zx_dbz_value(const json_t *fs, const json_t *v, zx_rowset *rs, zx_value *out,
-                 const char **decl);
+                 const char **decl, unsigned flags);
+#define ZX_DBZ_MYSQL 0x1u   /* flags: the event comes from MySQL or MariaDB */
 
 /* The decimal text of the big-endian two's-complement integer at b (n
  * bytes, n <= 64) scaled by 10^-scale (0 <= scale <= 1000) into out (cap

@@ -22,13 +22,15 @@
  *   io.debezium.data.Enum, EnumSet, Xml, Ltree   TEXT        text
  *   int8, int16 / int32 / int64                  INT         smallint /
  *                                                            integer / bigint
- *   float32 / float64                            REAL        real / double
+ *   float32 (float) / float64 (double)           REAL        real / double
  *   boolean                                      BOOL        boolean
  *   string                                       TEXT        text
  *   bytes (base64)                               TEXT "\x.." bytea
  *   array, map, struct                           JSON        jsonb
  * Date and time texts are what Postgres prints (ISO, UTC); a timestamp
- * outside the years 1-9999 stays its number as text.
+ * outside the years 1-9999 stays its number as text.  From MySQL and
+ * MariaDB (ZX_DBZ_MYSQL), whose TIME is a duration up to 838:59:59, the
+ * times are declared interval.
  */
 #include "workers/sources/debezium.h"
 
@@ -221,8 +223,11 @@ static int time_text(int64_t us, zx_rowset *rs, zx_value *out)
     uint64_t s = u / 1000000, f = u % 1000000;
     int n = snprintf(b, sizeof(b), "%s%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64, neg ? "-" : "",
                      s / 3600, s / 60 % 60, s % 60);
-    if (f)
+    if (f) {   /* as Postgres prints it: no trailing zeros */
         n += snprintf(b + n, sizeof(b) - (size_t)n, ".%06" PRIu64, f);
+        while (b[n - 1] == '0')
+            n--;
+    }
     return put_text(rs, out, ZX_T_TEXT, b, (size_t)n);
 }
 
@@ -414,6 +419,8 @@ static const struct sem {
     { "int64", K_INT, "bigint" },
     { "float32", K_REAL, "real" },
     { "float64", K_REAL, "double precision" },
+    { "float", K_REAL, "real" },             /* JsonConverter's words */
+    { "double", K_REAL, "double precision" },
     { "boolean", K_BOOL, "boolean" },
     { "string", K_TEXT, "text" },
     { "bytes", K_BYTES, "bytea" },
@@ -444,10 +451,14 @@ static int scaled(int64_t x, int64_t mul, int64_t *out)
 }
 
 int zx_dbz_value(const json_t *fs, const json_t *v, zx_rowset *rs, zx_value *out,
-                 const char **decl)
+                 const char **decl, unsigned flags)
 {
     const struct sem *k = fs ? lookup(fs) : NULL;
     *decl = k ? k->decl : NULL;
+    /* MySQL's TIME is a duration (-838:59:59 to 838:59:59) */
+    if (k && (flags & ZX_DBZ_MYSQL) &&
+        (k->kind == K_TIME_MS || k->kind == K_TIME_US || k->kind == K_TIME_NS))
+        *decl = "interval";
     if (k && k->kind == K_DECIMAL) {
         const char *d = numeric_decl(fs, rs);
         if (d)
