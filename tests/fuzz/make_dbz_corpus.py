@@ -15,8 +15,11 @@ for path in sorted(glob.glob(os.path.join(root, "..", "corpus", "debezium", "*.j
         if i % 3:
             continue   # a third of the events: the seeds stay small
         ev = json.loads(line)
-        key = b"" if ev.get("key") is None else json.dumps(ev["key"]).encode()
-        val = b"" if ev.get("value") is None else json.dumps(ev["value"]).encode()
+        if "body" in ev:   # an http capture: the push body
+            key, val = b"", ev["body"].encode()
+        else:
+            key = b"" if ev.get("key") is None else json.dumps(ev["key"]).encode()
+            val = b"" if ev.get("value") is None else json.dumps(ev["value"]).encode()
         for flags in ((0, 1, 8 | 16) if i == 0 else (0,) if i % 2 else (1,)):
             blob = bytes([flags]) + len(key).to_bytes(2, "big") + key + val
             with open(os.path.join(out, f"{base}-{i}-{flags}"), "wb") as f:

@@ -239,7 +239,8 @@ class KafkaZxd(Zxd):
 
     kpipes: {name: {"connection": str, "topic": str | "topics": [..] |
                     "regex": "^...", "group": str|None, "start": "oldest"|"new",
-                    "table": str|None, "metadata": [..]|None}}
+                    "table": str|None, "metadata": [..]|None,
+                    "extra": {option: YAML text}}}
     connections: {name: Kafka.connection(...)}; passwords go through
     ${env:ZX_KAFKA_PW_<NAME>}."""
 
@@ -278,6 +279,8 @@ class KafkaZxd(Zxd):
             lines.append(f"    table: {s.get('table') or name.replace('-', '_')}")
             if s.get("metadata"):
                 lines.append(f"    metadata: [{', '.join(s['metadata'])}]")
+            for k, v in (s.get("extra") or {}).items():   # written as given (YAML)
+                lines.append(f"    {k}: {v}")
         lines.append("connections:")
         for name, c in self.connections.items():
             lines += [f"  {name}:", "    kind: kafka",
