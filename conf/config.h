@@ -39,11 +39,11 @@
  * ones a pipeline may ask for depends on its source: http takes
  * _ingested_at and _request_id; kafka takes _key, _partition, _offset,
  * _timestamp and _ingested_at. */
-/* zx_conf_pipeline.format, .stream_mode, .encoding, .registry_wire */
+/* zx_conf_pipeline.format, .stream_mode, .encoding (.registry_wire is a
+ * zx_wire_mode of common/schema_registry.h) */
 enum { ZX_FORMAT_JSON = 0, ZX_FORMAT_DEBEZIUM = 1 };
 enum { ZX_STREAM_APPEND = 0, ZX_STREAM_LATEST = 1 };
 enum { ZX_ENC_JSON = 0, ZX_ENC_AVRO = 1 };
-enum { ZX_WIRE_CONFLUENT = 0, ZX_WIRE_APICURIO = 1, ZX_WIRE_HEADERS = 2 };
 
 #define ZX_META_INGESTED_AT 0x1u   /* "_ingested_at": UTC time the row arrived */
 #define ZX_META_REQUEST_ID  0x2u   /* "_request_id": id of the push request   */
@@ -219,10 +219,10 @@ typedef struct zx_conf_pipeline {
                                 Confluent-compatible API; NULL: none */
     char *registry_username; /* `schema_registry.username`, NULL: none */
     char *registry_password; /* secret; NULL: none */
-    int registry_wire;       /* ZX_WIRE_CONFLUENT (0): magic 0 + 4-byte
-                                id; ZX_WIRE_APICURIO: magic 0 + 8-byte global
-                                id; ZX_WIRE_HEADERS: the id in the message's
-                                apicurio.value.globalId header */
+    int registry_wire;       /* zx_wire_mode (common/schema_registry.h):
+                                0 confluent (magic 0 + 4-byte id), 1
+                                apicurio (magic 0 + 8-byte global id), 2
+                                headers (apicurio.value.globalId) */
     int initial_copy;        /* 1 (default): copy the rows already there
                                 before streaming changes; 0: changes only */
     int history;             /* 1: also append every change to

@@ -27,7 +27,8 @@ static const char *const file_formats[] = {"csv", "json", "parquet", NULL};
 static const char *const compressions[] = {"zstd", "snappy", "none", NULL};
 static const char *const token_roles[] = {"orchestrator", "agent", NULL};
 static const char *const acks[] = {"accepted", "commit", NULL};
-/* order = ZX_FORMAT_*, ZX_STREAM_*, ZX_ENC_*, ZX_WIRE_* of conf/config.h */
+/* order = ZX_FORMAT_*, ZX_STREAM_*, ZX_ENC_* of conf/config.h, and
+ * zx_wire_mode of common/schema_registry.h */
 static const char *const stream_formats[] = {"json", "debezium", NULL};
 static const char *const stream_modes[] = {"append", "latest", NULL};
 static const char *const encodings[] = {"json", "avro", NULL};

@@ -14,13 +14,16 @@
 # MariaDB destinations), libxxhash (row hashes); mariadb-server for the real
 # MariaDB of tests/services/mariadb.
 # libpq-dev is a build dependency: the PostgreSQL workspace links libpq.
+# Avro messages: libavro-dev (avro-c, schemas) and libcurl4-openssl-dev (the
+# schema registry client, common/schema_registry.c).
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
 
 BUILD_PKGS="gcc pkg-config meson ninja-build libevent-dev libmsgpack-dev liblmdb-dev
 libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev librdkafka-dev libpq-dev
-libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev"
+libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
+libavro-dev libcurl4-openssl-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless maven openssl kcat
 postgresql-15 mariadb-server"
