@@ -2221,6 +2221,74 @@ static void test_syncs(void)
     zx_conf_errors_free(&e);
 }
 
+/* format: debezium, mode: latest and encoding: avro on kafka and http
+ * streams, and what they refuse. */
+static void test_change_streams(void)
+{
+    zx_conf_errors e = {0};
+    char buf[4096];
+    static const char head[] = "connections:\n  k: {kind: kafka, brokers: [\"127.0.0.1:9092\"]}\n";
+    snprintf(buf, sizeof(buf), "%spipelines:\n"
+             "  inv: {direction: stream, source: kafka, connection: k, topics: \"^db\\\\..*\",\n"
+             "        format: debezium, table: \"m_{source.table}\", history: true}\n"
+             "  av: {direction: stream, source: kafka, connection: k, topic: t, format: debezium,\n"
+             "       encoding: avro, schema_registry: {url: \"http://127.0.0.1:8081\", wire: apicurio,\n"
+             "       username: u, password: p}}\n"
+             "  prices: {direction: stream, source: http, key: k123, mode: latest,\n"
+             "           key_columns: [sku], history: true}\n", head);
+    zx_conf *c = load(buf, 0, &e);
+    CHECK(c != NULL);
+    if (!c)
+        dump(&e);
+    if (c) {
+        const zx_conf_pipeline *p = zx_conf_find(c, "inv");
+        CHECK(p && p->format == ZX_FORMAT_DEBEZIUM && !strcmp(p->table, "m_{source.table}"));
+        CHECK(p && p->history == 1 && p->stream_mode == ZX_STREAM_APPEND);
+        p = zx_conf_find(c, "av");
+        CHECK(p && p->encoding == ZX_ENC_AVRO && p->registry_wire == 1 &&
+              !strcmp(p->registry_url, "http://127.0.0.1:8081") && !strcmp(p->registry_password, "p"));
+        p = zx_conf_find(c, "prices");
+        CHECK(p && p->stream_mode == ZX_STREAM_LATEST && p->nkey_columns == 1 &&
+              !strcmp(p->key_columns[0], "sku") && p->format == ZX_FORMAT_JSON);
+        zx_conf_free(c);
+    }
+    static const struct {
+        const char *pipe, *err;
+    } bad[] = {
+        {"source: http, key: k123, mode: latest", "mode: latest needs key_columns"},
+        {"source: http, key: k123, key_columns: [a]", "key_columns applies only to mode: latest"},
+        {"source: http, key: k123, history: true", "history applies only to mirrors"},
+        {"source: http, key: k123, table: \"{source.table}\"", "need format: debezium"},
+        {"source: http, key: k123, format: debezium, table: \"{source.tabel}\"",
+         "unknown placeholder"},
+        {"source: http, key: k123, format: debezium, table: \"a-{source.table}\"",
+         "not a table name template"},
+        {"source: http, key: k123, format: debezium, mode: latest, key_columns: [a]",
+         "format: debezium keeps mirrors already"},
+        {"source: http, key: k123, format: debezium, metadata: [_ingested_at]",
+         "metadata columns are for appended rows"},
+        {"source: http, key: k123, encoding: avro", "encoding applies only to source: kafka"},
+        {"source: kafka, connection: k, topic: t, encoding: avro", "applies only to format: debezium"},
+        {"source: kafka, connection: k, topic: t, format: debezium, encoding: avro",
+         "needs schema_registry.url"},
+        {"source: kafka, connection: k, topic: t, format: debezium, encoding: avro, "
+         "schema_registry: {url: \"ftp://x\"}", "must start with http://"},
+        {"source: kafka, connection: k, topic: t, format: debezium, encoding: avro, "
+         "schema_registry: {url: \"http://x\", username: u}", "both username and password"},
+        {"source: kafka, connection: k, topic: t, format: protobuf", "format"},
+        {"source: postgres, connection: k, tables: [t], format: debezium",
+         "format applies only to source"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(buf, sizeof(buf), "%spipelines:\n  s: {direction: stream, %s}\n", head,
+                 bad[i].pipe);
+        c = load(buf, 0, &e);
+        CHECK(c == NULL);
+        zx_conf_free(c);
+        EXPECT_SUB(bad[i].err);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--print-reference")) {
@@ -2250,6 +2318,7 @@ int main(int argc, char **argv)
     test_pg_cdc_errors();
     test_pg_cdc_same();
     test_syncs();
+    test_change_streams();
     test_reference();
     unlink(tpath("t.yaml"));
     unlink(tpath("web.key"));

@@ -55,7 +55,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/avro_connect.h"
 #include "common/log.h"
+#include "common/schema_registry.h"
 #include "common/timefmt.h"
 #include "common/util.h"
 #include "workers/sources/kafka_int.h"
@@ -67,6 +69,9 @@
 #define FRAME_MAX_BYTES (8u << 20)
 #define PAUSE_AFTER_MS 200           /* back-pressure this long: pause fetching */
 #define STATUS_EVERY_MS 1000
+/* One schema registry request at most (a schema is fetched once per id;
+ * poll is held that long only while it is fetched). */
+#define REGISTRY_TIMEOUT_MS 5000
 
 const uint64_t ks_efd_one = 1;
 
@@ -476,7 +481,37 @@ static void message_error(kstate *s, const rd_kafka_message_t *m)
     ks_on_error(s, m->err, reason, topic);
 }
 
-/* Add one message to the batch: KB_ADDED (or skipped), KB_FULL, KB_NOMEM. */
+/* encoding: avro: the message's value (or key) through the schema
+ * registry into Kafka Connect's JSON (*out, a new reference).  0; 1 when
+ * the registry cannot answer now (why set: try later); -1 when it can
+ * never be read (why: the reject's reason). */
+static int avro_json(kstate *s, const rd_kafka_message_t *m, int key, json_t **out, char *why,
+                     size_t whylen)
+{
+    const void *data = key ? m->key : m->payload;
+    size_t len = key ? m->key_len : m->len;
+    const void *hdr = NULL;
+    size_t hlen = 0;
+    rd_kafka_headers_t *hs = NULL;
+    if (s->p->registry_wire == ZX_WIRE_HEADERS && rd_kafka_message_headers(m, &hs) == 0)
+        rd_kafka_header_get_last(hs, key ? "apicurio.key.globalId" : "apicurio.value.globalId",
+                                 &hdr, &hlen);
+    int64_t id;
+    size_t off;
+    if (zx_wire_parse(data, len, (zx_wire_mode)s->p->registry_wire, hdr, hlen, &id, &off, why,
+                      whylen) < 0)
+        return -1;
+    const zx_avro_schema *sch;
+    int rc = zx_registry_get(s->reg, id, &sch, why, whylen);
+    if (rc)
+        return rc;
+    *out = zx_avro_decode(sch, (const char *)data + off, len - off, why, whylen);
+    return *out ? 0 : -1;
+}
+
+/* Add one message to the batch: KB_ADDED (or skipped), KB_FULL, KB_NOMEM,
+ * KB_WAIT (the schema registry cannot answer: m stays, tried again
+ * later). */
 static int take(kstate *s, rd_kafka_message_t *m)
 {
     if (m->err) {
@@ -500,7 +535,40 @@ static int take(kstate *s, rd_kafka_message_t *m)
         .len = m->len,
         .ts_ms = rd_kafka_message_timestamp(m, &tt),
     };
+    json_t *vj = NULL, *kj = NULL;
+    char why[600];
+    if (s->reg) {
+        int rc = m->payload && m->len ? avro_json(s, m, 0, &vj, why, sizeof(why)) : 0;
+        if (rc < 0)
+            km.reject = why;
+        if (rc == 0 && m->key && m->key_len) {
+            /* a key that is not Avro (a plain string key) is no key */
+            char kwhy[600];
+            int kr = avro_json(s, m, 1, &kj, kwhy, sizeof(kwhy));
+            if (kr == 1)
+                snprintf(why, sizeof(why), "%s", kwhy), rc = 1;
+        }
+        if (rc == 1) {
+            json_decref(vj);
+            json_decref(kj);
+            char msg[ZX_SEG_SOURCE_ERROR_MAX];
+            snprintf(msg, sizeof(msg), "%.380s (waiting for the schema registry; nothing is "
+                     "lost)", why);
+            if (strcmp(msg, s->error) != 0) {
+                zx_warn("event=registry_unavailable pipeline=%s error=\"%s\"", s->name, why);
+                ks_set_error(s, KE_OTHER, msg, NULL);
+            }
+            s->reg_retry_ms = zx_mono_ms() + 1000;
+            return KB_WAIT;
+        }
+        km.value_json = vj;
+        km.key_json = kj;
+        if (vj && strstr(s->error, "schema registry"))
+            ks_clear_error(s, NULL);
+    }
     int r = kb_add(&s->b, &km, (uint32_t)idx, s->limit);
+    json_decref(vj);
+    json_decref(kj);
     if (r != KB_ADDED)
         return r;
     if (!s->batch_ingested_us)
@@ -585,9 +653,14 @@ static int k_poll(zx_src *rt, void *st)
     for (;;) {
         while (s->held_off < s->nheld) {
             rd_kafka_message_t *m = s->held[s->held_off];
+            if (s->reg_retry_ms && zx_mono_ms() < s->reg_retry_ms)
+                return kb_empty(&s->b) ? ZX_SRC_IDLE : flush(s);
+            s->reg_retry_ms = 0;
             int r = take(s, m);
             if (r == KB_FULL)
                 return flush(s); /* m is added to the next frame */
+            if (r == KB_WAIT)    /* the registry is away: m waits in held */
+                return kb_empty(&s->b) ? ZX_SRC_IDLE : flush(s);
             if (r == KB_NOMEM) {
                 zx_error("event=out_of_memory pipeline=%s what=batch", s->name);
                 return ZX_SRC_FATAL;
@@ -674,6 +747,7 @@ static void k_close(zx_src *rt, void *st)
     if (s->efd >= 0)
         close(s->efd);
     kb_free(&s->b);
+    zx_registry_free(s->reg);
     free(s->notes);
     kparts_free(&s->parts);
     free(s->held);
@@ -706,6 +780,12 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
         kb_set_changes(&s->b, &s->dbz, p->history, s->rej_table);
     }
     rd_kafka_conf_t *conf = NULL;
+    if (p->encoding == ZX_ENC_AVRO &&
+        !(s->reg = zx_registry_new(p->registry_url, p->registry_username, p->registry_password,
+                                   REGISTRY_TIMEOUT_MS))) {
+        zx_seterr(err, errlen, "schema_registry.url: not an http(s) URL, or out of memory");
+        goto fail;
+    }
     char e[512];
 
     if (!(s->held = malloc(HELD_MAX * sizeof(*s->held))) || (s->efd = zx_eventfd()) < 0) {

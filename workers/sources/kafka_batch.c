@@ -271,9 +271,16 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
                          (long long)m->offset);
         zx_dbz_msg dm = { .topic = m->topic, .key = m->key, .key_len = m->key_len,
                           .value = m->payload, .len = m->len,
+                          .value_json = m->value_json, .key_json = m->key_json,
                           .position = k > 0 && (size_t)k < sizeof(pos) ? pos : NULL };
         unsigned notes = 0;
-        int r = zx_dbz_add(b->dbz, &b->df, &dm, why, sizeof(why), &notes);
+        int r;
+        if (m->reject) {
+            snprintf(why, sizeof(why), "%s", m->reject);
+            r = ZX_DBZ_REJECT;
+        } else {
+            r = zx_dbz_add(b->dbz, &b->df, &dm, why, sizeof(why), &notes);
+        }
         if (r == ZX_DBZ_NOMEM)
             return KB_NOMEM;
         if (r == ZX_DBZ_OTHER)

@@ -52,6 +52,11 @@ typedef struct kb_msg {
     size_t len;
     int64_t ts_ms;             /* message timestamp (ms since the epoch);
                                   < 0 when the message has none */
+    /* changes batches (kb_set_changes): the value and key already decoded
+     * (Avro, common/avro_connect.h), or NULL; reject: the reason the
+     * message cannot be read (it becomes a reject), or NULL */
+    const json_t *value_json, *key_json;
+    const char *reject;
 } kb_msg;
 
 /* The position a frame reaches in one partition. */
@@ -91,7 +96,9 @@ typedef struct kbatch {
                                   rejects go to <rej_table>__rejects) */
 } kbatch;
 
-enum { KB_ADDED = 0, KB_FULL = 1, KB_NOMEM = -1 };
+enum { KB_ADDED = 0, KB_FULL = 1, KB_NOMEM = -1,
+       KB_WAIT = 2 /* kafka.c: the schema registry cannot be reached: keep
+                      the message, try it again later */ };
 
 void kb_init(kbatch *b, uint32_t metadata);
 /* Make the batch gather changes (debezium.h) for the conf c (valid as long
@@ -312,6 +319,9 @@ typedef struct kstate {
     kparts parts;
     kbatch b;
     zx_dbz_conf dbz;            /* format: debezium / mode: latest */
+    struct zx_registry *reg;    /* encoding: avro: the schema registry */
+    int64_t reg_retry_ms;       /* zx_mono_ms() before which a message
+                                   waiting for the registry is not tried */
     char rej_table[ZX_COLNAME_MAX + 1];
     int64_t batch_ingested_us;  /* when its first message was polled */
     kb_pos *notes;              /* positions for the frame after the kept
