@@ -57,6 +57,7 @@ void zx_dbz_frame_free(zx_dbz_frame *f)
 {
     if (!f)
         return;
+    zx_dbz_cache_free(&f->cache);
     free(f->types);
     free(f->decls);
     f->types = NULL;
@@ -173,16 +174,21 @@ static const json_t *unwrap(const json_t *v, const json_t **schema)
     return v;
 }
 
-/* The schema of field `name` of struct schema st, or NULL. */
-static const json_t *field_schema(const json_t *st, const char *name)
+/* The schema of field `name` of struct schema st, or NULL.  *hint: where
+ * to look first (payloads list their fields in the schema's order), then
+ * after the one found. */
+static const json_t *field_schema(const json_t *st, const char *name, size_t *hint)
 {
     const json_t *fields = st ? json_object_get(st, "fields") : NULL;
-    size_t i;
-    const json_t *f;
-    json_array_foreach(fields, i, f) {
+    size_t n = json_array_size(fields);
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (*hint + k) % n;
+        const json_t *f = json_array_get(fields, i);
         const json_t *fn = json_object_get(f, "field");
-        if (json_is_string(fn) && strcmp(json_string_value(fn), name) == 0)
+        if (json_is_string(fn) && strcmp(json_string_value(fn), name) == 0) {
+            *hint = i + 1;
             return f;
+        }
     }
     return NULL;
 }
@@ -434,6 +440,7 @@ static int row_cells(zx_dbz_frame *f, event *e, const json_t *row, const json_t 
     zx_rowset *rs = f->rs;
     const char *k;
     const json_t *v;
+    size_t hint = 0;
     json_object_foreach((json_t *)row, k, v) {
         char norm[ZX_COLNAME_MAX + 1];
         zx_colname_normalise(k, strlen(k), norm);
@@ -446,7 +453,8 @@ static int row_cells(zx_dbz_frame *f, event *e, const json_t *row, const json_t 
         }
         zx_value zv;
         const char *decl;
-        if (zx_dbz_value(st ? field_schema(st, k) : NULL, v, rs, &zv, &decl, e->vflags) < 0)
+        const json_t *fs = st ? field_schema(st, k, &hint) : NULL;
+        if (zx_dbz_value(fs, v, rs, &zv, &decl, e->vflags) < 0)
             return -1;
         char name[ZX_COLNAME_MAX + 16];
         snprintf(name, sizeof(name), "%s%s", prefix ? prefix : "", norm);
@@ -755,9 +763,10 @@ static int debezium(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_db
         return ZX_DBZ_REJECT;
     }
     if (e->schema) {
-        e->row_schema = field_schema(e->schema, "after");
+        size_t h = 0;
+        e->row_schema = field_schema(e->schema, "after", &h);
         if (!e->row_schema)
-            e->row_schema = field_schema(e->schema, "before");
+            e->row_schema = field_schema(e->schema, "before", &h);
     } else {
         *notes |= ZX_DBZ_NOTE_NO_SCHEMA;
     }
@@ -851,12 +860,22 @@ int zx_dbz_add(const zx_dbz_conf *c, zx_dbz_frame *f, const zx_dbz_msg *m, char 
     json_t *own_val = NULL, *own_key = NULL;
     int rc;
     why[0] = '\0';
-    const json_t *val = m->value_json;
+    const json_t *val = m->value_json, *payload = NULL;
     if (!val && m->value) {
         json_error_t jerr;
         if (!m->len) {
             snprintf(why, whylen, "empty message");
             return ZX_DBZ_REJECT;
+        }
+        /* the schema of an envelope: parsed once per table */
+        int sp = c->mode == ZX_DBZ_DEBEZIUM
+                     ? zx_dbz_split(&f->cache, m->value, m->len, &e.schema, &own_val, why, whylen)
+                     : 0;
+        if (sp < 0)
+            return ZX_DBZ_REJECT;
+        if (sp > 0) {
+            payload = own_val;
+            goto have_value;
         }
         own_val = json_loadb(m->value, m->len, JSON_DECODE_ANY, &jerr);
         if (!own_val) {
@@ -866,12 +885,13 @@ int zx_dbz_add(const zx_dbz_conf *c, zx_dbz_frame *f, const zx_dbz_msg *m, char 
         }
         val = own_val;
     }
+    payload = val ? unwrap(val, &e.schema) : NULL;
+have_value:;
     const json_t *key = m->key_json;
     if (!key && m->key)
         key = own_key = parse(m->key, m->key_len);   /* a key that is not JSON: none */
     if (key)
         e.key_payload = unwrap(key, &e.key_schema);
-    const json_t *payload = val ? unwrap(val, &e.schema) : NULL;
     if (payload && json_is_null(payload))
         payload = NULL;
     if (c->mode == ZX_DBZ_LATEST) {

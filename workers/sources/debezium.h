@@ -95,6 +95,18 @@ typedef struct zx_dbz_msg {
                                      position; NULL: none */
 } zx_dbz_msg;
 
+/* The schemas of the envelopes seen last (debezium_envelope.c). */
+#define ZX_DBZ_CACHE 8
+typedef struct zx_dbz_cached {
+    char *text;                   /* the schema's JSON text as sent */
+    size_t len;
+    json_t *schema;               /* parsed */
+} zx_dbz_cached;
+typedef struct zx_dbz_cache {
+    zx_dbz_cached v[ZX_DBZ_CACHE];
+    int next;
+} zx_dbz_cache;
+
 /* The changes of one frame.  Strings live in rs's arena; types is
  * malloc'd (freed by zx_dbz_frame_free). */
 typedef struct zx_dbz_frame {
@@ -108,6 +120,7 @@ typedef struct zx_dbz_frame {
     zx_frame_coltype *types;      /* built by zx_dbz_frame_types */
     size_t ntypes, types_cap;
     uint64_t changes;             /* rows added */
+    zx_dbz_cache cache;           /* kept across resets */
 } zx_dbz_frame;
 
 enum {
@@ -148,6 +161,18 @@ int zx_dbz_frame_types(zx_dbz_frame *f, const zx_frame_coltype **types, size_t *
  * empty) or _NOMEM (unchanged). */
 int zx_dbz_add(const zx_dbz_conf *c, zx_dbz_frame *f, const zx_dbz_msg *m, char *why,
                size_t whylen, unsigned *notes);
+
+/* ---- debezium_envelope.c -------------------------------------------------- */
+
+/* Split the n bytes at v, when they are exactly {"schema": S, "payload": P}
+ * (either order) with S an object: *payload = P parsed (a new reference),
+ * *schema = S parsed, from c when the same text was seen (owned by c:
+ * valid until ZX_DBZ_CACHE other schemas came, or zx_dbz_cache_free).
+ * Returns 1; 0 when v is not such an envelope (or S is null): parse it
+ * whole; -1 when P or S is not JSON (why says where). */
+int zx_dbz_split(zx_dbz_cache *c, const char *v, size_t n, const json_t **schema,
+                 json_t **payload, char *why, size_t whylen);
+void zx_dbz_cache_free(zx_dbz_cache *c);
 
 /* ---- debezium_body.c: an HTTP push body ---------------------------------- */
 
