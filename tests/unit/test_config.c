@@ -2287,6 +2287,7 @@ static void test_change_streams(void)
         zx_conf_free(c);
         EXPECT_SUB(bad[i].err);
     }
+    zx_conf_errors_free(&e);
 }
 
 int main(int argc, char **argv)

@@ -116,7 +116,8 @@ int zx_dbz_decimal_text(const unsigned char *b, size_t n, int scale, char *out, 
         return -1;
     unsigned char mag[MAX_DECIMAL_BYTES];
     int neg = n && (b[0] & 0x80);
-    memcpy(mag, b, n);
+    if (n)
+        memcpy(mag, b, n);
     if (neg) {   /* two's complement: invert and add one */
         for (size_t i = 0; i < n; i++)
             mag[i] = (unsigned char)~mag[i];
