@@ -223,6 +223,25 @@ def test_bad_events_go_to_rejects_and_the_stream_goes_on(kafka, make_kzxd):
     assert any("no value for key column id" in r for r in reasons)
 
 
+def test_a_name_from_the_data_never_writes_another_pipelines_table(kafka, make_kzxd):
+    """{source.table} is data: an event naming another pipeline's table is
+    a reject, and that table is left alone."""
+    topic = kafka.create_topic(f"v{uid()[:8]}.public.items")
+    other = kafka.create_topic()
+    z = make_kzxd({"b": dbz_pipe(topic), "victim": {"connection": "c", "topic": other}},
+                  {"c": kafka.connection("plaintext")})
+    kafka.produce(other, [json.dumps({"id": 1, "v": "mine"})], partition=0)
+    z.wait_count("victim", 1)
+    bad = pg_event("c", {"id": 1, "v": "overwritten"}, 10, table="Victim")
+    good = pg_event("c", {"id": 2, "v": "ok"}, 11)
+    kafka.produce(topic, [json.dumps(bad), json.dumps(good)],
+                  keys=[json.dumps({"id": 1}), json.dumps({"id": 2})], partition=0)
+    z.wait_count("items", 1, deadline=60)
+    assert z.query('SELECT id, v FROM "victim"') == [(1, "mine")]
+    reasons = [r[0] for r in z.query('SELECT reason FROM "items__rejects"')]
+    assert any("pipeline victim's table" in r for r in reasons), reasons
+
+
 # --------------------------------------------------------------------------
 # http pushes
 # --------------------------------------------------------------------------

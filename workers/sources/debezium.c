@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/timefmt.h"
 #include "common/util.h"
@@ -65,10 +66,12 @@ void zx_dbz_frame_free(zx_dbz_frame *f)
     f->ntypes = f->types_cap = f->decls_cap = 0;
 }
 
-void zx_dbz_init_conf(const zx_conf_pipeline *p, zx_dbz_conf *c,
+void zx_dbz_init_conf(const zx_conf *conf, const zx_conf_pipeline *p, zx_dbz_conf *c,
                       char rej_table[ZX_COLNAME_MAX + 1])
 {
     memset(c, 0, sizeof(*c));
+    c->others = conf;
+    c->self = p->name;
     c->mode = p->stream_mode == ZX_STREAM_LATEST ? ZX_DBZ_LATEST : ZX_DBZ_DEBEZIUM;
     c->table = p->table;
     c->key_columns = (const char *const *)p->key_columns;
@@ -82,6 +85,31 @@ void zx_dbz_init_conf(const zx_conf_pipeline *p, zx_dbz_conf *c,
 }
 
 /* ---- the table's name ------------------------------------------------ */
+
+/* 1 when t (with or without "__changes") is written by x alone. */
+static int same_table(const char *t, const char *x)
+{
+    size_t n = strlen(x);
+    return !strcasecmp(t, x) || (!strncasecmp(t, x, n) && !strcasecmp(t + n, "__changes"));
+}
+
+/* The pipeline of conf other than self that writes table t, or NULL. */
+static const char *owner(const zx_dbz_conf *c, const char *t)
+{
+    const zx_conf *conf = c->others;
+    for (size_t i = 0; conf && i < conf->npipelines; i++) {
+        const zx_conf_pipeline *p = &conf->pipelines[i];
+        if (c->self && !strcmp(p->name, c->self))
+            continue;
+        if (p->table && !strchr(p->table, '{') && same_table(t, p->table))
+            return p->name;
+        for (size_t k = 0; p->mirrors && k < p->ntables; k++)
+            if (p->mirrors[k] && same_table(t, p->mirrors[k]))
+                return p->name;
+    }
+    return NULL;
+}
+
 
 static const char *src_str(const json_t *src, const char *key)
 {
@@ -147,6 +175,12 @@ static int table_name(const zx_dbz_conf *c, event *e, const char *topic, char *w
     if (k >= 9 && strcmp(e->table + k - 9, "__changes") == 0) {
         snprintf(why, whylen, "the table name \"%s\" made from \"%s\" is reserved for history",
                  e->table, tpl);
+        return 1;
+    }
+    const char *o = owner(c, e->table);
+    if (o) {
+        snprintf(why, whylen, "the table name \"%s\" made from \"%s\" is pipeline %s's table",
+                 e->table, tpl, o);
         return 1;
     }
     if (strncmp(e->table, "sqlite_", 7) == 0) {

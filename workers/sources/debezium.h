@@ -77,6 +77,11 @@ typedef struct zx_dbz_conf {
     size_t nkey_columns;
     size_t table_max;             /* longest table name (54 with history:
                                      its __changes must fit); 0 = 63 */
+    const struct zx_conf *others; /* a name made from an event must not be a
+                                     table of another pipeline of this
+                                     configuration (its table, mirrors and
+                                     their __changes); NULL: not checked */
+    const char *self;             /* this pipeline's name (skipped there) */
 } zx_dbz_conf;
 
 /* One input message.  value NULL = a tombstone.  value_json, when set, is
@@ -137,12 +142,14 @@ enum {
                                         its types were inferred */
 
 struct zx_conf_pipeline;
-/* The zx_dbz_conf of a stream pipeline p (format: debezium or mode:
- * latest) into *c (pointing into p: valid as long as p), and into
+struct zx_conf;
+/* The zx_dbz_conf of a stream pipeline p of configuration conf (format:
+ * debezium or mode: latest) into *c (pointing into them: valid as long as
+ * they are), and into
  * rej_table the table of the rejects of frames without a change: p's
  * table, or its name with '-' as '_' when the table is a template. */
-void zx_dbz_init_conf(const struct zx_conf_pipeline *p, zx_dbz_conf *c,
-                      char rej_table[ZX_COLNAME_MAX + 1]);
+void zx_dbz_init_conf(const struct zx_conf *conf, const struct zx_conf_pipeline *p,
+                      zx_dbz_conf *c, char rej_table[ZX_COLNAME_MAX + 1]);
 
 /* An empty frame appending to rs. */
 void zx_dbz_frame_init(zx_dbz_frame *f, zx_rowset *rs);

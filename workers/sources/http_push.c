@@ -406,7 +406,7 @@ static int http_open(zx_src *rt, void **state, char *err, size_t errlen)
     const zx_conf_pipeline *p = a->pipeline;
     if (p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST) {
         w->changes = 1;
-        zx_dbz_init_conf(p, &w->dbz, w->rej_table);
+        zx_dbz_init_conf(a->conf, p, &w->dbz, w->rej_table);
         zx_dbz_frame_init(&w->df, &w->rs);
     }
     *state = w;

@@ -776,7 +776,7 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     s->target = (size_t)(maxf / 4 < FRAME_MAX_BYTES ? maxf / 4 : FRAME_MAX_BYTES);
     kb_init(&s->b, p->metadata);
     if (p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST) {
-        zx_dbz_init_conf(p, &s->dbz, s->rej_table);
+        zx_dbz_init_conf(zx_src_args(rt)->conf, p, &s->dbz, s->rej_table);
         kb_set_changes(&s->b, &s->dbz, p->history, s->rej_table);
     }
     rd_kafka_conf_t *conf = NULL;
