@@ -119,6 +119,29 @@ def test_avro_events_through_the_registry(kafka, make_kzxd, registry, wire):
     assert any("999999" in r and "not found" in r for r in reasons), reasons
 
 
+def test_apicurio_ids_in_headers(kafka, make_kzxd, registry):
+    """wire: headers: the datums carry no prefix; the ids are in the
+    apicurio.value.globalId / apicurio.key.globalId headers (8 bytes)."""
+    with open(os.path.join(AVRO, "debezium.avsc")) as f:
+        vid = register(registry, f"h{uid()[:8]}-value", f.read())
+    kid = register(registry, f"h{uid()[:8]}-key", KEY_SCHEMA)
+    topic = kafka.create_topic(f"h{uid()[:8]}.inventory.customers")
+    z = make_kzxd({"hd": pipe(topic, registry, "headers")}, {"c": kafka.connection("plaintext")})
+    p = kafka.producer()
+    for i, k in ((1, 1001), (2, 1002)):
+        p.produce(topic, value=datum(i), key=avro_int(k), partition=0,
+                  headers=[("apicurio.value.globalId", vid.to_bytes(8, "big")),
+                           ("apicurio.key.globalId", kid.to_bytes(8, "big"))])
+    # without its header the datum cannot be read: a reject, and the stream goes on
+    p.produce(topic, value=datum(1), key=avro_int(1001), partition=0)
+    assert p.flush(60) == 0
+    wait_for(lambda: ids(z) == [1002], "1002 alone (the update moved 1001)", deadline=60)
+    wait_for(lambda: z.table_exists("customers__rejects") and
+             any("apicurio.value.globalId" in r[0]
+                 for r in z.query('SELECT reason FROM "customers__rejects"')),
+             "the datum without its header rejected", deadline=60)
+
+
 def test_registry_outage_waits_and_loses_nothing(kafka, make_kzxd, registry):
     with open(os.path.join(AVRO, "debezium.avsc")) as f:
         schema = f.read()
