@@ -310,6 +310,24 @@ static void test_rejects(void)
     CHECK(add(&c, KEY1, "{\"after\":{\"id\":1},\"op\":\"c\",\"source\":{\"table\":\"x__rejects\"}}",
               NULL) == ZX_DBZ_REJECT);
     CHECK(add(&c, KEY1, "", NULL) == ZX_DBZ_REJECT);
+    /* thousands of fields: a reject alone; after other changes, a frame of
+     * its own first */
+    {
+        char *big = malloc(100000), *q = big;
+        q += sprintf(q, "{\"op\":\"c\",\"source\":{\"table\":\"w\"},\"after\":{\"id\":1");
+        for (int i = 0; i < 3000; i++)
+            q += sprintf(q, ",\"f%d\":%d", i, i);
+        strcpy(q, "}}");
+        CHECK(add(&c, KEY1, big, NULL) == ZX_DBZ_REJECT);
+        CHECK(strstr(why, "more than 500 columns") != NULL && rs.nrows == 0);
+        CHECK(add(&c, KEY1, "{\"op\":\"c\",\"source\":{\"table\":\"w\"},\"after\":{\"id\":2}}",
+                  NULL) == ZX_DBZ_ADDED);
+        c.max_columns = 5000;
+        CHECK(add(&c, KEY1, big, NULL) == ZX_DBZ_ADDED);
+        c.max_columns = 0;
+        free(big);
+        fresh();
+    }
     CHECK(rs.nrows == 0 && fr.changes == 0);
     /* a hostile table name is normalised */
     CHECK(add(&c, KEY1, "{\"after\":{\"id\":1},\"op\":\"c\",\"source\":{\"table\":\"Robert'); "

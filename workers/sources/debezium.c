@@ -77,6 +77,7 @@ void zx_dbz_init_conf(const zx_conf *conf, const zx_conf_pipeline *p, zx_dbz_con
     c->key_columns = (const char *const *)p->key_columns;
     c->nkey_columns = p->nkey_columns;
     c->table_max = p->history ? 54 : 63;
+    c->max_columns = p->max_columns;
     const char *t = p->table && !strchr(p->table, '{') ? p->table : p->name;
     snprintf(rej_table, ZX_COLNAME_MAX + 1, "%s", t);
     for (char *q = rej_table; *q; q++)
@@ -659,7 +660,6 @@ static int mongo_doc(const json_t *v, json_t **doc, const json_t **out)
 static int add_row(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_dbz_msg *m,
                    char *why, size_t whylen)
 {
-    (void)c;
     zx_rowset *rs = f->rs;
     zx_rowset_mark mk;
     zx_rowset_save(rs, &mk);
@@ -702,6 +702,20 @@ static int add_row(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_dbz
         }
         if (row_cells(f, e, from, st, 1, NULL, NULL, NULL, NULL) < 0)
             goto out;
+    }
+    /* the columns one frame may bring (hostile events with thousands of
+     * fields): a change that passes the cap starts a frame of its own,
+     * and alone over it is a reject */
+    uint32_t cap = (c->max_columns ? c->max_columns : ZX_DBZ_MAX_COLUMNS) + ZX_DBZ_EXTRA_COLUMNS;
+    if (rs->ncols > cap) {
+        if (f->changes) {
+            rc = ZX_DBZ_OTHER;
+        } else {
+            snprintf(why, whylen, "the event has more than %u columns (pipelines.<name>."
+                     "max_columns)", cap - ZX_DBZ_EXTRA_COLUMNS);
+            rc = ZX_DBZ_REJECT;
+        }
+        goto out;
     }
     zx_rowset_end_row(rs);
     if (adopt(f, e) < 0)

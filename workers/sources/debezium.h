@@ -82,7 +82,14 @@ typedef struct zx_dbz_conf {
                                      configuration (its table, mirrors and
                                      their __changes); NULL: not checked */
     const char *self;             /* this pipeline's name (skipped there) */
+    uint32_t max_columns;         /* data columns one frame may bring; 0 =
+                                     ZX_DBZ_MAX_COLUMNS */
 } zx_dbz_conf;
+
+#define ZX_DBZ_MAX_COLUMNS 500u
+/* the reserved columns a frame may add beside the data (_zx_op, _zx_lsn,
+ * _zx_seq, _zx_commit_time, _zx_xid, _zx_unchanged, _zx_old:<key>...) */
+#define ZX_DBZ_EXTRA_COLUMNS (8u + ZX_FRAME_MAX_KEY_COLUMNS)
 
 /* One input message.  value NULL = a tombstone.  value_json, when set, is
  * the value already parsed (an element of a pushed array, an Avro datum
