@@ -21,7 +21,7 @@ int64_t zx_days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+void zx_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 {
     z += 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -136,7 +136,7 @@ size_t zx_ts_format(int64_t us, char out[ZX_TS_BUFSZ])
     }
     int64_t y;
     unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
+    zx_civil_from_days(days, &y, &m, &d);
     unsigned secs = (unsigned)(rem / US_PER_SEC);
     unsigned frac = (unsigned)(rem % US_PER_SEC);
     unsigned vals[] = {(unsigned)y, m, d, secs / 3600, secs / 60 % 60, secs % 60, frac};

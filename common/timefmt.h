@@ -44,4 +44,8 @@ int64_t zx_now_us(void);
  * d 1-31; no range check).  Exposed for tests and other modules. */
 int64_t zx_days_from_civil(int64_t y, unsigned m, unsigned d);
 
+/* The proleptic Gregorian date (*y, *m 1-12, *d 1-31) of day z since
+ * 1970-01-01 (the inverse of zx_days_from_civil; no range check). */
+void zx_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+
 #endif

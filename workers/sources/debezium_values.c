@@ -232,20 +232,6 @@ static int time_text(int64_t us, zx_rowset *rs, zx_value *out)
     return put_text(rs, out, ZX_T_TEXT, b, (size_t)n);
 }
 
-/* Civil date of a day number (days since 1970-01-01). */
-static void civil(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
 #define MAX_DAYS 2932896      /* 9999-12-31 */
 #define MIN_DAYS (-719162)    /* 0001-01-01 */
 
@@ -255,7 +241,7 @@ static int date_text(int64_t days, const json_t *v, zx_rowset *rs, zx_value *out
         return as_text(v, rs, out);
     int64_t y;
     unsigned m, d;
-    civil(days, &y, &m, &d);
+    zx_civil_from_days(days, &y, &m, &d);
     char b[24];
     int n = snprintf(b, sizeof(b), "%04" PRId64 "-%02u-%02u", y, m, d);
     return put_text(rs, out, ZX_T_TEXT, b, (size_t)n);
