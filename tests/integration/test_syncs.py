@@ -367,7 +367,9 @@ def clock_offset_ms(seconds_before_minute=3.0):
     `seconds_before_minute` from now."""
     now = time.time()
     to_next = 60 - (now % 60)
-    return int(max(0.0, to_next - seconds_before_minute) * 1000)
+    # Never a zero offset: with less than `seconds_before_minute` left, aim
+    # at the minute after, or zxd may start after the boundary and wait 60 s.
+    return int(((to_next - seconds_before_minute) % 60) * 1000)
 
 
 def test_a_schedule_runs_the_sync(sync_env):
