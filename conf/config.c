@@ -20,6 +20,7 @@
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
 
+#include "common/colname.h"
 #include "common/dsn.h"
 #include "common/segment.h"
 
@@ -642,6 +643,60 @@ out:
     free(t);
 }
 
+/* The fixed start of the names a table template makes: the text before
+ * its first '{', normalised as the names are (into out; "" when the
+ * template begins with a placeholder). */
+static void cf_template_prefix(const char *tpl, char out[ZX_COLNAME_MAX + 1])
+{
+    size_t n = strcspn(tpl, "{");
+
+    out[0] = '\0';
+    if (n)
+        zx_colname_normalise(tpl, n, out);
+}
+
+/* Two table templates (`table: "{source.table}"`) whose names could meet:
+ * each name a template makes begins with its fixed prefix, so two
+ * templates are apart only when neither prefix begins the other.  A fixed
+ * name of another pipeline is refused where the name is made (the worker
+ * knows them all); other templates' names it cannot know, hence here.
+ * Two equal templates were said by cf_check_tables already. */
+static void cf_check_templates(zx_cf_ctx *x, const zx_conf *c)
+{
+    for (size_t i = 0; i < c->npipelines; i++) {
+        const zx_conf_pipeline *pa = &c->pipelines[i];
+        if (!pa->table || !strchr(pa->table, '{'))
+            continue;
+        char fa[ZX_COLNAME_MAX + 1];
+        cf_template_prefix(pa->table, fa);
+        for (size_t j = i + 1; j < c->npipelines; j++) {
+            const zx_conf_pipeline *pb = &c->pipelines[j];
+            if (!pb->table || !strchr(pb->table, '{') || !strcasecmp(pa->table, pb->table))
+                continue;
+            char fb[ZX_COLNAME_MAX + 1];
+            cf_template_prefix(pb->table, fb);
+            size_t la = strlen(fa), lb = strlen(fb);
+            if (strncasecmp(fa, fb, la < lb ? la : lb))
+                continue;
+            const char *shorter = la < lb ? fa : fb;
+            if (*shorter)
+                zx_cf_error(x, pb->line, pb->column, "pipeline %s: the table names of "
+                            "'%s' can be those of pipeline %s's '%s' (line %d): every name "
+                            "of one begins with '%s'; give each template a fixed start the "
+                            "other's names cannot begin with, such as '%s_%s'",
+                            pb->name, pb->table, pa->name, pa->table, pa->line, shorter,
+                            pb->name, pb->table);
+            else
+                zx_cf_error(x, pb->line, pb->column, "pipeline %s: the table names of "
+                            "'%s' can be those of pipeline %s's '%s' (line %d): a template "
+                            "that begins with a placeholder can make any name; give each "
+                            "template a fixed start the other's names cannot begin with, "
+                            "such as '%s_%s'", pb->name, pb->table, pa->name, pa->table,
+                            pa->line, pb->name, pb->table);
+        }
+    }
+}
+
 /* The request ring of a pipeline with this body limit: it takes records
  * up to half its capacity, so twice the body plus its record header, at
  * least 8 MiB, in 64-byte units.  The one place this is decided. */
@@ -809,6 +864,7 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
             biggest = p->body_limit;
     }
     cf_check_tables(x, ld);
+    cf_check_templates(x, c);
     zx_cf_resolve_connections(x, c, ld->conn_node);
     zx_cf_resolve_syncs(x, c, NULL, NULL);
     zx_cf_check_slots(x, c);

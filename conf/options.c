@@ -486,7 +486,10 @@ const zx_cf_option zx_cf_options[] = {
      "placeholders replaced by each event's values, normalised as column "
      "names are: `{source.table}`, `{source.schema}`, `{source.db}`, "
      "`{source.collection}` (MongoDB), `{topic}` (`\"{source.table}\"` "
-     "mirrors each captured table into its own)."},
+     "mirrors each captured table into its own). A name made from an event "
+     "that is another pipeline's table is a reject; two templates whose "
+     "names could meet (neither fixed start before the first `{` begins "
+     "the other) are refused."},
     {.section = "pipelines.<name>", .name = "format", .type = ZX_CF_ENUM_INT,
      .def = "json", .offset = PIPE(format), .allowed = stream_formats,
      .sources = stream_sources,

@@ -2287,6 +2287,36 @@ static void test_change_streams(void)
         zx_conf_free(c);
         EXPECT_SUB(bad[i].err);
     }
+    /* two templates whose names could meet; apart when neither fixed
+     * start begins the other */
+    static const struct {
+        const char *a, *b, *err;
+    } pairs[] = {
+        {"{source.table}", "{source.db}_{source.table}", "begins with a placeholder"},
+        {"m_{source.table}", "M_{source.db}", "begins with 'm_'"},
+        {"m_{source.table}", "m_x_{source.table}", "begins with 'm_'"},
+        {"{source.table}", "{source.table}", "already written by pipeline a"},
+        {"a_{source.table}", "b_{source.table}", NULL},
+        {"ab_{source.table}", "ac{topic}", NULL},
+    };
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        snprintf(buf, sizeof(buf), "%spipelines:\n"
+                 "  a: {direction: stream, source: kafka, connection: k, topic: t1,\n"
+                 "      format: debezium, table: \"%s\"}\n"
+                 "  b: {direction: stream, source: kafka, connection: k, topic: t2,\n"
+                 "      format: debezium, table: \"%s\"}\n", head, pairs[i].a, pairs[i].b);
+        c = load(buf, 0, &e);
+        CHECK((c == NULL) == (pairs[i].err != NULL));
+        if (c && pairs[i].err == NULL)
+            zx_conf_free(c);
+        else if (!c && pairs[i].err)
+            EXPECT_SUB(pairs[i].err);
+        else {
+            fprintf(stderr, "pair %zu: %s / %s\n", i, pairs[i].a, pairs[i].b);
+            dump(&e);
+            zx_conf_free(c);
+        }
+    }
     zx_conf_errors_free(&e);
 }
 
