@@ -300,11 +300,11 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 
 /* The request itself.  Returns 0 with *status and the body, or 1 (a
  * transfer error, message in err), or -1 (response too large). */
-static int fetch(zx_registry *r, int64_t id, long *status, body *b, char *err, size_t errlen)
+static int fetch(zx_registry *r, const char *path, long *status, body *b, char *err,
+                 size_t errlen)
 {
     char url[8300];
-    if ((size_t)snprintf(url, sizeof(url), "%s/schemas/ids/%lld", r->base, (long long)id) >=
-        sizeof(url)) {
+    if ((size_t)snprintf(url, sizeof(url), "%s/%s", r->base, path) >= sizeof(url)) {
         put_err(err, errlen, "the registry URL is too long");
         return -1;
     }
@@ -429,7 +429,9 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
     long status = 0;
     char why[512] = "";
     zx_avro_schema *s = NULL;
-    int rc = fetch(r, id, &status, &b, why, sizeof(why));
+    char path[64];
+    snprintf(path, sizeof(path), "schemas/ids/%lld", (long long)id);
+    int rc = fetch(r, path, &status, &b, why, sizeof(why));
     if (rc == 0) {
         char msg[200];
         long code;
@@ -473,4 +475,47 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
     e->refusal = strdup(full); /* NULL (out of memory): not remembered */
     e->expires = now_s() + ZX_REGISTRY_NEGATIVE_S;
     return -1;
+}
+
+int zx_registry_check(zx_registry *r, char *out, size_t outlen)
+{
+    body b = {0};
+    long status = 0;
+    char why[512] = "", msg[200];
+    int rc = fetch(r, "subjects", &status, &b, why, sizeof(why));
+    if (rc == 0) {
+        json_t *j = status == 200 && b.p ? json_loadb(b.p, b.n, 0, NULL) : NULL;
+        if (json_is_array(j)) {
+            size_t n = json_array_size(j);
+            put_err(out, outlen, "schema registry %s: %zu subject%s", r->shown, n,
+                    n == 1 ? "" : "s");
+        } else if (status == 200) {
+            snprintf(why, sizeof(why), "GET /subjects answered 200 but not a JSON list: is "
+                                       "this a Confluent-compatible registry API?");
+            rc = -1;
+        } else if (status == 401 || status == 403) {
+            snprintf(why, sizeof(why), "HTTP %ld: the registry refuses the credentials", status);
+            rc = -1;
+        } else if (status == 404) {
+            snprintf(why, sizeof(why), "HTTP 404 for GET /subjects: is the URL (and its "
+                                       "/apis/ccompat/v7 prefix for Apicurio) right?");
+            rc = -1;
+        } else {
+            (void)error_code(&b, msg, sizeof(msg));
+            snprintf(why, sizeof(why), "HTTP %ld%s%s", status, msg[0] ? ": " : "", msg);
+            rc = -1;
+        }
+        json_decref(j);
+    } else if (rc == 1) {
+        /* a transfer error: "... (will retry)" is for streams, not a test */
+        char *w = strstr(why, " (will retry)");
+        if (w)
+            *w = '\0';
+    }
+    free(b.p);
+    if (rc != 0) {
+        put_err(out, outlen, "schema registry %s: %s", r->shown, why);
+        return -1;
+    }
+    return 0;
 }

@@ -108,6 +108,14 @@ void zx_registry_free(zx_registry *r);
 int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, char *err,
                     size_t errlen);
 
+/* `zxctl test`: lists the registry's subjects (GET /subjects) with r's
+ * credentials and timeout.  Returns 0 with out set to
+ *     "schema registry http://127.0.0.1:8081: 3 subjects"
+ * or -1 with the reason in out (unreachable, TLS, refused credentials, a
+ * 404 that hints at the URL's prefix, an answer that is not a list),
+ * never the password.  Caches nothing. */
+int zx_registry_check(zx_registry *r, char *out, size_t outlen);
+
 /* Requests made so far (for tests and metrics). */
 unsigned long zx_registry_requests(const zx_registry *r);
 

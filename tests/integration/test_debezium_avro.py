@@ -16,6 +16,7 @@ is a reject with the registry's reason and the stream goes on.
 
 import json
 import os
+import re
 import subprocess
 import urllib.request
 
@@ -157,8 +158,14 @@ def test_registry_outage_waits_and_loses_nothing(kafka, make_kzxd, registry):
                       partition=0)
         z.wait_source_error("out", "schema registry", "nothing is lost", deadline=60)
         assert ids(z) is None
+        # zxctl test says the registry is the trouble, not Kafka
+        rc, out = z.test_output("out")
+        assert rc != 0 and f"topic {topic}: 1 partition" in out, out
+        assert f"schema registry {registry}: " in out and "subjects" not in out, out
     finally:
         reg("start")
     wait_for(lambda: ids(z) == [1001], "the event applied once the registry is back",
              deadline=60)
     wait_for(lambda: not z.source_error("out"), "the status clear again", deadline=30)
+    rc, out = z.test_output("out")
+    assert rc == 0 and re.search(f"schema registry {re.escape(registry)}: [0-9]+ subjects", out), out

@@ -134,6 +134,11 @@ static void serve(int fd)
         reply(fd, 401, "{\"error_code\":401,\"message\":\"Unauthorized\"}", 44);
         return;
     }
+    if (!strncmp(req, "GET " PREFIX "/subjects ", 4 + strlen(PREFIX) + 10)) {
+        static const char subj[] = "[\"a-value\",\"b-key\"]";
+        reply(fd, 200, subj, sizeof(subj) - 1);
+        return;
+    }
     int id = -1;
     if (!strncmp(req, "GET " PREFIX "/schemas/ids/", 4 + strlen(PREFIX) + 13))
         id = atoi(req + 4 + strlen(PREFIX) + 13);
@@ -337,7 +342,30 @@ static void test_client(void)
     r = zx_registry_new(url, NULL, NULL, 1000);
     CHECK(zx_registry_get(r, 1, &s, err, sizeof(err)) == 1);
     CHECK(strstr(err, "(will retry)") != NULL);
+    /* zxctl test: the same, said as a test's failure */
+    CHECK(zx_registry_check(r, err, sizeof(err)) == -1);
+    CHECK(strstr(err, "schema registry http://127.0.0.1:") && !strstr(err, "will retry"));
     zx_registry_free(r);
+
+    /* zxctl test: the subjects, or why not */
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d" PREFIX, srv_port);
+    r = zx_registry_new(url, NULL, NULL, 1000);
+    CHECK(zx_registry_check(r, err, sizeof(err)) == 0 && strstr(err, ": 2 subjects"));
+    if (!strstr(err, ": 2 subjects"))
+        printf("  check: %s\n", err);
+    zx_registry_free(r);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv_port);   /* no prefix */
+    r = zx_registry_new(url, NULL, NULL, 1000);
+    CHECK(zx_registry_check(r, err, sizeof(err)) == -1 &&
+          strstr(err, "HTTP 404 for GET /subjects: is the URL"));
+    zx_registry_free(r);
+    srv_auth = 1;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d" PREFIX, srv_port);
+    r = zx_registry_new(url, "zx", "wrong-Q", 1000);
+    CHECK(zx_registry_check(r, err, sizeof(err)) == -1 &&
+          strstr(err, "HTTP 401: the registry refuses the credentials") && !strstr(err, "wrong-Q"));
+    zx_registry_free(r);
+    srv_auth = 0;
 
     srv_stop = 1;
     shutdown(srv_fd, SHUT_RDWR);

@@ -5,7 +5,8 @@
  * and check that the consumer group may be used; or say precisely what
  * failed (kafka_errors.c): unreachable (which broker), TLS (which check),
  * authentication (with the SCRAM hint for an old librdkafka), unknown
- * topic, not authorized (topic, group).
+ * topic, not authorized (topic, group); with encoding: avro, whether the
+ * schema registry answers with the pipeline's credentials.
  *
  * Runs in a short-lived process of its own (supervisor/probe.c) within
  * timeout_ms.  It must never: commit, join the group (no subscribe), or
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/schema_registry.h"
 #include "common/util.h"
 #include "workers/sources/kafka_int.h"
 #include "workers/sources/source.h"
@@ -271,6 +273,21 @@ int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_con
             committed, parts->cnt);
     } else if (t.group) {
         add(out, outlen, "; group %s", t.group);
+    }
+
+    /* 4. encoding: avro: the schema registry answers these credentials */
+    if (p->encoding == ZX_ENC_AVRO && p->registry_url) {
+        long ms = left_ms(deadline) > 5000 ? 5000 : left_ms(deadline) > 1000 ? left_ms(deadline)
+                                                                              : 1000;
+        zx_registry *reg = zx_registry_new(p->registry_url, p->registry_username,
+                                           p->registry_password, ms);
+        char m[700];
+        int bad = reg ? zx_registry_check(reg, m, sizeof(m)) != 0
+                      : (snprintf(m, sizeof(m), "schema registry: cannot make its client"), 1);
+        zx_registry_free(reg);
+        add(out, outlen, "; %s", m);
+        if (bad)
+            goto out;
     }
     rc = 0;
 out:
