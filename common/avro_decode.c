@@ -9,6 +9,7 @@
  */
 #include "common/avro_connect.h"
 #include "common/avro_node.h"
+#include "common/base64.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -202,8 +203,6 @@ static json_t *utf8_json(const uint8_t *s, size_t n)
 
 json_t *av_base64(const uint8_t *p, size_t n, int decimal)
 {
-    static const char tab[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     static const uint8_t zero = 0;
     if (decimal) {
         if (n == 0) {
@@ -215,25 +214,10 @@ json_t *av_base64(const uint8_t *p, size_t n, int decimal)
             n--;
         }
     }
-    size_t out = (n + 2) / 3 * 4;
-    char *b = malloc(out + 1);
+    char *b = malloc(ZX_BASE64_LEN(n) + 1);
     if (!b)
         return NULL;
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        b[o++] = tab[v >> 18];
-        b[o++] = tab[(v >> 12) & 63];
-        b[o++] = tab[(v >> 6) & 63];
-        b[o++] = tab[v & 63];
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-        b[o++] = tab[v >> 18];
-        b[o++] = tab[(v >> 12) & 63];
-        b[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        b[o++] = '=';
-    }
+    size_t o = zx_base64_encode(p, n, b);
     json_t *j = json_stringn_nocheck(b, o);
     free(b);
     return j;

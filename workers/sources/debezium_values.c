@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/timefmt.h"
 
 #define MAX_DECIMAL_BYTES 64   /* 155 digits: above any database's numeric */
@@ -68,46 +69,6 @@ static long param(const json_t *fs, const char *key, long lo, long hi, long def)
     const char *s = json_string_value(v);
     long x = strtol(s, &end, 10);
     return end != s && *end == '\0' && x >= lo && x <= hi ? x : def;
-}
-
-static int b64val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
-
-/* Decode base64 (standard or URL alphabet, padding optional) into out
- * (room for n * 3 / 4 + 3 bytes).  Length, or -1 when not base64. */
-static long b64dec(const char *s, size_t n, unsigned char *out)
-{
-    while (n && s[n - 1] == '=')
-        n--;
-    if (n % 4 == 1)
-        return -1;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64val((unsigned char)s[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits);
-        }
-    }
-    return (long)o;
 }
 
 int zx_dbz_decimal_text(const unsigned char *b, size_t n, int scale, char *out, size_t cap)
@@ -205,7 +166,7 @@ static int decimal(const char *b64, size_t n, long scale, const json_t *v, zx_ro
     char txt[MAX_DECIMAL_BYTES * 3 + MAX_SCALE + 8];
     if (n > (MAX_DECIMAL_BYTES / 3 + 1) * 4)
         return as_text(v, rs, out);
-    long k = b64dec(b64, n, raw);
+    long k = zx_base64_decode(b64, n, raw);
     int len = k < 0 || k > MAX_DECIMAL_BYTES ? -1
                                              : zx_dbz_decimal_text(raw, (size_t)k, (int)scale,
                                                                    txt, sizeof(txt));
@@ -332,7 +293,7 @@ static int bytes(const json_t *v, zx_rowset *rs, zx_value *out)
     unsigned char *raw = malloc(n / 4 * 3 + 4);
     if (!raw)
         return -1;
-    long k = b64dec(s, n, raw);
+    long k = zx_base64_decode(s, n, raw);
     if (k < 0) {
         free(raw);
         return as_text(v, rs, out);
