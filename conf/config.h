@@ -143,6 +143,8 @@ typedef struct zx_conf_pipeline {
                                 sources, or when loaded with
                                 ZX_CONF_SKIP_SECRETS and written with a
                                 ${env:}/${file:} reference */
+    char *webhook_secret;    /* http: Standard Webhooks secret "whsec_..."
+                                (secret; NULL as key is) */
     char *table;             /* http, kafka: default: name with '-'
                                 replaced by '_'; [A-Za-z_][A-Za-z0-9_]{0,62},
                                 not "_zx*", not "*__rejects", not "sqlite_*"

@@ -441,11 +441,26 @@ const zx_cf_option zx_cf_options[] = {
      .allowed = source_names,
      .help = "Where the events come from (see the list after this table)."},
     {.section = "pipelines.<name>", .name = "key", .type = ZX_CF_STRING,
-     .offset = PIPE(key), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET | ZX_CF_TOKEN,
+     .def_doc = "none; **required** unless `webhook_secret` is set",
+     .offset = PIPE(key), .flags = ZX_CF_SECRET | ZX_CF_TOKEN,
      .sources = http_only,
-     .help = "Key clients must present to push. Printable ASCII without "
-     "spaces. Prefer `${env:NAME}` or `${file:PATH}` to keep it out of the "
-     "file."},
+     .help = "Key clients must present to push (`Authorization: Bearer "
+     "<key>`). Printable ASCII without spaces. Prefer `${env:NAME}` or "
+     "`${file:PATH}` to keep it out of the file."},
+    {.section = "pipelines.<name>", .name = "webhook_secret",
+     .type = ZX_CF_STRING, .def_doc = "none",
+     .offset = PIPE(webhook_secret), .flags = ZX_CF_SECRET | ZX_CF_TOKEN,
+     .sources = http_only,
+     .help = "Also accept pushes signed the Standard Webhooks way "
+     "(standardwebhooks.com; Debezium Server's http sink with "
+     "`authentication.type=standard-webhooks`, Svix...): `whsec_` and the "
+     "base64 of 24 to 64 random bytes, the secret the sender signs with. A "
+     "push then needs no key: its `webhook-signature` must be the "
+     "HMAC-SHA256 of `webhook-id`, `webhook-timestamp` and the body (after "
+     "any `Content-Encoding` is undone), and its timestamp within 5 minutes "
+     "of zx's clock. Without an `Idempotency-Key`, `webhook-id` is taken as "
+     "one, so a sender's retries are written once. Unproven bodies hold at "
+     "most a quarter of `http.max_held_bytes`."},
     {.section = "pipelines.<name>", .name = "connection", .type = ZX_CF_STRING,
      .offset = PIPE(connection), .flags = ZX_CF_REQUIRED,
      .sources = conn_sources,

@@ -175,8 +175,9 @@ void sup_send_attach(sup *s, child *c, spipe *p)
         const zx_source *src = p->conf ? zx_source_find(p->conf->source) : NULL;
         if (!src || !(src->flags & ZX_SOURCE_GATEWAY))
             return;
-        o = json_pack("{s:s, s:s, s:s?, s:b, s:I}", "name", p->name, "source", src->name,
-                      "key", p->conf->key, "ack_commit", p->conf->ack_commit,
+        o = json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:I}", "name", p->name, "source",
+                      src->name, "key", p->conf->key, "webhook_secret",
+                      p->conf->webhook_secret, "ack_commit", p->conf->ack_commit,
                       "max_body_size", (json_int_t)p->conf->body_limit);
     } else {
         o = json_pack("{s:s, s:I}", "name", p->name, "max_columns",

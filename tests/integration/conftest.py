@@ -263,7 +263,7 @@ def http_request(port, method, path, body=None, headers=None, timeout=HTTP_TIMEO
 class Zxd:
     """One zxd under test, with its own folder, config, port and log.
 
-    pipelines: {name: {"key": str, "key_ref": "env"|"file"|"literal",
+    pipelines: {name: {"key": str, "key_ref": "env"|"file"|"literal"|"none",
                         "table": str|None, "metadata": [..]|None,
                         "ack": "accepted"|"commit"|None, "extra": {k: v}}}
     Every value is optional; the key defaults to "key-<name>-<random>" and is
@@ -371,6 +371,8 @@ class Zxd:
                     f.write(spec["key"] + "\n")
                 os.chmod(kf, 0o600)
                 lines.append(f"    key: ${{file:{name}.key}}")   # relative to the config
+            elif ref == "none":
+                pass    # no key: signed pushes only (extra: webhook_secret)
             else:
                 lines.append(f'    key: "{spec["key"]}"')
             if spec.get("table"):

@@ -3,7 +3,9 @@ zx with a real Debezium Server 3.6.1 (tests/services/debezium) capturing
 real databases, on both workspace backends:
 
 - PostgreSQL (pgoutput) -> Debezium Server's http sink -> a zx push stream
-  (`format: debezium`, `key_columns` since the sink sends no key);
+  (`format: debezium`, `key_columns` since the sink sends no key; each
+  request signed the Standard Webhooks way and checked by zx against its
+  `webhook_secret`, the stream having no key at all);
 - MariaDB (binlog) -> Debezium Server's Kafka sink -> the real Kafka broker
   -> a zx Kafka stream (`format: debezium`, `table: "{source.table}"`);
 
@@ -16,6 +18,7 @@ whose JSON form needs no schema, and the feed says the types were
 inferred).
 """
 
+import base64
 import datetime
 import decimal
 import json
@@ -194,14 +197,17 @@ def test_postgres_through_the_http_sink(pg, make_zxd, schemas):
     try:
         pg.execute(db, PG_DDL)
         pg_insert(pg, db, [pg_row(i) for i in range(1, 201)])      # the snapshot
-        z = make_zxd({"dbz": {"table": '"{source.table}"',
+        # no key: Debezium signs each request (Standard Webhooks), zx checks
+        secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+        z = make_zxd({"dbz": {"table": '"{source.table}"', "key_ref": "none",
                               "extra": {"format": "debezium", "key_columns": "[id]",
-                                        "history": "true"}}})
+                                        "history": "true",
+                                        "webhook_secret": f'"{secret}"'}}})
         dbz_start(name, {"DBZ_SOURCE": "postgres", "DBZ_DB_PORT": str(pg.port),
                          "DBZ_DB_NAME": db, "DBZ_TABLES": "public.t",
                          "DBZ_SCHEMAS": "true" if schemas else "false", "DBZ_SINK": "http",
                          "DBZ_HTTP_URL": f"http://127.0.0.1:{z.port}/api/streams/dbz/push",
-                         "DBZ_HTTP_BEARER": z.keys["dbz"], "DBZ_SLOT": f"dbz_{name}",
+                         "DBZ_HTTP_WEBHOOK_SECRET": secret, "DBZ_SLOT": f"dbz_{name}",
                          "DBZ_EXTRA_PROPS": "debezium.source.skipped.operations=none"})
         cols = list(PG_KINDS) if schemas else PG_PLAIN
         src = lambda: pg_source(pg, db, cols)  # noqa: E731

@@ -2320,6 +2320,53 @@ static void test_change_streams(void)
     zx_conf_errors_free(&e);
 }
 
+/* webhook_secret: an http stream may have it instead of a key; a bad one
+ * is refused without being shown. */
+static void test_webhook_secret(void)
+{
+    zx_conf_errors e = {0};
+    zx_conf *c = load("pipelines:\n"
+                      "  wh: {direction: stream, source: http,\n"
+                      "       webhook_secret: \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}\n"
+                      "  both: {direction: stream, source: http, key: k123,\n"
+                      "         webhook_secret: \"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"}\n", 0, &e);
+    CHECK(c != NULL);
+    if (!c)
+        dump(&e);
+    if (c) {
+        const zx_conf_pipeline *p = zx_conf_find(c, "wh");
+        CHECK(p && !p->key && p->webhook_secret &&
+              !strcmp(p->webhook_secret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"));
+        p = zx_conf_find(c, "both");
+        CHECK(p && p->key && p->webhook_secret);
+        zx_conf_free(c);
+    }
+    static const struct {
+        const char *pipe, *err;
+    } bad[] = {
+        {"source: http", "missing required field 'key' (or 'webhook_secret'"},
+        {"source: http, webhook_secret: \"whsec_c2hvcnQtc2VjcmV0\"",
+         "webhook_secret: the secret decodes to 12 bytes, not 24 to 64"},
+        {"source: http, webhook_secret: \"whsec_%%%%notbase64%%%%\"",
+         "webhook_secret: the secret is not base64"},
+        {"source: kafka, connection: k, topic: t, "
+         "webhook_secret: \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"",
+         "webhook_secret applies only to source: http"},
+    };
+    char buf[1024];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(buf, sizeof(buf), "connections:\n  k: {kind: kafka, brokers: [\"a:1\"]}\n"
+                 "pipelines:\n  s: {direction: stream, %s}\n", bad[i].pipe);
+        c = load(buf, 0, &e);
+        CHECK(c == NULL);
+        zx_conf_free(c);
+        EXPECT_SUB(bad[i].err);
+        for (size_t k = 0; k < e.n; k++)
+            CHECK(!strstr(e.msgs[k], "c2hvcnQ") && !strstr(e.msgs[k], "MfKQ9r8"));
+    }
+    zx_conf_errors_free(&e);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--print-reference")) {
@@ -2350,6 +2397,7 @@ int main(int argc, char **argv)
     test_pg_cdc_same();
     test_syncs();
     test_change_streams();
+    test_webhook_secret();
     test_reference();
     unlink(tpath("t.yaml"));
     unlink(tpath("web.key"));

@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 #include <malloc.h>
+#include <openssl/crypto.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,10 +153,22 @@ static void attach(gateway *g, const char *json, int *fds, int nfds)
         zx_error("event=attach_failed pipeline=%s error=\"out of memory\"", name);
         goto out;
     }
-    if (!p->key || !nk || strcmp(p->key, nk) != 0) {
+    /* the webhook secret was checked when the configuration was loaded */
+    const char *whs = json_string_value(json_object_get(o, "webhook_secret"));
+    uint8_t wk[ZX_WEBHOOK_KEY_MAX] = {0};
+    char why_key[300];
+    int wklen = whs ? zx_webhook_key(whs, wk, why_key, sizeof(why_key)) : 0;
+    if (wklen < 0) {
+        zx_error("event=attach_failed pipeline=%s error=\"webhook_secret: %s\"", name, why_key);
+        free(nk);
+        goto out;
+    }
+    int same_key = (!p->key && !nk) || (p->key && nk && strcmp(p->key, nk) == 0);
+    int same_wk = wklen == p->whkey_len && !memcmp(wk, p->whkey, (size_t)wklen);
+    if (!same_key || !same_wk) {
         /* A new key makes another stream of it: requests authenticated
          * with the old one are answered, never handed over. */
-        if (p->key) {
+        if (p->key || p->whkey_len) {
             p->gen = ++g->pipe_gen;
             char why[200];
             snprintf(why, sizeof(why),
@@ -166,6 +179,9 @@ static void attach(gateway *g, const char *json, int *fds, int nfds)
     }
     free(p->key);
     p->key = nk;
+    memcpy(p->whkey, wk, sizeof(wk));
+    p->whkey_len = wklen;
+    OPENSSL_cleanse(wk, sizeof(wk));
     p->ack_commit = json_is_true(json_object_get(o, "ack_commit"));
     json_int_t mb = json_integer_value(json_object_get(o, "max_body_size"));
     p->max_body = mb > 0 ? (uint64_t)mb : g->a->conf->http.max_body_size;
@@ -205,6 +221,7 @@ static void detach(gateway *g, const char *name)
     zx_segment_close(&p->seg);
     close(p->worker_efd);
     free(p->key);
+    OPENSSL_cleanse(p->whkey, sizeof(p->whkey));
     memset(p, 0, sizeof(*p));
 }
 

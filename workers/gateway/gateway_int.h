@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/segment.h"
+#include "common/webhook_sig.h"
 #include "conf/config.h"
 #include "workers/gateway/gateway.h"
 #include "workers/gateway/http.h"
@@ -38,6 +39,8 @@ typedef struct greq {
     int64_t deadline_ms;
     struct greq *next;       /* bucket chain or wait queue */
     int64_t queued_at_ms;    /* when the body was complete */
+    int signed_push;         /* authenticated by its webhook-signature, to
+                                be checked once the body is in */
     int api;                 /* 0: a push; 1: POST /api/syncs/N/runs; 2: GET
                                 /api/runs/ID (gateway_api.c; pipe_name
                                 holds the sync or the run id) */
@@ -47,7 +50,9 @@ struct gpipe {
     char name[64];
     uint64_t gen;            /* gateway-unique; new on attach to a free slot
                                 and whenever the key changes */
-    char *key;
+    char *key;               /* NULL: no Bearer key (signed pushes only) */
+    uint8_t whkey[ZX_WEBHOOK_KEY_MAX];  /* webhook_secret's bytes */
+    int whkey_len;           /* 0: no webhook_secret */
     int ack_commit;
     uint64_t max_body;
     zx_segment seg;

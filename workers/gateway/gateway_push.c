@@ -84,6 +84,8 @@ void zx_gw_finish_error(greq *q, int status, uint32_t retry_after, const char *m
     json_decref(o);
 }
 
+_Static_assert(ZX_WEBHOOK_ID_MAX <= ZX_PUSH_IDEM_MAX, "a webhook-id is taken as an Idempotency-Key");
+
 /* Try to put q's body into its worker's ring.  1 done (or answered), 0 no room. */
 static int hand_over(gateway *g, greq *q)
 {
@@ -91,6 +93,8 @@ static int hand_over(gateway *g, greq *q)
     size_t blen;
     const char *body = zx_http_body(q->req, &blen);
     const char *idem = zx_http_header(q->req, "Idempotency-Key");
+    if (!idem && q->signed_push)
+        idem = zx_http_header(q->req, "webhook-id"); /* a sender's retries: the same */
     size_t ilen = idem ? strlen(idem) : 0;
     size_t rlen = strlen(q->rid);
     size_t len = zx_push_req_size(ilen, rlen, blen);
@@ -322,12 +326,29 @@ void zx_gw_on_head(zx_http_req *req, void *ctx)
     }
     const char *auth = zx_http_header(req, "Authorization");
     const char *tok = NULL;
+    int signed_push = 0;
     if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
         tok = auth + 7;
-    if (!tok || !p->key ||
-        !zx_ct_equal(tok, strlen(tok), p->key, strlen(p->key))) {
+    if (!auth && p->whkey_len && zx_http_header(req, "webhook-signature")) {
+        /* Standard Webhooks: the headers now, the signature over the body
+         * once it is in (zx_gw_on_body) */
+        char why[400];
+        if (zx_webhook_check_head(zx_http_header(req, "webhook-id"),
+                                  zx_http_header(req, "webhook-timestamp"),
+                                  zx_http_header(req, "webhook-signature"), zx_now_us() / 1000000, why,
+                                  sizeof(why)) < 0) {
+            zx_http_reply_json_error(req, 401, NULL, "stream %s: %s", p->name, why);
+            return;
+        }
+        signed_push = 1;
+    } else if (!tok || !p->key ||
+               !zx_ct_equal(tok, strlen(tok), p->key, strlen(p->key))) {
         zx_http_reply_json_error(req, 401, "WWW-Authenticate: Bearer\r\n",
-                                 auth ? "wrong key for stream %s" : "missing 'Authorization: Bearer <stream key>' header for stream %s",
+                                 auth ? "wrong key for stream %s"
+                                 : p->whkey_len ? "missing 'Authorization: Bearer <stream key>' "
+                                                  "or 'webhook-signature' headers for stream %s"
+                                 : "missing 'Authorization: Bearer <stream key>' header for "
+                                   "stream %s",
                                  p->name);
         return;
     }
@@ -358,8 +379,11 @@ void zx_gw_on_head(zx_http_req *req, void *ctx)
     q->req = req;
     q->p = p;
     q->pipe_gen = p->gen;
+    q->signed_push = signed_push;
     snprintf(q->pipe_name, sizeof(q->pipe_name), "%s", p->name);
     zx_http_req_set_data(req, q);
+    if (signed_push)
+        zx_http_req_defer_trust(req);
 }
 
 void zx_gw_on_body(zx_http_req *req, void *ctx)
@@ -371,7 +395,7 @@ void zx_gw_on_body(zx_http_req *req, void *ctx)
         zx_gw_api_body(g, q);
         return;
     }
-    zx_http_body(req, &blen);
+    const char *body = zx_http_body(req, &blen);
     /* The stream may have been removed, recreated or given a new key
      * while the body was arriving: its slot may even hold another stream
      * now.  The request belongs to the one it authenticated against. */
@@ -384,6 +408,23 @@ void zx_gw_on_body(zx_http_req *req, void *ctx)
                  blen, p->max_body, p->name);
         zx_gw_finish_error(q, 413, 0, msg);
         return;
+    }
+    if (q->signed_push) {
+        /* the stream's secret may have changed since the head: then the
+         * request is stale and was answered above */
+        int ok = zx_webhook_verify(p->whkey, (size_t)p->whkey_len,
+                                   zx_http_header(req, "webhook-id"),
+                                   zx_http_header(req, "webhook-timestamp"), body, blen,
+                                   zx_http_header(req, "webhook-signature"));
+        if (ok != 1) {
+            char msg[200];
+            snprintf(msg, sizeof(msg), ok < 0 ? "out of memory checking the signature"
+                     : "webhook-signature does not match the body for stream %s (signed with "
+                       "another secret, or the body changed on the way)", p->name);
+            zx_gw_finish_error(q, ok < 0 ? 503 : 401, ok < 0 ? 1 : 0, msg);
+            return;
+        }
+        zx_http_req_trust(req);
     }
     if ((++g->next_id & ((1ull << 40) - 1)) == 0) {
         /* 2^40 requests in one gateway's life: end it, a new generation

@@ -70,9 +70,26 @@ int zx_http_held_set(zx_http_req *r, uint64_t bytes)
     if (bytes > r->held && (bytes > s->lim.max_held_bytes ||
                             others > s->lim.max_held_bytes - bytes))
         return -1;
+    if (r->unverified) {
+        /* bodies whose sender is not proven yet: a quarter of the bytes,
+         * so that they can never crowd out authenticated work */
+        uint64_t lim = s->lim.max_held_bytes / ZX_HTTP_UNVERIFIED_SHARE;
+        uint64_t uothers = s->held_unverified - r->held;
+        if (bytes > r->held && (bytes > lim || uothers > lim - bytes))
+            return -1;
+        s->held_unverified = uothers + bytes;
+    }
     s->held = others + bytes;
     r->held = bytes;
     return 0;
+}
+
+void zx_http_req_defer_trust(zx_http_req *r)
+{
+    if (!r->unverified) {
+        r->unverified = 1;
+        r->srv->held_unverified += r->held;
+    }
 }
 
 /* ---- untrusted connections ------------------------------------------- */
@@ -102,6 +119,16 @@ static void conn_trust(struct conn *c)
     untrusted_unlink(c);
     c->trusted = 1;
     update_accepting(c->srv); /* maybe nobody is left to make room */
+}
+
+void zx_http_req_trust(zx_http_req *r)
+{
+    if (!r->unverified)
+        return;
+    r->srv->held_unverified -= r->held;
+    r->unverified = 0;
+    if (r->conn)
+        conn_trust(r->conn);
 }
 
 /* Closes the oldest untrusted connection.  1 if one was closed, else 0. */
@@ -525,6 +552,8 @@ void zx_http_req_free(zx_http_req *r)
     zx_http_gz_free(r->gz);
     free(r->body.p);
     s->held -= r->held;
+    if (r->unverified)
+        s->held_unverified -= r->held;
     free(r->hdrs);
     free(r->head);
     free(r);
@@ -611,7 +640,8 @@ static void request_start(struct conn *c, size_t head_len)
     s->head(r, s->ctx);
     if (c->req != r)
         return; /* answered (and freed) by head_cb */
-    conn_trust(c);
+    if (!r->unverified)
+        conn_trust(c);
 
     coding = zx_http_content_coding(r);
     if (coding < 0) {

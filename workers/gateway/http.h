@@ -119,6 +119,9 @@ typedef struct zx_http_limits {
 #define ZX_HTTP_DEFAULT_MAX_CONNS     1024u
 #define ZX_HTTP_DEFAULT_IDLE_MS       60000u
 #define ZX_HTTP_MIN_MAX_HELD          (256u * 1024u * 1024u)
+/* Requests let through unverified (zx_http_req_defer_trust) hold at most
+ * max_held_bytes / this between them. */
+#define ZX_HTTP_UNVERIFIED_SHARE      4
 #define ZX_HTTP_DEFAULT_HEADER_MS     10000u
 #define ZX_HTTP_DEFAULT_BODY_MS       30000u
 #define ZX_HTTP_DEFAULT_BODY_RATE     1024u
@@ -249,6 +252,18 @@ const char *zx_http_peer(const zx_http_req *r);
 int zx_http_is_http10(const zx_http_req *r);
 
 /* Handler data attached to the request (not owned, never freed here). */
+/* For head_cb: let r through without trusting its connection yet, because
+ * its sender is proven only by its body (a signature over it).  Until
+ * zx_http_req_trust the connection stays a candidate to close, and r's
+ * body bytes count also against max_held_bytes / ZX_HTTP_UNVERIFIED_SHARE
+ * shared by all such requests (over it: 503, as for max_held_bytes), so
+ * unproven senders never take the room of authenticated ones. */
+void zx_http_req_defer_trust(zx_http_req *r);
+/* The body proved r's sender: trust r's connection as head_cb letting it
+ * through would have, and count its bytes as any request's.  No-op unless
+ * deferred. */
+void zx_http_req_trust(zx_http_req *r);
+
 void zx_http_req_set_data(zx_http_req *r, void *p);
 void *zx_http_req_get_data(const zx_http_req *r);
 

@@ -79,6 +79,8 @@ struct zx_http_req {
     zx_http_gz_out body;     /* the body (inflated if gzip), contiguous */
     uint64_t reserved;       /* announced Content-Length, counted up front */
     uint64_t held;           /* what this request counts in srv->held */
+    int unverified;          /* zx_http_req_defer_trust: held also counts in
+                                srv->held_unverified until zx_http_req_trust */
     const char *body_ptr;
     size_t body_len;
     char **decoded;          /* query values handed out */
@@ -122,6 +124,7 @@ struct zx_http_server {
     struct conn *untrusted, *untrusted_tail; /* oldest first */
     size_t nuntrusted;
     uint64_t held;     /* body bytes held by all requests (see http.h) */
+    uint64_t held_unverified; /* of which by requests not yet trusted */
     zx_http_stats stats;
     zx_http_log_fn log;
     zx_http_req *orphans;

@@ -174,7 +174,8 @@ static int parse_content_length(const char *v, uint64_t *out)
  * part of the server or the handler can read a different one than another
  * part (or than a proxy in front) did. */
 static const char *const single_headers[] = {
-    "Host", "Content-Length", "Authorization", "Content-Type", "Idempotency-Key", NULL,
+    "Host", "Content-Length", "Authorization", "Content-Type", "Idempotency-Key",
+    "webhook-id", "webhook-timestamp", "webhook-signature", NULL,
 };
 
 /* Calls fn for each comma-separated element (spaces trimmed, empty ones

@@ -31,7 +31,8 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 SVC = os.path.join(ROOT, "tests", "services")
 ENV = dict(os.environ)
 ENV.setdefault("ZX_SERVICES_DIR", "/tmp/zx-dbz-corpus")
-BEARER = "corpus-secret"
+# the http sink signs its requests with it (Standard Webhooks)
+WEBHOOK_SECRET = "whsec_" + "Y29ycHVzLXNlY3JldC1vZi10aGlydHktdHdvLWJ5dGU="
 
 
 def say(msg):
@@ -174,14 +175,14 @@ def capture_pg(pg, kafka, schemas):
     http = HttpCapture()
     dbz_start("corpus-pg-http", DBZ_SINK="http", DBZ_TOPIC_PREFIX="pg",
               DBZ_HTTP_URL=f"http://127.0.0.1:{http.port}/api/streams/pg/push",
-              DBZ_HTTP_BEARER=BEARER, **common)
+              DBZ_HTTP_WEBHOOK_SECRET=WEBHOOK_SECRET, **common)
     names.append("corpus-pg-http")
     outputs[f"pg_http_{suffix}.jsonl"] = http
     if schemas == "false":
         batch = HttpCapture()
         dbz_start("corpus-pg-batch", DBZ_SINK="http", DBZ_TOPIC_PREFIX="pg",
                   DBZ_HTTP_URL=f"http://127.0.0.1:{batch.port}/api/streams/pg/push",
-                  DBZ_HTTP_BEARER=BEARER, DBZ_HTTP_BATCH="1", **common)
+                  DBZ_HTTP_WEBHOOK_SECRET=WEBHOOK_SECRET, DBZ_HTTP_BATCH="1", **common)
         names.append("corpus-pg-batch")
         outputs[f"pg_http_batch_{suffix}.jsonl"] = batch
     topic = KafkaTopic(kafka["PLAINTEXT"], "pg.public.all_types")
