@@ -145,11 +145,21 @@ int main(void)
             old_key++;
     }
     seq[ns] = '\0';
-    /* Relation before the first change (and again before the truncate);
-     * each statement its transaction */
-    if (strcmp(seq, "BRICBUCBUCBDCBRTC") != 0)
+    /* Each statement its transaction, and a Relation before the first
+     * change.  pgoutput sends a Relation again whenever the server drops
+     * its cache entry (after an autovacuum or analyze of the table, say):
+     * any number of them may come later, so they are left out of the
+     * comparison. */
+    char norel[64];
+    size_t nn = 0;
+    for (size_t i = 0; i < ns; i++)
+        if (seq[i] != 'R')
+            norel[nn++] = seq[i];
+    norel[nn] = '\0';
+    if (strcmp(norel, "BICBUCBUCBDCBTC") != 0 || strncmp(seq, "BRI", 3) != 0)
         printf("message sequence: %s\n", seq);
-    CHECK(strcmp(seq, "BRICBUCBUCBDCBRTC") == 0);
+    CHECK(strcmp(norel, "BICBUCBUCBDCBTC") == 0);
+    CHECK(strncmp(seq, "BRI", 3) == 0);
     CHECK(big_len == 20032);
     CHECK(toast_unchanged == 2); /* the name update and the key update */
     CHECK(old_key == 1);
