@@ -1,6 +1,7 @@
 /*
  * keyseq.c — see keyseq.h.  The cycle's entries: an open-addressing table
- * keyed by (pipeline, name), name "ks:<32 hex>" or "kt:<table>".
+ * keyed by (pipeline, name), name "ks:<table>:<hex>", "kh:<table>:<32 hex>"
+ * or "kt:<table>"; stored in the order of their names.
  */
 #include "workers/writer/keyseq.h"
 
@@ -11,7 +12,10 @@
 
 #include "proto/frame.h"
 
-#define NAME_MAX_LEN 80
+#define NAME_MAX_LEN 256
+/* Hex digits of a key's encoding kept as they are; a longer encoding is
+ * named by its hash. */
+#define KEY_HEX_MAX 160
 
 typedef struct entry {
     char *pipeline;          /* NULL: empty slot */
@@ -160,14 +164,27 @@ static int app(unsigned char **b, size_t *len, size_t *cap, const void *p, size_
     return 0;
 }
 
-/* The name "ks:<hex of the hash of table and key values>" of row v, into
- * out; the encoding is built in *buf (reused).  0 or -1. */
+/* n bytes of u, most significant first (so that hex keeps their order). */
+static int app_be(unsigned char **b, size_t *len, size_t *cap, uint64_t u)
+{
+    unsigned char x[8];
+    for (int i = 7; i >= 0; i--, u >>= 8)
+        x[i] = (unsigned char)u;
+    return app(b, len, cap, x, 8);
+}
+
+/* The name of row v's key, into out: "ks:<table>:<hex of the encoding of
+ * the key values>", whose order follows the keys' (integers in numeric
+ * order), so that the store's B-tree takes new keys of a growing id side
+ * by side and a cycle dirties few pages; or, for an encoding longer than
+ * KEY_HEX_MAX / 2 bytes, "kh:<table>:<hex of its 128-bit hash>".  The
+ * encoding (type tag, then the value: 8 bytes big-endian for numbers, with
+ * the sign bit flipped for integers; 4 bytes of length then the bytes for
+ * text) is one-to-one, and is built in *buf (reused).  0 or -1. */
 static int key_name(const char *table, const zx_value *v, const int64_t *kc, size_t nkeys,
                     unsigned char **buf, size_t *cap, char *out, size_t outlen)
 {
     size_t len = 0;
-    if (app(buf, &len, cap, table, strlen(table) + 1) < 0)
-        return -1;
     for (size_t k = 0; k < nkeys; k++) {
         const zx_value *x = &v[kc[k]];
         unsigned char tag = x->type;
@@ -175,11 +192,14 @@ static int key_name(const char *table, const zx_value *v, const int64_t *kc, siz
         switch (x->type) {
         case ZX_T_INT:
         case ZX_T_TIMESTAMP:
-            rc |= app(buf, &len, cap, &x->u.i, sizeof(x->u.i));
+            rc |= app_be(buf, &len, cap, (uint64_t)x->u.i ^ 0x8000000000000000ull);
             break;
-        case ZX_T_REAL:
-            rc |= app(buf, &len, cap, &x->u.d, sizeof(x->u.d));
+        case ZX_T_REAL: {
+            uint64_t u;
+            memcpy(&u, &x->u.d, sizeof(u));
+            rc |= app_be(buf, &len, cap, u);
             break;
+        }
         case ZX_T_BOOL: {
             unsigned char b = (unsigned char)x->u.b;
             rc |= app(buf, &len, cap, &b, 1);
@@ -187,7 +207,9 @@ static int key_name(const char *table, const zx_value *v, const int64_t *kc, siz
         }
         default: {
             uint32_t n = x->len;
-            rc |= app(buf, &len, cap, &n, sizeof(n));
+            unsigned char nb[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                                   (unsigned char)(n >> 8), (unsigned char)n};
+            rc |= app(buf, &len, cap, nb, sizeof(nb));
             if (n)
                 rc |= app(buf, &len, cap, x->s, n);
         }
@@ -195,9 +217,21 @@ static int key_name(const char *table, const zx_value *v, const int64_t *kc, siz
         if (rc)
             return -1;
     }
-    XXH128_hash_t h = XXH3_128bits(*buf, len);
-    snprintf(out, outlen, "ks:%016llx%016llx", (unsigned long long)h.high64,
-             (unsigned long long)h.low64);
+    static const char hex[] = "0123456789abcdef";
+    int o = snprintf(out, outlen, "%s:%.63s:", 2 * len <= KEY_HEX_MAX ? "ks" : "kh", table);
+    if (o < 0 || (size_t)o + KEY_HEX_MAX + 1 > outlen)
+        return -1;
+    if (2 * len <= KEY_HEX_MAX) {
+        for (size_t i = 0; i < len; i++) {
+            out[o++] = hex[(*buf)[i] >> 4];
+            out[o++] = hex[(*buf)[i] & 15];
+        }
+        out[o] = '\0';
+    } else {
+        XXH128_hash_t h = XXH3_128bits(*buf, len);
+        snprintf(out + o, outlen - (size_t)o, "%016llx%016llx", (unsigned long long)h.high64,
+                 (unsigned long long)h.low64);
+    }
     return 0;
 }
 
@@ -219,13 +253,13 @@ long zx_keyseq_filter(zx_keyseq *ks, zx_store_txn *rt, const char *pipeline, con
     long skipped = 0;
     unsigned char *buf = NULL;
     size_t bcap = 0;
+    size_t tl;
+    const char *t = known(ks, rt, pipeline, tname, &tl);   /* the last truncate */
     for (uint32_t r = 0; r < rs->nrows; r++) {
         zx_rowset_row(rs, r, v);
         const zx_value *s = &v[cseq], *op = &v[cop];
         if (s->type != ZX_T_TEXT || !s->len || op->type != ZX_T_TEXT)
             continue;
-        size_t tl;
-        const char *t = known(ks, rt, pipeline, tname, &tl);
         if (t && older(s->s, s->len, t, tl)) {
             skip[r] = 1;
             skipped++;
@@ -234,6 +268,7 @@ long zx_keyseq_filter(zx_keyseq *ks, zx_store_txn *rt, const char *pipeline, con
         if (op->len == 8 && !memcmp(op->s, "truncate", 8)) {
             if (put(ks, pipeline, tname, s->s, s->len) < 0)
                 goto nomem;
+            t = known(ks, rt, pipeline, tname, &tl);
             continue;
         }
         int whole = nkeys > 0;
@@ -263,15 +298,28 @@ nomem:
     return -1;
 }
 
+static int entry_cmp(const void *a, const void *b)
+{
+    const entry *x = *(const entry *const *)a, *y = *(const entry *const *)b;
+    int c = strcmp(x->pipeline, y->pipeline);
+    return c ? c : strcmp(x->name, y->name);
+}
+
 int zx_keyseq_store(zx_keyseq *ks, zx_store_txn *t)
 {
-    for (size_t i = 0; i < ks->cap; i++) {
-        const entry *e = &ks->v[i];
-        if (!e->pipeline)
-            continue;
-        int rc = zx_store_state_put(t, e->pipeline, e->name, e->seq, e->seqlen);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    /* in the store's order: each put lands next to the last one */
+    entry **order = ks->n ? malloc(ks->n * sizeof(*order)) : NULL;
+    if (ks->n && !order)
+        return ZX_STORE_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < ks->cap; i++)
+        if (ks->v[i].pipeline)
+            order[n++] = &ks->v[i];
+    qsort(order, n, sizeof(*order), entry_cmp);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = zx_store_state_put(t, order[i]->pipeline, order[i]->name, order[i]->seq,
+                                order[i]->seqlen);
+    free(order);
+    return rc;
 }

@@ -4,10 +4,12 @@
  * sent before a restart) does not overwrite a newer row (proto/frame.h:
  * the "_zx_seq" column of changes frames).
  *
- * Kept in the LMDB store's `state` records of the pipeline: name "ks:" and
- * the hex of a 128-bit hash (XXH3) of the table's name and the key's
- * values, value the _zx_seq text; "kt:<table>" holds the _zx_seq of the
- * table's last truncate (a change older than it is skipped too).  The
+ * Kept in the LMDB store's `state` records of the pipeline: name
+ * "ks:<table>:<hex of the key's values>" (in the keys' order, so that a
+ * growing id fills the B-tree's pages in turn), or for a key whose values
+ * take more than 80 bytes "kh:<table>:<hex of their 128-bit XXH3 hash>";
+ * value the _zx_seq text.  "kt:<table>" holds the _zx_seq of the table's
+ * last truncate (a change older than it is skipped too).  The
  * writer fills the cycle's entries while it applies frames and stores them
  * in the cycle's LMDB transaction, after the workspace committed: a crash
  * between the two leaves the store behind, so those changes are applied
