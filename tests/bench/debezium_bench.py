@@ -256,7 +256,8 @@ def cmd_topic_end(a):
 
 def cmd_delete_topic(a):
     from confluent_kafka.admin import AdminClient
-    fs = AdminClient({"bootstrap.servers": a.bootstrap}).delete_topics([a.topic])
+    admin = AdminClient({"bootstrap.servers": a.bootstrap})   # alive until the answers
+    fs = admin.delete_topics([a.topic])
     for f in fs.values():
         f.result(timeout=30)
     return 0
