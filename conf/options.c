@@ -458,9 +458,10 @@ const zx_cf_option zx_cf_options[] = {
      "push then needs no key: its `webhook-signature` must be the "
      "HMAC-SHA256 of `webhook-id`, `webhook-timestamp` and the body (after "
      "any `Content-Encoding` is undone), and its timestamp within 5 minutes "
-     "of zx's clock. Without an `Idempotency-Key`, `webhook-id` is taken as "
-     "one, so a sender's retries are written once. Unproven bodies hold at "
-     "most a quarter of `http.max_held_bytes`."},
+     "of zx's clock. Its `webhook-id` is its `Idempotency-Key` (a header of "
+     "that name is not signed, so it is ignored): retries and replays are "
+     "written once. Unproven bodies hold at most a quarter of "
+     "`http.max_held_bytes`."},
     {.section = "pipelines.<name>", .name = "connection", .type = ZX_CF_STRING,
      .offset = PIPE(connection), .flags = ZX_CF_REQUIRED,
      .sources = conn_sources,

@@ -161,6 +161,23 @@ def test_the_webhook_id_makes_retries_idempotent(z):
     assert tagged(z, "wh", tag) == 3
 
 
+def test_a_replayed_push_is_written_once_whatever_its_idempotency_key(z):
+    """Someone who saw a signed push sends it again within the 5 minutes,
+    adding an Idempotency-Key (headers other than the three are not
+    signed): the webhook-id still decides, and the rows are written once."""
+    tag = uid()
+    body = json.dumps(rows(tag, 2)).encode()
+    h = signed_headers(body)
+    r1 = push_signed(z, "wh", body, h, wait_commit=True)
+    assert r1.status == 202, r1
+    for other in ("replay-1", "replay-2"):
+        r = push_signed(z, "wh", body, dict(h, **{"Idempotency-Key": other}), wait_commit=True)
+        assert r.status == 202 and r.json["accepted"] == 2, r
+        assert r.headers.get("idempotent-replayed") == "true", r
+    sentinel(z, "wh")
+    assert tagged(z, "wh", tag) == 2
+
+
 def test_key_and_signature_both_open_a_stream_that_has_both(z):
     tag = uid()
     r = z.push("whk", rows(tag, 2), wait_commit=True)            # Bearer key

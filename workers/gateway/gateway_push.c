@@ -92,9 +92,12 @@ static int hand_over(gateway *g, greq *q)
     gpipe *p = q->p;
     size_t blen;
     const char *body = zx_http_body(q->req, &blen);
-    const char *idem = zx_http_header(q->req, "Idempotency-Key");
-    if (!idem && q->signed_push)
-        idem = zx_http_header(q->req, "webhook-id"); /* a sender's retries: the same */
+    /* A signed push's key is its webhook-id, always: the id is signed, an
+     * Idempotency-Key header is not, and a copy of the push replayed
+     * within the timestamp's 5 minutes with another Idempotency-Key must
+     * still be written once.  A sender's retries keep the id too. */
+    const char *idem = q->signed_push ? zx_http_header(q->req, "webhook-id")
+                                      : zx_http_header(q->req, "Idempotency-Key");
     size_t ilen = idem ? strlen(idem) : 0;
     size_t rlen = strlen(q->rid);
     size_t len = zx_push_req_size(ilen, rlen, blen);
