@@ -679,20 +679,17 @@ static void cf_check_templates(zx_cf_ctx *x, const zx_conf *c)
             if (strncasecmp(fa, fb, la < lb ? la : lb))
                 continue;
             const char *shorter = la < lb ? fa : fb;
+            char why[200];
             if (*shorter)
-                zx_cf_error(x, pb->line, pb->column, "pipeline %s: the table names of "
-                            "'%s' can be those of pipeline %s's '%s' (line %d): every name "
-                            "of one begins with '%s'; give each template a fixed start the "
-                            "other's names cannot begin with, such as '%s_%s'",
-                            pb->name, pb->table, pa->name, pa->table, pa->line, shorter,
-                            pb->name, pb->table);
+                snprintf(why, sizeof(why), "every name of one begins with '%s'", shorter);
             else
-                zx_cf_error(x, pb->line, pb->column, "pipeline %s: the table names of "
-                            "'%s' can be those of pipeline %s's '%s' (line %d): a template "
-                            "that begins with a placeholder can make any name; give each "
-                            "template a fixed start the other's names cannot begin with, "
-                            "such as '%s_%s'", pb->name, pb->table, pa->name, pa->table,
-                            pa->line, pb->name, pb->table);
+                snprintf(why, sizeof(why), "a template that begins with a placeholder can "
+                         "make any name");
+            zx_cf_error(x, pb->line, pb->column, "pipeline %s: the table names of '%s' can "
+                        "be those of pipeline %s's '%s' (line %d): %s; give each template a "
+                        "fixed start the other's names cannot begin with, such as '%s_%s'",
+                        pb->name, pb->table, pa->name, pa->table, pa->line, why, pb->name,
+                        pb->table);
         }
     }
 }

@@ -336,9 +336,10 @@ void zx_gw_on_head(zx_http_req *req, void *ctx)
         /* Standard Webhooks: the headers now, the signature over the body
          * once it is in (zx_gw_on_body) */
         char why[400];
+        int64_t now_s = zx_now_us() / 1000000;
         if (zx_webhook_check_head(zx_http_header(req, "webhook-id"),
                                   zx_http_header(req, "webhook-timestamp"),
-                                  zx_http_header(req, "webhook-signature"), zx_now_us() / 1000000, why,
+                                  zx_http_header(req, "webhook-signature"), now_s, why,
                                   sizeof(why)) < 0) {
             zx_http_reply_json_error(req, 401, NULL, "stream %s: %s", p->name, why);
             return;

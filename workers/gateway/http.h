@@ -251,7 +251,6 @@ const char *zx_http_peer(const zx_http_req *r);
 /* 1 if the request line said HTTP/1.0, else 0. */
 int zx_http_is_http10(const zx_http_req *r);
 
-/* Handler data attached to the request (not owned, never freed here). */
 /* For head_cb: let r through without trusting its connection yet, because
  * its sender is proven only by its body (a signature over it).  Until
  * zx_http_req_trust the connection stays a candidate to close, and r's
@@ -264,6 +263,7 @@ void zx_http_req_defer_trust(zx_http_req *r);
  * deferred. */
 void zx_http_req_trust(zx_http_req *r);
 
+/* Handler data attached to the request (not owned, never freed here). */
 void zx_http_req_set_data(zx_http_req *r, void *p);
 void *zx_http_req_get_data(const zx_http_req *r);
 
