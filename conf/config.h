@@ -44,6 +44,8 @@
 enum { ZX_FORMAT_JSON = 0, ZX_FORMAT_DEBEZIUM = 1 };
 enum { ZX_STREAM_APPEND = 0, ZX_STREAM_LATEST = 1 };
 enum { ZX_ENC_JSON = 0, ZX_ENC_AVRO = 1 };
+/* zx_conf_pipeline.slot_lost (postgres) */
+enum { ZX_SLOT_LOST_FAIL = 0, ZX_SLOT_LOST_RESYNC = 1 };
 
 #define ZX_META_INGESTED_AT 0x1u   /* "_ingested_at": UTC time the row arrived */
 #define ZX_META_REQUEST_ID  0x2u   /* "_request_id": id of the push request   */
@@ -227,6 +229,9 @@ typedef struct zx_conf_pipeline {
                                 headers (apicurio.value.globalId) */
     int initial_copy;        /* 1 (default): copy the rows already there
                                 before streaming changes; 0: changes only */
+    int slot_lost;           /* postgres: ZX_SLOT_LOST_FAIL (default) or
+                                ZX_SLOT_LOST_RESYNC: when the slot it
+                                streamed from is gone */
     int history;             /* 1: also append every change to
                                 `<mirror>__changes` (mirrors then at most 54
                                 bytes); 0 (default) */

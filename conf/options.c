@@ -27,6 +27,8 @@ static const char *const file_formats[] = {"csv", "json", "parquet", NULL};
 static const char *const compressions[] = {"zstd", "snappy", "none", NULL};
 static const char *const token_roles[] = {"orchestrator", "agent", NULL};
 static const char *const acks[] = {"accepted", "commit", NULL};
+/* order = ZX_SLOT_LOST_* of conf/config.h */
+static const char *const slot_lost[] = {"fail", "resync", NULL};
 /* order = ZX_FORMAT_*, ZX_STREAM_*, ZX_ENC_* of conf/config.h, and
  * zx_wire_mode of common/schema_registry.h */
 static const char *const stream_formats[] = {"json", "debezium", NULL};
@@ -618,6 +620,18 @@ const zx_cf_option zx_cf_options[] = {
      "digits or `_`. Created if missing; an existing one must be a "
      "`pgoutput` slot of the same database. No two pipelines on the same "
      "database may share one."},
+    {.section = "pipelines.<name>", .name = "slot_lost", .type = ZX_CF_ENUM_INT,
+     .def = "fail", .offset = PIPE(slot_lost), .allowed = slot_lost,
+     .sources = postgres_only,
+     .help = "What to do when the slot zx streamed from is gone (dropped by "
+     "someone, or invalidated by `max_slot_wal_keep_size`): the changes "
+     "made meanwhile are lost to zx. `fail`: the pipeline stops (status "
+     "`failed`, the log and the feed say so at error level) and nothing "
+     "is copied; `resync`: a new slot is made, every table is copied "
+     "again, and each `__changes` table gets a row with `_op` `gap` whose "
+     "`_lsn` is `A..B`: the history lacks the changes between the last "
+     "confirmed LSN A and the new snapshot B. Set it, `zxctl reload`, and "
+     "set it back once the pipeline streams again."},
     {.section = "pipelines.<name>", .name = "publication", .type = ZX_CF_SQLNAME,
      .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
      .offset = PIPE(publication), .sources = postgres_only,

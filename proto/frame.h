@@ -116,7 +116,10 @@
  * Changes frames (kind 2).  The same layout; each row is one change to the
  * mirror table `table`, in source order, and these reserved columns (the
  * prefix _zx is never made from data: common/colname.h) say what it is:
- *   "_zx_op"          TEXT  "insert", "update", "delete" or "truncate"
+ *   "_zx_op"          TEXT  "insert", "update", "delete", "truncate" or
+ *                           "gap" (history only: the changes between the
+ *                           positions "A..B" of its _zx_lsn are missing,
+ *                           e.g. a lost slot's; the mirror is not touched)
  *   "_zx_lsn"         TEXT  the change's source position (the source's
  *                           words: an LSN "16/B374D848", a binlog
  *                           position...), for <table>__changes

@@ -81,11 +81,11 @@ int main(void)
     int exists = -1;
     CHECK(zx_pgr_identify(r, &pos, sysid, sizeof(sysid), err, sizeof(err)) == 0 && pos > 0 &&
           sysid[0]);
-    CHECK(zx_pgr_create_slot(r, "zxs", &consistent, snap, sizeof(snap), &exists, err,
-                             sizeof(err)) == 0);
+    CHECK(zx_pgr_create_slot(r, "zxs", &consistent, snap, sizeof(snap), &exists, NULL, NULL,
+                             err, sizeof(err)) == 0);
     CHECK(exists == 0 && consistent >= pos && snap[0]);
-    CHECK(zx_pgr_create_slot(r, "zxs", &consistent, snap, sizeof(snap), &exists, err,
-                             sizeof(err)) == 0 && exists == 1);
+    CHECK(zx_pgr_create_slot(r, "zxs", &consistent, snap, sizeof(snap), &exists, NULL, NULL,
+                             err, sizeof(err)) == 0 && exists == 1);
     CHECK(zx_pgr_start(r, "zxs", 0, "zxp", 1, err, sizeof(err)) == 0);
 
     exec(c, "INSERT INTO t VALUES (1, 'a', repeat('x', 20000) || md5('1'))");

@@ -67,8 +67,8 @@ int main(void)
     pgo_lsn consistent = 0;
     char snap[128] = "";
     int exists = 0;
-    CHECK(r && zx_pgr_create_slot(r, "zxc", &consistent, snap, sizeof(snap), &exists, err,
-                                  sizeof(err)) == 0 && snap[0]);
+    CHECK(r && zx_pgr_create_slot(r, "zxc", &consistent, snap, sizeof(snap), &exists, NULL,
+                                  NULL, err, sizeof(err)) == 0 && snap[0]);
     /* after the snapshot: not copied (the stream brings it) */
     exec(c, "INSERT INTO \"Orders\" VALUES (3, 1, now(), 'late', NULL, NULL)");
 

@@ -77,6 +77,11 @@ typedef struct cdc {
     size_t last_t;             /* the table of the last change (a guess) */
     uint64_t batch_max;        /* bytes of one table's batch at most */
     int slot_made;             /* the slot was created by this run */
+    pgo_lsn gap_from;          /* slot_lost: resync: the LSN zx had confirmed
+                                  on the lost slot (0: no gap) */
+    pgo_lsn gap_to;            /* the new slot's consistent point */
+    int64_t wait_said_ms;      /* slot creation: when the wait was last told */
+    char gap_msg[1024];        /* the resync's standing error (status) */
     int streaming;
     char err[1024];
 
@@ -452,6 +457,32 @@ static int copy_step(cdc *c)
                     c->p->name, t->qname, t->mirror, t->estimate);
         return ZX_SRC_BUSY;
     }
+    if (c->cstage == 1 && c->gap_from && c->p->history && !t->gap_said) {
+        /* the history's gap, once the mirror is made or emptied: one
+         * change "gap" whose position is A..B */
+        char a[PGO_LSN_LEN], b[PGO_LSN_LEN], ab[2 * PGO_LSN_LEN + 4];
+        pgo_lsn_format(c->gap_from, a, sizeof(a));
+        pgo_lsn_format(c->gap_to, b, sizeof(b));
+        snprintf(ab, sizeof(ab), "%s..%s", a, b);
+        zx_rowset_reset(&c->crs);
+        int64_t op = zx_rowset_column(&c->crs, ZX_CH_OP, strlen(ZX_CH_OP), ZX_T_TEXT);
+        int64_t lc = zx_rowset_column(&c->crs, ZX_CH_LSN, strlen(ZX_CH_LSN), ZX_T_TEXT);
+        zx_value gv = { .type = ZX_T_TEXT, .len = 3, .s = "gap" };
+        zx_value lv = { .type = ZX_T_TEXT, .len = strlen(ab), .s = ab };
+        if (op < 0 || lc < 0 || zx_rowset_begin_row(&c->crs) < 0 ||
+            zx_rowset_add(&c->crs, (uint32_t)op, &gv) < 0 ||
+            zx_rowset_add(&c->crs, (uint32_t)lc, &lv) < 0)
+            goto nomem;
+        zx_rowset_end_row(&c->crs);
+        changes_meta(c, t, &m);
+        if (publish(c, &m, &c->crs, 0, 0, NULL) < 0)
+            return ZX_SRC_FATAL;
+        zx_rowset_reset(&c->crs);
+        t->gap_said = 1;
+        zx_warn("event=history_gap pipeline=%s table=%s mirror=%s from=%s to=%s", c->p->name,
+                t->qname, t->mirror, a, b);
+        return ZX_SRC_BUSY;
+    }
     if (c->cstage == 1) {
         /* rows, as a rows frame of about a quarter of the ring */
         zx_rowset_reset(&c->crs);
@@ -514,6 +545,11 @@ static int start_stream(cdc *c)
     }
     c->streaming = 1;
     c->confirmed = c->sent = c->start;
+    if (c->gap_from) {
+        zx_src_set_error(c->rt, NULL);   /* the resync is over */
+        zx_info("event=resync_done pipeline=%s slot=%s", c->p->name, c->p->slot);
+        c->gap_from = 0;
+    }
     c->last_status_ms = zx_mono_ms();
     char l[PGO_LSN_LEN];
     pgo_lsn_format(c->start, l, sizeof(l));
@@ -727,6 +763,85 @@ static void free_cdc(cdc *c)
     free(c);
 }
 
+/* ---- the slot ----------------------------------------------------------- */
+
+/* zx had confirmed changes up to stored on the pipeline's slot: is the
+ * slot still there to stream from?  When it is gone (or invalidated), the
+ * changes made meanwhile are lost to zx: with slot_lost: fail (the
+ * default) the pipeline stops here with what to do, before anything is
+ * made or copied; with resync the new slot's snapshot is copied again and
+ * the gap is recorded (c->gap_from, and c->err is the standing error the
+ * status shows until the stream starts).  0 go on, -1 stop (err set). */
+static int slot_lost(cdc *c, pgo_lsn stored, char *err, size_t errlen)
+{
+    const zx_conf_pipeline *p = c->p;
+    int st = pgcdc_slot_state(c->meta, c->shown, p->slot, err, errlen);
+    if (st < 0)
+        return -1;
+    if (st == PGCDC_SLOT_OK)
+        return 0;
+    char l[PGO_LSN_LEN];
+    pgo_lsn_format(stored, l, sizeof(l));
+    const char *how = st == PGCDC_SLOT_ABSENT
+                          ? "is gone from Postgres (dropped while zx was not streaming from it)"
+                          : "was invalidated by Postgres (the WAL it needed was removed: "
+                            "max_slot_wal_keep_size)";
+    if (p->slot_lost != ZX_SLOT_LOST_RESYNC) {
+        zx_error("event=slot_lost pipeline=%s slot=%s confirmed_lsn=%s action=fail",
+                 p->name, p->slot, l);
+        return zx_seterr(err, errlen, "replication slot %s %s; zx had applied the changes up "
+                         "to %s, and those made since then cannot be streamed. Nothing was "
+                         "made or copied. To copy every table again and go on streaming (each "
+                         "__changes table then records the gap), set `slot_lost: resync` on "
+                         "pipeline %s and run `zxctl reload`", p->slot, how, l, p->name);
+    }
+    zx_error("event=slot_lost pipeline=%s slot=%s confirmed_lsn=%s action=resync", p->name,
+             p->slot, l);
+    snprintf(c->gap_msg, sizeof(c->gap_msg), "pipeline %s: replication slot %s %s; zx had applied the "
+             "changes up to %s. slot_lost: resync: a new slot is made and every table is "
+             "copied again; the changes between %s and the new snapshot are missing from "
+             "__changes (a row with _op 'gap' marks them)", p->name, p->slot, how, l, l);
+    zx_src_set_error(c->rt, c->gap_msg);
+    if (st == PGCDC_SLOT_LOST && pgcdc_slot_drop(c->meta, c->shown, p->slot, err, errlen) < 0)
+        return -1;
+    c->gap_from = stored;
+    return 0;
+}
+
+/* CREATE_REPLICATION_SLOT is waiting (zx_pgr_wait_fn): after 2 s, and
+ * then every 10 s, say what for (log, status, error). */
+static int slot_wait(void *arg, int64_t waited_ms)
+{
+    cdc *c = arg;
+    if (zx_src_stopping(c->rt))
+        return 1;
+    int64_t now = zx_mono_ms();
+    if (waited_ms < 2000 || (c->wait_said_ms && now - c->wait_said_ms < 10000))
+        return 0;
+    char who[1400], msg[1800];
+    int pid;
+    int n = pgcdc_slot_blockers(c->meta, who, sizeof(who), &pid);
+    snprintf(msg, sizeof(msg), "pipeline %s: creating replication slot %s has waited %" PRId64
+             " s for %s to end: a logical slot starts only once every transaction running "
+             "when it was asked for has ended; commit or roll %s back%s", c->p->name,
+             c->p->slot, waited_ms / 1000, who, n > 1 ? "them" : "it",
+             n ? " (or end it with SELECT pg_terminate_backend(pid))" : "");
+    if (!c->wait_said_ms)
+        zx_warn("event=slot_wait pipeline=%s slot=%s blocker_pid=%d waited_s=%" PRId64
+                " detail=\"%s\"", c->p->name, c->p->slot, pid, waited_ms / 1000, who);
+    c->wait_said_ms = now;
+    zx_src_set_error(c->rt, msg);
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:s}", "state", "creating_slot", "slot",
+                          c->p->slot, "waited_seconds", (json_int_t)(waited_ms / 1000),
+                          "blocker_pid", (json_int_t)pid, "waiting_for", who);
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (js)
+        zx_src_set_status(c->rt, js);
+    free(js);
+    return 0;
+}
+
 static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
 {
     const zx_worker_args *a = zx_src_args(rt);
@@ -777,24 +892,34 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
         goto fail;
     if (!(c->repl = zx_pgr_connect(c->dsn, c->shown, app, e, sizeof(e))))
         goto fail;
-    pgo_lsn consistent = 0;
+    pgo_lsn consistent = 0, stored = 0;
     int exists = 0;
-    if (zx_pgr_create_slot(c->repl, p->slot, &consistent, c->snapshot, sizeof(c->snapshot),
-                           &exists, e, sizeof(e)) < 0)
-        goto fail;
-    c->slot_made = !exists;
     const void *v;
     size_t vl;
-    if (exists && zx_src_position_find(rt, PGCDC_PART_LSN, &v, &vl) == 0 && vl == 8) {
+    if (zx_src_position_find(rt, PGCDC_PART_LSN, &v, &vl) == 0 && vl == 8) {
         const uint8_t *b = v;
         for (int i = 0; i < 8; i++)
-            c->start = (c->start << 8) | b[i];
+            stored = (stored << 8) | b[i];
     }
+    if (stored && slot_lost(c, stored, e, sizeof(e)) < 0)
+        goto fail;
+    if (zx_pgr_create_slot(c->repl, p->slot, &consistent, c->snapshot, sizeof(c->snapshot),
+                           &exists, slot_wait, c, e, sizeof(e)) < 0)
+        goto fail;
+    if (c->wait_said_ms) {
+        zx_info("event=slot_wait_over pipeline=%s slot=%s", p->name, p->slot);
+        zx_src_set_error(rt, c->gap_from ? c->gap_msg : NULL);
+    }
+    c->slot_made = !exists;
+    c->gap_to = consistent;
+    if (exists)
+        c->start = stored;
     for (size_t i = 0; i < c->nt; i++) {
         char part[400];
         snprintf(part, sizeof(part), "%s%s", PGCDC_PART_COPY, c->t[i].qname);
         int done = exists && zx_src_position_find(rt, part, &v, &vl) == 0;
-        c->t[i].need_copy = p->initial_copy && !done;
+        /* a resync copies every table: the mirror missed the lost changes */
+        c->t[i].need_copy = (p->initial_copy || c->gap_from) && !done;
         if (c->t[i].need_copy) {
             c->copy_tables++;
             c->copy_est += c->t[i].estimate > 0 ? (uint64_t)c->t[i].estimate : 0;

@@ -59,6 +59,7 @@ typedef struct pgcdc_table {
     /* the changes gathered for the next frame */
     zx_rowset rs;
     int64_t ch_op, ch_lsn, ch_ct, ch_xid;  /* rs columns (-1: not made yet) */
+    int gap_said;          /* slot_lost: resync: its "gap" change is published */
 } pgcdc_table;
 
 /* ---- pg_cdc_setup.c ------------------------------------------------------ */
@@ -94,6 +95,27 @@ int64_t pgcdc_retained(PGconn *c, const char *slot);
 
 /* Free the strings of t->st. */
 void pgcdc_types_free(pgcdc_table *t);
+
+/* ---- pg_cdc_slot.c -------------------------------------------------------- */
+
+/* pgcdc_slot_state's answers. */
+enum { PGCDC_SLOT_ABSENT = 0, PGCDC_SLOT_OK = 1, PGCDC_SLOT_LOST = 2 };
+
+/* Whether slot exists on c's server: PGCDC_SLOT_ABSENT, _OK, or _LOST (it
+ * exists, but its WAL is gone: `wal_status` lost, PostgreSQL 13+); -1 when
+ * the server could not tell (err set, naming shown). */
+int pgcdc_slot_state(PGconn *c, const char *shown, const char *slot, char *err, size_t errlen);
+
+/* Drop slot if it exists and is not in use (an invalidated slot before a
+ * resync makes it anew).  0, or -1 (err set). */
+int pgcdc_slot_drop(PGconn *c, const char *shown, const char *slot, char *err, size_t errlen);
+
+/* What a CREATE_REPLICATION_SLOT waits for, in one sentence into out: the
+ * (at most four) oldest transactions of the server holding an xid, each
+ * with its pid, database, application, client, state and start.  Returns
+ * how many were found (0: out says only what it waits for in general);
+ * *pid = the oldest one's pid (0 none). */
+int pgcdc_slot_blockers(PGconn *c, char *out, size_t outlen, int *pid);
 
 /* ---- pg_cdc_change.c ----------------------------------------------------- */
 

@@ -3,6 +3,7 @@
  */
 #include "workers/sources/pg_repl.h"
 
+#include <errno.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <stdio.h>
@@ -90,15 +91,62 @@ static int quote_ident(const char *s, char *out, size_t outlen)
     return 0;
 }
 
+/* The one result of the command sent on r, waiting as create_slot's
+ * comment says; NULL with err set when the connection failed or wait gave
+ * up (the command is then cancelled and its results read). */
+static PGresult *await_result(zx_pgr *r, const char *what, zx_pgr_wait_fn wait, void *arg,
+                              int *failed, char *err, size_t errlen)
+{
+    *failed = 1;
+    int64_t t0 = zx_mono_ms();
+    while (PQisBusy(r->conn)) {
+        struct pollfd pfd = { .fd = PQsocket(r->conn), .events = POLLIN };
+        int n = poll(&pfd, 1, 1000);
+        if (n < 0 && errno != EINTR) {
+            zx_seterr(err, errlen, "Postgres %s: %s: poll: %s", r->shown, what, strerror(errno));
+            return NULL;
+        }
+        if (n > 0 && !PQconsumeInput(r->conn)) {
+            fail(r, NULL, what, err, errlen);
+            return NULL;
+        }
+        if (PQisBusy(r->conn) && wait && wait(arg, zx_mono_ms() - t0)) {
+            char e[256];
+            PGcancel *cn = PQgetCancel(r->conn);
+            if (cn) {
+                PQcancel(cn, e, sizeof(e));
+                PQfreeCancel(cn);
+            }
+            PGresult *x;
+            while ((x = PQgetResult(r->conn)))
+                PQclear(x);
+            zx_seterr(err, errlen, "Postgres %s: %s: cancelled while it waited", r->shown, what);
+            return NULL;
+        }
+    }
+    PGresult *res = PQgetResult(r->conn), *x;
+    while ((x = PQgetResult(r->conn)))   /* the command's end */
+        PQclear(x);
+    *failed = 0;
+    return res;
+}
+
 int zx_pgr_create_slot(zx_pgr *r, const char *slot, pgo_lsn *consistent, char *snapshot,
-                       size_t snaplen, int *exists, char *err, size_t errlen)
+                       size_t snaplen, int *exists, zx_pgr_wait_fn wait, void *wait_arg,
+                       char *err, size_t errlen)
 {
     char q[300], id[140];
     *exists = 0;
     if (quote_ident(slot, id, sizeof(id)) < 0)
         return zx_seterr(err, errlen, "slot name too long: %.80s", slot);
     snprintf(q, sizeof(q), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'export')", id);
-    PGresult *res = PQexec(r->conn, q);
+    if (!PQsendQuery(r->conn, q))
+        return fail(r, NULL, "CREATE_REPLICATION_SLOT", err, errlen);
+    int failed;
+    PGresult *res = await_result(r, "CREATE_REPLICATION_SLOT", wait, wait_arg, &failed, err,
+                                 errlen);
+    if (failed)
+        return -1;
     if (res && PQresultStatus(res) == PGRES_FATAL_ERROR) {
         const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
         if (st && strcmp(st, "42710") == 0) { /* duplicate_object */

@@ -44,8 +44,17 @@ int zx_pgr_identify(zx_pgr *r, pgo_lsn *xlogpos, char *sysid, size_t sysidlen, c
  * connection; valid until the next command on this one).  When the slot
  * exists already, *exists = 1 and nothing else is set (no snapshot: the
  * slot's stream continues where it was confirmed).  0, or -1 (err set). */
+/* While CREATE_REPLICATION_SLOT waits (a logical slot starts only once
+ * every transaction running when it was asked for has ended, however long
+ * that takes), wait is called about once a second with the milliseconds
+ * waited so far; it may look at what the slot waits for and say so.  It
+ * returns 0 to go on waiting, or 1 to give up: the command is cancelled on
+ * the server and create_slot returns -1 ("cancelled").  wait may be NULL
+ * (wait without a word).  The snapshot exporting connection is r's. */
+typedef int (*zx_pgr_wait_fn)(void *arg, int64_t waited_ms);
 int zx_pgr_create_slot(zx_pgr *r, const char *slot, pgo_lsn *consistent, char *snapshot,
-                       size_t snaplen, int *exists, char *err, size_t errlen);
+                       size_t snaplen, int *exists, zx_pgr_wait_fn wait, void *wait_arg,
+                       char *err, size_t errlen);
 
 /* START_REPLICATION SLOT slot LOGICAL start (0: where the slot is), with
  * pgoutput's proto_version and publication_names.  The connection is then

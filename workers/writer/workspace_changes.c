@@ -283,6 +283,8 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
     b->len = 0;
     uint32_t n = 0;
     (void)r;
+    if (strcmp(op, "gap") == 0)
+        return 0;   /* history only: the changes between its _zx_lsn A..B are lost */
     if (a->c->nkey_cols == 0 && strcmp(op, "truncate") != 0) {
         snprintf(why, whylen, "the mirror has no key columns (the source table needs a "
                  "primary key or REPLICA IDENTITY FULL)");
@@ -467,7 +469,10 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
         if (r < rs->nrows) {
             wc_row_cells(rs, r, v);
             const zx_value *op = cc.op >= 0 ? v[cc.op] : NULL;
-            if (!op || op->type != ZX_T_TEXT || op->len != 8 || memcmp(op->s, "truncate", 8))
+            /* a truncate or a gap is applied on its own */
+            if (!op || op->type != ZX_T_TEXT ||
+                !((op->len == 8 && !memcmp(op->s, "truncate", 8)) ||
+                  (op->len == 3 && !memcmp(op->s, "gap", 3))))
                 continue;
         }
         if (r > s && wc_apply_run(&a, s, r, err, errlen) < 0)
