@@ -271,7 +271,7 @@ class Zxd:
 
     def __init__(self, root, pipelines, max_body_size="1MiB",
                  backpressure_timeout="2s", server_extra="", http_extra="",
-                 workspace=None):
+                 workspace=None, pg_user=None):
         self.root = root
         self.cfg_path = os.path.join(root, "zxd.yaml")
         self.data_dir = os.path.join(root, "var")
@@ -294,7 +294,10 @@ class Zxd:
         self.workspace = workspace or _CURRENT["workspace"]
         self.pg = self.pg_db = self._pg_conn = None
         self.pg_schema = "public"
-        self.pg_user = pg_fixtures.SUPERUSER
+        # the workspace's role (one of pg_fixtures.USERS; default the
+        # superuser); another one owns the fresh database (so it may create
+        # schemas and owns schema public)
+        self.pg_user = pg_user or pg_fixtures.SUPERUSER
         self.pg_port = None           # the port in zxd's dsn, when not the server's
         self._pg_owns_db = False      # pg_db is this zxd's own: drop it at teardown
         if self.workspace == "postgres":
@@ -303,7 +306,7 @@ class Zxd:
             for k in [k for k in self.env if k.startswith("PG")]:
                 del self.env[k]
             self.pg = pg_fixtures.service()
-            self.pg_db = self.pg.create_database()
+            self.pg_db = self.pg.create_database(owner=self.pg_user)
             self._pg_owns_db = True
             _PG_ZXDS.append(self)
         elif self.workspace != "sqlite":

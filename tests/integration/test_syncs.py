@@ -217,6 +217,100 @@ def test_a_function_with_side_effects_cannot_write(sync_env, pg):
         assert z.query("SELECT count(*) FROM audit") == [(0,)]
 
 
+# ---- authors' roles (PostgreSQL) ---------------------------------------------
+
+# Pairs of distinct author names that a role name made of the name's first
+# 40 characters, '-' written '_', would confuse
+ALIKE_AUTHORS = [
+    ("bob-x", "bob_x"),
+    ("a" + "b" * 39 + "-first-of-sixty-chars", "a" + "b" * 39 + "_other_of_sixty_chars"),
+]
+
+
+def author_grants(z, pg):
+    """{role: [tables]} of the zx_author_ roles that may SELECT a table of
+    z's workspace schema."""
+    got = {}
+    for role, table in pg.query(
+            z.pg_db, "SELECT g.rolname, c.relname FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace, aclexplode(c.relacl) x "
+            "JOIN pg_roles g ON g.oid = x.grantee WHERE n.nspname = %s "
+            "AND x.privilege_type = 'SELECT' AND g.rolname LIKE 'zx\\_author\\_%%' "
+            "ORDER BY 1, 2", (z.pg_schema,)):
+        got.setdefault(role, []).append(table)
+    return got
+
+
+def alike_zxd(sync_env, one, other, one_tables, other_tables, syncs):
+    z = sync_env.zxd({}, {one: one_tables, other: other_tables}, start=False,
+                     workspace="postgres")
+    z.syncs = {name: {"author": a, "query": q, "mode": "replace",
+                      "dest": {"connection": "crm", "table": name}}
+               for name, (a, q) in syncs.items()}
+    z.connections = sqlite_conn(z)
+    z.write_config()
+    make_customers(z)
+    return z
+
+
+@pytest.mark.postgres_only
+@pytest.mark.parametrize("one,other", ALIKE_AUTHORS, ids=["punctuation", "60_chars"])
+def test_alike_author_names_have_roles_of_their_own(sync_env, pg, one, other):
+    z = alike_zxd(sync_env, one, other, ["customers"], ["secrets"], {
+        "one_reads": (one, "SELECT id, email FROM customers"),
+        "one_steals": (one, "SELECT id, token FROM secrets"),
+        "other_reads": (other, "SELECT id, token FROM secrets")})
+    z.start()
+    for name, ok in [("other_reads", True), ("one_steals", False), ("one_reads", True),
+                     ("other_reads", True), ("one_steals", False)]:
+        r = z.run(name, check=ok)
+        if not ok:
+            assert r["state"] == "failed" and "permission denied" in r["error"] and \
+                "secrets" in r["error"], r
+    # whichever ran last, each author's role may read exactly its tables
+    grants = author_grants(z, pg)
+    assert sorted(grants.values()) == [["customers"], ["secrets"]], grants
+    assert sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sqlite_master WHERE name = "
+                       "'one_steals'") == [(0,)]
+
+
+@pytest.mark.postgres_only
+def test_a_run_of_another_author_never_lends_its_grants(sync_env, pg):
+    """bob-x's query waits (on a lock the test holds) after its role was
+    set up; bob_x's sync runs meanwhile.  Sharing one role, bob-x's query
+    would then read bob_x's secrets."""
+    one, other = ALIKE_AUTHORS[0]
+    z = alike_zxd(sync_env, one, other, ["customers", "gate"], ["secrets", "gate"], {
+        "one_steals": (one, "SELECT s.id, s.token FROM gate, secrets s"),
+        "other_reads": (other, "SELECT id, token FROM secrets")})
+    z.ws_exec("CREATE TABLE gate (n int)", "INSERT INTO gate VALUES (1)")
+    z.start()
+    holder = pg.connect(z.pg_db)
+    steal = None
+    try:
+        holder.execute("BEGIN")
+        holder.execute("LOCK TABLE gate IN ACCESS EXCLUSIVE MODE")
+        steal = subprocess.Popen([ZXCTL, "-s", z.sock, "--json", "run", "one_steals", "--wait"],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=z.env, text=True)
+        wait_for(lambda: pg.query(z.pg_db, "SELECT 1 FROM pg_stat_activity WHERE "
+                                  "application_name = 'zx-sync-one_steals' AND "
+                                  "wait_event_type = 'Lock'"),
+                 lambda: "one_steals never waited on the lock of table gate\n" + z.log_tail())
+        assert z.run("other_reads")["rows_sent"] == 1
+        holder.execute("COMMIT")
+        out, err = steal.communicate(timeout=300)
+    finally:
+        holder.close()
+        if steal and steal.poll() is None:
+            steal.kill()
+            steal.wait()
+    rec = json.loads(out.strip().splitlines()[-1])
+    assert rec["state"] == "failed" and "permission denied" in rec["error"], (rec, err)
+    assert sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sqlite_master WHERE name = "
+                       "'one_steals'") == [(0,)]
+
+
 # ---- preview -------------------------------------------------------------------
 
 def test_preview_counts_and_samples_without_sending(sync_env):
