@@ -311,6 +311,48 @@ def test_a_run_of_another_author_never_lends_its_grants(sync_env, pg):
                        "'one_steals'") == [(0,)]
 
 
+@pytest.mark.postgres_only
+def test_a_workspace_role_without_superuser_runs_syncs_again_and_again(sync_env, pg):
+    z = one_sync(sync_env, "upsert", workspace="postgres", pg_user="zx_createrole")
+    assert pg.query("postgres", "SELECT rolsuper, rolcreaterole, rolreplication FROM pg_roles "
+                    "WHERE rolname = %s", (z.pg_user,)) == [(False, True, False)]
+    # the second run altered the role the first made: it used to need a superuser
+    for want in (3, 0, 0):
+        assert z.run("crm")["rows_sent"] == want
+    (role, tables), = author_grants(z, pg).items()
+    assert tables == ["customers"]
+    assert pg.query("postgres", "SELECT rolcanlogin, rolsuper, rolinherit, rolcreaterole, "
+                    "rolcreatedb, shobj_description(oid, 'pg_authid') FROM pg_roles "
+                    "WHERE rolname = %s", (role,)) == \
+        [(True, False, False, False, False, "zx author: alice")]
+
+
+@pytest.mark.postgres_only
+def test_an_author_role_zx_cannot_vouch_for_fails_the_run(sync_env, pg):
+    z = one_sync(sync_env, "upsert", workspace="postgres")
+    z.run("crm")
+    (role, _), = author_grants(z, pg).items()
+    # a grant zx did not make and cannot revoke: the author could read secrets
+    pg.execute(z.pg_db, "GRANT SELECT ON secrets TO PUBLIC")
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "may still read table public.secrets" in r["error"] and \
+        role in r["error"], r
+    pg.execute(z.pg_db, "REVOKE SELECT ON secrets FROM PUBLIC")
+    z.run("crm")
+    # a role of that name that is not marked as alice's
+    pg.execute("postgres", f'COMMENT ON ROLE "{role}" IS \'made by hand\'')
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and f"role {role} exists but is not zx's role of author " \
+        "alice" in r["error"], r
+    pg.execute("postgres", f'COMMENT ON ROLE "{role}" IS \'zx author: alice\'')
+    # a member of another role (SET ROLE would reach its rights)
+    pg.execute("postgres", f'GRANT pg_read_all_data TO "{role}"')
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "is a member of pg_read_all_data" in r["error"], r
+    pg.execute("postgres", f'REVOKE pg_read_all_data FROM "{role}"')
+    assert z.run("crm")["state"] == "succeeded"
+
+
 # ---- preview -------------------------------------------------------------------
 
 def test_preview_counts_and_samples_without_sending(sync_env):
