@@ -13,6 +13,8 @@ and duckdb).  MariaDB: test_syncs_mysql.py.
 
 import csv
 import datetime
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -351,6 +353,24 @@ def test_an_author_role_zx_cannot_vouch_for_fails_the_run(sync_env, pg):
     assert r["state"] == "failed" and "is a member of pg_read_all_data" in r["error"], r
     pg.execute("postgres", f'REVOKE pg_read_all_data FROM "{role}"')
     assert z.run("crm")["state"] == "succeeded"
+
+
+@pytest.mark.postgres_only
+def test_the_role_an_author_shared_before_is_taken_away(sync_env, pg):
+    """zx before: zx_author_<first 40 characters, '-' as '_'>_<6 hex digits
+    of the key>, one role for alike names; it must not keep their grants."""
+    z = one_sync(sync_env, "upsert", workspace="postgres")
+    z.run("crm")                            # makes var/author.key
+    with open(os.path.join(z.data_dir, "author.key"), "rb") as f:
+        key = f.read()
+    legacy = "zx_author_alice_" + hmac.new(key, b"zx role", hashlib.sha256).digest()[:3].hex()
+    for st in (f'CREATE ROLE "{legacy}" LOGIN PASSWORD \'old-role-pw\'',
+               f'GRANT USAGE ON SCHEMA public TO "{legacy}"',
+               f'GRANT SELECT ON customers, secrets TO "{legacy}"'):
+        pg.execute(z.pg_db, st, user=z.pg_user)
+    assert z.run("crm")["state"] == "succeeded"
+    assert pg.query("postgres", "SELECT 1 FROM pg_roles WHERE rolname = %s", (legacy,)) == []
+    assert list(author_grants(z, pg).values()) == [["customers"]]
 
 
 # ---- preview -------------------------------------------------------------------

@@ -3,7 +3,8 @@
  * (workers/syncs/author_role.h): distinct names, distinct roles, whatever
  * the names differ in (punctuation, case, bytes past the readable part,
  * UTF-8, lengths beyond 63 bytes); at most 63 bytes of a-z, 0-9 and _;
- * the same name and key, the same role; another key, another role.
+ * the same name and key, the same role; another key, another role; the
+ * name zx gave before (one for alike names).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,12 @@ int main(void)
     zx_author_role_password(KEY, roles[0], pa);
     zx_author_role_password(KEY, roles[1], pb);
     CHECK(strlen(pa) == 64 && strcmp(pa, pb) != 0);
+    /* the name zx gave before: one for alike names, kept to take it away */
+    char la[ZX_AUTHOR_ROLE_MAX], lb[ZX_AUTHOR_ROLE_MAX];
+    zx_author_role_legacy_name(KEY, "bob-x", la);
+    zx_author_role_legacy_name(KEY, "bob_x", lb);
+    CHECK(!strcmp(la, lb) && strncmp(la, "zx_author_bob_x_", 16) == 0 && strlen(la) == 22);
+    CHECK(strcmp(la, roles[0]) != 0);
     char mark[64];
     zx_author_role_mark("bob-x", mark, sizeof(mark));
     CHECK(!strcmp(mark, "zx author: bob-x"));

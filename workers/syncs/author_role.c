@@ -59,6 +59,19 @@ void zx_author_role_password(const unsigned char key[32], const char *role, char
         snprintf(out + 2 * i, 3, "%02x", mac[i]);
 }
 
+void zx_author_role_legacy_name(const unsigned char key[32], const char *name,
+                                char out[ZX_AUTHOR_ROLE_MAX])
+{
+    unsigned char mac[32];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), key, 32, (const unsigned char *)"zx role", 7, mac, &len);
+    snprintf(out, ZX_AUTHOR_ROLE_MAX, "zx_author_%.40s_%02x%02x%02x", name, mac[0], mac[1],
+             mac[2]);
+    for (char *t = out; *t; t++)
+        if (*t == '-')
+            *t = '_';
+}
+
 void zx_author_role_mark(const char *name, char *out, size_t outlen)
 {
     snprintf(out, outlen, "zx author: %s", name);

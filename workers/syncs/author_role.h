@@ -34,6 +34,13 @@ int zx_author_role_name(const unsigned char key[32], const char *name,
  * out.  Always succeeds. */
 void zx_author_role_password(const unsigned char key[32], const char *role, char out[65]);
 
+/* Write the name zx gave the role before (zx_author_<the name's first 40
+ * bytes, '-' as '_'>_<6 hex digits of HMAC-SHA-256(key, "zx role")>,
+ * shared by alike names) into out, so that query_pg.c can take its
+ * rights away.  Always succeeds. */
+void zx_author_role_legacy_name(const unsigned char key[32], const char *name,
+                                char out[ZX_AUTHOR_ROLE_MAX]);
+
 /* Write the mark query_pg.c sets on the role ("zx author: <name>", cut at
  * outlen - 1 bytes) into out. */
 void zx_author_role_mark(const char *name, char *out, size_t outlen);

@@ -186,13 +186,49 @@ static void privilege_hint(char *err, size_t errlen, const char *role, const cha
                  "it has on the roles it made itself; README \"Reverse syncs\")", role, author);
 }
 
+/* The role zx made for this author before roles were the author's alone
+ * (author_role.h), named `legacy`: unmarked (a marked one is some
+ * author's own), it loses what it may read in the schema, may no longer
+ * log in, and is dropped (unless it holds rights elsewhere).  Best
+ * effort, each statement in a savepoint of ensure_role's transaction: one
+ * that fails changes nothing and the run goes on. */
+static void drop_legacy_role(PGconn *c, const char *sync, const zx_conf *conf,
+                             const char *legacy)
+{
+    char ql[200], qs[200], e[600];
+    PGresult *r = NULL;
+    const char *p[] = {legacy};
+    if (run(c, "SELECT 1 FROM pg_roles WHERE rolname = $1 AND "
+               "shobj_description(oid, 'pg_authid') IS NULL", 1, p, sync, "workspace", &r, e,
+            sizeof(e)) < 0)
+        return;
+    int found = PQntuples(r) == 1;
+    PQclear(r);
+    if (!found || quoted(c, legacy, ql, sizeof(ql)) < 0 ||
+        quoted(c, conf->pg_schema, qs, sizeof(qs)) < 0)
+        return;
+    char steps[4][500];
+    snprintf(steps[0], sizeof(steps[0]), "REVOKE ALL ON ALL TABLES IN SCHEMA %s FROM %s", qs,
+             ql);
+    snprintf(steps[1], sizeof(steps[1]), "REVOKE USAGE ON SCHEMA %s FROM %s", qs, ql);
+    snprintf(steps[2], sizeof(steps[2]), "ALTER ROLE %s NOLOGIN", ql);
+    snprintf(steps[3], sizeof(steps[3]), "DROP ROLE %s", ql);
+    for (int i = 0; i < 4; i++) {
+        if (run(c, "SAVEPOINT zx_legacy", 0, NULL, sync, "workspace", NULL, e, sizeof(e)) < 0)
+            return;
+        int ok = run(c, steps[i], 0, NULL, sync, "workspace", NULL, e, sizeof(e)) == 0;
+        run(c, ok ? "RELEASE SAVEPOINT zx_legacy" : "ROLLBACK TO SAVEPOINT zx_legacy", 0,
+            NULL, sync, "workspace", NULL, e, sizeof(e));
+    }
+}
+
 /* Make the author's role or bring it in step (see the top of the file),
  * with the workspace's own connection, in one transaction under a lock
  * of that role alone: the role is this author's only (author_role.h), so
  * what it may read never depends on another author's runs. */
 static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_author *a,
-                       const char *role, const char *pw, int timeout_ms, char *err,
-                       size_t errlen)
+                       const char *role, const char *legacy, const char *pw, int timeout_ms,
+                       char *err, size_t errlen)
 {
     char tmo[16], sql[1024], qrole[200], qschema[200], qt[200], mark[400];
     snprintf(tmo, sizeof(tmo), "%d", timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1);
@@ -319,6 +355,7 @@ static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_auth
             goto out;
         }
     }
+    drop_legacy_role(c, sync, conf, legacy);
     if (run(c, "COMMIT", 0, NULL, sync, "workspace", NULL, err, errlen) < 0)
         goto out;
     rc = 0;
@@ -381,7 +418,8 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
 {
     pq *q = calloc(1, sizeof(*q));
     unsigned char key[32];
-    char role[ZX_AUTHOR_ROLE_MAX], pw[65], tmo[16], app[96], kerr[600];
+    char role[ZX_AUTHOR_ROLE_MAX], legacy[ZX_AUTHOR_ROLE_MAX], pw[65], tmo[16], app[96],
+         kerr[600];
     PGresult *r = NULL;
     char *decl = NULL;
     if (!q) {
@@ -400,7 +438,8 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
         goto fail;
     }
     zx_author_role_password(key, role, pw);
-    if (ensure_role(conf, sync, author, role, pw, timeout_ms, err, errlen) < 0)
+    zx_author_role_legacy_name(key, author->name, legacy);
+    if (ensure_role(conf, sync, author, role, legacy, pw, timeout_ms, err, errlen) < 0)
         goto fail;
     snprintf(tmo, sizeof(tmo), "%d", timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1);
     snprintf(app, sizeof(app), "zx-sync-%.60s", sync);
