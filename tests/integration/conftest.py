@@ -267,7 +267,10 @@ class Zxd:
                         "table": str|None, "metadata": [..]|None,
                         "ack": "accepted"|"commit"|None, "extra": {k: v}}}
     Every value is optional; the key defaults to "key-<name>-<random>" and is
-    passed through ${env:ZX_KEY_<NAME>} unless key_ref says otherwise."""
+    passed through ${env:ZX_KEY_<NAME>} unless key_ref says otherwise.
+    pg_user: on a Postgres workspace, the role zxd connects as (one of
+    pg_fixtures.USERS, default the superuser zx); its fresh database is
+    owned by that role."""
 
     def __init__(self, root, pipelines, max_body_size="1MiB",
                  backpressure_timeout="2s", server_extra="", http_extra="",
