@@ -167,7 +167,8 @@ const zx_cf_section zx_cf_sections[] = {
     {"authors", ZX_CF_AUTHOR, 1, "authors.<name>",
      "Who may read what: each reverse sync names its `author`, and its query "
      "runs with that author's rights, enforced by the workspace database "
-     "(PostgreSQL: a role `zx_author_<name>` with SELECT on `tables` only, "
+     "(PostgreSQL: a role of that author alone, `zx_author_<name>_<hash>`, "
+     "with SELECT on `tables` only, "
      "in a READ ONLY transaction; SQLite: a read-only connection whose "
      "authorizer allows reading `tables` only)."},
     {"authors.<name>", ZX_CF_AUTHOR, 0, NULL,

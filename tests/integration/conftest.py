@@ -267,11 +267,14 @@ class Zxd:
                         "table": str|None, "metadata": [..]|None,
                         "ack": "accepted"|"commit"|None, "extra": {k: v}}}
     Every value is optional; the key defaults to "key-<name>-<random>" and is
-    passed through ${env:ZX_KEY_<NAME>} unless key_ref says otherwise."""
+    passed through ${env:ZX_KEY_<NAME>} unless key_ref says otherwise.
+    pg_user: on a Postgres workspace, the role zxd connects as (one of
+    pg_fixtures.USERS, default the superuser zx); its fresh database is
+    owned by that role."""
 
     def __init__(self, root, pipelines, max_body_size="1MiB",
                  backpressure_timeout="2s", server_extra="", http_extra="",
-                 workspace=None):
+                 workspace=None, pg_user=None):
         self.root = root
         self.cfg_path = os.path.join(root, "zxd.yaml")
         self.data_dir = os.path.join(root, "var")
@@ -294,7 +297,10 @@ class Zxd:
         self.workspace = workspace or _CURRENT["workspace"]
         self.pg = self.pg_db = self._pg_conn = None
         self.pg_schema = "public"
-        self.pg_user = pg_fixtures.SUPERUSER
+        # the workspace's role (one of pg_fixtures.USERS; default the
+        # superuser); another one owns the fresh database (so it may create
+        # schemas and owns schema public)
+        self.pg_user = pg_user or pg_fixtures.SUPERUSER
         self.pg_port = None           # the port in zxd's dsn, when not the server's
         self._pg_owns_db = False      # pg_db is this zxd's own: drop it at teardown
         if self.workspace == "postgres":
@@ -303,7 +309,7 @@ class Zxd:
             for k in [k for k in self.env if k.startswith("PG")]:
                 del self.env[k]
             self.pg = pg_fixtures.service()
-            self.pg_db = self.pg.create_database()
+            self.pg_db = self.pg.create_database(owner=self.pg_user)
             self._pg_owns_db = True
             _PG_ZXDS.append(self)
         elif self.workspace != "sqlite":

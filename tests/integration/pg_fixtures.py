@@ -41,7 +41,9 @@ PG_SCRIPT = os.path.join(REPO, "tests", "services", "postgres")
 # The test-only roles of tests/services/postgres, fixed passwords
 SUPERUSER = "zx"
 NOCREATE_USER = "zx_nocreate"        # may connect; no CREATE on schema public
-USERS = {SUPERUSER: "zx-secret", NOCREATE_USER: "nocreate-secret"}
+CREATEROLE_USER = "zx_createrole"    # CREATEROLE, not a superuser: owns its workspaces
+USERS = {SUPERUSER: "zx-secret", NOCREATE_USER: "nocreate-secret",
+         CREATEROLE_USER: "createrole-secret"}
 
 _service = None
 
@@ -106,22 +108,26 @@ class Postgres:
         import psycopg
         return psycopg.connect(self.dsn_for(dbname, user), autocommit=True, connect_timeout=30)
 
-    def query(self, dbname, sql, params=None):
+    def query(self, dbname, sql, params=None, user=SUPERUSER):
         """The rows of one statement, as a list of tuples ([] when it
-        returns none).  params: psycopg's (%s placeholders)."""
-        with self.connect(dbname) as conn:
+        returns none).  params: psycopg's (%s placeholders); user: one of
+        USERS."""
+        with self.connect(dbname, user) as conn:
             cur = conn.execute(sql, params)
             return cur.fetchall() if cur.description else []
 
-    def execute(self, dbname, sql, params=None):
+    def execute(self, dbname, sql, params=None, user=SUPERUSER):
         """One statement (or several, without params), nothing returned."""
-        with self.connect(dbname) as conn:
+        with self.connect(dbname, user) as conn:
             conn.execute(sql, params)
 
-    def create_database(self):
-        """A fresh, empty database owned by zx; returns its name."""
+    def create_database(self, owner=SUPERUSER):
+        """A fresh, empty database owned by owner (one of USERS: it may
+        create schemas there, and schema public, owned by
+        pg_database_owner, is its own); returns its name."""
         name = f"zx_{uuid.uuid4().hex[:16]}"
-        self.execute("postgres", f'CREATE DATABASE "{name}"')
+        assert owner in USERS, owner
+        self.execute("postgres", f'CREATE DATABASE "{name}" OWNER "{owner}"')
         return name
 
     def drop_database(self, name):

@@ -6,6 +6,13 @@ workspace tables a sync reads (SyncZxd.ws_exec, as a dbt model would);
 reading each destination back; and the factory behind a module's
 `sync_env` fixture (make_sync_env), which removes everything it made.
 
+On a PostgreSQL workspace the zxd connect as zx_createrole (CREATEROLE,
+not a superuser, owner of its fresh database: the least a workspace role
+needs for syncs, README "Reverse syncs"), and the workspace tables are made
+as that role, as a dbt model run by the workspace's owner would; set
+ZX_TEST_SYNC_PG_ROLE to another role of pg_fixtures.USERS (e.g. zx, the
+superuser) to run them as that one.
+
 It must never: leave a database, a role or a folder behind, or talk to
 anything but 127.0.0.1.
 """
@@ -104,7 +111,7 @@ class SyncZxd(Zxd):
         a tool building tables there would (dbt, a script)."""
         if self.workspace == "postgres":
             for st in statements:
-                self.pg.execute(self.pg_db, st)
+                self.pg.execute(self.pg_db, st, user=self.pg_user)
             return
         os.makedirs(self.data_dir, exist_ok=True)
         db = sqlite3.connect(self.db_path, timeout=30)
@@ -147,10 +154,21 @@ class SyncZxd(Zxd):
         return json.loads(p.stdout)["runs"]
 
 
+def sync_pg_role():
+    """The workspace role of the syncs' zxd on Postgres: zx_createrole
+    unless ZX_TEST_SYNC_PG_ROLE names another of pg_fixtures.USERS."""
+    role = os.environ.get("ZX_TEST_SYNC_PG_ROLE") or pg_fixtures.CREATEROLE_USER
+    if role not in pg_fixtures.USERS:
+        raise ValueError(f"ZX_TEST_SYNC_PG_ROLE={role!r}: not one of the test roles "
+                         f"({', '.join(pg_fixtures.USERS)})")
+    return role
+
+
 def make_sync_env(pg, workspace=None):
     """Generator behind a module's sync_env fixture: zxd(...) -> a started
-    SyncZxd on the workspace backend; pg_db() -> a fresh Postgres database
-    (a destination); the roles zx made for authors are dropped at the end."""
+    SyncZxd on the workspace backend (on Postgres as sync_pg_role() unless
+    pg_user= says otherwise); pg_db() -> a fresh Postgres database (a
+    destination); the roles zx made for authors are dropped at the end."""
     made, dbs = [], []
 
     class Env:
@@ -158,6 +176,7 @@ def make_sync_env(pg, workspace=None):
         def zxd(syncs, authors, start=True, **kw):
             if workspace:
                 kw.setdefault("workspace", workspace)
+            kw.setdefault("pg_user", sync_pg_role())
             z = SyncZxd(_mkroot(), syncs, authors, **kw)
             made.append(z)
             if start:

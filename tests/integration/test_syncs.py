@@ -13,6 +13,8 @@ and duckdb).  MariaDB: test_syncs_mysql.py.
 
 import csv
 import datetime
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -215,6 +217,160 @@ def test_a_function_with_side_effects_cannot_write(sync_env, pg):
     assert r["state"] == "failed" and want in r["error"], r["error"]
     if z.workspace == "postgres":
         assert z.query("SELECT count(*) FROM audit") == [(0,)]
+
+
+# ---- authors' roles (PostgreSQL) ---------------------------------------------
+
+# Pairs of distinct author names that a role name made of the name's first
+# 40 characters, '-' written '_', would confuse
+ALIKE_AUTHORS = [
+    ("bob-x", "bob_x"),
+    ("a" + "b" * 39 + "-first-of-sixty-chars", "a" + "b" * 39 + "_other_of_sixty_chars"),
+]
+
+
+def author_grants(z, pg):
+    """{role: [tables]} of the zx_author_ roles that may SELECT a table of
+    z's workspace schema."""
+    got = {}
+    for role, table in pg.query(
+            z.pg_db, "SELECT g.rolname, c.relname FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace, aclexplode(c.relacl) x "
+            "JOIN pg_roles g ON g.oid = x.grantee WHERE n.nspname = %s "
+            "AND x.privilege_type = 'SELECT' AND g.rolname LIKE 'zx\\_author\\_%%' "
+            "ORDER BY 1, 2", (z.pg_schema,)):
+        got.setdefault(role, []).append(table)
+    return got
+
+
+def alike_zxd(sync_env, one, other, one_tables, other_tables, syncs):
+    z = sync_env.zxd({}, {one: one_tables, other: other_tables}, start=False,
+                     workspace="postgres")
+    z.syncs = {name: {"author": a, "query": q, "mode": "replace",
+                      "dest": {"connection": "crm", "table": name}}
+               for name, (a, q) in syncs.items()}
+    z.connections = sqlite_conn(z)
+    z.write_config()
+    make_customers(z)
+    return z
+
+
+@pytest.mark.postgres_only
+@pytest.mark.parametrize("one,other", ALIKE_AUTHORS, ids=["punctuation", "60_chars"])
+def test_alike_author_names_have_roles_of_their_own(sync_env, pg, one, other):
+    z = alike_zxd(sync_env, one, other, ["customers"], ["secrets"], {
+        "one_reads": (one, "SELECT id, email FROM customers"),
+        "one_steals": (one, "SELECT id, token FROM secrets"),
+        "other_reads": (other, "SELECT id, token FROM secrets")})
+    z.start()
+    for name, ok in [("other_reads", True), ("one_steals", False), ("one_reads", True),
+                     ("other_reads", True), ("one_steals", False)]:
+        r = z.run(name, check=ok)
+        if not ok:
+            assert r["state"] == "failed" and "permission denied" in r["error"] and \
+                "secrets" in r["error"], r
+    # whichever ran last, each author's role may read exactly its tables
+    grants = author_grants(z, pg)
+    assert sorted(grants.values()) == [["customers"], ["secrets"]], grants
+    assert sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sqlite_master WHERE name = "
+                       "'one_steals'") == [(0,)]
+
+
+@pytest.mark.postgres_only
+def test_a_run_of_another_author_never_lends_its_grants(sync_env, pg):
+    """bob-x's query waits (on a lock the test holds) after its role was
+    set up; bob_x's sync runs meanwhile.  Sharing one role, bob-x's query
+    would then read bob_x's secrets."""
+    one, other = ALIKE_AUTHORS[0]
+    z = alike_zxd(sync_env, one, other, ["customers", "gate"], ["secrets", "gate"], {
+        "one_steals": (one, "SELECT s.id, s.token FROM gate, secrets s"),
+        "other_reads": (other, "SELECT id, token FROM secrets")})
+    z.ws_exec("CREATE TABLE gate (n int)", "INSERT INTO gate VALUES (1)")
+    z.start()
+    holder = pg.connect(z.pg_db)
+    steal = None
+    try:
+        holder.execute("BEGIN")
+        holder.execute("LOCK TABLE gate IN ACCESS EXCLUSIVE MODE")
+        steal = subprocess.Popen([ZXCTL, "-s", z.sock, "--json", "run", "one_steals", "--wait"],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=z.env, text=True)
+        wait_for(lambda: pg.query(z.pg_db, "SELECT 1 FROM pg_stat_activity WHERE "
+                                  "application_name = 'zx-sync-one_steals' AND "
+                                  "wait_event_type = 'Lock'"),
+                 lambda: "one_steals never waited on the lock of table gate\n" + z.log_tail())
+        assert z.run("other_reads")["rows_sent"] == 1
+        holder.execute("COMMIT")
+        out, err = steal.communicate(timeout=300)
+    finally:
+        holder.close()
+        if steal and steal.poll() is None:
+            steal.kill()
+            steal.wait()
+    rec = json.loads(out.strip().splitlines()[-1])
+    assert rec["state"] == "failed" and "permission denied" in rec["error"], (rec, err)
+    assert sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sqlite_master WHERE name = "
+                       "'one_steals'") == [(0,)]
+
+
+@pytest.mark.postgres_only
+def test_a_workspace_role_without_superuser_runs_syncs_again_and_again(sync_env, pg):
+    z = one_sync(sync_env, "upsert", workspace="postgres", pg_user="zx_createrole")
+    assert pg.query("postgres", "SELECT rolsuper, rolcreaterole, rolreplication FROM pg_roles "
+                    "WHERE rolname = %s", (z.pg_user,)) == [(False, True, False)]
+    # the second run altered the role the first made: it used to need a superuser
+    for want in (3, 0, 0):
+        assert z.run("crm")["rows_sent"] == want
+    (role, tables), = author_grants(z, pg).items()
+    assert tables == ["customers"]
+    assert pg.query("postgres", "SELECT rolcanlogin, rolsuper, rolinherit, rolcreaterole, "
+                    "rolcreatedb, shobj_description(oid, 'pg_authid') FROM pg_roles "
+                    "WHERE rolname = %s", (role,)) == \
+        [(True, False, False, False, False, "zx author: alice")]
+
+
+@pytest.mark.postgres_only
+def test_an_author_role_zx_cannot_vouch_for_fails_the_run(sync_env, pg):
+    z = one_sync(sync_env, "upsert", workspace="postgres")
+    z.run("crm")
+    (role, _), = author_grants(z, pg).items()
+    # a grant zx did not make and cannot revoke: the author could read secrets
+    pg.execute(z.pg_db, "GRANT SELECT ON secrets TO PUBLIC")
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "may still read table public.secrets" in r["error"] and \
+        role in r["error"], r
+    pg.execute(z.pg_db, "REVOKE SELECT ON secrets FROM PUBLIC")
+    z.run("crm")
+    # a role of that name that is not marked as alice's
+    pg.execute("postgres", f'COMMENT ON ROLE "{role}" IS \'made by hand\'')
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and f"role {role} exists but is not zx's role of author " \
+        "alice" in r["error"], r
+    pg.execute("postgres", f'COMMENT ON ROLE "{role}" IS \'zx author: alice\'')
+    # a member of another role (SET ROLE would reach its rights)
+    pg.execute("postgres", f'GRANT pg_read_all_data TO "{role}"')
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "is a member of pg_read_all_data" in r["error"], r
+    pg.execute("postgres", f'REVOKE pg_read_all_data FROM "{role}"')
+    assert z.run("crm")["state"] == "succeeded"
+
+
+@pytest.mark.postgres_only
+def test_the_role_an_author_shared_before_is_taken_away(sync_env, pg):
+    """zx before: zx_author_<first 40 characters, '-' as '_'>_<6 hex digits
+    of the key>, one role for alike names; it must not keep their grants."""
+    z = one_sync(sync_env, "upsert", workspace="postgres")
+    z.run("crm")                            # makes var/author.key
+    with open(os.path.join(z.data_dir, "author.key"), "rb") as f:
+        key = f.read()
+    legacy = "zx_author_alice_" + hmac.new(key, b"zx role", hashlib.sha256).digest()[:3].hex()
+    for st in (f'CREATE ROLE "{legacy}" LOGIN PASSWORD \'old-role-pw\'',
+               f'GRANT USAGE ON SCHEMA public TO "{legacy}"',
+               f'GRANT SELECT ON customers, secrets TO "{legacy}"'):
+        pg.execute(z.pg_db, st, user=z.pg_user)
+    assert z.run("crm")["state"] == "succeeded"
+    assert pg.query("postgres", "SELECT 1 FROM pg_roles WHERE rolname = %s", (legacy,)) == []
+    assert list(author_grants(z, pg).values()) == [["customers"]]
 
 
 # ---- preview -------------------------------------------------------------------

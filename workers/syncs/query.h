@@ -7,9 +7,10 @@
  *     whose authorizer allows reading only the author's tables and denies
  *     every write, PRAGMA, ATTACH and side-effect function; the statement
  *     must be exactly one (whatever follows it must be empty);
- *   - PostgreSQL (query_pg.c): a login role per author, zx_author_<name>,
- *     made (and kept in step with the author's tables: SELECT on those,
- *     nothing else) by the workspace's own role, then a second connection
+ *   - PostgreSQL (query_pg.c): a login role per author, of that author
+ *     alone (author_role.h), made (and kept in step with the author's
+ *     tables: SELECT on those, nothing else) by the workspace's own role,
+ *     which needs CREATEROLE but not superuser, then a second connection
  *     as that role, in a REPEATABLE READ READ ONLY transaction, the query
  *     through the extended protocol (one statement only) as a cursor.
  * Both read one consistent snapshot of the workspace.

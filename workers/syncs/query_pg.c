@@ -1,13 +1,22 @@
 /*
  * query_pg.c — a sync's query on the PostgreSQL workspace (query.h).
  *
- * The author's rights are a login role, zx_author_<name>_<6 hex digits>
- * ('-' as '_'; the digits from this zxd's key, so that two zxd on one
- * server never share a role),
- * that the workspace's own role makes and keeps in step: LOGIN, nothing
- * else (no superuser, no CREATEROLE, NOINHERIT), USAGE on the workspace
- * schema, SELECT on exactly the author's tables that exist (grants to
- * tables dropped from the list are revoked).  Its password is derived
+ * The author's rights are a login role of that author alone,
+ * zx_author_<name>_<20 hex digits> (author_role.h: the digits an HMAC of
+ * the whole exact name under this zxd's key, so two authors never share a
+ * role, nor two zxd on one server), marked with COMMENT ON ROLE 'zx
+ * author: <name>' (a role of that name marked otherwise is refused), that
+ * the workspace's own role makes and keeps in step at each run, in one
+ * transaction under a lock of that role: LOGIN, nothing else (no
+ * superuser, no CREATEROLE, NOINHERIT, a member of no role), USAGE on the
+ * workspace schema, SELECT on exactly the author's tables that exist
+ * (grants to tables dropped from the list are revoked; any other table of
+ * the schema it could still read fails the run).  Keeping it in step
+ * names only the attributes out of step: ALTER ROLE ... NOSUPERUSER (or
+ * NOREPLICATION, NOBYPASSRLS) needs a superuser, even when the role has
+ * none of them, and the workspace's role needs only CREATEROLE (and, on
+ * PostgreSQL 16 and later, ADMIN OPTION on the role, which it has on the
+ * roles it made).  Its password is derived
  * from a secret key kept in the data folder (author.key, made once, mode
  * 0600) with HMAC-SHA-256, so every run sets the same one and two runs at
  * once never fight.  The query then runs on a connection whose session
@@ -26,7 +35,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +43,7 @@
 
 #include "common/timefmt.h"
 #include "workers/sources/pg_values.h"
+#include "workers/syncs/author_role.h"
 
 typedef struct pq {
     PGconn *conn;
@@ -99,29 +108,6 @@ static int author_key(const char *data_dir, unsigned char key[32], char *err, si
     return -1;
 }
 
-/* zx_author_<name>_<6 hex digits of this zxd's key>: roles are the whole
- * server's, and two zxd sharing one (each with its own data folder) must
- * not fight over one role's password and grants. */
-static void role_name(const zx_conf_author *a, const unsigned char key[32], char out[80])
-{
-    unsigned char mac[32];
-    unsigned int len = 0;
-    HMAC(EVP_sha256(), key, 32, (const unsigned char *)"zx role", 7, mac, &len);
-    snprintf(out, 80, "zx_author_%.40s_%02x%02x%02x", a->name, mac[0], mac[1], mac[2]);
-    for (char *t = out; *t; t++)
-        if (*t == '-')
-            *t = '_';
-}
-
-static void role_password(const unsigned char key[32], const char *role, char out[65])
-{
-    unsigned char mac[32];
-    unsigned int len = 0;
-    HMAC(EVP_sha256(), key, 32, (const unsigned char *)role, strlen(role), mac, &len);
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", mac[i]);
-}
-
 /* One command; 0, or -1 with err = "sync S: what: the server's message". */
 static int run(PGconn *c, const char *sql, int np, const char *const *params, const char *sync,
                const char *what, PGresult **keep, char *err, size_t errlen)
@@ -155,26 +141,113 @@ static int quoted(PGconn *c, const char *name, char *out, size_t len)
     return 0;
 }
 
-/* Make or update the author's role (see the top of the file) with the
- * workspace's own connection. */
-static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_author *a,
-                       const char *role, const char *pw, int timeout_ms, char *err,
-                       size_t errlen)
+/* The role's attributes and zx's mark on it, read in ensure_role's
+ * transaction. */
+typedef struct role_state {
+    int exists, super, repl, bypass, createdb, createrole, inherit, login;
+    char mark[400];
+    char member_of[400];      /* roles it is a member of, ", " between */
+} role_state;
+
+static int read_role(PGconn *c, const char *sync, const char *role, role_state *st,
+                     char *err, size_t errlen)
 {
-    char tmo[16], sql[1024], qrole[200], qschema[200], qt[200];
+    PGresult *r = NULL;
+    const char *p[] = {role};
+    memset(st, 0, sizeof(*st));
+    if (run(c, "SELECT rolsuper, rolreplication, rolbypassrls, rolcreatedb, rolcreaterole, "
+               "rolinherit, rolcanlogin, coalesce(shobj_description(oid, 'pg_authid'), ''), "
+               "coalesce((SELECT string_agg(quote_ident(g.rolname), ', ' ORDER BY g.rolname) "
+               "FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid "
+               "WHERE m.member = r.oid), '') FROM pg_roles r WHERE rolname = $1",
+            1, p, sync, "reading the author's role", &r, err, errlen) < 0)
+        return -1;
+    if (PQntuples(r) == 1) {
+        int *flags[] = {&st->super, &st->repl, &st->bypass, &st->createdb, &st->createrole,
+                        &st->inherit, &st->login};
+        st->exists = 1;
+        for (int i = 0; i < 7; i++)
+            *flags[i] = !strcmp(PQgetvalue(r, 0, i), "t");
+        snprintf(st->mark, sizeof(st->mark), "%s", PQgetvalue(r, 0, 7));
+        snprintf(st->member_of, sizeof(st->member_of), "%s", PQgetvalue(r, 0, 8));
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* Append to err a hint on the workspace role's privileges after a failed
+ * CREATE / ALTER / COMMENT of an author's role. */
+static void privilege_hint(char *err, size_t errlen, const char *role, const char *author)
+{
+    size_t l = strlen(err);
+    if (l + 1 < errlen)
+        snprintf(err + l, errlen - l, " (role %s of author %s: the workspace's role needs "
+                 "CREATEROLE, and on PostgreSQL 16 and later ADMIN OPTION on that role, which "
+                 "it has on the roles it made itself; README \"Reverse syncs\")", role, author);
+}
+
+/* The role zx made for this author before roles were the author's alone
+ * (author_role.h), named `legacy`: unmarked (a marked one is some
+ * author's own), it loses what it may read in the schema, may no longer
+ * log in, and is dropped (unless it holds rights elsewhere).  Best
+ * effort, each statement in a savepoint of ensure_role's transaction: one
+ * that fails changes nothing and the run goes on. */
+static void drop_legacy_role(PGconn *c, const char *sync, const zx_conf *conf,
+                             const char *legacy)
+{
+    char ql[200], qs[200], e[600];
+    PGresult *r = NULL;
+    const char *p[] = {legacy};
+    if (run(c, "SELECT 1 FROM pg_roles WHERE rolname = $1 AND "
+               "shobj_description(oid, 'pg_authid') IS NULL", 1, p, sync, "workspace", &r, e,
+            sizeof(e)) < 0)
+        return;
+    int found = PQntuples(r) == 1;
+    PQclear(r);
+    if (!found || quoted(c, legacy, ql, sizeof(ql)) < 0 ||
+        quoted(c, conf->pg_schema, qs, sizeof(qs)) < 0)
+        return;
+    char steps[4][500];
+    snprintf(steps[0], sizeof(steps[0]), "REVOKE ALL ON ALL TABLES IN SCHEMA %s FROM %s", qs,
+             ql);
+    snprintf(steps[1], sizeof(steps[1]), "REVOKE USAGE ON SCHEMA %s FROM %s", qs, ql);
+    snprintf(steps[2], sizeof(steps[2]), "ALTER ROLE %s NOLOGIN", ql);
+    snprintf(steps[3], sizeof(steps[3]), "DROP ROLE %s", ql);
+    for (int i = 0; i < 4; i++) {
+        if (run(c, "SAVEPOINT zx_legacy", 0, NULL, sync, "workspace", NULL, e, sizeof(e)) < 0)
+            return;
+        int ok = run(c, steps[i], 0, NULL, sync, "workspace", NULL, e, sizeof(e)) == 0;
+        run(c, ok ? "RELEASE SAVEPOINT zx_legacy" : "ROLLBACK TO SAVEPOINT zx_legacy", 0,
+            NULL, sync, "workspace", NULL, e, sizeof(e));
+    }
+}
+
+/* Make the author's role or bring it in step (see the top of the file),
+ * with the workspace's own connection, in one transaction under a lock
+ * of that role alone: the role is this author's only (author_role.h), so
+ * what it may read never depends on another author's runs. */
+static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_author *a,
+                       const char *role, const char *legacy, const char *pw, int timeout_ms,
+                       char *err, size_t errlen)
+{
+    char tmo[16], sql[1024], qrole[200], qschema[200], qt[200], mark[400];
     snprintf(tmo, sizeof(tmo), "%d", timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1);
     const char *k[] = {"dbname", "application_name", "connect_timeout", NULL};
     const char *v[] = {conf->pg_dsn, "zx-sync-setup", tmo, NULL};
     PGconn *c = PQconnectdbParams(k, v, 1);
     int rc = -1;
     PGresult *r = NULL;
+    char *lit = NULL;
+    role_state st;
     if (PQstatus(c) != CONNECTION_OK) {
         snprintf(err, errlen, "sync %s: cannot connect to the workspace %s: %s", sync,
                  conf->pg_dsn_shown, PQerrorMessage(c));
         goto out;
     }
+    zx_author_role_mark(a->name, mark, sizeof(mark));
     if (quoted(c, role, qrole, sizeof(qrole)) < 0 ||
-        quoted(c, conf->pg_schema, qschema, sizeof(qschema)) < 0) {
+        quoted(c, conf->pg_schema, qschema, sizeof(qschema)) < 0 ||
+        !(lit = PQescapeLiteral(c, mark, strlen(mark)))) {
         snprintf(err, errlen, "sync %s: out of memory", sync);
         goto out;
     }
@@ -182,19 +255,41 @@ static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_auth
     if (run(c, "BEGIN", 0, NULL, sync, "workspace", NULL, err, errlen) < 0 ||
         run(c, "SELECT pg_advisory_xact_lock(hashtext('zx_author:' || $1))", 1, p1, sync,
             "workspace", NULL, err, errlen) < 0 ||
-        run(c, "SELECT 1 FROM pg_roles WHERE rolname = $1", 1, p1, sync, "workspace", &r,
-            err, errlen) < 0)
+        read_role(c, sync, role, &st, err, errlen) < 0)
         goto out;
-    int exists = PQntuples(r) > 0;
-    PQclear(r);
-    r = NULL;
-    snprintf(sql, sizeof(sql), "%s ROLE %s %sLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
-             "NOREPLICATION NOINHERIT PASSWORD '%s'", exists ? "ALTER" : "CREATE", qrole,
-             exists ? "" : "", pw);
-    if (run(c, sql, 0, NULL, sync, "making the author's role", NULL, err, errlen) < 0) {
-        size_t l = strlen(err);
-        snprintf(err + l, errlen - l, " (the workspace's role needs CREATEROLE to make %s "
-                 "for author %s)", role, a->name);
+    if (!st.exists) {
+        /* NO... in CREATE ROLE needs no more than CREATEROLE (15 and 16) */
+        snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                 "NOREPLICATION NOBYPASSRLS NOINHERIT PASSWORD '%s'", qrole, pw);
+        if (run(c, sql, 0, NULL, sync, "making the author's role", NULL, err, errlen) < 0)
+            goto hint;
+        snprintf(sql, sizeof(sql), "COMMENT ON ROLE %s IS %s", qrole, lit);
+        if (run(c, sql, 0, NULL, sync, "marking the author's role", NULL, err, errlen) < 0)
+            goto hint;
+    } else {
+        if (strcmp(st.mark, mark) != 0) {
+            snprintf(err, errlen, "sync %s: role %s exists but is not zx's role of author %s "
+                     "(its comment: \"%.120s\"): drop it, or find who made it", sync, role,
+                     a->name, st.mark);
+            goto out;
+        }
+        /* Only what is out of step: naming SUPERUSER, REPLICATION or
+         * BYPASSRLS at all (even NO...) needs a superuser, and CREATEDB
+         * (PostgreSQL 16) CREATEDB; the role zx made has none of them. */
+        snprintf(sql, sizeof(sql), "ALTER ROLE %s%s%s%s%s%s%s%s PASSWORD '%s'", qrole,
+                 st.login ? "" : " LOGIN", st.super ? " NOSUPERUSER" : "",
+                 st.repl ? " NOREPLICATION" : "", st.bypass ? " NOBYPASSRLS" : "",
+                 st.createdb ? " NOCREATEDB" : "", st.createrole ? " NOCREATEROLE" : "",
+                 st.inherit ? " NOINHERIT" : "", pw);
+        if (run(c, sql, 0, NULL, sync, "keeping the author's role in step", NULL, err,
+                errlen) < 0)
+            goto hint;
+    }
+    if (st.member_of[0]) {
+        /* SET ROLE (set_config('role')) would reach those roles' rights */
+        snprintf(err, errlen, "sync %s: role %s of author %s is a member of %s, which zx never "
+                 "grants: REVOKE %s FROM %s", sync, role, a->name, st.member_of, st.member_of,
+                 qrole);
         goto out;
     }
     snprintf(sql, sizeof(sql), "GRANT USAGE ON SCHEMA %s TO %s", qschema, qrole);
@@ -240,11 +335,36 @@ static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_auth
         if (run(c, sql, 0, NULL, sync, "granting a table", NULL, err, errlen) < 0)
             goto out;
     }
+    /* Exactly the author's tables: a grant zx cannot revoke (made by
+     * another role, or to PUBLIC) fails the run rather than widen it. */
+    if (run(c, "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+               "WHERE n.nspname = $1 AND c.relkind IN ('r','v','m','p','f') AND "
+               "has_any_column_privilege($2, c.oid, 'SELECT') ORDER BY 1",
+            2, p2, sync, "reading the author's rights", &r, err, errlen) < 0)
+        goto out;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *t = PQgetvalue(r, i, 0);
+        int mine = 0;
+        for (size_t j = 0; j < a->ntables; j++)
+            mine |= !strcmp(a->tables[j], t);
+        if (!mine) {
+            snprintf(err, errlen, "sync %s: role %s of author %s may still read table %s.%s, "
+                     "which is not the author's: a grant zx did not make (to PUBLIC, or by "
+                     "another role) that the workspace's role cannot revoke; revoke it", sync,
+                     role, a->name, conf->pg_schema, t);
+            goto out;
+        }
+    }
+    drop_legacy_role(c, sync, conf, legacy);
     if (run(c, "COMMIT", 0, NULL, sync, "workspace", NULL, err, errlen) < 0)
         goto out;
     rc = 0;
+    goto out;
+hint:
+    privilege_hint(err, errlen, role, a->name);
 out:
     PQclear(r);
+    PQfreemem(lit);
     PQfinish(c);
     return rc;
 }
@@ -298,7 +418,8 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
 {
     pq *q = calloc(1, sizeof(*q));
     unsigned char key[32];
-    char role[80], pw[65], tmo[16], app[96], kerr[600];
+    char role[ZX_AUTHOR_ROLE_MAX], legacy[ZX_AUTHOR_ROLE_MAX], pw[65], tmo[16], app[96],
+         kerr[600];
     PGresult *r = NULL;
     char *decl = NULL;
     if (!q) {
@@ -311,9 +432,14 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
         snprintf(err, errlen, "sync %s: author %s: %s", sync, author->name, kerr);
         goto fail;
     }
-    role_name(author, key, role);
-    role_password(key, role, pw);
-    if (ensure_role(conf, sync, author, role, pw, timeout_ms, err, errlen) < 0)
+    if (zx_author_role_name(key, author->name, role) < 0) {
+        snprintf(err, errlen, "sync %s: author %s: libcrypto cannot compute HMAC-SHA-256 for "
+                 "the author's role name", sync, author->name);
+        goto fail;
+    }
+    zx_author_role_password(key, role, pw);
+    zx_author_role_legacy_name(key, author->name, legacy);
+    if (ensure_role(conf, sync, author, role, legacy, pw, timeout_ms, err, errlen) < 0)
         goto fail;
     snprintf(tmo, sizeof(tmo), "%d", timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1);
     snprintf(app, sizeof(app), "zx-sync-%.60s", sync);
