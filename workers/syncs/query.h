@@ -4,9 +4,11 @@
  *
  * The database enforces the policy, not a parser of SQL:
  *   - SQLite (query_sqlite.c): a read-only connection (SQLITE_OPEN_READONLY)
- *     whose authorizer allows reading only the author's tables and denies
- *     every write, PRAGMA, ATTACH and side-effect function; the statement
- *     must be exactly one (whatever follows it must be empty);
+ *     whose authorizer allows reading only the author's tables (and the
+ *     read-only table-valued functions json_each and json_tree) and denies
+ *     every write, PRAGMA, ATTACH and side-effect function, naming the
+ *     refused action and its object; the statement must be exactly one
+ *     (whatever follows it must be empty);
  *   - PostgreSQL (query_pg.c): a login role per author, zx_author_<name>,
  *     made (and kept in step with the author's tables: SELECT on those,
  *     nothing else) by the workspace's own role, then a second connection
