@@ -380,8 +380,11 @@ static void end_on_server(pq *q, const char **how)
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
             *how = "abandoned: neither PQcancel nor pg_terminate_backend reached the server "
                    "(its statement_timeout ends it)";
+            char m[300];
+            snprintf(m, sizeof(m), "%s", PQerrorMessage(t));
+            m[strcspn(m, "\r\n")] = '\0';
             zx_warn("event=sync_cancel_failed sync=%s backend_pid=%d error=\"%s\"", q->sync,
-                    pid, PQerrorMessage(t));
+                    pid, m);
         }
         PQclear(r);
         PQfinish(t);

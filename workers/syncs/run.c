@@ -376,6 +376,7 @@ static int stop_asked(void *rt)
 static int read_result(srun *r)
 {
     set_phase(r, "reading");
+    put_status(r, "running");   /* a long query shows as one */
     zx_query_limits lim = {
         .connect_timeout_ms = NET_TIMEOUT_MS,
         .query_timeout_ms = r->p->query_timeout_ms ? r->p->query_timeout_ms
