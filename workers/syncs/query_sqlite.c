@@ -136,7 +136,7 @@ static void refuse(sq *q, int action, const char *a1, const char *a2)
         snprintf(what, sizeof(what), "run SAVEPOINT %.100s %.100s", x, y);
         break;
     default:
-        snprintf(what, sizeof(what), "change the schema (%.100s%s%.100s)", x, a2 ? ", " : "",
+        snprintf(what, sizeof(what), "change the database (%.100s%s%.100s)", x, a2 ? ", " : "",
                  y);
     }
     /* SQLite asks this too when a table-valued function is first used
