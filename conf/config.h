@@ -269,6 +269,10 @@ typedef struct zx_conf_pipeline {
     char *dest_format;       /* "csv" | "json" | "parquet" */
     char *dest_compression;  /* parquet: "zstd" (default) | "snappy" | "none" */
     uint32_t batch_rows;     /* rows per batch sent (default 10000) */
+    uint32_t query_timeout_ms; /* `query_timeout`: the query's deadline;
+                                0 = server.sync_query_timeout */
+    uint64_t max_spill_bytes;/* `max_spill_bytes`: a run's temporary files
+                                at most; 0 = server.sync_max_spill_bytes */
     int line, column;        /* where the pipeline's name is written (1-based) */
 } zx_conf_pipeline;
 
@@ -345,6 +349,9 @@ typedef struct zx_conf {
                                     while frames keep arriving; 20 ms */
     uint32_t max_queue_delay_ms; /* a frame waiting this long for the writer
                                     makes new pushes wait; 0 = bytes only */
+    uint32_t sync_query_timeout_ms; /* default query_timeout of syncs (1 h) */
+    uint64_t sync_max_spill_bytes;  /* default max_spill_bytes of syncs
+                                       (10 GiB) */
     uint64_t ring_size;      /* per pipeline frames ring, default 64 MiB;
                                 validated >= 2 * largest body limit + 1 MiB */
     uint64_t ring_budget;    /* shared memory all pipelines' rings may take;

@@ -256,6 +256,17 @@ const zx_cf_option zx_cf_options[] = {
      "the writer runs: a writer that is down or restarting is absorbed by "
      "the ring's bytes. 0: bytes only."},
 
+    {.section = "server", .name = "sync_query_timeout", .type = ZX_CF_DURATION,
+     .def = "1h", .offset = ROOT(sync_query_timeout_ms), .min = SEC,
+     .max = 7 * 24 * HOUR,
+     .help = "The default `query_timeout` of reverse syncs: how long a "
+     "sync's query may take, from its start to its last row read."},
+    {.section = "server", .name = "sync_max_spill_bytes", .type = ZX_CF_SIZE,
+     .def = "10GiB", .offset = ROOT(sync_max_spill_bytes), .min = MiB,
+     .max = 1024 * GiB,
+     .help = "The default `max_spill_bytes` of reverse syncs: the bytes a "
+     "run may write to its temporary files in `<data_dir>/tmp`."},
+
     {.section = "server.http", .name = "listen", .type = ZX_CF_LISTEN,
      .def = "127.0.0.1:8780", .offset = HTTP(listen),
      .help = "Address and port of the gateway: `host:port` or "
@@ -675,6 +686,25 @@ const zx_cf_option zx_cf_options[] = {
      .def = "10000", .offset = PIPE(batch_rows), .min = 1, .max = 1000000,
      .sources = sync_only,
      .help = "Rows per batch sent to the destination."},
+    {.section = "pipelines.<name>", .name = "query_timeout",
+     .type = ZX_CF_DURATION, .def_doc = "`server.sync_query_timeout` (1h)",
+     .offset = PIPE(query_timeout_ms), .min = SEC, .max = 7 * 24 * HOUR,
+     .sources = sync_only,
+     .help = "How long the query may take, from its start to its last row "
+     "read (in `replace` and `append` without `key`, that includes the "
+     "time the destination takes to write them). Enforced by the "
+     "database (PostgreSQL: `statement_timeout`; SQLite: interrupted) "
+     "and by zx: past it, the query is cancelled and the run fails, "
+     "naming this option. A stop (`zxctl stop`, zxd stopping) cancels the "
+     "query on the server the same way."},
+    {.section = "pipelines.<name>", .name = "max_spill_bytes",
+     .type = ZX_CF_SIZE, .def_doc = "`server.sync_max_spill_bytes` (10GiB)",
+     .offset = PIPE(max_spill_bytes), .min = MiB, .max = 1024 * GiB,
+     .sources = sync_only,
+     .help = "Bytes a run may write to its temporary files (the rows to "
+     "send, the sorted keys, the hashes and deletes kept until the "
+     "destination commits). A run that would write more fails, naming "
+     "this option, before anything is sent; its files are gone with it."},
     {.section = "pipelines.<name>.destination", .name = "connection",
      .type = ZX_CF_STRING, .def_doc = "none",
      .offset = PIPE(dest_connection), .sources = sync_only,

@@ -5,6 +5,7 @@
  * the external key sorter (several runs on disk merged in key-hash order,
  * duplicates one after the other).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -95,7 +96,7 @@ static void test_spill(const char *dir)
     zx_spill sp;
     char err[300];
     zx_hbuf rec = {0};
-    CHECK(zx_spill_open(&sp, dir, err, sizeof(err)) == 0);
+    CHECK(zx_spill_open(&sp, dir, NULL, err, sizeof(err)) == 0);
     for (int i = 0; i < 1000; i++) {
         char a[32];
         int n = snprintf(a, sizeof(a), "rec-%d", i);
@@ -117,14 +118,41 @@ static void test_spill(const char *dir)
     CHECK(zx_spill_get(&sp, &rec) < 0);
     zx_spill_close(&sp);
     zx_spill_close(&sp);                                /* twice: fine */
-    CHECK(zx_spill_open(&sp, "/proc/nope/x", err, sizeof(err)) < 0 && strstr(err, "/proc/nope"));
+    CHECK(zx_spill_open(&sp, "/proc/nope/x", NULL, err, sizeof(err)) < 0 && strstr(err, "/proc/nope"));
     zx_hbuf_free(&rec);
 }
+
+/* Two spills share one budget: the put that would pass it is refused
+ * whole (EFBIG), the budget says so, and what was written reads back. */
+static void test_spill_budget(const char *dir)
+{
+    zx_spill a, b;
+    zx_spill_budget bud = {.limit = 100};
+    char err[300];
+    zx_hbuf rec = {0};
+    CHECK(zx_spill_open(&a, dir, &bud, err, sizeof(err)) == 0);
+    CHECK(zx_spill_open(&b, dir, &bud, err, sizeof(err)) == 0);
+    CHECK(zx_spill_put(&a, "0123456789", 10, NULL, 0) == 0);        /* 14 bytes */
+    CHECK(zx_spill_put(&b, "0123456789012345678901234567890123456789", 40, NULL, 0) == 0);
+    CHECK(bud.used == 58 && !bud.exceeded);
+    /* 58 + 4 + 41 = 103 > 100: refused, nothing of it written */
+    errno = 0;
+    CHECK(zx_spill_put(&b, "0123456789012345678901234567890123456789", 40, "x", 1) < 0);
+    CHECK(errno == EFBIG && bud.exceeded && bud.used == 58);
+    CHECK(zx_spill_put(&a, "0123456789", 10, NULL, 0) == 0 && bud.used == 72);  /* still fits */
+    CHECK(zx_spill_rewind(&b) == 0);
+    CHECK(zx_spill_get(&b, &rec) == 1 && rec.len == 40);
+    CHECK(zx_spill_get(&b, &rec) == 0);
+    zx_spill_close(&a);
+    zx_spill_close(&b);
+    zx_hbuf_free(&rec);
+}
+
 
 static void test_keysort(const char *dir, size_t nkeys, size_t mem)
 {
     char err[300];
-    zx_keysort *k = zx_keysort_new(dir, mem);
+    zx_keysort *k = zx_keysort_new(dir, mem, NULL);
     CHECK(k != NULL);
     if (!k)
         return;
@@ -174,6 +202,7 @@ int main(void)
         return 1;
     test_hashes();
     test_spill(dir);
+    test_spill_budget(dir);
     test_keysort(dir, 5000, 1 << 20);          /* in memory */
     test_keysort(dir, 200000, 1 << 20);        /* several runs on disk */
     rmdir(dir);

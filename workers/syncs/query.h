@@ -4,9 +4,11 @@
  *
  * The database enforces the policy, not a parser of SQL:
  *   - SQLite (query_sqlite.c): a read-only connection (SQLITE_OPEN_READONLY)
- *     whose authorizer allows reading only the author's tables and denies
- *     every write, PRAGMA, ATTACH and side-effect function; the statement
- *     must be exactly one (whatever follows it must be empty);
+ *     whose authorizer allows reading only the author's tables (and the
+ *     read-only table-valued functions json_each and json_tree) and denies
+ *     every write, PRAGMA, ATTACH and side-effect function, naming the
+ *     refused action and its object; the statement must be exactly one
+ *     (whatever follows it must be empty);
  *   - PostgreSQL (query_pg.c): a login role per author, of that author
  *     alone (author_role.h), made (and kept in step with the author's
  *     tables: SELECT on those, nothing else) by the workspace's own role,
@@ -21,6 +23,21 @@
  * Errors: one line a person can act on, naming the sync ("sync
  * crm_customers: the query reads table orders, which author alice may not
  * read (alice's tables: customers)").
+ *
+ * Limits (zx_query_limits): the query has a deadline, from zx_query_open
+ * to its last row, and a stop (the worker's SIGTERM flag, read through a
+ * callback); whichever comes first ends it ON THE SERVER before the call
+ * returns, never by only closing the client's side:
+ *   - PostgreSQL: every wait for the server is a poll() of at most 200 ms
+ *     (a signal wakes it at once) that looks at both; then PQcancel, up to
+ *     3 s for the statement to end, else pg_terminate_backend of its
+ *     backend from a second connection as the same role.  The session
+ *     also bounds itself should the worker die outright (SIGKILL):
+ *     statement_timeout and idle_in_transaction_session_timeout = the
+ *     deadline, TCP keepalives, and client_connection_check_interval (PG
+ *     14+) so that a backend whose client vanished notices within seconds;
+ *   - SQLite: a progress handler interrupts the statement.
+ * The message then names the option (query_timeout) or the stop.
  */
 #ifndef ZX_SYNCS_QUERY_H
 #define ZX_SYNCS_QUERY_H
@@ -34,20 +51,34 @@
 
 typedef struct zx_query zx_query;
 
+/* What bounds a query.  Copied by zx_query_open; ctx must outlive the
+ * query. */
+typedef struct zx_query_limits {
+    int connect_timeout_ms;     /* connecting (and the author's role set-up) */
+    uint32_t query_timeout_ms;  /* from zx_query_open to the last row read:
+                                   past it the query is cancelled (0: 1 h) */
+    int (*stopping)(void *ctx); /* nonzero: stop now (NULL: never); called
+                                   from the waits and SQLite's progress
+                                   handler, so it must be cheap */
+    void *ctx;
+} zx_query_limits;
+
 /* Run `sql` on conf's workspace as author `author` for sync `sync` (a name
- * for messages).  timeout_ms bounds connecting and each wait for the
- * server.  On success *out holds the open query, positioned before the
- * first row; its columns are known.  0, or -1 with err set (nothing
- * held). */
+ * for messages), within lim.  On success *out holds the open query,
+ * positioned before the first row; its columns are known.  0, or -1 with
+ * err set (nothing held; a query that was cut by lim is already cancelled
+ * on the server). */
 int zx_query_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,
-                  const char *sql, int timeout_ms, zx_query **out, char *err, size_t errlen);
+                  const char *sql, const zx_query_limits *lim, zx_query **out, char *err,
+                  size_t errlen);
 
 /* The result's columns: *n of them, valid until zx_query_close. */
 const zx_dcol *zx_query_columns(const zx_query *q, size_t *n);
 
 /* Reset rs and fill it with up to max rows (columns exactly the result's,
  * in order, even when no row comes).  Returns the rows read (0: the end),
- * or -1 with err set. */
+ * or -1 with err set (past the deadline or stopped: the query is cancelled
+ * on the server first). */
 int64_t zx_query_next(zx_query *q, zx_rowset *rs, size_t max, char *err, size_t errlen);
 
 /* End the transaction, disconnect, free.  NULL is a no-op. */
@@ -60,16 +91,27 @@ int zx_query_rs_columns(zx_rowset *rs, const zx_dcol *cols, size_t n);
  * and -1 when two of cols have the same name, else 0. */
 int zx_query_unique_names(const zx_dcol *cols, size_t n, const char *sync, char *err,
                           size_t errlen);
+/* Why a query was cut short (the backends' messages say it alike). */
+typedef enum { ZX_QUERY_RAN = 0, ZX_QUERY_TIMED_OUT, ZX_QUERY_STOPPED } zx_query_cut;
+/* err = the message of a query cut for why (ZX_QUERY_TIMED_OUT: naming
+ * query_timeout and its value timeout_ms; ZX_QUERY_STOPPED: the stop);
+ * how says how it ended on the server ("cancelled"...).  Returns -1. */
+int zx_query_cut_msg(zx_query_cut why, const char *sync, uint32_t timeout_ms, const char *how,
+                     char *err, size_t errlen);
+/* The deadline (zx_mono_ms clock) of a query opened now under lim. */
+int64_t zx_query_deadline(const zx_query_limits *lim);
 
 /* The backends (query_sqlite.c, query_pg.c), behind the functions above
  * (query_common.c picks one by the workspace's kind). */
 int zx_qsq_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,
-                const char *sql, int timeout_ms, void **out, char *err, size_t errlen);
+                const char *sql, const zx_query_limits *lim, void **out, char *err,
+                size_t errlen);
 const zx_dcol *zx_qsq_columns(const void *q, size_t *n);
 int64_t zx_qsq_next(void *q, zx_rowset *rs, size_t max, char *err, size_t errlen);
 void zx_qsq_close(void *q);
 int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,
-                const char *sql, int timeout_ms, void **out, char *err, size_t errlen);
+                const char *sql, const zx_query_limits *lim, void **out, char *err,
+                size_t errlen);
 const zx_dcol *zx_qpg_columns(const void *q, size_t *n);
 int64_t zx_qpg_next(void *q, zx_rowset *rs, size_t max, char *err, size_t errlen);
 void zx_qpg_close(void *q);

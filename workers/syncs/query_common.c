@@ -5,13 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 struct zx_query {
     int pg;          /* 1: the PostgreSQL workspace */
     void *impl;
 };
 
 int zx_query_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,
-                  const char *sql, int timeout_ms, zx_query **out, char *err, size_t errlen)
+                  const char *sql, const zx_query_limits *lim, zx_query **out, char *err,
+                  size_t errlen)
 {
     zx_query *q = calloc(1, sizeof(*q));
     if (!q) {
@@ -19,8 +22,8 @@ int zx_query_open(const zx_conf *conf, const char *sync, const zx_conf_author *a
         return -1;
     }
     q->pg = conf->ws_kind == ZX_WS_KIND_POSTGRES;
-    int rc = q->pg ? zx_qpg_open(conf, sync, author, sql, timeout_ms, &q->impl, err, errlen)
-                   : zx_qsq_open(conf, sync, author, sql, timeout_ms, &q->impl, err, errlen);
+    int rc = q->pg ? zx_qpg_open(conf, sync, author, sql, lim, &q->impl, err, errlen)
+                   : zx_qsq_open(conf, sync, author, sql, lim, &q->impl, err, errlen);
     if (rc < 0) {
         free(q);
         return -1;
@@ -73,4 +76,37 @@ int zx_query_unique_names(const zx_dcol *cols, size_t n, const char *sync, char 
                 return -1;
             }
     return 0;
+}
+
+int64_t zx_query_deadline(const zx_query_limits *lim)
+{
+    uint32_t t = lim && lim->query_timeout_ms ? lim->query_timeout_ms : 3600u * 1000u;
+    return zx_mono_ms() + (int64_t)t;
+}
+
+/* ms as the config file would write it: 90s, 2m, 1h, 1500ms. */
+static void duration_text(uint32_t ms, char *out, size_t len)
+{
+    static const struct { uint32_t ms; const char *unit; } units[] = {
+        {3600000u, "h"}, {60000u, "m"}, {1000u, "s"}, {1u, "ms"}};
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (ms % units[i].ms == 0 || units[i].ms == 1) {
+            snprintf(out, len, "%u%s", ms / units[i].ms, units[i].unit);
+            return;
+        }
+}
+
+int zx_query_cut_msg(zx_query_cut why, const char *sync, uint32_t timeout_ms, const char *how,
+                     char *err, size_t errlen)
+{
+    char d[32];
+    duration_text(timeout_ms ? timeout_ms : 3600u * 1000u, d, sizeof(d));
+    if (why == ZX_QUERY_TIMED_OUT)
+        snprintf(err, errlen, "sync %s: the query ran past its query_timeout (%s) and was %s; "
+                 "nothing was committed (raise query_timeout of the sync, or "
+                 "server.sync_query_timeout, or make the query cheaper)", sync, d, how);
+    else
+        snprintf(err, errlen, "sync %s: stopped while the query ran (zxd is stopping or the "
+                 "run was cancelled); the query was %s", sync, how);
+    return -1;
 }

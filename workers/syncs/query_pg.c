@@ -29,26 +29,45 @@
  * protocol (which refuses a second statement, and DECLARE anything but
  * one SELECT), its columns described, then the same query, in the same
  * snapshot, as `COPY (<query>) TO STDOUT` (text), read row by row.
+ *
+ * Every wait on that connection goes through wait_sock (query.h "Limits"):
+ * nothing blocks in libpq, so a stop or the deadline is seen within 200 ms
+ * (at once for a signal) and ends the statement on the server (PQcancel,
+ * else pg_terminate_backend) before the worker goes on.
  */
 #include "workers/syncs/query.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/timefmt.h"
+#include "common/util.h"
 #include "workers/sources/pg_values.h"
 #include "workers/syncs/author_role.h"
+
+#define WAIT_SLICE_MS 200          /* the longest a wait goes without looking
+                                      at the stop and the deadline */
+#define CANCEL_WAIT_MS 3000        /* after PQcancel, before terminating */
+#define CHECK_INTERVAL "2s"        /* client_connection_check_interval */
 
 typedef struct pq {
     PGconn *conn;
     const char *sync;
     const zx_conf_author *author;
+    const zx_conf *conf;
+    zx_query_limits lim;
+    int64_t deadline_ms;          /* zx_mono_ms clock */
+    zx_query_cut cut;             /* why the query was cut short, if it was */
+    int in_copy;                  /* the COPY's rows are coming */
+    char role[ZX_AUTHOR_ROLE_MAX], pw[65]; /* to terminate the backend, if need be */
     zx_dcol *cols;
     uint32_t *oids;
     size_t ncols;
@@ -413,13 +432,280 @@ static void policy_hint(const pq *q, char *err, size_t errlen)
         snprintf(err + l + off, errlen - l - off, ")");
 }
 
+/* ---- waiting, cancelling ---------------------------------------------- */
+
+/* Make sure the statement on q->conn is over on the server: PQcancel, up
+ * to CANCEL_WAIT_MS for it to end (its rows and results discarded), else
+ * pg_terminate_backend of its backend from a second connection as the same
+ * role (a role may end its own backends).  Then q->conn is closed either
+ * way.  *how = what happened, for the message. */
+static void end_on_server(pq *q, const char **how)
+{
+    *how = "cancelled on the server";
+    if (!q->conn)
+        return;
+    int pid = PQbackendPID(q->conn);
+    char eb[256];
+    PGcancel *c = PQgetCancel(q->conn);
+    int sent = c && PQcancel(c, eb, sizeof(eb));
+    PQfreeCancel(c);
+    int ended = 0;
+    int64_t until = zx_mono_ms() + CANCEL_WAIT_MS;
+    while (sent && !ended) {
+        if (!PQconsumeInput(q->conn))
+            break;
+        int progressed = 0;
+        if (q->in_copy) {
+            char *b = NULL;
+            int n = PQgetCopyData(q->conn, &b, 1);
+            if (n > 0) {
+                PQfreemem(b);
+                progressed = 1;
+            } else if (n == -1) {
+                q->in_copy = 0;
+                progressed = 1;
+            } else if (n == -2) {
+                break;
+            }
+        } else if (!PQisBusy(q->conn)) {
+            PGresult *r = PQgetResult(q->conn);
+            if (!r)
+                ended = 1;
+            else if (PQresultStatus(r) == PGRES_COPY_OUT)
+                q->in_copy = 1;
+            PQclear(r);
+            progressed = 1;
+        }
+        if (progressed)
+            continue;
+        int64_t left = until - zx_mono_ms();
+        if (left <= 0)
+            break;
+        struct pollfd p = {PQsocket(q->conn), POLLIN, 0};
+        if (p.fd < 0 || (poll(&p, 1, (int)(left < 100 ? left : 100)) < 0 && errno != EINTR))
+            break;
+    }
+    if (!ended && pid > 0) {
+        *how = "terminated on the server (pg_terminate_backend)";
+        char pids[16];
+        snprintf(pids, sizeof(pids), "%d", pid);
+        const char *k[] = {"dbname", "user", "password", "application_name", "connect_timeout",
+                           NULL};
+        const char *v[] = {q->conf->pg_dsn, q->role, q->pw, "zx-sync-cancel", "2", NULL};
+        PGconn *t = PQconnectdbParams(k, v, 1);
+        const char *pv[] = {pids};
+        PGresult *r = PQstatus(t) == CONNECTION_OK
+            ? PQexecParams(t, "SELECT pg_terminate_backend($1::int)", 1, NULL, pv, NULL, NULL, 0)
+            : NULL;
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            *how = "abandoned: neither PQcancel nor pg_terminate_backend reached the server "
+                   "(its statement_timeout ends it)";
+            char m[300];
+            snprintf(m, sizeof(m), "%s", PQerrorMessage(t));
+            m[strcspn(m, "\r\n")] = '\0';
+            zx_warn("event=sync_cancel_failed sync=%s backend_pid=%d error=\"%s\"", q->sync,
+                    pid, m);
+        }
+        PQclear(r);
+        PQfinish(t);
+    }
+    PQfinish(q->conn);
+    q->conn = NULL;
+    q->in_copy = 0;
+}
+
+/* The stop or the deadline, if either has come: q->cut, the statement
+ * ended on the server, err set, -1.  Else 0. */
+static int check_cut(pq *q, char *err, size_t errlen)
+{
+    if (q->lim.stopping && q->lim.stopping(q->lim.ctx))
+        q->cut = ZX_QUERY_STOPPED;
+    else if (zx_mono_ms() >= q->deadline_ms)
+        q->cut = ZX_QUERY_TIMED_OUT;
+    else
+        return 0;
+    const char *how;
+    end_on_server(q, &how);
+    return zx_query_cut_msg(q->cut, q->sync, q->lim.query_timeout_ms, how, err, errlen);
+}
+
+/* Wait until q->conn's socket is readable (writable when out) or the
+ * deadline (connecting: until, else the query's) passes; each poll at
+ * most WAIT_SLICE_MS, a signal ends it at once, and then the stop is
+ * looked at.  0 ready (or a slice passed: the caller tries again); -1
+ * with err set (cut: ended on the server; or the socket failed). */
+static int wait_sock(pq *q, int out, int64_t until, char *err, size_t errlen)
+{
+    if (check_cut(q, err, errlen) < 0)
+        return -1;
+    int64_t left = until - zx_mono_ms();
+    if (left <= 0)
+        return 0;
+    struct pollfd p = {PQsocket(q->conn), out ? POLLOUT : POLLIN, 0};
+    if (p.fd < 0) {
+        snprintf(err, errlen, "sync %s: the connection to the workspace is lost: %s", q->sync,
+                 PQerrorMessage(q->conn));
+        return -1;
+    }
+    if (poll(&p, 1, (int)(left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS)) < 0 &&
+        errno != EINTR) {
+        snprintf(err, errlen, "sync %s: waiting for the workspace: %s", q->sync,
+                 strerror(errno));
+        return -1;
+    }
+    return check_cut(q, err, errlen);
+}
+
+/* Consume what the server sent until a result is ready (no blocking). */
+static int await_ready(pq *q, char *err, size_t errlen)
+{
+    while (PQisBusy(q->conn)) {
+        if (wait_sock(q, 0, q->deadline_ms, err, errlen) < 0)
+            return -1;
+        if (!PQconsumeInput(q->conn)) {
+            snprintf(err, errlen, "sync %s: the connection to the workspace is lost: %s",
+                     q->sync, PQerrorMessage(q->conn));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* After a PQsend*: its result in *out (the caller clears it).  A COPY's
+ * first result (PGRES_COPY_OUT) is returned at once, its rows to be read;
+ * else every result is read and the first kept.  0, or -1 with err set
+ * (cut, or the connection lost: nothing in *out). */
+static int await_result(pq *q, PGresult **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    for (;;) {
+        if (await_ready(q, err, errlen) < 0) {
+            PQclear(*out);
+            *out = NULL;
+            return -1;
+        }
+        PGresult *r = PQgetResult(q->conn);
+        if (!r)
+            return 0;
+        if (PQresultStatus(r) == PGRES_COPY_OUT) {
+            q->in_copy = 1;
+            PQclear(*out);
+            *out = r;
+            return 0;
+        }
+        if (*out)
+            PQclear(r);
+        else
+            *out = r;
+    }
+}
+
+/* err = "sync S: <what>: <the server's message>" for result r (its first
+ * line), or the query_timeout message for the server's statement_timeout. */
+static void server_error(pq *q, PGresult *r, const char *what, char *err, size_t errlen)
+{
+    const char *m = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (code && !strcmp(code, "57014") && m && strstr(m, "statement timeout")) {
+        q->cut = ZX_QUERY_TIMED_OUT;
+        zx_query_cut_msg(q->cut, q->sync, q->lim.query_timeout_ms,
+                         "cancelled by the server (statement_timeout)", err, errlen);
+        return;
+    }
+    snprintf(err, errlen, "sync %s: %s: %s", q->sync, what, m ? m : PQerrorMessage(q->conn));
+    char *nl = strchr(err, '\n');
+    if (nl)
+        *nl = '\0';
+}
+
+/* One command on the query's connection, within its limits: its result in
+ * *keep (or cleared).  0, or -1 with err = "sync S: what: ...". */
+static int qexec(pq *q, const char *sql, const char *what, PGresult **keep, char *err,
+                 size_t errlen)
+{
+    PGresult *r = NULL;
+    if (!PQsendQueryParams(q->conn, sql, 0, NULL, NULL, NULL, NULL, 0)) {
+        server_error(q, NULL, what, err, errlen);
+        return -1;
+    }
+    if (await_result(q, &r, err, errlen) < 0)
+        return -1;
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_COPY_OUT) {
+        server_error(q, r, what, err, errlen);
+        PQclear(r);
+        return -1;
+    }
+    if (keep)
+        *keep = r;
+    else
+        PQclear(r);
+    return 0;
+}
+
+/* Connect as the author's role without blocking: the stop and the connect
+ * timeout are looked at while the server answers.  The session bounds
+ * itself (statement_timeout...) should this worker die. */
+static int connect_q(pq *q, const char *app, char *err, size_t errlen)
+{
+    int ct = q->lim.connect_timeout_ms > 0 ? q->lim.connect_timeout_ms : 30000;
+    uint32_t qt = q->lim.query_timeout_ms ? q->lim.query_timeout_ms : 3600u * 1000u;
+    char tmo[16], opts[400];
+    snprintf(tmo, sizeof(tmo), "%d", ct / 1000 > 1 ? ct / 1000 : 2);
+    snprintf(opts, sizeof(opts), "-c DateStyle=ISO -c TimeZone=UTC -c extra_float_digits=3 "
+             "-c statement_timeout=%u -c idle_in_transaction_session_timeout=%u "
+             "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 "
+             "-c tcp_keepalives_count=3", qt, qt);
+    const char *k[] = {"dbname", "user", "password", "application_name", "connect_timeout",
+                       "options", "keepalives", "keepalives_idle", NULL};
+    const char *v[] = {q->conf->pg_dsn, q->role, q->pw, app, tmo, opts, "1", "30", NULL};
+    q->conn = PQconnectStartParams(k, v, 1);
+    int64_t until = zx_mono_ms() + ct;
+    PostgresPollingStatusType ps = PGRES_POLLING_WRITING;
+    while (q->conn && PQstatus(q->conn) != CONNECTION_BAD && ps != PGRES_POLLING_OK &&
+           ps != PGRES_POLLING_FAILED) {
+        if (zx_mono_ms() >= until) {
+            snprintf(err, errlen, "sync %s: cannot connect to the workspace %s as %s within "
+                     "%d s", q->sync, q->conf->pg_dsn_shown, q->role, ct / 1000);
+            return -1;
+        }
+        if (wait_sock(q, ps == PGRES_POLLING_WRITING, until, err, errlen) < 0)
+            return -1;
+        ps = PQconnectPoll(q->conn);
+    }
+    if (!q->conn || PQstatus(q->conn) != CONNECTION_OK) {
+        snprintf(err, errlen, "sync %s: cannot connect to the workspace %s as %s (author %s; "
+                 "pg_hba.conf must let it in with a password): %s", q->sync,
+                 q->conf->pg_dsn_shown, q->role, q->author->name,
+                 q->conn ? PQerrorMessage(q->conn) : "out of memory");
+        char *nl = strrchr(err, '\n');
+        if (nl && !nl[1])
+            *nl = '\0';
+        return -1;
+    }
+    /* PG 14+: a backend whose client vanished (a SIGKILLed worker) finds
+     * out within seconds even while it computes; refused elsewhere (not
+     * Linux): statement_timeout remains */
+    if (PQserverVersion(q->conn) >= 140000) {
+        char e2[300];
+        if (qexec(q, "SET client_connection_check_interval = '" CHECK_INTERVAL "'",
+                  "workspace", NULL, e2, sizeof(e2)) < 0) {
+            if (q->cut || !q->conn) {
+                snprintf(err, errlen, "%s", e2);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,
-                  const char *sql, int timeout_ms, void **out, char *err, size_t errlen)
+                  const char *sql, const zx_query_limits *lim, void **out, char *err,
+                  size_t errlen)
 {
     pq *q = calloc(1, sizeof(*q));
     unsigned char key[32];
-    char role[ZX_AUTHOR_ROLE_MAX], legacy[ZX_AUTHOR_ROLE_MAX], pw[65], tmo[16], app[96],
-         kerr[600];
+    char legacy[ZX_AUTHOR_ROLE_MAX], app[96], kerr[600];
     PGresult *r = NULL;
     char *decl = NULL;
     if (!q) {
@@ -428,45 +714,45 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
     }
     q->sync = sync;
     q->author = author;
+    q->conf = conf;
+    if (lim)
+        q->lim = *lim;
+    q->deadline_ms = zx_query_deadline(lim);
+    int timeout_ms = q->lim.connect_timeout_ms > 0 ? q->lim.connect_timeout_ms : 30000;
     if (author_key(conf->data_dir, key, kerr, sizeof(kerr)) < 0) {
         snprintf(err, errlen, "sync %s: author %s: %s", sync, author->name, kerr);
         goto fail;
     }
-    if (zx_author_role_name(key, author->name, role) < 0) {
+    if (zx_author_role_name(key, author->name, q->role) < 0) {
         snprintf(err, errlen, "sync %s: author %s: libcrypto cannot compute HMAC-SHA-256 for "
                  "the author's role name", sync, author->name);
         goto fail;
     }
-    zx_author_role_password(key, role, pw);
+    zx_author_role_password(key, q->role, q->pw);
     zx_author_role_legacy_name(key, author->name, legacy);
-    if (ensure_role(conf, sync, author, role, legacy, pw, timeout_ms, err, errlen) < 0)
+    if (ensure_role(conf, sync, author, q->role, legacy, q->pw, timeout_ms, err, errlen) < 0)
         goto fail;
-    snprintf(tmo, sizeof(tmo), "%d", timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1);
     snprintf(app, sizeof(app), "zx-sync-%.60s", sync);
-    const char *k[] = {"dbname", "user", "password", "application_name", "connect_timeout",
-                       "options", NULL};
-    const char *v[] = {conf->pg_dsn, role, pw, app, tmo,
-                       "-c DateStyle=ISO -c TimeZone=UTC -c extra_float_digits=3", NULL};
-    q->conn = PQconnectdbParams(k, v, 1);
-    if (PQstatus(q->conn) != CONNECTION_OK) {
-        snprintf(err, errlen, "sync %s: cannot connect to the workspace %s as %s (author %s; "
-                 "pg_hba.conf must let it in with a password): %s", sync, conf->pg_dsn_shown,
-                 role, author->name, PQerrorMessage(q->conn));
+    if (connect_q(q, app, err, errlen) < 0)
         goto fail;
-    }
     char qschema[200], sp[260];
     if (quoted(q->conn, conf->pg_schema, qschema, sizeof(qschema)) < 0)
         goto oom;
     snprintf(sp, sizeof(sp), "SET LOCAL search_path TO %s", qschema);
-    if (run(q->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, sync,
-            "workspace", NULL, err, errlen) < 0 ||
-        run(q->conn, sp, 0, NULL, sync, "workspace", NULL, err, errlen) < 0)
+    if (qexec(q, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "workspace", NULL, err,
+              errlen) < 0 ||
+        qexec(q, sp, "workspace", NULL, err, errlen) < 0)
         goto fail;
     size_t dl = strlen(sql) + 64;
     if (!(decl = malloc(dl)))
         goto oom;
     snprintf(decl, dl, "DECLARE zx_sync NO SCROLL CURSOR FOR %s", sql);
-    r = PQexecParams(q->conn, decl, 0, NULL, NULL, NULL, NULL, 0);
+    if (!PQsendQueryParams(q->conn, decl, 0, NULL, NULL, NULL, NULL, 0) ||
+        await_result(q, &r, err, errlen) < 0) {
+        if (!q->cut && q->conn)
+            server_error(q, NULL, "workspace", err, errlen);
+        goto fail;
+    }
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
         if (m && strstr(m, "multiple commands"))
@@ -474,9 +760,11 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
                      "one follows the first", sync);
         else if (m && strstr(m, "DECLARE CURSOR can only"))
             snprintf(err, errlen, "sync %s: the query is not a read-only SELECT: %s", sync, m);
-        else
-            snprintf(err, errlen, "sync %s: the query failed as author %s: %s", sync,
-                     author->name, m ? m : PQerrorMessage(q->conn));
+        else {
+            char what[200];
+            snprintf(what, sizeof(what), "the query failed as author %s", author->name);
+            server_error(q, r, what, err, errlen);
+        }
         char *nl = strchr(err, '\n');
         if (nl)
             *nl = '\0';
@@ -484,10 +772,12 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
         goto fail;
     }
     PQclear(r);
-    r = PQdescribePortal(q->conn, "zx_sync");
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        snprintf(err, errlen, "sync %s: cannot describe the query's result: %s", sync,
-                 PQerrorMessage(q->conn));
+    r = NULL;
+    if (!PQsendDescribePortal(q->conn, "zx_sync") || await_result(q, &r, err, errlen) < 0 ||
+        PQresultStatus(r) != PGRES_COMMAND_OK) {
+        if (!q->cut && q->conn)
+            snprintf(err, errlen, "sync %s: cannot describe the query's result: %s", sync,
+                     PQerrorMessage(q->conn));
         goto fail;
     }
     int n = PQnfields(r);
@@ -515,17 +805,19 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
      * proved it one complete SELECT; the newlines keep a trailing -- comment
      * from eating the parenthesis; COPY to a file or a program is refused to
      * the author's role anyway. */
-    if (run(q->conn, "CLOSE zx_sync", 0, NULL, sync, "workspace", NULL, err, errlen) < 0)
+    if (qexec(q, "CLOSE zx_sync", "workspace", NULL, err, errlen) < 0)
         goto fail;
     snprintf(decl, dl, "COPY (\n%s\n) TO STDOUT", sql);
-    r = PQexecParams(q->conn, decl, 0, NULL, NULL, NULL, NULL, 0);
+    if (!PQsendQueryParams(q->conn, decl, 0, NULL, NULL, NULL, NULL, 0) ||
+        await_result(q, &r, err, errlen) < 0) {
+        if (!q->cut && q->conn)
+            server_error(q, NULL, "workspace", err, errlen);
+        goto fail;
+    }
     if (PQresultStatus(r) != PGRES_COPY_OUT) {
-        const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-        snprintf(err, errlen, "sync %s: the query failed as author %s: %s", sync,
-                 author->name, m ? m : PQerrorMessage(q->conn));
-        char *nl = strchr(err, '\n');
-        if (nl)
-            *nl = '\0';
+        char what[200];
+        snprintf(what, sizeof(what), "the query failed as author %s", author->name);
+        server_error(q, r, what, err, errlen);
         policy_hint(q, err, errlen);
         goto fail;
     }
@@ -644,27 +936,37 @@ int64_t zx_qpg_next(void *qq, zx_rowset *rs, size_t max, char *err, size_t errle
         return -1;
     }
     int64_t nr = 0;
+    if (!q->done && check_cut(q, err, errlen) < 0)
+        return -1;
     while (!q->done && (size_t)nr < max) {
         char *line = NULL;
-        int len = PQgetCopyData(q->conn, &line, 0);
+        int len = PQgetCopyData(q->conn, &line, 1);
+        if (len == 0) {   /* nothing buffered: wait for the server */
+            if (wait_sock(q, 0, q->deadline_ms, err, errlen) < 0)
+                return -1;
+            if (!PQconsumeInput(q->conn)) {
+                snprintf(err, errlen, "sync %s: reading the query's result: %s", q->sync,
+                         PQerrorMessage(q->conn));
+                return -1;
+            }
+            continue;
+        }
         if (len == -1) {   /* the end: the COPY's own result follows */
             q->done = 1;
-            PGresult *r = PQgetResult(q->conn);
-            int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-            const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-            if (!ok)
-                snprintf(err, errlen, "sync %s: the query failed as author %s: %s", q->sync,
-                         q->author->name, m ? m : PQerrorMessage(q->conn));
-            PQclear(r);
-            while ((r = PQgetResult(q->conn)))
+            q->in_copy = 0;
+            PGresult *r = NULL;
+            if (await_result(q, &r, err, errlen) < 0)
+                return -1;
+            if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                char what[200];
+                snprintf(what, sizeof(what), "the query failed as author %s",
+                         q->author->name);
+                server_error(q, r, what, err, errlen);
                 PQclear(r);
-            if (!ok) {
-                char *nl = strchr(err, '\n');
-                if (nl)
-                    *nl = '\0';
                 policy_hint(q, err, errlen);
                 return -1;
             }
+            PQclear(r);
             break;
         }
         if (len < 0) {
@@ -727,8 +1029,15 @@ void zx_qpg_close(void *qq)
     pq *q = (pq *)qq;
     if (!q)
         return;
+    if (q->conn && !q->done && PQtransactionStatus(q->conn) == PQTRANS_ACTIVE) {
+        /* closed before the last row (a failed destination...): the
+         * statement must not run on without us */
+        const char *how;
+        end_on_server(q, &how);
+    }
     if (q->conn)
         PQfinish(q->conn);   /* the read-only transaction ends with it */
+    explicit_bzero(q->pw, sizeof(q->pw));
     for (size_t i = 0; q->cols && i < q->ncols; i++)
         free((char *)q->cols[i].name);
     free(q->cols);

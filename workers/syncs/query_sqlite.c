@@ -1,7 +1,17 @@
 /*
  * query_sqlite.c — a sync's query on the SQLite workspace (query.h): a
  * read-only connection, an authorizer allowing only reads of the author's
- * tables, one statement, one read transaction (WAL: the writer goes on).
+ * tables (and of the read-only table-valued functions json_each and
+ * json_tree), one statement, one read transaction (WAL: the writer goes
+ * on), interrupted by a progress handler at the deadline or a stop.
+ *
+ * The table-valued functions: the first use of one on a connection
+ * declares its table, and SQLite asks the authorizer about that
+ * declaration as if it wrote sqlite_master (SQLITE_UPDATE of its columns)
+ * though nothing is written.  So each allowed one is used once before the
+ * authorizer is set; after that the query's use of it is only SQLITE_READ
+ * of its columns.  A workspace table of the same name hides the function:
+ * then the name is a table like any other (the author's, or refused).
  */
 #include "workers/syncs/query.h"
 
@@ -12,6 +22,12 @@
 #include <strings.h>
 
 #include "common/timefmt.h"
+#include "common/util.h"
+
+/* The table-valued functions a query may use: read-only, and reaching
+ * nothing but their arguments. */
+static const char *const tvfs[] = {"json_each", "json_tree"};
+#define NTVF (sizeof(tvfs) / sizeof(tvfs[0]))
 
 typedef struct sq {
     sqlite3 *db;
@@ -22,7 +38,11 @@ typedef struct sq {
     size_t ncols;
     int done;            /* sqlite3_step said DONE */
     int have_row;        /* a row is stepped to and not yet read */
-    char denied[400];    /* what the authorizer refused, for the message */
+    char denied[800];    /* what the authorizer refused, for the message */
+    int tvf_ok[NTVF];    /* 1: tvfs[i] is the function here, ready */
+    zx_query_limits lim;
+    int64_t deadline_ms; /* zx_mono_ms clock */
+    zx_query_cut cut;    /* why the progress handler interrupted it */
 } sq;
 
 /* The functions that reach outside the database (or could): denied even
@@ -43,6 +63,91 @@ static int author_has(const zx_conf_author *a, const char *table)
         if (!strcasecmp(a->tables[i], table))   /* SQLite's names ignore case */
             return 1;
     return 0;
+}
+
+static int tvf_allowed(const sq *q, const char *name)
+{
+    for (size_t i = 0; name && i < NTVF; i++)
+        if (q->tvf_ok[i] && !strcasecmp(tvfs[i], name))
+            return 1;
+    return 0;
+}
+
+/* Declare the allowed table-valued functions on the connection (see the
+ * top of the file), those no schema object hides: q->tvf_ok. */
+static void prime_tvfs(sq *q)
+{
+    for (size_t i = 0; i < NTVF; i++) {
+        sqlite3_stmt *st = NULL;
+        int hidden = 1;
+        if (sqlite3_prepare_v2(q->db, "SELECT 1 FROM sqlite_master WHERE name = ?1 "
+                               "COLLATE NOCASE", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_bind_text(st, 1, tvfs[i], -1, SQLITE_STATIC) == SQLITE_OK)
+            hidden = sqlite3_step(st) != SQLITE_DONE;
+        sqlite3_finalize(st);
+        if (hidden)
+            continue;
+        char sql[80];
+        snprintf(sql, sizeof(sql), "SELECT * FROM %s('[]')", tvfs[i]);
+        st = NULL;
+        q->tvf_ok[i] = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) == SQLITE_OK && st;
+        sqlite3_finalize(st);
+    }
+}
+
+/* SQLite's name of an authorizer action code, for messages. */
+static const char *action_name(int action)
+{
+    static const char *const names[] = {
+        "SQLITE_COPY", "SQLITE_CREATE_INDEX", "SQLITE_CREATE_TABLE",
+        "SQLITE_CREATE_TEMP_INDEX", "SQLITE_CREATE_TEMP_TABLE", "SQLITE_CREATE_TEMP_TRIGGER",
+        "SQLITE_CREATE_TEMP_VIEW", "SQLITE_CREATE_TRIGGER", "SQLITE_CREATE_VIEW",
+        "SQLITE_DELETE", "SQLITE_DROP_INDEX", "SQLITE_DROP_TABLE", "SQLITE_DROP_TEMP_INDEX",
+        "SQLITE_DROP_TEMP_TABLE", "SQLITE_DROP_TEMP_TRIGGER", "SQLITE_DROP_TEMP_VIEW",
+        "SQLITE_DROP_TRIGGER", "SQLITE_DROP_VIEW", "SQLITE_INSERT", "SQLITE_PRAGMA",
+        "SQLITE_READ", "SQLITE_SELECT", "SQLITE_TRANSACTION", "SQLITE_UPDATE",
+        "SQLITE_ATTACH", "SQLITE_DETACH", "SQLITE_ALTER_TABLE", "SQLITE_REINDEX",
+        "SQLITE_ANALYZE", "SQLITE_CREATE_VTABLE", "SQLITE_DROP_VTABLE", "SQLITE_FUNCTION",
+        "SQLITE_SAVEPOINT", "SQLITE_RECURSIVE"};
+    return action >= 0 && (size_t)action < sizeof(names) / sizeof(names[0]) ? names[action]
+                                                                            : "an unknown action";
+}
+
+/* q->denied = what a refused action would have done, naming its object,
+ * and the authorizer's action code. */
+static void refuse(sq *q, int action, const char *a1, const char *a2)
+{
+    const char *x = a1 ? a1 : "?", *y = a2 ? a2 : "";
+    char what[300];
+    switch (action) {
+    case SQLITE_INSERT: snprintf(what, sizeof(what), "insert rows into table %.100s", x); break;
+    case SQLITE_DELETE: snprintf(what, sizeof(what), "delete rows from table %.100s", x); break;
+    case SQLITE_UPDATE:
+        snprintf(what, sizeof(what), "update column %.100s of table %.100s", y, x);
+        break;
+    case SQLITE_PRAGMA:
+        snprintf(what, sizeof(what), "run PRAGMA %.100s%s%.100s%s", x, a2 ? "(" : "", y,
+                 a2 ? ")" : "");
+        break;
+    case SQLITE_ATTACH: snprintf(what, sizeof(what), "attach database %.100s", x); break;
+    case SQLITE_DETACH: snprintf(what, sizeof(what), "detach database %.100s", x); break;
+    case SQLITE_TRANSACTION: snprintf(what, sizeof(what), "run %.100s", x); break;
+    case SQLITE_SAVEPOINT:
+        snprintf(what, sizeof(what), "run SAVEPOINT %.100s %.100s", x, y);
+        break;
+    default:
+        snprintf(what, sizeof(what), "change the database (%.100s%s%.100s)", x, a2 ? ", " : "",
+                 y);
+    }
+    /* SQLite asks this too when a table-valued function is first used
+     * (its table declared): say so, or the message puzzles */
+    int schema = action == SQLITE_UPDATE && a1 && (!strcasecmp(a1, "sqlite_master") ||
+                                                   !strcasecmp(a1, "sqlite_schema"));
+    snprintf(q->denied, sizeof(q->denied), "the query is not a read-only SELECT: it would %.300s "
+             "(SQLite authorizer action %s, refused: a sync's query may only read%s)", what,
+             action_name(action), schema ? "; SQLite asks this for a write to the schema, "
+             "and when a table-valued function is first used: of those a sync may use "
+             "json_each and json_tree only" : "");
 }
 
 static void tables_list(const zx_conf_author *a, char *buf, size_t len)
@@ -68,7 +173,7 @@ static int authorize(void *ctx, int action, const char *a1, const char *a2, cons
             snprintf(q->denied, sizeof(q->denied), "the query reads database %s", db);
             return SQLITE_DENY;
         }
-        if (author_has(q->author, a1))
+        if (author_has(q->author, a1) || tvf_allowed(q, a1))
             return SQLITE_OK;
         tables_list(q->author, list, sizeof(list));
         snprintf(q->denied, sizeof(q->denied), "the query reads table %.63s, which author "
@@ -82,13 +187,7 @@ static int authorize(void *ctx, int action, const char *a1, const char *a2, cons
                  a2);
         return SQLITE_DENY;
     default:
-        snprintf(q->denied, sizeof(q->denied), "the query is not a read-only SELECT (it "
-                 "would %s)",
-                 action == SQLITE_INSERT ? "insert rows" : action == SQLITE_UPDATE
-                 ? "update rows" : action == SQLITE_DELETE ? "delete rows"
-                 : action == SQLITE_PRAGMA ? "run a PRAGMA" : action == SQLITE_ATTACH
-                 ? "attach a database" : action == SQLITE_TRANSACTION
-                 ? "control a transaction" : "change the database");
+        refuse(q, action, a1, a2);
         return SQLITE_DENY;
     }
 }
@@ -145,13 +244,29 @@ static int step(sq *q, char *err, size_t errlen)
         q->done = 1;
         return 0;
     }
+    if (rc == SQLITE_INTERRUPT && q->cut)
+        return zx_query_cut_msg(q->cut, q->sync, q->lim.query_timeout_ms, "interrupted", err,
+                                errlen);
     snprintf(err, errlen, "sync %s: the query failed on the SQLite workspace: %s", q->sync,
              q->denied[0] ? q->denied : sqlite3_errmsg(q->db));
     return -1;
 }
 
+/* SQLite's progress handler: nonzero interrupts the statement (at the
+ * deadline, or a stop). */
+static int on_progress(void *ctx)
+{
+    sq *q = ctx;
+    if (q->lim.stopping && q->lim.stopping(q->lim.ctx))
+        q->cut = ZX_QUERY_STOPPED;
+    else if (zx_mono_ms() >= q->deadline_ms)
+        q->cut = ZX_QUERY_TIMED_OUT;
+    return q->cut != ZX_QUERY_RAN;
+}
+
 int zx_qsq_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,
-                  const char *sql, int timeout_ms, void **out, char *err, size_t errlen)
+                  const char *sql, const zx_query_limits *lim, void **out, char *err,
+                  size_t errlen)
 {
     sq *q = calloc(1, sizeof(*q));
     const char *tail = NULL;
@@ -161,6 +276,10 @@ int zx_qsq_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
     }
     q->author = author;
     q->sync = sync;
+    if (lim)
+        q->lim = *lim;
+    q->deadline_ms = zx_query_deadline(lim);
+    int timeout_ms = q->lim.connect_timeout_ms;
     if (sqlite3_open_v2(conf->sqlite_path, &q->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
         snprintf(err, errlen, "sync %s: cannot open the workspace %s read-only: %s", sync,
@@ -171,7 +290,10 @@ int zx_qsq_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
     sqlite3_db_config(q->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
     sqlite3_db_config(q->db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
     sqlite3_db_config(q->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+    prime_tvfs(q);
     sqlite3_set_authorizer(q->db, authorize, q);
+    /* every 1000 virtual-machine steps: the deadline and the stop */
+    sqlite3_progress_handler(q->db, 1000, on_progress, q);
     int rc = sqlite3_prepare_v2(q->db, sql, -1, &q->st, &tail);
     if (rc != SQLITE_OK || !q->st) {
         snprintf(err, errlen, "sync %s: %s", sync,

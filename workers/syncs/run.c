@@ -57,6 +57,7 @@ typedef struct srun {
     uint64_t seed;
 
     zx_store *store;
+    zx_spill_budget budget;       /* max_spill_bytes, every spill together */
     zx_spill rows, hashes, deletes;
     zx_keysort *keys;
 
@@ -367,10 +368,22 @@ static int key_signature(srun *r)
     return 0;
 }
 
+static int stop_asked(void *rt)
+{
+    return zx_src_stopping(rt);
+}
+
 static int read_result(srun *r)
 {
     set_phase(r, "reading");
-    if (zx_query_open(r->conf, r->name, r->p->auth, r->p->query, NET_TIMEOUT_MS, &r->q, r->err,
+    put_status(r, "running");   /* a long query shows as one */
+    zx_query_limits lim = {
+        .connect_timeout_ms = NET_TIMEOUT_MS,
+        .query_timeout_ms = r->p->query_timeout_ms ? r->p->query_timeout_ms
+                                                   : r->conf->sync_query_timeout_ms,
+        .stopping = stop_asked, .ctx = r->rt,
+    };
+    if (zx_query_open(r->conf, r->name, r->p->auth, r->p->query, &lim, &r->q, r->err,
                       sizeof(r->err)) < 0)
         return -1;
     /* the columns outlive the query (closed before sending): a copy */
@@ -389,7 +402,7 @@ static int read_result(srun *r)
     if (find_keys(r) < 0)
         return -1;
     r->seed = zx_sync_columns_seed(r->cols, r->ncols);
-    if (r->nkeys && !(r->keys = zx_keysort_new(r->tmpdir, SORT_MEMORY)))
+    if (r->nkeys && !(r->keys = zx_keysort_new(r->tmpdir, SORT_MEMORY, &r->budget)))
         return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
     if (r->hashed) {
         char serr[256];
@@ -928,9 +941,11 @@ static void cleanup(srun *r)
 static int sync_do(srun *r)
 {
     char serr[512];
-    if (zx_spill_open(&r->rows, r->tmpdir, serr, sizeof(serr)) < 0 ||
-        zx_spill_open(&r->hashes, r->tmpdir, serr, sizeof(serr)) < 0 ||
-        zx_spill_open(&r->deletes, r->tmpdir, serr, sizeof(serr)) < 0)
+    r->budget.limit = r->p->max_spill_bytes ? r->p->max_spill_bytes
+                                            : r->conf->sync_max_spill_bytes;
+    if (zx_spill_open(&r->rows, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0 ||
+        zx_spill_open(&r->hashes, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0 ||
+        zx_spill_open(&r->deletes, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: %s", r->name, serr);
     if (!r->p->auth)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: author %s is not configured",
@@ -987,6 +1002,14 @@ static int sync_poll(zx_src *rt, void *state)
     if (r->phase && !strcmp(r->phase, "done"))
         return ZX_SRC_DONE;
     int rc = sync_do(r);
+    if (rc < 0 && r->budget.exceeded)
+        /* whichever spill hit it, the cause is the bound */
+        zx_seterr(r->err, sizeof(r->err), "sync %s: the run's temporary files reached its "
+                  "max_spill_bytes (%llu bytes, in %s) after %llu rows read; nothing was "
+                  "committed (raise max_spill_bytes of the sync, or "
+                  "server.sync_max_spill_bytes, or narrow the query)", r->name,
+                  (unsigned long long)r->budget.limit, r->tmpdir,
+                  (unsigned long long)r->read);
     const char *final = rc < 0 ? "failed" : r->preview ? "previewed" : "succeeded";
     if (rc < 0 && r->dest_begun)
         r->sent = 0;   /* rolled back: nothing of it was committed */

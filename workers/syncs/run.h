@@ -23,6 +23,11 @@
  * A failure anywhere before 6 leaves the store as it was: the next run
  * sends again what this one could not confirm.
  *
+ * Bounds: the query has the sync's query_timeout (query.h "Limits": past
+ * it, or at a stop, it is ended on the server); all the run's temporary
+ * files together have its max_spill_bytes (spill.h budget).  Either fails
+ * the run with a message naming the option.
+ *
  * What the run did is its status (zx_src_set_status), read by the
  * supervisor when the worker has exited: a JSON object
  *   {"run": "<id>", "state": "succeeded" | "failed" | "previewed",

@@ -12,9 +12,11 @@
 
 #define MAX_RECORD (1u << 30)
 
-int zx_spill_open(zx_spill *s, const char *dir, char *err, size_t errlen)
+int zx_spill_open(zx_spill *s, const char *dir, zx_spill_budget *budget, char *err,
+                  size_t errlen)
 {
     memset(s, 0, sizeof(*s));
+    s->budget = budget;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot make the folder %s for temporary files: %s", dir,
                  strerror(errno));
@@ -45,11 +47,20 @@ int zx_spill_put(zx_spill *s, const void *a, size_t alen, const void *b, size_t 
         return -1;
     }
     uint32_t n = (uint32_t)(alen + blen);
+    zx_spill_budget *bud = s->budget;
+    if (bud && bud->limit &&
+        (bud->used > bud->limit || 4 + (uint64_t)n > bud->limit - bud->used)) {
+        bud->exceeded = 1;
+        errno = EFBIG;
+        return -1;
+    }
     if (fwrite(&n, 4, 1, s->f) != 1 || (alen && fwrite(a, alen, 1, s->f) != 1) ||
         (blen && fwrite(b, blen, 1, s->f) != 1))
         return -1;
     s->records++;
     s->bytes += 4 + n;
+    if (bud)
+        bud->used += 4 + (uint64_t)n;
     return 0;
 }
 
@@ -118,6 +129,7 @@ typedef struct krun {
 struct zx_keysort {
     char dir[4096];
     size_t mem;
+    zx_spill_budget *budget;
     kent *ents;
     size_t nents, cap;
     zx_hbuf arena;
@@ -129,11 +141,12 @@ struct zx_keysort {
     int last_run;             /* index of the run handed out last, -1 */
 };
 
-zx_keysort *zx_keysort_new(const char *dir, size_t mem_bytes)
+zx_keysort *zx_keysort_new(const char *dir, size_t mem_bytes, zx_spill_budget *budget)
 {
     zx_keysort *k = calloc(1, sizeof(*k));
     if (!k)
         return NULL;
+    k->budget = budget;
     snprintf(k->dir, sizeof(k->dir), "%s", dir);
     k->mem = mem_bytes < (1u << 20) ? (1u << 20) : mem_bytes;
     k->last_run = -1;
@@ -174,7 +187,7 @@ static int spill_run(zx_keysort *k, char *err, size_t errlen)
     }
     sort_mem(k);
     krun *r = &k->runs[k->nruns];
-    if (zx_spill_open(&r->sp, k->dir, err, errlen) < 0)
+    if (zx_spill_open(&r->sp, k->dir, k->budget, err, errlen) < 0)
         return -1;
     k->nruns++;
     for (size_t i = 0; i < k->nents; i++)

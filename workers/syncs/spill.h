@@ -20,18 +20,32 @@
 
 #include "workers/syncs/hash.h"
 
+/* The bytes all the spills of one run may write together (a sync's
+ * max_spill_bytes): shared by the spills and the sorter's runs, owned by
+ * the caller, which must keep it alive as long as any of them. */
+typedef struct zx_spill_budget {
+    uint64_t limit;         /* 0: no bound */
+    uint64_t used;          /* written so far, every spill together */
+    int exceeded;           /* 1: a put was refused for the bound */
+} zx_spill_budget;
+
 typedef struct zx_spill {
     FILE *f;
     uint64_t records;       /* written */
     uint64_t bytes;         /* written */
     int reading;
+    zx_spill_budget *budget;/* NULL: unbounded */
 } zx_spill;
 
-/* Open an empty spill in folder dir (made if missing).  0, or -1 with err
- * (naming the folder). */
-int zx_spill_open(zx_spill *s, const char *dir, char *err, size_t errlen);
+/* Open an empty spill in folder dir (made if missing), its writes counted
+ * in budget (may be NULL: unbounded).  0, or -1 with err (naming the
+ * folder). */
+int zx_spill_open(zx_spill *s, const char *dir, zx_spill_budget *budget, char *err,
+                  size_t errlen);
 /* Append one record: a (alen bytes) then b (blen bytes), either may be
- * empty.  0 or -1 (errno: ENOSPC...). */
+ * empty.  0 or -1 (errno: ENOSPC...; EFBIG when the record would take the
+ * budget past its limit: then budget->exceeded is set and nothing of the
+ * record is written). */
 int zx_spill_put(zx_spill *s, const void *a, size_t alen, const void *b, size_t blen);
 /* Start reading from the first record.  0 or -1. */
 int zx_spill_rewind(zx_spill *s);
@@ -48,8 +62,9 @@ void zx_spill_close(zx_spill *s);
 typedef struct zx_keysort zx_keysort;
 
 /* A sorter spilling to dir, holding at most mem_bytes in memory (at least
- * 1 MiB is used).  NULL when out of memory. */
-zx_keysort *zx_keysort_new(const char *dir, size_t mem_bytes);
+ * 1 MiB is used), its runs counted in budget (may be NULL).  NULL when out
+ * of memory. */
+zx_keysort *zx_keysort_new(const char *dir, size_t mem_bytes, zx_spill_budget *budget);
 /* Add a key (kh: ZX_SYNC_KEYHASH_LEN bytes; kv: its JSON, kvlen bytes).
  * 0, or -1 with err (a spill that failed, too many keys for the runs). */
 int zx_keysort_add(zx_keysort *k, const unsigned char *kh, const char *kv, size_t kvlen,
