@@ -270,6 +270,56 @@ def test_unchanged_toast_values_are_kept(pg, mirror_env):
     assert [o[0] for o in ops] == ["insert", "update", "update", "update", "update"], ops
 
 
+NULLS_COLS = ["id", "note", "amount", "ts", "tags", "doc", "big"]
+
+
+def test_update_to_null_reaches_the_mirror(pg, mirror_env):
+    """An update that sets columns to NULL sets them to NULL in the mirror
+    (issue 18, point 10), in every path a change can take: alone in its
+    frame, in a frame reduced to each key's last change, moving the key,
+    with and without a TOASTed value the update leaves alone (which must
+    keep its stored value)."""
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE nulls (id int PRIMARY KEY, note text, amount numeric, "
+                   "ts timestamptz, tags text[], doc jsonb, big text)")
+    big = {i: big_text(12000, 100 + i) for i in (1, 3, 5, 7)}
+    for i in range(1, 9):
+        pg.execute(db, "INSERT INTO nulls VALUES (%s, %s, %s, now(), %s, %s, %s)",
+                   (i, f"note {i}", decimal.Decimal(i) / 4, ["a", str(i)],
+                    json.dumps({"i": i}), big.get(i, f"small {i}")))
+    z = mirror_env.zxd({"nl": {"connection": "db", "tables": ["nulls"],
+                            "extra": {"history": "true"}}}, {"db": superuser(db)})
+    wait_rows(z, "nulls", 8)
+    assert_mirror_equal(z, pg, db, "nulls", "nulls", NULLS_COLS, "id")
+
+    # one change alone: a row with an unchanged TOAST value, then one without
+    pg.execute(db, "UPDATE nulls SET note = NULL WHERE id = 1")
+    wait_caught_up(pg, db, "zx_nl")
+    pg.execute(db, "UPDATE nulls SET note = NULL WHERE id = 2")
+    wait_caught_up(pg, db, "zx_nl")
+    assert_mirror_equal(z, pg, db, "nulls", "nulls", NULLS_COLS, "id")
+    # several keys in one transaction (one frame, each key's last change),
+    # every column but the key and big NULL, a second change of a key too
+    pg.execute(db, "BEGIN; UPDATE nulls SET note = NULL, amount = NULL, ts = NULL, "
+                   "tags = NULL, doc = NULL WHERE id IN (3, 4); "
+                   "UPDATE nulls SET doc = NULL WHERE id IN (5, 6); "
+                   "UPDATE nulls SET tags = NULL WHERE id = 5; COMMIT")
+    # the key moves while columns become NULL, with and without TOAST
+    pg.execute(db, "UPDATE nulls SET id = 17, note = NULL, doc = NULL WHERE id = 7")
+    pg.execute(db, "UPDATE nulls SET id = 18, amount = NULL, tags = NULL WHERE id = 8")
+    # and an explicit NULL of the TOASTed column itself, beside a kept one
+    pg.execute(db, "BEGIN; UPDATE nulls SET big = NULL WHERE id = 3; "
+                   "UPDATE nulls SET ts = NULL WHERE id = 1; COMMIT")
+    wait_caught_up(pg, db, "zx_nl")
+    wait_for(lambda: z.count("nulls", "id >= 17") == 2, "the moved keys", deadline=DEADLINE)
+    assert_mirror_equal(z, pg, db, "nulls", "nulls", NULLS_COLS, "id")
+    got = dict(z.query("SELECT id, big FROM nulls WHERE id IN (1, 5, 17)"))
+    assert got == {1: big[1], 5: big[5], 17: big[7]}, "an unchanged TOAST value was lost"
+    hist = z.query('SELECT note FROM "nulls__changes" WHERE id = 1 AND _op = \'update\' '
+                   "ORDER BY _lsn")
+    assert [h[0] for h in hist] == [None, None], hist
+
+
 def test_key_change_moves_the_row(pg, mirror_env):
     db = mirror_env.db()
     pg.execute(db, "CREATE TABLE acct (region text, num int, owner text, "

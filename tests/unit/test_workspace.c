@@ -1771,6 +1771,146 @@ static void test_changes(zx_ws *w)
     CHECK_STR(q1("SELECT name || ' ' || body FROM m_orders WHERE id = 200"), "moved2 big");
 }
 
+/* Updates that set columns to NULL (issue 18, point 10), in every path a
+ * change takes: alone, a frame reduced to each key's last change, a key
+ * that moves, a column present with no value in the whole frame, a
+ * column the frame lacks although the source declares it (a frame maker
+ * that left out a column NULL in every change of its frame), and NULLs
+ * beside unchanged values (_zx_unchanged) in one frame: a NULL sets NULL,
+ * an unchanged value stays. */
+static void nchange(const char *op, int64_t id)
+{
+    one_change(op, "2/00", 900);
+    put("id", VI(id));
+}
+
+static const char *nrow(int64_t id)
+{
+    return q1("SELECT coalesce(note, '~') || '|' || coalesce(CAST(amount AS TEXT), '~') || '|'"
+              " || coalesce(doc, '~') || '|' || coalesce(big, '~') FROM m_nulls WHERE id = %d",
+              (int)id);
+}
+
+static void test_changes_nulls(zx_ws *w)
+{
+    static const char *const key[] = { "id" };
+    static const zx_frame_coltype types[] = { { "id", "bigint" }, { "note", "text" },
+                                              { "amount", "numeric" }, { "doc", "text" },
+                                              { "big", "text" } };
+    zx_ws_changes c = { .pipeline = "cdc", .table = "m_nulls", .key_cols = key,
+                        .nkey_cols = 1, .col_types = types, .ncol_types = 5,
+                        .ingested_at_us = 1700000000000000 };
+    zx_ws_result res;
+    zx_rowset_reset(&rs);
+    for (int i = 1; i <= 12; i++) {
+        nchange("insert", i);
+        put("note", VT("n")); put("amount", VT("1.5")); put("doc", VT("d")); put("big", VT("B"));
+        put("legacy", VT("L"));      /* a column the source no longer declares */
+        endrow();
+    }
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 12);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(12), "n|1.5|d|B");
+
+    /* one change alone, with an explicit NULL and an unchanged value */
+    zx_rowset_reset(&rs);
+    nchange("update", 1);
+    put("note", VN()); put("amount", VT("2")); put("doc", VT("d"));
+    put(ZX_CH_UNCHANGED, VJ("[\"big\"]"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 1);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(1), "~|2|d|B");
+
+    /* one change alone whose frame lacks the NULL column */
+    zx_rowset_reset(&rs);
+    nchange("update", 2);
+    put("amount", VT("3")); put("doc", VT("d")); put("big", VT("B"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 1);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(2), "~|3|d|B");
+    CHECK_STR(q1("SELECT legacy FROM m_nulls WHERE id = 2"), "L");
+
+    /* a frame reduced to each key's last change; note and amount are in
+     * no change of it */
+    zx_rowset_reset(&rs);
+    nchange("update", 3);
+    put("doc", VT("e")); put("big", VT("B"));
+    endrow();
+    nchange("update", 3);
+    put("doc", VT("f")); put("big", VT("B"));
+    endrow();
+    nchange("update", 4);
+    put("doc", VN()); put("big", VT("B"));
+    endrow();
+    nchange("delete", 5);
+    endrow();
+    nchange("insert", 5);
+    put("doc", VT("g")); put("big", VT("h"));
+    endrow();
+    nchange("update", 6);
+    put("doc", VT("i"));
+    put(ZX_CH_UNCHANGED, VJ("[\"big\"]"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 6 && res.rejects == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(3), "~|~|f|B");
+    CHECK_STR(nrow(4), "~|~|~|B");
+    CHECK_STR(nrow(5), "~|~|g|h");
+    CHECK_STR(nrow(6), "~|~|i|B");
+
+    /* a column in the frame with no value in any change */
+    zx_rowset_reset(&rs);
+    CHECK(zx_rowset_column(&rs, "note", 4, ZX_T_NULL) >= 0);
+    for (int i = 7; i <= 8; i++) {
+        nchange("update", i);
+        put("amount", VT("5")); put("doc", VT("d")); put("big", VT("B"));
+        endrow();
+    }
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 2);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(7), "~|5|d|B");
+    CHECK_STR(nrow(8), "~|5|d|B");
+
+    /* the key moves: with an unchanged value (the stored row moves) and
+     * without; note and amount are in no change of the frame */
+    zx_rowset_reset(&rs);
+    nchange("update", 19);
+    put("doc", VT("m"));
+    put(ZX_CH_OLD_PREFIX "id", VI(9));
+    put(ZX_CH_UNCHANGED, VJ("[\"big\"]"));
+    endrow();
+    nchange("update", 20);
+    put("doc", VT("m2")); put("big", VT("b2"));
+    put(ZX_CH_OLD_PREFIX "id", VI(10));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 2 && res.rejects == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT count(*) FROM m_nulls WHERE id IN (9, 10)"), "0");
+    CHECK_STR(nrow(19), "~|~|m|B");
+    CHECK_STR(nrow(20), "~|~|m2|b2");
+
+    /* NULLs and unchanged values in one frame: big is unchanged in one
+     * change and NULL (absent) in the other, note the other way round */
+    zx_rowset_reset(&rs);
+    nchange("update", 11);
+    put("note", VT("p"));
+    put(ZX_CH_UNCHANGED, VJ("[\"big\",\"doc\"]"));
+    endrow();
+    nchange("update", 12);
+    put("amount", VT("6"));
+    put(ZX_CH_UNCHANGED, VJ("[\"note\"]"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 2 && res.rejects == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(11), "p|~|d|B");
+    CHECK_STR(nrow(12), "n|6|~|~");
+    /* a column the source does not declare is not the frame's to clear */
+    CHECK_STR(q1("SELECT count(*) FROM m_nulls WHERE id IN (11, 12, 19) AND legacy = 'L'"),
+              "3");
+}
+
 static void run_suite(const backend *b)
 {
     B = b;
@@ -1789,6 +1929,7 @@ static void run_suite(const backend *b)
         test_user_table(w);
         test_view(w);
         test_changes(w);
+        test_changes_nulls(w);
         zx_ws_close(w);
         test_reopen();
         if (!B->pg) {
