@@ -35,6 +35,7 @@
  */
 #include "workers/writer/fit.h"
 #include "workers/writer/workspace.h"
+#include "workers/writer/workspace_pg_int.h"
 
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -1206,6 +1207,84 @@ static void test_pg_lock(void)
     zx_ws_close(a);
 }
 
+/* A session that holds the writer lock for writer pid `pid` of the zxd
+ * named by owner (as _zx_writer says), busy with a long statement, as
+ * when that writer was killed mid-statement.  NULL on failure. */
+static PGconn *busy_holder(long pid, const char *owner)
+{
+    PGconn *c = PQconnectdb(pg_dsn);
+    char host[256], sql[1400];
+    if (gethostname(host, sizeof(host) - 1) < 0)
+        snprintf(host, sizeof(host), "?");
+    host[sizeof(host) - 1] = '\0';
+    char *q = c ? PQescapeIdentifier(c, PG_SCHEMA, strlen(PG_SCHEMA)) : NULL;
+    snprintf(sql, sizeof(sql), "SELECT pg_advisory_lock(%d, %d)", WSP_LOCK_CLASS,
+             (int)zx_wsp_lock_key(PG_SCHEMA));
+    int ok = q && pg_exec_on(c, sql) == 0;
+    snprintf(sql, sizeof(sql), "INSERT INTO %s.\"_zx_writer\"(id, owner, since) VALUES (1, "
+             "'pid %ld on host %s, %s', now()) ON CONFLICT (id) DO UPDATE SET owner = "
+             "excluded.owner", q ? q : "", pid, host, owner);
+    ok = ok && pg_exec_on(c, sql) == 0 && PQsendQuery(c, "SELECT pg_sleep(120)") == 1;
+    PQfreemem(q);
+    if (!ok) {
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* End the busy holder's statement, then its connection (closing alone
+ * would leave the session, and the lock, until the statement ends). */
+static void busy_end(PGconn *c)
+{
+    if (!c)
+        return;
+    PGcancel *k = PQgetCancel(c);
+    char e[256];
+    if (k)
+        PQcancel(k, e, sizeof(e));
+    PQfreeCancel(k);
+    PGresult *r;
+    while ((r = PQgetResult(c)) != NULL)
+        PQclear(r);
+    PQfinish(c);
+}
+
+/* Postgres: the writer of this zxd was killed while its session ran a
+ * statement; the server still holds the lock for it.  The next writer of
+ * the same zxd ends that session and goes on; another zxd, or a writer
+ * pid still alive, is refused as before. */
+static void test_pg_dead_writer(void)
+{
+    fflush(stdout);
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);     /* its pid is free now */
+    int locked = -1;
+    char msg[1100];
+    PGconn *c = busy_holder((long)dead, "data_dir /dead");
+    CHECK(c != NULL);
+    /* another zxd (data_dir /other): refused, the session left alone */
+    CHECK(pg_open_elsewhere(PG_SCHEMA, &locked, msg, sizeof(msg)) == 0 && locked == 1);
+    CHECK_HAS(msg, "in use by another zxd");
+    CHECK(c && PQstatus(c) == CONNECTION_OK && PQisBusy(c));
+    /* the same zxd: the dead writer's session ends, the lock is taken */
+    zx_ws *w = pg_open_schema(PG_SCHEMA, PG_APP, "data_dir /dead", &locked);
+    if (!w)
+        printf("open failed: %s\n", err);
+    CHECK(w != NULL && locked == 0);
+    zx_ws_close(w);
+    busy_end(c);
+    /* the writer named is alive (pid 1): refused */
+    c = busy_holder(1, "data_dir /dead");
+    CHECK(c != NULL);
+    w = pg_open_schema(PG_SCHEMA, PG_APP, "data_dir /dead", &locked);
+    CHECK(w == NULL && locked == 1);
+    zx_ws_close(w);
+    busy_end(c);
+}
+
 /* Postgres keeps identifiers to 63 bytes: zx shortens a longer one to its
  * first 54 bytes (not cutting a UTF-8 sequence), "_" and the 8 hex digits
  * of the FNV-1a hash of the whole name (zx_wsp_ident_name).  Computed here
@@ -1937,6 +2016,7 @@ static void run_suite(const backend *b)
             test_modes();
         } else {
             test_pg_lock();
+            test_pg_dead_writer();
             test_pg_long_names();
             test_pg_reconnect();
         }
