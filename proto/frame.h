@@ -139,7 +139,10 @@
  *                           of key column <key> (the old row is deleted)
  * Every other column is a column of the source table: an insert or update
  * carries the new row (a column with no value is NULL, unless listed in
- * _zx_unchanged), a delete carries the key, a truncate nothing.
+ * _zx_unchanged), a delete carries the key, a truncate nothing.  A frame
+ * has every column its inserts and updates set, also one that is NULL in
+ * each of them; a column the frame lacks but "st" declares is NULL in its
+ * inserts and updates (unless listed in _zx_unchanged), as if present.
  *
  * Row-hashes frames (kind 3).  A reverse sync's run, once its destination
  * committed, tells the writer what the destination now holds, so that the

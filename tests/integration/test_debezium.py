@@ -264,6 +264,33 @@ def test_http_push_of_debezium_events(make_zxd):
     assert not z.table_exists("other")
 
 
+def test_nulls_unavailable_values_and_string_positions(make_zxd):
+    """A null sets NULL, Debezium's unavailable value keeps the stored
+    one, in a change alone and in a frame of several (issue 18, point 10);
+    a position sent as a string orders like the number (point 19b)."""
+    z = make_zxd({"dn": {"table": '"{source.table}"',
+                         "extra": {"format": "debezium", "key_columns": "[id]"}}})
+    big = "B" * 9000
+    unav = "__debezium_unavailable_value"
+    z.push("dn", [pg_event("c", {"id": i, "note": "x", "doc": "d", "big": big}, 100 + i)
+                  for i in (1, 2, 3)], wait_commit=True)
+    z.push("dn", [pg_event("u", {"id": 1, "note": None, "doc": "d1", "big": unav}, 200)],
+           wait_commit=True)
+    z.push("dn", [pg_event("u", {"id": 2, "note": None, "doc": None, "big": unav}, 201),
+                  pg_event("u", {"id": 3, "note": "y", "doc": None, "big": None}, 202)],
+           wait_commit=True)
+    assert z.query('SELECT id, note, doc, big FROM "items" ORDER BY id') == [
+        (1, None, "d1", big), (2, None, None, big), (3, "y", None, None)]
+    # an older position as a string ("50" < 300) does not overwrite
+    z.push("dn", [pg_event("u", {"id": 4, "note": "at 300"}, 300)], wait_commit=True)
+    z.push("dn", [pg_event("u", {"id": 4, "note": "at 50"}, "50")], wait_commit=True)
+    z.push("dn", [pg_event("u", {"id": 5, "note": "marker"}, "301")], wait_commit=True)
+    assert z.query('SELECT note FROM "items" WHERE id IN (4, 5) ORDER BY id') == [
+        ("at 300",), ("marker",)]
+    z.push("dn", [pg_event("u", {"id": 4, "note": "at 400"}, "400")], wait_commit=True)
+    assert z.query('SELECT note FROM "items" WHERE id = 4') == [("at 400",)]
+
+
 def test_latest_per_key_of_a_json_feed(make_zxd):
     z = make_zxd({"prices": {"extra": {"mode": "latest", "key_columns": "[sku]",
                                        "history": "true"}}})

@@ -25,6 +25,7 @@ import os
 import decimal
 import json
 import time
+import uuid
 
 import pytest
 
@@ -268,6 +269,56 @@ def test_unchanged_toast_values_are_kept(pg, mirror_env):
              deadline=DEADLINE)
     ops = z.query('SELECT _op, id FROM "docs__changes" ORDER BY _lsn')
     assert [o[0] for o in ops] == ["insert", "update", "update", "update", "update"], ops
+
+
+NULLS_COLS = ["id", "note", "amount", "ts", "tags", "doc", "big"]
+
+
+def test_update_to_null_reaches_the_mirror(pg, mirror_env):
+    """An update that sets columns to NULL sets them to NULL in the mirror
+    (issue 18, point 10), in every path a change can take: alone in its
+    frame, in a frame reduced to each key's last change, moving the key,
+    with and without a TOASTed value the update leaves alone (which must
+    keep its stored value)."""
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE nulls (id int PRIMARY KEY, note text, amount numeric, "
+                   "ts timestamptz, tags text[], doc jsonb, big text)")
+    big = {i: big_text(12000, 100 + i) for i in (1, 3, 5, 7)}
+    for i in range(1, 9):
+        pg.execute(db, "INSERT INTO nulls VALUES (%s, %s, %s, now(), %s, %s, %s)",
+                   (i, f"note {i}", decimal.Decimal(i) / 4, ["a", str(i)],
+                    json.dumps({"i": i}), big.get(i, f"small {i}")))
+    z = mirror_env.zxd({"nl": {"connection": "db", "tables": ["nulls"],
+                            "extra": {"history": "true"}}}, {"db": superuser(db)})
+    wait_rows(z, "nulls", 8)
+    assert_mirror_equal(z, pg, db, "nulls", "nulls", NULLS_COLS, "id")
+
+    # one change alone: a row with an unchanged TOAST value, then one without
+    pg.execute(db, "UPDATE nulls SET note = NULL WHERE id = 1")
+    wait_caught_up(pg, db, "zx_nl")
+    pg.execute(db, "UPDATE nulls SET note = NULL WHERE id = 2")
+    wait_caught_up(pg, db, "zx_nl")
+    assert_mirror_equal(z, pg, db, "nulls", "nulls", NULLS_COLS, "id")
+    # several keys in one transaction (one frame, each key's last change),
+    # every column but the key and big NULL, a second change of a key too
+    pg.execute(db, "BEGIN; UPDATE nulls SET note = NULL, amount = NULL, ts = NULL, "
+                   "tags = NULL, doc = NULL WHERE id IN (3, 4); "
+                   "UPDATE nulls SET doc = NULL WHERE id IN (5, 6); "
+                   "UPDATE nulls SET tags = NULL WHERE id = 5; COMMIT")
+    # the key moves while columns become NULL, with and without TOAST
+    pg.execute(db, "UPDATE nulls SET id = 17, note = NULL, doc = NULL WHERE id = 7")
+    pg.execute(db, "UPDATE nulls SET id = 18, amount = NULL, tags = NULL WHERE id = 8")
+    # and an explicit NULL of the TOASTed column itself, beside a kept one
+    pg.execute(db, "BEGIN; UPDATE nulls SET big = NULL WHERE id = 3; "
+                   "UPDATE nulls SET ts = NULL WHERE id = 1; COMMIT")
+    wait_caught_up(pg, db, "zx_nl")
+    wait_for(lambda: z.count("nulls", "id >= 17") == 2, "the moved keys", deadline=DEADLINE)
+    assert_mirror_equal(z, pg, db, "nulls", "nulls", NULLS_COLS, "id")
+    got = dict(z.query("SELECT id, big FROM nulls WHERE id IN (1, 5, 17)"))
+    assert got == {1: big[1], 5: big[5], 17: big[7]}, "an unchanged TOAST value was lost"
+    hist = z.query('SELECT note FROM "nulls__changes" WHERE id = 1 AND _op = \'update\' '
+                   "ORDER BY _lsn")
+    assert [h[0] for h in hist] == [None, None], hist
 
 
 def test_key_change_moves_the_row(pg, mirror_env):
@@ -523,21 +574,45 @@ def test_start_fails_with_the_checks_message(pg, mirror_env):
 
 CONSIST_DDL = [
     """CREATE TABLE c_orders (id bigint PRIMARY KEY, amount numeric(14,4), note text,
-       placed timestamptz, tags text[], meta jsonb, ok boolean, d date)""",
+       placed timestamptz, tags text[], meta jsonb, ok boolean, d date, big text)""",
     """CREATE TABLE c_lines (o bigint, n int, qty int, price double precision, blob bytea,
        u uuid, PRIMARY KEY (o, n))""",
 ]
 CONSIST_COLS = {
-    "c_orders": (["id", "amount", "note", "placed", "tags", "meta", "ok", "d"], "id"),
+    "c_orders": (["id", "amount", "note", "placed", "tags", "meta", "ok", "d", "big"], "id"),
     "c_lines": (["o", "n", "qty", "price", "blob", "u"], ("o", "n")),
 }
 
 
+def _random_set(r, cols):
+    """An UPDATE's SET list and values: a random non-empty subset of cols
+    ({name: value maker}), each set to its value or, as often, to NULL."""
+    names = [c for c in cols if r.random() < 0.5] or [r.choice(list(cols))]
+    vals = [None if r.random() < 0.5 else cols[c]() for c in names]
+    return ", ".join(f"{c} = %s" for c in names), vals
+
+
 def _workload(pg, db, stop, seed, counts):
-    """Random inserts, updates (some with TOASTed text over 8 kB) and
-    deletes on both tables until stop is set."""
+    """Random inserts, updates (some with TOASTed text over 8 kB, some
+    leaving a TOASTed value alone while they set other columns to values
+    or to NULL) and deletes on both tables until stop is set."""
     import random
     r = random.Random(seed)
+    order_cols = {
+        "amount": lambda: decimal.Decimal(r.randint(0, 10**8)) / 10000,
+        "note": lambda: f"u{r.randint(0, 999)}",
+        "placed": lambda: datetime.datetime.now(datetime.timezone.utc),
+        "tags": lambda: ["t", str(r.randint(0, 99))],
+        "meta": lambda: json.dumps({"u": r.random()}),
+        "ok": lambda: r.random() < 0.5,
+        "d": lambda: datetime.date(2026, 1, 1 + r.randint(0, 27)),
+    }
+    line_cols = {
+        "qty": lambda: r.randint(1, 9),
+        "price": lambda: r.random(),
+        "blob": lambda: bytes([r.randint(0, 255), 0]),
+        "u": lambda: uuid.uuid4(),
+    }
     with pg.connect(db) as conn:
         while not stop.is_set():
             k = r.randint(1, 30000)
@@ -546,22 +621,32 @@ def _workload(pg, db, stop, seed, counts):
                 with conn.transaction():
                     if op < 0.35:
                         note = big_text(9000, k) if r.random() < 0.1 else f"n{k}"
+                        big = big_text(9000, k + 7) if r.random() < 0.1 else f"b{k}"
                         conn.execute(
                             "INSERT INTO c_orders VALUES (%s, %s, %s, now(), %s, %s, %s, "
-                            "current_date) ON CONFLICT (id) DO UPDATE SET amount = "
+                            "current_date, %s) ON CONFLICT (id) DO UPDATE SET amount = "
                             "excluded.amount, note = excluded.note",
                             (k, decimal.Decimal(r.randint(0, 10**8)) / 10000, note,
                              ["a", str(k)], json.dumps({"k": k, "r": r.random()}),
-                             r.random() < 0.5))
+                             r.random() < 0.5, big))
                         conn.execute("INSERT INTO c_lines VALUES (%s, %s, %s, %s, %s, "
                                      "gen_random_uuid()) ON CONFLICT DO NOTHING",
                                      (k, r.randint(1, 3), r.randint(1, 9), r.random(),
                                       bytes([k % 256, 0, 255])))
-                    elif op < 0.75:
+                    elif op < 0.55:
                         # an update that leaves the TOASTed note alone
                         conn.execute("UPDATE c_orders SET amount = amount + 1, ok = NOT ok "
                                      "WHERE id = %s", (k,))
                         conn.execute("UPDATE c_lines SET qty = qty + 1 WHERE o = %s", (k,))
+                    elif op < 0.75:
+                        # values or NULLs in random columns, big left alone
+                        # (TOASTed in some rows), now and then big = NULL
+                        sets, vals = _random_set(r, order_cols)
+                        if r.random() < 0.05:
+                            sets += ", big = NULL"
+                        conn.execute(f"UPDATE c_orders SET {sets} WHERE id = %s", vals + [k])
+                        sets, vals = _random_set(r, line_cols)
+                        conn.execute(f"UPDATE c_lines SET {sets} WHERE o = %s", vals + [k])
                     elif op < 0.8:
                         conn.execute("UPDATE c_lines SET n = n + 10 WHERE o = %s AND n < 100",
                                      (k,))            # the key moves
@@ -583,7 +668,9 @@ def test_consistent_under_load_and_sigkills(pg, mirror_env):
     for s in CONSIST_DDL:
         pg.execute(db, s)
     pg.execute(db, "INSERT INTO c_orders SELECT g, g / 7.0, 'n' || g, now(), "
-                   "ARRAY['x', g::text], jsonb_build_object('g', g), g % 2 = 0, current_date "
+                   "ARRAY['x', g::text], jsonb_build_object('g', g), g % 2 = 0, current_date, "
+                   "CASE WHEN g % 10 = 0 THEN (SELECT string_agg(md5(g::text || i::text), '') "
+                   "FROM generate_series(1, 300) i) ELSE 'b' || g END "
                    "FROM generate_series(1, 60000) g")
     pg.execute(db, "INSERT INTO c_lines SELECT g, 1, g % 9, g / 3.0, '\\x00ff', "
                    "gen_random_uuid() FROM generate_series(1, 60000) g")

@@ -381,6 +381,39 @@ static void test_positions(void)
               "\"lsn\":\"00000000:0000150f:0000000000048fca\"}}", NULL) == ZX_DBZ_ADDED);
     CHECK(cell(0, "_zx_seq") == NULL);
     CHECK(text_is(0, "_zx_lsn", "00000000:0000150f:0000000000048fca"));
+    /* a position sent as a string or an integral float is its number
+     * (issue 18, point 19b): "50" orders below 300, as 50 does */
+    static const char *const lsns[] = { "300", "\"50\"", "50", "50.0", "\"0300\"" };
+    fresh();
+    for (int i = 0; i < 5; i++) {
+        char ev[300];
+        snprintf(ev, sizeof(ev), "{\"after\":{\"id\":1},\"op\":\"u\",\"source\":{"
+                 "\"connector\":\"postgresql\",\"table\":\"t\",\"lsn\":%s}}", lsns[i]);
+        CHECK(add(&c, KEY1, ev, NULL) == ZX_DBZ_ADDED);
+    }
+    CHECK(text_is(0, "_zx_seq", "p000000000000012c") && text_is(4, "_zx_seq", "p000000000000012c"));
+    for (uint32_t r = 1; r <= 3; r++)
+        CHECK(text_is(r, "_zx_seq", "p0000000000000032") && text_is(r, "_zx_lsn", "0/32"));
+    /* MySQL's pos and row, Oracle's SCN as a number */
+    fresh();
+    CHECK(add(&c, KEY1, "{\"after\":{\"id\":1},\"op\":\"c\",\"source\":{\"connector\":\"mysql\","
+              "\"file\":\"binlog.000002\",\"pos\":\"100\",\"row\":\"1\",\"table\":\"t\"}}",
+              NULL) == ZX_DBZ_ADDED);
+    CHECK(text_is(0, "_zx_lsn", "binlog.000002:100:1"));
+    CHECK(add(&c, KEY1, "{\"after\":{\"id\":1},\"op\":\"c\",\"source\":{\"connector\":\"oracle\","
+              "\"scn\":1000,\"table\":\"t\"}}", NULL) == ZX_DBZ_ADDED);
+    CHECK(text_is(1, "_zx_lsn", "1000") && cell(1, "_zx_seq") != NULL);
+    /* text that is not a number orders nothing */
+    static const char *const bad[] = { "\"5x0\"", "\"\"", "\" 50\"", "\"+50\"", "50.5",
+                                       "\"99999999999999999999\"", "true" };
+    for (int i = 0; i < 7; i++) {
+        char ev[300];
+        fresh();
+        snprintf(ev, sizeof(ev), "{\"after\":{\"id\":1},\"op\":\"u\",\"source\":{"
+                 "\"connector\":\"postgresql\",\"table\":\"t\",\"lsn\":%s}}", bad[i]);
+        CHECK(add(&c, KEY1, ev, NULL) == ZX_DBZ_ADDED);
+        CHECK(cell(0, "_zx_seq") == NULL);
+    }
 }
 
 static void test_mongo(void)

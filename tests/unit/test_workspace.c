@@ -35,6 +35,7 @@
  */
 #include "workers/writer/fit.h"
 #include "workers/writer/workspace.h"
+#include "workers/writer/workspace_pg_int.h"
 
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -1206,6 +1207,84 @@ static void test_pg_lock(void)
     zx_ws_close(a);
 }
 
+/* A session that holds the writer lock for writer pid `pid` of the zxd
+ * named by owner (as _zx_writer says), busy with a long statement, as
+ * when that writer was killed mid-statement.  NULL on failure. */
+static PGconn *busy_holder(long pid, const char *owner)
+{
+    PGconn *c = PQconnectdb(pg_dsn);
+    char host[256], sql[1400];
+    if (gethostname(host, sizeof(host) - 1) < 0)
+        snprintf(host, sizeof(host), "?");
+    host[sizeof(host) - 1] = '\0';
+    char *q = c ? PQescapeIdentifier(c, PG_SCHEMA, strlen(PG_SCHEMA)) : NULL;
+    snprintf(sql, sizeof(sql), "SELECT pg_advisory_lock(%d, %d)", WSP_LOCK_CLASS,
+             (int)zx_wsp_lock_key(PG_SCHEMA));
+    int ok = q && pg_exec_on(c, sql) == 0;
+    snprintf(sql, sizeof(sql), "INSERT INTO %s.\"_zx_writer\"(id, owner, since) VALUES (1, "
+             "'pid %ld on host %s, %s', now()) ON CONFLICT (id) DO UPDATE SET owner = "
+             "excluded.owner", q ? q : "", pid, host, owner);
+    ok = ok && pg_exec_on(c, sql) == 0 && PQsendQuery(c, "SELECT pg_sleep(120)") == 1;
+    PQfreemem(q);
+    if (!ok) {
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* End the busy holder's statement, then its connection (closing alone
+ * would leave the session, and the lock, until the statement ends). */
+static void busy_end(PGconn *c)
+{
+    if (!c)
+        return;
+    PGcancel *k = PQgetCancel(c);
+    char e[256];
+    if (k)
+        PQcancel(k, e, sizeof(e));
+    PQfreeCancel(k);
+    PGresult *r;
+    while ((r = PQgetResult(c)) != NULL)
+        PQclear(r);
+    PQfinish(c);
+}
+
+/* Postgres: the writer of this zxd was killed while its session ran a
+ * statement; the server still holds the lock for it.  The next writer of
+ * the same zxd ends that session and goes on; another zxd, or a writer
+ * pid still alive, is refused as before. */
+static void test_pg_dead_writer(void)
+{
+    fflush(stdout);
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);     /* its pid is free now */
+    int locked = -1;
+    char msg[1100];
+    PGconn *c = busy_holder((long)dead, "data_dir /dead");
+    CHECK(c != NULL);
+    /* another zxd (data_dir /other): refused, the session left alone */
+    CHECK(pg_open_elsewhere(PG_SCHEMA, &locked, msg, sizeof(msg)) == 0 && locked == 1);
+    CHECK_HAS(msg, "in use by another zxd");
+    CHECK(c && PQstatus(c) == CONNECTION_OK && PQisBusy(c));
+    /* the same zxd: the dead writer's session ends, the lock is taken */
+    zx_ws *w = pg_open_schema(PG_SCHEMA, PG_APP, "data_dir /dead", &locked);
+    if (!w)
+        printf("open failed: %s\n", err);
+    CHECK(w != NULL && locked == 0);
+    zx_ws_close(w);
+    busy_end(c);
+    /* the writer named is alive (pid 1): refused */
+    c = busy_holder(1, "data_dir /dead");
+    CHECK(c != NULL);
+    w = pg_open_schema(PG_SCHEMA, PG_APP, "data_dir /dead", &locked);
+    CHECK(w == NULL && locked == 1);
+    zx_ws_close(w);
+    busy_end(c);
+}
+
 /* Postgres keeps identifiers to 63 bytes: zx shortens a longer one to its
  * first 54 bytes (not cutting a UTF-8 sequence), "_" and the 8 hex digits
  * of the FNV-1a hash of the whole name (zx_wsp_ident_name).  Computed here
@@ -1771,6 +1850,146 @@ static void test_changes(zx_ws *w)
     CHECK_STR(q1("SELECT name || ' ' || body FROM m_orders WHERE id = 200"), "moved2 big");
 }
 
+/* Updates that set columns to NULL (issue 18, point 10), in every path a
+ * change takes: alone, a frame reduced to each key's last change, a key
+ * that moves, a column present with no value in the whole frame, a
+ * column the frame lacks although the source declares it (a frame maker
+ * that left out a column NULL in every change of its frame), and NULLs
+ * beside unchanged values (_zx_unchanged) in one frame: a NULL sets NULL,
+ * an unchanged value stays. */
+static void nchange(const char *op, int64_t id)
+{
+    one_change(op, "2/00", 900);
+    put("id", VI(id));
+}
+
+static const char *nrow(int64_t id)
+{
+    return q1("SELECT coalesce(note, '~') || '|' || coalesce(CAST(amount AS TEXT), '~') || '|'"
+              " || coalesce(doc, '~') || '|' || coalesce(big, '~') FROM m_nulls WHERE id = %d",
+              (int)id);
+}
+
+static void test_changes_nulls(zx_ws *w)
+{
+    static const char *const key[] = { "id" };
+    static const zx_frame_coltype types[] = { { "id", "bigint" }, { "note", "text" },
+                                              { "amount", "numeric" }, { "doc", "text" },
+                                              { "big", "text" } };
+    zx_ws_changes c = { .pipeline = "cdc", .table = "m_nulls", .key_cols = key,
+                        .nkey_cols = 1, .col_types = types, .ncol_types = 5,
+                        .ingested_at_us = 1700000000000000 };
+    zx_ws_result res;
+    zx_rowset_reset(&rs);
+    for (int i = 1; i <= 12; i++) {
+        nchange("insert", i);
+        put("note", VT("n")); put("amount", VT("1.5")); put("doc", VT("d")); put("big", VT("B"));
+        put("legacy", VT("L"));      /* a column the source no longer declares */
+        endrow();
+    }
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 12);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(12), "n|1.5|d|B");
+
+    /* one change alone, with an explicit NULL and an unchanged value */
+    zx_rowset_reset(&rs);
+    nchange("update", 1);
+    put("note", VN()); put("amount", VT("2")); put("doc", VT("d"));
+    put(ZX_CH_UNCHANGED, VJ("[\"big\"]"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 1);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(1), "~|2|d|B");
+
+    /* one change alone whose frame lacks the NULL column */
+    zx_rowset_reset(&rs);
+    nchange("update", 2);
+    put("amount", VT("3")); put("doc", VT("d")); put("big", VT("B"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 1);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(2), "~|3|d|B");
+    CHECK_STR(q1("SELECT legacy FROM m_nulls WHERE id = 2"), "L");
+
+    /* a frame reduced to each key's last change; note and amount are in
+     * no change of it */
+    zx_rowset_reset(&rs);
+    nchange("update", 3);
+    put("doc", VT("e")); put("big", VT("B"));
+    endrow();
+    nchange("update", 3);
+    put("doc", VT("f")); put("big", VT("B"));
+    endrow();
+    nchange("update", 4);
+    put("doc", VN()); put("big", VT("B"));
+    endrow();
+    nchange("delete", 5);
+    endrow();
+    nchange("insert", 5);
+    put("doc", VT("g")); put("big", VT("h"));
+    endrow();
+    nchange("update", 6);
+    put("doc", VT("i"));
+    put(ZX_CH_UNCHANGED, VJ("[\"big\"]"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 6 && res.rejects == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(3), "~|~|f|B");
+    CHECK_STR(nrow(4), "~|~|~|B");
+    CHECK_STR(nrow(5), "~|~|g|h");
+    CHECK_STR(nrow(6), "~|~|i|B");
+
+    /* a column in the frame with no value in any change */
+    zx_rowset_reset(&rs);
+    CHECK(zx_rowset_column(&rs, "note", 4, ZX_T_NULL) >= 0);
+    for (int i = 7; i <= 8; i++) {
+        nchange("update", i);
+        put("amount", VT("5")); put("doc", VT("d")); put("big", VT("B"));
+        endrow();
+    }
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 2);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(7), "~|5|d|B");
+    CHECK_STR(nrow(8), "~|5|d|B");
+
+    /* the key moves: with an unchanged value (the stored row moves) and
+     * without; note and amount are in no change of the frame */
+    zx_rowset_reset(&rs);
+    nchange("update", 19);
+    put("doc", VT("m"));
+    put(ZX_CH_OLD_PREFIX "id", VI(9));
+    put(ZX_CH_UNCHANGED, VJ("[\"big\"]"));
+    endrow();
+    nchange("update", 20);
+    put("doc", VT("m2")); put("big", VT("b2"));
+    put(ZX_CH_OLD_PREFIX "id", VI(10));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 2 && res.rejects == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT count(*) FROM m_nulls WHERE id IN (9, 10)"), "0");
+    CHECK_STR(nrow(19), "~|~|m|B");
+    CHECK_STR(nrow(20), "~|~|m2|b2");
+
+    /* NULLs and unchanged values in one frame: big is unchanged in one
+     * change and NULL (absent) in the other, note the other way round */
+    zx_rowset_reset(&rs);
+    nchange("update", 11);
+    put("note", VT("p"));
+    put(ZX_CH_UNCHANGED, VJ("[\"big\",\"doc\"]"));
+    endrow();
+    nchange("update", 12);
+    put("amount", VT("6"));
+    put(ZX_CH_UNCHANGED, VJ("[\"note\"]"));
+    endrow();
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 2 && res.rejects == 0);
+    zx_ws_result_free(&res);
+    CHECK_STR(nrow(11), "p|~|d|B");
+    CHECK_STR(nrow(12), "n|6|~|~");
+    /* a column the source does not declare is not the frame's to clear */
+    CHECK_STR(q1("SELECT count(*) FROM m_nulls WHERE id IN (11, 12, 19) AND legacy = 'L'"),
+              "3");
+}
+
 static void run_suite(const backend *b)
 {
     B = b;
@@ -1789,6 +2008,7 @@ static void run_suite(const backend *b)
         test_user_table(w);
         test_view(w);
         test_changes(w);
+        test_changes_nulls(w);
         zx_ws_close(w);
         test_reopen();
         if (!B->pg) {
@@ -1796,6 +2016,7 @@ static void run_suite(const backend *b)
             test_modes();
         } else {
             test_pg_lock();
+            test_pg_dead_writer();
             test_pg_long_names();
             test_pg_reconnect();
         }

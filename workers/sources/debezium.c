@@ -6,6 +6,7 @@
  */
 #include "workers/sources/debezium.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,42 @@ static int64_t src_int(const json_t *src, const char *key, int *ok)
     return *ok ? (int64_t)json_integer_value(v) : 0;
 }
 
+/* A position field of src: a JSON integer, or the same number sent as a
+ * string of decimal digits ("50") or as an integral float (50.0), so
+ * that positions compare by their value whatever their JSON type (a
+ * string position ordered nothing and overwrote newer rows).  *ok = 0
+ * for anything else (absent, other text, out of int64's range). */
+static int64_t src_pos(const json_t *src, const char *key, int *ok)
+{
+    const json_t *v = src ? json_object_get(src, key) : NULL;
+    *ok = 0;
+    if (json_is_integer(v)) {
+        *ok = 1;
+        return (int64_t)json_integer_value(v);
+    }
+    if (json_is_string(v)) {
+        const char *t = json_string_value(v);
+        size_t n = json_string_length(v), neg = n && t[0] == '-';
+        if (n == neg || n - neg > 19 || strspn(t + neg, "0123456789") != n - neg)
+            return 0;
+        errno = 0;
+        char *end;
+        long long x = strtoll(t, &end, 10);
+        if (errno || *end)
+            return 0;
+        *ok = 1;
+        return (int64_t)x;
+    }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d != d || d < -9.2e18 || d > 9.2e18 || d != (double)(int64_t)d)
+            return 0;
+        *ok = 1;
+        return (int64_t)d;
+    }
+    return 0;
+}
+
 /* _zx_lsn (the source's words) and _zx_seq (ordering text, "" when the
  * connector's position is not known to order). */
 static void position(const json_t *src, char *lsn, size_t ln, char *seq, size_t sn)
@@ -253,7 +290,7 @@ static void position(const json_t *src, char *lsn, size_t ln, char *seq, size_t 
     int ok, ok2;
     conn = conn ? conn : "";
     if (!strcmp(conn, "postgresql")) {
-        int64_t l = src_int(src, "lsn", &ok);
+        int64_t l = src_pos(src, "lsn", &ok);
         if (ok && l >= 0) {
             snprintf(lsn, ln, "%" PRIX64 "/%" PRIX64, (uint64_t)l >> 32, (uint64_t)l & 0xffffffffu);
             snprintf(seq, sn, "p%016" PRIx64, (uint64_t)l);
@@ -262,7 +299,7 @@ static void position(const json_t *src, char *lsn, size_t ln, char *seq, size_t 
     }
     if (!strcmp(conn, "mysql") || !strcmp(conn, "mariadb")) {
         const char *file = src_str(src, "file");
-        int64_t pos = src_int(src, "pos", &ok), row = src_int(src, "row", &ok2);
+        int64_t pos = src_pos(src, "pos", &ok), row = src_pos(src, "row", &ok2);
         if (!file || !ok || pos < 0)
             return;
         if (!ok2 || row < 0)
@@ -279,7 +316,7 @@ static void position(const json_t *src, char *lsn, size_t ln, char *seq, size_t 
     if (!strcmp(conn, "sqlserver")) {
         const char *change = src_str(src, "change_lsn"), *commit = src_str(src, "commit_lsn");
         snprintf(lsn, ln, "%.100s", change ? change : commit ? commit : "");
-        int64_t serial = src_int(src, "event_serial_no", &ok);
+        int64_t serial = src_pos(src, "event_serial_no", &ok);
         if (commit)
             snprintf(seq, sn, "s%.40s|%.40s|%016" PRIx64, commit, change ? change : "",
                      ok && serial > 0 ? (uint64_t)serial : 0);
@@ -287,6 +324,12 @@ static void position(const json_t *src, char *lsn, size_t ln, char *seq, size_t 
     }
     if (!strcmp(conn, "oracle")) {
         const char *scn = src_str(src, "scn");
+        char num[24];
+        int64_t n64 = scn ? 0 : src_pos(src, "scn", &ok);
+        if (!scn && ok && n64 >= 0) {  /* the SCN as a JSON number */
+            snprintf(num, sizeof(num), "%" PRId64, n64);
+            scn = num;
+        }
         if (!scn)
             return;
         size_t n = strlen(scn);
@@ -300,7 +343,7 @@ static void position(const json_t *src, char *lsn, size_t ln, char *seq, size_t 
         return;
     }
     if (!strcmp(conn, "mongodb")) {
-        int64_t ts = src_int(src, "ts_ms", &ok), ord = src_int(src, "ord", &ok2);
+        int64_t ts = src_pos(src, "ts_ms", &ok), ord = src_pos(src, "ord", &ok2);
         if (ok && ok2 && ts >= 0 && ord >= 0) {
             snprintf(lsn, ln, "%" PRId64 ":%" PRId64, ts, ord);
             snprintf(seq, sn, "g%016" PRIx64 "%016" PRIx64, (uint64_t)ts, (uint64_t)ord);

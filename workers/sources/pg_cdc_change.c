@@ -122,8 +122,14 @@ int pgcdc_change_row(pgcdc_table *t, const pgo_msg *m, pgo_lsn lsn, int64_t comm
         const pgo_value *v = &tup->vals[i];
         if (m->type == PGO_DELETE && !is_key(t, c->name))
             continue;
-        if (v->kind == PGO_NULL)
+        if (v->kind == PGO_NULL) {
+            /* no cell, but the column: the frame must say this change
+             * sets it to NULL (a column absent from the frame would be
+             * left as stored, like an unchanged value) */
+            if (column(rs, c->name, ZX_T_NULL) < 0)
+                goto nomem;
             continue;
+        }
         if (v->kind == PGO_UNCHANGED) {
             if (!unch) {
                 if (!(unch = zx_rowset_alloc(rs, ucap)))

@@ -263,7 +263,8 @@ typedef struct zx_ws_changes {
  * source's columns, the backend's type for each source type, the key as
  * primary key) and gets the columns the source adds; insert and update
  * upsert the key's row, leaving the columns listed in _zx_unchanged as
- * stored; an update that moved the key deletes the old key's row; delete
+ * stored and setting to NULL every other column with no value, also one
+ * of c->col_types that rs lacks; an update that moved the key deletes the old key's row; delete
  * deletes the key's row; truncate empties the table.  With c->history each
  * change is also appended to <table>__changes (_op, _lsn, _commit_time,
  * _xid, then the row).  Misfit values are NULL plus a reject; a change the

@@ -10,7 +10,9 @@
  * order: an insert or an update is an upsert of the key's row (INSERT ...
  * ON CONFLICT (key) DO UPDATE, the syntax both backends share) that sets
  * every column the change carries except those the source did not send
- * (_zx_unchanged); an update whose key changed first deletes the old key's
+ * (_zx_unchanged) -- a column with no value, or one the source declares
+ * (c->col_types) that the frame lacks, is set to NULL, never left as
+ * stored; an update whose key changed first deletes the old key's
  * row; a delete deletes the key's row; a truncate empties the table.  With
  * history, every change is also appended to <table>__changes with _op,
  * _lsn, _commit_time, _xid and the row's columns.  Values are fitted as
@@ -165,6 +167,50 @@ static int history_rows(const zx_rowset *rs, const chcols *cc, zx_rowset *h)
 fail:
     free(map);
     return -1;
+}
+
+/* The frame with every column the source declared (c->col_types) that it
+ * lacks added, without cells: a change of an older frame maker that left
+ * out a column all of whose values in the frame were NULL then sets it
+ * to NULL, as the frame's rule says ("a column with no value is NULL"),
+ * instead of leaving the stored value.  *out is rs itself when nothing
+ * is missing, else full (strings shared with rs's arena).  0, or -1 out
+ * of memory. */
+static int with_declared(const zx_ws_changes *c, const zx_rowset *rs, zx_rowset *full,
+                         const zx_rowset **out)
+{
+    *out = rs;
+    size_t missing = 0;
+    for (size_t i = 0; i < c->ncol_types; i++) {
+        const char *n = c->col_types[i].column;
+        if (n && *n && strncmp(n, RESERVED, strlen(RESERVED)) != 0 &&
+            zx_rowset_find_column(rs, n, strlen(n)) < 0)
+            missing++;
+    }
+    if (!missing)
+        return 0;
+    for (uint32_t col = 0; col < rs->ncols; col++)
+        if (zx_rowset_column(full, rs->cols[col].name, rs->cols[col].name_len, ZX_T_NULL) < 0)
+            return -1;
+    for (size_t i = 0; i < c->ncol_types; i++) {
+        const char *n = c->col_types[i].column;
+        if (n && *n && strncmp(n, RESERVED, strlen(RESERVED)) != 0 &&
+            zx_rowset_column(full, n, strlen(n), ZX_T_NULL) < 0)
+            return -1;
+    }
+    for (uint32_t r = 0; r < rs->nrows; r++) {
+        if (zx_rowset_begin_row(full) < 0)
+            return -1;
+        for (uint64_t i = rs->row_start[r]; i < rs->row_start[r + 1]; i++)
+            if (rs->cells[i].col < rs->ncols &&
+                zx_rowset_add(full, rs->cells[i].col, &rs->cells[i].v) < 0)
+                return -1;
+        zx_rowset_end_row(full);
+    }
+    for (uint32_t col = 0; col < rs->ncols; col++)
+        full->cols[col].type = rs->cols[col].type;
+    *out = full;
+    return 0;
 }
 
 /* 1 when name is in the JSON array of strings (simple escapes only). */
@@ -426,6 +472,12 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
     if (rs->nrows == 0)
         return 0;
     int ret = -1;
+    zx_rowset full;
+    zx_rowset_init(&full);
+    if (with_declared(c, rs, &full, &rs) < 0) {
+        zx_rowset_free(&full);
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    }
     chcols cc = { .op = rs_find(rs, ZX_CH_OP), .lsn = rs_find(rs, ZX_CH_LSN),
                   .ct = rs_find(rs, ZX_CH_COMMIT_TIME), .xid = rs_find(rs, ZX_CH_XID),
                   .unchanged = rs_find(rs, ZX_CH_UNCHANGED) };
@@ -512,5 +564,6 @@ out:
     free(cc.tcol);
     zx_fit_buf_free(&a.sql);
     zx_rowset_free(&h);
+    zx_rowset_free(&full);
     return ret;
 }

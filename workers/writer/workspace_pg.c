@@ -11,7 +11,9 @@
  * the transaction is lost with it, nothing is acknowledged, and the next
  * zx_ws_begin reconnects (the writer backs off between cycles; the frames
  * wait in their rings) and takes the lock again; a lock still held by
- * our own dead session is freed with pg_terminate_backend.
+ * our own dead session, or by the session of this zxd's previous writer
+ * process (killed while a statement ran), is freed with
+ * pg_terminate_backend.
  *
  * It must never: show the DSN's password (dsn_shown is for messages), put
  * a value into SQL text (parameters only), or report a lost connection as
@@ -20,6 +22,8 @@
  */
 #include "workers/writer/workspace_pg_int.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +183,52 @@ static int free_own_stale_lock(wsp *w, const char *appname)
     return n > 0;
 }
 
+/* This host's name into host ("?" when unknown). */
+static void host_name(char *host, size_t len)
+{
+    if (gethostname(host, len - 1) < 0)
+        snprintf(host, len, "?");
+    host[len - 1] = '\0';
+}
+
+/* A lock held by the session of this zxd's previous writer, killed (a
+ * SIGKILL, a crash) while its session was busy with a statement: the
+ * server frees the lock only once that statement ends and it reads the
+ * closed socket.  The writer named in _zx_writer is ours when the rest
+ * of its line is exactly what this writer would write (the same host,
+ * zxd pid and data_dir: w->owner) and its pid is gone from this host;
+ * then the sessions holding the lock are terminated.  1 when one was. */
+static int free_dead_writer_lock(wsp *w)
+{
+    if (!w->owner)
+        return 0;
+    char q[512], host[256], want[1400];
+    host_name(host, sizeof(host));
+    snprintf(want, sizeof(want), " on host %s, %s", host, w->owner);
+    snprintf(q, sizeof(q), "SELECT owner FROM %s.\"_zx_writer\" WHERE id = 1", w->qschema);
+    PGresult *r = zx_wsp_exec(w, q, 0, NULL);
+    long pid = 0;
+    int n = 0, ours = 0;
+    if (r && PQntuples(r) == 1) {
+        const char *o = PQgetvalue(r, 0, 0);
+        ours = sscanf(o, "pid %ld%n", &pid, &n) == 1 && n > 0 && strcmp(o + n, want) == 0 &&
+               pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+    }
+    PQclear(r);
+    w->broken = 0;
+    if (!ours)
+        return 0;
+    char k1[16], k2[16];
+    snprintf(k1, sizeof(k1), "%d", WSP_LOCK_CLASS);
+    snprintf(k2, sizeof(k2), "%d", (int)w->lock_key);
+    const char *pv[2] = { k1, k2 };
+    r = zx_wsp_exec(w, "SELECT pg_terminate_backend(l.pid, 5000)" WSP_LOCK_SESSIONS
+                       " AND a.pid <> pg_backend_pid()", 2, pv);
+    n = r ? PQntuples(r) : 0;
+    PQclear(r);
+    return n > 0;
+}
+
 /* Connect, take the lock, make the bookkeeping tables.  0, or -1 with
  * w->msg set and *locked = 1 when another zxd holds the lock. */
 static int connect_pg(wsp *w, int *locked)
@@ -245,6 +295,8 @@ static int connect_pg(wsp *w, int *locked)
     int got = try_lock(w);
     if (got == 0 && free_own_stale_lock(w, appname))
         got = try_lock(w);
+    if (got == 0 && free_dead_writer_lock(w))
+        got = try_lock(w);
     if (got < 0)
         goto fail;
     if (got == 0) {
@@ -276,10 +328,8 @@ static int connect_pg(wsp *w, int *locked)
             *locked = 1;
         return -1;
     }
-    char host[256] = "?";
-    if (gethostname(host, sizeof(host) - 1) < 0)
-        snprintf(host, sizeof(host), "?");
-    host[sizeof(host) - 1] = '\0';
+    char host[256];
+    host_name(host, sizeof(host));
     char who[1200];
     snprintf(who, sizeof(who), "pid %ld on host %s%s%s", (long)getpid(), host,
              w->owner ? ", " : "", w->owner ? w->owner : "");
