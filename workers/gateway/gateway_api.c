@@ -9,12 +9,15 @@
  *   GET  /api/runs/<id>           the run's record: 200 {...}
  *
  * Both take `Authorization: Bearer <api token>` (api_tokens in the
- * configuration).  A client address that sent server.http.api_auth_failures
- * wrong tokens within api_auth_window gets 429 for every API request
- * until that window ends (authlimit.h), logged once per window.  The gateway checks only the shape of a request; the
+ * configuration).  The gateway checks only the shape of a request; the
  * supervisor, which holds the configuration in force, checks the token,
  * what it may run, and answers (ZX_CHAN_API, proto/chan.h): each request
- * waits for that answer, with a deadline.
+ * waits for that answer, with a deadline.  A client address whose wrong
+ * tokens (401 from the supervisor) reach server.http.api_auth_failures
+ * within api_auth_window gets 429 for every API request until that
+ * window ends (authlimit.h), logged once per window.  Requests already
+ * on their way when it is blocked are still answered (at most
+ * http.max_connections of them).
  *
  * It must never: hand a token to anything but the supervisor, log one,
  * keep a request past its deadline, or let an address try tokens beyond
