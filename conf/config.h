@@ -71,6 +71,9 @@ typedef struct zx_conf_http {
     uint32_t body_timeout_ms;          /* default 30 s (+1 s per body_min_rate
                                           bytes received) */
     uint64_t body_min_rate;            /* bytes/s; default 1 KiB (<= 1 GiB) */
+    uint32_t api_auth_failures;        /* default 10: failed API tokens from
+                                          one address per window ... */
+    uint32_t api_auth_window_ms;       /* default 60 s: ... before 429 */
 } zx_conf_http;
 
 /* A connection (`connections.<name>`): how to reach a system that
@@ -298,6 +301,9 @@ typedef struct zx_conf_apitoken {
                                 "agent": they wait for `zxctl approve` */
     char **syncs;            /* the syncs it may run; NULL (nsyncs 0) = all */
     size_t nsyncs;
+    uint32_t approval_timeout_ms; /* agent: an unapproved run expires after
+                                     this (from when it was asked for) */
+    uint32_t max_waiting;    /* agent: its runs not yet approved, at most */
     int line, column;
 } zx_conf_apitoken;
 

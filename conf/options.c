@@ -315,6 +315,18 @@ const zx_cf_option zx_cf_options[] = {
      .offset = HTTP(backpressure_timeout_ms), .min = 0, .max = 10 * MIN,
      .help = "How long a push waits for room in a full ring before it is "
      "answered 503 with Retry-After. 0 answers at once."},
+    {.section = "server.http", .name = "api_auth_failures", .type = ZX_CF_UINT,
+     .def = "10", .offset = HTTP(api_auth_failures), .min = 1, .max = 1000000,
+     .help = "Failed API tokens (401 on `/api/syncs/...` or `/api/runs/...`) "
+     "one client address may send within `api_auth_window`: then every API "
+     "request from it gets 429 with `Retry-After` until that window (which "
+     "began at its first failure) ends, and one warning "
+     "`event=api_auth_blocked` is logged. The gateway tracks at most 4,096 "
+     "addresses (the oldest make room). Clients behind one proxy share its "
+     "address."},
+    {.section = "server.http", .name = "api_auth_window", .type = ZX_CF_DURATION,
+     .def = "60s", .offset = HTTP(api_auth_window_ms), .min = SEC, .max = 24 * HOUR,
+     .help = "The window of `api_auth_failures`."},
     {.section = "server.http", .name = "commit_timeout",
      .type = ZX_CF_DURATION, .def = "30s", .offset = HTTP(commit_timeout_ms),
      .min = 1, .max = HOUR,
@@ -754,6 +766,20 @@ const zx_cf_option zx_cf_options[] = {
     {.section = "api_tokens.<name>", .name = "syncs", .type = ZX_CF_NAMES,
      .def_doc = "every sync", .offset = TOKEN(syncs), .n_offset = TOKEN(nsyncs),
      .help = "The syncs it may run."},
+    {.section = "api_tokens.<name>", .name = "approval_timeout",
+     .type = ZX_CF_DURATION, .def = "24h", .offset = TOKEN(approval_timeout_ms),
+     .min = SEC, .max = 30 * 24 * HOUR,
+     .help = "Role `agent`: a run of this token not approved (nor rejected) "
+     "this long after it was asked for ends `expired`, with the reason in "
+     "its record, `zxctl runs` and the feed; nothing is sent. The runs of a "
+     "token removed from the configuration expire at once."},
+    {.section = "api_tokens.<name>", .name = "max_waiting", .type = ZX_CF_UINT,
+     .def = "16", .offset = TOKEN(max_waiting), .min = 1, .max = 256,
+     .help = "Role `agent`: its runs not yet approved (being previewed or "
+     "awaiting approval), all syncs together, at most; one more gets 429. "
+     "They have a queue of their own: an agent never fills a sync's queue "
+     "(16 runs), and its previews wait behind the runs of operators, "
+     "schedules and orchestrators."},
 };
 const size_t zx_cf_noptions = sizeof(zx_cf_options) / sizeof(zx_cf_options[0]);
 _Static_assert(sizeof(zx_cf_options) / sizeof(zx_cf_options[0]) <=

@@ -42,7 +42,9 @@ static int same_http(const zx_conf *a, const zx_conf *b)
            x->max_header_size == y->max_header_size && x->max_connections == y->max_connections &&
            x->idle_timeout_ms == y->idle_timeout_ms &&
            x->backpressure_timeout_ms == y->backpressure_timeout_ms &&
-           x->commit_timeout_ms == y->commit_timeout_ms && max_body(a) == max_body(b);
+           x->commit_timeout_ms == y->commit_timeout_ms && max_body(a) == max_body(b) &&
+           x->api_auth_failures == y->api_auth_failures &&
+           x->api_auth_window_ms == y->api_auth_window_ms;
 }
 
 /* The writer opens the workspace once, when it starts: its kind, the SQLite

@@ -309,7 +309,16 @@ void sup_sync_sends_tick(sup *s);
 /* A request of the gateway's sync API (ZX_CHAN_API, proto/chan.h):
  * check its token, do it, answer the gateway. */
 void sup_sync_api(sup *s, const char *json);
-/* A run's record as the API and `runs` show it (new object), or NULL. */
+/* Run id's record (new object, all of it: trim it with sup_run_api_view
+ * before an API client sees it), or NULL when there is none, or when it
+ * is a plain preview or a one-off send (`zxctl`), which are no runs of
+ * the API's. */
 json_t *sup_sync_run_json(sup *s, uint64_t id);
+
+/* syncs_view.c: trim run record rec (from sup_sync_run_json) in place to
+ * what API token t may read: 0, or -1 when t may not read that run at
+ * all (answer 404).  Never leaves a value of the data in it (a preview's
+ * sample; the error of an agent's run that failed before approval). */
+int sup_run_api_view(json_t *rec, const zx_conf_apitoken *t);
 
 #endif

@@ -12,12 +12,20 @@
  *
  * States: queued → running → succeeded | failed; a preview: queued →
  * previewing → previewed; an agent's run: queued → previewing →
- * awaiting_approval → (approve) queued → running → ... | (reject) rejected.
+ * awaiting_approval → (approve) queued → running → ... | (reject) rejected
+ * | (not approved within its token's approval_timeout) expired.
+ *
+ * Queues: a sync holds at most MAX_WAITING runs of operators, schedules,
+ * orchestrators and approved agents; an agent token holds at most its
+ * max_waiting runs not yet approved, all syncs together.  Agents' runs
+ * never count against a sync's queue, and wait behind the others for the
+ * sync's worker, so that an agent can fill only its own queue.
  *
  * It must never: run a run's work itself (the worker does), block, or
  * start two runs of one sync at once.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <event2/bufferevent.h>
 #include <jansson.h>
 #include <signal.h>
@@ -44,7 +52,15 @@ struct sync_run {
     char state[24];
     char trigger[96];
     unsigned flags;          /* ZX_RUN_PREVIEW, ZX_RUN_FULL */
-    int approval;            /* an agent's run: preview, then wait */
+    int approval;            /* an agent's run not approved yet: preview,
+                                then wait */
+    int agent;               /* asked for with an agent's token */
+    int approved;            /* an agent's run an operator approved */
+    int error_from_run;      /* error is the run's own (the database's
+                                message, duplicate keys...): it may quote
+                                values */
+    int sync_gone;           /* failed: its sync was removed by a reload */
+    char token[64];          /* the API token that asked for it, or "" */
     int64_t created_us, started_us, ended_us;
     json_t *result;          /* the worker's final status */
     json_t *preview;         /* an agent's run: its preview */
@@ -71,7 +87,8 @@ static void restore_runs(sup *s);
 static int is_final(const sync_run *r)
 {
     return !strcmp(r->state, "succeeded") || !strcmp(r->state, "failed") ||
-           !strcmp(r->state, "rejected") || !strcmp(r->state, "previewed");
+           !strcmp(r->state, "rejected") || !strcmp(r->state, "expired") ||
+           !strcmp(r->state, "previewed");
 }
 
 /* The clock of schedules: UTC µs, shifted by ZX_TEST_CLOCK_OFFSET_MS
@@ -128,6 +145,14 @@ static json_t *run_json(const sync_run *r)
     if (r->flags & ZX_RUN_FULL)
         json_object_set_new(o, "full", json_true());
     json_object_set_new(o, "error", r->error[0] ? json_string(r->error) : json_null());
+    /* what the API needs to show an agent nothing of the data before an
+     * operator approved (syncs_view.c) */
+    if (r->token[0])
+        json_object_set_new(o, "token", json_string(r->token));
+    if (r->agent)
+        json_object_set_new(o, "approved", json_boolean(r->approved));
+    if (r->error[0] && r->error_from_run)
+        json_object_set_new(o, "error_from_run", json_true());
     if (r->preview)
         json_object_set(o, "preview", r->preview);
     if (!strcmp(r->state, "previewed") && r->result) {
@@ -169,15 +194,27 @@ static void trim_runs(sup *s)
     }
 }
 
-/* Runs of one sync waiting (queued, previewing, awaiting approval) at
- * most: a client asking again and again gets told, not a growing queue. */
+/* Runs of one sync waiting (queued, previewing) at most: a client asking
+ * again and again gets told, not a growing queue.  Agents' runs not yet
+ * approved are not counted: they have their own queue per token. */
 #define MAX_WAITING 16
 
 static size_t waiting(sup *s, const char *sync)
 {
     size_t n = 0;
     for (sync_run *r = s->runs; r; r = r->next)
-        if (!strcmp(r->sync, sync) && !is_final(r) && strcmp(r->state, "running"))
+        if (!strcmp(r->sync, sync) && !is_final(r) && strcmp(r->state, "running") &&
+            !r->approval)
+            n++;
+    return n;
+}
+
+/* Runs of agent token tok not approved (nor ended) yet, all syncs. */
+static size_t agent_waiting(sup *s, const char *tok)
+{
+    size_t n = 0;
+    for (sync_run *r = s->runs; r; r = r->next)
+        if (r->approval && !is_final(r) && !strcmp(r->token, tok))
             n++;
     return n;
 }
@@ -306,6 +343,68 @@ int sup_sync_idle(sup *s, child *c)
     return 1;
 }
 
+/* r (queued or awaiting approval) will never start: its sync was removed
+ * by a reload (or is no sync any more). */
+static void fail_removed(sup *s, sync_run *r)
+{
+    snprintf(r->state, sizeof(r->state), "failed");
+    snprintf(r->error, sizeof(r->error), "sync %s was removed from the configuration "
+             "before this run started", r->sync);
+    r->error_from_run = 0;
+    r->sync_gone = 1;
+    r->ended_us = zx_now_us();
+    r->persisted = 1;   /* its sync's history is gone with it */
+    feed_run(s, r, "run");
+    answer_waiters(s, r);
+}
+
+/* "24h", "90s", "1500ms": a duration of the configuration, for messages. */
+static void fmt_ms(char *buf, size_t len, uint32_t ms)
+{
+    if (ms && ms % 3600000 == 0)
+        snprintf(buf, len, "%uh", ms / 3600000);
+    else if (ms && ms % 60000 == 0)
+        snprintf(buf, len, "%um", ms / 60000);
+    else if (ms && ms % 1000 == 0)
+        snprintf(buf, len, "%us", ms / 1000);
+    else
+        snprintf(buf, len, "%ums", ms);
+}
+
+/* Agents' runs not approved within their token's approval_timeout (from
+ * when they were asked for) end "expired"; so do those of a token no
+ * longer configured (revoked).  A preview under way finishes first. */
+static void expire_runs(sup *s)
+{
+    int64_t now = zx_now_us();
+    for (sync_run *r = s->runs; r; r = r->next) {
+        if (!r->approval || (strcmp(r->state, "queued") && strcmp(r->state, "awaiting_approval")))
+            continue;
+        const zx_conf_apitoken *t = zx_conf_find_apitoken(s->conf, r->token);
+        if (t && strcmp(t->role, "agent"))
+            t = NULL;   /* no agent's any more: as good as revoked */
+        if (t && now - r->created_us < (int64_t)t->approval_timeout_ms * 1000)
+            continue;
+        char d[24];
+        fmt_ms(d, sizeof(d), t ? t->approval_timeout_ms : 0);
+        snprintf(r->state, sizeof(r->state), "expired");
+        if (t)
+            snprintf(r->error, sizeof(r->error), "not approved within %s (approval_timeout of "
+                     "API token %s): expired, nothing sent", d, r->token);
+        else
+            snprintf(r->error, sizeof(r->error), "API token %s is no longer an agent's token "
+                     "of the configuration: expired, nothing sent", r->token);
+        r->error_from_run = 0;
+        r->ended_us = now;
+        r->persisted = 0;
+        zx_info("event=run_expired sync=%s run=%llu token=%s", r->sync,
+                (unsigned long long)r->id, r->token);
+        feed_run(s, r, "run");
+        persist(s, r);
+        answer_waiters(s, r);
+    }
+}
+
 /* Start r (queued) on its sync's worker. */
 static void start_run(sup *s, spipe *p, sync_run *r)
 {
@@ -400,7 +499,9 @@ void sup_sync_exited(sup *s, spipe *p, int st)
         snprintf(r->state, sizeof(r->state), "%s", state);
         const char *e = json_string_value(json_object_get(res, "error"));
         snprintf(r->error, sizeof(r->error), "%s", e && !strcmp(state, "failed") ? e : "");
+        r->error_from_run = e && !strcmp(state, "failed");
     } else {
+        r->error_from_run = 0;
         snprintf(r->state, sizeof(r->state), "failed");
         snprintf(r->error, sizeof(r->error), "sync %s: the run worker %s before the run ended%s",
                  r->sync, why, s->shutting_down ? " (zxd is stopping)" : "");
@@ -438,14 +539,20 @@ void sup_sync_exited(sup *s, spipe *p, int st)
     answer_waiters(s, r);
 }
 
-/* The oldest queued run of sync name, or NULL. */
+/* The oldest queued run of sync name, or NULL; the previews of agents'
+ * runs come after every other (an agent never holds up the others). */
 static sync_run *oldest_queued(sup *s, const char *name)
 {
-    sync_run *best = NULL;
+    sync_run *best = NULL, *agents = NULL;
     for (sync_run *r = s->runs; r; r = r->next)
-        if (!strcmp(r->sync, name) && !strcmp(r->state, "queued"))
-            best = r;   /* newest first: the last one found is the oldest */
-    return best;
+        if (!strcmp(r->sync, name) && !strcmp(r->state, "queued")) {
+            /* newest first: the last one found is the oldest */
+            if (r->approval)
+                agents = r;
+            else
+                best = r;
+        }
+    return best ? best : agents;
 }
 
 /* A queued run of this sync that a schedule may join instead of adding
@@ -599,6 +706,17 @@ static int restore_one(const char *sync, uint64_t id, const char *json, size_t l
     const char *tr = json_string_value(json_object_get(o, "trigger"));
     snprintf(r->trigger, sizeof(r->trigger), "%s", tr ? tr : "?");
     r->created_us = (int64_t)id;
+    const char *tk = json_string_value(json_object_get(o, "token"));
+    snprintf(r->token, sizeof(r->token), "%s", tk ? tk : "");
+    r->agent = json_is_boolean(json_object_get(o, "approved")) ||
+               !strcmp(st, "awaiting_approval");
+    r->approved = json_is_true(json_object_get(o, "approved"));
+    if (!tk && r->agent && tr && !strncmp(tr, "agent ", 6)) {
+        /* a record of an earlier zxd: "agent NAME (API)" */
+        const char *e = strstr(tr + 6, " (API)");
+        if (e && e - (tr + 6) < (ptrdiff_t)sizeof(r->token))
+            snprintf(r->token, sizeof(r->token), "%.*s", (int)(e - (tr + 6)), tr + 6);
+    }
     const char *sa = json_string_value(json_object_get(o, "started_at"));
     int64_t us = 0;
     if (sa && zx_rfc3339_parse(sa, strlen(sa), &us))
@@ -658,14 +776,9 @@ void sup_syncs_tick(sup *s)
     /* runs waiting for a sync a reload removed will never start */
     for (sync_run *r = s->runs; r; r = r->next)
         if ((!strcmp(r->state, "queued") || !strcmp(r->state, "awaiting_approval")) &&
-            !sup_find_pipe(s, r->sync)) {
-            snprintf(r->state, sizeof(r->state), "failed");
-            snprintf(r->error, sizeof(r->error), "sync %s was removed from the configuration "
-                     "before this run started", r->sync);
-            r->ended_us = zx_now_us();
-            r->persisted = 1;   /* its sync's history is gone with it */
-            answer_waiters(s, r);
-        }
+            !sync_pipe(s, r->sync))
+            fail_removed(s, r);
+    expire_runs(s);
     for (sync_run *r = s->runs; r; r = r->next)
         if (durable(r) && !r->persisted)
             persist(s, r);
@@ -821,8 +934,22 @@ json_t *sup_sync_command(sup *s, struct bufferevent *bev, const char *cmd, json_
                            cmd, NULL);
         if (!r)
             return err_obj("no run %s waits for approval", ids, NULL);
-        if (strcmp(r->state, "awaiting_approval"))
-            return err_obj("run %s is %s, not awaiting_approval", ids, r->state);
+        if (!strcmp(r->state, "awaiting_approval") && !sync_pipe(s, r->sync))
+            fail_removed(s, r);   /* a reload removed it since the last tick */
+        expire_runs(s);
+        if (r->sync_gone) {
+            char msg[300];
+            snprintf(msg, sizeof(msg), "run %s cannot be %s: its sync %s was removed from the "
+                     "configuration (by a reload), so the run failed and nothing was sent",
+                     ids, !strcmp(cmd, "reject") ? "rejected" : "approved", r->sync);
+            return err_obj("%s", msg, NULL);
+        }
+        if (strcmp(r->state, "awaiting_approval")) {
+            char msg[690];
+            snprintf(msg, sizeof(msg), "run %s is %s, not awaiting_approval%s%.560s%s", ids,
+                     r->state, r->error[0] ? " (" : "", r->error, r->error[0] ? ")" : "");
+            return err_obj("%s", msg, NULL);
+        }
         if (!strcmp(cmd, "reject")) {
             snprintf(r->state, sizeof(r->state), "rejected");
             r->persisted = 0;
@@ -833,6 +960,7 @@ json_t *sup_sync_command(sup *s, struct bufferevent *bev, const char *cmd, json_
         } else {
             snprintf(r->state, sizeof(r->state), "queued");
             r->approval = 0;
+            r->approved = 1;
             char t[96];
             snprintf(t, sizeof(t), "%.70s, approved", r->trigger);
             snprintf(r->trigger, sizeof(r->trigger), "%s", t);
@@ -922,7 +1050,14 @@ int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, unsi
     int agent = !strcmp(tok->role, "agent");
     char trig[96];
     snprintf(trig, sizeof(trig), "%s %.60s (API)", agent ? "agent" : "orchestrator", tok->name);
-    if (waiting(s, sync) >= MAX_WAITING) {
+    if (agent && agent_waiting(s, tok->name) >= tok->max_waiting) {
+        *http = 429;
+        snprintf(msg, msglen, "token %.63s has %u runs waiting for an operator's approval "
+                 "(max_waiting): retry once they are approved, rejected or expired",
+                 tok->name, tok->max_waiting);
+        return -1;
+    }
+    if (!agent && waiting(s, sync) >= MAX_WAITING) {
         *http = 429;
         snprintf(msg, msglen, "sync %.63s has %d runs waiting already: retry once they ran",
                  sync, MAX_WAITING);
@@ -935,6 +1070,8 @@ int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, unsi
         return -1;
     }
     r->approval = agent;
+    r->agent = agent;
+    snprintf(r->token, sizeof(r->token), "%s", tok->name);
     *id = r->id;
     sup_syncs_tick(s);
     return 0;
@@ -943,6 +1080,9 @@ int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, unsi
 json_t *sup_sync_run_json(sup *s, uint64_t id)
 {
     sync_run *r = find_run(s, id);
+    if (r && ((r->flags & ZX_RUN_ONEOFF) || ((r->flags & ZX_RUN_PREVIEW) && !r->approval) ||
+              !strcmp(r->state, "previewed")))
+        return NULL;   /* a send or a preview (`zxctl`): no run of the API's */
     if (r)
         return run_json(r);
     /* an older one: from the store */
@@ -995,16 +1135,6 @@ static const zx_conf_apitoken *find_token(const zx_conf *c, const char *tok)
     return found;
 }
 
-static int token_may(const zx_conf_apitoken *t, const char *sync)
-{
-    if (!t->nsyncs)
-        return 1;
-    for (size_t i = 0; i < t->nsyncs; i++)
-        if (!strcmp(t->syncs[i], sync))
-            return 1;
-    return 0;
-}
-
 void sup_sync_api(sup *s, const char *buf)
 {
     json_error_t je;
@@ -1040,8 +1170,7 @@ void sup_sync_api(sup *s, const char *buf)
         const char *ids = json_string_value(json_object_get(req, "run"));
         unsigned long long rid = ids ? strtoull(ids, NULL, 10) : 0;
         json_t *rec = rid ? sup_sync_run_json(s, rid) : NULL;
-        const char *sync = rec ? json_string_value(json_object_get(rec, "sync")) : NULL;
-        if (!rec || !sync || !token_may(t, sync)) {
+        if (!rec || sup_run_api_view(rec, t) < 0) {
             json_decref(rec);
             rep = api_error(404, "no such run (or not one this token may read)");
         } else {

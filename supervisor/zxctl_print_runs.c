@@ -1,7 +1,8 @@
 /*
  * zxctl_print_runs.c — human output of reverse syncs' runs: a run's
- * record (run, preview, approve, reject), the history (`runs`) and the
- * lines `status` prints under a sync.  Every string from the daemon is
+ * record (run, preview, approve, reject), the history (`runs`, with the
+ * preview and sample of each run awaiting approval) and the lines
+ * `status` prints under a sync.  Every string from the daemon is
  * cleaned (zxctl_clean).
  */
 #include "supervisor/zxctl_int.h"
@@ -124,6 +125,17 @@ static void print_sample(const json_t *arr, const char *title, FILE *out)
     }
 }
 
+/* An agent's run's preview (pv, of run record r): counts and samples. */
+static void print_preview(const json_t *pv, const json_t *r, FILE *out)
+{
+    fprintf(out, "  preview: would send %lld of %lld rows read (insert %lld, update %lld), "
+            "delete %lld, unchanged %lld\n", to_send(pv, r), num(pv, "rows_read"),
+            num(pv, "rows_inserted"), num(pv, "rows_updated"), num(pv, "rows_deleted"),
+            num(pv, "rows_unchanged"));
+    print_sample(json_object_get(pv, "sample"), "  sample of the rows to send:", out);
+    print_sample(json_object_get(pv, "sample_deletes"), "  sample of the keys to delete:", out);
+}
+
 void zxctl_print_run(const json_t *r, FILE *out)
 {
     char *id = zxctl_fmt(json_object_get(r, "id"));
@@ -150,14 +162,8 @@ void zxctl_print_run(const json_t *r, FILE *out)
         print_sample(json_object_get(r, "sample_deletes"), "  sample of the keys to delete:",
                      out);
     }
-    if (json_is_object(pv)) {
-        fprintf(out, "  preview: would send %lld of %lld rows read (insert %lld, update %lld), "
-                "delete %lld, unchanged %lld\n", to_send(pv, r), num(pv, "rows_read"), num(pv, "rows_inserted"), num(pv, "rows_updated"),
-                num(pv, "rows_deleted"), num(pv, "rows_unchanged"));
-        print_sample(json_object_get(pv, "sample"), "  sample of the rows to send:", out);
-        print_sample(json_object_get(pv, "sample_deletes"), "  sample of the keys to delete:",
-                     out);
-    }
+    if (json_is_object(pv))
+        print_preview(pv, r, out);
     const json_t *e = json_object_get(r, "error");
     if (json_is_string(e) && *json_string_value(e)) {
         char *c = zxctl_clean(json_string_value(e));
@@ -187,5 +193,19 @@ void zxctl_print_runs(const json_t *r, FILE *out)
         free(st);
         free(at);
         free(er);
+    }
+    /* what an operator decides on: each run awaiting approval, its preview */
+    json_array_foreach(arr, i, e) {
+        const char *st = json_string_value(json_object_get(e, "state"));
+        const json_t *pv = json_object_get(e, "preview");
+        if (!st || strcmp(st, "awaiting_approval") || !json_is_object(pv))
+            continue;
+        char *id = zxctl_fmt(json_object_get(e, "id"));
+        char *tr = zxctl_fmt(json_object_get(e, "trigger"));
+        fprintf(out, "\nrun %s awaits approval (asked for by %s): zxctl approve %s, or "
+                "zxctl reject %s\n", id, tr, id, id);
+        print_preview(pv, e, out);
+        free(id);
+        free(tr);
     }
 }

@@ -44,7 +44,7 @@ class SyncZxd(Zxd):
     connections: {name: {"kind": k, "dsn": d, "password": pw, "path": p,
                          "read_only": bool}}; a dsn may hold "{pw}" where
                          the password goes: it becomes ${env:...}
-    api_tokens: {name: {"token": t, "role": r, "syncs": [..]}}"""
+    api_tokens: {name: {"token": t, "role": r, "syncs": [..], "extra": {k: v}}}"""
 
     def __init__(self, root, syncs, authors, connections=None, api_tokens=None, **kw):
         self.syncs = dict(syncs)
@@ -102,6 +102,8 @@ class SyncZxd(Zxd):
                           f"    role: {t['role']}"]
                 if t.get("syncs"):
                     lines.append(f"    syncs: {yaml_value(t['syncs'])}")
+                for k, v in (t.get("extra") or {}).items():
+                    lines.append(f"    {k}: {v}")
         return text + "\n".join(lines) + "\n"
 
     # -- the workspace tables a sync reads ---------------------------------

@@ -21,8 +21,8 @@ def sync_env(pg, workspace):
     yield from make_sync_env(pg, workspace)
 
 
-def api_zxd(sync_env):
-    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
+def api_zxd(sync_env, http_extra="", agent_extra=None, more_syncs=None):
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False, http_extra=http_extra)
     dest = os.path.join(z.root, "dest.db")
     q = "SELECT id, email, plan FROM customers"
     z.syncs = {
@@ -31,9 +31,11 @@ def api_zxd(sync_env):
         "other": {"query": q, "mode": "replace",
                   "dest": {"connection": "crm", "table": "other"}},
     }
+    z.syncs.update(more_syncs or {})
     z.connections = {"crm": {"kind": "sqlite", "path": dest}}
     z.api_tokens = {"airflow": {"token": token(), "role": "orchestrator", "syncs": ["crm"]},
-                    "assistant": {"token": token(), "role": "agent"}}
+                    "assistant": {"token": token(), "role": "agent",
+                                  "extra": agent_extra or {}}}
     z.write_config()
     make_customers(z)
     z.start()
@@ -115,12 +117,13 @@ def test_an_agents_run_waits_for_approval(sync_env):
     run = r.json["run"]
     rec = wait_state(z, agent, run, {"awaiting_approval", "failed"})
     assert rec["state"] == "awaiting_approval", rec
-    assert rec["preview"]["rows_inserted"] == 3 and len(rec["preview"]["sample"]) == 3
+    assert rec["preview"]["rows_inserted"] == 3 and "sample" not in rec["preview"], rec
     assert not os.path.exists(dest)
-    # approval shows the preview, then runs
+    # approval shows the preview and its sample, then runs
     p = z.zxctl("approve", run)
     assert p.returncode == 0, p.stderr
     assert "preview: would send 3 of 3 rows read" in p.stdout, p.stdout
+    assert "sample of the rows to send" in p.stdout and "a@x.org" in p.stdout, p.stdout
     rec = wait_state(z, agent, run, {"succeeded", "failed"})
     assert rec["state"] == "succeeded" and rec["rows_sent"] == 3, rec
     assert sqlite_rows(dest, "SELECT count(*) FROM customers") == [(3,)]
@@ -139,26 +142,67 @@ def test_an_agents_run_waits_for_approval(sync_env):
     assert states[:2] == ["rejected", "succeeded"], states
 
 
-def test_runs_waiting_are_bounded(sync_env):
-    """An agent asking again and again: 16 runs wait for approval, the
-    17th is told to come back later (429, Retry-After); nothing grows."""
+def test_agents_cannot_block_a_sync(sync_env):
+    """Issue 18.4: an agent asking again and again fills its own queue (16
+    runs not approved, max_waiting), is told to come back later (429,
+    Retry-After, a JSON error naming the limit); orchestrators and
+    operators are never refused because of it, and their runs go first."""
     z, dest = api_zxd(sync_env)
     agent = z.api_tokens["assistant"]["token"]
+    orch = z.api_tokens["airflow"]["token"]
     codes = [call(z, "POST", "/api/syncs/crm/runs", agent).status for _ in range(16)]
     assert codes == [202] * 16
     r = call(z, "POST", "/api/syncs/crm/runs", agent)
     assert r.status == 429 and r.headers.get("retry-after") == "10", r
-    assert "16 runs waiting" in r.json["error"]
-    p = z.zxctl("run", "crm")
-    assert p.returncode == 1 and "runs waiting already" in p.stderr
+    assert "assistant" in r.json["error"] and "max_waiting" in r.json["error"], r.json
+    assert r.json["status"] == 429
+    # on another sync too: the queue is the token's
+    assert call(z, "POST", "/api/syncs/other/runs", agent).status == 429
+    # the orchestrator and the operator run at once
+    r = call(z, "POST", "/api/syncs/crm/runs", orch)
+    assert r.status == 202, r
+    rec = wait_state(z, orch, r.json["run"], {"succeeded", "failed"})
+    assert rec["state"] == "succeeded" and rec["rows_sent"] == 3, rec
+    p = z.zxctl("run", "crm", "--wait")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sqlite_rows(dest, "SELECT count(*) FROM customers") == [(3,)]
+    # the agent's runs still wait, all 16 of them
+    def agents():
+        return [x for x in z.runs("crm", limit=50) if "agent" in x["trigger"]]
+    assert len(agents()) == 16
+    assert all(x["state"] in ("awaiting_approval", "previewing", "queued") for x in agents())
     # a rejected one makes room
-    waiting = [x for x in z.runs("crm", limit=50) if x["state"] in
-               ("awaiting_approval", "previewing", "queued")]
-    assert len(waiting) == 16
-    wait_for(lambda: any(x["state"] == "awaiting_approval" for x in z.runs("crm", limit=50)),
+    wait_for(lambda: any(x["state"] == "awaiting_approval" for x in agents()),
              "a run awaiting approval")
-    first = next(x for x in z.runs("crm", limit=50) if x["state"] == "awaiting_approval")
+    first = next(x for x in agents() if x["state"] == "awaiting_approval")
     assert z.zxctl("reject", first["id"]).returncode == 0
+    assert call(z, "POST", "/api/syncs/crm/runs", agent).status == 202
+    assert call(z, "POST", "/api/syncs/crm/runs", agent).status == 429
+
+
+def test_an_agents_run_not_approved_expires(sync_env):
+    """Issue 18.4: a run nobody approves ends `expired` after the token's
+    approval_timeout, with its reason, in the API, `zxctl runs` and the
+    feed; it leaves the token's queue and sends nothing."""
+    z, dest = api_zxd(sync_env, agent_extra={"approval_timeout": "2s", "max_waiting": 1})
+    agent = z.api_tokens["assistant"]["token"]
+    run = call(z, "POST", "/api/syncs/crm/runs", agent).json["run"]
+    rec = wait_state(z, agent, run, {"expired", "succeeded", "failed"})
+    assert rec["state"] == "expired", rec
+    assert "not approved within 2s" in rec["error"] and "approval_timeout" in rec["error"], rec
+    assert rec["ended_at"], rec
+    mine = [x for x in z.runs("crm") if x["id"] == run]
+    assert mine and mine[0]["state"] == "expired", mine
+    assert "expired" in z.zxctl("runs", "crm", check_rc=0).stdout
+    feed = [json.loads(l) for l in z.zxctl("--json", "feed", check_rc=0).stdout.splitlines()]
+    ev = [e for e in feed if e.get("id") == run and e.get("state") == "expired"]
+    assert ev and "approval_timeout" in ev[0]["error"], feed
+    assert "run_expired" in z.log_text()
+    p = z.zxctl("approve", run)
+    assert p.returncode == 1 and "expired" in p.stderr, p.stderr
+    assert not os.path.exists(dest) or sqlite_rows(
+        dest, "SELECT count(*) FROM sqlite_master WHERE name = 'customers'") == [(0,)]
+    # its place in the queue (max_waiting: 1) is free again
     assert call(z, "POST", "/api/syncs/crm/runs", agent).status == 202
 
 
@@ -220,3 +264,128 @@ def test_a_waiting_run_of_a_removed_sync_fails(sync_env):
     assert "removed from the configuration" in rec["error"], rec
     assert z.zxctl("approve", run).returncode == 1
     del r
+
+
+# values of the rows (make_customers); "free" is also the duplicate key of dupes
+VALUES = ["a@x.org", "b@x.org", "x.org", "free"]
+
+
+def test_an_agent_sees_counts_never_values(sync_env):
+    """Issue 18.3: before an operator approves, an agent's token reads how
+    many rows its run would send and delete, never a value: no sample, no
+    error quoting the data; nor any run but its own.  The operator sees the
+    sample (`zxctl runs`, `zxctl approve`)."""
+    dupes = {"dupes": {"query": "SELECT plan AS id, email FROM customers", "mode": "upsert",
+                       "key": ["id"], "dest": {"connection": "crm", "table": "dupes"}}}
+    z, dest = api_zxd(sync_env, more_syncs=dupes)
+    agent = z.api_tokens["assistant"]["token"]
+    orch = z.api_tokens["airflow"]["token"]
+    run = call(z, "POST", "/api/syncs/crm/runs", agent).json["run"]
+    rec = wait_state(z, agent, run, {"awaiting_approval", "failed"})
+    assert rec["state"] == "awaiting_approval", rec
+    assert rec["preview"]["rows_inserted"] == 3 and rec["preview"]["rows_deleted"] == 0, rec
+    raw = call(z, "GET", f"/api/runs/{run}", agent).body.decode()
+    assert "sample" not in raw and not [v for v in VALUES if v in raw], raw
+    # the operator sees the sample of what waits for approval
+    p = z.zxctl("runs", "crm", check_rc=0)
+    assert f"run {run} awaits approval" in p.stdout, p.stdout
+    assert "sample of the rows to send" in p.stdout and "a@x.org" in p.stdout, p.stdout
+    assert "a@x.org" in json.dumps(z.runs("crm"))
+    # a preview failing on the data (duplicate keys, named in the error)
+    run2 = call(z, "POST", "/api/syncs/dupes/runs", agent).json["run"]
+    rec2 = wait_state(z, agent, run2, {"awaiting_approval", "failed"})
+    assert rec2["state"] == "failed", rec2
+    raw2 = call(z, "GET", f"/api/runs/{run2}", agent).body.decode()
+    assert not [v for v in VALUES if v in raw2], raw2
+    assert "zxctl runs dupes" in rec2["error"], rec2
+    err = [x for x in z.runs("dupes") if x["id"] == run2][0]["error"]
+    assert "duplicate" in err and "free" in err, err
+    # runs that are not its own: an operator's preview, an orchestrator's run
+    pv = z.preview("crm")
+    assert pv["sample"], pv
+    for t in (agent, orch):
+        r = call(z, "GET", f"/api/runs/{pv['id']}", t)
+        assert r.status == 404 and not [v for v in VALUES if v in r.body.decode()], r
+    orun = call(z, "POST", "/api/syncs/crm/runs", orch).json["run"]
+    assert wait_state(z, orch, orun, {"succeeded", "failed"})["state"] == "succeeded"
+    assert call(z, "GET", f"/api/runs/{orun}", agent).status == 404
+    # approved: it runs; the API still shows counts only
+    assert z.zxctl("approve", run).returncode == 0
+    rec = wait_state(z, agent, run, {"succeeded", "failed"})
+    assert rec["state"] == "succeeded" and rec["approved"] is True, rec
+    raw = call(z, "GET", f"/api/runs/{run}", agent).body.decode()
+    assert not [v for v in VALUES if v in raw], raw
+
+
+def test_approving_a_run_of_a_removed_sync_fails(sync_env):
+    """Issue 18.9: a reload removed the sync (or made its name a stream):
+    `zxctl approve` and `reject` exit 1 saying the sync is gone; the run
+    failed, nothing was sent."""
+    z, dest = api_zxd(sync_env)
+    agent = z.api_tokens["assistant"]["token"]
+    runs = [call(z, "POST", "/api/syncs/crm/runs", agent).json["run"] for _ in range(2)]
+    other = call(z, "POST", "/api/syncs/other/runs", agent).json["run"]
+    for r in runs + [other]:
+        wait_state(z, agent, r, {"awaiting_approval"})
+    # crm becomes an http stream of the same name
+    del z.syncs["crm"]
+    z.api_tokens["airflow"]["syncs"] = ["other"]
+    z.set_pipelines({"web": {}, "crm": {"key_ref": "literal"}})
+    assert z.zxctl("reload").returncode == 0
+    p = z.zxctl("approve", runs[0])
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "sync crm was removed from the configuration" in p.stderr, p.stderr
+    p = z.zxctl("reject", runs[1])
+    assert p.returncode == 1 and "sync crm was removed" in p.stderr, p.stdout + p.stderr
+    rec = call(z, "GET", f"/api/runs/{runs[0]}", agent).json
+    assert rec["state"] == "failed" and "removed from the configuration" in rec["error"], rec
+    # a sync simply removed: approve right after the reload
+    del z.syncs["other"]
+    z.api_tokens["airflow"]["syncs"] = []
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    p = z.zxctl("approve", other)
+    assert p.returncode == 1 and "sync other was removed" in p.stderr, p.stdout + p.stderr
+    assert not os.path.exists(dest) or sqlite_rows(
+        dest, "SELECT count(*) FROM sqlite_master WHERE name IN ('customers', 'other')") == [(0,)]
+
+
+def test_wrong_tokens_are_limited_per_address(sync_env):
+    """Issue 18.9: after api_auth_failures wrong tokens from one address
+    within api_auth_window, every API request from it gets 429 with
+    Retry-After until the window ends; logged once per window."""
+    z, dest = api_zxd(sync_env, http_extra="api_auth_failures: 3\napi_auth_window: 1h")
+    orch = z.api_tokens["airflow"]["token"]
+    wrong = "tok-wrong-0123456789abcdef"
+    assert [call(z, "POST", "/api/syncs/crm/runs", wrong).status for _ in range(3)] == [401] * 3
+    r = call(z, "POST", "/api/syncs/crm/runs", orch)      # even the right one
+    assert r.status == 429, r
+    assert 0 < int(r.headers["retry-after"]) <= 3600, r.headers
+    assert "too many wrong API tokens" in r.json["error"] and "127.0.0.1" in r.json["error"]
+    assert call(z, "GET", "/api/runs/1", orch).status == 429
+    assert [call(z, "POST", "/api/syncs/crm/runs", wrong).status for _ in range(10)] == [429] * 10
+    wait_for(lambda: "event=api_auth_blocked" in z.log_text(), "the warning")
+    log = z.log_text()
+    assert log.count("event=api_auth_blocked") == 1, log
+    assert "peer=127.0.0.1 failures=3" in log and wrong not in log and orch not in log
+    # pushes are no API requests
+    z.push_ok("web", [{"a": 1}])
+
+
+def test_a_blocked_address_may_try_again_after_the_window(sync_env):
+    z, dest = api_zxd(sync_env, http_extra="api_auth_failures: 2\napi_auth_window: 1s")
+    orch = z.api_tokens["airflow"]["token"]
+    wrong = "tok-wrong-0123456789abcdef"
+
+    def blocked():
+        r = call(z, "POST", "/api/syncs/crm/runs", wrong)
+        assert r.status in (401, 429), r
+        if r.status == 429:
+            assert r.headers["retry-after"] == "1", r.headers
+        return r.status == 429
+    for n in (1, 2):
+        wait_for(blocked, "wrong tokens blocked")
+        wait_for(lambda: call(z, "POST", "/api/syncs/crm/runs", orch).status == 202,
+                 "the window to end")
+        wait_for(lambda: z.log_text().count("event=api_auth_blocked") == n, f"warning {n}")
+    assert z.log_text().count("event=api_auth_blocked") == 2

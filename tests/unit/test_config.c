@@ -2151,6 +2151,9 @@ static void test_syncs(void)
         CHECK(zx_conf_find_connection(c, "ro")->read_only == 1);
         const zx_conf_apitoken *t = zx_conf_find_apitoken(c, "bot");
         CHECK(t && !strcmp(t->role, "agent") && t->nsyncs == 0);
+        /* an agent's queue and approval timeout: their defaults */
+        CHECK(t && t->max_waiting == 16 && t->approval_timeout_ms == 24u * 3600 * 1000);
+        CHECK(c->http.api_auth_failures == 10 && c->http.api_auth_window_ms == 60000);
         CHECK(zx_conf_find_author(c, "alice")->noperators == 1);
         zx_conf_free(c);
     }
@@ -2209,6 +2212,21 @@ static void test_syncs(void)
     c = load("api_tokens:\n  t: {token: \"0123456789abcdef0\", role: boss}\n", 0, &e);
     CHECK(c == NULL);
     EXPECT_SUB("role");
+    c = load("api_tokens:\n  t: {token: \"0123456789abcdef0\", role: agent, "
+             "approval_timeout: 90s, max_waiting: 2}\n", 0, &e);
+    CHECK(c && c->apitokens[0].approval_timeout_ms == 90000 && c->apitokens[0].max_waiting == 2);
+    zx_conf_free(c);
+    c = load("api_tokens:\n  t: {token: \"0123456789abcdef0\", role: agent, "
+             "approval_timeout: 0s}\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_SUB("approval_timeout");
+    c = load("api_tokens:\n  t: {token: \"0123456789abcdef0\", role: agent, "
+             "max_waiting: 0}\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_SUB("max_waiting");
+    c = load("server:\n  http: {api_auth_failures: 0}\n", 0, &e);
+    CHECK(c == NULL);
+    EXPECT_SUB("api_auth_failures");
     c = load("connections:\n  m: {kind: mysql, dsn: \"host=db1\"}\n", 0, &e);
     CHECK(c == NULL);
     EXPECT_SUB("kind mysql needs a dsn of the form mysql://");

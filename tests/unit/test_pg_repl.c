@@ -181,6 +181,14 @@ int main(void)
 
     /* a bad publication name fails with the server's words */
     zx_pgr_close(r);
+    /* the walsender of the closed connection may take a moment to go: the
+     * slot stays active until it has (pg_drop_replication_slot refuses it) */
+    for (int i = 0; i < 200; i++) {
+        if (strcmp(one(c, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'zxs' "
+                          "AND active"), "0") == 0)
+            break;
+        usleep(50 * 1000);
+    }
     exec(c, "SELECT pg_drop_replication_slot('zxs')");
     PQfinish(c);
     snprintf(q, sizeof(q), "DROP DATABASE %s WITH (FORCE)", db);

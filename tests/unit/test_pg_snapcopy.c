@@ -110,6 +110,16 @@ int main(void)
     CHECK(zx_pgc_open(url, "shown", "x'; DROP", err, sizeof(err)) == NULL &&
           strstr(err, "not a snapshot name") != NULL);
     zx_pgr_close(r);
+    /* the closed connection's walsender may still hold the slot a moment */
+    for (int i = 0; i < 200; i++) {
+        PGresult *a = PQexec(c, "SELECT 1 FROM pg_replication_slots WHERE slot_name = 'zxc' "
+                                "AND active");
+        int busy = PQresultStatus(a) == PGRES_TUPLES_OK && PQntuples(a) > 0;
+        PQclear(a);
+        if (!busy)
+            break;
+        usleep(50 * 1000);
+    }
     exec(c, "SELECT pg_drop_replication_slot('zxc')");
     PQfinish(c);
     snprintf(q, sizeof(q), "DROP DATABASE %s WITH (FORCE)", db);

@@ -311,6 +311,8 @@ int zx_gateway_main(const zx_gateway_args *a)
     lim.max_held_bytes = hc->max_held_bytes ? hc->max_held_bytes
                                             : zx_http_default_max_held(lim.max_body_size);
     g->http = zx_http_server_new(g->base, &lim, zx_gw_on_head, zx_gw_on_body, g);
+    g->auth = zx_authlimit_new(hc->api_auth_failures, hc->api_auth_window_ms,
+                               ZX_AUTHLIMIT_ADDRS);
     if (g->http)
         zx_http_server_set_logger(g->http, zx_log);
     /* Take the initial ATTACH messages before accepting anything. */
@@ -333,7 +335,8 @@ int zx_gateway_main(const zx_gateway_args *a)
             goto out;
         }
     }
-    if (!g->base || !g->http || zx_http_server_listen_fd(g->http, a->listen_fd) < 0) {
+    if (!g->base || !g->http || !g->auth ||
+        zx_http_server_listen_fd(g->http, a->listen_fd) < 0) {
         zx_error("event=fatal error=\"cannot start the HTTP server\"");
         goto out;
     }
@@ -372,6 +375,7 @@ out:
     zx_http_server_free(g->http);
     if (g->base)
         event_base_free(g->base);
+    zx_authlimit_free(g->auth);
     free(g);
     return rc;
 }

@@ -12,10 +12,16 @@
  * configuration).  The gateway checks only the shape of a request; the
  * supervisor, which holds the configuration in force, checks the token,
  * what it may run, and answers (ZX_CHAN_API, proto/chan.h): each request
- * waits for that answer, with a deadline.
+ * waits for that answer, with a deadline.  A client address whose wrong
+ * tokens (401 from the supervisor) reach server.http.api_auth_failures
+ * within api_auth_window gets 429 for every API request until that
+ * window ends (authlimit.h), logged once per window.  Requests already
+ * on their way when it is blocked are still answered (at most
+ * http.max_connections of them).
  *
- * It must never: hand a token to anything but the supervisor, log one, or
- * keep a request past its deadline.
+ * It must never: hand a token to anything but the supervisor, log one,
+ * keep a request past its deadline, or let an address try tokens beyond
+ * its limit.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -60,6 +66,19 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
     const char *path = zx_http_path(req), *method = zx_http_method(req);
     size_t len = strlen(path);
     int op;   /* 1 run, 2 get */
+    char addr[ZX_AUTHLIMIT_ADDR_MAX];
+    zx_authlimit_addr(zx_http_peer(req), addr, sizeof(addr));
+    int64_t wait_ms = zx_authlimit_blocked(g->auth, addr, zx_mono_ms());
+    if (wait_ms > 0) {
+        long long s = (wait_ms + 999) / 1000;
+        char hdr[48];
+        snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n", s);
+        zx_http_reply_json_error(req, 429, hdr, "too many wrong API tokens from %s (%u within "
+                                 "%u s, server.http.api_auth_failures): retry in %lld s", addr,
+                                 g->a->conf->http.api_auth_failures,
+                                 g->a->conf->http.api_auth_window_ms / 1000, s);
+        return;
+    }
     const char *word;
     size_t wlen;
     if (!strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1)) {
@@ -113,6 +132,7 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
     q->g = g;
     q->req = req;
     q->api = op;
+    memcpy(q->peer, addr, sizeof(q->peer));
     snprintf(q->pipe_name, sizeof(q->pipe_name), "%.*s", (int)wlen, word);
     zx_http_req_set_data(req, q);
 }
@@ -193,6 +213,11 @@ void zx_gw_api_reply(gateway *g, const char *json)
             continue;
         unlink_api(g, q);
         json_int_t st = json_integer_value(json_object_get(o, "status"));
+        uint32_t nfail = st == 401 ? zx_authlimit_fail(g->auth, q->peer, zx_mono_ms()) : 0;
+        if (nfail)   /* once per window: the failures that block it */
+            zx_warn("event=api_auth_blocked peer=%s failures=%u window_s=%u: wrong API "
+                    "tokens; its API requests get 429 until the window ends", q->peer, nfail,
+                    g->a->conf->http.api_auth_window_ms / 1000);
         json_t *body = json_object_get(o, "body");
         char *bs = body ? json_dumps(body, JSON_COMPACT) : NULL;
         if (q->req) {

@@ -13,6 +13,7 @@
 #include "common/segment.h"
 #include "common/webhook_sig.h"
 #include "conf/config.h"
+#include "workers/gateway/authlimit.h"
 #include "workers/gateway/gateway.h"
 #include "workers/gateway/http.h"
 
@@ -44,6 +45,8 @@ typedef struct greq {
     int api;                 /* 0: a push; 1: POST /api/syncs/N/runs; 2: GET
                                 /api/runs/ID (gateway_api.c; pipe_name
                                 holds the sync or the run id) */
+    char peer[ZX_AUTHLIMIT_ADDR_MAX]; /* API: the client's address, for
+                                the failed tokens it sends */
 } greq;
 
 struct gpipe {
@@ -76,6 +79,7 @@ struct gateway {
     int stopping;
     int64_t stop_deadline;
     greq *api_head;          /* API requests waiting for the supervisor */
+    zx_authlimit *auth;      /* API: failed tokens per client address */
 };
 
 /* gateway_push.c */
