@@ -250,6 +250,9 @@ static void test_text_formats(void)
     CHECK(file_is(path, csv_want));
     /* misfits: ok, day, price, doc (row 3), name (row 4) */
     CHECK(o.st.rows_written == 4 && o.st.nulled == 5 && o.st.bytes == strlen(csv_want));
+    /* the first is noted for the run's message */
+    CHECK(!strcmp(o.st.misfit_col, "ok"));
+    CHECK(!strcmp(o.st.misfit_val, "\"maybe\""));
     CHECK(tmp_count(dir) == 0);
 
     o = run_once(dir, "json", NULL, ZX_MODE_REPLACE, 8, cols, NCOLS, &rs, NULL, NULL, 0, 0);
@@ -285,6 +288,8 @@ static void test_parquet_files(void)
         char *p = slurp(path, &n);
         CHECK(p && n > 100 && !memcmp(p, "PAR1", 4) && !memcmp(p + n - 4, "PAR1", 4));
         CHECK(o.st.bytes == n && o.st.rows_written == 4 && o.st.nulled == 5);
+        CHECK(!strcmp(o.st.misfit_col, "ok"));
+        CHECK(!strcmp(o.st.misfit_val, "\"maybe\""));
         free(p);
         CHECK(tmp_count(dir) == 0);
     }

@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,8 @@ typedef struct files_state {
     zx_pq_writer *pq;
     zx_dc_buf buf, scratch;
     uint64_t written;      /* text: bytes written to fd */
+    uint64_t text_nulled;  /* parquet: stats->nulled at begin (the writer
+                              counts the run's own) */
 } files_state;
 
 static int ends_with(const char *s, const char *suf)
@@ -238,6 +241,7 @@ static int files_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
     files_state *st = state;
     run_reset(st);
     st->stats = stats;
+    st->text_nulled = stats->nulled;
     st->mode = run->mode;
     st->mirror = run->mode == ZX_MODE_MIRROR;
     st->nrun = run->ncols;
@@ -329,23 +333,50 @@ oom:
     return zx_seterr(err, errlen, "files %s: out of memory", st->path);
 }
 
+/* After Parquet rows were written (the first of them the writer's row
+ * `first`; rs the batch, or NULL for the one row in st->row): the values
+ * nulled so far into the run's count, the first of them noted. */
+static void pq_note(files_state *st, const zx_rowset *rs, uint64_t first)
+{
+    st->stats->nulled = st->text_nulled + zx_pq_nulled(st->pq);
+    size_t col;
+    uint64_t row;
+    if (st->stats->misfit_col[0] || !zx_pq_first_misfit(st->pq, &col, &row) || row < first ||
+        col >= st->ncols)
+        return;
+    if (!rs) {
+        zx_dest_misfit(st->stats, st->cols[col].name, &st->row[col]);
+        return;
+    }
+    if (row - first >= rs->nrows)
+        return;
+    zx_rowset_row(rs, (uint32_t)(row - first), st->row);
+    zx_dest_misfit(st->stats, st->cols[col].name, &st->row[col]);
+}
+
 /* One file row (st->row) out. */
 static int put_row(files_state *st, char *err, size_t errlen)
 {
     int r = 0;
     if (st->fmt == FMT_PARQUET) {
         char perr[256];
+        uint64_t first = zx_pq_rows(st->pq);
         if (zx_pq_write_row(st->pq, st->row, perr, sizeof(perr)) < 0)
             return zx_seterr(err, errlen, "files %s: %s", st->path, perr);
+        pq_note(st, NULL, first);
         return 0;
     }
+    size_t mf = SIZE_MAX;
     if (st->fmt == FMT_CSV)
-        r = zx_csv_row(&st->buf, st->cols, st->ncols, st->row, &st->scratch, &st->stats->nulled);
+        r = zx_csv_row(&st->buf, st->cols, st->ncols, st->row, &st->scratch, &st->stats->nulled,
+                       &mf);
     else
         r = zx_ndjson_row(&st->buf, st->cols, st->ncols, st->row, &st->scratch,
-                          &st->stats->nulled);
+                          &st->stats->nulled, &mf);
     if (r < 0)
         return zx_seterr(err, errlen, "files %s: out of memory", st->path);
+    if (mf != SIZE_MAX)
+        zx_dest_misfit(st->stats, st->cols[mf].name, &st->row[mf]);
     if (st->buf.len >= OUT_FLUSH)
         return out_flush(st, err, errlen);
     return 0;
@@ -364,8 +395,10 @@ static int files_write(void *state, const zx_rowset *rs, char *err, size_t errle
                          st->path, (unsigned)rs->ncols, st->nrun);
     if (st->fmt == FMT_PARQUET && !st->mirror) {
         char perr[256];
+        uint64_t first = zx_pq_rows(st->pq);
         if (zx_pq_write(st->pq, rs, perr, sizeof(perr)) < 0)
             return zx_seterr(err, errlen, "files %s: %s", st->path, perr);
+        pq_note(st, rs, first);
         st->stats->rows_written += rs->nrows;
         return 0;
     }
@@ -422,7 +455,7 @@ static int files_commit(void *state, char *err, size_t errlen)
         char perr[256];
         if (zx_pq_finish(st->pq, &size, perr, sizeof(perr)) < 0)
             return zx_seterr(err, errlen, "files %s: %s", st->path, perr);
-        st->stats->nulled += zx_pq_nulled(st->pq);
+        st->stats->nulled = st->text_nulled + zx_pq_nulled(st->pq);
     } else {
         if (out_flush(st, err, errlen) < 0)
             return -1;

@@ -704,8 +704,10 @@ static int my_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
                 zx_mysql_buf_ch(row, ',');
             int pv = zx_mysql_put_value(st->db, &st->conv, row, &st->cols[i].target,
                                         &st->vals[i]);
-            if (pv == ZX_MYSQL_MISFIT)
+            if (pv == ZX_MYSQL_MISFIT) {
                 st->stats->nulled++;
+                zx_dest_misfit(st->stats, st->cols[i].name, &st->vals[i]);
+            }
             if (pv != ZX_MYSQL_VALUE && st->cols[i].key)
                 return zx_dt_fail(st->label, err, errlen,
                                   "key column %s of a row is %s: a primary key cannot hold NULL",

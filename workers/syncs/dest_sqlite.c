@@ -506,6 +506,8 @@ static int sq_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
                 return zx_dt_fail(d->label, err, errlen, "cannot bind column %s: %s", d->qcols[i],
                                   dbmsg(d));
             zx_dt_nulls_add(&nn, upsert && zx_dt_is_key(d->key, d->nkeys, i), isnull, b == 0);
+            if (b == 0)
+                zx_dest_misfit(d->st, rs->cols[i].name, &d->vals[i]);
         }
         d->st->nulled += zx_dt_nulls_count(&nn);
         if (nn.knull)
