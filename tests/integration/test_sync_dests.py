@@ -160,14 +160,14 @@ def test_replace_and_append(sync_env, pg, request, dest_kind):
 def test_files_modes_write_a_file_per_run(sync_env):
     z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
     z.syncs = {"m": {"query": "SELECT id, plan FROM customers", "mode": "mirror", "key": ["id"],
-                     "dest": {"files": {"path": "out", "format": "json"}}}}
+                     "dest": {"files": {"path": "var/exports/out", "format": "json"}}}}
     z.write_config()
     make_customers(z)
     z.start()
     r1 = z.run("m")
     z.ws_exec("DELETE FROM customers WHERE id = 2", "UPDATE customers SET plan = 'x' WHERE id = 3")
     r2 = z.run("m")
-    out = os.path.join(z.root, "out")
+    out = os.path.join(z.data_dir, "exports", "out")
     f1 = os.path.join(out, f"m-{r1['id']}.json")
     f2 = os.path.join(out, f"m-{r2['id']}.json")
     assert sorted(os.listdir(out)) == sorted([os.path.basename(f1), os.path.basename(f2)])
@@ -238,7 +238,7 @@ def test_the_server_stopped_mid_run_fails_it_and_the_next_run_sends_again(
 def test_a_run_killed_mid_file_leaves_no_partial_file(sync_env):
     z = sync_env.zxd({}, {"alice": ["big"]}, start=False)
     z.syncs = {"f": {"query": "SELECT id, v FROM big", "mode": "replace",
-                     "dest": {"files": {"path": "out/big.csv", "format": "csv"}}}}
+                     "dest": {"files": {"path": "var/exports/out/big.csv", "format": "csv"}}}}
     z.write_config()
     big_source(z, 1000000)
     z.start()
@@ -246,7 +246,7 @@ def test_a_run_killed_mid_file_leaves_no_partial_file(sync_env):
     pid = wait_sending(z, "f")
     os.kill(pid, 9)
     wait_for(lambda: z.runs("f") and z.runs("f")[0]["state"] == "failed", "the failed run")
-    out = os.path.join(z.root, "out")
+    out = os.path.join(z.data_dir, "exports", "out")
     assert not os.path.exists(os.path.join(out, "big.csv"))     # never a partial file
     r = z.run("f", timeout=600)
     assert r["rows_sent"] == 1000000

@@ -327,8 +327,8 @@ def test_a_sigkilled_run_fails_and_the_next_run_sends_everything(sync_env):
 def test_files_csv_json_parquet_read_back_by_independent_readers(sync_env):
     z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
     q = "SELECT id, email, plan, active, updated_at FROM customers"
-    out = os.path.join(z.root, "exports")
-    z.syncs = {f: {"query": q, "mode": "replace", "dest": {"files": {"path": f"exports/{f}",
+    out = os.path.join(z.data_dir, "exports")
+    z.syncs = {f: {"query": q, "mode": "replace", "dest": {"files": {"path": f"var/exports/{f}",
                                                                      "format": f}}}
                for f in ("csv", "json", "parquet")}
     z.write_config()
@@ -426,10 +426,11 @@ def test_zxctl_send_runs_once_as_the_operators_author(sync_env):
     assert "destination: {connection: \"crm\", table: \"sent\"}" in p.stdout
     assert sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sent") == [(3,)]
     # a file, its format from the extension, the path relative to zxctl's folder
-    out = os.path.join(z.root, "x.csv")
+    out = os.path.join(z.data_dir, "exports", "x.csv")
     p = subprocess.run([ZXCTL, "-s", z.sock,
                         "send", "--query", "SELECT id FROM customers WHERE id > 1", "--to",
-                        "files:x.csv", "--mode", "replace"], cwd=z.root, capture_output=True,
+                        "files:var/exports/x.csv", "--mode", "replace"], cwd=z.root,
+                       capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert open(out).read().split() == ["id", "2", "3"]
@@ -519,9 +520,9 @@ def test_values_of_every_type_leave_the_workspace_as_they_are(sync_env):
     to a JSON file and to Parquet, read back."""
     z = sync_env.zxd({}, {"alice": ["kinds"]}, start=False)
     z.syncs = {"j": {"query": "SELECT * FROM kinds", "mode": "replace",
-                     "dest": {"files": {"path": "out/k.json", "format": "json"}}},
+                     "dest": {"files": {"path": "var/exports/k.json", "format": "json"}}},
                "p": {"query": "SELECT * FROM kinds", "mode": "replace",
-                     "dest": {"files": {"path": "out/k.parquet", "format": "parquet"}}}}
+                     "dest": {"files": {"path": "var/exports/k.parquet", "format": "parquet"}}}}
     z.write_config()
     weird = "tab\there\nnew line \\ back\\slash \"q\" é 日本"
     if z.workspace == "postgres":
@@ -542,7 +543,7 @@ def test_values_of_every_type_leave_the_workspace_as_they_are(sync_env):
     z.start()
     z.run("j")
     z.run("p")
-    rows = [json.loads(l) for l in open(os.path.join(z.root, "out", "k.json"))]
+    rows = [json.loads(l) for l in open(os.path.join(z.data_dir, "exports", "k.json"))]
     rows.sort(key=lambda r: r["id"])
     a, b = rows
     assert a["t"] == weird and b["t"] is None
@@ -556,7 +557,7 @@ def test_values_of_every_type_leave_the_workspace_as_they_are(sync_env):
     import base64
     assert base64.b64decode(a["by"]) == b"\x00\xff\x10"
     import pyarrow.parquet as pq
-    t = pq.read_table(os.path.join(z.root, "out", "k.parquet")).to_pylist()
+    t = pq.read_table(os.path.join(z.data_dir, "exports", "k.parquet")).to_pylist()
     t.sort(key=lambda r: r["id"])
     assert t[0]["t"] == weird and t[0]["i"] == 9223372036854775807
     assert t[0]["ts"] == datetime.datetime(1969, 7, 20, 20, 17, 40, 123456,

@@ -2125,7 +2125,7 @@ static void test_syncs(void)
              "    destination: {connection: crm, table: public.customers}\n"
              "    mode: upsert\n    key: [id]\n    schedule: \"*/15 * * * *\"\n"
              "  b: {direction: out, author: alice, query: SELECT 1, mode: replace,\n"
-             "      destination: {files: {path: exports/x, format: parquet}}}\n"
+             "      destination: {files: {path: var/exports/x, format: parquet}}}\n"
              "  c: {direction: out, author: alice, query: SELECT 1, mode: mirror, key: id,\n"
              "      destination: {connection: shop, table: t}}\n"
              "  web: {direction: stream, source: http, key: k123}\n", head);

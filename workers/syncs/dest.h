@@ -99,6 +99,11 @@ typedef struct zx_dest_args {
                                      when it ends with the format's
                                      extension (".parquet", ".csv",
                                      ".json" / ".ndjson") */
+    const char *const *roots;     /* files: the folders it may write in
+                                     (zx_conf_file_roots); path must lie
+                                     under one, with no symbolic link
+                                     below it */
+    size_t nroots;
     const char *format;           /* files: "csv" | "json" | "parquet" */
     const char *compression;      /* files, parquet: "zstd" (default) |
                                      "snappy" | "none" */

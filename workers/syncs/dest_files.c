@@ -2,7 +2,12 @@
  * dest_files.c — the "files" destination (dest.h): a sync's result as a
  * CSV, NDJSON or Parquet file in a folder.
  *
- * Where: args->path is absolute.  Ending in the format's extension
+ * Where: args->path is absolute and lies under one of args->roots (else
+ * open refuses it); the folders below that root are opened one by one
+ * with O_NOFOLLOW (made when missing), and every file is created, renamed
+ * and removed relative to the folder's descriptor, so a symbolic link
+ * below the root is refused, never followed, even one made during a run.
+ * args->path is absolute.  Ending in the format's extension
  * (".parquet"; ".csv"; ".json" or ".ndjson") it names a file, else a folder
  * (created, mode 0755, when missing; for a file its parent folder is).  A
  * path ending in another format's extension is refused at open.
@@ -42,6 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileroots.h"
 #include "common/util.h"
 #include "formats/parquet.h"
 #include "formats/textrows.h"
@@ -57,6 +63,8 @@ typedef struct files_state {
     int is_file;           /* path names a file */
     const char *ext;       /* with the dot: of the file, or the folder default */
     char *dir;             /* the folder files go to */
+    char *root;            /* the root it lies under (args->roots) */
+    int dfd;               /* the run: dir, opened under root */
     char *stem;            /* file mode: path without its extension */
     zx_pq_codec codec;
 
@@ -91,8 +99,11 @@ static void run_reset(files_state *st)
     if (st->fd >= 0)
         close(st->fd);
     st->fd = -1;
-    if (st->tmp_path)
-        unlink(st->tmp_path);
+    if (st->tmp_path && st->dfd >= 0)
+        unlinkat(st->dfd, strrchr(st->tmp_path, '/') + 1, 0);
+    if (st->dfd >= 0)
+        close(st->dfd);
+    st->dfd = -1;
     free(st->tmp_path);
     free(st->final_path);
     st->tmp_path = st->final_path = NULL;
@@ -117,6 +128,7 @@ static void files_close(void *state)
     free(st->path);
     free(st->sync);
     free(st->dir);
+    free(st->root);
     free(st->stem);
     free(st);
 }
@@ -133,6 +145,7 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
     if (!st)
         return zx_seterr(err, errlen, "files %s: out of memory", path);
     st->fd = -1;
+    st->dfd = -1;
     const char *fmt = a->format ? a->format : "parquet";
     static const char *const exts[] = {".parquet", ".csv", ".json", ".ndjson"};
     if (!strcmp(fmt, "csv")) {
@@ -187,6 +200,18 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
         if (!(st->dir = strndup(path, n)))
             goto oom;
     }
+    {
+        int r = zx_fr_root_of(st->dir, a->roots, a->nroots);
+        if (r < 0) {
+            char list[1024];
+            zx_fr_list(a->roots, a->nroots, list, sizeof(list));
+            zx_seterr(err, errlen, "files %s: outside the folders zx may write files to (%s); "
+                      "add a folder to server.file_roots to allow it", path, list);
+            goto fail;
+        }
+        if (!(st->root = strdup(a->roots[r])))
+            goto oom;
+    }
     *state = st;
     return 0;
 oom:
@@ -200,9 +225,13 @@ fail:
  * (a crashed run's leftovers); only names that begin with ".<prefix>". */
 static void sweep_tmp(const files_state *st, const char *prefix)
 {
-    DIR *d = opendir(st->dir);
-    if (!d)
+    int fd = dup(st->dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     size_t pl = strlen(prefix);
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -298,20 +327,24 @@ static int files_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
         goto oom;
     snprintf(st->tmp_path, n, "%s/.%s.tmp-%ld-%s", st->dir, base, (long)getpid(), id);
 
-    /* the folder and the temporary file */
-    if (zx_mkdir_p(st->dir, 0755) < 0) {
-        int e = errno;
-        free(st->tmp_path);
-        st->tmp_path = NULL;
-        return zx_seterr(err, errlen, "files %s: cannot create the folder %s: %s", st->path,
-                         st->dir, strerror(e));
+    /* the folder (opened below its root, no link followed) and the
+     * temporary file */
+    {
+        char ferr[600];
+        st->dfd = zx_fr_open_dir(st->root, st->dir, ferr, sizeof(ferr));
+        if (st->dfd < 0) {
+            free(st->tmp_path);
+            st->tmp_path = NULL;
+            return zx_seterr(err, errlen, "files %s: %s", st->path, ferr);
+        }
     }
     {
         /* the stem all of this sync's files share, for the sweep */
         const char *fb = st->is_file ? strrchr(st->stem, '/') + 1 : st->sync;
         sweep_tmp(st, fb);
     }
-    st->fd = open(st->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    st->fd = openat(st->dfd, strrchr(st->tmp_path, '/') + 1,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (st->fd < 0) {
         int e = errno;
         free(st->tmp_path);              /* not ours: abort must not unlink it */
@@ -469,21 +502,16 @@ static int files_commit(void *state, char *err, size_t errlen)
     if (rc < 0)
         return zx_seterr(err, errlen, "files %s: close %s: %s", st->path, st->tmp_path,
                          strerror(errno));
-    if (rename(st->tmp_path, st->final_path) < 0)
+    if (renameat(st->dfd, strrchr(st->tmp_path, '/') + 1, st->dfd,
+                 strrchr(st->final_path, '/') + 1) < 0)
         return zx_seterr(err, errlen, "files %s: rename %s to %s: %s", st->path, st->tmp_path,
                          st->final_path, strerror(errno));
     free(st->tmp_path);                  /* renamed: nothing to unlink any more */
     st->tmp_path = NULL;
     st->stats->bytes = size;
-    int dfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) < 0) {
-        int e = errno;
-        if (dfd >= 0)
-            close(dfd);
+    if (fsync(st->dfd) < 0)
         return zx_seterr(err, errlen, "files %s: fsync of the folder %s: %s", st->path, st->dir,
-                         strerror(e));
-    }
-    close(dfd);
+                         strerror(errno));
     zx_pq_free(st->pq);
     st->pq = NULL;
     return 0;

@@ -175,10 +175,13 @@ static int open_dest(srun *r)
                          "rows: mode mirror needs it (use upsert)", r->name, kind);
     if (r->preview)
         return 0;
+    char exports[ZX_CONF_EXPORTS_MAX];
+    const char *roots[64];
+    size_t nroots = zx_conf_file_roots(r->conf, exports, sizeof(exports), roots, 64);
     zx_dest_args a = {
         .conf = r->conf, .sync = r->name, .conn = p->dest_conn, .table = p->dest_table,
         .path = p->dest_path, .format = p->dest_format, .compression = p->dest_compression,
-        .deadline_ms = NET_TIMEOUT_MS,
+        .roots = roots, .nroots = nroots, .deadline_ms = NET_TIMEOUT_MS,
     };
     return r->dest->open(&a, &r->dstate, r->err, sizeof(r->err));
 }
