@@ -681,7 +681,10 @@ const zx_cf_option zx_cf_options[] = {
      .type = ZX_CF_PATH, .def_doc = "**required** with `files`",
      .offset = PIPE(dest_path), .sources = sync_only,
      .help = "A folder (created if missing), or a file when it ends with "
-     "the format's extension; relative to the config file's folder."},
+     "the format's extension; relative to the config file's folder. It must "
+     "lie under `<data_dir>/exports` or a folder of `server.file_roots`, "
+     "with no symbolic link below that folder, and not be another sync's "
+     "output."},
     {.section = "pipelines.<name>.destination.files", .name = "format",
      .type = ZX_CF_ENUM, .def_doc = "**required** with `files`",
      .offset = PIPE(dest_format), .allowed = file_formats,

@@ -563,3 +563,112 @@ def test_values_of_every_type_leave_the_workspace_as_they_are(sync_env):
     assert t[0]["ts"] == datetime.datetime(1969, 7, 20, 20, 17, 40, 123456,
                                            tzinfo=datetime.timezone.utc)
     assert t[1]["i"] == -9223372036854775808 and t[1]["t"] is None
+
+
+# ---- where files may be written --------------------------------------------------------
+
+def zxd_check(z):
+    return subprocess.run([ZXD, "-c", z.cfg_path, "--check"], capture_output=True, text=True,
+                          env=z.env, timeout=60)
+
+
+def test_a_sync_writes_files_only_under_the_roots(sync_env, tmp_path):
+    """zxd --check refuses a files path that leaves <data_dir>/exports by
+    '..', an absolute path elsewhere, a symbolic link inside the root that
+    points out, and another sync's output; a folder of server.file_roots
+    is allowed.  Each message names the path, the roots and the option."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    added = tmp_path / "added"
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False,
+                     server_extra=f"file_roots: [{json.dumps(str(added))}]")
+    exports = os.path.join(z.data_dir, "exports")
+    os.makedirs(exports)
+    os.symlink(str(outside), os.path.join(exports, "away"))
+    q = "SELECT id, email FROM customers"
+
+    def refused(path, *want):
+        z.syncs = {"f": {"query": q, "mode": "replace",
+                         "dest": {"files": {"path": path, "format": "csv"}}}}
+        z.write_config()
+        p = zxd_check(z)
+        assert p.returncode != 0, (path, p.stdout, p.stderr)
+        for w in want:
+            assert w in p.stderr, (path, w, p.stderr)
+        return p.stderr
+
+    roots = [exports, str(added)]
+    refused("var/exports/../../x.csv", os.path.join(z.root, "x.csv"), *roots,
+            "server.file_roots")
+    refused(str(outside / "x.csv"), str(outside / "x.csv"), *roots, "server.file_roots")
+    refused("var/exports/away/x.csv", os.path.join(exports, "away"), "symbolic link",
+            "server.file_roots")
+    # another sync's output: its file, or its file in its folder
+    z.syncs = {"a": {"query": q, "mode": "replace",
+                     "dest": {"files": {"path": "var/exports/a.csv", "format": "csv"}}},
+               "b": {"query": q, "mode": "replace",
+                     "dest": {"files": {"path": "var/exports/a.csv", "format": "csv"}}}}
+    z.write_config()
+    p = zxd_check(z)
+    assert p.returncode != 0 and "output of sync a" in p.stderr, p.stderr
+    z.syncs["b"]["dest"] = {"files": {"path": "var/exports/d", "format": "csv"}}
+    z.syncs["a"]["dest"] = {"files": {"path": "var/exports/d/b.csv", "format": "csv"}}
+    z.write_config()
+    p = zxd_check(z)
+    assert p.returncode != 0 and "output of sync b" in p.stderr, p.stderr
+    # under an added root it works
+    z.syncs = {"f": {"query": q, "mode": "replace",
+                     "dest": {"files": {"path": str(added / "sub" / "f.csv"), "format": "csv"}}}}
+    z.write_config()
+    p = zxd_check(z)
+    assert p.returncode == 0, p.stderr
+    make_customers(z)
+    z.start()
+    assert z.run("f")["rows_sent"] == 3
+    assert open(added / "sub" / "f.csv").read().split()[0] == "id,email"
+    assert os.listdir(outside) == []
+
+
+def test_a_send_writes_only_where_a_sync_could(sync_env, tmp_path):
+    """zxctl send --to files: is refused outside the roots ('..', an
+    absolute path elsewhere, a link inside the root pointing out) and onto
+    another sync's output, which stays as it was."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    z = sync_env.zxd({"nightly": {"query": "SELECT id FROM customers", "mode": "replace",
+                                  "dest": {"files": {"path": "var/exports/nightly.csv",
+                                                     "format": "csv"}}}},
+                     {"alice": ["customers"]}, start=False)
+    import getpass
+    me = getpass.getuser()
+    z.write_config()
+    text = open(z.cfg_path).read().replace("alice: {tables: [\"customers\"]}",
+                                          f"alice: {{tables: [\"customers\"], operators: [{me}]}}")
+    assert "operators" in text
+    z.write_config(text)
+    make_customers(z)
+    z.start()
+    exports = os.path.join(z.data_dir, "exports")
+    assert z.run("nightly")["rows_sent"] == 3
+    before = open(os.path.join(exports, "nightly.csv")).read()
+    os.symlink(str(outside), os.path.join(exports, "away"))
+
+    def send(path):
+        return z.zxctl("send", "--query", "SELECT 1 AS x", "--to", "files:" + path,
+                       "--mode", "replace")
+
+    for path, want in [(exports + "/../../escaped.csv", "outside the folders"),
+                       (str(outside / "x.csv"), "outside the folders"),
+                       (exports + "/away/x.csv", "symbolic link"),
+                       (exports + "/nightly.csv", "output of sync nightly")]:
+        p = send(path)
+        assert p.returncode == 1, (path, p.stdout, p.stderr)
+        assert want in p.stderr, (path, p.stderr)
+        if want == "outside the folders":
+            assert exports in p.stderr and "server.file_roots" in p.stderr, p.stderr
+    assert os.listdir(outside) == []
+    assert not os.path.exists(os.path.join(z.root, "escaped.csv"))
+    assert open(os.path.join(exports, "nightly.csv")).read() == before
+    p = send(exports + "/mine.csv")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert open(os.path.join(exports, "mine.csv")).read().split() == ["x", "1"]
