@@ -7,7 +7,7 @@
  * with O_NOFOLLOW (made when missing), and every file is created, renamed
  * and removed relative to the folder's descriptor, so a symbolic link
  * below the root is refused, never followed, even one made during a run.
- * args->path is absolute.  Ending in the format's extension
+ * Ending in the format's extension
  * (".parquet"; ".csv"; ".json" or ".ndjson") it names a file, else a folder
  * (created, mode 0755, when missing; for a file its parent folder is).  A
  * path ending in another format's extension is refused at open.
@@ -28,7 +28,8 @@
  * ends; NDJSON strings escaped per RFC 8259).
  *
  * Stats: rows_written, rows_deleted (delete rows written), nulled (values
- * written as NULL: misfits, and NaN / Infinity in NDJSON), bytes (the
+ * written as NULL: misfits, and NaN / Infinity in NDJSON; the first noted
+ * with zx_dest_misfit, which fails the run), bytes (the
  * final file's size).
  *
  * It must never leave a partial file under a final name, nor touch files

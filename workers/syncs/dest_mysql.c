@@ -16,8 +16,8 @@
  * through the rules every destination shares (common/dcell.h) first,
  * with MySQL's limits: DOUBLE holds no NaN nor infinity, text and JSON may
  * hold NUL, a key text column its VARCHAR's characters.  So a misfit
- * becomes NULL (dest.h) here, and the server's checks only fire on a
- * table made by someone else.
+ * becomes NULL and is noted (dest.h: the run then fails) here, and the
+ * server's checks only fire on a table made by someone else.
  *
  * Table: args->table is "db.table" or "table" (the DSN's database), split
  * at the first '.'; identifiers are quoted with backticks (a backtick

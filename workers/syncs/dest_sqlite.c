@@ -29,7 +29,8 @@
  *
  * Values follow common/dcell.h for the run's column types, with two SQLite
  * limits: it has no NaN (it would store NULL), so a NaN double is a
- * misfit (NULL, counted in stats.nulled); ±Infinity are stored as REAL
+ * misfit (NULL, counted in stats.nulled and noted: dest.h, the run then
+ * fails); ±Infinity are stored as REAL
  * infinities.  Text may hold NUL bytes (stored with their length).  A row
  * whose key is NULL (or a misfit) is left out in upsert and mirror and
  * counted once in stats.nulled; so is a key to delete that does not fit.
