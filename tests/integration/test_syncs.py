@@ -580,8 +580,7 @@ def test_a_sync_writes_files_only_under_the_roots(sync_env, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     added = tmp_path / "added"
-    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False,
-                     server_extra=f"file_roots: [{json.dumps(str(added))}]")
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
     exports = os.path.join(z.data_dir, "exports")
     os.makedirs(exports)
     os.symlink(str(outside), os.path.join(exports, "away"))
@@ -597,7 +596,7 @@ def test_a_sync_writes_files_only_under_the_roots(sync_env, tmp_path):
             assert w in p.stderr, (path, w, p.stderr)
         return p.stderr
 
-    roots = [exports, str(added)]
+    roots = [exports]
     refused("var/exports/../../x.csv", os.path.join(z.root, "x.csv"), *roots,
             "server.file_roots")
     refused(str(outside / "x.csv"), str(outside / "x.csv"), *roots, "server.file_roots")
@@ -617,6 +616,8 @@ def test_a_sync_writes_files_only_under_the_roots(sync_env, tmp_path):
     p = zxd_check(z)
     assert p.returncode != 0 and "output of sync b" in p.stderr, p.stderr
     # under an added root it works
+    z.server_extra = f"file_roots: [{json.dumps(str(added))}]"
+    refused(str(outside / "x.csv"), exports, str(added), "server.file_roots")
     z.syncs = {"f": {"query": q, "mode": "replace",
                      "dest": {"files": {"path": str(added / "sub" / "f.csv"), "format": "csv"}}}}
     z.write_config()
@@ -629,7 +630,16 @@ def test_a_sync_writes_files_only_under_the_roots(sync_env, tmp_path):
     assert os.listdir(outside) == []
 
 
-def test_a_send_writes_only_where_a_sync_could(sync_env, tmp_path):
+SEND_REFUSED = {
+    "dotdot": ("{exports}/../../escaped.csv", "outside the folders"),
+    "absolute": ("{outside}/x.csv", "outside the folders"),
+    "link": ("{exports}/away/x.csv", "symbolic link"),
+    "another_sync": ("{exports}/nightly.csv", "output of sync nightly"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SEND_REFUSED))
+def test_a_send_writes_only_where_a_sync_could(sync_env, tmp_path, case):
     """zxctl send --to files: is refused outside the roots ('..', an
     absolute path elsewhere, a link inside the root pointing out) and onto
     another sync's output, which stays as it was."""
@@ -657,15 +667,13 @@ def test_a_send_writes_only_where_a_sync_could(sync_env, tmp_path):
         return z.zxctl("send", "--query", "SELECT 1 AS x", "--to", "files:" + path,
                        "--mode", "replace")
 
-    for path, want in [(exports + "/../../escaped.csv", "outside the folders"),
-                       (str(outside / "x.csv"), "outside the folders"),
-                       (exports + "/away/x.csv", "symbolic link"),
-                       (exports + "/nightly.csv", "output of sync nightly")]:
-        p = send(path)
-        assert p.returncode == 1, (path, p.stdout, p.stderr)
-        assert want in p.stderr, (path, p.stderr)
-        if want == "outside the folders":
-            assert exports in p.stderr and "server.file_roots" in p.stderr, p.stderr
+    path, want = SEND_REFUSED[case]
+    path = path.format(exports=exports, outside=outside)
+    p = send(path)
+    assert p.returncode == 1, (path, p.stdout, p.stderr)
+    assert want in p.stderr and path.split("/")[-1] in p.stderr, (path, p.stderr)
+    if want == "outside the folders":
+        assert exports in p.stderr and "server.file_roots" in p.stderr, p.stderr
     assert os.listdir(outside) == []
     assert not os.path.exists(os.path.join(z.root, "escaped.csv"))
     assert open(os.path.join(exports, "nightly.csv")).read() == before
