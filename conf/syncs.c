@@ -70,12 +70,39 @@ static const char *file_ext(const char *path, const char *fmt)
     return NULL;
 }
 
+/* 1 when s is exactly one of the files extensions (".csv"). */
+static int is_ext(const char *s)
+{
+    return !strcmp(s, ".parquet") || !strcmp(s, ".csv") || !strcmp(s, ".json") ||
+           !strcmp(s, ".ndjson");
+}
+
+/* 1 when rest is "<digits><ext>": the tail of a per-run file's name after
+ * "<stem>-" or "<sync>-". */
+static int run_tail(const char *rest)
+{
+    size_t d = 0;
+    while (rest[d] >= '0' && rest[d] <= '9')
+        d++;
+    return d > 0 && is_ext(rest + d);
+}
+
 /* 1 when name (a file name in a folder) is one of the outputs of a sync
- * called sync in that folder: "<sync>.<ext>" or "<sync>-<run id>.<ext>". */
+ * called sync in that folder: "<sync><ext>" or "<sync>-<run id><ext>". */
 static int named_for(const char *name, const char *sync)
 {
     size_t l = strlen(sync);
-    return !strncmp(name, sync, l) && (name[l] == '.' || name[l] == '-');
+    if (strncmp(name, sync, l))
+        return 0;
+    return is_ext(name + l) || (name[l] == '-' && run_tail(name + l + 1));
+}
+
+/* 1 when q is one of the per-run files beside the file p of extension
+ * ext: "<stem of p>-<run id><ext>". */
+static int per_run_of(const char *p, const char *ext, const char *q)
+{
+    size_t sl = strlen(p) - strlen(ext);
+    return !strncmp(q, p, sl) && q[sl] == '-' && run_tail(q + sl + 1);
 }
 
 /* 1 when what sync a (path pa) writes can land on what sync b (path pb)
@@ -86,13 +113,9 @@ static int outputs_meet(const char *a, const char *pa, const char *fa, const cha
 {
     const char *ea = file_ext(pa, fa), *eb = file_ext(pb, fb);
     if (!strcmp(pa, pb))
-        return 1;
-    if (ea && eb) {
-        /* per-run files: <stem>-<id>.<ext> beside the file */
-        size_t sa = strlen(pa) - strlen(ea), sb = strlen(pb) - strlen(eb);
-        return (sa == sb && !strncmp(pa, pb, sa)) ||
-               (!strncmp(pa, pb, sb) && pa[sb] == '-') || (!strncmp(pb, pa, sa) && pb[sa] == '-');
-    }
+        return ea != NULL;        /* one file; a folder they share is fine */
+    if (ea && eb)                 /* two files: one is a per-run file of the other */
+        return per_run_of(pa, ea, pb) || per_run_of(pb, eb, pa);
     if (!ea && !eb)
         return 0;                 /* one folder: files named after each sync */
     /* one file, one folder: the file in the folder named after the folder's sync */
