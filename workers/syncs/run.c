@@ -757,8 +757,8 @@ static int dest_write(srun *r, const zx_rowset *rs)
         return 0;
     return zx_seterr(r->err, sizeof(r->err), "sync %s: column %s: the destination cannot "
                      "hold the value %s (%llu value%s in this batch), so nothing was "
-                     "committed; convert it in the query (CAST, NULLIF, CASE) or change the "
-                     "destination column's type", r->name,
+                     "committed; convert it in the query (CAST, NULLIF, CASE), or give the "
+                     "table's column a type that holds it", r->name,
                      r->dstats.misfit_col[0] ? r->dstats.misfit_col : "?",
                      r->dstats.misfit_val[0] ? r->dstats.misfit_val : "(unknown)",
                      (unsigned long long)(r->dstats.nulled - nulled),
