@@ -278,6 +278,9 @@ def test_a_value_the_table_cannot_hold_fails_the_run_and_is_sent_once_fixed(sync
     # said in the human output too, not only in --json
     p = z.zxctl("runs", "s")
     assert "failed" in p.stdout and "column plan" in p.stdout, p.stdout
+    p = z.zxctl("run", "s", "--wait")
+    assert p.returncode != 0 and "column plan" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert pg.query(db, "SELECT count(*) FROM t") == [(0,)]
     pg.execute(db, "ALTER TABLE t ALTER plan TYPE text")
     r = z.run("s")
     assert r["rows_sent"] == 3, r
