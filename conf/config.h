@@ -321,6 +321,10 @@ typedef struct zx_conf {
     char *path;              /* absolute path of the file (symlinks resolved) */
     char *base_dir;          /* its folder */
     char *data_dir;          /* absolute, normalised; not created here */
+    char **file_roots;       /* server.file_roots: absolute, normalised;
+                                with <data_dir>/exports the folders files
+                                may be written to (zx_conf_file_roots) */
+    size_t nfile_roots;
     char *control_socket;    /* absolute; shorter than sun_path */
     char *control_group;     /* NULL or a group name: socket mode 0660 with
                                 that group (checked by whoever binds) */
@@ -419,6 +423,24 @@ const zx_conf_apitoken *zx_conf_find_apitoken(const zx_conf *c, const char *name
 
 /* 1 when p is a reverse sync (`direction: out`), else 0. */
 int zx_conf_is_sync(const zx_conf_pipeline *p);
+
+/* The folders files may be written to: roots[0] = exports, which gets
+ * "<data_dir>/exports" (exlen bytes; ZX_CONF_EXPORTS_MAX is enough), then
+ * server.file_roots (pointers into c).  Returns how many were put in
+ * roots (at most max). */
+#define ZX_CONF_EXPORTS_MAX 4200
+size_t zx_conf_file_roots(const zx_conf *c, char *exports, size_t exlen, const char **roots,
+                          size_t max);
+
+/* Where a files destination may write: path (absolute, normalised) of
+ * format fmt ("csv", "json", "parquet"), for sync `self` (its name; a
+ * send's transient name) lies under a root (zx_conf_file_roots), no part
+ * of it below the root is a symbolic link, and it is not another
+ * configured sync's output (its file, its per-run files, or its file in
+ * its folder).  0, or -1 with one line in err naming the path, the roots
+ * and server.file_roots, or the other sync. */
+int zx_conf_check_files_path(const zx_conf *c, const char *self, const char *path,
+                             const char *fmt, char *err, size_t errlen);
 
 /* The connection called `name`, or NULL.  Owned by c, valid until
  * zx_conf_free(c). */
@@ -525,6 +547,8 @@ typedef enum zx_cf_type {
                          1 to ZX_MAX_PG_TABLES, none twice */
     ZX_CF_NAMES,      /* a list of names (or one): each 1 to 63 bytes
                          without control characters, none twice */
+    ZX_CF_PATHS,      /* a list of paths (or one), each made absolute
+                         against the config file's folder, none twice */
     ZX_CF_PROPS       /* mapping of scalar to scalar: keys at offset, values
                          (char **) at v_offset, count at n_offset */
 } zx_cf_type;

@@ -350,6 +350,7 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
         return set_str(x, n, field(base, o), v);
     case ZX_CF_METADATA: case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC:
     case ZX_CF_TOPICS: case ZX_CF_PGTABLES: case ZX_CF_NAMES: case ZX_CF_PROPS:
+    case ZX_CF_PATHS:
         break;    /* not scalars: zx_cf_set_node never calls set_text */
     }
     zx_cf_error_at(x, n, "%s: expected a list", o->name);
@@ -468,6 +469,7 @@ int zx_cf_set_node(zx_cf_ctx *x, const zx_cf_option *o, void *base,
     case ZX_CF_PGTABLES:
         return zx_cf_set_list(x, o, base, n);
     case ZX_CF_NAMES:
+    case ZX_CF_PATHS:
         return zx_cf_set_names(x, o, base, n);
     case ZX_CF_PROPS:
         return zx_cf_set_props(x, o, base, n);
@@ -511,7 +513,7 @@ static int is_str_type(zx_cf_type t)
 static int is_list_type(zx_cf_type t)
 {
     return t == ZX_CF_HOSTPORTS || t == ZX_CF_TOPIC || t == ZX_CF_TOPICS ||
-           t == ZX_CF_PGTABLES || t == ZX_CF_NAMES;
+           t == ZX_CF_PGTABLES || t == ZX_CF_NAMES || t == ZX_CF_PATHS;
 }
 
 void zx_cf_clear_field(const zx_cf_option *o, void *base)
@@ -597,6 +599,7 @@ int zx_cf_fields_same(int target, const void *a, const void *b)
             break;
         case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC: case ZX_CF_TOPICS:
         case ZX_CF_PGTABLES: case ZX_CF_NAMES: case ZX_CF_PROPS:
+        case ZX_CF_PATHS:
             na = *(const size_t *)((const char *)a + o->n_offset);
             nb = *(const size_t *)((const char *)b + o->n_offset);
             if (na != nb || !strs_same(*(char **const *)fa, *(char **const *)fb, na))

@@ -471,6 +471,36 @@ static int name_item_ok(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *
     return 0;
 }
 
+/* A ZX_CF_PATHS item: not empty, no control characters, made absolute
+ * against the config file's folder (*val replaced), not listed twice. */
+static int path_item(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *in,
+                     char **val, const char *shown, const strvec *sv)
+{
+    size_t len = strlen(*val), i;
+
+    for (i = 0; i < len; i++)
+        if ((unsigned char)(*val)[i] < ' ' || (*val)[i] == 0x7f)
+            break;
+    if (!len || len > 4000 || i < len) {
+        zx_cf_error_at(x, in, "%s: '%.80s' is not a valid path: 1 to 4000 bytes "
+                       "without control characters", o->name, shown);
+        return -1;
+    }
+    char *abs = zx_cf_abspath(x->base_dir, *val);
+    if (!abs) {
+        zx_cf_error_at(x, in, "out of memory");
+        return -1;
+    }
+    free(*val);
+    *val = abs;
+    for (i = 0; i < sv->n; i++)
+        if (!strcmp(sv->v[i], abs)) {
+            zx_cf_error_at(x, in, "%s: '%.80s' is listed twice", o->name, shown);
+            return -1;
+        }
+    return 0;
+}
+
 int zx_cf_set_names(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                     const yaml_node_t *n)
 {
@@ -507,7 +537,10 @@ int zx_cf_set_names(zx_cf_ctx *x, const zx_cf_option *o, void *base,
             rc = -1;
             continue;
         }
-        if (name_item_ok(x, o, in, val, shown, &sv) < 0) {
+        if (o->type == ZX_CF_PATHS && path_item(x, o, in, &val, shown, &sv) < 0) {
+            free(val);
+            rc = -1;
+        } else if (o->type != ZX_CF_PATHS && name_item_ok(x, o, in, val, shown, &sv) < 0) {
             free(val);
             rc = -1;
         } else if (strvec_push(x, in, &sv, val) < 0) {

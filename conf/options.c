@@ -228,6 +228,12 @@ const zx_cf_option zx_cf_options[] = {
      .def_doc = "none", .offset = ROOT(control_group),
      .help = "Group allowed to use the control socket (mode 0660). Without "
      "it the socket is mode 0600: its owner only."},
+    {.section = "server", .name = "file_roots", .type = ZX_CF_PATHS,
+     .def_doc = "none", .offset = ROOT(file_roots), .n_offset = ROOT(nfile_roots),
+     .help = "Folders, besides `<data_dir>/exports`, that reverse syncs' "
+     "`files` destinations and `zxctl send --to files:` may write into; "
+     "relative to the config file's folder. A path outside them, through a "
+     "symbolic link below them, or onto another sync's output is refused."},
     {.section = "server", .name = "log_level", .type = ZX_CF_ENUM,
      .def = "info", .offset = ROOT(log_level), .allowed = log_levels,
      .help = "Lowest level of the log lines written to stderr."},
@@ -732,7 +738,10 @@ const zx_cf_option zx_cf_options[] = {
      .type = ZX_CF_PATH, .def_doc = "**required** with `files`",
      .offset = PIPE(dest_path), .sources = sync_only,
      .help = "A folder (created if missing), or a file when it ends with "
-     "the format's extension; relative to the config file's folder."},
+     "the format's extension; relative to the config file's folder. It must "
+     "lie under `<data_dir>/exports` or a folder of `server.file_roots`, "
+     "with no symbolic link below that folder, and not be another sync's "
+     "output."},
     {.section = "pipelines.<name>.destination.files", .name = "format",
      .type = ZX_CF_ENUM, .def_doc = "**required** with `files`",
      .offset = PIPE(dest_format), .allowed = file_formats,

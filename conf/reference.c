@@ -35,6 +35,7 @@ static const char *type_doc(zx_cf_type t)
     case ZX_CF_SLOT:     return "slot name";
     case ZX_CF_PGTABLES: return "list of tables";
     case ZX_CF_NAMES:    return "list of names";
+    case ZX_CF_PATHS:    return "list of paths";
     case ZX_CF_HOSTPORTS: return "list of host:port";
     case ZX_CF_TOPIC:    return "topic name";
     case ZX_CF_TOPICS:   return "list, or regex";

@@ -10,7 +10,9 @@
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
 #include "common/cron.h"
+#include "common/fileroots.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +39,135 @@ const zx_conf_apitoken *zx_conf_find_apitoken(const zx_conf *c, const char *name
         if (!strcmp(c->apitokens[i].name, name))
             return &c->apitokens[i];
     return NULL;
+}
+
+size_t zx_conf_file_roots(const zx_conf *c, char *exports, size_t exlen, const char **roots,
+                          size_t max)
+{
+    size_t n = 0;
+    if (max == 0)
+        return 0;
+    snprintf(exports, exlen, "%s/exports",
+             c && c->data_dir && strcmp(c->data_dir, "/") ? c->data_dir : "");
+    roots[n++] = exports;
+    for (size_t i = 0; c && i < c->nfile_roots && n < max; i++)
+        roots[n++] = c->file_roots[i];
+    return n;
+}
+
+/* The extension a files path of format fmt ends with when it names a
+ * file (dest_files.c's rule), else NULL (a folder). */
+static const char *file_ext(const char *path, const char *fmt)
+{
+    static const char *const exts[] = {".parquet", ".csv", ".json", ".ndjson"};
+    size_t n = strlen(path);
+    for (size_t i = 0; i < 4; i++) {
+        size_t m = strlen(exts[i]);
+        if (n > m && !strcmp(path + n - m, exts[i]))
+            return exts[i];
+    }
+    (void)fmt;
+    return NULL;
+}
+
+/* 1 when s is exactly one of the files extensions (".csv"). */
+static int is_ext(const char *s)
+{
+    return !strcmp(s, ".parquet") || !strcmp(s, ".csv") || !strcmp(s, ".json") ||
+           !strcmp(s, ".ndjson");
+}
+
+/* 1 when rest is "<digits><ext>": the tail of a per-run file's name after
+ * "<stem>-" or "<sync>-". */
+static int run_tail(const char *rest)
+{
+    size_t d = 0;
+    while (rest[d] >= '0' && rest[d] <= '9')
+        d++;
+    return d > 0 && is_ext(rest + d);
+}
+
+/* 1 when name (a file name in a folder) is one of the outputs of a sync
+ * called sync in that folder: "<sync><ext>" or "<sync>-<run id><ext>". */
+static int named_for(const char *name, const char *sync)
+{
+    size_t l = strlen(sync);
+    if (strncmp(name, sync, l))
+        return 0;
+    return is_ext(name + l) || (name[l] == '-' && run_tail(name + l + 1));
+}
+
+/* 1 when q is one of the per-run files beside the file p of extension
+ * ext: "<stem of p>-<run id><ext>". */
+static int per_run_of(const char *p, const char *ext, const char *q)
+{
+    size_t sl = strlen(p) - strlen(ext);
+    return !strncmp(q, p, sl) && q[sl] == '-' && run_tail(q + sl + 1);
+}
+
+/* 1 when what sync a (path pa) writes can land on what sync b (path pb)
+ * writes: the same file, one's per-run files, or one's file in the
+ * other's folder. */
+static int outputs_meet(const char *a, const char *pa, const char *fa, const char *b,
+                        const char *pb, const char *fb)
+{
+    const char *ea = file_ext(pa, fa), *eb = file_ext(pb, fb);
+    if (!strcmp(pa, pb))
+        return ea != NULL;        /* one file; a folder they share is fine */
+    if (ea && eb)                 /* two files: one is a per-run file of the other */
+        return per_run_of(pa, ea, pb) || per_run_of(pb, eb, pa);
+    if (!ea && !eb)
+        return 0;                 /* one folder: files named after each sync */
+    /* one file, one folder: the file in the folder named after the folder's sync */
+    const char *file = ea ? pa : pb, *dir = ea ? pb : pa, *dsync = ea ? b : a;
+    const char *slash = strrchr(file, '/');
+    size_t dl = strlen(dir);
+    return slash && (size_t)(slash - file) == dl && !strncmp(file, dir, dl) &&
+           named_for(slash + 1, dsync);
+}
+
+int zx_conf_check_files_path(const zx_conf *c, const char *self, const char *path,
+                             const char *fmt, char *err, size_t errlen)
+{
+    char exports[ZX_CONF_EXPORTS_MAX], list[1024];
+    const char *roots[64];
+    size_t n = zx_conf_file_roots(c, exports, sizeof(exports), roots, 64);
+    zx_fr_list(roots, n, list, sizeof(list));
+    if (!path || !zx_fr_normalised(path)) {
+        snprintf(err, errlen, "%s: not an absolute path without '.' or '..' parts",
+                 path ? path : "(none)");
+        return -1;
+    }
+    int r = zx_fr_root_of(path, roots, n);
+    if (r < 0) {
+        snprintf(err, errlen, "%s is outside the folders zx may write files to (%s); "
+                 "add a folder to server.file_roots to allow it", path, list);
+        return -1;
+    }
+    if (!strcmp(path, roots[r])  && file_ext(path, fmt)) {
+        snprintf(err, errlen, "%s is one of the folders files go to (%s), not a file in it",
+                 path, list);
+        return -1;
+    }
+    char why[600];
+    if (zx_fr_check_below(roots[r], path, !file_ext(path, fmt), why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "%s (files are written only below %s, not through links; "
+                 "server.file_roots)", why, list);
+        return -1;
+    }
+    for (size_t i = 0; c && i < c->npipelines; i++) {
+        const zx_conf_pipeline *p = &c->pipelines[i];
+        if (!zx_conf_is_sync(p) || !p->dest_path || !p->name || (self && !strcmp(p->name, self)))
+            continue;
+        if (outputs_meet(self ? self : "", path, fmt, p->name, p->dest_path,
+                         p->dest_format ? p->dest_format : "parquet")) {
+            snprintf(err, errlen, "%s would write over the output of sync %s (destination "
+                     "files path %s): give each its own file or folder", path, p->name,
+                     p->dest_path);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 void zx_cf_check_sync(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
@@ -131,6 +262,13 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                             c->nauthors ? "add it under authors: (with the tables "
                             "its syncs may read)" : "the file defines no authors: "
                             "add authors: {NAME: {tables: [...]}}");
+        }
+        if (p->dest_path) {
+            char err[1500];
+            if (zx_conf_check_files_path(c, p->name, p->dest_path, p->dest_format, err,
+                                         sizeof(err)) < 0)
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files.path: %s",
+                            p->name, err);
         }
         if (p->dest_connection) {
             const zx_conf_connection *cn = zx_conf_find_connection(c, p->dest_connection);

@@ -335,9 +335,15 @@ int zx_pq_write_row(zx_pq_writer *w, const zx_value *vals, char *err, size_t err
                 goto oom;
             c->defs.p[c->defs.len++] = 0;
         }
+        uint64_t nulled = w->nulled;
         int k = put_value(w, c, &vals[i]);
         if (k < 0)
             goto oom;
+        if (w->nulled != nulled && !w->misfit_set) {
+            w->misfit_set = 1;
+            w->misfit_col = i;
+            w->misfit_row = w->rows;
+        }
         if (k == 0) {
             c->defs.p[r / 8] |= (uint8_t)(1u << (r % 8));
             c->nvals++;
@@ -438,6 +444,15 @@ void zx_pq_free(zx_pq_writer *w)
 uint64_t zx_pq_nulled(const zx_pq_writer *w)
 {
     return w ? w->nulled : 0;
+}
+
+int zx_pq_first_misfit(const zx_pq_writer *w, size_t *col, uint64_t *row)
+{
+    if (!w || !w->misfit_set)
+        return 0;
+    *col = w->misfit_col;
+    *row = w->misfit_row;
+    return 1;
 }
 
 uint64_t zx_pq_rows(const zx_pq_writer *w)

@@ -98,6 +98,10 @@ void zx_pq_free(zx_pq_writer *w);
 /* Values written as NULL so far because they did not fit their column. */
 uint64_t zx_pq_nulled(const zx_pq_writer *w);
 
+/* The first such value: 1 with *col its column (0-based) and *row its row
+ * (0-based, counted over every row written), or 0 when there was none. */
+int zx_pq_first_misfit(const zx_pq_writer *w, size_t *col, uint64_t *row);
+
 /* Rows accepted so far; row groups written so far. */
 uint64_t zx_pq_rows(const zx_pq_writer *w);
 uint32_t zx_pq_row_groups(const zx_pq_writer *w);

@@ -111,6 +111,9 @@ struct zx_pq_writer {
     uint32_t rg_rows;            /* rows buffered in this row group */
     uint64_t rg_bytes;           /* their buffered bytes (all columns) */
     uint64_t rows, nulled;
+    int misfit_set;             /* the first misfit: column and row */
+    size_t misfit_col;
+    uint64_t misfit_row;
 
     pq_rowgroup *rgs;
     uint32_t nrgs, rgs_cap;

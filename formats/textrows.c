@@ -6,6 +6,7 @@
 #include "formats/textrows.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "common/timefmt.h"
@@ -88,15 +89,23 @@ static size_t scalar_text(const zx_dcol *c, const zx_dc_out *o, char out[ZX_DC_T
     }
 }
 
-/* Value v of column c as a file stores it: 1 (a value), 0 (NULL: a misfit
- * counts in *nulled), -1 (out of memory). */
-static int convert(const zx_dcol *c, const zx_value *v, zx_dc_buf *scratch, zx_dc_out *o,
-                   uint64_t *nulled)
+/* A value of column i was written as NULL: count it, note the first. */
+static void misfit_at(size_t i, uint64_t *nulled, size_t *misfit)
 {
-    zx_dc_target t = zx_dc_target_file(c);
+    (*nulled)++;
+    if (misfit && *misfit == SIZE_MAX)
+        *misfit = i;
+}
+
+/* Value v of column cols[i] as a file stores it: 1 (a value), 0 (NULL: a
+ * misfit counts in *nulled, see misfit_at), -1 (out of memory). */
+static int convert(const zx_dcol *cols, size_t i, const zx_value *v, zx_dc_buf *scratch,
+                   zx_dc_out *o, uint64_t *nulled, size_t *misfit)
+{
+    zx_dc_target t = zx_dc_target_file(&cols[i]);
     int r = zx_dc_convert(&t, v, scratch, o);
     if (r == 0)
-        (*nulled)++;
+        misfit_at(i, nulled, misfit);
     return r < 0 ? -1 : !o->null;
 }
 
@@ -135,13 +144,13 @@ int zx_csv_header(zx_dc_buf *b, const zx_dcol *cols, size_t ncols)
 }
 
 int zx_csv_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-               zx_dc_buf *scratch, uint64_t *nulled)
+               zx_dc_buf *scratch, uint64_t *nulled, size_t *misfit)
 {
     for (size_t i = 0; i < ncols; i++) {
         if (i && putc1(b, ',') < 0)
             return -1;
         zx_dc_out o;
-        int r = convert(&cols[i], &vals[i], scratch, &o, nulled);
+        int r = convert(cols, i, &vals[i], scratch, &o, nulled, misfit);
         if (r < 0)
             return -1;
         if (r == 0)
@@ -184,7 +193,7 @@ static int put_json_line(zx_dc_buf *b, const char *s, size_t n)
 }
 
 int zx_ndjson_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-                  zx_dc_buf *scratch, uint64_t *nulled)
+                  zx_dc_buf *scratch, uint64_t *nulled, size_t *misfit)
 {
     if (putc1(b, '{') < 0)
         return -1;
@@ -194,11 +203,11 @@ int zx_ndjson_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_valu
             putc1(b, ':') < 0)
             return -1;
         zx_dc_out o;
-        int r = convert(&cols[i], &vals[i], scratch, &o, nulled);
+        int r = convert(cols, i, &vals[i], scratch, &o, nulled, misfit);
         if (r < 0)
             return -1;
         if (r == 1 && cols[i].type == ZX_DT_DOUBLE && !isfinite(o.d)) {
-            (*nulled)++;
+            misfit_at(i, nulled, misfit);
             r = 0;
         }
         if (r == 0) {

@@ -4,7 +4,8 @@
  *
  * Values are converted per column as common/dcell.h says for files
  * (zx_dc_target_file); a misfit is
- * written as NULL and counted in *nulled.
+ * written as NULL and counted in *nulled, and when misfit is not NULL and
+ * *misfit is SIZE_MAX, *misfit gets the column (0-based) of the first.
  *
  * CSV (RFC 4180): a header line of the column names, then one line per
  * row; lines end with "\r\n"; fields separated by ','; a field is quoted
@@ -46,11 +47,11 @@ int zx_csv_header(zx_dc_buf *b, const zx_dcol *cols, size_t ncols);
 
 /* One CSV line of vals[0..ncols) (the row's values, in column order). */
 int zx_csv_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-               zx_dc_buf *scratch, uint64_t *nulled);
+               zx_dc_buf *scratch, uint64_t *nulled, size_t *misfit);
 
 /* One NDJSON line of vals[0..ncols). */
 int zx_ndjson_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-                  zx_dc_buf *scratch, uint64_t *nulled);
+                  zx_dc_buf *scratch, uint64_t *nulled, size_t *misfit);
 
 /* Append base64 of s[0..n) (no quotes). */
 int zx_base64(zx_dc_buf *b, const unsigned char *s, size_t n);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/fileroots.h"
 #include "common/log.h"
 #include "common/segment.h"
 #include "common/timefmt.h"
@@ -139,12 +140,26 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
     const zx_conf_author *au = peer_author(s, bev, msg, sizeof(msg));
     if (!au)
         return err_obj(msg);
-
-    zx_conf_pipeline *pc = calloc(1, sizeof(*pc));
     char name[64];
     snprintf(name, sizeof(name), "zx-send-%llu", (unsigned long long)(s->last_run_id + 1));
-    if (!pc)
+    /* where a sync could write, and not over another sync's output */
+    char *npath = path ? zx_fr_normalise(path) : NULL;
+    if (path) {
+        char ferr[1500], full[1600];
+        if (!npath)
+            return err_obj("out of memory");
+        if (zx_conf_check_files_path(s->conf, name, npath, format, ferr, sizeof(ferr)) < 0) {
+            free(npath);
+            snprintf(full, sizeof(full), "--to files:%s", ferr);
+            return err_obj(full);
+        }
+    }
+
+    zx_conf_pipeline *pc = calloc(1, sizeof(*pc));
+    if (!pc) {
+        free(npath);
         return err_obj("out of memory");
+    }
     pc->name = strdup(name);
     pc->direction = strdup("out");
     pc->source = strdup("sync");
@@ -153,7 +168,7 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
     pc->mode = m;
     pc->dest_connection = dupstr(conn);
     pc->dest_table = dupstr(table);
-    pc->dest_path = dupstr(path);
+    pc->dest_path = npath;
     pc->dest_format = dupstr(format);
     pc->dest_compression = path ? strdup("zstd") : NULL;
     pc->batch_rows = 10000;

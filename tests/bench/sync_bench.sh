@@ -201,6 +201,7 @@ cat >"$WORK/zxd/zxd.yaml" <<EOF
 server:
   data_dir: ./var
   control_socket: zxd.sock
+  file_roots: [$WORK/out]
   http:
     listen: "127.0.0.1:$PORT"
 workspace:

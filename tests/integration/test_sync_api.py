@@ -233,7 +233,7 @@ def test_a_run_cut_by_zxd_dying_is_recorded_as_failed(sync_env):
     from test_sync_dests import big_source, wait_sending
     z = sync_env.zxd({}, {"alice": ["big"]}, start=False)
     z.syncs = {"b": {"query": "SELECT id, v FROM big", "mode": "upsert", "key": ["id"],
-                     "dest": {"files": {"path": "out", "format": "csv"}}}}
+                     "dest": {"files": {"path": "var/exports/out", "format": "csv"}}}}
     z.write_config()
     big_source(z, 1000000)
     z.start()

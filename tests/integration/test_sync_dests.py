@@ -160,14 +160,14 @@ def test_replace_and_append(sync_env, pg, request, dest_kind):
 def test_files_modes_write_a_file_per_run(sync_env):
     z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
     z.syncs = {"m": {"query": "SELECT id, plan FROM customers", "mode": "mirror", "key": ["id"],
-                     "dest": {"files": {"path": "out", "format": "json"}}}}
+                     "dest": {"files": {"path": "var/exports/out", "format": "json"}}}}
     z.write_config()
     make_customers(z)
     z.start()
     r1 = z.run("m")
     z.ws_exec("DELETE FROM customers WHERE id = 2", "UPDATE customers SET plan = 'x' WHERE id = 3")
     r2 = z.run("m")
-    out = os.path.join(z.root, "out")
+    out = os.path.join(z.data_dir, "exports", "out")
     f1 = os.path.join(out, f"m-{r1['id']}.json")
     f2 = os.path.join(out, f"m-{r2['id']}.json")
     assert sorted(os.listdir(out)) == sorted([os.path.basename(f1), os.path.basename(f2)])
@@ -238,7 +238,7 @@ def test_the_server_stopped_mid_run_fails_it_and_the_next_run_sends_again(
 def test_a_run_killed_mid_file_leaves_no_partial_file(sync_env):
     z = sync_env.zxd({}, {"alice": ["big"]}, start=False)
     z.syncs = {"f": {"query": "SELECT id, v FROM big", "mode": "replace",
-                     "dest": {"files": {"path": "out/big.csv", "format": "csv"}}}}
+                     "dest": {"files": {"path": "var/exports/out/big.csv", "format": "csv"}}}}
     z.write_config()
     big_source(z, 1000000)
     z.start()
@@ -246,10 +246,73 @@ def test_a_run_killed_mid_file_leaves_no_partial_file(sync_env):
     pid = wait_sending(z, "f")
     os.kill(pid, 9)
     wait_for(lambda: z.runs("f") and z.runs("f")[0]["state"] == "failed", "the failed run")
-    out = os.path.join(z.root, "out")
+    out = os.path.join(z.data_dir, "exports", "out")
     assert not os.path.exists(os.path.join(out, "big.csv"))     # never a partial file
     r = z.run("f", timeout=600)
     assert r["rows_sent"] == 1000000
     with open(os.path.join(out, "big.csv")) as fh:
         assert sum(1 for _ in fh) == 1000001
     assert [n for n in os.listdir(out) if n != "big.csv"] == []   # the dead run's temp file gone
+
+
+# ---- a value the destination cannot hold -----------------------------------------------
+
+def test_a_value_the_table_cannot_hold_fails_the_run_and_is_sent_once_fixed(sync_env, pg):
+    """Text into an integer column of an existing table: the run fails
+    naming the column and the value, nothing is committed and no hash
+    kept, so once the column is fixed the next run sends those rows."""
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
+    db = sync_env.pg_db()
+    pg.execute(db, "CREATE TABLE t (id bigint PRIMARY KEY, plan integer)")
+    z.syncs = {"s": {"query": "SELECT id, plan FROM customers", "mode": "upsert",
+                     "key": ["id"], "dest": {"connection": "d", "table": "public.t"}}}
+    z.connections = {"d": sync_env.pg_conn(db)}
+    z.write_config()
+    make_customers(z)
+    z.start()
+    r = z.run("s", check=False)
+    assert r.get("state") == "failed", r
+    assert "column plan" in r["error"] and '"free"' in r["error"], r
+    assert r["rows_sent"] == 0
+    assert pg.query(db, "SELECT count(*) FROM t") == [(0,)]
+    # said in the human output too, not only in --json
+    p = z.zxctl("runs", "s")
+    assert "failed" in p.stdout and "column plan" in p.stdout, p.stdout
+    p = z.zxctl("run", "s", "--wait")
+    assert p.returncode != 0 and "column plan" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert pg.query(db, "SELECT count(*) FROM t") == [(0,)]
+    pg.execute(db, "ALTER TABLE t ALTER plan TYPE text")
+    r = z.run("s")
+    assert r["rows_sent"] == 3, r
+    assert [tuple(x) for x in pg.query(db, "SELECT id, plan FROM t ORDER BY id")] == \
+        [(1, "free"), (2, "pro"), (3, "free")]
+
+
+def test_an_infinite_timestamp_into_parquet_fails_the_run_naming_it(sync_env):
+    """Parquet has no infinity: a Postgres 'infinity' timestamp is not
+    silently written as NULL; the run fails, says which column and value,
+    and writes no file."""
+    z = sync_env.zxd({}, {"alice": ["ev"]}, start=False)
+    if z.workspace != "postgres":
+        pytest.skip("only a PostgreSQL workspace has infinite timestamps")
+    z.syncs = {"f": {"query": "SELECT id, at FROM ev", "mode": "replace",
+                     "dest": {"files": {"path": "var/exports/ev.parquet",
+                                        "format": "parquet"}}}}
+    z.write_config()
+    z.ws_exec("CREATE TABLE ev (id bigint PRIMARY KEY, at timestamptz)",
+              "INSERT INTO ev VALUES (1, '2024-01-02 03:04:05+00'), (2, 'infinity'), "
+              "(3, '-infinity')")
+    z.start()
+    r = z.run("f", check=False)
+    assert r.get("state") == "failed", r
+    assert "column at" in r["error"] and "infinity" in r["error"], r
+    p = z.zxctl("runs", "f")
+    assert "column at" in p.stdout and "infinity" in p.stdout, p.stdout
+    assert not os.path.exists(os.path.join(z.data_dir, "exports", "ev.parquet"))
+    # converted in the query, as the message says, it goes through
+    z.syncs["f"]["query"] = "SELECT id, CASE WHEN isfinite(at) THEN at END AS at FROM ev"
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    r = z.run("f")
+    assert r["rows_sent"] == 3
+    assert os.path.exists(os.path.join(z.data_dir, "exports", "ev.parquet"))

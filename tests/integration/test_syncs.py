@@ -483,8 +483,8 @@ def test_a_sigkilled_run_fails_and_the_next_run_sends_everything(sync_env):
 def test_files_csv_json_parquet_read_back_by_independent_readers(sync_env):
     z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
     q = "SELECT id, email, plan, active, updated_at FROM customers"
-    out = os.path.join(z.root, "exports")
-    z.syncs = {f: {"query": q, "mode": "replace", "dest": {"files": {"path": f"exports/{f}",
+    out = os.path.join(z.data_dir, "exports")
+    z.syncs = {f: {"query": q, "mode": "replace", "dest": {"files": {"path": f"var/exports/{f}",
                                                                      "format": f}}}
                for f in ("csv", "json", "parquet")}
     z.write_config()
@@ -582,10 +582,11 @@ def test_zxctl_send_runs_once_as_the_operators_author(sync_env):
     assert "destination: {connection: \"crm\", table: \"sent\"}" in p.stdout
     assert sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sent") == [(3,)]
     # a file, its format from the extension, the path relative to zxctl's folder
-    out = os.path.join(z.root, "x.csv")
+    out = os.path.join(z.data_dir, "exports", "x.csv")
     p = subprocess.run([ZXCTL, "-s", z.sock,
                         "send", "--query", "SELECT id FROM customers WHERE id > 1", "--to",
-                        "files:x.csv", "--mode", "replace"], cwd=z.root, capture_output=True,
+                        "files:var/exports/x.csv", "--mode", "replace"], cwd=z.root,
+                       capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert open(out).read().split() == ["id", "2", "3"]
@@ -675,9 +676,9 @@ def test_values_of_every_type_leave_the_workspace_as_they_are(sync_env):
     to a JSON file and to Parquet, read back."""
     z = sync_env.zxd({}, {"alice": ["kinds"]}, start=False)
     z.syncs = {"j": {"query": "SELECT * FROM kinds", "mode": "replace",
-                     "dest": {"files": {"path": "out/k.json", "format": "json"}}},
+                     "dest": {"files": {"path": "var/exports/k.json", "format": "json"}}},
                "p": {"query": "SELECT * FROM kinds", "mode": "replace",
-                     "dest": {"files": {"path": "out/k.parquet", "format": "parquet"}}}}
+                     "dest": {"files": {"path": "var/exports/k.parquet", "format": "parquet"}}}}
     z.write_config()
     weird = "tab\there\nnew line \\ back\\slash \"q\" é 日本"
     if z.workspace == "postgres":
@@ -698,7 +699,7 @@ def test_values_of_every_type_leave_the_workspace_as_they_are(sync_env):
     z.start()
     z.run("j")
     z.run("p")
-    rows = [json.loads(l) for l in open(os.path.join(z.root, "out", "k.json"))]
+    rows = [json.loads(l) for l in open(os.path.join(z.data_dir, "exports", "k.json"))]
     rows.sort(key=lambda r: r["id"])
     a, b = rows
     assert a["t"] == weird and b["t"] is None
@@ -712,9 +713,126 @@ def test_values_of_every_type_leave_the_workspace_as_they_are(sync_env):
     import base64
     assert base64.b64decode(a["by"]) == b"\x00\xff\x10"
     import pyarrow.parquet as pq
-    t = pq.read_table(os.path.join(z.root, "out", "k.parquet")).to_pylist()
+    t = pq.read_table(os.path.join(z.data_dir, "exports", "k.parquet")).to_pylist()
     t.sort(key=lambda r: r["id"])
     assert t[0]["t"] == weird and t[0]["i"] == 9223372036854775807
     assert t[0]["ts"] == datetime.datetime(1969, 7, 20, 20, 17, 40, 123456,
                                            tzinfo=datetime.timezone.utc)
     assert t[1]["i"] == -9223372036854775808 and t[1]["t"] is None
+
+
+# ---- where files may be written --------------------------------------------------------
+
+def zxd_check(z):
+    return subprocess.run([ZXD, "-c", z.cfg_path, "--check"], capture_output=True, text=True,
+                          env=z.env, timeout=60)
+
+
+def test_a_sync_writes_files_only_under_the_roots(sync_env, tmp_path):
+    """zxd --check refuses a files path that leaves <data_dir>/exports by
+    '..', an absolute path elsewhere, a symbolic link inside the root that
+    points out, and another sync's output; a folder of server.file_roots
+    is allowed.  Each message names the path, the roots and the option."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    added = tmp_path / "added"
+    z = sync_env.zxd({}, {"alice": ["customers"]}, start=False)
+    exports = os.path.join(z.data_dir, "exports")
+    os.makedirs(exports)
+    os.symlink(str(outside), os.path.join(exports, "away"))
+    q = "SELECT id, email FROM customers"
+
+    def refused(path, *want):
+        z.syncs = {"f": {"query": q, "mode": "replace",
+                         "dest": {"files": {"path": path, "format": "csv"}}}}
+        z.write_config()
+        p = zxd_check(z)
+        assert p.returncode != 0, (path, p.stdout, p.stderr)
+        for w in want:
+            assert w in p.stderr, (path, w, p.stderr)
+        return p.stderr
+
+    roots = [exports]
+    refused("var/exports/../../x.csv", os.path.join(z.root, "x.csv"), *roots,
+            "server.file_roots")
+    refused(str(outside / "x.csv"), str(outside / "x.csv"), *roots, "server.file_roots")
+    refused("var/exports/away/x.csv", os.path.join(exports, "away"), "symbolic link",
+            "server.file_roots")
+    # another sync's output: its file, or its file in its folder
+    z.syncs = {"a": {"query": q, "mode": "replace",
+                     "dest": {"files": {"path": "var/exports/a.csv", "format": "csv"}}},
+               "b": {"query": q, "mode": "replace",
+                     "dest": {"files": {"path": "var/exports/a.csv", "format": "csv"}}}}
+    z.write_config()
+    p = zxd_check(z)
+    assert p.returncode != 0 and "output of sync a" in p.stderr, p.stderr
+    z.syncs["b"]["dest"] = {"files": {"path": "var/exports/d", "format": "csv"}}
+    z.syncs["a"]["dest"] = {"files": {"path": "var/exports/d/b.csv", "format": "csv"}}
+    z.write_config()
+    p = zxd_check(z)
+    assert p.returncode != 0 and "output of sync b" in p.stderr, p.stderr
+    # under an added root it works
+    z.server_extra = f"file_roots: [{json.dumps(str(added))}]"
+    refused(str(outside / "x.csv"), exports, str(added), "server.file_roots")
+    z.syncs = {"f": {"query": q, "mode": "replace",
+                     "dest": {"files": {"path": str(added / "sub" / "f.csv"), "format": "csv"}}}}
+    z.write_config()
+    p = zxd_check(z)
+    assert p.returncode == 0, p.stderr
+    make_customers(z)
+    z.start()
+    assert z.run("f")["rows_sent"] == 3
+    assert open(added / "sub" / "f.csv").read().split()[0] == "id,email"
+    assert os.listdir(outside) == []
+
+
+SEND_REFUSED = {
+    "dotdot": ("{exports}/../../escaped.csv", "outside the folders"),
+    "absolute": ("{outside}/x.csv", "outside the folders"),
+    "link": ("{exports}/away/x.csv", "symbolic link"),
+    "another_sync": ("{exports}/nightly.csv", "output of sync nightly"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SEND_REFUSED))
+def test_a_send_writes_only_where_a_sync_could(sync_env, tmp_path, case):
+    """zxctl send --to files: is refused outside the roots ('..', an
+    absolute path elsewhere, a link inside the root pointing out) and onto
+    another sync's output, which stays as it was."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    z = sync_env.zxd({"nightly": {"query": "SELECT id FROM customers", "mode": "replace",
+                                  "dest": {"files": {"path": "var/exports/nightly.csv",
+                                                     "format": "csv"}}}},
+                     {"alice": ["customers"]}, start=False)
+    import getpass
+    me = getpass.getuser()
+    z.write_config()
+    text = open(z.cfg_path).read().replace("alice: {tables: [\"customers\"]}",
+                                          f"alice: {{tables: [\"customers\"], operators: [{me}]}}")
+    assert "operators" in text
+    z.write_config(text)
+    make_customers(z)
+    z.start()
+    exports = os.path.join(z.data_dir, "exports")
+    assert z.run("nightly")["rows_sent"] == 3
+    before = open(os.path.join(exports, "nightly.csv")).read()
+    os.symlink(str(outside), os.path.join(exports, "away"))
+
+    def send(path):
+        return z.zxctl("send", "--query", "SELECT 1 AS x", "--to", "files:" + path,
+                       "--mode", "replace")
+
+    path, want = SEND_REFUSED[case]
+    path = path.format(exports=exports, outside=outside)
+    p = send(path)
+    assert p.returncode == 1, (path, p.stdout, p.stderr)
+    assert want in p.stderr and path.split("/")[-1] in p.stderr, (path, p.stderr)
+    if want == "outside the folders":
+        assert exports in p.stderr and "server.file_roots" in p.stderr, p.stderr
+    assert os.listdir(outside) == []
+    assert not os.path.exists(os.path.join(z.root, "escaped.csv"))
+    assert open(os.path.join(exports, "nightly.csv")).read() == before
+    p = send(exports + "/mine.csv")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert open(os.path.join(exports, "mine.csv")).read().split() == ["x", "1"]

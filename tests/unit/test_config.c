@@ -2106,6 +2106,64 @@ static int has_sub(const zx_conf_errors *e, const char *sub)
         }                                                                      \
     } while (0)
 
+/* Where files destinations may write (zx_conf_check_files_path): under
+ * <data_dir>/exports or server.file_roots, and not onto another sync's
+ * output; names that only look alike are fine. */
+static void test_files_roots(void)
+{
+    zx_conf_errors e = {0};
+    char buf[2048];
+    static const struct {
+        const char *a, *b;    /* two syncs' destination.files.path */
+        const char *err;      /* NULL: accepted */
+    } cases[] = {
+        {"var/exports/orders.csv", "var/exports/orders-eu.csv", NULL},
+        {"var/exports/orders.csv", "var/exports/orders.parquet", NULL},
+        {"var/exports/orders.csv", "var/exports/orders-12.csv", "output of sync"},
+        {"var/exports/orders.csv", "var/exports/orders.csv", "output of sync"},
+        {"var/exports/d", "var/exports/d/a.csv", "output of sync"},     /* b in a's folder */
+        {"var/exports/d", "var/exports/d/a-7.json", "output of sync"},
+        {"var/exports/d", "var/exports/d/other.csv", NULL},
+        {"var/exports/d", "var/exports/d", NULL},                     /* a.csv, b.csv */
+        {"var/exports/x.csv", "var/exports/../y.csv", "outside the folders"},
+        {"var/exports/x.csv", "/etc/y.csv", "server.file_roots"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(buf, sizeof(buf),
+                 "authors:\n  alice: {tables: [t]}\npipelines:\n"
+                 "  a: {direction: out, author: alice, query: SELECT 1, mode: replace,\n"
+                 "      destination: {files: {path: \"%s\", format: csv}}}\n"
+                 "  b: {direction: out, author: alice, query: SELECT 1, mode: replace,\n"
+                 "      destination: {files: {path: \"%s\", format: csv}}}\n",
+                 cases[i].a, cases[i].b);
+        zx_conf *c = load(buf, 0, &e);
+        if (cases[i].err) {
+            CHECK(c == NULL && has_sub(&e, cases[i].err));
+            if (c || !has_sub(&e, cases[i].err))
+                fprintf(stderr, "  case %zu: %s / %s\n", i, cases[i].a, cases[i].b);
+        } else {
+            CHECK(c != NULL);
+            if (!c) {
+                fprintf(stderr, "  case %zu: %s / %s\n", i, cases[i].a, cases[i].b);
+                dump(&e);
+            }
+        }
+        zx_conf_free(c);
+    }
+    /* an added root */
+    snprintf(buf, sizeof(buf),
+             "server: {file_roots: [/tmp/zx-roots-a, out]}\n"
+             "authors:\n  alice: {tables: [t]}\npipelines:\n"
+             "  a: {direction: out, author: alice, query: SELECT 1, mode: replace,\n"
+             "      destination: {files: {path: out/sub/x.csv, format: csv}}}\n");
+    zx_conf *c = load(buf, 0, &e);
+    CHECK(c != NULL && c->nfile_roots == 2 && c->file_roots[1][0] == '/');
+    if (!c)
+        dump(&e);
+    zx_conf_free(c);
+    zx_conf_errors_free(&e);
+}
+
 static void test_syncs(void)
 {
     zx_conf_errors e = {0};
@@ -2125,7 +2183,7 @@ static void test_syncs(void)
              "    destination: {connection: crm, table: public.customers}\n"
              "    mode: upsert\n    key: [id]\n    schedule: \"*/15 * * * *\"\n"
              "  b: {direction: out, author: alice, query: SELECT 1, mode: replace,\n"
-             "      destination: {files: {path: exports/x, format: parquet}}}\n"
+             "      destination: {files: {path: var/exports/x, format: parquet}}}\n"
              "  c: {direction: out, author: alice, query: SELECT 1, mode: mirror, key: id,\n"
              "      destination: {connection: shop, table: t}}\n"
              "  web: {direction: stream, source: http, key: k123}\n", head);
@@ -2414,6 +2472,7 @@ int main(int argc, char **argv)
     test_pg_cdc_errors();
     test_pg_cdc_same();
     test_syncs();
+    test_files_roots();
     test_change_streams();
     test_webhook_secret();
     test_reference();

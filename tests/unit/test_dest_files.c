@@ -207,8 +207,10 @@ static run_out run_once(const char *path, const char *format, const char *compre
 {
     run_out o;
     memset(&o, 0, sizeof(o));
+    const char *roots[1] = {root};
     zx_dest_args a = {.sync = "orders", .path = path, .format = format,
-                      .compression = compression, .deadline_ms = 1000};
+                      .compression = compression, .roots = roots, .nroots = 1,
+                      .deadline_ms = 1000};
     void *state = NULL;
     const zx_dest *d = &zx_dest_files;
     if (d->open(&a, &state, o.err, sizeof(o.err)) < 0) {
@@ -250,6 +252,9 @@ static void test_text_formats(void)
     CHECK(file_is(path, csv_want));
     /* misfits: ok, day, price, doc (row 3), name (row 4) */
     CHECK(o.st.rows_written == 4 && o.st.nulled == 5 && o.st.bytes == strlen(csv_want));
+    /* the first is noted for the run's message */
+    CHECK(!strcmp(o.st.misfit_col, "ok"));
+    CHECK(!strcmp(o.st.misfit_val, "\"maybe\""));
     CHECK(tmp_count(dir) == 0);
 
     o = run_once(dir, "json", NULL, ZX_MODE_REPLACE, 8, cols, NCOLS, &rs, NULL, NULL, 0, 0);
@@ -285,6 +290,8 @@ static void test_parquet_files(void)
         char *p = slurp(path, &n);
         CHECK(p && n > 100 && !memcmp(p, "PAR1", 4) && !memcmp(p + n - 4, "PAR1", 4));
         CHECK(o.st.bytes == n && o.st.rows_written == 4 && o.st.nulled == 5);
+        CHECK(!strcmp(o.st.misfit_col, "ok"));
+        CHECK(!strcmp(o.st.misfit_val, "\"maybe\""));
         free(p);
         CHECK(tmp_count(dir) == 0);
     }
@@ -411,7 +418,9 @@ static void test_errors(void)
     char path[400];
     void *state = NULL;
     char err[512];
-    zx_dest_args a = {.sync = "orders", .path = "relative/dir", .format = "csv"};
+    const char *roots[1] = {root};
+    zx_dest_args a = {.sync = "orders", .path = "relative/dir", .format = "csv",
+                      .roots = roots, .nroots = 1};
     CHECK(zx_dest_files.open(&a, &state, err, sizeof(err)) < 0 && strstr(err, "absolute"));
     a.path = "/tmp/x.csv";
     a.format = "parquet";
@@ -419,6 +428,30 @@ static void test_errors(void)
     a.format = "xml";
     CHECK(zx_dest_files.open(&a, &state, err, sizeof(err)) < 0 && strstr(err, "xml"));
     zx_dest_files.close(NULL);
+
+    /* confined to the roots: outside them, or through a link below one */
+    a.format = "csv";
+    a.path = "/tmp/x.csv";
+    CHECK(zx_dest_files.open(&a, &state, err, sizeof(err)) < 0 && strstr(err, "/tmp/x.csv") &&
+          strstr(err, root) && strstr(err, "server.file_roots"));
+    {
+        char out[300], link[400];
+        snprintf(out, sizeof(out), "%s-outside", root);
+        mkdir(out, 0755);
+        snprintf(link, sizeof(link), "%s/away", root);
+        CHECK(symlink(out, link) == 0);
+        snprintf(path, sizeof(path), "%s/away/x.csv", root);
+        zx_rowset krs;
+        kv_rows(&krs, 1, 1);
+        run_out lo = run_once(path, "csv", NULL, ZX_MODE_REPLACE, 1, kcols, 2, &krs, NULL, NULL,
+                              0, 0);
+        CHECK(lo.rc == -1 && strstr(lo.err, "symbolic link"));
+        snprintf(path, sizeof(path), "%s/x.csv", out);
+        CHECK(access(path, F_OK) != 0);          /* nothing written through it */
+        zx_rowset_free(&krs);
+        unlink(link);
+        rmdir(out);
+    }
 
     /* a folder under a regular file cannot be made */
     snprintf(path, sizeof(path), "%s/plainfile", root);

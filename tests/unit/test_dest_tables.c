@@ -654,6 +654,9 @@ static void pg_misfits(const zx_conf_connection *cn)
         printf("misfits: %s\n", t.err);
     /* row 1: i, v, big, n; row 3: k; row 4: its NULL key; row 5: v (NUL), big (2.5) */
     CHECK(t.stats.nulled == 8);
+    /* the first misfit is noted for the run's message */
+    CHECK_STR(t.stats.misfit_col, "i");
+    CHECK_STR(t.stats.misfit_val, "1099511627776");
     CHECK(t.stats.rows_written == 3);
     CHECK_STR(pgv(pga, "SELECT string_agg(concat_ws('|', k, coalesce(i::text, 'null'), "
                        "coalesce(v, 'null'), coalesce(big::text, 'null'), coalesce(n::text, "

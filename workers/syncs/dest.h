@@ -33,8 +33,9 @@
  *                             kept as text (rowset.h)
  * A value whose type does not fit its column's (text in an INT64 column) is
  * converted by the destination where that is lossless ("42" → 42) and
- * otherwise written as NULL and counted in zx_dest_stats.nulled; it never
- * fails the run.
+ * otherwise written as NULL, counted in zx_dest_stats.nulled and the first
+ * one noted with zx_dest_misfit; write still returns 0.  The run (run.c)
+ * then fails: a value the destination cannot hold is never "delivered".
  *
  * Keys.  delete_keys gets a rowset whose columns are the run's key columns
  * (zx_dest_run.key_cols, in that order), one row per key to delete; the
@@ -98,6 +99,11 @@ typedef struct zx_dest_args {
                                      when it ends with the format's
                                      extension (".parquet", ".csv",
                                      ".json" / ".ndjson") */
+    const char *const *roots;     /* files: the folders it may write in
+                                     (zx_conf_file_roots); path must lie
+                                     under one, with no symbolic link
+                                     below it */
+    size_t nroots;
     const char *format;           /* files: "csv" | "json" | "parquet" */
     const char *compression;      /* files, parquet: "zstd" (default) |
                                      "snappy" | "none" */
@@ -128,7 +134,15 @@ typedef struct zx_dest_stats {
     uint64_t rows_deleted;        /* keys delete_keys removed (or sent) */
     uint64_t nulled;              /* values written as NULL (misfits) */
     uint64_t bytes;               /* bytes written (files: file size) */
+    char misfit_col[128];         /* the column of the first value written
+                                     as NULL because it did not fit ("":
+                                     none yet); zx_dest_misfit sets it */
+    char misfit_val[72];          /* that value, as text, cut short */
 } zx_dest_stats;
+
+/* Note a misfit of column `col` (NUL-terminated), value v, in st unless
+ * one is noted already: only the first is kept.  Never fails. */
+void zx_dest_misfit(zx_dest_stats *st, const char *col, const zx_value *v);
 
 typedef struct zx_dest {
     const char *name;             /* "postgres", "mysql", "sqlite", "files" */

@@ -2,7 +2,12 @@
  * dest_files.c — the "files" destination (dest.h): a sync's result as a
  * CSV, NDJSON or Parquet file in a folder.
  *
- * Where: args->path is absolute.  Ending in the format's extension
+ * Where: args->path is absolute and lies under one of args->roots (else
+ * open refuses it); the folders below that root are opened one by one
+ * with O_NOFOLLOW (made when missing), and every file is created, renamed
+ * and removed relative to the folder's descriptor, so a symbolic link
+ * below the root is refused, never followed, even one made during a run.
+ * Ending in the format's extension
  * (".parquet"; ".csv"; ".json" or ".ndjson") it names a file, else a folder
  * (created, mode 0755, when missing; for a file its parent folder is).  A
  * path ending in another format's extension is refused at open.
@@ -23,7 +28,8 @@
  * ends; NDJSON strings escaped per RFC 8259).
  *
  * Stats: rows_written, rows_deleted (delete rows written), nulled (values
- * written as NULL: misfits, and NaN / Infinity in NDJSON), bytes (the
+ * written as NULL: misfits, and NaN / Infinity in NDJSON; the first noted
+ * with zx_dest_misfit, which fails the run), bytes (the
  * final file's size).
  *
  * It must never leave a partial file under a final name, nor touch files
@@ -35,12 +41,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fileroots.h"
 #include "common/util.h"
 #include "formats/parquet.h"
 #include "formats/textrows.h"
@@ -56,6 +64,8 @@ typedef struct files_state {
     int is_file;           /* path names a file */
     const char *ext;       /* with the dot: of the file, or the folder default */
     char *dir;             /* the folder files go to */
+    char *root;            /* the root it lies under (args->roots) */
+    int dfd;               /* the run: dir, opened under root */
     char *stem;            /* file mode: path without its extension */
     zx_pq_codec codec;
 
@@ -73,6 +83,8 @@ typedef struct files_state {
     zx_pq_writer *pq;
     zx_dc_buf buf, scratch;
     uint64_t written;      /* text: bytes written to fd */
+    uint64_t text_nulled;  /* parquet: stats->nulled at begin (the writer
+                              counts the run's own) */
 } files_state;
 
 static int ends_with(const char *s, const char *suf)
@@ -88,8 +100,11 @@ static void run_reset(files_state *st)
     if (st->fd >= 0)
         close(st->fd);
     st->fd = -1;
-    if (st->tmp_path)
-        unlink(st->tmp_path);
+    if (st->tmp_path && st->dfd >= 0)
+        unlinkat(st->dfd, strrchr(st->tmp_path, '/') + 1, 0);
+    if (st->dfd >= 0)
+        close(st->dfd);
+    st->dfd = -1;
     free(st->tmp_path);
     free(st->final_path);
     st->tmp_path = st->final_path = NULL;
@@ -114,6 +129,7 @@ static void files_close(void *state)
     free(st->path);
     free(st->sync);
     free(st->dir);
+    free(st->root);
     free(st->stem);
     free(st);
 }
@@ -130,6 +146,7 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
     if (!st)
         return zx_seterr(err, errlen, "files %s: out of memory", path);
     st->fd = -1;
+    st->dfd = -1;
     const char *fmt = a->format ? a->format : "parquet";
     static const char *const exts[] = {".parquet", ".csv", ".json", ".ndjson"};
     if (!strcmp(fmt, "csv")) {
@@ -184,6 +201,18 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
         if (!(st->dir = strndup(path, n)))
             goto oom;
     }
+    {
+        int r = zx_fr_root_of(st->dir, a->roots, a->nroots);
+        if (r < 0) {
+            char list[1024];
+            zx_fr_list(a->roots, a->nroots, list, sizeof(list));
+            zx_seterr(err, errlen, "files %s: outside the folders zx may write files to (%s); "
+                      "add a folder to server.file_roots to allow it", path, list);
+            goto fail;
+        }
+        if (!(st->root = strdup(a->roots[r])))
+            goto oom;
+    }
     *state = st;
     return 0;
 oom:
@@ -197,9 +226,13 @@ fail:
  * (a crashed run's leftovers); only names that begin with ".<prefix>". */
 static void sweep_tmp(const files_state *st, const char *prefix)
 {
-    DIR *d = opendir(st->dir);
-    if (!d)
+    int fd = dup(st->dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     size_t pl = strlen(prefix);
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -238,6 +271,7 @@ static int files_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
     files_state *st = state;
     run_reset(st);
     st->stats = stats;
+    st->text_nulled = stats->nulled;
     st->mode = run->mode;
     st->mirror = run->mode == ZX_MODE_MIRROR;
     st->nrun = run->ncols;
@@ -294,20 +328,24 @@ static int files_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
         goto oom;
     snprintf(st->tmp_path, n, "%s/.%s.tmp-%ld-%s", st->dir, base, (long)getpid(), id);
 
-    /* the folder and the temporary file */
-    if (zx_mkdir_p(st->dir, 0755) < 0) {
-        int e = errno;
-        free(st->tmp_path);
-        st->tmp_path = NULL;
-        return zx_seterr(err, errlen, "files %s: cannot create the folder %s: %s", st->path,
-                         st->dir, strerror(e));
+    /* the folder (opened below its root, no link followed) and the
+     * temporary file */
+    {
+        char ferr[600];
+        st->dfd = zx_fr_open_dir(st->root, st->dir, ferr, sizeof(ferr));
+        if (st->dfd < 0) {
+            free(st->tmp_path);
+            st->tmp_path = NULL;
+            return zx_seterr(err, errlen, "files %s: %s", st->path, ferr);
+        }
     }
     {
         /* the stem all of this sync's files share, for the sweep */
         const char *fb = st->is_file ? strrchr(st->stem, '/') + 1 : st->sync;
         sweep_tmp(st, fb);
     }
-    st->fd = open(st->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    st->fd = openat(st->dfd, strrchr(st->tmp_path, '/') + 1,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (st->fd < 0) {
         int e = errno;
         free(st->tmp_path);              /* not ours: abort must not unlink it */
@@ -329,23 +367,50 @@ oom:
     return zx_seterr(err, errlen, "files %s: out of memory", st->path);
 }
 
+/* After Parquet rows were written (the first of them the writer's row
+ * `first`; rs the batch, or NULL for the one row in st->row): the values
+ * nulled so far into the run's count, the first of them noted. */
+static void pq_note(files_state *st, const zx_rowset *rs, uint64_t first)
+{
+    st->stats->nulled = st->text_nulled + zx_pq_nulled(st->pq);
+    size_t col;
+    uint64_t row;
+    if (st->stats->misfit_col[0] || !zx_pq_first_misfit(st->pq, &col, &row) || row < first ||
+        col >= st->ncols)
+        return;
+    if (!rs) {
+        zx_dest_misfit(st->stats, st->cols[col].name, &st->row[col]);
+        return;
+    }
+    if (row - first >= rs->nrows)
+        return;
+    zx_rowset_row(rs, (uint32_t)(row - first), st->row);
+    zx_dest_misfit(st->stats, st->cols[col].name, &st->row[col]);
+}
+
 /* One file row (st->row) out. */
 static int put_row(files_state *st, char *err, size_t errlen)
 {
     int r = 0;
     if (st->fmt == FMT_PARQUET) {
         char perr[256];
+        uint64_t first = zx_pq_rows(st->pq);
         if (zx_pq_write_row(st->pq, st->row, perr, sizeof(perr)) < 0)
             return zx_seterr(err, errlen, "files %s: %s", st->path, perr);
+        pq_note(st, NULL, first);
         return 0;
     }
+    size_t mf = SIZE_MAX;
     if (st->fmt == FMT_CSV)
-        r = zx_csv_row(&st->buf, st->cols, st->ncols, st->row, &st->scratch, &st->stats->nulled);
+        r = zx_csv_row(&st->buf, st->cols, st->ncols, st->row, &st->scratch, &st->stats->nulled,
+                       &mf);
     else
         r = zx_ndjson_row(&st->buf, st->cols, st->ncols, st->row, &st->scratch,
-                          &st->stats->nulled);
+                          &st->stats->nulled, &mf);
     if (r < 0)
         return zx_seterr(err, errlen, "files %s: out of memory", st->path);
+    if (mf != SIZE_MAX)
+        zx_dest_misfit(st->stats, st->cols[mf].name, &st->row[mf]);
     if (st->buf.len >= OUT_FLUSH)
         return out_flush(st, err, errlen);
     return 0;
@@ -364,8 +429,10 @@ static int files_write(void *state, const zx_rowset *rs, char *err, size_t errle
                          st->path, (unsigned)rs->ncols, st->nrun);
     if (st->fmt == FMT_PARQUET && !st->mirror) {
         char perr[256];
+        uint64_t first = zx_pq_rows(st->pq);
         if (zx_pq_write(st->pq, rs, perr, sizeof(perr)) < 0)
             return zx_seterr(err, errlen, "files %s: %s", st->path, perr);
+        pq_note(st, rs, first);
         st->stats->rows_written += rs->nrows;
         return 0;
     }
@@ -422,7 +489,7 @@ static int files_commit(void *state, char *err, size_t errlen)
         char perr[256];
         if (zx_pq_finish(st->pq, &size, perr, sizeof(perr)) < 0)
             return zx_seterr(err, errlen, "files %s: %s", st->path, perr);
-        st->stats->nulled += zx_pq_nulled(st->pq);
+        st->stats->nulled = st->text_nulled + zx_pq_nulled(st->pq);
     } else {
         if (out_flush(st, err, errlen) < 0)
             return -1;
@@ -436,21 +503,16 @@ static int files_commit(void *state, char *err, size_t errlen)
     if (rc < 0)
         return zx_seterr(err, errlen, "files %s: close %s: %s", st->path, st->tmp_path,
                          strerror(errno));
-    if (rename(st->tmp_path, st->final_path) < 0)
+    if (renameat(st->dfd, strrchr(st->tmp_path, '/') + 1, st->dfd,
+                 strrchr(st->final_path, '/') + 1) < 0)
         return zx_seterr(err, errlen, "files %s: rename %s to %s: %s", st->path, st->tmp_path,
                          st->final_path, strerror(errno));
     free(st->tmp_path);                  /* renamed: nothing to unlink any more */
     st->tmp_path = NULL;
     st->stats->bytes = size;
-    int dfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) < 0) {
-        int e = errno;
-        if (dfd >= 0)
-            close(dfd);
+    if (fsync(st->dfd) < 0)
         return zx_seterr(err, errlen, "files %s: fsync of the folder %s: %s", st->path, st->dir,
-                         strerror(e));
-    }
-    close(dfd);
+                         strerror(errno));
     zx_pq_free(st->pq);
     st->pq = NULL;
     return 0;

@@ -16,8 +16,8 @@
  * through the rules every destination shares (common/dcell.h) first,
  * with MySQL's limits: DOUBLE holds no NaN nor infinity, text and JSON may
  * hold NUL, a key text column its VARCHAR's characters.  So a misfit
- * becomes NULL (dest.h) here, and the server's checks only fire on a
- * table made by someone else.
+ * becomes NULL and is noted (dest.h: the run then fails) here, and the
+ * server's checks only fire on a table made by someone else.
  *
  * Table: args->table is "db.table" or "table" (the DSN's database), split
  * at the first '.'; identifiers are quoted with backticks (a backtick
@@ -704,8 +704,10 @@ static int my_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
                 zx_mysql_buf_ch(row, ',');
             int pv = zx_mysql_put_value(st->db, &st->conv, row, &st->cols[i].target,
                                         &st->vals[i]);
-            if (pv == ZX_MYSQL_MISFIT)
+            if (pv == ZX_MYSQL_MISFIT) {
                 st->stats->nulled++;
+                zx_dest_misfit(st->stats, st->cols[i].name, &st->vals[i]);
+            }
             if (pv != ZX_MYSQL_VALUE && st->cols[i].key)
                 return zx_dt_fail(st->label, err, errlen,
                                   "key column %s of a row is %s: a primary key cannot hold NULL",

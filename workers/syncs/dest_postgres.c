@@ -46,7 +46,8 @@
  * Values: every cell goes through zx_dc_convert for the type the table's
  * column really has (from the catalog: a user-made table may have integer
  * where zx would make bigint), so no value the column refuses is sent; a
- * misfit becomes NULL and counts in stats.nulled.  Columns of a type zx
+ * misfit becomes NULL, counts in stats.nulled and is noted
+ * (zx_dest_misfit), which fails the run (dest.h).  Columns of a type zx
  * does not know (uuid, an enum, a domain) take the value's text; there the
  * server decides, and a value it refuses fails the run with its message.
  *
@@ -766,6 +767,8 @@ static int encode(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols, 
                 return -1;
             d->foff[2 * j + 1] = d->data.len;
             zx_dt_nulls_add(&nn, zx_dt_is_key(kidx, nk, j), isnull, misfit);
+            if (misfit)
+                zx_dest_misfit(d->st, rs->cols[j].name, &d->vals[j]);
         }
         *nulled += zx_dt_nulls_count(&nn);
         if (!binary && zx_dc_buf_put(&d->data, "\n", 1) < 0)

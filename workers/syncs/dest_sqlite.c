@@ -29,7 +29,8 @@
  *
  * Values follow common/dcell.h for the run's column types, with two SQLite
  * limits: it has no NaN (it would store NULL), so a NaN double is a
- * misfit (NULL, counted in stats.nulled); ±Infinity are stored as REAL
+ * misfit (NULL, counted in stats.nulled and noted: dest.h, the run then
+ * fails); ±Infinity are stored as REAL
  * infinities.  Text may hold NUL bytes (stored with their length).  A row
  * whose key is NULL (or a misfit) is left out in upsert and mirror and
  * counted once in stats.nulled; so is a key to delete that does not fit.
@@ -506,6 +507,8 @@ static int sq_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
                 return zx_dt_fail(d->label, err, errlen, "cannot bind column %s: %s", d->qcols[i],
                                   dbmsg(d));
             zx_dt_nulls_add(&nn, upsert && zx_dt_is_key(d->key, d->nkeys, i), isnull, b == 0);
+            if (b == 0)
+                zx_dest_misfit(d->st, rs->cols[i].name, &d->vals[i]);
         }
         d->st->nulled += zx_dt_nulls_count(&nn);
         if (nn.knull)

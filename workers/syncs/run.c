@@ -176,10 +176,13 @@ static int open_dest(srun *r)
                          "rows: mode mirror needs it (use upsert)", r->name, kind);
     if (r->preview)
         return 0;
+    char exports[ZX_CONF_EXPORTS_MAX];
+    const char *roots[64];
+    size_t nroots = zx_conf_file_roots(r->conf, exports, sizeof(exports), roots, 64);
     zx_dest_args a = {
         .conf = r->conf, .sync = r->name, .conn = p->dest_conn, .table = p->dest_table,
         .path = p->dest_path, .format = p->dest_format, .compression = p->dest_compression,
-        .deadline_ms = NET_TIMEOUT_MS,
+        .roots = roots, .nroots = nroots, .deadline_ms = NET_TIMEOUT_MS,
     };
     return r->dest->open(&a, &r->dstate, r->err, sizeof(r->err));
 }
@@ -187,6 +190,7 @@ static int open_dest(srun *r)
 /* ---- pass 1: read and compare ------------------------------------------- */
 
 static int deliver_begin(srun *r);
+static int dest_write(srun *r, const zx_rowset *rs);
 
 static int find_keys(srun *r)
 {
@@ -427,7 +431,7 @@ static int read_result(srun *r)
              * straight to the destination, in its transaction */
             r->read += r->rs.nrows;
             if ((!r->dest_begun && deliver_begin(r) < 0) ||
-                r->dest->write(r->dstate, &r->rs, r->err, sizeof(r->err)) < 0)
+                dest_write(r, &r->rs) < 0)
                 return -1;
             r->sent += r->rs.nrows;
         } else if (read_batch(r) < 0) {
@@ -753,6 +757,27 @@ static int sample_marked(srun *r)
     return 0;
 }
 
+/* Hand rs to the destination.  A value it could not hold (written as
+ * NULL, dest.h) fails the run: nothing is committed and no hash is kept,
+ * so once the query or the destination is fixed the next run sends the
+ * row again.  0 or -1 (r->err). */
+static int dest_write(srun *r, const zx_rowset *rs)
+{
+    uint64_t nulled = r->dstats.nulled;
+    if (r->dest->write(r->dstate, rs, r->err, sizeof(r->err)) < 0)
+        return -1;
+    if (r->dstats.nulled == nulled)
+        return 0;
+    return zx_seterr(r->err, sizeof(r->err), "sync %s: column %s: the destination cannot "
+                     "hold the value %s (%llu value%s in this batch), so nothing was "
+                     "committed; convert it in the query (CAST, NULLIF, CASE), or give the "
+                     "table's column a type that holds it", r->name,
+                     r->dstats.misfit_col[0] ? r->dstats.misfit_col : "?",
+                     r->dstats.misfit_val[0] ? r->dstats.misfit_val : "(unknown)",
+                     (unsigned long long)(r->dstats.nulled - nulled),
+                     r->dstats.nulled - nulled == 1 ? "" : "s");
+}
+
 static int deliver_begin(srun *r)
 {
     set_phase(r, "sending");
@@ -810,7 +835,7 @@ static int deliver(srun *r)
         const zx_rowset *out = &r->rs;
         if (r->hashed && pick_marked(r, &out) < 0)
             return -1;
-        if (out->nrows && r->dest->write(r->dstate, out, r->err, sizeof(r->err)) < 0)
+        if (out->nrows && dest_write(r, out) < 0)
             return -1;
         r->sent += out->nrows;
         progress(r);
