@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "proto/control.h"
 #include "workers/writer/store.h"
 
 #define STOP_DRAIN_MS 8000
@@ -337,8 +338,8 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
                 break;
         }
         int r = done ? ZX_SRC_DONE : src->poll(rt, state);
-        if (r == ZX_SRC_FATAL) {
-            rc = 1;
+        if (r == ZX_SRC_FATAL || r == ZX_SRC_FAILED) {
+            rc = r == ZX_SRC_FAILED ? ZX_EXIT_FATAL_CONFIG : 1;
             break;
         }
         if (r == ZX_SRC_DONE) {

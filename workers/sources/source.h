@@ -67,6 +67,10 @@ typedef struct zx_conf_connection zx_conf_connection; /* conf/config.h */
 
 /* poll's answer: what the runtime does next. */
 enum {
+    ZX_SRC_FAILED = -2,  /* give up for good (the source's error says
+                            why): the worker exits ZX_EXIT_FATAL_CONFIG
+                            and the supervisor marks the pipeline failed,
+                            not restarted */
     ZX_SRC_FATAL = -1,   /* give up: the worker exits 1 (and is restarted
                             with backoff by the supervisor) */
     ZX_SRC_IDLE = 0,     /* nothing to do: wait for the source's fd, an
