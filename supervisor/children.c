@@ -609,6 +609,30 @@ static void tick_one(sup *s, child *c, int64_t now)
     }
 }
 
+/* The event the pipeline's source left for the feed, if new. */
+static void feed_source_note(sup *s, spipe *p)
+{
+    zx_seg_hdr *h = p->seg.hdr;
+    if (!h)
+        return;
+    uint32_t seq = atomic_load_explicit(&h->source_note_seq, memory_order_acquire);
+    if (seq == p->note_seq_seen || (seq & 1))
+        return;
+    char note[ZX_SEG_SOURCE_NOTE_MAX];
+    if (!zx_segment_read_text(&h->source_note_seq, h->source_note, sizeof(h->source_note), note,
+                              sizeof(note)))
+        return;
+    p->note_seq_seen = seq;
+    json_t *o = json_loads(note, 0, NULL);
+    if (json_is_object(o)) {
+        json_object_set_new(o, "pipeline", json_string(p->name));
+        char *js = json_dumps(o, JSON_COMPACT);
+        sup_feed(s, js);
+        free(js);
+    }
+    json_decref(o);
+}
+
 void sup_tick_children(sup *s)
 {
     int64_t now = zx_mono_ms();
@@ -617,6 +641,7 @@ void sup_tick_children(sup *s)
     for (size_t i = 0; i < s->npipes; i++) {
         spipe *p = s->pipes[i];
         size_t before = s->npipes;
+        feed_source_note(s, p);
         tick_one(s, &p->worker, now);
         if (s->npipes != before)
             i--;

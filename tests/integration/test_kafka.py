@@ -342,6 +342,19 @@ def test_a_lost_assignment_writes_no_row_twice(kafka, make_kzxd):
     z.stop()
 
 
+def feed_events(z, event):
+    """The events named `event` in `zxctl feed` (the recent history)."""
+    out = []
+    for line in z.zxctl("feed", json_out=True, check_rc=0).stdout.splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(j, dict) and j.get("event") == event:
+            out.append(j)
+    return out
+
+
 def _recreate_scenario(kafka, make_kzxd, group, extra=None):
     """5,000 messages read, zxd stopped, the topic deleted and created
     again with 6,000 new ones (3,000 per partition: more than the 2,500
@@ -374,6 +387,9 @@ def test_a_topic_created_again_while_down_is_read_from_its_start(kafka, make_kzx
     assert "created again" in log
     st = z.source_status("re")
     assert st.get("topic_resets") == 2 and "created again" in st.get("topic_reset", ""), st
+    ev = wait_for(lambda: feed_events(z, "kafka_topic_reset"), "a kafka_topic_reset event in "
+                  "the feed", deadline=30)
+    assert ev[-1]["pipeline"] == "re" and "read again from its start" in ev[-1]["message"], ev
     # a restart now resumes from the new topic's positions: nothing again
     z.stop()
     z.start()
@@ -392,6 +408,9 @@ def test_a_topic_created_again_while_down_fails_the_pipeline_on_request(kafka, m
     assert "created again" in (p.get("source_error") or ""), p
     assert "on_topic_reset: fail" in p["source_error"], p
     assert "action=fail" in z.log_text()
+    ev = feed_events(z, "kafka_topic_reset")
+    assert ev and "on_topic_reset: fail" in ev[-1]["message"], ev
+    assert any(e.get("pipeline") == "re" for e in feed_events(z, "failed"))
     assert z.count("re", "tag = 'new'") == 0
     z.stop()
 

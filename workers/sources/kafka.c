@@ -460,6 +460,7 @@ static void topic_reset(kstate *s, int64_t idx, const rd_kafka_message_t *m, int
                  " got=%" PRId64 " action=fail", s->name, p->name, w + 1, m->offset);
         snprintf(msg, sizeof(msg), "%.300s; on_topic_reset: fail, so the pipeline stops "
                  "(set on_topic_reset: restart to read the topic again from its start)", what);
+        zx_src_feed(s->rt, "kafka_topic_reset", msg);
         ks_set_error(s, KE_OTHER, msg, NULL);
         s->fatal = KS_FAILED;
         return;
@@ -469,6 +470,7 @@ static void topic_reset(kstate *s, int64_t idx, const rd_kafka_message_t *m, int
             w + 1, m->offset, what);
     snprintf(s->reset_note, sizeof(s->reset_note), "%.330s; read again from its start "
              "(on_topic_reset: restart)", what);
+    zx_src_feed(s->rt, "kafka_topic_reset", s->reset_note);
     s->resets++;
     s->next_status_ms = 0;
     p->next = p->acked = p->committed = p->handed = p->gap_at = -1;

@@ -195,6 +195,19 @@ void zx_src_set_status(zx_src *rt, const char *json)
                           sizeof(h->source_status), v);
 }
 
+void zx_src_feed(zx_src *rt, const char *event, const char *message)
+{
+    zx_seg_hdr *h = rt->a->seg->hdr;
+    json_t *o = json_pack("{s:s, s:s}", "event", event, "message", message ? message : "");
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (js && strlen(js) < sizeof(h->source_note))
+        zx_segment_write_text(&h->source_note_seq, h->source_note, sizeof(h->source_note), js);
+    else
+        zx_warn("event=feed_event_lost pipeline=%s event=%s", rt->name, event);
+    free(js);
+    json_decref(o);
+}
+
 void zx_src_set_error(zx_src *rt, const char *msg)
 {
     if (!msg)

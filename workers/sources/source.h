@@ -216,6 +216,12 @@ int zx_src_position_find(zx_src *rt, const char *part, const void **val, size_t 
  * every second or when something changes. */
 void zx_src_set_status(zx_src *rt, const char *json);
 
+/* Send an event to the feed: {"event": event, "message": message} (the
+ * supervisor adds the pipeline and the time), picked up within ~100 ms
+ * (of two sent within that time, only the last).  For what a user must
+ * hear of that is not an error (the caller logs it too). */
+void zx_src_feed(zx_src *rt, const char *event, const char *message);
+
 /* The source's current problem in one sentence (NULL or "" = none): shown
  * by zxctl status and /healthz, logged and sent to the feed once per
  * change.  Must not contain a secret. */
