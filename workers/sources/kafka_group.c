@@ -237,11 +237,14 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
         ks_commit_acked(s, zx_src_acked_seq(s->rt), 1);
     }
     rd_kafka_topic_partition_list_t *paused = rd_kafka_topic_partition_list_new(parts->cnt + 1);
+    int64_t again = 0;   /* messages in this workspace the group has not */
     for (int i = 0; i < parts->cnt; i++) {
         int64_t idx = kparts_find(&s->parts, parts->elems[i].topic, parts->elems[i].partition);
         if (idx < 0)
             continue;
         kpart *p = &s->parts.v[idx];
+        if (p->handed > 0 && p->handed > p->committed)
+            again += p->handed - (p->committed > 0 ? p->committed : 0);
         if (p->paused) /* librdkafka keeps a pause across assignments */
             rd_kafka_topic_partition_list_add(paused, p->topic, p->partition);
         p->paused = 0;
@@ -266,6 +269,13 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
     }
     s->next_status_ms = 0;
     zx_info("event=kafka_revoked pipeline=%s partitions=%d lost=%d", s->name, parts->cnt, lost);
+    if (again > 0)
+        /* this workspace has them (or will: in flight); the group's
+         * offsets do not say so */
+        zx_warn("event=kafka_revoked_uncommitted pipeline=%s partitions=%d messages=%" PRId64
+                " detail=\"the group's offsets are behind what this host took: another "
+                "member may read these messages again into its own workspace\"", s->name,
+                parts->cnt, again);
 }
 
 void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
