@@ -499,8 +499,8 @@ const zx_cf_option zx_cf_options[] = {
      .help = "What to do when a partition's stored position is not in its "
      "topic any more: the topic was deleted and created again (or "
      "truncated) while zx was not reading it (the message before the "
-     "position is another one, or is gone). `restart`: say so (log "
-     "`kafka_topic_reset`, `zxctl status`) and read the partition again "
+     "position is another one, or is gone). `restart`: say so (log and "
+     "feed `kafka_topic_reset`, `zxctl status`) and read the partition again "
      "from its first message; `fail`: the pipeline fails with that "
      "message and is not restarted."},
     {.section = "pipelines.<name>", .name = "table", .type = ZX_CF_IDENT,

@@ -24,7 +24,8 @@
  * Batching: messages go into one frame (kafka_batch.c) until it reaches a
  * quarter of what the ring takes (at most 8 MiB), 20,000 messages, or
  * 20 ms since its first message.  The frame carries, per partition, the
- * next offset to read ("topic:partition" -> 8 bytes little-endian); each
+ * next offset to read ("topic:partition" -> 8 bytes little-endian, then
+ * the fingerprint of the message before it: kafka_int.h); each
  * partition keeps (frame seq, next offset) until acked(seq) covers it.
  * While the runtime keeps a frame (no room), nothing more is read; after
  * 200 ms the partitions are paused so that librdkafka stops fetching

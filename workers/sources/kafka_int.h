@@ -119,7 +119,8 @@ int kb_empty(const kbatch *b);
  * or an array of objects, plus the metadata columns, which overwrite JSON
  * fields of the same name), or a reject (not JSON, not an object, empty;
  * raw bytes and key cut at KB_RAW_MAX), or nothing (a tombstone); in every
- * case the partition's position becomes m->offset + 1.
+ * case the partition's position becomes m->offset + 1, with m's
+ * kb_fingerprint.
  * limit: the most bytes the frame may take (zx_src_max_frame and a
  * margin).  Returns KB_ADDED; KB_FULL when the message does not fit beside
  * what the batch holds (the batch is unchanged: publish it, then add the
