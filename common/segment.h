@@ -38,6 +38,7 @@
 #define ZX_SEG_HDR_SIZE 16384
 #define ZX_SEG_SOURCE_STATUS_MAX 12288  /* bytes of the source's status JSON */
 #define ZX_SEG_SOURCE_ERROR_MAX 512
+#define ZX_SEG_SOURCE_NOTE_MAX 1024    /* bytes of a source's feed event */
 #define ZX_SEG_OUT_CAP (1024u * 1024u)   /* the reply ring's capacity */
 /* What a segment with rings of these capacities maps, at most: its
  * header, each ring rounded up to whole pages with its own header (under
@@ -97,6 +98,11 @@ typedef struct zx_seg_hdr {
     char source_error[ZX_SEG_SOURCE_ERROR_MAX];
     _Atomic uint32_t source_status_seq;
     char source_status[ZX_SEG_SOURCE_STATUS_MAX];
+    /* The source's last event for the feed (a JSON object text, "" none),
+     * a seqlock too: the supervisor's tick feeds it once per change of
+     * the counter (of two within one tick, only the last). */
+    _Atomic uint32_t source_note_seq;
+    char source_note[ZX_SEG_SOURCE_NOTE_MAX];
 } zx_seg_hdr;
 
 typedef struct zx_segment {

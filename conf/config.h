@@ -188,6 +188,10 @@ typedef struct zx_conf_pipeline {
     char *group;             /* kafka: consumer group; NULL = none */
     int start_new;           /* kafka: where a partition with no committed
                                 offset starts: 0 oldest (default), 1 new */
+    int topic_reset_fail;    /* kafka (on_topic_reset): a stored position
+                                that is not in its topic any more: 0 restart
+                                the partition from its start (default),
+                                1 fail the pipeline */
     uint32_t max_columns;    /* columns its table gets from the data at most
                                 (default 500, 1..1500); the rest go to _extra */
     /* postgres (change data capture; the other sources have tables NULL,

@@ -36,6 +36,7 @@ static const char *const stream_modes[] = {"append", "latest", NULL};
 static const char *const encodings[] = {"json", "avro", NULL};
 static const char *const wires[] = {"confluent", "apicurio", "headers", NULL};
 static const char *const starts[] = {"oldest", "new", NULL};
+static const char *const topic_resets[] = {"restart", "fail", NULL};
 static const char *const conn_kinds[] = {"kafka", "postgres", "mysql", "sqlite", NULL};
 static const char *const securities[] = {"plaintext", "ssl", "sasl_plaintext",
                                          "sasl_ssl", NULL};
@@ -524,6 +525,16 @@ const zx_cf_option zx_cf_options[] = {
      .help = "Where a partition with no committed offset starts: `oldest` "
      "(its first message still kept) or `new` (only messages produced from "
      "now on)."},
+    {.section = "pipelines.<name>", .name = "on_topic_reset", .type = ZX_CF_ENUM_INT,
+     .def = "restart", .offset = PIPE(topic_reset_fail), .allowed = topic_resets,
+     .sources = kafka_only,
+     .help = "What to do when a partition's stored position is not in its "
+     "topic any more: the topic was deleted and created again (or "
+     "truncated) while zx was not reading it (the message before the "
+     "position is another one, or is gone). `restart`: say so (log and "
+     "feed `kafka_topic_reset`, `zxctl status`) and read the partition again "
+     "from its first message; `fail`: the pipeline fails with that "
+     "message and is not restarted."},
     {.section = "pipelines.<name>", .name = "table", .type = ZX_CF_IDENT,
      .def_doc = "the pipeline name, `-` written `_`", .offset = PIPE(table),
      .sources = stream_sources,

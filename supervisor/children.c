@@ -457,10 +457,36 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
         sup_feedf(s, "stop", c->name, "{\"process\":\"%s\",\"pid\":%d}", c->name, (int)old);
 }
 
+/* The event the pipeline's source left for the feed, if new. */
+static void feed_source_note(sup *s, spipe *p)
+{
+    zx_seg_hdr *h = p->seg.hdr;
+    if (!h)
+        return;
+    uint32_t seq = atomic_load_explicit(&h->source_note_seq, memory_order_acquire);
+    if (seq == p->note_seq_seen || (seq & 1))
+        return;
+    char note[ZX_SEG_SOURCE_NOTE_MAX];
+    if (!zx_segment_read_text(&h->source_note_seq, h->source_note, sizeof(h->source_note), note,
+                              sizeof(note)))
+        return;
+    p->note_seq_seen = seq;
+    json_t *o = json_loads(note, 0, NULL);
+    if (json_is_object(o)) {
+        json_object_set_new(o, "pipeline", json_string(p->name));
+        char *js = json_dumps(o, JSON_COMPACT);
+        sup_feed(s, js);
+        free(js);
+    }
+    json_decref(o);
+}
+
 static void child_gone(sup *s, child *c, int st)
 {
     char why[200];
     describe_exit(st, why, sizeof(why));
+    if (c->role == ROLE_STREAM && c->pipe)
+        feed_source_note(s, c->pipe); /* its last words, before its exit */
     pid_t old = c->pid;
     c->pid = 0;
     if (c->chan_ev) {
@@ -617,6 +643,7 @@ void sup_tick_children(sup *s)
     for (size_t i = 0; i < s->npipes; i++) {
         spipe *p = s->pipes[i];
         size_t before = s->npipes;
+        feed_source_note(s, p);
         tick_one(s, &p->worker, now);
         if (s->npipes != before)
             i--;

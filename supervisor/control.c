@@ -186,12 +186,13 @@ static json_t *cmd_status(sup *s)
 }
 
 /* A position part's value as the source stored it: an 8-byte value is
- * shown as the little-endian integer the sources write (a Kafka offset),
- * anything else as hex. */
+ * shown as the little-endian integer the sources write (a Kafka offset;
+ * a 16-byte one is that offset and the fingerprint of the message before
+ * it, shown as the offset), anything else as hex. */
 static int pos_cb(const char *part, const void *val, size_t len, void *ctx)
 {
     json_t *o = ctx;
-    if (len == 8) {
+    if (len == 8 || len == 16) {
         int64_t v;
         memcpy(&v, val, 8);
         json_object_set_new(o, part, json_integer((json_int_t)v));

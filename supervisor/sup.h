@@ -74,6 +74,7 @@ struct spipe {
     zx_conf_pipeline *owned_conf; /* a one-off send's (syncs_send.c): conf
                                 points at it; not in the configuration */
     int64_t next_fire_us;    /* schedule: next fire (UTC µs); 0 = none/unset */
+    uint32_t note_seq_seen;  /* seg's source_note_seq last fed */
 };
 
 typedef struct feed_client {

@@ -294,8 +294,10 @@ static void publish(state *s)
                m2.npositions == m.npositions && m2.nrejects == m.nrejects, "frame metadata");
     for (size_t i = 0; i < m.npositions; i++)
         fuzz_check(strcmp(m2.positions[i].part, m.positions[i].part) == 0 &&
-                   m2.positions[i].value_len == 8 &&
-                   memcmp(m2.positions[i].value, m.positions[i].value, 8) == 0,
+                   m2.positions[i].value_len == m.positions[i].value_len &&
+                   (m.positions[i].value_len == 8 || m.positions[i].value_len == 16) &&
+                   memcmp(m2.positions[i].value, m.positions[i].value,
+                          m.positions[i].value_len) == 0,
                    "decoded position");
     zx_value *row = calloc(back.ncols + 1, sizeof(*row)); /* a row may have no column */
     fuzz_check(row != NULL, "out of memory");

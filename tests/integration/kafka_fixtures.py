@@ -82,6 +82,35 @@ class Kafka:
                  f"topic {name} with {partitions} partitions", deadline=60)
         return name
 
+    def delete_topic(self, name):
+        """Delete topic name and wait until the broker no longer serves it."""
+        fs = self.admin().delete_topics([name], operation_timeout=60)
+        for f in fs.values():
+            f.result(timeout=60)
+        wait_for(lambda: self.partitions(name) == 0, f"topic {name} deleted", deadline=60)
+
+    def create_topic_again(self, name, partitions=1):
+        """Create topic name right after delete_topic (the broker may still
+        be removing the old one: retried until it accepts)."""
+        last = {}
+
+        def made():
+            try:
+                self.create_topic(name, partitions)
+                return True
+            except Exception as e:  # TOPIC_ALREADY_EXISTS while deleting
+                last["e"] = e
+                time.sleep(0.5)
+                return False
+        wait_for(made, lambda: f"topic {name} created again (last: {last.get('e')!r})",
+                 deadline=120)
+        return name
+
+    def group_members(self, group):
+        """How many members the broker has in group (0 when it has none)."""
+        fs = self.admin().describe_consumer_groups([group], request_timeout=30)
+        return len(fs[group].result(timeout=30).members)
+
     def add_partitions(self, topic, total):
         from confluent_kafka.admin import NewPartitions
         fs = self.admin().create_partitions([NewPartitions(topic, total)])

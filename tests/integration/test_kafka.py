@@ -278,6 +278,149 @@ def test_worker_killed_resumes_from_stored_positions(kafka, make_kzxd):
 
 
 # --------------------------------------------------------------------------
+# issue 18: no row twice in one workspace across rebalances; a topic
+# created again while zxd is down
+# --------------------------------------------------------------------------
+
+FAST_SESSION = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}
+
+
+def wait_all_offsets_once(z, name, ends, deadline=120, what=""):
+    """Wait until the table has every offset below ends, then assert each
+    is there once (a duplicate shows as a count above the distinct one)."""
+    want = sum(ends.values())
+    t = z.table(name)
+    wait_for(lambda: z.table_exists(t) and z.query(
+        f'SELECT count(DISTINCT "_partition" || \':\' || "_offset") FROM "{t}"')[0][0] >= want,
+        lambda: f"{want} distinct offsets in {t}\n" + z.log_tail(40), deadline)
+    return check_offsets(z.offsets(name), ends, what=what or name)
+
+
+def test_a_lost_assignment_writes_no_row_twice(kafka, make_kzxd):
+    """The worker loses its assignment (frozen past its session) while
+    frames it made are in the ring; the writer commits them meanwhile, the
+    group commit after them is refused, and the same partitions come
+    back: they resume after those frames, not from the group's older
+    offset (issue 18: 600 rows twice before)."""
+    topic = kafka.create_topic(partitions=6)
+    gname = f"g-{uid()[:10]}"
+    pipes = {"lost": {"connection": "c", "topic": topic, "group": gname, "metadata": META}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext", properties=FAST_SESSION)})
+    kafka.produce(topic, rows_of(600))
+    wait_all_offsets_once(z, "lost", kafka.end_offsets(topic), what="first 600")
+    wait_for(lambda: kafka.committed(gname, topic) == kafka.end_offsets(topic),
+             "the group committed the first 600", deadline=60)
+    writer, worker = z.wait_running("writer"), z.wait_running("lost")
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        kafka.produce(topic, rows_of(600, start=600))
+        # the worker puts them into frames, which wait in the ring (or,
+        # when it is full, one is kept by the worker)
+        wait_for(lambda: (z.source_status("lost").get("messages") or 0) >= 1200 and
+                 z.pipeline("lost")["ring"]["published"] > z.pipeline("lost")["ring"]["acked"],
+                 lambda: f"1200 messages taken, frames in flight ({z.pipeline('lost')})",
+                 deadline=60)
+        os.kill(worker, signal.SIGSTOP)
+    finally:
+        os.kill(writer, signal.SIGCONT)
+    try:
+        # the writer commits the frames in the ring
+        wait_for(lambda: z.pipeline("lost")["ring"]["acked"] ==
+                 z.pipeline("lost")["ring"]["published"],
+                 lambda: f"the ring committed ({z.pipeline('lost')})", deadline=60)
+        assert z.count("lost") > 600
+        wait_for(lambda: kafka.group_members(gname) == 0,
+                 "the broker dropped the frozen member (session.timeout.ms)", deadline=90)
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    wait_for(lambda: "lost=1" in z.log_text() and
+             z.log_text().rfind("event=kafka_assigned") > z.log_text().find("lost=1"),
+             lambda: "the assignment lost, then the partitions back\n" + z.log_tail(40),
+             deadline=90)
+    kafka.produce(topic, rows_of(600, start=1200))
+    ends = kafka.end_offsets(topic)
+    wait_all_offsets_once(z, "lost", ends, what="after the lost assignment")
+    assert z.count("lost") == 1800
+    # the group catches up with what the writer committed
+    wait_for(lambda: kafka.committed(gname, topic) == ends,
+             lambda: f"group offsets {kafka.committed(gname, topic)} != {ends}", deadline=60)
+    z.stop()
+
+
+def feed_events(z, event):
+    """The events named `event` in `zxctl feed` (the recent history)."""
+    out = []
+    for line in z.zxctl("feed", json_out=True, check_rc=0).stdout.splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(j, dict) and j.get("event") == event:
+            out.append(j)
+    return out
+
+
+def _recreate_scenario(kafka, make_kzxd, group, extra=None):
+    """5,000 messages read, zxd stopped, the topic deleted and created
+    again with 6,000 new ones (3,000 per partition: more than the 2,500
+    stored, so its end offsets alone do not show it), zxd started."""
+    topic = kafka.create_topic(partitions=2)
+    gname = f"g-{uid()[:10]}" if group else None
+    pipes = {"re": {"connection": "c", "topic": topic, "group": gname, "metadata": META,
+                    "extra": extra or {}}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")})
+    kafka.produce(topic, rows_of(5000, tag="old"))
+    wait_all_offsets_once(z, "re", kafka.end_offsets(topic), what="old topic")
+    z.stop()
+    kafka.delete_topic(topic)
+    kafka.create_topic_again(topic, partitions=2)
+    kafka.produce(topic, rows_of(6000, start=10000, tag="new"))
+    z.start()
+    return z
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["no_group", "group"])
+def test_a_topic_created_again_while_down_is_read_from_its_start(kafka, make_kzxd, group):
+    z = _recreate_scenario(kafka, make_kzxd, group)
+    z.wait_count("re", 6000, where="tag = 'new'", deadline=120)
+    got = z.query('SELECT count(*), count(DISTINCT id), min(id), max(id) FROM "re" '
+                  "WHERE tag = 'new'")[0]
+    assert tuple(got) == (6000, 6000, 10000, 15999)
+    assert z.count("re", "tag = 'old'") == 5000
+    log = z.log_text()
+    assert log.count("event=kafka_topic_reset") == 2 and "action=restart" in log, z.log_tail(40)
+    assert "created again" in log
+    st = z.source_status("re")
+    assert st.get("topic_resets") == 2 and "created again" in st.get("topic_reset", ""), st
+    ev = wait_for(lambda: feed_events(z, "kafka_topic_reset"), "a kafka_topic_reset event in "
+                  "the feed", deadline=30)
+    assert ev[-1]["pipeline"] == "re" and "read again from its start" in ev[-1]["message"], ev
+    # a restart now resumes from the new topic's positions: nothing again
+    z.stop()
+    z.start()
+    kafka.produce(z.kpipes["re"]["topic"], rows_of(10, start=20000, tag="later"))
+    z.wait_count("re", 10, where="tag = 'later'")
+    assert z.count("re", "tag = 'new'") == 6000
+    assert z.log_text().count("event=kafka_topic_reset") == 2
+    z.stop()
+
+
+def test_a_topic_created_again_while_down_fails_the_pipeline_on_request(kafka, make_kzxd):
+    z = _recreate_scenario(kafka, make_kzxd, False, extra={"on_topic_reset": "fail"})
+    wait_for(lambda: (z.pipeline("re") or {}).get("state") == "failed",
+             lambda: f"pipeline failed ({z.pipeline('re')})\n" + z.log_tail(30), deadline=90)
+    p = z.pipeline("re")
+    assert "created again" in (p.get("source_error") or ""), p
+    assert "on_topic_reset: fail" in p["source_error"], p
+    assert "action=fail" in z.log_text()
+    ev = feed_events(z, "kafka_topic_reset")
+    assert ev and "on_topic_reset: fail" in ev[-1]["message"], ev
+    assert any(e.get("pipeline") == "re" for e in feed_events(z, "failed"))
+    assert z.count("re", "tag = 'new'") == 0
+    z.stop()
+
+
+# --------------------------------------------------------------------------
 # poison messages
 # --------------------------------------------------------------------------
 

@@ -13,6 +13,9 @@ of tests/services/kafka (kafka_fixtures.py starts it once per session).
   duplicates are counted and printed (run pytest with -s to see them).
 - Two zxd instances (two data directories, two workspaces) in one group on
   one topic, one stopped mid-way: every id is in one of the two tables.
+- A second zxd joining the group of a first one and leaving it (SIGTERM)
+  while messages flow at about 1,000/s: no id twice in the first one's
+  workspace (issue 18: 656 before), every id in one of the two.
 """
 
 import os
@@ -194,3 +197,42 @@ def test_two_instances_in_one_group_share_the_topic(kafka, make_kzxd):
           f"0 lost, {ra + rb - n} duplicates; gaps read again by b: {gaps}")
     b.stop()
     assert kafka.committed(group, topic) == kafka.end_offsets(topic)
+
+
+def test_a_second_zxd_joining_and_leaving_writes_nothing_twice_in_the_first(kafka, make_kzxd):
+    n, parts = 24_000, 6
+    topic = kafka.create_topic(partitions=parts)
+    group = f"g-{uid()[:10]}"
+    pipes = {"join": {"connection": "c", "topic": topic, "group": group,
+                      "metadata": ["_partition", "_offset"]}}
+    conns = {"c": kafka.connection("plaintext")}
+    a = make_kzxd(pipes, conns)
+    errors = []
+    # ~1,000 messages a second for about 24 s
+    th = threading.Thread(target=produce_paced,
+                          args=(kafka, topic, n, parts, 48, 0.5, errors), daemon=True)
+    th.start()
+    wait_for(lambda: a.count("join") >= 4_000, "the first zxd writing rows", deadline=120)
+    b = make_kzxd(pipes, conns)
+    wait_for(lambda: b.count("join") >= 2_000, lambda: "the second zxd writing rows\n"
+             + b.log_tail(20), deadline=120)
+    b.stop()
+    th.join(300)
+    assert not th.is_alive() and not errors, errors
+
+    def union():
+        ids = set()
+        for z in (a, b):
+            ids.update(r[0] for r in z.query('SELECT id FROM "join"'))
+        return ids
+    wait_for(lambda: len(union()) >= n, lambda: f"{n} ids in the two tables (have "
+             f"{len(union())})\n" + a.log_tail(30), deadline=180)
+    ids = union()
+    assert len(ids) == n and min(ids) == 0 and max(ids) == n - 1
+    rows, distinct, _, _ = id_stats(a, "join")
+    assert rows == distinct, f"{rows - distinct} ids twice in the first zxd's workspace"
+    brows, bdistinct, _, _ = id_stats(b, "join")
+    print(f"\n[kafka join and leave] {n} messages: first zxd {rows} rows, second {brows} "
+          f"rows; 0 twice in either ({bdistinct} distinct in the second)")
+    assert brows == bdistinct
+    a.stop()

@@ -360,6 +360,47 @@ static void test_reasons(void)
     CHECK(strncmp(r, "element 2", 9) == 0);
 }
 
+/* Issue 18: a position carries the fingerprint of the message before it
+ * (the witness a later start checks, to see a topic created again). */
+static void test_fingerprints(void)
+{
+    kb_msg a = msg("t", 0, 10, "k", "{\"id\":1}");
+    kb_msg a_same = msg("u", 3, 99, "k", "{\"id\":1}");
+    kb_msg other = msg("t", 0, 10, "k", "{\"id\":2}");
+    kb_msg later = a;
+    later.ts_ms = 1700000000000;
+    kb_msg nokey = msg("t", 0, 10, NULL, "{\"id\":1}");
+    /* the message's own bytes and time, not where it is */
+    CHECK(kb_fingerprint(&a) == kb_fingerprint(&a_same));
+    CHECK(kb_fingerprint(&a) != kb_fingerprint(&other));
+    CHECK(kb_fingerprint(&a) != kb_fingerprint(&later));
+    CHECK(kb_fingerprint(&a) != kb_fingerprint(&nokey));
+    kb_msg tomb = msg("t", 0, 10, NULL, NULL);
+    CHECK(kb_fingerprint(&tomb) != 0);
+
+    kbatch b;
+    kb_init(&b, 0);
+    kb_msg m1 = msg("t", 0, 10, NULL, "{\"id\":1}");
+    kb_msg m2 = msg("t", 0, 11, NULL, "{\"id\":2}");
+    CHECK(kb_add(&b, &m1, 0, BIG) == KB_ADDED && kb_add(&b, &m2, 0, BIG) == KB_ADDED);
+    CHECK(kb_note_position(&b, 1, "t", 1, 500) == 0);
+    zx_frame_meta fm;
+    CHECK(kb_meta(&b, &fm) == 0 && fm.npositions == 2);
+    int64_t next = -1;
+    /* from a message: 16 bytes, the last message's fingerprint */
+    CHECK(fm.positions[0].value_len == 16);
+    CHECK(kb_pos_decode(fm.positions[0].value, 16, &next) == 0 && next == 12);
+    CHECK(kb_pos_fp(fm.positions[0].value, 16) == kb_fingerprint(&m2));
+    /* a start: new position has no message before it: 8 bytes, none */
+    CHECK(fm.positions[1].value_len == 8);
+    CHECK(kb_pos_decode(fm.positions[1].value, 8, &next) == 0 && next == 500);
+    CHECK(kb_pos_fp(fm.positions[1].value, 8) == 0);
+    /* other lengths are not positions */
+    CHECK(kb_pos_decode(fm.positions[0].value, 12, &next) == -1);
+    CHECK(kb_pos_fp(fm.positions[0].value, 12) == 0);
+    kb_free(&b);
+}
+
 int main(void)
 {
     test_add_to_rows();
@@ -369,6 +410,7 @@ int main(void)
     test_limits();
     test_positions();
     test_reasons();
+    test_fingerprints();
     if (failures)
         printf("%d check(s) failed\n", failures);
     return failures != 0;

@@ -24,7 +24,8 @@
  * Batching: messages go into one frame (kafka_batch.c) until it reaches a
  * quarter of what the ring takes (at most 8 MiB), 20,000 messages, or
  * 20 ms since its first message.  The frame carries, per partition, the
- * next offset to read ("topic:partition" -> 8 bytes little-endian); each
+ * next offset to read ("topic:partition" -> 8 bytes little-endian, then
+ * the fingerprint of the message before it: kafka_int.h); each
  * partition keeps (frame seq, next offset) until acked(seq) covers it.
  * While the runtime keeps a frame (no room), nothing more is read; after
  * 200 ms the partitions are paused so that librdkafka stops fetching
@@ -38,6 +39,15 @@
  * revoke complete.  Past the deadline nothing more is committed for them:
  * the new owner reads those messages again (at least once).  Messages of
  * revoked partitions not yet in a frame are dropped.
+ * The frames in flight are not forgotten: the writer commits them
+ * anyway, so a partition coming back (to this process) never starts
+ * below what it put into frames (kpart.handed), and their acks are
+ * committed to the group when ahead of it.
+ *
+ * A start from a stored position reads the message before it first (the
+ * witness: its fingerprint is stored with the position): another message,
+ * or none, means the topic was re-created or truncated meanwhile
+ * (on_topic_reset: read it again from its start, or fail).
  *
  * It must never: commit an offset (to the group or anywhere) before
  * acked() covers the frame that carried it, read more input while a frame
@@ -149,7 +159,9 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 static void status_update(kstate *s)
 {
     static char buf[ZX_SEG_SOURCE_STATUS_MAX];
-    size_t cap = sizeof(buf) - 200, n = 0, shown = 0, total = 0;
+    /* room kept for the end, and the topic reset note (at most ~420 bytes
+     * once encoded) */
+    size_t cap = sizeof(buf) - (s->resets ? 700 : 200), n = 0, shown = 0, total = 0;
     size_t assigned = 0;
     for (size_t i = 0; i < s->parts.n; i++)
         assigned += s->parts.v[i].assigned != 0;
@@ -191,8 +203,20 @@ static void status_update(kstate *s)
         n += (size_t)k;
         shown++;
     }
-    snprintf(buf + n, sizeof(buf) - n, "],\"partitions_total\":%zu%s}", total,
-             shown < total ? ",\"partitions_cut\":true" : "");
+    n += (size_t)snprintf(buf + n, sizeof(buf) - n, "],\"partitions_total\":%zu%s", total,
+                          shown < total ? ",\"partitions_cut\":true" : "");
+    if (s->resets && n < sizeof(buf)) {
+        /* what the user must know of (on_topic_reset: restart) */
+        json_t *note = json_string(s->reset_note);
+        char *q = note ? json_dumps(note, JSON_ENCODE_ANY) : NULL;
+        if (q && n + strlen(q) + 64 < sizeof(buf))
+            n += (size_t)snprintf(buf + n, sizeof(buf) - n, ",\"topic_resets\":%" PRIu64
+                                  ",\"topic_reset\":%s", s->resets, q);
+        free(q);
+        json_decref(note);
+    }
+    if (n < sizeof(buf))
+        snprintf(buf + n, sizeof(buf) - n, "}");
     zx_src_set_status(s->rt, buf);
 }
 
@@ -377,6 +401,108 @@ static void drop_held_of(kstate *s, int64_t idx)
     s->nheld = k;
 }
 
+/* Read partition idx again from offset `at` (or RD_KAFKA_OFFSET_BEGINNING),
+ * dropping its messages held after the current one.  On failure the
+ * worker gives up (fatal). */
+static void seek_part(kstate *s, int64_t idx, int64_t at)
+{
+    kpart *p = &s->parts.v[idx];
+    rd_kafka_resp_err_t e;
+    if (p->rkt) {
+        e = rd_kafka_seek(p->rkt, p->partition, at, KS_OFFSETS_TIMEOUT_MS);
+    } else {
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = at;
+        rd_kafka_error_t *err = rd_kafka_seek_partitions(s->rk, l, KS_OFFSETS_TIMEOUT_MS);
+        e = err ? rd_kafka_error_code(err) : l->elems[0].err;
+        if (err)
+            rd_kafka_error_destroy(err);
+        rd_kafka_topic_partition_list_destroy(l);
+    }
+    if (e) {
+        /* the messages are gone for this incarnation: a restart reads
+         * them again from the committed positions */
+        zx_error("event=kafka_seek_failed pipeline=%s partition=%s offset=%" PRId64
+                 " error=\"%s\"", s->name, p->name, at, rd_kafka_err2str(e));
+        if (!s->fatal)
+            s->fatal = 1;
+        return;
+    }
+    drop_held_of(s, idx);
+}
+
+int64_t ks_witness(kstate *s, kpart *p, int64_t start)
+{
+    const void *v;
+    size_t len;
+    int64_t stored;
+    uint64_t fp;
+    p->witness = -1;
+    if (start <= 0 || zx_src_position_find(s->rt, p->name, &v, &len) != 0 ||
+        kb_pos_decode(v, len, &stored) != 0 || stored != start || !(fp = kb_pos_fp(v, len)))
+        return start;
+    p->witness = start - 1;
+    p->witness_fp = fp;
+    return start - 1;
+}
+
+/* The partition's stored position is not in its topic any more (the
+ * message before it is another one, or is gone): on_topic_reset. */
+static void topic_reset(kstate *s, int64_t idx, const rd_kafka_message_t *m, int64_t w)
+{
+    kpart *p = &s->parts.v[idx];
+    char what[400], msg[ZX_SEG_SOURCE_ERROR_MAX];
+    snprintf(what, sizeof(what), "partition %s: the message before the stored position %" PRId64
+             " is %s: the topic was deleted and created again (or truncated) while zx was not "
+             "reading it", p->name, w + 1,
+             m->offset == w ? "another one" : "gone (the partition starts lower now)");
+    if (s->p->topic_reset_fail) {
+        zx_error("event=kafka_topic_reset pipeline=%s partition=%s stored=%" PRId64
+                 " got=%" PRId64 " action=fail", s->name, p->name, w + 1, m->offset);
+        snprintf(msg, sizeof(msg), "%.300s; on_topic_reset: fail, so the pipeline stops "
+                 "(set on_topic_reset: restart to read the topic again from its start)", what);
+        zx_src_feed(s->rt, "kafka_topic_reset", msg);
+        ks_set_error(s, KE_OTHER, msg, NULL);
+        s->fatal = KS_FAILED;
+        return;
+    }
+    zx_warn("event=kafka_topic_reset pipeline=%s partition=%s stored=%" PRId64 " got=%" PRId64
+            " action=restart detail=\"%s; reading it again from its start\"", s->name, p->name,
+            w + 1, m->offset, what);
+    snprintf(s->reset_note, sizeof(s->reset_note), "%.330s; read again from its start "
+             "(on_topic_reset: restart)", what);
+    zx_src_feed(s->rt, "kafka_topic_reset", s->reset_note);
+    s->resets++;
+    s->next_status_ms = 0;
+    p->next = p->acked = p->committed = p->handed = p->gap_at = -1;
+    p->check_epoch = 0;
+    seek_part(s, idx, RD_KAFKA_OFFSET_BEGINNING);
+}
+
+/* Partition idx's first message after a start from a stored position
+ * with a witness (ks_witness): 1 when m must be dropped (it is the
+ * witness, or the topic was reset and a seek was made), else 0 (the
+ * witness is gone, compacted or past the retention: m comes next). */
+static int check_witness(kstate *s, int64_t idx, const rd_kafka_message_t *m)
+{
+    kpart *p = &s->parts.v[idx];
+    int64_t w = p->witness;
+    p->witness = -1;
+    if (m->offset > w)
+        return 0;
+    rd_kafka_timestamp_type_t tt;
+    kb_msg km = {.key = m->key, .key_len = m->key_len, .payload = m->payload, .len = m->len,
+                 .ts_ms = rd_kafka_message_timestamp(m, &tt)};
+    if (m->offset == w && kb_fingerprint(&km) == p->witness_fp) {
+        /* the same topic: the group may now catch up with the position */
+        if (p->acked < w + 1)
+            p->acked = w + 1;
+        return 1;
+    }
+    topic_reset(s, idx, m, w);
+    return 1;
+}
+
 /* The first message of partition idx after a rebalance or a resume: when
  * its offset is past the one expected, read again from the expected one
  * (once per position: a real gap, left by compaction or transaction
@@ -394,27 +520,7 @@ static int check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m)
             " detail=\"librdkafka skipped messages after a rebalance or a resume: reading "
             "again from the expected offset\"", s->name, p->name, p->next, m->offset);
     p->gap_at = p->next;
-    rd_kafka_resp_err_t e;
-    if (p->rkt) {
-        e = rd_kafka_seek(p->rkt, p->partition, p->next, KS_OFFSETS_TIMEOUT_MS);
-    } else {
-        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = p->next;
-        rd_kafka_error_t *err = rd_kafka_seek_partitions(s->rk, l, KS_OFFSETS_TIMEOUT_MS);
-        e = err ? rd_kafka_error_code(err) : l->elems[0].err;
-        if (err)
-            rd_kafka_error_destroy(err);
-        rd_kafka_topic_partition_list_destroy(l);
-    }
-    if (e) {
-        /* the messages are gone for this incarnation: a restart reads
-         * them again from the committed positions */
-        zx_error("event=kafka_seek_failed pipeline=%s partition=%s offset=%" PRId64
-                 " error=\"%s\"", s->name, p->name, p->next, rd_kafka_err2str(e));
-        s->fatal = 1;
-        return 1;
-    }
-    drop_held_of(s, idx);
+    seek_part(s, idx, p->next);
     return 1;
 }
 
@@ -521,6 +627,8 @@ static int take(kstate *s, rd_kafka_message_t *m)
     int64_t idx = ks_part_of(s, m->rkt, m->partition);
     if (idx < 0 || !s->parts.v[idx].assigned)
         return KB_ADDED; /* revoked meanwhile: the next owner reads it */
+    if (s->parts.v[idx].witness >= 0 && check_witness(s, idx, m))
+        return KB_ADDED; /* the witness, or read again after a reset */
     if (check_gap(s, idx, m))
         return KB_ADDED; /* read again after the seek */
     kpart *p = &s->parts.v[idx];
@@ -574,6 +682,7 @@ static int take(kstate *s, rd_kafka_message_t *m)
     if (!s->batch_ingested_us)
         s->batch_ingested_us = s->held_us;
     p->next = m->offset + 1;
+    p->handed = p->next;
     s->msgs++;
     if (s->error[0])
         ks_clear_error(s, p->topic);
@@ -600,7 +709,7 @@ static int flush(kstate *s)
 
 /* ---- the source callbacks ---------------------------------------------- */
 
-static int k_poll(zx_src *rt, void *st)
+static int poll_once(zx_src *rt, void *st)
 {
     kstate *s = st;
     uint64_t drain;
@@ -700,6 +809,14 @@ static int k_poll(zx_src *rt, void *st)
             return kb_empty(&s->b) ? ZX_SRC_IDLE : ZX_SRC_BUSY;
         }
     }
+}
+
+static int k_poll(zx_src *rt, void *st)
+{
+    int r = poll_once(rt, st);
+    if (r == ZX_SRC_FATAL && ((kstate *)st)->fatal == KS_FAILED)
+        return ZX_SRC_FAILED;
+    return r;
 }
 
 static int k_fd(void *st)

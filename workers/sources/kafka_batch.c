@@ -91,7 +91,7 @@ void kb_pos_encode(int64_t next, unsigned char out[8])
 
 int kb_pos_decode(const void *v, size_t len, int64_t *next)
 {
-    if (!v || len != 8)
+    if (!v || (len != 8 && len != 16))
         return -1;
     const unsigned char *p = v;
     uint64_t x = 0;
@@ -118,6 +118,50 @@ void kb_reject_reason(const char *msg, char *out, size_t n)
         snprintf(out, n, "%s", msg);
 }
 
+uint64_t kb_pos_fp(const void *v, size_t len)
+{
+    if (!v || len != 16)
+        return 0;
+    const unsigned char *p = (const unsigned char *)v + 8;
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++)
+        x |= (uint64_t)p[i] << (8 * i);
+    return x;
+}
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* The first and last (at most) `edge` bytes of data, and its length. */
+static uint64_t fnv_edges(uint64_t h, const void *data, size_t n, size_t edge)
+{
+    uint64_t len = n;
+    h = fnv(h, &len, sizeof(len));
+    if (!data)
+        return fnv(h, "\0", 1);
+    if (n <= 2 * edge)
+        return fnv(h, data, n);
+    h = fnv(h, data, edge);
+    return fnv(h, (const char *)data + n - edge, edge);
+}
+
+uint64_t kb_fingerprint(const kb_msg *m)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int64_t ts = m->ts_ms;
+    h = fnv(h, &ts, sizeof(ts));
+    h = fnv_edges(h, m->key, m->key_len, 8);
+    h = fnv_edges(h, m->payload, m->len, 32);
+    return h ? h : 1;
+}
+
 /* The batch's entry for partition `part`, added when missing. */
 static kb_pos *pos_slot(kbatch *b, uint32_t part, const char *topic, int32_t partition)
 {
@@ -135,6 +179,7 @@ static kb_pos *pos_slot(kbatch *b, uint32_t part, const char *topic, int32_t par
     p->topic = topic;
     p->partition = partition;
     p->next = -1;
+    p->fp = 0;
     b->last_pos = b->npos++;
     return p;
 }
@@ -146,6 +191,7 @@ int kb_note_position(kbatch *b, uint32_t part, const char *topic, int32_t partit
     if (!p)
         return -1;
     p->next = next;
+    p->fp = 0;
     if (!b->first_us)
         b->first_us = zx_mono_us();
     return 0;
@@ -342,6 +388,7 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
     if (!p)
         goto nomem;
     p->next = m->offset < INT64_MAX ? m->offset + 1 : INT64_MAX; /* no overflow */
+    p->fp = kb_fingerprint(m);
     b->nmsgs++;
     if (!b->first_us)
         b->first_us = zx_mono_us();
@@ -374,14 +421,17 @@ int kb_meta(kbatch *b, zx_frame_meta *m)
             continue;
         char name[300];
         int len = kb_part_name(name, sizeof(name), p->topic, p->partition);
-        unsigned char v[8];
+        unsigned char v[16];
+        size_t vlen = p->fp ? 16 : 8;
         kb_pos_encode(p->next, v);
+        if (p->fp)
+            kb_pos_encode((int64_t)p->fp, v + 8);
         char *part = len < 0 ? NULL : zx_rowset_strdup(&b->rs, name, (size_t)len);
-        void *val = zx_rowset_alloc(&b->rs, 8);
+        void *val = zx_rowset_alloc(&b->rs, vlen);
         if (!part || !val)
             return -1;
-        memcpy(val, v, 8);
-        b->fpos[k++] = (zx_frame_pos){.part = part, .value = val, .value_len = 8};
+        memcpy(val, v, vlen);
+        b->fpos[k++] = (zx_frame_pos){.part = part, .value = val, .value_len = vlen};
     }
     m->kind = ZX_FRAME_ROWS;
     if (b->dbz && b->df.changes) {

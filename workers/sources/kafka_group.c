@@ -5,11 +5,18 @@
  * design and kafka_int.h for what the files share.
  *
  * An assigned partition starts from the largest of the group's committed
- * offset and the position the writer stored in LMDB (the writer has the
+ * offset, the position the writer stored in LMDB (the writer has the
  * rows up to it even when the worker died before committing to the
- * group), else from the beginning, or, on the pipeline's very first start
- * with `start: new`, from its end (published at once in a frame of
- * positions, and committed to the group after the writer's ack).
+ * group), the position the writer acknowledged since, and the position
+ * after the last message this process put into a frame (kpart.handed:
+ * frames in flight are committed by the writer whatever happens to the
+ * assignment, so a partition that comes back while they are in flight,
+ * say after a lost assignment whose commits the group refused, is not
+ * read twice into the workspace); else from the beginning, or, on the
+ * pipeline's very first start with `start: new`, from its end (published
+ * at once in a frame of positions, and committed to the group after the
+ * writer's ack).  A start from the stored position reads the message
+ * before it first, to check it is the same topic (ks_witness).
  *
  * A revoke publishes the frame being gathered, waits up to REVOKE_WAIT_MS
  * for the writer to commit every frame carrying a revoked partition,
@@ -83,20 +90,37 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
             goto out;
         }
         kpart *p = &s->parts.v[idx];
-        kpart_forget(p); /* frames of an earlier ownership commit nothing now */
+        /* frames of an earlier ownership still in flight stay: their acks
+         * are committed only when ahead of the group (ks_commit_pending) */
+        p->witness = -1;
         int64_t committed = c->elems[i].offset >= 0 ? c->elems[i].offset : -1;
-        int64_t stored = ks_stored_position(s, p->name);
+        int64_t snap = ks_stored_position(s, p->name);
+        int64_t stored = p->acked > snap ? p->acked : snap;
         p->committed = committed;
-        if (stored >= 0 && stored > committed) {
+        if (p->handed > committed && p->handed > stored) {
+            /* frames with its messages up to `handed` are in the ring or
+             * being gathered: the writer commits them */
+            t->offset = p->handed;
+            if (stored > committed)
+                p->acked = stored;
+            zx_info("event=kafka_resume_in_flight pipeline=%s partition=%s offset=%" PRId64
+                    " group_offset=%" PRId64 " stored=%" PRId64, s->name, p->name, p->handed,
+                    committed, stored);
+        } else if (stored >= 0 && stored > committed) {
             /* the writer has the rows up to `stored`: the group commit
-             * after them was lost (the worker died in between) */
-            t->offset = stored;
-            p->acked = stored; /* retried by ks_commit_pending if refused */
-            rd_kafka_topic_partition_list_add(catchup, t->topic, t->partition)->offset = stored;
+             * after them was lost (the worker died in between, or the
+             * group refused it during a rebalance) */
+            t->offset = ks_witness(s, p, stored);
+            if (p->witness < 0) {
+                /* the group catches up once the witness is checked */
+                p->acked = stored; /* retried by ks_commit_pending if refused */
+                rd_kafka_topic_partition_list_add(catchup, t->topic, t->partition)->offset =
+                    stored;
+            }
             zx_info("event=kafka_resume_stored pipeline=%s partition=%s offset=%" PRId64
                     " group_offset=%" PRId64, s->name, p->name, stored, committed);
         } else if (committed >= 0) {
-            t->offset = committed;
+            t->offset = ks_witness(s, p, committed);
         } else if (s->first_start) {
             rd_kafka_topic_partition_list_add(ends, t->topic, t->partition);
             t->offset = RD_KAFKA_OFFSET_END;
@@ -139,7 +163,9 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
     for (int i = 0; i < parts->cnt; i++) {
         int64_t idx = kparts_find(&s->parts, parts->elems[i].topic, parts->elems[i].partition);
         s->parts.v[idx].assigned = 1;
-        s->parts.v[idx].next = parts->elems[i].offset >= 0 ? parts->elems[i].offset : -1;
+        kpart *p = &s->parts.v[idx];
+        p->next = p->witness >= 0 ? p->witness + 1
+                : parts->elems[i].offset >= 0 ? parts->elems[i].offset : -1;
     }
     if (parts->cnt)
         s->first_start = 0; /* later partitions are "added later" */
@@ -211,18 +237,21 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
         ks_commit_acked(s, zx_src_acked_seq(s->rt), 1);
     }
     rd_kafka_topic_partition_list_t *paused = rd_kafka_topic_partition_list_new(parts->cnt + 1);
+    int64_t again = 0;   /* messages in this workspace the group has not */
     for (int i = 0; i < parts->cnt; i++) {
         int64_t idx = kparts_find(&s->parts, parts->elems[i].topic, parts->elems[i].partition);
         if (idx < 0)
             continue;
         kpart *p = &s->parts.v[idx];
+        if (p->handed > 0 && p->handed > p->committed)
+            again += p->handed - (p->committed > 0 ? p->committed : 0);
         if (p->paused) /* librdkafka keeps a pause across assignments */
             rd_kafka_topic_partition_list_add(paused, p->topic, p->partition);
         p->paused = 0;
         p->check_epoch = 0;
         p->assigned = 0;
         p->next = -1;
-        kpart_forget(p);
+        p->witness = -1;
     }
     if (paused->cnt)
         rd_kafka_resume_partitions(s->rk, paused);
@@ -240,6 +269,13 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
     }
     s->next_status_ms = 0;
     zx_info("event=kafka_revoked pipeline=%s partitions=%d lost=%d", s->name, parts->cnt, lost);
+    if (again > 0)
+        /* this workspace has them (or will: in flight); the group's
+         * offsets do not say so */
+        zx_warn("event=kafka_revoked_uncommitted pipeline=%s partitions=%d messages=%" PRId64
+                " detail=\"the group's offsets are behind what this host took: another "
+                "member may read these messages again into its own workspace\"", s->name,
+                parts->cnt, again);
 }
 
 void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,

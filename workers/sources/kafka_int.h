@@ -66,6 +66,8 @@ typedef struct kb_pos {
                                   batch holds it */
     int32_t partition;
     int64_t next;              /* next offset to read: last offset + 1 */
+    uint64_t fp;               /* kb_fingerprint of the message at next - 1
+                                  (0: none, a `start: new` position) */
 } kb_pos;
 
 /* One frame being gathered.  Everything it points to lives in rs's arena
@@ -117,7 +119,8 @@ int kb_empty(const kbatch *b);
  * or an array of objects, plus the metadata columns, which overwrite JSON
  * fields of the same name), or a reject (not JSON, not an object, empty;
  * raw bytes and key cut at KB_RAW_MAX), or nothing (a tombstone); in every
- * case the partition's position becomes m->offset + 1.
+ * case the partition's position becomes m->offset + 1, with m's
+ * kb_fingerprint.
  * limit: the most bytes the frame may take (zx_src_max_frame and a
  * margin).  Returns KB_ADDED; KB_FULL when the message does not fit beside
  * what the batch holds (the batch is unchanged: publish it, then add the
@@ -145,10 +148,20 @@ int kb_meta(kbatch *b, zx_frame_meta *m);
  * the length, or -1 when it does not fit. */
 int kb_part_name(char *out, size_t n, const char *topic, int32_t partition);
 
-/* Position value: the next offset as 8 bytes, little-endian int64. */
+/* Position value: the next offset as 8 bytes, little-endian int64, then
+ * (16-byte values) the kb_fingerprint of the message at next - 1, with
+ * which a later start checks that the topic is still the one read
+ * (kafka.c, ks_witness). */
 void kb_pos_encode(int64_t next, unsigned char out[8]);
-/* 0 and *next, or -1 when v is not such a value (wrong length, negative). */
+/* 0 and *next, or -1 when v is not such a value (length neither 8 nor 16,
+ * negative). */
 int kb_pos_decode(const void *v, size_t len, int64_t *next);
+/* The fingerprint of a 16-byte value, 0 for any other (none). */
+uint64_t kb_pos_fp(const void *v, size_t len);
+/* A message's fingerprint: a hash of its timestamp, lengths and the first
+ * and last bytes of its key and payload (O(1): at most 96 bytes read).
+ * Never 0. */
+uint64_t kb_fingerprint(const kb_msg *m);
 
 /* Reason of a reject for a message JSON parsing refused with message msg
  * (json_rows.h's words, which speak of a "body"), into out. */
@@ -174,6 +187,16 @@ typedef struct kpart {
     int64_t committed;         /* last offset committed to the group
                                   (-1 none this run) */
     int64_t high;              /* high watermark (-1 unknown) */
+    int64_t handed;            /* next offset after the last message this
+                                  process put into a frame (-1 none): the
+                                  writer commits those frames whatever
+                                  happens to the assignment, so a
+                                  partition coming back never starts below
+                                  it (no row twice in the workspace) */
+    int64_t witness;           /* the offset whose message must come first
+                                  and match witness_fp (the stored
+                                  position - 1), -1 none (ks_witness) */
+    uint64_t witness_fp;
     int paused;                /* paused by ks_pause_all (resumed only then:
                                   resuming a partition that is not paused
                                   makes librdkafka 2.0 restart its fetcher
@@ -359,8 +382,12 @@ typedef struct kstate {
     char error[ZX_SEG_SOURCE_ERROR_MAX];
     ke_kind error_kind;
     char error_topic[256];
-    int fatal;
+    int fatal;                  /* 1: the worker exits and is restarted;
+                                   KS_FAILED: the pipeline fails (not
+                                   restarted) */
     int closing;
+    char reset_note[400];       /* the last topic reset seen (status) */
+    uint64_t resets;
     int64_t next_status_ms;
     uint64_t msgs, rows, rejects, frames;
 } kstate;
@@ -382,11 +409,20 @@ void ks_describe(kstate *s, rd_kafka_resp_err_t err, const char *reason, const c
  * transient, else the source's error. */
 void ks_on_error(kstate *s, rd_kafka_resp_err_t err, const char *reason, const char *topic);
 
+#define KS_FAILED 2
+
 /* kafka.c: partitions and frames. */
 /* Index of a message's partition in s->parts (cached), or -1. */
 int64_t ks_part_of(kstate *s, const rd_kafka_topic_t *rkt, int32_t partition);
 /* The position of part the writer committed in LMDB, or -1. */
 int64_t ks_stored_position(kstate *s, const char *part);
+/* Where partition p starts when `start` was chosen for it: when start is
+ * the position stored in LMDB and that carries the fingerprint of the
+ * message before it, one earlier, and p's witness is set (the first
+ * message must be that one, same fingerprint: it is then dropped; another
+ * means the topic was re-created or truncated, see on_topic_reset).
+ * Else start. */
+int64_t ks_witness(kstate *s, kpart *p, int64_t start);
 /* The end offset of each partition of l into its offset field, blocking up
  * to KS_OFFSETS_TIMEOUT_MS.  0, or -1 with the source's error set. */
 int ks_end_offsets(kstate *s, rd_kafka_topic_partition_list_t *l);

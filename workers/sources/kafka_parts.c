@@ -37,7 +37,7 @@ int64_t kparts_add(kparts *t, const char *topic, int32_t partition)
         return -1;
     }
     p->partition = partition;
-    p->next = p->acked = p->committed = p->high = p->gap_at = -1;
+    p->next = p->acked = p->committed = p->high = p->gap_at = p->handed = p->witness = -1;
     return (int64_t)t->n++;
 }
 

@@ -165,6 +165,9 @@ static int start_partitions(kstate *s, rd_kafka_topic_partition_list_t *l)
             zx_info("event=kafka_start_new pipeline=%s partition=%s offset=%" PRId64, s->name,
                     p->name, t->offset);
         }
+        p->witness = -1;
+        if (t->offset >= 0)
+            t->offset = ks_witness(s, p, t->offset); /* the same topic? */
         if (rd_kafka_consume_start_queue(kt->rkt, t->partition, t->offset, s->q) < 0) {
             zx_error("event=kafka_start_failed pipeline=%s partition=%s error=\"%s\"", s->name,
                      p->name, rd_kafka_err2str(rd_kafka_last_error()));
@@ -172,7 +175,7 @@ static int start_partitions(kstate *s, rd_kafka_topic_partition_list_t *l)
         }
         p->rkt = kt->rkt;
         p->assigned = 1;
-        p->next = t->offset >= 0 ? t->offset : -1;
+        p->next = p->witness >= 0 ? p->witness + 1 : t->offset >= 0 ? t->offset : -1;
         if (s->paused)
             ks_pause_all(s, 1);
     }

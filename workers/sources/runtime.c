@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "proto/control.h"
 #include "workers/writer/store.h"
 
 #define STOP_DRAIN_MS 8000
@@ -194,6 +195,19 @@ void zx_src_set_status(zx_src *rt, const char *json)
                           sizeof(h->source_status), v);
 }
 
+void zx_src_feed(zx_src *rt, const char *event, const char *message)
+{
+    zx_seg_hdr *h = rt->a->seg->hdr;
+    json_t *o = json_pack("{s:s, s:s}", "event", event, "message", message ? message : "");
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (js && strlen(js) < sizeof(h->source_note))
+        zx_segment_write_text(&h->source_note_seq, h->source_note, sizeof(h->source_note), js);
+    else
+        zx_warn("event=feed_event_lost pipeline=%s event=%s", rt->name, event);
+    free(js);
+    json_decref(o);
+}
+
 void zx_src_set_error(zx_src *rt, const char *msg)
 {
     if (!msg)
@@ -337,8 +351,8 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
                 break;
         }
         int r = done ? ZX_SRC_DONE : src->poll(rt, state);
-        if (r == ZX_SRC_FATAL) {
-            rc = 1;
+        if (r == ZX_SRC_FATAL || r == ZX_SRC_FAILED) {
+            rc = r == ZX_SRC_FAILED ? ZX_EXIT_FATAL_CONFIG : 1;
             break;
         }
         if (r == ZX_SRC_DONE) {

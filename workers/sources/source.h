@@ -67,6 +67,10 @@ typedef struct zx_conf_connection zx_conf_connection; /* conf/config.h */
 
 /* poll's answer: what the runtime does next. */
 enum {
+    ZX_SRC_FAILED = -2,  /* give up for good (the source's error says
+                            why): the worker exits ZX_EXIT_FATAL_CONFIG
+                            and the supervisor marks the pipeline failed,
+                            not restarted */
     ZX_SRC_FATAL = -1,   /* give up: the worker exits 1 (and is restarted
                             with backoff by the supervisor) */
     ZX_SRC_IDLE = 0,     /* nothing to do: wait for the source's fd, an
@@ -211,6 +215,12 @@ int zx_src_position_find(zx_src *rt, const char *part, const void **val, size_t 
  * a cut object is replaced by {"truncated":true}).  Cheap: call it at most
  * every second or when something changes. */
 void zx_src_set_status(zx_src *rt, const char *json);
+
+/* Send an event to the feed: {"event": event, "message": message} (the
+ * supervisor adds the pipeline and the time), picked up within ~100 ms
+ * (of two sent within that time, only the last).  For what a user must
+ * hear of that is not an error (the caller logs it too). */
+void zx_src_feed(zx_src *rt, const char *event, const char *message);
 
 /* The source's current problem in one sentence (NULL or "" = none): shown
  * by zxctl status and /healthz, logged and sent to the feed once per
