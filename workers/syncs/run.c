@@ -971,7 +971,8 @@ static int sync_do(srun *r)
     if (!r->p->auth)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: author %s is not configured",
                          r->name, r->p->author ? r->p->author : "?");
-    /* replace and append without a key: streamed, read and sent at once */
+    /* replace and append without a key: streamed, read and sent at once
+     * (when the types are known before the first row: read_result) */
     r->stream = !r->preview && !r->p->nkey_cols && !r->hashed;
     if (open_dest(r) < 0 || read_result(r) < 0 || merge_keys(r) < 0)
         return -1;
