@@ -158,3 +158,29 @@ def test_bigger_result_types_change_after_the_first_batch(sync_env, request):
     assert sqlite_rows(path, "SELECT v FROM nums WHERE id IN (1, 5000) ORDER BY id") == \
         [(1.0,), (4999.5,)]
     assert sqlite_rows(path, "SELECT count(*) FROM nums WHERE v IS NULL") == [(0,)]
+
+
+@pytest.mark.postgres_only
+def test_postgres_numeric_and_null_expressions_keep_every_value(sync_env):
+    """Postgres declares an expression's type: numeric without a precision
+    (coalesce(numeric(10,2), 0) * 1.5) arrives as exact text, an untyped
+    NULL as text; nothing is nulled."""
+    z = sync_env.zxd({}, {"alice": ["prices"]}, start=False)
+    z.ws_exec("CREATE TABLE prices (id bigint PRIMARY KEY, p numeric(10,2))",
+              "INSERT INTO prices VALUES (1, NULL), (2, 0.10), (3, 12345678.99)")
+    path = os.path.join(z.root, "dest.db")
+    z.connections = {"d": {"kind": "sqlite", "path": path}}
+    z.syncs = {"s": {"query": "SELECT id, coalesce(p, 0) * 1.5 AS n, p, NULL AS z FROM prices "
+                              "ORDER BY id", "mode": "replace",
+                     "dest": {"connection": "d", "table": "prices"}}}
+    z.write_config()
+    z.start()
+    r = z.run("s")
+    assert r["rows_sent"] == 3 and r.get("values_nulled", 0) == 0, r
+    import decimal
+    got = sqlite_rows(path, "SELECT n, p, z FROM prices ORDER BY id")
+    assert [decimal.Decimal(str(g[0])) for g in got] == \
+        [decimal.Decimal("0"), decimal.Decimal("0.15"), decimal.Decimal("18518518.485")]
+    assert [None if g[1] is None else decimal.Decimal(str(g[1])) for g in got] == \
+        [None, decimal.Decimal("0.10"), decimal.Decimal("12345678.99")]
+    assert [g[2] for g in got] == [None, None, None]
