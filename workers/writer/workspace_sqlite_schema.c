@@ -60,25 +60,19 @@ static const char *decl_with(const char *head, const char *mods)
     return decl_kept[ndecl_kept++];
 }
 
-/* The decls zx_wsq_decl_for_source makes whose values are text (fit
- * kind TEXT: kept exactly as they were when these columns were declared
- * TEXT): their first word. */
-static int text_decl(const char *decl)
-{
-    static const char *const words[] = {"NUMERIC TEXT", "DATE", "TIME", "VARCHAR", "CHAR",
-                                        "UUID", "INET", "CIDR", "MACADDR"};
-    for (size_t i = 0; decl && i < sizeof(words) / sizeof(words[0]); i++) {
-        size_t k = strlen(words[i]);
-        if (!strncasecmp(decl, words[i], k) && (!decl[k] || decl[k] == '(' || decl[k] == ' '))
-            return 1;
-    }
-    return 0;
-}
-
+/* NUMERIC TEXT(p,s), the name zx_wsq_decl_for_source gives numeric: its
+ * values are fitted as text (a number kept as text stays that literal,
+ * as when these columns were declared TEXT; fit kind "any" would bind it
+ * as a double).  The other names it makes (DATE, TIME, UUID...) only ever
+ * get text from a CDC source: their kind stays "any", as for a table a
+ * user made with such a column. */
 zx_fit_kind zx_wsq_kind_from_decl(const char *decl)
 {
     zx_fit_kind k = zx_fit_kind_from_decl(decl);
-    return k == ZX_FIT_ANY && text_decl(decl) ? ZX_FIT_TEXT : k;
+    if (k == ZX_FIT_ANY && decl && !strncasecmp(decl, "NUMERIC TEXT", 12) &&
+        (!decl[12] || decl[12] == '('))
+        return ZX_FIT_TEXT;
+    return k;
 }
 
 /* src is word w, alone or followed by '(' or ' ': the rest after w. */
