@@ -184,3 +184,37 @@ def test_postgres_numeric_and_null_expressions_keep_every_value(sync_env):
     assert [None if g[1] is None else decimal.Decimal(str(g[1])) for g in got] == \
         [None, decimal.Decimal("0.10"), decimal.Decimal("12345678.99")]
     assert [g[2] for g in got] == [None, None, None]
+
+
+@pytest.mark.sqlite_only
+def test_a_sqlite_mirrors_declared_types_reach_a_parquet_file(sync_env):
+    """A SQLite mirror declares numeric(10,2) as NUMERIC TEXT(10,2), date as
+    DATE, time as TIME (workspace_sqlite_schema.c): a sync reading it
+    writes decimal(10,2), date and text columns; a value the declared type
+    cannot hold ('infinity') makes the column text instead of NULL."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import datetime
+    import decimal
+    z = sync_env.zxd({}, {"alice": ["m"]}, start=False)
+    z.ws_exec('CREATE TABLE m (id INTEGER PRIMARY KEY, price "NUMERIC TEXT(10,2)", '
+              'day DATE, at TIME, odd DATE)',
+              "INSERT INTO m VALUES (1, '1.50', '2024-02-29', '13:14:15', '2024-01-01'), "
+              "(2, '12345678.99', '0001-01-01', '00:00:00', 'infinity')")
+    z.syncs = {"s": {"query": "SELECT id, price, day, at, odd FROM m ORDER BY id",
+                     "mode": "replace", "dest": {"files": {"path": "out", "format": "parquet"}}}}
+    z.write_config()
+    z.start()
+    r = z.run("s")
+    assert r["rows_sent"] == 2 and r.get("values_nulled", 0) == 0, r
+    out = os.path.join(z.root, "out")
+    [f] = [os.path.join(out, f) for f in os.listdir(out) if f.endswith(".parquet")]
+    t = pq.read_table(f)
+    assert t.schema.field("price").type == pa.decimal128(10, 2)
+    assert t.schema.field("day").type == pa.date32()
+    assert t.schema.field("odd").type == pa.string()
+    rows = t.to_pylist()
+    assert [x["price"] for x in rows] == [decimal.Decimal("1.50"), decimal.Decimal("12345678.99")]
+    assert [x["day"] for x in rows] == [datetime.date(2024, 2, 29), datetime.date(1, 1, 1)]
+    assert [x["at"] for x in rows] == ["13:14:15", "00:00:00"]
+    assert [x["odd"] for x in rows] == ["2024-01-01", "infinity"]
