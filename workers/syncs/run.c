@@ -385,8 +385,8 @@ static void final_types(srun *r)
     for (size_t i = 0; i < n && i < r->ncols; i++) {
         if (own[i].type != qc[i].type)
             zx_debug("event=sync_column_type sync=%s column=\"%s\" type=%s was=%s",
-                    r->name, own[i].name, zx_dtype_name(qc[i].type),
-                    zx_dtype_name(own[i].type));
+                     r->name, own[i].name, zx_dtype_name(qc[i].type),
+                     zx_dtype_name(own[i].type));
         own[i].type = qc[i].type;
         own[i].precision = qc[i].precision;
         own[i].scale = qc[i].scale;
