@@ -128,6 +128,19 @@ def test_pg_corpus_mirrors_the_source(kafka, make_kzxd):
     kinds = z.column_kinds("all_types")
     assert kinds["c_bigint"] == "integer" and kinds["c_double"] == "real"
     assert kinds["c_timestamptz"] == "timestamp" and kinds["c_jsonb"] == "json"
+    decl = z.columns("all_types")
+    if z.workspace == "postgres":
+        assert decl["c_date"] == "date" and decl["c_numeric"] == "numeric(12,3)", decl
+        assert decl["c_time"] == "time without time zone" and decl["c_uuid"] == "uuid", decl
+    else:
+        # SQLite declares them too (PRAGMA table_info), the values unchanged
+        assert decl["c_date"] == "DATE" and decl["c_time"] == "TIME", decl
+        assert decl["c_timetz"] == "TIME WITH TIME ZONE" and decl["c_uuid"] == "UUID", decl
+        assert decl["c_numeric"] == "NUMERIC TEXT(12,3)", decl
+        assert decl["c_numeric_v"] == "NUMERIC TEXT", decl
+        assert decl["c_timestamp"] == "TIMESTAMP" and decl["c_bigint"] == "INTEGER", decl
+        assert z.query('SELECT typeof("c_numeric"), typeof("c_date"), typeof("c_time") '
+                       'FROM "all_types" WHERE id = 1') == [("text", "text", "text")]
     # the truncate empties it; what follows stays
     produce_events(kafka, topic, events[cut:])
     wait_for(lambda: [r[0] for r in z.query('SELECT id FROM "all_types"')] == [30],

@@ -97,6 +97,11 @@ uint64_t zx_sync_columns_seed(const zx_dcol *cols, size_t ncols)
     return h;
 }
 
+uint64_t zx_sync_row_hash_reseed(uint64_t rh, uint64_t seed)
+{
+    return XXH3_64bits_withSeed(&rh, sizeof(rh), seed);
+}
+
 int zx_sync_key_hash(const zx_value *vals, const size_t *idx, size_t n, zx_hbuf *scratch,
                      unsigned char out[ZX_SYNC_KEYHASH_LEN])
 {

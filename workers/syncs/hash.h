@@ -49,6 +49,11 @@ uint64_t zx_sync_columns_seed(const zx_dcol *cols, size_t ncols);
 int zx_sync_key_hash(const zx_value *vals, const size_t *idx, size_t n, zx_hbuf *scratch,
                      unsigned char out[ZX_SYNC_KEYHASH_LEN]);
 
+/* A row hash rh (made with one seed) hashed again with seed: what the
+ * row hashes of a run become when its columns' final types (their seed,
+ * zx_sync_columns_seed) differ from those it hashed with.  Pure. */
+uint64_t zx_sync_row_hash_reseed(uint64_t rh, uint64_t seed);
+
 /* Hash of the whole row vals[0..ncols-1] with seed.  0 or -1 (ENOMEM). */
 int zx_sync_row_hash(const zx_value *vals, size_t ncols, uint64_t seed, zx_hbuf *scratch,
                      uint64_t *out);

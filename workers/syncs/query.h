@@ -20,6 +20,16 @@
  * Values arrive as dest.h "The rows" says (TIMESTAMP cells for timestamp
  * columns, DATE and DECIMAL as text, JSON as JSON...).
  *
+ * Types.  On PostgreSQL a column's type is the one the server declares
+ * for it (PQftype), known before the first row.  On SQLite a declared
+ * type is a hint (any column may hold any value) and an expression
+ * (coalesce(x, 0), CASE ...) has none: the type is decided from the
+ * declared one and from every value of the result (coltype.h: widened
+ * int → real → text as the values need, never nulling one), and is final
+ * only once the result has been read to its end (zx_query_types_known).
+ * A value's cell type never depends on that decision: an integer is a
+ * ZX_T_INT whatever its column ends up as.
+ *
  * Errors: one line a person can act on, naming the sync ("sync
  * crm_customers: the query reads table orders, which author alice may not
  * read (alice's tables: customers)").
@@ -72,8 +82,15 @@ int zx_query_open(const zx_conf *conf, const char *sync, const zx_conf_author *a
                   const char *sql, const zx_query_limits *lim, zx_query **out, char *err,
                   size_t errlen);
 
-/* The result's columns: *n of them, valid until zx_query_close. */
+/* The result's columns: *n of them, valid until zx_query_close.  Their
+ * types are final once zx_query_types_known says so; before, they are
+ * those of the rows read so far (a caller that must know the final types
+ * before it sends anything keeps the rows until the end). */
 const zx_dcol *zx_query_columns(const zx_query *q, size_t *n);
+
+/* 1 when the columns' types can no longer change (PostgreSQL: always;
+ * SQLite: once zx_query_next has returned 0), else 0. */
+int zx_query_types_known(const zx_query *q);
 
 /* Reset rs and fill it with up to max rows (columns exactly the result's,
  * in order, even when no row comes).  Returns the rows read (0: the end),
@@ -107,6 +124,9 @@ int zx_qsq_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
                 const char *sql, const zx_query_limits *lim, void **out, char *err,
                 size_t errlen);
 const zx_dcol *zx_qsq_columns(const void *q, size_t *n);
+/* Per column (zx_qsq_columns' order): 1 when it has no declared type (an
+ * expression: its type comes from its values), else 0. */
+const unsigned char *zx_qsq_undeclared(const void *q);
 int64_t zx_qsq_next(void *q, zx_rowset *rs, size_t max, char *err, size_t errlen);
 void zx_qsq_close(void *q);
 int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,

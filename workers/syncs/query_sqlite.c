@@ -35,6 +35,7 @@ typedef struct sq {
     const zx_conf_author *author;
     const char *sync;
     zx_dcol *cols;
+    unsigned char *undeclared;   /* per column: an expression */
     size_t ncols;
     int done;            /* sqlite3_step said DONE */
     int have_row;        /* a row is stepped to and not yet read */
@@ -192,44 +193,60 @@ static int authorize(void *ctx, int action, const char *a1, const char *a2, cons
     }
 }
 
-/* The logical type of a declared column type (zx's SQLite workspace
- * declares INTEGER, REAL, BOOLEAN, TEXT, TIMESTAMP, JSON), else NULL when
- * unknown. */
-static int decl_type(const char *d, zx_dtype *t)
+/* The type name d starts with word w (case ignored), followed by the end,
+ * a space or '('. */
+static int starts_word(const char *d, const char *w)
 {
-    if (!d || !*d)
+    size_t n = strlen(w);
+    return !strncasecmp(d, w, n) && (!d[n] || d[n] == ' ' || d[n] == '(');
+}
+
+/* "NUMERIC ...(p,s)" / "DECIMAL ...(p,s)": DECIMAL when p is 1..38 and s
+ * 0..p, else 0. */
+static int decl_decimal(const char *d, zx_dcol *c)
+{
+    const char *lp = strchr(d, '(');
+    int p, s, used = 0;
+    if (!lp || sscanf(lp, "(%d ,%d )%n", &p, &s, &used) != 2 || !used || lp[used] ||
+        p < 1 || p > 38 || s < 0 || s > p)
         return 0;
-    if (strcasestr(d, "INT"))
-        *t = ZX_DT_INT64;
-    else if (strcasestr(d, "BOOL"))
-        *t = ZX_DT_BOOL;
-    else if (strcasestr(d, "REAL") || strcasestr(d, "FLOA") || strcasestr(d, "DOUB"))
-        *t = ZX_DT_DOUBLE;
-    else if (strcasestr(d, "TIMESTAMP") || strcasestr(d, "DATETIME"))
-        *t = ZX_DT_TIMESTAMP;
-    else if (strcasestr(d, "DATE"))
-        *t = ZX_DT_DATE;
-    else if (strcasestr(d, "JSON"))
-        *t = ZX_DT_JSON;
-    else if (strcasestr(d, "BLOB"))
-        *t = ZX_DT_BYTES;
-    else
-        *t = ZX_DT_TEXT;
+    c->type = ZX_DT_DECIMAL;
+    c->precision = p;
+    c->scale = s;
     return 1;
 }
 
-/* The first row decides the type of a column without a declared type (an
- * expression); NULL or none: TEXT. */
-static zx_dtype value_type(sqlite3_stmt *st, int i, int have_row)
+/* The logical type of a declared column type (zx's SQLite workspace
+ * declares INTEGER, REAL, BOOLEAN, TEXT, TIMESTAMP, JSON, BLOB, and for a
+ * mirror the source's types: DATE, TIME, NUMERIC TEXT(p,s), VARCHAR(n)...;
+ * workspace_sqlite_schema.c), or 0 when there is none (an expression).
+ * Only a hint: the values decide in the end (coltype.h). */
+static int decl_type(const char *d, zx_dcol *c)
 {
-    if (!have_row)
-        return ZX_DT_TEXT;
-    switch (sqlite3_column_type(st, i)) {
-    case SQLITE_INTEGER: return ZX_DT_INT64;
-    case SQLITE_FLOAT: return ZX_DT_DOUBLE;
-    case SQLITE_BLOB: return ZX_DT_BYTES;
-    default: return ZX_DT_TEXT;
-    }
+    c->precision = c->scale = 0;
+    if (!d || !*d)
+        return 0;
+    if (starts_word(d, "INTERVAL") || starts_word(d, "POINT"))
+        c->type = ZX_DT_TEXT;     /* INT inside the name, text values */
+    else if ((starts_word(d, "NUMERIC") || starts_word(d, "DECIMAL")) && decl_decimal(d, c))
+        ;
+    else if (strcasestr(d, "INT"))
+        c->type = ZX_DT_INT64;
+    else if (strcasestr(d, "BOOL"))
+        c->type = ZX_DT_BOOL;
+    else if (strcasestr(d, "REAL") || strcasestr(d, "FLOA") || strcasestr(d, "DOUB"))
+        c->type = ZX_DT_DOUBLE;
+    else if (strcasestr(d, "TIMESTAMP") || strcasestr(d, "DATETIME"))
+        c->type = ZX_DT_TIMESTAMP;
+    else if (starts_word(d, "DATE"))
+        c->type = ZX_DT_DATE;
+    else if (strcasestr(d, "JSON"))
+        c->type = ZX_DT_JSON;
+    else if (strcasestr(d, "BLOB"))
+        c->type = ZX_DT_BYTES;
+    else
+        c->type = ZX_DT_TEXT;
+    return 1;
 }
 
 static int step(sq *q, char *err, size_t errlen)
@@ -324,11 +341,12 @@ int zx_qsq_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
         goto fail;
     }
     /* the first row: it starts the read transaction (one snapshot for the
-     * whole run) and gives types to expressions */
+     * whole run); types come from all rows (query_common.c) */
     if (step(q, err, errlen) < 0)
         goto fail;
     q->cols = calloc((size_t)n, sizeof(*q->cols));
-    if (!q->cols) {
+    q->undeclared = calloc((size_t)n, 1);
+    if (!q->cols || !q->undeclared) {
         snprintf(err, errlen, "sync %s: out of memory", sync);
         goto fail;
     }
@@ -340,8 +358,10 @@ int zx_qsq_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
             snprintf(err, errlen, "sync %s: out of memory", sync);
             goto fail;
         }
-        if (!decl_type(sqlite3_column_decltype(q->st, i), &q->cols[i].type))
-            q->cols[i].type = value_type(q->st, i, q->have_row);
+        if (!decl_type(sqlite3_column_decltype(q->st, i), &q->cols[i])) {
+            q->cols[i].type = ZX_DT_TEXT;    /* until its values say */
+            q->undeclared[i] = 1;
+        }
     }
     if (zx_query_unique_names(q->cols, q->ncols, sync, err, errlen) < 0)
         goto fail;
@@ -359,7 +379,14 @@ const zx_dcol *zx_qsq_columns(const void *qq, size_t *n)
     return q->cols;
 }
 
-/* The zx value of column i of the current row for logical type t. */
+const unsigned char *zx_qsq_undeclared(const void *qq)
+{
+    return ((const sq *)qq)->undeclared;
+}
+
+/* The zx value of column i of the current row for declared type t (an
+ * integer is a bool only when t is BOOL and it is 0 or 1: 2 stays 2, and
+ * the column's type widens). */
 static int cell(sq *q, int i, zx_dtype t, zx_rowset *rs, zx_value *v)
 {
     int st = sqlite3_column_type(q->st, i);
@@ -367,10 +394,12 @@ static int cell(sq *q, int i, zx_dtype t, zx_rowset *rs, zx_value *v)
     if (st == SQLITE_NULL)
         return 0;
     if (st == SQLITE_INTEGER) {
-        v->type = t == ZX_DT_BOOL ? ZX_T_BOOL : ZX_T_INT;
         v->u.i = sqlite3_column_int64(q->st, i);
-        if (t == ZX_DT_BOOL)
+        v->type = ZX_T_INT;
+        if (t == ZX_DT_BOOL && (v->u.i == 0 || v->u.i == 1)) {
+            v->type = ZX_T_BOOL;
             v->u.b = v->u.i != 0;
+        }
         return 0;
     }
     if (st == SQLITE_FLOAT) {
@@ -429,5 +458,6 @@ void zx_qsq_close(void *qq)
     for (size_t i = 0; q->cols && i < q->ncols; i++)
         free((char *)q->cols[i].name);
     free(q->cols);
+    free(q->undeclared);
     free(q);
 }

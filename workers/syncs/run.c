@@ -39,7 +39,11 @@ typedef struct srun {
     int preview, full;
     int hashed;                   /* upsert / mirror: hashes compared and kept */
     int key_changed;              /* the stored hashes are of other key columns */
-    int stream;                   /* no key: rows sent as they are read */
+    int stream;                   /* no key, types known before the first
+                                     row: rows sent as they are read */
+    int reseed;                   /* the types the rows were hashed with
+                                     changed once all were read */
+    uint64_t seed_final;          /* then: the seed of the final types */
     char *keysig;                 /* the key columns as a JSON array */
     char tmpdir[4200];
 
@@ -377,6 +381,30 @@ static int stop_asked(void *rt)
     return zx_src_stopping(rt);
 }
 
+/* The result read to its end: its columns take their final types (the
+ * destination makes its table, a file its schema, from these).  Row
+ * hashes were made with the seed of the types known at the start; when
+ * the final ones differ, each is hashed again with theirs (rk_next), so
+ * that a type that changes between runs sends every row again, as it
+ * always has. */
+static void final_types(srun *r)
+{
+    size_t n = 0;
+    const zx_dcol *qc = zx_query_columns(r->q, &n);
+    zx_dcol *own = (zx_dcol *)r->cols;
+    for (size_t i = 0; i < n && i < r->ncols; i++) {
+        if (own[i].type != qc[i].type)
+            zx_debug("event=sync_column_type sync=%s column=\"%s\" type=%s was=%s",
+                     r->name, own[i].name, zx_dtype_name(qc[i].type),
+                     zx_dtype_name(own[i].type));
+        own[i].type = qc[i].type;
+        own[i].precision = qc[i].precision;
+        own[i].scale = qc[i].scale;
+    }
+    r->seed_final = zx_sync_columns_seed(r->cols, r->ncols);
+    r->reseed = r->seed_final != r->seed;
+}
+
 static int read_result(srun *r)
 {
     set_phase(r, "reading");
@@ -405,6 +433,11 @@ static int read_result(srun *r)
     }
     if (find_keys(r) < 0)
         return -1;
+    /* SQLite: the types come from every row (query.h), so nothing may be
+     * sent, nor a table made, before the last one is read: the rows are
+     * kept in the spill like those of a keyed run */
+    if (r->stream && !zx_query_types_known(r->q))
+        r->stream = 0;
     r->seed = zx_sync_columns_seed(r->cols, r->ncols);
     if (r->nkeys && !(r->keys = zx_keysort_new(r->tmpdir, SORT_MEMORY, &r->budget)))
         return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
@@ -439,6 +472,7 @@ static int read_result(srun *r)
         }
         progress(r);
     }
+    final_types(r);
     zx_query_close(r->q);   /* the snapshot is let go before sending */
     r->q = NULL;
     if (!r->hashed)
@@ -541,6 +575,8 @@ static int rk_next(rkeys *k)
             return zx_seterr(r->err, sizeof(r->err), "sync %s: a sorted key is damaged",
                              r->name);
         memcpy(&k->kr, pl, sizeof(keyrec));
+        if (r->reseed)
+            k->kr.rh = zx_sync_row_hash_reseed(k->kr.rh, r->seed_final);
         k->kv = pl + sizeof(keyrec);
         k->kvlen = len - sizeof(keyrec);
         if (k->started && !memcmp(k->kh, k->prev, ZX_SYNC_KEYHASH_LEN)) {
@@ -975,7 +1011,8 @@ static int sync_do(srun *r)
     if (!r->p->auth)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: author %s is not configured",
                          r->name, r->p->author ? r->p->author : "?");
-    /* replace and append without a key: streamed, read and sent at once */
+    /* replace and append without a key: streamed, read and sent at once
+     * (when the types are known before the first row: read_result) */
     r->stream = !r->preview && !r->p->nkey_cols && !r->hashed;
     if (open_dest(r) < 0 || read_result(r) < 0 || merge_keys(r) < 0)
         return -1;

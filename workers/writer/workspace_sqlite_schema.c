@@ -5,8 +5,9 @@
  * rejects table (<table>__rejects, created on first need).
  *
  * SQLite's dialect: declared types INTEGER, REAL, BOOLEAN, TEXT,
- * TIMESTAMP, JSON (fit.h); names compare case-insensitively, as SQLite
- * does.
+ * TIMESTAMP, JSON (fit.h), and for a mirror of a CDC source its own types
+ * under names that keep the values as they are (zx_wsq_decl_for_source);
+ * names compare case-insensitively, as SQLite does.
  *
  * It must never: build SQL with an unquoted identifier or an inlined value,
  * or insert data rows (workspace_sqlite.c does).
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int zx_wsq_name_cmp(const char *a, const char *b)
 {
@@ -28,30 +30,99 @@ const char *zx_wsq_decl_for_type(zx_type t)
     return zx_fit_decl_for_type(t);
 }
 
-zx_fit_kind zx_wsq_kind_from_decl(const char *decl)
+/* Decls with a type's modifiers ("NUMERIC TEXT(10,2)", "VARCHAR(20)"),
+ * made once each and kept for the process's life: a declared type is
+ * handed around as a borrowed string (ws_coldef.decl) and a mirror has few
+ * distinct ones.  The writer calls this from its one thread. */
+#define DECL_KEPT 128
+#define DECL_LEN 48
+static char decl_kept[DECL_KEPT][DECL_LEN];
+static size_t ndecl_kept;
+
+/* head + mods (e.g. "(10,2)") kept, or head alone when mods is not a
+ * short list of numbers or the store is full (the values stay the same:
+ * only the declared name loses its modifiers). */
+static const char *decl_with(const char *head, const char *mods)
 {
-    return zx_fit_kind_from_decl(decl);
+    char d[DECL_LEN];
+    size_t n = strlen(mods);
+    if (n < 3 || n > 16 || mods[0] != '(' || mods[n - 1] != ')' ||
+        strspn(mods + 1, "0123456789,") != n - 2)
+        return head;
+    if (snprintf(d, sizeof(d), "%s%s", head, mods) >= (int)sizeof(d))
+        return head;
+    for (size_t i = 0; i < ndecl_kept; i++)
+        if (!strcmp(decl_kept[i], d))
+            return decl_kept[i];
+    if (ndecl_kept == DECL_KEPT)
+        return head;
+    memcpy(decl_kept[ndecl_kept], d, strlen(d) + 1);
+    return decl_kept[ndecl_kept++];
 }
 
-/* A source's declared type (Postgres' format_type words) on SQLite: what
- * keeps every value exactly (numeric as TEXT, never through a double). */
+/* NUMERIC TEXT(p,s), the name zx_wsq_decl_for_source gives numeric: its
+ * values are fitted as text (a number kept as text stays that literal,
+ * as when these columns were declared TEXT; fit kind "any" would bind it
+ * as a double).  The other names it makes (DATE, TIME, UUID...) only ever
+ * get text from a CDC source: their kind stays "any", as for a table a
+ * user made with such a column. */
+zx_fit_kind zx_wsq_kind_from_decl(const char *decl)
+{
+    zx_fit_kind k = zx_fit_kind_from_decl(decl);
+    if (k == ZX_FIT_ANY && decl && !strncasecmp(decl, "NUMERIC TEXT", 12) &&
+        (!decl[12] || decl[12] == '('))
+        return ZX_FIT_TEXT;
+    return k;
+}
+
+/* src is word w, alone or followed by '(' or ' ': the rest after w. */
+static const char *after(const char *src, const char *w)
+{
+    size_t k = strlen(w);
+    if (strncmp(src, w, k) || (src[k] && src[k] != '(' && src[k] != ' '))
+        return NULL;
+    return src + k;
+}
+
+/* A source's declared type (Postgres' format_type words, as zx's CDC and
+ * Debezium give them) on SQLite: the same type for tools that read the
+ * schema (PRAGMA table_info, drivers, BI tools), under a name whose
+ * SQLite affinity keeps every value exactly as it arrives.  SQLite derives
+ * a column's affinity from the words of its type: NUMERIC(10,2) would
+ * turn '1.50' into the real 1.5 and '12345678901234567.89' into an
+ * integer, so numeric is "NUMERIC TEXT(p,s)" (TEXT affinity); DATE, TIME,
+ * UUID, INET, CIDR, MACADDR have NUMERIC affinity but no value of theirs
+ * is a number; types whose text may be a bare number under a non-text
+ * affinity (interval, money, oid, bit, xml) stay TEXT, as do arrays
+ * (Postgres' text form {1,2,3}) and types zx does not know. */
 const char *zx_wsq_decl_for_source(const char *src)
 {
     static const struct { const char *prefix; const char *decl; } map[] = {
         { "bigint", "INTEGER" }, { "integer", "INTEGER" }, { "smallint", "INTEGER" },
         { "double precision", "REAL" }, { "real", "REAL" }, { "boolean", "BOOLEAN" },
         { "timestamp", "TIMESTAMP" }, { "jsonb", "JSON" }, { "json", "JSON" },
-        { "bytea", "BLOB" },
+        { "bytea", "BLOB" }, { "date", "DATE" }, { "uuid", "UUID" }, { "inet", "INET" },
+        { "cidr", "CIDR" }, { "macaddr", "MACADDR" }, { "text", "TEXT" },
     };
+    const char *rest;
     if (!src)
         return NULL;
     size_t n = strlen(src);
     if (n > 2 && strcmp(src + n - 2, "[]") == 0)
         return "TEXT"; /* arrays: Postgres' text form ({1,2,3}), not JSON */
+    if ((rest = after(src, "numeric")))
+        return decl_with("NUMERIC TEXT", rest);
+    if ((rest = after(src, "character varying")))
+        return decl_with("VARCHAR", rest);
+    if ((rest = after(src, "character")))
+        return decl_with("CHAR", rest);
+    if (after(src, "time"))
+        return strstr(src, "with time zone") && !strstr(src, "without") ? "TIME WITH TIME ZONE"
+                                                                        : "TIME";
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-        if (strncmp(src, map[i].prefix, strlen(map[i].prefix)) == 0)
+        if (after(src, map[i].prefix))
             return map[i].decl;
-    return "TEXT"; /* numeric, text, varchar, uuid, date, time, interval, enums... */
+    return "TEXT"; /* interval, money, oid, bit, xml, enums, domains... */
 }
 
 void zx_wsq_param(zx_fit_buf *b, uint32_t i)
