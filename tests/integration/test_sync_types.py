@@ -112,12 +112,12 @@ def test_file_types_from_all_values(sync_env, fmt):
     z = sync_env.zxd({}, {"alice": ["orders"]}, start=False)
     query = make_orders(z)
     z.syncs = {"s": {"query": query, "mode": "replace",
-                     "dest": {"files": {"path": "out", "format": fmt}}}}
+                     "dest": {"files": {"path": "var/exports/out", "format": fmt}}}}
     z.write_config()
     z.start()
     r = z.run("s")
     assert r["rows_sent"] == 4 and r.get("values_nulled", 0) == 0, r
-    out = os.path.join(z.root, "out")
+    out = os.path.join(z.root, "var", "exports", "out")
     files = [os.path.join(out, f) for f in os.listdir(out) if f.endswith("." + fmt)]
     assert len(files) == 1, os.listdir(out)
     if fmt == "csv":
@@ -202,12 +202,13 @@ def test_a_sqlite_mirrors_declared_types_reach_a_parquet_file(sync_env):
               "INSERT INTO m VALUES (1, '1.50', '2024-02-29', '13:14:15', '2024-01-01'), "
               "(2, '12345678.99', '0001-01-01', '00:00:00', 'infinity')")
     z.syncs = {"s": {"query": "SELECT id, price, day, at, odd FROM m ORDER BY id",
-                     "mode": "replace", "dest": {"files": {"path": "out", "format": "parquet"}}}}
+                     "mode": "replace",
+                     "dest": {"files": {"path": "var/exports/out", "format": "parquet"}}}}
     z.write_config()
     z.start()
     r = z.run("s")
     assert r["rows_sent"] == 2 and r.get("values_nulled", 0) == 0, r
-    out = os.path.join(z.root, "out")
+    out = os.path.join(z.root, "var", "exports", "out")
     [f] = [os.path.join(out, f) for f in os.listdir(out) if f.endswith(".parquet")]
     t = pq.read_table(f)
     assert t.schema.field("price").type == pa.decimal128(10, 2)
