@@ -736,8 +736,11 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
         return zx_seterr(err, errlen, "pipeline %s: no connection with a dsn", p->name);
     /* the checks `zxctl test` makes: a failure names what to fix */
     char msg[2048];
-    if (zx_pg_cdc_check(cn, p, 15000, msg, sizeof(msg)) < 0)
-        return zx_seterr(err, errlen, "pipeline %s: %s", p->name, msg);
+    int crc = zx_pg_cdc_check(cn, p, 15000, msg, sizeof(msg));
+    if (crc < 0) {
+        zx_seterr(err, errlen, "pipeline %s: %s", p->name, msg);
+        return crc == ZX_PG_CDC_REFUSED ? ZX_SRC_REFUSED : -1;
+    }
 
     cdc *c = calloc(1, sizeof(*c));
     if (!c)

@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "proto/control.h"
 #include "workers/writer/store.h"
 
 #define STOP_DRAIN_MS 8000
@@ -310,7 +311,12 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
         rc = 0;
         goto out;
     }
-    if (load_positions(rt, err, sizeof(err)) < 0 || src->open(rt, &state, err, sizeof(err)) < 0) {
+    int orc = load_positions(rt, err, sizeof(err));
+    if (orc == 0)
+        orc = src->open(rt, &state, err, sizeof(err));
+    if (orc < 0) {
+        if (orc == ZX_SRC_REFUSED)
+            rc = ZX_EXIT_FATAL_CONFIG;
         zx_error("event=source_open_failed pipeline=%s source=%s error=\"%s\"", rt->name,
                  src->name, err);
         zx_src_set_error(rt, err);
@@ -337,8 +343,8 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
                 break;
         }
         int r = done ? ZX_SRC_DONE : src->poll(rt, state);
-        if (r == ZX_SRC_FATAL) {
-            rc = 1;
+        if (r == ZX_SRC_FATAL || r == ZX_SRC_REFUSED) {
+            rc = r == ZX_SRC_REFUSED ? ZX_EXIT_FATAL_CONFIG : 1;
             break;
         }
         if (r == ZX_SRC_DONE) {

@@ -67,6 +67,13 @@ typedef struct zx_conf_connection zx_conf_connection; /* conf/config.h */
 
 /* poll's answer: what the runtime does next. */
 enum {
+    ZX_SRC_REFUSED = -2, /* the upstream refuses this configuration (a
+                            table without a key, wal_level, a password or
+                            a right refused, an unknown topic): no restart
+                            can help, so the worker exits
+                            ZX_EXIT_FATAL_CONFIG and the supervisor marks
+                            the pipeline failed at once, with the source's
+                            error (zx_src_set_error) as the reason */
     ZX_SRC_FATAL = -1,   /* give up: the worker exits 1 (and is restarted
                             with backoff by the supervisor) */
     ZX_SRC_IDLE = 0,     /* nothing to do: wait for the source's fd, an
@@ -95,11 +102,14 @@ typedef struct zx_source {
 
     /* Make the source's state (*state, freed by close).  The committed
      * positions are available (zx_src_position*).  0, or -1 with err set:
-     * the worker exits 1 and the supervisor restarts it with backoff. */
+     * the worker exits 1 and the supervisor restarts it with backoff; or
+     * ZX_SRC_REFUSED with err set: a refusal no restart can fix (the worker
+     * exits ZX_EXIT_FATAL_CONFIG and is not restarted). */
     int (*open)(zx_src *rt, void **state, char *err, size_t errlen);
 
     /* Do a bounded amount of work (read input, publish frames); never
-     * blocks long.  Returns ZX_SRC_IDLE, _BUSY, _BLOCKED or _FATAL. */
+     * blocks long.  Returns ZX_SRC_IDLE, _BUSY, _BLOCKED, _FATAL or
+     * _REFUSED (after zx_src_set_error with the reason). */
     int (*poll)(zx_src *rt, void *state);
 
     /* Optional: a descriptor that becomes readable when the source has
@@ -148,7 +158,9 @@ zx_source_test_fn zx_source_tester(const char *name);
 /* ---- the runtime (runtime.c) --------------------------------------- */
 
 /* Run the worker of a->pipeline with source src until SIGTERM.  Returns the
- * process exit code: 0 after a clean drain, 1 on a fatal error. */
+ * process exit code: 0 after a clean drain, 1 on a fatal error,
+ * ZX_EXIT_FATAL_CONFIG (proto/control.h) when open or poll answered
+ * ZX_SRC_REFUSED. */
 int zx_source_main(const zx_source *src, const zx_worker_args *a);
 
 const zx_worker_args *zx_src_args(zx_src *rt);
