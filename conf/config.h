@@ -310,6 +310,8 @@ typedef struct zx_conf {
     char *control_group;     /* NULL or a group name: socket mode 0660 with
                                 that group (checked by whoever binds) */
     char *log_level;         /* "debug" | "info" (default) | "warn" | "error" */
+    int core_dumps;          /* `server.core_dumps`: 1 lets zxd and its
+                                workers be dumpable; 0 (default): not */
     zx_conf_http http;
     int ws_kind;             /* ZX_WS_KIND_SQLITE (default) or
                                 ZX_WS_KIND_POSTGRES (`workspace.postgres`

@@ -228,6 +228,13 @@ const zx_cf_option zx_cf_options[] = {
     {.section = "server", .name = "log_level", .type = ZX_CF_ENUM,
      .def = "info", .offset = ROOT(log_level), .allowed = log_levels,
      .help = "Lowest level of the log lines written to stderr."},
+    {.section = "server", .name = "core_dumps", .type = ZX_CF_BOOL,
+     .def = "false", .offset = ROOT(core_dumps),
+     .help = "`true`: zxd and its workers may write core files (as the "
+     "core size limit and kernel.core_pattern allow).  By default they "
+     "are not dumpable (PR_SET_DUMPABLE 0): a core would hold the "
+     "passwords and keys they keep in memory, and their memory cannot be "
+     "read by other processes of the same user."},
     {.section = "server", .name = "ring_size", .type = ZX_CF_SIZE,
      .def = "64MiB", .offset = ROOT(ring_size), .min = MiB, .max = 64 * GiB,
      .help = "Shared-memory ring between each pipeline's worker and the "

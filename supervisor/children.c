@@ -232,6 +232,7 @@ static void run_child(sup *s, child *c, int chan)
         zx_close_fds_except(keep, 2);
         zx_proctitle_set("zxd: writer");
         zx_log_set_proc("writer");
+        sup_child_harden(s->conf, ROLE_WRITER, NULL);
         zx_writer_args a = {s->conf, chan, s->writer_efd};
         code = zx_writer_main(&a);
     } else if (c->role == ROLE_GATEWAY) {
@@ -239,6 +240,7 @@ static void run_child(sup *s, child *c, int chan)
         zx_close_fds_except(keep, 3);
         zx_proctitle_set("zxd: gateway");
         zx_log_set_proc("gateway");
+        sup_child_harden(s->conf, ROLE_GATEWAY, NULL);
         zx_gateway_args a = {s->conf, chan, s->gateway_efd, s->listen_fd, s->gateway_generation};
         code = zx_gateway_main(&a);
     } else {
@@ -252,6 +254,7 @@ static void run_child(sup *s, child *c, int chan)
         zx_proctitle_set(title);
         snprintf(title, sizeof(title), "%s:%s", sync ? "sync" : "stream", p->name);
         zx_log_set_proc(title);
+        sup_child_harden(s->conf, ROLE_STREAM, p->conf);
         zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, gw, 0, 0};
         if (sync && p->run) {
             /* syncs.c set the run before forking */
