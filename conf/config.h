@@ -202,6 +202,11 @@ typedef struct zx_conf_pipeline {
                                 `<mirror>__changes` with history, other
                                 pipelines' tables) are equal without regard
                                 to case */
+    uint32_t max_tables;     /* `max_tables`: tables a `table` template may
+                                make (default 100) */
+    char *table_pattern;     /* `table_pattern`: POSIX extended regex the
+                                made names must match (checked to compile);
+                                NULL: any */
     char *table_prefix;      /* as written, or NULL (none) */
     /* kafka and http: how each message becomes rows (other sources: 0,
      * NULL) */

@@ -513,6 +513,22 @@ const zx_cf_option zx_cf_options[] = {
      "that is another pipeline's table is a reject; two templates whose "
      "names could meet (neither fixed start before the first `{` begins "
      "the other) are refused."},
+    {.section = "pipelines.<name>", .name = "max_tables", .type = ZX_CF_UINT,
+     .def = "100", .offset = PIPE(max_tables), .min = 1, .max = 100000,
+     .sources = stream_sources,
+     .help = "With placeholders in `table`: the most tables the pipeline "
+     "makes from its events. An event naming a table beyond them is a "
+     "reject (in the pipeline's `__rejects`, with the reason), so a stream "
+     "naming ever new tables cannot fill the workspace. The names it made "
+     "are kept with the pipeline's positions: a restart counts them "
+     "again."},
+    {.section = "pipelines.<name>", .name = "table_pattern", .type = ZX_CF_STRING,
+     .def_doc = "none (any name)", .offset = PIPE(table_pattern),
+     .sources = stream_sources,
+     .help = "With placeholders in `table`: a regular expression (POSIX "
+     "extended, unanchored: write `^...$` for the whole name) every table "
+     "name made from an event must match, else the event is a reject "
+     "(`^(orders|customers)$`)."},
     {.section = "pipelines.<name>", .name = "format", .type = ZX_CF_ENUM_INT,
      .def = "json", .offset = PIPE(format), .allowed = stream_formats,
      .sources = stream_sources,

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proto/control.h"
+#include "workers/sources/debezium.h"
 #include "workers/writer/store.h"
 
 #define STOP_DRAIN_MS 8000
@@ -263,6 +264,16 @@ static int load_positions(zx_src *rt, char *err, size_t errlen)
         return zx_seterr(err, errlen, "out of memory loading the positions");
     if (rc != 0 && rc != 1)
         return zx_seterr(err, errlen, "cannot read the positions: %s", zx_store_strerror(rc));
+    return 0;
+}
+
+int zx_dbz_tables_seed(zx_dbz_tables *t, zx_src *rt)
+{
+    size_t pl = strlen(ZX_DBZ_TABLE_PART);
+    for (size_t i = 0; i < rt->npos; i++)
+        if (!strncmp(rt->pos[i].part, ZX_DBZ_TABLE_PART, pl) && rt->pos[i].part[pl] &&
+            zx_dbz_tables_add(t, rt->pos[i].part + pl) < 0)
+            return -1;
     return 0;
 }
 
