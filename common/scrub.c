@@ -15,6 +15,17 @@
 #include <unistd.h>
 
 #define NBUCKET 65536u
+/* Larger mappings are reservations, never filled (a sanitizer's shadow
+ * memory: terabytes): skipped.  Those over SPARSE are scanned only where
+ * their pages are resident (mincore), a chunk of CHUNK at a time. */
+#define MAX_VMA (64ull << 30)
+#define SPARSE (64ull << 20)
+#define CHUNK (64ull << 20)
+
+/* The scan reads memory a sanitizer may call out of bounds (redzones, freed
+ * chunks): it is not instrumented, and compares and zeroes with plain
+ * loops (memcmp and the like are intercepted). */
+#define NOSAN __attribute__((no_sanitize_address))
 
 typedef struct scrub_area {
     uint32_t head[NBUCKET];   /* first pattern (index + 1) per first two bytes */
@@ -74,8 +85,16 @@ static char *read_maps(size_t *len, size_t *cap)
 }
 
 
+NOSAN static int same(const unsigned char *p, const char *q, size_t l)
+{
+    for (size_t i = 0; i < l; i++)
+        if (p[i] != (unsigned char)q[i])
+            return 0;
+    return 1;
+}
+
 /* Zero the copies in [s, e).  Returns how many. */
-static long scan(const scrub_area *A, unsigned char *s, unsigned char *e)
+NOSAN static long scan_range(const scrub_area *A, unsigned char *s, unsigned char *e)
 {
     long found = 0;
     if (e - s < 2)
@@ -85,8 +104,10 @@ static long scan(const scrub_area *A, unsigned char *s, unsigned char *e)
         while (i) {
             uint32_t k = i - 1;
             size_t l = A->len[k];
-            if ((size_t)(e - p) >= l && memcmp(p, A->text + A->off[k], l) == 0) {
-                explicit_bzero(p, l);
+            if ((size_t)(e - p) >= l && same(p, A->text + A->off[k], l)) {
+                volatile unsigned char *z = p;
+                for (size_t j = 0; j < l; j++)
+                    z[j] = 0;
                 found++;
                 p += l - 1;
                 break;
@@ -94,6 +115,40 @@ static long scan(const scrub_area *A, unsigned char *s, unsigned char *e)
             i = A->next[k];
         }
     }
+    return found;
+}
+
+/* scan_range over [s, e), a large mapping: only its resident pages. */
+static long scan(const scrub_area *A, unsigned char *s, unsigned char *e)
+{
+    if ((uint64_t)(e - s) <= SPARSE)
+        return scan_range(A, s, e);
+    static unsigned char vec[CHUNK / 4096];
+    long found = 0;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *run = NULL;
+    for (unsigned char *c = s; c < e; c += CHUNK) {
+        size_t len = (uint64_t)(e - c) < CHUNK ? (size_t)(e - c) : CHUNK;
+        if (pg != 4096 || mincore(c, len, vec) < 0) {
+            /* cannot tell: all of it */
+            if (run)
+                found += scan_range(A, run, c);
+            run = NULL;
+            found += scan_range(A, c, c + len);
+            continue;
+        }
+        for (size_t i = 0; i < (len + pg - 1) / pg; i++) {
+            unsigned char *page = c + i * pg;
+            if ((vec[i] & 1) && !run)
+                run = page;
+            else if (!(vec[i] & 1) && run) {
+                found += scan_range(A, run, page);
+                run = NULL;
+            }
+        }
+    }
+    if (run)
+        found += scan_range(A, run, e);
     return found;
 }
 
@@ -170,7 +225,7 @@ long zx_scrub_copies(const char *const *pats, size_t n)
             char perms[8];
             if (sscanf(line, "%lx-%lx %7s", &s, &e, perms) == 3 && perms[0] == 'r' &&
                 perms[1] == 'w' && perms[3] == 'p' && !strstr(line, "[vsyscall]") &&
-                !strstr(line, "[vvar"))
+                !strstr(line, "[vvar") && e - s <= MAX_VMA)
                 found += scan_but(A, s, e, (const uintptr_t(*)[2])x, 2);
             line = nl ? nl + 1 : NULL;
         }

@@ -7,7 +7,10 @@
  * environment (a ${env:} value).  zx_scrub_copies finds each copy of the
  * given strings in the private writable mappings of /proc/self/maps (heap,
  * stack, anonymous memory, libraries' data) and zeroes it: it is meant for
- * a child right after fork, for the secrets it has no use for.
+ * a child right after fork, for the secrets it has no use for.  A mapping
+ * over 64 MiB is read only where its pages are resident (mincore: a page
+ * swapped out is not read), one over 64 GiB not at all (a reservation such
+ * as a sanitizer's shadow memory, never filled).
  *
  * It must never: allocate from the heap while it scans (malloc could hand
  * out or move memory being searched: it works in mappings of its own,

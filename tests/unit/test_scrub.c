@@ -43,6 +43,13 @@ int main(void)
     free(freed);
     char *shortv = strdup("short");   /* under ZX_SCRUB_MIN: not searched for */
     char *keep = strdup("another-secret-kept");
+    /* a large mapping, read only where resident */
+    size_t sparse_len = 256u << 20;
+    char *sparse = mmap(NULL, sparse_len, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    CHECK(sparse != MAP_FAILED);
+    size_t at = (200u << 20) + 4090;   /* across a page boundary */
+    memcpy(sparse + at, secret, strlen(secret));
 
     const char *pats[] = {cfg, NULL, "short", "s3cret"}; /* "s3cret": too short */
     long n = zx_scrub_copies(pats, 4);
@@ -59,6 +66,8 @@ int main(void)
     CHECK(strcmp(shared, pat) == 0);        /* shared mappings are not touched */
     CHECK(strcmp(shortv, "short") == 0);
     CHECK(strcmp(keep, "another-secret-kept") == 0);
+    for (size_t i = 0; i < strlen(secret); i++)
+        CHECK(sparse[at + i] == '\0');
     (void)freed_at;
     CHECK(zx_scrub_copies(NULL, 0) == 0);
     if (failures)
