@@ -27,10 +27,16 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0,
 PIPES = {"alpha": {}, "beta": {"key_ref": "literal"}, "gamma": {"key_ref": "file"}}
 
 
+CHUNK = 64 << 20
+MAX_MAPPING = 64 << 30      # larger: a reservation (ASan's shadow), never filled
+
+
 def memory_has(pid, needles):
     """{needle: 1 when one of pid's private mappings holds it}: every
-    readable private mapping (heap, stack, anonymous, data) is read."""
+    readable private mapping (heap, stack, anonymous, data) is read, in
+    chunks that overlap by the longest needle."""
     found = dict.fromkeys(needles, 0)
+    over = max(len(n) for n in needles)
     with open(f"/proc/{pid}/maps") as f:
         maps = f.read().splitlines()
     with open(f"/proc/{pid}/mem", "rb", 0) as mem:
@@ -41,14 +47,17 @@ def memory_has(pid, needles):
             if perms[0] != "r" or perms[3] != "p" or name.startswith(("[vvar", "[vsyscall")):
                 continue
             start, end = (int(x, 16) for x in parts[0].split("-"))
-            try:
-                mem.seek(start)
-                data = mem.read(end - start)
-            except (OSError, ValueError, OverflowError):
+            if end - start > MAX_MAPPING:
                 continue
-            for n in needles:
-                if n in data:
-                    found[n] = 1
+            for at in range(start, end, CHUNK):
+                try:
+                    mem.seek(at)
+                    data = mem.read(min(CHUNK + over, end - at))
+                except (OSError, ValueError, OverflowError):
+                    continue
+                for n in needles:
+                    if n in data:
+                        found[n] = 1
     return found
 
 
