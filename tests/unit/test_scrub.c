@@ -70,6 +70,13 @@ int main(void)
         CHECK(sparse[at + i] == '\0');
     (void)freed_at;
     CHECK(zx_scrub_copies(NULL, 0) == 0);
+    free(cfg);
+    free(small);
+    free(big);
+    free(shortv);
+    free(keep);
+    munmap(sparse, sparse_len);
+    munmap(shared, 4096);
     if (failures)
         fprintf(stderr, "%d failure(s)\n", failures);
     else
