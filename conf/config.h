@@ -211,6 +211,11 @@ typedef struct zx_conf_pipeline {
                                 `<mirror>__changes` with history, other
                                 pipelines' tables) are equal without regard
                                 to case */
+    uint32_t max_tables;     /* `max_tables`: tables a `table` template may
+                                make (default 100) */
+    char *table_pattern;     /* `table_pattern`: POSIX extended regex the
+                                made names must match (checked to compile);
+                                NULL: any */
     char *table_prefix;      /* as written, or NULL (none) */
     /* kafka and http: how each message becomes rows (other sources: 0,
      * NULL) */
@@ -333,6 +338,8 @@ typedef struct zx_conf {
     char *control_group;     /* NULL or a group name: socket mode 0660 with
                                 that group (checked by whoever binds) */
     char *log_level;         /* "debug" | "info" (default) | "warn" | "error" */
+    int core_dumps;          /* `server.core_dumps`: 1 lets zxd and its
+                                workers be dumpable; 0 (default): not */
     zx_conf_http http;
     int ws_kind;             /* ZX_WS_KIND_SQLITE (default) or
                                 ZX_WS_KIND_POSTGRES (`workspace.postgres`

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -162,6 +163,22 @@ static void check_stream(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *
     if ((n = zx_cf_where_opt(w, entry, "metadata")) && pl->metadata && mirror)
         zx_cf_error_at(x, n, "pipelines.%s: metadata columns are for appended rows, not "
                        "mirrors (format: debezium, mode: latest)", pl->name);
+    if (pl->table_pattern) {
+        regex_t re;
+        char why[160];
+        int r = regcomp(&re, pl->table_pattern, REG_EXTENDED | REG_NOSUB);
+        n = zx_cf_where_opt(w, entry, "table_pattern");
+        if (r != 0) {
+            regerror(r, &re, why, sizeof(why));
+            zx_cf_error_at(x, n, "pipelines.%s: table_pattern is not a valid regular "
+                           "expression (POSIX extended): %s", pl->name, why);
+        } else {
+            regfree(&re);
+            if (!pl->table || !strchr(pl->table, '{'))
+                zx_cf_error_at(x, n, "pipelines.%s: table_pattern applies only to a table "
+                               "with placeholders (table: \"{source.table}\")", pl->name);
+        }
+    }
     if (pl->table && strchr(pl->table, '{') && pl->format != ZX_FORMAT_DEBEZIUM)
         zx_cf_error_at(x, zx_cf_where_opt(w, entry, "table"), "pipelines.%s: placeholders "
                        "in table (%s) need format: debezium", pl->name, pl->table);

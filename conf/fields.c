@@ -492,6 +492,8 @@ int zx_cf_set_node(zx_cf_ctx *x, const zx_cf_option *o, void *base,
     }
     if (rc == 0)
         rc = set_text(x, o, base, n, val, shown);
+    if (val && ((o->flags & ZX_CF_SECRET) || o->type == ZX_CF_DSN))
+        explicit_bzero(val, strlen(val));
     free(val);
     free(shown);
     return rc;
@@ -519,7 +521,12 @@ static int is_list_type(zx_cf_type t)
 void zx_cf_clear_field(const zx_cf_option *o, void *base)
 {
     if (is_str_type(o->type)) {
-        free(*(char **)field(base, o));
+        char *v = *(char **)field(base, o);
+        /* a secret leaves no copy in freed memory (a worker forked later
+         * inherits the supervisor's heap: supervisor/scrub.c) */
+        if (v && ((o->flags & ZX_CF_SECRET) || o->type == ZX_CF_DSN))
+            explicit_bzero(v, strlen(v));
+        free(v);
         *(char **)field(base, o) = NULL;
     } else if (is_list_type(o->type) || o->type == ZX_CF_PROPS) {
         /* topic and topics share their field: the second finds it NULL */
@@ -528,6 +535,9 @@ void zx_cf_clear_field(const zx_cf_option *o, void *base)
         *(char ***)field(base, o) = NULL;
         if (o->type == ZX_CF_PROPS) {
             char ***vd = (char ***)((char *)base + o->v_offset);
+            for (size_t i = 0; *vd && i < *cnt; i++)
+                if ((*vd)[i])
+                    explicit_bzero((*vd)[i], strlen((*vd)[i]));
             zx_cf_free_strs(*vd, *cnt);
             *vd = NULL;
         }

@@ -238,6 +238,13 @@ const zx_cf_option zx_cf_options[] = {
     {.section = "server", .name = "log_level", .type = ZX_CF_ENUM,
      .def = "info", .offset = ROOT(log_level), .allowed = log_levels,
      .help = "Lowest level of the log lines written to stderr."},
+    {.section = "server", .name = "core_dumps", .type = ZX_CF_BOOL,
+     .def = "false", .offset = ROOT(core_dumps),
+     .help = "`true`: zxd and its workers may write core files (as the "
+     "core size limit and kernel.core_pattern allow).  By default they "
+     "are not dumpable (PR_SET_DUMPABLE 0): a core would hold the "
+     "passwords and keys they keep in memory, and their memory cannot be "
+     "read by other processes of the same user."},
     {.section = "server", .name = "ring_size", .type = ZX_CF_SIZE,
      .def = "64MiB", .offset = ROOT(ring_size), .min = MiB, .max = 64 * GiB,
      .help = "Shared-memory ring between each pipeline's worker and the "
@@ -549,6 +556,22 @@ const zx_cf_option zx_cf_options[] = {
      "that is another pipeline's table is a reject; two templates whose "
      "names could meet (neither fixed start before the first `{` begins "
      "the other) are refused."},
+    {.section = "pipelines.<name>", .name = "max_tables", .type = ZX_CF_UINT,
+     .def = "100", .offset = PIPE(max_tables), .min = 1, .max = 100000,
+     .sources = stream_sources,
+     .help = "With placeholders in `table`: the most tables the pipeline "
+     "makes from its events. An event naming a table beyond them is a "
+     "reject (in the pipeline's `__rejects`, with the reason), so a stream "
+     "naming ever new tables cannot fill the workspace. The names it made "
+     "are kept with the pipeline's positions: a restart counts them "
+     "again."},
+    {.section = "pipelines.<name>", .name = "table_pattern", .type = ZX_CF_STRING,
+     .def_doc = "none (any name)", .offset = PIPE(table_pattern),
+     .sources = stream_sources,
+     .help = "With placeholders in `table`: a regular expression (POSIX "
+     "extended, unanchored: write `^...$` for the whole name) every table "
+     "name made from an event must match, else the event is a reject "
+     "(`^(orders|customers)$`)."},
     {.section = "pipelines.<name>", .name = "format", .type = ZX_CF_ENUM_INT,
      .def = "json", .offset = PIPE(format), .allowed = stream_formats,
      .sources = stream_sources,

@@ -216,6 +216,8 @@ static int cf_append_ref(zx_cf_ctx *x, const yaml_node_t *n,
     free(rel);
     if (rc == 0)
         rc = cf_append(x, n, buf, blen, content, strlen(content));
+    if (content)
+        explicit_bzero(content, strlen(content));
     free(content);
     return rc;
 }

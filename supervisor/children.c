@@ -232,6 +232,7 @@ static void run_child(sup *s, child *c, int chan)
         zx_close_fds_except(keep, 2);
         zx_proctitle_set("zxd: writer");
         zx_log_set_proc("writer");
+        sup_child_harden(s->conf, ROLE_WRITER, NULL);
         zx_writer_args a = {s->conf, chan, s->writer_efd};
         code = zx_writer_main(&a);
     } else if (c->role == ROLE_GATEWAY) {
@@ -239,6 +240,7 @@ static void run_child(sup *s, child *c, int chan)
         zx_close_fds_except(keep, 3);
         zx_proctitle_set("zxd: gateway");
         zx_log_set_proc("gateway");
+        sup_child_harden(s->conf, ROLE_GATEWAY, NULL);
         zx_gateway_args a = {s->conf, chan, s->gateway_efd, s->listen_fd, s->gateway_generation};
         code = zx_gateway_main(&a);
     } else {
@@ -252,6 +254,7 @@ static void run_child(sup *s, child *c, int chan)
         zx_proctitle_set(title);
         snprintf(title, sizeof(title), "%s:%s", sync ? "sync" : "stream", p->name);
         zx_log_set_proc(title);
+        sup_child_harden(s->conf, ROLE_STREAM, p->conf);
         zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, gw, 0, 0};
         if (sync && p->run) {
             /* syncs.c set the run before forking */
@@ -525,15 +528,16 @@ static void child_gone(sup *s, child *c, int st)
         return;
     }
 
-    /* a crash */
+    /* a crash, or a refusal (not restarted, so not counted as a restart) */
     int64_t now = zx_mono_ms();
-    c->restarts++;
+    int fatal = WIFEXITED(st) && WEXITSTATUS(st) == ZX_EXIT_FATAL_CONFIG;
+    if (!fatal)
+        c->restarts++;
     snprintf(c->last_error, sizeof(c->last_error), "%s", why);
     memmove(&c->crash_ms[1], &c->crash_ms[0], sizeof(c->crash_ms) - sizeof(c->crash_ms[0]));
     c->crash_ms[0] = now;
     if (c->ncrash < 5)
         c->ncrash++;
-    int fatal = WIFEXITED(st) && WEXITSTATUS(st) == ZX_EXIT_FATAL_CONFIG;
     int too_many = c->ncrash >= 5 && now - c->crash_ms[4] <= 60000;
     if (c->role != ROLE_STREAM && fatal) {
         /* The writer or the gateway cannot run with this configuration
@@ -552,9 +556,20 @@ static void child_gone(sup *s, child *c, int st)
         c->want = 0;
         atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
         atomic_store(&c->pipe->seg.hdr->worker_failed, 1);
-        char msg[300];
-        snprintf(c->last_error, sizeof(c->last_error), "%s; %s", why,
-                 fatal ? "fatal error, not restarted" : "crashed 5 times within 60 s, not restarted");
+        char msg[300], serr[ZX_SEG_SOURCE_ERROR_MAX] = "";
+        /* a refusal: the source said why (runtime.c), which says more than
+         * the exit status */
+        if (fatal)
+            zx_segment_read_text(&c->pipe->seg.hdr->source_error_seq,
+                                 c->pipe->seg.hdr->source_error,
+                                 sizeof(c->pipe->seg.hdr->source_error), serr, sizeof(serr));
+        if (fatal && serr[0])
+            snprintf(c->last_error, sizeof(c->last_error), "%s (not restarted: a restart "
+                     "cannot fix this; fix it, then zxctl restart %s)", serr, c->name);
+        else
+            snprintf(c->last_error, sizeof(c->last_error), "%s; %s", why,
+                     fatal ? "fatal error, not restarted"
+                           : "crashed 5 times within 60 s, not restarted");
         snprintf(msg, sizeof(msg), "%s", c->last_error);
         zx_error("event=failed process=%s pid=%d reason=\"%s\"", c->name, (int)old, msg);
         json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "event", "failed", "pipeline", c->name,

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -211,6 +212,9 @@ int main(int argc, char **argv)
     zx_the_sup = s;
     s->conf = conf;
     s->conf_path = conf_path;
+    /* it holds every secret: no core file unless asked for (the children
+     * say it again for themselves, children.c) */
+    prctl(PR_SET_DUMPABLE, conf->core_dumps ? 1 : 0, 0, 0, 0);
     s->pid = getpid();
     s->started_us = zx_now_us();
     s->ctl_fd = -1;

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -199,6 +200,7 @@ json_t *sup_reload(sup *s)
     }
     s->conf = nc;
     zx_log_set_level_name(nc->log_level);
+    prctl(PR_SET_DUMPABLE, nc->core_dumps ? 1 : 0, 0, 0, 0);
     for (size_t i = 0; i < nc->npipelines; i++) {
         const zx_conf_pipeline *np = &nc->pipelines[i];
         spipe *p = sup_find_pipe(s, np->name);

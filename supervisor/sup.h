@@ -145,6 +145,13 @@ extern sup *zx_the_sup;
  * this build yet", in last_error, the log and the feed) and 0 is returned:
  * there is nothing to retry, and zxd goes on with its other pipelines. */
 int sup_spawn(sup *s, child *c);
+
+/* scrub.c: in a child just forked for role (own: its pipeline, NULL for
+ * the writer and the gateway): not dumpable unless server.core_dumps, and
+ * every secret of c the role does not need zeroed wherever a copy of it is
+ * in the child's memory (c's own strings included: they read as "" then).
+ * Never fails: a scan that cannot run is logged. */
+void sup_child_harden(const zx_conf *c, zx_role role, const zx_conf_pipeline *own);
 /* Ask c to stop (SIGTERM; SIGKILL after 10 s) and do `next` once it has
  * exited (sup_reap); a child not running acts at once. */
 void sup_stop_child(sup *s, child *c, zx_next next);

@@ -20,11 +20,12 @@ import decimal
 import json
 import os
 import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import REPO, uid, wait_for
+from conftest import REPO, ZXD, uid, wait_for
 from kafka_fixtures import kafka, make_kzxd, settle  # noqa: F401
 
 CORPUS = os.path.join(REPO, "tests", "corpus", "debezium")
@@ -381,3 +382,70 @@ def test_sigkill_mid_stream_converges(kafka, make_kzxd):
             return False
         return got == model
     wait_for(converged, "the mirror equal to the model", deadline=120)
+
+
+def test_tables_made_from_the_data_are_bounded(make_zxd):
+    """Issue 18, point 18: `table: "{source.table}"` makes tables from the
+    data, so a stream naming ever new tables once filled the workspace.  At
+    most max_tables are made, each matching table_pattern; beyond them an
+    event is a reject with the reason, the tables made still take events,
+    and after a restart the pipeline still counts the tables it made."""
+    z = make_zxd({"many": {"table": '"{source.table}"',
+                           "extra": {"format": "debezium", "key_columns": "[id]",
+                                     "max_tables": 3, "table_pattern": '"^t_"'}}})
+
+    def push(table, i, lsn):
+        r = z.push("many", [pg_event("c", {"id": i, "v": "x"}, lsn, table=table)],
+                   wait_commit=True)
+        assert r.status == 202, r
+        return r
+
+    for n in range(3 + 5):
+        push(f"t_{n}", 1, 100 + n)
+    assert [n for n in range(8) if z.table_exists(f"t_{n}")] == [0, 1, 2]
+    reasons = [r[0] for r in z.query('SELECT reason FROM "many__rejects"')]
+    assert len(reasons) == 5, reasons
+    assert all("would be a new table beyond max_tables (3 tables made already)" in r
+               for r in reasons), reasons
+    push("t_1", 2, 200)                        # a table it made still takes events
+    assert z.count("t_1") == 2
+    push("x_1", 1, 300)                        # not matching table_pattern
+    assert not z.table_exists("x_1")
+    reasons = [r[0] for r in z.query('SELECT reason FROM "many__rejects"')]
+    assert any('the table name "x_1" made from "{source.table}" does not match '
+               'table_pattern "^t_"' in r for r in reasons), reasons
+
+    z.stop()
+    z.start()
+    push("t_9", 1, 400)                        # still bounded after a restart
+    assert not z.table_exists("t_9")
+    push("t_2", 3, 500)                        # and its tables still take events
+    assert z.count("t_2") == 2
+    assert z.count("many__rejects") == 7
+
+
+def test_the_default_bound_is_100_tables(make_zxd):
+    """Without max_tables a template makes at most 100 tables: the 5 more
+    an event stream names are rejects (on main, 105 tables were made)."""
+    z = make_zxd({"flood": {"table": '"{source.table}"',
+                            "extra": {"format": "debezium", "key_columns": "[id]"}}})
+    for n in range(105):
+        r = z.push("flood", [pg_event("c", {"id": 1}, 100 + n, table=f"f_{n}")],
+                   wait_commit=True)
+        assert r.status == 202, r
+    made = [n for n in range(105) if z.table_exists(f"f_{n}")]
+    assert made == list(range(100)), made
+    assert z.count("flood__rejects") == 5
+
+
+def test_a_bad_table_pattern_is_refused(make_zxd):
+    z = make_zxd({"p": {"table": '"{source.table}"',
+                        "extra": {"format": "debezium", "key_columns": "[id]",
+                                  "table_pattern": '"^(unclosed"'}},
+                  "q": {"extra": {"table_pattern": '"^x"'}}}, start=False)
+    p = subprocess.run([ZXD, "-c", z.cfg_path, "--check"], capture_output=True, text=True,
+                       env=z.env, timeout=60)
+    assert p.returncode == 1, p
+    assert "pipelines.p: table_pattern is not a valid regular expression" in p.stderr, p.stderr
+    assert ("pipelines.q: table_pattern applies only to a table with placeholders"
+            in p.stderr), p.stderr

@@ -6,7 +6,8 @@ logical; roles zx, a superuser, and zx_nocreate, without REPLICATION).
 
 What it covers: a zxd with an http pipeline and `source: postgres`
 pipelines starts and runs both kinds side by side (a postgres pipeline
-whose checks fail is failed with their message, and retried); `zxctl test <pipeline>` and `zxctl test <connection>` then run
+whose checks fail is failed with their message, at once and not
+restarted when the server refuses the configuration); `zxctl test <pipeline>` and `zxctl test <connection>` then run
 the checks of workers/sources/pg_cdc_check.c in order and name what is
 missing with the command that fixes it: a wrong password (the dsn shown
 with *** only), a role without REPLICATION (ALTER ROLE), a missing table,
@@ -298,3 +299,31 @@ def test_wal_level_replica_is_told_to_set_logical(cdc_env):
     finally:
         subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_table_without_key_fails_at_once_without_restarts(pg, cdc_env):
+    """A configuration the server refuses (issue 18, 19c: a table without a
+    primary key) can never work: the worker exits with the reserved "do
+    not respawn" code, and the pipeline is failed on its first attempt,
+    with the reason and no restart; zxd and its other pipeline go on, and
+    `zxctl restart` tries again once the table has a key."""
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE events (at timestamptz, what text)")     # no key
+    z = cdc_env.zxd({"nokey": {"connection": "db", "tables": ["events"]}},
+                    {"db": superuser(db)})
+    wait_for(lambda: z.pipeline("nokey")["state"] == "failed",
+             lambda: f"the pipeline did not fail: {z.pipeline('nokey')}", deadline=60)
+    p = z.pipeline("nokey")
+    assert p["restarts"] == 0, p
+    assert "public.events has no primary key" in (p["last_error"] or ""), p
+    assert z.log_text().count("event=start process=nokey ") == 1, z.log_text()
+    assert "event=crash process=nokey" not in z.log_text()
+    z.push_ok("web", [{"a": 1}])
+    z.wait_count("web", 1)
+    # fixed upstream: a restart asked for runs it
+    pg.execute(db, "ALTER TABLE events ADD COLUMN id serial PRIMARY KEY")
+    p = z.zxctl("restart", "nokey")
+    assert p.returncode == 0, p
+    wait_for(lambda: z.pipeline("nokey")["state"] == "running" and
+             z.pipeline("nokey").get("source_status"),
+             lambda: f"not running after the restart: {z.pipeline('nokey')}", deadline=60)

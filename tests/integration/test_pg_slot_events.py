@@ -58,6 +58,10 @@ def test_a_dropped_slot_stops_the_pipeline_then_resync_copies_and_marks_the_gap(
              deadline=DEADLINE)
     err = any_error(z, "o")
     assert "set `slot_lost: resync` on pipeline o and run `zxctl reload`" in err, err
+    # failed at once: a restart cannot bring the changes back
+    wait_for(lambda: (z.pipeline("o") or {}).get("state") == "failed",
+             lambda: f"the pipeline failed: {z.pipeline('o')}", deadline=DEADLINE)
+    assert z.pipeline("o")["restarts"] == 0, z.pipeline("o")
     log = z.log_text()
     assert "event=slot_lost pipeline=o slot=zx_o" in log and "action=fail" in log, log[-3000:]
     assert "level=error" in log.split("event=slot_lost", 1)[0].rsplit("\n", 1)[-1], \

@@ -69,6 +69,21 @@
 
 typedef enum { ZX_DBZ_DEBEZIUM = 1, ZX_DBZ_LATEST = 2 } zx_dbz_mode;
 
+/* The tables a `table` template made (max_tables, table_pattern): the
+ * names of every table an event was added for, at most max of them; a
+ * name beyond them, or not matching the pattern, makes the event a
+ * reject.  The source seeds it at start from its committed positions
+ * (parts ZX_DBZ_TABLE_PART + name: each frame of a template carries its
+ * table so, zx_dbz_table_part) and so a restart counts them again. */
+typedef struct zx_dbz_tables {
+    char **v;                     /* sorted, malloc'd */
+    size_t n, cap;
+    size_t max;                   /* 0: no bound */
+    const char *pattern;          /* as written (for the reason), or NULL */
+    void *re;                     /* its compiled regex_t, or NULL */
+} zx_dbz_tables;
+#define ZX_DBZ_TABLE_PART "table:"
+
 /* What the stream's configuration says (valid while zx_dbz_add runs). */
 typedef struct zx_dbz_conf {
     zx_dbz_mode mode;
@@ -84,6 +99,8 @@ typedef struct zx_dbz_conf {
     const char *self;             /* this pipeline's name (skipped there) */
     uint32_t max_columns;         /* data columns one frame may bring; 0 =
                                      ZX_DBZ_MAX_COLUMNS */
+    zx_dbz_tables *made;          /* a template's tables (zx_dbz_add adds to
+                                     it); NULL: a fixed table, no bound */
 } zx_dbz_conf;
 
 #define ZX_DBZ_MAX_COLUMNS 500u
@@ -157,6 +174,19 @@ struct zx_conf;
  * table, or its name with '-' as '_' when the table is a template. */
 void zx_dbz_init_conf(const struct zx_conf *conf, const struct zx_conf_pipeline *p,
                       zx_dbz_conf *c, char rej_table[ZX_COLNAME_MAX + 1]);
+
+/* With a template in p's table: c->made = t, bounded by p's max_tables and
+ * table_pattern (compiled here; the configuration checked it compiles).
+ * 0; -1 out of memory (or a pattern that does not compile: err says).
+ * zx_dbz_tables_free frees what t holds (t itself is the caller's). */
+int zx_dbz_tables_init(zx_dbz_tables *t, const struct zx_conf_pipeline *p, zx_dbz_conf *c,
+                       char *err, size_t errlen);
+void zx_dbz_tables_free(zx_dbz_tables *t);
+/* Count name as made (seeding from the positions).  0; -1 out of memory. */
+int zx_dbz_tables_add(zx_dbz_tables *t, const char *name);
+/* The position part a frame of table `table` carries when c has a template
+ * (ZX_DBZ_TABLE_PART + table) into buf; 0, or -1 when c has none. */
+int zx_dbz_table_part(const zx_dbz_conf *c, const char *table, char *buf, size_t len);
 
 /* An empty frame appending to rs. */
 void zx_dbz_frame_init(zx_dbz_frame *f, zx_rowset *rs);

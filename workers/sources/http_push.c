@@ -89,6 +89,9 @@ typedef struct worker {
     zx_dbz_frame df;
     zx_dbz_rejects rej;
     char rej_table[ZX_COLNAME_MAX + 1];
+    zx_dbz_tables tables;    /* a template's tables (max_tables) */
+    zx_frame_pos tpos;       /* the frame's table, as a position part */
+    char tpart[ZX_COLNAME_MAX + 16];
 } worker;
 
 static int out_reply(worker *w, uint64_t req_id, int status, uint32_t retry_after,
@@ -365,6 +368,13 @@ static int handle(worker *w, const void *rec, size_t len)
                 reply_error(w, h->req_id, 500, "out of memory");
                 return DONE;
             }
+            /* a template's table is kept with the positions: a restart
+             * counts it again (max_tables) */
+            if (zx_dbz_table_part(&w->dbz, w->df.table, w->tpart, sizeof(w->tpart)) == 0) {
+                w->tpos = (zx_frame_pos){.part = w->tpart, .value = "1", .value_len = 1};
+                m.positions = &w->tpos;
+                m.npositions = 1;
+            }
         }
     }
     stalled *st = &w->st;
@@ -408,6 +418,16 @@ static int http_open(zx_src *rt, void **state, char *err, size_t errlen)
         w->changes = 1;
         zx_dbz_init_conf(a->conf, p, &w->dbz, w->rej_table);
         zx_dbz_frame_init(&w->df, &w->rs);
+        int bad = zx_dbz_tables_init(&w->tables, p, &w->dbz, err, errlen);
+        if (bad == 0 && zx_dbz_tables_seed(&w->tables, rt) < 0)
+            bad = zx_seterr(err, errlen, "out of memory");
+        if (bad) {
+            zx_dbz_frame_free(&w->df);
+            zx_dbz_tables_free(&w->tables);
+            zx_rowset_free(&w->rs);
+            free(w);
+            return -1;
+        }
     }
     *state = w;
     return 0;
@@ -483,6 +503,7 @@ static void http_close(zx_src *rt, void *state)
     zx_store_close(w->store);
     zx_rowset_free(&w->rs);
     zx_dbz_frame_free(&w->df);
+    zx_dbz_tables_free(&w->tables);
     free(w->rej.v);
     free(w->pend);
     free(w->infl);

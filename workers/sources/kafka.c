@@ -815,7 +815,7 @@ static int k_poll(zx_src *rt, void *st)
 {
     int r = poll_once(rt, st);
     if (r == ZX_SRC_FATAL && ((kstate *)st)->fatal == KS_FAILED)
-        return ZX_SRC_FAILED;
+        return ZX_SRC_REFUSED;
     return r;
 }
 
@@ -864,6 +864,7 @@ static void k_close(zx_src *rt, void *st)
     if (s->efd >= 0)
         close(s->efd);
     kb_free(&s->b);
+    zx_dbz_tables_free(&s->tables);
     zx_registry_free(s->reg);
     free(s->notes);
     kparts_free(&s->parts);
@@ -897,6 +898,13 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
         kb_set_changes(&s->b, &s->dbz, p->history, s->rej_table);
     }
     rd_kafka_conf_t *conf = NULL;
+    if ((p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST) &&
+        zx_dbz_tables_init(&s->tables, p, &s->dbz, err, errlen) < 0)
+        goto fail;
+    if (zx_dbz_tables_seed(&s->tables, rt) < 0) {
+        zx_seterr(err, errlen, "out of memory");
+        goto fail;
+    }
     if (p->encoding == ZX_ENC_AVRO &&
         !(s->reg = zx_registry_new(p->registry_url, p->registry_username, p->registry_password,
                                    REGISTRY_TIMEOUT_MS))) {

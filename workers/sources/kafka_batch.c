@@ -407,12 +407,12 @@ nomem:
 int kb_meta(kbatch *b, zx_frame_meta *m)
 {
     memset(m, 0, sizeof(*m));
-    if (b->npos > b->fpos_cap) {
-        zx_frame_pos *n = realloc(b->fpos, b->npos * sizeof(*n));
+    if (b->npos + 1 > b->fpos_cap) {   /* + a template's table */
+        zx_frame_pos *n = realloc(b->fpos, (b->npos + 1) * sizeof(*n));
         if (!n)
             return -1;
         b->fpos = n;
-        b->fpos_cap = b->npos;
+        b->fpos_cap = b->npos + 1;
     }
     size_t k = 0;
     for (size_t i = 0; i < b->npos; i++) {
@@ -443,6 +443,15 @@ int kb_meta(kbatch *b, zx_frame_meta *m)
         m->inferred = (b->notes & ZX_DBZ_NOTE_NO_SCHEMA) != 0;
         if (zx_dbz_frame_types(&b->df, &m->col_types, &m->ncol_types) < 0)
             return -1;
+        /* a template's table is kept with the positions: a restart counts
+         * it again (max_tables) */
+        char tp[ZX_COLNAME_MAX + 16];
+        if (zx_dbz_table_part(b->dbz, b->df.table, tp, sizeof(tp)) == 0) {
+            char *part = zx_rowset_strdup(&b->rs, tp, strlen(tp));
+            if (!part)
+                return -1;
+            b->fpos[k++] = (zx_frame_pos){.part = part, .value = "1", .value_len = 1};
+        }
     } else if (b->dbz) {
         m->table = b->rej_table;
     }

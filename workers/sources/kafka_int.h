@@ -342,6 +342,7 @@ typedef struct kstate {
     kparts parts;
     kbatch b;
     zx_dbz_conf dbz;            /* format: debezium / mode: latest */
+    zx_dbz_tables tables;       /* a template's tables (max_tables) */
     struct zx_registry *reg;    /* encoding: avro: the schema registry */
     int64_t reg_retry_ms;       /* zx_mono_ms() before which a message
                                    waiting for the registry is not tried */

@@ -771,7 +771,9 @@ static void free_cdc(cdc *c)
  * default) the pipeline stops here with what to do, before anything is
  * made or copied; with resync the new slot's snapshot is copied again and
  * the gap is recorded (c->gap_from, and c->err is the standing error the
- * status shows until the stream starts).  0 go on, -1 stop (err set). */
+ * status shows until the stream starts).  0 go on, -2 the pipeline must
+ * stop for good (slot_lost: fail; err set), -1 the server could not tell
+ * (err set; a restart may). */
 static int slot_lost(cdc *c, pgo_lsn stored, char *err, size_t errlen)
 {
     const zx_conf_pipeline *p = c->p;
@@ -789,11 +791,12 @@ static int slot_lost(cdc *c, pgo_lsn stored, char *err, size_t errlen)
     if (p->slot_lost != ZX_SLOT_LOST_RESYNC) {
         zx_error("event=slot_lost pipeline=%s slot=%s confirmed_lsn=%s action=fail",
                  p->name, p->slot, l);
-        return zx_seterr(err, errlen, "replication slot %s %s; zx had applied the changes up "
+        zx_seterr(err, errlen, "replication slot %s %s; zx had applied the changes up "
                          "to %s, and those made since then cannot be streamed. Nothing was "
                          "made or copied. To copy every table again and go on streaming (each "
                          "__changes table then records the gap), set `slot_lost: resync` on "
                          "pipeline %s and run `zxctl reload`", p->slot, how, l, p->name);
+        return -2;
     }
     zx_error("event=slot_lost pipeline=%s slot=%s confirmed_lsn=%s action=resync", p->name,
              p->slot, l);
@@ -851,8 +854,11 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
         return zx_seterr(err, errlen, "pipeline %s: no connection with a dsn", p->name);
     /* the checks `zxctl test` makes: a failure names what to fix */
     char msg[2048];
-    if (zx_pg_cdc_check(cn, p, 15000, msg, sizeof(msg)) < 0)
-        return zx_seterr(err, errlen, "pipeline %s: %s", p->name, msg);
+    int crc = zx_pg_cdc_check(cn, p, 15000, msg, sizeof(msg));
+    if (crc < 0) {
+        zx_seterr(err, errlen, "pipeline %s: %s", p->name, msg);
+        return crc == ZX_PG_CDC_REFUSED ? ZX_SRC_REFUSED : -1;
+    }
 
     cdc *c = calloc(1, sizeof(*c));
     if (!c)
@@ -901,7 +907,14 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
         for (int i = 0; i < 8; i++)
             stored = (stored << 8) | b[i];
     }
-    if (stored && slot_lost(c, stored, e, sizeof(e)) < 0)
+    int lost = stored ? slot_lost(c, stored, e, sizeof(e)) : 0;
+    if (lost == -2) {
+        /* slot_lost: fail: nothing a restart could change */
+        zx_seterr(err, errlen, "pipeline %s: %s", p->name, e);
+        free_cdc(c);
+        return ZX_SRC_REFUSED;
+    }
+    if (lost < 0)
         goto fail;
     if (zx_pgr_create_slot(c->repl, p->slot, &consistent, c->snapshot, sizeof(c->snapshot),
                            &exists, slot_wait, c, e, sizeof(e)) < 0)

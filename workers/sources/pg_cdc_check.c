@@ -51,6 +51,19 @@ static int fail(char *out, size_t outlen, const char *fmt, ...)
     return -1;
 }
 
+/* A refusal of the configuration: fail's message, ZX_PG_CDC_REFUSED. */
+static int refuse(char *out, size_t outlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int refuse(char *out, size_t outlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(out, outlen, fmt, ap);
+    va_end(ap);
+    return ZX_PG_CDC_REFUSED;
+}
+
 /* ---- the decisions ------------------------------------------------------ */
 
 int zx_pg_cdc_wal_level_msg(const char *wal_level, char *out, size_t outlen)
@@ -299,7 +312,8 @@ static int check_slot(PGconn *c, const char *shown, const zx_conf_pipeline *p, c
         *active = is_true(r, 0, 3);
         snprintf(holder, hlen, "%s", PQgetvalue(r, 0, 4));
         rc = slot_kind_msg(p->slot, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
-                           PQgetvalue(r, 0, 2), f->database, out, outlen);
+                           PQgetvalue(r, 0, 2), f->database, out, outlen) < 0
+             ? ZX_PG_CDC_REFUSED : 0;
     }
     PQclear(r);
     return rc;
@@ -394,7 +408,7 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
     }
     PQclear(r);
     if (ops[0])
-        return fail(out, outlen, "publication %s does not publish %s: ALTER PUBLICATION %s "
+        return refuse(out, outlen, "publication %s does not publish %s: ALTER PUBLICATION %s "
                     "SET (publish = 'insert, update, delete, truncate')", pubq, ops, pubq);
     if (*exists) {
         /* covered: listed (pg_publication_tables: also FOR ALL TABLES and
@@ -415,7 +429,7 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
         list_rows(r, 0, list, sizeof(list), &n);
         PQclear(r);
         if (n)
-            return fail(out, outlen, "publication %s does not cover %s: ALTER PUBLICATION %s "
+            return refuse(out, outlen, "publication %s does not cover %s: ALTER PUBLICATION %s "
                         "ADD TABLE %s", pubq, list, pubq, list);
         return 0;
     }
@@ -448,7 +462,7 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
         add(out, outlen, "ownership of every table, which %s lacks for %s", f->role, list);
     add(out, outlen, "; or create it as a superuser or the tables' owner: CREATE PUBLICATION "
         "%s FOR TABLE %s", pubq, all);
-    return -1;
+    return ZX_PG_CDC_REFUSED;
 }
 
 /* The summary's list of tables with their estimated rows. */
@@ -478,7 +492,7 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
     PGconn *conn = NULL;
     PGresult *tabs = NULL;
     facts f;
-    int rc = -1, slot_exists = 0, slot_active = 0, pub_exists = 0;
+    int rc = -1, slot_exists = 0, slot_active = 0, pub_exists = 0, r;
 
     if (!out || outlen == 0)
         return -1;
@@ -498,9 +512,15 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
     conn = PQconnectdbParams(keys, vals, 1);
     if (!conn || PQstatus(conn) != CONNECTION_OK) {
         one_line(m, sizeof(m), conn ? PQerrorMessage(conn) : "out of memory");
+        int auth = strstr(m, "password authentication failed") ||
+                   strstr(m, "no password supplied");
         fail(out, outlen, "cannot connect to Postgres %s: %s%s", shown, m,
-             strstr(m, "password authentication failed") || strstr(m, "no password supplied")
-             ? " (check the user and password of the connection's dsn)" : "");
+             auth ? " (check the user and password of the connection's dsn)" : "");
+        /* the server answered and refused: no retry gets another answer
+         * (an unreachable server may come back: that stays -1) */
+        if (auth || strstr(m, "does not exist") || strstr(m, "no pg_hba.conf entry") ||
+            strstr(m, "permission denied"))
+            rc = ZX_PG_CDC_REFUSED;
         goto done;
     }
     snprintf(stimeout, sizeof(stimeout), "SET statement_timeout = %d",
@@ -511,14 +531,18 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
 
     /* 2. wal_level, 3. REPLICATION */
     if (zx_pg_cdc_wal_level_msg(f.wal_level, out, outlen) < 0 ||
-        zx_pg_cdc_role_msg(f.role, f.replication, f.superuser, out, outlen) < 0)
+        zx_pg_cdc_role_msg(f.role, f.replication, f.superuser, out, outlen) < 0) {
+        rc = ZX_PG_CDC_REFUSED;
         goto done;
+    }
     /* 4. a slot (or its own), 5. a WAL sender (one already streaming from
      * its slot has its own) */
     if (p && p->slot &&
-        check_slot(conn, shown, p, &f, &slot_exists, &slot_active, holder, sizeof(holder), out,
-                   outlen) < 0)
+        (r = check_slot(conn, shown, p, &f, &slot_exists, &slot_active, holder,
+                        sizeof(holder), out, outlen)) < 0) {
+        rc = r;
         goto done;
+    }
     if (zx_pg_cdc_slots_msg(f.max_slots, f.used_slots, slot_exists, out, outlen) < 0 ||
         (!slot_active &&
          zx_pg_cdc_senders_msg(f.max_senders, f.active_senders, out, outlen) < 0))
@@ -544,14 +568,18 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
                 .select = is_true(tabs, i, T_SELECT), .ident = PQgetisnull(tabs, i, T_IDENT) ? 2 : is_true(tabs, i, T_IDENT),
                 .near = PQgetisnull(tabs, i, T_NEAR) ? NULL : PQgetvalue(tabs, i, T_NEAR),
             };
-            if (zx_pg_cdc_table_msg(&t, f.role, f.database_q, out, outlen) < 0)
+            if (zx_pg_cdc_table_msg(&t, f.role, f.database_q, out, outlen) < 0) {
+                rc = ZX_PG_CDC_REFUSED;
                 goto done;
+            }
         }
         /* 7. the publication */
         if (p->publication &&
-            check_publication(conn, shown, p, &f, tabs, schemas, names, &pub_exists, pubq,
-                              sizeof(pubq), out, outlen) < 0)
+            (r = check_publication(conn, shown, p, &f, tabs, schemas, names, &pub_exists, pubq,
+                                   sizeof(pubq), out, outlen)) < 0) {
+            rc = r;
             goto done;
+        }
     }
 
     snprintf(out, outlen, "Postgres %s (server %s, database %s, role %s): wal_level logical; "
@@ -593,5 +621,5 @@ int zx_pg_cdc_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf
                    int timeout_ms, char *out, size_t outlen)
 {
     (void)conf;
-    return zx_pg_cdc_check(c ? c : p ? p->conn : NULL, p, timeout_ms, out, outlen);
+    return zx_pg_cdc_check(c ? c : p ? p->conn : NULL, p, timeout_ms, out, outlen) < 0 ? -1 : 0;
 }

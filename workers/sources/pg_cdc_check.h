@@ -53,9 +53,16 @@
 
 /* Check connection c (kind postgres) and, when p is not NULL, pipeline p
  * (source postgres, p->conn == c) within timeout_ms.  0 with the summary
- * in out, or -1 with what is missing and how to fix it.  out is always
- * NUL-terminated (outlen > 0); a long list of tables is cut with "and N
- * more". */
+ * in out; or, with what is missing and how to fix it in out:
+ * ZX_PG_CDC_REFUSED when the server answered and refuses the
+ * configuration (password or role refused, wal_level, REPLICATION, a
+ * table missing, unreadable or without a key, a publication or slot that
+ * does not fit): asking again gets the same answer until someone changes
+ * the server or the configuration; -1 for anything a retry may get past
+ * (unreachable, a timeout, no free slot or WAL sender, out of memory).
+ * out is always NUL-terminated (outlen > 0); a long list of tables is cut
+ * with "and N more". */
+#define ZX_PG_CDC_REFUSED (-2)
 int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int timeout_ms,
                     char *out, size_t outlen);
 

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proto/control.h"
+#include "workers/sources/debezium.h"
 #include "workers/writer/store.h"
 
 #define STOP_DRAIN_MS 8000
@@ -279,6 +280,16 @@ static int load_positions(zx_src *rt, char *err, size_t errlen)
     return 0;
 }
 
+int zx_dbz_tables_seed(zx_dbz_tables *t, zx_src *rt)
+{
+    size_t pl = strlen(ZX_DBZ_TABLE_PART);
+    for (size_t i = 0; i < rt->npos; i++)
+        if (!strncmp(rt->pos[i].part, ZX_DBZ_TABLE_PART, pl) && rt->pos[i].part[pl] &&
+            zx_dbz_tables_add(t, rt->pos[i].part + pl) < 0)
+            return -1;
+    return 0;
+}
+
 static void tell_acked(zx_src *rt, void *state)
 {
     uint64_t acked = zx_ring_acked_seq(rt->frames);
@@ -324,7 +335,12 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
         rc = 0;
         goto out;
     }
-    if (load_positions(rt, err, sizeof(err)) < 0 || src->open(rt, &state, err, sizeof(err)) < 0) {
+    int orc = load_positions(rt, err, sizeof(err));
+    if (orc == 0)
+        orc = src->open(rt, &state, err, sizeof(err));
+    if (orc < 0) {
+        if (orc == ZX_SRC_REFUSED)
+            rc = ZX_EXIT_FATAL_CONFIG;
         zx_error("event=source_open_failed pipeline=%s source=%s error=\"%s\"", rt->name,
                  src->name, err);
         zx_src_set_error(rt, err);
@@ -351,8 +367,8 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
                 break;
         }
         int r = done ? ZX_SRC_DONE : src->poll(rt, state);
-        if (r == ZX_SRC_FATAL || r == ZX_SRC_FAILED) {
-            rc = r == ZX_SRC_FAILED ? ZX_EXIT_FATAL_CONFIG : 1;
+        if (r == ZX_SRC_FATAL || r == ZX_SRC_REFUSED) {
+            rc = r == ZX_SRC_REFUSED ? ZX_EXIT_FATAL_CONFIG : 1;
             break;
         }
         if (r == ZX_SRC_DONE) {

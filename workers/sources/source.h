@@ -67,10 +67,15 @@ typedef struct zx_conf_connection zx_conf_connection; /* conf/config.h */
 
 /* poll's answer: what the runtime does next. */
 enum {
-    ZX_SRC_FAILED = -2,  /* give up for good (the source's error says
-                            why): the worker exits ZX_EXIT_FATAL_CONFIG
-                            and the supervisor marks the pipeline failed,
-                            not restarted */
+    ZX_SRC_REFUSED = -2, /* give up for good: no restart can help (the
+                            upstream refuses this configuration: a table
+                            without a key, wal_level, a password or a right
+                            refused; or a policy says stop, as a Kafka
+                            topic reset with on_topic_reset: fail): the
+                            worker exits ZX_EXIT_FATAL_CONFIG and the
+                            supervisor marks the pipeline failed at once,
+                            with the source's error (zx_src_set_error) as
+                            the reason */
     ZX_SRC_FATAL = -1,   /* give up: the worker exits 1 (and is restarted
                             with backoff by the supervisor) */
     ZX_SRC_IDLE = 0,     /* nothing to do: wait for the source's fd, an
@@ -99,11 +104,14 @@ typedef struct zx_source {
 
     /* Make the source's state (*state, freed by close).  The committed
      * positions are available (zx_src_position*).  0, or -1 with err set:
-     * the worker exits 1 and the supervisor restarts it with backoff. */
+     * the worker exits 1 and the supervisor restarts it with backoff; or
+     * ZX_SRC_REFUSED with err set: a refusal no restart can fix (the worker
+     * exits ZX_EXIT_FATAL_CONFIG and is not restarted). */
     int (*open)(zx_src *rt, void **state, char *err, size_t errlen);
 
     /* Do a bounded amount of work (read input, publish frames); never
-     * blocks long.  Returns ZX_SRC_IDLE, _BUSY, _BLOCKED or _FATAL. */
+     * blocks long.  Returns ZX_SRC_IDLE, _BUSY, _BLOCKED, _FATAL or
+     * _REFUSED (after zx_src_set_error with the reason). */
     int (*poll)(zx_src *rt, void *state);
 
     /* Optional: a descriptor that becomes readable when the source has
@@ -152,7 +160,9 @@ zx_source_test_fn zx_source_tester(const char *name);
 /* ---- the runtime (runtime.c) --------------------------------------- */
 
 /* Run the worker of a->pipeline with source src until SIGTERM.  Returns the
- * process exit code: 0 after a clean drain, 1 on a fatal error. */
+ * process exit code: 0 after a clean drain, 1 on a fatal error,
+ * ZX_EXIT_FATAL_CONFIG (proto/control.h) when open or poll answered
+ * ZX_SRC_REFUSED. */
 int zx_source_main(const zx_source *src, const zx_worker_args *a);
 
 const zx_worker_args *zx_src_args(zx_src *rt);
@@ -207,6 +217,13 @@ size_t zx_src_positions_count(zx_src *rt);
 void zx_src_position_at(zx_src *rt, size_t i, const char **part, const void **val,
                         size_t *len);
 int zx_src_position_find(zx_src *rt, const char *part, const void **val, size_t *len);
+
+/* A `table` template's tables (max_tables, workers/sources/debezium.h)
+ * counted again from the committed positions whose part starts with
+ * ZX_DBZ_TABLE_PART.  t with no template (t->max 0, no pattern, nothing
+ * made): nothing.  0; -1 out of memory. */
+struct zx_dbz_tables;
+int zx_dbz_tables_seed(struct zx_dbz_tables *t, zx_src *rt);
 
 /* The source's status, shown by `zxctl status` under the pipeline's
  * "source": a JSON object text (e.g. {"state":"consuming","partitions":
