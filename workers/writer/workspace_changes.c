@@ -179,6 +179,53 @@ fail:
     return -1;
 }
 
+/* The history rowset of a wide mirror: _op, _lsn, _commit_time, _xid and
+ * _row, the change's data columns as one JSON object (mirror names; a
+ * column the change does not carry is left out). */
+static int history_json_rows(const zx_rowset *rs, const chcols *cc, char *const *stored,
+                             zx_rowset *h)
+{
+    static const char *const names[5] = { "_op", "_lsn", "_commit_time", "_xid", "_row" };
+    static const zx_type types[5] = { ZX_T_TEXT, ZX_T_TEXT, ZX_T_TIMESTAMP, ZX_T_INT,
+                                      ZX_T_JSON };
+    int64_t src[4] = { cc->op, cc->lsn, cc->ct, cc->xid };
+    zx_fit_buf b = { 0 };
+    for (int i = 0; i < 5; i++)
+        if (zx_rowset_column(h, names[i], strlen(names[i]), types[i]) < 0)
+            return -1;
+    for (uint32_t r = 0; r < rs->nrows; r++) {
+        if (zx_rowset_begin_row(h) < 0)
+            goto fail;
+        b.len = 0;
+        int bad = zx_fit_buf_put(&b, "{", 1) < 0, n = 0;
+        for (uint64_t i = rs->row_start[r]; i < rs->row_start[r + 1] && !bad; i++) {
+            const zx_cell *cell = &rs->cells[i];
+            if (cell->col >= rs->ncols)
+                continue;
+            for (int k = 0; k < 4; k++)
+                if (src[k] == (int64_t)cell->col && zx_rowset_add(h, (uint32_t)k, &cell->v) < 0)
+                    goto fail;
+            const char *nm = stored[cell->col];
+            if (!nm)
+                continue;
+            bad = (n++ && zx_fit_buf_put(&b, ",", 1) < 0) ||
+                  zx_fit_json_quote(&b, nm, strlen(nm)) < 0 || zx_fit_buf_put(&b, ":", 1) < 0 ||
+                  zx_fit_json_text(&cell->v, &b) < 0;
+        }
+        if (bad || zx_fit_buf_put(&b, "}", 1) < 0)
+            goto fail;
+        zx_value v = { .type = ZX_T_JSON, .len = b.len };
+        if (!(v.s = zx_rowset_strdup(h, b.p, b.len)) || zx_rowset_add(h, 4, &v) < 0)
+            goto fail;
+        zx_rowset_end_row(h);
+    }
+    zx_fit_buf_free(&b);
+    return 0;
+fail:
+    zx_fit_buf_free(&b);
+    return -1;
+}
+
 /* 1 when name is in the JSON array of strings (simple escapes only). */
 int wc_listed(const zx_value *arr, const char *name)
 {
@@ -490,7 +537,21 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
     if (c->history) {
         char hname[200];
         snprintf(hname, sizeof(hname), "%s__changes", c->table);
-        if (history_rows(rs, &cc, names, &h) < 0)
+        /* a wide mirror's history row would not fit a Postgres row: the
+         * row as JSON, decided when __changes is made */
+        uint32_t ndata = 0;
+        for (uint32_t i = 0; i < t->ncols; i++)
+            ndata += strncmp(t->cols[i].name, RESERVED, strlen(RESERVED)) != 0;
+        ws_table *ht = ws_get_table(w, hname);
+        if (!ht) {
+            zx_seterr(err, errlen, "workspace: table %s: %s", hname, zx_ws_errmsg(w));
+            goto out;
+        }
+        int as_json = ht->ncols ? wc_find_exact(w, ht, "_row") >= 0
+                                : ndata > ZX_WS_HISTORY_MAX_COLUMNS;
+        if (as_json && !ht->ncols)
+            res->history_json = ndata;
+        if ((as_json ? history_json_rows(rs, &cc, names, &h) : history_rows(rs, &cc, names, &h)) < 0)
             goto nomem;
         zx_ws_append hp = ap;
         hp.table = hname;
