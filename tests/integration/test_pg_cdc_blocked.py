@@ -43,7 +43,8 @@ def test_columns_differing_only_in_case_are_distinct(pg, mirror_env):
 
     def want(rows_want):
         wait_for(lambda: rows() == rows_want,
-                 lambda: f"ccase to be {rows_want}, is {rows()} {z.columns('ccase')}; log:\n{z.log_text()[-3000:]}",
+                 lambda: f"ccase to be {rows_want}, is {rows()} {z.columns('ccase')}; "
+                         f"log:\n{z.log_text()[-3000:]}",
                  deadline=DEADLINE)
 
     want([(1, "U1", "l1"), (2, "U2", None)])

@@ -906,10 +906,9 @@ static void test_identifiers(zx_ws *w)
     CHECK(res.rows == 2 && res.created_table == 1);
     CHECK(res.nnewcols == 7u);
     zx_ws_result_free(&res);
-    CHECK_STR(q1(EXPECT2("SELECT \"a\"\"b\"||\"select\"||\"sp ace\"||\"\xc3\xbcn\xc3\xaf\"||\"A\"||"
-                         "\"a_2\" FROM \"we\"\"ird tab; DROP TABLE events;--\" ORDER BY rowid LIMIT 1",
-                         "SELECT \"a\"\"b\"||\"select\"||\"sp ace\"||\"\xc3\xbcn\xc3\xaf\"||\"A\"||"
-                         "\"a\" FROM \"we\"\"ird tab; DROP TABLE events;--\" ORDER BY rowid LIMIT 1")),
+#define IDQ(a) "SELECT \"a\"\"b\"||\"select\"||\"sp ace\"||\"\xc3\xbcn\xc3\xaf\"||\"A\"||" \
+                "\"" a "\" FROM \"we\"\"ird tab; DROP TABLE events;--\" ORDER BY rowid LIMIT 1"
+    CHECK_STR(q1(EXPECT2(IDQ("a_2"), IDQ("a"))),
               EXPECT2("1kw10.523", "1kwtrue0.523"));
     CHECK_STR(q1("SELECT quote(bad) FROM \"we\"\"ird tab; DROP TABLE events;--\" ORDER BY rowid"
                  " DESC LIMIT 1"), "'7'");

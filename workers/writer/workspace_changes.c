@@ -139,7 +139,8 @@ static int ensure_mirror(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, 
 }
 
 /* The history rowset: _op, _lsn, _commit_time, _xid, then the data
- * columns under their mirror names (stored[c]), one row per change (values shared with rs's arena). */
+ * columns under their mirror names (stored[c]), one row per change
+ * (values shared with rs's arena). */
 static int history_rows(const zx_rowset *rs, const chcols *cc, char *const *stored,
                         zx_rowset *h)
 {
@@ -551,7 +552,9 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
                                 : ndata > ZX_WS_HISTORY_MAX_COLUMNS;
         if (as_json && !ht->ncols)
             res->history_json = ndata;
-        if ((as_json ? history_json_rows(rs, &cc, names, &h) : history_rows(rs, &cc, names, &h)) < 0)
+        int made = as_json ? history_json_rows(rs, &cc, names, &h)
+                           : history_rows(rs, &cc, names, &h);
+        if (made < 0)
             goto nomem;
         zx_ws_append hp = ap;
         hp.table = hname;

@@ -200,7 +200,8 @@ static int batch(apply *a, const uint32_t *rows, uint32_t n, int kind, char *err
         for (uint32_t col = 0; col < rs->ncols && !bad; col++) {
             if (a->cc->tcol[col] < 0 || wc_listed(unch, rs->cols[col].name))
                 continue;
-            bad = (ncols++ && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, wc_col_name(a, col)) < 0;
+            bad = (ncols++ && ws_sql_str(b, ", ") < 0) ||
+                  a->w->ops->ident(b, wc_col_name(a, col)) < 0;
         }
         if (!bad && ncols == 0) {
             a->quiet = 0;
