@@ -129,11 +129,13 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
     /* the writer holding this pipeline's frames back says more than the
      * worker's last exit */
     char werr[ZX_SEG_SOURCE_ERROR_MAX + 16] = "";
+    char blocked[sizeof(h->writer_error)] = "";
     if (atomic_load_explicit(&h->writer_error_set, memory_order_acquire)) {
-        char copy[sizeof(h->writer_error)];
-        memcpy(copy, h->writer_error, sizeof(copy));
-        copy[sizeof(copy) - 1] = '\0';
-        snprintf(werr, sizeof(werr), "writer: %s", copy);
+        memcpy(blocked, h->writer_error, sizeof(blocked));
+        blocked[sizeof(blocked) - 1] = '\0';
+        if (!blocked[0])
+            snprintf(blocked, sizeof(blocked), "the writer holds its frames back");
+        snprintf(werr, sizeof(werr), "writer: %s", blocked);
     } else if (serr[0]) {
         snprintf(werr, sizeof(werr), "source: %s", serr);
     }
@@ -149,6 +151,13 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
                      "rings", rings, "extra_values", (json_int_t)extra, "source_error",
                      jstr_or_null(serr), "source_status",
                      source_status ? source_status : json_object());
+    /* a worker that runs while the writer holds its frames back (its
+     * table refuses them, or the workspace is down) is not "running":
+     * nothing of it reaches the workspace */
+    if (o && blocked[0] && !p->removing && c->state == ST_RUNNING)
+        json_object_set_new(o, "state", json_string("blocked"));
+    if (o)
+        json_object_set_new(o, "blocked_reason", jstr_or_null(blocked[0] ? blocked : NULL));
     json_t *sy = o ? sup_sync_status(zx_the_sup, p) : NULL;
     if (sy) {
         /* a sync's worker only lives for a run: "idle" says more than

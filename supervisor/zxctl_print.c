@@ -135,13 +135,20 @@ static void zxctl_table_print(zxctl_table *t, FILE *out)
     memset(t, 0, sizeof *t);
 }
 
-/* Lines printed beneath a pipeline's row ("  rejects: ...", "  source:
+/* Lines printed beneath a pipeline's row ("  blocked: <why>", "  rejects: ...", "  source:
  * ..." with the lag of each partition the source reports), or NULL.
  * Caller frees. */
 static char *zxctl_pipe_notes(const json_t *e)
 {
     char *out = NULL;
     size_t len = 0;
+    const json_t *why = json_object_get(e, "blocked_reason");
+    if (json_is_string(why)) {
+        /* the writer holds the pipeline's frames back: say so first */
+        const char *w = json_string_value(why);
+        out = zxctl_xrealloc(out, len + strlen(w) + 16);
+        len += (size_t)sprintf(out + len, "  blocked: %s\n", w);
+    }
     char *rej = zxctl_fmt_rejects(json_object_get(e, "rejects_by_column"));
     if (rej) {
         out = zxctl_xrealloc(out, len + strlen(rej) + 16);

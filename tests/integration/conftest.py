@@ -701,7 +701,9 @@ class Zxd:
         def ok():
             e = self.entry(name)
             last["e"] = e
-            if not e or e.get("state") != "running" or not e.get("pid"):
+            # a pipeline whose frames the writer holds back is "blocked": its
+            # worker runs all the same
+            if not e or e.get("state") not in ("running", "blocked") or not e.get("pid"):
                 return False
             if not_pid is not None and e["pid"] == not_pid:
                 return False

@@ -150,11 +150,18 @@ def test_healthz_and_status_say_why_while_the_server_is_down(make_zxd, pg):
         assert "zx-secret" not in str(h.json)
         st = z.zxctl("status", check_rc=0).stdout
         assert "workspace unavailable" in st and "zx-secret" not in st
+        # its frames wait: the pipeline is blocked, not running
+        p = z.pipeline("ev")
+        assert p["state"] == "blocked", p
+        assert "workspace unavailable" in p["blocked_reason"], p
+        assert "  blocked: workspace unavailable" in st, st
     finally:
         pg.execute("postgres", f'ALTER DATABASE "{z.pg_db}" ALLOW_CONNECTIONS true')
     wait_for(lambda: z.get("/healthz", timeout=10).status == 200, "healthz 200 again",
              deadline=60)
     wait_for(lambda: z.count("ev") == 2, "the row that waited in the ring")
+    wait_for(lambda: z.pipeline("ev")["state"] == "running", "ev running again")
+    assert z.pipeline("ev")["blocked_reason"] is None
 
 
 def test_second_zxd_on_one_schema_is_refused_and_another_schema_works(make_zxd):

@@ -897,7 +897,7 @@ static void test_identifiers(zx_ws *w)
     put("sp ace", VB(1));
     put("\xc3\xbcn\xc3\xaf", VR(0.5));
     put("A", VI(2));
-    put("a", VI(3)); /* SQLite: the same column as "A", last wins; Postgres: its own */
+    put("a", VI(3)); /* its own column: SQLite, whose names ignore case, calls it a_2 */
     put("bad", VT("not an int"));
     endrow();
     row();
@@ -905,16 +905,17 @@ static void test_identifiers(zx_ws *w)
     endrow();
     CHECK(append1(w, &a, &res) == 0);
     CHECK(res.rows == 2 && res.created_table == 1);
-    CHECK(res.nnewcols == EXPECT2(6u, 7u));
+    CHECK(res.nnewcols == 7u);
     zx_ws_result_free(&res);
-    CHECK_STR(q1("SELECT \"a\"\"b\"||\"select\"||\"sp ace\"||\"\xc3\xbcn\xc3\xaf\"||\"A\"||\"a\""
-                 " FROM \"we\"\"ird tab; DROP TABLE events;--\" ORDER BY rowid LIMIT 1"),
-              EXPECT2("1kw10.533", "1kwtrue0.523"));
+#define IDQ(a) "SELECT \"a\"\"b\"||\"select\"||\"sp ace\"||\"\xc3\xbcn\xc3\xaf\"||\"A\"||" \
+                "\"" a "\" FROM \"we\"\"ird tab; DROP TABLE events;--\" ORDER BY rowid LIMIT 1"
+    CHECK_STR(q1(EXPECT2(IDQ("a_2"), IDQ("a"))),
+              EXPECT2("1kw10.523", "1kwtrue0.523"));
     CHECK_STR(q1("SELECT quote(bad) FROM \"we\"\"ird tab; DROP TABLE events;--\" ORDER BY rowid"
                  " DESC LIMIT 1"), "'7'");
     CHECK_STR(q1("SELECT count(*) FROM events"), "4");
     CHECK_STR(q1("SELECT count(*) FROM pragma_table_info('we\"ird tab; DROP TABLE events;--')"),
-              EXPECT2("6", "7"));
+              "7");
 }
 
 static void test_user_table(zx_ws *w)
@@ -1990,6 +1991,49 @@ static void test_changes_nulls(zx_ws *w)
               "3");
 }
 
+/* Source columns differing only in case (issue 18, point 16): on SQLite,
+ * whose names ignore case, the later one is stored as <name>_2; every
+ * change lands in its own column, again after the cache is dropped (as
+ * after a restart); Postgres keeps both names. */
+static void test_changes_case(zx_ws *w)
+{
+    static const char *const key[] = { "id" };
+    zx_ws_changes c = { .pipeline = "cdc", .table = "ccase", .key_cols = key, .nkey_cols = 1,
+                        .history = 1, .ingested_at_us = 1700000000000000 };
+    const char *low = B->pg ? "upper" : "upper_2";
+    char q[200];
+    zx_ws_result res;
+    for (int pass = 0; pass < 2; pass++) {
+        zx_rowset_reset(&rs);
+        one_change("insert", "0/10", 700);
+        put("id", VI(1 + pass * 10)); put("UPPER", VT("U1")); put("upper", VT("l1"));
+        endrow();
+        one_change("update", "0/20", 701);
+        put("id", VI(2 + pass * 10)); put("upper", VT("l2"));
+        endrow();
+        one_change("insert", "0/21", 701);
+        put("id", VI(3 + pass * 10)); put("UPPER", VT("U3")); put("upper", VT("l3"));
+        endrow();
+        one_change("update", "0/30", 702);
+        put("id", VI(1 + pass * 10)); put("UPPER", VT("U1b"));
+        put(ZX_CH_UNCHANGED, VJ("[\"upper\"]"));
+        endrow();
+        CHECK(apply1(w, &c, &res) == 0 && res.rows == 4 && res.rejects == 0);
+        zx_ws_result_free(&res);
+        snprintf(q, sizeof(q), "SELECT group_concat(id || ':' || coalesce(\"UPPER\", '-') || ':' "
+                 "|| coalesce(\"%s\", '-'), ' ') FROM (SELECT * FROM ccase ORDER BY id) x", low);
+        CHECK_STR(q1(q), pass ? "1:U1b:l1 2:-:l2 3:U3:l3 11:U1b:l1 12:-:l2 13:U3:l3"
+                              : "1:U1b:l1 2:-:l2 3:U3:l3");
+        CHECK_STR(q1("SELECT count(*) FROM ccase__changes"), pass ? "8" : "4");
+        /* a rollback forgets the schema cache: read back as after a restart */
+        CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+        zx_ws_rollback(w);
+    }
+    snprintf(q, sizeof(q), "SELECT \"UPPER\" || '/' || \"%s\" FROM ccase__changes "
+             "WHERE _lsn = '0/10' AND id = 11", low);
+    CHECK_STR(q1(q), "U1/l1");
+}
+
 static void run_suite(const backend *b)
 {
     B = b;
@@ -2009,6 +2053,7 @@ static void run_suite(const backend *b)
         test_view(w);
         test_changes(w);
         test_changes_nulls(w);
+        test_changes_case(w);
         zx_ws_close(w);
         test_reopen();
         if (!B->pg) {

@@ -643,6 +643,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
 {
     int ret = -1, meta_idx[2] = { -1, -1 }, began = 0;
     int64_t extra_idx = -1;
+    char **stored = NULL;   /* names that differ only in case: wc_stored_names */
     uint32_t meta = a->metadata & 3u, ncols = rs->ncols;
     uint32_t cap = a->max_columns ? a->max_columns : ZX_WS_DEFAULT_MAX_COLUMNS;
     if (cap > ZX_WS_MAX_COLUMNS)
@@ -694,12 +695,27 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
             goto out;
         }
     }
+    /* fields whose names the database cannot tell apart (SQLite: "UPPER"
+     * and "upper") each get their own column, by the rule of mirrors */
+    int clash = wc_names_clash(w, t, rs, w->map);
+    if (clash < 0 || (clash && !(stored = calloc(ncols + 1, sizeof(*stored)))))
+        goto nomem;
+    if (clash) {
+        const char **src = calloc(ncols + 1, sizeof(*src));
+        for (uint32_t c = 0; src && c < ncols; c++)
+            src[c] = w->map[c] == -3 ? rs->cols[c].name : NULL;
+        int named = src ? wc_stored_names(w, t, src, ncols, stored) : -1;
+        free(src);
+        if (named < 0)
+            goto nomem;
+    }
     uint32_t have = data_columns(w, t);
     uint32_t budget = have < cap ? cap - have : 0;
     for (uint32_t c = 0; c < ncols; c++) {
         if (w->map[c] != -3)
             continue;
-        int64_t i = ws_find_col(w, t, rs->cols[c].name);
+        const char *cname = stored ? stored[c] : rs->cols[c].name;
+        int64_t i = stored ? wc_find_exact(w, t, cname) : ws_find_col(w, t, cname);
         if (i < 0) {
             const char *decl = w->ops->decl_for_type(rs->cols[c].type);
             if (!decl) { /* a hostile frame's unknown type: no column for it */
@@ -710,11 +726,10 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                 to_extra(w, rs, c, cap, res);
                 continue;
             }
-            int rc = w->ops->add_column(w, t, rs->cols[c].name, decl, &w->nomsg[c], err,
-                                        errlen);
+            int rc = w->ops->add_column(w, t, cname, decl, &w->nomsg[c], err, errlen);
             if (rc < 0)
                 goto out;
-            if (rc == 0 && add_newcol(res, rs->cols[c].name, rs->cols[c].type) < 0)
+            if (rc == 0 && add_newcol(res, cname, rs->cols[c].type) < 0)
                 goto nomem;
             budget -= rc == 0;
             i = rc == 0 ? (int64_t)t->ncols - 1 : -2;
@@ -862,6 +877,9 @@ out:
         free(w->nomsg[c]);
         w->nomsg[c] = NULL;
     }
+    for (uint32_t c = 0; c < ncols && stored; c++)
+        free(stored[c]);
+    free(stored);
     return ret;
 }
 

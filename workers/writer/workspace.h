@@ -198,6 +198,8 @@ int zx_ws_positions_drop(zx_ws *w, const char *pipeline);
 #define ZX_WS_EXTRA_COLUMN "_extra"
 #define ZX_WS_DEFAULT_MAX_COLUMNS 500u
 #define ZX_WS_MAX_COLUMNS 1500u      /* highest cap (SQLite: 2000 in all) */
+/* The widest mirror whose history keeps a column per source column. */
+#define ZX_WS_HISTORY_MAX_COLUMNS 900u
 
 typedef struct zx_ws_append {
     const char *pipeline;    /* for the rejects table */
@@ -233,6 +235,9 @@ typedef struct zx_ws_result {
     uint32_t extra_fields;   /* distinct fields of the batch kept there */
     uint32_t max_columns;    /* the cap applied (when extra_fields > 0) */
     char extra_first[64];    /* the first such field's name, "" if none */
+    uint32_t history_json;   /* zx_ws_apply_changes made <table>__changes
+                                with the row as JSON (_row): the data
+                                columns it has; 0 otherwise */
 } zx_ws_result;
 
 /* Append every row of rs to a->table inside the open transaction, creating
@@ -267,7 +272,10 @@ typedef struct zx_ws_changes {
  * of c->col_types that rs lacks; an update that moved the key deletes the old key's row; delete
  * deletes the key's row; truncate empties the table.  With c->history each
  * change is also appended to <table>__changes (_op, _lsn, _commit_time,
- * _xid, then the row).  Misfit values are NULL plus a reject; a change the
+ * _xid, then the row; for a mirror of more than ZX_WS_HISTORY_MAX_COLUMNS
+ * data columns, whose history row would not fit a Postgres row, the row
+ * is one JSON object in _row instead, decided when __changes is made and
+ * kept while it has _row).  Misfit values are NULL plus a reject; a change the
  * table refuses (a constraint, no key, an unknown operation) is a reject
  * of its row ("row not inserted: ...").  *res: rows = changes applied,
  * rejects, created_table.  0, or -1 on a database failure (roll back). */

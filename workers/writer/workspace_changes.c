@@ -76,14 +76,25 @@ static const char *decl_of(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs
     return d ? d : w->ops->decl_for_type(ZX_T_TEXT);
 }
 
-/* The mirror table exists with every data column of the frame.  0, or -1
- * (err set). */
+/* The mirror table exists with every data column of the frame, each
+ * under its stored name (wc_stored_names, into names[]); tcol[c] = its
+ * table column (-1: none).  0, or -1 (err set). */
 static int ensure_mirror(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, ws_table **out,
-                         zx_ws_result *res, char *err, size_t errlen)
+                         char **names, int64_t *tcol, zx_ws_result *res, char *err,
+                         size_t errlen)
 {
     ws_table *t = ws_get_table(w, c->table);
     if (!t)
         return zx_seterr(err, errlen, "workspace: table %s: %s", c->table, zx_ws_errmsg(w));
+    const char **src = malloc((rs->ncols + 1) * sizeof(*src));
+    if (!src)
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    for (uint32_t i = 0; i < rs->ncols; i++)
+        src[i] = is_data(rs, i) ? rs->cols[i].name : NULL;
+    int named = wc_stored_names(w, t, src, rs->ncols, names);
+    free(src);
+    if (named < 0)
+        return zx_seterr(err, errlen, "workspace: out of memory");
     if (t->ncols == 0) {
         ws_coldef *defs = calloc(rs->ncols + 1, sizeof(*defs));
         if (!defs)
@@ -91,7 +102,7 @@ static int ensure_mirror(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, 
         size_t n = 0;
         for (uint32_t i = 0; i < rs->ncols; i++)
             if (is_data(rs, i))
-                defs[n++] = (ws_coldef){ .name = rs->cols[i].name, .decl = decl_of(w, c, rs, i),
+                defs[n++] = (ws_coldef){ .name = names[i], .decl = decl_of(w, c, rs, i),
                                          .key = wc_is_key(c, rs->cols[i].name) };
         int rc = n ? w->ops->create_table(w, t, defs, n, err, errlen) : 0;
         for (size_t i = 0; rc == 0 && i < n; i++)
@@ -106,7 +117,7 @@ static int ensure_mirror(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, 
         for (uint32_t i = 0; i < rs->ncols; i++) {
             if (!is_data(rs, i))
                 continue;
-            int64_t have = ws_find_col(w, t, rs->cols[i].name);
+            int64_t have = wc_find_exact(w, t, names[i]);
             if (have >= 0) {
                 /* a column the source retyped: the backend follows, when it can */
                 const char *st = src_type(c, rs->cols[i].name);
@@ -117,20 +128,23 @@ static int ensure_mirror(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, 
                 continue;
             }
             char *why = NULL;
-            int rc = w->ops->add_column(w, t, rs->cols[i].name, decl_of(w, c, rs, i), &why, err,
-                                        errlen);
+            int rc = w->ops->add_column(w, t, names[i], decl_of(w, c, rs, i), &why, err, errlen);
             free(why); /* refused: its values become rejects below */
             if (rc < 0)
                 return -1;
         }
     }
+    for (uint32_t i = 0; i < rs->ncols; i++)
+        tcol[i] = names[i] ? wc_find_exact(w, t, names[i]) : -1;
     *out = t;
     return 0;
 }
 
 /* The history rowset: _op, _lsn, _commit_time, _xid, then the data
- * columns, one row per change (values shared with rs's arena). */
-static int history_rows(const zx_rowset *rs, const chcols *cc, zx_rowset *h)
+ * columns under their mirror names (stored[c]), one row per change
+ * (values shared with rs's arena). */
+static int history_rows(const zx_rowset *rs, const chcols *cc, char *const *stored,
+                        zx_rowset *h)
 {
     static const char *const names[4] = { "_op", "_lsn", "_commit_time", "_xid" };
     static const zx_type types[4] = { ZX_T_TEXT, ZX_T_TEXT, ZX_T_TIMESTAMP, ZX_T_INT };
@@ -146,9 +160,8 @@ static int history_rows(const zx_rowset *rs, const chcols *cc, zx_rowset *h)
         for (int i = 0; i < 4; i++)
             if (src[i] == (int64_t)c)
                 map[c] = i;
-        if (is_data(rs, c) &&
-            (map[c] = zx_rowset_column(h, rs->cols[c].name, rs->cols[c].name_len,
-                                       (zx_type)rs->cols[c].type)) < 0)
+        if (stored[c] && (map[c] = zx_rowset_column(h, stored[c], strlen(stored[c]),
+                                                    (zx_type)rs->cols[c].type)) < 0)
             goto fail;
     }
     for (uint32_t r = 0; r < rs->nrows; r++) {
@@ -211,6 +224,53 @@ static int with_declared(const zx_ws_changes *c, const zx_rowset *rs, zx_rowset 
         full->cols[col].type = rs->cols[col].type;
     *out = full;
     return 0;
+}
+
+/* The history rowset of a wide mirror: _op, _lsn, _commit_time, _xid and
+ * _row, the change's data columns as one JSON object (mirror names; a
+ * column the change does not carry is left out). */
+static int history_json_rows(const zx_rowset *rs, const chcols *cc, char *const *stored,
+                             zx_rowset *h)
+{
+    static const char *const names[5] = { "_op", "_lsn", "_commit_time", "_xid", "_row" };
+    static const zx_type types[5] = { ZX_T_TEXT, ZX_T_TEXT, ZX_T_TIMESTAMP, ZX_T_INT,
+                                      ZX_T_JSON };
+    int64_t src[4] = { cc->op, cc->lsn, cc->ct, cc->xid };
+    zx_fit_buf b = { 0 };
+    for (int i = 0; i < 5; i++)
+        if (zx_rowset_column(h, names[i], strlen(names[i]), types[i]) < 0)
+            return -1;
+    for (uint32_t r = 0; r < rs->nrows; r++) {
+        if (zx_rowset_begin_row(h) < 0)
+            goto fail;
+        b.len = 0;
+        int bad = zx_fit_buf_put(&b, "{", 1) < 0, n = 0;
+        for (uint64_t i = rs->row_start[r]; i < rs->row_start[r + 1] && !bad; i++) {
+            const zx_cell *cell = &rs->cells[i];
+            if (cell->col >= rs->ncols)
+                continue;
+            for (int k = 0; k < 4; k++)
+                if (src[k] == (int64_t)cell->col && zx_rowset_add(h, (uint32_t)k, &cell->v) < 0)
+                    goto fail;
+            const char *nm = stored[cell->col];
+            if (!nm)
+                continue;
+            bad = (n++ && zx_fit_buf_put(&b, ",", 1) < 0) ||
+                  zx_fit_json_quote(&b, nm, strlen(nm)) < 0 || zx_fit_buf_put(&b, ":", 1) < 0 ||
+                  zx_fit_json_text(&cell->v, &b) < 0;
+        }
+        if (bad || zx_fit_buf_put(&b, "}", 1) < 0)
+            goto fail;
+        zx_value v = { .type = ZX_T_JSON, .len = b.len };
+        if (!(v.s = zx_rowset_strdup(h, b.p, b.len)) || zx_rowset_add(h, 4, &v) < 0)
+            goto fail;
+        zx_rowset_end_row(h);
+    }
+    zx_fit_buf_free(&b);
+    return 0;
+fail:
+    zx_fit_buf_free(&b);
+    return -1;
 }
 
 /* 1 when name is in the JSON array of strings (simple escapes only). */
@@ -300,11 +360,11 @@ static int where_key(apply *a, const zx_value **v, int old, uint32_t *n, char *w
             snprintf(why, whylen, "the change has no value for key column %.100s", kn);
             return 1;
         }
-        int64_t tc = ws_find_col(a->w, a->t, kn);
+        int64_t tc = wc_key_tcol(a, k);
         if (wc_fit_into(a, *n, tc, kn, kv, err, errlen) < 0)
             return -1;
-        bad = (k && ws_sql_str(b, " AND ") < 0) || a->w->ops->ident(b, kn) < 0 ||
-              ws_sql_str(b, " = ") < 0;
+        bad = (k && ws_sql_str(b, " AND ") < 0) ||
+              a->w->ops->ident(b, wc_key_name(a, k)) < 0 || ws_sql_str(b, " = ") < 0;
         if (!bad)
             a->w->ops->param(b, (*n)++);
     }
@@ -367,7 +427,7 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
                 continue;
             if (wc_fit_into(a, n, a->cc->tcol[c], a->rs->cols[c].name, v[c], err, errlen) < 0)
                 return -1;
-            bad = (n && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->rs->cols[c].name) < 0 ||
+            bad = (n && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, wc_col_name(a, c)) < 0 ||
                   ws_sql_str(b, " = ") < 0;
             if (!bad)
                 a->w->ops->param(b, n++);
@@ -410,7 +470,7 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
         }
         if (wc_fit_into(a, n, a->cc->tcol[c], a->rs->cols[c].name, v[c], err, errlen) < 0)
             return -1;
-        bad = (ncols++ && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->rs->cols[c].name) < 0;
+        bad = (ncols++ && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, wc_col_name(a, c)) < 0;
         n++;
     }
     bad = bad || ws_sql_str(b, ") VALUES (") < 0;
@@ -420,7 +480,7 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
     }
     bad = bad || ws_sql_str(b, ") ON CONFLICT (") < 0;
     for (size_t k = 0; k < a->c->nkey_cols && !bad; k++)
-        bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, a->c->key_cols[k]) < 0;
+        bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, wc_key_name(a, k)) < 0;
     bad = bad || ws_sql_str(b, ") DO ") < 0;
     uint32_t nset = 0;
     for (uint32_t c = 0; c < a->rs->ncols && !bad; c++) {
@@ -428,8 +488,8 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
             wc_is_key(a->c, a->rs->cols[c].name))
             continue;
         bad = ws_sql_str(b, nset++ ? ", " : "UPDATE SET ") < 0 ||
-              a->w->ops->ident(b, a->rs->cols[c].name) < 0 || ws_sql_str(b, " = excluded.") < 0 ||
-              a->w->ops->ident(b, a->rs->cols[c].name) < 0;
+              a->w->ops->ident(b, wc_col_name(a, c)) < 0 || ws_sql_str(b, " = excluded.") < 0 ||
+              a->w->ops->ident(b, wc_col_name(a, c)) < 0;
     }
     if (!bad && nset == 0)
         bad = ws_sql_str(b, "NOTHING") < 0;
@@ -488,6 +548,7 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
     cc.old = malloc((c->nkey_cols + 1) * sizeof(*cc.old));
     cc.key = malloc((c->nkey_cols + 1) * sizeof(*cc.key));
     cc.tcol = malloc((rs->ncols + 1) * sizeof(*cc.tcol));
+    char **names = calloc(rs->ncols + 1, sizeof(*names));
     /* value slots: one change's, or a batch's */
     uint64_t slots = (uint64_t)rs->nrows * (rs->ncols + c->nkey_cols);
     if (slots > WC_BATCH_PARAMS)
@@ -498,7 +559,7 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
     a.nvals = (uint32_t)slots;
     zx_rowset h;
     zx_rowset_init(&h);
-    if (!v || !cc.old || !cc.key || !cc.tcol || !a.vals || !a.bufs || !a.v2)
+    if (!v || !cc.old || !cc.key || !cc.tcol || !a.vals || !a.bufs || !a.v2 || !names)
         goto nomem;
     zx_ts_format(c->ingested_at_us ? c->ingested_at_us : zx_now_us(), w->ts);
     for (size_t k = 0; k < c->nkey_cols; k++) {
@@ -508,11 +569,9 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
         cc.old[k] = rs_find(rs, oldname);
     }
     ws_table *t = NULL;
-    if (ensure_mirror(w, c, rs, &t, res, err, errlen) < 0)
+    if (ensure_mirror(w, c, rs, &t, names, cc.tcol, res, err, errlen) < 0)
         goto out;
     a.t = t;
-    for (uint32_t i = 0; i < rs->ncols; i++)
-        cc.tcol[i] = is_data(rs, i) ? ws_find_col(w, t, rs->cols[i].name) : -1;
     zx_ws_append ap = { .pipeline = c->pipeline, .table = c->table,
                         .ingested_at_us = c->ingested_at_us, .max_columns = ZX_WS_MAX_COLUMNS };
     a.ap = &ap;
@@ -536,7 +595,23 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
     if (c->history) {
         char hname[200];
         snprintf(hname, sizeof(hname), "%s__changes", c->table);
-        if (history_rows(rs, &cc, &h) < 0)
+        /* a wide mirror's history row would not fit a Postgres row: the
+         * row as JSON, decided when __changes is made */
+        uint32_t ndata = 0;
+        for (uint32_t i = 0; i < t->ncols; i++)
+            ndata += strncmp(t->cols[i].name, RESERVED, strlen(RESERVED)) != 0;
+        ws_table *ht = ws_get_table(w, hname);
+        if (!ht) {
+            zx_seterr(err, errlen, "workspace: table %s: %s", hname, zx_ws_errmsg(w));
+            goto out;
+        }
+        int as_json = ht->ncols ? wc_find_exact(w, ht, "_row") >= 0
+                                : ndata > ZX_WS_HISTORY_MAX_COLUMNS;
+        if (as_json && !ht->ncols)
+            res->history_json = ndata;
+        int made = as_json ? history_json_rows(rs, &cc, names, &h)
+                           : history_rows(rs, &cc, names, &h);
+        if (made < 0)
             goto nomem;
         zx_ws_append hp = ap;
         hp.table = hname;
@@ -562,6 +637,9 @@ out:
     free(cc.old);
     free(cc.key);
     free(cc.tcol);
+    for (uint32_t i = 0; names && i < rs->ncols; i++)
+        free(names[i]);
+    free(names);
     zx_fit_buf_free(&a.sql);
     zx_rowset_free(&h);
     zx_rowset_free(&full);

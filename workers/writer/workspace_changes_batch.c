@@ -175,14 +175,14 @@ static int batch(apply *a, const uint32_t *rows, uint32_t n, int kind, char *err
         bad = ws_sql_str(b, "DELETE FROM ") < 0 || a->w->ops->table_sql(a->w, a->t, b) < 0 ||
               ws_sql_str(b, c->nkey_cols > 1 ? " WHERE (" : " WHERE ") < 0;
         for (size_t k = 0; k < c->nkey_cols && !bad; k++)
-            bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, c->key_cols[k]) < 0;
+            bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, wc_key_name(a, k)) < 0;
         bad = bad || ws_sql_str(b, c->nkey_cols > 1 ? ") IN (" : " IN (") < 0;
         for (uint32_t i = 0; i < n && !bad && !f; i++) {
             wc_row_cells(rs, rows[i], a->v);
             bad = (i && ws_sql_str(b, ", ") < 0) || (c->nkey_cols > 1 && ws_sql_str(b, "(") < 0);
             for (size_t k = 0; k < c->nkey_cols && !bad && !f; k++) {
                 const char *kn = c->key_cols[k];
-                f = wc_fit_into(a, np, ws_find_col(a->w, a->t, kn), kn, kval(a, a->v, k, 0), err,
+                f = wc_fit_into(a, np, wc_key_tcol(a, k), kn, kval(a, a->v, k, 0), err,
                                 errlen);
                 bad = f || (k && ws_sql_str(b, ", ") < 0);
                 if (!bad)
@@ -200,7 +200,8 @@ static int batch(apply *a, const uint32_t *rows, uint32_t n, int kind, char *err
         for (uint32_t col = 0; col < rs->ncols && !bad; col++) {
             if (a->cc->tcol[col] < 0 || wc_listed(unch, rs->cols[col].name))
                 continue;
-            bad = (ncols++ && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, rs->cols[col].name) < 0;
+            bad = (ncols++ && ws_sql_str(b, ", ") < 0) ||
+                  a->w->ops->ident(b, wc_col_name(a, col)) < 0;
         }
         if (!bad && ncols == 0) {
             a->quiet = 0;
@@ -224,7 +225,7 @@ static int batch(apply *a, const uint32_t *rows, uint32_t n, int kind, char *err
         }
         bad = bad || ws_sql_str(b, " ON CONFLICT (") < 0;
         for (size_t k = 0; k < c->nkey_cols && !bad; k++)
-            bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, c->key_cols[k]) < 0;
+            bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, wc_key_name(a, k)) < 0;
         bad = bad || ws_sql_str(b, ") DO ") < 0;
         uint32_t nset = 0;
         for (uint32_t col = 0; col < rs->ncols && !bad; col++) {
@@ -232,8 +233,8 @@ static int batch(apply *a, const uint32_t *rows, uint32_t n, int kind, char *err
                 wc_is_key(c, rs->cols[col].name))
                 continue;
             bad = ws_sql_str(b, nset++ ? ", " : "UPDATE SET ") < 0 ||
-                  a->w->ops->ident(b, rs->cols[col].name) < 0 ||
-                  ws_sql_str(b, " = excluded.") < 0 || a->w->ops->ident(b, rs->cols[col].name) < 0;
+                  a->w->ops->ident(b, wc_col_name(a, col)) < 0 ||
+                  ws_sql_str(b, " = excluded.") < 0 || a->w->ops->ident(b, wc_col_name(a, col)) < 0;
         }
         if (!bad && nset == 0)
             bad = ws_sql_str(b, "NOTHING") < 0;

@@ -43,6 +43,13 @@ typedef struct apply {
     int quiet;               /* wc_fit_into: a misfit returns 2, no reject */
 } apply;
 
+/* The mirror column name of rowset column c (a data column with a table
+ * column: cc->tcol[c] >= 0) / of key column k (its rowset column's, else
+ * the key's own name).  Owned by a->t. */
+const char *wc_col_name(const apply *a, uint32_t c);
+const char *wc_key_name(const apply *a, size_t k);
+/* The table column of key column k, or -1. */
+int64_t wc_key_tcol(const apply *a, size_t k);
 /* Row r's cells by rowset column into v (NULL: no value). */
 void wc_row_cells(const zx_rowset *rs, uint32_t r, const zx_value **v);
 /* 1 when name is in the JSON array of strings arr (_zx_unchanged). */

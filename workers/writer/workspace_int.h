@@ -92,6 +92,10 @@ typedef struct ws_ops {
 
     /* schema: names compare with name_cmp (0 = same column) */
     int (*name_cmp)(const char *a, const char *b);
+    /* 0 when a and b are the very same name (SQLite: byte for byte, where
+     * name_cmp ignores case); NULL: name_cmp is exact.  Mirrors map a
+     * source column to a table column with it (workspace_changes_names.c). */
+    int (*name_exact)(const char *a, const char *b);
     /* the declared type zx gives a new column of batch type t (NULL: no
      * column for it) and the kind of a declared type read back */
     const char *(*decl_for_type)(zx_type t);
@@ -193,6 +197,19 @@ ws_table *ws_get_table(zx_ws *w, const char *name);
 void ws_cache_drop(zx_ws *w);
 /* Index of the column (w->ops->name_cmp), or -1. */
 int64_t ws_find_col(const zx_ws *w, const ws_table *t, const char *name);
+/* Names that differ only in what the database ignores (SQLite: ASCII
+ * case), workspace_changes_names.c.  wc_stored_names: the column of each
+ * frame column (src[c]; NULL: none, out[c] NULL too): out[c], malloc'ed
+ * and freed by the caller, names an existing column of t or the column to
+ * add; 0, or -1 out of memory (out all NULL).  wc_find_exact: the index of
+ * t's column named exactly name (ops->name_exact), or -1.  wc_names_clash:
+ * 1 when two of t's columns and rs's (those with map[c] == -3, or every
+ * one when map is NULL) differ but the database sees one name, 0 when
+ * not, -1 out of memory. */
+int wc_stored_names(const zx_ws *w, const ws_table *t, const char *const *src, uint32_t n,
+                    char **out);
+int64_t wc_find_exact(const zx_ws *w, const ws_table *t, const char *name);
+int wc_names_clash(const zx_ws *w, const ws_table *t, const zx_rowset *rs, const int32_t *map);
 /* Add a column to the cache entry.  0, or -1 out of memory. */
 int ws_table_add_col(zx_ws *w, ws_table *t, const char *name, const char *decl);
 

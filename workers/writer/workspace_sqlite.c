@@ -592,6 +592,7 @@ static const ws_ops sqlite_ops = {
     .positions_drop = q_positions_drop,
     .errmsg = q_errmsg,
     .name_cmp = zx_wsq_name_cmp,
+    .name_exact = strcmp,
     .decl_for_type = zx_wsq_decl_for_type,
     .kind_from_decl = zx_wsq_kind_from_decl,
     .load_table = zx_wsq_load_table,

@@ -75,6 +75,8 @@ typedef struct applied {
     zx_ws_newcol *newcols;
     size_t nnewcols;
     int created;
+    uint32_t history_json;  /* made its __changes with the row as JSON: the
+                               mirror's data columns (0: not) */
     uint64_t extra_values;  /* values kept in _extra (column cap) */
     uint32_t extra_fields, max_columns;
     char extra_first[64];
@@ -664,6 +666,7 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
     a->rows = res.rows;
     a->rejects = res.rejects;
     a->created = res.created_table;
+    a->history_json = res.history_json;
     a->rejcols = res.rejcols;
     a->nrejcols = res.nrejcols;
     a->newcols = res.newcols;
@@ -854,6 +857,18 @@ static void announce(writer *w)
             emit(w, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "event", "schema", "pipeline",
                               a->p->name, "table", a->table, "column", a->newcols[k].name,
                               "type", zx_type_name(a->newcols[k].type), "message", msg));
+        }
+        if (a->history_json) {
+            /* said once: when __changes is made so */
+            char msg[400];
+            snprintf(msg, sizeof(msg), "mirror %s has %u columns, too many for one history "
+                     "row per change: %s__changes keeps each change's row as one JSON "
+                     "object in its column _row", a->table, a->history_json, a->table);
+            emit(w, json_pack("{s:s, s:s, s:s, s:i, s:s}", "event", "history_as_json",
+                              "pipeline", a->p->name, "table", a->table, "columns",
+                              (int)a->history_json, "message", msg));
+            zx_warn("event=history_as_json pipeline=%s table=%s columns=%u history=%s__changes "
+                    "column=_row", a->p->name, a->table, a->history_json, a->table);
         }
         if (a->announce_cap) {
             char msg[400];
