@@ -216,6 +216,8 @@ json_t *sup_reload(sup *s)
                 continue;
             }
             json_array_append_new(changed, json_string(np->name));
+            if (zx_conf_is_sync(np))
+                sup_syncs_changed(s, np->name);
             if (sup_pipe_needs_new_rings(p, np)) {
                 /* drain into the old rings, then new ones (after_stop) */
                 p->worker.ncrash = 0;

@@ -284,6 +284,10 @@ void sup_sync_exited(sup *s, spipe *p, int st);
 /* Every tick: schedules (cron), queued runs to start, records to hand to
  * the writer. */
 void sup_syncs_tick(sup *s);
+/* A reload changed sync name: agents' runs previewed with its old
+ * settings (awaiting approval, or approved and not started yet) fail, so
+ * that an approval never sends what the operator did not see. */
+void sup_syncs_changed(sup *s, const char *name);
 /* A control command of syncs.c (cmd: "run", "preview", "runs", "approve",
  * "reject"): the answer, or NULL when bev will be answered later (the run
  * ends). */

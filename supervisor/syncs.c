@@ -358,6 +358,27 @@ static void fail_removed(sup *s, sync_run *r)
     answer_waiters(s, r);
 }
 
+void sup_syncs_changed(sup *s, const char *name)
+{
+    for (sync_run *r = s->runs; r; r = r->next) {
+        if (!r->approval || strcmp(r->sync, name) ||
+            !(!strcmp(r->state, "awaiting_approval") ||
+              (!strcmp(r->state, "queued") && r->approved)))
+            continue;
+        snprintf(r->state, sizeof(r->state), "failed");
+        snprintf(r->error, sizeof(r->error), "sync %s was changed by a reload after this run "
+                 "was previewed: nothing sent (ask for a new run, and approve its preview)",
+                 r->sync);
+        r->error_from_run = 0;
+        r->ended_us = zx_now_us();
+        r->persisted = 0;
+        zx_info("event=run_failed sync=%s run=%llu reason=sync_changed", r->sync,
+                (unsigned long long)r->id);
+        feed_run(s, r, "run");
+        answer_waiters(s, r);
+    }
+}
+
 /* "24h", "90s", "1500ms": a duration of the configuration, for messages. */
 static void fmt_ms(char *buf, size_t len, uint32_t ms)
 {

@@ -389,3 +389,27 @@ def test_a_blocked_address_may_try_again_after_the_window(sync_env):
                  "the window to end")
         wait_for(lambda: z.log_text().count("event=api_auth_blocked") == n, f"warning {n}")
     assert z.log_text().count("event=api_auth_blocked") == 2
+
+
+def test_a_sync_changed_after_the_preview_is_not_approved(sync_env):
+    """An agent's run was previewed with the sync's old query; a reload
+    changed the sync: approving it must not send what the operator never
+    saw. The run fails, saying why, and nothing is sent."""
+    z, dest = api_zxd(sync_env)
+    agent = z.api_tokens["assistant"]["token"]
+    run = call(z, "POST", "/api/syncs/crm/runs", agent).json["run"]
+    wait_state(z, agent, run, {"awaiting_approval"})
+    z.syncs["crm"]["query"] = z.syncs["crm"]["query"] + " LIMIT 1"
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    p = z.zxctl("approve", run)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "was changed by a reload after this run was previewed" in p.stderr, p.stderr
+    rec = call(z, "GET", f"/api/runs/{run}", agent).json
+    assert rec["state"] == "failed" and "changed by a reload" in rec["error"], rec
+    assert "event=run_failed sync=crm run=" in z.log_text()
+    assert not os.path.exists(dest) or sqlite_rows(
+        dest, "SELECT count(*) FROM sqlite_master WHERE name = 'customers'") == [(0,)]
+    # a new run of the changed sync waits for its own approval as before
+    again = call(z, "POST", "/api/syncs/crm/runs", agent).json["run"]
+    wait_state(z, agent, again, {"awaiting_approval"})
