@@ -16,6 +16,17 @@
 
 #include "common/util.h"
 
+/* err = "Postgres <shown>: <doing>: <the server's first line>"; -1. */
+static int server_said(PGconn *c, PGresult *r, const char *shown, const char *doing,
+                       char *err, size_t errlen)
+{
+    char m[400];
+    snprintf(m, sizeof(m), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    m[strcspn(m, "\n")] = '\0';
+    PQclear(r);
+    return zx_seterr(err, errlen, "Postgres %s: %s: %s", shown, doing, m);
+}
+
 int pgcdc_slot_state(PGconn *c, const char *shown, const char *slot, char *err, size_t errlen)
 {
     const char *pv[1] = { slot };
@@ -24,13 +35,8 @@ int pgcdc_slot_state(PGconn *c, const char *shown, const char *slot, char *err, 
     PGresult *r = PQexecParams(c, "SELECT coalesce(to_jsonb(s)->>'wal_status', '') "
                                "FROM pg_replication_slots s WHERE slot_name = $1",
                                1, NULL, pv, NULL, NULL, 0);
-    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-        char m[400];
-        snprintf(m, sizeof(m), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        m[strcspn(m, "\n")] = '\0';
-        PQclear(r);
-        return zx_seterr(err, errlen, "Postgres %s: reading pg_replication_slots: %s", shown, m);
-    }
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
+        return server_said(c, r, shown, "reading pg_replication_slots", err, errlen);
     int st = PQntuples(r) == 0 ? PGCDC_SLOT_ABSENT
              : strcmp(PQgetvalue(r, 0, 0), "lost") == 0 ? PGCDC_SLOT_LOST : PGCDC_SLOT_OK;
     PQclear(r);
@@ -43,14 +49,8 @@ int pgcdc_slot_drop(PGconn *c, const char *shown, const char *slot, char *err, s
     PGresult *r = PQexecParams(c, "SELECT pg_drop_replication_slot(slot_name) FROM "
                                "pg_replication_slots WHERE slot_name = $1 AND NOT active",
                                1, NULL, pv, NULL, NULL, 0);
-    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-        char m[400];
-        snprintf(m, sizeof(m), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        m[strcspn(m, "\n")] = '\0';
-        PQclear(r);
-        return zx_seterr(err, errlen, "Postgres %s: dropping the invalidated slot %s: %s",
-                         shown, slot, m);
-    }
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
+        return server_said(c, r, shown, "dropping the invalidated slot", err, errlen);
     PQclear(r);
     return 0;
 }

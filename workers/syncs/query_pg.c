@@ -127,6 +127,16 @@ static int author_key(const char *data_dir, unsigned char key[32], char *err, si
     return -1;
 }
 
+/* err = "sync S: what: <the server's message>" (its first line), from r
+ * (may be NULL) or else the connection. */
+static void pg_message(PGconn *c, const PGresult *r, const char *sync, const char *what,
+                       char *err, size_t errlen)
+{
+    const char *m = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    snprintf(err, errlen, "sync %s: %s: %s", sync, what, m ? m : PQerrorMessage(c));
+    err[strcspn(err, "\n")] = '\0';
+}
+
 /* One command; 0, or -1 with err = "sync S: what: the server's message". */
 static int run(PGconn *c, const char *sql, int np, const char *const *params, const char *sync,
                const char *what, PGresult **keep, char *err, size_t errlen)
@@ -134,12 +144,7 @@ static int run(PGconn *c, const char *sql, int np, const char *const *params, co
     PGresult *r = PQexecParams(c, sql, np, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-        snprintf(err, errlen, "sync %s: %s: %s", sync, what,
-                 m ? m : PQerrorMessage(c));
-        char *nl = strchr(err, '\n');
-        if (nl)
-            *nl = '\0';
+        pg_message(c, r, sync, what, err, errlen);
         PQclear(r);
         return -1;
     }
@@ -612,10 +617,7 @@ static void server_error(pq *q, PGresult *r, const char *what, char *err, size_t
                          "cancelled by the server (statement_timeout)", err, errlen);
         return;
     }
-    snprintf(err, errlen, "sync %s: %s: %s", q->sync, what, m ? m : PQerrorMessage(q->conn));
-    char *nl = strchr(err, '\n');
-    if (nl)
-        *nl = '\0';
+    pg_message(q->conn, r, q->sync, what, err, errlen);
 }
 
 /* One command on the query's connection, within its limits: its result in
