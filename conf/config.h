@@ -194,6 +194,10 @@ typedef struct zx_conf_pipeline {
                                 1 fail the pipeline */
     uint32_t max_columns;    /* columns its table gets from the data at most
                                 (default 500, 1..1500); the rest go to _extra */
+    uint64_t max_parked_bytes; /* `max_parked_bytes`: bytes of changes parked
+                                per mirror table the workspace refuses
+                                (default 256 MiB; 0 = never park: the
+                                pipeline is held back) */
     /* postgres (change data capture; the other sources have tables NULL,
      * ntables 0, mirrors, table_prefix, slot and publication NULL, and
      * initial_copy and history at their defaults, unused). */
@@ -427,6 +431,11 @@ void zx_conf_free(zx_conf *c);
 /* The pipeline called `name`, or NULL.  The pointer is owned by c and valid
  * until zx_conf_free(c). */
 const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name);
+/* The bytes of changes the writer may park per mirror table of pipeline p
+ * (its max_parked_bytes) when p keeps mirrors (source postgres, format
+ * debezium, mode latest); 0 for any other pipeline (or NULL), whose
+ * frames are held back as a whole when their table refuses them. */
+uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p);
 
 /* The author / API token called `name`, or NULL.  Owned by c. */
 const zx_conf_author *zx_conf_find_author(const zx_conf *c, const char *name);

@@ -677,6 +677,16 @@ const zx_cf_option zx_cf_options[] = {
      "its operation (`insert`, `update`, `delete`, `truncate`), source "
      "position and time. Kafka and http streams: with `format: debezium` "
      "or `mode: latest` only."},
+    {.section = "pipelines.<name>", .name = "max_parked_bytes", .type = ZX_CF_SIZE,
+     .def = "256MiB", .offset = PIPE(max_parked_bytes), .min = 0, .max = 1024 * GiB,
+     .sources = mirror_sources,
+     .help = "A mirror table the workspace refuses (a conflicting object of "
+     "its name, say) blocks only itself: its changes are parked in the "
+     "workspace table `_zx_parked`, in order, while the pipeline's other "
+     "tables and its source position go on; they are applied once the "
+     "table takes them (retried with backoff, and at `zxctl reload`). "
+     "This bounds the parked changes of one table: beyond it the whole "
+     "pipeline is held back, as with `0` (never park)."},
     {.section = "pipelines.<name>", .name = "slot", .type = ZX_CF_SLOT,
      .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
      .offset = PIPE(slot), .sources = postgres_only,

@@ -180,8 +180,9 @@ void sup_send_attach(sup *s, child *c, spipe *p)
                       p->conf->webhook_secret, "ack_commit", p->conf->ack_commit,
                       "max_body_size", (json_int_t)p->conf->body_limit);
     } else {
-        o = json_pack("{s:s, s:I}", "name", p->name, "max_columns",
-                      (json_int_t)(p->conf ? p->conf->max_columns : 0));
+        o = json_pack("{s:s, s:I, s:I}", "name", p->name, "max_columns",
+                      (json_int_t)(p->conf ? p->conf->max_columns : 0), "max_parked_bytes",
+                      (json_int_t)zx_conf_parked_bound(p->conf));
     }
     char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     int fds[2] = {p->seg.fd, p->efd};

@@ -158,6 +158,13 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
         json_object_set_new(o, "state", json_string("blocked"));
     if (o)
         json_object_set_new(o, "blocked_reason", jstr_or_null(blocked[0] ? blocked : NULL));
+    /* tables whose changes the writer parks: the pipeline goes on for its
+     * other tables, so it stays "running" */
+    char tables[ZX_SEG_WRITER_TABLES_MAX];
+    zx_segment_read_text(&h->writer_tables_seq, h->writer_tables, sizeof(h->writer_tables),
+                         tables, sizeof(tables));
+    if (o)
+        json_object_set_new(o, "blocked_tables", jstr_or_null(tables[0] ? tables : NULL));
     json_t *sy = o ? sup_sync_status(zx_the_sup, p) : NULL;
     if (sy) {
         /* a sync's worker only lives for a run: "idle" says more than

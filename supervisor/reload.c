@@ -213,6 +213,8 @@ json_t *sup_reload(sup *s)
             p->conf = np;
             if (same) {
                 json_array_append_new(unchanged, json_string(np->name));
+                /* the writer retries the tables it parks at once */
+                sup_send_attach(s, &s->writer, p);
                 continue;
             }
             json_array_append_new(changed, json_string(np->name));

@@ -149,6 +149,13 @@ static char *zxctl_pipe_notes(const json_t *e)
         out = zxctl_xrealloc(out, len + strlen(w) + 16);
         len += (size_t)sprintf(out + len, "  blocked: %s\n", w);
     }
+    const json_t *bt = json_object_get(e, "blocked_tables");
+    if (json_is_string(bt)) {
+        /* tables whose changes the writer parks while the others go on */
+        const char *b = json_string_value(bt);
+        out = zxctl_xrealloc(out, len + strlen(b) + 24);
+        len += (size_t)sprintf(out + len, "  blocked tables: %s\n", b);
+    }
     char *rej = zxctl_fmt_rejects(json_object_get(e, "rejects_by_column"));
     if (rej) {
         out = zxctl_xrealloc(out, len + strlen(rej) + 16);

@@ -142,6 +142,31 @@ int zx_ws_positions_drop(zx_ws *w, const char *pipeline)
     return w->ops->positions_drop(w, pipeline);
 }
 
+int zx_ws_park_put(zx_ws *w, const char *pipeline, const char *table, uint64_t n,
+                   uint64_t rows, const void *frame, size_t len, const char *reason, int64_t now_us)
+{
+    return w->in_txn ? w->ops->park_put(w, pipeline, table, n, rows, frame, len, reason, now_us)
+                     : -1;
+}
+
+int zx_ws_park_first(zx_ws *w, const char *pipeline, const char *table, uint64_t *n,
+                     void **frame, size_t *len)
+{
+    *frame = NULL;
+    *len = 0;
+    return w->ops->park_first(w, pipeline, table, n, frame, len);
+}
+
+int zx_ws_park_del(zx_ws *w, const char *pipeline, const char *table, uint64_t n)
+{
+    return w->in_txn ? w->ops->park_del(w, pipeline, table, n) : -1;
+}
+
+int zx_ws_parked_each(zx_ws *w, zx_ws_parked_cb cb, void *ctx)
+{
+    return w->ops->parked_each(w, cb, ctx);
+}
+
 const char *zx_ws_errmsg(zx_ws *w)
 {
     return w ? w->ops->errmsg(w) : "no workspace";

@@ -181,6 +181,30 @@ int zx_ws_positions_each(zx_ws *w, zx_ws_position_cb cb, void *ctx);
  * transaction).  0 or -1. */
 int zx_ws_positions_drop(zx_ws *w, const char *pipeline);
 
+/* Parked frames: the changes frames of a mirror table that refuses them
+ * (writer.c), kept in table _zx_parked(pipeline TEXT, tbl TEXT, n INTEGER,
+ * nrows INTEGER, frame BLOB, reason TEXT, parked_at TEXT, PRIMARY
+ * KEY(pipeline, tbl, n))
+ * in the same transaction as the checkpoint and positions that pass them,
+ * so that a crash can neither lose one nor apply one twice.
+ * zx_ws_park_put: store frame (len bytes, rows changes) as number n of
+ * (pipeline, table), inside the open transaction: 0, or -1 (database error or no
+ * transaction).  zx_ws_park_first: the lowest-numbered frame of (pipeline,
+ * table) into *n, *frame (malloc'd, the caller frees) and *len: 1 found,
+ * 0 none, -1 database error or out of memory.  zx_ws_park_del: delete
+ * number n inside the open transaction: 0 or -1.  zx_ws_parked_each: cb
+ * for every (pipeline, table) with parked frames: their count, changes,
+ * bytes and highest n (strings valid during the call); a non-zero return of cb
+ * stops the walk and is returned; 0 after the last; -1 database error. */
+int zx_ws_park_put(zx_ws *w, const char *pipeline, const char *table, uint64_t n,
+                   uint64_t rows, const void *frame, size_t len, const char *reason, int64_t now_us);
+int zx_ws_park_first(zx_ws *w, const char *pipeline, const char *table, uint64_t *n,
+                     void **frame, size_t *len);
+int zx_ws_park_del(zx_ws *w, const char *pipeline, const char *table, uint64_t n);
+typedef int (*zx_ws_parked_cb)(const char *pipeline, const char *table, uint64_t count,
+                               uint64_t rows, uint64_t bytes, uint64_t last_n, void *ctx);
+int zx_ws_parked_each(zx_ws *w, zx_ws_parked_cb cb, void *ctx);
+
 /* Metadata columns (zx_ws_append.metadata bits). */
 #define ZX_WS_META_INGESTED_AT 0x1u  /* "_ingested_at" TIMESTAMP */
 #define ZX_WS_META_REQUEST_ID 0x2u   /* "_request_id" TEXT */

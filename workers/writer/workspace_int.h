@@ -87,6 +87,12 @@ typedef struct ws_ops {
                         size_t len, int64_t now_us);
     int (*positions_each)(zx_ws *w, zx_ws_position_cb cb, void *ctx);
     int (*positions_drop)(zx_ws *w, const char *pipeline);
+    int (*park_put)(zx_ws *w, const char *pipeline, const char *table, uint64_t n,
+                    uint64_t rows, const void *frame, size_t len, const char *reason, int64_t now_us);
+    int (*park_first)(zx_ws *w, const char *pipeline, const char *table, uint64_t *n,
+                      void **frame, size_t *len);
+    int (*park_del)(zx_ws *w, const char *pipeline, const char *table, uint64_t n);
+    int (*parked_each)(zx_ws *w, zx_ws_parked_cb cb, void *ctx);
     const char *(*errmsg)(zx_ws *w);
     const char *(*status)(zx_ws *w);        /* NULL: always fine */
 

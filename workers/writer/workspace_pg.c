@@ -259,7 +259,7 @@ static int connect_pg(wsp *w, int *locked)
             *locked = 1;
         return -1;
     }
-    char q[1024];
+    char q[2048];
     /* IF NOT EXISTS and the like say NOTICE on stderr: not wanted */
     if (zx_wsp_run(w, "SET client_min_messages TO warning") < 0)
         goto fail;
@@ -318,7 +318,11 @@ static int connect_pg(wsp *w, int *locked)
              "CREATE TABLE IF NOT EXISTS %s.\"_zx_positions\"(pipeline TEXT, part TEXT,"
              " value BYTEA, committed_at TIMESTAMPTZ, PRIMARY KEY(pipeline, part));"
              "CREATE TABLE IF NOT EXISTS %s.\"_zx_writer\"(id INT PRIMARY KEY, owner TEXT,"
-             " since TIMESTAMPTZ)", w->qschema, w->qschema, w->qschema);
+             " since TIMESTAMPTZ);"
+             "CREATE TABLE IF NOT EXISTS %s.\"_zx_parked\"(pipeline TEXT, tbl TEXT, n BIGINT,"
+             " nrows BIGINT, frame BYTEA, reason TEXT, parked_at TIMESTAMPTZ,"
+             " PRIMARY KEY(pipeline, tbl, n))",
+             w->qschema, w->qschema, w->qschema, w->qschema);
     if (zx_wsp_run(w, q) < 0) {
         char m[2400];
         snprintf(m, sizeof(m), "cannot create zx's tables in schema %s of Postgres %s (%s): "
@@ -622,6 +626,107 @@ static int p_positions_drop(zx_ws *ws, const char *pipeline)
     return r ? 0 : -1;
 }
 
+/* ---- parked frames (writer.c) -------------------------------------------- */
+
+/* Run q with n parameters (pv, lens, fmts: libpq's), results in format
+ * rfmt: the result of the expected status, or NULL (failure recorded). */
+static PGresult *park_exec(wsp *w, const char *q, int n, const char *const *pv,
+                           const int *lens, const int *fmts, int rfmt, ExecStatusType want)
+{
+    if (!w->conn || w->broken) {
+        w->broken = 1;
+        return NULL;
+    }
+    PGresult *r = PQexecParams(w->conn, q, n, NULL, pv, lens, fmts, rfmt);
+    if (!r || PQresultStatus(r) != want) {
+        zx_wsp_fail(w, r);
+        PQclear(r);
+        return NULL;
+    }
+    return r;
+}
+
+static int p_park_put(zx_ws *ws, const char *pipeline, const char *table, uint64_t n,
+                      uint64_t rows, const void *frame, size_t len, const char *reason, int64_t now_us)
+{
+    wsp *w = WSP(ws);
+    char q[320], ns[32], rs[32], ts[ZX_TS_BUFSZ];
+    snprintf(q, sizeof(q), "INSERT INTO %s.\"_zx_parked\"(pipeline, tbl, n, frame, reason,"
+             " parked_at, nrows) VALUES ($1, $2, $3, $4, $5, $6, $7)", w->qschema);
+    snprintf(ns, sizeof(ns), "%llu", (unsigned long long)n);
+    snprintf(rs, sizeof(rs), "%llu", (unsigned long long)rows);
+    zx_ts_format(now_us, ts);
+    if (len > INT32_MAX)
+        return -1;
+    const char *pv[7] = { pipeline, table, ns, len ? frame : "", reason ? reason : "", ts, rs };
+    int lens[7] = { 0, 0, 0, (int)len, 0, 0, 0 };
+    int fmts[7] = { 0, 0, 0, 1, 0, 0, 0 };
+    PGresult *r = park_exec(w, q, 7, pv, lens, fmts, 0, PGRES_COMMAND_OK);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+static int p_park_first(zx_ws *ws, const char *pipeline, const char *table, uint64_t *n,
+                        void **frame, size_t *len)
+{
+    wsp *w = WSP(ws);
+    char q[256];
+    snprintf(q, sizeof(q), "SELECT n::text::bytea, frame FROM %s.\"_zx_parked\" WHERE"
+             " pipeline = $1 AND tbl = $2 ORDER BY n LIMIT 1", w->qschema);
+    const char *pv[2] = { pipeline, table };
+    PGresult *r = park_exec(w, q, 2, pv, NULL, NULL, 1, PGRES_TUPLES_OK);
+    if (!r)
+        return -1;
+    int ret = 0;
+    if (PQntuples(r) > 0) {
+        char ns[32];
+        int nl = PQgetlength(r, 0, 0);
+        snprintf(ns, sizeof(ns), "%.*s", nl < 31 ? nl : 31, PQgetvalue(r, 0, 0));
+        *n = strtoull(ns, NULL, 10);
+        *len = (size_t)PQgetlength(r, 0, 1);
+        *frame = malloc(*len ? *len : 1);
+        ret = *frame ? 1 : -1;
+        if (*frame && *len)
+            memcpy(*frame, PQgetvalue(r, 0, 1), *len);
+    }
+    PQclear(r);
+    return ret;
+}
+
+static int p_park_del(zx_ws *ws, const char *pipeline, const char *table, uint64_t n)
+{
+    wsp *w = WSP(ws);
+    char q[256], ns[32];
+    snprintf(q, sizeof(q), "DELETE FROM %s.\"_zx_parked\" WHERE pipeline = $1 AND tbl = $2"
+             " AND n = $3", w->qschema);
+    snprintf(ns, sizeof(ns), "%llu", (unsigned long long)n);
+    const char *pv[3] = { pipeline, table, ns };
+    PGresult *r = zx_wsp_exec(w, q, 3, pv);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+static int p_parked_each(zx_ws *ws, zx_ws_parked_cb cb, void *ctx)
+{
+    wsp *w = WSP(ws);
+    char q[256];
+    snprintf(q, sizeof(q), "SELECT pipeline, tbl, count(*), sum(nrows),"
+             " sum(octet_length(frame)), max(n) FROM %s.\"_zx_parked\" GROUP BY pipeline, tbl",
+             w->qschema);
+    PGresult *r = park_exec(w, q, 0, NULL, NULL, NULL, 0, PGRES_TUPLES_OK);
+    if (!r)
+        return -1;
+    int stop = 0;
+    for (int i = 0; i < PQntuples(r) && !stop; i++)
+        stop = cb(PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+                  strtoull(PQgetvalue(r, i, 2), NULL, 10),
+                  strtoull(PQgetvalue(r, i, 3), NULL, 10),
+                  strtoull(PQgetvalue(r, i, 4), NULL, 10),
+                  strtoull(PQgetvalue(r, i, 5), NULL, 10), ctx);
+    PQclear(r);
+    return stop;
+}
+
 /* One statement with fitted values as text parameters (mirrors). */
 static int p_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32_t n,
                       uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen)
@@ -689,6 +794,10 @@ static const ws_ops pg_ops = {
     .position_set = p_position_set,
     .positions_each = p_positions_each,
     .positions_drop = p_positions_drop,
+    .park_put = p_park_put,
+    .park_first = p_park_first,
+    .park_del = p_park_del,
+    .parked_each = p_parked_each,
     .errmsg = p_errmsg,
     .status = p_status,
     .name_cmp = zx_wsp_name_cmp,

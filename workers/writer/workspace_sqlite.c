@@ -194,7 +194,7 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
                       jm ? jm : sqlite3_errmsg(w->db));
         goto fail;
     }
-    char pragmas[384];
+    char pragmas[640];
     /* wal_autocheckpoint: checkpoint every ~64 MiB of WAL instead of 4 MiB
      * (fewer, larger checkpoints and fsyncs under a steady stream). */
     snprintf(pragmas, sizeof(pragmas),
@@ -203,7 +203,9 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
              "CREATE TABLE IF NOT EXISTS _zx_checkpoints(pipeline TEXT PRIMARY KEY,"
              " seq INTEGER, committed_at TEXT);"
              "CREATE TABLE IF NOT EXISTS _zx_positions(pipeline TEXT, part TEXT,"
-             " value BLOB, committed_at TEXT, PRIMARY KEY(pipeline, part));", sync);
+             " value BLOB, committed_at TEXT, PRIMARY KEY(pipeline, part));"
+             "CREATE TABLE IF NOT EXISTS _zx_parked(pipeline TEXT, tbl TEXT, n INTEGER,"
+             " nrows INTEGER, frame BLOB, reason TEXT, parked_at TEXT, PRIMARY KEY(pipeline, tbl, n));", sync);
     if (sqlite3_exec(w->db, pragmas, NULL, NULL, NULL) != SQLITE_OK)
         goto dberr;
     if (!(w->st_begin = zx_wsq_prep(w, "BEGIN IMMEDIATE")) ||
@@ -380,6 +382,100 @@ static int q_positions_each(zx_ws *ws, zx_ws_position_cb cb, void *ctx)
         size_t n = (size_t)sqlite3_column_bytes(st, 2);
         if (p && part && *p && *part)
             stop = cb(p, part, v, n, ctx);
+    }
+    sqlite3_finalize(st);
+    if (stop)
+        return stop;
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* ---- parked frames (writer.c) -------------------------------------------- */
+
+/* Prepare sql, bind pipeline and table as ?1 and ?2: the statement, or
+ * NULL. */
+static sqlite3_stmt *park_stmt(wsq *w, const char *sql, const char *pipeline, const char *table)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    sqlite3_bind_text(st, 1, pipeline, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, table, -1, SQLITE_STATIC);
+    return st;
+}
+
+static int q_park_put(zx_ws *ws, const char *pipeline, const char *table, uint64_t n,
+                      uint64_t rows, const void *frame, size_t len, const char *reason, int64_t now_us)
+{
+    wsq *w = WSQ(ws);
+    char ts[ZX_TS_BUFSZ];
+    zx_ts_format(now_us, ts);
+    sqlite3_stmt *st = park_stmt(w, "INSERT INTO _zx_parked(pipeline,tbl,n,frame,reason,"
+                                 "parked_at,nrows) VALUES(?1,?2,?3,?4,?5,?6,?7)", pipeline, table);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
+    sqlite3_bind_blob64(st, 4, len ? frame : "", len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, reason ? reason : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, ts, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)rows);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int q_park_first(zx_ws *ws, const char *pipeline, const char *table, uint64_t *n,
+                        void **frame, size_t *len)
+{
+    sqlite3_stmt *st = park_stmt(WSQ(ws), "SELECT n, frame FROM _zx_parked WHERE pipeline=?1"
+                                 " AND tbl=?2 ORDER BY n LIMIT 1", pipeline, table);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st), ret = rc == SQLITE_DONE ? 0 : -1;
+    if (rc == SQLITE_ROW) {
+        *n = (uint64_t)sqlite3_column_int64(st, 0);
+        const void *b = sqlite3_column_blob(st, 1);
+        *len = (size_t)sqlite3_column_bytes(st, 1);
+        *frame = malloc(*len ? *len : 1);
+        if (*frame) {
+            if (*len)
+                memcpy(*frame, b, *len);
+            ret = 1;
+        }
+    }
+    sqlite3_finalize(st);
+    return ret;
+}
+
+static int q_park_del(zx_ws *ws, const char *pipeline, const char *table, uint64_t n)
+{
+    sqlite3_stmt *st = park_stmt(WSQ(ws), "DELETE FROM _zx_parked WHERE pipeline=?1 AND tbl=?2"
+                                 " AND n=?3", pipeline, table);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int q_parked_each(zx_ws *ws, zx_ws_parked_cb cb, void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(WSQ(ws)->db, "SELECT pipeline, tbl, count(*), sum(nrows),"
+                           " sum(length(frame)), max(n) FROM _zx_parked GROUP BY pipeline, tbl", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -1;
+    int rc = SQLITE_DONE, stop = 0;
+    while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *p = (const char *)sqlite3_column_text(st, 0);
+        const char *t = (const char *)sqlite3_column_text(st, 1);
+        if (p && t)
+            stop = cb(p, t, (uint64_t)sqlite3_column_int64(st, 2),
+                      (uint64_t)sqlite3_column_int64(st, 3),
+                      (uint64_t)sqlite3_column_int64(st, 4),
+                      (uint64_t)sqlite3_column_int64(st, 5), ctx);
     }
     sqlite3_finalize(st);
     if (stop)
@@ -590,6 +686,10 @@ static const ws_ops sqlite_ops = {
     .position_set = q_position_set,
     .positions_each = q_positions_each,
     .positions_drop = q_positions_drop,
+    .park_put = q_park_put,
+    .park_first = q_park_first,
+    .park_del = q_park_del,
+    .parked_each = q_parked_each,
     .errmsg = q_errmsg,
     .name_cmp = zx_wsq_name_cmp,
     .name_exact = strcmp,

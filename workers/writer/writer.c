@@ -54,7 +54,35 @@ typedef struct wpipe {
     int64_t block_ms;          /* current backoff (1 s doubling to 60 s) */
     uint64_t released_cycle;   /* last cycle that released its frames */
     uint32_t max_columns;      /* column cap of its table (0 = default) */
+    uint64_t max_parked_bytes; /* bound of one table's parked frames (0:
+                                  never park: hold the pipeline back) */
 } wpipe;
+
+/* Parked tables.  A frame of a pipeline that keeps mirrors (Postgres CDC,
+ * Debezium, mode latest: zx_conf_parked_bound) that its table refuses for
+ * a reason that will not pass by itself (a conflicting object of its
+ * name...) is parked instead of holding its whole pipeline back: the frame goes to the workspace table _zx_parked
+ * in the same transaction as the checkpoint and the positions that pass
+ * it (workspace.h), so that a crash neither loses it nor applies it twice,
+ * and the pipeline's other tables and its source position go on.  While
+ * a table has parked frames, every new frame of it is parked too (its
+ * order is kept); the table is retried with backoff (1 s doubling to
+ * 60 s, and at once when the supervisor attaches the pipeline again, at
+ * reload), its parked frames applied oldest first and deleted in the same
+ * transaction.  Past max_parked_bytes the pipeline is held back as a
+ * whole, as the frames of other pipelines always are.  One entry per (pipeline, table)
+ * with parked frames; the counts follow the workspace (read again after
+ * a rolled-back cycle). */
+typedef struct ptable {
+    char pipeline[64];
+    char table[128];
+    uint64_t count, rows, bytes;  /* parked frames, their changes, bytes */
+    uint64_t last_n;              /* highest number given (_zx_parked.n) */
+    char why[256];                /* why the table refused them */
+    int64_t retry_at_ms, backoff_ms;
+    int told;                     /* the log and feed were told it blocks */
+    int seen;                     /* pt_load: found in the workspace */
+} ptable;
 
 /* What one frame did, kept until the LMDB transaction is written. */
 typedef struct applied {
@@ -86,6 +114,9 @@ typedef struct applied {
     uint64_t stale;         /* its changes older than the key's (skipped) */
     int in_batch;           /* counted in an earlier frame's batch event */
     int skipped;            /* already in the workspace (reconciled) */
+    int parked;             /* parked, not applied (see ptable) */
+    int replayed;           /* a parked frame applied: no position, no
+                               checkpoint, no ring release of its own */
     int bad;                /* could not be decoded */
     /* a row-hashes frame (proto/frame.h): its keys, for the store */
     struct hentry *hashes;  /* malloc'd block: entries, then the keys' JSON */
@@ -133,6 +164,9 @@ typedef struct writer {
     zx_rowset rs2;           /* a changes frame without its stale changes */
     uint8_t *skip;
     size_t skip_cap;
+    ptable *pt;              /* the parked tables (see ptable) */
+    size_t npt, pt_cap;
+    int pt_stale;            /* read them again before applying (pt_load) */
 } writer;
 
 #define INFERRED_MAX 4096
@@ -195,6 +229,17 @@ static uint32_t attach_max_columns(writer *w, json_t *o, const char *name)
     return pc ? pc->max_columns : 0;
 }
 
+/* The bound of one table's parked frames for pipeline `name`, as
+ * attach_max_columns finds max_columns (zx_conf_parked_bound: 0 for a
+ * pipeline without mirrors, or when neither says). */
+static uint64_t attach_max_parked(writer *w, json_t *o, const char *name)
+{
+    json_t *v = json_object_get(o, "max_parked_bytes");
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+        return (uint64_t)json_integer_value(v);
+    return zx_conf_parked_bound(zx_conf_find(w->a->conf, name));
+}
+
 static void handle_attach(writer *w, const char *json, int *fds, int nfds)
 {
     json_error_t je;
@@ -206,6 +251,11 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
         goto out;
     }
     uint32_t max_columns = attach_max_columns(w, o, name);
+    uint64_t max_parked = attach_max_parked(w, o, name);
+    /* attached again (a reload): its parked tables are retried at once */
+    for (size_t i = 0; i < w->npt; i++)
+        if (strcmp(w->pt[i].pipeline, name) == 0)
+            w->pt[i].retry_at_ms = 0;
     char err[256];
     zx_segment seg;
     if (zx_segment_map(&seg, fds[0], err, sizeof(err)) < 0) {
@@ -220,6 +270,7 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
         wpipe *q = &w->pipes[i];
         if (q->used && strcmp(q->name, name) == 0 && q->seg.hdr->epoch == seg.hdr->epoch) {
             q->max_columns = max_columns; /* a reload may have changed it */
+            q->max_parked_bytes = max_parked;
             zx_segment_close(&seg);
             goto out;
         }
@@ -238,6 +289,7 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
     p->worker_efd = fds[1];
     fds[1] = -1;
     p->max_columns = max_columns;
+    p->max_parked_bytes = max_parked;
     p->detaching = 0;
     p->used = 1;
     zx_ring_set_peer(&p->seg.frames, p->worker_efd);
@@ -419,6 +471,120 @@ static void workspace_health(writer *w)
     }
 }
 
+/* ---- parked tables (see ptable) ------------------------------------------ */
+
+static ptable *pt_find(writer *w, const char *pipeline, const char *table)
+{
+    for (size_t i = 0; i < w->npt; i++)
+        if (strcmp(w->pt[i].pipeline, pipeline) == 0 && strcmp(w->pt[i].table, table) == 0)
+            return &w->pt[i];
+    return NULL;
+}
+
+/* A new zeroed entry (pointers into w->pt stay valid only until the next
+ * pt_add), or NULL out of memory or for a name too long to keep. */
+static ptable *pt_add(writer *w, const char *pipeline, const char *table)
+{
+    if (strlen(pipeline) >= sizeof(w->pt->pipeline) || strlen(table) >= sizeof(w->pt->table) ||
+        zx_grow(&w->pt, w->npt, &w->pt_cap, sizeof(*w->pt)) < 0)
+        return NULL;
+    ptable *t = &w->pt[w->npt++];
+    memset(t, 0, sizeof(*t));
+    snprintf(t->pipeline, sizeof(t->pipeline), "%s", pipeline);
+    snprintf(t->table, sizeof(t->table), "%s", table);
+    return t;
+}
+
+static int pt_seen(const char *pipeline, const char *table, uint64_t count, uint64_t rows,
+                   uint64_t bytes, uint64_t last_n, void *ctx)
+{
+    writer *w = ctx;
+    ptable *t = pt_find(w, pipeline, table);
+    if (!t && !(t = pt_add(w, pipeline, table)))
+        return 1;
+    t->count = count;
+    t->rows = rows;
+    t->bytes = bytes;
+    t->last_n = last_n;
+    t->seen = 1;
+    return 0;
+}
+
+/* Read the parked tables' counts from the workspace (the truth: a cycle
+ * rolled back undid what it parked or replayed), keeping what is known
+ * only here (why, retry times, told).  0, or -1 (w->pt_stale set: read
+ * again before the next frame is applied). */
+static int pt_load(writer *w)
+{
+    for (size_t i = 0; i < w->npt; i++)
+        w->pt[i].seen = 0;
+    if (zx_ws_parked_each(w->ws, pt_seen, w) != 0) {
+        w->pt_stale = 1;
+        return -1;
+    }
+    for (size_t i = 0; i < w->npt; i++)
+        if (!w->pt[i].seen)
+            w->pt[i].count = w->pt[i].rows = w->pt[i].bytes = 0;
+    w->pt_stale = 0;
+    return 0;
+}
+
+/* After a commit (or pt_load): the log and the feed hear once when a
+ * table starts to be parked and once when it is applied again; entries
+ * with nothing parked are forgotten; each pipeline's status line
+ * (seg writer_tables) follows. */
+static void pt_tell(writer *w)
+{
+    for (size_t i = 0; i < w->npt; i++) {
+        ptable *t = &w->pt[i];
+        char msg[600];
+        if (t->count && !t->told) {
+            t->told = 1;
+            snprintf(msg, sizeof(msg), "table %s refuses its changes (%s): they are parked "
+                     "in _zx_parked, in order, and retried; the pipeline's other tables go on",
+                     t->table, t->why[0] ? t->why : "reason not known yet");
+            zx_error("event=table_blocked pipeline=%s table=%s parked_changes=%llu "
+                     "parked_bytes=%llu error=\"%s\"", t->pipeline, t->table,
+                     (unsigned long long)t->rows, (unsigned long long)t->bytes, t->why);
+            emit(w, json_pack("{s:s, s:s, s:s, s:s}", "event", "error", "pipeline",
+                              t->pipeline, "table", t->table, "message", msg));
+        } else if (!t->count && t->told) {
+            t->told = 0;
+            snprintf(msg, sizeof(msg), "table %s takes its changes again: the parked ones "
+                     "were applied", t->table);
+            zx_info("event=table_unblocked pipeline=%s table=%s", t->pipeline, t->table);
+            emit(w, json_pack("{s:s, s:s, s:s, s:s}", "event", "table_unblocked", "pipeline",
+                              t->pipeline, "table", t->table, "message", msg));
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < w->npt; i++)
+        if (w->pt[i].count || w->pt[i].told)
+            w->pt[k++] = w->pt[i];
+    w->npt = k;
+    for (int i = 0; i < MAX_PIPES; i++) {
+        wpipe *p = &w->pipes[i];
+        if (!p->used)
+            continue;
+        char line[ZX_SEG_WRITER_TABLES_MAX] = "";
+        size_t len = 0;
+        for (size_t j = 0; j < w->npt && len < sizeof(line); j++) {
+            const ptable *t = &w->pt[j];
+            if (!t->count || strcmp(t->pipeline, p->name) != 0)
+                continue;
+            int n = snprintf(line + len, sizeof(line) - len, "%s%s (%s): %llu changes parked, "
+                             "%llu bytes", len ? "; " : "", t->table,
+                             t->why[0] ? t->why : "retrying", (unsigned long long)t->rows,
+                             (unsigned long long)t->bytes);
+            len = n < 0 ? sizeof(line) : len + (size_t)n;
+        }
+        zx_seg_hdr *h = p->seg.hdr;
+        if (strncmp(h->writer_tables, line, sizeof(line)) != 0)
+            zx_segment_write_text(&h->writer_tables_seq, h->writer_tables,
+                                  sizeof(h->writer_tables), line);
+    }
+}
+
 static void free_applied(writer *w)
 {
     for (size_t i = 0; i < w->nap; i++) {
@@ -582,10 +748,138 @@ static int keep_hashes(applied *a, const zx_rowset *rs, const zx_frame_meta *m)
     return 0;
 }
 
-/* Apply one frame inside the open workspace transaction.  0; -2 when the
- * frame's table refused it (the same frame would fail again: hold the
- * pipeline back); -1 on any other failure (database, out of memory: roll
- * the cycle back and retry).  err says why. */
+/* Copy what applying a frame did (res) into a; takes res's column lists. */
+static void keep_result(applied *a, zx_ws_result *res)
+{
+    a->rows = res->rows;
+    a->rejects = res->rejects;
+    a->created = res->created_table;
+    a->history_json = res->history_json;
+    a->rejcols = res->rejcols;
+    a->nrejcols = res->nrejcols;
+    a->newcols = res->newcols;
+    a->nnewcols = res->nnewcols;
+    a->extra_values = res->extra_values;
+    a->extra_fields = res->extra_fields;
+    a->max_columns = res->max_columns;
+    memcpy(a->extra_first, res->extra_first, sizeof(a->extra_first));
+    res->rejcols = NULL;
+    res->newcols = NULL;
+    zx_ws_result_free(res);
+}
+
+/* Apply the changes of frame m (decoded into w->rs) to its mirror table:
+ * zx_ws_apply_changes's result (res filled), or -1 out of memory. */
+static int apply_changes(writer *w, wpipe *p, applied *a, const zx_frame_meta *m, uint64_t seq,
+                         zx_ws_result *res, char *err, size_t errlen)
+{
+    zx_ws_changes ch = { .pipeline = p->name, .table = m->table, .key_cols = m->key_cols,
+                         .nkey_cols = m->nkey_cols, .col_types = m->col_types,
+                         .ncol_types = m->ncol_types, .history = m->history,
+                         .ingested_at_us = m->ingested_at_us };
+    const zx_rowset *crs = &w->rs;
+    long stale = drop_stale(w, p, m, &crs);
+    if (stale < 0) {
+        snprintf(err, errlen, "out of memory checking the positions of frame %llu of %s",
+                 (unsigned long long)seq, p->name);
+        return -1;
+    }
+    a->stale = (uint64_t)stale;
+    a->inferred = m->inferred;
+    return zx_ws_apply_changes(w->ws, &ch, crs, res, err, errlen);
+}
+
+/* Apply the rows of frame m (decoded into w->rs; not a row-hashes frame)
+ * to its table: appended (rows frame, ap filled for it) or applied in
+ * order (changes frame, a mirror: workspace_changes.c).  0, or -1 (err
+ * set; zx_ws_failure_is_permanent says whether the table refused). */
+static int apply_rows(writer *w, wpipe *p, applied *a, const zx_frame_meta *m, uint64_t seq,
+                      zx_ws_append *ap, zx_ws_result *res, char *err, size_t errlen)
+{
+    memset(ap, 0, sizeof(*ap));
+    ap->pipeline = p->name;
+    ap->table = m->table;
+    /* the writer adds only these; other bits are the source's own columns */
+    ap->metadata = m->metadata & (ZX_WS_META_INGESTED_AT | ZX_WS_META_REQUEST_ID);
+    ap->max_columns = p->max_columns;
+    ap->ingested_at_us = m->ingested_at_us;
+    ap->request_id = m->batch_id;
+    if (m->kind == ZX_FRAME_CHANGES)
+        return apply_changes(w, p, a, m, seq, res, err, errlen);
+    return zx_ws_append_rows(w->ws, ap, &w->rs, res, err, errlen);
+}
+
+/* Record frame seq's positions and p's checkpoint in the open
+ * transaction.  0, or -1 (err set). */
+static int record_progress(writer *w, wpipe *p, const zx_frame_meta *m, uint64_t seq, char *err,
+                           size_t errlen)
+{
+    int64_t now_us = zx_now_us();
+    for (size_t i = 0; i < m->npositions; i++)
+        if (zx_ws_position_set(w->ws, p->name, m->positions[i].part, m->positions[i].value,
+                               m->positions[i].value_len, now_us) < 0) {
+            snprintf(err, errlen, "cannot record the position %s of pipeline %s: %s",
+                     m->positions[i].part, p->name, zx_ws_errmsg(w->ws));
+            return -1;
+        }
+    if (zx_ws_checkpoint_set(w->ws, p->ckpt_key, seq, zx_now_us()) < 0) {
+        snprintf(err, errlen, "cannot record the checkpoint of pipeline %s", p->name);
+        return -1;
+    }
+    p->ckpt = seq;
+    return 0;
+}
+
+/* Park frame seq of p (data, len bytes; m decoded into w->rs),
+ * which its table refuses (why), in _zx_parked, and record its positions
+ * and the checkpoint, inside the open transaction (see ptable).  0; -2
+ * when it may not be parked (the table's parked frames would pass
+ * max_parked_bytes: err says so, and the pipeline is to be held back);
+ * -1 on a database failure or out of memory (err set). */
+static int park_frame(writer *w, wpipe *p, applied *a, const zx_frame_meta *m, const void *data,
+                      size_t len, uint64_t seq, const char *why, char *err, size_t errlen)
+{
+    char reason[256];
+    snprintf(reason, sizeof(reason), "%s", why);
+    ptable *t = pt_find(w, p->name, m->table);
+    uint64_t have = t ? t->bytes : 0;
+    if (have + len > p->max_parked_bytes) {
+        snprintf(err, errlen, "table %s refuses its changes (%s), and its parked changes would "
+                 "pass pipelines.%s.max_parked_bytes (%llu bytes): the whole pipeline is "
+                 "held back", m->table, reason, p->name,
+                 (unsigned long long)p->max_parked_bytes);
+        return -2;
+    }
+    if (!t && !(t = pt_add(w, p->name, m->table))) {
+        snprintf(err, errlen, "out of memory parking frame %llu of %s (table %s)",
+                 (unsigned long long)seq, p->name, m->table);
+        return -1;
+    }
+    if (zx_ws_park_put(w->ws, p->name, m->table, t->last_n + 1, w->rs.nrows, data, len, reason,
+                       zx_now_us()) < 0) {
+        snprintf(err, errlen, "cannot park frame %llu of %s (table %s): %s",
+                 (unsigned long long)seq, p->name, m->table, zx_ws_errmsg(w->ws));
+        return -1;
+    }
+    t->last_n++;
+    t->count++;
+    t->rows += w->rs.nrows;
+    t->bytes += len;
+    snprintf(t->why, sizeof(t->why), "%s", reason);
+    if (!t->retry_at_ms) {
+        t->backoff_ms = 1000;
+        t->retry_at_ms = zx_mono_ms() + t->backoff_ms;
+    }
+    a->parked = 1;
+    a->skipped = 1;   /* nothing in the table: nothing to announce */
+    return record_progress(w, p, m, seq, err, errlen);
+}
+
+/* Apply one frame inside the open workspace transaction.  0 (applied, or
+ * parked: see ptable); -2 when the frame's table refused it (the same
+ * frame would fail again: hold the pipeline back); -1 on any other
+ * failure (database, out of memory: roll the cycle back and retry).  err
+ * says why. */
 static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t seq,
                        const zx_ring_cursor *after, char *err, size_t errlen)
 {
@@ -630,70 +924,80 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
         a->skipped = 1;
         return 0;
     }
-    zx_ws_append ap = {0};
-    ap.pipeline = p->name;
-    ap.table = m.table;
-    /* the writer adds only these; other bits are the source's own columns */
-    ap.metadata = m.metadata & (ZX_WS_META_INGESTED_AT | ZX_WS_META_REQUEST_ID);
-    ap.max_columns = p->max_columns;
-    ap.ingested_at_us = m.ingested_at_us;
-    ap.request_id = m.batch_id;
-    zx_ws_result res = {0};
-    int wr;
-    if (m.kind == ZX_FRAME_CHANGES) {
-        /* a mirror table: changes applied in order (workspace_changes.c) */
-        zx_ws_changes ch = { .pipeline = p->name, .table = m.table, .key_cols = m.key_cols,
-                             .nkey_cols = m.nkey_cols, .col_types = m.col_types,
-                             .ncol_types = m.ncol_types, .history = m.history,
-                             .ingested_at_us = m.ingested_at_us };
-        const zx_rowset *crs = &w->rs;
-        long stale = drop_stale(w, p, &m, &crs);
-        if (stale < 0) {
-            snprintf(err, errlen, "out of memory checking the positions of frame %llu of %s",
-                     (unsigned long long)seq, p->name);
-            return -1;
-        }
-        a->stale = (uint64_t)stale;
-        wr = zx_ws_apply_changes(w->ws, &ch, crs, &res, err, errlen);
-        a->inferred = m.inferred;
-    } else {
-        wr = zx_ws_append_rows(w->ws, &ap, &w->rs, &res, err, errlen);
+    if (p->max_parked_bytes) {
+        /* its table's earlier frames are parked: so is this one (order) */
+        const ptable *t = pt_find(w, p->name, m.table);
+        if (t && t->count)
+            return park_frame(w, p, a, &m, data, len, seq, t->why, err, errlen);
     }
+    zx_ws_append ap;
+    zx_ws_result res = {0};
+    int wr = apply_rows(w, p, a, &m, seq, &ap, &res, err, errlen);
     if (wr < 0) {
         zx_ws_result_free(&res);
-        return zx_ws_failure_is_permanent(w->ws) ? -2 : -1;
+        if (!zx_ws_failure_is_permanent(w->ws))
+            return -1;
+        if (!p->max_parked_bytes)
+            return -2;
+        /* the mirror refuses it: undo what it did, park it (positions
+         * and checkpoint pass it), and the pipeline goes on */
+        char why[256];
+        snprintf(why, sizeof(why), "%s", err);
+        a->stale = 0;
+        a->inferred = 0;
+        if (zx_ws_savepoint_rollback(w->ws) < 0 || zx_ws_savepoint(w->ws) < 0) {
+            snprintf(err, errlen, "savepoint: %s", zx_ws_errmsg(w->ws));
+            return -1;
+        }
+        return park_frame(w, p, a, &m, data, len, seq, why, err, errlen);
     }
-    a->rows = res.rows;
-    a->rejects = res.rejects;
-    a->created = res.created_table;
-    a->history_json = res.history_json;
-    a->rejcols = res.rejcols;
-    a->nrejcols = res.nrejcols;
-    a->newcols = res.newcols;
-    a->nnewcols = res.nnewcols;
-    a->extra_values = res.extra_values;
-    a->extra_fields = res.extra_fields;
-    a->max_columns = res.max_columns;
-    memcpy(a->extra_first, res.extra_first, sizeof(a->extra_first));
-    res.rejcols = NULL;
-    res.newcols = NULL;
-    zx_ws_result_free(&res);
+    keep_result(a, &res);
     if (zx_ws_reject_messages(w->ws, &ap, m.rejects, m.nrejects, &a->messages, err, errlen) < 0)
         return -1;
     a->rejects += a->messages;
-    int64_t now_us = zx_now_us();
-    for (size_t i = 0; i < m.npositions; i++)
-        if (zx_ws_position_set(w->ws, p->name, m.positions[i].part, m.positions[i].value,
-                               m.positions[i].value_len, now_us) < 0) {
-            snprintf(err, errlen, "cannot record the position %s of pipeline %s: %s",
-                     m.positions[i].part, p->name, zx_ws_errmsg(w->ws));
-            return -1;
-        }
-    if (zx_ws_checkpoint_set(w->ws, p->ckpt_key, seq, zx_now_us()) < 0) {
-        snprintf(err, errlen, "cannot record the checkpoint of pipeline %s", p->name);
+    return record_progress(w, p, &m, seq, err, errlen);
+}
+
+/* Apply a parked frame of p (data, len bytes) to its table as
+ * apply_frame would, inside the
+ * open transaction: no position and no checkpoint (recorded when it was
+ * parked).  0 applied (or not decodable: dropped, logged), *nrows its
+ * changes; -2 the table refuses it still; -1 any other failure.  err
+ * says why. */
+static int replay_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t *nrows,
+                        char *err, size_t errlen)
+{
+    applied *a = new_applied(w);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    p->ckpt = seq;
+    a->p = p;
+    a->seq = p->ckpt;
+    a->after = p->cur;
+    a->replayed = 1;
+    *nrows = 0;
+    zx_frame_meta m;
+    char derr[256];
+    int dec = zx_frame_decode(data, len, &m, &w->rs, derr, sizeof(derr));
+    if (dec < 0 || m.kind == ZX_FRAME_HASHES) {
+        zx_error("event=bad_parked_frame pipeline=%s error=\"%s\"", p->name,
+                 dec < 0 ? derr : "a row-hashes frame");
+        a->bad = 1;
+        return 0;
+    }
+    snprintf(a->table, sizeof(a->table), "%s", m.table);
+    *nrows = w->rs.nrows;
+    zx_ws_append ap;
+    zx_ws_result res = {0};
+    if (apply_rows(w, p, a, &m, a->seq, &ap, &res, err, errlen) < 0) {
+        zx_ws_result_free(&res);
+        return zx_ws_failure_is_permanent(w->ws) ? -2 : -1;
+    }
+    keep_result(a, &res);
+    if (zx_ws_reject_messages(w->ws, &ap, m.rejects, m.nrejects, &a->messages, err, errlen) < 0)
+        return -1;
+    a->rejects += a->messages;
     return 0;
 }
 
@@ -735,7 +1039,7 @@ static int store_txn(writer *w)
         for (size_t i = 0; i < w->nap && rc == 0; i++) {
             applied *a = &w->ap[i];
             zx_position pos = {a->seq, now, NULL, 0};
-            rc = zx_store_position_put(t, a->p->name, &pos);
+            rc = a->replayed ? 0 : zx_store_position_put(t, a->p->name, &pos);
             for (size_t k = 0; rc == 0 && k < a->npos; k++) {
                 rc = zx_store_position_part_put(t, a->p->name, a->pos[k].part, a->pos[k].value,
                                                 a->pos[k].value_len, now);
@@ -956,6 +1260,88 @@ static int reread_checkpoints(writer *w, char *err, size_t errlen)
     return 0;
 }
 
+/* Begin the cycle's transaction if not yet (*began), reading what a
+ * failure left stale first.  0, or -1 (err set). */
+static int begin_once(writer *w, int *began, char *err, size_t errlen)
+{
+    if (*began)
+        return 0;
+    if (zx_ws_begin(w->ws, err, errlen) < 0)
+        return -1;
+    *began = 1;
+    if (w->ckpt_stale && reread_checkpoints(w, err, errlen) < 0)
+        return -1;
+    if (w->pt_stale && pt_load(w) < 0)
+        return zx_seterr(err, errlen, "cannot read _zx_parked: %s", zx_ws_errmsg(w->ws));
+    return 0;
+}
+
+/* p's parked tables whose retry is due: apply their parked frames, oldest
+ * first, each deleted from _zx_parked in the same savepoint; a table that
+ * still refuses waits again (backoff).  0, or -1 on a failure that needs
+ * a rollback (err set). */
+static int replay_parked(writer *w, wpipe *p, size_t *bytes, int *began, int *nframes,
+                         char *err, size_t errlen)
+{
+    int64_t now = zx_mono_ms();
+    for (size_t i = 0; i < w->npt && *bytes < CYCLE_BYTES; i++) {
+        ptable *t = &w->pt[i];
+        if (strcmp(t->pipeline, p->name) != 0 || !t->count || t->retry_at_ms > now)
+            continue;
+        while (t->count && *bytes < CYCLE_BYTES) {
+            if (begin_once(w, began, err, errlen) < 0)
+                return -1;
+            t = &w->pt[i]; /* pt_load may have moved it */
+            if (!t->count)
+                break;
+            uint64_t n = 0, nrows = 0;
+            void *f = NULL;
+            size_t len = 0;
+            int got = zx_ws_park_first(w->ws, p->name, t->table, &n, &f, &len);
+            if (got < 0)
+                return zx_seterr(err, errlen, "cannot read the parked changes of %s "
+                                 "(pipeline %s): %s", t->table, p->name, zx_ws_errmsg(w->ws));
+            if (got == 0) {
+                t->count = t->rows = t->bytes = 0;
+                break;
+            }
+            if (zx_ws_savepoint(w->ws) < 0) {
+                free(f);
+                return zx_seterr(err, errlen, "savepoint: %s", zx_ws_errmsg(w->ws));
+            }
+            char why[256] = "";
+            int ar = replay_frame(w, p, f, len, &nrows, why, sizeof(why));
+            free(f);
+            if (ar == -2) {
+                drop_last_applied(w);
+                if (zx_ws_savepoint_rollback(w->ws) < 0)
+                    return zx_seterr(err, errlen, "savepoint: %s", zx_ws_errmsg(w->ws));
+                t->backoff_ms = t->backoff_ms * 2 > 60000 ? 60000
+                                : t->backoff_ms ? t->backoff_ms * 2 : 1000;
+                t->retry_at_ms = zx_mono_ms() + t->backoff_ms;
+                snprintf(t->why, sizeof(t->why), "%s", why);
+                zx_info("event=parked_table_retry pipeline=%s table=%s retry_in_ms=%lld "
+                        "error=\"%s\"", p->name, t->table, (long long)t->backoff_ms, why);
+                break;
+            }
+            if (ar < 0)
+                return zx_seterr(err, errlen, "%s", why);
+            if (zx_ws_park_del(w->ws, p->name, t->table, n) < 0 ||
+                zx_ws_savepoint_release(w->ws) < 0)
+                return zx_seterr(err, errlen, "cannot delete a parked frame of %s (pipeline "
+                                 "%s): %s", t->table, p->name, zx_ws_errmsg(w->ws));
+            t->count--;
+            t->rows -= nrows < t->rows ? nrows : t->rows;
+            t->bytes -= len < t->bytes ? len : t->bytes;
+            if (!t->count)
+                t->backoff_ms = t->retry_at_ms = 0;
+            *bytes += len;
+            (*nframes)++;
+        }
+    }
+    return 0;
+}
+
 /* Drain every ring once (one pass), applying each frame inside the open
  * transaction (begun at the first frame).  Returns the frames applied in
  * this pass (>= 0), or -1 on a failure that needs a rollback (err set). */
@@ -968,6 +1354,8 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
         wpipe *p = &w->pipes[i];
         if (!p->used || p->blocked_until_ms > now)
             continue;
+        if (replay_parked(w, p, bytes, began, &nframes, err, errlen) < 0)
+            return -1;
         while (*bytes < CYCLE_BYTES) {
             const void *data;
             size_t len;
@@ -980,13 +1368,8 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
                 zx_error("event=ring_corrupt pipeline=%s ring=frames", p->name);
                 break;
             }
-            if (!*began) {
-                if (zx_ws_begin(w->ws, err, errlen) < 0)
-                    return -1;
-                *began = 1;
-                if (w->ckpt_stale && reread_checkpoints(w, err, errlen) < 0)
-                    return -1;
-            }
+            if (begin_once(w, began, err, errlen) < 0)
+                return -1;
             /* one savepoint per frame: a table that refuses this frame
              * holds back only its own pipeline */
             if (zx_ws_savepoint(w->ws) < 0) {
@@ -1094,13 +1477,14 @@ static int cycle(writer *w)
         atomic_store(&h->last_commit_us, now_us);
         /* release once per pipeline, at its last frame of the cycle (the
          * first one met walking backwards) */
-        if (a->p->released_cycle != w->cycles) {
+        if (!a->replayed && a->p->released_cycle != w->cycles) {
             a->p->released_cycle = w->cycles;
             zx_ring_release(&a->p->seg.frames, &a->after, 1);
         }
     }
     announce(w);
     free_applied(w);
+    pt_tell(w);
     return nframes;
 fail:
     zx_error("event=commit_failed frames=%d error=\"%s\"", nframes, err);
@@ -1116,6 +1500,9 @@ fail:
             w->ckpt_stale = 1;
     }
     free_applied(w);
+    /* what the cycle parked or replayed is undone: count again */
+    if (pt_load(w) == 0)
+        pt_tell(w);
     return -1;
 }
 
@@ -1248,6 +1635,8 @@ int zx_writer_main(const zx_writer_args *a)
         zx_error("event=fatal error=\"%s\"", err);
         goto out;
     }
+    if (pt_load(w) < 0)
+        zx_warn("event=parked_not_read error=\"%s\"", zx_ws_errmsg(w->ws));
     const char *fi = getenv("ZX_FAULT_INJECTION");
     if (fi && strcmp(fi, "1") == 0)
         snprintf(w->fault_path, sizeof(w->fault_path), "%s/fault-crash-after-workspace-commit",
@@ -1307,6 +1696,7 @@ out:
         free(w->inferred_told[i]);
     free(w->inferred_told);
     free(w->ap);
+    free(w->pt);
     free(w);
     return rc;
 }
