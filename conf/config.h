@@ -432,9 +432,10 @@ void zx_conf_free(zx_conf *c);
  * until zx_conf_free(c). */
 const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name);
 /* The bytes of changes the writer may park per mirror table of pipeline p
- * (its max_parked_bytes) when p keeps mirrors (source postgres, format
- * debezium, mode latest); 0 for any other pipeline (or NULL), whose
- * frames are held back as a whole when their table refuses them. */
+ * (its max_parked_bytes) when p keeps mirrors and is not fed by http
+ * (source postgres; kafka with format debezium or mode latest); 0 for any
+ * other pipeline (or NULL), whose frames are held back as a whole when
+ * their table refuses them. */
 uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p);
 
 /* The author / API token called `name`, or NULL.  Owned by c. */

@@ -66,6 +66,9 @@ static const char *const mirror_sources[] = {"postgres", "http", "kafka", NULL};
 /* the sources that append events to one table of their own */
 static const char *const stream_sources[] = {"http", "kafka", NULL};
 static const char *const conn_sources[] = {"kafka", "postgres", NULL};
+/* the sources whose mirror tables may park their changes (not http: a
+ * push acknowledged at commit must be in its table) */
+static const char *const park_sources[] = {"postgres", "kafka", NULL};
 /* connection options: the kinds that take them */
 static const char *const kafka_kind[] = {"kafka", NULL};
 static const char *const dsn_kinds[] = {"postgres", "mysql", NULL};
@@ -679,9 +682,10 @@ const zx_cf_option zx_cf_options[] = {
      "or `mode: latest` only."},
     {.section = "pipelines.<name>", .name = "max_parked_bytes", .type = ZX_CF_SIZE,
      .def = "256MiB", .offset = PIPE(max_parked_bytes), .min = 0, .max = 1024 * GiB,
-     .sources = mirror_sources,
-     .help = "A mirror table the workspace refuses (a conflicting object of "
-     "its name, say) blocks only itself: its changes are parked in the "
+     .sources = park_sources,
+     .help = "A mirror table (CDC; Kafka with `format: debezium` or `mode: "
+     "latest`) the workspace refuses (a conflicting object of its name, "
+     "say) blocks only itself: its changes are parked in the "
      "workspace table `_zx_parked`, in order, while the pipeline's other "
      "tables and its source position go on; they are applied once the "
      "table takes them (retried with backoff, and at `zxctl reload`). "

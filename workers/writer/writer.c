@@ -58,11 +58,12 @@ typedef struct wpipe {
                                   never park: hold the pipeline back) */
 } wpipe;
 
-/* Parked tables.  A frame of a pipeline that keeps mirrors (Postgres CDC,
- * Debezium, mode latest: zx_conf_parked_bound) that its table refuses for
- * a reason that will not pass by itself (a conflicting object of its
- * name...) is parked instead of holding its whole pipeline back: the frame goes to the workspace table _zx_parked
- * in the same transaction as the checkpoint and the positions that pass
+/* Parked tables.  A frame of a pipeline that keeps mirrors (Postgres CDC;
+ * Kafka Debezium or mode latest: zx_conf_parked_bound) that its table
+ * refuses for a reason that will not pass by itself (a conflicting
+ * object of its name...) is parked instead of holding its whole
+ * pipeline back: the frame goes to the workspace table _zx_parked in the
+ * same transaction as the checkpoint and the positions that pass
  * it (workspace.h), so that a crash neither loses it nor applies it twice,
  * and the pipeline's other tables and its source position go on.  While
  * a table has parked frames, every new frame of it is parked too (its
@@ -924,12 +925,11 @@ static int apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64
         a->skipped = 1;
         return 0;
     }
-    if (p->max_parked_bytes) {
-        /* its table's earlier frames are parked: so is this one (order) */
-        const ptable *t = pt_find(w, p->name, m.table);
-        if (t && t->count)
-            return park_frame(w, p, a, &m, data, len, seq, t->why, err, errlen);
-    }
+    /* its table's earlier frames are parked: so is this one (order; past
+     * the bound, or with parking since turned off, it waits in the ring) */
+    const ptable *t = pt_find(w, p->name, m.table);
+    if (t && t->count)
+        return park_frame(w, p, a, &m, data, len, seq, t->why, err, errlen);
     zx_ws_append ap;
     zx_ws_result res = {0};
     int wr = apply_rows(w, p, a, &m, seq, &ap, &res, err, errlen);
