@@ -886,6 +886,58 @@ static void test_positions(zx_ws *w)
     CHECK(zx_ws_positions_drop(w, "j") == 0);
 }
 
+/* Parked frames: stored with the transaction (a rollback undoes them),
+ * read back oldest first with their bytes, counted per table, deleted. */
+static int park_cb(const char *pipeline, const char *table, uint64_t count, uint64_t rows,
+                   uint64_t bytes, uint64_t last_n, void *ctx)
+{
+    pos_walk *p = ctx;
+    p->n += (size_t)snprintf(p->seen + p->n, p->n < sizeof(p->seen) ? sizeof(p->seen) - p->n : 0,
+                             "%s/%s=%llu,%llu,%llu,%llu ", pipeline, table,
+                             (unsigned long long)count, (unsigned long long)rows,
+                             (unsigned long long)bytes, (unsigned long long)last_n);
+    return 0;
+}
+
+static void test_parked(zx_ws *w)
+{
+    static const unsigned char bin[4] = { 0x00, 0xff, 0x7f, 0x01 };
+    uint64_t n = 0;
+    void *f = NULL;
+    size_t len = 0;
+    CHECK(zx_ws_park_put(w, "k", "t", 1, 2, bin, 4, "why", 1) == -1); /* no transaction */
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_park_put(w, "k", "t", 1, 2, bin, 4, "why", 1) == 0);
+    zx_ws_rollback(w);
+    CHECK(zx_ws_park_first(w, "k", "t", &n, &f, &len) == 0);
+    CHECK(f == NULL);
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_park_put(w, "k", "t", 2, 5, "abc", 3, "why", 1) == 0);
+    CHECK(zx_ws_park_put(w, "k", "t", 1, 2, bin, 4, "why", 1) == 0);
+    CHECK(zx_ws_park_put(w, "k", "u", 7, 1, "", 0, NULL, 1) == 0);
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+    pos_walk p = { .n = 0 };
+    CHECK(zx_ws_parked_each(w, park_cb, &p) == 0);
+    CHECK(strstr(p.seen, "k/t=2,7,7,2 ") != NULL);
+    CHECK(strstr(p.seen, "k/u=1,1,0,7 ") != NULL);
+    CHECK(zx_ws_park_first(w, "k", "t", &n, &f, &len) == 1);
+    CHECK(n == 1 && len == 4 && f && memcmp(f, bin, 4) == 0);
+    free(f);
+    CHECK(zx_ws_park_del(w, "k", "t", 1) == -1); /* no transaction */
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_park_del(w, "k", "t", 1) == 0);
+    CHECK(zx_ws_park_first(w, "k", "t", &n, &f, &len) == 1); /* sees its own delete */
+    CHECK(n == 2 && len == 3 && f && memcmp(f, "abc", 3) == 0);
+    free(f);
+    CHECK(zx_ws_park_del(w, "k", "t", 2) == 0);
+    CHECK(zx_ws_park_del(w, "k", "u", 7) == 0);
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+    p.n = 0;
+    p.seen[0] = '\0';
+    CHECK(zx_ws_parked_each(w, park_cb, &p) == 0);
+    CHECK_STR(p.seen, "");
+}
+
 static void test_identifiers(zx_ws *w)
 {
     zx_ws_result res;
@@ -2048,6 +2100,7 @@ static void run_suite(const backend *b)
         test_fit_pairs(w);
         test_rollback(w);
         test_positions(w);
+        test_parked(w);
         test_identifiers(w);
         test_user_table(w);
         test_view(w);
