@@ -13,16 +13,20 @@ Once the cause is gone (and `zxctl reload` retries at once), the parked
 changes are applied in their order (history included, each change once),
 the mirror equals its source and the log says the table recovered.  With
 a small max_parked_bytes the pipeline is held back as a whole, saying
-why, and goes on once the cause is gone.
+why, and goes on once the cause is gone.  The same for a Kafka pipeline
+of Debezium events whose table template makes two mirrors from one
+partition.
 """
 
+import json
 import os
 import signal
 import sqlite3
 
 import pytest
 
-from conftest import pid_alive, wait_for
+from conftest import pid_alive, uid, wait_for
+from kafka_fixtures import kafka, make_kzxd  # noqa: F401
 from pg_cdc_fixtures import make_cdc_env, superuser
 
 DEADLINE = 120
@@ -178,3 +182,51 @@ def test_past_max_parked_bytes_the_pipeline_is_held_back(pg, mirror_env):
     wait_same(z, pg, db, "good")
     wait_for(lambda: z.pipeline("c")["state"] == "running",
              lambda: f"c running again: {z.pipeline('c')}")
+
+
+def dbz_event(op, row, lsn, table, before=None):
+    return {"before": before, "after": row if op != "d" else None,
+            "source": {"connector": "postgresql", "db": "shop", "schema": "public",
+                       "table": table, "lsn": lsn, "ts_ms": 1700000000000},
+            "op": op}
+
+
+def test_debezium_a_refused_table_blocks_only_itself(kafka, make_kzxd):  # noqa: F811
+    topic = kafka.create_topic(f"tb{uid()[:8]}.public.mixed")
+    z = make_kzxd({"d": {"connection": "c", "topic": topic, "table": '"{source.table}"',
+                         "extra": {"format": "debezium", "history": "true"}}},
+                  {"c": kafka.connection("plaintext")}, start=False)
+    block_table(z, "bad")
+    z.start()
+    # one partition: bad's events come first, good's after them
+    events = [dbz_event("c", {"id": 1, "v": "b1"}, 100, "bad"),
+              dbz_event("c", {"id": 1, "v": "g1"}, 110, "good"),
+              dbz_event("u", {"id": 1, "v": "b1x"}, 120, "bad"),
+              dbz_event("c", {"id": 2, "v": "b2"}, 130, "bad"),
+              dbz_event("d", None, 140, "bad", before={"id": 2}),
+              dbz_event("c", {"id": 2, "v": "g2"}, 150, "good")]
+    keys = [json.dumps({"id": (e["after"] or e["before"])["id"]}) for e in events]
+    kafka.produce(topic, [json.dumps(e) for e in events], keys=keys, partition=0)
+
+    def good():
+        return z.table_exists("good") and z.query('SELECT id, v FROM "good" ORDER BY id')
+    wait_for(lambda: good() == [(1, "g1"), (2, "g2")],
+             lambda: f"good mirrored past bad's events: {good()}; log:\n{z.log_text()[-3000:]}",
+             deadline=DEADLINE)
+    wait_for(lambda: (z.pipeline("d").get("blocked_tables") or "").startswith("bad ("),
+             lambda: f"bad parked: {z.pipeline('d')}", deadline=DEADLINE)
+    assert z.pipeline("d")["state"] == "running"
+
+    unblock_table(z, "bad")
+    z.zxctl("reload", check_rc=0)
+
+    def bad():
+        return z.table_exists("bad") and z.query('SELECT id, v FROM "bad" ORDER BY id')
+    wait_for(lambda: bad() == [(1, "b1x")], lambda: f"bad applied in order: {bad()}",
+             deadline=DEADLINE)
+    wait_for(lambda: z.table_exists("bad__changes") and z.count("bad__changes") == 4,
+             lambda: f"bad's 4 changes in its history once each: "
+                     f"{z.query('SELECT * FROM bad__changes') if z.table_exists('bad__changes') else None}",
+             deadline=DEADLINE)
+    wait_for(lambda: z.pipeline("d").get("blocked_tables") is None,
+             lambda: f"bad no longer blocked: {z.pipeline('d')}")
