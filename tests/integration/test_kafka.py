@@ -5,7 +5,9 @@ each security mode connects and consumes; SCRAM against Kafka 3.9, and
 against Kafka 4.x the precise error when zxd's librdkafka is older than
 2.6.1; a wrong password, a wrong CA, a certificate for another host, an
 unreachable broker, an unknown topic and a missing ACL each give their
-precise error in `zxctl test` and `zxctl status`; start oldest / new
+precise error in `zxctl test` and `zxctl status`; a password the broker
+refuses fails the pipeline at once (one start, no restart) and a reload
+with the right one runs it; start oldest / new
 (messages produced while zxd is down after the first start are not
 skipped); with and without a group; resume exactly after the last
 committed offset (every offset checked); poison messages go to

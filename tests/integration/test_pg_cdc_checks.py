@@ -7,7 +7,9 @@ logical; roles zx, a superuser, and zx_nocreate, without REPLICATION).
 What it covers: a zxd with an http pipeline and `source: postgres`
 pipelines starts and runs both kinds side by side (a postgres pipeline
 whose checks fail is failed with their message, at once and not
-restarted when the server refuses the configuration); `zxctl test <pipeline>` and `zxctl test <connection>` then run
+restarted when the server refuses the configuration: a table without a
+key, a wrong password, a database that does not exist; a reload that fixes
+it runs it); `zxctl test <pipeline>` and `zxctl test <connection>` then run
 the checks of workers/sources/pg_cdc_check.c in order and name what is
 missing with the command that fixes it: a wrong password (the dsn shown
 with *** only), a role without REPLICATION (ALTER ROLE), a missing table,
