@@ -175,6 +175,16 @@ def test_each_failure_has_its_precise_error(kafka, make_kzxd):
             z.wait_source_error(name, *phrases)
     for name in expect:
         assert z.count(z.table(name)) == 0
+    # what only someone can fix fails at once, never restarted; what may
+    # pass by itself (a broker down, a topic not created yet) is retried
+    for name in ("e_password", "e_ca", "e_host", "e_acl", "e_acl_group"):
+        p = wait_failed(z, name)
+        assert p["restarts"] == 0, p
+        assert "not restarted: a restart cannot fix this" in (p["last_error"] or ""), p
+    st = z.status()
+    for name in ("e_unreach", "e_topic", "e_topic_group"):
+        p = z.pipeline(name, st)
+        assert p["state"] == "running", p
     # a connection alone, wrong password
     rc, out = z.test_output("bad_password")
     assert rc != 0 and "authentication failed" in out, out
