@@ -557,7 +557,7 @@ static void child_gone(sup *s, child *c, int st)
         c->want = 0;
         atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
         atomic_store(&c->pipe->seg.hdr->worker_failed, 1);
-        char msg[300], serr[ZX_SEG_SOURCE_ERROR_MAX] = "";
+        char msg[sizeof(c->last_error)], serr[ZX_SEG_SOURCE_ERROR_MAX] = "";
         /* a refusal: the source said why (runtime.c), which says more than
          * the exit status */
         if (fatal)

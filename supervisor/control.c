@@ -136,7 +136,9 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
         if (!blocked[0])
             snprintf(blocked, sizeof(blocked), "the writer holds its frames back");
         snprintf(werr, sizeof(werr), "writer: %s", blocked);
-    } else if (serr[0]) {
+    } else if (serr[0] && !(c->state == ST_FAILED && c->last_error[0])) {
+        /* (a failed pipeline's last_error has the source's refusal and
+         * what to do about it) */
         snprintf(werr, sizeof(werr), "source: %s", serr);
     }
     json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:o, s:o}",

@@ -44,7 +44,8 @@ typedef struct child {
     int want;                /* 1: keep it running; 0: it was stopped on purpose */
     zx_next next;
     unsigned restarts;       /* unplanned exits since zxd started */
-    char last_error[256];
+    char last_error[ZX_SEG_SOURCE_ERROR_MAX + 160]; /* a source's refusal and
+                                                       what to do about it */
     int64_t crash_ms[5];     /* times of the last crashes (monotonic) */
     unsigned ncrash;
     int64_t respawn_at_ms;   /* ST_BACKOFF: when to start again */

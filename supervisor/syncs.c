@@ -460,7 +460,7 @@ static void start_run(sup *s, spipe *p, sync_run *r)
         p->run = NULL;
         p->worker.want = 0;
         snprintf(r->state, sizeof(r->state), "failed");
-        snprintf(r->error, sizeof(r->error), "sync %s: cannot start the run worker: %s",
+        snprintf(r->error, sizeof(r->error), "sync %s: cannot start the run worker: %.400s",
                  r->sync, p->worker.last_error[0] ? p->worker.last_error : "fork failed");
         r->ended_us = zx_now_us();
         feed_run(s, r, "run");

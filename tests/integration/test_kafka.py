@@ -5,7 +5,9 @@ each security mode connects and consumes; SCRAM against Kafka 3.9, and
 against Kafka 4.x the precise error when zxd's librdkafka is older than
 2.6.1; a wrong password, a wrong CA, a certificate for another host, an
 unreachable broker, an unknown topic and a missing ACL each give their
-precise error in `zxctl test` and `zxctl status`; start oldest / new
+precise error in `zxctl test` and `zxctl status`; a password the broker
+refuses fails the pipeline at once (one start, no restart) and a reload
+with the right one runs it; start oldest / new
 (messages produced while zxd is down after the first start are not
 skipped); with and without a group; resume exactly after the last
 committed offset (every offset checked); poison messages go to
@@ -173,6 +175,16 @@ def test_each_failure_has_its_precise_error(kafka, make_kzxd):
             z.wait_source_error(name, *phrases)
     for name in expect:
         assert z.count(z.table(name)) == 0
+    # what only someone can fix fails at once, never restarted; what may
+    # pass by itself (a broker down, a topic not created yet) is retried
+    for name in ("e_password", "e_ca", "e_host", "e_acl", "e_acl_group"):
+        p = wait_failed(z, name)
+        assert p["restarts"] == 0, p
+        assert "not restarted: a restart cannot fix this" in (p["last_error"] or ""), p
+    st = z.status()
+    for name in ("e_unreach", "e_topic", "e_topic_group"):
+        p = z.pipeline(name, st)
+        assert p["state"] == "running", p
     # a connection alone, wrong password
     rc, out = z.test_output("bad_password")
     assert rc != 0 and "authentication failed" in out, out
@@ -183,6 +195,53 @@ def test_each_failure_has_its_precise_error(kafka, make_kzxd):
     kafka.produce(missing, rows_of(4))
     z.wait_count(z.table("e_topic"), 4, deadline=60)
     wait_for(lambda: z.source_error("e_topic") is None, "e_topic's error cleared")
+
+
+def starts_of(z, name):
+    """How many times zxd started the worker of pipeline name (its log)."""
+    return z.log_text().count(f"event=start process={name} pid=")
+
+
+def wait_failed(z, name):
+    last = {}
+
+    def ok():
+        last["p"] = z.pipeline(name)
+        return last["p"] and last["p"].get("state") == "failed"
+    wait_for(ok, lambda: f"{name} failed (last: {last.get('p')})\n" + z.log_tail(30), 120)
+    return last["p"]
+
+
+def test_a_refused_password_fails_at_once_and_a_reload_with_the_right_one_runs(kafka,
+                                                                                make_kzxd):
+    """A password the broker refuses cannot work until someone changes it:
+    the pipeline fails at once, started once, with the reason and the fix
+    (not five restarts); a reload that fixes it brings it back."""
+    topic = kafka.create_topic(partitions=1)
+    kafka.produce(topic, rows_of(5))
+    conns = {"bad": kafka.connection("sasl_plaintext", "PLAIN", password="wrong-secret-2"),
+             "good": kafka.connection("sasl_plaintext", "PLAIN")}
+    z = make_kzxd({"kpw": {"connection": "bad", "topic": topic}}, conns)
+    p = wait_failed(z, "kpw")
+    assert p["restarts"] == 0, p
+    for ph in ("authentication failed", "user \"zx\"", "SASL PLAIN",
+               "check sasl.username and sasl.password"):
+        assert ph in (p.get("source_error") or ""), p
+    log = z.log_text()
+    assert "event=failed process=kpw" in log, z.log_tail(30)
+    assert "not restarted: a restart cannot fix this" in log, z.log_tail(30)
+    assert "event=crash process=kpw" not in log, z.log_tail(30)
+    assert starts_of(z, "kpw") == 1, z.log_tail(30)
+    assert z.count(z.table("kpw")) == 0
+
+    # fixed by a reload: the changed pipeline starts again and reads
+    z.set_kafka({"kpw": {"connection": "good", "topic": topic}})
+    j = z.zxctl_json("reload")
+    assert j.get("ok") is True, j
+    z.wait_count(z.table("kpw"), 5, deadline=60)
+    z.wait_running("kpw")
+    assert starts_of(z, "kpw") == 2, z.log_tail(30)
+    z.assert_no_secret()
 
 
 # --------------------------------------------------------------------------

@@ -7,7 +7,9 @@ logical; roles zx, a superuser, and zx_nocreate, without REPLICATION).
 What it covers: a zxd with an http pipeline and `source: postgres`
 pipelines starts and runs both kinds side by side (a postgres pipeline
 whose checks fail is failed with their message, at once and not
-restarted when the server refuses the configuration); `zxctl test <pipeline>` and `zxctl test <connection>` then run
+restarted when the server refuses the configuration: a table without a
+key, a wrong password, a database that does not exist; a reload that fixes
+it runs it); `zxctl test <pipeline>` and `zxctl test <connection>` then run
 the checks of workers/sources/pg_cdc_check.c in order and name what is
 missing with the command that fixes it: a wrong password (the dsn shown
 with *** only), a role without REPLICATION (ALTER ROLE), a missing table,
@@ -327,3 +329,45 @@ def test_table_without_key_fails_at_once_without_restarts(pg, cdc_env):
     wait_for(lambda: z.pipeline("nokey")["state"] == "running" and
              z.pipeline("nokey").get("source_status"),
              lambda: f"not running after the restart: {z.pipeline('nokey')}", deadline=60)
+
+
+def test_refused_password_fails_at_once_and_a_reload_with_the_right_one_runs(pg, cdc_env):
+    """A password the server refuses cannot work until someone changes it
+    (issue 18, 19c): the pipeline is failed on its first attempt with the
+    reason and the fix, never restarted; a database that does not exist
+    likewise; a reload that gives the right password runs it."""
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id int PRIMARY KEY)")
+    pg.execute(db, "INSERT INTO orders SELECT generate_series(1, 3)")
+    bad = dict(superuser(db), password="not-the-password-2")
+    cdc_env.secrets.append("not-the-password-2")
+    nodb = dict(superuser(db), db=db + "_nosuch")
+    z = cdc_env.zxd({"cdc": {"connection": "bad", "tables": ["orders"]},
+                     "cdc-nodb": {"connection": "nodb", "tables": ["orders"],
+                                  "extra": {"table_prefix": "n_"}}},
+                    {"bad": bad, "good": superuser(db), "nodb": nodb})
+    for name, phrase in (("cdc", "password authentication failed"),
+                         ("cdc-nodb", f"database \"{db}_nosuch\" does not exist")):
+        wait_for(lambda: z.pipeline(name)["state"] == "failed",
+                 lambda: f"{name} did not fail: {z.pipeline(name)}\n" + z.log_tail(30),
+                 deadline=60)
+        p = z.pipeline(name)
+        assert p["restarts"] == 0, p
+        assert phrase in (p["last_error"] or ""), p
+        shown = z.dsn_shown("bad" if name == "cdc" else "nodb")
+        assert f"cannot connect to Postgres {shown}" in (p["last_error"] or ""), p
+        log = z.log_text()
+        assert log.count(f"event=start process={name} ") == 1, z.log_tail(30)
+        assert f"event=crash process={name} " not in log, z.log_tail(30)
+        assert re.search(rf"event=failed process={name} .*not restarted: a restart cannot fix "
+                         rf"this; fix it, then zxctl restart {name}", log), z.log_tail(30)
+    # the right password by a reload: the changed pipeline starts again
+    z.cdc["cdc"] = {"connection": "good", "tables": ["orders"]}
+    z.write_config()
+    j = z.zxctl_json("reload")
+    assert j.get("ok") is True, j
+    z.wait_count("orders", 3, deadline=60)
+    z.wait_running("cdc")
+    assert z.log_text().count("event=start process=cdc ") == 2, z.log_tail(30)
+    assert z.pipeline("cdc-nodb")["state"] == "failed"
+    assert_no_password(z, z.zxctl("status").stdout, cdc_env)

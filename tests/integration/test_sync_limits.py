@@ -126,6 +126,48 @@ def test_a_worker_killed_outright_leaves_no_query_behind(sync_env):
     wait_for(lambda: sync_backends(z) == [], "the dead worker's backend to end", deadline=90)
 
 
+# A function whose loop catches the cancel (query_canceled) and sleeps
+# again: PQcancel alone cannot end it; only pg_terminate_backend can.
+DEAF_FUNCTION = """
+CREATE FUNCTION {schema}.zx_test_deaf_to_cancel() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  LOOP
+    BEGIN
+      PERFORM pg_sleep(3600);
+    EXCEPTION WHEN query_canceled THEN
+      NULL;
+    END;
+  END LOOP;
+END $$"""
+
+
+@pytest.mark.postgres_only
+@pytest.mark.parametrize("how", ["stop", "deadline"])
+def test_a_query_deaf_to_the_cancel_is_terminated_on_the_server(pg, sync_env, how):
+    """PQcancel first; a statement that ignores it is ended with
+    pg_terminate_backend (after 3 s), and the run says so."""
+    z = one_sync(sync_env, "replace", key=None, start=False)
+    pg.execute(z.pg_db, DEAF_FUNCTION.format(schema=f'"{z.pg_schema}"'))
+    z.syncs["crm"]["query"] = "SELECT id, zx_test_deaf_to_cancel() AS slept FROM customers"
+    z.syncs["crm"]["extra"] = {"query_timeout": "2s"} if how == "deadline" else {}
+    z.write_config()
+    z.start()
+    assert z.zxctl("run", "crm").returncode == 0
+    wait_query_running(z)
+    if how == "stop":
+        p = z.zxctl("stop", "crm")
+        assert p.returncode == 0, p.stdout + p.stderr
+    wait_for(lambda: z.runs("crm") and z.runs("crm")[0]["state"] == "failed", "the run to end",
+             deadline=90)
+    rec = z.runs("crm")[0]
+    assert "terminated on the server (pg_terminate_backend)" in rec["error"], rec
+    assert ("stopped while the query ran" if how == "stop" else "query_timeout (2s)") \
+        in rec["error"], rec
+    assert "signal" not in rec["error"], rec
+    wait_for(lambda: sync_backends(z) == [], "the query's backend to end", deadline=60)
+    assert "terminated on the server (pg_terminate_backend)" in z.log_text(), z.log_tail(30)
+
+
 # ---- max_spill_bytes ----------------------------------------------------------------
 
 def test_a_run_past_max_spill_bytes_fails_naming_it_and_leaves_no_file(sync_env):

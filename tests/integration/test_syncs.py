@@ -356,6 +356,41 @@ def test_an_author_role_zx_cannot_vouch_for_fails_the_run(sync_env, pg):
 
 
 @pytest.mark.postgres_only
+def test_a_table_of_another_schema_granted_to_public_fails_the_run(sync_env, pg):
+    """Not only the workspace schema: a table the author's role could read
+    in any other schema of the database (granted to PUBLIC, with USAGE on
+    its schema) fails the run, naming it and what to revoke; pg_catalog and
+    information_schema stay readable (the run succeeds once it is gone)."""
+    z = one_sync(sync_env, "upsert", workspace="postgres")
+    z.run("crm")
+    (role, _), = author_grants(z, pg).items()
+    pg.execute(z.pg_db, "CREATE SCHEMA other")
+    pg.execute(z.pg_db, "CREATE TABLE other.secret (id int, card text)")
+    pg.execute(z.pg_db, "INSERT INTO other.secret VALUES (1, '4111 1111 1111 1111')")
+    pg.execute(z.pg_db, "GRANT USAGE ON SCHEMA other TO PUBLIC")
+    pg.execute(z.pg_db, "GRANT SELECT ON other.secret TO PUBLIC")
+    z.syncs["crm"]["query"] = "SELECT id, card AS email FROM other.secret"
+    z.write_config()
+    assert z.zxctl_json("reload").get("ok") is True
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed", r
+    assert f"role {role} of author alice may still read table other.secret" in r["error"], r
+    assert "REVOKE SELECT ON other.secret FROM PUBLIC" in r["error"], r
+    assert "REVOKE USAGE ON SCHEMA other" in r["error"], r
+    assert r["rows_sent"] == 0, r
+    assert "4111" not in json.dumps(r)
+    # the schema's USAGE taken back: nothing there is readable, the run
+    # gets no further than the server's "permission denied"
+    pg.execute(z.pg_db, "REVOKE USAGE ON SCHEMA other FROM PUBLIC")
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "permission denied for schema other" in r["error"], r
+    z.syncs["crm"]["query"] = "SELECT id, email, plan, active, updated_at FROM customers"
+    z.write_config()
+    assert z.zxctl_json("reload").get("ok") is True
+    assert z.run("crm")["state"] == "succeeded"
+
+
+@pytest.mark.postgres_only
 def test_the_role_an_author_shared_before_is_taken_away(sync_env, pg):
     """zx before: zx_author_<first 40 characters, '-' as '_'>_<6 hex digits
     of the key>, one role for alike names; it must not keep their grants."""

@@ -199,6 +199,66 @@ static void test_topics(void)
            NULL, "not authorized to use consumer group \"g1\"", "user \"noacl\"", NULL);
 }
 
+/* Which errors fail the pipeline at once (ke_permanent): the brokers'
+ * answer to settings; never a broker away, restarting or hanging up. */
+static void test_permanent(void)
+{
+    ke_ctx plain = ctx("sasl_plaintext", "PLAIN", "zx", V_2_0_2);
+    CHECK(ke_permanent(&plain, RD_KAFKA_RESP_ERR__AUTHENTICATION,
+                       "sasl_plaintext://127.0.0.1:40431/bootstrap: SASL authentication error: "
+                       "Authentication failed: Invalid username or password (after 304ms in "
+                       "state AUTH_REQ)"));
+    CHECK(ke_permanent(&plain, RD_KAFKA_RESP_ERR__AUTHENTICATION,
+                       "sasl_plaintext://h:1/bootstrap: SASL PLAIN mechanism handshake failed: "
+                       "Broker: Unsupported SASL mechanism: broker's supported mechanisms: "
+                       "SCRAM-SHA-512 (after 1ms in state AUTH_HANDSHAKE)"));
+    ke_ctx c = ctx("ssl", NULL, NULL, V_2_0_2);
+    const char *verify = "ssl://127.0.0.1:38967/bootstrap: SSL handshake failed: "
+                         "error:0A000086:SSL routines::certificate verify failed: broker "
+                         "certificate could not be verified (after 65ms in state "
+                         "SSL_HANDSHAKE)";
+    CHECK(ke_permanent(&c, RD_KAFKA_RESP_ERR__SSL, verify));
+    c.x509_error = 62;
+    CHECK(ke_permanent(&c, RD_KAFKA_RESP_ERR__SSL, verify));
+    c.x509_error = 0;
+    CHECK(ke_permanent(&c, RD_KAFKA_RESP_ERR__SSL,
+                       "ssl://h:1/bootstrap: SSL handshake failed: error:0A00010B:SSL "
+                       "routines::wrong version number (after 2ms in state SSL_HANDSHAKE)"));
+    ke_ctx acl = ctx("sasl_plaintext", "PLAIN", "noacl", V_2_0_2);
+    CHECK(ke_permanent(&acl, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, NULL));
+    CHECK(ke_permanent(&acl, RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED,
+                       "FindCoordinator response error: Group authorization failed."));
+
+    /* transient: may pass by itself */
+    CHECK(!ke_permanent(&c, RD_KAFKA_RESP_ERR__SSL,
+                        "ssl://127.0.0.1:39289/bootstrap: SSL handshake failed: "
+                        "error:0A000126:SSL routines::unexpected eof while reading (after 2ms "
+                        "in state SSL_HANDSHAKE)"));
+    CHECK(!ke_permanent(&c, RD_KAFKA_RESP_ERR__TRANSPORT,
+                        "ssl://127.0.0.1:39289/bootstrap: SSL handshake failed: Disconnected: "
+                        "connecting to a PLAINTEXT broker listener? (after 2ms in state "
+                        "SSL_HANDSHAKE)"));
+    CHECK(!ke_permanent(&plain, RD_KAFKA_RESP_ERR__TRANSPORT,
+                        "127.0.0.1:40431/bootstrap: Disconnected: verify that security.protocol "
+                        "is correctly configured, broker might require SASL authentication "
+                        "(after 1ms in state UP)"));
+    CHECK(!ke_permanent(&c, RD_KAFKA_RESP_ERR__TRANSPORT,
+                        "127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection "
+                        "refused (after 0ms in state CONNECT)"));
+    CHECK(!ke_permanent(&c, RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "1/1 brokers are down"));
+    CHECK(!ke_permanent(&c, RD_KAFKA_RESP_ERR__RESOLVE,
+                        "nosuch.invalid:9092/bootstrap: Failed to resolve 'nosuch.invalid:9092': "
+                        "Name or service not known (after 2ms in state CONNECT)"));
+    CHECK(!ke_permanent(&acl, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+                        "Subscribed topic not available: nosuch: Broker: Unknown topic or "
+                        "partition"));
+    CHECK(!ke_permanent(&plain, RD_KAFKA_RESP_ERR__TRANSPORT,
+                        "127.0.0.1:9092/1: Disconnected (after 600012ms in state UP)"));
+    CHECK(!ke_permanent(&plain, RD_KAFKA_RESP_ERR__AUTHENTICATION,
+                        "sasl_plaintext://h:1/bootstrap: SASL authentication error: "
+                        "Disconnected while authenticating (after 3ms in state AUTH_REQ)"));
+}
+
 int main(void)
 {
     test_broker();
@@ -206,6 +266,7 @@ int main(void)
     test_tls();
     test_reach();
     test_topics();
+    test_permanent();
     if (failures)
         printf("%d check(s) failed\n", failures);
     return failures != 0;

@@ -219,6 +219,35 @@ static void test_check_refusals(void)
     CHECK(strstr(out, "SECRETPW") == NULL);
 }
 
+/* Which failed connections are the server's answer to the settings
+ * (libpq's messages of PostgreSQL 15). */
+static void test_conn_refused(void)
+{
+    CHECK(zx_pg_conn_refused("connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  "
+                             "password authentication failed for user \"zx\""));
+    CHECK(zx_pg_conn_refused("connection to server at \"h\", port 5432 failed: FATAL:  no "
+                             "pg_hba.conf entry for replication connection from host "
+                             "\"127.0.0.1\", user \"zx\", no encryption"));
+    CHECK(zx_pg_conn_refused("connection to server at \"h\", port 5432 failed: FATAL:  "
+                             "database \"shop\" does not exist"));
+    CHECK(zx_pg_conn_refused("connection to server at \"h\", port 5432 failed: FATAL:  role "
+                             "\"zy\" does not exist"));
+    CHECK(zx_pg_conn_refused("connection to server at \"h\", port 5432 failed: FATAL:  "
+                             "permission denied for database \"shop\""));
+    CHECK(!zx_pg_conn_refused("connection to server at \"127.0.0.1\", port 5432 failed: "
+                              "Connection refused\tIs the server running on that host and "
+                              "accepting TCP/IP connections?"));
+    CHECK(!zx_pg_conn_refused("connection to server at \"h\", port 5432 failed: FATAL:  the "
+                              "database system is starting up"));
+    CHECK(!zx_pg_conn_refused("connection to server at \"h\", port 5432 failed: FATAL:  the "
+                              "database system is shutting down"));
+    CHECK(!zx_pg_conn_refused("connection to server at \"h\", port 5432 failed: FATAL:  "
+                              "sorry, too many clients already"));
+    CHECK(!zx_pg_conn_refused("connection to server at \"h\", port 5432 failed: timeout "
+                              "expired"));
+    CHECK(!zx_pg_conn_refused(NULL));
+}
+
 int main(void)
 {
     test_wal_level();
@@ -227,6 +256,7 @@ int main(void)
     test_senders();
     test_tables();
     test_check_refusals();
+    test_conn_refused();
     if (failures)
         fprintf(stderr, "test_pg_cdc_check: %d check(s) failed\n", failures);
     else

@@ -142,6 +142,15 @@ void ks_on_error(kstate *s, rd_kafka_resp_err_t err, const char *reason, const c
          s->error_kind == KE_UNREACHABLE))
         return;
     ks_set_error(s, k, msg, topic);
+    ke_ctx ctx;
+    kc_err_ctx(s->c, s->p->group, &s->tls, &ctx);
+    if (s->fatal != KS_FAILED && ke_permanent(&ctx, err, reason)) {
+        /* the brokers answered: these settings cannot work until someone
+         * changes them; a restart would get the same answer */
+        zx_error("event=kafka_refused pipeline=%s error=%s", s->name,
+                 zx_log_quote(msg, q, sizeof(q)));
+        s->fatal = KS_FAILED;
+    }
 }
 
 static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
@@ -150,7 +159,8 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     ks_on_error(s, (rd_kafka_resp_err_t)err, reason, NULL);
     if (rd_kafka_fatal_error(rk, NULL, 0) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         zx_error("event=kafka_fatal pipeline=%s", s->name);
-        s->fatal = 1;
+        if (!s->fatal)
+            s->fatal = 1;
     }
 }
 

@@ -364,3 +364,34 @@ ke_kind ke_describe(const ke_ctx *c, rd_kafka_resp_err_t err, const char *reason
         return KE_OTHER;
     }
 }
+
+int ke_permanent(const ke_ctx *c, rd_kafka_resp_err_t err, const char *reason)
+{
+    char out[600], d[400];
+    ke_kind k = ke_describe(c, err, reason, NULL, out, sizeof(out));
+    detail(reason, d, sizeof(d));
+    /* a broker going away mid-way is no answer to the credentials */
+    if (has(d, "Disconnected") || has(d, "onnection closed") || has(d, "unexpected eof") ||
+        has(d, "timed out"))
+        return 0;
+    switch (k) {
+    case KE_AUTH:           /* the broker checked the credentials: no */
+    case KE_TOPIC_DENIED:   /* the broker's ACLs said no */
+    case KE_GROUP_DENIED:
+        return 1;
+    case KE_TLS:
+        /* the certificate check failed, or the broker refused ours; an
+         * unexplained handshake failure may be a broker going down */
+        return c->x509_error != 0 || has(d, "certificate verify failed") ||
+               has(d, "Failed to verify broker certificate") || has(d, "handshake failure") ||
+               has(d, "certificate required") || has(d, "unexpected message");
+    case KE_PROTOCOL:
+        /* the listener answered, in a way that says the settings do not
+         * fit it: SASL without the mechanism, or no TLS at all */
+        return err == RD_KAFKA_RESP_ERR_UNSUPPORTED_SASL_MECHANISM ||
+               has(d, "supported mechanisms: ") || has(d, "wrong version number") ||
+               has(d, "packet length too long");
+    default:                /* unreachable, unknown topic, other: may pass */
+        return 0;
+    }
+}

@@ -274,6 +274,16 @@ ke_kind ke_describe(const ke_ctx *c, rd_kafka_resp_err_t err, const char *reason
  * ("sasl_ssl://127.0.0.1:9094/bootstrap: ..."), into out; "" when none. */
 void ke_broker(const char *reason, char *out, size_t n);
 
+/* 1 when error err (reason as for ke_describe) is the brokers' answer to
+ * settings that cannot work until someone changes them (zx's settings, the
+ * broker's credentials, ACLs or certificates): a SASL authentication
+ * refused, a certificate check failed (or the broker refused the client's),
+ * a listener that does not offer the SASL mechanism or does not speak TLS,
+ * an ACL missing for a topic or the group.  0 for what may pass by itself
+ * (a broker unreachable, restarting, closing a connection mid-way; an
+ * unknown topic, which may be created).  Pure. */
+int ke_permanent(const ke_ctx *c, rd_kafka_resp_err_t err, const char *reason);
+
 /* 1 when rd_kafka_version() v predates the SCRAM fix (2.6.1). */
 int ke_scram_broken(int v);
 
@@ -407,7 +417,9 @@ void ks_clear_error(kstate *s, const char *topic);
 void ks_describe(kstate *s, rd_kafka_resp_err_t err, const char *reason, const char *topic,
                  char *out, size_t n, ke_kind *kind);
 /* An error of librdkafka (callback, message, metadata): logged when
- * transient, else the source's error. */
+ * transient, else the source's error; one ke_permanent says is permanent
+ * also sets s->fatal = KS_FAILED (the worker exits, the pipeline fails at
+ * once with that error). */
 void ks_on_error(kstate *s, rd_kafka_resp_err_t err, const char *reason, const char *topic);
 
 #define KS_FAILED 2

@@ -892,12 +892,14 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
     char app[128];
     snprintf(app, sizeof(app), "zxd %s", p->name);
     char e[1024];
-    if (!(c->meta = pgcdc_connect(c->dsn, c->shown, app, e, sizeof(e))) ||
-        pgcdc_publication(c->meta, c->shown, p, c->t, c->nt, e, sizeof(e)) < 0 ||
+    if (!(c->meta = pgcdc_connect(c->dsn, c->shown, app, e, sizeof(e))))
+        goto fail_connect;
+    if (pgcdc_publication(c->meta, c->shown, p, c->t, c->nt, e, sizeof(e)) < 0 ||
         pgcdc_tables(c->meta, c->shown, c->t, c->nt, e, sizeof(e)) < 0)
         goto fail;
     if (!(c->repl = zx_pgr_connect(c->dsn, c->shown, app, e, sizeof(e))))
-        goto fail;
+        goto fail_connect; /* pg_hba.conf may allow the checks' connection
+                              and not replication */
     pgo_lsn consistent = 0, stored = 0;
     int exists = 0;
     const void *v;
@@ -957,6 +959,13 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
     }
     *state = c;
     return 0;
+fail_connect:
+    if (zx_pg_conn_refused(e)) {
+        /* the server refuses these settings: a restart gets the same */
+        zx_seterr(err, errlen, "pipeline %s: %s", p->name, e);
+        free_cdc(c);
+        return ZX_SRC_REFUSED;
+    }
 fail:
     zx_seterr(err, errlen, "pipeline %s: %s", p->name, e);
     free_cdc(c);

@@ -483,6 +483,22 @@ static void summary_tables(const PGresult *tabs, char *out, size_t outlen)
         add(out, outlen, " and %d more", n - i);
 }
 
+int zx_pg_conn_refused(const char *msg)
+{
+    if (!msg)
+        return 0;
+    /* the server is going or coming: it will answer otherwise */
+    if (strstr(msg, "starting up") || strstr(msg, "shutting down") ||
+        strstr(msg, "in recovery mode") || strstr(msg, "too many"))
+        return 0;
+    return strstr(msg, "password authentication failed") != NULL ||
+           strstr(msg, "no password supplied") != NULL ||
+           strstr(msg, "does not exist") != NULL ||          /* role, database */
+           strstr(msg, "no pg_hba.conf entry") != NULL ||
+           strstr(msg, "pg_hba.conf rejects") != NULL ||
+           strstr(msg, "permission denied") != NULL;         /* CONNECT */
+}
+
 int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int timeout_ms,
                     char *out, size_t outlen)
 {
@@ -518,8 +534,7 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
              auth ? " (check the user and password of the connection's dsn)" : "");
         /* the server answered and refused: no retry gets another answer
          * (an unreachable server may come back: that stays -1) */
-        if (auth || strstr(m, "does not exist") || strstr(m, "no pg_hba.conf entry") ||
-            strstr(m, "permission denied"))
+        if (zx_pg_conn_refused(m))
             rc = ZX_PG_CDC_REFUSED;
         goto done;
     }

@@ -51,6 +51,14 @@
 
 #include "conf/config.h"
 
+/* 1 when msg, libpq's message for a connection that failed, is the
+ * server's answer to the settings, which no retry changes until someone
+ * changes them: a password refused (or none given), a role or database
+ * that does not exist, no pg_hba.conf entry (for replication connections
+ * too), no CONNECT right.  0 for what may pass (the server unreachable,
+ * starting up or shutting down, too many connections).  NULL: 0. */
+int zx_pg_conn_refused(const char *msg);
+
 /* Check connection c (kind postgres) and, when p is not NULL, pipeline p
  * (source postgres, p->conn == c) within timeout_ms.  0 with the summary
  * in out; or, with what is missing and how to fix it in out:

@@ -70,7 +70,8 @@ enum {
     ZX_SRC_REFUSED = -2, /* give up for good: no restart can help (the
                             upstream refuses this configuration: a table
                             without a key, wal_level, a password or a right
-                            refused; or a policy says stop, as a Kafka
+                            refused, a Kafka broker's certificate check or
+                            missing ACL; or a policy says stop, as a Kafka
                             topic reset with on_topic_reset: fail): the
                             worker exits ZX_EXIT_FATAL_CONFIG and the
                             supervisor marks the pipeline failed at once,

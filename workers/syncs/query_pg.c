@@ -10,8 +10,9 @@
  * transaction under a lock of that role: LOGIN, nothing else (no
  * superuser, no CREATEROLE, NOINHERIT, a member of no role), USAGE on the
  * workspace schema, SELECT on exactly the author's tables that exist
- * (grants to tables dropped from the list are revoked; any other table of
- * the schema it could still read fails the run).  Keeping it in step
+ * (grants to tables dropped from the list are revoked; any other table it
+ * could still read, in any schema of the database but the system's
+ * pg_catalog, information_schema and pg_*, fails the run).  Keeping it in step
  * names only the attributes out of step: ALTER ROLE ... NOSUPERUSER (or
  * NOREPLICATION, NOBYPASSRLS) needs a superuser, even when the role has
  * none of them, and the workspace's role needs only CREATEROLE (and, on
@@ -359,23 +360,32 @@ static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_auth
         if (run(c, sql, 0, NULL, sync, "granting a table", NULL, err, errlen) < 0)
             goto out;
     }
-    /* Exactly the author's tables: a grant zx cannot revoke (made by
-     * another role, or to PUBLIC) fails the run rather than widen it. */
-    if (run(c, "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-               "WHERE n.nspname = $1 AND c.relkind IN ('r','v','m','p','f') AND "
-               "has_any_column_privilege($2, c.oid, 'SELECT') ORDER BY 1",
+    /* Exactly the author's tables, in every schema of the database but
+     * the system's (pg_catalog, information_schema, pg_toast and the
+     * other pg_* ones): a grant zx cannot revoke (made by another role, or
+     * to PUBLIC, with USAGE on its schema) fails the run rather than widen
+     * it. */
+    if (run(c, "SELECT n.nspname, c.relname, n.nspname = $1 FROM pg_class c "
+               "JOIN pg_namespace n ON n.oid = c.relnamespace "
+               "WHERE n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%' "
+               "AND c.relkind IN ('r','v','m','p','f') "
+               "AND has_schema_privilege($2, n.oid, 'USAGE') "
+               "AND has_any_column_privilege($2, c.oid, 'SELECT') ORDER BY 3 DESC, 1, 2",
             2, p2, sync, "reading the author's rights", &r, err, errlen) < 0)
         goto out;
     for (int i = 0; i < PQntuples(r); i++) {
-        const char *t = PQgetvalue(r, i, 0);
+        const char *ns = PQgetvalue(r, i, 0), *t = PQgetvalue(r, i, 1);
         int mine = 0;
-        for (size_t j = 0; j < a->ntables; j++)
+        for (size_t j = 0; *PQgetvalue(r, i, 2) == 't' && j < a->ntables; j++)
             mine |= !strcmp(a->tables[j], t);
         if (!mine) {
             snprintf(err, errlen, "sync %s: role %s of author %s may still read table %s.%s, "
                      "which is not the author's: a grant zx did not make (to PUBLIC, or by "
-                     "another role) that the workspace's role cannot revoke; revoke it", sync,
-                     role, a->name, conf->pg_schema, t);
+                     "another role) that the workspace's role cannot revoke; revoke it (as "
+                     "its owner: REVOKE SELECT ON %s.%s FROM PUBLIC, or from the role that "
+                     "has it%s%s)", sync, role, a->name, ns, t, ns, t,
+                     strcmp(ns, conf->pg_schema) ? "; or REVOKE USAGE ON SCHEMA " : "",
+                     strcmp(ns, conf->pg_schema) ? ns : "");
             goto out;
         }
     }
