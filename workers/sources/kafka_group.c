@@ -24,6 +24,12 @@
  * revoke complete; past the deadline the new owner reads those messages
  * again (at least once).
  *
+ * A commit the group refuses for a stale generation (it is rebalancing)
+ * puts the ownership of the partitions in doubt (kg_doubt): kafka.c then
+ * batches nothing more until a rebalance callback or an accepted commit
+ * settles it, so that another member reads again at most the frames in
+ * flight, not everything read while the group refused the commits.
+ *
  * It must never: commit an offset the writer has not acknowledged, or
  * keep reading a revoked partition's messages.
  */
@@ -37,6 +43,37 @@
 #include "workers/sources/kafka_int.h"
 
 #define REVOKE_WAIT_MS 10000
+
+/* Put the ownership in doubt (why: for the log). */
+static void doubt(kstate *s, const char *why)
+{
+    if (s->doubt_ms)
+        return;
+    s->doubt_ms = zx_mono_ms();
+    if (!s->doubt_ms)
+        s->doubt_ms = 1;
+    zx_info("event=kafka_ownership_in_doubt pipeline=%s reason=\"%s\" detail=\"the group is "
+            "rebalancing: nothing more is read until it settles\"", s->name, why);
+}
+
+int kg_doubt(kstate *s, rd_kafka_resp_err_t err)
+{
+    if (ke_stale_generation(err)) {
+        char why[200];
+        snprintf(why, sizeof(why), "the group refused a commit: %s", rd_kafka_err2str(err));
+        doubt(s, why);
+    }
+    return s->doubt_ms != 0;
+}
+
+void kg_settle(kstate *s, const char *why)
+{
+    if (!s->doubt_ms)
+        return;
+    zx_info("event=kafka_ownership_settled pipeline=%s by=%s after_ms=%" PRId64, s->name, why,
+            zx_mono_ms() - s->doubt_ms);
+    s->doubt_ms = 0;
+}
 
 void kg_offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                              rd_kafka_topic_partition_list_t *offsets, void *opaque)
@@ -52,13 +89,20 @@ void kg_offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name, msg);
         if (k == KE_GROUP_DENIED)
             ks_set_error(s, k, msg, NULL);
+        kg_doubt(s, err);
         return;
     }
+    int stale = 0;
     for (int i = 0; offsets && i < offsets->cnt; i++) {
+        if (ke_stale_generation(offsets->elems[i].err))
+            stale = kg_doubt(s, offsets->elems[i].err);
         int64_t k = kparts_find(&s->parts, offsets->elems[i].topic, offsets->elems[i].partition);
         if (k >= 0 && !offsets->elems[i].err && offsets->elems[i].offset > s->parts.v[k].committed)
             s->parts.v[k].committed = offsets->elems[i].offset;
     }
+    /* the group took this member's commit: its generation is current */
+    if (!stale && offsets && offsets->cnt)
+        kg_settle(s, "commit");
 }
 
 static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coop)
@@ -181,9 +225,11 @@ out:
      * until new messages come */
     if (catchup->cnt && !s->fatal) {
         rd_kafka_resp_err_t ce = rd_kafka_commit(s->rk, catchup, 1);
-        if (ce)
+        if (ce) {
             zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name,
                     rd_kafka_err2str(ce));
+            kg_doubt(s, ce);
+        }
     }
     rd_kafka_topic_partition_list_destroy(c);
     rd_kafka_topic_partition_list_destroy(ends);
@@ -197,10 +243,12 @@ static void drop_unassigned_held(kstate *s)
     for (size_t i = s->held_off; i < s->nheld; i++) {
         rd_kafka_message_t *m = s->held[i];
         int64_t idx = m->err || !m->rkt ? -1 : ks_part_of(s, m->rkt, m->partition);
-        if (!m->err && (idx < 0 || !s->parts.v[idx].assigned))
+        if (!m->err && (idx < 0 || !s->parts.v[idx].assigned)) {
             rd_kafka_message_destroy(m);
-        else
+        } else {
+            s->held_ep[k] = s->held_ep[i];
             s->held[k++] = m;
+        }
     }
     s->nheld = k;
 }
@@ -285,10 +333,30 @@ void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     int coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     /* every partition kept or added: its next message is checked */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        /* the assignment is what this callback says (a commit it makes
+         * that the group refuses puts it in doubt again), except for the
+         * partitions added with a cooperative revoke: the group moves on
+         * to another generation right after it */
+        if (s->coop_revoked && !parts->cnt)
+            s->coop_revoked = 0;
+        else
+            kg_settle(s, "rebalance");
         on_assign(s, parts, coop);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        kg_settle(s, "rebalance");
         on_revoke(s, parts, coop);
+        if (coop && !s->closing && !rd_kafka_assignment_lost(rk)) {
+            /* librdkafka rejoins the group at once to hand the revoked
+             * partitions over: until that rebalance ends the group
+             * refuses this member's commits (and the first commit it
+             * answers with an old generation makes librdkafka drop the
+             * whole assignment as lost), so whatever it read meanwhile
+             * would be read again by another member */
+            s->coop_revoked = 1;
+            doubt(s, "partitions revoked: the group rebalances again");
+        }
     } else {
+        kg_settle(s, "rebalance");
         zx_error("event=kafka_rebalance_error pipeline=%s error=\"%s\"", s->name,
                  rd_kafka_err2str(err));
         on_revoke(s, parts, coop);
