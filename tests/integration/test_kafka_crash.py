@@ -17,7 +17,11 @@ of tests/services/kafka (kafka_fixtures.py starts it once per session).
   while messages flow at about 1,000/s: no id twice in the first one's
   workspace (issue 18: 656 before), every id in one of the two, and an id
   in both only as far as the logs count it (kafka_revoked_uncommitted).
-- The broker stopped for 20 s and started again while messages flow (a
+- Three zxd in one group, one of them stopped (SIGTERM) and started again
+  every 10 s while messages flow: no id twice in any workspace (issue 18:
+  1,383 before), every id in one of the three, and an id in two only as
+  far as the logs count it.
+- The broker stopped for 40 s and started again while messages flow (a
   broker of the test's own): every offset once in the workspace (issue
   18: 38 duplicates).
 """
@@ -272,24 +276,26 @@ def own_kafka():
     """A broker of this test's own (its own ZX_SERVICES_DIR: the shared
     one is never stopped), stopped and removed at teardown."""
     d = tempfile.mkdtemp(prefix="zx-kafka-own-")
+    k = None
     try:
-        yield _start_broker(services_dir=d)
+        k = _start_broker(services_dir=d)
+        yield k
     finally:
-        subprocess_ok = True
+        if k is not None:
+            k._admin = k._producer = None   # no client left retrying it
         try:
             run_kafka_script("stop", d)
-        except AssertionError:
-            subprocess_ok = False
-        shutil.rmtree(d, ignore_errors=True)
-        assert subprocess_ok, "stopping the test's own broker failed"
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
 
-def test_a_broker_restart_writes_every_offset_once(own_kafka, make_kzxd):
+@pytest.mark.parametrize("group", [False, True], ids=["no_group", "group"])
+def test_a_broker_restart_writes_every_offset_once(own_kafka, make_kzxd, group):
     kafka = own_kafka
-    n, parts = 30_000, 6
+    n, parts, outage = 30_000, 6, 40
     topic = kafka.create_topic(partitions=parts)
-    group = f"g-{uid()[:10]}"
-    pipes = {"restart": {"connection": "c", "topic": topic, "group": group,
+    gname = f"g-{uid()[:10]}" if group else None
+    pipes = {"restart": {"connection": "c", "topic": topic, "group": gname,
                          "metadata": ["_partition", "_offset"]}}
     z = make_kzxd(pipes, {"c": kafka.connection("plaintext")})
     errors = []
@@ -303,7 +309,7 @@ def test_a_broker_restart_writes_every_offset_once(own_kafka, make_kzxd):
     wait_for(lambda: z.count("restart") >= 4_000, "rows flowing", deadline=120)
     run_kafka_script("halt", kafka.services_dir)
     down_at = z.count("restart")
-    settle(20)        # the outage itself
+    settle(outage)    # the outage itself (longer than the group's session)
     _start_broker(services_dir=kafka.services_dir, command="resume")
     th.join(400)
     assert not th.is_alive(), "the producer did not finish"
@@ -315,12 +321,68 @@ def test_a_broker_restart_writes_every_offset_once(own_kafka, make_kzxd):
         return (f"{n} distinct ids (have {id_stats(z, 'restart')})\n" + z.log_tail(40))
     wait_for(lambda: id_stats(z, "restart")[1] >= n, diagnose, deadline=300)
     rows, distinct, lo, hi = id_stats(z, "restart")
-    print(f"\n[kafka broker restart] {n} messages, broker down 20 s after {down_at} rows: "
-          f"{rows} rows, {rows - distinct} duplicates")
+    print(f"\n[kafka broker restart, {'group' if group else 'no group'}] {n} messages, "
+          f"broker down {outage} s after {down_at} rows: {rows} rows, "
+          f"{rows - distinct} duplicates")
     assert (distinct, lo, hi) == (n, 0, n - 1), "ids lost"
     check_offsets(z.offsets("restart"), ends, what="after a broker restart")
     assert rows == n
-    wait_for(lambda: kafka.committed(group, topic) == ends,
-             lambda: f"group offsets {kafka.committed(group, topic)} != end {ends}\n"
-             + z.log_tail(30), deadline=60)
+    if group:
+        wait_for(lambda: kafka.committed(gname, topic) == ends,
+                 lambda: f"group offsets {kafka.committed(gname, topic)} != end {ends}\n"
+                 + z.log_tail(30), deadline=60)
     z.stop()
+
+
+def test_three_zxd_started_and_stopped_in_turn_write_nothing_twice(kafka, make_kzxd):
+    n, parts = 50_000, 6
+    topic = kafka.create_topic(partitions=parts)
+    group = f"g-{uid()[:10]}"
+    pipes = {"churn": {"connection": "c", "topic": topic, "group": group,
+                       "metadata": ["_partition", "_offset"]}}
+    conns = {"c": kafka.connection("plaintext")}
+    zs = [make_kzxd(pipes, conns) for _ in range(3)]
+    errors = []
+    # ~1,000 messages a second for about 50 s
+    th = threading.Thread(target=produce_paced,
+                          args=(kafka, topic, n, parts, 100, 0.5, errors), daemon=True)
+    th.start()
+    wait_for(lambda: sum(z.count("churn") for z in zs) >= 3_000, "rows flowing", deadline=120)
+    turns = 0
+    while th.is_alive() and turns < 6:
+        # the churn's pace: the group rebalances after each step; the one
+        # started takes partitions from the two running ones
+        z = zs[turns % 3]
+        z.stop()
+        settle(5)
+        z.start()
+        settle(5)
+        turns += 1
+    th.join(300)
+    assert not th.is_alive() and not errors, errors
+
+    def ids(z):
+        return set(r[0] for r in z.query('SELECT id FROM "churn"')) \
+            if z.table_exists("churn") else set()
+
+    def union():
+        out = set()
+        for z in zs:
+            out |= ids(z)
+        return out
+    wait_for(lambda: len(union()) >= n, lambda: f"{n} ids in the three tables (have "
+             f"{len(union())})\n" + zs[0].log_tail(30), deadline=180)
+    u = union()
+    assert len(u) == n and min(u) == 0 and max(u) == n - 1
+    twice = [id_stats(z, "churn") for z in zs]
+    sets = [ids(z) for z in zs]
+    both = sum(len(sets[i] & sets[j]) for i in range(3) for j in range(i + 1, 3))
+    counted = sum(revoked_uncommitted(z) for z in zs)
+    print(f"\n[kafka churn] {n} messages, {turns} stops and starts: rows per zxd "
+          f"{[t[0] for t in twice]}, twice within one: {[t[0] - t[1] for t in twice]}; "
+          f"{both} ids in two workspaces, {counted} counted in the logs")
+    for i, (rows, distinct, _, _) in enumerate(twice):
+        assert rows == distinct, f"{rows - distinct} ids twice in zxd {i}'s workspace"
+    assert both <= counted, f"{both} ids in two workspaces, only {counted} counted in the logs"
+    for z in zs:
+        z.stop()

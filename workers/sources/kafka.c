@@ -34,15 +34,19 @@
  * A revoke (rebalance) first publishes the frame being gathered (it may
  * hold rows of the revoked partitions: publishing is cheaper than picking
  * them out, and they are then committed like the rest), then waits up to
- * 10 s for the writer to commit every frame that carries a revoked
- * partition, commits the acknowledged offsets synchronously and lets the
- * revoke complete.  Past the deadline nothing more is committed for them:
+ * 10 s for the writer to commit every frame in flight, commits the
+ * acknowledged offsets synchronously and lets the revoke complete.  Past the deadline nothing more is committed for them:
  * the new owner reads those messages again (at least once).  Messages of
  * revoked partitions not yet in a frame are dropped.
  * The frames in flight are not forgotten: the writer commits them
  * anyway, so a partition coming back (to this process) never starts
  * below what it put into frames (kpart.handed), and their acks are
  * committed to the group when ahead of it.
+ * While the group rebalances (after a cooperative revoke, or a commit it
+ * refused for a stale generation: kafka_group.c, kg_doubt) the worker
+ * publishes what it gathered, pauses fetching and batches nothing until
+ * the next rebalance callback settles it (DOUBT_MAX_MS at most): another
+ * member then reads again only the frames in flight.
  *
  * A start from a stored position reads the message before it first (the
  * witness: its fingerprint is stored with the position): another message,
@@ -79,9 +83,9 @@
 #define FRAME_MAX_BYTES (8u << 20)
 #define PAUSE_AFTER_MS 200           /* back-pressure this long: pause fetching */
 /* The most a doubt about the partitions' ownership (kg_doubt) holds the
- * reading back when neither a rebalance nor an accepted commit settles it
- * (the session timeout: a member that has heard nothing by then is still
- * in the group) */
+ * reading back when no rebalance callback settles it (the session
+ * timeout: a member that has heard nothing by then is still in the
+ * group) */
 #define DOUBT_MAX_MS 10000
 #define DOUBT_POLL_MS 10             /* a poll in doubt waits this long */
 #define STATUS_EVERY_MS 1000

@@ -19,16 +19,17 @@
  * before it first, to check it is the same topic (ks_witness).
  *
  * A revoke publishes the frame being gathered, waits up to REVOKE_WAIT_MS
- * for the writer to commit every frame carrying a revoked partition,
+ * for the writer to commit every frame in flight,
  * commits the acknowledged offsets synchronously, and then lets the
  * revoke complete; past the deadline the new owner reads those messages
  * again (at least once).
  *
- * A commit the group refuses for a stale generation (it is rebalancing)
- * puts the ownership of the partitions in doubt (kg_doubt): kafka.c then
- * batches nothing more until a rebalance callback or an accepted commit
- * settles it, so that another member reads again at most the frames in
- * flight, not everything read while the group refused the commits.
+ * A cooperative revoke (the group rebalances again at once) and a commit
+ * the group refuses for a stale generation put the ownership of the
+ * partitions in doubt (kg_doubt): kafka.c then batches nothing more until
+ * the next rebalance callback settles it, so that another member reads
+ * again at most the frames in flight, not everything read while the group
+ * refused the commits.
  *
  * It must never: commit an offset the writer has not acknowledged, or
  * keep reading a revoked partition's messages.
@@ -92,17 +93,12 @@ void kg_offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         kg_doubt(s, err);
         return;
     }
-    int stale = 0;
     for (int i = 0; offsets && i < offsets->cnt; i++) {
-        if (ke_stale_generation(offsets->elems[i].err))
-            stale = kg_doubt(s, offsets->elems[i].err);
+        kg_doubt(s, offsets->elems[i].err);
         int64_t k = kparts_find(&s->parts, offsets->elems[i].topic, offsets->elems[i].partition);
         if (k >= 0 && !offsets->elems[i].err && offsets->elems[i].offset > s->parts.v[k].committed)
             s->parts.v[k].committed = offsets->elems[i].offset;
     }
-    /* the group took this member's commit: its generation is current */
-    if (!stale && offsets && offsets->cnt)
-        kg_settle(s, "commit");
 }
 
 static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coop)
@@ -258,7 +254,10 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
     int lost = rd_kafka_assignment_lost(s->rk);
     if (!lost && !s->closing) {
         /* publish what is gathered, then wait until the writer has
-         * committed every frame that carries a revoked partition */
+         * committed every frame in flight (of a revoked partition: the
+         * new owner starts after it; of a kept one: nothing is left to
+         * commit while the group rebalances again, when it would refuse
+         * the commit and librdkafka then drop the assignment as lost) */
         int64_t deadline = zx_mono_ms() + REVOKE_WAIT_MS;
         if (ks_publish(s) == KS_PUB_FATAL)
             s->fatal = 1;
@@ -266,12 +265,9 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
             if (s->kept && ks_publish(s) == KS_PUB_FATAL)
                 s->fatal = 1;
             uint64_t need = 0;
-            for (int i = 0; i < parts->cnt; i++) {
-                int64_t idx = kparts_find(&s->parts, parts->elems[i].topic,
-                                          parts->elems[i].partition);
-                if (idx >= 0 && kpart_last_seq(&s->parts.v[idx]) > need)
-                    need = kpart_last_seq(&s->parts.v[idx]);
-            }
+            for (size_t i = 0; i < s->parts.n; i++)
+                if (kpart_last_seq(&s->parts.v[i]) > need)
+                    need = kpart_last_seq(&s->parts.v[i]);
             if ((!s->kept && zx_src_acked_seq(s->rt) >= need) || s->fatal)
                 break;
             if (zx_mono_ms() > deadline) {

@@ -470,13 +470,13 @@ void ks_commit_pending(kstate *s, int sync);
 /* kafka_group.c: with a consumer group. */
 /* A commit was refused with err (the whole request's, or one partition's):
  * when that means a stale generation (ke_stale_generation), the ownership
- * of every partition is in doubt until a rebalance callback or a commit
- * the group accepts settles it: kafka.c then publishes what it gathered,
+ * of every partition is in doubt until a rebalance callback settles it
+ * (or DOUBT_MAX_MS pass): kafka.c then publishes what it gathered,
  * pauses fetching and batches nothing more (another member may own the
  * partitions already, and read again whatever this one takes beyond the
  * group's offsets).  Returns 1 when in doubt now. */
 int kg_doubt(kstate *s, rd_kafka_resp_err_t err);
-/* The ownership is settled (why: "rebalance", "commit", "timeout"). */
+/* The ownership is settled (why: "rebalance", "timeout"). */
 void kg_settle(kstate *s, const char *why);
 void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                      rd_kafka_topic_partition_list_t *parts, void *opaque);
