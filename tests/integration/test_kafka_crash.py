@@ -16,11 +16,14 @@ of tests/services/kafka (kafka_fixtures.py starts it once per session).
 - A second zxd joining the group of a first one and leaving it (SIGTERM)
   while messages flow at about 1,000/s: no id twice in the first one's
   workspace (issue 18: 656 before), every id in one of the two, and an id
-  in both only as far as the logs count it (kafka_revoked_uncommitted).
+  in both only as far as the logs count it (kafka_revoked_uncommitted;
+  500 ids in both before the worker stopped reading while the group
+  rebalances, 0 since).
 - Three zxd in one group, one of them stopped (SIGTERM) and started again
   every 10 s while messages flow: no id twice in any workspace (issue 18:
   1,383 before), every id in one of the three, and an id in two only as
-  far as the logs count it.
+  far as the logs count it (4,416 ids in two workspaces before the worker
+  stopped reading while the group rebalances, 0 since).
 - The broker stopped for 40 s and started again while messages flow (a
   broker of the test's own): every offset once in the workspace (issue
   18: 38 duplicates).

@@ -35,9 +35,10 @@
  * hold rows of the revoked partitions: publishing is cheaper than picking
  * them out, and they are then committed like the rest), then waits up to
  * 10 s for the writer to commit every frame in flight, commits the
- * acknowledged offsets synchronously and lets the revoke complete.  Past the deadline nothing more is committed for them:
- * the new owner reads those messages again (at least once).  Messages of
- * revoked partitions not yet in a frame are dropped.
+ * acknowledged offsets synchronously and lets the revoke complete.  Past
+ * the deadline nothing more is committed for them: the new owner reads
+ * those messages again (at least once).  Messages of revoked partitions
+ * not yet in a frame are dropped.
  * The frames in flight are not forgotten: the writer commits them
  * anyway, so a partition coming back (to this process) never starts
  * below what it put into frames (kpart.handed), and their acks are

@@ -19,10 +19,10 @@
  * before it first, to check it is the same topic (ks_witness).
  *
  * A revoke publishes the frame being gathered, waits up to REVOKE_WAIT_MS
- * for the writer to commit every frame in flight,
- * commits the acknowledged offsets synchronously, and then lets the
- * revoke complete; past the deadline the new owner reads those messages
- * again (at least once).
+ * for the writer to commit every frame in flight, commits the
+ * acknowledged offsets synchronously, and then lets the revoke complete;
+ * past the deadline the new owner reads those messages again (at least
+ * once).
  *
  * A cooperative revoke (the group rebalances again at once) and a commit
  * the group refuses for a stale generation put the ownership of the
@@ -333,13 +333,13 @@ void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
          * that the group refuses puts it in doubt again), except for the
          * partitions added with a cooperative revoke: the group moves on
          * to another generation right after it */
-        if (s->coop_revoked && !parts->cnt)
-            s->coop_revoked = 0;
-        else
+        if (!s->coop_revoked || parts->cnt)
             kg_settle(s, "rebalance");
+        s->coop_revoked = 0;
         on_assign(s, parts, coop);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
         kg_settle(s, "rebalance");
+        s->coop_revoked = 0;
         on_revoke(s, parts, coop);
         if (coop && !s->closing && !rd_kafka_assignment_lost(rk)) {
             /* librdkafka rejoins the group at once to hand the revoked
