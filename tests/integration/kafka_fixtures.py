@@ -30,12 +30,16 @@ USERS = {"zx": "zx-secret", "noacl": "noacl-secret", "admin": "admin-secret"}
 SECRETS = ("zx-secret", "noacl-secret", "admin-secret", "wrong-secret-")
 
 
-def _start_broker(version=None):
+def _start_broker(version=None, services_dir=None, command="start"):
+    """The broker of tests/services/kafka (`command`: start, or resume a
+    halted one); services_dir: its own ZX_SERVICES_DIR (a broker of the
+    test's own, which it may stop and start), else the environment's."""
     if not os.path.exists(KAFKA_SCRIPT):
         pytest.fail(f"{KAFKA_SCRIPT} is missing")
-    args = [KAFKA_SCRIPT, "start"] + ([version] if version else [])
+    args = [KAFKA_SCRIPT, command] + ([version] if version else [])
+    env = dict(os.environ, ZX_SERVICES_DIR=services_dir) if services_dir else None
     p = subprocess.run(args, capture_output=True, text=True, timeout=900,
-                       stdin=subprocess.DEVNULL)
+                       stdin=subprocess.DEVNULL, env=env)
     if p.returncode != 0:
         pytest.fail(f"{' '.join(args)} failed ({p.returncode}):\n{p.stderr[-4000:]}")
     env = {}
@@ -45,15 +49,26 @@ def _start_broker(version=None):
             env[k.strip()] = v.strip()
     for k in ("KAFKA_VERSION", "PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL", "CA", "OTHER_CA"):
         assert k in env, f"{' '.join(args)} printed no {k}=: {p.stdout!r}"
-    return Kafka(env)
+    return Kafka(env, services_dir)
+
+
+def run_kafka_script(command, services_dir, version=None):
+    """tests/services/kafka COMMAND (halt, stop) on the broker of
+    services_dir; fails the test when it fails."""
+    args = [KAFKA_SCRIPT, command] + ([version] if version else [])
+    p = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, ZX_SERVICES_DIR=services_dir))
+    assert p.returncode == 0, f"{' '.join(args)} failed ({p.returncode}):\n{p.stderr[-4000:]}"
 
 
 class Kafka:
     """One running broker: its addresses and a few admin and produce calls
     (all through its PLAINTEXT listener, whose clients are super users)."""
 
-    def __init__(self, env):
+    def __init__(self, env, services_dir=None):
         self.env = env
+        self.services_dir = services_dir
         self.version = env["KAFKA_VERSION"]
         self.major = int(self.version.split(".")[0])
         self._admin = None

@@ -259,8 +259,23 @@ static void test_permanent(void)
                         "Disconnected while authenticating (after 3ms in state AUTH_REQ)"));
 }
 
+/* The commit errors after which the partitions may be another member's. */
+static void test_stale_generation(void)
+{
+    CHECK(ke_stale_generation(RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION));
+    CHECK(ke_stale_generation(RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS));
+    CHECK(ke_stale_generation(RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID));
+    CHECK(ke_stale_generation(RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID));
+    /* a coordinator away (a broker restart): nobody else owns them */
+    CHECK(!ke_stale_generation(RD_KAFKA_RESP_ERR_NOT_COORDINATOR));
+    CHECK(!ke_stale_generation(RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE));
+    CHECK(!ke_stale_generation(RD_KAFKA_RESP_ERR__TRANSPORT));
+    CHECK(!ke_stale_generation(RD_KAFKA_RESP_ERR_NO_ERROR));
+}
+
 int main(void)
 {
+    test_stale_generation();
     test_broker();
     test_auth();
     test_tls();

@@ -34,15 +34,20 @@
  * A revoke (rebalance) first publishes the frame being gathered (it may
  * hold rows of the revoked partitions: publishing is cheaper than picking
  * them out, and they are then committed like the rest), then waits up to
- * 10 s for the writer to commit every frame that carries a revoked
- * partition, commits the acknowledged offsets synchronously and lets the
- * revoke complete.  Past the deadline nothing more is committed for them:
- * the new owner reads those messages again (at least once).  Messages of
- * revoked partitions not yet in a frame are dropped.
+ * 10 s for the writer to commit every frame in flight, commits the
+ * acknowledged offsets synchronously and lets the revoke complete.  Past
+ * the deadline nothing more is committed for them: the new owner reads
+ * those messages again (at least once).  Messages of revoked partitions
+ * not yet in a frame are dropped.
  * The frames in flight are not forgotten: the writer commits them
  * anyway, so a partition coming back (to this process) never starts
  * below what it put into frames (kpart.handed), and their acks are
  * committed to the group when ahead of it.
+ * While the group rebalances (after a cooperative revoke, or a commit it
+ * refused for a stale generation: kafka_group.c, kg_doubt) the worker
+ * publishes what it gathered, pauses fetching and batches nothing until
+ * the next rebalance callback settles it (DOUBT_MAX_MS at most): another
+ * member then reads again only the frames in flight.
  *
  * A start from a stored position reads the message before it first (the
  * witness: its fingerprint is stored with the position): another message,
@@ -78,6 +83,12 @@
 #define FRAME_MAX_US 20000           /* a frame waits at most 20 ms for more */
 #define FRAME_MAX_BYTES (8u << 20)
 #define PAUSE_AFTER_MS 200           /* back-pressure this long: pause fetching */
+/* The most a doubt about the partitions' ownership (kg_doubt) holds the
+ * reading back when no rebalance callback settles it (the session
+ * timeout: a member that has heard nothing by then is still in the
+ * group) */
+#define DOUBT_MAX_MS 10000
+#define DOUBT_POLL_MS 10             /* a poll in doubt waits this long */
 #define STATUS_EVERY_MS 1000
 /* One schema registry request at most (a schema is fetched once per id;
  * poll is held that long only while it is fetched). */
@@ -403,10 +414,12 @@ static void drop_held_of(kstate *s, int64_t idx)
     size_t k = s->held_off + 1;
     for (size_t i = s->held_off + 1; i < s->nheld; i++) {
         rd_kafka_message_t *m = s->held[i];
-        if (!m->err && m->rkt && ks_part_of(s, m->rkt, m->partition) == idx)
+        if (!m->err && m->rkt && ks_part_of(s, m->rkt, m->partition) == idx) {
             rd_kafka_message_destroy(m);
-        else
+        } else {
+            s->held_ep[k] = s->held_ep[i];
             s->held[k++] = m;
+        }
     }
     s->nheld = k;
 }
@@ -521,7 +534,7 @@ static int check_witness(kstate *s, int64_t idx, const rd_kafka_message_t *m)
 static int check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m)
 {
     kpart *p = &s->parts.v[idx];
-    if (!p->check_epoch || s->held_epoch < p->check_epoch)
+    if (!p->check_epoch || s->held_ep[s->held_off] < p->check_epoch)
         return 0;
     p->check_epoch = 0;
     if (p->next < 0 || m->offset <= p->next || p->gap_at == p->next)
@@ -580,6 +593,9 @@ void ks_commit_pending(kstate *s, int sync)
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
             zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name,
                     rd_kafka_err2str(e));
+        kg_doubt(s, e);
+        for (int i = 0; i < l->cnt; i++)
+            kg_doubt(s, l->elems[i].err);
     } else if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
         zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name, rd_kafka_err2str(e));
     }
@@ -623,6 +639,16 @@ static int avro_json(kstate *s, const rd_kafka_message_t *m, int key, json_t **o
         return rc;
     *out = zx_avro_decode(sch, (const char *)data + off, len - off, why, whylen);
     return *out ? 0 : -1;
+}
+
+/* n messages were just taken from librdkafka into held[nheld..]. */
+static void held_add(kstate *s, size_t n)
+{
+    if (!s->nheld || s->held_off == s->nheld)
+        s->held_us = zx_now_us();
+    for (size_t i = s->nheld; i < s->nheld + n; i++)
+        s->held_ep[i] = s->epoch;
+    s->nheld += n;
 }
 
 /* Add one message to the batch: KB_ADDED (or skipped), KB_FULL, KB_NOMEM,
@@ -717,6 +743,36 @@ static int flush(kstate *s)
     return ZX_SRC_BUSY;
 }
 
+/* The ownership of the partitions is in doubt (kg_doubt): publish what
+ * is gathered (in flight: the writer commits it), pause fetching, and
+ * batch nothing more, but keep serving librdkafka's queue for the
+ * rebalance and commit callbacks that settle the doubt (messages that
+ * come are held, in order, after those held already).  The poll
+ * answer. */
+static int in_doubt(kstate *s)
+{
+    if (!kb_empty(&s->b))
+        return flush(s);
+    if (!s->paused)
+        ks_pause_all(s, 1);
+    if (s->held_off) {
+        size_t left = s->nheld - s->held_off;
+        memmove(s->held, s->held + s->held_off, left * sizeof(*s->held));
+        memmove(s->held_ep, s->held_ep + s->held_off, left * sizeof(*s->held_ep));
+        s->nheld = left;
+        s->held_off = 0;
+    }
+    if (s->nheld < HELD_MAX) {
+        ssize_t n = rd_kafka_consume_batch_queue(s->q, DOUBT_POLL_MS, s->held + s->nheld,
+                                                 HELD_MAX - s->nheld);
+        if (n > 0)
+            held_add(s, (size_t)n);
+    }
+    if (s->fatal)
+        return ZX_SRC_FATAL;
+    return s->doubt_ms ? ZX_SRC_IDLE : ZX_SRC_BUSY;
+}
+
 /* ---- the source callbacks ---------------------------------------------- */
 
 static int poll_once(zx_src *rt, void *st)
@@ -750,16 +806,15 @@ static int poll_once(zx_src *rt, void *st)
             if (s->paused && s->held_off == s->nheld) {
                 s->held_off = s->nheld = 0;
                 ssize_t n = rd_kafka_consume_batch_queue(s->q, 0, s->held, HELD_MAX);
-                if (n > 0) {
-                    s->nheld = (size_t)n;
-                    s->held_us = zx_now_us();
-                    s->held_epoch = s->epoch;
-                }
+                if (n > 0)
+                    held_add(s, (size_t)n);
             }
             return s->fatal ? ZX_SRC_FATAL : ZX_SRC_BLOCKED;
         }
     }
-    if (s->paused)
+    if (s->doubt_ms && now - s->doubt_ms >= DOUBT_MAX_MS)
+        kg_settle(s, "timeout");
+    if (s->paused && !s->doubt_ms)
         ks_pause_all(s, 0);
 
     if (zx_src_stopping(rt)) {
@@ -768,6 +823,8 @@ static int poll_once(zx_src *rt, void *st)
             return flush(s);
         return ZX_SRC_IDLE;
     }
+    if (s->doubt_ms)
+        return in_doubt(s);
 
     for (;;) {
         while (s->held_off < s->nheld) {
@@ -807,9 +864,7 @@ static int poll_once(zx_src *rt, void *st)
                      rd_kafka_err2str(rd_kafka_last_error()));
             return ZX_SRC_FATAL;
         }
-        s->nheld = (size_t)n;
-        s->held_us = zx_now_us();
-        s->held_epoch = s->epoch;
+        held_add(s, (size_t)n);
         if (s->kept) /* a rebalance published and the ring is full: the
                         messages wait in held */
             return ZX_SRC_BLOCKED;
@@ -879,6 +934,7 @@ static void k_close(zx_src *rt, void *st)
     free(s->notes);
     kparts_free(&s->parts);
     free(s->held);
+    free(s->held_ep);
     free(s);
 }
 
@@ -923,7 +979,8 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     }
     char e[512];
 
-    if (!(s->held = malloc(HELD_MAX * sizeof(*s->held))) || (s->efd = zx_eventfd()) < 0) {
+    if (!(s->held = malloc(HELD_MAX * sizeof(*s->held))) ||
+        !(s->held_ep = malloc(HELD_MAX * sizeof(*s->held_ep))) || (s->efd = zx_eventfd()) < 0) {
         zx_seterr(err, errlen, "out of memory or descriptors");
         goto fail;
     }
@@ -950,7 +1007,10 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
                 errlen) < 0 ||
          /* a worker that died holds its partitions this long: the
           * restarted one waits for them (librdkafka's default is 45 s) */
-         kc_set(conf, s->c, 1, "session.timeout.ms", "10000", err, errlen) < 0))
+         kc_set(conf, s->c, 1, "session.timeout.ms", "10000", err, errlen) < 0 ||
+         /* a rebalance is heard of within 1 s: reading stops while the
+          * group rebalances (kg_doubt), for a shorter while */
+         kc_set(conf, s->c, 1, "heartbeat.interval.ms", "1000", err, errlen) < 0))
         goto fail;
     rd_kafka_conf_set_error_cb(conf, error_cb);
     if (s->group) {

@@ -43,6 +43,14 @@ int ke_scram_broken(int v)
     return v < SCRAM_FIXED_VERSION;
 }
 
+int ke_stale_generation(rd_kafka_resp_err_t err)
+{
+    return err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+           err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
+           err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID ||
+           err == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID;
+}
+
 void ke_broker(const char *reason, char *out, size_t n)
 {
     out[0] = '\0';

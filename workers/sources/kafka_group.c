@@ -19,10 +19,17 @@
  * before it first, to check it is the same topic (ks_witness).
  *
  * A revoke publishes the frame being gathered, waits up to REVOKE_WAIT_MS
- * for the writer to commit every frame carrying a revoked partition,
- * commits the acknowledged offsets synchronously, and then lets the
- * revoke complete; past the deadline the new owner reads those messages
- * again (at least once).
+ * for the writer to commit every frame in flight, commits the
+ * acknowledged offsets synchronously, and then lets the revoke complete;
+ * past the deadline the new owner reads those messages again (at least
+ * once).
+ *
+ * A cooperative revoke (the group rebalances again at once) and a commit
+ * the group refuses for a stale generation put the ownership of the
+ * partitions in doubt (kg_doubt): kafka.c then batches nothing more until
+ * the next rebalance callback settles it, so that another member reads
+ * again at most the frames in flight, not everything read while the group
+ * refused the commits.
  *
  * It must never: commit an offset the writer has not acknowledged, or
  * keep reading a revoked partition's messages.
@@ -38,6 +45,37 @@
 
 #define REVOKE_WAIT_MS 10000
 
+/* Put the ownership in doubt (why: for the log). */
+static void doubt(kstate *s, const char *why)
+{
+    if (s->doubt_ms)
+        return;
+    s->doubt_ms = zx_mono_ms();
+    if (!s->doubt_ms)
+        s->doubt_ms = 1;
+    zx_info("event=kafka_ownership_in_doubt pipeline=%s reason=\"%s\" detail=\"the group is "
+            "rebalancing: nothing more is read until it settles\"", s->name, why);
+}
+
+int kg_doubt(kstate *s, rd_kafka_resp_err_t err)
+{
+    if (ke_stale_generation(err)) {
+        char why[200];
+        snprintf(why, sizeof(why), "the group refused a commit: %s", rd_kafka_err2str(err));
+        doubt(s, why);
+    }
+    return s->doubt_ms != 0;
+}
+
+void kg_settle(kstate *s, const char *why)
+{
+    if (!s->doubt_ms)
+        return;
+    zx_info("event=kafka_ownership_settled pipeline=%s by=%s after_ms=%" PRId64, s->name, why,
+            zx_mono_ms() - s->doubt_ms);
+    s->doubt_ms = 0;
+}
+
 void kg_offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                              rd_kafka_topic_partition_list_t *offsets, void *opaque)
 {
@@ -52,9 +90,11 @@ void kg_offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name, msg);
         if (k == KE_GROUP_DENIED)
             ks_set_error(s, k, msg, NULL);
+        kg_doubt(s, err);
         return;
     }
     for (int i = 0; offsets && i < offsets->cnt; i++) {
+        kg_doubt(s, offsets->elems[i].err);
         int64_t k = kparts_find(&s->parts, offsets->elems[i].topic, offsets->elems[i].partition);
         if (k >= 0 && !offsets->elems[i].err && offsets->elems[i].offset > s->parts.v[k].committed)
             s->parts.v[k].committed = offsets->elems[i].offset;
@@ -181,9 +221,11 @@ out:
      * until new messages come */
     if (catchup->cnt && !s->fatal) {
         rd_kafka_resp_err_t ce = rd_kafka_commit(s->rk, catchup, 1);
-        if (ce)
+        if (ce) {
             zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name,
                     rd_kafka_err2str(ce));
+            kg_doubt(s, ce);
+        }
     }
     rd_kafka_topic_partition_list_destroy(c);
     rd_kafka_topic_partition_list_destroy(ends);
@@ -197,10 +239,12 @@ static void drop_unassigned_held(kstate *s)
     for (size_t i = s->held_off; i < s->nheld; i++) {
         rd_kafka_message_t *m = s->held[i];
         int64_t idx = m->err || !m->rkt ? -1 : ks_part_of(s, m->rkt, m->partition);
-        if (!m->err && (idx < 0 || !s->parts.v[idx].assigned))
+        if (!m->err && (idx < 0 || !s->parts.v[idx].assigned)) {
             rd_kafka_message_destroy(m);
-        else
+        } else {
+            s->held_ep[k] = s->held_ep[i];
             s->held[k++] = m;
+        }
     }
     s->nheld = k;
 }
@@ -210,7 +254,10 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
     int lost = rd_kafka_assignment_lost(s->rk);
     if (!lost && !s->closing) {
         /* publish what is gathered, then wait until the writer has
-         * committed every frame that carries a revoked partition */
+         * committed every frame in flight (of a revoked partition: the
+         * new owner starts after it; of a kept one: nothing is left to
+         * commit while the group rebalances again, when it would refuse
+         * the commit and librdkafka then drop the assignment as lost) */
         int64_t deadline = zx_mono_ms() + REVOKE_WAIT_MS;
         if (ks_publish(s) == KS_PUB_FATAL)
             s->fatal = 1;
@@ -218,12 +265,9 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
             if (s->kept && ks_publish(s) == KS_PUB_FATAL)
                 s->fatal = 1;
             uint64_t need = 0;
-            for (int i = 0; i < parts->cnt; i++) {
-                int64_t idx = kparts_find(&s->parts, parts->elems[i].topic,
-                                          parts->elems[i].partition);
-                if (idx >= 0 && kpart_last_seq(&s->parts.v[idx]) > need)
-                    need = kpart_last_seq(&s->parts.v[idx]);
-            }
+            for (size_t i = 0; i < s->parts.n; i++)
+                if (kpart_last_seq(&s->parts.v[i]) > need)
+                    need = kpart_last_seq(&s->parts.v[i]);
             if ((!s->kept && zx_src_acked_seq(s->rt) >= need) || s->fatal)
                 break;
             if (zx_mono_ms() > deadline) {
@@ -285,10 +329,30 @@ void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     int coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     /* every partition kept or added: its next message is checked */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        /* the assignment is what this callback says (a commit it makes
+         * that the group refuses puts it in doubt again), except for the
+         * partitions added with a cooperative revoke: the group moves on
+         * to another generation right after it */
+        if (!s->coop_revoked || parts->cnt)
+            kg_settle(s, "rebalance");
+        s->coop_revoked = 0;
         on_assign(s, parts, coop);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        kg_settle(s, "rebalance");
+        s->coop_revoked = 0;
         on_revoke(s, parts, coop);
+        if (coop && !s->closing && !rd_kafka_assignment_lost(rk)) {
+            /* librdkafka rejoins the group at once to hand the revoked
+             * partitions over: until that rebalance ends the group
+             * refuses this member's commits (and the first commit it
+             * answers with an old generation makes librdkafka drop the
+             * whole assignment as lost), so whatever it read meanwhile
+             * would be read again by another member */
+            s->coop_revoked = 1;
+            doubt(s, "partitions revoked: the group rebalances again");
+        }
     } else {
+        kg_settle(s, "rebalance");
         zx_error("event=kafka_rebalance_error pipeline=%s error=\"%s\"", s->name,
                  rd_kafka_err2str(err));
         on_revoke(s, parts, coop);

@@ -287,6 +287,12 @@ int ke_permanent(const ke_ctx *c, rd_kafka_resp_err_t err, const char *reason);
 /* 1 when rd_kafka_version() v predates the SCRAM fix (2.6.1). */
 int ke_scram_broken(int v);
 
+/* 1 when a commit refused with err means this member's generation is
+ * stale: the group is rebalancing or has moved on without it (illegal
+ * generation, rebalance in progress, unknown member, fenced instance), so
+ * the partitions it reads may be another member's already; else 0. */
+int ke_stale_generation(rd_kafka_resp_err_t err);
+
 /* ---- kafka_conf.c -------------------------------------------------- */
 
 /* What the client's callbacks pass on: the start of the struct its opaque
@@ -370,7 +376,14 @@ typedef struct kstate {
     rd_kafka_message_t **held;  /* taken from librdkafka, not yet batched */
     size_t nheld, held_off;
     int64_t held_us;            /* when they were polled */
-    uint64_t held_epoch;        /* epoch when they were polled */
+    uint64_t *held_ep;          /* per held message: the epoch when it
+                                   was polled (ks_check_gap) */
+    int64_t doubt_ms;           /* != 0: zx_mono_ms() when a commit was
+                                   refused for a stale generation (ownership
+                                   in doubt, kg_doubt); 0: none */
+    int coop_revoked;           /* a cooperative revoke put it in doubt:
+                                   the empty assignment that comes with it
+                                   does not settle it */
 
     const rd_kafka_topic_t *c_rkt;  /* last partition looked up */
     int32_t c_part;
@@ -467,6 +480,16 @@ void ks_commit_acked(kstate *s, uint64_t seq, int sync);
 void ks_commit_pending(kstate *s, int sync);
 
 /* kafka_group.c: with a consumer group. */
+/* A commit was refused with err (the whole request's, or one partition's):
+ * when that means a stale generation (ke_stale_generation), the ownership
+ * of every partition is in doubt until a rebalance callback settles it
+ * (or DOUBT_MAX_MS pass): kafka.c then publishes what it gathered,
+ * pauses fetching and batches nothing more (another member may own the
+ * partitions already, and read again whatever this one takes beyond the
+ * group's offsets).  Returns 1 when in doubt now. */
+int kg_doubt(kstate *s, rd_kafka_resp_err_t err);
+/* The ownership is settled (why: "rebalance", "timeout"). */
+void kg_settle(kstate *s, const char *why);
 void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                      rd_kafka_topic_partition_list_t *parts, void *opaque);
 void kg_offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
