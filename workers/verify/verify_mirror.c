@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "common/rowset.h"
 #include "common/util.h"
@@ -122,6 +121,10 @@ static int mirror_columns(vf_mir *m, vf_table *t, char *err, size_t errlen)
         if (sqlite3_prepare_v2(m->db, "SELECT name, type FROM pragma_table_info(?)", -1, &st,
                                NULL) != SQLITE_OK)
             return zx_seterr(err, errlen, "workspace %s: %s", m->shown, sqlite3_errmsg(m->db));
+        /* a column is the source column of exactly its name; SQLite
+         * ignores case, so a source column differing only in case from
+         * one the mirror has is a column zx stored under another name
+         * (`upper_2`): not compared (see the README) */
         sqlite3_bind_text(st, 1, t->mirror, -1, SQLITE_STATIC);
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -129,11 +132,15 @@ static int mirror_columns(vf_mir *m, vf_table *t, char *err, size_t errlen)
             const char *d = (const char *)sqlite3_column_text(st, 1);
             found++;
             for (uint32_t i = 0; n && i < t->ncols; i++)
-                if (!t->in_mirror[i] && !strcasecmp(t->cols[i], n)) {
+                if (!strcmp(t->cols[i], n)) {
                     t->in_mirror[i] = 1;
                     t->decls[i] = strdup(d ? d : "");
+                    if (!t->decls[i])
+                        rc = SQLITE_NOMEM;
                     break;
                 }
+            if (rc != SQLITE_ROW)
+                break;
         }
         sqlite3_finalize(st);
         if (rc != SQLITE_DONE)
