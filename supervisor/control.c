@@ -445,7 +445,8 @@ static void conn_read(struct bufferevent *bev, void *arg)
             out = err_obj("verify needs a name", NULL);
         } else if (tj && !json_is_string(tj)) {
             out = err_obj("verify: \"table\" must be a string", NULL);
-        } else if (!(out = sup_verify_start(s, bev, name, json_string_value(tj)))) {
+        } else if (!(out = sup_verify_start(s, bev, name, json_string_value(tj),
+                                            json_is_true(json_object_get(req, "repair"))))) {
             json_decref(req);
             bufferevent_disable(bev, EV_READ);
             bufferevent_set_timeouts(bev, NULL, NULL);

@@ -245,16 +245,19 @@ json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name);
 /* The client bev has gone: its probe answers nobody. */
 void sup_probe_forget(struct bufferevent *bev);
 
-/* verify.c: `zxctl verify NAME [--table T]`.  Starts a verify process for
- * the postgres pipeline NAME (table: one of its tables, or NULL for all)
+/* verify.c: `zxctl verify NAME [--table T] [--repair]`.  Starts a verify
+ * process for the postgres pipeline NAME (table: one of its tables, or
+ * NULL for all; repair: hand the differing keys to its worker to re-copy)
  * and returns NULL (bev is answered when it is done, within about 10
  * minutes), or returns the answer to send at once (unknown pipeline, not
  * postgres, one already running). */
-json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, const char *table);
+json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, const char *table,
+                         int repair);
 /* The client bev has gone: its verify answers nobody. */
 void sup_verify_forget(struct bufferevent *bev);
 /* The summary of pipeline name's last verify since zxd started ({"at",
- * "compared", "differing", "tables", "table"?}; caller decrefs), or NULL. */
+ * "compared", "differing", "repaired"?, "tables", "table"?}; caller
+ * decrefs), or NULL. */
 json_t *sup_verify_last(const char *name);
 
 /* slotdrop.c: the replication slot (and the publication zx made) of a

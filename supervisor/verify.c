@@ -45,6 +45,7 @@ typedef struct vjob {
     size_t len, cap;
     char name[128];
     char table[300];
+    int repair;
 } vjob;
 
 /* The last verify of a pipeline (its summary). */
@@ -76,9 +77,10 @@ static void job_free(vjob *j)
 /* Keep the summary of answer o (a finished verify) for `status`. */
 static void remember(const char *name, const char *table, const json_t *o)
 {
-    json_t *sum = json_pack("{s:O?, s:O?, s:O?, s:s?, s:i}", "at", json_object_get(o, "at"),
-                            "compared", json_object_get(o, "compared"), "differing",
-                            json_object_get(o, "differing"), "table", table[0] ? table : NULL,
+    json_t *sum = json_pack("{s:O?, s:O?, s:O?, s:O?, s:s?, s:i}", "at",
+                            json_object_get(o, "at"), "compared", json_object_get(o, "compared"),
+                            "differing", json_object_get(o, "differing"), "repaired",
+                            json_object_get(o, "repaired"), "table", table[0] ? table : NULL,
                             "tables", (int)json_array_size(json_object_get(o, "tables")));
     if (!sum)
         return;
@@ -166,14 +168,14 @@ static void on_job(evutil_socket_t fd, short what, void *arg)
 
 /* In the child: verify, write the answer, exit. */
 static void run_verify(const zx_conf *conf, const zx_conf_pipeline *pc, const char *table,
-                       int fd)
+                       unsigned flags, int fd)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     alarm(VERIFY_TIMEOUT_S + 5);
     signal(SIGPIPE, SIG_IGN);
     char err[1200] = "";
     json_t *o = NULL;
-    if (zx_verify_run(conf, pc, table, zx_mono_ms() + (int64_t)VERIFY_TIMEOUT_S * 1000, &o, err,
+    if (zx_verify_run(conf, pc, table, flags, zx_mono_ms() + (int64_t)VERIFY_TIMEOUT_S * 1000, &o, err,
                       sizeof(err)) < 0)
         o = json_pack("{s:b, s:s, s:s}", "ok", 0, "name", pc->name, "error", err);
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -190,7 +192,8 @@ static void run_verify(const zx_conf *conf, const zx_conf_pipeline *pc, const ch
     _exit(0);
 }
 
-json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, const char *table)
+json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, const char *table,
+                         int repair)
 {
     const zx_conf_pipeline *pc = zx_conf_find(s->conf, name);
     if (!pc)
@@ -228,7 +231,7 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
     if (pid == 0) {
         zx_close_fds_except(&fds[1], 1);
         zx_log_set_proc("verify");
-        run_verify(s->conf, pc, table, fds[1]);
+        run_verify(s->conf, pc, table, repair ? ZX_VERIFY_REPAIR : 0, fds[1]);
     }
     close(fds[1]);
     if (pid < 0) {
@@ -247,7 +250,7 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
         job_free(j);
         return json_pack("{s:b, s:s}", "ok", 0, "error", "cannot watch the verify (out of memory)");
     }
-    zx_info("event=verify_start name=%s pid=%d", name, (int)pid);
+    zx_info("event=verify_start name=%s repair=%d pid=%d", name, repair, (int)pid);
     return NULL; /* answered later */
 }
 

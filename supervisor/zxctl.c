@@ -74,11 +74,13 @@ static const char zxctl_usage_text[] =
     "                     slot (zx drops that once the pipeline is removed and\n"
     "                     the configuration reloaded); exit 1 if no connection\n"
     "                     has it\n"
-    "  verify NAME [--table T]\n"
+    "  verify NAME [--table T] [--repair]\n"
     "                     compare a postgres pipeline's mirrors with the source\n"
     "                     (read only, by key, re-checked once the mirror caught\n"
     "                     up); lists the keys that differ: missing or extra in\n"
-    "                     the mirror, or which columns differ; exit 4 if any\n"
+    "                     the mirror, or which columns differ; exit 4 if any;\n"
+    "                     --repair: the pipeline re-copies those keys (exit 4\n"
+    "                     only if some still differ)\n"
     "  run NAME [--wait] [--full]\n"
     "                     run a reverse sync now (queued behind its run in\n"
     "                     progress); --wait: until it ends, exit 1 if it failed;\n"
@@ -119,7 +121,7 @@ static const char zxctl_usage_text[] =
     "\n"
     "exit status: 0 ok, 1 zxd refused the request, 2 usage error,\n"
     "3 zxd unreachable (no socket, refused, timed out, unreadable answer),\n"
-    "4 verify found keys that differ.\n";
+    "4 verify found keys that differ (with --repair: that still differ).\n";
 
 typedef struct zxctl_opts {
     const char *socket_path;  /* -s */
@@ -130,6 +132,7 @@ typedef struct zxctl_opts {
     const char *connection;   /* --connection (drop-slot) */
     const char *table;        /* --table (verify) */
     int wait, full;           /* run --wait, run --full */
+    int repair;               /* verify --repair */
     int limit;                /* runs --limit N (0: the daemon's default) */
     const char *query, *to, *mode, *key, *format, *print_sync;   /* send */
     const char *cmd;
@@ -218,6 +221,10 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         }
         if (!strcmp(a, "--wait")) {
             o->wait = 1;
+            continue;
+        }
+        if (!strcmp(a, "--repair")) {
+            o->repair = 1;
             continue;
         }
         if (!strcmp(a, "--full")) {
@@ -318,8 +325,8 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         return zxctl_usage_error("--connection goes with drop-slot only");
     if ((o->wait || o->full) && strcmp(o->cmd, "run"))
         return zxctl_usage_error("--wait and --full go with run only");
-    if (o->table && strcmp(o->cmd, "verify"))
-        return zxctl_usage_error("--table goes with verify only");
+    if ((o->table || o->repair) && strcmp(o->cmd, "verify"))
+        return zxctl_usage_error("--table and --repair go with verify only");
     if (o->limit && strcmp(o->cmd, "runs"))
         return zxctl_usage_error("--limit goes with runs only");
     int sendopt = o->query || o->to || o->mode || o->key || o->format || o->print_sync;
@@ -545,6 +552,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     if (!strcmp(o->cmd, "send") && (rc = zxctl_send_request(o->query, o->to, o->mode, o->key,
                                                             o->format, req)) >= 0)
         goto done;
+    if (o->repair)
+        json_object_set_new(req, "repair", json_true());
     if (o->table) {
         json_t *tn = json_string(o->table);
         if (!tn) {
@@ -605,7 +614,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         goto done;
     }
     rc = ZX_EXIT_OK;
-    if (!strcmp(o->cmd, "verify") && json_integer_value(json_object_get(resp, "differing")))
+    if (!strcmp(o->cmd, "verify") && json_integer_value(json_object_get(resp, "differing")) >
+                                         json_integer_value(json_object_get(resp, "repaired")))
         rc = ZX_EXIT_DIFFERENCES;
     if (is_feed)
         rc = zxctl_feed(o, &c, deadline, timeout);

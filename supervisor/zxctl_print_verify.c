@@ -36,6 +36,9 @@ void zxctl_print_verify(const json_t *r, FILE *out)
             (long long)json_integer_value(json_object_get(r, "differing")));
     free(name);
     free(at);
+    if (json_is_integer(json_object_get(r, "repaired")))
+        fprintf(out, "repaired: %lld of them now equal the source\n",
+                (long long)json_integer_value(json_object_get(r, "repaired")));
     size_t i, j;
     json_t *t, *k;
     json_array_foreach(json_object_get(r, "tables"), i, t) {
@@ -70,6 +73,9 @@ void zxctl_print_verify(const json_t *r, FILE *out)
             free(kt);
             free(cols);
         }
+        if (json_is_integer(json_object_get(t, "repaired")))
+            fprintf(out, "    repaired: %lld\n",
+                    (long long)json_integer_value(json_object_get(t, "repaired")));
         long long more = (long long)json_integer_value(json_object_get(t, "more"));
         if (more > 0)
             fprintf(out, "    ... and %lld more (not listed)\n", more);
@@ -88,10 +94,14 @@ char *zxctl_verify_line(const json_t *last)
         return NULL;
     char *at = zxctl_fmt(json_object_get(last, "at"));
     char *tb = zxctl_fmt(json_object_get(last, "table"));
-    char *out = zxctl_xrealloc(NULL, strlen(at) + strlen(tb) + 160);
-    sprintf(out, "  last verify: %s, %lld rows compared, %lld differing%s%s\n", at,
+    char *out = zxctl_xrealloc(NULL, strlen(at) + strlen(tb) + 200);
+    char rep[64] = "";
+    if (json_is_integer(json_object_get(last, "repaired")))
+        snprintf(rep, sizeof(rep), ", %lld repaired",
+                 (long long)json_integer_value(json_object_get(last, "repaired")));
+    sprintf(out, "  last verify: %s, %lld rows compared, %lld differing%s%s%s\n", at,
             (long long)json_integer_value(json_object_get(last, "compared")),
-            (long long)json_integer_value(json_object_get(last, "differing")),
+            (long long)json_integer_value(json_object_get(last, "differing")), rep,
             json_is_string(json_object_get(last, "table")) ? ", table " : "",
             json_is_string(json_object_get(last, "table")) ? tb : "");
     free(at);

@@ -8,7 +8,8 @@ What it covers: a mirror that matches (every type of test_pg_cdc.py's
 `kinds`, NULLs and edge values included) verifies clean with exit 0; a
 mirror corrupted behind zx's back (a value changed, a row deleted, an
 extra row inserted, a column set NULL) is reported key by key (missing,
-extra, which columns differ) with exit 4; a verify while the source keeps
+extra, which columns differ) with exit 4, and --repair re-copies exactly
+those keys through the pipeline (a second verify is clean); a verify while the source keeps
 changing reports no false difference; `zxctl status` shows the last
 verify; --table and the errors (unknown table, a pipeline that is not
 postgres).
@@ -144,6 +145,23 @@ def test_corrupted_mirror_reports_each_key_then_status(pg, mirror_env):
     rc, a = verify(z, "shop", "--table", "public.orders", rc=EXIT_DIFFERENCES)
     assert set(found(a)) == {"4", "9999", "5", "8"}, a
     assert [t["table"] for t in a["tables"]] == ["public.orders"], a
+    # --repair: the pipeline re-copies exactly those keys through the writer
+    before = z.query("SELECT count(*) FROM s_orders")[0][0]
+    rc, a = verify(z, "shop", "--repair", rc=0)
+    assert a["differing"] == 4 and a["repaired"] == 4, a
+    assert set(found(a, "public.orders")) == {"4", "9999", "5", "8"}, a
+    assert z.count("s_orders", "id = 9999") == 0
+    assert z.count("s_orders", "id = 4") == 1
+    assert z.query("SELECT customer FROM s_orders WHERE id = 4") == [("c4",)]
+    assert z.count("s_orders") == before     # one row back, one gone
+    p = z.zxctl("status", check_rc=0)
+    assert "4 differing, 4 repaired" in p.stdout, p.stdout
+    rc, a = verify(z, "shop", rc=0)
+    assert a["differing"] == 0, a
+    # the stream goes on after a repair
+    pg.execute(db, "UPDATE orders SET note = 'after' WHERE id = 8")
+    wait_for(lambda: z.query("SELECT note FROM s_orders WHERE id = 8") == [("after",)],
+             "the update after the repair", deadline=DEADLINE)
 
 
 def test_verify_while_writes_flow_reports_no_false_difference(pg, mirror_env):
@@ -188,7 +206,7 @@ def test_errors_say_what_to_do(pg, mirror_env):
     p = z.zxctl("verify", "nope", check_rc=1)
     assert "no pipeline of that name" in p.stderr, p.stderr
     p = z.zxctl("status", "--table", "x", check_rc=2)
-    assert "--table goes with verify only" in p.stderr, p.stderr
+    assert "--table and --repair go with verify only" in p.stderr, p.stderr
     # a mirror the workspace lost
     ws_sql(z, "DROP TABLE s_kinds")
     p = z.zxctl("verify", "shop", "--table", "kinds", check_rc=1)

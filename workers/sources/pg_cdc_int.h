@@ -131,4 +131,24 @@ int pgcdc_change_row(pgcdc_table *t, const pgo_msg *m, pgo_lsn lsn, int64_t comm
 /* Append a truncate of t to t->rs.  0, or -1 (out of memory). */
 int pgcdc_truncate_row(pgcdc_table *t, pgo_lsn lsn, int64_t commit_us, uint32_t xid);
 
+/* Append the repair of one key of t (`zxctl verify --repair`) to t->rs:
+ * r is the answer of `SELECT * FROM t WHERE <key> = key`; with its row,
+ * an "update" carrying the whole row (NULLs as NULL); without, a
+ * "delete" of key (its texts, in t->keys' order).  lsn: the LSN its
+ * history row says.  0, or -1 (out of memory, err set; t->rs unchanged). */
+int pgcdc_repair_row(pgcdc_table *t, const PGresult *r, const char *const *key, pgo_lsn lsn,
+                     char *err, size_t errlen);
+
+/* ---- pg_cdc_repair.c ----------------------------------------------------- */
+
+/* Take this pipeline's repair request if there is one (written by `zxctl
+ * verify --repair` at zx_verify_repair_path; the file is removed as it is
+ * taken) and append a repair row for each of its keys to its table's
+ * batch, reading each row on meta (the CDC session settings).  Returns
+ * the rows appended (0: no request), or -1 (err set: the request is
+ * dropped; the pipeline goes on). */
+int pgcdc_repair(PGconn *meta, const char *shown, const char *data_dir,
+                 const zx_conf_pipeline *p, pgcdc_table *t, size_t nt, pgo_lsn lsn, char *err,
+                 size_t errlen);
+
 #endif

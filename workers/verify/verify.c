@@ -32,6 +32,8 @@ typedef struct vf_run {
     size_t n, cap;
     uint64_t more;           /* differing keys beyond ZX_VERIFY_MAX_KEYS */
     int lagging;             /* the mirror did not catch up in a round */
+    int repair;              /* --repair: keys still differing go to req */
+    json_t *req;             /* [{"table", "keys"}] of the repair request */
     char *err;
     size_t errlen;
 } vf_run;
@@ -238,23 +240,54 @@ static json_t *table_report(vf_run *r, const vf_table *t, int64_t rows)
     return o;
 }
 
+/* The source table qual and its mirror into t, and diff (t->ncols
+ * flags).  0 or -1. */
+static int open_table(vf_run *r, const char *qual, const char *mirror, vf_table *t, int **diff)
+{
+    const char *dot = strchr(qual, '.');
+    char schema[128];
+    snprintf(schema, sizeof(schema), "%.*s", dot ? (int)(dot - qual) : 6,
+             dot ? qual : "public");
+    if (vf_src_table(r->src, schema, dot ? dot + 1 : qual, t, r->err, r->errlen) < 0)
+        return -1;
+    if (!(t->mirror = strdup(mirror)) || !(*diff = calloc(t->ncols, sizeof(**diff))))
+        return zx_seterr(r->err, r->errlen, "out of memory");
+    return vf_mir_table(r->mir, t, r->err, r->errlen);
+}
+
+/* The keys still differing, as the repair request's entry of table qual. */
+static int add_request(vf_run *r, const vf_table *t, const char *qual)
+{
+    json_t *keys = json_array();
+    for (size_t i = 0; keys && i < r->n; i++) {
+        json_t *k = json_array();
+        for (uint32_t j = 0; k && j < t->nkeys; j++)
+            json_array_append_new(k, json_stringn(r->c[i].key.v[j] ? r->c[i].key.v[j] : "",
+                                                  r->c[i].key.len[j]));
+        if (!k || json_array_append_new(keys, k) < 0)
+            break;
+    }
+    json_t *e = keys ? json_pack("{s:s, s:o}", "table", qual, "keys", keys) : NULL;
+    if (!e || json_array_append_new(r->req, e) < 0)
+        return zx_seterr(r->err, r->errlen, "out of memory");
+    return 0;
+}
+
+/* Context of a failure in table qual. */
+static void table_err(vf_run *r, const char *qual)
+{
+    char m[900];
+    snprintf(m, sizeof(m), "%s", r->err);
+    zx_seterr(r->err, r->errlen, "table %s: %s", qual, m);
+}
+
 /* Verify one table into *rep.  0 or -1. */
 static int verify_table(vf_run *r, const char *qual, const char *mirror, json_t **rep)
 {
     vf_table t = {0};
     int *diff = NULL;
     int rc = -1;
-    const char *dot = strchr(qual, '.');
-    char schema[128];
-    snprintf(schema, sizeof(schema), "%.*s", dot ? (int)(dot - qual) : 6,
-             dot ? qual : "public");
-    if (vf_src_table(r->src, schema, dot ? dot + 1 : qual, &t, r->err, r->errlen) < 0)
-        goto out;
-    if (!(t.mirror = strdup(mirror)) || !(diff = calloc(t.ncols, sizeof(*diff)))) {
-        zx_seterr(r->err, r->errlen, "out of memory");
-        goto out;
-    }
-    if (vf_mir_table(r->mir, &t, r->err, r->errlen) < 0)
+    if (open_table(r, qual, mirror, &t, &diff) < 0)
         goto out;
     int64_t rows = first_pass(r, &t, diff);
     if (rows < 0)
@@ -267,18 +300,101 @@ static int verify_table(vf_run *r, const char *qual, const char *mirror, json_t 
         if ((size_t)left == before && !r->lagging)
             break; /* the same keys differ in a snapshot the mirror reached */
     }
+    if (r->repair && r->n && add_request(r, &t, qual) < 0)
+        goto out;
     *rep = table_report(r, &t, rows);
     rc = *rep ? 0 : zx_seterr(r->err, r->errlen, "out of memory");
 out:
-    if (rc < 0) {
-        char m[600];
-        snprintf(m, sizeof(m), "%s", r->err);
-        zx_seterr(r->err, r->errlen, "table %s: %s", qual, m);
-    }
+    if (rc < 0)
+        table_err(r, qual);
     cands_free(r);
     free(diff);
     vf_table_free(&t);
     return rc;
+}
+
+/* After the worker took the repair request: compare the keys of table
+ * qual again until they are all equal or a catch-up time has passed.
+ * Returns the keys now equal, or -1. */
+static int64_t repair_check(vf_run *r, const char *qual, const char *mirror, json_t *keys)
+{
+    vf_table t = {0};
+    int *diff = NULL;
+    int64_t rc = -1;
+    if (open_table(r, qual, mirror, &t, &diff) < 0)
+        goto out;
+    size_t i;
+    json_t *k;
+    json_array_foreach(keys, i, k) {
+        vf_row key;
+        if (vf_row_init(&key, t.nkeys) < 0)
+            goto nomem;
+        for (uint32_t j = 0; j < t.nkeys; j++) {
+            const char *v = json_string_value(json_array_get(k, j));
+            if (vf_row_set(&key, j, v, v ? strlen(v) : 0) < 0) {
+                vf_row_free(&key);
+                goto nomem;
+            }
+        }
+        if (cand_add(r, &t, &key, VF_DIFFER, NULL) < 0)
+            goto out;
+    }
+    size_t total = r->n;
+    int64_t until = zx_mono_ms() + ZX_VERIFY_CATCHUP_MS;
+    if (until > r->deadline_ms)
+        until = r->deadline_ms;
+    for (;;) {
+        if (recheck(r, &t, diff) < 0)
+            goto out;
+        if (!r->n || zx_mono_ms() >= until)
+            break;
+        struct timespec ts = { 0, 200 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    rc = (int64_t)(total - r->n);
+    goto out;
+nomem:
+    zx_seterr(r->err, r->errlen, "out of memory");
+out:
+    if (rc < 0)
+        table_err(r, qual);
+    cands_free(r);
+    free(diff);
+    vf_table_free(&t);
+    return rc;
+}
+
+/* Send the repair request and check its keys; sets "repaired" in each
+ * table's report.  Returns the keys repaired, or -1. */
+static int64_t repair(vf_run *r, const zx_conf *c, const zx_conf_pipeline *pc, json_t *tables)
+{
+    json_t *req = json_pack("{s:O}", "tables", r->req);
+    int64_t until = zx_mono_ms() + ZX_VERIFY_CATCHUP_MS;
+    int rc = req ? vf_repair_request(c->data_dir, pc->name, req,
+                                     until < r->deadline_ms ? until : r->deadline_ms, r->err,
+                                     r->errlen)
+                 : zx_seterr(r->err, r->errlen, "out of memory");
+    json_decref(req);
+    if (rc < 0)
+        return -1;
+    int64_t total = 0;
+    size_t i, j;
+    json_t *e, *rep;
+    json_array_foreach(r->req, i, e) {
+        const char *qual = json_string_value(json_object_get(e, "table"));
+        for (size_t k = 0; k < pc->ntables; k++) {
+            if (strcmp(pc->tables[k], qual))
+                continue;
+            int64_t n = repair_check(r, qual, pc->mirrors[k], json_object_get(e, "keys"));
+            if (n < 0)
+                return -1;
+            total += n;
+            json_array_foreach(tables, j, rep)
+                if (!strcmp(json_string_value(json_object_get(rep, "table")), qual))
+                    json_object_set_new(rep, "repaired", json_integer(n));
+        }
+    }
+    return total;
 }
 
 /* Does table filter f name source table qual ("schema.table") or its
@@ -290,12 +406,13 @@ static int wanted(const char *f, const char *qual, const char *mirror)
 }
 
 int zx_verify_run(const zx_conf *c, const zx_conf_pipeline *pc, const char *table,
-                  int64_t deadline_ms, json_t **out, char *err, size_t errlen)
+                  unsigned flags, int64_t deadline_ms, json_t **out, char *err, size_t errlen)
 {
     char e[1024] = "";
-    vf_run r = { .pc = pc, .deadline_ms = deadline_ms, .err = e, .errlen = sizeof(e) };
+    vf_run r = { .pc = pc, .deadline_ms = deadline_ms, .err = e, .errlen = sizeof(e),
+                 .repair = !!(flags & ZX_VERIFY_REPAIR), .req = json_array() };
     json_t *tables = json_array();
-    int64_t compared = 0, differing = 0;
+    int64_t compared = 0, differing = 0, repaired = 0;
     int rc = -1;
     *out = NULL;
     if (!pc->source || strcmp(pc->source, "postgres") || !pc->conn || !pc->slot) {
@@ -322,6 +439,8 @@ int zx_verify_run(const zx_conf *c, const zx_conf_pipeline *pc, const char *tabl
         differing += json_integer_value(json_object_get(rep, "differing"));
         json_array_append_new(tables, rep);
     }
+    if (r.repair && json_array_size(r.req) && (repaired = repair(&r, c, pc, tables)) < 0)
+        goto out;
     char at[64];
     time_t now = time(NULL);
     struct tm tm;
@@ -330,11 +449,14 @@ int zx_verify_run(const zx_conf *c, const zx_conf_pipeline *pc, const char *tabl
     *out = json_pack("{s:b, s:s, s:s, s:I, s:I, s:O}", "ok", 1, "name", pc->name, "at", at,
                      "compared", (json_int_t)compared, "differing", (json_int_t)differing,
                      "tables", tables);
+    if (*out && r.repair)
+        json_object_set_new(*out, "repaired", json_integer(repaired));
     rc = *out ? 0 : zx_seterr(e, sizeof(e), "out of memory");
 out:
     if (rc < 0)
         zx_seterr(err, errlen, "pipeline %s: verify: %s", pc->name, e);
     json_decref(tables);
+    json_decref(r.req);
     vf_src_close(r.src);
     vf_mir_close(r.mir);
     return rc;

@@ -39,6 +39,8 @@
 #define ZX_VERIFY_SHOW_KEYS 100     /* of those, listed in the answer */
 #define ZX_VERIFY_CATCHUP_MS 30000  /* wait for the mirror per round */
 
+#define ZX_VERIFY_REPAIR 0x1u      /* re-copy the keys that differ */
+
 /* Verify pipeline pc (source postgres) of configuration c: every table,
  * or only table (its "schema.table" as configured, or the bare table
  * name) when not NULL.  Gives up at deadline_ms (zx_mono_ms clock).
@@ -50,9 +52,20 @@
  *               "how":"missing"|"extra"|"differ", "columns":["note"]}],
  *               "more":M, "note":"..."}]}
  * ("keys" lists at most ZX_VERIFY_SHOW_KEYS; "more" how many differing
- * keys are not listed).  Returns -1 with a message in err ("pipeline P:
+ * keys are not listed).  With flags ZX_VERIFY_REPAIR, the keys that
+ * still differ (at most ZX_VERIFY_MAX_KEYS per table) are handed to the
+ * pipeline's worker, which sends each key's row as the source has it now
+ * (or its delete) through the writer (workers/sources/pg_cdc_repair.c);
+ * they are compared again until equal or ZX_VERIFY_CATCHUP_MS passed, and
+ * the answer says "repaired": the keys now equal (also per table).  Returns -1 with a message in err ("pipeline P:
  * verify: ...") when the pipeline cannot be verified. */
 int zx_verify_run(const zx_conf *c, const zx_conf_pipeline *pc, const char *table,
-                  int64_t deadline_ms, json_t **out, char *err, size_t errlen);
+                  unsigned flags, int64_t deadline_ms, json_t **out, char *err, size_t errlen);
+
+/* The file `--repair` leaves for the pipeline's worker:
+ * <data_dir>/verify/<pipeline>.repair into out (outlen bytes).  0, or -1
+ * when it does not fit. */
+int zx_verify_repair_path(const char *data_dir, const char *pipeline, char *out,
+                          size_t outlen);
 
 #endif

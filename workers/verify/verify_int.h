@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "conf/config.h"
 #include "workers/writer/fit.h"
 
@@ -118,5 +120,14 @@ int vf_mir_scan(vf_mir *m, const vf_table *t, char *err, size_t errlen);
 int vf_mir_next(vf_mir *m, vf_row *key, char *err, size_t errlen);
 /* End a scan early (also done by the next vf_mir_table). */
 void vf_mir_scan_end(vf_mir *m);
+
+/* ---- verify_repair.c ---------------------------------------------------- */
+
+/* Leave req ({"tables":[{"table":"s.t","keys":[["k",...],...]}]}) for the
+ * pipeline's worker and wait until it took it (at most until
+ * deadline_ms).  0, or -1 with err (an earlier request still waiting, the
+ * worker not taking it: the request is withdrawn). */
+int vf_repair_request(const char *data_dir, const char *pipeline, const json_t *req,
+                      int64_t deadline_ms, char *err, size_t errlen);
 
 #endif

@@ -3,7 +3,9 @@
  * (verify_int.h).  Pure: no database, unit-tested.
  */
 #include "workers/verify/verify_int.h"
+#include "workers/verify/verify.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,4 +118,11 @@ const char *vf_how_name(vf_how h)
     case VF_DIFFER: return "differ";
     }
     return "?";
+}
+
+int zx_verify_repair_path(const char *data_dir, const char *pipeline, char *out,
+                          size_t outlen)
+{
+    int n = snprintf(out, outlen, "%s/verify/%s.repair", data_dir, pipeline);
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
