@@ -212,3 +212,37 @@ def test_errors_say_what_to_do(pg, mirror_env):
     p = z.zxctl("verify", "shop", "--table", "kinds", check_rc=1)
     assert "pipeline shop: verify: table public.kinds: mirror table s_kinds is not in the " \
            "workspace" in p.stderr, p.stderr
+
+
+def test_repair_after_a_restart_goes_into_history(pg, mirror_env):
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE o (id int PRIMARY KEY, v text, n numeric)")
+    pg.execute(db, "INSERT INTO o SELECT g, 'v' || g, g / 4.0 FROM generate_series(1, 50) g")
+    z = mirror_env.zxd({"o": {"connection": "db", "tables": ["o"],
+                              "extra": {"history": "true"}}}, {"db": superuser(db)})
+    wait_rows(z, "o", 50)
+    # zxd restarted: the worker resumes streaming without copying again
+    z.stop()
+    z.start()
+    pg.execute(db, "UPDATE o SET v = 'moved on' WHERE id = 1")
+    wait_for(lambda: z.query("SELECT v FROM o WHERE id = 1") == [("moved on",)],
+             "the stream after the restart", deadline=DEADLINE)
+    wait_caught_up(pg, db, "zx_o")
+    ws_sql(z, "UPDATE o SET v = NULL, n = 7 WHERE id = 2", "DELETE FROM o WHERE id = 3")
+    rc, a = verify(z, "o", "--repair", rc=0)
+    assert found(a) == {"2": ("differ", ["n", "v"]), "3": ("missing", [])}, a
+    assert a["repaired"] == 2 and a["tables"][0]["repaired"] == 2, a
+    assert z.query("SELECT v, n FROM o WHERE id IN (2, 3) ORDER BY id") in (
+        [("v2", "0.50000000000000000000"), ("v3", "0.75000000000000000000")],
+        [("v2", decimal_of("0.50000000000000000000")),
+         ("v3", decimal_of("0.75000000000000000000"))]), \
+        z.query("SELECT v, n FROM o WHERE id IN (2, 3) ORDER BY id")
+    hist = z.query('SELECT _op, id FROM "o__changes" WHERE id IN (2, 3) ORDER BY id')
+    assert hist == [("update", 2), ("update", 3)], hist
+    rc, a = verify(z, "o", rc=0)
+    assert a["differing"] == 0, a
+
+
+def decimal_of(text):
+    import decimal
+    return decimal.Decimal(text)

@@ -191,8 +191,9 @@ static int64_t recheck(vf_run *r, const vf_table *t, int *diff)
 }
 
 /* The report of table t: {"table", "mirror", "compared", "differing",
- * "keys", "more", "note"?}. */
-static json_t *table_report(vf_run *r, const vf_table *t, int64_t rows)
+ * "keys", "more", "settled", "note"?}; settled: keys that differed in the
+ * first pass and were equal once the mirror had caught up. */
+static json_t *table_report(vf_run *r, const vf_table *t, int64_t rows, uint64_t settled)
 {
     json_t *keys = json_array();
     for (size_t i = 0; i < r->n && i < ZX_VERIFY_SHOW_KEYS; i++) {
@@ -216,9 +217,10 @@ static json_t *table_report(vf_run *r, const vf_table *t, int64_t rows)
     snprintf(qual, sizeof(qual), "%s.%s", t->schema, t->name);
     uint64_t differing = r->n + r->more;
     size_t shown = r->n < ZX_VERIFY_SHOW_KEYS ? r->n : ZX_VERIFY_SHOW_KEYS;
-    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:o, s:I}", "table", qual, "mirror", t->mirror,
-                          "compared", (json_int_t)rows, "differing", (json_int_t)differing,
-                          "keys", keys, "more", (json_int_t)(differing - shown));
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:o, s:I, s:I}", "table", qual, "mirror",
+                          t->mirror, "compared", (json_int_t)rows, "differing",
+                          (json_int_t)differing, "keys", keys, "more",
+                          (json_int_t)(differing - shown), "settled", (json_int_t)settled);
     uint32_t absent = 0;
     for (uint32_t j = 0; j < t->ncols; j++)
         absent += !t->in_mirror[j];
@@ -292,6 +294,7 @@ static int verify_table(vf_run *r, const char *qual, const char *mirror, json_t 
     int64_t rows = first_pass(r, &t, diff);
     if (rows < 0)
         goto out;
+    size_t first = r->n;
     for (int round = 0; round < ZX_VERIFY_ROUNDS && r->n; round++) {
         size_t before = r->n;
         int64_t left = recheck(r, &t, diff);
@@ -302,7 +305,7 @@ static int verify_table(vf_run *r, const char *qual, const char *mirror, json_t 
     }
     if (r->repair && r->n && add_request(r, &t, qual) < 0)
         goto out;
-    *rep = table_report(r, &t, rows);
+    *rep = table_report(r, &t, rows, first - r->n);
     rc = *rep ? 0 : zx_seterr(r->err, r->errlen, "out of memory");
 out:
     if (rc < 0)

@@ -50,9 +50,10 @@
  *    "tables":[{"table":"public.orders", "mirror":"orders", "compared":N,
  *               "differing":D, "keys":[{"key":{"id":"3"},
  *               "how":"missing"|"extra"|"differ", "columns":["note"]}],
- *               "more":M, "note":"..."}]}
+ *               "more":M, "settled":S, "note":"..."}]}
  * ("keys" lists at most ZX_VERIFY_SHOW_KEYS; "more" how many differing
- * keys are not listed).  With flags ZX_VERIFY_REPAIR, the keys that
+ * keys are not listed; "settled" how many keys differed at first but were
+ * equal once the mirror had caught up).  With flags ZX_VERIFY_REPAIR, the keys that
  * still differ (at most ZX_VERIFY_MAX_KEYS per table) are handed to the
  * pipeline's worker, which sends each key's row as the source has it now
  * (or its delete) through the writer (workers/sources/pg_cdc_repair.c);
