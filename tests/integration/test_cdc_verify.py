@@ -79,7 +79,7 @@ def shop(pg, mirror_env, rows=200):
         pg.execute(db, s)
     for i, row in enumerate(KINDS_ROWS):
         pg.execute(db, "INSERT INTO kinds VALUES " + (row % (i + 1)))
-    z = mirror_env.zxd({"shop": {"connection": "db", "tables": ["orders", "kinds"],
+    z = mirror_env.zxd({"vshop": {"connection": "db", "tables": ["orders", "kinds"],
                           "extra": {"table_prefix": "s_"}}}, {"db": superuser(db)})
     wait_rows(z, "s_orders", rows)
     wait_rows(z, "s_kinds", len(KINDS_ROWS))
@@ -94,27 +94,27 @@ def test_matching_mirror_verifies_clean(pg, mirror_env):
     pg.execute(db, "UPDATE orders SET note = NULL, total = 0.10 WHERE id <= 5")
     pg.execute(db, "DELETE FROM orders WHERE id = 7")
     wait_rows(z, "s_kinds", 2 * len(KINDS_ROWS))
-    wait_caught_up(pg, db, "zx_shop")
-    rc, a = verify(z, "shop", rc=0)
+    wait_caught_up(pg, db, "zx_vshop")
+    rc, a = verify(z, "vshop", rc=0)
     assert a["differing"] == 0, a
     assert a["compared"] == 199 + 2 * len(KINDS_ROWS), a
     assert {t["table"]: (t["mirror"], t["compared"], t["differing"]) for t in a["tables"]} == {
         "public.orders": ("s_orders", 199, 0),
         "public.kinds": ("s_kinds", 2 * len(KINDS_ROWS), 0)}
-    p = z.zxctl("verify", "shop", check_rc=0, timeout=300)
+    p = z.zxctl("verify", "vshop", check_rc=0, timeout=300)
     assert "199 rows compared, 0 differing" in p.stdout, p.stdout
     assert "public.orders -> s_orders" in p.stdout, p.stdout
 
 
 def test_corrupted_mirror_reports_each_key_then_status(pg, mirror_env):
     db, z = shop(pg, mirror_env)
-    wait_caught_up(pg, db, "zx_shop")
+    wait_caught_up(pg, db, "zx_vshop")
     ws_sql(z, "UPDATE s_orders SET customer = 'tampered' WHERE id = 3",
            "DELETE FROM s_orders WHERE id = 4",
            "INSERT INTO s_orders (id, customer) VALUES (9999, 'ghost')",
            "UPDATE s_orders SET total = NULL WHERE id = 5",
            "UPDATE s_orders SET note = NULL, paid = NULL WHERE id = 8")
-    rc, a = verify(z, "shop", rc=EXIT_DIFFERENCES)
+    rc, a = verify(z, "vshop", rc=EXIT_DIFFERENCES)
     assert a["differing"] == 5, a
     assert found(a, "public.orders") == {
         "3": ("differ", ["customer"]),
@@ -125,7 +125,7 @@ def test_corrupted_mirror_reports_each_key_then_status(pg, mirror_env):
     }, a
     assert found(a, "public.kinds") == {}, a
     # the human report says the same
-    p = z.zxctl("verify", "shop", "--table", "orders", check_rc=EXIT_DIFFERENCES, timeout=300)
+    p = z.zxctl("verify", "vshop", "--table", "orders", check_rc=EXIT_DIFFERENCES, timeout=300)
     out = p.stdout
     assert "200 rows compared, 5 differing" in out, out
     assert "id=4: missing in the mirror" in out, out
@@ -133,7 +133,7 @@ def test_corrupted_mirror_reports_each_key_then_status(pg, mirror_env):
     assert "id=8: values differ: paid, note" in out, out
     assert "public.kinds" not in out, out
     # zxctl status shows the last verify of the pipeline
-    st = z.pipeline("shop")
+    st = z.pipeline("vshop")
     assert st["last_verify"]["differing"] == 5, st
     assert st["last_verify"]["table"] == "orders", st
     p = z.zxctl("status", check_rc=0)
@@ -142,12 +142,12 @@ def test_corrupted_mirror_reports_each_key_then_status(pg, mirror_env):
     pg.execute(db, "UPDATE orders SET customer = 'tampered' WHERE id = 3")
     pg.execute(db, "DELETE FROM orders WHERE id = 9")
     wait_for(lambda: z.count("s_orders", "id = 9") == 0, "the delete", deadline=DEADLINE)
-    rc, a = verify(z, "shop", "--table", "public.orders", rc=EXIT_DIFFERENCES)
+    rc, a = verify(z, "vshop", "--table", "public.orders", rc=EXIT_DIFFERENCES)
     assert set(found(a)) == {"4", "9999", "5", "8"}, a
     assert [t["table"] for t in a["tables"]] == ["public.orders"], a
     # --repair: the pipeline re-copies exactly those keys through the writer
     before = z.query("SELECT count(*) FROM s_orders")[0][0]
-    rc, a = verify(z, "shop", "--repair", rc=0)
+    rc, a = verify(z, "vshop", "--repair", rc=0)
     assert a["differing"] == 4 and a["repaired"] == 4, a
     assert set(found(a, "public.orders")) == {"4", "9999", "5", "8"}, a
     assert z.count("s_orders", "id = 9999") == 0
@@ -156,7 +156,7 @@ def test_corrupted_mirror_reports_each_key_then_status(pg, mirror_env):
     assert z.count("s_orders") == before     # one row back, one gone
     p = z.zxctl("status", check_rc=0)
     assert "4 differing, 4 repaired" in p.stdout, p.stdout
-    rc, a = verify(z, "shop", rc=0)
+    rc, a = verify(z, "vshop", rc=0)
     assert a["differing"] == 0, a
     # the stream goes on after a repair
     pg.execute(db, "UPDATE orders SET note = 'after' WHERE id = 8")
@@ -187,7 +187,7 @@ def test_verify_while_writes_flow_reports_no_false_difference(pg, mirror_env):
     try:
         wait_for(lambda: z.count("s_orders", "id > 10010") > 0, "writes reaching the mirror",
                  deadline=DEADLINE)
-        rc, a = verify(z, "shop", "--table", "orders")
+        rc, a = verify(z, "vshop", "--table", "orders")
     finally:
         stop.set()
         t.join(60)
@@ -198,8 +198,8 @@ def test_verify_while_writes_flow_reports_no_false_difference(pg, mirror_env):
 
 def test_errors_say_what_to_do(pg, mirror_env):
     db, z = shop(pg, mirror_env, rows=10)
-    p = z.zxctl("verify", "shop", "--table", "nosuch", check_rc=1)
-    assert "pipeline shop: verify: table nosuch is not one of the pipeline's tables" in \
+    p = z.zxctl("verify", "vshop", "--table", "nosuch", check_rc=1)
+    assert "pipeline vshop: verify: table nosuch is not one of the pipeline's tables" in \
         p.stderr, p.stderr
     p = z.zxctl("verify", "web", check_rc=1)
     assert "only a `source: postgres` pipeline" in p.stderr, p.stderr
@@ -209,8 +209,8 @@ def test_errors_say_what_to_do(pg, mirror_env):
     assert "--table and --repair go with verify only" in p.stderr, p.stderr
     # a mirror the workspace lost
     ws_sql(z, "DROP TABLE s_kinds")
-    p = z.zxctl("verify", "shop", "--table", "kinds", check_rc=1)
-    assert "pipeline shop: verify: table public.kinds: mirror table s_kinds is not in the " \
+    p = z.zxctl("verify", "vshop", "--table", "kinds", check_rc=1)
+    assert "pipeline vshop: verify: table public.kinds: mirror table s_kinds is not in the " \
            "workspace" in p.stderr, p.stderr
 
 
@@ -218,7 +218,7 @@ def test_repair_after_a_restart_goes_into_history(pg, mirror_env):
     db = mirror_env.db()
     pg.execute(db, "CREATE TABLE o (id int PRIMARY KEY, v text, n numeric)")
     pg.execute(db, "INSERT INTO o SELECT g, 'v' || g, g / 4.0 FROM generate_series(1, 50) g")
-    z = mirror_env.zxd({"o": {"connection": "db", "tables": ["o"],
+    z = mirror_env.zxd({"vrep": {"connection": "db", "tables": ["o"],
                               "extra": {"history": "true"}}}, {"db": superuser(db)})
     wait_rows(z, "o", 50)
     # zxd restarted: the worker resumes streaming without copying again
@@ -227,9 +227,9 @@ def test_repair_after_a_restart_goes_into_history(pg, mirror_env):
     pg.execute(db, "UPDATE o SET v = 'moved on' WHERE id = 1")
     wait_for(lambda: z.query("SELECT v FROM o WHERE id = 1") == [("moved on",)],
              "the stream after the restart", deadline=DEADLINE)
-    wait_caught_up(pg, db, "zx_o")
+    wait_caught_up(pg, db, "zx_vrep")
     ws_sql(z, "UPDATE o SET v = NULL, n = 7 WHERE id = 2", "DELETE FROM o WHERE id = 3")
-    rc, a = verify(z, "o", "--repair", rc=0)
+    rc, a = verify(z, "vrep", "--repair", rc=0)
     assert found(a) == {"2": ("differ", ["n", "v"]), "3": ("missing", [])}, a
     assert a["repaired"] == 2 and a["tables"][0]["repaired"] == 2, a
     assert z.query("SELECT v, n FROM o WHERE id IN (2, 3) ORDER BY id") in (
@@ -239,7 +239,7 @@ def test_repair_after_a_restart_goes_into_history(pg, mirror_env):
         z.query("SELECT v, n FROM o WHERE id IN (2, 3) ORDER BY id")
     hist = z.query('SELECT _op, id FROM "o__changes" WHERE id IN (2, 3) ORDER BY id')
     assert hist == [("update", 2), ("update", 3)], hist
-    rc, a = verify(z, "o", rc=0)
+    rc, a = verify(z, "vrep", rc=0)
     assert a["differing"] == 0, a
 
 
