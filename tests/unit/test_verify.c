@@ -1,6 +1,6 @@
 /*
  * test_verify.c — the pure parts of `zxctl verify` (workers/verify/): rows,
- * keys and identifier quoting (verify_row.c), and the SQLite mirror's
+ * keys, identifier quoting and array literals (verify_row.c), and the SQLite mirror's
  * comparison (verify_mirror.c) against a table made here the way the CDC
  * writer stores values: a source row's text equal to what is stored is
  * "equal", whatever the type; a changed, NULLed, missing or extra row is
@@ -48,6 +48,19 @@ static void test_quote(void)
     CHECK(!strcmp(b.p, "\"we\"\"ird\".\"Orders\""));
     b.len = 0;
     CHECK(vf_put_ident(&b, "\"") == 0 && !strcmp(b.p, "\"\"\"\""));
+    /* array literals of keys: quotes and backslashes escaped, NULL bare */
+    vf_row rows[3];
+    const char *vals[3] = { "a\"b", "c\\d", NULL };
+    for (int i = 0; i < 3; i++) {
+        vf_row_init(&rows[i], 1);
+        vf_row_set(&rows[i], 0, vals[i], vals[i] ? strlen(vals[i]) : 0);
+    }
+    b.len = 0;
+    CHECK(vf_put_array(&b, rows, 3, 0) == 0 && !strcmp(b.p, "{\"a\\\"b\",\"c\\\\d\",NULL}"));
+    b.len = 0;
+    CHECK(vf_put_array(&b, rows, 0, 0) == 0 && !strcmp(b.p, "{}"));
+    for (int i = 0; i < 3; i++)
+        vf_row_free(&rows[i]);
     zx_fit_buf_free(&b);
 }
 

@@ -16,6 +16,8 @@
 #include "common/util.h"
 #include "workers/verify/verify_int.h"
 
+#define VF_BATCH 500                /* rows compared per query */
+
 /* A key that differed, and how. */
 typedef struct vf_cand {
     vf_row key;              /* texts as the source prints them */
@@ -82,7 +84,7 @@ static int cand_add(vf_run *r, const vf_table *t, vf_row *key, vf_how how, const
 
 static int past_deadline(vf_run *r, uint64_t i)
 {
-    if ((i & 255) || zx_mono_ms() < r->deadline_ms)
+    if (zx_mono_ms() < r->deadline_ms)
         return 0;
     return zx_seterr(r->err, r->errlen, "it did not finish before its deadline (rows compared "
                      "so far: %llu)", (unsigned long long)i) < 0;
@@ -104,56 +106,113 @@ static int snapshot(vf_run *r)
     return 0;
 }
 
-/* Every source row looked up in the mirror, then every mirror key in the
- * source, in one source snapshot.  Returns the rows compared, or -1. */
-static int64_t first_pass(vf_run *r, const vf_table *t, int *diff)
+/* Compare n source rows (and their keys) with the mirror; keep the keys
+ * that differ; free the rows.  0 or -1. */
+static int flush_rows(vf_run *r, const vf_table *t, vf_row *rows, vf_row *keys, size_t n,
+                      vf_how *how, int *diffs)
 {
-    int64_t rows = 0;
-    vf_row row = {0}, key = {0};
-    if (snapshot(r) < 0 || vf_src_scan(r->src, t, r->err, r->errlen) < 0)
-        return -1;
+    int rc = vf_mir_compare_many(r->mir, t, rows, keys, n, how, diffs, r->err, r->errlen);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && how[i] != VF_EQUAL &&
+            cand_add(r, t, &keys[i], how[i], diffs + i * t->ncols) < 0)
+            rc = -1;
+        vf_row_free(&rows[i]);
+        vf_row_free(&keys[i]);
+    }
+    return rc;
+}
+
+/* Which of the n mirror keys the source lacks: keep those (as extra);
+ * free the keys.  0 or -1. */
+static int flush_keys(vf_run *r, const vf_table *t, vf_row *mkeys, vf_row *canon, size_t n,
+                      int *absent)
+{
+    memset(absent, 0, n * sizeof(*absent));
+    int rc = n ? vf_src_absent(r->src, t, mkeys, n, absent, canon, r->err, r->errlen) : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (absent[i] && rc == 0 && cand_add(r, t, &canon[i], VF_EXTRA, NULL) < 0)
+            rc = -1;
+        if (absent[i])
+            vf_row_free(&canon[i]);
+        vf_row_free(&mkeys[i]);
+    }
+    return rc;
+}
+
+/* Every source row looked up in the mirror, then every mirror key in the
+ * source, in one source snapshot, VF_BATCH at a time.  Returns the rows
+ * compared, or -1. */
+static int64_t first_pass(vf_run *r, const vf_table *t)
+{
+    int64_t rows = -1;
+    uint64_t seen = 0;
+    size_t n = 0;
+    vf_row *a = calloc(VF_BATCH, sizeof(*a)), *b = calloc(VF_BATCH, sizeof(*b));
+    vf_how *how = calloc(VF_BATCH, sizeof(*how));
+    int *diffs = calloc((size_t)VF_BATCH * (t->ncols ? t->ncols : 1), sizeof(*diffs));
     int rc;
-    while ((rc = vf_src_next(r->src, &row, r->err, r->errlen)) == 1) {
-        vf_how how;
-        rows++;
-        if (vf_row_key(t, &row, &key) < 0) {
+    if (!a || !b || !how || !diffs) {
+        zx_seterr(r->err, r->errlen, "out of memory");
+        goto out;
+    }
+    if (snapshot(r) < 0 || vf_src_scan(r->src, t, r->err, r->errlen) < 0)
+        goto out;
+    while ((rc = vf_src_next(r->src, &a[n], r->err, r->errlen)) == 1) {
+        if (vf_row_key(t, &a[n], &b[n]) < 0) {
+            vf_row_free(&a[n]);
             rc = zx_seterr(r->err, r->errlen, "out of memory");
             break;
         }
-        if (vf_mir_compare(r->mir, t, &row, &key, &how, diff, r->err, r->errlen) < 0 ||
-            (how != VF_EQUAL && cand_add(r, t, &key, how, diff) < 0) ||
-            past_deadline(r, (uint64_t)rows)) {
-            rc = -1;
-            break;
+        seen++;
+        if (++n == VF_BATCH) {
+            rc = flush_rows(r, t, a, b, n, how, diffs);
+            n = 0;
+            if (rc < 0 || past_deadline(r, seen)) {
+                rc = -1;
+                break;
+            }
         }
-        vf_row_free(&key);
-        vf_row_free(&row);
     }
-    vf_row_free(&key);
-    vf_row_free(&row);
+    if (rc == 0)
+        rc = flush_rows(r, t, a, b, n, how, diffs);
+    else
+        for (size_t i = 0; i < n; i++) {
+            vf_row_free(&a[i]);
+            vf_row_free(&b[i]);
+        }
+    n = 0;
     if (rc < 0)
-        return -1;
-    /* mirror rows whose key the source lacks */
-    vf_row mkey = {0}, canon = {0};
-    uint64_t seen = 0;
+        goto out;
+    int64_t compared = (int64_t)seen;
+    /* mirror rows whose key the source lacks (b: the source's texts) */
+    int absent[VF_BATCH];
+    seen = 0;
     if (vf_mir_scan(r->mir, t, r->err, r->errlen) < 0)
-        return -1;
-    while ((rc = vf_mir_next(r->mir, &mkey, r->err, r->errlen)) == 1) {
-        int exists = 0;
-        if (vf_src_key(r->src, t, &mkey, &canon, &exists, r->err, r->errlen) < 0 ||
-            (!exists && cand_add(r, t, &canon, VF_EXTRA, NULL) < 0) ||
-            past_deadline(r, ++seen)) {
-            rc = -1;
-            break;
+        goto out;
+    while ((rc = vf_mir_next(r->mir, &a[n], r->err, r->errlen)) == 1) {
+        seen++;
+        if (++n == VF_BATCH) {
+            rc = flush_keys(r, t, a, b, n, absent);
+            n = 0;
+            if (rc < 0 || past_deadline(r, seen)) {
+                rc = -1;
+                break;
+            }
         }
-        vf_row_free(&canon);
-        vf_row_free(&mkey);
     }
-    vf_row_free(&canon);
-    vf_row_free(&mkey);
+    if (rc == 0)
+        rc = flush_keys(r, t, a, b, n, absent);
+    else
+        for (size_t i = 0; i < n; i++)
+            vf_row_free(&a[i]);
     vf_mir_scan_end(r->mir);
-    if (rc < 0 || vf_src_end(r->src, r->err, r->errlen) < 0)
-        return -1;
+    if (rc == 0 && vf_src_end(r->src, r->err, r->errlen) == 0)
+        rows = compared;
+out:
+    free(a);
+    free(b);
+    free(how);
+    free(diffs);
     return rows;
 }
 
@@ -291,7 +350,7 @@ static int verify_table(vf_run *r, const char *qual, const char *mirror, json_t 
     int rc = -1;
     if (open_table(r, qual, mirror, &t, &diff) < 0)
         goto out;
-    int64_t rows = first_pass(r, &t, diff);
+    int64_t rows = first_pass(r, &t);
     if (rows < 0)
         goto out;
     size_t first = r->n;

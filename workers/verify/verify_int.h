@@ -28,6 +28,10 @@ typedef struct vf_table {
     uint32_t ncols;
     char **cols;             /* source column names, in order */
     uint32_t *oids;          /* their type OIDs */
+    char **stypes;           /* their types without modifiers, as SQL
+                                (format_type(oid, NULL)) */
+    char **mtypes;           /* Postgres workspace: the mirror column's
+                                type, as SQL (NULL on SQLite, or absent) */
     char **decls;            /* mirror's declared type of each column (SQLite;
                                 NULL on Postgres); NULL too when the mirror
                                 lacks the column */
@@ -55,6 +59,9 @@ int vf_row_key(const vf_table *t, const vf_row *r, vf_row *key);
 void vf_row_free(vf_row *r);                /* fields only; NULL-safe */
 /* 1 when values i of a and b are equal (both NULL, or the same bytes). */
 int vf_value_eq(const vf_row *a, const vf_row *b, uint32_t i);
+/* Append the array literal of value k of rows[0..n) (each quoted, '"'
+ * and '\\' escaped; NULL as NULL) to b.  0 or -1. */
+int vf_put_array(zx_fit_buf *b, const vf_row *rows, size_t n, uint32_t k);
 /* Append s as an SQL identifier (in double quotes, a '"' doubled), or s
  * as it is, to b.  0, or -1 (out of memory). */
 int vf_put_ident(zx_fit_buf *b, const char *s);
@@ -94,6 +101,11 @@ int vf_src_get(vf_src *s, const vf_table *t, const vf_row *key, vf_row *r, char 
  * initialised here) and whether the source has it (*exists).  0 or -1. */
 int vf_src_key(vf_src *s, const vf_table *t, const vf_row *mkey, vf_row *canon, int *exists,
                char *err, size_t errlen);
+/* Which of the n keys read from the mirror the source lacks: absent[i]
+ * 1 for those, with canon[i] (initialised here only for them) their text
+ * as the source prints it.  One query.  0 or -1. */
+int vf_src_absent(vf_src *s, const vf_table *t, const vf_row *mkeys, size_t n, int *absent,
+                  vf_row *canon, char *err, size_t errlen);
 /* Wait until slot has confirmed lsn (polling), at most until deadline_ms.
  * 1 reached, 0 not in time, -1 error (e.g. no such slot). */
 int vf_src_wait(vf_src *s, const char *slot, const char *lsn, int64_t deadline_ms, char *err,
@@ -114,6 +126,10 @@ int vf_mir_table(vf_mir *m, vf_table *t, char *err, size_t errlen);
  * entries).  0 or -1. */
 int vf_mir_compare(vf_mir *m, const vf_table *t, const vf_row *src, const vf_row *key,
                    vf_how *how, int *diff, char *err, size_t errlen);
+/* vf_mir_compare of n rows at once (src[i] and keys[i], none NULL):
+ * how[i], and diff[i * t->ncols + j].  One query on Postgres.  0 or -1. */
+int vf_mir_compare_many(vf_mir *m, const vf_table *t, const vf_row *src, const vf_row *keys,
+                        size_t n, vf_how *how, int *diff, char *err, size_t errlen);
 /* Read every key of the mirror: start, then next as vf_src_next (key
  * values as texts: integers in decimal, reals with 17 digits). */
 int vf_mir_scan(vf_mir *m, const vf_table *t, char *err, size_t errlen);

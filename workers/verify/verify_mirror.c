@@ -149,7 +149,8 @@ static int mirror_columns(vf_mir *m, vf_table *t, char *err, size_t errlen)
     }
     const char *pv[2] = { m->schema, t->mirror };
     PGresult *r = PQexecParams(m->conn,
-        "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "SELECT a.attname, format_type(a.atttypid, NULL) FROM pg_attribute a "
+        "JOIN pg_class c ON c.oid = a.attrelid "
         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 "
         "AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped", 2, NULL, pv, NULL, NULL, 0);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -157,8 +158,14 @@ static int mirror_columns(vf_mir *m, vf_table *t, char *err, size_t errlen)
     for (int j = 0; j < PQntuples(r); j++) {
         found++;
         for (uint32_t i = 0; i < t->ncols; i++)
-            if (!strcmp(t->cols[i], PQgetvalue(r, j, 0)))
+            if (!strcmp(t->cols[i], PQgetvalue(r, j, 0))) {
                 t->in_mirror[i] = 1;
+                free(t->mtypes[i]);
+                if (!(t->mtypes[i] = strdup(PQgetvalue(r, j, 1)))) {
+                    PQclear(r);
+                    return zx_seterr(err, errlen, "out of memory");
+                }
+            }
     }
     PQclear(r);
     return found;
@@ -289,6 +296,31 @@ static int compare_sqlite(vf_mir *m, const vf_table *t, const vf_row *src, const
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
 }
 
+/* Row j of r against src: its columns from off on are t's (NULL where the
+ * mirror lacks one), and present says whether the mirror has the key. */
+static void judge_pg(const vf_table *t, PGresult *r, int j, int off, int present,
+                     const vf_row *src, vf_how *how, int *diff)
+{
+    if (!present) {
+        *how = src ? VF_MISSING : VF_EQUAL;
+        return;
+    }
+    *how = src ? VF_EQUAL : VF_EXTRA;
+    for (uint32_t i = 0; i < t->ncols && src; i++) {
+        if (!t->in_mirror[i])
+            continue;
+        int c = (int)i + off;
+        int eq = PQgetisnull(r, j, c)
+            ? !src->v[i]
+            : src->v[i] && (size_t)PQgetlength(r, j, c) == src->len[i] &&
+              !memcmp(PQgetvalue(r, j, c), src->v[i], src->len[i]);
+        if (!eq) {
+            diff[i] = 1;
+            *how = VF_DIFFER;
+        }
+    }
+}
+
 static int compare_pg(vf_mir *m, const vf_table *t, const vf_row *src, const vf_row *key,
                       vf_how *how, int *diff, char *err, size_t errlen)
 {
@@ -296,25 +328,93 @@ static int compare_pg(vf_mir *m, const vf_table *t, const vf_row *src, const vf_
                                (const char *const *)key->v, NULL, NULL, 0);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
         return pg_fail(m, r, "reading the mirror", err, errlen);
-    if (PQntuples(r) == 0) {
-        *how = src ? VF_MISSING : VF_EQUAL;
-    } else {
-        *how = src ? VF_EQUAL : VF_EXTRA;
-        for (uint32_t i = 0; i < t->ncols && src; i++) {
-            if (!t->in_mirror[i])
-                continue;
-            int c = (int)i + 1;
-            int eq = PQgetisnull(r, 0, c)
-                ? !src->v[i]
-                : src->v[i] && (size_t)PQgetlength(r, 0, c) == src->len[i] &&
-                  !memcmp(PQgetvalue(r, 0, c), src->v[i], src->len[i]);
-            if (!eq) {
-                diff[i] = 1;
-                *how = VF_DIFFER;
-            }
-        }
-    }
+    judge_pg(t, r, 0, 1, PQntuples(r) > 0, src, how, diff);
     PQclear(r);
+    return 0;
+}
+
+/* SELECT u.i, m.k1 IS NOT NULL, m.c1, ... FROM unnest($1::text[], ...)
+ * WITH ORDINALITY AS u(c1, ..., i) LEFT JOIN s.m AS m ON m.k1 =
+ * u.c1::MT1 AND ...: every key with its mirror row, in one query. */
+static int compare_pg_many(vf_mir *m, const vf_table *t, const vf_row *src, const vf_row *keys,
+                           size_t n, vf_how *how, int *diff, char *err, size_t errlen)
+{
+    zx_fit_buf q = {0};
+    const char **pv = calloc(t->nkeys, sizeof(*pv));
+    zx_fit_buf *arr = calloc(t->nkeys, sizeof(*arr));
+    int bad = !pv || !arr || vf_put(&q, "SELECT u.i, m.") < 0 ||
+              vf_put_ident(&q, t->cols[t->keys[0]]) < 0 || vf_put(&q, " IS NOT NULL") < 0;
+    for (uint32_t i = 0; i < t->ncols && !bad; i++)
+        bad = t->in_mirror[i] ? vf_put(&q, ", m.") < 0 || vf_put_ident(&q, t->cols[i]) < 0
+                              : vf_put(&q, ", NULL") < 0;
+    bad = bad || vf_put(&q, " FROM unnest(") < 0;
+    for (uint32_t k = 0; k < t->nkeys && !bad; k++) {
+        char c[24];
+        snprintf(c, sizeof(c), "%s$%u::text[]", k ? ", " : "", k + 1);
+        bad = vf_put(&q, c) < 0 || vf_put_array(&arr[k], keys, n, k) < 0;
+        pv[k] = arr[k].p;
+    }
+    bad = bad || vf_put(&q, ") WITH ORDINALITY AS u(") < 0;
+    for (uint32_t k = 0; k < t->nkeys && !bad; k++) {
+        char c[24];
+        snprintf(c, sizeof(c), "c%u, ", k + 1);
+        bad = vf_put(&q, c) < 0;
+    }
+    bad = bad || vf_put(&q, "i) LEFT JOIN ") < 0 || put_mirror(m, t, &q) < 0 ||
+          vf_put(&q, " AS m") < 0;
+    for (uint32_t k = 0; k < t->nkeys && !bad; k++) {
+        char c[24];
+        uint32_t i = t->keys[k];
+        snprintf(c, sizeof(c), " = u.c%u::", k + 1);
+        bad = !t->mtypes[i] || vf_put(&q, k ? " AND m." : " ON m.") < 0 ||
+              vf_put_ident(&q, t->cols[i]) < 0 || vf_put(&q, c) < 0 ||
+              vf_put(&q, t->mtypes[i]) < 0;
+    }
+    int rc = -1;
+    PGresult *r = NULL;
+    if (bad) {
+        zx_seterr(err, errlen, "out of memory");
+        goto out;
+    }
+    r = PQexecParams(m->conn, q.p, (int)t->nkeys, NULL, pv, NULL, NULL, 0);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        pg_fail(m, r, "reading the mirror", err, errlen);
+        r = NULL;
+        goto out;
+    }
+    if ((size_t)PQntuples(r) != n) {
+        zx_seterr(err, errlen, "workspace %s: mirror %s answered %d rows for %zu keys (is its "
+                  "key still unique?)", m->shown, t->mirror, PQntuples(r), n);
+        goto out;
+    }
+    for (int j = 0; j < PQntuples(r); j++) {
+        long i = strtol(PQgetvalue(r, j, 0), NULL, 10) - 1;
+        if (i < 0 || (size_t)i >= n)
+            continue;
+        int *d = diff + (size_t)i * t->ncols;
+        memset(d, 0, t->ncols * sizeof(*d));
+        judge_pg(t, r, j, 2, PQgetvalue(r, j, 1)[0] == 't', &src[i], &how[i], d);
+    }
+    rc = 0;
+out:
+    PQclear(r);
+    for (uint32_t k = 0; arr && k < t->nkeys; k++)
+        zx_fit_buf_free(&arr[k]);
+    free(arr);
+    free(pv);
+    zx_fit_buf_free(&q);
+    return rc;
+}
+
+int vf_mir_compare_many(vf_mir *m, const vf_table *t, const vf_row *src, const vf_row *keys,
+                        size_t n, vf_how *how, int *diff, char *err, size_t errlen)
+{
+    if (m->pg)
+        return n ? compare_pg_many(m, t, src, keys, n, how, diff, err, errlen) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (vf_mir_compare(m, t, &src[i], &keys[i], &how[i], diff + i * t->ncols, err,
+                           errlen) < 0)
+            return -1;
     return 0;
 }
 

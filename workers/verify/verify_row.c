@@ -17,6 +17,12 @@ void vf_table_free(vf_table *t)
         free(t->cols ? t->cols[i] : NULL);
         free(t->decls ? t->decls[i] : NULL);
     }
+    for (uint32_t i = 0; i < t->ncols; i++) {
+        free(t->stypes ? t->stypes[i] : NULL);
+        free(t->mtypes ? t->mtypes[i] : NULL);
+    }
+    free(t->stypes);
+    free(t->mtypes);
     free(t->cols);
     free(t->decls);
     free(t->oids);
@@ -102,6 +108,33 @@ int vf_put_ident(zx_fit_buf *b, const char *s)
         if (zx_fit_buf_put(b, s, (size_t)(q - s) + 1) < 0 || zx_fit_buf_put(b, "\"", 1) < 0)
             return -1;
     return zx_fit_buf_put(b, s, strlen(s)) < 0 || zx_fit_buf_put(b, "\"", 1) < 0 ? -1 : 0;
+}
+
+int vf_put_array(zx_fit_buf *b, const vf_row *rows, size_t n, uint32_t k)
+{
+    if (vf_put(b, "{") < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = k < rows[i].n ? rows[i].v[k] : NULL;
+        if (i && vf_put(b, ",") < 0)
+            return -1;
+        if (!v) {
+            if (vf_put(b, "NULL") < 0)
+                return -1;
+            continue;
+        }
+        if (vf_put(b, "\"") < 0)
+            return -1;
+        for (size_t j = 0; j < rows[i].len[k]; j++) {
+            if ((v[j] == '"' || v[j] == '\\') && zx_fit_buf_put(b, "\\", 1) < 0)
+                return -1;
+            if (zx_fit_buf_put(b, v + j, 1) < 0)
+                return -1;
+        }
+        if (vf_put(b, "\"") < 0)
+            return -1;
+    }
+    return vf_put(b, "}");
 }
 
 int vf_put(zx_fit_buf *b, const char *s)

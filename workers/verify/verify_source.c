@@ -76,7 +76,7 @@ int vf_src_table(vf_src *s, const char *schema, const char *name, vf_table *t, c
     /* the columns in order, each with its place in the key (the primary
      * key, or the REPLICA IDENTITY USING INDEX index) or 0 */
     PGresult *r = PQexecParams(s->conn,
-        "SELECT a.attname, a.atttypid, COALESCE(k.o, 0) "
+        "SELECT a.attname, a.atttypid, COALESCE(k.o, 0), format_type(a.atttypid, NULL) "
         "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
         "LEFT JOIN pg_index x ON x.indrelid = c.oid AND CASE WHEN c.relreplident = 'i' "
@@ -98,15 +98,18 @@ int vf_src_table(vf_src *s, const char *schema, const char *name, vf_table *t, c
     t->cols = calloc((size_t)n, sizeof(*t->cols));
     t->decls = calloc((size_t)n, sizeof(*t->decls));
     t->oids = calloc((size_t)n, sizeof(*t->oids));
+    t->stypes = calloc((size_t)n, sizeof(*t->stypes));
+    t->mtypes = calloc((size_t)n, sizeof(*t->mtypes));
     t->in_mirror = calloc((size_t)n, sizeof(*t->in_mirror));
     t->keys = calloc((size_t)n, sizeof(*t->keys));
     int bad = !t->schema || !t->name || !t->cols || !t->decls || !t->oids || !t->in_mirror ||
-              !t->keys;
+              !t->keys || !t->stypes || !t->mtypes;
     for (int i = 0; i < n && !bad; i++) {
         t->cols[i] = strdup(PQgetvalue(r, i, 0));
+        t->stypes[i] = strdup(PQgetvalue(r, i, 3));
         t->oids[i] = (uint32_t)strtoul(PQgetvalue(r, i, 1), NULL, 10);
         t->ncols = (uint32_t)i + 1;
-        bad = !t->cols[i];
+        bad = !t->cols[i] || !t->stypes[i];
         long o = strtol(PQgetvalue(r, i, 2), NULL, 10);
         if (o > 0 && o <= n) {
             t->keys[o - 1] = (uint32_t)i;
@@ -322,6 +325,87 @@ int vf_src_key(vf_src *s, const vf_table *t, const vf_row *mkey, vf_row *canon, 
     vf_row_set(canon, t->nkeys, NULL, 0);
     canon->n = t->nkeys;
     return 0;
+}
+
+int vf_src_absent(vf_src *s, const vf_table *t, const vf_row *mkeys, size_t n, int *absent,
+                  vf_row *canon, char *err, size_t errlen)
+{
+    /* SELECT u.i, u.c1::T1::text, ... FROM unnest($1::text[], ...) WITH
+     * ORDINALITY AS u(c1, ..., i) WHERE NOT EXISTS (SELECT 1 FROM t
+     * WHERE k1 = u.c1::T1 AND ...): the keys the source lacks, each
+     * printed as the source prints its type */
+    zx_fit_buf q = {0};
+    const char **pv = calloc(t->nkeys, sizeof(*pv));
+    zx_fit_buf *arr = calloc(t->nkeys, sizeof(*arr));
+    int bad = !pv || !arr || vf_put(&q, "SELECT u.i") < 0;
+    for (uint32_t k = 0; k < t->nkeys && !bad; k++) {
+        char c[24];
+        snprintf(c, sizeof(c), ", u.c%u::", k + 1);
+        bad = vf_put(&q, c) < 0 || vf_put(&q, t->stypes[t->keys[k]]) < 0 ||
+              vf_put(&q, "::text") < 0 || vf_put_array(&arr[k], mkeys, n, k) < 0;
+        pv[k] = arr[k].p;
+    }
+    bad = bad || vf_put(&q, " FROM unnest(") < 0;
+    for (uint32_t k = 0; k < t->nkeys && !bad; k++) {
+        char c[24];
+        snprintf(c, sizeof(c), "%s$%u::text[]", k ? ", " : "", k + 1);
+        bad = vf_put(&q, c) < 0;
+    }
+    bad = bad || vf_put(&q, ") WITH ORDINALITY AS u(") < 0;
+    for (uint32_t k = 0; k < t->nkeys && !bad; k++) {
+        char c[24];
+        snprintf(c, sizeof(c), "c%u, ", k + 1);
+        bad = vf_put(&q, c) < 0;
+    }
+    s->sql.len = 0;
+    bad = bad || vf_put(&q, "i) WHERE NOT EXISTS (SELECT 1 FROM ") < 0 || put_table(s, t) < 0 ||
+          vf_put(&q, s->sql.p) < 0;
+    for (uint32_t k = 0; k < t->nkeys && !bad; k++) {
+        char c[24];
+        snprintf(c, sizeof(c), " = u.c%u::", k + 1);
+        bad = vf_put(&q, k ? " AND " : " WHERE ") < 0 ||
+              vf_put_ident(&q, t->cols[t->keys[k]]) < 0 || vf_put(&q, c) < 0 ||
+              vf_put(&q, t->stypes[t->keys[k]]) < 0;
+    }
+    bad = bad || vf_put(&q, ")") < 0;
+    int rc = -1;
+    PGresult *r = NULL;
+    if (bad) {
+        zx_seterr(err, errlen, "out of memory");
+        goto out;
+    }
+    r = PQexecParams(s->conn, q.p, (int)t->nkeys, NULL, pv, NULL, NULL, 0);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        fail(s, r, "looking up keys of the mirror", err, errlen);
+        r = NULL;
+        goto out;
+    }
+    memset(absent, 0, n * sizeof(*absent));
+    for (int j = 0; j < PQntuples(r); j++) {
+        long i = strtol(PQgetvalue(r, j, 0), NULL, 10) - 1;
+        if (i < 0 || (size_t)i >= n || absent[i])
+            continue;
+        if (vf_row_init(&canon[i], t->nkeys) < 0) {
+            zx_seterr(err, errlen, "out of memory");
+            goto out;
+        }
+        absent[i] = 1;
+        for (uint32_t k = 0; k < t->nkeys; k++)
+            if (vf_row_set(&canon[i], k, PQgetvalue(r, j, (int)k + 1),
+                           (size_t)PQgetlength(r, j, (int)k + 1)) < 0) {
+                zx_seterr(err, errlen, "out of memory");
+                goto out;
+            }
+    }
+    rc = 0;
+out:
+    PQclear(r);
+    for (uint32_t k = 0; arr && k < t->nkeys; k++)
+        zx_fit_buf_free(&arr[k]);
+    free(arr);
+    free(pv);
+    zx_fit_buf_free(&q);
+    return rc;
 }
 
 int vf_src_wait(vf_src *s, const char *slot, const char *lsn, int64_t deadline_ms, char *err,
