@@ -183,7 +183,7 @@ static json_t *cmd_status(sup *s)
         t = NULL;
     for (size_t i = 0; i < s->npipes; i++) {
         json_t *po = pipe_obj(s->pipes[i], t);
-        json_t *lv = sup_verify_last(s->pipes[i]->name);
+        json_t *lv = sup_verify_last(s, s->pipes[i]->name);
         if (po && lv)
             json_object_set_new(po, "last_verify", lv);
         else

@@ -255,10 +255,11 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
                          int repair);
 /* The client bev has gone: its verify answers nobody. */
 void sup_verify_forget(struct bufferevent *bev);
-/* The summary of pipeline name's last verify since zxd started ({"at",
- * "compared", "differing", "repaired"?, "tables", "table"?}; caller
- * decrefs), or NULL. */
-json_t *sup_verify_last(const char *name);
+/* The summary of pipeline name's last verify ({"at", "compared",
+ * "differing", "repaired"?, "tables", "table"?}; caller decrefs), or
+ * NULL.  The verify process also keeps it in <data_dir>/verify/NAME.last,
+ * read once after a restart of zxd. */
+json_t *sup_verify_last(sup *s, const char *name);
 
 /* slotdrop.c: the replication slot (and the publication zx made) of a
  * Postgres CDC pipeline that is gone, dropped in a short-lived process

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -48,7 +49,9 @@ typedef struct vjob {
     int repair;
 } vjob;
 
-/* The last verify of a pipeline (its summary). */
+#define VERIFY_LAST_FILE_MAX 4096 /* bytes of a kept summary file */
+
+/* The last verify of a pipeline (its summary; json null: none on disk). */
 typedef struct vlast {
     char name[128];
     json_t *summary;
@@ -74,16 +77,16 @@ static void job_free(vjob *j)
     free(j);
 }
 
-/* Keep the summary of answer o (a finished verify) for `status`. */
-static void remember(const char *name, const char *table, const json_t *o)
+/* <data_dir>/verify/<name>.last: the summary kept across restarts. */
+static int last_path(const zx_conf *c, const char *name, char *out, size_t outlen)
 {
-    json_t *sum = json_pack("{s:O?, s:O?, s:O?, s:O?, s:s?, s:i}", "at",
-                            json_object_get(o, "at"), "compared", json_object_get(o, "compared"),
-                            "differing", json_object_get(o, "differing"), "repaired",
-                            json_object_get(o, "repaired"), "table", table[0] ? table : NULL,
-                            "tables", (int)json_array_size(json_object_get(o, "tables")));
-    if (!sum)
-        return;
+    int n = snprintf(out, outlen, "%s/verify/%s.last", c->data_dir, name);
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+/* Keep sum as name's last verify (taken). */
+static void keep(const char *name, json_t *sum)
+{
     vlast *free_slot = NULL;
     for (size_t i = 0; i < VERIFY_LAST_MAX; i++) {
         if (last[i].summary && !strcmp(last[i].name, name)) {
@@ -102,12 +105,40 @@ static void remember(const char *name, const char *table, const json_t *o)
     free_slot->summary = sum;
 }
 
-json_t *sup_verify_last(const char *name)
+/* The summary of answer o (a finished verify of a table, or all). */
+static json_t *summary(const char *table, const json_t *o)
+{
+    json_t *sum = json_pack("{s:O?, s:O?, s:O?, s:O?, s:s?, s:i}", "at",
+                            json_object_get(o, "at"), "compared", json_object_get(o, "compared"),
+                            "differing", json_object_get(o, "differing"), "repaired",
+                            json_object_get(o, "repaired"), "table", table[0] ? table : NULL,
+                            "tables", (int)json_array_size(json_object_get(o, "tables")));
+    return sum;
+}
+
+json_t *sup_verify_last(sup *s, const char *name)
 {
     for (size_t i = 0; i < VERIFY_LAST_MAX; i++)
         if (last[i].summary && !strcmp(last[i].name, name))
-            return json_incref(last[i].summary);
-    return NULL;
+            return json_is_object(last[i].summary) ? json_incref(last[i].summary) : NULL;
+    /* not seen since zxd started: the one a verify process left (read
+     * once; a missing or unreadable file is remembered as none) */
+    char path[4200];
+    json_t *sum = NULL;
+    FILE *f = last_path(s->conf, name, path, sizeof(path)) == 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        char buf[VERIFY_LAST_FILE_MAX];
+        size_t n = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        if (n < sizeof(buf))
+            sum = json_loadb(buf, n, JSON_REJECT_DUPLICATES, NULL);
+        if (!json_is_object(sum)) {
+            json_decref(sum);
+            sum = NULL;
+        }
+    }
+    keep(name, sum ? json_incref(sum) : json_null());
+    return sum;
 }
 
 static void job_finish(vjob *j, const char *why)
@@ -120,8 +151,14 @@ static void job_finish(vjob *j, const char *why)
     }
     if (why)
         o = json_pack("{s:b, s:s, s:s}", "ok", 0, "name", j->name, "error", why);
-    if (o && json_is_true(json_object_get(o, "ok")))
-        remember(j->name, j->table, o);
+    if (o && json_is_true(json_object_get(o, "ok"))) {
+        json_t *sum = summary(j->table, o);
+        if (sum)
+            keep(j->name, sum);
+        sup_feedf(zx_the_sup, "verify", j->name, "{\"differing\":%lld,\"repaired\":%lld}",
+                  (long long)json_integer_value(json_object_get(o, "differing")),
+                  (long long)json_integer_value(json_object_get(o, "repaired")));
+    }
     zx_info("event=verify_end name=%s ok=%d differing=%lld", j->name,
             o && json_is_true(json_object_get(o, "ok")),
             (long long)json_integer_value(json_object_get(o, "differing")));
@@ -166,6 +203,27 @@ static void on_job(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* In the child: write sum as name's last verify, for `status` after a
+ * restart of zxd (a failure is logged: the answer matters more). */
+static void keep_on_disk(const zx_conf *conf, const char *name, const json_t *sum)
+{
+    char path[4200], tmp[4300];
+    snprintf(tmp, sizeof(tmp), "%s/verify", conf->data_dir);
+    if (mkdir(tmp, 0700) < 0 && errno != EEXIST) {
+        zx_warn("event=verify_not_kept name=%s path=%s error=\"%s\"", name, tmp,
+                strerror(errno));
+        return;
+    }
+    if (last_path(conf, name, path, sizeof(path)) < 0)
+        return;
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    if (json_dump_file(sum, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0) {
+        zx_warn("event=verify_not_kept name=%s path=%s error=\"%s\"", name, path,
+                strerror(errno));
+        unlink(tmp);
+    }
+}
+
 /* In the child: verify, write the answer, exit. */
 static void run_verify(const zx_conf *conf, const zx_conf_pipeline *pc, const char *table,
                        unsigned flags, int fd)
@@ -175,9 +233,15 @@ static void run_verify(const zx_conf *conf, const zx_conf_pipeline *pc, const ch
     signal(SIGPIPE, SIG_IGN);
     char err[1200] = "";
     json_t *o = NULL;
-    if (zx_verify_run(conf, pc, table, flags, zx_mono_ms() + (int64_t)VERIFY_TIMEOUT_S * 1000, &o, err,
-                      sizeof(err)) < 0)
+    int64_t deadline = zx_mono_ms() + (int64_t)VERIFY_TIMEOUT_S * 1000;
+    if (zx_verify_run(conf, pc, table, flags, deadline, &o, err, sizeof(err)) < 0) {
         o = json_pack("{s:b, s:s, s:s}", "ok", 0, "name", pc->name, "error", err);
+    } else {
+        json_t *sum = summary(table ? table : "", o);
+        if (sum)
+            keep_on_disk(conf, pc->name, sum);
+        json_decref(sum);
+    }
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (s) {
         size_t len = strlen(s), off = 0;

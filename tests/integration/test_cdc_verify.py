@@ -11,7 +11,7 @@ extra row inserted, a column set NULL) is reported key by key (missing,
 extra, which columns differ) with exit 4, and --repair re-copies exactly
 those keys through the pipeline (a second verify is clean); a verify while the source keeps
 changing reports no false difference; `zxctl status` shows the last
-verify; --table and the errors (unknown table, a pipeline that is not
+verify (after a restart of zxd too); --table and the errors (unknown table, a pipeline that is not
 postgres).
 """
 
@@ -158,6 +158,12 @@ def test_corrupted_mirror_reports_each_key_then_status(pg, mirror_env):
     assert "4 differing, 4 repaired" in p.stdout, p.stdout
     rc, a = verify(z, "vshop", rc=0)
     assert a["differing"] == 0, a
+    # the last verify is still shown after zxd restarted
+    z.stop()
+    z.start()
+    assert z.pipeline("vshop")["last_verify"]["differing"] == 0, z.pipeline("vshop")
+    assert z.pipeline("vshop")["last_verify"]["compared"] == 199 + len(KINDS_ROWS), \
+        z.pipeline("vshop")
     # the stream goes on after a repair
     pg.execute(db, "UPDATE orders SET note = 'after' WHERE id = 8")
     wait_for(lambda: z.query("SELECT note FROM s_orders WHERE id = 8") == [("after",)],
