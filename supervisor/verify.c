@@ -286,7 +286,8 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
     int fds[2];
     if (!j || pipe2(fds, O_CLOEXEC) < 0) {
         free(j);
-        return json_pack("{s:b, s:s}", "ok", 0, "error", "cannot start the verify (out of resources)");
+        return json_pack("{s:b, s:s}", "ok", 0, "error",
+                         "cannot start the verify (out of resources)");
     }
     j->fd = fds[0];
     snprintf(j->name, sizeof(j->name), "%s", name);

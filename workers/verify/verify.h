@@ -60,8 +60,9 @@
  * pipeline's worker, which sends each key's row as the source has it now
  * (or its delete) through the writer (workers/sources/pg_cdc_repair.c);
  * they are compared again until equal or ZX_VERIFY_CATCHUP_MS passed, and
- * the answer says "repaired": the keys now equal (also per table).  Returns -1 with a message in err ("pipeline P:
- * verify: ...") when the pipeline cannot be verified. */
+ * the answer says "repaired": the keys now equal (also per table).
+ * Returns -1 with a message in err ("pipeline P: verify: ...") when the
+ * pipeline cannot be verified. */
 int zx_verify_run(const zx_conf *c, const zx_conf_pipeline *pc, const char *table,
                   unsigned flags, int64_t deadline_ms, json_t **out, char *err, size_t errlen);
 
