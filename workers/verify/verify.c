@@ -232,8 +232,12 @@ static int64_t recheck(vf_run *r, const vf_table *t, int *diff)
                  : vf_mir_compare(r->mir, t, has ? &row : NULL, &c->key, &how, diff, r->err,
                                   r->errlen);
         vf_row_free(&row);
-        if (rc < 0 || past_deadline(r, i + 1))
+        if (rc < 0 || past_deadline(r, i + 1)) {
+            while (i < r->n) /* keep the keys not looked at: all are freed once */
+                r->c[kept++] = r->c[i++];
+            r->n = kept;
             return -1;
+        }
         if (how == VF_EQUAL) {
             vf_row_free(&c->key);
             free(c->diff);
@@ -490,6 +494,10 @@ int zx_verify_run(const zx_conf *c, const zx_conf_pipeline *pc, const char *tabl
     }
     if (!(r.src = vf_src_open(pc->conn->dsn, pc->conn->dsn_shown, e, sizeof(e))) ||
         !(r.mir = vf_mir_open(c, e, sizeof(e))))
+        goto out;
+    int64_t until = zx_mono_ms() + ZX_VERIFY_CATCHUP_MS;
+    if (vf_src_streaming(r.src, pc->slot, until < deadline_ms ? until : deadline_ms, e,
+                         sizeof(e)) < 0)
         goto out;
     for (size_t i = 0; i < pc->ntables; i++) {
         if (!wanted(table, pc->tables[i], pc->mirrors[i]))

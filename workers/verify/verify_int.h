@@ -106,6 +106,11 @@ int vf_src_key(vf_src *s, const vf_table *t, const vf_row *mkey, vf_row *canon, 
  * as the source prints it.  One query.  0 or -1. */
 int vf_src_absent(vf_src *s, const vf_table *t, const vf_row *mkeys, size_t n, int *absent,
                   vf_row *canon, char *err, size_t errlen);
+/* Wait until the pipeline's worker streams from slot (the slot is in
+ * use: the copies are done), at most until deadline_ms.  0, or -1 with
+ * err saying what to look at. */
+int vf_src_streaming(vf_src *s, const char *slot, int64_t deadline_ms, char *err,
+                     size_t errlen);
 /* Wait until slot has confirmed lsn (polling), at most until deadline_ms.
  * 1 reached, 0 not in time, -1 error (e.g. no such slot). */
 int vf_src_wait(vf_src *s, const char *slot, const char *lsn, int64_t deadline_ms, char *err,

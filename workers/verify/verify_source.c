@@ -408,6 +408,29 @@ out:
     return rc;
 }
 
+int vf_src_streaming(vf_src *s, const char *slot, int64_t deadline_ms, char *err,
+                     size_t errlen)
+{
+    const char *pv[1] = { slot };
+    for (;;) {
+        PGresult *r = PQexecParams(s->conn, "SELECT active FROM pg_replication_slots "
+                                   "WHERE slot_name = $1", 1, NULL, pv, NULL, NULL, 0);
+        if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
+            return fail(s, r, "reading the replication slot", err, errlen);
+        int n = PQntuples(r), active = n == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+        PQclear(r);
+        if (active)
+            return 0;
+        if (zx_mono_ms() >= deadline_ms)
+            return zx_seterr(err, errlen, n ? "the pipeline is not streaming (its replication "
+                             "slot %s is not in use): is it running, or still copying? (`zxctl "
+                             "status`)" : "its replication slot %s is not on %s: has the "
+                             "pipeline started? (`zxctl status`)", slot, s->shown);
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
 int vf_src_wait(vf_src *s, const char *slot, const char *lsn, int64_t deadline_ms, char *err,
                 size_t errlen)
 {
