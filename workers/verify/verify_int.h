@@ -97,10 +97,6 @@ int vf_src_next(vf_src *s, vf_row *r, char *err, size_t errlen);
  * 1 found (in *r), 0 none, -1 error. */
 int vf_src_get(vf_src *s, const vf_table *t, const vf_row *key, vf_row *r, char *err,
                size_t errlen);
-/* A key read from the mirror: its text as the source prints it (canon,
- * initialised here) and whether the source has it (*exists).  0 or -1. */
-int vf_src_key(vf_src *s, const vf_table *t, const vf_row *mkey, vf_row *canon, int *exists,
-               char *err, size_t errlen);
 /* Which of the n keys read from the mirror the source lacks: absent[i]
  * 1 for those, with canon[i] (initialised here only for them) their text
  * as the source prints it.  One query.  0 or -1. */

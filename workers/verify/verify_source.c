@@ -286,47 +286,6 @@ int vf_src_get(vf_src *s, const vf_table *t, const vf_row *key, vf_row *r, char 
     return rc;
 }
 
-int vf_src_key(vf_src *s, const vf_table *t, const vf_row *mkey, vf_row *canon, int *exists,
-               char *err, size_t errlen)
-{
-    /* SELECT $1::text, ..., EXISTS (SELECT 1 FROM t WHERE k1 = $1 ...),
-     * each $k of its key column's type: the mirror's text read as that
-     * type (a SQLite timestamp, a real...), printed as the source prints */
-    zx_fit_buf q = {0};
-    int bad = vf_put(&q, "SELECT ") < 0;
-    for (uint32_t k = 0; k < t->nkeys && !bad; k++) {
-        char c[32];
-        snprintf(c, sizeof(c), "$%u::text, ", k + 1);
-        bad = vf_put(&q, c) < 0;
-    }
-    s->sql.len = 0;
-    bad = bad || vf_put(&q, "EXISTS (SELECT 1 FROM ") < 0 || put_table(s, t) < 0 ||
-          vf_put(&q, s->sql.p) < 0;
-    s->sql.len = 0;
-    bad = bad || put_where(s, t) < 0 || vf_put(&q, s->sql.p) < 0 || vf_put(&q, ")") < 0;
-    if (bad) {
-        zx_fit_buf_free(&q);
-        return zx_seterr(err, errlen, "out of memory");
-    }
-    zx_fit_buf tmp = s->sql;
-    s->sql = q;
-    PGresult *res = NULL;
-    int rc = run_key(s, t, mkey, &res, "looking up a key of the mirror", err, errlen);
-    s->sql = tmp;
-    zx_fit_buf_free(&q);
-    if (rc < 0)
-        return -1;
-    if (PQntuples(res) != 1 || take_row(res, 0, canon) < 0) {
-        PQclear(res);
-        return zx_seterr(err, errlen, "out of memory");
-    }
-    PQclear(res);
-    *exists = canon->v[t->nkeys] && canon->v[t->nkeys][0] == 't';
-    vf_row_set(canon, t->nkeys, NULL, 0);
-    canon->n = t->nkeys;
-    return 0;
-}
-
 int vf_src_absent(vf_src *s, const vf_table *t, const vf_row *mkeys, size_t n, int *absent,
                   vf_row *canon, char *err, size_t errlen)
 {
