@@ -57,6 +57,7 @@
 #define RETAINED_EVERY_MS 10000
 #define ASK_EVERY_MS 1000
 #define REPAIR_EVERY_MS 500    /* look for a `zxctl verify --repair` request */
+#define REPAIR_STEP_MS 50      /* read repair rows for this long, then poll */
 
 /* A published frame carrying an LSN, not yet acknowledged. */
 typedef struct inflight {
@@ -124,6 +125,7 @@ typedef struct cdc {
     int64_t retained;
     uint64_t changes;          /* changes read since start */
     int64_t last_repair_ms;    /* when a repair request was last looked for */
+    pgcdc_repair_state repair; /* the one being worked through */
 } cdc;
 
 /* ---- positions and acknowledgements ------------------------------------- */
@@ -688,12 +690,14 @@ static int process(cdc *c, const uint8_t *data, size_t len)
 static int repair_step(cdc *c)
 {
     int64_t now = zx_mono_ms();
-    if (c->in_txn || c->held || c->pending_since_ms || now - c->last_repair_ms < REPAIR_EVERY_MS)
+    if (c->in_txn || c->held || c->pending_since_ms ||
+        (!c->repair.req && now - c->last_repair_ms < REPAIR_EVERY_MS))
         return 0;
     c->last_repair_ms = now;
     char err[700];
     int n = pgcdc_repair(c->meta, c->shown, zx_src_args(c->rt)->conf->data_dir, c->p, c->t,
-                         c->nt, c->last_commit, err, sizeof(err));
+                         c->nt, c->last_commit, &c->repair, now + REPAIR_STEP_MS, err,
+                         sizeof(err));
     if (n < 0) {
         char m[800];
         snprintf(m, sizeof(m), "pipeline %s: verify --repair: %s", c->p->name, err);
@@ -777,6 +781,7 @@ static void free_cdc(cdc *c)
 {
     if (!c)
         return;
+    json_decref(c->repair.req);
     for (size_t i = 0; i < c->nt; i++) {
         free(c->t[i].schema);
         free(c->t[i].name);

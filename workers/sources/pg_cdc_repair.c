@@ -50,54 +50,44 @@ static int select_sql(PGconn *meta, const pgcdc_table *t, char *q, size_t cap)
     return n < cap ? 0 : -1;
 }
 
-/* The repairs of one table's keys.  Rows appended, or -1 (err set). */
-static int repair_table(PGconn *meta, const char *shown, pgcdc_table *t, json_t *keys,
-                        pgo_lsn lsn, char *err, size_t errlen)
+/* The repair of key (a JSON array of nkeys texts) of table t, from the
+ * row read with q.  0, or -1 (err set). */
+static int repair_key(PGconn *meta, const char *shown, pgcdc_table *t, const char *q,
+                      const json_t *key, pgo_lsn lsn, char *err, size_t errlen)
 {
-    char q[4096];
-    if (t->nkeys == 0 || t->nkeys > 32 || select_sql(meta, t, q, sizeof(q)) < 0)
-        return zx_seterr(err, errlen, "table %s: its key cannot be looked up", t->qname);
-    int n = 0;
-    size_t i;
-    json_t *key;
-    json_array_foreach(keys, i, key) {
-        const char *vals[32];
-        if (!json_is_array(key) || json_array_size(key) != t->nkeys)
-            return zx_seterr(err, errlen, "table %s: a key of the request is not %u texts",
-                             t->qname, t->nkeys);
-        for (uint32_t k = 0; k < t->nkeys; k++)
-            if (!(vals[k] = json_string_value(json_array_get(key, k))))
-                return zx_seterr(err, errlen, "table %s: a key of the request is not texts",
-                                 t->qname);
-        PGresult *r = PQexecParams(meta, q, (int)t->nkeys, NULL, vals, NULL, NULL, 0);
-        if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-            char m[400];
-            snprintf(m, sizeof(m), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(meta));
-            m[strcspn(m, "\n")] = '\0';
-            PQclear(r);
-            return zx_seterr(err, errlen, "table %s: reading a row on %s: %s", t->qname, shown,
-                             m);
-        }
-        int rc = pgcdc_repair_row(t, r, vals, lsn, err, errlen);
+    const char *vals[32];
+    if (!json_is_array(key) || json_array_size(key) != t->nkeys)
+        return zx_seterr(err, errlen, "table %s: a key of the request is not %u texts",
+                         t->qname, t->nkeys);
+    for (uint32_t k = 0; k < t->nkeys; k++)
+        if (!(vals[k] = json_string_value(json_array_get(key, k))))
+            return zx_seterr(err, errlen, "table %s: a key of the request is not texts",
+                             t->qname);
+    PGresult *r = PQexecParams(meta, q, (int)t->nkeys, NULL, vals, NULL, NULL, 0);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        char m[400];
+        snprintf(m, sizeof(m), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(meta));
+        m[strcspn(m, "\n")] = '\0';
         PQclear(r);
-        if (rc < 0)
-            return -1;
-        n++;
+        return zx_seterr(err, errlen, "table %s: reading a row on %s: %s", t->qname, shown, m);
     }
-    return n;
+    int rc = pgcdc_repair_row(t, r, vals, lsn, err, errlen);
+    PQclear(r);
+    return rc;
 }
 
-int pgcdc_repair(PGconn *meta, const char *shown, const char *data_dir,
-                 const zx_conf_pipeline *p, pgcdc_table *t, size_t nt, pgo_lsn lsn, char *err,
-                 size_t errlen)
+/* The request at path, taken (renamed, read, removed): its "tables"
+ * array's owner, or NULL with err (nothing there: err empty). */
+static json_t *take(const char *path, char *err, size_t errlen)
 {
-    char path[4096], taken[4200];
-    if (zx_verify_repair_path(data_dir, p->name, path, sizeof(path)) < 0)
-        return 0;
+    char taken[4200];
+    err[0] = '\0';
     snprintf(taken, sizeof(taken), "%s.taken", path);
-    if (rename(path, taken) < 0)
-        return errno == ENOENT ? 0 : zx_seterr(err, errlen, "taking %s: %s", path,
-                                              strerror(errno));
+    if (rename(path, taken) < 0) {
+        if (errno != ENOENT)
+            zx_seterr(err, errlen, "taking %s: %s", path, strerror(errno));
+        return NULL;
+    }
     struct stat st;
     json_t *req = NULL;
     FILE *f = fopen(taken, "r");
@@ -107,18 +97,34 @@ int pgcdc_repair(PGconn *meta, const char *shown, const char *data_dir,
     if (f)
         fclose(f);
     unlink(taken);
-    json_t *tables = json_object_get(req, "tables");
-    if (!json_is_array(tables)) {
+    if (!json_is_array(json_object_get(req, "tables"))) {
         json_decref(req);
-        return zx_seterr(err, errlen, "the repair request %s is not one zx wrote", path);
+        zx_seterr(err, errlen, "the repair request %s is not one zx wrote", path);
+        return NULL;
     }
-    int total = 0, rc = 0;
-    size_t i;
-    json_t *e;
-    json_array_foreach(tables, i, e) {
+    return req;
+}
+
+int pgcdc_repair(PGconn *meta, const char *shown, const char *data_dir,
+                 const zx_conf_pipeline *p, pgcdc_table *t, size_t nt, pgo_lsn lsn,
+                 pgcdc_repair_state *st, int64_t until_ms, char *err, size_t errlen)
+{
+    char path[4096];
+    if (!st->req) {
+        if (zx_verify_repair_path(data_dir, p->name, path, sizeof(path)) < 0)
+            return 0;
+        if (!(st->req = take(path, err, errlen)))
+            return err[0] ? -1 : 0;
+        st->ti = st->ki = 0;
+    }
+    json_t *tables = json_object_get(st->req, "tables");
+    int n = 0, rc = 0;
+    for (; st->ti < json_array_size(tables) && rc == 0; st->ti++, st->ki = 0) {
+        json_t *e = json_array_get(tables, st->ti);
         const char *name = json_string_value(json_object_get(e, "table"));
         json_t *keys = json_object_get(e, "keys");
         pgcdc_table *x = NULL;
+        char q[4096];
         for (size_t j = 0; name && j < nt; j++)
             if (!strcmp(t[j].qname, name))
                 x = &t[j];
@@ -127,13 +133,22 @@ int pgcdc_repair(PGconn *meta, const char *shown, const char *data_dir,
                     "of the pipeline\"", p->name, name ? name : "?");
             continue;
         }
-        int n = repair_table(meta, shown, x, keys, lsn, err, errlen);
-        if (n < 0) {
-            rc = -1;
+        if (x->nkeys == 0 || x->nkeys > 32 || select_sql(meta, x, q, sizeof(q)) < 0) {
+            rc = zx_seterr(err, errlen, "table %s: its key cannot be looked up", x->qname);
             break;
         }
-        total += n;
+        for (; st->ki < json_array_size(keys); st->ki++) {
+            if (n && zx_mono_ms() >= until_ms)
+                return n; /* the rest at the next call */
+            if (repair_key(meta, shown, x, q, json_array_get(keys, st->ki), lsn, err,
+                           errlen) < 0) {
+                rc = -1;
+                break;
+            }
+            n++;
+        }
     }
-    json_decref(req);
-    return rc < 0 ? -1 : total;
+    json_decref(st->req);
+    st->req = NULL;
+    return rc < 0 ? -1 : n;
 }
