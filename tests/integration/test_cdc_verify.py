@@ -258,3 +258,20 @@ def test_repair_after_a_restart_goes_into_history(pg, mirror_env):
 def decimal_of(text):
     import decimal
     return decimal.Decimal(text)
+
+
+def test_repair_of_many_keys_in_several_steps(pg, mirror_env):
+    """2001 keys: more than one step of the worker's repair (50 ms each,
+    here about 5) and more than the answer lists."""
+    db, z = shop(pg, mirror_env, rows=3000)
+    wait_caught_up(pg, db, "zx_vshop")
+    ws_sql(z, "UPDATE s_orders SET customer = 'bad' WHERE id % 2 = 0",
+           "DELETE FROM s_orders WHERE id % 2 = 1 AND id <= 1001")
+    rc, a = verify(z, "vshop", "--table", "orders", "--repair", rc=0)
+    t = a["tables"][0]
+    assert (a["differing"], a["repaired"], t["repaired"]) == (2001, 2001, 2001), a
+    assert len(t["keys"]) == 100 and t["more"] == 1901, a
+    assert z.count("s_orders") == 3000
+    assert z.count("s_orders", "customer = 'bad'") == 0
+    rc, a = verify(z, "vshop", rc=0)
+    assert a["differing"] == 0, a
