@@ -20,7 +20,11 @@
 #include "conf/config.h"
 
 typedef enum { ST_STOPPED = 0, ST_STARTING, ST_RUNNING, ST_BACKOFF, ST_FAILED, ST_DRAINING } zx_state;
-typedef enum { ROLE_WRITER = 0, ROLE_GATEWAY, ROLE_STREAM } zx_role;
+typedef enum {
+    ROLE_WRITER = 0, ROLE_GATEWAY, ROLE_STREAM,
+    ROLE_VERIFY              /* a `zxctl verify` process (verify.c), not a child
+                                of the table: for sup_child_harden only */
+} zx_role;
 
 const char *zx_state_name(zx_state s);
 

@@ -296,6 +296,7 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
     if (pid == 0) {
         zx_close_fds_except(&fds[1], 1);
         zx_log_set_proc("verify");
+        sup_child_harden(s->conf, ROLE_VERIFY, pc);
         run_verify(s->conf, pc, table, repair ? ZX_VERIFY_REPAIR : 0, fds[1]);
     }
     close(fds[1]);
