@@ -150,6 +150,7 @@
 #define ZX_EXIT_DAEMON_ERROR 1
 #define ZX_EXIT_USAGE 2
 #define ZX_EXIT_UNREACHABLE 3
+#define ZX_EXIT_DIFFERENCES 4   /* zxctl verify: the mirror differs */
 
 /* zxd exit code for "fatal configuration error, do not respawn" (nginx's 2) */
 #define ZX_EXIT_FATAL_CONFIG 2

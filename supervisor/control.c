@@ -190,8 +190,15 @@ static json_t *cmd_status(sup *s)
     zx_store_txn *t = NULL;
     if (st && zx_store_begin(st, 1, &t) != 0)
         t = NULL;
-    for (size_t i = 0; i < s->npipes; i++)
-        json_array_append_new(pipes, pipe_obj(s->pipes[i], t));
+    for (size_t i = 0; i < s->npipes; i++) {
+        json_t *po = pipe_obj(s->pipes[i], t);
+        json_t *lv = sup_verify_last(s, s->pipes[i]->name);
+        if (po && lv)
+            json_object_set_new(po, "last_verify", lv);
+        else
+            json_decref(lv);
+        json_array_append_new(pipes, po);
+    }
     zx_store_abort(t);
     zx_store_close(st);
     uint64_t shm = 0;
@@ -333,6 +340,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     if (s->reload_bev == bev)
         s->reload_bev = NULL;
     sup_probe_forget(bev);
+    sup_verify_forget(bev);
     sup_slot_forget(bev);
     sup_sync_forget(bev);
     sup_control_conn_free(s, bev);
@@ -439,6 +447,19 @@ static void conn_read(struct bufferevent *bev, void *arg)
             json_decref(req);
             bufferevent_disable(bev, EV_READ);
             return; /* answered when the prober is done */
+        }
+    } else if (strcmp(cmd, "verify") == 0) {
+        json_t *tj = json_object_get(req, "table");
+        if (!name) {
+            out = err_obj("verify needs a name", NULL);
+        } else if (tj && !json_is_string(tj)) {
+            out = err_obj("verify: \"table\" must be a string", NULL);
+        } else if (!(out = sup_verify_start(s, bev, name, json_string_value(tj),
+                                            json_is_true(json_object_get(req, "repair"))))) {
+            json_decref(req);
+            bufferevent_disable(bev, EV_READ);
+            bufferevent_set_timeouts(bev, NULL, NULL);
+            return; /* answered when the verify process is done */
         }
     } else if (strcmp(cmd, "drop-slot") == 0) {
         json_t *cj = json_object_get(req, "connection");

@@ -12,7 +12,9 @@
  *   - a pipeline's worker: its own key, webhook secret and schema registry
  *     password, the secrets of its connection and of its destination
  *     connection; a sync's also the workspace's dsn (it runs its query
- *     there).
+ *     there);
+ *   - a `zxctl verify` process: its pipeline's connection and the
+ *     workspace's dsn.
  * Every other secret (a connection's dsn and the password in it, SASL and
  * TLS key passwords, secret librdkafka properties, keys, webhook secrets,
  * registry passwords, API tokens, the workspace's dsn) is zeroed wherever
@@ -131,6 +133,10 @@ static void collect(const zx_conf *c, zx_role role, const zx_conf_pipeline *own,
         }
         for (size_t i = 0; i < c->napitokens; i++)
             add(keep, c->apitokens[i].token);
+    } else if (role == ROLE_VERIFY) {
+        if (own)
+            add_conn(keep, own->conn);
+        add_dsn(keep, c->pg_dsn, c->pg_dsn_shown);
     } else if (own) {
         add_pipe(keep, own);
         add_conn(keep, own->conn);

@@ -20,7 +20,11 @@
 #include "conf/config.h"
 
 typedef enum { ST_STOPPED = 0, ST_STARTING, ST_RUNNING, ST_BACKOFF, ST_FAILED, ST_DRAINING } zx_state;
-typedef enum { ROLE_WRITER = 0, ROLE_GATEWAY, ROLE_STREAM } zx_role;
+typedef enum {
+    ROLE_WRITER = 0, ROLE_GATEWAY, ROLE_STREAM,
+    ROLE_VERIFY              /* a `zxctl verify` process (verify.c), not a child
+                                of the table: for sup_child_harden only */
+} zx_role;
 
 const char *zx_state_name(zx_state s);
 
@@ -245,6 +249,22 @@ void sup_control_finish(sup *s, struct bufferevent *bev);
 json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name);
 /* The client bev has gone: its probe answers nobody. */
 void sup_probe_forget(struct bufferevent *bev);
+
+/* verify.c: `zxctl verify NAME [--table T] [--repair]`.  Starts a verify
+ * process for the postgres pipeline NAME (table: one of its tables, or
+ * NULL for all; repair: hand the differing keys to its worker to re-copy)
+ * and returns NULL (bev is answered when it is done, within about 10
+ * minutes), or returns the answer to send at once (unknown pipeline, not
+ * postgres, one already running). */
+json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, const char *table,
+                         int repair);
+/* The client bev has gone: its verify answers nobody. */
+void sup_verify_forget(struct bufferevent *bev);
+/* The summary of pipeline name's last verify ({"at", "compared",
+ * "differing", "repaired"?, "tables", "table"?}; caller decrefs), or
+ * NULL.  The verify process also keeps it in <data_dir>/verify/NAME.last,
+ * read once after a restart of zxd. */
+json_t *sup_verify_last(sup *s, const char *name);
 
 /* slotdrop.c: the replication slot (and the publication zx made) of a
  * Postgres CDC pipeline that is gone, dropped in a short-lived process

@@ -7,7 +7,7 @@
  * reads event lines until the daemon closes, or forever with --follow.
  * Exit codes are the ZX_EXIT_* of proto/control.h, so scripts can rely on
  * them: 0 ok, 1 the daemon answered ok:false, 2 usage error, 3 daemon
- * unreachable or answer unreadable.
+ * unreachable or answer unreadable, 4 `verify` found differences.
  *
  * The socket is found with -s PATH, or -c CONFIG (its server.control_socket),
  * or $ZX_CONFIG (a config path), or $ZXCTL_SOCKET, or the default
@@ -48,6 +48,7 @@
 #define ZXCTL_TIMEOUT_OTHER 10.0
 #define ZXCTL_TIMEOUT_TEST 30.0     /* zxd answers test once the prober is done */
 #define ZXCTL_TIMEOUT_DROP_SLOT 135.0 /* zxd answers drop-slot once done (<= 125 s) */
+#define ZXCTL_TIMEOUT_VERIFY 630.0  /* zxd answers verify once done (<= 610 s) */
 
 static const char zxctl_usage_text[] =
     "usage: zxctl [-s SOCKET | -c CONFIG] [--json] [--timeout SECONDS] COMMAND [ARGS]\n"
@@ -73,6 +74,13 @@ static const char zxctl_usage_text[] =
     "                     slot (zx drops that once the pipeline is removed and\n"
     "                     the configuration reloaded); exit 1 if no connection\n"
     "                     has it\n"
+    "  verify NAME [--table T] [--repair]\n"
+    "                     compare a postgres pipeline's mirrors with the source\n"
+    "                     (read only, by key, re-checked once the mirror caught\n"
+    "                     up); lists the keys that differ: missing or extra in\n"
+    "                     the mirror, or which columns differ; exit 4 if any;\n"
+    "                     --repair: the pipeline re-copies those keys (exit 4\n"
+    "                     only if some still differ)\n"
     "  run NAME [--wait] [--full]\n"
     "                     run a reverse sync now (queued behind its run in\n"
     "                     progress); --wait: until it ends, exit 1 if it failed;\n"
@@ -100,8 +108,10 @@ static const char zxctl_usage_text[] =
     "  -c, --config PATH  read the socket path from this configuration file\n"
     "  --json             print the daemon's answer as JSON, one object a line\n"
     "  --connection CONN  drop-slot: the connection to drop the slot on\n"
+    "  --table T          verify: only this table of the pipeline\n"
     "  --timeout SECONDS  how long to wait for zxd (default 60 for reload, 30 for\n"
-    "                     test, 135 for drop-slot, 10 otherwise; 0 = forever);\n"
+    "                     test, 135 for drop-slot, 630 for verify, 10 otherwise;\n"
+    "                     0 = forever);\n"
     "                     feed --follow waits forever once the daemon has\n"
     "                     accepted the request\n"
     "\n"
@@ -110,7 +120,8 @@ static const char zxctl_usage_text[] =
     "else " ZXCTL_DEFAULT_SOCKET " if it exists.\n"
     "\n"
     "exit status: 0 ok, 1 zxd refused the request, 2 usage error,\n"
-    "3 zxd unreachable (no socket, refused, timed out, unreadable answer).\n";
+    "3 zxd unreachable (no socket, refused, timed out, unreadable answer),\n"
+    "4 verify found keys that differ (with --repair: that still differ).\n";
 
 typedef struct zxctl_opts {
     const char *socket_path;  /* -s */
@@ -119,7 +130,9 @@ typedef struct zxctl_opts {
     double timeout;           /* seconds; < 0 = the command's default */
     int follow;
     const char *connection;   /* --connection (drop-slot) */
+    const char *table;        /* --table (verify) */
     int wait, full;           /* run --wait, run --full */
+    int repair;               /* verify --repair */
     int limit;                /* runs --limit N (0: the daemon's default) */
     const char *query, *to, *mode, *key, *format, *print_sync;   /* send */
     const char *cmd;
@@ -169,7 +182,7 @@ static int zxctl_needs_name(const char *cmd)
     return !strcmp(cmd, "restart") || !strcmp(cmd, "stop") || !strcmp(cmd, "start") ||
            !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test") || !strcmp(cmd, "drop-slot") ||
            !strcmp(cmd, "run") || !strcmp(cmd, "preview") || !strcmp(cmd, "runs") ||
-           !strcmp(cmd, "approve") || !strcmp(cmd, "reject");
+           !strcmp(cmd, "approve") || !strcmp(cmd, "reject") || !strcmp(cmd, "verify");
 }
 
 static int zxctl_known(const char *cmd)
@@ -210,6 +223,10 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
             o->wait = 1;
             continue;
         }
+        if (!strcmp(a, "--repair")) {
+            o->repair = 1;
+            continue;
+        }
         if (!strcmp(a, "--full")) {
             o->full = 1;
             continue;
@@ -224,7 +241,7 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
             { "--socket", "-s" }, { "--config", "-c" }, { "--timeout", NULL },
             { "--connection", NULL }, { "--limit", NULL }, { "--query", NULL },
             { "--to", NULL }, { "--mode", NULL }, { "--key", NULL }, { "--format", NULL },
-            { "--print-sync", NULL } };
+            { "--print-sync", NULL }, { "--table", NULL } };
         for (size_t k = 0; k < sizeof(longs) / sizeof(longs[0]) && !opt; k++) {
             size_t ll = strlen(longs[k][0]);
             if (!strcmp(a, longs[k][0]) || (longs[k][1] && !strcmp(a, longs[k][1]))) {
@@ -268,6 +285,10 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
             if (!*val || *end || v < 1 || v > 200)
                 return zxctl_usage_error("--limit wants 1 to 200 runs, not '%s'", val);
             o->limit = (int)v;
+        } else if (!strcmp(opt, "--table")) {
+            if (!*val)
+                return zxctl_usage_error("--table needs a table name");
+            o->table = val;
         } else if (!strcmp(opt, "--connection")) {
             if (!*val)
                 return zxctl_usage_error("--connection needs a connection name");
@@ -304,6 +325,8 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         return zxctl_usage_error("--connection goes with drop-slot only");
     if ((o->wait || o->full) && strcmp(o->cmd, "run"))
         return zxctl_usage_error("--wait and --full go with run only");
+    if ((o->table || o->repair) && strcmp(o->cmd, "verify"))
+        return zxctl_usage_error("--table and --repair go with verify only");
     if (o->limit && strcmp(o->cmd, "runs"))
         return zxctl_usage_error("--limit goes with runs only");
     int sendopt = o->query || o->to || o->mode || o->key || o->format || o->print_sync;
@@ -498,6 +521,7 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
                      : !strcmp(o->cmd, "reload") ? ZXCTL_TIMEOUT_RELOAD
                      : !strcmp(o->cmd, "test")   ? ZXCTL_TIMEOUT_TEST
                      : !strcmp(o->cmd, "drop-slot") ? ZXCTL_TIMEOUT_DROP_SLOT
+                     : !strcmp(o->cmd, "verify") ? ZXCTL_TIMEOUT_VERIFY
                      /* a run or a preview takes what the data takes */
                      : (!strcmp(o->cmd, "run") && o->wait) || !strcmp(o->cmd, "preview") ||
                        !strcmp(o->cmd, "send") ? 0
@@ -528,6 +552,16 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     if (!strcmp(o->cmd, "send") && (rc = zxctl_send_request(o->query, o->to, o->mode, o->key,
                                                             o->format, req)) >= 0)
         goto done;
+    if (o->repair)
+        json_object_set_new(req, "repair", json_true());
+    if (o->table) {
+        json_t *tn = json_string(o->table);
+        if (!tn) {
+            rc = zxctl_usage_error("--table is not valid UTF-8");
+            goto done;
+        }
+        json_object_set_new(req, "table", tn);
+    }
     if (o->connection) {
         json_t *cn = json_string(o->connection);
         if (!cn) {
@@ -580,6 +614,9 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         goto done;
     }
     rc = ZX_EXIT_OK;
+    if (!strcmp(o->cmd, "verify") && json_integer_value(json_object_get(resp, "differing")) >
+                                         json_integer_value(json_object_get(resp, "repaired")))
+        rc = ZX_EXIT_DIFFERENCES;
     if (is_feed)
         rc = zxctl_feed(o, &c, deadline, timeout);
     else if (o->json)
@@ -595,6 +632,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         zxctl_print_run(resp, stdout);
     else if (!strcmp(o->cmd, "runs"))
         zxctl_print_runs(resp, stdout);
+    else if (!strcmp(o->cmd, "verify"))
+        zxctl_print_verify(resp, stdout);
     else if (!strcmp(o->cmd, "send"))
         zxctl_print_run(resp, stdout);
     else if (!strcmp(o->cmd, "test")) {

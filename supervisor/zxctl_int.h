@@ -83,5 +83,9 @@ void zxctl_print_sync_yaml(const char *name, const json_t *req, const json_t *re
 /* A sync run's record (run, preview, approve, reject), and `runs`. */
 void zxctl_print_run(const json_t *r, FILE *out);
 void zxctl_print_runs(const json_t *r, FILE *out);
+/* zxctl_print_verify.c: the report of `verify`, and the "last verify"
+ * line of a pipeline in `status` (caller frees). */
+void zxctl_print_verify(const json_t *r, FILE *out);
+char *zxctl_verify_line(const json_t *last);
 
 #endif

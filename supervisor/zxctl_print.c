@@ -162,6 +162,12 @@ static char *zxctl_pipe_notes(const json_t *e)
         len += (size_t)sprintf(out + len, "  rejects: %s\n", rej);
         free(rej);
     }
+    char *lv = zxctl_verify_line(json_object_get(e, "last_verify"));
+    if (lv) {
+        out = zxctl_xrealloc(out, len + strlen(lv) + 1);
+        len += (size_t)sprintf(out + len, "%s", lv);
+        free(lv);
+    }
     const json_t *st = json_object_get(e, "source_status");
     const json_t *parts = json_object_get(st, "partitions");
     const json_t *sy = json_object_get(e, "sync");

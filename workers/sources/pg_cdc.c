@@ -56,6 +56,8 @@
 #define READ_MAX_MSGS 5000
 #define RETAINED_EVERY_MS 10000
 #define ASK_EVERY_MS 1000
+#define REPAIR_EVERY_MS 500    /* look for a `zxctl verify --repair` request */
+#define REPAIR_STEP_MS 50      /* read repair rows for this long, then poll */
 
 /* A published frame carrying an LSN, not yet acknowledged. */
 typedef struct inflight {
@@ -122,6 +124,8 @@ typedef struct cdc {
     int64_t last_status_ms, last_retained_ms, last_json_ms, last_ask_ms;
     int64_t retained;
     uint64_t changes;          /* changes read since start */
+    int64_t last_repair_ms;    /* when a repair request was last looked for */
+    pgcdc_repair_state repair; /* the one being worked through */
 } cdc;
 
 /* ---- positions and acknowledgements ------------------------------------- */
@@ -680,6 +684,39 @@ static int process(cdc *c, const uint8_t *data, size_t len)
     return 0;
 }
 
+/* Between two source transactions, with nothing gathered: take a repair
+ * request of `zxctl verify --repair` (pg_cdc_repair.c) and publish its
+ * rows.  1 when a flush started, else 0. */
+static int repair_step(cdc *c)
+{
+    int64_t now = zx_mono_ms();
+    if (c->in_txn || c->held || c->pending_since_ms ||
+        (!c->repair.req && now - c->last_repair_ms < REPAIR_EVERY_MS))
+        return 0;
+    c->last_repair_ms = now;
+    char err[700];
+    int n = pgcdc_repair(c->meta, c->shown, zx_src_args(c->rt)->conf->data_dir, c->p, c->t,
+                         c->nt, c->last_commit, &c->repair, now + REPAIR_STEP_MS, err,
+                         sizeof(err));
+    if (n < 0) {
+        char m[800];
+        snprintf(m, sizeof(m), "pipeline %s: verify --repair: %s", c->p->name, err);
+        zx_warn("event=repair_failed pipeline=%s error=\"%s\"", c->p->name, err);
+        zx_src_feed(c->rt, "repair_failed", m);
+    } else if (n > 0) {
+        zx_info("event=repair pipeline=%s rows=%d", c->p->name, n);
+    }
+    int rows = 0;
+    for (size_t i = 0; i < c->nt; i++)
+        rows |= c->t[i].rs.nrows > 0;
+    if (!rows)
+        return 0;
+    c->pending_since_ms = now;
+    c->pending_commit_us = 0;
+    start_flush(c);
+    return 1;
+}
+
 static int stream_step(cdc *c)
 {
     if (c->flushing) {
@@ -691,6 +728,8 @@ static int stream_step(cdc *c)
     }
     if (zx_src_stopping(c->rt))
         return ZX_SRC_IDLE;
+    if (repair_step(c))
+        return ZX_SRC_BUSY;
     int more = 0;
     for (int n = 0; n < READ_MAX_MSGS; n++) {
         const uint8_t *data = c->held;
@@ -742,6 +781,7 @@ static void free_cdc(cdc *c)
 {
     if (!c)
         return;
+    json_decref(c->repair.req);
     for (size_t i = 0; i < c->nt; i++) {
         free(c->t[i].schema);
         free(c->t[i].name);

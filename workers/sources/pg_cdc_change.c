@@ -195,3 +195,42 @@ int pgcdc_truncate_row(pgcdc_table *t, pgo_lsn lsn, int64_t commit_us, uint32_t 
     zx_rowset_end_row(&t->rs);
     return 0;
 }
+
+int pgcdc_repair_row(pgcdc_table *t, const PGresult *r, const char *const *key, pgo_lsn lsn,
+                     char *err, size_t errlen)
+{
+    zx_rowset *rs = &t->rs;
+    int found = PQntuples(r) > 0, nf = PQnfields(r);
+    zx_rowset_mark mk;
+    zx_rowset_save(rs, &mk);
+    if (zx_rowset_begin_row(rs) < 0 || reserved(rs, found ? "update" : "delete", lsn, 0, 0) < 0)
+        goto nomem;
+    for (int i = 0; i < nf; i++) {
+        const char *name = PQfname(r, i);
+        int k = -1;
+        for (uint32_t j = 0; j < t->nkeys; j++)
+            if (!strcmp(t->keys[j], name))
+                k = (int)j;
+        if (!found && k < 0)
+            continue;           /* a delete carries the key only */
+        if (found && PQgetisnull(r, 0, i)) {
+            if (column(rs, name, ZX_T_NULL) < 0)
+                goto nomem;
+            continue;
+        }
+        const char *s = found ? PQgetvalue(r, 0, i) : key[k];
+        size_t n = found ? (size_t)PQgetlength(r, 0, i) : strlen(s);
+        zx_value v;
+        int64_t col;
+        if (zx_pgv_from_text((uint32_t)PQftype(r, i), s, n, rs, &v) < 0 ||
+            (col = column(rs, name, ZX_T_NULL)) < 0 || zx_rowset_add(rs, (uint32_t)col, &v) < 0)
+            goto nomem;
+    }
+    zx_rowset_end_row(rs);
+    return 0;
+nomem:
+    if (rs->row_open)
+        zx_rowset_abort_row(rs);
+    zx_rowset_truncate(rs, &mk);
+    return zx_seterr(err, errlen, "out of memory building a repair of %s", t->qname);
+}

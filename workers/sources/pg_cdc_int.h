@@ -27,6 +27,7 @@
 #ifndef ZX_SOURCES_PG_CDC_INT_H
 #define ZX_SOURCES_PG_CDC_INT_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -130,5 +131,33 @@ int pgcdc_change_row(pgcdc_table *t, const pgo_msg *m, pgo_lsn lsn, int64_t comm
 
 /* Append a truncate of t to t->rs.  0, or -1 (out of memory). */
 int pgcdc_truncate_row(pgcdc_table *t, pgo_lsn lsn, int64_t commit_us, uint32_t xid);
+
+/* Append the repair of one key of t (`zxctl verify --repair`) to t->rs:
+ * r is the answer of `SELECT * FROM t WHERE <key> = key`; with its row,
+ * an "update" carrying the whole row (NULLs as NULL); without, a
+ * "delete" of key (its texts, in t->keys' order).  lsn: the LSN its
+ * history row says.  0, or -1 (out of memory, err set; t->rs unchanged). */
+int pgcdc_repair_row(pgcdc_table *t, const PGresult *r, const char *const *key, pgo_lsn lsn,
+                     char *err, size_t errlen);
+
+/* ---- pg_cdc_repair.c ----------------------------------------------------- */
+
+/* A repair request being worked through (req NULL: none). */
+typedef struct pgcdc_repair_state {
+    json_t *req;              /* the request (owned) */
+    size_t ti, ki;            /* next table of it, next key of that table */
+} pgcdc_repair_state;
+
+/* Go on with the repair request of `zxctl verify --repair` in st, or take
+ * this pipeline's new one if there is one (written by the verify process
+ * at zx_verify_repair_path; the file is removed as it is taken): append a
+ * repair row for each of its keys to its table's batch, reading each row
+ * on meta (the CDC session settings), until the request is done or
+ * until_ms has passed (at least one key per call; the rest at the next
+ * call, st keeping the place).  Returns the rows appended (0: no request),
+ * or -1 (err set: the request is dropped; the pipeline goes on). */
+int pgcdc_repair(PGconn *meta, const char *shown, const char *data_dir,
+                 const zx_conf_pipeline *p, pgcdc_table *t, size_t nt, pgo_lsn lsn,
+                 pgcdc_repair_state *st, int64_t until_ms, char *err, size_t errlen);
 
 #endif
