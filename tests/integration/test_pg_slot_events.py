@@ -92,6 +92,59 @@ def test_a_dropped_slot_stops_the_pipeline_then_resync_copies_and_marks_the_gap(
     assert ops.count("gap") == 1 and "insert" in ops, ops
 
 
+def drop_slot_while_stopped_then_start(pg, db, z):
+    """Stop zxd, drop its slot, change the source meanwhile, start again:
+    the pipeline must fail naming the lost slot, not make a new one."""
+    z.stop()
+    pg.execute("postgres", "SELECT pg_drop_replication_slot('zx_o')")
+    pg.execute(db, "INSERT INTO o VALUES (-1, 'while gone')")
+    z.start()
+    wait_for(lambda: "replication slot zx_o is gone from Postgres" in any_error(z, "o"),
+             lambda: f"the pipeline's error names the lost slot: {z.pipeline('o')}\n"
+                     + z.log_tail(20), deadline=DEADLINE)
+    assert pg.query("postgres", "SELECT count(*) FROM pg_replication_slots "
+                                "WHERE slot_name = 'zx_o'") == [(0,)]
+
+
+def test_a_slot_made_with_nothing_streamed_yet_is_known_when_dropped(pg, mirror_env):
+    """No copy and no change yet: zx still knows it made the slot (the store
+    has its consistent point), so changes made while it was gone are not
+    skipped without a word."""
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE o (id int PRIMARY KEY, v text)")
+    z = mirror_env.zxd({"o": {"connection": "db", "tables": ["o"],
+                              "extra": {"initial_copy": "false"}}}, {"db": superuser(db)})
+    # the slot's consistent point, acknowledged by the writer: only then
+    # is it confirmed (until then the worker holds its position at 0/0)
+    wait_for(lambda: ((z.pipeline("o") or {}).get("source_status") or {})
+             .get("confirmed_lsn", "0/0") not in ("0/0", ""),
+             lambda: f"a position confirmed: {z.pipeline('o')}", deadline=DEADLINE)
+    drop_slot_while_stopped_then_start(pg, db, z)
+
+
+def test_a_transaction_larger_than_a_batch_leaves_its_position_in_the_store(pg, mirror_env):
+    """A transaction whose rows go out in several frames before its commit
+    arrives: the commit's position still reaches the store (once lost, a
+    dropped slot went unnoticed after such a transaction)."""
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE o (id int PRIMARY KEY, v text)")
+    pg.execute(db, "INSERT INTO o VALUES (0, 'copied')")
+    z = mirror_env.zxd({"o": {"connection": "db", "tables": ["o"]}}, {"db": superuser(db)},
+                       server_extra="ring_size: 2MiB", max_body_size="64KiB")
+    z.wait_count("o", 1, deadline=DEADLINE)
+    # one transaction of about 6 MB: several frames of a 2 MiB ring
+    pg.execute(db, "INSERT INTO o SELECT g, repeat('x', 200) FROM generate_series(1, 30000) g")
+    end = pg.query("postgres", "SELECT pg_current_wal_lsn()::text")[0][0]
+    z.wait_count("o", 30001, deadline=DEADLINE)
+    # zx tells the server a position once the writer has stored it
+    wait_for(lambda: pg.query("postgres", "SELECT confirmed_flush_lsn >= %s::pg_lsn FROM "
+                                          "pg_replication_slots WHERE slot_name = 'zx_o'",
+                              (end,)) == [(True,)],
+             lambda: f"the slot confirmed past the transaction: {z.pipeline('o')}",
+             deadline=DEADLINE)
+    drop_slot_while_stopped_then_start(pg, db, z)
+
+
 def test_slot_creation_behind_an_open_transaction_says_what_it_waits_for(pg, mirror_env):
     db = mirror_env.db()
     pg.execute(db, "CREATE TABLE w (id int PRIMARY KEY, v text)")

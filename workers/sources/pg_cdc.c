@@ -104,6 +104,12 @@ typedef struct cdc {
     pgo_lsn sent;              /* confirmed in the last status update */
     pgo_lsn server_end;        /* the server's WAL end, last seen */
     int in_txn;
+    int split_txn;             /* this transaction's changes went out in a
+                                  frame before its commit (it was large or
+                                  old): that frame carried no position */
+    int lsn_owed;              /* the store lacks a position the server will
+                                  be told: the next flush publishes one even
+                                  with no rows (see owe_lsn) */
     pgo_lsn txn_lsn;
     int64_t txn_commit_us;
     uint32_t txn_xid;
@@ -338,6 +344,8 @@ static void start_flush(cdc *c)
             c->flast = i;
     c->flush_lsn = c->last_commit > c->published ? c->last_commit : 0;
     c->flush_commit_us = c->pending_commit_us;
+    if (c->in_txn)
+        c->split_txn = 1;
     c->pending_since_ms = 0;
     c->pending_commit_us = 0;
 }
@@ -362,6 +370,19 @@ static int continue_flush(cdc *c)
     }
     if (zx_src_kept(c->rt))
         return 0;
+    if (c->flast == SIZE_MAX && c->flush_lsn && c->lsn_owed && c->nt) {
+        /* no rows, but a position the store must have: an empty frame
+         * carries it (the writer stores it after what came before) */
+        zx_frame_meta m;
+        changes_meta(c, &c->t[0], &m);
+        m.history = 0;
+        zx_rowset_reset(&c->crs);
+        if (publish(c, &m, &c->crs, c->flush_lsn, c->flush_commit_us, NULL) < 0)
+            return -1;
+        c->lsn_owed = 0;
+        c->flushing = 0;
+        return 1;
+    }
     c->flushing = 0;
     /* nothing was gathered (only commits): confirm at once when quiet */
     if (c->flast == SIZE_MAX && c->flush_lsn && quiet(c) && c->flush_lsn > c->confirmed)
@@ -411,6 +432,7 @@ static int copy_types(cdc *c, pgcdc_table *t)
 }
 
 static int start_stream(cdc *c);
+static void owe_lsn(cdc *c);
 
 /* One step of the copy.  ZX_SRC_BUSY, _BLOCKED or _FATAL. */
 static int copy_step(cdc *c)
@@ -549,6 +571,10 @@ static int start_stream(cdc *c)
     }
     c->streaming = 1;
     c->confirmed = c->sent = c->start;
+    if (c->slot_made && c->gap_to && c->last_commit < c->gap_to) {
+        c->last_commit = c->gap_to;
+        owe_lsn(c);
+    }
     if (c->gap_from) {
         zx_src_set_error(c->rt, NULL);   /* the resync is over */
         zx_info("event=resync_done pipeline=%s slot=%s", c->p->name, c->p->slot);
@@ -581,6 +607,20 @@ static pgcdc_table *table_named(cdc *c, const char *nsp, const char *rel)
         if (strcmp(c->t[i].schema, nsp) == 0 && strcmp(c->t[i].name, rel) == 0)
             return &c->t[i];
     return NULL;
+}
+
+/* The store must get the position c->last_commit although no row goes
+ * with it: a transaction whose rows went out before its commit, or a slot
+ * just made (its consistent point: from then on zx knows it had a slot,
+ * pg_cdc.c's slot_lost).  Without it the server would be told a position
+ * the store never had. */
+static void owe_lsn(cdc *c)
+{
+    c->lsn_owed = 1;
+    if (!c->pending_since_ms) {
+        c->pending_since_ms = zx_mono_ms();
+        c->pending_commit_us = c->txn_commit_us;
+    }
 }
 
 static void gathered(cdc *c)
@@ -639,6 +679,10 @@ static int process(cdc *c, const uint8_t *data, size_t len)
         c->in_txn = 0;
         if (m.u.commit.end_lsn > c->last_commit)
             c->last_commit = m.u.commit.end_lsn;
+        if (c->split_txn) {
+            c->split_txn = 0;
+            owe_lsn(c);
+        }
         if (!c->pending_since_ms && quiet(c) && c->last_commit > c->confirmed)
             c->confirmed = c->last_commit;
         break;
@@ -761,7 +805,7 @@ static int stream_step(cdc *c)
      * waits for us), or the batch is large or old: while the writer works
      * on a frame, the next one grows (a group commit driven by its pace) */
     if (c->pending_since_ms &&
-        ((!more && zx_src_acked_seq(c->rt) >= zx_src_published_seq(c->rt)) ||
+        ((!more && !c->in_txn && zx_src_acked_seq(c->rt) >= zx_src_published_seq(c->rt)) ||
          zx_mono_ms() - c->pending_since_ms >= BATCH_MAX_MS ||
          gathered_bytes(c) >= c->batch_max)) {
         start_flush(c);
