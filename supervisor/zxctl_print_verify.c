@@ -44,9 +44,14 @@ void zxctl_print_verify(const json_t *r, FILE *out)
     json_array_foreach(json_object_get(r, "tables"), i, t) {
         char *tn = zxctl_fmt(json_object_get(t, "table"));
         char *mn = zxctl_fmt(json_object_get(t, "mirror"));
-        fprintf(out, "  %s -> %s: %lld rows compared, %lld differing\n", tn, mn,
+        fprintf(out, "  %s -> %s: %lld rows compared, %lld differing", tn, mn,
                 (long long)json_integer_value(json_object_get(t, "compared")),
                 (long long)json_integer_value(json_object_get(t, "differing")));
+        if (json_integer_value(json_object_get(t, "ranges")) > 0) /* hashed by ranges */
+            fprintf(out, " (%lld key ranges hashed, %lld differing)",
+                    (long long)json_integer_value(json_object_get(t, "ranges")),
+                    (long long)json_integer_value(json_object_get(t, "ranges_differing")));
+        fputc('\n', out);
         free(tn);
         free(mn);
         json_array_foreach(json_object_get(t, "keys"), j, k) {

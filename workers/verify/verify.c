@@ -17,6 +17,7 @@
 #include "workers/verify/verify_int.h"
 
 #define VF_BATCH 500                /* rows compared per query */
+#define VF_RANGE 1000               /* rows of a range hashed on both sides */
 
 /* A key that differed, and how. */
 typedef struct vf_cand {
@@ -34,6 +35,8 @@ typedef struct vf_run {
     size_t n, cap;
     uint64_t more;           /* differing keys beyond ZX_VERIFY_MAX_KEYS */
     int lagging;             /* the mirror did not catch up in a round */
+    uint64_t ranges;         /* ranges hashed on both sides (this table) */
+    uint64_t ranges_differing; /* of those, ranges compared key by key */
     int repair;              /* --repair: keys still differing go to req */
     json_t *req;             /* [{"table", "keys"}] of the repair request */
     char *err;
@@ -51,6 +54,7 @@ static void cands_free(vf_run *r)
     r->n = r->cap = 0;
     r->more = 0;
     r->lagging = 0;
+    r->ranges = r->ranges_differing = 0;
 }
 
 /* Keep key (taken over: *key is emptied) with how and diff. */
@@ -139,62 +143,62 @@ static int flush_keys(vf_run *r, const vf_table *t, vf_row *mkeys, vf_row *canon
     return rc;
 }
 
-/* Every source row looked up in the mirror, then every mirror key in the
- * source, in one source snapshot, VF_BATCH at a time.  Returns the rows
- * compared, or -1. */
-static int64_t first_pass(vf_run *r, const vf_table *t)
+/* Buffers of VF_BATCH rows for a key-by-key comparison. */
+typedef struct vf_bufs {
+    vf_row *a, *b;
+    vf_how *how;
+    int *diffs;
+} vf_bufs;
+
+/* Every source row of the range (lo, hi] (NULL: unbounded) looked up in
+ * the mirror, then every mirror key of the range in the source, in the
+ * current source snapshot, VF_BATCH at a time.  *seen gets the source
+ * rows compared added.  0 or -1. */
+static int compare_keys(vf_run *r, const vf_table *t, const vf_row *lo, const vf_row *hi,
+                        vf_bufs *f, uint64_t *seen)
 {
-    int64_t rows = -1;
-    uint64_t seen = 0;
+    vf_row *a = f->a, *b = f->b;
     size_t n = 0;
-    vf_row *a = calloc(VF_BATCH, sizeof(*a)), *b = calloc(VF_BATCH, sizeof(*b));
-    vf_how *how = calloc(VF_BATCH, sizeof(*how));
-    int *diffs = calloc((size_t)VF_BATCH * (t->ncols ? t->ncols : 1), sizeof(*diffs));
     int rc;
-    if (!a || !b || !how || !diffs) {
-        zx_seterr(r->err, r->errlen, "out of memory");
-        goto out;
-    }
-    if (snapshot(r) < 0 || vf_src_scan(r->src, t, r->err, r->errlen) < 0)
-        goto out;
+    if (vf_src_scan_range(r->src, t, lo, hi, r->err, r->errlen) < 0)
+        return -1;
     while ((rc = vf_src_next(r->src, &a[n], r->err, r->errlen)) == 1) {
         if (vf_row_key(t, &a[n], &b[n]) < 0) {
             vf_row_free(&a[n]);
             rc = zx_seterr(r->err, r->errlen, "out of memory");
             break;
         }
-        seen++;
+        (*seen)++;
         if (++n == VF_BATCH) {
-            rc = flush_rows(r, t, a, b, n, how, diffs);
+            rc = flush_rows(r, t, a, b, n, f->how, f->diffs);
             n = 0;
-            if (rc < 0 || past_deadline(r, seen)) {
+            if (rc < 0 || past_deadline(r, *seen)) {
                 rc = -1;
                 break;
             }
         }
     }
     if (rc == 0)
-        rc = flush_rows(r, t, a, b, n, how, diffs);
+        rc = flush_rows(r, t, a, b, n, f->how, f->diffs);
     else
         for (size_t i = 0; i < n; i++) {
             vf_row_free(&a[i]);
             vf_row_free(&b[i]);
         }
-    n = 0;
     if (rc < 0)
-        goto out;
-    int64_t compared = (int64_t)seen;
+        return -1;
     /* mirror rows whose key the source lacks (b: the source's texts) */
     int absent[VF_BATCH];
-    seen = 0;
-    if (vf_mir_scan(r->mir, t, r->err, r->errlen) < 0)
-        goto out;
+    uint64_t keys = 0;
+    n = 0;
+    if (vf_mir_scan_range(r->mir, t, lo, hi, r->err, r->errlen) < 0)
+        return -1;
     while ((rc = vf_mir_next(r->mir, &a[n], r->err, r->errlen)) == 1) {
-        seen++;
+        keys++;
         if (++n == VF_BATCH) {
             rc = flush_keys(r, t, a, b, n, absent);
             n = 0;
-            if (rc < 0 || past_deadline(r, seen)) {
+            if (rc < 0 || past_deadline(r, keys)) {
                 rc = -1;
                 break;
             }
@@ -206,13 +210,88 @@ static int64_t first_pass(vf_run *r, const vf_table *t)
         for (size_t i = 0; i < n; i++)
             vf_row_free(&a[i]);
     vf_mir_scan_end(r->mir);
+    return rc;
+}
+
+/* The table by ranges of VF_RANGE rows in key order (Postgres workspace):
+ * each range's count and hash computed on both servers, and only a range
+ * that differs compared key by key (compare_keys).  The source's range
+ * ends at its last key; the mirror's is every key above the previous
+ * range's last key up to it (the last range: every key above), so the
+ * mirror's ranges cover its whole key space.  *seen as compare_keys.
+ * 0 or -1. */
+static int compare_ranges(vf_run *r, const vf_table *t, vf_bufs *f, uint64_t *seen)
+{
+    vf_row lo = {0}, last = {0};
+    int has_lo = 0, rc = 0;
+    for (;;) {
+        int64_t sn, mn;
+        char sh[64], mh[64];
+        if (vf_src_range(r->src, t, has_lo ? &lo : NULL, VF_RANGE, &sn, sh, &last, r->err,
+                         r->errlen) < 0) {
+            rc = -1;
+            break;
+        }
+        int final = sn < VF_RANGE; /* fewer rows than asked: none above */
+        const vf_row *hi = final ? NULL : &last;
+        if (vf_mir_range(r->mir, t, has_lo ? &lo : NULL, hi, &mn, mh, r->err, r->errlen) < 0) {
+            rc = -1;
+            break;
+        }
+        r->ranges++;
+        if (sn != mn || strcmp(sh, mh)) {
+            r->ranges_differing++;
+            if (compare_keys(r, t, has_lo ? &lo : NULL, hi, f, seen) < 0) {
+                rc = -1;
+                break;
+            }
+        } else {
+            *seen += (uint64_t)sn;
+        }
+        if (final)
+            break;
+        if (past_deadline(r, *seen)) {
+            rc = -1;
+            break;
+        }
+        vf_row_free(&lo);
+        lo = last;
+        memset(&last, 0, sizeof(last));
+        has_lo = 1;
+    }
+    vf_row_free(&lo);
+    vf_row_free(&last);
+    return rc;
+}
+
+/* Every source row compared with the mirror, and every mirror key looked
+ * up in the source, in one source snapshot: by ranges on a Postgres
+ * workspace (when vf_range_ok), key by key otherwise.  A SQLite mirror
+ * stores values converted from the source's text (pg_values.h, fit.h),
+ * which neither server can print as the source does, so it is compared
+ * key by key.  Returns the rows compared, or -1. */
+static int64_t first_pass(vf_run *r, const vf_table *t)
+{
+    int64_t rows = -1;
+    uint64_t seen = 0;
+    vf_bufs f = { calloc(VF_BATCH, sizeof(*f.a)), calloc(VF_BATCH, sizeof(*f.b)),
+                  calloc(VF_BATCH, sizeof(*f.how)),
+                  calloc((size_t)VF_BATCH * (t->ncols ? t->ncols : 1), sizeof(*f.diffs)) };
+    if (!f.a || !f.b || !f.how || !f.diffs) {
+        zx_seterr(r->err, r->errlen, "out of memory");
+        goto out;
+    }
+    if (snapshot(r) < 0)
+        goto out;
+    int rc = vf_mir_is_pg(r->mir) && vf_range_ok(t) ? compare_ranges(r, t, &f, &seen)
+                                                     : compare_keys(r, t, NULL, NULL, &f, &seen);
     if (rc == 0 && vf_src_end(r->src, r->err, r->errlen) == 0)
-        rows = compared;
+        rows = (int64_t)seen;
 out:
-    free(a);
-    free(b);
-    free(how);
-    free(diffs);
+    free(f.a);
+    free(f.b);
+    free(f.how);
+    free(f.diffs);
     return rows;
 }
 
@@ -280,10 +359,12 @@ static json_t *table_report(vf_run *r, const vf_table *t, int64_t rows, uint64_t
     snprintf(qual, sizeof(qual), "%s.%s", t->schema, t->name);
     uint64_t differing = r->n + r->more;
     size_t shown = r->n < ZX_VERIFY_SHOW_KEYS ? r->n : ZX_VERIFY_SHOW_KEYS;
-    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:o, s:I, s:I}", "table", qual, "mirror",
-                          t->mirror, "compared", (json_int_t)rows, "differing",
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:I}", "table", qual,
+                          "mirror", t->mirror, "compared", (json_int_t)rows, "differing",
                           (json_int_t)differing, "keys", keys, "more",
-                          (json_int_t)(differing - shown), "settled", (json_int_t)settled);
+                          (json_int_t)(differing - shown), "settled", (json_int_t)settled,
+                          "ranges", (json_int_t)r->ranges, "ranges_differing",
+                          (json_int_t)r->ranges_differing);
     uint32_t absent = 0;
     for (uint32_t j = 0; j < t->ncols; j++)
         absent += !t->in_mirror[j];

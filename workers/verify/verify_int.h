@@ -92,6 +92,16 @@ int vf_src_end(vf_src *s, char *err, size_t errlen);
  * re-initialised each call; -1 error).  No other query may run on s
  * meanwhile. */
 int vf_src_scan(vf_src *s, const vf_table *t, char *err, size_t errlen);
+/* vf_src_scan of the rows whose key is above lo and at most hi (each
+ * NULL: no bound; key texts as the source prints them). */
+int vf_src_scan_range(vf_src *s, const vf_table *t, const vf_row *lo, const vf_row *hi,
+                      char *err, size_t errlen);
+/* The range of the (at most) limit rows of t above key lo (NULL: from
+ * the first), in key order: *count rows, hash their hash (vf_put_rowhash,
+ * summed, as decimal text; "0" for none), and *last (initialised here
+ * only when *count > 0) the range's last key.  One query.  0 or -1. */
+int vf_src_range(vf_src *s, const vf_table *t, const vf_row *lo, int64_t limit,
+                 int64_t *count, char hash[64], vf_row *last, char *err, size_t errlen);
 int vf_src_next(vf_src *s, vf_row *r, char *err, size_t errlen);
 /* The row of t whose key is key (texts as the source prints them):
  * 1 found (in *r), 0 none, -1 error. */
@@ -135,8 +145,34 @@ int vf_mir_compare_many(vf_mir *m, const vf_table *t, const vf_row *src, const v
  * values as texts: integers in decimal, reals with 17 digits). */
 int vf_mir_scan(vf_mir *m, const vf_table *t, char *err, size_t errlen);
 int vf_mir_next(vf_mir *m, vf_row *key, char *err, size_t errlen);
+/* Postgres workspace: vf_mir_scan of the keys above lo and at most hi
+ * (each NULL: no bound), and the count and hash (as vf_src_range) of the
+ * mirror rows there (one query).  0 or -1. */
+int vf_mir_scan_range(vf_mir *m, const vf_table *t, const vf_row *lo, const vf_row *hi,
+                      char *err, size_t errlen);
+int vf_mir_range(vf_mir *m, const vf_table *t, const vf_row *lo, const vf_row *hi,
+                 int64_t *count, char hash[64], char *err, size_t errlen);
+/* 1 when m is a Postgres workspace. */
+int vf_mir_is_pg(const vf_mir *m);
 /* End a scan early (also done by the next vf_mir_table). */
 void vf_mir_scan_end(vf_mir *m);
+
+/* ---- verify_range.c (pure): the SQL of range hashing ------------------ */
+
+/* 1 when t can be compared by ranges on a Postgres workspace: every
+ * compared column has the source's type in the mirror (so both print the
+ * same text), and every key column a type ordered alike on every server
+ * (integers, numeric, uuid, dates and timestamps: no collation). */
+int vf_range_ok(const vf_table *t);
+/* Append "k1, k2" (desc: "k1 DESC, k2 DESC") to b.  0 or -1. */
+int vf_put_keylist(zx_fit_buf *b, const vf_table *t, int desc);
+/* Append " WHERE (keys) > ($1::T, ...)" when lo, and "(keys) <= (...)"
+ * when hi (its parameters after lo's), types[i] being column i's type as
+ * SQL.  0 or -1. */
+int vf_put_bounds(zx_fit_buf *b, const vf_table *t, char *const *types, int lo, int hi);
+/* Append a row's 64-bit hash as an SQL bigint expression over the
+ * columns the mirror has.  0 or -1. */
+int vf_put_rowhash(zx_fit_buf *b, const vf_table *t);
 
 /* ---- verify_repair.c ---------------------------------------------------- */
 

@@ -426,15 +426,41 @@ int vf_mir_compare(vf_mir *m, const vf_table *t, const vf_row *src, const vf_row
                  : compare_sqlite(m, t, src, key, how, diff, err, errlen);
 }
 
+int vf_mir_is_pg(const vf_mir *m)
+{
+    return m->pg;
+}
+
 int vf_mir_scan(vf_mir *m, const vf_table *t, char *err, size_t errlen)
 {
+    return vf_mir_scan_range(m, t, NULL, NULL, err, errlen);
+}
+
+/* The parameters of bounds lo and hi (each NULL: none) into pv (2 *
+ * t->nkeys entries).  Returns how many. */
+static int bound_params(const vf_table *t, const vf_row *lo, const vf_row *hi, const char **pv)
+{
+    int n = 0;
+    for (uint32_t k = 0; lo && k < t->nkeys; k++)
+        pv[n++] = lo->v[k];
+    for (uint32_t k = 0; hi && k < t->nkeys; k++)
+        pv[n++] = hi->v[k];
+    return n;
+}
+
+int vf_mir_scan_range(vf_mir *m, const vf_table *t, const vf_row *lo, const vf_row *hi,
+                      char *err, size_t errlen)
+{
     vf_mir_scan_end(m);
+    if (!m->pg && (lo || hi))
+        return zx_seterr(err, errlen, "a SQLite mirror is not read by key ranges");
     zx_fit_buf *b = &m->sql;
     b->len = 0;
     int bad = vf_put(b, "SELECT ") < 0;
     for (uint32_t k = 0; k < t->nkeys && !bad; k++)
         bad = (k && vf_put(b, ", ") < 0) || vf_put_ident(b, t->cols[t->keys[k]]) < 0;
-    bad = bad || vf_put(b, " FROM ") < 0 || put_mirror(m, t, b) < 0;
+    bad = bad || vf_put(b, " FROM ") < 0 || put_mirror(m, t, b) < 0 ||
+          (m->pg && vf_put_bounds(b, t, t->mtypes, lo != NULL, hi != NULL) < 0);
     if (bad)
         return zx_seterr(err, errlen, "out of memory");
     if (!m->pg) {
@@ -443,9 +469,47 @@ int vf_mir_scan(vf_mir *m, const vf_table *t, char *err, size_t errlen)
                              t->mirror, sqlite3_errmsg(m->db));
         return 0;
     }
-    if (!PQsendQuery(m->conn, b->p) || !PQsetSingleRowMode(m->conn))
+    const char **pv = calloc(2 * (size_t)t->nkeys, sizeof(*pv));
+    if (!pv)
+        return zx_seterr(err, errlen, "out of memory");
+    int np = bound_params(t, lo, hi, pv);
+    int ok = PQsendQueryParams(m->conn, b->p, np, NULL, pv, NULL, NULL, 0) &&
+             PQsetSingleRowMode(m->conn);
+    free(pv);
+    if (!ok)
         return pg_fail(m, NULL, "reading the mirror", err, errlen);
     m->scanning = 1;
+    return 0;
+}
+
+/* SELECT count(*), coalesce(sum(<row hash>), 0) FROM s.m WHERE (keys) >
+ * (lo) AND (keys) <= (hi). */
+int vf_mir_range(vf_mir *m, const vf_table *t, const vf_row *lo, const vf_row *hi,
+                 int64_t *count, char hash[64], char *err, size_t errlen)
+{
+    if (!m->pg)
+        return zx_seterr(err, errlen, "a SQLite mirror is not hashed by key ranges");
+    vf_mir_scan_end(m);
+    zx_fit_buf q = {0};
+    const char **pv = calloc(2 * (size_t)t->nkeys, sizeof(*pv));
+    int bad = !pv || vf_put(&q, "SELECT count(*)::text, coalesce(sum(") < 0 ||
+              vf_put_rowhash(&q, t) < 0 || vf_put(&q, "), 0)::text FROM ") < 0 ||
+              put_mirror(m, t, &q) < 0 ||
+              vf_put_bounds(&q, t, t->mtypes, lo != NULL, hi != NULL) < 0;
+    if (bad) {
+        free(pv);
+        zx_fit_buf_free(&q);
+        return zx_seterr(err, errlen, "out of memory");
+    }
+    int np = bound_params(t, lo, hi, pv);
+    PGresult *r = PQexecParams(m->conn, q.p, np, NULL, pv, NULL, NULL, 0);
+    free(pv);
+    zx_fit_buf_free(&q);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        return pg_fail(m, r, "hashing a range of the mirror", err, errlen);
+    *count = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    snprintf(hash, 64, "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
     return 0;
 }
 

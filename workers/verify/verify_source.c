@@ -199,25 +199,93 @@ static int take_row(PGresult *r, int i, vf_row *out)
     return 0;
 }
 
+/* The parameters of bounds lo and hi (each NULL: none) into pv (2 *
+ * t->nkeys entries).  Returns how many. */
+static int bound_params(const vf_table *t, const vf_row *lo, const vf_row *hi, const char **pv)
+{
+    int n = 0;
+    for (uint32_t k = 0; lo && k < t->nkeys; k++)
+        pv[n++] = lo->v[k];
+    for (uint32_t k = 0; hi && k < t->nkeys; k++)
+        pv[n++] = hi->v[k];
+    return n;
+}
+
 int vf_src_scan(vf_src *s, const vf_table *t, char *err, size_t errlen)
 {
+    return vf_src_scan_range(s, t, NULL, NULL, err, errlen);
+}
+
+int vf_src_scan_range(vf_src *s, const vf_table *t, const vf_row *lo, const vf_row *hi,
+                      char *err, size_t errlen)
+{
     zx_fit_buf q = {0};
-    int bad = vf_put(&q, "SELECT ") < 0;
+    const char **pv = calloc(2 * (size_t)t->nkeys, sizeof(*pv));
+    int bad = !pv || vf_put(&q, "SELECT ") < 0;
     s->sql.len = 0;
     bad = bad || put_cols(s, t, 0) < 0 || vf_put(&q, s->sql.p) < 0 || vf_put(&q, " FROM ") < 0 ||
-          put_table(s, t) < 0 || vf_put(&q, s->sql.p) < 0 || vf_put(&q, " ORDER BY ") < 0;
+          put_table(s, t) < 0 || vf_put(&q, s->sql.p) < 0 ||
+          vf_put_bounds(&q, t, t->stypes, lo != NULL, hi != NULL) < 0 ||
+          vf_put(&q, " ORDER BY ") < 0;
     s->sql.len = 0;
     bad = bad || put_cols(s, t, 1) < 0 || vf_put(&q, s->sql.p) < 0;
     if (bad) {
+        free(pv);
         zx_fit_buf_free(&q);
         return zx_seterr(err, errlen, "out of memory");
     }
-    int ok = PQsendQuery(s->conn, q.p) && PQsetSingleRowMode(s->conn);
+    int np = bound_params(t, lo, hi, pv);
+    int ok = PQsendQueryParams(s->conn, q.p, np, NULL, pv, NULL, NULL, 0) &&
+             PQsetSingleRowMode(s->conn);
+    free(pv);
     zx_fit_buf_free(&q);
     if (!ok)
         return fail(s, NULL, "reading the table", err, errlen);
     s->scanning = 1;
     return 0;
+}
+
+/* SELECT count(*) OVER (), sum(h) OVER (), k1, ... FROM (SELECT k1, ...,
+ * <row hash> AS h FROM t WHERE (keys) > (lo) ORDER BY keys LIMIT n) x
+ * ORDER BY keys DESC LIMIT 1: the range's count, hash and last key. */
+int vf_src_range(vf_src *s, const vf_table *t, const vf_row *lo, int64_t limit,
+                 int64_t *count, char hash[64], vf_row *last, char *err, size_t errlen)
+{
+    zx_fit_buf q = {0};
+    char lim[40];
+    snprintf(lim, sizeof(lim), " LIMIT %lld) AS x ORDER BY ", (long long)limit);
+    int bad = vf_put(&q, "SELECT count(*) OVER ()::text, (sum(\"zx verify hash\") OVER ())"
+                     "::text, ") < 0 || vf_put_keylist(&q, t, 0) < 0 ||
+              vf_put(&q, " FROM (SELECT ") < 0 || vf_put_keylist(&q, t, 0) < 0 ||
+              vf_put(&q, ", ") < 0 || vf_put_rowhash(&q, t) < 0 ||
+              vf_put(&q, " AS \"zx verify hash\" FROM ") < 0 || put_table(s, t) < 0 ||
+              vf_put(&q, s->sql.p) < 0 || vf_put_bounds(&q, t, t->stypes, lo != NULL, 0) < 0 ||
+              vf_put(&q, " ORDER BY ") < 0 || vf_put_keylist(&q, t, 0) < 0 ||
+              vf_put(&q, lim) < 0 || vf_put_keylist(&q, t, 1) < 0 || vf_put(&q, " LIMIT 1") < 0;
+    if (bad) {
+        zx_fit_buf_free(&q);
+        return zx_seterr(err, errlen, "out of memory");
+    }
+    const char **pv = lo ? (const char **)lo->v : NULL;
+    PGresult *r = PQexecParams(s->conn, q.p, lo ? (int)t->nkeys : 0, NULL, pv, NULL, NULL, 0);
+    zx_fit_buf_free(&q);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
+        return fail(s, r, "hashing a range of the table", err, errlen);
+    *count = 0;
+    snprintf(hash, 64, "0");
+    int rc = 0;
+    if (PQntuples(r) == 1) {
+        *count = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        snprintf(hash, 64, "%s", PQgetvalue(r, 0, 1));
+        if (vf_row_init(last, t->nkeys) < 0)
+            rc = zx_seterr(err, errlen, "out of memory");
+        for (uint32_t k = 0; rc == 0 && k < t->nkeys; k++)
+            if (vf_row_set(last, k, PQgetvalue(r, 0, (int)k + 2),
+                           (size_t)PQgetlength(r, 0, (int)k + 2)) < 0)
+                rc = zx_seterr(err, errlen, "out of memory");
+    }
+    PQclear(r);
+    return rc;
 }
 
 int vf_src_next(vf_src *s, vf_row *r, char *err, size_t errlen)
