@@ -12,7 +12,9 @@ extra, which columns differ) with exit 4, and --repair re-copies exactly
 those keys through the pipeline (a second verify is clean); a verify while the source keeps
 changing reports no false difference; `zxctl status` shows the last
 verify (after a restart of zxd too); --table and the errors (unknown table, a pipeline that is not
-postgres).
+postgres); on a Postgres workspace a table of 20,000 rows is hashed by key
+ranges on both servers and only the ranges that differ are compared key by
+key (the same keys reported, the answer counting ranges).
 """
 
 import json

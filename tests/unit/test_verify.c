@@ -181,8 +181,59 @@ static void test_sqlite_compare(void)
     unlink(path);
 }
 
+/* Range hashing (verify_range.c): which tables may be hashed by ranges,
+ * and the SQL of bounds and row hashes. */
+static void test_range_sql(void)
+{
+    char *cols[] = { "id", "Note", "b" };
+    uint32_t oids[] = { 20, 25, 1082 };
+    char *st[] = { "bigint", "text", "date" };
+    char *mt[] = { "bigint", "text", "date" };
+    int in[] = { 1, 1, 0 };
+    uint32_t keys[] = { 0, 2 };
+    vf_table t = { .ncols = 3, .cols = cols, .oids = oids, .stypes = st, .mtypes = mt,
+                   .in_mirror = in, .nkeys = 1, .keys = keys };
+    CHECK(vf_range_ok(&t));
+    zx_fit_buf b = {0};
+    CHECK(vf_put_bounds(&b, &t, st, 1, 1) == 0);
+    CHECK(!strcmp(b.p, " WHERE (\"id\") > ($1::bigint) AND (\"id\") <= ($2::bigint)"));
+    b.len = 0;
+    CHECK(vf_put_bounds(&b, &t, st, 0, 1) == 0);
+    CHECK(!strcmp(b.p, " WHERE (\"id\") <= ($1::bigint)"));
+    b.len = 0;
+    b.p[0] = '\0';
+    CHECK(vf_put_bounds(&b, &t, st, 0, 0) == 0 && b.len == 0);
+    /* the columns the mirror has, in order */
+    CHECK(vf_put_rowhash(&b, &t) == 0);
+    CHECK(!strcmp(b.p, "('x' || substr(md5(ROW(\"id\", \"Note\")::text), 1, 16))"
+                       "::bit(64)::bigint"));
+    b.len = 0;
+    t.nkeys = 2;
+    CHECK(vf_put_keylist(&b, &t, 1) == 0 && !strcmp(b.p, "\"id\" DESC, \"b\" DESC"));
+    b.len = 0;
+    CHECK(vf_put_bounds(&b, &t, st, 1, 1) == 0);
+    CHECK(!strcmp(b.p, " WHERE (\"id\", \"b\") > ($1::bigint, $2::date) AND "
+                       "(\"id\", \"b\") <= ($3::bigint, $4::date)"));
+    zx_fit_buf_free(&b);
+    /* a text key (collations differ between servers): key by key */
+    keys[0] = 1;
+    CHECK(!vf_range_ok(&t));
+    keys[0] = 0;
+    CHECK(vf_range_ok(&t));
+    /* a compared column of another type in the mirror: key by key */
+    mt[1] = "character varying";
+    CHECK(!vf_range_ok(&t));
+    mt[1] = NULL;
+    CHECK(!vf_range_ok(&t));
+    in[1] = 0; /* not compared: no matter */
+    CHECK(vf_range_ok(&t));
+    t.mtypes = NULL; /* SQLite */
+    CHECK(!vf_range_ok(&t));
+}
+
 int main(void)
 {
+    test_range_sql();
     test_rows();
     test_quote();
     test_sqlite_compare();

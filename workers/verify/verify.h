@@ -5,7 +5,14 @@
  * the source (one REPEATABLE READ READ ONLY transaction at a time, plain
  * SELECTs by key).
  *
- * How (verify.c): every source row is read in key order from one
+ * How (verify.c): on a Postgres workspace, a table whose mirror has the
+ * source's column types and whose key orders alike on both servers
+ * (vf_range_ok) is cut into ranges of 1000 rows in key order from one
+ * source snapshot; both servers compute each range's count and hash
+ * (verify_range.c) and only the ranges that differ are compared key by
+ * key as follows.  Otherwise (and on SQLite, whose mirror stores
+ * converted values no server prints as the source does) the whole table
+ * is compared key by key: every source row is read in key order from one
  * snapshot and looked up by its key in the mirror; then every mirror key
  * is looked up in the same source snapshot (a mirror row whose key the
  * source lacks is "extra"); 500 keys a query (a join with the keys
@@ -52,10 +59,13 @@
  *    "tables":[{"table":"public.orders", "mirror":"orders", "compared":N,
  *               "differing":D, "keys":[{"key":{"id":"3"},
  *               "how":"missing"|"extra"|"differ", "columns":["note"]}],
- *               "more":M, "settled":S, "note":"..."}]}
+ *               "more":M, "settled":S, "ranges":R, "ranges_differing":RD,
+ *               "note":"..."}]}
  * ("keys" lists at most ZX_VERIFY_SHOW_KEYS; "more" how many differing
  * keys are not listed; "settled" how many keys differed at first but were
- * equal once the mirror had caught up).  With flags ZX_VERIFY_REPAIR, the keys that
+ * equal once the mirror had caught up; "ranges" how many key ranges were
+ * hashed on both servers, 0 when compared key by key, "ranges_differing"
+ * how many of them differed and were compared key by key).  With flags ZX_VERIFY_REPAIR, the keys that
  * still differ (at most ZX_VERIFY_MAX_KEYS per table) are handed to the
  * pipeline's worker, which sends each key's row as the source has it now
  * (or its delete) through the writer (workers/sources/pg_cdc_repair.c);
