@@ -244,7 +244,8 @@ static ke_kind auth_error(const ke_ctx *c, rd_kafka_resp_err_t err, const char *
         why = "invalid user name or password";
     else if (!has(d, "invalid credentials") && d[0]) {
         const char *s = has(d, "SASL authentication error: ");
-        snprintf(dbuf, sizeof(dbuf), "%s", s ? s + 27 : d);
+        /* the broker's words, cut to fit */
+        snprintf(dbuf, sizeof(dbuf), "%.*s", (int)sizeof(dbuf) - 1, s ? s + 27 : d);
         why = dbuf;
     }
     if (c->mechanism && strncmp(c->mechanism, "SCRAM", 5) == 0 &&
