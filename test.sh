@@ -28,6 +28,7 @@ stop_services() {
     tests/services/kafka stop 3.9 >/dev/null 2>&1 || true
     tests/services/postgres stop >/dev/null 2>&1 || true
     tests/services/mariadb stop >/dev/null 2>&1 || true
+    tests/services/schema-registry stop >/dev/null 2>&1 || true
 }
 trap stop_services EXIT
 

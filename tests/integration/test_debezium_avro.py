@@ -43,7 +43,7 @@ def reg(cmd):
 def registry():
     env = reg("start")
     yield env["REGISTRY_URL"]
-    reg("start")          # a test may have left it stopped
+    reg("stop")           # nothing of the tests outlives them
 
 
 def register(url, subject, schema):
