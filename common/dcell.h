@@ -1,8 +1,8 @@
 /*
  * dcell.h — one cell of a result that leaves zx (a reverse sync's row, see
- * workers/syncs/dest.h "The rows") made into what a column of a logical
+ * workers/destinations/dest.h "The rows") made into what a column of a logical
  * type (common/dtype.h) stores: the value rules every destination shares,
- * table (workers/syncs/dest_postgres.c, dest_sqlite.c, dest_mysql.c) or
+ * table (workers/destinations/postgres/dest_postgres.c, dest_sqlite.c, dest_mysql.c) or
  * file (formats/parquet.h, formats/textrows.h through dest_files.c), so
  * that a result gives the same values in a table and in a file.
  *

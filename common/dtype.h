@@ -3,7 +3,7 @@
  * sync's query result): what destinations and file formats (formats/) map
  * to their own types.  Values travel as zx_value cells of a zx_rowset
  * (common/rowset.h); which cell types each logical type takes is said in
- * workers/syncs/dest.h ("The rows").
+ * workers/destinations/dest.h ("The rows").
  */
 #ifndef ZX_COMMON_DTYPE_H
 #define ZX_COMMON_DTYPE_H

@@ -225,7 +225,7 @@ typedef struct zx_conf_pipeline {
      * NULL) */
     int format;              /* ZX_FORMAT_JSON (0, default): rows appended;
                                 ZX_FORMAT_DEBEZIUM: Debezium change events
-                                mirrored (workers/sources/debezium.h) */
+                                mirrored (workers/sources/debezium/debezium.h) */
     int stream_mode;         /* `mode` of a stream: ZX_STREAM_APPEND (0,
                                 default) or ZX_STREAM_LATEST (a mirror kept
                                 latest per `key_columns`) */
@@ -269,7 +269,7 @@ typedef struct zx_conf_pipeline {
                                 database when it runs, not here) */
     int mode;                /* ZX_MODE_REPLACE (0), _APPEND, _UPSERT,
                                 _MIRROR: the zx_sync_mode numbers of
-                                workers/syncs/dest.h */
+                                workers/destinations/dest.h */
     char **key_cols;         /* `key`: result columns that identify a row;
                                 required for upsert and mirror */
     size_t nkey_cols;

@@ -21,7 +21,7 @@
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const synchronous[] = {"normal", "full", NULL};
 static const char *const directions[] = {"stream", "out", NULL};
-/* Order = zx_sync_mode (workers/syncs/dest.h). */
+/* Order = zx_sync_mode (workers/destinations/dest.h). */
 static const char *const modes[] = {"replace", "append", "upsert", "mirror", NULL};
 static const char *const file_formats[] = {"csv", "json", "parquet", NULL};
 static const char *const compressions[] = {"zstd", "snappy", "none", NULL};

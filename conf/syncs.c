@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The zx_sync_mode numbers (workers/syncs/dest.h): the order of `modes`
+/* The zx_sync_mode numbers (workers/destinations/dest.h): the order of `modes`
  * in options.c. */
 enum { MODE_UPSERT = 2, MODE_MIRROR = 3 };
 

@@ -146,7 +146,7 @@
  *
  * Row-hashes frames (kind 3).  A reverse sync's run, once its destination
  * committed, tells the writer what the destination now holds, so that the
- * next run sends only what changed (workers/writer/store.h, "hashes").
+ * next run sends only what changed (store/store.h, "hashes").
  * `table` is "" (no workspace table); each row is one key of the sync:
  *   "_zx_kh"  TEXT  the key hash, exactly 16 bytes (any bytes)
  *   "_zx_rh"  INT   the row hash (its 64 bits as int64); no value: the

@@ -31,7 +31,7 @@
 #define CTL_MAX_CONNS 64
 #define CTL_REQUEST_TIMEOUT_S 10
 _Static_assert(CTL_MAX_CONNS / 2 == 32, "the follower cap in the message");
-#include "workers/writer/store.h"
+#include "store/store.h"
 
 void sup_control_reply(struct bufferevent *bev, json_t *o)
 {

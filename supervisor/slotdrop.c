@@ -13,7 +13,7 @@
  *     the connection named or on every postgres connection configured;
  *     refused for the slot of a configured pipeline.
  * What is done on the server, and what is never dropped, is
- * workers/sources/pg_slot.h's.
+ * workers/sources/postgres/pg_slot.h's.
  *
  * Why a process: libpq blocks (connecting, waiting up to 10 s for the
  * stopped worker's walsender to let go of the slot); the supervisor's loop
@@ -42,7 +42,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "supervisor/sup.h"
-#include "workers/sources/pg_slot.h"
+#include "workers/sources/postgres/pg_slot.h"
 
 #define SLOT_WAIT_MS 10000        /* how long a slot may stay in use */
 #define SLOT_PG_TIMEOUT_MS 10000  /* connect and statement timeout */

@@ -268,7 +268,7 @@ json_t *sup_verify_last(sup *s, const char *name);
 
 /* slotdrop.c: the replication slot (and the publication zx made) of a
  * Postgres CDC pipeline that is gone, dropped in a short-lived process
- * (workers/sources/pg_slot.h says what is and is never dropped). */
+ * (workers/sources/postgres/pg_slot.h says what is and is never dropped). */
 /* During a reload, while old (p's settings until now) and nc (the new
  * configuration) both exist: when old is a postgres pipeline whose slot
  * nc no longer uses on the same connection (p removed, or changed to

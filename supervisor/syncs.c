@@ -41,7 +41,7 @@
 #include "proto/chan.h"
 #include "supervisor/sup.h"
 #include "workers/sources/source.h"
-#include "workers/writer/store.h"
+#include "store/store.h"
 
 #define MAX_RUNS_KEPT 256
 #define MAX_WAITERS 8

@@ -1,6 +1,6 @@
 /*
  * fuzz_debezium.c — fuzz target for the change-event decoder
- * (workers/sources/debezium.h): zx_dbz_add on a Kafka message (key and
+ * (workers/sources/debezium/debezium.h): zx_dbz_add on a Kafka message (key and
  * value), and zx_dbz_add_body on an HTTP push body, in both modes.
  *
  * Input: byte 0 picks the path (bit 0: http body, bit 1: mode latest,
@@ -20,7 +20,7 @@
 
 #include "proto/frame.h"
 #include "tests/fuzz/fuzz_check.h"
-#include "workers/sources/debezium.h"
+#include "workers/sources/debezium/debezium.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

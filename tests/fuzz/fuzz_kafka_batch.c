@@ -1,5 +1,5 @@
 /*
- * fuzz_kafka_batch.c — fuzz target for workers/sources/kafka_batch.c: Kafka
+ * fuzz_kafka_batch.c — fuzz target for workers/sources/kafka/kafka_batch.c: Kafka
  * messages from outside (key, payload, topic, partition, offset, timestamp)
  * into one frame's rows, rejects and positions (kb_add, kb_meta), then the
  * frame encoded and decoded again (proto/frame.h), as kafka.c does it: a
@@ -57,7 +57,7 @@
 #include "conf/config.h"
 #include "proto/frame.h"
 #include "tests/fuzz/fuzz_check.h"
-#include "workers/sources/kafka_int.h"
+#include "workers/sources/kafka/kafka_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -27,7 +27,7 @@
 
 #include "proto/frame.h"
 #include "tests/fuzz/fuzz_check.h"
-#include "workers/sources/pg_cdc_int.h"
+#include "workers/sources/postgres/pg_cdc_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

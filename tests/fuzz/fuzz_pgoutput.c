@@ -1,5 +1,5 @@
 /*
- * fuzz_pgoutput.c — fuzz target for workers/sources/pgoutput.c: a
+ * fuzz_pgoutput.c — fuzz target for workers/sources/postgres/pgoutput.c: a
  * replication connection's CopyData payloads from outside, through the
  * framing (pgo_frame_decode) and the pgoutput decoder (pgo_decode) with or
  * without a relation cache, as the pg-cdc source will feed them.
@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "tests/fuzz/fuzz_check.h"
-#include "workers/sources/pgoutput.h"
+#include "workers/sources/postgres/pgoutput.h"
 
 static pgo_decoder dec;
 

@@ -1,7 +1,7 @@
 /*
  * fuzz_push.c — fuzz target for the gateway <-> stream worker records
  * (proto/push.h: zx_push_req_parse, zx_push_rep_parse) and for what the
- * worker does with an accepted request record (workers/sources/http_push.c):
+ * worker does with an accepted request record (workers/sources/http/http_push.c):
  * parse the body with the fast JSON parser, fall back to the jansson one,
  * encode the rows into a frame (proto/frame.h).
  *

@@ -10,7 +10,7 @@ whose checks fail is failed with their message, at once and not
 restarted when the server refuses the configuration: a table without a
 key, a wrong password, a database that does not exist; a reload that fixes
 it runs it); `zxctl test <pipeline>` and `zxctl test <connection>` then run
-the checks of workers/sources/pg_cdc_check.c in order and name what is
+the checks of workers/sources/postgres/pg_cdc_check.c in order and name what is
 missing with the command that fixes it: a wrong password (the dsn shown
 with *** only), a role without REPLICATION (ALTER ROLE), a missing table,
 a table the role may not read (GRANT SELECT; a role with REPLICATION made

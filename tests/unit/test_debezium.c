@@ -1,5 +1,5 @@
 /*
- * test_debezium.c — the change-event decoder (workers/sources/debezium.h):
+ * test_debezium.c — the change-event decoder (workers/sources/debezium/debezium.h):
  * hand-made events for each rule, then every event of the captured corpus
  * (the .jsonl files of tests/corpus/debezium: real Debezium Server 3.6 output from
  * PostgreSQL and MariaDB, and the documentation's SQL Server, Oracle and
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
-#include "workers/sources/debezium.h"
+#include "workers/sources/debezium/debezium.h"
 
 static zx_rowset rs;
 static zx_dbz_frame fr;

@@ -1,5 +1,5 @@
 /*
- * test_dest_files.c — the "files" destination (workers/syncs/dest_files.c)
+ * test_dest_files.c — the "files" destination (workers/destinations/files/dest_files.c)
  * through its zx_dest callbacks, in a temporary folder: CSV and NDJSON
  * content byte for byte (quoting, escaping, every type, NULLs, misfits),
  * Parquet files' frame and size, replace / append / mirror names and
@@ -19,7 +19,7 @@
 
 #include "check.h"
 #include "common/rowset.h"
-#include "workers/syncs/dest.h"
+#include "workers/destinations/dest.h"
 
 extern const zx_dest zx_dest_files;
 

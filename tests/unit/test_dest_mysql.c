@@ -35,8 +35,8 @@
 #include "common/mysql_dsn.h"
 #include "common/rowset.h"
 #include "tests/unit/check.h"
-#include "workers/syncs/dest.h"
-#include "workers/syncs/dest_mysql_int.h"
+#include "workers/destinations/dest.h"
+#include "workers/destinations/mysql/dest_mysql_int.h"
 
 extern const zx_dest zx_dest_mysql;
 

@@ -27,7 +27,7 @@
  * timestamp, boolean) into an empty table, then of 10,000 changed rows
  * into that table, for each destination.
  */
-#include "workers/syncs/dest.h"
+#include "workers/destinations/dest.h"
 
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -42,7 +42,7 @@
 
 #include "common/timefmt.h"
 #include "common/dcell.h"
-#include "workers/syncs/dest_pg_int.h"
+#include "workers/destinations/postgres/dest_pg_int.h"
 
 #include "tests/unit/check.h"
 

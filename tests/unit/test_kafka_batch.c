@@ -13,7 +13,7 @@
 #include "common/rowset.h"
 #include "conf/config.h"
 #include "proto/frame.h"
-#include "workers/sources/kafka_int.h"
+#include "workers/sources/kafka/kafka_int.h"
 
 #include "tests/unit/check.h"
 

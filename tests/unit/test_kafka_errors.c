@@ -1,6 +1,6 @@
 /*
  * test_kafka_errors.c — librdkafka's errors into one sentence
- * (workers/sources/kafka_errors.c).  The reason texts are the ones
+ * (workers/sources/kafka/kafka_errors.c).  The reason texts are the ones
  * librdkafka 2.0.2 printed against the test brokers (tests/services/kafka)
  * for each failure: wrong password (PLAIN, SCRAM), SCRAM against Kafka 4.x,
  * wrong CA, hostname mismatch, TLS or SASL to the wrong listener, refused
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "workers/sources/kafka_int.h"
+#include "workers/sources/kafka/kafka_int.h"
 
 #include "tests/unit/check.h"
 

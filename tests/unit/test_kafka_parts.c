@@ -1,13 +1,13 @@
 /*
  * test_kafka_parts.c — the partitions a Kafka stream reads and the frames
- * in flight per partition (workers/sources/kafka_parts.c): which offset a
+ * in flight per partition (workers/sources/kafka/kafka_parts.c): which offset a
  * partition may commit once the writer acknowledged frames up to a seq.
  * No broker, no timing.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "workers/sources/kafka_int.h"
+#include "workers/sources/kafka/kafka_int.h"
 
 #include "tests/unit/check.h"
 

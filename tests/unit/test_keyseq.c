@@ -14,7 +14,7 @@
 #include "common/rowset.h"
 #include "proto/frame.h"
 #include "workers/writer/keyseq.h"
-#include "workers/writer/store.h"
+#include "store/store.h"
 
 #include "tests/unit/check.h"
 

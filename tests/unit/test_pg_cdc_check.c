@@ -1,6 +1,6 @@
 /*
  * test_pg_cdc_check.c — unit tests of the decisions of `zxctl test` for
- * Postgres change data capture (workers/sources/pg_cdc_check.h): each
+ * Postgres change data capture (workers/sources/postgres/pg_cdc_check.h): each
  * setting or catalog value and the message it gives, without a server
  * (wal_level = replica cannot be had from the test server, which runs
  * with logical); and zx_pg_cdc_check's refusals that need no server.
@@ -8,7 +8,7 @@
  * It must never: connect anywhere (the one connection attempt goes to a
  * closed port of 127.0.0.1 and must fail at once), or depend on timing.
  */
-#include "workers/sources/pg_cdc_check.h"
+#include "workers/sources/postgres/pg_cdc_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>

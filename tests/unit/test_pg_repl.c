@@ -7,7 +7,7 @@
  * status update moves the slot's confirmed_flush_lsn.  Without ZX_PG_DSN
  * it says so and exits 77 (meson: skipped); test.sh always sets it.
  */
-#include "workers/sources/pg_repl.h"
+#include "workers/sources/postgres/pg_repl.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * several types converted (numeric exact, timestamptz an instant, NULL as
  * no cell, tabs, newlines and backslashes in text), and the errors.
  */
-#include "workers/sources/pg_snapcopy.h"
+#include "workers/sources/postgres/pg_snapcopy.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/timefmt.h"
-#include "workers/sources/pg_repl.h"
+#include "workers/sources/postgres/pg_repl.h"
 
 #include "tests/unit/check.h"
 

@@ -3,7 +3,7 @@
  * CDC source maps, the text forms Postgres sends, and the ones that must
  * stay text (numeric, infinity, BC timestamps, odd offsets).
  */
-#include "workers/sources/pg_values.h"
+#include "workers/sources/postgres/pg_values.h"
 
 #include <math.h>
 #include <string.h>

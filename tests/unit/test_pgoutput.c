@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/sources/pgoutput.h"
+#include "workers/sources/postgres/pgoutput.h"
 
 #include "tests/unit/check.h"
 

@@ -5,7 +5,7 @@
  * the ZX_STORE_NOMETASYNC flag.
  * Prints one line per failed check; exits non-zero if any failed.
  */
-#include "workers/writer/store.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -20,8 +20,8 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proto/control.h"
-#include "workers/sources/debezium.h"
-#include "workers/writer/store.h"
+#include "workers/sources/debezium/debezium.h"
+#include "store/store.h"
 
 #define STOP_DRAIN_MS 8000
 

@@ -219,7 +219,7 @@ void zx_src_position_at(zx_src *rt, size_t i, const char **part, const void **va
                         size_t *len);
 int zx_src_position_find(zx_src *rt, const char *part, const void **val, size_t *len);
 
-/* A `table` template's tables (max_tables, workers/sources/debezium.h)
+/* A `table` template's tables (max_tables, workers/sources/debezium/debezium.h)
  * counted again from the committed positions whose part starts with
  * ZX_DBZ_TABLE_PART.  t with no template (t->max 0, no pattern, nothing
  * made): nothing.  0; -1 out of memory. */

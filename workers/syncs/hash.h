@@ -13,7 +13,7 @@
  * The row hash is seeded with the hash of the column names and types: a
  * query that gains a column sends every row again, as it must.
  *
- * Stored in LMDB by the writer (workers/writer/store.h, "hashes"); these
+ * Stored in LMDB by the writer (store/store.h, "hashes"); these
  * functions never touch the store.
  *
  * Thread safety: pure functions of their arguments.

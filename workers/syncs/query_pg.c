@@ -51,7 +51,7 @@
 #include "common/log.h"
 #include "common/timefmt.h"
 #include "common/util.h"
-#include "workers/sources/pg_values.h"
+#include "workers/sources/postgres/pg_values.h"
 #include "workers/syncs/author_role.h"
 
 #define WAIT_SLICE_MS 200          /* the longest a wait goes without looking

@@ -18,11 +18,11 @@
 #include "common/timefmt.h"
 #include "common/util.h"
 #include "proto/frame.h"
-#include "workers/syncs/dest.h"
+#include "workers/destinations/dest.h"
 #include "workers/syncs/hash.h"
 #include "workers/syncs/query.h"
 #include "workers/syncs/spill.h"
-#include "workers/writer/store.h"
+#include "store/store.h"
 
 #define NET_TIMEOUT_MS 30000
 #define SORT_MEMORY (64u << 20)

@@ -68,7 +68,7 @@
  * how many of them differed and were compared key by key).  With flags ZX_VERIFY_REPAIR, the keys that
  * still differ (at most ZX_VERIFY_MAX_KEYS per table) are handed to the
  * pipeline's worker, which sends each key's row as the source has it now
- * (or its delete) through the writer (workers/sources/pg_cdc_repair.c);
+ * (or its delete) through the writer (workers/sources/postgres/pg_cdc_repair.c);
  * they are compared again until equal or ZX_VERIFY_CATCHUP_MS passed, and
  * the answer says "repaired": the keys now equal (also per table).
  * Returns -1 with a message in err ("pipeline P: verify: ...") when the

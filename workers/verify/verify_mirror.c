@@ -24,8 +24,8 @@
 
 #include "common/rowset.h"
 #include "common/util.h"
-#include "workers/sources/pg_repl.h"
-#include "workers/sources/pg_values.h"
+#include "workers/sources/postgres/pg_repl.h"
+#include "workers/sources/postgres/pg_values.h"
 #include "workers/writer/workspace_sqlite_int.h"
 
 struct vf_mir {

@@ -1,7 +1,7 @@
 /*
  * verify_repair.c — the verify process's half of `zxctl verify --repair`
  * (verify_int.h): leave the differing keys for the pipeline's worker
- * (workers/sources/pg_cdc_repair.c reads them, and sends each key's row,
+ * (workers/sources/postgres/pg_cdc_repair.c reads them, and sends each key's row,
  * read from the source, through the writer) and wait until it took them.
  *
  * The request is written whole (a temporary file renamed), so the worker

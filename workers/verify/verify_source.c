@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "common/util.h"
-#include "workers/sources/pg_repl.h"
+#include "workers/sources/postgres/pg_repl.h"
 
 struct vf_src {
     PGconn *conn;

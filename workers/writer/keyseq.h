@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "common/rowset.h"
-#include "workers/writer/store.h"
+#include "store/store.h"
 
 typedef struct zx_keyseq zx_keyseq;   /* the cycle's entries, in memory */
 

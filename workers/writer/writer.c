@@ -26,7 +26,7 @@
 #include "proto/control.h"
 #include "proto/frame.h"
 #include "workers/writer/keyseq.h"
-#include "workers/writer/store.h"
+#include "store/store.h"
 #include "workers/writer/workspace.h"
 
 #define MAX_PIPES ZX_MAX_PIPELINES

@@ -1,0 +1,1091 @@
+/*
+ * kafka.c — the `kafka` source: a Kafka consumer (librdkafka) whose
+ * messages become frames, and whose offsets are committed only once the
+ * writer has committed the frames that carried them (source.h, DESIGN.md
+ * §5).
+ *
+ * Two ways to own partitions:
+ *   - with a consumer group (`group:`): subscribe (cooperative-sticky);
+ *     the rebalance callback assigns each partition from the largest of the
+ *     group's committed offset and the position the writer stored in LMDB
+ *     (the rows up to it are in the table even when the worker died before
+ *     committing to the group), else from the beginning; acknowledged
+ *     offsets are committed to the group.
+ *   - without a group: the worker reads every partition of the topics
+ *     itself (librdkafka's simple consumer API, which needs no group),
+ *     each from its position in LMDB, else from the beginning; a thread
+ *     refreshes the metadata every few seconds so that new partitions and
+ *     (for a regex) new topics are read too, from their beginning.
+ * `start: new` changes "from the beginning" into "from the end" on the
+ * pipeline's very first start only (no position ever stored): those end
+ * offsets are published at once in a frame of positions only, so that
+ * messages that arrive while zxd is down later are never skipped.
+ *
+ * Batching: messages go into one frame (kafka_batch.c) until it reaches a
+ * quarter of what the ring takes (at most 8 MiB), 20,000 messages, or
+ * 20 ms since its first message.  The frame carries, per partition, the
+ * next offset to read ("topic:partition" -> 8 bytes little-endian, then
+ * the fingerprint of the message before it: kafka_int.h); each
+ * partition keeps (frame seq, next offset) until acked(seq) covers it.
+ * While the runtime keeps a frame (no room), nothing more is read; after
+ * 200 ms the partitions are paused so that librdkafka stops fetching
+ * (its prefetch queue is bounded by queued.max.messages.kbytes anyway).
+ *
+ * A revoke (rebalance) first publishes the frame being gathered (it may
+ * hold rows of the revoked partitions: publishing is cheaper than picking
+ * them out, and they are then committed like the rest), then waits up to
+ * 10 s for the writer to commit every frame in flight, commits the
+ * acknowledged offsets synchronously and lets the revoke complete.  Past
+ * the deadline nothing more is committed for them: the new owner reads
+ * those messages again (at least once).  Messages of revoked partitions
+ * not yet in a frame are dropped.
+ * The frames in flight are not forgotten: the writer commits them
+ * anyway, so a partition coming back (to this process) never starts
+ * below what it put into frames (kpart.handed), and their acks are
+ * committed to the group when ahead of it.
+ * While the group rebalances (after a cooperative revoke, or a commit it
+ * refused for a stale generation: kafka_group.c, kg_doubt) the worker
+ * publishes what it gathered, pauses fetching and batches nothing until
+ * the next rebalance callback settles it (DOUBT_MAX_MS at most): another
+ * member then reads again only the frames in flight.
+ *
+ * A start from a stored position reads the message before it first (the
+ * witness: its fingerprint is stored with the position): another message,
+ * or none, means the topic was re-created or truncated meanwhile
+ * (on_topic_reset: read it again from its start, or fail).
+ *
+ * It must never: commit an offset (to the group or anywhere) before
+ * acked() covers the frame that carried it, read more input while a frame
+ * is kept, allocate or make a system call per message, block in poll for
+ * more than ~20 ms outside a rebalance or the first start's end-offset
+ * query, or print a secret (see kafka_conf.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/avro_connect.h"
+#include "common/log.h"
+#include "common/schema_registry.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+#include "workers/sources/kafka/kafka_int.h"
+#include "workers/sources/source.h"
+
+#define HELD_MAX 4096                /* messages taken from librdkafka at once */
+#define FRAME_MAX_MSGS 20000
+#define FRAME_MAX_US 20000           /* a frame waits at most 20 ms for more */
+#define FRAME_MAX_BYTES (8u << 20)
+#define PAUSE_AFTER_MS 200           /* back-pressure this long: pause fetching */
+/* The most a doubt about the partitions' ownership (kg_doubt) holds the
+ * reading back when no rebalance callback settles it (the session
+ * timeout: a member that has heard nothing by then is still in the
+ * group) */
+#define DOUBT_MAX_MS 10000
+#define DOUBT_POLL_MS 10             /* a poll in doubt waits this long */
+#define STATUS_EVERY_MS 1000
+/* One schema registry request at most (a schema is fetched once per id;
+ * poll is held that long only while it is fetched). */
+#define REGISTRY_TIMEOUT_MS 5000
+
+const uint64_t ks_efd_one = 1;
+
+/* ---- errors and status ------------------------------------------------ */
+
+int ks_topic_level(ke_kind k)
+{
+    return k == KE_UNKNOWN_TOPIC || k == KE_TOPIC_DENIED;
+}
+
+void ks_set_error(kstate *s, ke_kind k, const char *msg, const char *topic)
+{
+    snprintf(s->error, sizeof(s->error), "%s", msg);
+    s->error_kind = k;
+    snprintf(s->error_topic, sizeof(s->error_topic), "%s", topic ? topic : "");
+    zx_src_set_error(s->rt, msg);
+}
+
+/* Forget the current error if messages of `topic` (NULL: any proof that
+ * the cluster answers) show it is gone. */
+void ks_clear_error(kstate *s, const char *topic)
+{
+    if (!s->error[0])
+        return;
+    if (ks_topic_level(s->error_kind) && (!topic || strcmp(topic, s->error_topic) != 0))
+        return;
+    s->error[0] = '\0';
+    s->error_topic[0] = '\0';
+    zx_src_set_error(s->rt, NULL);
+}
+
+void ks_describe(kstate *s, rd_kafka_resp_err_t err, const char *reason, const char *topic,
+                     char *out, size_t n, ke_kind *kind)
+{
+    ke_ctx ctx;
+    kc_err_ctx(s->c, s->p->group, &s->tls, &ctx);
+    *kind = ke_describe(&ctx, err, reason, topic, out, n);
+}
+
+/* An error of librdkafka, from the error callback or a message. */
+void ks_on_error(kstate *s, rd_kafka_resp_err_t err, const char *reason, const char *topic)
+{
+    char msg[ZX_SEG_SOURCE_ERROR_MAX], q[600];
+    ke_kind k;
+    ks_describe(s, err, reason, topic, msg, sizeof(msg), &k);
+    if (k == KE_TRANSIENT) {
+        if (err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
+            zx_warn("event=kafka_offset_reset pipeline=%s detail=%s", s->name,
+                    zx_log_quote(msg, q, sizeof(q)));
+        else if (err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            zx_info("event=kafka_notice pipeline=%s detail=%s", s->name,
+                    zx_log_quote(msg, q, sizeof(q)));
+        return;
+    }
+    /* "all brokers are down" follows the precise reason: keep that one */
+    if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN && s->error[0] &&
+        (s->error_kind == KE_AUTH || s->error_kind == KE_TLS || s->error_kind == KE_PROTOCOL ||
+         s->error_kind == KE_UNREACHABLE))
+        return;
+    ks_set_error(s, k, msg, topic);
+    ke_ctx ctx;
+    kc_err_ctx(s->c, s->p->group, &s->tls, &ctx);
+    if (s->fatal != KS_FAILED && ke_permanent(&ctx, err, reason)) {
+        /* the brokers answered: these settings cannot work until someone
+         * changes them; a restart would get the same answer */
+        zx_error("event=kafka_refused pipeline=%s error=%s", s->name,
+                 zx_log_quote(msg, q, sizeof(q)));
+        s->fatal = KS_FAILED;
+    }
+}
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    kstate *s = opaque;
+    ks_on_error(s, (rd_kafka_resp_err_t)err, reason, NULL);
+    if (rd_kafka_fatal_error(rk, NULL, 0) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        zx_error("event=kafka_fatal pipeline=%s", s->name);
+        if (!s->fatal)
+            s->fatal = 1;
+    }
+}
+
+/* The status JSON (source.h): state and, per partition we read, the next
+ * offset, the committed one, the high watermark and the lag. */
+static void status_update(kstate *s)
+{
+    static char buf[ZX_SEG_SOURCE_STATUS_MAX];
+    /* room kept for the end, and the topic reset note (at most ~420 bytes
+     * once encoded) */
+    size_t cap = sizeof(buf) - (s->resets ? 700 : 200), n = 0, shown = 0, total = 0;
+    size_t assigned = 0;
+    for (size_t i = 0; i < s->parts.n; i++)
+        assigned += s->parts.v[i].assigned != 0;
+    const char *state = s->error[0] ? "error" : assigned ? "consuming" : "connecting";
+    n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+                          "{\"state\":\"%s\",\"paused\":%s,\"messages\":%" PRIu64
+                          ",\"rows\":%" PRIu64 ",\"rejects\":%" PRIu64 ",\"frames\":%" PRIu64
+                          ",\"partitions\":[",
+                          state, s->paused ? "true" : "false", s->msgs, s->rows, s->rejects,
+                          s->frames);
+    for (size_t i = 0; i < s->parts.n; i++) {
+        kpart *p = &s->parts.v[i];
+        if (!p->assigned)
+            continue;
+        total++;
+        int64_t lo = -1, hi = -1;
+        if (rd_kafka_get_watermark_offsets(s->rk, p->topic, p->partition, &lo, &hi) == 0 &&
+            hi >= 0)
+            p->high = hi;
+        int64_t committed = s->group ? p->committed : p->acked;
+        int64_t at = p->next >= 0 ? p->next : committed;
+        char nx[24] = "null", cm[24] = "null", hw[24] = "null", lag[24] = "null";
+        if (p->next >= 0)
+            snprintf(nx, sizeof(nx), "%" PRId64, p->next);
+        if (committed >= 0)
+            snprintf(cm, sizeof(cm), "%" PRId64, committed);
+        if (p->high >= 0)
+            snprintf(hw, sizeof(hw), "%" PRId64, p->high);
+        if (p->high >= 0 && at >= 0)
+            snprintf(lag, sizeof(lag), "%" PRId64, p->high > at ? p->high - at : 0);
+        char one[512];
+        int k = snprintf(one, sizeof(one),
+                         "%s{\"topic\":\"%s\",\"partition\":%d,\"offset\":%s,\"committed\":%s,"
+                         "\"high\":%s,\"lag\":%s}",
+                         shown ? "," : "", p->topic, (int)p->partition, nx, cm, hw, lag);
+        if (k < 0 || (size_t)k >= sizeof(one) || n + (size_t)k >= cap)
+            continue;
+        memcpy(buf + n, one, (size_t)k);
+        n += (size_t)k;
+        shown++;
+    }
+    n += (size_t)snprintf(buf + n, sizeof(buf) - n, "],\"partitions_total\":%zu%s", total,
+                          shown < total ? ",\"partitions_cut\":true" : "");
+    if (s->resets && n < sizeof(buf)) {
+        /* what the user must know of (on_topic_reset: restart) */
+        json_t *note = json_string(s->reset_note);
+        char *q = note ? json_dumps(note, JSON_ENCODE_ANY) : NULL;
+        if (q && n + strlen(q) + 64 < sizeof(buf))
+            n += (size_t)snprintf(buf + n, sizeof(buf) - n, ",\"topic_resets\":%" PRIu64
+                                  ",\"topic_reset\":%s", s->resets, q);
+        free(q);
+        json_decref(note);
+    }
+    if (n < sizeof(buf))
+        snprintf(buf + n, sizeof(buf) - n, "}");
+    zx_src_set_status(s->rt, buf);
+}
+
+/* ---- partitions ------------------------------------------------------- */
+
+/* Index of the partition of a message (cached: messages come in runs of
+ * one partition), or -1. */
+int64_t ks_part_of(kstate *s, const rd_kafka_topic_t *rkt, int32_t partition)
+{
+    if (rkt == s->c_rkt && partition == s->c_part && s->c_idx >= 0)
+        return s->c_idx;
+    int64_t i = kparts_find(&s->parts, rd_kafka_topic_name(rkt), partition);
+    s->c_rkt = rkt;
+    s->c_part = partition;
+    s->c_idx = i;
+    return i;
+}
+
+/* Committed position of part in LMDB, or -1. */
+int64_t ks_stored_position(kstate *s, const char *part)
+{
+    const void *v;
+    size_t len;
+    int64_t next;
+    if (zx_src_position_find(s->rt, part, &v, &len) == 0 && kb_pos_decode(v, len, &next) == 0)
+        return next;
+    return -1;
+}
+
+/* Ask the cluster for the end offset of each partition of l (offset field
+ * out), blocking up to KS_OFFSETS_TIMEOUT_MS.  0 or -1 (error set). */
+int ks_end_offsets(kstate *s, rd_kafka_topic_partition_list_t *l)
+{
+    for (int i = 0; i < l->cnt; i++)
+        l->elems[i].offset = -1; /* a timestamp of -1 asks for the end */
+    rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(s->rk, l, KS_OFFSETS_TIMEOUT_MS);
+    for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < l->cnt; i++)
+        if (l->elems[i].err)
+            e = l->elems[i].err;
+        else if (l->elems[i].offset < 0)
+            e = RD_KAFKA_RESP_ERR__NO_OFFSET;
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return 0;
+    char msg[ZX_SEG_SOURCE_ERROR_MAX], full[ZX_SEG_SOURCE_ERROR_MAX];
+    ke_kind k;
+    ks_describe(s, e, NULL, NULL, msg, sizeof(msg), &k);
+    snprintf(full, sizeof(full), "cannot get the end offsets for start: new (%.440s)", msg);
+    ks_set_error(s, k == KE_TRANSIENT ? KE_OTHER : k, full, NULL);
+    return -1;
+}
+
+/* ---- frames ----------------------------------------------------------- */
+
+/* The frame with seq is in the ring: remember, per partition, the
+ * position it carries until the writer acknowledges it. */
+static int published(kstate *s, uint64_t seq)
+{
+    for (size_t i = 0; i < s->b.npos; i++) {
+        const kb_pos *bp = &s->b.pos[i];
+        if (bp->next >= 0 && kpart_push(&s->parts.v[bp->part], seq, bp->next) < 0) {
+            zx_error("event=out_of_memory pipeline=%s what=positions_in_flight", s->name);
+            return KS_PUB_FATAL;
+        }
+    }
+    s->frames++;
+    s->rows += s->b.rs.nrows;
+    s->rejects += s->b.nrej;
+    s->kept = 0;
+    s->batch_ingested_us = 0;
+    kb_reset(&s->b);
+    size_t n = s->nnotes;
+    s->nnotes = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ks_note_position(s, s->notes[i].part, s->notes[i].next) < 0)
+            return KS_PUB_FATAL;
+    return KS_PUB_DONE;
+}
+
+int ks_note_position(kstate *s, uint32_t part, int64_t next)
+{
+    const kpart *p = &s->parts.v[part];
+    if (s->kept) {
+        if (zx_grow(&s->notes, s->nnotes, &s->notes_cap, sizeof(*s->notes)) < 0)
+            return -1;
+        s->notes[s->nnotes++] = (kb_pos){.part = part, .next = next};
+        return 0;
+    }
+    if (kb_note_position(&s->b, part, p->topic, p->partition, next) < 0)
+        return -1;
+    if (!s->batch_ingested_us)
+        s->batch_ingested_us = zx_now_us();
+    return 0;
+}
+
+int ks_publish(kstate *s)
+{
+    if (s->kept) {
+        uint64_t seq = 0;
+        zx_pub_result r = zx_src_retry(s->rt, &seq);
+        if (r == ZX_PUB_WAIT)
+            return KS_PUB_BLOCKED;
+        if (r != ZX_PUB_OK) {
+            zx_error("event=publish_failed pipeline=%s result=%d", s->name, (int)r);
+            return KS_PUB_FATAL;
+        }
+        return published(s, seq);
+    }
+    if (kb_empty(&s->b))
+        return KS_PUB_DONE;
+    zx_frame_meta m;
+    if (kb_meta(&s->b, &m) < 0) {
+        zx_error("event=out_of_memory pipeline=%s what=frame_metadata", s->name);
+        return KS_PUB_FATAL;
+    }
+    m.metadata = s->p->metadata | s->b.metadata;
+    if (s->p->metadata & ZX_META_INGESTED_AT)
+        m.ingested_at_us = s->batch_ingested_us ? s->batch_ingested_us : zx_now_us();
+    uint64_t seq = 0;
+    zx_pub_result r = zx_src_publish(s->rt, &m, &s->b.rs, &seq);
+    switch (r) {
+    case ZX_PUB_OK:
+        return published(s, seq);
+    case ZX_PUB_WAIT:
+        s->kept = 1;
+        s->blocked_since_ms = zx_mono_ms();
+        return KS_PUB_BLOCKED;
+    case ZX_PUB_TOO_BIG:
+        /* kb_add keeps every frame under half the ring's largest record */
+        zx_error("event=frame_too_big pipeline=%s estimate=%zu max=%" PRIu64, s->name,
+                 kb_estimate(&s->b), zx_src_max_frame(s->rt));
+        return KS_PUB_FATAL;
+    default:
+        zx_error("event=out_of_memory pipeline=%s what=frame", s->name);
+        return KS_PUB_FATAL;
+    }
+}
+
+/* Pause every partition we read, or resume those we paused. */
+void ks_pause_all(kstate *s, int pause)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)s->parts.n + 1);
+    for (size_t i = 0; i < s->parts.n; i++) {
+        kpart *p = &s->parts.v[i];
+        if (pause ? !p->assigned || p->paused : !p->paused)
+            continue;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+        p->paused = pause;
+    }
+    if (l->cnt && pause)
+        rd_kafka_pause_partitions(s->rk, l);
+    else if (l->cnt)
+        rd_kafka_resume_partitions(s->rk, l);
+    int n = l->cnt;
+    rd_kafka_topic_partition_list_destroy(l);
+    s->paused = pause;
+    if (!pause)
+        ks_watch_gaps(s);
+    zx_info("event=%s pipeline=%s partitions=%d", pause ? "kafka_paused" : "kafka_resumed",
+            s->name, n);
+}
+
+void ks_watch_gaps(kstate *s)
+{
+    s->epoch++;
+    for (size_t i = 0; i < s->parts.n; i++)
+        if (s->parts.v[i].assigned)
+            s->parts.v[i].check_epoch = s->epoch;
+}
+
+/* Destroy the held messages after the current one that belong to part
+ * idx (fetched before a seek). */
+static void drop_held_of(kstate *s, int64_t idx)
+{
+    size_t k = s->held_off + 1;
+    for (size_t i = s->held_off + 1; i < s->nheld; i++) {
+        rd_kafka_message_t *m = s->held[i];
+        if (!m->err && m->rkt && ks_part_of(s, m->rkt, m->partition) == idx) {
+            rd_kafka_message_destroy(m);
+        } else {
+            s->held_ep[k] = s->held_ep[i];
+            s->held[k++] = m;
+        }
+    }
+    s->nheld = k;
+}
+
+/* Read partition idx again from offset `at` (or RD_KAFKA_OFFSET_BEGINNING),
+ * dropping its messages held after the current one.  On failure the
+ * worker gives up (fatal). */
+static void seek_part(kstate *s, int64_t idx, int64_t at)
+{
+    kpart *p = &s->parts.v[idx];
+    rd_kafka_resp_err_t e;
+    if (p->rkt) {
+        e = rd_kafka_seek(p->rkt, p->partition, at, KS_OFFSETS_TIMEOUT_MS);
+    } else {
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = at;
+        rd_kafka_error_t *err = rd_kafka_seek_partitions(s->rk, l, KS_OFFSETS_TIMEOUT_MS);
+        e = err ? rd_kafka_error_code(err) : l->elems[0].err;
+        if (err)
+            rd_kafka_error_destroy(err);
+        rd_kafka_topic_partition_list_destroy(l);
+    }
+    if (e) {
+        /* the messages are gone for this incarnation: a restart reads
+         * them again from the committed positions */
+        zx_error("event=kafka_seek_failed pipeline=%s partition=%s offset=%" PRId64
+                 " error=\"%s\"", s->name, p->name, at, rd_kafka_err2str(e));
+        if (!s->fatal)
+            s->fatal = 1;
+        return;
+    }
+    drop_held_of(s, idx);
+}
+
+int64_t ks_witness(kstate *s, kpart *p, int64_t start)
+{
+    const void *v;
+    size_t len;
+    int64_t stored;
+    uint64_t fp;
+    p->witness = -1;
+    if (start <= 0 || zx_src_position_find(s->rt, p->name, &v, &len) != 0 ||
+        kb_pos_decode(v, len, &stored) != 0 || stored != start || !(fp = kb_pos_fp(v, len)))
+        return start;
+    p->witness = start - 1;
+    p->witness_fp = fp;
+    return start - 1;
+}
+
+/* The partition's stored position is not in its topic any more (the
+ * message before it is another one, or is gone): on_topic_reset. */
+static void topic_reset(kstate *s, int64_t idx, const rd_kafka_message_t *m, int64_t w)
+{
+    kpart *p = &s->parts.v[idx];
+    char what[400], msg[ZX_SEG_SOURCE_ERROR_MAX];
+    snprintf(what, sizeof(what), "partition %s: the message before the stored position %" PRId64
+             " is %s: the topic was deleted and created again (or truncated) while zx was not "
+             "reading it", p->name, w + 1,
+             m->offset == w ? "another one" : "gone (the partition starts lower now)");
+    if (s->p->topic_reset_fail) {
+        zx_error("event=kafka_topic_reset pipeline=%s partition=%s stored=%" PRId64
+                 " got=%" PRId64 " action=fail", s->name, p->name, w + 1, m->offset);
+        snprintf(msg, sizeof(msg), "%.300s; on_topic_reset: fail, so the pipeline stops "
+                 "(set on_topic_reset: restart to read the topic again from its start)", what);
+        zx_src_feed(s->rt, "kafka_topic_reset", msg);
+        ks_set_error(s, KE_OTHER, msg, NULL);
+        s->fatal = KS_FAILED;
+        return;
+    }
+    zx_warn("event=kafka_topic_reset pipeline=%s partition=%s stored=%" PRId64 " got=%" PRId64
+            " action=restart detail=\"%s; reading it again from its start\"", s->name, p->name,
+            w + 1, m->offset, what);
+    snprintf(s->reset_note, sizeof(s->reset_note), "%.330s; read again from its start "
+             "(on_topic_reset: restart)", what);
+    zx_src_feed(s->rt, "kafka_topic_reset", s->reset_note);
+    s->resets++;
+    s->next_status_ms = 0;
+    p->next = p->acked = p->committed = p->handed = p->gap_at = -1;
+    p->check_epoch = 0;
+    seek_part(s, idx, RD_KAFKA_OFFSET_BEGINNING);
+}
+
+/* Partition idx's first message after a start from a stored position
+ * with a witness (ks_witness): 1 when m must be dropped (it is the
+ * witness, or the topic was reset and a seek was made), else 0 (the
+ * witness is gone, compacted or past the retention: m comes next). */
+static int check_witness(kstate *s, int64_t idx, const rd_kafka_message_t *m)
+{
+    kpart *p = &s->parts.v[idx];
+    int64_t w = p->witness;
+    p->witness = -1;
+    if (m->offset > w)
+        return 0;
+    rd_kafka_timestamp_type_t tt;
+    kb_msg km = {.key = m->key, .key_len = m->key_len, .payload = m->payload, .len = m->len,
+                 .ts_ms = rd_kafka_message_timestamp(m, &tt)};
+    if (m->offset == w && kb_fingerprint(&km) == p->witness_fp) {
+        /* the same topic: the group may now catch up with the position */
+        if (p->acked < w + 1)
+            p->acked = w + 1;
+        return 1;
+    }
+    topic_reset(s, idx, m, w);
+    return 1;
+}
+
+/* The first message of partition idx after a rebalance or a resume: when
+ * its offset is past the one expected, read again from the expected one
+ * (once per position: a real gap, left by compaction or transaction
+ * markers, is then taken as it is).  1 when m must be dropped (a seek was
+ * made), else 0. */
+static int check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m)
+{
+    kpart *p = &s->parts.v[idx];
+    if (!p->check_epoch || s->held_ep[s->held_off] < p->check_epoch)
+        return 0;
+    p->check_epoch = 0;
+    if (p->next < 0 || m->offset <= p->next || p->gap_at == p->next)
+        return 0;
+    zx_warn("event=kafka_offset_gap pipeline=%s partition=%s expected=%" PRId64 " got=%" PRId64
+            " detail=\"librdkafka skipped messages after a rebalance or a resume: reading "
+            "again from the expected offset\"", s->name, p->name, p->next, m->offset);
+    p->gap_at = p->next;
+    seek_part(s, idx, p->next);
+    return 1;
+}
+
+/* ---- commits ---------------------------------------------------------- */
+
+/* The writer committed every frame up to seq: for each partition, the
+ * newest position those frames carried may now be committed to the group
+ * (async, or sync while a revoke or the close waits for it). */
+void ks_commit_acked(kstate *s, uint64_t seq, int sync)
+{
+    for (size_t i = 0; i < s->parts.n; i++) {
+        kpart *p = &s->parts.v[i];
+        int64_t next;
+        if (kpart_ack(p, seq, &next))
+            p->acked = next;
+    }
+    ks_commit_pending(s, sync);
+}
+
+/* Commit to the group every assigned partition whose acknowledged
+ * position is ahead of what the group holds: the new acks, and any
+ * earlier commit the group refused (say, during a rebalance after a
+ * crash) or a catch-up to the stored positions that failed.  Called on
+ * every ack, once a second, and (sync) at a revoke and at the close. */
+void ks_commit_pending(kstate *s, int sync)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (!s->group)
+        return;
+    for (size_t i = 0; i < s->parts.n; i++) {
+        kpart *p = &s->parts.v[i];
+        if (!p->assigned || p->acked < 0 || p->acked <= p->committed)
+            continue;
+        if (!l && !(l = rd_kafka_topic_partition_list_new(8)))
+            return;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = p->acked;
+    }
+    if (!l)
+        return;
+    rd_kafka_resp_err_t e = rd_kafka_commit(s->rk, l, sync ? 0 : 1);
+    if (sync) {
+        for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < l->cnt; i++) {
+            int64_t k = kparts_find(&s->parts, l->elems[i].topic, l->elems[i].partition);
+            if (k >= 0 && !l->elems[i].err)
+                s->parts.v[k].committed = l->elems[i].offset;
+        }
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+            zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name,
+                    rd_kafka_err2str(e));
+        kg_doubt(s, e);
+        for (int i = 0; i < l->cnt; i++)
+            kg_doubt(s, l->elems[i].err);
+    } else if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        zx_warn("event=kafka_commit_failed pipeline=%s error=\"%s\"", s->name, rd_kafka_err2str(e));
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* ---- messages --------------------------------------------------------- */
+
+/* A message librdkafka gave that is an error, not data. */
+static void message_error(kstate *s, const rd_kafka_message_t *m)
+{
+    char reason[512];
+    const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL;
+    snprintf(reason, sizeof(reason), "%s", rd_kafka_message_errstr(m));
+    ks_on_error(s, m->err, reason, topic);
+}
+
+/* encoding: avro: the message's value (or key) through the schema
+ * registry into Kafka Connect's JSON (*out, a new reference).  0; 1 when
+ * the registry cannot answer now (why set: try later); -1 when it can
+ * never be read (why: the reject's reason). */
+static int avro_json(kstate *s, const rd_kafka_message_t *m, int key, json_t **out, char *why,
+                     size_t whylen)
+{
+    const void *data = key ? m->key : m->payload;
+    size_t len = key ? m->key_len : m->len;
+    const void *hdr = NULL;
+    size_t hlen = 0;
+    rd_kafka_headers_t *hs = NULL;
+    if (s->p->registry_wire == ZX_WIRE_HEADERS && rd_kafka_message_headers(m, &hs) == 0)
+        rd_kafka_header_get_last(hs, key ? "apicurio.key.globalId" : "apicurio.value.globalId",
+                                 &hdr, &hlen);
+    int64_t id;
+    size_t off;
+    if (zx_wire_parse(data, len, (zx_wire_mode)s->p->registry_wire, hdr, hlen, &id, &off, why,
+                      whylen) < 0)
+        return -1;
+    const zx_avro_schema *sch;
+    int rc = zx_registry_get(s->reg, id, &sch, why, whylen);
+    if (rc)
+        return rc;
+    *out = zx_avro_decode(sch, (const char *)data + off, len - off, why, whylen);
+    return *out ? 0 : -1;
+}
+
+/* n messages were just taken from librdkafka into held[nheld..]. */
+static void held_add(kstate *s, size_t n)
+{
+    if (!s->nheld || s->held_off == s->nheld)
+        s->held_us = zx_now_us();
+    for (size_t i = s->nheld; i < s->nheld + n; i++)
+        s->held_ep[i] = s->epoch;
+    s->nheld += n;
+}
+
+/* Add one message to the batch: KB_ADDED (or skipped), KB_FULL, KB_NOMEM,
+ * KB_WAIT (the schema registry cannot answer: m stays, tried again
+ * later). */
+static int take(kstate *s, rd_kafka_message_t *m)
+{
+    if (m->err) {
+        message_error(s, m);
+        return KB_ADDED;
+    }
+    int64_t idx = ks_part_of(s, m->rkt, m->partition);
+    if (idx < 0 || !s->parts.v[idx].assigned)
+        return KB_ADDED; /* revoked meanwhile: the next owner reads it */
+    if (s->parts.v[idx].witness >= 0 && check_witness(s, idx, m))
+        return KB_ADDED; /* the witness, or read again after a reset */
+    if (check_gap(s, idx, m))
+        return KB_ADDED; /* read again after the seek */
+    kpart *p = &s->parts.v[idx];
+    rd_kafka_timestamp_type_t tt;
+    kb_msg km = {
+        .topic = p->topic,
+        .partition = m->partition,
+        .offset = m->offset,
+        .key = m->key,
+        .key_len = m->key_len,
+        .payload = m->payload,
+        .len = m->len,
+        .ts_ms = rd_kafka_message_timestamp(m, &tt),
+    };
+    json_t *vj = NULL, *kj = NULL;
+    char why[600];
+    if (s->reg) {
+        int rc = m->payload && m->len ? avro_json(s, m, 0, &vj, why, sizeof(why)) : 0;
+        if (rc < 0)
+            km.reject = why;
+        if (rc == 0 && m->key && m->key_len) {
+            /* a key that is not Avro (a plain string key) is no key */
+            char kwhy[600];
+            int kr = avro_json(s, m, 1, &kj, kwhy, sizeof(kwhy));
+            if (kr == 1)
+                snprintf(why, sizeof(why), "%s", kwhy), rc = 1;
+        }
+        if (rc == 1) {
+            json_decref(vj);
+            json_decref(kj);
+            char msg[ZX_SEG_SOURCE_ERROR_MAX];
+            snprintf(msg, sizeof(msg), "%.380s (waiting for the schema registry; nothing is "
+                     "lost)", why);
+            if (strcmp(msg, s->error) != 0) {
+                zx_warn("event=registry_unavailable pipeline=%s error=\"%s\"", s->name, why);
+                ks_set_error(s, KE_OTHER, msg, NULL);
+            }
+            s->reg_retry_ms = zx_mono_ms() + 1000;
+            return KB_WAIT;
+        }
+        km.value_json = vj;
+        km.key_json = kj;
+        if (vj && strstr(s->error, "schema registry"))
+            ks_clear_error(s, NULL);
+    }
+    int r = kb_add(&s->b, &km, (uint32_t)idx, s->limit);
+    json_decref(vj);
+    json_decref(kj);
+    if (r != KB_ADDED)
+        return r;
+    if (!s->batch_ingested_us)
+        s->batch_ingested_us = s->held_us;
+    p->next = m->offset + 1;
+    p->handed = p->next;
+    s->msgs++;
+    if (s->error[0])
+        ks_clear_error(s, p->topic);
+    return KB_ADDED;
+}
+
+static int batch_due(kstate *s)
+{
+    return !kb_empty(&s->b) &&
+           (s->b.nmsgs >= FRAME_MAX_MSGS || kb_estimate(&s->b) >= s->target ||
+            zx_mono_us() - s->b.first_us >= FRAME_MAX_US);
+}
+
+/* Publish the batch; the poll answer for what happened. */
+static int flush(kstate *s)
+{
+    int r = ks_publish(s);
+    if (r == KS_PUB_FATAL)
+        return ZX_SRC_FATAL;
+    if (r == KS_PUB_BLOCKED)
+        return ZX_SRC_BLOCKED;
+    return ZX_SRC_BUSY;
+}
+
+/* The ownership of the partitions is in doubt (kg_doubt): publish what
+ * is gathered (in flight: the writer commits it), pause fetching, and
+ * batch nothing more, but keep serving librdkafka's queue for the
+ * rebalance and commit callbacks that settle the doubt (messages that
+ * come are held, in order, after those held already).  The poll
+ * answer. */
+static int in_doubt(kstate *s)
+{
+    if (!kb_empty(&s->b))
+        return flush(s);
+    if (!s->paused)
+        ks_pause_all(s, 1);
+    if (s->held_off) {
+        size_t left = s->nheld - s->held_off;
+        memmove(s->held, s->held + s->held_off, left * sizeof(*s->held));
+        memmove(s->held_ep, s->held_ep + s->held_off, left * sizeof(*s->held_ep));
+        s->nheld = left;
+        s->held_off = 0;
+    }
+    if (s->nheld < HELD_MAX) {
+        ssize_t n = rd_kafka_consume_batch_queue(s->q, DOUBT_POLL_MS, s->held + s->nheld,
+                                                 HELD_MAX - s->nheld);
+        if (n > 0)
+            held_add(s, (size_t)n);
+    }
+    if (s->fatal)
+        return ZX_SRC_FATAL;
+    return s->doubt_ms ? ZX_SRC_IDLE : ZX_SRC_BUSY;
+}
+
+/* ---- the source callbacks ---------------------------------------------- */
+
+static int poll_once(zx_src *rt, void *st)
+{
+    kstate *s = st;
+    uint64_t drain;
+    if (read(s->efd, &drain, sizeof(drain)) < 0) {
+        /* EAGAIN: nothing was signalled */
+    }
+    int64_t now = zx_mono_ms();
+    if (now >= s->next_status_ms) {
+        s->next_status_ms = now + STATUS_EVERY_MS;
+        status_update(s);
+        ks_commit_pending(s, 0); /* retry what the group refused */
+    }
+    if (!s->group && !zx_src_stopping(rt))
+        kso_apply(s);
+    if (s->fatal)
+        return ZX_SRC_FATAL;
+
+    if (s->kept) {
+        int r = ks_publish(s);
+        if (r == KS_PUB_FATAL)
+            return ZX_SRC_FATAL;
+        if (r == KS_PUB_BLOCKED) {
+            if (!s->paused && now - s->blocked_since_ms >= PAUSE_AFTER_MS)
+                ks_pause_all(s, 1);
+            /* keep serving librdkafka's callbacks (rebalances, errors,
+             * max.poll.interval) while paused; messages that raced the
+             * pause are held, not batched */
+            if (s->paused && s->held_off == s->nheld) {
+                s->held_off = s->nheld = 0;
+                ssize_t n = rd_kafka_consume_batch_queue(s->q, 0, s->held, HELD_MAX);
+                if (n > 0)
+                    held_add(s, (size_t)n);
+            }
+            return s->fatal ? ZX_SRC_FATAL : ZX_SRC_BLOCKED;
+        }
+    }
+    if (s->doubt_ms && now - s->doubt_ms >= DOUBT_MAX_MS)
+        kg_settle(s, "timeout");
+    if (s->paused && !s->doubt_ms)
+        ks_pause_all(s, 0);
+
+    if (zx_src_stopping(rt)) {
+        /* take nothing new; hand over what is gathered */
+        if (!kb_empty(&s->b))
+            return flush(s);
+        return ZX_SRC_IDLE;
+    }
+    if (s->doubt_ms)
+        return in_doubt(s);
+
+    for (;;) {
+        while (s->held_off < s->nheld) {
+            rd_kafka_message_t *m = s->held[s->held_off];
+            if (s->reg_retry_ms && zx_mono_ms() < s->reg_retry_ms)
+                return kb_empty(&s->b) ? ZX_SRC_IDLE : flush(s);
+            s->reg_retry_ms = 0;
+            int r = take(s, m);
+            if (r == KB_FULL)
+                return flush(s); /* m is added to the next frame */
+            if (r == KB_WAIT)    /* the registry is away: m waits in held */
+                return kb_empty(&s->b) ? ZX_SRC_IDLE : flush(s);
+            if (r == KB_NOMEM) {
+                zx_error("event=out_of_memory pipeline=%s what=batch", s->name);
+                return ZX_SRC_FATAL;
+            }
+            rd_kafka_message_destroy(m);
+            s->held_off++;
+            if (s->fatal)
+                return ZX_SRC_FATAL;
+            if (batch_due(s))
+                return flush(s);
+        }
+        s->held_off = s->nheld = 0;
+        int timeout = 0;
+        if (!kb_empty(&s->b)) {
+            int64_t left = s->b.first_us + FRAME_MAX_US - zx_mono_us();
+            if (left <= 0)
+                return flush(s);
+            timeout = (int)((left + 999) / 1000);
+        }
+        ssize_t n = rd_kafka_consume_batch_queue(s->q, timeout, s->held, HELD_MAX);
+        if (s->fatal)
+            return ZX_SRC_FATAL;
+        if (n < 0) {
+            zx_error("event=kafka_consume_failed pipeline=%s error=\"%s\"", s->name,
+                     rd_kafka_err2str(rd_kafka_last_error()));
+            return ZX_SRC_FATAL;
+        }
+        held_add(s, (size_t)n);
+        if (s->kept) /* a rebalance published and the ring is full: the
+                        messages wait in held */
+            return ZX_SRC_BLOCKED;
+        if (n == 0) {
+            if (batch_due(s))
+                return flush(s);
+            return kb_empty(&s->b) ? ZX_SRC_IDLE : ZX_SRC_BUSY;
+        }
+    }
+}
+
+static int k_poll(zx_src *rt, void *st)
+{
+    int r = poll_once(rt, st);
+    if (r == ZX_SRC_FATAL && ((kstate *)st)->fatal == KS_FAILED)
+        return ZX_SRC_REFUSED;
+    return r;
+}
+
+static int k_fd(void *st)
+{
+    return ((kstate *)st)->efd;
+}
+
+static void k_acked(zx_src *rt, void *st, uint64_t seq)
+{
+    (void)rt;
+    ks_commit_acked(st, seq, 0);
+}
+
+static int k_drained(zx_src *rt, void *st)
+{
+    (void)rt;
+    kstate *s = st;
+    return kb_empty(&s->b) && !s->kept;
+}
+
+static void k_close(zx_src *rt, void *st)
+{
+    kstate *s = st;
+    if (!s)
+        return;
+    s->closing = 1;
+    for (size_t i = s->held_off; i < s->nheld; i++)
+        rd_kafka_message_destroy(s->held[i]);
+    s->nheld = s->held_off = 0;
+    kso_stop(s);
+    if (s->rk) {
+        ks_commit_acked(s, zx_src_acked_seq(rt), 1);
+        if (s->group)
+            rd_kafka_consumer_close(s->rk);
+        else
+            kso_close(s);
+        if (s->q)
+            rd_kafka_queue_destroy(s->q);
+        rd_kafka_destroy(s->rk);
+    }
+    zx_info("event=kafka_closed pipeline=%s messages=%" PRIu64 " rows=%" PRIu64
+            " rejects=%" PRIu64 " frames=%" PRIu64, s->name, s->msgs, s->rows, s->rejects,
+            s->frames);
+    kso_free(s);
+    if (s->efd >= 0)
+        close(s->efd);
+    kb_free(&s->b);
+    zx_dbz_tables_free(&s->tables);
+    zx_registry_free(s->reg);
+    free(s->notes);
+    kparts_free(&s->parts);
+    free(s->held);
+    free(s->held_ep);
+    free(s);
+}
+
+static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
+{
+    const zx_worker_args *a = zx_src_args(rt);
+    const zx_conf_pipeline *p = a->pipeline;
+    if (!p->conn || !p->ntopics)
+        return zx_seterr(err, errlen, "pipeline %s: no Kafka connection or topic", p->name);
+    kstate *s = calloc(1, sizeof(*s));
+    if (!s)
+        return zx_seterr(err, errlen, "out of memory");
+    s->rt = rt;
+    s->p = p;
+    s->c = p->conn;
+    s->name = p->name;
+    s->efd = -1;
+    s->c_idx = -1;
+    s->group = p->group != NULL;
+    s->first_start = p->start_new && zx_src_positions_count(rt) == 0;
+    uint64_t maxf = zx_src_max_frame(rt);
+    s->limit = (size_t)(maxf / 2);
+    s->target = (size_t)(maxf / 4 < FRAME_MAX_BYTES ? maxf / 4 : FRAME_MAX_BYTES);
+    kb_init(&s->b, p->metadata);
+    if (p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST) {
+        zx_dbz_init_conf(zx_src_args(rt)->conf, p, &s->dbz, s->rej_table);
+        kb_set_changes(&s->b, &s->dbz, p->history, s->rej_table);
+    }
+    rd_kafka_conf_t *conf = NULL;
+    if ((p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST) &&
+        zx_dbz_tables_init(&s->tables, p, &s->dbz, err, errlen) < 0)
+        goto fail;
+    if (zx_dbz_tables_seed(&s->tables, rt) < 0) {
+        zx_seterr(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (p->encoding == ZX_ENC_AVRO &&
+        !(s->reg = zx_registry_new(p->registry_url, p->registry_username, p->registry_password,
+                                   REGISTRY_TIMEOUT_MS))) {
+        zx_seterr(err, errlen, "schema_registry.url: not an http(s) URL, or out of memory");
+        goto fail;
+    }
+    char e[512];
+
+    if (!(s->held = malloc(HELD_MAX * sizeof(*s->held))) ||
+        !(s->held_ep = malloc(HELD_MAX * sizeof(*s->held_ep))) || (s->efd = zx_eventfd()) < 0) {
+        zx_seterr(err, errlen, "out of memory or descriptors");
+        goto fail;
+    }
+    if (p->topics_regex && !s->group) {
+        if (regcomp(&s->re, p->topics[0], REG_EXTENDED | REG_NOSUB) != 0) {
+            zx_seterr(err, errlen, "topics: the regular expression does not compile");
+            goto fail;
+        }
+        s->have_re = 1;
+    }
+    if (!(conf = kc_build(s->c, &s->tls, err, errlen)))
+        goto fail;
+    /* librdkafka's prefetch is bounded (a whole queue: one queue here);
+     * new partitions and topics are noticed within 5 s */
+    if (kc_set(conf, s->c, 1, "queued.max.messages.kbytes", "65536", err, errlen) < 0 ||
+        kc_set(conf, s->c, 1, "topic.metadata.refresh.interval.ms", "5000", err, errlen) < 0 ||
+        kc_set(conf, s->c, 0, "auto.offset.reset", "earliest", err, errlen) < 0)
+        goto fail;
+    if (s->group &&
+        (kc_set(conf, s->c, 0, "group.id", p->group, err, errlen) < 0 ||
+         kc_set(conf, s->c, 0, "enable.auto.commit", "false", err, errlen) < 0 ||
+         kc_set(conf, s->c, 0, "enable.auto.offset.store", "false", err, errlen) < 0 ||
+         kc_set(conf, s->c, 1, "partition.assignment.strategy", "cooperative-sticky", err,
+                errlen) < 0 ||
+         /* a worker that died holds its partitions this long: the
+          * restarted one waits for them (librdkafka's default is 45 s) */
+         kc_set(conf, s->c, 1, "session.timeout.ms", "10000", err, errlen) < 0 ||
+         /* a rebalance is heard of within 1 s: reading stops while the
+          * group rebalances (kg_doubt), for a shorter while */
+         kc_set(conf, s->c, 1, "heartbeat.interval.ms", "1000", err, errlen) < 0))
+        goto fail;
+    rd_kafka_conf_set_error_cb(conf, error_cb);
+    if (s->group) {
+        rd_kafka_conf_set_rebalance_cb(conf, kg_rebalance_cb);
+        rd_kafka_conf_set_offset_commit_cb(conf, kg_offset_commit_cb);
+    }
+    rd_kafka_conf_set_opaque(conf, s);
+    if (!(s->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof(e)))) {
+        zx_seterr(err, errlen, "cannot create the Kafka client: %s", e);
+        goto fail;
+    }
+    conf = NULL; /* the client owns it now */
+    rd_kafka_set_log_queue(s->rk, NULL); /* served with the messages */
+    if (s->group) {
+        rd_kafka_poll_set_consumer(s->rk);
+        s->q = rd_kafka_queue_get_consumer(s->rk);
+    } else {
+        /* the simple consumer: partitions are started on s->q, and the
+         * main queue (errors) is forwarded to it */
+        s->q = rd_kafka_queue_new(s->rk);
+        rd_kafka_queue_t *mq = rd_kafka_queue_get_main(s->rk);
+        rd_kafka_queue_forward(mq, s->q);
+        rd_kafka_queue_destroy(mq);
+    }
+    rd_kafka_queue_io_event_enable(s->q, s->efd, &ks_efd_one, sizeof(ks_efd_one));
+
+    if (s->group) {
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)p->ntopics);
+        for (size_t i = 0; i < p->ntopics; i++)
+            rd_kafka_topic_partition_list_add(l, p->topics[i], RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t se = rd_kafka_subscribe(s->rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        if (se) {
+            zx_seterr(err, errlen, "cannot subscribe: %s", rd_kafka_err2str(se));
+            goto fail;
+        }
+    } else {
+        /* the locally known topics are the ones metadata refreshes ask for */
+        for (size_t i = 0; !s->have_re && i < p->ntopics; i++)
+            if (!kso_topic(s, p->topics[i])) {
+                zx_seterr(err, errlen, "out of memory");
+                goto fail;
+            }
+        if (kso_start(s) < 0) {
+            zx_seterr(err, errlen, "cannot start the metadata thread");
+            goto fail;
+        }
+    }
+    char sec[128], q1[600];
+    kc_describe(s->c, sec, sizeof(sec));
+    zx_info("event=kafka_open pipeline=%s brokers=%s security=%s group=%s topics=%zu%s "
+            "start=%s first_start=%d librdkafka=%s", s->name, zx_log_quote(s->c->brokers_csv, q1,
+            sizeof(q1)), zx_log_quote(sec, e, sizeof(e)), p->group ? p->group : "-", p->ntopics,
+            p->topics_regex ? "(regex)" : "", p->start_new ? "new" : "oldest", s->first_start,
+            rd_kafka_version_str());
+    status_update(s);
+    s->next_status_ms = zx_mono_ms() + STATUS_EVERY_MS;
+    *state = s;
+    return 0;
+fail:
+    if (conf)
+        rd_kafka_conf_destroy(conf);
+    k_close(rt, s);
+    return -1;
+}
+
+const zx_source zx_source_kafka = {
+    .name = "kafka",
+    .flags = ZX_SOURCE_POSITIONS,
+    .help = "messages consumed from Kafka topics (librdkafka), offsets committed after the write",
+    .open = k_open,
+    .poll = k_poll,
+    .fd = k_fd,
+    .acked = k_acked,
+    .drained = k_drained,
+    .close = k_close,
+    .test = kafka_test,
+};

@@ -1,0 +1,520 @@
+/*
+ * kafka_int.h — what the files of the `kafka` source share.  Not a
+ * contract outside workers/sources/kafka*.c and their unit tests
+ * (tests/unit/test_kafka_*.c).
+ *
+ *   kafka.c        the zx_source: the consumer, batching into frames,
+ *                  back-pressure, commits after the writer's ack, status
+ *   kafka_group.c  with a consumer group: rebalances (assign, revoke)
+ *   kafka_solo.c   without a group: the metadata thread, partition starts
+ *   kafka_batch.c  messages -> one frame's rows, rejects and positions
+ *                  (pure: no librdkafka handle, unit-tested)
+ *   kafka_parts.c  the partitions read and the frames in flight for each
+ *                  (pure, unit-tested)
+ *   kafka_conf.c   a connection's settings -> rd_kafka_conf_t
+ *   kafka_errors.c librdkafka's errors -> one precise sentence (pure)
+ *   kafka_test.c   `zxctl test`: connect, authenticate, list partitions
+ *
+ * None of them may print a secret (a SASL password, a key password, a
+ * property whose key names a password or secret): librdkafka's own error
+ * strings do not contain them, and its configuration is never dumped.
+ */
+#ifndef ZX_SOURCES_KAFKA_INT_H
+#define ZX_SOURCES_KAFKA_INT_H
+
+#include <librdkafka/rdkafka.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rowset.h"
+#include "conf/config.h"
+#include "proto/frame.h"
+#include "workers/sources/debezium/debezium.h"
+#include "workers/sources/source.h"
+
+/* ---- kafka_batch.c ------------------------------------------------- */
+
+/* Bytes of a rejected message (and of its key) kept in __rejects. */
+#define KB_RAW_MAX (64u * 1024u)
+
+/* One message as the batch sees it (what kafka.c reads out of an
+ * rd_kafka_message_t).  Pointers are only read during kb_add. */
+typedef struct kb_msg {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    const void *key;           /* NULL: no key */
+    size_t key_len;
+    const void *payload;       /* NULL: a tombstone (no rows, no reject) */
+    size_t len;
+    int64_t ts_ms;             /* message timestamp (ms since the epoch);
+                                  < 0 when the message has none */
+    /* changes batches (kb_set_changes): the value and key already decoded
+     * (Avro, common/avro_connect.h), or NULL; reject: the reason the
+     * message cannot be read (it becomes a reject), or NULL */
+    const json_t *value_json, *key_json;
+    const char *reject;
+} kb_msg;
+
+/* The position a frame reaches in one partition. */
+typedef struct kb_pos {
+    uint32_t part;             /* the caller's index of the partition */
+    const char *topic;         /* owned by the caller, valid while the
+                                  batch holds it */
+    int32_t partition;
+    int64_t next;              /* next offset to read: last offset + 1 */
+    uint64_t fp;               /* kb_fingerprint of the message at next - 1
+                                  (0: none, a `start: new` position) */
+} kb_pos;
+
+/* One frame being gathered.  Everything it points to lives in rs's arena
+ * or its own arrays, so the messages may be freed as soon as kb_add
+ * returns. */
+typedef struct kbatch {
+    zx_rowset rs;
+    uint32_t metadata;         /* ZX_META_KEY / _PARTITION / _OFFSET /
+                                  _TIMESTAMP: columns added to each row */
+    zx_frame_reject *rej;
+    size_t nrej, rej_cap;
+    kb_pos *pos;
+    size_t npos, pos_cap, last_pos;
+    zx_frame_pos *fpos;        /* built by kb_meta */
+    size_t fpos_cap;
+    uint64_t nmsgs;            /* messages in it, tombstones included */
+    int64_t first_us;          /* zx_mono_us() when it stopped being empty
+                                  (0: empty) */
+    int64_t ts_ms;             /* the last _timestamp formatted, and its */
+    const char *ts_text;       /* text in the arena (NULL: none yet) */
+    /* format: debezium or mode: latest (kb_set_changes): the messages are
+     * changes of one mirror table (debezium.h); NULL dbz: rows */
+    const zx_dbz_conf *dbz;
+    zx_dbz_frame df;
+    int history;
+    unsigned notes;            /* ZX_DBZ_NOTE_* of the frame's changes */
+    const char *rej_table;     /* the table of a frame with no change (its
+                                  rejects go to <rej_table>__rejects) */
+} kbatch;
+
+enum { KB_ADDED = 0, KB_FULL = 1, KB_NOMEM = -1,
+       KB_WAIT = 2 /* kafka.c: the schema registry cannot be reached: keep
+                      the message, try it again later */ };
+
+void kb_init(kbatch *b, uint32_t metadata);
+/* Make the batch gather changes (debezium.h) for the conf c (valid as long
+ * as the batch): a frame of changes holds one table and key; a message of
+ * another starts the next frame (kb_add answers KB_FULL).  history: the
+ * frames' "hi"; rej_table: see kbatch. */
+void kb_set_changes(kbatch *b, const zx_dbz_conf *c, int history, const char *rej_table);
+/* Empty the batch (keeps allocations). */
+void kb_reset(kbatch *b);
+/* Free everything; NULL ok. */
+void kb_free(kbatch *b);
+/* 1 when the batch holds nothing to publish (no message, no position). */
+int kb_empty(const kbatch *b);
+
+/* Add message m of the caller's partition `part`: its rows (a JSON object
+ * or an array of objects, plus the metadata columns, which overwrite JSON
+ * fields of the same name), or a reject (not JSON, not an object, empty;
+ * raw bytes and key cut at KB_RAW_MAX), or nothing (a tombstone); in every
+ * case the partition's position becomes m->offset + 1, with m's
+ * kb_fingerprint.
+ * limit: the most bytes the frame may take (zx_src_max_frame and a
+ * margin).  Returns KB_ADDED; KB_FULL when the message does not fit beside
+ * what the batch holds (the batch is unchanged: publish it, then add the
+ * message again to the empty batch; an empty batch never answers KB_FULL:
+ * a message too large alone becomes a reject); KB_NOMEM (the batch is
+ * unchanged). */
+int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit);
+
+/* Set the position of partition `part` without a message (a `start: new`
+ * partition's end offset, committed with the next frame).  0 or -1
+ * (ENOMEM). */
+int kb_note_position(kbatch *b, uint32_t part, const char *topic, int32_t partition,
+                     int64_t next);
+
+/* Upper bound of the frame's bytes (zx_frame_estimate + rejects and
+ * positions).  O(1) plus O(positions). */
+size_t kb_estimate(const kbatch *b);
+
+/* Fill m's positions, rejects, accepted and metadata for zx_src_publish
+ * (other fields zeroed; the caller sets ingested_at_us).  The arrays stay
+ * valid until kb_reset.  0 or -1 (ENOMEM). */
+int kb_meta(kbatch *b, zx_frame_meta *m);
+
+/* A partition's part name "topic:partition" into out (n bytes).  Returns
+ * the length, or -1 when it does not fit. */
+int kb_part_name(char *out, size_t n, const char *topic, int32_t partition);
+
+/* Position value: the next offset as 8 bytes, little-endian int64, then
+ * (16-byte values) the kb_fingerprint of the message at next - 1, with
+ * which a later start checks that the topic is still the one read
+ * (kafka.c, ks_witness). */
+void kb_pos_encode(int64_t next, unsigned char out[8]);
+/* 0 and *next, or -1 when v is not such a value (length neither 8 nor 16,
+ * negative). */
+int kb_pos_decode(const void *v, size_t len, int64_t *next);
+/* The fingerprint of a 16-byte value, 0 for any other (none). */
+uint64_t kb_pos_fp(const void *v, size_t len);
+/* A message's fingerprint: a hash of its timestamp, lengths and the first
+ * and last bytes of its key and payload (O(1): at most 96 bytes read).
+ * Never 0. */
+uint64_t kb_fingerprint(const kb_msg *m);
+
+/* Reason of a reject for a message JSON parsing refused with message msg
+ * (json_rows.h's words, which speak of a "body"), into out. */
+void kb_reject_reason(const char *msg, char *out, size_t n);
+
+/* ---- kafka_parts.c ------------------------------------------------- */
+
+/* A frame in flight that carried a partition's position. */
+typedef struct kp_flight {
+    uint64_t seq;
+    int64_t next;
+} kp_flight;
+
+typedef struct kpart {
+    char *topic;               /* owned */
+    int32_t partition;
+    char *name;                /* "topic:partition", owned */
+    int assigned;              /* ours now (group: assigned; no group:
+                                  started) */
+    int64_t next;              /* next offset to read (-1 unknown) */
+    int64_t acked;             /* next offset of the last frame the
+                                  writer committed (-1 none this run) */
+    int64_t committed;         /* last offset committed to the group
+                                  (-1 none this run) */
+    int64_t high;              /* high watermark (-1 unknown) */
+    int64_t handed;            /* next offset after the last message this
+                                  process put into a frame (-1 none): the
+                                  writer commits those frames whatever
+                                  happens to the assignment, so a
+                                  partition coming back never starts below
+                                  it (no row twice in the workspace) */
+    int64_t witness;           /* the offset whose message must come first
+                                  and match witness_fp (the stored
+                                  position - 1), -1 none (ks_witness) */
+    uint64_t witness_fp;
+    int paused;                /* paused by ks_pause_all (resumed only then:
+                                  resuming a partition that is not paused
+                                  makes librdkafka 2.0 restart its fetcher
+                                  at a stale position) */
+    uint64_t check_epoch;      /* != 0: the first message librdkafka gives
+                                  after that event (a rebalance, a resume)
+                                  is checked against next (ks_check_gap) */
+    int64_t gap_at;            /* the position last read again after a gap
+                                  (-1 none): the same gap is then taken as
+                                  real (compaction, transaction markers) */
+    kp_flight *q;              /* circular, oldest first */
+    size_t qhead, qlen, qcap;
+    void *rkt;                 /* no group: its rd_kafka_topic_t */
+} kpart;
+
+typedef struct kparts {
+    kpart *v;
+    size_t n, cap;
+} kparts;
+
+/* Index of (topic, partition), or -1. */
+int64_t kparts_find(const kparts *t, const char *topic, int32_t partition);
+/* Index of (topic, partition), added (unassigned, offsets unknown) when
+ * missing; -1 when out of memory.  Indices stay valid; kpart pointers do
+ * not (the array grows). */
+int64_t kparts_add(kparts *t, const char *topic, int32_t partition);
+void kparts_free(kparts *t);
+
+/* Remember that frame seq carries p's position next (seqs increase). 0 or
+ * -1 (ENOMEM). */
+int kpart_push(kpart *p, uint64_t seq, int64_t next);
+/* Forget p's frames up to seq (the writer committed them); 1 with *next
+ * = the position the newest of them carried, 0 when none. */
+int kpart_ack(kpart *p, uint64_t seq, int64_t *next);
+/* Highest seq in flight for p, 0 when none. */
+uint64_t kpart_last_seq(const kpart *p);
+/* Forget every frame in flight for p. */
+void kpart_forget(kpart *p);
+
+/* ---- kafka_errors.c ------------------------------------------------ */
+
+/* What a librdkafka error means for the user. */
+typedef enum ke_kind {
+    KE_TRANSIENT = 0,   /* librdkafka recovers by itself: log it only */
+    KE_UNREACHABLE,     /* cannot connect / resolve / all brokers down */
+    KE_PROTOCOL,        /* a security protocol mismatch with the listener */
+    KE_TLS,
+    KE_AUTH,
+    KE_UNKNOWN_TOPIC,
+    KE_TOPIC_DENIED,
+    KE_GROUP_DENIED,
+    KE_OTHER,           /* anything else worth showing */
+} ke_kind;
+
+/* Context the sentences need (none of it secret). */
+typedef struct ke_ctx {
+    const char *security;      /* "sasl_ssl"... (NULL: plaintext) */
+    const char *mechanism;     /* NULL when no SASL */
+    const char *username;      /* NULL when no SASL */
+    const char *group;         /* NULL when none */
+    int rdkafka_version;       /* rd_kafka_version() */
+    int x509_error;            /* the last certificate check that failed
+                                  (an OpenSSL X509_V_ERR_* code), 0 none */
+} ke_ctx;
+
+/* Classify error err with librdkafka's reason text (may be NULL) and
+ * write one sentence for zxctl status / zxctl test into out (n bytes),
+ * without librdkafka's "(after Nms in state X)" tail, so that a repeated
+ * error gives the same sentence.  topic: the topic concerned when known
+ * (else NULL).  Returns the kind. */
+ke_kind ke_describe(const ke_ctx *c, rd_kafka_resp_err_t err, const char *reason,
+                    const char *topic, char *out, size_t n);
+
+/* The broker "host:port" named at the start of a librdkafka reason
+ * ("sasl_ssl://127.0.0.1:9094/bootstrap: ..."), into out; "" when none. */
+void ke_broker(const char *reason, char *out, size_t n);
+
+/* 1 when error err (reason as for ke_describe) is the brokers' answer to
+ * settings that cannot work until someone changes them (zx's settings, the
+ * broker's credentials, ACLs or certificates): a SASL authentication
+ * refused, a certificate check failed (or the broker refused the client's),
+ * a listener that does not offer the SASL mechanism or does not speak TLS,
+ * an ACL missing for a topic or the group.  0 for what may pass by itself
+ * (a broker unreachable, restarting, closing a connection mid-way; an
+ * unknown topic, which may be created).  Pure. */
+int ke_permanent(const ke_ctx *c, rd_kafka_resp_err_t err, const char *reason);
+
+/* 1 when rd_kafka_version() v predates the SCRAM fix (2.6.1). */
+int ke_scram_broken(int v);
+
+/* 1 when a commit refused with err means this member's generation is
+ * stale: the group is rebalancing or has moved on without it (illegal
+ * generation, rebalance in progress, unknown member, fenced instance), so
+ * the partitions it reads may be another member's already; else 0. */
+int ke_stale_generation(rd_kafka_resp_err_t err);
+
+/* ---- kafka_conf.c -------------------------------------------------- */
+
+/* What the client's callbacks pass on: the start of the struct its opaque
+ * (rd_kafka_conf_set_opaque) points to. */
+typedef struct kc_seen {
+    _Atomic int x509_error;    /* last failing X509_V_ERR_*, 0 none;
+                                  written by librdkafka's broker threads */
+} kc_seen;
+
+/* A new librdkafka configuration for connection c: brokers, security,
+ * SASL, TLS files, then c's properties; plus zx's log callback (through
+ * the main queue: call rd_kafka_set_log_queue(rk, NULL) once the client
+ * exists) and a certificate callback recording the failing check in
+ * seen->x509_error.  The opaque is set to seen; a caller that sets its own
+ * must point it to a struct that starts with that kc_seen.  NULL with err
+ * set (naming the property, never a secret value). */
+rd_kafka_conf_t *kc_build(const zx_conf_connection *c, kc_seen *seen, char *err,
+                          size_t errlen);
+/* Set key=val unless the connection's properties set key (user_wins), or
+ * always.  0, or -1 with err set (the value is not shown when the key is
+ * secret). */
+int kc_set(rd_kafka_conf_t *conf, const zx_conf_connection *c, int user_wins,
+           const char *key, const char *val, char *err, size_t errlen);
+/* The error context of connection c (group may be NULL). */
+void kc_err_ctx(const zx_conf_connection *c, const char *group, const kc_seen *seen,
+                ke_ctx *out);
+/* "SASL_SSL, SCRAM-SHA-512 as zx" / "PLAINTEXT" into out. */
+void kc_describe(const zx_conf_connection *c, char *out, size_t n);
+
+/* ---- kafka.c, kafka_group.c, kafka_solo.c: the running source --------- */
+
+#define KS_OFFSETS_TIMEOUT_MS 10000  /* committed offsets, end offsets */
+
+/* The result of one metadata refresh (no group): a topic and its
+ * partition count, or its error. */
+typedef struct kmeta_topic {
+    char *topic;
+    int npart;
+    rd_kafka_resp_err_t err;
+} kmeta_topic;
+
+/* A topic read without a group, and librdkafka's handle for it. */
+typedef struct ktopic {
+    char *name;
+    rd_kafka_topic_t *rkt;
+} ktopic;
+
+typedef struct kstate {
+    kc_seen tls;                /* first: the client's opaque starts with it
+                                   (kafka_conf.c's certificate callback) */
+    zx_src *rt;
+    const zx_conf_pipeline *p;
+    const zx_conf_connection *c;
+    const char *name;
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *q;        /* messages and callbacks, one queue */
+    int efd;                    /* readable when q has something */
+    int group;
+    int first_start;            /* start: new, and no position stored yet */
+    regex_t re;
+    int have_re;
+
+    kparts parts;
+    kbatch b;
+    zx_dbz_conf dbz;            /* format: debezium / mode: latest */
+    zx_dbz_tables tables;       /* a template's tables (max_tables) */
+    struct zx_registry *reg;    /* encoding: avro: the schema registry */
+    int64_t reg_retry_ms;       /* zx_mono_ms() before which a message
+                                   waiting for the registry is not tried */
+    char rej_table[ZX_COLNAME_MAX + 1];
+    int64_t batch_ingested_us;  /* when its first message was polled */
+    kb_pos *notes;              /* positions for the frame after the kept
+                                   one (ks_note_position) */
+    size_t nnotes, notes_cap;
+    size_t limit, target;       /* frame bytes: never more / enough */
+    int kept;                   /* the runtime keeps our frame (no room) */
+    int64_t blocked_since_ms;
+    int paused;
+    uint64_t epoch;             /* rebalances and resumes so far */
+
+    rd_kafka_message_t **held;  /* taken from librdkafka, not yet batched */
+    size_t nheld, held_off;
+    int64_t held_us;            /* when they were polled */
+    uint64_t *held_ep;          /* per held message: the epoch when it
+                                   was polled (ks_check_gap) */
+    int64_t doubt_ms;           /* != 0: zx_mono_ms() when a commit was
+                                   refused for a stale generation (ownership
+                                   in doubt, kg_doubt); 0: none */
+    int coop_revoked;           /* a cooperative revoke put it in doubt:
+                                   the empty assignment that comes with it
+                                   does not settle it */
+
+    const rd_kafka_topic_t *c_rkt;  /* last partition looked up */
+    int32_t c_part;
+    int64_t c_idx;
+
+    /* without a group */
+    ktopic *topics;
+    size_t ntopics, topics_cap;
+    pthread_t meta_th;
+    int meta_running;
+    pthread_mutex_t meta_mu;
+    pthread_cond_t meta_cv;
+    int meta_stop;              /* under meta_mu */
+    uint64_t meta_gen;          /* under meta_mu: results made */
+    uint64_t meta_seen;         /* main thread: results applied */
+    kmeta_topic *meta;          /* under meta_mu: the newest result */
+    size_t nmeta;
+    int meta_ok;                /* under meta_mu: it worked */
+
+    char error[ZX_SEG_SOURCE_ERROR_MAX];
+    ke_kind error_kind;
+    char error_topic[256];
+    int fatal;                  /* 1: the worker exits and is restarted;
+                                   KS_FAILED: the pipeline fails (not
+                                   restarted) */
+    int closing;
+    char reset_note[400];       /* the last topic reset seen (status) */
+    uint64_t resets;
+    int64_t next_status_ms;
+    uint64_t msgs, rows, rejects, frames;
+} kstate;
+
+/* What eventfd-style wake-ups write (8 bytes). */
+extern const uint64_t ks_efd_one;
+
+/* kafka.c: errors and status.  An error is one sentence (kafka_errors.c)
+ * shown by zxctl status; topic-level ones (unknown topic, no topic ACL)
+ * are cleared only by that topic's messages. */
+int ks_topic_level(ke_kind k);
+void ks_set_error(kstate *s, ke_kind k, const char *msg, const char *topic);
+/* Clear the error when `topic`'s messages (NULL: any proof the cluster
+ * answers) show it is gone. */
+void ks_clear_error(kstate *s, const char *topic);
+void ks_describe(kstate *s, rd_kafka_resp_err_t err, const char *reason, const char *topic,
+                 char *out, size_t n, ke_kind *kind);
+/* An error of librdkafka (callback, message, metadata): logged when
+ * transient, else the source's error; one ke_permanent says is permanent
+ * also sets s->fatal = KS_FAILED (the worker exits, the pipeline fails at
+ * once with that error). */
+void ks_on_error(kstate *s, rd_kafka_resp_err_t err, const char *reason, const char *topic);
+
+#define KS_FAILED 2
+
+/* kafka.c: partitions and frames. */
+/* Index of a message's partition in s->parts (cached), or -1. */
+int64_t ks_part_of(kstate *s, const rd_kafka_topic_t *rkt, int32_t partition);
+/* The position of part the writer committed in LMDB, or -1. */
+int64_t ks_stored_position(kstate *s, const char *part);
+/* Where partition p starts when `start` was chosen for it: when start is
+ * the position stored in LMDB and that carries the fingerprint of the
+ * message before it, one earlier, and p's witness is set (the first
+ * message must be that one, same fingerprint: it is then dropped; another
+ * means the topic was re-created or truncated, see on_topic_reset).
+ * Else start. */
+int64_t ks_witness(kstate *s, kpart *p, int64_t start);
+/* The end offset of each partition of l into its offset field, blocking up
+ * to KS_OFFSETS_TIMEOUT_MS.  0, or -1 with the source's error set. */
+int ks_end_offsets(kstate *s, rd_kafka_topic_partition_list_t *l);
+enum { KS_PUB_DONE = 0, KS_PUB_BLOCKED = 1, KS_PUB_FATAL = -1 };
+/* Publish the batch (or retry the frame the runtime keeps): KS_PUB_DONE
+ * (published, or nothing to publish), KS_PUB_BLOCKED (kept: no room),
+ * KS_PUB_FATAL. */
+int ks_publish(kstate *s);
+/* Publish, with the next frame, partition part's position next (a
+ * `start: new` end offset).  Held back while the runtime keeps a frame:
+ * that frame is encoded already, and what it carries is what its ack
+ * commits.  0 or -1 (ENOMEM). */
+int ks_note_position(kstate *s, uint32_t part, int64_t next);
+/* Pause (1) every partition read, or resume (0) those it paused; a
+ * resume is an event after which each partition's next message is
+ * checked for a gap (ks_watch_gaps). */
+void ks_pause_all(kstate *s, int pause);
+/* A rebalance or a resume happened: the first message librdkafka gives
+ * afterwards for each assigned partition is checked against the offset
+ * expected (librdkafka 2.0 may restart a fetcher past messages it had
+ * fetched and then dropped: seen as ids lost after a cooperative
+ * rebalance under back-pressure). */
+void ks_watch_gaps(kstate *s);
+/* The writer committed the frames up to seq: commit the positions they
+ * carried to the group (async; sync while a revoke or close waits). */
+void ks_commit_acked(kstate *s, uint64_t seq, int sync);
+/* Commit to the group every assigned partition whose acknowledged
+ * position (kpart.acked) is ahead of its committed one (async, or sync). */
+void ks_commit_pending(kstate *s, int sync);
+
+/* kafka_group.c: with a consumer group. */
+/* A commit was refused with err (the whole request's, or one partition's):
+ * when that means a stale generation (ke_stale_generation), the ownership
+ * of every partition is in doubt until a rebalance callback settles it
+ * (or DOUBT_MAX_MS pass): kafka.c then publishes what it gathered,
+ * pauses fetching and batches nothing more (another member may own the
+ * partitions already, and read again whatever this one takes beyond the
+ * group's offsets).  Returns 1 when in doubt now. */
+int kg_doubt(kstate *s, rd_kafka_resp_err_t err);
+/* The ownership is settled (why: "rebalance", "timeout"). */
+void kg_settle(kstate *s, const char *why);
+void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                     rd_kafka_topic_partition_list_t *parts, void *opaque);
+void kg_offset_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *offsets, void *opaque);
+
+/* kafka_solo.c: without a group. */
+/* The handle of topic name (made once, kept until kso_close); NULL on
+ * ENOMEM. */
+ktopic *kso_topic(kstate *s, const char *name);
+/* Start the metadata thread.  0 or -1. */
+int kso_start(kstate *s);
+/* Apply the thread's newest result (start new partitions, topic errors);
+ * cheap when there is none. */
+void kso_apply(kstate *s);
+/* Stop the thread (no-op when not running). */
+void kso_stop(kstate *s);
+/* Stop reading every partition and drop the topic handles (before the
+ * client is destroyed). */
+void kso_close(kstate *s);
+/* Free what kso_* allocated (after the client is destroyed). */
+void kso_free(kstate *s);
+
+/* ---- kafka_test.c -------------------------------------------------- */
+
+int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_connection *c,
+               int timeout_ms, char *out, size_t outlen);
+
+#endif
