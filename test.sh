@@ -121,7 +121,7 @@ echo "== end-to-end tests (pytest)"
 # ZX_WORKSPACES: every test that runs a zxd runs once on each workspace
 # backend (conftest.py); tests/integration/test_postgres.py runs once.
 export ZX_WORKSPACES=${ZX_WORKSPACES:-sqlite,postgres}
-ZX_HEAVY_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
+ZX_HEAVY_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider --durations=30 "$@"
 
 echo "== end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"
 # On the SQLite workspace only: the processes, rings and sources under test

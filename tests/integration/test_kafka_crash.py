@@ -4,7 +4,10 @@ heavy runs of issue 6, kept apart from test_kafka.py.
 
 These tests run only when ZX_HEAVY_TESTS=1 is set in the environment
 (test.sh sets it for its plain, non-sanitizer pytest pass, so that they
-run once per test.sh, not again under ASan).  They need the Kafka broker
+run once per test.sh, not again under ASan).  The runs under SIGKILLs go on every
+workspace backend (the writer's commit of rows and positions differs);
+the group runs (several zxd, a broker restart) test the consumer group
+and run once, on the Postgres workspace several hosts would share.  They need the Kafka broker
 of tests/services/kafka (kafka_fixtures.py starts it once per session).
 
 - At least once under crashes: 1,000,000 messages with unique ids over 6
@@ -225,6 +228,7 @@ def test_two_instances_in_one_group_share_the_topic(kafka, make_kzxd):
     assert kafka.committed(group, topic) == kafka.end_offsets(topic)
 
 
+@pytest.mark.postgres_only  # the group's behaviour, not the backend's
 def test_a_second_zxd_joining_and_leaving_writes_nothing_twice_in_the_first(kafka, make_kzxd):
     n, parts = 24_000, 6
     topic = kafka.create_topic(partitions=parts)
@@ -292,6 +296,7 @@ def own_kafka():
             shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.mark.postgres_only  # the group's behaviour, not the backend's
 @pytest.mark.parametrize("group", [False, True], ids=["no_group", "group"])
 def test_a_broker_restart_writes_every_offset_once(own_kafka, make_kzxd, group):
     kafka = own_kafka
@@ -337,6 +342,7 @@ def test_a_broker_restart_writes_every_offset_once(own_kafka, make_kzxd, group):
     z.stop()
 
 
+@pytest.mark.postgres_only  # the group's behaviour, not the backend's
 def test_three_zxd_started_and_stopped_in_turn_write_nothing_twice(kafka, make_kzxd):
     n, parts = 50_000, 6
     topic = kafka.create_topic(partitions=parts)
