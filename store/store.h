@@ -1,6 +1,6 @@
 /*
  * store.h — the LMDB store: positions, schemas, idempotency keys, counters
- * and state that must survive a restart (DESIGN.md §3).
+ * and state that must survive a restart (docs/architecture.md §4).
  *
  * Location: one LMDB environment in the single file `<data_dir>/store.lmdb`
  * (MDB_NOSUBDIR; LMDB adds the lock file `<data_dir>/store.lmdb-lock`).

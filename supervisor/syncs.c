@@ -2,7 +2,7 @@
  * syncs.c — the supervisor's side of reverse syncs: runs asked for by
  * hand (`zxctl run`, `preview`), by schedule (cron, UTC) or over the API,
  * one at a time per sync, the approval of agents' runs, and the history
- * (DESIGN.md §6).
+ * (docs/architecture.md §8).
  *
  * A sync's worker (spipe.worker) is forked only for a run, with the run's
  * id and flags (zx_worker_args); it leaves what it did in its segment's

@@ -1,5 +1,5 @@
 /*
- * dest.h — what a reverse-sync destination is (DESIGN.md §6).
+ * dest.h — what a reverse-sync destination is (docs/architecture.md §7).
  *
  * A destination is one file with one `const zx_dest` (name, capabilities,
  * callbacks) and one entry in the registry (dest_registry.c).  A sync run

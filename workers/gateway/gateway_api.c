@@ -1,6 +1,6 @@
 /*
  * gateway_api.c — the REST API of reverse syncs, for orchestrators and
- * agents (DESIGN.md §1, §6):
+ * agents (docs/architecture.md §2.3, §8.4):
  *
  *   POST /api/syncs/<name>/runs   start a run (body: empty, or a JSON
  *                                 object {"full": true}); 202 {"run": ID,

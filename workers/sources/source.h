@@ -1,6 +1,6 @@
 /*
  * source.h — what a stream source is, and the worker runtime every source
- * runs in (DESIGN.md §5; the shape of a Fluent Bit input plugin).
+ * runs in (docs/architecture.md §6; the shape of a Fluent Bit input plugin).
  *
  * A source is one file with one `const zx_source` (name, callbacks) and one
  * entry in the registry (registry.c); its YAML options are rows of the

@@ -1,6 +1,6 @@
 /*
  * query.h — a reverse sync's SELECT, run on the workspace with its
- * author's rights (DESIGN.md §6), read in batches.
+ * author's rights (docs/architecture.md §8.1), read in batches.
  *
  * The database enforces the policy, not a parser of SQL:
  *   - SQLite (query_sqlite.c): a read-only connection (SQLITE_OPEN_READONLY)

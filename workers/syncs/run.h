@@ -1,6 +1,6 @@
 /*
  * run.h — one run of a reverse sync: the worker the supervisor forks for
- * it (DESIGN.md §6), as the source "sync" of the worker runtime
+ * it (docs/architecture.md §8), as the source "sync" of the worker runtime
  * (workers/sources/source.h): it publishes only row-hashes frames.
  *
  * A run, in order:

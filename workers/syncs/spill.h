@@ -1,6 +1,6 @@
 /*
  * spill.h — a sync run's temporary files, so that a result of any size
- * runs in bounded memory (DESIGN.md §6): the rows to send, the keys seen
+ * runs in bounded memory (docs/architecture.md §8.2): the rows to send, the keys seen
  * (sorted in runs on disk and merged), the deletes, the hashes to record.
  *
  * A spill is written once, then read from its start.  Its file is

@@ -1,5 +1,5 @@
 /*
- * workspace.h — the workspace database as the writer sees it (DESIGN.md §4).
+ * workspace.h — the workspace database as the writer sees it (docs/architecture.md §5).
  *
  * One interface, two backends with the same behaviour: SQLite
  * (workspace_sqlite*.c, the embedded default) and PostgreSQL

@@ -1,8 +1,8 @@
 /*
  * kafka.c — the `kafka` source: a Kafka consumer (librdkafka) whose
  * messages become frames, and whose offsets are committed only once the
- * writer has committed the frames that carried them (source.h, DESIGN.md
- * §5).
+ * writer has committed the frames that carried them (source.h,
+ * docs/architecture.md §9.2).
  *
  * Two ways to own partitions:
  *   - with a consumer group (`group:`): subscribe (cooperative-sticky);
