@@ -24,6 +24,7 @@
 #include "common/colname.h"
 #include "common/dsn.h"
 #include "common/segment.h"
+#include "workers/sources/source.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -60,7 +61,8 @@ static size_t opt_index_src(const char *section, const char *name, const char *s
             !strcmp(zx_cf_row(i)->name, name)) {
             if (first == SIZE_MAX)
                 first = i;
-            if (src && zx_cf_row(i)->sources && zx_cf_takes(zx_cf_row(i), src))
+            if (src && (zx_cf_row(i)->sources || zx_cf_row_owner(zx_cf_row(i))) &&
+                zx_cf_takes(zx_cf_row(i), src))
                 return i;
         }
     return first;
@@ -110,7 +112,7 @@ const yaml_node_t *zx_cf_where_opt(const zx_cf_where *w, const char *sec,
 {
     /* an option named alike for two kinds of pipelines (a sync's and a
      * stream's `mode`) has two rows: the one its pipeline walked is set */
-    for (size_t i = 0; i < zx_cf_nrows() && i < ZX_CF_MAX_OPTIONS; i++)
+    for (size_t i = 0; i < w->n; i++)
         if (w->opt[i] && !strcmp(zx_cf_row(i)->section, sec) &&
             !strcmp(zx_cf_row(i)->name, name))
             return w->opt[i];
@@ -152,9 +154,10 @@ static size_t allowed_keys(const char *path, const char **names, size_t max)
 static void unknown_key(zx_cf_ctx *x, const yaml_node_t *kn, const char *path,
                         const char *disp, const char *k)
 {
-    const char *names[ZX_CF_MAX_OPTIONS + ZX_CF_MAX_SECTIONS], *near;
+    size_t max = zx_cf_nrows() + ZX_CF_MAX_SECTIONS;
+    const char **names = malloc(max * sizeof(*names)), *near;
     char list[1024];
-    size_t n = allowed_keys(path, names, sizeof(names) / sizeof(names[0]));
+    size_t n = names ? allowed_keys(path, names, max) : 0;
     size_t i, off = 0;
 
     list[0] = '\0';
@@ -171,6 +174,7 @@ static void unknown_key(zx_cf_ctx *x, const yaml_node_t *kn, const char *path,
         zx_cf_error_at(x, kn, "unknown section '%.64s'%s%s%s; allowed: %s", k,
                        near ? " (did you mean '" : "", near ? near : "",
                        near ? "'?)" : "", list);
+    free(names);
 }
 
 static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
@@ -258,7 +262,7 @@ static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
         }
         oi = opt_index_src(path, k, ld->cur_src);
         if (oi != SIZE_MAX) {
-            if (oi < ZX_CF_MAX_OPTIONS) {
+            if (oi < w->n) {
                 /* NULL: another plug-in's own row, not this pipeline's
                  * (reported by its checks) */
                 void *fb = zx_cf_row_base(zx_cf_row(oi), base);
@@ -357,7 +361,7 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
     const char *name = *(char **)base;
     const char *src = NULL;
     int known = 1, *lc = (int *)((char *)base + nd->line);
-    zx_cf_where *w = calloc(1, sizeof(*w));
+    zx_cf_where *w = zx_cf_where_new();
     size_t i;
     char disp[80];
 
@@ -369,7 +373,7 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
     lc[1] = zx_cf_col(kn);
     ld->cur_src = pipe ? peek_source(x, vn) : NULL;
     if (pipe && cf_own_alloc(x, kn, base, ld->cur_src) < 0) {
-        free(w);
+        zx_cf_where_free(w);
         return;
     }
     cf_set_defaults(x, target, base);
@@ -400,7 +404,7 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
                            "direction: out", name);
         }
         src = pl->source;
-        known = src && zx_cf_find_source(src);
+        known = src && zx_plugin_find(ZX_PLUGIN_SOURCE, src);
         /* the source peeked before the walk names the plug-in whose own
          * struct was set; a source refused or written otherwise since
          * (reported already) gets its plug-in's defaults only */
@@ -418,16 +422,17 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
         /* a source-specific option is required only once the source is
          * known (a bad or missing source is reported already) */
         if (!strcmp(o->section, map->entry) && (o->flags & ZX_CF_REQUIRED) &&
-            !w->opt[i] && (!o->sources || (known && zx_cf_takes(o, src))))
+            !w->opt[i] && ((!o->sources && !zx_cf_row_owner(o)) ||
+                           (known && zx_cf_takes(o, src))))
             zx_cf_error_at(x, kn, "%s: missing required field '%s'", disp,
                            o->name);
     }
     if (pipe) {
         i = zx_cf_opt_index(map->entry, "connection");
-        if (ld->conn_node && i < ZX_CF_MAX_OPTIONS)
+        if (ld->conn_node && i < w->n)
             ld->conn_node[idx] = w->opt[i];
         i = zx_cf_opt_index(map->entry, "tables");
-        if (ld->tables_node && i < ZX_CF_MAX_OPTIONS)
+        if (ld->tables_node && i < w->n)
             ld->tables_node[idx] = w->opt[i];
         zx_cf_check_pipeline(x, kn, base, w);
     } else if (target == ZX_CF_CONNECTION) {
@@ -439,7 +444,7 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
                            "api token %s: the token has %zu characters: at least "
                            "16", name, strlen(t->token));
     }
-    free(w);
+    zx_cf_where_free(w);
 }
 
 static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
@@ -797,11 +802,12 @@ static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w,
         c->ring_budget = cf_default_budget();
     for (i = 0; i < c->npipelines; i++) {
         zx_conf_pipeline *p = &c->pipelines[i];
-        const zx_cf_source *src = zx_cf_find_source(p->source);
+        const zx_plugin *src = p->plugin;
         /* Only a source the gateway feeds (http) has a request ring, and
          * with it a reply ring: ZX_SEG_MAX_BYTES(0, ring) counts neither
          * (common/segment.h counts the reply ring only when in_cap > 0). */
-        p->in_ring_size = src && src->request_ring ? cf_in_ring(p->body_limit) : 0;
+        p->in_ring_size = src && src->source && (src->source->flags & ZX_SOURCE_GATEWAY)
+                          ? cf_in_ring(p->body_limit) : 0;
         p->ring_size = (c->ring_size + 63) & ~(uint64_t)63;
         p->shm_size = ZX_SEG_MAX_BYTES(p->in_ring_size, p->ring_size);
         fixed += ZX_SEG_MAX_BYTES(p->in_ring_size, 0);
@@ -842,7 +848,7 @@ static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w,
  * written (`workspace.postgres` needs `dsn`). */
 static void cf_check_required(zx_cf_ctx *x, const zx_cf_where *w)
 {
-    for (size_t i = 0; i < zx_cf_nrows() && i < ZX_CF_MAX_OPTIONS; i++) {
+    for (size_t i = 0; i < w->n; i++) {
         const zx_cf_option *o = zx_cf_row(i);
         const yaml_node_t *sec;
         if (!(o->flags & ZX_CF_REQUIRED) ||
@@ -974,7 +980,7 @@ zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs)
 {
     zx_cf_ctx x;
     zx_conf *c = NULL;
-    zx_cf_where *where = calloc(1, sizeof(*where));
+    zx_cf_where *where = zx_cf_where_new();
     cf_load ld = {0};
     yaml_node_t *root;
     char *slash;
@@ -1030,7 +1036,7 @@ out:
         yaml_document_delete(&x.doc);
     free(ld.conn_node);
     free(ld.tables_node);
-    free(where);
+    zx_cf_where_free(where);
     return c;
 }
 

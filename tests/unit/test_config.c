@@ -29,6 +29,7 @@
 #include "conf/config.h"
 #include "conf/values.h"
 #include "common/segment.h"     /* ZX_SEG_MAX_BYTES, for the ring sizes */
+#include "workers/sources/kafka/kafka_opts.h" /* the kafka source's own options */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1080,7 +1081,7 @@ static void test_kafka(void)
     CHECK(p->ntopics == 1 && p->topics_regex == 0);
     CHECK_STR(p->topics[0], "clicks");
     CHECK_STR(p->group, "zx-clicks");
-    CHECK(p->start_new == 0);
+    CHECK(p->own && ((const zx_kafka_opts *)p->own)->start_new == 0);
     CHECK_STR(p->table, "clicks");
     CHECK(p->metadata == (ZX_META_KEY | ZX_META_PARTITION | ZX_META_OFFSET |
                           ZX_META_TIMESTAMP | ZX_META_INGESTED_AT));
@@ -1165,11 +1166,11 @@ static void test_kafka(void)
             CHECK_STR(a->topics[0], "a.b");
             CHECK_STR(a->topics[1], "c_d-e");
         }
-        CHECK(a->group == NULL && a->start_new == 0);
+        CHECK(a->group == NULL && ((const zx_kafka_opts *)a->own)->start_new == 0);
         CHECK(a->conn == &c->connections[0] && b->conn == a->conn);
         CHECK(b->ntopics == 1 && b->topics_regex == 1);
         CHECK_STR(b->topics[0], "^clicks\\..*");
-        CHECK(b->start_new == 1);
+        CHECK(((const zx_kafka_opts *)b->own)->start_new == 1);
         CHECK_STR(b->group, "zx group/1");
         CHECK(pc->ntopics == 1 && !pc->topics_regex);
         CHECK_STR(pc->topics[0], "single");

@@ -1109,5 +1109,4 @@ const zx_source zx_source_postgres = {
     .acked = cdc_acked,
     .drained = cdc_drained,
     .close = cdc_close,
-    .test = zx_pg_cdc_test,
 };
