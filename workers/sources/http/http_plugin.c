@@ -8,6 +8,11 @@
 #include <stddef.h>
 
 #include "conf/plugin.h"
+#include "common/webhook_sig.h"
+
+#include <openssl/crypto.h>
+#include <stdint.h>
+#include <stdio.h>
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_http;   /* http_push.c */
@@ -50,11 +55,30 @@ static const zx_cf_option options[] = {
      .help = "Largest push body for this stream."},
 };
 
+/* The webhook secret decodes to a key of the right size (the secret is
+ * never quoted).  NULL (none, or a reference skipped under
+ * ZX_CONF_SKIP_SECRETS): nothing to check. */
+static int http_check(const zx_conf *conf, const zx_conf_pipeline *p, char *err, size_t errlen)
+{
+    uint8_t key[ZX_WEBHOOK_KEY_MAX];
+    char why[300];
+    int r = 0;
+
+    (void)conf;
+    if (p->webhook_secret && zx_webhook_key(p->webhook_secret, key, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "pipelines.%s: webhook_secret: %s", p->name, why);
+        r = -1;
+    }
+    OPENSSL_cleanse(key, sizeof(key));
+    return r;
+}
+
 const zx_plugin zx_plugin_http = {
     .name = "http",
     .role = ZX_PLUGIN_SOURCE,
     .metadata = metadata,
     .source = &zx_source_http,
+    .check = http_check,
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
     .doc = "clients push JSON (object, array or newline-delimited) to "
