@@ -44,7 +44,7 @@
 enum { ZX_FORMAT_JSON = 0, ZX_FORMAT_DEBEZIUM = 1 };
 enum { ZX_STREAM_APPEND = 0, ZX_STREAM_LATEST = 1 };
 enum { ZX_ENC_JSON = 0, ZX_ENC_AVRO = 1 };
-/* zx_conf_pipeline.slot_lost (postgres) */
+/* `slot_lost` of a postgres pipeline (workers/sources/postgres/postgres_opts.h) */
 enum { ZX_SLOT_LOST_FAIL = 0, ZX_SLOT_LOST_RESYNC = 1 };
 
 #define ZX_META_INGESTED_AT 0x1u   /* "_ingested_at": UTC time the row arrived */
@@ -196,7 +196,7 @@ typedef struct zx_conf_pipeline {
                                 pipeline is held back) */
     /* postgres (change data capture; the other sources have tables NULL,
      * ntables 0, mirrors, table_prefix, slot and publication NULL, and
-     * initial_copy and history at their defaults, unused). */
+     * history at its default, unused). */
     char **tables;           /* the source tables, each "schema.table": as
                                 written, with "public." added to a bare
                                 `table`; each part [A-Za-z_][A-Za-z0-9_]
@@ -239,11 +239,8 @@ typedef struct zx_conf_pipeline {
                                 0 confluent (magic 0 + 4-byte id), 1
                                 apicurio (magic 0 + 8-byte global id), 2
                                 headers (apicurio.value.globalId) */
-    int initial_copy;        /* 1 (default): copy the rows already there
-                                before streaming changes; 0: changes only */
-    int slot_lost;           /* postgres: ZX_SLOT_LOST_FAIL (default) or
-                                ZX_SLOT_LOST_RESYNC: when the slot it
-                                streamed from is gone */
+    /* postgres's `initial_copy` and `slot_lost`: its own options (own,
+     * workers/sources/postgres/postgres_opts.h) */
     int history;             /* 1: also append every change to
                                 `<mirror>__changes` (mirrors then at most 54
                                 bytes); 0 (default) */
@@ -494,8 +491,9 @@ void zx_conf_write_reference(FILE *out);
 
 /* ------------------------------------------------------------------------
  * Internal to conf/ (config.c, entries.c, options.c, fields.c, lists.c,
- * values.c, reference.c, secrets.c, yamlwalk.c) and its unit test.  Not a
- * contract: other modules must not define ZX_CONF_INTERNAL.
+ * values.c, reference.c, secrets.c, yamlwalk.c, rows.c, tables.c,
+ * model.c) and its unit tests.  Not a contract: other modules must not
+ * define ZX_CONF_INTERNAL.
  * ---------------------------------------------------------------------- */
 #ifdef ZX_CONF_INTERNAL
 #include <yaml.h>
@@ -702,6 +700,13 @@ void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
  * database (the same connection, or connections with the same dsn) share
  * a replication slot. */
 void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c);
+/* tables.c: once the whole file is walked, no two workspace tables the
+ * pipelines write are one name (tables_node[i]: where pipeline i wrote
+ * `tables:`, for the mirrors' errors; may be NULL), and no two table
+ * templates could make one name. */
+void zx_cf_check_tables(zx_cf_ctx *x, const zx_conf *c,
+                        const yaml_node_t *const *tables_node);
+void zx_cf_check_templates(zx_cf_ctx *x, const zx_conf *c);
 /* syncs.c: the checks of one reverse sync once walked, and, once the
  * whole file is walked, each sync's author and destination connection and
  * each API token's syncs (dest_conn_node[i]: where pipeline i wrote

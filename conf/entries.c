@@ -213,6 +213,14 @@ static void check_stream(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *
                        "password, or neither", pl->name);
 }
 
+/* 1 when pipeline pl's source takes the option `name` of its entry. */
+static int takes_option(const zx_conf_pipeline *pl, const char *name)
+{
+    size_t i = zx_cf_opt_index("pipelines.<name>", name);
+
+    return i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source);
+}
+
 /* Checks of a pipeline once its mapping is walked: options its source does
  * not take, required options of its source, topic/topics, metadata, the
  * postgres mirrors, slot and publication, the default table. */
@@ -262,11 +270,13 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         zx_cf_error_at(x, kn, "pipeline %s: missing required field 'key' (or "
                        "'webhook_secret', for pushes signed the Standard Webhooks way)",
                        pl->name);
-    if (src && !strcmp(pl->source, "postgres"))
+    /* the checks of a family of options, for the sources that take it
+     * (their rows say which: no source is named here) */
+    if (src && takes_option(pl, "tables"))
         check_postgres(x, kn, pl, w);
-    if (src && !strcmp(pl->source, "sync"))
+    if (src && takes_option(pl, "query"))
         zx_cf_check_sync(x, kn, pl, w);
-    if (src && (!strcmp(pl->source, "kafka") || !strcmp(pl->source, "http")))
+    if (src && takes_option(pl, "format"))
         check_stream(x, kn, pl, w);
 
     /* Default table: the name, unless a table was written (even a bad one,

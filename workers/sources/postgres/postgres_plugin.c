@@ -9,6 +9,7 @@
 
 #include "conf/plugin.h"
 #include "workers/sources/postgres/pg_cdc_check.h"
+#include "workers/sources/postgres/postgres_opts.h"
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_postgres;   /* pg_cdc.c */
@@ -16,6 +17,7 @@ extern const zx_source zx_source_postgres;   /* pg_cdc.c */
 static const char *const conn_kinds[] = {"postgres", NULL};
 
 #define PIPE(f) offsetof(zx_conf_pipeline, f)
+#define OWN(f) offsetof(zx_postgres_opts, f)
 
 /* order = ZX_SLOT_LOST_* of conf/config.h */
 static const char *const slot_lost[] = {"fail", "resync", NULL};
@@ -39,7 +41,7 @@ static const zx_cf_option options[] = {
      "rules of `table`; with `history`, at most 54 characters (its "
      "`__changes` table must fit in 63)."},
     {.section = "pipelines.<name>", .name = "initial_copy", .type = ZX_CF_BOOL,
-     .def = "true", .offset = PIPE(initial_copy),
+     .def = "true", .offset = OWN(initial_copy), .flags = ZX_CF_OWN,
      .help = "`true`: copy the rows already in each table first (from the "
      "slot's snapshot), then stream the changes; `false`: changes from the "
      "slot's creation on only."},
@@ -51,7 +53,8 @@ static const zx_cf_option options[] = {
      "`pgoutput` slot of the same database. No two pipelines on the same "
      "database may share one."},
     {.section = "pipelines.<name>", .name = "slot_lost", .type = ZX_CF_ENUM_INT,
-     .def = "fail", .offset = PIPE(slot_lost), .allowed = slot_lost,
+     .def = "fail", .offset = OWN(slot_lost), .flags = ZX_CF_OWN,
+     .allowed = slot_lost,
      .help = "What to do when the slot zx streamed from is gone (dropped by "
      "someone, or invalidated by `max_slot_wal_keep_size`): the changes "
      "made meanwhile are lost to zx. `fail`: the pipeline stops (status "
@@ -76,6 +79,7 @@ const zx_plugin zx_plugin_postgres = {
     .role = ZX_PLUGIN_SOURCE,
     .conn_kinds = conn_kinds,
     .test = zx_pg_cdc_test,
+    .opts_size = sizeof(zx_postgres_opts),
     .source = &zx_source_postgres,
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
