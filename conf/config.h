@@ -1,14 +1,16 @@
 /*
  * config.h — the zxd YAML configuration: its C model and its loader.
  *
- * One table of options (conf/options.c: name, type, default, offset into
- * the struct below, help text, allowed values, the sources that take it)
- * drives parsing, validation, comparison (zx_conf_pipeline_same), freeing
- * and the reference documentation (conf/OPTIONS.md, printed by
- * zx_conf_write_reference).  To add an option: add the field here, add one
- * row to the table, regenerate OPTIONS.md (`zxd --config-reference`, or
+ * Option rows (name, type, default, offset into the struct below or into
+ * a plug-in's own struct, help text, allowed values, the sources that take
+ * it) drive parsing, validation, comparison (zx_conf_pipeline_same),
+ * freeing and the reference documentation (conf/OPTIONS.md, printed by
+ * zx_conf_write_reference): the core table of conf/options.c, and each
+ * plug-in's rows in its `<name>_plugin.c` (conf/plugin.h).  To add an
+ * option: add the field (here, or in the plug-in's own struct), add one
+ * row, regenerate OPTIONS.md (`zxd --config-reference`, or
  * `tests/unit/test_config --print-reference`).  A new value of `source:`
- * is a plug-in (conf/plugin.h) with the rows it takes.
+ * is a plug-in with the rows it takes.
  *
  * Loading is all-or-nothing: zx_conf_load either returns a fully validated
  * configuration (every path absolute, every default filled in) or NULL with

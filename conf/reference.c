@@ -1,7 +1,8 @@
 /*
  * reference.c — the Markdown reference of every configuration option
- * (conf/OPTIONS.md, `zxd --config-reference`), printed from the options
- * table of options.c.
+ * (conf/OPTIONS.md, `zxd --config-reference`), printed from the option
+ * rows (conf/rows.c: options.c's and the plug-ins'), and the sources from
+ * the plug-ins (conf/plugin.h).
  *
  * It must never: print an option that is not a row (zx_cf_row: the core
  * table and the plug-ins' rows are the only list), or print any value
@@ -109,7 +110,8 @@ void zx_conf_write_reference(FILE *out)
     size_t s, i;
 
     fputs("# zxd configuration reference\n\n"
-          "<!-- Generated from conf/options.c by zx_conf_write_reference; do "
+          "<!-- Generated from the option rows (conf/options.c and each "
+          "plug-in's <name>_plugin.c)\n     by zx_conf_write_reference; do "
           "not edit.\n"
           "     Regenerate: zxd --config-reference > conf/OPTIONS.md -->\n\n"
           "zxd reads one YAML file (see `conf/zx.example.yaml`). Every "

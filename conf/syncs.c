@@ -19,7 +19,7 @@
 #include <string.h>
 
 /* The zx_sync_mode numbers (workers/destinations/dest.h): the order of `modes`
- * in options.c. */
+ * in workers/syncs/sync_plugin.c. */
 enum { MODE_UPSERT = 2, MODE_MIRROR = 3 };
 
 int zx_conf_is_sync(const zx_conf_pipeline *p)
