@@ -1,14 +1,16 @@
 /*
  * config.h — the zxd YAML configuration: its C model and its loader.
  *
- * One table of options (conf/options.c: name, type, default, offset into
- * the struct below, help text, allowed values, the sources that take it)
- * drives parsing, validation, comparison (zx_conf_pipeline_same), freeing
- * and the reference documentation (conf/OPTIONS.md, printed by
- * zx_conf_write_reference).  To add an option: add the field here, add one
- * row to the table, regenerate OPTIONS.md (`zxd --config-reference`, or
+ * Option rows (name, type, default, offset into the struct below or into
+ * a plug-in's own struct, help text, allowed values, the sources that take
+ * it) drive parsing, validation, comparison (zx_conf_pipeline_same),
+ * freeing and the reference documentation (conf/OPTIONS.md, printed by
+ * zx_conf_write_reference): the core table of conf/options.c, and each
+ * plug-in's rows in its `<name>_plugin.c` (conf/plugin.h).  To add an
+ * option: add the field (here, or in the plug-in's own struct), add one
+ * row, regenerate OPTIONS.md (`zxd --config-reference`, or
  * `tests/unit/test_config --print-reference`).  A new value of `source:`
- * is one entry of zx_cf_sources (options.c) and the rows it takes.
+ * is a plug-in with the rows it takes.
  *
  * Loading is all-or-nothing: zx_conf_load either returns a fully validated
  * configuration (every path absolute, every default filled in) or NULL with
@@ -44,7 +46,7 @@
 enum { ZX_FORMAT_JSON = 0, ZX_FORMAT_DEBEZIUM = 1 };
 enum { ZX_STREAM_APPEND = 0, ZX_STREAM_LATEST = 1 };
 enum { ZX_ENC_JSON = 0, ZX_ENC_AVRO = 1 };
-/* zx_conf_pipeline.slot_lost (postgres) */
+/* `slot_lost` of a postgres pipeline (workers/sources/postgres/postgres_opts.h) */
 enum { ZX_SLOT_LOST_FAIL = 0, ZX_SLOT_LOST_RESYNC = 1 };
 
 #define ZX_META_INGESTED_AT 0x1u   /* "_ingested_at": UTC time the row arrived */
@@ -186,12 +188,8 @@ typedef struct zx_conf_pipeline {
                                 (starts with '^', librdkafka's convention),
                                 checked to compile; ntopics is then 1 */
     char *group;             /* kafka: consumer group; NULL = none */
-    int start_new;           /* kafka: where a partition with no committed
-                                offset starts: 0 oldest (default), 1 new */
-    int topic_reset_fail;    /* kafka (on_topic_reset): a stored position
-                                that is not in its topic any more: 0 restart
-                                the partition from its start (default),
-                                1 fail the pipeline */
+    /* kafka's `start` and `on_topic_reset`: its own options (own,
+     * workers/sources/kafka/kafka_opts.h) */
     uint32_t max_columns;    /* columns its table gets from the data at most
                                 (default 500, 1..1500); the rest go to _extra */
     uint64_t max_parked_bytes; /* `max_parked_bytes`: bytes of changes parked
@@ -200,7 +198,7 @@ typedef struct zx_conf_pipeline {
                                 pipeline is held back) */
     /* postgres (change data capture; the other sources have tables NULL,
      * ntables 0, mirrors, table_prefix, slot and publication NULL, and
-     * initial_copy and history at their defaults, unused). */
+     * history at its default, unused). */
     char **tables;           /* the source tables, each "schema.table": as
                                 written, with "public." added to a bare
                                 `table`; each part [A-Za-z_][A-Za-z0-9_]
@@ -243,11 +241,8 @@ typedef struct zx_conf_pipeline {
                                 0 confluent (magic 0 + 4-byte id), 1
                                 apicurio (magic 0 + 8-byte global id), 2
                                 headers (apicurio.value.globalId) */
-    int initial_copy;        /* 1 (default): copy the rows already there
-                                before streaming changes; 0: changes only */
-    int slot_lost;           /* postgres: ZX_SLOT_LOST_FAIL (default) or
-                                ZX_SLOT_LOST_RESYNC: when the slot it
-                                streamed from is gone */
+    /* postgres's `initial_copy` and `slot_lost`: its own options (own,
+     * workers/sources/postgres/postgres_opts.h) */
     int history;             /* 1: also append every change to
                                 `<mirror>__changes` (mirrors then at most 54
                                 bytes); 0 (default) */
@@ -289,6 +284,13 @@ typedef struct zx_conf_pipeline {
                                 0 = server.sync_query_timeout */
     uint64_t max_spill_bytes;/* `max_spill_bytes`: a run's temporary files
                                 at most; 0 = server.sync_max_spill_bytes */
+    const struct zx_plugin *plugin; /* its source's plug-in (conf/plugin.h;
+                                "sync" for a reverse sync), resolved by the
+                                loader from `source:`; NULL only while a
+                                configuration with errors is built */
+    void *own;               /* that plug-in's own options struct (its
+                                opts_size bytes, its ZX_CF_OWN rows set),
+                                owned by the zx_conf; NULL when it has none */
     int line, column;        /* where the pipeline's name is written (1-based) */
 } zx_conf_pipeline;
 
@@ -491,11 +493,14 @@ void zx_conf_write_reference(FILE *out);
 
 /* ------------------------------------------------------------------------
  * Internal to conf/ (config.c, entries.c, options.c, fields.c, lists.c,
- * values.c, reference.c, secrets.c, yamlwalk.c) and its unit test.  Not a
- * contract: other modules must not define ZX_CONF_INTERNAL.
+ * values.c, reference.c, secrets.c, yamlwalk.c, rows.c, tables.c,
+ * model.c) and its unit tests.  Not a contract: other modules must not
+ * define ZX_CONF_INTERNAL.
  * ---------------------------------------------------------------------- */
 #ifdef ZX_CONF_INTERNAL
 #include <yaml.h>
+
+#include "conf/option.h"
 
 /* Load context: where errors go and what the walk needs. */
 typedef struct zx_cf_ctx {
@@ -544,70 +549,8 @@ const char *zx_cf_suggest(const char *w, const char *const *cands, size_t n);
 int zx_cf_resolve(zx_cf_ctx *x, const yaml_node_t *n, const char *text,
                   int secret, char **out, int *is_ref);
 
-/* options.c: the table; fields.c, lists.c: setting, freeing, comparing
- * by row. */
-typedef enum zx_cf_type {
-    ZX_CF_STRING, ZX_CF_PATH, ZX_CF_ENUM, ZX_CF_ENUM_INT, ZX_CF_SIZE,
-    ZX_CF_DURATION, ZX_CF_UINT, ZX_CF_LISTEN, ZX_CF_METADATA, ZX_CF_IDENT,
-    ZX_CF_GROUP,
-    ZX_CF_DSN,        /* a libpq connection string (zx_dsn_check); quoted
-                         in messages only through zx_dsn_redact */
-    ZX_CF_SQLNAME,    /* an SQL name used quoted: 1 to 63 bytes, no control
-                         characters */
-    ZX_CF_BOOL,       /* true or false (also True, TRUE, False, FALSE):
-                         an int, 1 or 0 */
-    ZX_CF_SLOT,       /* a replication slot name: [a-z0-9_]{1,63} */
-    /* The list types fill a char ** at offset and its size_t count at
-     * n_offset (freed and replaced as a whole when set again). */
-    ZX_CF_HOSTPORTS,  /* list of host:port, or one "a:1,b:2" string */
-    ZX_CF_TOPIC,      /* one Kafka topic name: a list of one */
-    ZX_CF_TOPICS,     /* a list of topic names, or one: a name, or a regex
-                         (text starting with '^') */
-    ZX_CF_PGTABLES,   /* a list of Postgres tables, `schema.table` or
-                         `table` (public.table), stored as "schema.table";
-                         1 to ZX_MAX_PG_TABLES, none twice */
-    ZX_CF_NAMES,      /* a list of names (or one): each 1 to 63 bytes
-                         without control characters, none twice */
-    ZX_CF_PATHS,      /* a list of paths (or one), each made absolute
-                         against the config file's folder, none twice */
-    ZX_CF_PROPS       /* mapping of scalar to scalar: keys at offset, values
-                         (char **) at v_offset, count at n_offset */
-} zx_cf_type;
-
-enum { ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION, ZX_CF_AUTHOR,
-       ZX_CF_APITOKEN }; /* struct of `offset` */
-#define ZX_CF_REQUIRED 0x1u    /* in a named-map entry: required when the
-                                  entry's source (a pipeline) or kind (a
-                                  connection) is among `sources`; at the
-                                  top level: required when its section is
-                                  written */
-#define ZX_CF_SECRET   0x2u    /* never quoted in a message (a DSN: only
-                                  with its passwords hidden); left NULL by
-                                  ZX_CONF_SKIP_SECRETS when it holds a
-                                  reference */
-#define ZX_CF_REL_DATA 0x4u    /* PATH relative to data_dir, not the file */
-#define ZX_CF_TOKEN    0x8u    /* STRING: printable ASCII without spaces */
-
-typedef struct zx_cf_option {
-    const char *section;     /* "server", "server.http", "pipelines.<name>" */
-    const char *name;        /* YAML key */
-    zx_cf_type type;
-    const char *def;         /* default as written in YAML, NULL = none */
-    const char *def_doc;     /* default shown in docs when def is NULL */
-    size_t offset;
-    unsigned flags;
-    uint64_t min, max;       /* SIZE, DURATION (ms), UINT */
-    const char *const *allowed; /* ENUM, ENUM_INT, METADATA: NULL-ended.
-                                   PROPS: refused keys, NULL-ended pairs of
-                                   (key, what to write instead) */
-    const char *help;
-    const char *const *sources; /* pipeline options: the `source:` values
-                                   that take it; connection options: the
-                                   `kind:` values.  NULL-ended; NULL = all */
-    size_t n_offset;         /* list types, PROPS: the size_t count */
-    size_t v_offset;         /* PROPS: the values (char **) */
-} zx_cf_option;
-
+/* options.c: the table (its row type, zx_cf_option, is in conf/option.h);
+ * fields.c, lists.c: setting, freeing, comparing by row. */
 typedef struct zx_cf_section {
     const char *path;        /* "server.http"; "pipelines" is a named map */
     int target;              /* ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION */
@@ -616,32 +559,44 @@ typedef struct zx_cf_section {
     const char *help;
 } zx_cf_section;
 
-/* A value of `source:` and what the loader needs to know of it. */
-typedef struct zx_cf_source {
-    const char *name;           /* "http" */
-    const char *conn_kind;      /* kind of connection it needs, NULL: none */
-    const char *const *metadata;/* metadata columns it can fill, NULL-ended */
-    int request_ring;           /* 1: the gateway feeds it through a request
-                                   ring (and a reply ring) */
-    const char *doc;            /* one line for the reference */
-} zx_cf_source;
-
-#define ZX_CF_MAX_OPTIONS 128  /* rows in the table, at most */
 #define ZX_CF_MAX_SECTIONS 24
 extern const zx_cf_option zx_cf_options[];
 extern const size_t zx_cf_noptions;
 extern const zx_cf_section zx_cf_sections[];
 extern const size_t zx_cf_nsections;
-extern const zx_cf_source zx_cf_sources[];
-extern const size_t zx_cf_nsources;
 
-/* The source called name, or NULL. */
-const zx_cf_source *zx_cf_find_source(const char *name);
+/* rows.c: every row, core (zx_cf_options) then each plug-in's in the
+ * order of zx_plugins (conf/plugin.h), by one index (that of
+ * zx_cf_where).  zx_cf_row: the row at i, NULL past the last.
+ * zx_cf_row_owner: the plug-in whose rows hold o, NULL for a core row.
+ * zx_cf_row_base: where the field of o lives for the struct at base (of
+ * o's section's target): base; for a ZX_CF_OWN row, the pipeline's own
+ * struct when base is a pipeline of o's plug-in that has one, else NULL
+ * (the row is not this pipeline's: nothing to set, free or compare). */
+/* The lists derived from the plug-ins (conf/plugin.h), NULL-ended, filled
+ * once by zx_cf_derive (zx_cf_nrows calls it; safe from any thread): the
+ * values of `source:`; of a connection's `kind:` (every plug-in's
+ * conn_kinds); the sources that take a connection; the kinds of the table
+ * destinations.  Valid for the process's life. */
+extern const char *zx_cf_source_names[];
+extern const char *zx_cf_conn_kinds[];
+extern const char *zx_cf_conn_sources[];
+extern const char *zx_cf_table_kinds[];
+void zx_cf_derive(void);
+size_t zx_cf_nrows(void);
+const zx_cf_option *zx_cf_row(size_t i);
+const struct zx_plugin *zx_cf_row_owner(const zx_cf_option *o);
+void *zx_cf_row_base(const zx_cf_option *o, void *base);
+
 /* 1 when name is a value of a connection's `kind:`, else 0. */
 int zx_cf_conn_kind_ok(const char *name);
 /* 1 when option o applies to source (or connection kind) `src` (always
  * when o->sources is NULL). */
 int zx_cf_takes(const zx_cf_option *o, const char *src);
+/* The sources (or kinds) that take o, joined with sep, into buf (len
+ * bytes, cut): its `sources`, or for a plug-in's row without, its
+ * plug-in's name (a connection option: its connection kinds). */
+void zx_cf_takers(const zx_cf_option *o, char *buf, size_t len, const char *sep);
 /* The ZX_META_* bits of the metadata names in the NULL-ended list. */
 uint32_t zx_cf_metadata_bits(const char *const *names);
 /* Target struct of the section called path, or -1. */
@@ -685,6 +640,13 @@ void zx_cf_free_strs(char **v, size_t n);
 /* Free every field the table describes for `target` in base (strings,
  * lists, properties), leaving them NULL / 0. */
 void zx_cf_free_fields(int target, void *base);
+/* A pipeline's own options struct (conf/plugin.h): free it with every
+ * string and list its plug-in's ZX_CF_OWN rows describe, and set own to
+ * NULL (NULL ok); 1 when a's and b's own structs hold equal values by
+ * those rows (both NULL: equal; the plug-ins are compared by the caller),
+ * else 0. */
+void zx_cf_free_own(zx_conf_pipeline *pl);
+int zx_cf_own_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b);
 /* Free or zero the field of option o in base (NULL / 0). */
 void zx_cf_clear_field(const zx_cf_option *o, void *base);
 /* 1 when v is a table name by the rules of `table:` (ZX_CF_IDENT: 1 to 63
@@ -706,10 +668,15 @@ int zx_cf_fields_same(int target, const void *a, const void *b);
  * so that cross-option errors point at the right line.  Index = row of
  * zx_cf_options / of zx_cf_sections. */
 typedef struct zx_cf_where {
-    const yaml_node_t *opt[ZX_CF_MAX_OPTIONS];  /* the option's value */
-    unsigned char bad[ZX_CF_MAX_OPTIONS];       /* 1: that value was refused */
+    size_t n;                /* rows: zx_cf_nrows() */
+    const yaml_node_t **opt; /* n: the option's value */
+    unsigned char *bad;      /* n: 1 when that value was refused */
     const yaml_node_t *sec[ZX_CF_MAX_SECTIONS]; /* the sub-section's value */
 } zx_cf_where;
+/* A new record for every row (zeroed), or NULL out of memory; free with
+ * zx_cf_where_free (NULL ok). */
+zx_cf_where *zx_cf_where_new(void);
+void zx_cf_where_free(zx_cf_where *w);
 /* Row of option `name` in `section`, or SIZE_MAX. */
 size_t zx_cf_opt_index(const char *section, const char *name);
 /* Where that option / the section at `path` was written, or NULL. */
@@ -735,6 +702,13 @@ void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
  * database (the same connection, or connections with the same dsn) share
  * a replication slot. */
 void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c);
+/* tables.c: once the whole file is walked, no two workspace tables the
+ * pipelines write are one name (tables_node[i]: where pipeline i wrote
+ * `tables:`, for the mirrors' errors; may be NULL), and no two table
+ * templates could make one name. */
+void zx_cf_check_tables(zx_cf_ctx *x, const zx_conf *c,
+                        const yaml_node_t *const *tables_node);
+void zx_cf_check_templates(zx_cf_ctx *x, const zx_conf *c);
 /* syncs.c: the checks of one reverse sync once walked, and, once the
  * whole file is walked, each sync's author and destination connection and
  * each API token's syncs (dest_conn_node[i]: where pipeline i wrote

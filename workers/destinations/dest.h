@@ -1,8 +1,9 @@
 /*
  * dest.h — what a reverse-sync destination is (docs/architecture.md §7).
  *
- * A destination is one file with one `const zx_dest` (name, capabilities,
- * callbacks) and one entry in the registry (dest_registry.c).  A sync run
+ * A destination is a plug-in (conf/plugin.h): a folder with its
+ * `const zx_dest` (name, capabilities, callbacks) and its
+ * `<name>_plugin.c`, one line in workers/plugins.c.  A sync run
  * (one forked worker, workers/syncs/run.c) reads the workspace, decides what
  * to send, and drives its destination:
  *
@@ -144,7 +145,7 @@ typedef struct zx_dest_stats {
  * one is noted already: only the first is kept.  Never fails. */
 void zx_dest_misfit(zx_dest_stats *st, const char *col, const zx_value *v);
 
-typedef struct zx_dest {
+typedef struct zx_dest_ops {   /* struct tag named in conf/plugin.h */
     const char *name;             /* "postgres", "mysql", "sqlite", "files" */
     unsigned caps;                /* ZX_DEST_* */
 

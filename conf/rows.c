@@ -1,0 +1,135 @@
+/*
+ * rows.c — every option row zx knows, as one indexed list: the core rows
+ * of conf/options.c (zx_cf_options) first, then each plug-in's rows
+ * (conf/plugin.h) in the order of zx_plugins.  The loader records where
+ * each option was written by this index (zx_cf_where), and walks, sets,
+ * compares, frees and documents the rows through it; and where the field
+ * of a row lives: in the struct its section targets, or (ZX_CF_OWN) in
+ * the plug-in's own options struct of the pipeline.  And the lists the
+ * rows name that are the registry's: the values of `source:` and of a
+ * connection's `kind:`, the sources that read through a connection, the
+ * kinds a table destination writes to.
+ *
+ * It must never: hold rows itself, or read YAML.
+ */
+#define ZX_CONF_INTERNAL
+#include "conf/config.h"
+#include "conf/plugin.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t zx_cf_nrows(void)
+{
+    size_t n = zx_cf_noptions;
+
+    zx_cf_derive();
+    for (size_t i = 0; i < zx_nplugins; i++)
+        n += zx_plugins[i]->noptions;
+    return n;
+}
+
+const zx_cf_option *zx_cf_row(size_t i)
+{
+    if (i < zx_cf_noptions)
+        return &zx_cf_options[i];
+    i -= zx_cf_noptions;
+    for (size_t p = 0; p < zx_nplugins; p++) {
+        if (i < zx_plugins[p]->noptions)
+            return &zx_plugins[p]->options[i];
+        i -= zx_plugins[p]->noptions;
+    }
+    return NULL;
+}
+
+const zx_plugin *zx_cf_row_owner(const zx_cf_option *o)
+{
+    for (size_t p = 0; o && p < zx_nplugins; p++) {
+        const zx_plugin *pl = zx_plugins[p];
+        if (pl->noptions && o >= pl->options && o < pl->options + pl->noptions)
+            return pl;
+    }
+    return NULL;
+}
+
+void *zx_cf_row_base(const zx_cf_option *o, void *base)
+{
+    const zx_conf_pipeline *p = base;
+
+    if (!(o->flags & ZX_CF_OWN))
+        return base;
+    /* an own row lives in the own struct of its plug-in's pipelines only */
+    if (zx_cf_target(o->section) != ZX_CF_PIPELINE || !p->own ||
+        p->plugin != zx_cf_row_owner(o))
+        return NULL;
+    return p->own;
+}
+
+zx_cf_where *zx_cf_where_new(void)
+{
+    zx_cf_where *w = calloc(1, sizeof(*w));
+
+    if (!w)
+        return NULL;
+    w->n = zx_cf_nrows();
+    w->opt = calloc(w->n + 1, sizeof(*w->opt));
+    w->bad = calloc(w->n + 1, sizeof(*w->bad));
+    if (!w->opt || !w->bad) {
+        zx_cf_where_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void zx_cf_where_free(zx_cf_where *w)
+{
+    if (!w)
+        return;
+    free(w->opt);
+    free(w->bad);
+    free(w);
+}
+
+/* ---- lists derived from the registry ---------------------------------- */
+
+#define MAX_NAMES 64   /* plug-ins, and connection kinds, at most */
+const char *zx_cf_source_names[MAX_NAMES + 1];
+const char *zx_cf_conn_kinds[MAX_NAMES + 1];
+const char *zx_cf_conn_sources[MAX_NAMES + 1];
+const char *zx_cf_table_kinds[MAX_NAMES + 1];
+
+static void add_name(const char **list, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < MAX_NAMES && list[i]; i++)
+        if (!strcmp(list[i], name))
+            return;
+    if (i < MAX_NAMES)
+        list[i] = name;
+}
+
+static void derive(void)
+{
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *p = zx_plugins[i];
+        if (p->role == ZX_PLUGIN_SOURCE) {
+            add_name(zx_cf_source_names, p->name);
+            if (p->conn_kinds && p->conn_kinds[0])
+                add_name(zx_cf_conn_sources, p->name);
+        }
+        for (size_t k = 0; p->conn_kinds && p->conn_kinds[k]; k++) {
+            add_name(zx_cf_conn_kinds, p->conn_kinds[k]);
+            if (p->role == ZX_PLUGIN_DESTINATION)
+                add_name(zx_cf_table_kinds, p->conn_kinds[k]);
+        }
+    }
+}
+
+void zx_cf_derive(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, derive);
+}
