@@ -19,6 +19,7 @@
  */
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
+#include "conf/plugin.h"
 
 #include "common/colname.h"
 #include "common/dsn.h"
@@ -54,12 +55,12 @@ typedef struct cf_load {
 static size_t opt_index_src(const char *section, const char *name, const char *src)
 {
     size_t first = SIZE_MAX;
-    for (size_t i = 0; i < zx_cf_noptions; i++)
-        if (!strcmp(zx_cf_options[i].section, section) &&
-            !strcmp(zx_cf_options[i].name, name)) {
+    for (size_t i = 0; i < zx_cf_nrows(); i++)
+        if (!strcmp(zx_cf_row(i)->section, section) &&
+            !strcmp(zx_cf_row(i)->name, name)) {
             if (first == SIZE_MAX)
                 first = i;
-            if (src && zx_cf_options[i].sources && zx_cf_takes(&zx_cf_options[i], src))
+            if (src && zx_cf_row(i)->sources && zx_cf_takes(zx_cf_row(i), src))
                 return i;
         }
     return first;
@@ -97,9 +98,9 @@ size_t zx_cf_opt_index(const char *section, const char *name)
 {
     size_t i;
 
-    for (i = 0; i < zx_cf_noptions; i++)
-        if (!strcmp(zx_cf_options[i].section, section) &&
-            !strcmp(zx_cf_options[i].name, name))
+    for (i = 0; i < zx_cf_nrows(); i++)
+        if (!strcmp(zx_cf_row(i)->section, section) &&
+            !strcmp(zx_cf_row(i)->name, name))
             return i;
     return SIZE_MAX;
 }
@@ -109,9 +110,9 @@ const yaml_node_t *zx_cf_where_opt(const zx_cf_where *w, const char *sec,
 {
     /* an option named alike for two kinds of pipelines (a sync's and a
      * stream's `mode`) has two rows: the one its pipeline walked is set */
-    for (size_t i = 0; i < zx_cf_noptions && i < ZX_CF_MAX_OPTIONS; i++)
-        if (w->opt[i] && !strcmp(zx_cf_options[i].section, sec) &&
-            !strcmp(zx_cf_options[i].name, name))
+    for (size_t i = 0; i < zx_cf_nrows() && i < ZX_CF_MAX_OPTIONS; i++)
+        if (w->opt[i] && !strcmp(zx_cf_row(i)->section, sec) &&
+            !strcmp(zx_cf_row(i)->name, name))
             return w->opt[i];
     return NULL;
 }
@@ -134,9 +135,9 @@ static size_t allowed_keys(const char *path, const char **names, size_t max)
 {
     size_t i, n = 0, plen = strlen(path);
 
-    for (i = 0; i < zx_cf_noptions && n < max; i++)
-        if (!strcmp(zx_cf_options[i].section, path))
-            names[n++] = zx_cf_options[i].name;
+    for (i = 0; i < zx_cf_nrows() && n < max; i++)
+        if (!strcmp(zx_cf_row(i)->section, path))
+            names[n++] = zx_cf_row(i)->name;
     for (i = 0; i < zx_cf_nsections && n < max; i++) {
         const char *sp = zx_cf_sections[i].path, *rest;
         if (plen && (strncmp(sp, path, plen) || sp[plen] != '.'))
@@ -258,8 +259,11 @@ static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
         oi = opt_index_src(path, k, ld->cur_src);
         if (oi != SIZE_MAX) {
             if (oi < ZX_CF_MAX_OPTIONS) {
+                /* NULL: another plug-in's own row, not this pipeline's
+                 * (reported by its checks) */
+                void *fb = zx_cf_row_base(zx_cf_row(oi), base);
                 w->opt[oi] = vn;
-                w->bad[oi] = zx_cf_set_node(x, &zx_cf_options[oi], base, vn) < 0;
+                w->bad[oi] = fb && zx_cf_set_node(x, zx_cf_row(oi), fb, vn) < 0;
             }
             continue;
         }
@@ -298,6 +302,50 @@ int zx_cf_name_ok(const char *s)
     return 1;
 }
 
+/* Default of every row of `target` in base (the own rows of a pipeline's
+ * plug-in into its own struct). */
+static void cf_set_defaults(zx_cf_ctx *x, int target, void *base)
+{
+    for (size_t i = 0; i < zx_cf_nrows(); i++) {
+        const zx_cf_option *o = zx_cf_row(i);
+        void *fb = zx_cf_row_base(o, base);
+        if (fb && zx_cf_target(o->section) == target)
+            zx_cf_set_default(x, o, fb);
+    }
+}
+
+static void cf_set_own_defaults(zx_cf_ctx *x, zx_conf_pipeline *pl)
+{
+    const zx_plugin *pg = pl->plugin;
+
+    for (size_t i = 0; pg && pl->own && i < pg->noptions; i++)
+        if (pg->options[i].flags & ZX_CF_OWN)
+            zx_cf_set_default(x, &pg->options[i], pl->own);
+}
+
+/* The plug-in of source src for pipeline pl, and its own options struct
+ * (zeroed) when it has one.  0; -1 out of memory (reported at kn). */
+static int cf_own_alloc(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
+                        const char *src)
+{
+    pl->plugin = zx_plugin_find(ZX_PLUGIN_SOURCE, src);
+    if (!pl->plugin || !pl->plugin->opts_size)
+        return 0;
+    pl->own = calloc(1, pl->plugin->opts_size);
+    if (!pl->own) {
+        zx_cf_error_at(x, kn, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Free the own struct of pl (its strings and lists too); NULL ok. */
+static void cf_own_drop(zx_conf_pipeline *pl)
+{
+    zx_cf_free_own(pl);
+    pl->plugin = NULL;
+}
+
 /* One entry of a named map (a pipeline, a connection): defaults, its
  * mapping, its required options, then the checks of its kind. */
 static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
@@ -319,18 +367,19 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
     }
     lc[0] = zx_cf_line(kn);
     lc[1] = zx_cf_col(kn);
-    for (i = 0; i < zx_cf_noptions; i++)
-        if (zx_cf_target(zx_cf_options[i].section) == target)
-            zx_cf_set_default(x, &zx_cf_options[i], base);
+    ld->cur_src = pipe ? peek_source(x, vn) : NULL;
+    if (pipe && cf_own_alloc(x, kn, base, ld->cur_src) < 0) {
+        free(w);
+        return;
+    }
+    cf_set_defaults(x, target, base);
     snprintf(disp, sizeof(disp), "%s %s", nd->what, name);
     if (!zx_cf_is_null(vn) && vn->type != YAML_MAPPING_NODE)
         zx_cf_error_at(x, vn, "%s must be a mapping of settings (%s), got %s",
                        disp, nd->keys, zx_cf_kind(vn));
-    else {
-        ld->cur_src = pipe ? peek_source(x, vn) : NULL;
+    else
         walk_map(x, ld, map->entry, disp, name, vn, base, w);
-        ld->cur_src = NULL;
-    }
+    ld->cur_src = NULL;
     /* a pipeline's source, a connection's kind: what its options depend on.
      * A reverse sync (direction: out) writes no source: it is "sync". */
     if (pipe) {
@@ -352,12 +401,20 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
         }
         src = pl->source;
         known = src && zx_cf_find_source(src);
+        /* the source peeked before the walk names the plug-in whose own
+         * struct was set; a source refused or written otherwise since
+         * (reported already) gets its plug-in's defaults only */
+        if (known && pl->plugin != zx_plugin_find(ZX_PLUGIN_SOURCE, src)) {
+            cf_own_drop(pl);
+            if (cf_own_alloc(x, kn, pl, src) == 0)
+                cf_set_own_defaults(x, pl);
+        }
     } else if (target == ZX_CF_CONNECTION) {
         src = ((zx_conf_connection *)base)->kind;
         known = zx_cf_conn_kind_ok(src);
     }
-    for (i = 0; i < zx_cf_noptions; i++) {
-        const zx_cf_option *o = &zx_cf_options[i];
+    for (i = 0; i < zx_cf_nrows(); i++) {
+        const zx_cf_option *o = zx_cf_row(i);
         /* a source-specific option is required only once the source is
          * known (a bad or missing source is reported already) */
         if (!strcmp(o->section, map->entry) && (o->flags & ZX_CF_REQUIRED) &&
@@ -785,8 +842,8 @@ static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w,
  * written (`workspace.postgres` needs `dsn`). */
 static void cf_check_required(zx_cf_ctx *x, const zx_cf_where *w)
 {
-    for (size_t i = 0; i < zx_cf_noptions && i < ZX_CF_MAX_OPTIONS; i++) {
-        const zx_cf_option *o = &zx_cf_options[i];
+    for (size_t i = 0; i < zx_cf_nrows() && i < ZX_CF_MAX_OPTIONS; i++) {
+        const zx_cf_option *o = zx_cf_row(i);
         const yaml_node_t *sec;
         if (!(o->flags & ZX_CF_REQUIRED) ||
             zx_cf_target(o->section) != ZX_CF_ROOT || w->opt[i])
@@ -950,9 +1007,9 @@ zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs)
     x.base_dir = c->base_dir;
     if (zx_cf_parse_file(&x, path) < 0)
         goto fail;
-    for (i = 0; i < zx_cf_noptions; i++)
-        if (zx_cf_target(zx_cf_options[i].section) == ZX_CF_ROOT)
-            zx_cf_set_default(&x, &zx_cf_options[i], c);
+    for (i = 0; i < zx_cf_nrows(); i++)
+        if (zx_cf_target(zx_cf_row(i)->section) == ZX_CF_ROOT)
+            zx_cf_set_default(&x, zx_cf_row(i), c);
     root = zx_cf_root(&x);
     if (root->type != YAML_MAPPING_NODE) {
         zx_cf_error_at(&x, root, "the top level must be a mapping with the "
@@ -1001,6 +1058,7 @@ void zx_conf_free(zx_conf *c)
          * tables and zeroes ntables */
         zx_cf_free_strs(c->pipelines[i].mirrors, c->pipelines[i].ntables);
         zx_cf_free_fields(ZX_CF_PIPELINE, &c->pipelines[i]);
+        zx_cf_free_own(&c->pipelines[i]);
         free(c->pipelines[i].name);
     }
     free(c->pipelines);
@@ -1074,8 +1132,8 @@ int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
 {
     if (!a || !b)
         return a == b;
-    if (!str_same(a->name, b->name) ||
-        !zx_cf_fields_same(ZX_CF_PIPELINE, a, b) ||
+    if (!str_same(a->name, b->name) || a->plugin != b->plugin ||
+        !zx_cf_fields_same(ZX_CF_PIPELINE, a, b) || !zx_cf_own_same(a, b) ||
         a->body_limit != b->body_limit || a->ring_size != b->ring_size ||
         a->in_ring_size != b->in_ring_size || a->shm_size != b->shm_size ||
         a->topics_regex != b->topics_regex ||

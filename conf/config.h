@@ -289,6 +289,13 @@ typedef struct zx_conf_pipeline {
                                 0 = server.sync_query_timeout */
     uint64_t max_spill_bytes;/* `max_spill_bytes`: a run's temporary files
                                 at most; 0 = server.sync_max_spill_bytes */
+    const struct zx_plugin *plugin; /* its source's plug-in (conf/plugin.h;
+                                "sync" for a reverse sync), resolved by the
+                                loader from `source:`; NULL only while a
+                                configuration with errors is built */
+    void *own;               /* that plug-in's own options struct (its
+                                opts_size bytes, its ZX_CF_OWN rows set),
+                                owned by the zx_conf; NULL when it has none */
     int line, column;        /* where the pipeline's name is written (1-based) */
 } zx_conf_pipeline;
 
@@ -497,6 +504,8 @@ void zx_conf_write_reference(FILE *out);
 #ifdef ZX_CONF_INTERNAL
 #include <yaml.h>
 
+#include "conf/option.h"
+
 /* Load context: where errors go and what the walk needs. */
 typedef struct zx_cf_ctx {
     const char *file;        /* as shown in messages */
@@ -544,70 +553,8 @@ const char *zx_cf_suggest(const char *w, const char *const *cands, size_t n);
 int zx_cf_resolve(zx_cf_ctx *x, const yaml_node_t *n, const char *text,
                   int secret, char **out, int *is_ref);
 
-/* options.c: the table; fields.c, lists.c: setting, freeing, comparing
- * by row. */
-typedef enum zx_cf_type {
-    ZX_CF_STRING, ZX_CF_PATH, ZX_CF_ENUM, ZX_CF_ENUM_INT, ZX_CF_SIZE,
-    ZX_CF_DURATION, ZX_CF_UINT, ZX_CF_LISTEN, ZX_CF_METADATA, ZX_CF_IDENT,
-    ZX_CF_GROUP,
-    ZX_CF_DSN,        /* a libpq connection string (zx_dsn_check); quoted
-                         in messages only through zx_dsn_redact */
-    ZX_CF_SQLNAME,    /* an SQL name used quoted: 1 to 63 bytes, no control
-                         characters */
-    ZX_CF_BOOL,       /* true or false (also True, TRUE, False, FALSE):
-                         an int, 1 or 0 */
-    ZX_CF_SLOT,       /* a replication slot name: [a-z0-9_]{1,63} */
-    /* The list types fill a char ** at offset and its size_t count at
-     * n_offset (freed and replaced as a whole when set again). */
-    ZX_CF_HOSTPORTS,  /* list of host:port, or one "a:1,b:2" string */
-    ZX_CF_TOPIC,      /* one Kafka topic name: a list of one */
-    ZX_CF_TOPICS,     /* a list of topic names, or one: a name, or a regex
-                         (text starting with '^') */
-    ZX_CF_PGTABLES,   /* a list of Postgres tables, `schema.table` or
-                         `table` (public.table), stored as "schema.table";
-                         1 to ZX_MAX_PG_TABLES, none twice */
-    ZX_CF_NAMES,      /* a list of names (or one): each 1 to 63 bytes
-                         without control characters, none twice */
-    ZX_CF_PATHS,      /* a list of paths (or one), each made absolute
-                         against the config file's folder, none twice */
-    ZX_CF_PROPS       /* mapping of scalar to scalar: keys at offset, values
-                         (char **) at v_offset, count at n_offset */
-} zx_cf_type;
-
-enum { ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION, ZX_CF_AUTHOR,
-       ZX_CF_APITOKEN }; /* struct of `offset` */
-#define ZX_CF_REQUIRED 0x1u    /* in a named-map entry: required when the
-                                  entry's source (a pipeline) or kind (a
-                                  connection) is among `sources`; at the
-                                  top level: required when its section is
-                                  written */
-#define ZX_CF_SECRET   0x2u    /* never quoted in a message (a DSN: only
-                                  with its passwords hidden); left NULL by
-                                  ZX_CONF_SKIP_SECRETS when it holds a
-                                  reference */
-#define ZX_CF_REL_DATA 0x4u    /* PATH relative to data_dir, not the file */
-#define ZX_CF_TOKEN    0x8u    /* STRING: printable ASCII without spaces */
-
-typedef struct zx_cf_option {
-    const char *section;     /* "server", "server.http", "pipelines.<name>" */
-    const char *name;        /* YAML key */
-    zx_cf_type type;
-    const char *def;         /* default as written in YAML, NULL = none */
-    const char *def_doc;     /* default shown in docs when def is NULL */
-    size_t offset;
-    unsigned flags;
-    uint64_t min, max;       /* SIZE, DURATION (ms), UINT */
-    const char *const *allowed; /* ENUM, ENUM_INT, METADATA: NULL-ended.
-                                   PROPS: refused keys, NULL-ended pairs of
-                                   (key, what to write instead) */
-    const char *help;
-    const char *const *sources; /* pipeline options: the `source:` values
-                                   that take it; connection options: the
-                                   `kind:` values.  NULL-ended; NULL = all */
-    size_t n_offset;         /* list types, PROPS: the size_t count */
-    size_t v_offset;         /* PROPS: the values (char **) */
-} zx_cf_option;
-
+/* options.c: the table (its row type, zx_cf_option, is in conf/option.h);
+ * fields.c, lists.c: setting, freeing, comparing by row. */
 typedef struct zx_cf_section {
     const char *path;        /* "server.http"; "pipelines" is a named map */
     int target;              /* ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION */
@@ -626,7 +573,7 @@ typedef struct zx_cf_source {
     const char *doc;            /* one line for the reference */
 } zx_cf_source;
 
-#define ZX_CF_MAX_OPTIONS 128  /* rows in the table, at most */
+#define ZX_CF_MAX_OPTIONS 256  /* rows, core and plug-ins', at most */
 #define ZX_CF_MAX_SECTIONS 24
 extern const zx_cf_option zx_cf_options[];
 extern const size_t zx_cf_noptions;
@@ -634,6 +581,19 @@ extern const zx_cf_section zx_cf_sections[];
 extern const size_t zx_cf_nsections;
 extern const zx_cf_source zx_cf_sources[];
 extern const size_t zx_cf_nsources;
+
+/* rows.c: every row, core (zx_cf_options) then each plug-in's in the
+ * order of zx_plugins (conf/plugin.h), by one index (that of
+ * zx_cf_where).  zx_cf_row: the row at i, NULL past the last.
+ * zx_cf_row_owner: the plug-in whose rows hold o, NULL for a core row.
+ * zx_cf_row_base: where the field of o lives for the struct at base (of
+ * o's section's target): base; for a ZX_CF_OWN row, the pipeline's own
+ * struct when base is a pipeline of o's plug-in that has one, else NULL
+ * (the row is not this pipeline's: nothing to set, free or compare). */
+size_t zx_cf_nrows(void);
+const zx_cf_option *zx_cf_row(size_t i);
+const struct zx_plugin *zx_cf_row_owner(const zx_cf_option *o);
+void *zx_cf_row_base(const zx_cf_option *o, void *base);
 
 /* The source called name, or NULL. */
 const zx_cf_source *zx_cf_find_source(const char *name);
@@ -685,6 +645,13 @@ void zx_cf_free_strs(char **v, size_t n);
 /* Free every field the table describes for `target` in base (strings,
  * lists, properties), leaving them NULL / 0. */
 void zx_cf_free_fields(int target, void *base);
+/* A pipeline's own options struct (conf/plugin.h): free it with every
+ * string and list its plug-in's ZX_CF_OWN rows describe, and set own to
+ * NULL (NULL ok); 1 when a's and b's own structs hold equal values by
+ * those rows (both NULL: equal; the plug-ins are compared by the caller),
+ * else 0. */
+void zx_cf_free_own(zx_conf_pipeline *pl);
+int zx_cf_own_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b);
 /* Free or zero the field of option o in base (NULL / 0). */
 void zx_cf_clear_field(const zx_cf_option *o, void *base);
 /* 1 when v is a table name by the rules of `table:` (ZX_CF_IDENT: 1 to 63

@@ -218,8 +218,8 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
     size_t i;
     char *t, list[100];
 
-    for (i = 0; src && i < zx_cf_noptions; i++) {
-        const zx_cf_option *o = &zx_cf_options[i];
+    for (i = 0; src && i < zx_cf_nrows(); i++) {
+        const zx_cf_option *o = zx_cf_row(i);
         if (strcmp(o->section, entry) || !w->opt[i] || zx_cf_takes(o, pl->source))
             continue;
         zx_cf_join(list, sizeof(list), o->sources, " or ");
@@ -231,11 +231,11 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
                            "source: %s", pl->name, o->name, list);
     }
     i = zx_cf_opt_index(entry, "metadata");
-    if (src && i < zx_cf_noptions && zx_cf_takes(&zx_cf_options[i], pl->source))
+    if (src && i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source))
         check_metadata(x, pl, src, zx_cf_where_opt(w, entry, "metadata"));
     if (src) {
         i = zx_cf_opt_index(entry, "topic");
-        if (i < zx_cf_noptions && zx_cf_takes(&zx_cf_options[i], pl->source)) {
+        if (i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source)) {
             if (!topic && !topics)
                 zx_cf_error_at(x, kn, "pipeline %s: missing required field "
                                "'topic' (or 'topics')", pl->name);
@@ -268,7 +268,7 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
      * already reported), for the sources that take one (or an unknown
      * source: reported already). */
     i = zx_cf_opt_index(entry, "table");
-    if (src && i < zx_cf_noptions && !zx_cf_takes(&zx_cf_options[i], pl->source))
+    if (src && i < zx_cf_nrows() && !zx_cf_takes(zx_cf_row(i), pl->source))
         return;
     if (!pl->table && !zx_cf_where_opt(w, entry, "table") && zx_cf_name_ok(pl->name)) {
         pl->table = strdup(pl->name);
@@ -327,8 +327,8 @@ static void check_kind_options(zx_cf_ctx *x, zx_conf_connection *cn,
     size_t i, elen = strlen(entry);
     char list[100];
 
-    for (i = 0; i < zx_cf_noptions && i < ZX_CF_MAX_OPTIONS; i++) {
-        const zx_cf_option *o = &zx_cf_options[i];
+    for (i = 0; i < zx_cf_nrows() && i < ZX_CF_MAX_OPTIONS; i++) {
+        const zx_cf_option *o = zx_cf_row(i);
         const yaml_node_t *sec;
         if (strncmp(o->section, entry, elen) || zx_cf_takes(o, cn->kind))
             continue;

@@ -15,6 +15,7 @@
  */
 #define ZX_CONF_INTERNAL
 #include "conf/values.h"
+#include "conf/plugin.h"
 #include "common/dsn.h"
 
 #include <ctype.h>
@@ -555,13 +556,29 @@ void zx_cf_free_fields(int target, void *base)
 {
     size_t i;
 
-    for (i = 0; i < zx_cf_noptions; i++) {
-        const zx_cf_option *o = &zx_cf_options[i];
-        if (zx_cf_target(o->section) == target &&
+    for (i = 0; i < zx_cf_nrows(); i++) {
+        const zx_cf_option *o = zx_cf_row(i);
+        if (zx_cf_target(o->section) == target && !(o->flags & ZX_CF_OWN) &&
             (is_str_type(o->type) || is_list_type(o->type) ||
              o->type == ZX_CF_PROPS))
             zx_cf_clear_field(o, base);
     }
+}
+
+void zx_cf_free_own(zx_conf_pipeline *pl)
+{
+    const zx_plugin *pg = pl ? pl->plugin : NULL;
+
+    if (!pl || !pl->own)
+        return;
+    for (size_t i = 0; pg && i < pg->noptions; i++) {
+        const zx_cf_option *o = &pg->options[i];
+        if ((o->flags & ZX_CF_OWN) && (is_str_type(o->type) || is_list_type(o->type) ||
+                                       o->type == ZX_CF_PROPS))
+            zx_cf_clear_field(o, pl->own);
+    }
+    free(pl->own);
+    pl->own = NULL;
 }
 
 static int str_same(const char *a, const char *b)
@@ -577,49 +594,59 @@ static int strs_same(char *const *a, char *const *b, size_t n)
     return 1;
 }
 
+/* 1 when the field of row o is equal in a and b (by its type). */
+static int row_same(const zx_cf_option *o, const void *a, const void *b)
+{
+    const void *fa = (const char *)a + o->offset;
+    const void *fb = (const char *)b + o->offset;
+    size_t na, nb;
+
+    switch (o->type) {
+    case ZX_CF_STRING: case ZX_CF_PATH: case ZX_CF_ENUM:
+    case ZX_CF_LISTEN: case ZX_CF_IDENT: case ZX_CF_GROUP:
+    case ZX_CF_DSN: case ZX_CF_SQLNAME: case ZX_CF_SLOT:
+        return str_same(*(char *const *)fa, *(char *const *)fb);
+    case ZX_CF_ENUM_INT: case ZX_CF_BOOL:
+        return *(const int *)fa == *(const int *)fb;
+    case ZX_CF_SIZE:
+        return *(const uint64_t *)fa == *(const uint64_t *)fb;
+    case ZX_CF_DURATION: case ZX_CF_UINT: case ZX_CF_METADATA:
+        return *(const uint32_t *)fa == *(const uint32_t *)fb;
+    case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC: case ZX_CF_TOPICS:
+    case ZX_CF_PGTABLES: case ZX_CF_NAMES: case ZX_CF_PROPS:
+    case ZX_CF_PATHS:
+        na = *(const size_t *)((const char *)a + o->n_offset);
+        nb = *(const size_t *)((const char *)b + o->n_offset);
+        if (na != nb || !strs_same(*(char **const *)fa, *(char **const *)fb, na))
+            return 0;
+        return o->type != ZX_CF_PROPS ||
+               strs_same(*(char **const *)((const char *)a + o->v_offset),
+                         *(char **const *)((const char *)b + o->v_offset), na);
+    }
+    return 1;
+}
+
 int zx_cf_fields_same(int target, const void *a, const void *b)
 {
-    size_t i;
-
-    for (i = 0; i < zx_cf_noptions; i++) {
-        const zx_cf_option *o = &zx_cf_options[i];
-        const void *fa = (const char *)a + o->offset;
-        const void *fb = (const char *)b + o->offset;
-        size_t na, nb;
-        if (zx_cf_target(o->section) != target)
-            continue;
-        switch (o->type) {
-        case ZX_CF_STRING: case ZX_CF_PATH: case ZX_CF_ENUM:
-        case ZX_CF_LISTEN: case ZX_CF_IDENT: case ZX_CF_GROUP:
-        case ZX_CF_DSN: case ZX_CF_SQLNAME: case ZX_CF_SLOT:
-            if (!str_same(*(char *const *)fa, *(char *const *)fb))
-                return 0;
-            break;
-        case ZX_CF_ENUM_INT: case ZX_CF_BOOL:
-            if (*(const int *)fa != *(const int *)fb)
-                return 0;
-            break;
-        case ZX_CF_SIZE:
-            if (*(const uint64_t *)fa != *(const uint64_t *)fb)
-                return 0;
-            break;
-        case ZX_CF_DURATION: case ZX_CF_UINT: case ZX_CF_METADATA:
-            if (*(const uint32_t *)fa != *(const uint32_t *)fb)
-                return 0;
-            break;
-        case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC: case ZX_CF_TOPICS:
-        case ZX_CF_PGTABLES: case ZX_CF_NAMES: case ZX_CF_PROPS:
-        case ZX_CF_PATHS:
-            na = *(const size_t *)((const char *)a + o->n_offset);
-            nb = *(const size_t *)((const char *)b + o->n_offset);
-            if (na != nb || !strs_same(*(char **const *)fa, *(char **const *)fb, na))
-                return 0;
-            if (o->type == ZX_CF_PROPS &&
-                !strs_same(*(char **const *)((const char *)a + o->v_offset),
-                           *(char **const *)((const char *)b + o->v_offset), na))
-                return 0;
-            break;
-        }
+    for (size_t i = 0; i < zx_cf_nrows(); i++) {
+        const zx_cf_option *o = zx_cf_row(i);
+        if (zx_cf_target(o->section) == target && !(o->flags & ZX_CF_OWN) &&
+            !row_same(o, a, b))
+            return 0;
     }
+    return 1;
+}
+
+int zx_cf_own_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
+{
+    const zx_plugin *pg = a->plugin;
+
+    if (!a->own || !b->own)
+        return a->own == b->own;
+    if (pg != b->plugin)
+        return 0;
+    for (size_t i = 0; pg && i < pg->noptions; i++)
+        if ((pg->options[i].flags & ZX_CF_OWN) && !row_same(&pg->options[i], a->own, b->own))
+            return 0;
     return 1;
 }

@@ -15,6 +15,7 @@
  */
 #define ZX_CONF_INTERNAL
 #include "conf/values.h"
+#include "conf/plugin.h"
 
 #include <string.h>
 
@@ -866,8 +867,11 @@ int zx_cf_takes(const zx_cf_option *o, const char *src)
 {
     size_t i;
 
-    if (!o->sources)
-        return 1;
+    if (!o->sources) {
+        /* a source plug-in's row: that source only */
+        const zx_plugin *pg = zx_cf_row_owner(o);
+        return !pg || pg->role != ZX_PLUGIN_SOURCE || (src && !strcmp(pg->name, src));
+    }
     for (i = 0; src && o->sources[i]; i++)
         if (!strcmp(o->sources[i], src))
             return 1;

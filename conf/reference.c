@@ -3,12 +3,13 @@
  * (conf/OPTIONS.md, `zxd --config-reference`), printed from the options
  * table of options.c.
  *
- * It must never: print an option that is not in zx_cf_options (the table is
- * the only list), or print any value other than the table's own defaults and
- * bounds.
+ * It must never: print an option that is not a row (zx_cf_row: the core
+ * table and the plug-ins' rows are the only list), or print any value
+ * other than the rows' own defaults and bounds.
  */
 #define ZX_CONF_INTERNAL
 #include "conf/values.h"
+#include "conf/plugin.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -70,7 +71,11 @@ static void write_sources(FILE *out, const zx_cf_option *o)
 {
     size_t i;
 
-    if (!o->sources)
+    const zx_plugin *pg = zx_cf_row_owner(o);
+
+    if (!o->sources && pg && pg->role == ZX_PLUGIN_SOURCE)
+        fprintf(out, "`%s`", pg->name);
+    else if (!o->sources)
         fputs("all", out);
     for (i = 0; o->sources && o->sources[i]; i++)
         fprintf(out, "%s`%s`", i ? ", " : "", o->sources[i]);
@@ -146,8 +151,8 @@ void zx_conf_write_reference(FILE *out)
         int any = 0, pipe = sec->target == ZX_CF_PIPELINE && !sec->named_map;
         int by_source = pipe || (sec->target == ZX_CF_CONNECTION && !sec->named_map);
         fprintf(out, "\n## `%s`\n\n%s\n", sec->path, sec->help);
-        for (i = 0; i < zx_cf_noptions; i++) {
-            const zx_cf_option *o = &zx_cf_options[i];
+        for (i = 0; i < zx_cf_nrows(); i++) {
+            const zx_cf_option *o = zx_cf_row(i);
             if (strcmp(o->section, sec->path))
                 continue;
             if (!any)

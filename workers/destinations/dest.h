@@ -144,7 +144,7 @@ typedef struct zx_dest_stats {
  * one is noted already: only the first is kept.  Never fails. */
 void zx_dest_misfit(zx_dest_stats *st, const char *col, const zx_value *v);
 
-typedef struct zx_dest {
+typedef struct zx_dest_ops {   /* struct tag named in conf/plugin.h */
     const char *name;             /* "postgres", "mysql", "sqlite", "files" */
     unsigned caps;                /* ZX_DEST_* */
 

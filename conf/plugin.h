@@ -1,0 +1,80 @@
+/*
+ * plugin.h — what a plug-in is: one source or one destination, in a folder
+ * of its own, described by one `const zx_plugin` (its `<name>_plugin.c`)
+ * and registered by one line in workers/plugins.c (the one list, like
+ * nginx's ngx_modules.c).
+ *
+ * Its zx_plugin carries everything zx needs to know about it: its name
+ * and the connection kinds it takes, the metadata columns it fills, its
+ * paragraph in conf/OPTIONS.md, its option rows (a Fluent Bit plug-in's
+ * config_map: parsed, defaulted, compared on reload, freed and documented
+ * by the loader from the rows), the check of a pipeline's configuration,
+ * its `zxctl test`, its retire hook and its worker.  Every list of
+ * sources, destinations, connection kinds and formats in conf/,
+ * supervisor/ and zxctl is derived from zx_plugins.
+ *
+ * Own options.  A plug-in with opts_size > 0 has a struct of its own
+ * options; its rows flagged ZX_CF_OWN have their offsets into it.  The
+ * loader allocates it zeroed for every pipeline of that plug-in
+ * (zx_conf_pipeline.own), sets its defaults and the values written,
+ * compares it in zx_conf_pipeline_same, and frees it (and the strings and
+ * lists its rows describe) with the configuration.  A plug-in reads it as
+ * `const zx_kafka_opts *o = p->own;`.  Rows without ZX_CF_OWN keep
+ * offsets into zx_conf_pipeline's shared fields.
+ *
+ * A plug-in's rows without `sources` apply to its own pipelines only (a
+ * source's rows: `source: <name>`).
+ *
+ * Every zx_plugin and everything it points to is constant, static data.
+ */
+#ifndef ZX_CONF_PLUGIN_H
+#define ZX_CONF_PLUGIN_H
+
+#include <stddef.h>
+
+#include "conf/config.h"
+#include "conf/option.h"
+
+struct zx_source;     /* workers/sources/source.h */
+struct zx_dest_ops;   /* workers/destinations/dest.h (typedef zx_dest) */
+
+typedef enum { ZX_PLUGIN_SOURCE = 1, ZX_PLUGIN_DESTINATION = 2 } zx_plugin_role;
+
+typedef struct zx_plugin {
+    const char *name;              /* source: the `source:` value ("kafka");
+                                      destination: its `kind` ("postgres", "files") */
+    zx_plugin_role role;
+    const char *const *conn_kinds; /* connection kinds it takes, NULL-ended; NULL: none */
+    const char *const *metadata;   /* sources: metadata columns it can fill, NULL-ended */
+    const char *doc;               /* its paragraph in conf/OPTIONS.md */
+    const zx_cf_option *options;   /* its own option rows (section "pipelines.<name>") */
+    size_t noptions;
+    size_t opts_size;              /* bytes of its own options struct (0: none): the
+                                      loader allocates it zeroed per pipeline, sets the
+                                      rows flagged ZX_CF_OWN into it, and frees it */
+    /* check a pipeline of this plug-in after its options are set: 0, or -1
+       with err ("pipeline NAME: ..."); NULL: nothing more to check */
+    int (*check)(const zx_conf *conf, const zx_conf_pipeline *p, char *err, size_t errlen);
+    /* `zxctl test` (today's zx_source.test, moved here) */
+    int (*test)(const zx_conf *conf, const zx_conf_pipeline *p,
+                const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);
+    /* run once, in a process of its own, when a pipeline of this plug-in is
+       removed from the configuration (postgres: drop its slot and the
+       publication zx made).  0 done, -1 failed (msg says why; it is retried
+       with backoff); NULL: nothing to do */
+    int (*retire)(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size_t msglen);
+    const struct zx_source *source;    /* ZX_PLUGIN_SOURCE: the worker (workers/sources/source.h) */
+    const struct zx_dest_ops *dest;    /* ZX_PLUGIN_DESTINATION (workers/destinations/dest.h) */
+} zx_plugin;
+
+#define ZX_CF_OWN 0x10u   /* option row flag: `offset` (and n_offset, v_offset) are
+                             into the plug-in's own struct, not zx_conf_pipeline */
+
+/* The registry: defined in workers/plugins.c, the one list of plug-ins
+   (one line each, like nginx's ngx_modules.c). */
+extern const zx_plugin *const zx_plugins[];
+extern const size_t zx_nplugins;
+/* The plug-in of that role and name; NULL: none (or name NULL). */
+const zx_plugin *zx_plugin_find(zx_plugin_role role, const char *name); /* NULL: none */
+
+#endif
