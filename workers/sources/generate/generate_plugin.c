@@ -1,0 +1,61 @@
+/*
+ * generate_plugin.c — `source: generate` as a plug-in (conf/plugin.h):
+ * its option rows (in its own struct, zx_generate_opts of generate.h), its
+ * check and its worker.  Registered by one line in workers/plugins.c.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/plugin.h"
+#include "workers/sources/generate/generate.h"
+#include "workers/sources/source.h"
+
+extern const zx_source zx_source_generate;   /* generate.c */
+
+static const char *const gen_metadata[] = {"_ingested_at", NULL};
+/* the rows' `sources`: named, so that `fields` is required of generate
+ * pipelines only */
+static const char *const gen_only[] = {"generate", NULL};
+
+#define OWN(f) offsetof(zx_generate_opts, f)
+
+static const zx_cf_option gen_options[] = {
+    {.section = "pipelines.<name>", .name = "fields", .type = ZX_CF_PROPS,
+     .offset = OWN(field_names), .v_offset = OWN(field_specs), .n_offset = OWN(nfields),
+     .flags = ZX_CF_OWN | ZX_CF_REQUIRED, .sources = gen_only,
+     .help = "generate: the row template, a mapping of column name to generator: "
+             "`sequence` (0, 1, 2, ... unique and without gaps across restarts), "
+             "`int LO..HI`, `float LO..HI`, `choice A,B,C`, `bool`, `timestamp` "
+             "(now), `uuid` (version 4), `json VALUE` (a fixed JSON object or array). "
+             "Column names are lower-case letters, digits and `_`; 1 to 256 fields."},
+    {.section = "pipelines.<name>", .name = "rate", .type = ZX_CF_STRING, .def = "max",
+     .offset = OWN(rate), .flags = ZX_CF_OWN, .sources = gen_only,
+     .help = "generate: rows per second, `N/s` (1 to 100000000), or `max`: as fast as "
+             "the writer takes them."},
+    {.section = "pipelines.<name>", .name = "count", .type = ZX_CF_UINT, .def = "0",
+     .offset = OWN(count), .flags = ZX_CF_OWN, .min = 0, .max = UINT32_MAX, .sources = gen_only,
+     .help = "generate: rows to make in all (counted across restarts), then the pipeline "
+             "idles and its status says `done`; 0: no end."},
+};
+
+static int gen_check(const zx_conf *conf, const zx_conf_pipeline *p, char *err,
+                     size_t errlen)
+{
+    (void)conf;
+    return zx_generate_check(p, p->own, err, errlen);
+}
+
+const zx_plugin zx_plugin_generate = {
+    .name = "generate",
+    .role = ZX_PLUGIN_SOURCE,
+    .metadata = gen_metadata,
+    .doc = "rows made from a template of `fields` (sequence numbers, random numbers "
+           "in a range, choices, timestamps, UUIDs, a fixed JSON value), at `rate` or "
+           "as fast as they are taken, optionally `count` rows in all: a datagen for "
+           "demos and load tests.",
+    .options = gen_options,
+    .noptions = sizeof(gen_options) / sizeof(gen_options[0]),
+    .opts_size = sizeof(zx_generate_opts),
+    .check = gen_check,
+    .source = &zx_source_generate,
+};
