@@ -922,14 +922,6 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
     zx_cf_resolve_connections(x, c, ld->conn_node);
     zx_cf_resolve_syncs(x, c, NULL, NULL);
     zx_cf_check_slots(x, c);
-    /* each plug-in's own check of its pipelines (conf/plugin.h) */
-    for (i = 0; i < c->npipelines; i++) {
-        const zx_conf_pipeline *p = &c->pipelines[i];
-        char perr[512];
-        if (p->plugin && p->plugin->check && (p->own || !p->plugin->opts_size) &&
-            p->plugin->check(c, p, perr, sizeof(perr)) < 0)
-            zx_cf_error(x, p->line, p->column, "%s", perr);
-    }
     if (c->pg_dsn && zx_dsn_is_mysql(c->pg_dsn))
         zx_cf_error_at(x, zx_cf_where_opt(w, "workspace.postgres", "dsn"),
                        "workspace.postgres.dsn: a mysql:// dsn is not a PostgreSQL "

@@ -51,13 +51,11 @@ static const char *const http_metadata[] = {"_ingested_at", "_request_id", NULL}
 static const char *const kafka_metadata[] = {"_key", "_partition", "_offset",
                                              "_timestamp", "_ingested_at", NULL};
 static const char *const no_metadata[] = {NULL};
-static const char *const ingested_only[] = {"_ingested_at", NULL};
 
 /* Values of `source:`: each has one entry in zx_cf_sources.  A source
  * known here may lack a worker in this build (workers/sources/registry.c):
  * zxd then marks its pipelines failed, and `zxctl test` still runs. */
-static const char *const source_names[] = {"http", "kafka", "postgres", "sync", "generate",
-                                           NULL};
+static const char *const source_names[] = {"http", "kafka", "postgres", "sync", NULL};
 /* reverse syncs (`direction: out`): their source is "sync", set by the
  * loader, never written */
 static const char *const sync_only[] = {"sync", NULL};
@@ -68,9 +66,6 @@ static const char *const postgres_only[] = {"postgres", NULL};
 static const char *const mirror_sources[] = {"postgres", "http", "kafka", NULL};
 /* the sources that append events to one table of their own */
 static const char *const stream_sources[] = {"http", "kafka", NULL};
-/* the sources that append to one `table` (with `metadata`); generate until
- * the rows derive from zx_plugins (issue 19's seam) */
-static const char *const table_sources[] = {"http", "kafka", "generate", NULL};
 static const char *const conn_sources[] = {"kafka", "postgres", NULL};
 /* the sources whose mirror tables may park their changes (not http: a
  * push acknowledged at commit must be in its table) */
@@ -101,10 +96,6 @@ const zx_cf_source zx_cf_sources[] = {
      "a reverse sync (`direction: out`; `source` is not written): the "
      "result of `query`, run as `author`, sent to `destination` in `mode`, "
      "by hand (`zxctl run`), on `schedule`, or through the gateway's API."},
-    /* until these entries derive from zx_plugins (issue 19's seam): the
-     * generate plug-in's (workers/sources/generate/generate_plugin.c) */
-    {"generate", NULL, ingested_only, 0,
-     "rows made from a template of `fields`, at `rate`, optionally `count` in all."},
 };
 const size_t zx_cf_nsources = sizeof(zx_cf_sources) / sizeof(zx_cf_sources[0]);
 _Static_assert(sizeof(zx_cf_sources) / sizeof(zx_cf_sources[0]) + 1 ==
@@ -557,7 +548,7 @@ const zx_cf_option zx_cf_options[] = {
      "message and is not restarted."},
     {.section = "pipelines.<name>", .name = "table", .type = ZX_CF_IDENT,
      .def_doc = "the pipeline name, `-` written `_`", .offset = PIPE(table),
-     .sources = table_sources,
+     .sources = stream_sources,
      .help = "Workspace table the rows go to: `[A-Za-z_][A-Za-z0-9_]`, at "
      "most 63 characters, not starting with `_zx` nor ending with "
      "`__rejects` (reserved for zx's own tables), nor starting with "
@@ -639,7 +630,7 @@ const zx_cf_option zx_cf_options[] = {
      "`headers` (Apicurio's `apicurio.value.globalId` header)."},
     {.section = "pipelines.<name>", .name = "metadata", .type = ZX_CF_METADATA,
      .def_doc = "none", .offset = PIPE(metadata), .allowed = metadata,
-     .sources = table_sources,
+     .sources = stream_sources,
      .help = "List of metadata columns added to every row: `_ingested_at` "
      "(UTC time of arrival), `_request_id` (id of the push request), `_key` "
      "(the Kafka message's key, as text), `_partition`, `_offset`, "

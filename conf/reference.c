@@ -51,7 +51,7 @@ static void write_allowed(FILE *out, const zx_cf_option *o)
     size_t i;
 
     if (o->type == ZX_CF_PROPS) {
-        fputs(o->allowed && o->allowed[0] ? "any but" : "any", out);
+        fputs("any but", out);
         for (i = 0; o->allowed && o->allowed[i]; i += 2)
             fprintf(out, "%s `%s`", i ? "," : "", o->allowed[i]);
     } else if (o->allowed) {

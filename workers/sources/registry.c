@@ -18,14 +18,12 @@ extern const zx_source zx_source_http;
 extern const zx_source zx_source_kafka;
 extern const zx_source zx_source_postgres;
 extern const zx_source zx_source_sync;    /* workers/syncs/run.c */
-extern const zx_source zx_source_generate; /* until derived from zx_plugins */
 
 static const zx_source *const sources[] = {
     &zx_source_http,
     &zx_source_kafka,
     &zx_source_postgres,
     &zx_source_sync,
-    &zx_source_generate,
 };
 
 /* Sources without a worker yet: their `zxctl test` only (none now; a
