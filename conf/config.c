@@ -11,7 +11,9 @@
  * entry with its own record of where its options were written (a
  * zx_cf_where), then checked by entries.c; a pipeline's `connection:` is
  * resolved at the end, since connections may be written after the
- * pipelines using them.
+ * pipelines using them.  The tables the pipelines write are checked by
+ * tables.c; the loaded configuration's lookups, comparison and freeing are
+ * model.c's.
  *
  * It must never: list option names (options.c owns them; the cross-option
  * checks here look rows up by name), touch the file system beyond realpath
@@ -21,9 +23,9 @@
 #include "conf/config.h"
 #include "conf/plugin.h"
 
-#include "common/colname.h"
 #include "common/dsn.h"
 #include "common/segment.h"
+#include "workers/sources/source.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -60,7 +62,8 @@ static size_t opt_index_src(const char *section, const char *name, const char *s
             !strcmp(zx_cf_row(i)->name, name)) {
             if (first == SIZE_MAX)
                 first = i;
-            if (src && zx_cf_row(i)->sources && zx_cf_takes(zx_cf_row(i), src))
+            if (src && (zx_cf_row(i)->sources || zx_cf_row_owner(zx_cf_row(i))) &&
+                zx_cf_takes(zx_cf_row(i), src))
                 return i;
         }
     return first;
@@ -110,7 +113,7 @@ const yaml_node_t *zx_cf_where_opt(const zx_cf_where *w, const char *sec,
 {
     /* an option named alike for two kinds of pipelines (a sync's and a
      * stream's `mode`) has two rows: the one its pipeline walked is set */
-    for (size_t i = 0; i < zx_cf_nrows() && i < ZX_CF_MAX_OPTIONS; i++)
+    for (size_t i = 0; i < w->n; i++)
         if (w->opt[i] && !strcmp(zx_cf_row(i)->section, sec) &&
             !strcmp(zx_cf_row(i)->name, name))
             return w->opt[i];
@@ -152,9 +155,10 @@ static size_t allowed_keys(const char *path, const char **names, size_t max)
 static void unknown_key(zx_cf_ctx *x, const yaml_node_t *kn, const char *path,
                         const char *disp, const char *k)
 {
-    const char *names[ZX_CF_MAX_OPTIONS + ZX_CF_MAX_SECTIONS], *near;
+    size_t max = zx_cf_nrows() + ZX_CF_MAX_SECTIONS;
+    const char **names = malloc(max * sizeof(*names)), *near;
     char list[1024];
-    size_t n = allowed_keys(path, names, sizeof(names) / sizeof(names[0]));
+    size_t n = names ? allowed_keys(path, names, max) : 0;
     size_t i, off = 0;
 
     list[0] = '\0';
@@ -171,6 +175,7 @@ static void unknown_key(zx_cf_ctx *x, const yaml_node_t *kn, const char *path,
         zx_cf_error_at(x, kn, "unknown section '%.64s'%s%s%s; allowed: %s", k,
                        near ? " (did you mean '" : "", near ? near : "",
                        near ? "'?)" : "", list);
+    free(names);
 }
 
 static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
@@ -258,7 +263,7 @@ static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
         }
         oi = opt_index_src(path, k, ld->cur_src);
         if (oi != SIZE_MAX) {
-            if (oi < ZX_CF_MAX_OPTIONS) {
+            if (oi < w->n) {
                 /* NULL: another plug-in's own row, not this pipeline's
                  * (reported by its checks) */
                 void *fb = zx_cf_row_base(zx_cf_row(oi), base);
@@ -357,7 +362,7 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
     const char *name = *(char **)base;
     const char *src = NULL;
     int known = 1, *lc = (int *)((char *)base + nd->line);
-    zx_cf_where *w = calloc(1, sizeof(*w));
+    zx_cf_where *w = zx_cf_where_new();
     size_t i;
     char disp[80];
 
@@ -369,7 +374,7 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
     lc[1] = zx_cf_col(kn);
     ld->cur_src = pipe ? peek_source(x, vn) : NULL;
     if (pipe && cf_own_alloc(x, kn, base, ld->cur_src) < 0) {
-        free(w);
+        zx_cf_where_free(w);
         return;
     }
     cf_set_defaults(x, target, base);
@@ -400,7 +405,7 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
                            "direction: out", name);
         }
         src = pl->source;
-        known = src && zx_cf_find_source(src);
+        known = src && zx_plugin_find(ZX_PLUGIN_SOURCE, src);
         /* the source peeked before the walk names the plug-in whose own
          * struct was set; a source refused or written otherwise since
          * (reported already) gets its plug-in's defaults only */
@@ -418,16 +423,17 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
         /* a source-specific option is required only once the source is
          * known (a bad or missing source is reported already) */
         if (!strcmp(o->section, map->entry) && (o->flags & ZX_CF_REQUIRED) &&
-            !w->opt[i] && (!o->sources || (known && zx_cf_takes(o, src))))
+            !w->opt[i] && ((!o->sources && !zx_cf_row_owner(o)) ||
+                           (known && zx_cf_takes(o, src))))
             zx_cf_error_at(x, kn, "%s: missing required field '%s'", disp,
                            o->name);
     }
     if (pipe) {
         i = zx_cf_opt_index(map->entry, "connection");
-        if (ld->conn_node && i < ZX_CF_MAX_OPTIONS)
+        if (ld->conn_node && i < w->n)
             ld->conn_node[idx] = w->opt[i];
         i = zx_cf_opt_index(map->entry, "tables");
-        if (ld->tables_node && i < ZX_CF_MAX_OPTIONS)
+        if (ld->tables_node && i < w->n)
             ld->tables_node[idx] = w->opt[i];
         zx_cf_check_pipeline(x, kn, base, w);
     } else if (target == ZX_CF_CONNECTION) {
@@ -439,7 +445,7 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
                            "api token %s: the token has %zu characters: at least "
                            "16", name, strlen(t->token));
     }
-    free(w);
+    zx_cf_where_free(w);
 }
 
 static void walk_named(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *sec,
@@ -563,194 +569,6 @@ static int cf_make_abs(zx_cf_ctx *x, char **field, const char *dir)
     return 0;
 }
 
-/* One workspace table a pipeline writes, for cf_check_tables. */
-typedef struct cf_tab {
-    const char *name;        /* the table */
-    size_t pipe;             /* index of its pipeline */
-    size_t item;             /* postgres: index in its tables / mirrors;
-                                SIZE_MAX: the pipeline's `table` */
-    int history;             /* 1: the `<mirror>__changes` of item */
-} cf_tab;
-
-static int cf_tab_cmp(const void *a, const void *b)
-{
-    const cf_tab *x = a, *y = b;
-    int r = strcasecmp(x->name, y->name);
-
-    if (r)
-        return r;
-    if (x->pipe != y->pipe)
-        return x->pipe < y->pipe ? -1 : 1;
-    /* within a pipeline: file order, a mirror before its history */
-    if (x->item != y->item)
-        return x->item == SIZE_MAX ? -1 : y->item == SIZE_MAX ? 1
-               : x->item < y->item ? -1 : 1;
-    return x->history - y->history;
-}
-
-/* Where t was written: its item of `tables`, else the pipeline's name. */
-static void cf_tab_where(zx_cf_ctx *x, const cf_load *ld, const cf_tab *t,
-                         int *line, int *col)
-{
-    const zx_conf_pipeline *p = &ld->c->pipelines[t->pipe];
-    const yaml_node_t *n = ld->tables_node ? ld->tables_node[t->pipe] : NULL;
-
-    *line = p->line;
-    *col = p->column;
-    if (t->item != SIZE_MAX && n && n->type == YAML_SEQUENCE_NODE &&
-        t->item < (size_t)(n->data.sequence.items.top -
-                           n->data.sequence.items.start)) {
-        const yaml_node_t *in = zx_cf_node(x, n->data.sequence.items.start[t->item]);
-        *line = zx_cf_line(in);
-        *col = zx_cf_col(in);
-    }
-}
-
-/* "the mirror of public.orders", "the history of public.orders", or ""
- * for a pipeline's `table`. */
-static void cf_tab_role(char *buf, size_t len, const zx_conf *c, const cf_tab *t)
-{
-    if (t->item == SIZE_MAX)
-        buf[0] = '\0';
-    else
-        snprintf(buf, len, "the %s of %s", t->history ? "history" : "mirror",
-                 c->pipelines[t->pipe].tables[t->item]);
-}
-
-/* Two tables written by the same pipeline or by two, equal without regard
- * to case (SQLite's names are case-insensitive): `table`s, postgres
- * mirrors and, with history, their `__changes` tables.  Sorted, so that
- * thousands of pipelines stay fast. */
-static void cf_check_tables(zx_cf_ctx *x, const cf_load *ld)
-{
-    const zx_conf *c = ld->c;
-    size_t i, j, n = 0, cap = c->npipelines + 1;
-    char **hist = NULL;
-    size_t nhist = 0;
-    cf_tab *t;
-
-    for (i = 0; i < c->npipelines; i++)
-        cap += c->pipelines[i].mirrors ? 2 * c->pipelines[i].ntables : 0;
-    t = malloc(cap * sizeof(*t));
-    hist = calloc(cap, sizeof(*hist));
-    if (!t || !hist) {
-        zx_cf_error(x, 0, 0, "out of memory");
-        goto out;
-    }
-    for (i = 0; i < c->npipelines; i++) {
-        const zx_conf_pipeline *p = &c->pipelines[i];
-        if (p->table)
-            t[n++] = (cf_tab){p->table, i, SIZE_MAX, 0};
-        for (j = 0; p->mirrors && j < p->ntables; j++) {
-            t[n++] = (cf_tab){p->mirrors[j], i, j, 0};
-            if (!p->history)
-                continue;
-            if (asprintf(&hist[nhist], "%s__changes", p->mirrors[j]) < 0) {
-                hist[nhist] = NULL;
-                zx_cf_error(x, 0, 0, "out of memory");
-                goto out;
-            }
-            t[n++] = (cf_tab){hist[nhist++], i, j, 1};
-        }
-    }
-    qsort(t, n, sizeof(*t), cf_tab_cmp);
-    for (i = 0; i < n; i = j) {
-        for (j = i + 1; j < n && !strcasecmp(t[j].name, t[i].name); j++) {
-            const cf_tab *a = &t[i], *b = &t[j];
-            const zx_conf_pipeline *pa = &c->pipelines[a->pipe];
-            const zx_conf_pipeline *pb = &c->pipelines[b->pipe];
-            char ra[200], rb[200], same[200] = "";
-            int line, col;
-
-            if (a->pipe == b->pipe &&
-                (a->item == SIZE_MAX || b->item == SIZE_MAX))
-                continue;   /* a `table` refused on a postgres pipeline */
-            if (a->history && b->history)
-                continue;   /* their mirrors are one name too: said there */
-            cf_tab_where(x, ld, b, &line, &col);
-            cf_tab_role(ra, sizeof(ra), c, a);
-            cf_tab_role(rb, sizeof(rb), c, b);
-            if (strcmp(a->name, b->name))
-                snprintf(same, sizeof(same), "%s'%s' and '%s' are one name, "
-                         "case does not count%s", a->pipe != b->pipe ? ": " : " (",
-                         a->name, b->name, a->pipe != b->pipe ? "" : ")");
-            if (a->pipe != b->pipe)
-                zx_cf_error(x, line, col, "pipeline %s: table '%s'%s%s%s is "
-                            "already written by pipeline %s (line %d%s%s)%s",
-                            pb->name, b->name, *rb ? " (" : "", rb,
-                            *rb ? ")" : "", pa->name, pa->line,
-                            *ra ? ", as " : "", ra, same);
-            else if (!a->history && !b->history)
-                zx_cf_error(x, line, col, "pipeline %s: %s and %s would both "
-                            "be mirrored to table '%s'%s; a mirror is named "
-                            "after its table, without the schema: mirror them "
-                            "in two pipelines with different table_prefix",
-                            pb->name, pa->tables[a->item], pb->tables[b->item],
-                            a->name, same);
-            else
-                zx_cf_error(x, line, col, "pipeline %s: table '%s' (%s) "
-                            "would also be %s%s", pb->name, b->name, rb, ra,
-                            same);
-        }
-    }
-out:
-    for (i = 0; hist && i < nhist; i++)
-        free(hist[i]);
-    free(hist);
-    free(t);
-}
-
-/* The fixed start of the names a table template makes: the text before
- * its first '{', normalised as the names are (into out; "" when the
- * template begins with a placeholder). */
-static void cf_template_prefix(const char *tpl, char out[ZX_COLNAME_MAX + 1])
-{
-    size_t n = strcspn(tpl, "{");
-
-    out[0] = '\0';
-    if (n)
-        zx_colname_normalise(tpl, n, out);
-}
-
-/* Two table templates (`table: "{source.table}"`) whose names could meet:
- * each name a template makes begins with its fixed prefix, so two
- * templates are apart only when neither prefix begins the other.  A fixed
- * name of another pipeline is refused where the name is made (the worker
- * knows them all); other templates' names it cannot know, hence here.
- * Two equal templates were said by cf_check_tables already. */
-static void cf_check_templates(zx_cf_ctx *x, const zx_conf *c)
-{
-    for (size_t i = 0; i < c->npipelines; i++) {
-        const zx_conf_pipeline *pa = &c->pipelines[i];
-        if (!pa->table || !strchr(pa->table, '{'))
-            continue;
-        char fa[ZX_COLNAME_MAX + 1];
-        cf_template_prefix(pa->table, fa);
-        for (size_t j = i + 1; j < c->npipelines; j++) {
-            const zx_conf_pipeline *pb = &c->pipelines[j];
-            if (!pb->table || !strchr(pb->table, '{') || !strcasecmp(pa->table, pb->table))
-                continue;
-            char fb[ZX_COLNAME_MAX + 1];
-            cf_template_prefix(pb->table, fb);
-            size_t la = strlen(fa), lb = strlen(fb);
-            if (strncasecmp(fa, fb, la < lb ? la : lb))
-                continue;
-            const char *shorter = la < lb ? fa : fb;
-            char why[200];
-            if (*shorter)
-                snprintf(why, sizeof(why), "every name of one begins with '%s'", shorter);
-            else
-                snprintf(why, sizeof(why), "a template that begins with a placeholder can "
-                         "make any name");
-            zx_cf_error(x, pb->line, pb->column, "pipeline %s: the table names of '%s' can "
-                        "be those of pipeline %s's '%s' (line %d): %s; give each template a "
-                        "fixed start the other's names cannot begin with, such as '%s_%s'",
-                        pb->name, pb->table, pa->name, pa->table, pa->line, why, pb->name,
-                        pb->table);
-        }
-    }
-}
-
 /* The request ring of a pipeline with this body limit: it takes records
  * up to half its capacity, so twice the body plus its record header, at
  * least 8 MiB, in 64-byte units.  The one place this is decided. */
@@ -797,11 +615,12 @@ static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w,
         c->ring_budget = cf_default_budget();
     for (i = 0; i < c->npipelines; i++) {
         zx_conf_pipeline *p = &c->pipelines[i];
-        const zx_cf_source *src = zx_cf_find_source(p->source);
+        const zx_plugin *src = p->plugin;
         /* Only a source the gateway feeds (http) has a request ring, and
          * with it a reply ring: ZX_SEG_MAX_BYTES(0, ring) counts neither
          * (common/segment.h counts the reply ring only when in_cap > 0). */
-        p->in_ring_size = src && src->request_ring ? cf_in_ring(p->body_limit) : 0;
+        p->in_ring_size = src && src->source && (src->source->flags & ZX_SOURCE_GATEWAY)
+                          ? cf_in_ring(p->body_limit) : 0;
         p->ring_size = (c->ring_size + 63) & ~(uint64_t)63;
         p->shm_size = ZX_SEG_MAX_BYTES(p->in_ring_size, p->ring_size);
         fixed += ZX_SEG_MAX_BYTES(p->in_ring_size, 0);
@@ -842,7 +661,7 @@ static void cf_check_budget(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w,
  * written (`workspace.postgres` needs `dsn`). */
 static void cf_check_required(zx_cf_ctx *x, const zx_cf_where *w)
 {
-    for (size_t i = 0; i < zx_cf_nrows() && i < ZX_CF_MAX_OPTIONS; i++) {
+    for (size_t i = 0; i < w->n; i++) {
         const zx_cf_option *o = zx_cf_row(i);
         const yaml_node_t *sec;
         if (!(o->flags & ZX_CF_REQUIRED) ||
@@ -875,6 +694,18 @@ static void cf_check_workspace(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w)
     c->pg_dsn_shown = zx_dsn_redact(c->pg_dsn ? c->pg_dsn : zx_cf_scalar(dsn));
     if (!c->pg_dsn_shown)
         zx_cf_error_at(x, dsn, "out of memory");
+}
+
+/* Each pipeline's plug-in check (conf/plugin.h), once every option is set
+ * and the connections resolved; its error at the pipeline's name. */
+static void cf_check_plugins(zx_cf_ctx *x, const zx_conf *c)
+{
+    for (size_t i = 0; i < c->npipelines; i++) {
+        const zx_conf_pipeline *p = &c->pipelines[i];
+        char err[512] = "";
+        if (p->plugin && p->plugin->check && p->plugin->check(c, p, err, sizeof(err)) < 0)
+            zx_cf_error(x, p->line, p->column, "%s", err[0] ? err : "invalid settings");
+    }
 }
 
 static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
@@ -917,10 +748,11 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
         if (p->body_limit > biggest)
             biggest = p->body_limit;
     }
-    cf_check_tables(x, ld);
-    cf_check_templates(x, c);
+    zx_cf_check_tables(x, c, ld->tables_node);
+    zx_cf_check_templates(x, c);
     zx_cf_resolve_connections(x, c, ld->conn_node);
     zx_cf_resolve_syncs(x, c, NULL, NULL);
+    cf_check_plugins(x, c);
     zx_cf_check_slots(x, c);
     if (c->pg_dsn && zx_dsn_is_mysql(c->pg_dsn))
         zx_cf_error_at(x, zx_cf_where_opt(w, "workspace.postgres", "dsn"),
@@ -974,7 +806,7 @@ zx_conf *zx_conf_load(const char *path, unsigned flags, zx_conf_errors *errs)
 {
     zx_cf_ctx x;
     zx_conf *c = NULL;
-    zx_cf_where *where = calloc(1, sizeof(*where));
+    zx_cf_where *where = zx_cf_where_new();
     cf_load ld = {0};
     yaml_node_t *root;
     char *slash;
@@ -1030,137 +862,6 @@ out:
         yaml_document_delete(&x.doc);
     free(ld.conn_node);
     free(ld.tables_node);
-    free(where);
+    zx_cf_where_free(where);
     return c;
-}
-
-void zx_conf_errors_free(zx_conf_errors *errs)
-{
-    size_t i;
-
-    if (!errs)
-        return;
-    for (i = 0; i < errs->n; i++)
-        free(errs->msgs[i]);
-    free(errs->msgs);
-    errs->msgs = NULL;
-    errs->n = 0;
-}
-
-void zx_conf_free(zx_conf *c)
-{
-    size_t i;
-
-    if (!c)
-        return;
-    for (i = 0; i < c->npipelines; i++) {
-        /* mirrors has ntables entries: free it before the table frees
-         * tables and zeroes ntables */
-        zx_cf_free_strs(c->pipelines[i].mirrors, c->pipelines[i].ntables);
-        zx_cf_free_fields(ZX_CF_PIPELINE, &c->pipelines[i]);
-        zx_cf_free_own(&c->pipelines[i]);
-        free(c->pipelines[i].name);
-    }
-    free(c->pipelines);
-    for (i = 0; i < c->nconnections; i++) {
-        zx_cf_free_fields(ZX_CF_CONNECTION, &c->connections[i]);
-        free(c->connections[i].name);
-        free(c->connections[i].brokers_csv);
-        free(c->connections[i].dsn_shown);
-    }
-    free(c->connections);
-    for (i = 0; i < c->nauthors; i++) {
-        zx_cf_free_fields(ZX_CF_AUTHOR, &c->authors[i]);
-        free(c->authors[i].name);
-    }
-    free(c->authors);
-    for (i = 0; i < c->napitokens; i++) {
-        zx_cf_free_fields(ZX_CF_APITOKEN, &c->apitokens[i]);
-        free(c->apitokens[i].name);
-    }
-    free(c->apitokens);
-    zx_cf_free_fields(ZX_CF_ROOT, c);
-    free(c->pg_dsn_shown);
-    free(c->http.host);
-    free(c->path);
-    free(c->base_dir);
-    free(c);
-}
-
-const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name)
-{
-    size_t i;
-
-    if (!c || !name)
-        return NULL;
-    for (i = 0; i < c->npipelines; i++)
-        if (c->pipelines[i].name && !strcmp(c->pipelines[i].name, name))
-            return &c->pipelines[i];
-    return NULL;
-}
-
-uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p)
-{
-    if (!p || !p->source || strcmp(p->source, "http") == 0 ||
-        !(p->ntables || p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST))
-        return 0;
-    return p->max_parked_bytes;
-}
-
-const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,
-                                                  const char *name)
-{
-    size_t i;
-
-    if (!c || !name)
-        return NULL;
-    for (i = 0; i < c->nconnections; i++)
-        if (c->connections[i].name && !strcmp(c->connections[i].name, name))
-            return &c->connections[i];
-    return NULL;
-}
-
-static int str_same(const char *a, const char *b)
-{
-    return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
-/* Driven by the options table: a new option row is compared with no change
- * here.  Only fields derived outside the table are listed (slot and
- * publication are the table's, derived or not). */
-int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
-{
-    if (!a || !b)
-        return a == b;
-    if (!str_same(a->name, b->name) || a->plugin != b->plugin ||
-        !zx_cf_fields_same(ZX_CF_PIPELINE, a, b) || !zx_cf_own_same(a, b) ||
-        a->body_limit != b->body_limit || a->ring_size != b->ring_size ||
-        a->in_ring_size != b->in_ring_size || a->shm_size != b->shm_size ||
-        a->topics_regex != b->topics_regex ||
-        !zx_conf_connection_same(a->conn, b->conn) ||
-        !zx_conf_connection_same(a->dest_conn, b->dest_conn))
-        return 0;
-    /* a sync's author: the same tables */
-    if (!a->auth != !b->auth ||
-        (a->auth && !zx_cf_fields_same(ZX_CF_AUTHOR, a->auth, b->auth)))
-        return 0;
-    /* the same tables (compared by the table): the mirrors, when both have
-     * them, in the same count */
-    if (!a->mirrors != !b->mirrors)
-        return 0;
-    for (size_t i = 0; a->mirrors && i < a->ntables; i++)
-        if (!str_same(a->mirrors[i], b->mirrors[i]))
-            return 0;
-    return 1;
-}
-
-int zx_conf_connection_same(const zx_conf_connection *a,
-                            const zx_conf_connection *b)
-{
-    if (!a || !b)
-        return a == b;
-    return str_same(a->name, b->name) &&
-           zx_cf_fields_same(ZX_CF_CONNECTION, a, b) &&
-           str_same(a->brokers_csv, b->brokers_csv) &&
-           str_same(a->dsn_shown, b->dsn_shown);
 }

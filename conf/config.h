@@ -1,14 +1,16 @@
 /*
  * config.h — the zxd YAML configuration: its C model and its loader.
  *
- * One table of options (conf/options.c: name, type, default, offset into
- * the struct below, help text, allowed values, the sources that take it)
- * drives parsing, validation, comparison (zx_conf_pipeline_same), freeing
- * and the reference documentation (conf/OPTIONS.md, printed by
- * zx_conf_write_reference).  To add an option: add the field here, add one
- * row to the table, regenerate OPTIONS.md (`zxd --config-reference`, or
+ * Option rows (name, type, default, offset into the struct below or into
+ * a plug-in's own struct, help text, allowed values, the sources that take
+ * it) drive parsing, validation, comparison (zx_conf_pipeline_same),
+ * freeing and the reference documentation (conf/OPTIONS.md, printed by
+ * zx_conf_write_reference): the core table of conf/options.c, and each
+ * plug-in's rows in its `<name>_plugin.c` (conf/plugin.h).  To add an
+ * option: add the field (here, or in the plug-in's own struct), add one
+ * row, regenerate OPTIONS.md (`zxd --config-reference`, or
  * `tests/unit/test_config --print-reference`).  A new value of `source:`
- * is one entry of zx_cf_sources (options.c) and the rows it takes.
+ * is a plug-in with the rows it takes.
  *
  * Loading is all-or-nothing: zx_conf_load either returns a fully validated
  * configuration (every path absolute, every default filled in) or NULL with
@@ -44,7 +46,7 @@
 enum { ZX_FORMAT_JSON = 0, ZX_FORMAT_DEBEZIUM = 1 };
 enum { ZX_STREAM_APPEND = 0, ZX_STREAM_LATEST = 1 };
 enum { ZX_ENC_JSON = 0, ZX_ENC_AVRO = 1 };
-/* zx_conf_pipeline.slot_lost (postgres) */
+/* `slot_lost` of a postgres pipeline (workers/sources/postgres/postgres_opts.h) */
 enum { ZX_SLOT_LOST_FAIL = 0, ZX_SLOT_LOST_RESYNC = 1 };
 
 #define ZX_META_INGESTED_AT 0x1u   /* "_ingested_at": UTC time the row arrived */
@@ -186,12 +188,8 @@ typedef struct zx_conf_pipeline {
                                 (starts with '^', librdkafka's convention),
                                 checked to compile; ntopics is then 1 */
     char *group;             /* kafka: consumer group; NULL = none */
-    int start_new;           /* kafka: where a partition with no committed
-                                offset starts: 0 oldest (default), 1 new */
-    int topic_reset_fail;    /* kafka (on_topic_reset): a stored position
-                                that is not in its topic any more: 0 restart
-                                the partition from its start (default),
-                                1 fail the pipeline */
+    /* kafka's `start` and `on_topic_reset`: its own options (own,
+     * workers/sources/kafka/kafka_opts.h) */
     uint32_t max_columns;    /* columns its table gets from the data at most
                                 (default 500, 1..1500); the rest go to _extra */
     uint64_t max_parked_bytes; /* `max_parked_bytes`: bytes of changes parked
@@ -200,7 +198,7 @@ typedef struct zx_conf_pipeline {
                                 pipeline is held back) */
     /* postgres (change data capture; the other sources have tables NULL,
      * ntables 0, mirrors, table_prefix, slot and publication NULL, and
-     * initial_copy and history at their defaults, unused). */
+     * history at its default, unused). */
     char **tables;           /* the source tables, each "schema.table": as
                                 written, with "public." added to a bare
                                 `table`; each part [A-Za-z_][A-Za-z0-9_]
@@ -243,11 +241,8 @@ typedef struct zx_conf_pipeline {
                                 0 confluent (magic 0 + 4-byte id), 1
                                 apicurio (magic 0 + 8-byte global id), 2
                                 headers (apicurio.value.globalId) */
-    int initial_copy;        /* 1 (default): copy the rows already there
-                                before streaming changes; 0: changes only */
-    int slot_lost;           /* postgres: ZX_SLOT_LOST_FAIL (default) or
-                                ZX_SLOT_LOST_RESYNC: when the slot it
-                                streamed from is gone */
+    /* postgres's `initial_copy` and `slot_lost`: its own options (own,
+     * workers/sources/postgres/postgres_opts.h) */
     int history;             /* 1: also append every change to
                                 `<mirror>__changes` (mirrors then at most 54
                                 bytes); 0 (default) */
@@ -498,8 +493,9 @@ void zx_conf_write_reference(FILE *out);
 
 /* ------------------------------------------------------------------------
  * Internal to conf/ (config.c, entries.c, options.c, fields.c, lists.c,
- * values.c, reference.c, secrets.c, yamlwalk.c) and its unit test.  Not a
- * contract: other modules must not define ZX_CONF_INTERNAL.
+ * values.c, reference.c, secrets.c, yamlwalk.c, rows.c, tables.c,
+ * model.c) and its unit tests.  Not a contract: other modules must not
+ * define ZX_CONF_INTERNAL.
  * ---------------------------------------------------------------------- */
 #ifdef ZX_CONF_INTERNAL
 #include <yaml.h>
@@ -563,24 +559,11 @@ typedef struct zx_cf_section {
     const char *help;
 } zx_cf_section;
 
-/* A value of `source:` and what the loader needs to know of it. */
-typedef struct zx_cf_source {
-    const char *name;           /* "http" */
-    const char *conn_kind;      /* kind of connection it needs, NULL: none */
-    const char *const *metadata;/* metadata columns it can fill, NULL-ended */
-    int request_ring;           /* 1: the gateway feeds it through a request
-                                   ring (and a reply ring) */
-    const char *doc;            /* one line for the reference */
-} zx_cf_source;
-
-#define ZX_CF_MAX_OPTIONS 256  /* rows, core and plug-ins', at most */
 #define ZX_CF_MAX_SECTIONS 24
 extern const zx_cf_option zx_cf_options[];
 extern const size_t zx_cf_noptions;
 extern const zx_cf_section zx_cf_sections[];
 extern const size_t zx_cf_nsections;
-extern const zx_cf_source zx_cf_sources[];
-extern const size_t zx_cf_nsources;
 
 /* rows.c: every row, core (zx_cf_options) then each plug-in's in the
  * order of zx_plugins (conf/plugin.h), by one index (that of
@@ -590,18 +573,30 @@ extern const size_t zx_cf_nsources;
  * o's section's target): base; for a ZX_CF_OWN row, the pipeline's own
  * struct when base is a pipeline of o's plug-in that has one, else NULL
  * (the row is not this pipeline's: nothing to set, free or compare). */
+/* The lists derived from the plug-ins (conf/plugin.h), NULL-ended, filled
+ * once by zx_cf_derive (zx_cf_nrows calls it; safe from any thread): the
+ * values of `source:`; of a connection's `kind:` (every plug-in's
+ * conn_kinds); the sources that take a connection; the kinds of the table
+ * destinations.  Valid for the process's life. */
+extern const char *zx_cf_source_names[];
+extern const char *zx_cf_conn_kinds[];
+extern const char *zx_cf_conn_sources[];
+extern const char *zx_cf_table_kinds[];
+void zx_cf_derive(void);
 size_t zx_cf_nrows(void);
 const zx_cf_option *zx_cf_row(size_t i);
 const struct zx_plugin *zx_cf_row_owner(const zx_cf_option *o);
 void *zx_cf_row_base(const zx_cf_option *o, void *base);
 
-/* The source called name, or NULL. */
-const zx_cf_source *zx_cf_find_source(const char *name);
 /* 1 when name is a value of a connection's `kind:`, else 0. */
 int zx_cf_conn_kind_ok(const char *name);
 /* 1 when option o applies to source (or connection kind) `src` (always
  * when o->sources is NULL). */
 int zx_cf_takes(const zx_cf_option *o, const char *src);
+/* The sources (or kinds) that take o, joined with sep, into buf (len
+ * bytes, cut): its `sources`, or for a plug-in's row without, its
+ * plug-in's name (a connection option: its connection kinds). */
+void zx_cf_takers(const zx_cf_option *o, char *buf, size_t len, const char *sep);
 /* The ZX_META_* bits of the metadata names in the NULL-ended list. */
 uint32_t zx_cf_metadata_bits(const char *const *names);
 /* Target struct of the section called path, or -1. */
@@ -673,10 +668,15 @@ int zx_cf_fields_same(int target, const void *a, const void *b);
  * so that cross-option errors point at the right line.  Index = row of
  * zx_cf_options / of zx_cf_sections. */
 typedef struct zx_cf_where {
-    const yaml_node_t *opt[ZX_CF_MAX_OPTIONS];  /* the option's value */
-    unsigned char bad[ZX_CF_MAX_OPTIONS];       /* 1: that value was refused */
+    size_t n;                /* rows: zx_cf_nrows() */
+    const yaml_node_t **opt; /* n: the option's value */
+    unsigned char *bad;      /* n: 1 when that value was refused */
     const yaml_node_t *sec[ZX_CF_MAX_SECTIONS]; /* the sub-section's value */
 } zx_cf_where;
+/* A new record for every row (zeroed), or NULL out of memory; free with
+ * zx_cf_where_free (NULL ok). */
+zx_cf_where *zx_cf_where_new(void);
+void zx_cf_where_free(zx_cf_where *w);
 /* Row of option `name` in `section`, or SIZE_MAX. */
 size_t zx_cf_opt_index(const char *section, const char *name);
 /* Where that option / the section at `path` was written, or NULL. */
@@ -702,6 +702,13 @@ void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
  * database (the same connection, or connections with the same dsn) share
  * a replication slot. */
 void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c);
+/* tables.c: once the whole file is walked, no two workspace tables the
+ * pipelines write are one name (tables_node[i]: where pipeline i wrote
+ * `tables:`, for the mirrors' errors; may be NULL), and no two table
+ * templates could make one name. */
+void zx_cf_check_tables(zx_cf_ctx *x, const zx_conf *c,
+                        const yaml_node_t *const *tables_node);
+void zx_cf_check_templates(zx_cf_ctx *x, const zx_conf *c);
 /* syncs.c: the checks of one reverse sync once walked, and, once the
  * whole file is walked, each sync's author and destination connection and
  * each API token's syncs (dest_conn_node[i]: where pipeline i wrote

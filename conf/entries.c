@@ -13,11 +13,9 @@
  */
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
+#include "conf/plugin.h"
 #include "common/dsn.h"
 #include "common/mysql_dsn.h"
-#include "common/webhook_sig.h"
-
-#include <openssl/crypto.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,10 +37,19 @@ void zx_cf_join(char *buf, size_t len, const char *const *l, const char *sep)
                                 l[i]);
 }
 
+/* 1 when plug-in pg takes connections of kind (not NULL), else 0. */
+static int plugin_takes_kind(const zx_plugin *pg, const char *kind)
+{
+    for (size_t i = 0; kind && pg->conn_kinds && pg->conn_kinds[i]; i++)
+        if (!strcmp(pg->conn_kinds[i], kind))
+            return 1;
+    return 0;
+}
+
 /* The metadata item nodes of a pipeline naming a column its source does not
  * fill (known to another source): an error each. */
 static void check_metadata(zx_cf_ctx *x, const zx_conf_pipeline *pl,
-                           const zx_cf_source *src, const yaml_node_t *n)
+                           const zx_plugin *src, const yaml_node_t *n)
 {
     uint32_t ok = zx_cf_metadata_bits(src->metadata);
     yaml_node_item_t *it;
@@ -60,9 +67,10 @@ static void check_metadata(zx_cf_ctx *x, const zx_conf_pipeline *pl,
         uint32_t bit = zx_cf_metadata_bits(names);
         if (!v || !bit || (bit & ok))
             continue;
-        for (s = 0; s < zx_cf_nsources && ns < 7; s++)
-            if (zx_cf_metadata_bits(zx_cf_sources[s].metadata) & bit)
-                srcs[ns++] = zx_cf_sources[s].name;
+        for (s = 0; s < zx_nplugins && ns < 7; s++)
+            if (zx_plugins[s]->role == ZX_PLUGIN_SOURCE &&
+                (zx_cf_metadata_bits(zx_plugins[s]->metadata) & bit))
+                srcs[ns++] = zx_plugins[s]->name;
         srcs[ns] = NULL;
         zx_cf_join(others, sizeof(others), srcs, " or ");
         zx_cf_error_at(x, in, "pipelines.%s: metadata %s applies only to "
@@ -205,6 +213,14 @@ static void check_stream(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *
                        "password, or neither", pl->name);
 }
 
+/* 1 when pipeline pl's source takes the option `name` of its entry. */
+static int takes_option(const zx_conf_pipeline *pl, const char *name)
+{
+    size_t i = zx_cf_opt_index("pipelines.<name>", name);
+
+    return i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source);
+}
+
 /* Checks of a pipeline once its mapping is walked: options its source does
  * not take, required options of its source, topic/topics, metadata, the
  * postgres mirrors, slot and publication, the default table. */
@@ -212,7 +228,7 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
                           zx_conf_pipeline *pl, const zx_cf_where *w)
 {
     const char *entry = "pipelines.<name>";
-    const zx_cf_source *src = zx_cf_find_source(pl->source);
+    const zx_plugin *src = zx_plugin_find(ZX_PLUGIN_SOURCE, pl->source);
     const yaml_node_t *topic = zx_cf_where_opt(w, entry, "topic");
     const yaml_node_t *topics = zx_cf_where_opt(w, entry, "topics");
     size_t i;
@@ -222,7 +238,7 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         const zx_cf_option *o = zx_cf_row(i);
         if (strcmp(o->section, entry) || !w->opt[i] || zx_cf_takes(o, pl->source))
             continue;
-        zx_cf_join(list, sizeof(list), o->sources, " or ");
+        zx_cf_takers(o, list, sizeof(list), " or ");
         if (!strcmp(list, "sync"))
             zx_cf_error_at(x, w->opt[i], "pipelines.%s: %s applies only to a "
                            "reverse sync (direction: out)", pl->name, o->name);
@@ -245,23 +261,22 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         }
     }
     pl->topics_regex = pl->ntopics == 1 && pl->topics[0][0] == '^';
-    if (src && !strcmp(pl->source, "http")) {
-        const yaml_node_t *wn = zx_cf_where_opt(w, entry, "webhook_secret");
-        uint8_t key[ZX_WEBHOOK_KEY_MAX];
-        char why[300];
-        if (!zx_cf_where_opt(w, entry, "key") && !wn)
-            zx_cf_error_at(x, kn, "pipeline %s: missing required field 'key' (or "
-                           "'webhook_secret', for pushes signed the Standard Webhooks way)",
-                           pl->name);
-        if (pl->webhook_secret && zx_webhook_key(pl->webhook_secret, key, why, sizeof(why)) < 0)
-            zx_cf_error_at(x, wn, "pipelines.%s: webhook_secret: %s", pl->name, why);
-        OPENSSL_cleanse(key, sizeof(key));
-    }
-    if (src && !strcmp(pl->source, "postgres"))
+    /* http: a key, or a webhook_secret (its value is checked by the
+     * plug-in's check; written is what counts here, as a reference is
+     * skipped under ZX_CONF_SKIP_SECRETS) */
+    i = zx_cf_opt_index(entry, "webhook_secret");
+    if (src && i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source) &&
+        !zx_cf_where_opt(w, entry, "key") && !zx_cf_where_opt(w, entry, "webhook_secret"))
+        zx_cf_error_at(x, kn, "pipeline %s: missing required field 'key' (or "
+                       "'webhook_secret', for pushes signed the Standard Webhooks way)",
+                       pl->name);
+    /* the checks of a family of options, for the sources that take it
+     * (their rows say which: no source is named here) */
+    if (src && takes_option(pl, "tables"))
         check_postgres(x, kn, pl, w);
-    if (src && !strcmp(pl->source, "sync"))
+    if (src && takes_option(pl, "query"))
         zx_cf_check_sync(x, kn, pl, w);
-    if (src && (!strcmp(pl->source, "kafka") || !strcmp(pl->source, "http")))
+    if (src && takes_option(pl, "format"))
         check_stream(x, kn, pl, w);
 
     /* Default table: the name, unless a table was written (even a bad one,
@@ -327,12 +342,12 @@ static void check_kind_options(zx_cf_ctx *x, zx_conf_connection *cn,
     size_t i, elen = strlen(entry);
     char list[100];
 
-    for (i = 0; i < zx_cf_nrows() && i < ZX_CF_MAX_OPTIONS; i++) {
+    for (i = 0; i < w->n; i++) {
         const zx_cf_option *o = zx_cf_row(i);
         const yaml_node_t *sec;
         if (strncmp(o->section, entry, elen) || zx_cf_takes(o, cn->kind))
             continue;
-        zx_cf_join(list, sizeof(list), o->sources, " or ");
+        zx_cf_takers(o, list, sizeof(list), " or ");
         if (o->section[elen] == '.') {
             /* a sub-section written: once, at its node (its rows are
              * together in the table) */
@@ -362,7 +377,7 @@ void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
     const yaml_node_t *secn = zx_cf_where_opt(w, entry, "security");
     static const char *const sasl_req[] = {"mechanism", "username", "password", NULL};
     size_t i = zx_cf_opt_index(entry, "security"), len = 0;
-    int sec_ok = i < ZX_CF_MAX_OPTIONS && !w->bad[i] && cn->security;
+    int sec_ok = i < w->n && !w->bad[i] && cn->security;
 
     if (cn->kind)   /* NULL: missing or refused, reported already */
         check_kind_options(x, cn, w);
@@ -476,12 +491,14 @@ void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
     zx_cf_join(known, sizeof(known), names, ", ");
     for (i = 0; i < c->npipelines; i++) {
         zx_conf_pipeline *p = &c->pipelines[i];
-        const zx_cf_source *src = zx_cf_find_source(p->source);
+        const zx_plugin *src = zx_plugin_find(ZX_PLUGIN_SOURCE, p->source);
         const zx_conf_connection *cn;
         const yaml_node_t *n = conn_node ? conn_node[i] : NULL;
         const char *near;
-        if (!src || !src->conn_kind || !p->connection)
+        char kinds[100];
+        if (!src || !src->conn_kinds || !src->conn_kinds[0] || !p->connection)
             continue;
+        zx_cf_join(kinds, sizeof(kinds), src->conn_kinds, " or ");
         cn = zx_conf_find_connection(c, p->connection);
         if (!cn) {
             near = zx_cf_suggest(p->connection, names, c->nconnections);
@@ -491,11 +508,11 @@ void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
                         c->nconnections ? "expected one of: " : "connections "
                         "defines none", known, near ? " (did you mean '" : "",
                         near ? near : "", near ? "'?)" : "");
-        } else if (!cn->kind || strcmp(cn->kind, src->conn_kind)) {
+        } else if (!plugin_takes_kind(src, cn->kind)) {
             zx_cf_error(x, n ? zx_cf_line(n) : p->line, n ? zx_cf_col(n) : p->column,
                         "pipelines.%s: connection %s is of kind: %s, but source: "
                         "%s needs kind: %s", p->name, cn->name,
-                        cn->kind ? cn->kind : "(none)", p->source, src->conn_kind);
+                        cn->kind ? cn->kind : "(none)", p->source, kinds);
         } else {
             p->conn = cn;
         }

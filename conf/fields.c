@@ -5,7 +5,8 @@
  * durations, ...) and metadata are set here; lists of host:port and of
  * topics, and properties, in lists.c.
  *
- * The value parsers are in values.c, the rows in options.c; a new option
+ * The value parsers are in values.c, the rows in options.c and the
+ * plug-ins' <name>_plugin.c (through rows.c); a new option
  * of an existing type needs no change here.
  *
  * It must never: quote the value of an option marked secret (a DSN only

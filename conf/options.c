@@ -1,10 +1,10 @@
 /*
- * options.c — the one table of zxd configuration options (zx_cf_options,
- * with its sections), the table of the values of `source:`
- * (zx_cf_sources: the connection kind, metadata and rings each implies),
- * and lookups in them.
+ * options.c — the table of zxd's core configuration options
+ * (zx_cf_options, with its sections), and lookups in them.  The options of
+ * one source or destination are rows of its plug-in (conf/plugin.h); the
+ * loader sees both through conf/rows.c.
  *
- * Every option lives in exactly one row of zx_cf_options: the loader
+ * Every option lives in exactly one row, here or in a plug-in: the loader
  * (config.c) walks the YAML against it, fields.c sets (from the file or
  * the row's `def` text, parsed like a value from the file), compares and
  * frees a field by its row, and reference.c prints the rows as
@@ -17,113 +17,39 @@
 #include "conf/values.h"
 #include "conf/plugin.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const synchronous[] = {"normal", "full", NULL};
 static const char *const directions[] = {"stream", "out", NULL};
-/* Order = zx_sync_mode (workers/destinations/dest.h). */
-static const char *const modes[] = {"replace", "append", "upsert", "mirror", NULL};
-static const char *const file_formats[] = {"csv", "json", "parquet", NULL};
-static const char *const compressions[] = {"zstd", "snappy", "none", NULL};
 static const char *const token_roles[] = {"orchestrator", "agent", NULL};
-static const char *const acks[] = {"accepted", "commit", NULL};
-/* order = ZX_SLOT_LOST_* of conf/config.h */
-static const char *const slot_lost[] = {"fail", "resync", NULL};
 /* order = ZX_FORMAT_*, ZX_STREAM_*, ZX_ENC_* of conf/config.h, and
  * zx_wire_mode of common/schema_registry.h */
 static const char *const stream_formats[] = {"json", "debezium", NULL};
 static const char *const stream_modes[] = {"append", "latest", NULL};
-static const char *const encodings[] = {"json", "avro", NULL};
-static const char *const wires[] = {"confluent", "apicurio", "headers", NULL};
-static const char *const starts[] = {"oldest", "new", NULL};
-static const char *const topic_resets[] = {"restart", "fail", NULL};
-static const char *const conn_kinds[] = {"kafka", "postgres", "mysql", "sqlite", NULL};
-static const char *const securities[] = {"plaintext", "ssl", "sasl_plaintext",
-                                         "sasl_ssl", NULL};
-static const char *const mechanisms[] = {"PLAIN", "SCRAM-SHA-256",
-                                         "SCRAM-SHA-512", NULL};
-/* Order = bit order of ZX_META_*. */
+/* Order = bit order of ZX_META_*: the metadata columns there are (which
+ * source fills which: its plug-in's `metadata`). */
 static const char *const metadata[] = {"_ingested_at", "_request_id", "_key",
                                        "_partition", "_offset", "_timestamp",
                                        NULL};
-static const char *const http_metadata[] = {"_ingested_at", "_request_id", NULL};
-static const char *const kafka_metadata[] = {"_key", "_partition", "_offset",
-                                             "_timestamp", "_ingested_at", NULL};
-static const char *const no_metadata[] = {NULL};
 
-/* Values of `source:`: each has one entry in zx_cf_sources.  A source
- * known here may lack a worker in this build (workers/sources/registry.c):
- * zxd then marks its pipelines failed, and `zxctl test` still runs. */
-static const char *const source_names[] = {"http", "kafka", "postgres", "sync", NULL};
-/* reverse syncs (`direction: out`): their source is "sync", set by the
- * loader, never written */
-static const char *const sync_only[] = {"sync", NULL};
-static const char *const http_only[] = {"http", NULL};
-static const char *const kafka_only[] = {"kafka", NULL};
-static const char *const postgres_only[] = {"postgres", NULL};
+/* The options below that more than one source (or connection kind) takes;
+ * an option of one plug-in alone is a row of its own (its <name>_plugin.c).
+ * The values of `source:` and `kind:`, the sources that take a connection
+ * and the kinds of table destinations are derived from the plug-ins
+ * (conf/rows.c: zx_cf_source_names...).  These lists name sources that
+ * share an option; the unit test proves each name is a plug-in's. */
 /* the sources that may keep mirrors with history */
 static const char *const mirror_sources[] = {"postgres", "http", "kafka", NULL};
-/* the sources that append events to one table of their own */
+/* the sources that append events to one table of their own (and decode
+ * them as JSON or Debezium events, workers/sources/debezium/) */
 static const char *const stream_sources[] = {"http", "kafka", NULL};
-static const char *const conn_sources[] = {"kafka", "postgres", NULL};
 /* the sources whose mirror tables may park their changes (not http: a
  * push acknowledged at commit must be in its table) */
 static const char *const park_sources[] = {"postgres", "kafka", NULL};
-/* connection options: the kinds that take them */
-static const char *const kafka_kind[] = {"kafka", NULL};
+/* connection kinds with a dsn */
 static const char *const dsn_kinds[] = {"postgres", "mysql", NULL};
-static const char *const sqlite_kind[] = {"sqlite", NULL};
-static const char *const table_kinds[] = {"postgres", "mysql", "sqlite", NULL};
-
-const zx_cf_source zx_cf_sources[] = {
-    {"http", NULL, http_metadata, 1,
-     "clients push JSON (object, array or newline-delimited) to "
-     "`POST /api/streams/<name>/push`."},
-    {"kafka", "kafka", kafka_metadata, 0,
-     "messages are consumed from `topic` or `topics` on the Kafka cluster "
-     "of `connection`."},
-    {"postgres", "postgres", no_metadata, 0,
-     "change data capture: the `tables` of the PostgreSQL database of "
-     "`connection` are mirrored, each into a workspace table of its own "
-     "name (with `table_prefix`), through logical replication (pgoutput, a "
-     "publication and a replication slot). Needs `wal_level = logical` and "
-     "a role with REPLICATION: `zxctl test <pipeline>` checks every "
-     "requirement and says what is missing. The streaming worker is not in "
-     "this build yet: zxd accepts such a pipeline, marks it failed, and "
-     "`zxctl test` runs."},
-    {"sync", NULL, no_metadata, 0,
-     "a reverse sync (`direction: out`; `source` is not written): the "
-     "result of `query`, run as `author`, sent to `destination` in `mode`, "
-     "by hand (`zxctl run`), on `schedule`, or through the gateway's API."},
-};
-const size_t zx_cf_nsources = sizeof(zx_cf_sources) / sizeof(zx_cf_sources[0]);
-_Static_assert(sizeof(zx_cf_sources) / sizeof(zx_cf_sources[0]) + 1 ==
-               sizeof(source_names) / sizeof(source_names[0]),
-               "one zx_cf_sources entry per source name");
-
-/* librdkafka properties zx sets from its own options: (key, what to write
- * instead).  Compared without case. */
-static const char *const owned_props[] = {
-    "bootstrap.servers", "use `brokers`",
-    "metadata.broker.list", "use `brokers`",
-    "security.protocol", "use `security`",
-    "sasl.mechanism", "use `sasl.mechanism`",
-    "sasl.mechanisms", "use `sasl.mechanism`",
-    "sasl.username", "use `sasl.username`",
-    "sasl.password", "use `sasl.password`",
-    "ssl.ca.location", "use `tls.ca`",
-    "ssl.certificate.location", "use `tls.cert`",
-    "ssl.key.location", "use `tls.key`",
-    "ssl.key.password", "use `tls.key_password`",
-    "group.id", "use the pipeline's `group`",
-    "enable.auto.commit", "zx commits offsets itself, once the rows are "
-                          "committed",
-    "enable.auto.offset.store", "zx stores offsets itself, once the rows are "
-                                "committed",
-    "auto.offset.reset", "use the pipeline's `start`",
-    NULL, NULL,
-};
 
 #define ROOT(f) offsetof(zx_conf, f)
 #define HTTP(f) (offsetof(zx_conf, http) + offsetof(zx_conf_http, f))
@@ -392,7 +318,7 @@ const zx_cf_option zx_cf_options[] = {
      "`application_name`, shown in `pg_stat_activity`)."},
 
     {.section = "connections.<name>", .name = "kind", .type = ZX_CF_ENUM,
-     .offset = CONN(kind), .flags = ZX_CF_REQUIRED, .allowed = conn_kinds,
+     .offset = CONN(kind), .flags = ZX_CF_REQUIRED, .allowed = zx_cf_conn_kinds,
      .help = "`kafka`: a Kafka cluster (or a service speaking its protocol), "
      "read with librdkafka. `postgres`: a PostgreSQL database, read with "
      "libpq (logical replication)."},
@@ -407,72 +333,10 @@ const zx_cf_option zx_cf_options[] = {
      "The role needs REPLICATION (or superuser) and SELECT on the tables "
      "(`zxctl test` checks). References inside the value go in as they "
      "are, as for `workspace.postgres.dsn`."},
-    {.section = "connections.<name>", .name = "path", .type = ZX_CF_PATH,
-     .offset = CONN(path), .flags = ZX_CF_REQUIRED, .sources = sqlite_kind,
-     .help = "The SQLite database file a reverse sync writes (created if "
-     "missing); relative to the config file's folder."},
     {.section = "connections.<name>", .name = "read_only", .type = ZX_CF_BOOL,
-     .def = "false", .offset = CONN(read_only), .sources = table_kinds,
+     .def = "false", .offset = CONN(read_only), .sources = zx_cf_table_kinds,
      .help = "`true`: zx never writes to this database (a reverse sync "
      "naming it as its destination fails before it connects)."},
-    {.section = "connections.<name>", .name = "brokers",
-     .type = ZX_CF_HOSTPORTS, .offset = CONN(brokers),
-     .n_offset = CONN(nbrokers), .flags = ZX_CF_REQUIRED,
-     .sources = kafka_kind,
-     .help = "Bootstrap brokers, each `host:port` (`[ipv6]:port`): a list "
-     "(`[\"k1:9092\", \"k2:9092\"]`) or one comma-separated string "
-     "(`k1:9092,k2:9092`, handy with `${env:NAME}`)."},
-    {.section = "connections.<name>", .name = "security", .type = ZX_CF_ENUM,
-     .def = "plaintext", .offset = CONN(security), .allowed = securities,
-     .sources = kafka_kind,
-     .help = "How the connection is protected: `plaintext` (none), `ssl` "
-     "(TLS), `sasl_plaintext` (SASL without TLS), `sasl_ssl` (SASL over "
-     "TLS)."},
-    {.section = "connections.<name>", .name = "properties", .type = ZX_CF_PROPS,
-     .def_doc = "none", .offset = CONN(prop_keys), .v_offset = CONN(prop_values),
-     .n_offset = CONN(nprops), .allowed = owned_props, .sources = kafka_kind,
-     .help = "Other librdkafka properties, passed through as text "
-     "(`{fetch.max.bytes: 52428800, socket.keepalive.enable: true}`). "
-     "Properties zx sets from its own options are refused. Values of "
-     "properties whose name contains `password`, `secret` or "
-     "`sasl.oauthbearer` are secrets: never logged."},
-    {.section = "connections.<name>.sasl", .name = "mechanism",
-     .type = ZX_CF_ENUM, .def_doc = "**required** with `sasl`",
-     .offset = CONN(sasl_mechanism), .allowed = mechanisms,
-     .sources = kafka_kind,
-     .help = "The SASL mechanism."},
-    {.section = "connections.<name>.sasl", .name = "username",
-     .type = ZX_CF_STRING, .def_doc = "**required** with `sasl`",
-     .offset = CONN(sasl_username),
-     .sources = kafka_kind,
-     .help = "The user name, taken literally but for references "
-     "(`$ConnectionString` for Azure Event Hubs is literal: only "
-     "`${env:NAME}` and `${file:PATH}` are references)."},
-    {.section = "connections.<name>.sasl", .name = "password",
-     .type = ZX_CF_STRING, .def_doc = "**required** with `sasl`",
-     .offset = CONN(sasl_password), .flags = ZX_CF_SECRET,
-     .sources = kafka_kind,
-     .help = "The password. Prefer `${env:NAME}` or `${file:PATH}` to keep "
-     "it out of the file."},
-    {.section = "connections.<name>.tls", .name = "ca", .type = ZX_CF_PATH,
-     .def_doc = "the system's CA store", .offset = CONN(tls_ca),
-     .sources = kafka_kind,
-     .help = "CA certificate(s) that sign the brokers' certificates."},
-    {.section = "connections.<name>.tls", .name = "cert", .type = ZX_CF_PATH,
-     .def_doc = "none", .offset = CONN(tls_cert),
-     .sources = kafka_kind,
-     .help = "Client certificate, for brokers that authenticate clients by "
-     "TLS; needs `key`."},
-    {.section = "connections.<name>.tls", .name = "key", .type = ZX_CF_PATH,
-     .def_doc = "none", .offset = CONN(tls_key),
-     .sources = kafka_kind,
-     .help = "The client certificate's private key; needs `cert`."},
-    {.section = "connections.<name>.tls", .name = "key_password",
-     .type = ZX_CF_STRING, .def_doc = "none",
-     .offset = CONN(tls_key_password), .flags = ZX_CF_SECRET,
-     .sources = kafka_kind,
-     .help = "Password of an encrypted `key`."},
-
     {.section = "pipelines.<name>", .name = "direction", .type = ZX_CF_ENUM,
      .offset = PIPE(direction), .flags = ZX_CF_REQUIRED,
      .allowed = directions,
@@ -482,70 +346,14 @@ const zx_cf_option zx_cf_options[] = {
     {.section = "pipelines.<name>", .name = "source", .type = ZX_CF_ENUM,
      .offset = PIPE(source), .flags = ZX_CF_REQUIRED,
      .def_doc = "**required** with `direction: stream`",
-     .allowed = source_names,
+     .allowed = zx_cf_source_names,
      .help = "Where the events come from (see the list after this table)."},
-    {.section = "pipelines.<name>", .name = "key", .type = ZX_CF_STRING,
-     .def_doc = "none; **required** unless `webhook_secret` is set",
-     .offset = PIPE(key), .flags = ZX_CF_SECRET | ZX_CF_TOKEN,
-     .sources = http_only,
-     .help = "Key clients must present to push (`Authorization: Bearer "
-     "<key>`). Printable ASCII without spaces. Prefer `${env:NAME}` or "
-     "`${file:PATH}` to keep it out of the file."},
-    {.section = "pipelines.<name>", .name = "webhook_secret",
-     .type = ZX_CF_STRING, .def_doc = "none",
-     .offset = PIPE(webhook_secret), .flags = ZX_CF_SECRET | ZX_CF_TOKEN,
-     .sources = http_only,
-     .help = "Also accept pushes signed the Standard Webhooks way "
-     "(standardwebhooks.com; Debezium Server's http sink with "
-     "`authentication.type=standard-webhooks`, Svix...): `whsec_` and the "
-     "base64 of 24 to 64 random bytes, the secret the sender signs with. A "
-     "push then needs no key: its `webhook-signature` must be the "
-     "HMAC-SHA256 of `webhook-id`, `webhook-timestamp` and the body (after "
-     "any `Content-Encoding` is undone), and its timestamp within 5 minutes "
-     "of zx's clock. Its `webhook-id` is its `Idempotency-Key` (a header of "
-     "that name is not signed, so it is ignored): retries and replays are "
-     "written once. Unproven bodies hold at most a quarter of "
-     "`http.max_held_bytes`."},
     {.section = "pipelines.<name>", .name = "connection", .type = ZX_CF_STRING,
      .offset = PIPE(connection), .flags = ZX_CF_REQUIRED,
-     .sources = conn_sources,
+     .sources = zx_cf_conn_sources,
      .help = "Name of the entry of `connections` to read from; its `kind` "
      "must fit the source (`kafka` for `kafka`, `postgres` for "
      "`postgres`)."},
-    {.section = "pipelines.<name>", .name = "topic", .type = ZX_CF_TOPIC,
-     .def_doc = "one of `topic`, `topics` is **required**",
-     .offset = PIPE(topics), .n_offset = PIPE(ntopics),
-     .sources = kafka_only,
-     .help = "The topic to consume: letters, digits, `.`, `_` and `-`, at "
-     "most 249."},
-    {.section = "pipelines.<name>", .name = "topics", .type = ZX_CF_TOPICS,
-     .def_doc = "one of `topic`, `topics` is **required**",
-     .offset = PIPE(topics), .n_offset = PIPE(ntopics),
-     .sources = kafka_only,
-     .help = "Topics to consume: a list of names (`[a, b]`), or one regular "
-     "expression (POSIX extended) written as a string starting with `^` "
-     "(`\"^clicks\\\\..*\"`): every matching topic, including ones created "
-     "later."},
-    {.section = "pipelines.<name>", .name = "group", .type = ZX_CF_STRING,
-     .def_doc = "none", .offset = PIPE(group), .sources = kafka_only,
-     .help = "Kafka consumer group (librdkafka's `group.id`) the pipeline "
-     "consumes as. Any text without control characters."},
-    {.section = "pipelines.<name>", .name = "start", .type = ZX_CF_ENUM_INT,
-     .def = "oldest", .offset = PIPE(start_new), .allowed = starts,
-     .sources = kafka_only,
-     .help = "Where a partition with no committed offset starts: `oldest` "
-     "(its first message still kept) or `new` (only messages produced from "
-     "now on)."},
-    {.section = "pipelines.<name>", .name = "on_topic_reset", .type = ZX_CF_ENUM_INT,
-     .def = "restart", .offset = PIPE(topic_reset_fail), .allowed = topic_resets,
-     .sources = kafka_only,
-     .help = "What to do when a partition's stored position is not in its "
-     "topic any more: the topic was deleted and created again (or "
-     "truncated) while zx was not reading it (the message before the "
-     "position is another one, or is gone). `restart`: say so (log and "
-     "feed `kafka_topic_reset`, `zxctl status`) and read the partition again "
-     "from its first message; `fail`: the pipeline fails with that "
-     "message and is not restarted."},
     {.section = "pipelines.<name>", .name = "table", .type = ZX_CF_IDENT,
      .def_doc = "the pipeline name, `-` written `_`", .offset = PIPE(table),
      .sources = stream_sources,
@@ -602,32 +410,6 @@ const zx_cf_option zx_cf_options[] = {
      .help = "The mirror's key columns (`[sku]`, `[region, id]`), for "
      "`mode: latest`, and for `format: debezium` events whose message has no "
      "key (http pushes)."},
-    {.section = "pipelines.<name>", .name = "encoding", .type = ZX_CF_ENUM_INT,
-     .def = "json", .offset = PIPE(encoding), .allowed = encodings,
-     .sources = kafka_only,
-     .help = "`format: debezium` only: `json`, or `avro` (Confluent's or "
-     "Apicurio's wire format, schemas fetched from `schema_registry`)."},
-    {.section = "pipelines.<name>.schema_registry", .name = "url",
-     .type = ZX_CF_STRING, .def_doc = "**required** with `encoding: avro`",
-     .offset = PIPE(registry_url), .sources = kafka_only,
-     .help = "The schema registry's Confluent-compatible API "
-     "(`http://host:8081`; Apicurio 3: `http://host:8080/apis/ccompat/v7`). "
-     "Each schema is fetched once and cached; while the registry cannot be "
-     "reached the stream waits, losing nothing."},
-    {.section = "pipelines.<name>.schema_registry", .name = "username",
-     .type = ZX_CF_STRING, .def_doc = "none", .offset = PIPE(registry_username),
-     .sources = kafka_only,
-     .help = "User for HTTP basic authentication."},
-    {.section = "pipelines.<name>.schema_registry", .name = "password",
-     .type = ZX_CF_STRING, .def_doc = "none", .offset = PIPE(registry_password),
-     .flags = ZX_CF_SECRET, .sources = kafka_only,
-     .help = "Its password. Prefer `${env:NAME}` or `${file:PATH}`."},
-    {.section = "pipelines.<name>.schema_registry", .name = "wire",
-     .type = ZX_CF_ENUM_INT, .def = "confluent", .offset = PIPE(registry_wire),
-     .allowed = wires, .sources = kafka_only,
-     .help = "Where a message names its schema: `confluent` (a 0 byte and a "
-     "4-byte id), `apicurio` (a 0 byte and an 8-byte global id) or "
-     "`headers` (Apicurio's `apicurio.value.globalId` header)."},
     {.section = "pipelines.<name>", .name = "metadata", .type = ZX_CF_METADATA,
      .def_doc = "none", .offset = PIPE(metadata), .allowed = metadata,
      .sources = stream_sources,
@@ -636,16 +418,6 @@ const zx_cf_option zx_cf_options[] = {
      "(the Kafka message's key, as text), `_partition`, `_offset`, "
      "`_timestamp` (the Kafka message's). Each source takes only some "
      "(see the list after this table)."},
-    {.section = "pipelines.<name>", .name = "ack", .type = ZX_CF_ENUM_INT,
-     .def = "accepted", .offset = PIPE(ack_commit), .allowed = acks,
-     .sources = http_only,
-     .help = "When a push is answered 202: `accepted` once its rows are in "
-     "the ring, `commit` once the writer committed them (as with "
-     "`?wait=commit`)."},
-    {.section = "pipelines.<name>", .name = "max_body_size", .type = ZX_CF_SIZE,
-     .def_doc = "`server.http.max_body_size`", .offset = PIPE(max_body_size),
-     .min = KiB, .max = GiB, .sources = http_only,
-     .help = "Largest push body for this stream."},
     {.section = "pipelines.<name>", .name = "max_columns", .type = ZX_CF_UINT,
      .def = "500", .offset = PIPE(max_columns), .min = 1, .max = 1500,
      .sources = stream_sources,
@@ -653,28 +425,6 @@ const zx_cf_option zx_cf_options[] = {
      "and `_extra` are not counted; SQLite allows 2000 in all). Fields that "
      "would need a column beyond it are kept, one JSON object per row, in "
      "the column `_extra`; the feed says so once (`columns_capped`)."},
-    {.section = "pipelines.<name>", .name = "tables", .type = ZX_CF_PGTABLES,
-     .offset = PIPE(tables), .n_offset = PIPE(ntables),
-     .flags = ZX_CF_REQUIRED, .sources = postgres_only,
-     .help = "The tables to mirror: a list of `schema.table`, or `table` "
-     "for `public.table` (`[public.orders, sales.customers]`); each name 1 "
-     "to 63 letters, digits or `_`, exact (`Orders` is the table created as "
-     "`\"Orders\"`, not `orders`); at most 1000, none twice. Each is "
-     "mirrored into the workspace table of its name without the schema "
-     "(`orders`, `customers`), after `table_prefix`: two tables that would "
-     "get the same mirror are an error (mirror them in two pipelines with "
-     "different prefixes)."},
-    {.section = "pipelines.<name>", .name = "table_prefix", .type = ZX_CF_IDENT,
-     .def_doc = "none", .offset = PIPE(table_prefix), .sources = postgres_only,
-     .help = "Written before each mirror table's name (`shop_` mirrors "
-     "`public.orders` into `shop_orders`). Each mirror name follows the "
-     "rules of `table`; with `history`, at most 54 characters (its "
-     "`__changes` table must fit in 63)."},
-    {.section = "pipelines.<name>", .name = "initial_copy", .type = ZX_CF_BOOL,
-     .def = "true", .offset = PIPE(initial_copy), .sources = postgres_only,
-     .help = "`true`: copy the rows already in each table first (from the "
-     "slot's snapshot), then stream the changes; `false`: changes from the "
-     "slot's creation on only."},
     {.section = "pipelines.<name>", .name = "history", .type = ZX_CF_BOOL,
      .def = "false", .offset = PIPE(history), .sources = mirror_sources,
      .help = "`true`: also append every change to `<mirror>__changes`, with "
@@ -692,116 +442,6 @@ const zx_cf_option zx_cf_options[] = {
      "table takes them (retried with backoff, and at `zxctl reload`). "
      "This bounds the parked changes of one table: beyond it the whole "
      "pipeline is held back, as with `0` (never park)."},
-    {.section = "pipelines.<name>", .name = "slot", .type = ZX_CF_SLOT,
-     .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
-     .offset = PIPE(slot), .sources = postgres_only,
-     .help = "The logical replication slot: 1 to 63 lower-case letters, "
-     "digits or `_`. Created if missing; an existing one must be a "
-     "`pgoutput` slot of the same database. No two pipelines on the same "
-     "database may share one."},
-    {.section = "pipelines.<name>", .name = "slot_lost", .type = ZX_CF_ENUM_INT,
-     .def = "fail", .offset = PIPE(slot_lost), .allowed = slot_lost,
-     .sources = postgres_only,
-     .help = "What to do when the slot zx streamed from is gone (dropped by "
-     "someone, or invalidated by `max_slot_wal_keep_size`): the changes "
-     "made meanwhile are lost to zx. `fail`: the pipeline stops (status "
-     "`failed`, the log and the feed say so at error level) and nothing "
-     "is copied; `resync`: a new slot is made, every table is copied "
-     "again, and each `__changes` table gets a row with `_op` `gap` whose "
-     "`_lsn` is `A..B`: the history lacks the changes between the last "
-     "confirmed LSN A and the new snapshot B. Set it, `zxctl reload`, and "
-     "set it back once the pipeline streams again."},
-    {.section = "pipelines.<name>", .name = "publication", .type = ZX_CF_SQLNAME,
-     .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
-     .offset = PIPE(publication), .sources = postgres_only,
-     .help = "The publication the slot reads through: 1 to 63 bytes without "
-     "control characters, an exact (quoted) name. Created `FOR TABLE` the "
-     "`tables` if missing (PostgreSQL 15 needs CREATE on the database and "
-     "ownership of the tables for that); an existing one is used as it is, "
-     "and must cover every table (`zxctl test` checks)."},
-
-    {.section = "pipelines.<name>", .name = "author", .type = ZX_CF_STRING,
-     .offset = PIPE(author), .flags = ZX_CF_REQUIRED, .sources = sync_only,
-     .help = "The entry of `authors` whose rights the query runs with."},
-    {.section = "pipelines.<name>", .name = "query", .type = ZX_CF_STRING,
-     .offset = PIPE(query), .flags = ZX_CF_REQUIRED, .sources = sync_only,
-     .help = "Exactly one read-only SELECT on the workspace. The database "
-     "enforces it when the sync runs: a second statement, a write, or a "
-     "table outside the author's fails the run before anything is sent."},
-    {.section = "pipelines.<name>", .name = "mode", .type = ZX_CF_ENUM_INT,
-     .offset = PIPE(mode), .flags = ZX_CF_REQUIRED, .allowed = modes,
-     .sources = sync_only,
-     .help = "`replace`: the destination holds exactly the result (in one "
-     "transaction, or a rename for files). `append`: every row of the "
-     "result is added. `upsert`: only rows new or changed since the last "
-     "successful run (a hash of each row sent is kept by `key`). `mirror`: "
-     "upsert, and the keys gone from the result are deleted."},
-    {.section = "pipelines.<name>", .name = "key", .type = ZX_CF_NAMES,
-     .def_doc = "none; **required** for `upsert` and `mirror`",
-     .offset = PIPE(key_cols), .n_offset = PIPE(nkey_cols),
-     .sources = sync_only,
-     .help = "Result columns that identify a row (`[id]`, `[region, id]`). "
-     "Duplicate keys in a result fail the run, naming them, before anything "
-     "is sent."},
-    {.section = "pipelines.<name>", .name = "schedule", .type = ZX_CF_STRING,
-     .def_doc = "none: runs by hand or through the API only",
-     .offset = PIPE(schedule), .sources = sync_only,
-     .help = "When to run: 5-field cron, in UTC (`*/15 * * * *`; names and "
-     "`@hourly`, `@daily`... allowed). Runs of one sync never overlap; a "
-     "run missed while zxd was down runs once when it starts."},
-    {.section = "pipelines.<name>", .name = "batch_rows", .type = ZX_CF_UINT,
-     .def = "10000", .offset = PIPE(batch_rows), .min = 1, .max = 1000000,
-     .sources = sync_only,
-     .help = "Rows per batch sent to the destination."},
-    {.section = "pipelines.<name>", .name = "query_timeout",
-     .type = ZX_CF_DURATION, .def_doc = "`server.sync_query_timeout` (1h)",
-     .offset = PIPE(query_timeout_ms), .min = SEC, .max = 7 * 24 * HOUR,
-     .sources = sync_only,
-     .help = "How long the query may take, from its start to its last row "
-     "read (in `replace` and `append` without `key`, that includes the "
-     "time the destination takes to write them). Enforced by the "
-     "database (PostgreSQL: `statement_timeout`; SQLite: interrupted) "
-     "and by zx: past it, the query is cancelled and the run fails, "
-     "naming this option. A stop (`zxctl stop`, zxd stopping) cancels the "
-     "query on the server the same way."},
-    {.section = "pipelines.<name>", .name = "max_spill_bytes",
-     .type = ZX_CF_SIZE, .def_doc = "`server.sync_max_spill_bytes` (10GiB)",
-     .offset = PIPE(max_spill_bytes), .min = MiB, .max = 1024 * GiB,
-     .sources = sync_only,
-     .help = "Bytes a run may write to its temporary files (the rows to "
-     "send, the sorted keys, the hashes and deletes kept until the "
-     "destination commits). A run that would write more fails, naming "
-     "this option, before anything is sent; its files are gone with it."},
-    {.section = "pipelines.<name>.destination", .name = "connection",
-     .type = ZX_CF_STRING, .def_doc = "none",
-     .offset = PIPE(dest_connection), .sources = sync_only,
-     .help = "The entry of `connections` (kind `postgres`, `mysql` or "
-     "`sqlite`, not `read_only`) whose `table` receives the result."},
-    {.section = "pipelines.<name>.destination", .name = "table",
-     .type = ZX_CF_STRING, .def_doc = "**required** with `connection`",
-     .offset = PIPE(dest_table), .sources = sync_only,
-     .help = "The table: `schema.table` or `table` (postgres: schema "
-     "`public`; mysql: the dsn's database). Created when missing, with a "
-     "primary key on `key`; missing columns are added."},
-    {.section = "pipelines.<name>.destination.files", .name = "path",
-     .type = ZX_CF_PATH, .def_doc = "**required** with `files`",
-     .offset = PIPE(dest_path), .sources = sync_only,
-     .help = "A folder (created if missing), or a file when it ends with "
-     "the format's extension; relative to the config file's folder. It must "
-     "lie under `<data_dir>/exports` or a folder of `server.file_roots`, "
-     "with no symbolic link below that folder, and not be another sync's "
-     "output."},
-    {.section = "pipelines.<name>.destination.files", .name = "format",
-     .type = ZX_CF_ENUM, .def_doc = "**required** with `files`",
-     .offset = PIPE(dest_format), .allowed = file_formats,
-     .sources = sync_only,
-     .help = "`csv` (RFC 4180, a header line), `json` (one object per "
-     "line) or `parquet`."},
-    {.section = "pipelines.<name>.destination.files", .name = "compression",
-     .type = ZX_CF_ENUM, .def = "zstd", .offset = PIPE(dest_compression),
-     .allowed = compressions, .sources = sync_only,
-     .help = "Parquet's codec."},
-
     {.section = "authors.<name>", .name = "tables", .type = ZX_CF_NAMES,
      .offset = AUTH(tables), .n_offset = AUTH(ntables),
      .flags = ZX_CF_REQUIRED,
@@ -840,25 +480,14 @@ const zx_cf_option zx_cf_options[] = {
      "schedules and orchestrators."},
 };
 const size_t zx_cf_noptions = sizeof(zx_cf_options) / sizeof(zx_cf_options[0]);
-_Static_assert(sizeof(zx_cf_options) / sizeof(zx_cf_options[0]) <=
-               ZX_CF_MAX_OPTIONS, "raise ZX_CF_MAX_OPTIONS in conf/config.h");
 
 /* ---- the source table -------------------------------------------------- */
 
-const zx_cf_source *zx_cf_find_source(const char *name)
-{
-    size_t i;
-
-    for (i = 0; name && i < zx_cf_nsources; i++)
-        if (!strcmp(zx_cf_sources[i].name, name))
-            return &zx_cf_sources[i];
-    return NULL;
-}
-
 int zx_cf_conn_kind_ok(const char *name)
 {
-    for (size_t i = 0; name && conn_kinds[i]; i++)
-        if (!strcmp(conn_kinds[i], name))
+    zx_cf_derive();
+    for (size_t i = 0; name && zx_cf_conn_kinds[i]; i++)
+        if (!strcmp(zx_cf_conn_kinds[i], name))
             return 1;
     return 0;
 }
@@ -868,14 +497,33 @@ int zx_cf_takes(const zx_cf_option *o, const char *src)
     size_t i;
 
     if (!o->sources) {
-        /* a source plug-in's row: that source only */
+        /* a plug-in's row: a connection option, the kinds the plug-in
+         * takes; a pipeline option of a source, that source only */
         const zx_plugin *pg = zx_cf_row_owner(o);
+        if (pg && zx_cf_target(o->section) == ZX_CF_CONNECTION) {
+            for (i = 0; src && pg->conn_kinds && pg->conn_kinds[i]; i++)
+                if (!strcmp(pg->conn_kinds[i], src))
+                    return 1;
+            return 0;
+        }
         return !pg || pg->role != ZX_PLUGIN_SOURCE || (src && !strcmp(pg->name, src));
     }
     for (i = 0; src && o->sources[i]; i++)
         if (!strcmp(o->sources[i], src))
             return 1;
     return 0;
+}
+
+void zx_cf_takers(const zx_cf_option *o, char *buf, size_t len, const char *sep)
+{
+    const zx_plugin *pg = zx_cf_row_owner(o);
+
+    if (o->sources || !pg)
+        zx_cf_join(buf, len, o->sources, sep);
+    else if (zx_cf_target(o->section) == ZX_CF_CONNECTION)
+        zx_cf_join(buf, len, pg->conn_kinds, sep);
+    else
+        snprintf(buf, len, "%s", pg->name);
 }
 
 uint32_t zx_cf_metadata_bits(const char *const *names)

@@ -76,5 +76,12 @@ extern const zx_plugin *const zx_plugins[];
 extern const size_t zx_nplugins;
 /* The plug-in of that role and name; NULL: none (or name NULL). */
 const zx_plugin *zx_plugin_find(zx_plugin_role role, const char *name); /* NULL: none */
+/* The first plug-in of that role whose conn_kinds hold kind; NULL: none
+ * (or kind NULL). */
+const zx_plugin *zx_plugin_for_kind(zx_plugin_role role, const char *kind);
+/* The connection kinds the plug-ins of that role take, each once, as a
+ * person reads them ("postgres, mysql or sqlite") into buf (len bytes,
+ * cut); returns buf. */
+const char *zx_plugin_kinds(zx_plugin_role role, char *buf, size_t len);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * reference.c — the Markdown reference of every configuration option
- * (conf/OPTIONS.md, `zxd --config-reference`), printed from the options
- * table of options.c.
+ * (conf/OPTIONS.md, `zxd --config-reference`), printed from the option
+ * rows (conf/rows.c: options.c's and the plug-ins'), and the sources from
+ * the plug-ins (conf/plugin.h).
  *
  * It must never: print an option that is not a row (zx_cf_row: the core
  * table and the plug-ins' rows are the only list), or print any value
@@ -69,17 +70,14 @@ static void write_allowed(FILE *out, const zx_cf_option *o)
  * option), with its trailing separator. */
 static void write_sources(FILE *out, const zx_cf_option *o)
 {
-    size_t i;
+    char list[200];
 
-    const zx_plugin *pg = zx_cf_row_owner(o);
-
-    if (!o->sources && pg && pg->role == ZX_PLUGIN_SOURCE)
-        fprintf(out, "`%s`", pg->name);
-    else if (!o->sources)
-        fputs("all", out);
-    for (i = 0; o->sources && o->sources[i]; i++)
-        fprintf(out, "%s`%s`", i ? ", " : "", o->sources[i]);
-    fputs(" | ", out);
+    if (!o->sources && !zx_cf_row_owner(o)) {
+        fputs("all | ", out);
+        return;
+    }
+    zx_cf_takers(o, list, sizeof(list), "`, `");
+    fprintf(out, "`%s` | ", list);
 }
 
 /* What each value of `source:` is, needs, and which metadata it fills. */
@@ -88,16 +86,20 @@ static void write_source_list(FILE *out)
     size_t s, i;
 
     fputs("\nSources:\n\n", out);
-    for (s = 0; s < zx_cf_nsources; s++) {
-        const zx_cf_source *src = &zx_cf_sources[s];
+    for (s = 0; s < zx_nplugins; s++) {
+        const zx_plugin *src = zx_plugins[s];
+        if (src->role != ZX_PLUGIN_SOURCE)
+            continue;
         fprintf(out, "- `%s`: %s", src->name, src->doc);
-        if (src->conn_kind)
-            fprintf(out, " Its `connection` must be of `kind: %s`.",
-                    src->conn_kind);
+        for (i = 0; src->conn_kinds && src->conn_kinds[i]; i++)
+            fprintf(out, "%s`kind: %s`", i ? " or " : " Its `connection` must be of ",
+                    src->conn_kinds[i]);
+        if (src->conn_kinds && src->conn_kinds[0])
+            fputs(".", out);
         fputs(" Metadata: ", out);
-        if (!src->metadata[0])
+        if (!src->metadata || !src->metadata[0])
             fputs("none", out);
-        for (i = 0; src->metadata[i]; i++)
+        for (i = 0; src->metadata && src->metadata[i]; i++)
             fprintf(out, "%s`%s`", i ? ", " : "", src->metadata[i]);
         fputs(".\n", out);
     }
@@ -108,7 +110,8 @@ void zx_conf_write_reference(FILE *out)
     size_t s, i;
 
     fputs("# zxd configuration reference\n\n"
-          "<!-- Generated from conf/options.c by zx_conf_write_reference; do "
+          "<!-- Generated from the option rows (conf/options.c and each "
+          "plug-in's <name>_plugin.c)\n     by zx_conf_write_reference; do "
           "not edit.\n"
           "     Regenerate: zxd --config-reference > conf/OPTIONS.md -->\n\n"
           "zxd reads one YAML file (see `conf/zx.example.yaml`). Every "

@@ -5,7 +5,10 @@
  * each option was written by this index (zx_cf_where), and walks, sets,
  * compares, frees and documents the rows through it; and where the field
  * of a row lives: in the struct its section targets, or (ZX_CF_OWN) in
- * the plug-in's own options struct of the pipeline.
+ * the plug-in's own options struct of the pipeline.  And the lists the
+ * rows name that are the registry's: the values of `source:` and of a
+ * connection's `kind:`, the sources that read through a connection, the
+ * kinds a table destination writes to.
  *
  * It must never: hold rows itself, or read YAML.
  */
@@ -13,12 +16,15 @@
 #include "conf/config.h"
 #include "conf/plugin.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t zx_cf_nrows(void)
 {
     size_t n = zx_cf_noptions;
 
+    zx_cf_derive();
     for (size_t i = 0; i < zx_nplugins; i++)
         n += zx_plugins[i]->noptions;
     return n;
@@ -58,4 +64,72 @@ void *zx_cf_row_base(const zx_cf_option *o, void *base)
         p->plugin != zx_cf_row_owner(o))
         return NULL;
     return p->own;
+}
+
+zx_cf_where *zx_cf_where_new(void)
+{
+    zx_cf_where *w = calloc(1, sizeof(*w));
+
+    if (!w)
+        return NULL;
+    w->n = zx_cf_nrows();
+    w->opt = calloc(w->n + 1, sizeof(*w->opt));
+    w->bad = calloc(w->n + 1, sizeof(*w->bad));
+    if (!w->opt || !w->bad) {
+        zx_cf_where_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void zx_cf_where_free(zx_cf_where *w)
+{
+    if (!w)
+        return;
+    free(w->opt);
+    free(w->bad);
+    free(w);
+}
+
+/* ---- lists derived from the registry ---------------------------------- */
+
+#define MAX_NAMES 64   /* plug-ins, and connection kinds, at most */
+const char *zx_cf_source_names[MAX_NAMES + 1];
+const char *zx_cf_conn_kinds[MAX_NAMES + 1];
+const char *zx_cf_conn_sources[MAX_NAMES + 1];
+const char *zx_cf_table_kinds[MAX_NAMES + 1];
+
+static void add_name(const char **list, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < MAX_NAMES && list[i]; i++)
+        if (!strcmp(list[i], name))
+            return;
+    if (i < MAX_NAMES)
+        list[i] = name;
+}
+
+static void derive(void)
+{
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *p = zx_plugins[i];
+        if (p->role == ZX_PLUGIN_SOURCE) {
+            add_name(zx_cf_source_names, p->name);
+            if (p->conn_kinds && p->conn_kinds[0])
+                add_name(zx_cf_conn_sources, p->name);
+        }
+        for (size_t k = 0; p->conn_kinds && p->conn_kinds[k]; k++) {
+            add_name(zx_cf_conn_kinds, p->conn_kinds[k]);
+            if (p->role == ZX_PLUGIN_DESTINATION)
+                add_name(zx_cf_table_kinds, p->conn_kinds[k]);
+        }
+    }
+}
+
+void zx_cf_derive(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, derive);
 }

@@ -9,6 +9,8 @@
  */
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
+#include "conf/plugin.h"
+#include "workers/destinations/files/files_formats.h"
 #include "common/cron.h"
 #include "common/fileroots.h"
 
@@ -17,7 +19,7 @@
 #include <string.h>
 
 /* The zx_sync_mode numbers (workers/destinations/dest.h): the order of `modes`
- * in options.c. */
+ * in workers/syncs/sync_plugin.c. */
 enum { MODE_UPSERT = 2, MODE_MIRROR = 3 };
 
 int zx_conf_is_sync(const zx_conf_pipeline *p)
@@ -56,25 +58,22 @@ size_t zx_conf_file_roots(const zx_conf *c, char *exports, size_t exlen, const c
 }
 
 /* The extension a files path of format fmt ends with when it names a
- * file (dest_files.c's rule), else NULL (a folder). */
+ * file (dest_files.c's rule, the formats of files_formats.h), else NULL
+ * (a folder). */
 static const char *file_ext(const char *path, const char *fmt)
 {
-    static const char *const exts[] = {".parquet", ".csv", ".json", ".ndjson"};
-    size_t n = strlen(path);
-    for (size_t i = 0; i < 4; i++) {
-        size_t m = strlen(exts[i]);
-        if (n > m && !strcmp(path + n - m, exts[i]))
-            return exts[i];
-    }
     (void)fmt;
-    return NULL;
+    return zx_file_ext_of(path, NULL);
 }
 
 /* 1 when s is exactly one of the files extensions (".csv"). */
 static int is_ext(const char *s)
 {
-    return !strcmp(s, ".parquet") || !strcmp(s, ".csv") || !strcmp(s, ".json") ||
-           !strcmp(s, ".ndjson");
+    for (size_t i = 0; zx_file_formats[i].name; i++)
+        for (size_t e = 0; zx_file_formats[i].exts[e]; e++)
+            if (!strcmp(s, zx_file_formats[i].exts[e]))
+                return 1;
+    return 0;
 }
 
 /* 1 when rest is "<digits><ext>": the tail of a per-run file's name after
@@ -274,15 +273,15 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
             const zx_conf_connection *cn = zx_conf_find_connection(c, p->dest_connection);
             const yaml_node_t *n = dest_conn_node ? dest_conn_node[i] : NULL;
             int line = n ? zx_cf_line(n) : p->line, col = n ? zx_cf_col(n) : p->column;
+            char kinds[100];
             if (!cn)
                 zx_cf_error(x, line, col, "pipelines.%s: destination: unknown "
                             "connection '%.64s'", p->name, p->dest_connection);
-            else if (!cn->kind || (strcmp(cn->kind, "postgres") &&
-                                   strcmp(cn->kind, "mysql") && strcmp(cn->kind, "sqlite")))
+            else if (!zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, cn->kind))
                 zx_cf_error(x, line, col, "pipelines.%s: destination: connection %s "
-                            "is of kind %s; a table destination needs kind postgres, "
-                            "mysql or sqlite", p->name, cn->name,
-                            cn->kind ? cn->kind : "(none)");
+                            "is of kind %s; a table destination needs kind %s", p->name,
+                            cn->name, cn->kind ? cn->kind : "(none)",
+                            zx_plugin_kinds(ZX_PLUGIN_DESTINATION, kinds, sizeof(kinds)));
             else if (cn->read_only)
                 zx_cf_error(x, line, col, "pipelines.%s: destination: connection %s "
                             "is read_only: zx never writes to it", p->name, cn->name);

@@ -27,6 +27,8 @@
 #include "common/timefmt.h"
 #include "supervisor/sup.h"
 #include "workers/sources/source.h"
+#include "conf/plugin.h"
+#include "workers/destinations/files/files_formats.h"
 
 #define SEND_RING (1u << 20)
 
@@ -114,8 +116,7 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
         return err_obj("send needs --to CONNECTION:TABLE or --to files:PATH");
     if (conn && (!table || !*table))
         return err_obj("--to CONNECTION:TABLE needs a table");
-    if (path && (path[0] != '/' || !format || (strcmp(format, "csv") && strcmp(format, "json") &&
-                                                strcmp(format, "parquet"))))
+    if (path && (path[0] != '/' || !zx_file_format_find(format)))
         return err_obj("--to files:PATH needs an absolute path and a format (csv, json or "
                        "parquet: from the extension, or --format)");
     if (keys && (!json_is_array(keys) || json_array_size(keys) > 64))
@@ -125,10 +126,10 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
     const zx_conf_connection *cn = NULL;
     if (conn) {
         cn = zx_conf_find_connection(s->conf, conn);
-        if (!cn || !cn->kind || (strcmp(cn->kind, "postgres") && strcmp(cn->kind, "mysql") &&
-                                 strcmp(cn->kind, "sqlite"))) {
-            snprintf(msg, sizeof(msg), "no connection %.64s of kind postgres, mysql or sqlite "
-                     "in the configuration", conn);
+        if (!cn || !zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, cn->kind)) {
+            char kinds[100];
+            snprintf(msg, sizeof(msg), "no connection %.64s of kind %s in the configuration",
+                     conn, zx_plugin_kinds(ZX_PLUGIN_DESTINATION, kinds, sizeof(kinds)));
             return err_obj(msg);
         }
         if (cn->read_only) {
@@ -163,6 +164,7 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
     pc->name = strdup(name);
     pc->direction = strdup("out");
     pc->source = strdup("sync");
+    pc->plugin = zx_plugin_find(ZX_PLUGIN_SOURCE, "sync");   /* no own options */
     pc->author = strdup(au->name);
     pc->query = strdup(query);
     pc->mode = m;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "proto/control.h"
+#include "workers/destinations/files/files_formats.h"
 
 static int usage(const char *msg, const char *arg)
 {
@@ -20,18 +21,15 @@ static int usage(const char *msg, const char *arg)
     return ZX_EXIT_USAGE;
 }
 
+/* The format of a file path by its extension (the files destination's
+ * table, files_formats.h), or NULL. */
 static const char *ext_format(const char *path)
 {
-    const char *dot = strrchr(path, '.');
-    if (!dot || strchr(dot, '/'))
+    const zx_file_format *f = NULL;
+    const char *slash = strrchr(path, '/');
+    if (!zx_file_ext_of(slash ? slash + 1 : path, &f))
         return NULL;
-    if (!strcmp(dot, ".csv"))
-        return "csv";
-    if (!strcmp(dot, ".json") || !strcmp(dot, ".ndjson"))
-        return "json";
-    if (!strcmp(dot, ".parquet"))
-        return "parquet";
-    return NULL;
+    return f->name;
 }
 
 int zxctl_send_request(const char *query, const char *to, const char *mode, const char *key,

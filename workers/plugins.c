@@ -5,6 +5,7 @@
  * tests.  Every list of sources, destinations, connection kinds and
  * formats is derived from this one.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "conf/plugin.h"
@@ -40,4 +41,37 @@ const zx_plugin *zx_plugin_find(zx_plugin_role role, const char *name)
         if (zx_plugins[i]->role == role && !strcmp(zx_plugins[i]->name, name))
             return zx_plugins[i];
     return NULL;
+}
+
+const zx_plugin *zx_plugin_for_kind(zx_plugin_role role, const char *kind)
+{
+    for (size_t i = 0; kind && i < zx_nplugins; i++)
+        for (size_t k = 0; zx_plugins[i]->role == role && zx_plugins[i]->conn_kinds &&
+                           zx_plugins[i]->conn_kinds[k]; k++)
+            if (!strcmp(zx_plugins[i]->conn_kinds[k], kind))
+                return zx_plugins[i];
+    return NULL;
+}
+
+const char *zx_plugin_kinds(zx_plugin_role role, char *buf, size_t len)
+{
+    const char *kinds[64];
+    size_t n = 0, off = 0;
+
+    for (size_t i = 0; i < zx_nplugins; i++)
+        for (size_t k = 0; zx_plugins[i]->role == role && zx_plugins[i]->conn_kinds &&
+                           zx_plugins[i]->conn_kinds[k] && n < 64; k++) {
+            const char *kd = zx_plugins[i]->conn_kinds[k];
+            size_t j;
+            for (j = 0; j < n && strcmp(kinds[j], kd); j++)
+                ;
+            if (j == n)
+                kinds[n++] = kd;
+        }
+    if (len)
+        buf[0] = '\0';
+    for (size_t j = 0; j < n && off < len; j++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s",
+                                !j ? "" : j + 1 == n ? " or " : ", ", kinds[j]);
+    return buf;
 }

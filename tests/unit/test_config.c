@@ -29,6 +29,8 @@
 #include "conf/config.h"
 #include "conf/values.h"
 #include "common/segment.h"     /* ZX_SEG_MAX_BYTES, for the ring sizes */
+#include "workers/sources/kafka/kafka_opts.h" /* the sources' own options */
+#include "workers/sources/postgres/postgres_opts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1080,7 +1082,7 @@ static void test_kafka(void)
     CHECK(p->ntopics == 1 && p->topics_regex == 0);
     CHECK_STR(p->topics[0], "clicks");
     CHECK_STR(p->group, "zx-clicks");
-    CHECK(p->start_new == 0);
+    CHECK(p->own && ((const zx_kafka_opts *)p->own)->start_new == 0);
     CHECK_STR(p->table, "clicks");
     CHECK(p->metadata == (ZX_META_KEY | ZX_META_PARTITION | ZX_META_OFFSET |
                           ZX_META_TIMESTAMP | ZX_META_INGESTED_AT));
@@ -1165,11 +1167,11 @@ static void test_kafka(void)
             CHECK_STR(a->topics[0], "a.b");
             CHECK_STR(a->topics[1], "c_d-e");
         }
-        CHECK(a->group == NULL && a->start_new == 0);
+        CHECK(a->group == NULL && ((const zx_kafka_opts *)a->own)->start_new == 0);
         CHECK(a->conn == &c->connections[0] && b->conn == a->conn);
         CHECK(b->ntopics == 1 && b->topics_regex == 1);
         CHECK_STR(b->topics[0], "^clicks\\..*");
-        CHECK(b->start_new == 1);
+        CHECK(((const zx_kafka_opts *)b->own)->start_new == 1);
         CHECK_STR(b->group, "zx group/1");
         CHECK(pc->ntopics == 1 && !pc->topics_regex);
         CHECK_STR(pc->topics[0], "single");
@@ -1609,7 +1611,7 @@ static void test_pg_cdc(void)
     CHECK(p->mirrors != NULL);
     CHECK(p->table == NULL);
     CHECK(p->table_prefix == NULL);
-    CHECK(p->initial_copy == 1 && p->history == 0);
+    CHECK(zx_postgres_opts_of(p)->initial_copy == 1 && p->own && p->history == 0);
     CHECK_STR(p->slot, "zx_shop_cdc");
     CHECK_STR(p->publication, "zx_shop_cdc");
     CHECK(p->metadata == 0 && p->key == NULL && p->topics == NULL);
@@ -1623,7 +1625,7 @@ static void test_pg_cdc(void)
         CHECK_STR(a->mirrors[0], "audit_orders");
     }
     CHECK_STR(a->table_prefix, "audit_");
-    CHECK(a->initial_copy == 0 && a->history == 1);
+    CHECK(zx_postgres_opts_of(a)->initial_copy == 0 && a->history == 1);
     CHECK_STR(a->slot, "audit_slot");
     CHECK_STR(a->publication, "Audit Pub");
     CHECK(a->table == NULL);
@@ -1951,7 +1953,8 @@ static void test_pg_cdc_errors(void)
     c = PLOAD("tables: [t], initial_copy: FALSE, history: True");
     CHECK(c != NULL);
     if (c)
-        CHECK(c->pipelines[0].initial_copy == 0 && c->pipelines[0].history == 1);
+        CHECK(zx_postgres_opts_of(&c->pipelines[0])->initial_copy == 0 &&
+              c->pipelines[0].history == 1);
     zx_conf_free(c);
 
     /* One slot per pipeline on a database: the same connection, or

@@ -1,8 +1,9 @@
 /*
  * dest.h — what a reverse-sync destination is (DESIGN.md §6).
  *
- * A destination is one file with one `const zx_dest` (name, capabilities,
- * callbacks) and one entry in the registry (dest_registry.c).  A sync run
+ * A destination is a plug-in (conf/plugin.h): a folder with its
+ * `const zx_dest` (name, capabilities, callbacks) and its
+ * `<name>_plugin.c`, one line in workers/plugins.c.  A sync run
  * (one forked worker, workers/syncs/run.c) reads the workspace, decides what
  * to send, and drives its destination:
  *

@@ -1,29 +1,16 @@
 /*
  * dest_registry.c — the reverse-sync destinations zxd knows, by the kind
- * of their connection ("postgres", "mysql", "sqlite") or "files".  Adding
- * one: its own file with its `const zx_dest`, one line here, its options
- * in conf/options.c, and its tests.
+ * of their connection ("postgres", "mysql", "sqlite") or "files": the
+ * destination plug-ins of workers/plugins.c (conf/plugin.h).  Adding one:
+ * its folder, its `<name>_plugin.c`, one line in workers/plugins.c, and
+ * its tests.
  */
-#include <string.h>
-
+#include "conf/plugin.h"
 #include "workers/destinations/dest.h"
-
-extern const zx_dest zx_dest_postgres;
-extern const zx_dest zx_dest_mysql;
-extern const zx_dest zx_dest_sqlite;
-extern const zx_dest zx_dest_files;
-
-static const zx_dest *const dests[] = {
-    &zx_dest_postgres,
-    &zx_dest_mysql,
-    &zx_dest_sqlite,
-    &zx_dest_files,
-};
 
 const zx_dest *zx_dest_find(const char *name)
 {
-    for (size_t i = 0; name && i < sizeof(dests) / sizeof(dests[0]); i++)
-        if (!strcmp(dests[i]->name, name))
-            return dests[i];
-    return NULL;
+    const zx_plugin *p = zx_plugin_find(ZX_PLUGIN_DESTINATION, name);
+
+    return p ? p->dest : NULL;
 }

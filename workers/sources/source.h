@@ -2,9 +2,9 @@
  * source.h — what a stream source is, and the worker runtime every source
  * runs in (DESIGN.md §5; the shape of a Fluent Bit input plugin).
  *
- * A source is one file with one `const zx_source` (name, callbacks) and one
- * entry in the registry (registry.c); its YAML options are rows of the
- * options table (conf/options.c) tagged with its name.  The supervisor
+ * A source is a plug-in (conf/plugin.h): a folder, its `const zx_source`
+ * (name, callbacks) and its `<name>_plugin.c` (its option rows, checks,
+ * `zxctl test`), one line in workers/plugins.c.  The supervisor
  * forks one worker process per stream pipeline and calls zx_source_main
  * with the source found by the pipeline's `source:` name.
  *
@@ -131,28 +131,21 @@ typedef struct zx_source {
     /* Free the state.  Called once, after the last frame was committed or
      * the stop deadline passed. */
     void (*close)(zx_src *rt, void *state);
-
-    /* `zxctl test`: connect with the pipeline's (or connection's) settings
-     * and say what works.  Runs in a short-lived process of its own, with
-     * a deadline of timeout_ms.  Writes one human-readable paragraph into
-     * out (what was found, e.g. a topic's partitions; or precisely what
-     * failed) and returns 0 when everything needed works, -1 otherwise.
-     * p may be NULL when only a connection is tested.  Optional. */
-    int (*test)(const zx_conf *conf, const zx_conf_pipeline *p,
-                const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);
 } zx_source;
 
-/* ---- the registry (registry.c) ------------------------------------- */
+/* ---- the registry (registry.c, from the plug-ins of workers/plugins.c) */
 
-/* The source called name, or NULL (also for a source the configuration
- * knows whose worker is not in this build: zxd marks its pipelines
- * failed). */
+/* The worker of the source plug-in called name, or NULL. */
 const zx_source *zx_source_find(const char *name);
 
-/* `zxctl test` of the source (or connection kind) called name: the
- * registered source's test; or, for a source whose worker is not in this
- * build yet, its checks alone (e.g. "postgres": zx_pg_cdc_test); NULL when
- * there is nothing to test (http, an unknown name). */
+/* `zxctl test` of the source (or connection kind) called name: the test
+ * of its plug-in (conf/plugin.h: zx_plugin.test; for a connection kind,
+ * of the first source plug-in taking that kind that has one).  Runs in a
+ * short-lived process of its own, with a deadline of timeout_ms; writes
+ * one human-readable paragraph into out (what was found, e.g. a topic's
+ * partitions; or precisely what failed) and returns 0 when everything
+ * needed works, -1 otherwise; p may be NULL when only a connection is
+ * tested.  NULL when there is nothing to test (http, an unknown name). */
 typedef int (*zx_source_test_fn)(const zx_conf *conf, const zx_conf_pipeline *p,
                                  const zx_conf_connection *c, int timeout_ms, char *out,
                                  size_t outlen);

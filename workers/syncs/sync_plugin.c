@@ -2,17 +2,88 @@
  * sync_plugin.c — the plug-in sync: the source of reverse syncs
  * (direction: out), one run per worker (run.c).
  * Its registration (conf/plugin.h), listed once in workers/plugins.c.
- * Its option rows still live in conf/options.c (issue 19 moves them here).
+ * Its option rows are here: the loader parses, checks, compares and frees
+ * them, and conf/OPTIONS.md documents them, from this table.
  */
+#include <stddef.h>
+
 #include "conf/plugin.h"
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_sync;   /* run.c */
 
+#define PIPE(f) offsetof(zx_conf_pipeline, f)
+
+/* Order = zx_sync_mode (workers/destinations/dest.h). */
+static const char *const modes[] = {"replace", "append", "upsert", "mirror", NULL};
+
+static const zx_cf_option options[] = {
+    {.section = "pipelines.<name>", .name = "author", .type = ZX_CF_STRING,
+     .offset = PIPE(author), .flags = ZX_CF_REQUIRED,
+     .help = "The entry of `authors` whose rights the query runs with."},
+    {.section = "pipelines.<name>", .name = "query", .type = ZX_CF_STRING,
+     .offset = PIPE(query), .flags = ZX_CF_REQUIRED,
+     .help = "Exactly one read-only SELECT on the workspace. The database "
+     "enforces it when the sync runs: a second statement, a write, or a "
+     "table outside the author's fails the run before anything is sent."},
+    {.section = "pipelines.<name>", .name = "mode", .type = ZX_CF_ENUM_INT,
+     .offset = PIPE(mode), .flags = ZX_CF_REQUIRED, .allowed = modes,
+     .help = "`replace`: the destination holds exactly the result (in one "
+     "transaction, or a rename for files). `append`: every row of the "
+     "result is added. `upsert`: only rows new or changed since the last "
+     "successful run (a hash of each row sent is kept by `key`). `mirror`: "
+     "upsert, and the keys gone from the result are deleted."},
+    {.section = "pipelines.<name>", .name = "key", .type = ZX_CF_NAMES,
+     .def_doc = "none; **required** for `upsert` and `mirror`",
+     .offset = PIPE(key_cols), .n_offset = PIPE(nkey_cols),
+     .help = "Result columns that identify a row (`[id]`, `[region, id]`). "
+     "Duplicate keys in a result fail the run, naming them, before anything "
+     "is sent."},
+    {.section = "pipelines.<name>", .name = "schedule", .type = ZX_CF_STRING,
+     .def_doc = "none: runs by hand or through the API only",
+     .offset = PIPE(schedule),
+     .help = "When to run: 5-field cron, in UTC (`*/15 * * * *`; names and "
+     "`@hourly`, `@daily`... allowed). Runs of one sync never overlap; a "
+     "run missed while zxd was down runs once when it starts."},
+    {.section = "pipelines.<name>", .name = "batch_rows", .type = ZX_CF_UINT,
+     .def = "10000", .offset = PIPE(batch_rows), .min = 1, .max = 1000000,
+     .help = "Rows per batch sent to the destination."},
+    {.section = "pipelines.<name>", .name = "query_timeout",
+     .type = ZX_CF_DURATION, .def_doc = "`server.sync_query_timeout` (1h)",
+     .offset = PIPE(query_timeout_ms), .min = ZX_CF_SEC, .max = 7 * 24 * ZX_CF_HOUR,
+     .help = "How long the query may take, from its start to its last row "
+     "read (in `replace` and `append` without `key`, that includes the "
+     "time the destination takes to write them). Enforced by the "
+     "database (PostgreSQL: `statement_timeout`; SQLite: interrupted) "
+     "and by zx: past it, the query is cancelled and the run fails, "
+     "naming this option. A stop (`zxctl stop`, zxd stopping) cancels the "
+     "query on the server the same way."},
+    {.section = "pipelines.<name>", .name = "max_spill_bytes",
+     .type = ZX_CF_SIZE, .def_doc = "`server.sync_max_spill_bytes` (10GiB)",
+     .offset = PIPE(max_spill_bytes), .min = ZX_CF_MIB, .max = 1024 * ZX_CF_GIB,
+     .help = "Bytes a run may write to its temporary files (the rows to "
+     "send, the sorted keys, the hashes and deletes kept until the "
+     "destination commits). A run that would write more fails, naming "
+     "this option, before anything is sent; its files are gone with it."},
+    {.section = "pipelines.<name>.destination", .name = "connection",
+     .type = ZX_CF_STRING, .def_doc = "none",
+     .offset = PIPE(dest_connection),
+     .help = "The entry of `connections` (kind `postgres`, `mysql` or "
+     "`sqlite`, not `read_only`) whose `table` receives the result."},
+    {.section = "pipelines.<name>.destination", .name = "table",
+     .type = ZX_CF_STRING, .def_doc = "**required** with `connection`",
+     .offset = PIPE(dest_table),
+     .help = "The table: `schema.table` or `table` (postgres: schema "
+     "`public`; mysql: the dsn's database). Created when missing, with a "
+     "primary key on `key`; missing columns are added."},
+};
+
 const zx_plugin zx_plugin_sync = {
     .name = "sync",
     .role = ZX_PLUGIN_SOURCE,
     .source = &zx_source_sync,
+    .options = options,
+    .noptions = sizeof(options) / sizeof(options[0]),
     .doc = "a reverse sync (`direction: out`; `source` is not written): the "
      "result of `query`, run as `author`, sent to `destination` in `mode`, "
      "by hand (`zxctl run`), on `schedule`, or through the gateway's API.",

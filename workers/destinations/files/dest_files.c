@@ -36,6 +36,7 @@
  * other than its own output and its own kind of temporary files.
  */
 #include "workers/destinations/dest.h"
+#include "workers/destinations/files/files_formats.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -86,12 +87,6 @@ typedef struct files_state {
     uint64_t text_nulled;  /* parquet: stats->nulled at begin (the writer
                               counts the run's own) */
 } files_state;
-
-static int ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n > m && !strcmp(s + n - m, suf);
-}
 
 static void run_reset(files_state *st)
 {
@@ -148,37 +143,28 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
     st->fd = -1;
     st->dfd = -1;
     const char *fmt = a->format ? a->format : "parquet";
-    static const char *const exts[] = {".parquet", ".csv", ".json", ".ndjson"};
-    if (!strcmp(fmt, "csv")) {
-        st->fmt = FMT_CSV;
-        st->ext = ".csv";
-    } else if (!strcmp(fmt, "json")) {
-        st->fmt = FMT_JSON;
-        st->ext = ".json";
-    } else if (!strcmp(fmt, "parquet")) {
-        st->fmt = FMT_PARQUET;
-        st->ext = ".parquet";
-    } else {
+    const zx_file_format *ff = zx_file_format_find(fmt), *ef = NULL;
+    if (!ff) {
         zx_seterr(err, errlen, "files %s: unknown format \"%s\" (csv, json or parquet)", path, fmt);
         goto fail;
     }
+    st->fmt = !strcmp(ff->name, "csv") ? FMT_CSV : !strcmp(ff->name, "json") ? FMT_JSON
+                                                                           : FMT_PARQUET;
+    st->ext = ff->exts[0];
     if (zx_pq_codec_parse(a->compression, &st->codec) < 0) {
         zx_seterr(err, errlen, "files %s: unknown compression \"%s\" (zstd, snappy or none)",
                   path, a->compression);
         goto fail;
     }
-    for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
-        if (!ends_with(path, exts[i]))
-            continue;
-        int mine = (st->fmt == FMT_PARQUET && i == 0) || (st->fmt == FMT_CSV && i == 1) ||
-                   (st->fmt == FMT_JSON && (i == 2 || i == 3));
-        if (!mine) {
-            zx_seterr(err, errlen, "files %s: the path ends in %s but the format is %s",
-                      path, exts[i], fmt);
-            goto fail;
-        }
+    const char *x = zx_file_ext_of(path, &ef);
+    if (x && ef != ff) {
+        zx_seterr(err, errlen, "files %s: the path ends in %s but the format is %s", path, x,
+                  fmt);
+        goto fail;
+    }
+    if (x) {
         st->is_file = 1;
-        st->ext = exts[i];
+        st->ext = x;
     }
     st->path = strdup(path);
     st->sync = strdup(a->sync);

@@ -2,20 +2,85 @@
  * http_plugin.c — the plug-in http: source: http, clients push JSON
  * through the gateway (http_push.c).
  * Its registration (conf/plugin.h), listed once in workers/plugins.c.
- * Its option rows still live in conf/options.c (issue 19 moves them here).
+ * Its option rows are here: the loader parses, checks, compares and frees
+ * them, and conf/OPTIONS.md documents them, from this table.
  */
+#include <stddef.h>
+
 #include "conf/plugin.h"
+#include "common/webhook_sig.h"
+
+#include <openssl/crypto.h>
+#include <stdint.h>
+#include <stdio.h>
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_http;   /* http_push.c */
 
 static const char *const metadata[] = {"_ingested_at", "_request_id", NULL};
 
+#define PIPE(f) offsetof(zx_conf_pipeline, f)
+
+static const char *const acks[] = {"accepted", "commit", NULL};
+
+static const zx_cf_option options[] = {
+    {.section = "pipelines.<name>", .name = "key", .type = ZX_CF_STRING,
+     .def_doc = "none; **required** unless `webhook_secret` is set",
+     .offset = PIPE(key), .flags = ZX_CF_SECRET | ZX_CF_TOKEN,
+     .help = "Key clients must present to push (`Authorization: Bearer "
+     "<key>`). Printable ASCII without spaces. Prefer `${env:NAME}` or "
+     "`${file:PATH}` to keep it out of the file."},
+    {.section = "pipelines.<name>", .name = "webhook_secret",
+     .type = ZX_CF_STRING, .def_doc = "none",
+     .offset = PIPE(webhook_secret), .flags = ZX_CF_SECRET | ZX_CF_TOKEN,
+     .help = "Also accept pushes signed the Standard Webhooks way "
+     "(standardwebhooks.com; Debezium Server's http sink with "
+     "`authentication.type=standard-webhooks`, Svix...): `whsec_` and the "
+     "base64 of 24 to 64 random bytes, the secret the sender signs with. A "
+     "push then needs no key: its `webhook-signature` must be the "
+     "HMAC-SHA256 of `webhook-id`, `webhook-timestamp` and the body (after "
+     "any `Content-Encoding` is undone), and its timestamp within 5 minutes "
+     "of zx's clock. Its `webhook-id` is its `Idempotency-Key` (a header of "
+     "that name is not signed, so it is ignored): retries and replays are "
+     "written once. Unproven bodies hold at most a quarter of "
+     "`http.max_held_bytes`."},
+    {.section = "pipelines.<name>", .name = "ack", .type = ZX_CF_ENUM_INT,
+     .def = "accepted", .offset = PIPE(ack_commit), .allowed = acks,
+     .help = "When a push is answered 202: `accepted` once its rows are in "
+     "the ring, `commit` once the writer committed them (as with "
+     "`?wait=commit`)."},
+    {.section = "pipelines.<name>", .name = "max_body_size", .type = ZX_CF_SIZE,
+     .def_doc = "`server.http.max_body_size`", .offset = PIPE(max_body_size),
+     .min = ZX_CF_KIB, .max = ZX_CF_GIB,
+     .help = "Largest push body for this stream."},
+};
+
+/* The webhook secret decodes to a key of the right size (the secret is
+ * never quoted).  NULL (none, or a reference skipped under
+ * ZX_CONF_SKIP_SECRETS): nothing to check. */
+static int http_check(const zx_conf *conf, const zx_conf_pipeline *p, char *err, size_t errlen)
+{
+    uint8_t key[ZX_WEBHOOK_KEY_MAX];
+    char why[300];
+    int r = 0;
+
+    (void)conf;
+    if (p->webhook_secret && zx_webhook_key(p->webhook_secret, key, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "pipelines.%s: webhook_secret: %s", p->name, why);
+        r = -1;
+    }
+    OPENSSL_cleanse(key, sizeof(key));
+    return r;
+}
+
 const zx_plugin zx_plugin_http = {
     .name = "http",
     .role = ZX_PLUGIN_SOURCE,
     .metadata = metadata,
     .source = &zx_source_http,
+    .check = http_check,
+    .options = options,
+    .noptions = sizeof(options) / sizeof(options[0]),
     .doc = "clients push JSON (object, array or newline-delimited) to "
      "`POST /api/streams/<name>/push`.",
 };

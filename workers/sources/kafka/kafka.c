@@ -479,7 +479,7 @@ static void topic_reset(kstate *s, int64_t idx, const rd_kafka_message_t *m, int
              " is %s: the topic was deleted and created again (or truncated) while zx was not "
              "reading it", p->name, w + 1,
              m->offset == w ? "another one" : "gone (the partition starts lower now)");
-    if (s->p->topic_reset_fail) {
+    if (((const zx_kafka_opts *)s->p->own)->topic_reset_fail) {
         zx_error("event=kafka_topic_reset pipeline=%s partition=%s stored=%" PRId64
                  " got=%" PRId64 " action=fail", s->name, p->name, w + 1, m->offset);
         snprintf(msg, sizeof(msg), "%.300s; on_topic_reset: fail, so the pipeline stops "
@@ -954,7 +954,8 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     s->efd = -1;
     s->c_idx = -1;
     s->group = p->group != NULL;
-    s->first_start = p->start_new && zx_src_positions_count(rt) == 0;
+    const zx_kafka_opts *own = p->own;
+    s->first_start = own->start_new && zx_src_positions_count(rt) == 0;
     uint64_t maxf = zx_src_max_frame(rt);
     s->limit = (size_t)(maxf / 2);
     s->target = (size_t)(maxf / 4 < FRAME_MAX_BYTES ? maxf / 4 : FRAME_MAX_BYTES);
@@ -1064,7 +1065,7 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     zx_info("event=kafka_open pipeline=%s brokers=%s security=%s group=%s topics=%zu%s "
             "start=%s first_start=%d librdkafka=%s", s->name, zx_log_quote(s->c->brokers_csv, q1,
             sizeof(q1)), zx_log_quote(sec, e, sizeof(e)), p->group ? p->group : "-", p->ntopics,
-            p->topics_regex ? "(regex)" : "", p->start_new ? "new" : "oldest", s->first_start,
+            p->topics_regex ? "(regex)" : "", own->start_new ? "new" : "oldest", s->first_start,
             rd_kafka_version_str());
     status_update(s);
     s->next_status_ms = zx_mono_ms() + STATUS_EVERY_MS;
@@ -1087,5 +1088,4 @@ const zx_source zx_source_kafka = {
     .acked = k_acked,
     .drained = k_drained,
     .close = k_close,
-    .test = kafka_test,
 };

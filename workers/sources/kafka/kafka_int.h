@@ -33,6 +33,7 @@
 #include "conf/config.h"
 #include "proto/frame.h"
 #include "workers/sources/debezium/debezium.h"
+#include "workers/sources/kafka/kafka_opts.h"
 #include "workers/sources/source.h"
 
 /* ---- kafka_batch.c ------------------------------------------------- */

@@ -872,7 +872,7 @@ static int slot_lost(cdc *c, pgo_lsn stored, char *err, size_t errlen)
                           ? "is gone from Postgres (dropped while zx was not streaming from it)"
                           : "was invalidated by Postgres (the WAL it needed was removed: "
                             "max_slot_wal_keep_size)";
-    if (p->slot_lost != ZX_SLOT_LOST_RESYNC) {
+    if (zx_postgres_opts_of(p)->slot_lost != ZX_SLOT_LOST_RESYNC) {
         zx_error("event=slot_lost pipeline=%s slot=%s confirmed_lsn=%s action=fail",
                  p->name, p->slot, l);
         zx_seterr(err, errlen, "replication slot %s %s; zx had applied the changes up "
@@ -1018,7 +1018,7 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
         snprintf(part, sizeof(part), "%s%s", PGCDC_PART_COPY, c->t[i].qname);
         int done = exists && zx_src_position_find(rt, part, &v, &vl) == 0;
         /* a resync copies every table: the mirror missed the lost changes */
-        c->t[i].need_copy = (p->initial_copy || c->gap_from) && !done;
+        c->t[i].need_copy = (zx_postgres_opts_of(p)->initial_copy || c->gap_from) && !done;
         if (c->t[i].need_copy) {
             c->copy_tables++;
             c->copy_est += c->t[i].estimate > 0 ? (uint64_t)c->t[i].estimate : 0;
@@ -1109,5 +1109,4 @@ const zx_source zx_source_postgres = {
     .acked = cdc_acked,
     .drained = cdc_drained,
     .close = cdc_close,
-    .test = zx_pg_cdc_test,
 };

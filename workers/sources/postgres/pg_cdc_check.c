@@ -13,6 +13,7 @@
  * dsn_shown), or send more than a few statements (tables go as arrays).
  */
 #include "workers/sources/postgres/pg_cdc_check.h"
+#include "workers/sources/postgres/postgres_opts.h"
 #include "workers/sources/postgres/pg_slot.h"
 
 #include <libpq-fe.h>
@@ -621,7 +622,7 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
             if (slot_exists && slot_active)
                 add(out, outlen, "%s", holder[0] ? holder : "?");
         }
-        add(out, outlen, "; initial copy: %s", p->initial_copy ? "yes" : "no");
+        add(out, outlen, "; initial copy: %s", zx_postgres_opts_of(p)->initial_copy ? "yes" : "no");
     }
     rc = 0;
 done:

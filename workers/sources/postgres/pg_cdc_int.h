@@ -37,6 +37,7 @@
 #include "proto/frame.h"
 #include "workers/sources/postgres/pg_slot.h"   /* ZX_PG_PUB_COMMENT */
 #include "workers/sources/postgres/pgoutput.h"
+#include "workers/sources/postgres/postgres_opts.h"
 
 /* The position parts (above). */
 #define PGCDC_PART_LSN "lsn"

@@ -2,22 +2,87 @@
  * postgres_plugin.c — the plug-in postgres: source: postgres, change data
  * capture through logical replication (pg_cdc.c).
  * Its registration (conf/plugin.h), listed once in workers/plugins.c.
- * Its option rows still live in conf/options.c (issue 19 moves them here).
+ * Its option rows are here: the loader parses, checks, compares and frees
+ * them, and conf/OPTIONS.md documents them, from this table.
  */
+#include <stddef.h>
+
 #include "conf/plugin.h"
 #include "workers/sources/postgres/pg_cdc_check.h"
+#include "workers/sources/postgres/postgres_opts.h"
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_postgres;   /* pg_cdc.c */
 
 static const char *const conn_kinds[] = {"postgres", NULL};
 
+#define PIPE(f) offsetof(zx_conf_pipeline, f)
+#define OWN(f) offsetof(zx_postgres_opts, f)
+
+/* order = ZX_SLOT_LOST_* of conf/config.h */
+static const char *const slot_lost[] = {"fail", "resync", NULL};
+
+static const zx_cf_option options[] = {
+    {.section = "pipelines.<name>", .name = "tables", .type = ZX_CF_PGTABLES,
+     .offset = PIPE(tables), .n_offset = PIPE(ntables),
+     .flags = ZX_CF_REQUIRED,
+     .help = "The tables to mirror: a list of `schema.table`, or `table` "
+     "for `public.table` (`[public.orders, sales.customers]`); each name 1 "
+     "to 63 letters, digits or `_`, exact (`Orders` is the table created as "
+     "`\"Orders\"`, not `orders`); at most 1000, none twice. Each is "
+     "mirrored into the workspace table of its name without the schema "
+     "(`orders`, `customers`), after `table_prefix`: two tables that would "
+     "get the same mirror are an error (mirror them in two pipelines with "
+     "different prefixes)."},
+    {.section = "pipelines.<name>", .name = "table_prefix", .type = ZX_CF_IDENT,
+     .def_doc = "none", .offset = PIPE(table_prefix),
+     .help = "Written before each mirror table's name (`shop_` mirrors "
+     "`public.orders` into `shop_orders`). Each mirror name follows the "
+     "rules of `table`; with `history`, at most 54 characters (its "
+     "`__changes` table must fit in 63)."},
+    {.section = "pipelines.<name>", .name = "initial_copy", .type = ZX_CF_BOOL,
+     .def = "true", .offset = OWN(initial_copy), .flags = ZX_CF_OWN,
+     .help = "`true`: copy the rows already in each table first (from the "
+     "slot's snapshot), then stream the changes; `false`: changes from the "
+     "slot's creation on only."},
+    {.section = "pipelines.<name>", .name = "slot", .type = ZX_CF_SLOT,
+     .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
+     .offset = PIPE(slot),
+     .help = "The logical replication slot: 1 to 63 lower-case letters, "
+     "digits or `_`. Created if missing; an existing one must be a "
+     "`pgoutput` slot of the same database. No two pipelines on the same "
+     "database may share one."},
+    {.section = "pipelines.<name>", .name = "slot_lost", .type = ZX_CF_ENUM_INT,
+     .def = "fail", .offset = OWN(slot_lost), .flags = ZX_CF_OWN,
+     .allowed = slot_lost,
+     .help = "What to do when the slot zx streamed from is gone (dropped by "
+     "someone, or invalidated by `max_slot_wal_keep_size`): the changes "
+     "made meanwhile are lost to zx. `fail`: the pipeline stops (status "
+     "`failed`, the log and the feed say so at error level) and nothing "
+     "is copied; `resync`: a new slot is made, every table is copied "
+     "again, and each `__changes` table gets a row with `_op` `gap` whose "
+     "`_lsn` is `A..B`: the history lacks the changes between the last "
+     "confirmed LSN A and the new snapshot B. Set it, `zxctl reload`, and "
+     "set it back once the pipeline streams again."},
+    {.section = "pipelines.<name>", .name = "publication", .type = ZX_CF_SQLNAME,
+     .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
+     .offset = PIPE(publication),
+     .help = "The publication the slot reads through: 1 to 63 bytes without "
+     "control characters, an exact (quoted) name. Created `FOR TABLE` the "
+     "`tables` if missing (PostgreSQL 15 needs CREATE on the database and "
+     "ownership of the tables for that); an existing one is used as it is, "
+     "and must cover every table (`zxctl test` checks)."},
+};
+
 const zx_plugin zx_plugin_postgres = {
     .name = "postgres",
     .role = ZX_PLUGIN_SOURCE,
     .conn_kinds = conn_kinds,
     .test = zx_pg_cdc_test,
+    .opts_size = sizeof(zx_postgres_opts),
     .source = &zx_source_postgres,
+    .options = options,
+    .noptions = sizeof(options) / sizeof(options[0]),
     .doc = "change data capture: the `tables` of the PostgreSQL database of "
      "`connection` are mirrored, each into a workspace table of its own "
      "name (with `table_prefix`), through logical replication (pgoutput, a "

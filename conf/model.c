@@ -1,0 +1,145 @@
+/*
+ * model.c — the loaded configuration once zx_conf_load returned it: its
+ * lookups (zx_conf_find...), the comparison a reload diffs pipelines and
+ * connections with (driven by the option rows, core and plug-ins'), and
+ * freeing it and its error list.
+ *
+ * It must never: read YAML, or report an error.
+ */
+#define ZX_CONF_INTERNAL
+#include "conf/config.h"
+#include "conf/plugin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void zx_conf_errors_free(zx_conf_errors *errs)
+{
+    size_t i;
+
+    if (!errs)
+        return;
+    for (i = 0; i < errs->n; i++)
+        free(errs->msgs[i]);
+    free(errs->msgs);
+    errs->msgs = NULL;
+    errs->n = 0;
+}
+
+void zx_conf_free(zx_conf *c)
+{
+    size_t i;
+
+    if (!c)
+        return;
+    for (i = 0; i < c->npipelines; i++) {
+        /* mirrors has ntables entries: free it before the table frees
+         * tables and zeroes ntables */
+        zx_cf_free_strs(c->pipelines[i].mirrors, c->pipelines[i].ntables);
+        zx_cf_free_fields(ZX_CF_PIPELINE, &c->pipelines[i]);
+        zx_cf_free_own(&c->pipelines[i]);
+        free(c->pipelines[i].name);
+    }
+    free(c->pipelines);
+    for (i = 0; i < c->nconnections; i++) {
+        zx_cf_free_fields(ZX_CF_CONNECTION, &c->connections[i]);
+        free(c->connections[i].name);
+        free(c->connections[i].brokers_csv);
+        free(c->connections[i].dsn_shown);
+    }
+    free(c->connections);
+    for (i = 0; i < c->nauthors; i++) {
+        zx_cf_free_fields(ZX_CF_AUTHOR, &c->authors[i]);
+        free(c->authors[i].name);
+    }
+    free(c->authors);
+    for (i = 0; i < c->napitokens; i++) {
+        zx_cf_free_fields(ZX_CF_APITOKEN, &c->apitokens[i]);
+        free(c->apitokens[i].name);
+    }
+    free(c->apitokens);
+    zx_cf_free_fields(ZX_CF_ROOT, c);
+    free(c->pg_dsn_shown);
+    free(c->http.host);
+    free(c->path);
+    free(c->base_dir);
+    free(c);
+}
+
+const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name)
+{
+    size_t i;
+
+    if (!c || !name)
+        return NULL;
+    for (i = 0; i < c->npipelines; i++)
+        if (c->pipelines[i].name && !strcmp(c->pipelines[i].name, name))
+            return &c->pipelines[i];
+    return NULL;
+}
+
+uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p)
+{
+    if (!p || !p->source || strcmp(p->source, "http") == 0 ||
+        !(p->ntables || p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST))
+        return 0;
+    return p->max_parked_bytes;
+}
+
+const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,
+                                                  const char *name)
+{
+    size_t i;
+
+    if (!c || !name)
+        return NULL;
+    for (i = 0; i < c->nconnections; i++)
+        if (c->connections[i].name && !strcmp(c->connections[i].name, name))
+            return &c->connections[i];
+    return NULL;
+}
+
+static int str_same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* Driven by the options table: a new option row is compared with no change
+ * here.  Only fields derived outside the table are listed (slot and
+ * publication are the table's, derived or not). */
+int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (!str_same(a->name, b->name) || a->plugin != b->plugin ||
+        !zx_cf_fields_same(ZX_CF_PIPELINE, a, b) || !zx_cf_own_same(a, b) ||
+        a->body_limit != b->body_limit || a->ring_size != b->ring_size ||
+        a->in_ring_size != b->in_ring_size || a->shm_size != b->shm_size ||
+        a->topics_regex != b->topics_regex ||
+        !zx_conf_connection_same(a->conn, b->conn) ||
+        !zx_conf_connection_same(a->dest_conn, b->dest_conn))
+        return 0;
+    /* a sync's author: the same tables */
+    if (!a->auth != !b->auth ||
+        (a->auth && !zx_cf_fields_same(ZX_CF_AUTHOR, a->auth, b->auth)))
+        return 0;
+    /* the same tables (compared by the table): the mirrors, when both have
+     * them, in the same count */
+    if (!a->mirrors != !b->mirrors)
+        return 0;
+    for (size_t i = 0; a->mirrors && i < a->ntables; i++)
+        if (!str_same(a->mirrors[i], b->mirrors[i]))
+            return 0;
+    return 1;
+}
+
+int zx_conf_connection_same(const zx_conf_connection *a,
+                            const zx_conf_connection *b)
+{
+    if (!a || !b)
+        return a == b;
+    return str_same(a->name, b->name) &&
+           zx_cf_fields_same(ZX_CF_CONNECTION, a, b) &&
+           str_same(a->brokers_csv, b->brokers_csv) &&
+           str_same(a->dsn_shown, b->dsn_shown);
+}
