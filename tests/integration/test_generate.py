@@ -159,12 +159,11 @@ def test_restart_continues_the_sequence(make_gzxd, workspace):
     z.check_sequence("gen", total)
 
 
-def test_max_rate_and_metadata(make_gzxd, workspace):
-    z = make_gzxd({"fast": {"fields": {"id": "sequence"}, "rate": "max", "count": 50000,
-                            "extra": {"metadata": "[_ingested_at]"}}})
+def test_max_rate(make_gzxd, workspace):
+    z = make_gzxd({"fast": {"fields": {"id": "sequence"}, "rate": "max", "count": 50000}})
     z.wait_done("fast", 50000)
     z.check_sequence("fast", 50000)
-    assert z.column_kinds("fast") == {"id": "integer", "_ingested_at": "timestamp"}
+    assert z.column_kinds("fast") == {"id": "integer"}
 
 
 BAD = [
@@ -185,6 +184,15 @@ def test_a_bad_template_is_refused_by_check(make_gzxd, fields, rate, message):
                        env=z.env, timeout=60)
     assert p.returncode == 1, p
     assert "pipeline bad" in p.stderr and message in p.stderr, p.stderr
+
+
+def test_table_is_required(make_gzxd):
+    z = make_gzxd({"bad": {"fields": {"id": "sequence"}}}, start=False)
+    z.write_config(z.config_text().replace("    table: bad\n", ""))
+    p = subprocess.run([ZXD, "-c", z.cfg_path, "--check"], capture_output=True, text=True,
+                       env=z.env, timeout=60)
+    assert p.returncode == 1, p
+    assert "pipeline bad: missing required field 'table'" in p.stderr, p.stderr
 
 
 def test_fields_are_required(make_gzxd):

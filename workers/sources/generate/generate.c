@@ -39,7 +39,6 @@ typedef struct gen_state {
     uint64_t count;           /* 0: no end */
     uint64_t per_s;           /* 0: max */
     uint64_t batch;           /* rows per frame at most (halved on TOO_BIG) */
-    uint32_t metadata;        /* ZX_META_INGESTED_AT or 0 */
     int tfd;                  /* timerfd for the pacing, or -1 */
     int64_t status_ms;        /* when the status was last set */
     int done;                 /* count reached and told */
@@ -132,7 +131,6 @@ static int gen_open(zx_src *rt, void **state, char *err, size_t errlen)
     zx_gen_rng_seed(&s->rng, seed);
     s->count = o->count;
     s->batch = MAX_BATCH;
-    s->metadata = p->metadata & ZX_META_INGESTED_AT;
     if (s->per_s) {
         s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         if (s->tfd < 0)
@@ -174,9 +172,6 @@ static int emit(zx_src *rt, gen_state *s, uint64_t n)
     m.positions = &fp;
     m.npositions = 1;
     m.accepted = made;
-    m.metadata = s->metadata;
-    if (s->metadata)
-        m.ingested_at_us = zx_now_us();
     zx_pub_result r = zx_src_publish(rt, &m, &s->rs, NULL);
     zx_rowset_reset(&s->rs);
     if (r == ZX_PUB_TOO_BIG && made > 1) {

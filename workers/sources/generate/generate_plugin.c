@@ -5,14 +5,15 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "common/util.h"
 #include "conf/plugin.h"
 #include "workers/sources/generate/generate.h"
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_generate;   /* generate.c */
 
-static const char *const gen_metadata[] = {"_ingested_at", NULL};
 /* the rows' `sources`: named, so that `fields` is required of generate
  * pipelines only */
 static const char *const gen_only[] = {"generate", NULL};
@@ -20,6 +21,16 @@ static const char *const gen_only[] = {"generate", NULL};
 #define OWN(f) offsetof(zx_generate_opts, f)
 
 static const zx_cf_option gen_options[] = {
+    /* `table` is a shared field (zx_conf_pipeline.table) the core row
+     * gives only the sources of its stream_sources: this row takes it for
+     * generate, required (the core's default, the pipeline's name, is
+     * given only to the sources of the core row) */
+    {.section = "pipelines.<name>", .name = "table", .type = ZX_CF_IDENT,
+     .offset = offsetof(zx_conf_pipeline, table), .flags = ZX_CF_REQUIRED,
+     .sources = gen_only,
+     .help = "generate: workspace table the rows go to: `[A-Za-z_][A-Za-z0-9_]`, at most "
+             "63 characters, not starting with `_zx` nor ending with `__rejects`, nor "
+             "starting with `sqlite_`."},
     {.section = "pipelines.<name>", .name = "fields", .type = ZX_CF_PROPS,
      .offset = OWN(field_names), .v_offset = OWN(field_specs), .n_offset = OWN(nfields),
      .flags = ZX_CF_OWN | ZX_CF_REQUIRED, .sources = gen_only,
@@ -42,13 +53,15 @@ static int gen_check(const zx_conf *conf, const zx_conf_pipeline *p, char *err,
                      size_t errlen)
 {
     (void)conf;
+    if (p->table && strchr(p->table, '{'))
+        return zx_seterr(err, errlen, "pipeline %s: table: placeholders are for format: "
+                         "debezium, not source: generate", p->name);
     return zx_generate_check(p, p->own, err, errlen);
 }
 
 const zx_plugin zx_plugin_generate = {
     .name = "generate",
     .role = ZX_PLUGIN_SOURCE,
-    .metadata = gen_metadata,
     .doc = "rows made from a template of `fields` (sequence numbers, random numbers "
            "in a range, choices, timestamps, UUIDs, a fixed JSON value), at `rate` or "
            "as fast as they are taken, optionally `count` rows in all: a datagen for "
