@@ -121,6 +121,9 @@ def test_count_rows_with_the_template_types_and_ranges(make_gzxd, workspace):
     p = z.pipeline("gen")
     assert p["state"] == "running", p
     assert z.source_status("gen") == {"state": "done", "rows": 5000, "count": 5000}
+    t = z.zxctl("test", "gen")
+    assert t.returncode == 0 and "makes its rows itself" in t.stdout \
+        and "8 fields into table gen" in t.stdout, (t.stdout, t.stderr)
     pid = p["pid"]
     z.stop()
     z.start()

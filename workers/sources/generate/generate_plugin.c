@@ -5,6 +5,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -59,6 +60,30 @@ static int gen_check(const zx_conf *conf, const zx_conf_pipeline *p, char *err,
     return zx_generate_check(p, p->own, err, errlen);
 }
 
+/* `zxctl test`: nothing to connect to; the template and the rate parse. */
+static int gen_test(const zx_conf *conf, const zx_conf_pipeline *p,
+                    const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen)
+{
+    (void)conf;
+    (void)c;
+    (void)timeout_ms;
+    const zx_generate_opts *o = p ? p->own : NULL;
+    if (!o) {
+        snprintf(out, outlen, "source generate makes its rows itself: nothing to connect to");
+        return 0;
+    }
+    if (gen_check(conf, p, out, outlen) < 0)
+        return -1;
+    char count[48] = "no end";
+    if (o->count)
+        snprintf(count, sizeof(count), "%lu rows in all", (unsigned long)o->count);
+    snprintf(out, outlen,
+             "pipeline %s makes its rows itself (nothing to connect to): %zu fields into "
+             "table %s, rate %s, %s", p->name, o->nfields, p->table ? p->table : "?",
+             o->rate ? o->rate : "max", count);
+    return 0;
+}
+
 const zx_plugin zx_plugin_generate = {
     .name = "generate",
     .role = ZX_PLUGIN_SOURCE,
@@ -70,5 +95,6 @@ const zx_plugin zx_plugin_generate = {
     .noptions = sizeof(gen_options) / sizeof(gen_options[0]),
     .opts_size = sizeof(zx_generate_opts),
     .check = gen_check,
+    .test = gen_test,
     .source = &zx_source_generate,
 };
