@@ -132,6 +132,17 @@ def test_count_rows_with_the_template_types_and_ranges(make_gzxd, workspace):
     z.check_sequence("gen", 5000)
 
 
+def test_a_reload_raising_count_continues(make_gzxd, workspace):
+    z = make_gzxd({"gen": {"fields": {"id": "sequence"}, "count": 3000}})
+    z.wait_done("gen", 3000)
+    z.gpipes["gen"]["count"] = 7000
+    z.write_config()
+    r = z.zxctl("reload")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    z.wait_done("gen", 7000)
+    z.check_sequence("gen", 7000)
+
+
 def _wait_rows(z, name, at_least):
     wait_for(lambda: z.table_exists(name) and z.count(name) >= at_least,
              lambda: f"{name} has {at_least} rows\n" + z.log_tail(30), 120)
