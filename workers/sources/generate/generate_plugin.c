@@ -1,7 +1,8 @@
 /*
  * generate_plugin.c — `source: generate` as a plug-in (conf/plugin.h):
  * its option rows (in its own struct, zx_generate_opts of generate.h), its
- * check and its worker.  Registered by one line in workers/plugins.c.
+ * check, its `zxctl test` and its worker.  Registered in workers/plugins.c
+ * (its declaration and its entry).
  */
 #include <stddef.h>
 #include <stdint.h>
