@@ -105,6 +105,17 @@ static void write_source_list(FILE *out)
     }
 }
 
+/* What each destination is: a connection kind's tables, or files. */
+static void write_dest_list(FILE *out)
+{
+    fputs("\nDestinations:\n\n", out);
+    for (size_t s = 0; s < zx_nplugins; s++) {
+        const zx_plugin *d = zx_plugins[s];
+        if (d->role == ZX_PLUGIN_DESTINATION)
+            fprintf(out, "- `%s`: %s\n", d->name, d->doc);
+    }
+}
+
 void zx_conf_write_reference(FILE *out)
 {
     size_t s, i;
@@ -185,5 +196,7 @@ void zx_conf_write_reference(FILE *out)
         }
         if (pipe)
             write_source_list(out);
+        if (!strcmp(sec->path, "pipelines.<name>.destination"))
+            write_dest_list(out);
     }
 }

@@ -5,14 +5,13 @@
  * Its option rows are here: the loader parses, checks, compares and frees
  * them, and conf/OPTIONS.md documents them, from this table.
  */
-#include <stddef.h>
-
-#include "conf/plugin.h"
-#include "common/webhook_sig.h"
-
 #include <openssl/crypto.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "common/webhook_sig.h"
+#include "conf/plugin.h"
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_http;   /* http_push.c */
