@@ -14,6 +14,7 @@ extern const zx_plugin zx_plugin_http;      /* workers/sources/http/ */
 extern const zx_plugin zx_plugin_kafka;     /* workers/sources/kafka/ */
 extern const zx_plugin zx_plugin_postgres;  /* workers/sources/postgres/ */
 extern const zx_plugin zx_plugin_sync;      /* workers/syncs/ (reverse syncs) */
+extern const zx_plugin zx_plugin_generate;  /* workers/sources/generate/ */
 extern const zx_plugin zx_plugin_dest_postgres; /* workers/destinations/postgres/ */
 extern const zx_plugin zx_plugin_dest_sqlite;   /* workers/destinations/sqlite/ */
 extern const zx_plugin zx_plugin_dest_mysql;    /* workers/destinations/mysql/ */
@@ -25,6 +26,7 @@ const zx_plugin *const zx_plugins[] = {
     &zx_plugin_kafka,
     &zx_plugin_postgres,
     &zx_plugin_sync,
+    &zx_plugin_generate,
     /* destinations */
     &zx_plugin_dest_postgres,
     &zx_plugin_dest_mysql,

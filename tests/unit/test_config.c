@@ -1233,7 +1233,7 @@ static void test_kafka_errors(void)
     CHECK(e.n == 1);
     c = load("pipelines:\n  x: {direction: stream, source: kafak}\n", 0, &e);
     EXPECT_ERR(&e, 2, 34, "invalid source 'kafak': expected one of: http, kafka, "
-               "postgres, sync (did you mean 'kafka'?)");
+               "postgres, sync, generate (did you mean 'kafka'?)");
     CHECK(e.n == 1);
 
     /* Metadata of another source, unknown metadata. */
