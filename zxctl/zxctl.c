@@ -25,7 +25,7 @@
  * Socket I/O with deadlines is in zxctl_io.c, the human output in
  * zxctl_print.c (shared declarations: zxctl_int.h).
  */
-#include "supervisor/zxctl_int.h"
+#include "zxctl/zxctl_int.h"
 
 #include <errno.h>
 #include <math.h>
