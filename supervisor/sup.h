@@ -44,27 +44,7 @@ const char *zx_state_name(zx_state s);
 typedef struct spipe spipe;
 typedef struct sup sup;
 typedef struct sup_msg sup_msg;   /* outbox.c */
-typedef struct slot_job slot_job; /* ctlconn.c: a control connection (zxctl) of any floor: answer it,
- * close it once answered, count it out. */
-/* Queue o (taken; NULL answers "cannot encode") as one JSON line to the
- * control client bev. */
-void sup_control_reply(struct bufferevent *bev, json_t *o);
-/* Finish a control connection once its answer is written (it is freed
- * then, or when the client goes). */
-void sup_control_finish(sup *s, struct bufferevent *bev);
-/* Free a control connection and count it out (every control bufferevent
- * is freed through here, followers included). */
-void sup_control_conn_free(sup *s, struct bufferevent *bev);
-/* Watch a new control connection bev (counted in s->nctl by the caller):
- * read calls on_read; an error, timeout or EOF frees it after telling
- * every hook of sup_client_on_gone. */
-void sup_control_watch(struct bufferevent *bev, void (*on_read)(struct bufferevent *, void *));
-/* Register fn, told of every control client that goes (error, timeout,
- * EOF) before it is freed: a job waiting to answer it forgets it.  At
- * most 8; 0, or -1 when full. */
-int sup_client_on_gone(void (*fn)(struct bufferevent *bev));
-
-/* slotdrop.c */
+typedef struct slot_job slot_job; /* slotdrop.c */
 typedef struct sync_run sync_run; /* syncs.c */
 
 /* What to do once a child we asked to stop has exited. */
@@ -267,10 +247,31 @@ void sup_feedf(sup *s, const char *event, const char *pipeline, const char *fmt,
     __attribute__((format(printf, 4, 5)));
 void sup_feed_follow(sup *s, struct bufferevent *bev, int follow);
 
+/* ctlconn.c: a control connection (zxctl) of any floor: answer it,
+ * close it once answered, count it out. */
+/* Queue o (taken; NULL answers "cannot encode") as one JSON line to the
+ * control client bev. */
+void sup_control_reply(struct bufferevent *bev, json_t *o);
+/* Finish a control connection once its answer is written (it is freed
+ * then, or when the client goes). */
+void sup_control_finish(sup *s, struct bufferevent *bev);
+/* Free a control connection and count it out (every control bufferevent
+ * is freed through here, followers included). */
+void sup_control_conn_free(sup *s, struct bufferevent *bev);
+/* Watch a new control connection bev (counted in s->nctl by the caller):
+ * read calls on_read; an error, timeout or EOF frees it after telling
+ * every hook of sup_client_on_gone. */
+void sup_control_watch(struct bufferevent *bev, void (*on_read)(struct bufferevent *, void *));
+/* Register fn, told of every control client that goes (error, timeout,
+ * EOF) before it is freed: a job waiting to answer it forgets it.  At
+ * most 8; 0, or -1 when full. */
+int sup_client_on_gone(void (*fn)(struct bufferevent *bev));
+
 /* slotdrop.c (a job of floor 2: declared here, where slotdrop.c looks for
- * it, until it is rewritten as the generic retire job): the replication slot (and the publication zx made) of a
- * Postgres CDC pipeline that is gone, dropped in a short-lived process
- * (workers/sources/postgres/pg_slot.h says what is and is never dropped). */
+ * it, until it is rewritten as the generic retire job): the replication
+ * slot (and the publication zx made) of a Postgres CDC pipeline that is
+ * gone, dropped in a short-lived process (workers/sources/postgres/
+ * pg_slot.h says what is and is never dropped). */
 /* During a reload, while old (p's settings until now) and nc (the new
  * configuration) both exist: when old is a postgres pipeline whose slot
  * nc no longer uses on the same connection (p removed, or changed to
