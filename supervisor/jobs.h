@@ -21,16 +21,18 @@
  * and an empty "failed" list, which grows (sup_reload_failed) while the
  * transitions run.  NULL only when out of memory (logged). */
 json_t *sup_reload(sup *s);
-/* A pipeline could not be started: announce it in the feed ("failed"),
- * and record it in the result of the reload in progress, if any.  why is
- * copied.  1 when a reload took note of it (its result names it), 0 when
- * none is in progress (the caller says it another way).  The child
- * table's start_failed hook. */
+/* A pipeline could not be started (why: copied).  With a reload in
+ * progress: logged, announced in the feed ("failed") and recorded in the
+ * reload's result, and 1 is returned; without one nothing is done and 0
+ * is returned (the caller says it its own way).  The child table's
+ * start_failed hook. */
 int sup_reload_failed(sup *s, const char *pipeline, const char *why);
 /* Once its transitions are done, the reload result is final: "ok" becomes
  * false with an "error" naming the pipelines in "failed", if any.
  * Logs the outcome.  Returns r. */
 json_t *sup_reload_finish(json_t *r);
+/* 1 when no stop, restart or removal the reload asked for is still under
+ * way (the gateway's and every pipeline's), else 0. */
 int sup_transitions_done(sup *s);
 
 /* Start a reload for `zxctl reload` (bev, answered once its transitions
@@ -62,7 +64,6 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
  * NULL.  The verify process also keeps it in <data_dir>/verify/NAME.last,
  * read once after a restart of zxd. */
 json_t *sup_verify_last(sup *s, const char *name);
-
 
 /* syncs.c: reverse-sync runs (proto/control.h: run, preview, runs,
  * approve, reject). */
