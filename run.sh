@@ -24,7 +24,7 @@ fi
 export ZX_WEB_EVENTS_KEY="${ZX_WEB_EVENTS_KEY:-dev-secret}"
 cat >&2 <<MSG
 zx: push with key \$ZX_WEB_EVENTS_KEY ($ZX_WEB_EVENTS_KEY) to http://127.0.0.1:8780/api/streams/web_events/push
-zx: in another terminal:  $PWD/build/supervisor/zxctl -c $PWD/conf/zx.example.yaml status
+zx: in another terminal:  $PWD/build/zxctl/zxctl -c $PWD/conf/zx.example.yaml status
 zx:   (or export ZX_CONFIG=$PWD/conf/zx.example.yaml, then plain zxctl status)
 MSG
 exec build/supervisor/zxd -c conf/zx.example.yaml

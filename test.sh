@@ -128,7 +128,7 @@ echo "== end-to-end tests against the ASan + UBSan build (any sanitizer report f
 # are the same on both backends, and the PostgreSQL workspace's own code
 # (libpq, COPY) ran under ASan in the unit tests; this keeps the whole run
 # within its half hour on two cores.
-ninja -C build-asan supervisor/zxd supervisor/zxctl >/dev/null
+ninja -C build-asan supervisor/zxd zxctl/zxctl >/dev/null
 SAN_DIR=$(mktemp -d /tmp/zx-sanitizers.XXXXXX)
 ASAN_OPTIONS="detect_leaks=1:log_path=$SAN_DIR/asan" \
 UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan" \

@@ -63,6 +63,12 @@
  *                           most): {"ok":true, "name":N, "source":S,
  *                            "result":"..."} or {"ok":false, "name":N,
  *                            "error":"..."}
+ *   verify {"name":N, "table":T?, "repair":bool}
+ *                         → answered once done (about 10 minutes at most):
+ *                           the answer of workers/verify/verify.h ({"ok":true,
+ *                            "name":N, "at":..., "compared":N, "differing":D,
+ *                            "repaired":R?, "tables":[...]}) or {"ok":false,
+ *                            "name":N?, "error":"..."}
  *   drop-slot {"name":SLOT, "connection":C?}
  *                         → answered once done (about 2 minutes at most):
  *                           {"ok":true, "name":SLOT, "result":"connection C:

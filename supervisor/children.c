@@ -36,12 +36,6 @@
 
 #define FD_RESERVE 32
 
-const char *zx_state_name(zx_state s)
-{
-    static const char *const n[] = {"stopped", "starting", "running", "backoff", "failed", "draining"};
-    return (unsigned)s < 6 ? n[s] : "unknown";
-}
-
 spipe *sup_find_pipe(sup *s, const char *name)
 {
     for (size_t i = 0; i < s->npipes; i++)
@@ -125,7 +119,8 @@ void sup_pipe_free(sup *s, spipe *p)
     zx_segment_close(&p->seg);
     if (p->efd >= 0)
         close(p->efd);
-    sup_slot_jobs_free(p->slot_jobs);
+    if (s->hooks.pipe_freed)
+        s->hooks.pipe_freed(p);
     free(p);
 }
 
@@ -257,11 +252,8 @@ static void run_child(sup *s, child *c, int chan)
         zx_log_set_proc(title);
         sup_child_harden(s->conf, ROLE_STREAM, p->conf);
         zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, gw, 0, 0};
-        if (sync && p->run) {
-            /* syncs.c set the run before forking */
-            a.run_id = zx_sync_run_id(p->run);
-            a.run_flags = zx_sync_run_flags(p->run);
-        }
+        if (sync && s->hooks.worker_args) /* the run syncs.c set before forking */
+            s->hooks.worker_args(p, &a.run_id, &a.run_flags);
         if (!src) {
             /* sup_spawn forks no pipeline whose source has no worker here */
             zx_error("event=fatal pipeline=%s error=\"source %s is not available in this "
@@ -294,11 +286,8 @@ static int source_unavailable(sup *s, child *c)
     atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
     atomic_store(&c->pipe->seg.hdr->worker_failed, 1);
     atomic_store(&c->pipe->seg.hdr->worker_up, 0);
-    if (s->reload_result) {
-        /* a reload added or changed it: its result names it (and logs) */
-        sup_reload_failed(s, c->name, why);
-        return 1;
-    }
+    if (s->hooks.start_failed && s->hooks.start_failed(s, c->name, why))
+        return 1; /* a reload added or changed it: its result names it (and logs) */
     zx_error("event=failed process=%s reason=\"%s\"", c->name, c->last_error);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "event", "failed", "pipeline", c->name,
                           "process", c->name, "message", c->last_error);
@@ -312,7 +301,7 @@ static int source_unavailable(sup *s, child *c)
 int sup_spawn(sup *s, child *c)
 {
     int sv[2] = {-1, -1};
-    if (source_unavailable(s, c) || sup_sync_idle(s, c))
+    if (source_unavailable(s, c) || (s->hooks.spawn_held && s->hooks.spawn_held(s, c)))
         return 0;
     if (c->role != ROLE_STREAM &&
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -378,8 +367,8 @@ static void on_child_chan(evutil_socket_t fd, short what, void *arg)
         }
         if (t == ZX_CHAN_EVENT)
             sup_feed(s, buf);
-        else if (t == ZX_CHAN_API && c->role == ROLE_GATEWAY)
-            sup_sync_api(s, buf);
+        else if (t == ZX_CHAN_API && c->role == ROLE_GATEWAY && s->hooks.gateway_api)
+            s->hooks.gateway_api(s, buf);
         else if (t == ZX_CHAN_READY && c->role == ROLE_WRITER) {
             c->state = ST_RUNNING;
             sup_set_writer_up(s, 1);
@@ -414,10 +403,10 @@ static child *find_child(sup *s, pid_t pid)
 static void after_stop(sup *s, child *c, zx_next next, pid_t old)
 {
     spipe *p = c->pipe;
-    /* a reload abandoned its slot: drop it now that the old worker has let
-     * go of it (only a reload plans this, never a stop or a restart) */
-    if (p && p->slot_jobs)
-        sup_slot_jobs_run(s, p);
+    /* the jobs waiting for the old worker to let go (a reload abandoned
+     * its slot: drop it now) */
+    if (p && s->hooks.worker_stopped)
+        s->hooks.worker_stopped(s, p);
     if (next == NEXT_RESTART && !s->shutting_down) {
         c->want = 1;
         sup_spawn(s, c);
@@ -444,7 +433,11 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
             char err[256];
             spipe *np = sup_pipe_new(s, pc, err, sizeof(err));
             if (!np) {
-                sup_reload_failed(s, name, err);
+                if (!s->hooks.start_failed || !s->hooks.start_failed(s, name, err)) {
+                    zx_error("event=pipeline_not_started pipeline=%s error=\"%s\"", name, err);
+                    sup_feedf(s, "failed", name, "{\"message\":\"%s could not be started\"}",
+                              name);
+                }
                 return;
             }
             sup_send_attach(s, &s->writer, np);
@@ -513,7 +506,8 @@ static void child_gone(sup *s, child *c, int st)
         int stopped = !c->want || s->shutting_down;
         zx_next next = c->next;
         c->next = NEXT_NONE;
-        sup_sync_exited(s, c->pipe, st);
+        if (s->hooks.sync_exited)
+            s->hooks.sync_exited(s, c->pipe, st);
         c->state = ST_STOPPED;
         if (stopped)
             after_stop(s, c, next, old);

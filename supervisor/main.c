@@ -25,9 +25,9 @@
 #include "common/timefmt.h"
 #include "common/util.h"
 #include "proto/control.h"
-#include "supervisor/sup.h"
+#include "supervisor/control.h"
+#include "supervisor/jobs.h"
 
-sup *zx_the_sup;
 
 static void usage(FILE *f)
 {
@@ -97,6 +97,32 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     }
 }
 
+/* The child table's hooks for the slot drops a reload planned
+ * (slotdrop.c): start them once the old worker is gone; free them with
+ * their pipeline. */
+static void slot_jobs_run(sup *s, spipe *p)
+{
+    if (p->slot_jobs)
+        sup_slot_jobs_run(s, p);
+}
+
+static void slot_jobs_free(spipe *p)
+{
+    sup_slot_jobs_free(p->slot_jobs);
+}
+
+/* Wire the floors: the child table (sup.h) tells the jobs (jobs.h)
+ * through these hooks; it never calls them itself. */
+static const sup_child_hooks child_hooks = {
+    .spawn_held = sup_sync_idle,
+    .worker_args = sup_sync_worker_args,
+    .sync_exited = sup_sync_exited,
+    .worker_stopped = slot_jobs_run,
+    .pipe_freed = slot_jobs_free,
+    .start_failed = sup_reload_failed,
+    .gateway_api = sup_sync_api,
+};
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -106,6 +132,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (s->fatal)
         start_shutdown(s);
     sup_tick_children(s);
+    if (!s->shutting_down)
+        sup_sync_sends_tick(s);
     sup_syncs_tick(s);
     sup_reload_check_reply(s);
     shutdown_progress(s);
@@ -218,6 +246,7 @@ int main(int argc, char **argv)
     s->pid = getpid();
     s->started_us = zx_now_us();
     s->ctl_fd = -1;
+    s->hooks = child_hooks;
     s->writer.role = ROLE_WRITER;
     s->writer.chan = -1;
     s->writer.want = 1;

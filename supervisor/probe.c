@@ -12,133 +12,66 @@
  * neither.  The prober inherits the loaded configuration (secrets
  * resolved) through fork, writes one JSON line into a pipe and exits.
  *
- * It must never: block the loop (the pipe is read by an event), outlive
- * its deadline (SIGKILL, and alarm() in the child), or answer a client
- * that has gone (sup_probe_forget).
+ * The process, its deadline and its answer are helper.c's (helper.h).
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/event.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <unistd.h>
 
 #include "common/log.h"
-#include "common/util.h"
-#include "supervisor/sup.h"
+#include "supervisor/helper.h"
+#include "supervisor/jobs.h"
 #include "workers/sources/source.h"
 #include "workers/writer/workspace.h"
 
 #define PROBE_TIMEOUT_MS 10000   /* what a source's test may take */
 #define PROBE_MAX 4              /* probes at once */
-#define PROBE_OUT_MAX 8192       /* bytes of answer kept */
 
-typedef struct probe {
-    struct probe *next;
-    struct bufferevent *bev;     /* the client; NULL once it left */
-    pid_t pid;
-    int fd;
-    struct event *ev;
-    char buf[PROBE_OUT_MAX];
-    size_t len;
-    char name[128];
-} probe;
+/* What the prober is to test (the child reads its copy). */
+typedef struct probe_arg {
+    zx_source_test_fn test;      /* NULL: the workspace's */
+    const char *what;            /* the source (or connection kind) tested */
+    const zx_conf_pipeline *pc;
+    const zx_conf_connection *cc;
+    const char *name;
+} probe_arg;
 
-static probe *probes;
-
-static void probe_free(probe *p)
+/* In the child: run the test, answer. */
+static json_t *run_probe(const zx_conf *conf, const void *arg)
 {
-    for (probe **pp = &probes; *pp; pp = &(*pp)->next)
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    if (p->ev)
-        event_free(p->ev);
-    if (p->fd >= 0)
-        close(p->fd);
-    if (p->pid > 0)
-        kill(p->pid, SIGKILL); /* reaped by sup_reap */
-    free(p);
-}
-
-/* Answer the client (if still there) with the prober's line, or why there
- * is none, and forget the probe. */
-static void probe_finish(probe *p, const char *why)
-{
-    if (p->bev) {
-        json_t *o = NULL;
-        if (!why) {
-            p->buf[p->len < sizeof(p->buf) ? p->len : sizeof(p->buf) - 1] = '\0';
-            o = json_loads(p->buf, 0, NULL);
-            if (!o)
-                why = "the test process gave no answer (it crashed?); see the zxd log";
-        }
-        if (why)
-            o = json_pack("{s:b, s:s, s:s}", "ok", 0, "name", p->name, "error", why);
-        sup_control_reply(p->bev, o);
-        sup_control_finish(zx_the_sup, p->bev);
-    }
-    if (p->pid > 0 && !why)
-        p->pid = 0; /* exited on its own: nothing to kill */
-    probe_free(p);
-}
-
-static void on_probe(evutil_socket_t fd, short what, void *arg)
-{
-    probe *p = arg;
-    if (what & EV_TIMEOUT) {
-        probe_finish(p, "the test did not finish in time (it was stopped)");
-        return;
-    }
-    for (;;) {
-        ssize_t n = read(fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
-        if (n > 0) {
-            p->len += (size_t)n;
-            if (p->len < sizeof(p->buf) - 1)
-                continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return;
-        probe_finish(p, NULL); /* EOF, error or full: that is the answer */
-        return;
-    }
-}
-
-/* In the child: run the test (test NULL: the workspace's), write the
- * answer, exit.  what: the source (or connection kind) tested. */
-static void run_probe(zx_source_test_fn test, const char *what, const zx_conf *conf,
-                      const zx_conf_pipeline *pc, const zx_conf_connection *cc, const char *name,
-                      int fd)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    alarm(PROBE_TIMEOUT_MS / 1000 + 5);
-    signal(SIGPIPE, SIG_IGN);
+    const probe_arg *a = arg;
     char out[4096] = "";
-    int rc = test ? test(conf, pc, cc, PROBE_TIMEOUT_MS, out, sizeof(out))
-                  : zx_ws_test(conf, out, sizeof(out));
-    json_t *o = rc == 0 ? json_pack("{s:b, s:s, s:s, s:s}", "ok", 1, "name", name, "source",
-                                    what, "result", out)
-                        : json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "name", name, "source",
-                                    what, "error", out[0] ? out : "the test failed");
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    if (s) {
-        size_t len = strlen(s), off = 0;
-        while (off < len) {
-            ssize_t n = write(fd, s + off, len - off);
-            if (n <= 0)
-                break;
-            off += (size_t)n;
-        }
-    }
-    _exit(0);
+    int rc = a->test ? a->test(conf, a->pc, a->cc, PROBE_TIMEOUT_MS, out, sizeof(out))
+                     : zx_ws_test(conf, out, sizeof(out));
+    return rc == 0 ? json_pack("{s:b, s:s, s:s, s:s}", "ok", 1, "name", a->name, "source",
+                               a->what, "result", out)
+                   : json_pack("{s:b, s:s, s:s, s:s}", "ok", 0, "name", a->name, "source",
+                               a->what, "error", out[0] ? out : "the test failed");
 }
+
+/* The prober is done: answer the client, if still there. */
+static void probe_done(sup *s, const char *name, void *data, struct bufferevent *waiter,
+                       json_t *answer)
+{
+    (void)name;
+    (void)data;
+    if (!waiter) {
+        json_decref(answer);
+        return;
+    }
+    sup_control_reply(waiter, answer);
+    sup_control_finish(s, waiter);
+}
+
+static const sup_helper_kind probe_kind = {
+    .what = "test",
+    .alarm_s = PROBE_TIMEOUT_MS / 1000 + 5,
+    .deadline_s = PROBE_TIMEOUT_MS / 1000 + 3,
+    .answer_max = 8192,
+    .run = run_probe,
+    .done = probe_done,
+};
 
 json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name)
 {
@@ -161,52 +94,14 @@ json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name)
                  s->conf->http.listen);
         return json_pack("{s:b, s:s, s:s}", "ok", 1, "name", name, "result", msg);
     }
-    size_t n = 0;
-    for (probe *p = probes; p; p = p->next)
-        n++;
-    if (n >= PROBE_MAX)
+    if (sup_helper_count(&probe_kind, NULL) >= PROBE_MAX)
         return json_pack("{s:b, s:s}", "ok", 0, "error",
                          "too many tests running at once; retry in a few seconds");
-    probe *p = calloc(1, sizeof(*p));
-    int fds[2];
-    if (!p || pipe2(fds, O_CLOEXEC) < 0) {
-        free(p);
-        return json_pack("{s:b, s:s}", "ok", 0, "error", "cannot start the test (out of resources)");
-    }
-    p->fd = fds[0];
-    snprintf(p->name, sizeof(p->name), "%s", name);
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* hold none of the supervisor's sockets (a writer's channel kept
-         * open here would hide its death) */
-        zx_close_fds_except(&fds[1], 1);
-        zx_log_set_proc("test");
-        run_probe(test, what, s->conf, pc, cc, name, fds[1]);
-    }
-    close(fds[1]);
-    if (pid < 0) {
-        close(fds[0]);
-        free(p);
-        return json_pack("{s:b, s:s}", "ok", 0, "error", "cannot start the test (fork failed)");
-    }
-    p->pid = pid;
-    zx_set_nonblock(p->fd);
-    struct timeval tv = {PROBE_TIMEOUT_MS / 1000 + 3, 0};
-    p->ev = event_new(s->base, p->fd, EV_READ | EV_PERSIST, on_probe, p);
-    p->bev = bev;
-    p->next = probes;
-    probes = p;
-    if (!p->ev || event_add(p->ev, &tv) < 0) {
-        probe_free(p);
-        return json_pack("{s:b, s:s}", "ok", 0, "error", "cannot watch the test (out of memory)");
-    }
+    probe_arg a = {test, what, pc, cc, name};
+    pid_t pid = 0;
+    json_t *now = sup_helper_start(s, &probe_kind, name, &a, NULL, bev, &pid);
+    if (now)
+        return now;
     zx_info("event=test_start name=%s source=%s pid=%d", name, what, (int)pid);
     return NULL; /* answered later */
-}
-
-void sup_probe_forget(struct bufferevent *bev)
-{
-    for (probe *p = probes; p; p = p->next)
-        if (p->bev == bev)
-            p->bev = NULL;
 }

@@ -11,6 +11,7 @@
  * SQLite file, Postgres dsn, schema, application name) refuse the reload,
  * naming the setting, never its value.
  */
+#include <event2/bufferevent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "supervisor/sup.h"
+#include "supervisor/jobs.h"
 
 static int same_str(const char *a, const char *b)
 {
@@ -90,15 +91,16 @@ static json_t *fail_reply(sup *s, const char *error, zx_conf_errors *errs)
     return o;
 }
 
-void sup_reload_failed(sup *s, const char *pipeline, const char *why)
+int sup_reload_failed(sup *s, const char *pipeline, const char *why)
 {
+    if (!s->reload_result)
+        return 0;
     zx_error("event=pipeline_not_started pipeline=%s error=\"%s\"", pipeline, why);
     sup_feedf(s, "failed", pipeline, "{\"message\":\"%s could not be started\"}", pipeline);
-    if (!s->reload_result)
-        return;
     json_t *f = json_object_get(s->reload_result, "failed");
     if (f)
         json_array_append_new(f, json_pack("{s:s, s:s}", "name", pipeline, "error", why));
+    return 1;
 }
 
 json_t *sup_reload_finish(json_t *r)
@@ -280,4 +282,67 @@ json_t *sup_reload(sup *s)
     if (!o)
         zx_error("event=reload_result_lost error=\"out of memory\"");
     return o;
+}
+
+/* ---- the reload asked for (zxctl reload, SIGHUP) and its answer ---------- */
+
+static json_t *reload_error(const char *msg)
+{
+    return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+void sup_reload_start(sup *s, struct bufferevent *bev)
+{
+    if (s->reload_result) {
+        if (bev) {
+            sup_control_reply(bev, reload_error("a reload is already in progress"));
+            sup_control_finish(s, bev);
+        } else {
+            zx_info("event=sighup result=deferred reason=\"a reload is in progress\"");
+            s->reload_again = 1;
+        }
+        return;
+    }
+    json_t *r = sup_reload(s);
+    if (!r) {
+        if (bev) {
+            sup_control_reply(bev, reload_error("out of memory while reloading"));
+            sup_control_finish(s, bev);
+        }
+        return;
+    }
+    s->reload_result = r;
+    s->reload_bev = bev;
+    s->reload_deadline_ms = zx_mono_ms() + 30000;
+    if (bev)
+        bufferevent_disable(bev, EV_READ);
+    sup_reload_check_reply(s);
+}
+
+void sup_reload_check_reply(sup *s)
+{
+    if (!s->reload_result)
+        return;
+    if (!sup_transitions_done(s) && zx_mono_ms() < s->reload_deadline_ms)
+        return;
+    json_t *r = sup_reload_finish(s->reload_result);
+    s->reload_result = NULL;
+    if (s->reload_bev) {
+        sup_control_reply(s->reload_bev, r); /* takes r */
+        sup_control_finish(s, s->reload_bev);
+        s->reload_bev = NULL;
+    } else {
+        json_decref(r);
+    }
+    if (s->reload_again && !s->shutting_down) {
+        s->reload_again = 0;
+        sup_reload_start(s, NULL);
+    }
+}
+
+void sup_reload_forget(struct bufferevent *bev)
+{
+    sup *s = zx_the_sup;
+    if (s && s->reload_bev == bev)
+        s->reload_bev = NULL;
 }

@@ -1,7 +1,20 @@
 /*
- * sup.h — the supervisor's own state, shared by its files (children.c,
- * reload.c, control.c, feed.c, main.c).  Nothing outside supervisor/
- * includes it.
+ * sup.h — the supervisor's bottom floor: its state (the child table: the
+ * writer, the gateway and one worker per pipeline, with their segments),
+ * and what that floor does: fork, reap and restart children (children.c),
+ * send them messages (outbox.c), harden them (scrub.c), keep the event
+ * feed (feed.c), answer and close control connections (ctlconn.c).
+ *
+ * The supervisor is built in floors; a floor calls only the floors below:
+ *   1. this header: the child table and its events;
+ *   2. jobs.h: the jobs (reload, probes, verifies, sync runs, slot drops),
+ *      with helper.h (a helper process that answers in JSON);
+ *   3. control.h: the control commands, rows of one command table;
+ *   main.c wires them.  Where this floor must tell a higher one something
+ *   (a child exited, a pipeline could not start, a control client left),
+ *   it calls the hooks the higher floor registered (sup_child_hooks,
+ *   sup_client_on_gone), never the higher floor itself.
+ * Nothing outside supervisor/ includes it.
  *
  * The supervisor forks and watches; it never parses user data, never
  * writes LMDB and never talks to a database (it reads the store read-only
@@ -87,6 +100,29 @@ typedef struct feed_client {
     struct feed_client *next;
 } feed_client;
 
+/* What the child table tells the floors above (children.c calls them;
+ * main.c fills them in before the first spawn; a NULL hook is skipped). */
+typedef struct sup_child_hooks {
+    /* 1 when c must not be forked now (a sync's worker with no run to do:
+     * it stays idle); sup_spawn then returns 0 */
+    int (*spawn_held)(sup *s, child *c);
+    /* the run id and ZX_RUN_* flags the worker of p is forked with */
+    void (*worker_args)(const spipe *p, uint64_t *run_id, unsigned *run_flags);
+    /* the worker of sync p exited with wait status st (never restarted:
+     * a sync's worker lives for one run) */
+    void (*sync_exited)(sup *s, spipe *p, int st);
+    /* p's worker, stopped on purpose, is gone (or was not running): before
+     * p is removed, recreated or restarted */
+    void (*worker_stopped)(sup *s, spipe *p);
+    /* p is about to be freed (sup_pipe_free) */
+    void (*pipe_freed)(spipe *p);
+    /* pipeline could not be started (why: the reason); 1 when a reload in
+     * progress took note of it (and reports it), 0 when nobody did */
+    int (*start_failed)(sup *s, const char *pipeline, const char *why);
+    /* a request of the gateway's sync API (ZX_CHAN_API, proto/chan.h) */
+    void (*gateway_api)(sup *s, const char *json);
+} sup_child_hooks;
+
 struct sup {
     zx_conf *conf;
     const char *conf_path;
@@ -131,14 +167,16 @@ struct sup {
                                 missed while zxd was down */
     int runs_restored;       /* the store's cut and waiting runs were read */
 
+    sup_child_hooks hooks;   /* set by main.c (see sup_child_hooks) */
+
     int shutting_down;
     int shutdown_phase;
     int fatal;               /* the writer or gateway exited with
                                 ZX_EXIT_FATAL_CONFIG: drain and exit 1 */
 };
 
-/* The one supervisor of this process (main.c); callbacks that only get a
- * child or a connection find it here. */
+/* The one supervisor of this process (sup.c; set by main.c): callbacks
+ * that only get a child or a connection find it here. */
 extern sup *zx_the_sup;
 
 /* children.c */
@@ -201,23 +239,6 @@ int sup_chan_send(sup *s, child *c, int type, const char *json, const int *fds, 
 /* Forget what waits for c (it is gone): close the fds, free the event. */
 void sup_outbox_clear(child *c);
 
-/* reload.c */
-/* Load the file again and apply the difference.  Returns the result
- * object (control protocol "reload" result, proto/control.h), owned by
- * the caller: "ok" false with "error"/"errors" when the file was rejected
- * and nothing changed; else "ok" true with added/changed/removed/unchanged
- * and an empty "failed" list, which grows (sup_reload_failed) while the
- * transitions run.  NULL only when out of memory (logged). */
-json_t *sup_reload(sup *s);
-/* A pipeline of the reload in progress could not be started: record it in
- * s->reload_result (no-op without one).  why is copied. */
-void sup_reload_failed(sup *s, const char *pipeline, const char *why);
-/* Once its transitions are done, the reload result is final: "ok" becomes
- * false with an "error" naming the pipelines in "failed", if any.
- * Logs the outcome.  Returns r. */
-json_t *sup_reload_finish(json_t *r);
-int sup_transitions_done(sup *s);
-
 /* feed.c */
 /* Add "ts" to ev (a JSON object text without it), keep it in the history
  * and send it to every follower. */
@@ -226,49 +247,31 @@ void sup_feedf(sup *s, const char *event, const char *pipeline, const char *fmt,
     __attribute__((format(printf, 4, 5)));
 void sup_feed_follow(sup *s, struct bufferevent *bev, int follow);
 
-/* control.c */
-int sup_control_open(sup *s, char *err, size_t errlen);
-void sup_control_close(sup *s);
-/* Free a control connection and count it out (every control bufferevent
- * is freed through here, followers included). */
-void sup_control_conn_free(sup *s, struct bufferevent *bev);
-/* Start a reload for `zxctl reload` (bev, answered once its transitions
- * are done) or for SIGHUP (bev NULL; the outcome is logged).  A SIGHUP
- * during a reload runs another one after it. */
-void sup_reload_start(sup *s, struct bufferevent *bev);
+/* ctlconn.c: a control connection (zxctl) of any floor: answer it,
+ * close it once answered, count it out. */
 /* Queue o (taken; NULL answers "cannot encode") as one JSON line to the
  * control client bev. */
 void sup_control_reply(struct bufferevent *bev, json_t *o);
-/* Finish a control connection once its answer is written. */
+/* Finish a control connection once its answer is written (it is freed
+ * then, or when the client goes). */
 void sup_control_finish(sup *s, struct bufferevent *bev);
+/* Free a control connection and count it out (every control bufferevent
+ * is freed through here, followers included). */
+void sup_control_conn_free(sup *s, struct bufferevent *bev);
+/* Watch a new control connection bev (counted in s->nctl by the caller):
+ * read calls on_read; an error, timeout or EOF frees it after telling
+ * every hook of sup_client_on_gone. */
+void sup_control_watch(struct bufferevent *bev, void (*on_read)(struct bufferevent *, void *));
+/* Register fn, told of every control client that goes (error, timeout,
+ * EOF) before it is freed: a job waiting to answer it forgets it.  At
+ * most 8; 0, or -1 when full. */
+int sup_client_on_gone(void (*fn)(struct bufferevent *bev));
 
-/* probe.c: `zxctl test NAME`.  Starts a prober process for the pipeline
- * or connection NAME and returns NULL (bev is answered when it is done,
- * within about 13 s), or returns the answer to send at once (unknown
- * name, nothing to test, too many tests running). */
-json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name);
-/* The client bev has gone: its probe answers nobody. */
-void sup_probe_forget(struct bufferevent *bev);
-
-/* verify.c: `zxctl verify NAME [--table T] [--repair]`.  Starts a verify
- * process for the postgres pipeline NAME (table: one of its tables, or
- * NULL for all; repair: hand the differing keys to its worker to re-copy)
- * and returns NULL (bev is answered when it is done, within about 10
- * minutes), or returns the answer to send at once (unknown pipeline, not
- * postgres, one already running). */
-json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, const char *table,
-                         int repair);
-/* The client bev has gone: its verify answers nobody. */
-void sup_verify_forget(struct bufferevent *bev);
-/* The summary of pipeline name's last verify ({"at", "compared",
- * "differing", "repaired"?, "tables", "table"?}; caller decrefs), or
- * NULL.  The verify process also keeps it in <data_dir>/verify/NAME.last,
- * read once after a restart of zxd. */
-json_t *sup_verify_last(sup *s, const char *name);
-
-/* slotdrop.c: the replication slot (and the publication zx made) of a
- * Postgres CDC pipeline that is gone, dropped in a short-lived process
- * (workers/sources/postgres/pg_slot.h says what is and is never dropped). */
+/* slotdrop.c (a job of floor 2: declared here, where slotdrop.c looks for
+ * it, until it is rewritten as the generic retire job): the replication
+ * slot (and the publication zx made) of a Postgres CDC pipeline that is
+ * gone, dropped in a short-lived process (workers/sources/postgres/
+ * pg_slot.h says what is and is never dropped). */
 /* During a reload, while old (p's settings until now) and nc (the new
  * configuration) both exist: when old is a postgres pipeline whose slot
  * nc no longer uses on the same connection (p removed, or changed to
@@ -289,69 +292,5 @@ json_t *sup_slot_admin_start(sup *s, struct bufferevent *bev, const char *slot,
                              const char *conn);
 /* The client bev has gone: its drop-slot answers nobody (it still runs). */
 void sup_slot_forget(struct bufferevent *bev);
-
-/* Answer and forget the reload in progress once its transitions are done
- * (or after 30 s).  Called from the loop after every reap and tick. */
-void sup_reload_check_reply(sup *s);
-
-/* syncs.c: reverse-sync runs (proto/control.h: run, preview, runs,
- * approve, reject). */
-/* 1 when c is a sync's worker with no run to do: sup_spawn forks nothing
- * (it stays idle), else 0. */
-int sup_sync_idle(sup *s, child *c);
-/* The worker of sync p exited with wait status st: record its run (from
- * the status it left in the segment), answer whoever waits for it. */
-void sup_sync_exited(sup *s, spipe *p, int st);
-/* Every tick: schedules (cron), queued runs to start, records to hand to
- * the writer. */
-void sup_syncs_tick(sup *s);
-/* A reload changed sync name: agents' runs previewed with its old
- * settings (awaiting approval, or approved and not started yet) fail, so
- * that an approval never sends what the operator did not see. */
-void sup_syncs_changed(sup *s, const char *name);
-/* A control command of syncs.c (cmd: "run", "preview", "runs", "approve",
- * "reject"): the answer, or NULL when bev will be answered later (the run
- * ends). */
-json_t *sup_sync_command(sup *s, struct bufferevent *bev, const char *cmd, json_t *req);
-/* bev is gone: forget it as a waiter. */
-void sup_sync_forget(struct bufferevent *bev);
-/* The id and ZX_RUN_* flags of run r (for the forked worker). */
-uint64_t zx_sync_run_id(const sync_run *r);
-unsigned zx_sync_run_flags(const sync_run *r);
-/* What `status` shows of sync p: {"state": "idle"|"running"|..., "run":
- * {progress}, "last_run": {...}, "next_run_at": "..."}; NULL for other
- * pipelines. */
-json_t *sup_sync_status(sup *s, spipe *p);
-/* Start a run asked for over the API by token tok (gateway), with
- * ZX_RUN_FULL in flags or not: 0 and *id, or -1 with an HTTP status and
- * message. */
-int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, unsigned flags,
-                     uint64_t *id, int *http, char *msg, size_t msglen);
-/* A one-off send's run on transient pipeline p (syncs_send.c): queue it,
- * bev answered when it ends (NULL returned), or the answer now. */
-json_t *sup_sync_queue_oneoff(sup *s, struct bufferevent *bev, spipe *p);
-/* 1 when transient pipeline p has no run left to do or to answer. */
-int sup_sync_oneoff_done(sup *s, spipe *p);
-
-/* syncs_send.c: `zxctl send` (control command "send"): the answer, or NULL
- * when bev is answered once the run ends. */
-json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req);
-/* Free the transient pipelines of sends that are over. */
-void sup_sync_sends_tick(sup *s);
-
-/* A request of the gateway's sync API (ZX_CHAN_API, proto/chan.h):
- * check its token, do it, answer the gateway. */
-void sup_sync_api(sup *s, const char *json);
-/* Run id's record (new object, all of it: trim it with sup_run_api_view
- * before an API client sees it), or NULL when there is none, or when it
- * is a plain preview or a one-off send (`zxctl`), which are no runs of
- * the API's. */
-json_t *sup_sync_run_json(sup *s, uint64_t id);
-
-/* syncs_view.c: trim run record rec (from sup_sync_run_json) in place to
- * what API token t may read: 0, or -1 when t may not read that run at
- * all (answer 404).  Never leaves a value of the data in it (a preview's
- * sample; the error of an agent's run that failed before approval). */
-int sup_run_api_view(json_t *rec, const zx_conf_apitoken *t);
 
 #endif

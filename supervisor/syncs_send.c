@@ -25,7 +25,7 @@
 #include "common/log.h"
 #include "common/segment.h"
 #include "common/timefmt.h"
-#include "supervisor/sup.h"
+#include "supervisor/jobs.h"
 #include "workers/sources/source.h"
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_formats.h"

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "supervisor/sup.h"
+#include "supervisor/jobs.h"
 
 /* 1 when token t may run (and read the runs of) sync. */
 static int may_sync(const zx_conf_apitoken *t, const char *sync)

@@ -9,45 +9,28 @@
  * database.  The process inherits the loaded configuration (secrets
  * resolved) through fork, writes one JSON line into a pipe and exits.
  *
- * It must never: block the loop (the pipe is read by an event), let the
- * process outlive its deadline (SIGKILL, and alarm() in the child), or
- * answer a client that has gone (sup_verify_forget).
+ * The process, its deadline and its answer are helper.c's (helper.h).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <event2/bufferevent.h>
-#include <event2/event.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "proto/control.h"
-#include "supervisor/sup.h"
+#include "supervisor/helper.h"
+#include "supervisor/jobs.h"
 #include "workers/verify/verify.h"
 
 #define VERIFY_TIMEOUT_S 600     /* what one verify may take */
 #define VERIFY_MAX 2             /* verifies at once */
 #define VERIFY_LAST_MAX 256      /* pipelines whose last verify is kept */
-
-typedef struct vjob {
-    struct vjob *next;
-    struct bufferevent *bev;     /* the client; NULL once it left */
-    pid_t pid;
-    int fd;
-    struct event *ev;
-    char *buf;                   /* the answer so far */
-    size_t len, cap;
-    char name[128];
-    char table[300];
-    int repair;
-} vjob;
+#define VERIFY_TABLE_MAX 300     /* bytes of a table name, with its NUL */
 
 #define VERIFY_LAST_FILE_MAX 4096 /* bytes of a kept summary file */
 
@@ -57,25 +40,7 @@ typedef struct vlast {
     json_t *summary;
 } vlast;
 
-static vjob *jobs;
 static vlast last[VERIFY_LAST_MAX];
-
-static void job_free(vjob *j)
-{
-    for (vjob **pp = &jobs; *pp; pp = &(*pp)->next)
-        if (*pp == j) {
-            *pp = j->next;
-            break;
-        }
-    if (j->ev)
-        event_free(j->ev);
-    if (j->fd >= 0)
-        close(j->fd);
-    if (j->pid > 0)
-        kill(j->pid, SIGKILL); /* reaped by sup_reap */
-    free(j->buf);
-    free(j);
-}
 
 /* <data_dir>/verify/<name>.last: the summary kept across restarts. */
 static int last_path(const zx_conf *c, const char *name, char *out, size_t outlen)
@@ -141,65 +106,28 @@ json_t *sup_verify_last(sup *s, const char *name)
     return sum;
 }
 
-static void job_finish(vjob *j, const char *why)
+/* The verify process is done: keep its summary, tell the feed and the
+ * client (if still there).  data: the table verified ("" for all). */
+static void verify_done(sup *s, const char *name, void *data, struct bufferevent *waiter,
+                        json_t *o)
 {
-    json_t *o = NULL;
-    if (!why) {
-        o = j->len ? json_loadb(j->buf, j->len, 0, NULL) : NULL;
-        if (!o)
-            why = "the verify process gave no answer (it crashed?); see the zxd log";
-    }
-    if (why)
-        o = json_pack("{s:b, s:s, s:s}", "ok", 0, "name", j->name, "error", why);
+    const char *table = data ? data : "";
     if (o && json_is_true(json_object_get(o, "ok"))) {
-        json_t *sum = summary(j->table, o);
+        json_t *sum = summary(table, o);
         if (sum)
-            keep(j->name, sum);
-        sup_feedf(zx_the_sup, "verify", j->name, "{\"differing\":%lld,\"repaired\":%lld}",
+            keep(name, sum);
+        sup_feedf(s, "verify", name, "{\"differing\":%lld,\"repaired\":%lld}",
                   (long long)json_integer_value(json_object_get(o, "differing")),
                   (long long)json_integer_value(json_object_get(o, "repaired")));
     }
-    zx_info("event=verify_end name=%s ok=%d differing=%lld", j->name,
+    zx_info("event=verify_end name=%s ok=%d differing=%lld", name,
             o && json_is_true(json_object_get(o, "ok")),
             (long long)json_integer_value(json_object_get(o, "differing")));
-    if (j->bev) {
-        sup_control_reply(j->bev, o);
-        sup_control_finish(zx_the_sup, j->bev);
+    if (waiter) {
+        sup_control_reply(waiter, o);
+        sup_control_finish(s, waiter);
     } else {
         json_decref(o);
-    }
-    if (j->pid > 0 && !why)
-        j->pid = 0; /* exited on its own: nothing to kill */
-    job_free(j);
-}
-
-static void on_job(evutil_socket_t fd, short what, void *arg)
-{
-    vjob *j = arg;
-    if (what & EV_TIMEOUT) {
-        job_finish(j, "the verify did not finish in time (it was stopped)");
-        return;
-    }
-    for (;;) {
-        if (j->len == j->cap) {
-            size_t cap = j->cap ? j->cap * 2 : 16384;
-            char *b = cap <= ZX_CTL_MAX_LINE ? realloc(j->buf, cap) : NULL;
-            if (!b) {
-                job_finish(j, "the verify's answer is too long");
-                return;
-            }
-            j->buf = b;
-            j->cap = cap;
-        }
-        ssize_t n = read(fd, j->buf + j->len, j->cap - j->len);
-        if (n > 0) {
-            j->len += (size_t)n;
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return;
-        job_finish(j, NULL); /* EOF or error: that is the answer */
-        return;
     }
 }
 
@@ -224,37 +152,40 @@ static void keep_on_disk(const zx_conf *conf, const char *name, const json_t *su
     }
 }
 
-/* In the child: verify, write the answer, exit. */
-static void run_verify(const zx_conf *conf, const zx_conf_pipeline *pc, const char *table,
-                       unsigned flags, int fd)
+/* What the verify process is to do (the child reads its copy). */
+typedef struct verify_arg {
+    const zx_conf_pipeline *pc;
+    const char *table;           /* NULL: every table */
+    unsigned flags;              /* ZX_VERIFY_* */
+} verify_arg;
+
+/* In the child: verify, keep the summary on disk, answer. */
+static json_t *run_verify(const zx_conf *conf, const void *arg)
 {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    alarm(VERIFY_TIMEOUT_S + 5);
-    signal(SIGPIPE, SIG_IGN);
+    const verify_arg *a = arg;
+    sup_child_harden(conf, ROLE_VERIFY, a->pc);
     char err[1200] = "";
     json_t *o = NULL;
     int64_t deadline = zx_mono_ms() + (int64_t)VERIFY_TIMEOUT_S * 1000;
-    if (zx_verify_run(conf, pc, table, flags, deadline, &o, err, sizeof(err)) < 0) {
-        o = json_pack("{s:b, s:s, s:s}", "ok", 0, "name", pc->name, "error", err);
+    if (zx_verify_run(conf, a->pc, a->table, a->flags, deadline, &o, err, sizeof(err)) < 0) {
+        o = json_pack("{s:b, s:s, s:s}", "ok", 0, "name", a->pc->name, "error", err);
     } else {
-        json_t *sum = summary(table ? table : "", o);
+        json_t *sum = summary(a->table ? a->table : "", o);
         if (sum)
-            keep_on_disk(conf, pc->name, sum);
+            keep_on_disk(conf, a->pc->name, sum);
         json_decref(sum);
     }
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    if (s) {
-        size_t len = strlen(s), off = 0;
-        while (off < len) {
-            ssize_t n = write(fd, s + off, len - off);
-            if (n <= 0 && errno != EINTR)
-                break;
-            if (n > 0)
-                off += (size_t)n;
-        }
-    }
-    _exit(0);
+    return o;
 }
+
+static const sup_helper_kind verify_kind = {
+    .what = "verify",
+    .alarm_s = VERIFY_TIMEOUT_S + 5,
+    .deadline_s = VERIFY_TIMEOUT_S + 10,
+    .answer_max = ZX_CTL_MAX_LINE,
+    .run = run_verify,
+    .done = verify_done,
+};
 
 json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, const char *table,
                          int repair)
@@ -270,59 +201,23 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
                  pc->source ? pc->source : "?");
         return json_pack("{s:b, s:s}", "ok", 0, "error", m);
     }
-    if (table && strlen(table) >= sizeof(((vjob *)0)->table))
+    if (table && strlen(table) >= VERIFY_TABLE_MAX)
         return json_pack("{s:b, s:s}", "ok", 0, "error", "verify: --table is too long");
-    size_t n = 0;
-    for (vjob *j = jobs; j; j = j->next) {
-        n++;
-        if (!strcmp(j->name, name))
-            return json_pack("{s:b, s:s}", "ok", 0, "error",
-                             "a verify of this pipeline is already running");
-    }
-    if (n >= VERIFY_MAX)
+    if (sup_helper_count(&verify_kind, name))
+        return json_pack("{s:b, s:s}", "ok", 0, "error",
+                         "a verify of this pipeline is already running");
+    if (sup_helper_count(&verify_kind, NULL) >= VERIFY_MAX)
         return json_pack("{s:b, s:s}", "ok", 0, "error",
                          "too many verifies running at once; retry when one is done");
-    vjob *j = calloc(1, sizeof(*j));
-    int fds[2];
-    if (!j || pipe2(fds, O_CLOEXEC) < 0) {
-        free(j);
+    char *tcopy = strdup(table ? table : "");
+    if (!tcopy)
         return json_pack("{s:b, s:s}", "ok", 0, "error",
                          "cannot start the verify (out of resources)");
-    }
-    j->fd = fds[0];
-    snprintf(j->name, sizeof(j->name), "%s", name);
-    snprintf(j->table, sizeof(j->table), "%s", table ? table : "");
-    pid_t pid = fork();
-    if (pid == 0) {
-        zx_close_fds_except(&fds[1], 1);
-        zx_log_set_proc("verify");
-        sup_child_harden(s->conf, ROLE_VERIFY, pc);
-        run_verify(s->conf, pc, table, repair ? ZX_VERIFY_REPAIR : 0, fds[1]);
-    }
-    close(fds[1]);
-    if (pid < 0) {
-        close(fds[0]);
-        free(j);
-        return json_pack("{s:b, s:s}", "ok", 0, "error", "cannot start the verify (fork failed)");
-    }
-    j->pid = pid;
-    zx_set_nonblock(j->fd);
-    struct timeval tv = {VERIFY_TIMEOUT_S + 10, 0};
-    j->ev = event_new(s->base, j->fd, EV_READ | EV_PERSIST, on_job, j);
-    j->bev = bev;
-    j->next = jobs;
-    jobs = j;
-    if (!j->ev || event_add(j->ev, &tv) < 0) {
-        job_free(j);
-        return json_pack("{s:b, s:s}", "ok", 0, "error", "cannot watch the verify (out of memory)");
-    }
+    verify_arg a = {pc, table, repair ? ZX_VERIFY_REPAIR : 0};
+    pid_t pid = 0;
+    json_t *now = sup_helper_start(s, &verify_kind, name, &a, tcopy, bev, &pid);
+    if (now)
+        return now;
     zx_info("event=verify_start name=%s repair=%d pid=%d", name, repair, (int)pid);
     return NULL; /* answered later */
-}
-
-void sup_verify_forget(struct bufferevent *bev)
-{
-    for (vjob *j = jobs; j; j = j->next)
-        if (j->bev == bev)
-            j->bev = NULL;
 }

@@ -93,13 +93,13 @@ for b in $BACKENDS; do
 done
 command -v psql >/dev/null || die "psql is needed (apt-get install postgresql-client)"
 [ -x "$BUILD/supervisor/zxd" ] || die "zxd not built at $BUILD/supervisor/zxd (set ZX_BUILD_DIR)"
-[ -x "$BUILD/supervisor/zxctl" ] || die "zxctl not built at $BUILD/supervisor/zxctl"
+[ -x "$BUILD/zxctl/zxctl" ] || die "zxctl not built at $BUILD/zxctl/zxctl"
 python3 -c 'import psycopg, confluent_kafka' 2>/dev/null ||
     die "python3 with psycopg 3 and confluent-kafka is needed"
 
 WORK=$(mktemp -d /tmp/zx_debezium_bench.XXXXXX)
 mkdir -p "$WORK/bin"
-cp "$BUILD/supervisor/zxd" "$BUILD/supervisor/zxctl" "$WORK/bin/"
+cp "$BUILD/supervisor/zxd" "$BUILD/zxctl/zxctl" "$WORK/bin/"
 ZXD=$WORK/bin/zxd
 ZXCTL=$WORK/bin/zxctl
 TAG=$$

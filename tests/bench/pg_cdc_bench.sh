@@ -105,7 +105,7 @@ done
 # ---- the run's folder, binaries, Postgres -----------------------------------
 WORK=$(mktemp -d /tmp/zx_pg_cdc_bench.XXXXXX)
 mkdir -p "$WORK/bin"
-cp "$BUILD/supervisor/zxd" "$BUILD/supervisor/zxctl" "$WORK/bin/"
+cp "$BUILD/supervisor/zxd" "$BUILD/zxctl/zxctl" "$WORK/bin/"
 ZXD=$WORK/bin/zxd
 
 PG_WAS_RUNNING=0

@@ -81,7 +81,7 @@ die() { echo "sync_bench: $*" >&2; exit 1; }
 say() { echo "sync_bench: $*" >&2; }
 command -v psql >/dev/null || die "psql is needed (apt-get install postgresql-client)"
 [ -x "$BUILD/supervisor/zxd" ] || die "zxd not built at $BUILD/supervisor/zxd (set ZX_BUILD_DIR)"
-[ -x "$BUILD/supervisor/zxctl" ] || die "zxctl not built at $BUILD/supervisor/zxctl"
+[ -x "$BUILD/zxctl/zxctl" ] || die "zxctl not built at $BUILD/zxctl/zxctl"
 python3 -c 'import psycopg, pyarrow' 2>/dev/null || die "python3 with psycopg 3 and pyarrow is needed"
 if [ "$SKIP_DLT" != 1 ] && ! python3 -c 'import dlt, sqlalchemy, psycopg2' 2>/dev/null; then
     say "installing dlt $DLT_VERSION from PyPI"
@@ -92,7 +92,7 @@ fi
 T_START=$(date +%s.%N)
 WORK=$(mktemp -d /tmp/zx_sync_bench.XXXXXX)
 mkdir -p "$WORK/bin" "$WORK/out" "$WORK/zxd"
-cp "$BUILD/supervisor/zxd" "$BUILD/supervisor/zxctl" "$WORK/bin/"
+cp "$BUILD/supervisor/zxd" "$BUILD/zxctl/zxctl" "$WORK/bin/"
 PQW=()
 [ -x "$BUILD/tests/tools/pqwrite" ] && cp "$BUILD/tests/tools/pqwrite" "$WORK/bin/" &&
     PQW=(--pqwrite "$WORK/bin/pqwrite")

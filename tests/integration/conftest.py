@@ -11,7 +11,7 @@ loop with a generous deadline that fails with a clear message), touch any
 process it did not start, or send traffic anywhere but 127.0.0.1.
 
 Binaries are found in $ZX_BUILD_DIR (default <repo>/build):
-$ZX_BUILD_DIR/supervisor/zxd and $ZX_BUILD_DIR/supervisor/zxctl.
+$ZX_BUILD_DIR/supervisor/zxd and $ZX_BUILD_DIR/zxctl/zxctl.
 Set ZX_KEEP=1 to keep the temporary folders for inspection.
 
 Workspace backends: ZX_WORKSPACES is a comma list of "sqlite" and
@@ -72,7 +72,7 @@ from pg_fixtures import pg  # noqa: F401  (the session fixture, for every test)
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD_DIR = os.path.abspath(os.environ.get("ZX_BUILD_DIR", os.path.join(REPO, "build")))
 ZXD = os.path.join(BUILD_DIR, "supervisor", "zxd")
-ZXCTL = os.path.join(BUILD_DIR, "supervisor", "zxctl")
+ZXCTL = os.path.join(BUILD_DIR, "zxctl", "zxctl")
 
 DEADLINE = 30.0          # default deadline of every polling wait, seconds
 HTTP_TIMEOUT = 30.0      # socket timeout of test HTTP requests

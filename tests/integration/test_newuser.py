@@ -142,7 +142,7 @@ def test_run_sh_prints_the_zxctl_command(tmpdir_short):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "arg -c" in p.stdout, p.stdout          # the stand-in zxd ran
     root = os.path.realpath(tmpdir_short)
-    want = f"{root}/build/supervisor/zxctl -c {root}/conf/zx.example.yaml status"
+    want = f"{root}/build/zxctl/zxctl -c {root}/conf/zx.example.yaml status"
     assert want in p.stderr, f"run.sh does not print {want!r}:\n{p.stderr}"
     assert f"ZX_CONFIG={root}/conf/zx.example.yaml" in p.stderr, p.stderr
 

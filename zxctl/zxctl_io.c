@@ -6,7 +6,7 @@
  * none, for `feed --follow`), raise SIGPIPE (sends use MSG_NOSIGNAL), or
  * buffer a line longer than ZX_CTL_MAX_LINE.
  */
-#include "supervisor/zxctl_int.h"
+#include "zxctl/zxctl_int.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -7,7 +7,7 @@
  * through zxctl_clean), or fail on a field that is missing or of another
  * type than expected (a newer or older daemon): it prints "-" instead.
  */
-#include "supervisor/zxctl_int.h"
+#include "zxctl/zxctl_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,7 @@
  * Socket I/O with deadlines is in zxctl_io.c, the human output in
  * zxctl_print.c (shared declarations: zxctl_int.h).
  */
-#include "supervisor/zxctl_int.h"
+#include "zxctl/zxctl_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -510,6 +510,94 @@ static int zxctl_feed(const zxctl_opts *o, zxctl_conn *c, int64_t deadline, doub
     return ZX_EXIT_OK;
 }
 
+/* Fill request req (v and cmd set) from the options.  -1 to go on and
+ * send it, or the exit status to end with (a bad option, or a `send`
+ * that is done without zxd). */
+static int zxctl_build_request(const zxctl_opts *o, json_t *req)
+{
+    int rc;
+    if (o->name) {
+        json_t *n = json_string(o->name);
+        if (!n) {
+            return zxctl_usage_error("NAME is not valid UTF-8");
+        }
+        json_object_set_new(req, "name", n);
+    }
+    if (!strcmp(o->cmd, "feed"))
+        json_object_set_new(req, "follow", json_boolean(o->follow));
+    if (!strcmp(o->cmd, "run")) {
+        json_object_set_new(req, "wait", json_boolean(o->wait));
+        json_object_set_new(req, "full", json_boolean(o->full));
+    }
+    if (o->limit)
+        json_object_set_new(req, "limit", json_integer(o->limit));
+    if (!strcmp(o->cmd, "approve") || !strcmp(o->cmd, "reject"))
+        json_object_set_new(req, "run", json_string(o->name));
+    if (!strcmp(o->cmd, "send") && (rc = zxctl_send_request(o->query, o->to, o->mode, o->key,
+                                                            o->format, req)) >= 0)
+        return rc;
+    if (o->repair)
+        json_object_set_new(req, "repair", json_true());
+    if (o->table) {
+        json_t *tn = json_string(o->table);
+        if (!tn) {
+            return zxctl_usage_error("--table is not valid UTF-8");
+        }
+        json_object_set_new(req, "table", tn);
+    }
+    if (o->connection) {
+        json_t *cn = json_string(o->connection);
+        if (!cn) {
+            return zxctl_usage_error("--connection is not valid UTF-8");
+        }
+        json_object_set_new(req, "connection", cn);
+    }
+    return -1;
+}
+
+/* Print the answer resp (ok) of command o->cmd for a person. */
+static void zxctl_print_answer(const zxctl_opts *o, json_t *resp)
+{
+    if (!strcmp(o->cmd, "status"))
+        zxctl_print_status(resp, stdout);
+    else if (!strcmp(o->cmd, "reload"))
+        zxctl_print_reload(resp, stdout);
+    else if (!strcmp(o->cmd, "checkpoints"))
+        zxctl_print_checkpoints(resp, stdout);
+    else if (!strcmp(o->cmd, "run") || !strcmp(o->cmd, "preview") ||
+             !strcmp(o->cmd, "approve") || !strcmp(o->cmd, "reject"))
+        zxctl_print_run(resp, stdout);
+    else if (!strcmp(o->cmd, "runs"))
+        zxctl_print_runs(resp, stdout);
+    else if (!strcmp(o->cmd, "verify"))
+        zxctl_print_verify(resp, stdout);
+    else if (!strcmp(o->cmd, "send"))
+        zxctl_print_run(resp, stdout);
+    else if (!strcmp(o->cmd, "test")) {
+        char *n = zxctl_clean(o->name);
+        const char *res = json_string_value(json_object_get(resp, "result"));
+        char *r = zxctl_clean(res ? res : "");
+        printf("test %s: ok\n%s\n", n, r);
+        free(n);
+        free(r);
+    } else if (!strcmp(o->cmd, "drop-slot")) {
+        /* one line per connection it was dropped on */
+        const char *res = json_string_value(json_object_get(resp, "result"));
+        char *r = zxctl_xstrdup(res ? res : "");
+        for (char *l = strtok(r, "\n"); l; l = strtok(NULL, "\n")) {
+            char *c = zxctl_clean(l);
+            printf("%s\n", c);
+            free(c);
+        }
+        free(r);
+    }
+    else {
+        char *n = zxctl_clean(o->name);
+        printf("%s %s: ok\n", o->cmd, n);
+        free(n);
+    }
+}
+
 static int zxctl_run(const zxctl_opts *o, const char *path)
 {
     int rc = ZX_EXIT_UNREACHABLE;
@@ -531,45 +619,15 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     req = json_pack("{s:i, s:s}", "v", ZX_CTL_VERSION, "cmd", o->cmd);
     if (!req)
         zxctl_oom();
-    if (o->name) {
-        json_t *n = json_string(o->name);
-        if (!n) {
-            rc = zxctl_usage_error("NAME is not valid UTF-8");
-            goto done;
-        }
-        json_object_set_new(req, "name", n);
-    }
-    if (!strcmp(o->cmd, "feed"))
-        json_object_set_new(req, "follow", json_boolean(o->follow));
-    if (!strcmp(o->cmd, "run")) {
-        json_object_set_new(req, "wait", json_boolean(o->wait));
-        json_object_set_new(req, "full", json_boolean(o->full));
-    }
-    if (o->limit)
-        json_object_set_new(req, "limit", json_integer(o->limit));
-    if (!strcmp(o->cmd, "approve") || !strcmp(o->cmd, "reject"))
-        json_object_set_new(req, "run", json_string(o->name));
-    if (!strcmp(o->cmd, "send") && (rc = zxctl_send_request(o->query, o->to, o->mode, o->key,
-                                                            o->format, req)) >= 0)
+    int brc = zxctl_build_request(o, req);
+    if (brc >= 0) {
+        rc = brc;
         goto done;
-    if (o->repair)
-        json_object_set_new(req, "repair", json_true());
-    if (o->table) {
-        json_t *tn = json_string(o->table);
-        if (!tn) {
-            rc = zxctl_usage_error("--table is not valid UTF-8");
-            goto done;
-        }
-        json_object_set_new(req, "table", tn);
     }
-    if (o->connection) {
-        json_t *cn = json_string(o->connection);
-        if (!cn) {
-            rc = zxctl_usage_error("--connection is not valid UTF-8");
-            goto done;
-        }
-        json_object_set_new(req, "connection", cn);
-    }
+    /* (a send that goes on keeps -1 here, as it always did: a bad answer
+     * from zxd then exits 255) */
+    if (!strcmp(o->cmd, "send"))
+        rc = brc;
     char *body = json_dumps(req, JSON_COMPACT);
     if (!body)
         zxctl_oom();
@@ -621,44 +679,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         rc = zxctl_feed(o, &c, deadline, timeout);
     else if (o->json)
         ;
-    else if (!strcmp(o->cmd, "status"))
-        zxctl_print_status(resp, stdout);
-    else if (!strcmp(o->cmd, "reload"))
-        zxctl_print_reload(resp, stdout);
-    else if (!strcmp(o->cmd, "checkpoints"))
-        zxctl_print_checkpoints(resp, stdout);
-    else if (!strcmp(o->cmd, "run") || !strcmp(o->cmd, "preview") ||
-             !strcmp(o->cmd, "approve") || !strcmp(o->cmd, "reject"))
-        zxctl_print_run(resp, stdout);
-    else if (!strcmp(o->cmd, "runs"))
-        zxctl_print_runs(resp, stdout);
-    else if (!strcmp(o->cmd, "verify"))
-        zxctl_print_verify(resp, stdout);
-    else if (!strcmp(o->cmd, "send"))
-        zxctl_print_run(resp, stdout);
-    else if (!strcmp(o->cmd, "test")) {
-        char *n = zxctl_clean(o->name);
-        const char *res = json_string_value(json_object_get(resp, "result"));
-        char *r = zxctl_clean(res ? res : "");
-        printf("test %s: ok\n%s\n", n, r);
-        free(n);
-        free(r);
-    } else if (!strcmp(o->cmd, "drop-slot")) {
-        /* one line per connection it was dropped on */
-        const char *res = json_string_value(json_object_get(resp, "result"));
-        char *r = zxctl_xstrdup(res ? res : "");
-        for (char *l = strtok(r, "\n"); l; l = strtok(NULL, "\n")) {
-            char *c = zxctl_clean(l);
-            printf("%s\n", c);
-            free(c);
-        }
-        free(r);
-    }
-    else {
-        char *n = zxctl_clean(o->name);
-        printf("%s %s: ok\n", o->cmd, n);
-        free(n);
-    }
+    else
+        zxctl_print_answer(o, resp);
     if (!strcmp(o->cmd, "send") && o->print_sync && rc == ZX_EXIT_OK)
         zxctl_print_sync_yaml(o->print_sync, req, resp, stdout);
 done:

@@ -5,7 +5,7 @@
  *
  * Every string from the daemon is cleaned (zxctl_clean) before printing.
  */
-#include "supervisor/zxctl_int.h"
+#include "zxctl/zxctl_int.h"
 
 #include <stdlib.h>
 #include <string.h>

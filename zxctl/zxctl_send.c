@@ -2,7 +2,7 @@
  * zxctl_send.c — `zxctl send`: the request of a one-off send from the
  * command line, and the YAML of the equivalent sync (--print-sync).
  */
-#include "supervisor/zxctl_int.h"
+#include "zxctl/zxctl_int.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * `status` prints under a sync.  Every string from the daemon is
  * cleaned (zxctl_clean).
  */
-#include "supervisor/zxctl_int.h"
+#include "zxctl/zxctl_int.h"
 
 #include <stdlib.h>
 #include <string.h>

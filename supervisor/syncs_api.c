@@ -1,0 +1,191 @@
+/*
+ * syncs_api.c — the gateway's sync API (ZX_CHAN_API, proto/chan.h): a run
+ * asked for with an API token (orchestrator or agent), and a run's record.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <event2/bufferevent.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "common/cron.h"
+#include "common/log.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+#include "proto/chan.h"
+#include "store/store.h"
+#include "supervisor/syncs_int.h"
+#include "workers/sources/source.h"
+
+int sup_sync_api_run(sup *s, const char *sync, const zx_conf_apitoken *tok, unsigned flags,
+                     uint64_t *id, int *http, char *msg, size_t msglen)
+{
+    spipe *p = syncs_pipe(s, sync);
+    if (!p) {
+        *http = 404;
+        snprintf(msg, msglen, "no reverse sync named %.63s", sync);
+        return -1;
+    }
+    int allowed = tok->nsyncs == 0;
+    for (size_t i = 0; i < tok->nsyncs; i++)
+        allowed |= !strcmp(tok->syncs[i], sync);
+    if (!allowed) {
+        *http = 403;
+        snprintf(msg, msglen, "token %s may not run sync %.63s", tok->name, sync);
+        return -1;
+    }
+    int agent = !strcmp(tok->role, "agent");
+    char trig[96];
+    snprintf(trig, sizeof(trig), "%s %.60s (API)", agent ? "agent" : "orchestrator", tok->name);
+    if (agent && syncs_agent_waiting(s, tok->name) >= tok->max_waiting) {
+        *http = 429;
+        snprintf(msg, msglen, "token %.63s has %u runs waiting for an operator's approval "
+                 "(max_waiting): retry once they are approved, rejected or expired",
+                 tok->name, tok->max_waiting);
+        return -1;
+    }
+    if (!agent && syncs_waiting(s, sync) >= MAX_WAITING) {
+        *http = 429;
+        snprintf(msg, msglen, "sync %.63s has %d runs waiting already: retry once they ran",
+                 sync, MAX_WAITING);
+        return -1;
+    }
+    sync_run *r = syncs_new_run(s, sync, trig, (agent ? ZX_RUN_PREVIEW : 0) | (flags & ZX_RUN_FULL));
+    if (!r) {
+        *http = 503;
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    r->approval = agent;
+    r->agent = agent;
+    snprintf(r->token, sizeof(r->token), "%s", tok->name);
+    *id = r->id;
+    sup_syncs_tick(s);
+    return 0;
+}
+
+json_t *sup_sync_run_json(sup *s, uint64_t id)
+{
+    sync_run *r = syncs_find_run(s, id);
+    if (r && ((r->flags & ZX_RUN_ONEOFF) || ((r->flags & ZX_RUN_PREVIEW) && !r->approval) ||
+              !strcmp(r->state, "previewed")))
+        return NULL;   /* a send or a preview (`zxctl`): no run of the API's */
+    if (r)
+        return syncs_run_json(r);
+    /* an older one: from the store */
+    zx_store *st = NULL;
+    char err[256];
+    json_t *found = NULL;
+    if (zx_store_open(s->conf->data_dir, ZX_STORE_RDONLY, 0, &st, err, sizeof(err)) != 0)
+        return NULL;
+    zx_store_txn *t = NULL;
+    for (size_t i = 0; i < s->conf->npipelines && !found; i++) {
+        const zx_conf_pipeline *pc = &s->conf->pipelines[i];
+        if (!zx_conf_is_sync(pc) || zx_store_begin(st, 1, &t) != 0)
+            continue;
+        syncs_list_ctx l = {json_array(), 200, s};
+        zx_store_runs_each(t, pc->name, syncs_list_cb, &l);
+        zx_store_abort(t);
+        char ids[24];
+        snprintf(ids, sizeof(ids), "%llu", (unsigned long long)id);
+        for (size_t k = 0; k < json_array_size(l.arr) && !found; k++) {
+            json_t *o = json_array_get(l.arr, k);
+            const char *v = json_string_value(json_object_get(o, "id"));
+            if (v && !strcmp(v, ids))
+                found = json_incref(o);
+        }
+        json_decref(l.arr);
+    }
+    zx_store_close(st);
+    return found;
+}
+
+/* ---- the gateway's API (ZX_CHAN_API) ---------------------------------- */
+
+static json_t *api_error(int status, const char *msg)
+{
+    return json_pack("{s:i, s:{s:s, s:i}}", "status", status, "body", "error", msg, "status",
+                     status);
+}
+
+/* The configured token equal to tok (compared in constant time over every
+ * token), or NULL. */
+static const zx_conf_apitoken *find_token(const zx_conf *c, const char *tok)
+{
+    const zx_conf_apitoken *found = NULL;
+    size_t tl = strlen(tok);
+    for (size_t i = 0; i < c->napitokens; i++) {
+        const char *t = c->apitokens[i].token;
+        if (t && zx_ct_equal(tok, tl, t, strlen(t)))
+            found = &c->apitokens[i];
+    }
+    return found;
+}
+
+void sup_sync_api(sup *s, const char *buf)
+{
+    json_error_t je;
+    json_t *req = json_loads(buf, 0, &je), *rep = NULL;
+    json_int_t id = req ? json_integer_value(json_object_get(req, "id")) : 0;
+    const char *op = req ? json_string_value(json_object_get(req, "op")) : NULL;
+    const char *tok = req ? json_string_value(json_object_get(req, "token")) : NULL;
+    const zx_conf_apitoken *t = tok ? find_token(s->conf, tok) : NULL;
+    if (!id || !op) {
+        json_decref(req);
+        return;
+    }
+    if (!t) {
+        rep = api_error(401, "unknown API token (api_tokens in the configuration)");
+    } else if (!strcmp(op, "run")) {
+        const char *sync = json_string_value(json_object_get(req, "sync"));
+        uint64_t rid = 0;
+        int http = 500;
+        char msg[300];
+        unsigned fl = json_is_true(json_object_get(req, "full")) ? ZX_RUN_FULL : 0;
+        if (!sync || sup_sync_api_run(s, sync, t, fl, &rid, &http, msg, sizeof(msg)) < 0) {
+            rep = api_error(sync ? http : 400, sync ? msg : "no sync named");
+        } else {
+            sync_run *r = syncs_find_run(s, rid);
+            char ids[24], url[64];
+            snprintf(ids, sizeof(ids), "%llu", (unsigned long long)rid);
+            snprintf(url, sizeof(url), "/api/runs/%s", ids);
+            rep = json_pack("{s:i, s:{s:s, s:s, s:s, s:s}}", "status", 202, "body", "run", ids,
+                            "sync", sync, "state", r ? r->state : "queued", "status_url", url);
+            zx_info("event=api_run sync=%s run=%s token=%s role=%s", sync, ids, t->name, t->role);
+        }
+    } else if (!strcmp(op, "get")) {
+        const char *ids = json_string_value(json_object_get(req, "run"));
+        unsigned long long rid = ids ? strtoull(ids, NULL, 10) : 0;
+        json_t *rec = rid ? sup_sync_run_json(s, rid) : NULL;
+        if (!rec || sup_run_api_view(rec, t) < 0) {
+            json_decref(rec);
+            rep = api_error(404, "no such run (or not one this token may read)");
+        } else {
+            rep = json_pack("{s:i, s:o}", "status", 200, "body", rec);
+        }
+    } else {
+        rep = api_error(400, "unknown request");
+    }
+    if (rep) {
+        json_object_set_new(rep, "id", json_integer(id));
+        char *js = json_dumps(rep, JSON_COMPACT);
+        if (js && strlen(js) < ZX_CHAN_MAX)
+            sup_chan_send(s, &s->gateway, ZX_CHAN_API, js, NULL, 0);
+        else if (js) {
+            json_t *small = api_error(500, "the answer is too large");
+            json_object_set_new(small, "id", json_integer(id));
+            char *js2 = json_dumps(small, JSON_COMPACT);
+            if (js2)
+                sup_chan_send(s, &s->gateway, ZX_CHAN_API, js2, NULL, 0);
+            free(js2);
+            json_decref(small);
+        }
+        free(js);
+        json_decref(rep);
+    }
+    json_decref(req);
+}
