@@ -411,7 +411,7 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
         n++;
         if (shown_n < LIST_MAX && strlen(list) + 200 < sizeof(list)) {
             zx_addf(list, sizeof(list), "%s%s (owner: %s)", shown_n ? ", " : "",
-                PQgetvalue(tabs, i, T_NAME), PQgetvalue(tabs, i, T_OWNER));
+                    PQgetvalue(tabs, i, T_NAME), PQgetvalue(tabs, i, T_OWNER));
             shown_n++;
         }
     }
@@ -423,11 +423,11 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
          "PostgreSQL's CREATE PUBLICATION ... FOR TABLE needs ", pubq, f->role);
     if (!f->db_create)
         zx_addf(out, outlen, "CREATE on database %s (GRANT CREATE ON DATABASE %s TO %s)%s",
-            f->database_q, f->database_q, f->role, n ? " and " : "");
+                f->database_q, f->database_q, f->role, n ? " and " : "");
     if (n)
         zx_addf(out, outlen, "ownership of every table, which %s lacks for %s", f->role, list);
     zx_addf(out, outlen, "; or create it as a superuser or the tables' owner: CREATE PUBLICATION "
-        "%s FOR TABLE %s", pubq, all);
+            "%s FOR TABLE %s", pubq, all);
     return ZX_PG_CDC_REFUSED;
 }
 
@@ -440,10 +440,10 @@ static void summary_tables(const PGresult *tabs, char *out, size_t outlen)
         long long rows = strtoll(PQgetvalue(tabs, i, T_ROWS), NULL, 10);
         if (rows >= 0)
             zx_addf(out, outlen, "%s%s (about %lld rows)", i ? ", " : "",
-                PQgetvalue(tabs, i, T_NAME), rows);
+                    PQgetvalue(tabs, i, T_NAME), rows);
         else
             zx_addf(out, outlen, "%s%s (rows not estimated yet: never analyzed)", i ? ", " : "",
-                PQgetvalue(tabs, i, T_NAME));
+                    PQgetvalue(tabs, i, T_NAME));
     }
     if (n > i)
         zx_addf(out, outlen, " and %d more", n - i);
@@ -566,7 +566,7 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
              f.max_slots, f.max_senders - f.active_senders, f.max_senders);
     if (!p) {
         zx_addf(out, outlen, ". Ready for change data capture (`zxctl test <pipeline>` also "
-            "checks a pipeline's tables and publication)");
+                "checks a pipeline's tables and publication)");
     } else {
         if (tabs) {
             zx_addf(out, outlen, "; tables: ");
@@ -574,12 +574,12 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
         }
         if (p->publication)
             zx_addf(out, outlen, "; publication %s: %s", pubq[0] ? pubq : p->publication,
-                pub_exists == 2 ? "exists (made by zx: the pipeline adds what it lacks)"
-                : pub_exists ? "exists and covers every table" : "to be created");
+                    pub_exists == 2 ? "exists (made by zx: the pipeline adds what it lacks)"
+                    : pub_exists ? "exists and covers every table" : "to be created");
         if (p->slot) {
             zx_addf(out, outlen, "; slot %s: %s", p->slot,
-                !slot_exists ? "to be created" : slot_active ? "exists, in use by pid "
-                : "exists");
+                    !slot_exists ? "to be created" : slot_active ? "exists, in use by pid "
+                    : "exists");
             if (slot_exists && slot_active)
                 zx_addf(out, outlen, "%s", holder[0] ? holder : "?");
         }

@@ -84,11 +84,11 @@ int pgcdc_publication(PGconn *c, const char *shown, const zx_conf_pipeline *p,
     }
     const char *pv[4] = { p->publication, schemas, names, comment };
     PGresult *r = zx_pg_exec(c, shown, "reading the publication",
-                             "SELECT p.oid IS NOT NULL, coalesce(obj_description(p.oid, "
-                             "'pg_publication'), ''), coalesce(p.puballtables, false), "
-                             "coalesce(p.pubinsert AND p.pubupdate AND p.pubdelete AND p.pubtruncate, "
-                             "false) FROM (SELECT 1) x LEFT JOIN pg_publication p ON p.pubname = $1",
-                             1, pv, err, errlen);
+            "SELECT p.oid IS NOT NULL, coalesce(obj_description(p.oid, "
+            "'pg_publication'), ''), coalesce(p.puballtables, false), "
+            "coalesce(p.pubinsert AND p.pubupdate AND p.pubdelete AND p.pubtruncate, "
+            "false) FROM (SELECT 1) x LEFT JOIN pg_publication p ON p.pubname = $1",
+            1, pv, err, errlen);
     if (!r)
         goto out;
     int exists = PQgetvalue(r, 0, 0)[0] == 't';
@@ -132,9 +132,9 @@ int pgcdc_publication(PGconn *c, const char *shown, const zx_conf_pipeline *p,
         goto out;
     }
     r = zx_pg_exec(c, shown, "reading the publication's tables",
-                   "SELECT format('%I.%I', t.s, t.n) FROM unnest($2::text[], $3::text[]) AS t(s, n) "
-                   "WHERE NOT EXISTS (SELECT 1 FROM pg_publication_tables pt WHERE pt.pubname = $1 "
-                   " AND pt.schemaname = t.s AND pt.tablename = t.n)", 3, pv, err, errlen);
+            "SELECT format('%I.%I', t.s, t.n) FROM unnest($2::text[], $3::text[]) AS t(s, n) "
+            "WHERE NOT EXISTS (SELECT 1 FROM pg_publication_tables pt WHERE pt.pubname = $1 "
+            " AND pt.schemaname = t.s AND pt.tablename = t.n)", 3, pv, err, errlen);
     if (!r)
         goto out;
     int missing = PQntuples(r);
@@ -176,16 +176,16 @@ int pgcdc_tables(PGconn *c, const char *shown, pgcdc_table *t, size_t n, char *e
      * columns in index order: the primary key, or the replica identity
      * index under USING INDEX */
     PGresult *r = zx_pg_exec(c, shown, "reading the tables",
-                             "SELECT t.i, c.oid, c.reltuples::bigint, c.relreplident, a.attname "
-                             "FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(s, n, i) "
-                             "JOIN pg_namespace ns ON ns.nspname = t.s "
-                             "JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = t.n "
-                             "LEFT JOIN pg_index x ON x.indrelid = c.oid AND CASE WHEN c.relreplident "
-                             " = 'i' THEN x.indisreplident ELSE x.indisprimary END "
-                             "LEFT JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, o) "
-                             " ON true "
-                             "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
-                             "ORDER BY t.i, k.o", 2, pv, err, errlen);
+            "SELECT t.i, c.oid, c.reltuples::bigint, c.relreplident, a.attname "
+            "FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(s, n, i) "
+            "JOIN pg_namespace ns ON ns.nspname = t.s "
+            "JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = t.n "
+            "LEFT JOIN pg_index x ON x.indrelid = c.oid AND CASE WHEN c.relreplident "
+            " = 'i' THEN x.indisreplident ELSE x.indisprimary END "
+            "LEFT JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, o) "
+            " ON true "
+            "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
+            "ORDER BY t.i, k.o", 2, pv, err, errlen);
     if (!r)
         goto out;
     for (size_t i = 0; i < n; i++) {
