@@ -6,13 +6,14 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "common/util.h"
 
 struct zx_http_client {
     CURL *curl;
@@ -24,18 +25,6 @@ struct zx_http_client {
     unsigned long requests;
     uint64_t rng;             /* jitter (xorshift64), not for secrets */
 };
-
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int64_t mono_ms(void)
 {
@@ -85,7 +74,7 @@ zx_http_client *zx_http_client_new(const zx_http_opts *o, char *err, size_t errl
     pthread_once(&curl_once, curl_init_once);
     zx_http_client *c = calloc(1, sizeof(*c));
     if (!c) {
-        put_err(err, errlen, "out of memory");
+        zx_seterr(err, errlen, "out of memory");
         return NULL;
     }
     int bad = 0;
@@ -109,7 +98,7 @@ zx_http_client *zx_http_client_new(const zx_http_opts *o, char *err, size_t errl
         c->rng = 1;
     c->curl = curl_easy_init();
     if (bad || !c->curl) {
-        put_err(err, errlen, "out of memory");
+        zx_seterr(err, errlen, "out of memory");
         zx_http_client_free(c);
         return NULL;
     }
@@ -291,7 +280,7 @@ int zx_http_request(zx_http_client *c, const char *method, const char *url,
     memset(resp, 0, sizeof(*resp));
     if (!c || !method || !url ||
         (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)) {
-        put_err(err, errlen, "not an http:// or https:// URL");
+        zx_seterr(err, errlen, "not an http:// or https:// URL");
         return ZX_HTTP_REFUSED;
     }
     struct curl_slist *hdrs = NULL;
@@ -299,7 +288,7 @@ int zx_http_request(zx_http_client *c, const char *method, const char *url,
         struct curl_slist *n = curl_slist_append(hdrs, headers[i]);
         if (!n) {
             curl_slist_free_all(hdrs);
-            put_err(err, errlen, "out of memory");
+            zx_seterr(err, errlen, "out of memory");
             return ZX_HTTP_REFUSED;
         }
         hdrs = n;
@@ -349,10 +338,10 @@ int zx_http_request(zx_http_client *c, const char *method, const char *url,
     curl_slist_free_all(hdrs);
     if (rc != 0) {
         if (rc == ZX_HTTP_TRANSFER && resp->attempts > 1)
-            put_err(err, errlen, "%s (%d attempts in %.1f s)", why, resp->attempts,
+            zx_seterr(err, errlen, "%s (%d attempts in %.1f s)", why, resp->attempts,
                     (double)(mono_ms() - start) / 1000.0);
         else
-            put_err(err, errlen, "%s", why);
+            zx_seterr(err, errlen, "%s", why);
     }
     return rc;
 }

@@ -9,7 +9,6 @@
  */
 #include "common/schema_registry.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +17,7 @@
 #include <jansson.h>
 
 #include "common/http_client.h"
-
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "common/util.h"
 
 /* ---- wire formats -------------------------------------------------------- */
 
@@ -45,7 +35,7 @@ int zx_wire_parse(const void *msg, size_t len, zx_wire_mode mode, const void *hd
     const uint8_t *p = msg;
     uint64_t v;
     if (len == 0 || !msg) {
-        put_err(err, errlen, "wire: an empty message (a tombstone) has no schema id");
+        zx_seterr(err, errlen, "wire: an empty message (a tombstone) has no schema id");
         return -1;
     }
     switch (mode) {
@@ -54,17 +44,18 @@ int zx_wire_parse(const void *msg, size_t len, zx_wire_mode mode, const void *hd
         int n = mode == ZX_WIRE_CONFLUENT ? 4 : 8;
         const char *what = mode == ZX_WIRE_CONFLUENT ? "Confluent's" : "Apicurio's 8-byte id";
         if (p[0] != 0) {
-            put_err(err, errlen, "wire: byte 0 is 0x%02x, not 0 (not %s wire format)", p[0], what);
+            zx_seterr(err, errlen, "wire: byte 0 is 0x%02x, not 0 (not %s wire format)", p[0],
+                      what);
             return -1;
         }
         if (len < (size_t)n + 1) {
-            put_err(err, errlen, "wire: %zu bytes, fewer than the %d of %s prefix", len, n + 1,
+            zx_seterr(err, errlen, "wire: %zu bytes, fewer than the %d of %s prefix", len, n + 1,
                     what);
             return -1;
         }
         v = be(p + 1, n);
         if (v == 0 || v > (mode == ZX_WIRE_CONFLUENT ? 0x7fffffffu : (uint64_t)INT64_MAX)) {
-            put_err(err, errlen, "wire: schema id %llu is not a valid id", (unsigned long long)v);
+            zx_seterr(err, errlen, "wire: schema id %llu is not a valid id", (unsigned long long)v);
             return -1;
         }
         *id = (int64_t)v;
@@ -73,23 +64,23 @@ int zx_wire_parse(const void *msg, size_t len, zx_wire_mode mode, const void *hd
     }
     case ZX_WIRE_HEADERS:
         if (!hdr) {
-            put_err(err, errlen, "wire: no schema id header (apicurio.value.globalId)");
+            zx_seterr(err, errlen, "wire: no schema id header (apicurio.value.globalId)");
             return -1;
         }
         if (hdr_len != 8) {
-            put_err(err, errlen, "wire: the schema id header has %zu bytes, not 8", hdr_len);
+            zx_seterr(err, errlen, "wire: the schema id header has %zu bytes, not 8", hdr_len);
             return -1;
         }
         v = be(hdr, 8);
         if (v == 0 || v > (uint64_t)INT64_MAX) {
-            put_err(err, errlen, "wire: schema id %llu is not a valid id", (unsigned long long)v);
+            zx_seterr(err, errlen, "wire: schema id %llu is not a valid id", (unsigned long long)v);
             return -1;
         }
         *id = (int64_t)v;
         *offset = 0;
         return 0;
     }
-    put_err(err, errlen, "wire: unknown mode %d", (int)mode);
+    zx_seterr(err, errlen, "wire: unknown mode %d", (int)mode);
     return -1;
 }
 
@@ -254,7 +245,7 @@ static int fetch(zx_registry *r, const char *path, long *status, body *b, char *
 {
     char url[8300];
     if ((size_t)snprintf(url, sizeof(url), "%s/%s", r->base, path) >= sizeof(url)) {
-        put_err(err, errlen, "the registry URL is too long");
+        zx_seterr(err, errlen, "the registry URL is too long");
         return -1;
     }
     static const char *const hdrs[] = {
@@ -264,11 +255,11 @@ static int fetch(zx_registry *r, const char *path, long *status, body *b, char *
     int rc = zx_http_request(r->http, "GET", url, hdrs, NULL, 0, b, why, sizeof(why));
     *status = b->status;
     if (rc == ZX_HTTP_TOO_BIG) {
-        put_err(err, errlen, "%s", why);
+        zx_seterr(err, errlen, "%s", why);
         return -1;
     }
     if (rc != 0) {
-        put_err(err, errlen, "%s (will retry)", why);
+        zx_seterr(err, errlen, "%s (will retry)", why);
         return 1;
     }
     return 0;
@@ -302,7 +293,7 @@ static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t er
     json_t *type = json_object_get(j, "schemaType");
     int rc;
     if (!json_is_string(s)) {
-        put_err(err, errlen, "the answer is not {\"schema\": \"...\"} (will retry)");
+        zx_seterr(err, errlen, "the answer is not {\"schema\": \"...\"} (will retry)");
         rc = 1;
     } else if (type && (!json_is_string(type) || strcmp(json_string_value(type), "AVRO"))) {
         char t[32];
@@ -310,7 +301,7 @@ static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t er
         for (char *q = t; *q; q++)
             if (*q < 0x20 || *q >= 0x7f)
                 *q = '?';
-        put_err(err, errlen, "a %s schema, not Avro", t);
+        zx_seterr(err, errlen, "a %s schema, not Avro", t);
         rc = -1;
     } else {
         char perr[384];
@@ -319,7 +310,7 @@ static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t er
         if (*out) {
             rc = 0;
         } else {
-            put_err(err, errlen, "%s", perr);
+            zx_seterr(err, errlen, "%s", perr);
             rc = -1;
         }
     }
@@ -334,7 +325,7 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
     if (err && errlen)
         err[0] = '\0';
     if (id <= 0) {
-        put_err(err, errlen, "registry %s: schema id %lld is not valid", r->shown, (long long)id);
+        zx_seterr(err, errlen, "registry %s: schema id %lld is not valid", r->shown, (long long)id);
         return -1;
     }
     entry *e = lookup(r, id);
@@ -343,7 +334,7 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
         return 0;
     }
     if (e && e->refusal && now_s() < e->expires) {
-        put_err(err, errlen, "%s", e->refusal);
+        zx_seterr(err, errlen, "%s", e->refusal);
         return -1;
     }
     if (e)
@@ -385,7 +376,7 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
     snprintf(full, sizeof(full), "registry %s: schema id %lld: %s", r->shown, (long long)id,
              why);
     if (rc == 1) {
-        put_err(err, errlen, "%s", full);
+        zx_seterr(err, errlen, "%s", full);
         return 1;
     }
     if (!e)
@@ -395,7 +386,7 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
         *schema = s;
         return 0;
     }
-    put_err(err, errlen, "%s", full);
+    zx_seterr(err, errlen, "%s", full);
     e->refusal = strdup(full); /* NULL (out of memory): not remembered */
     e->expires = now_s() + ZX_REGISTRY_NEGATIVE_S;
     return -1;
@@ -411,7 +402,7 @@ int zx_registry_check(zx_registry *r, char *out, size_t outlen)
         json_t *j = status == 200 && b.body ? json_loadb(b.body, b.len, 0, NULL) : NULL;
         if (json_is_array(j)) {
             size_t n = json_array_size(j);
-            put_err(out, outlen, "schema registry %s: %zu subject%s", r->shown, n,
+            zx_seterr(out, outlen, "schema registry %s: %zu subject%s", r->shown, n,
                     n == 1 ? "" : "s");
         } else if (status == 200) {
             snprintf(why, sizeof(why), "GET /subjects answered 200 but not a JSON list: is "
@@ -438,7 +429,7 @@ int zx_registry_check(zx_registry *r, char *out, size_t outlen)
     }
     zx_http_response_free(&b);
     if (rc != 0) {
-        put_err(out, outlen, "schema registry %s: %s", r->shown, why);
+        zx_seterr(out, outlen, "schema registry %s: %s", r->shown, why);
         return -1;
     }
     return 0;

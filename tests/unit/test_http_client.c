@@ -69,6 +69,7 @@ static const char server_py[] =
     "    do_GET = do_POST = do_PUT = do_DELETE = handle_any\n"
     "class S(socketserver.ThreadingMixIn, http.server.HTTPServer):\n"
     "    daemon_threads = True\n"
+    "    def handle_error(self, request, addr): pass\n"
     "s = S(('127.0.0.1', 0), H)\n"
     "open(sys.argv[1] + '.tmp', 'w').write(str(s.server_address[1]))\n"
     "import os; os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
