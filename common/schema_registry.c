@@ -1,6 +1,6 @@
 /*
  * schema_registry.c — the wire-format prefixes of Avro messages and a
- * cached client of a Confluent-compatible schema registry (libcurl); the
+ * cached client of a Confluent-compatible schema registry (over common/http_client); the
  * contract is in schema_registry.h.
  *
  * It must never: put the password in a message or a log, follow a
@@ -9,25 +9,15 @@
  */
 #include "common/schema_registry.h"
 
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "common/http_client.h"
+#include "common/util.h"
 
 /* ---- wire formats -------------------------------------------------------- */
 
@@ -45,7 +35,7 @@ int zx_wire_parse(const void *msg, size_t len, zx_wire_mode mode, const void *hd
     const uint8_t *p = msg;
     uint64_t v;
     if (len == 0 || !msg) {
-        put_err(err, errlen, "wire: an empty message (a tombstone) has no schema id");
+        zx_seterr(err, errlen, "wire: an empty message (a tombstone) has no schema id");
         return -1;
     }
     switch (mode) {
@@ -54,17 +44,18 @@ int zx_wire_parse(const void *msg, size_t len, zx_wire_mode mode, const void *hd
         int n = mode == ZX_WIRE_CONFLUENT ? 4 : 8;
         const char *what = mode == ZX_WIRE_CONFLUENT ? "Confluent's" : "Apicurio's 8-byte id";
         if (p[0] != 0) {
-            put_err(err, errlen, "wire: byte 0 is 0x%02x, not 0 (not %s wire format)", p[0], what);
+            zx_seterr(err, errlen, "wire: byte 0 is 0x%02x, not 0 (not %s wire format)", p[0],
+                      what);
             return -1;
         }
         if (len < (size_t)n + 1) {
-            put_err(err, errlen, "wire: %zu bytes, fewer than the %d of %s prefix", len, n + 1,
+            zx_seterr(err, errlen, "wire: %zu bytes, fewer than the %d of %s prefix", len, n + 1,
                     what);
             return -1;
         }
         v = be(p + 1, n);
         if (v == 0 || v > (mode == ZX_WIRE_CONFLUENT ? 0x7fffffffu : (uint64_t)INT64_MAX)) {
-            put_err(err, errlen, "wire: schema id %llu is not a valid id", (unsigned long long)v);
+            zx_seterr(err, errlen, "wire: schema id %llu is not a valid id", (unsigned long long)v);
             return -1;
         }
         *id = (int64_t)v;
@@ -73,23 +64,23 @@ int zx_wire_parse(const void *msg, size_t len, zx_wire_mode mode, const void *hd
     }
     case ZX_WIRE_HEADERS:
         if (!hdr) {
-            put_err(err, errlen, "wire: no schema id header (apicurio.value.globalId)");
+            zx_seterr(err, errlen, "wire: no schema id header (apicurio.value.globalId)");
             return -1;
         }
         if (hdr_len != 8) {
-            put_err(err, errlen, "wire: the schema id header has %zu bytes, not 8", hdr_len);
+            zx_seterr(err, errlen, "wire: the schema id header has %zu bytes, not 8", hdr_len);
             return -1;
         }
         v = be(hdr, 8);
         if (v == 0 || v > (uint64_t)INT64_MAX) {
-            put_err(err, errlen, "wire: schema id %llu is not a valid id", (unsigned long long)v);
+            zx_seterr(err, errlen, "wire: schema id %llu is not a valid id", (unsigned long long)v);
             return -1;
         }
         *id = (int64_t)v;
         *offset = 0;
         return 0;
     }
-    put_err(err, errlen, "wire: unknown mode %d", (int)mode);
+    zx_seterr(err, errlen, "wire: unknown mode %d", (int)mode);
     return -1;
 }
 
@@ -107,12 +98,9 @@ typedef struct entry {
 #define NBUCKETS 16384        /* a power of two, > ZX_REGISTRY_CACHE_MAX */
 
 struct zx_registry {
-    CURL *curl;
+    zx_http_client *http;
     char *base;               /* url without a trailing '/' */
     char *shown;              /* base without user:password@, for messages */
-    char *user, *pass;        /* NULL when no authentication */
-    long timeout_ms;
-    unsigned long requests;
     entry *ents;              /* ZX_REGISTRY_CACHE_MAX slots, a ring in order of caching */
     size_t nents, oldest;     /* slots used; the oldest when full */
     int buckets[NBUCKETS];    /* first entry of each bucket, or -1 */
@@ -182,13 +170,6 @@ static time_t now_s(void)
 
 /* ---- the client ---------------------------------------------------------- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 zx_registry *zx_registry_new(const char *url, const char *username, const char *password,
                              long timeout_ms)
 {
@@ -196,19 +177,16 @@ zx_registry *zx_registry_new(const char *url, const char *username, const char *
         (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) ||
         strchr(url, '?') || strchr(url, '#'))
         return NULL;
-    pthread_once(&curl_once, curl_init_once);
     zx_registry *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
-    r->timeout_ms = timeout_ms;
+    /* one attempt per request: a stream asks again later ("will retry") */
+    zx_http_opts o = { .timeout_ms = timeout_ms, .max_response = ZX_REGISTRY_RESPONSE_MAX,
+                       .username = username, .password = password, .max_attempts = 1 };
+    r->http = zx_http_client_new(&o, NULL, 0);
     r->base = strdup(url);
     r->ents = calloc(ZX_REGISTRY_CACHE_MAX, sizeof(entry));
-    r->curl = curl_easy_init();
-    if (username) {
-        r->user = strdup(username);
-        r->pass = strdup(password ? password : "");
-    }
-    if (!r->base || !r->ents || !r->curl || (username && (!r->user || !r->pass))) {
+    if (!r->base || !r->ents || !r->http) {
         zx_registry_free(r);
         return NULL;
     }
@@ -247,56 +225,18 @@ void zx_registry_free(zx_registry *r)
         free(r->ents[i].refusal);
     }
     free(r->ents);
-    if (r->curl)
-        curl_easy_cleanup(r->curl);
+    zx_http_client_free(r->http); /* wipes the password */
     free(r->base);
     free(r->shown);
-    free(r->user);
-    if (r->pass) {
-        /* do not leave the password in freed memory */
-        volatile char *p = r->pass;
-        while (*p)
-            *p++ = 0;
-        free(r->pass);
-    }
     free(r);
 }
 
 unsigned long zx_registry_requests(const zx_registry *r)
 {
-    return r->requests;
+    return zx_http_requests(r->http);
 }
 
-/* A response body, bounded. */
-typedef struct body {
-    char *p;
-    size_t n, cap;
-    int too_big;
-} body;
-
-static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
-{
-    body *b = arg;
-    size_t k = size * nmemb;
-    if (k > ZX_REGISTRY_RESPONSE_MAX - b->n) {
-        b->too_big = 1;
-        return 0; /* ends the transfer */
-    }
-    if (b->n + k + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + k + 1)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np)
-            return 0;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, k);
-    b->n += k;
-    b->p[b->n] = '\0';
-    return k;
-}
+typedef zx_http_response body;
 
 /* The request itself.  Returns 0 with *status and the body, or 1 (a
  * transfer error, message in err), or -1 (response too large). */
@@ -305,46 +245,21 @@ static int fetch(zx_registry *r, const char *path, long *status, body *b, char *
 {
     char url[8300];
     if ((size_t)snprintf(url, sizeof(url), "%s/%s", r->base, path) >= sizeof(url)) {
-        put_err(err, errlen, "the registry URL is too long");
+        zx_seterr(err, errlen, "the registry URL is too long");
         return -1;
     }
-    CURL *c = r->curl;
-    char ebuf[CURL_ERROR_SIZE] = "";
-    struct curl_slist *hdrs =
-        curl_slist_append(NULL, "Accept: application/vnd.schemaregistry.v1+json, "
-                                "application/vnd.schemaregistry+json, application/json");
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms);
-    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)ZX_REGISTRY_RESPONSE_MAX);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "zx");
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
-    if (r->user) {
-        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(c, CURLOPT_USERNAME, r->user);
-        curl_easy_setopt(c, CURLOPT_PASSWORD, r->pass);
-    }
-    r->requests++;
-    CURLcode rc = curl_easy_perform(c);
-    curl_slist_free_all(hdrs);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    /* the handle keeps no pointer to this stack frame or to the password */
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(c, CURLOPT_PASSWORD, "");
-    if (b->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
-        put_err(err, errlen, "the response is larger than %u bytes", ZX_REGISTRY_RESPONSE_MAX);
+    static const char *const hdrs[] = {
+        "Accept: application/vnd.schemaregistry.v1+json, "
+        "application/vnd.schemaregistry+json, application/json", NULL };
+    char why[512] = "";
+    int rc = zx_http_request(r->http, "GET", url, hdrs, NULL, 0, b, why, sizeof(why));
+    *status = b->status;
+    if (rc == ZX_HTTP_TOO_BIG) {
+        zx_seterr(err, errlen, "%s", why);
         return -1;
     }
-    if (rc != CURLE_OK) {
-        put_err(err, errlen, "%s (will retry)", ebuf[0] ? ebuf : curl_easy_strerror(rc));
+    if (rc != 0) {
+        zx_seterr(err, errlen, "%s (will retry)", why);
         return 1;
     }
     return 0;
@@ -354,7 +269,7 @@ static int fetch(zx_registry *r, const char *path, long *status, body *b, char *
 static long error_code(const body *b, char *msg, size_t msglen)
 {
     msg[0] = '\0';
-    json_t *j = b->p ? json_loadb(b->p, b->n, 0, NULL) : NULL;
+    json_t *j = b->body ? json_loadb(b->body, b->len, 0, NULL) : NULL;
     long code = 0;
     if (json_is_integer(json_object_get(j, "error_code")))
         code = (long)json_integer_value(json_object_get(j, "error_code"));
@@ -373,12 +288,12 @@ static long error_code(const body *b, char *msg, size_t msglen)
 static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t errlen)
 {
     json_error_t je;
-    json_t *j = b->p ? json_loadb(b->p, b->n, 0, &je) : NULL;
+    json_t *j = b->body ? json_loadb(b->body, b->len, 0, &je) : NULL;
     json_t *s = json_object_get(j, "schema");
     json_t *type = json_object_get(j, "schemaType");
     int rc;
     if (!json_is_string(s)) {
-        put_err(err, errlen, "the answer is not {\"schema\": \"...\"} (will retry)");
+        zx_seterr(err, errlen, "the answer is not {\"schema\": \"...\"} (will retry)");
         rc = 1;
     } else if (type && (!json_is_string(type) || strcmp(json_string_value(type), "AVRO"))) {
         char t[32];
@@ -386,7 +301,7 @@ static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t er
         for (char *q = t; *q; q++)
             if (*q < 0x20 || *q >= 0x7f)
                 *q = '?';
-        put_err(err, errlen, "a %s schema, not Avro", t);
+        zx_seterr(err, errlen, "a %s schema, not Avro", t);
         rc = -1;
     } else {
         char perr[384];
@@ -395,7 +310,7 @@ static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t er
         if (*out) {
             rc = 0;
         } else {
-            put_err(err, errlen, "%s", perr);
+            zx_seterr(err, errlen, "%s", perr);
             rc = -1;
         }
     }
@@ -410,7 +325,7 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
     if (err && errlen)
         err[0] = '\0';
     if (id <= 0) {
-        put_err(err, errlen, "registry %s: schema id %lld is not valid", r->shown, (long long)id);
+        zx_seterr(err, errlen, "registry %s: schema id %lld is not valid", r->shown, (long long)id);
         return -1;
     }
     entry *e = lookup(r, id);
@@ -419,7 +334,7 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
         return 0;
     }
     if (e && e->refusal && now_s() < e->expires) {
-        put_err(err, errlen, "%s", e->refusal);
+        zx_seterr(err, errlen, "%s", e->refusal);
         return -1;
     }
     if (e)
@@ -456,12 +371,12 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
             rc = 1;
         }
     }
-    free(b.p);
+    zx_http_response_free(&b);
     char full[1024];
     snprintf(full, sizeof(full), "registry %s: schema id %lld: %s", r->shown, (long long)id,
              why);
     if (rc == 1) {
-        put_err(err, errlen, "%s", full);
+        zx_seterr(err, errlen, "%s", full);
         return 1;
     }
     if (!e)
@@ -471,7 +386,7 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
         *schema = s;
         return 0;
     }
-    put_err(err, errlen, "%s", full);
+    zx_seterr(err, errlen, "%s", full);
     e->refusal = strdup(full); /* NULL (out of memory): not remembered */
     e->expires = now_s() + ZX_REGISTRY_NEGATIVE_S;
     return -1;
@@ -484,10 +399,10 @@ int zx_registry_check(zx_registry *r, char *out, size_t outlen)
     char why[512] = "", msg[200];
     int rc = fetch(r, "subjects", &status, &b, why, sizeof(why));
     if (rc == 0) {
-        json_t *j = status == 200 && b.p ? json_loadb(b.p, b.n, 0, NULL) : NULL;
+        json_t *j = status == 200 && b.body ? json_loadb(b.body, b.len, 0, NULL) : NULL;
         if (json_is_array(j)) {
             size_t n = json_array_size(j);
-            put_err(out, outlen, "schema registry %s: %zu subject%s", r->shown, n,
+            zx_seterr(out, outlen, "schema registry %s: %zu subject%s", r->shown, n,
                     n == 1 ? "" : "s");
         } else if (status == 200) {
             snprintf(why, sizeof(why), "GET /subjects answered 200 but not a JSON list: is "
@@ -512,9 +427,9 @@ int zx_registry_check(zx_registry *r, char *out, size_t outlen)
         if (w)
             *w = '\0';
     }
-    free(b.p);
+    zx_http_response_free(&b);
     if (rc != 0) {
-        put_err(out, outlen, "schema registry %s: %s", r->shown, why);
+        zx_seterr(out, outlen, "schema registry %s: %s", r->shown, why);
         return -1;
     }
     return 0;

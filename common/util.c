@@ -205,3 +205,16 @@ int zx_seterr(char *err, size_t errlen, const char *fmt, ...)
     }
     return -1;
 }
+
+void zx_addf(char *out, size_t outlen, const char *fmt, ...)
+{
+    if (!out || outlen == 0)
+        return;
+    size_t len = strnlen(out, outlen);
+    if (len + 1 >= outlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out + len, outlen - len, fmt, ap);
+    va_end(ap);
+}

@@ -21,6 +21,12 @@
 int zx_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Append a formatted text to out, a NUL-terminated string in outlen
+ * bytes; what does not fit is cut (out stays NUL-terminated).  Nothing
+ * happens when out is NULL, outlen is 0 or out is already full. */
+void zx_addf(char *out, size_t outlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Monotonic clock in milliseconds / microseconds. */
 int64_t zx_mono_ms(void);
 int64_t zx_mono_us(void);

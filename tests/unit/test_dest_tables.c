@@ -702,7 +702,7 @@ static void pg_failures(const zx_conf_connection *cn, const char *admin_dsn)
     zx_conf_connection bp = pg_conn("crm_db", dsn_badpw);
     t.conn = &bp;
     CHECK(t_open(&t) == -1);
-    CHECK_HAS(t.err, "postgres crm_db table public.rep: cannot connect to "
+    CHECK_HAS(t.err, "postgres crm_db table public.rep: cannot connect to Postgres "
                      "postgresql://zx:***@test/zxdt: ");
     CHECK_HAS(t.err, "password authentication failed");
     CHECK(!strstr(t.err, "wrong-pw"));

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/pgconn.h"
 #include "common/timefmt.h"
 #include "common/util.h"
 #include "workers/sources/postgres/pg_values.h"
@@ -128,27 +129,23 @@ static int author_key(const char *data_dir, unsigned char key[32], char *err, si
     return -1;
 }
 
-/* err = "sync S: what: <the server's message>" (its first line), from r
+/* err = "sync S: what: <the server's message>" (on one line), from r
  * (may be NULL) or else the connection. */
 static void pg_message(PGconn *c, const PGresult *r, const char *sync, const char *what,
                        char *err, size_t errlen)
 {
-    const char *m = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    snprintf(err, errlen, "sync %s: %s: %s", sync, what, m ? m : PQerrorMessage(c));
-    err[strcspn(err, "\n")] = '\0';
+    char m[600];
+    snprintf(err, errlen, "sync %s: %s: %s", sync, what, zx_pg_reason(c, r, m, sizeof(m)));
 }
 
 /* One command; 0, or -1 with err = "sync S: what: the server's message". */
 static int run(PGconn *c, const char *sql, int np, const char *const *params, const char *sync,
                const char *what, PGresult **keep, char *err, size_t errlen)
 {
-    PGresult *r = PQexecParams(c, sql, np, NULL, params, NULL, NULL, 0);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        pg_message(c, r, sync, what, err, errlen);
-        PQclear(r);
-        return -1;
-    }
+    char m[700];
+    PGresult *r = zx_pg_exec(c, NULL, what, sql, np, params, m, sizeof(m));
+    if (!r)
+        return zx_seterr(err, errlen, "sync %s: %s", sync, m);
     if (keep)
         *keep = r;
     else
@@ -156,13 +153,16 @@ static int run(PGconn *c, const char *sql, int np, const char *const *params, co
     return 0;
 }
 
+/* name quoted as an identifier into out (len bytes).  0, or -1. */
 static int quoted(PGconn *c, const char *name, char *out, size_t len)
 {
-    char *q = PQescapeIdentifier(c, name, strlen(name));
-    if (!q)
+    char *q = zx_pg_ident(c, name, NULL, 0);
+    if (!q || strlen(q) >= len) {
+        free(q);
         return -1;
+    }
     snprintf(out, len, "%s", q);
-    PQfreemem(q);
+    free(q);
     return 0;
 }
 
@@ -272,7 +272,7 @@ static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_auth
     zx_author_role_mark(a->name, mark, sizeof(mark));
     if (quoted(c, role, qrole, sizeof(qrole)) < 0 ||
         quoted(c, conf->pg_schema, qschema, sizeof(qschema)) < 0 ||
-        !(lit = PQescapeLiteral(c, mark, strlen(mark)))) {
+        !(lit = zx_pg_literal(c, mark, NULL, 0))) {
         snprintf(err, errlen, "sync %s: out of memory", sync);
         goto out;
     }
@@ -398,7 +398,7 @@ hint:
     privilege_hint(err, errlen, role, a->name);
 out:
     PQclear(r);
-    PQfreemem(lit);
+    free(lit);
     PQfinish(c);
     return rc;
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common/rowset.h"
+#include "common/pgconn.h"
 #include "common/util.h"
 #include "workers/sources/postgres/pg_repl.h"
 #include "workers/sources/postgres/pg_values.h"
@@ -66,16 +67,10 @@ vf_mir *vf_mir_open(const zx_conf *c, char *err, size_t errlen)
     }
     m->shown = strdup(c->pg_dsn_shown ? c->pg_dsn_shown : "(dsn)");
     m->schema = strdup(c->pg_schema ? c->pg_schema : "public");
-    const char *keys[] = { "dbname", "application_name", "options", "connect_timeout", NULL };
-    const char *vals[] = { c->pg_dsn ? c->pg_dsn : "", "zxd verify", ZX_PG_SESSION_OPTIONS,
-                           "10", NULL };
-    m->conn = PQconnectdbParams(keys, vals, 1);
-    if (!m->conn || PQstatus(m->conn) != CONNECTION_OK) {
-        char e[600];
-        snprintf(e, sizeof(e), "%s", m->conn ? PQerrorMessage(m->conn) : "out of memory");
-        e[strcspn(e, "\n")] = '\0';
-        zx_seterr(err, errlen, "cannot connect to the workspace %s: %s",
-                  m->shown ? m->shown : "", e);
+    zx_pg_connopts o = { .dsn = c->pg_dsn ? c->pg_dsn : "", .shown = m->shown,
+                         .app = "zxd verify", .purpose = "(the workspace)",
+                         .options = ZX_PG_SESSION_OPTIONS, .connect_timeout_s = 10 };
+    if (!(m->conn = zx_pg_connect(&o, err, errlen))) {
         vf_mir_close(m);
         return NULL;
     }

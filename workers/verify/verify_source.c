@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/pgconn.h"
 #include "common/util.h"
 #include "workers/sources/postgres/pg_repl.h"
 
@@ -44,14 +45,9 @@ vf_src *vf_src_open(const char *dsn, const char *shown, char *err, size_t errlen
         zx_seterr(err, errlen, "out of memory");
         return NULL;
     }
-    const char *keys[] = { "dbname", "application_name", "options", "connect_timeout", NULL };
-    const char *vals[] = { dsn ? dsn : "", "zxd verify", ZX_PG_SESSION_OPTIONS, "10", NULL };
-    s->conn = PQconnectdbParams(keys, vals, 1);
-    if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
-        char m[600];
-        snprintf(m, sizeof(m), "%s", s->conn ? PQerrorMessage(s->conn) : "out of memory");
-        m[strcspn(m, "\n")] = '\0';
-        zx_seterr(err, errlen, "cannot connect to Postgres %s: %s", s->shown, m);
+    zx_pg_connopts o = { .dsn = dsn ? dsn : "", .shown = s->shown, .app = "zxd verify",
+                         .options = ZX_PG_SESSION_OPTIONS, .connect_timeout_s = 10 };
+    if (!(s->conn = zx_pg_connect(&o, err, errlen))) {
         vf_src_close(s);
         return NULL;
     }

@@ -30,6 +30,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "common/pgconn.h"
 #include "common/util.h"
 
 static const ws_ops pg_ops;
@@ -238,24 +239,22 @@ static int connect_pg(wsp *w, int *locked)
      * Postgres truncates longer names) */
     char appname[64];
     snprintf(appname, sizeof(appname), "%.40s #%s", w->app, w->token);
-    const char *keys[] = { "dbname", "application_name", "connect_timeout", "client_encoding",
-                           "keepalives", "keepalives_idle", "keepalives_interval",
-                           "keepalives_count", "tcp_user_timeout", NULL };
-    const char *vals[] = { w->dsn, appname, "10", "UTF8", "1", "10", "5", "3", "30000", NULL };
+    static const char *const more[] = { "client_encoding", "UTF8", "keepalives", "1",
+                                        "keepalives_interval", "5", "keepalives_count", "3",
+                                        "tcp_user_timeout", "30000", NULL };
+    zx_pg_connopts o = { .dsn = w->dsn, .shown = w->dsn_shown, .app = appname,
+                         .connect_timeout_s = 10, .keepalives_idle_s = 10, .more = more };
     if (w->conn)
         PQfinish(w->conn);
-    w->conn = PQconnectdbParams(keys, vals, 1);
+    char m[1400];
+    w->conn = zx_pg_connect(&o, m, sizeof(m));
     w->broken = 0;
-    if (!w->conn || PQstatus(w->conn) != CONNECTION_OK) {
-        char m[1400];
-        snprintf(m, sizeof(m), "cannot connect to Postgres %s: %s", w->dsn_shown,
-                 w->conn ? PQerrorMessage(w->conn) : "out of memory");
+    if (!w->conn) {
         set_msg(w, m);
         w->broken = 1;
         /* what the server refuses for good: a restart cannot help */
-        const char *e = w->conn ? PQerrorMessage(w->conn) : "";
-        if (locked && (strstr(e, "authentication failed") || strstr(e, "does not exist") ||
-                       strstr(e, "no pg_hba.conf entry") || strstr(e, "permission denied")))
+        if (locked && (strstr(m, "authentication failed") || strstr(m, "does not exist") ||
+                       strstr(m, "no pg_hba.conf entry") || strstr(m, "permission denied")))
             *locked = 1;
         return -1;
     }

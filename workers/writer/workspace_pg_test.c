@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/pgconn.h"
 #include "workers/writer/workspace_pg_int.h"
 
 /* First value of a one-row query with up to 2 parameters, into out ("" on
@@ -22,32 +23,18 @@ static int one(PGconn *c, const char *sql, const char *p1, const char *p2, char 
 {
     const char *pv[2] = { p1, p2 };
     int n = p2 ? 2 : p1 ? 1 : 0;
-    PGresult *r = PQexecParams(c, sql, n, NULL, pv, NULL, NULL, 0);
-    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-        snprintf(out, outlen, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        out[strcspn(out, "\n")] = '\0';
-        PQclear(r);
-        return -1;
-    }
-    snprintf(out, outlen, "%s", PQntuples(r) ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    return 0;
+    /* the error, if any, goes where the value would */
+    return zx_pg_value(c, NULL, NULL, sql, n, pv, out, outlen, out, outlen) < 0 ? -1 : 0;
 }
 
 int zx_ws_test_postgres(const char *dsn, const char *dsn_shown, const char *schema, char *out,
                         size_t outlen)
 {
-    const char *keys[] = { "dbname", "application_name", "connect_timeout", NULL };
-    const char *vals[] = { dsn, "zxctl test", "10", NULL };
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
-    if (!c || PQstatus(c) != CONNECTION_OK) {
-        char m[600];
-        snprintf(m, sizeof(m), "%s", c ? PQerrorMessage(c) : "out of memory");
-        m[strcspn(m, "\n")] = '\0';
-        snprintf(out, outlen, "cannot connect to Postgres %s: %s", dsn_shown, m);
-        PQfinish(c);
+    zx_pg_connopts o = { .dsn = dsn, .shown = dsn_shown, .app = "zxctl test",
+                         .connect_timeout_s = 10 };
+    PGconn *c = zx_pg_connect(&o, out, outlen);
+    if (!c)
         return -1;
-    }
     char ver[64] = "", user[128] = "", db[128] = "", exists[8] = "", create[8] = "",
          usage[8] = "", dbcreate[8] = "", holder[400] = "";
     int rc = -1;

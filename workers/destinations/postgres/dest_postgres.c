@@ -69,6 +69,7 @@
 #include <libpq-fe.h>
 
 #include "common/dcell.h"
+#include "common/pgconn.h"
 #include "common/util.h"
 #include "workers/destinations/postgres/dest_pg_int.h"
 #include "workers/destinations/dest_table.h"
@@ -362,23 +363,19 @@ static int pg_open(const zx_dest_args *a, void **state, char *err, size_t errlen
         ms = 1000;
     d->deadline_ms = ms;
     int64_t s = (ms + 999) / 1000;
-    char ct[24], idle[24], intv[24], ut[24], app[64];
-    snprintf(ct, sizeof(ct), "%" PRId64, s < 2 ? 2 : s);
-    snprintf(idle, sizeof(idle), "%" PRId64, s / 3 > 1 ? s / 3 : 1);
+    char intv[24], ut[24], app[64], m[sizeof(d->msg)];
     snprintf(intv, sizeof(intv), "%" PRId64, s / 9 > 1 ? s / 9 : 1);
     snprintf(ut, sizeof(ut), "%" PRId64, ms);
     snprintf(app, sizeof(app), "zx-sync-%s", a->sync ? a->sync : "");
-    const char *keys[] = { "dbname", "application_name", "connect_timeout", "client_encoding",
-                           "keepalives", "keepalives_idle", "keepalives_interval",
-                           "keepalives_count", "tcp_user_timeout", NULL };
-    const char *vals[] = { cn->dsn, app, ct, "UTF8", "1", idle, intv, "3", ut, NULL };
-    d->c = PQconnectdbParams(keys, vals, 1);
-    if (!d->c || PQstatus(d->c) != CONNECTION_OK) {
-        if (d->c)
-            set_msg(d, PQerrorMessage(d->c));
-        else
-            set_msg(d, "out of memory");
-        zx_dt_fail(d->label, err, errlen, "cannot connect to %s: %s", d->dsn_shown, d->msg);
+    const char *const more[] = { "client_encoding", "UTF8", "keepalives", "1",
+                                 "keepalives_interval", intv, "keepalives_count", "3",
+                                 "tcp_user_timeout", ut, NULL };
+    zx_pg_connopts o = { .dsn = cn->dsn, .shown = d->dsn_shown, .app = app,
+                         .connect_timeout_s = s < 2 ? 2 : (int)s,
+                         .keepalives_idle_s = s / 3 > 1 ? (int)(s / 3) : 1, .more = more };
+    if (!(d->c = zx_pg_connect(&o, m, sizeof(m)))) {
+        set_msg(d, m);
+        zx_dt_fail(d->label, err, errlen, "%s", d->msg);
         pg_close(d);
         return -1;
     }

@@ -11,7 +11,7 @@
  *                  (pure: no librdkafka handle, unit-tested)
  *   kafka_parts.c  the partitions read and the frames in flight for each
  *                  (pure, unit-tested)
- *   kafka_conf.c   a connection's settings -> rd_kafka_conf_t
+ *   kafka_conf.c   a connection -> the shared client (common/kafka_client.h)
  *   kafka_errors.c librdkafka's errors -> one precise sentence (pure)
  *   kafka_test.c   `zxctl test`: connect, authenticate, list partitions
  *
@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/kafka_client.h"
 #include "common/rowset.h"
 #include "conf/config.h"
 #include "proto/frame.h"
@@ -295,32 +296,21 @@ int ke_scram_broken(int v);
 int ke_stale_generation(rd_kafka_resp_err_t err);
 
 /* ---- kafka_conf.c -------------------------------------------------- */
+/* The connection c given to the shared Kafka client (common/
+ * kafka_client.h), which has the contracts: */
 
-/* What the client's callbacks pass on: the start of the struct its opaque
- * (rd_kafka_conf_set_opaque) points to. */
-typedef struct kc_seen {
-    _Atomic int x509_error;    /* last failing X509_V_ERR_*, 0 none;
-                                  written by librdkafka's broker threads */
-} kc_seen;
-
-/* A new librdkafka configuration for connection c: brokers, security,
- * SASL, TLS files, then c's properties; plus zx's log callback (through
- * the main queue: call rd_kafka_set_log_queue(rk, NULL) once the client
- * exists) and a certificate callback recording the failing check in
- * seen->x509_error.  The opaque is set to seen; a caller that sets its own
- * must point it to a struct that starts with that kc_seen.  NULL with err
- * set (naming the property, never a secret value). */
+/* What the client's callbacks pass on (zx_kafka_seen). */
+typedef zx_kafka_seen kc_seen;
+/* zx_kafka_conf_new for connection c. */
 rd_kafka_conf_t *kc_build(const zx_conf_connection *c, kc_seen *seen, char *err,
                           size_t errlen);
-/* Set key=val unless the connection's properties set key (user_wins), or
- * always.  0, or -1 with err set (the value is not shown when the key is
- * secret). */
+/* zx_kafka_conf_set for connection c. */
 int kc_set(rd_kafka_conf_t *conf, const zx_conf_connection *c, int user_wins,
            const char *key, const char *val, char *err, size_t errlen);
 /* The error context of connection c (group may be NULL). */
 void kc_err_ctx(const zx_conf_connection *c, const char *group, const kc_seen *seen,
                 ke_ctx *out);
-/* "SASL_SSL, SCRAM-SHA-512 as zx" / "PLAINTEXT" into out. */
+/* zx_kafka_describe for connection c: "SASL_SSL, SCRAM-SHA-512 as zx". */
 void kc_describe(const zx_conf_connection *c, char *out, size_t n);
 
 /* ---- kafka.c, kafka_group.c, kafka_solo.c: the running source --------- */

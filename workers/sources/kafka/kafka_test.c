@@ -14,7 +14,6 @@
  */
 #include <inttypes.h>
 #include <regex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,19 +69,6 @@ static void test_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opa
     t->have = 1;
     t->kind = k;
     snprintf(t->msg, sizeof(t->msg), "%s", msg);
-}
-
-/* Append to out (NUL-terminated, n bytes). */
-static void add(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *out, size_t n, const char *fmt, ...)
-{
-    size_t len = strlen(out);
-    if (len + 1 >= n)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out + len, n - len, fmt, ap);
-    va_end(ap);
 }
 
 static int left_ms(int64_t deadline)
@@ -186,21 +172,21 @@ int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_con
         if (e) {
             char m[400];
             fail_with(&t, e, NULL, m, sizeof(m));
-            add(out, outlen, "; listing topics failed: %s", m);
+            zx_addf(out, outlen, "; listing topics failed: %s", m);
             goto out;
         }
         int visible = 0;
         for (int i = 0; i < md->topic_cnt; i++)
             visible += md->topics[i].topic[0] != '_' || md->topics[i].topic[1] != '_';
-        add(out, outlen, "; %d broker%s, %d topic%s visible", nbrokers, nbrokers == 1 ? "" : "s",
-            visible, visible == 1 ? "" : "s");
+        zx_addf(out, outlen, "; %d broker%s, %d topic%s visible", nbrokers,
+                nbrokers == 1 ? "" : "s", visible, visible == 1 ? "" : "s");
         rc = 0;
         goto out;
     }
     parts = rd_kafka_topic_partition_list_new(16);
     if (p->topics_regex) {
         if (regcomp(&re, p->topics[0], REG_EXTENDED | REG_NOSUB) != 0) {
-            add(out, outlen, "; topics: the regular expression does not compile");
+            zx_addf(out, outlen, "; topics: the regular expression does not compile");
             goto out;
         }
         have_re = 1;
@@ -208,7 +194,7 @@ int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_con
         if (e) {
             char m[400];
             fail_with(&t, e, NULL, m, sizeof(m));
-            add(out, outlen, "; listing topics failed: %s", m);
+            zx_addf(out, outlen, "; listing topics failed: %s", m);
             goto out;
         }
         int matched = 0;
@@ -217,21 +203,21 @@ int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_con
             if (regexec(&re, mt->topic, 0, NULL, 0) != 0)
                 continue;
             if (matched++ < 20)
-                add(out, outlen, "; topic %s: %d partition%s", mt->topic, mt->partition_cnt,
-                    mt->partition_cnt == 1 ? "" : "s");
+                zx_addf(out, outlen, "; topic %s: %d partition%s", mt->topic, mt->partition_cnt,
+                        mt->partition_cnt == 1 ? "" : "s");
             for (int k = 0; !mt->err && k < mt->partition_cnt; k++)
                 rd_kafka_topic_partition_list_add(parts, mt->topic, k);
         }
         if (matched > 20)
-            add(out, outlen, "; and %d more topics", matched - 20);
+            zx_addf(out, outlen, "; and %d more topics", matched - 20);
         if (!matched)
-            add(out, outlen, "; no topic matches %s yet (topics this user may not describe are "
-                "not listed)", p->topics[0]);
+            zx_addf(out, outlen, "; no topic matches %s yet (topics this user may not describe are "
+                    "not listed)", p->topics[0]);
     } else {
         for (size_t i = 0; i < p->ntopics; i++) {
             rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, p->topics[i], NULL);
             if (!rkt) {
-                add(out, outlen, "; cannot look topic %s up", p->topics[i]);
+                zx_addf(out, outlen, "; cannot look topic %s up", p->topics[i]);
                 goto out;
             }
             e = rd_kafka_metadata(rk, 0, rkt, &md, left_ms(deadline));
@@ -241,11 +227,11 @@ int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_con
             if (e) {
                 char m[400];
                 fail_with(&t, e, p->topics[i], m, sizeof(m));
-                add(out, outlen, "; %s", m);
+                zx_addf(out, outlen, "; %s", m);
                 goto out;
             }
             int n = md->topic_cnt > 0 ? md->topics[0].partition_cnt : 0;
-            add(out, outlen, "; topic %s: %d partition%s", p->topics[i], n, n == 1 ? "" : "s");
+            zx_addf(out, outlen, "; topic %s: %d partition%s", p->topics[i], n, n == 1 ? "" : "s");
             for (int k = 0; k < n; k++)
                 rd_kafka_topic_partition_list_add(parts, p->topics[i], k);
             rd_kafka_metadata_destroy(md);
@@ -266,13 +252,13 @@ int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_con
         if (e) {
             char m[400];
             fail_with(&t, e, NULL, m, sizeof(m));
-            add(out, outlen, "; group %s: %s", t.group, m);
+            zx_addf(out, outlen, "; group %s: %s", t.group, m);
             goto out;
         }
-        add(out, outlen, "; group %s: committed offsets on %d of %d partitions", t.group,
-            committed, parts->cnt);
+        zx_addf(out, outlen, "; group %s: committed offsets on %d of %d partitions", t.group,
+                committed, parts->cnt);
     } else if (t.group) {
-        add(out, outlen, "; group %s", t.group);
+        zx_addf(out, outlen, "; group %s", t.group);
     }
 
     /* 4. encoding: avro: the schema registry answers these credentials */
@@ -285,7 +271,7 @@ int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_con
         int bad = reg ? zx_registry_check(reg, m, sizeof(m)) != 0
                       : (snprintf(m, sizeof(m), "schema registry: cannot make its client"), 1);
         zx_registry_free(reg);
-        add(out, outlen, "; %s", m);
+        zx_addf(out, outlen, "; %s", m);
         if (bad)
             goto out;
     }

@@ -16,6 +16,9 @@
 #include "workers/sources/postgres/postgres_opts.h"
 #include "workers/sources/postgres/pg_slot.h"
 
+#include "common/pgconn.h"
+#include "common/util.h"
+
 #include <libpq-fe.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,21 +27,6 @@
 
 /* Listed by name in the summary and in lists of tables, at most. */
 #define LIST_MAX 20
-
-/* Append to out (NUL-terminated, outlen bytes; cut when full). */
-static void add(char *out, size_t outlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void add(char *out, size_t outlen, const char *fmt, ...)
-{
-    size_t len = strlen(out);
-    va_list ap;
-
-    if (len + 1 >= outlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(out + len, outlen - len, fmt, ap);
-    va_end(ap);
-}
 
 static int fail(char *out, size_t outlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -184,34 +172,12 @@ int zx_pg_cdc_table_msg(const zx_pg_cdc_table *t, const char *role, const char *
 
 /* ---- talking to the server ---------------------------------------------- */
 
-/* libpq's message on one line, without its trailing newline. */
-static void one_line(char *dst, size_t len, const char *m)
-{
-    size_t n;
-
-    snprintf(dst, len, "%s", m && *m ? m : "unknown error");
-    for (char *p = dst; *p; p++)
-        if (*p == '\n' || *p == '\t' || *p == '\r')
-            *p = ' ';
-    n = strlen(dst);
-    while (n && dst[n - 1] == ' ')
-        dst[--n] = '\0';
-}
-
 /* Run sql with up to 4 text parameters; the result (tuples), or NULL with
  * the error in out. */
 static PGresult *q(PGconn *c, const char *sql, int n, const char *const *params,
                    const char *shown, char *out, size_t outlen)
 {
-    PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
-    char m[600];
-
-    if (r && PQresultStatus(r) == PGRES_TUPLES_OK)
-        return r;
-    one_line(m, sizeof(m), r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-    fail(out, outlen, "Postgres %s: %s", shown, m);
-    PQclear(r);
-    return NULL;
+    return zx_pg_exec(c, shown, NULL, sql, n, params, out, outlen);
 }
 
 static int is_true(const PGresult *r, int row, int col)
@@ -362,12 +328,12 @@ static void list_rows(const PGresult *r, int col, char *buf, size_t len, long *n
     for (int i = 0; i < PQntuples(r); i++) {
         all++;
         if (shown < LIST_MAX && strlen(buf) + strlen(PQgetvalue(r, i, col)) + 40 < len) {
-            add(buf, len, "%s%s", shown ? ", " : "", PQgetvalue(r, i, col));
+            zx_addf(buf, len, "%s%s", shown ? ", " : "", PQgetvalue(r, i, col));
             shown++;
         }
     }
     if (all > shown)
-        add(buf, len, " and %ld more", all - shown);
+        zx_addf(buf, len, " and %ld more", all - shown);
     if (n)
         *n = all;
 }
@@ -401,11 +367,11 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
     }
     if (*exists) {
         if (!is_true(r, 0, 1))
-            add(ops, sizeof(ops), "%sinsert", ops[0] ? ", " : "");
+            zx_addf(ops, sizeof(ops), "%sinsert", ops[0] ? ", " : "");
         if (!is_true(r, 0, 2))
-            add(ops, sizeof(ops), "%supdate", ops[0] ? ", " : "");
+            zx_addf(ops, sizeof(ops), "%supdate", ops[0] ? ", " : "");
         if (!is_true(r, 0, 3))
-            add(ops, sizeof(ops), "%sdelete", ops[0] ? ", " : "");
+            zx_addf(ops, sizeof(ops), "%sdelete", ops[0] ? ", " : "");
     }
     PQclear(r);
     if (ops[0])
@@ -445,24 +411,24 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
             continue;
         n++;
         if (shown_n < LIST_MAX && strlen(list) + 200 < sizeof(list)) {
-            add(list, sizeof(list), "%s%s (owner: %s)", shown_n ? ", " : "",
-                PQgetvalue(tabs, i, T_NAME), PQgetvalue(tabs, i, T_OWNER));
+            zx_addf(list, sizeof(list), "%s%s (owner: %s)", shown_n ? ", " : "",
+                    PQgetvalue(tabs, i, T_NAME), PQgetvalue(tabs, i, T_OWNER));
             shown_n++;
         }
     }
     if (n > shown_n)
-        add(list, sizeof(list), " and %ld more", n - shown_n);
+        zx_addf(list, sizeof(list), " and %ld more", n - shown_n);
     if (f->db_create && n == 0)
         return 0;
     fail(out, outlen, "publication %s does not exist and role %s may not create it: "
          "PostgreSQL's CREATE PUBLICATION ... FOR TABLE needs ", pubq, f->role);
     if (!f->db_create)
-        add(out, outlen, "CREATE on database %s (GRANT CREATE ON DATABASE %s TO %s)%s",
-            f->database_q, f->database_q, f->role, n ? " and " : "");
+        zx_addf(out, outlen, "CREATE on database %s (GRANT CREATE ON DATABASE %s TO %s)%s",
+                f->database_q, f->database_q, f->role, n ? " and " : "");
     if (n)
-        add(out, outlen, "ownership of every table, which %s lacks for %s", f->role, list);
-    add(out, outlen, "; or create it as a superuser or the tables' owner: CREATE PUBLICATION "
-        "%s FOR TABLE %s", pubq, all);
+        zx_addf(out, outlen, "ownership of every table, which %s lacks for %s", f->role, list);
+    zx_addf(out, outlen, "; or create it as a superuser or the tables' owner: CREATE PUBLICATION "
+            "%s FOR TABLE %s", pubq, all);
     return ZX_PG_CDC_REFUSED;
 }
 
@@ -474,14 +440,14 @@ static void summary_tables(const PGresult *tabs, char *out, size_t outlen)
     for (i = 0; i < n && i < LIST_MAX; i++) {
         long long rows = strtoll(PQgetvalue(tabs, i, T_ROWS), NULL, 10);
         if (rows >= 0)
-            add(out, outlen, "%s%s (about %lld rows)", i ? ", " : "",
-                PQgetvalue(tabs, i, T_NAME), rows);
+            zx_addf(out, outlen, "%s%s (about %lld rows)", i ? ", " : "",
+                    PQgetvalue(tabs, i, T_NAME), rows);
         else
-            add(out, outlen, "%s%s (rows not estimated yet: never analyzed)", i ? ", " : "",
-                PQgetvalue(tabs, i, T_NAME));
+            zx_addf(out, outlen, "%s%s (rows not estimated yet: never analyzed)", i ? ", " : "",
+                    PQgetvalue(tabs, i, T_NAME));
     }
     if (n > i)
-        add(out, outlen, " and %d more", n - i);
+        zx_addf(out, outlen, " and %d more", n - i);
 }
 
 int zx_pg_conn_refused(const char *msg)
@@ -504,7 +470,7 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
                     char *out, size_t outlen)
 {
     const char *shown;
-    char ctimeout[16], stimeout[64], m[600], holder[32] = "", pubq[200] = "";
+    char holder[32] = "", pubq[200] = "";
     char *schemas = NULL, *names = NULL;
     PGconn *conn = NULL;
     PGresult *tabs = NULL;
@@ -523,25 +489,21 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
 
     /* 1. reachable, password accepted.  The deadline: 40% to connect (at
      * least libpq's 2 s), then 10% per statement (at most 6 of them). */
-    snprintf(ctimeout, sizeof(ctimeout), "%d", timeout_ms >= 5000 ? timeout_ms * 4 / 10000 : 2);
-    const char *keys[] = {"dbname", "application_name", "connect_timeout", NULL};
-    const char *vals[] = {c->dsn, "zxctl test", ctimeout, NULL};
-    conn = PQconnectdbParams(keys, vals, 1);
-    if (!conn || PQstatus(conn) != CONNECTION_OK) {
-        one_line(m, sizeof(m), conn ? PQerrorMessage(conn) : "out of memory");
-        int auth = strstr(m, "password authentication failed") ||
-                   strstr(m, "no password supplied");
-        fail(out, outlen, "cannot connect to Postgres %s: %s%s", shown, m,
-             auth ? " (check the user and password of the connection's dsn)" : "");
+    zx_pg_connopts o = {
+        .dsn = c->dsn, .shown = shown, .app = "zxctl test",
+        .connect_timeout_s = timeout_ms >= 5000 ? timeout_ms * 4 / 10000 : 2,
+        .statement_timeout_ms = timeout_ms >= 5000 ? timeout_ms / 10 : 500,
+    };
+    conn = zx_pg_connect(&o, out, outlen);
+    if (!conn) {
+        if (strstr(out, "password authentication failed") || strstr(out, "no password supplied"))
+            zx_addf(out, outlen, " (check the user and password of the connection's dsn)");
         /* the server answered and refused: no retry gets another answer
          * (an unreachable server may come back: that stays -1) */
-        if (zx_pg_conn_refused(m))
+        if (zx_pg_conn_refused(out))
             rc = ZX_PG_CDC_REFUSED;
         goto done;
     }
-    snprintf(stimeout, sizeof(stimeout), "SET statement_timeout = %d",
-             timeout_ms >= 5000 ? timeout_ms / 10 : 500);
-    PQclear(PQexec(conn, stimeout));
     if (get_facts(conn, shown, &f, out, outlen) < 0)
         goto done;
 
@@ -604,25 +566,25 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
              f.superuser ? "is a superuser" : "has REPLICATION", f.max_slots - f.used_slots,
              f.max_slots, f.max_senders - f.active_senders, f.max_senders);
     if (!p) {
-        add(out, outlen, ". Ready for change data capture (`zxctl test <pipeline>` also "
-            "checks a pipeline's tables and publication)");
+        zx_addf(out, outlen, ". Ready for change data capture (`zxctl test <pipeline>` also "
+                "checks a pipeline's tables and publication)");
     } else {
         if (tabs) {
-            add(out, outlen, "; tables: ");
+            zx_addf(out, outlen, "; tables: ");
             summary_tables(tabs, out, outlen);
         }
         if (p->publication)
-            add(out, outlen, "; publication %s: %s", pubq[0] ? pubq : p->publication,
-                pub_exists == 2 ? "exists (made by zx: the pipeline adds what it lacks)"
-                : pub_exists ? "exists and covers every table" : "to be created");
+            zx_addf(out, outlen, "; publication %s: %s", pubq[0] ? pubq : p->publication,
+                    pub_exists == 2 ? "exists (made by zx: the pipeline adds what it lacks)"
+                    : pub_exists ? "exists and covers every table" : "to be created");
         if (p->slot) {
-            add(out, outlen, "; slot %s: %s", p->slot,
-                !slot_exists ? "to be created" : slot_active ? "exists, in use by pid "
-                : "exists");
+            zx_addf(out, outlen, "; slot %s: %s", p->slot,
+                    !slot_exists ? "to be created" : slot_active ? "exists, in use by pid "
+                    : "exists");
             if (slot_exists && slot_active)
-                add(out, outlen, "%s", holder[0] ? holder : "?");
+                zx_addf(out, outlen, "%s", holder[0] ? holder : "?");
         }
-        add(out, outlen, "; initial copy: %s", zx_postgres_opts_of(p)->initial_copy ? "yes" : "no");
+        zx_addf(out, outlen, "; initial copy: %s", zx_postgres_opts_of(p)->initial_copy ? "yes" : "no");
     }
     rc = 0;
 done:

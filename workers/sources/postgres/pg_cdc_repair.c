@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/pgconn.h"
 #include "common/util.h"
 #include "workers/verify/verify.h"
 
@@ -35,17 +36,17 @@
 /* SELECT * FROM "schema"."table" WHERE "k1" = $1 AND ... into q (cap). */
 static int select_sql(PGconn *meta, const pgcdc_table *t, char *q, size_t cap)
 {
-    char *qs = PQescapeIdentifier(meta, t->schema, strlen(t->schema));
-    char *qn = PQescapeIdentifier(meta, t->name, strlen(t->name));
+    char *qs = zx_pg_ident(meta, t->schema, NULL, 0);
+    char *qn = zx_pg_ident(meta, t->name, NULL, 0);
     size_t n = qs && qn ? (size_t)snprintf(q, cap, "SELECT * FROM %s.%s", qs, qn) : cap;
-    PQfreemem(qs);
-    PQfreemem(qn);
+    free(qs);
+    free(qn);
     for (uint32_t k = 0; k < t->nkeys && n < cap; k++) {
-        char *qk = PQescapeIdentifier(meta, t->keys[k], strlen(t->keys[k]));
+        char *qk = zx_pg_ident(meta, t->keys[k], NULL, 0);
         n += qk ? (size_t)snprintf(q + n, cap - n, "%s%s = $%u", k ? " AND " : " WHERE ", qk,
                                    k + 1)
                 : cap;
-        PQfreemem(qk);
+        free(qk);
     }
     return n < cap ? 0 : -1;
 }
@@ -66,8 +67,7 @@ static int repair_key(PGconn *meta, const char *shown, pgcdc_table *t, const cha
     PGresult *r = PQexecParams(meta, q, (int)t->nkeys, NULL, vals, NULL, NULL, 0);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
         char m[400];
-        snprintf(m, sizeof(m), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(meta));
-        m[strcspn(m, "\n")] = '\0';
+        zx_pg_reason(meta, r, m, sizeof(m));
         PQclear(r);
         return zx_seterr(err, errlen, "table %s: reading a row on %s: %s", t->qname, shown, m);
     }

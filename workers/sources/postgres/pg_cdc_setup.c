@@ -11,43 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pgconn.h"
 #include "common/util.h"
 #include "workers/sources/postgres/pg_repl.h"
-
-static void one_line(char *dst, size_t len, const char *m)
-{
-    snprintf(dst, len, "%s", m ? m : "");
-    dst[strcspn(dst, "\n")] = '\0';
-}
-
-static PGresult *q(PGconn *c, const char *shown, const char *what, const char *sql, int n,
-                   const char *const *pv, char *err, size_t errlen)
-{
-    PGresult *r = PQexecParams(c, sql, n, NULL, pv, NULL, NULL, 0);
-    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
-        return r;
-    char m[600];
-    const char *pm = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    one_line(m, sizeof(m), pm && *pm ? pm : PQerrorMessage(c));
-    PQclear(r);
-    zx_seterr(err, errlen, "Postgres %s: %s: %s", shown, what, m);
-    return NULL;
-}
 
 PGconn *pgcdc_connect(const char *dsn, const char *shown, const char *app, char *err,
                       size_t errlen)
 {
-    const char *keys[] = { "dbname", "application_name", "options", "connect_timeout", NULL };
-    const char *vals[] = { dsn, app, ZX_PG_SESSION_OPTIONS, "10", NULL };
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
-    if (c && PQstatus(c) == CONNECTION_OK)
-        return c;
-    char m[600];
-    one_line(m, sizeof(m), c ? PQerrorMessage(c) : "out of memory");
-    zx_seterr(err, errlen, "cannot connect to Postgres %s: %s", shown, m);
-    PQfinish(c);
-    return NULL;
+    zx_pg_connopts o = { .dsn = dsn, .shown = shown, .app = app,
+                         .options = ZX_PG_SESSION_OPTIONS, .connect_timeout_s = 10 };
+    return zx_pg_connect(&o, err, errlen);
 }
 
 /* A Postgres text[] literal of the tables' schema (part 0) or name (1). */
@@ -81,13 +54,13 @@ static char *names_array(const pgcdc_table *t, size_t n, int part)
 static int run_built(PGconn *c, const char *shown, const char *what, const char *build,
                      int n, const char *const *pv, char *err, size_t errlen)
 {
-    PGresult *r = q(c, shown, what, build, n, pv, err, errlen);
+    PGresult *r = zx_pg_exec(c, shown, what, build, n, pv, err, errlen);
     if (!r)
         return -1;
     for (int i = 0; i < PQntuples(r); i++) {
         if (PQgetisnull(r, i, 0))
             continue;
-        PGresult *x = q(c, shown, what, PQgetvalue(r, i, 0), 0, NULL, err, errlen);
+        PGresult *x = zx_pg_exec(c, shown, what, PQgetvalue(r, i, 0), 0, NULL, err, errlen);
         if (!x) {
             PQclear(r);
             return -1;
@@ -110,12 +83,12 @@ int pgcdc_publication(PGconn *c, const char *shown, const zx_conf_pipeline *p,
         goto out;
     }
     const char *pv[4] = { p->publication, schemas, names, comment };
-    PGresult *r = q(c, shown, "reading the publication",
-                    "SELECT p.oid IS NOT NULL, coalesce(obj_description(p.oid, "
-                    "'pg_publication'), ''), coalesce(p.puballtables, false), "
-                    "coalesce(p.pubinsert AND p.pubupdate AND p.pubdelete AND p.pubtruncate, "
-                    "false) FROM (SELECT 1) x LEFT JOIN pg_publication p ON p.pubname = $1",
-                    1, pv, err, errlen);
+    PGresult *r = zx_pg_exec(c, shown, "reading the publication",
+            "SELECT p.oid IS NOT NULL, coalesce(obj_description(p.oid, "
+            "'pg_publication'), ''), coalesce(p.puballtables, false), "
+            "coalesce(p.pubinsert AND p.pubupdate AND p.pubdelete AND p.pubtruncate, "
+            "false) FROM (SELECT 1) x LEFT JOIN pg_publication p ON p.pubname = $1",
+            1, pv, err, errlen);
     if (!r)
         goto out;
     int exists = PQgetvalue(r, 0, 0)[0] == 't';
@@ -158,10 +131,10 @@ int pgcdc_publication(PGconn *c, const char *shown, const zx_conf_pipeline *p,
                        3, pv, err, errlen);
         goto out;
     }
-    r = q(c, shown, "reading the publication's tables",
-          "SELECT format('%I.%I', t.s, t.n) FROM unnest($2::text[], $3::text[]) AS t(s, n) "
-          "WHERE NOT EXISTS (SELECT 1 FROM pg_publication_tables pt WHERE pt.pubname = $1 "
-          " AND pt.schemaname = t.s AND pt.tablename = t.n)", 3, pv, err, errlen);
+    r = zx_pg_exec(c, shown, "reading the publication's tables",
+            "SELECT format('%I.%I', t.s, t.n) FROM unnest($2::text[], $3::text[]) AS t(s, n) "
+            "WHERE NOT EXISTS (SELECT 1 FROM pg_publication_tables pt WHERE pt.pubname = $1 "
+            " AND pt.schemaname = t.s AND pt.tablename = t.n)", 3, pv, err, errlen);
     if (!r)
         goto out;
     int missing = PQntuples(r);
@@ -202,17 +175,17 @@ int pgcdc_tables(PGconn *c, const char *shown, pgcdc_table *t, size_t n, char *e
     /* one row per table (i, oid, reltuples, relreplident), then its key
      * columns in index order: the primary key, or the replica identity
      * index under USING INDEX */
-    PGresult *r = q(c, shown, "reading the tables",
-                    "SELECT t.i, c.oid, c.reltuples::bigint, c.relreplident, a.attname "
-                    "FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(s, n, i) "
-                    "JOIN pg_namespace ns ON ns.nspname = t.s "
-                    "JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = t.n "
-                    "LEFT JOIN pg_index x ON x.indrelid = c.oid AND CASE WHEN c.relreplident "
-                    " = 'i' THEN x.indisreplident ELSE x.indisprimary END "
-                    "LEFT JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, o) "
-                    " ON true "
-                    "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
-                    "ORDER BY t.i, k.o", 2, pv, err, errlen);
+    PGresult *r = zx_pg_exec(c, shown, "reading the tables",
+            "SELECT t.i, c.oid, c.reltuples::bigint, c.relreplident, a.attname "
+            "FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(s, n, i) "
+            "JOIN pg_namespace ns ON ns.nspname = t.s "
+            "JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = t.n "
+            "LEFT JOIN pg_index x ON x.indrelid = c.oid AND CASE WHEN c.relreplident "
+            " = 'i' THEN x.indisreplident ELSE x.indisprimary END "
+            "LEFT JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, o) "
+            " ON true "
+            "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
+            "ORDER BY t.i, k.o", 2, pv, err, errlen);
     if (!r)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -300,10 +273,10 @@ int pgcdc_types(PGconn *c, const char *shown, const pgo_rel *rel, pgcdc_table *t
     snprintf(oids + a, cap - a, "}");
     snprintf(mods + b, cap - b, "}");
     const char *pv[2] = { oids, mods };
-    PGresult *r = q(c, shown, "reading the column types",
-                    "SELECT format_type(u.o, CASE WHEN u.m < 0 THEN NULL ELSE u.m END) "
-                    "FROM unnest($1::oid[], $2::int4[]) WITH ORDINALITY AS u(o, m, i) "
-                    "ORDER BY u.i", 2, pv, err, errlen);
+    PGresult *r = zx_pg_exec(c, shown, "reading the column types",
+                             "SELECT format_type(u.o, CASE WHEN u.m < 0 THEN NULL ELSE u.m END) "
+                             "FROM unnest($1::oid[], $2::int4[]) WITH ORDINALITY AS u(o, m, i) "
+                             "ORDER BY u.i", 2, pv, err, errlen);
     if (!r)
         goto out;
     int got = PQntuples(r);
@@ -347,12 +320,10 @@ out:
 int64_t pgcdc_retained(PGconn *c, const char *slot)
 {
     const char *pv[1] = { slot };
-    PGresult *r = PQexecParams(c, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)"
-                               "::bigint FROM pg_replication_slots WHERE slot_name = $1",
-                               1, NULL, pv, NULL, NULL, 0);
-    int64_t v = -1;
-    if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
-        v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
-    return v;
+    char v[32];
+    if (zx_pg_value(c, NULL, NULL, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)"
+                    "::bigint FROM pg_replication_slots WHERE slot_name = $1",
+                    1, pv, v, sizeof(v), NULL, 0) != 1)
+        return -1;
+    return strtoll(v, NULL, 10);
 }

@@ -14,18 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pgconn.h"
 #include "common/util.h"
-
-/* err = "Postgres <shown>: <doing>: <the server's first line>"; -1. */
-static int server_said(PGconn *c, PGresult *r, const char *shown, const char *doing,
-                       char *err, size_t errlen)
-{
-    char m[400];
-    snprintf(m, sizeof(m), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-    m[strcspn(m, "\n")] = '\0';
-    PQclear(r);
-    return zx_seterr(err, errlen, "Postgres %s: %s: %s", shown, doing, m);
-}
 
 int pgcdc_slot_state(PGconn *c, const char *shown, const char *slot, char *err, size_t errlen)
 {
@@ -36,7 +26,7 @@ int pgcdc_slot_state(PGconn *c, const char *shown, const char *slot, char *err, 
                                "FROM pg_replication_slots s WHERE slot_name = $1",
                                1, NULL, pv, NULL, NULL, 0);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
-        return server_said(c, r, shown, "reading pg_replication_slots", err, errlen);
+        return zx_pg_fail(c, r, shown, "reading pg_replication_slots", err, errlen);
     int st = PQntuples(r) == 0 ? PGCDC_SLOT_ABSENT
              : strcmp(PQgetvalue(r, 0, 0), "lost") == 0 ? PGCDC_SLOT_LOST : PGCDC_SLOT_OK;
     PQclear(r);
@@ -50,7 +40,7 @@ int pgcdc_slot_drop(PGconn *c, const char *shown, const char *slot, char *err, s
                                "pg_replication_slots WHERE slot_name = $1 AND NOT active",
                                1, NULL, pv, NULL, NULL, 0);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
-        return server_said(c, r, shown, "dropping the invalidated slot", err, errlen);
+        return zx_pg_fail(c, r, shown, "dropping the invalidated slot", err, errlen);
     PQclear(r);
     return 0;
 }

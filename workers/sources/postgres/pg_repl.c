@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pgconn.h"
 #include "common/timefmt.h"
 #include "common/util.h"
 
@@ -21,14 +22,7 @@ struct zx_pgr {
 
 static int fail(zx_pgr *r, PGresult *res, const char *what, char *err, size_t errlen)
 {
-    const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    if (!m || !*m)
-        m = PQerrorMessage(r->conn);
-    char one[600];
-    snprintf(one, sizeof(one), "%s", m);
-    one[strcspn(one, "\n")] = '\0';
-    PQclear(res);
-    return zx_seterr(err, errlen, "Postgres %s: %s: %s", r->shown, what, one);
+    return zx_pg_fail(r->conn, res, r->shown, what, err, errlen);
 }
 
 zx_pgr *zx_pgr_connect(const char *dsn, const char *dsn_shown, const char *app, char *err,
@@ -40,17 +34,11 @@ zx_pgr *zx_pgr_connect(const char *dsn, const char *dsn_shown, const char *app, 
         zx_seterr(err, errlen, "out of memory");
         return NULL;
     }
-    const char *keys[] = { "dbname", "replication", "application_name", "options",
-                           "connect_timeout", "keepalives_idle", NULL };
-    const char *vals[] = { dsn, "database", app ? app : "zxd",
-                           ZX_PG_SESSION_OPTIONS, "10", "10", NULL };
-    r->conn = PQconnectdbParams(keys, vals, 1);
-    if (!r->conn || PQstatus(r->conn) != CONNECTION_OK) {
-        char m[600];
-        snprintf(m, sizeof(m), "%s", r->conn ? PQerrorMessage(r->conn) : "out of memory");
-        m[strcspn(m, "\n")] = '\0';
-        zx_seterr(err, errlen, "cannot connect to Postgres %s for replication: %s", r->shown,
-                  m);
+    zx_pg_connopts o = { .dsn = dsn, .shown = r->shown, .app = app ? app : "zxd",
+                         .options = ZX_PG_SESSION_OPTIONS, .replication = "database",
+                         .purpose = "for replication", .connect_timeout_s = 10,
+                         .keepalives_idle_s = 10 };
+    if (!(r->conn = zx_pg_connect(&o, err, errlen))) {
         zx_pgr_close(r);
         return NULL;
     }

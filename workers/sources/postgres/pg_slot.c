@@ -12,83 +12,26 @@
 
 #include <errno.h>
 #include <libpq-fe.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/pgconn.h"
 #include "common/util.h"
 
 /* How often a slot in use is looked at again while waiting. */
 #define SLOT_POLL_MS 100
 
-/* Append to out (NUL-terminated, outlen bytes; cut when full). */
-static void add(char *out, size_t outlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void add(char *out, size_t outlen, const char *fmt, ...)
-{
-    size_t len = strlen(out);
-    va_list ap;
-
-    if (len + 1 >= outlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(out + len, outlen - len, fmt, ap);
-    va_end(ap);
-}
-
-/* libpq's message, first line only. */
-static void one_line(char *dst, size_t len, const char *m)
-{
-    snprintf(dst, len, "%s", m && *m ? m : "unknown error");
-    dst[strcspn(dst, "\n")] = '\0';
-}
-
 static PGconn *slot_connect(const char *dsn, const char *shown, int timeout_ms, char *err,
                             size_t errlen)
 {
-    char ct[16], st[64];
-    snprintf(ct, sizeof(ct), "%d", timeout_ms >= 2000 ? timeout_ms / 1000 : 2);
-    const char *keys[] = {"dbname", "application_name", "connect_timeout", NULL};
-    const char *vals[] = {dsn, "zx slot drop", ct, NULL};
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
-    char m[600];
-    if (!c || PQstatus(c) != CONNECTION_OK) {
-        one_line(m, sizeof(m), c ? PQerrorMessage(c) : "out of memory");
-        zx_seterr(err, errlen, "cannot connect to Postgres %s: %s", shown, m);
-        PQfinish(c);
-        return NULL;
-    }
-    /* a statement of its own, not `options`: the dsn's own options stay */
-    snprintf(st, sizeof(st), "SET statement_timeout = %d", timeout_ms > 0 ? timeout_ms : 10000);
-    PGresult *r = PQexec(c, st);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        one_line(m, sizeof(m), PQerrorMessage(c));
-        zx_seterr(err, errlen, "Postgres %s: setting statement_timeout: %s", shown, m);
-        PQclear(r);
-        PQfinish(c);
-        return NULL;
-    }
-    PQclear(r);
-    return c;
-}
-
-/* One statement with text parameters: its result, or NULL with
- * "Postgres <shown>: <what>: <the server's message>" in err. */
-static PGresult *q(PGconn *c, const char *shown, const char *what, const char *sql, int n,
-                   const char *const *pv, char *err, size_t errlen)
-{
-    PGresult *r = PQexecParams(c, sql, n, NULL, pv, NULL, NULL, 0);
-    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
-        return r;
-    char m[600];
-    const char *pm = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    one_line(m, sizeof(m), pm && *pm ? pm : PQerrorMessage(c));
-    PQclear(r);
-    zx_seterr(err, errlen, "Postgres %s: %s: %s", shown, what, m);
-    return NULL;
+    zx_pg_connopts o = {
+        .dsn = dsn, .shown = shown, .app = "zx slot drop",
+        .connect_timeout_s = timeout_ms >= 2000 ? timeout_ms / 1000 : 2,
+        .statement_timeout_ms = timeout_ms > 0 ? timeout_ms : 10000,
+    };
+    return zx_pg_connect(&o, err, errlen);
 }
 
 /* Which database c is on: "<system identifier>/<database>".  The system
@@ -98,18 +41,14 @@ static PGresult *q(PGconn *c, const char *shown, const char *what, const char *s
 static int identity(PGconn *c, const char *shown, char *id, size_t idlen, char *err,
                     size_t errlen)
 {
-    PGresult *r = q(c, shown, "reading the system identifier",
+    if (zx_pg_value(c, shown, "reading the system identifier",
                     "SELECT (SELECT system_identifier::text FROM pg_control_system()) || '/' || "
-                    "current_database()", 0, NULL, err, errlen);
-    if (!r)
-        r = q(c, shown, "reading the server's start time",
-              "SELECT pg_postmaster_start_time()::text || ':' || current_setting('port') || "
-              "'/' || current_database()", 0, NULL, err, errlen);
-    if (!r)
-        return -1;
-    snprintf(id, idlen, "%s", PQntuples(r) ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    return 0;
+                    "current_database()", 0, NULL, id, idlen, err, errlen) >= 0 ||
+        zx_pg_value(c, shown, "reading the server's start time",
+                    "SELECT pg_postmaster_start_time()::text || ':' || current_setting('port') "
+                    "|| '/' || current_database()", 0, NULL, id, idlen, err, errlen) >= 0)
+        return 0;
+    return -1;
 }
 
 /* Whether user u's connection is the database c is on: 1 same, 0 not,
@@ -157,14 +96,15 @@ static int read_slot(PGconn *c, const zx_pg_slot_args *d, slot_row *s, char *err
                      size_t errlen)
 {
     const char *pv[1] = {d->slot};
-    PGresult *r = q(c, d->dsn_shown, "reading the replication slot",
-                    "SELECT s.slot_name IS NOT NULL, coalesce(s.slot_type, ''), "
-                    "coalesce(s.database::text, ''), current_database(), coalesce(s.active, false), "
-                    "coalesce(s.active_pid::text, ''), coalesce(a.application_name, ''), "
-                    "coalesce(host(a.client_addr), '') "
-                    "FROM (SELECT 1) x LEFT JOIN pg_replication_slots s ON s.slot_name = $1 "
-                    "LEFT JOIN pg_stat_activity a ON a.pid = s.active_pid",
-                    1, pv, err, errlen);
+    PGresult *r = zx_pg_exec(
+        c, d->dsn_shown, "reading the replication slot",
+        "SELECT s.slot_name IS NOT NULL, coalesce(s.slot_type, ''), "
+        "coalesce(s.database::text, ''), current_database(), coalesce(s.active, false), "
+        "coalesce(s.active_pid::text, ''), coalesce(a.application_name, ''), "
+        "coalesce(host(a.client_addr), '') "
+        "FROM (SELECT 1) x LEFT JOIN pg_replication_slots s ON s.slot_name = $1 "
+        "LEFT JOIN pg_stat_activity a ON a.pid = s.active_pid",
+        1, pv, err, errlen);
     if (!r)
         return -1;
     s->exists = PQgetvalue(r, 0, 0)[0] == 't';
@@ -189,18 +129,19 @@ static int drop_slot(PGconn *c, const zx_pg_slot_args *d, char *out, size_t outl
         if (read_slot(c, d, &s, out, outlen) < 0)
             return -1;
         if (!s.exists) {
-            add(out, outlen, "replication slot %s does not exist on Postgres %s: nothing to drop",
-                d->slot, d->dsn_shown);
+            zx_addf(out, outlen,
+                    "replication slot %s does not exist on Postgres %s: nothing to drop",
+                    d->slot, d->dsn_shown);
             return ZX_PG_SLOT_ABSENT;
         }
         if (strcmp(s.type, "logical") != 0) {
-            add(out, outlen, "replication slot %s on Postgres %s is a %s slot (a standby's?), "
-                "not one zx makes: left alone", d->slot, d->dsn_shown, s.type);
+            zx_addf(out, outlen, "replication slot %s on Postgres %s is a %s slot (a standby's?), "
+                    "not one zx makes: left alone", d->slot, d->dsn_shown, s.type);
             return ZX_PG_SLOT_FOREIGN;
         }
         if (strcmp(s.database, s.here) != 0) {
-            add(out, outlen, "replication slot %s on Postgres %s is a slot of database %s, not "
-                "of %s: left alone", d->slot, d->dsn_shown, s.database, s.here);
+            zx_addf(out, outlen, "replication slot %s on Postgres %s is a slot of database %s, not "
+                    "of %s: left alone", d->slot, d->dsn_shown, s.database, s.here);
             return ZX_PG_SLOT_FOREIGN;
         }
         if (!s.active || zx_mono_ms() >= deadline)
@@ -208,23 +149,23 @@ static int drop_slot(PGconn *c, const zx_pg_slot_args *d, char *out, size_t outl
         sleep_ms(SLOT_POLL_MS);
     }
     if (s.active) {
-        add(out, outlen, "replication slot %s on Postgres %s is still in use after %d s, held "
-            "by process %s", d->slot, d->dsn_shown, (d->wait_ms + 999) / 1000,
-            s.pid[0] ? s.pid : "(unknown)");
+        zx_addf(out, outlen, "replication slot %s on Postgres %s is still in use after %d s, held "
+                "by process %s", d->slot, d->dsn_shown, (d->wait_ms + 999) / 1000,
+                s.pid[0] ? s.pid : "(unknown)");
         if (s.app[0] || s.client[0])
-            add(out, outlen, " (%s%s%s%s%s)", s.app[0] ? "application_name " : "", s.app,
-                s.app[0] && s.client[0] ? ", " : "", s.client[0] ? "client " : "", s.client);
-        add(out, outlen, ": stop that client (or SELECT pg_terminate_backend(%s))",
-            s.pid[0] ? s.pid : "pid");
+            zx_addf(out, outlen, " (%s%s%s%s%s)", s.app[0] ? "application_name " : "", s.app,
+                    s.app[0] && s.client[0] ? ", " : "", s.client[0] ? "client " : "", s.client);
+        zx_addf(out, outlen, ": stop that client (or SELECT pg_terminate_backend(%s))",
+                s.pid[0] ? s.pid : "pid");
         return -1;
     }
     const char *pv[1] = {d->slot};
-    PGresult *r = q(c, d->dsn_shown, "dropping the replication slot",
-                    "SELECT pg_drop_replication_slot($1)", 1, pv, out, outlen);
+    PGresult *r = zx_pg_exec(c, d->dsn_shown, "dropping the replication slot",
+                             "SELECT pg_drop_replication_slot($1)", 1, pv, out, outlen);
     if (!r)
         return -1;
     PQclear(r);
-    add(out, outlen, "replication slot %s dropped on Postgres %s", d->slot, d->dsn_shown);
+    zx_addf(out, outlen, "replication slot %s dropped on Postgres %s", d->slot, d->dsn_shown);
     return ZX_PG_SLOT_DROPPED;
 }
 
@@ -233,46 +174,47 @@ static int drop_publication(PGconn *c, const zx_pg_slot_args *d, char *out, size
 {
     const char *pv[1] = {d->publication};
     char err[800] = "";
-    PGresult *r = q(c, d->dsn_shown, "reading the publication",
-                    "SELECT coalesce(obj_description(oid, 'pg_publication'), '') "
-                    "FROM pg_publication WHERE pubname = $1", 1, pv, err, sizeof(err));
+    PGresult *r = zx_pg_exec(c, d->dsn_shown, "reading the publication",
+                             "SELECT coalesce(obj_description(oid, 'pg_publication'), '') "
+                             "FROM pg_publication WHERE pubname = $1", 1, pv, err, sizeof(err));
     if (!r) {
-        add(out, outlen, "; but the publication %s could not be looked at: %s", d->publication,
-            err);
+        zx_addf(out, outlen, "; but the publication %s could not be looked at: %s", d->publication,
+                err);
         return -1;
     }
     if (PQntuples(r) == 0) {
         PQclear(r);
-        add(out, outlen, "; publication %s does not exist", d->publication);
+        zx_addf(out, outlen, "; publication %s does not exist", d->publication);
         return 0;
     }
     const char *comment = PQgetvalue(r, 0, 0);
     size_t pl = strlen(ZX_PG_PUB_COMMENT);
     if (strncmp(comment, ZX_PG_PUB_COMMENT, pl) != 0) {
         PQclear(r);
-        add(out, outlen, "; publication %s kept: zx did not make it (its comment does not "
-            "start with '%s')", d->publication, ZX_PG_PUB_COMMENT);
+        zx_addf(out, outlen, "; publication %s kept: zx did not make it (its comment does not "
+                "start with '%s')", d->publication, ZX_PG_PUB_COMMENT);
         return 0;
     }
     char made_for[200];
     snprintf(made_for, sizeof(made_for), "%s", comment + pl);
     made_for[strcspn(made_for, "\r\n")] = '\0';
     PQclear(r);
-    r = q(c, d->dsn_shown, "building the statement",
-          "SELECT format('DROP PUBLICATION IF EXISTS %I', $1::text)", 1, pv, err, sizeof(err));
+    r = zx_pg_exec(c, d->dsn_shown, "building the statement",
+                   "SELECT format('DROP PUBLICATION IF EXISTS %I', $1::text)", 1, pv, err,
+                   sizeof(err));
     PGresult *x = NULL;
     if (r)
-        x = q(c, d->dsn_shown, "dropping the publication", PQgetvalue(r, 0, 0), 0, NULL, err,
-              sizeof(err));
+        x = zx_pg_exec(c, d->dsn_shown, "dropping the publication", PQgetvalue(r, 0, 0), 0, NULL,
+                       err, sizeof(err));
     PQclear(r);
     if (!x) {
-        add(out, outlen, "; but the publication %s (made by zx) could not be dropped: %s",
-            d->publication, err);
+        zx_addf(out, outlen, "; but the publication %s (made by zx) could not be dropped: %s",
+                d->publication, err);
         return -1;
     }
     PQclear(x);
-    add(out, outlen, "; publication %s (made by zx for pipeline %s) dropped", d->publication,
-        made_for[0] ? made_for : "?");
+    zx_addf(out, outlen, "; publication %s (made by zx for pipeline %s) dropped", d->publication,
+            made_for[0] ? made_for : "?");
     return 0;
 }
 
@@ -313,13 +255,13 @@ int zx_pg_slot_drop(const zx_pg_slot_args *d, char *out, size_t outlen)
     int rc;
     if (slot_user) {
         if (slot_same == 1)
-            add(out, outlen, "replication slot %s is pipeline %s's (on the same database: "
-                "Postgres %s): not dropped", d->slot, slot_user->pipeline, d->dsn_shown);
+            zx_addf(out, outlen, "replication slot %s is pipeline %s's (on the same database: "
+                    "Postgres %s): not dropped", d->slot, slot_user->pipeline, d->dsn_shown);
         else
-            add(out, outlen, "replication slot %s on Postgres %s not dropped: pipeline %s uses "
-                "a slot of that name on Postgres %s, which may be the same database and "
-                "could not be told apart (%s)", d->slot, d->dsn_shown, slot_user->pipeline,
-                slot_user->dsn_shown ? slot_user->dsn_shown : "?", slot_why);
+            zx_addf(out, outlen, "replication slot %s on Postgres %s not dropped: pipeline %s uses "
+                    "a slot of that name on Postgres %s, which may be the same database and "
+                    "could not be told apart (%s)", d->slot, d->dsn_shown, slot_user->pipeline,
+                    slot_user->dsn_shown ? slot_user->dsn_shown : "?", slot_why);
         rc = ZX_PG_SLOT_KEPT;
         goto done;
     }
@@ -332,12 +274,12 @@ int zx_pg_slot_drop(const zx_pg_slot_args *d, char *out, size_t outlen)
         goto done;
     if (pub_user) {
         if (pub_same == 1)
-            add(out, outlen, "; publication %s kept: pipeline %s uses it", d->publication,
-                pub_user->pipeline);
+            zx_addf(out, outlen, "; publication %s kept: pipeline %s uses it", d->publication,
+                    pub_user->pipeline);
         else
-            add(out, outlen, "; publication %s kept: pipeline %s uses a publication of that "
-                "name on Postgres %s, which may be the same database (%s)", d->publication,
-                pub_user->pipeline, pub_user->dsn_shown ? pub_user->dsn_shown : "?", pub_why);
+            zx_addf(out, outlen, "; publication %s kept: pipeline %s uses a publication of that "
+                    "name on Postgres %s, which may be the same database (%s)", d->publication,
+                    pub_user->pipeline, pub_user->dsn_shown ? pub_user->dsn_shown : "?", pub_why);
         goto done;
     }
     if (drop_publication(c, d, out, outlen) < 0)

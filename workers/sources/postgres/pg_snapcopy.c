@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pgconn.h"
 #include "common/util.h"
 #include "workers/sources/postgres/pg_repl.h"
 #include "workers/sources/postgres/pg_values.h"
@@ -32,14 +33,7 @@ struct zx_pgc {
 
 static int fail(zx_pgc *c, PGresult *res, const char *what, char *err, size_t errlen)
 {
-    const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    if (!m || !*m)
-        m = PQerrorMessage(c->conn);
-    char one[600];
-    snprintf(one, sizeof(one), "%s", m);
-    one[strcspn(one, "\n")] = '\0';
-    PQclear(res);
-    return zx_seterr(err, errlen, "Postgres %s: %s: %s", c->shown, what, one);
+    return zx_pg_fail(c->conn, res, c->shown, what, err, errlen);
 }
 
 static void free_cols(zx_pgc *c)
@@ -67,15 +61,9 @@ zx_pgc *zx_pgc_open(const char *dsn, const char *dsn_shown, const char *snapshot
         zx_seterr(err, errlen, "out of memory");
         return NULL;
     }
-    const char *keys[] = { "dbname", "application_name", "options", "connect_timeout", NULL };
-    const char *vals[] = { dsn, "zxd initial copy",
-                           ZX_PG_SESSION_OPTIONS, "10", NULL };
-    c->conn = PQconnectdbParams(keys, vals, 1);
-    if (!c->conn || PQstatus(c->conn) != CONNECTION_OK) {
-        char m[600];
-        snprintf(m, sizeof(m), "%s", c->conn ? PQerrorMessage(c->conn) : "out of memory");
-        m[strcspn(m, "\n")] = '\0';
-        zx_seterr(err, errlen, "cannot connect to Postgres %s: %s", c->shown, m);
+    zx_pg_connopts o = { .dsn = dsn, .shown = c->shown, .app = "zxd initial copy",
+                         .options = ZX_PG_SESSION_OPTIONS, .connect_timeout_s = 10 };
+    if (!(c->conn = zx_pg_connect(&o, err, errlen))) {
         zx_pgc_close(c);
         return NULL;
     }
