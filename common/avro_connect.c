@@ -973,7 +973,7 @@ json_t *av_schema_open(const av_node *n)
     return o;
 }
 
-int av_add_extra(json_t *o, const av_node *n)
+static int av_add_extra(json_t *o, const av_node *n)
 {
     return n->extra ? json_object_update(o, n->extra) : 0;
 }

@@ -195,11 +195,6 @@ void zx_tc_i32(zx_tc *t, int32_t v)
     put_uvarint(t, zigzag(v));
 }
 
-void zx_tc_i64(zx_tc *t, int64_t v)
-{
-    put_uvarint(t, zigzag(v));
-}
-
 void zx_tc_binary(zx_tc *t, const void *p, size_t n)
 {
     put_uvarint(t, n);

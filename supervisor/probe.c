@@ -3,9 +3,8 @@
  * (connect, authenticate, list what is there) in a short-lived process of
  * its own, and relay its one-paragraph answer to the zxctl client.
  *
- * Which test: the source's (registry.c: zx_source_tester, which also
- * knows the checks of a source whose worker is not in this build yet, such
- * as postgres), the connection's by its kind, or the workspace's.
+ * Which test: the source's (registry.c: zx_source_tester), the
+ * connection's by its kind, or the workspace's.
  *
  * Why a process: a source's test (librdkafka, libpq...) blocks for up to
  * seconds and may crash on a hostile server; the supervisor's loop must do
@@ -151,8 +150,7 @@ json_t *sup_probe_start(sup *s, struct bufferevent *bev, const char *name)
         return json_pack("{s:b, s:s}", "ok", 0, "error",
                          "no pipeline or connection of that name in the configuration "
                          "(`zxctl test workspace` tests the workspace)");
-    /* a source's test, also of a source whose worker is not in this build
-     * (postgres: its checks, registry.c); a connection's, by its kind */
+    /* a source's test (registry.c); a connection's, by its kind */
     const char *what = ws ? "workspace" : pc ? pc->source : cc->kind;
     zx_source_test_fn test = ws ? NULL : zx_source_tester(what);
     if (!ws && !test) {

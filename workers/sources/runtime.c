@@ -63,7 +63,6 @@ struct zx_src {
 };
 
 const zx_worker_args *zx_src_args(zx_src *rt) { return rt->a; }
-const char *zx_src_name(zx_src *rt) { return rt->name; }
 int zx_src_stopping(zx_src *rt) { (void)rt; return stop_requested != 0; }
 int zx_src_kept(zx_src *rt) { return rt->kept; }
 uint64_t zx_src_acked_seq(zx_src *rt) { return zx_ring_acked_seq(rt->frames); }
@@ -166,14 +165,6 @@ void zx_src_wait(zx_src *rt, int timeout_ms)
 }
 
 size_t zx_src_positions_count(zx_src *rt) { return rt->npos; }
-
-void zx_src_position_at(zx_src *rt, size_t i, const char **part, const void **val,
-                        size_t *len)
-{
-    *part = rt->pos[i].part;
-    *val = rt->pos[i].val;
-    *len = rt->pos[i].len;
-}
 
 int zx_src_position_find(zx_src *rt, const char *part, const void **val, size_t *len)
 {

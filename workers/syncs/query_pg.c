@@ -48,6 +48,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/timefmt.h"
 #include "common/util.h"
@@ -854,12 +855,6 @@ const zx_dcol *zx_qpg_columns(const void *qq, size_t *n)
     return q->cols;
 }
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* One value of column i (its text form s, n bytes). */
 static int cell(pq *q, size_t i, const char *s, size_t n, zx_rowset *rs, zx_value *v)
 {
@@ -870,7 +865,7 @@ static int cell(pq *q, size_t i, const char *s, size_t n, zx_rowset *rs, zx_valu
         if (!b)
             return -1;
         for (size_t j = 0; j < m; j++) {
-            int hi = hexval(s[2 + 2 * j]), lo = hexval(s[3 + 2 * j]);
+            int hi = zx_hexval(s[2 + 2 * j]), lo = zx_hexval(s[3 + 2 * j]);
             b[j] = (char)((hi < 0 ? 0 : hi) << 4 | (lo < 0 ? 0 : lo));
         }
         b[m] = '\0';
@@ -919,8 +914,8 @@ static int unescape(pq *q, const char *f, size_t n, const char **out, size_t *ou
         case 'v': q->field[o++] = '\v'; break;
         case 'x': {
             int v = 0, k = 0;
-            while (k < 2 && i + 1 < n && hexval(f[i + 1]) >= 0)
-                v = v * 16 + hexval(f[++i]), k++;
+            while (k < 2 && i + 1 < n && zx_hexval(f[i + 1]) >= 0)
+                v = v * 16 + zx_hexval(f[++i]), k++;
             q->field[o++] = k ? (char)v : 'x';
             break;
         }
