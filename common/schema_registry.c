@@ -299,7 +299,8 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 }
 
 /* The request itself.  Returns 0 with *status and the body, or 1 (a
- * transfer error, message in err), or -1 (response too large). */
+ * transfer error, worth a retry: message in err, without saying so), or
+ * -1 (response too large). */
 static int fetch(zx_registry *r, const char *path, long *status, body *b, char *err,
                  size_t errlen)
 {
@@ -344,7 +345,7 @@ static int fetch(zx_registry *r, const char *path, long *status, body *b, char *
         return -1;
     }
     if (rc != CURLE_OK) {
-        put_err(err, errlen, "%s (will retry)", ebuf[0] ? ebuf : curl_easy_strerror(rc));
+        put_err(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(rc));
         return 1;
     }
     return 0;
@@ -369,7 +370,8 @@ static long error_code(const body *b, char *msg, size_t msglen)
     return code;
 }
 
-/* Interprets a 200 body: 0 with *out, 1 or -1 with a message. */
+/* Interprets a 200 body: 0 with *out, 1 (worth a retry) or -1 with a
+ * message. */
 static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t errlen)
 {
     json_error_t je;
@@ -378,7 +380,7 @@ static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t er
     json_t *type = json_object_get(j, "schemaType");
     int rc;
     if (!json_is_string(s)) {
-        put_err(err, errlen, "the answer is not {\"schema\": \"...\"} (will retry)");
+        put_err(err, errlen, "the answer is not {\"schema\": \"...\"}");
         rc = 1;
     } else if (type && (!json_is_string(type) || strcmp(json_string_value(type), "AVRO"))) {
         char t[32];
@@ -442,17 +444,15 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
             rc = -1;
         } else if (status == 404) {
             snprintf(why, sizeof(why), "HTTP 404 without Confluent's error 40403: is the URL "
-                                       "(and its /apis/ccompat/v7 prefix for Apicurio) right? "
-                                       "(will retry)");
+                                       "(and its /apis/ccompat/v7 prefix for Apicurio) right?");
             rc = 1;
         } else if (status == 401 || status == 403) {
-            snprintf(why, sizeof(why), "HTTP %ld: the registry refuses the credentials "
-                                       "(will retry)", status);
+            snprintf(why, sizeof(why), "HTTP %ld: the registry refuses the credentials",
+                     status);
             rc = 1;
         } else {
             (void)error_code(&b, msg, sizeof(msg));
-            snprintf(why, sizeof(why), "HTTP %ld%s%s (will retry)", status, msg[0] ? ": " : "",
-                     msg);
+            snprintf(why, sizeof(why), "HTTP %ld%s%s", status, msg[0] ? ": " : "", msg);
             rc = 1;
         }
     }
@@ -461,7 +461,8 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
     snprintf(full, sizeof(full), "registry %s: schema id %lld: %s", r->shown, (long long)id,
              why);
     if (rc == 1) {
-        put_err(err, errlen, "%s", full);
+        /* rc, not the words, says a retry may help; the stream is told so */
+        put_err(err, errlen, "%s (will retry)", full);
         return 1;
     }
     if (!e)
@@ -506,11 +507,6 @@ int zx_registry_check(zx_registry *r, char *out, size_t outlen)
             rc = -1;
         }
         json_decref(j);
-    } else if (rc == 1) {
-        /* a transfer error: "... (will retry)" is for streams, not a test */
-        char *w = strstr(why, " (will retry)");
-        if (w)
-            *w = '\0';
     }
     free(b.p);
     if (rc != 0) {

@@ -435,9 +435,13 @@ static void map_type(uint32_t oid, int typmod, zx_dcol *col)
 
 /* ---- the query ---------------------------------------------------------- */
 
-static void policy_hint(const pq *q, char *err, size_t errlen)
+/* After err, when the server refused for want of a privilege (SQLSTATE
+ * 42501, in any language the server speaks): the tables the author may
+ * read. */
+static void policy_hint(const pq *q, const PGresult *r, char *err, size_t errlen)
 {
-    if (!strstr(err, "permission denied"))
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (!st || strcmp(st, "42501") != 0)
         return;
     size_t l = strlen(err), off;
     off = (size_t)snprintf(err + l, errlen - l, " (author %s may read: ", q->author->name);
@@ -781,7 +785,7 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
         char *nl = strchr(err, '\n');
         if (nl)
             *nl = '\0';
-        policy_hint(q, err, errlen);
+        policy_hint(q, r, err, errlen);
         goto fail;
     }
     PQclear(r);
@@ -831,7 +835,7 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
         char what[200];
         snprintf(what, sizeof(what), "the query failed as author %s", author->name);
         server_error(q, r, what, err, errlen);
-        policy_hint(q, err, errlen);
+        policy_hint(q, r, err, errlen);
         goto fail;
     }
     PQclear(r);
@@ -969,8 +973,8 @@ int64_t zx_qpg_next(void *qq, zx_rowset *rs, size_t max, char *err, size_t errle
                 snprintf(what, sizeof(what), "the query failed as author %s",
                          q->author->name);
                 server_error(q, r, what, err, errlen);
+                policy_hint(q, r, err, errlen);
                 PQclear(r);
-                policy_hint(q, err, errlen);
                 return -1;
             }
             PQclear(r);
