@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/colname.h"
 #include "common/json_numbers.h"
 #include "common/timefmt.h"
@@ -115,14 +116,8 @@ static char *nested_text(ctx *c, json_t *v, size_t *len)
     if (n == 0)
         return NULL;
     if (n > c->dump_cap) {
-        size_t cap = c->dump_cap ? c->dump_cap : 4096;
-        while (cap < n)
-            cap *= 2;
-        char *b = realloc(c->dump, cap);
-        if (!b)
+        if (zx_grow_to(&c->dump, n, &c->dump_cap, 1, 4096) < 0)
             return NULL;
-        c->dump = b;
-        c->dump_cap = cap;
         n = json_dumpb(v, c->dump, c->dump_cap, flags);
         if (n == 0 || n > c->dump_cap)
             return NULL;

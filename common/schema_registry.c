@@ -9,6 +9,8 @@
  */
 #include "common/schema_registry.h"
 
+#include "common/buf.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -269,8 +271,7 @@ unsigned long zx_registry_requests(const zx_registry *r)
 
 /* A response body, bounded. */
 typedef struct body {
-    char *p;
-    size_t n, cap;
+    zx_buf buf;
     int too_big;
 } body;
 
@@ -278,23 +279,12 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 {
     body *b = arg;
     size_t k = size * nmemb;
-    if (k > ZX_REGISTRY_RESPONSE_MAX - b->n) {
+    if (k > ZX_REGISTRY_RESPONSE_MAX - b->buf.len) {
         b->too_big = 1;
         return 0; /* ends the transfer */
     }
-    if (b->n + k + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + k + 1)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np)
-            return 0;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, k);
-    b->n += k;
-    b->p[b->n] = '\0';
+    if (zx_buf_put(&b->buf, data, k) < 0)
+        return 0;
     return k;
 }
 
@@ -355,7 +345,7 @@ static int fetch(zx_registry *r, const char *path, long *status, body *b, char *
 static long error_code(const body *b, char *msg, size_t msglen)
 {
     msg[0] = '\0';
-    json_t *j = b->p ? json_loadb(b->p, b->n, 0, NULL) : NULL;
+    json_t *j = b->buf.p ? json_loadb(b->buf.p, b->buf.len, 0, NULL) : NULL;
     long code = 0;
     if (json_is_integer(json_object_get(j, "error_code")))
         code = (long)json_integer_value(json_object_get(j, "error_code"));
@@ -375,7 +365,7 @@ static long error_code(const body *b, char *msg, size_t msglen)
 static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t errlen)
 {
     json_error_t je;
-    json_t *j = b->p ? json_loadb(b->p, b->n, 0, &je) : NULL;
+    json_t *j = b->buf.p ? json_loadb(b->buf.p, b->buf.len, 0, &je) : NULL;
     json_t *s = json_object_get(j, "schema");
     json_t *type = json_object_get(j, "schemaType");
     int rc;
@@ -456,7 +446,7 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
             rc = 1;
         }
     }
-    free(b.p);
+    zx_buf_free(&b.buf);
     char full[1024];
     snprintf(full, sizeof(full), "registry %s: schema id %lld: %s", r->shown, (long long)id,
              why);
@@ -485,7 +475,7 @@ int zx_registry_check(zx_registry *r, char *out, size_t outlen)
     char why[512] = "", msg[200];
     int rc = fetch(r, "subjects", &status, &b, why, sizeof(why));
     if (rc == 0) {
-        json_t *j = status == 200 && b.p ? json_loadb(b.p, b.n, 0, NULL) : NULL;
+        json_t *j = status == 200 && b.buf.p ? json_loadb(b.buf.p, b.buf.len, 0, NULL) : NULL;
         if (json_is_array(j)) {
             size_t n = json_array_size(j);
             put_err(out, outlen, "schema registry %s: %zu subject%s", r->shown, n,
@@ -508,7 +498,7 @@ int zx_registry_check(zx_registry *r, char *out, size_t outlen)
         }
         json_decref(j);
     }
-    free(b.p);
+    zx_buf_free(&b.buf);
     if (rc != 0) {
         put_err(out, outlen, "schema registry %s: %s", r->shown, why);
         return -1;

@@ -9,6 +9,8 @@
  */
 #include "formats/parquet.h"
 
+#include "common/buf.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,20 +20,9 @@
 
 int pq_buf_reserve(pq_buf *b, size_t n)
 {
-    if (b->len + n <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n) {
-        if (cap > SIZE_MAX / 2)
-            return -1;
-        cap *= 2;
-    }
-    uint8_t *p = realloc(b->p, cap);
-    if (!p)
+    if (n > SIZE_MAX - b->len)
         return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
+    return zx_grow_to(&b->p, b->len + n, &b->cap, 1, 256);
 }
 
 void pq_buf_free(pq_buf *b)
@@ -210,14 +201,8 @@ static int put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
         if (r < 0)
             return -1;
         if (r == 0) {
-            if (c->nvals >= c->idx_cap) {
-                size_t cap = c->idx_cap ? c->idx_cap * 2 : 1024;
-                uint32_t *p = realloc(c->idx, cap * sizeof(*p));
-                if (!p)
-                    return -1;
-                c->idx = p;
-                c->idx_cap = cap;
-            }
+            if (zx_grow_to(&c->idx, (size_t)c->nvals + 1, &c->idx_cap, sizeof(*c->idx), 1024) < 0)
+                return -1;
             c->idx[c->nvals] = ix;
             uint64_t add = 4 + (c->dict.len - before);
             c->bytes += add;
@@ -435,7 +420,7 @@ void zx_pq_free(zx_pq_writer *w)
     pq_buf_free(&w->out);
     pq_buf_free(&w->page);
     pq_buf_free(&w->cpage);
-    zx_dc_buf_free(&w->scratch);
+    zx_buf_free(&w->scratch);
     zx_tc_free(&w->tc);
     ZSTD_freeCCtx(w->zc);
     free(w);

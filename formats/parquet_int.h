@@ -120,7 +120,7 @@ struct zx_pq_writer {
 
     pq_buf page, cpage;          /* scratch: a page, compressed page */
     zx_tc tc;                    /* scratch: a page header */
-    zx_dc_buf scratch;           /* scratch: value conversions */
+    zx_buf scratch;           /* scratch: value conversions */
     ZSTD_CCtx *zc;
     zx_value *rowvals;           /* scratch: one row of a rowset */
     int failed;

@@ -183,13 +183,10 @@ static void on_job(evutil_socket_t fd, short what, void *arg)
     for (;;) {
         if (j->len == j->cap) {
             size_t cap = j->cap ? j->cap * 2 : 16384;
-            char *b = cap <= ZX_CTL_MAX_LINE ? realloc(j->buf, cap) : NULL;
-            if (!b) {
+            if (cap > ZX_CTL_MAX_LINE || zx_grow_to(&j->buf, cap, &j->cap, 1, cap) < 0) {
                 job_finish(j, "the verify's answer is too long");
                 return;
             }
-            j->buf = b;
-            j->cap = cap;
         }
         ssize_t n = read(fd, j->buf + j->len, j->cap - j->len);
         if (n > 0) {

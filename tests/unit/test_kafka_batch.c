@@ -310,15 +310,15 @@ static void test_positions(void)
     CHECK(kb_meta(&b, &fm) == 0);
     fm.pipeline = "p";
     fm.table = "t";
-    zx_frame_buf fb;
-    zx_frame_buf_init(&fb);
+    zx_buf fb;
+    zx_buf_init(&fb);
     CHECK(zx_frame_encode(&fm, &b.rs, &fb) == 0);
     CHECK(fb.len <= kb_estimate(&b));
     zx_rowset out;
     zx_rowset_init(&out);
     zx_frame_meta dm;
     char err[256];
-    CHECK(zx_frame_decode(fb.data, fb.len, &dm, &out, err, sizeof(err)) == 0);
+    CHECK(zx_frame_decode(fb.p, fb.len, &dm, &out, err, sizeof(err)) == 0);
     CHECK(out.nrows == 3 && dm.npositions == 3 && dm.nrejects == 1);
     const char *want[3] = {"a.b:0", "c:5", "d:1"};
     int64_t wantv[3] = {102, 9, 55};
@@ -334,7 +334,7 @@ static void test_positions(void)
     }
     CHECK(cell(&out, 1, "_partition").u.i == 5);
     zx_rowset_free(&out);
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
     kb_free(&b);
 
     /* positions only (start: new): a frame with no row */

@@ -203,7 +203,7 @@ static int dec(const char *s, int p, int sc, const char *want)
 /* zx_dc_convert for a file column c: FV_OK (a value), FV_NULL, FV_MISFIT,
  * or -1 (out of memory). */
 enum { FV_NULL = 0, FV_OK = 1, FV_MISFIT = 2 };
-static int fconv(const zx_dcol *c, const zx_value *v, zx_dc_out *o, zx_dc_buf *sc)
+static int fconv(const zx_dcol *c, const zx_value *v, zx_dc_out *o, zx_buf *sc)
 {
     zx_dc_target t = zx_dc_target_file(c);
     int r = zx_dc_convert(&t, v, sc, o);
@@ -218,7 +218,7 @@ static zx_value txt(const char *s)
 
 static void test_values(void)
 {
-    zx_dc_buf sc = {0};
+    zx_buf sc = {0};
     CHECK(dec("-123.45", 10, 2, "-123.45"));
     CHECK(dec("-123.4500", 10, 2, "-123.45"));
     CHECK(dec("1.005", 10, 2, "1.01"));            /* half away from zero */
@@ -366,7 +366,7 @@ static void test_values(void)
     CHECK(fconv(&cd, &v, &fv, &sc) == FV_MISFIT);
     v = (zx_value){.type = ZX_T_TIMESTAMP, .u.i = INT64_MIN};
     CHECK(fconv(&ct, &v, &fv, &sc) == FV_MISFIT);
-    zx_dc_buf_free(&sc);
+    zx_buf_free(&sc);
 }
 
 /* ---- files ----------------------------------------------------------------- */

@@ -52,7 +52,7 @@ struct zx_src {
     const zx_worker_args *a;
     const char *name;
     zx_ring *frames;
-    zx_frame_buf fb;      /* the kept frame, when kept */
+    zx_buf fb;      /* the kept frame, when kept */
     int kept;
     rpos *pos;
     size_t npos;
@@ -122,7 +122,7 @@ zx_pub_result zx_src_retry(zx_src *rt, uint64_t *seq)
         rt->kept = 0;
         return ZX_PUB_TOO_BIG;
     }
-    memcpy(dst, rt->fb.data, rt->fb.len);
+    memcpy(dst, rt->fb.p, rt->fb.len);
     uint64_t s = zx_ring_commit(rt->frames, rt->fb.len, 1);
     note_sent(rt, s);
     rt->kept = 0;
@@ -141,7 +141,7 @@ zx_pub_result zx_src_publish(zx_src *rt, const zx_frame_meta *m, const zx_rowset
         mm.pipeline = rt->name;
     if (!mm.table)
         mm.table = rt->a->pipeline->table;
-    zx_frame_buf_reset(&rt->fb);
+    zx_buf_reset(&rt->fb);
     if (zx_frame_encode(&mm, rs, &rt->fb) < 0)
         return errno == ENOMEM ? ZX_PUB_NOMEM : ZX_PUB_TOO_BIG;
     if (rt->fb.len > zx_ring_max_record(rt->frames))
@@ -298,7 +298,7 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
     rt->a = a;
     rt->name = a->pipeline->name;
     rt->frames = &a->seg->frames;
-    zx_frame_buf_init(&rt->fb);
+    zx_buf_init(&rt->fb);
     zx_ring_set_peer(rt->frames, a->writer_efd);
 
     struct sigaction sa = {0};
@@ -393,6 +393,6 @@ out:
     }
     free(rt->pos);
     free(rt->sent);
-    zx_frame_buf_free(&rt->fb);
+    zx_buf_free(&rt->fb);
     return rc;
 }
