@@ -18,19 +18,6 @@
 
 #include "formats/parquet_int.h"
 
-int pq_buf_reserve(pq_buf *b, size_t n)
-{
-    if (n > SIZE_MAX - b->len)
-        return -1;
-    return zx_grow_to(&b->p, b->len + n, &b->cap, 1, 256);
-}
-
-void pq_buf_free(pq_buf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof(*b));
-}
-
 int zx_pq_codec_parse(const char *name, zx_pq_codec *out)
 {
     if (!name || !strcmp(name, "zstd"))
@@ -169,7 +156,7 @@ fail:
 
 static int put_fixed(zx_pq_writer *w, pq_col *c, const void *p, size_t n)
 {
-    if (pq_buf_reserve(&c->vals, n) < 0)
+    if (zx_buf_reserve(&c->vals, n) < 0)
         return -1;
     memcpy(c->vals.p + c->vals.len, p, n);
     c->vals.len += n;
@@ -214,7 +201,7 @@ static int put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
             return -1;
         w->rg_bytes = w->rg_bytes - old + c->bytes;
     }
-    if (pq_buf_reserve(&c->vals, 4 + n) < 0 || pq_stats_bytes(c, (const uint8_t *)s, n) < 0)
+    if (zx_buf_reserve(&c->vals, 4 + n) < 0 || pq_stats_bytes(c, (const uint8_t *)s, n) < 0)
         return -1;
     uint32_t l = (uint32_t)n;
     memcpy(c->vals.p + c->vals.len, &l, 4);
@@ -270,7 +257,7 @@ static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
         return put_fixed(w, c, &fv.d, 8);
     case ZX_DT_BOOL: {
         if (c->nvals % 8 == 0) {
-            if (pq_buf_reserve(&c->vals, 1) < 0)
+            if (zx_buf_reserve(&c->vals, 1) < 0)
                 return -1;
             c->vals.p[c->vals.len++] = 0;
             c->bytes++;
@@ -316,7 +303,7 @@ int zx_pq_write_row(zx_pq_writer *w, const zx_value *vals, char *err, size_t err
     for (size_t i = 0; i < w->ncols; i++) {
         pq_col *c = &w->cols[i];
         if (r % 8 == 0) {
-            if (pq_buf_reserve(&c->defs, 1) < 0)
+            if (zx_buf_reserve(&c->defs, 1) < 0)
                 goto oom;
             c->defs.p[c->defs.len++] = 0;
         }
@@ -396,11 +383,11 @@ int zx_pq_finish(zx_pq_writer *w, uint64_t *file_bytes, char *err, size_t errlen
 static void col_free(pq_col *c)
 {
     free((char *)c->dc.name);
-    pq_buf_free(&c->defs);
-    pq_buf_free(&c->vals);
-    pq_buf_free(&c->dict);
-    pq_buf_free(&c->bmin);
-    pq_buf_free(&c->bmax);
+    zx_buf_free(&c->defs);
+    zx_buf_free(&c->vals);
+    zx_buf_free(&c->dict);
+    zx_buf_free(&c->bmin);
+    zx_buf_free(&c->bmax);
     free(c->dent);
     free(c->slots);
     free(c->idx);
@@ -417,9 +404,9 @@ void zx_pq_free(zx_pq_writer *w)
     free(w->rgs);
     free(w->cols);
     free(w->rowvals);
-    pq_buf_free(&w->out);
-    pq_buf_free(&w->page);
-    pq_buf_free(&w->cpage);
+    zx_buf_free(&w->out);
+    zx_buf_free(&w->page);
+    zx_buf_free(&w->cpage);
     zx_buf_free(&w->scratch);
     zx_tc_free(&w->tc);
     ZSTD_freeCCtx(w->zc);
