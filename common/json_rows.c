@@ -357,8 +357,9 @@ static int parse_json(ctx *c, const char *body, size_t len)
     if (!j) {
         uint64_t line, col;
         line_col(body, pe.offset, &line, &col);
-        set_err(c, ZX_JSON_E_SYNTAX, line, col, pe.offset, "at byte %zu (line %llu, column %llu): %s",
-                pe.offset, (unsigned long long)line, (unsigned long long)col, pe.text);
+        set_err(c, ZX_JSON_E_SYNTAX, line, col, pe.offset,
+                "at byte %zu (line %llu, column %llu): %s", pe.offset,
+                (unsigned long long)line, (unsigned long long)col, pe.text);
         return -1;
     }
     if (json_is_object(j)) {

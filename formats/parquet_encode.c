@@ -430,8 +430,8 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
         m->dict_page_offset = (int64_t)w->pos;
         if (dict_stats(c) < 0)
             goto oom;
-        if (write_page(w, PQ_PAGE_DICTIONARY, (const uint8_t *)c->dict.p, c->dict.len, c->ndent, PQ_ENC_PLAIN, m,
-                       err, errlen) < 0)
+        if (write_page(w, PQ_PAGE_DICTIONARY, (const uint8_t *)c->dict.p, c->dict.len,
+                       c->ndent, PQ_ENC_PLAIN, m, err, errlen) < 0)
             return -1;
         m->encodings |= 1u << PQ_ENC_PLAIN | 1u << PQ_ENC_RLE_DICTIONARY;
         bw = bit_width(c->ndent - 1);
@@ -497,7 +497,8 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
             memcpy(p, c->vals.p + voff, voff1 - voff);
             w->page.len += voff1 - voff;
         }
-        if (write_page(w, PQ_PAGE_DATA, (const uint8_t *)w->page.p, w->page.len, r1 - r, enc, m, err, errlen) < 0)
+        if (write_page(w, PQ_PAGE_DATA, (const uint8_t *)w->page.p, w->page.len, r1 - r, enc, m,
+                       err, errlen) < 0)
             return -1;
         r = r1;
         v = v1;

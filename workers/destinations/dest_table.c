@@ -59,7 +59,7 @@ char *zx_dt_label(const char *kind, const char *conn, const char *schema, const 
 {
     zx_buf b = { 0 };
     if (zx_buf_printf(&b, "%s %s table %s%s%s", kind, conn, schema ? schema : "",
-                         schema ? "." : "", table) < 0)
+                      schema ? "." : "", table) < 0)
         return NULL;
     return b.p;
 }
@@ -192,8 +192,8 @@ int zx_dt_sql_create(zx_buf *b, const char *qtable, const zx_dcol *cols, char *c
         return -1;
     for (size_t i = 0; i < ncols; i++)
         if (zx_buf_printf(b, "%s%s %s%s", i ? ", " : "", qcols[i],
-                             type_of(&cols[i], tb, sizeof(tb)),
-                             key_not_null && zx_dt_is_key(key, nkeys, i) ? " NOT NULL" : "") < 0)
+                          type_of(&cols[i], tb, sizeof(tb)),
+                          key_not_null && zx_dt_is_key(key, nkeys, i) ? " NOT NULL" : "") < 0)
             return -1;
     if (nkeys && (zx_buf_printf(b, ", PRIMARY KEY (") < 0 ||
                   zx_dt_sql_list(b, qcols, key, nkeys) < 0 || zx_buf_printf(b, ")") < 0))
@@ -208,7 +208,7 @@ int zx_dt_sql_upsert_set(zx_buf *b, char *const *qcols, size_t ncols, const size
     for (size_t i = 0; i < ncols; i++)
         if (!zx_dt_is_key(key, nkeys, i) &&
             zx_buf_printf(b, "%s%s = EXCLUDED.%s", nset++ ? ", " : "DO UPDATE SET ",
-                             qcols[i], qcols[i]) < 0)
+                          qcols[i], qcols[i]) < 0)
             return -1;
     return nset ? 0 : zx_buf_printf(b, "DO NOTHING");
 }

@@ -115,7 +115,7 @@ int zx_fit_json_text(const zx_value *v, zx_buf *b)
     switch (v->type) {
     case ZX_T_INT:
         return zx_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof(tmp), "%lld",
-                                                       (long long)v->u.i));
+                                                   (long long)v->u.i));
     case ZX_T_REAL:
         if (!isfinite(v->u.d))
             return zx_buf_put(b, "null", 4);

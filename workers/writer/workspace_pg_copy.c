@@ -301,7 +301,7 @@ int zx_wsp_row_end(zx_ws *ws, char *why, size_t whylen, char *err, size_t errlen
         int bad = (i && zx_buf_put(&w->data, "\t", 1) < 0) ||
                   (w->off[i] < 0 ? zx_buf_put(&w->data, "\\N", 2) < 0
                                  : zx_buf_put(&w->data, w->rowbuf.p + w->off[i],
-                                                  w->len[i]) < 0);
+                                              w->len[i]) < 0);
         if (bad)
             return zx_seterr(err, errlen, "workspace: out of memory");
         w->off[i] = -1;

@@ -526,20 +526,20 @@ static int build_sql(pgd *d)
         goto out;
     d->sql_copy_stage = take(&b);
     if (zx_buf_printf(&b, "INSERT INTO %s AS t (%s) SELECT %s FROM pg_temp.zx_stage "
-                         "ON CONFLICT (%s) ", d->qtable, cl.p, cl.p, kl.p) < 0 ||
+                      "ON CONFLICT (%s) ", d->qtable, cl.p, cl.p, kl.p) < 0 ||
         zx_dt_sql_upsert_set(&b, d->qcols, d->ncols, d->key, d->nkeys) < 0)
         goto out;
     d->sql_merge = take(&b);
     if (zx_buf_printf(&b, "COPY pg_temp.zx_keys (%s) FROM STDIN%s", kl.p,
-                         d->kbinary ? " (FORMAT binary)" : "") < 0)
+                      d->kbinary ? " (FORMAT binary)" : "") < 0)
         goto out;
     d->sql_copy_keys = take(&b);
     if (zx_buf_printf(&b, "DELETE FROM %s AS t USING pg_temp.zx_keys AS k WHERE ",
-                         d->qtable) < 0)
+                      d->qtable) < 0)
         goto out;
     for (size_t i = 0; i < d->nkeys; i++)
         if (zx_buf_printf(&b, "%st.%s = k.%s", i ? " AND " : "", d->qcols[d->key[i]],
-                             d->qcols[d->key[i]]) < 0)
+                          d->qcols[d->key[i]]) < 0)
             goto out;
     d->sql_delete = take(&b);
     rc = 0;
@@ -616,7 +616,7 @@ static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
             continue;
         if ((!missing && zx_buf_printf(&b, "ALTER TABLE %s", d->qtable) < 0) ||
             zx_buf_printf(&b, "%s ADD COLUMN IF NOT EXISTS %s %s", missing ? "," : "",
-                             d->qcols[i], pg_type_of(&run->cols[i], tb, sizeof(tb))) < 0) {
+                          d->qcols[i], pg_type_of(&run->cols[i], tb, sizeof(tb))) < 0) {
             zx_buf_free(&b);
             return zx_dt_fail(d->label, err, errlen, "out of memory");
         }
@@ -789,7 +789,7 @@ static int encode(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols, 
         for (size_t k = 0; k < nk; k++) {
             size_t j = kidx[k];
             if (zx_buf_put(&d->keys, d->data.p + d->foff[2 * j],
-                              d->foff[2 * j + 1] - d->foff[2 * j]) < 0 ||
+                           d->foff[2 * j + 1] - d->foff[2 * j]) < 0 ||
                 (!binary && zx_buf_put(&d->keys, "\t", 1) < 0))
                 return -1;
         }

@@ -354,7 +354,7 @@ static int make_table(sqd *d, const zx_dest_run *run, char *err, size_t errlen)
             continue;
         b.len = 0;
         if (zx_buf_printf(&b, "ALTER TABLE %s ADD COLUMN %s %s", d->qtable, d->qcols[i],
-                             sq_type_of(&run->cols[i], NULL, 0)) < 0 || exec_sql(d, b.p) < 0) {
+                          sq_type_of(&run->cols[i], NULL, 0)) < 0 || exec_sql(d, b.p) < 0) {
             free(have);
             zx_buf_free(&b);
             return zx_dt_fail(d->label, err, errlen, "cannot add column %s: %s", d->qcols[i],
@@ -403,7 +403,7 @@ static int prepare(sqd *d, char *err, size_t errlen)
     bad = zx_buf_printf(&b, "DELETE FROM %s WHERE ", d->qtable) < 0;
     for (size_t k = 0; k < d->nkeys && !bad; k++)
         bad = zx_buf_printf(&b, "%s%s = ?%zu", k ? " AND " : "", d->qcols[d->key[k]],
-                               k + 1) < 0;
+                            k + 1) < 0;
     if (bad) {
         zx_buf_free(&b);
         return zx_dt_fail(d->label, err, errlen, "out of memory");
