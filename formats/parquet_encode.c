@@ -450,7 +450,7 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
         uint64_t est = 0;
         while (r1 < nrows && est < w->o.page_bytes) {
             uint32_t take = nrows - r1 < 8 ? nrows - r1 : 8;
-            unsigned d = c->defs.p[r1 / 8];
+            unsigned d = (uint8_t)c->defs.p[r1 / 8];   /* p is char: no sign */
             if (take < 8)
                 d &= (1u << take) - 1;
             uint32_t np = (uint32_t)__builtin_popcount(d);
