@@ -10,6 +10,7 @@
  */
 #include "common/avro_connect.h"
 #include "common/avro_node.h"
+#include "common/buf.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -73,15 +74,9 @@ static void oom(cctx *c)
 static av_node *new_node(cctx *c, av_kind kind, const char *ctype)
 {
     zx_avro_schema *s = c->s;
-    if (s->nnodes == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 32;
-        av_node **nn = realloc(s->nodes, cap * sizeof(*nn));
-        if (!nn) {
-            oom(c);
-            return NULL;
-        }
-        s->nodes = nn;
-        s->cap = cap;
+    if (zx_grow_to(&s->nodes, s->nnodes + 1, &s->cap, sizeof(*s->nodes), 32) < 0) {
+        oom(c);
+        return NULL;
     }
     av_node *n = calloc(1, sizeof(*n));
     if (!n) {
@@ -973,7 +968,7 @@ json_t *av_schema_open(const av_node *n)
     return o;
 }
 
-int av_add_extra(json_t *o, const av_node *n)
+static int av_add_extra(json_t *o, const av_node *n)
 {
     return n->extra ? json_object_update(o, n->extra) : 0;
 }

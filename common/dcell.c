@@ -30,61 +30,6 @@
 
 typedef unsigned __int128 u128;
 
-/* ---- buffer -------------------------------------------------------- */
-
-void zx_dc_buf_free(zx_dc_buf *b)
-{
-    if (!b)
-        return;
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-}
-
-int zx_dc_buf_reserve(zx_dc_buf *b, size_t more)
-{
-    if (more > SIZE_MAX / 2 - b->len - 1)
-        return -1;
-    size_t need = b->len + more + 1;
-    if (need <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < need)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-int zx_dc_buf_put(zx_dc_buf *b, const void *s, size_t n)
-{
-    if (zx_dc_buf_reserve(b, n) < 0)
-        return -1;
-    if (n)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-int zx_dc_buf_printf(zx_dc_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || zx_dc_buf_reserve(b, (size_t)n) < 0)
-        return -1;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-    return 0;
-}
-
 /* ---- targets ------------------------------------------------------- */
 
 zx_dc_target zx_dc_target_of(zx_dtype t, int precision, int scale)
@@ -279,7 +224,7 @@ static int literal(const zx_value *v)
 /* The text of v: TEXT and JSON as they are, INT, REAL, BOOL and
  * TIMESTAMP (its original text, else its UTC text) written into b.  Sets
  * *s and *n.  1, 0 (a type without text), -1 (memory). */
-static int text_form(const zx_value *v, zx_dc_buf *b, const char **s, size_t *n)
+static int text_form(const zx_value *v, zx_buf *b, const char **s, size_t *n)
 {
     char tmp[40];
     size_t tl;
@@ -310,7 +255,7 @@ static int text_form(const zx_value *v, zx_dc_buf *b, const char **s, size_t *n)
         return 0;
     }
     b->len = 0;
-    if (zx_dc_buf_put(b, tmp, tl) < 0)
+    if (zx_buf_put(b, tmp, tl) < 0)
         return -1;
     *s = b->p;
     *n = b->len;
@@ -417,7 +362,7 @@ static int conv_ts(const zx_value *v, zx_dc_out *o)
     return 1;
 }
 
-static int conv_date(const zx_value *v, zx_dc_buf *b, zx_dc_out *o)
+static int conv_date(const zx_value *v, zx_buf *b, zx_dc_out *o)
 {
     if (v->type == ZX_T_TEXT && v->s && parse_date(v->s, v->len, &o->i)) {
         o->s = v->s;
@@ -431,14 +376,14 @@ static int conv_date(const zx_value *v, zx_dc_buf *b, zx_dc_out *o)
     char tmp[ZX_DC_TEXTSZ];
     size_t n = zx_dc_date_text(o->i, tmp);
     b->len = 0;
-    if (zx_dc_buf_put(b, tmp, n) < 0)
+    if (zx_buf_put(b, tmp, n) < 0)
         return -1;
     o->s = b->p;
     o->len = n;
     return 1;
 }
 
-static int conv_decimal(const zx_dc_target *t, const zx_value *v, zx_dc_buf *b, zx_dc_out *o)
+static int conv_decimal(const zx_dc_target *t, const zx_value *v, zx_buf *b, zx_dc_out *o)
 {
     if (!(v->type == ZX_T_INT || literal(v) || (v->type == ZX_T_REAL && isfinite(v->u.d))))
         return 0;
@@ -458,7 +403,7 @@ static int conv_decimal(const zx_dc_target *t, const zx_value *v, zx_dc_buf *b, 
     return 1;
 }
 
-static int conv_json(const zx_dc_target *t, const zx_value *v, zx_dc_buf *b, zx_dc_out *o)
+static int conv_json(const zx_dc_target *t, const zx_value *v, zx_buf *b, zx_dc_out *o)
 {
     char tmp[40];
     size_t tl;
@@ -500,7 +445,7 @@ static int conv_json(const zx_dc_target *t, const zx_value *v, zx_dc_buf *b, zx_
     return 1;
 }
 
-static int conv_text(const zx_dc_target *t, const zx_value *v, zx_dc_buf *b, zx_dc_out *o)
+static int conv_text(const zx_dc_target *t, const zx_value *v, zx_buf *b, zx_dc_out *o)
 {
     const char *s;
     size_t n;
@@ -523,7 +468,7 @@ static int conv_text(const zx_dc_target *t, const zx_value *v, zx_dc_buf *b, zx_
     return 1;
 }
 
-int zx_dc_convert(const zx_dc_target *t, const zx_value *v, zx_dc_buf *buf, zx_dc_out *out)
+int zx_dc_convert(const zx_dc_target *t, const zx_value *v, zx_buf *buf, zx_dc_out *out)
 {
     memset(out, 0, sizeof(*out));
     out->null = 1;

@@ -77,7 +77,7 @@
  * integer is 32 bits) are set by its destination on the target.
  *
  * Thread-safe; it must never: know about SQL, a database library or a file
- * format, allocate except through the zx_dc_buf it is handed, or depend on
+ * format, allocate except through the zx_buf it is handed, or depend on
  * the locale's decimal point (the daemon never calls setlocale; strtod and
  * snprintf are used as in "C").
  */
@@ -87,6 +87,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "common/dtype.h"
 #include "common/rowset.h"
 
@@ -95,32 +96,6 @@ __extension__ typedef __int128 zx_i128;
 /* Room for any text form below (a 38-digit decimal with sign and point, a
  * double, an int64, a date), NUL included. */
 #define ZX_DC_TEXTSZ 48
-
-/* ---- a growable byte buffer ------------------------------------------ */
-
-/* Scratch of a conversion, or any text being built (a CSV line, an SQL
- * statement).  Start with {0}; p is owned (release with zx_dc_buf_free)
- * and NUL-terminated after zx_dc_buf_put. */
-typedef struct zx_dc_buf {
-    char *p;
-    size_t len, cap;
-} zx_dc_buf;
-
-/* Free the bytes; b is empty again.  NULL is a no-op. */
-void zx_dc_buf_free(zx_dc_buf *b);
-
-/* Append n bytes at s (kept NUL-terminated).  0 or -1 (out of memory; b
- * unchanged). */
-int zx_dc_buf_put(zx_dc_buf *b, const void *s, size_t n);
-
-/* Make room for `more` bytes after b->len (and a NUL), so that the caller
- * may write them at b->p + b->len itself.  0 or -1 (out of memory; b
- * unchanged). */
-int zx_dc_buf_reserve(zx_dc_buf *b, size_t more);
-
-/* Append printf output (kept NUL-terminated).  0 or -1 (out of memory; b
- * unchanged). */
-int zx_dc_buf_printf(zx_dc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- targets and the conversion -------------------------------------- */
 
@@ -168,7 +143,7 @@ typedef struct zx_dc_out {
  * (out->null = 1), -1 when out of memory.  Uses and overwrites buf:
  * out->s stays valid until the next use of buf or the end of v's
  * lifetime, whichever is first. */
-int zx_dc_convert(const zx_dc_target *t, const zx_value *v, zx_dc_buf *buf,
+int zx_dc_convert(const zx_dc_target *t, const zx_value *v, zx_buf *buf,
                   zx_dc_out *out);
 
 /* ---- the checks and text forms the conversion uses ------------------- */
@@ -187,7 +162,7 @@ int zx_dc_json_valid(const char *s, size_t n, int nul_ok, int exp_max);
  * above).  Bytes that are not UTF-8: each replaced by U+FFFD when
  * replace, else nothing is appended and 0 returned; a NUL byte when
  * !nul_ok: nothing appended, 0.  1, 0, or -1 (out of memory). */
-int zx_dc_json_quote(zx_dc_buf *b, const char *s, size_t n, int replace, int nul_ok);
+int zx_dc_json_quote(zx_buf *b, const char *s, size_t n, int replace, int nul_ok);
 
 /* 1 when s (n bytes) is a decimal literal (grammar above, |exponent| at
  * most exp_max when exp_max > 0) that fits numeric(precision, scale) once

@@ -2,7 +2,7 @@
  * dcell_text.c — the checks and text forms of dcell.h: UTF-8 and JSON
  * validity, JSON strings, and the text of doubles, decimals and dates.
  *
- * It must never: read past n, allocate except through the zx_dc_buf it
+ * It must never: read past n, allocate except through the zx_buf it
  * is handed, or depend on the locale.
  */
 #include "common/dcell.h"
@@ -284,7 +284,7 @@ static int json_plain(unsigned char c)
     return c >= 0x20 && c != '"' && c != '\\' && c < 0x80;
 }
 
-int zx_dc_json_quote(zx_dc_buf *b, const char *str, size_t n, int replace, int nul_ok)
+int zx_dc_json_quote(zx_buf *b, const char *str, size_t n, int replace, int nul_ok)
 {
     const unsigned char *s = (const unsigned char *)str;
     if (!replace && !zx_dc_utf8_valid(str, n))
@@ -292,7 +292,7 @@ int zx_dc_json_quote(zx_dc_buf *b, const char *str, size_t n, int replace, int n
     if (!nul_ok && memchr(str, '\0', n))
         return 0;
     /* worst case: every byte as \u00XX (6) or U+FFFD (3) */
-    if (n > (SIZE_MAX / 2 - 2) / 6 || zx_dc_buf_reserve(b, 6 * n + 2) < 0)
+    if (n > (SIZE_MAX / 2 - 2) / 6 || zx_buf_reserve(b, 6 * n + 2) < 0)
         return -1;
     char *o = b->p + b->len;
     *o++ = '"';

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/hex.h"
 
 #define HIDDEN "***"
@@ -86,8 +87,7 @@ static int dsn_secret_key(const char *s, size_t len, int pct)
 typedef struct dsn_out {
     const char *src;
     size_t copied;      /* src bytes [0, copied) are done */
-    char *p;
-    size_t n, cap;
+    zx_buf out;
     int dry;            /* 1: only scan (zx_dsn_check), build nothing */
 } dsn_out;
 
@@ -95,18 +95,7 @@ static int dsn_put(dsn_out *o, const char *s, size_t len)
 {
     if (o->dry)
         return 0;
-    if (o->n + len + 1 > o->cap) {
-        size_t cap = o->cap * 2 > o->n + len + 1 ? o->cap * 2 : o->n + len + 1;
-        char *np = realloc(o->p, cap);
-        if (!np)
-            return -1;
-        o->p = np;
-        o->cap = cap;
-    }
-    memcpy(o->p + o->n, s, len);
-    o->n += len;
-    o->p[o->n] = '\0';
-    return 0;
+    return zx_buf_put(&o->out, s, len);
 }
 
 /* Copy src up to `from`, then HIDDEN instead of src[from, to). */
@@ -267,10 +256,10 @@ char *zx_dsn_redact(const char *dsn)
     if (rc == 0)
         rc = dsn_put(&o, o.src + o.copied, n - o.copied);
     if (rc < 0) {
-        free(o.p);
+        zx_buf_free(&o.out);
         return NULL;
     }
-    return o.p;
+    return o.out.p;
 }
 
 int zx_dsn_is_uri(const char *dsn)

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/colname.h"
+#include "common/hex.h"
 #include "common/timefmt.h"
 
 #define NEST_MAX (32 * 1024)    /* compact text of one nested value */
@@ -74,21 +75,10 @@ static inline const char *skip_ws(const char *p, const char *e)
     return p;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static unsigned hex4(const char *s)   /* 4 hex digits, already checked */
 {
-    return (unsigned)(hexval(s[0]) << 12 | hexval(s[1]) << 8 |
-                      hexval(s[2]) << 4 | hexval(s[3]));
+    return (unsigned)(zx_hexval(s[0]) << 12 | zx_hexval(s[1]) << 8 |
+                      zx_hexval(s[2]) << 4 | zx_hexval(s[3]));
 }
 
 /* Length of the strict UTF-8 sequence at s (first byte >= 0x80), 0 if bad. */
@@ -151,8 +141,8 @@ static const char *scan_str(const char *p, const char *e, int *esc)
                 p += 2;
                 break;
             case 'u':
-                if (e - p < 6 || hexval(p[2]) < 0 || hexval(p[3]) < 0 ||
-                    hexval(p[4]) < 0 || hexval(p[5]) < 0)
+                if (e - p < 6 || zx_hexval(p[2]) < 0 || zx_hexval(p[3]) < 0 ||
+                    zx_hexval(p[4]) < 0 || zx_hexval(p[5]) < 0)
                     return NULL;
                 p += 6;
                 break;

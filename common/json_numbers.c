@@ -8,35 +8,21 @@
  */
 #include "common/json_numbers.h"
 
+#include "common/buf.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int grow(char **buf, size_t *cap, size_t need)
 {
-    if (need <= *cap)
-        return 0;
-    size_t cap2 = *cap ? *cap : 4096;
-    while (cap2 < need)
-        cap2 *= 2;
-    char *b = realloc(*buf, cap2);
-    if (!b)
-        return -1;
-    *buf = b;
-    *cap = cap2;
-    return 0;
+    return zx_grow_to(buf, need, cap, 1, 4096);
 }
 
 static int add_patch(zx_jnum *c, size_t at, size_t added)
 {
-    if (c->npatches == c->patches_cap) {
-        size_t cap = c->patches_cap ? c->patches_cap * 2 : 16;
-        zx_jnum_patch *p = realloc(c->patches, cap * sizeof(*p));
-        if (!p)
-            return -1;
-        c->patches = p;
-        c->patches_cap = cap;
-    }
+    if (zx_grow_to(&c->patches, c->npatches + 1, &c->patches_cap, sizeof(*c->patches), 16) < 0)
+        return -1;
     c->patches[c->npatches].at = at;
     c->patches[c->npatches].added = added;
     c->npatches++;

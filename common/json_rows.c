@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/colname.h"
 #include "common/json_numbers.h"
 #include "common/timefmt.h"
@@ -38,14 +39,16 @@ typedef struct ctx {
     int marked;             /* the document in hand holds marked numbers */
 } ctx;
 
-static void set_err(ctx *c, uint64_t line, uint64_t column, uint64_t offset,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void set_err(ctx *c, zx_json_errcode code, uint64_t line, uint64_t column,
+                    uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 
-static void set_err(ctx *c, uint64_t line, uint64_t column, uint64_t offset,
-                    const char *fmt, ...)
+static void set_err(ctx *c, zx_json_errcode code, uint64_t line, uint64_t column,
+                    uint64_t offset, const char *fmt, ...)
 {
     if (!c->err)
         return;
+    c->err->code = code;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->err->msg, sizeof(c->err->msg), fmt, ap);
@@ -113,14 +116,8 @@ static char *nested_text(ctx *c, json_t *v, size_t *len)
     if (n == 0)
         return NULL;
     if (n > c->dump_cap) {
-        size_t cap = c->dump_cap ? c->dump_cap : 4096;
-        while (cap < n)
-            cap *= 2;
-        char *b = realloc(c->dump, cap);
-        if (!b)
+        if (zx_grow_to(&c->dump, n, &c->dump_cap, 1, 4096) < 0)
             return NULL;
-        c->dump = b;
-        c->dump_cap = cap;
         n = json_dumpb(v, c->dump, c->dump_cap, flags);
         if (n == 0 || n > c->dump_cap)
             return NULL;
@@ -147,7 +144,7 @@ static int64_t column_for(ctx *c, const char *name, size_t n)
                 goto too_many;
             col = zx_rowset_column(c->rs, nm, nl, ZX_T_NULL);
             if (col < 0) {
-                set_err(c, 0, 0, 0, "out of memory");
+                set_err(c, ZX_JSON_E_NOMEM, 0, 0, 0, "out of memory");
                 return -1;
             }
         }
@@ -161,7 +158,7 @@ static int64_t column_for(ctx *c, const char *name, size_t n)
         nm = buf;
     }
 too_many:
-    set_err(c, 0, 0, 0, "%smore than %d columns in one batch", where(c),
+    set_err(c, ZX_JSON_E_COLUMNS, 0, 0, 0, "%smore than %d columns in one batch", where(c),
             ZX_JSON_MAX_COLUMNS);
     return -1;
 }
@@ -207,7 +204,7 @@ static int to_value(ctx *c, json_t *v, zx_value *out)
     case JSON_OBJECT:
     case JSON_ARRAY: {
         if (!depth_ok(v, 2)) {
-            set_err(c, 0, 0, 0, "%snesting deeper than %d levels", where(c),
+            set_err(c, ZX_JSON_E_LIMIT, 0, 0, 0, "%snesting deeper than %d levels", where(c),
                     ZX_JSON_MAX_DEPTH);
             return -1;
         }
@@ -221,12 +218,12 @@ static int to_value(ctx *c, json_t *v, zx_value *out)
     }
     }
     if (!out->s) {
-        set_err(c, 0, 0, 0, "out of memory");
+        set_err(c, ZX_JSON_E_NOMEM, 0, 0, 0, "out of memory");
         return -1;
     }
     return 0;
 too_long:
-    set_err(c, 0, 0, 0, "%sa value is longer than 4 GiB", where(c));
+    set_err(c, ZX_JSON_E_LIMIT, 0, 0, 0, "%sa value is longer than 4 GiB", where(c));
     return -1;
 }
 
@@ -239,7 +236,7 @@ static int add_event(ctx *c, json_t *obj)
         c->gen = 1;
     }
     if (zx_rowset_begin_row(rs) < 0) {
-        set_err(c, 0, 0, 0, "out of memory");
+        set_err(c, ZX_JSON_E_NOMEM, 0, 0, 0, "out of memory");
         return -1;
     }
     for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
@@ -251,7 +248,7 @@ static int add_event(ctx *c, json_t *obj)
         if (col < 0 || to_value(c, json_object_iter_value(it), &v) < 0)
             goto fail;
         if (zx_rowset_add(rs, (uint32_t)col, &v) < 0) {
-            set_err(c, 0, 0, 0, "out of memory");
+            set_err(c, ZX_JSON_E_NOMEM, 0, 0, 0, "out of memory");
             goto fail;
         }
     }
@@ -360,8 +357,9 @@ static int parse_json(ctx *c, const char *body, size_t len)
     if (!j) {
         uint64_t line, col;
         line_col(body, pe.offset, &line, &col);
-        set_err(c, line, col, pe.offset, "at byte %zu (line %llu, column %llu): %s",
-                pe.offset, (unsigned long long)line, (unsigned long long)col, pe.text);
+        set_err(c, ZX_JSON_E_SYNTAX, line, col, pe.offset,
+                "at byte %zu (line %llu, column %llu): %s", pe.offset,
+                (unsigned long long)line, (unsigned long long)col, pe.text);
         return -1;
     }
     if (json_is_object(j)) {
@@ -372,7 +370,7 @@ static int parse_json(ctx *c, const char *body, size_t len)
         rc = 0;
         json_array_foreach(j, i, x) {
             if (!json_is_object(x)) {
-                set_err(c, 0, 0, 0,
+                set_err(c, ZX_JSON_E_SHAPE, 0, 0, 0,
                         "element %zu of the array is %s; each event must be a JSON object",
                         i, kind_of(x));
                 rc = -1;
@@ -384,7 +382,7 @@ static int parse_json(ctx *c, const char *body, size_t len)
                 break;
         }
     } else {
-        set_err(c, 0, 0, 0,
+        set_err(c, ZX_JSON_E_BODY_SHAPE, 0, 0, 0,
                 "the body is %s; it must be a JSON object or an array of JSON objects",
                 kind_of(j));
     }
@@ -408,7 +406,7 @@ static int parse_ndjson(ctx *c, const char *body, size_t len)
             if (!j) {
                 uint64_t l, col;
                 line_col(p, pe.offset, &l, &col);
-                set_err(c, lineno, col, off + pe.offset, "line %llu: %s",
+                set_err(c, ZX_JSON_E_SYNTAX, lineno, col, off + pe.offset, "line %llu: %s",
                         (unsigned long long)lineno, pe.text);
                 return -1;
             }
@@ -417,7 +415,7 @@ static int parse_ndjson(ctx *c, const char *body, size_t len)
                 size_t lead = 0;
                 while (is_ws(p[lead]))
                     lead++;
-                set_err(c, lineno, lead + 1, off + lead,
+                set_err(c, ZX_JSON_E_SHAPE, lineno, lead + 1, off + lead,
                         "line %llu is %s; each line must be a JSON object",
                         (unsigned long long)lineno, kind_of(j));
             } else {
@@ -437,7 +435,7 @@ static int parse_ndjson(ctx *c, const char *body, size_t len)
         off += n + 1;
     }
     if (!any) {
-        set_err(c, 0, 0, 0, "empty body");
+        set_err(c, ZX_JSON_E_EMPTY, 0, 0, 0, "empty body");
         return -1;
     }
     return 0;
@@ -452,15 +450,17 @@ int zx_json_rows_parse(const char *body, size_t len, zx_body_format fmt,
     if (err)
         memset(err, 0, sizeof(*err));
     if (!c) {
-        if (err)
+        if (err) {
+            err->code = ZX_JSON_E_NOMEM;
             snprintf(err->msg, sizeof(err->msg), "out of memory");
+        }
         return -1;
     }
     memset(c, 0, sizeof(*c));
     c->rs = rs;
     c->err = err;
     if (len == 0 || blank(body, len)) {
-        set_err(c, 0, 0, 0, "empty body");
+        set_err(c, ZX_JSON_E_EMPTY, 0, 0, 0, "empty body");
         rc = -1;
         goto done;
     }

@@ -57,7 +57,20 @@
 
 typedef enum { ZX_BODY_JSON = 0, ZX_BODY_NDJSON = 1 } zx_body_format;
 
+/* What kind of error a zx_json_err is (branch on this, never on msg). */
+typedef enum {
+    ZX_JSON_E_NONE = 0,
+    ZX_JSON_E_EMPTY,        /* "empty body" */
+    ZX_JSON_E_SYNTAX,       /* the parser refused it: "at byte ..." / "line L: ..." */
+    ZX_JSON_E_BODY_SHAPE,   /* "the body is <a type>; ..." (the whole body) */
+    ZX_JSON_E_SHAPE,        /* an array element or an NDJSON line is no object */
+    ZX_JSON_E_COLUMNS,      /* "... more than 1000 columns in one batch" */
+    ZX_JSON_E_LIMIT,        /* a value nested too deep or over 4 GiB */
+    ZX_JSON_E_NOMEM,        /* "out of memory" */
+} zx_json_errcode;
+
 typedef struct zx_json_err {
+    zx_json_errcode code; /* ZX_JSON_E_NONE until an error is set */
     char msg[256];     /* one line of English, NUL-terminated */
     uint64_t line;     /* 1-based line of the error (0 when not known) */
     uint64_t column;   /* 1-based column within that line, in characters
@@ -74,8 +87,8 @@ typedef struct zx_json_err {
 /* Parse `len` bytes at `body` (need not be NUL-terminated) and append one
  * row per event to `rs` (which may already hold rows and columns).
  *
- * Returns the number of rows appended (>= 0), or -1 with *err filled.
- * Error messages (err->msg):
+ * Returns the number of rows appended (>= 0), or -1 with *err filled
+ * (err->code says which kind, zx_json_errcode).  Error messages (err->msg):
  *   "empty body"                        body empty or only whitespace
  *   JSON:   "at byte B (line L, column C): <parser message>"
  *           "element N of the array is a <type>; each event must be a JSON

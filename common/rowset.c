@@ -51,14 +51,6 @@ zx_type zx_value_column_type(const zx_value *v)
     return (zx_type)v->type;
 }
 
-zx_type zx_type_from_name(const char *name)
-{
-    for (int t = 0; t < ZX_T__COUNT; t++)
-        if (strcmp(type_names[t], name) == 0)
-            return (zx_type)t;
-    return ZX_T__COUNT;
-}
-
 zx_type zx_type_merge(zx_type have, zx_type seen)
 {
     if (have == ZX_T_NULL)

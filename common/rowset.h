@@ -47,9 +47,6 @@ typedef enum zx_type {
  * "timestamp", "json", "null"); never NULL, static storage. */
 const char *zx_type_name(zx_type t);
 
-/* Parse a name produced by zx_type_name; returns ZX_T__COUNT if unknown. */
-zx_type zx_type_from_name(const char *name);
-
 typedef struct zx_value {
     uint8_t type;      /* zx_type */
     uint32_t len;      /* TEXT, JSON, TIMESTAMP: bytes at s (no NUL counted) */

@@ -239,7 +239,8 @@ unsigned long zx_registry_requests(const zx_registry *r)
 typedef zx_http_response body;
 
 /* The request itself.  Returns 0 with *status and the body, or 1 (a
- * transfer error, message in err), or -1 (response too large). */
+ * transfer error, worth a retry: message in err, without saying so), or
+ * -1 (response too large). */
 static int fetch(zx_registry *r, const char *path, long *status, body *b, char *err,
                  size_t errlen)
 {
@@ -284,7 +285,8 @@ static long error_code(const body *b, char *msg, size_t msglen)
     return code;
 }
 
-/* Interprets a 200 body: 0 with *out, 1 or -1 with a message. */
+/* Interprets a 200 body: 0 with *out, 1 (worth a retry) or -1 with a
+ * message. */
 static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t errlen)
 {
     json_error_t je;
@@ -357,17 +359,15 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
             rc = -1;
         } else if (status == 404) {
             snprintf(why, sizeof(why), "HTTP 404 without Confluent's error 40403: is the URL "
-                                       "(and its /apis/ccompat/v7 prefix for Apicurio) right? "
-                                       "(will retry)");
+                                       "(and its /apis/ccompat/v7 prefix for Apicurio) right?");
             rc = 1;
         } else if (status == 401 || status == 403) {
-            snprintf(why, sizeof(why), "HTTP %ld: the registry refuses the credentials "
-                                       "(will retry)", status);
+            snprintf(why, sizeof(why), "HTTP %ld: the registry refuses the credentials",
+                     status);
             rc = 1;
         } else {
             (void)error_code(&b, msg, sizeof(msg));
-            snprintf(why, sizeof(why), "HTTP %ld%s%s (will retry)", status, msg[0] ? ": " : "",
-                     msg);
+            snprintf(why, sizeof(why), "HTTP %ld%s%s", status, msg[0] ? ": " : "", msg);
             rc = 1;
         }
     }
@@ -421,11 +421,6 @@ int zx_registry_check(zx_registry *r, char *out, size_t outlen)
             rc = -1;
         }
         json_decref(j);
-    } else if (rc == 1) {
-        /* a transfer error: "... (will retry)" is for streams, not a test */
-        char *w = strstr(why, " (will retry)");
-        if (w)
-            *w = '\0';
     }
     zx_http_response_free(&b);
     if (rc != 0) {

@@ -131,20 +131,6 @@ int zx_mkdir_p(const char *path, mode_t mode)
     return 0;
 }
 
-int zx_grow(void *arr, size_t n, size_t *cap, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 64;
-    void **pp = arr;
-    void *p = realloc(*pp, ncap * size);
-    if (!p)
-        return -1;
-    *pp = p;
-    *cap = ncap;
-    return 0;
-}
-
 int zx_ct_equal(const void *a, size_t alen, const void *b, size_t blen)
 {
     const unsigned char *x = a, *y = b;

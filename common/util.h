@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/buf.h"
+
 /* The project's error convention.  A function that can fail returns -1
  * (or NULL) and, when err is not NULL and errlen > 0, leaves in
  * err[0..errlen) a message a person can act on, naming what failed
@@ -48,11 +50,7 @@ int zx_write_all(int fd, const void *buf, size_t n);
 /* mkdir -p with mode; 0 or -1 (errno). */
 int zx_mkdir_p(const char *path, mode_t mode);
 
-/* Make room for one more element in a growable array: when *n == *cap,
- * *arr is reallocated to twice its capacity (first: 64 elements of size
- * bytes).  Returns 0, or -1 when out of memory (the array is unchanged).
- * arr is the address of the array pointer (e.g. &w->items). */
-int zx_grow(void *arr, size_t n, size_t *cap, size_t size);
+/* zx_grow (room in a growable array) lives in common/buf.h. */
 
 /* Constant-time comparison of two byte strings: 1 when equal. The time
  * depends only on the lengths. */

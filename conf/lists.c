@@ -14,6 +14,8 @@
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
 
+#include "common/buf.h"
+
 #include <ctype.h>
 #include <regex.h>
 #include <stdlib.h>
@@ -43,16 +45,10 @@ static void strvec_free(strvec *sv)
  * memory (reported at n). */
 static int strvec_push(zx_cf_ctx *x, const yaml_node_t *n, strvec *sv, char *s)
 {
-    if (sv->n == sv->cap) {
-        size_t cap = sv->cap ? sv->cap * 2 : 4;
-        char **nv = realloc(sv->v, cap * sizeof(*nv));
-        if (!nv) {
-            free(s);
-            zx_cf_error_at(x, n, "out of memory");
-            return -1;
-        }
-        sv->v = nv;
-        sv->cap = cap;
+    if (zx_grow_to(&sv->v, sv->n + 1, &sv->cap, sizeof(*sv->v), 4) < 0) {
+        free(s);
+        zx_cf_error_at(x, n, "out of memory");
+        return -1;
     }
     sv->v[sv->n++] = s;
     return 0;

@@ -9,36 +9,14 @@
  */
 #include "formats/parquet.h"
 
+#include "common/buf.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "formats/parquet_int.h"
-
-int pq_buf_reserve(pq_buf *b, size_t n)
-{
-    if (b->len + n <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n) {
-        if (cap > SIZE_MAX / 2)
-            return -1;
-        cap *= 2;
-    }
-    uint8_t *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-void pq_buf_free(pq_buf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof(*b));
-}
 
 int zx_pq_codec_parse(const char *name, zx_pq_codec *out)
 {
@@ -178,7 +156,7 @@ fail:
 
 static int put_fixed(zx_pq_writer *w, pq_col *c, const void *p, size_t n)
 {
-    if (pq_buf_reserve(&c->vals, n) < 0)
+    if (zx_buf_reserve(&c->vals, n) < 0)
         return -1;
     memcpy(c->vals.p + c->vals.len, p, n);
     c->vals.len += n;
@@ -210,14 +188,8 @@ static int put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
         if (r < 0)
             return -1;
         if (r == 0) {
-            if (c->nvals >= c->idx_cap) {
-                size_t cap = c->idx_cap ? c->idx_cap * 2 : 1024;
-                uint32_t *p = realloc(c->idx, cap * sizeof(*p));
-                if (!p)
-                    return -1;
-                c->idx = p;
-                c->idx_cap = cap;
-            }
+            if (zx_grow_to(&c->idx, (size_t)c->nvals + 1, &c->idx_cap, sizeof(*c->idx), 1024) < 0)
+                return -1;
             c->idx[c->nvals] = ix;
             uint64_t add = 4 + (c->dict.len - before);
             c->bytes += add;
@@ -229,7 +201,7 @@ static int put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
             return -1;
         w->rg_bytes = w->rg_bytes - old + c->bytes;
     }
-    if (pq_buf_reserve(&c->vals, 4 + n) < 0 || pq_stats_bytes(c, (const uint8_t *)s, n) < 0)
+    if (zx_buf_reserve(&c->vals, 4 + n) < 0 || pq_stats_bytes(c, (const uint8_t *)s, n) < 0)
         return -1;
     uint32_t l = (uint32_t)n;
     memcpy(c->vals.p + c->vals.len, &l, 4);
@@ -285,7 +257,7 @@ static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
         return put_fixed(w, c, &fv.d, 8);
     case ZX_DT_BOOL: {
         if (c->nvals % 8 == 0) {
-            if (pq_buf_reserve(&c->vals, 1) < 0)
+            if (zx_buf_reserve(&c->vals, 1) < 0)
                 return -1;
             c->vals.p[c->vals.len++] = 0;
             c->bytes++;
@@ -331,7 +303,7 @@ int zx_pq_write_row(zx_pq_writer *w, const zx_value *vals, char *err, size_t err
     for (size_t i = 0; i < w->ncols; i++) {
         pq_col *c = &w->cols[i];
         if (r % 8 == 0) {
-            if (pq_buf_reserve(&c->defs, 1) < 0)
+            if (zx_buf_reserve(&c->defs, 1) < 0)
                 goto oom;
             c->defs.p[c->defs.len++] = 0;
         }
@@ -411,11 +383,11 @@ int zx_pq_finish(zx_pq_writer *w, uint64_t *file_bytes, char *err, size_t errlen
 static void col_free(pq_col *c)
 {
     free((char *)c->dc.name);
-    pq_buf_free(&c->defs);
-    pq_buf_free(&c->vals);
-    pq_buf_free(&c->dict);
-    pq_buf_free(&c->bmin);
-    pq_buf_free(&c->bmax);
+    zx_buf_free(&c->defs);
+    zx_buf_free(&c->vals);
+    zx_buf_free(&c->dict);
+    zx_buf_free(&c->bmin);
+    zx_buf_free(&c->bmax);
     free(c->dent);
     free(c->slots);
     free(c->idx);
@@ -432,10 +404,10 @@ void zx_pq_free(zx_pq_writer *w)
     free(w->rgs);
     free(w->cols);
     free(w->rowvals);
-    pq_buf_free(&w->out);
-    pq_buf_free(&w->page);
-    pq_buf_free(&w->cpage);
-    zx_dc_buf_free(&w->scratch);
+    zx_buf_free(&w->out);
+    zx_buf_free(&w->page);
+    zx_buf_free(&w->cpage);
+    zx_buf_free(&w->scratch);
     zx_tc_free(&w->tc);
     ZSTD_freeCCtx(w->zc);
     free(w);

@@ -41,7 +41,7 @@ static int write_fd(zx_pq_writer *w, const uint8_t *p, size_t n, char *err, size
 
 int pq_out_flush(zx_pq_writer *w, char *err, size_t errlen)
 {
-    if (w->out.len && write_fd(w, w->out.p, w->out.len, err, errlen) < 0)
+    if (w->out.len && write_fd(w, (const uint8_t *)w->out.p, w->out.len, err, errlen) < 0)
         return -1;
     w->out.len = 0;
     return 0;
@@ -55,7 +55,7 @@ int pq_emit(zx_pq_writer *w, const void *p, size_t n, char *err, size_t errlen)
         if (write_fd(w, p, n, err, errlen) < 0)
             return -1;
     } else {
-        if (pq_buf_reserve(&w->out, n) < 0) {
+        if (zx_buf_reserve(&w->out, n) < 0) {
             snprintf(err, errlen, "parquet: out of memory");
             return -1;
         }
@@ -111,7 +111,7 @@ int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, uint32_t *index)
         c->dent = d;
         c->dent_cap = cap;
     }
-    if (pq_buf_reserve(&c->dict, 4 + (size_t)n) < 0)
+    if (zx_buf_reserve(&c->dict, 4 + (size_t)n) < 0)
         return -1;
     memcpy(c->dict.p + c->dict.len, &n, 4);
     if (n)
@@ -137,7 +137,7 @@ static void dict_reset(pq_col *c)
 static int dict_stats(pq_col *c)
 {
     for (uint32_t e = 0; e < c->ndent; e++)
-        if (pq_stats_bytes(c, c->dict.p + c->dent[e].off, c->dent[e].len) < 0)
+        if (pq_stats_bytes(c, (const uint8_t *)c->dict.p + c->dent[e].off, c->dent[e].len) < 0)
             return -1;
     return 0;
 }
@@ -147,7 +147,7 @@ int pq_dict_fallback(pq_col *c)
     size_t need = 0;
     for (uint32_t v = 0; v < c->nvals; v++)
         need += 4 + (size_t)c->dent[c->idx[v]].len;
-    if (pq_buf_reserve(&c->vals, need) < 0 || dict_stats(c) < 0)
+    if (zx_buf_reserve(&c->vals, need) < 0 || dict_stats(c) < 0)
         return -1;
     for (uint32_t v = 0; v < c->nvals; v++) {
         const pq_dent *e = &c->dent[c->idx[v]];
@@ -173,10 +173,10 @@ static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
     return an < bn ? -1 : an > bn;
 }
 
-static int buf_set(pq_buf *b, const uint8_t *s, size_t n)
+static int buf_set(zx_buf *b, const uint8_t *s, size_t n)
 {
     b->len = 0;
-    if (pq_buf_reserve(b, n ? n : 1) < 0)
+    if (zx_buf_reserve(b, n ? n : 1) < 0)
         return -1;
     if (n)
         memcpy(b->p, s, n);
@@ -190,9 +190,9 @@ int pq_stats_bytes(pq_col *c, const uint8_t *s, size_t n)
         c->has = 1;
         return buf_set(&c->bmin, s, n) < 0 || buf_set(&c->bmax, s, n) < 0 ? -1 : 0;
     }
-    if (bytes_cmp(s, n, c->bmin.p, c->bmin.len) < 0)
+    if (bytes_cmp(s, n, (const uint8_t *)c->bmin.p, c->bmin.len) < 0)
         return buf_set(&c->bmin, s, n);
-    if (bytes_cmp(s, n, c->bmax.p, c->bmax.len) > 0)
+    if (bytes_cmp(s, n, (const uint8_t *)c->bmax.p, c->bmax.len) > 0)
         return buf_set(&c->bmax, s, n);
     return 0;
 }
@@ -290,26 +290,26 @@ static int write_page(zx_pq_writer *w, int type, const uint8_t *data, size_t n, 
     if (w->o.codec == ZX_PQ_ZSTD) {
         size_t bound = ZSTD_compressBound(n);
         w->cpage.len = 0;
-        if (pq_buf_reserve(&w->cpage, bound) < 0)
+        if (zx_buf_reserve(&w->cpage, bound) < 0)
             goto oom;
         size_t r = ZSTD_compressCCtx(w->zc, w->cpage.p, bound, data, n, w->o.zstd_level);
         if (ZSTD_isError(r)) {
             snprintf(err, errlen, "parquet: zstd: %s", ZSTD_getErrorName(r));
             return -1;
         }
-        payload = w->cpage.p;
+        payload = (const uint8_t *)w->cpage.p;
         plen = r;
     } else if (w->o.codec == ZX_PQ_SNAPPY) {
         size_t bound = snappy_max_compressed_length(n);
         w->cpage.len = 0;
-        if (pq_buf_reserve(&w->cpage, bound) < 0)
+        if (zx_buf_reserve(&w->cpage, bound) < 0)
             goto oom;
         size_t outlen = bound;
         if (snappy_compress((const char *)data, n, (char *)w->cpage.p, &outlen) != SNAPPY_OK) {
             snprintf(err, errlen, "parquet: snappy compression failed");
             return -1;
         }
-        payload = w->cpage.p;
+        payload = (const uint8_t *)w->cpage.p;
         plen = outlen;
     }
     if (plen > INT32_MAX) {
@@ -332,9 +332,9 @@ oom:
 
 static uint8_t *page_room(zx_pq_writer *w, size_t n)
 {
-    if (pq_buf_reserve(&w->page, n) < 0)
+    if (zx_buf_reserve(&w->page, n) < 0)
         return NULL;
-    return w->page.p + w->page.len;
+    return (uint8_t *)w->page.p + w->page.len;
 }
 
 /* Definition levels of rows [r0, r0 + nrows) (r0 % 8 == 0), with their
@@ -402,7 +402,7 @@ static int put_bools(zx_pq_writer *w, const pq_col *c, uint32_t v0, uint32_t n)
     uint8_t *p = page_room(w, nbytes);
     if (!p)
         return -1;
-    const uint8_t *src = c->vals.p;
+    const uint8_t *src = (const uint8_t *)c->vals.p;
     size_t total = c->vals.len;
     unsigned sh = v0 % 8;
     size_t b0 = v0 / 8;
@@ -430,8 +430,8 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
         m->dict_page_offset = (int64_t)w->pos;
         if (dict_stats(c) < 0)
             goto oom;
-        if (write_page(w, PQ_PAGE_DICTIONARY, c->dict.p, c->dict.len, c->ndent, PQ_ENC_PLAIN, m,
-                       err, errlen) < 0)
+        if (write_page(w, PQ_PAGE_DICTIONARY, (const uint8_t *)c->dict.p, c->dict.len,
+                       c->ndent, PQ_ENC_PLAIN, m, err, errlen) < 0)
             return -1;
         m->encodings |= 1u << PQ_ENC_PLAIN | 1u << PQ_ENC_RLE_DICTIONARY;
         bw = bit_width(c->ndent - 1);
@@ -450,7 +450,7 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
         uint64_t est = 0;
         while (r1 < nrows && est < w->o.page_bytes) {
             uint32_t take = nrows - r1 < 8 ? nrows - r1 : 8;
-            unsigned d = c->defs.p[r1 / 8];
+            unsigned d = (uint8_t)c->defs.p[r1 / 8];   /* p is char: no sign */
             if (take < 8)
                 d &= (1u << take) - 1;
             uint32_t np = (uint32_t)__builtin_popcount(d);
@@ -497,7 +497,8 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
             memcpy(p, c->vals.p + voff, voff1 - voff);
             w->page.len += voff1 - voff;
         }
-        if (write_page(w, PQ_PAGE_DATA, w->page.p, w->page.len, r1 - r, enc, m, err, errlen) < 0)
+        if (write_page(w, PQ_PAGE_DATA, (const uint8_t *)w->page.p, w->page.len, r1 - r, enc, m,
+                       err, errlen) < 0)
             return -1;
         r = r1;
         v = v1;

@@ -27,15 +27,8 @@ enum { PQ_CODEC_UNCOMPRESSED = 0, PQ_CODEC_SNAPPY = 1, PQ_CODEC_ZSTD = 6 };
 #define PQ_STAT_MAX 64                /* longest string min/max written */
 #define PQ_RG_MAX_ROWS (1u << 30)     /* rows per row group, whatever size */
 
-/* A growable byte buffer. */
-typedef struct pq_buf {
-    uint8_t *p;
-    size_t len, cap;
-} pq_buf;
-
-/* Room for n more bytes: 0 or -1 (out of memory). */
-int pq_buf_reserve(pq_buf *b, size_t n);
-void pq_buf_free(pq_buf *b);
+/* Byte buffers are zx_buf (common/buf.h): p is char *, so the bytes are
+ * read through (const uint8_t *) where they are unsigned. */
 
 /* One dictionary entry: its bytes are at dict.plain.p + off (after their
  * 4-byte length). */
@@ -77,12 +70,12 @@ typedef struct pq_col {
     int dict_ok;                 /* type may use the dictionary */
 
     /* the row group being buffered */
-    pq_buf defs;                 /* bit r set: row r has a value */
+    zx_buf defs;                 /* bit r set: row r has a value */
     uint32_t nvals;              /* values (non-NULL) */
-    pq_buf vals;                 /* PLAIN values (BOOLEAN: bits) */
+    zx_buf vals;                 /* PLAIN values (BOOLEAN: bits) */
     uint64_t bytes;              /* what this column adds to rg_bytes */
     int dict_on;                 /* values go through the dictionary */
-    pq_buf dict;                 /* dictionary entries, PLAIN-encoded */
+    zx_buf dict;                 /* dictionary entries, PLAIN-encoded */
     pq_dent *dent;
     uint32_t ndent, dent_cap;
     uint32_t *slots;             /* open addressing: entry + 1, 0 empty */
@@ -96,7 +89,7 @@ typedef struct pq_col {
     int64_t imin, imax;
     double dmin, dmax;
     zx_i128 qmin, qmax;
-    pq_buf bmin, bmax;           /* byte arrays in PLAIN mode */
+    zx_buf bmin, bmax;           /* byte arrays in PLAIN mode */
 } pq_col;
 
 struct zx_pq_writer {
@@ -106,7 +99,7 @@ struct zx_pq_writer {
     size_t ncols;
 
     uint64_t pos;                /* bytes of the file produced so far */
-    pq_buf out;                  /* write buffer */
+    zx_buf out;                  /* write buffer */
 
     uint32_t rg_rows;            /* rows buffered in this row group */
     uint64_t rg_bytes;           /* their buffered bytes (all columns) */
@@ -118,9 +111,9 @@ struct zx_pq_writer {
     pq_rowgroup *rgs;
     uint32_t nrgs, rgs_cap;
 
-    pq_buf page, cpage;          /* scratch: a page, compressed page */
+    zx_buf page, cpage;          /* scratch: a page, compressed page */
     zx_tc tc;                    /* scratch: a page header */
-    zx_dc_buf scratch;           /* scratch: value conversions */
+    zx_buf scratch;           /* scratch: value conversions */
     ZSTD_CCtx *zc;
     zx_value *rowvals;           /* scratch: one row of a rowset */
     int failed;

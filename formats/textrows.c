@@ -11,14 +11,14 @@
 
 #include "common/timefmt.h"
 
-static int put(zx_dc_buf *b, const char *s, size_t n)
+static int put(zx_buf *b, const char *s, size_t n)
 {
-    return zx_dc_buf_put(b, s, n);
+    return zx_buf_put(b, s, n);
 }
 
-static int putc1(zx_dc_buf *b, char c)
+static int putc1(zx_buf *b, char c)
 {
-    return zx_dc_buf_put(b, &c, 1);
+    return zx_buf_put(b, &c, 1);
 }
 
 static size_t fmt_i64(int64_t v, char *out)
@@ -38,11 +38,11 @@ static size_t fmt_i64(int64_t v, char *out)
     return o;
 }
 
-int zx_base64(zx_dc_buf *b, const unsigned char *s, size_t n)
+int zx_base64(zx_buf *b, const unsigned char *s, size_t n)
 {
     static const char tab[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if (n > (SIZE_MAX / 4) * 3 - 3 || zx_dc_buf_reserve(b, (n + 2) / 3 * 4) < 0)
+    if (n > (SIZE_MAX / 4) * 3 - 3 || zx_buf_reserve(b, (n + 2) / 3 * 4) < 0)
         return -1;
     char *o = b->p + b->len;
     size_t i = 0;
@@ -99,7 +99,7 @@ static void misfit_at(size_t i, uint64_t *nulled, size_t *misfit)
 
 /* Value v of column cols[i] as a file stores it: 1 (a value), 0 (NULL: a
  * misfit counts in *nulled, see misfit_at), -1 (out of memory). */
-static int convert(const zx_dcol *cols, size_t i, const zx_value *v, zx_dc_buf *scratch,
+static int convert(const zx_dcol *cols, size_t i, const zx_value *v, zx_buf *scratch,
                    zx_dc_out *o, uint64_t *nulled, size_t *misfit)
 {
     zx_dc_target t = zx_dc_target_file(&cols[i]);
@@ -111,7 +111,7 @@ static int convert(const zx_dcol *cols, size_t i, const zx_value *v, zx_dc_buf *
 
 /* ---- CSV ---------------------------------------------------------------- */
 
-static int csv_field(zx_dc_buf *b, const char *s, size_t n)
+static int csv_field(zx_buf *b, const char *s, size_t n)
 {
     int quote = n == 0;
     for (size_t i = 0; i < n && !quote; i++) {
@@ -121,7 +121,7 @@ static int csv_field(zx_dc_buf *b, const char *s, size_t n)
     }
     if (!quote)
         return put(b, s, n);
-    if (zx_dc_buf_reserve(b, 2 * n + 2) < 0)
+    if (zx_buf_reserve(b, 2 * n + 2) < 0)
         return -1;
     char *o = b->p + b->len;
     *o++ = '"';
@@ -135,7 +135,7 @@ static int csv_field(zx_dc_buf *b, const char *s, size_t n)
     return 0;
 }
 
-int zx_csv_header(zx_dc_buf *b, const zx_dcol *cols, size_t ncols)
+int zx_csv_header(zx_buf *b, const zx_dcol *cols, size_t ncols)
 {
     for (size_t i = 0; i < ncols; i++)
         if ((i && putc1(b, ',') < 0) || csv_field(b, cols[i].name, strlen(cols[i].name)) < 0)
@@ -143,8 +143,8 @@ int zx_csv_header(zx_dc_buf *b, const zx_dcol *cols, size_t ncols)
     return put(b, "\r\n", 2);
 }
 
-int zx_csv_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-               zx_dc_buf *scratch, uint64_t *nulled, size_t *misfit)
+int zx_csv_row(zx_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
+               zx_buf *scratch, uint64_t *nulled, size_t *misfit)
 {
     for (size_t i = 0; i < ncols; i++) {
         if (i && putc1(b, ',') < 0)
@@ -180,7 +180,7 @@ int zx_csv_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *
 
 /* Embedded JSON text on one line: CR and LF can only be blanks between
  * tokens (a JSON string holds none raw), so they become spaces. */
-static int put_json_line(zx_dc_buf *b, const char *s, size_t n)
+static int put_json_line(zx_buf *b, const char *s, size_t n)
 {
     size_t at = b->len;
     if (put(b, s, n) < 0)
@@ -192,8 +192,8 @@ static int put_json_line(zx_dc_buf *b, const char *s, size_t n)
     return 0;
 }
 
-int zx_ndjson_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-                  zx_dc_buf *scratch, uint64_t *nulled, size_t *misfit)
+int zx_ndjson_row(zx_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
+                  zx_buf *scratch, uint64_t *nulled, size_t *misfit)
 {
     if (putc1(b, '{') < 0)
         return -1;

@@ -28,7 +28,7 @@
  * replaced by U+FFFD.
  *
  * Row functions take a scratch buffer for the conversions (kept between
- * calls to save allocations; free it with zx_dc_buf_free).  Functions return
+ * calls to save allocations; free it with zx_buf_free).  Functions return
  * 0, or -1 when out of memory (the buffer then holds a partial line:
  * discard it).
  */
@@ -43,17 +43,17 @@
 #include "common/dcell.h"
 
 /* The CSV header line: column names as fields. */
-int zx_csv_header(zx_dc_buf *b, const zx_dcol *cols, size_t ncols);
+int zx_csv_header(zx_buf *b, const zx_dcol *cols, size_t ncols);
 
 /* One CSV line of vals[0..ncols) (the row's values, in column order). */
-int zx_csv_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-               zx_dc_buf *scratch, uint64_t *nulled, size_t *misfit);
+int zx_csv_row(zx_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
+               zx_buf *scratch, uint64_t *nulled, size_t *misfit);
 
 /* One NDJSON line of vals[0..ncols). */
-int zx_ndjson_row(zx_dc_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
-                  zx_dc_buf *scratch, uint64_t *nulled, size_t *misfit);
+int zx_ndjson_row(zx_buf *b, const zx_dcol *cols, size_t ncols, const zx_value *vals,
+                  zx_buf *scratch, uint64_t *nulled, size_t *misfit);
 
 /* Append base64 of s[0..n) (no quotes). */
-int zx_base64(zx_dc_buf *b, const unsigned char *s, size_t n);
+int zx_base64(zx_buf *b, const unsigned char *s, size_t n);
 
 #endif

@@ -9,6 +9,8 @@
  */
 #include "formats/thrift_compact.h"
 
+#include "common/buf.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,23 +39,10 @@ static int reserve(zx_tc *t, size_t n)
 {
     if (t->failed)
         return -1;
-    if (t->len + n <= t->cap)
-        return 0;
-    size_t cap = t->cap ? t->cap : 256;
-    while (cap < t->len + n) {
-        if (cap > SIZE_MAX / 2) {
-            t->failed = 1;
-            return -1;
-        }
-        cap *= 2;
-    }
-    uint8_t *b = realloc(t->buf, cap);
-    if (!b) {
+    if (n > SIZE_MAX - t->len || zx_grow_to(&t->buf, t->len + n, &t->cap, 1, 256) < 0) {
         t->failed = 1;
         return -1;
     }
-    t->buf = b;
-    t->cap = cap;
     return 0;
 }
 
@@ -191,11 +180,6 @@ void zx_tc_field_list_begin(zx_tc *t, int16_t id, int elem, uint32_t n)
 }
 
 void zx_tc_i32(zx_tc *t, int32_t v)
-{
-    put_uvarint(t, zigzag(v));
-}
-
-void zx_tc_i64(zx_tc *t, int64_t v)
 {
     put_uvarint(t, zigzag(v));
 }

@@ -8,7 +8,7 @@
  * and needs them to increase), and it is closed, which writes the stop
  * byte.  A union is a struct with exactly one field.  A list is opened
  * with its element type and count and then gets exactly that many
- * elements (zx_tc_i32 / zx_tc_i64 / zx_tc_binary / zx_tc_struct_begin).
+ * elements (zx_tc_i32 / zx_tc_binary / zx_tc_struct_begin).
  *
  * Errors: out of memory or a misuse (nesting deeper than ZX_TC_MAX_DEPTH,
  * a field id that does not increase) sets the sticky flag `failed`; every
@@ -77,7 +77,6 @@ void zx_tc_field_list_begin(zx_tc *t, int16_t id, int elem, uint32_t n);
 
 /* List elements. */
 void zx_tc_i32(zx_tc *t, int32_t v);
-void zx_tc_i64(zx_tc *t, int64_t v);
 void zx_tc_binary(zx_tc *t, const void *p, size_t n);
 
 /* Write v as an unsigned LEB128 varint at out (room for 10 bytes);

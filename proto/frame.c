@@ -25,54 +25,10 @@
 #define FRAME_FIELDS 9
 
 /* ------------------------------------------------------------------ */
-/* output buffer                                                       */
-
-void zx_frame_buf_init(zx_frame_buf *b)
-{
-    b->data = NULL;
-    b->len = b->cap = 0;
-}
-
-void zx_frame_buf_free(zx_frame_buf *b)
-{
-    if (!b)
-        return;
-    free(b->data);
-    zx_frame_buf_init(b);
-}
-
-void zx_frame_buf_reset(zx_frame_buf *b)
-{
-    b->len = 0;
-}
-
-int zx_frame_buf_reserve(zx_frame_buf *b, size_t extra)
-{
-    if (b->cap - b->len >= extra)
-        return 0;
-    if (extra > SIZE_MAX / 2 - b->len) {
-        errno = ENOMEM;
-        return -1;
-    }
-    size_t need = b->len + extra;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < need)
-        cap *= 2;
-    char *d = realloc(b->data, cap);
-    if (!d) {
-        errno = ENOMEM;
-        return -1;
-    }
-    b->data = d;
-    b->cap = cap;
-    return 0;
-}
-
-/* ------------------------------------------------------------------ */
 /* encoder                                                             */
 
 typedef struct enc {
-    zx_frame_buf *b;
+    zx_buf *b;
     int failed;            /* sticky: a write ran out of memory */
 } enc;
 
@@ -83,11 +39,11 @@ static int enc_write(void *data, const char *p, size_t n)
         return -1;
     if (n == 0)
         return 0;
-    if (zx_frame_buf_reserve(e->b, n) < 0) {
+    if (zx_buf_reserve(e->b, n) < 0) {
         e->failed = 1;
         return -1;
     }
-    memcpy(e->b->data + e->b->len, p, n);
+    memcpy(e->b->p + e->b->len, p, n);
     e->b->len += n;
     return 0;
 }
@@ -175,7 +131,7 @@ size_t zx_frame_estimate(const zx_rowset *rs)
            (size_t)rs->nrows * (5 + (size_t)rs->ncols) + (size_t)rs->ncells * 14;
 }
 
-int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *out)
+int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_buf *out)
 {
     size_t start = out->len;
     zx_value *row = NULL;
@@ -227,7 +183,7 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *o
             goto done;
         }
     /* one reservation up front so that packing rarely reallocates */
-    if (zx_frame_buf_reserve(out, zx_frame_estimate(rs) + zx_frame_meta_estimate(m)) < 0)
+    if (zx_buf_reserve(out, zx_frame_estimate(rs) + zx_frame_meta_estimate(m)) < 0)
         goto done;
     if (rs->ncols && !(row = malloc(sizeof(*row) * rs->ncols)))
         goto done;

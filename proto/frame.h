@@ -174,6 +174,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "common/rowset.h"
 
 #define ZX_FRAME_VERSION 2
@@ -251,25 +252,7 @@ typedef struct zx_frame_meta {
     int inferred;               /* "ti" */
 } zx_frame_meta;
 
-/* Growable output buffer owned by the caller.  data is malloc'd (NULL while
- * cap is 0); len bytes of it are in use. */
-typedef struct zx_frame_buf {
-    char *data;
-    size_t len, cap;
-} zx_frame_buf;
-
-/* Empty buffer, no allocation. */
-void zx_frame_buf_init(zx_frame_buf *b);
-
-/* Free the storage; the buffer is empty (initialised) again.  NULL: no-op. */
-void zx_frame_buf_free(zx_frame_buf *b);
-
-/* len = 0, storage kept for reuse. */
-void zx_frame_buf_reset(zx_frame_buf *b);
-
-/* Make room for `extra` more bytes after len.  0, or -1 (errno ENOMEM);
- * on failure the buffer is unchanged. */
-int zx_frame_buf_reserve(zx_frame_buf *b, size_t extra);
+/* Frames are encoded into a zx_buf (common/buf.h), owned by the caller. */
 
 /* Append one whole frame for (m, rs) to out (reset it first if out must hold
  * only this frame).  Encodes rs's closed rows (an open row is ignored) with
@@ -283,7 +266,7 @@ int zx_frame_buf_reserve(zx_frame_buf *b, size_t extra);
  * limits, a reject with a NULL raw of non-zero length); on failure
  * out->len is as it was before.  Parts are not checked for duplicates: the
  * writer keeps the last value of a part given twice. */
-int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_frame_buf *out);
+int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_buf *out);
 
 /* Cheap O(1) upper bound of the bytes the rows and columns of rs take in a
  * frame (string bytes bounded by rs->arena_bytes), plus 256 bytes for the

@@ -255,9 +255,9 @@ static void run_child(sup *s, child *c, int chan)
         if (sync && s->hooks.worker_args) /* the run syncs.c set before forking */
             s->hooks.worker_args(p, &a.run_id, &a.run_flags);
         if (!src) {
-            /* sup_spawn forks no pipeline whose source has no worker here */
-            zx_error("event=fatal pipeline=%s error=\"source %s is not available in this "
-                     "build\"", p->name, p->conf->source);
+            /* the configuration takes only registered sources: a guard */
+            zx_error("event=fatal pipeline=%s error=\"source %s is not registered\"",
+                     p->name, p->conf->source);
             code = ZX_EXIT_FATAL_CONFIG;
         } else {
             code = zx_source_main(src, &a);
@@ -266,42 +266,10 @@ static void run_child(sup *s, child *c, int chan)
     _exit(code);
 }
 
-/* A stream pipeline whose source the configuration knows but this build
- * has no worker for (zx_source_find: NULL; e.g. `source: postgres` before
- * its streaming worker exists): marked failed with the reason, never
- * forked, nothing to retry.  zxd and its other pipelines go on, and
- * `zxctl test` still runs the source's checks (probe.c).  1 when c is such
- * a pipeline (and is now failed), else 0. */
-static int source_unavailable(sup *s, child *c)
-{
-    const zx_conf_pipeline *pc = c->pipe ? c->pipe->conf : NULL;
-    if (c->role != ROLE_STREAM || !pc || zx_source_find(pc->source))
-        return 0;
-    c->state = ST_FAILED;
-    c->want = 0;
-    c->next = NEXT_NONE;
-    char why[128];
-    snprintf(why, sizeof(why), "source %s is not available in this build yet", pc->source);
-    snprintf(c->last_error, sizeof(c->last_error), "pipeline %s: %s", c->name, why);
-    atomic_store(&c->pipe->seg.hdr->worker_stopped, 1);
-    atomic_store(&c->pipe->seg.hdr->worker_failed, 1);
-    atomic_store(&c->pipe->seg.hdr->worker_up, 0);
-    if (s->hooks.start_failed && s->hooks.start_failed(s, c->name, why))
-        return 1; /* a reload added or changed it: its result names it (and logs) */
-    zx_error("event=failed process=%s reason=\"%s\"", c->name, c->last_error);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "event", "failed", "pipeline", c->name,
-                          "process", c->name, "message", c->last_error);
-    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    sup_feed(s, js);
-    free(js);
-    json_decref(o);
-    return 1;
-}
-
 int sup_spawn(sup *s, child *c)
 {
     int sv[2] = {-1, -1};
-    if (source_unavailable(s, c) || (s->hooks.spawn_held && s->hooks.spawn_held(s, c)))
+    if (s->hooks.spawn_held && s->hooks.spawn_held(s, c))
         return 0;
     if (c->role != ROLE_STREAM &&
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {

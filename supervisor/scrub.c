@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "common/scrub.h"
 #include "supervisor/sup.h"
@@ -45,14 +46,8 @@ static void add(strs *l, const char *s)
 {
     if (!s || !*s)
         return;
-    if (l->n == l->cap) {
-        size_t c = l->cap ? l->cap * 2 : 32;
-        const char **v = realloc(l->v, c * sizeof(*v));
-        if (!v)
-            return;
-        l->v = v;
-        l->cap = c;
-    }
+    if (zx_grow_to(&l->v, l->n + 1, &l->cap, sizeof(*l->v), 32) < 0)
+        return;
     l->v[l->n++] = s;
 }
 
@@ -73,15 +68,9 @@ static void add_dsn(strs *l, const char *dsn, const char *shown)
     char *pw = strndup(dsn + a, dl - a - b);
     if (!pw)
         return;
-    if (l->nowned == l->capowned) {
-        size_t c = l->capowned ? l->capowned * 2 : 16;
-        char **v = realloc(l->owned, c * sizeof(*v));
-        if (!v) {
-            free(pw);
-            return;
-        }
-        l->owned = v;
-        l->capowned = c;
+    if (zx_grow_to(&l->owned, l->nowned + 1, &l->capowned, sizeof(*l->owned), 16) < 0) {
+        free(pw);
+        return;
     }
     l->owned[l->nowned++] = pw;
     add(l, pw);

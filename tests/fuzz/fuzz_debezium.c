@@ -56,18 +56,18 @@ static void encode(zx_dbz_frame *f, const zx_dbz_rejects *rej)
         m.nrejects = rej->n;
     }
     fuzz_check(zx_dbz_frame_types(f, &m.col_types, &m.ncol_types) == 0, "types");
-    zx_frame_buf b;
-    zx_frame_buf_init(&b);
+    zx_buf b;
+    zx_buf_init(&b);
     fuzz_check(zx_frame_encode(&m, f->rs, &b) == 0, "the frame encodes");
     zx_frame_meta dm;
     zx_rowset back;
     zx_rowset_init(&back);
     char err[256];
-    fuzz_check(zx_frame_decode(b.data, b.len, &dm, &back, err, sizeof(err)) == 0,
+    fuzz_check(zx_frame_decode(b.p, b.len, &dm, &back, err, sizeof(err)) == 0,
                "the frame decodes");
     fuzz_check(back.nrows == f->rs->nrows, "rows survive the frame");
     zx_rowset_free(&back);
-    zx_frame_buf_free(&b);
+    zx_buf_free(&b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

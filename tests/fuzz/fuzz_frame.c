@@ -111,13 +111,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     zx_rowset rs1, rs2;
     zx_frame_meta m1, m2;
-    zx_frame_buf b1, b2;
+    zx_buf b1, b2;
     char err[160];
 
     zx_rowset_init(&rs1);
     zx_rowset_init(&rs2);
-    zx_frame_buf_init(&b1);
-    zx_frame_buf_init(&b2);
+    zx_buf_init(&b1);
+    zx_buf_init(&b2);
     /* exact-size copy: ASan sees any read past the end */
     uint8_t *buf = malloc(size ? size : 1);
     if (size)
@@ -147,18 +147,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* A decoded frame must encode, and decode back to the same thing. */
     fuzz_check(zx_frame_encode(&m1, &rs1, &b1) == 0, "cannot encode a decoded frame");
-    if (zx_frame_decode(b1.data, b1.len, &m2, &rs2, err, sizeof(err)) != 0) {
+    if (zx_frame_decode(b1.p, b1.len, &m2, &rs2, err, sizeof(err)) != 0) {
         fprintf(stderr, "re-decode: %s\n", err);
         fuzz_check(0, "cannot decode the re-encoded frame");
     }
     same_meta(&m1, &m2);
     fuzz_same_rows(&rs1, &rs2);
     fuzz_check(zx_frame_encode(&m2, &rs2, &b2) == 0, "cannot encode twice");
-    fuzz_check(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0,
+    fuzz_check(b1.len == b2.len && memcmp(b1.p, b2.p, b1.len) == 0,
                "encoding is not stable");
 done:
-    zx_frame_buf_free(&b1);
-    zx_frame_buf_free(&b2);
+    zx_buf_free(&b1);
+    zx_buf_free(&b2);
     zx_rowset_free(&rs1);
     zx_rowset_free(&rs2);
     return 0;

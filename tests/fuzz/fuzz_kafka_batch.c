@@ -217,7 +217,7 @@ static void publish(state *s)
 {
     kbatch *b = &s->b;
     zx_frame_meta m, m2;
-    zx_frame_buf fb;
+    zx_buf fb;
     zx_rowset back;
     char err[200];
     if (kb_empty(b))
@@ -277,7 +277,7 @@ static void publish(state *s)
     fuzz_check(k == m.npositions, "positions of no message");
 
     /* encode, decode */
-    zx_frame_buf_init(&fb);
+    zx_buf_init(&fb);
     zx_rowset_init(&back);
     fuzz_check(zx_frame_encode(&m, &b->rs, &fb) == 0, "cannot encode the batch");
     fuzz_check(fb.len <= kb_estimate(b), "frame larger than kb_estimate");
@@ -285,7 +285,7 @@ static void publish(state *s)
     for (size_t i = 0; i < b->nrej; i++)
         too_large |= strncmp(b->rej[i].reason, "message too large", 17) == 0;
     fuzz_check(too_large || fb.len <= s->limit, "frame over the limit");
-    if (zx_frame_decode(fb.data, fb.len, &m2, &back, err, sizeof(err)) != 0) {
+    if (zx_frame_decode(fb.p, fb.len, &m2, &back, err, sizeof(err)) != 0) {
         fprintf(stderr, "decode: %s\n", err);
         fuzz_check(0, "the writer cannot decode the batch's frame");
     }
@@ -310,7 +310,7 @@ static void publish(state *s)
     }
     free(row);
     zx_rowset_free(&back);
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
 reset:
     kb_reset(b);
     fuzz_check(kb_empty(b) && b->rs.nrows == 0 && b->nrej == 0, "kb_reset");

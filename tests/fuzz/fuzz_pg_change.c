@@ -57,19 +57,19 @@ static void round_trip(pgcdc_table *t)
                         .history = 1 };
     if (m.nkey_cols > ZX_FRAME_MAX_KEY_COLUMNS)
         m.nkey_cols = ZX_FRAME_MAX_KEY_COLUMNS;
-    zx_frame_buf fb;
-    zx_frame_buf_init(&fb);
+    zx_buf fb;
+    zx_buf_init(&fb);
     fuzz_check(zx_frame_encode(&m, &t->rs, &fb) == 0, "a changes frame did not encode");
     zx_frame_meta d;
     zx_rowset back;
     zx_rowset_init(&back);
     char err[256];
-    fuzz_check(zx_frame_decode(fb.data, fb.len, &d, &back, err, sizeof(err)) == 0,
+    fuzz_check(zx_frame_decode(fb.p, fb.len, &d, &back, err, sizeof(err)) == 0,
                "a changes frame did not decode");
     fuzz_check(back.nrows == t->rs.nrows && d.kind == ZX_FRAME_CHANGES,
                "the decoded frame has another row count or kind");
     zx_rowset_free(&back);
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
     zx_rowset_reset(&t->rs);
 }
 

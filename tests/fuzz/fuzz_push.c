@@ -41,13 +41,13 @@ static void worker_path(const zx_push_view *v)
     zx_body_format fmt = (h->flags & ZX_PUSH_NDJSON) ? ZX_BODY_NDJSON : ZX_BODY_JSON;
     zx_rowset rs, back;
     zx_json_err jerr;
-    zx_frame_buf fb;
+    zx_buf fb;
     zx_frame_meta m = {0}, m2;
     char rid[ZX_PUSH_RID_MAX + 1], idem[ZX_PUSH_IDEM_MAX + 1], err[160];
 
     zx_rowset_init(&rs);
     zx_rowset_init(&back);
-    zx_frame_buf_init(&fb);
+    zx_buf_init(&fb);
     int n = zx_json_fast_parse(v->body, h->body_len, fmt, &rs);
     if (n < 0) {
         zx_rowset_reset(&rs);
@@ -74,7 +74,7 @@ static void worker_path(const zx_push_view *v)
     m.metadata = h->flags & 3;
     m.accepted = (uint64_t)n;
     fuzz_check(zx_frame_encode(&m, &rs, &fb) == 0, "cannot encode the rows");
-    if (zx_frame_decode(fb.data, fb.len, &m2, &back, err, sizeof(err)) != 0) {
+    if (zx_frame_decode(fb.p, fb.len, &m2, &back, err, sizeof(err)) != 0) {
         fprintf(stderr, "decode: %s\n", err);
         fuzz_check(0, "the writer cannot decode the worker's frame");
     }
@@ -82,7 +82,7 @@ static void worker_path(const zx_push_view *v)
                "frame metadata");
     fuzz_same_rows(&rs, &back);
 done:
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
     zx_rowset_free(&rs);
     zx_rowset_free(&back);
 }

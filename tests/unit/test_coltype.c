@@ -28,10 +28,10 @@ static zx_value vnull(void) { zx_value v = {.type = ZX_T_NULL}; return v; }
 static zx_dtype end_type(zx_dtype t, int und, const zx_value *vs, size_t n)
 {
     zx_dcol c = {.name = "c", .type = t};
-    zx_dc_buf b = {0};
+    zx_buf b = {0};
     for (size_t i = 0; i < n; i++)
         CHECK(zx_coltype_see(&c, &und, &vs[i], &b) >= 0);
-    zx_dc_buf_free(&b);
+    zx_buf_free(&b);
     return und ? ZX_DT__COUNT : c.type;   /* still undecided: no value */
 }
 
@@ -96,12 +96,12 @@ int main(void)
     /* DECIMAL(5,2): 123.45 fits, 1234.5 and NaN do not */
     zx_dcol d = {.name = "d", .type = ZX_DT_DECIMAL, .precision = 5, .scale = 2};
     int und = 0;
-    zx_dc_buf b = {0};
+    zx_buf b = {0};
     zx_value v = vt("123.45");
     CHECK(zx_coltype_see(&d, &und, &v, &b) == 0 && d.type == ZX_DT_DECIMAL && d.precision == 5);
     v = vt("1234.5");
     CHECK(zx_coltype_see(&d, &und, &v, &b) == 1 && d.type == ZX_DT_TEXT && d.precision == 0);
-    zx_dc_buf_free(&b);
+    zx_buf_free(&b);
     /* a JSON column with a document that does not parse */
     zx_value j1 = vt("{\"a\": 1}");
     j1.type = ZX_T_JSON;

@@ -250,7 +250,7 @@ static void test_cells(void)
     CHECK(!zx_dc_utf8_valid("\xed\xa0\x80", 3));
     CHECK(!zx_dc_utf8_valid("abc\xe2\x82", 5));
 
-    zx_dc_buf b = { 0 };
+    zx_buf b = { 0 };
     zx_dc_out o;
     zx_dc_target ti = zx_dc_target_of(ZX_DT_INT64, 0, 0);
     zx_value v;
@@ -323,7 +323,7 @@ static void test_cells(void)
     uint8_t skip[5] = { 0 };
     CHECK(zx_pg_dedup(kb, koff, klen, kh, skip, 5) == 2);
     CHECK(skip[0] == 1 && skip[1] == 1 && skip[2] == 0 && skip[3] == 0 && skip[4] == 0);
-    zx_dc_buf_free(&b);
+    zx_buf_free(&b);
 }
 
 /* ---- the tables' common columns ----------------------------------------- */

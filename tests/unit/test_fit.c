@@ -18,7 +18,7 @@
 
 #include "tests/unit/check.h"
 
-static zx_fit_buf buf;
+static zx_buf buf;
 
 /* A number kept as text, as the JSON parsers hand it over. */
 static zx_value numtext(const char *lit)
@@ -56,10 +56,10 @@ static int fit(zx_fit_kind k, zx_value v, zx_fit_out *o)
 static const char *reason(zx_value v, zx_fit_kind k)
 {
     static char out[512];
-    zx_fit_buf raw = {0};
+    zx_buf raw = {0};
     zx_fit_json_text(&v, &raw);
     zx_fit_reason(out, sizeof(out), raw.p, raw.len, (zx_type)v.type, "c", k);
-    zx_fit_buf_free(&raw);
+    zx_buf_free(&raw);
     return out;
 }
 
@@ -187,7 +187,7 @@ int main(void)
     test_beyond_double();
     test_reals_near_int64_edges();
     test_not_numbers();
-    zx_fit_buf_free(&buf);
+    zx_buf_free(&buf);
     if (failures) {
         printf("test_fit: %d failure(s)\n", failures);
         return 1;

@@ -123,17 +123,17 @@ static zx_frame_meta basic_meta(void)
 static void roundtrip(const zx_frame_meta *m, const zx_rowset *a, zx_rowset *b,
                       zx_frame_meta *mout)
 {
-    zx_frame_buf fb;
+    zx_buf fb;
     char err[256];
-    zx_frame_buf_init(&fb);
+    zx_buf_init(&fb);
     CHECK(zx_frame_encode(m, a, &fb) == 0);
     CHECK(fb.len <= zx_frame_estimate(a) + zx_frame_meta_estimate(m));
-    int rc = zx_frame_decode(fb.data, fb.len, mout, b, err, sizeof(err));
+    int rc = zx_frame_decode(fb.p, fb.len, mout, b, err, sizeof(err));
     if (rc != 0)
         printf("  decode: %s\n", err);
     CHECK(rc == 0);
     CHECK(rowset_eq(a, b));
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
 }
 
 /* A tiny msgpack byte writer for hand-made frames. */
@@ -371,11 +371,11 @@ static void test_meta(void)
 {
     zx_rowset a, b;
     zx_frame_meta mo;
-    zx_frame_buf fb;
+    zx_buf fb;
     char err[256];
     zx_rowset_init(&a);
     zx_rowset_init(&b);
-    zx_frame_buf_init(&fb);
+    zx_buf_init(&fb);
     zx_rowset_begin_row(&a);
     add(&a, "v", vint(1));
     zx_rowset_end_row(&a);
@@ -411,14 +411,14 @@ static void test_meta(void)
     size_t first = fb.len;
     CHECK(zx_frame_encode(&m3, &a, &fb) == 0);
     char *copy = malloc(fb.len - first);
-    memcpy(copy, fb.data + first, fb.len - first);
+    memcpy(copy, fb.p + first, fb.len - first);
     CHECK(zx_frame_decode(copy, fb.len - first, &mo, &b, err, sizeof(err)) == 0);
     memset(copy, 0, fb.len - first);
     free(copy);
     CHECK(strcmp(mo.batch_id, "second") == 0 && strcmp(mo.table, "events") == 0);
     CHECK(rowset_eq(&a, &b));
     /* the whole buffer (two frames) is rejected: trailing bytes */
-    CHECK(decode_rejects(fb.data, fb.len, "trailing"));
+    CHECK(decode_rejects(fb.p, fb.len, "trailing"));
 
     /* encode EINVAL on a bad column type leaves the buffer as it was */
     size_t before = fb.len;
@@ -488,7 +488,7 @@ static void test_meta(void)
     CHECK(zx_frame_decode(w.d, w.n, &mo, &b, err, sizeof(err)) == 0);
     CHECK(mo.positions == NULL && mo.npositions == 0);
 
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
     zx_rowset_free(&a);
     zx_rowset_free(&b);
 }
@@ -560,8 +560,8 @@ static void test_changes(void)
     roundtrip(&m, &a, &b, &mo);
     CHECK(mo.kind == ZX_FRAME_ROWS && mo.nkey_cols == 0 && mo.ncol_types == 0 && !mo.history);
     /* the encoder refuses a NULL key column name or too many */
-    zx_frame_buf out;
-    zx_frame_buf_init(&out);
+    zx_buf out;
+    zx_buf_init(&out);
     const char *bad[] = { "id", NULL };
     m.kind = ZX_FRAME_CHANGES;
     m.key_cols = bad;
@@ -569,7 +569,7 @@ static void test_changes(void)
     m.key_cols = kc;
     m.nkey_cols = ZX_FRAME_MAX_KEY_COLUMNS + 1;
     CHECK(zx_frame_encode(&m, &a, &out) == -1 && errno == EINVAL);
-    zx_frame_buf_free(&out);
+    zx_buf_free(&out);
     zx_rowset_free(&a);
     zx_rowset_free(&b);
 }
@@ -646,14 +646,14 @@ static void test_positions(void)
             same = pos_eq(&mp[i], &mo.positions[i]);
         CHECK(same);
     }
-    zx_frame_buf fb;
-    zx_frame_buf_init(&fb);
+    zx_buf fb;
+    zx_buf_init(&fb);
     zx_frame_meta mm = basic_meta();
     mm.positions = mp;
     mm.npositions = many;
     errno = 0;
     CHECK(zx_frame_encode(&mm, &a, &fb) == -1 && errno == EINVAL && fb.len == 0);
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
     free(vals);
     free(parts);
     free(mp);
@@ -756,9 +756,9 @@ static void test_reject_entries(void)
 static void test_encode_einval(void)
 {
     zx_rowset a;
-    zx_frame_buf fb;
+    zx_buf fb;
     zx_rowset_init(&a);
-    zx_frame_buf_init(&fb);
+    zx_buf_init(&fb);
     zx_rowset_begin_row(&a);
     add(&a, "v", vint(1));
     zx_rowset_end_row(&a);
@@ -805,7 +805,7 @@ static void test_encode_einval(void)
     CHECK(zx_frame_encode(&m, &a, &fb) == -1 && errno == EINVAL && fb.len == before);
     free(js);
 
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
     zx_rowset_free(&a);
 }
 
@@ -816,11 +816,11 @@ static void test_decoded_copies(void)
 {
     zx_rowset a, b;
     zx_frame_meta mo;
-    zx_frame_buf fb;
+    zx_buf fb;
     char err[256];
     zx_rowset_init(&a);
     zx_rowset_init(&b);
-    zx_frame_buf_init(&fb);
+    zx_buf_init(&fb);
     for (int r = 0; r < 3; r++) {
         zx_rowset_begin_row(&a);
         add(&a, "text", vstr(&a, ZX_T_TEXT, "some text\0!", 11));
@@ -842,7 +842,7 @@ static void test_decoded_copies(void)
     CHECK(zx_frame_encode(&m, &a, &fb) == 0);
     size_t len = fb.len;
     unsigned char *copy = malloc(len);
-    memcpy(copy, fb.data, len);
+    memcpy(copy, fb.p, len);
     CHECK(zx_frame_decode(copy, len, &mo, &b, err, sizeof(err)) == 0);
 
     /* no pointer of the result points into the input */
@@ -865,7 +865,7 @@ static void test_decoded_copies(void)
 
     memset(copy, 0x5a, len);
     free(copy);
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
 
     CHECK(strcmp(mo.pipeline, "pipe") == 0 && strcmp(mo.table, "tab") == 0);
     CHECK(strcmp(mo.batch_id, "batch-1") == 0 && strcmp(mo.dedup_key, "dk-1") == 0);
@@ -878,15 +878,15 @@ static void test_decoded_copies(void)
     CHECK(rowset_eq(&a, &b));
 
     /* and they are still valid after a re-encode from them alone */
-    zx_frame_buf fb2;
-    zx_frame_buf_init(&fb2);
+    zx_buf fb2;
+    zx_buf_init(&fb2);
     CHECK(zx_frame_encode(&mo, &b, &fb2) == 0);
     zx_frame_meta m2;
     zx_rowset c;
     zx_rowset_init(&c);
-    CHECK(zx_frame_decode(fb2.data, fb2.len, &m2, &c, err, sizeof(err)) == 0);
+    CHECK(zx_frame_decode(fb2.p, fb2.len, &m2, &c, err, sizeof(err)) == 0);
     CHECK(m2.nrejects == 3 && m2.npositions == 2 && rowset_eq(&a, &c));
-    zx_frame_buf_free(&fb2);
+    zx_buf_free(&fb2);
     zx_rowset_free(&c);
     zx_rowset_free(&a);
     zx_rowset_free(&b);
@@ -895,7 +895,7 @@ static void test_decoded_copies(void)
 /* ---------------------------------------------------------------- */
 /* rejection                                                         */
 
-static void small_frame(zx_frame_buf *fb)
+static void small_frame(zx_buf *fb)
 {
     zx_rowset a;
     zx_rowset_init(&a);
@@ -919,7 +919,7 @@ static void small_frame(zx_frame_buf *fb)
         add(&a, "j", vstr(&a, ZX_T_JSON, "{}", 2));
         zx_rowset_end_row(&a);
     }
-    zx_frame_buf_init(fb);
+    zx_buf_init(fb);
     if (zx_frame_encode(&m, &a, fb) != 0)
         exit(2);
     zx_rowset_free(&a);
@@ -927,13 +927,13 @@ static void small_frame(zx_frame_buf *fb)
 
 static void test_truncation_and_mutation(void)
 {
-    zx_frame_buf fb;
+    zx_buf fb;
     small_frame(&fb);
     int bad = 0;
     for (size_t n = 0; n < fb.len; n++) {
         /* an exact-size heap copy so that ASan catches any over-read */
         char *c = malloc(n ? n : 1);
-        memcpy(c, fb.data, n);
+        memcpy(c, fb.p, n);
         if (!decode_rejects(c, n, NULL))
             bad++;
         free(c);
@@ -949,7 +949,7 @@ static void test_truncation_and_mutation(void)
     char *c = malloc(fb.len);
     int accepted = 0, nomsg = 0;
     for (size_t bit = 0; bit < fb.len * 8; bit++) {
-        memcpy(c, fb.data, fb.len);
+        memcpy(c, fb.p, fb.len);
         c[bit / 8] ^= (char)(1 << (bit % 8));
         err[0] = 0;
         int rc = zx_frame_decode(c, fb.len, &m, &rs, err, sizeof(err));
@@ -961,7 +961,7 @@ static void test_truncation_and_mutation(void)
     CHECK(nomsg == 0);
     /* random multi-byte mutations and random truncations */
     for (int k = 0; k < 20000; k++) {
-        memcpy(c, fb.data, fb.len);
+        memcpy(c, fb.p, fb.len);
         int nm = 1 + (int)(rnd() % 4);
         for (int j = 0; j < nm; j++)
             c[rnd() % fb.len] = (char)rnd();
@@ -975,7 +975,7 @@ static void test_truncation_and_mutation(void)
            fb.len * 8, accepted);
     free(c);
     zx_rowset_free(&rs);
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
 }
 
 static void test_garbage(void)
@@ -1380,12 +1380,12 @@ static void test_speed(void)
 {
     enum { ROWS = 100000 };
     zx_rowset a, b;
-    zx_frame_buf fb;
+    zx_buf fb;
     zx_frame_meta m = basic_meta(), mo;
     char err[256];
     zx_rowset_init(&a);
     zx_rowset_init(&b);
-    zx_frame_buf_init(&fb);
+    zx_buf_init(&fb);
     static const char *names[10] = {"id", "user", "path", "status", "ms", "ok",
                                     "at", "agent", "bytes", "extra"};
     int64_t ci[10];
@@ -1417,12 +1417,12 @@ static void test_speed(void)
     const int reps = 3;
     double t0 = now();
     for (int k = 0; k < reps; k++) {
-        zx_frame_buf_reset(&fb);
+        zx_buf_reset(&fb);
         CHECK(zx_frame_encode(&m, &a, &fb) == 0);
     }
     double t1 = now();
     for (int k = 0; k < reps; k++)
-        CHECK(zx_frame_decode(fb.data, fb.len, &mo, &b, err, sizeof(err)) == 0);
+        CHECK(zx_frame_decode(fb.p, fb.len, &mo, &b, err, sizeof(err)) == 0);
     double t2 = now();
     CHECK(rowset_eq(&a, &b));
     CHECK(fb.len <= zx_frame_estimate(&a) + zx_frame_meta_estimate(&m));
@@ -1430,7 +1430,7 @@ static void test_speed(void)
            "encode %.0f rows/s, decode %.0f rows/s\n",
            ROWS, fb.len, zx_frame_estimate(&a), reps * ROWS / (t1 - t0),
            reps * ROWS / (t2 - t1));
-    zx_frame_buf_free(&fb);
+    zx_buf_free(&fb);
     zx_rowset_free(&a);
     zx_rowset_free(&b);
 }

@@ -393,7 +393,8 @@ static void test_limits(void)
         if (depth <= 64)
             CHECK(n == 1 && cell(0, "x").type == ZX_T_JSON);
         else
-            CHECK(n == -1 && strcmp(err.msg, "nesting deeper than 64 levels") == 0);
+            CHECK(n == -1 && strcmp(err.msg, "nesting deeper than 64 levels") == 0 &&
+                  err.code == ZX_JSON_E_LIMIT);
     }
     char nd[400];
     snprintf(nd, sizeof(nd), "{}\n%s\n", b);   /* b: 65 levels */
@@ -425,7 +426,8 @@ static void test_limits(void)
         if (ncol == 1000)
             CHECK(n == 1 && rs.ncols == 1000);
         else
-            CHECK(n == -1 && strcmp(err.msg, "more than 1000 columns in one batch") == 0);
+            CHECK(n == -1 && strcmp(err.msg, "more than 1000 columns in one batch") == 0 &&
+                  err.code == ZX_JSON_E_COLUMNS);
     }
     /* the same 1001 names spread over NDJSON lines also hit the limit */
     {
@@ -434,9 +436,33 @@ static void test_limits(void)
             o += (size_t)sprintf(wide + o, "{\"c%d\":1}\n", i);
         CHECK(parse(wide, ND) == -1);
         CHECK(strcmp(err.msg, "line 1001: more than 1000 columns in one batch") == 0);
-        CHECK(err.line == 1001);
+        CHECK(err.line == 1001 && err.code == ZX_JSON_E_COLUMNS);
     }
     free(wide);
+}
+
+/* Callers branch on err.code, never on err.msg: every kind of error says
+ * which it is. */
+static void test_codes(void)
+{
+    static const struct {
+        const char *body;
+        zx_body_format f;
+        zx_json_errcode code;
+    } c[] = {
+        {"", J, ZX_JSON_E_EMPTY},
+        {" \n ", ND, ZX_JSON_E_EMPTY},
+        {"{\"a\":", J, ZX_JSON_E_SYNTAX},
+        {"{}\n{x", ND, ZX_JSON_E_SYNTAX},
+        {"\"text\"", J, ZX_JSON_E_BODY_SHAPE},
+        {"[{}, 1]", J, ZX_JSON_E_SHAPE},
+        {"{}\n[1]\n", ND, ZX_JSON_E_SHAPE},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        err.code = ZX_JSON_E_NONE;
+        CHECK(parse(c[i].body, c[i].f) == -1 && err.code == c[i].code);
+    }
+    CHECK(parse("{\"a\": 1}", J) == 1);
 }
 
 int main(void)
@@ -448,6 +474,7 @@ int main(void)
     test_keys();
     test_errors();
     test_limits();
+    test_codes();
     zx_rowset_free(&rs);
     if (failures)
         printf("test_json_rows: %d failure(s)\n", failures);

@@ -29,7 +29,7 @@ static zx_value v_text(const char *s)
 
 static void test_hashes(void)
 {
-    zx_hbuf sc = {0};
+    zx_buf sc = {0};
     size_t k0[] = {0}, k01[] = {0, 1};
     unsigned char a[16], b[16];
     zx_value r1[] = {v_text("ab"), v_text("c")}, r2[] = {v_text("a"), v_text("bc")};
@@ -65,15 +65,15 @@ static void test_hashes(void)
     key[2].u.b = 1;
     key[4].u.d = 2.0;
     size_t idx[] = {0, 1, 2, 3, 4};
-    zx_hbuf js = {0};
+    zx_buf js = {0};
     CHECK(zx_sync_key_json(key, idx, 5, &js) == 0);
     static const char want[] = "[-42,\"a\\\"b\\\\c\\u000a\\u0001\",true,null,2.0]";
-    CHECK(js.len == strlen(want) && !memcmp(js.data, want, js.len));
+    CHECK(js.len == strlen(want) && !memcmp(js.p, want, js.len));
     const char *names[] = {"a", "b", "c", "d", "e"};
     zx_rowset rs;
     zx_rowset_init(&rs);
     char err[200];
-    CHECK(zx_sync_key_from_json(js.data, js.len, names, 5, &rs, err, sizeof(err)) == 0);
+    CHECK(zx_sync_key_from_json(js.p, js.len, names, 5, &rs, err, sizeof(err)) == 0);
     CHECK(rs.nrows == 1 && rs.ncols == 5);
     zx_value back[5];
     zx_rowset_row(&rs, 0, back);
@@ -87,15 +87,15 @@ static void test_hashes(void)
     CHECK(zx_sync_key_from_json("[[1]]", 5, names, 1, &rs, err, sizeof(err)) < 0);
     CHECK(zx_sync_key_from_json("[1", 2, names, 1, &rs, err, sizeof(err)) < 0);
     zx_rowset_free(&rs);
-    zx_hbuf_free(&js);
-    zx_hbuf_free(&sc);
+    zx_buf_free(&js);
+    zx_buf_free(&sc);
 }
 
 static void test_spill(const char *dir)
 {
     zx_spill sp;
     char err[300];
-    zx_hbuf rec = {0};
+    zx_buf rec = {0};
     CHECK(zx_spill_open(&sp, dir, NULL, err, sizeof(err)) == 0);
     for (int i = 0; i < 1000; i++) {
         char a[32];
@@ -107,7 +107,7 @@ static void test_spill(const char *dir)
     for (int i = 0; i < 1000; i++) {
         char a[32];
         int n = snprintf(a, sizeof(a), "rec-%d%s", i, i % 2 ? "!" : "");
-        CHECK(zx_spill_get(&sp, &rec) == 1 && rec.len == (size_t)n && !memcmp(rec.data, a, rec.len));
+        CHECK(zx_spill_get(&sp, &rec) == 1 && rec.len == (size_t)n && !memcmp(rec.p, a, rec.len));
     }
     CHECK(zx_spill_get(&sp, &rec) == 1 && rec.len == 0);
     CHECK(zx_spill_get(&sp, &rec) == 0);
@@ -119,7 +119,7 @@ static void test_spill(const char *dir)
     zx_spill_close(&sp);
     zx_spill_close(&sp);                                /* twice: fine */
     CHECK(zx_spill_open(&sp, "/proc/nope/x", NULL, err, sizeof(err)) < 0 && strstr(err, "/proc/nope"));
-    zx_hbuf_free(&rec);
+    zx_buf_free(&rec);
 }
 
 /* Two spills share one budget: the put that would pass it is refused
@@ -129,7 +129,7 @@ static void test_spill_budget(const char *dir)
     zx_spill a, b;
     zx_spill_budget bud = {.limit = 100};
     char err[300];
-    zx_hbuf rec = {0};
+    zx_buf rec = {0};
     CHECK(zx_spill_open(&a, dir, &bud, err, sizeof(err)) == 0);
     CHECK(zx_spill_open(&b, dir, &bud, err, sizeof(err)) == 0);
     CHECK(zx_spill_put(&a, "0123456789", 10, NULL, 0) == 0);        /* 14 bytes */
@@ -145,7 +145,7 @@ static void test_spill_budget(const char *dir)
     CHECK(zx_spill_get(&b, &rec) == 0);
     zx_spill_close(&a);
     zx_spill_close(&b);
-    zx_hbuf_free(&rec);
+    zx_buf_free(&rec);
 }
 
 

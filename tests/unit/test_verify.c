@@ -42,7 +42,7 @@ static void test_rows(void)
 
 static void test_quote(void)
 {
-    zx_fit_buf b = {0};
+    zx_buf b = {0};
     CHECK(vf_put_ident(&b, "we\"ird") == 0 && vf_put(&b, ".") == 0 &&
           vf_put_ident(&b, "Orders") == 0);
     CHECK(!strcmp(b.p, "\"we\"\"ird\".\"Orders\""));
@@ -61,7 +61,7 @@ static void test_quote(void)
     CHECK(vf_put_array(&b, rows, 0, 0) == 0 && !strcmp(b.p, "{}"));
     for (int i = 0; i < 3; i++)
         vf_row_free(&rows[i]);
-    zx_fit_buf_free(&b);
+    zx_buf_free(&b);
 }
 
 /* Type OIDs (pg_values.h) */
@@ -194,7 +194,7 @@ static void test_range_sql(void)
     vf_table t = { .ncols = 3, .cols = cols, .oids = oids, .stypes = st, .mtypes = mt,
                    .in_mirror = in, .nkeys = 1, .keys = keys };
     CHECK(vf_range_ok(&t));
-    zx_fit_buf b = {0};
+    zx_buf b = {0};
     CHECK(vf_put_bounds(&b, &t, st, 1, 1) == 0);
     CHECK(!strcmp(b.p, " WHERE (\"id\") > ($1::bigint) AND (\"id\") <= ($2::bigint)"));
     b.len = 0;
@@ -214,7 +214,7 @@ static void test_range_sql(void)
     CHECK(vf_put_bounds(&b, &t, st, 1, 1) == 0);
     CHECK(!strcmp(b.p, " WHERE (\"id\", \"b\") > ($1::bigint, $2::date) AND "
                        "(\"id\", \"b\") <= ($3::bigint, $4::date)"));
-    zx_fit_buf_free(&b);
+    zx_buf_free(&b);
     /* a text key (collations differ between servers): key by key */
     keys[0] = 1;
     CHECK(!vf_range_ok(&t));

@@ -57,9 +57,9 @@ int zx_dt_split_name(const char *name, const char *dflt, char **schema, char **t
 
 char *zx_dt_label(const char *kind, const char *conn, const char *schema, const char *table)
 {
-    zx_dc_buf b = { 0 };
-    if (zx_dc_buf_printf(&b, "%s %s table %s%s%s", kind, conn, schema ? schema : "",
-                         schema ? "." : "", table) < 0)
+    zx_buf b = { 0 };
+    if (zx_buf_printf(&b, "%s %s table %s%s%s", kind, conn, schema ? schema : "",
+                      schema ? "." : "", table) < 0)
         return NULL;
     return b.p;
 }
@@ -175,42 +175,42 @@ uint64_t zx_dt_nulls_count(const zx_dt_nulls *n)
 
 /* ---- SQL ------------------------------------------------------------- */
 
-int zx_dt_sql_list(zx_dc_buf *b, char *const *names, const size_t *idx, size_t n)
+int zx_dt_sql_list(zx_buf *b, char *const *names, const size_t *idx, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (zx_dc_buf_printf(b, "%s%s", i ? ", " : "", names[idx ? idx[i] : i]) < 0)
+        if (zx_buf_printf(b, "%s%s", i ? ", " : "", names[idx ? idx[i] : i]) < 0)
             return -1;
     return 0;
 }
 
-int zx_dt_sql_create(zx_dc_buf *b, const char *qtable, const zx_dcol *cols, char *const *qcols,
+int zx_dt_sql_create(zx_buf *b, const char *qtable, const zx_dcol *cols, char *const *qcols,
                      size_t ncols, const size_t *key, size_t nkeys, int key_not_null,
                      const char *(*type_of)(const zx_dcol *c, char *buf, size_t n))
 {
     char tb[48];
-    if (zx_dc_buf_printf(b, "CREATE TABLE IF NOT EXISTS %s (", qtable) < 0)
+    if (zx_buf_printf(b, "CREATE TABLE IF NOT EXISTS %s (", qtable) < 0)
         return -1;
     for (size_t i = 0; i < ncols; i++)
-        if (zx_dc_buf_printf(b, "%s%s %s%s", i ? ", " : "", qcols[i],
-                             type_of(&cols[i], tb, sizeof(tb)),
-                             key_not_null && zx_dt_is_key(key, nkeys, i) ? " NOT NULL" : "") < 0)
+        if (zx_buf_printf(b, "%s%s %s%s", i ? ", " : "", qcols[i],
+                          type_of(&cols[i], tb, sizeof(tb)),
+                          key_not_null && zx_dt_is_key(key, nkeys, i) ? " NOT NULL" : "") < 0)
             return -1;
-    if (nkeys && (zx_dc_buf_printf(b, ", PRIMARY KEY (") < 0 ||
-                  zx_dt_sql_list(b, qcols, key, nkeys) < 0 || zx_dc_buf_printf(b, ")") < 0))
+    if (nkeys && (zx_buf_printf(b, ", PRIMARY KEY (") < 0 ||
+                  zx_dt_sql_list(b, qcols, key, nkeys) < 0 || zx_buf_printf(b, ")") < 0))
         return -1;
-    return zx_dc_buf_printf(b, ")");
+    return zx_buf_printf(b, ")");
 }
 
-int zx_dt_sql_upsert_set(zx_dc_buf *b, char *const *qcols, size_t ncols, const size_t *key,
+int zx_dt_sql_upsert_set(zx_buf *b, char *const *qcols, size_t ncols, const size_t *key,
                          size_t nkeys)
 {
     int nset = 0;
     for (size_t i = 0; i < ncols; i++)
         if (!zx_dt_is_key(key, nkeys, i) &&
-            zx_dc_buf_printf(b, "%s%s = EXCLUDED.%s", nset++ ? ", " : "DO UPDATE SET ",
-                             qcols[i], qcols[i]) < 0)
+            zx_buf_printf(b, "%s%s = EXCLUDED.%s", nset++ ? ", " : "DO UPDATE SET ",
+                          qcols[i], qcols[i]) < 0)
             return -1;
-    return nset ? 0 : zx_dc_buf_printf(b, "DO NOTHING");
+    return nset ? 0 : zx_buf_printf(b, "DO NOTHING");
 }
 
 int zx_dt_fail_no_key_index(const char *label, zx_sync_mode mode, char *const *qcols,
@@ -218,13 +218,13 @@ int zx_dt_fail_no_key_index(const char *label, zx_sync_mode mode, char *const *q
                             const char *qtable, const char *fix_tail, char *err,
                             size_t errlen)
 {
-    zx_dc_buf kl = { 0 };
+    zx_buf kl = { 0 };
     if (zx_dt_sql_list(&kl, qcols, key, nkeys) < 0)
         kl.len = 0;
     const char *k = kl.p && kl.len ? kl.p : "";
     zx_dt_fail(label, err, errlen, "%s needs a primary key or unique index on exactly the key "
                "columns (%s) for ON CONFLICT, and the table has none: create one, e.g. %s %s%s "
                "(%s)", zx_dt_mode_name(mode), k, fix_head, qtable, fix_tail, k);
-    zx_dc_buf_free(&kl);
+    zx_buf_free(&kl);
     return -1;
 }

@@ -94,19 +94,19 @@ uint64_t zx_dt_nulls_count(const zx_dt_nulls *n);
 
 /* Append names[idx[i]] (names[i] when idx is NULL), i < n, separated by
  * ", ".  0 or -1 (out of memory). */
-int zx_dt_sql_list(zx_dc_buf *b, char *const *names, const size_t *idx, size_t n);
+int zx_dt_sql_list(zx_buf *b, char *const *names, const size_t *idx, size_t n);
 
 /* Append "CREATE TABLE IF NOT EXISTS QTABLE (q0 T0, q1 T1, PRIMARY KEY
  * (k0, k1))": qcols[i] typed type_of(&cols[i], scratch, size), key
  * columns followed by " NOT NULL" when key_not_null, no PRIMARY KEY when
  * nkeys is 0.  0 or -1 (out of memory). */
-int zx_dt_sql_create(zx_dc_buf *b, const char *qtable, const zx_dcol *cols, char *const *qcols,
+int zx_dt_sql_create(zx_buf *b, const char *qtable, const zx_dcol *cols, char *const *qcols,
                      size_t ncols, const size_t *key, size_t nkeys, int key_not_null,
                      const char *(*type_of)(const zx_dcol *c, char *buf, size_t n));
 
 /* Append "DO UPDATE SET c = EXCLUDED.c, ..." for every column that is not
  * a key, or "DO NOTHING" when all are keys.  0 or -1 (out of memory). */
-int zx_dt_sql_upsert_set(zx_dc_buf *b, char *const *qcols, size_t ncols, const size_t *key,
+int zx_dt_sql_upsert_set(zx_buf *b, char *const *qcols, size_t ncols, const size_t *key,
                          size_t nkeys);
 
 /* "MODE needs a primary key or unique index on exactly the key columns

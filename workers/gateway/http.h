@@ -248,8 +248,6 @@ uint64_t zx_http_content_length(const zx_http_req *r);
 const char *zx_http_body(const zx_http_req *r, size_t *len);
 /* "127.0.0.1:53412" or "[::1]:53412". */
 const char *zx_http_peer(const zx_http_req *r);
-/* 1 if the request line said HTTP/1.0, else 0. */
-int zx_http_is_http10(const zx_http_req *r);
 
 /* For head_cb: let r through without trusting its connection yet, because
  * its sender is proven only by its body (a signature over it).  Until

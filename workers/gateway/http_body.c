@@ -15,6 +15,7 @@
  */
 #include "http_int.h"
 
+#include "common/hex.h"
 #include "common/util.h"
 
 #include <event2/buffer.h>
@@ -249,12 +250,12 @@ static int body_chunked(struct conn *c)
             size_t i = 0;
             if ((rc = read_line(c, line, MAX_CHUNK_LINE, &len, 400)) <= 0)
                 return rc;
-            for (; i < len && zx_http_hexval((unsigned char)line[i]) >= 0; i++) {
+            for (; i < len && zx_hexval((unsigned char)line[i]) >= 0; i++) {
                 if (size >> 60) { /* size * 16 would not fit in 64 bits */
                     zx_http_conn_fail(c, 400, "chunk size does not fit in 64 bits");
                     return -1;
                 }
-                size = size * 16 + (uint64_t)zx_http_hexval((unsigned char)line[i]);
+                size = size * 16 + (uint64_t)zx_hexval((unsigned char)line[i]);
             }
             if (i == 0)
                 goto bad;

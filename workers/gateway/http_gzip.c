@@ -41,11 +41,6 @@ void zx_http_gz_free(zx_http_gz *g)
     free(g);
 }
 
-uint64_t zx_http_gz_total_out(const zx_http_gz *g)
-{
-    return g->total_out;
-}
-
 zx_http_gz_result zx_http_gz_feed(zx_http_gz *g, const void *in, size_t len,
                                   zx_http_gz_out *out)
 {

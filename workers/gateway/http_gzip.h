@@ -49,9 +49,6 @@ zx_http_gz_result zx_http_gz_feed(zx_http_gz *g, const void *in, size_t len,
  * if there was no input at all (empty body), else ZX_HTTP_GZ_CORRUPT. */
 zx_http_gz_result zx_http_gz_finish(zx_http_gz *g);
 
-/* Inflated bytes so far. */
-uint64_t zx_http_gz_total_out(const zx_http_gz *g);
-
 /* NULL is a no-op. */
 void zx_http_gz_free(zx_http_gz *g);
 

@@ -158,9 +158,6 @@ void zx_http_log_error(zx_http_server *s, const char *fmt, ...)
 
 /* ---- http_parse.c ----------------------------------------------------- */
 
-/* The value of hex digit ch, or -1. */
-int zx_http_hexval(int ch);
-
 /* The Content-Encoding of r over every such header and every coding in
  * them: 0 none or identity only, 1 one gzip/x-gzip (plus any identity), -1
  * anything else (unknown, empty, or more than one gzip). */

@@ -15,6 +15,8 @@
  */
 #include "http_int.h"
 
+#include "common/hex.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -42,7 +44,6 @@ const char *zx_http_method(const zx_http_req *r) { return r->method; }
 const char *zx_http_path(const zx_http_req *r) { return r->path; }
 const char *zx_http_query(const zx_http_req *r) { return r->query; }
 const char *zx_http_peer(const zx_http_req *r) { return r->peer; }
-int zx_http_is_http10(const zx_http_req *r) { return r->http10; }
 void zx_http_req_set_data(zx_http_req *r, void *p) { r->data = p; }
 void *zx_http_req_get_data(const zx_http_req *r) { return r->data; }
 int zx_http_req_is_closed(const zx_http_req *r) { return r->closed; }
@@ -69,17 +70,6 @@ const char *zx_http_header(const zx_http_req *r, const char *name)
     return NULL;
 }
 
-int zx_http_hexval(int ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* Decodes n bytes of s into a new string (caller frees), NULL if no memory. */
 static char *pct_decode(const char *s, size_t n)
 {
@@ -91,8 +81,8 @@ static char *pct_decode(const char *s, size_t n)
         if (s[i] == '+') {
             *o++ = ' ';
         } else if (s[i] == '%' && i + 2 < n &&
-                   (hi = zx_http_hexval((unsigned char)s[i + 1])) >= 0 &&
-                   (lo = zx_http_hexval((unsigned char)s[i + 2])) >= 0 && (hi | lo) != 0) {
+                   (hi = zx_hexval((unsigned char)s[i + 1])) >= 0 &&
+                   (lo = zx_hexval((unsigned char)s[i + 2])) >= 0 && (hi | lo) != 0) {
             *o++ = (char)(hi * 16 + lo);
             i += 2;
         } else {

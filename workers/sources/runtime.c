@@ -52,7 +52,7 @@ struct zx_src {
     const zx_worker_args *a;
     const char *name;
     zx_ring *frames;
-    zx_frame_buf fb;      /* the kept frame, when kept */
+    zx_buf fb;      /* the kept frame, when kept */
     int kept;
     rpos *pos;
     size_t npos;
@@ -63,7 +63,6 @@ struct zx_src {
 };
 
 const zx_worker_args *zx_src_args(zx_src *rt) { return rt->a; }
-const char *zx_src_name(zx_src *rt) { return rt->name; }
 int zx_src_stopping(zx_src *rt) { (void)rt; return stop_requested != 0; }
 int zx_src_kept(zx_src *rt) { return rt->kept; }
 uint64_t zx_src_acked_seq(zx_src *rt) { return zx_ring_acked_seq(rt->frames); }
@@ -123,7 +122,7 @@ zx_pub_result zx_src_retry(zx_src *rt, uint64_t *seq)
         rt->kept = 0;
         return ZX_PUB_TOO_BIG;
     }
-    memcpy(dst, rt->fb.data, rt->fb.len);
+    memcpy(dst, rt->fb.p, rt->fb.len);
     uint64_t s = zx_ring_commit(rt->frames, rt->fb.len, 1);
     note_sent(rt, s);
     rt->kept = 0;
@@ -142,7 +141,7 @@ zx_pub_result zx_src_publish(zx_src *rt, const zx_frame_meta *m, const zx_rowset
         mm.pipeline = rt->name;
     if (!mm.table)
         mm.table = rt->a->pipeline->table;
-    zx_frame_buf_reset(&rt->fb);
+    zx_buf_reset(&rt->fb);
     if (zx_frame_encode(&mm, rs, &rt->fb) < 0)
         return errno == ENOMEM ? ZX_PUB_NOMEM : ZX_PUB_TOO_BIG;
     if (rt->fb.len > zx_ring_max_record(rt->frames))
@@ -166,14 +165,6 @@ void zx_src_wait(zx_src *rt, int timeout_ms)
 }
 
 size_t zx_src_positions_count(zx_src *rt) { return rt->npos; }
-
-void zx_src_position_at(zx_src *rt, size_t i, const char **part, const void **val,
-                        size_t *len)
-{
-    *part = rt->pos[i].part;
-    *val = rt->pos[i].val;
-    *len = rt->pos[i].len;
-}
 
 int zx_src_position_find(zx_src *rt, const char *part, const void **val, size_t *len)
 {
@@ -307,7 +298,7 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
     rt->a = a;
     rt->name = a->pipeline->name;
     rt->frames = &a->seg->frames;
-    zx_frame_buf_init(&rt->fb);
+    zx_buf_init(&rt->fb);
     zx_ring_set_peer(rt->frames, a->writer_efd);
 
     struct sigaction sa = {0};
@@ -402,6 +393,6 @@ out:
     }
     free(rt->pos);
     free(rt->sent);
-    zx_frame_buf_free(&rt->fb);
+    zx_buf_free(&rt->fb);
     return rc;
 }

@@ -160,7 +160,6 @@ zx_source_test_fn zx_source_tester(const char *name);
 int zx_source_main(const zx_source *src, const zx_worker_args *a);
 
 const zx_worker_args *zx_src_args(zx_src *rt);
-const char *zx_src_name(zx_src *rt);            /* the pipeline's name */
 
 /* 1 once SIGTERM came: take no new input, finish what is owed. */
 int zx_src_stopping(zx_src *rt);
@@ -204,12 +203,10 @@ uint64_t zx_src_published_seq(zx_src *rt);
 void zx_src_wait(zx_src *rt, int timeout_ms);
 
 /* The committed positions, loaded at start (before open) from the store:
- * the last value the writer committed for every part.  n = count; at(i)
- * gives part (NUL-terminated) and the value bytes; find(part) returns 0 and
- * the value, or -1 when the part has none.  Valid for the worker's life. */
+ * the last value the writer committed for every part.  count: how many
+ * parts have one; find(part) returns 0 and the value bytes, or -1 when the
+ * part has none.  Valid for the worker's life. */
 size_t zx_src_positions_count(zx_src *rt);
-void zx_src_position_at(zx_src *rt, size_t i, const char **part, const void **val,
-                        size_t *len);
 int zx_src_position_find(zx_src *rt, const char *part, const void **val, size_t *len);
 
 /* A `table` template's tables (max_tables, workers/sources/debezium/debezium.h)

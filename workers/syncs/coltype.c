@@ -28,7 +28,7 @@ static zx_dtype natural(const zx_value *v)
 }
 
 /* 1 when column c keeps v without loss, 0 when not, -1 out of memory. */
-static int fits(const zx_dcol *c, const zx_value *v, zx_dc_buf *scratch)
+static int fits(const zx_dcol *c, const zx_value *v, zx_buf *scratch)
 {
     switch (c->type) {
     case ZX_DT_BYTES:
@@ -69,7 +69,7 @@ static zx_dtype wider(zx_dtype t, const zx_value *v)
     }
 }
 
-int zx_coltype_see(zx_dcol *c, int *undecided, const zx_value *v, zx_dc_buf *scratch)
+int zx_coltype_see(zx_dcol *c, int *undecided, const zx_value *v, zx_buf *scratch)
 {
     if (!v || v->type == ZX_T_NULL)
         return 0;

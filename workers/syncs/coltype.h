@@ -28,8 +28,8 @@
 /* Widen column c (type, precision, scale) for value v (NULL or a ZX_T_NULL
  * value: nothing changes).  *undecided: 1 while the column has no type
  * yet (no declared type, no value seen); set to 0 by the first value.
- * scratch: conversion space (zx_dc_buf, freed by the caller).  Returns 1
+ * scratch: conversion space (zx_buf, freed by the caller).  Returns 1
  * when the type changed, 0 when not, -1 when out of memory (c unchanged). */
-int zx_coltype_see(zx_dcol *c, int *undecided, const zx_value *v, zx_dc_buf *scratch);
+int zx_coltype_see(zx_dcol *c, int *undecided, const zx_value *v, zx_buf *scratch);
 
 #endif

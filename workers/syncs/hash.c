@@ -10,47 +10,19 @@
 #include <string.h>
 #include <xxhash.h>
 
-void zx_hbuf_free(zx_hbuf *b)
-{
-    if (!b)
-        return;
-    free(b->data);
-    memset(b, 0, sizeof(*b));
-}
-
-int zx_hbuf_add(zx_hbuf *b, const void *p, size_t n)
-{
-    if (n > SIZE_MAX / 2 - b->len)
-        return -1;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n)
-            cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d)
-            return -1;
-        b->data = d;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->data + b->len, p, n);
-    b->len += n;
-    return 0;
-}
-
-static int put_u64(zx_hbuf *b, uint64_t v)
+static int put_u64(zx_buf *b, uint64_t v)
 {
     unsigned char x[8];
     for (int i = 0; i < 8; i++, v >>= 8)
         x[i] = (unsigned char)v;
-    return zx_hbuf_add(b, x, 8);
+    return zx_buf_put(b, x, 8);
 }
 
 /* The canonical encoding of one value (see hash.h). */
-static int encode(zx_hbuf *b, const zx_value *v)
+static int encode(zx_buf *b, const zx_value *v)
 {
     unsigned char t = v->type;
-    if (zx_hbuf_add(b, &t, 1) < 0)
+    if (zx_buf_put(b, &t, 1) < 0)
         return -1;
     switch (v->type) {
     case ZX_T_INT: case ZX_T_TIMESTAMP:
@@ -67,13 +39,13 @@ static int encode(zx_hbuf *b, const zx_value *v)
     }
     case ZX_T_BOOL: {
         unsigned char x = v->u.b ? 1 : 0;
-        return zx_hbuf_add(b, &x, 1);
+        return zx_buf_put(b, &x, 1);
     }
     case ZX_T_TEXT: case ZX_T_JSON: {
         uint32_t n = v->len;
         unsigned char l[4] = {(unsigned char)n, (unsigned char)(n >> 8),
                               (unsigned char)(n >> 16), (unsigned char)(n >> 24)};
-        return zx_hbuf_add(b, l, 4) < 0 ? -1 : zx_hbuf_add(b, v->s, n);
+        return zx_buf_put(b, l, 4) < 0 ? -1 : zx_buf_put(b, v->s, n);
     }
     default:
         return 0;           /* NULL: the type byte alone */
@@ -102,68 +74,68 @@ uint64_t zx_sync_row_hash_reseed(uint64_t rh, uint64_t seed)
     return XXH3_64bits_withSeed(&rh, sizeof(rh), seed);
 }
 
-int zx_sync_key_hash(const zx_value *vals, const size_t *idx, size_t n, zx_hbuf *scratch,
+int zx_sync_key_hash(const zx_value *vals, const size_t *idx, size_t n, zx_buf *scratch,
                      unsigned char out[ZX_SYNC_KEYHASH_LEN])
 {
     scratch->len = 0;
     for (size_t i = 0; i < n; i++)
         if (encode(scratch, &vals[idx[i]]) < 0)
             return -1;
-    XXH128_hash_t h = XXH3_128bits(scratch->data ? scratch->data : "", scratch->len);
+    XXH128_hash_t h = XXH3_128bits(scratch->p ? scratch->p : "", scratch->len);
     XXH128_canonical_t c;
     XXH128_canonicalFromHash(&c, h);
     memcpy(out, c.digest, ZX_SYNC_KEYHASH_LEN);
     return 0;
 }
 
-int zx_sync_row_hash(const zx_value *vals, size_t ncols, uint64_t seed, zx_hbuf *scratch,
+int zx_sync_row_hash(const zx_value *vals, size_t ncols, uint64_t seed, zx_buf *scratch,
                      uint64_t *out)
 {
     scratch->len = 0;
     for (size_t i = 0; i < ncols; i++)
         if (encode(scratch, &vals[i]) < 0)
             return -1;
-    *out = XXH3_64bits_withSeed(scratch->data ? scratch->data : "", scratch->len, seed);
+    *out = XXH3_64bits_withSeed(scratch->p ? scratch->p : "", scratch->len, seed);
     return 0;
 }
 
 /* Append s (n bytes) as a JSON string. */
-static int json_str(zx_hbuf *b, const char *s, size_t n)
+static int json_str(zx_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    if (zx_hbuf_add(b, "\"", 1) < 0)
+    if (zx_buf_put(b, "\"", 1) < 0)
         return -1;
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
-        if (zx_hbuf_add(b, s + run, i - run) < 0)
+        if (zx_buf_put(b, s + run, i - run) < 0)
             return -1;
         char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
         if (c == '"' || c == '\\') {
             e[1] = (char)c;
-            if (zx_hbuf_add(b, e, 2) < 0)
+            if (zx_buf_put(b, e, 2) < 0)
                 return -1;
-        } else if (zx_hbuf_add(b, e, 6) < 0) {
+        } else if (zx_buf_put(b, e, 6) < 0) {
             return -1;
         }
         run = i + 1;
     }
-    if (zx_hbuf_add(b, s + run, n - run) < 0)
+    if (zx_buf_put(b, s + run, n - run) < 0)
         return -1;
-    return zx_hbuf_add(b, "\"", 1);
+    return zx_buf_put(b, "\"", 1);
 }
 
-int zx_sync_key_json(const zx_value *vals, const size_t *idx, size_t n, zx_hbuf *out)
+int zx_sync_key_json(const zx_value *vals, const size_t *idx, size_t n, zx_buf *out)
 {
     char num[40];
-    if (zx_hbuf_add(out, "[", 1) < 0)
+    if (zx_buf_put(out, "[", 1) < 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const zx_value *v = &vals[idx[i]];
         int r = 0;
-        if (i && zx_hbuf_add(out, ",", 1) < 0)
+        if (i && zx_buf_put(out, ",", 1) < 0)
             return -1;
         switch (v->type) {
         case ZX_T_INT: {
@@ -175,30 +147,30 @@ int zx_sync_key_json(const zx_value *vals, const size_t *idx, size_t n, zx_hbuf 
             while ((u /= 10) != 0);
             if (v->u.i < 0)
                 *--d = '-';
-            r = zx_hbuf_add(out, d, (size_t)(e - d));
+            r = zx_buf_put(out, d, (size_t)(e - d));
             break;
         }
         case ZX_T_REAL:
             if (!isfinite(v->u.d))
-                r = zx_hbuf_add(out, "null", 4);
+                r = zx_buf_put(out, "null", 4);
             else
-                r = zx_hbuf_add(out, num, (size_t)snprintf(num, sizeof(num), "%.17g", v->u.d));
+                r = zx_buf_put(out, num, (size_t)snprintf(num, sizeof(num), "%.17g", v->u.d));
             if (r == 0 && isfinite(v->u.d) && !strpbrk(num, ".eEn"))
-                r = zx_hbuf_add(out, ".0", 2);   /* stays a REAL when read back */
+                r = zx_buf_put(out, ".0", 2);   /* stays a REAL when read back */
             break;
         case ZX_T_BOOL:
-            r = v->u.b ? zx_hbuf_add(out, "true", 4) : zx_hbuf_add(out, "false", 5);
+            r = v->u.b ? zx_buf_put(out, "true", 4) : zx_buf_put(out, "false", 5);
             break;
         case ZX_T_TEXT: case ZX_T_TIMESTAMP: case ZX_T_JSON:
             r = json_str(out, v->s ? v->s : "", v->len);
             break;
         default:
-            r = zx_hbuf_add(out, "null", 4);
+            r = zx_buf_put(out, "null", 4);
         }
         if (r < 0)
             return -1;
     }
-    return zx_hbuf_add(out, "]", 1);
+    return zx_buf_put(out, "]", 1);
 }
 
 int zx_sync_key_from_json(const char *json, size_t len, const char *const *names, size_t n,

@@ -24,20 +24,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "common/dtype.h"
 #include "common/rowset.h"
 
 #define ZX_SYNC_KEYHASH_LEN 16
-
-/* A growable byte buffer (malloc'd; len used of cap). */
-typedef struct zx_hbuf {
-    char *data;
-    size_t len, cap;
-} zx_hbuf;
-
-void zx_hbuf_free(zx_hbuf *b);
-/* Append n bytes; 0 or -1 (ENOMEM, b unchanged). */
-int zx_hbuf_add(zx_hbuf *b, const void *p, size_t n);
 
 /* Seed of the row hashes of a result with these columns (names and
  * types, in order). */
@@ -45,8 +36,8 @@ uint64_t zx_sync_columns_seed(const zx_dcol *cols, size_t ncols);
 
 /* Hash of the values vals[idx[0..n-1]] (the key columns, in key order)
  * into out[ZX_SYNC_KEYHASH_LEN].  scratch is reused between calls (free it
- * with zx_hbuf_free).  0, or -1 out of memory. */
-int zx_sync_key_hash(const zx_value *vals, const size_t *idx, size_t n, zx_hbuf *scratch,
+ * with zx_buf_free).  0, or -1 out of memory. */
+int zx_sync_key_hash(const zx_value *vals, const size_t *idx, size_t n, zx_buf *scratch,
                      unsigned char out[ZX_SYNC_KEYHASH_LEN]);
 
 /* A row hash rh (made with one seed) hashed again with seed: what the
@@ -55,14 +46,14 @@ int zx_sync_key_hash(const zx_value *vals, const size_t *idx, size_t n, zx_hbuf 
 uint64_t zx_sync_row_hash_reseed(uint64_t rh, uint64_t seed);
 
 /* Hash of the whole row vals[0..ncols-1] with seed.  0 or -1 (ENOMEM). */
-int zx_sync_row_hash(const zx_value *vals, size_t ncols, uint64_t seed, zx_hbuf *scratch,
+int zx_sync_row_hash(const zx_value *vals, size_t ncols, uint64_t seed, zx_buf *scratch,
                      uint64_t *out);
 
 /* The key values vals[idx[0..n-1]] as a JSON array text appended to out
  * (no NUL): INT as a number, REAL as a number (null for NaN and
  * infinities), BOOL true/false, TEXT and TIMESTAMP (its text) as strings,
  * JSON as the string of its text, NULL as null.  0 or -1 (ENOMEM). */
-int zx_sync_key_json(const zx_value *vals, const size_t *idx, size_t n, zx_hbuf *out);
+int zx_sync_key_json(const zx_value *vals, const size_t *idx, size_t n, zx_buf *out);
 
 /* The inverse, for a mirror's deletes: add one row to rs (its columns:
  * the key columns, created as needed in key order) from the JSON array

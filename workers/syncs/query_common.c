@@ -21,7 +21,7 @@ struct zx_query {
     size_t ncols;
     int *undecided;  /* per column: no declared type, no value yet */
     zx_value *vals;  /* one row, for seeing a batch */
-    zx_dc_buf scratch;
+    zx_buf scratch;
     int ended;       /* zx_query_next returned 0 */
 };
 
@@ -130,7 +130,7 @@ void zx_query_close(zx_query *q)
     free(q->cols);
     free(q->undecided);
     free(q->vals);
-    zx_dc_buf_free(&q->scratch);
+    zx_buf_free(&q->scratch);
     free(q);
 }
 

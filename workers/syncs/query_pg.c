@@ -48,6 +48,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/pgconn.h"
 #include "common/timefmt.h"
@@ -434,9 +435,13 @@ static void map_type(uint32_t oid, int typmod, zx_dcol *col)
 
 /* ---- the query ---------------------------------------------------------- */
 
-static void policy_hint(const pq *q, char *err, size_t errlen)
+/* After err, when the server refused for want of a privilege (SQLSTATE
+ * 42501, in any language the server speaks): the tables the author may
+ * read. */
+static void policy_hint(const pq *q, const PGresult *r, char *err, size_t errlen)
 {
-    if (!strstr(err, "permission denied"))
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (!st || strcmp(st, "42501") != 0)
         return;
     size_t l = strlen(err), off;
     off = (size_t)snprintf(err + l, errlen - l, " (author %s may read: ", q->author->name);
@@ -780,7 +785,7 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
         char *nl = strchr(err, '\n');
         if (nl)
             *nl = '\0';
-        policy_hint(q, err, errlen);
+        policy_hint(q, r, err, errlen);
         goto fail;
     }
     PQclear(r);
@@ -830,7 +835,7 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
         char what[200];
         snprintf(what, sizeof(what), "the query failed as author %s", author->name);
         server_error(q, r, what, err, errlen);
-        policy_hint(q, err, errlen);
+        policy_hint(q, r, err, errlen);
         goto fail;
     }
     PQclear(r);
@@ -854,12 +859,6 @@ const zx_dcol *zx_qpg_columns(const void *qq, size_t *n)
     return q->cols;
 }
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* One value of column i (its text form s, n bytes). */
 static int cell(pq *q, size_t i, const char *s, size_t n, zx_rowset *rs, zx_value *v)
 {
@@ -870,7 +869,7 @@ static int cell(pq *q, size_t i, const char *s, size_t n, zx_rowset *rs, zx_valu
         if (!b)
             return -1;
         for (size_t j = 0; j < m; j++) {
-            int hi = hexval(s[2 + 2 * j]), lo = hexval(s[3 + 2 * j]);
+            int hi = zx_hexval(s[2 + 2 * j]), lo = zx_hexval(s[3 + 2 * j]);
             b[j] = (char)((hi < 0 ? 0 : hi) << 4 | (lo < 0 ? 0 : lo));
         }
         b[m] = '\0';
@@ -919,8 +918,8 @@ static int unescape(pq *q, const char *f, size_t n, const char **out, size_t *ou
         case 'v': q->field[o++] = '\v'; break;
         case 'x': {
             int v = 0, k = 0;
-            while (k < 2 && i + 1 < n && hexval(f[i + 1]) >= 0)
-                v = v * 16 + hexval(f[++i]), k++;
+            while (k < 2 && i + 1 < n && zx_hexval(f[i + 1]) >= 0)
+                v = v * 16 + zx_hexval(f[++i]), k++;
             q->field[o++] = k ? (char)v : 'x';
             break;
         }
@@ -974,8 +973,8 @@ int64_t zx_qpg_next(void *qq, zx_rowset *rs, size_t max, char *err, size_t errle
                 snprintf(what, sizeof(what), "the query failed as author %s",
                          q->author->name);
                 server_error(q, r, what, err, errlen);
+                policy_hint(q, r, err, errlen);
                 PQclear(r);
-                policy_hint(q, err, errlen);
                 return -1;
             }
             PQclear(r);

@@ -67,8 +67,8 @@ typedef struct srun {
 
     zx_rowset rs, send;
     zx_value *vals;
-    zx_hbuf scratch, kv, rec;
-    zx_frame_buf fb;
+    zx_buf scratch, kv, rec;
+    zx_buf fb;
 
     uint64_t read, inserted, updated, unchanged, deleted, to_send, sent, dup_keys;
     uint64_t ordinal;             /* sending: the result row the batch starts at */
@@ -264,9 +264,9 @@ static int spill_rows(srun *r, const zx_rowset *rs)
         return 0;
     zx_frame_meta m = {0};
     m.kind = ZX_FRAME_ROWS;
-    zx_frame_buf_reset(&r->fb);
+    zx_buf_reset(&r->fb);
     if (zx_frame_encode(&m, rs, &r->fb) < 0 ||
-        zx_spill_put(&r->rows, r->fb.data, r->fb.len, NULL, 0) < 0)
+        zx_spill_put(&r->rows, r->fb.p, r->fb.len, NULL, 0) < 0)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot keep the rows to send in "
                          "%s: %s", r->name, r->tmpdir, strerror(errno));
     return 0;
@@ -284,7 +284,7 @@ typedef struct keyrec {
  * are sorted (merge_keys), without a lookup per row. */
 static int read_batch(srun *r)
 {
-    zx_hbuf *pl = &r->kv;
+    zx_buf *pl = &r->kv;
     for (uint32_t i = 0; i < r->rs.nrows; i++) {
         uint64_t ordinal = r->read++;
         if (!r->nkeys)
@@ -301,11 +301,11 @@ static int read_batch(srun *r)
         if (r->hashed && zx_sync_row_hash(r->vals, r->ncols, r->seed, &r->scratch, &kr.rh) < 0)
             goto oom;
         pl->len = 0;
-        if (zx_hbuf_add(pl, &kr, sizeof(kr)) < 0 ||
+        if (zx_buf_put(pl, &kr, sizeof(kr)) < 0 ||
             zx_sync_key_hash(r->vals, r->key_idx, r->nkeys, &r->scratch, kh) < 0 ||
             zx_sync_key_json(r->vals, r->key_idx, r->nkeys, pl) < 0)
             goto oom;
-        if (zx_keysort_add(r->keys, kh, pl->data, pl->len, r->err, sizeof(r->err)) < 0)
+        if (zx_keysort_add(r->keys, kh, pl->p, pl->len, r->err, sizeof(r->err)) < 0)
             return -1;
     }
     if (r->preview && !r->hashed) {
@@ -494,7 +494,7 @@ typedef struct sstream {
     srun *r;
     stored *v;
     size_t n, at;
-    zx_hbuf arena;
+    zx_buf arena;
     unsigned char last[ZX_SYNC_KEYHASH_LEN];
     int started, ended, oom;
 } sstream;
@@ -507,7 +507,7 @@ static int scan_one(const unsigned char *kh, uint64_t rh, const char *kv, size_t
     e->rh = rh;
     e->kvoff = s->arena.len;
     e->kvlen = kvlen;
-    if (zx_hbuf_add(&s->arena, kv, kvlen) < 0) {
+    if (zx_buf_put(&s->arena, kv, kvlen) < 0) {
         s->oom = 1;
         return 1;
     }
@@ -650,7 +650,7 @@ static int merge_keys(srun *r)
         stored *e;
         while ((rc = st_peek(&st, &e)) == 0 && e &&
                memcmp(e->kh, k.kh, ZX_SYNC_KEYHASH_LEN) < 0) {
-            if (mirror && (rc = add_delete(r, e->kh, st.arena.data + e->kvoff, e->kvlen)) < 0)
+            if (mirror && (rc = add_delete(r, e->kh, st.arena.p + e->kvoff, e->kvlen)) < 0)
                 break;
             st.at++;
         }
@@ -680,11 +680,11 @@ static int merge_keys(srun *r)
         stored *e;
         if ((rc = st_peek(&st, &e)) < 0 || !e)
             break;
-        rc = add_delete(r, e->kh, st.arena.data + e->kvoff, e->kvlen);
+        rc = add_delete(r, e->kh, st.arena.p + e->kvoff, e->kvlen);
         st.at++;
     }
     free(st.v);
-    zx_hbuf_free(&st.arena);
+    zx_buf_free(&st.arena);
     if (rc < 0)
         return -1;
     if (r->hashed)
@@ -721,7 +721,7 @@ static int send_deletes(srun *r)
             break;
         }
         if (g == 1 &&
-            zx_sync_key_from_json(r->rec.data, r->rec.len,
+            zx_sync_key_from_json(r->rec.p, r->rec.len,
                                   (const char *const *)r->p->key_cols, r->p->nkey_cols, &keys,
                                   r->err, sizeof(r->err)) < 0) {
             rc = -1;
@@ -780,7 +780,7 @@ static int sample_marked(srun *r)
         int g = zx_spill_get(&r->rows, &r->rec);
         zx_frame_meta m;
         char derr[256];
-        if (g <= 0 || zx_frame_decode(r->rec.data, r->rec.len, &m, &r->rs, derr,
+        if (g <= 0 || zx_frame_decode(r->rec.p, r->rec.len, &m, &r->rs, derr,
                                       sizeof(derr)) < 0)
             break;
         for (uint32_t i = 0; i < r->rs.nrows && json_array_size(r->sample) < SAMPLE_ROWS; i++)
@@ -860,7 +860,7 @@ static int deliver(srun *r)
             break;
         zx_frame_meta m;
         char derr[256];
-        if (zx_frame_decode(r->rec.data, r->rec.len, &m, &r->rs, derr, sizeof(derr)) < 0)
+        if (zx_frame_decode(r->rec.p, r->rec.len, &m, &r->rs, derr, sizeof(derr)) < 0)
             return zx_seterr(r->err, sizeof(r->err), "sync %s: the rows kept in %s are "
                              "damaged: %s", r->name, r->tmpdir, derr);
         /* a column without values in this batch still has its place */
@@ -940,18 +940,18 @@ static int record_hashes(srun *r)
                 goto oom;
             v.type = ZX_T_TEXT;
             v.len = ZX_SYNC_KEYHASH_LEN;
-            if (!(v.s = zx_rowset_strdup(&hs, r->rec.data, ZX_SYNC_KEYHASH_LEN)) ||
+            if (!(v.s = zx_rowset_strdup(&hs, r->rec.p, ZX_SYNC_KEYHASH_LEN)) ||
                 zx_rowset_add(&hs, (uint32_t)ckh, &v) < 0)
                 goto oom;
             if (r->rec.len >= ZX_SYNC_KEYHASH_LEN + 8) {   /* a put; else a delete */
                 uint64_t rh;
-                memcpy(&rh, r->rec.data + ZX_SYNC_KEYHASH_LEN, 8);
+                memcpy(&rh, r->rec.p + ZX_SYNC_KEYHASH_LEN, 8);
                 zx_value h = {.type = ZX_T_INT};
                 h.u.i = (int64_t)rh;
                 zx_value k = {.type = ZX_T_TEXT};
                 k.len = (uint32_t)(r->rec.len - ZX_SYNC_KEYHASH_LEN - 8);
                 if (zx_rowset_add(&hs, (uint32_t)crh, &h) < 0 ||
-                    !(k.s = zx_rowset_strdup(&hs, r->rec.data + ZX_SYNC_KEYHASH_LEN + 8,
+                    !(k.s = zx_rowset_strdup(&hs, r->rec.p + ZX_SYNC_KEYHASH_LEN + 8,
                                              k.len)) ||
                     zx_rowset_add(&hs, (uint32_t)ckv, &k) < 0)
                     goto oom;
@@ -1049,7 +1049,7 @@ static int sync_open(zx_src *rt, void **state, char *err, size_t errlen)
     snprintf(r->tmpdir, sizeof(r->tmpdir), "%s/tmp", a->conf->data_dir);
     zx_rowset_init(&r->rs);
     zx_rowset_init(&r->send);
-    zx_frame_buf_init(&r->fb);
+    zx_buf_init(&r->fb);
     r->sample = json_array();
     r->sample_deletes = json_array();
     r->dups = json_array();
@@ -1102,10 +1102,10 @@ static void sync_close(zx_src *rt, void *state)
     cleanup(r);
     zx_rowset_free(&r->rs);
     zx_rowset_free(&r->send);
-    zx_frame_buf_free(&r->fb);
-    zx_hbuf_free(&r->scratch);
-    zx_hbuf_free(&r->kv);
-    zx_hbuf_free(&r->rec);
+    zx_buf_free(&r->fb);
+    zx_buf_free(&r->scratch);
+    zx_buf_free(&r->kv);
+    zx_buf_free(&r->rec);
     json_decref(r->sample);
     json_decref(r->sample_deletes);
     json_decref(r->dups);

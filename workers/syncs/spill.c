@@ -73,7 +73,7 @@ int zx_spill_rewind(zx_spill *s)
     return 0;
 }
 
-int zx_spill_get(zx_spill *s, zx_hbuf *out)
+int zx_spill_get(zx_spill *s, zx_buf *out)
 {
     uint32_t n;
     out->len = 0;
@@ -83,14 +83,9 @@ int zx_spill_get(zx_spill *s, zx_hbuf *out)
         return ferror(s->f) ? -1 : 0;
     if (n > MAX_RECORD)
         return -1;
-    if (out->cap < n) {
-        char *d = realloc(out->data, n ? n : 1);
-        if (!d)
-            return -1;
-        out->data = d;
-        out->cap = n ? n : 1;
-    }
-    if (n && fread(out->data, n, 1, s->f) != 1)
+    if (zx_buf_reserve(out, n) < 0)
+        return -1;
+    if (n && fread(out->p, n, 1, s->f) != 1)
         return -1;   /* truncated */
     out->len = n;
     return 1;
@@ -122,7 +117,7 @@ static uint64_t be64_of(const unsigned char *p)
 
 typedef struct krun {
     zx_spill sp;
-    zx_hbuf rec;              /* its current record */
+    zx_buf rec;              /* its current record */
     int live;                 /* rec holds a key not yet handed out */
 } krun;
 
@@ -132,7 +127,7 @@ struct zx_keysort {
     zx_spill_budget *budget;
     kent *ents;
     size_t nents, cap;
-    zx_hbuf arena;
+    zx_buf arena;
     krun runs[ZX_KEYSORT_MAX_RUNS];
     size_t nruns;
     uint64_t count;
@@ -153,7 +148,7 @@ zx_keysort *zx_keysort_new(const char *dir, size_t mem_bytes, zx_spill_budget *b
     return k;
 }
 
-static const zx_hbuf *g_arena;   /* qsort has no context argument */
+static const zx_buf *g_arena;   /* qsort has no context argument */
 
 static int kent_cmp(const void *a, const void *b)
 {
@@ -166,7 +161,7 @@ static int kent_cmp(const void *a, const void *b)
     /* equal hashes: by the JSON, so that a duplicate is found whatever
      * the order */
     size_t n = x->len < y->len ? x->len : y->len;
-    r = memcmp(g_arena->data + x->off, g_arena->data + y->off, n);
+    r = memcmp(g_arena->p + x->off, g_arena->p + y->off, n);
     return r ? r : (x->len > y->len) - (x->len < y->len);
 }
 
@@ -192,7 +187,7 @@ static int spill_run(zx_keysort *k, char *err, size_t errlen)
     k->nruns++;
     for (size_t i = 0; i < k->nents; i++)
         if (zx_spill_put(&r->sp, k->ents[i].kh, ZX_SYNC_KEYHASH_LEN,
-                         k->arena.data + k->ents[i].off, k->ents[i].len) < 0) {
+                         k->arena.p + k->ents[i].off, k->ents[i].len) < 0) {
             snprintf(err, errlen, "cannot write the keys to a temporary file in %s: %s",
                      k->dir, strerror(errno));
             return -1;
@@ -209,17 +204,11 @@ int zx_keysort_add(zx_keysort *k, const unsigned char *kh, const char *kv, size_
         snprintf(err, errlen, "a key is longer than 16 MiB");
         return -1;
     }
-    if (k->nents == k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 4096;
-        kent *e = realloc(k->ents, cap * sizeof(*e));
-        if (!e) {
-            snprintf(err, errlen, "out of memory sorting the keys");
-            return -1;
-        }
-        k->ents = e;
-        k->cap = cap;
+    if (zx_grow_to(&k->ents, k->nents + 1, &k->cap, sizeof(*k->ents), 4096) < 0) {
+        snprintf(err, errlen, "out of memory sorting the keys");
+        return -1;
     }
-    if (k->arena.len > UINT32_MAX - kvlen || zx_hbuf_add(&k->arena, kv, kvlen) < 0) {
+    if (k->arena.len > UINT32_MAX - kvlen || zx_buf_put(&k->arena, kv, kvlen) < 0) {
         snprintf(err, errlen, "out of memory sorting the keys");
         return -1;
     }
@@ -255,7 +244,7 @@ int zx_keysort_finish(zx_keysort *k, char *err, size_t errlen)
     free(k->ents);
     k->ents = NULL;
     k->cap = 0;
-    zx_hbuf_free(&k->arena);
+    zx_buf_free(&k->arena);
     for (size_t i = 0; i < k->nruns; i++)
         if (zx_spill_rewind(&k->runs[i].sp) < 0 || run_advance(&k->runs[i]) < 0) {
             snprintf(err, errlen, "cannot read back the sorted keys in %s", k->dir);
@@ -272,7 +261,7 @@ int zx_keysort_next(zx_keysort *k, const unsigned char **kh, const char **kv, si
             return 0;
         kent *e = &k->ents[k->mem_pos++];
         *kh = e->kh;
-        *kv = k->arena.data + e->off;
+        *kv = k->arena.p + e->off;
         *kvlen = e->len;
         return 1;
     }
@@ -291,11 +280,11 @@ int zx_keysort_next(zx_keysort *k, const unsigned char **kh, const char **kv, si
             best = (int)i;
             continue;
         }
-        const zx_hbuf *a = &r->rec, *b = &k->runs[best].rec;
-        int c = memcmp(a->data, b->data, ZX_SYNC_KEYHASH_LEN);
+        const zx_buf *a = &r->rec, *b = &k->runs[best].rec;
+        int c = memcmp(a->p, b->p, ZX_SYNC_KEYHASH_LEN);
         if (!c) {
             size_t n = a->len < b->len ? a->len : b->len;
-            c = memcmp(a->data, b->data, n);
+            c = memcmp(a->p, b->p, n);
             if (!c)
                 c = (a->len > b->len) - (a->len < b->len);
         }
@@ -306,8 +295,8 @@ int zx_keysort_next(zx_keysort *k, const unsigned char **kh, const char **kv, si
     if (best < 0)
         return 0;
     krun *r = &k->runs[best];
-    *kh = (const unsigned char *)r->rec.data;
-    *kv = r->rec.data + ZX_SYNC_KEYHASH_LEN;
+    *kh = (const unsigned char *)r->rec.p;
+    *kv = r->rec.p + ZX_SYNC_KEYHASH_LEN;
     *kvlen = r->rec.len - ZX_SYNC_KEYHASH_LEN;
     return 1;
 }
@@ -323,9 +312,9 @@ void zx_keysort_free(zx_keysort *k)
         return;
     for (size_t i = 0; i < k->nruns; i++) {
         zx_spill_close(&k->runs[i].sp);
-        zx_hbuf_free(&k->runs[i].rec);
+        zx_buf_free(&k->runs[i].rec);
     }
     free(k->ents);
-    zx_hbuf_free(&k->arena);
+    zx_buf_free(&k->arena);
     free(k);
 }

@@ -51,7 +51,7 @@ int zx_spill_put(zx_spill *s, const void *a, size_t alen, const void *b, size_t 
 int zx_spill_rewind(zx_spill *s);
 /* Read the next record into out (out->len = its length; out reused).
  * 1 one read, 0 the end, -1 an error (a truncated file, out of memory). */
-int zx_spill_get(zx_spill *s, zx_hbuf *out);
+int zx_spill_get(zx_spill *s, zx_buf *out);
 /* Close (the file disappears).  Safe on a zeroed or closed spill. */
 void zx_spill_close(zx_spill *s);
 

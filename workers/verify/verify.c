@@ -65,14 +65,8 @@ static int cand_add(vf_run *r, const vf_table *t, vf_row *key, vf_how how, const
         vf_row_free(key);
         return 0;
     }
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 64;
-        vf_cand *c = realloc(r->c, cap * sizeof(*c));
-        if (!c)
-            return zx_seterr(r->err, r->errlen, "out of memory");
-        r->c = c;
-        r->cap = cap;
-    }
+    if (zx_grow(&r->c, r->n, &r->cap, sizeof(*r->c)) < 0)
+        return zx_seterr(r->err, r->errlen, "out of memory");
     vf_cand *c = &r->c[r->n];
     c->diff = calloc(t->ncols ? t->ncols : 1, sizeof(*c->diff));
     if (!c->diff)

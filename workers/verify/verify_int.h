@@ -61,11 +61,11 @@ void vf_row_free(vf_row *r);                /* fields only; NULL-safe */
 int vf_value_eq(const vf_row *a, const vf_row *b, uint32_t i);
 /* Append the array literal of value k of rows[0..n) (each quoted, '"'
  * and '\\' escaped; NULL as NULL) to b.  0 or -1. */
-int vf_put_array(zx_fit_buf *b, const vf_row *rows, size_t n, uint32_t k);
+int vf_put_array(zx_buf *b, const vf_row *rows, size_t n, uint32_t k);
 /* Append s as an SQL identifier (in double quotes, a '"' doubled), or s
  * as it is, to b.  0, or -1 (out of memory). */
-int vf_put_ident(zx_fit_buf *b, const char *s);
-int vf_put(zx_fit_buf *b, const char *s);
+int vf_put_ident(zx_buf *b, const char *s);
+int vf_put(zx_buf *b, const char *s);
 
 /* What a comparison of one key found. */
 typedef enum vf_how { VF_EQUAL = 0, VF_MISSING, VF_EXTRA, VF_DIFFER } vf_how;
@@ -165,14 +165,14 @@ void vf_mir_scan_end(vf_mir *m);
  * (integers, numeric, uuid, dates and timestamps: no collation). */
 int vf_range_ok(const vf_table *t);
 /* Append "k1, k2" (desc: "k1 DESC, k2 DESC") to b.  0 or -1. */
-int vf_put_keylist(zx_fit_buf *b, const vf_table *t, int desc);
+int vf_put_keylist(zx_buf *b, const vf_table *t, int desc);
 /* Append " WHERE (keys) > ($1::T, ...)" when lo, and "(keys) <= (...)"
  * when hi (its parameters after lo's), types[i] being column i's type as
  * SQL.  0 or -1. */
-int vf_put_bounds(zx_fit_buf *b, const vf_table *t, char *const *types, int lo, int hi);
+int vf_put_bounds(zx_buf *b, const vf_table *t, char *const *types, int lo, int hi);
 /* Append a row's 64-bit hash as an SQL bigint expression over the
  * columns the mirror has.  0 or -1. */
-int vf_put_rowhash(zx_fit_buf *b, const vf_table *t);
+int vf_put_rowhash(zx_buf *b, const vf_table *t);
 
 /* ---- verify_repair.c ---------------------------------------------------- */
 

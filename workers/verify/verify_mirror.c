@@ -37,9 +37,9 @@ struct vf_mir {
     char *schema;            /* Postgres: the workspace schema */
     char *shown;
     int scanning;
-    zx_fit_buf cmp_sql, sql;
+    zx_buf cmp_sql, sql;
     zx_rowset rs;            /* arena of converted values */
-    zx_fit_buf fb;
+    zx_buf fb;
 };
 
 vf_mir *vf_mir_open(const zx_conf *c, char *err, size_t errlen)
@@ -87,9 +87,9 @@ void vf_mir_close(vf_mir *m)
         sqlite3_close(m->db);
     if (m->conn)
         PQfinish(m->conn);
-    zx_fit_buf_free(&m->cmp_sql);
-    zx_fit_buf_free(&m->sql);
-    zx_fit_buf_free(&m->fb);
+    zx_buf_free(&m->cmp_sql);
+    zx_buf_free(&m->sql);
+    zx_buf_free(&m->fb);
     zx_rowset_free(&m->rs);
     free(m->schema);
     free(m->shown);
@@ -167,7 +167,7 @@ static int mirror_columns(vf_mir *m, vf_table *t, char *err, size_t errlen)
 }
 
 /* "schema"."mirror" (Postgres) or "mirror" (SQLite) appended to b. */
-static int put_mirror(vf_mir *m, const vf_table *t, zx_fit_buf *b)
+static int put_mirror(vf_mir *m, const vf_table *t, zx_buf *b)
 {
     if (m->pg && (vf_put_ident(b, m->schema) < 0 || vf_put(b, ".") < 0))
         return -1;
@@ -175,7 +175,7 @@ static int put_mirror(vf_mir *m, const vf_table *t, zx_fit_buf *b)
 }
 
 /* " WHERE k1 = ?N ..." with parameters numbered from first + 1. */
-static int put_where(vf_mir *m, const vf_table *t, uint32_t first, zx_fit_buf *b)
+static int put_where(vf_mir *m, const vf_table *t, uint32_t first, zx_buf *b)
 {
     for (uint32_t k = 0; k < t->nkeys; k++) {
         char p[24];
@@ -204,7 +204,7 @@ int vf_mir_table(vf_mir *m, vf_table *t, char *err, size_t errlen)
                              t->mirror, t->cols[t->keys[k]]);
     /* SQLite: SELECT (c1 IS ?1), ... FROM m WHERE k1 = ?N+1 ...
      * Postgres: SELECT c1, ... FROM s.m WHERE k1 = $1 ... */
-    zx_fit_buf *b = &m->cmp_sql;
+    zx_buf *b = &m->cmp_sql;
     b->len = 0;
     int bad = vf_put(b, "SELECT 1") < 0;
     for (uint32_t i = 0; i < t->ncols && !bad; i++) {
@@ -334,9 +334,9 @@ static int compare_pg(vf_mir *m, const vf_table *t, const vf_row *src, const vf_
 static int compare_pg_many(vf_mir *m, const vf_table *t, const vf_row *src, const vf_row *keys,
                            size_t n, vf_how *how, int *diff, char *err, size_t errlen)
 {
-    zx_fit_buf q = {0};
+    zx_buf q = {0};
     const char **pv = calloc(t->nkeys, sizeof(*pv));
-    zx_fit_buf *arr = calloc(t->nkeys, sizeof(*arr));
+    zx_buf *arr = calloc(t->nkeys, sizeof(*arr));
     int bad = !pv || !arr || vf_put(&q, "SELECT u.i, m.") < 0 ||
               vf_put_ident(&q, t->cols[t->keys[0]]) < 0 || vf_put(&q, " IS NOT NULL") < 0;
     for (uint32_t i = 0; i < t->ncols && !bad; i++)
@@ -394,10 +394,10 @@ static int compare_pg_many(vf_mir *m, const vf_table *t, const vf_row *src, cons
 out:
     PQclear(r);
     for (uint32_t k = 0; arr && k < t->nkeys; k++)
-        zx_fit_buf_free(&arr[k]);
+        zx_buf_free(&arr[k]);
     free(arr);
     free(pv);
-    zx_fit_buf_free(&q);
+    zx_buf_free(&q);
     return rc;
 }
 
@@ -449,7 +449,7 @@ int vf_mir_scan_range(vf_mir *m, const vf_table *t, const vf_row *lo, const vf_r
     vf_mir_scan_end(m);
     if (!m->pg && (lo || hi))
         return zx_seterr(err, errlen, "a SQLite mirror is not read by key ranges");
-    zx_fit_buf *b = &m->sql;
+    zx_buf *b = &m->sql;
     b->len = 0;
     int bad = vf_put(b, "SELECT ") < 0;
     for (uint32_t k = 0; k < t->nkeys && !bad; k++)
@@ -485,7 +485,7 @@ int vf_mir_range(vf_mir *m, const vf_table *t, const vf_row *lo, const vf_row *h
     if (!m->pg)
         return zx_seterr(err, errlen, "a SQLite mirror is not hashed by key ranges");
     vf_mir_scan_end(m);
-    zx_fit_buf q = {0};
+    zx_buf q = {0};
     const char **pv = calloc(2 * (size_t)t->nkeys, sizeof(*pv));
     int bad = !pv || vf_put(&q, "SELECT count(*)::text, coalesce(sum(") < 0 ||
               vf_put_rowhash(&q, t) < 0 || vf_put(&q, "), 0)::text FROM ") < 0 ||
@@ -493,13 +493,13 @@ int vf_mir_range(vf_mir *m, const vf_table *t, const vf_row *lo, const vf_row *h
               vf_put_bounds(&q, t, t->mtypes, lo != NULL, hi != NULL) < 0;
     if (bad) {
         free(pv);
-        zx_fit_buf_free(&q);
+        zx_buf_free(&q);
         return zx_seterr(err, errlen, "out of memory");
     }
     int np = bound_params(t, lo, hi, pv);
     PGresult *r = PQexecParams(m->conn, q.p, np, NULL, pv, NULL, NULL, 0);
     free(pv);
-    zx_fit_buf_free(&q);
+    zx_buf_free(&q);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
         return pg_fail(m, r, "hashing a range of the mirror", err, errlen);
     *count = strtoll(PQgetvalue(r, 0, 0), NULL, 10);

@@ -42,7 +42,7 @@ int vf_range_ok(const vf_table *t)
     return 1;
 }
 
-int vf_put_keylist(zx_fit_buf *b, const vf_table *t, int desc)
+int vf_put_keylist(zx_buf *b, const vf_table *t, int desc)
 {
     for (uint32_t k = 0; k < t->nkeys; k++)
         if ((k && vf_put(b, ", ") < 0) || vf_put_ident(b, t->cols[t->keys[k]]) < 0 ||
@@ -52,7 +52,7 @@ int vf_put_keylist(zx_fit_buf *b, const vf_table *t, int desc)
 }
 
 /* "(k1, ...) OP ($F+1::T1, ...)" */
-static int put_bound(zx_fit_buf *b, const vf_table *t, char *const *types, const char *op,
+static int put_bound(zx_buf *b, const vf_table *t, char *const *types, const char *op,
                      uint32_t first)
 {
     if (vf_put(b, "(") < 0 || vf_put_keylist(b, t, 0) < 0 || vf_put(b, ") ") < 0 ||
@@ -67,7 +67,7 @@ static int put_bound(zx_fit_buf *b, const vf_table *t, char *const *types, const
     return vf_put(b, ")");
 }
 
-int vf_put_bounds(zx_fit_buf *b, const vf_table *t, char *const *types, int lo, int hi)
+int vf_put_bounds(zx_buf *b, const vf_table *t, char *const *types, int lo, int hi)
 {
     if (lo && (vf_put(b, " WHERE ") < 0 || put_bound(b, t, types, ">", 0) < 0))
         return -1;
@@ -77,7 +77,7 @@ int vf_put_bounds(zx_fit_buf *b, const vf_table *t, char *const *types, int lo, 
     return 0;
 }
 
-int vf_put_rowhash(zx_fit_buf *b, const vf_table *t)
+int vf_put_rowhash(zx_buf *b, const vf_table *t)
 {
     int first = 1;
     if (vf_put(b, "('x' || substr(md5(ROW(") < 0)

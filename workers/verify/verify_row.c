@@ -100,17 +100,17 @@ int vf_value_eq(const vf_row *a, const vf_row *b, uint32_t i)
     return a->len[i] == b->len[i] && memcmp(a->v[i], b->v[i], a->len[i]) == 0;
 }
 
-int vf_put_ident(zx_fit_buf *b, const char *s)
+int vf_put_ident(zx_buf *b, const char *s)
 {
-    if (zx_fit_buf_put(b, "\"", 1) < 0)
+    if (zx_buf_put(b, "\"", 1) < 0)
         return -1;
     for (const char *q; (q = strchr(s, '"')); s = q + 1)
-        if (zx_fit_buf_put(b, s, (size_t)(q - s) + 1) < 0 || zx_fit_buf_put(b, "\"", 1) < 0)
+        if (zx_buf_put(b, s, (size_t)(q - s) + 1) < 0 || zx_buf_put(b, "\"", 1) < 0)
             return -1;
-    return zx_fit_buf_put(b, s, strlen(s)) < 0 || zx_fit_buf_put(b, "\"", 1) < 0 ? -1 : 0;
+    return zx_buf_put(b, s, strlen(s)) < 0 || zx_buf_put(b, "\"", 1) < 0 ? -1 : 0;
 }
 
-int vf_put_array(zx_fit_buf *b, const vf_row *rows, size_t n, uint32_t k)
+int vf_put_array(zx_buf *b, const vf_row *rows, size_t n, uint32_t k)
 {
     if (vf_put(b, "{") < 0)
         return -1;
@@ -126,9 +126,9 @@ int vf_put_array(zx_fit_buf *b, const vf_row *rows, size_t n, uint32_t k)
         if (vf_put(b, "\"") < 0)
             return -1;
         for (size_t j = 0; j < rows[i].len[k]; j++) {
-            if ((v[j] == '"' || v[j] == '\\') && zx_fit_buf_put(b, "\\", 1) < 0)
+            if ((v[j] == '"' || v[j] == '\\') && zx_buf_put(b, "\\", 1) < 0)
                 return -1;
-            if (zx_fit_buf_put(b, v + j, 1) < 0)
+            if (zx_buf_put(b, v + j, 1) < 0)
                 return -1;
         }
         if (vf_put(b, "\"") < 0)
@@ -137,9 +137,9 @@ int vf_put_array(zx_fit_buf *b, const vf_row *rows, size_t n, uint32_t k)
     return vf_put(b, "}");
 }
 
-int vf_put(zx_fit_buf *b, const char *s)
+int vf_put(zx_buf *b, const char *s)
 {
-    return zx_fit_buf_put(b, s, strlen(s));
+    return zx_buf_put(b, s, strlen(s));
 }
 
 const char *vf_how_name(vf_how h)

@@ -24,7 +24,7 @@ struct vf_src {
     PGconn *conn;
     char *shown;
     int scanning;            /* single-row mode result pending */
-    zx_fit_buf sql;
+    zx_buf sql;
 };
 
 static int fail(vf_src *s, PGresult *r, const char *what, char *err, size_t errlen)
@@ -60,7 +60,7 @@ void vf_src_close(vf_src *s)
         return;
     if (s->conn)
         PQfinish(s->conn);
-    zx_fit_buf_free(&s->sql);
+    zx_buf_free(&s->sql);
     free(s->shown);
     free(s);
 }
@@ -215,7 +215,7 @@ int vf_src_scan(vf_src *s, const vf_table *t, char *err, size_t errlen)
 int vf_src_scan_range(vf_src *s, const vf_table *t, const vf_row *lo, const vf_row *hi,
                       char *err, size_t errlen)
 {
-    zx_fit_buf q = {0};
+    zx_buf q = {0};
     const char **pv = calloc(2 * (size_t)t->nkeys, sizeof(*pv));
     int bad = !pv || vf_put(&q, "SELECT ") < 0;
     s->sql.len = 0;
@@ -227,14 +227,14 @@ int vf_src_scan_range(vf_src *s, const vf_table *t, const vf_row *lo, const vf_r
     bad = bad || put_cols(s, t, 1) < 0 || vf_put(&q, s->sql.p) < 0;
     if (bad) {
         free(pv);
-        zx_fit_buf_free(&q);
+        zx_buf_free(&q);
         return zx_seterr(err, errlen, "out of memory");
     }
     int np = bound_params(t, lo, hi, pv);
     int ok = PQsendQueryParams(s->conn, q.p, np, NULL, pv, NULL, NULL, 0) &&
              PQsetSingleRowMode(s->conn);
     free(pv);
-    zx_fit_buf_free(&q);
+    zx_buf_free(&q);
     if (!ok)
         return fail(s, NULL, "reading the table", err, errlen);
     s->scanning = 1;
@@ -247,7 +247,7 @@ int vf_src_scan_range(vf_src *s, const vf_table *t, const vf_row *lo, const vf_r
 int vf_src_range(vf_src *s, const vf_table *t, const vf_row *lo, int64_t limit,
                  int64_t *count, char hash[64], vf_row *last, char *err, size_t errlen)
 {
-    zx_fit_buf q = {0};
+    zx_buf q = {0};
     char lim[40];
     snprintf(lim, sizeof(lim), " LIMIT %lld) AS x ORDER BY ", (long long)limit);
     int bad = vf_put(&q, "SELECT count(*) OVER ()::text, (sum(\"zx verify hash\") OVER ())"
@@ -259,12 +259,12 @@ int vf_src_range(vf_src *s, const vf_table *t, const vf_row *lo, int64_t limit,
               vf_put(&q, " ORDER BY ") < 0 || vf_put_keylist(&q, t, 0) < 0 ||
               vf_put(&q, lim) < 0 || vf_put_keylist(&q, t, 1) < 0 || vf_put(&q, " LIMIT 1") < 0;
     if (bad) {
-        zx_fit_buf_free(&q);
+        zx_buf_free(&q);
         return zx_seterr(err, errlen, "out of memory");
     }
     const char **pv = lo ? (const char **)lo->v : NULL;
     PGresult *r = PQexecParams(s->conn, q.p, lo ? (int)t->nkeys : 0, NULL, pv, NULL, NULL, 0);
-    zx_fit_buf_free(&q);
+    zx_buf_free(&q);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
         return fail(s, r, "hashing a range of the table", err, errlen);
     *count = 0;
@@ -325,22 +325,22 @@ static int run_key(vf_src *s, const vf_table *t, const vf_row *key, PGresult **o
 int vf_src_get(vf_src *s, const vf_table *t, const vf_row *key, vf_row *r, char *err,
                size_t errlen)
 {
-    zx_fit_buf q = {0};
+    zx_buf q = {0};
     s->sql.len = 0;
     int bad = put_cols(s, t, 0) < 0 || vf_put(&q, "SELECT ") < 0 || vf_put(&q, s->sql.p) < 0 ||
               vf_put(&q, " FROM ") < 0 || put_table(s, t) < 0 || vf_put(&q, s->sql.p) < 0;
     s->sql.len = 0;
     bad = bad || put_where(s, t) < 0 || vf_put(&q, s->sql.p) < 0;
     if (bad) {
-        zx_fit_buf_free(&q);
+        zx_buf_free(&q);
         return zx_seterr(err, errlen, "out of memory");
     }
-    zx_fit_buf tmp = s->sql;
+    zx_buf tmp = s->sql;
     s->sql = q;
     PGresult *res = NULL;
     int rc = run_key(s, t, key, &res, "reading a row by its key", err, errlen);
     s->sql = tmp;
-    zx_fit_buf_free(&q);
+    zx_buf_free(&q);
     if (rc < 0)
         return -1;
     rc = PQntuples(res) > 0;
@@ -357,9 +357,9 @@ int vf_src_absent(vf_src *s, const vf_table *t, const vf_row *mkeys, size_t n, i
      * ORDINALITY AS u(c1, ..., i) WHERE NOT EXISTS (SELECT 1 FROM t
      * WHERE k1 = u.c1::T1 AND ...): the keys the source lacks, each
      * printed as the source prints its type */
-    zx_fit_buf q = {0};
+    zx_buf q = {0};
     const char **pv = calloc(t->nkeys, sizeof(*pv));
-    zx_fit_buf *arr = calloc(t->nkeys, sizeof(*arr));
+    zx_buf *arr = calloc(t->nkeys, sizeof(*arr));
     int bad = !pv || !arr || vf_put(&q, "SELECT u.i") < 0;
     for (uint32_t k = 0; k < t->nkeys && !bad; k++) {
         char c[24];
@@ -424,10 +424,10 @@ int vf_src_absent(vf_src *s, const vf_table *t, const vf_row *mkeys, size_t n, i
 out:
     PQclear(r);
     for (uint32_t k = 0; arr && k < t->nkeys; k++)
-        zx_fit_buf_free(&arr[k]);
+        zx_buf_free(&arr[k]);
     free(arr);
     free(pv);
-    zx_fit_buf_free(&q);
+    zx_buf_free(&q);
     return rc;
 }
 

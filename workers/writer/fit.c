@@ -63,47 +63,10 @@ const char *zx_fit_kind_name(zx_fit_kind k)
     return (unsigned)k < ZX_FIT__COUNT ? kind_name[k] : "unknown";
 }
 
-void zx_fit_buf_free(zx_fit_buf *b)
-{
-    if (!b)
-        return;
-    free(b->p);
-    memset(b, 0, sizeof(*b));
-}
-
-static int buf_reserve(zx_fit_buf *b, size_t more)
-{
-    if (b->cap - b->len > more)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len <= more) {
-        if (cap > ((size_t)-1) / 2)
-            return -1;
-        cap *= 2;
-    }
-    char *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-int zx_fit_buf_put(zx_fit_buf *b, const char *s, size_t n)
-{
-    if (buf_reserve(b, n) < 0)
-        return -1;
-    if (n)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-    return 0;
-}
-
-int zx_fit_json_quote(zx_fit_buf *b, const char *s, size_t n)
+int zx_fit_json_quote(zx_buf *b, const char *s, size_t n)
 {
     /* worst case: every byte becomes \u00XX */
-    if (n > ((size_t)-1) / 6 - 4 || buf_reserve(b, n * 6 + 2) < 0)
+    if (n > ((size_t)-1) / 6 - 4 || zx_buf_reserve(b, n * 6 + 2) < 0)
         return -1;
     char *o = b->p + b->len;
     *o++ = '"';
@@ -145,27 +108,27 @@ static int fmt_real(char out[40], double d)
     return n;
 }
 
-int zx_fit_json_text(const zx_value *v, zx_fit_buf *b)
+int zx_fit_json_text(const zx_value *v, zx_buf *b)
 {
     char tmp[40];
     const char *s = v->s ? v->s : "";
     switch (v->type) {
     case ZX_T_INT:
-        return zx_fit_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof(tmp), "%lld",
-                                                       (long long)v->u.i));
+        return zx_buf_put(b, tmp, (size_t)snprintf(tmp, sizeof(tmp), "%lld",
+                                                   (long long)v->u.i));
     case ZX_T_REAL:
         if (!isfinite(v->u.d))
-            return zx_fit_buf_put(b, "null", 4);
-        return zx_fit_buf_put(b, tmp, (size_t)fmt_real(tmp, v->u.d));
+            return zx_buf_put(b, "null", 4);
+        return zx_buf_put(b, tmp, (size_t)fmt_real(tmp, v->u.d));
     case ZX_T_BOOL:
-        return v->u.b ? zx_fit_buf_put(b, "true", 4) : zx_fit_buf_put(b, "false", 5);
+        return v->u.b ? zx_buf_put(b, "true", 4) : zx_buf_put(b, "false", 5);
     case ZX_T_TEXT:
     case ZX_T_TIMESTAMP:
         return zx_fit_json_quote(b, s, v->len);
     case ZX_T_JSON:
-        return zx_fit_buf_put(b, s, v->len);
+        return zx_buf_put(b, s, v->len);
     default:
-        return zx_fit_buf_put(b, "null", 4);
+        return zx_buf_put(b, "null", 4);
     }
 }
 
@@ -216,7 +179,7 @@ static numtext numtext_class(const char *s, size_t n, int64_t *i, double *d)
     return end == s + n ? NT_REAL : NT_BAD;
 }
 
-static int out_text_buf(zx_fit_buf *buf, zx_fit_out *out)
+static int out_text_buf(zx_buf *buf, zx_fit_out *out)
 {
     out->st = ZX_FIT_S_TEXT;
     out->s = buf->p;
@@ -224,7 +187,7 @@ static int out_text_buf(zx_fit_buf *buf, zx_fit_out *out)
     return 1;
 }
 
-int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_fit_buf *buf, zx_fit_out *out)
+int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_buf *buf, zx_fit_out *out)
 {
     const char *s = v->s ? v->s : "";
     memset(out, 0, sizeof(*out));
@@ -332,7 +295,7 @@ int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_fit_buf *buf, zx_fit_out *
     /* a timestamp, formatted in UTC with 6 fraction digits (and kept as
      * microseconds for a backend that sends it in binary) */
     buf->len = 0;
-    if (buf_reserve(buf, ZX_TS_BUFSZ) < 0)
+    if (zx_buf_reserve(buf, ZX_TS_BUFSZ) < 0)
         return -1;
     buf->len = zx_ts_format(v->u.i, buf->p);
     out->i = v->u.i;

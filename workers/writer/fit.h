@@ -44,7 +44,7 @@
  * value in `<table>__rejects`.
  *
  * It must never: know about SQL statements or a database library, or
- * allocate except through the zx_fit_buf it is handed.
+ * allocate except through the zx_buf it is handed.
  */
 #ifndef ZX_WRITER_FIT_H
 #define ZX_WRITER_FIT_H
@@ -52,6 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "common/rowset.h"
 
 typedef enum zx_fit_kind {
@@ -78,13 +79,6 @@ const char *zx_fit_decl_for_type(zx_type t);
 /* Lower-case name of a kind ("integer", ... "json", "any"); static. */
 const char *zx_fit_kind_name(zx_fit_kind k);
 
-/* A growable scratch buffer; start with {0}, release with zx_fit_buf_free. */
-typedef struct zx_fit_buf {
-    char *p;
-    size_t len, cap;
-} zx_fit_buf;
-
-void zx_fit_buf_free(zx_fit_buf *b);
 
 /* What to store. */
 typedef enum zx_fit_store { ZX_FIT_S_NULL, ZX_FIT_S_INT, ZX_FIT_S_REAL, ZX_FIT_S_TEXT } zx_fit_store;
@@ -104,18 +98,15 @@ typedef struct zx_fit_out {
  * 0 for a misfit (out->st = ZX_FIT_S_NULL), -1 when out of memory.
  * out->s may point into v's strings or into buf: valid until the next use
  * of buf or the end of v's lifetime. */
-int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_fit_buf *buf, zx_fit_out *out);
+int zx_fit_value(zx_fit_kind k, const zx_value *v, zx_buf *buf, zx_fit_out *out);
 
 /* Append the JSON text of v to b (null, numbers, true/false, strings
  * quoted and escaped, a timestamp as its quoted original text, JSON as is;
  * a non-finite real as null).  Returns 0 or -1 (out of memory). */
-int zx_fit_json_text(const zx_value *v, zx_fit_buf *b);
+int zx_fit_json_text(const zx_value *v, zx_buf *b);
 
 /* Append s (n bytes) as a quoted, escaped JSON string.  0 or -1. */
-int zx_fit_json_quote(zx_fit_buf *b, const char *s, size_t n);
-
-/* Append raw bytes to b (kept NUL-terminated).  0 or -1. */
-int zx_fit_buf_put(zx_fit_buf *b, const char *s, size_t n);
+int zx_fit_json_quote(zx_buf *b, const char *s, size_t n);
 
 /* Reject reason into out (truncated, NUL-terminated; the value's JSON
  * text shortened to about 80 bytes).  raw is the value's JSON text (a

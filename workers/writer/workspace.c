@@ -42,9 +42,9 @@ void ws_fini(zx_ws *w)
     free(w->slot);
     free(w->used);
     free(w->list);
-    zx_fit_buf_free(&w->buf);
-    zx_fit_buf_free(&w->raw);
-    zx_fit_buf_free(&w->xbuf);
+    zx_buf_free(&w->buf);
+    zx_buf_free(&w->raw);
+    zx_buf_free(&w->xbuf);
 }
 
 void zx_ws_close(zx_ws *w)
@@ -179,19 +179,19 @@ const char *zx_ws_status(zx_ws *w)
 
 /* ---- SQL text ----------------------------------------------------------- */
 
-int ws_sql_ident(zx_fit_buf *b, const char *s)
+int ws_sql_ident(zx_buf *b, const char *s)
 {
-    if (zx_fit_buf_put(b, "\"", 1) < 0)
+    if (zx_buf_put(b, "\"", 1) < 0)
         return -1;
     for (const char *q; (q = strchr(s, '"')) != NULL; s = q + 1)
-        if (zx_fit_buf_put(b, s, (size_t)(q - s) + 1) < 0 || zx_fit_buf_put(b, "\"", 1) < 0)
+        if (zx_buf_put(b, s, (size_t)(q - s) + 1) < 0 || zx_buf_put(b, "\"", 1) < 0)
             return -1;
-    return zx_fit_buf_put(b, s, strlen(s)) < 0 || zx_fit_buf_put(b, "\"", 1) < 0 ? -1 : 0;
+    return zx_buf_put(b, s, strlen(s)) < 0 || zx_buf_put(b, "\"", 1) < 0 ? -1 : 0;
 }
 
-int ws_sql_str(zx_fit_buf *b, const char *s)
+int ws_sql_str(zx_buf *b, const char *s)
 {
-    return zx_fit_buf_put(b, s, strlen(s));
+    return zx_buf_put(b, s, strlen(s));
 }
 
 int ws_utf8_text(const unsigned char *s, size_t n)
@@ -315,8 +315,8 @@ int zx_ws_table_columns(zx_ws *w, const char *table, char **json_out)
         return -1;
     if (t->ncols == 0)
         return 1;
-    zx_fit_buf b = { 0 };
-    int bad = zx_fit_buf_put(&b, "[", 1) < 0;
+    zx_buf b = { 0 };
+    int bad = zx_buf_put(&b, "[", 1) < 0;
     for (uint32_t i = 0; i < t->ncols && !bad; i++) {
         const ws_col *c = &t->cols[i];
         char type[64];
@@ -329,14 +329,14 @@ int zx_ws_table_columns(zx_ws *w, const char *table, char **json_out)
                                                                         : c->decl[k]);
             type[k] = 0;
         }
-        bad = (i && zx_fit_buf_put(&b, ",", 1) < 0) ||
-              zx_fit_buf_put(&b, "{\"name\":", 8) < 0 ||
+        bad = (i && zx_buf_put(&b, ",", 1) < 0) ||
+              zx_buf_put(&b, "{\"name\":", 8) < 0 ||
               zx_fit_json_quote(&b, c->name, strlen(c->name)) < 0 ||
-              zx_fit_buf_put(&b, ",\"type\":", 8) < 0 ||
-              zx_fit_json_quote(&b, type, strlen(type)) < 0 || zx_fit_buf_put(&b, "}", 1) < 0;
+              zx_buf_put(&b, ",\"type\":", 8) < 0 ||
+              zx_fit_json_quote(&b, type, strlen(type)) < 0 || zx_buf_put(&b, "}", 1) < 0;
     }
-    if (bad || zx_fit_buf_put(&b, "]", 1) < 0) {
-        zx_fit_buf_free(&b);
+    if (bad || zx_buf_put(&b, "]", 1) < 0) {
+        zx_buf_free(&b);
         return -1;
     }
     *json_out = b.p;
@@ -446,7 +446,7 @@ int ws_reject_refused_row(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx
     char msg[600];
     snprintf(msg, sizeof(msg), "row not inserted: %.500s", why);
     /* the row as one JSON object (xbuf is free: _extra was put already) */
-    zx_fit_buf *x = &w->xbuf;
+    zx_buf *x = &w->xbuf;
     x->len = 0;
     int bad = row >= rs->nrows;
     for (uint64_t i = bad ? 0 : rs->row_start[row]; !bad && i < rs->row_start[row + 1]; i++) {
@@ -454,11 +454,11 @@ int ws_reject_refused_row(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx
         if (cell->col >= rs->ncols)
             continue;
         const zx_column *col = &rs->cols[cell->col];
-        bad = zx_fit_buf_put(x, x->len ? "," : "{", 1) < 0 ||
+        bad = zx_buf_put(x, x->len ? "," : "{", 1) < 0 ||
               zx_fit_json_quote(x, col->name, col->name_len) < 0 ||
-              zx_fit_buf_put(x, ":", 1) < 0 || zx_fit_json_text(&cell->v, x) < 0;
+              zx_buf_put(x, ":", 1) < 0 || zx_fit_json_text(&cell->v, x) < 0;
     }
-    if (!bad && zx_fit_buf_put(x, x->len ? "}" : "{}", x->len ? 1 : 2) < 0)
+    if (!bad && zx_buf_put(x, x->len ? "}" : "{}", x->len ? 1 : 2) < 0)
         bad = 1;
     ws_reject r = { .table = t->name, .rejected_at = w->ts,
                     .pipeline = a->pipeline ? a->pipeline : "", .request_id = a->request_id,
@@ -606,7 +606,7 @@ static int ensure_extra(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t cap
 static int build_extra(zx_ws *w, const zx_rowset *rs, uint64_t b, uint64_t e,
                        zx_ws_result *res)
 {
-    zx_fit_buf *x = &w->xbuf;
+    zx_buf *x = &w->xbuf;
     x->len = 0;
     for (uint64_t i = b; i < e; i++) {
         const zx_cell *cell = &rs->cells[i];
@@ -614,13 +614,13 @@ static int build_extra(zx_ws *w, const zx_rowset *rs, uint64_t b, uint64_t e,
             cell->v.type == ZX_T_NULL)
             continue;
         const zx_column *col = &rs->cols[cell->col];
-        if (zx_fit_buf_put(x, x->len ? "," : "{", 1) < 0 ||
-            zx_fit_json_quote(x, col->name, col->name_len) < 0 || zx_fit_buf_put(x, ":", 1) < 0 ||
+        if (zx_buf_put(x, x->len ? "," : "{", 1) < 0 ||
+            zx_fit_json_quote(x, col->name, col->name_len) < 0 || zx_buf_put(x, ":", 1) < 0 ||
             zx_fit_json_text(&cell->v, x) < 0)
             return -1;
         res->extra_values++;
     }
-    if (x->len && zx_fit_buf_put(x, "}", 1) < 0)
+    if (x->len && zx_buf_put(x, "}", 1) < 0)
         return -1;
     return 0;
 }

@@ -236,7 +236,7 @@ static int history_json_rows(const zx_rowset *rs, const chcols *cc, char *const 
     static const zx_type types[5] = { ZX_T_TEXT, ZX_T_TEXT, ZX_T_TIMESTAMP, ZX_T_INT,
                                       ZX_T_JSON };
     int64_t src[4] = { cc->op, cc->lsn, cc->ct, cc->xid };
-    zx_fit_buf b = { 0 };
+    zx_buf b = { 0 };
     for (int i = 0; i < 5; i++)
         if (zx_rowset_column(h, names[i], strlen(names[i]), types[i]) < 0)
             return -1;
@@ -244,7 +244,7 @@ static int history_json_rows(const zx_rowset *rs, const chcols *cc, char *const 
         if (zx_rowset_begin_row(h) < 0)
             goto fail;
         b.len = 0;
-        int bad = zx_fit_buf_put(&b, "{", 1) < 0, n = 0;
+        int bad = zx_buf_put(&b, "{", 1) < 0, n = 0;
         for (uint64_t i = rs->row_start[r]; i < rs->row_start[r + 1] && !bad; i++) {
             const zx_cell *cell = &rs->cells[i];
             if (cell->col >= rs->ncols)
@@ -255,21 +255,21 @@ static int history_json_rows(const zx_rowset *rs, const chcols *cc, char *const 
             const char *nm = stored[cell->col];
             if (!nm)
                 continue;
-            bad = (n++ && zx_fit_buf_put(&b, ",", 1) < 0) ||
-                  zx_fit_json_quote(&b, nm, strlen(nm)) < 0 || zx_fit_buf_put(&b, ":", 1) < 0 ||
+            bad = (n++ && zx_buf_put(&b, ",", 1) < 0) ||
+                  zx_fit_json_quote(&b, nm, strlen(nm)) < 0 || zx_buf_put(&b, ":", 1) < 0 ||
                   zx_fit_json_text(&cell->v, &b) < 0;
         }
-        if (bad || zx_fit_buf_put(&b, "}", 1) < 0)
+        if (bad || zx_buf_put(&b, "}", 1) < 0)
             goto fail;
         zx_value v = { .type = ZX_T_JSON, .len = b.len };
         if (!(v.s = zx_rowset_strdup(h, b.p, b.len)) || zx_rowset_add(h, 4, &v) < 0)
             goto fail;
         zx_rowset_end_row(h);
     }
-    zx_fit_buf_free(&b);
+    zx_buf_free(&b);
     return 0;
 fail:
-    zx_fit_buf_free(&b);
+    zx_buf_free(&b);
     return -1;
 }
 
@@ -327,7 +327,7 @@ int wc_fit_into(apply *a, uint32_t i, int64_t tc, const char *cname, const zx_va
     o->st = ZX_FIT_S_NULL;
     if (a->quiet)
         return 2;
-    zx_fit_buf raw = { 0 };
+    zx_buf raw = { 0 };
     char why[512];
     if (zx_fit_json_text(v, &raw) < 0)
         return zx_seterr(err, errlen, "workspace: out of memory");
@@ -337,7 +337,7 @@ int wc_fit_into(apply *a, uint32_t i, int64_t tc, const char *cname, const zx_va
                     .column_type = zx_fit_kind_name(k), .value_type = zx_value_type_name(v),
                     .raw = raw.p, .raw_len = raw.len, .reason = why };
     int rc = ws_reject_row(a->w, &r, err, errlen);
-    zx_fit_buf_free(&raw);
+    zx_buf_free(&raw);
     if (rc < 0)
         return -1;
     a->res->rejects++;
@@ -350,7 +350,7 @@ int wc_fit_into(apply *a, uint32_t i, int64_t tc, const char *cname, const zx_va
 static int where_key(apply *a, const zx_value **v, int old, uint32_t *n, char *why,
                      size_t whylen, char *err, size_t errlen)
 {
-    zx_fit_buf *b = &a->sql;
+    zx_buf *b = &a->sql;
     int bad = ws_sql_str(b, " WHERE ") < 0;
     for (size_t k = 0; k < a->c->nkey_cols && !bad; k++) {
         int64_t col = old ? a->cc->old[k] : a->cc->key[k];
@@ -385,7 +385,7 @@ static int apply_one(apply *a, uint32_t r, const zx_value **v, char *why, size_t
     char op[16] = "";
     if (opv && opv->type == ZX_T_TEXT && opv->len < sizeof(op))
         memcpy(op, opv->s, opv->len), op[opv->len] = '\0';
-    zx_fit_buf *b = &a->sql;
+    zx_buf *b = &a->sql;
     b->len = 0;
     uint32_t n = 0;
     (void)r;
@@ -629,7 +629,7 @@ nomem:
     zx_seterr(err, errlen, "workspace: out of memory");
 out:
     for (uint32_t i = 0; a.bufs && i < a.nvals; i++)
-        zx_fit_buf_free(&a.bufs[i]);
+        zx_buf_free(&a.bufs[i]);
     free(a.bufs);
     free(a.vals);
     free(a.v2);
@@ -640,7 +640,7 @@ out:
     for (uint32_t i = 0; names && i < rs->ncols; i++)
         free(names[i]);
     free(names);
-    zx_fit_buf_free(&a.sql);
+    zx_buf_free(&a.sql);
     zx_rowset_free(&h);
     zx_rowset_free(&full);
     return ret;

@@ -164,7 +164,7 @@ static void note(run *u, uint32_t slot, uint32_t r, int unch)
 static int batch(apply *a, const uint32_t *rows, uint32_t n, int kind, char *err,
                  size_t errlen)
 {
-    zx_fit_buf *b = &a->sql;
+    zx_buf *b = &a->sql;
     const zx_ws_changes *c = a->c;
     const zx_rowset *rs = a->rs;
     b->len = 0;

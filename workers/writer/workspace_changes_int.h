@@ -33,9 +33,9 @@ typedef struct apply {
     ws_table *t;
     chcols *cc;
     const zx_ws_append *ap;  /* for the rejects of refused changes */
-    zx_fit_buf sql;
+    zx_buf sql;
     zx_fit_out *vals;        /* value slots: a change's, or a batch's */
-    zx_fit_buf *bufs;        /* one scratch buffer per slot */
+    zx_buf *bufs;        /* one scratch buffer per slot */
     uint32_t nvals;
     const zx_value **v;      /* a row's cells by rowset column */
     const zx_value **v2;     /* another row's (comparing keys) */

@@ -139,7 +139,7 @@ typedef struct ws_ops {
      * pointer into the caller's memory. */
     int (*rows_begin)(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n, char *err,
                       size_t errlen);
-    int (*put)(zx_ws *w, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *buf);
+    int (*put)(zx_ws *w, uint32_t slot, const zx_fit_out *o, const zx_buf *buf);
     int (*row_end)(zx_ws *w, char *why, size_t whylen, char *err, size_t errlen);
     int (*rows_end)(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,
                     zx_ws_result *res, char *err, size_t errlen);
@@ -156,11 +156,11 @@ typedef struct ws_ops {
      * touched), 1 refused by the table for a data reason (why filled, the
      * transaction goes on), -1 database failure (err set). */
     const char *(*decl_for_source)(const char *src_type);
-    void (*param)(zx_fit_buf *b, uint32_t i);
+    void (*param)(zx_buf *b, uint32_t i);
     /* append t's name / a column's name as the SQL of this backend (quoted;
      * Postgres: schema-qualified, long names shortened).  0 or -1 ENOMEM. */
-    int (*table_sql)(zx_ws *w, ws_table *t, zx_fit_buf *b);
-    int (*ident)(zx_fit_buf *b, const char *name);
+    int (*table_sql)(zx_ws *w, ws_table *t, zx_buf *b);
+    int (*ident)(zx_buf *b, const char *name);
     int (*exec_row)(zx_ws *w, const char *sql, const zx_fit_out *vals, uint32_t n,
                     uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen);
 
@@ -186,7 +186,7 @@ struct zx_ws {
     uint8_t *used;
     uint32_t *list;          /* the slots' table columns */
     size_t rs_cap, tc_cap;
-    zx_fit_buf buf, raw, xbuf;
+    zx_buf buf, raw, xbuf;
     char ts[ZX_TS_BUFSZ];
 };
 
@@ -231,8 +231,8 @@ int ws_reject_refused_row(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx
 
 /* SQL text helpers: s as a double-quoted identifier (quotes doubled) /
  * as is.  0, or -1 out of memory. */
-int ws_sql_ident(zx_fit_buf *b, const char *s);
-int ws_sql_str(zx_fit_buf *b, const char *s);
+int ws_sql_ident(zx_buf *b, const char *s);
+int ws_sql_str(zx_buf *b, const char *s);
 
 /* 1 when the n bytes at s are valid UTF-8 without NUL. */
 int ws_utf8_text(const unsigned char *s, size_t n);

@@ -366,7 +366,7 @@ zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *s
         return NULL;
     }
     ws_init(&w->base, &pg_ops);
-    zx_fit_buf qs = { 0 };
+    zx_buf qs = { 0 };
     const char *sch = schema && *schema ? schema : "public";
     w->dsn = strdup(dsn ? dsn : "");
     w->dsn_shown = strdup(dsn_shown ? dsn_shown : "(dsn)");
@@ -375,7 +375,7 @@ zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *s
     w->owner = owner ? strdup(owner) : NULL;
     if (!w->dsn || !w->dsn_shown || !w->schema || !w->app || (owner && !w->owner) ||
         zx_wsp_ident(&qs, sch) < 0) {
-        zx_fit_buf_free(&qs);
+        zx_buf_free(&qs);
         zx_seterr(err, errlen, "workspace: out of memory");
         zx_ws_close(&w->base);
         return NULL;
@@ -403,7 +403,7 @@ static void p_close(zx_ws *ws)
     if (w->conn)
         PQfinish(w->conn); /* releases the advisory lock */
     zx_wsp_copy_free(w);
-    zx_fit_buf_free(&w->sql);
+    zx_buf_free(&w->sql);
     free(w->dsn);
     free(w->dsn_shown);
     free(w->schema);

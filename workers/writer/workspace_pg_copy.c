@@ -66,9 +66,9 @@ void zx_wsp_copy_free(wsp *w)
 {
     free(w->btype);
     w->btype = NULL;
-    zx_fit_buf_free(&w->copy_cols);
-    zx_fit_buf_free(&w->data);
-    zx_fit_buf_free(&w->rowbuf);
+    zx_buf_free(&w->copy_cols);
+    zx_buf_free(&w->data);
+    zx_buf_free(&w->rowbuf);
     free(w->rowoff);
     free(w->off);
     free(w->len);
@@ -178,7 +178,7 @@ int zx_wsp_rows_begin(zx_ws *ws, ws_table *t, const uint32_t *cols, uint32_t n, 
 }
 
 /* Append s (n bytes) escaped for COPY text format. */
-static int put_escaped(zx_fit_buf *b, const char *s, size_t n)
+static int put_escaped(zx_buf *b, const char *s, size_t n)
 {
     size_t from = 0;
     for (size_t i = 0; i < n; i++) {
@@ -191,14 +191,14 @@ static int put_escaped(zx_fit_buf *b, const char *s, size_t n)
         default: continue;
         }
         char esc[2] = { '\\', e };
-        if (zx_fit_buf_put(b, s + from, i - from) < 0 || zx_fit_buf_put(b, esc, 2) < 0)
+        if (zx_buf_put(b, s + from, i - from) < 0 || zx_buf_put(b, esc, 2) < 0)
             return -1;
         from = i + 1;
     }
-    return zx_fit_buf_put(b, s + from, n - from);
+    return zx_buf_put(b, s + from, n - from);
 }
 
-int zx_wsp_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *buf)
+int zx_wsp_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_buf *buf)
 {
     (void)buf;
     wsp *w = WSP(ws);
@@ -232,9 +232,9 @@ int zx_wsp_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *
         case B_JSONB: b[0] = 1; n = 1; break; /* version, then the text */
         default: n = 0; break;
         }
-        rc = zx_fit_buf_put(&w->rowbuf, (const char *)b, n);
+        rc = zx_buf_put(&w->rowbuf, (const char *)b, n);
         if (rc == 0 && (w->btype[slot] == B_TEXT || w->btype[slot] == B_JSONB))
-            rc = zx_fit_buf_put(&w->rowbuf, o->s, o->len);
+            rc = zx_buf_put(&w->rowbuf, o->s, o->len);
         if (rc < 0)
             return -1;
         w->off[slot] = (int64_t)at;
@@ -244,11 +244,11 @@ int zx_wsp_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *
     switch (o->st) {
     case ZX_FIT_S_INT:
         snprintf(num, sizeof(num), "%" PRId64, o->i);
-        rc = zx_fit_buf_put(&w->rowbuf, num, strlen(num));
+        rc = zx_buf_put(&w->rowbuf, num, strlen(num));
         break;
     case ZX_FIT_S_REAL:
         snprintf(num, sizeof(num), "%.17g", o->d);
-        rc = zx_fit_buf_put(&w->rowbuf, num, strlen(num));
+        rc = zx_buf_put(&w->rowbuf, num, strlen(num));
         break;
     default:
         rc = put_escaped(&w->rowbuf, o->s, o->len);
@@ -280,15 +280,15 @@ int zx_wsp_row_end(zx_ws *ws, char *why, size_t whylen, char *err, size_t errlen
         unsigned char h[4];
         h[0] = (unsigned char)(w->nslots >> 8);
         h[1] = (unsigned char)w->nslots;
-        if (zx_fit_buf_put(&w->data, (const char *)h, 2) < 0)
+        if (zx_buf_put(&w->data, (const char *)h, 2) < 0)
             return zx_seterr(err, errlen, "workspace: out of memory");
         for (uint32_t i = 0; i < w->nslots; i++) {
             int null = w->off[i] < 0;
             if (!null && w->len[i] > INT32_MAX)
                 return zx_seterr(err, errlen, "workspace: a value over 2 GiB");
             be32(h, null ? 0xffffffffu : (uint32_t)w->len[i]);
-            if (zx_fit_buf_put(&w->data, (const char *)h, 4) < 0 ||
-                (!null && zx_fit_buf_put(&w->data, w->rowbuf.p + w->off[i], w->len[i]) < 0))
+            if (zx_buf_put(&w->data, (const char *)h, 4) < 0 ||
+                (!null && zx_buf_put(&w->data, w->rowbuf.p + w->off[i], w->len[i]) < 0))
                 return zx_seterr(err, errlen, "workspace: out of memory");
             w->off[i] = -1;
         }
@@ -298,15 +298,15 @@ int zx_wsp_row_end(zx_ws *ws, char *why, size_t whylen, char *err, size_t errlen
         return 0;
     }
     for (uint32_t i = 0; i < w->nslots; i++) {
-        int bad = (i && zx_fit_buf_put(&w->data, "\t", 1) < 0) ||
-                  (w->off[i] < 0 ? zx_fit_buf_put(&w->data, "\\N", 2) < 0
-                                 : zx_fit_buf_put(&w->data, w->rowbuf.p + w->off[i],
-                                                  w->len[i]) < 0);
+        int bad = (i && zx_buf_put(&w->data, "\t", 1) < 0) ||
+                  (w->off[i] < 0 ? zx_buf_put(&w->data, "\\N", 2) < 0
+                                 : zx_buf_put(&w->data, w->rowbuf.p + w->off[i],
+                                              w->len[i]) < 0);
         if (bad)
             return zx_seterr(err, errlen, "workspace: out of memory");
         w->off[i] = -1;
     }
-    if (zx_fit_buf_put(&w->data, "\n", 1) < 0)
+    if (zx_buf_put(&w->data, "\n", 1) < 0)
         return zx_seterr(err, errlen, "workspace: out of memory");
     w->rowbuf.len = 0;
     w->nrows++;
@@ -323,7 +323,7 @@ void zx_wsp_rows_abort(zx_ws *ws)
     w->rowbuf.len = 0;
     /* a large batch's buffers are not kept for the next one */
     if (w->data.cap > (64u << 20)) {
-        zx_fit_buf_free(&w->data);
+        zx_buf_free(&w->data);
     }
 }
 
@@ -331,10 +331,10 @@ void zx_wsp_rows_abort(zx_ws *ws)
  * the transaction is then aborted: roll back to a savepoint). */
 static int copy_range(wsp *w, const char *qname, size_t from, size_t to)
 {
-    zx_fit_buf *q = &w->sql;
+    zx_buf *q = &w->sql;
     q->len = 0;
     if (ws_sql_str(q, "COPY ") < 0 || ws_sql_str(q, qname) < 0 || ws_sql_str(q, " (") < 0 ||
-        zx_fit_buf_put(q, w->copy_cols.p ? w->copy_cols.p : "", w->copy_cols.len) < 0 ||
+        zx_buf_put(q, w->copy_cols.p ? w->copy_cols.p : "", w->copy_cols.len) < 0 ||
         ws_sql_str(q, w->binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN") < 0) {
         snprintf(w->msg, sizeof(w->msg), "out of memory");
         w->permanent = 0;

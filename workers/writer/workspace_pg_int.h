@@ -53,14 +53,14 @@ typedef struct wsp {
     char sqlstate[6];           /* of the last failure */
     char msg[1024];             /* the last failure, for zx_ws_errmsg */
     char status[1200];          /* why it cannot write now ("" fine) */
-    zx_fit_buf sql;
+    zx_buf sql;
     /* the rows being stored (rows_begin .. rows_end) */
     ws_table *cur;
-    zx_fit_buf copy_cols;       /* the COPY's column list */
-    zx_fit_buf data;            /* COPY text of the rows so far */
+    zx_buf copy_cols;       /* the COPY's column list */
+    zx_buf data;            /* COPY text of the rows so far */
     size_t *rowoff;             /* row r is data[rowoff[r] .. rowoff[r+1]) */
     size_t nrows, rows_cap;
-    zx_fit_buf rowbuf;          /* this row's values, escaped */
+    zx_buf rowbuf;          /* this row's values, escaped */
     int64_t *off;               /* slot -> offset in rowbuf, -1 NULL */
     size_t *len;                /* slot -> length */
     uint8_t *btype;             /* slot -> binary encoding (WSP_B_*) */
@@ -98,18 +98,18 @@ int zx_wsp_refusal(const wsp *w);
  * the whole name, so that one name always maps to one identifier. */
 void zx_wsp_ident_name(const char *name, char out[WSP_IDENT_MAX + 1]);
 /* Append "schema"."name" (both through zx_wsp_ident_name). 0 or -1. */
-int zx_wsp_qualified(wsp *w, zx_fit_buf *b, const char *name);
+int zx_wsp_qualified(wsp *w, zx_buf *b, const char *name);
 /* The second key of the writer's advisory lock for a schema (a hash of
  * its name; the first is WSP_LOCK_CLASS). */
 int32_t zx_wsp_lock_key(const char *schema);
 /* Append "name" (shortened as above). 0 or -1. */
-int zx_wsp_ident(zx_fit_buf *b, const char *name);
+int zx_wsp_ident(zx_buf *b, const char *name);
 
 int zx_wsp_name_cmp(const char *a, const char *b);
 const char *zx_wsp_decl_for_type(zx_type t);
 zx_fit_kind zx_wsp_kind_from_decl(const char *decl);
 const char *zx_wsp_decl_for_source(const char *src);
-void zx_wsp_param(zx_fit_buf *b, uint32_t i);
+void zx_wsp_param(zx_buf *b, uint32_t i);
 int zx_wsp_load_table(zx_ws *w, ws_table *t);
 int zx_wsp_create_table(zx_ws *w, ws_table *t, const ws_coldef *cols, size_t n, char *err,
                         size_t errlen);
@@ -118,7 +118,7 @@ int zx_wsp_add_column(zx_ws *w, ws_table *t, const char *name, const char *decl,
 int zx_wsp_retype_column(zx_ws *w, ws_table *t, uint32_t col, const char *decl, char *err,
                          size_t errlen);
 void zx_wsp_table_free(ws_table *t);
-int zx_wsp_table_sql(zx_ws *w, ws_table *t, zx_fit_buf *b);
+int zx_wsp_table_sql(zx_ws *w, ws_table *t, zx_buf *b);
 int zx_wsp_reject_row(zx_ws *w, const ws_reject *r, char *err, size_t errlen);
 /* Run sql inside SAVEPOINT zx_ddl: 0 done, 1 refused (undone, w->msg
  * says why), -1 database failure. */
@@ -128,7 +128,7 @@ int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params);
 
 int zx_wsp_rows_begin(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n, char *err,
                       size_t errlen);
-int zx_wsp_put(zx_ws *w, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *buf);
+int zx_wsp_put(zx_ws *w, uint32_t slot, const zx_fit_out *o, const zx_buf *buf);
 int zx_wsp_row_end(zx_ws *w, char *why, size_t whylen, char *err, size_t errlen);
 int zx_wsp_rows_end(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,
                     zx_ws_result *res, char *err, size_t errlen);

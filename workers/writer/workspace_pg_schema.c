@@ -49,14 +49,14 @@ int32_t zx_wsp_lock_key(const char *schema)
     return (int32_t)(h & 0x7fffffff);
 }
 
-int zx_wsp_ident(zx_fit_buf *b, const char *name)
+int zx_wsp_ident(zx_buf *b, const char *name)
 {
     char id[WSP_IDENT_MAX + 1];
     zx_wsp_ident_name(name, id);
     return ws_sql_ident(b, id);
 }
 
-int zx_wsp_qualified(wsp *w, zx_fit_buf *b, const char *name)
+int zx_wsp_qualified(wsp *w, zx_buf *b, const char *name)
 {
     return ws_sql_str(b, w->qschema) < 0 || ws_sql_str(b, ".") < 0 || zx_wsp_ident(b, name) < 0
                ? -1 : 0;
@@ -136,11 +136,11 @@ const char *zx_wsp_decl_for_source(const char *src)
     return NULL;
 }
 
-void zx_wsp_param(zx_fit_buf *b, uint32_t i)
+void zx_wsp_param(zx_buf *b, uint32_t i)
 {
     char p[16];
     snprintf(p, sizeof(p), "$%u", i + 1);
-    zx_fit_buf_put(b, p, strlen(p));
+    zx_buf_put(b, p, strlen(p));
 }
 
 static wsp_table *be_of(wsp *w, ws_table *t)
@@ -148,10 +148,10 @@ static wsp_table *be_of(wsp *w, ws_table *t)
     if (t->be)
         return t->be;
     wsp_table *b = calloc(1, sizeof(*b));
-    zx_fit_buf q = { 0 };
+    zx_buf q = { 0 };
     if (!b || zx_wsp_qualified(w, &q, t->name) < 0) {
         free(b);
-        zx_fit_buf_free(&q);
+        zx_buf_free(&q);
         return NULL;
     }
     b->qname = q.p;
@@ -159,7 +159,7 @@ static wsp_table *be_of(wsp *w, ws_table *t)
     return b;
 }
 
-int zx_wsp_table_sql(zx_ws *ws, ws_table *t, zx_fit_buf *b)
+int zx_wsp_table_sql(zx_ws *ws, ws_table *t, zx_buf *b)
 {
     wsp_table *tb = be_of(WSP(ws), t);
     return tb ? ws_sql_str(b, tb->qname) : -1;
@@ -225,7 +225,7 @@ int zx_wsp_create_table(zx_ws *ws, ws_table *t, const ws_coldef *cols, size_t n,
 {
     wsp *w = WSP(ws);
     wsp_table *tb = be_of(w, t);
-    zx_fit_buf *b = &w->sql;
+    zx_buf *b = &w->sql;
     b->len = 0;
     int bad = !tb || ws_sql_str(b, "CREATE TABLE ") < 0 || ws_sql_str(b, tb->qname) < 0 ||
               ws_sql_str(b, " (") < 0;
@@ -253,7 +253,7 @@ int zx_wsp_add_column(zx_ws *ws, ws_table *t, const char *name, const char *decl
 {
     wsp *w = WSP(ws);
     wsp_table *tb = be_of(w, t);
-    zx_fit_buf *b = &w->sql;
+    zx_buf *b = &w->sql;
     b->len = 0;
     if (!tb || ws_sql_str(b, "ALTER TABLE ") < 0 || ws_sql_str(b, tb->qname) < 0 ||
         ws_sql_str(b, " ADD COLUMN ") < 0 || zx_wsp_ident(b, name) < 0 ||
@@ -284,7 +284,7 @@ int zx_wsp_retype_column(zx_ws *ws, ws_table *t, uint32_t col, const char *decl,
     const char *name = t->cols[col].name;
     for (int pass = 0; pass < 2; pass++) {
         const char *to = pass ? "text" : decl;
-        zx_fit_buf *b = &w->sql;
+        zx_buf *b = &w->sql;
         b->len = 0;
         if (!tb || ws_sql_str(b, "ALTER TABLE ") < 0 || ws_sql_str(b, tb->qname) < 0 ||
             ws_sql_str(b, " ALTER COLUMN ") < 0 || zx_wsp_ident(b, name) < 0 ||
@@ -367,7 +367,7 @@ static const char *rej_sql(wsp *w, const char *table, int *skip, char *err, size
     }
     if (tb->rej_sql)
         return tb->rej_sql;
-    zx_fit_buf *b = &w->sql;
+    zx_buf *b = &w->sql;
     if (t->ncols == 0) {
         b->len = 0;
         int bad = ws_sql_str(b, "CREATE TABLE IF NOT EXISTS ") < 0 ||

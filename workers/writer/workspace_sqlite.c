@@ -260,7 +260,7 @@ static void q_close(zx_ws *ws)
         close(w->lock_fd); /* releases the workspace lock */
     free(w->text);
     free(w->set);
-    zx_fit_buf_free(&w->sql);
+    zx_buf_free(&w->sql);
     free(w);
 }
 
@@ -524,7 +524,7 @@ static int q_rows_begin(zx_ws *ws, ws_table *t, const uint32_t *cols, uint32_t n
 
 /* Bind a fitted value.  Text in the scratch buffer is copied into the
  * slot's own buffer when short (timestamps), else handed over TRANSIENT. */
-static int q_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_fit_buf *buf)
+static int q_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_buf *buf)
 {
     wsq *w = WSQ(ws);
     sqlite3_stmt *st = w->cur;
@@ -664,7 +664,7 @@ static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32
     return ret;
 }
 
-static int q_table_sql(zx_ws *w, ws_table *t, zx_fit_buf *b)
+static int q_table_sql(zx_ws *w, ws_table *t, zx_buf *b)
 {
     (void)w;
     return ws_sql_ident(b, t->name);

@@ -41,7 +41,7 @@ typedef struct wsq {
     sqlite3_stmt *st_begin, *st_commit, *st_rollback, *st_ckpt_get, *st_ckpt_set,
         *st_info, *st_pos_set;
     uint64_t tick;
-    zx_fit_buf sql;
+    zx_buf sql;
     /* the rows being stored (rows_begin .. rows_end) */
     sqlite3_stmt *cur;
     uint32_t nslots;
@@ -78,7 +78,7 @@ int zx_wsq_name_cmp(const char *a, const char *b);
 const char *zx_wsq_decl_for_type(zx_type t);
 zx_fit_kind zx_wsq_kind_from_decl(const char *decl);
 const char *zx_wsq_decl_for_source(const char *src);
-void zx_wsq_param(zx_fit_buf *b, uint32_t i);
+void zx_wsq_param(zx_buf *b, uint32_t i);
 int zx_wsq_load_table(zx_ws *w, ws_table *t);
 int zx_wsq_create_table(zx_ws *w, ws_table *t, const ws_coldef *cols, size_t n, char *err,
                         size_t errlen);

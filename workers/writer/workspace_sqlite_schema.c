@@ -125,10 +125,10 @@ const char *zx_wsq_decl_for_source(const char *src)
     return "TEXT"; /* interval, money, oid, bit, xml, enums, domains... */
 }
 
-void zx_wsq_param(zx_fit_buf *b, uint32_t i)
+void zx_wsq_param(zx_buf *b, uint32_t i)
 {
     (void)i;
-    zx_fit_buf_put(b, "?", 1);
+    zx_buf_put(b, "?", 1);
 }
 
 static wsq_table *be_of(ws_table *t)
@@ -174,7 +174,7 @@ int zx_wsq_create_table(zx_ws *ws, ws_table *t, const ws_coldef *cols, size_t n,
                         size_t errlen)
 {
     wsq *w = WSQ(ws);
-    zx_fit_buf *b = &w->sql;
+    zx_buf *b = &w->sql;
     b->len = 0;
     int bad = ws_sql_str(b, "CREATE TABLE ") < 0 || ws_sql_ident(b, t->name) < 0 ||
               ws_sql_str(b, " (") < 0;
@@ -202,7 +202,7 @@ int zx_wsq_add_column(zx_ws *ws, ws_table *t, const char *name, const char *decl
                       char *err, size_t errlen)
 {
     wsq *w = WSQ(ws);
-    zx_fit_buf *b = &w->sql;
+    zx_buf *b = &w->sql;
     b->len = 0;
     if (ws_sql_str(b, "ALTER TABLE ") < 0 || ws_sql_ident(b, t->name) < 0 ||
         ws_sql_str(b, " ADD COLUMN ") < 0 || ws_sql_ident(b, name) < 0 ||
@@ -242,7 +242,7 @@ sqlite3_stmt *zx_wsq_get_ins(wsq *w, ws_table *t, const uint32_t *cols, uint32_t
     sqlite3_finalize(v->st);
     free(v->cols);
     memset(v, 0, sizeof(*v));
-    zx_fit_buf *b = &w->sql;
+    zx_buf *b = &w->sql;
     b->len = 0;
     int bad = ws_sql_str(b, "INSERT INTO ") < 0 || ws_sql_ident(b, t->name) < 0;
     if (n == 0)
@@ -306,7 +306,7 @@ static sqlite3_stmt *rej_stmt(wsq *w, const char *table, int *skip, char *err, s
         goto dberr;
     if (tb->rej_ins)
         return tb->rej_ins;
-    zx_fit_buf *b = &w->sql;
+    zx_buf *b = &w->sql;
     int rc;
     if (t->ncols == 0) {
         b->len = 0;

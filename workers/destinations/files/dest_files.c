@@ -82,7 +82,7 @@ typedef struct files_state {
     char *final_path, *tmp_path;
     int fd;
     zx_pq_writer *pq;
-    zx_dc_buf buf, scratch;
+    zx_buf buf, scratch;
     uint64_t written;      /* text: bytes written to fd */
     uint64_t text_nulled;  /* parquet: stats->nulled at begin (the writer
                               counts the run's own) */
@@ -119,8 +119,8 @@ static void files_close(void *state)
     if (!st)
         return;
     run_reset(st);
-    zx_dc_buf_free(&st->buf);
-    zx_dc_buf_free(&st->scratch);
+    zx_buf_free(&st->buf);
+    zx_buf_free(&st->scratch);
     free(st->path);
     free(st->sync);
     free(st->dir);

@@ -128,7 +128,7 @@ typedef struct my_state {
     zx_mysql_buf stmt;             /* the statement being filled */
     size_t pending;        /* rows in stmt */
     zx_mysql_buf row;
-    zx_dc_buf conv;        /* zx_dc_convert's scratch */
+    zx_buf conv;        /* zx_dc_convert's scratch */
     zx_value *vals;
     size_t vals_cap;
 } my_state;
@@ -195,7 +195,7 @@ static void my_close(void *state)
     zx_mysql_buf_free(&st->tail);
     zx_mysql_buf_free(&st->stmt);
     zx_mysql_buf_free(&st->row);
-    zx_dc_buf_free(&st->conv);
+    zx_buf_free(&st->conv);
     free(st->vals);
     free(st);
 }

@@ -70,7 +70,7 @@ enum {
  *     TEXT, JSON, DATE   'escaped text'
  * Returns ZX_MYSQL_VALUE, _NULL or _MISFIT; out of memory is left in
  * b->oom (conv's too). */
-int zx_mysql_put_value(MYSQL *db, zx_dc_buf *conv, zx_mysql_buf *b, const zx_dc_target *t,
+int zx_mysql_put_value(MYSQL *db, zx_buf *conv, zx_mysql_buf *b, const zx_dc_target *t,
                        const zx_value *v);
 
 /* Append a decimal literal ([+-]digits[.digits][e[+-]digits], at least

@@ -25,25 +25,12 @@ int zx_mysql_buf_reserve(zx_mysql_buf *b, size_t more)
 {
     if (b->oom)
         return -1;
-    if (b->cap - b->len > more)
-        return 0;
-    size_t want = b->len + more + 1, cap = b->cap ? b->cap : 1024;
-    if (want < b->len)
-        goto oom;
-    while (cap < want) {
-        if (cap > SIZE_MAX / 2)
-            goto oom;
-        cap *= 2;
+    if (more > SIZE_MAX / 2 - b->len - 1 ||
+        zx_grow_to(&b->p, b->len + more + 1, &b->cap, 1, 1024) < 0) {
+        b->oom = 1;
+        return -1;
     }
-    char *p = realloc(b->p, cap);
-    if (!p)
-        goto oom;
-    b->p = p;
-    b->cap = cap;
     return 0;
-oom:
-    b->oom = 1;
-    return -1;
 }
 
 void zx_mysql_buf_put(zx_mysql_buf *b, const char *s, size_t n)
@@ -221,7 +208,7 @@ int zx_mysql_put_decimal(zx_mysql_buf *b, const char *s, size_t n, int scale)
     return 1;
 }
 
-int zx_mysql_put_value(MYSQL *db, zx_dc_buf *conv, zx_mysql_buf *b, const zx_dc_target *t,
+int zx_mysql_put_value(MYSQL *db, zx_buf *conv, zx_mysql_buf *b, const zx_dc_target *t,
                        const zx_value *v)
 {
     zx_dc_out o;

@@ -109,26 +109,26 @@ static void be(unsigned char *p, uint64_t v, int n)
         p[i] = (unsigned char)v;
 }
 
-int zx_pg_copy_bin_header(zx_dc_buf *out)
+int zx_pg_copy_bin_header(zx_buf *out)
 {
     static const unsigned char h[19] = { 'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0,
                                          0, 0, 0, 0, 0, 0, 0, 0 };
-    return zx_dc_buf_put(out, h, sizeof(h));
+    return zx_buf_put(out, h, sizeof(h));
 }
 
-int zx_pg_copy_bin_trailer(zx_dc_buf *out)
+int zx_pg_copy_bin_trailer(zx_buf *out)
 {
     static const unsigned char t[2] = { 0xff, 0xff };
-    return zx_dc_buf_put(out, t, sizeof(t));
+    return zx_buf_put(out, t, sizeof(t));
 }
 
-static int put_bin(zx_dc_buf *out, const zx_pg_col *c, const zx_dc_out *o)
+static int put_bin(zx_buf *out, const zx_pg_col *c, const zx_dc_out *o)
 {
     unsigned char b[16];
     size_t n;
     if (o->null) {
         be(b, 0xffffffffu, 4);
-        return zx_dc_buf_put(out, b, 4);
+        return zx_buf_put(out, b, 4);
     }
     switch (c->bin) {
     case PGB_INT8: be(b + 4, (uint64_t)o->i, 8); n = 8; break;
@@ -158,25 +158,25 @@ static int put_bin(zx_dc_buf *out, const zx_pg_col *c, const zx_dc_out *o)
     case PGB_JSONB:
         be(b, o->len + 1, 4);
         b[4] = 1;
-        if (zx_dc_buf_put(out, b, 5) < 0)
+        if (zx_buf_put(out, b, 5) < 0)
             return -1;
-        return zx_dc_buf_put(out, o->s, o->len);
+        return zx_buf_put(out, o->s, o->len);
     default:   /* PGB_RAW */
         be(b, o->len, 4);
-        if (zx_dc_buf_put(out, b, 4) < 0)
+        if (zx_buf_put(out, b, 4) < 0)
             return -1;
-        return zx_dc_buf_put(out, o->s, o->len);
+        return zx_buf_put(out, o->s, o->len);
     }
     be(b, n, 4);
-    return zx_dc_buf_put(out, b, n + 4);
+    return zx_buf_put(out, b, n + 4);
 }
 
 /* ---- text ---------------------------------------------------------- */
 
 /* s as COPY text: backslash, newline, carriage return and tab escaped. */
-static int put_escaped(zx_dc_buf *out, const char *s, size_t n)
+static int put_escaped(zx_buf *out, const char *s, size_t n)
 {
-    if (n > (SIZE_MAX - 16) / 2 || zx_dc_buf_reserve(out, 2 * n) < 0)
+    if (n > (SIZE_MAX - 16) / 2 || zx_buf_reserve(out, 2 * n) < 0)
         return -1;
     char *p = out->p + out->len;
     for (size_t i = 0; i < n; i++) {
@@ -193,12 +193,12 @@ static int put_escaped(zx_dc_buf *out, const char *s, size_t n)
     return 0;
 }
 
-static int put_text(zx_dc_buf *out, const zx_pg_col *c, const zx_dc_out *o)
+static int put_text(zx_buf *out, const zx_pg_col *c, const zx_dc_out *o)
 {
     char tmp[48];
     size_t n;
     if (o->null)
-        return zx_dc_buf_put(out, "\\N", 2);
+        return zx_buf_put(out, "\\N", 2);
     if (c->t.other)
         return put_escaped(out, o->s, o->len);
     switch (c->t.type) {
@@ -224,7 +224,7 @@ static int put_text(zx_dc_buf *out, const zx_pg_col *c, const zx_dc_out *o)
         break;
     case ZX_DT_BYTES: {
         static const char hx[] = "0123456789abcdef";
-        if (o->len > (SIZE_MAX - 16) / 2 || zx_dc_buf_reserve(out, 3 + 2 * o->len) < 0)
+        if (o->len > (SIZE_MAX - 16) / 2 || zx_buf_reserve(out, 3 + 2 * o->len) < 0)
             return -1;
         char *p = out->p + out->len;
         memcpy(p, "\\\\x", 3);        /* \\x: bytea's \x, its backslash escaped */
@@ -241,11 +241,11 @@ static int put_text(zx_dc_buf *out, const zx_pg_col *c, const zx_dc_out *o)
     default:   /* TEXT, DATE, DECIMAL, JSON */
         return put_escaped(out, o->s, o->len);
     }
-    return zx_dc_buf_put(out, tmp, n);
+    return zx_buf_put(out, tmp, n);
 }
 
-int zx_pg_copy_field(zx_dc_buf *out, const zx_pg_col *c, const zx_value *v, int binary,
-                     zx_dc_buf *scratch, int *isnull, int *misfit)
+int zx_pg_copy_field(zx_buf *out, const zx_pg_col *c, const zx_value *v, int binary,
+                     zx_buf *scratch, int *isnull, int *misfit)
 {
     zx_dc_out o;
     int r = zx_dc_convert(&c->t, v, scratch, &o);

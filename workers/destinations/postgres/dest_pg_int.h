@@ -39,16 +39,16 @@ typedef struct zx_pg_col {
 zx_pg_col zx_pg_col_of(uint32_t typoid, int32_t typmod);
 
 /* The COPY header of the binary format (19 bytes) and its trailer (2). */
-int zx_pg_copy_bin_header(zx_dc_buf *out);
-int zx_pg_copy_bin_trailer(zx_dc_buf *out);
+int zx_pg_copy_bin_header(zx_buf *out);
+int zx_pg_copy_bin_trailer(zx_buf *out);
 
 /* Append field v of column c to out in the COPY format: binary (a 4-byte
  * length, then the value; -1 for NULL) or text (escaped; "\N" for NULL),
  * without any separator.  *isnull is set when NULL was written, *misfit
  * when that NULL is a misfit (v was not null).  scratch is a work buffer.
  * 0, or -1 when out of memory. */
-int zx_pg_copy_field(zx_dc_buf *out, const zx_pg_col *c, const zx_value *v, int binary,
-                     zx_dc_buf *scratch, int *isnull, int *misfit);
+int zx_pg_copy_field(zx_buf *out, const zx_pg_col *c, const zx_value *v, int binary,
+                     zx_buf *scratch, int *isnull, int *misfit);
 
 /* ---- key sets ------------------------------------------------------ */
 

@@ -103,7 +103,7 @@ typedef struct pgd {
     char *sql_copy, *sql_copy_stage, *sql_merge, *sql_copy_keys, *sql_delete;
 
     /* a batch */
-    zx_dc_buf data, keys, scratch;
+    zx_buf data, keys, scratch;
     size_t *roff, *rend, *koff, *klen;
     uint64_t *khash;
     uint8_t *skip;
@@ -164,7 +164,7 @@ static void set_msg_res(pgd *d, const PGresult *r)
 
 /* ---- strings ------------------------------------------------------- */
 
-static char *take(zx_dc_buf *b)
+static char *take(zx_buf *b)
 {
     char *s = b->p;
     b->p = NULL;
@@ -301,9 +301,9 @@ static void pg_close(void *state)
     free(d->qtable);
     free(d->label);
     reset_run(d);
-    zx_dc_buf_free(&d->data);
-    zx_dc_buf_free(&d->keys);
-    zx_dc_buf_free(&d->scratch);
+    zx_buf_free(&d->data);
+    zx_buf_free(&d->keys);
+    zx_buf_free(&d->scratch);
     free(d->roff);
     free(d->rend);
     free(d->koff);
@@ -322,13 +322,13 @@ static int split_table(pgd *d, const char *t, char *err, size_t errlen)
     if (zx_dt_split_name(t, "public", &d->schema, &d->table) < 0 ||
         !(d->label = zx_dt_label("postgres", d->cname, d->schema, d->table)))
         return zx_seterr(err, errlen, "postgres %s: out of memory", d->cname);
-    zx_dc_buf b = { 0 };
+    zx_buf b = { 0 };
     if (!*d->schema || !*d->table || strlen(d->schema) > MAX_NAME ||
         strlen(d->table) > MAX_NAME || strchr(d->table, '.'))
         return zx_dt_fail(d->label, err, errlen, "not a table name: write \"table\" or "
                           "\"schema.table\", each name 1 to %d bytes", MAX_NAME);
     char *qs = zx_dt_quote_ident(d->schema), *qt = zx_dt_quote_ident(d->table);
-    int ok = qs && qt && zx_dc_buf_printf(&b, "%s.%s", qs, qt) == 0;
+    int ok = qs && qt && zx_buf_printf(&b, "%s.%s", qs, qt) == 0;
     free(qs);
     free(qt);
     if (!ok)
@@ -506,44 +506,44 @@ static int has_key_index(pgd *d, const zx_dest_run *run, const char *oid, const 
 /* The statements of the run. 0 or -1 (memory). */
 static int build_sql(pgd *d)
 {
-    zx_dc_buf b = { 0 }, cl = { 0 }, kl = { 0 };
+    zx_buf b = { 0 }, cl = { 0 }, kl = { 0 };
     int rc = -1;
     if (zx_dt_sql_list(&cl, d->qcols, NULL, d->ncols) < 0 ||
         zx_dt_sql_list(&kl, d->qcols, d->key, d->nkeys) < 0)
         goto out;
     const char *fmt = d->binary ? " (FORMAT binary)" : "";
-    if (zx_dc_buf_printf(&b, "COPY %s (%s) FROM STDIN%s", d->qtable, cl.p, fmt) < 0)
+    if (zx_buf_printf(&b, "COPY %s (%s) FROM STDIN%s", d->qtable, cl.p, fmt) < 0)
         goto out;
     d->sql_copy = take(&b);
     if (d->nkeys == 0) {
         rc = 0;
         goto out;
     }
-    if (zx_dc_buf_printf(&b, "COPY pg_temp.zx_stage (%s) FROM STDIN%s", cl.p, fmt) < 0)
+    if (zx_buf_printf(&b, "COPY pg_temp.zx_stage (%s) FROM STDIN%s", cl.p, fmt) < 0)
         goto out;
     d->sql_copy_stage = take(&b);
-    if (zx_dc_buf_printf(&b, "INSERT INTO %s AS t (%s) SELECT %s FROM pg_temp.zx_stage "
-                         "ON CONFLICT (%s) ", d->qtable, cl.p, cl.p, kl.p) < 0 ||
+    if (zx_buf_printf(&b, "INSERT INTO %s AS t (%s) SELECT %s FROM pg_temp.zx_stage "
+                      "ON CONFLICT (%s) ", d->qtable, cl.p, cl.p, kl.p) < 0 ||
         zx_dt_sql_upsert_set(&b, d->qcols, d->ncols, d->key, d->nkeys) < 0)
         goto out;
     d->sql_merge = take(&b);
-    if (zx_dc_buf_printf(&b, "COPY pg_temp.zx_keys (%s) FROM STDIN%s", kl.p,
-                         d->kbinary ? " (FORMAT binary)" : "") < 0)
+    if (zx_buf_printf(&b, "COPY pg_temp.zx_keys (%s) FROM STDIN%s", kl.p,
+                      d->kbinary ? " (FORMAT binary)" : "") < 0)
         goto out;
     d->sql_copy_keys = take(&b);
-    if (zx_dc_buf_printf(&b, "DELETE FROM %s AS t USING pg_temp.zx_keys AS k WHERE ",
-                         d->qtable) < 0)
+    if (zx_buf_printf(&b, "DELETE FROM %s AS t USING pg_temp.zx_keys AS k WHERE ",
+                      d->qtable) < 0)
         goto out;
     for (size_t i = 0; i < d->nkeys; i++)
-        if (zx_dc_buf_printf(&b, "%st.%s = k.%s", i ? " AND " : "", d->qcols[d->key[i]],
-                             d->qcols[d->key[i]]) < 0)
+        if (zx_buf_printf(&b, "%st.%s = k.%s", i ? " AND " : "", d->qcols[d->key[i]],
+                          d->qcols[d->key[i]]) < 0)
             goto out;
     d->sql_delete = take(&b);
     rc = 0;
 out:
-    zx_dc_buf_free(&b);
-    zx_dc_buf_free(&cl);
-    zx_dc_buf_free(&kl);
+    zx_buf_free(&b);
+    zx_buf_free(&cl);
+    zx_buf_free(&kl);
     return rc;
 }
 
@@ -585,7 +585,7 @@ static int check_run(pgd *d, const zx_dest_run *run, char *err, size_t errlen)
 static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
                       PGresult **cols, char *err, size_t errlen)
 {
-    zx_dc_buf b = { 0 };
+    zx_buf b = { 0 };
     char tb[48];
     *cols = NULL;
     if (find_table(d, oid, oidlen, err, errlen) < 0)
@@ -593,11 +593,11 @@ static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
     if (!oid[0]) {
         if (zx_dt_sql_create(&b, d->qtable, run->cols, d->qcols, d->ncols, d->key, d->nkeys, 0,
                              pg_type_of) < 0) {
-            zx_dc_buf_free(&b);
+            zx_buf_free(&b);
             return zx_dt_fail(d->label, err, errlen, "out of memory");
         }
         int rc = sql_run(d, b.p);
-        zx_dc_buf_free(&b);
+        zx_buf_free(&b);
         if (rc < 0)
             return zx_dt_fail(d->label, err, errlen, "cannot create the table: %s", d->msg);
         if (find_table(d, oid, oidlen, err, errlen) < 0)
@@ -611,10 +611,10 @@ static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
     for (size_t i = 0; i < d->ncols; i++) {
         if (col_row(*cols, run->cols[i].name) >= 0)
             continue;
-        if ((!missing && zx_dc_buf_printf(&b, "ALTER TABLE %s", d->qtable) < 0) ||
-            zx_dc_buf_printf(&b, "%s ADD COLUMN IF NOT EXISTS %s %s", missing ? "," : "",
-                             d->qcols[i], pg_type_of(&run->cols[i], tb, sizeof(tb))) < 0) {
-            zx_dc_buf_free(&b);
+        if ((!missing && zx_buf_printf(&b, "ALTER TABLE %s", d->qtable) < 0) ||
+            zx_buf_printf(&b, "%s ADD COLUMN IF NOT EXISTS %s %s", missing ? "," : "",
+                          d->qcols[i], pg_type_of(&run->cols[i], tb, sizeof(tb))) < 0) {
+            zx_buf_free(&b);
             return zx_dt_fail(d->label, err, errlen, "out of memory");
         }
         missing++;
@@ -622,7 +622,7 @@ static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
     if (!missing)
         return 0;
     int rc = sql_run(d, b.p);
-    zx_dc_buf_free(&b);
+    zx_buf_free(&b);
     if (rc < 0)
         return zx_dt_fail(d->label, err, errlen, "cannot add the columns the table lacks: %s",
                           d->msg);
@@ -681,20 +681,20 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
     if (build_sql(d) < 0)
         return zx_dt_fail(d->label, err, errlen, "out of memory");
     if (run->mode == ZX_MODE_REPLACE) {
-        zx_dc_buf b = { 0 };
-        if (zx_dc_buf_printf(&b, "DELETE FROM %s", d->qtable) < 0)
+        zx_buf b = { 0 };
+        if (zx_buf_printf(&b, "DELETE FROM %s", d->qtable) < 0)
             return zx_dt_fail(d->label, err, errlen, "out of memory");
         int rc = sql_run(d, b.p);
-        zx_dc_buf_free(&b);
+        zx_buf_free(&b);
         if (rc < 0)
             return zx_dt_fail(d->label, err, errlen, "cannot empty the table: %s", d->msg);
     }
     if (zx_dt_keyed(run->mode)) {
-        zx_dc_buf b = { 0 };
-        if (zx_dc_buf_printf(&b, "SELECT 1 FROM %s LIMIT 1", d->qtable) < 0)
+        zx_buf b = { 0 };
+        if (zx_buf_printf(&b, "SELECT 1 FROM %s LIMIT 1", d->qtable) < 0)
             return zx_dt_fail(d->label, err, errlen, "out of memory");
         PGresult *r = q(d, b.p, 0, NULL);
-        zx_dc_buf_free(&b);
+        zx_buf_free(&b);
         if (!r)
             return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
         d->direct = PQntuples(r) == 0;
@@ -750,12 +750,12 @@ static int encode(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols, 
         d->skip[r] = 0;
         if (binary) {
             unsigned char fc[2] = { (unsigned char)(ncols >> 8), (unsigned char)ncols };
-            if (zx_dc_buf_put(&d->data, fc, 2) < 0)
+            if (zx_buf_put(&d->data, fc, 2) < 0)
                 return -1;
         }
         zx_dt_nulls nn = { 0 };
         for (size_t j = 0; j < ncols; j++) {
-            if (!binary && j && zx_dc_buf_put(&d->data, "\t", 1) < 0)
+            if (!binary && j && zx_buf_put(&d->data, "\t", 1) < 0)
                 return -1;
             d->foff[2 * j] = d->data.len;
             int isnull, misfit;
@@ -768,7 +768,7 @@ static int encode(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols, 
                 zx_dest_misfit(d->st, rs->cols[j].name, &d->vals[j]);
         }
         *nulled += zx_dt_nulls_count(&nn);
-        if (!binary && zx_dc_buf_put(&d->data, "\n", 1) < 0)
+        if (!binary && zx_buf_put(&d->data, "\n", 1) < 0)
             return -1;
         d->rend[r] = d->data.len;
         if (!nk)
@@ -785,9 +785,9 @@ static int encode(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols, 
          * (escaped text holds none), so ("ab", "c") never equals ("a", "bc") */
         for (size_t k = 0; k < nk; k++) {
             size_t j = kidx[k];
-            if (zx_dc_buf_put(&d->keys, d->data.p + d->foff[2 * j],
-                              d->foff[2 * j + 1] - d->foff[2 * j]) < 0 ||
-                (!binary && zx_dc_buf_put(&d->keys, "\t", 1) < 0))
+            if (zx_buf_put(&d->keys, d->data.p + d->foff[2 * j],
+                           d->foff[2 * j + 1] - d->foff[2 * j]) < 0 ||
+                (!binary && zx_buf_put(&d->keys, "\t", 1) < 0))
                 return -1;
         }
         d->klen[r] = d->keys.len - d->koff[r];
@@ -841,27 +841,27 @@ static int make_parts(pgd *d, uint32_t nrows, int binary, span **parts, size_t *
  * table's constraints) on first use, empty it on later ones.  0 or -1. */
 static int stage_table(pgd *d, const char *name, int keys_only, int *made, int *used)
 {
-    zx_dc_buf b = { 0 };
+    zx_buf b = { 0 };
     int bad;
     if (*made) {
         if (!*used)
             return 0;
-        bad = zx_dc_buf_printf(&b, "TRUNCATE pg_temp.%s", name) < 0;
+        bad = zx_buf_printf(&b, "TRUNCATE pg_temp.%s", name) < 0;
     } else {
-        bad = zx_dc_buf_printf(&b, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT ", name) < 0;
+        bad = zx_buf_printf(&b, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT ", name) < 0;
         if (!bad)
             bad = zx_dt_sql_list(&b, d->qcols, keys_only ? d->key : NULL,
                                  keys_only ? d->nkeys : d->ncols) < 0;
         if (!bad)
-            bad = zx_dc_buf_printf(&b, " FROM %s WITH NO DATA", d->qtable) < 0;
+            bad = zx_buf_printf(&b, " FROM %s WITH NO DATA", d->qtable) < 0;
     }
     if (bad) {
-        zx_dc_buf_free(&b);
+        zx_buf_free(&b);
         set_msg(d, "out of memory");
         return -1;
     }
     int rc = sql_run(d, b.p);
-    zx_dc_buf_free(&b);
+    zx_buf_free(&b);
     if (rc == 0) {
         *made = 1;
         *used = 0;

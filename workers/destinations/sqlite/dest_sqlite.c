@@ -70,7 +70,7 @@ typedef struct sqd {
     zx_dc_target *t;
     char **qcols;
     sqlite3_stmt *ins, *del;
-    zx_dc_buf scratch;
+    zx_buf scratch;
     zx_value *vals;
 } sqd;
 
@@ -117,7 +117,7 @@ static void sq_close(void *state)
             exec_sql(d, "ROLLBACK");
         sqlite3_close_v2(d->db);
     }
-    zx_dc_buf_free(&d->scratch);
+    zx_buf_free(&d->scratch);
     free(d->cname);
     free(d->path);
     free(d->table);
@@ -155,10 +155,10 @@ static int sq_open(const zx_dest_args *a, void **state, char *err, size_t errlen
         return -1;
     }
     char *qt = zx_dt_quote_ident(d->table);
-    zx_dc_buf b = { 0 };
-    if (!qt || zx_dc_buf_printf(&b, "\"main\".%s", qt) < 0) {
+    zx_buf b = { 0 };
+    if (!qt || zx_buf_printf(&b, "\"main\".%s", qt) < 0) {
         free(qt);
-        zx_dc_buf_free(&b);
+        zx_buf_free(&b);
         sq_close(d);
         return zx_seterr(err, errlen, "sqlite %s: out of memory", cn->name);
     }
@@ -329,15 +329,15 @@ static int make_table(sqd *d, const zx_dest_run *run, char *err, size_t errlen)
         return zx_dt_fail(d->label, err, errlen, "is a view: zx writes only to tables");
     if (kind < 0)
         return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
-    zx_dc_buf b = { 0 };
+    zx_buf b = { 0 };
     if (kind == 0) {
         if (zx_dt_sql_create(&b, d->qtable, run->cols, d->qcols, d->ncols, d->key, d->nkeys, 1,
                              sq_type_of) < 0) {
-            zx_dc_buf_free(&b);
+            zx_buf_free(&b);
             return zx_dt_fail(d->label, err, errlen, "out of memory");
         }
         int rc = exec_sql(d, b.p);
-        zx_dc_buf_free(&b);
+        zx_buf_free(&b);
         if (rc < 0)
             return zx_dt_fail(d->label, err, errlen, "cannot create the table: %s", dbmsg(d));
     }
@@ -353,16 +353,16 @@ static int make_table(sqd *d, const zx_dest_run *run, char *err, size_t errlen)
         if (have[i])
             continue;
         b.len = 0;
-        if (zx_dc_buf_printf(&b, "ALTER TABLE %s ADD COLUMN %s %s", d->qtable, d->qcols[i],
-                             sq_type_of(&run->cols[i], NULL, 0)) < 0 || exec_sql(d, b.p) < 0) {
+        if (zx_buf_printf(&b, "ALTER TABLE %s ADD COLUMN %s %s", d->qtable, d->qcols[i],
+                          sq_type_of(&run->cols[i], NULL, 0)) < 0 || exec_sql(d, b.p) < 0) {
             free(have);
-            zx_dc_buf_free(&b);
+            zx_buf_free(&b);
             return zx_dt_fail(d->label, err, errlen, "cannot add column %s: %s", d->qcols[i],
                               dbmsg(d));
         }
     }
     free(have);
-    zx_dc_buf_free(&b);
+    zx_buf_free(&b);
     if (!zx_dt_keyed(run->mode))
         return 0;
     int ok = cs.npk == d->nkeys && cs.pk_match == d->nkeys;
@@ -378,38 +378,38 @@ static int make_table(sqd *d, const zx_dest_run *run, char *err, size_t errlen)
 
 static int prepare(sqd *d, char *err, size_t errlen)
 {
-    zx_dc_buf b = { 0 };
-    int bad = zx_dc_buf_printf(&b, "INSERT INTO %s (", d->qtable) < 0 ||
+    zx_buf b = { 0 };
+    int bad = zx_buf_printf(&b, "INSERT INTO %s (", d->qtable) < 0 ||
               zx_dt_sql_list(&b, d->qcols, NULL, d->ncols) < 0;
     for (size_t i = 0; i < d->ncols && !bad; i++)
-        bad = zx_dc_buf_printf(&b, "%s?%zu", i ? ", " : ") VALUES (", i + 1) < 0;
+        bad = zx_buf_printf(&b, "%s?%zu", i ? ", " : ") VALUES (", i + 1) < 0;
     if (!bad)
-        bad = zx_dc_buf_printf(&b, ")") < 0;
+        bad = zx_buf_printf(&b, ")") < 0;
     if (zx_dt_keyed(d->mode) && !bad)
-        bad = zx_dc_buf_printf(&b, " ON CONFLICT (") < 0 ||
+        bad = zx_buf_printf(&b, " ON CONFLICT (") < 0 ||
               zx_dt_sql_list(&b, d->qcols, d->key, d->nkeys) < 0 ||
-              zx_dc_buf_printf(&b, ") ") < 0 ||
+              zx_buf_printf(&b, ") ") < 0 ||
               zx_dt_sql_upsert_set(&b, d->qcols, d->ncols, d->key, d->nkeys) < 0;
     if (bad) {
-        zx_dc_buf_free(&b);
+        zx_buf_free(&b);
         return zx_dt_fail(d->label, err, errlen, "out of memory");
     }
     int rc = sqlite3_prepare_v3(d->db, b.p, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL);
-    zx_dc_buf_free(&b);
+    zx_buf_free(&b);
     if (rc != SQLITE_OK)
         return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
     if (!d->nkeys)
         return 0;
-    bad = zx_dc_buf_printf(&b, "DELETE FROM %s WHERE ", d->qtable) < 0;
+    bad = zx_buf_printf(&b, "DELETE FROM %s WHERE ", d->qtable) < 0;
     for (size_t k = 0; k < d->nkeys && !bad; k++)
-        bad = zx_dc_buf_printf(&b, "%s%s = ?%zu", k ? " AND " : "", d->qcols[d->key[k]],
-                               k + 1) < 0;
+        bad = zx_buf_printf(&b, "%s%s = ?%zu", k ? " AND " : "", d->qcols[d->key[k]],
+                            k + 1) < 0;
     if (bad) {
-        zx_dc_buf_free(&b);
+        zx_buf_free(&b);
         return zx_dt_fail(d->label, err, errlen, "out of memory");
     }
     rc = sqlite3_prepare_v3(d->db, b.p, -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL);
-    zx_dc_buf_free(&b);
+    zx_buf_free(&b);
     if (rc != SQLITE_OK)
         return zx_dt_fail(d->label, err, errlen, "%s", dbmsg(d));
     return 0;
@@ -431,9 +431,9 @@ static int sq_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
     if (make_table(d, run, err, errlen) < 0)
         return -1;
     if (run->mode == ZX_MODE_REPLACE) {
-        zx_dc_buf b = { 0 };
-        int bad = zx_dc_buf_printf(&b, "DELETE FROM %s", d->qtable) < 0 || exec_sql(d, b.p) < 0;
-        zx_dc_buf_free(&b);
+        zx_buf b = { 0 };
+        int bad = zx_buf_printf(&b, "DELETE FROM %s", d->qtable) < 0 || exec_sql(d, b.p) < 0;
+        zx_buf_free(&b);
         if (bad)
             return zx_dt_fail(d->label, err, errlen, "cannot empty the table: %s", dbmsg(d));
     }

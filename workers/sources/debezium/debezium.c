@@ -103,14 +103,8 @@ int zx_dbz_tables_add(zx_dbz_tables *t, const char *name)
 {
     if (tables_has(t, name))
         return 0;
-    if (t->n == t->cap) {
-        size_t c = t->cap ? t->cap * 2 : 16;
-        char **v = realloc(t->v, c * sizeof(*v));
-        if (!v)
-            return -1;
-        t->v = v;
-        t->cap = c;
-    }
+    if (zx_grow_to(&t->v, t->n + 1, &t->cap, sizeof(*t->v), 16) < 0)
+        return -1;
     char *s = strdup(name);
     if (!s)
         return -1;

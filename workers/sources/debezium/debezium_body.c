@@ -23,9 +23,12 @@ static int blank(const char *s, size_t n)
     return 1;
 }
 
-/* Parse the body into an array of events (owned by the caller). */
-static json_t *events(const char *body, size_t len, int ndjson, char *msg, size_t msglen)
+/* Parse the body into an array of events (owned by the caller); NULL with
+ * msg and *fail: -1 the body is refused, -2 out of memory. */
+static json_t *events(const char *body, size_t len, int ndjson, char *msg, size_t msglen,
+                      int *fail)
 {
+    *fail = -1;
     json_error_t e;
     if (!ndjson) {
         json_t *v = json_loadb(body, len, JSON_DECODE_ANY, &e);
@@ -39,6 +42,7 @@ static json_t *events(const char *body, size_t len, int ndjson, char *msg, size_
         json_t *a = json_array();
         if (!a || (!json_is_null(v) && json_array_append(a, v) < 0)) {
             snprintf(msg, msglen, "out of memory");
+            *fail = -2;
             json_decref(a);
             json_decref(v);
             return NULL;
@@ -65,8 +69,10 @@ static json_t *events(const char *body, size_t len, int ndjson, char *msg, size_
         }
         i = end + 1;
     }
-    if (!a)
+    if (!a) {
         snprintf(msg, msglen, "out of memory");
+        *fail = -2;
+    }
     return a;
 }
 
@@ -101,9 +107,10 @@ long zx_dbz_add_body(const zx_dbz_conf *c, zx_dbz_frame *f, const char *body, si
 {
     if (blank(body, len))
         return 0;   /* a tombstone */
-    json_t *a = events(body, len, ndjson, msg, msglen);
+    int fail;
+    json_t *a = events(body, len, ndjson, msg, msglen, &fail);
     if (!a)
-        return strcmp(msg, "out of memory") ? -1 : -2;
+        return fail;
     zx_rowset_mark mk;
     zx_rowset_save(f->rs, &mk);
     size_t nrej0 = rej->n;

@@ -700,14 +700,14 @@ static int take(kstate *s, rd_kafka_message_t *m)
                      "lost)", why);
             if (strcmp(msg, s->error) != 0) {
                 zx_warn("event=registry_unavailable pipeline=%s error=\"%s\"", s->name, why);
-                ks_set_error(s, KE_OTHER, msg, NULL);
+                ks_set_error(s, KE_REGISTRY, msg, NULL);
             }
             s->reg_retry_ms = zx_mono_ms() + 1000;
             return KB_WAIT;
         }
         km.value_json = vj;
         km.key_json = kj;
-        if (vj && strstr(s->error, "schema registry"))
+        if (vj && s->error[0] && s->error_kind == KE_REGISTRY)
             ks_clear_error(s, NULL);
     }
     int r = kb_add(&s->b, &km, (uint32_t)idx, s->limit);

@@ -103,19 +103,20 @@ int kb_pos_decode(const void *v, size_t len, int64_t *next)
     return 0;
 }
 
-void kb_reject_reason(const char *msg, char *out, size_t n)
+void kb_reject_reason(const zx_json_err *e, char *out, size_t n)
 {
     static const char body_is[] = "the body is ";
-    if (!msg || !msg[0])
+    size_t skip = strlen(e->msg) >= sizeof(body_is) - 1 ? sizeof(body_is) - 1 : 0;
+    if (e->code == ZX_JSON_E_NONE || !e->msg[0])
         snprintf(out, n, "not JSON");
-    else if (strcmp(msg, "empty body") == 0)
+    else if (e->code == ZX_JSON_E_EMPTY)
         snprintf(out, n, "empty message");
-    else if (strncmp(msg, body_is, sizeof(body_is) - 1) == 0)
-        snprintf(out, n, "the message is %s", msg + sizeof(body_is) - 1);
-    else if (strncmp(msg, "at byte ", 8) == 0)
-        snprintf(out, n, "not JSON: %s", msg);
+    else if (e->code == ZX_JSON_E_BODY_SHAPE)   /* "the body is a string; ..." */
+        snprintf(out, n, "the message is %s", e->msg + skip);
+    else if (e->code == ZX_JSON_E_SYNTAX)
+        snprintf(out, n, "not JSON: %s", e->msg);
     else
-        snprintf(out, n, "%s", msg);
+        snprintf(out, n, "%s", e->msg);
 }
 
 uint64_t kb_pos_fp(const void *v, size_t len)
@@ -338,6 +339,7 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
     } else if (m->payload) {
         int n = -1;
         zx_json_err jerr;
+        jerr.code = ZX_JSON_E_NONE;
         jerr.msg[0] = '\0';
         /* the fast parser takes the common case; what it declines goes to
          * jansson, the reference, which also says what is wrong */
@@ -349,15 +351,15 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
         }
         if (n < 0) {
             zx_rowset_truncate(rs, &mk);
-            if (strcmp(jerr.msg, "out of memory") == 0)
+            if (jerr.code == ZX_JSON_E_NOMEM)
                 return KB_NOMEM;
             /* the columns of the messages before it count against the
              * limit: it may well fit in a batch of its own */
-            if (!alone && strstr(jerr.msg, "columns in one batch"))
+            if (!alone && jerr.code == ZX_JSON_E_COLUMNS)
                 return KB_FULL;
             char reason[300];
             if (m->len)
-                kb_reject_reason(jerr.msg, reason, sizeof(reason));
+                kb_reject_reason(&jerr, reason, sizeof(reason));
             else
                 snprintf(reason, sizeof(reason), "empty message");
             if (add_reject(b, m, reason) < 0)

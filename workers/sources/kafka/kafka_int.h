@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "common/kafka_client.h"
+#include "common/json_rows.h"
 #include "common/rowset.h"
 #include "conf/config.h"
 #include "proto/frame.h"
@@ -165,9 +166,10 @@ uint64_t kb_pos_fp(const void *v, size_t len);
  * Never 0. */
 uint64_t kb_fingerprint(const kb_msg *m);
 
-/* Reason of a reject for a message JSON parsing refused with message msg
- * (json_rows.h's words, which speak of a "body"), into out. */
-void kb_reject_reason(const char *msg, char *out, size_t n);
+/* Reason of a reject for a message JSON parsing refused with error e (its
+ * code picks the words; json_rows.h's messages speak of a "body"), into
+ * out. */
+void kb_reject_reason(const zx_json_err *e, char *out, size_t n);
 
 /* ---- kafka_parts.c ------------------------------------------------- */
 
@@ -251,6 +253,9 @@ typedef enum ke_kind {
     KE_TOPIC_DENIED,
     KE_GROUP_DENIED,
     KE_OTHER,           /* anything else worth showing */
+    KE_REGISTRY,        /* not librdkafka's: the schema registry is not
+                           answering (the source waits; cleared by the next
+                           message it decodes) */
 } ke_kind;
 
 /* Context the sentences need (none of it secret). */

@@ -151,14 +151,8 @@ static int quiet(const cdc *c)
 
 static int remember(cdc *c, uint64_t seq, pgo_lsn lsn, int64_t commit_us)
 {
-    if (c->qn == c->qcap) {
-        size_t n = c->qcap ? c->qcap * 2 : 64;
-        inflight *q = realloc(c->q, n * sizeof(*q));
-        if (!q)
-            return -1;
-        c->q = q;
-        c->qcap = n;
-    }
+    if (zx_grow(&c->q, c->qn, &c->qcap, sizeof(*c->q)) < 0)
+        return -1;
     c->q[c->qn++] = (inflight){ seq, lsn, commit_us };
     if (!c->oldest_unacked_us || (commit_us && commit_us < c->oldest_unacked_us))
         c->oldest_unacked_us = commit_us;

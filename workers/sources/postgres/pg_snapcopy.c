@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
 #include "common/pgconn.h"
 #include "common/util.h"
 #include "workers/sources/postgres/pg_repl.h"
@@ -171,12 +172,6 @@ const char *zx_pgc_colname(const zx_pgc *c, uint32_t i) { return i < c->ncols ? 
 uint32_t zx_pgc_coltype(const zx_pgc *c, uint32_t i) { return i < c->ncols ? c->oids[i] : 0; }
 const char *zx_pgc_coldecl(const zx_pgc *c, uint32_t i) { return i < c->ncols ? c->decls[i] : NULL; }
 
-static int hexval(char ch)
-{
-    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-}
-
 /* Unescape field [s, e) into c->val; its length into *n.  0 or -1 ENOMEM. */
 static int unescape(zx_pgc *c, const char *s, const char *e, size_t *n)
 {
@@ -205,7 +200,7 @@ static int unescape(zx_pgc *c, const char *s, const char *e, size_t *n)
         case 'v': c->val[k++] = '\v'; break;
         case 'x': {
             int v = 0, d, m = 0;
-            while (m < 2 && s < e && (d = hexval(*s)) >= 0)
+            while (m < 2 && s < e && (d = zx_hexval(*s)) >= 0)
                 v = v * 16 + d, s++, m++;
             c->val[k++] = (char)v;
             break;

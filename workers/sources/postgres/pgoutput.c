@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
 #include "workers/sources/postgres/pgoutput.h"
 
 /* ---- LSNs and times -------------------------------------------------- */
@@ -35,24 +36,12 @@ int pgo_lsn_format(pgo_lsn lsn, char *out, size_t n)
     return k;
 }
 
-/* Value of hex digit c, or -1. */
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Reads 1 to 8 hex digits at *s into *v, advancing *s.  0 or -1. */
 static int hex32(const char **s, uint32_t *v)
 {
     uint32_t x = 0;
     int n = 0, h;
-    while ((h = hexval(**s)) >= 0) {
+    while ((h = zx_hexval(**s)) >= 0) {
         if (++n > 8)
             return -1;
         x = (x << 4) | (uint32_t)h;
