@@ -60,7 +60,8 @@ int av_agree(const av_node *n, avro_schema_t a, json_t *seen)
         for (size_t i = 0; i < n->n; i++) {
             const char *fn = avro_schema_record_field_name(a, (int)i);
             if (!fn || strcmp(fn, json_string_value(n->fields[i].name)) ||
-                !av_agree(n->fields[i].type, avro_schema_record_field_get_by_index(a, (int)i), seen))
+                !av_agree(n->fields[i].type, avro_schema_record_field_get_by_index(a, (int)i),
+                          seen))
                 return 0;
         }
         return 1;

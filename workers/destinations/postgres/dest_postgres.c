@@ -354,8 +354,10 @@ static int find_table(pgd *d, char *oid, size_t oidlen, char *err, size_t errlen
 static PGresult *table_columns(pgd *d, const char *oid, char *err, size_t errlen)
 {
     const char *pv[1] = { oid };
-    PGresult *r = zx_pgd_q(d, "SELECT attname, atttypid, atttypmod, attnum FROM pg_catalog.pg_attribute "
-                       "WHERE attrelid = $1::oid AND attnum > 0 AND NOT attisdropped", 1, pv);
+    PGresult *r = zx_pgd_q(d, "SELECT attname, atttypid, atttypmod, attnum "
+                              "FROM pg_catalog.pg_attribute "
+                              "WHERE attrelid = $1::oid AND attnum > 0 AND NOT attisdropped",
+                           1, pv);
     if (!r)
         zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     return r;

@@ -821,7 +821,8 @@ static int cdc_poll(zx_src *rt, void *state)
     cdc *c = state;
     int r;
     if (!c->streaming)
-        r = zx_src_stopping(rt) ? (pgcdc_retry_kept(c) ? ZX_SRC_IDLE : ZX_SRC_BLOCKED) : pgcdc_copy_step(c);
+        r = zx_src_stopping(rt) ? (pgcdc_retry_kept(c) ? ZX_SRC_IDLE : ZX_SRC_BLOCKED)
+                                : pgcdc_copy_step(c);
     else
         r = stream_step(c);
     if (r != ZX_SRC_FATAL && send_status(c, 0) < 0)
