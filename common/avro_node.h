@@ -1,8 +1,10 @@
 /*
- * avro_node.h — private to avro_connect.c and avro_decode.c: the compiled
- * form of an Avro schema (a tree of nodes, named types shared where they
- * are referenced, so a DAG without cycles) and the Connect schema builder
- * both files use.  Nothing outside those two files may include it.
+ * avro_node.h — private to avro_connect.c (the compiler), avro_agree.c
+ * (its check against avro-c), avro_connect_schema.c (the Connect schema
+ * builder) and avro_decode.c: the compiled form of an Avro schema (a tree
+ * of nodes, named types shared where they are referenced, so a DAG
+ * without cycles) and the Connect schema builder.  Nothing outside those
+ * files may include it.
  */
 #ifndef ZX_COMMON_AVRO_NODE_H
 #define ZX_COMMON_AVRO_NODE_H
@@ -10,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <avro.h>
 #include <jansson.h>
 
 #include "common/avro_connect.h"
@@ -56,6 +59,13 @@ struct zx_avro_schema {
     size_t nnodes, cap;
     json_t *connect;             /* S with first non-null branches */
 };
+
+/* 1 when avro-c's schema a reads like n (kinds, full names, fields,
+ * symbols, sizes, branches), else 0.  seen: an empty JSON object the
+ * caller owns and frees, mapping the named nodes met to the avro-c
+ * schema they matched (a second meeting must be with the same one). */
+int av_agree(const av_node *n, avro_schema_t a, json_t *seen);
+
 
 /* The first non-null branch of a union (a union of only null is refused
  * when compiled, so there is one). */

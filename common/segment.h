@@ -104,7 +104,7 @@ typedef struct zx_seg_hdr {
      * the counter (of two within one tick, only the last). */
     _Atomic uint32_t source_note_seq;
     char source_note[ZX_SEG_SOURCE_NOTE_MAX];
-    /* written by the writer (workers/writer/writer.c): the tables of this
+    /* written by the writer (workers/writer/writer_park.c): the tables of this
      * pipeline whose changes it parks because they refuse them, as one
      * line ("ccase (why): 3 changes parked, 1234 bytes; ..."), "" none.  A
      * seqlock like source_error. */

@@ -131,6 +131,139 @@ size_t zx_frame_estimate(const zx_rowset *rs)
            (size_t)rs->nrows * (5 + (size_t)rs->ncols) + (size_t)rs->ncells * 14;
 }
 
+/* 1 when m (a frame of kind, with ch: changes, kc: carrying "kc") and
+ * rs's columns can be encoded, else 0 (EINVAL). */
+static int encodable(const zx_frame_meta *m, const zx_rowset *rs, int ch, int kc)
+{
+    if (kc && (m->nkey_cols > ZX_FRAME_MAX_KEY_COLUMNS || (m->nkey_cols && !m->key_cols) ||
+               m->ncol_types > ZX_FRAME_MAX_COLUMNS || (m->ncol_types && !m->col_types)))
+        return 0;
+    for (size_t i = 0; ch && i < m->nkey_cols; i++)
+        if (!m->key_cols[i])
+            return 0;
+    for (size_t i = 0; ch && i < m->ncol_types; i++)
+        if (!m->col_types[i].column || !m->col_types[i].type)
+            return 0;
+    for (uint32_t c = 0; c < rs->ncols; c++)
+        if (rs->cols[c].type >= ZX_T__COUNT ||
+            memchr(rs->cols[c].name, 0, rs->cols[c].name_len))
+            return 0;
+    if (m->npositions > ZX_FRAME_MAX_POSITIONS || m->nrejects > ZX_FRAME_MAX_REJECTS ||
+        (m->npositions && !m->positions) || (m->nrejects && !m->rejects))
+        return 0;
+    for (size_t i = 0; i < m->npositions; i++)
+        if (!m->positions[i].part || !m->positions[i].part[0] ||
+            (m->positions[i].value_len && !m->positions[i].value))
+            return 0;
+    for (size_t i = 0; i < m->nrejects; i++)
+        if (m->rejects[i].raw_len && !m->rejects[i].raw)
+            return 0;
+    return 1;
+}
+
+/* The frame's metadata map: only the keys it has. */
+static void pack_meta(msgpack_packer *pk, const zx_frame_meta *m, int ch, int kc)
+{
+    uint32_t nmeta = (m->ingested_at_us != 0) + (m->batch_id != NULL) +
+                     (m->dedup_key != NULL) + (m->dedup_hash != 0) +
+                     (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0) +
+                     (kc && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history) +
+                     (ch && m->inferred);
+    msgpack_pack_map(pk, nmeta);
+    if (kc && m->nkey_cols) {
+        pack_key(pk, "kc");
+        msgpack_pack_array(pk, (uint32_t)m->nkey_cols);
+        for (size_t i = 0; i < m->nkey_cols; i++)
+            pack_cstr(pk, m->key_cols[i]);
+    }
+    if (ch && m->ncol_types) {
+        pack_key(pk, "st");
+        msgpack_pack_array(pk, (uint32_t)m->ncol_types);
+        for (size_t i = 0; i < m->ncol_types; i++) {
+            msgpack_pack_array(pk, 2);
+            pack_cstr(pk, m->col_types[i].column);
+            pack_cstr(pk, m->col_types[i].type);
+        }
+    }
+    if (ch && m->history) {
+        pack_key(pk, "hi");
+        msgpack_pack_uint32(pk, 1);
+    }
+    if (ch && m->inferred) {
+        pack_key(pk, "ti");
+        msgpack_pack_uint32(pk, 1);
+    }
+    if (m->ingested_at_us != 0) {
+        pack_key(pk, "ia");
+        msgpack_pack_int64(pk, m->ingested_at_us);
+    }
+    if (m->batch_id) {
+        pack_key(pk, "bi");
+        pack_cstr(pk, m->batch_id);
+    }
+    if (m->dedup_key) {
+        pack_key(pk, "dk");
+        pack_cstr(pk, m->dedup_key);
+    }
+    if (m->dedup_hash != 0) {
+        pack_key(pk, "dh");
+        msgpack_pack_uint64(pk, m->dedup_hash);
+    }
+    if (m->metadata != 0) {
+        pack_key(pk, "md");
+        msgpack_pack_uint32(pk, m->metadata);
+    }
+    if (m->accepted != 0) {
+        pack_key(pk, "ac");
+        msgpack_pack_uint64(pk, m->accepted);
+    }
+    if (m->npositions) {
+        pack_key(pk, "po");
+        msgpack_pack_array(pk, (uint32_t)m->npositions);
+        for (size_t i = 0; i < m->npositions; i++) {
+            msgpack_pack_array(pk, 2);
+            pack_cstr(pk, m->positions[i].part);
+            msgpack_pack_bin_with_body(pk, m->positions[i].value, m->positions[i].value_len);
+        }
+    }
+
+}
+
+/* The columns, the rows (row: a work array of rs->ncols values) and the
+ * rejects; stops early once e has failed. */
+static void pack_body(msgpack_packer *pk, const enc *e, const zx_frame_meta *m,
+                      const zx_rowset *rs, zx_value *row)
+{
+    msgpack_pack_array(pk, rs->ncols);
+    for (uint32_t c = 0; c < rs->ncols; c++) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_str_with_body(pk, rs->cols[c].name, rs->cols[c].name_len);
+        msgpack_pack_uint8(pk, rs->cols[c].type);
+    }
+
+    msgpack_pack_array(pk, rs->nrows);
+    for (uint32_t r = 0; r < rs->nrows && !e->failed; r++) {
+        msgpack_pack_array(pk, rs->ncols);
+        if (rs->ncols)
+            zx_rowset_row(rs, r, row);
+        for (uint32_t c = 0; c < rs->ncols; c++)
+            pack_value(pk, &row[c]);
+    }
+
+    msgpack_pack_array(pk, (uint32_t)m->nrejects);
+    for (size_t i = 0; i < m->nrejects && !e->failed; i++) {
+        const zx_frame_reject *j = &m->rejects[i];
+        msgpack_pack_array(pk, 4);
+        pack_cstr(pk, j->reason);
+        msgpack_pack_bin_with_body(pk, j->raw, j->raw_len);
+        if (j->key)
+            msgpack_pack_bin_with_body(pk, j->key, j->key_len);
+        else
+            msgpack_pack_nil(pk);
+        pack_cstr(pk, j->position);
+    }
+}
+
 int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_buf *out)
 {
     size_t start = out->len;
@@ -141,47 +274,11 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_buf *out)
     uint32_t kind = m->kind ? m->kind : ZX_FRAME_ROWS;
     int ch = kind == ZX_FRAME_CHANGES;
     int kc = ch || kind == ZX_FRAME_HASHES;   /* frames that carry "kc" */
-    if (kind != ZX_FRAME_ROWS && !ch && kind != ZX_FRAME_HASHES) {
+    if ((kind != ZX_FRAME_ROWS && !ch && kind != ZX_FRAME_HASHES) ||
+        !encodable(m, rs, ch, kc)) {
         err = EINVAL;
         goto done;
     }
-    if (kc && (m->nkey_cols > ZX_FRAME_MAX_KEY_COLUMNS || (m->nkey_cols && !m->key_cols) ||
-               m->ncol_types > ZX_FRAME_MAX_COLUMNS || (m->ncol_types && !m->col_types))) {
-        err = EINVAL;
-        goto done;
-    }
-    for (size_t i = 0; ch && i < m->nkey_cols; i++)
-        if (!m->key_cols[i]) {
-            err = EINVAL;
-            goto done;
-        }
-    for (size_t i = 0; ch && i < m->ncol_types; i++)
-        if (!m->col_types[i].column || !m->col_types[i].type) {
-            err = EINVAL;
-            goto done;
-        }
-    for (uint32_t c = 0; c < rs->ncols; c++)
-        if (rs->cols[c].type >= ZX_T__COUNT ||
-            memchr(rs->cols[c].name, 0, rs->cols[c].name_len)) {
-            err = EINVAL;
-            goto done;
-        }
-    if (m->npositions > ZX_FRAME_MAX_POSITIONS || m->nrejects > ZX_FRAME_MAX_REJECTS ||
-        (m->npositions && !m->positions) || (m->nrejects && !m->rejects)) {
-        err = EINVAL;
-        goto done;
-    }
-    for (size_t i = 0; i < m->npositions; i++)
-        if (!m->positions[i].part || !m->positions[i].part[0] ||
-            (m->positions[i].value_len && !m->positions[i].value)) {
-            err = EINVAL;
-            goto done;
-        }
-    for (size_t i = 0; i < m->nrejects; i++)
-        if (m->rejects[i].raw_len && !m->rejects[i].raw) {
-            err = EINVAL;
-            goto done;
-        }
     /* one reservation up front so that packing rarely reallocates */
     if (zx_buf_reserve(out, zx_frame_estimate(rs) + zx_frame_meta_estimate(m)) < 0)
         goto done;
@@ -199,97 +296,8 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_buf *out)
     pack_cstr(&pk, m->pipeline);
     pack_cstr(&pk, m->table);
 
-    uint32_t nmeta = (m->ingested_at_us != 0) + (m->batch_id != NULL) +
-                     (m->dedup_key != NULL) + (m->dedup_hash != 0) +
-                     (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0) +
-                     (kc && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history) +
-                     (ch && m->inferred);
-    msgpack_pack_map(&pk, nmeta);
-    if (kc && m->nkey_cols) {
-        pack_key(&pk, "kc");
-        msgpack_pack_array(&pk, (uint32_t)m->nkey_cols);
-        for (size_t i = 0; i < m->nkey_cols; i++)
-            pack_cstr(&pk, m->key_cols[i]);
-    }
-    if (ch && m->ncol_types) {
-        pack_key(&pk, "st");
-        msgpack_pack_array(&pk, (uint32_t)m->ncol_types);
-        for (size_t i = 0; i < m->ncol_types; i++) {
-            msgpack_pack_array(&pk, 2);
-            pack_cstr(&pk, m->col_types[i].column);
-            pack_cstr(&pk, m->col_types[i].type);
-        }
-    }
-    if (ch && m->history) {
-        pack_key(&pk, "hi");
-        msgpack_pack_uint32(&pk, 1);
-    }
-    if (ch && m->inferred) {
-        pack_key(&pk, "ti");
-        msgpack_pack_uint32(&pk, 1);
-    }
-    if (m->ingested_at_us != 0) {
-        pack_key(&pk, "ia");
-        msgpack_pack_int64(&pk, m->ingested_at_us);
-    }
-    if (m->batch_id) {
-        pack_key(&pk, "bi");
-        pack_cstr(&pk, m->batch_id);
-    }
-    if (m->dedup_key) {
-        pack_key(&pk, "dk");
-        pack_cstr(&pk, m->dedup_key);
-    }
-    if (m->dedup_hash != 0) {
-        pack_key(&pk, "dh");
-        msgpack_pack_uint64(&pk, m->dedup_hash);
-    }
-    if (m->metadata != 0) {
-        pack_key(&pk, "md");
-        msgpack_pack_uint32(&pk, m->metadata);
-    }
-    if (m->accepted != 0) {
-        pack_key(&pk, "ac");
-        msgpack_pack_uint64(&pk, m->accepted);
-    }
-    if (m->npositions) {
-        pack_key(&pk, "po");
-        msgpack_pack_array(&pk, (uint32_t)m->npositions);
-        for (size_t i = 0; i < m->npositions; i++) {
-            msgpack_pack_array(&pk, 2);
-            pack_cstr(&pk, m->positions[i].part);
-            msgpack_pack_bin_with_body(&pk, m->positions[i].value, m->positions[i].value_len);
-        }
-    }
-
-    msgpack_pack_array(&pk, rs->ncols);
-    for (uint32_t c = 0; c < rs->ncols; c++) {
-        msgpack_pack_array(&pk, 2);
-        msgpack_pack_str_with_body(&pk, rs->cols[c].name, rs->cols[c].name_len);
-        msgpack_pack_uint8(&pk, rs->cols[c].type);
-    }
-
-    msgpack_pack_array(&pk, rs->nrows);
-    for (uint32_t r = 0; r < rs->nrows && !e.failed; r++) {
-        msgpack_pack_array(&pk, rs->ncols);
-        if (rs->ncols)
-            zx_rowset_row(rs, r, row);
-        for (uint32_t c = 0; c < rs->ncols; c++)
-            pack_value(&pk, &row[c]);
-    }
-
-    msgpack_pack_array(&pk, (uint32_t)m->nrejects);
-    for (size_t i = 0; i < m->nrejects && !e.failed; i++) {
-        const zx_frame_reject *j = &m->rejects[i];
-        msgpack_pack_array(&pk, 4);
-        pack_cstr(&pk, j->reason);
-        msgpack_pack_bin_with_body(&pk, j->raw, j->raw_len);
-        if (j->key)
-            msgpack_pack_bin_with_body(&pk, j->key, j->key_len);
-        else
-            msgpack_pack_nil(&pk);
-        pack_cstr(&pk, j->position);
-    }
+    pack_meta(&pk, m, ch, kc);
+    pack_body(&pk, &e, m, rs, row);
     if (!e.failed)
         rc = 0;
 done:

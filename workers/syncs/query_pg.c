@@ -55,6 +55,7 @@
 #include "common/util.h"
 #include "workers/sources/postgres/pg_values.h"
 #include "workers/syncs/author_role.h"
+#include "workers/syncs/query_pg_int.h"
 
 #define WAIT_SLICE_MS 200          /* the longest a wait goes without looking
                                       at the stop and the deadline */
@@ -78,331 +79,6 @@ typedef struct pq {
     char *field;                  /* a field with its escapes undone */
     size_t fcap;
 } pq;
-
-/* ---- the author's role ------------------------------------------------ */
-
-/* The secret key of author passwords: <data_dir>/author.key, 32 random
- * bytes, made if missing.  0 or -1 (err set). */
-static int author_key(const char *data_dir, unsigned char key[32], char *err, size_t errlen)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/author.key", data_dir);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t n = read(fd, key, 32);
-            close(fd);
-            if (n == 32)
-                return 0;
-            snprintf(err, errlen, "%.200s is shorter than 32 bytes: remove it (zx makes a new "
-                     "one; the author roles' passwords change with it)", path);
-            return -1;
-        }
-        unsigned char k[32];
-        int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-        ssize_t n = rfd >= 0 ? read(rfd, k, sizeof(k)) : -1;
-        if (rfd >= 0)
-            close(rfd);
-        if (n != 32) {
-            snprintf(err, errlen, "cannot read /dev/urandom: %s", strerror(errno));
-            return -1;
-        }
-        char tmp[4200];
-        snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 || write(fd, k, 32) != 32 || fsync(fd) < 0) {
-            snprintf(err, errlen, "cannot write %.200s: %s", tmp, strerror(errno));
-            if (fd >= 0)
-                close(fd);
-            unlink(tmp);
-            return -1;
-        }
-        close(fd);
-        /* link, not rename: a key another run made meanwhile wins */
-        if (link(tmp, path) < 0 && errno != EEXIST) {
-            snprintf(err, errlen, "cannot make %.200s: %s", path, strerror(errno));
-            unlink(tmp);
-            return -1;
-        }
-        unlink(tmp);
-    }
-    snprintf(err, errlen, "cannot read %.200s", path);
-    return -1;
-}
-
-/* err = "sync S: what: <the server's message>" (on one line), from r
- * (may be NULL) or else the connection. */
-static void pg_message(PGconn *c, const PGresult *r, const char *sync, const char *what,
-                       char *err, size_t errlen)
-{
-    char m[600];
-    snprintf(err, errlen, "sync %s: %s: %s", sync, what, zx_pg_reason(c, r, m, sizeof(m)));
-}
-
-/* One command; 0, or -1 with err = "sync S: what: the server's message". */
-static int run(PGconn *c, const char *sql, int np, const char *const *params, const char *sync,
-               const char *what, PGresult **keep, char *err, size_t errlen)
-{
-    char m[700];
-    PGresult *r = zx_pg_exec(c, NULL, what, sql, np, params, m, sizeof(m));
-    if (!r)
-        return zx_seterr(err, errlen, "sync %s: %s", sync, m);
-    if (keep)
-        *keep = r;
-    else
-        PQclear(r);
-    return 0;
-}
-
-/* name quoted as an identifier into out (len bytes).  0, or -1. */
-static int quoted(PGconn *c, const char *name, char *out, size_t len)
-{
-    char *q = zx_pg_ident(c, name, NULL, 0);
-    if (!q || strlen(q) >= len) {
-        free(q);
-        return -1;
-    }
-    snprintf(out, len, "%s", q);
-    free(q);
-    return 0;
-}
-
-/* The role's attributes and zx's mark on it, read in ensure_role's
- * transaction. */
-typedef struct role_state {
-    int exists, super, repl, bypass, createdb, createrole, inherit, login;
-    char mark[400];
-    char member_of[400];      /* roles it is a member of, ", " between */
-} role_state;
-
-static int read_role(PGconn *c, const char *sync, const char *role, role_state *st,
-                     char *err, size_t errlen)
-{
-    PGresult *r = NULL;
-    const char *p[] = {role};
-    memset(st, 0, sizeof(*st));
-    if (run(c, "SELECT rolsuper, rolreplication, rolbypassrls, rolcreatedb, rolcreaterole, "
-               "rolinherit, rolcanlogin, coalesce(shobj_description(oid, 'pg_authid'), ''), "
-               "coalesce((SELECT string_agg(quote_ident(g.rolname), ', ' ORDER BY g.rolname) "
-               "FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid "
-               "WHERE m.member = r.oid), '') FROM pg_roles r WHERE rolname = $1",
-            1, p, sync, "reading the author's role", &r, err, errlen) < 0)
-        return -1;
-    if (PQntuples(r) == 1) {
-        int *flags[] = {&st->super, &st->repl, &st->bypass, &st->createdb, &st->createrole,
-                        &st->inherit, &st->login};
-        st->exists = 1;
-        for (int i = 0; i < 7; i++)
-            *flags[i] = !strcmp(PQgetvalue(r, 0, i), "t");
-        snprintf(st->mark, sizeof(st->mark), "%s", PQgetvalue(r, 0, 7));
-        snprintf(st->member_of, sizeof(st->member_of), "%s", PQgetvalue(r, 0, 8));
-    }
-    PQclear(r);
-    return 0;
-}
-
-/* Append to err a hint on the workspace role's privileges after a failed
- * CREATE / ALTER / COMMENT of an author's role. */
-static void privilege_hint(char *err, size_t errlen, const char *role, const char *author)
-{
-    size_t l = strlen(err);
-    if (l + 1 < errlen)
-        snprintf(err + l, errlen - l, " (role %s of author %s: the workspace's role needs "
-                 "CREATEROLE, and on PostgreSQL 16 and later ADMIN OPTION on that role, which "
-                 "it has on the roles it made itself; README \"Reverse syncs\")", role, author);
-}
-
-/* The role zx made for this author before roles were the author's alone
- * (author_role.h), named `legacy`: unmarked (a marked one is some
- * author's own), it loses what it may read in the schema, may no longer
- * log in, and is dropped (unless it holds rights elsewhere).  Best
- * effort, each statement in a savepoint of ensure_role's transaction: one
- * that fails changes nothing and the run goes on. */
-static void drop_legacy_role(PGconn *c, const char *sync, const zx_conf *conf,
-                             const char *legacy)
-{
-    char ql[200], qs[200], e[600];
-    PGresult *r = NULL;
-    const char *p[] = {legacy};
-    if (run(c, "SELECT 1 FROM pg_roles WHERE rolname = $1 AND "
-               "shobj_description(oid, 'pg_authid') IS NULL", 1, p, sync, "workspace", &r, e,
-            sizeof(e)) < 0)
-        return;
-    int found = PQntuples(r) == 1;
-    PQclear(r);
-    if (!found || quoted(c, legacy, ql, sizeof(ql)) < 0 ||
-        quoted(c, conf->pg_schema, qs, sizeof(qs)) < 0)
-        return;
-    char steps[4][500];
-    snprintf(steps[0], sizeof(steps[0]), "REVOKE ALL ON ALL TABLES IN SCHEMA %s FROM %s", qs,
-             ql);
-    snprintf(steps[1], sizeof(steps[1]), "REVOKE USAGE ON SCHEMA %s FROM %s", qs, ql);
-    snprintf(steps[2], sizeof(steps[2]), "ALTER ROLE %s NOLOGIN", ql);
-    snprintf(steps[3], sizeof(steps[3]), "DROP ROLE %s", ql);
-    for (int i = 0; i < 4; i++) {
-        if (run(c, "SAVEPOINT zx_legacy", 0, NULL, sync, "workspace", NULL, e, sizeof(e)) < 0)
-            return;
-        int ok = run(c, steps[i], 0, NULL, sync, "workspace", NULL, e, sizeof(e)) == 0;
-        run(c, ok ? "RELEASE SAVEPOINT zx_legacy" : "ROLLBACK TO SAVEPOINT zx_legacy", 0,
-            NULL, sync, "workspace", NULL, e, sizeof(e));
-    }
-}
-
-/* Make the author's role or bring it in step (see the top of the file),
- * with the workspace's own connection, in one transaction under a lock
- * of that role alone: the role is this author's only (author_role.h), so
- * what it may read never depends on another author's runs. */
-static int ensure_role(const zx_conf *conf, const char *sync, const zx_conf_author *a,
-                       const char *role, const char *legacy, const char *pw, int timeout_ms,
-                       char *err, size_t errlen)
-{
-    char tmo[16], sql[1024], qrole[200], qschema[200], qt[200], mark[400];
-    snprintf(tmo, sizeof(tmo), "%d", timeout_ms / 1000 > 0 ? timeout_ms / 1000 : 1);
-    const char *k[] = {"dbname", "application_name", "connect_timeout", NULL};
-    const char *v[] = {conf->pg_dsn, "zx-sync-setup", tmo, NULL};
-    PGconn *c = PQconnectdbParams(k, v, 1);
-    int rc = -1;
-    PGresult *r = NULL;
-    char *lit = NULL;
-    role_state st;
-    if (PQstatus(c) != CONNECTION_OK) {
-        snprintf(err, errlen, "sync %s: cannot connect to the workspace %s: %s", sync,
-                 conf->pg_dsn_shown, PQerrorMessage(c));
-        goto out;
-    }
-    zx_author_role_mark(a->name, mark, sizeof(mark));
-    if (quoted(c, role, qrole, sizeof(qrole)) < 0 ||
-        quoted(c, conf->pg_schema, qschema, sizeof(qschema)) < 0 ||
-        !(lit = zx_pg_literal(c, mark, NULL, 0))) {
-        snprintf(err, errlen, "sync %s: out of memory", sync);
-        goto out;
-    }
-    const char *p1[] = {role};
-    if (run(c, "BEGIN", 0, NULL, sync, "workspace", NULL, err, errlen) < 0 ||
-        run(c, "SELECT pg_advisory_xact_lock(hashtext('zx_author:' || $1))", 1, p1, sync,
-            "workspace", NULL, err, errlen) < 0 ||
-        read_role(c, sync, role, &st, err, errlen) < 0)
-        goto out;
-    if (!st.exists) {
-        /* NO... in CREATE ROLE needs no more than CREATEROLE (15 and 16) */
-        snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
-                 "NOREPLICATION NOBYPASSRLS NOINHERIT PASSWORD '%s'", qrole, pw);
-        if (run(c, sql, 0, NULL, sync, "making the author's role", NULL, err, errlen) < 0)
-            goto hint;
-        snprintf(sql, sizeof(sql), "COMMENT ON ROLE %s IS %s", qrole, lit);
-        if (run(c, sql, 0, NULL, sync, "marking the author's role", NULL, err, errlen) < 0)
-            goto hint;
-    } else {
-        if (strcmp(st.mark, mark) != 0) {
-            snprintf(err, errlen, "sync %s: role %s exists but is not zx's role of author %s "
-                     "(its comment: \"%.120s\"): drop it, or find who made it", sync, role,
-                     a->name, st.mark);
-            goto out;
-        }
-        /* Only what is out of step: naming SUPERUSER, REPLICATION or
-         * BYPASSRLS at all (even NO...) needs a superuser, and CREATEDB
-         * (PostgreSQL 16) CREATEDB; the role zx made has none of them. */
-        snprintf(sql, sizeof(sql), "ALTER ROLE %s%s%s%s%s%s%s%s PASSWORD '%s'", qrole,
-                 st.login ? "" : " LOGIN", st.super ? " NOSUPERUSER" : "",
-                 st.repl ? " NOREPLICATION" : "", st.bypass ? " NOBYPASSRLS" : "",
-                 st.createdb ? " NOCREATEDB" : "", st.createrole ? " NOCREATEROLE" : "",
-                 st.inherit ? " NOINHERIT" : "", pw);
-        if (run(c, sql, 0, NULL, sync, "keeping the author's role in step", NULL, err,
-                errlen) < 0)
-            goto hint;
-    }
-    if (st.member_of[0]) {
-        /* SET ROLE (set_config('role')) would reach those roles' rights */
-        snprintf(err, errlen, "sync %s: role %s of author %s is a member of %s, which zx never "
-                 "grants: REVOKE %s FROM %s", sync, role, a->name, st.member_of, st.member_of,
-                 qrole);
-        goto out;
-    }
-    snprintf(sql, sizeof(sql), "GRANT USAGE ON SCHEMA %s TO %s", qschema, qrole);
-    if (run(c, sql, 0, NULL, sync, "granting the schema", NULL, err, errlen) < 0)
-        goto out;
-    /* what it may read now, directly granted, in the schema */
-    const char *p2[] = {conf->pg_schema, role};
-    if (run(c, "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-               "WHERE n.nspname = $1 AND c.relkind IN ('r','v','m','p','f') AND EXISTS ("
-               "SELECT 1 FROM aclexplode(c.relacl) x JOIN pg_roles g ON g.oid = x.grantee "
-               "WHERE g.rolname = $2 AND x.privilege_type = 'SELECT')",
-            2, p2, sync, "reading the author's grants", &r, err, errlen) < 0)
-        goto out;
-    for (int i = 0; i < PQntuples(r); i++) {
-        const char *t = PQgetvalue(r, i, 0);
-        int keep = 0;
-        for (size_t j = 0; j < a->ntables; j++)
-            keep |= !strcmp(a->tables[j], t);
-        if (keep)
-            continue;
-        if (quoted(c, t, qt, sizeof(qt)) < 0)
-            goto out;
-        snprintf(sql, sizeof(sql), "REVOKE ALL ON %s.%s FROM %s", qschema, qt, qrole);
-        if (run(c, sql, 0, NULL, sync, "revoking a table", NULL, err, errlen) < 0)
-            goto out;
-    }
-    PQclear(r);
-    r = NULL;
-    for (size_t j = 0; j < a->ntables; j++) {
-        const char *p3[] = {conf->pg_schema, a->tables[j]};
-        if (run(c, "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                   "WHERE n.nspname = $1 AND c.relname = $2", 2, p3, sync, "workspace", &r,
-                err, errlen) < 0)
-            goto out;
-        int there = PQntuples(r) > 0;
-        PQclear(r);
-        r = NULL;
-        if (!there)
-            continue;   /* not made yet: a query reading it says so */
-        if (quoted(c, a->tables[j], qt, sizeof(qt)) < 0)
-            goto out;
-        snprintf(sql, sizeof(sql), "GRANT SELECT ON %s.%s TO %s", qschema, qt, qrole);
-        if (run(c, sql, 0, NULL, sync, "granting a table", NULL, err, errlen) < 0)
-            goto out;
-    }
-    /* Exactly the author's tables, in every schema of the database but
-     * the system's (pg_catalog, information_schema, pg_toast and the
-     * other pg_* ones): a grant zx cannot revoke (made by another role, or
-     * to PUBLIC, with USAGE on its schema) fails the run rather than widen
-     * it. */
-    if (run(c, "SELECT n.nspname, c.relname, n.nspname = $1 FROM pg_class c "
-               "JOIN pg_namespace n ON n.oid = c.relnamespace "
-               "WHERE n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%' "
-               "AND c.relkind IN ('r','v','m','p','f') "
-               "AND has_schema_privilege($2, n.oid, 'USAGE') "
-               "AND has_any_column_privilege($2, c.oid, 'SELECT') ORDER BY 3 DESC, 1, 2",
-            2, p2, sync, "reading the author's rights", &r, err, errlen) < 0)
-        goto out;
-    for (int i = 0; i < PQntuples(r); i++) {
-        const char *ns = PQgetvalue(r, i, 0), *t = PQgetvalue(r, i, 1);
-        int mine = 0;
-        for (size_t j = 0; *PQgetvalue(r, i, 2) == 't' && j < a->ntables; j++)
-            mine |= !strcmp(a->tables[j], t);
-        if (!mine) {
-            snprintf(err, errlen, "sync %s: role %s of author %s may still read table %s.%s, "
-                     "which is not the author's: a grant zx did not make (to PUBLIC, or by "
-                     "another role) that the workspace's role cannot revoke; revoke it (as "
-                     "its owner: REVOKE SELECT ON %s.%s FROM PUBLIC, or from the role that "
-                     "has it%s%s)", sync, role, a->name, ns, t, ns, t,
-                     strcmp(ns, conf->pg_schema) ? "; or REVOKE USAGE ON SCHEMA " : "",
-                     strcmp(ns, conf->pg_schema) ? ns : "");
-            goto out;
-        }
-    }
-    drop_legacy_role(c, sync, conf, legacy);
-    if (run(c, "COMMIT", 0, NULL, sync, "workspace", NULL, err, errlen) < 0)
-        goto out;
-    rc = 0;
-    goto out;
-hint:
-    privilege_hint(err, errlen, role, a->name);
-out:
-    PQclear(r);
-    free(lit);
-    PQfinish(c);
-    return rc;
-}
 
 /* ---- types --------------------------------------------------------------- */
 
@@ -632,7 +308,7 @@ static void server_error(pq *q, PGresult *r, const char *what, char *err, size_t
                          "cancelled by the server (statement_timeout)", err, errlen);
         return;
     }
-    pg_message(q->conn, r, q->sync, what, err, errlen);
+    zx_qpg_message(q->conn, r, q->sync, what, err, errlen);
 }
 
 /* One command on the query's connection, within its limits: its result in
@@ -736,7 +412,7 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
         q->lim = *lim;
     q->deadline_ms = zx_query_deadline(lim);
     int timeout_ms = q->lim.connect_timeout_ms > 0 ? q->lim.connect_timeout_ms : 30000;
-    if (author_key(conf->data_dir, key, kerr, sizeof(kerr)) < 0) {
+    if (zx_qpg_author_key(conf->data_dir, key, kerr, sizeof(kerr)) < 0) {
         snprintf(err, errlen, "sync %s: author %s: %s", sync, author->name, kerr);
         goto fail;
     }
@@ -747,13 +423,14 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
     }
     zx_author_role_password(key, q->role, q->pw);
     zx_author_role_legacy_name(key, author->name, legacy);
-    if (ensure_role(conf, sync, author, q->role, legacy, q->pw, timeout_ms, err, errlen) < 0)
+    if (zx_qpg_ensure_role(conf, sync, author, q->role, legacy, q->pw, timeout_ms, err,
+                           errlen) < 0)
         goto fail;
     snprintf(app, sizeof(app), "zx-sync-%.60s", sync);
     if (connect_q(q, app, err, errlen) < 0)
         goto fail;
     char qschema[200], sp[260];
-    if (quoted(q->conn, conf->pg_schema, qschema, sizeof(qschema)) < 0)
+    if (zx_qpg_quoted(q->conn, conf->pg_schema, qschema, sizeof(qschema)) < 0)
         goto oom;
     snprintf(sp, sizeof(sp), "SET LOCAL search_path TO %s", qschema);
     if (qexec(q, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "workspace", NULL, err,

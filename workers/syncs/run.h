@@ -3,6 +3,14 @@
  * it (docs/architecture.md §8), as the source "sync" of the worker runtime
  * (workers/sources/source.h): it publishes only row-hashes frames.
  *
+ * A run is four stages, one file each (run_int.h): read (run_read.c,
+ * with query*.c, hash.c, spill.c), compare (run_compare.c, against the
+ * hashes in the store), deliver (run_deliver.c, to a destination of
+ * workers/destinations/), record (run_record.c, row-hashes frames to the
+ * writer through the worker runtime of workers/sources/); run.c runs them.
+ * Rows cross the stages as rows frames in a spill file: read encodes each
+ * batch (proto/frame.h), deliver decodes it back into a rowset.
+ *
  * A run, in order:
  *   1. the destination is opened (its connection checked: read_only
  *      refused) unless it is a preview;

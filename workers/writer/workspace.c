@@ -663,6 +663,171 @@ static int create_table(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t met
     return rc;
 }
 
+/* Map each field of rs that needs a column (w->map -3) to a column of
+ * t: found (fields whose names the database cannot tell apart by the
+ * rule of mirrors: *stored_out, malloc'd, freed by the caller with its
+ * names), added while the cap allows, else kept in _extra; then _extra
+ * (*extra_idx) and the metadata columns (meta_idx) made if missing.  0,
+ * or -1 (err set). */
+static int map_fields(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t meta, uint32_t cap,
+                      zx_ws_result *res, char ***stored_out, int meta_idx[2],
+                      int64_t *extra_idx, char *err, size_t errlen)
+{
+    uint32_t ncols = rs->ncols;
+    /* fields whose names the database cannot tell apart (SQLite: "UPPER"
+     * and "upper") each get their own column, by the rule of mirrors */
+    char **stored = NULL;
+    int clash = wc_names_clash(w, t, rs, w->map);
+    if (clash < 0 || (clash && !(stored = calloc(ncols + 1, sizeof(*stored)))))
+        goto nomem;
+    *stored_out = stored;
+    if (clash) {
+        const char **src = calloc(ncols + 1, sizeof(*src));
+        for (uint32_t c = 0; src && c < ncols; c++)
+            src[c] = w->map[c] == -3 ? rs->cols[c].name : NULL;
+        int named = src ? wc_stored_names(w, t, src, ncols, stored) : -1;
+        free(src);
+        if (named < 0)
+            goto nomem;
+    }
+    uint32_t have = data_columns(w, t);
+    uint32_t budget = have < cap ? cap - have : 0;
+    for (uint32_t c = 0; c < ncols; c++) {
+        if (w->map[c] != -3)
+            continue;
+        const char *cname = stored ? stored[c] : rs->cols[c].name;
+        int64_t i = stored ? wc_find_exact(w, t, cname) : ws_find_col(w, t, cname);
+        if (i < 0) {
+            const char *decl = w->ops->decl_for_type(rs->cols[c].type);
+            if (!decl) { /* a hostile frame's unknown type: no column for it */
+                w->map[c] = -2;
+                continue;
+            }
+            if (budget == 0) {
+                to_extra(w, rs, c, cap, res);
+                continue;
+            }
+            int rc = w->ops->add_column(w, t, cname, decl, &w->nomsg[c], err, errlen);
+            if (rc < 0)
+                return -1;
+            if (rc == 0 && add_newcol(res, cname, rs->cols[c].type) < 0)
+                goto nomem;
+            budget -= rc == 0;
+            i = rc == 0 ? (int64_t)t->ncols - 1 : -2;
+        }
+        w->map[c] = (int32_t)i;
+    }
+    if (res->extra_fields && ensure_extra(w, t, rs, cap, res, extra_idx, err, errlen) < 0)
+        return -1;
+    for (int m = 0; m < 2; m++) {
+        if (!(meta & (1u << m)))
+            continue;
+        int64_t i = ws_find_col(w, t, zx_ws_meta_name[m]);
+        if (i < 0) {
+            int rc = w->ops->add_column(w, t, zx_ws_meta_name[m],
+                                        w->ops->decl_for_type(zx_ws_meta_type[m]), NULL, err,
+                                        errlen);
+            if (rc < 0)
+                return -1;
+            i = rc == 0 ? (int64_t)t->ncols - 1 : -1;
+        }
+        meta_idx[m] = (int)i;
+    }
+    return 0;
+nomem:
+    return zx_seterr(err, errlen, "workspace: out of memory");
+}
+
+/* Row r of rs into the rows of t begun (rows_begin): the metadata, each
+ * value fitted to its column or rejected (w->rejn, res->rejects), the
+ * fields kept in _extra, then the row ended (a row the database refuses
+ * is rejected whole).  0, or -1 (err set). */
+static int append_row(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,
+                      uint32_t r, const int meta_idx[2], const zx_fit_out meta_out[2],
+                      int64_t extra_idx, zx_ws_result *res, char *err, size_t errlen)
+{
+    uint32_t ncols = rs->ncols;
+    uint64_t b = rs->row_start[r], e = rs->row_start[r + 1];
+    int has_extra = 0;
+    for (int m = 0; m < 2; m++)
+        if (meta_idx[m] >= 0 && meta_out[m].st != ZX_FIT_S_NULL &&
+            w->ops->put(w, w->slot[meta_idx[m]] - 1, &meta_out[m], &w->buf) < 0)
+            goto nomem;
+    for (uint64_t i = b; i < e; i++) {
+        const zx_cell *cell = &rs->cells[i];
+        if (cell->col >= ncols)
+            continue;
+        int32_t m = w->map[cell->col];
+        if (m == -1)
+            continue;
+        if (m == -4) {
+            w->xlast[cell->col] = i;
+            has_extra = 1;
+            continue;
+        }
+        if (cell->v.type == ZX_T_NULL) {
+            if (m >= 0) {
+                zx_fit_out o = { .st = ZX_FIT_S_NULL };
+                if (w->ops->put(w, w->slot[m] - 1, &o, &w->buf) < 0)
+                    goto nomem;
+            }
+            continue;
+        }
+        const char *cname = m >= 0 ? t->cols[m].name : rs->cols[cell->col].name;
+        zx_fit_out o;
+        int f = m >= 0 ? zx_fit_value(t->cols[m].kind, &cell->v, &w->buf, &o) : 0;
+        if (f > 0)
+            f = put_value(w, w->slot[m] - 1, t->cols[m].kind, &o);
+        if (f < 0)
+            goto nomem;
+        if (f == 1)
+            continue;
+        if (m >= 0) {
+            zx_fit_out nul = { .st = ZX_FIT_S_NULL };
+            if (w->ops->put(w, w->slot[m] - 1, &nul, &w->buf) < 0)
+                goto nomem;
+        }
+        char why[600];
+        const char *reason = NULL;
+        if (f == 2) {
+            snprintf(why, sizeof(why), "value of column %.100s: %s", cname, REFUSED_WHY);
+            reason = why;
+        } else if (m < 0) {
+            snprintf(why, sizeof(why), "column %.100s could not be added: %.300s", cname,
+                     w->nomsg[cell->col] ? w->nomsg[cell->col]
+                     : !w->ops->decl_for_type(rs->cols[cell->col].type)
+                         ? "unknown value type"
+                         : "the reason was lost (out of memory)");
+            reason = why;
+        }
+        if (reject(w, t, a, cname, m >= 0 ? t->cols[m].kind : ZX_FIT__COUNT, &cell->v,
+                   reason, err, errlen) < 0)
+            return -1;
+        w->rejn[cell->col]++;
+        res->rejects++;
+    }
+    if (has_extra && extra_idx >= 0) {
+        if (build_extra(w, rs, b, e, res) < 0)
+            goto nomem;
+        if (w->xbuf.len && put_extra(w, t, a, extra_idx, res, err, errlen) < 0)
+            return -1;
+    }
+    char why[600];
+    int rc = w->ops->row_end(w, why, sizeof(why), err, errlen);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        res->rows++;
+    } else {
+        if (ws_reject_refused_row(w, t, a, rs, r, why, err, errlen) < 0)
+            return -1;
+        res->rejects++;
+    }
+    return 0;
+nomem:
+    return zx_seterr(err, errlen, "workspace: out of memory");
+}
+
 int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
                       zx_ws_result *res, char *err, size_t errlen)
 {
@@ -720,63 +885,8 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
             goto out;
         }
     }
-    /* fields whose names the database cannot tell apart (SQLite: "UPPER"
-     * and "upper") each get their own column, by the rule of mirrors */
-    int clash = wc_names_clash(w, t, rs, w->map);
-    if (clash < 0 || (clash && !(stored = calloc(ncols + 1, sizeof(*stored)))))
-        goto nomem;
-    if (clash) {
-        const char **src = calloc(ncols + 1, sizeof(*src));
-        for (uint32_t c = 0; src && c < ncols; c++)
-            src[c] = w->map[c] == -3 ? rs->cols[c].name : NULL;
-        int named = src ? wc_stored_names(w, t, src, ncols, stored) : -1;
-        free(src);
-        if (named < 0)
-            goto nomem;
-    }
-    uint32_t have = data_columns(w, t);
-    uint32_t budget = have < cap ? cap - have : 0;
-    for (uint32_t c = 0; c < ncols; c++) {
-        if (w->map[c] != -3)
-            continue;
-        const char *cname = stored ? stored[c] : rs->cols[c].name;
-        int64_t i = stored ? wc_find_exact(w, t, cname) : ws_find_col(w, t, cname);
-        if (i < 0) {
-            const char *decl = w->ops->decl_for_type(rs->cols[c].type);
-            if (!decl) { /* a hostile frame's unknown type: no column for it */
-                w->map[c] = -2;
-                continue;
-            }
-            if (budget == 0) {
-                to_extra(w, rs, c, cap, res);
-                continue;
-            }
-            int rc = w->ops->add_column(w, t, cname, decl, &w->nomsg[c], err, errlen);
-            if (rc < 0)
-                goto out;
-            if (rc == 0 && add_newcol(res, cname, rs->cols[c].type) < 0)
-                goto nomem;
-            budget -= rc == 0;
-            i = rc == 0 ? (int64_t)t->ncols - 1 : -2;
-        }
-        w->map[c] = (int32_t)i;
-    }
-    if (res->extra_fields && ensure_extra(w, t, rs, cap, res, &extra_idx, err, errlen) < 0)
+    if (map_fields(w, t, rs, meta, cap, res, &stored, meta_idx, &extra_idx, err, errlen) < 0)
         goto out;
-    for (int m = 0; m < 2; m++) {
-        if (!(meta & (1u << m)))
-            continue;
-        int64_t i = ws_find_col(w, t, zx_ws_meta_name[m]);
-        if (i < 0) {
-            int rc = w->ops->add_column(w, t, zx_ws_meta_name[m],
-                                        w->ops->decl_for_type(zx_ws_meta_type[m]), NULL, err,
-                                        errlen);
-            if (rc < 0)
-                goto out;
-            i = rc == 0 ? (int64_t)t->ncols - 1 : -1;
-        }
-        meta_idx[m] = (int)i;
-    }
     if (grow_scratch(w, ncols, t->ncols) < 0)
         goto nomem;
 
@@ -805,84 +915,9 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
           .len = a->request_id ? strlen(a->request_id) : 0 },
     };
 
-    for (uint32_t r = 0; r < rs->nrows; r++) {
-        uint64_t b = rs->row_start[r], e = rs->row_start[r + 1];
-        int has_extra = 0;
-        for (int m = 0; m < 2; m++)
-            if (meta_idx[m] >= 0 && meta_out[m].st != ZX_FIT_S_NULL &&
-                w->ops->put(w, w->slot[meta_idx[m]] - 1, &meta_out[m], &w->buf) < 0)
-                goto nomem;
-        for (uint64_t i = b; i < e; i++) {
-            const zx_cell *cell = &rs->cells[i];
-            if (cell->col >= ncols)
-                continue;
-            int32_t m = w->map[cell->col];
-            if (m == -1)
-                continue;
-            if (m == -4) {
-                w->xlast[cell->col] = i;
-                has_extra = 1;
-                continue;
-            }
-            if (cell->v.type == ZX_T_NULL) {
-                if (m >= 0) {
-                    zx_fit_out o = { .st = ZX_FIT_S_NULL };
-                    if (w->ops->put(w, w->slot[m] - 1, &o, &w->buf) < 0)
-                        goto nomem;
-                }
-                continue;
-            }
-            const char *cname = m >= 0 ? t->cols[m].name : rs->cols[cell->col].name;
-            zx_fit_out o;
-            int f = m >= 0 ? zx_fit_value(t->cols[m].kind, &cell->v, &w->buf, &o) : 0;
-            if (f > 0)
-                f = put_value(w, w->slot[m] - 1, t->cols[m].kind, &o);
-            if (f < 0)
-                goto nomem;
-            if (f == 1)
-                continue;
-            if (m >= 0) {
-                zx_fit_out nul = { .st = ZX_FIT_S_NULL };
-                if (w->ops->put(w, w->slot[m] - 1, &nul, &w->buf) < 0)
-                    goto nomem;
-            }
-            char why[600];
-            const char *reason = NULL;
-            if (f == 2) {
-                snprintf(why, sizeof(why), "value of column %.100s: %s", cname, REFUSED_WHY);
-                reason = why;
-            } else if (m < 0) {
-                snprintf(why, sizeof(why), "column %.100s could not be added: %.300s", cname,
-                         w->nomsg[cell->col] ? w->nomsg[cell->col]
-                         : !w->ops->decl_for_type(rs->cols[cell->col].type)
-                             ? "unknown value type"
-                             : "the reason was lost (out of memory)");
-                reason = why;
-            }
-            if (reject(w, t, a, cname, m >= 0 ? t->cols[m].kind : ZX_FIT__COUNT, &cell->v,
-                       reason, err, errlen) < 0)
-                goto out;
-            w->rejn[cell->col]++;
-            res->rejects++;
-        }
-        if (has_extra && extra_idx >= 0) {
-            if (build_extra(w, rs, b, e, res) < 0)
-                goto nomem;
-            if (w->xbuf.len && put_extra(w, t, a, extra_idx, res, err, errlen) < 0)
-                goto out;
-        }
-        char why[600];
-        int rc = w->ops->row_end(w, why, sizeof(why), err, errlen);
-        if (rc < 0)
+    for (uint32_t r = 0; r < rs->nrows; r++)
+        if (append_row(w, t, a, rs, r, meta_idx, meta_out, extra_idx, res, err, errlen) < 0)
             goto out;
-        if (rc == 0) {
-            res->rows++;
-        } else {
-            if (ws_reject_refused_row(w, t, a, rs, r, why, err, errlen) < 0)
-                goto out;
-            res->rejects++;
-        }
-    }
     if (w->ops->rows_end(w, t, a, rs, res, err, errlen) < 0)
         goto out;
     began = 0;

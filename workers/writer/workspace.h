@@ -182,7 +182,7 @@ int zx_ws_positions_each(zx_ws *w, zx_ws_position_cb cb, void *ctx);
 int zx_ws_positions_drop(zx_ws *w, const char *pipeline);
 
 /* Parked frames: the changes frames of a mirror table that refuses them
- * (writer.c), kept in table _zx_parked(pipeline TEXT, tbl TEXT, n INTEGER,
+ * (writer_park.c), kept in table _zx_parked(pipeline TEXT, tbl TEXT, n INTEGER,
  * nrows INTEGER, frame BLOB, reason TEXT, parked_at TEXT, PRIMARY
  * KEY(pipeline, tbl, n))
  * in the same transaction as the checkpoint and positions that pass them,

@@ -625,7 +625,7 @@ static int p_positions_drop(zx_ws *ws, const char *pipeline)
     return r ? 0 : -1;
 }
 
-/* ---- parked frames (writer.c) -------------------------------------------- */
+/* ---- parked frames (writer_park.c) --------------------------------------- */
 
 /* Run q with n parameters (pv, lens, fmts: libpq's), results in format
  * rfmt: the result of the expected status, or NULL (failure recorded). */

@@ -389,7 +389,7 @@ static int q_positions_each(zx_ws *ws, zx_ws_position_cb cb, void *ctx)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* ---- parked frames (writer.c) -------------------------------------------- */
+/* ---- parked frames (writer_park.c) --------------------------------------- */
 
 /* Prepare sql, bind pipeline and table as ?1 and ?2: the statement, or
  * NULL. */

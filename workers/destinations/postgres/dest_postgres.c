@@ -56,10 +56,13 @@
  * tcp_user_timeout notice a dead server within it.  A statement of a large
  * batch must finish within it too.
  *
+ * The batches (write, delete_keys) are in dest_pg_write.c; the state both
+ * parts share is in dest_pg_state.h.
+ *
  * It must never: print the dsn (only dsn_shown), write to a read_only
  * connection, send a value unchecked, or leave a COPY half-open.
  */
-#include "workers/destinations/dest.h"
+#include "workers/destinations/postgres/dest_pg_state.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -74,52 +77,12 @@
 #include "workers/destinations/postgres/dest_pg_int.h"
 #include "workers/destinations/dest_table.h"
 
-#define MAX_NAME 63                     /* NAMEDATALEN - 1 */
-#define SEEN_MAX 4000000u               /* keys a run tracks for the direct path */
-#define SEND_CHUNK (1u << 20)
-
-typedef struct pgd {
-    PGconn *c;
-    char *cname;                /* connection name */
-    char *dsn_shown;
-    char *schema, *table;       /* unquoted */
-    char *qtable;               /* "schema"."table" */
-    char *label;                /* "postgres NAME table schema.table" */
-    int64_t deadline_ms;
-    char msg[1024];             /* the last failure, one line */
-    char sqlstate[6];
-
-    /* the run (begin .. commit/abort) */
-    zx_sync_mode mode;
-    zx_dest_stats *st;
-    size_t ncols, nkeys;
-    zx_pg_col *cols;
-    char **qcols;               /* quoted column names */
-    size_t *key;                /* key column indexes into cols */
-    int binary, kbinary;        /* COPY formats of rows / keys */
-    int direct;                 /* upsert into a table empty at begin */
-    int stage_made, stage_used, kstage_made, kstage_used;
-    zx_pg_hset seen;
-    char *sql_copy, *sql_copy_stage, *sql_merge, *sql_copy_keys, *sql_delete;
-
-    /* a batch */
-    zx_buf data, keys, scratch;
-    size_t *roff, *rend, *koff, *klen;
-    uint64_t *khash;
-    uint8_t *skip;
-    size_t rows_cap;
-    size_t *foff;               /* the current row's field j: its bytes at
-                                   [foff[2j], foff[2j + 1]) in data */
-    size_t *idx;                /* 0, 1, .. ncols - 1 */
-    zx_value *vals;
-} pgd;
-
 /* ---- messages ------------------------------------------------------ */
 
 /* Copy the first line of s into d->msg (libpq's later lines only
  * explain it): white space runs become one space, "ERROR:  " prefixes
  * go. */
-static void set_msg(pgd *d, const char *s)
+void zx_pgd_set_msg(pgd *d, const char *s)
 {
     size_t o = 0;
     int sp = 0;
@@ -144,13 +107,13 @@ static void set_msg(pgd *d, const char *s)
     }
 }
 
-static void set_msg_res(pgd *d, const PGresult *r)
+void zx_pgd_set_msg_res(pgd *d, const PGresult *r)
 {
     const char *prim = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     snprintf(d->sqlstate, sizeof(d->sqlstate), "%s", st ? st : "");
     if (!prim) {
-        set_msg(d, PQerrorMessage(d->c));
+        zx_pgd_set_msg(d, PQerrorMessage(d->c));
         return;
     }
     const char *det = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
@@ -159,7 +122,7 @@ static void set_msg_res(pgd *d, const PGresult *r)
         snprintf(m, sizeof(m), "%s (%s)", prim, det);
     else
         snprintf(m, sizeof(m), "%s", prim);
-    set_msg(d, m);
+    zx_pgd_set_msg(d, m);
 }
 
 /* ---- strings ------------------------------------------------------- */
@@ -182,83 +145,23 @@ static void no_notices(void *arg, const char *message)
 
 /* Run sql (params text, may be NULL); the result when it succeeded (the
  * caller clears it), else NULL with d->msg set. */
-static PGresult *q(pgd *d, const char *sql, int n, const char *const *params)
+PGresult *zx_pgd_q(pgd *d, const char *sql, int n, const char *const *params)
 {
     PGresult *r = n ? PQexecParams(d->c, sql, n, NULL, params, NULL, NULL, 0)
                     : PQexec(d->c, sql);
     ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
         return r;
-    set_msg_res(d, r);
+    zx_pgd_set_msg_res(d, r);
     PQclear(r);
     return NULL;
 }
 
-static int sql_run(pgd *d, const char *sql)
+int zx_pgd_sql_run(pgd *d, const char *sql)
 {
-    PGresult *r = q(d, sql, 0, NULL);
+    PGresult *r = zx_pgd_q(d, sql, 0, NULL);
     PQclear(r);
     return r ? 0 : -1;
-}
-
-/* End a COPY and collect its results: 0 when every result was OK, -1 with
- * d->msg set.  Never leaves the connection inside the COPY. */
-static int copy_finish(pgd *d, const char *abort_msg)
-{
-    int rc = 0;
-    if (PQputCopyEnd(d->c, abort_msg) != 1) {
-        set_msg(d, PQerrorMessage(d->c));
-        rc = -1;
-    }
-    PGresult *r;
-    for (int guard = 0; guard < 64 && (r = PQgetResult(d->c)) != NULL; guard++) {
-        ExecStatusType s = PQresultStatus(r);
-        if (s == PGRES_COPY_IN) {            /* only after a failed end */
-            PQclear(r);
-            PQputCopyEnd(d->c, "aborted");
-            continue;
-        }
-        if (s != PGRES_COMMAND_OK && rc == 0) {
-            set_msg_res(d, r);
-            rc = -1;
-        }
-        PQclear(r);
-    }
-    return rc;
-}
-
-/* COPY sql FROM STDIN, then the parts[] of data.  0 or -1 (d->msg). */
-typedef struct span {
-    const char *p;
-    size_t n;
-} span;
-
-static int copy_send(pgd *d, const char *sql, const span *parts, size_t nparts)
-{
-    PGresult *r = PQexec(d->c, sql);
-    if (!r || PQresultStatus(r) != PGRES_COPY_IN) {
-        set_msg_res(d, r);
-        PQclear(r);
-        return -1;
-    }
-    PQclear(r);
-    for (size_t i = 0; i < nparts; i++) {
-        for (size_t o = 0; o < parts[i].n;) {
-            size_t n = parts[i].n - o < SEND_CHUNK ? parts[i].n - o : SEND_CHUNK;
-            if (PQputCopyData(d->c, parts[i].p + o, (int)n) != 1) {
-                set_msg(d, PQerrorMessage(d->c));
-                char keep[sizeof(d->msg)];
-                memcpy(keep, d->msg, sizeof(keep));
-                copy_finish(d, "zx: sending failed");
-                memcpy(d->msg, keep, sizeof(keep));
-                return -1;
-            }
-            o += n;
-        }
-        if (d->st)
-            d->st->bytes += parts[i].n;
-    }
-    return copy_finish(d, NULL);
 }
 
 /* ---- open / close -------------------------------------------------- */
@@ -374,7 +277,7 @@ static int pg_open(const zx_dest_args *a, void **state, char *err, size_t errlen
                          .connect_timeout_s = s < 2 ? 2 : (int)s,
                          .keepalives_idle_s = s / 3 > 1 ? (int)(s / 3) : 1, .more = more };
     if (!(d->c = zx_pg_connect(&o, m, sizeof(m)))) {
-        set_msg(d, m);
+        zx_pgd_set_msg(d, m);
         zx_dt_fail(d->label, err, errlen, "%s", d->msg);
         pg_close(d);
         return -1;
@@ -389,7 +292,7 @@ static int pg_open(const zx_dest_args *a, void **state, char *err, size_t errlen
     char sql[256];
     snprintf(sql, sizeof(sql), "SET statement_timeout = %" PRId64 "; SET lock_timeout = %" PRId64
              "; SET client_min_messages = warning; SET temp_buffers = '64MB'", ms, ms);
-    if (sql_run(d, sql) < 0) {
+    if (zx_pgd_sql_run(d, sql) < 0) {
         zx_dt_fail(d->label, err, errlen, "%s", d->msg);
         pg_close(d);
         return -1;
@@ -424,7 +327,7 @@ static const char *pg_type_of(const zx_dcol *c, char *buf, size_t n)
 static int find_table(pgd *d, char *oid, size_t oidlen, char *err, size_t errlen)
 {
     const char *pv[2] = { d->schema, d->table };
-    PGresult *r = q(d, "SELECT c.oid, c.relkind FROM pg_catalog.pg_class c JOIN "
+    PGresult *r = zx_pgd_q(d, "SELECT c.oid, c.relkind FROM pg_catalog.pg_class c JOIN "
                        "pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
                        "WHERE n.nspname = $1 AND c.relname = $2", 2, pv);
     if (!r)
@@ -448,8 +351,10 @@ static int find_table(pgd *d, char *oid, size_t oidlen, char *err, size_t errlen
 static PGresult *table_columns(pgd *d, const char *oid, char *err, size_t errlen)
 {
     const char *pv[1] = { oid };
-    PGresult *r = q(d, "SELECT attname, atttypid, atttypmod, attnum FROM pg_catalog.pg_attribute "
-                       "WHERE attrelid = $1::oid AND attnum > 0 AND NOT attisdropped", 1, pv);
+    PGresult *r = zx_pgd_q(d, "SELECT attname, atttypid, atttypmod, attnum "
+                              "FROM pg_catalog.pg_attribute "
+                              "WHERE attrelid = $1::oid AND attnum > 0 AND NOT attisdropped",
+                           1, pv);
     if (!r)
         zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     return r;
@@ -468,7 +373,7 @@ static int has_key_index(pgd *d, const zx_dest_run *run, const char *oid, const 
                          char *err, size_t errlen)
 {
     const char *pv[1] = { oid };
-    PGresult *r = q(d, "SELECT indnkeyatts, indkey::text FROM pg_catalog.pg_index WHERE "
+    PGresult *r = zx_pgd_q(d, "SELECT indnkeyatts, indkey::text FROM pg_catalog.pg_index WHERE "
                        "indrelid = $1::oid AND indisunique AND indisvalid AND indpred IS NULL "
                        "AND indexprs IS NULL", 1, pv);
     if (!r)
@@ -596,7 +501,7 @@ static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
             zx_buf_free(&b);
             return zx_dt_fail(d->label, err, errlen, "out of memory");
         }
-        int rc = sql_run(d, b.p);
+        int rc = zx_pgd_sql_run(d, b.p);
         zx_buf_free(&b);
         if (rc < 0)
             return zx_dt_fail(d->label, err, errlen, "cannot create the table: %s", d->msg);
@@ -621,7 +526,7 @@ static int make_table(pgd *d, const zx_dest_run *run, char *oid, size_t oidlen,
     }
     if (!missing)
         return 0;
-    int rc = sql_run(d, b.p);
+    int rc = zx_pgd_sql_run(d, b.p);
     zx_buf_free(&b);
     if (rc < 0)
         return zx_dt_fail(d->label, err, errlen, "cannot add the columns the table lacks: %s",
@@ -643,7 +548,7 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
     if (PQtransactionStatus(d->c) != PQTRANS_IDLE)
         return zx_dt_fail(d->label, err, errlen, "the connection is not ready for a new run (%s)",
                           PQstatus(d->c) == CONNECTION_OK ? "a transaction is open" : "lost");
-    if (sql_run(d, "BEGIN") < 0)
+    if (zx_pgd_sql_run(d, "BEGIN") < 0)
         return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     char oid[32];
     PGresult *cols = NULL;
@@ -684,7 +589,7 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
         zx_buf b = { 0 };
         if (zx_buf_printf(&b, "DELETE FROM %s", d->qtable) < 0)
             return zx_dt_fail(d->label, err, errlen, "out of memory");
-        int rc = sql_run(d, b.p);
+        int rc = zx_pgd_sql_run(d, b.p);
         zx_buf_free(&b);
         if (rc < 0)
             return zx_dt_fail(d->label, err, errlen, "cannot empty the table: %s", d->msg);
@@ -693,7 +598,7 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
         zx_buf b = { 0 };
         if (zx_buf_printf(&b, "SELECT 1 FROM %s LIMIT 1", d->qtable) < 0)
             return zx_dt_fail(d->label, err, errlen, "out of memory");
-        PGresult *r = q(d, b.p, 0, NULL);
+        PGresult *r = zx_pgd_q(d, b.p, 0, NULL);
         zx_buf_free(&b);
         if (!r)
             return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
@@ -704,275 +609,7 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
     return 0;
 }
 
-/* ---- rows ---------------------------------------------------------- */
-
-/* The array at *pp (the address of an array pointer) reallocated to cap
- * elements of size bytes.  0, or -1 (unchanged). */
-static int regrow(void *pp, size_t cap, size_t size)
-{
-    void *p = realloc(*(void **)pp, cap * size);
-    if (!p)
-        return -1;
-    *(void **)pp = p;
-    return 0;
-}
-
-static int grow_rows(pgd *d, size_t n)
-{
-    if (n <= d->rows_cap)
-        return 0;
-    size_t cap = d->rows_cap ? d->rows_cap : 1024;
-    while (cap < n)
-        cap *= 2;
-    if (regrow(&d->roff, cap, sizeof(size_t)) < 0 || regrow(&d->rend, cap, sizeof(size_t)) < 0 ||
-        regrow(&d->koff, cap, sizeof(size_t)) < 0 || regrow(&d->klen, cap, sizeof(size_t)) < 0 ||
-        regrow(&d->khash, cap, sizeof(uint64_t)) < 0 || regrow(&d->skip, cap, 1) < 0)
-        return -1;
-    d->rows_cap = cap;
-    return 0;
-}
-
-/* Encode rs's rows into d->data (cols[idx[j]] for column j of rs), each
- * row's bytes at [roff, rend); with keys (nk > 0: kidx are the key
- * positions among rs's columns) their bytes go to d->keys, and a row whose
- * key is NULL gets skip = 1.  Counts misfits (and NULL keys) in *nulled.
- * 0 or -1 (memory). */
-static int encode(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols, int binary,
-                  const size_t *kidx, size_t nk, uint64_t *nulled)
-{
-    d->data.len = 0;
-    d->keys.len = 0;
-    if (binary && zx_pg_copy_bin_header(&d->data) < 0)
-        return -1;
-    for (uint32_t r = 0; r < rs->nrows; r++) {
-        zx_rowset_row(rs, r, d->vals);
-        d->roff[r] = d->data.len;
-        d->skip[r] = 0;
-        if (binary) {
-            unsigned char fc[2] = { (unsigned char)(ncols >> 8), (unsigned char)ncols };
-            if (zx_buf_put(&d->data, fc, 2) < 0)
-                return -1;
-        }
-        zx_dt_nulls nn = { 0 };
-        for (size_t j = 0; j < ncols; j++) {
-            if (!binary && j && zx_buf_put(&d->data, "\t", 1) < 0)
-                return -1;
-            d->foff[2 * j] = d->data.len;
-            int isnull, misfit;
-            if (zx_pg_copy_field(&d->data, &d->cols[idx[j]], &d->vals[j], binary, &d->scratch,
-                                 &isnull, &misfit) < 0)
-                return -1;
-            d->foff[2 * j + 1] = d->data.len;
-            zx_dt_nulls_add(&nn, zx_dt_is_key(kidx, nk, j), isnull, misfit);
-            if (misfit)
-                zx_dest_misfit(d->st, rs->cols[j].name, &d->vals[j]);
-        }
-        *nulled += zx_dt_nulls_count(&nn);
-        if (!binary && zx_buf_put(&d->data, "\n", 1) < 0)
-            return -1;
-        d->rend[r] = d->data.len;
-        if (!nk)
-            continue;
-        if (nn.knull) {
-            /* left out (counted once in *nulled) */
-            d->skip[r] = 1;
-            d->data.len = d->roff[r];
-            d->rend[r] = d->roff[r];
-            continue;
-        }
-        d->koff[r] = d->keys.len;
-        /* binary fields carry their length; text ones end with a tab
-         * (escaped text holds none), so ("ab", "c") never equals ("a", "bc") */
-        for (size_t k = 0; k < nk; k++) {
-            size_t j = kidx[k];
-            if (zx_buf_put(&d->keys, d->data.p + d->foff[2 * j],
-                           d->foff[2 * j + 1] - d->foff[2 * j]) < 0 ||
-                (!binary && zx_buf_put(&d->keys, "\t", 1) < 0))
-                return -1;
-        }
-        d->klen[r] = d->keys.len - d->koff[r];
-        d->khash[r] = zx_pg_key_hash(d->keys.p + d->koff[r], d->klen[r]);
-    }
-    if (binary && zx_pg_copy_bin_trailer(&d->data) < 0)
-        return -1;
-    return 0;
-}
-
-/* The parts of d->data to send: the header, each run of rows not skipped,
- * the trailer.  *parts is malloc'ed (caller frees).  0 or -1. */
-static int make_parts(pgd *d, uint32_t nrows, int binary, span **parts, size_t *nparts)
-{
-    size_t cap = 8, n = 0;
-    span *p = malloc(cap * sizeof(*p));
-    if (!p)
-        return -1;
-    size_t first = nrows ? d->roff[0] : d->data.len;
-    if (first)
-        p[n++] = (span){ d->data.p, first };
-    for (uint32_t r = 0; r < nrows;) {
-        if (d->skip[r]) {
-            r++;
-            continue;
-        }
-        uint32_t e = r;
-        while (e + 1 < nrows && !d->skip[e + 1] && d->roff[e + 1] == d->rend[e])
-            e++;
-        if (n + 2 >= cap) {
-            cap *= 2;
-            span *np = realloc(p, cap * sizeof(*p));
-            if (!np) {
-                free(p);
-                return -1;
-            }
-            p = np;
-        }
-        p[n++] = (span){ d->data.p + d->roff[r], d->rend[e] - d->roff[r] };
-        r = e + 1;
-    }
-    size_t tail = nrows ? d->rend[nrows - 1] : d->data.len;
-    if (binary && d->data.len > tail)
-        p[n++] = (span){ d->data.p + tail, d->data.len - tail };
-    *parts = p;
-    *nparts = n;
-    return 0;
-}
-
-/* Make pg_temp.NAME (the run's columns or its key columns, none of the
- * table's constraints) on first use, empty it on later ones.  0 or -1. */
-static int stage_table(pgd *d, const char *name, int keys_only, int *made, int *used)
-{
-    zx_buf b = { 0 };
-    int bad;
-    if (*made) {
-        if (!*used)
-            return 0;
-        bad = zx_buf_printf(&b, "TRUNCATE pg_temp.%s", name) < 0;
-    } else {
-        bad = zx_buf_printf(&b, "CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT ", name) < 0;
-        if (!bad)
-            bad = zx_dt_sql_list(&b, d->qcols, keys_only ? d->key : NULL,
-                                 keys_only ? d->nkeys : d->ncols) < 0;
-        if (!bad)
-            bad = zx_buf_printf(&b, " FROM %s WITH NO DATA", d->qtable) < 0;
-    }
-    if (bad) {
-        zx_buf_free(&b);
-        set_msg(d, "out of memory");
-        return -1;
-    }
-    int rc = sql_run(d, b.p);
-    zx_buf_free(&b);
-    if (rc == 0) {
-        *made = 1;
-        *used = 0;
-    }
-    return rc;
-}
-
-/* The start of write and delete_keys: rs's rows encoded (encode's
- * arguments), their NULLs counted in the run's stats.  1 when there are
- * rows, 0 when there are none, -1 (err). */
-static int encode_batch(pgd *d, const zx_rowset *rs, const size_t *idx, size_t ncols,
-                        int binary, const size_t *kidx, size_t nk, char *err, size_t errlen)
-{
-    if (rs->nrows == 0)
-        return 0;
-    if (grow_rows(d, rs->nrows) < 0)
-        return zx_dt_fail(d->label, err, errlen, "out of memory");
-    uint64_t nulled = 0;
-    int rc = encode(d, rs, idx, ncols, binary, kidx, nk, &nulled);
-    d->st->nulled += nulled;
-    if (rc < 0)
-        return zx_dt_fail(d->label, err, errlen, "out of memory");
-    return 1;
-}
-
-/* COPY the encoded batch's rows that are not skipped with sql; with a
- * stage name, into pg_temp.<stage> made or emptied first (stage_table).
- * 0 or -1 (d->msg). */
-static int copy_rows(pgd *d, uint32_t nrows, int binary, const char *sql, const char *stage,
-                     int keys_only, int *made, int *used)
-{
-    if (stage) {
-        if (stage_table(d, stage, keys_only, made, used) < 0)
-            return -1;
-        *used = 1;
-    }
-    span *parts;
-    size_t nparts;
-    if (make_parts(d, nrows, binary, &parts, &nparts) < 0) {
-        set_msg(d, "out of memory");
-        return -1;
-    }
-    int rc = copy_send(d, sql, parts, nparts);
-    free(parts);
-    return rc;
-}
-
-static int pg_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
-{
-    pgd *d = state;
-    if (zx_dt_check_write(d->label, d->st != NULL, rs, d->ncols, err, errlen) < 0)
-        return -1;
-    uint32_t nrows = rs->nrows;
-    int upsert = zx_dt_keyed(d->mode);
-    int rc = encode_batch(d, rs, d->idx, d->ncols, d->binary, upsert ? d->key : NULL,
-                          upsert ? d->nkeys : 0, err, errlen);
-    if (rc <= 0)
-        return rc;
-    uint64_t accepted = 0;
-    for (uint32_t r = 0; r < nrows; r++)
-        accepted += !d->skip[r];
-    if (accepted == 0)
-        return 0;       /* every row's key was NULL */
-    int staged = 0;
-    if (upsert) {
-        if (zx_pg_dedup(d->keys.p, d->koff, d->klen, d->khash, d->skip, nrows) < 0)
-            return zx_dt_fail(d->label, err, errlen, "out of memory");
-        int direct = d->direct;
-        for (uint32_t r = 0; r < nrows && direct; r++)
-            if (!d->skip[r] && zx_pg_hset_has(&d->seen, d->khash[r]))
-                direct = 0;
-        /* remember this batch's keys while the direct path lasts; when
-         * they no longer fit, later batches take the staging path */
-        for (uint32_t r = 0; r < nrows && d->direct; r++)
-            if (!d->skip[r] && zx_pg_hset_add(&d->seen, d->khash[r], SEEN_MAX) < 0) {
-                d->direct = 0;
-                zx_pg_hset_free(&d->seen);
-            }
-        staged = !direct;
-    }
-    if (staged) {
-        rc = copy_rows(d, nrows, d->binary, d->sql_copy_stage, "zx_stage", 0, &d->stage_made,
-                       &d->stage_used);
-        if (rc == 0)
-            rc = sql_run(d, d->sql_merge);
-    } else
-        rc = copy_rows(d, nrows, d->binary, d->sql_copy, NULL, 0, NULL, NULL);
-    if (rc < 0)
-        return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
-    d->st->rows_written += accepted;
-    return 0;
-}
-
-static int pg_delete_keys(void *state, const zx_rowset *keys, char *err, size_t errlen)
-{
-    pgd *d = state;
-    if (zx_dt_check_delete(d->label, d->st != NULL, keys, d->nkeys, err, errlen) < 0)
-        return -1;
-    /* column j of keys is cols[key[j]]; every one is a key (positions idx) */
-    int rc = encode_batch(d, keys, d->key, d->nkeys, d->kbinary, d->idx, d->nkeys, err, errlen);
-    if (rc <= 0)
-        return rc;
-    rc = copy_rows(d, keys->nrows, d->kbinary, d->sql_copy_keys, "zx_keys", 1, &d->kstage_made,
-                   &d->kstage_used);
-    PGresult *r = rc == 0 ? q(d, d->sql_delete, 0, NULL) : NULL;
-    if (!r)
-        return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
-    d->st->rows_deleted += strtoull(PQcmdTuples(r), NULL, 10);
-    PQclear(r);
-    return 0;
-}
+/* ---- commit / abort ------------------------------------------------ */
 
 static int pg_commit(void *state, char *err, size_t errlen)
 {
@@ -981,7 +618,7 @@ static int pg_commit(void *state, char *err, size_t errlen)
         return -1;
     PGresult *r = PQexec(d->c, "COMMIT");
     if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
-        set_msg_res(d, r);
+        zx_pgd_set_msg_res(d, r);
         PQclear(r);
         return zx_dt_fail(d->label, err, errlen, "commit failed: %s", d->msg);
     }
@@ -1018,8 +655,8 @@ const zx_dest zx_dest_postgres = {
     .caps = ZX_DEST_TXN | ZX_DEST_ATOMIC_REPLACE | ZX_DEST_DELETES | ZX_DEST_UPSERT,
     .open = pg_open,
     .begin = pg_begin,
-    .write = pg_write,
-    .delete_keys = pg_delete_keys,
+    .write = zx_pgd_write,
+    .delete_keys = zx_pgd_delete_keys,
     .commit = pg_commit,
     .abort = pg_abort,
     .close = pg_close,

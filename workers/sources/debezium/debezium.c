@@ -2,9 +2,10 @@
  * debezium.c — a Debezium change event (or a JSON object kept latest per
  * key) into one row of a changes frame: the envelope, the operation, the
  * key, the mirror table's name and the source position.  See debezium.h;
- * the values themselves: debezium_values.c.
+ * the values themselves: debezium_values.c; the tables a template made:
+ * debezium_tables.c; the source position: debezium_position.c.
  */
-#include "workers/sources/debezium/debezium.h"
+#include "workers/sources/debezium/debezium_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -87,104 +88,6 @@ void zx_dbz_init_conf(const zx_conf *conf, const zx_conf_pipeline *p, zx_dbz_con
             *q = '_';
 }
 
-/* ---- the tables a template made --------------------------------------- */
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int tables_has(const zx_dbz_tables *t, const char *name)
-{
-    return t->n && bsearch(&name, t->v, t->n, sizeof(*t->v), cmp_str) != NULL;
-}
-
-int zx_dbz_tables_add(zx_dbz_tables *t, const char *name)
-{
-    if (tables_has(t, name))
-        return 0;
-    if (zx_grow_to(&t->v, t->n + 1, &t->cap, sizeof(*t->v), 16) < 0)
-        return -1;
-    char *s = strdup(name);
-    if (!s)
-        return -1;
-    size_t i = t->n;
-    while (i > 0 && strcmp(t->v[i - 1], s) > 0) {
-        t->v[i] = t->v[i - 1];
-        i--;
-    }
-    t->v[i] = s;
-    t->n++;
-    return 0;
-}
-
-int zx_dbz_tables_init(zx_dbz_tables *t, const zx_conf_pipeline *p, zx_dbz_conf *c,
-                       char *err, size_t errlen)
-{
-    memset(t, 0, sizeof(*t));
-    if (!p->table || !strchr(p->table, '{'))
-        return 0;
-    t->max = p->max_tables;
-    if (p->table_pattern) {
-        regex_t *re = malloc(sizeof(*re));
-        if (!re)
-            return zx_seterr(err, errlen, "out of memory");
-        if (regcomp(re, p->table_pattern, REG_EXTENDED | REG_NOSUB) != 0) {
-            free(re);
-            return zx_seterr(err, errlen, "pipeline %s: table_pattern does not compile",
-                             p->name);
-        }
-        t->re = re;
-        t->pattern = p->table_pattern;
-    }
-    c->made = t;
-    return 0;
-}
-
-void zx_dbz_tables_free(zx_dbz_tables *t)
-{
-    if (!t)
-        return;
-    for (size_t i = 0; i < t->n; i++)
-        free(t->v[i]);
-    free(t->v);
-    if (t->re) {
-        regfree(t->re);
-        free(t->re);
-    }
-    memset(t, 0, sizeof(*t));
-}
-
-int zx_dbz_table_part(const zx_dbz_conf *c, const char *table, char *buf, size_t len)
-{
-    if (!c->made || !table || !table[0])
-        return -1;
-    int n = snprintf(buf, len, "%s%s", ZX_DBZ_TABLE_PART, table);
-    return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
-/* A name the template may not make (new, and over max_tables or not
- * matching table_pattern): 1 with why. */
-static int tables_refuse(const zx_dbz_conf *c, const char *t, const char *tpl, char *why,
-                         size_t whylen)
-{
-    const zx_dbz_tables *m = c->made;
-    if (!m || tables_has(m, t))
-        return 0;
-    if (m->re && regexec(m->re, t, 0, NULL, 0) != 0) {
-        snprintf(why, whylen, "the table name \"%s\" made from \"%s\" does not match "
-                 "table_pattern \"%s\"", t, tpl, m->pattern);
-        return 1;
-    }
-    if (m->max && m->n >= m->max) {
-        snprintf(why, whylen, "the table name \"%s\" made from \"%s\" would be a new "
-                 "table beyond max_tables (%zu tables made already); raise max_tables or "
-                 "narrow the events", t, tpl, m->max);
-        return 1;
-    }
-    return 0;
-}
-
 /* ---- the table's name ------------------------------------------------ */
 
 /* 1 when t (with or without "__changes") is written by x alone. */
@@ -211,8 +114,15 @@ static const char *owner(const zx_dbz_conf *c, const char *t)
     return NULL;
 }
 
+static int64_t src_int(const json_t *src, const char *key, int *ok)
+{
+    const json_t *v = src ? json_object_get(src, key) : NULL;
+    *ok = json_is_integer(v);
+    return *ok ? (int64_t)json_integer_value(v) : 0;
+}
 
-static const char *src_str(const json_t *src, const char *key)
+/* See debezium_int.h. */
+const char *zx_dbz_src_str(const json_t *src, const char *key)
 {
     const json_t *v = src ? json_object_get(src, key) : NULL;
     return json_is_string(v) ? json_string_value(v) : NULL;
@@ -240,13 +150,13 @@ static int table_name(const zx_dbz_conf *c, event *e, const char *topic, char *w
             if (!strcmp(ph, "topic"))
                 val = topic;
             else if (!strcmp(ph, "source.collection"))
-                val = src_str(e->source, "collection");
+                val = zx_dbz_src_str(e->source, "collection");
             else if (!strcmp(ph, "source.table"))
-                val = src_str(e->source, "table");
+                val = zx_dbz_src_str(e->source, "table");
             else if (!strcmp(ph, "source.schema"))
-                val = src_str(e->source, "schema");
+                val = zx_dbz_src_str(e->source, "schema");
             else if (!strcmp(ph, "source.db"))
-                val = src_str(e->source, "db");
+                val = zx_dbz_src_str(e->source, "db");
             if (!val || !*val) {
                 snprintf(why, whylen, "the event has no %s for the table name \"%s\"", ph, tpl);
                 return 1;
@@ -289,7 +199,7 @@ static int table_name(const zx_dbz_conf *c, event *e, const char *topic, char *w
                  e->table, tpl);
         return 1;
     }
-    return tables_refuse(c, e->table, tpl, why, whylen);
+    return zx_dbz_tables_refuse(c, e->table, tpl, why, whylen);
 }
 
 /* ---- the envelope ------------------------------------------------------ */
@@ -331,130 +241,6 @@ static const json_t *field_schema(const json_t *st, const char *name, size_t *hi
 static json_t *parse(const void *p, size_t n)
 {
     return n ? json_loadb(p, n, JSON_DECODE_ANY, NULL) : NULL;
-}
-
-/* ---- positions ---------------------------------------------------------- */
-
-static int64_t src_int(const json_t *src, const char *key, int *ok)
-{
-    const json_t *v = src ? json_object_get(src, key) : NULL;
-    *ok = json_is_integer(v);
-    return *ok ? (int64_t)json_integer_value(v) : 0;
-}
-
-/* A position field of src: a JSON integer, or the same number sent as a
- * string of decimal digits ("50") or as an integral float (50.0), so
- * that positions compare by their value whatever their JSON type (a
- * string position ordered nothing and overwrote newer rows).  *ok = 0
- * for anything else (absent, other text, out of int64's range). */
-static int64_t src_pos(const json_t *src, const char *key, int *ok)
-{
-    const json_t *v = src ? json_object_get(src, key) : NULL;
-    *ok = 0;
-    if (json_is_integer(v)) {
-        *ok = 1;
-        return (int64_t)json_integer_value(v);
-    }
-    if (json_is_string(v)) {
-        const char *t = json_string_value(v);
-        size_t n = json_string_length(v), neg = n && t[0] == '-';
-        if (n == neg || n - neg > 19 || strspn(t + neg, "0123456789") != n - neg)
-            return 0;
-        errno = 0;
-        char *end;
-        long long x = strtoll(t, &end, 10);
-        if (errno || *end)
-            return 0;
-        *ok = 1;
-        return (int64_t)x;
-    }
-    if (json_is_real(v)) {
-        double d = json_real_value(v);
-        if (d != d || d < -9.2e18 || d > 9.2e18 || d != (double)(int64_t)d)
-            return 0;
-        *ok = 1;
-        return (int64_t)d;
-    }
-    return 0;
-}
-
-/* _zx_lsn (the source's words) and _zx_seq (ordering text, "" when the
- * connector's position is not known to order). */
-static void position(const json_t *src, char *lsn, size_t ln, char *seq, size_t sn)
-{
-    lsn[0] = seq[0] = '\0';
-    if (!src)
-        return;
-    const char *conn = src_str(src, "connector");
-    int ok, ok2;
-    conn = conn ? conn : "";
-    if (!strcmp(conn, "postgresql")) {
-        int64_t l = src_pos(src, "lsn", &ok);
-        if (ok && l >= 0) {
-            snprintf(lsn, ln, "%" PRIX64 "/%" PRIX64, (uint64_t)l >> 32, (uint64_t)l & 0xffffffffu);
-            snprintf(seq, sn, "p%016" PRIx64, (uint64_t)l);
-        }
-        return;
-    }
-    if (!strcmp(conn, "mysql") || !strcmp(conn, "mariadb")) {
-        const char *file = src_str(src, "file");
-        int64_t pos = src_pos(src, "pos", &ok), row = src_pos(src, "row", &ok2);
-        if (!file || !ok || pos < 0)
-            return;
-        if (!ok2 || row < 0)
-            row = 0;
-        snprintf(lsn, ln, "%.200s:%" PRId64 ":%" PRId64, file, pos, row);
-        const char *dot = strrchr(file, '.');
-        char *end;
-        unsigned long long num = dot ? strtoull(dot + 1, &end, 10) : 0;
-        if (dot && *end == '\0' && end != dot + 1)
-            snprintf(seq, sn, "m%016llx%016" PRIx64 "%016" PRIx64, num, (uint64_t)pos,
-                     (uint64_t)row);
-        return;
-    }
-    if (!strcmp(conn, "sqlserver")) {
-        const char *change = src_str(src, "change_lsn"), *commit = src_str(src, "commit_lsn");
-        snprintf(lsn, ln, "%.100s", change ? change : commit ? commit : "");
-        int64_t serial = src_pos(src, "event_serial_no", &ok);
-        if (commit)
-            snprintf(seq, sn, "s%.40s|%.40s|%016" PRIx64, commit, change ? change : "",
-                     ok && serial > 0 ? (uint64_t)serial : 0);
-        return;
-    }
-    if (!strcmp(conn, "oracle")) {
-        const char *scn = src_str(src, "scn");
-        char num[24];
-        int64_t n64 = scn ? 0 : src_pos(src, "scn", &ok);
-        if (!scn && ok && n64 >= 0) {  /* the SCN as a JSON number */
-            snprintf(num, sizeof(num), "%" PRId64, n64);
-            scn = num;
-        }
-        if (!scn)
-            return;
-        size_t n = strlen(scn);
-        snprintf(lsn, ln, "%.60s", scn);
-        if (n && n <= 40 && strspn(scn, "0123456789") == n && sn > 41) {
-            seq[0] = 'o';   /* zero-padded to 40 digits: text order is number order */
-            memset(seq + 1, '0', 40 - n);
-            memcpy(seq + 1 + 40 - n, scn, n);
-            seq[41] = '\0';
-        }
-        return;
-    }
-    if (!strcmp(conn, "mongodb")) {
-        int64_t ts = src_pos(src, "ts_ms", &ok), ord = src_pos(src, "ord", &ok2);
-        if (ok && ok2 && ts >= 0 && ord >= 0) {
-            snprintf(lsn, ln, "%" PRId64 ":%" PRId64, ts, ord);
-            snprintf(seq, sn, "g%016" PRIx64 "%016" PRIx64, (uint64_t)ts, (uint64_t)ord);
-        }
-        return;
-    }
-    /* another connector: its lsn as given, not ordered */
-    const json_t *l = json_object_get(src, "lsn");
-    if (json_is_string(l))
-        snprintf(lsn, ln, "%.100s", json_string_value(l));
-    else if (json_is_integer(l))
-        snprintf(lsn, ln, "%" JSON_INTEGER_FORMAT, json_integer_value(l));
 }
 
 /* ---- the frame's declared types --------------------------------------- */
@@ -680,7 +466,7 @@ static const char *jtype(const json_t *v)
 static int reserved(zx_rowset *rs, const event *e, const char *op, const zx_dbz_msg *m)
 {
     char lsn[256], seq[128];
-    position(e->source, lsn, sizeof(lsn), seq, sizeof(seq));
+    zx_dbz_position(e->source, lsn, sizeof(lsn), seq, sizeof(seq));
     if (!lsn[0] && m->position)
         snprintf(lsn, sizeof(lsn), "%s", m->position);
     if (add_str(rs, ZX_CH_OP, ZX_T_TEXT, op) < 0 || add_str(rs, ZX_CH_LSN, ZX_T_TEXT, lsn) < 0)
@@ -929,7 +715,7 @@ static int debezium(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_db
     e->source = json_object_get(p, "source");
     if (!json_is_object(e->source))
         e->source = NULL;
-    const char *conn = src_str(e->source, "connector");
+    const char *conn = zx_dbz_src_str(e->source, "connector");
     e->mongo = conn && !strcmp(conn, "mongodb");
     if (conn && (!strcmp(conn, "mysql") || !strcmp(conn, "mariadb")))
         e->vflags |= ZX_DBZ_MYSQL;

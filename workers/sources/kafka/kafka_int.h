@@ -318,7 +318,7 @@ void kc_err_ctx(const zx_conf_connection *c, const char *group, const kc_seen *s
 /* zx_kafka_describe for connection c: "SASL_SSL, SCRAM-SHA-512 as zx". */
 void kc_describe(const zx_conf_connection *c, char *out, size_t n);
 
-/* ---- kafka.c, kafka_group.c, kafka_solo.c: the running source --------- */
+/* ---- kafka.c, kafka_witness.c, kafka_group.c, kafka_solo.c: the running source */
 
 #define KS_OFFSETS_TIMEOUT_MS 10000  /* committed offsets, end offsets */
 
@@ -474,6 +474,18 @@ void ks_commit_acked(kstate *s, uint64_t seq, int sync);
 /* Commit to the group every assigned partition whose acknowledged
  * position (kpart.acked) is ahead of its committed one (async, or sync). */
 void ks_commit_pending(kstate *s, int sync);
+
+/* kafka_witness.c: the first message of a partition. */
+/* Partition idx's first message after a start from a stored position
+ * with a witness (ks_witness): 1 when m must be dropped (it is the
+ * witness, or the topic was reset and a seek was made), else 0 (the
+ * witness is gone, compacted or past the retention: m comes next). */
+int ks_check_witness(kstate *s, int64_t idx, const rd_kafka_message_t *m);
+/* The first message of partition idx after a rebalance or a resume
+ * (ks_watch_gaps): when its offset is past the one expected, read again
+ * from the expected one (once per position).  1 when m must be dropped
+ * (a seek was made), else 0. */
+int ks_check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m);
 
 /* kafka_group.c: with a consumer group. */
 /* A commit was refused with err (the whole request's, or one partition's):

@@ -9,7 +9,8 @@
  *        it, and the stream starts at its consistent point), or there
  *        already (tables without a committed copy are copied with a fresh
  *        snapshot, and the stream resumes at the committed LSN).
- * copy:  per table, a changes frame that empties the mirror (and makes it,
+ * copy:  (pg_cdc_copy.c; the state both files share is in pg_cdc_state.h)
+ *        per table, a changes frame that empties the mirror (and makes it,
  *        with the source's types and key), rows frames of the rows (the
  *        writer's bulk path), then an empty changes frame carrying the
  *        position "copy:<table>".
@@ -33,7 +34,7 @@
  * workspace, read the stream before the copies are published, or print
  * the DSN's password.
  */
-#include "workers/sources/postgres/pg_cdc_int.h"
+#include "workers/sources/postgres/pg_cdc_state.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -49,90 +50,6 @@
 #include "workers/sources/postgres/pg_snapcopy.h"
 #include "workers/sources/postgres/pg_values.h"
 #include "workers/sources/source.h"
-
-#define STATUS_MIN_MS 50
-#define STATUS_MAX_MS 10000
-#define BATCH_MAX_MS 100
-#define READ_MAX_MSGS 5000
-#define RETAINED_EVERY_MS 10000
-#define ASK_EVERY_MS 1000
-#define REPAIR_EVERY_MS 500    /* look for a `zxctl verify --repair` request */
-#define REPAIR_STEP_MS 50      /* read repair rows for this long, then poll */
-
-/* A published frame carrying an LSN, not yet acknowledged. */
-typedef struct inflight {
-    uint64_t seq;
-    pgo_lsn lsn;
-    int64_t commit_us;     /* commit time of its oldest transaction */
-} inflight;
-
-typedef struct cdc {
-    zx_src *rt;
-    const zx_conf_pipeline *p;
-    const char *dsn, *shown;
-    PGconn *meta;
-    zx_pgr *repl;
-    pgo_decoder *dec;
-    pgo_cache *cache;
-    pgcdc_table *t;
-    size_t nt;
-    size_t last_t;             /* the table of the last change (a guess) */
-    uint64_t batch_max;        /* bytes of one table's batch at most */
-    int slot_made;             /* the slot was created by this run */
-    pgo_lsn gap_from;          /* slot_lost: resync: the LSN zx had confirmed
-                                  on the lost slot (0: no gap) */
-    pgo_lsn gap_to;            /* the new slot's consistent point */
-    int64_t wait_said_ms;      /* slot creation: when the wait was last told */
-    char gap_msg[1024];        /* the resync's standing error (status) */
-    int streaming;
-    char err[1024];
-
-    /* the copy */
-    zx_pgc *copy;
-    size_t ci;                 /* the table being copied */
-    int cstage;                /* 0 start it, 1 rows, 2 its end */
-    zx_rowset crs;
-    uint64_t copied, copy_est, copy_tables;
-    int64_t copy_t0_ms;
-    char snapshot[256];
-
-    /* the stream */
-    pgo_lsn start;             /* where the stream resumes (0: the slot's) */
-    pgo_lsn last_commit;       /* end of the last transaction decoded */
-    pgo_lsn published;         /* the LSN the last published frame carried */
-    pgo_lsn confirmed;         /* acknowledged: may be confirmed to the server */
-    pgo_lsn sent;              /* confirmed in the last status update */
-    pgo_lsn server_end;        /* the server's WAL end, last seen */
-    int in_txn;
-    int split_txn;             /* this transaction's changes went out in a
-                                  frame before its commit (it was large or
-                                  old): that frame carried no position */
-    int lsn_owed;              /* the store lacks a position the server will
-                                  be told: the next flush publishes one even
-                                  with no rows (see owe_lsn) */
-    pgo_lsn txn_lsn;
-    int64_t txn_commit_us;
-    uint32_t txn_xid;
-    int64_t pending_since_ms;  /* 0: no change gathered */
-    int64_t pending_commit_us; /* commit time of the oldest gathered change */
-    const uint8_t *held;       /* a payload read, to process after a flush */
-    size_t held_len;
-    int flushing;
-    size_t fi, flast;          /* next table to publish, the last with rows */
-    pgo_lsn flush_lsn;
-    int64_t flush_commit_us;
-    pgo_lsn kept_lsn;          /* the LSN the kept frame carries (0 none) */
-    int64_t kept_commit_us;
-    inflight *q;
-    size_t qn, qcap;
-    int64_t oldest_unacked_us; /* commit time of the oldest unconfirmed change */
-    int reply_now;
-    int64_t last_status_ms, last_retained_ms, last_json_ms, last_ask_ms;
-    int64_t retained;
-    uint64_t changes;          /* changes read since start */
-    int64_t last_repair_ms;    /* when a repair request was last looked for */
-    pgcdc_repair_state repair; /* the one being worked through */
-} cdc;
 
 /* ---- positions and acknowledgements ------------------------------------- */
 
@@ -205,7 +122,7 @@ static int send_status(cdc *c, int force)
 
 /* ---- status ------------------------------------------------------------- */
 
-static void status(cdc *c, int force)
+void pgcdc_status(cdc *c, int force)
 {
     int64_t now = zx_mono_ms();
     if (!force && now - c->last_json_ms < 1000)
@@ -257,8 +174,8 @@ static void status(cdc *c, int force)
 /* Publish one frame; the rowset is free again afterwards (a frame that
  * must wait is kept by the runtime).  lsn: the position it carries (0:
  * none).  1 published or kept, -1 fatal (c->err set). */
-static int publish(cdc *c, const zx_frame_meta *m0, const zx_rowset *rs, pgo_lsn lsn,
-                   int64_t commit_us, const char *copy_part)
+int pgcdc_publish(cdc *c, const zx_frame_meta *m0, const zx_rowset *rs, pgo_lsn lsn,
+                  int64_t commit_us, const char *copy_part)
 {
     zx_frame_meta m = *m0;
     zx_frame_pos pos[2];
@@ -301,7 +218,7 @@ nomem:
 }
 
 /* Publish the kept frame.  1 done (or none), 0 still waiting. */
-static int retry_kept(cdc *c)
+int pgcdc_retry_kept(cdc *c)
 {
     if (!zx_src_kept(c->rt))
         return 1;
@@ -315,7 +232,7 @@ static int retry_kept(cdc *c)
     return 1;
 }
 
-static void changes_meta(const cdc *c, const pgcdc_table *t, zx_frame_meta *m)
+void pgcdc_changes_meta(const cdc *c, const pgcdc_table *t, zx_frame_meta *m)
 {
     memset(m, 0, sizeof(*m));
     m->kind = ZX_FRAME_CHANGES;
@@ -347,7 +264,7 @@ static void start_flush(cdc *c)
 /* Go on publishing the gathered batches.  1 done, 0 blocked, -1 fatal. */
 static int continue_flush(cdc *c)
 {
-    if (!retry_kept(c))
+    if (!pgcdc_retry_kept(c))
         return 0;
     for (; c->fi < c->nt && c->flast != SIZE_MAX; c->fi++) {
         if (zx_src_kept(c->rt))
@@ -356,9 +273,9 @@ static int continue_flush(cdc *c)
         if (!t->rs.nrows)
             continue;
         zx_frame_meta m;
-        changes_meta(c, t, &m);
+        pgcdc_changes_meta(c, t, &m);
         int last = c->fi == c->flast;
-        if (publish(c, &m, &t->rs, last ? c->flush_lsn : 0, c->flush_commit_us, NULL) < 0)
+        if (pgcdc_publish(c, &m, &t->rs, last ? c->flush_lsn : 0, c->flush_commit_us, NULL) < 0)
             return -1;
         zx_rowset_reset(&t->rs);
     }
@@ -368,10 +285,10 @@ static int continue_flush(cdc *c)
         /* no rows, but a position the store must have: an empty frame
          * carries it (the writer stores it after what came before) */
         zx_frame_meta m;
-        changes_meta(c, &c->t[0], &m);
+        pgcdc_changes_meta(c, &c->t[0], &m);
         m.history = 0;
         zx_rowset_reset(&c->crs);
-        if (publish(c, &m, &c->crs, c->flush_lsn, c->flush_commit_us, NULL) < 0)
+        if (pgcdc_publish(c, &m, &c->crs, c->flush_lsn, c->flush_commit_us, NULL) < 0)
             return -1;
         c->lsn_owed = 0;
         c->flushing = 0;
@@ -393,169 +310,9 @@ static uint64_t gathered_bytes(const cdc *c)
     return n;
 }
 
-/* ---- the copy ------------------------------------------------------------ */
-
-static int copy_types(cdc *c, pgcdc_table *t)
-{
-    uint32_t n = zx_pgc_ncols(c->copy);
-    zx_frame_coltype *st = calloc(n + 1u, sizeof(*st));
-    if (!st)
-        return -1;
-    uint32_t k = 0;
-    for (; k < n; k++) {
-        st[k].column = strdup(zx_pgc_colname(c->copy, k));
-        st[k].type = strdup(zx_pgc_coldecl(c->copy, k));
-        if (!st[k].column || !st[k].type) {
-            free((char *)st[k].column);
-            free((char *)st[k].type);
-            break;
-        }
-    }
-    if (k < n) {
-        for (uint32_t i = 0; i < k; i++) {
-            free((char *)st[i].column);
-            free((char *)st[i].type);
-        }
-        free(st);
-        return -1;
-    }
-    pgcdc_types_free(t);
-    t->st = st;
-    t->nst = n;
-    return 0;
-}
-
-static int start_stream(cdc *c);
-static void owe_lsn(cdc *c);
-
-/* One step of the copy.  ZX_SRC_BUSY, _BLOCKED or _FATAL. */
-static int copy_step(cdc *c)
-{
-    if (!retry_kept(c))
-        return ZX_SRC_BLOCKED;
-    while (c->ci < c->nt && !c->t[c->ci].need_copy)
-        c->ci++;
-    if (c->ci >= c->nt) {
-        zx_pgc_close(c->copy);
-        c->copy = NULL;
-        zx_info("event=copy_done pipeline=%s tables=%" PRIu64 " rows=%" PRIu64
-                    " seconds=%.1f", c->p->name, c->copy_tables, c->copied,
-                    (double)(zx_mono_ms() - c->copy_t0_ms) / 1000.0);
-        return start_stream(c) < 0 ? ZX_SRC_FATAL : ZX_SRC_BUSY;
-    }
-    pgcdc_table *t = &c->t[c->ci];
-    char err[600];
-    zx_frame_meta m;
-    if (c->cstage == 0) {
-        /* the table's columns; a changes frame that makes or empties the mirror */
-        if (zx_pgc_table(c->copy, t->schema, t->name, err, sizeof(err)) < 0) {
-            snprintf(c->err, sizeof(c->err), "pipeline %s: initial copy of %s: %s", c->p->name,
-                     t->qname, err);
-            return ZX_SRC_FATAL;
-        }
-        if (copy_types(c, t) < 0)
-            goto nomem;
-        zx_rowset_reset(&c->crs);
-        for (uint32_t i = 0; i < zx_pgc_ncols(c->copy); i++) {
-            const char *n = zx_pgc_colname(c->copy, i);
-            if (zx_rowset_column(&c->crs, n, strlen(n), zx_pgv_type(zx_pgc_coltype(c->copy, i))) < 0)
-                goto nomem;
-        }
-        int64_t op = zx_rowset_column(&c->crs, ZX_CH_OP, strlen(ZX_CH_OP), ZX_T_TEXT);
-        zx_value v = { .type = ZX_T_TEXT, .len = 8, .s = "truncate" };
-        if (op < 0 || zx_rowset_begin_row(&c->crs) < 0 ||
-            zx_rowset_add(&c->crs, (uint32_t)op, &v) < 0)
-            goto nomem;
-        zx_rowset_end_row(&c->crs);
-        changes_meta(c, t, &m);
-        m.history = 0;
-        if (publish(c, &m, &c->crs, 0, 0, NULL) < 0)
-            return ZX_SRC_FATAL;
-        zx_rowset_reset(&c->crs);
-        c->cstage = 1;
-        zx_info("event=copy_table pipeline=%s table=%s mirror=%s estimate=%" PRId64,
-                    c->p->name, t->qname, t->mirror, t->estimate);
-        return ZX_SRC_BUSY;
-    }
-    if (c->cstage == 1 && c->gap_from && c->p->history && !t->gap_said) {
-        /* the history's gap, once the mirror is made or emptied: one
-         * change "gap" whose position is A..B */
-        char a[PGO_LSN_LEN], b[PGO_LSN_LEN], ab[2 * PGO_LSN_LEN + 4];
-        pgo_lsn_format(c->gap_from, a, sizeof(a));
-        pgo_lsn_format(c->gap_to, b, sizeof(b));
-        snprintf(ab, sizeof(ab), "%s..%s", a, b);
-        zx_rowset_reset(&c->crs);
-        int64_t op = zx_rowset_column(&c->crs, ZX_CH_OP, strlen(ZX_CH_OP), ZX_T_TEXT);
-        int64_t lc = zx_rowset_column(&c->crs, ZX_CH_LSN, strlen(ZX_CH_LSN), ZX_T_TEXT);
-        zx_value gv = { .type = ZX_T_TEXT, .len = 3, .s = "gap" };
-        zx_value lv = { .type = ZX_T_TEXT, .len = strlen(ab), .s = ab };
-        if (op < 0 || lc < 0 || zx_rowset_begin_row(&c->crs) < 0 ||
-            zx_rowset_add(&c->crs, (uint32_t)op, &gv) < 0 ||
-            zx_rowset_add(&c->crs, (uint32_t)lc, &lv) < 0)
-            goto nomem;
-        zx_rowset_end_row(&c->crs);
-        changes_meta(c, t, &m);
-        if (publish(c, &m, &c->crs, 0, 0, NULL) < 0)
-            return ZX_SRC_FATAL;
-        zx_rowset_reset(&c->crs);
-        t->gap_said = 1;
-        zx_warn("event=history_gap pipeline=%s table=%s mirror=%s from=%s to=%s", c->p->name,
-                t->qname, t->mirror, a, b);
-        return ZX_SRC_BUSY;
-    }
-    if (c->cstage == 1) {
-        /* rows, as a rows frame of about a quarter of the ring */
-        zx_rowset_reset(&c->crs);
-        int done = 0;
-        while (zx_frame_estimate(&c->crs) < c->batch_max) {
-            int64_t n = zx_pgc_read(c->copy, &c->crs, 2000, err, sizeof(err));
-            if (n < 0) {
-                snprintf(c->err, sizeof(c->err), "pipeline %s: initial copy of %s: %s",
-                         c->p->name, t->qname, err);
-                return ZX_SRC_FATAL;
-            }
-            if (n == 0) {
-                done = 1;
-                break;
-            }
-        }
-        if (c->crs.nrows) {
-            memset(&m, 0, sizeof(m));
-            m.kind = ZX_FRAME_ROWS;
-            m.table = t->mirror;
-            m.ingested_at_us = zx_now_us();
-            m.accepted = c->crs.nrows;
-            if (publish(c, &m, &c->crs, 0, 0, NULL) < 0)
-                return ZX_SRC_FATAL;
-            c->copied += c->crs.nrows;
-            zx_rowset_reset(&c->crs);
-        }
-        if (done)
-            c->cstage = 2;
-        status(c, 0);
-        return ZX_SRC_BUSY;
-    }
-    /* the end: an empty changes frame carrying "copy:<table>" */
-    char part[400];
-    snprintf(part, sizeof(part), "%s%s", PGCDC_PART_COPY, t->qname);
-    zx_rowset_reset(&c->crs);
-    changes_meta(c, t, &m);
-    m.history = 0;
-    if (publish(c, &m, &c->crs, 0, 0, part) < 0)
-        return ZX_SRC_FATAL;
-    t->need_copy = 0;
-    c->ci++;
-    c->cstage = 0;
-    return ZX_SRC_BUSY;
-nomem:
-    snprintf(c->err, sizeof(c->err), "pipeline %s: out of memory copying %s", c->p->name,
-             t->qname);
-    return ZX_SRC_FATAL;
-}
-
 /* ---- the stream ---------------------------------------------------------- */
 
-static int start_stream(cdc *c)
+int pgcdc_start_stream(cdc *c)
 {
     char err[600];
     if (zx_pgr_start(c->repl, c->p->slot, c->start, c->p->publication, 1, err,
@@ -567,7 +324,7 @@ static int start_stream(cdc *c)
     c->confirmed = c->sent = c->start;
     if (c->slot_made && c->gap_to && c->last_commit < c->gap_to) {
         c->last_commit = c->gap_to;
-        owe_lsn(c);
+        pgcdc_owe_lsn(c);
     }
     if (c->gap_from) {
         zx_src_set_error(c->rt, NULL);   /* the resync is over */
@@ -579,7 +336,7 @@ static int start_stream(cdc *c)
     pgo_lsn_format(c->start, l, sizeof(l));
     zx_info("event=stream_start pipeline=%s slot=%s publication=%s from=%s", c->p->name,
                 c->p->slot, c->p->publication, c->start ? l : "(the slot's position)");
-    status(c, 1);
+    pgcdc_status(c, 1);
     return 0;
 }
 
@@ -608,7 +365,7 @@ static pgcdc_table *table_named(cdc *c, const char *nsp, const char *rel)
  * just made (its consistent point: from then on zx knows it had a slot,
  * pg_cdc.c's slot_lost).  Without it the server would be told a position
  * the store never had. */
-static void owe_lsn(cdc *c)
+void pgcdc_owe_lsn(cdc *c)
 {
     c->lsn_owed = 1;
     if (!c->pending_since_ms) {
@@ -675,7 +432,7 @@ static int process(cdc *c, const uint8_t *data, size_t len)
             c->last_commit = m.u.commit.end_lsn;
         if (c->split_txn) {
             c->split_txn = 0;
-            owe_lsn(c);
+            pgcdc_owe_lsn(c);
         }
         if (!c->pending_since_ms && quiet(c) && c->last_commit > c->confirmed)
             c->confirmed = c->last_commit;
@@ -1030,8 +787,8 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
         if (!(c->copy = zx_pgc_open(c->dsn, c->shown, c->slot_made ? c->snapshot : NULL, e,
                                     sizeof(e))))
             goto fail;
-        status(c, 1);
-    } else if (start_stream(c) < 0) {
+        pgcdc_status(c, 1);
+    } else if (pgcdc_start_stream(c) < 0) {
         snprintf(e, sizeof(e), "%s", c->err);
         goto fail;
     }
@@ -1058,7 +815,8 @@ static int cdc_poll(zx_src *rt, void *state)
     cdc *c = state;
     int r;
     if (!c->streaming)
-        r = zx_src_stopping(rt) ? (retry_kept(c) ? ZX_SRC_IDLE : ZX_SRC_BLOCKED) : copy_step(c);
+        r = zx_src_stopping(rt) ? (pgcdc_retry_kept(c) ? ZX_SRC_IDLE : ZX_SRC_BLOCKED)
+                                : pgcdc_copy_step(c);
     else
         r = stream_step(c);
     if (r != ZX_SRC_FATAL && send_status(c, 0) < 0)
@@ -1068,7 +826,7 @@ static int cdc_poll(zx_src *rt, void *state)
         zx_src_set_error(rt, c->err);
         return r;
     }
-    status(c, 0);
+    pgcdc_status(c, 0);
     return r;
 }
 

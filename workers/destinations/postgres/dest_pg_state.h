@@ -1,0 +1,89 @@
+/*
+ * dest_pg_state.h — the Postgres destination's connection and run state
+ * (pgd), shared by its two parts; private to them:
+ *
+ *   dest_postgres.c  open, close, begin (the table made or checked, the
+ *                    statements built), commit, abort, and the messages
+ *   dest_pg_write.c  a batch: encoded (dest_pg_copy.c), COPYed into the
+ *                    table or a staging table, merged; delete_keys
+ *
+ * Messages: a failure's text is in d->msg (one line), its SQLSTATE in
+ * d->sqlstate.
+ */
+#ifndef ZX_DEST_PG_STATE_H
+#define ZX_DEST_PG_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "common/dcell.h"
+#include "common/rowset.h"
+#include "workers/destinations/dest.h"
+#include "workers/destinations/postgres/dest_pg_int.h"
+
+#define MAX_NAME 63                     /* NAMEDATALEN - 1 */
+#define SEEN_MAX 4000000u               /* keys a run tracks for the direct path */
+#define SEND_CHUNK (1u << 20)
+
+typedef struct pgd {
+    PGconn *c;
+    char *cname;                /* connection name */
+    char *dsn_shown;
+    char *schema, *table;       /* unquoted */
+    char *qtable;               /* "schema"."table" */
+    char *label;                /* "postgres NAME table schema.table" */
+    int64_t deadline_ms;
+    char msg[1024];             /* the last failure, one line */
+    char sqlstate[6];
+
+    /* the run (begin .. commit/abort) */
+    zx_sync_mode mode;
+    zx_dest_stats *st;
+    size_t ncols, nkeys;
+    zx_pg_col *cols;
+    char **qcols;               /* quoted column names */
+    size_t *key;                /* key column indexes into cols */
+    int binary, kbinary;        /* COPY formats of rows / keys */
+    int direct;                 /* upsert into a table empty at begin */
+    int stage_made, stage_used, kstage_made, kstage_used;
+    zx_pg_hset seen;
+    char *sql_copy, *sql_copy_stage, *sql_merge, *sql_copy_keys, *sql_delete;
+
+    /* a batch */
+    zx_buf data, keys, scratch;
+    size_t *roff, *rend, *koff, *klen;
+    uint64_t *khash;
+    uint8_t *skip;
+    size_t rows_cap;
+    size_t *foff;               /* the current row's field j: its bytes at
+                                   [foff[2j], foff[2j + 1]) in data */
+    size_t *idx;                /* 0, 1, .. ncols - 1 */
+    zx_value *vals;
+} pgd;
+
+/* ---- dest_postgres.c --------------------------------------------------- */
+
+/* Copy the first line of s into d->msg (white space runs become one
+ * space, "ERROR:  " prefixes go). */
+void zx_pgd_set_msg(pgd *d, const char *s);
+
+/* d->msg and d->sqlstate from a failed result r (NULL: the connection's
+ * message). */
+void zx_pgd_set_msg_res(pgd *d, const PGresult *r);
+
+/* Run sql (params text, may be NULL); the result when it succeeded (the
+ * caller clears it), else NULL with d->msg set. */
+PGresult *zx_pgd_q(pgd *d, const char *sql, int n, const char *const *params);
+
+/* Run sql, a command without result rows.  0, or -1 (d->msg). */
+int zx_pgd_sql_run(pgd *d, const char *sql);
+
+/* ---- dest_pg_write.c ----------------------------------------------------- */
+
+/* zx_dest.write and zx_dest.delete_keys (dest.h). */
+int zx_pgd_write(void *state, const zx_rowset *rs, char *err, size_t errlen);
+int zx_pgd_delete_keys(void *state, const zx_rowset *keys, char *err, size_t errlen);
+
+#endif

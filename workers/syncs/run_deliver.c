@@ -1,0 +1,214 @@
+/*
+ * run_deliver.c — stage 3 of a run (run_int.h): deliver.  The
+ * destination (workers/destinations/dest.h) is opened, then gets begin,
+ * the rows read back from the spill (only those marked, for upsert and
+ * mirror), the deletes, commit.
+ *
+ * It must never: commit when a value did not fit (dest_write), or go on
+ * sending once the run is asked to stop.
+ */
+#include "workers/syncs/run_int.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+
+int run_open_dest(srun *r)
+{
+    const zx_conf_pipeline *p = r->p;
+    const char *kind = p->dest_conn ? p->dest_conn->kind : "files";
+    r->dest = zx_dest_find(kind);
+    if (!r->dest)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: destination %s is not available "
+                         "in this build", r->name, kind);
+    if (p->mode == ZX_MODE_MIRROR && !(r->dest->caps & ZX_DEST_DELETES))
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: destination %s cannot delete "
+                         "rows: mode mirror needs it (use upsert)", r->name, kind);
+    if (r->preview)
+        return 0;
+    char exports[ZX_CONF_EXPORTS_MAX];
+    const char *roots[64];
+    size_t nroots = zx_conf_file_roots(r->conf, exports, sizeof(exports), roots, 64);
+    zx_dest_args a = {
+        .conf = r->conf, .sync = r->name, .conn = p->dest_conn, .table = p->dest_table,
+        .path = p->dest_path, .format = p->dest_format, .compression = p->dest_compression,
+        .roots = roots, .nroots = nroots, .deadline_ms = NET_TIMEOUT_MS,
+    };
+    return r->dest->open(&a, &r->dstate, r->err, sizeof(r->err));
+}
+
+/* Copy row vals into r->send (strings into its arena). */
+static int copy_row(srun *r, const zx_value *vals)
+{
+    if (zx_rowset_begin_row(&r->send) < 0)
+        return -1;
+    for (size_t i = 0; i < r->ncols; i++) {
+        zx_value v = vals[i];
+        if (v.type == ZX_T_NULL)
+            continue;
+        if (v.s && !(v.s = zx_rowset_strdup(&r->send, v.s, v.len)))
+            return -1;
+        if (zx_rowset_add(&r->send, (uint32_t)i, &v) < 0)
+            return -1;
+    }
+    zx_rowset_end_row(&r->send);
+    return 0;
+}
+
+static int send_deletes(srun *r)
+{
+    zx_rowset keys;
+    zx_rowset_init(&keys);
+    int rc = 0;
+    if (zx_spill_rewind(&r->deletes) < 0) {
+        rc = zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read back the deletes",
+                       r->name);
+        goto out;
+    }
+    for (;;) {
+        int g = zx_spill_get(&r->deletes, &r->rec);
+        if (g < 0) {
+            rc = zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read back the deletes",
+                           r->name);
+            break;
+        }
+        if (g == 1 &&
+            zx_sync_key_from_json(r->rec.p, r->rec.len,
+                                  (const char *const *)r->p->key_cols, r->p->nkey_cols, &keys,
+                                  r->err, sizeof(r->err)) < 0) {
+            rc = -1;
+            break;
+        }
+        if (keys.nrows && (g == 0 || keys.nrows >= r->p->batch_rows)) {
+            if (r->dest->delete_keys(r->dstate, &keys, r->err, sizeof(r->err)) < 0) {
+                rc = -1;
+                break;
+            }
+            zx_rowset_reset(&keys);
+        }
+        if (g == 0)
+            break;
+    }
+out:
+    zx_rowset_free(&keys);
+    return rc;
+}
+
+/* Of the batch in r->rs (the next rows of the result, from r->ordinal on),
+ * the rows marked to send: *out is r->rs when all are, else r->send with
+ * copies of them. */
+static int pick_marked(srun *r, const zx_rowset **out)
+{
+    uint64_t first = r->ordinal;
+    uint32_t n = r->rs.nrows, count = 0;
+    r->ordinal += n;
+    for (uint32_t i = 0; i < n; i++)
+        count += (uint32_t)run_marked(r, first + i);
+    *out = &r->rs;
+    if (count == n)
+        return 0;
+    if (zx_query_rs_columns(&r->send, r->cols, r->ncols) < 0)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+    for (uint32_t i = 0; i < n && count; i++) {
+        if (!run_marked(r, first + i))
+            continue;
+        zx_rowset_row(&r->rs, i, r->vals);
+        if (copy_row(r, r->vals) < 0)
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+        count--;
+    }
+    *out = &r->send;
+    return 0;
+}
+
+/* Hand rs to the destination.  A value it could not hold (written as
+ * NULL, dest.h) fails the run: nothing is committed and no hash is kept,
+ * so once the query or the destination is fixed the next run sends the
+ * row again.  0 or -1 (r->err). */
+int run_dest_write(srun *r, const zx_rowset *rs)
+{
+    uint64_t nulled = r->dstats.nulled;
+    if (r->dest->write(r->dstate, rs, r->err, sizeof(r->err)) < 0)
+        return -1;
+    if (r->dstats.nulled == nulled)
+        return 0;
+    return zx_seterr(r->err, sizeof(r->err), "sync %s: column %s: the destination cannot "
+                     "hold the value %s (%llu value%s in this batch), so nothing was "
+                     "committed; convert it in the query (CAST, NULLIF, CASE), or give the "
+                     "table's column a type that holds it", r->name,
+                     r->dstats.misfit_col[0] ? r->dstats.misfit_col : "?",
+                     r->dstats.misfit_val[0] ? r->dstats.misfit_val : "(unknown)",
+                     (unsigned long long)(r->dstats.nulled - nulled),
+                     r->dstats.nulled - nulled == 1 ? "" : "s");
+}
+
+int run_deliver_begin(srun *r)
+{
+    run_set_phase(r, "sending");
+    run_put_status(r, "running");
+    /* the destination keeps it until commit or abort (dest.h) */
+    r->drun = (zx_dest_run){
+        .run_id = r->id, .mode = (zx_sync_mode)r->p->mode, .cols = r->cols, .ncols = r->ncols,
+        .key_cols = (const char *const *)r->p->key_cols, .nkey_cols = r->p->nkey_cols,
+        .rows_expected = r->to_send, .deletes_expected = r->deleted,
+    };
+    if (r->dest->begin(r->dstate, &r->drun, &r->dstats, r->err, sizeof(r->err)) < 0)
+        return -1;
+    r->dest_begun = 1;
+    return 0;
+}
+
+int run_deliver_end(srun *r)
+{
+    if (r->p->mode == ZX_MODE_MIRROR && r->deleted && send_deletes(r) < 0)
+        return -1;
+    if (r->dest->commit(r->dstate, r->err, sizeof(r->err)) < 0)
+        return -1;
+    r->dest_begun = 0;
+    return 0;
+}
+
+int run_deliver(srun *r)
+{
+    if (run_deliver_begin(r) < 0)
+        return -1;
+    if (zx_spill_rewind(&r->rows) < 0)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read back the rows to send",
+                         r->name);
+    for (;;) {
+        if (zx_src_stopping(r->rt))
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: stopped while sending (zxd is "
+                             "stopping or the run was cancelled); nothing was committed",
+                             r->name);
+        int g = zx_spill_get(&r->rows, &r->rec);
+        if (g < 0)
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read back the rows to "
+                             "send", r->name);
+        if (g == 0)
+            break;
+        zx_frame_meta m;
+        char derr[256];
+        if (zx_frame_decode(r->rec.p, r->rec.len, &m, &r->rs, derr, sizeof(derr)) < 0)
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: the rows kept in %s are "
+                             "damaged: %s", r->name, r->tmpdir, derr);
+        /* a column without values in this batch still has its place */
+        if (r->rs.ncols != r->ncols) {
+            for (size_t i = r->rs.ncols; i < r->ncols; i++)
+                zx_rowset_column(&r->rs, r->cols[i].name, strlen(r->cols[i].name), ZX_T_NULL);
+        }
+        const zx_rowset *out = &r->rs;
+        if (r->hashed && pick_marked(r, &out) < 0)
+            return -1;
+        if (out->nrows && run_dest_write(r, out) < 0)
+            return -1;
+        r->sent += out->nrows;
+        run_progress(r);
+    }
+    return run_deliver_end(r);
+}

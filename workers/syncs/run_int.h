@@ -1,0 +1,164 @@
+/*
+ * run_int.h — the state of one reverse-sync run (srun), shared by its
+ * stages; private to workers/syncs/run*.c.  The stages, in order (run.h
+ * says what each does):
+ *
+ *   run.c          the worker: open, poll (the stages in order), close,
+ *                  and the run's status
+ *   run_read.c     read: the query as its author (query*.c), each row's
+ *                  key and row hash (hash.c), the rows kept in a spill
+ *                  file (spill.c) as rows frames, the keys to the sorter
+ *   run_compare.c  compare: the sorted keys merged with the stored hashes
+ *                  (store/): duplicates, changes, deletes; a preview's
+ *                  sample
+ *   run_deliver.c  deliver: the rows read back from the spill and sent,
+ *                  with the deletes, in one destination transaction
+ *                  (workers/destinations/)
+ *   run_record.c   record: the new hashes to the writer in row-hashes
+ *                  frames (the worker runtime, workers/sources/source.h)
+ */
+#ifndef ZX_SYNCS_RUN_INT_H
+#define ZX_SYNCS_RUN_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rowset.h"
+#include "proto/frame.h"
+#include "store/store.h"
+#include "workers/destinations/dest.h"
+#include "workers/syncs/hash.h"
+#include "workers/syncs/query.h"
+#include "workers/syncs/run.h"
+#include "workers/syncs/spill.h"
+
+#define NET_TIMEOUT_MS 30000
+#define SORT_MEMORY (64u << 20)
+#define STORE_BATCH 4096          /* stored keys read per read transaction */
+#define SAMPLE_ROWS 5
+#define HASH_FRAME_ROWS 20000
+
+typedef struct srun {
+    zx_src *rt;
+    const zx_conf *conf;
+    const zx_conf_pipeline *p;
+    const char *name;
+    uint64_t id;
+    int preview, full;
+    int hashed;                   /* upsert / mirror: hashes compared and kept */
+    int key_changed;              /* the stored hashes are of other key columns */
+    int stream;                   /* no key, types known before the first
+                                     row: rows sent as they are read */
+    int reseed;                   /* the types the rows were hashed with
+                                     changed once all were read */
+    uint64_t seed_final;          /* then: the seed of the final types */
+    char *keysig;                 /* the key columns as a JSON array */
+    char tmpdir[4200];
+
+    const zx_dest *dest;
+    void *dstate;
+    int dest_begun;
+    zx_dest_run drun;             /* the run as the destination sees it */
+    zx_dest_stats dstats;
+
+    zx_query *q;
+    const zx_dcol *cols;
+    size_t ncols;
+    size_t key_idx[ZX_FRAME_MAX_KEY_COLUMNS];
+    size_t nkeys;
+    uint64_t seed;
+
+    zx_store *store;
+    zx_spill_budget budget;       /* max_spill_bytes, every spill together */
+    zx_spill rows, hashes, deletes;
+    zx_keysort *keys;
+
+    zx_rowset rs, send;
+    zx_value *vals;
+    zx_buf scratch, kv, rec;
+    zx_buf fb;
+
+    uint64_t read, inserted, updated, unchanged, deleted, to_send, sent, dup_keys;
+    uint64_t ordinal;             /* sending: the result row the batch starts at */
+    unsigned char *marks;         /* upsert/mirror: bit i set = row i of the
+                                     result (in read order) is to be sent */
+    size_t marks_bytes;
+    json_t *sample, *sample_deletes, *dups;
+    int64_t started_ms, last_status_ms;
+    const char *phase;
+    int64_t phase_at, phase_ms[4];    /* time in reading, comparing, sending,
+                                         recording */
+    char err[1024];
+} srun;
+
+/* What the key sorter keeps of a row (after its key hash): its row hash
+ * and its place in the result, then its key as JSON. */
+typedef struct keyrec {
+    uint64_t rh;
+    uint64_t ordinal;
+} keyrec;
+
+/* Every function below returns 0, or -1 with r->err set, unless it says
+ * otherwise. */
+
+/* ---- run.c: status ------------------------------------------------------ */
+
+/* Publish the run's status (run.h) in state `state` ("running", or the
+ * final one). */
+void run_put_status(srun *r, const char *state);
+
+/* Enter phase ph ("reading", "comparing", "sending", "recording"): the
+ * time spent in each is logged when the run ends. */
+void run_set_phase(srun *r, const char *ph);
+
+/* Publish the "running" status, at most every 500 ms. */
+void run_progress(srun *r);
+
+/* ---- run_read.c: read --------------------------------------------------- */
+
+/* Run the query and read its result to the end: kept in the spill (or,
+ * streamed, sent at once), keys to the sorter; the query is closed. */
+int run_read_result(srun *r);
+
+/* The row (vals, r->ncols values) as a JSON object, for a preview's
+ * sample; NULL out of memory.  The caller owns it. */
+json_t *run_row_json(srun *r, const zx_value *vals);
+
+/* ---- run_compare.c: compare --------------------------------------------- */
+
+/* Merge the sorted result keys with the stored ones: counts, the rows to
+ * send marked, the hashes and deletes to record spilled; a duplicate key
+ * fails the run. */
+int run_merge_keys(srun *r);
+
+/* Whether row `ordinal` of the result (read order) is marked to send. */
+int run_marked(const srun *r, uint64_t ordinal);
+
+/* A preview of an upsert or mirror: a sample of the rows it would send. */
+int run_sample_marked(srun *r);
+
+/* ---- run_deliver.c: deliver --------------------------------------------- */
+
+/* Find and open the destination (only checked for a preview). */
+int run_open_dest(srun *r);
+
+/* Begin the destination's transaction. */
+int run_deliver_begin(srun *r);
+
+/* Hand rs to the destination; a value it could not hold fails the run. */
+int run_dest_write(srun *r, const zx_rowset *rs);
+
+/* Send the deletes (mirror) and commit the destination's transaction. */
+int run_deliver_end(srun *r);
+
+/* Begin, send the rows kept in the spill (those marked), end. */
+int run_deliver(srun *r);
+
+/* ---- run_record.c: record ----------------------------------------------- */
+
+/* Hand the new hashes to the writer in row-hashes frames; returns once
+ * each is published (the worker ends when the writer committed them). */
+int run_record_hashes(srun *r);
+
+#endif

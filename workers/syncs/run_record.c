@@ -1,0 +1,117 @@
+/*
+ * run_record.c — stage 4 of a run (run_int.h): record.  Once the
+ * destination committed, the new hashes (and the deleted keys) are read
+ * back from their spill and handed to the writer in row-hashes frames
+ * through the worker runtime (workers/sources/source.h); the writer keeps
+ * them in the store.
+ *
+ * It must never: run before the destination committed.
+ */
+#include "workers/syncs/run_int.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+
+static int publish(srun *r, const zx_rowset *rs)
+{
+    zx_frame_meta m = {0};
+    m.kind = ZX_FRAME_HASHES;
+    m.table = "";
+    m.key_cols = (const char *const *)r->p->key_cols;
+    m.nkey_cols = r->p->nkey_cols;
+    uint64_t seq;
+    zx_pub_result pr = zx_src_publish(r->rt, &m, rs, &seq);
+    while (pr == ZX_PUB_WAIT) {
+        if (zx_src_stopping(r->rt))
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: stopped while recording the "
+                             "row hashes; the next run sends the rest again", r->name);
+        zx_src_wait(r->rt, 50);
+        pr = zx_src_retry(r->rt, &seq);
+    }
+    if (pr != ZX_PUB_OK)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot hand the row hashes to the "
+                         "writer (%s)", r->name, pr == ZX_PUB_TOO_BIG ? "frame too big"
+                         : "out of memory");
+    return 0;
+}
+
+int run_record_hashes(srun *r)
+{
+    run_set_phase(r, "recording");
+    run_put_status(r, "running");
+    zx_rowset hs;
+    zx_rowset_init(&hs);
+    int rc = 0;
+    int64_t ckh = -1, crh = -1, ckv = -1;
+    size_t max_bytes = zx_src_max_frame(r->rt) / 4;
+    if (zx_spill_rewind(&r->hashes) < 0)
+        rc = -1;
+    while (rc == 0) {
+        int g = zx_spill_get(&r->hashes, &r->rec);
+        if (g < 0) {
+            rc = -1;
+            break;
+        }
+        if (g == 1) {
+            if (!hs.ncols) {
+                ckh = zx_rowset_column(&hs, ZX_HASH_KH, strlen(ZX_HASH_KH), ZX_T_TEXT);
+                crh = zx_rowset_column(&hs, ZX_HASH_RH, strlen(ZX_HASH_RH), ZX_T_INT);
+                ckv = zx_rowset_column(&hs, ZX_HASH_KV, strlen(ZX_HASH_KV), ZX_T_TEXT);
+                if (ckh < 0 || crh < 0 || ckv < 0) {
+                    rc = -1;
+                    break;
+                }
+            }
+            if (r->rec.len < ZX_SYNC_KEYHASH_LEN) {
+                rc = -1;
+                break;
+            }
+            zx_value v = {0};
+            if (zx_rowset_begin_row(&hs) < 0)
+                goto oom;
+            v.type = ZX_T_TEXT;
+            v.len = ZX_SYNC_KEYHASH_LEN;
+            if (!(v.s = zx_rowset_strdup(&hs, r->rec.p, ZX_SYNC_KEYHASH_LEN)) ||
+                zx_rowset_add(&hs, (uint32_t)ckh, &v) < 0)
+                goto oom;
+            if (r->rec.len >= ZX_SYNC_KEYHASH_LEN + 8) {   /* a put; else a delete */
+                uint64_t rh;
+                memcpy(&rh, r->rec.p + ZX_SYNC_KEYHASH_LEN, 8);
+                zx_value h = {.type = ZX_T_INT};
+                h.u.i = (int64_t)rh;
+                zx_value k = {.type = ZX_T_TEXT};
+                k.len = (uint32_t)(r->rec.len - ZX_SYNC_KEYHASH_LEN - 8);
+                if (zx_rowset_add(&hs, (uint32_t)crh, &h) < 0 ||
+                    !(k.s = zx_rowset_strdup(&hs, r->rec.p + ZX_SYNC_KEYHASH_LEN + 8,
+                                             k.len)) ||
+                    zx_rowset_add(&hs, (uint32_t)ckv, &k) < 0)
+                    goto oom;
+            }
+            zx_rowset_end_row(&hs);
+        }
+        if (hs.nrows && (g == 0 || hs.nrows >= HASH_FRAME_ROWS ||
+                         zx_frame_estimate(&hs) >= max_bytes)) {
+            if (publish(r, &hs) < 0)
+                break;
+            zx_rowset_reset(&hs);
+            run_progress(r);
+        }
+        if (g == 0)
+            break;
+    }
+    zx_rowset_free(&hs);
+    if (rc < 0 && !r->err[0])
+        zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read back the row hashes kept in "
+                  "%s", r->name, r->tmpdir);
+    return r->err[0] ? -1 : 0;
+oom:
+    zx_rowset_free(&hs);
+    return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+}

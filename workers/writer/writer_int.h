@@ -1,0 +1,253 @@
+/*
+ * writer_int.h — the writer's private state, shared by its parts (not a
+ * public header: only workers/writer/writer*.c include it).
+ *
+ *   writer.c          the loop: cycles (one group-commit transaction each),
+ *                     drain passes over the rings, workspace health,
+ *                     detaches, pruning, start-up reconciliation
+ *   writer_control.c  the supervisor's channel: ATTACH, DETACH, READY, RUN
+ *   writer_apply.c    one frame into the open workspace transaction, and
+ *                     what it did (applied) kept for the store
+ *   writer_park.c     parked tables: frames a table refuses, kept in
+ *                     _zx_parked and retried (see ptable)
+ *   writer_commit.c   after the workspace commit: the LMDB transaction and
+ *                     the feed events
+ *
+ * Everything here runs in the writer process's one thread.
+ */
+#ifndef ZX_WRITER_INT_H
+#define ZX_WRITER_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rowset.h"
+#include "common/segment.h"
+#include "proto/frame.h"
+#include "store/store.h"
+#include "workers/writer/keyseq.h"
+#include "workers/writer/workspace.h"
+#include "workers/writer/writer.h"
+
+#define MAX_PIPES ZX_MAX_PIPELINES
+#define CYCLE_BYTES (48u * 1024 * 1024)
+#define IDEM_TTL_US (24LL * 3600 * 1000000)
+
+typedef struct wpipe {
+    char name[64];
+    char ckpt_key[96];      /* "name#epoch": the workspace checkpoint key */
+    zx_segment seg;
+    int worker_efd;
+    zx_ring_cursor cur;     /* read position (ahead of the released head) */
+    uint64_t ckpt;          /* last seq applied in the workspace */
+    int detaching;
+    int used;
+    int64_t blocked_until_ms;  /* its table refused a frame: retry after */
+    int64_t block_ms;          /* current backoff (1 s doubling to 60 s) */
+    uint64_t released_cycle;   /* last cycle that released its frames */
+    uint32_t max_columns;      /* column cap of its table (0 = default) */
+    uint64_t max_parked_bytes; /* bound of one table's parked frames (0:
+                                  never park: hold the pipeline back) */
+} wpipe;
+
+/* Parked tables.  A frame of a pipeline that keeps mirrors (Postgres CDC;
+ * Kafka Debezium or mode latest: zx_conf_parked_bound) that its table
+ * refuses for a reason that will not pass by itself (a conflicting
+ * object of its name...) is parked instead of holding its whole
+ * pipeline back: the frame goes to the workspace table _zx_parked in the
+ * same transaction as the checkpoint and the positions that pass
+ * it (workspace.h), so that a crash neither loses it nor applies it twice,
+ * and the pipeline's other tables and its source position go on.  While
+ * a table has parked frames, every new frame of it is parked too (its
+ * order is kept); the table is retried with backoff (1 s doubling to
+ * 60 s, and at once when the supervisor attaches the pipeline again, at
+ * reload), its parked frames applied oldest first and deleted in the same
+ * transaction.  Past max_parked_bytes the pipeline is held back as a
+ * whole, as the frames of other pipelines always are.  One entry per (pipeline, table)
+ * with parked frames; the counts follow the workspace (read again after
+ * a rolled-back cycle). */
+typedef struct ptable {
+    char pipeline[64];
+    char table[128];
+    uint64_t count, rows, bytes;  /* parked frames, their changes, bytes */
+    uint64_t last_n;              /* highest number given (_zx_parked.n) */
+    char why[256];                /* why the table refused them */
+    int64_t retry_at_ms, backoff_ms;
+    int told;                     /* the log and feed were told it blocks */
+    int seen;                     /* pt_load: found in the workspace */
+} ptable;
+
+/* What one frame did, kept until the LMDB transaction is written. */
+typedef struct applied {
+    wpipe *p;
+    uint64_t seq;
+    zx_ring_cursor after;
+    char table[64];
+    char *dedup;            /* malloc'd, or NULL: the frame's dedup key */
+    uint64_t dedup_hash, accepted;
+    char rid[40];           /* the frame's batch id */
+    zx_frame_pos *pos;      /* the frame's positions, copied (malloc'd
+                               block: entries, then parts and values) */
+    size_t npos;
+    uint64_t rows, rejects;
+    uint64_t messages;      /* rejected input messages stored */
+    zx_ws_colcount *rejcols;
+    size_t nrejcols;
+    zx_ws_newcol *newcols;
+    size_t nnewcols;
+    int created;
+    uint32_t history_json;  /* made its __changes with the row as JSON: the
+                               mirror's data columns (0: not) */
+    uint64_t extra_values;  /* values kept in _extra (column cap) */
+    uint32_t extra_fields, max_columns;
+    char extra_first[64];
+    int announce_cap;       /* first time this table hit this cap */
+    int inferred;           /* a changes frame whose types were inferred
+                               (Debezium events without a schema) */
+    uint64_t stale;         /* its changes older than the key's (skipped) */
+    int in_batch;           /* counted in an earlier frame's batch event */
+    int skipped;            /* already in the workspace (reconciled) */
+    int parked;             /* parked, not applied (see ptable) */
+    int replayed;           /* a parked frame applied: no position, no
+                               checkpoint, no ring release of its own */
+    int bad;                /* could not be decoded */
+    /* a row-hashes frame (proto/frame.h): its keys, for the store */
+    struct hentry *hashes;  /* malloc'd block: entries, then the keys' JSON */
+    size_t nhashes;
+    char *keysig;           /* malloc'd: the sync's key columns ("kc") as a
+                               JSON array, or NULL */
+} applied;
+
+/* One key of a row-hashes frame. */
+typedef struct hentry {
+    unsigned char kh[ZX_KEYHASH_LEN];
+    uint64_t rh;
+    int del;                /* no row hash: forget the key */
+    const char *kv;         /* in the same block */
+    size_t kvlen;
+} hentry;
+
+typedef struct writer {
+    const zx_writer_args *a;
+    zx_store *store;
+    zx_ws *ws;
+    wpipe pipes[MAX_PIPES];
+    zx_rowset rs;
+    applied *ap;
+    size_t nap, ap_cap;
+    int64_t last_prune_ms;
+    uint64_t cycles;         /* cycles committed (for released_cycle) */
+    int first_pipe;          /* slot a cycle's passes start at */
+    int served_first;        /* slot of the cycle's first frame, -1 none */
+    int attached_all;        /* the supervisor's initial ATTACHes are in */
+    /* Fault injection for tests (ZX_FAULT_INJECTION=1 in the environment):
+     * when this file exists, the writer deletes it and dies right after a
+     * workspace commit, before the LMDB commit and the acknowledgement:
+     * the one crash window the workspace checkpoint must close. */
+    char fault_path[4200];
+    int ckpt_stale;          /* a checkpoint read failed: read them all
+                                again before applying (reread_checkpoints) */
+    int ws_down;             /* zx_ws_status said why it cannot write */
+    char ws_why[256];
+    /* "pipeline\ttable" of the mirrors whose inferred types the feed was
+     * told of (once per writer's life; at most INFERRED_MAX remembered) */
+    char **inferred_told;
+    size_t ninferred_told;
+    zx_keyseq *ks;           /* the cycle's newest positions per key */
+    zx_rowset rs2;           /* a changes frame without its stale changes */
+    uint8_t *skip;
+    size_t skip_cap;
+    ptable *pt;              /* the parked tables (see ptable) */
+    size_t npt, pt_cap;
+    int pt_stale;            /* read them again before applying (pt_load) */
+} writer;
+
+#define INFERRED_MAX 4096
+
+/* ---- writer.c ------------------------------------------------------------ */
+
+/* Send a feed event (takes the reference; NULL = json_pack ran out of
+ * memory).  An event that cannot be built is logged, never a crash. */
+void wr_emit(writer *w, json_t *ev);
+
+/* Begin the cycle's transaction if not yet (*began), reading what a
+ * failure left stale first.  0, or -1 (err set). */
+int wr_begin_once(writer *w, int *began, char *err, size_t errlen);
+
+/* ---- writer_control.c ---------------------------------------------------- */
+
+/* Handle one message of the supervisor's channel: 1 when a message was
+ * handled, 0 when none is waiting, -1 when the supervisor is gone. */
+int wr_handle_chan(writer *w);
+
+/* Unmap p's segment, close its worker's eventfd, free its slot. */
+void wr_drop_pipe(wpipe *p);
+
+/* ---- writer_apply.c ------------------------------------------------------ */
+
+/* Forget what the cycle's frames did (w->ap emptied, its blocks freed). */
+void wr_free_applied(writer *w);
+
+/* The last frame applied in this cycle was rolled back: forget it. */
+void wr_drop_last_applied(writer *w);
+
+/* Apply one frame inside the open workspace transaction.  0 (applied, or
+ * parked: see ptable); -2 when the frame's table refused it (the same
+ * frame would fail again: hold the pipeline back); -1 on any other
+ * failure (database, out of memory: roll the cycle back and retry).  err
+ * says why. */
+int wr_apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t seq,
+                   const zx_ring_cursor *after, char *err, size_t errlen);
+
+/* Apply a parked frame of p (data, len bytes) to its table as
+ * wr_apply_frame would, inside the open transaction: no position and no
+ * checkpoint (recorded when it was parked).  0 applied (or not
+ * decodable: dropped, logged), *nrows its changes; -2 the table refuses
+ * it still; -1 any other failure.  err says why. */
+int wr_replay_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t *nrows,
+                    char *err, size_t errlen);
+
+/* Record frame seq's positions and p's checkpoint in the open
+ * transaction.  0, or -1 (err set). */
+int wr_record_progress(writer *w, wpipe *p, const zx_frame_meta *m, uint64_t seq, char *err,
+                       size_t errlen);
+
+/* ---- writer_park.c ------------------------------------------------------- */
+
+/* The entry of (pipeline, table), or NULL.  Valid until the next
+ * wr_pt_add or wr_pt_load. */
+ptable *wr_pt_find(writer *w, const char *pipeline, const char *table);
+
+/* Read the parked tables' counts from the workspace.  0, or -1
+ * (w->pt_stale set: read again before the next frame is applied). */
+int wr_pt_load(writer *w);
+
+/* After a commit (or wr_pt_load): tell the log, the feed and each
+ * pipeline's status line which tables are parked. */
+void wr_pt_tell(writer *w);
+
+/* Park frame seq of p (data, len bytes; m decoded into w->rs), which its
+ * table refuses (why), in _zx_parked, with its positions and the
+ * checkpoint, inside the open transaction.  0; -2 when it may not be
+ * parked (past max_parked_bytes: err says so, hold the pipeline back);
+ * -1 on a database failure or out of memory (err set). */
+int wr_park_frame(writer *w, wpipe *p, applied *a, const zx_frame_meta *m, const void *data,
+                  size_t len, uint64_t seq, const char *why, char *err, size_t errlen);
+
+/* Apply p's parked frames whose retry is due, oldest first.  0, or -1 on
+ * a failure that needs a rollback (err set). */
+int wr_replay_parked(writer *w, wpipe *p, size_t *bytes, int *began, int *nframes,
+                     char *err, size_t errlen);
+
+/* ---- writer_commit.c ----------------------------------------------------- */
+
+/* Write what the cycle's frames did (w->ap) to the store in one LMDB
+ * transaction (retried when the map grows).  0 or a ZX_STORE_* code. */
+int wr_store_txn(writer *w);
+
+/* Tell the feed what the committed cycle did: new columns, caps,
+ * rejects, one batch event per pipeline and table. */
+void wr_announce(writer *w);
+
+#endif
