@@ -260,7 +260,7 @@ static int fetch(zx_registry *r, const char *path, long *status, body *b, char *
         return -1;
     }
     if (rc != 0) {
-        zx_seterr(err, errlen, "%s (will retry)", why);
+        zx_seterr(err, errlen, "%s", why);
         return 1;
     }
     return 0;
@@ -295,7 +295,7 @@ static int take_schema(const body *b, zx_avro_schema **out, char *err, size_t er
     json_t *type = json_object_get(j, "schemaType");
     int rc;
     if (!json_is_string(s)) {
-        zx_seterr(err, errlen, "the answer is not {\"schema\": \"...\"} (will retry)");
+        zx_seterr(err, errlen, "the answer is not {\"schema\": \"...\"}");
         rc = 1;
     } else if (type && (!json_is_string(type) || strcmp(json_string_value(type), "AVRO"))) {
         char t[32];
@@ -376,7 +376,8 @@ int zx_registry_get(zx_registry *r, int64_t id, const zx_avro_schema **schema, c
     snprintf(full, sizeof(full), "registry %s: schema id %lld: %s", r->shown, (long long)id,
              why);
     if (rc == 1) {
-        zx_seterr(err, errlen, "%s", full);
+        /* rc, not the words, says a retry may help; the stream is told so */
+        zx_seterr(err, errlen, "%s (will retry)", full);
         return 1;
     }
     if (!e)
