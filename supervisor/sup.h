@@ -80,6 +80,10 @@ struct spipe {
                                 points at it; not in the configuration */
     int64_t next_fire_us;    /* schedule: next fire (UTC µs); 0 = none/unset */
     uint32_t note_seq_seen;  /* seg's source_note_seq last fed */
+    int64_t resumed_us;      /* it started with state stored before (the
+                                store's last commit of it, µs), 0: none
+                                (forget.c) */
+    size_t resumed_parts;    /* ... and that many upstream positions */
 };
 
 typedef struct feed_client {
@@ -174,6 +178,18 @@ void sup_attach_all(sup *s, child *c);
 void sup_send_attach(sup *s, child *c, spipe *p);
 /* Queue DETACH {name, epoch} of p to c (no-op when c is not running). */
 void sup_send_detach(sup *s, child *c, const spipe *p);
+/* forget.c: pipeline name was removed and its worker has stopped: ask
+ * the writer to drop its positions and state (proto/chan.h FORGET), unless
+ * a pipeline of that name is configured again; a writer not running is
+ * logged (the state is kept). */
+void sup_send_forget(sup *s, const char *name);
+/* forget.c: read whether p starts with positions or state stored before
+ * (p->resumed_us, p->resumed_parts; logged as event=resumed).  A store not
+ * there yet or unreadable: none. */
+void sup_pipe_resumed_check(sup *s, spipe *p);
+/* forget.c: {"stored_at": time, "positions": N} for `zxctl status`, or JSON
+ * null; a new reference. */
+json_t *sup_pipe_resumed_json(const spipe *p);
 /* 1 when the rings a pipeline with settings pc needs differ from p's. */
 int sup_pipe_needs_new_rings(const spipe *p, const zx_conf_pipeline *pc);
 /* Make pipeline pc's segment (rings sized by the configuration) and

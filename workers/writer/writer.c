@@ -25,6 +25,7 @@
 #include "proto/chan.h"
 #include "proto/control.h"
 #include "proto/frame.h"
+#include "workers/writer/forget.h"
 #include "workers/writer/keyseq.h"
 #include "store/store.h"
 #include "workers/writer/workspace.h"
@@ -168,6 +169,7 @@ typedef struct writer {
     ptable *pt;              /* the parked tables (see ptable) */
     size_t npt, pt_cap;
     int pt_stale;            /* read them again before applying (pt_load) */
+    zx_forget forget;        /* removed pipelines whose state to drop */
 } writer;
 
 #define INFERRED_MAX 4096
@@ -384,6 +386,8 @@ static int handle_chan(writer *w)
     }
     if (t == ZX_CHAN_RUN)
         store_run(w, buf);
+    if (t == ZX_CHAN_FORGET)
+        zx_forget_add(&w->forget, buf);
     if (t == ZX_CHAN_DETACH) {
         json_error_t je;
         json_t *o = json_loads(buf, 0, &je);
@@ -1506,6 +1510,23 @@ fail:
     return -1;
 }
 
+/* forget.h's callbacks: whether a segment of name is attached (1),
+ * detaching (2) or neither (0); a feed event. */
+static int forget_state(void *ctx, const char *name)
+{
+    writer *w = ctx;
+    int st = 0;
+    for (int i = 0; i < MAX_PIPES; i++)
+        if (w->pipes[i].used && strcmp(w->pipes[i].name, name) == 0)
+            st = w->pipes[i].detaching && st != 1 ? 2 : 1;
+    return st;
+}
+
+static void forget_emit(void *ctx, void *ev)
+{
+    emit(ctx, ev);
+}
+
 static void finish_detaches(writer *w)
 {
     for (int i = 0; i < MAX_PIPES; i++) {
@@ -1661,6 +1682,8 @@ int zx_writer_main(const zx_writer_args *a)
         int n = cycle(w);
         workspace_health(w);
         finish_detaches(w);
+        if (w->forget.n && !w->ws_down)
+            zx_forget_run(&w->forget, w->store, w->ws, forget_state, forget_emit, w);
         if (n < 0) {
             backoff_ms = backoff_ms ? (backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2) : 100;
             if (stop_requested && backoff_ms >= 5000)
