@@ -126,7 +126,7 @@ void sup_pipe_free(sup *s, spipe *p)
     zx_segment_close(&p->seg);
     if (p->efd >= 0)
         close(p->efd);
-    sup_slot_jobs_free(p->slot_jobs);
+    sup_retire_jobs_free(p->retire_jobs);
     free(p);
 }
 
@@ -415,10 +415,10 @@ static child *find_child(sup *s, pid_t pid)
 static void after_stop(sup *s, child *c, zx_next next, pid_t old)
 {
     spipe *p = c->pipe;
-    /* a reload abandoned its slot: drop it now that the old worker has let
-     * go of it (only a reload plans this, never a stop or a restart) */
-    if (p && p->slot_jobs)
-        sup_slot_jobs_run(s, p);
+    /* a reload abandoned what it made upstream (a slot): retire it now that
+     * the old worker has let go of it (only a reload plans this, never a stop or a restart) */
+    if (p && p->retire_jobs)
+        sup_retire_jobs_run(s, p);
     if (next == NEXT_RESTART && !s->shutting_down) {
         c->want = 1;
         sup_spawn(s, c);

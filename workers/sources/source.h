@@ -140,7 +140,34 @@ typedef struct zx_source {
      * p may be NULL when only a connection is tested.  Optional. */
     int (*test)(const zx_conf *conf, const zx_conf_pipeline *p,
                 const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);
+
+    /* Retire (issue 19; moves to zx_plugin, conf/plugin.h, when the seam
+     * lands): run once, in a short-lived process of its own
+     * (supervisor/retire.c), after a reload removed a pipeline of this
+     * source, or changed it so that what it made upstream is abandoned,
+     * and its old worker has exited.  conf is the running configuration
+     * (the one the reload installed, or newer); p is the pipeline as the
+     * OLD configuration had it (kept alive for the call).  Writes one
+     * paragraph into msg (never a secret) and returns ZX_RETIRE_DONE,
+     * ZX_RETIRE_KEPT (left alone on purpose: still used, not zx's) or
+     * ZX_RETIRE_FAILED (msg says why and how to finish by hand).  Must
+     * finish within ZX_RETIRE_TIMEOUT_S (the process is killed then).
+     * NULL: nothing to retire. */
+    int (*retire)(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size_t msglen);
+    /* What retire drops, for its events in the log and the feed:
+     * <retire_what>_drop_start, _dropped, _kept, _drop_failed, with the
+     * field <retire_what> set to retire_subject(p) (e.g. "slot" and the
+     * replication slot's name).  retire_subject returns NULL when p has
+     * nothing to retire (no process is started).  A pipeline of the new
+     * configuration with the same source, subject and connection (the
+     * same dsn but for its passwords) still uses it: nothing is retired. */
+    const char *retire_what;
+    const char *(*retire_subject)(const zx_conf_pipeline *p);
 } zx_source;
+
+/* retire's answers (-1: failed). */
+enum { ZX_RETIRE_FAILED = -1, ZX_RETIRE_DONE = 0, ZX_RETIRE_KEPT = 1 };
+#define ZX_RETIRE_TIMEOUT_S 90
 
 /* ---- the registry (registry.c) ------------------------------------- */
 

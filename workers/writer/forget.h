@@ -13,11 +13,13 @@
  * (kept, logged and sent to the feed) when a pipeline of that name is
  * attached again by then: that pipeline uses the positions now.
  *
- * Order: the workspace first, then the store.  The workspace is the truth
- * the writer copies into the store at start (reconcile), so a crash in
- * between leaves the store's copy only, which the next FORGET or none
- * leaves as an old position; a failure of either is retried (1 s, up to
- * ZX_FORGET_TRIES times) and then logged as event=state_drop_failed.
+ * Order: the workspace first, then the store.  The writer copies the
+ * workspace's positions into the store at start (reconcile), so the other
+ * order could bring dropped positions back after a crash in between; this
+ * one leaves at worst the store's copy, which `zxctl status` then shows
+ * as state the pipeline resumed from.  A failure of either is tried again
+ * (1 s apart, ZX_FORGET_TRIES times), then logged and sent to the feed as
+ * event=state_drop_failed.  The table and its rows stay.
  *
  * It must never: drop the state of a pipeline that is attached, or block
  * the writer's loop longer than one workspace statement.

@@ -46,6 +46,7 @@
 #include "common/util.h"
 #include "workers/sources/postgres/pg_cdc_check.h"
 #include "workers/sources/postgres/pg_repl.h"
+#include "workers/sources/postgres/pg_retire.h"
 #include "workers/sources/postgres/pg_snapcopy.h"
 #include "workers/sources/postgres/pg_values.h"
 #include "workers/sources/source.h"
@@ -1110,4 +1111,7 @@ const zx_source zx_source_postgres = {
     .drained = cdc_drained,
     .close = cdc_close,
     .test = zx_pg_cdc_test,
+    .retire = zx_pg_retire,
+    .retire_what = "slot",
+    .retire_subject = zx_pg_retire_subject,
 };
