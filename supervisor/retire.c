@@ -47,6 +47,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "supervisor/sup.h"
+#include "workers/sources/postgres/pg_retire.h"
 #include "workers/sources/postgres/pg_slot.h"
 #include "workers/sources/source.h"
 
@@ -197,10 +198,10 @@ void sup_retire_jobs_free(retire_job *j)
     }
 }
 
+/* A postgres pipeline with a slot (pg_retire.h). */
 static int is_postgres(const zx_conf_pipeline *pc)
 {
-    return pc && pc->source && strcmp(pc->source, "postgres") == 0 && pc->conn &&
-           pc->conn->dsn && pc->slot;
+    return zx_pg_retire_subject(pc) != NULL;
 }
 
 static int same_str(const char *a, const char *b)
@@ -216,29 +217,35 @@ static int same_place(const zx_conf_connection *a, const zx_conf_connection *b)
     return a == b || same_str(a->dsn_shown, b->dsn_shown) || same_str(a->dsn, b->dsn);
 }
 
-/* Add to j->users every postgres pipeline of c whose slot or publication
- * is called slot / publication.  0, or -1 out of memory. */
+/* Add to j->users (copies) every postgres pipeline of c whose slot or
+ * publication is called slot / publication.  0, or -1 out of memory. */
 static int add_users(retire_job *j, const zx_conf *c, const char *slot, const char *publication)
 {
-    for (size_t i = 0; i < c->npipelines; i++) {
-        const zx_conf_pipeline *pc = &c->pipelines[i];
-        if (!is_postgres(pc))
-            continue;
-        int us = same_str(pc->slot, slot), up = same_str(pc->publication, publication);
-        if (!us && !up)
-            continue;
+    if (!c->npipelines)
+        return 0;
+    zx_pg_slot_user *found = calloc(c->npipelines, sizeof(*found));
+    if (!found)
+        return -1;
+    size_t n = zx_pg_slot_users(c, slot, publication, found);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
         zx_pg_slot_user *nu = realloc(j->users, (j->nusers + 1) * sizeof(*nu));
-        if (!nu)
-            return -1;
+        if (!nu) {
+            rc = -1;
+            break;
+        }
         j->users = nu;
         int oom = 0;
-        zx_pg_slot_user *u = &j->users[j->nusers++];
-        *u = (zx_pg_slot_user){dup_or_null(pc->name, &oom), dup_or_null(pc->conn->dsn, &oom),
-                               dup_or_null(pc->conn->dsn_shown, &oom), us, up};
+        const zx_pg_slot_user *f = &found[i];
+        j->users[j->nusers++] = (zx_pg_slot_user){dup_or_null(f->pipeline, &oom),
+                                                  dup_or_null(f->dsn, &oom),
+                                                  dup_or_null(f->dsn_shown, &oom), f->slot,
+                                                  f->publication};
         if (oom)
-            return -1;
+            rc = -1;
     }
-    return 0;
+    free(found);
+    return rc;
 }
 
 static int add_target(retire_job *j, const zx_conf_connection *cc)

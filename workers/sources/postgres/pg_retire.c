@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/sources/postgres/pg_slot.h"
 #include "workers/sources/source.h"
 
 #define RETIRE_WAIT_MS 10000   /* how long the slot may stay in use */
@@ -38,6 +37,21 @@ const char *zx_pg_retire_subject(const zx_conf_pipeline *p)
     return is_postgres(p) ? p->slot : NULL;
 }
 
+size_t zx_pg_slot_users(const zx_conf *conf, const char *slot, const char *publication,
+                        zx_pg_slot_user *users)
+{
+    size_t n = 0;
+    for (size_t i = 0; conf && i < conf->npipelines; i++) {
+        const zx_conf_pipeline *pc = &conf->pipelines[i];
+        if (!is_postgres(pc))
+            continue;
+        int us = same_str(pc->slot, slot), up = same_str(pc->publication, publication);
+        if (us || up)
+            users[n++] = (zx_pg_slot_user){pc->name, pc->conn->dsn, pc->conn->dsn_shown, us, up};
+    }
+    return n;
+}
+
 int zx_pg_retire(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size_t msglen)
 {
     if (!is_postgres(p)) {
@@ -51,7 +65,6 @@ int zx_pg_retire(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size
         where = now;
     /* the pipelines still configured with the same slot or publication
      * name: the server tells whether theirs is the same database */
-    size_t n = 0;
     zx_pg_slot_user *users = conf && conf->npipelines
                                  ? calloc(conf->npipelines, sizeof(*users)) : NULL;
     if (conf && conf->npipelines && !users) {
@@ -59,14 +72,7 @@ int zx_pg_retire(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size
                  "drop-slot %s)", p->slot, p->slot);
         return ZX_RETIRE_FAILED;
     }
-    for (size_t i = 0; conf && i < conf->npipelines; i++) {
-        const zx_conf_pipeline *pc = &conf->pipelines[i];
-        if (!is_postgres(pc))
-            continue;
-        int us = same_str(pc->slot, p->slot), up = same_str(pc->publication, p->publication);
-        if (us || up)
-            users[n++] = (zx_pg_slot_user){pc->name, pc->conn->dsn, pc->conn->dsn_shown, us, up};
-    }
+    size_t n = users ? zx_pg_slot_users(conf, p->slot, p->publication, users) : 0;
     char out[4096];
     zx_pg_slot_args d = {where->dsn, where->dsn_shown ? where->dsn_shown : "?", p->slot,
                          p->publication, 1, users, n, RETIRE_WAIT_MS, RETIRE_PG_TIMEOUT_MS};

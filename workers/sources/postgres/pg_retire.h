@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "conf/config.h"
+#include "workers/sources/postgres/pg_slot.h"
 
 /* Drop p's slot (p->slot) and its publication (p->publication, if zx made
  * it) on p's connection: the one of that name in conf when it still
@@ -27,8 +28,15 @@
  * never holds a password. */
 int zx_pg_retire(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size_t msglen);
 
-/* p's replication slot, or NULL when p has none to retire (no connection
- * or dsn).  Points into p. */
+/* p's replication slot, or NULL when p has none to retire (not a postgres
+ * pipeline, or no connection or dsn).  Points into p. */
 const char *zx_pg_retire_subject(const zx_conf_pipeline *p);
+
+/* The postgres pipelines of conf whose slot is called slot or whose
+ * publication is called publication (either may be NULL), into users
+ * (room for conf->npipelines; strings point into conf): pg_slot.h's
+ * users, which a drop leaves alone on their database.  Returns how many. */
+size_t zx_pg_slot_users(const zx_conf *conf, const char *slot, const char *publication,
+                        zx_pg_slot_user *users);
 
 #endif
