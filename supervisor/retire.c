@@ -318,9 +318,11 @@ static void write_line(int fd, json_t *o)
     json_decref(o);
 }
 
-static zx_pg_slot_args drop_args(const retire_job *j, const slot_target *t, int always)
+/* `zxctl drop-slot`'s arguments on target t (the publication only where
+ * the slot was dropped). */
+static zx_pg_slot_args drop_args(const retire_job *j, const slot_target *t)
 {
-    return (zx_pg_slot_args){t->dsn, t->shown, j->slot, j->publication, always, j->users,
+    return (zx_pg_slot_args){t->dsn, t->shown, j->slot, j->publication, 0, j->users,
                              j->nusers, SLOT_WAIT_MS, SLOT_PG_TIMEOUT_MS};
 }
 
@@ -335,7 +337,7 @@ static json_t *run_admin(const retire_job *j)
     char looked[2048] = "";
     for (size_t i = 0; i < j->ntargets; i++) {
         const slot_target *t = &j->targets[i];
-        zx_pg_slot_args d = drop_args(j, t, 0);
+        zx_pg_slot_args d = drop_args(j, t);
         char out[SLOT_MSG_MAX], line[SLOT_MSG_MAX + 200];
         int rc = zx_pg_slot_drop(&d, out, sizeof(out));
         snprintf(line, sizeof(line), "connection %s: %s%s", t->name, out,
