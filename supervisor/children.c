@@ -434,6 +434,7 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
         /* The worker has answered everything it took: the gateway stops
          * routing to these rings, the writer applies what is left in them. */
         const zx_conf_pipeline *pc = p->conf;
+        int forget = p->forget_state;
         char name[64];
         snprintf(name, sizeof(name), "%s", p->name);
         sup_send_detach(s, &s->gateway, p);
@@ -442,7 +443,7 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
             sup_feedf(s, "stop", name, "{\"process\":\"%s\",\"pid\":%d}", name, (int)old);
         sup_pipe_free(s, p);
         /* removed: its positions and state go too (after its last frames) */
-        if (next == NEXT_REMOVE && !s->shutting_down)
+        if (next == NEXT_REMOVE && forget && !s->shutting_down)
             sup_send_forget(s, name);
         if (next == NEXT_RECREATE && pc && !s->shutting_down) {
             char err[256];

@@ -190,6 +190,10 @@ json_t *sup_reload(sup *s)
         /* what it made upstream (a postgres pipeline's slot) is retired
          * once its worker is gone (retire.c) */
         sup_retire_plan(s, p, p->conf, oc, nc);
+        /* and its positions and state are dropped then (forget.c); a
+         * reverse sync keeps its run history (still read by `zxctl runs`
+         * and the API) and row hashes */
+        p->forget_state = !zx_conf_is_sync(p->conf);
         /* its worker drains first (the gateway answers 503 for it in the
          * meantime); then gateway and writer let go of it (after_stop) */
         p->removing = 1;

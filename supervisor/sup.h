@@ -85,6 +85,8 @@ struct spipe {
                                 store's last commit of it, µs), 0: none
                                 (forget.c) */
     size_t resumed_parts;    /* ... and that many upstream positions */
+    int forget_state;        /* removed by a reload: drop its positions and
+                                state once its worker is gone (forget.c) */
 };
 
 typedef struct feed_client {
