@@ -58,14 +58,34 @@ typedef struct zx_plugin {
     /* `zxctl test` (today's zx_source.test, moved here) */
     int (*test)(const zx_conf *conf, const zx_conf_pipeline *p,
                 const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);
-    /* run once, in a process of its own, when a pipeline of this plug-in is
-       removed from the configuration (postgres: drop its slot and the
-       publication zx made).  0 done, -1 failed (msg says why; it is retried
-       with backoff); NULL: nothing to do */
+    /* Retire: run once, in a short-lived process of its own
+     * (supervisor/retire.c), after a reload removed a pipeline of this
+     * plug-in, or changed it so that what it made upstream is abandoned,
+     * and its old worker has exited.  conf is the running configuration;
+     * p is the pipeline as the OLD configuration had it (kept alive for
+     * the call).  Writes one paragraph into msg (never a secret) and
+     * returns ZX_RETIRE_DONE, ZX_RETIRE_KEPT (left alone on purpose: still
+     * used, not zx's) or ZX_RETIRE_FAILED (msg says why and how to finish
+     * by hand; tried again with backoff).  Must finish within
+     * ZX_RETIRE_TIMEOUT_S (the process is killed then).  NULL: nothing to
+     * retire (postgres: drops its slot and the publication zx made). */
     int (*retire)(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size_t msglen);
+    /* What retire drops, for its events in the log and the feed:
+     * <retire_what>_drop_start, _dropped, _kept, _drop_failed, with the
+     * field <retire_what> set to retire_subject(p) (e.g. "slot" and the
+     * replication slot's name).  retire_subject returns NULL when p has
+     * nothing to retire (no process is started).  A pipeline of the new
+     * configuration with the same source, subject and connection (the
+     * same dsn but for its passwords) still uses it: nothing is retired. */
+    const char *retire_what;
+    const char *(*retire_subject)(const zx_conf_pipeline *p);
     const struct zx_source *source;    /* ZX_PLUGIN_SOURCE: the worker (workers/sources/source.h) */
     const struct zx_dest_ops *dest;    /* ZX_PLUGIN_DESTINATION (workers/destinations/dest.h) */
 } zx_plugin;
+
+/* retire's answers (-1: failed). */
+enum { ZX_RETIRE_FAILED = -1, ZX_RETIRE_DONE = 0, ZX_RETIRE_KEPT = 1 };
+#define ZX_RETIRE_TIMEOUT_S 90
 
 #define ZX_CF_OWN 0x10u   /* option row flag: `offset` (and n_offset, v_offset) are
                              into the plug-in's own struct, not zx_conf_pipeline */

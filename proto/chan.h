@@ -21,6 +21,13 @@
  *             Stop serving N (the writer: N's segment of that epoch; a
  *             pipeline recreated under the same name has a new one).  The
  *             writer first applies every frame already published in it.
+ *     FORGET  writer only: {"name": N}  pipeline N was removed from the
+ *             configuration (sent right after its DETACH): once the
+ *             detached segment's last frames are applied, drop N's
+ *             positions and state in the store and the workspace
+ *             (workers/writer/forget.h); refused (kept) if a pipeline N is
+ *             attached again by then.  Answered by an EVENT
+ *             (state_dropped, state_kept or state_drop_failed).
  *     READY   {}  every pipeline has been attached once after the child
  *             started: the gateway starts accepting connections only
  *             then (so a restarted gateway never answers 404 for a
@@ -60,6 +67,7 @@ enum zx_chan_type {
     ZX_CHAN_READY = 4,
     ZX_CHAN_RUN = 5,
     ZX_CHAN_API = 6,
+    ZX_CHAN_FORGET = 7,
 };
 
 /* Send one message: type, NUL-terminated JSON text, up to 4 fds (nfds may

@@ -26,6 +26,10 @@
  *               "rows":N, "rejects":N, "rejects_by_column":{"col":N,...},
  *               "last_error":"..."|null,
  *               "extra_values":N (values kept in _extra beyond max_columns),
+ *               "resumed":{"stored_at":"RFC3339", "positions":N}|null (it
+ *                  started with positions or state stored before: zxd's
+ *                  start, or re-added with state not dropped; N upstream
+ *                  positions, 0 for state alone),
  *               "ring":RING (the frames ring, as in "rings"),
  *               "rings":{"in":RING, "out":RING, "frames":RING,
  *                        "shared_bytes":N}}
@@ -133,7 +137,12 @@
  *                         a Postgres pipeline's replication slot after a
  *                         reload removed the pipeline or moved it off the
  *                         slot ("pipeline" set), or `drop-slot` ("pipeline"
- *                         null); "message" says what was done
+ *                         null); "message" says what was done.  Generally
+ *                         <what>_dropped | _kept | _drop_failed (<what>)
+ *                         for a source's retire hook (zx_source.retire_what)
+ *             | "state_dropped" | "state_kept" | "state_drop_failed"
+ *                         a removed pipeline's positions and state in the
+ *                         store and workspace (workers/writer/forget.h)
  *
  * Errors: unknown command or bad arguments → ok:false with a message.
  * Limits: at most 64 connections at once (at most 32 of them feed

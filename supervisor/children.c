@@ -103,6 +103,7 @@ spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen
     snprintf(p->worker.name, sizeof(p->worker.name), "%s", pc->name);
     atomic_store(&p->seg.hdr->writer_up, s->writer_ready);
     p->in_use = 1;
+    sup_pipe_resumed_check(s, p);
     s->pipes[s->npipes++] = p;
     return p;
 }
@@ -390,6 +391,7 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
         /* The worker has answered everything it took: the gateway stops
          * routing to these rings, the writer applies what is left in them. */
         const zx_conf_pipeline *pc = p->conf;
+        int forget = p->forget_state;
         char name[64];
         snprintf(name, sizeof(name), "%s", p->name);
         sup_send_detach(s, &s->gateway, p);
@@ -397,6 +399,9 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
         if (old)
             sup_feedf(s, "stop", name, "{\"process\":\"%s\",\"pid\":%d}", name, (int)old);
         sup_pipe_free(s, p);
+        /* removed: its positions and state go too (after its last frames) */
+        if (next == NEXT_REMOVE && forget && !s->shutting_down)
+            sup_send_forget(s, name);
         if (next == NEXT_RECREATE && pc && !s->shutting_down) {
             char err[256];
             spipe *np = sup_pipe_new(s, pc, err, sizeof(err));

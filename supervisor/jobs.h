@@ -2,7 +2,7 @@
  * jobs.h — the supervisor's second floor: the jobs it runs on top of the
  * child table (sup.h): reloads (reload.c), `zxctl test` probes (probe.c),
  * verifies (verify.c), reverse-sync runs (syncs*.c), one-off sends
- * (syncs_send.c); slot drops (slotdrop.c) are declared in sup.h.  Jobs
+ * (syncs_send.c); retires (retire.c) are declared in sup.h.  Jobs
  * that fork a helper process share helper.h.  The control commands
  * (control.h) call them; they never call the commands: a job answers its
  * zxctl client through sup_control_reply/sup_control_finish (sup.h) and

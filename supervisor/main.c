@@ -97,18 +97,18 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     }
 }
 
-/* The child table's hooks for the slot drops a reload planned
- * (slotdrop.c): start them once the old worker is gone; free them with
- * their pipeline. */
-static void slot_jobs_run(sup *s, spipe *p)
+/* The child table's hooks for the retires a reload planned (retire.c):
+ * start them once the old worker is gone; free them with their
+ * pipeline. */
+static void retire_jobs_run(sup *s, spipe *p)
 {
-    if (p->slot_jobs)
-        sup_slot_jobs_run(s, p);
+    if (p->retire_jobs)
+        sup_retire_jobs_run(s, p);
 }
 
-static void slot_jobs_free(spipe *p)
+static void retire_jobs_free(spipe *p)
 {
-    sup_slot_jobs_free(p->slot_jobs);
+    sup_retire_jobs_free(p->retire_jobs);
 }
 
 /* Wire the floors: the child table (sup.h) tells the jobs (jobs.h)
@@ -117,8 +117,8 @@ static const sup_child_hooks child_hooks = {
     .spawn_held = sup_sync_idle,
     .worker_args = sup_sync_worker_args,
     .sync_exited = sup_sync_exited,
-    .worker_stopped = slot_jobs_run,
-    .pipe_freed = slot_jobs_free,
+    .worker_stopped = retire_jobs_run,
+    .pipe_freed = retire_jobs_free,
     .start_failed = sup_reload_failed,
     .gateway_api = sup_sync_api,
 };

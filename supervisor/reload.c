@@ -189,8 +189,13 @@ json_t *sup_reload(sup *s)
         if (p->removing || p->owned_conf || zx_conf_find(nc, p->name))
             continue;   /* a one-off send is not the configuration's */
         json_array_append_new(removed, json_string(p->name));
-        /* a postgres pipeline's slot is dropped once its worker is gone */
-        sup_slot_plan(s, p, p->conf, nc);
+        /* what it made upstream (a postgres pipeline's slot) is retired
+         * once its worker is gone (retire.c) */
+        sup_retire_plan(s, p, p->conf, oc, nc);
+        /* and its positions and state are dropped then (forget.c); a
+         * reverse sync keeps its run history (still read by `zxctl runs`
+         * and the API) and row hashes */
+        p->forget_state = !zx_conf_is_sync(p->conf);
         /* its worker drains first (the gateway answers 503 for it in the
          * meantime); then gateway and writer let go of it (after_stop) */
         p->removing = 1;
@@ -211,7 +216,7 @@ json_t *sup_reload(sup *s)
             int same = zx_conf_pipeline_same(p->conf, np) &&
                        nc->max_queue_delay_ms == oc->max_queue_delay_ms;
             if (!same) /* its old slot, if no longer used (another slot...) */
-                sup_slot_plan(s, p, p->conf, nc);
+                sup_retire_plan(s, p, p->conf, oc, nc);
             p->conf = np;
             if (same) {
                 json_array_append_new(unchanged, json_string(np->name));
@@ -260,7 +265,7 @@ json_t *sup_reload(sup *s)
      * first, and the rings keep every frame meanwhile) */
     if (nc->commit_interval_ms != oc->commit_interval_ms)
         sup_stop_child(s, &s->writer, NEXT_RESTART);
-    zx_conf_free(oc);
+    sup_conf_release(oc); /* kept while retires planned from it wait */
 
     char msg[128];
     snprintf(msg, sizeof(msg), "reloaded: %zu added, %zu changed, %zu removed, %zu unchanged",

@@ -130,6 +130,9 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
         json_object_set_new(o, "state", json_string("blocked"));
     if (o)
         json_object_set_new(o, "blocked_reason", jstr_or_null(blocked[0] ? blocked : NULL));
+    /* it started from positions or state stored before it was (re)defined */
+    if (o)
+        json_object_set_new(o, "resumed", sup_pipe_resumed_json(p));
     /* tables whose changes the writer parks: the pipeline goes on for its
      * other tables, so it stays "running" */
     char tables[ZX_SEG_WRITER_TABLES_MAX];

@@ -44,7 +44,7 @@ const char *zx_state_name(zx_state s);
 typedef struct spipe spipe;
 typedef struct sup sup;
 typedef struct sup_msg sup_msg;   /* outbox.c */
-typedef struct slot_job slot_job; /* slotdrop.c */
+typedef struct retire_job retire_job; /* retire.c */
 typedef struct sync_run sync_run; /* syncs.c */
 
 /* What to do once a child we asked to stop has exited. */
@@ -83,9 +83,10 @@ struct spipe {
     child worker;
     int removing;
     int in_use;
-    slot_job *slot_jobs;     /* a reload abandoned this pipeline's
-                                replication slot: drops to start once its
-                                old worker has exited (slotdrop.c) */
+    retire_job *retire_jobs; /* a reload abandoned what this pipeline made
+                                upstream (a replication slot): retires to
+                                start once its old worker has exited
+                                (retire.c) */
     /* a reverse sync (direction: out, syncs.c): its worker runs only for a
      * run */
     sync_run *run;           /* the run its worker is doing, or NULL (idle) */
@@ -93,6 +94,12 @@ struct spipe {
                                 points at it; not in the configuration */
     int64_t next_fire_us;    /* schedule: next fire (UTC µs); 0 = none/unset */
     uint32_t note_seq_seen;  /* seg's source_note_seq last fed */
+    int64_t resumed_us;      /* it started with state stored before (the
+                                store's last commit of it, µs), 0: none
+                                (forget.c) */
+    size_t resumed_parts;    /* ... and that many upstream positions */
+    int forget_state;        /* removed by a reload: drop its positions and
+                                state once its worker is gone (forget.c) */
 };
 
 typedef struct feed_client {
@@ -212,6 +219,18 @@ void sup_attach_all(sup *s, child *c);
 void sup_send_attach(sup *s, child *c, spipe *p);
 /* Queue DETACH {name, epoch} of p to c (no-op when c is not running). */
 void sup_send_detach(sup *s, child *c, const spipe *p);
+/* forget.c: pipeline name was removed and its worker has stopped: ask
+ * the writer to drop its positions and state (proto/chan.h FORGET), unless
+ * a pipeline of that name is configured again; a writer not running is
+ * logged (the state is kept). */
+void sup_send_forget(sup *s, const char *name);
+/* forget.c: read whether p starts with positions or state stored before
+ * (p->resumed_us, p->resumed_parts; logged as event=resumed).  A store not
+ * there yet or unreadable: none. */
+void sup_pipe_resumed_check(sup *s, spipe *p);
+/* forget.c: {"stored_at": time, "positions": N} for `zxctl status`, or JSON
+ * null; a new reference. */
+json_t *sup_pipe_resumed_json(const spipe *p);
 /* 1 when the rings a pipeline with settings pc needs differ from p's. */
 int sup_pipe_needs_new_rings(const spipe *p, const zx_conf_pipeline *pc);
 /* Make pipeline pc's segment (rings sized by the configuration) and
@@ -267,23 +286,27 @@ void sup_control_watch(struct bufferevent *bev, void (*on_read)(struct buffereve
  * most 8; 0, or -1 when full. */
 int sup_client_on_gone(void (*fn)(struct bufferevent *bev));
 
-/* slotdrop.c (a job of floor 2: declared here, where slotdrop.c looks for
- * it, until it is rewritten as the generic retire job): the replication
- * slot (and the publication zx made) of a Postgres CDC pipeline that is
- * gone, dropped in a short-lived process (workers/sources/postgres/
- * pg_slot.h says what is and is never dropped). */
-/* During a reload, while old (p's settings until now) and nc (the new
- * configuration) both exist: when old is a postgres pipeline whose slot
- * nc no longer uses on the same connection (p removed, or changed to
- * another slot, connection or source), plan its drop on p (copies of
- * what it needs; nothing starts yet).  No-op otherwise. */
-void sup_slot_plan(sup *s, spipe *p, const zx_conf_pipeline *old, const zx_conf *nc);
-/* p's old worker has exited: start its planned drops (at most 4 run at
- * once, the rest wait).  Each outcome is logged and sent to the feed
- * (slot_dropped, slot_kept, slot_drop_failed). */
-void sup_slot_jobs_run(sup *s, spipe *p);
-/* Free a list of drops (killing any process still running).  NULL ok. */
-void sup_slot_jobs_free(slot_job *j);
+/* retire.c (a job of floor 2): what a gone pipeline made upstream (a postgres pipeline's
+ * replication slot and the publication zx made), retired by its source's
+ * retire hook (conf/plugin.h) in a short-lived process.
+ * During a reload, while old (p's settings until now, in oc, the old
+ * configuration) and nc (the new one) both exist: when old's source has a
+ * retire hook and nc no longer uses what old made (p removed, or changed
+ * to another slot, connection or source), plan its retire on p (oc is
+ * kept alive for it: the reload then frees oc with sup_conf_release;
+ * nothing starts yet).  No-op otherwise. */
+void sup_retire_plan(sup *s, spipe *p, const zx_conf_pipeline *old, zx_conf *oc,
+                     const zx_conf *nc);
+/* p's old worker has exited: start its planned retires (at most 4 run at
+ * once, the rest wait; a failed one is tried again with backoff).  Each
+ * outcome is logged and sent to the feed (<what>_dropped, <what>_kept,
+ * <what>_drop_failed: slot_dropped...). */
+void sup_retire_jobs_run(sup *s, spipe *p);
+/* Free a list of retires (killing any process still running).  NULL ok. */
+void sup_retire_jobs_free(retire_job *j);
+/* The reload is done with the old configuration c: freed now, or once the
+ * last retire planned from it is over. */
+void sup_conf_release(zx_conf *c);
 /* `zxctl drop-slot`: start dropping slot on connection conn (NULL: every
  * postgres connection) and return NULL (bev is answered when done, within
  * about 2 minutes), or return the answer to send at once (a bad name, the

@@ -156,6 +156,19 @@ static char *zxctl_pipe_notes(const json_t *e)
         out = zxctl_xrealloc(out, len + strlen(b) + 24);
         len += (size_t)sprintf(out + len, "  blocked tables: %s\n", b);
     }
+    const json_t *rs = json_object_get(e, "resumed");
+    const json_t *rat = json_object_get(rs, "stored_at");
+    if (json_is_string(rat)) {
+        /* it started from state stored before it was (re)defined here */
+        json_int_t np = json_integer_value(json_object_get(rs, "positions"));
+        out = zxctl_xrealloc(out, len + strlen(json_string_value(rat)) + 120);
+        if (np > 0)
+            len += (size_t)sprintf(out + len, "  resumed from positions stored %s (%lld)\n",
+                                   json_string_value(rat), (long long)np);
+        else
+            len += (size_t)sprintf(out + len, "  resumed from state stored %s\n",
+                                   json_string_value(rat));
+    }
     char *rej = zxctl_fmt_rejects(json_object_get(e, "rejects_by_column"));
     if (rej) {
         out = zxctl_xrealloc(out, len + strlen(rej) + 16);

@@ -360,3 +360,83 @@ def test_reload_moving_a_pipeline_keeps_or_drops_its_old_slot(pg, cdc_env):
     assert "zx_sa_mv" not in slots(pg, db)
     assert not log_events(z, "slot_drop_failed"), z.log_tail(40)
     assert_no_password(z, z.log_text(), cdc_env)
+
+
+class Forwarder:
+    """A TCP port that forwards to the Postgres service once open(): before,
+    nothing listens there (a server away)."""
+
+    def __init__(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.srv = None
+
+    def open(self):
+        import socket
+        import threading
+        self.srv = socket.create_server(("127.0.0.1", self.port))
+        target = (pg_fixtures.service().host, pg_fixtures.service().port)
+
+        def pipe(a, b):
+            try:
+                while True:
+                    d = a.recv(65536)
+                    if not d:
+                        break
+                    b.sendall(d)
+            except OSError:
+                pass
+            finally:
+                for x in (a, b):
+                    try:
+                        x.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        def serve():
+            while True:
+                try:
+                    c, _ = self.srv.accept()
+                except OSError:
+                    return
+                u = socket.create_connection(target)
+                threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+                threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+        threading.Thread(target=serve, daemon=True).start()
+
+    def close(self):
+        if self.srv:
+            self.srv.close()
+
+
+def test_reload_retire_tries_again_when_the_server_was_away(pg, cdc_env):
+    """The retire hook (the slot drop) fails while the server is away, and
+    is tried again with backoff: once the server is back, the slot goes."""
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id bigint PRIMARY KEY)")
+    make_slot(pg, db, "zx_sa_away")
+    make_publication(pg, db, "zx_sa_away", "orders", made_for="sa-away")
+    fw = Forwarder()
+    try:
+        conn = dict(superuser(db), port=fw.port)
+        z = cdc_env.zxd({"sa-away": {"connection": "far", "tables": ["orders"]}}, {"far": conn})
+        z.wait_running("writer")
+        del z.cdc["sa-away"]
+        z.write_config()
+        z.signal(signal.SIGHUP)
+        line = wait_event(z, "slot_drop_failed", "sa-away")
+        assert "slot=zx_sa_away" in line and "trying again in 5 s (attempt 2 of 4)" in line, line
+        assert "zx_sa_away" in slots(pg, db)
+        fw.open()   # the server is back
+        line = wait_event(z, "slot_dropped", "sa-away")
+        assert (f'slot=zx_sa_away message="replication slot zx_sa_away dropped on Postgres '
+                f'{z.dsn_shown("far")}; publication zx_sa_away (made by zx for pipeline '
+                'sa-away) dropped"') in line, line
+        assert "zx_sa_away" not in slots(pg, db)
+        assert "zx_sa_away" not in publications(pg, db)
+        assert_no_password(z, z.log_text(), cdc_env)
+    finally:
+        fw.close()

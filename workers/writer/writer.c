@@ -27,6 +27,7 @@
 #include "proto/chan.h"
 #include "proto/control.h"
 #include "proto/frame.h"
+#include "workers/writer/forget.h"
 #include "workers/writer/keyseq.h"
 #include "store/store.h"
 #include "workers/writer/workspace.h"
@@ -313,6 +314,23 @@ fail:
     return -1;
 }
 
+/* forget.h's callbacks: whether a segment of name is attached (1),
+ * detaching (2) or neither (0); a feed event. */
+static int forget_state(void *ctx, const char *name)
+{
+    writer *w = ctx;
+    int st = 0;
+    for (int i = 0; i < MAX_PIPES; i++)
+        if (w->pipes[i].used && strcmp(w->pipes[i].name, name) == 0)
+            st = w->pipes[i].detaching && st != 1 ? 2 : 1;
+    return st;
+}
+
+static void forget_emit(void *ctx, void *ev)
+{
+    wr_emit(ctx, ev);
+}
+
 static void finish_detaches(writer *w)
 {
     for (int i = 0; i < MAX_PIPES; i++) {
@@ -468,6 +486,8 @@ int zx_writer_main(const zx_writer_args *a)
         int n = cycle(w);
         workspace_health(w);
         finish_detaches(w);
+        if (w->forget.n && !w->ws_down)
+            zx_forget_run(&w->forget, w->store, w->ws, forget_state, forget_emit, w);
         if (n < 0) {
             backoff_ms = backoff_ms ? (backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2) : 100;
             if (stop_requested && backoff_ms >= 5000)

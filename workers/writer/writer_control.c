@@ -222,6 +222,8 @@ int wr_handle_chan(writer *w)
     }
     if (t == ZX_CHAN_RUN)
         store_run(w, buf);
+    if (t == ZX_CHAN_FORGET)
+        zx_forget_add(&w->forget, buf);
     if (t == ZX_CHAN_DETACH) {
         json_error_t je;
         json_t *o = json_loads(buf, 0, &je);

@@ -26,6 +26,7 @@
 #include "common/segment.h"
 #include "proto/frame.h"
 #include "store/store.h"
+#include "workers/writer/forget.h"
 #include "workers/writer/keyseq.h"
 #include "workers/writer/workspace.h"
 #include "workers/writer/writer.h"
@@ -161,6 +162,7 @@ typedef struct writer {
     ptable *pt;              /* the parked tables (see ptable) */
     size_t npt, pt_cap;
     int pt_stale;            /* read them again before applying (pt_load) */
+    zx_forget forget;        /* removed pipelines whose state to drop */
 } writer;
 
 #define INFERRED_MAX 4096

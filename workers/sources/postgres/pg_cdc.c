@@ -47,6 +47,7 @@
 #include "common/util.h"
 #include "workers/sources/postgres/pg_cdc_check.h"
 #include "workers/sources/postgres/pg_repl.h"
+#include "workers/sources/postgres/pg_retire.h"
 #include "workers/sources/postgres/pg_snapcopy.h"
 #include "workers/sources/postgres/pg_values.h"
 #include "workers/sources/source.h"

@@ -3,7 +3,8 @@
  * zx made for it (pg_slot.h), on a normal libpq connection.
  *
  * Runs in a short-lived process of the supervisor's (supervisor/
- * slotdrop.c).  It must never: drop a slot in use or one a configured
+ * retire.c: the source's retire hook, pg_retire.c, and `zxctl
+ * drop-slot`).  It must never: drop a slot in use or one a configured
  * pipeline uses on the same database, drop a publication whose comment
  * does not say zx made it, show a dsn's password (only dsn_shown), or
  * wait without a deadline.

@@ -1,8 +1,8 @@
 /*
  * pg_slot.h — drop a Postgres CDC pipeline's replication slot, and the
  * publication zx made for it, once the pipeline is gone: after a reload
- * removed the pipeline (or moved it to another slot or database), and for
- * `zxctl drop-slot NAME` (a slot left behind).  supervisor/slotdrop.c runs
+ * removed the pipeline (or moved it to another slot or database: the
+ * source's retire hook, pg_retire.h), and for `zxctl drop-slot NAME` (a slot left behind).  supervisor/retire.c runs
  * it in a short-lived process of its own, as it runs `zxctl test`.
  *
  * zx_pg_slot_drop works on a normal connection (libpq, not a replication

@@ -9,6 +9,7 @@
 
 #include "conf/plugin.h"
 #include "workers/sources/postgres/pg_cdc_check.h"
+#include "workers/sources/postgres/pg_retire.h"
 #include "workers/sources/postgres/postgres_opts.h"
 #include "workers/sources/source.h"
 
@@ -79,6 +80,9 @@ const zx_plugin zx_plugin_postgres = {
     .role = ZX_PLUGIN_SOURCE,
     .conn_kinds = conn_kinds,
     .test = zx_pg_cdc_test,
+    .retire = zx_pg_retire,
+    .retire_what = "slot",
+    .retire_subject = zx_pg_retire_subject,
     .opts_size = sizeof(zx_postgres_opts),
     .source = &zx_source_postgres,
     .options = options,
