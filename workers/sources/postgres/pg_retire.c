@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/sources/source.h"
+#include "conf/plugin.h"
 
 #define RETIRE_WAIT_MS 10000   /* how long the slot may stay in use */
 #define RETIRE_PG_TIMEOUT_MS 10000

@@ -1,6 +1,6 @@
 /*
- * pg_retire.h — the retire hook of `source: postgres` (workers/sources/
- * source.h, zx_source.retire): when a reload removed a Postgres CDC
+ * pg_retire.h — the retire hook of `source: postgres` (conf/plugin.h,
+ * zx_plugin.retire): when a reload removed a Postgres CDC
  * pipeline, or moved it off its replication slot (another slot name,
  * another database, another source), drop its old slot and the publication
  * zx made for it, with pg_slot.h's rules (never a slot in use past a wait,
