@@ -313,8 +313,10 @@ static void cf_set_defaults(zx_cf_ctx *x, int target, void *base)
 {
     for (size_t i = 0; i < zx_cf_nrows(); i++) {
         const zx_cf_option *o = zx_cf_row(i);
+        if (zx_cf_target(o->section) != target)
+            continue; /* base is not of o's struct (zx_cf_row_base) */
         void *fb = zx_cf_row_base(o, base);
-        if (fb && zx_cf_target(o->section) == target)
+        if (fb)
             zx_cf_set_default(x, o, fb);
     }
 }
