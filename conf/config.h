@@ -196,29 +196,21 @@ typedef struct zx_conf_pipeline {
                                 per mirror table the workspace refuses
                                 (default 256 MiB; 0 = never park: the
                                 pipeline is held back) */
-    /* postgres (change data capture; the other sources have tables NULL,
-     * ntables 0, mirrors, table_prefix, slot and publication NULL, and
-     * history at its default, unused). */
-    char **tables;           /* the source tables, each "schema.table": as
-                                written, with "public." added to a bare
-                                `table`; each part [A-Za-z_][A-Za-z0-9_]
-                                {0,62}, an exact name (quoted in SQL: `Orders`
-                                is not `orders`).  1 to ZX_MAX_PG_TABLES, no
-                                table twice */
-    size_t ntables;
-    char **mirrors;          /* ntables workspace tables: mirrors[i] is where
-                                tables[i] is mirrored, table_prefix + its
-                                table part; the rules of `table` apply, and no
-                                two tables of the whole file (mirrors, their
-                                `<mirror>__changes` with history, other
-                                pipelines' tables) are equal without regard
-                                to case */
+    /* The workspace mirror tables this pipeline writes, set by its
+     * plug-in's check (postgres: table_prefix + each source table's name);
+     * NULL, 0 for the others.  No two tables of the whole file (mirrors,
+     * their `<mirror>__changes` with history, other pipelines' tables) are
+     * equal without regard to case (conf/tables.c). */
+    char **mirrors;          /* nmirrors names, each a valid table name */
+    char **mirror_of;        /* nmirrors: what mirrors[i] mirrors, as its
+                                source names it (postgres: "schema.table"),
+                                for messages */
+    size_t nmirrors;
     uint32_t max_tables;     /* `max_tables`: tables a `table` template may
                                 make (default 100) */
     char *table_pattern;     /* `table_pattern`: POSIX extended regex the
                                 made names must match (checked to compile);
                                 NULL: any */
-    char *table_prefix;      /* as written, or NULL (none) */
     /* kafka and http: how each message becomes rows (other sources: 0,
      * NULL) */
     int format;              /* ZX_FORMAT_JSON (0, default): rows appended;
@@ -241,19 +233,12 @@ typedef struct zx_conf_pipeline {
                                 0 confluent (magic 0 + 4-byte id), 1
                                 apicurio (magic 0 + 8-byte global id), 2
                                 headers (apicurio.value.globalId) */
-    /* postgres's `initial_copy` and `slot_lost`: its own options (own,
+    /* postgres's `tables`, `table_prefix`, `initial_copy`, `slot`,
+     * `slot_lost` and `publication`: its own options (own,
      * workers/sources/postgres/postgres_opts.h) */
     int history;             /* 1: also append every change to
                                 `<mirror>__changes` (mirrors then at most 54
                                 bytes); 0 (default) */
-    char *slot;              /* replication slot: as written, or "zx_" + the
-                                pipeline name with '-' as '_' (cut to 63
-                                bytes); [a-z0-9_]{1,63}.  No two pipelines
-                                on the same database (the same connection,
-                                or the same dsn) share one */
-    char *publication;       /* publication: as written (1 to 63 bytes, no
-                                control characters, an exact name; it may
-                                exist already), or derived as slot is */
     /* direction: out (a reverse sync; source is "sync").  Other pipelines
      * have these NULL / 0. */
     char *author;            /* the `authors` entry whose policy the query
@@ -491,6 +476,13 @@ int zx_conf_connection_same(const zx_conf_connection *a,
  * test keeps them equal. */
 void zx_conf_write_reference(FILE *out);
 
+/* 1 when v is a table name by the rules of `table:` (ZX_CF_IDENT: 1 to 63
+ * letters, digits or _, not starting with a digit, not _zx*, *__rejects
+ * nor sqlite_*, without regard to case), else 0 with *why (if not NULL)
+ * a static phrase saying which rule it breaks.  Public: a plug-in's check
+ * names its mirrors by it (conf/plugin.h). */
+int zx_cf_table_name_ok(const char *v, const char **why);
+
 /* ------------------------------------------------------------------------
  * Internal to conf/ (config.c, entries.c, options.c, fields.c, lists.c,
  * values.c, reference.c, secrets.c, yamlwalk.c, rows.c, tables.c,
@@ -649,11 +641,6 @@ void zx_cf_free_own(zx_conf_pipeline *pl);
 int zx_cf_own_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b);
 /* Free or zero the field of option o in base (NULL / 0). */
 void zx_cf_clear_field(const zx_cf_option *o, void *base);
-/* 1 when v is a table name by the rules of `table:` (ZX_CF_IDENT: 1 to 63
- * letters, digits or _, not starting with a digit, not _zx*, *__rejects
- * nor sqlite_*, without regard to case), else 0 with *why (if not NULL)
- * a static phrase saying which rule it breaks. */
-int zx_cf_table_name_ok(const char *v, const char **why);
 /* 1 when v is a table name template (`table:` with placeholders, for
  * format: debezium): letters, digits, _ and the placeholders
  * {source.table}, {source.schema}, {source.db}, {source.collection},
@@ -698,9 +685,10 @@ void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
                             zx_conf_connection *cn, const zx_cf_where *w);
 void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
                                const yaml_node_t *const *conn_node);
-/* Once connections are resolved: no two postgres pipelines on the same
- * database (the same connection, or connections with the same dsn) share
- * a replication slot. */
+/* Once connections are resolved: no two pipelines of one plug-in on the
+ * same database (the same connection, or connections with the same dsn)
+ * hold the same thing upstream (their plug-in's retire_subject, e.g. a
+ * postgres replication slot). */
 void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c);
 /* tables.c: once the whole file is walked, no two workspace tables the
  * pipelines write are one name (tables_node[i]: where pipeline i wrote

@@ -16,6 +16,7 @@
 #include "conf/plugin.h"
 #include "common/dsn.h"
 #include "common/mysql_dsn.h"
+#include "workers/sources/postgres/postgres_opts.h"  /* INTERIM */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,47 +104,53 @@ static void check_postgres(zx_cf_ctx *x, const yaml_node_t *kn,
     const char *entry = "pipelines.<name>", *why;
     const yaml_node_t *tn = zx_cf_where_opt(w, entry, "tables");
     const yaml_node_t *pn = zx_cf_where_opt(w, entry, "table_prefix");
+    zx_postgres_opts *o = pl->own;   /* INTERIM: moves to postgres_check.c */
     size_t i;
 
-    if (pl->tables && !(pn && !pl->table_prefix)) {
-        pl->mirrors = calloc(pl->ntables, sizeof(*pl->mirrors));
-        if (!pl->mirrors) {
+    if (!o)
+        return;
+    if (o->tables && !(pn && !o->table_prefix)) {
+        pl->mirrors = calloc(o->ntables, sizeof(*pl->mirrors));
+        pl->mirror_of = calloc(o->ntables, sizeof(*pl->mirror_of));
+        pl->nmirrors = o->ntables;
+        if (!pl->mirrors || !pl->mirror_of) {
             zx_cf_error_at(x, kn, "out of memory");
             return;
         }
-        for (i = 0; i < pl->ntables; i++) {
+        for (i = 0; i < o->ntables; i++) {
             /* the list was set whole: item i is tables[i] */
             const yaml_node_t *in = tn && tn->type == YAML_SEQUENCE_NODE
                 ? zx_cf_node(x, tn->data.sequence.items.start[i]) : kn;
-            const char *name = strchr(pl->tables[i], '.') + 1;
+            const char *name = strchr(o->tables[i], '.') + 1;
             char *m = NULL;
-            if (asprintf(&m, "%s%s", pl->table_prefix ? pl->table_prefix : "",
+            if (asprintf(&m, "%s%s", o->table_prefix ? o->table_prefix : "",
                          name) < 0) {
                 zx_cf_error_at(x, in, "out of memory");
                 return;
             }
             pl->mirrors[i] = m;
+            pl->mirror_of[i] = strdup(o->tables[i]);
             if (!zx_cf_table_name_ok(m, &why))
                 zx_cf_error_at(x, in, "pipelines.%s: %s would be mirrored to "
                                "table '%.80s', which %s%s", pl->name,
-                               pl->tables[i], m, why,
-                               pl->table_prefix && strlen(m) > 63
+                               o->tables[i], m, why,
+                               o->table_prefix && strlen(m) > 63
                                ? " (shorten table_prefix)" : "");
             else if (pl->history && strlen(m) > 54)
                 zx_cf_error_at(x, in, "pipelines.%s: with history, "
                                "the mirror of %s, '%s', has %zu characters: "
                                "at most 54, so that its table %s__changes "
-                               "fits in 63", pl->name, pl->tables[i], m,
+                               "fits in 63", pl->name, o->tables[i], m,
                                strlen(m), m);
         }
     }
     if (!zx_cf_name_ok(pl->name))
         return;   /* reported already */
-    if (!pl->slot && !zx_cf_where_opt(w, entry, "slot") &&
-        !(pl->slot = derived_pg_name(pl->name)))
+    if (!o->slot && !zx_cf_where_opt(w, entry, "slot") &&
+        !(o->slot = derived_pg_name(pl->name)))
         zx_cf_error_at(x, kn, "out of memory");
-    if (!pl->publication && !zx_cf_where_opt(w, entry, "publication") &&
-        !(pl->publication = derived_pg_name(pl->name)))
+    if (!o->publication && !zx_cf_where_opt(w, entry, "publication") &&
+        !(o->publication = derived_pg_name(pl->name)))
         zx_cf_error_at(x, kn, "out of memory");
 }
 
@@ -520,36 +527,40 @@ void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
     free(names);
 }
 
-/* The database a postgres pipeline reads: its connection's dsn (as shown,
- * so that a skipped secret still compares), or NULL. */
-static const char *pg_database(const zx_conf_pipeline *p)
+/* What pipeline p holds upstream, on the database of its connection, that
+ * no other pipeline may share: its plug-in's retire_subject (conf/plugin.h;
+ * postgres: its replication slot), or NULL. */
+static const char *held_subject(const zx_conf_pipeline *p)
 {
-    return p->source && !strcmp(p->source, "postgres") && p->conn
-           ? p->conn->dsn_shown : NULL;
+    return p->plugin && p->plugin->retire_subject && p->conn ? p->plugin->retire_subject(p)
+                                                             : NULL;
 }
 
 void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c)
 {
     size_t i, j;
 
-    /* pairs: at most ZX_MAX_PIPELINES postgres pipelines, a few hundred
-     * thousand comparisons at worst */
+    /* pairs: at most ZX_MAX_PIPELINES pipelines, a few hundred thousand
+     * comparisons at worst.  The same database: the same connection, or
+     * connections with the same dsn (as shown, so that a skipped secret
+     * still compares). */
     for (i = 0; i < c->npipelines; i++) {
         const zx_conf_pipeline *p = &c->pipelines[i];
-        const char *db = pg_database(p);
-        if (!db || !p->slot)
+        const char *held = held_subject(p);
+        if (!held)
             continue;
         for (j = 0; j < i; j++) {
             const zx_conf_pipeline *q = &c->pipelines[j];
-            const char *qdb = pg_database(q);
-            if (!qdb || !q->slot || strcmp(p->slot, q->slot) ||
-                (p->conn != q->conn && strcmp(db, qdb)))
+            const char *qheld = held_subject(q);
+            if (!qheld || q->plugin != p->plugin || strcmp(held, qheld) ||
+                (p->conn != q->conn && (!p->conn->dsn_shown || !q->conn->dsn_shown ||
+                                        strcmp(p->conn->dsn_shown, q->conn->dsn_shown))))
                 continue;
             zx_cf_error(x, p->line, p->column, "pipeline %s: replication slot "
                         "%s is already the slot of pipeline %s (line %d) on "
                         "the same database; a slot serves one pipeline: set "
                         "`slot:` (and `publication:`) to another name",
-                        p->name, p->slot, q->name, q->line);
+                        p->name, held, q->name, q->line);
             break;
         }
     }

@@ -33,9 +33,9 @@ void zx_conf_free(zx_conf *c)
     if (!c)
         return;
     for (i = 0; i < c->npipelines; i++) {
-        /* mirrors has ntables entries: free it before the table frees
-         * tables and zeroes ntables */
-        zx_cf_free_strs(c->pipelines[i].mirrors, c->pipelines[i].ntables);
+        /* mirrors and mirror_of: set by the plug-in's check, not rows */
+        zx_cf_free_strs(c->pipelines[i].mirrors, c->pipelines[i].nmirrors);
+        zx_cf_free_strs(c->pipelines[i].mirror_of, c->pipelines[i].nmirrors);
         zx_cf_free_fields(ZX_CF_PIPELINE, &c->pipelines[i]);
         zx_cf_free_own(&c->pipelines[i]);
         free(c->pipelines[i].name);
@@ -81,7 +81,7 @@ const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name)
 uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p)
 {
     if (!p || !p->source || strcmp(p->source, "http") == 0 ||
-        !(p->ntables || p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST))
+        !(p->nmirrors || p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST))
         return 0;
     return p->max_parked_bytes;
 }
@@ -123,11 +123,11 @@ int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
     if (!a->auth != !b->auth ||
         (a->auth && !zx_cf_fields_same(ZX_CF_AUTHOR, a->auth, b->auth)))
         return 0;
-    /* the same tables (compared by the table): the mirrors, when both have
-     * them, in the same count */
-    if (!a->mirrors != !b->mirrors)
+    /* the same mirrors (derived by the plug-in's check from rows compared
+     * above, but a plug-in may derive them from more) */
+    if (!a->mirrors != !b->mirrors || a->nmirrors != b->nmirrors)
         return 0;
-    for (size_t i = 0; a->mirrors && i < a->ntables; i++)
+    for (size_t i = 0; a->mirrors && i < a->nmirrors; i++)
         if (!str_same(a->mirrors[i], b->mirrors[i]))
             return 0;
     return 1;

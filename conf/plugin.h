@@ -81,6 +81,9 @@ typedef struct zx_plugin {
     const char *(*retire_subject)(const zx_conf_pipeline *p);
     const struct zx_source *source;    /* ZX_PLUGIN_SOURCE: the worker (workers/sources/source.h) */
     const struct zx_dest_ops *dest;    /* ZX_PLUGIN_DESTINATION (workers/destinations/dest.h) */
+    /* 1: `zxctl verify` compares its pipelines' mirrors with their source
+     * tables (workers/verify: postgres); 0: it refuses them. */
+    int verify;
 } zx_plugin;
 
 /* retire's answers (-1: failed). */

@@ -21,7 +21,7 @@
 typedef struct cf_tab {
     const char *name;        /* the table */
     size_t pipe;             /* index of its pipeline */
-    size_t item;             /* postgres: index in its tables / mirrors;
+    size_t item;             /* index in its mirrors (and mirror_of);
                                 SIZE_MAX: the pipeline's `table` */
     int history;             /* 1: the `<mirror>__changes` of item */
 } cf_tab;
@@ -69,7 +69,7 @@ static void cf_tab_role(char *buf, size_t len, const zx_conf *c, const cf_tab *t
         buf[0] = '\0';
     else
         snprintf(buf, len, "the %s of %s", t->history ? "history" : "mirror",
-                 c->pipelines[t->pipe].tables[t->item]);
+                 c->pipelines[t->pipe].mirror_of[t->item]);
 }
 
 /* Two tables written by the same pipeline or by two, equal without regard
@@ -85,7 +85,7 @@ void zx_cf_check_tables(zx_cf_ctx *x, const zx_conf *c,
     cf_tab *t;
 
     for (i = 0; i < c->npipelines; i++)
-        cap += c->pipelines[i].mirrors ? 2 * c->pipelines[i].ntables : 0;
+        cap += c->pipelines[i].mirrors ? 2 * c->pipelines[i].nmirrors : 0;
     t = malloc(cap * sizeof(*t));
     hist = calloc(cap, sizeof(*hist));
     if (!t || !hist) {
@@ -96,7 +96,7 @@ void zx_cf_check_tables(zx_cf_ctx *x, const zx_conf *c,
         const zx_conf_pipeline *p = &c->pipelines[i];
         if (p->table)
             t[n++] = (cf_tab){p->table, i, SIZE_MAX, 0};
-        for (j = 0; p->mirrors && j < p->ntables; j++) {
+        for (j = 0; p->mirrors && j < p->nmirrors; j++) {
             t[n++] = (cf_tab){p->mirrors[j], i, j, 0};
             if (!p->history)
                 continue;
@@ -140,7 +140,7 @@ void zx_cf_check_tables(zx_cf_ctx *x, const zx_conf *c,
                             "be mirrored to table '%s'%s; a mirror is named "
                             "after its table, without the schema: mirror them "
                             "in two pipelines with different table_prefix",
-                            pb->name, pa->tables[a->item], pb->tables[b->item],
+                            pb->name, pa->mirror_of[a->item], pb->mirror_of[b->item],
                             a->name, same);
             else
                 zx_cf_error(x, line, col, "pipeline %s: table '%s' (%s) "

@@ -732,7 +732,7 @@ json_t *sup_slot_admin_start(sup *s, struct bufferevent *bev, const char *slot,
      * process (the same database or not). */
     for (size_t i = 0; i < c->npipelines; i++) {
         const zx_conf_pipeline *pc = &c->pipelines[i];
-        if (!is_postgres(pc) || strcmp(pc->slot, slot) != 0)
+        if (!is_postgres(pc) || strcmp(zx_pg_retire_subject(pc), slot) != 0)
             continue;
         if (!cc || same_place(pc->conn, cc))
             return refuse("slot %s belongs to pipeline %s: remove the pipeline from the "

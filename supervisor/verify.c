@@ -22,6 +22,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "conf/plugin.h"
 #include "proto/control.h"
 #include "supervisor/helper.h"
 #include "supervisor/jobs.h"
@@ -187,6 +188,19 @@ static const sup_helper_kind verify_kind = {
     .done = verify_done,
 };
 
+/* The sources whose pipelines `zxctl verify` takes (zx_plugin.verify),
+ * joined with " or " into buf. */
+static void verifiable(char *buf, size_t len)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < zx_nplugins && off < len; i++)
+        if (zx_plugins[i]->role == ZX_PLUGIN_SOURCE && zx_plugins[i]->verify)
+            off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? " or " : "",
+                                    zx_plugins[i]->name);
+}
+
 json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, const char *table,
                          int repair)
 {
@@ -194,10 +208,11 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
     if (!pc)
         return json_pack("{s:b, s:s}", "ok", 0, "error",
                          "no pipeline of that name in the configuration");
-    if (!pc->source || strcmp(pc->source, "postgres")) {
-        char m[300];
-        snprintf(m, sizeof(m), "pipeline %s: verify: only a `source: postgres` pipeline has "
-                 "mirrors to compare with their source (this one is %s)", name,
+    if (!pc->plugin || !pc->plugin->verify) {
+        char m[300], which[100];
+        verifiable(which, sizeof(which));
+        snprintf(m, sizeof(m), "pipeline %s: verify: only a `source: %s` pipeline has "
+                 "mirrors to compare with their source (this one is %s)", name, which,
                  pc->source ? pc->source : "?");
         return json_pack("{s:b, s:s}", "ok", 0, "error", m);
     }

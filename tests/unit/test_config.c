@@ -1572,6 +1572,7 @@ static void test_pg_cdc(void)
     zx_conf_errors e = {0};
     const zx_conf_connection *cn;
     const zx_conf_pipeline *p, *a, *w;
+    const zx_postgres_opts *po, *ao;
     zx_conf *c;
     char name[80], want[80];
 
@@ -1601,37 +1602,42 @@ static void test_pg_cdc(void)
     CHECK_STR(p->source, "postgres");
     CHECK(p->conn == cn);
     CHECK_STR(p->connection, "shop");
-    CHECK(p->ntables == 2);
-    if (p->ntables == 2 && p->mirrors) {
-        CHECK_STR(p->tables[0], "public.orders");
-        CHECK_STR(p->tables[1], "sales.Customers");
+    po = zx_postgres_opts_of(p);
+    CHECK(zx_postgres_is(p) && po->ntables == 2 && p->nmirrors == 2);
+    if (po->ntables == 2 && p->nmirrors == 2 && p->mirrors && p->mirror_of) {
+        CHECK_STR(po->tables[0], "public.orders");
+        CHECK_STR(po->tables[1], "sales.Customers");
         CHECK_STR(p->mirrors[0], "orders");
         CHECK_STR(p->mirrors[1], "Customers");
+        CHECK_STR(p->mirror_of[0], "public.orders");
+        CHECK_STR(p->mirror_of[1], "sales.Customers");
     }
     CHECK(p->mirrors != NULL);
     CHECK(p->table == NULL);
-    CHECK(p->table_prefix == NULL);
-    CHECK(zx_postgres_opts_of(p)->initial_copy == 1 && p->own && p->history == 0);
-    CHECK_STR(p->slot, "zx_shop_cdc");
-    CHECK_STR(p->publication, "zx_shop_cdc");
+    CHECK(po->table_prefix == NULL);
+    CHECK(po->initial_copy == 1 && p->own && p->history == 0);
+    CHECK_STR(po->slot, "zx_shop_cdc");
+    CHECK_STR(po->publication, "zx_shop_cdc");
     CHECK(p->metadata == 0 && p->key == NULL && p->topics == NULL);
     CHECK(p->in_ring_size == 0);
     CHECK(p->shm_size == ZX_SEG_MAX_BYTES(0, p->ring_size));
     CHECK(p->line == 6 && p->column == 3);
     /* everything written */
-    CHECK(a->ntables == 1 && a->mirrors);
-    if (a->ntables == 1 && a->mirrors) {
-        CHECK_STR(a->tables[0], "public.orders");
+    ao = zx_postgres_opts_of(a);
+    CHECK(ao->ntables == 1 && a->nmirrors == 1 && a->mirrors);
+    if (ao->ntables == 1 && a->nmirrors == 1 && a->mirrors) {
+        CHECK_STR(ao->tables[0], "public.orders");
         CHECK_STR(a->mirrors[0], "audit_orders");
     }
-    CHECK_STR(a->table_prefix, "audit_");
-    CHECK(zx_postgres_opts_of(a)->initial_copy == 0 && a->history == 1);
-    CHECK_STR(a->slot, "audit_slot");
-    CHECK_STR(a->publication, "Audit Pub");
+    CHECK_STR(ao->table_prefix, "audit_");
+    CHECK(ao->initial_copy == 0 && a->history == 1);
+    CHECK_STR(ao->slot, "audit_slot");
+    CHECK_STR(ao->publication, "Audit Pub");
     CHECK(a->table == NULL);
     /* the other sources have none of it */
-    CHECK(w->tables == NULL && w->ntables == 0 && w->mirrors == NULL);
-    CHECK(w->slot == NULL && w->publication == NULL && w->table_prefix == NULL);
+    CHECK(!zx_postgres_is(w) && zx_postgres_opts_of(w)->tables == NULL);
+    CHECK(w->nmirrors == 0 && w->mirrors == NULL && w->mirror_of == NULL);
+    CHECK(zx_postgres_opts_of(w)->slot == NULL && zx_postgres_opts_of(w)->publication == NULL);
     CHECK_STR(w->table, "web");
     zx_conf_free(c);
 
@@ -1665,8 +1671,8 @@ static void test_pg_cdc(void)
     if (c) {
         snprintf(want, sizeof(want), "zx_a_%.58s", name + 2);
         CHECK(strlen(want) == 63);
-        CHECK_STR(c->pipelines[0].slot, want);
-        CHECK_STR(c->pipelines[0].publication, want);
+        CHECK_STR(zx_postgres_opts_of(&c->pipelines[0])->slot, want);
+        CHECK_STR(zx_postgres_opts_of(&c->pipelines[0])->publication, want);
         CHECK_STR(c->connections[0].dsn_shown, "host=db1 dbname=shop user=zx password=***");
     }
     zx_conf_free(c);
@@ -1848,7 +1854,7 @@ static void test_pg_cdc_errors(void)
                 CHECK(c != NULL);
                 dump(&e);
                 if (c)
-                    CHECK(c->pipelines[0].ntables == 1000 && c->pipelines[0].mirrors &&
+                    CHECK(c->pipelines[0].nmirrors == 1000 && c->pipelines[0].mirrors &&
                           !strcmp(c->pipelines[0].mirrors[999], "t999"));
                 zx_conf_free(c);
             }

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "common/util.h"
+#include "workers/sources/postgres/postgres_opts.h"
 #include "workers/verify/verify_int.h"
 
 #define VF_BATCH 500                /* rows compared per query */
@@ -28,6 +29,7 @@ typedef struct vf_cand {
 
 typedef struct vf_run {
     const zx_conf_pipeline *pc;
+    const zx_postgres_opts *o;   /* pc's own options: its tables and slot */
     vf_src *src;
     vf_mir *mir;
     int64_t deadline_ms;
@@ -97,7 +99,7 @@ static int snapshot(vf_run *r)
     int64_t until = zx_mono_ms() + ZX_VERIFY_CATCHUP_MS;
     if (until > r->deadline_ms)
         until = r->deadline_ms;
-    int rc = vf_src_wait(r->src, r->pc->slot, lsn, until, r->err, r->errlen);
+    int rc = vf_src_wait(r->src, r->o->slot, lsn, until, r->err, r->errlen);
     if (rc < 0)
         return -1;
     r->lagging = rc == 0;
@@ -523,8 +525,8 @@ static int64_t repair(vf_run *r, const zx_conf *c, const zx_conf_pipeline *pc, j
     json_t *e, *rep;
     json_array_foreach(r->req, i, e) {
         const char *qual = json_string_value(json_object_get(e, "table"));
-        for (size_t k = 0; k < pc->ntables; k++) {
-            if (strcmp(pc->tables[k], qual))
+        for (size_t k = 0; k < r->o->ntables; k++) {
+            if (strcmp(r->o->tables[k], qual))
                 continue;
             int64_t n = repair_check(r, qual, pc->mirrors[k], json_object_get(e, "keys"));
             if (n < 0)
@@ -550,19 +552,22 @@ int zx_verify_run(const zx_conf *c, const zx_conf_pipeline *pc, const char *tabl
                   unsigned flags, int64_t deadline_ms, json_t **out, char *err, size_t errlen)
 {
     char e[1024] = "";
-    vf_run r = { .pc = pc, .deadline_ms = deadline_ms, .err = e, .errlen = sizeof(e),
+    const zx_postgres_opts *po = zx_postgres_opts_of(pc);
+    vf_run r = { .pc = pc, .o = po, .deadline_ms = deadline_ms, .err = e, .errlen = sizeof(e),
                  .repair = !!(flags & ZX_VERIFY_REPAIR), .req = json_array() };
     json_t *tables = json_array();
     int64_t compared = 0, differing = 0, repaired = 0;
     int rc = -1;
     *out = NULL;
-    if (!pc->source || strcmp(pc->source, "postgres") || !pc->conn || !pc->slot) {
-        zx_seterr(e, sizeof(e), "only a `source: postgres` pipeline has a mirror to verify");
+    if (!zx_postgres_is(pc) || !pc->conn || !po->slot ||
+        po->ntables != pc->nmirrors) {
+        zx_seterr(e, sizeof(e), "only a `source: %s` pipeline has a mirror to verify",
+                  ZX_POSTGRES_NAME);
         goto out;
     }
     size_t nwanted = 0;
-    for (size_t i = 0; i < pc->ntables; i++)
-        nwanted += wanted(table, pc->tables[i], pc->mirrors[i]);
+    for (size_t i = 0; i < po->ntables; i++)
+        nwanted += wanted(table, po->tables[i], pc->mirrors[i]);
     if (!nwanted) {
         zx_seterr(e, sizeof(e), "table %s is not one of the pipeline's tables", table);
         goto out;
@@ -571,14 +576,14 @@ int zx_verify_run(const zx_conf *c, const zx_conf_pipeline *pc, const char *tabl
         !(r.mir = vf_mir_open(c, e, sizeof(e))))
         goto out;
     int64_t until = zx_mono_ms() + ZX_VERIFY_CATCHUP_MS;
-    if (vf_src_streaming(r.src, pc->slot, until < deadline_ms ? until : deadline_ms, e,
+    if (vf_src_streaming(r.src, po->slot, until < deadline_ms ? until : deadline_ms, e,
                          sizeof(e)) < 0)
         goto out;
-    for (size_t i = 0; i < pc->ntables; i++) {
-        if (!wanted(table, pc->tables[i], pc->mirrors[i]))
+    for (size_t i = 0; i < po->ntables; i++) {
+        if (!wanted(table, po->tables[i], pc->mirrors[i]))
             continue;
         json_t *rep = NULL;
-        if (verify_table(&r, pc->tables[i], pc->mirrors[i], &rep) < 0)
+        if (verify_table(&r, po->tables[i], pc->mirrors[i], &rep) < 0)
             goto out;
         compared += json_integer_value(json_object_get(rep, "compared"));
         differing += json_integer_value(json_object_get(rep, "differing"));

@@ -107,7 +107,7 @@ static const char *owner(const zx_dbz_conf *c, const char *t)
             continue;
         if (p->table && !strchr(p->table, '{') && same_table(t, p->table))
             return p->name;
-        for (size_t k = 0; p->mirrors && k < p->ntables; k++)
+        for (size_t k = 0; p->mirrors && k < p->nmirrors; k++)
             if (p->mirrors[k] && same_table(t, p->mirrors[k]))
                 return p->name;
     }

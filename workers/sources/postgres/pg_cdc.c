@@ -138,7 +138,7 @@ void pgcdc_status(cdc *c, int force)
         double left = c->copy_est > c->copied && rate > 0 ? (double)(c->copy_est - c->copied) / rate
                                                           : 0;
         o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:f}", "state", "copying",
-                      "slot", c->p->slot, "table", c->ci < c->nt ? c->t[c->ci].qname : "",
+                      "slot", c->o->slot, "table", c->ci < c->nt ? c->t[c->ci].qname : "",
                       "tables_done", (json_int_t)c->ci, "tables", (json_int_t)c->copy_tables,
                       "rows_copied", (json_int_t)c->copied, "rows_estimate",
                       (json_int_t)c->copy_est, "rows_per_second", (double)(int64_t)rate,
@@ -146,7 +146,7 @@ void pgcdc_status(cdc *c, int force)
     } else {
         if (c->meta && now - c->last_retained_ms >= RETAINED_EVERY_MS) {
             c->last_retained_ms = now;
-            c->retained = pgcdc_retained(c->meta, c->p->slot);
+            c->retained = pgcdc_retained(c->meta, c->o->slot);
         }
         char a[PGO_LSN_LEN], b[PGO_LSN_LEN];
         pgo_lsn_format(c->confirmed, a, sizeof(a));
@@ -156,7 +156,7 @@ void pgcdc_status(cdc *c, int force)
         if (lag_s < 0)
             lag_s = 0;
         o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:f, s:I, s:I}", "state", "streaming",
-                      "slot", c->p->slot, "publication", c->p->publication, "confirmed_lsn", a,
+                      "slot", c->o->slot, "publication", c->o->publication, "confirmed_lsn", a,
                       "server_lsn", b, "lag_bytes",
                       (json_int_t)(c->server_end > c->confirmed ? c->server_end - c->confirmed : 0),
                       "lag_seconds", (double)(int64_t)(lag_s * 1000) / 1000.0,
@@ -316,7 +316,7 @@ static uint64_t gathered_bytes(const cdc *c)
 int pgcdc_start_stream(cdc *c)
 {
     char err[600];
-    if (zx_pgr_start(c->repl, c->p->slot, c->start, c->p->publication, 1, err,
+    if (zx_pgr_start(c->repl, c->o->slot, c->start, c->o->publication, 1, err,
                      sizeof(err)) < 0) {
         snprintf(c->err, sizeof(c->err), "pipeline %s: %s", c->p->name, err);
         return -1;
@@ -329,14 +329,14 @@ int pgcdc_start_stream(cdc *c)
     }
     if (c->gap_from) {
         zx_src_set_error(c->rt, NULL);   /* the resync is over */
-        zx_info("event=resync_done pipeline=%s slot=%s", c->p->name, c->p->slot);
+        zx_info("event=resync_done pipeline=%s slot=%s", c->p->name, c->o->slot);
         c->gap_from = 0;
     }
     c->last_status_ms = zx_mono_ms();
     char l[PGO_LSN_LEN];
     pgo_lsn_format(c->start, l, sizeof(l));
     zx_info("event=stream_start pipeline=%s slot=%s publication=%s from=%s", c->p->name,
-                c->p->slot, c->p->publication, c->start ? l : "(the slot's position)");
+                c->o->slot, c->o->publication, c->start ? l : "(the slot's position)");
     pgcdc_status(c, 1);
     return 0;
 }
@@ -613,7 +613,7 @@ static void free_cdc(cdc *c)
 static int slot_lost(cdc *c, pgo_lsn stored, char *err, size_t errlen)
 {
     const zx_conf_pipeline *p = c->p;
-    int st = pgcdc_slot_state(c->meta, c->shown, p->slot, err, errlen);
+    int st = pgcdc_slot_state(c->meta, c->shown, c->o->slot, err, errlen);
     if (st < 0)
         return -1;
     if (st == PGCDC_SLOT_OK)
@@ -626,22 +626,22 @@ static int slot_lost(cdc *c, pgo_lsn stored, char *err, size_t errlen)
                             "max_slot_wal_keep_size)";
     if (zx_postgres_opts_of(p)->slot_lost != ZX_SLOT_LOST_RESYNC) {
         zx_error("event=slot_lost pipeline=%s slot=%s confirmed_lsn=%s action=fail",
-                 p->name, p->slot, l);
+                 p->name, c->o->slot, l);
         zx_seterr(err, errlen, "replication slot %s %s; zx had applied the changes up "
                          "to %s, and those made since then cannot be streamed. Nothing was "
                          "made or copied. To copy every table again and go on streaming (each "
                          "__changes table then records the gap), set `slot_lost: resync` on "
-                         "pipeline %s and run `zxctl reload`", p->slot, how, l, p->name);
+                         "pipeline %s and run `zxctl reload`", c->o->slot, how, l, p->name);
         return -2;
     }
     zx_error("event=slot_lost pipeline=%s slot=%s confirmed_lsn=%s action=resync", p->name,
-             p->slot, l);
+             c->o->slot, l);
     snprintf(c->gap_msg, sizeof(c->gap_msg), "pipeline %s: replication slot %s %s; zx had applied the "
              "changes up to %s. slot_lost: resync: a new slot is made and every table is "
              "copied again; the changes between %s and the new snapshot are missing from "
-             "__changes (a row with _op 'gap' marks them)", p->name, p->slot, how, l, l);
+             "__changes (a row with _op 'gap' marks them)", p->name, c->o->slot, how, l, l);
     zx_src_set_error(c->rt, c->gap_msg);
-    if (st == PGCDC_SLOT_LOST && pgcdc_slot_drop(c->meta, c->shown, p->slot, err, errlen) < 0)
+    if (st == PGCDC_SLOT_LOST && pgcdc_slot_drop(c->meta, c->shown, c->o->slot, err, errlen) < 0)
         return -1;
     c->gap_from = stored;
     return 0;
@@ -663,15 +663,15 @@ static int slot_wait(void *arg, int64_t waited_ms)
     snprintf(msg, sizeof(msg), "pipeline %s: creating replication slot %s has waited %" PRId64
              " s for %s to end: a logical slot starts only once every transaction running "
              "when it was asked for has ended; commit or roll %s back%s", c->p->name,
-             c->p->slot, waited_ms / 1000, who, n > 1 ? "them" : "it",
+             c->o->slot, waited_ms / 1000, who, n > 1 ? "them" : "it",
              n ? " (or end it with SELECT pg_terminate_backend(pid))" : "");
     if (!c->wait_said_ms)
         zx_warn("event=slot_wait pipeline=%s slot=%s blocker_pid=%d waited_s=%" PRId64
-                " detail=\"%s\"", c->p->name, c->p->slot, pid, waited_ms / 1000, who);
+                " detail=\"%s\"", c->p->name, c->o->slot, pid, waited_ms / 1000, who);
     c->wait_said_ms = now;
     zx_src_set_error(c->rt, msg);
     json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:s}", "state", "creating_slot", "slot",
-                          c->p->slot, "waited_seconds", (json_int_t)(waited_ms / 1000),
+                          c->o->slot, "waited_seconds", (json_int_t)(waited_ms / 1000),
                           "blocker_pid", (json_int_t)pid, "waiting_for", who);
     char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
@@ -701,6 +701,7 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
         return zx_seterr(err, errlen, "out of memory");
     c->rt = rt;
     c->p = p;
+    c->o = zx_postgres_opts_of(p);
     c->dsn = cn->dsn;
     c->shown = cn->dsn_shown ? cn->dsn_shown : "(dsn)";
     zx_rowset_init(&c->crs);
@@ -709,18 +710,18 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
         c->batch_max = 4096;
     c->dec = malloc(sizeof(*c->dec));
     c->cache = pgo_cache_create(0, 0);
-    c->t = calloc(p->ntables + 1, sizeof(*c->t));
-    c->nt = p->ntables;
+    c->t = calloc(c->o->ntables + 1, sizeof(*c->t));
+    c->nt = c->o->ntables;
     if (!c->dec || !c->cache || !c->t)
         goto nomem;
     pgo_decoder_init(c->dec, 1, c->cache);
     for (size_t i = 0; i < c->nt; i++) {
         pgcdc_table *t = &c->t[i];
-        const char *dot = strchr(p->tables[i], '.');
-        t->qname = p->tables[i];
+        const char *q = c->o->tables[i], *dot = strchr(q, '.');
+        t->qname = q;
         t->mirror = p->mirrors[i];
-        t->schema = dot ? strndup(p->tables[i], (size_t)(dot - p->tables[i])) : strdup("public");
-        t->name = strdup(dot ? dot + 1 : p->tables[i]);
+        t->schema = dot ? strndup(q, (size_t)(dot - q)) : strdup("public");
+        t->name = strdup(dot ? dot + 1 : q);
         zx_rowset_init(&t->rs);
         if (!t->schema || !t->name)
             goto nomem;
@@ -754,11 +755,11 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
     }
     if (lost < 0)
         goto fail;
-    if (zx_pgr_create_slot(c->repl, p->slot, &consistent, c->snapshot, sizeof(c->snapshot),
+    if (zx_pgr_create_slot(c->repl, c->o->slot, &consistent, c->snapshot, sizeof(c->snapshot),
                            &exists, slot_wait, c, e, sizeof(e)) < 0)
         goto fail;
     if (c->wait_said_ms) {
-        zx_info("event=slot_wait_over pipeline=%s slot=%s", p->name, p->slot);
+        zx_info("event=slot_wait_over pipeline=%s slot=%s", p->name, c->o->slot);
         zx_src_set_error(rt, c->gap_from ? c->gap_msg : NULL);
     }
     c->slot_made = !exists;
@@ -779,7 +780,7 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
     char l[PGO_LSN_LEN];
     pgo_lsn_format(exists ? c->start : consistent, l, sizeof(l));
     zx_info("event=cdc_open pipeline=%s slot=%s %s publication=%s tables=%zu copy=%" PRIu64
-                " at=%s", p->name, p->slot, exists ? "exists" : "created", p->publication, c->nt,
+                " at=%s", p->name, c->o->slot, exists ? "exists" : "created", c->o->publication, c->nt,
                 c->copy_tables, l);
     c->copy_t0_ms = zx_mono_ms();
     if (c->copy_tables) {

@@ -265,7 +265,7 @@ static int check_slot(PGconn *c, const char *shown, const zx_conf_pipeline *p, c
                       int *exists, int *active, char *holder, size_t hlen, char *out,
                       size_t outlen)
 {
-    const char *pv[1] = {p->slot};
+    const char *pv[1] = {zx_postgres_opts_of(p)->slot};
     PGresult *r = q(c, "SELECT slot_type, coalesce(plugin::text, ''), "
                     " coalesce(database::text, ''), active, coalesce(active_pid::text, '') "
                     "FROM pg_replication_slots WHERE slot_name = $1", 1, pv, shown, out, outlen);
@@ -278,7 +278,7 @@ static int check_slot(PGconn *c, const char *shown, const zx_conf_pipeline *p, c
         *exists = 1;
         *active = is_true(r, 0, 3);
         snprintf(holder, hlen, "%s", PQgetvalue(r, 0, 4));
-        rc = slot_kind_msg(p->slot, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+        rc = slot_kind_msg(pv[0], PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
                            PQgetvalue(r, 0, 2), f->database, out, outlen) < 0
              ? ZX_PG_CDC_REFUSED : 0;
     }
@@ -345,7 +345,7 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
                              const char *names, int *exists, char *pubq, size_t pqlen,
                              char *out, size_t outlen)
 {
-    const char *pv[3] = {p->publication, schemas, names};
+    const char *pv[3] = {zx_postgres_opts_of(p)->publication, schemas, names};
     char list[1500], all[1500], ops[64] = "";
     long n = 0;
     PGresult *r = q(c, "SELECT quote_ident($1), p.pubinsert, p.pubupdate, p.pubdelete, "
@@ -469,6 +469,7 @@ int zx_pg_conn_refused(const char *msg)
 int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int timeout_ms,
                     char *out, size_t outlen)
 {
+    const zx_postgres_opts *po = zx_postgres_opts_of(p);   /* p NULL: none */
     const char *shown;
     char holder[32] = "", pubq[200] = "";
     char *schemas = NULL, *names = NULL;
@@ -515,7 +516,7 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
     }
     /* 4. a slot (or its own), 5. a WAL sender (one already streaming from
      * its slot has its own) */
-    if (p && p->slot &&
+    if (p && po->slot &&
         (r = check_slot(conn, shown, p, &f, &slot_exists, &slot_active, holder,
                         sizeof(holder), out, outlen)) < 0) {
         rc = r;
@@ -526,10 +527,10 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
          zx_pg_cdc_senders_msg(f.max_senders, f.active_senders, out, outlen) < 0))
         goto done;
 
-    if (p && p->ntables) {
+    if (p && po->ntables) {
         /* 6. each table */
-        schemas = name_array(p->tables, p->ntables, 0);
-        names = name_array(p->tables, p->ntables, 1);
+        schemas = name_array(po->tables, po->ntables, 0);
+        names = name_array(po->tables, po->ntables, 1);
         if (!schemas || !names) {
             fail(out, outlen, "out of memory");
             goto done;
@@ -552,7 +553,7 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
             }
         }
         /* 7. the publication */
-        if (p->publication &&
+        if (po->publication &&
             (r = check_publication(conn, shown, p, &f, tabs, schemas, names, &pub_exists, pubq,
                                    sizeof(pubq), out, outlen)) < 0) {
             rc = r;
@@ -573,18 +574,18 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
             zx_addf(out, outlen, "; tables: ");
             summary_tables(tabs, out, outlen);
         }
-        if (p->publication)
-            zx_addf(out, outlen, "; publication %s: %s", pubq[0] ? pubq : p->publication,
+        if (po->publication)
+            zx_addf(out, outlen, "; publication %s: %s", pubq[0] ? pubq : po->publication,
                     pub_exists == 2 ? "exists (made by zx: the pipeline adds what it lacks)"
                     : pub_exists ? "exists and covers every table" : "to be created");
-        if (p->slot) {
-            zx_addf(out, outlen, "; slot %s: %s", p->slot,
+        if (po->slot) {
+            zx_addf(out, outlen, "; slot %s: %s", po->slot,
                     !slot_exists ? "to be created" : slot_active ? "exists, in use by pid "
                     : "exists");
             if (slot_exists && slot_active)
                 zx_addf(out, outlen, "%s", holder[0] ? holder : "?");
         }
-        zx_addf(out, outlen, "; initial copy: %s", zx_postgres_opts_of(p)->initial_copy ? "yes" : "no");
+        zx_addf(out, outlen, "; initial copy: %s", po->initial_copy ? "yes" : "no");
     }
     rc = 0;
 done:

@@ -75,6 +75,7 @@ int pgcdc_publication(PGconn *c, const char *shown, const zx_conf_pipeline *p,
                       const pgcdc_table *t, size_t n, char *err, size_t errlen)
 {
     char *schemas = names_array(t, n, 0), *names = names_array(t, n, 1);
+    const char *pub = zx_postgres_opts_of(p)->publication;
     char comment[300];
     snprintf(comment, sizeof(comment), "%s%s", ZX_PG_PUB_COMMENT, p->name);
     int rc = -1;
@@ -82,7 +83,7 @@ int pgcdc_publication(PGconn *c, const char *shown, const zx_conf_pipeline *p,
         zx_seterr(err, errlen, "out of memory");
         goto out;
     }
-    const char *pv[4] = { p->publication, schemas, names, comment };
+    const char *pv[4] = { pub, schemas, names, comment };
     PGresult *r = zx_pg_exec(c, shown, "reading the publication",
             "SELECT p.oid IS NOT NULL, coalesce(obj_description(p.oid, "
             "'pg_publication'), ''), coalesce(p.puballtables, false), "
@@ -145,14 +146,14 @@ int pgcdc_publication(PGconn *c, const char *shown, const zx_conf_pipeline *p,
                      PQgetvalue(r, i, 0));
         PQclear(r);
         zx_seterr(err, errlen, "publication %s (not made by zx) does not publish %s: ALTER "
-                  "PUBLICATION %s ADD TABLE %s", p->publication, list, p->publication, list);
+                  "PUBLICATION %s ADD TABLE %s", pub, list, pub, list);
         goto out;
     }
     PQclear(r);
     if (!every_op) {
         zx_seterr(err, errlen, "publication %s (not made by zx) does not publish every "
                   "operation: ALTER PUBLICATION %s SET (publish = 'insert, update, delete, "
-                  "truncate')", p->publication, p->publication);
+                  "truncate')", pub, pub);
         goto out;
     }
     rc = 0;

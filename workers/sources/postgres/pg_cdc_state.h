@@ -34,6 +34,7 @@ typedef struct inflight {
 typedef struct cdc {
     zx_src *rt;
     const zx_conf_pipeline *p;
+    const zx_postgres_opts *o;  /* p's own options (postgres_opts.h) */
     const char *dsn, *shown;
     PGconn *meta;
     zx_pgr *repl;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conf/plugin.h"
+#include "workers/sources/postgres/postgres_opts.h"
 
 #define RETIRE_WAIT_MS 10000   /* how long the slot may stay in use */
 #define RETIRE_PG_TIMEOUT_MS 10000
@@ -26,15 +27,23 @@ static int same_place(const zx_conf_connection *a, const zx_conf_connection *b)
     return a == b || same_str(a->dsn_shown, b->dsn_shown) || same_str(a->dsn, b->dsn);
 }
 
+/* p's slot when p is a postgres pipeline with a connection and a slot,
+ * else NULL. */
+static const char *slot_of(const zx_conf_pipeline *p)
+{
+    return zx_postgres_is(p) && p->conn ? zx_postgres_opts_of(p)->slot : NULL;
+}
+
+/* A postgres pipeline with a slot on a database it can reach (its dsn
+ * loaded). */
 static int is_postgres(const zx_conf_pipeline *pc)
 {
-    return pc && pc->source && strcmp(pc->source, "postgres") == 0 && pc->conn &&
-           pc->conn->dsn && pc->slot;
+    return slot_of(pc) && pc->conn->dsn;
 }
 
 const char *zx_pg_retire_subject(const zx_conf_pipeline *p)
 {
-    return is_postgres(p) ? p->slot : NULL;
+    return slot_of(p);
 }
 
 size_t zx_pg_slot_users(const zx_conf *conf, const char *slot, const char *publication,
@@ -45,7 +54,8 @@ size_t zx_pg_slot_users(const zx_conf *conf, const char *slot, const char *publi
         const zx_conf_pipeline *pc = &conf->pipelines[i];
         if (!is_postgres(pc))
             continue;
-        int us = same_str(pc->slot, slot), up = same_str(pc->publication, publication);
+        const zx_postgres_opts *o = zx_postgres_opts_of(pc);
+        int us = same_str(o->slot, slot), up = same_str(o->publication, publication);
         if (us || up)
             users[n++] = (zx_pg_slot_user){pc->name, pc->conn->dsn, pc->conn->dsn_shown, us, up};
     }
@@ -59,6 +69,7 @@ int zx_pg_retire(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size
                  p && p->name ? p->name : "?");
         return ZX_RETIRE_DONE;
     }
+    const zx_postgres_opts *o = zx_postgres_opts_of(p);
     const zx_conf_connection *where = p->conn;
     const zx_conf_connection *now = conf ? zx_conf_find_connection(conf, p->conn->name) : NULL;
     if (now && now->dsn && same_place(now, p->conn))
@@ -69,13 +80,13 @@ int zx_pg_retire(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size
                                  ? calloc(conf->npipelines, sizeof(*users)) : NULL;
     if (conf && conf->npipelines && !users) {
         snprintf(msg, msglen, "out of memory: replication slot %s is left (once fixed: zxctl "
-                 "drop-slot %s)", p->slot, p->slot);
+                 "drop-slot %s)", o->slot, o->slot);
         return ZX_RETIRE_FAILED;
     }
-    size_t n = users ? zx_pg_slot_users(conf, p->slot, p->publication, users) : 0;
+    size_t n = users ? zx_pg_slot_users(conf, o->slot, o->publication, users) : 0;
     char out[4096];
-    zx_pg_slot_args d = {where->dsn, where->dsn_shown ? where->dsn_shown : "?", p->slot,
-                         p->publication, 1, users, n, RETIRE_WAIT_MS, RETIRE_PG_TIMEOUT_MS};
+    zx_pg_slot_args d = {where->dsn, where->dsn_shown ? where->dsn_shown : "?", o->slot,
+                         o->publication, 1, users, n, RETIRE_WAIT_MS, RETIRE_PG_TIMEOUT_MS};
     int rc = zx_pg_slot_drop(&d, out, sizeof(out));
     free(users);
     if (rc == ZX_PG_SLOT_DROPPED || rc == ZX_PG_SLOT_ABSENT) {
@@ -92,9 +103,9 @@ int zx_pg_retire(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size
     if (cc && cc->kind && strcmp(cc->kind, "postgres") == 0 && cc->dsn &&
         same_str(cc->dsn_shown, d.dsn_shown))
         snprintf(msg, msglen, "%s (once fixed: zxctl drop-slot %s --connection %s)", out,
-                 p->slot, cc->name);
+                 o->slot, cc->name);
     else
         snprintf(msg, msglen, "%s (once fixed, on that database: SELECT "
-                 "pg_drop_replication_slot('%s'))", out, p->slot);
+                 "pg_drop_replication_slot('%s'))", out, o->slot);
     return ZX_RETIRE_FAILED;
 }

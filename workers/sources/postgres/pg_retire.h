@@ -16,8 +16,8 @@
 #include "conf/config.h"
 #include "workers/sources/postgres/pg_slot.h"
 
-/* Drop p's slot (p->slot) and its publication (p->publication, if zx made
- * it) on p's connection: the one of that name in conf when it still
+/* Drop p's slot and its publication (its own options' slot and
+ * publication, postgres_opts.h; the publication if zx made it) on p's connection: the one of that name in conf when it still
  * reaches the same place (its password may have been rotated), else p's
  * own (the old configuration's).  The pipelines of conf using the same
  * slot or publication name keep them (pg_slot.h, users).  Returns
@@ -29,7 +29,9 @@
 int zx_pg_retire(const zx_conf *conf, const zx_conf_pipeline *p, char *msg, size_t msglen);
 
 /* p's replication slot, or NULL when p has none to retire (not a postgres
- * pipeline, or no connection or dsn).  Points into p. */
+ * pipeline, or no connection).  Points into p's own options.  A pipeline
+ * whose dsn was not loaded (ZX_CONF_SKIP_SECRETS) has its slot too: conf/
+ * compares them across pipelines; zx_pg_retire then drops nothing. */
 const char *zx_pg_retire_subject(const zx_conf_pipeline *p);
 
 /* The postgres pipelines of conf whose slot is called slot or whose

@@ -17,7 +17,6 @@ extern const zx_source zx_source_postgres;   /* pg_cdc.c */
 
 static const char *const conn_kinds[] = {"postgres", NULL};
 
-#define PIPE(f) offsetof(zx_conf_pipeline, f)
 #define OWN(f) offsetof(zx_postgres_opts, f)
 
 /* order = ZX_SLOT_LOST_* of conf/config.h */
@@ -25,8 +24,8 @@ static const char *const slot_lost[] = {"fail", "resync", NULL};
 
 static const zx_cf_option options[] = {
     {.section = "pipelines.<name>", .name = "tables", .type = ZX_CF_PGTABLES,
-     .offset = PIPE(tables), .n_offset = PIPE(ntables),
-     .flags = ZX_CF_REQUIRED,
+     .offset = OWN(tables), .n_offset = OWN(ntables),
+     .flags = ZX_CF_REQUIRED | ZX_CF_OWN,
      .help = "The tables to mirror: a list of `schema.table`, or `table` "
      "for `public.table` (`[public.orders, sales.customers]`); each name 1 "
      "to 63 letters, digits or `_`, exact (`Orders` is the table created as "
@@ -36,7 +35,7 @@ static const zx_cf_option options[] = {
      "get the same mirror are an error (mirror them in two pipelines with "
      "different prefixes)."},
     {.section = "pipelines.<name>", .name = "table_prefix", .type = ZX_CF_IDENT,
-     .def_doc = "none", .offset = PIPE(table_prefix),
+     .def_doc = "none", .offset = OWN(table_prefix), .flags = ZX_CF_OWN,
      .help = "Written before each mirror table's name (`shop_` mirrors "
      "`public.orders` into `shop_orders`). Each mirror name follows the "
      "rules of `table`; with `history`, at most 54 characters (its "
@@ -48,7 +47,7 @@ static const zx_cf_option options[] = {
      "slot's creation on only."},
     {.section = "pipelines.<name>", .name = "slot", .type = ZX_CF_SLOT,
      .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
-     .offset = PIPE(slot),
+     .offset = OWN(slot), .flags = ZX_CF_OWN,
      .help = "The logical replication slot: 1 to 63 lower-case letters, "
      "digits or `_`. Created if missing; an existing one must be a "
      "`pgoutput` slot of the same database. No two pipelines on the same "
@@ -67,7 +66,7 @@ static const zx_cf_option options[] = {
      "set it back once the pipeline streams again."},
     {.section = "pipelines.<name>", .name = "publication", .type = ZX_CF_SQLNAME,
      .def_doc = "`zx_` and the pipeline name, `-` written `_`, cut to 63 bytes",
-     .offset = PIPE(publication),
+     .offset = OWN(publication), .flags = ZX_CF_OWN,
      .help = "The publication the slot reads through: 1 to 63 bytes without "
      "control characters, an exact (quoted) name. Created `FOR TABLE` the "
      "`tables` if missing (PostgreSQL 15 needs CREATE on the database and "
@@ -76,7 +75,7 @@ static const zx_cf_option options[] = {
 };
 
 const zx_plugin zx_plugin_postgres = {
-    .name = "postgres",
+    .name = ZX_POSTGRES_NAME,
     .role = ZX_PLUGIN_SOURCE,
     .conn_kinds = conn_kinds,
     .test = zx_pg_cdc_test,
@@ -85,6 +84,7 @@ const zx_plugin zx_plugin_postgres = {
     .retire_subject = zx_pg_retire_subject,
     .opts_size = sizeof(zx_postgres_opts),
     .source = &zx_source_postgres,
+    .verify = 1,
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
     .doc = "change data capture: the `tables` of the PostgreSQL database of "
