@@ -1,8 +1,9 @@
 /*
- * verify.c — `zxctl verify NAME [--table T]`: compare a Postgres CDC
- * pipeline's mirrors with its source (workers/verify/verify.h) in a
- * short-lived process of its own, relay its answer to the zxctl client,
- * and remember the last outcome of each pipeline for `zxctl status`.
+ * verify.c — `zxctl verify NAME [--table T]`: compare the mirrors of a
+ * pipeline whose plug-in can verify (zx_plugin.verify: postgres CDC) with
+ * its source (workers/verify/verify.h) in a short-lived process of its
+ * own, relay its answer to the zxctl client, and remember the last
+ * outcome of each pipeline for `zxctl status`.
  *
  * Why a process: a verify reads whole tables on two databases for up to
  * VERIFY_TIMEOUT_S; the supervisor's loop must neither block nor touch a
