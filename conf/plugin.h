@@ -1,7 +1,7 @@
 /*
  * plugin.h — what a plug-in is: one source or one destination, in a folder
  * of its own, described by one `const zx_plugin` (its `<name>_plugin.c`)
- * and registered by one line in workers/plugins.c (the one list, like
+ * and registered by one line in workers/plugins.def (the one list, like
  * nginx's ngx_modules.c).
  *
  * Its zx_plugin carries everything zx needs to know about it: its name
@@ -100,8 +100,8 @@ enum { ZX_RETIRE_FAILED = -1, ZX_RETIRE_DONE = 0, ZX_RETIRE_KEPT = 1 };
 #define ZX_CF_OWN 0x10u   /* option row flag: `offset` (and n_offset, v_offset) are
                              into the plug-in's own struct, not zx_conf_pipeline */
 
-/* The registry: defined in workers/plugins.c, the one list of plug-ins
-   (one line each, like nginx's ngx_modules.c). */
+/* The registry: made in workers/plugins.c from workers/plugins.def, the
+   one list of plug-ins (one line each, like nginx's ngx_modules.c). */
 extern const zx_plugin *const zx_plugins[];
 extern const size_t zx_nplugins;
 /* The plug-in of that role and name; NULL: none (or name NULL). */
