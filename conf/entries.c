@@ -17,7 +17,6 @@
 #include "conf/check_int.h"
 #include "common/dsn.h"
 #include "common/mysql_dsn.h"
-#include "workers/sources/postgres/postgres_opts.h"  /* INTERIM */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,80 +78,6 @@ static void check_metadata(zx_cf_ctx *x, const zx_conf_pipeline *pl,
                        "source: %s (source: %s takes %s)", pl->name, v, others,
                        pl->source, takes);
     }
-}
-
-/* "zx_" + the pipeline name with '-' as '_', cut to 63 bytes: a valid
- * slot name (the pipeline name is valid: [a-z][a-z0-9_-]*).  NULL on out of
- * memory. */
-static char *derived_pg_name(const char *pipeline)
-{
-    char *d = NULL, *t;
-
-    if (asprintf(&d, "zx_%.60s", pipeline) < 0)
-        return NULL;
-    for (t = d; *t; t++)
-        if (*t == '-')
-            *t = '_';
-    return d;
-}
-
-/* A postgres pipeline: its mirrors (table_prefix + each table's name,
- * valid table names, short enough for `__changes` with history), and the
- * default slot and publication. */
-static void check_postgres(zx_cf_ctx *x, const yaml_node_t *kn,
-                           zx_conf_pipeline *pl, const zx_cf_where *w)
-{
-    const char *entry = "pipelines.<name>", *why;
-    const yaml_node_t *tn = zx_cf_where_opt(w, entry, "tables");
-    const yaml_node_t *pn = zx_cf_where_opt(w, entry, "table_prefix");
-    zx_postgres_opts *o = pl->own;   /* INTERIM: moves to postgres_check.c */
-    size_t i;
-
-    if (!o)
-        return;
-    if (o->tables && !(pn && !o->table_prefix)) {
-        pl->mirrors = calloc(o->ntables, sizeof(*pl->mirrors));
-        pl->mirror_of = calloc(o->ntables, sizeof(*pl->mirror_of));
-        pl->nmirrors = o->ntables;
-        if (!pl->mirrors || !pl->mirror_of) {
-            zx_cf_error_at(x, kn, "out of memory");
-            return;
-        }
-        for (i = 0; i < o->ntables; i++) {
-            /* the list was set whole: item i is tables[i] */
-            const yaml_node_t *in = tn && tn->type == YAML_SEQUENCE_NODE
-                ? zx_cf_node(x, tn->data.sequence.items.start[i]) : kn;
-            const char *name = strchr(o->tables[i], '.') + 1;
-            char *m = NULL;
-            if (asprintf(&m, "%s%s", o->table_prefix ? o->table_prefix : "",
-                         name) < 0) {
-                zx_cf_error_at(x, in, "out of memory");
-                return;
-            }
-            pl->mirrors[i] = m;
-            pl->mirror_of[i] = strdup(o->tables[i]);
-            if (!zx_cf_table_name_ok(m, &why))
-                zx_cf_error_at(x, in, "pipelines.%s: %s would be mirrored to "
-                               "table '%.80s', which %s%s", pl->name,
-                               o->tables[i], m, why,
-                               o->table_prefix && strlen(m) > 63
-                               ? " (shorten table_prefix)" : "");
-            else if (pl->history && strlen(m) > 54)
-                zx_cf_error_at(x, in, "pipelines.%s: with history, "
-                               "the mirror of %s, '%s', has %zu characters: "
-                               "at most 54, so that its table %s__changes "
-                               "fits in 63", pl->name, o->tables[i], m,
-                               strlen(m), m);
-        }
-    }
-    if (!zx_cf_name_ok(pl->name))
-        return;   /* reported already */
-    if (!o->slot && !zx_cf_where_opt(w, entry, "slot") &&
-        !(o->slot = derived_pg_name(pl->name)))
-        zx_cf_error_at(x, kn, "out of memory");
-    if (!o->publication && !zx_cf_where_opt(w, entry, "publication") &&
-        !(o->publication = derived_pg_name(pl->name)))
-        zx_cf_error_at(x, kn, "out of memory");
 }
 
 /* A kafka or http stream: format, mode, key_columns, history, encoding
@@ -258,7 +183,8 @@ static void default_table(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline 
 
 /* Checks of a pipeline once its mapping is walked: options its source does
  * not take, required options of its source, topic/topics, metadata, the
- * postgres mirrors, slot and publication, the default table. */
+ * default table; then its plug-in's check (e.g. postgres: its mirrors,
+ * slot and publication). */
 void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
                           zx_conf_pipeline *pl, const zx_cf_where *w)
 {
@@ -307,8 +233,6 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
                        pl->name);
     /* the checks of a family of options, for the sources that take it
      * (their rows say which: no source is named here) */
-    if (src && takes_option(pl, "tables"))
-        check_postgres(x, kn, pl, w);
     if (src && takes_option(pl, "query"))
         zx_cf_check_sync(x, kn, pl, w);
     if (src && takes_option(pl, "format"))

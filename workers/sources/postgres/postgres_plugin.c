@@ -78,6 +78,7 @@ const zx_plugin zx_plugin_postgres = {
     .name = ZX_POSTGRES_NAME,
     .role = ZX_PLUGIN_SOURCE,
     .conn_kinds = conn_kinds,
+    .check = zx_pg_check,
     .test = zx_pg_cdc_test,
     .retire = zx_pg_retire,
     .retire_what = "slot",
