@@ -365,6 +365,7 @@ static void test_own(void)
                             "    key: abcdefghijklmnop\n");
     zx_conf *c2 = load_text("own2.yaml", KAFKA_HEAD "    start: new\n");
     zx_conf *c3 = load_text("own3.yaml", KAFKA_HEAD "    start: oldest\n");
+    zx_conf *c4 = load_text("own4.yaml", KAFKA_HEAD "    group: g\n");
     const zx_plugin *k = zx_plugin_find(ZX_PLUGIN_SOURCE, "kafka");
 
     if (c1 && c2 && c3) {
@@ -384,11 +385,14 @@ static void test_own(void)
             CHECK(o1 && o1->ntopics == 1 && o1->topics && !strcmp(o1->topics[0], "t"));
             CHECK(!zx_conf_pipeline_same(a1, a2));
             CHECK(zx_conf_pipeline_same(a1, a3));
+            /* a string of the own struct is compared too */
+            CHECK(c4 && !zx_conf_pipeline_same(a1, zx_conf_find(c4, "a")));
         }
     }
     zx_conf_free(c1);
     zx_conf_free(c2);
     zx_conf_free(c3);
+    zx_conf_free(c4);
 }
 
 int main(void)
