@@ -9,10 +9,11 @@
  *   - the writer: the workspace's dsn;
  *   - the gateway: the http pipelines' push keys and webhook secrets, and
  *     the API tokens;
- *   - a pipeline's worker: its own key, webhook secret and schema registry
- *     password, the secrets of its connection and of its destination
- *     connection; a sync's also the workspace's dsn (it runs its query
- *     there);
+ *   - a pipeline's worker: its own key, webhook secret and the secrets of
+ *     its plug-in's own options (rows flagged ZX_CF_SECRET: kafka's
+ *     schema registry password), the secrets of its connection and of its
+ *     destination connection; a sync's also the workspace's dsn (it runs
+ *     its query there);
  *   - a `zxctl verify` process: its pipeline's connection and the
  *     workspace's dsn.
  * Every other secret (a connection's dsn and the password in it, SASL and
