@@ -65,6 +65,14 @@ typedef struct zx_plugin {
      * rows are its to check; shared core rows (format, mode, history...)
      * are checked by conf/. */
     int (*check)(zx_cf_check *ck, zx_conf_pipeline *p);
+    /* Check a connection of a kind in conn_kinds (its options are set, the
+     * options of other kinds refused already), and set what its options
+     * derive (a path made absolute, a dsn shown without its password).
+     * Called once per connection for each plug-in taking its kind that has
+     * one (today one per kind).  Errors through ck, with names relative to
+     * connections.<name> ("tls.cert").  Returns 0, or -1 when it reported
+     * an error.  NULL: nothing to check. */
+    int (*check_connection)(zx_cf_check *ck, zx_conf_connection *c);
     /* `zxctl test` (today's zx_source.test, moved here) */
     int (*test)(const zx_conf *conf, const zx_conf_pipeline *p,
                 const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);
