@@ -94,7 +94,9 @@ typedef struct zx_plugin {
      * replication slot's name).  retire_subject returns NULL when p has
      * nothing to retire (no process is started).  A pipeline of the new
      * configuration with the same source, subject and connection (the
-     * same dsn but for its passwords) still uses it: nothing is retired. */
+     * same dsn but for its passwords) still uses it: nothing is retired.
+     * No two pipelines of one plug-in on one database hold the same
+     * subject: conf/ refuses it (zx_cf_check_slots). */
     const char *retire_what;
     const char *(*retire_subject)(const zx_conf_pipeline *p);
     const struct zx_source *source;    /* ZX_PLUGIN_SOURCE: the worker (workers/sources/source.h) */

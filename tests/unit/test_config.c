@@ -1994,6 +1994,18 @@ static void test_pg_cdc_errors(void)
     EXPECT_ERR(&e, 8, 3, "pipeline x: replication slot zx_a_b is already the slot of "
                "pipeline a-b (line 6)");
     CHECK(e.n == 2);     /* y: another server */
+    /* zxctl (secrets skipped, the dsn not resolved): the slots compare too */
+    c = load("connections:\n"
+             "  db: {kind: postgres, dsn: \"postgresql://zx:${env:ZX_T_NO_SUCH_PW}@db1/shop\"}\n"
+             "pipelines:\n"
+             "  a: {direction: stream, source: postgres, connection: db, tables: [t1], slot: s}\n"
+             "  b: {direction: stream, source: postgres, connection: db, tables: [t2], slot: s}\n",
+             ZX_CONF_SKIP_SECRETS, &e);
+    CHECK(c == NULL);
+    zx_conf_free(c);
+    EXPECT_ERR(&e, 5, 3, "pipeline b: replication slot s is already the slot of pipeline a "
+               "(line 4)");
+    CHECK(e.n == 1);
 #undef PLOAD
 #undef LOADB
 #undef EXPECT_AT

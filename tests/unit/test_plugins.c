@@ -99,6 +99,7 @@ static void test_registry(void)
         CHECKF(p->doc && strlen(p->doc) > 10, "plug-in %s has no doc", p->name);
         CHECKF(zx_plugin_find(p->role, p->name) == p, "%s is not the one found", p->name);
         CHECKF(p->retire == NULL || p->role == ZX_PLUGIN_SOURCE, "%s", p->name);
+        CHECKF(!p->verify || p->role == ZX_PLUGIN_SOURCE, "%s: only a source verifies", p->name);
         CHECKF(!p->noptions || p->options, "%s", p->name);
         for (size_t j = 0; j < p->noptions; j++)
             CHECKF(!(p->options[j].flags & ZX_CF_OWN) || p->opts_size,
