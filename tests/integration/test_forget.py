@@ -149,7 +149,9 @@ def test_removed_pipeline_drops_its_parked_changes(pg, mirror_env):
     z.wait_running("fp", not_pid=pid)
     wait_same(z, pg, db, "bad")
     wait_same(z, pg, db, "good")
+    pg.execute(db, "INSERT INTO bad VALUES (4, 'b4')")     # its history begins
+    wait_same(z, pg, db, "bad")
     hist = [tuple(r) for r in z.query('SELECT _op, id, v FROM "bad__changes" ORDER BY _lsn')]
-    assert ("insert", 3, "b3") not in hist, hist
+    assert ("insert", 3, "b3") not in hist and ("insert", 4, "b4") in hist, hist
     assert parked() == 0
     assert not log_lines(z, "state_drop_failed", "fp"), z.log_tail(30)
