@@ -9,7 +9,8 @@
  * paragraph in conf/OPTIONS.md, its option rows (a Fluent Bit plug-in's
  * config_map: parsed, defaulted, compared on reload, freed and documented
  * by the loader from the rows), the check of a pipeline's configuration,
- * its `zxctl test`, its retire hook and its worker.  Every list of
+ * its `zxctl test`, its retire hook, its own control command (admin) and
+ * its worker.  Every list of
  * sources, destinations, connection kinds and formats in conf/,
  * supervisor/ and zxctl is derived from zx_plugins.
  *

@@ -291,6 +291,23 @@ static int zxctl_admin_option(int argc, char **argv, int *i, zxctl_opts *o)
     return zxctl_usage_error("unknown option %s", a);
 }
 
+/* The plug-ins' command options given go with o->cmd: -1, or an exit
+ * code (usage printed: "--connection goes with drop-slot only"). */
+static int zxctl_admin_options_check(const zxctl_opts *o)
+{
+    for (size_t k = 0; k < o->naopt; k++)
+        if (zxctl_admin_opt_of(o->cmd, o->aopt[k]->name) == NULL) {
+            const zx_plugin_admin *owner = NULL;
+            for (size_t i = 0; i < zx_nplugins && !owner; i++)
+                if (zx_plugins[i]->admin &&
+                    zxctl_admin_opt_of(zx_plugins[i]->admin->command, o->aopt[k]->name))
+                    owner = zx_plugins[i]->admin;
+            return zxctl_usage_error("--%s goes with %s only", o->aopt[k]->name,
+                                     owner ? owner->command : "?");
+        }
+    return -1;
+}
+
 /* Parse argv into o.  Options may come before or after the command
  * (`--` ends them).  Returns -1 ok, or an exit code (usage printed). */
 static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
@@ -421,16 +438,9 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
     }
     if (o->follow && strcmp(o->cmd, "feed"))
         return zxctl_usage_error("--follow goes with feed only");
-    for (size_t k = 0; k < o->naopt; k++)
-        if (zxctl_admin_opt_of(o->cmd, o->aopt[k]->name) == NULL) {
-            const zx_plugin_admin *owner = NULL;
-            for (size_t i = 0; i < zx_nplugins && !owner; i++)
-                if (zx_plugins[i]->admin &&
-                    zxctl_admin_opt_of(zx_plugins[i]->admin->command, o->aopt[k]->name))
-                    owner = zx_plugins[i]->admin;
-            return zxctl_usage_error("--%s goes with %s only", o->aopt[k]->name,
-                                     owner ? owner->command : "?");
-        }
+    int arc = zxctl_admin_options_check(o);
+    if (arc >= 0)
+        return arc;
     if ((o->wait || o->full) && strcmp(o->cmd, "run"))
         return zxctl_usage_error("--wait and --full go with run only");
     if ((o->table || o->repair) && strcmp(o->cmd, "verify"))
