@@ -374,7 +374,7 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
 {
     spipe *p = c->pipe;
     /* the jobs waiting for the old worker to let go (a reload abandoned
-     * its slot: drop it now) */
+     * what it made upstream: retire it now) */
     if (p && s->hooks.worker_stopped)
         s->hooks.worker_stopped(s, p);
     if (next == NEXT_RESTART && !s->shutting_down) {
