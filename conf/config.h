@@ -434,9 +434,10 @@ void zx_conf_free(zx_conf *c);
  * until zx_conf_free(c). */
 const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name);
 /* The bytes of changes the writer may park per mirror table of pipeline p
- * (its max_parked_bytes) when p keeps mirrors and is not fed by http
- * (source postgres; kafka with format debezium or mode latest); 0 for any
- * other pipeline (or NULL), whose frames are held back as a whole when
+ * (its max_parked_bytes) when p keeps mirrors and its plug-in parks
+ * (ZX_PLUGIN_PARK: source postgres; kafka with format debezium or mode
+ * latest; not http); 0 for any other pipeline (or NULL, or one whose
+ * plug-in is not resolved), whose frames are held back as a whole when
  * their table refuses them. */
 uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p);
 
@@ -582,6 +583,13 @@ extern const char *zx_cf_source_names[];
 extern const char *zx_cf_conn_kinds[];
 extern const char *zx_cf_conn_sources[];
 extern const char *zx_cf_table_kinds[];
+/* And by capability (zx_plugin.caps): the sources of ZX_PLUGIN_STREAM,
+ * ZX_PLUGIN_MIRROR, ZX_PLUGIN_PARK; the connection kinds of the plug-ins
+ * of ZX_PLUGIN_DSN.  In the order of zx_plugins, each name once. */
+extern const char *zx_cf_stream_sources[];
+extern const char *zx_cf_mirror_sources[];
+extern const char *zx_cf_park_sources[];
+extern const char *zx_cf_dsn_kinds[];
 void zx_cf_derive(void);
 size_t zx_cf_nrows(void);
 const zx_cf_option *zx_cf_row(size_t i);

@@ -80,7 +80,7 @@ const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name)
 
 uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p)
 {
-    if (!p || !p->source || strcmp(p->source, "http") == 0 ||
+    if (!p || !p->plugin || !(p->plugin->caps & ZX_PLUGIN_PARK) ||
         !(p->ntables || p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST))
         return 0;
     return p->max_parked_bytes;

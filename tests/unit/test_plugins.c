@@ -192,6 +192,92 @@ static void test_lists(void)
     }
 }
 
+/* The names of the source plug-ins with cap, in registry order (kinds:
+ * the connection kinds of the plug-ins of any role with cap, each once),
+ * into out (n slots, NULL-ended); returns the count. */
+static size_t with_cap(unsigned cap, int kinds, const char **out, size_t n)
+{
+    size_t m = 0;
+
+    out[0] = NULL;
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *p = zx_plugins[i];
+        if (!(p->caps & cap))
+            continue;
+        if (!kinds && p->role == ZX_PLUGIN_SOURCE && m + 1 < n) {
+            out[m++] = p->name;
+            out[m] = NULL;
+        }
+        for (size_t k = 0; kinds && p->conn_kinds && p->conn_kinds[k]; k++)
+            if (!listed(out, p->conn_kinds[k]) && m + 1 < n) {
+                out[m++] = p->conn_kinds[k];
+                out[m] = NULL;
+            }
+    }
+    return m;
+}
+
+/* l holds exactly want's names, in its order. */
+static int same_list(const char *const *l, const char *const *want)
+{
+    size_t i;
+
+    for (i = 0; l && l[i] && want[i]; i++)
+        if (strcmp(l[i], want[i]))
+            return 0;
+    return l && !l[i] && !want[i];
+}
+
+/* The core rows several plug-ins share take exactly the plug-ins of a
+ * capability (zx_plugin.caps), their lists derived from the registry (the
+ * same array, not a copy): the stream rows, history, max_parked_bytes,
+ * and a connection's dsn. */
+static void test_caps(void)
+{
+    static const struct { const char *section, *name; unsigned cap; int kinds;
+                          const char *const *list; } rows[] = {
+        {"pipelines.<name>", "table", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "max_tables", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "table_pattern", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "format", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "mode", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "key_columns", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "metadata", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "max_columns", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "history", ZX_PLUGIN_MIRROR, 0, zx_cf_mirror_sources},
+        {"pipelines.<name>", "max_parked_bytes", ZX_PLUGIN_PARK, 0, zx_cf_park_sources},
+        {"connections.<name>", "dsn", ZX_PLUGIN_DSN, 1, zx_cf_dsn_kinds},
+    };
+    const char *want[65];
+
+    zx_cf_derive();
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        const zx_cf_option *o = row_named(rows[r].section, rows[r].name);
+        CHECKF(o && o->sources == rows[r].list, "%s.%s: its sources are not the derived list",
+               rows[r].section, rows[r].name);
+        CHECKF(with_cap(rows[r].cap, rows[r].kinds, want, 65) > 0,
+               "no plug-in has the capability of %s", rows[r].name);
+        CHECKF(o && same_list(o->sources, want), "%s.%s: takers are not the plug-ins'",
+               rows[r].section, rows[r].name);
+    }
+    /* the lists as the loader sees them: a source of the capability takes
+     * the row, one without does not */
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *p = zx_plugins[i];
+        if (p->role != ZX_PLUGIN_SOURCE)
+            continue;
+        CHECKF(zx_cf_takes(row_named("pipelines.<name>", "format"), p->name) ==
+               !!(p->caps & ZX_PLUGIN_STREAM), "format, %s", p->name);
+        CHECKF(zx_cf_takes(row_named("pipelines.<name>", "history"), p->name) ==
+               !!(p->caps & ZX_PLUGIN_MIRROR), "history, %s", p->name);
+        CHECKF(zx_cf_takes(row_named("pipelines.<name>", "max_parked_bytes"), p->name) ==
+               !!(p->caps & ZX_PLUGIN_PARK), "max_parked_bytes, %s", p->name);
+    }
+    /* kinds reached by a dsn: not sqlite (a path) nor kafka (brokers) */
+    CHECK(listed(zx_cf_dsn_kinds, "postgres") && listed(zx_cf_dsn_kinds, "mysql"));
+    CHECK(!listed(zx_cf_dsn_kinds, "sqlite") && !listed(zx_cf_dsn_kinds, "kafka"));
+}
+
 /* The metadata columns: each a source plug-in fills is one the loader
  * knows, and each it knows some source plug-in fills. */
 static void test_metadata(void)
@@ -387,6 +473,31 @@ static void test_own(void)
     zx_conf_free(c3);
 }
 
+/* zx_conf_parked_bound follows ZX_PLUGIN_PARK: a mirror of a plug-in
+ * that parks (kafka, mode latest) gets its max_parked_bytes, one of a
+ * plug-in that does not (http, mode latest) 0. */
+static void test_parked(void)
+{
+    zx_conf *c = load_text("parked.yaml", KAFKA_HEAD
+                           "    mode: latest\n    key_columns: [id]\n"
+                           "    max_parked_bytes: 1MiB\n"
+                           "  h:\n    direction: stream\n    source: http\n"
+                           "    key: abcdefghijklmnop\n    mode: latest\n"
+                           "    key_columns: [id]\n");
+    const zx_conf_pipeline *a = c ? zx_conf_find(c, "a") : NULL;
+    const zx_conf_pipeline *h = c ? zx_conf_find(c, "h") : NULL;
+
+    CHECK(a && h);
+    if (a && h) {
+        CHECK(a->plugin->caps & ZX_PLUGIN_PARK);
+        CHECK(!(h->plugin->caps & ZX_PLUGIN_PARK));
+        CHECK(zx_conf_parked_bound(a) == ZX_CF_MIB);
+        CHECK(zx_conf_parked_bound(h) == 0);
+    }
+    CHECK(zx_conf_parked_bound(NULL) == 0);
+    zx_conf_free(c);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/zx_test_plugins_XXXXXX");
@@ -396,11 +507,13 @@ int main(void)
     }
     test_registry();
     test_lists();
+    test_caps();
     test_metadata();
     test_formats();
     test_help();
     test_loader();
     test_own();
+    test_parked();
     rmdir(tmpdir);
     if (failures) {
         fprintf(stderr, "test_plugins: %d check(s) failed\n", failures);

@@ -15,6 +15,7 @@ static const char *const conn_kinds[] = {"mysql", NULL};
 const zx_plugin zx_plugin_dest_mysql = {
     .name = "mysql",
     .role = ZX_PLUGIN_DESTINATION,
+    .caps = ZX_PLUGIN_DSN,
     .conn_kinds = conn_kinds,
     .dest = &zx_dest_mysql,
     .doc = "a table of a `kind: mysql` connection (MySQL or MariaDB).",

@@ -15,6 +15,7 @@ static const char *const conn_kinds[] = {"postgres", NULL};
 const zx_plugin zx_plugin_dest_postgres = {
     .name = "postgres",
     .role = ZX_PLUGIN_DESTINATION,
+    .caps = ZX_PLUGIN_DSN,
     .conn_kinds = conn_kinds,
     .dest = &zx_dest_postgres,
     .doc = "a table of a `kind: postgres` connection.",

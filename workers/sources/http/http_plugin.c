@@ -75,6 +75,7 @@ static int http_check(const zx_conf *conf, const zx_conf_pipeline *p, char *err,
 const zx_plugin zx_plugin_http = {
     .name = "http",
     .role = ZX_PLUGIN_SOURCE,
+    .caps = ZX_PLUGIN_STREAM | ZX_PLUGIN_MIRROR,  /* no PARK: a push acked at commit is in its table */
     .metadata = metadata,
     .source = &zx_source_http,
     .check = http_check,

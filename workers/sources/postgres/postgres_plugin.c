@@ -78,6 +78,7 @@ static const zx_cf_option options[] = {
 const zx_plugin zx_plugin_postgres = {
     .name = "postgres",
     .role = ZX_PLUGIN_SOURCE,
+    .caps = ZX_PLUGIN_MIRROR | ZX_PLUGIN_PARK | ZX_PLUGIN_DSN,
     .conn_kinds = conn_kinds,
     .test = zx_pg_cdc_test,
     .retire = zx_pg_retire,
