@@ -142,7 +142,7 @@ typedef struct zx_conf_connection {
 typedef struct zx_conf_pipeline {
     char *name;              /* map key: [a-z][a-z0-9_-]{0,62} */
     char *direction;         /* "stream" (only value accepted today) */
-    char *source;            /* "http" | "kafka" | "postgres" (known to the
+    char *source;            /* its plug-in's name (conf/plugin.h; known to the
                                 configuration; zxd marks a pipeline whose
                                 source this build has no worker for as
                                 failed, see workers/sources/registry.c) */

@@ -75,7 +75,10 @@ const zx_cf_section zx_cf_sections[] = {
      "connection no pipeline uses is allowed."},
     {"connections.<name>", ZX_CF_CONNECTION, 0, NULL,
      "A connection: `kind: kafka`, a Kafka cluster, for `source: kafka`; "
-     "or `kind: postgres`, a PostgreSQL database, for `source: postgres`. "
+     "`kind: postgres`, a PostgreSQL database, for `source: postgres` or a "
+     "reverse sync's destination; `kind: mysql`, a MySQL or MariaDB "
+     "database, or `kind: sqlite`, a SQLite file, for a reverse sync's "
+     "destination. "
      "Each option applies to the kinds its *Kinds* column names; given to "
      "another kind it is an error."},
     {"connections.<name>.sasl", ZX_CF_CONNECTION, 0, NULL,
@@ -109,11 +112,12 @@ const zx_cf_section zx_cf_sections[] = {
      "characters among `a-z 0-9 _ -`, starting with a letter. Pipelines "
      "whose settings do not change are left running by a reload."},
     {"pipelines.<name>", ZX_CF_PIPELINE, 0, NULL,
-     "A pipeline. Today: `direction: stream` with `source: http` (JSON "
-     "pushed to `POST /api/streams/<name>/push`), `source: kafka` "
-     "(messages consumed from Kafka topics through a `connection`) or "
-     "`source: postgres` (tables of a PostgreSQL database mirrored through "
-     "a `connection`). Each option applies to the sources its *Sources* "
+     "A pipeline: `direction: stream` with `source: http` (JSON pushed to "
+     "`POST /api/streams/<name>/push`), `source: kafka` (messages consumed "
+     "from Kafka topics through a `connection`), `source: postgres` "
+     "(tables of a PostgreSQL database mirrored through a `connection`) or "
+     "`source: generate` (rows made from a template); or `direction: out`, "
+     "a reverse sync (see the list after this table). Each option applies to the sources its *Sources* "
      "column names; given to another source it is an error. No two "
      "pipelines write the same workspace table (names compared without "
      "regard to case): a `table`, a mirror, or a mirror's `__changes` "
@@ -315,7 +319,9 @@ const zx_cf_option zx_cf_options[] = {
      .offset = CONN(kind), .flags = ZX_CF_REQUIRED, .allowed = zx_cf_conn_kinds,
      .help = "`kafka`: a Kafka cluster (or a service speaking its protocol), "
      "read with librdkafka. `postgres`: a PostgreSQL database, read with "
-     "libpq (logical replication)."},
+     "libpq (logical replication) or written by reverse syncs. `mysql`: a "
+     "MySQL or MariaDB database, and `sqlite`: a SQLite file, written by "
+     "reverse syncs."},
     {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,
      .offset = CONN(dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,
      .sources = zx_cf_dsn_kinds,

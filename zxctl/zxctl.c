@@ -37,6 +37,7 @@
 
 #include "conf/config.h"
 #include "proto/control.h"
+#include "workers/destinations/files/files_formats.h"
 
 #define ZXCTL_DEFAULT_SOCKET "./var/zxd.sock"
 /* Set by meson to <sysconfdir>/zx/zx.yaml (/etc/zx/zx.yaml with prefix /usr),
@@ -93,8 +94,8 @@ static const char zxctl_usage_text[] =
     "  send --query SQL --to DEST --mode MODE [--key COLS] [--format F]\n"
     "       [--print-sync NAME]\n"
     "                     run a query's result once to DEST: CONNECTION:TABLE (a\n"
-    "                     configured connection) or files:PATH (csv, json or\n"
-    "                     parquet, by the extension or --format); MODE replace,\n"
+    "                     configured connection) or files:PATH (its format by\n"
+    "                     the extension or --format: see below); MODE replace,\n"
     "                     append or upsert (with --key id,...); as the author\n"
     "                     whose `operators` list you; --print-sync prints the\n"
     "                     YAML of the same sync, to keep it\n"
@@ -122,6 +123,17 @@ static const char zxctl_usage_text[] =
     "exit status: 0 ok, 1 zxd refused the request, 2 usage error,\n"
     "3 zxd unreachable (no socket, refused, timed out, unreadable answer),\n"
     "4 verify found keys that differ (with --repair: that still differ).\n";
+
+/* The usage text, and the file formats of `send --to files:` (the files
+ * destination's table, files_formats.h). */
+static void zxctl_print_usage(FILE *f)
+{
+    char fmts[100];
+
+    fputs(zxctl_usage_text, f);
+    fprintf(f, "\nfile formats of send --to files: (--format): %s.\n",
+            zx_file_format_list(fmts, sizeof(fmts)));
+}
 
 typedef struct zxctl_opts {
     const char *socket_path;  /* -s */
@@ -173,7 +185,7 @@ static int zxctl_usage_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputs("\n", stderr);
-    fputs(zxctl_usage_text, stderr);
+    zxctl_print_usage(stderr);
     return ZX_EXIT_USAGE;
 }
 
@@ -704,7 +716,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (!strcmp(o.cmd, "help")) {
-        fputs(zxctl_usage_text, stdout);
+        zxctl_print_usage(stdout);
         return ZX_EXIT_OK;
     }
     rc = zxctl_socket_path(&o, &path);

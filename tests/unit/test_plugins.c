@@ -278,6 +278,140 @@ static void test_caps(void)
     CHECK(!listed(zx_cf_dsn_kinds, "sqlite") && !listed(zx_cf_dsn_kinds, "kafka"));
 }
 
+/* The distinct names ([a-z_]+) text holds between pre and post, in the
+ * order met, into out (n slots, NULL-ended); returns the count. */
+static size_t tokens(const char *text, const char *pre, const char *post, const char **out,
+                     size_t n, char *store, size_t storelen)
+{
+    size_t m = 0, used = 0;
+
+    out[0] = NULL;
+    for (const char *t = text; t && (t = strstr(t, pre)); ) {
+        t += strlen(pre);
+        size_t len = strspn(t, "abcdefghijklmnopqrstuvwxyz_");
+        if (!len || strncmp(t + len, post, strlen(post)) || used + len + 1 > storelen)
+            continue;
+        memcpy(store + used, t, len);
+        store[used + len] = '\0';
+        if (!listed(out, store + used) && m + 1 < n) {
+            out[m++] = store + used;
+            out[m] = NULL;
+            used += len + 1;
+        }
+    }
+    return m;
+}
+
+/* a and b hold the same names, in any order. */
+static int same_set(const char *const *a, const char *const *b)
+{
+    for (size_t i = 0; a[i]; i++)
+        if (!listed(b, a[i]))
+            return 0;
+    return count(a) == count(b);
+}
+
+/* "`a`, `b` or `c`" (q: the quote around each name) after pre, from l. */
+static const char *spoken(char *buf, size_t len, const char *pre, const char *const *l,
+                          const char *q)
+{
+    size_t off = (size_t)snprintf(buf, len, "%s", pre), n = count(l);
+
+    for (size_t i = 0; i < n && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s",
+                                !i ? "" : i + 1 == n ? " or " : ", ", q, l[i], q);
+    return buf;
+}
+
+static const char *section_help(const char *path)
+{
+    for (size_t s = 0; s < zx_cf_nsections; s++)
+        if (!strcmp(zx_cf_sections[s].path, path))
+            return zx_cf_sections[s].help;
+    return NULL;
+}
+
+static const zx_cf_option *plugin_row(zx_plugin_role role, const char *plugin,
+                                      const char *name)
+{
+    const zx_plugin *p = zx_plugin_find(role, plugin);
+
+    for (size_t i = 0; p && i < p->noptions; i++)
+        if (!strcmp(p->options[i].name, name))
+            return &p->options[i];
+    return NULL;
+}
+
+/* The help texts that name sources, kinds or file formats name exactly the
+ * registry's (they are static: this proves them true). */
+static void test_help_names(void)
+{
+    const char *got[65], *want[65];
+    char store[1024], buf[300];
+    const char *h;
+
+    zx_cf_derive();
+    /* pipelines.<name>: every stream source (a reverse sync, "sync", is
+     * `direction: out` and writes no `source:`) */
+    size_t n = 0;
+    for (size_t i = 0; i < zx_nplugins; i++)
+        if (zx_plugins[i]->role == ZX_PLUGIN_SOURCE && strcmp(zx_plugins[i]->name, "sync"))
+            want[n++] = zx_plugins[i]->name;
+    want[n] = NULL;
+    h = section_help("pipelines.<name>");
+    tokens(h, "`source: ", "`", got, 65, store, sizeof(store));
+    CHECKF(h && same_set(got, want), "pipelines.<name> does not name every source: %s",
+           h ? h : "");
+    CHECK(h && strstr(h, "`direction: out`"));
+
+    /* connections.<name>: every kind, and the sources that take one */
+    h = section_help("connections.<name>");
+    tokens(h, "`kind: ", "`", got, 65, store, sizeof(store));
+    CHECKF(h && same_set(got, zx_cf_conn_kinds), "connections.<name>: kinds: %s", h ? h : "");
+    tokens(h, "`source: ", "`", got, 65, store, sizeof(store));
+    CHECKF(h && same_set(got, zx_cf_conn_sources), "connections.<name>: sources: %s",
+           h ? h : "");
+
+    /* kind: each kind described ("`kafka`: ...") */
+    h = row_named("connections.<name>", "kind")->help;
+    tokens(h, "`", "`:", got, 65, store, sizeof(store));
+    CHECKF(same_set(got, zx_cf_conn_kinds), "kind: %s", h);
+
+    /* connection: "`kafka` for `kafka`", the kinds of each source */
+    h = row_named("pipelines.<name>", "connection")->help;
+    n = 0;
+    for (size_t i = 0; i < zx_nplugins; i++)
+        for (size_t k = 0; zx_plugins[i]->role == ZX_PLUGIN_SOURCE &&
+                           zx_plugins[i]->conn_kinds && zx_plugins[i]->conn_kinds[k]; k++) {
+            snprintf(buf, sizeof(buf), "`%s` for `%s`", zx_plugins[i]->conn_kinds[k],
+                     zx_plugins[i]->name);
+            CHECKF(strstr(h, buf), "connection: no %s: %s", buf, h);
+            n++;
+        }
+    size_t pairs = 0;
+    for (const char *t = h; (t = strstr(t, "` for `")); t++)
+        pairs++;
+    CHECKF(pairs == n, "connection: %zu pairs, the plug-ins have %zu: %s", pairs, n, h);
+
+    /* the table destinations' kinds */
+    spoken(buf, sizeof(buf), "kind ", zx_cf_table_kinds, "`");   /* "kind `a`, ..." */
+    h = section_help("pipelines.<name>.destination");
+    CHECKF(h && strstr(h, buf), "pipelines.<name>.destination does not say %s: %s", buf,
+           h ? h : "");
+    const zx_cf_option *dc = plugin_row(ZX_PLUGIN_SOURCE, "sync", "connection");
+    CHECKF(dc && strstr(dc->help, buf), "destination.connection does not say %s", buf);
+
+    /* the files formats: the plug-in's doc and its format row */
+    const zx_plugin *f = zx_plugin_find(ZX_PLUGIN_DESTINATION, "files");
+    spoken(buf, sizeof(buf), "", zx_file_format_names, "`");
+    CHECKF(f && strstr(f->doc, buf), "files doc does not say %s", buf);
+    const zx_cf_option *fr = plugin_row(ZX_PLUGIN_DESTINATION, "files", "format");
+    tokens(fr ? fr->help : NULL, "`", "`", got, 65, store, sizeof(store));
+    CHECKF(fr && same_set(got, zx_file_format_names), "files format: %s", fr ? fr->help : "");
+    CHECK(!strcmp(zx_file_format_list(buf, sizeof(buf)), "csv, json or parquet") ||
+          count(zx_file_format_names) != 3);
+}
+
 /* The metadata columns: each a source plug-in fills is one the loader
  * knows, and each it knows some source plug-in fills. */
 static void test_metadata(void)
@@ -508,6 +642,7 @@ int main(void)
     test_registry();
     test_lists();
     test_caps();
+    test_help_names();
     test_metadata();
     test_formats();
     test_help();
