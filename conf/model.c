@@ -86,6 +86,22 @@ uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p)
     return p->max_parked_bytes;
 }
 
+void zx_conf_own_secrets(const zx_conf_pipeline *p, void (*fn)(const char *s, void *arg),
+                         void *arg)
+{
+    const zx_plugin *pl = p ? p->plugin : NULL;
+
+    for (size_t i = 0; pl && p->own && i < pl->noptions; i++) {
+        const zx_cf_option *o = &pl->options[i];
+        if ((o->flags & (ZX_CF_OWN | ZX_CF_SECRET)) != (ZX_CF_OWN | ZX_CF_SECRET) ||
+            (o->type != ZX_CF_STRING && o->type != ZX_CF_DSN))
+            continue;
+        const char *s = *(char *const *)((const char *)p->own + o->offset);
+        if (s)
+            fn(s, arg);
+    }
+}
+
 const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,
                                                   const char *name)
 {

@@ -31,6 +31,7 @@
 #define ZX_CONF_PLUGIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conf/config.h"
 #include "conf/option.h"
@@ -86,6 +87,11 @@ typedef struct zx_plugin {
      * take name no plug-in: the lists of those that take them are derived
      * from these bits (conf/rows.c: zx_cf_stream_sources...). */
     unsigned caps;
+    /* The largest body one message of pipeline p may be, as its own
+     * options set it (http: its `max_body_size`); 0: the server's
+     * http.max_body_size.  NULL: always the server's.  conf/config.c
+     * makes zx_conf_pipeline.body_limit from it. */
+    uint64_t (*body_limit)(const zx_conf_pipeline *p);
 } zx_plugin;
 
 /* zx_plugin.caps */

@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "common/scrub.h"
 #include "supervisor/sup.h"
+#include "workers/sources/source.h"
 
 typedef struct strs {
     const char **v;
@@ -94,10 +95,16 @@ static void add_conn(strs *l, const zx_conf_connection *c)
             add(l, c->prop_values[i]);
 }
 
+static void add_cb(const char *s, void *l)
+{
+    add(l, s);
+}
+
+/* A pipeline's secrets: its own options' (http: key, webhook_secret), its
+ * schema registry password. */
 static void add_pipe(strs *l, const zx_conf_pipeline *p)
 {
-    add(l, p->key);
-    add(l, p->webhook_secret);
+    zx_conf_own_secrets(p, add_cb, l);
     add(l, p->registry_password);
 }
 
@@ -116,9 +123,12 @@ static void collect(const zx_conf *c, zx_role role, const zx_conf_pipeline *own,
     if (role == ROLE_WRITER) {
         add_dsn(keep, c->pg_dsn, c->pg_dsn_shown);
     } else if (role == ROLE_GATEWAY) {
+        /* the own secrets of the pipelines it feeds (http: push keys,
+         * webhook secrets) */
         for (size_t i = 0; i < c->npipelines; i++) {
-            add(keep, c->pipelines[i].key);
-            add(keep, c->pipelines[i].webhook_secret);
+            const zx_source *src = zx_source_find(c->pipelines[i].source);
+            if (src && (src->flags & ZX_SOURCE_GATEWAY))
+                zx_conf_own_secrets(&c->pipelines[i], add_cb, keep);
         }
         for (size_t i = 0; i < c->napitokens; i++)
             add(keep, c->apitokens[i].token);
