@@ -1,7 +1,7 @@
 /*
  * plugin.h — what a plug-in is: one source or one destination, in a folder
  * of its own, described by one `const zx_plugin` (its `<name>_plugin.c`)
- * and registered by one line in workers/plugins.c (the one list, like
+ * and registered by one line in workers/plugins.def (the one list, like
  * nginx's ngx_modules.c).
  *
  * Its zx_plugin carries everything zx needs to know about it: its name
@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conf/check.h"
 #include "conf/config.h"
 #include "conf/option.h"
 
@@ -53,9 +54,26 @@ typedef struct zx_plugin {
     size_t opts_size;              /* bytes of its own options struct (0: none): the
                                       loader allocates it zeroed per pipeline, sets the
                                       rows flagged ZX_CF_OWN into it, and frees it */
-    /* check a pipeline of this plug-in after its options are set: 0, or -1
-       with err ("pipeline NAME: ..."); NULL: nothing more to check */
-    int (*check)(const zx_conf *conf, const zx_conf_pipeline *p, char *err, size_t errlen);
+    /* Check a pipeline of this plug-in, and set what its options derive
+     * (its own struct's values that depend on other options, e.g.
+     * postgres's slot from the pipeline name).  Called once per pipeline,
+     * right after its entry is walked: its options are set and defaulted,
+     * its required options reported.  Its connection is NOT resolved yet
+     * (p->conn is NULL) and other pipelines must not be read: checks across
+     * pipelines (tables, slots) are conf/'s.  Errors go through ck
+     * (conf/check.h), at the line of the option they are about.  Returns 0,
+     * or -1 when it reported an error.  NULL: nothing to check.  Its own
+     * rows are its to check; shared core rows (format, mode, history...)
+     * are checked by conf/. */
+    int (*check)(zx_cf_check *ck, zx_conf_pipeline *p);
+    /* Check a connection of a kind in conn_kinds (its options are set, the
+     * options of other kinds refused already), and set what its options
+     * derive (a path made absolute, a dsn shown without its password).
+     * Called once per connection for each plug-in taking its kind that has
+     * one (today one per kind).  Errors through ck, with names relative to
+     * connections.<name> ("tls.cert").  Returns 0, or -1 when it reported
+     * an error.  NULL: nothing to check. */
+    int (*check_connection)(zx_cf_check *ck, zx_conf_connection *c);
     /* `zxctl test` (today's zx_source.test, moved here) */
     int (*test)(const zx_conf *conf, const zx_conf_pipeline *p,
                 const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);
@@ -110,8 +128,8 @@ enum { ZX_RETIRE_FAILED = -1, ZX_RETIRE_DONE = 0, ZX_RETIRE_KEPT = 1 };
 #define ZX_CF_OWN 0x10u   /* option row flag: `offset` (and n_offset, v_offset) are
                              into the plug-in's own struct, not zx_conf_pipeline */
 
-/* The registry: defined in workers/plugins.c, the one list of plug-ins
-   (one line each, like nginx's ngx_modules.c). */
+/* The registry: made in workers/plugins.c from workers/plugins.def, the
+   one list of plug-ins (one line each, like nginx's ngx_modules.c). */
 extern const zx_plugin *const zx_plugins[];
 extern const size_t zx_nplugins;
 /* The plug-in of that role and name; NULL: none (or name NULL). */

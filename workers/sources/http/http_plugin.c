@@ -56,20 +56,25 @@ static const zx_cf_option options[] = {
      .help = "Largest push body for this stream."},
 };
 
-/* The webhook secret decodes to a key of the right size (the secret is
- * never quoted).  NULL (none, or a reference skipped under
- * ZX_CONF_SKIP_SECRETS): nothing to check. */
-static int http_check(const zx_conf *conf, const zx_conf_pipeline *p, char *err, size_t errlen)
+/* A key or a webhook secret is written (written is what counts: a
+ * reference is NULL under ZX_CONF_SKIP_SECRETS), and the webhook secret
+ * decodes to a key of the right size (the secret is never quoted; NULL:
+ * nothing to check). */
+static int http_check(zx_cf_check *ck, zx_conf_pipeline *p)
 {
+    const zx_http_opts *o = p->own;
     uint8_t key[ZX_WEBHOOK_KEY_MAX];
     char why[300];
     int r = 0;
 
-    const zx_http_opts *o = p->own;
-
-    (void)conf;
+    if (!zx_check_written(ck, "key") && !zx_check_written(ck, "webhook_secret")) {
+        zx_check_error(ck, NULL, "pipeline %s: missing required field 'key' (or "
+                       "'webhook_secret', for pushes signed the Standard Webhooks way)",
+                       p->name);
+        r = -1;
+    }
     if (o && o->webhook_secret && zx_webhook_key(o->webhook_secret, key, why, sizeof(why)) < 0) {
-        snprintf(err, errlen, "pipelines.%s: webhook_secret: %s", p->name, why);
+        zx_check_error(ck, "webhook_secret", "pipelines.%s: webhook_secret: %s", p->name, why);
         r = -1;
     }
     OPENSSL_cleanse(key, sizeof(key));

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "conf/plugin.h"
+#include "workers/sources/kafka/kafka_conn_check.h"
 #include "workers/sources/kafka/kafka_int.h"
 #include "workers/sources/kafka/kafka_opts.h"
 
@@ -174,4 +175,5 @@ const zx_plugin zx_plugin_kafka = {
     .opts_size = sizeof(zx_kafka_opts),
     .doc = "messages are consumed from `topic` or `topics` on the Kafka cluster "
      "of `connection`.",
+    .check_connection = zx_kafka_check_connection,
 };
