@@ -632,6 +632,50 @@ static void test_parked(void)
     zx_conf_free(c);
 }
 
+static void count_secret(const char *s, void *arg)
+{
+    const char **seen = arg;
+
+    for (size_t i = 0; i < 4; i++)
+        if (!seen[i]) {
+            seen[i] = s;
+            return;
+        }
+}
+
+/* http's options are its own struct's (ZX_CF_OWN), its secrets among them:
+ * zx_conf_own_secrets gives exactly its key and webhook secret (what
+ * supervisor/scrub.c erases or keeps), a kafka pipeline's own options
+ * none; its body limit comes through the plug-in. */
+static void test_http_own(void)
+{
+    zx_conf *c = load_text("httpown.yaml", KAFKA_HEAD
+                           "  h:\n    direction: stream\n    source: http\n"
+                           "    key: abcdefghijklmnop\n"
+                           "    webhook_secret: \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+                           "    max_body_size: 2MiB\n");
+    const zx_conf_pipeline *a = c ? zx_conf_find(c, "a") : NULL;
+    const zx_conf_pipeline *h = c ? zx_conf_find(c, "h") : NULL;
+    const zx_plugin *hp = zx_plugin_find(ZX_PLUGIN_SOURCE, "http");
+
+    CHECK(a && h && hp);
+    for (size_t i = 0; hp && i < hp->noptions; i++)
+        CHECKF(hp->options[i].flags & ZX_CF_OWN, "http row %s", hp->options[i].name);
+    if (a && h) {
+        const char *seen[4] = {0};
+        zx_conf_own_secrets(h, count_secret, seen);
+        CHECK(seen[0] && !strcmp(seen[0], "abcdefghijklmnop"));
+        CHECK(seen[1] && !strcmp(seen[1], "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"));
+        CHECK(!seen[2]);
+        const char *none[4] = {0};
+        zx_conf_own_secrets(a, count_secret, none);
+        CHECK(!none[0]);
+        CHECK(h->body_limit == 2 * ZX_CF_MIB);
+        CHECK(a->body_limit == c->http.max_body_size);
+    }
+    zx_conf_free(c);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/zx_test_plugins_XXXXXX");
@@ -649,6 +693,7 @@ int main(void)
     test_loader();
     test_own();
     test_parked();
+    test_http_own();
     rmdir(tmpdir);
     if (failures) {
         fprintf(stderr, "test_plugins: %d check(s) failed\n", failures);
