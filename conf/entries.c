@@ -141,10 +141,10 @@ static void check_postgres(zx_cf_ctx *x, const yaml_node_t *kn,
         zx_cf_error_at(x, kn, "out of memory");
 }
 
-/* A kafka or http stream: format, mode, key_columns, history, encoding
- * and the schema registry agree. */
-static void check_stream(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
-                         const zx_cf_where *w)
+/* A stream (a source that takes `format`): format, mode, key_columns,
+ * history, table and table_pattern agree (a plug-in's own options, such
+ * as an encoding: its check). */
+static void check_stream(zx_cf_ctx *x, zx_conf_pipeline *pl, const zx_cf_where *w)
 {
     const char *entry = "pipelines.<name>";
     const yaml_node_t *n;
@@ -188,23 +188,6 @@ static void check_stream(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *
         zx_cf_error_at(x, zx_cf_where_opt(w, entry, "table"), "pipelines.%s: with history, "
                        "table is at most 54 characters (its __changes table must fit in 63)",
                        pl->name);
-    if (pl->encoding == ZX_ENC_AVRO && pl->format != ZX_FORMAT_DEBEZIUM)
-        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "encoding"), "pipelines.%s: encoding: "
-                       "avro applies only to format: debezium", pl->name);
-    if (pl->encoding == ZX_ENC_AVRO && !pl->registry_url)
-        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "encoding"), "pipelines.%s: encoding: "
-                       "avro needs schema_registry.url", pl->name);
-    if (pl->registry_url && pl->encoding != ZX_ENC_AVRO)
-        zx_cf_error_at(x, kn, "pipelines.%s: schema_registry applies only to encoding: avro",
-                       pl->name);
-    if (pl->registry_url && strncmp(pl->registry_url, "http://", 7) &&
-        strncmp(pl->registry_url, "https://", 8))
-        zx_cf_error_at(x, kn, "pipelines.%s: schema_registry.url must start with http:// or "
-                       "https://, got \"%s\"", pl->name, pl->registry_url);
-    if (!pl->registry_username != !pl->registry_password && pl->registry_url &&
-        !(x->flags & ZX_CONF_SKIP_SECRETS))
-        zx_cf_error_at(x, kn, "pipelines.%s: schema_registry needs both username and "
-                       "password, or neither", pl->name);
 }
 
 /* 1 when pipeline pl's source takes the option `name` of its entry. */
@@ -242,16 +225,46 @@ static void default_table(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline 
     }
 }
 
+/* The sub-sections of pipeline pl written with rows its source does not
+ * take, that are another plug-in's own options (ZX_CF_OWN: not set into
+ * pl, so that plug-in's check never sees them): an error each, at the
+ * sub-section, once ("<section> applies only to source: <its plug-in>"). */
+static void check_own_sections(zx_cf_ctx *x, const zx_conf_pipeline *pl,
+                               const zx_cf_where *w)
+{
+    const char *entry = "pipelines.<name>", *reported = NULL;
+    size_t elen = strlen(entry);
+    char list[100];
+
+    for (size_t i = 0; i < w->n; i++) {
+        const zx_cf_option *o = zx_cf_row(i);
+        const yaml_node_t *sec;
+        if (strncmp(o->section, entry, elen) || o->section[elen] != '.' ||
+            !(o->flags & ZX_CF_OWN) || zx_cf_takes(o, pl->source))
+            continue;
+        sec = zx_cf_where_sec(w, o->section);
+        if (!sec || (reported && !strcmp(reported, o->section)))
+            continue;
+        reported = o->section;
+        zx_cf_takers(o, list, sizeof(list), " or ");
+        if (!strcmp(list, "sync"))
+            zx_cf_error_at(x, sec, "pipelines.%s: %s applies only to a reverse sync "
+                           "(direction: out)", pl->name, o->section + elen + 1);
+        else
+            zx_cf_error_at(x, sec, "pipelines.%s: %s applies only to source: %s",
+                           pl->name, o->section + elen + 1, list);
+    }
+}
+
 /* Checks of a pipeline once its mapping is walked: options its source does
- * not take, required options of its source, topic/topics, metadata, the
- * postgres mirrors, slot and publication, the default table. */
+ * not take (a plug-in's own sub-section too), required options of its
+ * source, metadata, the postgres mirrors, slot and publication, the
+ * default table. */
 void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
                           zx_conf_pipeline *pl, const zx_cf_where *w)
 {
     const char *entry = "pipelines.<name>";
     const zx_plugin *src = zx_plugin_find(ZX_PLUGIN_SOURCE, pl->source);
-    const yaml_node_t *topic = zx_cf_where_opt(w, entry, "topic");
-    const yaml_node_t *topics = zx_cf_where_opt(w, entry, "topics");
     size_t i;
     char list[100];
 
@@ -270,18 +283,8 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
     i = zx_cf_opt_index(entry, "metadata");
     if (src && i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source))
         check_metadata(x, pl, src, zx_cf_where_opt(w, entry, "metadata"));
-    if (src) {
-        i = zx_cf_opt_index(entry, "topic");
-        if (i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source)) {
-            if (!topic && !topics)
-                zx_cf_error_at(x, kn, "pipeline %s: missing required field "
-                               "'topic' (or 'topics')", pl->name);
-            else if (topic && topics)
-                zx_cf_error_at(x, topics, "pipelines.%s: write topic or "
-                               "topics, not both", pl->name);
-        }
-    }
-    pl->topics_regex = pl->ntopics == 1 && pl->topics[0][0] == '^';
+    if (src)
+        check_own_sections(x, pl, w);
     /* the checks of a family of options, for the sources that take it
      * (their rows say which: no source is named here) */
     if (src && takes_option(pl, "tables"))
@@ -289,7 +292,7 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
     if (src && takes_option(pl, "query"))
         zx_cf_check_sync(x, kn, pl, w);
     if (src && takes_option(pl, "format"))
-        check_stream(x, kn, pl, w);
+        check_stream(x, pl, w);
 
     default_table(x, kn, pl, w, src);
     /* then its plug-in's own checks (conf/plugin.h), once its options and

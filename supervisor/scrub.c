@@ -9,10 +9,11 @@
  *   - the writer: the workspace's dsn;
  *   - the gateway: the http pipelines' push keys and webhook secrets, and
  *     the API tokens;
- *   - a pipeline's worker: its own key, webhook secret and schema registry
- *     password, the secrets of its connection and of its destination
- *     connection; a sync's also the workspace's dsn (it runs its query
- *     there);
+ *   - a pipeline's worker: the secrets of its plug-in's own options (rows
+ *     flagged ZX_CF_SECRET: http's key and webhook secret, kafka's
+ *     schema registry password), the secrets of its connection and of its
+ *     destination connection; a sync's also the workspace's dsn (it runs
+ *     its query there);
  *   - a `zxctl verify` process: its pipeline's connection and the
  *     workspace's dsn.
  * Every other secret (a connection's dsn and the password in it, SASL and
@@ -33,6 +34,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/scrub.h"
+#include "conf/plugin.h"
 #include "supervisor/sup.h"
 #include "workers/sources/source.h"
 
@@ -100,12 +102,12 @@ static void add_cb(const char *s, void *l)
     add(l, s);
 }
 
-/* A pipeline's secrets: its own options' (http: key, webhook_secret), its
- * schema registry password. */
+/* The secrets of p: the strings of its plug-in's own rows flagged
+ * ZX_CF_SECRET (http's key and webhook_secret, kafka's schema registry
+ * password: conf/plugin.h), through zx_conf_own_secrets. */
 static void add_pipe(strs *l, const zx_conf_pipeline *p)
 {
     zx_conf_own_secrets(p, add_cb, l);
-    add(l, p->registry_password);
 }
 
 /* Every secret of c into all; those role (own: its pipeline) needs into keep. */

@@ -84,6 +84,7 @@ const zx_plugin zx_plugin_postgres = {
     .retire = zx_pg_retire,
     .retire_what = "slot",
     .retire_subject = zx_pg_retire_subject,
+    .admin = &zx_pg_admin_drop_slot,   /* zxctl drop-slot (pg_retire.h) */
     .opts_size = sizeof(zx_postgres_opts),
     .source = &zx_source_postgres,
     .options = options,
