@@ -80,10 +80,26 @@ const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name)
 
 uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p)
 {
-    if (!p || !p->source || strcmp(p->source, "http") == 0 ||
+    if (!p || !p->plugin || !(p->plugin->caps & ZX_PLUGIN_PARK) ||
         !(p->nmirrors || p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST))
         return 0;
     return p->max_parked_bytes;
+}
+
+void zx_conf_own_secrets(const zx_conf_pipeline *p, void (*fn)(const char *s, void *arg),
+                         void *arg)
+{
+    const zx_plugin *pl = p ? p->plugin : NULL;
+
+    for (size_t i = 0; pl && p->own && i < pl->noptions; i++) {
+        const zx_cf_option *o = &pl->options[i];
+        if ((o->flags & (ZX_CF_OWN | ZX_CF_SECRET)) != (ZX_CF_OWN | ZX_CF_SECRET) ||
+            (o->type != ZX_CF_STRING && o->type != ZX_CF_DSN))
+            continue;
+        const char *s = *(char *const *)((const char *)p->own + o->offset);
+        if (s)
+            fn(s, arg);
+    }
 }
 
 const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,

@@ -32,6 +32,7 @@
 #define ZX_CONF_PLUGIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conf/check.h"
 #include "conf/config.h"
@@ -104,13 +105,32 @@ typedef struct zx_plugin {
     const char *(*retire_subject)(const zx_conf_pipeline *p);
     const struct zx_source *source;    /* ZX_PLUGIN_SOURCE: the worker (workers/sources/source.h) */
     const struct zx_dest_ops *dest;    /* ZX_PLUGIN_DESTINATION (workers/destinations/dest.h) */
+    /* What it shares with other plug-ins: ZX_PLUGIN_* capability bits
+     * below (0: none).  The core rows and checks that several plug-ins
+     * take name no plug-in: the lists of those that take them are derived
+     * from these bits (conf/rows.c: zx_cf_stream_sources...). */
+    unsigned caps;
+    /* The largest body one message of pipeline p may be, as its own
+     * options set it (http: its `max_body_size`); 0: the server's
+     * http.max_body_size.  NULL: always the server's.  conf/config.c
+     * makes zx_conf_pipeline.body_limit from it. */
+    uint64_t (*body_limit)(const zx_conf_pipeline *p);
     /* appended: a control command of its own (`zxctl drop-slot`), or NULL:
      * zx_plugin_admin below */
     const struct zx_plugin_admin *admin;
-    /* 1: `zxctl verify` compares its pipelines' mirrors with their source
-     * tables (workers/verify: postgres); 0: it refuses them. */
-    int verify;
 } zx_plugin;
+
+/* zx_plugin.caps */
+#define ZX_PLUGIN_STREAM 0x1u  /* a source that appends events to a table of its
+                                  own and takes the stream rows (table, format,
+                                  mode, key_columns, metadata, max_columns...) */
+#define ZX_PLUGIN_MIRROR 0x2u  /* a source that may keep mirrors with history */
+#define ZX_PLUGIN_PARK   0x4u  /* a source whose mirror tables may park their
+                                  changes (max_parked_bytes) */
+#define ZX_PLUGIN_DSN    0x8u  /* its connection kinds are reached by a `dsn` */
+#define ZX_PLUGIN_VERIFY 0x10u /* `zxctl verify` compares its pipelines' mirrors
+                                  with their source tables (workers/verify:
+                                  postgres); without it, verify refuses them */
 
 /* retire's answers (-1: failed). */
 enum { ZX_RETIRE_FAILED = -1, ZX_RETIRE_DONE = 0, ZX_RETIRE_KEPT = 1 };

@@ -202,10 +202,12 @@ void zx_cf_check_sync(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
         if (!zx_cf_where_opt(w, f, "path"))
             zx_cf_error_at(x, fn, "pipelines.%s: destination.files: missing "
                            "required field 'path'", pl->name);
-        if (!zx_cf_where_opt(w, f, "format"))
+        if (!zx_cf_where_opt(w, f, "format")) {
+            char fmts[100];
             zx_cf_error_at(x, fn, "pipelines.%s: destination.files: missing "
-                           "required field 'format' (csv, json or parquet)",
-                           pl->name);
+                           "required field 'format' (%s)", pl->name,
+                           zx_file_format_list(fmts, sizeof(fmts)));
+        }
         if (pl->dest_path) {
             char *abs = zx_cf_abspath(x->base_dir, pl->dest_path);
             if (!abs) {

@@ -31,6 +31,7 @@
 #include "proto/control.h"
 #include "supervisor/sup.h"
 #include "workers/gateway/gateway.h"
+#include "workers/sources/http/http_opts.h"
 #include "workers/sources/source.h"
 #include "workers/writer/writer.h"
 
@@ -170,12 +171,13 @@ void sup_send_attach(sup *s, child *c, spipe *p)
     if (c->role == ROLE_GATEWAY) {
         /* the gateway serves only the sources it feeds */
         const zx_source *src = p->conf ? zx_source_find(p->conf->source) : NULL;
-        if (!src || !(src->flags & ZX_SOURCE_GATEWAY))
+        const zx_http_opts *ho = zx_http_opts_of(p->conf);
+        if (!src || !(src->flags & ZX_SOURCE_GATEWAY) || !ho)
             return;
         o = json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:I}", "name", p->name, "source",
-                      src->name, "key", p->conf->key, "webhook_secret",
-                      p->conf->webhook_secret, "ack_commit", p->conf->ack_commit,
-                      "max_body_size", (json_int_t)p->conf->body_limit);
+                      src->name, "key", ho->key, "webhook_secret", ho->webhook_secret,
+                      "ack_commit", ho->ack_commit, "max_body_size",
+                      (json_int_t)p->conf->body_limit);
     } else {
         o = json_pack("{s:s, s:I, s:I}", "name", p->name, "max_columns",
                       (json_int_t)(p->conf ? p->conf->max_columns : 0), "max_parked_bytes",

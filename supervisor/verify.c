@@ -1,6 +1,6 @@
 /*
  * verify.c — `zxctl verify NAME [--table T]`: compare the mirrors of a
- * pipeline whose plug-in can verify (zx_plugin.verify: postgres CDC) with
+ * pipeline whose plug-in can verify (ZX_PLUGIN_VERIFY: postgres CDC) with
  * its source (workers/verify/verify.h) in a short-lived process of its
  * own, relay its answer to the zxctl client, and remember the last
  * outcome of each pipeline for `zxctl status`.
@@ -189,7 +189,7 @@ static const sup_helper_kind verify_kind = {
     .done = verify_done,
 };
 
-/* The sources whose pipelines `zxctl verify` takes (zx_plugin.verify),
+/* The sources whose pipelines `zxctl verify` takes (ZX_PLUGIN_VERIFY),
  * joined with " or " into buf. */
 static void verifiable(char *buf, size_t len)
 {
@@ -197,7 +197,7 @@ static void verifiable(char *buf, size_t len)
 
     buf[0] = '\0';
     for (size_t i = 0; i < zx_nplugins && off < len; i++)
-        if (zx_plugins[i]->role == ZX_PLUGIN_SOURCE && zx_plugins[i]->verify)
+        if (zx_plugins[i]->role == ZX_PLUGIN_SOURCE && (zx_plugins[i]->caps & ZX_PLUGIN_VERIFY))
             off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? " or " : "",
                                     zx_plugins[i]->name);
 }
@@ -209,7 +209,7 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
     if (!pc)
         return json_pack("{s:b, s:s}", "ok", 0, "error",
                          "no pipeline of that name in the configuration");
-    if (!pc->plugin || !pc->plugin->verify) {
+    if (!pc->plugin || !(pc->plugin->caps & ZX_PLUGIN_VERIFY)) {
         char m[300], which[100];
         verifiable(which, sizeof(which));
         snprintf(m, sizeof(m), "pipeline %s: verify: only a `source: %s` pipeline has "

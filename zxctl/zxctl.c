@@ -42,6 +42,7 @@
 #include "conf/config.h"
 #include "conf/plugin.h"
 #include "proto/control.h"
+#include "workers/destinations/files/files_formats.h"
 
 #define ZXCTL_DEFAULT_SOCKET "./var/zxd.sock"
 /* Set by meson to <sysconfdir>/zx/zx.yaml (/etc/zx/zx.yaml with prefix /usr),
@@ -95,8 +96,8 @@ static const char zxctl_usage_commands[] =
     "  send --query SQL --to DEST --mode MODE [--key COLS] [--format F]\n"
     "       [--print-sync NAME]\n"
     "                     run a query's result once to DEST: CONNECTION:TABLE (a\n"
-    "                     configured connection) or files:PATH (csv, json or\n"
-    "                     parquet, by the extension or --format); MODE replace,\n"
+    "                     configured connection) or files:PATH (its format by\n"
+    "                     the extension or --format: see below); MODE replace,\n"
     "                     append or upsert (with --key id,...); as the author\n"
     "                     whose `operators` list you; --print-sync prints the\n"
     "                     YAML of the same sync, to keep it\n"
@@ -140,7 +141,9 @@ static void zxctl_usage_para(const char *help, FILE *f)
     }
 }
 
-/* zxctl's help, with the plug-ins' own commands from the registry. */
+/* zxctl's help, with the plug-ins' own commands from the registry, and
+ * the file formats of `send --to files:` (the files destination's table,
+ * files_formats.h). */
 static void zxctl_usage(FILE *f)
 {
     fputs(zxctl_usage_head, f);
@@ -167,6 +170,9 @@ static void zxctl_usage(FILE *f)
             fprintf(f, "%d for %s, ", a->timeout_s + ZXCTL_ADMIN_SLACK, a->command);
     }
     fputs(zxctl_usage_tail, f);
+    char fmts[100];
+    fprintf(f, "\nfile formats of send --to files: (--format): %s.\n",
+            zx_file_format_list(fmts, sizeof(fmts)));
 }
 
 typedef struct zxctl_opts {

@@ -11,6 +11,7 @@
 #include "workers/destinations/dest.h"
 #include "workers/destinations/files/files_formats.h"
 
+#include <stdio.h>
 #include <string.h>
 
 extern const zx_dest zx_dest_files;   /* dest_files.c */
@@ -62,6 +63,18 @@ const zx_plugin zx_plugin_dest_files = {
     .doc = "files in a folder: `csv`, `json` or `parquet`, each run written under a "
      "temporary name and renamed into place.",
 };
+
+const char *zx_file_format_list(char *buf, size_t len)
+{
+    size_t off = 0, n = sizeof(zx_file_format_names) / sizeof(zx_file_format_names[0]) - 1;
+
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < n && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s",
+                                !i ? "" : i + 1 == n ? " or " : ", ", zx_file_format_names[i]);
+    return buf;
+}
 
 const zx_file_format *zx_file_format_find(const char *name)
 {
