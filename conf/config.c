@@ -222,6 +222,36 @@ static const cf_named *cf_named_of(int target)
     return NULL;
 }
 
+/* Sub-section `path` is written in pipeline pl: when it is a destination
+ * plug-in's own (zx_cf_section_dest), that plug-in is pl's destination,
+ * with its own options struct (zeroed, then its rows' defaults), where the
+ * walk sets its rows.  A second destination's is reported at kn, and not
+ * walked.  0; -1 when the sub-section is not to be walked. */
+static int cf_dest_own(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
+                       const char *path)
+{
+    const zx_plugin *pg = zx_cf_section_dest(path);
+
+    if (!pg)
+        return 0;
+    if (pl->dest_plugin) {
+        zx_cf_error_at(x, kn, "pipelines.%s: destination: write one destination, not "
+                       "both %s and %s", pl->name, pl->dest_plugin->name, pg->name);
+        return -1;
+    }
+    pl->dest_plugin = pg;
+    if (!pg->opts_size)
+        return 0;
+    if (!(pl->dest_own = calloc(1, pg->opts_size))) {
+        zx_cf_error_at(x, kn, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < pg->noptions; i++)
+        if (pg->options[i].flags & ZX_CF_OWN)
+            zx_cf_set_default(x, &pg->options[i], pl->dest_own);
+    return 0;
+}
+
 /* Walk mapping n as section `path` (called `disp` in messages), setting
  * options in base and recording in w where each was written.  `entry`:
  * the name of the named-map entry being walked (it replaces "<name>" in
@@ -278,6 +308,8 @@ static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
             unknown_key(x, kn, path, disp, k);
             continue;
         }
+        if (sec->target == ZX_CF_PIPELINE && cf_dest_own(x, kn, base, sub) < 0)
+            continue;
         w->sec[sec - zx_cf_sections] = vn;
         if (sec->named_map) {
             walk_named(x, ld, sec, vn);
@@ -349,7 +381,7 @@ static int cf_own_alloc(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *p
 /* Free the own struct of pl (its strings and lists too); NULL ok. */
 static void cf_own_drop(zx_conf_pipeline *pl)
 {
-    zx_cf_free_own(pl);
+    zx_cf_free_opts(pl->plugin, &pl->own);
     pl->plugin = NULL;
 }
 

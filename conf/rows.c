@@ -56,14 +56,26 @@ const zx_plugin *zx_cf_row_owner(const zx_cf_option *o)
 void *zx_cf_row_base(const zx_cf_option *o, void *base)
 {
     const zx_conf_pipeline *p = base;
+    const zx_plugin *pg;
 
     if (!(o->flags & ZX_CF_OWN))
         return base;
-    /* an own row lives in the own struct of its plug-in's pipelines only */
-    if (zx_cf_target(o->section) != ZX_CF_PIPELINE || !p->own ||
-        p->plugin != zx_cf_row_owner(o))
+    /* an own row lives in the own struct of its plug-in's pipelines only:
+     * a source's in own, a destination's in dest_own */
+    if (zx_cf_target(o->section) != ZX_CF_PIPELINE || !(pg = zx_cf_row_owner(o)))
         return NULL;
-    return p->own;
+    if (pg->role == ZX_PLUGIN_DESTINATION)
+        return p->dest_plugin == pg ? p->dest_own : NULL;
+    return p->plugin == pg ? p->own : NULL;
+}
+
+const zx_plugin *zx_cf_section_dest(const char *path)
+{
+    static const char pre[] = "pipelines.<name>.destination.";
+
+    if (!path || strncmp(path, pre, sizeof(pre) - 1))
+        return NULL;
+    return zx_plugin_find(ZX_PLUGIN_DESTINATION, path + sizeof(pre) - 1);
 }
 
 zx_cf_where *zx_cf_where_new(void)

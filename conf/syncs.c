@@ -11,6 +11,7 @@
 #include "conf/config.h"
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_formats.h"
+#include "workers/destinations/files/files_opts.h"
 #include "common/cron.h"
 #include "common/fileroots.h"
 
@@ -156,13 +157,15 @@ int zx_conf_check_files_path(const zx_conf *c, const char *self, const char *pat
     }
     for (size_t i = 0; c && i < c->npipelines; i++) {
         const zx_conf_pipeline *p = &c->pipelines[i];
-        if (!zx_conf_is_sync(p) || !p->dest_path || !p->name || (self && !strcmp(p->name, self)))
+        const zx_files_opts *fo = zx_files_opts_of(p);
+        if (!zx_conf_is_sync(p) || !fo || !fo->path || !p->name ||
+            (self && !strcmp(p->name, self)))
             continue;
-        if (outputs_meet(self ? self : "", path, fmt, p->name, p->dest_path,
-                         p->dest_format ? p->dest_format : "parquet")) {
+        if (outputs_meet(self ? self : "", path, fmt, p->name, fo->path,
+                         fo->format ? fo->format : "parquet")) {
             snprintf(err, errlen, "%s would write over the output of sync %s (destination "
                      "files path %s): give each its own file or folder", path, p->name,
-                     p->dest_path);
+                     fo->path);
             return -1;
         }
     }
@@ -206,19 +209,6 @@ void zx_cf_check_sync(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
             zx_cf_error_at(x, fn, "pipelines.%s: destination.files: missing "
                            "required field 'format' (csv, json or parquet)",
                            pl->name);
-        if (pl->dest_path) {
-            char *abs = zx_cf_abspath(x->base_dir, pl->dest_path);
-            if (!abs) {
-                zx_cf_error_at(x, fn, "out of memory");
-            } else {
-                free(pl->dest_path);
-                pl->dest_path = abs;
-            }
-        }
-    } else {
-        /* the default compression belongs to files only */
-        free(pl->dest_compression);
-        pl->dest_compression = NULL;
     }
     if (mn && (pl->mode == MODE_UPSERT || pl->mode == MODE_MIRROR) && !pl->nkey_cols)
         zx_cf_error_at(x, mn, "pipelines.%s: mode %s needs key: the result columns "
@@ -262,9 +252,10 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                             "its syncs may read)" : "the file defines no authors: "
                             "add authors: {NAME: {tables: [...]}}");
         }
-        if (p->dest_path) {
+        const zx_files_opts *fo = zx_files_opts_of(p);
+        if (fo && fo->path) {
             char err[1500];
-            if (zx_conf_check_files_path(c, p->name, p->dest_path, p->dest_format, err,
+            if (zx_conf_check_files_path(c, p->name, fo->path, fo->format, err,
                                          sizeof(err)) < 0)
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files.path: %s",
                             p->name, err);
@@ -285,8 +276,13 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
             else if (cn->read_only)
                 zx_cf_error(x, line, col, "pipelines.%s: destination: connection %s "
                             "is read_only: zx never writes to it", p->name, cn->name);
-            else
+            else {
                 p->dest_conn = cn;
+                /* the table destination of the connection's kind (a
+                 * sub-section's too, written besides: reported already) */
+                if (!p->dest_plugin)
+                    p->dest_plugin = zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, cn->kind);
+            }
         }
     }
     for (i = 0; i < c->napitokens; i++) {

@@ -28,9 +28,11 @@
 #define ZX_CONF_INTERNAL        /* the value parsers, for test_numbers() */
 #include "conf/config.h"
 #include "conf/values.h"
+#include "conf/plugin.h"
 #include "common/segment.h"     /* ZX_SEG_MAX_BYTES, for the ring sizes */
 #include "workers/sources/kafka/kafka_opts.h" /* the sources' own options */
 #include "workers/sources/postgres/postgres_opts.h"
+#include "workers/destinations/files/files_opts.h" /* a destination's own options */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -2200,9 +2202,12 @@ static void test_syncs(void)
         CHECK(a && zx_conf_is_sync(a) && !strcmp(a->source, "sync") && a->mode == 2);
         CHECK(a && a->auth && !strcmp(a->auth->name, "alice") && a->nkey_cols == 1);
         CHECK(a && a->dest_conn && !strcmp(a->dest_conn->kind, "postgres"));
-        CHECK(a && a->dest_compression == NULL && a->batch_rows == 10000);
-        CHECK(b && b->dest_path && b->dest_path[0] == '/' && strstr(b->dest_path, "exports/x"));
-        CHECK(b && !strcmp(b->dest_format, "parquet") && !strcmp(b->dest_compression, "zstd"));
+        CHECK(a && a->dest_plugin == zx_plugin_find(ZX_PLUGIN_DESTINATION, "postgres"));
+        CHECK(a && a->dest_own == NULL && a->batch_rows == 10000);
+        const zx_files_opts *bf = zx_files_opts_of(b);
+        CHECK(b && b->dest_plugin == zx_plugin_find(ZX_PLUGIN_DESTINATION, "files"));
+        CHECK(bf && bf->path && bf->path[0] == '/' && strstr(bf->path, "exports/x"));
+        CHECK(bf && !strcmp(bf->format, "parquet") && !strcmp(bf->compression, "zstd"));
         CHECK(cc && cc->mode == 3 && cc->nkey_cols == 1 && !strcmp(cc->key_cols[0], "id"));
         CHECK(cc && cc->dest_conn && !strcmp(cc->dest_conn->dsn_shown,
                                              "mysql://zx:***@127.0.0.1:3306/shop"));

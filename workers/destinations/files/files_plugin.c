@@ -10,12 +10,14 @@
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/files/files_formats.h"
+#include "workers/destinations/files/files_opts.h"
 
 #include <string.h>
 
 extern const zx_dest zx_dest_files;   /* dest_files.c */
 
-#define PIPE(f) offsetof(zx_conf_pipeline, f)
+/* its rows set its own options (files_opts.h), per sync: p->dest_own */
+#define OWN(f) offsetof(zx_files_opts, f)
 
 /* The formats (files_formats.h): order = zx_file_format_names. */
 static const char *const csv_exts[] = {".csv", NULL};
@@ -35,7 +37,7 @@ static const char *const sync_only[] = {"sync", NULL};
 static const zx_cf_option options[] = {
     {.section = "pipelines.<name>.destination.files", .name = "path",
      .type = ZX_CF_PATH, .def_doc = "**required** with `files`",
-     .offset = PIPE(dest_path), .sources = sync_only,
+     .offset = OWN(path), .flags = ZX_CF_OWN, .sources = sync_only,
      .help = "A folder (created if missing), or a file when it ends with "
      "the format's extension; relative to the config file's folder. It must "
      "lie under `<data_dir>/exports` or a folder of `server.file_roots`, "
@@ -43,12 +45,12 @@ static const zx_cf_option options[] = {
      "output."},
     {.section = "pipelines.<name>.destination.files", .name = "format",
      .type = ZX_CF_ENUM, .def_doc = "**required** with `files`",
-     .offset = PIPE(dest_format), .allowed = zx_file_format_names,
+     .offset = OWN(format), .flags = ZX_CF_OWN, .allowed = zx_file_format_names,
      .sources = sync_only,
      .help = "`csv` (RFC 4180, a header line), `json` (one object per "
      "line) or `parquet`."},
     {.section = "pipelines.<name>.destination.files", .name = "compression",
-     .type = ZX_CF_ENUM, .def = "zstd", .offset = PIPE(dest_compression),
+     .type = ZX_CF_ENUM, .def = "zstd", .offset = OWN(compression), .flags = ZX_CF_OWN,
      .allowed = compressions, .sources = sync_only,
      .help = "Parquet's codec."},
 };
@@ -59,9 +61,15 @@ const zx_plugin zx_plugin_dest_files = {
     .dest = &zx_dest_files,
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
+    .opts_size = sizeof(zx_files_opts),
     .doc = "files in a folder: `csv`, `json` or `parquet`, each run written under a "
      "temporary name and renamed into place.",
 };
+
+const zx_files_opts *zx_files_opts_of(const zx_conf_pipeline *p)
+{
+    return p && p->dest_plugin == &zx_plugin_dest_files ? p->dest_own : NULL;
+}
 
 const zx_file_format *zx_file_format_find(const char *name)
 {
