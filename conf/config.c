@@ -730,18 +730,6 @@ static void cf_check_workspace(zx_cf_ctx *x, zx_conf *c, const zx_cf_where *w)
         zx_cf_error_at(x, dsn, "out of memory");
 }
 
-/* Each pipeline's plug-in check (conf/plugin.h), once every option is set
- * and the connections resolved; its error at the pipeline's name. */
-static void cf_check_plugins(zx_cf_ctx *x, const zx_conf *c)
-{
-    for (size_t i = 0; i < c->npipelines; i++) {
-        const zx_conf_pipeline *p = &c->pipelines[i];
-        char err[512] = "";
-        if (p->plugin && p->plugin->check && p->plugin->check(c, p, err, sizeof(err)) < 0)
-            zx_cf_error(x, p->line, p->column, "%s", err[0] ? err : "invalid settings");
-    }
-}
-
 static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
 {
     zx_conf *c = ld->c;
@@ -786,7 +774,6 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
     zx_cf_check_templates(x, c);
     zx_cf_resolve_connections(x, c, ld->conn_node);
     zx_cf_resolve_syncs(x, c, NULL, NULL);
-    cf_check_plugins(x, c);
     zx_cf_check_slots(x, c);
     if (c->pg_dsn && zx_dsn_is_mysql(c->pg_dsn))
         zx_cf_error_at(x, zx_cf_where_opt(w, "workspace.postgres", "dsn"),

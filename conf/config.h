@@ -29,6 +29,7 @@
 #ifndef ZX_CONF_CONFIG_H
 #define ZX_CONF_CONFIG_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -530,6 +531,8 @@ void zx_cf_error(zx_cf_ctx *x, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void zx_cf_error_at(zx_cf_ctx *x, const yaml_node_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void zx_cf_verror(zx_cf_ctx *x, int line, int col, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 int zx_cf_parse_file(zx_cf_ctx *x, const char *path); /* 0 ok, -1 errors */
 yaml_node_t *zx_cf_root(zx_cf_ctx *x);
 yaml_node_t *zx_cf_node(zx_cf_ctx *x, int id);

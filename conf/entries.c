@@ -14,6 +14,7 @@
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
 #include "conf/plugin.h"
+#include "conf/check_int.h"
 #include "common/dsn.h"
 #include "common/mysql_dsn.h"
 
@@ -221,6 +222,33 @@ static int takes_option(const zx_conf_pipeline *pl, const char *name)
     return i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source);
 }
 
+/* A pipeline's default table: its name, '-' written '_', unless a table
+ * was written (even a bad one, already reported), for the sources that
+ * take one (or an unknown source: reported already). */
+static void default_table(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
+                          const zx_cf_where *w, const zx_plugin *src)
+{
+    const char *entry = "pipelines.<name>";
+    size_t i = zx_cf_opt_index(entry, "table");
+    char *t;
+
+    if (src && i < zx_cf_nrows() && !zx_cf_takes(zx_cf_row(i), pl->source))
+        return;
+    if (!pl->table && !zx_cf_where_opt(w, entry, "table") && zx_cf_name_ok(pl->name)) {
+        pl->table = strdup(pl->name);
+        if (!pl->table) {
+            zx_cf_error_at(x, kn, "out of memory");
+            return;
+        }
+        for (t = pl->table; *t; t++)
+            if (*t == '-')
+                *t = '_';
+        if (!strncasecmp(pl->table, "sqlite_", 7))
+            zx_cf_error_at(x, kn, "pipeline %s: its default table %s is reserved by SQLite "
+                           "(names starting with sqlite_); set `table:`", pl->name, pl->table);
+    }
+}
+
 /* Checks of a pipeline once its mapping is walked: options its source does
  * not take, required options of its source, topic/topics, metadata, the
  * postgres mirrors, slot and publication, the default table. */
@@ -232,7 +260,7 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
     const yaml_node_t *topic = zx_cf_where_opt(w, entry, "topic");
     const yaml_node_t *topics = zx_cf_where_opt(w, entry, "topics");
     size_t i;
-    char *t, list[100];
+    char list[100];
 
     for (i = 0; src && i < zx_cf_nrows(); i++) {
         const zx_cf_option *o = zx_cf_row(i);
@@ -279,25 +307,11 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
     if (src && takes_option(pl, "format"))
         check_stream(x, kn, pl, w);
 
-    /* Default table: the name, unless a table was written (even a bad one,
-     * already reported), for the sources that take one (or an unknown
-     * source: reported already). */
-    i = zx_cf_opt_index(entry, "table");
-    if (src && i < zx_cf_nrows() && !zx_cf_takes(zx_cf_row(i), pl->source))
-        return;
-    if (!pl->table && !zx_cf_where_opt(w, entry, "table") && zx_cf_name_ok(pl->name)) {
-        pl->table = strdup(pl->name);
-        if (!pl->table) {
-            zx_cf_error_at(x, kn, "out of memory");
-            return;
-        }
-        for (t = pl->table; *t; t++)
-            if (*t == '-')
-                *t = '_';
-        if (!strncasecmp(pl->table, "sqlite_", 7))
-            zx_cf_error_at(x, kn, "pipeline %s: its default table %s is reserved by SQLite "
-                           "(names starting with sqlite_); set `table:`", pl->name, pl->table);
-    }
+    default_table(x, kn, pl, w, src);
+    /* then its plug-in's own checks (conf/plugin.h), once its options and
+     * the table are set; a source refused already has no plug-in */
+    if (src && pl->plugin == src)
+        zx_cf_run_check(x, kn, pl, w, src->check);
 }
 
 /* Make the TLS path *f absolute (relative to the config file) and, unless

@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 
+#include "conf/check.h"
 #include "conf/config.h"
 #include "conf/option.h"
 
@@ -52,9 +53,18 @@ typedef struct zx_plugin {
     size_t opts_size;              /* bytes of its own options struct (0: none): the
                                       loader allocates it zeroed per pipeline, sets the
                                       rows flagged ZX_CF_OWN into it, and frees it */
-    /* check a pipeline of this plug-in after its options are set: 0, or -1
-       with err ("pipeline NAME: ..."); NULL: nothing more to check */
-    int (*check)(const zx_conf *conf, const zx_conf_pipeline *p, char *err, size_t errlen);
+    /* Check a pipeline of this plug-in, and set what its options derive
+     * (its own struct's values that depend on other options, e.g.
+     * postgres's slot from the pipeline name).  Called once per pipeline,
+     * right after its entry is walked: its options are set and defaulted,
+     * its required options reported.  Its connection is NOT resolved yet
+     * (p->conn is NULL) and other pipelines must not be read: checks across
+     * pipelines (tables, slots) are conf/'s.  Errors go through ck
+     * (conf/check.h), at the line of the option they are about.  Returns 0,
+     * or -1 when it reported an error.  NULL: nothing to check.  Its own
+     * rows are its to check; shared core rows (format, mode, history...)
+     * are checked by conf/. */
+    int (*check)(zx_cf_check *ck, zx_conf_pipeline *p);
     /* `zxctl test` (today's zx_source.test, moved here) */
     int (*test)(const zx_conf *conf, const zx_conf_pipeline *p,
                 const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);

@@ -68,6 +68,11 @@ static void cf_verror(zx_cf_ctx *x, int line, int col, const char *fmt,
     cf_push(x, msg);
 }
 
+void zx_cf_verror(zx_cf_ctx *x, int line, int col, const char *fmt, va_list ap)
+{
+    cf_verror(x, line, col, fmt, ap);
+}
+
 void zx_cf_error(zx_cf_ctx *x, int line, int col, const char *fmt, ...)
 {
     va_list ap;

@@ -935,38 +935,35 @@ def _cleanup_root(root):
         time.sleep(0.1)
 
 
-@pytest.fixture
-def make_zxd(workspace):
-    """Factory: make_zxd(pipelines, start=True, **opts) -> Zxd on the
-    current workspace backend.  Everything it made is killed (whole process
-    group) and removed (folder, PostgreSQL database) at teardown."""
+def zxd_factory(workspace, cls=None):
+    """Generator for a factory fixture: yields make(pipelines, start=True,
+    **opts) -> cls (Zxd, or a subclass) on the workspace backend; at
+    teardown everything it made is killed (whole process group) and removed
+    (folder, PostgreSQL database)."""
     made = []
 
     def make(pipelines, start=True, **opts):
         opts.setdefault("workspace", workspace)
-        z = Zxd(_mkroot(), pipelines, **opts)
+        z = (cls or Zxd)(_mkroot(), pipelines, **opts)
         made.append(z)
         if start:
             z.start()
         return z
     yield make
     teardown_zxds(made)
+
+
+@pytest.fixture
+def make_zxd(workspace):
+    """Factory: make_zxd(pipelines, start=True, **opts) -> Zxd on the
+    current workspace backend (see zxd_factory)."""
+    yield from zxd_factory(workspace)
 
 
 @pytest.fixture(scope="module")
 def module_zxd(workspace):
     """Module-scoped factory, for one daemon shared by a module's tests."""
-    made = []
-
-    def make(pipelines, start=True, **opts):
-        opts.setdefault("workspace", workspace)
-        z = Zxd(_mkroot(), pipelines, **opts)
-        made.append(z)
-        if start:
-            z.start()
-        return z
-    yield make
-    teardown_zxds(made)
+    yield from zxd_factory(workspace)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from conftest import TS_RE, ZXD, Zxd, _mkroot, teardown_zxds, wait_for
+from conftest import TS_RE, ZXD, Zxd, wait_for, zxd_factory
 
 # every generator once
 FIELDS = {
@@ -85,17 +85,7 @@ class GenZxd(Zxd):
 
 @pytest.fixture
 def make_gzxd(workspace):
-    made = []
-
-    def make(gpipes, start=True, **opts):
-        opts.setdefault("workspace", workspace)
-        z = GenZxd(_mkroot(), gpipes, **opts)
-        made.append(z)
-        if start:
-            z.start()
-        return z
-    yield make
-    teardown_zxds(made)
+    yield from zxd_factory(workspace, GenZxd)
 
 
 def test_count_rows_with_the_template_types_and_ranges(make_gzxd, workspace):

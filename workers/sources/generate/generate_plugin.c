@@ -51,14 +51,23 @@ static const zx_cf_option gen_options[] = {
              "idles and its status says `done`; 0: no end."},
 };
 
-static int gen_check(const zx_conf *conf, const zx_conf_pipeline *p, char *err,
-                     size_t errlen)
+static int gen_check_text(const zx_conf_pipeline *p, char *err, size_t errlen)
 {
-    (void)conf;
     if (p->table && strchr(p->table, '{'))
         return zx_seterr(err, errlen, "pipeline %s: table: placeholders are for format: "
                          "debezium, not source: generate", p->name);
     return zx_generate_check(p, p->own, err, errlen);
+}
+
+/* The plug-in's check (conf/plugin.h): the same, at the pipeline. */
+static int gen_check(zx_cf_check *ck, zx_conf_pipeline *p)
+{
+    char err[512] = "";
+
+    if (gen_check_text(p, err, sizeof(err)) == 0)
+        return 0;
+    zx_check_error(ck, NULL, "%s", err);
+    return -1;
 }
 
 /* `zxctl test`: nothing to connect to; the template and the rate parse. */
@@ -73,7 +82,7 @@ static int gen_test(const zx_conf *conf, const zx_conf_pipeline *p,
         snprintf(out, outlen, "source generate makes its rows itself: nothing to connect to");
         return 0;
     }
-    if (gen_check(conf, p, out, outlen) < 0)
+    if (gen_check_text(p, out, outlen) < 0)
         return -1;
     char count[48] = "no end";
     if (o->count)

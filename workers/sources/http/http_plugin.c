@@ -57,15 +57,14 @@ static const zx_cf_option options[] = {
 /* The webhook secret decodes to a key of the right size (the secret is
  * never quoted).  NULL (none, or a reference skipped under
  * ZX_CONF_SKIP_SECRETS): nothing to check. */
-static int http_check(const zx_conf *conf, const zx_conf_pipeline *p, char *err, size_t errlen)
+static int http_check(zx_cf_check *ck, zx_conf_pipeline *p)
 {
     uint8_t key[ZX_WEBHOOK_KEY_MAX];
     char why[300];
     int r = 0;
 
-    (void)conf;
     if (p->webhook_secret && zx_webhook_key(p->webhook_secret, key, why, sizeof(why)) < 0) {
-        snprintf(err, errlen, "pipelines.%s: webhook_secret: %s", p->name, why);
+        zx_check_error(ck, "webhook_secret", "pipelines.%s: webhook_secret: %s", p->name, why);
         r = -1;
     }
     OPENSSL_cleanse(key, sizeof(key));
