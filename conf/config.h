@@ -298,7 +298,7 @@ typedef struct zx_conf_pipeline {
                                 {connection, table}` the plug-in of the
                                 connection's kind (set once connections are
                                 resolved: NULL before, and in checks).  NULL
-                                for streams */
+                                when none is written (streams) */
     void *dest_own;          /* that plug-in's own options struct (its
                                 opts_size bytes, its ZX_CF_OWN rows set,
                                 e.g. workers/destinations/files/files_opts.h),
@@ -732,13 +732,11 @@ void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c);
 void zx_cf_check_tables(zx_cf_ctx *x, const zx_conf *c,
                         const yaml_node_t *const *tables_node);
 void zx_cf_check_templates(zx_cf_ctx *x, const zx_conf *c);
-/* syncs.c: the checks of one reverse sync once walked, and, once the
- * whole file is walked, each sync's author and destination connection and
- * each API token's syncs (dest_conn_node[i]: where pipeline i wrote
+/* syncs.c: once the whole file is walked, each sync's author and
+ * destination connection (setting dest_conn and dest_plugin) and each API
+ * token's syncs (dest_conn_node[i]: where pipeline i wrote
  * destination.connection; syncs_node[i]: where token i wrote syncs; either
  * array may be NULL). */
-void zx_cf_check_sync(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
-                      const zx_cf_where *w);
 void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c,
                          const yaml_node_t *const *dest_conn_node,
                          const yaml_node_t *const *syncs_node);

@@ -302,8 +302,6 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
      * (their rows say which: no source is named here) */
     if (src && takes_option(pl, "tables"))
         check_postgres(x, kn, pl, w);
-    if (src && takes_option(pl, "query"))
-        zx_cf_check_sync(x, kn, pl, w);
     if (src && takes_option(pl, "format"))
         check_stream(x, kn, pl, w);
 
@@ -312,6 +310,10 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
      * the table are set; a source refused already has no plug-in */
     if (src && pl->plugin == src)
         zx_cf_run_check(x, kn, pl, w, src->check);
+    /* and its destination plug-in's, when it wrote that one's sub-section
+     * (a connection's table destination is known once connections are) */
+    if (pl->dest_plugin)
+        zx_cf_run_check(x, kn, pl, w, pl->dest_plugin->check);
 }
 
 /* Make the TLS path *f absolute (relative to the config file) and, unless

@@ -1,8 +1,11 @@
 /*
  * syncs.c — the checks of reverse syncs (`direction: out`), authors and
- * API tokens that span several options or entries: a sync's destination
- * (a table of a connection, or files), its key against its mode, its
- * schedule (cron), its author; an API token's syncs.
+ * API tokens that span entries, once the whole file is walked: a sync's
+ * author, its destination's connection (and so its destination plug-in),
+ * its files against the folders zx may write and the other syncs'
+ * outputs; an API token's syncs.  A sync's own options (destination,
+ * mode and key, schedule) are its plug-in's check
+ * (workers/syncs/sync_check.c); a destination's own, its plug-in's.
  *
  * It must never: set an option from YAML (fields.c does), run a query, or
  * open a destination.
@@ -12,16 +15,11 @@
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_formats.h"
 #include "workers/destinations/files/files_opts.h"
-#include "common/cron.h"
 #include "common/fileroots.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The zx_sync_mode numbers (workers/destinations/dest.h): the order of `modes`
- * in workers/syncs/sync_plugin.c. */
-enum { MODE_UPSERT = 2, MODE_MIRROR = 3 };
 
 int zx_conf_is_sync(const zx_conf_pipeline *p)
 {
@@ -170,59 +168,6 @@ int zx_conf_check_files_path(const zx_conf *c, const char *self, const char *pat
         }
     }
     return 0;
-}
-
-void zx_cf_check_sync(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
-                      const zx_cf_where *w)
-{
-    const char *e = "pipelines.<name>", *d = "pipelines.<name>.destination";
-    const char *f = "pipelines.<name>.destination.files";
-    const yaml_node_t *dn = zx_cf_where_sec(w, d), *fn = zx_cf_where_sec(w, f);
-    const yaml_node_t *cn = zx_cf_where_opt(w, d, "connection");
-    const yaml_node_t *tn = zx_cf_where_opt(w, d, "table");
-    const yaml_node_t *mn = zx_cf_where_opt(w, e, "mode");
-    const yaml_node_t *sn = zx_cf_where_opt(w, e, "schedule");
-    char err[200];
-
-    if (!dn)
-        zx_cf_error_at(x, kn, "pipeline %s: missing required field 'destination' "
-                       "({connection: C, table: T} or {files: {path: P, format: F}})",
-                       pl->name);
-    else if (cn && fn)
-        zx_cf_error_at(x, fn, "pipelines.%s: destination: write connection (and "
-                       "table) or files, not both", pl->name);
-    else if (!cn && !fn)
-        zx_cf_error_at(x, dn, "pipelines.%s: destination needs connection and "
-                       "table, or files", pl->name);
-    else if (cn && !tn)
-        zx_cf_error_at(x, dn, "pipelines.%s: destination: missing required field "
-                       "'table' (the table of connection %s to write)", pl->name,
-                       pl->dest_connection ? pl->dest_connection : "?");
-    if (tn && !cn)
-        zx_cf_error_at(x, tn, "pipelines.%s: destination.table needs "
-                       "destination.connection", pl->name);
-    if (fn) {
-        if (!zx_cf_where_opt(w, f, "path"))
-            zx_cf_error_at(x, fn, "pipelines.%s: destination.files: missing "
-                           "required field 'path'", pl->name);
-        if (!zx_cf_where_opt(w, f, "format"))
-            zx_cf_error_at(x, fn, "pipelines.%s: destination.files: missing "
-                           "required field 'format' (csv, json or parquet)",
-                           pl->name);
-    }
-    if (mn && (pl->mode == MODE_UPSERT || pl->mode == MODE_MIRROR) && !pl->nkey_cols)
-        zx_cf_error_at(x, mn, "pipelines.%s: mode %s needs key: the result columns "
-                       "that identify a row (key: [id])", pl->name,
-                       pl->mode == MODE_UPSERT ? "upsert" : "mirror");
-    if (pl->schedule) {
-        zx_cron cr;
-        if (zx_cron_parse(pl->schedule, &cr, err, sizeof(err)) < 0)
-            zx_cf_error_at(x, sn, "pipelines.%s: schedule '%.80s': %s", pl->name,
-                           pl->schedule, err);
-        else if (zx_cron_never(&cr))
-            zx_cf_error_at(x, sn, "pipelines.%s: schedule '%.80s' never fires (no such "
-                           "day)", pl->name, pl->schedule);
-    }
 }
 
 /* A name list item's node: item i of sequence n, or n itself. */

@@ -2223,11 +2223,37 @@ static void test_syncs(void)
         CHECK(zx_conf_find_author(c, "alice")->noperators == 1);
         zx_conf_free(c);
     }
+    /* a destination's own options (files: dest_own) are compared on reload */
+    {
+        static const char *const cmp[] = {"zstd", "zstd", "snappy"};
+        zx_conf *cs[3];
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(buf, sizeof(buf), "%spipelines:\n"
+                     "  a: {direction: out, author: alice, query: SELECT 1, mode: replace,\n"
+                     "      destination: {files: {path: var/exports/x, format: csv, "
+                     "compression: %s}}}\n", head, cmp[i]);
+            cs[i] = load(buf, 0, &e);
+            CHECK(cs[i] != NULL);
+            if (!cs[i])
+                dump(&e);
+        }
+        if (cs[0] && cs[1] && cs[2]) {
+            CHECK(zx_conf_pipeline_same(&cs[0]->pipelines[0], &cs[1]->pipelines[0]));
+            CHECK(!zx_conf_pipeline_same(&cs[0]->pipelines[0], &cs[2]->pipelines[0]));
+            CHECK(!strcmp(zx_files_opts_of(&cs[2]->pipelines[0])->compression, "snappy"));
+        }
+        for (size_t i = 0; i < 3; i++)
+            zx_conf_free(cs[i]);
+    }
     static const struct {
         const char *pipe, *err;
     } bad[] = {
         {"direction: out, author: alice, query: SELECT 1, mode: upsert, "
          "destination: {connection: lite, table: t}", "mode upsert needs key"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {files: {format: csv}}", "destination.files: missing required field 'path'"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {table: t}", "destination.table needs destination.connection"},
         {"direction: out, author: bob, query: SELECT 1, mode: replace, "
          "destination: {connection: lite, table: t}", "unknown author 'bob'"},
         {"direction: out, author: alice, query: SELECT 1, mode: replace, "

@@ -3,7 +3,9 @@
  * or Parquet files in a folder (dest_files.c).
  * Its registration (conf/plugin.h), listed once in workers/plugins.c.
  * Its option rows are here: the loader parses, checks, compares and frees
- * them, and conf/OPTIONS.md documents them, from this table.
+ * them, and conf/OPTIONS.md documents them, from this table; they set its
+ * own struct (files_opts.h, p->dest_own).  Its check: path and format
+ * written.
  */
 #include <stddef.h>
 
@@ -12,24 +14,11 @@
 #include "workers/destinations/files/files_formats.h"
 #include "workers/destinations/files/files_opts.h"
 
-#include <string.h>
-
 extern const zx_dest zx_dest_files;   /* dest_files.c */
 
 /* its rows set its own options (files_opts.h), per sync: p->dest_own */
 #define OWN(f) offsetof(zx_files_opts, f)
 
-/* The formats (files_formats.h): order = zx_file_format_names. */
-static const char *const csv_exts[] = {".csv", NULL};
-static const char *const json_exts[] = {".json", ".ndjson", NULL};
-static const char *const parquet_exts[] = {".parquet", NULL};
-const zx_file_format zx_file_formats[] = {
-    {"csv", csv_exts},
-    {"json", json_exts},
-    {"parquet", parquet_exts},
-    {NULL, NULL},
-};
-const char *const zx_file_format_names[] = {"csv", "json", "parquet", NULL};
 static const char *const compressions[] = {"zstd", "snappy", "none", NULL};
 /* the pipelines that take these options: reverse syncs */
 static const char *const sync_only[] = {"sync", NULL};
@@ -55,10 +44,31 @@ static const zx_cf_option options[] = {
      .help = "Parquet's codec."},
 };
 
+/* A sync's files sub-section, once walked: its path and format written
+ * (the rest, where the path lies and against other syncs' outputs, is
+ * conf/syncs.c's, once the whole file is read).  0, or -1 (reported). */
+static int files_check(zx_cf_check *ck, zx_conf_pipeline *p)
+{
+    int rc = 0;
+
+    if (!zx_check_written(ck, "destination.files.path")) {
+        zx_check_error(ck, "destination.files.format", "pipelines.%s: destination.files: "
+                       "missing required field 'path'", p->name);
+        rc = -1;
+    }
+    if (!zx_check_written(ck, "destination.files.format")) {
+        zx_check_error(ck, "destination.files.path", "pipelines.%s: destination.files: "
+                       "missing required field 'format' (csv, json or parquet)", p->name);
+        rc = -1;
+    }
+    return rc;
+}
+
 const zx_plugin zx_plugin_dest_files = {
     .name = "files",
     .role = ZX_PLUGIN_DESTINATION,
     .dest = &zx_dest_files,
+    .check = files_check,
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
     .opts_size = sizeof(zx_files_opts),
@@ -69,29 +79,4 @@ const zx_plugin zx_plugin_dest_files = {
 const zx_files_opts *zx_files_opts_of(const zx_conf_pipeline *p)
 {
     return p && p->dest_plugin == &zx_plugin_dest_files ? p->dest_own : NULL;
-}
-
-const zx_file_format *zx_file_format_find(const char *name)
-{
-    for (size_t i = 0; name && zx_file_formats[i].name; i++)
-        if (!strcmp(zx_file_formats[i].name, name))
-            return &zx_file_formats[i];
-    return NULL;
-}
-
-const char *zx_file_ext_of(const char *path, const zx_file_format **fmt)
-{
-    size_t n = strlen(path);
-
-    for (size_t i = 0; zx_file_formats[i].name; i++)
-        for (size_t e = 0; zx_file_formats[i].exts[e]; e++) {
-            const char *x = zx_file_formats[i].exts[e];
-            size_t m = strlen(x);
-            if (n > m && !strcmp(path + n - m, x)) {
-                if (fmt)
-                    *fmt = &zx_file_formats[i];
-                return x;
-            }
-        }
-    return NULL;
 }
