@@ -4,10 +4,12 @@
  * report an error at the line where it was written.
  *
  * A zx_cf_check is made by the loader (conf/entries.c) for one call of one
- * pipeline's check and is valid during that call only; the plug-in never
- * frees it.  Names are the pipeline's options as a person writes them:
- * "slot" (section pipelines.<name>), or dotted into a sub-section:
- * "schema_registry.url", "destination.files.path".
+ * pipeline's check, or one connection's check_connection, and is valid
+ * during that call only; the plug-in never frees it.  Names are the
+ * entry's options as a person writes them: "slot" (section
+ * pipelines.<name>, or connections.<name> for a connection), or dotted into
+ * a sub-section: "schema_registry.url", "destination.files.path",
+ * "tls.cert"; or a sub-section itself ("sasl").
  */
 #ifndef ZX_CONF_CHECK_H
 #define ZX_CONF_CHECK_H
@@ -16,9 +18,18 @@
 
 typedef struct zx_cf_check zx_cf_check;
 
-/* 1 when the pipeline's option `name` was written in the file (even when
+/* 1 when the entry's option (or sub-section) `name` was written in the file (even when
  * its value was refused and reported), else 0. */
 int zx_check_written(const zx_cf_check *ck, const char *name);
+
+/* The text option `name` was written with (a scalar: references
+ * unresolved), or NULL (not written, or not a scalar).  Valid during the
+ * call. */
+const char *zx_check_text(const zx_cf_check *ck, const char *name);
+
+/* 1 when option `name` was written and its value refused (reported
+ * already: check no further what depends on it), else 0. */
+int zx_check_refused(const zx_cf_check *ck, const char *name);
 
 /* Report an error at the line of option `name`; name NULL, or an option
  * not written: at the pipeline's name.  The text is used as it is (start
@@ -37,5 +48,10 @@ void zx_check_error_item(zx_cf_check *ck, const char *name, size_t i,
  * ZX_CONF_SKIP_SECRETS means a secret written as a ${env:}/${file:}
  * reference is NULL, not missing. */
 unsigned zx_check_flags(const zx_cf_check *ck);
+
+/* Make the path *path (owned by the configuration; NULL: nothing to do)
+ * absolute, relative to the configuration file's folder, in place.
+ * Returns 0, or -1 (out of memory, reported at option `name`). */
+int zx_check_abspath(zx_cf_check *ck, const char *name, char **path);
 
 #endif

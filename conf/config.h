@@ -42,11 +42,10 @@
  * ones a pipeline may ask for depends on its source: http takes
  * _ingested_at and _request_id; kafka takes _key, _partition, _offset,
  * _timestamp and _ingested_at. */
-/* zx_conf_pipeline.format, .stream_mode, .encoding (.registry_wire is a
- * zx_wire_mode of common/schema_registry.h) */
+/* zx_conf_pipeline.format, .stream_mode (kafka's encoding: ZX_ENC_* of
+ * workers/sources/kafka/kafka_opts.h) */
 enum { ZX_FORMAT_JSON = 0, ZX_FORMAT_DEBEZIUM = 1 };
 enum { ZX_STREAM_APPEND = 0, ZX_STREAM_LATEST = 1 };
-enum { ZX_ENC_JSON = 0, ZX_ENC_AVRO = 1 };
 /* `slot_lost` of a postgres pipeline (workers/sources/postgres/postgres_opts.h) */
 enum { ZX_SLOT_LOST_FAIL = 0, ZX_SLOT_LOST_RESYNC = 1 };
 
@@ -181,15 +180,8 @@ typedef struct zx_conf_pipeline {
     const zx_conf_connection *conn; /* that connection, resolved: owned by the
                                 zx_conf (an element of its connections);
                                 NULL for sources without a connection */
-    char **topics;           /* kafka: `topic: x` gives {x}; `topics: [a, b]`
-                                the list; `topics: "^re"` gives {"^re"}
-                                with topics_regex 1.  NULL for other sources */
-    size_t ntopics;
-    int topics_regex;        /* 1: topics[0] is a POSIX extended regex
-                                (starts with '^', librdkafka's convention),
-                                checked to compile; ntopics is then 1 */
-    char *group;             /* kafka: consumer group; NULL = none */
-    /* kafka's `start` and `on_topic_reset`: its own options (own,
+    /* kafka's topics, group, start, on_topic_reset, encoding and
+     * schema_registry: its own options (own,
      * workers/sources/kafka/kafka_opts.h) */
     uint32_t max_columns;    /* columns its table gets from the data at most
                                 (default 500, 1..1500); the rest go to _extra */
@@ -232,16 +224,6 @@ typedef struct zx_conf_pipeline {
                                 messages carry none (required with mode:
                                 latest); NULL, 0: none */
     size_t nkey_columns;
-    int encoding;            /* kafka, format debezium: ZX_ENC_JSON (0) or
-                                ZX_ENC_AVRO (with schema_registry) */
-    char *registry_url;      /* `schema_registry.url`: the registry's
-                                Confluent-compatible API; NULL: none */
-    char *registry_username; /* `schema_registry.username`, NULL: none */
-    char *registry_password; /* secret; NULL: none */
-    int registry_wire;       /* zx_wire_mode (common/schema_registry.h):
-                                0 confluent (magic 0 + 4-byte id), 1
-                                apicurio (magic 0 + 8-byte global id), 2
-                                headers (apicurio.value.globalId) */
     /* postgres's `initial_copy` and `slot_lost`: its own options (own,
      * workers/sources/postgres/postgres_opts.h) */
     int history;             /* 1: also append every change to
@@ -488,7 +470,7 @@ const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,
  * untouched; else 0.  Compares the name, every option of the options table
  * (by its type; slot and publication as derived when not written), the
  * derived sizes (body_limit, ring_size, in_ring_size, shm_size),
- * topics_regex, mirrors, and the resolved connections with
+ * mirrors, and the resolved connections with
  * zx_conf_connection_same: a changed connection changes every pipeline
  * using it.  NULL pointers compare equal only to each other. */
 int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b);

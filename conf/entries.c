@@ -1,31 +1,24 @@
 /*
  * entries.c — the checks of one pipeline or one connection once its
  * mapping is walked, that span several of its options: which options its
- * source takes, topic or topics, metadata per source, security against
- * sasl and tls, the TLS files; and, once the whole file is walked, each
- * pipeline's connection (connections may be written after the pipelines
- * using them).
+ * source (or kind) takes, metadata per source, the shared stream options;
+ * then its plug-in's own check (conf/check.h); and, once the whole file is
+ * walked, each pipeline's connection (connections may be written after the
+ * pipelines using them).
  *
- * It must never: set an option from YAML (fields.c does), or open anything
- * but the TLS files a connection names (opened and closed at once, to
- * report a missing or unreadable one; not with ZX_CONF_SKIP_SECRETS, as
- * zxctl may run as another user than zxd).
+ * It must never: set an option from YAML (fields.c does), open anything,
+ * or name a source or connection kind: what is one plug-in's is that
+ * plug-in's check.
  */
 #define ZX_CONF_INTERNAL
 #include "conf/config.h"
 #include "conf/plugin.h"
 #include "conf/check_int.h"
-#include "common/dsn.h"
-#include "common/mysql_dsn.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* Join the NULL-ended list l with sep into buf (truncated). */
 void zx_cf_join(char *buf, size_t len, const char *const *l, const char *sep)
@@ -148,10 +141,10 @@ static void check_postgres(zx_cf_ctx *x, const yaml_node_t *kn,
         zx_cf_error_at(x, kn, "out of memory");
 }
 
-/* A kafka or http stream: format, mode, key_columns, history, encoding
- * and the schema registry agree. */
-static void check_stream(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
-                         const zx_cf_where *w)
+/* A stream (a source that takes `format`): format, mode, key_columns,
+ * history, table and table_pattern agree (a plug-in's own options, such
+ * as an encoding: its check). */
+static void check_stream(zx_cf_ctx *x, zx_conf_pipeline *pl, const zx_cf_where *w)
 {
     const char *entry = "pipelines.<name>";
     const yaml_node_t *n;
@@ -195,23 +188,6 @@ static void check_stream(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *
         zx_cf_error_at(x, zx_cf_where_opt(w, entry, "table"), "pipelines.%s: with history, "
                        "table is at most 54 characters (its __changes table must fit in 63)",
                        pl->name);
-    if (pl->encoding == ZX_ENC_AVRO && pl->format != ZX_FORMAT_DEBEZIUM)
-        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "encoding"), "pipelines.%s: encoding: "
-                       "avro applies only to format: debezium", pl->name);
-    if (pl->encoding == ZX_ENC_AVRO && !pl->registry_url)
-        zx_cf_error_at(x, zx_cf_where_opt(w, entry, "encoding"), "pipelines.%s: encoding: "
-                       "avro needs schema_registry.url", pl->name);
-    if (pl->registry_url && pl->encoding != ZX_ENC_AVRO)
-        zx_cf_error_at(x, kn, "pipelines.%s: schema_registry applies only to encoding: avro",
-                       pl->name);
-    if (pl->registry_url && strncmp(pl->registry_url, "http://", 7) &&
-        strncmp(pl->registry_url, "https://", 8))
-        zx_cf_error_at(x, kn, "pipelines.%s: schema_registry.url must start with http:// or "
-                       "https://, got \"%s\"", pl->name, pl->registry_url);
-    if (!pl->registry_username != !pl->registry_password && pl->registry_url &&
-        !(x->flags & ZX_CONF_SKIP_SECRETS))
-        zx_cf_error_at(x, kn, "pipelines.%s: schema_registry needs both username and "
-                       "password, or neither", pl->name);
 }
 
 /* 1 when pipeline pl's source takes the option `name` of its entry. */
@@ -249,16 +225,46 @@ static void default_table(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline 
     }
 }
 
+/* The sub-sections of pipeline pl written with rows its source does not
+ * take, that are another plug-in's own options (ZX_CF_OWN: not set into
+ * pl, so that plug-in's check never sees them): an error each, at the
+ * sub-section, once ("<section> applies only to source: <its plug-in>"). */
+static void check_own_sections(zx_cf_ctx *x, const zx_conf_pipeline *pl,
+                               const zx_cf_where *w)
+{
+    const char *entry = "pipelines.<name>", *reported = NULL;
+    size_t elen = strlen(entry);
+    char list[100];
+
+    for (size_t i = 0; i < w->n; i++) {
+        const zx_cf_option *o = zx_cf_row(i);
+        const yaml_node_t *sec;
+        if (strncmp(o->section, entry, elen) || o->section[elen] != '.' ||
+            !(o->flags & ZX_CF_OWN) || zx_cf_takes(o, pl->source))
+            continue;
+        sec = zx_cf_where_sec(w, o->section);
+        if (!sec || (reported && !strcmp(reported, o->section)))
+            continue;
+        reported = o->section;
+        zx_cf_takers(o, list, sizeof(list), " or ");
+        if (!strcmp(list, "sync"))
+            zx_cf_error_at(x, sec, "pipelines.%s: %s applies only to a reverse sync "
+                           "(direction: out)", pl->name, o->section + elen + 1);
+        else
+            zx_cf_error_at(x, sec, "pipelines.%s: %s applies only to source: %s",
+                           pl->name, o->section + elen + 1, list);
+    }
+}
+
 /* Checks of a pipeline once its mapping is walked: options its source does
- * not take, required options of its source, topic/topics, metadata, the
- * postgres mirrors, slot and publication, the default table. */
+ * not take (a plug-in's own sub-section too), required options of its
+ * source, metadata, the postgres mirrors, slot and publication, the
+ * default table. */
 void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
                           zx_conf_pipeline *pl, const zx_cf_where *w)
 {
     const char *entry = "pipelines.<name>";
     const zx_plugin *src = zx_plugin_find(ZX_PLUGIN_SOURCE, pl->source);
-    const yaml_node_t *topic = zx_cf_where_opt(w, entry, "topic");
-    const yaml_node_t *topics = zx_cf_where_opt(w, entry, "topics");
     size_t i;
     char list[100];
 
@@ -277,18 +283,8 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
     i = zx_cf_opt_index(entry, "metadata");
     if (src && i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source))
         check_metadata(x, pl, src, zx_cf_where_opt(w, entry, "metadata"));
-    if (src) {
-        i = zx_cf_opt_index(entry, "topic");
-        if (i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source)) {
-            if (!topic && !topics)
-                zx_cf_error_at(x, kn, "pipeline %s: missing required field "
-                               "'topic' (or 'topics')", pl->name);
-            else if (topic && topics)
-                zx_cf_error_at(x, topics, "pipelines.%s: write topic or "
-                               "topics, not both", pl->name);
-        }
-    }
-    pl->topics_regex = pl->ntopics == 1 && pl->topics[0][0] == '^';
+    if (src)
+        check_own_sections(x, pl, w);
     /* http: a key, or a webhook_secret (its value is checked by the
      * plug-in's check; written is what counts here, as a reference is
      * skipped under ZX_CONF_SKIP_SECRETS) */
@@ -303,7 +299,7 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
     if (src && takes_option(pl, "tables"))
         check_postgres(x, kn, pl, w);
     if (src && takes_option(pl, "format"))
-        check_stream(x, kn, pl, w);
+        check_stream(x, pl, w);
 
     default_table(x, kn, pl, w, src);
     /* then its plug-in's own checks (conf/plugin.h), once its options and
@@ -314,37 +310,6 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
      * (a connection's table destination is known once connections are) */
     if (pl->dest_plugin)
         zx_cf_run_check(x, kn, pl, w, pl->dest_plugin->check);
-}
-
-/* Make the TLS path *f absolute (relative to the config file) and, unless
- * secrets are skipped, check that it is a readable regular file. */
-static void cf_tls_file(zx_cf_ctx *x, const zx_conf_connection *cn,
-                        const yaml_node_t *n, const char *opt, char **f)
-{
-    struct stat st;
-    char *abs;
-    int fd;
-
-    if (!*f)
-        return;
-    abs = zx_cf_abspath(x->base_dir, *f);
-    if (!abs) {
-        zx_cf_error_at(x, n, "out of memory");
-        return;
-    }
-    free(*f);
-    *f = abs;
-    if (x->flags & ZX_CONF_SKIP_SECRETS)
-        return;
-    fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
-        zx_cf_error_at(x, n, "connections.%s: tls.%s: cannot read %s: %s",
-                       cn->name, opt, abs, strerror(errno));
-    else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        zx_cf_error_at(x, n, "connections.%s: tls.%s: %s is not a regular "
-                       "file", cn->name, opt, abs);
-    if (fd >= 0)
-        close(fd);
 }
 
 /* The options and sub-sections (sasl, tls) of a connection that its kind
@@ -381,113 +346,15 @@ static void check_kind_options(zx_cf_ctx *x, zx_conf_connection *cn,
 }
 
 /* Checks of a connection once its mapping is walked: options of another
- * kind; kafka: security against sasl and tls, the TLS files, brokers_csv;
- * postgres: dsn_shown. */
+ * kind, then the check_connection of the plug-ins taking its kind
+ * (conf/plugin.h). */
 void zx_cf_check_connection(zx_cf_ctx *x, const yaml_node_t *kn,
                             zx_conf_connection *cn, const zx_cf_where *w)
 {
-    const char *entry = "connections.<name>", *sasl_s = "connections.<name>.sasl";
-    const char *tls_s = "connections.<name>.tls";
-    const yaml_node_t *sasl = zx_cf_where_sec(w, sasl_s), *tls = zx_cf_where_sec(w, tls_s);
-    const yaml_node_t *cert = zx_cf_where_opt(w, tls_s, "cert"), *key = zx_cf_where_opt(w, tls_s, "key");
-    const yaml_node_t *secn = zx_cf_where_opt(w, entry, "security");
-    static const char *const sasl_req[] = {"mechanism", "username", "password", NULL};
-    size_t i = zx_cf_opt_index(entry, "security"), len = 0;
-    int sec_ok = i < w->n && !w->bad[i] && cn->security;
-
-    if (cn->kind)   /* NULL: missing or refused, reported already */
-        check_kind_options(x, cn, w);
-    if (cn->kind && !strcmp(cn->kind, "sqlite") && cn->path) {
-        char *abs = zx_cf_abspath(x->base_dir, cn->path);
-        if (!abs) {
-            zx_cf_error_at(x, kn, "out of memory");
-        } else {
-            free(cn->path);
-            cn->path = abs;
-        }
+    if (!cn->kind)   /* missing or refused, reported already */
         return;
-    }
-    if (cn->kind && (!strcmp(cn->kind, "postgres") || !strcmp(cn->kind, "mysql"))) {
-        const yaml_node_t *dsn = zx_cf_where_opt(w, entry, "dsn");
-        int my = !strcmp(cn->kind, "mysql");
-        const char *txt = cn->dsn ? cn->dsn : zx_cf_scalar(dsn);
-        if (txt && my != zx_dsn_is_mysql(txt)) {
-            zx_cf_error_at(x, dsn, "connections.%s: kind %s needs a dsn %s", cn->name,
-                           cn->kind, my ? "of the form mysql://user:password@host:3306/"
-                           "database" : "libpq takes (postgresql://... or key=value "
-                           "pairs), not mysql://");
-        } else if (my && cn->dsn) {
-            /* the whole URI, as the destination will read it (a reference
-             * skipped under ZX_CONF_SKIP_SECRETS is not checked) */
-            zx_mysql_dsn d;
-            const char *why = NULL;
-            if (zx_mysql_dsn_parse(cn->dsn, &d, &why) < 0)
-                zx_cf_error_at(x, dsn, "connections.%s: dsn: %s", cn->name,
-                               why ? why : "not a mysql:// URI");
-            else
-                zx_mysql_dsn_free(&d);
-        }
-        if (my) {
-            cn->dsn_shown = zx_mysql_dsn_redact(txt ? txt : "");
-            if (!cn->dsn_shown)
-                zx_cf_error_at(x, dsn, "out of memory");
-            return;
-        }
-        /* dsn NULL: a secret skipped under ZX_CONF_SKIP_SECRETS (or refused,
-         * reported already): the text as written, references unresolved */
-        if (!cn->dsn && !zx_cf_scalar(dsn))
-            return;
-        cn->dsn_shown = zx_dsn_redact(cn->dsn ? cn->dsn : zx_cf_scalar(dsn));
-        if (!cn->dsn_shown)
-            zx_cf_error_at(x, dsn, "out of memory");
-        return;
-    }
-    if (cn->kind && strcmp(cn->kind, "kafka"))
-        return;   /* a kind without checks of its own */
-    if (sec_ok) {
-        int is_sasl = !strncmp(cn->security, "sasl_", 5);
-        int is_tls = !strcmp(cn->security, "ssl") || !strcmp(cn->security, "sasl_ssl");
-        if (sasl && !is_sasl)
-            zx_cf_error_at(x, sasl, "connections.%s: sasl needs security: "
-                           "sasl_plaintext or sasl_ssl (security is %s)",
-                           cn->name, cn->security);
-        if (is_sasl && !sasl)
-            zx_cf_error_at(x, secn ? secn : kn, "connections.%s: security: %s "
-                           "needs sasl with mechanism, username and password",
-                           cn->name, cn->security);
-        for (i = 0; is_sasl && sasl && sasl_req[i]; i++)
-            if (!zx_cf_where_opt(w, sasl_s, sasl_req[i]))
-                zx_cf_error_at(x, sasl, "connections.%s: sasl: missing "
-                               "required field '%s'", cn->name, sasl_req[i]);
-        if (tls && !is_tls)
-            zx_cf_error_at(x, tls, "connections.%s: tls needs security: ssl "
-                           "or sasl_ssl (security is %s)", cn->name,
-                           cn->security);
-    }
-    if (!cert != !key)
-        zx_cf_error_at(x, cert ? cert : key, "connections.%s: tls.cert and "
-                       "tls.key go together: add tls.%s", cn->name,
-                       cert ? "key" : "cert");
-    if (zx_cf_where_opt(w, tls_s, "key_password") && !key)
-        zx_cf_error_at(x, zx_cf_where_opt(w, tls_s, "key_password"), "connections.%s: "
-                       "tls.key_password needs tls.key", cn->name);
-    cf_tls_file(x, cn, zx_cf_where_opt(w, tls_s, "ca"), "ca", &cn->tls_ca);
-    cf_tls_file(x, cn, cert, "cert", &cn->tls_cert);
-    cf_tls_file(x, cn, key, "key", &cn->tls_key);
-
-    for (i = 0; i < cn->nbrokers; i++)
-        len += strlen(cn->brokers[i]) + 1;
-    if (cn->nbrokers) {
-        cn->brokers_csv = malloc(len);
-        if (!cn->brokers_csv) {
-            zx_cf_error_at(x, kn, "out of memory");
-            return;
-        }
-        cn->brokers_csv[0] = '\0';
-        for (i = 0, len = 0; i < cn->nbrokers; i++)
-            len += (size_t)sprintf(cn->brokers_csv + len, "%s%s", i ? "," : "",
-                                   cn->brokers[i]);
-    }
+    check_kind_options(x, cn, w);
+    zx_cf_run_conn_checks(x, kn, cn, w);
 }
 
 /* Point each pipeline of a source with connections at its connection. */

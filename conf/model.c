@@ -115,7 +115,6 @@ int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
         !zx_cf_fields_same(ZX_CF_PIPELINE, a, b) || !zx_cf_own_same(a, b) ||
         a->body_limit != b->body_limit || a->ring_size != b->ring_size ||
         a->in_ring_size != b->in_ring_size || a->shm_size != b->shm_size ||
-        a->topics_regex != b->topics_regex ||
         !zx_conf_connection_same(a->conn, b->conn) ||
         !zx_conf_connection_same(a->dest_conn, b->dest_conn))
         return 0;

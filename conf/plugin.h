@@ -1,7 +1,7 @@
 /*
  * plugin.h — what a plug-in is: one source or one destination, in a folder
  * of its own, described by one `const zx_plugin` (its `<name>_plugin.c`)
- * and registered by one line in workers/plugins.c (the one list, like
+ * and registered by one line in workers/plugins.def (the one list, like
  * nginx's ngx_modules.c).
  *
  * Its zx_plugin carries everything zx needs to know about it: its name
@@ -65,6 +65,14 @@ typedef struct zx_plugin {
      * rows are its to check; shared core rows (format, mode, history...)
      * are checked by conf/. */
     int (*check)(zx_cf_check *ck, zx_conf_pipeline *p);
+    /* Check a connection of a kind in conn_kinds (its options are set, the
+     * options of other kinds refused already), and set what its options
+     * derive (a path made absolute, a dsn shown without its password).
+     * Called once per connection for each plug-in taking its kind that has
+     * one (today one per kind).  Errors through ck, with names relative to
+     * connections.<name> ("tls.cert").  Returns 0, or -1 when it reported
+     * an error.  NULL: nothing to check. */
+    int (*check_connection)(zx_cf_check *ck, zx_conf_connection *c);
     /* `zxctl test` (today's zx_source.test, moved here) */
     int (*test)(const zx_conf *conf, const zx_conf_pipeline *p,
                 const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);
@@ -100,8 +108,8 @@ enum { ZX_RETIRE_FAILED = -1, ZX_RETIRE_DONE = 0, ZX_RETIRE_KEPT = 1 };
 #define ZX_CF_OWN 0x10u   /* option row flag: `offset` (and n_offset, v_offset) are
                              into the plug-in's own struct, not zx_conf_pipeline */
 
-/* The registry: defined in workers/plugins.c, the one list of plug-ins
-   (one line each, like nginx's ngx_modules.c). */
+/* The registry: made in workers/plugins.c from workers/plugins.def, the
+   one list of plug-ins (one line each, like nginx's ngx_modules.c). */
 extern const zx_plugin *const zx_plugins[];
 extern const size_t zx_nplugins;
 /* The plug-in of that role and name; NULL: none (or name NULL). */

@@ -136,6 +136,19 @@ json_t *sup_reload_finish(json_t *r)
     return r;
 }
 
+/* The name of a setting that a reload cannot change and nc changes from
+ * oc, or NULL. */
+static const char *fixed_setting_changed(const zx_conf *oc, const zx_conf *nc)
+{
+    if (strcmp(nc->data_dir, oc->data_dir) != 0)
+        return "server.data_dir";
+    if (strcmp(nc->control_socket, oc->control_socket) != 0)
+        return "server.control_socket";
+    if (!same_workspace(oc, nc))
+        return "workspace";
+    return NULL;
+}
+
 json_t *sup_reload(sup *s)
 {
     zx_conf_errors errs = {0};
@@ -146,13 +159,7 @@ json_t *sup_reload(sup *s)
         return r;
     }
     zx_conf *oc = s->conf;
-    const char *fixed = NULL;
-    if (strcmp(nc->data_dir, oc->data_dir) != 0)
-        fixed = "server.data_dir";
-    else if (strcmp(nc->control_socket, oc->control_socket) != 0)
-        fixed = "server.control_socket";
-    else if (!same_workspace(oc, nc))
-        fixed = "workspace";
+    const char *fixed = fixed_setting_changed(oc, nc);
     if (fixed) {
         /* names the setting only: never a value (the dsn may hold a
          * password) */

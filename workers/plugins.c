@@ -1,37 +1,23 @@
 /*
- * plugins.c — the one list of plug-ins zxd knows (conf/plugin.h): every
- * source and destination, one line each.  Adding a plug-in: its folder,
- * its `<name>_plugin.c` with its `const zx_plugin`, one line here, and its
- * tests.  Every list of sources, destinations, connection kinds and
- * formats is derived from this one.
+ * plugins.c — the registry of plug-ins (conf/plugin.h), made from the one
+ * list workers/plugins.def, and its lookups.  Adding a plug-in: its
+ * folder, its `<name>_plugin.c` with its `const zx_plugin`, one line in
+ * plugins.def, its folder's `subdir()` line (meson does not glob), and its
+ * tests.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "conf/plugin.h"
 
-extern const zx_plugin zx_plugin_http;      /* workers/sources/http/ */
-extern const zx_plugin zx_plugin_kafka;     /* workers/sources/kafka/ */
-extern const zx_plugin zx_plugin_postgres;  /* workers/sources/postgres/ */
-extern const zx_plugin zx_plugin_sync;      /* workers/syncs/ (reverse syncs) */
-extern const zx_plugin zx_plugin_generate;  /* workers/sources/generate/ */
-extern const zx_plugin zx_plugin_dest_postgres; /* workers/destinations/postgres/ */
-extern const zx_plugin zx_plugin_dest_sqlite;   /* workers/destinations/sqlite/ */
-extern const zx_plugin zx_plugin_dest_mysql;    /* workers/destinations/mysql/ */
-extern const zx_plugin zx_plugin_dest_files;    /* workers/destinations/files/ */
+#define ZX_PLUGIN(x) extern const zx_plugin zx_plugin_##x;
+#include "workers/plugins.def"
+#undef ZX_PLUGIN
 
 const zx_plugin *const zx_plugins[] = {
-    /* sources, in the order the reference lists them */
-    &zx_plugin_http,
-    &zx_plugin_kafka,
-    &zx_plugin_postgres,
-    &zx_plugin_sync,
-    &zx_plugin_generate,
-    /* destinations */
-    &zx_plugin_dest_postgres,
-    &zx_plugin_dest_mysql,
-    &zx_plugin_dest_sqlite,
-    &zx_plugin_dest_files,
+#define ZX_PLUGIN(x) &zx_plugin_##x,
+#include "workers/plugins.def"
+#undef ZX_PLUGIN
 };
 const size_t zx_nplugins = sizeof(zx_plugins) / sizeof(zx_plugins[0]);
 

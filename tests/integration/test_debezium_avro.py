@@ -169,3 +169,29 @@ def test_registry_outage_waits_and_loses_nothing(kafka, make_kzxd, registry):
     wait_for(lambda: not z.source_error("out"), "the status clear again", deadline=30)
     rc, out = z.test_output("out")
     assert rc == 0 and re.search(f"schema registry {re.escape(registry)}: [0-9]+ subjects", out), out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading another process's memory needs root")
+@pytest.mark.sqlite_only
+def test_registry_password_stays_in_its_worker(kafka, make_kzxd, registry):
+    """schema_registry.password is a secret of the kafka plug-in's own
+    options: its worker keeps it, the writer and the gateway do not hold
+    it (supervisor/scrub.c), and neither the log nor `zxctl status` shows
+    it."""
+    from test_worker_secrets import memory_has
+    pw = f"zx-reg-{uid()}"
+    topic = kafka.create_topic(f"s{uid()[:8]}.inventory.customers")
+    p = pipe(topic, registry)
+    p["extra"]["schema_registry"] = ("{url: " + json.dumps(registry) +
+                                     ", username: zx, password: \"${env:ZX_TEST_REG_PW}\"}")
+    z = make_kzxd({"sr": p}, {"c": kafka.connection("plaintext")}, start=False)
+    z.env["ZX_TEST_REG_PW"] = pw
+    z.start()
+    z.wait_running("sr")
+    pids = z.pids()
+    needle = pw.encode()
+    assert memory_has(pids["sr"], [needle])[needle] == 1, "its worker lost the password"
+    for role in ("writer", "gateway"):
+        assert memory_has(pids[role], [needle])[needle] == 0, f"the {role} holds it"
+    shown = z.log_text() + "".join(z.zxctl(*a).stdout for a in (("status",), ("--json", "status")))
+    assert pw not in shown

@@ -83,6 +83,14 @@ static void write_file(const char *name, const char *text)
 }
 
 /* Write `text` to t.yaml and load it. */
+/* The own options of kafka pipeline p (a zeroed struct for another
+ * source's, or NULL, so that a failed CHECK does not crash). */
+static const zx_kafka_opts *kopts(const zx_conf_pipeline *p)
+{
+    static const zx_kafka_opts none;
+    return p && p->own && p->source && !strcmp(p->source, "kafka") ? p->own : &none;
+}
+
 static zx_conf *load(const char *text, unsigned flags, zx_conf_errors *e)
 {
     zx_conf_errors_free(e);
@@ -1081,10 +1089,11 @@ static void test_kafka(void)
     CHECK_STR(p->source, "kafka");
     CHECK_STR(p->connection, "main_kafka");
     CHECK(p->conn == cn);
-    CHECK(p->ntopics == 1 && p->topics_regex == 0);
-    CHECK_STR(p->topics[0], "clicks");
-    CHECK_STR(p->group, "zx-clicks");
-    CHECK(p->own && ((const zx_kafka_opts *)p->own)->start_new == 0);
+    CHECK(kopts(p)->ntopics == 1 && kopts(p)->topics_regex == 0);
+    if (kopts(p)->ntopics == 1)
+        CHECK_STR(kopts(p)->topics[0], "clicks");
+    CHECK_STR(kopts(p)->group, "zx-clicks");
+    CHECK(p->own && kopts(p)->start_new == 0);
     CHECK_STR(p->table, "clicks");
     CHECK(p->metadata == (ZX_META_KEY | ZX_META_PARTITION | ZX_META_OFFSET |
                           ZX_META_TIMESTAMP | ZX_META_INGESTED_AT));
@@ -1099,7 +1108,6 @@ static void test_kafka(void)
     CHECK_STR(w->source, "http");
     CHECK_STR(w->key, "webkey");
     CHECK(w->conn == NULL && w->connection == NULL);
-    CHECK(w->topics == NULL && w->ntopics == 0 && w->group == NULL);
     CHECK(w->in_ring_size == 2 * ((16u << 20) + (64u << 10)));
     CHECK(w->shm_size == ZX_SEG_MAX_BYTES(w->in_ring_size, w->ring_size));
     CHECK(c->ring_bytes == p->shm_size + w->shm_size);
@@ -1164,19 +1172,22 @@ static void test_kafka(void)
         const zx_conf_pipeline *a = &c->pipelines[0], *b = &c->pipelines[1];
         const zx_conf_pipeline *pc = &c->pipelines[2];
         CHECK(c->nconnections == 3);
-        CHECK(a->ntopics == 2 && !a->topics_regex);
-        if (a->ntopics == 2) {
-            CHECK_STR(a->topics[0], "a.b");
-            CHECK_STR(a->topics[1], "c_d-e");
+        const zx_kafka_opts *ka = kopts(a), *kb = kopts(b), *kc = kopts(pc);
+        CHECK(ka->ntopics == 2 && !ka->topics_regex);
+        if (ka->ntopics == 2) {
+            CHECK_STR(ka->topics[0], "a.b");
+            CHECK_STR(ka->topics[1], "c_d-e");
         }
-        CHECK(a->group == NULL && ((const zx_kafka_opts *)a->own)->start_new == 0);
+        CHECK(ka->group == NULL && ka->start_new == 0);
         CHECK(a->conn == &c->connections[0] && b->conn == a->conn);
-        CHECK(b->ntopics == 1 && b->topics_regex == 1);
-        CHECK_STR(b->topics[0], "^clicks\\..*");
-        CHECK(((const zx_kafka_opts *)b->own)->start_new == 1);
-        CHECK_STR(b->group, "zx group/1");
-        CHECK(pc->ntopics == 1 && !pc->topics_regex);
-        CHECK_STR(pc->topics[0], "single");
+        CHECK(kb->ntopics == 1 && kb->topics_regex == 1);
+        if (kb->ntopics == 1)
+            CHECK_STR(kb->topics[0], "^clicks\\..*");
+        CHECK(kb->start_new == 1);
+        CHECK_STR(kb->group, "zx group/1");
+        CHECK(kc->ntopics == 1 && !kc->topics_regex);
+        if (kc->ntopics == 1)
+            CHECK_STR(kc->topics[0], "single");
         CHECK(pc->conn == &c->connections[2]);
         CHECK(c->connections[0].nbrokers == 2);
         CHECK_STR(c->connections[0].brokers[0], "k1:9092");
@@ -1616,7 +1627,7 @@ static void test_pg_cdc(void)
     CHECK(zx_postgres_opts_of(p)->initial_copy == 1 && p->own && p->history == 0);
     CHECK_STR(p->slot, "zx_shop_cdc");
     CHECK_STR(p->publication, "zx_shop_cdc");
-    CHECK(p->metadata == 0 && p->key == NULL && p->topics == NULL);
+    CHECK(p->metadata == 0 && p->key == NULL);
     CHECK(p->in_ring_size == 0);
     CHECK(p->shm_size == ZX_SEG_MAX_BYTES(0, p->ring_size));
     CHECK(p->line == 6 && p->column == 3);
@@ -2355,8 +2366,11 @@ static void test_change_streams(void)
         CHECK(p && p->format == ZX_FORMAT_DEBEZIUM && !strcmp(p->table, "m_{source.table}"));
         CHECK(p && p->history == 1 && p->stream_mode == ZX_STREAM_APPEND);
         p = zx_conf_find(c, "av");
-        CHECK(p && p->encoding == ZX_ENC_AVRO && p->registry_wire == 1 &&
-              !strcmp(p->registry_url, "http://127.0.0.1:8081") && !strcmp(p->registry_password, "p"));
+        const zx_kafka_opts *k = kopts(p);
+        CHECK(p && k->encoding == ZX_ENC_AVRO && k->registry_wire == 1 && k->registry_url &&
+              !strcmp(k->registry_url, "http://127.0.0.1:8081") && k->registry_password &&
+              !strcmp(k->registry_password, "p") && k->registry_username &&
+              !strcmp(k->registry_username, "u"));
         p = zx_conf_find(c, "prices");
         CHECK(p && p->stream_mode == ZX_STREAM_LATEST && p->nkey_columns == 1 &&
               !strcmp(p->key_columns[0], "sku") && p->format == ZX_FORMAT_JSON);
@@ -2378,6 +2392,10 @@ static void test_change_streams(void)
         {"source: http, key: k123, format: debezium, metadata: [_ingested_at]",
          "metadata columns are for appended rows"},
         {"source: http, key: k123, encoding: avro", "encoding applies only to source: kafka"},
+        {"source: http, key: k123, schema_registry: {url: \"http://x\"}",
+         "pipelines.s: schema_registry applies only to source: kafka"},
+        {"source: kafka, connection: k, topic: t, schema_registry: {url: \"http://x\"}",
+         "schema_registry applies only to encoding: avro"},
         {"source: kafka, connection: k, topic: t, encoding: avro", "applies only to format: debezium"},
         {"source: kafka, connection: k, topic: t, format: debezium, encoding: avro",
          "needs schema_registry.url"},

@@ -21,6 +21,7 @@
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/files/files_formats.h"
+#include "workers/sources/kafka/kafka_opts.h" /* kafka's own options */
 #include "workers/sources/source.h"
 
 #include <stdio.h>
@@ -364,6 +365,7 @@ static void test_own(void)
                             "    key: abcdefghijklmnop\n");
     zx_conf *c2 = load_text("own2.yaml", KAFKA_HEAD "    start: new\n");
     zx_conf *c3 = load_text("own3.yaml", KAFKA_HEAD "    start: oldest\n");
+    zx_conf *c4 = load_text("own4.yaml", KAFKA_HEAD "    group: g\n");
     const zx_plugin *k = zx_plugin_find(ZX_PLUGIN_SOURCE, "kafka");
 
     if (c1 && c2 && c3) {
@@ -375,16 +377,22 @@ static void test_own(void)
             CHECK(h->plugin == zx_plugin_find(ZX_PLUGIN_SOURCE, "http"));
             CHECK(a1->own && a2->own && a3->own);
             CHECK(h->own == NULL || h->plugin->opts_size);
-            /* the default (oldest) and the value written (new) */
-            CHECK(a1->own && a2->own && memcmp(a1->own, a2->own, k->opts_size) != 0);
-            CHECK(a1->own && a3->own && memcmp(a1->own, a3->own, k->opts_size) == 0);
+            /* the default (oldest) and the value written (new); the
+             * topic in the own struct too */
+            const zx_kafka_opts *o1 = a1->own, *o2 = a2->own, *o3 = a3->own;
+            CHECK(o1 && o2 && o3 && o1->start_new == 0 && o2->start_new == 1 &&
+                  o3->start_new == 0);
+            CHECK(o1 && o1->ntopics == 1 && o1->topics && !strcmp(o1->topics[0], "t"));
             CHECK(!zx_conf_pipeline_same(a1, a2));
             CHECK(zx_conf_pipeline_same(a1, a3));
+            /* a string of the own struct is compared too */
+            CHECK(c4 && !zx_conf_pipeline_same(a1, zx_conf_find(c4, "a")));
         }
     }
     zx_conf_free(c1);
     zx_conf_free(c2);
     zx_conf_free(c3);
+    zx_conf_free(c4);
 }
 
 int main(void)

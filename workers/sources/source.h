@@ -4,7 +4,7 @@
  *
  * A source is a plug-in (conf/plugin.h): a folder, its `const zx_source`
  * (name, callbacks) and its `<name>_plugin.c` (its option rows, checks,
- * `zxctl test`), one line in workers/plugins.c.  The supervisor
+ * `zxctl test`), one line in workers/plugins.def.  The supervisor
  * forks one worker process per stream pipeline and calls zx_source_main
  * with the source found by the pipeline's `source:` name.
  *
@@ -133,7 +133,7 @@ typedef struct zx_source {
     void (*close)(zx_src *rt, void *state);
 } zx_source;
 
-/* ---- the registry (registry.c, from the plug-ins of workers/plugins.c) */
+/* ---- the registry (registry.c, from the plug-ins of workers/plugins.def) */
 
 /* The worker of the source plug-in called name, or NULL. */
 const zx_source *zx_source_find(const char *name);

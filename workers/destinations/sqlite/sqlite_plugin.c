@@ -23,6 +23,13 @@ static const zx_cf_option options[] = {
      "missing); relative to the config file's folder."},
 };
 
+/* A `kind: sqlite` connection (conf/plugin.h check_connection): its path
+ * made absolute, relative to the config file's folder. */
+static int sqlite_check_connection(zx_cf_check *ck, zx_conf_connection *c)
+{
+    return zx_check_abspath(ck, "path", &c->path);
+}
+
 const zx_plugin zx_plugin_dest_sqlite = {
     .name = "sqlite",
     .role = ZX_PLUGIN_DESTINATION,
@@ -31,4 +38,5 @@ const zx_plugin zx_plugin_dest_sqlite = {
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
     .doc = "a table of a `kind: sqlite` connection (a SQLite file).",
+    .check_connection = sqlite_check_connection,
 };

@@ -128,7 +128,7 @@ void ks_describe(kstate *s, rd_kafka_resp_err_t err, const char *reason, const c
                      char *out, size_t n, ke_kind *kind)
 {
     ke_ctx ctx;
-    kc_err_ctx(s->c, s->p->group, &s->tls, &ctx);
+    kc_err_ctx(s->c, s->o->group, &s->tls, &ctx);
     *kind = ke_describe(&ctx, err, reason, topic, out, n);
 }
 
@@ -154,7 +154,7 @@ void ks_on_error(kstate *s, rd_kafka_resp_err_t err, const char *reason, const c
         return;
     ks_set_error(s, k, msg, topic);
     ke_ctx ctx;
-    kc_err_ctx(s->c, s->p->group, &s->tls, &ctx);
+    kc_err_ctx(s->c, s->o->group, &s->tls, &ctx);
     if (s->fatal != KS_FAILED && ke_permanent(&ctx, err, reason)) {
         /* the brokers answered: these settings cannot work until someone
          * changes them; a restart would get the same answer */
@@ -477,12 +477,12 @@ static int avro_json(kstate *s, const rd_kafka_message_t *m, int key, json_t **o
     const void *hdr = NULL;
     size_t hlen = 0;
     rd_kafka_headers_t *hs = NULL;
-    if (s->p->registry_wire == ZX_WIRE_HEADERS && rd_kafka_message_headers(m, &hs) == 0)
+    if (s->o->registry_wire == ZX_WIRE_HEADERS && rd_kafka_message_headers(m, &hs) == 0)
         rd_kafka_header_get_last(hs, key ? "apicurio.key.globalId" : "apicurio.value.globalId",
                                  &hdr, &hlen);
     int64_t id;
     size_t off;
-    if (zx_wire_parse(data, len, (zx_wire_mode)s->p->registry_wire, hdr, hlen, &id, &off, why,
+    if (zx_wire_parse(data, len, (zx_wire_mode)s->o->registry_wire, hdr, hlen, &id, &off, why,
                       whylen) < 0)
         return -1;
     const zx_avro_schema *sch;
@@ -794,19 +794,20 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
 {
     const zx_worker_args *a = zx_src_args(rt);
     const zx_conf_pipeline *p = a->pipeline;
-    if (!p->conn || !p->ntopics)
+    const zx_kafka_opts *own = p->own;
+    if (!p->conn || !own || !own->ntopics)
         return zx_seterr(err, errlen, "pipeline %s: no Kafka connection or topic", p->name);
     kstate *s = calloc(1, sizeof(*s));
     if (!s)
         return zx_seterr(err, errlen, "out of memory");
     s->rt = rt;
     s->p = p;
+    s->o = own;
     s->c = p->conn;
     s->name = p->name;
     s->efd = -1;
     s->c_idx = -1;
-    s->group = p->group != NULL;
-    const zx_kafka_opts *own = p->own;
+    s->group = own->group != NULL;
     s->first_start = own->start_new && zx_src_positions_count(rt) == 0;
     uint64_t maxf = zx_src_max_frame(rt);
     s->limit = (size_t)(maxf / 2);
@@ -824,9 +825,9 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
         zx_seterr(err, errlen, "out of memory");
         goto fail;
     }
-    if (p->encoding == ZX_ENC_AVRO &&
-        !(s->reg = zx_registry_new(p->registry_url, p->registry_username, p->registry_password,
-                                   REGISTRY_TIMEOUT_MS))) {
+    if (own->encoding == ZX_ENC_AVRO &&
+        !(s->reg = zx_registry_new(own->registry_url, own->registry_username,
+                                   own->registry_password, REGISTRY_TIMEOUT_MS))) {
         zx_seterr(err, errlen, "schema_registry.url: not an http(s) URL, or out of memory");
         goto fail;
     }
@@ -837,8 +838,8 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
         zx_seterr(err, errlen, "out of memory or descriptors");
         goto fail;
     }
-    if (p->topics_regex && !s->group) {
-        if (regcomp(&s->re, p->topics[0], REG_EXTENDED | REG_NOSUB) != 0) {
+    if (own->topics_regex && !s->group) {
+        if (regcomp(&s->re, own->topics[0], REG_EXTENDED | REG_NOSUB) != 0) {
             zx_seterr(err, errlen, "topics: the regular expression does not compile");
             goto fail;
         }
@@ -853,7 +854,7 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
         kc_set(conf, s->c, 0, "auto.offset.reset", "earliest", err, errlen) < 0)
         goto fail;
     if (s->group &&
-        (kc_set(conf, s->c, 0, "group.id", p->group, err, errlen) < 0 ||
+        (kc_set(conf, s->c, 0, "group.id", own->group, err, errlen) < 0 ||
          kc_set(conf, s->c, 0, "enable.auto.commit", "false", err, errlen) < 0 ||
          kc_set(conf, s->c, 0, "enable.auto.offset.store", "false", err, errlen) < 0 ||
          kc_set(conf, s->c, 1, "partition.assignment.strategy", "cooperative-sticky", err,
@@ -891,9 +892,9 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     rd_kafka_queue_io_event_enable(s->q, s->efd, &ks_efd_one, sizeof(ks_efd_one));
 
     if (s->group) {
-        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)p->ntopics);
-        for (size_t i = 0; i < p->ntopics; i++)
-            rd_kafka_topic_partition_list_add(l, p->topics[i], RD_KAFKA_PARTITION_UA);
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)own->ntopics);
+        for (size_t i = 0; i < own->ntopics; i++)
+            rd_kafka_topic_partition_list_add(l, own->topics[i], RD_KAFKA_PARTITION_UA);
         rd_kafka_resp_err_t se = rd_kafka_subscribe(s->rk, l);
         rd_kafka_topic_partition_list_destroy(l);
         if (se) {
@@ -902,8 +903,8 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
         }
     } else {
         /* the locally known topics are the ones metadata refreshes ask for */
-        for (size_t i = 0; !s->have_re && i < p->ntopics; i++)
-            if (!kso_topic(s, p->topics[i])) {
+        for (size_t i = 0; !s->have_re && i < own->ntopics; i++)
+            if (!kso_topic(s, own->topics[i])) {
                 zx_seterr(err, errlen, "out of memory");
                 goto fail;
             }
@@ -916,9 +917,9 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     kc_describe(s->c, sec, sizeof(sec));
     zx_info("event=kafka_open pipeline=%s brokers=%s security=%s group=%s topics=%zu%s "
             "start=%s first_start=%d librdkafka=%s", s->name, zx_log_quote(s->c->brokers_csv, q1,
-            sizeof(q1)), zx_log_quote(sec, e, sizeof(e)), p->group ? p->group : "-", p->ntopics,
-            p->topics_regex ? "(regex)" : "", own->start_new ? "new" : "oldest", s->first_start,
-            rd_kafka_version_str());
+            sizeof(q1)), zx_log_quote(sec, e, sizeof(e)), own->group ? own->group : "-",
+            own->ntopics, own->topics_regex ? "(regex)" : "", own->start_new ? "new" : "oldest",
+            s->first_start, rd_kafka_version_str());
     status_update(s);
     s->next_status_ms = zx_mono_ms() + STATUS_EVERY_MS;
     *state = s;

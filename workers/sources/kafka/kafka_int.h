@@ -14,6 +14,7 @@
  *   kafka_conf.c   a connection -> the shared client (common/kafka_client.h)
  *   kafka_errors.c librdkafka's errors -> one precise sentence (pure)
  *   kafka_test.c   `zxctl test`: connect, authenticate, list partitions
+ *   kafka_check.c  the plug-in's check of a pipeline's own options
  *
  * None of them may print a secret (a SASL password, a key password, a
  * property whose key names a password or secret): librdkafka's own error
@@ -32,6 +33,7 @@
 #include "common/kafka_client.h"
 #include "common/json_rows.h"
 #include "common/rowset.h"
+#include "conf/check.h"
 #include "conf/config.h"
 #include "proto/frame.h"
 #include "workers/sources/debezium/debezium.h"
@@ -341,6 +343,7 @@ typedef struct kstate {
                                    (kafka_conf.c's certificate callback) */
     zx_src *rt;
     const zx_conf_pipeline *p;
+    const zx_kafka_opts *o;     /* p's own options (p->own) */
     const zx_conf_connection *c;
     const char *name;
     rd_kafka_t *rk;
@@ -524,5 +527,13 @@ void kso_free(kstate *s);
 
 int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_connection *c,
                int timeout_ms, char *out, size_t outlen);
+
+/* ---- kafka_check.c ------------------------------------------------- */
+
+/* The plug-in's check (conf/plugin.h, conf/check.h): topic or topics
+ * written (one, not both), encoding against format and the schema
+ * registry; sets p's own topics_regex.  0, or -1 when it reported an
+ * error (zx_check_error). */
+int kafka_check(zx_cf_check *ck, zx_conf_pipeline *p);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "conf/plugin.h"
+#include "workers/sources/kafka/kafka_conn_check.h"
 #include "workers/sources/kafka/kafka_int.h"
 #include "workers/sources/kafka/kafka_opts.h"
 
@@ -17,7 +18,6 @@ static const char *const conn_kinds[] = {"kafka", NULL};
 static const char *const metadata[] = {"_key", "_partition", "_offset", "_timestamp",
                                        "_ingested_at", NULL};
 
-#define PIPE(f) offsetof(zx_conf_pipeline, f)
 #define CONN(f) offsetof(zx_conf_connection, f)
 #define OWN(f) offsetof(zx_kafka_opts, f)
 
@@ -27,7 +27,7 @@ static const char *const mechanisms[] = {"PLAIN", "SCRAM-SHA-256",
                                          "SCRAM-SHA-512", NULL};
 static const char *const starts[] = {"oldest", "new", NULL};
 static const char *const topic_resets[] = {"restart", "fail", NULL};
-/* order = ZX_ENC_* of conf/config.h, and zx_wire_mode of
+/* order = ZX_ENC_* of kafka_opts.h, and zx_wire_mode of
  * common/schema_registry.h */
 static const char *const encodings[] = {"json", "avro", NULL};
 static const char *const wires[] = {"confluent", "apicurio", "headers", NULL};
@@ -106,18 +106,18 @@ static const zx_cf_option options[] = {
 
     {.section = "pipelines.<name>", .name = "topic", .type = ZX_CF_TOPIC,
      .def_doc = "one of `topic`, `topics` is **required**",
-     .offset = PIPE(topics), .n_offset = PIPE(ntopics),
+     .offset = OWN(topics), .n_offset = OWN(ntopics), .flags = ZX_CF_OWN,
      .help = "The topic to consume: letters, digits, `.`, `_` and `-`, at "
      "most 249."},
     {.section = "pipelines.<name>", .name = "topics", .type = ZX_CF_TOPICS,
      .def_doc = "one of `topic`, `topics` is **required**",
-     .offset = PIPE(topics), .n_offset = PIPE(ntopics),
+     .offset = OWN(topics), .n_offset = OWN(ntopics), .flags = ZX_CF_OWN,
      .help = "Topics to consume: a list of names (`[a, b]`), or one regular "
      "expression (POSIX extended) written as a string starting with `^` "
      "(`\"^clicks\\\\..*\"`): every matching topic, including ones created "
      "later."},
     {.section = "pipelines.<name>", .name = "group", .type = ZX_CF_STRING,
-     .def_doc = "none", .offset = PIPE(group),
+     .def_doc = "none", .offset = OWN(group), .flags = ZX_CF_OWN,
      .help = "Kafka consumer group (librdkafka's `group.id`) the pipeline "
      "consumes as. Any text without control characters."},
     {.section = "pipelines.<name>", .name = "start", .type = ZX_CF_ENUM_INT,
@@ -136,26 +136,28 @@ static const zx_cf_option options[] = {
      "from its first message; `fail`: the pipeline fails with that "
      "message and is not restarted."},
     {.section = "pipelines.<name>", .name = "encoding", .type = ZX_CF_ENUM_INT,
-     .def = "json", .offset = PIPE(encoding), .allowed = encodings,
+     .def = "json", .offset = OWN(encoding),
+     .flags = ZX_CF_OWN, .allowed = encodings,
      .help = "`format: debezium` only: `json`, or `avro` (Confluent's or "
      "Apicurio's wire format, schemas fetched from `schema_registry`)."},
     {.section = "pipelines.<name>.schema_registry", .name = "url",
      .type = ZX_CF_STRING, .def_doc = "**required** with `encoding: avro`",
-     .offset = PIPE(registry_url),
+     .offset = OWN(registry_url), .flags = ZX_CF_OWN,
      .help = "The schema registry's Confluent-compatible API "
      "(`http://host:8081`; Apicurio 3: `http://host:8080/apis/ccompat/v7`). "
      "Each schema is fetched once and cached; while the registry cannot be "
      "reached the stream waits, losing nothing."},
     {.section = "pipelines.<name>.schema_registry", .name = "username",
-     .type = ZX_CF_STRING, .def_doc = "none", .offset = PIPE(registry_username),
+     .type = ZX_CF_STRING, .def_doc = "none", .offset = OWN(registry_username),
+     .flags = ZX_CF_OWN,
      .help = "User for HTTP basic authentication."},
     {.section = "pipelines.<name>.schema_registry", .name = "password",
-     .type = ZX_CF_STRING, .def_doc = "none", .offset = PIPE(registry_password),
-     .flags = ZX_CF_SECRET,
+     .type = ZX_CF_STRING, .def_doc = "none", .offset = OWN(registry_password),
+     .flags = ZX_CF_OWN | ZX_CF_SECRET,
      .help = "Its password. Prefer `${env:NAME}` or `${file:PATH}`."},
     {.section = "pipelines.<name>.schema_registry", .name = "wire",
-     .type = ZX_CF_ENUM_INT, .def = "confluent", .offset = PIPE(registry_wire),
-     .allowed = wires,
+     .type = ZX_CF_ENUM_INT, .def = "confluent", .offset = OWN(registry_wire),
+     .flags = ZX_CF_OWN, .allowed = wires,
      .help = "Where a message names its schema: `confluent` (a 0 byte and a "
      "4-byte id), `apicurio` (a 0 byte and an 8-byte global id) or "
      "`headers` (Apicurio's `apicurio.value.globalId` header)."},
@@ -166,6 +168,7 @@ const zx_plugin zx_plugin_kafka = {
     .role = ZX_PLUGIN_SOURCE,
     .conn_kinds = conn_kinds,
     .metadata = metadata,
+    .check = kafka_check,
     .test = kafka_test,
     .source = &zx_source_kafka,
     .options = options,
@@ -173,4 +176,5 @@ const zx_plugin zx_plugin_kafka = {
     .opts_size = sizeof(zx_kafka_opts),
     .doc = "messages are consumed from `topic` or `topics` on the Kafka cluster "
      "of `connection`.",
+    .check_connection = zx_kafka_check_connection,
 };

@@ -44,8 +44,8 @@ static int wanted_topic(kstate *s, const char *topic)
 {
     if (s->have_re)
         return regexec(&s->re, topic, 0, NULL, 0) == 0;
-    for (size_t i = 0; i < s->p->ntopics; i++)
-        if (strcmp(s->p->topics[i], topic) == 0)
+    for (size_t i = 0; i < s->o->ntopics; i++)
+        if (strcmp(s->o->topics[i], topic) == 0)
             return 1;
     return 0;
 }
@@ -228,12 +228,12 @@ void kso_apply(kstate *s)
         }
     }
     /* for a fixed list, the topics the cluster did not even mention */
-    for (size_t k = 0; !s->have_re && k < s->p->ntopics; k++) {
+    for (size_t k = 0; !s->have_re && k < s->o->ntopics; k++) {
         size_t i = 0;
-        while (i < n && strcmp(t[i].topic, s->p->topics[k]) != 0)
+        while (i < n && strcmp(t[i].topic, s->o->topics[k]) != 0)
             i++;
         if (i == n) {
-            ks_on_error(s, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, NULL, s->p->topics[k]);
+            ks_on_error(s, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, NULL, s->o->topics[k]);
             topic_errors++;
         }
     }

@@ -185,11 +185,11 @@ static int test_listing(tctx *t, rd_kafka_t *rk, int64_t deadline, int nbrokers,
 
 /* 2. the topics the pipeline's regex matches, their partitions added to
  * parts.  0 or -1 (out says why). */
-static int test_regex(tctx *t, rd_kafka_t *rk, const zx_conf_pipeline *p, int64_t deadline,
+static int test_regex(tctx *t, rd_kafka_t *rk, const zx_kafka_opts *o, int64_t deadline,
                       rd_kafka_topic_partition_list_t *parts, char *out, size_t outlen)
 {
     regex_t re;
-    if (regcomp(&re, p->topics[0], REG_EXTENDED | REG_NOSUB) != 0) {
+    if (regcomp(&re, o->topics[0], REG_EXTENDED | REG_NOSUB) != 0) {
         zx_addf(out, outlen, "; topics: the regular expression does not compile");
         return -1;
     }
@@ -217,7 +217,7 @@ static int test_regex(tctx *t, rd_kafka_t *rk, const zx_conf_pipeline *p, int64_
         zx_addf(out, outlen, "; and %d more topics", matched - 20);
     if (!matched)
         zx_addf(out, outlen, "; no topic matches %s yet (topics this user may not describe are "
-            "not listed)", p->topics[0]);
+            "not listed)", o->topics[0]);
     rc = 0;
 out:
     if (md)
@@ -228,14 +228,14 @@ out:
 
 /* 2. the pipeline's named topics, their partitions added to parts.  0
  * or -1 (out says why). */
-static int test_named(tctx *t, rd_kafka_t *rk, const zx_conf_pipeline *p, int64_t deadline,
+static int test_named(tctx *t, rd_kafka_t *rk, const zx_kafka_opts *o, int64_t deadline,
                       rd_kafka_topic_partition_list_t *parts, char *out, size_t outlen)
 {
-    for (size_t i = 0; i < p->ntopics; i++) {
+    for (size_t i = 0; i < o->ntopics; i++) {
         const struct rd_kafka_metadata *md = NULL;
-        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, p->topics[i], NULL);
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, o->topics[i], NULL);
         if (!rkt) {
-            zx_addf(out, outlen, "; cannot look topic %s up", p->topics[i]);
+            zx_addf(out, outlen, "; cannot look topic %s up", o->topics[i]);
             return -1;
         }
         rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, left_ms(deadline));
@@ -244,16 +244,16 @@ static int test_named(tctx *t, rd_kafka_t *rk, const zx_conf_pipeline *p, int64_
             e = md->topics[0].err;
         if (e) {
             char m[400];
-            fail_with(t, e, p->topics[i], m, sizeof(m));
+            fail_with(t, e, o->topics[i], m, sizeof(m));
             zx_addf(out, outlen, "; %s", m);
             if (md)
                 rd_kafka_metadata_destroy(md);
             return -1;
         }
         int n = md->topic_cnt > 0 ? md->topics[0].partition_cnt : 0;
-        zx_addf(out, outlen, "; topic %s: %d partition%s", p->topics[i], n, n == 1 ? "" : "s");
+        zx_addf(out, outlen, "; topic %s: %d partition%s", o->topics[i], n, n == 1 ? "" : "s");
         for (int k = 0; k < n; k++)
-            rd_kafka_topic_partition_list_add(parts, p->topics[i], k);
+            rd_kafka_topic_partition_list_add(parts, o->topics[i], k);
         rd_kafka_metadata_destroy(md);
     }
     return 0;
@@ -289,13 +289,13 @@ static int test_group(tctx *t, rd_kafka_t *rk, int64_t deadline,
 
 /* 4. encoding: avro: the schema registry answers these credentials.  0
  * or -1 (out says why). */
-static int test_registry(const zx_conf_pipeline *p, int64_t deadline, char *out, size_t outlen)
+static int test_registry(const zx_kafka_opts *o, int64_t deadline, char *out, size_t outlen)
 {
-    if (p->encoding == ZX_ENC_AVRO && p->registry_url) {
+    if (o->encoding == ZX_ENC_AVRO && o->registry_url) {
         long ms = left_ms(deadline) > 5000 ? 5000 : left_ms(deadline) > 1000 ? left_ms(deadline)
                                                                               : 1000;
-        zx_registry *reg = zx_registry_new(p->registry_url, p->registry_username,
-                                           p->registry_password, ms);
+        zx_registry *reg = zx_registry_new(o->registry_url, o->registry_username,
+                                           o->registry_password, ms);
         char m[700];
         int bad = reg ? zx_registry_check(reg, m, sizeof(m)) != 0
                       : (snprintf(m, sizeof(m), "schema registry: cannot make its client"), 1);
@@ -310,6 +310,8 @@ static int test_registry(const zx_conf_pipeline *p, int64_t deadline, char *out,
 int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_connection *c,
                int timeout_ms, char *out, size_t outlen)
 {
+    /* p's own options: a kafka pipeline's (never another source's struct) */
+    const zx_kafka_opts *o = p && p->source && !strcmp(p->source, "kafka") ? p->own : NULL;
     (void)conf;
     out[0] = '\0';
     if (!c && p)
@@ -321,7 +323,7 @@ int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_con
     tctx t;
     memset(&t, 0, sizeof(t));
     t.c = c;
-    t.group = p ? p->group : NULL;
+    t.group = o ? o->group : NULL;
     int64_t deadline = zx_mono_ms() + (timeout_ms > 2000 ? timeout_ms - 1000 : timeout_ms);
     rd_kafka_t *rk = test_client(&t, c, out, outlen);
     if (!rk)
@@ -330,15 +332,15 @@ int kafka_test(const zx_conf *conf, const zx_conf_pipeline *p, const zx_conf_con
     rd_kafka_topic_partition_list_t *parts = NULL;
     if (test_connect(&t, rk, deadline, timeout_ms, &nbrokers, out, outlen) < 0)
         goto out;
-    if (!p) {
+    if (!o) {
         rc = test_listing(&t, rk, deadline, nbrokers, out, outlen);
         goto out;
     }
     parts = rd_kafka_topic_partition_list_new(16);
-    if ((p->topics_regex ? test_regex(&t, rk, p, deadline, parts, out, outlen)
-                         : test_named(&t, rk, p, deadline, parts, out, outlen)) < 0 ||
+    if ((o->topics_regex ? test_regex(&t, rk, o, deadline, parts, out, outlen)
+                         : test_named(&t, rk, o, deadline, parts, out, outlen)) < 0 ||
         test_group(&t, rk, deadline, parts, out, outlen) < 0 ||
-        test_registry(p, deadline, out, outlen) < 0)
+        test_registry(o, deadline, out, outlen) < 0)
         goto out;
     rc = 0;
 out:

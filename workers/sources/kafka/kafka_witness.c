@@ -99,7 +99,7 @@ static void topic_reset(kstate *s, int64_t idx, const rd_kafka_message_t *m, int
              " is %s: the topic was deleted and created again (or truncated) while zx was not "
              "reading it", p->name, w + 1,
              m->offset == w ? "another one" : "gone (the partition starts lower now)");
-    if (((const zx_kafka_opts *)s->p->own)->topic_reset_fail) {
+    if (s->o->topic_reset_fail) {
         zx_error("event=kafka_topic_reset pipeline=%s partition=%s stored=%" PRId64
                  " got=%" PRId64 " action=fail", s->name, p->name, w + 1, m->offset);
         snprintf(msg, sizeof(msg), "%.300s; on_topic_reset: fail, so the pipeline stops "
