@@ -218,18 +218,6 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                 return -1;
             }
         }
-        if ((o->flags & ZX_CF_OWN) && !(o->flags & ZX_CF_REL_DATA)) {
-            /* a plug-in's own path: absolute now, relative to the config
-             * file's folder (the plug-in cannot tell that folder) */
-            char *abs = zx_cf_abspath(x->base_dir, v);
-            if (!abs) {
-                zx_cf_error_at(x, n, "out of memory");
-                return -1;
-            }
-            free(*(char **)field(base, o));
-            *(char **)field(base, o) = abs;
-            return 0;
-        }
         return set_str(x, n, field(base, o), v);
     case ZX_CF_ENUM:
         if (list_index(o->allowed, v) < 0)

@@ -10,10 +10,10 @@
  *   - the gateway: the http pipelines' push keys and webhook secrets, and
  *     the API tokens;
  *   - a pipeline's worker: its own key, webhook secret and the secrets of
- *     its plug-in's own options (rows flagged ZX_CF_SECRET: kafka's
- *     schema registry password), the secrets of its connection and of its
- *     destination connection; a sync's also the workspace's dsn (it runs
- *     its query there);
+ *     its plug-ins' own options (rows flagged ZX_CF_SECRET: kafka's
+ *     schema registry password; a sync's destination's), the secrets of
+ *     its connection and of its destination connection; a sync's also the
+ *     workspace's dsn (it runs its query there);
  *   - a `zxctl verify` process: its pipeline's connection and the
  *     workspace's dsn.
  * Every other secret (a connection's dsn and the password in it, SASL and
@@ -96,21 +96,27 @@ static void add_conn(strs *l, const zx_conf_connection *c)
             add(l, c->prop_values[i]);
 }
 
-/* The secrets of p: its shared secret fields, and the strings of its
- * plug-in's own rows flagged ZX_CF_SECRET (kafka's schema registry
- * password: conf/plugin.h). */
-static void add_pipe(strs *l, const zx_conf_pipeline *p)
+/* The strings of plug-in pg's own rows flagged ZX_CF_SECRET in its own
+ * struct own (NULL ok). */
+static void add_own(strs *l, const zx_plugin *pg, const void *own)
 {
-    const zx_plugin *pg = p->plugin;
-
-    add(l, p->key);
-    add(l, p->webhook_secret);
-    for (size_t i = 0; pg && p->own && i < pg->noptions; i++) {
+    for (size_t i = 0; pg && own && i < pg->noptions; i++) {
         const zx_cf_option *o = &pg->options[i];
         if ((o->flags & ZX_CF_OWN) && (o->flags & ZX_CF_SECRET) &&
             (o->type == ZX_CF_STRING || o->type == ZX_CF_DSN))
-            add(l, *(char *const *)((const char *)p->own + o->offset));
+            add(l, *(char *const *)((const char *)own + o->offset));
     }
+}
+
+/* The secrets of p: its shared secret fields, and the strings of its
+ * plug-ins' own rows flagged ZX_CF_SECRET (its source's: kafka's schema
+ * registry password; its destination's: conf/plugin.h). */
+static void add_pipe(strs *l, const zx_conf_pipeline *p)
+{
+    add(l, p->key);
+    add(l, p->webhook_secret);
+    add_own(l, p->plugin, p->own);
+    add_own(l, p->dest_plugin, p->dest_own);
 }
 
 /* Every secret of c into all; those role (own: its pipeline) needs into keep. */

@@ -12,6 +12,7 @@
  * query.
  */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "common/cron.h"
 #include "conf/check.h"
@@ -27,22 +28,24 @@ static int check_destination(zx_cf_check *ck, const zx_conf_pipeline *p)
     int cn = zx_check_written(ck, "destination.connection");
     int tn = zx_check_written(ck, "destination.table");
     const zx_plugin *d = p->dest_plugin;
+    char sub[96];
     int rc = -1;
 
-    if (!cn && !tn && !d)
+    snprintf(sub, sizeof(sub), "destination.%s", d ? d->name : "");
+    if (!zx_check_written(ck, "destination"))
         zx_check_error(ck, NULL, "pipeline %s: missing required field 'destination' "
                        "({connection: C, table: T} or {files: {path: P, format: F}})",
                        p->name);
     else if (cn && d)
-        zx_check_error(ck, "destination.connection", "pipelines.%s: destination: write "
-                       "connection (and table) or %s, not both", p->name, d->name);
+        zx_check_error(ck, sub, "pipelines.%s: destination: write connection (and table) "
+                       "or %s, not both", p->name, d->name);
     else if (!cn && !d)
-        zx_check_error(ck, "destination.table", "pipelines.%s: destination needs "
-                       "connection and table, or files", p->name);
+        zx_check_error(ck, "destination", "pipelines.%s: destination needs connection and "
+                       "table, or files", p->name);
     else if (cn && !tn)
-        zx_check_error(ck, "destination.connection", "pipelines.%s: destination: missing "
-                       "required field 'table' (the table of connection %s to write)",
-                       p->name, p->dest_connection ? p->dest_connection : "?");
+        zx_check_error(ck, "destination", "pipelines.%s: destination: missing required "
+                       "field 'table' (the table of connection %s to write)", p->name,
+                       p->dest_connection ? p->dest_connection : "?");
     else
         rc = 0;
     if (tn && !cn) {

@@ -44,23 +44,27 @@ static const zx_cf_option options[] = {
      .help = "Parquet's codec."},
 };
 
-/* A sync's files sub-section, once walked: its path and format written
- * (the rest, where the path lies and against other syncs' outputs, is
- * conf/syncs.c's, once the whole file is read).  0, or -1 (reported). */
+/* A sync's files sub-section, once walked: its path and format written,
+ * the path made absolute (relative to the config file's folder).  Where
+ * the path lies, and against other syncs' outputs, is conf/syncs.c's,
+ * once the whole file is read.  0, or -1 (reported). */
 static int files_check(zx_cf_check *ck, zx_conf_pipeline *p)
 {
+    zx_files_opts *o = p->dest_own;
     int rc = 0;
 
     if (!zx_check_written(ck, "destination.files.path")) {
-        zx_check_error(ck, "destination.files.format", "pipelines.%s: destination.files: "
-                       "missing required field 'path'", p->name);
+        zx_check_error(ck, "destination.files", "pipelines.%s: destination.files: missing "
+                       "required field 'path'", p->name);
         rc = -1;
     }
     if (!zx_check_written(ck, "destination.files.format")) {
-        zx_check_error(ck, "destination.files.path", "pipelines.%s: destination.files: "
-                       "missing required field 'format' (csv, json or parquet)", p->name);
+        zx_check_error(ck, "destination.files", "pipelines.%s: destination.files: missing "
+                       "required field 'format' (csv, json or parquet)", p->name);
         rc = -1;
     }
+    if (o && zx_check_abspath(ck, "destination.files.path", &o->path) < 0)
+        rc = -1;
     return rc;
 }
 
