@@ -556,9 +556,11 @@ typedef struct zx_cf_section {
     const char *help;
 } zx_cf_section;
 
-#define ZX_CF_MAX_SECTIONS 24
+#define ZX_CF_MAX_SECTIONS 32
 extern const zx_cf_option zx_cf_options[];
 extern const size_t zx_cf_noptions;
+/* the core's sections (options.c); every section, those of the
+ * destination plug-ins' own sub-sections after them, is zx_cf_sec */
 extern const zx_cf_section zx_cf_sections[];
 extern const size_t zx_cf_nsections;
 
@@ -589,6 +591,13 @@ const zx_cf_option *zx_cf_row(size_t i);
 const struct zx_plugin *zx_cf_row_owner(const zx_cf_option *o);
 void *zx_cf_row_base(const zx_cf_option *o, void *base);
 const struct zx_plugin *zx_cf_section_dest(const char *path);
+/* Every section, by one index (that of zx_cf_where.sec): the core's
+ * (zx_cf_sections), then "pipelines.<name>.destination.<its name>" of
+ * each destination plug-in with a section_doc (conf/plugin.h), in the
+ * order of zx_plugins.  zx_cf_sec: the section at i, NULL past the last;
+ * valid for the process's life. */
+size_t zx_cf_nsecs(void);
+const zx_cf_section *zx_cf_sec(size_t i);
 
 /* 1 when name is a value of a connection's `kind:`, else 0. */
 int zx_cf_conn_kind_ok(const char *name);

@@ -99,6 +99,13 @@ typedef struct zx_plugin {
     const char *(*retire_subject)(const zx_conf_pipeline *p);
     const struct zx_source *source;    /* ZX_PLUGIN_SOURCE: the worker (workers/sources/source.h) */
     const struct zx_dest_ops *dest;    /* ZX_PLUGIN_DESTINATION (workers/destinations/dest.h) */
+    /* A destination written as a sub-section of its own, `destination:
+     * {<its name>: {...}}` (files): that sub-section's paragraph in
+     * conf/OPTIONS.md.  Set, the loader knows the section
+     * "pipelines.<name>.destination.<its name>" (its rows' section) from
+     * it, and sets its ZX_CF_OWN rows into the sync's p->dest_own.  NULL:
+     * a table destination, named by a connection's kind. */
+    const char *section_doc;
 } zx_plugin;
 
 /* retire's answers (-1: failed). */

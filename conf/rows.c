@@ -8,7 +8,8 @@
  * the plug-in's own options struct of the pipeline.  And the lists the
  * rows name that are the registry's: the values of `source:` and of a
  * connection's `kind:`, the sources that read through a connection, the
- * kinds a table destination writes to.
+ * kinds a table destination writes to; and every section: the core's,
+ * then each destination plug-in's own sub-section (its section_doc).
  *
  * It must never: hold rows itself, or read YAML.
  */
@@ -17,6 +18,7 @@
 #include "conf/plugin.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,13 +71,54 @@ void *zx_cf_row_base(const zx_cf_option *o, void *base)
     return p->plugin == pg ? p->own : NULL;
 }
 
+#define DEST_SECTION "pipelines.<name>.destination."
+
 const zx_plugin *zx_cf_section_dest(const char *path)
 {
-    static const char pre[] = "pipelines.<name>.destination.";
+    const zx_plugin *pg;
 
-    if (!path || strncmp(path, pre, sizeof(pre) - 1))
+    if (!path || strncmp(path, DEST_SECTION, sizeof(DEST_SECTION) - 1))
         return NULL;
-    return zx_plugin_find(ZX_PLUGIN_DESTINATION, path + sizeof(pre) - 1);
+    pg = zx_plugin_find(ZX_PLUGIN_DESTINATION, path + sizeof(DEST_SECTION) - 1);
+    return pg && pg->section_doc ? pg : NULL;
+}
+
+/* ---- sections: the core's, then the destinations' own ----------------- */
+
+static zx_cf_section dest_secs[ZX_CF_MAX_SECTIONS];
+static char dest_paths[ZX_CF_MAX_SECTIONS][96];
+static size_t ndest_secs;
+
+/* derive(): a section for each destination plug-in with a sub-section of
+ * its own (as many as zx_cf_where.sec has room for: test_plugins checks
+ * that every one got its section) */
+static void derive_sections(void)
+{
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *p = zx_plugins[i];
+        size_t n = ndest_secs;
+        if (p->role != ZX_PLUGIN_DESTINATION || !p->section_doc ||
+            zx_cf_nsections + n >= ZX_CF_MAX_SECTIONS)
+            continue;
+        snprintf(dest_paths[n], sizeof(dest_paths[n]), DEST_SECTION "%s", p->name);
+        dest_secs[n] = (zx_cf_section){dest_paths[n], ZX_CF_PIPELINE, 0, NULL, p->section_doc};
+        ndest_secs++;
+    }
+}
+
+size_t zx_cf_nsecs(void)
+{
+    zx_cf_derive();
+    return zx_cf_nsections + ndest_secs;
+}
+
+const zx_cf_section *zx_cf_sec(size_t i)
+{
+    zx_cf_derive();
+    if (i < zx_cf_nsections)
+        return &zx_cf_sections[i];
+    i -= zx_cf_nsections;
+    return i < ndest_secs ? &dest_secs[i] : NULL;
 }
 
 zx_cf_where *zx_cf_where_new(void)
@@ -137,6 +180,7 @@ static void derive(void)
                 add_name(zx_cf_table_kinds, p->conn_kinds[k]);
         }
     }
+    derive_sections();
 }
 
 void zx_cf_derive(void)

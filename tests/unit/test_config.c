@@ -2234,6 +2234,20 @@ static void test_syncs(void)
         CHECK(zx_conf_find_author(c, "alice")->noperators == 1);
         zx_conf_free(c);
     }
+    /* a destination with a sub-section of its own has its section, known
+     * to the loader and documented, without a line in conf/ */
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *pg = zx_plugins[i];
+        char path[128];
+        size_t s;
+        if (pg->role != ZX_PLUGIN_DESTINATION || !pg->section_doc)
+            continue;
+        snprintf(path, sizeof(path), "pipelines.<name>.destination.%s", pg->name);
+        for (s = 0; s < zx_cf_nsecs() && strcmp(zx_cf_sec(s)->path, path); s++)
+            ;
+        CHECK(s < zx_cf_nsecs() && zx_cf_sec(s)->help == pg->section_doc);
+        CHECK(zx_cf_section_dest(path) == pg && zx_cf_target(path) == ZX_CF_PIPELINE);
+    }
     /* a destination's own options (files: dest_own) are compared on reload */
     {
         static const char *const cmp[] = {"zstd", "zstd", "snappy"};

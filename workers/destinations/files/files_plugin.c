@@ -73,6 +73,11 @@ const zx_plugin zx_plugin_dest_files = {
     .role = ZX_PLUGIN_DESTINATION,
     .dest = &zx_dest_files,
     .check = files_check,
+    .section_doc = "Files: each run writes under a temporary name in the folder and "
+     "renames into place, so no partial file is ever visible. `replace`: "
+     "`<path>/<sync>.<ext>` (or `path` itself when it ends with the "
+     "format's extension); the other modes: a new file per run, "
+     "`<sync>-<run id>.<ext>`.",
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
     .opts_size = sizeof(zx_files_opts),
