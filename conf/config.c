@@ -758,15 +758,15 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
         zx_cf_split_listen(c->http.listen, &c->http.host, &c->http.port, &why))
         zx_cf_error_at(x, zx_cf_where_opt(w, "server.http", "listen"), "listen: %s", why);
 
-    /* The body limit bounds what one frame may need.  A source other than
-     * http has no max_body_size (0): its limit is the server's
-     * http.max_body_size, so the frames ring minimum below is the same rule
+    /* The body limit bounds what one frame may need.  A source whose
+     * plug-in sets no limit of its own (only http has one): its limit is
+     * the server's http.max_body_size, so the frames ring minimum below is the same rule
      * for every source.  Kept simple on purpose: a Kafka frame is at most a
      * few MiB, well under the 16 MiB default. */
     for (i = 0; i < c->npipelines; i++) {
         zx_conf_pipeline *p = &c->pipelines[i];
-        p->body_limit = p->max_body_size ? p->max_body_size
-                                         : c->http.max_body_size;
+        uint64_t own = p->plugin && p->plugin->body_limit ? p->plugin->body_limit(p) : 0;
+        p->body_limit = own ? own : c->http.max_body_size;
         p->ring_size = c->ring_size;
         if (p->body_limit > biggest)
             biggest = p->body_limit;

@@ -142,29 +142,23 @@ typedef struct zx_conf_connection {
 typedef struct zx_conf_pipeline {
     char *name;              /* map key: [a-z][a-z0-9_-]{0,62} */
     char *direction;         /* "stream" (only value accepted today) */
-    char *source;            /* "http" | "kafka" | "postgres" (known to the
+    char *source;            /* its plug-in's name (conf/plugin.h; known to the
                                 configuration; zxd marks a pipeline whose
                                 source this build has no worker for as
                                 failed, see workers/sources/registry.c) */
-    char *key;               /* http: push key (secret); NULL for other
-                                sources, or when loaded with
-                                ZX_CONF_SKIP_SECRETS and written with a
-                                ${env:}/${file:} reference */
-    char *webhook_secret;    /* http: Standard Webhooks secret "whsec_..."
-                                (secret; NULL as key is) */
+    /* http's `key`, `webhook_secret`, `ack` and `max_body_size`: its own
+     * options (own, workers/sources/http/http_opts.h) */
     char *table;             /* http, kafka: default: name with '-'
                                 replaced by '_'; [A-Za-z_][A-Za-z0-9_]{0,62},
                                 not "_zx*", not "*__rejects", not "sqlite_*"
                                 (case-insensitive).  NULL for postgres: its
                                 tables are `mirrors` */
     uint32_t metadata;       /* ZX_META_* bits; 0 for postgres */
-    int ack_commit;          /* http: `ack: accepted` (default, 0) or
-                                `ack: commit` (1); 0 for other sources */
-    uint64_t max_body_size;  /* http: per-stream override as written, 0 =
-                                server default; 0 for other sources */
-    uint64_t body_limit;     /* effective limit: max_body_size, or the server's
-                                http.max_body_size when 0 (always, for
-                                sources other than http) */
+    uint64_t body_limit;     /* effective limit: what its plug-in's
+                                body_limit gives (http: its own
+                                max_body_size), or the server's
+                                http.max_body_size when that is 0 or the
+                                plug-in has none */
     uint64_t ring_size;      /* bytes of this pipeline's frames ring: the
                                 server's ring_size, or less when the ring
                                 budget made it smaller (see ring_budget) */
@@ -428,10 +422,18 @@ void zx_conf_free(zx_conf *c);
 /* The pipeline called `name`, or NULL.  The pointer is owned by c and valid
  * until zx_conf_free(c). */
 const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name);
+/* Each secret of p's own options (the string rows of its plug-in flagged
+ * ZX_CF_OWN and ZX_CF_SECRET: http's key and webhook_secret; then those of
+ * its destination plug-in's, in dest_own) that is set: fn(secret, arg), in
+ * row order.  The strings are p's (owned by its
+ * zx_conf).  p NULL, or without own options: none. */
+void zx_conf_own_secrets(const zx_conf_pipeline *p, void (*fn)(const char *s, void *arg),
+                         void *arg);
 /* The bytes of changes the writer may park per mirror table of pipeline p
- * (its max_parked_bytes) when p keeps mirrors and is not fed by http
- * (source postgres; kafka with format debezium or mode latest); 0 for any
- * other pipeline (or NULL), whose frames are held back as a whole when
+ * (its max_parked_bytes) when p keeps mirrors and its plug-in parks
+ * (ZX_PLUGIN_PARK: source postgres; kafka with format debezium or mode
+ * latest; not http); 0 for any other pipeline (or NULL, or one whose
+ * plug-in is not resolved), whose frames are held back as a whole when
  * their table refuses them. */
 uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p);
 
@@ -585,6 +587,13 @@ extern const char *zx_cf_source_names[];
 extern const char *zx_cf_conn_kinds[];
 extern const char *zx_cf_conn_sources[];
 extern const char *zx_cf_table_kinds[];
+/* And by capability (zx_plugin.caps): the sources of ZX_PLUGIN_STREAM,
+ * ZX_PLUGIN_MIRROR, ZX_PLUGIN_PARK; the connection kinds of the plug-ins
+ * of ZX_PLUGIN_DSN.  In the order of zx_plugins, each name once. */
+extern const char *zx_cf_stream_sources[];
+extern const char *zx_cf_mirror_sources[];
+extern const char *zx_cf_park_sources[];
+extern const char *zx_cf_dsn_kinds[];
 void zx_cf_derive(void);
 size_t zx_cf_nrows(void);
 const zx_cf_option *zx_cf_row(size_t i);

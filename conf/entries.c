@@ -285,15 +285,6 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         check_metadata(x, pl, src, zx_cf_where_opt(w, entry, "metadata"));
     if (src)
         check_own_sections(x, pl, w);
-    /* http: a key, or a webhook_secret (its value is checked by the
-     * plug-in's check; written is what counts here, as a reference is
-     * skipped under ZX_CONF_SKIP_SECRETS) */
-    i = zx_cf_opt_index(entry, "webhook_secret");
-    if (src && i < zx_cf_nrows() && zx_cf_takes(zx_cf_row(i), pl->source) &&
-        !zx_cf_where_opt(w, entry, "key") && !zx_cf_where_opt(w, entry, "webhook_secret"))
-        zx_cf_error_at(x, kn, "pipeline %s: missing required field 'key' (or "
-                       "'webhook_secret', for pushes signed the Standard Webhooks way)",
-                       pl->name);
     /* the checks of a family of options, for the sources that take it
      * (their rows say which: no source is named here) */
     if (src && takes_option(pl, "tables"))

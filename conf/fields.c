@@ -174,62 +174,62 @@ static int bool_value(const char *v)
     return -1;
 }
 
-static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
-                    const yaml_node_t *n, const char *v, const char *shown)
+/* STRING: text without control characters (ZX_CF_TOKEN: printable ASCII
+ * without spaces), not empty.  0, or -1 reported. */
+static int check_string(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *n,
+                        const char *v)
+{
+    for (const char *p = v; *p; p++) {
+        if ((o->flags & ZX_CF_TOKEN) ? (*p <= ' ' || *p > '~')
+                                     : (unsigned char)*p < ' ') {
+            zx_cf_error_at(x, n, "%s must be %s", o->name,
+                           (o->flags & ZX_CF_TOKEN)
+                               ? "printable ASCII without spaces"
+                               : "text without control characters");
+            return -1;
+        }
+    }
+    if (!*v) {
+        zx_cf_error_at(x, n, "%s must not be empty", o->name);
+        return -1;
+    }
+    return 0;
+}
+
+/* PATH: not empty, no '~', no control character.  0, or -1 reported. */
+static int check_path(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *n,
+                      const char *v)
+{
+    if (!*v) {
+        zx_cf_error_at(x, n, "%s must not be empty", o->name);
+        return -1;
+    }
+    if (v[0] == '~') {
+        zx_cf_error_at(x, n, "%s: '~' is not expanded; write an absolute "
+                       "path or one relative to %s", o->name,
+                       (o->flags & ZX_CF_REL_DATA) ? "data_dir"
+                                                   : "the config file");
+        return -1;
+    }
+    for (const char *p = v; *p; p++) {
+        if ((unsigned char)*p < ' ') {
+            zx_cf_error_at(x, n, "%s: control character in a path", o->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* SIZE, DURATION, UINT: parsed, within the row's bounds, and set.  0, or
+ * -1 reported. */
+static int set_number(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                      const yaml_node_t *n, const char *v, const char *shown)
 {
     uint64_t u = 0;
-    const char *why = NULL, *p;
-    char *host = NULL;
-    uint16_t port;
+    const char *p = v;
     int r;
 
-    switch (o->type) {
-    case ZX_CF_STRING:
-        for (p = v; *p; p++) {
-            if ((o->flags & ZX_CF_TOKEN) ? (*p <= ' ' || *p > '~')
-                                         : (unsigned char)*p < ' ') {
-                zx_cf_error_at(x, n, "%s must be %s", o->name,
-                               (o->flags & ZX_CF_TOKEN)
-                                   ? "printable ASCII without spaces"
-                                   : "text without control characters");
-                return -1;
-            }
-        }
-        if (!*v) {
-            zx_cf_error_at(x, n, "%s must not be empty", o->name);
-            return -1;
-        }
-        return set_str(x, n, field(base, o), v);
-    case ZX_CF_PATH:
-        if (!*v) {
-            zx_cf_error_at(x, n, "%s must not be empty", o->name);
-            return -1;
-        }
-        if (v[0] == '~') {
-            zx_cf_error_at(x, n, "%s: '~' is not expanded; write an absolute "
-                           "path or one relative to %s", o->name,
-                           (o->flags & ZX_CF_REL_DATA) ? "data_dir"
-                                                       : "the config file");
-            return -1;
-        }
-        for (p = v; *p; p++) {
-            if ((unsigned char)*p < ' ') {
-                zx_cf_error_at(x, n, "%s: control character in a path", o->name);
-                return -1;
-            }
-        }
-        return set_str(x, n, field(base, o), v);
-    case ZX_CF_ENUM:
-        if (list_index(o->allowed, v) < 0)
-            return bad_enum(x, o, n, v, shown);
-        return set_str(x, n, field(base, o), v);
-    case ZX_CF_ENUM_INT:
-        r = list_index(o->allowed, v);
-        if (r < 0)
-            return bad_enum(x, o, n, v, shown);
-        *(int *)field(base, o) = r;
-        return 0;
-    case ZX_CF_SIZE:
+    if (o->type == ZX_CF_SIZE) {
         r = zx_cf_parse_size(v, &u);
         if (r == ZX_CF_TOO_BIG) /* names the limit, not only the value */
             return check_range(x, o, n, UINT64_MAX, shown);
@@ -238,11 +238,7 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                            "16MiB, 512KiB, 1GiB, got %s", o->name, shown);
             return -1;
         }
-        if (check_range(x, o, n, u, shown) < 0)
-            return -1;
-        *(uint64_t *)field(base, o) = u;
-        return 0;
-    case ZX_CF_DURATION:
+    } else if (o->type == ZX_CF_DURATION) {
         r = zx_cf_parse_duration(v, &u);
         if (r == ZX_CF_TOO_BIG)
             return check_range(x, o, n, UINT64_MAX, shown);
@@ -252,12 +248,7 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                            r == -2 ? " (a number needs a unit)" : "");
             return -1;
         }
-        if (check_range(x, o, n, u, shown) < 0)
-            return -1;
-        *(uint32_t *)field(base, o) = (uint32_t)u;
-        return 0;
-    case ZX_CF_UINT:
-        p = v;
+    } else {
         r = zx_cf_parse_u64(&p, &u);
         if (r == ZX_CF_TOO_BIG && !*p)
             return check_range(x, o, n, UINT64_MAX, shown);
@@ -266,42 +257,39 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                            shown);
             return -1;
         }
-        if (check_range(x, o, n, u, shown) < 0)
-            return -1;
+    }
+    if (check_range(x, o, n, u, shown) < 0)
+        return -1;
+    if (o->type == ZX_CF_SIZE)
+        *(uint64_t *)field(base, o) = u;
+    else
         *(uint32_t *)field(base, o) = (uint32_t)u;
-        return 0;
-    case ZX_CF_LISTEN:
-        if (zx_cf_split_listen(v, &host, &port, &why) < 0) {
-            zx_cf_error_at(x, n, "%s: %s, got %s", o->name, why, shown);
-            return -1;
-        }
-        free(host);
-        return set_str(x, n, field(base, o), v);
-    case ZX_CF_IDENT:
-        /* a stream's table may be a template (format: debezium, checked
-         * with the pipeline) */
-        if (!strcmp(o->name, "table") && strchr(v, '{')) {
-            if (!zx_cf_table_template_ok(v, &why)) {
-                zx_cf_error_at(x, n, "%s: %s %s", o->name, shown, why);
-                return -1;
-            }
-            return set_str(x, n, field(base, o), v);
-        }
-        if (!zx_cf_table_name_ok(v, &why)) {
-            zx_cf_error_at(x, n, "%s: %s %s", o->name, shown, why);
-            return -1;
-        }
-        return set_str(x, n, field(base, o), v);
-    case ZX_CF_BOOL:
-        r = bool_value(v);
-        if (r < 0) {
-            zx_cf_error_at(x, n, "%s: expected true or false, got %s", o->name,
-                           shown);
-            return -1;
-        }
-        *(int *)field(base, o) = r;
-        return 0;
-    case ZX_CF_SLOT:
+    return 0;
+}
+
+/* IDENT: a table name, or (`table`) a template (format: debezium, checked
+ * with the pipeline).  0, or -1 reported. */
+static int check_ident(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *n,
+                       const char *v, const char *shown)
+{
+    const char *why = NULL;
+    int ok = !strcmp(o->name, "table") && strchr(v, '{')
+             ? zx_cf_table_template_ok(v, &why) : zx_cf_table_name_ok(v, &why);
+
+    if (!ok) {
+        zx_cf_error_at(x, n, "%s: %s %s", o->name, shown, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* SLOT, GROUP, SQLNAME: a name of their rules.  0, or -1 reported. */
+static int check_name(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *n,
+                      const char *v, const char *shown)
+{
+    const char *p;
+
+    if (o->type == ZX_CF_SLOT) {
         for (p = v; *p; p++)
             if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
                   *p == '_'))
@@ -312,8 +300,7 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                            shown);
             return -1;
         }
-        return set_str(x, n, field(base, o), v);
-    case ZX_CF_GROUP:
+    } else if (o->type == ZX_CF_GROUP) {
         for (p = v; *p; p++)
             if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
                 break;
@@ -321,26 +308,7 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
             zx_cf_error_at(x, n, "%s: %s is not a group name", o->name, shown);
             return -1;
         }
-        return set_str(x, n, field(base, o), v);
-    case ZX_CF_DSN:
-        for (p = v; *p; p++) {
-            if ((unsigned char)*p < ' ' || *p == 0x7f) {
-                zx_cf_error_at(x, n, "%s must be text without control "
-                               "characters (key=value pairs on one line)",
-                               o->name);
-                return -1;
-            }
-        }
-        if (!*v) {
-            zx_cf_error_at(x, n, "%s must not be empty", o->name);
-            return -1;
-        }
-        if (zx_dsn_check(v, &why) < 0) {
-            zx_cf_error_at(x, n, "%s: %s, got %s", o->name, why, shown);
-            return -1;
-        }
-        return set_str(x, n, field(base, o), v);
-    case ZX_CF_SQLNAME:
+    } else {
         for (p = v; *p; p++)
             if ((unsigned char)*p < ' ' || *p == 0x7f)
                 break;
@@ -349,14 +317,97 @@ static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
                            "without control characters", o->name, shown);
             return -1;
         }
-        return set_str(x, n, field(base, o), v);
+    }
+    return 0;
+}
+
+/* DSN: one line, not empty, as zx_dsn_check takes it.  0, or -1
+ * reported. */
+static int check_dsn(zx_cf_ctx *x, const zx_cf_option *o, const yaml_node_t *n,
+                     const char *v, const char *shown)
+{
+    const char *why = NULL;
+
+    for (const char *p = v; *p; p++) {
+        if ((unsigned char)*p < ' ' || *p == 0x7f) {
+            zx_cf_error_at(x, n, "%s must be text without control "
+                           "characters (key=value pairs on one line)",
+                           o->name);
+            return -1;
+        }
+    }
+    if (!*v) {
+        zx_cf_error_at(x, n, "%s must not be empty", o->name);
+        return -1;
+    }
+    if (zx_dsn_check(v, &why) < 0) {
+        zx_cf_error_at(x, n, "%s: %s, got %s", o->name, why, shown);
+        return -1;
+    }
+    return 0;
+}
+
+/* A scalar option's value v (shown: how a message may quote it) checked
+ * by its row's type and set into its field.  0, or -1 reported. */
+static int set_text(zx_cf_ctx *x, const zx_cf_option *o, void *base,
+                    const yaml_node_t *n, const char *v, const char *shown)
+{
+    const char *why = NULL;
+    char *host = NULL;
+    uint16_t port;
+    int r = 0;
+
+    switch (o->type) {
+    case ZX_CF_STRING:
+        r = check_string(x, o, n, v);
+        break;
+    case ZX_CF_PATH:
+        r = check_path(x, o, n, v);
+        break;
+    case ZX_CF_ENUM:
+        if (list_index(o->allowed, v) < 0)
+            return bad_enum(x, o, n, v, shown);
+        break;
+    case ZX_CF_ENUM_INT:
+        r = list_index(o->allowed, v);
+        if (r < 0)
+            return bad_enum(x, o, n, v, shown);
+        *(int *)field(base, o) = r;
+        return 0;
+    case ZX_CF_SIZE: case ZX_CF_DURATION: case ZX_CF_UINT:
+        return set_number(x, o, base, n, v, shown);
+    case ZX_CF_LISTEN:
+        if (zx_cf_split_listen(v, &host, &port, &why) < 0) {
+            zx_cf_error_at(x, n, "%s: %s, got %s", o->name, why, shown);
+            return -1;
+        }
+        free(host);
+        break;
+    case ZX_CF_IDENT:
+        r = check_ident(x, o, n, v, shown);
+        break;
+    case ZX_CF_BOOL:
+        r = bool_value(v);
+        if (r < 0) {
+            zx_cf_error_at(x, n, "%s: expected true or false, got %s", o->name,
+                           shown);
+            return -1;
+        }
+        *(int *)field(base, o) = r;
+        return 0;
+    case ZX_CF_SLOT: case ZX_CF_GROUP: case ZX_CF_SQLNAME:
+        r = check_name(x, o, n, v, shown);
+        break;
+    case ZX_CF_DSN:
+        r = check_dsn(x, o, n, v, shown);
+        break;
     case ZX_CF_METADATA: case ZX_CF_HOSTPORTS: case ZX_CF_TOPIC:
     case ZX_CF_TOPICS: case ZX_CF_PGTABLES: case ZX_CF_NAMES: case ZX_CF_PROPS:
-    case ZX_CF_PATHS:
-        break;    /* not scalars: zx_cf_set_node never calls set_text */
+    case ZX_CF_PATHS:    /* not scalars: zx_cf_set_node never calls set_text */
+        zx_cf_error_at(x, n, "%s: expected a list", o->name);
+        return -1;
     }
-    zx_cf_error_at(x, n, "%s: expected a list", o->name);
-    return -1;
+    return r < 0 ? -1 : set_str(x, n, field(base, o), v);
 }
 
 static int set_metadata(zx_cf_ctx *x, const zx_cf_option *o, void *base,

@@ -36,20 +36,14 @@ static const char *const metadata[] = {"_ingested_at", "_request_id", "_key",
 
 /* The options below that more than one source (or connection kind) takes;
  * an option of one plug-in alone is a row of its own (its <name>_plugin.c).
- * The values of `source:` and `kind:`, the sources that take a connection
- * and the kinds of table destinations are derived from the plug-ins
- * (conf/rows.c: zx_cf_source_names...).  These lists name sources that
- * share an option; the unit test proves each name is a plug-in's. */
-/* the sources that may keep mirrors with history */
-static const char *const mirror_sources[] = {"postgres", "http", "kafka", NULL};
-/* the sources that append events to one table of their own (and decode
- * them as JSON or Debezium events, workers/sources/debezium/) */
-static const char *const stream_sources[] = {"http", "kafka", NULL};
-/* the sources whose mirror tables may park their changes (not http: a
- * push acknowledged at commit must be in its table) */
-static const char *const park_sources[] = {"postgres", "kafka", NULL};
-/* connection kinds with a dsn */
-static const char *const dsn_kinds[] = {"postgres", "mysql", NULL};
+ * Which sources (kinds) take them is derived from the plug-ins
+ * (conf/rows.c): the values of `source:` and `kind:`, the sources that take
+ * a connection, the kinds of table destinations, and by capability
+ * (zx_plugin.caps): zx_cf_stream_sources (append events to a table of
+ * their own, decoded as JSON or Debezium events,
+ * workers/sources/debezium/), zx_cf_mirror_sources (may keep mirrors with
+ * history), zx_cf_park_sources (mirror tables may park changes; not http:
+ * a push acknowledged at commit must be in its table), zx_cf_dsn_kinds. */
 
 #define ROOT(f) offsetof(zx_conf, f)
 #define HTTP(f) (offsetof(zx_conf, http) + offsetof(zx_conf_http, f))
@@ -81,7 +75,10 @@ const zx_cf_section zx_cf_sections[] = {
      "connection no pipeline uses is allowed."},
     {"connections.<name>", ZX_CF_CONNECTION, 0, NULL,
      "A connection: `kind: kafka`, a Kafka cluster, for `source: kafka`; "
-     "or `kind: postgres`, a PostgreSQL database, for `source: postgres`. "
+     "`kind: postgres`, a PostgreSQL database, for `source: postgres` or a "
+     "reverse sync's destination; `kind: mysql`, a MySQL or MariaDB "
+     "database, or `kind: sqlite`, a SQLite file, for a reverse sync's "
+     "destination. "
      "Each option applies to the kinds its *Kinds* column names; given to "
      "another kind it is an error."},
     {"connections.<name>.sasl", ZX_CF_CONNECTION, 0, NULL,
@@ -115,11 +112,12 @@ const zx_cf_section zx_cf_sections[] = {
      "characters among `a-z 0-9 _ -`, starting with a letter. Pipelines "
      "whose settings do not change are left running by a reload."},
     {"pipelines.<name>", ZX_CF_PIPELINE, 0, NULL,
-     "A pipeline. Today: `direction: stream` with `source: http` (JSON "
-     "pushed to `POST /api/streams/<name>/push`), `source: kafka` "
-     "(messages consumed from Kafka topics through a `connection`) or "
-     "`source: postgres` (tables of a PostgreSQL database mirrored through "
-     "a `connection`). Each option applies to the sources its *Sources* "
+     "A pipeline: `direction: stream` with `source: http` (JSON pushed to "
+     "`POST /api/streams/<name>/push`), `source: kafka` (messages consumed "
+     "from Kafka topics through a `connection`), `source: postgres` "
+     "(tables of a PostgreSQL database mirrored through a `connection`) or "
+     "`source: generate` (rows made from a template); or `direction: out`, "
+     "a reverse sync (see the list after this table). Each option applies to the sources its *Sources* "
      "column names; given to another source it is an error. No two "
      "pipelines write the same workspace table (names compared without "
      "regard to case): a `table`, a mirror, or a mirror's `__changes` "
@@ -316,10 +314,12 @@ const zx_cf_option zx_cf_options[] = {
      .offset = CONN(kind), .flags = ZX_CF_REQUIRED, .allowed = zx_cf_conn_kinds,
      .help = "`kafka`: a Kafka cluster (or a service speaking its protocol), "
      "read with librdkafka. `postgres`: a PostgreSQL database, read with "
-     "libpq (logical replication)."},
+     "libpq (logical replication) or written by reverse syncs. `mysql`: a "
+     "MySQL or MariaDB database, and `sqlite`: a SQLite file, written by "
+     "reverse syncs."},
     {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,
      .offset = CONN(dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,
-     .sources = dsn_kinds,
+     .sources = zx_cf_dsn_kinds,
      .help = "`mysql`: `mysql://user:${env:MYSQL_PW}@host:3306/database` "
      "(MySQL or MariaDB, for reverse syncs). `postgres`: the database, as "
      "libpq takes it: a URI "
@@ -351,7 +351,7 @@ const zx_cf_option zx_cf_options[] = {
      "`postgres`)."},
     {.section = "pipelines.<name>", .name = "table", .type = ZX_CF_IDENT,
      .def_doc = "the pipeline name, `-` written `_`", .offset = PIPE(table),
-     .sources = stream_sources,
+     .sources = zx_cf_stream_sources,
      .help = "Workspace table the rows go to: `[A-Za-z_][A-Za-z0-9_]`, at "
      "most 63 characters, not starting with `_zx` nor ending with "
      "`__rejects` (reserved for zx's own tables), nor starting with "
@@ -365,7 +365,7 @@ const zx_cf_option zx_cf_options[] = {
      "the other) are refused."},
     {.section = "pipelines.<name>", .name = "max_tables", .type = ZX_CF_UINT,
      .def = "100", .offset = PIPE(max_tables), .min = 1, .max = 100000,
-     .sources = stream_sources,
+     .sources = zx_cf_stream_sources,
      .help = "With placeholders in `table`: the most tables the pipeline "
      "makes from its events. An event naming a table beyond them is a "
      "reject (in the pipeline's `__rejects`, with the reason), so a stream "
@@ -374,14 +374,14 @@ const zx_cf_option zx_cf_options[] = {
      "again."},
     {.section = "pipelines.<name>", .name = "table_pattern", .type = ZX_CF_STRING,
      .def_doc = "none (any name)", .offset = PIPE(table_pattern),
-     .sources = stream_sources,
+     .sources = zx_cf_stream_sources,
      .help = "With placeholders in `table`: a regular expression (POSIX "
      "extended, unanchored: write `^...$` for the whole name) every table "
      "name made from an event must match, else the event is a reject "
      "(`^(orders|customers)$`)."},
     {.section = "pipelines.<name>", .name = "format", .type = ZX_CF_ENUM_INT,
      .def = "json", .offset = PIPE(format), .allowed = stream_formats,
-     .sources = stream_sources,
+     .sources = zx_cf_stream_sources,
      .help = "`json`: each JSON object is a row appended to `table`. "
      "`debezium`: each message is a Debezium change event (as Kafka "
      "Connect's JsonConverter writes it, with or without the "
@@ -392,7 +392,7 @@ const zx_cf_option zx_cf_options[] = {
      "schema (inferred without one)."},
     {.section = "pipelines.<name>", .name = "mode", .type = ZX_CF_ENUM_INT,
      .def = "append", .offset = PIPE(stream_mode), .allowed = stream_modes,
-     .sources = stream_sources,
+     .sources = zx_cf_stream_sources,
      .help = "`append`: every row is added. `latest`: the table is a mirror "
      "keeping the latest row per `key_columns` (each JSON object replaces "
      "its key's row; a Kafka tombstone whose key is a JSON object holding "
@@ -401,13 +401,13 @@ const zx_cf_option zx_cf_options[] = {
     {.section = "pipelines.<name>", .name = "key_columns", .type = ZX_CF_NAMES,
      .def_doc = "none; **required** with `mode: latest`",
      .offset = PIPE(key_columns), .n_offset = PIPE(nkey_columns),
-     .sources = stream_sources,
+     .sources = zx_cf_stream_sources,
      .help = "The mirror's key columns (`[sku]`, `[region, id]`), for "
      "`mode: latest`, and for `format: debezium` events whose message has no "
      "key (http pushes)."},
     {.section = "pipelines.<name>", .name = "metadata", .type = ZX_CF_METADATA,
      .def_doc = "none", .offset = PIPE(metadata), .allowed = metadata,
-     .sources = stream_sources,
+     .sources = zx_cf_stream_sources,
      .help = "List of metadata columns added to every row: `_ingested_at` "
      "(UTC time of arrival), `_request_id` (id of the push request), `_key` "
      "(the Kafka message's key, as text), `_partition`, `_offset`, "
@@ -415,20 +415,20 @@ const zx_cf_option zx_cf_options[] = {
      "(see the list after this table)."},
     {.section = "pipelines.<name>", .name = "max_columns", .type = ZX_CF_UINT,
      .def = "500", .offset = PIPE(max_columns), .min = 1, .max = 1500,
-     .sources = stream_sources,
+     .sources = zx_cf_stream_sources,
      .help = "Columns the table gets from the data at most (metadata columns "
      "and `_extra` are not counted; SQLite allows 2000 in all). Fields that "
      "would need a column beyond it are kept, one JSON object per row, in "
      "the column `_extra`; the feed says so once (`columns_capped`)."},
     {.section = "pipelines.<name>", .name = "history", .type = ZX_CF_BOOL,
-     .def = "false", .offset = PIPE(history), .sources = mirror_sources,
+     .def = "false", .offset = PIPE(history), .sources = zx_cf_mirror_sources,
      .help = "`true`: also append every change to `<mirror>__changes`, with "
      "its operation (`insert`, `update`, `delete`, `truncate`), source "
      "position and time. Kafka and http streams: with `format: debezium` "
      "or `mode: latest` only."},
     {.section = "pipelines.<name>", .name = "max_parked_bytes", .type = ZX_CF_SIZE,
      .def = "256MiB", .offset = PIPE(max_parked_bytes), .min = 0, .max = 1024 * GiB,
-     .sources = park_sources,
+     .sources = zx_cf_park_sources,
      .help = "A mirror table (CDC; Kafka with `format: debezium` or `mode: "
      "latest`) the workspace refuses (a conflicting object of its name, "
      "say) blocks only itself: its changes are parked in the "

@@ -9,7 +9,8 @@
  * paragraph in conf/OPTIONS.md, its option rows (a Fluent Bit plug-in's
  * config_map: parsed, defaulted, compared on reload, freed and documented
  * by the loader from the rows), the check of a pipeline's configuration,
- * its `zxctl test`, its retire hook and its worker.  Every list of
+ * its `zxctl test`, its retire hook, its own control command (admin) and
+ * its worker.  Every list of
  * sources, destinations, connection kinds and formats in conf/,
  * supervisor/ and zxctl is derived from zx_plugins.
  *
@@ -31,6 +32,7 @@
 #define ZX_CONF_PLUGIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conf/check.h"
 #include "conf/config.h"
@@ -38,6 +40,8 @@
 
 struct zx_source;     /* workers/sources/source.h */
 struct zx_dest_ops;   /* workers/destinations/dest.h (typedef zx_dest) */
+struct zx_plugin_admin; /* below */
+struct json_t;        /* jansson's */
 
 typedef enum { ZX_PLUGIN_SOURCE = 1, ZX_PLUGIN_DESTINATION = 2 } zx_plugin_role;
 
@@ -99,6 +103,19 @@ typedef struct zx_plugin {
     const char *(*retire_subject)(const zx_conf_pipeline *p);
     const struct zx_source *source;    /* ZX_PLUGIN_SOURCE: the worker (workers/sources/source.h) */
     const struct zx_dest_ops *dest;    /* ZX_PLUGIN_DESTINATION (workers/destinations/dest.h) */
+    /* What it shares with other plug-ins: ZX_PLUGIN_* capability bits
+     * below (0: none).  The core rows and checks that several plug-ins
+     * take name no plug-in: the lists of those that take them are derived
+     * from these bits (conf/rows.c: zx_cf_stream_sources...). */
+    unsigned caps;
+    /* The largest body one message of pipeline p may be, as its own
+     * options set it (http: its `max_body_size`); 0: the server's
+     * http.max_body_size.  NULL: always the server's.  conf/config.c
+     * makes zx_conf_pipeline.body_limit from it. */
+    uint64_t (*body_limit)(const zx_conf_pipeline *p);
+    /* appended: a control command of its own (`zxctl drop-slot`), or NULL:
+     * zx_plugin_admin below */
+    const struct zx_plugin_admin *admin;
     /* A destination written as a sub-section of its own, `destination:
      * {<its name>: {...}}` (files): that sub-section's paragraph in
      * conf/OPTIONS.md.  Set, the loader knows the section
@@ -108,9 +125,70 @@ typedef struct zx_plugin {
     const char *section_doc;
 } zx_plugin;
 
+/* zx_plugin.caps */
+#define ZX_PLUGIN_STREAM 0x1u  /* a source that appends events to a table of its
+                                  own and takes the stream rows (table, format,
+                                  mode, key_columns, metadata, max_columns...) */
+#define ZX_PLUGIN_MIRROR 0x2u  /* a source that may keep mirrors with history */
+#define ZX_PLUGIN_PARK   0x4u  /* a source whose mirror tables may park their
+                                  changes (max_parked_bytes) */
+#define ZX_PLUGIN_DSN    0x8u  /* its connection kinds are reached by a `dsn` */
+
 /* retire's answers (-1: failed). */
 enum { ZX_RETIRE_FAILED = -1, ZX_RETIRE_DONE = 0, ZX_RETIRE_KEPT = 1 };
 #define ZX_RETIRE_TIMEOUT_S 90
+
+/* A plug-in's own control command (zx_plugin.admin): `zxctl COMMAND NAME
+ * [--OPTION VALUE]...`, sent as the control request {"cmd": COMMAND,
+ * "name": NAME, "<option>": VALUE...} (proto/control.h).  zxd's command
+ * table has a row for it (supervisor/commands.c) and zxctl's help lists
+ * it, both from zx_plugins: nothing of it is written in supervisor/ or
+ * zxctl/.  zxd runs it as it runs a retire: check at once, then run in
+ * a short-lived process of its own (supervisor/retire.c), at most 4 at
+ * once; the outcome is logged and sent to the feed as <what>_dropped or
+ * <what>_drop_failed (field <what> = NAME, no pipeline), and answered:
+ * {"ok", "name": NAME, "result" or "error", and the fields run adds}.
+ * zxctl prints "result" one line a line; "error" and the lines of
+ * "errors" go to stderr (exit 1). */
+typedef struct zx_plugin_admin_opt {
+    const char *name;        /* "connection": zxctl's --connection VALUE,
+                                the request's string field "connection" */
+    const char *metavar;     /* "CONN", in zxctl's help */
+    const char *noun;        /* "connection name": "--connection needs a
+                                connection name" for an empty value */
+    const char *help;        /* its line in zxctl's options (after the
+                                option and its metavar) */
+} zx_plugin_admin_opt;
+
+typedef struct zx_plugin_admin {
+    const char *command;     /* "drop-slot": zxctl's command, the request's "cmd" */
+    const char *summary;     /* one line (< 90 characters): zxd's command table */
+    const char *usage;       /* zxctl's help: "drop-slot NAME [--connection CONN]" */
+    const char *help;        /* zxctl's help paragraph: lines, each ended by
+                                '\n', not indented (zxctl indents them) */
+    const zx_plugin_admin_opt *options; /* value options, ended by a row whose
+                                name is NULL; NULL: none */
+    const char *what;        /* its events' and field's name ("slot"):
+                                <what>_drop_start, _dropped, _drop_failed */
+    const char *process;     /* its process's name in logs and messages
+                                ("slot-drop") */
+    int timeout_s;           /* the process is killed after it; zxctl waits
+                                15 s longer */
+    /* In zxd, at once, before any process: 0 to go on, or -1 with the
+     * refusal (the answer's "error") in err: a bad NAME, no such
+     * connection, something a configured pipeline uses...  Reads conf and
+     * req (the request, its options strings or absent) only; never blocks.
+     * NULL: nothing to check. */
+    int (*check)(const zx_conf *conf, const char *name, const struct json_t *req, char *err,
+                 size_t errlen);
+    /* In its own process (killed after timeout_s): do it, with conf the
+     * running configuration.  Writes the answer's "result" (ZX_RETIRE_DONE:
+     * one line per thing done, '\n' between) or "error" (ZX_RETIRE_FAILED
+     * or ZX_RETIRE_KEPT) into msg, never a secret; may add more fields to
+     * the object answer ("errors": more lines of strings; its own). */
+    int (*run)(const zx_conf *conf, const char *name, const struct json_t *req, char *msg,
+               size_t msglen, struct json_t *answer);
+} zx_plugin_admin;
 
 #define ZX_CF_OWN 0x10u   /* option row flag: `offset` (and n_offset, v_offset) are
                              into the plug-in's own struct, not zx_conf_pipeline */
@@ -128,5 +206,17 @@ const zx_plugin *zx_plugin_for_kind(zx_plugin_role role, const char *kind);
  * person reads them ("postgres, mysql or sqlite") into buf (len bytes,
  * cut); returns buf. */
 const char *zx_plugin_kinds(zx_plugin_role role, char *buf, size_t len);
+
+/* Helpers zxd and the plug-ins share (conf/plugin_util.c). */
+/* The admin command named command of the plug-ins (and, when owner is not
+ * NULL, its plug-in into *owner); NULL: none (or command NULL). */
+const zx_plugin_admin *zx_plugin_admin_find(const char *command, const zx_plugin **owner);
+/* 1 when a and b are both not NULL and equal, else 0. */
+int zx_str_same(const char *a, const char *b);
+/* 1 when connections a and b (not NULL) reach the same database for sure:
+ * the same one, or the same dsn but for its passwords (dsn_shown hides
+ * only those, and the configuration refuses a dsn that does not parse),
+ * so that a rotated password is no move; else 0. */
+int zx_conf_same_place(const zx_conf_connection *a, const zx_conf_connection *b);
 
 #endif

@@ -8,8 +8,11 @@
  * the plug-in's own options struct of the pipeline.  And the lists the
  * rows name that are the registry's: the values of `source:` and of a
  * connection's `kind:`, the sources that read through a connection, the
- * kinds a table destination writes to; and every section: the core's,
- * then each destination plug-in's own sub-section (its section_doc).
+ * kinds a table destination writes to, and those of a capability
+ * (zx_plugin.caps): the stream sources, those that keep mirrors with
+ * history or park changes, the kinds reached by a dsn; and every section:
+ * the core's, then each destination plug-in's own sub-section (its
+ * section_doc).
  *
  * It must never: hold rows itself, or read YAML.
  */
@@ -153,6 +156,10 @@ const char *zx_cf_source_names[MAX_NAMES + 1];
 const char *zx_cf_conn_kinds[MAX_NAMES + 1];
 const char *zx_cf_conn_sources[MAX_NAMES + 1];
 const char *zx_cf_table_kinds[MAX_NAMES + 1];
+const char *zx_cf_stream_sources[MAX_NAMES + 1];
+const char *zx_cf_mirror_sources[MAX_NAMES + 1];
+const char *zx_cf_park_sources[MAX_NAMES + 1];
+const char *zx_cf_dsn_kinds[MAX_NAMES + 1];
 
 static void add_name(const char **list, const char *name)
 {
@@ -173,11 +180,19 @@ static void derive(void)
             add_name(zx_cf_source_names, p->name);
             if (p->conn_kinds && p->conn_kinds[0])
                 add_name(zx_cf_conn_sources, p->name);
+            if (p->caps & ZX_PLUGIN_STREAM)
+                add_name(zx_cf_stream_sources, p->name);
+            if (p->caps & ZX_PLUGIN_MIRROR)
+                add_name(zx_cf_mirror_sources, p->name);
+            if (p->caps & ZX_PLUGIN_PARK)
+                add_name(zx_cf_park_sources, p->name);
         }
         for (size_t k = 0; p->conn_kinds && p->conn_kinds[k]; k++) {
             add_name(zx_cf_conn_kinds, p->conn_kinds[k]);
             if (p->role == ZX_PLUGIN_DESTINATION)
                 add_name(zx_cf_table_kinds, p->conn_kinds[k]);
+            if (p->caps & ZX_PLUGIN_DSN)
+                add_name(zx_cf_dsn_kinds, p->conn_kinds[k]);
         }
     }
     derive_sections();

@@ -31,6 +31,7 @@
 #include "proto/control.h"
 #include "supervisor/sup.h"
 #include "workers/gateway/gateway.h"
+#include "workers/sources/http/http_opts.h"
 #include "workers/sources/source.h"
 #include "workers/writer/writer.h"
 
@@ -103,8 +104,9 @@ spipe *sup_pipe_new(sup *s, const zx_conf_pipeline *pc, char *err, size_t errlen
     snprintf(p->worker.name, sizeof(p->worker.name), "%s", pc->name);
     atomic_store(&p->seg.hdr->writer_up, s->writer_ready);
     p->in_use = 1;
-    sup_pipe_resumed_check(s, p);
     s->pipes[s->npipes++] = p;
+    if (s->hooks.pipe_created)
+        s->hooks.pipe_created(s, p);
     return p;
 }
 
@@ -169,12 +171,13 @@ void sup_send_attach(sup *s, child *c, spipe *p)
     if (c->role == ROLE_GATEWAY) {
         /* the gateway serves only the sources it feeds */
         const zx_source *src = p->conf ? zx_source_find(p->conf->source) : NULL;
-        if (!src || !(src->flags & ZX_SOURCE_GATEWAY))
+        const zx_http_opts *ho = zx_http_opts_of(p->conf);
+        if (!src || !(src->flags & ZX_SOURCE_GATEWAY) || !ho)
             return;
         o = json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:I}", "name", p->name, "source",
-                      src->name, "key", p->conf->key, "webhook_secret",
-                      p->conf->webhook_secret, "ack_commit", p->conf->ack_commit,
-                      "max_body_size", (json_int_t)p->conf->body_limit);
+                      src->name, "key", ho->key, "webhook_secret", ho->webhook_secret,
+                      "ack_commit", ho->ack_commit, "max_body_size",
+                      (json_int_t)p->conf->body_limit);
     } else {
         o = json_pack("{s:s, s:I, s:I}", "name", p->name, "max_columns",
                       (json_int_t)(p->conf ? p->conf->max_columns : 0), "max_parked_bytes",
@@ -373,7 +376,7 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
 {
     spipe *p = c->pipe;
     /* the jobs waiting for the old worker to let go (a reload abandoned
-     * its slot: drop it now) */
+     * what it made upstream: retire it now) */
     if (p && s->hooks.worker_stopped)
         s->hooks.worker_stopped(s, p);
     if (next == NEXT_RESTART && !s->shutting_down) {
@@ -400,8 +403,8 @@ static void after_stop(sup *s, child *c, zx_next next, pid_t old)
             sup_feedf(s, "stop", name, "{\"process\":\"%s\",\"pid\":%d}", name, (int)old);
         sup_pipe_free(s, p);
         /* removed: its positions and state go too (after its last frames) */
-        if (next == NEXT_REMOVE && forget && !s->shutting_down)
-            sup_send_forget(s, name);
+        if (next == NEXT_REMOVE && forget && !s->shutting_down && s->hooks.pipe_forgotten)
+            s->hooks.pipe_forgotten(s, name);
         if (next == NEXT_RECREATE && pc && !s->shutting_down) {
             char err[256];
             spipe *np = sup_pipe_new(s, pc, err, sizeof(err));

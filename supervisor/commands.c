@@ -1,9 +1,10 @@
 /*
- * commands.c — the control commands: one row each in sup_commands (name,
- * handler, flags, help; control.h), and the handlers that are no more
- * than a call of a job (jobs.h) or of the child table (sup.h).  The
+ * commands.c — the control commands: one row each in the command table
+ * (name, handler, flags, help; control.h), and the handlers that are no
+ * more than a call of a job (jobs.h) or of the child table (sup.h).  The
  * read-only views are in status.c; the socket and the dispatch in
- * control.c.
+ * control.c.  The plug-ins' own commands (conf/plugin.h, zx_plugin_admin)
+ * are rows too, taken from the registry (zx_plugins).
  *
  * A new command is one row here and its handler; nothing else changes.
  */
@@ -99,15 +100,24 @@ static json_t *cmd_verify(sup *s, struct bufferevent *bev, const char *cmd, cons
                             json_is_true(json_object_get(req, "repair")));
 }
 
-static json_t *cmd_drop_slot(sup *s, struct bufferevent *bev, const char *cmd,
-                             const char *name, json_t *req)
+/* A plug-in's own command (conf/plugin.h, zx_plugin_admin): its options
+ * must be strings. */
+static json_t *cmd_admin(sup *s, struct bufferevent *bev, const char *cmd, const char *name,
+                         json_t *req)
 {
-    (void)cmd;
-    json_t *cj = json_object_get(req, "connection");
-    if (cj && !json_is_string(cj))
-        return err_obj("drop-slot: \"connection\" must be a string", NULL);
-    /* NULL: answered when the slot-drop process is done */
-    return sup_slot_admin_start(s, bev, name, json_string_value(cj));
+    const zx_plugin_admin *a = zx_plugin_admin_find(cmd, NULL);
+    if (!a)
+        return err_obj("unknown command '%s'", cmd);
+    for (const zx_plugin_admin_opt *o = a->options; o && o->name; o++) {
+        json_t *v = json_object_get(req, o->name);
+        if (v && !json_is_string(v)) {
+            char msg[256];
+            snprintf(msg, sizeof(msg), "%s: \"%s\" must be a string", cmd, o->name);
+            return err_obj("%s", msg);
+        }
+    }
+    /* NULL: answered when its process is done */
+    return sup_admin_start(s, bev, a, name, req);
 }
 
 /* run, preview, runs, approve, reject: NULL when answered as the run ends */
@@ -147,7 +157,7 @@ static json_t *cmd_feed(sup *s, struct bufferevent *bev, const char *cmd, const 
 }
 
 #define RO SUP_CMD_READ_ONLY
-const sup_command sup_commands[] = {
+static const sup_command builtin[] = {
     {"status", sup_cmd_status, RO,
      "every process and pipeline: state, rows, rejects, rings, last error"},
     {"reload", cmd_reload, SUP_CMD_OWNS_CONN,
@@ -162,8 +172,6 @@ const sup_command sup_commands[] = {
      "try pipeline or connection NAME's settings (or the workspace's)"},
     {"verify", cmd_verify, SUP_CMD_NAME | SUP_CMD_LONG,
      "compare postgres pipeline NAME's mirrors with its source (repair: re-copy)"},
-    {"drop-slot", cmd_drop_slot, SUP_CMD_NAME,
-     "drop replication slot NAME that no configured pipeline uses"},
     {"run", cmd_sync, SUP_CMD_LONG, "run reverse sync NAME now (wait: until it ends)"},
     {"preview", cmd_sync, SUP_CMD_LONG, "what a run of sync NAME would send, sending nothing"},
     {"runs", cmd_sync, RO, "reverse sync NAME's recent runs"},
@@ -175,9 +183,28 @@ const sup_command sup_commands[] = {
 };
 #undef RO
 
+#define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]) - 1)
+#define ADMIN_ROWS_MAX 32  /* plug-ins' own commands at most */
+
+const sup_command *sup_command_table(void)
+{
+    static sup_command table[NBUILTIN + ADMIN_ROWS_MAX + 1];
+    if (!table[0].name) {
+        size_t n = 0;
+        for (; n < NBUILTIN; n++)
+            table[n] = builtin[n];
+        for (size_t i = 0; i < zx_nplugins && n < NBUILTIN + ADMIN_ROWS_MAX; i++) {
+            const zx_plugin_admin *a = zx_plugins[i]->admin;
+            if (a && a->command)
+                table[n++] = (sup_command){a->command, cmd_admin, SUP_CMD_NAME, a->summary};
+        }
+    }
+    return table;
+}
+
 const sup_command *sup_command_find(const char *cmd)
 {
-    for (const sup_command *c = sup_commands; c->name; c++)
+    for (const sup_command *c = sup_command_table(); c->name; c++)
         if (!strcmp(c->name, cmd))
             return c;
     return NULL;

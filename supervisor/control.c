@@ -185,7 +185,7 @@ int sup_control_open(sup *s, char *err, size_t errlen)
     if (!hooked) {
         sup_client_on_gone(sup_reload_forget);
         sup_client_on_gone(sup_helper_forget);
-        sup_client_on_gone(sup_slot_forget);
+        sup_client_on_gone(sup_admin_forget);
         sup_client_on_gone(sup_sync_forget);
         hooked = 1;
     }

@@ -46,8 +46,11 @@ typedef struct sup_command {
     const char *help;        /* one line: what it does */
 } sup_command;
 
-/* The command table (commands.c), ended by a row whose name is NULL. */
-extern const sup_command sup_commands[];
+/* The command table (commands.c): the built-in rows, then a row for each
+ * plug-in's own command (conf/plugin.h, zx_plugin_admin: flag
+ * SUP_CMD_NAME, help its summary), ended by a row whose name is NULL.
+ * Static: built at the first call, never freed. */
+const sup_command *sup_command_table(void);
 /* The row of command cmd, or NULL when there is none. */
 const sup_command *sup_command_find(const char *cmd);
 

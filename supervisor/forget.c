@@ -11,6 +11,9 @@
  *     <time>"): a pipeline removed while zxd was down and added again, or
  *     whose state could not be dropped, never resumes silently.
  *
+ * A job of the second floor (jobs.h): the child table calls it only
+ * through its hooks (pipe_created, pipe_forgotten: main.c wires them).
+ *
  * It must never: drop the state of a pipeline still configured (the name
  * is checked here and again by the writer), or hold a read transaction on
  * the store for longer than one lookup.
@@ -24,7 +27,7 @@
 #include "common/timefmt.h"
 #include "proto/chan.h"
 #include "store/store.h"
-#include "supervisor/sup.h"
+#include "supervisor/jobs.h"
 
 void sup_send_forget(sup *s, const char *name)
 {

@@ -2,7 +2,8 @@
  * jobs.h — the supervisor's second floor: the jobs it runs on top of the
  * child table (sup.h): reloads (reload.c), `zxctl test` probes (probe.c),
  * verifies (verify.c), reverse-sync runs (syncs*.c), one-off sends
- * (syncs_send.c); retires (retire.c) are declared in sup.h.  Jobs
+ * (syncs_send.c), retires and plug-ins' control commands (retire.c),
+ * forgets (forget.c).  Jobs
  * that fork a helper process share helper.h.  The control commands
  * (control.h) call them; they never call the commands: a job answers its
  * zxctl client through sup_control_reply/sup_control_finish (sup.h) and
@@ -11,6 +12,7 @@
 #ifndef ZX_SUPERVISOR_JOBS_H
 #define ZX_SUPERVISOR_JOBS_H
 
+#include "conf/plugin.h"
 #include "supervisor/sup.h"
 
 /* reload.c */
@@ -44,6 +46,54 @@ void sup_reload_start(sup *s, struct bufferevent *bev);
 void sup_reload_check_reply(sup *s);
 /* The client bev has gone: the reload in progress answers nobody. */
 void sup_reload_forget(struct bufferevent *bev);
+
+/* retire.c: what a gone pipeline made upstream (a postgres pipeline's
+ * replication slot and the publication zx made), retired by its source's
+ * retire hook (conf/plugin.h) in a short-lived process; and the plug-ins'
+ * own control commands (zx_plugin_admin), run the same way.
+ * During a reload, while old (p's settings until now, in oc, the old
+ * configuration) and nc (the new one) both exist: when old's source has a
+ * retire hook and nc no longer uses what old made (p removed, or changed
+ * to another slot, connection or source), plan its retire on p (oc is
+ * kept alive for it: the reload then frees oc with sup_conf_release;
+ * nothing starts yet).  No-op otherwise. */
+void sup_retire_plan(sup *s, spipe *p, const zx_conf_pipeline *old, zx_conf *oc,
+                     const zx_conf *nc);
+/* p's old worker has exited: start its planned retires (at most 4 run at
+ * once, the rest wait; a failed one is tried again with backoff).  Each
+ * outcome is logged and sent to the feed (<what>_dropped, <what>_kept,
+ * <what>_drop_failed: slot_dropped...). */
+void sup_retire_jobs_run(sup *s, spipe *p);
+/* Free a list of retires (killing any process still running).  NULL ok. */
+void sup_retire_jobs_free(retire_job *j);
+/* The reload is done with the old configuration c: freed now, or once the
+ * last retire planned from it is over. */
+void sup_conf_release(zx_conf *c);
+/* A plug-in's control command a (conf/plugin.h, zx_plugin_admin; e.g.
+ * `zxctl drop-slot`) for NAME name, with request req (borrowed; its
+ * options checked to be strings): a->check refuses it at once, or it is
+ * started in a process of its own and NULL is returned (bev is answered
+ * when it is done, within a->timeout_s), or the answer to send at once is
+ * returned (refused, too many running, out of memory). */
+json_t *sup_admin_start(sup *s, struct bufferevent *bev, const zx_plugin_admin *a,
+                        const char *name, json_t *req);
+/* The client bev has gone: its control command answers nobody (it still
+ * runs). */
+void sup_admin_forget(struct bufferevent *bev);
+
+/* forget.c: a removed pipeline's state, and a pipeline's resumed state
+ * (the child table's pipe_forgotten and pipe_created hooks, main.c). */
+/* Pipeline name was removed and its worker has stopped: ask the writer to drop its positions and state (proto/chan.h FORGET), unless
+ * a pipeline of that name is configured again; a writer not running is
+ * logged (the state is kept). */
+void sup_send_forget(sup *s, const char *name);
+/* Read whether p starts with positions or state stored before
+ * (p->resumed_us, p->resumed_parts; logged as event=resumed).  A store not
+ * there yet or unreadable: none. */
+void sup_pipe_resumed_check(sup *s, spipe *p);
+/* {"stored_at": time, "positions": N} for `zxctl status`, or JSON
+ * null; a new reference. */
+json_t *sup_pipe_resumed_json(const spipe *p);
 
 /* probe.c: `zxctl test NAME`.  Starts a prober process for the pipeline
  * or connection NAME and returns NULL (bev is answered when it is done,

@@ -121,6 +121,8 @@ static const sup_child_hooks child_hooks = {
     .pipe_freed = retire_jobs_free,
     .start_failed = sup_reload_failed,
     .gateway_api = sup_sync_api,
+    .pipe_created = sup_pipe_resumed_check,
+    .pipe_forgotten = sup_send_forget,
 };
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)

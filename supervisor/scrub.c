@@ -9,11 +9,11 @@
  *   - the writer: the workspace's dsn;
  *   - the gateway: the http pipelines' push keys and webhook secrets, and
  *     the API tokens;
- *   - a pipeline's worker: its own key, webhook secret and the secrets of
- *     its plug-ins' own options (rows flagged ZX_CF_SECRET: kafka's
- *     schema registry password; a sync's destination's), the secrets of
- *     its connection and of its destination connection; a sync's also the
- *     workspace's dsn (it runs its query there);
+ *   - a pipeline's worker: the secrets of its plug-ins' own options (rows
+ *     flagged ZX_CF_SECRET: http's key and webhook secret, kafka's
+ *     schema registry password; a sync's destination's), the secrets of its connection and of its
+ *     destination connection; a sync's also the workspace's dsn (it runs
+ *     its query there);
  *   - a `zxctl verify` process: its pipeline's connection and the
  *     workspace's dsn.
  * Every other secret (a connection's dsn and the password in it, SASL and
@@ -36,6 +36,7 @@
 #include "common/scrub.h"
 #include "conf/plugin.h"
 #include "supervisor/sup.h"
+#include "workers/sources/source.h"
 
 typedef struct strs {
     const char **v;
@@ -96,27 +97,17 @@ static void add_conn(strs *l, const zx_conf_connection *c)
             add(l, c->prop_values[i]);
 }
 
-/* The strings of plug-in pg's own rows flagged ZX_CF_SECRET in its own
- * struct own (NULL ok). */
-static void add_own(strs *l, const zx_plugin *pg, const void *own)
+static void add_cb(const char *s, void *l)
 {
-    for (size_t i = 0; pg && own && i < pg->noptions; i++) {
-        const zx_cf_option *o = &pg->options[i];
-        if ((o->flags & ZX_CF_OWN) && (o->flags & ZX_CF_SECRET) &&
-            (o->type == ZX_CF_STRING || o->type == ZX_CF_DSN))
-            add(l, *(char *const *)((const char *)own + o->offset));
-    }
+    add(l, s);
 }
 
-/* The secrets of p: its shared secret fields, and the strings of its
- * plug-ins' own rows flagged ZX_CF_SECRET (its source's: kafka's schema
- * registry password; its destination's: conf/plugin.h). */
+/* The secrets of p: the strings of its plug-in's own rows flagged
+ * ZX_CF_SECRET (http's key and webhook_secret, kafka's schema registry
+ * password: conf/plugin.h), through zx_conf_own_secrets. */
 static void add_pipe(strs *l, const zx_conf_pipeline *p)
 {
-    add(l, p->key);
-    add(l, p->webhook_secret);
-    add_own(l, p->plugin, p->own);
-    add_own(l, p->dest_plugin, p->dest_own);
+    zx_conf_own_secrets(p, add_cb, l);
 }
 
 /* Every secret of c into all; those role (own: its pipeline) needs into keep. */
@@ -134,9 +125,12 @@ static void collect(const zx_conf *c, zx_role role, const zx_conf_pipeline *own,
     if (role == ROLE_WRITER) {
         add_dsn(keep, c->pg_dsn, c->pg_dsn_shown);
     } else if (role == ROLE_GATEWAY) {
+        /* the own secrets of the pipelines it feeds (http: push keys,
+         * webhook secrets) */
         for (size_t i = 0; i < c->npipelines; i++) {
-            add(keep, c->pipelines[i].key);
-            add(keep, c->pipelines[i].webhook_secret);
+            const zx_source *src = zx_source_find(c->pipelines[i].source);
+            if (src && (src->flags & ZX_SOURCE_GATEWAY))
+                zx_conf_own_secrets(&c->pipelines[i], add_cb, keep);
         }
         for (size_t i = 0; i < c->napitokens; i++)
             add(keep, c->apitokens[i].token);

@@ -7,7 +7,8 @@
  *
  * The supervisor is built in floors; a floor calls only the floors below:
  *   1. this header: the child table and its events;
- *   2. jobs.h: the jobs (reload, probes, verifies, sync runs, slot drops),
+ *   2. jobs.h: the jobs (reload, probes, verifies, sync runs, retires and
+ *      plug-ins' control commands, forgets),
  *      with helper.h (a helper process that answers in JSON);
  *   3. control.h: the control commands, rows of one command table;
  *   main.c wires them.  Where this floor must tell a higher one something
@@ -128,6 +129,13 @@ typedef struct sup_child_hooks {
     int (*start_failed)(sup *s, const char *pipeline, const char *why);
     /* a request of the gateway's sync API (ZX_CHAN_API, proto/chan.h) */
     void (*gateway_api)(sup *s, const char *json);
+    /* p was just made (sup_pipe_new), its worker not started yet */
+    void (*pipe_created)(sup *s, spipe *p);
+    /* removed pipeline name (a reload asked for its state to go:
+     * forget_state) is gone: its worker stopped, its segment detached
+     * from the writer and the gateway, p freed; not called while zxd
+     * stops */
+    void (*pipe_forgotten)(sup *s, const char *name);
 } sup_child_hooks;
 
 struct sup {
@@ -219,18 +227,6 @@ void sup_attach_all(sup *s, child *c);
 void sup_send_attach(sup *s, child *c, spipe *p);
 /* Queue DETACH {name, epoch} of p to c (no-op when c is not running). */
 void sup_send_detach(sup *s, child *c, const spipe *p);
-/* forget.c: pipeline name was removed and its worker has stopped: ask
- * the writer to drop its positions and state (proto/chan.h FORGET), unless
- * a pipeline of that name is configured again; a writer not running is
- * logged (the state is kept). */
-void sup_send_forget(sup *s, const char *name);
-/* forget.c: read whether p starts with positions or state stored before
- * (p->resumed_us, p->resumed_parts; logged as event=resumed).  A store not
- * there yet or unreadable: none. */
-void sup_pipe_resumed_check(sup *s, spipe *p);
-/* forget.c: {"stored_at": time, "positions": N} for `zxctl status`, or JSON
- * null; a new reference. */
-json_t *sup_pipe_resumed_json(const spipe *p);
 /* 1 when the rings a pipeline with settings pc needs differ from p's. */
 int sup_pipe_needs_new_rings(const spipe *p, const zx_conf_pipeline *pc);
 /* Make pipeline pc's segment (rings sized by the configuration) and
@@ -285,35 +281,5 @@ void sup_control_watch(struct bufferevent *bev, void (*on_read)(struct buffereve
  * EOF) before it is freed: a job waiting to answer it forgets it.  At
  * most 8; 0, or -1 when full. */
 int sup_client_on_gone(void (*fn)(struct bufferevent *bev));
-
-/* retire.c (a job of floor 2): what a gone pipeline made upstream (a postgres pipeline's
- * replication slot and the publication zx made), retired by its source's
- * retire hook (conf/plugin.h) in a short-lived process.
- * During a reload, while old (p's settings until now, in oc, the old
- * configuration) and nc (the new one) both exist: when old's source has a
- * retire hook and nc no longer uses what old made (p removed, or changed
- * to another slot, connection or source), plan its retire on p (oc is
- * kept alive for it: the reload then frees oc with sup_conf_release;
- * nothing starts yet).  No-op otherwise. */
-void sup_retire_plan(sup *s, spipe *p, const zx_conf_pipeline *old, zx_conf *oc,
-                     const zx_conf *nc);
-/* p's old worker has exited: start its planned retires (at most 4 run at
- * once, the rest wait; a failed one is tried again with backoff).  Each
- * outcome is logged and sent to the feed (<what>_dropped, <what>_kept,
- * <what>_drop_failed: slot_dropped...). */
-void sup_retire_jobs_run(sup *s, spipe *p);
-/* Free a list of retires (killing any process still running).  NULL ok. */
-void sup_retire_jobs_free(retire_job *j);
-/* The reload is done with the old configuration c: freed now, or once the
- * last retire planned from it is over. */
-void sup_conf_release(zx_conf *c);
-/* `zxctl drop-slot`: start dropping slot on connection conn (NULL: every
- * postgres connection) and return NULL (bev is answered when done, within
- * about 2 minutes), or return the answer to send at once (a bad name, the
- * slot of a configured pipeline, no such connection, too many running). */
-json_t *sup_slot_admin_start(sup *s, struct bufferevent *bev, const char *slot,
-                             const char *conn);
-/* The client bev has gone: its drop-slot answers nobody (it still runs). */
-void sup_slot_forget(struct bufferevent *bev);
 
 #endif

@@ -121,9 +121,12 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
         return err_obj("send needs --to CONNECTION:TABLE or --to files:PATH");
     if (conn && (!table || !*table))
         return err_obj("--to CONNECTION:TABLE needs a table");
-    if (path && (path[0] != '/' || !zx_file_format_find(format)))
-        return err_obj("--to files:PATH needs an absolute path and a format (csv, json or "
-                       "parquet: from the extension, or --format)");
+    if (path && (path[0] != '/' || !zx_file_format_find(format))) {
+        char fmts[100];
+        snprintf(msg, sizeof(msg), "--to files:PATH needs an absolute path and a format (%s: "
+                 "from the extension, or --format)", zx_file_format_list(fmts, sizeof(fmts)));
+        return err_obj(msg);
+    }
     if (keys && (!json_is_array(keys) || json_array_size(keys) > 64))
         return err_obj("key: a list of at most 64 column names");
     if (m == 2 && !json_array_size(keys))

@@ -22,6 +22,10 @@
  * daemon's strings are shown with control bytes replaced by '?'; --json
  * prints the answer as sent, where JSON itself escapes them).
  *
+ * The plug-ins' own commands (conf/plugin.h, zx_plugin_admin: postgres's
+ * drop-slot), their options, help and timeouts come from the registry
+ * (zx_plugins); nothing of them is written here.
+ *
  * Socket I/O with deadlines is in zxctl_io.c, the human output in
  * zxctl_print.c (shared declarations: zxctl_int.h).
  */
@@ -36,7 +40,9 @@
 #include <unistd.h>
 
 #include "conf/config.h"
+#include "conf/plugin.h"
 #include "proto/control.h"
+#include "workers/destinations/files/files_formats.h"
 
 #define ZXCTL_DEFAULT_SOCKET "./var/zxd.sock"
 /* Set by meson to <sysconfdir>/zx/zx.yaml (/etc/zx/zx.yaml with prefix /usr),
@@ -47,10 +53,14 @@
 #define ZXCTL_TIMEOUT_RELOAD 60.0   /* zxd answers reload once applied */
 #define ZXCTL_TIMEOUT_OTHER 10.0
 #define ZXCTL_TIMEOUT_TEST 30.0     /* zxd answers test once the prober is done */
-#define ZXCTL_TIMEOUT_DROP_SLOT 135.0 /* zxd answers drop-slot once done (<= 125 s) */
+#define ZXCTL_ADMIN_SLACK 15       /* a plug-in's command: its timeout_s and this */
+#define ZXCTL_ADMIN_OPTS_MAX 16    /* plug-ins' command options given at once */
 #define ZXCTL_TIMEOUT_VERIFY 630.0  /* zxd answers verify once done (<= 610 s) */
 
-static const char zxctl_usage_text[] =
+/* zxctl's help, in parts: the plug-ins' own commands (conf/plugin.h,
+ * zx_plugin_admin), their options and timeouts go between them
+ * (zxctl_usage). */
+static const char zxctl_usage_head[] =
     "usage: zxctl [-s SOCKET | -c CONFIG] [--json] [--timeout SECONDS] COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
@@ -65,15 +75,8 @@ static const char zxctl_usage_text[] =
     "  test NAME          connect with a pipeline's or a connection's settings and\n"
     "                     say what works (e.g. a topic's partitions) or exactly\n"
     "                     what failed (unreachable, TLS, authentication, ...);\n"
-    "                     `test workspace`: what zx needs of the workspace\n"
-    "  drop-slot NAME [--connection CONN]\n"
-    "                     drop a Postgres replication slot left behind, on CONN or\n"
-    "                     on every postgres connection configured (waiting up to\n"
-    "                     10 s for it to be free), and the publication of the same\n"
-    "                     name if zx made it; refused for a configured pipeline's\n"
-    "                     slot (zx drops that once the pipeline is removed and\n"
-    "                     the configuration reloaded); exit 1 if no connection\n"
-    "                     has it\n"
+    "                     `test workspace`: what zx needs of the workspace\n";
+static const char zxctl_usage_commands[] =
     "  verify NAME [--table T] [--repair]\n"
     "                     compare a postgres pipeline's mirrors with the source\n"
     "                     (read only, by key, re-checked once the mirror caught\n"
@@ -93,8 +96,8 @@ static const char zxctl_usage_text[] =
     "  send --query SQL --to DEST --mode MODE [--key COLS] [--format F]\n"
     "       [--print-sync NAME]\n"
     "                     run a query's result once to DEST: CONNECTION:TABLE (a\n"
-    "                     configured connection) or files:PATH (csv, json or\n"
-    "                     parquet, by the extension or --format); MODE replace,\n"
+    "                     configured connection) or files:PATH (its format by\n"
+    "                     the extension or --format: see below); MODE replace,\n"
     "                     append or upsert (with --key id,...); as the author\n"
     "                     whose `operators` list you; --print-sync prints the\n"
     "                     YAML of the same sync, to keep it\n"
@@ -106,11 +109,13 @@ static const char zxctl_usage_text[] =
     "options:\n"
     "  -s, --socket PATH  the control socket of zxd\n"
     "  -c, --config PATH  read the socket path from this configuration file\n"
-    "  --json             print the daemon's answer as JSON, one object a line\n"
-    "  --connection CONN  drop-slot: the connection to drop the slot on\n"
+    "  --json             print the daemon's answer as JSON, one object a line\n";
+static const char zxctl_usage_options[] =
     "  --table T          verify: only this table of the pipeline\n"
     "  --timeout SECONDS  how long to wait for zxd (default 60 for reload, 30 for\n"
-    "                     test, 135 for drop-slot, 630 for verify, 10 otherwise;\n"
+    "                     test, ";
+static const char zxctl_usage_tail[] =
+    "630 for verify, 10 otherwise;\n"
     "                     0 = forever);\n"
     "                     feed --follow waits forever once the daemon has\n"
     "                     accepted the request\n"
@@ -123,13 +128,64 @@ static const char zxctl_usage_text[] =
     "3 zxd unreachable (no socket, refused, timed out, unreadable answer),\n"
     "4 verify found keys that differ (with --repair: that still differ).\n";
 
+#define ZXCTL_HELP_COL 21   /* where a command's or option's help starts */
+
+/* Print a's help paragraph, each line indented to ZXCTL_HELP_COL. */
+static void zxctl_usage_para(const char *help, FILE *f)
+{
+    for (const char *l = help; l && *l;) {
+        const char *e = strchr(l, '\n');
+        int n = e ? (int)(e - l) : (int)strlen(l);
+        fprintf(f, "%*s%.*s\n", ZXCTL_HELP_COL, "", n, l);
+        l = e ? e + 1 : l + n;
+    }
+}
+
+/* zxctl's help, with the plug-ins' own commands from the registry, and
+ * the file formats of `send --to files:` (the files destination's table,
+ * files_formats.h). */
+static void zxctl_usage(FILE *f)
+{
+    fputs(zxctl_usage_head, f);
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin_admin *a = zx_plugins[i]->admin;
+        if (!a)
+            continue;
+        fprintf(f, "  %s\n", a->usage);
+        zxctl_usage_para(a->help, f);
+    }
+    fputs(zxctl_usage_commands, f);
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin_admin *a = zx_plugins[i]->admin;
+        for (const zx_plugin_admin_opt *o = a ? a->options : NULL; o && o->name; o++) {
+            char left[64];
+            snprintf(left, sizeof left, "--%s %s", o->name, o->metavar);
+            fprintf(f, "  %-*s%s\n", ZXCTL_HELP_COL - 2, left, o->help);
+        }
+    }
+    fputs(zxctl_usage_options, f);
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin_admin *a = zx_plugins[i]->admin;
+        if (a)
+            fprintf(f, "%d for %s, ", a->timeout_s + ZXCTL_ADMIN_SLACK, a->command);
+    }
+    fputs(zxctl_usage_tail, f);
+    char fmts[100];
+    fprintf(f, "\nfile formats of send --to files: (--format): %s.\n",
+            zx_file_format_list(fmts, sizeof(fmts)));
+}
+
 typedef struct zxctl_opts {
     const char *socket_path;  /* -s */
     const char *config_path;  /* -c */
     int json;
     double timeout;           /* seconds; < 0 = the command's default */
     int follow;
-    const char *connection;   /* --connection (drop-slot) */
+    /* a plug-in's command's options (zx_plugin_admin_opt): the option
+     * (its row) and the value given */
+    const zx_plugin_admin_opt *aopt[ZXCTL_ADMIN_OPTS_MAX];
+    const char *aval[ZXCTL_ADMIN_OPTS_MAX];
+    size_t naopt;
     const char *table;        /* --table (verify) */
     int wait, full;           /* run --wait, run --full */
     int repair;               /* verify --repair */
@@ -173,14 +229,15 @@ static int zxctl_usage_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputs("\n", stderr);
-    fputs(zxctl_usage_text, stderr);
+    zxctl_usage(stderr);
     return ZX_EXIT_USAGE;
 }
 
 static int zxctl_needs_name(const char *cmd)
 {
     return !strcmp(cmd, "restart") || !strcmp(cmd, "stop") || !strcmp(cmd, "start") ||
-           !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test") || !strcmp(cmd, "drop-slot") ||
+           !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test") ||
+           zx_plugin_admin_find(cmd, NULL) ||
            !strcmp(cmd, "run") || !strcmp(cmd, "preview") || !strcmp(cmd, "runs") ||
            !strcmp(cmd, "approve") || !strcmp(cmd, "reject") || !strcmp(cmd, "verify");
 }
@@ -189,6 +246,72 @@ static int zxctl_known(const char *cmd)
 {
     return zxctl_needs_name(cmd) || !strcmp(cmd, "status") || !strcmp(cmd, "reload") ||
            !strcmp(cmd, "feed") || !strcmp(cmd, "help") || !strcmp(cmd, "send");
+}
+
+/* The option called name of the plug-in's command cmd, or NULL. */
+static const zx_plugin_admin_opt *zxctl_admin_opt_of(const char *cmd, const char *name)
+{
+    const zx_plugin_admin *a = zx_plugin_admin_find(cmd, NULL);
+    for (const zx_plugin_admin_opt *x = a ? a->options : NULL; x && x->name; x++)
+        if (!strcmp(x->name, name))
+            return x;
+    return NULL;
+}
+
+/* argv[*i] may be an option of a plug-in's command (--NAME VALUE or
+ * --NAME=VALUE, zx_plugin_admin_opt): kept in o (the last one given
+ * wins), *i past its value.  -1 ok, or an exit code (usage printed). */
+static int zxctl_admin_option(int argc, char **argv, int *i, zxctl_opts *o)
+{
+    const char *a = argv[*i];
+    for (size_t p = 0; p < zx_nplugins; p++) {
+        const zx_plugin_admin *ad = zx_plugins[p]->admin;
+        for (const zx_plugin_admin_opt *x = ad ? ad->options : NULL; x && x->name; x++) {
+            size_t ll = strlen(x->name);
+            const char *val;
+            if (strncmp(a, "--", 2) || strncmp(a + 2, x->name, ll))
+                continue;
+            if (a[2 + ll] == '=') {
+                val = a + 3 + ll;
+            } else if (a[2 + ll] == '\0') {
+                if (*i + 1 >= argc)
+                    return zxctl_usage_error("option %s needs a value", a);
+                val = argv[++*i];
+            } else {
+                continue;
+            }
+            if (!*val)
+                return zxctl_usage_error("--%s needs a %s", x->name, x->noun);
+            size_t k = 0;
+            while (k < o->naopt && strcmp(o->aopt[k]->name, x->name))
+                k++;
+            if (k == ZXCTL_ADMIN_OPTS_MAX)
+                return zxctl_usage_error("too many options");
+            if (k == o->naopt)
+                o->naopt++;
+            o->aopt[k] = x;
+            o->aval[k] = val;
+            return -1;
+        }
+    }
+    return zxctl_usage_error("unknown option %s", a);
+}
+
+/* The plug-ins' command options given go with o->cmd: -1, or an exit
+ * code (usage printed: "--connection goes with drop-slot only"). */
+static int zxctl_admin_options_check(const zxctl_opts *o)
+{
+    for (size_t k = 0; k < o->naopt; k++)
+        if (zxctl_admin_opt_of(o->cmd, o->aopt[k]->name) == NULL) {
+            const zx_plugin_admin *owner = NULL;
+            for (size_t i = 0; i < zx_nplugins && !owner; i++)
+                if (zx_plugins[i]->admin &&
+                    zxctl_admin_opt_of(zx_plugins[i]->admin->command, o->aopt[k]->name))
+                    owner = zx_plugins[i]->admin;
+            return zxctl_usage_error("--%s goes with %s only", o->aopt[k]->name,
+                                     owner ? owner->command : "?");
+        }
+    return -1;
 }
 
 /* Parse argv into o.  Options may come before or after the command
@@ -239,7 +362,7 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         const char *opt = NULL;
         static const char *const longs[][2] = {
             { "--socket", "-s" }, { "--config", "-c" }, { "--timeout", NULL },
-            { "--connection", NULL }, { "--limit", NULL }, { "--query", NULL },
+            { "--limit", NULL }, { "--query", NULL },
             { "--to", NULL }, { "--mode", NULL }, { "--key", NULL }, { "--format", NULL },
             { "--print-sync", NULL }, { "--table", NULL } };
         for (size_t k = 0; k < sizeof(longs) / sizeof(longs[0]) && !opt; k++) {
@@ -257,8 +380,12 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
                 val = a + 2;
             }
         }
-        if (!opt)
-            return zxctl_usage_error("unknown option %s", a);
+        if (!opt) {
+            int r = zxctl_admin_option(argc, argv, &i, o);
+            if (r == -1)
+                continue;
+            return r;
+        }
         if (!strcmp(opt, "--socket")) {
             if (!*val)
                 return zxctl_usage_error("-s needs a socket path");
@@ -289,10 +416,6 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
             if (!*val)
                 return zxctl_usage_error("--table needs a table name");
             o->table = val;
-        } else if (!strcmp(opt, "--connection")) {
-            if (!*val)
-                return zxctl_usage_error("--connection needs a connection name");
-            o->connection = val;
         } else {
             char *end;
             errno = 0;
@@ -321,8 +444,9 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
     }
     if (o->follow && strcmp(o->cmd, "feed"))
         return zxctl_usage_error("--follow goes with feed only");
-    if (o->connection && strcmp(o->cmd, "drop-slot"))
-        return zxctl_usage_error("--connection goes with drop-slot only");
+    int arc = zxctl_admin_options_check(o);
+    if (arc >= 0)
+        return arc;
     if ((o->wait || o->full) && strcmp(o->cmd, "run"))
         return zxctl_usage_error("--wait and --full go with run only");
     if ((o->table || o->repair) && strcmp(o->cmd, "verify"))
@@ -545,12 +669,11 @@ static int zxctl_build_request(const zxctl_opts *o, json_t *req)
         }
         json_object_set_new(req, "table", tn);
     }
-    if (o->connection) {
-        json_t *cn = json_string(o->connection);
-        if (!cn) {
-            return zxctl_usage_error("--connection is not valid UTF-8");
-        }
-        json_object_set_new(req, "connection", cn);
+    for (size_t k = 0; k < o->naopt; k++) {
+        json_t *v = json_string(o->aval[k]);
+        if (!v)
+            return zxctl_usage_error("--%s is not valid UTF-8", o->aopt[k]->name);
+        json_object_set_new(req, o->aopt[k]->name, v);
     }
     return -1;
 }
@@ -580,8 +703,8 @@ static void zxctl_print_answer(const zxctl_opts *o, json_t *resp)
         printf("test %s: ok\n%s\n", n, r);
         free(n);
         free(r);
-    } else if (!strcmp(o->cmd, "drop-slot")) {
-        /* one line per connection it was dropped on */
+    } else if (zx_plugin_admin_find(o->cmd, NULL)) {
+        /* a plug-in's command: its result, one line a line */
         const char *res = json_string_value(json_object_get(resp, "result"));
         char *r = zxctl_xstrdup(res ? res : "");
         for (char *l = strtok(r, "\n"); l; l = strtok(NULL, "\n")) {
@@ -605,10 +728,11 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     char *text = NULL, *line;
     zxctl_conn c = { .fd = -1, .path = path };
 
+    const zx_plugin_admin *admin = zx_plugin_admin_find(o->cmd, NULL);
     double timeout = o->timeout >= 0 ? o->timeout
                      : !strcmp(o->cmd, "reload") ? ZXCTL_TIMEOUT_RELOAD
                      : !strcmp(o->cmd, "test")   ? ZXCTL_TIMEOUT_TEST
-                     : !strcmp(o->cmd, "drop-slot") ? ZXCTL_TIMEOUT_DROP_SLOT
+                     : admin ? (double)(admin->timeout_s + ZXCTL_ADMIN_SLACK)
                      : !strcmp(o->cmd, "verify") ? ZXCTL_TIMEOUT_VERIFY
                      /* a run or a preview takes what the data takes */
                      : (!strcmp(o->cmd, "run") && o->wait) || !strcmp(o->cmd, "preview") ||
@@ -704,7 +828,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (!strcmp(o.cmd, "help")) {
-        fputs(zxctl_usage_text, stdout);
+        zxctl_usage(stdout);
         return ZX_EXIT_OK;
     }
     rc = zxctl_socket_path(&o, &path);

@@ -58,9 +58,11 @@ int zxctl_send_request(const char *query, const char *to, const char *mode, cons
         }
         const char *f = format ? format : ext_format(abs);
         if (!f) {
+            char fmts[100], why[PATH_MAX + 200];
             free(abs);
-            return usage("--to files:%s: give --format csv, json or parquet (no known "
-                         "extension)", p);
+            snprintf(why, sizeof(why), "--to files:%s: give --format %s (no known extension)",
+                     p, zx_file_format_list(fmts, sizeof(fmts)));
+            return usage("%s", why);
         }
         json_t *ps = json_string(abs);
         free(abs);

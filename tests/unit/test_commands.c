@@ -4,13 +4,16 @@
  * twice, the flags are the known ones, a lookup finds exactly the rows;
  * and the commands the control protocol documents (proto/control.h, its
  * "  cmd ... →" lines) are exactly the table's, so that neither a command
- * nor its documentation is forgotten.
+ * nor its documentation is forgotten.  The plug-ins' own commands
+ * (conf/plugin.h, zx_plugin_admin: postgres's drop-slot) are rows of it,
+ * from the registry.
  */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/plugin.h"
 #include "supervisor/control.h"
 
 #include "tests/unit/check.h"
@@ -55,13 +58,13 @@ static size_t documented(char names[][32], size_t max)
 int main(void)
 {
     size_t rows = 0;
-    for (const sup_command *c = sup_commands; c->name; c++, rows++) {
+    for (const sup_command *c = sup_command_table(); c->name; c++, rows++) {
         CHECK(c->name[0] != '\0');
         CHECK(c->fn != NULL);
         CHECK(c->help && c->help[0] != '\0' && strlen(c->help) < 90);
         CHECK((c->flags & ~(unsigned)KNOWN_FLAGS) == 0);
         CHECK(sup_command_find(c->name) == c);
-        for (const sup_command *d = sup_commands; d != c; d++)
+        for (const sup_command *d = sup_command_table(); d != c; d++)
             if (!strcmp(d->name, c->name))
                 printf("command %s is in the table twice\n", c->name), failures++;
     }
@@ -75,6 +78,17 @@ int main(void)
     CHECK(sup_command_find("feed")->flags & SUP_CMD_OWNS_CONN);
     CHECK(sup_command_find("verify")->flags & SUP_CMD_LONG);
     CHECK(sup_command_find("checkpoints")->flags & SUP_CMD_NAME);
+    /* every plug-in's own command is a row, with a name, from the registry */
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin_admin *a = zx_plugins[i]->admin;
+        if (!a)
+            continue;
+        const sup_command *c = sup_command_find(a->command);
+        CHECK(c != NULL);
+        CHECK(c && (c->flags & SUP_CMD_NAME) && c->help == a->summary);
+        CHECK(zx_plugin_admin_find(a->command, NULL) == a);
+    }
+    CHECK(sup_command_find("drop-slot") != NULL);
 
     char docs[64][32];
     size_t nd = documented(docs, 64);
@@ -82,7 +96,7 @@ int main(void)
         if (!sup_command_find(docs[i]))
             printf("proto/control.h documents command %s, the table has no row for it\n",
                    docs[i]), failures++;
-    for (const sup_command *c = sup_commands; c->name; c++) {
+    for (const sup_command *c = sup_command_table(); c->name; c++) {
         int found = 0;
         for (size_t i = 0; i < nd; i++)
             found |= !strcmp(docs[i], c->name);

@@ -30,7 +30,8 @@
 #include "conf/values.h"
 #include "conf/plugin.h"
 #include "common/segment.h"     /* ZX_SEG_MAX_BYTES, for the ring sizes */
-#include "workers/sources/kafka/kafka_opts.h" /* the sources' own options */
+#include "workers/sources/http/http_opts.h" /* the sources' own options */
+#include "workers/sources/kafka/kafka_opts.h"
 #include "workers/sources/postgres/postgres_opts.h"
 #include "workers/destinations/files/files_opts.h" /* a destination's own options */
 
@@ -38,6 +39,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* p's http options (http_opts.h), or all-zero ones for another source. */
+static const zx_http_opts *HO(const zx_conf_pipeline *p)
+{
+    static const zx_http_opts none;
+    const zx_http_opts *o = zx_http_opts_of(p);
+
+    return o ? o : &none;
+}
 
 static int failures;
 static char tmpdir[64];
@@ -236,11 +246,11 @@ static void test_example(void)
         if (p) {
             CHECK_STR(p->direction, "stream");
             CHECK_STR(p->source, "http");
-            CHECK_STR(p->key, "k-123_secret");
+            CHECK_STR(HO(p)->key, "k-123_secret");
             CHECK_STR(p->table, "web_events");
             CHECK(p->metadata == ZX_META_INGESTED_AT);
-            CHECK(p->ack_commit == 0);
-            CHECK(p->max_body_size == 0);
+            CHECK(HO(p)->ack_commit == 0);
+            CHECK(HO(p)->max_body_size == 0);
             CHECK(p->body_limit == 16u << 20);
             CHECK(p->ring_size == 64u << 20);
             CHECK(p->line == 10 && p->column == 3);
@@ -258,7 +268,7 @@ static void test_example(void)
     c = load(text, ZX_CONF_SKIP_SECRETS, &e);
     CHECK(c != NULL && e.n == 0);
     if (c) {
-        CHECK(c->pipelines[0].key == NULL);
+        CHECK(HO(&c->pipelines[0])->key == NULL);
         CHECK(c->control_socket != NULL);
     }
     zx_conf_free(c);
@@ -321,9 +331,9 @@ static void test_values(void)
         CHECK(c->npipelines == 2);
         CHECK_STR(c->pipelines[0].name, "click-stream");
         CHECK_STR(c->pipelines[0].table, "click_stream");
-        CHECK(c->pipelines[0].ack_commit == 1);
+        CHECK(HO(&c->pipelines[0])->ack_commit == 1);
         CHECK(c->pipelines[0].metadata == (ZX_META_INGESTED_AT | ZX_META_REQUEST_ID));
-        CHECK(c->pipelines[0].max_body_size == 100000000u);
+        CHECK(HO(&c->pipelines[0])->max_body_size == 100000000u);
         CHECK(c->pipelines[0].body_limit == 100000000u);
         CHECK_STR(c->pipelines[1].table, "Other_T");
         CHECK(c->pipelines[1].body_limit == 512u << 10);
@@ -574,7 +584,7 @@ static void test_secrets(void)
     CHECK(c != NULL);
     dump(&e);
     if (c)
-        CHECK_STR(c->pipelines[0].key, "s3cret-file-key");
+        CHECK_STR(HO(&c->pipelines[0])->key, "s3cret-file-key");
     zx_conf_free(c);
 
     c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
@@ -583,7 +593,7 @@ static void test_secrets(void)
     EXPECT_ERR(&e, 5, 10, "missing.key: No such file or directory");
     c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
              "    key: ${file:missing.key}\n", ZX_CONF_SKIP_SECRETS, &e);
-    CHECK(c != NULL && c->pipelines[0].key == NULL);
+    CHECK(c != NULL && HO(&c->pipelines[0])->key == NULL);
     zx_conf_free(c);
 
     /* Bad values never echo the secret. */
@@ -645,7 +655,7 @@ static void test_references(void)
         CHECK_STR(c->data_dir, "/srv/alpha/x");
         CHECK_STR(c->control_socket, "/run/alpha-beta.sock");
         CHECK_STR(c->sqlite_path, "/db/from-file.db");
-        CHECK_STR(c->pipelines[0].key, "k-${env:ZX_T_A}-${env:ZX_T_A}-$$x-$x");
+        CHECK_STR(HO(&c->pipelines[0])->key, "k-${env:ZX_T_A}-${env:ZX_T_A}-$$x-$x");
     }
     zx_conf_free(c);
     /* $${ alone, and a reference made only of escapes */
@@ -698,7 +708,7 @@ static void test_references(void)
     EXPECT_ERR(&e, 5, 10, "the '${' at byte 21 of the value does not start");
     c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
              "    key: x-${env:ZX_T_UNSET}\n", ZX_CONF_SKIP_SECRETS, &e);
-    CHECK(c != NULL && c->pipelines[0].key == NULL);
+    CHECK(c != NULL && HO(&c->pipelines[0])->key == NULL);
     zx_conf_free(c);
 
     /* The file rules hold inside a value: a folder is not a regular file, a
@@ -1097,7 +1107,7 @@ static void test_kafka(void)
     CHECK_STR(p->table, "clicks");
     CHECK(p->metadata == (ZX_META_KEY | ZX_META_PARTITION | ZX_META_OFFSET |
                           ZX_META_TIMESTAMP | ZX_META_INGESTED_AT));
-    CHECK(p->key == NULL && p->ack_commit == 0 && p->max_body_size == 0);
+    CHECK(zx_http_opts_of(p) == NULL);   /* no http options */
     /* a Kafka frame is bounded like a push body: the server's limit */
     CHECK(p->body_limit == 16u << 20);
     CHECK(p->ring_size == 64u << 20);
@@ -1106,7 +1116,7 @@ static void test_kafka(void)
     CHECK(p->line == 10 && p->column == 3);
 
     CHECK_STR(w->source, "http");
-    CHECK_STR(w->key, "webkey");
+    CHECK_STR(HO(w)->key, "webkey");
     CHECK(w->conn == NULL && w->connection == NULL);
     CHECK(w->in_ring_size == 2 * ((16u << 20) + (64u << 10)));
     CHECK(w->shm_size == ZX_SEG_MAX_BYTES(w->in_ring_size, w->ring_size));
@@ -1130,7 +1140,7 @@ static void test_kafka(void)
         CHECK_STR(cn->tls_key, tpath("client.key"));
         CHECK(cn->nprops == 4 && cn->prop_values[2] == NULL);
         CHECK(cn->nprops == 4 && cn->prop_values[0] != NULL);
-        CHECK(c->pipelines[1].key == NULL);
+        CHECK(HO(&c->pipelines[1])->key == NULL);
     }
     zx_conf_free(c);
     /* ... but zxd reports them, never showing a secret. */
@@ -1627,7 +1637,7 @@ static void test_pg_cdc(void)
     CHECK(zx_postgres_opts_of(p)->initial_copy == 1 && p->own && p->history == 0);
     CHECK_STR(p->slot, "zx_shop_cdc");
     CHECK_STR(p->publication, "zx_shop_cdc");
-    CHECK(p->metadata == 0 && p->key == NULL);
+    CHECK(p->metadata == 0 && zx_http_opts_of(p) == NULL);
     CHECK(p->in_ring_size == 0);
     CHECK(p->shm_size == ZX_SEG_MAX_BYTES(0, p->ring_size));
     CHECK(p->line == 6 && p->column == 3);
@@ -2222,7 +2232,7 @@ static void test_syncs(void)
         CHECK(cc && cc->mode == 3 && cc->nkey_cols == 1 && !strcmp(cc->key_cols[0], "id"));
         CHECK(cc && cc->dest_conn && !strcmp(cc->dest_conn->dsn_shown,
                                              "mysql://zx:***@127.0.0.1:3306/shop"));
-        CHECK(w && !zx_conf_is_sync(w) && w->key && !strcmp(w->key, "k123"));
+        CHECK(w && !zx_conf_is_sync(w) && HO(w)->key && !strcmp(HO(w)->key, "k123"));
         const zx_conf_connection *l = zx_conf_find_connection(c, "lite");
         CHECK(l && l->path && l->path[0] == '/' && !l->read_only);
         CHECK(zx_conf_find_connection(c, "ro")->read_only == 1);
@@ -2477,10 +2487,10 @@ static void test_webhook_secret(void)
         dump(&e);
     if (c) {
         const zx_conf_pipeline *p = zx_conf_find(c, "wh");
-        CHECK(p && !p->key && p->webhook_secret &&
-              !strcmp(p->webhook_secret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"));
+        CHECK(p && !HO(p)->key && HO(p)->webhook_secret &&
+              !strcmp(HO(p)->webhook_secret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"));
         p = zx_conf_find(c, "both");
-        CHECK(p && p->key && p->webhook_secret);
+        CHECK(p && HO(p)->key && HO(p)->webhook_secret);
         zx_conf_free(c);
     }
     static const struct {

@@ -1,10 +1,13 @@
 /*
  * test_forget.c — the writer's drop of a removed pipeline's state
- * (workers/writer/forget.h) on a real LMDB store and SQLite workspace: a
- * request waits while the pipeline's segment is still detaching, drops the
- * positions of that pipeline only (workspace and store) once it is gone,
- * is refused when a pipeline of that name is attached again, and a bad
- * message is never queued.
+ * (workers/writer/forget.h) on a real LMDB store and SQLite workspace, and
+ * on the Postgres workspace too when ZX_PG_DSN is set (a schema of its own
+ * in that database, dropped at the end): a request waits while the
+ * pipeline's segment is still detaching, drops the positions and the
+ * parked frames of that pipeline only (workspace and store) once it is
+ * gone, so that a pipeline added again under its name replays none of the
+ * old one's parked changes, is refused when a pipeline of that name is
+ * attached again, and a bad message is never queued.
  */
 #include "workers/writer/forget.h"
 
@@ -13,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <libpq-fe.h>
 
 #include "tests/unit/check.h"
 
@@ -61,11 +66,26 @@ static int has_position(zx_store *st, const char *name)
     return rc == 0;
 }
 
+static int parked_cb(const char *pipeline, const char *table, uint64_t count, uint64_t rows,
+                     uint64_t bytes, uint64_t last_n, void *ctx)
+{
+    (void)rows;
+    (void)bytes;
+    (void)last_n;
+    char *seen = ctx;
+    size_t n = strlen(seen);
+    snprintf(seen + n, 256 - n, "%s.%s:%llu ", pipeline, table, (unsigned long long)count);
+    return 0;
+}
+
 static void put_state(zx_store *st, zx_ws *w, const char *name)
 {
     char err[256];
     CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
     CHECK(zx_ws_position_set(w, name, "t:0", "42", 2, 1) == 0);
+    /* two changes frames its mirror table refused, parked */
+    CHECK(zx_ws_park_put(w, name, "bad", 1, 3, "frame-1", 7, "refused", 1) == 0);
+    CHECK(zx_ws_park_put(w, name, "bad", 2, 1, "frame-2", 7, "refused", 2) == 0);
     CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
     zx_store_txn *t;
     CHECK(zx_store_begin(st, 0, &t) == 0);
@@ -76,21 +96,10 @@ static void put_state(zx_store *st, zx_ws *w, const char *name)
     CHECK(zx_store_commit(t) == 0);
 }
 
-int main(void)
+/* The whole story on workspace w and store st. */
+static void suite(zx_store *st, zx_ws *w)
 {
-    snprintf(dir, sizeof(dir), "/tmp/zx-test-forget-XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    char err[256], path[512];
-    zx_store *st = NULL;
-    CHECK(zx_store_open(dir, 0, 0, &st, err, sizeof(err)) == 0);
-    snprintf(path, sizeof(path), "%s/ws.db", dir);
-    zx_ws *w = zx_ws_open_sqlite(path, "normal", "test", NULL, err, sizeof(err));
-    CHECK(w != NULL);
-    if (!st || !w)
-        return 1;
+    events[0] = '\0';
     put_state(st, w, "gone");
     put_state(st, w, "stays");
 
@@ -117,6 +126,20 @@ int main(void)
     char seen[256] = "";
     CHECK(zx_ws_positions_each(w, count_cb, seen) == 0);
     CHECK(strcmp(seen, "stays ") == 0);
+    /* its parked frames went in the same drop: a pipeline added again as
+     * "gone" finds none to replay; those of "stays" are kept */
+    seen[0] = '\0';
+    CHECK(zx_ws_parked_each(w, parked_cb, seen) == 0);
+    CHECK(strcmp(seen, "stays.bad:2 ") == 0);
+    uint64_t pn = 0;
+    void *frame = NULL;
+    size_t flen = 0;
+    CHECK(zx_ws_park_first(w, "gone", "bad", &pn, &frame, &flen) == 0);
+    free(frame);
+    frame = NULL;
+    CHECK(zx_ws_park_first(w, "stays", "bad", &pn, &frame, &flen) == 1 && pn == 1 &&
+          flen == 7 && frame && memcmp(frame, "frame-1", 7) == 0);
+    free(frame);
     zx_store_txn *t;
     uint64_t rows = 99;
     CHECK(zx_store_begin(st, 1, &t) == 0);
@@ -136,7 +159,60 @@ int main(void)
         zx_forget_add(&f, "{\"name\": \"x\"}");
     CHECK(f.n == ZX_FORGET_MAX);
 
+    /* what is left for the next suite: nothing of "stays" */
+    attached_state = 0;
+    f.n = 0;
+    zx_forget_add(&f, "{\"name\": \"stays\"}");
+    CHECK(zx_forget_run(&f, st, w, state_cb, emit_cb, NULL) == 0);
+}
+
+/* The suite on the Postgres workspace of ZX_PG_DSN, in a schema of its
+ * own (dropped afterwards); says so when it is not set. */
+static void pg_suite(zx_store *st)
+{
+    const char *dsn = getenv("ZX_PG_DSN");
+    if (!dsn || !*dsn) {
+        printf("test_forget: postgres: NOT RUN: ZX_PG_DSN is not set\n");
+        return;
+    }
+    char schema[64], err[256], q[160];
+    snprintf(schema, sizeof(schema), "zxu_forget_%d", (int)getpid());
+    zx_ws *w = zx_ws_open_postgres(dsn, "test-dsn", schema, "zx-test-forget", "test", NULL, err,
+                                   sizeof(err));
+    CHECK(w != NULL);
+    if (!w) {
+        printf("test_forget: postgres: %s\n", err);
+        return;
+    }
+    suite(st, w);
     zx_ws_close(w);
+    PGconn *c = PQconnectdb(dsn);
+    snprintf(q, sizeof(q), "SET client_min_messages = warning; DROP SCHEMA IF EXISTS \"%s\" "
+             "CASCADE", schema);
+    PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, q) : NULL;
+    CHECK(r && PQresultStatus(r) == PGRES_COMMAND_OK);
+    PQclear(r);
+    PQfinish(c);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/zx-test-forget-XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char err[256], path[512];
+    zx_store *st = NULL;
+    CHECK(zx_store_open(dir, 0, 0, &st, err, sizeof(err)) == 0);
+    snprintf(path, sizeof(path), "%s/ws.db", dir);
+    zx_ws *w = zx_ws_open_sqlite(path, "normal", "test", NULL, err, sizeof(err));
+    CHECK(w != NULL);
+    if (!st || !w)
+        return 1;
+    suite(st, w);
+    zx_ws_close(w);
+    pg_suite(st);
     zx_store_close(st);
     unlink(path);
     snprintf(path, sizeof(path), "%s/store.lmdb", dir);

@@ -193,6 +193,226 @@ static void test_lists(void)
     }
 }
 
+/* The names of the source plug-ins with cap, in registry order (kinds:
+ * the connection kinds of the plug-ins of any role with cap, each once),
+ * into out (n slots, NULL-ended); returns the count. */
+static size_t with_cap(unsigned cap, int kinds, const char **out, size_t n)
+{
+    size_t m = 0;
+
+    out[0] = NULL;
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *p = zx_plugins[i];
+        if (!(p->caps & cap))
+            continue;
+        if (!kinds && p->role == ZX_PLUGIN_SOURCE && m + 1 < n) {
+            out[m++] = p->name;
+            out[m] = NULL;
+        }
+        for (size_t k = 0; kinds && p->conn_kinds && p->conn_kinds[k]; k++)
+            if (!listed(out, p->conn_kinds[k]) && m + 1 < n) {
+                out[m++] = p->conn_kinds[k];
+                out[m] = NULL;
+            }
+    }
+    return m;
+}
+
+/* l holds exactly want's names, in its order. */
+static int same_list(const char *const *l, const char *const *want)
+{
+    size_t i;
+
+    for (i = 0; l && l[i] && want[i]; i++)
+        if (strcmp(l[i], want[i]))
+            return 0;
+    return l && !l[i] && !want[i];
+}
+
+/* The core rows several plug-ins share take exactly the plug-ins of a
+ * capability (zx_plugin.caps), their lists derived from the registry (the
+ * same array, not a copy): the stream rows, history, max_parked_bytes,
+ * and a connection's dsn. */
+static void test_caps(void)
+{
+    static const struct { const char *section, *name; unsigned cap; int kinds;
+                          const char *const *list; } rows[] = {
+        {"pipelines.<name>", "table", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "max_tables", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "table_pattern", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "format", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "mode", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "key_columns", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "metadata", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "max_columns", ZX_PLUGIN_STREAM, 0, zx_cf_stream_sources},
+        {"pipelines.<name>", "history", ZX_PLUGIN_MIRROR, 0, zx_cf_mirror_sources},
+        {"pipelines.<name>", "max_parked_bytes", ZX_PLUGIN_PARK, 0, zx_cf_park_sources},
+        {"connections.<name>", "dsn", ZX_PLUGIN_DSN, 1, zx_cf_dsn_kinds},
+    };
+    const char *want[65];
+
+    zx_cf_derive();
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        const zx_cf_option *o = row_named(rows[r].section, rows[r].name);
+        CHECKF(o && o->sources == rows[r].list, "%s.%s: its sources are not the derived list",
+               rows[r].section, rows[r].name);
+        CHECKF(with_cap(rows[r].cap, rows[r].kinds, want, 65) > 0,
+               "no plug-in has the capability of %s", rows[r].name);
+        CHECKF(o && same_list(o->sources, want), "%s.%s: takers are not the plug-ins'",
+               rows[r].section, rows[r].name);
+    }
+    /* the lists as the loader sees them: a source of the capability takes
+     * the row, one without does not */
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *p = zx_plugins[i];
+        if (p->role != ZX_PLUGIN_SOURCE)
+            continue;
+        CHECKF(zx_cf_takes(row_named("pipelines.<name>", "format"), p->name) ==
+               !!(p->caps & ZX_PLUGIN_STREAM), "format, %s", p->name);
+        CHECKF(zx_cf_takes(row_named("pipelines.<name>", "history"), p->name) ==
+               !!(p->caps & ZX_PLUGIN_MIRROR), "history, %s", p->name);
+        CHECKF(zx_cf_takes(row_named("pipelines.<name>", "max_parked_bytes"), p->name) ==
+               !!(p->caps & ZX_PLUGIN_PARK), "max_parked_bytes, %s", p->name);
+    }
+    /* kinds reached by a dsn: not sqlite (a path) nor kafka (brokers) */
+    CHECK(listed(zx_cf_dsn_kinds, "postgres") && listed(zx_cf_dsn_kinds, "mysql"));
+    CHECK(!listed(zx_cf_dsn_kinds, "sqlite") && !listed(zx_cf_dsn_kinds, "kafka"));
+}
+
+/* The distinct names ([a-z_]+) text holds between pre and post, in the
+ * order met, into out (n slots, NULL-ended); returns the count. */
+static size_t tokens(const char *text, const char *pre, const char *post, const char **out,
+                     size_t n, char *store, size_t storelen)
+{
+    size_t m = 0, used = 0;
+
+    out[0] = NULL;
+    for (const char *t = text; t && (t = strstr(t, pre)); ) {
+        t += strlen(pre);
+        size_t len = strspn(t, "abcdefghijklmnopqrstuvwxyz_");
+        if (!len || strncmp(t + len, post, strlen(post)) || used + len + 1 > storelen)
+            continue;
+        memcpy(store + used, t, len);
+        store[used + len] = '\0';
+        if (!listed(out, store + used) && m + 1 < n) {
+            out[m++] = store + used;
+            out[m] = NULL;
+            used += len + 1;
+        }
+    }
+    return m;
+}
+
+/* a and b hold the same names, in any order. */
+static int same_set(const char *const *a, const char *const *b)
+{
+    for (size_t i = 0; a[i]; i++)
+        if (!listed(b, a[i]))
+            return 0;
+    return count(a) == count(b);
+}
+
+/* "`a`, `b` or `c`" (q: the quote around each name) after pre, from l. */
+static const char *spoken(char *buf, size_t len, const char *pre, const char *const *l,
+                          const char *q)
+{
+    size_t off = (size_t)snprintf(buf, len, "%s", pre), n = count(l);
+
+    for (size_t i = 0; i < n && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s",
+                                !i ? "" : i + 1 == n ? " or " : ", ", q, l[i], q);
+    return buf;
+}
+
+static const char *section_help(const char *path)
+{
+    for (size_t s = 0; s < zx_cf_nsections; s++)
+        if (!strcmp(zx_cf_sections[s].path, path))
+            return zx_cf_sections[s].help;
+    return NULL;
+}
+
+static const zx_cf_option *plugin_row(zx_plugin_role role, const char *plugin,
+                                      const char *name)
+{
+    const zx_plugin *p = zx_plugin_find(role, plugin);
+
+    for (size_t i = 0; p && i < p->noptions; i++)
+        if (!strcmp(p->options[i].name, name))
+            return &p->options[i];
+    return NULL;
+}
+
+/* The help texts that name sources, kinds or file formats name exactly the
+ * registry's (they are static: this proves them true). */
+static void test_help_names(void)
+{
+    const char *got[65], *want[65];
+    char store[1024], buf[300];
+    const char *h;
+
+    zx_cf_derive();
+    /* pipelines.<name>: every stream source (a reverse sync, "sync", is
+     * `direction: out` and writes no `source:`) */
+    size_t n = 0;
+    for (size_t i = 0; i < zx_nplugins; i++)
+        if (zx_plugins[i]->role == ZX_PLUGIN_SOURCE && strcmp(zx_plugins[i]->name, "sync"))
+            want[n++] = zx_plugins[i]->name;
+    want[n] = NULL;
+    h = section_help("pipelines.<name>");
+    tokens(h, "`source: ", "`", got, 65, store, sizeof(store));
+    CHECKF(h && same_set(got, want), "pipelines.<name> does not name every source: %s",
+           h ? h : "");
+    CHECK(h && strstr(h, "`direction: out`"));
+
+    /* connections.<name>: every kind, and the sources that take one */
+    h = section_help("connections.<name>");
+    tokens(h, "`kind: ", "`", got, 65, store, sizeof(store));
+    CHECKF(h && same_set(got, zx_cf_conn_kinds), "connections.<name>: kinds: %s", h ? h : "");
+    tokens(h, "`source: ", "`", got, 65, store, sizeof(store));
+    CHECKF(h && same_set(got, zx_cf_conn_sources), "connections.<name>: sources: %s",
+           h ? h : "");
+
+    /* kind: each kind described ("`kafka`: ...") */
+    h = row_named("connections.<name>", "kind")->help;
+    tokens(h, "`", "`:", got, 65, store, sizeof(store));
+    CHECKF(same_set(got, zx_cf_conn_kinds), "kind: %s", h);
+
+    /* connection: "`kafka` for `kafka`", the kinds of each source */
+    h = row_named("pipelines.<name>", "connection")->help;
+    n = 0;
+    for (size_t i = 0; i < zx_nplugins; i++)
+        for (size_t k = 0; zx_plugins[i]->role == ZX_PLUGIN_SOURCE &&
+                           zx_plugins[i]->conn_kinds && zx_plugins[i]->conn_kinds[k]; k++) {
+            snprintf(buf, sizeof(buf), "`%s` for `%s`", zx_plugins[i]->conn_kinds[k],
+                     zx_plugins[i]->name);
+            CHECKF(strstr(h, buf), "connection: no %s: %s", buf, h);
+            n++;
+        }
+    size_t pairs = 0;
+    for (const char *t = h; (t = strstr(t, "` for `")); t++)
+        pairs++;
+    CHECKF(pairs == n, "connection: %zu pairs, the plug-ins have %zu: %s", pairs, n, h);
+
+    /* the table destinations' kinds */
+    spoken(buf, sizeof(buf), "kind ", zx_cf_table_kinds, "`");   /* "kind `a`, ..." */
+    h = section_help("pipelines.<name>.destination");
+    CHECKF(h && strstr(h, buf), "pipelines.<name>.destination does not say %s: %s", buf,
+           h ? h : "");
+    const zx_cf_option *dc = plugin_row(ZX_PLUGIN_SOURCE, "sync", "connection");
+    CHECKF(dc && strstr(dc->help, buf), "destination.connection does not say %s", buf);
+
+    /* the files formats: the plug-in's doc and its format row */
+    const zx_plugin *f = zx_plugin_find(ZX_PLUGIN_DESTINATION, "files");
+    spoken(buf, sizeof(buf), "", zx_file_format_names, "`");
+    CHECKF(f && strstr(f->doc, buf), "files doc does not say %s", buf);
+    const zx_cf_option *fr = plugin_row(ZX_PLUGIN_DESTINATION, "files", "format");
+    tokens(fr ? fr->help : NULL, "`", "`", got, 65, store, sizeof(store));
+    CHECKF(fr && same_set(got, zx_file_format_names), "files format: %s", fr ? fr->help : "");
+    CHECK(!strcmp(zx_file_format_list(buf, sizeof(buf)), "csv, json or parquet") ||
+          count(zx_file_format_names) != 3);
+}
+
 /* The metadata columns: each a source plug-in fills is one the loader
  * knows, and each it knows some source plug-in fills. */
 static void test_metadata(void)
@@ -395,6 +615,75 @@ static void test_own(void)
     zx_conf_free(c4);
 }
 
+/* zx_conf_parked_bound follows ZX_PLUGIN_PARK: a mirror of a plug-in
+ * that parks (kafka, mode latest) gets its max_parked_bytes, one of a
+ * plug-in that does not (http, mode latest) 0. */
+static void test_parked(void)
+{
+    zx_conf *c = load_text("parked.yaml", KAFKA_HEAD
+                           "    mode: latest\n    key_columns: [id]\n"
+                           "    max_parked_bytes: 1MiB\n"
+                           "  h:\n    direction: stream\n    source: http\n"
+                           "    key: abcdefghijklmnop\n    mode: latest\n"
+                           "    key_columns: [id]\n");
+    const zx_conf_pipeline *a = c ? zx_conf_find(c, "a") : NULL;
+    const zx_conf_pipeline *h = c ? zx_conf_find(c, "h") : NULL;
+
+    CHECK(a && h);
+    if (a && h) {
+        CHECK(a->plugin->caps & ZX_PLUGIN_PARK);
+        CHECK(!(h->plugin->caps & ZX_PLUGIN_PARK));
+        CHECK(zx_conf_parked_bound(a) == ZX_CF_MIB);
+        CHECK(zx_conf_parked_bound(h) == 0);
+    }
+    CHECK(zx_conf_parked_bound(NULL) == 0);
+    zx_conf_free(c);
+}
+
+static void count_secret(const char *s, void *arg)
+{
+    const char **seen = arg;
+
+    for (size_t i = 0; i < 4; i++)
+        if (!seen[i]) {
+            seen[i] = s;
+            return;
+        }
+}
+
+/* http's options are its own struct's (ZX_CF_OWN), its secrets among them:
+ * zx_conf_own_secrets gives exactly its key and webhook secret (what
+ * supervisor/scrub.c erases or keeps), a kafka pipeline's own options
+ * none; its body limit comes through the plug-in. */
+static void test_http_own(void)
+{
+    zx_conf *c = load_text("httpown.yaml", KAFKA_HEAD
+                           "  h:\n    direction: stream\n    source: http\n"
+                           "    key: abcdefghijklmnop\n"
+                           "    webhook_secret: \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
+                           "    max_body_size: 2MiB\n");
+    const zx_conf_pipeline *a = c ? zx_conf_find(c, "a") : NULL;
+    const zx_conf_pipeline *h = c ? zx_conf_find(c, "h") : NULL;
+    const zx_plugin *hp = zx_plugin_find(ZX_PLUGIN_SOURCE, "http");
+
+    CHECK(a && h && hp);
+    for (size_t i = 0; hp && i < hp->noptions; i++)
+        CHECKF(hp->options[i].flags & ZX_CF_OWN, "http row %s", hp->options[i].name);
+    if (a && h) {
+        const char *seen[4] = {0};
+        zx_conf_own_secrets(h, count_secret, seen);
+        CHECK(seen[0] && !strcmp(seen[0], "abcdefghijklmnop"));
+        CHECK(seen[1] && !strcmp(seen[1], "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"));
+        CHECK(!seen[2]);
+        const char *none[4] = {0};
+        zx_conf_own_secrets(a, count_secret, none);
+        CHECK(!none[0]);
+        CHECK(h->body_limit == 2 * ZX_CF_MIB);
+        CHECK(a->body_limit == c->http.max_body_size);
+    }
+    zx_conf_free(c);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/zx_test_plugins_XXXXXX");
@@ -404,11 +693,15 @@ int main(void)
     }
     test_registry();
     test_lists();
+    test_caps();
+    test_help_names();
     test_metadata();
     test_formats();
     test_help();
     test_loader();
     test_own();
+    test_parked();
+    test_http_own();
     rmdir(tmpdir);
     if (failures) {
         fprintf(stderr, "test_plugins: %d check(s) failed\n", failures);

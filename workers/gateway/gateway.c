@@ -305,8 +305,8 @@ int zx_gateway_main(const zx_gateway_args *a)
     };
     /* the server-wide body limit is the largest any stream accepts */
     for (size_t i = 0; i < a->conf->npipelines; i++)
-        if (a->conf->pipelines[i].max_body_size > lim.max_body_size)
-            lim.max_body_size = a->conf->pipelines[i].max_body_size;
+        if (a->conf->pipelines[i].body_limit > lim.max_body_size)
+            lim.max_body_size = a->conf->pipelines[i].body_limit;
     /* body bytes held by the whole gateway: counted by the HTTP server */
     lim.max_held_bytes = hc->max_held_bytes ? hc->max_held_bytes
                                             : zx_http_default_max_held(lim.max_body_size);

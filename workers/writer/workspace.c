@@ -142,6 +142,11 @@ int zx_ws_positions_drop(zx_ws *w, const char *pipeline)
     return w->ops->positions_drop(w, pipeline);
 }
 
+int zx_ws_parked_drop(zx_ws *w, const char *pipeline)
+{
+    return w->ops->parked_drop(w, pipeline);
+}
+
 int zx_ws_park_put(zx_ws *w, const char *pipeline, const char *table, uint64_t n,
                    uint64_t rows, const void *frame, size_t len, const char *reason, int64_t now_us)
 {

@@ -204,6 +204,10 @@ int zx_ws_park_del(zx_ws *w, const char *pipeline, const char *table, uint64_t n
 typedef int (*zx_ws_parked_cb)(const char *pipeline, const char *table, uint64_t count,
                                uint64_t rows, uint64_t bytes, uint64_t last_n, void *ctx);
 int zx_ws_parked_each(zx_ws *w, zx_ws_parked_cb cb, void *ctx);
+/* Delete every parked frame of the pipeline, of all its tables (a removed
+ * pipeline's: forget.h), autocommit or inside the open transaction.  0 or
+ * -1. */
+int zx_ws_parked_drop(zx_ws *w, const char *pipeline);
 
 /* Metadata columns (zx_ws_append.metadata bits). */
 #define ZX_WS_META_INGESTED_AT 0x1u  /* "_ingested_at" TIMESTAMP */

@@ -93,6 +93,7 @@ typedef struct ws_ops {
                       void **frame, size_t *len);
     int (*park_del)(zx_ws *w, const char *pipeline, const char *table, uint64_t n);
     int (*parked_each)(zx_ws *w, zx_ws_parked_cb cb, void *ctx);
+    int (*parked_drop)(zx_ws *w, const char *pipeline);
     const char *(*errmsg)(zx_ws *w);
     const char *(*status)(zx_ws *w);        /* NULL: always fine */
 

@@ -705,6 +705,17 @@ static int p_park_del(zx_ws *ws, const char *pipeline, const char *table, uint64
     return r ? 0 : -1;
 }
 
+static int p_parked_drop(zx_ws *ws, const char *pipeline)
+{
+    wsp *w = WSP(ws);
+    char q[256];
+    snprintf(q, sizeof(q), "DELETE FROM %s.\"_zx_parked\" WHERE pipeline = $1", w->qschema);
+    const char *pv[1] = { pipeline };
+    PGresult *r = zx_wsp_exec(w, q, 1, pv);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
 static int p_parked_each(zx_ws *ws, zx_ws_parked_cb cb, void *ctx)
 {
     wsp *w = WSP(ws);
@@ -796,6 +807,7 @@ static const ws_ops pg_ops = {
     .park_put = p_park_put,
     .park_first = p_park_first,
     .park_del = p_park_del,
+    .parked_drop = p_parked_drop,
     .parked_each = p_parked_each,
     .errmsg = p_errmsg,
     .status = p_status,

@@ -483,6 +483,20 @@ static int q_parked_each(zx_ws *ws, zx_ws_parked_cb cb, void *ctx)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
+static int q_parked_drop(zx_ws *ws, const char *pipeline)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(WSQ(ws)->db, "DELETE FROM _zx_parked WHERE pipeline = ?", -1, &st,
+                           NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, pipeline, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
 static int q_positions_drop(zx_ws *ws, const char *pipeline)
 {
     sqlite3_stmt *st = NULL;
@@ -689,6 +703,7 @@ static const ws_ops sqlite_ops = {
     .park_put = q_park_put,
     .park_first = q_park_first,
     .park_del = q_park_del,
+    .parked_drop = q_parked_drop,
     .parked_each = q_parked_each,
     .errmsg = q_errmsg,
     .name_cmp = zx_wsq_name_cmp,

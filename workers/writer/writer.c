@@ -328,6 +328,11 @@ static int forget_state(void *ctx, const char *name)
 
 static void forget_emit(void *ctx, void *ev)
 {
+    json_t *o = ev;
+    const char *event = json_string_value(json_object_get(o, "event"));
+    /* its parked frames went with its state: forget its parked tables */
+    if (event && !strcmp(event, "state_dropped"))
+        wr_pt_forget(ctx, json_string_value(json_object_get(o, "pipeline")));
     wr_emit(ctx, ev);
 }
 

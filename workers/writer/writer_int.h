@@ -221,6 +221,10 @@ int wr_record_progress(writer *w, wpipe *p, const zx_frame_meta *m, uint64_t seq
  * wr_pt_add or wr_pt_load. */
 ptable *wr_pt_find(writer *w, const char *pipeline, const char *table);
 
+/* Forget the entries of pipeline (NULL: none): its parked frames were
+ * dropped with its state (forget.h). */
+void wr_pt_forget(writer *w, const char *pipeline);
+
 /* Read the parked tables' counts from the workspace.  0, or -1
  * (w->pt_stale set: read again before the next frame is applied). */
 int wr_pt_load(writer *w);

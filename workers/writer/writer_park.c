@@ -61,6 +61,18 @@ static int pt_seen(const char *pipeline, const char *table, uint64_t count, uint
     return 0;
 }
 
+void wr_pt_forget(writer *w, const char *pipeline)
+{
+    for (size_t i = 0; pipeline && i < w->npt;) {
+        if (strcmp(w->pt[i].pipeline, pipeline) == 0) {
+            memmove(&w->pt[i], &w->pt[i + 1], (w->npt - i - 1) * sizeof(*w->pt));
+            w->npt--;
+        } else {
+            i++;
+        }
+    }
+}
+
 /* Read the parked tables' counts from the workspace (the truth: a cycle
  * rolled back undid what it parked or replayed), keeping what is known
  * only here (why, retry times, told).  0, or -1 (w->pt_stale set: read

@@ -150,7 +150,9 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
     const char *fmt = o->format ? o->format : "parquet";
     const zx_file_format *ff = zx_file_format_find(fmt), *ef = NULL;
     if (!ff) {
-        zx_seterr(err, errlen, "files %s: unknown format \"%s\" (csv, json or parquet)", path, fmt);
+        char fmts[100];
+        zx_seterr(err, errlen, "files %s: unknown format \"%s\" (%s)", path, fmt,
+                  zx_file_format_list(fmts, sizeof(fmts)));
         goto fail;
     }
     st->fmt = !strcmp(ff->name, "csv") ? FMT_CSV : !strcmp(ff->name, "json") ? FMT_JSON

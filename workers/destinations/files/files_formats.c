@@ -4,6 +4,7 @@
  * (dest_files.c), its option rows (files_plugin.c), conf/ and zxctl.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "workers/destinations/files/files_formats.h"
@@ -19,6 +20,18 @@ const zx_file_format zx_file_formats[] = {
     {NULL, NULL},
 };
 const char *const zx_file_format_names[] = {"csv", "json", "parquet", NULL};
+
+const char *zx_file_format_list(char *buf, size_t len)
+{
+    size_t off = 0, n = sizeof(zx_file_format_names) / sizeof(zx_file_format_names[0]) - 1;
+
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < n && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s",
+                                !i ? "" : i + 1 == n ? " or " : ", ", zx_file_format_names[i]);
+    return buf;
+}
 
 const zx_file_format *zx_file_format_find(const char *name)
 {

@@ -9,6 +9,8 @@
 #ifndef ZX_DEST_FILES_FORMATS_H
 #define ZX_DEST_FILES_FORMATS_H
 
+#include <stddef.h>
+
 typedef struct zx_file_format {
     const char *name;            /* the `format:` value: "csv" */
     const char *const *exts;     /* with the dot, NULL-ended; exts[0] is the
@@ -20,6 +22,9 @@ extern const zx_file_format zx_file_formats[];
 /* Their names, NULL-ended (the `format` row's allowed values). */
 extern const char *const zx_file_format_names[];
 
+/* The formats' names as a person reads them ("csv, json or parquet")
+ * into buf (len bytes, cut); returns buf. */
+const char *zx_file_format_list(char *buf, size_t len);
 /* The format called name, or NULL. */
 const zx_file_format *zx_file_format_find(const char *name);
 /* The extension path ends with among every format's (with the dot), and

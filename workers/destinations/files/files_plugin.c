@@ -59,8 +59,10 @@ static int files_check(zx_cf_check *ck, zx_conf_pipeline *p)
         rc = -1;
     }
     if (!zx_check_written(ck, "destination.files.format")) {
+        char fmts[100];
         zx_check_error(ck, "destination.files", "pipelines.%s: destination.files: missing "
-                       "required field 'format' (csv, json or parquet)", p->name);
+                       "required field 'format' (%s)", p->name,
+                       zx_file_format_list(fmts, sizeof(fmts)));
         rc = -1;
     }
     if (o && zx_check_abspath(ck, "destination.files.path", &o->path) < 0)

@@ -48,6 +48,7 @@ static int mysql_check_connection(zx_cf_check *ck, zx_conf_connection *c)
 const zx_plugin zx_plugin_dest_mysql = {
     .name = "mysql",
     .role = ZX_PLUGIN_DESTINATION,
+    .caps = ZX_PLUGIN_DSN,
     .conn_kinds = conn_kinds,
     .dest = &zx_dest_mysql,
     .doc = "a table of a `kind: mysql` connection (MySQL or MariaDB).",

@@ -38,6 +38,7 @@ static int pg_check_connection(zx_cf_check *ck, zx_conf_connection *c)
 const zx_plugin zx_plugin_dest_postgres = {
     .name = "postgres",
     .role = ZX_PLUGIN_DESTINATION,
+    .caps = ZX_PLUGIN_DSN,
     .conn_kinds = conn_kinds,
     .dest = &zx_dest_postgres,
     .doc = "a table of a `kind: postgres` connection.",

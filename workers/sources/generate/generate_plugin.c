@@ -97,6 +97,7 @@ static int gen_test(const zx_conf *conf, const zx_conf_pipeline *p,
 const zx_plugin zx_plugin_generate = {
     .name = "generate",
     .role = ZX_PLUGIN_SOURCE,
+    .caps = 0,  /* its `table` is a row of its own; no stream rows, no mirrors */
     .doc = "rows made from a template of `fields` (sequence numbers, random numbers "
            "in a range, choices, timestamps, UUIDs, a fixed JSON value), at `rate` or "
            "as fast as they are taken, optionally `count` rows in all: a datagen for "

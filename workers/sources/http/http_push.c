@@ -34,6 +34,7 @@
 #include "proto/frame.h"
 #include "proto/push.h"
 #include "workers/sources/debezium/debezium.h"
+#include "workers/sources/http/http_opts.h"
 #include "store/store.h"
 
 /* A reply waiting for the writer to acknowledge frame `seq`. */
@@ -269,7 +270,8 @@ static int handle(worker *w, const void *rec, size_t len)
     char rid[ZX_PUSH_RID_MAX + 1];
     memcpy(rid, v.rid, h->rid_len);
     rid[h->rid_len] = '\0';
-    int wait_commit = (h->flags & ZX_PUSH_WAIT_COMMIT) || w->a->pipeline->ack_commit;
+    const zx_http_opts *o = zx_http_opts_of(w->a->pipeline);
+    int wait_commit = (h->flags & ZX_PUSH_WAIT_COMMIT) || (o && o->ack_commit);
     if (h->deadline_mono_us && zx_mono_us() > h->deadline_mono_us) {
         /* the gateway has given up on this request: write nothing */
         reply_error(w, h->req_id, 503, "stream is busy; nothing was written, retry later");

@@ -166,6 +166,7 @@ static const zx_cf_option options[] = {
 const zx_plugin zx_plugin_kafka = {
     .name = "kafka",
     .role = ZX_PLUGIN_SOURCE,
+    .caps = ZX_PLUGIN_STREAM | ZX_PLUGIN_MIRROR | ZX_PLUGIN_PARK,
     .conn_kinds = conn_kinds,
     .metadata = metadata,
     .check = kafka_check,

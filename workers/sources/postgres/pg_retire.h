@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "conf/config.h"
+#include "conf/plugin.h"
 #include "workers/sources/postgres/pg_slot.h"
 
 /* Drop p's slot (p->slot) and its publication (p->publication, if zx made
@@ -38,5 +39,17 @@ const char *zx_pg_retire_subject(const zx_conf_pipeline *p);
  * users, which a drop leaves alone on their database.  Returns how many. */
 size_t zx_pg_slot_users(const zx_conf *conf, const char *slot, const char *publication,
                         zx_pg_slot_user *users);
+
+/* `zxctl drop-slot NAME [--connection CONN]` (zx_plugin.admin of `source:
+ * postgres`): drop replication slot NAME left behind, and the publication
+ * of the same name if zx made it (pg_slot.h's rules), on connection CONN
+ * or on every postgres connection configured.  check refuses a bad slot
+ * name, an unknown or non-postgres connection, the slot of a configured
+ * pipeline (on that connection, or any without --connection), or a
+ * configuration without postgres connections.  run answers "result" (one
+ * line per connection it was dropped on) and "dropped_on" (their names);
+ * or "error" (the first failure, or that no connection has it, naming
+ * those looked at) and "errors" (the other lines). */
+extern const zx_plugin_admin zx_pg_admin_drop_slot;
 
 #endif
