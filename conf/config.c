@@ -87,13 +87,14 @@ static const char *peek_source(zx_cf_ctx *x, const yaml_node_t *n)
     return src;
 }
 
-static const zx_cf_section *find_section(const char *path)
+/* The section at path and its index (zx_cf_sec), or NULL. */
+static const zx_cf_section *find_section(const char *path, size_t *idx)
 {
-    size_t i;
-
-    for (i = 0; i < zx_cf_nsections; i++)
-        if (!strcmp(zx_cf_sections[i].path, path))
-            return &zx_cf_sections[i];
+    for (size_t i = 0; i < zx_cf_nsecs(); i++)
+        if (!strcmp(zx_cf_sec(i)->path, path)) {
+            *idx = i;
+            return zx_cf_sec(i);
+        }
     return NULL;
 }
 
@@ -122,9 +123,9 @@ const yaml_node_t *zx_cf_where_opt(const zx_cf_where *w, const char *sec,
 
 const yaml_node_t *zx_cf_where_sec(const zx_cf_where *w, const char *path)
 {
-    const zx_cf_section *s = find_section(path);
+    size_t i;
 
-    return s ? w->sec[s - zx_cf_sections] : NULL;
+    return find_section(path, &i) ? w->sec[i] : NULL;
 }
 
 /* Section path of child `k` of `path` ("" is the top level). */
@@ -141,8 +142,8 @@ static size_t allowed_keys(const char *path, const char **names, size_t max)
     for (i = 0; i < zx_cf_nrows() && n < max; i++)
         if (!strcmp(zx_cf_row(i)->section, path))
             names[n++] = zx_cf_row(i)->name;
-    for (i = 0; i < zx_cf_nsections && n < max; i++) {
-        const char *sp = zx_cf_sections[i].path, *rest;
+    for (i = 0; i < zx_cf_nsecs() && n < max; i++) {
+        const char *sp = zx_cf_sec(i)->path, *rest;
         if (plen && (strncmp(sp, path, plen) || sp[plen] != '.'))
             continue;
         rest = plen ? sp + plen + 1 : sp;
@@ -222,6 +223,36 @@ static const cf_named *cf_named_of(int target)
     return NULL;
 }
 
+/* Sub-section `path` is written in pipeline pl: when it is a destination
+ * plug-in's own (zx_cf_section_dest), that plug-in is pl's destination,
+ * with its own options struct (zeroed, then its rows' defaults), where the
+ * walk sets its rows.  A second destination's is reported at kn, and not
+ * walked.  0; -1 when the sub-section is not to be walked. */
+static int cf_dest_own(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
+                       const char *path)
+{
+    const zx_plugin *pg = zx_cf_section_dest(path);
+
+    if (!pg)
+        return 0;
+    if (pl->dest_plugin) {
+        zx_cf_error_at(x, kn, "pipelines.%s: destination: write one destination, not "
+                       "both %s and %s", pl->name, pl->dest_plugin->name, pg->name);
+        return -1;
+    }
+    pl->dest_plugin = pg;
+    if (!pg->opts_size)
+        return 0;
+    if (!(pl->dest_own = calloc(1, pg->opts_size))) {
+        zx_cf_error_at(x, kn, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < pg->noptions; i++)
+        if (pg->options[i].flags & ZX_CF_OWN)
+            zx_cf_set_default(x, &pg->options[i], pl->dest_own);
+    return 0;
+}
+
 /* Walk mapping n as section `path` (called `disp` in messages), setting
  * options in base and recording in w where each was written.  `entry`:
  * the name of the named-map entry being walked (it replaces "<name>" in
@@ -247,7 +278,7 @@ static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
         yaml_node_t *kn = zx_cf_node(x, p->key), *vn = zx_cf_node(x, p->value);
         const char *k = zx_cf_scalar(kn), *tpl;
         const zx_cf_section *sec;
-        size_t oi;
+        size_t oi, si = 0;
 
         if (!k) {
             zx_cf_error_at(x, kn, "keys must be plain words, got %s",
@@ -273,12 +304,14 @@ static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
             continue;
         }
         child_path(sub, sizeof(sub), path, k);
-        sec = strchr(k, '.') ? NULL : find_section(sub);
+        sec = strchr(k, '.') ? NULL : find_section(sub, &si);
         if (!sec || strchr(k, '<')) {
             unknown_key(x, kn, path, disp, k);
             continue;
         }
-        w->sec[sec - zx_cf_sections] = vn;
+        if (sec->target == ZX_CF_PIPELINE && cf_dest_own(x, kn, base, sub) < 0)
+            continue;
+        w->sec[si] = vn;
         if (sec->named_map) {
             walk_named(x, ld, sec, vn);
             continue;
@@ -349,7 +382,7 @@ static int cf_own_alloc(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *p
 /* Free the own struct of pl (its strings and lists too); NULL ok. */
 static void cf_own_drop(zx_conf_pipeline *pl)
 {
-    zx_cf_free_own(pl);
+    zx_cf_free_opts(pl->plugin, &pl->own);
     pl->plugin = NULL;
 }
 

@@ -234,13 +234,11 @@ typedef struct zx_conf_pipeline {
                                 zx_cron_parse; NULL = only by hand/API */
     char *dest_connection;   /* `destination.connection`: a connection of
                                 kind postgres, mysql or sqlite; NULL for
-                                files */
-    const zx_conf_connection *dest_conn; /* resolved; NULL for files */
+                                a destination of its own sub-section */
+    const zx_conf_connection *dest_conn; /* resolved; NULL without connection */
     char *dest_table;        /* `destination.table`, with a connection */
-    char *dest_path;         /* `destination.files.path`: absolute
-                                (relative to the config file's folder) */
-    char *dest_format;       /* "csv" | "json" | "parquet" */
-    char *dest_compression;  /* parquet: "zstd" (default) | "snappy" | "none" */
+    /* the other destinations' options (`destination.files: {path, format,
+     * compression}`...) are their plug-in's own: dest_own */
     uint32_t batch_rows;     /* rows per batch sent (default 10000) */
     uint32_t query_timeout_ms; /* `query_timeout`: the query's deadline;
                                 0 = server.sync_query_timeout */
@@ -252,6 +250,20 @@ typedef struct zx_conf_pipeline {
                                 configuration with errors is built */
     void *own;               /* that plug-in's own options struct (its
                                 opts_size bytes, its ZX_CF_OWN rows set),
+                                owned by the zx_conf; NULL when it has none */
+    const struct zx_plugin *dest_plugin; /* a reverse sync's destination
+                                plug-in (role ZX_PLUGIN_DESTINATION): the one
+                                whose sub-section `destination.<its name>`
+                                is written (set by the walk, so a plug-in's
+                                check sees it), or for `destination:
+                                {connection, table}` the plug-in of the
+                                connection's kind (set once connections are
+                                resolved: NULL before, and in checks).  NULL
+                                when none is written (streams) */
+    void *dest_own;          /* that plug-in's own options struct (its
+                                opts_size bytes, its ZX_CF_OWN rows set,
+                                e.g. workers/destinations/files/files_opts.h),
+                                allocated when its sub-section is written;
                                 owned by the zx_conf; NULL when it has none */
     int line, column;        /* where the pipeline's name is written (1-based) */
 } zx_conf_pipeline;
@@ -396,8 +408,9 @@ void zx_conf_free(zx_conf *c);
  * until zx_conf_free(c). */
 const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name);
 /* Each secret of p's own options (the string rows of its plug-in flagged
- * ZX_CF_OWN and ZX_CF_SECRET: http's key and webhook_secret) that is set:
- * fn(secret, arg), in row order.  The strings are p's (owned by its
+ * ZX_CF_OWN and ZX_CF_SECRET: http's key and webhook_secret; then those of
+ * its destination plug-in's, in dest_own) that is set: fn(secret, arg), in
+ * row order.  The strings are p's (owned by its
  * zx_conf).  p NULL, or without own options: none. */
 void zx_conf_own_secrets(const zx_conf_pipeline *p, void (*fn)(const char *s, void *arg),
                          void *arg);
@@ -537,9 +550,11 @@ typedef struct zx_cf_section {
     const char *help;
 } zx_cf_section;
 
-#define ZX_CF_MAX_SECTIONS 24
+#define ZX_CF_MAX_SECTIONS 32
 extern const zx_cf_option zx_cf_options[];
 extern const size_t zx_cf_noptions;
+/* the core's sections (options.c); every section, those of the
+ * destination plug-ins' own sub-sections after them, is zx_cf_sec */
 extern const zx_cf_section zx_cf_sections[];
 extern const size_t zx_cf_nsections;
 
@@ -549,8 +564,12 @@ extern const size_t zx_cf_nsections;
  * zx_cf_row_owner: the plug-in whose rows hold o, NULL for a core row.
  * zx_cf_row_base: where the field of o lives for the struct at base (of
  * o's section's target): base; for a ZX_CF_OWN row, the pipeline's own
- * struct when base is a pipeline of o's plug-in that has one, else NULL
- * (the row is not this pipeline's: nothing to set, free or compare). */
+ * struct when base is a pipeline of o's plug-in that has one (a source's:
+ * own; a destination's: dest_own), else NULL (the row is not this
+ * pipeline's: nothing to set, free or compare).
+ * zx_cf_section_dest: the destination plug-in whose own sub-section is
+ * the section at path ("pipelines.<name>.destination.<its name>"), NULL
+ * for any other section. */
 /* The lists derived from the plug-ins (conf/plugin.h), NULL-ended, filled
  * once by zx_cf_derive (zx_cf_nrows calls it; safe from any thread): the
  * values of `source:`; of a connection's `kind:` (every plug-in's
@@ -572,6 +591,14 @@ size_t zx_cf_nrows(void);
 const zx_cf_option *zx_cf_row(size_t i);
 const struct zx_plugin *zx_cf_row_owner(const zx_cf_option *o);
 void *zx_cf_row_base(const zx_cf_option *o, void *base);
+const struct zx_plugin *zx_cf_section_dest(const char *path);
+/* Every section, by one index (that of zx_cf_where.sec): the core's
+ * (zx_cf_sections), then "pipelines.<name>.destination.<its name>" of
+ * each destination plug-in with a section_doc (conf/plugin.h), in the
+ * order of zx_plugins.  zx_cf_sec: the section at i, NULL past the last;
+ * valid for the process's life. */
+size_t zx_cf_nsecs(void);
+const zx_cf_section *zx_cf_sec(size_t i);
 
 /* 1 when name is a value of a connection's `kind:`, else 0. */
 int zx_cf_conn_kind_ok(const char *name);
@@ -625,11 +652,14 @@ void zx_cf_free_strs(char **v, size_t n);
 /* Free every field the table describes for `target` in base (strings,
  * lists, properties), leaving them NULL / 0. */
 void zx_cf_free_fields(int target, void *base);
-/* A pipeline's own options struct (conf/plugin.h): free it with every
- * string and list its plug-in's ZX_CF_OWN rows describe, and set own to
- * NULL (NULL ok); 1 when a's and b's own structs hold equal values by
- * those rows (both NULL: equal; the plug-ins are compared by the caller),
- * else 0. */
+/* A pipeline's own options structs (conf/plugin.h): its source's (own)
+ * and its destination's (dest_own).  zx_cf_free_opts frees *own with every
+ * string and list plug-in pg's ZX_CF_OWN rows describe, and sets *own to
+ * NULL (NULL ok).  zx_cf_free_own does so for both of pl's.
+ * zx_cf_own_same: 1 when a's and b's own structs (both) hold equal values
+ * by those rows (both NULL: equal; the plug-ins are compared by the
+ * caller), else 0. */
+void zx_cf_free_opts(const struct zx_plugin *pg, void **own);
 void zx_cf_free_own(zx_conf_pipeline *pl);
 int zx_cf_own_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b);
 /* Free or zero the field of option o in base (NULL / 0). */
@@ -690,13 +720,11 @@ void zx_cf_check_slots(zx_cf_ctx *x, const zx_conf *c);
 void zx_cf_check_tables(zx_cf_ctx *x, const zx_conf *c,
                         const yaml_node_t *const *tables_node);
 void zx_cf_check_templates(zx_cf_ctx *x, const zx_conf *c);
-/* syncs.c: the checks of one reverse sync once walked, and, once the
- * whole file is walked, each sync's author and destination connection and
- * each API token's syncs (dest_conn_node[i]: where pipeline i wrote
+/* syncs.c: once the whole file is walked, each sync's author and
+ * destination connection (setting dest_conn and dest_plugin) and each API
+ * token's syncs (dest_conn_node[i]: where pipeline i wrote
  * destination.connection; syncs_node[i]: where token i wrote syncs; either
  * array may be NULL). */
-void zx_cf_check_sync(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
-                      const zx_cf_where *w);
 void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c,
                          const yaml_node_t *const *dest_conn_node,
                          const yaml_node_t *const *syncs_node);

@@ -219,8 +219,6 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         check_own_sections(x, pl, w);
     /* the checks of a family of options, for the sources that take it
      * (their rows say which: no source is named here) */
-    if (src && takes_option(pl, "query"))
-        zx_cf_check_sync(x, kn, pl, w);
     if (src && takes_option(pl, "format"))
         check_stream(x, pl, w);
 
@@ -229,6 +227,10 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
      * the table are set; a source refused already has no plug-in */
     if (src && pl->plugin == src)
         zx_cf_run_check(x, kn, pl, w, src->check);
+    /* and its destination plug-in's, when it wrote that one's sub-section
+     * (a connection's table destination is known once connections are) */
+    if (pl->dest_plugin)
+        zx_cf_run_check(x, kn, pl, w, pl->dest_plugin->check);
 }
 
 /* The options and sub-sections (sasl, tls) of a connection that its kind

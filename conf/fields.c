@@ -617,20 +617,26 @@ void zx_cf_free_fields(int target, void *base)
     }
 }
 
-void zx_cf_free_own(zx_conf_pipeline *pl)
+void zx_cf_free_opts(const zx_plugin *pg, void **own)
 {
-    const zx_plugin *pg = pl ? pl->plugin : NULL;
-
-    if (!pl || !pl->own)
+    if (!*own)
         return;
     for (size_t i = 0; pg && i < pg->noptions; i++) {
         const zx_cf_option *o = &pg->options[i];
         if ((o->flags & ZX_CF_OWN) && (is_str_type(o->type) || is_list_type(o->type) ||
                                        o->type == ZX_CF_PROPS))
-            zx_cf_clear_field(o, pl->own);
+            zx_cf_clear_field(o, *own);
     }
-    free(pl->own);
-    pl->own = NULL;
+    free(*own);
+    *own = NULL;
+}
+
+void zx_cf_free_own(zx_conf_pipeline *pl)
+{
+    if (!pl)
+        return;
+    zx_cf_free_opts(pl->plugin, &pl->own);
+    zx_cf_free_opts(pl->dest_plugin, &pl->dest_own);
 }
 
 static int str_same(const char *a, const char *b)
@@ -689,16 +695,22 @@ int zx_cf_fields_same(int target, const void *a, const void *b)
     return 1;
 }
 
-int zx_cf_own_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
+/* 1 when own structs a (of plug-in pa) and b (of pb) hold equal values by
+ * their plug-in's ZX_CF_OWN rows; both NULL: equal. */
+static int opts_same(const zx_plugin *pa, const void *a, const zx_plugin *pb, const void *b)
 {
-    const zx_plugin *pg = a->plugin;
-
-    if (!a->own || !b->own)
-        return a->own == b->own;
-    if (pg != b->plugin)
+    if (!a || !b)
+        return a == b;
+    if (pa != pb)
         return 0;
-    for (size_t i = 0; pg && i < pg->noptions; i++)
-        if ((pg->options[i].flags & ZX_CF_OWN) && !row_same(&pg->options[i], a->own, b->own))
+    for (size_t i = 0; pa && i < pa->noptions; i++)
+        if ((pa->options[i].flags & ZX_CF_OWN) && !row_same(&pa->options[i], a, b))
             return 0;
     return 1;
+}
+
+int zx_cf_own_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
+{
+    return opts_same(a->plugin, a->own, b->plugin, b->own) &&
+           opts_same(a->dest_plugin, a->dest_own, b->dest_plugin, b->dest_own);
 }

@@ -86,20 +86,28 @@ uint64_t zx_conf_parked_bound(const zx_conf_pipeline *p)
     return p->max_parked_bytes;
 }
 
-void zx_conf_own_secrets(const zx_conf_pipeline *p, void (*fn)(const char *s, void *arg),
-                         void *arg)
+/* Each set secret string of plug-in pl's own rows in its struct own. */
+static void own_secrets(const zx_plugin *pl, const void *own,
+                        void (*fn)(const char *s, void *arg), void *arg)
 {
-    const zx_plugin *pl = p ? p->plugin : NULL;
-
-    for (size_t i = 0; pl && p->own && i < pl->noptions; i++) {
+    for (size_t i = 0; pl && own && i < pl->noptions; i++) {
         const zx_cf_option *o = &pl->options[i];
         if ((o->flags & (ZX_CF_OWN | ZX_CF_SECRET)) != (ZX_CF_OWN | ZX_CF_SECRET) ||
             (o->type != ZX_CF_STRING && o->type != ZX_CF_DSN))
             continue;
-        const char *s = *(char *const *)((const char *)p->own + o->offset);
+        const char *s = *(char *const *)((const char *)own + o->offset);
         if (s)
             fn(s, arg);
     }
+}
+
+void zx_conf_own_secrets(const zx_conf_pipeline *p, void (*fn)(const char *s, void *arg),
+                         void *arg)
+{
+    if (!p)
+        return;
+    own_secrets(p->plugin, p->own, fn, arg);
+    own_secrets(p->dest_plugin, p->dest_own, fn, arg);   /* a sync's destination's */
 }
 
 const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,

@@ -130,12 +130,7 @@ const zx_cf_section zx_cf_sections[] = {
      "The schema registry of a Kafka stream with `format: debezium` and "
      "`encoding: avro` (Confluent's API, which Apicurio and Karapace also "
      "serve)."},
-    {"pipelines.<name>.destination.files", ZX_CF_PIPELINE, 0, NULL,
-     "Files: each run writes under a temporary name in the folder and "
-     "renames into place, so no partial file is ever visible. `replace`: "
-     "`<path>/<sync>.<ext>` (or `path` itself when it ends with the "
-     "format's extension); the other modes: a new file per run, "
-     "`<sync>-<run id>.<ext>`."},
+    /* then each destination plug-in's own sub-section (zx_cf_sec) */
 };
 const size_t zx_cf_nsections = sizeof(zx_cf_sections) / sizeof(zx_cf_sections[0]);
 _Static_assert(sizeof(zx_cf_sections) / sizeof(zx_cf_sections[0]) <=
@@ -542,8 +537,8 @@ int zx_cf_target(const char *path)
 {
     size_t s;
 
-    for (s = 0; s < zx_cf_nsections; s++)
-        if (!strcmp(zx_cf_sections[s].path, path))
-            return zx_cf_sections[s].target;
+    for (s = 0; s < zx_cf_nsecs(); s++)
+        if (!strcmp(zx_cf_sec(s)->path, path))
+            return zx_cf_sec(s)->target;
     return -1;
 }

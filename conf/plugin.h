@@ -118,6 +118,13 @@ typedef struct zx_plugin {
     /* appended: a control command of its own (`zxctl drop-slot`), or NULL:
      * zx_plugin_admin below */
     const struct zx_plugin_admin *admin;
+    /* A destination written as a sub-section of its own, `destination:
+     * {<its name>: {...}}` (files): that sub-section's paragraph in
+     * conf/OPTIONS.md.  Set, the loader knows the section
+     * "pipelines.<name>.destination.<its name>" (its rows' section) from
+     * it, and sets its ZX_CF_OWN rows into the sync's p->dest_own.  NULL:
+     * a table destination, named by a connection's kind. */
+    const char *section_doc;
 } zx_plugin;
 
 /* zx_plugin.caps */

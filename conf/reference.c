@@ -158,8 +158,8 @@ void zx_conf_write_reference(FILE *out)
           "Every other `${`\n"
           "  must start a valid reference. Resolved values never appear in "
           "error messages.\n", out);
-    for (s = 0; s < zx_cf_nsections; s++) {
-        const zx_cf_section *sec = &zx_cf_sections[s];
+    for (s = 0; s < zx_cf_nsecs(); s++) {
+        const zx_cf_section *sec = zx_cf_sec(s);
         /* a pipeline's options say which sources take them, a
          * connection's which kinds */
         int any = 0, pipe = sec->target == ZX_CF_PIPELINE && !sec->named_map;

@@ -10,7 +10,9 @@
  * connection's `kind:`, the sources that read through a connection, the
  * kinds a table destination writes to, and those of a capability
  * (zx_plugin.caps): the stream sources, those that keep mirrors with
- * history or park changes, the kinds reached by a dsn.
+ * history or park changes, the kinds reached by a dsn; and every section:
+ * the core's, then each destination plug-in's own sub-section (its
+ * section_doc).
  *
  * It must never: hold rows itself, or read YAML.
  */
@@ -19,6 +21,7 @@
 #include "conf/plugin.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,14 +61,67 @@ const zx_plugin *zx_cf_row_owner(const zx_cf_option *o)
 void *zx_cf_row_base(const zx_cf_option *o, void *base)
 {
     const zx_conf_pipeline *p = base;
+    const zx_plugin *pg;
 
     if (!(o->flags & ZX_CF_OWN))
         return base;
-    /* an own row lives in the own struct of its plug-in's pipelines only */
-    if (zx_cf_target(o->section) != ZX_CF_PIPELINE || !p->own ||
-        p->plugin != zx_cf_row_owner(o))
+    /* an own row lives in the own struct of its plug-in's pipelines only:
+     * a source's in own, a destination's in dest_own */
+    if (zx_cf_target(o->section) != ZX_CF_PIPELINE || !(pg = zx_cf_row_owner(o)))
         return NULL;
-    return p->own;
+    if (pg->role == ZX_PLUGIN_DESTINATION)
+        return p->dest_plugin == pg ? p->dest_own : NULL;
+    return p->plugin == pg ? p->own : NULL;
+}
+
+#define DEST_SECTION "pipelines.<name>.destination."
+
+const zx_plugin *zx_cf_section_dest(const char *path)
+{
+    const zx_plugin *pg;
+
+    if (!path || strncmp(path, DEST_SECTION, sizeof(DEST_SECTION) - 1))
+        return NULL;
+    pg = zx_plugin_find(ZX_PLUGIN_DESTINATION, path + sizeof(DEST_SECTION) - 1);
+    return pg && pg->section_doc ? pg : NULL;
+}
+
+/* ---- sections: the core's, then the destinations' own ----------------- */
+
+static zx_cf_section dest_secs[ZX_CF_MAX_SECTIONS];
+static char dest_paths[ZX_CF_MAX_SECTIONS][96];
+static size_t ndest_secs;
+
+/* derive(): a section for each destination plug-in with a sub-section of
+ * its own (as many as zx_cf_where.sec has room for: test_plugins checks
+ * that every one got its section) */
+static void derive_sections(void)
+{
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *p = zx_plugins[i];
+        size_t n = ndest_secs;
+        if (p->role != ZX_PLUGIN_DESTINATION || !p->section_doc ||
+            zx_cf_nsections + n >= ZX_CF_MAX_SECTIONS)
+            continue;
+        snprintf(dest_paths[n], sizeof(dest_paths[n]), DEST_SECTION "%s", p->name);
+        dest_secs[n] = (zx_cf_section){dest_paths[n], ZX_CF_PIPELINE, 0, NULL, p->section_doc};
+        ndest_secs++;
+    }
+}
+
+size_t zx_cf_nsecs(void)
+{
+    zx_cf_derive();
+    return zx_cf_nsections + ndest_secs;
+}
+
+const zx_cf_section *zx_cf_sec(size_t i)
+{
+    zx_cf_derive();
+    if (i < zx_cf_nsections)
+        return &zx_cf_sections[i];
+    i -= zx_cf_nsections;
+    return i < ndest_secs ? &dest_secs[i] : NULL;
 }
 
 zx_cf_where *zx_cf_where_new(void)
@@ -139,6 +195,7 @@ static void derive(void)
                 add_name(zx_cf_dsn_kinds, p->conn_kinds[k]);
         }
     }
+    derive_sections();
 }
 
 void zx_cf_derive(void)

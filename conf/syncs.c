@@ -1,8 +1,11 @@
 /*
  * syncs.c — the checks of reverse syncs (`direction: out`), authors and
- * API tokens that span several options or entries: a sync's destination
- * (a table of a connection, or files), its key against its mode, its
- * schedule (cron), its author; an API token's syncs.
+ * API tokens that span entries, once the whole file is walked: a sync's
+ * author, its destination's connection (and so its destination plug-in),
+ * its files against the folders zx may write and the other syncs'
+ * outputs; an API token's syncs.  A sync's own options (destination,
+ * mode and key, schedule) are its plug-in's check
+ * (workers/syncs/sync_check.c); a destination's own, its plug-in's.
  *
  * It must never: set an option from YAML (fields.c does), run a query, or
  * open a destination.
@@ -11,16 +14,12 @@
 #include "conf/config.h"
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_formats.h"
-#include "common/cron.h"
+#include "workers/destinations/files/files_opts.h"
 #include "common/fileroots.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The zx_sync_mode numbers (workers/destinations/dest.h): the order of `modes`
- * in workers/syncs/sync_plugin.c. */
-enum { MODE_UPSERT = 2, MODE_MIRROR = 3 };
 
 int zx_conf_is_sync(const zx_conf_pipeline *p)
 {
@@ -156,85 +155,19 @@ int zx_conf_check_files_path(const zx_conf *c, const char *self, const char *pat
     }
     for (size_t i = 0; c && i < c->npipelines; i++) {
         const zx_conf_pipeline *p = &c->pipelines[i];
-        if (!zx_conf_is_sync(p) || !p->dest_path || !p->name || (self && !strcmp(p->name, self)))
+        const zx_files_opts *fo = zx_files_opts_of(p);
+        if (!zx_conf_is_sync(p) || !fo || !fo->path || !p->name ||
+            (self && !strcmp(p->name, self)))
             continue;
-        if (outputs_meet(self ? self : "", path, fmt, p->name, p->dest_path,
-                         p->dest_format ? p->dest_format : "parquet")) {
+        if (outputs_meet(self ? self : "", path, fmt, p->name, fo->path,
+                         fo->format ? fo->format : "parquet")) {
             snprintf(err, errlen, "%s would write over the output of sync %s (destination "
                      "files path %s): give each its own file or folder", path, p->name,
-                     p->dest_path);
+                     fo->path);
             return -1;
         }
     }
     return 0;
-}
-
-void zx_cf_check_sync(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
-                      const zx_cf_where *w)
-{
-    const char *e = "pipelines.<name>", *d = "pipelines.<name>.destination";
-    const char *f = "pipelines.<name>.destination.files";
-    const yaml_node_t *dn = zx_cf_where_sec(w, d), *fn = zx_cf_where_sec(w, f);
-    const yaml_node_t *cn = zx_cf_where_opt(w, d, "connection");
-    const yaml_node_t *tn = zx_cf_where_opt(w, d, "table");
-    const yaml_node_t *mn = zx_cf_where_opt(w, e, "mode");
-    const yaml_node_t *sn = zx_cf_where_opt(w, e, "schedule");
-    char err[200];
-
-    if (!dn)
-        zx_cf_error_at(x, kn, "pipeline %s: missing required field 'destination' "
-                       "({connection: C, table: T} or {files: {path: P, format: F}})",
-                       pl->name);
-    else if (cn && fn)
-        zx_cf_error_at(x, fn, "pipelines.%s: destination: write connection (and "
-                       "table) or files, not both", pl->name);
-    else if (!cn && !fn)
-        zx_cf_error_at(x, dn, "pipelines.%s: destination needs connection and "
-                       "table, or files", pl->name);
-    else if (cn && !tn)
-        zx_cf_error_at(x, dn, "pipelines.%s: destination: missing required field "
-                       "'table' (the table of connection %s to write)", pl->name,
-                       pl->dest_connection ? pl->dest_connection : "?");
-    if (tn && !cn)
-        zx_cf_error_at(x, tn, "pipelines.%s: destination.table needs "
-                       "destination.connection", pl->name);
-    if (fn) {
-        if (!zx_cf_where_opt(w, f, "path"))
-            zx_cf_error_at(x, fn, "pipelines.%s: destination.files: missing "
-                           "required field 'path'", pl->name);
-        if (!zx_cf_where_opt(w, f, "format")) {
-            char fmts[100];
-            zx_cf_error_at(x, fn, "pipelines.%s: destination.files: missing "
-                           "required field 'format' (%s)", pl->name,
-                           zx_file_format_list(fmts, sizeof(fmts)));
-        }
-        if (pl->dest_path) {
-            char *abs = zx_cf_abspath(x->base_dir, pl->dest_path);
-            if (!abs) {
-                zx_cf_error_at(x, fn, "out of memory");
-            } else {
-                free(pl->dest_path);
-                pl->dest_path = abs;
-            }
-        }
-    } else {
-        /* the default compression belongs to files only */
-        free(pl->dest_compression);
-        pl->dest_compression = NULL;
-    }
-    if (mn && (pl->mode == MODE_UPSERT || pl->mode == MODE_MIRROR) && !pl->nkey_cols)
-        zx_cf_error_at(x, mn, "pipelines.%s: mode %s needs key: the result columns "
-                       "that identify a row (key: [id])", pl->name,
-                       pl->mode == MODE_UPSERT ? "upsert" : "mirror");
-    if (pl->schedule) {
-        zx_cron cr;
-        if (zx_cron_parse(pl->schedule, &cr, err, sizeof(err)) < 0)
-            zx_cf_error_at(x, sn, "pipelines.%s: schedule '%.80s': %s", pl->name,
-                           pl->schedule, err);
-        else if (zx_cron_never(&cr))
-            zx_cf_error_at(x, sn, "pipelines.%s: schedule '%.80s' never fires (no such "
-                           "day)", pl->name, pl->schedule);
-    }
 }
 
 /* A name list item's node: item i of sequence n, or n itself. */
@@ -264,9 +197,10 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                             "its syncs may read)" : "the file defines no authors: "
                             "add authors: {NAME: {tables: [...]}}");
         }
-        if (p->dest_path) {
+        const zx_files_opts *fo = zx_files_opts_of(p);
+        if (fo && fo->path) {
             char err[1500];
-            if (zx_conf_check_files_path(c, p->name, p->dest_path, p->dest_format, err,
+            if (zx_conf_check_files_path(c, p->name, fo->path, fo->format, err,
                                          sizeof(err)) < 0)
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files.path: %s",
                             p->name, err);
@@ -287,8 +221,13 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
             else if (cn->read_only)
                 zx_cf_error(x, line, col, "pipelines.%s: destination: connection %s "
                             "is read_only: zx never writes to it", p->name, cn->name);
-            else
+            else {
                 p->dest_conn = cn;
+                /* the table destination of the connection's kind (a
+                 * sub-section's too, written besides: reported already) */
+                if (!p->dest_plugin)
+                    p->dest_plugin = zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, cn->kind);
+            }
         }
     }
     for (i = 0; i < c->napitokens; i++) {

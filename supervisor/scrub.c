@@ -9,9 +9,9 @@
  *   - the writer: the workspace's dsn;
  *   - the gateway: the http pipelines' push keys and webhook secrets, and
  *     the API tokens;
- *   - a pipeline's worker: the secrets of its plug-in's own options (rows
+ *   - a pipeline's worker: the secrets of its plug-ins' own options (rows
  *     flagged ZX_CF_SECRET: http's key and webhook secret, kafka's
- *     schema registry password), the secrets of its connection and of its
+ *     schema registry password; a sync's destination's), the secrets of its connection and of its
  *     destination connection; a sync's also the workspace's dsn (it runs
  *     its query there);
  *   - a `zxctl verify` process: its pipeline's connection and the

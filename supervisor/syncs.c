@@ -44,6 +44,7 @@
 #include "proto/chan.h"
 #include "store/store.h"
 #include "supervisor/syncs_int.h"
+#include "conf/plugin.h"
 #include "workers/sources/source.h"
 
 #define MAX_RUNS_KEPT 256
@@ -387,7 +388,10 @@ void syncs_start_run(sup *s, spipe *p, sync_run *r)
         pc->auth = zx_conf_find_author(s->conf, pc->author);
         pc->dest_conn = pc->dest_connection
                             ? zx_conf_find_connection(s->conf, pc->dest_connection) : NULL;
-        if (!pc->auth || (pc->dest_connection && (!pc->dest_conn || pc->dest_conn->read_only))) {
+        if (pc->dest_conn)   /* its kind may have changed too */
+            pc->dest_plugin = zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, pc->dest_conn->kind);
+        if (!pc->auth || (pc->dest_connection && (!pc->dest_conn || !pc->dest_plugin ||
+                                                  pc->dest_conn->read_only))) {
             snprintf(r->state, sizeof(r->state), "failed");
             snprintf(r->error, sizeof(r->error), "the author or connection of this send is no "
                      "longer configured (or is read_only now)");

@@ -29,6 +29,7 @@
 #include "workers/sources/source.h"
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_formats.h"
+#include "workers/destinations/files/files_opts.h"
 
 #define SEND_RING (1u << 20)
 
@@ -51,9 +52,13 @@ static void free_conf(zx_conf_pipeline *pc)
     free(pc->key_cols);
     free(pc->dest_connection);
     free(pc->dest_table);
-    free(pc->dest_path);
-    free(pc->dest_format);
-    free(pc->dest_compression);
+    zx_files_opts *fo = pc->dest_own;   /* a send's own struct: files' only */
+    if (fo) {
+        free(fo->path);
+        free(fo->format);
+        free(fo->compression);
+        free(fo);
+    }
     free(pc);
 }
 
@@ -173,16 +178,28 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
     pc->mode = m;
     pc->dest_connection = dupstr(conn);
     pc->dest_table = dupstr(table);
-    pc->dest_path = npath;
-    pc->dest_format = dupstr(format);
-    pc->dest_compression = path ? strdup("zstd") : NULL;
+    /* the destination plug-in, as the loader would pick it: files, or the
+     * connection's kind's */
+    pc->dest_plugin = path ? zx_plugin_find(ZX_PLUGIN_DESTINATION, "files")
+                           : zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, cn->kind);
+    zx_files_opts *fo = path ? calloc(1, sizeof(*fo)) : NULL;
+    pc->dest_own = fo;
+    if (fo) {
+        fo->path = npath;
+        fo->format = dupstr(format);
+        fo->compression = strdup("zstd");
+    } else {
+        free(npath);
+    }
     pc->batch_rows = 10000;
     pc->ring_size = SEND_RING;
     pc->shm_size = ZX_SEG_MAX_BYTES(0, SEND_RING);
     pc->body_limit = s->conf->http.max_body_size;
     pc->auth = au;
     pc->dest_conn = cn;
-    int bad = !pc->name || !pc->direction || !pc->source || !pc->author || !pc->query;
+    int bad = !pc->name || !pc->direction || !pc->source || !pc->author || !pc->query ||
+              !pc->dest_plugin || (path && (!fo || !fo->path || !fo->format ||
+                                            !fo->compression));
     if (json_array_size(keys)) {
         pc->key_cols = calloc(json_array_size(keys), sizeof(char *));
         bad |= !pc->key_cols;

@@ -28,10 +28,12 @@
 #define ZX_CONF_INTERNAL        /* the value parsers, for test_numbers() */
 #include "conf/config.h"
 #include "conf/values.h"
+#include "conf/plugin.h"
 #include "common/segment.h"     /* ZX_SEG_MAX_BYTES, for the ring sizes */
 #include "workers/sources/http/http_opts.h" /* the sources' own options */
 #include "workers/sources/kafka/kafka_opts.h"
 #include "workers/sources/postgres/postgres_opts.h"
+#include "workers/destinations/files/files_opts.h" /* a destination's own options */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -2239,9 +2241,12 @@ static void test_syncs(void)
         CHECK(a && zx_conf_is_sync(a) && !strcmp(a->source, "sync") && a->mode == 2);
         CHECK(a && a->auth && !strcmp(a->auth->name, "alice") && a->nkey_cols == 1);
         CHECK(a && a->dest_conn && !strcmp(a->dest_conn->kind, "postgres"));
-        CHECK(a && a->dest_compression == NULL && a->batch_rows == 10000);
-        CHECK(b && b->dest_path && b->dest_path[0] == '/' && strstr(b->dest_path, "exports/x"));
-        CHECK(b && !strcmp(b->dest_format, "parquet") && !strcmp(b->dest_compression, "zstd"));
+        CHECK(a && a->dest_plugin == zx_plugin_find(ZX_PLUGIN_DESTINATION, "postgres"));
+        CHECK(a && a->dest_own == NULL && a->batch_rows == 10000);
+        const zx_files_opts *bf = zx_files_opts_of(b);
+        CHECK(b && b->dest_plugin == zx_plugin_find(ZX_PLUGIN_DESTINATION, "files"));
+        CHECK(bf && bf->path && bf->path[0] == '/' && strstr(bf->path, "exports/x"));
+        CHECK(bf && !strcmp(bf->format, "parquet") && !strcmp(bf->compression, "zstd"));
         CHECK(cc && cc->mode == 3 && cc->nkey_cols == 1 && !strcmp(cc->key_cols[0], "id"));
         CHECK(cc && cc->dest_conn && !strcmp(cc->dest_conn->dsn_shown,
                                              "mysql://zx:***@127.0.0.1:3306/shop"));
@@ -2257,11 +2262,51 @@ static void test_syncs(void)
         CHECK(zx_conf_find_author(c, "alice")->noperators == 1);
         zx_conf_free(c);
     }
+    /* a destination with a sub-section of its own has its section, known
+     * to the loader and documented, without a line in conf/ */
+    for (size_t i = 0; i < zx_nplugins; i++) {
+        const zx_plugin *pg = zx_plugins[i];
+        char path[128];
+        size_t s;
+        if (pg->role != ZX_PLUGIN_DESTINATION || !pg->section_doc)
+            continue;
+        snprintf(path, sizeof(path), "pipelines.<name>.destination.%s", pg->name);
+        for (s = 0; s < zx_cf_nsecs() && strcmp(zx_cf_sec(s)->path, path); s++)
+            ;
+        CHECK(s < zx_cf_nsecs() && zx_cf_sec(s)->help == pg->section_doc);
+        CHECK(zx_cf_section_dest(path) == pg && zx_cf_target(path) == ZX_CF_PIPELINE);
+    }
+    /* a destination's own options (files: dest_own) are compared on reload */
+    {
+        static const char *const cmp[] = {"zstd", "zstd", "snappy"};
+        zx_conf *cs[3];
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(buf, sizeof(buf), "%spipelines:\n"
+                     "  a: {direction: out, author: alice, query: SELECT 1, mode: replace,\n"
+                     "      destination: {files: {path: var/exports/x, format: csv, "
+                     "compression: %s}}}\n", head, cmp[i]);
+            cs[i] = load(buf, 0, &e);
+            CHECK(cs[i] != NULL);
+            if (!cs[i])
+                dump(&e);
+        }
+        if (cs[0] && cs[1] && cs[2]) {
+            CHECK(zx_conf_pipeline_same(&cs[0]->pipelines[0], &cs[1]->pipelines[0]));
+            CHECK(!zx_conf_pipeline_same(&cs[0]->pipelines[0], &cs[2]->pipelines[0]));
+            CHECK(!strcmp(zx_files_opts_of(&cs[2]->pipelines[0])->compression, "snappy"));
+        }
+        for (size_t i = 0; i < 3; i++)
+            zx_conf_free(cs[i]);
+    }
     static const struct {
         const char *pipe, *err;
     } bad[] = {
         {"direction: out, author: alice, query: SELECT 1, mode: upsert, "
          "destination: {connection: lite, table: t}", "mode upsert needs key"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {files: {format: csv}}", "destination.files: missing required field 'path'"},
+        {"direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {table: t}", "destination.table needs destination.connection"},
         {"direction: out, author: bob, query: SELECT 1, mode: replace, "
          "destination: {connection: lite, table: t}", "unknown author 'bob'"},
         {"direction: out, author: alice, query: SELECT 1, mode: replace, "

@@ -20,6 +20,7 @@
 #include "check.h"
 #include "common/rowset.h"
 #include "workers/destinations/dest.h"
+#include "workers/destinations/files/files_opts.h"
 
 extern const zx_dest zx_dest_files;
 
@@ -208,8 +209,9 @@ static run_out run_once(const char *path, const char *format, const char *compre
     run_out o;
     memset(&o, 0, sizeof(o));
     const char *roots[1] = {root};
-    zx_dest_args a = {.sync = "orders", .path = path, .format = format,
-                      .compression = compression, .roots = roots, .nroots = 1,
+    zx_files_opts fo = {.path = (char *)path, .format = (char *)format,
+                        .compression = (char *)compression};
+    zx_dest_args a = {.sync = "orders", .opts = &fo, .roots = roots, .nroots = 1,
                       .deadline_ms = 1000};
     void *state = NULL;
     const zx_dest *d = &zx_dest_files;
@@ -419,19 +421,19 @@ static void test_errors(void)
     void *state = NULL;
     char err[512];
     const char *roots[1] = {root};
-    zx_dest_args a = {.sync = "orders", .path = "relative/dir", .format = "csv",
-                      .roots = roots, .nroots = 1};
+    zx_files_opts fo = {.path = "relative/dir", .format = "csv"};
+    zx_dest_args a = {.sync = "orders", .opts = &fo, .roots = roots, .nroots = 1};
     CHECK(zx_dest_files.open(&a, &state, err, sizeof(err)) < 0 && strstr(err, "absolute"));
-    a.path = "/tmp/x.csv";
-    a.format = "parquet";
+    fo.path = "/tmp/x.csv";
+    fo.format = "parquet";
     CHECK(zx_dest_files.open(&a, &state, err, sizeof(err)) < 0 && strstr(err, ".csv"));
-    a.format = "xml";
+    fo.format = "xml";
     CHECK(zx_dest_files.open(&a, &state, err, sizeof(err)) < 0 && strstr(err, "xml"));
     zx_dest_files.close(NULL);
 
     /* confined to the roots: outside them, or through a link below one */
-    a.format = "csv";
-    a.path = "/tmp/x.csv";
+    fo.format = "csv";
+    fo.path = "/tmp/x.csv";
     CHECK(zx_dest_files.open(&a, &state, err, sizeof(err)) < 0 && strstr(err, "/tmp/x.csv") &&
           strstr(err, root) && strstr(err, "server.file_roots"));
     {

@@ -96,18 +96,18 @@ typedef struct zx_dest_args {
                                      configuration: "schema.table" or
                                      "table" (postgres: schema public;
                                      mysql: the dsn's database) */
-    const char *path;             /* files: absolute; a folder, or a file
-                                     when it ends with the format's
-                                     extension (".parquet", ".csv",
-                                     ".json" / ".ndjson") */
+    const void *opts;             /* the destination's own options (its
+                                     plug-in's struct, zx_conf_pipeline.
+                                     dest_own: files: zx_files_opts, whose
+                                     path is absolute, a folder or a file
+                                     ending with the format's extension);
+                                     NULL for one without (the table
+                                     destinations) */
     const char *const *roots;     /* files: the folders it may write in
                                      (zx_conf_file_roots); path must lie
                                      under one, with no symbolic link
                                      below it */
     size_t nroots;
-    const char *format;           /* files: "csv" | "json" | "parquet" */
-    const char *compression;      /* files, parquet: "zstd" (default) |
-                                     "snappy" | "none" */
     int64_t deadline_ms;          /* per network wait (connect, statement);
                                      <= 0: 30 s */
 } zx_dest_args;
@@ -184,8 +184,9 @@ typedef struct zx_dest_ops {   /* struct tag named in conf/plugin.h */
 
 /* ---- the registry (dest_registry.c) -------------------------------- */
 
-/* The destination for a connection kind ("postgres", "mysql", "sqlite")
- * or "files"; NULL when this build has none. */
+/* The destination called name ("postgres", "mysql", "sqlite", "files"):
+ * that of the destination plug-in of that name; NULL when this build has
+ * none.  A run takes its sync's p->dest_plugin->dest instead. */
 const zx_dest *zx_dest_find(const char *name);
 
 #endif

@@ -18,12 +18,16 @@
 #include "common/log.h"
 #include "common/timefmt.h"
 #include "common/util.h"
+#include "conf/plugin.h"
 
 int run_open_dest(srun *r)
 {
     const zx_conf_pipeline *p = r->p;
-    const char *kind = p->dest_conn ? p->dest_conn->kind : "files";
-    r->dest = zx_dest_find(kind);
+    /* the loader's (or a send's) choice: the plug-in of the destination's
+     * sub-section, or of its connection's kind */
+    const char *kind = p->dest_plugin ? p->dest_plugin->name
+                       : p->dest_conn ? p->dest_conn->kind : "(none)";
+    r->dest = p->dest_plugin ? p->dest_plugin->dest : NULL;
     if (!r->dest)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: destination %s is not available "
                          "in this build", r->name, kind);
@@ -37,8 +41,7 @@ int run_open_dest(srun *r)
     size_t nroots = zx_conf_file_roots(r->conf, exports, sizeof(exports), roots, 64);
     zx_dest_args a = {
         .conf = r->conf, .sync = r->name, .conn = p->dest_conn, .table = p->dest_table,
-        .path = p->dest_path, .format = p->dest_format, .compression = p->dest_compression,
-        .roots = roots, .nroots = nroots, .deadline_ms = NET_TIMEOUT_MS,
+        .opts = p->dest_own, .roots = roots, .nroots = nroots, .deadline_ms = NET_TIMEOUT_MS,
     };
     return r->dest->open(&a, &r->dstate, r->err, sizeof(r->err));
 }

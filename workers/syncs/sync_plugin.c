@@ -3,7 +3,8 @@
  * (direction: out), one run per worker (run.c).
  * Its registration (conf/plugin.h), listed once in workers/plugins.c.
  * Its option rows are here: the loader parses, checks, compares and frees
- * them, and conf/OPTIONS.md documents them, from this table.
+ * them, and conf/OPTIONS.md documents them, from this table; what spans
+ * several of them is its check (sync_check.c).
  */
 #include <stddef.h>
 
@@ -11,6 +12,7 @@
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_sync;   /* run.c */
+int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p);   /* sync_check.c */
 
 #define PIPE(f) offsetof(zx_conf_pipeline, f)
 
@@ -82,6 +84,7 @@ const zx_plugin zx_plugin_sync = {
     .name = "sync",
     .role = ZX_PLUGIN_SOURCE,
     .source = &zx_source_sync,
+    .check = zx_sync_check,
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
     .doc = "a reverse sync (`direction: out`; `source` is not written): the "

@@ -2,7 +2,8 @@
  * dest_files.c — the "files" destination (dest.h): a sync's result as a
  * CSV, NDJSON or Parquet file in a folder.
  *
- * Where: args->path is absolute and lies under one of args->roots (else
+ * Where: its options (args->opts, files_opts.h) give path, format and
+ * compression; path is absolute and lies under one of args->roots (else
  * open refuses it); the folders below that root are opened one by one
  * with O_NOFOLLOW (made when missing), and every file is created, renamed
  * and removed relative to the folder's descriptor, so a symbolic link
@@ -37,6 +38,7 @@
  */
 #include "workers/destinations/dest.h"
 #include "workers/destinations/files/files_formats.h"
+#include "workers/destinations/files/files_opts.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -132,7 +134,10 @@ static void files_close(void *state)
 static int files_open(const zx_dest_args *a, void **state, char *err, size_t errlen)
 {
     *state = NULL;
-    const char *path = a->path;
+    const zx_files_opts *o = a->opts;
+    if (!o)
+        return zx_seterr(err, errlen, "files: no path, format nor compression given");
+    const char *path = o->path;
     if (!path || path[0] != '/')
         return zx_seterr(err, errlen, "files %s: the path must be absolute", path ? path : "(none)");
     if (!a->sync || !a->sync[0] || strchr(a->sync, '/'))
@@ -142,7 +147,7 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
         return zx_seterr(err, errlen, "files %s: out of memory", path);
     st->fd = -1;
     st->dfd = -1;
-    const char *fmt = a->format ? a->format : "parquet";
+    const char *fmt = o->format ? o->format : "parquet";
     const zx_file_format *ff = zx_file_format_find(fmt), *ef = NULL;
     if (!ff) {
         char fmts[100];
@@ -153,9 +158,9 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
     st->fmt = !strcmp(ff->name, "csv") ? FMT_CSV : !strcmp(ff->name, "json") ? FMT_JSON
                                                                            : FMT_PARQUET;
     st->ext = ff->exts[0];
-    if (zx_pq_codec_parse(a->compression, &st->codec) < 0) {
+    if (zx_pq_codec_parse(o->compression, &st->codec) < 0) {
         zx_seterr(err, errlen, "files %s: unknown compression \"%s\" (zstd, snappy or none)",
-                  path, a->compression);
+                  path, o->compression);
         goto fail;
     }
     const char *x = zx_file_ext_of(path, &ef);

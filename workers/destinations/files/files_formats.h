@@ -1,7 +1,7 @@
 /*
  * files_formats.h — the file formats of the files destination, and the
  * extensions a file of each ends with: the one table of them (defined in
- * files_plugin.c, whose `format` option row allows exactly these names).
+ * files_formats.c; files_plugin.c's `format` option row allows exactly these names).
  * conf/ (outputs of two syncs that could meet), the supervisor and zxctl
  * (`zxctl send --to files:`) and the destination itself read it; nothing
  * else lists formats.  Constant, static data.

@@ -3,32 +3,22 @@
  * or Parquet files in a folder (dest_files.c).
  * Its registration (conf/plugin.h), listed once in workers/plugins.c.
  * Its option rows are here: the loader parses, checks, compares and frees
- * them, and conf/OPTIONS.md documents them, from this table.
+ * them, and conf/OPTIONS.md documents them, from this table; they set its
+ * own struct (files_opts.h, p->dest_own).  Its check: path and format
+ * written.
  */
 #include <stddef.h>
 
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/files/files_formats.h"
-
-#include <stdio.h>
-#include <string.h>
+#include "workers/destinations/files/files_opts.h"
 
 extern const zx_dest zx_dest_files;   /* dest_files.c */
 
-#define PIPE(f) offsetof(zx_conf_pipeline, f)
+/* its rows set its own options (files_opts.h), per sync: p->dest_own */
+#define OWN(f) offsetof(zx_files_opts, f)
 
-/* The formats (files_formats.h): order = zx_file_format_names. */
-static const char *const csv_exts[] = {".csv", NULL};
-static const char *const json_exts[] = {".json", ".ndjson", NULL};
-static const char *const parquet_exts[] = {".parquet", NULL};
-const zx_file_format zx_file_formats[] = {
-    {"csv", csv_exts},
-    {"json", json_exts},
-    {"parquet", parquet_exts},
-    {NULL, NULL},
-};
-const char *const zx_file_format_names[] = {"csv", "json", "parquet", NULL};
 static const char *const compressions[] = {"zstd", "snappy", "none", NULL};
 /* the pipelines that take these options: reverse syncs */
 static const char *const sync_only[] = {"sync", NULL};
@@ -36,7 +26,7 @@ static const char *const sync_only[] = {"sync", NULL};
 static const zx_cf_option options[] = {
     {.section = "pipelines.<name>.destination.files", .name = "path",
      .type = ZX_CF_PATH, .def_doc = "**required** with `files`",
-     .offset = PIPE(dest_path), .sources = sync_only,
+     .offset = OWN(path), .flags = ZX_CF_OWN, .sources = sync_only,
      .help = "A folder (created if missing), or a file when it ends with "
      "the format's extension; relative to the config file's folder. It must "
      "lie under `<data_dir>/exports` or a folder of `server.file_roots`, "
@@ -44,59 +34,60 @@ static const zx_cf_option options[] = {
      "output."},
     {.section = "pipelines.<name>.destination.files", .name = "format",
      .type = ZX_CF_ENUM, .def_doc = "**required** with `files`",
-     .offset = PIPE(dest_format), .allowed = zx_file_format_names,
+     .offset = OWN(format), .flags = ZX_CF_OWN, .allowed = zx_file_format_names,
      .sources = sync_only,
      .help = "`csv` (RFC 4180, a header line), `json` (one object per "
      "line) or `parquet`."},
     {.section = "pipelines.<name>.destination.files", .name = "compression",
-     .type = ZX_CF_ENUM, .def = "zstd", .offset = PIPE(dest_compression),
+     .type = ZX_CF_ENUM, .def = "zstd", .offset = OWN(compression), .flags = ZX_CF_OWN,
      .allowed = compressions, .sources = sync_only,
      .help = "Parquet's codec."},
 };
+
+/* A sync's files sub-section, once walked: its path and format written,
+ * the path made absolute (relative to the config file's folder).  Where
+ * the path lies, and against other syncs' outputs, is conf/syncs.c's,
+ * once the whole file is read.  0, or -1 (reported). */
+static int files_check(zx_cf_check *ck, zx_conf_pipeline *p)
+{
+    zx_files_opts *o = p->dest_own;
+    int rc = 0;
+
+    if (!zx_check_written(ck, "destination.files.path")) {
+        zx_check_error(ck, "destination.files", "pipelines.%s: destination.files: missing "
+                       "required field 'path'", p->name);
+        rc = -1;
+    }
+    if (!zx_check_written(ck, "destination.files.format")) {
+        char fmts[100];
+        zx_check_error(ck, "destination.files", "pipelines.%s: destination.files: missing "
+                       "required field 'format' (%s)", p->name,
+                       zx_file_format_list(fmts, sizeof(fmts)));
+        rc = -1;
+    }
+    if (o && zx_check_abspath(ck, "destination.files.path", &o->path) < 0)
+        rc = -1;
+    return rc;
+}
 
 const zx_plugin zx_plugin_dest_files = {
     .name = "files",
     .role = ZX_PLUGIN_DESTINATION,
     .dest = &zx_dest_files,
+    .check = files_check,
+    .section_doc = "Files: each run writes under a temporary name in the folder and "
+     "renames into place, so no partial file is ever visible. `replace`: "
+     "`<path>/<sync>.<ext>` (or `path` itself when it ends with the "
+     "format's extension); the other modes: a new file per run, "
+     "`<sync>-<run id>.<ext>`.",
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
+    .opts_size = sizeof(zx_files_opts),
     .doc = "files in a folder: `csv`, `json` or `parquet`, each run written under a "
      "temporary name and renamed into place.",
 };
 
-const char *zx_file_format_list(char *buf, size_t len)
+const zx_files_opts *zx_files_opts_of(const zx_conf_pipeline *p)
 {
-    size_t off = 0, n = sizeof(zx_file_format_names) / sizeof(zx_file_format_names[0]) - 1;
-
-    if (len)
-        buf[0] = '\0';
-    for (size_t i = 0; i < n && off < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s",
-                                !i ? "" : i + 1 == n ? " or " : ", ", zx_file_format_names[i]);
-    return buf;
-}
-
-const zx_file_format *zx_file_format_find(const char *name)
-{
-    for (size_t i = 0; name && zx_file_formats[i].name; i++)
-        if (!strcmp(zx_file_formats[i].name, name))
-            return &zx_file_formats[i];
-    return NULL;
-}
-
-const char *zx_file_ext_of(const char *path, const zx_file_format **fmt)
-{
-    size_t n = strlen(path);
-
-    for (size_t i = 0; zx_file_formats[i].name; i++)
-        for (size_t e = 0; zx_file_formats[i].exts[e]; e++) {
-            const char *x = zx_file_formats[i].exts[e];
-            size_t m = strlen(x);
-            if (n > m && !strcmp(path + n - m, x)) {
-                if (fmt)
-                    *fmt = &zx_file_formats[i];
-                return x;
-            }
-        }
-    return NULL;
+    return p && p->dest_plugin == &zx_plugin_dest_files ? p->dest_own : NULL;
 }

@@ -1,0 +1,30 @@
+/*
+ * files_opts.h — the files destination's own options (conf/plugin.h): the
+ * rows flagged ZX_CF_OWN of files_plugin.c (section
+ * `pipelines.<name>.destination.files`) set them, per reverse sync, into
+ * the struct zx_conf_pipeline.dest_own points at.  Read as
+ * `const zx_files_opts *o = p->dest_own;` when p->dest_plugin is the files
+ * plug-in (never NULL then, for a loaded sync); the destination gets the
+ * same struct as zx_dest_args.opts.  Owned by the zx_conf (a send's by its
+ * transient pipeline).
+ */
+#ifndef ZX_DEST_FILES_OPTS_H
+#define ZX_DEST_FILES_OPTS_H
+
+typedef struct zx_files_opts {
+    char *path;              /* `path`: absolute (relative to the config
+                                file's folder when written so), normalised
+                                by the loader; a folder, or a file when it
+                                ends with the format's extension */
+    char *format;            /* `format`: "csv" | "json" | "parquet"
+                                (files_formats.h) */
+    char *compression;       /* `compression`: parquet's codec: "zstd"
+                                (default) | "snappy" | "none" */
+} zx_files_opts;
+
+struct zx_conf_pipeline;
+/* The files options of pipeline p (its dest_own) when its destination is
+ * the files plug-in, else NULL (p NULL too).  Owned by p. */
+const zx_files_opts *zx_files_opts_of(const struct zx_conf_pipeline *p);
+
+#endif

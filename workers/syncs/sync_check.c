@@ -1,0 +1,96 @@
+/*
+ * sync_check.c — the check of a reverse sync (the plug-in sync's `check`,
+ * conf/plugin.h), on its own options once its entry is walked: its
+ * destination is one of a connection's table or a destination plug-in's
+ * sub-section (`destination.files`...), its key against its mode, its
+ * schedule.  What spans pipelines or needs connections and authors
+ * resolved (the destination's connection, the author, two syncs writing
+ * one file) is conf/syncs.c's; a destination's own options are its
+ * plug-in's check (files_plugin.c).
+ *
+ * It must never: read another pipeline, resolve a connection, or run the
+ * query.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/cron.h"
+#include "conf/check.h"
+#include "conf/plugin.h"
+#include "workers/destinations/dest.h"
+
+/* Where the sync writes: a connection's table, or one destination's
+ * sub-section (p->dest_plugin: set by the walk for a sub-section only,
+ * connections are resolved later), exactly one.  0, or -1 when it
+ * reported an error. */
+static int check_destination(zx_cf_check *ck, const zx_conf_pipeline *p)
+{
+    int cn = zx_check_written(ck, "destination.connection");
+    int tn = zx_check_written(ck, "destination.table");
+    const zx_plugin *d = p->dest_plugin;
+    char sub[96];
+    int rc = -1;
+
+    snprintf(sub, sizeof(sub), "destination.%s", d ? d->name : "");
+    if (!zx_check_written(ck, "destination"))
+        zx_check_error(ck, NULL, "pipeline %s: missing required field 'destination' "
+                       "({connection: C, table: T} or {files: {path: P, format: F}})",
+                       p->name);
+    else if (cn && d)
+        zx_check_error(ck, sub, "pipelines.%s: destination: write connection (and table) "
+                       "or %s, not both", p->name, d->name);
+    else if (!cn && !d)
+        zx_check_error(ck, "destination", "pipelines.%s: destination needs connection and "
+                       "table, or files", p->name);
+    else if (cn && !tn)
+        zx_check_error(ck, "destination", "pipelines.%s: destination: missing required "
+                       "field 'table' (the table of connection %s to write)", p->name,
+                       p->dest_connection ? p->dest_connection : "?");
+    else
+        rc = 0;
+    if (tn && !cn) {
+        zx_check_error(ck, "destination.table", "pipelines.%s: destination.table needs "
+                       "destination.connection", p->name);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* its schedule: a 5-field cron that fires.  0, or -1 (reported). */
+static int check_schedule(zx_cf_check *ck, const zx_conf_pipeline *p)
+{
+    char err[200];
+    zx_cron cr;
+
+    if (!p->schedule)
+        return 0;
+    if (zx_cron_parse(p->schedule, &cr, err, sizeof(err)) < 0) {
+        zx_check_error(ck, "schedule", "pipelines.%s: schedule '%.80s': %s", p->name,
+                       p->schedule, err);
+        return -1;
+    }
+    if (zx_cron_never(&cr)) {
+        zx_check_error(ck, "schedule", "pipelines.%s: schedule '%.80s' never fires (no "
+                       "such day)", p->name, p->schedule);
+        return -1;
+    }
+    return 0;
+}
+
+int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p);   /* sync_plugin.c's .check */
+
+int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p)
+{
+    int rc = check_destination(ck, p);
+
+    if (zx_check_written(ck, "mode") && (p->mode == ZX_MODE_UPSERT || p->mode == ZX_MODE_MIRROR) &&
+        !p->nkey_cols) {
+        zx_check_error(ck, "mode", "pipelines.%s: mode %s needs key: the result columns "
+                       "that identify a row (key: [id])", p->name,
+                       p->mode == ZX_MODE_UPSERT ? "upsert" : "mirror");
+        rc = -1;
+    }
+    if (check_schedule(ck, p) < 0)
+        rc = -1;
+    return rc;
+}
