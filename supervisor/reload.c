@@ -206,6 +206,8 @@ json_t *sup_reload(sup *s)
         /* its worker drains first (the gateway answers 503 for it in the
          * meantime); then gateway and writer let go of it (after_stop) */
         p->removing = 1;
+        snprintf(p->gone_source, sizeof(p->gone_source), "%s",
+                 p->conf->source ? p->conf->source : "");
         p->conf = NULL;
         size_t before = s->npipes;
         sup_stop_child(s, &p->worker, NEXT_REMOVE);

@@ -113,7 +113,7 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
     }
     json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o, s:I, s:o, s:o}",
                      "name", p->name,
-                     "source", p->conf ? p->conf->source : "http", "table",
+                     "source", p->conf ? p->conf->source : p->gone_source, "table",
                      p->conf && p->conf->table ? p->conf->table : "", "pid",
                      c->pid ? json_integer(c->pid) : json_null(), "state",
                      p->removing ? "draining" : zx_state_name(c->state), "restarts",

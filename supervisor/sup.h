@@ -78,7 +78,9 @@ typedef struct child {
 
 struct spipe {
     char name[64];
-    const zx_conf_pipeline *conf;  /* in sup->conf */
+    const zx_conf_pipeline *conf;  /* in sup->conf; NULL once a reload removed it */
+    char gone_source[32];    /* its source, kept when a reload removes it (conf
+                                NULL) for `zxctl status` while it drains */
     zx_segment seg;
     int efd;                 /* the worker's eventfd */
     child worker;
