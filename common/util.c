@@ -192,6 +192,15 @@ int zx_seterr(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+const char *zx_join_or(char *buf, size_t len, const char *const *names, size_t n)
+{
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        zx_addf(buf, len, "%s%s", !i ? "" : i + 1 == n ? " or " : ", ", names[i]);
+    return buf;
+}
+
 void zx_addf(char *out, size_t outlen, const char *fmt, ...)
 {
     if (!out || outlen == 0)

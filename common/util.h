@@ -29,6 +29,10 @@ int zx_seterr(char *err, size_t errlen, const char *fmt, ...)
 void zx_addf(char *out, size_t outlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The n names as a person reads a choice ("csv, json or parquet") into
+ * buf (len bytes; cut to fit, NUL-terminated when len > 0); returns buf. */
+const char *zx_join_or(char *buf, size_t len, const char *const *names, size_t n);
+
 /* Monotonic clock in milliseconds / microseconds. */
 int64_t zx_mono_ms(void);
 int64_t zx_mono_us(void);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "conf/plugin.h"
 
 #define ZX_PLUGIN(x) extern const zx_plugin zx_plugin_##x;
@@ -42,7 +43,7 @@ const zx_plugin *zx_plugin_for_kind(zx_plugin_role role, const char *kind)
 const char *zx_plugin_kinds(zx_plugin_role role, char *buf, size_t len)
 {
     const char *kinds[64];
-    size_t n = 0, off = 0;
+    size_t n = 0;
 
     for (size_t i = 0; i < zx_nplugins; i++)
         for (size_t k = 0; zx_plugins[i]->role == role && zx_plugins[i]->conn_kinds &&
@@ -54,10 +55,5 @@ const char *zx_plugin_kinds(zx_plugin_role role, char *buf, size_t len)
             if (j == n)
                 kinds[n++] = kd;
         }
-    if (len)
-        buf[0] = '\0';
-    for (size_t j = 0; j < n && off < len; j++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s",
-                                !j ? "" : j + 1 == n ? " or " : ", ", kinds[j]);
-    return buf;
+    return zx_join_or(buf, len, kinds, n);
 }

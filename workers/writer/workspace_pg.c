@@ -614,15 +614,21 @@ static int p_positions_each(zx_ws *ws, zx_ws_position_cb cb, void *ctx)
     return stop;
 }
 
-static int p_positions_drop(zx_ws *ws, const char *pipeline)
+/* Delete the rows of pipeline in zx's own table `table` (_zx_positions,
+ * _zx_parked): 0, or -1 (logged by zx_wsp_exec). */
+static int p_pipeline_rows_drop(wsp *w, const char *table, const char *pipeline)
 {
-    wsp *w = WSP(ws);
     char q[256];
-    snprintf(q, sizeof(q), "DELETE FROM %s.\"_zx_positions\" WHERE pipeline = $1", w->qschema);
+    snprintf(q, sizeof(q), "DELETE FROM %s.\"%s\" WHERE pipeline = $1", w->qschema, table);
     const char *pv[1] = { pipeline };
     PGresult *r = zx_wsp_exec(w, q, 1, pv);
     PQclear(r);
     return r ? 0 : -1;
+}
+
+static int p_positions_drop(zx_ws *ws, const char *pipeline)
+{
+    return p_pipeline_rows_drop(WSP(ws), "_zx_positions", pipeline);
 }
 
 /* ---- parked frames (writer_park.c) --------------------------------------- */
@@ -707,13 +713,7 @@ static int p_park_del(zx_ws *ws, const char *pipeline, const char *table, uint64
 
 static int p_parked_drop(zx_ws *ws, const char *pipeline)
 {
-    wsp *w = WSP(ws);
-    char q[256];
-    snprintf(q, sizeof(q), "DELETE FROM %s.\"_zx_parked\" WHERE pipeline = $1", w->qschema);
-    const char *pv[1] = { pipeline };
-    PGresult *r = zx_wsp_exec(w, q, 1, pv);
-    PQclear(r);
-    return r ? 0 : -1;
+    return p_pipeline_rows_drop(WSP(ws), "_zx_parked", pipeline);
 }
 
 static int p_parked_each(zx_ws *ws, zx_ws_parked_cb cb, void *ctx)

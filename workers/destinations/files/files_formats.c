@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/util.h"
+
 #include "workers/destinations/files/files_formats.h"
 
 /* The formats (files_formats.h): order = zx_file_format_names. */
@@ -23,14 +25,8 @@ const char *const zx_file_format_names[] = {"csv", "json", "parquet", NULL};
 
 const char *zx_file_format_list(char *buf, size_t len)
 {
-    size_t off = 0, n = sizeof(zx_file_format_names) / sizeof(zx_file_format_names[0]) - 1;
-
-    if (len)
-        buf[0] = '\0';
-    for (size_t i = 0; i < n && off < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s",
-                                !i ? "" : i + 1 == n ? " or " : ", ", zx_file_format_names[i]);
-    return buf;
+    return zx_join_or(buf, len, zx_file_format_names,
+                      sizeof(zx_file_format_names) / sizeof(zx_file_format_names[0]) - 1);
 }
 
 const zx_file_format *zx_file_format_find(const char *name)
