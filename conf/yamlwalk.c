@@ -21,6 +21,13 @@
 
 #define ZX_CF_MAX_FILE   (4u << 20)   /* a config larger than 4 MiB is a mistake */
 #define ZX_CF_MAX_ERRORS 100
+/* libyaml's scanner costs O(depth) per token inside flow collections and
+ * its loader looks anchors up linearly: a hostile file of 4 MiB nested
+ * `[[[[` or of many anchors and aliases would take hours.  A configuration
+ * needs far less than these. */
+#define ZX_CF_MAX_DEPTH   64
+#define ZX_CF_MAX_ANCHORS 1000
+#define ZX_CF_MAX_ALIASES 10000
 
 static void cf_push(zx_cf_ctx *x, char *msg)
 {
@@ -190,6 +197,65 @@ fail:
     return NULL;
 }
 
+/* Read the events of buf and refuse (one error, -1) nesting deeper than
+ * ZX_CF_MAX_DEPTH or more than ZX_CF_MAX_ANCHORS anchors or
+ * ZX_CF_MAX_ALIASES aliases, stopping there so the cost stays bounded.
+ * 0 otherwise, also on a syntax error (yaml_parser_load reports it). */
+static int cf_check_shape(zx_cf_ctx *x, const char *buf, size_t len)
+{
+    yaml_parser_t p;
+    yaml_event_t ev;
+    int depth = 0, rc = 0, done = 0;
+    size_t anchors = 0, aliases = 0;
+
+    if (!yaml_parser_initialize(&p))
+        return 0;               /* yaml_parser_load reports it */
+    yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+    while (!done && rc == 0 && yaml_parser_parse(&p, &ev)) {
+        const char *anchor = NULL;
+        switch (ev.type) {
+        case YAML_STREAM_END_EVENT:
+            done = 1;
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            anchor = ev.type == YAML_SEQUENCE_START_EVENT
+                     ? (const char *)ev.data.sequence_start.anchor
+                     : (const char *)ev.data.mapping_start.anchor;
+            if (++depth > ZX_CF_MAX_DEPTH) {
+                zx_cf_error(x, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                            "nesting deeper than %d levels", ZX_CF_MAX_DEPTH);
+                rc = -1;
+            }
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_SCALAR_EVENT:
+            anchor = (const char *)ev.data.scalar.anchor;
+            break;
+        case YAML_ALIAS_EVENT:
+            if (++aliases > ZX_CF_MAX_ALIASES) {
+                zx_cf_error(x, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                            "more than %d aliases (*name)", ZX_CF_MAX_ALIASES);
+                rc = -1;
+            }
+            break;
+        default:
+            break;
+        }
+        if (anchor && ++anchors > ZX_CF_MAX_ANCHORS) {
+            zx_cf_error(x, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                        "more than %d anchors (&name)", ZX_CF_MAX_ANCHORS);
+            rc = -1;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
 int zx_cf_parse_file(zx_cf_ctx *x, const char *path)
 {
     yaml_parser_t p;
@@ -198,7 +264,7 @@ int zx_cf_parse_file(zx_cf_ctx *x, const char *path)
     char *buf = cf_read_file(x, path, &len);
     int rc = -1, parser_ready = 0;
 
-    if (!buf)
+    if (!buf || cf_check_shape(x, buf, len) < 0)
         goto out;
     if (!yaml_parser_initialize(&p)) {
         zx_cf_error(x, 0, 0, "out of memory");

@@ -573,6 +573,7 @@ static void test_many_errors(void)
     zx_conf_errors_free(&e);
 }
 
+
 static void test_secrets(void)
 {
     zx_conf_errors e = {0};
@@ -2537,6 +2538,47 @@ static void test_webhook_secret(void)
     zx_conf_errors_free(&e);
 }
 
+/* Nesting, anchors and aliases past the limits of conf/yamlwalk.c are one
+ * error at their place, found before libyaml's quadratic loader runs. */
+static void test_yaml_limits(void)
+{
+    zx_conf_errors e = {0};
+    size_t cap = 64 * 1024, n;
+    char *buf = malloc(cap);
+    zx_conf *c;
+
+    CHECK(buf != NULL);
+    if (!buf)
+        return;
+    /* 64 levels: the root mapping and 63 flow sequences; then 65 */
+    for (int deeper = 0; deeper <= 1; deeper++) {
+        n = (size_t)snprintf(buf, cap, "a: ");
+        for (int i = 0; i < 63 + deeper; i++)
+            buf[n++] = '[';
+        for (int i = 0; i < 63 + deeper; i++)
+            buf[n++] = ']';
+        buf[n] = '\0';
+        c = load(buf, 0, &e);
+        CHECK(c == NULL && has_sub(&e, "nesting deeper") == deeper);
+    }
+    CHECK(e.n == 1);
+    EXPECT_ERR(&e, 1, 4 + 63, "nesting deeper than 64 levels");
+    n = (size_t)snprintf(buf, cap, "a: [");
+    for (int i = 0; i < 1001; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "&a%d 1, ", i);
+    snprintf(buf + n, cap - n, "]\n");
+    c = load(buf, 0, &e);
+    CHECK(c == NULL && e.n == 1 && has_sub(&e, "more than 1000 anchors (&name)"));
+    n = (size_t)snprintf(buf, cap, "a: [&a 1");
+    for (int i = 0; i < 10001; i++)
+        n += (size_t)snprintf(buf + n, cap - n, ", *a");
+    snprintf(buf + n, cap - n, "]\n");
+    c = load(buf, 0, &e);
+    CHECK(c == NULL && e.n == 1 && has_sub(&e, "more than 10000 aliases (*name)"));
+    zx_conf_errors_free(&e);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--print-reference")) {
@@ -2554,6 +2596,7 @@ int main(int argc, char **argv)
     test_errors();
     test_numbers();
     test_many_errors();
+    test_yaml_limits();
     test_secrets();
     test_references();
     test_postgres();
