@@ -135,7 +135,8 @@ typedef struct zx_source {
 
 /* ---- the registry (registry.c, from the plug-ins of workers/plugins.def) */
 
-/* The worker of the source plug-in called name, or NULL. */
+/* The worker of the pipeline plug-in called name (zx_plugin_of_pipeline: a
+ * source's, or the sync's for "sync"), or NULL. */
 const zx_source *zx_source_find(const char *name);
 
 /* `zxctl test` of the source (or connection kind) called name: the test
