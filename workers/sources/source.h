@@ -48,8 +48,8 @@ typedef struct zx_worker_args {
     int self_efd;          /* this worker's eventfd (rings wake it) */
     int writer_efd;
     int gateway_efd;       /* -1 for sources without ZX_SOURCE_GATEWAY */
-    /* a reverse sync's run (source "sync", workers/syncs/): which run and
-     * how; 0 for streams */
+    /* a reverse sync's run (the sync plug-in's worker, workers/syncs/):
+     * which run and how; 0 for streams */
     uint64_t run_id;
     unsigned run_flags;    /* ZX_RUN_PREVIEW, ZX_RUN_FULL, ZX_RUN_ONEOFF */
 } zx_worker_args;
