@@ -363,12 +363,12 @@ static void cf_set_own_defaults(zx_cf_ctx *x, zx_conf_pipeline *pl)
             zx_cf_set_default(x, &pg->options[i], pl->own);
 }
 
-/* The plug-in of source src for pipeline pl, and its own options struct
+/* The plug-in of source src (zx_plugin_of_pipeline) for pipeline pl, and its own options struct
  * (zeroed) when it has one.  0; -1 out of memory (reported at kn). */
 static int cf_own_alloc(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline *pl,
                         const char *src)
 {
-    pl->plugin = zx_plugin_find(ZX_PLUGIN_SOURCE, src);
+    pl->plugin = zx_plugin_of_pipeline(src);
     if (!pl->plugin || !pl->plugin->opts_size)
         return 0;
     pl->own = calloc(1, pl->plugin->opts_size);
@@ -440,11 +440,11 @@ static void walk_entry(zx_cf_ctx *x, cf_load *ld, const zx_cf_section *map,
                            "direction: out", name);
         }
         src = pl->source;
-        known = src && zx_plugin_find(ZX_PLUGIN_SOURCE, src);
+        known = src && zx_plugin_of_pipeline(src);
         /* the source peeked before the walk names the plug-in whose own
          * struct was set; a source refused or written otherwise since
          * (reported already) gets its plug-in's defaults only */
-        if (known && pl->plugin != zx_plugin_find(ZX_PLUGIN_SOURCE, src)) {
+        if (known && pl->plugin != zx_plugin_of_pipeline(src)) {
             cf_own_drop(pl);
             if (cf_own_alloc(x, kn, pl, src) == 0)
                 cf_set_own_defaults(x, pl);

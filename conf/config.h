@@ -145,7 +145,17 @@ typedef struct zx_conf_pipeline {
     char *source;            /* its plug-in's name (conf/plugin.h; known to the
                                 configuration; zxd marks a pipeline whose
                                 source this build has no worker for as
-                                failed, see workers/sources/registry.c) */
+                                failed, see workers/sources/registry.c).
+                                A stream: its `source:`.  A reverse sync
+                                (direction: out) writes none: the loader
+                                sets "sync", the name of the plug-in of
+                                role ZX_PLUGIN_SYNC.  Kept as the internal
+                                name on purpose (status output, the worker's
+                                process title, zx_source_find and the tests
+                                read it); it is not a source plug-in: look
+                                a pipeline's plug-in up with
+                                zx_plugin_of_pipeline, never with
+                                zx_plugin_find(ZX_PLUGIN_SOURCE...). */
     /* http's `key`, `webhook_secret`, `ack` and `max_body_size`: its own
      * options (own, workers/sources/http/http_opts.h) */
     char *table;             /* http, kafka: default: name with '-'
@@ -244,10 +254,12 @@ typedef struct zx_conf_pipeline {
                                 0 = server.sync_query_timeout */
     uint64_t max_spill_bytes;/* `max_spill_bytes`: a run's temporary files
                                 at most; 0 = server.sync_max_spill_bytes */
-    const struct zx_plugin *plugin; /* its source's plug-in (conf/plugin.h;
-                                "sync" for a reverse sync), resolved by the
-                                loader from `source:`; NULL only while a
-                                configuration with errors is built */
+    const struct zx_plugin *plugin; /* its plug-in (conf/plugin.h,
+                                zx_plugin_of_pipeline(source)): its source's,
+                                or for a reverse sync the one plug-in of role
+                                ZX_PLUGIN_SYNC; resolved by the loader; NULL
+                                only while a configuration with errors is
+                                built */
     void *own;               /* that plug-in's own options struct (its
                                 opts_size bytes, its ZX_CF_OWN rows set),
                                 owned by the zx_conf; NULL when it has none */
@@ -572,7 +584,8 @@ extern const size_t zx_cf_nsections;
  * for any other section. */
 /* The lists derived from the plug-ins (conf/plugin.h), NULL-ended, filled
  * once by zx_cf_derive (zx_cf_nrows calls it; safe from any thread): the
- * values of `source:`; of a connection's `kind:` (every plug-in's
+ * values of `source:` (the source plug-ins, and "sync", which the loader
+ * refuses in a stream with "write direction: out"); of a connection's `kind:` (every plug-in's
  * conn_kinds); the sources that take a connection; the kinds of the table
  * destinations.  Valid for the process's life. */
 extern const char *zx_cf_source_names[];

@@ -158,33 +158,46 @@ static void default_table(zx_cf_ctx *x, const yaml_node_t *kn, zx_conf_pipeline 
 }
 
 /* The sub-sections of pipeline pl written with rows its source does not
- * take, that are another plug-in's own options (ZX_CF_OWN: not set into
- * pl, so that plug-in's check never sees them): an error each, at the
- * sub-section, once ("<section> applies only to source: <its plug-in>"). */
+ * take: another plug-in's own options (ZX_CF_OWN: not set into pl, so
+ * that plug-in's check never sees them), or the sync's `destination` in a
+ * stream.  An error each, once per sub-section of the pipeline, at that
+ * sub-section, named by its first part ("destination" for
+ * destination.files too): "<sub-section> applies only to source: <its
+ * plug-ins>" or "... only to a reverse sync (direction: out)". */
 static void check_own_sections(zx_cf_ctx *x, const zx_conf_pipeline *pl,
                                const zx_cf_where *w)
 {
-    const char *entry = "pipelines.<name>", *reported = NULL;
-    size_t elen = strlen(entry);
-    char list[100];
+    const char *entry = "pipelines.<name>";
+    size_t elen = strlen(entry), nrep = 0, r;
+    char list[100], top[100], reported[8][100];
 
     for (size_t i = 0; i < w->n; i++) {
         const zx_cf_option *o = zx_cf_row(i);
         const yaml_node_t *sec;
+        const char *sub = o->section + elen + 1, *dot;
+        int tlen;
         if (strncmp(o->section, entry, elen) || o->section[elen] != '.' ||
-            !(o->flags & ZX_CF_OWN) || zx_cf_takes(o, pl->source))
+            zx_cf_takes(o, pl->source))
             continue;
-        sec = zx_cf_where_sec(w, o->section);
-        if (!sec || (reported && !strcmp(reported, o->section)))
+        dot = strchr(sub, '.');
+        tlen = (int)(dot ? (size_t)(dot - sub) : strlen(sub));
+        snprintf(top, sizeof(top), "%s.%.*s", entry, tlen, sub);
+        sec = zx_cf_where_sec(w, top);
+        if (!sec)
+            sec = zx_cf_where_sec(w, o->section);
+        for (r = 0; r < nrep && strcmp(reported[r], top); r++)
+            ;
+        if (!sec || r < nrep)
             continue;
-        reported = o->section;
+        if (nrep < sizeof(reported) / sizeof(reported[0]))
+            snprintf(reported[nrep++], sizeof(reported[0]), "%s", top);
         zx_cf_takers(o, list, sizeof(list), " or ");
         if (!strcmp(list, "sync"))
-            zx_cf_error_at(x, sec, "pipelines.%s: %s applies only to a reverse sync "
-                           "(direction: out)", pl->name, o->section + elen + 1);
+            zx_cf_error_at(x, sec, "pipelines.%s: %.*s applies only to a reverse sync "
+                           "(direction: out)", pl->name, tlen, sub);
         else
-            zx_cf_error_at(x, sec, "pipelines.%s: %s applies only to source: %s",
-                           pl->name, o->section + elen + 1, list);
+            zx_cf_error_at(x, sec, "pipelines.%s: %.*s applies only to source: %s",
+                           pl->name, tlen, sub, list);
     }
 }
 
@@ -196,7 +209,7 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
                           zx_conf_pipeline *pl, const zx_cf_where *w)
 {
     const char *entry = "pipelines.<name>";
-    const zx_plugin *src = zx_plugin_find(ZX_PLUGIN_SOURCE, pl->source);
+    const zx_plugin *src = zx_plugin_of_pipeline(pl->source);
     size_t i;
     char list[100];
 
@@ -229,7 +242,7 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         zx_cf_run_check(x, kn, pl, w, src->check);
     /* and its destination plug-in's, when it wrote that one's sub-section
      * (a connection's table destination is known once connections are) */
-    if (pl->dest_plugin)
+    if (pl->dest_plugin && zx_conf_is_sync(pl))
         zx_cf_run_check(x, kn, pl, w, pl->dest_plugin->check);
 }
 
@@ -295,7 +308,7 @@ void zx_cf_resolve_connections(zx_cf_ctx *x, zx_conf *c,
     zx_cf_join(known, sizeof(known), names, ", ");
     for (i = 0; i < c->npipelines; i++) {
         zx_conf_pipeline *p = &c->pipelines[i];
-        const zx_plugin *src = zx_plugin_find(ZX_PLUGIN_SOURCE, p->source);
+        const zx_plugin *src = zx_plugin_of_pipeline(p->source);
         const zx_conf_connection *cn;
         const yaml_node_t *n = conn_node ? conn_node[i] : NULL;
         const char *near;

@@ -82,7 +82,7 @@ typedef struct zx_cf_option {
                                    that take it; connection options: the
                                    `kind:` values.  NULL-ended; NULL = all
                                    (a row of a source plug-in: that source
-                                   only) */
+                                   only; of the sync's: reverse syncs only) */
     size_t n_offset;         /* list types, PROPS: the size_t count */
     size_t v_offset;         /* PROPS: the values (char **) */
 } zx_cf_option;

@@ -493,7 +493,8 @@ int zx_cf_takes(const zx_cf_option *o, const char *src)
 
     if (!o->sources) {
         /* a plug-in's row: a connection option, the kinds the plug-in
-         * takes; a pipeline option of a source, that source only */
+         * takes; a pipeline option of a source, that source only; of the
+         * sync (ZX_PLUGIN_SYNC), reverse syncs only (src "sync") */
         const zx_plugin *pg = zx_cf_row_owner(o);
         if (pg && zx_cf_target(o->section) == ZX_CF_CONNECTION) {
             for (i = 0; src && pg->conn_kinds && pg->conn_kinds[i]; i++)
@@ -501,7 +502,8 @@ int zx_cf_takes(const zx_cf_option *o, const char *src)
                     return 1;
             return 0;
         }
-        return !pg || pg->role != ZX_PLUGIN_SOURCE || (src && !strcmp(pg->name, src));
+        return !pg || (pg->role != ZX_PLUGIN_SOURCE && pg->role != ZX_PLUGIN_SYNC) ||
+               (src && !strcmp(pg->name, src));
     }
     for (i = 0; src && o->sources[i]; i++)
         if (!strcmp(o->sources[i], src))

@@ -1,7 +1,8 @@
 /*
- * plugin.h — what a plug-in is: one source or one destination, in a folder
- * of its own, described by one `const zx_plugin` (its `<name>_plugin.c`)
- * and registered by one line in workers/plugins.def (the one list, like
+ * plugin.h — what a plug-in is: one source, one destination, or the runner
+ * of reverse syncs (role ZX_PLUGIN_SYNC), in a folder of its own,
+ * described by one `const zx_plugin` (its `<name>_plugin.c`) and
+ * registered by one line in workers/plugins.def (the one list, like
  * nginx's ngx_modules.c).
  *
  * Its zx_plugin carries everything zx needs to know about it: its name
@@ -24,7 +25,7 @@
  * offsets into zx_conf_pipeline's shared fields.
  *
  * A plug-in's rows without `sources` apply to its own pipelines only (a
- * source's rows: `source: <name>`).
+ * source's rows: `source: <name>`; the sync's rows: `direction: out`).
  *
  * Every zx_plugin and everything it points to is constant, static data.
  */
@@ -43,11 +44,25 @@ struct zx_dest_ops;   /* workers/destinations/dest.h (typedef zx_dest) */
 struct zx_plugin_admin; /* below */
 struct json_t;        /* jansson's */
 
-typedef enum { ZX_PLUGIN_SOURCE = 1, ZX_PLUGIN_DESTINATION = 2 } zx_plugin_role;
+/* What a plug-in is.  ZX_PLUGIN_SOURCE: a value of `source:`, the plug-in of
+ * `direction: stream` pipelines (http, kafka...).  ZX_PLUGIN_DESTINATION:
+ * where a reverse sync sends its result (a connection's kind, or files).
+ * ZX_PLUGIN_SYNC: the runner of `direction: out` pipelines: its option rows
+ * apply to them, its worker runs one sync run; there is exactly one (the
+ * plug-in "sync", workers/syncs/), and it is the plug-in of every reverse
+ * sync (zx_plugin_of_pipeline).  It is not a source: no list of sources
+ * (zx_cf_stream_sources..., zxctl test, verify, retire) holds it. */
+typedef enum {
+    ZX_PLUGIN_SOURCE = 1,
+    ZX_PLUGIN_DESTINATION = 2,
+    ZX_PLUGIN_SYNC = 3,
+} zx_plugin_role;
 
 typedef struct zx_plugin {
     const char *name;              /* source: the `source:` value ("kafka");
-                                      destination: its `kind` ("postgres", "files") */
+                                      destination: its `kind` ("postgres", "files");
+                                      sync: "sync", a reverse sync's internal
+                                      zx_conf_pipeline.source */
     zx_plugin_role role;
     const char *const *conn_kinds; /* connection kinds it takes, NULL-ended; NULL: none */
     const char *const *metadata;   /* sources: metadata columns it can fill, NULL-ended */
@@ -103,7 +118,8 @@ typedef struct zx_plugin {
      * subject: conf/ refuses it (zx_cf_check_slots). */
     const char *retire_what;
     const char *(*retire_subject)(const zx_conf_pipeline *p);
-    const struct zx_source *source;    /* ZX_PLUGIN_SOURCE: the worker (workers/sources/source.h) */
+    const struct zx_source *source;    /* ZX_PLUGIN_SOURCE and ZX_PLUGIN_SYNC: the
+                                          worker (workers/sources/source.h) */
     const struct zx_dest_ops *dest;    /* ZX_PLUGIN_DESTINATION (workers/destinations/dest.h) */
     /* What it shares with other plug-ins: ZX_PLUGIN_* capability bits
      * below (0: none).  The core rows and checks that several plug-ins
@@ -204,6 +220,13 @@ extern const zx_plugin *const zx_plugins[];
 extern const size_t zx_nplugins;
 /* The plug-in of that role and name; NULL: none (or name NULL). */
 const zx_plugin *zx_plugin_find(zx_plugin_role role, const char *name); /* NULL: none */
+/* The plug-in of a pipeline whose zx_conf_pipeline.source is source: the
+ * source plug-in of that name (a stream), or the plug-in of role
+ * ZX_PLUGIN_SYNC when source is its name ("sync": a reverse sync).  NULL:
+ * none (or source NULL).  What conf/, zxd and the workers use where "the
+ * pipeline's plug-in" is meant; zx_plugin_find(ZX_PLUGIN_SOURCE...) where
+ * only a value of `source:` is. */
+const zx_plugin *zx_plugin_of_pipeline(const char *source);
 /* The first plug-in of that role whose conn_kinds hold kind; NULL: none
  * (or kind NULL). */
 const zx_plugin *zx_plugin_for_kind(zx_plugin_role role, const char *kind);

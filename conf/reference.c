@@ -88,8 +88,8 @@ static void write_source_list(FILE *out)
     fputs("\nSources:\n\n", out);
     for (s = 0; s < zx_nplugins; s++) {
         const zx_plugin *src = zx_plugins[s];
-        if (src->role != ZX_PLUGIN_SOURCE)
-            continue;
+        if (src->role != ZX_PLUGIN_SOURCE && src->role != ZX_PLUGIN_SYNC)
+            continue;   /* the sync's line: direction: out, in the same list */
         fprintf(out, "- `%s`: %s", src->name, src->doc);
         for (i = 0; src->conn_kinds && src->conn_kinds[i]; i++)
             fprintf(out, "%s`kind: %s`", i ? " or " : " Its `connection` must be of ",

@@ -176,6 +176,11 @@ static void derive(void)
 {
     for (size_t i = 0; i < zx_nplugins; i++) {
         const zx_plugin *p = zx_plugins[i];
+        /* `source: sync` stays a value the loader knows, to answer it
+         * with "write direction: out"; no other list of sources holds
+         * the sync */
+        if (p->role == ZX_PLUGIN_SYNC)
+            add_name(zx_cf_source_names, p->name);
         if (p->role == ZX_PLUGIN_SOURCE) {
             add_name(zx_cf_source_names, p->name);
             if (p->conn_kinds && p->conn_kinds[0])

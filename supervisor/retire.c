@@ -448,10 +448,10 @@ static void pump(sup *s)
 
 /* ---- a reload's retires ---------------------------------------------- */
 
-/* The retire hook of pc's source and what it would retire (NULL: none). */
+/* The retire hook of pc's plug-in and what it would retire (NULL: none). */
 static const char *subject_of(const zx_conf_pipeline *pc, const zx_plugin **src)
 {
-    const zx_plugin *x = pc ? zx_plugin_find(ZX_PLUGIN_SOURCE, pc->source) : NULL;
+    const zx_plugin *x = pc ? zx_plugin_of_pipeline(pc->source) : NULL;
     if (!x || !x->retire || !x->retire_subject || !x->retire_what)
         return NULL;
     *src = x;

@@ -172,7 +172,7 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
     pc->name = strdup(name);
     pc->direction = strdup("out");
     pc->source = strdup("sync");
-    pc->plugin = zx_plugin_find(ZX_PLUGIN_SOURCE, "sync");   /* no own options */
+    pc->plugin = zx_plugin_of_pipeline("sync");   /* the sync's: no own options */
     pc->author = strdup(au->name);
     pc->query = strdup(query);
     pc->mode = m;

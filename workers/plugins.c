@@ -30,6 +30,13 @@ const zx_plugin *zx_plugin_find(zx_plugin_role role, const char *name)
     return NULL;
 }
 
+const zx_plugin *zx_plugin_of_pipeline(const char *source)
+{
+    const zx_plugin *p = zx_plugin_find(ZX_PLUGIN_SOURCE, source);
+
+    return p ? p : zx_plugin_find(ZX_PLUGIN_SYNC, source);
+}
+
 const zx_plugin *zx_plugin_for_kind(zx_plugin_role role, const char *kind)
 {
     for (size_t i = 0; kind && i < zx_nplugins; i++)

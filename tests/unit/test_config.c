@@ -2209,6 +2209,52 @@ static void test_files_roots(void)
     zx_conf_errors_free(&e);
 }
 
+/* A stream takes none of a reverse sync's options: `destination` (its
+ * connection and table, or a destination's own sub-section such as
+ * files) is refused once, at the sub-section, naming `direction: out`,
+ * and so is an option of the sync's such as `query`; a sync takes no
+ * source's sub-section (kafka's schema_registry). */
+static void test_stream_no_destination(void)
+{
+    zx_conf_errors e = {0};
+    char buf[1024];
+    static const char head[] =
+        "authors:\n  alice: {tables: [t]}\n"
+        "connections:\n  lite: {kind: sqlite, path: dest.db}\n"
+        "pipelines:\n";
+    static const struct {
+        const char *pipe;
+        int col;      /* of the error (line 6, the pipeline's) */
+        const char *err;
+    } bad[] = {
+        {"  s: {direction: stream, source: http, key: k123, "
+         "destination: {files: {path: var/exports/x, format: csv}}}", 64,
+         "pipelines.s: destination applies only to a reverse sync (direction: out)"},
+        {"  s: {direction: stream, source: http, key: k123, "
+         "destination: {connection: lite, table: t}}", 64,
+         "pipelines.s: destination applies only to a reverse sync (direction: out)"},
+        {"  s: {direction: stream, source: http, key: k123, "
+         "destination: {connection: lite, table: t, files: {path: x, format: csv}}}", 64,
+         "pipelines.s: destination applies only to a reverse sync (direction: out)"},
+        {"  s: {direction: stream, source: http, key: k123, query: SELECT 1}", 58,
+         "pipelines.s: query applies only to a reverse sync (direction: out)"},
+        {"  s: {direction: out, author: alice, query: SELECT 1, mode: replace, "
+         "destination: {connection: lite, table: t}, schema_registry: {url: \"http://h\"}}",
+         130, "pipelines.s: schema_registry applies only to source: kafka"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(buf, sizeof(buf), "%s%s\n", head, bad[i].pipe);
+        zx_conf *c = load(buf, 0, &e);
+        CHECK(c == NULL);
+        zx_conf_free(c);
+        EXPECT_ERR(&e, 6, bad[i].col, bad[i].err);
+        CHECK(e.n == 1);
+        if (e.n != 1)
+            dump(&e);
+    }
+    zx_conf_errors_free(&e);
+}
+
 static void test_syncs(void)
 {
     zx_conf_errors e = {0};
@@ -2609,6 +2655,7 @@ int main(int argc, char **argv)
     test_pg_cdc_errors();
     test_pg_cdc_same();
     test_syncs();
+    test_stream_no_destination();
     test_files_roots();
     test_change_streams();
     test_webhook_secret();

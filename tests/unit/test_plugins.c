@@ -87,7 +87,7 @@ static const zx_cf_option *row_named(const char *section, const char *name)
  * same name, documented, found; no two of one role share a name. */
 static void test_registry(void)
 {
-    size_t nsrc = 0;
+    size_t nsrc = 0, nsync = 0;
 
     CHECK(zx_nplugins > 0);
     for (size_t i = 0; i < zx_nplugins; i++) {
@@ -95,7 +95,8 @@ static void test_registry(void)
         CHECK(p && p->name && p->name[0]);
         if (!p || !p->name)
             continue;
-        CHECKF(p->role == ZX_PLUGIN_SOURCE || p->role == ZX_PLUGIN_DESTINATION, "%s", p->name);
+        CHECKF(p->role == ZX_PLUGIN_SOURCE || p->role == ZX_PLUGIN_DESTINATION ||
+               p->role == ZX_PLUGIN_SYNC, "%s", p->name);
         CHECKF(p->doc && strlen(p->doc) > 10, "plug-in %s has no doc", p->name);
         CHECKF(zx_plugin_find(p->role, p->name) == p, "%s is not the one found", p->name);
         CHECKF(p->retire == NULL || p->role == ZX_PLUGIN_SOURCE, "%s", p->name);
@@ -106,8 +107,18 @@ static void test_registry(void)
             CHECKF(!(p->options[j].flags & ZX_CF_OWN) || p->opts_size,
                    "%s: row %s is ZX_CF_OWN but it has no own struct", p->name,
                    p->options[j].name);
-        if (p->role == ZX_PLUGIN_SOURCE) {
+        if (p->role == ZX_PLUGIN_SYNC) {
+            nsync++;
+            CHECKF(!strcmp(p->name, "sync"), "the sync plug-in is called %s", p->name);
+            CHECKF(p->source && !strcmp(p->source->name, p->name), "%s", p->name);
+            CHECKF(!p->dest && !p->conn_kinds && !p->metadata && !p->caps && !p->test,
+                   "%s: the sync is no source", p->name);
+            CHECKF(zx_plugin_of_pipeline(p->name) == p, "zx_plugin_of_pipeline(%s)", p->name);
+            CHECKF(!zx_plugin_find(ZX_PLUGIN_SOURCE, p->name), "%s is a source", p->name);
+            CHECKF(zx_source_find(p->name) == p->source, "zx_source_find(%s)", p->name);
+        } else if (p->role == ZX_PLUGIN_SOURCE) {
             nsrc++;
+            CHECKF(zx_plugin_of_pipeline(p->name) == p, "zx_plugin_of_pipeline(%s)", p->name);
             CHECKF(p->source && !strcmp(p->source->name, p->name), "%s", p->name);
             CHECKF(!p->dest, "%s", p->name);
             CHECKF(zx_source_find(p->name) == p->source, "zx_source_find(%s)", p->name);
@@ -122,6 +133,9 @@ static void test_registry(void)
                    "two plug-ins called %s", p->name);
     }
     CHECK(nsrc > 0);
+    CHECK(nsync == 1);   /* the plug-in of every direction: out pipeline */
+    CHECK(zx_plugin_of_pipeline(NULL) == NULL);
+    CHECK(zx_plugin_of_pipeline("no_such_source") == NULL);
     CHECK(zx_plugin_find(ZX_PLUGIN_SOURCE, "no_such_source") == NULL);
     CHECK(zx_plugin_find(ZX_PLUGIN_SOURCE, NULL) == NULL);
     CHECK(zx_source_find("no_such_source") == NULL);
@@ -147,6 +161,12 @@ static void test_lists(void)
         return;
     for (size_t i = 0; i < zx_nplugins; i++) {
         const zx_plugin *p = zx_plugins[i];
+        if (p->role == ZX_PLUGIN_SYNC) {
+            /* `source: sync` is known (answered "write direction: out") */
+            nsrc++;
+            CHECKF(listed(src->allowed, p->name), "source %s", p->name);
+            CHECKF(!listed(conn->sources, p->name), "connection of %s", p->name);
+        }
         if (p->role == ZX_PLUGIN_SOURCE) {
             nsrc++;
             CHECKF(listed(src->allowed, p->name), "source %s", p->name);
@@ -168,7 +188,7 @@ static void test_lists(void)
     }
     CHECK(count(src->allowed) == nsrc);
     for (size_t i = 0; src->allowed[i]; i++)
-        CHECKF(zx_plugin_find(ZX_PLUGIN_SOURCE, src->allowed[i]), "%s", src->allowed[i]);
+        CHECKF(zx_plugin_of_pipeline(src->allowed[i]), "%s", src->allowed[i]);
     for (size_t i = 0; kind->allowed[i]; i++)
         CHECKF(plugin_kind(kind->allowed[i]), "kind %s", kind->allowed[i]);
     for (size_t i = 0; ro->sources[i]; i++)
@@ -177,8 +197,8 @@ static void test_lists(void)
     CHECK(!zx_cf_conn_kind_ok("no_such_kind"));
     CHECK(!zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, "kafka"));
 
-    /* every name in a row's `sources`: a source plug-in (pipeline rows) or
-     * a plug-in's connection kind (connection rows) */
+    /* every name in a row's `sources`: a source plug-in or the sync
+     * (pipeline rows) or a plug-in's connection kind (connection rows) */
     for (size_t i = 0; i < zx_cf_nrows(); i++) {
         const zx_cf_option *o = zx_cf_row(i);
         int target = zx_cf_target(o->section);
@@ -187,7 +207,7 @@ static void test_lists(void)
                 CHECKF(plugin_kind(o->sources[j]), "%s.%s: kind %s", o->section, o->name,
                        o->sources[j]);
             else
-                CHECKF(zx_plugin_find(ZX_PLUGIN_SOURCE, o->sources[j]), "%s.%s: source %s",
+                CHECKF(zx_plugin_of_pipeline(o->sources[j]), "%s.%s: source %s",
                        o->section, o->name, o->sources[j]);
         }
         /* a plug-in's rows are in sections the loader knows */
@@ -354,11 +374,11 @@ static void test_help_names(void)
     const char *h;
 
     zx_cf_derive();
-    /* pipelines.<name>: every stream source (a reverse sync, "sync", is
-     * `direction: out` and writes no `source:`) */
+    /* pipelines.<name>: every stream source (a reverse sync, the plug-in
+     * of role ZX_PLUGIN_SYNC, is `direction: out` and writes no `source:`) */
     size_t n = 0;
     for (size_t i = 0; i < zx_nplugins; i++)
-        if (zx_plugins[i]->role == ZX_PLUGIN_SOURCE && strcmp(zx_plugins[i]->name, "sync"))
+        if (zx_plugins[i]->role == ZX_PLUGIN_SOURCE)
             want[n++] = zx_plugins[i]->name;
     want[n] = NULL;
     h = section_help("pipelines.<name>");
@@ -401,7 +421,7 @@ static void test_help_names(void)
     h = section_help("pipelines.<name>.destination");
     CHECKF(h && strstr(h, buf), "pipelines.<name>.destination does not say %s: %s", buf,
            h ? h : "");
-    const zx_cf_option *dc = plugin_row(ZX_PLUGIN_SOURCE, "sync", "connection");
+    const zx_cf_option *dc = plugin_row(ZX_PLUGIN_SYNC, "sync", "connection");
     CHECKF(dc && strstr(dc->help, buf), "destination.connection does not say %s", buf);
 
     /* the files formats: the plug-in's doc and its format row */

@@ -11,7 +11,7 @@
 
 const zx_source *zx_source_find(const char *name)
 {
-    const zx_plugin *p = zx_plugin_find(ZX_PLUGIN_SOURCE, name);
+    const zx_plugin *p = zx_plugin_of_pipeline(name);   /* a reverse sync's too */
 
     return p ? p->source : NULL;
 }

@@ -48,8 +48,8 @@ typedef struct zx_worker_args {
     int self_efd;          /* this worker's eventfd (rings wake it) */
     int writer_efd;
     int gateway_efd;       /* -1 for sources without ZX_SOURCE_GATEWAY */
-    /* a reverse sync's run (source "sync", workers/syncs/): which run and
-     * how; 0 for streams */
+    /* a reverse sync's run (the sync plug-in's worker, workers/syncs/):
+     * which run and how; 0 for streams */
     uint64_t run_id;
     unsigned run_flags;    /* ZX_RUN_PREVIEW, ZX_RUN_FULL, ZX_RUN_ONEOFF */
 } zx_worker_args;
@@ -135,7 +135,8 @@ typedef struct zx_source {
 
 /* ---- the registry (registry.c, from the plug-ins of workers/plugins.def) */
 
-/* The worker of the source plug-in called name, or NULL. */
+/* The worker of the pipeline plug-in called name (zx_plugin_of_pipeline: a
+ * source's, or the sync's for "sync"), or NULL. */
 const zx_source *zx_source_find(const char *name);
 
 /* `zxctl test` of the source (or connection kind) called name: the test

@@ -1,7 +1,8 @@
 /*
  * run.h — one run of a reverse sync: the worker the supervisor forks for
- * it (docs/architecture.md §8), as the source "sync" of the worker runtime
- * (workers/sources/source.h): it publishes only row-hashes frames.
+ * it (docs/architecture.md §8): the worker (zx_source "sync") of the plug-in
+ * of role ZX_PLUGIN_SYNC, run by the worker runtime of
+ * workers/sources/source.h; it publishes only row-hashes frames.
  *
  * A run is four stages, one file each (run_int.h): read (run_read.c,
  * with query*.c, hash.c, spill.c), compare (run_compare.c, against the

@@ -1,6 +1,8 @@
 /*
- * sync_plugin.c — the plug-in sync: the source of reverse syncs
- * (direction: out), one run per worker (run.c).
+ * sync_plugin.c — the plug-in sync, of role ZX_PLUGIN_SYNC (conf/plugin.h):
+ * the runner of reverse syncs (direction: out), one run per worker
+ * (run.c).  It is no source: `source:` is not written in a reverse sync,
+ * whose zx_conf_pipeline.source the loader sets to this plug-in's name.
  * Its registration (conf/plugin.h), listed once in workers/plugins.c.
  * Its option rows are here: the loader parses, checks, compares and frees
  * them, and conf/OPTIONS.md documents them, from this table; what spans
@@ -82,7 +84,7 @@ static const zx_cf_option options[] = {
 
 const zx_plugin zx_plugin_sync = {
     .name = "sync",
-    .role = ZX_PLUGIN_SOURCE,
+    .role = ZX_PLUGIN_SYNC,
     .source = &zx_source_sync,
     .check = zx_sync_check,
     .options = options,
