@@ -226,34 +226,17 @@ typedef struct zx_conf_pipeline {
     int history;             /* 1: also append every change to
                                 `<mirror>__changes` (mirrors then at most 54
                                 bytes); 0 (default) */
-    /* direction: out (a reverse sync; source is "sync").  Other pipelines
-     * have these NULL / 0. */
-    char *author;            /* the `authors` entry whose policy the query
-                                runs under (required) */
-    const struct zx_conf_author *auth; /* that author, resolved: owned by the
-                                zx_conf (an element of its authors) */
-    char *query;             /* exactly one read-only SELECT (checked by the
-                                database when it runs, not here) */
-    int mode;                /* ZX_MODE_REPLACE (0), _APPEND, _UPSERT,
-                                _MIRROR: the zx_sync_mode numbers of
-                                workers/destinations/dest.h */
-    char **key_cols;         /* `key`: result columns that identify a row;
-                                required for upsert and mirror */
-    size_t nkey_cols;
-    char *schedule;          /* 5-field cron (UTC) as written, checked with
-                                zx_cron_parse; NULL = only by hand/API */
-    char *dest_connection;   /* `destination.connection`: a connection of
-                                kind postgres, mysql or sqlite; NULL for
-                                a destination of its own sub-section */
-    const zx_conf_connection *dest_conn; /* resolved; NULL without connection */
-    char *dest_table;        /* `destination.table`, with a connection */
+    /* direction: out (a reverse sync; source is "sync"): its options
+     * (author, query, mode, key, schedule, batch_rows, query_timeout,
+     * max_spill_bytes, destination.connection and .table) are the plug-in
+     * sync's own (workers/syncs/sync_opts.h, zx_sync_opts_of); what two of
+     * them resolve to is here.  Other pipelines have these NULL. */
+    const struct zx_conf_author *auth; /* its `author`, resolved: owned by
+                                the zx_conf (an element of its authors) */
+    const zx_conf_connection *dest_conn; /* its `destination.connection`,
+                                resolved; NULL without connection */
     /* the other destinations' options (`destination.files: {path, format,
      * compression}`...) are their plug-in's own: dest_own */
-    uint32_t batch_rows;     /* rows per batch sent (default 10000) */
-    uint32_t query_timeout_ms; /* `query_timeout`: the query's deadline;
-                                0 = server.sync_query_timeout */
-    uint64_t max_spill_bytes;/* `max_spill_bytes`: a run's temporary files
-                                at most; 0 = server.sync_max_spill_bytes */
     const struct zx_plugin *plugin; /* its plug-in (conf/plugin.h,
                                 zx_plugin_of_pipeline(source)): its source's,
                                 or for a reverse sync the one plug-in of role

@@ -15,6 +15,7 @@
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_formats.h"
 #include "workers/destinations/files/files_opts.h"
+#include "workers/syncs/sync_opts.h"
 #include "common/fileroots.h"
 
 #include <stdio.h>
@@ -188,11 +189,12 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
         zx_conf_pipeline *p = &c->pipelines[i];
         if (!zx_conf_is_sync(p))
             continue;
-        if (p->author) {
-            p->auth = zx_conf_find_author(c, p->author);
+        const zx_sync_opts *so = zx_sync_opts_of(p);
+        if (so && so->author) {
+            p->auth = zx_conf_find_author(c, so->author);
             if (!p->auth)
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: unknown author "
-                            "'%.64s': %s", p->name, p->author,
+                            "'%.64s': %s", p->name, so->author,
                             c->nauthors ? "add it under authors: (with the tables "
                             "its syncs may read)" : "the file defines no authors: "
                             "add authors: {NAME: {tables: [...]}}");
@@ -205,14 +207,14 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files.path: %s",
                             p->name, err);
         }
-        if (p->dest_connection) {
-            const zx_conf_connection *cn = zx_conf_find_connection(c, p->dest_connection);
+        if (so && so->dest_connection) {
+            const zx_conf_connection *cn = zx_conf_find_connection(c, so->dest_connection);
             const yaml_node_t *n = dest_conn_node ? dest_conn_node[i] : NULL;
             int line = n ? zx_cf_line(n) : p->line, col = n ? zx_cf_col(n) : p->column;
             char kinds[100];
             if (!cn)
                 zx_cf_error(x, line, col, "pipelines.%s: destination: unknown "
-                            "connection '%.64s'", p->name, p->dest_connection);
+                            "connection '%.64s'", p->name, so->dest_connection);
             else if (!zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, cn->kind))
                 zx_cf_error(x, line, col, "pipelines.%s: destination: connection %s "
                             "is of kind %s; a table destination needs kind %s", p->name,

@@ -46,6 +46,7 @@
 #include "supervisor/syncs_int.h"
 #include "conf/plugin.h"
 #include "workers/sources/source.h"
+#include "workers/syncs/sync_opts.h"
 
 #define MAX_RUNS_KEPT 256
 
@@ -93,8 +94,9 @@ json_t *syncs_run_json(const sync_run *r)
                                                            ? json_integer_value(v) : 0));
     }
     spipe *sp = zx_the_sup ? sup_find_pipe(zx_the_sup, r->sync) : NULL;
-    if (sp && sp->conf && sp->conf->author)
-        json_object_set_new(o, "author", json_string(sp->conf->author));
+    const zx_sync_opts *so = sp ? zx_sync_opts_of(sp->conf) : NULL;
+    if (so && so->author)
+        json_object_set_new(o, "author", json_string(so->author));
     if (r->result && json_is_string(json_object_get(r->result, "note")))
         json_object_set(o, "note", json_object_get(r->result, "note"));
     if (r->result && json_object_get(r->result, "mode"))
@@ -385,12 +387,13 @@ void syncs_start_run(sup *s, spipe *p, sync_run *r)
         /* a send's author and connection as configured now (a reload may
          * have replaced them since it was asked for) */
         zx_conf_pipeline *pc = p->owned_conf;
-        pc->auth = zx_conf_find_author(s->conf, pc->author);
-        pc->dest_conn = pc->dest_connection
-                            ? zx_conf_find_connection(s->conf, pc->dest_connection) : NULL;
+        const zx_sync_opts *so = zx_sync_opts_of(pc);   /* a send's: never NULL */
+        pc->auth = zx_conf_find_author(s->conf, so->author);
+        pc->dest_conn = so->dest_connection
+                            ? zx_conf_find_connection(s->conf, so->dest_connection) : NULL;
         if (pc->dest_conn)   /* its kind may have changed too */
             pc->dest_plugin = zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, pc->dest_conn->kind);
-        if (!pc->auth || (pc->dest_connection && (!pc->dest_conn || !pc->dest_plugin ||
+        if (!pc->auth || (so->dest_connection && (!pc->dest_conn || !pc->dest_plugin ||
                                                   pc->dest_conn->read_only))) {
             snprintf(r->state, sizeof(r->state), "failed");
             snprintf(r->error, sizeof(r->error), "the author or connection of this send is no "

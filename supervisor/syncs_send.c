@@ -30,6 +30,7 @@
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_formats.h"
 #include "workers/destinations/files/files_opts.h"
+#include "workers/syncs/sync_opts.h"
 
 #define SEND_RING (1u << 20)
 
@@ -45,13 +46,18 @@ static void free_conf(zx_conf_pipeline *pc)
     free(pc->name);
     free(pc->direction);
     free(pc->source);
-    free(pc->author);
-    free(pc->query);
-    for (size_t i = 0; i < pc->nkey_cols; i++)
-        free(pc->key_cols[i]);
-    free(pc->key_cols);
-    free(pc->dest_connection);
-    free(pc->dest_table);
+    zx_sync_opts *so = pc->own;        /* the sync's own struct, as filled below */
+    if (so) {
+        free(so->author);
+        free(so->query);
+        for (size_t i = 0; i < so->nkey_cols; i++)
+            free(so->key_cols[i]);
+        free(so->key_cols);
+        free(so->schedule);
+        free(so->dest_connection);
+        free(so->dest_table);
+        free(so);
+    }
     zx_files_opts *fo = pc->dest_own;   /* a send's own struct: files' only */
     if (fo) {
         free(fo->path);
@@ -172,12 +178,17 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
     pc->name = strdup(name);
     pc->direction = strdup("out");
     pc->source = strdup("sync");
-    pc->plugin = zx_plugin_of_pipeline("sync");   /* the sync's: no own options */
-    pc->author = strdup(au->name);
-    pc->query = strdup(query);
-    pc->mode = m;
-    pc->dest_connection = dupstr(conn);
-    pc->dest_table = dupstr(table);
+    pc->plugin = zx_plugin_of_pipeline("sync");
+    zx_sync_opts *so = calloc(1, sizeof(*so));   /* its own options, freed with pc */
+    pc->own = so;
+    if (so) {
+        so->author = strdup(au->name);
+        so->query = strdup(query);
+        so->mode = m;
+        so->dest_connection = dupstr(conn);
+        so->dest_table = dupstr(table);
+        so->batch_rows = 10000;
+    }
     /* the destination plug-in, as the loader would pick it: files, or the
      * connection's kind's */
     pc->dest_plugin = path ? zx_plugin_find(ZX_PLUGIN_DESTINATION, "files")
@@ -191,25 +202,25 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req)
     } else {
         free(npath);
     }
-    pc->batch_rows = 10000;
     pc->ring_size = SEND_RING;
     pc->shm_size = ZX_SEG_MAX_BYTES(0, SEND_RING);
     pc->body_limit = s->conf->http.max_body_size;
     pc->auth = au;
     pc->dest_conn = cn;
-    int bad = !pc->name || !pc->direction || !pc->source || !pc->author || !pc->query ||
+    int bad = !pc->name || !pc->direction || !pc->source || !pc->plugin || !so ||
+              !so->author || !so->query || (conn && (!so->dest_connection || !so->dest_table)) ||
               !pc->dest_plugin || (path && (!fo || !fo->path || !fo->format ||
                                             !fo->compression));
-    if (json_array_size(keys)) {
-        pc->key_cols = calloc(json_array_size(keys), sizeof(char *));
-        bad |= !pc->key_cols;
+    if (!bad && json_array_size(keys)) {
+        so->key_cols = calloc(json_array_size(keys), sizeof(char *));
+        bad |= !so->key_cols;
         for (size_t i = 0; !bad && i < json_array_size(keys); i++) {
             const char *k = json_string_value(json_array_get(keys, i));
             if (!k || !*k || strlen(k) > 63) {
                 free_conf(pc);
                 return err_obj("key: each column name is 1 to 63 bytes");
             }
-            bad |= !(pc->key_cols[pc->nkey_cols++] = strdup(k));
+            bad |= !(so->key_cols[so->nkey_cols++] = strdup(k));
         }
     }
     if (bad) {

@@ -22,6 +22,7 @@
 #include "store/store.h"
 #include "supervisor/syncs_int.h"
 #include "workers/sources/source.h"
+#include "workers/syncs/sync_opts.h"
 
 /* The clock of schedules: UTC µs, shifted by ZX_TEST_CLOCK_OFFSET_MS
  * (tests only: a schedule's next minute comes in seconds). */
@@ -100,10 +101,11 @@ static void schedules(sup *s)
     for (size_t i = 0; i < s->npipes; i++) {
         spipe *p = s->pipes[i];
         const zx_conf_pipeline *pc = p->conf;
+        const zx_sync_opts *so = zx_sync_opts_of(pc);
         zx_cron cr;
         char err[160];
-        if (p->removing || !zx_conf_is_sync(pc) || !pc->schedule ||
-            zx_cron_parse(pc->schedule, &cr, err, sizeof(err)) < 0) {
+        if (p->removing || !zx_conf_is_sync(pc) || !so || !so->schedule ||
+            zx_cron_parse(so->schedule, &cr, err, sizeof(err)) < 0) {
             p->next_fire_us = 0;
             continue;
         }

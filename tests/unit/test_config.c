@@ -34,6 +34,7 @@
 #include "workers/sources/kafka/kafka_opts.h"
 #include "workers/sources/postgres/postgres_opts.h"
 #include "workers/destinations/files/files_opts.h" /* a destination's own options */
+#include "workers/syncs/sync_opts.h" /* a reverse sync's own options */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -2285,16 +2286,21 @@ static void test_syncs(void)
     if (c) {
         const zx_conf_pipeline *a = zx_conf_find(c, "a"), *b = zx_conf_find(c, "b");
         const zx_conf_pipeline *cc = zx_conf_find(c, "c"), *w = zx_conf_find(c, "web");
-        CHECK(a && zx_conf_is_sync(a) && !strcmp(a->source, "sync") && a->mode == 2);
-        CHECK(a && a->auth && !strcmp(a->auth->name, "alice") && a->nkey_cols == 1);
+        const zx_sync_opts *ao = zx_sync_opts_of(a), *co = zx_sync_opts_of(cc);
+        CHECK(ao && !strcmp(ao->author, "alice") && !strcmp(ao->query, "SELECT 1 AS id"));
+        CHECK(ao && ao->schedule && !strcmp(ao->schedule, "*/15 * * * *"));
+        CHECK(ao && ao->dest_connection && ao->dest_table && !zx_sync_opts_of(w));
+        CHECK(a && zx_conf_is_sync(a) && !strcmp(a->source, "sync") && ao && ao->mode == 2);
+        CHECK(a && a->auth && !strcmp(a->auth->name, "alice") && ao && ao->nkey_cols == 1);
         CHECK(a && a->dest_conn && !strcmp(a->dest_conn->kind, "postgres"));
         CHECK(a && a->dest_plugin == zx_plugin_find(ZX_PLUGIN_DESTINATION, "postgres"));
-        CHECK(a && a->dest_own == NULL && a->batch_rows == 10000);
+        CHECK(a && a->dest_own == NULL && ao && ao->batch_rows == 10000);
         const zx_files_opts *bf = zx_files_opts_of(b);
         CHECK(b && b->dest_plugin == zx_plugin_find(ZX_PLUGIN_DESTINATION, "files"));
         CHECK(bf && bf->path && bf->path[0] == '/' && strstr(bf->path, "exports/x"));
         CHECK(bf && !strcmp(bf->format, "parquet") && !strcmp(bf->compression, "zstd"));
-        CHECK(cc && cc->mode == 3 && cc->nkey_cols == 1 && !strcmp(cc->key_cols[0], "id"));
+        CHECK(co && co->mode == 3 && co->nkey_cols == 1 && !strcmp(co->key_cols[0], "id"));
+        CHECK(co && !strcmp(co->dest_connection, "shop") && !strcmp(co->dest_table, "t"));
         CHECK(cc && cc->dest_conn && !strcmp(cc->dest_conn->dsn_shown,
                                              "mysql://zx:***@127.0.0.1:3306/shop"));
         CHECK(w && !zx_conf_is_sync(w) && HO(w)->key && !strcmp(HO(w)->key, "k123"));

@@ -52,9 +52,9 @@ void run_put_status(srun *r, const char *state)
     char id[24];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)r->id);
     json_object_set_new(o, "run", json_string(id));
-    json_object_set_new(o, "mode", json_string(r->p->mode == ZX_MODE_REPLACE ? "replace"
-                                               : r->p->mode == ZX_MODE_APPEND ? "append"
-                                               : r->p->mode == ZX_MODE_UPSERT ? "upsert"
+    json_object_set_new(o, "mode", json_string(r->o->mode == ZX_MODE_REPLACE ? "replace"
+                                               : r->o->mode == ZX_MODE_APPEND ? "append"
+                                               : r->o->mode == ZX_MODE_UPSERT ? "upsert"
                                                : "mirror"));
     if (!strcmp(state, "running") && !strcmp(r->phase, "sending") && rate > 0 &&
         r->to_send > r->sent)
@@ -132,7 +132,7 @@ static void cleanup(srun *r)
 static int sync_do(srun *r)
 {
     char serr[512];
-    r->budget.limit = r->p->max_spill_bytes ? r->p->max_spill_bytes
+    r->budget.limit = r->o->max_spill_bytes ? r->o->max_spill_bytes
                                             : r->conf->sync_max_spill_bytes;
     if (zx_spill_open(&r->rows, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0 ||
         zx_spill_open(&r->hashes, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0 ||
@@ -140,10 +140,10 @@ static int sync_do(srun *r)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: %s", r->name, serr);
     if (!r->p->auth)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: author %s is not configured",
-                         r->name, r->p->author ? r->p->author : "?");
+                         r->name, r->o->author ? r->o->author : "?");
     /* replace and append without a key: streamed, read and sent at once
      * (when the types are known before the first row: read_result) */
-    r->stream = !r->preview && !r->p->nkey_cols && !r->hashed;
+    r->stream = !r->preview && !r->o->nkey_cols && !r->hashed;
     if (run_open_dest(r) < 0 || run_read_result(r) < 0 || run_merge_keys(r) < 0)
         return -1;
     if (r->preview)
@@ -168,11 +168,17 @@ static int sync_open(zx_src *rt, void **state, char *err, size_t errlen)
     r->rt = rt;
     r->conf = a->conf;
     r->p = a->pipeline;
+    r->o = zx_sync_opts_of(a->pipeline);
     r->name = a->pipeline->name;
+    if (!r->o) {
+        free(r);
+        return zx_seterr(err, errlen, "pipeline %s is not a reverse sync (direction: out): "
+                         "it has no query to run", a->pipeline->name);
+    }
     r->id = a->run_id;
     r->preview = (a->run_flags & ZX_RUN_PREVIEW) != 0;
     r->full = (a->run_flags & ZX_RUN_FULL) != 0;
-    r->hashed = (r->p->mode == ZX_MODE_UPSERT || r->p->mode == ZX_MODE_MIRROR) &&
+    r->hashed = (r->o->mode == ZX_MODE_UPSERT || r->o->mode == ZX_MODE_MIRROR) &&
                 !(a->run_flags & ZX_RUN_ONEOFF);
     r->phase = "starting";
     r->started_ms = zx_mono_ms();

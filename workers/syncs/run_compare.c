@@ -200,7 +200,7 @@ int run_merge_keys(srun *r)
     rkeys k = {r, NULL, {0, 0}, NULL, 0, {0}, 0, 0};
     sstream st = {0};
     st.r = r;
-    int mirror = r->p->mode == ZX_MODE_MIRROR;
+    int mirror = r->o->mode == ZX_MODE_MIRROR;
     /* hashes of another key say nothing of this one's rows */
     int use_store = r->hashed && r->store && !r->key_changed;
     st.ended = !use_store;
@@ -255,7 +255,7 @@ int run_merge_keys(srun *r)
         char *list = json_dumps(r->dups, JSON_COMPACT);
         zx_seterr(r->err, sizeof(r->err), "sync %s: the result has %llu duplicate key%s on "
                   "(%s...): %s%s; nothing was sent", r->name, (unsigned long long)r->dup_keys,
-                  r->dup_keys > 1 ? "s" : "", r->p->key_cols[0], list ? list : "?",
+                  r->dup_keys > 1 ? "s" : "", r->o->key_cols[0], list ? list : "?",
                   r->dup_keys > 5 ? " and more" : "");
         free(list);
         return -1;

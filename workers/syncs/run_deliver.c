@@ -31,7 +31,7 @@ int run_open_dest(srun *r)
     if (!r->dest)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: destination %s is not available "
                          "in this build", r->name, kind);
-    if (p->mode == ZX_MODE_MIRROR && !(r->dest->caps & ZX_DEST_DELETES))
+    if (r->o->mode == ZX_MODE_MIRROR && !(r->dest->caps & ZX_DEST_DELETES))
         return zx_seterr(r->err, sizeof(r->err), "sync %s: destination %s cannot delete "
                          "rows: mode mirror needs it (use upsert)", r->name, kind);
     if (r->preview)
@@ -40,7 +40,7 @@ int run_open_dest(srun *r)
     const char *roots[64];
     size_t nroots = zx_conf_file_roots(r->conf, exports, sizeof(exports), roots, 64);
     zx_dest_args a = {
-        .conf = r->conf, .sync = r->name, .conn = p->dest_conn, .table = p->dest_table,
+        .conf = r->conf, .sync = r->name, .conn = p->dest_conn, .table = r->o->dest_table,
         .opts = p->dest_own, .roots = roots, .nroots = nroots, .deadline_ms = NET_TIMEOUT_MS,
     };
     return r->dest->open(&a, &r->dstate, r->err, sizeof(r->err));
@@ -83,12 +83,12 @@ static int send_deletes(srun *r)
         }
         if (g == 1 &&
             zx_sync_key_from_json(r->rec.p, r->rec.len,
-                                  (const char *const *)r->p->key_cols, r->p->nkey_cols, &keys,
+                                  (const char *const *)r->o->key_cols, r->o->nkey_cols, &keys,
                                   r->err, sizeof(r->err)) < 0) {
             rc = -1;
             break;
         }
-        if (keys.nrows && (g == 0 || keys.nrows >= r->p->batch_rows)) {
+        if (keys.nrows && (g == 0 || keys.nrows >= r->o->batch_rows)) {
             if (r->dest->delete_keys(r->dstate, &keys, r->err, sizeof(r->err)) < 0) {
                 rc = -1;
                 break;
@@ -157,8 +157,8 @@ int run_deliver_begin(srun *r)
     run_put_status(r, "running");
     /* the destination keeps it until commit or abort (dest.h) */
     r->drun = (zx_dest_run){
-        .run_id = r->id, .mode = (zx_sync_mode)r->p->mode, .cols = r->cols, .ncols = r->ncols,
-        .key_cols = (const char *const *)r->p->key_cols, .nkey_cols = r->p->nkey_cols,
+        .run_id = r->id, .mode = (zx_sync_mode)r->o->mode, .cols = r->cols, .ncols = r->ncols,
+        .key_cols = (const char *const *)r->o->key_cols, .nkey_cols = r->o->nkey_cols,
         .rows_expected = r->to_send, .deletes_expected = r->deleted,
     };
     if (r->dest->begin(r->dstate, &r->drun, &r->dstats, r->err, sizeof(r->err)) < 0)
@@ -169,7 +169,7 @@ int run_deliver_begin(srun *r)
 
 int run_deliver_end(srun *r)
 {
-    if (r->p->mode == ZX_MODE_MIRROR && r->deleted && send_deletes(r) < 0)
+    if (r->o->mode == ZX_MODE_MIRROR && r->deleted && send_deletes(r) < 0)
         return -1;
     if (r->dest->commit(r->dstate, r->err, sizeof(r->err)) < 0)
         return -1;

@@ -32,6 +32,7 @@
 #include "workers/syncs/query.h"
 #include "workers/syncs/run.h"
 #include "workers/syncs/spill.h"
+#include "workers/syncs/sync_opts.h"
 
 #define NET_TIMEOUT_MS 30000
 #define SORT_MEMORY (64u << 20)
@@ -43,6 +44,7 @@ typedef struct srun {
     zx_src *rt;
     const zx_conf *conf;
     const zx_conf_pipeline *p;
+    const zx_sync_opts *o;        /* p's own options (never NULL once open) */
     const char *name;
     uint64_t id;
     int preview, full;

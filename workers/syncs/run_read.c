@@ -23,9 +23,9 @@
 
 static int find_keys(srun *r)
 {
-    for (size_t k = 0; k < r->p->nkey_cols; k++) {
+    for (size_t k = 0; k < r->o->nkey_cols; k++) {
         size_t i;
-        for (i = 0; i < r->ncols && strcmp(r->cols[i].name, r->p->key_cols[k]); i++)
+        for (i = 0; i < r->ncols && strcmp(r->cols[i].name, r->o->key_cols[k]); i++)
             ;
         if (i == r->ncols) {
             char list[512];
@@ -35,7 +35,7 @@ static int find_keys(srun *r)
                 off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", j ? ", " : "",
                                         r->cols[j].name);
             return zx_seterr(r->err, sizeof(r->err), "sync %s: key column %s is not in the "
-                             "query's result (its columns: %s)", r->name, r->p->key_cols[k],
+                             "query's result (its columns: %s)", r->name, r->o->key_cols[k],
                              list);
         }
         r->key_idx[r->nkeys++] = i;
@@ -129,8 +129,8 @@ oom:
 static int key_signature(srun *r)
 {
     json_t *arr = json_array();
-    for (size_t i = 0; arr && i < r->p->nkey_cols; i++)
-        json_array_append_new(arr, json_string(r->p->key_cols[i]));
+    for (size_t i = 0; arr && i < r->o->nkey_cols; i++)
+        json_array_append_new(arr, json_string(r->o->key_cols[i]));
     r->keysig = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
     json_decref(arr);
     if (!r->keysig)
@@ -187,11 +187,11 @@ int run_read_result(srun *r)
     run_put_status(r, "running");   /* a long query shows as one */
     zx_query_limits lim = {
         .connect_timeout_ms = NET_TIMEOUT_MS,
-        .query_timeout_ms = r->p->query_timeout_ms ? r->p->query_timeout_ms
+        .query_timeout_ms = r->o->query_timeout_ms ? r->o->query_timeout_ms
                                                    : r->conf->sync_query_timeout_ms,
         .stopping = stop_asked, .ctx = r->rt,
     };
-    if (zx_query_open(r->conf, r->name, r->p->auth, r->p->query, &lim, &r->q, r->err,
+    if (zx_query_open(r->conf, r->name, r->p->auth, r->o->query, &lim, &r->q, r->err,
                       sizeof(r->err)) < 0)
         return -1;
     /* the columns outlive the query (closed before sending): a copy */
@@ -230,7 +230,7 @@ int run_read_result(srun *r)
         if (zx_src_stopping(r->rt))
             return zx_seterr(r->err, sizeof(r->err), "sync %s: stopped while reading the "
                              "result (zxd is stopping or the run was cancelled)", r->name);
-        int64_t n = zx_query_next(r->q, &r->rs, r->p->batch_rows, r->err, sizeof(r->err));
+        int64_t n = zx_query_next(r->q, &r->rs, r->o->batch_rows, r->err, sizeof(r->err));
         if (n < 0)
             return -1;
         if (n == 0)

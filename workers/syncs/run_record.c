@@ -24,8 +24,8 @@ static int publish(srun *r, const zx_rowset *rs)
     zx_frame_meta m = {0};
     m.kind = ZX_FRAME_HASHES;
     m.table = "";
-    m.key_cols = (const char *const *)r->p->key_cols;
-    m.nkey_cols = r->p->nkey_cols;
+    m.key_cols = (const char *const *)r->o->key_cols;
+    m.nkey_cols = r->o->nkey_cols;
     uint64_t seq;
     zx_pub_result pr = zx_src_publish(r->rt, &m, rs, &seq);
     while (pr == ZX_PUB_WAIT) {

@@ -18,12 +18,14 @@
 #include "conf/check.h"
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
+#include "workers/syncs/sync_opts.h"
 
 /* Where the sync writes: a connection's table, or one destination's
  * sub-section (p->dest_plugin: set by the walk for a sub-section only,
  * connections are resolved later), exactly one.  0, or -1 when it
  * reported an error. */
-static int check_destination(zx_cf_check *ck, const zx_conf_pipeline *p)
+static int check_destination(zx_cf_check *ck, const zx_conf_pipeline *p,
+                             const zx_sync_opts *o)
 {
     int cn = zx_check_written(ck, "destination.connection");
     int tn = zx_check_written(ck, "destination.table");
@@ -45,7 +47,7 @@ static int check_destination(zx_cf_check *ck, const zx_conf_pipeline *p)
     else if (cn && !tn)
         zx_check_error(ck, "destination", "pipelines.%s: destination: missing required "
                        "field 'table' (the table of connection %s to write)", p->name,
-                       p->dest_connection ? p->dest_connection : "?");
+                       o->dest_connection ? o->dest_connection : "?");
     else
         rc = 0;
     if (tn && !cn) {
@@ -57,21 +59,21 @@ static int check_destination(zx_cf_check *ck, const zx_conf_pipeline *p)
 }
 
 /* its schedule: a 5-field cron that fires.  0, or -1 (reported). */
-static int check_schedule(zx_cf_check *ck, const zx_conf_pipeline *p)
+static int check_schedule(zx_cf_check *ck, const zx_conf_pipeline *p, const zx_sync_opts *o)
 {
     char err[200];
     zx_cron cr;
 
-    if (!p->schedule)
+    if (!o->schedule)
         return 0;
-    if (zx_cron_parse(p->schedule, &cr, err, sizeof(err)) < 0) {
+    if (zx_cron_parse(o->schedule, &cr, err, sizeof(err)) < 0) {
         zx_check_error(ck, "schedule", "pipelines.%s: schedule '%.80s': %s", p->name,
-                       p->schedule, err);
+                       o->schedule, err);
         return -1;
     }
     if (zx_cron_never(&cr)) {
         zx_check_error(ck, "schedule", "pipelines.%s: schedule '%.80s' never fires (no "
-                       "such day)", p->name, p->schedule);
+                       "such day)", p->name, o->schedule);
         return -1;
     }
     return 0;
@@ -81,16 +83,19 @@ int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p);   /* sync_plugin.c's .c
 
 int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p)
 {
-    int rc = check_destination(ck, p);
+    const zx_sync_opts *o = zx_sync_opts_of(p);
+    if (!o)   /* its own struct could not be allocated: the loader said so */
+        return -1;
+    int rc = check_destination(ck, p, o);
 
-    if (zx_check_written(ck, "mode") && (p->mode == ZX_MODE_UPSERT || p->mode == ZX_MODE_MIRROR) &&
-        !p->nkey_cols) {
+    if (zx_check_written(ck, "mode") && (o->mode == ZX_MODE_UPSERT || o->mode == ZX_MODE_MIRROR) &&
+        !o->nkey_cols) {
         zx_check_error(ck, "mode", "pipelines.%s: mode %s needs key: the result columns "
                        "that identify a row (key: [id])", p->name,
-                       p->mode == ZX_MODE_UPSERT ? "upsert" : "mirror");
+                       o->mode == ZX_MODE_UPSERT ? "upsert" : "mirror");
         rc = -1;
     }
-    if (check_schedule(ck, p) < 0)
+    if (check_schedule(ck, p, o) < 0)
         rc = -1;
     return rc;
 }

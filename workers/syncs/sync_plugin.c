@@ -12,26 +12,28 @@
 
 #include "conf/plugin.h"
 #include "workers/sources/source.h"
+#include "workers/syncs/sync_opts.h"
 
 extern const zx_source zx_source_sync;   /* run.c */
+extern const zx_plugin zx_plugin_sync;  /* below */
 int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p);   /* sync_check.c */
 
-#define PIPE(f) offsetof(zx_conf_pipeline, f)
+#define OWN(f) offsetof(zx_sync_opts, f)
 
 /* Order = zx_sync_mode (workers/destinations/dest.h). */
 static const char *const modes[] = {"replace", "append", "upsert", "mirror", NULL};
 
 static const zx_cf_option options[] = {
     {.section = "pipelines.<name>", .name = "author", .type = ZX_CF_STRING,
-     .offset = PIPE(author), .flags = ZX_CF_REQUIRED,
+     .offset = OWN(author), .flags = ZX_CF_REQUIRED | ZX_CF_OWN,
      .help = "The entry of `authors` whose rights the query runs with."},
     {.section = "pipelines.<name>", .name = "query", .type = ZX_CF_STRING,
-     .offset = PIPE(query), .flags = ZX_CF_REQUIRED,
+     .offset = OWN(query), .flags = ZX_CF_REQUIRED | ZX_CF_OWN,
      .help = "Exactly one read-only SELECT on the workspace. The database "
      "enforces it when the sync runs: a second statement, a write, or a "
      "table outside the author's fails the run before anything is sent."},
     {.section = "pipelines.<name>", .name = "mode", .type = ZX_CF_ENUM_INT,
-     .offset = PIPE(mode), .flags = ZX_CF_REQUIRED, .allowed = modes,
+     .offset = OWN(mode), .flags = ZX_CF_REQUIRED | ZX_CF_OWN, .allowed = modes,
      .help = "`replace`: the destination holds exactly the result (in one "
      "transaction, or a rename for files). `append`: every row of the "
      "result is added. `upsert`: only rows new or changed since the last "
@@ -39,22 +41,22 @@ static const zx_cf_option options[] = {
      "upsert, and the keys gone from the result are deleted."},
     {.section = "pipelines.<name>", .name = "key", .type = ZX_CF_NAMES,
      .def_doc = "none; **required** for `upsert` and `mirror`",
-     .offset = PIPE(key_cols), .n_offset = PIPE(nkey_cols),
+     .offset = OWN(key_cols), .n_offset = OWN(nkey_cols), .flags = ZX_CF_OWN,
      .help = "Result columns that identify a row (`[id]`, `[region, id]`). "
      "Duplicate keys in a result fail the run, naming them, before anything "
      "is sent."},
     {.section = "pipelines.<name>", .name = "schedule", .type = ZX_CF_STRING,
      .def_doc = "none: runs by hand or through the API only",
-     .offset = PIPE(schedule),
+     .offset = OWN(schedule), .flags = ZX_CF_OWN,
      .help = "When to run: 5-field cron, in UTC (`*/15 * * * *`; names and "
      "`@hourly`, `@daily`... allowed). Runs of one sync never overlap; a "
      "run missed while zxd was down runs once when it starts."},
     {.section = "pipelines.<name>", .name = "batch_rows", .type = ZX_CF_UINT,
-     .def = "10000", .offset = PIPE(batch_rows), .min = 1, .max = 1000000,
+     .def = "10000", .offset = OWN(batch_rows), .flags = ZX_CF_OWN, .min = 1, .max = 1000000,
      .help = "Rows per batch sent to the destination."},
     {.section = "pipelines.<name>", .name = "query_timeout",
      .type = ZX_CF_DURATION, .def_doc = "`server.sync_query_timeout` (1h)",
-     .offset = PIPE(query_timeout_ms), .min = ZX_CF_SEC, .max = 7 * 24 * ZX_CF_HOUR,
+     .offset = OWN(query_timeout_ms), .flags = ZX_CF_OWN, .min = ZX_CF_SEC, .max = 7 * 24 * ZX_CF_HOUR,
      .help = "How long the query may take, from its start to its last row "
      "read (in `replace` and `append` without `key`, that includes the "
      "time the destination takes to write them). Enforced by the "
@@ -64,23 +66,28 @@ static const zx_cf_option options[] = {
      "query on the server the same way."},
     {.section = "pipelines.<name>", .name = "max_spill_bytes",
      .type = ZX_CF_SIZE, .def_doc = "`server.sync_max_spill_bytes` (10GiB)",
-     .offset = PIPE(max_spill_bytes), .min = ZX_CF_MIB, .max = 1024 * ZX_CF_GIB,
+     .offset = OWN(max_spill_bytes), .flags = ZX_CF_OWN, .min = ZX_CF_MIB, .max = 1024 * ZX_CF_GIB,
      .help = "Bytes a run may write to its temporary files (the rows to "
      "send, the sorted keys, the hashes and deletes kept until the "
      "destination commits). A run that would write more fails, naming "
      "this option, before anything is sent; its files are gone with it."},
     {.section = "pipelines.<name>.destination", .name = "connection",
      .type = ZX_CF_STRING, .def_doc = "none",
-     .offset = PIPE(dest_connection),
+     .offset = OWN(dest_connection), .flags = ZX_CF_OWN,
      .help = "The entry of `connections` (kind `postgres`, `mysql` or "
      "`sqlite`, not `read_only`) whose `table` receives the result."},
     {.section = "pipelines.<name>.destination", .name = "table",
      .type = ZX_CF_STRING, .def_doc = "**required** with `connection`",
-     .offset = PIPE(dest_table),
+     .offset = OWN(dest_table), .flags = ZX_CF_OWN,
      .help = "The table: `schema.table` or `table` (postgres: schema "
      "`public`; mysql: the dsn's database). Created when missing, with a "
      "primary key on `key`; missing columns are added."},
 };
+
+const zx_sync_opts *zx_sync_opts_of(const zx_conf_pipeline *p)
+{
+    return p && p->plugin == &zx_plugin_sync ? p->own : NULL;
+}
 
 const zx_plugin zx_plugin_sync = {
     .name = "sync",
@@ -89,6 +96,7 @@ const zx_plugin zx_plugin_sync = {
     .check = zx_sync_check,
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
+    .opts_size = sizeof(zx_sync_opts),
     .doc = "a reverse sync (`direction: out`; `source` is not written): the "
      "result of `query`, run as `author`, sent to `destination` in `mode`, "
      "by hand (`zxctl run`), on `schedule`, or through the gateway's API.",
