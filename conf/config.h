@@ -475,6 +475,12 @@ void zx_conf_write_reference(FILE *out);
  * names its mirrors by it (conf/plugin.h). */
 int zx_cf_table_name_ok(const char *v, const char **why);
 
+/* Free the own options structs of a pipeline built by hand (p->own and
+ * p->dest_own, with every string and list their plug-ins' rows describe;
+ * both set NULL).  For a pipeline that is not a loaded configuration's: a
+ * one-off send (supervisor/syncs_send.c).  NULL ok. */
+void zx_conf_pipeline_free_own(zx_conf_pipeline *p);
+
 /* ------------------------------------------------------------------------
  * Internal to conf/ (config.c, entries.c, options.c, fields.c, lists.c,
  * values.c, reference.c, secrets.c, yamlwalk.c, rows.c, tables.c,

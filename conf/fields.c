@@ -639,6 +639,11 @@ void zx_cf_free_own(zx_conf_pipeline *pl)
     zx_cf_free_opts(pl->dest_plugin, &pl->dest_own);
 }
 
+void zx_conf_pipeline_free_own(zx_conf_pipeline *p)
+{
+    zx_cf_free_own(p);
+}
+
 static int str_same(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && !strcmp(a, b));

@@ -46,25 +46,8 @@ static void free_conf(zx_conf_pipeline *pc)
     free(pc->name);
     free(pc->direction);
     free(pc->source);
-    zx_sync_opts *so = pc->own;        /* the sync's own struct, as filled below */
-    if (so) {
-        free(so->author);
-        free(so->query);
-        for (size_t i = 0; i < so->nkey_cols; i++)
-            free(so->key_cols[i]);
-        free(so->key_cols);
-        free(so->schedule);
-        free(so->dest_connection);
-        free(so->dest_table);
-        free(so);
-    }
-    zx_files_opts *fo = pc->dest_own;   /* a send's own struct: files' only */
-    if (fo) {
-        free(fo->path);
-        free(fo->format);
-        free(fo->compression);
-        free(fo);
-    }
+    /* the sync's own options and the files destination's, by their rows */
+    zx_conf_pipeline_free_own(pc);
     free(pc);
 }
 
