@@ -21,8 +21,10 @@
  * (zx_conf_pipeline.own), sets its defaults and the values written,
  * compares it in zx_conf_pipeline_same, and frees it (and the strings and
  * lists its rows describe) with the configuration.  A plug-in reads it as
- * `const zx_kafka_opts *o = p->own;`.  Rows without ZX_CF_OWN keep
- * offsets into zx_conf_pipeline's shared fields.
+ * `const zx_kafka_opts *o = p->own;`.  A destination's own rows (its
+ * sub-section destination.<name>) go the same way into p->dest_own.
+ * Rows without ZX_CF_OWN are the core's (conf/options.c), shared by the
+ * plug-ins whose caps take them, with offsets into zx_conf_pipeline.
  *
  * A plug-in's rows without `sources` apply to its own pipelines only (a
  * source's rows: `source: <name>`; the sync's rows: `direction: out`).

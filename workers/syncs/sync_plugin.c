@@ -3,7 +3,7 @@
  * the runner of reverse syncs (direction: out), one run per worker
  * (run.c).  It is no source: `source:` is not written in a reverse sync,
  * whose zx_conf_pipeline.source the loader sets to this plug-in's name.
- * Its registration (conf/plugin.h), listed once in workers/plugins.c.
+ * Its registration (conf/plugin.h), listed once in workers/plugins.def.
  * Its option rows are here, all its own (ZX_CF_OWN: into a zx_sync_opts
  * per reverse sync, sync_opts.h, read through zx_sync_opts_of): the loader
  * parses, checks, compares and frees them, and conf/OPTIONS.md documents

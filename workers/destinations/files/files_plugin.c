@@ -1,7 +1,7 @@
 /*
  * files_plugin.c — the plug-in files: destination files: CSV, JSON lines
  * or Parquet files in a folder (dest_files.c).
- * Its registration (conf/plugin.h), listed once in workers/plugins.c.
+ * Its registration (conf/plugin.h), listed once in workers/plugins.def.
  * Its option rows are here: the loader parses, checks, compares and frees
  * them, and conf/OPTIONS.md documents them, from this table; they set its
  * own struct (files_opts.h, p->dest_own).  Its check: path and format

@@ -1,7 +1,7 @@
 /*
  * mysql_plugin.c — the plug-in mysql: destination mysql: tables of a MySQL
  * or MariaDB database (dest_mysql.c).
- * Its registration (conf/plugin.h), listed once in workers/plugins.c.
+ * Its registration (conf/plugin.h), listed once in workers/plugins.def.
  * It has no option rows of its own: a table destination is the sync's
  * `destination.connection` and `destination.table` (sync_plugin.c).
  */

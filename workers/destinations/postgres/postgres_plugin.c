@@ -1,7 +1,7 @@
 /*
  * postgres_plugin.c — the plug-in postgres: destination postgres: tables
  * of a PostgreSQL database, rows by COPY (dest_postgres.c).
- * Its registration (conf/plugin.h), listed once in workers/plugins.c.
+ * Its registration (conf/plugin.h), listed once in workers/plugins.def.
  * It has no option rows of its own: a table destination is the sync's
  * `destination.connection` and `destination.table` (sync_plugin.c).
  */

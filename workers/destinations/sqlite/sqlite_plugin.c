@@ -1,7 +1,7 @@
 /*
  * sqlite_plugin.c — the plug-in sqlite: destination sqlite: tables of a
  * SQLite file (dest_sqlite.c).
- * Its registration (conf/plugin.h), listed once in workers/plugins.c.
+ * Its registration (conf/plugin.h), listed once in workers/plugins.def.
  * Its option rows are here: the loader parses, checks, compares and frees
  * them, and conf/OPTIONS.md documents them, from this table.
  */

@@ -1,7 +1,7 @@
 /*
  * kafka_plugin.c — the plug-in kafka: source: kafka, messages consumed
  * from Kafka topics (kafka.c).
- * Its registration (conf/plugin.h), listed once in workers/plugins.c.
+ * Its registration (conf/plugin.h), listed once in workers/plugins.def.
  * Its option rows are here: the loader parses, checks, compares and frees
  * them, and conf/OPTIONS.md documents them, from this table.
  */

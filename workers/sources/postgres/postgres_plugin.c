@@ -1,7 +1,7 @@
 /*
  * postgres_plugin.c — the plug-in postgres: source: postgres, change data
  * capture through logical replication (pg_cdc.c).
- * Its registration (conf/plugin.h), listed once in workers/plugins.c.
+ * Its registration (conf/plugin.h), listed once in workers/plugins.def.
  * Its option rows are here: the loader parses, checks, compares and frees
  * them, and conf/OPTIONS.md documents them, from this table.
  */
