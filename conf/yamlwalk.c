@@ -28,6 +28,12 @@
 #define ZX_CF_MAX_DEPTH   64
 #define ZX_CF_MAX_ANCHORS 1000
 #define ZX_CF_MAX_ALIASES 10000
+/* Values (scalars and collections) the file holds once each alias is
+ * counted as what it repeats: the loader walks an aliased node again for
+ * every alias, so a small file of aliases to large anchors would cost as
+ * much as a file many times its size.  A configuration of 1,024 pipelines
+ * holds a few tens of thousands. */
+#define ZX_CF_MAX_VALUES  1000000
 
 static void cf_push(zx_cf_ctx *x, char *msg)
 {
@@ -197,62 +203,119 @@ fail:
     return NULL;
 }
 
+/* What cf_check_shape keeps while it reads: each anchor's name and the
+ * values its node holds once its aliases are expanded (so that an alias
+ * counts what walking it costs), and the collections open. */
+typedef struct {
+    struct { char *name; uint64_t size; } anchor[ZX_CF_MAX_ANCHORS];
+    size_t nanchors;         /* recorded (closed) */
+    size_t nseen;            /* met, open ones included */
+    struct { char *anchor; uint64_t start; } open[ZX_CF_MAX_DEPTH + 1];
+    int depth;
+    uint64_t values;         /* values so far, aliases expanded */
+} cf_shape;
+
+static void shape_anchor(cf_shape *sh, char *name, uint64_t size)
+{
+    if (name && sh->nanchors < ZX_CF_MAX_ANCHORS && (name = strdup(name))) {
+        sh->anchor[sh->nanchors].name = name;
+        sh->anchor[sh->nanchors++].size = size;
+    }
+}
+
+/* The values alias `name` stands for (its latest anchor), 1 if unknown
+ * (yaml_parser_load reports it). */
+static uint64_t shape_alias(const cf_shape *sh, const char *name)
+{
+    for (size_t i = sh->nanchors; name && i-- > 0;)
+        if (!strcmp(sh->anchor[i].name, name))
+            return sh->anchor[i].size;
+    return 1;
+}
+
+/* One event; -1 (and one error) past a limit. */
+static int shape_event(zx_cf_ctx *x, cf_shape *sh, const yaml_event_t *ev, size_t *aliases)
+{
+    const char *why = NULL;
+    int lim = 0;
+    char *anchor = NULL;
+
+    switch (ev->type) {
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT:
+        if (sh->depth >= ZX_CF_MAX_DEPTH) {
+            why = "nesting deeper than %d levels", lim = ZX_CF_MAX_DEPTH;
+            break;
+        }
+        anchor = (char *)(ev->type == YAML_SEQUENCE_START_EVENT
+                          ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor);
+        sh->open[sh->depth].anchor = anchor ? strdup(anchor) : NULL;
+        sh->open[sh->depth++].start = sh->values++;
+        break;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        if (sh->depth > 0) {
+            sh->depth--;
+            shape_anchor(sh, sh->open[sh->depth].anchor,
+                         sh->values - sh->open[sh->depth].start);
+            free(sh->open[sh->depth].anchor);
+            sh->open[sh->depth].anchor = NULL;
+        }
+        return 0;
+    case YAML_SCALAR_EVENT:
+        anchor = (char *)ev->data.scalar.anchor;
+        sh->values++;
+        shape_anchor(sh, anchor, 1);
+        break;
+    case YAML_ALIAS_EVENT:
+        if (++*aliases > ZX_CF_MAX_ALIASES)
+            why = "more than %d aliases (*name)", lim = ZX_CF_MAX_ALIASES;
+        sh->values += shape_alias(sh, (const char *)ev->data.alias.anchor);
+        break;
+    default:
+        return 0;
+    }
+    if (!why && anchor && ++sh->nseen > ZX_CF_MAX_ANCHORS)
+        why = "more than %d anchors (&name)", lim = ZX_CF_MAX_ANCHORS;
+    if (!why && sh->values > ZX_CF_MAX_VALUES)
+        why = "more than %d values, counting each alias (*name) as the values it "
+              "repeats", lim = ZX_CF_MAX_VALUES;
+    if (!why)
+        return 0;
+    zx_cf_error(x, (int)ev->start_mark.line + 1, (int)ev->start_mark.column + 1, why, lim);
+    return -1;
+}
+
 /* Read the events of buf and refuse (one error, -1) nesting deeper than
- * ZX_CF_MAX_DEPTH or more than ZX_CF_MAX_ANCHORS anchors or
- * ZX_CF_MAX_ALIASES aliases, stopping there so the cost stays bounded.
- * 0 otherwise, also on a syntax error (yaml_parser_load reports it). */
+ * ZX_CF_MAX_DEPTH, more than ZX_CF_MAX_ANCHORS anchors or
+ * ZX_CF_MAX_ALIASES aliases, or more than ZX_CF_MAX_VALUES values once
+ * aliases are expanded (the loader walks an aliased node once for each
+ * alias), stopping there so the cost stays bounded.  0 otherwise, also on
+ * a syntax error (yaml_parser_load reports it). */
 static int cf_check_shape(zx_cf_ctx *x, const char *buf, size_t len)
 {
     yaml_parser_t p;
     yaml_event_t ev;
-    int depth = 0, rc = 0, done = 0;
-    size_t anchors = 0, aliases = 0;
+    cf_shape *sh = calloc(1, sizeof(*sh));
+    size_t aliases = 0;
+    int rc = 0, done = 0;
 
-    if (!yaml_parser_initialize(&p))
+    if (!sh || !yaml_parser_initialize(&p)) {
+        free(sh);
         return 0;               /* yaml_parser_load reports it */
+    }
     yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
     while (!done && rc == 0 && yaml_parser_parse(&p, &ev)) {
-        const char *anchor = NULL;
-        switch (ev.type) {
-        case YAML_STREAM_END_EVENT:
-            done = 1;
-            break;
-        case YAML_SEQUENCE_START_EVENT:
-        case YAML_MAPPING_START_EVENT:
-            anchor = ev.type == YAML_SEQUENCE_START_EVENT
-                     ? (const char *)ev.data.sequence_start.anchor
-                     : (const char *)ev.data.mapping_start.anchor;
-            if (++depth > ZX_CF_MAX_DEPTH) {
-                zx_cf_error(x, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
-                            "nesting deeper than %d levels", ZX_CF_MAX_DEPTH);
-                rc = -1;
-            }
-            break;
-        case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT:
-            depth--;
-            break;
-        case YAML_SCALAR_EVENT:
-            anchor = (const char *)ev.data.scalar.anchor;
-            break;
-        case YAML_ALIAS_EVENT:
-            if (++aliases > ZX_CF_MAX_ALIASES) {
-                zx_cf_error(x, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
-                            "more than %d aliases (*name)", ZX_CF_MAX_ALIASES);
-                rc = -1;
-            }
-            break;
-        default:
-            break;
-        }
-        if (anchor && ++anchors > ZX_CF_MAX_ANCHORS) {
-            zx_cf_error(x, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
-                        "more than %d anchors (&name)", ZX_CF_MAX_ANCHORS);
-            rc = -1;
-        }
+        done = ev.type == YAML_STREAM_END_EVENT;
+        rc = shape_event(x, sh, &ev, &aliases);
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&p);
+    for (size_t i = 0; i < sh->nanchors; i++)
+        free(sh->anchor[i].name);
+    for (int d = 0; d < sh->depth; d++)
+        free(sh->open[d].anchor);
+    free(sh);
     return rc;
 }
 

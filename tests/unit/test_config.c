@@ -2627,6 +2627,19 @@ static void test_yaml_limits(void)
     snprintf(buf + n, cap - n, "]\n");
     c = load(buf, 0, &e);
     CHECK(c == NULL && e.n == 1 && has_sub(&e, "more than 10000 aliases (*name)"));
+    /* a small file that repeats a large anchor through its aliases: 1,000
+     * aliases of 1,001 values each are over a million values */
+    n = (size_t)snprintf(buf, cap, "x: &a [1");
+    for (int i = 0; i < 999; i++)
+        n += (size_t)snprintf(buf + n, cap - n, ",1");
+    n += (size_t)snprintf(buf + n, cap - n, "]\ny: [*a");
+    for (int i = 0; i < 999; i++)
+        n += (size_t)snprintf(buf + n, cap - n, ", *a");
+    snprintf(buf + n, cap - n, "]\n");
+    c = load(buf, 0, &e);
+    CHECK(c == NULL && e.n == 1 &&
+          has_sub(&e, "more than 1000000 values, counting each alias (*name) as the "
+                      "values it repeats"));
     zx_conf_errors_free(&e);
     free(buf);
 }
