@@ -158,7 +158,9 @@ def test_events_without_schema_are_inferred_and_said_once(kafka, make_kzxd):
     wait_for(lambda: z.table_exists("all_types") and
              [r[0] for r in z.query('SELECT id FROM "all_types"')] == [30],
              "row 30 alone after the truncate", deadline=60)
-    told = [e for e in feed(z) if e.get("event") == "types_inferred"]
+    # said after the commit that made the row visible: wait for it
+    told = wait_for(lambda: [e for e in feed(z) if e.get("event") == "types_inferred"],
+                    "the types_inferred event")
     assert len(told) == 1 and told[0]["table"] == "all_types"
     assert "schemas.enable" in told[0]["message"]
 

@@ -98,6 +98,8 @@ def test_history_of_a_wide_table_is_kept_as_json(pg, mirror_env):
     assert rows[2][1]["id"] == 2
     assert z.query("SELECT c1589 FROM wide") == [(-1,)]
     assert not z.table_exists("wide__changes__rejects") and not z.table_exists("wide__rejects")
-    log = z.log_text()
+    # said after the commit that made the rows visible: wait for it
+    log = wait_for(lambda: "event=history_as_json" in z.log_text() and z.log_text(),
+                   lambda: f"the history_as_json warning; log:\n{z.log_text()[-3000:]}")
     assert log.count("event=history_as_json") == 1, log[-3000:]
     assert "table=wide columns=1590" in log

@@ -75,8 +75,10 @@ def test_column_cap_keeps_the_rest_in_extra(make_zxd):
     rows = z.query(f"SELECT a, b, _extra FROM wide ORDER BY {z.row_order}")
     assert rows[1] == (2, None, '{"f":true}') and rows[2] == (None, "y", None), rows
     assert list(z.columns("wide")) == ["a", "b", "c", "_ingested_at", "_extra"]
-    # the feed says so once (per table and cap), with the cap and the column
-    capped = [e for e in feed_events(z) if e.get("event") == "columns_capped"]
+    # the feed says so once (per table and cap), with the cap and the column;
+    # said after the commit that made the rows visible, so wait for it
+    capped = wait_for(lambda: [e for e in feed_events(z) if e.get("event") == "columns_capped"],
+                      "the columns_capped event")
     assert len(capped) == 1, capped
     assert capped[0]["pipeline"] == "wide" and capped[0]["table"] == "wide"
     assert capped[0]["max_columns"] == 3 and capped[0]["column"] == "_extra"
