@@ -217,6 +217,15 @@ json_t *sup_verify_start(sup *s, struct bufferevent *bev, const char *name, cons
                  pc->source ? pc->source : "?");
         return json_pack("{s:b, s:s}", "ok", 0, "error", m);
     }
+    /* stopped on purpose: its slot will not come into use, say so now
+     * rather than after the verify's wait for the stream */
+    spipe *sp = sup_find_pipe(s, name);
+    if (sp && !sp->worker.want) {
+        char m[300];
+        snprintf(m, sizeof(m), "pipeline %s: verify: the pipeline is stopped (`zxctl start "
+                 "%s`, then verify)", name, name);
+        return json_pack("{s:b, s:s}", "ok", 0, "error", m);
+    }
     if (table && strlen(table) >= VERIFY_TABLE_MAX)
         return json_pack("{s:b, s:s}", "ok", 0, "error", "verify: --table is too long");
     if (sup_helper_count(&verify_kind, name))
