@@ -21,7 +21,12 @@ over those backends, with ids [sqlite] / [postgres]; the other tests run
 once, on the first backend.  A test marked @pytest.mark.sqlite_only runs on
 sqlite only (skipped when sqlite is not in the list); one marked
 @pytest.mark.postgres_only runs once, on postgres, whatever the list (its
-zxd are made with workspace="postgres").  Unset, nothing is parametrised:
+zxd are made with workspace="postgres").  A test marked
+@pytest.mark.pairwise("NAME"), parametrised over NAME too, runs each value
+of NAME on one backend in turn (the first value on the first backend, the
+second on the second, ...) instead of every value on every backend: for
+the long runs, where each backend and each value need a run, not each pair.
+Unset, nothing is parametrised:
 the suite runs as it always did, on SQLite.  A zxd on
 "postgres" gets a fresh database on the server of tests/services/postgres
 (pg_fixtures.py), dropped at teardown, and Zxd.query / count / table_exists /
@@ -905,6 +910,28 @@ def pytest_generate_tests(metafunc):
                          ids=lambda w: w)
 
 
+def pytest_collection_modifyitems(config, items):
+    """@pytest.mark.pairwise("NAME"): keep one backend per value of NAME."""
+    if len(WORKSPACES) < 2:
+        return
+    keep, drop = [], []
+    for item in items:
+        m = item.get_closest_marker("pairwise")
+        cs = getattr(item, "callspec", None)
+        if not m or not cs or "workspace" not in cs.params:
+            keep.append(item)
+            continue
+        name = m.args[0]
+        values = [mk.args[1] for mk in item.iter_markers("parametrize")
+                  if mk.args[0] == name][0]
+        i = values.index(cs.params[name])
+        (keep if WORKSPACES[i % len(WORKSPACES)] == cs.params["workspace"]
+         else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def teardown_zxds(made):
     """Kill and remove every Zxd of made (folder, own Postgres database);
     then fail if a log held a Postgres password."""
@@ -979,6 +1006,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "postgres_only: runs once, on the Postgres workspace, whatever "
         "ZX_WORKSPACES says")
+    config.addinivalue_line(
+        "markers", "pairwise(NAME): each value of the parameter NAME on one workspace "
+        "in turn, not on every one")
     unknown = [w for w in WORKSPACES if w not in KNOWN_WORKSPACES]
     if unknown or len(set(WORKSPACES)) != len(WORKSPACES):
         raise pytest.UsageError(f"ZX_WORKSPACES={os.environ.get('ZX_WORKSPACES')!r}: a comma "

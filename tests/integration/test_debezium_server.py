@@ -190,6 +190,7 @@ def pg_source(pg, db, cols):
     return {r[0]: dict(zip(cols, r[1:])) for r in rows}
 
 
+@pytest.mark.pairwise("schemas")  # with schemas on SQLite, without on Postgres
 @pytest.mark.parametrize("schemas", [True, False], ids=["schemas", "noschemas"])
 def test_postgres_through_the_http_sink(pg, make_zxd, schemas):
     db = pg.create_database()
@@ -300,7 +301,8 @@ def my_source(env, db, cols):
         c.close()
 
 
-@pytest.mark.parametrize("schemas", [True, False], ids=["schemas", "noschemas"])
+@pytest.mark.pairwise("schemas")  # without schemas on SQLite, with on Postgres
+@pytest.mark.parametrize("schemas", [False, True], ids=["noschemas", "schemas"])
 def test_mariadb_through_kafka(kafka, make_kzxd, schemas):
     env = mariadb_env()
     db = f"dbz{uid()[:8]}"

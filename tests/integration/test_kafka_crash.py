@@ -5,7 +5,8 @@ heavy runs of issue 6, kept apart from test_kafka.py.
 These tests run only when ZX_HEAVY_TESTS=1 is set in the environment
 (test.sh sets it for its plain, non-sanitizer pytest pass, so that they
 run once per test.sh, not again under ASan).  The runs under SIGKILLs go on every
-workspace backend (the writer's commit of rows and positions differs);
+workspace backend (the writer's commit of rows and positions differs),
+without a group on SQLite and in a group on Postgres (pairwise);
 the group runs (several zxd, a broker restart) test the consumer group
 and run once, on the Postgres workspace several hosts would share.  They need the Kafka broker
 of tests/services/kafka (kafka_fixtures.py starts it once per session).
@@ -97,6 +98,7 @@ def id_stats(z, table):
     return z.query(f'SELECT count(*), count(DISTINCT id), min(id), max(id) FROM "{table}"')[0]
 
 
+@pytest.mark.pairwise("group")   # no_group on SQLite, the group on Postgres
 @pytest.mark.parametrize("group", [False, True], ids=["no_group", "group"])
 def test_million_messages_under_sigkills_lose_nothing(kafka, make_kzxd, group):
     n, parts = 1_000_000, 6
