@@ -13,8 +13,12 @@
  * Non-S3 services get a normalised path ("." and ".." segments and
  * repeated slashes removed) whose segments are percent-encoded again (the
  * path as sent is encoded twice); S3 (ZX_SIGV4_S3) takes the path as given
- * and encodes it once.  Query names and values are decoded and re-encoded
- * with AWS's rules, sorted by name then value.  Header names are
+ * (no normalisation) and encodes it once: each segment's %XX escapes are
+ * decoded and the bytes encoded again, so a key encoded with
+ * zx_aws_uri_encode(key, len, 1) is unchanged and a byte sent raw is
+ * encoded.  Query names and values are decoded and re-encoded with AWS's
+ * rules ('+' is a literal plus: send a space as %20), sorted by name then
+ * value, "name=" for a name without a value.  Header names are
  * lowercased, values trimmed with inner runs of spaces collapsed, several
  * lines of one name joined with ",".  X-Amz-Date (and X-Amz-Security-Token
  * when a session token is given, x-amz-content-sha256 with
