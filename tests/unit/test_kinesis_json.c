@@ -60,6 +60,18 @@ static void test_get_records(void)
     }
     zx_kin_get_records_free(&r);
     CHECK(r.records == NULL && r.arena == NULL);
+
+    /* a partition key holding U+0000 is kept whole; Data without padding */
+    static const char nul[] = "{\"Records\": [{\"Data\": \"eyJpZCI6IDJ9\", \"PartitionKey\":"
+                              " \"a\\u0000b\", \"SequenceNumber\": \"0\"}, {\"Data\": \"YQ\","
+                              " \"PartitionKey\": \"k\", \"SequenceNumber\": \"1\"}],"
+                              " \"NextShardIterator\": \"it\"}";
+    CHECK(zx_kin_parse_get_records(nul, LEN(nul), &r, err, sizeof(err)) == 0);
+    CHECK(r.nrecords == 2 && r.records[0].pk_len == 3 &&
+          memcmp(r.records[0].partition_key, "a\0b", 4) == 0);
+    CHECK(r.nrecords == 2 && r.records[1].len == 1 && r.records[1].data[0] == 'a' &&
+          r.records[1].arrival_us == -1 && r.millis_behind == -1);
+    zx_kin_get_records_free(&r);
 }
 
 static void test_closed_shard(void)

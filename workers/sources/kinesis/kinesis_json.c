@@ -186,10 +186,11 @@ static int get_count(json_t *o, const char *key, const char *what, long long max
 }
 
 /* body parsed: the top-level object, or NULL with err. */
-static json_t *load(const char *body, size_t len, const char *api, char *err, size_t errlen)
+static json_t *load(const char *body, size_t len, const char *api, size_t flags, char *err,
+                    size_t errlen)
 {
     json_error_t je;
-    json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, &je);
+    json_t *root = json_loadb(body ? body : "", body ? len : 0, flags, &je);
     if (!root) {
         fail(err, errlen, "the %s response is not JSON: %s (line %d, column %d)", api, je.text,
              je.line, je.column);
@@ -248,7 +249,7 @@ static int get_record(json_t *o, size_t i, void **arena, zx_kin_record *r, char 
     snprintf(wk, sizeof(wk), "%s.PartitionKey", w);
     if (get_str(o, "PartitionKey", wk, REQ, K_ANY, arena, &r->partition_key, err, errlen) < 0)
         return -1;
-    r->pk_len = strlen(r->partition_key);
+    r->pk_len = json_string_length(json_object_get(o, "PartitionKey"));
     snprintf(wk, sizeof(wk), "%s.SequenceNumber", w);
     if (get_str(o, "SequenceNumber", wk, REQ, K_SEQ, arena, &r->seq, err, errlen) < 0)
         return -1;
@@ -349,7 +350,7 @@ int zx_kin_parse_get_records(const char *body, size_t len, zx_kin_get_records *o
 {
     memset(out, 0, sizeof(*out));
     out->millis_behind = -1;
-    json_t *root = load(body, len, "GetRecords", err, errlen);
+    json_t *root = load(body, len, "GetRecords", JSON_ALLOW_NUL, err, errlen);
     if (!root)
         return -1;
     int rc = get_records_body(root, out, err, errlen);
@@ -374,7 +375,7 @@ int zx_kin_parse_shard_iterator(const char *body, size_t len, char **iterator,
                                 char *err, size_t errlen)
 {
     *iterator = NULL;
-    json_t *root = load(body, len, "GetShardIterator", err, errlen);
+    json_t *root = load(body, len, "GetShardIterator", 0, err, errlen);
     if (!root)
         return -1;
     void *arena = NULL;
@@ -451,7 +452,7 @@ int zx_kin_parse_list_shards(const char *body, size_t len, zx_kin_shard_list *ou
                              char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    json_t *root = load(body, len, "ListShards", err, errlen);
+    json_t *root = load(body, len, "ListShards", 0, err, errlen);
     if (!root)
         return -1;
     int rc = list_shards_body(root, out, err, errlen);
@@ -530,7 +531,7 @@ int zx_kin_parse_stream_summary(const char *body, size_t len, zx_kin_stream_summ
 {
     memset(out, 0, sizeof(*out));
     out->open_shards = out->retention_hours = -1;
-    json_t *root = load(body, len, "DescribeStreamSummary", err, errlen);
+    json_t *root = load(body, len, "DescribeStreamSummary", 0, err, errlen);
     if (!root)
         return -1;
     int rc = summary_body(root, out, err, errlen);

@@ -46,7 +46,8 @@ int zx_kin_shard_id_valid(const char *s, size_t n);
 typedef struct zx_kin_record {
     uint8_t *data;               /* Data, base64-decoded; len bytes (+ a NUL not counted) */
     size_t len;
-    char *partition_key;         /* PartitionKey */
+    char *partition_key;         /* PartitionKey, NUL-ended; pk_len bytes (a \u0000 in it
+                                    is kept: the only string here that may hold one) */
     size_t pk_len;
     char *seq;                   /* SequenceNumber, checked */
     int64_t arrival_us;          /* ApproximateArrivalTimestamp, microseconds since
