@@ -36,9 +36,14 @@
  * groups, 32-bit) are skipped, at every level; a field repeated where one
  * is expected keeps the last, as protobuf does; a known field of another
  * wire type than its own counts as unknown (skipped), as protobuf does.
- * Tags are skipped (never read).  The KCL's filter of user records whose
- * hash key lies outside the shard's range is not done here: each record's
- * explicit hash key is given so that the caller can.
+ * Tags are skipped (never read).
+ * The KCL also drops the user records whose hash key (explicit, or the
+ * MD5 of the partition key) lies outside the shard's range, and with them
+ * the records of the aggregate before them; producers that aggregate
+ * records of several hash keys into one (the kinesis-aggregation library
+ * does) lose data that way (amazon-kinesis-client issue #343).  zx does
+ * not: every user record of the shard is given; its explicit hash key too,
+ * should a caller want the KCL's filter.
  */
 #ifndef ZX_KINESIS_KPL_H
 #define ZX_KINESIS_KPL_H
