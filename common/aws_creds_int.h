@@ -17,6 +17,9 @@ typedef struct zx_aws_cred {
     time_t expiry;
 } zx_aws_cred;
 
+/* Wipe (explicit_bzero) and free the string s.  NULL is a no-op. */
+void zx_aws_wipe_free(char *s);
+
 /* Wipe and free the strings of k, zero it.  NULL is a no-op. */
 void zx_aws_cred_clear(zx_aws_cred *k);
 
@@ -79,5 +82,45 @@ int zx_aws_imds_fetch(const char *endpoint, zx_aws_cred *out, char *role_out,
 /* Parse an ISO 8601 UTC time ("2026-12-02T16:00:00Z", fraction allowed)
  * into *t.  0, or -1. */
 int zx_aws_parse_time(const char *s, time_t *t);
+
+/* ---- the chain (aws_creds.c, aws_creds_links.c, aws_creds_profile.c) ---- */
+
+struct zx_aws_ini;
+
+/* One run of the chain: the provider's settings (borrowed), what it found. */
+typedef struct zx_aws_chain {
+    const char *profile, *region, *sts_endpoint, *imds_endpoint, *ca_file; /* NULL: unset */
+    time_t now;
+    char notes[2048];             /* "; "-joined: why each link gave nothing */
+    char source[1024];            /* the winning link's zx_aws_creds_source */
+    char cred_path[4096], conf_path[4096];
+    struct zx_aws_ini *cred_ini, *conf_ini;  /* the shared files, owned; NULL: absent */
+    int loaded;                   /* shared files: 0 not yet, 1 loaded, -1 failed */
+    const char *top_profile;      /* the profile the chain looks at */
+} zx_aws_chain;
+
+/* Append "; " and a formatted note to ch->notes (cut to fit). */
+void zx_aws_note(zx_aws_chain *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* getenv, with "" as NULL. */
+const char *zx_aws_env(const char *name);
+
+/* The links: each 0 (found: *out and ch->source set), 1 (not set up: a
+ * note says why) or -1 (set up but failing: a note says why; the chain
+ * stops). */
+int zx_aws_link_env(zx_aws_chain *ch, zx_aws_cred *out);
+int zx_aws_link_env_web_identity(zx_aws_chain *ch, zx_aws_cred *out);
+int zx_aws_link_web_identity(zx_aws_chain *ch, const char *token_file, const char *role_arn,
+                             const char *session_name, zx_aws_cred *out);
+int zx_aws_link_ecs(zx_aws_chain *ch, zx_aws_cred *out);
+int zx_aws_link_imds(zx_aws_chain *ch, zx_aws_cred *out);
+int zx_aws_link_profile(zx_aws_chain *ch, zx_aws_cred *out);
+
+/* The STS endpoint (into ep, el bytes) and region for this run. */
+void zx_aws_chain_sts(zx_aws_chain *ch, zx_aws_sts *s, char *ep, size_t el);
+/* The region: opts, $AWS_REGION, $AWS_DEFAULT_REGION, the profile's; NULL. */
+const char *zx_aws_chain_region(zx_aws_chain *ch);
+/* given, else "zx-<now>", into out. */
+void zx_aws_chain_session(zx_aws_chain *ch, const char *given, char *out, size_t ol);
 
 #endif

@@ -30,7 +30,7 @@ static int seterr(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-static void wipe_free(char *s)
+void zx_aws_wipe_free(char *s)
 {
     if (s) {
         explicit_bzero(s, strlen(s));
@@ -42,9 +42,9 @@ void zx_aws_cred_clear(zx_aws_cred *k)
 {
     if (!k)
         return;
-    wipe_free(k->access_key);
-    wipe_free(k->secret_key);
-    wipe_free(k->session_token);
+    zx_aws_wipe_free(k->access_key);
+    zx_aws_wipe_free(k->secret_key);
+    zx_aws_wipe_free(k->session_token);
     memset(k, 0, sizeof(*k));
 }
 
@@ -196,9 +196,9 @@ int zx_aws_sts_parse(const char *body, size_t len, zx_aws_cred *out,
         seterr(err, errlen, "out of memory");
     else
         rc = 0;
-    wipe_free(ak);
-    wipe_free(sk);
-    wipe_free(tok);
+    zx_aws_wipe_free(ak);
+    zx_aws_wipe_free(sk);
+    zx_aws_wipe_free(tok);
     free(exp);
     return rc;
 }
