@@ -137,6 +137,8 @@ int zx_aws_creds_get(zx_aws_creds *c, time_t now, zx_aws_keys *keys,
                      char *err, size_t errlen)
 {
     memset(keys, 0, sizeof(*keys));
+    if (now == 0)
+        now = time(NULL);
     int valid = c->have && (c->cur.expiry == 0 || now < c->cur.expiry);
     if (valid && (c->cur.expiry == 0 || now < c->cur.expiry - ZX_AWS_CREDS_REFRESH ||
                   now - c->last_try < ZX_AWS_CREDS_RETRY)) {

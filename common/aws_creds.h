@@ -37,7 +37,11 @@
  * unreadable token file, the ECS endpoint failing) ends the search with
  * an error: falling through to other credentials would hide the mistake.
  * A profile named explicitly (opts or AWS_PROFILE) that exists nowhere is
- * such an error too; a missing "default" is not.
+ * such an error too; a missing "default" is not.  A profile that uses what
+ * zx does not read (sso_session, sso_start_url, credential_process) is an
+ * error that says so; a profile with none of these nor keys (a [default]
+ * holding only region) is not set up.  duration_seconds and mfa_serial are
+ * not read (roles last STS's default hour; no MFA prompt in a daemon).
  *
  * opts role_arn is then assumed (STS AssumeRole, with external_id and
  * session_name) with whatever the chain found.
@@ -92,7 +96,7 @@ typedef struct zx_aws_creds zx_aws_creds;
  * access_key"), external_id without role_arn, out of memory. */
 zx_aws_creds *zx_aws_creds_new(const zx_aws_cred_opts *o, char *err, size_t errlen);
 
-/* The current keys at time now (UTC seconds; time(NULL) outside tests).
+/* The current keys at time now (UTC seconds; 0: time(NULL); tests pass theirs).
  * The first call runs the chain; later calls return the cached keys until
  * they are within ZX_AWS_CREDS_REFRESH s of their expiry, and then run the
  * chain again.  When that fails while the cached keys have not expired,

@@ -178,18 +178,19 @@ static int ecs_url_ok(const char *url)
         return 1;
     if (strncasecmp(url, "http://", 7) != 0)
         return 0;
-    static const char *const ok[] = {"127.", "localhost", "[::1]", "169.254.170.2",
-                                     "169.254.170.23", "[fd00:ec2::23]"};
+    static const char *const ok[] = {"localhost", "[::1]", "169.254.170.2", "169.254.170.23",
+                                     "[fd00:ec2::23]"};
     const char *h = url + 7;
-    size_t hl = strcspn(h, ":/?#");
-    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-        size_t l = strlen(ok[i]);
-        if (ok[i][l - 1] == '.' ? strncmp(h, ok[i], l) == 0
-                                : (hl == l && strncasecmp(h, ok[i], l) == 0))
+    size_t hl = strcspn(h, h[0] == '[' ? "]" : ":/?#");
+    if (h[0] == '[' && h[hl++] != ']')
+        return 0;
+    if (strchr(":/?#", h[hl]) == NULL)  /* NUL is found too */
+        return 0;                       /* "[::1]x": not a host */
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (hl == strlen(ok[i]) && strncasecmp(h, ok[i], hl) == 0)
             return 1;
-        if (ok[i][0] == '[' && strncasecmp(h, ok[i], l) == 0)
-            return 1;
-    }
+    if (hl > 4 && strncmp(h, "127.", 4) == 0 && strspn(h, "0123456789.") == hl)
+        return 1;
     return 0;
 }
 

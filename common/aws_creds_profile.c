@@ -183,6 +183,14 @@ static int resolve_profile(zx_aws_chain *ch, const char *name, const char **seen
         zx_aws_note(ch, "profile %s not in %s nor %s", name, ch->cred_path, ch->conf_path);
         return 1;
     }
+    static const char *const unread[] = {"sso_session", "sso_start_url", "credential_process"};
+    for (size_t i = 0; i < sizeof(unread) / sizeof(unread[0]); i++)
+        if (pget(ch, &p, unread[i], NULL)) {
+            zx_aws_note(ch, "profile %s uses %s, which zx does not read: give it "
+                        "aws_access_key_id/aws_secret_access_key or role_arn, or export the "
+                        "keys (aws configure export-credentials --format env)", name, unread[i]);
+            return -1;
+        }
     const char *role_arn = pget(ch, &p, "role_arn", NULL);
     if (!role_arn) {
         int rc = profile_keys(ch, &p, out);

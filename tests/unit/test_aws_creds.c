@@ -401,7 +401,16 @@ static void test_order(void)
                         "[profile p6]\naws_access_key_id = A\naws_secret_access_key = S\n"
                         "[profile nosrc]\nrole_arn = arn:aws:iam::1:role/n\n"
                         "[profile badsrc]\nrole_arn = arn:aws:iam::1:role/n\n"
-                        "source_profile = missing\n");
+                        "source_profile = missing\n"
+                        "[profile sso]\nsso_session = s\nsso_account_id = 1\n"
+                        "[profile regiononly]\nregion = eu-west-1\n");
+    o.profile = "sso";
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
+    CHECK(strstr(err, "profile sso uses sso_session, which zx does not read") != NULL);
+    o.profile = "regiononly";       /* set up for no credentials: the chain goes on */
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
+    CHECK(strstr(err, "profile regiononly has no aws_access_key_id nor role_arn; web identity "
+                      "AWS_WEB_IDENTITY_TOKEN_FILE not set") != NULL);
     o.profile = "a";
     CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
     CHECK(strstr(err, "profile b: source_profile a makes a cycle") != NULL);
@@ -568,9 +577,20 @@ static void test_ecs(void)
     CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
     CHECK(strstr(err, "ECS container: HTTP 401 from") != NULL);
     CHECK(strstr(err, "file-token-2") == NULL);
-    setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://example.com/creds", 1);
+    static const char *const refused[] = {"http://example.com/creds", "http://127.evil.com/c",
+                                          "http://[::1]x/c", "http://[::1", "ftp://127.0.0.1/"};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", refused[i], 1);
+        CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
+        CHECK(strstr(err, "must be https, or http to a loopback address") != NULL);
+    }
+    /* an empty token file is refused before any request */
+    reset_server();
+    write_file(p, "\n");
+    setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:1/c", 1);
     CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
-    CHECK(strstr(err, "must be https, or http to a loopback address") != NULL);
+    CHECK(strstr(err, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") && strstr(err, ": empty"));
+    CHECK(seen_count() == 0);
 }
 
 static void test_sts(void)
@@ -626,6 +646,33 @@ static void test_sts(void)
     CHECK(zx_aws_creds_get(c, EXP1_T - 200, &k, err, sizeof(err)) == 0);
     CHECK(strcmp(k.access_key, "ASIASTS2") == 0 && seen_count() == 2);
     zx_aws_creds_free(c);
+
+    /* credential_source = Environment */
+    clean_env();
+    add_route("POST", "/", "Action=AssumeRole&", 200, sts_ok1, NULL);
+    home_file("config", "[profile cs]\nrole_arn = arn:aws:iam::123:role/cs\n"
+                        "credential_source = Environment\n");
+    setenv("AWS_PROFILE", "cs", 1);
+    o.region = "eu-north-1";
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
+    CHECK(strstr(err, "profile cs: its credential_source Environment has no credentials"));
+    home_file("config", "[profile cs]\nrole_arn = arn:aws:iam::123:role/cs\n"
+                        "credential_source = EcsContainer\n");
+    add_route("GET", "/ecs", NULL, 200, imds_creds1, NULL);
+    snprintf(p, sizeof(p), "http://127.0.0.1:%d/ecs", srv_port);
+    setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", p, 1);
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == 0);
+    CHECK(strcmp(ak, "ASIASTS1") == 0);
+    CHECK(strstr(src, "assume role arn:aws:iam::123:role/cs (from profile cs in ") == src);
+    pthread_mutex_lock(&mu);
+    CHECK(nseen == 2 && strcmp(seen[0].path, "/ecs") == 0);
+    CHECK(strcasestr(seen[1].head, "Credential=AKIMDS1/20300317/eu-north-1/sts/") != NULL);
+    CHECK(strcasestr(seen[1].head, "\r\nX-Amz-Security-Token: TOKIMDS1") != NULL);
+    pthread_mutex_unlock(&mu);
+    unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    unsetenv("AWS_PROFILE");
+    o.profile = NULL;
+    o.region = NULL;
 
     /* the connection's role on top of the environment's keys */
     clean_env();
