@@ -21,25 +21,32 @@
 
 /* ---- files ---- */
 
-static const char *home_dir(void)
+/* $HOME, else the user's home from the password database (into buf). */
+static const char *home_dir(char *buf, size_t bl)
 {
     const char *h = zx_aws_env("HOME");
     if (h)
         return h;
-    struct passwd *pw = getpwuid(getuid());
-    return pw && pw->pw_dir ? pw->pw_dir : "/";
+    struct passwd pw, *res = NULL;
+    char tmp[4096];
+    if (getpwuid_r(getuid(), &pw, tmp, sizeof(tmp), &res) == 0 && res && res->pw_dir) {
+        snprintf(buf, bl, "%s", res->pw_dir);
+        return buf;
+    }
+    return "/";
 }
 
 /* The path of a shared file: $var (a leading "~/" is the home) or ~/.aws/dflt. */
 static void shared_path(char *out, size_t ol, const char *var, const char *dflt)
 {
     const char *v = zx_aws_env(var);
+    char hb[1024];
     if (v && strncmp(v, "~/", 2) == 0)
-        snprintf(out, ol, "%s/%s", home_dir(), v + 2);
+        snprintf(out, ol, "%s/%s", home_dir(hb, sizeof(hb)), v + 2);
     else if (v)
         snprintf(out, ol, "%s", v);
     else
-        snprintf(out, ol, "%s/.aws/%s", home_dir(), dflt);
+        snprintf(out, ol, "%s/.aws/%s", home_dir(hb, sizeof(hb)), dflt);
 }
 
 static int load_files(zx_aws_chain *ch)

@@ -326,6 +326,21 @@ static void test_order(void)
     snprintf(p, sizeof(p), "profile default in %s/.aws/credentials", home);
     CHECK(strcmp(src, p) == 0);
 
+    /* AWS_SHARED_CREDENTIALS_FILE moves the file ("~/" is the home) */
+    snprintf(p, sizeof(p), "%s/other-creds", home);
+    write_file(p, "[default]\naws_access_key_id = AKOTHER\naws_secret_access_key = S\n");
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "~/other-creds", 1);
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == 0);
+    CHECK(strcmp(ak, "AKOTHER") == 0);
+    snprintf(p, sizeof(p), "profile default in %s/other-creds", home);
+    CHECK(strcmp(src, p) == 0);
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+    setenv("AWS_CONFIG_FILE", "/nonexistent/config", 1);
+    setenv("AWS_PROFILE", "onlyconf", 1);
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
+    CHECK(strstr(err, "profile onlyconf not in ") && strstr(err, " nor /nonexistent/config"));
+    unsetenv("AWS_CONFIG_FILE");
+
     /* the credentials file wins over the config file; [profile x] in config */
     setenv("AWS_PROFILE", "dev", 1);
     CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == 0);
