@@ -73,7 +73,10 @@ static int run_chain(const zx_aws_creds *c, zx_aws_chain *ch, zx_aws_cred *out)
     memset(out, 0, sizeof(*out));
     char ep[512], sn[128], err[1024];
     zx_aws_sts s;
-    zx_aws_chain_sts(ch, &s, ep, sizeof(ep));
+    if (zx_aws_chain_sts(ch, &s, ep, sizeof(ep)) < 0) {
+        zx_aws_cred_clear(&base);
+        return -1;
+    }
     zx_aws_chain_session(ch, c->session_name, sn, sizeof(sn));
     rc = zx_aws_sts_assume(&s, &base, c->role_arn, sn, c->external_id, out, err, sizeof(err));
     zx_aws_cred_clear(&base);

@@ -1,9 +1,11 @@
 /*
- * aws_creds_int.h — the credential chain's pieces shared between
- * aws_creds.c (the chain, the provider), aws_creds_http.c (ECS, IMDS) and
- * aws_sts.c (STS and its XML).  Not for other modules: they use
- * aws_creds.h.  Every function follows util.h's error convention; none
- * puts a secret in err.
+ * aws_creds_int.h — the credential chain's pieces shared between its
+ * files: aws_creds.c (the provider, the order of the links),
+ * aws_creds_links.c (environment, web identity, ECS, IMDS links),
+ * aws_creds_profile.c (the shared files' link), aws_creds_http.c (the ECS
+ * and IMDS requests) and aws_sts.c (STS and its XML).  Not for other
+ * modules: they use aws_creds.h.  Every function follows util.h's error
+ * convention; none puts a secret in err nor in a note.
  */
 #ifndef ZX_COMMON_AWS_CREDS_INT_H
 #define ZX_COMMON_AWS_CREDS_INT_H
@@ -116,8 +118,9 @@ int zx_aws_link_ecs(zx_aws_chain *ch, zx_aws_cred *out);
 int zx_aws_link_imds(zx_aws_chain *ch, zx_aws_cred *out);
 int zx_aws_link_profile(zx_aws_chain *ch, zx_aws_cred *out);
 
-/* The STS endpoint (into ep, el bytes) and region for this run. */
-void zx_aws_chain_sts(zx_aws_chain *ch, zx_aws_sts *s, char *ep, size_t el);
+/* The STS endpoint (into ep, el bytes) and region for this run: 0, or -1
+ * with a note (a region that is not a region name: it goes into a host). */
+int zx_aws_chain_sts(zx_aws_chain *ch, zx_aws_sts *s, char *ep, size_t el);
 /* The region: opts, $AWS_REGION, $AWS_DEFAULT_REGION, the profile's; NULL. */
 const char *zx_aws_chain_region(zx_aws_chain *ch);
 /* given, else "zx-<now>", into out. */

@@ -43,7 +43,6 @@ const char *zx_aws_env(const char *name)
     return v && *v ? v : NULL;
 }
 
-
 /* A small secret-ish file (a token): trimmed, malloc'd; NULL with err. */
 static char *read_token_file(const char *path, const char *what, char *err, size_t errlen)
 {
@@ -86,10 +85,14 @@ static char *read_token_file(const char *path, const char *what, char *err, size
     return buf;
 }
 
-
-void zx_aws_chain_sts(zx_aws_chain *ch, zx_aws_sts *s, char *ep, size_t el)
+int zx_aws_chain_sts(zx_aws_chain *ch, zx_aws_sts *s, char *ep, size_t el)
 {
     const char *region = zx_aws_chain_region(ch);
+    if (region && (strlen(region) > 40 ||
+                   strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(region))) {
+        zx_aws_note(ch, "region %.64s is not an AWS region name (such as eu-west-1)", region);
+        return -1;
+    }
     if (ch->sts_endpoint)
         snprintf(ep, el, "%s", ch->sts_endpoint);
     else if (region)
@@ -101,6 +104,7 @@ void zx_aws_chain_sts(zx_aws_chain *ch, zx_aws_sts *s, char *ep, size_t el)
     s->region = region ? region : "us-east-1";
     s->ca_file = ch->ca_file;
     s->now = ch->now;
+    return 0;
 }
 
 void zx_aws_chain_session(zx_aws_chain *ch, const char *given, char *out, size_t ol)
@@ -143,7 +147,10 @@ int zx_aws_link_web_identity(zx_aws_chain *ch, const char *token_file, const cha
         return -1;
     }
     zx_aws_sts s;
-    zx_aws_chain_sts(ch, &s, ep, sizeof(ep));
+    if (zx_aws_chain_sts(ch, &s, ep, sizeof(ep)) < 0) {
+        zx_aws_wipe_free(tok);
+        return -1;
+    }
     zx_aws_chain_session(ch, sname, sn, sizeof(sn));
     int rc = zx_aws_sts_web_identity(&s, role_arn, sn, tok, out, err, sizeof(err));
     zx_aws_wipe_free(tok);

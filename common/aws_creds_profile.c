@@ -225,7 +225,10 @@ static int resolve_profile(zx_aws_chain *ch, const char *name, const char **seen
         return -1;
     char ep[512], sn[128], err[1024];
     zx_aws_sts s;
-    zx_aws_chain_sts(ch, &s, ep, sizeof(ep));
+    if (zx_aws_chain_sts(ch, &s, ep, sizeof(ep)) < 0) {
+        zx_aws_cred_clear(&base);
+        return -1;
+    }
     zx_aws_chain_session(ch, rsn, sn, sizeof(sn));
     int rc = zx_aws_sts_assume(&s, &base, role_arn, sn, pget(ch, &p, "external_id", NULL),
                                out, err, sizeof(err));

@@ -708,6 +708,14 @@ static void test_sts(void)
     CHECK(strcasestr(seen[0].head, "\r\nX-Amz-Security-Token: TOKENV") != NULL);
     pthread_mutex_unlock(&mu);
 
+    /* a region goes into the STS host name: only a region name */
+    o.sts_endpoint = NULL;
+    o.region = "evil.example.com/";
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
+    CHECK(strstr(err, "region evil.example.com/ is not an AWS region name") != NULL);
+    o.sts_endpoint = ep;
+    o.region = "us-west-2";
+
     /* STS refuses: its code and message, never a secret */
     reset_server();
     add_route("POST", "/", NULL, 403, sts_denied, NULL);
