@@ -75,7 +75,9 @@ static zx_http_client *client(long timeout_ms, int attempts, const char *ca_file
 {
     zx_http_opts ho = {.timeout_ms = timeout_ms, .max_response = CREDS_MAX_BODY,
                        .ca_file = ca_file, .max_attempts = attempts,
-                       .total_ms = timeout_ms * attempts + 500};
+                       .total_ms = timeout_ms * attempts + 500,
+                       .no_proxy = 1};   /* metadata services are local: a proxy would
+                                            answer with its own host's credentials */
     return zx_http_client_new(&ho, err, errlen);
 }
 

@@ -148,6 +148,11 @@ static void add_route(const char *method, const char *path, const char *body_has
 
 /* ---- helpers ---- */
 
+static int streq(const char *a, const char *b)
+{
+    return a && strcmp(a, b) == 0;
+}
+
 static char home[64];
 
 static void write_file(const char *path, const char *text)
@@ -370,8 +375,8 @@ static void test_order(void)
     zx_aws_creds *c = zx_aws_creds_new(&o, err, sizeof(err));
     zx_aws_keys k;
     CHECK(c && zx_aws_creds_get(c, T0, &k, err, sizeof(err)) == 0);
-    CHECK(strcmp(k.access_key, "AKENV") == 0 && strcmp(k.secret_key, "SKENV") == 0 &&
-          strcmp(k.session_token, "TOKENV") == 0);
+    CHECK(streq(k.access_key, "AKENV") && streq(k.secret_key, "SKENV") &&
+          streq(k.session_token, "TOKENV"));
     CHECK(strcmp(zx_aws_creds_source(c), "environment") == 0);
     CHECK(zx_aws_creds_expiry(c) == 0);
     zx_aws_creds_free(c);
@@ -491,6 +496,7 @@ static void test_imds(void)
     char url[128], err[2048];
     clean_env();
     unsetenv("AWS_EC2_METADATA_DISABLED");
+    setenv("http_proxy", "http://127.0.0.1:1", 1);     /* never used for metadata */
     add_route("PUT", "/latest/api/token", NULL, 200, "TOKEN-123", NULL);
     add_route("GET", "/latest/meta-data/iam/security-credentials/", NULL, 200, "myrole\n", NULL);
     add_route("GET", "/latest/meta-data/iam/security-credentials/myrole", NULL, 200,
@@ -500,8 +506,8 @@ static void test_imds(void)
     zx_aws_creds *c = zx_aws_creds_new(&o, err, sizeof(err));
     zx_aws_keys k;
     CHECK(zx_aws_creds_get(c, EXP1_T - 600, &k, err, sizeof(err)) == 0);
-    CHECK(strcmp(k.access_key, "AKIMDS1") == 0 && strcmp(k.secret_key, "SKIMDS1") == 0 &&
-          strcmp(k.session_token, "TOKIMDS1") == 0);
+    CHECK(streq(k.access_key, "AKIMDS1") && streq(k.secret_key, "SKIMDS1") &&
+          streq(k.session_token, "TOKIMDS1"));
     CHECK(strcmp(zx_aws_creds_source(c), "EC2 instance metadata (role myrole)") == 0);
     CHECK(zx_aws_creds_expiry(c) == EXP1_T);
     CHECK(seen_count() == 3);
@@ -515,14 +521,14 @@ static void test_imds(void)
     pthread_mutex_unlock(&mu);
     /* cached while more than 5 minutes from the expiry */
     CHECK(zx_aws_creds_get(c, EXP1_T - 301, &k, err, sizeof(err)) == 0);
-    CHECK(strcmp(k.access_key, "AKIMDS1") == 0 && seen_count() == 3);
+    CHECK(streq(k.access_key, "AKIMDS1") && seen_count() == 3);
     /* within 5 minutes: refreshed */
     CHECK(zx_aws_creds_get(c, EXP1_T - 299, &k, err, sizeof(err)) == 0);
-    CHECK(strcmp(k.access_key, "AKIMDS2") == 0 && seen_count() == 6);
+    CHECK(streq(k.access_key, "AKIMDS2") && seen_count() == 6);
     /* a refresh that fails keeps the old keys while they are valid */
     reset_server();
     CHECK(zx_aws_creds_get(c, EXP1_T + 3600 - 299, &k, err, sizeof(err)) == 0);
-    CHECK(strcmp(k.access_key, "AKIMDS2") == 0);
+    CHECK(streq(k.access_key, "AKIMDS2"));
     CHECK(seen_count() == 1);        /* the token PUT, answered 404 */
     CHECK(zx_aws_creds_get(c, EXP1_T + 3600 - 295, &k, err, sizeof(err)) == 0);
     CHECK(seen_count() == 1);        /* not again within ZX_AWS_CREDS_RETRY */
@@ -557,6 +563,7 @@ static void test_imds(void)
 
 static void test_ecs(void)
 {
+    unsetenv("http_proxy");
     char url[128], err[2048], ak[64], src[256], p[400];
     clean_env();
     add_route("GET", "/v2/creds", NULL, 200, imds_creds1, imds_creds2);
@@ -568,13 +575,13 @@ static void test_ecs(void)
     zx_aws_creds *c = zx_aws_creds_new(&o, err, sizeof(err));
     zx_aws_keys k;
     CHECK(zx_aws_creds_get(c, EXP1_T - 600, &k, err, sizeof(err)) == 0);
-    CHECK(strcmp(k.access_key, "AKIMDS1") == 0);
+    CHECK(streq(k.access_key, "AKIMDS1"));
     CHECK(strcmp(zx_aws_creds_source(c), "ECS container") == 0);
     pthread_mutex_lock(&mu);
     CHECK(nseen == 1 && strcasestr(seen[0].head, "\r\nAuthorization: Bearer ecs-token-1"));
     pthread_mutex_unlock(&mu);
     CHECK(zx_aws_creds_get(c, EXP1_T - 100, &k, err, sizeof(err)) == 0);
-    CHECK(strcmp(k.access_key, "AKIMDS2") == 0 && seen_count() == 2);
+    CHECK(streq(k.access_key, "AKIMDS2") && seen_count() == 2);
     zx_aws_creds_free(c);
     /* the token file wins over the variable */
     snprintf(p, sizeof(p), "%s/ecs-token", home);
@@ -644,9 +651,9 @@ static void test_sts(void)
     zx_aws_creds *c = zx_aws_creds_new(&o, err, sizeof(err));
     zx_aws_keys k;
     CHECK(zx_aws_creds_get(c, T0, &k, err, sizeof(err)) == 0);
-    CHECK(k.access_key && strcmp(k.access_key, "ASIASTS1") == 0);
-    CHECK(k.secret_key && strcmp(k.secret_key, "SKSTS1/a+b") == 0);
-    CHECK(k.session_token && strcmp(k.session_token, "TOKSTS1&x") == 0);
+    CHECK(k.access_key && streq(k.access_key, "ASIASTS1"));
+    CHECK(k.secret_key && streq(k.secret_key, "SKSTS1/a+b"));
+    CHECK(k.session_token && streq(k.session_token, "TOKSTS1&x"));
     snprintf(p, sizeof(p), "assume role arn:aws:iam::123:role/r (from profile r in "
              "%s/.aws/config)", home);
     CHECK(strcmp(zx_aws_creds_source(c), p) == 0);
@@ -659,7 +666,7 @@ static void test_sts(void)
     CHECK(strcasestr(seen[0].head, "\r\nX-Amz-Date: 20300317T174640Z") != NULL);
     pthread_mutex_unlock(&mu);
     CHECK(zx_aws_creds_get(c, EXP1_T - 200, &k, err, sizeof(err)) == 0);
-    CHECK(strcmp(k.access_key, "ASIASTS2") == 0 && seen_count() == 2);
+    CHECK(streq(k.access_key, "ASIASTS2") && seen_count() == 2);
     zx_aws_creds_free(c);
 
     /* credential_source = Environment */
@@ -734,7 +741,7 @@ static void test_sts_parse(void)
     zx_aws_cred k = {0};
     char err[256];
     CHECK(zx_aws_sts_parse(sts_ok1, strlen(sts_ok1), &k, err, sizeof(err)) == 0);
-    CHECK(k.expiry == EXP1_T && strcmp(k.session_token, "TOKSTS1&x") == 0);
+    CHECK(k.expiry == EXP1_T && streq(k.session_token, "TOKSTS1&x"));
     zx_aws_cred_clear(&k);
     const char *noexp = "<Credentials><AccessKeyId>A</AccessKeyId><SecretAccessKey>S"
                         "</SecretAccessKey><SessionToken>T</SessionToken></Credentials>";
