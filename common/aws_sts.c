@@ -203,18 +203,21 @@ int zx_aws_sts_parse(const char *body, size_t len, zx_aws_cred *out,
     return rc;
 }
 
-/* "host[:port]" of an http(s) URL into host (room hl): 0 or -1. */
-static int url_host(const char *url, char *host, size_t hl)
+/* "host[:port]" of an http(s) URL into host (room hl), and where its path
+ * starts (*path: "" or "/..."): 0, or -1 (no scheme, no host, userinfo,
+ * a query or fragment). */
+static int url_host(const char *url, char *host, size_t hl, const char **path)
 {
     const char *p = strstr(url, "://");
-    if (!p)
+    if (!p || strpbrk(url, "?#"))
         return -1;
     p += 3;
-    size_t n = strcspn(p, "/?#");
+    size_t n = strcspn(p, "/");
     if (n == 0 || n >= hl || memchr(p, '@', n))
         return -1;
     memcpy(host, p, n);
     host[n] = '\0';
+    *path = p + n;
     return 0;
 }
 
@@ -244,13 +247,14 @@ static int sts_call(const zx_aws_sts *s, const zx_aws_cred *base, const char *bo
                     const char *what, zx_aws_cred *out, char *err, size_t errlen)
 {
     char host[512], url[1024], hosth[600];
-    if (url_host(s->endpoint, host, sizeof(host)) < 0)
+    const char *path;
+    if (url_host(s->endpoint, host, sizeof(host), &path) < 0 ||
+        strlen(s->endpoint) + 2 > sizeof(url))
         return seterr(err, errlen, "%s: the STS endpoint %.200s is not a URL like "
                       "https://sts.eu-west-1.amazonaws.com", what, s->endpoint);
-    size_t el = strlen(s->endpoint);
-    while (el && s->endpoint[el - 1] == '/')
-        el--;
-    snprintf(url, sizeof(url), "%.*s/", (int)el, s->endpoint);
+    snprintf(url, sizeof(url), "%s%s", s->endpoint, *path ? "" : "/");
+    if (!*path)
+        path = "/";
     snprintf(hosth, sizeof(hosth), "Host: %s", host);
     const char *hdrs[10] = {hosth, "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
                             "Accept: text/xml"};
@@ -260,7 +264,7 @@ static int sts_call(const zx_aws_sts *s, const zx_aws_cred *base, const char *bo
     if (base) {
         char serr[256];
         zx_sigv4_request rq = {
-            .method = "POST", .path = "/", .headers = hdrs, .payload = body,
+            .method = "POST", .path = path, .headers = hdrs, .payload = body,
             .payload_len = strlen(body), .region = s->region, .service = "sts",
             .now = s->now,
         };

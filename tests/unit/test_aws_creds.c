@@ -734,6 +734,16 @@ static void test_sts(void)
     CHECK(strstr(err, "SKENV") == NULL && strstr(err, "TOKENV") == NULL);
     if (!strstr(err, "AccessDenied"))
         printf("  got: %s\n", err);
+
+    /* an endpoint with a path (a proxy's prefix) is signed with that path */
+    reset_server();
+    add_route("POST", "/sts/", NULL, 200, sts_ok2, NULL);
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d/sts/", srv_port);
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == 0);
+    CHECK(strcmp(ak, "ASIASTS2") == 0);
+    o.sts_endpoint = "sts.example.com";
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
+    CHECK(strstr(err, "the STS endpoint sts.example.com is not a URL like https://") != NULL);
 }
 
 static void test_sts_parse(void)
