@@ -31,6 +31,9 @@
  *      AWS_EC2_METADATA_DISABLED=true skips it; the address is opts
  *      imds_endpoint, else $AWS_EC2_METADATA_SERVICE_ENDPOINT, else
  *      http://169.254.169.254.
+ * The metadata requests (5 and 6) never go through a proxy (http_proxy is
+ * ignored for them: a proxy would answer with its own host's credentials);
+ * STS requests honour the proxy variables as libcurl reads them.
  * A link that is not set up (no variable, no profile) is noted and the
  * next is tried.  A link that is set up but fails (half the environment
  * keys, a profile naming a missing source_profile, STS refusing, an
@@ -82,7 +85,8 @@ typedef struct zx_aws_cred_opts {
     const char *external_id;      /* with role_arn */
     const char *session_name;     /* with role_arn; NULL: "zx-<unix time>" */
     const char *region;           /* for STS's regional endpoint */
-    const char *sts_endpoint;     /* NULL: see the top; tests: http://127.0.0.1:port */
+    const char *sts_endpoint;     /* NULL: see the top; else an http(s) URL, its
+                                   * path kept (tests: http://127.0.0.1:port) */
     const char *imds_endpoint;    /* NULL: see the top */
     const char *ca_file;          /* PEM bundle for https (STS, ECS); NULL: the system's */
 } zx_aws_cred_opts;
