@@ -765,6 +765,32 @@ static void test_sts_parse(void)
     free(t);
 }
 
+/* Random input from the parsers' own alphabet: no crash, no leak (ASan). */
+static void test_random_input(void)
+{
+    static const char ini_abc[] = "[]=#; \n\t\rprofile ab";
+    static const char xml_abc[] = "<>/&;#1 CredentialsAccessKeyIdExpirationCodeMessageError";
+    unsigned seed = 12345;
+    char buf[512], err[256];
+    for (int round = 0; round < 3000; round++) {
+        size_t n = (size_t)(rand_r(&seed) % sizeof(buf));
+        int xml = round & 1;
+        for (size_t i = 0; i < n; i++)
+            buf[i] = xml ? xml_abc[rand_r(&seed) % (sizeof(xml_abc) - 1)]
+                         : ini_abc[rand_r(&seed) % (sizeof(ini_abc) - 1)];
+        if (xml) {
+            zx_aws_cred k = {0};
+            if (zx_aws_sts_parse(buf, n, &k, err, sizeof(err)) == 0)
+                zx_aws_cred_clear(&k);
+            free(zx_aws_xml_text(buf, n, "Code"));
+        } else {
+            zx_aws_ini *ini = zx_aws_ini_parse(buf, n, "r", err, sizeof(err));
+            zx_aws_ini_get(ini, "profile a", "b");
+            zx_aws_ini_free(ini);
+        }
+    }
+}
+
 int main(void)
 {
     snprintf(home, sizeof(home), "/tmp/zx-aws-creds-XXXXXX");
@@ -781,6 +807,7 @@ int main(void)
     test_ini();
     test_order();
     test_sts_parse();
+    test_random_input();
     test_imds();
     test_ecs();
     test_sts();
