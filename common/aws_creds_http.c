@@ -5,6 +5,7 @@
  */
 #include "common/aws_creds_int.h"
 #include "common/http_client.h"
+#include "common/util.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -15,19 +16,6 @@
 #define CREDS_MAX_BODY (64 * 1024)
 #define IMDS_TIMEOUT_MS 1000
 #define IMDS_TOKEN_TTL "21600"
-
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static void resp_wipe_free(zx_http_response *r)
 {
@@ -40,12 +28,12 @@ int zx_aws_json_creds(const char *body, size_t len, zx_aws_cred *out,
                       char *err, size_t errlen)
 {
     if (!body || len == 0)
-        return seterr(err, errlen, "an empty answer");
+        return zx_seterr(err, errlen, "an empty answer");
     json_error_t je;
     json_t *j = json_loadb(body, len, 0, &je);
     if (!j || !json_is_object(j)) {
         json_decref(j);
-        return seterr(err, errlen, "an answer that is not a JSON object");
+        return zx_seterr(err, errlen, "an answer that is not a JSON object");
     }
     const char *code = json_string_value(json_object_get(j, "Code"));
     const char *ak = json_string_value(json_object_get(j, "AccessKeyId"));
@@ -55,15 +43,15 @@ int zx_aws_json_creds(const char *body, size_t len, zx_aws_cred *out,
     time_t t = 0;
     int rc = -1;
     if (code && strcmp(code, "Success") != 0)
-        seterr(err, errlen, "the answer's Code is %.100s, not Success", code);
+        zx_seterr(err, errlen, "the answer's Code is %.100s, not Success", code);
     else if (!ak || !*ak)
-        seterr(err, errlen, "an answer without AccessKeyId");
+        zx_seterr(err, errlen, "an answer without AccessKeyId");
     else if (!sk || !*sk)
-        seterr(err, errlen, "an answer without SecretAccessKey");
+        zx_seterr(err, errlen, "an answer without SecretAccessKey");
     else if (exp && zx_aws_parse_time(exp, &t) < 0)
-        seterr(err, errlen, "an answer whose Expiration is not a time");
+        zx_seterr(err, errlen, "an answer whose Expiration is not a time");
     else if (zx_aws_cred_set(out, ak, sk, tok, t) < 0)
-        seterr(err, errlen, "out of memory");
+        zx_seterr(err, errlen, "out of memory");
     else
         rc = 0;
     json_decref(j);     /* jansson does not wipe: the strings are freed as is */
@@ -87,13 +75,13 @@ int zx_aws_ecs_fetch(const char *url, const char *auth, const char *ca_file,
     char herr[256];
     zx_http_client *hc = client(2000, 2, ca_file, herr, sizeof(herr));
     if (!hc)
-        return seterr(err, errlen, "ECS container: %s", herr);
+        return zx_seterr(err, errlen, "ECS container: %s", herr);
     char *authh = NULL;
     const char *hdrs[3] = {"Accept: application/json", NULL, NULL};
     if (auth && *auth) {
         if (asprintf(&authh, "Authorization: %s", auth) < 0) {
             zx_http_client_free(hc);
-            return seterr(err, errlen, "ECS container: out of memory");
+            return zx_seterr(err, errlen, "ECS container: out of memory");
         }
         hdrs[1] = authh;
     }
@@ -106,19 +94,19 @@ int zx_aws_ecs_fetch(const char *url, const char *auth, const char *ca_file,
     }
     if (rc != 0) {
         resp_wipe_free(&r);
-        return seterr(err, errlen, "ECS container: no answer from %.200s: %s", url, herr);
+        return zx_seterr(err, errlen, "ECS container: no answer from %.200s: %s", url, herr);
     }
     if (r.status != 200) {
         long st = r.status;
         resp_wipe_free(&r);
-        return seterr(err, errlen, "ECS container: HTTP %ld from %.200s%s", st, url,
+        return zx_seterr(err, errlen, "ECS container: HTTP %ld from %.200s%s", st, url,
                       st == 401 || st == 403 ? " (check AWS_CONTAINER_AUTHORIZATION_TOKEN)" : "");
     }
     char perr[256];
     rc = zx_aws_json_creds(r.body, r.len, out, perr, sizeof(perr));
     resp_wipe_free(&r);
     if (rc < 0)
-        return seterr(err, errlen, "ECS container: %.200s: %s", url, perr);
+        return zx_seterr(err, errlen, "ECS container: %.200s: %s", url, perr);
     return 0;
 }
 
@@ -140,17 +128,17 @@ static int imds_req(zx_http_client *hc, const char *method, const char *url,
     int rc = zx_http_request(hc, method, url, hdrs, NULL, 0, r, herr, sizeof(herr));
     if (rc == ZX_HTTP_TRANSFER) {
         resp_wipe_free(r);
-        seterr(err, errlen, "EC2 instance metadata: no answer from %s in 1 s (%s)", host, herr);
+        zx_seterr(err, errlen, "EC2 instance metadata: no answer from %s in 1 s (%s)", host, herr);
         return 1;
     }
     if (rc != 0) {
         resp_wipe_free(r);
-        return seterr(err, errlen, "EC2 instance metadata: %s: %s", what, herr);
+        return zx_seterr(err, errlen, "EC2 instance metadata: %s: %s", what, herr);
     }
     if (r->status != 200 || !r->body) {
         long st = r->status;
         resp_wipe_free(r);
-        return seterr(err, errlen, "EC2 instance metadata: %s: HTTP %ld from %s%s", what, st,
+        return zx_seterr(err, errlen, "EC2 instance metadata: %s: HTTP %ld from %s%s", what, st,
                       host, st == 404 && strcmp(what, "role list") == 0
                       ? " (no IAM role attached to the instance)" : "");
     }
@@ -164,7 +152,7 @@ int zx_aws_imds_fetch(const char *endpoint, zx_aws_cred *out, char *role_out,
     host_of(endpoint, host, sizeof(host));
     zx_http_client *hc = client(IMDS_TIMEOUT_MS, 1, NULL, herr, sizeof(herr));
     if (!hc)
-        return seterr(err, errlen, "EC2 instance metadata: %s", herr);
+        return zx_seterr(err, errlen, "EC2 instance metadata: %s", herr);
     zx_http_response r;
     const char *put_h[] = {"X-aws-ec2-metadata-token-ttl-seconds: " IMDS_TOKEN_TTL, NULL};
     snprintf(url, sizeof(url), "%s/latest/api/token", endpoint);
@@ -173,7 +161,7 @@ int zx_aws_imds_fetch(const char *endpoint, zx_aws_cred *out, char *role_out,
         goto out;
     if (r.len == 0 || r.len > 1000 || strpbrk(r.body, "\r\n")) {
         resp_wipe_free(&r);
-        rc = seterr(err, errlen, "EC2 instance metadata: the token PUT answered no usable token");
+        rc = zx_seterr(err, errlen, "EC2 instance metadata: the token PUT answered no usable token");
         goto out;
     }
     snprintf(tokh, sizeof(tokh), "X-aws-ec2-metadata-token: %s", r.body);
@@ -187,7 +175,7 @@ int zx_aws_imds_fetch(const char *endpoint, zx_aws_cred *out, char *role_out,
     size_t rl = strcspn(r.body, "\r\n");
     if (rl == 0 || rl >= sizeof(role) || strcspn(r.body, "/?# ") < rl) {
         resp_wipe_free(&r);
-        rc = seterr(err, errlen, "EC2 instance metadata: the role list holds no usable role name");
+        rc = zx_seterr(err, errlen, "EC2 instance metadata: the role list holds no usable role name");
         goto out;
     }
     memcpy(role, r.body, rl);
@@ -199,7 +187,7 @@ int zx_aws_imds_fetch(const char *endpoint, zx_aws_cred *out, char *role_out,
         goto out;
     char perr[256];
     if (zx_aws_json_creds(r.body, r.len, out, perr, sizeof(perr)) < 0)
-        rc = seterr(err, errlen, "EC2 instance metadata: role %s: %s", role, perr);
+        rc = zx_seterr(err, errlen, "EC2 instance metadata: role %s: %s", role, perr);
     else if (role_out && roomlen)
         snprintf(role_out, roomlen, "%s", role);
     resp_wipe_free(&r);

@@ -3,6 +3,7 @@
  * Entries are kept in file order; lookups are linear (a few dozen lines).
  */
 #include "common/aws_ini.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -22,19 +23,6 @@ struct zx_aws_ini {
     ini_ent *ents;
     size_t n, cap;
 };
-
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
@@ -126,37 +114,37 @@ static int parse_line(zx_aws_ini *ini, const char *b, const char *e, char **sect
         e = cut_comment(b, e);
         trim(&b, &e);
         if (e - b < 2 || e[-1] != ']')
-            return seterr(err, errlen, "%s line %u: a section line without its closing ']'",
+            return zx_seterr(err, errlen, "%s line %u: a section line without its closing ']'",
                           name, lineno);
         const char *nb = b + 1, *ne = e - 1;
         trim(&nb, &ne);
         if (nb == ne)
-            return seterr(err, errlen, "%s line %u: an empty section name []", name, lineno);
+            return zx_seterr(err, errlen, "%s line %u: an empty section name []", name, lineno);
         char *s = section_name(nb, ne);
         if (!s)
-            return seterr(err, errlen, "%s: out of memory", name);
+            return zx_seterr(err, errlen, "%s: out of memory", name);
         free(*section);
         *section = s;
         /* an entry with an empty key marks that the section exists */
         if (add(ini, s, NULL, NULL, NULL, NULL) < 0)
-            return seterr(err, errlen, "%s: out of memory", name);
+            return zx_seterr(err, errlen, "%s: out of memory", name);
         return 0;
     }
     const char *eq = memchr(b, '=', (size_t)(e - b));
     if (!eq)
-        return seterr(err, errlen, "%s line %u: neither a [section] nor key = value",
+        return zx_seterr(err, errlen, "%s line %u: neither a [section] nor key = value",
                       name, lineno);
     if (!*section)
-        return seterr(err, errlen, "%s line %u: a key before any [section]", name, lineno);
+        return zx_seterr(err, errlen, "%s line %u: a key before any [section]", name, lineno);
     const char *kb = b, *ke = eq, *vb = eq + 1, *ve = cut_comment(eq, e);
     trim(&kb, &ke);
     trim(&vb, &ve);
     if (kb == ke)
-        return seterr(err, errlen, "%s line %u: '=' without a key before it", name, lineno);
+        return zx_seterr(err, errlen, "%s line %u: '=' without a key before it", name, lineno);
     if (vb == ve)
         *in_nested = 1;                 /* "s3 =" opens nested values */
     if (add(ini, *section, kb, ke, vb, ve) < 0)
-        return seterr(err, errlen, "%s: out of memory", name);
+        return zx_seterr(err, errlen, "%s: out of memory", name);
     return 0;
 }
 
@@ -164,16 +152,16 @@ zx_aws_ini *zx_aws_ini_parse(const char *text, size_t len, const char *name,
                              char *err, size_t errlen)
 {
     if (len > ZX_AWS_INI_MAX_FILE) {
-        seterr(err, errlen, "%s: larger than %d bytes", name, ZX_AWS_INI_MAX_FILE);
+        zx_seterr(err, errlen, "%s: larger than %d bytes", name, ZX_AWS_INI_MAX_FILE);
         return NULL;
     }
     if (len && memchr(text, '\0', len)) {
-        seterr(err, errlen, "%s: holds a NUL byte (not a text file)", name);
+        zx_seterr(err, errlen, "%s: holds a NUL byte (not a text file)", name);
         return NULL;
     }
     zx_aws_ini *ini = calloc(1, sizeof(*ini));
     if (!ini) {
-        seterr(err, errlen, "%s: out of memory", name);
+        zx_seterr(err, errlen, "%s: out of memory", name);
         return NULL;
     }
     char *section = NULL;
@@ -187,7 +175,7 @@ zx_aws_ini *zx_aws_ini_parse(const char *text, size_t len, const char *name,
         const char *le = nl ? nl : end;
         lineno++;
         if (le - p > ZX_AWS_INI_MAX_LINE) {
-            seterr(err, errlen, "%s line %u: longer than %d bytes", name, lineno,
+            zx_seterr(err, errlen, "%s line %u: longer than %d bytes", name, lineno,
                    ZX_AWS_INI_MAX_LINE);
             goto fail;
         }
@@ -210,28 +198,28 @@ int zx_aws_ini_load(const char *path, zx_aws_ini **out, char *err, size_t errlen
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return 1;
-        return seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return zx_seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     }
     struct stat st;
     if (fstat(fd, &st) < 0) {
         int e = errno;
         close(fd);
-        return seterr(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+        return zx_seterr(err, errlen, "%s: cannot stat: %s", path, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return seterr(err, errlen, "%s: not a regular file", path);
+        return zx_seterr(err, errlen, "%s: not a regular file", path);
     }
     if (st.st_size > ZX_AWS_INI_MAX_FILE) {
         close(fd);
-        return seterr(err, errlen, "%s: larger than %d bytes", path, ZX_AWS_INI_MAX_FILE);
+        return zx_seterr(err, errlen, "%s: larger than %d bytes", path, ZX_AWS_INI_MAX_FILE);
     }
     /* one byte more than allowed: a file that grew meanwhile is caught */
     size_t cap = (size_t)st.st_size + 1, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
-        return seterr(err, errlen, "%s: out of memory", path);
+        return zx_seterr(err, errlen, "%s: out of memory", path);
     }
     for (;;) {
         ssize_t r = read(fd, buf + n, cap - n);
@@ -241,7 +229,7 @@ int zx_aws_ini_load(const char *path, zx_aws_ini **out, char *err, size_t errlen
             int e = errno;
             close(fd);
             free(buf);
-            return seterr(err, errlen, "%s: cannot read: %s", path, strerror(e));
+            return zx_seterr(err, errlen, "%s: cannot read: %s", path, strerror(e));
         }
         if (r == 0)
             break;
@@ -250,7 +238,7 @@ int zx_aws_ini_load(const char *path, zx_aws_ini **out, char *err, size_t errlen
             close(fd);
             explicit_bzero(buf, n);
             free(buf);
-            return seterr(err, errlen, "%s: changed while read; try again", path);
+            return zx_seterr(err, errlen, "%s: changed while read; try again", path);
         }
     }
     close(fd);

@@ -8,6 +8,7 @@
 #include "common/aws_sigv4.h"
 #include "common/http_client.h"
 #include "common/timefmt.h"
+#include "common/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,19 +17,6 @@
 
 #define STS_MAX_BODY   (64 * 1024)     /* bytes of an answer looked at */
 #define STS_MAX_TEXT   8192            /* bytes of one element's text */
-
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 void zx_aws_wipe_free(char *s)
 {
@@ -161,7 +149,7 @@ int zx_aws_sts_parse(const char *body, size_t len, zx_aws_cred *out,
     const char *cb;
     size_t cn;
     if (!body)
-        return seterr(err, errlen, "an empty answer");
+        return zx_seterr(err, errlen, "an empty answer");
     if (len > STS_MAX_BODY)
         len = STS_MAX_BODY;
     if (xml_span(body, len, "Credentials", &cb, &cn) < 0) {
@@ -170,10 +158,10 @@ int zx_aws_sts_parse(const char *body, size_t len, zx_aws_cred *out,
         clean(code);
         clean(msg);
         if (code || msg)
-            seterr(err, errlen, "%.100s: %.300s", code ? code : "error",
+            zx_seterr(err, errlen, "%.100s: %.300s", code ? code : "error",
                    msg ? msg : "(no message)");
         else
-            seterr(err, errlen, "an answer without <Credentials> nor <Error>");
+            zx_seterr(err, errlen, "an answer without <Credentials> nor <Error>");
         free(code);
         free(msg);
         return -1;
@@ -185,15 +173,15 @@ int zx_aws_sts_parse(const char *body, size_t len, zx_aws_cred *out,
     time_t t = 0;
     int rc = -1;
     if (!ak || !*ak)
-        seterr(err, errlen, "<Credentials> without <AccessKeyId>");
+        zx_seterr(err, errlen, "<Credentials> without <AccessKeyId>");
     else if (!sk || !*sk)
-        seterr(err, errlen, "<Credentials> without <SecretAccessKey>");
+        zx_seterr(err, errlen, "<Credentials> without <SecretAccessKey>");
     else if (!tok || !*tok)
-        seterr(err, errlen, "<Credentials> without <SessionToken>");
+        zx_seterr(err, errlen, "<Credentials> without <SessionToken>");
     else if (!exp || zx_aws_parse_time(exp, &t) < 0)
-        seterr(err, errlen, "<Credentials> without a valid <Expiration>");
+        zx_seterr(err, errlen, "<Credentials> without a valid <Expiration>");
     else if (zx_aws_cred_set(out, ak, sk, tok, t) < 0)
-        seterr(err, errlen, "out of memory");
+        zx_seterr(err, errlen, "out of memory");
     else
         rc = 0;
     zx_aws_wipe_free(ak);
@@ -250,7 +238,7 @@ static int sts_call(const zx_aws_sts *s, const zx_aws_cred *base, const char *bo
     const char *path;
     if (url_host(s->endpoint, host, sizeof(host), &path) < 0 ||
         strlen(s->endpoint) + 2 > sizeof(url))
-        return seterr(err, errlen, "%s: the STS endpoint %.200s is not a URL like "
+        return zx_seterr(err, errlen, "%s: the STS endpoint %.200s is not a URL like "
                       "https://sts.eu-west-1.amazonaws.com", what, s->endpoint);
     snprintf(url, sizeof(url), "%s%s", s->endpoint, *path ? "" : "/");
     if (!*path)
@@ -270,7 +258,7 @@ static int sts_call(const zx_aws_sts *s, const zx_aws_cred *base, const char *bo
         };
         zx_aws_keys k = {base->access_key, base->secret_key, base->session_token};
         if (zx_sigv4_sign(&rq, &k, &sig, serr, sizeof(serr)) < 0)
-            return seterr(err, errlen, "%s: cannot sign the request: %s", what, serr);
+            return zx_seterr(err, errlen, "%s: cannot sign the request: %s", what, serr);
         for (int i = 0; sig.lines[i] && nh < 9; i++)
             hdrs[nh++] = sig.lines[i];
     }
@@ -281,7 +269,7 @@ static int sts_call(const zx_aws_sts *s, const zx_aws_cred *base, const char *bo
     zx_http_client *hc = zx_http_client_new(&ho, herr, sizeof(herr));
     if (!hc) {
         zx_sigv4_signed_free(&sig);
-        return seterr(err, errlen, "%s: %s", what, herr);
+        return zx_seterr(err, errlen, "%s: %s", what, herr);
     }
     zx_http_response resp;
     int rc = zx_http_request(hc, "POST", url, hdrs, body, strlen(body), &resp, herr, sizeof(herr));
@@ -289,7 +277,7 @@ static int sts_call(const zx_aws_sts *s, const zx_aws_cred *base, const char *bo
     zx_http_client_free(hc);
     if (rc != 0) {
         zx_http_response_free(&resp);
-        return seterr(err, errlen, "%s: no answer from %s: %s", what, host, herr);
+        return zx_seterr(err, errlen, "%s: no answer from %s: %s", what, host, herr);
     }
     char perr[512];
     int prc = zx_aws_sts_parse(resp.body, resp.len, out, perr, sizeof(perr));
@@ -303,7 +291,7 @@ static int sts_call(const zx_aws_sts *s, const zx_aws_cred *base, const char *bo
     long status = resp.status;
     zx_http_response_free(&resp);
     if (prc < 0)
-        return seterr(err, errlen, "%s: %s (HTTP %ld from %s)", what, perr, status, host);
+        return zx_seterr(err, errlen, "%s: %s (HTTP %ld from %s)", what, perr, status, host);
     return 0;
 }
 
@@ -318,7 +306,7 @@ int zx_aws_sts_assume(const zx_aws_sts *s, const zx_aws_cred *base, const char *
         form_add(&body, "RoleSessionName", session_name) < 0 ||
         (external_id && *external_id && form_add(&body, "ExternalId", external_id) < 0)) {
         free(body);
-        return seterr(err, errlen, "%s: out of memory", what);
+        return zx_seterr(err, errlen, "%s: out of memory", what);
     }
     int rc = sts_call(s, base, body, what, out, err, errlen);
     free(body);
@@ -338,7 +326,7 @@ int zx_aws_sts_web_identity(const zx_aws_sts *s, const char *role_arn,
         if (body)
             explicit_bzero(body, strlen(body));
         free(body);
-        return seterr(err, errlen, "%s: out of memory", what);
+        return zx_seterr(err, errlen, "%s: out of memory", what);
     }
     int rc = sts_call(s, NULL, body, what, out, err, errlen);
     explicit_bzero(body, strlen(body));
