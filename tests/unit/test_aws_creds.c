@@ -550,6 +550,21 @@ static void test_imds(void)
     CHECK(strstr(err, want) != NULL);
     if (!strstr(err, want))
         printf("  got: %s\n", err);
+    /* a silent host (connects, never answers): one attempt of 1 s per request, and the
+     * chain stops at the token PUT */
+    fd = listen_any(&port);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    CHECK(get_once(&o, T0, ak, sizeof(ak), src, sizeof(src), err, sizeof(err)) == -1);
+    snprintf(want, sizeof(want), "EC2 instance metadata: no answer from 127.0.0.1:%d in 1 s", port);
+    CHECK(strstr(err, want) != NULL);
+    int conns = 0, cfd;
+    struct pollfd pf = {fd, POLLIN, 0};
+    while (poll(&pf, 1, 0) > 0 && (cfd = accept(fd, NULL, NULL)) >= 0) {
+        conns++;
+        close(cfd);
+    }
+    CHECK(conns == 1);
+    close(fd);
     /* the variable sets the address too */
     reset_server();
     add_route("PUT", "/latest/api/token", NULL, 200, "TOKEN-123", NULL);
