@@ -19,7 +19,7 @@ struct zx_http_client {
     CURL *curl;
     long timeout_ms, backoff_ms, backoff_max_ms, total_ms;
     size_t max_response;
-    int max_attempts, insecure;
+    int max_attempts, insecure, no_proxy;
     char *ca_file, *client_cert, *client_key, *key_password;
     char *user, *pass, *agent;
     unsigned long requests;
@@ -85,6 +85,7 @@ zx_http_client *zx_http_client_new(const zx_http_opts *o, char *err, size_t errl
     c->backoff_max_ms = o->backoff_max_ms > 0 ? o->backoff_max_ms : 5000;
     c->total_ms = o->total_ms > 0 ? o->total_ms : c->max_attempts * c->timeout_ms;
     c->insecure = o->insecure != 0;
+    c->no_proxy = o->no_proxy != 0;
     c->ca_file = dup_or_null(o->ca_file, &bad);
     c->client_cert = dup_or_null(o->client_cert, &bad);
     c->client_key = dup_or_null(o->client_key, &bad);
@@ -220,6 +221,8 @@ static CURLcode attempt(zx_http_client *c, const char *method, const char *url,
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (c->no_proxy)
+        curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);

@@ -48,6 +48,10 @@ typedef struct zx_http_opts {
     long total_ms;                /* all attempts and waits; <= 0:
                                    * max_attempts * timeout_ms */
     const char *user_agent;       /* NULL: "zx" */
+    int no_proxy;                 /* 1: never through a proxy, whatever
+                                   * http_proxy/https_proxy say (link-local
+                                   * services: EC2 and ECS metadata); 0: libcurl's
+                                   * proxy variables apply */
 } zx_http_opts;
 
 typedef struct zx_http_client zx_http_client;
