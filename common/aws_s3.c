@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "common/base64.h"
@@ -248,9 +249,16 @@ int s3_do(zx_s3 *s, const s3_call *c, zx_http_response *r, char *err, size_t err
         return zx_seterr(err, errlen, "%s (%s%s%.200s)", why, c->op, c->key ? " " : "",
                          c->key ? c->key : "");
     s3_hdrs h = { .n = 0 };
-    int bad = s3_hdr(&h, "Host: %s", host) < 0;
-    for (int i = 0; c->headers && c->headers[i] && !bad; i++)
+    int bad = s3_hdr(&h, "Host: %s", host) < 0, typed = 0;
+    for (int i = 0; c->headers && c->headers[i] && !bad; i++) {
         bad = s3_hdr(&h, "%s", c->headers[i]) < 0;
+        typed |= strncasecmp(c->headers[i], "Content-Type:", 13) == 0;
+    }
+    /* PUT and POST always carry a body (Content-Length: 0 at least), and
+     * a type: libcurl would call it a form, which servers then parse */
+    int sends = strcmp(c->method, "PUT") == 0 || strcmp(c->method, "POST") == 0;
+    if (sends && !typed && !bad)
+        bad = s3_hdr(&h, "Content-Type: application/octet-stream") < 0;
     const void *body = c->body ? c->body : "";
     zx_sigv4_request rq = {
         .method = c->method, .path = path, .query = c->query, .headers = (const char *const *)h.v,
@@ -277,8 +285,8 @@ int s3_do(zx_s3 *s, const s3_call *c, zx_http_response *r, char *err, size_t err
         all[n++] = "Expect:"; /* no 100-continue round trip (not signed) */
         all[n] = NULL;
         zx_http_extra x = { .capture = capture, .max_response = c->max_response };
-        int hr = zx_http_request_ex(s->http, c->method, url, all, body, c->len, &x, r, why,
-                                    sizeof(why));
+        int hr = zx_http_request_ex(s->http, c->method, url, all, sends ? body : NULL,
+                                    sends ? c->len : 0, &x, r, why, sizeof(why));
         s->last_status = r->status;
         if (hr != 0)
             rc = zx_seterr(err, errlen, "S3 bucket %.63s: %s %s: %s (%s%s%.200s)", c->bucket,

@@ -292,8 +292,9 @@ int zx_s3_parse_uploads(const char *xml, size_t len, zx_s3_uploads *out, char *e
 int zx_s3_parse_upload_id(const char *xml, size_t len, char **upload_id, char *err,
                           size_t errlen);
 
-/* Reads the ETag of a CompleteMultipartUploadResult into etag.  1 found, 0
- * not. */
+/* Reads the ETag of a CompleteMultipartUpload answer (AWS's
+ * CompleteMultipartUploadResult, moto's ...Response) into etag.  1 found,
+ * 0 not (no ETag, or an Error: S3 may answer 200 with one). */
 int zx_s3_parse_complete(const char *xml, size_t len, char etag[ZX_S3_ETAG_MAX]);
 
 /* Appends the CompleteMultipartUpload body of parts[0..n) to b.  0, or -1

@@ -339,12 +339,14 @@ int zx_s3_parse_upload_id(const char *xml, size_t len, char **upload_id, char *e
 
 int zx_s3_parse_complete(const char *xml, size_t len, char etag[ZX_S3_ETAG_MAX])
 {
-    span all = { xml ? xml : "", xml ? len : 0 }, res, f;
+    span all = { xml ? xml : "", xml ? len : 0 }, f;
     etag[0] = '\0';
-    if (!xml_get(all, "CompleteMultipartUploadResult", &res))
+    zx_s3_error e;
+    /* AWS names the root CompleteMultipartUploadResult, moto ...Response:
+     * a 200 answer is a success unless it holds an Error */
+    if (zx_s3_parse_error(xml, len, &e) || !xml_get(all, "ETag", &f))
         return 0;
-    if (xml_get(res, "ETag", &f))
-        xml_field(f, etag, ZX_S3_ETAG_MAX);
+    xml_field(f, etag, ZX_S3_ETAG_MAX);
     return 1;
 }
 

@@ -155,6 +155,9 @@ static void test_uploads(void)
                                "</CompleteMultipartUploadResult>";
     CHECK(zx_s3_parse_complete(done, strlen(done), etag) == 1);
     CHECK(strcmp(etag, "\"3858f62230ac3c915f300c664312c11f-9\"") == 0);
+    static const char moto[] = "<CompleteMultipartUploadResponse><ETag>\"e-2\"</ETag>"
+                               "</CompleteMultipartUploadResponse>";
+    CHECK(zx_s3_parse_complete(moto, strlen(moto), etag) == 1 && strcmp(etag, "\"e-2\"") == 0);
     static const char fail200[] = "<Error><Code>InternalError</Code></Error>";
     CHECK(zx_s3_parse_complete(fail200, strlen(fail200), etag) == 0);
 }
