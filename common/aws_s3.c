@@ -140,6 +140,9 @@ int s3_body_headers(s3_hdrs *h, zx_s3_checksum ck, const void *body, size_t len,
     phash[64] = '\0';
     if (ck == ZX_S3_CHECKSUM_SHA256) {
         zx_base64_encode(md, 32, b64);
+        /* the SDKs name the algorithm too (moto keeps the checksum only then) */
+        if (s3_hdr(h, "x-amz-sdk-checksum-algorithm: SHA256") < 0)
+            return -1;
         return s3_hdr(h, "x-amz-checksum-sha256: %s", b64);
     }
     if (ck == ZX_S3_CHECKSUM_MD5) {
@@ -231,7 +234,7 @@ int s3_fail(zx_s3 *s, const s3_call *c, const zx_http_response *r, char *err, si
 }
 
 static const char *const capture[] = { "ETag", "x-amz-request-id", "Content-Length",
-                                       "x-amz-bucket-region", NULL };
+                                       "x-amz-bucket-region", "x-amz-checksum-sha256", NULL };
 
 int s3_do(zx_s3 *s, const s3_call *c, zx_http_response *r, char *err, size_t errlen)
 {
@@ -307,6 +310,8 @@ static void set_info(zx_s3_object_info *info, const zx_http_response *r, uint64_
         return;
     info->size = size;
     snprintf(info->etag, sizeof(info->etag), "%s", r->header[S3_H_ETAG] ? r->header[S3_H_ETAG] : "");
+    snprintf(info->sha256, sizeof(info->sha256), "%s",
+             r->header[S3_H_SHA256] ? r->header[S3_H_SHA256] : "");
 }
 
 /* ---- objects and buckets --------------------------------------------- */
@@ -365,7 +370,9 @@ int zx_s3_put_object(zx_s3 *s, const char *bucket, const char *key, const void *
 int zx_s3_head_object(zx_s3 *s, const char *bucket, const char *key,
                       zx_s3_object_info *info, char *err, size_t errlen)
 {
-    s3_call c = { .op = "HeadObject", .method = "HEAD", .bucket = bucket, .key = key };
+    const char *const mode[] = { "x-amz-checksum-mode: ENABLED", NULL };
+    s3_call c = { .op = "HeadObject", .method = "HEAD", .bucket = bucket, .key = key,
+                  .headers = mode };
     zx_http_response r;
     int rc = s3_do(s, &c, &r, err, errlen);
     if (rc == 0 && r.status == 200) {

@@ -116,6 +116,9 @@ typedef struct zx_s3_put_opts {
 typedef struct zx_s3_object_info {
     uint64_t size;
     char etag[ZX_S3_ETAG_MAX];   /* with its quotes, as S3 gives it; "" if none */
+    char sha256[80];             /* HeadObject: the stored x-amz-checksum-sha256
+                                  * (base64; "<b64>-N" for N parts); PutObject:
+                                  * as S3 echoes it; "" when none */
 } zx_s3_object_info;
 
 /* CreateBucket in the client's region.  0 (also when the bucket is already

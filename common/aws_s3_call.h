@@ -20,7 +20,7 @@ struct zx_s3 {
 };
 
 /* The response headers every request captures: indexes in r->header. */
-enum { S3_H_ETAG, S3_H_REQID, S3_H_LENGTH, S3_H_REGION };
+enum { S3_H_ETAG, S3_H_REQID, S3_H_LENGTH, S3_H_REGION, S3_H_SHA256 };
 
 /* A request's own header lines (Host first), bounded. */
 #define S3_HDRS_MAX 12
