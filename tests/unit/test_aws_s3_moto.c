@@ -195,6 +195,27 @@ static void test_multipart(void)
     CHECK(zx_s3_upload_parts(u) == 0 && info.size == 5u << 20 && !strchr(info.etag, '-'));
     zx_s3_upload_free(u);
 
+    /* put-if-absent through Complete: the key exists, the upload goes */
+    zx_s3_put_opts once = { .if_none_match = 1 };
+    u = zx_s3_upload_new(s, bucket, "big/12m.bin", 5u << 20, &once, err, sizeof(err));
+    check_rc(zx_s3_upload_write(u, data, 6u << 20, err, sizeof(err)), 0, "write exists");
+    check_rc(zx_s3_upload_commit(u, NULL, err, sizeof(err)), ZX_S3_EXISTS, "Complete exists");
+    zx_s3_upload_free(u);
+    CHECK(uploads_under("big/", NULL, 0) == 0);
+
+    /* SSE aws:kms on a multipart upload (moto keeps the key id) */
+    zx_s3_put_opts kms = { .sse = "aws:kms", .kms_key_id = "alias/zx-test" };
+    u = zx_s3_upload_new(s, bucket, "big/kms.bin", 5u << 20, &kms, err, sizeof(err));
+    check_rc(zx_s3_upload_write(u, data, (5u << 20) + 10, err, sizeof(err)), 0, "kms write");
+    check_rc(zx_s3_upload_commit(u, NULL, err, sizeof(err)), 0, "kms commit");
+    zx_s3_upload_free(u);
+
+    /* freed before commit: aborted */
+    u = zx_s3_upload_new(s, bucket, "big/dropped.bin", 5u << 20, NULL, err, sizeof(err));
+    check_rc(zx_s3_upload_write(u, data, 6u << 20, err, sizeof(err)), 0, "dropped write");
+    zx_s3_upload_free(u);
+    CHECK(uploads_under("big/", NULL, 0) == 0);
+
     /* abort: no object, no upload */
     u = zx_s3_upload_new(s, bucket, "big/aborted.bin", 5u << 20, NULL, err, sizeof(err));
     check_rc(zx_s3_upload_write(u, data, 6u << 20, err, sizeof(err)), 0, "abort write");
