@@ -205,6 +205,12 @@ static const char *status_text(long st)
     }
 }
 
+/* What a message names after the operation: the key, or a list's prefix. */
+static const char *subj(const s3_call *c)
+{
+    return c->key ? c->key : c->about ? c->about : "";
+}
+
 int s3_fail(zx_s3 *s, const s3_call *c, const zx_http_response *r, char *err, size_t errlen)
 {
     zx_s3_error e;
@@ -229,7 +235,7 @@ int s3_fail(zx_s3 *s, const s3_call *c, const zx_http_response *r, char *err, si
         snprintf(ridmsg, sizeof(ridmsg), ", request id %.80s", rid);
     zx_seterr(err, errlen, "S3 bucket %.63s: %s: %s%s (%s%s%.200s%s%s)", c->bucket, code,
               e.message[0] ? e.message : status_text(r->status), regmsg, c->op,
-              c->key ? " " : "", c->key ? c->key : "", extra, ridmsg);
+              subj(c)[0] ? " " : "", subj(c), extra, ridmsg);
     return ZX_S3_ERR;
 }
 
@@ -245,12 +251,12 @@ int s3_do(zx_s3 *s, const s3_call *c, zx_http_response *r, char *err, size_t err
     zx_aws_keys k = { 0 };
     if (s->keys(s->keys_ctx, &k, why, sizeof(why)) < 0)
         return zx_seterr(err, errlen, "S3 bucket %.63s: no credentials: %s (%s%s%.200s)",
-                         c->bucket, why, c->op, c->key ? " " : "", c->key ? c->key : "");
+                         c->bucket, why, c->op, subj(c)[0] ? " " : "", subj(c));
     char *url = NULL, *host = NULL, *path = NULL;
     if (zx_s3_address(s->endpoint, s->region, s->path_style, c->bucket, c->key, c->query, &url,
                       &host, &path, why, sizeof(why)) < 0)
-        return zx_seterr(err, errlen, "%s (%s%s%.200s)", why, c->op, c->key ? " " : "",
-                         c->key ? c->key : "");
+        return zx_seterr(err, errlen, "%s (%s%s%.200s)", why, c->op, subj(c)[0] ? " " : "",
+                         subj(c));
     s3_hdrs h = { .n = 0 };
     int bad = s3_hdr(&h, "Host: %s", host) < 0, typed = 0;
     for (int i = 0; c->headers && c->headers[i] && !bad; i++) {
@@ -294,7 +300,7 @@ int s3_do(zx_s3 *s, const s3_call *c, zx_http_response *r, char *err, size_t err
         if (hr != 0)
             rc = zx_seterr(err, errlen, "S3 bucket %.63s: %s %s: %s (%s%s%.200s)", c->bucket,
                            hr == ZX_HTTP_TOO_BIG ? "answer too large from" : "cannot reach",
-                           s->endpoint, why, c->op, c->key ? " " : "", c->key ? c->key : "");
+                           s->endpoint, why, c->op, subj(c)[0] ? " " : "", subj(c));
     }
     zx_sigv4_signed_free(&sg);
     free(url);
@@ -437,6 +443,8 @@ int zx_s3_get_range(zx_s3 *s, const char *bucket, const char *key, uint64_t off,
     *len = 0;
     if (n == 0)
         return zx_seterr(err, errlen, "an S3 range needs at least one byte");
+    if (off > UINT64_MAX - n)
+        return zx_seterr(err, errlen, "an S3 range past 2^64 bytes");
     char range[64];
     snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)off,
              (unsigned long long)(off + n - 1));
@@ -480,7 +488,7 @@ int zx_s3_list_objects(zx_s3 *s, const char *bucket, const char *prefix,
         return zx_seterr(err, errlen, "out of memory");
     }
     s3_call c = { .op = "ListObjectsV2", .method = "GET", .bucket = bucket, .key = NULL,
-                  .query = q.p };
+                  .query = q.p, .about = prefix };
     zx_http_response r;
     int rc = s3_do(s, &c, &r, err, errlen);
     if (rc == 0 && r.status != 200)

@@ -21,9 +21,18 @@
  *   "S3 bucket zx-lake: AccessDenied: Access Denied (GetObject a/b needs
  *    s3:GetObject, request id ...)"
  *   "S3 bucket zx-lake: cannot reach https://s3.eu-west-1.amazonaws.com:
- *    Connection refused (3 attempts in 1.2 s) (ListObjectsV2 data/)"
+ *    Connection refused (4 attempts in 1.2 s) (ListObjectsV2 data/)"
  * It never holds a secret, a signature or a presigned URL (only the
  * configured endpoint, the bucket, the key, S3's code and message).
+ *
+ * Retries and what they mean: every request may be sent again after a
+ * 5xx or a lost answer (the signature stays valid: the attempts take
+ * minutes at most).  UploadPart, PutObject, Delete, Abort and the reads
+ * are safe to repeat.  A repeated CreateMultipartUpload may leave an
+ * upload nobody completes (ListMultipartUploads finds it); a repeated
+ * CompleteMultipartUpload whose first answer was lost may answer
+ * NoSuchUpload although the object was made (check with HeadObject); a
+ * repeated put-if-absent may answer ZX_S3_EXISTS for its own object.
  * zx_s3_last_status / zx_s3_last_code tell the last answer to callers that
  * branch on it.
  *
@@ -72,7 +81,9 @@ typedef struct zx_s3_opts {
                                   * '.', which TLS names cannot match) */
     zx_s3_keys_fn keys;          /* required */
     void *keys_ctx;
-    zx_http_opts http;           /* timeouts, TLS, attempts (username,
+    zx_http_opts http;           /* timeouts, TLS, attempts, backoff; zero
+                                  * fields: 60 s per attempt, 4 attempts,
+                                  * http_client's others (username,
                                   * password, max_response unused) */
     size_t max_get;              /* largest GetObject body; 0: 64 MiB */
 } zx_s3_opts;

@@ -44,6 +44,7 @@ typedef struct s3_call {
     size_t len;
     const char *payload_hash;    /* NULL: computed by the signer */
     size_t max_response;         /* 0: the client's (16 MiB) */
+    const char *about;           /* without a key: what messages name (a prefix) */
 } s3_call;
 
 /* Sends c (signed, tried again on 5xx).  0 with *r (any status: the

@@ -165,7 +165,7 @@ int zx_s3_list_uploads(zx_s3 *s, const char *bucket, const char *prefix,
         return zx_seterr(err, errlen, "out of memory");
     }
     s3_call c = { .op = "ListMultipartUploads", .method = "GET", .bucket = bucket,
-                  .query = q.p };
+                  .query = q.p, .about = prefix };
     zx_http_response r;
     int rc = s3_do(s, &c, &r, err, errlen);
     if (rc == 0 && r.status != 200)

@@ -383,7 +383,7 @@ static void test_messages(void)
     zx_s3_list l;
     CHECK(zx_s3_list_objects(s, "moved", "p/", NULL, &l, err, sizeof(err)) == ZX_S3_ERR);
     CHECK(strstr(err, "PermanentRedirect: Use the right endpoint; the bucket is in region "
-                      "eu-west-3, not us-east-1 (ListObjectsV2)") != NULL);
+                      "eu-west-3, not us-east-1 (ListObjectsV2 p/)") != NULL);
     zx_s3_list_free(&l);
     /* 503 SlowDown is tried again (2 attempts here) */
     unsigned long before = zx_s3_requests(s);
