@@ -144,7 +144,8 @@ int zx_s3_put_object(zx_s3 *s, const char *bucket, const char *key, const void *
                      size_t len, const zx_s3_put_opts *po, zx_s3_object_info *info,
                      char *err, size_t errlen);
 
-/* HeadObject: 0 with *info, ZX_S3_NOT_FOUND, ZX_S3_ERR. */
+/* HeadObject: 0 with *info, ZX_S3_NOT_FOUND (also for a bucket that does
+ * not exist: a HEAD answer has no body to tell them apart), ZX_S3_ERR. */
 int zx_s3_head_object(zx_s3 *s, const char *bucket, const char *key,
                       zx_s3_object_info *info, char *err, size_t errlen);
 
