@@ -243,6 +243,15 @@ int zx_s3_list_uploads(zx_s3 *s, const char *bucket, const char *prefix,
                        zx_s3_uploads *out, char *err, size_t errlen);
 void zx_s3_uploads_free(zx_s3_uploads *u);
 
+/* Aborts every upload in progress whose key starts with prefix (NULL:
+ * all of the bucket's) and that was initiated before `before` (UTC
+ * seconds; 0: whatever its age; with a date, an upload whose Initiated
+ * cannot be read is left alone), through every page: what a crashed run
+ * left.  0 with *aborted (may be NULL) counted, or ZX_S3_ERR at the first
+ * failure (those aborted until then stay counted). */
+int zx_s3_abort_uploads(zx_s3 *s, const char *bucket, const char *prefix, int64_t before,
+                        int *aborted, char *err, size_t errlen);
+
 /* ---- the uploader ---------------------------------------------------- */
 
 typedef struct zx_s3_upload zx_s3_upload;

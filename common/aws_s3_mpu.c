@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/util.h"
 
@@ -189,4 +190,49 @@ void zx_s3_uploads_free(zx_s3_uploads *u)
     free(u->next_key_marker);
     free(u->next_upload_id_marker);
     memset(u, 0, sizeof(*u));
+}
+
+/* "2026-12-02T15:00:00.000Z" as UTC seconds, or -1 when it is not that. */
+static int64_t iso_utc(const char *t)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    if (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+               &tm.tm_min, &tm.tm_sec) != 6)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (int64_t)timegm(&tm);
+}
+
+int zx_s3_abort_uploads(zx_s3 *s, const char *bucket, const char *prefix, int64_t before,
+                        int *aborted, char *err, size_t errlen)
+{
+    int n = 0, rc = 0;
+    char *km = NULL, *im = NULL;
+    for (;;) {
+        zx_s3_uploads u;
+        rc = zx_s3_list_uploads(s, bucket, prefix, km, im, &u, err, errlen);
+        for (size_t i = 0; rc == 0 && i < u.n; i++) {
+            int64_t at = iso_utc(u.items[i].initiated);
+            if (before && (at < 0 || at >= before))
+                continue; /* a run of now's, or of a date unread: left alone */
+            rc = zx_s3_mpu_abort(s, bucket, u.items[i].key, u.items[i].upload_id, err, errlen);
+            n += rc == 0;
+        }
+        free(km);
+        free(im);
+        km = u.next_key_marker;
+        im = u.next_upload_id_marker;
+        u.next_key_marker = u.next_upload_id_marker = NULL;
+        int more = rc == 0 && u.truncated && (km || im);
+        zx_s3_uploads_free(&u);
+        if (!more)
+            break;
+    }
+    free(km);
+    free(im);
+    if (aborted)
+        *aborted = n;
+    return rc;
 }

@@ -241,8 +241,18 @@ static void test_multipart(void)
     CHECK(uploads_under("run7/", found, sizeof(found)) == 1);
     CHECK(id && strcmp(found, id) == 0);
     CHECK(uploads_under("run8/", NULL, 0) == 0);
-    check_rc(zx_s3_mpu_abort(s, bucket, "run7/part-0.parquet", found, err, sizeof(err)), 0,
-             "abort leftover");
+    char *id2 = NULL;
+    check_rc(zx_s3_mpu_create(s, bucket, "run7/part-1.parquet", NULL, &id2, err, sizeof(err)), 0,
+             "CreateMultipartUpload 2");
+    free(id2);
+    int aborted = -1;
+    /* a date before both: nothing is old enough */
+    check_rc(zx_s3_abort_uploads(s, bucket, "run7/", 1000000000, &aborted, err, sizeof(err)), 0,
+             "abort none");
+    CHECK(aborted == 0 && uploads_under("run7/", NULL, 0) == 2);
+    check_rc(zx_s3_abort_uploads(s, bucket, "run7/", (int64_t)time(NULL) + 3600, &aborted, err,
+                                 sizeof(err)), 0, "abort leftovers");
+    CHECK(aborted == 2);
     CHECK(uploads_under("run7/", NULL, 0) == 0);
     check_rc(zx_s3_mpu_abort(s, bucket, "run7/part-0.parquet", found, err, sizeof(err)), 0,
              "abort leftover again");
