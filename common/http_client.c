@@ -132,7 +132,74 @@ void zx_http_response_free(zx_http_response *resp)
     if (!resp)
         return;
     free(resp->body);
+    for (int i = 0; i < ZX_HTTP_CAPTURE_MAX; i++)
+        free(resp->header[i]);
     memset(resp, 0, sizeof(*resp));
+}
+
+/* The response headers being captured during one attempt. */
+typedef struct capture {
+    const char *const *names;
+    int n;
+    char *val[ZX_HTTP_CAPTURE_MAX];
+    int oom;
+} capture;
+
+static void capture_clear(capture *k)
+{
+    for (int i = 0; i < k->n; i++) {
+        free(k->val[i]);
+        k->val[i] = NULL;
+    }
+}
+
+static int lower(int ch)
+{
+    return ch >= 'A' && ch <= 'Z' ? ch + 32 : ch;
+}
+
+/* One header line of the answer (libcurl gives the status line and the
+ * lines of interim answers such as 100 Continue too: a status line starts
+ * the capture over, so the last answer's headers are the ones kept). */
+static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
+{
+    capture *k = arg;
+    size_t len = size * nmemb;
+    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+        capture_clear(k);
+        return len;
+    }
+    const char *colon = memchr(line, ':', len);
+    if (!colon)
+        return len;
+    size_t nlen = (size_t)(colon - line);
+    for (int i = 0; i < k->n; i++) {
+        const char *want = k->names[i];
+        if (k->val[i] || strlen(want) != nlen)
+            continue;
+        size_t j = 0;
+        while (j < nlen && lower((unsigned char)want[j]) == lower((unsigned char)line[j]))
+            j++;
+        if (j != nlen)
+            continue;
+        const char *v = colon + 1, *e = line + len;
+        while (v < e && (*v == ' ' || *v == '\t'))
+            v++;
+        while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        size_t vlen = (size_t)(e - v);
+        if (vlen > ZX_HTTP_CAPTURE_VALUE)
+            vlen = ZX_HTTP_CAPTURE_VALUE;
+        k->val[i] = malloc(vlen + 1);
+        if (!k->val[i]) {
+            k->oom = 1;
+            return 0;
+        }
+        memcpy(k->val[i], v, vlen);
+        k->val[i][vlen] = '\0';
+        break;
+    }
+    return len;
 }
 
 /* A response body being received, bounded. */
@@ -213,7 +280,7 @@ static long wait_ms(zx_http_client *c, int n, long retry_after_s)
  * body in b, curl's message in ebuf; returns libcurl's code. */
 static CURLcode attempt(zx_http_client *c, const char *method, const char *url,
                         struct curl_slist *hdrs, const void *body, size_t body_len, long ms,
-                        sink *b, long *status, long *retry_after, char *ebuf)
+                        sink *b, capture *k, long *status, long *retry_after, char *ebuf)
 {
     CURL *h = c->curl;
     curl_easy_reset(h);
@@ -225,11 +292,15 @@ static CURLcode attempt(zx_http_client *c, const char *method, const char *url,
         curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)b->max);
     curl_easy_setopt(h, CURLOPT_USERAGENT, c->agent);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+    if (k->n) {
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, k);
+    }
     if (hdrs)
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     if (strcmp(method, "GET") != 0) {
@@ -280,7 +351,25 @@ int zx_http_request(zx_http_client *c, const char *method, const char *url,
                     const char *const *headers, const void *body, size_t body_len,
                     zx_http_response *resp, char *err, size_t errlen)
 {
+    return zx_http_request_ex(c, method, url, headers, body, body_len, NULL, resp, err,
+                              errlen);
+}
+
+int zx_http_request_ex(zx_http_client *c, const char *method, const char *url,
+                       const char *const *headers, const void *body, size_t body_len,
+                       const zx_http_extra *x, zx_http_response *resp, char *err,
+                       size_t errlen)
+{
     memset(resp, 0, sizeof(*resp));
+    capture k = { .names = x ? x->capture : NULL };
+    while (k.names && k.names[k.n]) {
+        if (++k.n > ZX_HTTP_CAPTURE_MAX) {
+            zx_seterr(err, errlen, "more than %d response headers to capture",
+                      ZX_HTTP_CAPTURE_MAX);
+            return ZX_HTTP_REFUSED;
+        }
+    }
+    size_t max = x && x->max_response ? x->max_response : c ? c->max_response : 0;
     if (!c || !method || !url ||
         (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)) {
         zx_seterr(err, errlen, "not an http:// or https:// URL");
@@ -300,14 +389,15 @@ int zx_http_request(zx_http_client *c, const char *method, const char *url,
     int rc = ZX_HTTP_TRANSFER;
     char why[CURL_ERROR_SIZE + 64] = "";
     for (;;) {
-        sink b = { .max = c->max_response };
+        sink b = { .max = max };
         char ebuf[CURL_ERROR_SIZE] = "";
         long status = 0, retry_after = 0;
         int64_t left = until - mono_ms();
         long ms = left < c->timeout_ms ? (long)left : c->timeout_ms;
         if (ms < 1)
             ms = 1;
-        CURLcode cr = attempt(c, method, url, hdrs, body, body_len, ms, &b, &status,
+        capture_clear(&k);
+        CURLcode cr = attempt(c, method, url, hdrs, body, body_len, ms, &b, &k, &status,
                               &retry_after, ebuf);
         resp->attempts++;
         free(resp->body);
@@ -316,10 +406,10 @@ int zx_http_request(zx_http_client *c, const char *method, const char *url,
         resp->status = status;
         int again;
         if (b.too_big || cr == CURLE_FILESIZE_EXCEEDED) {
-            snprintf(why, sizeof(why), "the response is larger than %zu bytes", c->max_response);
+            snprintf(why, sizeof(why), "the response is larger than %zu bytes", max);
             rc = ZX_HTTP_TOO_BIG;
             again = 0;
-        } else if (b.oom) {
+        } else if (b.oom || k.oom) {
             snprintf(why, sizeof(why), "out of memory");
             rc = ZX_HTTP_REFUSED;
             again = 0;
@@ -339,6 +429,8 @@ int zx_http_request(zx_http_client *c, const char *method, const char *url,
         sleep_ms(w);
     }
     curl_slist_free_all(hdrs);
+    for (int i = 0; i < k.n; i++)
+        resp->header[i] = k.val[i];
     if (rc != 0) {
         if (rc == ZX_HTTP_TRANSFER && resp->attempts > 1)
             zx_seterr(err, errlen, "%s (%d attempts in %.1f s)", why, resp->attempts,

@@ -56,6 +56,10 @@ typedef struct zx_http_opts {
 
 typedef struct zx_http_client zx_http_client;
 
+/* Bounds of the response headers zx_http_request_ex captures. */
+#define ZX_HTTP_CAPTURE_MAX   8     /* header names per request */
+#define ZX_HTTP_CAPTURE_VALUE 1024  /* bytes of one value kept (longer: cut) */
+
 /* A response.  body is NUL-terminated (len bytes before the NUL), owned by
  * the response: zx_http_response_free frees it. */
 typedef struct zx_http_response {
@@ -63,7 +67,22 @@ typedef struct zx_http_response {
     char *body;           /* NULL when there was no body */
     size_t len;
     int attempts;         /* requests sent for it, 1..max_attempts */
+    /* zx_http_request_ex only: header[i] is the value (trimmed, malloc'd,
+     * owned by the response) of the i-th name of its capture list in the
+     * last answer, NULL when that answer did not carry it; the first line
+     * wins when a name comes twice.  Always NULL for zx_http_request. */
+    char *header[ZX_HTTP_CAPTURE_MAX];
 } zx_http_response;
+
+/* What zx_http_request_ex adds to a request.  Zero fields: as
+ * zx_http_request. */
+typedef struct zx_http_extra {
+    const char *const *capture;   /* response header names to keep (any case),
+                                   * NULL-ended, at most ZX_HTTP_CAPTURE_MAX
+                                   * (more: ZX_HTTP_REFUSED); NULL: none */
+    size_t max_response;          /* this request's bound on the body;
+                                   * 0: the client's max_response */
+} zx_http_extra;
 
 /* A new client with o's settings (copied: o's strings need not outlive the
  * call).  Makes no request.  Returns the client (zx_http_client_free), or
@@ -90,7 +109,15 @@ int zx_http_request(zx_http_client *c, const char *method, const char *url,
                     const char *const *headers, const void *body, size_t body_len,
                     zx_http_response *resp, char *err, size_t errlen);
 
-/* Frees resp's body and zeroes it.  NULL is a no-op. */
+/* zx_http_request with x's additions (x NULL: the same as
+ * zx_http_request): the response headers named in x->capture land in
+ * resp->header[], and x->max_response bounds this body. */
+int zx_http_request_ex(zx_http_client *c, const char *method, const char *url,
+                       const char *const *headers, const void *body, size_t body_len,
+                       const zx_http_extra *x, zx_http_response *resp, char *err,
+                       size_t errlen);
+
+/* Frees resp's body and captured headers and zeroes it.  NULL is a no-op. */
 void zx_http_response_free(zx_http_response *resp);
 
 /* Requests sent so far by c, every attempt counted (for tests, metrics). */

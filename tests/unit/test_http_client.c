@@ -333,6 +333,45 @@ static void test_connection_errors(void)
     zx_http_client_free(c);
 }
 
+/* zx_http_request_ex: response headers captured (any case, the last
+ * answer's), a per-request bound on the body; too many names refused. */
+static void test_capture(void)
+{
+    zx_http_opts o = { .backoff_ms = 1, .max_attempts = 2 };
+    char err[256] = "", u[256];
+    zx_http_client *c = zx_http_client_new(&o, err, sizeof(err));
+    zx_http_response r;
+    const char *const names[] = { "content-LENGTH", "X-Absent", "retry-after", NULL };
+    zx_http_extra x = { .capture = names };
+    url(u, sizeof(u), "ok");
+    CHECK(zx_http_request_ex(c, "GET", u, NULL, NULL, 0, &x, &r, err, sizeof(err)) == 0);
+    CHECK(r.status == 200 && r.header[0] && strcmp(r.header[0], "5") == 0);
+    CHECK(r.header[1] == NULL && r.header[2] == NULL);
+    zx_http_response_free(&r);
+    CHECK(r.header[0] == NULL);
+    url(u, sizeof(u), "limit/cap");
+    CHECK(zx_http_request_ex(c, "GET", u, NULL, NULL, 0, &x, &r, err, sizeof(err)) == 0);
+    CHECK(r.status == 429 && r.attempts == 2 && r.header[2] && strcmp(r.header[2], "0") == 0);
+    zx_http_response_free(&r);
+    /* the plain call captures nothing */
+    url(u, sizeof(u), "ok");
+    CHECK(zx_http_request(c, "GET", u, NULL, NULL, 0, &r, err, sizeof(err)) == 0);
+    CHECK(r.header[0] == NULL);
+    zx_http_response_free(&r);
+    /* a bound of this request only */
+    zx_http_extra small = { .max_response = 3 };
+    CHECK(zx_http_request_ex(c, "GET", u, NULL, NULL, 0, &small, &r, err, sizeof(err)) ==
+          ZX_HTTP_TOO_BIG);
+    CHECK(strstr(err, "larger than 3 bytes") != NULL);
+    zx_http_response_free(&r);
+    const char *const many[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", NULL };
+    zx_http_extra m = { .capture = many };
+    CHECK(zx_http_request_ex(c, "GET", u, NULL, NULL, 0, &m, &r, err, sizeof(err)) ==
+          ZX_HTTP_REFUSED);
+    zx_http_response_free(&r);
+    zx_http_client_free(c);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -347,6 +386,7 @@ int main(void)
     test_size_bound();
     test_retries();
     test_connection_errors();
+    test_capture();
     stop_server();
     if (failures)
         printf("test_http_client: %d check(s) failed\n", failures);
