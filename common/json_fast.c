@@ -779,3 +779,39 @@ int zx_json_fast_parse(const char *body, size_t len, zx_body_format fmt,
     }
     return (int)(rs->nrows - before);
 }
+
+int zx_json_message_rows(const char *p, size_t len, zx_body_format fmt, zx_rowset *rs,
+                         const zx_rowset_mark *mk, zx_json_err *err)
+{
+    err->code = ZX_JSON_E_NONE;
+    err->msg[0] = '\0';
+    int n = len ? zx_json_fast_parse(p, len, fmt, rs) : -1;
+    if (n >= 0)
+        return n;
+    zx_rowset_truncate(rs, mk);
+    if (!len) {
+        err->code = ZX_JSON_E_EMPTY;
+        snprintf(err->msg, sizeof(err->msg), "empty message");
+        return -1;
+    }
+    n = zx_json_rows_parse(p, len, fmt, rs, err);
+    if (n < 0)
+        zx_rowset_truncate(rs, mk);
+    return n;
+}
+
+void zx_json_message_reason(const zx_json_err *e, char *out, size_t n)
+{
+    static const char body_is[] = "the body is ";
+    size_t skip = strlen(e->msg) >= sizeof(body_is) - 1 ? sizeof(body_is) - 1 : 0;
+    if (e->code == ZX_JSON_E_NONE || !e->msg[0])
+        snprintf(out, n, "not JSON");
+    else if (e->code == ZX_JSON_E_EMPTY)
+        snprintf(out, n, "empty message");
+    else if (e->code == ZX_JSON_E_BODY_SHAPE)   /* "the body is a string; ..." */
+        snprintf(out, n, "the message is %s", e->msg + skip);
+    else if (e->code == ZX_JSON_E_SYNTAX)
+        snprintf(out, n, "not JSON: %s", e->msg);
+    else
+        snprintf(out, n, "%s", e->msg);
+}

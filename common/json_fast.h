@@ -54,4 +54,20 @@
 int zx_json_fast_parse(const char *body, size_t len, zx_body_format fmt,
                        zx_rowset *rs);
 
+/* The rows of one message (a Kafka message, a Kinesis record): this fast
+ * parser for the common case, and zx_json_rows_parse (jansson) for what it
+ * declines, which also says what is wrong.  rs is taken back to mk (saved
+ * by the caller before this message) before the second try and on
+ * failure, so a bad message leaves none of its rows.  Returns the rows
+ * appended (>= 0), or -1 with *err filled (err->code: ZX_JSON_E_NOMEM,
+ * ZX_JSON_E_COLUMNS, ...; an empty message is ZX_JSON_E_EMPTY). */
+int zx_json_message_rows(const char *p, size_t len, zx_body_format fmt, zx_rowset *rs,
+                         const zx_rowset_mark *mk, zx_json_err *err);
+
+/* The reason of a reject for a message zx_json_message_rows refused with
+ * error e ("not JSON: at byte 3 ...", "the message is a string; ...",
+ * "empty message": e's code picks the words; json_rows.h's messages speak
+ * of a "body"), into out (size n, NUL-ended). */
+void zx_json_message_reason(const zx_json_err *e, char *out, size_t n);
+
 #endif

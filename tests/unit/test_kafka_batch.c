@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_fast.h"
 #include "common/rowset.h"
 #include "conf/config.h"
 #include "proto/frame.h"
@@ -353,7 +354,7 @@ static const char *reason_of(const char *body, char *r, size_t n)
     zx_json_err e;
     zx_rowset_init(&rs);
     CHECK(zx_json_rows_parse(body, strlen(body), ZX_BODY_JSON, &rs, &e) < 0);
-    kb_reject_reason(&e, r, n);
+    zx_json_message_reason(&e, r, n);
     zx_rowset_free(&rs);
     return r;
 }
@@ -367,7 +368,7 @@ static void test_reasons(void)
     CHECK(strncmp(reason_of("x", r, sizeof(r)), "not JSON: at byte 0", 19) == 0);
     CHECK(strncmp(reason_of("[{}, {}, 3]", r, sizeof(r)), "element 2", 9) == 0);
     zx_json_err none = {0};
-    kb_reject_reason(&none, r, sizeof(r));
+    zx_json_message_reason(&none, r, sizeof(r));
     CHECK(strcmp(r, "not JSON") == 0);
 }
 

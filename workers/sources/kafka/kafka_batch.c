@@ -103,22 +103,6 @@ int kb_pos_decode(const void *v, size_t len, int64_t *next)
     return 0;
 }
 
-void kb_reject_reason(const zx_json_err *e, char *out, size_t n)
-{
-    static const char body_is[] = "the body is ";
-    size_t skip = strlen(e->msg) >= sizeof(body_is) - 1 ? sizeof(body_is) - 1 : 0;
-    if (e->code == ZX_JSON_E_NONE || !e->msg[0])
-        snprintf(out, n, "not JSON");
-    else if (e->code == ZX_JSON_E_EMPTY)
-        snprintf(out, n, "empty message");
-    else if (e->code == ZX_JSON_E_BODY_SHAPE)   /* "the body is a string; ..." */
-        snprintf(out, n, "the message is %s", e->msg + skip);
-    else if (e->code == ZX_JSON_E_SYNTAX)
-        snprintf(out, n, "not JSON: %s", e->msg);
-    else
-        snprintf(out, n, "%s", e->msg);
-}
-
 uint64_t kb_pos_fp(const void *v, size_t len)
 {
     if (!v || len != 16)
@@ -337,20 +321,9 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
         if (r == ZX_DBZ_ADDED)
             b->notes |= notes;
     } else if (m->payload) {
-        int n = -1;
         zx_json_err jerr;
-        jerr.code = ZX_JSON_E_NONE;
-        jerr.msg[0] = '\0';
-        /* the fast parser takes the common case; what it declines goes to
-         * jansson, the reference, which also says what is wrong */
-        if (m->len)
-            n = zx_json_fast_parse(m->payload, m->len, ZX_BODY_JSON, rs);
+        int n = zx_json_message_rows(m->payload, m->len, ZX_BODY_JSON, rs, &mk, &jerr);
         if (n < 0) {
-            zx_rowset_truncate(rs, &mk);
-            n = m->len ? zx_json_rows_parse(m->payload, m->len, ZX_BODY_JSON, rs, &jerr) : -1;
-        }
-        if (n < 0) {
-            zx_rowset_truncate(rs, &mk);
             if (jerr.code == ZX_JSON_E_NOMEM)
                 return KB_NOMEM;
             /* the columns of the messages before it count against the
@@ -358,10 +331,7 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
             if (!alone && jerr.code == ZX_JSON_E_COLUMNS)
                 return KB_FULL;
             char reason[300];
-            if (m->len)
-                kb_reject_reason(&jerr, reason, sizeof(reason));
-            else
-                snprintf(reason, sizeof(reason), "empty message");
+            zx_json_message_reason(&jerr, reason, sizeof(reason));
             if (add_reject(b, m, reason) < 0)
                 goto nomem;
         } else if (n > 0 && b->metadata && add_metadata(b, m, mk.nrows) < 0) {

@@ -168,11 +168,6 @@ uint64_t kb_pos_fp(const void *v, size_t len);
  * Never 0. */
 uint64_t kb_fingerprint(const kb_msg *m);
 
-/* Reason of a reject for a message JSON parsing refused with error e (its
- * code picks the words; json_rows.h's messages speak of a "body"), into
- * out. */
-void kb_reject_reason(const zx_json_err *e, char *out, size_t n);
-
 /* ---- kafka_parts.c ------------------------------------------------- */
 
 /* A frame in flight that carried a partition's position. */
