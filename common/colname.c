@@ -19,9 +19,9 @@ static unsigned char map_byte(unsigned char c)
     return 0;
 }
 
-static const char *const reserved[] = {
+const char *const zx_meta_names[] = {
     "_ingested_at", "_request_id", "_key", "_partition", "_offset", "_timestamp",
-    "_extra", /* the workspace's overflow column (workers/writer/workspace.h) */
+    "_shard", "_sequence", "_partition_key", "_arrival", NULL,
 };
 
 int zx_colname_is_reserved(const char *name)
@@ -30,10 +30,11 @@ int zx_colname_is_reserved(const char *name)
         return 0;
     if (strncmp(name, "_zx", 3) == 0)
         return 1;
-    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
-        if (strcmp(name, reserved[i]) == 0)
+    for (size_t i = 0; zx_meta_names[i]; i++)
+        if (strcmp(name, zx_meta_names[i]) == 0)
             return 1;
-    return 0;
+    /* the workspace's overflow column (workers/writer/workspace.h) */
+    return strcmp(name, "_extra") == 0;
 }
 
 size_t zx_colname_normalise(const char *in, size_t n, char out[ZX_COLNAME_MAX + 1])

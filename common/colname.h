@@ -18,9 +18,9 @@
  *       "_1st");
  *   (d) an empty result becomes "_";
  *   (e) the result is cut to its first ZX_COLNAME_MAX (63) bytes;
- *   (f) a name reserved for metadata — "_ingested_at", "_request_id", "_key",
- *       "_partition", "_offset", "_timestamp", "_extra" (the column of the
- *       fields over a table's column cap) — or any name starting with
+ *   (f) a name reserved for metadata — those of zx_meta_names below, and
+ *       "_extra" (the column of the fields over a table's column cap) — or
+ *       any name starting with
  *       "_zx" gets the prefix "data" ("_ingested_at" -> "data_ingested_at",
  *       "_zx_x" -> "data_zx_x") and is cut to 63 bytes again.
  * The output is therefore always non-empty, pure ASCII [a-z0-9_], never
@@ -43,6 +43,13 @@
  * receives a NUL-terminated name.  Returns its length, 1..ZX_COLNAME_MAX.
  * Never fails. */
 size_t zx_colname_normalise(const char *in, size_t n, char out[ZX_COLNAME_MAX + 1]);
+
+/* The metadata columns a stream's rows may get (`metadata:`), NULL-ended,
+ * in the order of the ZX_META_* bits (conf/config.h): "_ingested_at",
+ * "_request_id", "_key", "_partition", "_offset", "_timestamp" (Kafka's),
+ * "_shard", "_sequence", "_partition_key", "_arrival" (Kinesis's).  Which
+ * source fills which: its plug-in's `metadata`. */
+extern const char *const zx_meta_names[];
 
 /* 1 if the NUL-terminated `name` is reserved for metadata (one of the names
  * listed in (f), or starts with "_zx"), else 0. */

@@ -55,6 +55,10 @@ enum { ZX_SLOT_LOST_FAIL = 0, ZX_SLOT_LOST_RESYNC = 1 };
 #define ZX_META_PARTITION  0x8u   /* "_partition" */
 #define ZX_META_OFFSET     0x10u  /* "_offset" */
 #define ZX_META_TIMESTAMP  0x20u  /* "_timestamp": the message's timestamp */
+#define ZX_META_SHARD      0x40u  /* "_shard": the Kinesis shard id */
+#define ZX_META_SEQUENCE   0x80u  /* "_sequence": the record's sequence number (text) */
+#define ZX_META_PARTITION_KEY 0x100u /* "_partition_key": the (user) record's */
+#define ZX_META_ARRIVAL    0x200u /* "_arrival": when Kinesis took the record */
 
 typedef struct zx_conf_http {
     char *listen;            /* as written, "host:port" or "[v6]:port" */
@@ -133,6 +137,20 @@ typedef struct zx_conf_connection {
                                 (relative paths are taken from the
                                 configuration's folder); NULL for other
                                 kinds */
+    /* aws (an AWS account, for `source: kinesis`): the region and how the
+     * credentials are found (common/aws_creds.h); NULL / 0 for other
+     * kinds */
+    char *region;            /* aws: "eu-west-1" */
+    char *access_key_id;     /* aws: static keys; NULL: the credential chain */
+    char *secret_access_key; /* aws: secret (as sasl_password); with access_key_id */
+    char *session_token;     /* aws: secret; NULL: none */
+    char *profile;           /* aws: the shared files' profile; NULL: $AWS_PROFILE
+                                or default */
+    char *role_arn;          /* aws: a role assumed on top of the credentials found */
+    char *external_id;       /* aws: with role_arn */
+    char *endpoint;          /* aws: a compatible service's URL (moto, MinIO...);
+                                NULL: AWS's own for the region */
+    int path_style;          /* aws: S3 buckets in the path, not the host name */
     int read_only;           /* `read_only: true`: reverse syncs never
                                 write to it (a destination refuses it at
                                 open); 0 (default) */

@@ -16,6 +16,7 @@
 #define ZX_CONF_INTERNAL
 #include "conf/values.h"
 #include "conf/plugin.h"
+#include "common/colname.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,11 +29,6 @@ static const char *const token_roles[] = {"orchestrator", "agent", NULL};
  * zx_wire_mode of common/schema_registry.h */
 static const char *const stream_formats[] = {"json", "debezium", NULL};
 static const char *const stream_modes[] = {"append", "latest", NULL};
-/* Order = bit order of ZX_META_*: the metadata columns there are (which
- * source fills which: its plug-in's `metadata`). */
-static const char *const metadata[] = {"_ingested_at", "_request_id", "_key",
-                                       "_partition", "_offset", "_timestamp",
-                                       NULL};
 
 /* The options below that more than one source (or connection kind) takes;
  * an option of one plug-in alone is a row of its own (its <name>_plugin.c).
@@ -76,7 +72,8 @@ const zx_cf_section zx_cf_sections[] = {
     {"connections.<name>", ZX_CF_CONNECTION, 0, NULL,
      "A connection: `kind: kafka`, a Kafka cluster, for `source: kafka`; "
      "`kind: postgres`, a PostgreSQL database, for `source: postgres` or a "
-     "reverse sync's destination; `kind: mysql`, a MySQL or MariaDB "
+     "reverse sync's destination; `kind: aws`, an AWS account (a region, and "
+     "how zx finds credentials), for `source: kinesis`; `kind: mysql`, a MySQL or MariaDB "
      "database, or `kind: sqlite`, a SQLite file, for a reverse sync's "
      "destination. "
      "Each option applies to the kinds its *Kinds* column names; given to "
@@ -115,8 +112,10 @@ const zx_cf_section zx_cf_sections[] = {
      "A pipeline: `direction: stream` with `source: http` (JSON pushed to "
      "`POST /api/streams/<name>/push`), `source: kafka` (messages consumed "
      "from Kafka topics through a `connection`), `source: postgres` "
-     "(tables of a PostgreSQL database mirrored through a `connection`) or "
-     "`source: generate` (rows made from a template); or `direction: out`, "
+     "(tables of a PostgreSQL database mirrored through a `connection`), "
+     "`source: kinesis` (records of an Amazon Kinesis data stream, through a "
+     "`connection`) or `source: generate` (rows made from a template); or "
+     "`direction: out`, "
      "a reverse sync (see the list after this table). Each option applies to the sources its *Sources* "
      "column names; given to another source it is an error. No two "
      "pipelines write the same workspace table (names compared without "
@@ -314,7 +313,8 @@ const zx_cf_option zx_cf_options[] = {
      .offset = CONN(kind), .flags = ZX_CF_REQUIRED, .allowed = zx_cf_conn_kinds,
      .help = "`kafka`: a Kafka cluster (or a service speaking its protocol), "
      "read with librdkafka. `postgres`: a PostgreSQL database, read with "
-     "libpq (logical replication) or written by reverse syncs. `mysql`: a "
+     "libpq (logical replication) or written by reverse syncs. `aws`: an AWS "
+     "account (its region and credentials), for Kinesis. `mysql`: a "
      "MySQL or MariaDB database, and `sqlite`: a SQLite file, written by "
      "reverse syncs."},
     {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,
@@ -348,7 +348,7 @@ const zx_cf_option zx_cf_options[] = {
      .sources = zx_cf_conn_sources,
      .help = "Name of the entry of `connections` to read from; its `kind` "
      "must fit the source (`kafka` for `kafka`, `postgres` for "
-     "`postgres`)."},
+     "`postgres`, `aws` for `kinesis`)."},
     {.section = "pipelines.<name>", .name = "table", .type = ZX_CF_IDENT,
      .def_doc = "the pipeline name, `-` written `_`", .offset = PIPE(table),
      .sources = zx_cf_stream_sources,
@@ -406,12 +406,13 @@ const zx_cf_option zx_cf_options[] = {
      "`mode: latest`, and for `format: debezium` events whose message has no "
      "key (http pushes)."},
     {.section = "pipelines.<name>", .name = "metadata", .type = ZX_CF_METADATA,
-     .def_doc = "none", .offset = PIPE(metadata), .allowed = metadata,
+     .def_doc = "none", .offset = PIPE(metadata), .allowed = zx_meta_names,
      .sources = zx_cf_stream_sources,
      .help = "List of metadata columns added to every row: `_ingested_at` "
      "(UTC time of arrival), `_request_id` (id of the push request), `_key` "
      "(the Kafka message's key, as text), `_partition`, `_offset`, "
-     "`_timestamp` (the Kafka message's). Each source takes only some "
+     "`_timestamp` (the Kafka message's), `_shard`, `_sequence`, "
+     "`_partition_key`, `_arrival` (the Kinesis record's). Each source takes only some "
      "(see the list after this table)."},
     {.section = "pipelines.<name>", .name = "max_columns", .type = ZX_CF_UINT,
      .def = "500", .offset = PIPE(max_columns), .min = 1, .max = 1500,
@@ -529,8 +530,8 @@ uint32_t zx_cf_metadata_bits(const char *const *names)
     size_t i, j;
 
     for (i = 0; names && names[i]; i++)
-        for (j = 0; metadata[j]; j++)
-            if (!strcmp(metadata[j], names[i]))
+        for (j = 0; zx_meta_names[j]; j++)
+            if (!strcmp(zx_meta_names[j], names[i]))
                 bits |= 1u << j;
     return bits;
 }
