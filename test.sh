@@ -29,6 +29,8 @@ stop_services() {
     tests/services/postgres stop >/dev/null 2>&1 || true
     tests/services/mariadb stop >/dev/null 2>&1 || true
     tests/services/schema-registry stop >/dev/null 2>&1 || true
+    tests/services/moto stop >/dev/null 2>&1 || true
+    tests/services/kinesalite stop >/dev/null 2>&1 || true
 }
 trap stop_services EXIT
 
@@ -55,6 +57,14 @@ while IFS='=' read -r k v; do
     k=${k#MYSQL_}
     export "ZX_MYSQL_$k=$v"
 done <<<"$my_env"
+
+echo "== moto (tests/services/moto), for the S3 client's unit test and the Kinesis tests"
+# test_aws_s3_moto runs against it (ZX_MOTO_ENDPOINT); the end-to-end tests
+# find it again with `env`.
+moto_env=$(tests/services/moto start)
+echo "$moto_env"
+ZX_MOTO_ENDPOINT=$(sed -n 's/^AWS_ENDPOINT=//p' <<<"$moto_env")
+export ZX_MOTO_ENDPOINT
 
 echo "== unit tests"
 meson test -C build --suite unit --print-errorlogs
@@ -114,6 +124,7 @@ echo "== real services the end-to-end tests use (tests/services/), started once"
 # (PostgreSQL is already running: started before the unit tests.)
 tests/services/kafka start
 tests/services/kafka start 3.9
+tests/services/kinesalite start
 
 echo "== end-to-end tests (pytest)"
 # ZX_HEAVY_TESTS: the long crash and multi-instance runs (a million Kafka

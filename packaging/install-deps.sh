@@ -26,7 +26,7 @@ libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
 libavro-dev libcurl4-openssl-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless maven openssl kcat
-postgresql-15 mariadb-server"
+postgresql-15 mariadb-server nodejs npm"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
@@ -143,5 +143,12 @@ sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
         pip_setup
         echo "zx: installing pyarrow, duckdb and PyMySQL from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "pyarrow>=14" "duckdb>=0.10" "PyMySQL>=1.1"
+    fi
+    # The AWS tests: boto3 (the tests' Kinesis client) and moto's server
+    # (tests/services/moto); kinesalite comes from npm (tests/services/kinesalite).
+    if ! python3 -c 'import boto3, moto.server, flask_cors' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing boto3 and moto[server] from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "boto3>=1.34" "moto[server]>=5.2"
     fi
 fi

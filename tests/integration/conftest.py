@@ -94,7 +94,8 @@ WORKSPACES = [w.strip() for w in os.environ.get("ZX_WORKSPACES", "sqlite").split
 # Parametrise only when asked: unset, test ids and order stay as they were.
 _PARAMETRISE = bool(os.environ.get("ZX_WORKSPACES", "").strip())
 # Fixtures that make zxd processes: a test using one runs on every backend.
-ZXD_FACTORIES = {"make_zxd", "module_zxd", "make_kzxd", "mirror_env", "sync_env"}
+ZXD_FACTORIES = {"make_zxd", "module_zxd", "make_kzxd", "mirror_env", "sync_env",
+                 "make_kin"}
 # The backend of the current module's tests: the default of every Zxd made
 # without workspace=, e.g. by make_kzxd or a test calling Zxd() itself.
 _CURRENT = {"workspace": WORKSPACES[0]}

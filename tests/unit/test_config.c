@@ -1258,7 +1258,7 @@ static void test_kafka_errors(void)
     CHECK(e.n == 1);
     c = load("pipelines:\n  x: {direction: stream, source: kafak}\n", 0, &e);
     EXPECT_ERR(&e, 2, 34, "invalid source 'kafak': expected one of: http, kafka, "
-               "postgres, sync, generate (did you mean 'kafka'?)");
+               "postgres, kinesis, sync, generate (did you mean 'kafka'?)");
     CHECK(e.n == 1);
 
     /* Metadata of another source, unknown metadata. */
@@ -1834,7 +1834,7 @@ static void test_pg_cdc_errors(void)
     EXPECT_AT(2, "dsn: ", "dsn must not be empty");
     c = LOADB("connections:\n  pg: {kind: postgress, dsn: host=db1}\n");
     EXPECT_AT(2, "kind: ", "invalid kind 'postgress': expected one of: kafka, postgres, "
-              "mysql, sqlite (did you mean 'postgres'?)");
+              "aws, mysql, sqlite (did you mean 'postgres'?)");
     CHECK(e.n == 1);   /* nothing else: the kind is unknown */
 
     /* tables: a list; schema.table or table; none twice; at most 1000. */

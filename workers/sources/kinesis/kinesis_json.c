@@ -149,9 +149,11 @@ static int get_str(json_t *o, const char *key, const char *what, int req, int ki
     case K_SHARD: ok = zx_kin_shard_id_valid(s, n); break;
     case K_HASH: ok = hash_key_valid(s, n); break;
     case K_ITER:
+        /* opaque, sent back as it came: moto's end with the "\n" of
+         * their base64 lines */
         ok = n > 0 && n <= ZX_KIN_ITERATOR_MAX;
         for (size_t i = 0; ok && i < n; i++)
-            ok = s[i] > ' ' && s[i] < 0x7f;
+            ok = (s[i] > ' ' && s[i] < 0x7f) || s[i] == '\n';
         break;
     default: break;
     }
@@ -160,7 +162,7 @@ static int get_str(json_t *o, const char *key, const char *what, int req, int ki
                                 : kind == K_SHARD ? "a shard id (1 to 128 of A-Z a-z 0-9 _ . -)"
                                 : kind == K_HASH  ? "a hash key (up to 39 digits)"
                                                   : "a shard iterator (1 to 8192 printable "
-                                                    "ASCII characters)";
+                                                    "ASCII characters or newlines)";
         return fail(err, errlen, "%s is not %s: \"%.60s%s\"", what, what_kind, s,
                     n > 60 ? "..." : "");
     }

@@ -1,0 +1,313 @@
+"""
+`source: kinesis` end to end (workers/sources/kinesis/) against kinesalite
+(tests/services/kinesalite), a Kinesis emulator that splits and merges
+shards as Kinesis does, through a `kind: aws` connection with its
+`endpoint`:
+
+- every record of every shard arrives: JSON objects, arrays and NDJSON in
+  the data, KPL-aggregated records taken apart (each user record with its
+  own partition key and sub-sequence), a record that is none of these in
+  `__rejects` with its shard, sequence number and reason; the metadata
+  columns asked for;
+- shards split and merged while records flow, the worker and the writer
+  SIGKILLed: every id arrives, and none twice (the positions are stored
+  with the rows);
+- `start: new` skips what was put before the first start, and a restart
+  before any record keeps that time rather than moving it on;
+- `zxctl test` says where the credentials came from and what the stream
+  is, or precisely what failed, and never shows the secret.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import REPO, Zxd, uid, wait_for, zxd_factory
+
+SECRET = "zx-kinesis-secret-" + "k" * 8
+
+
+def _service_env(name):
+    p = subprocess.run([os.path.join(REPO, "tests", "services", name), "start"],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"tests/services/{name} start failed:\n{p.stderr[-2000:]}")
+    return dict(l.split("=", 1) for l in p.stdout.split("\n") if "=" in l)
+
+
+def _emulator(service, url_key):
+    import boto3
+    env = _service_env(service)
+    env["KINESIS_ENDPOINT"] = env[url_key]
+    client = boto3.client("kinesis", endpoint_url=env[url_key], region_name=env["REGION"],
+                          aws_access_key_id="zxtestkey", aws_secret_access_key="zxtestsecret")
+    return env, client
+
+
+@pytest.fixture(scope="session")
+def kinesalite():
+    """The kinesalite of tests/services/kinesalite (started once), and a
+    boto3 Kinesis client of it.  It reshards as Kinesis does; its
+    AT_TIMESTAMP iterator never answers when no record is past the time
+    (kinesalite 3.3.3), so `start: new` is tested on moto."""
+    return _emulator("kinesalite", "KINESIS_ENDPOINT")
+
+
+@pytest.fixture(scope="session")
+def moto_kinesis():
+    """moto's Kinesis (tests/services/moto, started once) and a client."""
+    return _emulator("moto", "AWS_ENDPOINT")
+
+
+
+
+def make_stream(client, shards):
+    name = f"s{uid()[:10]}"
+    client.create_stream(StreamName=name, ShardCount=shards)
+    wait_for(lambda: client.describe_stream_summary(StreamName=name)
+             ["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE", "the stream ACTIVE")
+    return name
+
+
+def put(client, stream, items):
+    """Put [(data bytes, partition key)] in order, 500 a call."""
+    for i in range(0, len(items), 500):
+        r = client.put_records(StreamName=stream, Records=[
+            {"Data": d, "PartitionKey": k} for d, k in items[i:i + 500]])
+        assert r["FailedRecordCount"] == 0, r
+
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(num, wire, payload):
+    key = _varint((num << 3) | wire)
+    if wire == 2:
+        return key + _varint(len(payload)) + payload
+    return key + _varint(payload)
+
+
+def kpl_aggregate(records):
+    """A KPL aggregated record of [(partition key, data bytes)]."""
+    keys = []
+    for k, _ in records:
+        if k not in keys:
+            keys.append(k)
+    body = b"".join(_field(1, 2, k.encode()) for k in keys)
+    for k, d in records:
+        rec = _field(1, 0, keys.index(k)) + _field(3, 2, d)
+        body += _field(3, 2, rec)
+    return b"\xf3\x89\x9a\xc2" + body + hashlib.md5(body).digest()
+
+
+class KinZxd(Zxd):
+    """A Zxd whose pipelines are `source: kinesis` through one `kind: aws`
+    connection `aws` to kinesalite.  kpipes: {name: {"stream": s, "extra":
+    {option: YAML text}}}; conn_extra: more connection lines."""
+
+    def __init__(self, root, kpipes, endpoint=None, conn_extra=None, **kw):
+        self.kpipes = dict(kpipes)
+        self.endpoint = endpoint
+        self.conn_extra = dict(conn_extra or {})
+        super().__init__(root, {}, **kw)
+        self.env["ZX_TEST_AWS_SECRET"] = SECRET
+
+    def config_text(self):
+        text = super().config_text()
+        assert text.endswith("pipelines:\n")
+        conn = ["connections:", "  aws:", "    kind: aws", "    region: us-east-1",
+                "    access_key_id: zxtestkey",
+                "    secret_access_key: ${env:ZX_TEST_AWS_SECRET}",
+                f"    endpoint: {self.endpoint}"]
+        conn += [f"    {k}: {v}" for k, v in self.conn_extra.items()]
+        lines = []
+        for name, s in self.kpipes.items():
+            lines += [f"  {name}:", "    direction: stream", "    source: kinesis",
+                      "    connection: aws", f"    stream: {s['stream']}",
+                      f"    table: {name}"]
+            lines += [f"    {k}: {v}" for k, v in (s.get("extra") or {}).items()]
+        return (text[:-len("pipelines:\n")] + "\n".join(conn) + "\npipelines:\n" +
+                "\n".join(lines) + "\n")
+
+    def source_status(self, name):
+        return (self.pipeline(name) or {}).get("source_status") or {}
+
+
+@pytest.fixture
+def make_kin(workspace):
+    """make_kin(kpipes, endpoint=URL, **opts) -> KinZxd."""
+    gen = zxd_factory(workspace, cls=KinZxd)
+    yield next(gen)
+    next(gen, None)
+
+
+def ids_in(z, table):
+    if not z.table_exists(table):
+        return []
+    return [r[0] for r in z.query(f'SELECT "id" FROM "{table}"')]
+
+
+@pytest.mark.pairwise("emu")   # kinesalite on SQLite, moto on Postgres
+@pytest.mark.parametrize("emu", ["kinesalite", "moto_kinesis"])
+def test_every_record_of_every_shard_with_metadata_and_rejects(emu, request, make_kin):
+    env, k = request.getfixturevalue(emu)
+    stream = make_stream(k, 4)
+    items = [(json.dumps({"id": i, "v": f"v{i}"}).encode(), f"key{i}") for i in range(200)]
+    items.append((json.dumps([{"id": 1000}, {"id": 1001}]).encode(), "arr"))
+    items.append((b'{"id": 1002}\n{"id": 1003}\n', "nd"))
+    items.append((b"this is not json", "bad"))
+    items.append((kpl_aggregate([("pa", b'{"id": 2000}'), ("pb", b'{"id": 2001}'),
+                                 ("pa", b'{"id": 2002}')]), "agg"))
+    put(k, stream, items)
+    z = make_kin({"ev": {"stream": stream, "extra": {
+        "metadata": "[_shard, _sequence, _partition_key, _arrival, _ingested_at]"}}},
+        endpoint=env["KINESIS_ENDPOINT"])
+    want = set(range(200)) | {1000, 1001, 1002, 1003, 2000, 2001, 2002}
+    wait_for(lambda: len(ids_in(z, "ev")) >= len(want),
+             lambda: f"{len(want)} rows; have {len(ids_in(z, 'ev'))}\n{z.log_tail(30)}")
+    got = ids_in(z, "ev")
+    assert sorted(got) == sorted(want), sorted(set(got) ^ want)
+    cols = list(z.columns("ev"))
+    for c in ("_shard", "_sequence", "_partition_key", "_arrival", "_ingested_at"):
+        assert c in cols, cols
+    rows = z.query('SELECT "id", "_shard", "_sequence", "_partition_key" FROM "ev" '
+                   'WHERE "id" >= 2000 ORDER BY "id"')
+    assert [r[3] for r in rows] == ["pa", "pb", "pa"], rows
+    seqs = [r[2] for r in rows]
+    assert [s.rsplit(".", 1)[1] for s in seqs] == ["0", "1", "2"], seqs
+    assert len({s.rsplit(".", 1)[0] for s in seqs}) == 1, seqs
+    assert all(r[1].startswith("shardId-") for r in rows), rows
+    # the poison record: a reject naming its shard and sequence number
+    wait_for(lambda: z.table_exists("ev__rejects"), "ev__rejects")
+    rej = z.query('SELECT * FROM "ev__rejects"')
+    assert len(rej) == 1, rej
+    text = json.dumps([str(c) for c in rej[0]])
+    assert "not JSON" in text and "shardId-" in text and "sequence" in text, text
+    wait_for(lambda: z.source_status("ev").get("shards_reading") == 4,
+             lambda: f"4 shards reading: {z.source_status('ev')}")
+    assert z.source_status("ev").get("state") == "reading"
+    # nothing twice after a restart
+    z.stop()
+    put(k, stream, [(json.dumps({"id": 3000 + i}).encode(), f"r{i}") for i in range(50)])
+    z.start()
+    want |= set(range(3000, 3050))
+    wait_for(lambda: len(ids_in(z, "ev")) >= len(want), "the rows put while zxd was down")
+    got = ids_in(z, "ev")
+    assert sorted(got) == sorted(want), f"{len(got) - len(set(got))} twice"
+    assert SECRET not in z.log_text()
+
+
+def test_splits_merges_and_sigkills_lose_nothing_and_repeat_nothing(kinesalite, make_kin):
+    env, k = kinesalite
+    stream = make_stream(k, 2)
+    z = make_kin({"rs": {"stream": stream}}, endpoint=env["KINESIS_ENDPOINT"])
+    errors = []
+    n = 10000
+
+    def producer():
+        try:
+            for i in range(0, n, 100):
+                put(k, stream, [(json.dumps({"id": j}).encode(), f"p{j % 37}")
+                                for j in range(i, i + 100)])
+                time.sleep(0.05)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    th = threading.Thread(target=producer, daemon=True)
+    th.start()
+    wait_for(lambda: len(ids_in(z, "rs")) > 200, "the first rows")
+    # a split of the first shard, then a merge of two adjacent open shards
+    shards = k.list_shards(StreamName=stream)["Shards"]
+    s0 = shards[0]
+    lo, hi = (int(s0["HashKeyRange"]["StartingHashKey"]),
+              int(s0["HashKeyRange"]["EndingHashKey"]))
+    k.split_shard(StreamName=stream, ShardToSplit=s0["ShardId"],
+                  NewStartingHashKey=str((lo + hi) // 2))
+    wait_for(lambda: k.describe_stream_summary(StreamName=stream)
+             ["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE", "the split done")
+    os.kill(z.pids()["rs"], signal.SIGKILL)
+    open_shards = sorted((s for s in k.list_shards(StreamName=stream)["Shards"]
+                          if "EndingSequenceNumber" not in s["SequenceNumberRange"]),
+                         key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
+    a, b = open_shards[0], open_shards[1]
+    k.merge_shards(StreamName=stream, ShardToMerge=a["ShardId"],
+                   AdjacentShardToMerge=b["ShardId"])
+    wait_for(lambda: k.describe_stream_summary(StreamName=stream)
+             ["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE", "the merge done")
+    os.kill(z.pids()["writer"], signal.SIGKILL)
+    th.join(timeout=120)
+    assert not errors, errors
+    wait_for(lambda: len(set(ids_in(z, "rs"))) >= n,
+             lambda: f"{n} ids; have {len(set(ids_in(z, 'rs')))}\n{z.log_tail(40)}",
+             deadline=180)
+    got = ids_in(z, "rs")
+    assert set(got) == set(range(n))
+    twice = len(got) - len(set(got))
+    print(f"kinesis reshard+SIGKILL: {n} ids, {twice} twice")
+    assert twice == 0, f"{twice} ids twice"
+    st = z.source_status("rs")
+    assert st.get("shards_finished", 0) >= 3, st   # the split parent, the two merged
+
+
+@pytest.mark.sqlite_only   # where the shards start: the source's alone
+def test_start_new_skips_older_records_and_keeps_its_time(moto_kinesis, make_kin):
+    env, k = moto_kinesis
+    stream = make_stream(k, 1)
+    put(k, stream, [(json.dumps({"id": i}).encode(), "old") for i in range(10)])
+    time.sleep(1.1)   # the first start comes later than every old record
+    z = make_kin({"nw": {"stream": stream, "extra": {"start": "new"}}},
+                 endpoint=env["KINESIS_ENDPOINT"])
+    wait_for(lambda: z.source_status("nw").get("state") == "reading", "reading")
+    time.sleep(1)
+    # a restart before any new record: the first start's time holds
+    z.stop()
+    put(k, stream, [(json.dumps({"id": 100 + i}).encode(), "new") for i in range(5)])
+    z.start()
+    put(k, stream, [(json.dumps({"id": 200 + i}).encode(), "new") for i in range(5)])
+    want = set(range(100, 105)) | set(range(200, 205))
+    wait_for(lambda: set(ids_in(z, "nw")) == want,
+             lambda: f"{sorted(want)}; have {sorted(ids_in(z, 'nw'))}\n{z.log_tail(30)}")
+
+
+@pytest.mark.sqlite_only
+def test_zxctl_test_says_where_the_keys_came_from_or_what_failed(kinesalite, make_kin):
+    env, k = kinesalite
+    stream = make_stream(k, 3)
+    z = make_kin({"ok": {"stream": stream}, "gone": {"stream": "no-such-stream"}},
+                 endpoint=env["KINESIS_ENDPOINT"])
+    p = z.zxctl("test", "ok", check_rc=0)
+    assert f"stream {stream}" in p.stdout and "ACTIVE with 3 open shards" in p.stdout, p.stdout
+    assert "credentials from connection keys" in p.stdout, p.stdout
+    p = z.zxctl("test", "gone", check_rc=1)
+    out = p.stdout + p.stderr
+    assert "ResourceNotFoundException" in out and "no-such-stream" in out, out
+    # the pipeline says so in its status, and does not stop
+    wait_for(lambda: "ResourceNotFoundException" in
+             ((z.pipeline("gone") or {}).get("last_error") or ""),
+             lambda: f"the error in status: {z.pipeline('gone')}")
+    shown = z.log_text() + z.zxctl("status").stdout + z.zxctl("--json", "status").stdout
+    assert SECRET not in shown
+
+
+@pytest.mark.sqlite_only
+def test_an_endpoint_nobody_answers_is_said(make_kin):
+    z = make_kin({"far": {"stream": "x"}}, endpoint="http://127.0.0.1:9")
+    p = z.zxctl("test", "far", check_rc=1)
+    out = p.stdout + p.stderr
+    assert "no answer from 127.0.0.1:9" in out, out
