@@ -68,9 +68,26 @@ def moto_kinesis():
 
 
 
+_MADE = []   # (client, stream) made by the current test
+
+
+@pytest.fixture(autouse=True)
+def _delete_streams():
+    """Each test's streams are deleted after it (an emulator counts the
+    shards of every stream it keeps against its limit)."""
+    yield
+    while _MADE:
+        client, name = _MADE.pop()
+        try:
+            client.delete_stream(StreamName=name, EnforceConsumerDeletion=True)
+        except Exception:  # noqa: BLE001 - best effort
+            pass
+
+
 def make_stream(client, shards):
     name = f"s{uid()[:10]}"
     client.create_stream(StreamName=name, ShardCount=shards)
+    _MADE.append((client, name))
     wait_for(lambda: client.describe_stream_summary(StreamName=name)
              ["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE", "the stream ACTIVE")
     return name
