@@ -427,6 +427,13 @@ const zx_conf_pipeline *zx_conf_find(const zx_conf *c, const char *name);
  * zx_conf).  p NULL, or without own options: none. */
 void zx_conf_own_secrets(const zx_conf_pipeline *p, void (*fn)(const char *s, void *arg),
                          void *arg);
+/* Each secret string option of connection c that is set (every row of
+ * a `connections.<name>` section flagged ZX_CF_SECRET of type string:
+ * sasl.password, tls.key_password, secret_access_key, session_token...;
+ * not the dsn, whose password is inside it): fn(secret, arg), in row
+ * order.  The strings are c's.  c NULL: none. */
+void zx_conf_connection_secrets(const zx_conf_connection *c,
+                                void (*fn)(const char *s, void *arg), void *arg);
 /* The bytes of changes the writer may park per mirror table of pipeline p
  * (its max_parked_bytes) when p keeps mirrors and its plug-in parks
  * (ZX_PLUGIN_PARK: source postgres; kafka with format debezium or mode

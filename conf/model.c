@@ -110,6 +110,20 @@ void zx_conf_own_secrets(const zx_conf_pipeline *p, void (*fn)(const char *s, vo
     own_secrets(p->dest_plugin, p->dest_own, fn, arg);   /* a sync's destination's */
 }
 
+void zx_conf_connection_secrets(const zx_conf_connection *c,
+                                void (*fn)(const char *s, void *arg), void *arg)
+{
+    for (size_t i = 0; c && i < zx_cf_nrows(); i++) {
+        const zx_cf_option *o = zx_cf_row(i);
+        if (!(o->flags & ZX_CF_SECRET) || o->type != ZX_CF_STRING ||
+            zx_cf_target(o->section) != ZX_CF_CONNECTION)
+            continue;
+        const char *s = *(char *const *)((const char *)c + o->offset);
+        if (s)
+            fn(s, arg);
+    }
+}
+
 const zx_conf_connection *zx_conf_find_connection(const zx_conf *c,
                                                   const char *name)
 {

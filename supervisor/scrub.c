@@ -85,21 +85,22 @@ static int prop_secret(const char *k)
                  strcasestr(k, "sasl.oauthbearer"));
 }
 
+static void add_cb(const char *s, void *l)
+{
+    add(l, s);
+}
+
+/* c's secrets: its dsn's password, its secret rows (by the rows: a new
+ * secret option needs no line here), its secret-looking properties. */
 static void add_conn(strs *l, const zx_conf_connection *c)
 {
     if (!c)
         return;
     add_dsn(l, c->dsn, c->dsn_shown);
-    add(l, c->sasl_password);
-    add(l, c->tls_key_password);
+    zx_conf_connection_secrets(c, add_cb, l);
     for (size_t i = 0; i < c->nprops; i++)
         if (prop_secret(c->prop_keys[i]))
             add(l, c->prop_values[i]);
-}
-
-static void add_cb(const char *s, void *l)
-{
-    add(l, s);
 }
 
 /* The secrets of p: the strings of its plug-in's own rows flagged

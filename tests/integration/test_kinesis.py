@@ -138,16 +138,18 @@ class KinZxd(Zxd):
     connection `aws` to kinesalite.  kpipes: {name: {"stream": s, "extra":
     {option: YAML text}}}; conn_extra: more connection lines."""
 
-    def __init__(self, root, kpipes, endpoint=None, conn_extra=None, **kw):
+    def __init__(self, root, kpipes, endpoint=None, conn_extra=None, http_pipes=None, **kw):
         self.kpipes = dict(kpipes)
         self.endpoint = endpoint
         self.conn_extra = dict(conn_extra or {})
-        super().__init__(root, {}, **kw)
+        super().__init__(root, dict(http_pipes or {}), **kw)
         self.env["ZX_TEST_AWS_SECRET"] = SECRET
 
     def config_text(self):
         text = super().config_text()
-        assert text.endswith("pipelines:\n")
+        at = text.index("\npipelines:\n") + 1
+        http = text[at + len("pipelines:\n"):]
+        text = text[:at] + "pipelines:\n"
         conn = ["connections:", "  aws:", "    kind: aws", "    region: us-east-1",
                 "    access_key_id: zxtestkey",
                 "    secret_access_key: ${env:ZX_TEST_AWS_SECRET}",
@@ -159,7 +161,7 @@ class KinZxd(Zxd):
                       "    connection: aws", f"    stream: {s['stream']}",
                       f"    table: {name}"]
             lines += [f"    {k}: {v}" for k, v in (s.get("extra") or {}).items()]
-        return (text[:-len("pipelines:\n")] + "\n".join(conn) + "\npipelines:\n" +
+        return (text[:-len("pipelines:\n")] + "\n".join(conn) + "\npipelines:\n" + http +
                 "\n".join(lines) + "\n")
 
     def source_status(self, name):
@@ -328,3 +330,24 @@ def test_an_endpoint_nobody_answers_is_said(make_kin):
     p = z.zxctl("test", "far", check_rc=1)
     out = p.stdout + p.stderr
     assert "no answer from 127.0.0.1:9" in out, out
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading another process's memory needs root")
+def test_the_secret_key_is_only_in_the_worker_that_uses_it(kinesalite, make_kin):
+    """The connection's secret_access_key is in the kinesis worker alone:
+    not in another pipeline's worker, the writer or the gateway (each
+    child is scrubbed of the secrets it does not use, supervisor/scrub.c,
+    by the rows flagged secret)."""
+    from test_worker_secrets import memory_has
+    env, k = kinesalite
+    stream = make_stream(k, 1)
+    z = make_kin({"kin": {"stream": stream}}, endpoint=env["KINESIS_ENDPOINT"],
+                 http_pipes={"web": {}})
+    z.wait_running("kin")
+    z.wait_running("web")
+    pids = z.pids()
+    needle = SECRET.encode()
+    assert memory_has(pids["kin"], [needle])[needle] == 1, "the kinesis worker lost it"
+    for role in ("web", "writer", "gateway"):
+        assert memory_has(pids[role], [needle])[needle] == 0, f"{role} holds the secret key"
