@@ -19,6 +19,7 @@
 
 #include "common/buf.h"
 #include "common/hex.h"
+#include "common/util.h"
 
 #define SHA_LEN        32
 #define SECRET_MAX     256      /* bytes of a secret key (AWS's are 40) */
@@ -26,18 +27,6 @@
 #define NAME_MAX_      64       /* bytes of a region, a service, a method */
 #define ADDED_MAX      3        /* headers the signer adds: date, token, content hash */
 #define HEADER_SHOW    40       /* bytes of a header name shown in an error */
-
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static const char HEXD[] = "0123456789abcdef";
 
@@ -172,7 +161,7 @@ static int put_uri_s3(zx_buf *b, const char *path, size_t n, char *err, size_t e
 {
     char *tmp = malloc(n + 1);
     if (!tmp) {
-        fail(err, errlen, "out of memory signing the request");
+        zx_seterr(err, errlen, "out of memory signing the request");
         return -1;
     }
     int rc = 0;
@@ -182,11 +171,11 @@ static int put_uri_s3(zx_buf *b, const char *path, size_t n, char *err, size_t e
             j++;
         long dn = pct_decode(path + i, j - i, tmp);
         if (dn < 0) {
-            fail(err, errlen, "the path has a '%%' not followed by two hex digits");
+            zx_seterr(err, errlen, "the path has a '%%' not followed by two hex digits");
             rc = -1;
         } else if (put_encoded(b, tmp, (size_t)dn, 0) < 0 ||
                    (j < n && zx_buf_put(b, "/", 1) < 0)) {
-            fail(err, errlen, "out of memory signing the request");
+            zx_seterr(err, errlen, "out of memory signing the request");
             rc = -1;
         }
         i = j + (j < n);
@@ -199,22 +188,22 @@ static int put_uri(zx_buf *b, const char *path, unsigned flags, char *err, size_
 {
     size_t n = path ? strnlen(path, ZX_SIGV4_PATH_MAX + 1) : 0;
     if (n == 0 || path[0] != '/') {
-        fail(err, errlen, "the request path must start with '/'");
+        zx_seterr(err, errlen, "the request path must start with '/'");
         return -1;
     }
     if (n > ZX_SIGV4_PATH_MAX) {
-        fail(err, errlen, "the request path is over %d bytes", ZX_SIGV4_PATH_MAX);
+        zx_seterr(err, errlen, "the request path is over %d bytes", ZX_SIGV4_PATH_MAX);
         return -1;
     }
     if (has_ctl(path, n) || memchr(path, '?', n) || memchr(path, '#', n)) {
-        fail(err, errlen, "the request path holds a control character, '?' or '#' (give the "
+        zx_seterr(err, errlen, "the request path holds a control character, '?' or '#' (give the "
              "query string in query, without '?')");
         return -1;
     }
     if (flags & ZX_SIGV4_S3)
         return put_uri_s3(b, path, n, err, errlen);
     if (put_uri_normalised(b, path, n) < 0) {
-        fail(err, errlen, "out of memory signing the request");
+        zx_seterr(err, errlen, "out of memory signing the request");
         return -1;
     }
     return 0;
@@ -251,11 +240,11 @@ static int put_query(zx_buf *b, const char *q, char *err, size_t errlen)
     if (n == 0)
         return 0;
     if (n > ZX_SIGV4_QUERY_MAX) {
-        fail(err, errlen, "the query string is over %d bytes", ZX_SIGV4_QUERY_MAX);
+        zx_seterr(err, errlen, "the query string is over %d bytes", ZX_SIGV4_QUERY_MAX);
         return -1;
     }
     if (has_ctl(q, n) || memchr(q, '#', n) || memchr(q, ' ', n)) {
-        fail(err, errlen, "the query string holds a space, a control character or '#' "
+        zx_seterr(err, errlen, "the query string holds a space, a control character or '#' "
              "(percent-encode them)");
         return -1;
     }
@@ -285,9 +274,9 @@ static int put_query(zx_buf *b, const char *q, char *err, size_t errlen)
                 rc = -2;
     }
     if (rc == -1)
-        fail(err, errlen, "the query string has a '%%' not followed by two hex digits");
+        zx_seterr(err, errlen, "the query string has a '%%' not followed by two hex digits");
     else if (rc == -2)
-        fail(err, errlen, "out of memory signing the request");
+        zx_seterr(err, errlen, "out of memory signing the request");
     for (size_t i = 0; pv && i < np; i++) {
         free(pv[i].name);
         free(pv[i].value);
@@ -345,27 +334,27 @@ static int parse_line(const char *line, size_t idx, hdr *h, char *err, size_t er
 {
     size_t n = strnlen(line, ZX_SIGV4_LINE_MAX + 1);
     if (n > ZX_SIGV4_LINE_MAX) {
-        fail(err, errlen, "header line %zu is over %d bytes", idx + 1, ZX_SIGV4_LINE_MAX);
+        zx_seterr(err, errlen, "header line %zu is over %d bytes", idx + 1, ZX_SIGV4_LINE_MAX);
         return -1;
     }
     const char *colon = memchr(line, ':', n);
     if (!colon) {
-        fail(err, errlen, "header line %zu has no ':' (each line is \"Name: value\")", idx + 1);
+        zx_seterr(err, errlen, "header line %zu has no ':' (each line is \"Name: value\")", idx + 1);
         return -1;
     }
     size_t nn = (size_t)(colon - line);
     for (size_t i = 0; i < nn; i++)
         if (!tchar((unsigned char)line[i])) {
-            fail(err, errlen, "header line %zu: the name before ':' is empty or holds a space "
+            zx_seterr(err, errlen, "header line %zu: the name before ':' is empty or holds a space "
                  "or a character a header name cannot have", idx + 1);
             return -1;
         }
     if (nn == 0) {
-        fail(err, errlen, "header line %zu has an empty name before ':'", idx + 1);
+        zx_seterr(err, errlen, "header line %zu has an empty name before ':'", idx + 1);
         return -1;
     }
     if (has_ctl(colon + 1, n - nn - 1)) {
-        fail(err, errlen, "header %.*s: the value holds a control character (CR, LF, ...)",
+        zx_seterr(err, errlen, "header %.*s: the value holds a control character (CR, LF, ...)",
              (int)(nn < HEADER_SHOW ? nn : HEADER_SHOW), line);
         return -1;
     }
@@ -373,7 +362,7 @@ static int parse_line(const char *line, size_t idx, hdr *h, char *err, size_t er
     h->name = malloc(nn + 1);
     h->value = trim_value(colon + 1, n - nn - 1);
     if (!h->name || !h->value) {
-        fail(err, errlen, "out of memory signing the request");
+        zx_seterr(err, errlen, "out of memory signing the request");
         return -1;
     }
     for (size_t i = 0; i < nn; i++) {
@@ -422,12 +411,12 @@ static int put_headers(zx_buf *b, const zx_sigv4_request *rq, sigctx *sc, char *
     while (rq->headers && rq->headers[n] && n <= ZX_SIGV4_HEADERS_MAX)
         n++;
     if (n > ZX_SIGV4_HEADERS_MAX) {
-        fail(err, errlen, "the request has over %d header lines", ZX_SIGV4_HEADERS_MAX);
+        zx_seterr(err, errlen, "the request has over %d header lines", ZX_SIGV4_HEADERS_MAX);
         return -1;
     }
     hdr *hv = calloc(n + ADDED_MAX, sizeof(*hv));
     if (!hv) {
-        fail(err, errlen, "out of memory signing the request");
+        zx_seterr(err, errlen, "out of memory signing the request");
         return -1;
     }
     size_t nh = 0;
@@ -435,14 +424,14 @@ static int put_headers(zx_buf *b, const zx_sigv4_request *rq, sigctx *sc, char *
     for (size_t i = 0; i < n && rc == 0; i++, nh++) {
         rc = parse_line(rq->headers[i], i, &hv[nh], err, errlen);
         if (rc == 0 && own_header(hv[nh].name, sc, rq->flags)) {
-            fail(err, errlen, "header line %zu: %s is added by the signer; leave it out of the "
+            zx_seterr(err, errlen, "header line %zu: %s is added by the signer; leave it out of the "
                  "request's headers", i + 1, hv[nh].name);
             rc = -1;
         }
         host |= rc == 0 && !strcmp(hv[nh].name, "host");
     }
     if (rc == 0 && !host) {
-        fail(err, errlen, "the request has no Host header (SigV4 signs it)");
+        zx_seterr(err, errlen, "the request has no Host header (SigV4 signs it)");
         rc = -1;
     }
     const char *add[ADDED_MAX][2] = {
@@ -458,7 +447,7 @@ static int put_headers(zx_buf *b, const zx_sigv4_request *rq, sigctx *sc, char *
         h->value = strdup(add[i][1]);
         h->order = n + i;
         if (!h->name || !h->value) {
-            fail(err, errlen, "out of memory signing the request");
+            zx_seterr(err, errlen, "out of memory signing the request");
             rc = -1;
         }
     }
@@ -475,7 +464,7 @@ static int put_headers(zx_buf *b, const zx_sigv4_request *rq, sigctx *sc, char *
         if (rc == 0)
             rc = zx_buf_put(b, "\n", 1);
         if (rc)
-            fail(err, errlen, "out of memory signing the request");
+            zx_seterr(err, errlen, "out of memory signing the request");
     }
     hdrs_free(hv, nh);
     return rc ? -1 : 0;
@@ -489,7 +478,7 @@ static int check_word(const char *s, const char *what, char *err, size_t errlen)
     for (size_t i = 0; ok && i < n; i++)
         ok = unreserved((unsigned char)s[i]) && s[i] != '~';
     if (!ok)
-        fail(err, errlen, "the %s must be 1 to %d letters, digits, '-', '_' or '.'", what,
+        zx_seterr(err, errlen, "the %s must be 1 to %d letters, digits, '-', '_' or '.'", what,
              NAME_MAX_);
     return ok ? 0 : -1;
 }
@@ -500,11 +489,11 @@ static int payload_line(const zx_sigv4_request *rq, sigctx *sc, char *err, size_
     const char *h = rq->payload_hash;
     if (!h) {
         if (!rq->payload && rq->payload_len) {
-            fail(err, errlen, "payload is NULL but payload_len is %zu", rq->payload_len);
+            zx_seterr(err, errlen, "payload is NULL but payload_len is %zu", rq->payload_len);
             return -1;
         }
         if (zx_aws_sha256_hex(rq->payload, rq->payload_len, sc->payload) < 0) {
-            fail(err, errlen, "out of memory hashing the payload");
+            zx_seterr(err, errlen, "out of memory hashing the payload");
             return -1;
         }
         return 0;
@@ -517,7 +506,7 @@ static int payload_line(const zx_sigv4_request *rq, sigctx *sc, char *err, size_
         lit = lit && ((h[i] >= 'A' && h[i] <= 'Z') || (h[i] >= '0' && h[i] <= '9') || h[i] == '-');
     }
     if (!hex && !lit) {
-        fail(err, errlen, "payload_hash must be 64 hex digits, " ZX_SIGV4_UNSIGNED " or a "
+        zx_seterr(err, errlen, "payload_hash must be 64 hex digits, " ZX_SIGV4_UNSIGNED " or a "
              "STREAMING-... value");
         return -1;
     }
@@ -531,7 +520,7 @@ static int prepare(const zx_sigv4_request *rq, const zx_aws_keys *k, sigctx *sc,
                    size_t errlen)
 {
     if (!rq || !k) {
-        fail(err, errlen, "no request or no keys to sign with");
+        zx_seterr(err, errlen, "no request or no keys to sign with");
         return -1;
     }
     if (check_word(rq->method, "method", err, errlen) < 0 ||
@@ -544,32 +533,32 @@ static int prepare(const zx_sigv4_request *rq, const zx_aws_keys *k, sigctx *sc,
         ok = k->access_key[i] > 0x20 && k->access_key[i] < 0x7f && k->access_key[i] != '/' &&
              k->access_key[i] != ',';
     if (!ok) {
-        fail(err, errlen, "the access key id must be 1 to %d printable characters without "
+        zx_seterr(err, errlen, "the access key id must be 1 to %d printable characters without "
              "spaces, '/' or ','", ACCESS_MAX);
         return -1;
     }
     size_t sn = k->secret_key ? strnlen(k->secret_key, SECRET_MAX + 1) : 0;
     if (sn == 0 || sn > SECRET_MAX) {
-        fail(err, errlen, "the secret access key is empty or over %d bytes", SECRET_MAX);
+        zx_seterr(err, errlen, "the secret access key is empty or over %d bytes", SECRET_MAX);
         return -1;
     }
     sc->token = k->session_token && *k->session_token ? k->session_token : NULL;
     if (sc->token) {
         size_t tn = strnlen(sc->token, ZX_SIGV4_LINE_MAX + 1);
         if (tn > ZX_SIGV4_LINE_MAX || has_ctl(sc->token, tn) || memchr(sc->token, '\t', tn)) {
-            fail(err, errlen, "the session token is over %d bytes or holds a control character",
+            zx_seterr(err, errlen, "the session token is over %d bytes or holds a control character",
                  ZX_SIGV4_LINE_MAX);
             return -1;
         }
     }
     struct tm tm;
     if (!gmtime_r(&rq->now, &tm) || tm.tm_year + 1900 < 1970 || tm.tm_year + 1900 > 9999) {
-        fail(err, errlen, "the signing time %lld is not a date between 1970 and 9999",
+        zx_seterr(err, errlen, "the signing time %lld is not a date between 1970 and 9999",
              (long long)rq->now);
         return -1;
     }
     if (strftime(sc->amzdate, sizeof(sc->amzdate), "%Y%m%dT%H%M%SZ", &tm) != 16) {
-        fail(err, errlen, "the signing time %lld does not format as a date", (long long)rq->now);
+        zx_seterr(err, errlen, "the signing time %lld does not format as a date", (long long)rq->now);
         return -1;
     }
     memcpy(sc->date, sc->amzdate, 8);
@@ -578,7 +567,7 @@ static int prepare(const zx_sigv4_request *rq, const zx_aws_keys *k, sigctx *sc,
         return -1;
     if (zx_buf_printf(&sc->scope, "%s/%s/%s/aws4_request", sc->date, rq->region,
                       rq->service) < 0) {
-        fail(err, errlen, "out of memory signing the request");
+        zx_seterr(err, errlen, "out of memory signing the request");
         return -1;
     }
     return 0;
@@ -596,13 +585,13 @@ static int build(const zx_sigv4_request *rq, const zx_aws_keys *k, sigctx *sc, z
         put_headers(creq, rq, sc, err, errlen) < 0 ||
         zx_buf_printf(creq, "\n%s\n%s", sc->signed_headers.p, sc->payload) < 0) {
         if (err && errlen && !*err)
-            fail(err, errlen, "out of memory signing the request");
+            zx_seterr(err, errlen, "out of memory signing the request");
         return -1;
     }
     char h[65];
     if (zx_aws_sha256_hex(creq->p, creq->len, h) < 0 ||
         zx_buf_printf(sts, "AWS4-HMAC-SHA256\n%s\n%s\n%s", sc->amzdate, sc->scope.p, h) < 0) {
-        fail(err, errlen, "out of memory signing the request");
+        zx_seterr(err, errlen, "out of memory signing the request");
         return -1;
     }
     return 0;
@@ -698,7 +687,7 @@ int zx_sigv4_sign(const zx_sigv4_request *rq, const zx_aws_keys *k,
     zx_buf c = {0}, s = {0};
     int rc = build(rq, k, &sc, &c, &s, err, errlen);
     if (rc == 0 && signature(k->secret_key, &sc, rq, s.p, out->signature) < 0) {
-        fail(err, errlen, "libcrypto failed computing the signature (out of memory?)");
+        zx_seterr(err, errlen, "libcrypto failed computing the signature (out of memory?)");
         rc = -1;
     }
     if (rc == 0) {
@@ -716,7 +705,7 @@ int zx_sigv4_sign(const zx_sigv4_request *rq, const zx_aws_keys *k,
                 rc = -1;
         if (rc < 0) {
             zx_sigv4_signed_free(out);
-            fail(err, errlen, "out of memory signing the request");
+            zx_seterr(err, errlen, "out of memory signing the request");
         }
     }
     if (rc < 0)

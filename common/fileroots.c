@@ -3,6 +3,7 @@
  * (fileroots.h).
  */
 #include "common/fileroots.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -16,17 +17,6 @@
 
 /* One line into err; returns -1.  (No common/util.h: the configuration
  * links this file alone.) */
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* mkdir -p path (mode 0755); 0 or -1 (errno). */
 static int mkdir_p(const char *path)
 {
@@ -142,7 +132,7 @@ int zx_fr_check_below(const char *root, const char *path, int last_is_dir, char 
     size_t rl = strcmp(root, "/") ? strlen(root) : 0;
     char buf[4096];
     if (strlen(path) >= sizeof(buf))
-        return fail(err, errlen, "%s: the path is too long", path);
+        return zx_seterr(err, errlen, "%s: the path is too long", path);
     snprintf(buf, sizeof(buf), "%s", path);
     for (size_t i = rl; buf[i];) {
         size_t e = i + 1;
@@ -156,15 +146,15 @@ int zx_fr_check_below(const char *root, const char *path, int last_is_dir, char 
         if (rc < 0 && errno == ENOENT)
             return 0;              /* the rest does not exist yet: made as folders */
         if (rc < 0)
-            return fail(err, errlen, "%s: cannot check %s: %s", path, buf,
+            return zx_seterr(err, errlen, "%s: cannot check %s: %s", path, buf,
                              strerror(errno));
         if (S_ISLNK(sb.st_mode))
-            return fail(err, errlen, "%s: %s is a symbolic link; zx does not follow "
+            return zx_seterr(err, errlen, "%s: %s is a symbolic link; zx does not follow "
                              "links below %s", path, buf, root);
         if ((!last || last_is_dir) && !S_ISDIR(sb.st_mode))
-            return fail(err, errlen, "%s: %s is not a folder", path, buf);
+            return zx_seterr(err, errlen, "%s: %s is not a folder", path, buf);
         if (last && !last_is_dir && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
-            return fail(err, errlen, "%s: it exists and is not a regular file", path);
+            return zx_seterr(err, errlen, "%s: it exists and is not a regular file", path);
         buf[e] = keep;
         i = e;
     }
@@ -175,12 +165,12 @@ int zx_fr_open_dir(const char *root, const char *dir, char *err, size_t errlen)
 {
     const char *const one[1] = {root};
     if (zx_fr_root_of(dir, one, 1) != 0)
-        return fail(err, errlen, "%s is not under %s", dir, root);
+        return zx_seterr(err, errlen, "%s is not under %s", dir, root);
     int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && mkdir_p(root) == 0)
         fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return fail(err, errlen, "cannot open the folder %s: %s", root, strerror(errno));
+        return zx_seterr(err, errlen, "cannot open the folder %s: %s", root, strerror(errno));
     const char *p = dir + (strcmp(root, "/") ? strlen(root) : 0);
     char name[256];
     while (*p == '/') {
@@ -188,7 +178,7 @@ int zx_fr_open_dir(const char *root, const char *dir, char *err, size_t errlen)
         size_t n = e ? (size_t)(e - c) : strlen(c);
         if (n == 0 || n >= sizeof(name)) {
             close(fd);
-            return fail(err, errlen, "%s: a bad folder name", dir);
+            return zx_seterr(err, errlen, "%s: a bad folder name", dir);
         }
         memcpy(name, c, n);
         name[n] = '\0';
@@ -197,7 +187,7 @@ int zx_fr_open_dir(const char *root, const char *dir, char *err, size_t errlen)
             if (mkdirat(fd, name, 0755) < 0 && errno != EEXIST) {
                 int e2 = errno;
                 close(fd);
-                return fail(err, errlen, "cannot create the folder %s: %s", dir,
+                return zx_seterr(err, errlen, "cannot create the folder %s: %s", dir,
                                  strerror(e2));
             }
             nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -208,11 +198,11 @@ int zx_fr_open_dir(const char *root, const char *dir, char *err, size_t errlen)
             if ((e2 == ELOOP || e2 == ENOTDIR) && fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
                 S_ISLNK(sb.st_mode)) {
                 close(fd);
-                return fail(err, errlen, "%.*s is a symbolic link; zx does not follow links "
+                return zx_seterr(err, errlen, "%.*s is a symbolic link; zx does not follow links "
                             "below %s", (int)(c + n - dir), dir, root);
             }
             close(fd);
-            return fail(err, errlen, "cannot open the folder %s: %s", dir, strerror(e2));
+            return zx_seterr(err, errlen, "cannot open the folder %s: %s", dir, strerror(e2));
         }
         close(fd);
         fd = nfd;

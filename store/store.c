@@ -11,6 +11,7 @@
  * transaction of this handle is active.
  */
 #include "store/store_int.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -82,18 +83,6 @@ int zx_store_txn_rc(zx_store_txn *t, int rc)
     return code;
 }
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static int grow(zx_store *s)
 {
     MDB_envinfo info;
@@ -125,7 +114,7 @@ static int open_dbis(zx_store *s, char *err, size_t errlen)
             continue;
         }
         if (rc) {
-            seterr(err, errlen, "store: cannot begin transaction: %s", mdb_strerror(rc));
+            zx_seterr(err, errlen, "store: cannot begin transaction: %s", mdb_strerror(rc));
             return tr(rc);
         }
         for (int i = 0; i < DB__COUNT && rc == 0; i++)
@@ -133,24 +122,24 @@ static int open_dbis(zx_store *s, char *err, size_t errlen)
         if (rc) {
             mdb_txn_abort(txn);
             if (rc == MDB_NOTFOUND) {
-                seterr(err, errlen, "store: not initialised yet by the writer");
+                zx_seterr(err, errlen, "store: not initialised yet by the writer");
                 return ZX_STORE_NOSTORE;
             }
             if (rc == MDB_MAP_FULL && grow(s) == 0)
                 continue;
-            seterr(err, errlen, "store: cannot open databases: %s", mdb_strerror(rc));
+            zx_seterr(err, errlen, "store: cannot open databases: %s", mdb_strerror(rc));
             return tr(rc);
         }
         rc = mdb_txn_commit(txn);
         if (rc == MDB_MAP_FULL && grow(s) == 0)
             continue;
         if (rc) {
-            seterr(err, errlen, "store: cannot commit: %s", mdb_strerror(rc));
+            zx_seterr(err, errlen, "store: cannot commit: %s", mdb_strerror(rc));
             return tr(rc);
         }
         return 0;
     }
-    seterr(err, errlen, "store: cannot open databases (map keeps changing)");
+    zx_seterr(err, errlen, "store: cannot open databases (map keeps changing)");
     return ZX_STORE_IO;
 }
 
@@ -163,16 +152,16 @@ int zx_store_open(const char *data_dir, unsigned flags, size_t initial_mapsize,
 
     *out = NULL;
     if (!data_dir || !*data_dir) {
-        seterr(err, errlen, "store: no data directory");
+        zx_seterr(err, errlen, "store: no data directory");
         return ZX_STORE_INVALID;
     }
     if ((size_t)snprintf(path, sizeof(path), "%s/%s", data_dir, STORE_FILE) >= sizeof(path)) {
-        seterr(err, errlen, "store: data directory path too long");
+        zx_seterr(err, errlen, "store: data directory path too long");
         return ZX_STORE_INVALID;
     }
     s = calloc(1, sizeof(*s));
     if (!s) {
-        seterr(err, errlen, "store: out of memory");
+        zx_seterr(err, errlen, "store: out of memory");
         return ZX_STORE_NOMEM;
     }
     s->readonly = (flags & ZX_STORE_RDONLY) != 0;
@@ -180,14 +169,14 @@ int zx_store_open(const char *data_dir, unsigned flags, size_t initial_mapsize,
         struct stat st;
         if (stat(path, &st) != 0) {
             code = errno == ENOENT ? ZX_STORE_NOSTORE : tr(errno);
-            seterr(err, errlen, "store: %s: %s", path,
+            zx_seterr(err, errlen, "store: %s: %s", path,
                    errno == ENOENT ? "does not exist yet (the writer has not created it)"
                                    : strerror(errno));
             goto fail;
         }
     }
     if ((rc = mdb_env_create(&s->env)) != 0) {
-        seterr(err, errlen, "store: mdb_env_create: %s", mdb_strerror(rc));
+        zx_seterr(err, errlen, "store: mdb_env_create: %s", mdb_strerror(rc));
         code = tr(rc);
         goto fail;
     }
@@ -206,7 +195,7 @@ int zx_store_open(const char *data_dir, unsigned flags, size_t initial_mapsize,
         code = tr(rc);
         if (rc == ENOENT && !s->readonly)
             code = ZX_STORE_IO; /* the data directory itself is missing */
-        seterr(err, errlen, "store: %s: %s", path, mdb_strerror(rc));
+        zx_seterr(err, errlen, "store: %s: %s", path, mdb_strerror(rc));
         goto fail;
     }
     s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);

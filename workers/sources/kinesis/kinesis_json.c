@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/base64.h"
+#include "common/util.h"
 
 /* ---- a bump allocator: the strings of one result, freed at once ---- */
 
@@ -111,18 +112,6 @@ static int hash_key_valid(const char *s, size_t n)
 
 /* ---- members ---- */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 enum { OPT = 0, REQ = 1 };
 enum { K_ANY, K_SEQ, K_SHARD, K_HASH, K_ITER };
 
@@ -136,11 +125,11 @@ static int get_str(json_t *o, const char *key, const char *what, int req, int ki
     *out = NULL;
     if (!v || json_is_null(v)) {
         if (req)
-            return fail(err, errlen, "the response has no %s", what);
+            return zx_seterr(err, errlen, "the response has no %s", what);
         return 0;
     }
     if (!json_is_string(v))
-        return fail(err, errlen, "%s is not a string", what);
+        return zx_seterr(err, errlen, "%s is not a string", what);
     const char *s = json_string_value(v);
     size_t n = json_string_length(v);
     int ok = 1;
@@ -163,12 +152,12 @@ static int get_str(json_t *o, const char *key, const char *what, int req, int ki
                                 : kind == K_HASH  ? "a hash key (up to 39 digits)"
                                                   : "a shard iterator (1 to 8192 printable "
                                                     "ASCII characters or newlines)";
-        return fail(err, errlen, "%s is not %s: \"%.60s%s\"", what, what_kind, s,
+        return zx_seterr(err, errlen, "%s is not %s: \"%.60s%s\"", what, what_kind, s,
                     n > 60 ? "..." : "");
     }
     *out = ar_strdup(arena, s, n);
     if (!*out)
-        return fail(err, errlen, "out of memory reading %s", what);
+        return zx_seterr(err, errlen, "out of memory reading %s", what);
     return 0;
 }
 
@@ -182,7 +171,7 @@ static int get_count(json_t *o, const char *key, const char *what, long long max
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
-        return fail(err, errlen, "%s is not an integer from 0 to %lld", what, max);
+        return zx_seterr(err, errlen, "%s is not an integer from 0 to %lld", what, max);
     *out = json_integer_value(v);
     return 0;
 }
@@ -194,13 +183,13 @@ static json_t *load(const char *body, size_t len, const char *api, size_t flags,
     json_error_t je;
     json_t *root = json_loadb(body ? body : "", body ? len : 0, flags, &je);
     if (!root) {
-        fail(err, errlen, "the %s response is not JSON: %s (line %d, column %d)", api, je.text,
+        zx_seterr(err, errlen, "the %s response is not JSON: %s (line %d, column %d)", api, je.text,
              je.line, je.column);
         return NULL;
     }
     if (!json_is_object(root)) {
         json_decref(root);
-        fail(err, errlen, "the %s response is not a JSON object", api);
+        zx_seterr(err, errlen, "the %s response is not a JSON object", api);
         return NULL;
     }
     return root;
@@ -216,7 +205,7 @@ static int get_hash_range(json_t *o, const char *what, void **arena, char **star
     if (!h || json_is_null(h))
         return 0;
     if (!json_is_object(h))
-        return fail(err, errlen, "%s.HashKeyRange is not an object", what);
+        return zx_seterr(err, errlen, "%s.HashKeyRange is not an object", what);
     snprintf(w, sizeof(w), "%s.HashKeyRange.StartingHashKey", what);
     if (get_str(h, "StartingHashKey", w, REQ, K_HASH, arena, start, err, errlen) < 0)
         return -1;
@@ -233,17 +222,17 @@ static int get_record(json_t *o, size_t i, void **arena, zx_kin_record *r, char 
     char w[64];
     snprintf(w, sizeof(w), "Records[%zu]", i);
     if (!json_is_object(o))
-        return fail(err, errlen, "%s is not an object", w);
+        return zx_seterr(err, errlen, "%s is not an object", w);
     json_t *d = json_object_get(o, "Data");
     if (!d || !json_is_string(d))
-        return fail(err, errlen, "%s.Data is %s", w, d ? "not a string" : "missing");
+        return zx_seterr(err, errlen, "%s.Data is %s", w, d ? "not a string" : "missing");
     size_t dn = json_string_length(d);
     uint8_t *buf = ar_alloc(arena, dn / 4 * 3 + 4);
     if (!buf)
-        return fail(err, errlen, "out of memory decoding %s.Data (%zu bytes)", w, dn);
+        return zx_seterr(err, errlen, "out of memory decoding %s.Data (%zu bytes)", w, dn);
     long got = zx_base64_decode(json_string_value(d), dn, buf);
     if (got < 0)
-        return fail(err, errlen, "%s.Data is not base64", w);
+        return zx_seterr(err, errlen, "%s.Data is not base64", w);
     buf[got] = 0;
     r->data = buf;
     r->len = (size_t)got;
@@ -261,7 +250,7 @@ static int get_record(json_t *o, size_t i, void **arena, zx_kin_record *r, char 
         double s = json_is_number(t) ? json_number_value(t) : -1;
         /* up to the year 9999 */
         if (!(s >= 0 && s < 253402300800.0))
-            return fail(err, errlen, "%s.ApproximateArrivalTimestamp is not a number of "
+            return zx_seterr(err, errlen, "%s.ApproximateArrivalTimestamp is not a number of "
                         "seconds since 1970 before the year 10000", w);
         r->arrival_us = (int64_t)(s * 1e6 + 0.5);
     }
@@ -275,27 +264,27 @@ static int get_child(json_t *o, size_t i, void **arena, zx_kin_child *c, char *e
     char w[64], wk[96];
     snprintf(w, sizeof(w), "ChildShards[%zu]", i);
     if (!json_is_object(o))
-        return fail(err, errlen, "%s is not an object", w);
+        return zx_seterr(err, errlen, "%s is not an object", w);
     snprintf(wk, sizeof(wk), "%s.ShardId", w);
     if (get_str(o, "ShardId", wk, REQ, K_SHARD, arena, &c->shard_id, err, errlen) < 0)
         return -1;
     json_t *ps = json_object_get(o, "ParentShards");
     if (ps && !json_is_null(ps)) {
         if (!json_is_array(ps))
-            return fail(err, errlen, "%s.ParentShards is not an array", w);
+            return zx_seterr(err, errlen, "%s.ParentShards is not an array", w);
         size_t n = json_array_size(ps);
         if (n > 2)
-            return fail(err, errlen, "%s has %zu parent shards (a shard has at most 2)", w, n);
+            return zx_seterr(err, errlen, "%s has %zu parent shards (a shard has at most 2)", w, n);
         c->parents = ar_alloc(arena, (n ? n : 1) * sizeof(char *));
         if (!c->parents)
-            return fail(err, errlen, "out of memory reading %s", w);
+            return zx_seterr(err, errlen, "out of memory reading %s", w);
         for (size_t j = 0; j < n; j++) {
             json_t *p = json_array_get(ps, j);
             const char *s = json_string_value(p);
             if (!s || !zx_kin_shard_id_valid(s, json_string_length(p)))
-                return fail(err, errlen, "%s.ParentShards[%zu] is not a shard id", w, j);
+                return zx_seterr(err, errlen, "%s.ParentShards[%zu] is not a shard id", w, j);
             if (!(c->parents[j] = ar_strdup(arena, s, json_string_length(p))))
-                return fail(err, errlen, "out of memory reading %s", w);
+                return zx_seterr(err, errlen, "out of memory reading %s", w);
         }
         c->nparents = n;
     }
@@ -306,12 +295,12 @@ static int get_records_body(json_t *root, zx_kin_get_records *out, char *err, si
 {
     json_t *recs = json_object_get(root, "Records");
     if (!recs || !json_is_array(recs))
-        return fail(err, errlen, "the GetRecords response has %s", recs ? "a Records that is "
+        return zx_seterr(err, errlen, "the GetRecords response has %s", recs ? "a Records that is "
                     "not an array" : "no Records array");
     size_t n = json_array_size(recs);
     out->records = calloc(n ? n : 1, sizeof(*out->records));
     if (!out->records)
-        return fail(err, errlen, "out of memory reading %zu records", n);
+        return zx_seterr(err, errlen, "out of memory reading %zu records", n);
     for (size_t i = 0; i < n; i++) {
         if (get_record(json_array_get(recs, i), i, &out->arena, &out->records[i], err,
                        errlen) < 0)
@@ -330,13 +319,13 @@ static int get_records_body(json_t *root, zx_kin_get_records *out, char *err, si
     if (!ch || json_is_null(ch))
         return 0;
     if (!json_is_array(ch))
-        return fail(err, errlen, "ChildShards is not an array");
+        return zx_seterr(err, errlen, "ChildShards is not an array");
     size_t nc = json_array_size(ch);
     if (nc == 0)
         return 0;
     out->children = ar_alloc(&out->arena, nc * sizeof(*out->children));
     if (!out->children)
-        return fail(err, errlen, "out of memory reading ChildShards");
+        return zx_seterr(err, errlen, "out of memory reading ChildShards");
     memset(out->children, 0, nc * sizeof(*out->children));
     for (size_t i = 0; i < nc; i++) {
         if (get_child(json_array_get(ch, i), i, &out->arena, &out->children[i], err,
@@ -386,7 +375,7 @@ int zx_kin_parse_shard_iterator(const char *body, size_t len, char **iterator,
                      errlen);
     json_decref(root);
     if (rc == 0 && !(*iterator = strdup(it)))
-        rc = fail(err, errlen, "out of memory reading ShardIterator");
+        rc = zx_seterr(err, errlen, "out of memory reading ShardIterator");
     ar_free(arena);
     return rc;
 }
@@ -399,7 +388,7 @@ static int get_shard(json_t *o, size_t i, void **arena, zx_kin_shard *s, char *e
     char w[64], wk[128];
     snprintf(w, sizeof(w), "Shards[%zu]", i);
     if (!json_is_object(o))
-        return fail(err, errlen, "%s is not an object", w);
+        return zx_seterr(err, errlen, "%s is not an object", w);
     snprintf(wk, sizeof(wk), "%s.ShardId", w);
     if (get_str(o, "ShardId", wk, REQ, K_SHARD, arena, &s->shard_id, err, errlen) < 0)
         return -1;
@@ -412,7 +401,7 @@ static int get_shard(json_t *o, size_t i, void **arena, zx_kin_shard *s, char *e
         return -1;
     json_t *r = json_object_get(o, "SequenceNumberRange");
     if (!r || !json_is_object(r))
-        return fail(err, errlen, "%s.SequenceNumberRange is %s", w,
+        return zx_seterr(err, errlen, "%s.SequenceNumberRange is %s", w,
                     r ? "not an object" : "missing");
     snprintf(wk, sizeof(wk), "%s.SequenceNumberRange.StartingSequenceNumber", w);
     if (get_str(r, "StartingSequenceNumber", wk, REQ, K_SEQ, arena, &s->start_seq, err,
@@ -429,12 +418,12 @@ static int list_shards_body(json_t *root, zx_kin_shard_list *out, char *err, siz
 {
     json_t *sh = json_object_get(root, "Shards");
     if (!sh || !json_is_array(sh))
-        return fail(err, errlen, "the ListShards response has %s",
+        return zx_seterr(err, errlen, "the ListShards response has %s",
                     sh ? "a Shards that is not an array" : "no Shards array");
     size_t n = json_array_size(sh);
     out->shards = calloc(n ? n : 1, sizeof(*out->shards));
     if (!out->shards)
-        return fail(err, errlen, "out of memory reading %zu shards", n);
+        return zx_seterr(err, errlen, "out of memory reading %zu shards", n);
     for (size_t i = 0; i < n; i++) {
         if (get_shard(json_array_get(sh, i), i, &out->arena, &out->shards[i], err, errlen) < 0)
             return -1;
@@ -444,7 +433,7 @@ static int list_shards_body(json_t *root, zx_kin_shard_list *out, char *err, siz
     if (t && !json_is_null(t) &&
         (!json_is_string(t) || json_string_length(t) == 0 ||
          json_string_length(t) > ZX_KIN_TOKEN_MAX))
-        return fail(err, errlen, "NextToken is not a string of 1 to %d characters",
+        return zx_seterr(err, errlen, "NextToken is not a string of 1 to %d characters",
                     ZX_KIN_TOKEN_MAX);
     return get_str(root, "NextToken", "NextToken", OPT, K_ANY, &out->arena, &out->next_token,
                    err, errlen);
@@ -492,7 +481,7 @@ static int summary_body(json_t *root, zx_kin_stream_summary *out, char *err, siz
 {
     json_t *s = json_object_get(root, "StreamDescriptionSummary");
     if (!s || !json_is_object(s))
-        return fail(err, errlen, "the DescribeStreamSummary response has %s",
+        return zx_seterr(err, errlen, "the DescribeStreamSummary response has %s",
                     s ? "a StreamDescriptionSummary that is not an object"
                       : "no StreamDescriptionSummary");
     json_t *st = json_object_get(s, "StreamStatus");
@@ -502,7 +491,7 @@ static int summary_body(json_t *root, zx_kin_stream_summary *out, char *err, siz
     for (size_t i = 0; ok && i < sn; i++)
         ok = (sv[i] >= 'A' && sv[i] <= 'Z') || sv[i] == '_';
     if (!ok)
-        return fail(err, errlen, "StreamDescriptionSummary.StreamStatus is %s",
+        return zx_seterr(err, errlen, "StreamDescriptionSummary.StreamStatus is %s",
                     st ? "not a status (1 to 15 capital letters)" : "missing");
     memcpy(out->status, sv, sn + 1);
     long long v;
@@ -517,12 +506,12 @@ static int summary_body(json_t *root, zx_kin_stream_summary *out, char *err, siz
     int bad = 0;
     out->stream_arn = dup_opt(s, "StreamARN", 2048, &bad);
     if (bad)
-        return fail(err, errlen, bad == 2 ? "out of memory reading StreamARN"
+        return zx_seterr(err, errlen, bad == 2 ? "out of memory reading StreamARN"
                     : "StreamDescriptionSummary.StreamARN is not a string of 1 to 2048 "
                       "characters");
     out->stream_name = dup_opt(s, "StreamName", 128, &bad);
     if (bad)
-        return fail(err, errlen, bad == 2 ? "out of memory reading StreamName"
+        return zx_seterr(err, errlen, bad == 2 ? "out of memory reading StreamName"
                     : "StreamDescriptionSummary.StreamName is not a string of 1 to 128 "
                       "characters");
     return 0;

@@ -28,18 +28,6 @@
 /* Listed by name in the summary and in lists of tables, at most. */
 #define LIST_MAX 20
 
-static int fail(char *out, size_t outlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *out, size_t outlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(out, outlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* A refusal of the configuration: fail's message, ZX_PG_CDC_REFUSED. */
 static int refuse(char *out, size_t outlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -59,7 +47,7 @@ int zx_pg_cdc_wal_level_msg(const char *wal_level, char *out, size_t outlen)
 {
     if (wal_level && strcmp(wal_level, "logical") == 0)
         return 0;
-    return fail(out, outlen, "Postgres says wal_level is %s; set wal_level = logical "
+    return zx_seterr(out, outlen, "Postgres says wal_level is %s; set wal_level = logical "
                 "(ALTER SYSTEM SET wal_level = logical) and restart the server",
                 wal_level && *wal_level ? wal_level : "unknown");
 }
@@ -69,7 +57,7 @@ int zx_pg_cdc_role_msg(const char *role, int replication, int superuser, char *o
 {
     if (replication || superuser)
         return 0;
-    return fail(out, outlen, "role %s has no REPLICATION attribute (and is not a superuser): "
+    return zx_seterr(out, outlen, "role %s has no REPLICATION attribute (and is not a superuser): "
                 "logical replication needs it; as a superuser: ALTER ROLE %s REPLICATION",
                 role, role);
 }
@@ -79,11 +67,11 @@ int zx_pg_cdc_slots_msg(long max, long used, int slot_exists, char *out, size_t 
     if (slot_exists)
         return 0;   /* it has its slot: it takes none of the free ones */
     if (max <= 0)
-        return fail(out, outlen, "Postgres has max_replication_slots = %ld: a pipeline needs "
+        return zx_seterr(out, outlen, "Postgres has max_replication_slots = %ld: a pipeline needs "
                     "a replication slot; set max_replication_slots (ALTER SYSTEM SET "
                     "max_replication_slots = 10) and restart the server", max);
     if (used >= max)
-        return fail(out, outlen, "no replication slot left: max_replication_slots is %ld and "
+        return zx_seterr(out, outlen, "no replication slot left: max_replication_slots is %ld and "
                     "%ld slots exist; drop a slot no longer used (see SELECT slot_name, "
                     "active FROM pg_replication_slots; then SELECT "
                     "pg_drop_replication_slot('name')) or raise the limit (ALTER SYSTEM SET "
@@ -94,11 +82,11 @@ int zx_pg_cdc_slots_msg(long max, long used, int slot_exists, char *out, size_t 
 int zx_pg_cdc_senders_msg(long max, long active, char *out, size_t outlen)
 {
     if (max <= 0)
-        return fail(out, outlen, "Postgres has max_wal_senders = %ld: streaming changes needs "
+        return zx_seterr(out, outlen, "Postgres has max_wal_senders = %ld: streaming changes needs "
                     "a WAL sender; set max_wal_senders (ALTER SYSTEM SET max_wal_senders = 10) "
                     "and restart the server", max);
     if (active >= max)
-        return fail(out, outlen, "no WAL sender left: max_wal_senders is %ld and %ld are "
+        return zx_seterr(out, outlen, "no WAL sender left: max_wal_senders is %ld and %ld are "
                     "running; raise the limit (ALTER SYSTEM SET max_wal_senders = %ld) and "
                     "restart the server, or stop a replication client", max, active,
                     active + 1);
@@ -120,7 +108,7 @@ static int slot_kind_msg(const char *slot, const char *type, const char *plugin,
         snprintf(what, sizeof(what), "a slot of database %s", slot_db);
     else
         return 0;
-    return fail(out, outlen, "replication slot %s exists but is %s: drop it (SELECT "
+    return zx_seterr(out, outlen, "replication slot %s exists but is %s: drop it (SELECT "
                 "pg_drop_replication_slot('%s')) or give the pipeline another `slot:`",
                 slot, what, slot);
 }
@@ -143,26 +131,26 @@ int zx_pg_cdc_table_msg(const zx_pg_cdc_table *t, const char *role, const char *
                         char *out, size_t outlen)
 {
     if (!t->exists)
-        return fail(out, outlen, "table %s does not exist in database %s%s%s%s", t->table,
+        return zx_seterr(out, outlen, "table %s does not exist in database %s%s%s%s", t->table,
                     database, t->near ? " (" : "", t->near ? t->near : "",
                     t->near ? " exists: the names in `tables` are exact)" : "");
     if (t->relkind != 'r' && t->relkind != 'p')
-        return fail(out, outlen, "%s is %s, not a table: logical replication publishes "
+        return zx_seterr(out, outlen, "%s is %s, not a table: logical replication publishes "
                     "tables only", t->table, relkind_name(t->relkind));
     if (!t->schema_usage)
-        return fail(out, outlen, "role %s may not use schema %s (of %s): GRANT USAGE ON "
+        return zx_seterr(out, outlen, "role %s may not use schema %s (of %s): GRANT USAGE ON "
                     "SCHEMA %s TO %s", role, t->schema, t->table, t->schema, role);
     if (!t->select)
-        return fail(out, outlen, "role %s may not read %s: GRANT SELECT ON %s TO %s", role,
+        return zx_seterr(out, outlen, "role %s may not read %s: GRANT SELECT ON %s TO %s", role,
                     t->table, t->table, role);
     if (t->ident == 2)
-        return fail(out, outlen, "%s has REPLICA IDENTITY FULL but no primary key: zx keeps "
+        return zx_seterr(out, outlen, "%s has REPLICA IDENTITY FULL but no primary key: zx keeps "
                     "one row per key in the mirror, and a whole row is no key; add a primary "
                     "key (ALTER TABLE %s ADD PRIMARY KEY (...)), or ALTER TABLE %s REPLICA "
                     "IDENTITY USING INDEX <a unique index on NOT NULL columns>", t->table,
                     t->table, t->table);
     if (!t->ident)
-        return fail(out, outlen, "%s has no primary key (and no other replica identity): "
+        return zx_seterr(out, outlen, "%s has no primary key (and no other replica identity): "
                     "once published, its UPDATEs and DELETEs would fail on the source, and "
                     "its mirror would have no key; add a primary key (ALTER TABLE %s ADD "
                     "PRIMARY KEY (...)), or ALTER TABLE %s REPLICA IDENTITY USING INDEX "
@@ -241,7 +229,7 @@ static int get_facts(PGconn *c, const char *shown, facts *f, char *out, size_t o
         return -1;
     if (PQntuples(r) != 1) {
         PQclear(r);
-        return fail(out, outlen, "Postgres %s: the current role is not in pg_roles", shown);
+        return zx_seterr(out, outlen, "Postgres %s: the current role is not in pg_roles", shown);
     }
     snprintf(f->version, sizeof(f->version), "%s", PQgetvalue(r, 0, 0));
     snprintf(f->role, sizeof(f->role), "%s", PQgetvalue(r, 0, 1));
@@ -420,7 +408,7 @@ static int check_publication(PGconn *c, const char *shown, const zx_conf_pipelin
         zx_addf(list, sizeof(list), " and %ld more", n - shown_n);
     if (f->db_create && n == 0)
         return 0;
-    fail(out, outlen, "publication %s does not exist and role %s may not create it: "
+    zx_seterr(out, outlen, "publication %s does not exist and role %s may not create it: "
          "PostgreSQL's CREATE PUBLICATION ... FOR TABLE needs ", pubq, f->role);
     if (!f->db_create)
         zx_addf(out, outlen, "CREATE on database %s (GRANT CREATE ON DATABASE %s TO %s)%s",
@@ -482,10 +470,10 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
         return -1;
     out[0] = '\0';
     if (!c || !c->kind || strcmp(c->kind, "postgres") != 0)
-        return fail(out, outlen, "not a postgres connection");
+        return zx_seterr(out, outlen, "not a postgres connection");
     shown = c->dsn_shown ? c->dsn_shown : "(dsn not shown)";
     if (!c->dsn)
-        return fail(out, outlen, "connection %s: its dsn could not be read (a reference "
+        return zx_seterr(out, outlen, "connection %s: its dsn could not be read (a reference "
                     "that could not be resolved?)", c->name);
 
     /* 1. reachable, password accepted.  The deadline: 40% to connect (at
@@ -532,7 +520,7 @@ int zx_pg_cdc_check(const zx_conf_connection *c, const zx_conf_pipeline *p, int 
         schemas = name_array(po->tables, po->ntables, 0);
         names = name_array(po->tables, po->ntables, 1);
         if (!schemas || !names) {
-            fail(out, outlen, "out of memory");
+            zx_seterr(out, outlen, "out of memory");
             goto done;
         }
         tabs = get_tables(conn, shown, schemas, names, out, outlen);
