@@ -218,9 +218,14 @@ def test_every_record_of_every_shard_with_metadata_and_rejects(emu, request, mak
     assert len(rej) == 1, rej
     text = json.dumps([str(c) for c in rej[0]])
     assert "not JSON" in text and "shardId-" in text and "sequence" in text, text
-    wait_for(lambda: z.source_status("ev").get("shards_reading") == 4,
-             lambda: f"4 shards reading: {z.source_status('ev')}")
-    assert z.source_status("ev").get("state") == "reading"
+    def each_shard_read():
+        st = z.source_status("ev")
+        shards = st.get("shards") or []
+        return (st.get("state") == "reading" and st.get("shards_reading") == 4 and
+                len(shards) == 4 and
+                all(x["state"] == "reading" and x["millis_behind"] >= 0 for x in shards))
+    wait_for(each_shard_read, lambda: f"4 shards reading, each its lag: "
+             f"{z.source_status('ev')}")
     # nothing twice after a restart
     z.stop()
     put(k, stream, [(json.dumps({"id": 3000 + i}).encode(), f"r{i}") for i in range(50)])

@@ -64,20 +64,41 @@ typedef struct kin_state {
     int tfd;
 } kin_state;
 
+#define KIN_STATUS_SHARDS 40        /* open shards listed in the status, at most */
+
+/* `zxctl status`: the shards by state, how far behind the newest record the
+ * reading is (the largest MillisBehindLatest), and each open shard's. */
 static void set_status(kin_state *s)
 {
+    static const char *const names[] = {"waiting", "starting", "reading", "finished"};
     size_t c[4];
     ks_counts(&s->shards, c);
     int64_t behind = -1;
-    for (size_t i = 0; i < s->shards.n; i++)
-        if (s->shards.v[i].state == KS_READING && s->shards.v[i].behind_ms > behind)
-            behind = s->shards.v[i].behind_ms;
-    char js[512];
+    char list[6144];
+    size_t off = 0, listed = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < s->shards.n; i++) {
+        const ks_shard *sh = &s->shards.v[i];
+        if (sh->state == KS_READING && sh->behind_ms > behind)
+            behind = sh->behind_ms;
+        if (sh->state == KS_FINISHED || !sh->listed || listed >= KIN_STATUS_SHARDS)
+            continue;
+        int n = snprintf(list + off, sizeof(list) - off, "%s{\"shard\":\"%s\",\"state\":"
+                         "\"%s\",\"millis_behind\":%lld}", listed ? "," : "", sh->id,
+                         names[sh->state], (long long)sh->behind_ms);
+        if (n < 0 || (size_t)n >= sizeof(list) - off) {
+            list[off] = '\0';
+            break;
+        }
+        off += (size_t)n;
+        listed++;
+    }
+    char js[7168];
     snprintf(js, sizeof(js), "{\"state\":\"%s\",\"stream\":\"%s\",\"shards_reading\":%zu,"
-             "\"shards_waiting\":%zu,\"shards_finished\":%zu,\"millis_behind\":%lld}",
-             !s->listed ? "connecting" : "reading", s->stream_label,
+             "\"shards_waiting\":%zu,\"shards_finished\":%zu,\"millis_behind\":%lld,"
+             "\"shards\":[%s]}", !s->listed ? "connecting" : "reading", s->stream_label,
              c[KS_READING] + c[KS_NEEDS_ITERATOR], c[KS_WAITING], c[KS_FINISHED],
-             (long long)behind);
+             (long long)behind, list);
     zx_src_set_status(s->rt, js);
     s->status_ms = zx_mono_ms();
 }
