@@ -18,8 +18,9 @@ shards as Kinesis does, through a `kind: aws` connection with its
   is, or precisely what failed, and never shows the secret.
 """
 
-import base64
+import datetime
 import hashlib
+import http.server
 import json
 import os
 import signal
@@ -138,8 +139,10 @@ class KinZxd(Zxd):
     connection `aws` to kinesalite.  kpipes: {name: {"stream": s, "extra":
     {option: YAML text}}}; conn_extra: more connection lines."""
 
-    def __init__(self, root, kpipes, endpoint=None, conn_extra=None, http_pipes=None, **kw):
+    def __init__(self, root, kpipes, endpoint=None, conn_extra=None, http_pipes=None,
+                 keys=True, **kw):
         self.kpipes = dict(kpipes)
+        self.keys_in_conn = keys
         self.endpoint = endpoint
         self.conn_extra = dict(conn_extra or {})
         super().__init__(root, dict(http_pipes or {}), **kw)
@@ -151,9 +154,10 @@ class KinZxd(Zxd):
         http = text[at + len("pipelines:\n"):]
         text = text[:at] + "pipelines:\n"
         conn = ["connections:", "  aws:", "    kind: aws", "    region: us-east-1",
-                "    access_key_id: zxtestkey",
-                "    secret_access_key: ${env:ZX_TEST_AWS_SECRET}",
                 f"    endpoint: {self.endpoint}"]
+        if self.keys_in_conn:
+            conn += ["    access_key_id: zxtestkey",
+                     "    secret_access_key: ${env:ZX_TEST_AWS_SECRET}"]
         conn += [f"    {k}: {v}" for k, v in self.conn_extra.items()]
         lines = []
         for name, s in self.kpipes.items():
@@ -356,3 +360,125 @@ def test_the_secret_key_is_only_in_the_worker_that_uses_it(kinesalite, make_kin)
     assert memory_has(pids["kin"], [needle])[needle] == 1, "the kinesis worker lost it"
     for role in ("web", "writer", "gateway"):
         assert memory_has(pids[role], [needle])[needle] == 0, f"{role} holds the secret key"
+
+
+class _CredServer(http.server.ThreadingHTTPServer):
+    """Plays EC2 instance metadata (IMDSv2) and an ECS credentials endpoint
+    on 127.0.0.1, serving keys that expire `life` seconds after each
+    request; counts the requests for credentials."""
+    daemon_threads = True
+
+    def __init__(self, life):
+        self.life = life
+        self.served = []          # access key ids handed out
+        self.tokens_first = True  # every IMDS GET came with a token
+        super().__init__(("127.0.0.1", 0), _CredHandler)
+
+
+class _CredHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def _send(self, code, body, ctype="text/plain"):
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _keys(self):
+        srv = self.server
+        kid = f"ASIA{len(srv.served):04d}ZXTEST"
+        srv.served.append(kid)
+        exp = (datetime.datetime.now(datetime.timezone.utc) +
+               datetime.timedelta(seconds=srv.life)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return json.dumps({"Code": "Success", "AccessKeyId": kid,
+                           "SecretAccessKey": SECRET, "Token": "tok-" + kid,
+                           "Expiration": exp})
+
+    def do_PUT(self):
+        if self.path == "/latest/api/token":
+            self._send(200, "imds-token")
+        else:
+            self._send(404, "")
+
+    def do_GET(self):
+        if self.path.startswith("/latest/"):
+            if self.headers.get("X-aws-ec2-metadata-token") != "imds-token":
+                self.server.tokens_first = False
+                self._send(401, "")
+            elif self.path == "/latest/meta-data/iam/security-credentials/":
+                self._send(200, "zx-role")
+            elif self.path == "/latest/meta-data/iam/security-credentials/zx-role":
+                self._send(200, self._keys(), "application/json")
+            else:
+                self._send(404, "")
+        elif self.path == "/ecs/creds" and self.headers.get("Authorization") == "ecs-secret":
+            self._send(200, self._keys(), "application/json")
+        else:
+            self._send(403, "")
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("link", ["imds", "ecs"])
+def test_temporary_credentials_are_renewed_in_the_worker(link, kinesalite, make_kin):
+    """No keys in the connection: EC2 instance metadata (IMDSv2) or the ECS
+    endpoint supplies them, expiring 5 min 10 s after each request; the
+    worker renews them ~10 s in (5 minutes before they expire) without a
+    restart, records keep arriving, `zxctl test` names the link, and the
+    secret is shown nowhere."""
+    env, k = kinesalite
+    srv = _CredServer(life=310)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        stream = make_stream(k, 1)
+        z = make_kin({"cr": {"stream": stream}}, endpoint=env["KINESIS_ENDPOINT"],
+                     keys=False, start=False)
+        for v in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                  "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_EC2_METADATA_DISABLED",
+                  "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"):
+            z.env.pop(v, None)
+        z.env["AWS_SHARED_CREDENTIALS_FILE"] = z.env["AWS_CONFIG_FILE"] = "/nonexistent"
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        if link == "imds":
+            z.env["AWS_EC2_METADATA_SERVICE_ENDPOINT"] = url
+            z.env.pop("AWS_CONTAINER_CREDENTIALS_FULL_URI", None)
+        else:
+            z.env["AWS_CONTAINER_CREDENTIALS_FULL_URI"] = url + "/ecs/creds"
+            z.env["AWS_CONTAINER_AUTHORIZATION_TOKEN"] = "ecs-secret"
+            z.env["AWS_EC2_METADATA_DISABLED"] = "true"
+        z.start()
+        put(k, stream, [(json.dumps({"id": i}).encode(), "a") for i in range(10)])
+        wait_for(lambda: len(ids_in(z, "cr")) == 10, lambda: f"10 rows\n{z.log_tail(20)}")
+        n0 = len(srv.served)
+        wait_for(lambda: len(srv.served) > n0, "the keys renewed before they expire",
+                 deadline=60)
+        put(k, stream, [(json.dumps({"id": 100 + i}).encode(), "a") for i in range(10)])
+        wait_for(lambda: len(ids_in(z, "cr")) == 20, "the rows after the renewal")
+        assert srv.tokens_first
+        p = z.zxctl("test", "cr", check_rc=0)
+        want = "EC2 instance metadata (role zx-role)" if link == "imds" else "ECS container"
+        assert want in p.stdout, p.stdout
+        shown = (z.log_text() + p.stdout + z.zxctl("status").stdout +
+                 z.zxctl("--json", "status").stdout)
+        assert SECRET not in shown and "tok-ASIA" not in shown
+    finally:
+        srv.shutdown()
+
+
+@pytest.mark.sqlite_only
+def test_a_role_is_assumed_through_sts(moto_kinesis, make_kin):
+    """role_arn on the connection: STS AssumeRole (moto's, at the
+    connection's endpoint) with the connection's keys; the records come
+    through the role's keys and `zxctl test` says so."""
+    env, k = moto_kinesis
+    stream = make_stream(k, 1)
+    z = make_kin({"ro": {"stream": stream}}, endpoint=env["KINESIS_ENDPOINT"],
+                 conn_extra={"role_arn": "arn:aws:iam::123456789012:role/zx-reader",
+                             "external_id": "zx-ext"})
+    put(k, stream, [(json.dumps({"id": i}).encode(), "a") for i in range(5)])
+    wait_for(lambda: len(ids_in(z, "ro")) == 5, lambda: f"5 rows\n{z.log_tail(20)}")
+    p = z.zxctl("test", "ro", check_rc=0)
+    assert "assume role arn:aws:iam::123456789012:role/zx-reader" in p.stdout, p.stdout

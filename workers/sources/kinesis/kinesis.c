@@ -130,6 +130,8 @@ void zx_kinesis_cred_opts(const zx_conf_connection *c, zx_aws_cred_opts *o)
     o->role_arn = c->role_arn;
     o->external_id = c->external_id;
     o->region = c->region;
+    /* a compatible service (moto, LocalStack) answers STS at its one endpoint */
+    o->sts_endpoint = c->endpoint;
 }
 
 static void kin_close(zx_src *rt, void *state)
