@@ -26,7 +26,7 @@ libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
 libavro-dev libcurl4-openssl-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless maven openssl kcat
-postgresql-15 mariadb-server nodejs npm"
+postgresql-15 mariadb-server"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
@@ -143,6 +143,14 @@ sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
         pip_setup
         echo "zx: installing pyarrow, duckdb and PyMySQL from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "pyarrow>=14" "duckdb>=0.10" "PyMySQL>=1.1"
+    fi
+    # kinesalite (tests/services/kinesalite) runs on Node.js with npm: the
+    # machine's own when it has them (NodeSource's nodejs bundles npm and
+    # conflicts with Debian's npm package), else Debian's.
+    if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+        echo "zx: installing Debian packages: nodejs npm" >&2
+        apt_get update -qq
+        apt_get install -y -qq nodejs npm >/dev/null
     fi
     # The AWS tests: boto3 (the tests' Kinesis client) and moto's server
     # (tests/services/moto); kinesalite comes from npm (tests/services/kinesalite).
