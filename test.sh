@@ -4,7 +4,8 @@
 # for a short fixed time, and the end-to-end pytest suite against real zxd
 # processes.  Exit status 0 only if all pass.  Warnings are errors here
 # (-Dwerror=true), not in a user's build.
-# ZX_FUZZ_SECONDS: time per fuzz target (default 20; 0 skips the fuzz step).
+# ZX_FUZZ_SECONDS: time per fuzz target (default 10; 0 skips the fuzz step).
+# Each "== step" line says how long the run has taken so far.
 set -euo pipefail
 cd "$(dirname "$0")"
 packaging/install-deps.sh --test
@@ -17,7 +18,7 @@ setup() {
     meson configure "$dir" "$@" >/dev/null
 }
 
-echo "== build"
+echo "== [${SECONDS}s] build"
 setup build -Dwerror=true
 ninja -C build
 
@@ -34,7 +35,7 @@ stop_services() {
 }
 trap stop_services EXIT
 
-echo "== PostgreSQL (tests/services/postgres), for the unit and end-to-end tests"
+echo "== [${SECONDS}s] PostgreSQL (tests/services/postgres), for the unit and end-to-end tests"
 # Started before the unit tests: test_workspace runs its suite against it
 # too (ZX_PG_DSN; meson test passes the environment through).  Its lines
 # reach the tests' environment as ZX_PG_<KEY> (PG_VERSION -> ZX_PG_VERSION,
@@ -48,7 +49,7 @@ while IFS='=' read -r k v; do
     export "ZX_PG_$k=$v"
 done <<<"$pg_env"
 
-echo "== MariaDB (tests/services/mariadb), for the unit and end-to-end tests"
+echo "== [${SECONDS}s] MariaDB (tests/services/mariadb), for the unit and end-to-end tests"
 # test_dest_mysql writes to it (ZX_MYSQL_DSN).  Its lines reach the tests
 # as ZX_MYSQL_<KEY>: MYSQL_PORT -> ZX_MYSQL_PORT, DSN -> ZX_MYSQL_DSN, ...
 my_env=$(tests/services/mariadb start)
@@ -58,7 +59,7 @@ while IFS='=' read -r k v; do
     export "ZX_MYSQL_$k=$v"
 done <<<"$my_env"
 
-echo "== moto (tests/services/moto), for the S3 client's unit test and the Kinesis tests"
+echo "== [${SECONDS}s] moto (tests/services/moto), for the S3 client's unit test and the Kinesis tests"
 # test_aws_s3_moto runs against it (ZX_MOTO_ENDPOINT); the end-to-end tests
 # find it again with `env`.
 moto_env=$(tests/services/moto start)
@@ -66,18 +67,18 @@ echo "$moto_env"
 ZX_MOTO_ENDPOINT=$(sed -n 's/^AWS_ENDPOINT=//p' <<<"$moto_env")
 export ZX_MOTO_ENDPOINT
 
-echo "== unit tests"
+echo "== [${SECONDS}s] unit tests"
 meson test -C build --suite unit --print-errorlogs
 
-echo "== unit and multi-process tests under ASan + UBSan"
+echo "== [${SECONDS}s] unit and multi-process tests under ASan + UBSan"
 setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
 ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --suite unit --print-errorlogs --timeout-multiplier 3
 
-FUZZ_SECONDS="${ZX_FUZZ_SECONDS:-20}"
+FUZZ_SECONDS="${ZX_FUZZ_SECONDS:-10}"
 if [ "$FUZZ_SECONDS" != 0 ]; then
-    echo "== fuzz targets: libFuzzer + ASan + UBSan, ${FUZZ_SECONDS}s each (tests/fuzz/)"
+    echo "== [${SECONDS}s] fuzz targets: libFuzzer + ASan + UBSan, ${FUZZ_SECONDS}s each (tests/fuzz/)"
     if [ ! -f build-fuzz/build.ninja ]; then
         CC=clang meson setup build-fuzz -Dfuzzing=true -Dwerror=true >/dev/null
     fi
@@ -119,14 +120,14 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
     rm -rf "$FUZZ_DIR"
 fi
 
-echo "== real services the end-to-end tests use (tests/services/), started once"
+echo "== [${SECONDS}s] real services the end-to-end tests use (tests/services/), started once"
 # Each prints its addresses; the tests read them again with `env`.
 # (PostgreSQL is already running: started before the unit tests.)
 tests/services/kafka start
 tests/services/kafka start 3.9
 tests/services/kinesalite start
 
-echo "== end-to-end tests (pytest)"
+echo "== [${SECONDS}s] end-to-end tests (pytest)"
 # ZX_HEAVY_TESTS: the long crash and multi-instance runs (a million Kafka
 # messages under SIGKILLs) run in this pass only, not again under ASan.
 # ZX_WORKSPACES: every test that runs a zxd runs once on each workspace
@@ -134,7 +135,7 @@ echo "== end-to-end tests (pytest)"
 export ZX_WORKSPACES=${ZX_WORKSPACES:-sqlite,postgres}
 ZX_HEAVY_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider --durations=30 "$@"
 
-echo "== end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"
+echo "== [${SECONDS}s] end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"
 # On the SQLite workspace only: the processes, rings and sources under test
 # are the same on both backends, and the PostgreSQL workspace's own code
 # (libpq, COPY) ran under ASan in the unit tests; this keeps the whole run
@@ -160,3 +161,4 @@ if [ -n "$(ls -A "$SAN_DIR")" ]; then
     exit 1
 fi
 rm -rf "$SAN_DIR"
+echo "== [${SECONDS}s] every test passed"
