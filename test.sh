@@ -142,13 +142,15 @@ echo "== [${SECONDS}s] end-to-end tests against the ASan + UBSan build (any sani
 # within its half hour on two cores.
 ninja -C build-asan supervisor/zxd zxctl/zxctl >/dev/null
 SAN_DIR=$(mktemp -d /tmp/zx-sanitizers.XXXXXX)
-ASAN_OPTIONS="detect_leaks=1:log_path=$SAN_DIR/asan" \
-UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan" \
 # Left out here: test_debezium_server.py (what it adds to test_debezium*.py
 # is a real Debezium Server, not zx code: the same push and Kafka paths run
 # here in those), and the scans of process memory for secrets (an ASan
 # process's memory is mostly the sanitizer's shadow and quarantine: a scan
-# takes a minute and says nothing about zx's own buffers).
+# takes a minute and says nothing about zx's own buffers).  The sanitizer
+# options must reach pytest's environment: the tests that cannot run under
+# ASan skip themselves on ASAN_OPTIONS.
+ASAN_OPTIONS="detect_leaks=1:log_path=$SAN_DIR/asan" \
+UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan" \
 ZX_WORKSPACES=sqlite ZX_BUILD_DIR="$PWD/build-asan" python3 -m pytest tests/integration -q -p no:cacheprovider \
     --ignore=tests/integration/test_debezium_server.py \
     --deselect "tests/integration/test_debezium_avro.py::test_registry_password_stays_in_its_worker" \
