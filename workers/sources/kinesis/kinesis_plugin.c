@@ -187,7 +187,6 @@ static int region_ok(const char *s)
 static int aws_check_connection(zx_cf_check *ck, zx_conf_connection *c)
 {
     int bad = 0;
-    int skip = zx_check_flags(ck) & ZX_CONF_SKIP_SECRETS;
 
     if (c->region && !region_ok(c->region)) {
         zx_check_error(ck, "region", "connections.%s: region: \"%.40s\" is not a region "
@@ -206,7 +205,6 @@ static int aws_check_connection(zx_cf_check *ck, zx_conf_connection *c)
                        "access_key_id and secret_access_key", c->name);
         bad++;
     }
-    (void)skip;
     if (c->external_id && !c->role_arn) {
         zx_check_error(ck, "external_id", "connections.%s: external_id goes with role_arn",
                        c->name);
