@@ -252,7 +252,9 @@ typedef struct zx_conf_pipeline {
     const struct zx_conf_author *auth; /* its `author`, resolved: owned by
                                 the zx_conf (an element of its authors) */
     const zx_conf_connection *dest_conn; /* its `destination.connection`,
-                                resolved; NULL without connection */
+                                or its files destination's `connection`
+                                (an s3:// path's, kind aws), resolved;
+                                NULL without connection */
     /* the other destinations' options (`destination.files: {path, format,
      * compression}`...) are their plug-in's own: dest_own */
     const struct zx_plugin *plugin; /* its plug-in (conf/plugin.h,

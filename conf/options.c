@@ -314,7 +314,7 @@ const zx_cf_option zx_cf_options[] = {
      .help = "`kafka`: a Kafka cluster (or a service speaking its protocol), "
      "read with librdkafka. `postgres`: a PostgreSQL database, read with "
      "libpq (logical replication) or written by reverse syncs. `aws`: an AWS "
-     "account (its region and credentials), for Kinesis. `mysql`: a "
+     "account (its region and credentials), for Kinesis and files in S3. `mysql`: a "
      "MySQL or MariaDB database, and `sqlite`: a SQLite file, written by "
      "reverse syncs."},
     {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,

@@ -15,7 +15,9 @@
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_formats.h"
 #include "workers/destinations/files/files_opts.h"
+#include "workers/destinations/files/files_s3.h"
 #include "workers/syncs/sync_opts.h"
+#include "workers/aws_conn.h"
 #include "common/fileroots.h"
 
 #include <stdio.h>
@@ -125,6 +127,9 @@ static int outputs_meet(const char *a, const char *pa, const char *fa, const cha
            named_for(slash + 1, dsync);
 }
 
+static int outputs_clash(const zx_conf *c, const char *self, const char *path,
+                         const char *fmt, char *err, size_t errlen);
+
 int zx_conf_check_files_path(const zx_conf *c, const char *self, const char *path,
                              const char *fmt, char *err, size_t errlen)
 {
@@ -132,6 +137,13 @@ int zx_conf_check_files_path(const zx_conf *c, const char *self, const char *pat
     const char *roots[64];
     size_t n = zx_conf_file_roots(c, exports, sizeof(exports), roots, 64);
     zx_fr_list(roots, n, list, sizeof(list));
+    if (zx_files_is_s3(path)) {
+        /* a bucket: the folders of this host do not apply; outputs still
+         * must not meet */
+        if (zx_files_s3_check(path, NULL, err, errlen) < 0)
+            return -1;
+        return outputs_clash(c, self, path, fmt, err, errlen);
+    }
     if (!path || !zx_fr_normalised(path)) {
         snprintf(err, errlen, "%s: not an absolute path without '.' or '..' parts",
                  path ? path : "(none)");
@@ -154,6 +166,14 @@ int zx_conf_check_files_path(const zx_conf *c, const char *self, const char *pat
                  "server.file_roots)", why, list);
         return -1;
     }
+    return outputs_clash(c, self, path, fmt, err, errlen);
+}
+
+/* -1 with err when what self writes at path (format fmt) meets another
+ * sync's output (outputs_meet), else 0. */
+static int outputs_clash(const zx_conf *c, const char *self, const char *path,
+                         const char *fmt, char *err, size_t errlen)
+{
     for (size_t i = 0; c && i < c->npipelines; i++) {
         const zx_conf_pipeline *p = &c->pipelines[i];
         const zx_files_opts *fo = zx_files_opts_of(p);
@@ -206,6 +226,19 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                                          sizeof(err)) < 0)
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files.path: %s",
                             p->name, err);
+        }
+        if (fo && fo->connection) {
+            const zx_conf_connection *cn = zx_conf_find_connection(c, fo->connection);
+            if (!cn)
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files: unknown "
+                            "connection '%.64s'", p->name, fo->connection);
+            else if (!cn->kind || strcmp(cn->kind, ZX_AWS_CONN_KIND))
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files: "
+                            "connection %s is of kind %s; an s3:// path needs kind %s",
+                            p->name, cn->name, cn->kind ? cn->kind : "(none)",
+                            ZX_AWS_CONN_KIND);
+            else
+                p->dest_conn = cn;      /* the bucket's: its worker keeps its secrets */
         }
         if (so && so->dest_connection) {
             const zx_conf_connection *cn = zx_conf_find_connection(c, so->dest_connection);

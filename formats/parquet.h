@@ -37,8 +37,8 @@
  * row_group_bytes, so a writer holds about row_group_bytes + one page +
  * one dictionary (1 MiB per column at most).
  *
- * A writer is used by one thread.  It writes to fd sequentially (never
- * seeks) through its own buffer; the file's offsets count from the first
+ * A writer is used by one thread.  It writes to fd (or its opts' sink)
+ * sequentially (never seeks) through its own buffer; the file's offsets count from the first
  * byte it writes, so fd must be at the start of an empty file or a pipe.
  * It never closes or syncs fd.
  */
@@ -62,6 +62,12 @@ typedef struct zx_pq_opts {
     int zstd_level;           /* 0: 1 (fast) */
     uint64_t row_group_bytes; /* 0: 128 MiB; at least 4 KiB is used */
     uint64_t page_bytes;      /* 0: 1 MiB; at least 1 KiB is used */
+    /* Where the bytes go instead of fd (an S3 upload): sink(ctx, p, n,
+     * err, errlen) takes all n bytes (copying what it keeps) and returns
+     * 0, or -1 with err set (the writer then fails as on a write error).
+     * NULL: write(2) to fd. */
+    int (*sink)(void *ctx, const void *p, size_t n, char *err, size_t errlen);
+    void *sink_ctx;
 } zx_pq_opts;
 
 typedef struct zx_pq_writer zx_pq_writer;
@@ -69,7 +75,7 @@ typedef struct zx_pq_writer zx_pq_writer;
 /* Parse "zstd", "snappy", "none" (also "uncompressed"); -1 if unknown. */
 int zx_pq_codec_parse(const char *name, zx_pq_codec *out);
 
-/* Start a file on fd for columns cols[0..ncols) (1..32767 columns; names
+/* Start a file on fd (ignored, -1, when o->sink is set) for columns cols[0..ncols) (1..32767 columns; names
  * are copied; DECIMAL precision 1..38, scale 0..precision) with options o
  * (NULL: defaults).  Writes the leading "PAR1".  Returns 0 and *out (free
  * with zx_pq_free), or -1 with a message in err: bad column, out of

@@ -25,6 +25,8 @@
 
 static int write_fd(zx_pq_writer *w, const uint8_t *p, size_t n, char *err, size_t errlen)
 {
+    if (w->o.sink)
+        return w->o.sink(w->o.sink_ctx, p, n, err, errlen) < 0 ? -1 : 0;
     while (n) {
         ssize_t k = write(w->fd, p, n);
         if (k < 0) {

@@ -42,8 +42,9 @@ class SyncZxd(Zxd):
       dest: {"connection": c, "table": t} or {"files": {"path": p, "format": f}}
     authors: {name: [tables]}
     connections: {name: {"kind": k, "dsn": d, "password": pw, "path": p,
-                         "read_only": bool}}; a dsn may hold "{pw}" where
-                         the password goes: it becomes ${env:...}
+                         "read_only": bool, "extra": {k: v}}}; a dsn may hold
+                         "{pw}" where the password goes: it becomes
+                         ${env:...}; extra: other options as written
     api_tokens: {name: {"token": t, "role": r, "syncs": [..], "extra": {k: v}}}"""
 
     def __init__(self, root, syncs, authors, connections=None, api_tokens=None, **kw):
@@ -94,6 +95,8 @@ class SyncZxd(Zxd):
                     lines.append(f"    path: {yaml_value(c['path'])}")
                 if c.get("read_only"):
                     lines.append("    read_only: true")
+                for k, v in (c.get("extra") or {}).items():
+                    lines.append(f"    {k}: {yaml_value(v)}")
         if self.api_tokens:
             lines.append("api_tokens:")
             for name, t in self.api_tokens.items():

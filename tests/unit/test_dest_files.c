@@ -21,6 +21,7 @@
 #include "common/rowset.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/files/files_opts.h"
+#include "workers/destinations/files/files_s3.h"
 
 extern const zx_dest zx_dest_files;
 
@@ -484,6 +485,67 @@ static void rm_rf(const char *p)
         printf("could not remove %s\n", p);
 }
 
+/* The S3 path rules (files_s3.h): what a bucket name and a key part may
+ * be, and where the key begins. */
+static void test_s3_paths(void)
+{
+    static const struct {
+        const char *url;
+        int ok;
+        size_t key_off;
+        const char *why;
+    } cases[] = {
+        {"s3://zx-out/exports/", 1, 12, NULL},
+        {"s3://zx-out", 1, 11, NULL},
+        {"s3://zx-out/", 1, 12, NULL},
+        {"s3://a.b-c/x/y.parquet", 1, 11, NULL},
+        {"s3://ab/x", 0, 0, "3 to 63"},
+        {"s3://Upper/x", 0, 0, "lower-case"},
+        {"s3://zx_out/x", 0, 0, "lower-case"},
+        {"s3://-zx/x", 0, 0, "starting and ending"},
+        {"s3://zx-out/a//b", 0, 0, "an empty, '.' or '..' part"},
+        {"s3://zx-out/a/../b", 0, 0, "'..' part"},
+        {"s3://zx-out/./b", 0, 0, "'.' or"},
+        {"s3://zx-out/a\\b", 0, 0, "control character or '\\'"},
+        {"s3://zx-out/a\tb", 0, 0, "control character"},
+        {"/tmp/x", 0, 0, "not an s3:// URL"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[400] = "";
+        size_t off = 0;
+        int rc = zx_files_s3_check(cases[i].url, &off, err, sizeof(err));
+        CHECK((rc == 0) == cases[i].ok);
+        if (cases[i].ok)
+            CHECK(off == cases[i].key_off);
+        else
+            CHECK(strstr(err, cases[i].why) != NULL);
+        if ((rc == 0) != cases[i].ok || (!cases[i].ok && !strstr(err, cases[i].why)))
+            printf("  s3 path %s: rc %d, %s\n", cases[i].url, rc, err);
+    }
+    char longkey[1000];
+    snprintf(longkey, sizeof(longkey), "s3://zx-out/%0950d", 7);
+    char err[400];
+    CHECK(zx_files_s3_check(longkey, NULL, err, sizeof(err)) < 0 && strstr(err, "at most 900"));
+    CHECK(zx_files_is_s3("s3://b/x") && !zx_files_is_s3("/s3://") && !zx_files_is_s3(NULL));
+
+    /* open refuses an s3:// path without a connection, and a file path
+     * that names a bucket only */
+    zx_files_opts fo = {.path = "s3://zx-out/x/", .format = "csv"};
+    zx_dest_args a = {.sync = "s", .opts = &fo};
+    void *stp = NULL;
+    CHECK(zx_dest_files.open(&a, &stp, err, sizeof(err)) < 0 &&
+          strstr(err, "needs `connection:`"));
+    zx_conf_connection cn = {.name = "aws", .kind = "aws", .region = "us-east-1"};
+    a.conn = &cn;
+    fo.path = "s3://zx-out.csv";
+    CHECK(zx_dest_files.open(&a, &stp, err, sizeof(err)) < 0 &&
+          strstr(err, "names a bucket, not an object in it"));
+    cn.kind = "sqlite";
+    fo.path = "s3://zx-out/x/";
+    CHECK(zx_dest_files.open(&a, &stp, err, sizeof(err)) < 0 &&
+          strstr(err, "is of kind sqlite; an s3:// path needs kind aws"));
+}
+
 int main(void)
 {
     snprintf(root, sizeof(root), "/tmp/zxpq_dest_XXXXXX");
@@ -496,6 +558,7 @@ int main(void)
     test_modes();
     test_sweep();
     test_errors();
+    test_s3_paths();
     if (!failures && !getenv("ZX_KEEP"))
         rm_rf(root);
     if (failures)

@@ -91,7 +91,8 @@ typedef struct zx_dest_args {
     const char *sync;             /* the sync's (pipeline's) name */
     const zx_conf_connection *conn; /* table destinations: the connection
                                        (kind postgres, mysql or sqlite);
-                                       NULL for files */
+                                       files: an s3:// path's (kind aws),
+                                       else NULL */
     const char *table;            /* table destinations: as written in the
                                      configuration: "schema.table" or
                                      "table" (postgres: schema public;

@@ -1,6 +1,6 @@
 /*
  * dest_files.c — the "files" destination (dest.h): a sync's result as a
- * CSV, NDJSON or Parquet file in a folder.
+ * CSV, NDJSON or Parquet file in a folder or an S3 bucket.
  *
  * Where: its options (args->opts, files_opts.h) give path, format and
  * compression; path is absolute and lies under one of args->roots (else
@@ -33,12 +33,20 @@
  * with zx_dest_misfit, which fails the run), bytes (the
  * final file's size).
  *
+ * In a bucket (path "s3://bucket/prefix...", files_s3.h): the same names
+ * are object keys below the prefix; there is no folder, root, temporary
+ * name nor rename: each run's bytes (Parquet's through its sink, the text
+ * formats' through the 1 MiB buffer) stream into one upload, visible only
+ * when commit completes it; abort aborts it, and begin first aborts the
+ * uploads of this output a killed run left.
+ *
  * It must never leave a partial file under a final name, nor touch files
  * other than its own output and its own kind of temporary files.
  */
 #include "workers/destinations/dest.h"
 #include "workers/destinations/files/files_formats.h"
 #include "workers/destinations/files/files_opts.h"
+#include "workers/destinations/files/files_s3.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,9 +60,11 @@
 #include <unistd.h>
 
 #include "common/fileroots.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "formats/parquet.h"
 #include "formats/textrows.h"
+#include "workers/aws_conn.h"
 
 enum { FMT_CSV, FMT_JSON, FMT_PARQUET };
 
@@ -71,6 +81,8 @@ typedef struct files_state {
     int dfd;               /* the run: dir, opened under root */
     char *stem;            /* file mode: path without its extension */
     zx_pq_codec codec;
+    zx_fs3 *s3;            /* path is s3://: the bucket's objects; NULL: a folder */
+    size_t key_off;        /* s3: where the key begins in a path ("s3://b/" long) */
 
     /* the run */
     zx_dest_stats *stats;
@@ -83,6 +95,7 @@ typedef struct files_state {
     zx_value *row;         /* scratch: one file row */
     char *final_path, *tmp_path;
     int fd;
+    int running;           /* begin succeeded, no commit nor abort yet */
     zx_pq_writer *pq;
     zx_buf buf, scratch;
     uint64_t written;      /* text: bytes written to fd */
@@ -94,6 +107,8 @@ static void run_reset(files_state *st)
 {
     zx_pq_free(st->pq);
     st->pq = NULL;
+    st->running = 0;
+    zx_fs3_abort(st->s3);
     if (st->fd >= 0)
         close(st->fd);
     st->fd = -1;
@@ -121,6 +136,7 @@ static void files_close(void *state)
     if (!st)
         return;
     run_reset(st);
+    zx_fs3_free(st->s3);
     zx_buf_free(&st->buf);
     zx_buf_free(&st->scratch);
     free(st->path);
@@ -131,6 +147,39 @@ static void files_close(void *state)
     free(st);
 }
 
+/* The S3 side of open (path s3://...): the path checked, its connection
+ * (a->conn) of kind aws, the bucket's handle made.  0, or -1 with err. */
+static int open_s3(files_state *st, const zx_dest_args *a, char *err, size_t errlen)
+{
+    const zx_files_opts *o = a->opts;
+    char e[1200];
+    if (zx_files_s3_check(st->path, NULL, e, sizeof(e)) < 0)
+        return zx_seterr(err, errlen, "files %s", e);
+    size_t bl = strcspn(st->path + strlen(ZX_FILES_S3_SCHEME), "/");
+    st->key_off = strlen(ZX_FILES_S3_SCHEME) + bl + 1;
+    if (st->is_file && !st->path[st->key_off - 1])
+        return zx_seterr(err, errlen, "files %s: names a bucket, not an object in it "
+                         "(s3://bucket/name%s)", st->path, st->ext);
+    const zx_conf_connection *cn = a->conn;   /* conf/ resolved `connection:` */
+    if (!cn)
+        return zx_seterr(err, errlen, "files %s: an s3:// path needs `connection:` naming "
+                         "a connection of kind %s", st->path, ZX_AWS_CONN_KIND);
+    if (!cn->kind || strcmp(cn->kind, ZX_AWS_CONN_KIND))
+        return zx_seterr(err, errlen, "files %s: connection %s is of kind %s; an s3:// path "
+                         "needs kind %s", st->path, cn->name, cn->kind ? cn->kind : "(none)",
+                         ZX_AWS_CONN_KIND);
+    char *bucket = strndup(st->path + strlen(ZX_FILES_S3_SCHEME), bl);
+    if (!bucket)
+        return zx_seterr(err, errlen, "files %s: out of memory", st->path);
+    zx_fs3_args fa = {.conn = cn, .bucket = bucket, .sse = o->sse,
+                      .kms_key_id = o->kms_key_id, .deadline_ms = a->deadline_ms};
+    st->s3 = zx_fs3_open(&fa, e, sizeof(e));
+    free(bucket);
+    if (!st->s3)
+        return zx_seterr(err, errlen, "files %s: %s", st->path, e);
+    return 0;
+}
+
 static int files_open(const zx_dest_args *a, void **state, char *err, size_t errlen)
 {
     *state = NULL;
@@ -138,7 +187,8 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
     if (!o)
         return zx_seterr(err, errlen, "files: no path, format nor compression given");
     const char *path = o->path;
-    if (!path || path[0] != '/')
+    int s3 = zx_files_is_s3(path);
+    if (!path || (path[0] != '/' && !s3))
         return zx_seterr(err, errlen, "files %s: the path must be absolute", path ? path : "(none)");
     if (!a->sync || !a->sync[0] || strchr(a->sync, '/'))
         return zx_seterr(err, errlen, "files %s: bad sync name", path);
@@ -194,7 +244,10 @@ static int files_open(const zx_dest_args *a, void **state, char *err, size_t err
         if (!(st->dir = strndup(path, n)))
             goto oom;
     }
-    {
+    if (s3) {
+        if (open_s3(st, a, err, errlen) < 0)
+            goto fail;
+    } else {
         int r = zx_fr_root_of(st->dir, a->roots, a->nroots);
         if (r < 0) {
             char list[1024];
@@ -250,12 +303,74 @@ static int out_flush(files_state *st, char *err, size_t errlen)
 {
     if (!st->buf.len)
         return 0;
+    if (st->s3) {
+        char e[1200];
+        if (zx_fs3_write(st->s3, st->buf.p, st->buf.len, e, sizeof(e)) < 0)
+            return zx_seterr(err, errlen, "files %s: %s", st->path, e);
+        st->written += st->buf.len;
+        st->buf.len = 0;
+        return 0;
+    }
     if (zx_write_all(st->fd, st->buf.p, st->buf.len) < 0)
         return zx_seterr(err, errlen, "files %s: writing %s: %s", st->path, st->tmp_path,
                          strerror(errno));
     st->written += st->buf.len;
     st->buf.len = 0;
     return 0;
+}
+
+/* Parquet's bytes into the run's S3 object (zx_pq_opts.sink). */
+static int s3_sink(void *ctx, const void *p, size_t n, char *err, size_t errlen)
+{
+    files_state *st = ctx;
+    return zx_fs3_write(st->s3, p, n, err, errlen);
+}
+
+/* The run's output started: Parquet's writer, or CSV's header; then the
+ * run is running.  0, or -1 with err. */
+static int start_output(files_state *st, char *err, size_t errlen)
+{
+    if (st->fmt == FMT_PARQUET) {
+        zx_pq_opts o = {.codec = st->codec};
+        if (st->s3) {
+            o.sink = s3_sink;
+            o.sink_ctx = st;
+        }
+        char perr[1200];
+        if (zx_pq_open(st->s3 ? -1 : st->fd, st->cols, st->ncols, &o, &st->pq, perr,
+                       sizeof(perr)) < 0)
+            return zx_seterr(err, errlen, "files %s: %s", st->path, perr);
+    } else if (st->fmt == FMT_CSV) {
+        if (zx_csv_header(&st->buf, st->cols, st->ncols) < 0)
+            return zx_seterr(err, errlen, "files %s: out of memory", st->path);
+    }
+    st->running = 1;
+    return 0;
+}
+
+/* begin's S3 side, once final_path is named: this output's leftover
+ * uploads aborted, the object started.  0, or -1 with err. */
+static int begin_s3(files_state *st, char *err, size_t errlen)
+{
+    /* the name all of this output's objects begin with: a file's stem, or
+     * <folder>/<sync> */
+    size_t n = strlen(st->dir) + strlen(st->sync) + 2;
+    char *stem = st->is_file ? strdup(st->stem) : malloc(n);
+    if (!stem)
+        return zx_seterr(err, errlen, "files %s: out of memory", st->path);
+    if (!st->is_file)
+        snprintf(stem, n, "%s/%s", st->dir, st->sync);
+    char e[1200];
+    int swept = 0;
+    int rc = zx_fs3_begin(st->s3, st->final_path + st->key_off, stem + st->key_off, st->ext,
+                          &swept, e, sizeof(e));
+    free(stem);
+    if (rc < 0)
+        return zx_seterr(err, errlen, "files %s: %s", st->path, e);
+    if (swept)
+        zx_info("event=files_uploads_aborted sync=%s path=%s uploads=%d reason=\"left by a "
+                "run that did not finish\"", st->sync, st->path, swept);
+    return start_output(st, err, errlen);
 }
 
 static int files_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, char *err,
@@ -315,6 +430,8 @@ static int files_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
         snprintf(st->final_path, fn, "%s/%s%s", st->dir, st->sync, st->ext);
     else
         snprintf(st->final_path, fn, "%s/%s-%s%s", st->dir, st->sync, id, st->ext);
+    if (st->s3)
+        return begin_s3(st, err, errlen);
     const char *base = strrchr(st->final_path, '/') + 1;
     size_t n = strlen(st->dir) + strlen(base) + 64;
     if (!(st->tmp_path = malloc(n)))
@@ -346,16 +463,7 @@ static int files_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
         return zx_seterr(err, errlen, "files %s: cannot create a file in the folder %s: %s",
                          st->path, st->dir, strerror(e));
     }
-    if (st->fmt == FMT_PARQUET) {
-        zx_pq_opts o = {.codec = st->codec};
-        char perr[256];
-        if (zx_pq_open(st->fd, st->cols, st->ncols, &o, &st->pq, perr, sizeof(perr)) < 0)
-            return zx_seterr(err, errlen, "files %s: %s", st->path, perr);
-    } else if (st->fmt == FMT_CSV) {
-        if (zx_csv_header(&st->buf, st->cols, st->ncols) < 0)
-            goto oom;
-    }
-    return 0;
+    return start_output(st, err, errlen);
 oom:
     return zx_seterr(err, errlen, "files %s: out of memory", st->path);
 }
@@ -415,7 +523,7 @@ static const zx_value op_delete = {.type = ZX_T_TEXT, .len = 6, .s = "delete"};
 static int files_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
 {
     files_state *st = state;
-    if (st->fd < 0)
+    if (!st->running)
         return zx_seterr(err, errlen, "files %s: write outside a run", st->path);
     if (rs->ncols != st->nrun)
         return zx_seterr(err, errlen, "files %s: a batch of %u columns for a result of %zu",
@@ -444,7 +552,7 @@ static int files_write(void *state, const zx_rowset *rs, char *err, size_t errle
 static int files_delete_keys(void *state, const zx_rowset *keys, char *err, size_t errlen)
 {
     files_state *st = state;
-    if (st->fd < 0)
+    if (!st->running)
         return zx_seterr(err, errlen, "files %s: delete outside a run", st->path);
     if (!st->mirror)
         return zx_seterr(err, errlen, "files %s: deletes are written in mirror mode only",
@@ -472,10 +580,24 @@ static int files_delete_keys(void *state, const zx_rowset *keys, char *err, size
     return rc;
 }
 
+/* commit's S3 side, the bytes all handed over: the object made visible. */
+static int commit_s3(files_state *st, char *err, size_t errlen)
+{
+    char e[1200];
+    uint64_t size = 0;
+    if (zx_fs3_commit(st->s3, &size, e, sizeof(e)) < 0)
+        return zx_seterr(err, errlen, "files %s: %s", st->path, e);
+    st->stats->bytes = size;
+    zx_pq_free(st->pq);
+    st->pq = NULL;
+    st->running = 0;
+    return 0;
+}
+
 static int files_commit(void *state, char *err, size_t errlen)
 {
     files_state *st = state;
-    if (st->fd < 0 || !st->tmp_path)
+    if (!st->running || (!st->s3 && !st->tmp_path))
         return zx_seterr(err, errlen, "files %s: commit outside a run", st->path);
     uint64_t size = 0;
     if (st->fmt == FMT_PARQUET) {
@@ -488,6 +610,8 @@ static int files_commit(void *state, char *err, size_t errlen)
             return -1;
         size = st->written;
     }
+    if (st->s3)
+        return commit_s3(st, err, errlen);
     if (fsync(st->fd) < 0)
         return zx_seterr(err, errlen, "files %s: fsync %s: %s", st->path, st->tmp_path,
                          strerror(errno));
@@ -508,6 +632,7 @@ static int files_commit(void *state, char *err, size_t errlen)
                          strerror(errno));
     zx_pq_free(st->pq);
     st->pq = NULL;
+    st->running = 0;
     return 0;
 }
 

@@ -15,11 +15,19 @@ typedef struct zx_files_opts {
     char *path;              /* `path`: absolute (relative to the config
                                 file's folder when written so), normalised
                                 by the loader; a folder, or a file when it
-                                ends with the format's extension */
+                                ends with the format's extension; or an
+                                S3 URL "s3://bucket/prefix" kept as
+                                written (files_s3.h) */
     char *format;            /* `format`: "csv" | "json" | "parquet"
                                 (files_formats.h) */
     char *compression;       /* `compression`: parquet's codec: "zstd"
                                 (default) | "snappy" | "none" */
+    char *connection;        /* `connection`: with an s3:// path, the
+                                `kind: aws` connection (files_s3.h);
+                                NULL: a folder of this host */
+    char *sse;               /* `sse`: s3: NULL | "AES256" | "aws:kms" */
+    char *kms_key_id;        /* `kms_key_id`: with aws:kms; NULL: the
+                                account's default key */
 } zx_files_opts;
 
 struct zx_conf_pipeline;

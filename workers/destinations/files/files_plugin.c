@@ -8,11 +8,14 @@
  * written.
  */
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/files/files_formats.h"
 #include "workers/destinations/files/files_opts.h"
+#include "workers/destinations/files/files_s3.h"
 
 extern const zx_dest zx_dest_files;   /* dest_files.c */
 
@@ -20,6 +23,7 @@ extern const zx_dest zx_dest_files;   /* dest_files.c */
 #define OWN(f) offsetof(zx_files_opts, f)
 
 static const char *const compressions[] = {"zstd", "snappy", "none", NULL};
+static const char *const sses[] = {"AES256", "aws:kms", NULL};
 /* the pipelines that take these options: reverse syncs */
 static const char *const sync_only[] = {"sync", NULL};
 
@@ -31,7 +35,10 @@ static const zx_cf_option options[] = {
      "the format's extension; relative to the config file's folder. It must "
      "lie under `<data_dir>/exports` or a folder of `server.file_roots`, "
      "with no symbolic link below that folder, and not be another sync's "
-     "output."},
+     "output. Or an S3 prefix or object, `s3://bucket/prefix/` or "
+     "`s3://bucket/prefix/name.parquet`, with `connection`: each object is "
+     "streamed as a multipart upload and becomes visible only when the run "
+     "commits."},
     {.section = "pipelines.<name>.destination.files", .name = "format",
      .type = ZX_CF_ENUM, .def_doc = "**required** with `files`",
      .offset = OWN(format), .flags = ZX_CF_OWN, .allowed = zx_file_format_names,
@@ -42,6 +49,22 @@ static const zx_cf_option options[] = {
      .type = ZX_CF_ENUM, .def = "zstd", .offset = OWN(compression), .flags = ZX_CF_OWN,
      .allowed = compressions, .sources = sync_only,
      .help = "Parquet's codec."},
+    {.section = "pipelines.<name>.destination.files", .name = "connection",
+     .type = ZX_CF_STRING, .def_doc = "none; **required** with an `s3://` path",
+     .offset = OWN(connection), .flags = ZX_CF_OWN, .sources = sync_only,
+     .help = "With an `s3://` path: the `kind: aws` connection (region, "
+     "credentials, `endpoint` and `path_style` for MinIO, Ceph, R2 or moto) "
+     "the bucket is reached through. Uploads a killed run left are aborted "
+     "when the sync next runs."},
+    {.section = "pipelines.<name>.destination.files", .name = "sse",
+     .type = ZX_CF_ENUM, .def_doc = "none: the bucket's default",
+     .offset = OWN(sse), .flags = ZX_CF_OWN, .allowed = sses, .sources = sync_only,
+     .help = "With an `s3://` path: server-side encryption of each object, "
+     "`AES256` (S3's keys) or `aws:kms` (with `kms_key_id`)."},
+    {.section = "pipelines.<name>.destination.files", .name = "kms_key_id",
+     .type = ZX_CF_STRING, .def_doc = "none: the account's `aws/s3` key",
+     .offset = OWN(kms_key_id), .flags = ZX_CF_OWN | ZX_CF_TOKEN, .sources = sync_only,
+     .help = "With `sse: aws:kms`: the KMS key's id or ARN."},
 };
 
 /* A sync's files sub-section, once walked: its path and format written,
@@ -65,8 +88,39 @@ static int files_check(zx_cf_check *ck, zx_conf_pipeline *p)
                        zx_file_format_list(fmts, sizeof(fmts)));
         rc = -1;
     }
-    if (o && zx_check_abspath(ck, "destination.files.path", &o->path) < 0)
+    if (!o)
+        return rc;
+    if (zx_files_is_s3(o->path)) {
+        char e[400];
+        if (zx_files_s3_check(o->path, NULL, e, sizeof(e)) < 0) {
+            zx_check_error(ck, "destination.files.path", "pipelines.%s: destination.files."
+                           "path: %s", p->name, e);
+            rc = -1;
+        }
+        if (!o->connection) {
+            zx_check_error(ck, "destination.files.path", "pipelines.%s: destination.files: "
+                           "an s3:// path needs `connection:` naming a connection of kind "
+                           "aws", p->name);
+            rc = -1;
+        }
+    } else {
+        if (zx_check_abspath(ck, "destination.files.path", &o->path) < 0)
+            rc = -1;
+        const char *s3only = o->connection ? "connection" : o->sse ? "sse"
+                             : o->kms_key_id ? "kms_key_id" : NULL;
+        if (s3only) {
+            char at[64];
+            snprintf(at, sizeof(at), "destination.files.%s", s3only);
+            zx_check_error(ck, at, "pipelines.%s: destination.files.%s goes with an s3:// "
+                           "path (s3://bucket/prefix/)", p->name, s3only);
+            rc = -1;
+        }
+    }
+    if (o->kms_key_id && (!o->sse || strcmp(o->sse, "aws:kms"))) {
+        zx_check_error(ck, "destination.files.kms_key_id", "pipelines.%s: destination.files."
+                       "kms_key_id goes with sse: aws:kms", p->name);
         rc = -1;
+    }
     return rc;
 }
 
@@ -79,7 +133,10 @@ const zx_plugin zx_plugin_dest_files = {
      "renames into place, so no partial file is ever visible. `replace`: "
      "`<path>/<sync>.<ext>` (or `path` itself when it ends with the "
      "format's extension); the other modes: a new file per run, "
-     "`<sync>-<run id>.<ext>`.",
+     "`<sync>-<run id>.<ext>`. In an S3 bucket (`s3://` path, with `connection`) "
+     "the same names are object keys, each object uploaded in 8 MiB parts "
+     "(each with its SHA-256 checksum) and made visible at the run's commit; a "
+     "failed run aborts its upload.",
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
     .opts_size = sizeof(zx_files_opts),

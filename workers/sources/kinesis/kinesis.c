@@ -25,6 +25,7 @@
 
 #include "common/aws_call.h"
 #include "common/aws_creds.h"
+#include "workers/aws_conn.h"
 #include "common/log.h"
 #include "common/timefmt.h"
 #include "common/util.h"
@@ -120,20 +121,6 @@ static void set_error(kin_state *s, const char *msg)
     zx_src_set_error(s->rt, msg);
 }
 
-void zx_kinesis_cred_opts(const zx_conf_connection *c, zx_aws_cred_opts *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->access_key = c->access_key_id;
-    o->secret_key = c->secret_access_key;
-    o->session_token = c->session_token;
-    o->profile = c->profile;
-    o->role_arn = c->role_arn;
-    o->external_id = c->external_id;
-    o->region = c->region;
-    /* a compatible service (moto, LocalStack) answers STS at its one endpoint */
-    o->sts_endpoint = c->endpoint;
-}
-
 static void kin_close(zx_src *rt, void *state)
 {
     (void)rt;
@@ -180,7 +167,7 @@ static int kin_open(zx_src *rt, void **state, char *err, size_t errlen)
     kn_init(&s->b, p->metadata);
     s->limit = zx_src_max_frame(rt) / 4;
     zx_aws_cred_opts co;
-    zx_kinesis_cred_opts(p->conn, &co);
+    zx_aws_conn_cred_opts(p->conn, &co);
     char e[600];
     if (!(s->creds = zx_aws_creds_new(&co, e, sizeof(e)))) {
         zx_seterr(err, errlen, "pipeline %s: connection %s: %s", p->name, p->conn->name, e);

@@ -74,8 +74,4 @@ int zx_kinesis_parse_start(const char *start, int *kind, int64_t *ms);
 int zx_kinesis_test(const zx_conf *conf, const zx_conf_pipeline *p,
                     const zx_conf_connection *c, int timeout_ms, char *out, size_t outlen);
 
-/* The credential settings of connection c (its strings borrowed). */
-struct zx_aws_cred_opts;
-void zx_kinesis_cred_opts(const zx_conf_connection *c, struct zx_aws_cred_opts *o);
-
 #endif

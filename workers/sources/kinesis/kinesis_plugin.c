@@ -15,12 +15,13 @@
 #include "common/timefmt.h"
 #include "conf/check.h"
 #include "conf/plugin.h"
+#include "workers/aws_conn.h"
 #include "workers/sources/kinesis/kinesis_int.h"
 #include "workers/sources/source.h"
 
 extern const zx_source zx_source_kinesis;   /* kinesis.c */
 
-static const char *const conn_kinds[] = {"aws", NULL};
+static const char *const conn_kinds[] = {ZX_AWS_CONN_KIND, NULL};
 static const char *const metadata[] = {"_ingested_at", "_shard", "_sequence",
                                        "_partition_key", "_arrival", NULL};
 static const char *const kin_only[] = {"kinesis", NULL};

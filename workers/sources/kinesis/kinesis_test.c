@@ -9,6 +9,7 @@
 
 #include "common/aws_call.h"
 #include "common/aws_creds.h"
+#include "workers/aws_conn.h"
 #include "workers/sources/kinesis/kinesis_api.h"
 #include "workers/sources/kinesis/kinesis_int.h"
 
@@ -23,7 +24,7 @@ int zx_kinesis_test(const zx_conf *conf, const zx_conf_pipeline *p,
         return -1;
     }
     zx_aws_cred_opts co;
-    zx_kinesis_cred_opts(c, &co);
+    zx_aws_conn_cred_opts(c, &co);
     char e[1200];
     zx_aws_creds *creds = zx_aws_creds_new(&co, e, sizeof(e));
     if (!creds) {
