@@ -352,3 +352,27 @@ def test_a_2_gb_object_streams_with_bounded_memory(sync_env, moto):
     assert rec["rows_sent"] == rows
     assert peak and peak < 512 * 1024, f"peak RSS {peak} KiB"
     s3.delete_object(Bucket=b, Key="big/huge.csv")
+
+
+def test_server_side_encryption_is_asked_for_each_object(sync_env, moto):
+    env, s3 = moto
+    b = bucket(s3)
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    z.connections = {"aws": aws_conn(env)}
+    files = {"format": "parquet", "connection": "aws"}
+    z.syncs = {
+        "aes": {"query": "SELECT id, email FROM items", "mode": "replace",
+                "dest": {"files": dict(files, path=f"s3://{b}/aes/", sse="AES256")}},
+        "kms": {"query": "SELECT id, email FROM items", "mode": "append",
+                "dest": {"files": dict(files, path=f"s3://{b}/kms/", sse="aws:kms",
+                                       kms_key_id="zx-test-key")}}}
+    z.write_config()
+    make_items(z)
+    z.start()
+    z.run("aes")
+    r = z.run("kms")
+    h = s3.head_object(Bucket=b, Key="aes/aes.parquet")
+    assert h["ServerSideEncryption"] == "AES256", h
+    h = s3.head_object(Bucket=b, Key=f"kms/kms-{r['id']}.parquet")
+    assert h["ServerSideEncryption"] == "aws:kms", h
+    assert h["SSEKMSKeyId"].endswith("zx-test-key"), h
