@@ -529,6 +529,18 @@ int zx_cf_set_node(zx_cf_ctx *x, const zx_cf_option *o, void *base,
     default:
         break;
     }
+    if ((o->flags & ZX_CF_OR_AT) && n->type == YAML_MAPPING_NODE) {
+        /* {at: VALUE}: the value itself */
+        yaml_node_pair_t *p = n->data.mapping.pairs.start;
+        const char *k = p + 1 == n->data.mapping.pairs.top
+                            ? zx_cf_scalar(zx_cf_node(x, p->key)) : NULL;
+        if (!k || strcmp(k, "at")) {
+            zx_cf_error_at(x, n, "%s: a mapping here holds one key, at ({at: "
+                           "2026-12-01T00:00:00Z})", o->name);
+            return -1;
+        }
+        n = zx_cf_node(x, p->value);
+    }
     if (!zx_cf_scalar(n)) {
         zx_cf_error_at(x, n, "%s: expected a single value, got %s", o->name,
                        zx_cf_kind(n));

@@ -64,6 +64,9 @@ enum { ZX_CF_ROOT, ZX_CF_PIPELINE, ZX_CF_CONNECTION, ZX_CF_AUTHOR,
                                   reference */
 #define ZX_CF_REL_DATA 0x4u    /* PATH relative to data_dir, not the file */
 #define ZX_CF_TOKEN    0x8u    /* STRING: printable ASCII without spaces */
+#define ZX_CF_OR_AT    0x20u   /* STRING: also written as {at: VALUE}, a
+                                  mapping of the one key `at` (kinesis
+                                  `start: {at: TIME}`); 0x10 is ZX_CF_OWN */
 
 typedef struct zx_cf_option {
     const char *section;     /* "server", "server.http", "pipelines.<name>" */

@@ -84,11 +84,13 @@ static const zx_cf_option options[] = {
      .help = "The stream by its ARN (`arn:aws:kinesis:eu-west-1:111122223333:stream/"
      "orders`), instead of `stream`: for a stream of another account."},
     {.section = "pipelines.<name>", .name = "start", .type = ZX_CF_STRING,
-     .def = "oldest", .offset = OWN(start), .flags = ZX_CF_OWN, .sources = kin_only,
+     .def = "oldest", .offset = OWN(start), .flags = ZX_CF_OWN | ZX_CF_OR_AT,
+     .sources = kin_only,
      .help = "Where the shards start at the pipeline's first start (then each "
      "resumes after the last record written): `oldest` (the oldest record the "
      "stream keeps), `new` (records put from the first start on), or a time, "
-     "`2026-12-01T00:00:00Z` (records put from then on). Shards made later by "
+     "`{at: 2026-12-01T00:00:00Z}` or the time alone (records put from then "
+     "on). Shards made later by "
      "a split or a merge start at their oldest record."},
     {.section = "pipelines.<name>", .name = "batch_records", .type = ZX_CF_UINT,
      .def = "10000", .offset = OWN(batch_records), .flags = ZX_CF_OWN, .min = 1,
@@ -121,7 +123,7 @@ int zx_kinesis_parse_start(const char *start, int *kind, int64_t *ms)
         *kind = KS_START_NEW;
         return 0;
     }
-    if (zx_rfc3339_parse(start, strlen(start), &us) < 0 || us < 0)
+    if (!zx_rfc3339_parse(start, strlen(start), &us) || us < 0)
         return -1;
     *kind = KS_START_AT;
     *ms = us / 1000;
