@@ -313,6 +313,29 @@ def test_start_new_skips_older_records_and_keeps_its_time(moto_kinesis, make_kin
              lambda: f"{sorted(want)}; have {sorted(ids_in(z, 'nw'))}\n{z.log_tail(30)}")
 
 
+@pytest.mark.sqlite_only   # where the shards start: the source's alone
+def test_start_at_a_time_reads_what_was_put_from_then_on(moto_kinesis, make_kin):
+    env, k = moto_kinesis
+    stream = make_stream(k, 2)
+    put(k, stream, [(json.dumps({"id": i}).encode(), f"p{i}") for i in range(10)])
+    time.sleep(1.5)
+    at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    time.sleep(0.5)
+    put(k, stream, [(json.dumps({"id": 100 + i}).encode(), f"p{i}") for i in range(10)])
+    z = make_kin({"at": {"stream": stream, "extra": {"start": '{at: "%s"}' % at}}},
+                 endpoint=env["KINESIS_ENDPOINT"])
+    want = set(range(100, 110))
+    wait_for(lambda: set(ids_in(z, "at")) == want,
+             lambda: f"{sorted(want)}; have {sorted(ids_in(z, 'at'))}\n{z.log_tail(30)}")
+    # later records too, and a restart resumes after the stored positions
+    z.stop()
+    put(k, stream, [(json.dumps({"id": 200 + i}).encode(), f"p{i}") for i in range(4)])
+    z.start()
+    want |= set(range(200, 204))
+    wait_for(lambda: sorted(ids_in(z, "at")) == sorted(want),
+             lambda: f"{sorted(want)}; have {sorted(ids_in(z, 'at'))}")
+
+
 @pytest.mark.sqlite_only
 def test_zxctl_test_says_where_the_keys_came_from_or_what_failed(kinesalite, make_kin):
     env, k = kinesalite
