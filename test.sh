@@ -19,6 +19,9 @@ setup() {
 }
 
 echo "== [${SECONDS}s] build"
+# meson compiles through ccache when it is installed (install-deps --test):
+# the unit tests compile many of the product's files again, each in its own
+# target, and those repeats become cache hits (a third less CPU per build).
 setup build -Dwerror=true
 ninja -C build
 
@@ -80,7 +83,8 @@ FUZZ_SECONDS="${ZX_FUZZ_SECONDS:-10}"
 if [ "$FUZZ_SECONDS" != 0 ]; then
     echo "== [${SECONDS}s] fuzz targets: libFuzzer + ASan + UBSan, ${FUZZ_SECONDS}s each (tests/fuzz/)"
     if [ ! -f build-fuzz/build.ninja ]; then
-        CC=clang meson setup build-fuzz -Dfuzzing=true -Dwerror=true >/dev/null
+        CC="$(command -v ccache >/dev/null && echo "ccache clang" || echo clang)" \
+            meson setup build-fuzz -Dfuzzing=true -Dwerror=true >/dev/null
     fi
     meson configure build-fuzz -Dfuzzing=true -Dwerror=true >/dev/null
     ninja -C build-fuzz fuzz

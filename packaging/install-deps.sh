@@ -4,7 +4,8 @@
 #   (no option)  build and run zx, and try it as the README shows (curl,
 #                sqlite3): what ./run.sh needs
 #   --test       also what ./test.sh needs: wrk, the JSON libraries the
-#                benchmarks compare with, clang (libFuzzer), pytest, for the
+#                benchmarks compare with, clang (libFuzzer), ccache (the test
+#                builds compile many files twice), pytest, for the
 #                real Kafka brokers of tests/services/kafka: Java, Maven (it
 #                fetches Kafka's jars), openssl, kcat and confluent-kafka
 #                (from PyPI), and for the PostgreSQL server of
@@ -26,7 +27,7 @@ libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
 libavro-dev libcurl4-openssl-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless maven openssl kcat
-postgresql-15 mariadb-server"
+postgresql-15 mariadb-server ccache"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
