@@ -153,10 +153,23 @@ static void test_restart(void)
     /* an expired iterator: a new one from the position, never LATEST */
     ks_got_iterator(s1, strdup("x"));
     CHECK(ks_got_records(&s, s1, SEQ2, UINT32_MAX, strdup("y"), 0, 10) == 0);
-    ks_iterator_expired(s1);
+    ks_iterator_expired(s1, 20);
     CHECK(s1->state == KS_NEEDS_ITERATOR && !s1->iterator);
     CHECK(!strcmp(ks_iterator_type(s1, &seq, &at), "AFTER_SEQUENCE_NUMBER") &&
           !strcmp(seq, SEQ2));
+    /* the renewal keeps the call gap: no loop when every iterator expires */
+    CHECK(s1->next_call_ms == 20 + KS_CALL_GAP_MS);
+    /* expired again before a record: the same position, not a later one */
+    ks_got_iterator(s1, strdup("z"));
+    CHECK(s1->state == KS_READING);
+    ks_iterator_expired(s1, 20 + KS_CALL_GAP_MS);
+    CHECK(s1->state == KS_NEEDS_ITERATOR && s1->pos.kind == KS_AFTER &&
+          !strcmp(s1->pos.seq, SEQ2));
+    /* a shard expired before its first record: renewed where it started */
+    ks_got_iterator(s2, strdup("w"));
+    ks_iterator_expired(s2, 0);
+    CHECK(s2->state == KS_NEEDS_ITERATOR &&
+          !strcmp(ks_iterator_type(s2, &seq, &at), "TRIM_HORIZON") && !seq);
     ks_free(&s);
 }
 

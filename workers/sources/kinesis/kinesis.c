@@ -426,10 +426,19 @@ static int call_shard(kin_state *s, ks_shard *sh, int64_t now)
         }
     }
     switch (st) {
-    case KA_EXPIRED:
-        ks_iterator_expired(sh);
-        zx_info("event=kinesis_iterator_expired pipeline=%s shard=%s", s->name, sh->id);
+    case KA_EXPIRED: {
+        /* a new iterator from the position of the last record handed on
+         * (or where the shard started), never LATEST: nothing is skipped */
+        ks_iterator_expired(sh, now);
+        const char *seq;
+        int64_t at;
+        const char *type = ks_iterator_type(sh, &seq, &at);
+        char text[KS_POS_MAX];
+        ks_pos_format(&sh->pos, text);
+        zx_info("event=kinesis_iterator_expired pipeline=%s shard=%s renew_from=%s "
+                "position=\"%s\"", s->name, sh->id, type, text[0] ? text : "none");
         return -100;
+    }
     case KA_NOT_FOUND:
         set_error(s, e);
         ks_backoff(sh, now, (uint32_t)zx_now_us());

@@ -266,12 +266,14 @@ int ks_got_records(ks_set *s, ks_shard *sh, const char *seq, uint32_t sub, char 
     return 1;
 }
 
-void ks_iterator_expired(ks_shard *sh)
+void ks_iterator_expired(ks_shard *sh, int64_t now_ms)
 {
     free(sh->iterator);
     sh->iterator = NULL;
     if (sh->state == KS_READING)
         sh->state = KS_NEEDS_ITERATOR;
+    if (sh->next_call_ms < now_ms + KS_CALL_GAP_MS)
+        sh->next_call_ms = now_ms + KS_CALL_GAP_MS;
 }
 
 void ks_backoff(ks_shard *sh, int64_t now_ms, uint32_t rnd)

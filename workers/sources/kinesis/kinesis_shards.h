@@ -146,9 +146,13 @@ void ks_got_iterator(ks_shard *sh, char *iterator);
 int ks_got_records(ks_set *s, ks_shard *sh, const char *seq, uint32_t sub, char *next_iterator,
                    int64_t behind_ms, int64_t now_ms);
 
-/* The shard's iterator expired (or was refused): get a new one from its
- * position (never LATEST). */
-void ks_iterator_expired(ks_shard *sh);
+/* The shard's iterator expired (ExpiredIteratorException) at now_ms: the
+ * iterator is dropped and a new one is asked for from the shard's position
+ * (ks_iterator_type: after the last record handed on, or where the shard
+ * started; never LATEST), no sooner than KS_CALL_GAP_MS after now_ms, so
+ * that an emulator or a service expiring every iterator is called at most
+ * 5 times a second per shard, not in a loop. */
+void ks_iterator_expired(ks_shard *sh, int64_t now_ms);
 
 /* A throttle (ProvisionedThroughputExceeded, LimitExceeded) or a server
  * error on this shard: wait, doubling from KS_BACKOFF_MIN_MS to
