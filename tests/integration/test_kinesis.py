@@ -356,6 +356,63 @@ def test_zxctl_test_says_where_the_keys_came_from_or_what_failed(kinesalite, mak
     assert SECRET not in shown
 
 
+class _CannedKinesis(http.server.BaseHTTPRequestHandler):
+    """Kinesis answering each stream's calls with the error AWS gives for
+    a case the emulators cannot play (IAM, a clock off, another region)."""
+    answers = {
+        "denied": ("AccessDeniedException", "User: arn:aws:iam::111122223333:user/zx is "
+                   "not authorized to perform: kinesis:DescribeStreamSummary on resource: "
+                   "arn:aws:kinesis:us-east-1:111122223333:stream/denied because no "
+                   "identity-based policy allows the kinesis:DescribeStreamSummary action"),
+        "skew": ("InvalidSignatureException", "Signature expired: 20261202T100000Z is now "
+                 "earlier than 20261202T100500Z (20261202T101000Z - 5 min.)"),
+        "nokey": ("UnrecognizedClientException", "The security token included in the "
+                  "request is invalid."),
+        "elsewhere": ("ResourceNotFoundException", "Stream elsewhere under account "
+                      "111122223333 not found."),
+    }
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        req = json.loads(self.rfile.read(n) or b"{}")
+        kind, msg = self.answers.get(req.get("StreamName"), ("InternalFailure", "?"))
+        data = json.dumps({"__type": kind, "message": msg}).encode()
+        self.send_response(400)
+        self.send_header("Content-Type", "application/x-amz-json-1.1")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.mark.sqlite_only
+def test_zxctl_test_names_what_aws_refused_and_what_to_do(make_kin):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CannedKinesis)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.server_address[1]}"
+    try:
+        z = make_kin({n: {"stream": n} for n in _CannedKinesis.answers}, endpoint=url)
+        want = {
+            "denied": ["AccessDeniedException", "not authorized to perform: "
+                       "kinesis:DescribeStreamSummary"],
+            "skew": ["Signature expired", "this host's clock is off"],
+            "nokey": ["UnrecognizedClientException",
+                      "the access key is not known in this region or account"],
+            "elsewhere": ["ResourceNotFoundException", f"looked for at {url}",
+                          "is the connection's region the stream's?"],
+        }
+        for name, parts in want.items():
+            p = z.zxctl("test", name, check_rc=1)
+            out = p.stdout + p.stderr
+            for part in parts:
+                assert part in out, (name, part, out)
+            assert SECRET not in out
+    finally:
+        srv.shutdown()
+
+
 @pytest.mark.sqlite_only
 def test_an_endpoint_nobody_answers_is_said(make_kin):
     z = make_kin({"far": {"stream": "x"}}, endpoint="http://127.0.0.1:9")

@@ -28,9 +28,10 @@ static const char *shown(const ka_stream *st)
     return st->arn ? st->arn : st->name;
 }
 
-/* Sort an error answer (status, body) into a ka_status, with the message. */
-static ka_status sort_error(const char *call, const ka_stream *st, const zx_http_response *r,
-                            char *err, size_t errlen)
+/* Sort an error answer (status, body) of client c into a ka_status, with
+ * the message and what a person can do about it. */
+static ka_status sort_error(const zx_aws_client *c, const char *call, const ka_stream *st,
+                            const zx_http_response *r, char *err, size_t errlen)
 {
     zx_kin_error e;
     if (zx_kin_parse_error(r->body ? r->body : "", r->len, &e) < 0) {
@@ -54,11 +55,18 @@ static ka_status sort_error(const char *call, const ka_stream *st, const zx_http
              !strcmp(t, "IncompleteSignature") || !strcmp(t, "MissingAuthenticationToken"))
         s = KA_DENIED;
     const char *hint = "";
+    char where[300];
     if (s == KA_DENIED && (strstr(e.message, "Signature expired") ||
                            strstr(e.message, "not yet current")))
         hint = " (this host's clock is off: set it right, e.g. with NTP)";
     else if (!strcmp(t, "UnrecognizedClientException"))
         hint = " (the access key is not known in this region or account)";
+    else if (s == KA_NOT_FOUND) {
+        /* a stream looked for in the wrong region is not found there */
+        snprintf(where, sizeof(where), " (looked for at %.200s: is the connection's region "
+                 "the stream's?)", zx_aws_client_url(c));
+        hint = where;
+    }
     zx_seterr(err, errlen, "%s of stream %.200s: %s%s%s%s", call, shown(st), t[0] ? t : "",
               t[0] ? ": " : "", e.message[0] ? e.message : "no message", hint);
     return s;
@@ -93,7 +101,7 @@ static ka_status call(zx_aws_client *c, const char *name, const ka_stream *st, j
         return KA_BAD;
     }
     if (resp->status != 200) {
-        ka_status s = sort_error(name, st, resp, err, errlen);
+        ka_status s = sort_error(c, name, st, resp, err, errlen);
         zx_http_response_free(resp);
         return s;
     }
