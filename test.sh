@@ -150,19 +150,21 @@ SAN_DIR=$(mktemp -d /tmp/zx-sanitizers.XXXXXX)
 # is a real Debezium Server, not zx code: the same push and Kafka paths run
 # here in those), and the scans of process memory for secrets (an ASan
 # process's memory is mostly the sanitizer's shadow and quarantine: a scan
-# takes a minute and says nothing about zx's own buffers), and the 2 GB
-# upload to S3 (a bound on the worker's RSS; the same upload code runs here
-# in the other S3 tests).  The sanitizer
+# takes a minute and says nothing about zx's own buffers), and the runs
+# that only scale up code the smaller tests here run too: the 2 GB upload
+# to S3 (a bound on the worker's RSS) and ten million Parquet rows; the
+# start with many pipelines starts 100 here, not 300.  The sanitizer
 # options must reach pytest's environment: the tests that cannot run under
 # ASan skip themselves on ASAN_OPTIONS.
 ASAN_OPTIONS="detect_leaks=1:log_path=$SAN_DIR/asan" \
-UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan" \
+UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan" ZX_TEST_MANY_PIPELINES=100 \
 ZX_WORKSPACES=sqlite ZX_BUILD_DIR="$PWD/build-asan" python3 -m pytest tests/integration -q -p no:cacheprovider \
     --ignore=tests/integration/test_debezium_server.py \
     --deselect "tests/integration/test_debezium_avro.py::test_registry_password_stays_in_its_worker" \
     --deselect "tests/integration/test_worker_secrets.py::test_each_process_holds_only_its_own_secrets" \
     --deselect "tests/integration/test_kinesis.py::test_the_secret_key_is_only_in_the_worker_that_uses_it" \
     --deselect "tests/integration/test_files_s3.py::test_a_2_gb_object_streams_with_bounded_memory" \
+    --deselect "tests/integration/test_parquet_files.py::test_ten_million_rows" \
     --durations=15 "$@"
 if [ -n "$(ls -A "$SAN_DIR")" ]; then
     echo "sanitizer reports from zxd/zxctl processes:" >&2
