@@ -11,6 +11,7 @@ the report.  Needs boto3.  Commands (argv[1]):
       CMD (SIGTERM, SIGKILL after 60 s); CPU of CMD's process tree and of the
       emulators (EMU_PIDS: "name:pid,name:pid") over the same window; writes
       OUTDIR/result.json.  Exit 0 when the table got its N rows.
+  streamarn ENDPOINT STREAM   exit 0 when ListShards by StreamARN works
   report RESULT.json      the figures of one run
   summary ZX.json BENTO.json   one line: both rates and the ratio
 """
@@ -93,6 +94,16 @@ def fill(endpoint, stream, nshards, n, procs):
     secs = time.monotonic() - t0
     counts = ",".join(str(shards[s]) for s in sorted(shards))
     print(f"{secs:.2f} {total} {counts}")
+
+
+def streamarn(endpoint, stream):
+    """Exit 0 when the Kinesis at endpoint takes ListShards by StreamARN."""
+    k = _client(endpoint)
+    arn = k.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamARN"]
+    try:
+        k.list_shards(StreamARN=arn)
+    except Exception as e:  # noqa: BLE001 (any refusal means the same)
+        sys.exit(f"ListShards by StreamARN: {e}")
 
 
 # ---- the run watcher ---------------------------------------------------------
@@ -303,7 +314,10 @@ def _limit(r):
         why = (f"kinesalite: its one thread is busy {shares['kinesalite']:.0%} of the time "
                f"(node runs it on one core)")
     elif busy >= 0.9:
-        why = f"the machine: its {r['cores']} cores are {busy:.0%} busy"
+        others = r["machine_cpu_s"] - r["cpu_s"] - sum(v for v in r["emulators"].values() if v)
+        why = (f"the machine: its {r['cores']} cores are {busy:.0%} busy "
+               f"({max(others, 0) / r['machine_cpu_s']:.0%} of it other processes); "
+               f"busiest of ours: {name} at {shares[name]:.0%} of a core")
     else:
         why = (f"{name} ({shares[name]:.0%} of a core); no side is saturated: "
                f"round trips (each shard's GetRecords waits for the previous answer)")
@@ -318,8 +332,10 @@ def report(path):
         if "stop" in r:
             print(f"{L}: stop: {r['stop']}")
         return
+    from_first = r["rows_wanted"] / max(r["seconds"] - r["first_row_s"], 1e-9)
     print(f"{L}: {r['rows_wanted']:,} records in {r['seconds']:.1f} s: "
-          f"{r['rows_per_s']:,.0f} records/s (first row after {r['first_row_s']:.1f} s)")
+          f"{r['rows_per_s']:,.0f} records/s (first row after {r['first_row_s']:.1f} s; "
+          f"from it: {from_first:,.0f} records/s)")
     print(f"{L}: CPU {r['cpu_s']:.1f} s user+sys (process tree) = "
           f"{r['cpu_us_per_row']:.1f} CPU-us per record; peak RSS (sum) "
           f"{r['rss_peak_sum_kb'] / 1024:,.0f} MiB")
@@ -327,8 +343,10 @@ def report(path):
         if v is not None:
             print(f"{L}: {k}: CPU {v:.1f} s over the same {r['seconds']:.1f} s "
                   f"({v / r['seconds']:.0%} of one core)")
+    others = r["machine_cpu_s"] - r["cpu_s"] - sum(v for v in r["emulators"].values() if v)
     print(f"{L}: machine: {r['machine_cpu_s']:.1f} CPU-s busy of {r['cores']} cores x "
-          f"{r['seconds']:.1f} s ({r['machine_cpu_s'] / (r['cores'] * r['seconds']):.0%})")
+          f"{r['seconds']:.1f} s ({r['machine_cpu_s'] / (r['cores'] * r['seconds']):.0%}); "
+          f"other processes than these: {max(others, 0):.1f} CPU-s")
     print(f"{L}: limited by {_limit(r)}")
     dup = r["rows_after_stop"] - (r["distinct_ids"] or 0)
     print(f"{L}: after the stop: {r['rows_after_stop']:,} rows, {r['distinct_ids']:,} distinct ids"
@@ -361,8 +379,8 @@ if __name__ == "__main__":
     c, a = sys.argv[1], sys.argv[2:]
     if c == "fill":
         fill(*a)
-    elif c == "record":
-        sys.stdout.buffer.write(record(int(a[0])) + b"\n")
+    elif c == "streamarn":
+        streamarn(*a)
     elif c == "run":
         sys.exit(run(*a[:7], a[8:] if a[7] == "--" else a[7:]))
     elif c == "report":

@@ -30,6 +30,12 @@
 #   - the rows after the stop and the distinct ids (duplicates);
 # then a summary line with both rates and the ratio zx/bento.
 #
+# kinesalite 3.3.3 predates the StreamARN field, by which Bento names the
+# stream in ListShards, GetShardIterator and GetRecords: the script starts
+# kinesalite with kinesalite_streamarn.js preloaded (NODE_OPTIONS), which
+# copies the ARN's stream name into StreamName; both consumers meet that
+# same emulator.  A kinesalite already running without it serves --zx-only
+# runs only.
 # Services: kinesalite (and moto, for Bento) are started if they are not
 # running (with ZX_SERVICES_DIR as tests/services use it) and stopped at
 # the end if this script started them; a running one is used and left
@@ -141,9 +147,10 @@ fi
 # svc_env SCRIPT VAR: the running service's VAR, or empty
 svc_env() { "$1" env 2>/dev/null | sed -n "s/^$2=//p"; }
 if ! ENDPOINT=$(svc_env "$KINESALITE" KINESIS_ENDPOINT) || [ -z "$ENDPOINT" ]; then
-    say "starting kinesalite (tests/services/kinesalite start)"
+    say "starting kinesalite (tests/services/kinesalite start, with kinesalite_streamarn.js)"
     KIN_STARTED=1
-    "$KINESALITE" start >/dev/null || die "tests/services/kinesalite start failed"
+    NODE_OPTIONS="--require $HERE/kinesalite_streamarn.js" "$KINESALITE" start >/dev/null ||
+        die "tests/services/kinesalite start failed"
     ENDPOINT=$(svc_env "$KINESALITE" KINESIS_ENDPOINT)
 fi
 [ -n "$ENDPOINT" ] || die "kinesalite printed no KINESIS_ENDPOINT"
@@ -167,6 +174,12 @@ say "filling $STREAM ($SHARDS shards) with $ROWS records from $PROCS processes"
 FILL=$(python3 "$PY" fill "$ENDPOINT" "$STREAM" "$SHARDS" "$ROWS" "$PROCS") ||
     die "could not fill the stream"
 read -r FILL_S FILL_BYTES PER_SHARD <<<"$FILL"
+
+if [ "$RUN_PEER" = 1 ] && ! python3 "$PY" streamarn "$ENDPOINT" "$STREAM"; then
+    say "the running kinesalite refuses StreamARN (it was not started by this script with"
+    say "kinesalite_streamarn.js): Bento cannot read from it.  Stop it"
+    die "(ZX_SERVICES_DIR=${ZX_SERVICES_DIR:-} tests/services/kinesalite stop) and run again, or use --zx-only"
+fi
 
 echo "== Kinesis (kinesalite) -> SQLite: zx and Bento =="
 echo "kinesalite at $ENDPOINT (pid $KIN_PID); stream $STREAM, $SHARDS shards: $PER_SHARD records"
