@@ -300,28 +300,28 @@ def run(label, db, table, n, deadline, outdir, emus, cmd):
 
 
 def _limit(r):
-    """Which side limits the run: the busiest of the consumer (its CPU over
-    the wall time, on up to `cores` cores) and the emulators (one thread:
-    node's event loop, or moto's server), in share of what each can use."""
+    """Which side limits the run, from each one's CPU over the wall time:
+    the machine when its cores are busy and others took a quarter of it;
+    kinesalite (one node thread) when it is busy 75% of the time or more
+    and busier than the consumer; the consumer when it is; else round
+    trips (each shard's GetRecords waits for the previous answer)."""
     wall = r["seconds"]
-    shares = {"the consumer": r["cpu_s"] / wall}
-    for k, v in r["emulators"].items():
-        if v is not None:
-            shares[k] = v / wall
-    name = max(shares, key=shares.get)
+    emus = {k: v / wall for k, v in r["emulators"].items() if v is not None}
+    cons = r["cpu_s"] / wall
+    kin = emus.get("kinesalite", 0.0)
     busy = r["machine_cpu_s"] / (wall * r["cores"])
-    if shares.get("kinesalite", 0) >= 0.85:
-        why = (f"kinesalite: its one thread is busy {shares['kinesalite']:.0%} of the time "
-               f"(node runs it on one core)")
-    elif busy >= 0.9:
-        others = r["machine_cpu_s"] - r["cpu_s"] - sum(v for v in r["emulators"].values() if v)
-        why = (f"the machine: its {r['cores']} cores are {busy:.0%} busy "
-               f"({max(others, 0) / r['machine_cpu_s']:.0%} of it other processes); "
-               f"busiest of ours: {name} at {shares[name]:.0%} of a core")
-    else:
-        why = (f"{name} ({shares[name]:.0%} of a core); no side is saturated: "
-               f"round trips (each shard's GetRecords waits for the previous answer)")
-    return why
+    others = max(r["machine_cpu_s"] - r["cpu_s"] - sum(v for v in r["emulators"].values() if v),
+                 0.0)
+    ours = f"the consumer used {cons:.0%} of a core, kinesalite {kin:.0%}"
+    if busy >= 0.9 and others >= 0.25 * r["machine_cpu_s"]:
+        return (f"the machine: its {r['cores']} cores are {busy:.0%} busy, "
+                f"{others / r['machine_cpu_s']:.0%} of it other processes ({ours})")
+    if kin >= 0.75 and kin > cons:
+        return (f"the emulator: kinesalite's one node thread is busy {kin:.0%} of the time "
+                f"while the consumer used {cons:.0%} of a core")
+    if cons >= 0.75 and cons >= kin:
+        return f"the consumer: {ours}"
+    return f"round trips, no side saturated: {ours}"
 
 
 def report(path):
