@@ -17,7 +17,8 @@
 # HeadObject too, when it answers), then it is deleted (moto holds objects
 # in memory).  For each it prints bytes, seconds, MB/s
 # (10^6 bytes), CPU of the uploader (user+sys), its max RSS, and moto's CPU
-# over the same upload; then both rates and the ratio zx/boto3.
+# over the same upload (moto is one Python process: near 100% of a core, it
+# is the limit); then both rates and the ratio zx/boto3.
 #
 # moto is started if it is not running (ZX_SERVICES_DIR as tests/services
 # use it) and stopped at the end if this script started it; its bucket
@@ -116,7 +117,9 @@ show() {
     echo "$1: $(val "$2" bytes) bytes in $(val "$2" seconds) s = $(val "$2" mb_per_s) MB/s" \
          "($(val "$2" parts) parts)"
     echo "$1: CPU $(val "$2" user_s) s user + $(val "$2" sys_s) s sys; max RSS" \
-         "$(( $(val "$2" max_rss_kb) / 1024 )) MiB; moto's CPU meanwhile $3 s"
+         "$(( $(val "$2" max_rss_kb) / 1024 )) MiB; moto's CPU meanwhile $3 s" \
+         "($(python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.0%}')" "$3" "$(val "$2" seconds)")" \
+         "of one core)"
     echo "$1: object size: $4 bytes (head_object, boto3); the uploader's own HeadObject:" \
          "$(val "$2" head_size)"
     [ "$4" = "$SIZE" ] || { echo "$1: WRONG SIZE: the file has $SIZE bytes"; return 1; }
