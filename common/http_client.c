@@ -292,7 +292,10 @@ static CURLcode attempt(zx_http_client *c, const char *method, const char *url,
         curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)b->max);
+    /* the bound is on the body read; a HEAD answer has none, and its
+     * Content-Length (an S3 object's size) is no body to bound */
+    if (strcmp(method, "HEAD") != 0)
+        curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)b->max);
     curl_easy_setopt(h, CURLOPT_USERAGENT, c->agent);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
