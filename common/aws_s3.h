@@ -266,6 +266,19 @@ zx_s3_upload *zx_s3_upload_new(zx_s3 *s, const char *bucket, const char *key,
                                size_t part_size, const zx_s3_put_opts *po, char *err,
                                size_t errlen);
 
+#define ZX_S3_UPLOAD_THREADS_MAX 16
+
+/* Upload up to n parts at once (1..ZX_S3_UPLOAD_THREADS_MAX), each of n
+ * threads with its own client of clients[0..n) (borrowed: they must
+ * outlive u; clients of one bucket's settings, whose keys callback may
+ * then be called from those threads at once: it must be thread-safe).
+ * The writer fills the next part meanwhile; memory is n + 1 parts.  Set
+ * before the first write; s (zx_s3_upload_new's) still creates, completes
+ * and aborts the upload.  0, or ZX_S3_ERR (called late, n out of range,
+ * out of memory). */
+int zx_s3_upload_parallel(zx_s3_upload *u, zx_s3 *const *clients, int n, char *err,
+                          size_t errlen);
+
 /* Add len bytes.  0 or ZX_S3_ERR (an upload failed: the uploader can then
  * only be aborted; more than 10000 parts). */
 int zx_s3_upload_write(zx_s3_upload *u, const void *buf, size_t len, char *err,

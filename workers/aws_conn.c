@@ -4,7 +4,10 @@
  */
 #include "workers/aws_conn.h"
 
+#include <pthread.h>
 #include <string.h>
+
+#include "common/util.h"
 
 void zx_aws_conn_cred_opts(const zx_conf_connection *c, zx_aws_cred_opts *o)
 {
@@ -20,10 +23,39 @@ void zx_aws_conn_cred_opts(const zx_conf_connection *c, zx_aws_cred_opts *o)
     o->sts_endpoint = c->endpoint;
 }
 
-/* zx_s3_keys_fn over a credential provider: the keys valid now. */
+/* The keys a thread signs with: copied out of the provider under the
+ * lock (a refresh in another thread frees the provider's strings), valid
+ * until that thread's next call. */
+static pthread_mutex_t keys_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread struct {
+    char access_key[256], secret_key[256], token[8192];
+} mine;
+
+/* zx_s3_keys_fn over a credential provider: the keys valid now.  Thread
+ * safe: an uploader's parallel parts call it from their threads. */
 static int creds_keys(void *ctx, zx_aws_keys *out, char *err, size_t errlen)
 {
-    return zx_aws_creds_get(ctx, 0, out, err, errlen) < 0 ? -1 : 0;
+    zx_aws_keys k;
+    pthread_mutex_lock(&keys_mu);
+    int rc = zx_aws_creds_get(ctx, 0, &k, err, errlen) < 0 ? -1 : 0;
+    if (rc == 0) {
+        const char *t = k.session_token ? k.session_token : "";
+        if (!k.access_key || !k.secret_key || strlen(k.access_key) >= sizeof(mine.access_key) ||
+            strlen(k.secret_key) >= sizeof(mine.secret_key) || strlen(t) >= sizeof(mine.token))
+            rc = zx_seterr(err, errlen, "the credentials found are longer than zx takes");
+        else {
+            strcpy(mine.access_key, k.access_key);
+            strcpy(mine.secret_key, k.secret_key);
+            strcpy(mine.token, t);
+        }
+    }
+    pthread_mutex_unlock(&keys_mu);
+    if (rc < 0)
+        return -1;
+    out->access_key = mine.access_key;
+    out->secret_key = mine.secret_key;
+    out->session_token = mine.token[0] ? mine.token : NULL;
+    return 0;
 }
 
 zx_s3 *zx_aws_conn_s3(const zx_conf_connection *c, zx_aws_creds *creds,

@@ -336,6 +336,63 @@ static void bench(void)
     free(data);
 }
 
+/* Parallel parts: 3 threads, odd writes, read back whole; a thread whose
+ * client cannot reach S3 fails the upload at the next write or the
+ * commit, and nothing stays behind. */
+static void test_parallel(const zx_s3_opts *o)
+{
+    zx_s3 *par[3];
+    for (int i = 0; i < 3; i++)
+        par[i] = zx_s3_new(o, err, sizeof(err));
+    size_t total = (23u << 20) + 12345;
+    char *data = pattern(total, 7);
+    zx_s3_upload *u = zx_s3_upload_new(s, bucket, "par/23m.bin", 5u << 20, NULL, err,
+                                       sizeof(err));
+    check_rc(zx_s3_upload_parallel(u, par, 3, err, sizeof(err)), 0, "parallel");
+    CHECK(zx_s3_upload_parallel(u, par, 3, err, sizeof(err)) != 0);   /* once */
+    for (size_t off = 0, step = 999983; off < total; off += step)
+        check_rc(zx_s3_upload_write(u, data + off, total - off < step ? total - off : step,
+                                    err, sizeof(err)), 0, "parallel write");
+    zx_s3_object_info info;
+    check_rc(zx_s3_upload_commit(u, &info, err, sizeof(err)), 0, "parallel commit");
+    CHECK(zx_s3_upload_parts(u) == 5 && strstr(info.etag, "-5\"") != NULL);
+    zx_s3_upload_free(u);
+    char *d = NULL;
+    size_t n = 0;
+    check_rc(zx_s3_get_object(s, bucket, "par/23m.bin", 32u << 20, &d, &n, err, sizeof(err)),
+             0, "get parallel");
+    CHECK(n == total && d && memcmp(d, data, total) == 0);
+    free(d);
+    CHECK(uploads_under("par/", NULL, 0) == 0);
+
+    /* one client that cannot reach S3 */
+    zx_s3_opts bad = *o;
+    bad.endpoint = "http://127.0.0.1:9";
+    bad.http.max_attempts = 1;
+    bad.http.timeout_ms = 2000;
+    zx_s3 *dead = zx_s3_new(&bad, err, sizeof(err));
+    zx_s3 *mixed[2] = {dead, dead};
+    u = zx_s3_upload_new(s, bucket, "par/fails.bin", 5u << 20, NULL, err, sizeof(err));
+    check_rc(zx_s3_upload_parallel(u, mixed, 2, err, sizeof(err)), 0, "parallel dead");
+    int rc = 0;
+    for (size_t off = 0; off < total && rc == 0; off += 1u << 20)
+        rc = zx_s3_upload_write(u, data + off, 1u << 20, err, sizeof(err));
+    if (rc == 0)
+        rc = zx_s3_upload_commit(u, NULL, err, sizeof(err));
+    CHECK(rc != 0 && strstr(err, "127.0.0.1:9") != NULL);
+    if (!strstr(err, "127.0.0.1:9"))
+        printf("  the failed part said: %s\n", err);
+    zx_s3_upload_free(u);
+    zx_s3_object_info h;
+    CHECK(zx_s3_head_object(s, bucket, "par/fails.bin", &h, err, sizeof(err)) ==
+          ZX_S3_NOT_FOUND);
+    CHECK(uploads_under("par/", NULL, 0) == 0);
+    zx_s3_free(dead);
+    for (int i = 0; i < 3; i++)
+        zx_s3_free(par[i]);
+    free(data);
+}
+
 int main(void)
 {
     const char *ep = getenv("ZX_MOTO_ENDPOINT");
@@ -354,6 +411,7 @@ int main(void)
     }
     test_objects();
     test_multipart();
+    test_parallel(&o);
     test_pages();
     if (!getenv("ZX_S3_NO_BENCH"))
         bench();

@@ -16,9 +16,13 @@
 
 #define FS3_PART (8u << 20)
 
+#define FS3_PARALLEL 4           /* parts in flight: one connection to S3
+                                    rarely fills a link; memory is 5 parts */
+
 struct zx_fs3 {
     zx_aws_creds *creds;
     zx_s3 *s3;
+    zx_s3 *par[FS3_PARALLEL];    /* the parts' own clients, one per thread */
     char *bucket;
     char *sse, *kms_key_id;
     zx_s3_upload *up;            /* the running object; NULL: none */
@@ -46,6 +50,11 @@ zx_fs3 *zx_fs3_open(const zx_fs3_args *a, char *err, size_t errlen)
         zx_seterr(err, errlen, "connection %s: %s", a->conn->name, e);
         goto fail;
     }
+    for (int i = 0; i < FS3_PARALLEL; i++)
+        if (!(f->par[i] = zx_aws_conn_s3(a->conn, f->creds, &ho, e, sizeof(e)))) {
+            zx_seterr(err, errlen, "connection %s: %s", a->conn->name, e);
+            goto fail;
+        }
     f->bucket = strdup(a->bucket);
     f->sse = a->sse ? strdup(a->sse) : NULL;
     f->kms_key_id = a->kms_key_id ? strdup(a->kms_key_id) : NULL;
@@ -131,6 +140,8 @@ int zx_fs3_begin(zx_fs3 *f, const char *key, const char *stem, const char *ext, 
                          .checksum = ZX_S3_CHECKSUM_SHA256};
     if (!(f->up = zx_s3_upload_new(f->s3, f->bucket, key, FS3_PART, &po, err, errlen)))
         return -1;
+    if (zx_s3_upload_parallel(f->up, f->par, FS3_PARALLEL, err, errlen) != 0)
+        return -1;
     f->bytes = 0;
     return 0;
 }
@@ -175,6 +186,8 @@ void zx_fs3_free(zx_fs3 *f)
         return;
     zx_fs3_abort(f);
     zx_s3_free(f->s3);
+    for (int i = 0; i < FS3_PARALLEL; i++)
+        zx_s3_free(f->par[i]);
     zx_aws_creds_free(f->creds);
     free(f->bucket);
     free(f->sse);

@@ -10,8 +10,9 @@
  *
  * begin aborts the multipart uploads a crashed run of the same output left
  * (keys <stem><ext> and <stem>-<digits><ext> only) and starts the object;
- * write streams it as 8 MiB parts, each with its SHA-256 checksum (memory:
- * one part); commit makes it visible (one PutObject when it fits in one
+ * write streams it as 8 MiB parts, each with its SHA-256 checksum, 4 of
+ * them uploaded at once on threads of their own while the next fills
+ * (memory: 5 parts); commit makes it visible (one PutObject when it fits in one
  * part, else CompleteMultipartUpload); abort removes what the run uploaded
  * (AbortMultipartUpload): nothing is visible under the key before commit.
  *
