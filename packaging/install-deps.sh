@@ -138,12 +138,14 @@ sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
         python3 -m pip install "${pip_opts[@]}" "psycopg[binary]>=3.1"
     fi
     # Independent readers of what reverse syncs write (pyarrow and duckdb
-    # read the Parquet files) and the MariaDB client of the tests (PyMySQL,
-    # pure Python).
-    if ! python3 -c 'import pyarrow, duckdb, pymysql' 2>/dev/null; then
+    # read the Parquet files; duckdb hands timestamps with a time zone to
+    # Python through pytz, which it does not depend on) and the MariaDB
+    # client of the tests (PyMySQL, pure Python).
+    if ! python3 -c 'import pyarrow, duckdb, pymysql, pytz' 2>/dev/null; then
         pip_setup
-        echo "zx: installing pyarrow, duckdb and PyMySQL from PyPI" >&2
-        python3 -m pip install "${pip_opts[@]}" "pyarrow>=14" "duckdb>=0.10" "PyMySQL>=1.1"
+        echo "zx: installing pyarrow, duckdb, pytz and PyMySQL from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "pyarrow>=14" "duckdb>=0.10" "pytz" \
+            "PyMySQL>=1.1"
     fi
     # kinesalite (tests/services/kinesalite) runs on Node.js with npm: the
     # machine's own when it has them (NodeSource's nodejs bundles npm and
