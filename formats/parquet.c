@@ -133,12 +133,21 @@ int zx_pq_open(int fd, const zx_dcol *cols, size_t ncols, const zx_pq_opts *o,
     for (size_t i = 0; i < ncols; i++) {
         if (col_setup(&w->cols[i], &cols[i], err, errlen) < 0)
             goto fail;
+        if (w->o.field_ids) {
+            if (w->o.field_ids[i] < 1) {
+                snprintf(err, errlen, "parquet: column %s: field id %d (ids are >= 1)",
+                         cols[i].name, (int)w->o.field_ids[i]);
+                goto fail;
+            }
+            w->cols[i].field_id = w->o.field_ids[i];
+        }
         for (size_t j = 0; j < i; j++)
             if (!strcmp(cols[j].name, cols[i].name)) {
                 snprintf(err, errlen, "parquet: column %s appears twice", cols[i].name);
                 goto fail;
             }
     }
+    w->o.field_ids = NULL;        /* copied into the columns: keep no pointer */
     if (w->o.codec == ZX_PQ_ZSTD && !(w->zc = ZSTD_createCCtx()))
         goto oom;
     if (pq_emit(w, "PAR1", 4, err, errlen) < 0 || pq_out_flush(w, err, errlen) < 0)
@@ -435,4 +444,47 @@ uint64_t zx_pq_rows(const zx_pq_writer *w)
 uint32_t zx_pq_row_groups(const zx_pq_writer *w)
 {
     return w ? w->nrgs : 0;
+}
+
+int zx_pq_col_stats(const zx_pq_writer *w, size_t col, zx_pq_colstats *out)
+{
+    if (!w || col >= w->ncols)
+        return -1;
+    const pq_col *c = &w->cols[col];
+    const pq_filestats *f = &c->f;
+    memset(out, 0, sizeof(*out));
+    out->values = f->values;
+    out->nulls = f->nulls;
+    out->nans = f->nans;
+    out->compressed_bytes = f->compressed;
+    out->uncompressed_bytes = f->uncompressed;
+    if (!f->has)
+        return 0;
+    switch (c->phys) {
+    case PQ_DOUBLE:
+        if (f->nans)
+            return 0;
+        out->dmin = f->dmin == 0 ? -0.0 : f->dmin;
+        out->dmax = f->dmax == 0 ? 0.0 : f->dmax;
+        break;
+    case PQ_FLBA:
+        out->bmin = f->bmin;
+        out->bmax = f->bmax;
+        out->bmin_len = out->bmax_len = (size_t)c->flba_len;
+        break;
+    case PQ_BYTE_ARRAY:
+        if (f->bminlen > PQ_STAT_MAX || f->bmaxlen > PQ_STAT_MAX)
+            return 0;
+        out->bmin = f->bmin;
+        out->bmax = f->bmax;
+        out->bmin_len = f->bminlen;
+        out->bmax_len = f->bmaxlen;
+        break;
+    default:                            /* BOOLEAN, INT32, INT64 */
+        out->imin = f->imin;
+        out->imax = f->imax;
+        break;
+    }
+    out->has_minmax = 1;
+    return 0;
 }

@@ -14,6 +14,9 @@
  * -0.0 as min and +0.0 as max for zeros); the deprecated min / max too for
  * BOOLEAN, INT32, INT64 and DOUBLE columns, where their signed order is
  * right.
+ * Field ids (opts.field_ids): SchemaElement.field_id of each column, as
+ * Iceberg requires.  File-level statistics of each column, aggregated
+ * over its row groups, are read back with zx_pq_col_stats.
  *
  * Types (zx_dtype -> physical + logical type, legacy ConvertedType):
  *   TEXT       BYTE_ARRAY   STRING                       UTF8
@@ -68,6 +71,11 @@ typedef struct zx_pq_opts {
      * NULL: write(2) to fd. */
     int (*sink)(void *ctx, const void *p, size_t n, char *err, size_t errlen);
     void *sink_ctx;
+    /* Field ids of the columns, written as each leaf's SchemaElement
+     * field_id (what Iceberg maps columns by): NULL for none, else ncols
+     * ids, each >= 1 (zx_pq_open fails otherwise; it does not check that
+     * they are distinct).  Copied by zx_pq_open. */
+    const int32_t *field_ids;
 } zx_pq_opts;
 
 typedef struct zx_pq_writer zx_pq_writer;
@@ -111,5 +119,45 @@ int zx_pq_first_misfit(const zx_pq_writer *w, size_t *col, uint64_t *row);
 /* Rows accepted so far; row groups written so far. */
 uint64_t zx_pq_rows(const zx_pq_writer *w);
 uint32_t zx_pq_row_groups(const zx_pq_writer *w);
+
+/* File-level statistics of one column: what Delta Lake's `stats` and
+ * Iceberg's manifest (value, null and NaN counts, lower and upper bounds,
+ * column sizes) say of the file.  They cover the row groups written so
+ * far, so after zx_pq_finish returned 0 the whole file; rows still
+ * buffered in the current row group are not in them.  Min and max are
+ * over every non-NULL value of the file, in the order and within the
+ * limits of the footer's column chunk statistics. */
+typedef struct zx_pq_colstats {
+    uint64_t values;      /* rows (NULLs included) */
+    uint64_t nulls;       /* NULL cells, misfits included */
+    uint64_t nans;        /* DOUBLE: NaN values (not NULLs); 0 for other types */
+    uint64_t compressed_bytes;   /* the column's chunks on disk: pages and their
+                                  * headers, compressed (total_compressed_size,
+                                  * summed; Iceberg's column_sizes) */
+    uint64_t uncompressed_bytes; /* the same, uncompressed */
+    /* 1: min and max below are set; 0: unknown (no non-NULL value; a
+     * DOUBLE column with a NaN; a byte-array min or max longer than 64
+     * bytes).  Which pair is set depends on the column's type:
+     *   INT64, TIMESTAMP (µs since 1970 UTC), DATE (days since 1970),
+     *   BOOL (0 / 1), DECIMAL p <= 18 (the unscaled value): imin, imax;
+     *   DOUBLE: dmin, dmax (zeros: -0.0 as min, +0.0 as max);
+     *   TEXT, JSON, BYTES (unsigned byte-wise order; as written, so TEXT
+     *   and JSON are UTF-8): bmin / bmin_len, bmax / bmax_len;
+     *   DECIMAL p > 18: bmin, bmax, the unscaled value as the column's
+     *   fixed-length big-endian two's complement (lengths equal).
+     * bmin and bmax point into the writer: valid until zx_pq_free, their
+     * bytes rewritten when a later row group is written; not
+     * NUL-terminated; NULL when the type has no byte min/max or it is
+     * unknown. */
+    int has_minmax;
+    int64_t imin, imax;
+    double dmin, dmax;
+    const uint8_t *bmin, *bmax;
+    size_t bmin_len, bmax_len;
+} zx_pq_colstats;
+
+/* Fill *out with the statistics of column col (0-based).  Returns 0, or
+ * -1 (out untouched) when w is NULL or col >= the number of columns. */
+int zx_pq_col_stats(const zx_pq_writer *w, size_t col, zx_pq_colstats *out);
 
 #endif

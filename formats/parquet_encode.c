@@ -268,6 +268,64 @@ static void chunk_stats(const pq_col *c, pq_stats *st)
     st->has_minmax = 1;
 }
 
+/* Keep s[0..n) cut to PQ_STAT_MAX + 1 bytes in dst if it orders before
+ * (sign < 0) or after (sign > 0) what dst holds, or if first. */
+static void fold_bytes(uint8_t *dst, uint8_t *dstlen, const uint8_t *s, size_t n, int sign,
+                       int first)
+{
+    if (n > PQ_STAT_MAX + 1)
+        n = PQ_STAT_MAX + 1;
+    int r = first ? 0 : bytes_cmp(s, n, dst, *dstlen);
+    if (first || (sign < 0 ? r < 0 : r > 0)) {
+        if (n)
+            memcpy(dst, s, n);
+        *dstlen = (uint8_t)n;
+    }
+}
+
+/* Fold the row group's statistics of c (its chunk m, nrows rows) into
+ * the file's. */
+static void file_stats_fold(pq_col *c, const pq_chunk_meta *m, uint32_t nrows)
+{
+    pq_filestats *f = &c->f;
+    f->values += nrows;
+    f->nulls += c->nulls;
+    f->nans += c->nans;
+    f->compressed += (uint64_t)m->total_compressed;
+    f->uncompressed += (uint64_t)m->total_uncompressed;
+    if (!c->has)
+        return;
+    int first = !f->has;
+    f->has = 1;
+    switch (c->phys) {
+    case PQ_DOUBLE:
+        if (first || c->dmin < f->dmin)
+            f->dmin = c->dmin;
+        if (first || c->dmax > f->dmax)
+            f->dmax = c->dmax;
+        break;
+    case PQ_FLBA:
+        if (first || c->qmin < f->qmin)
+            f->qmin = c->qmin;
+        if (first || c->qmax > f->qmax)
+            f->qmax = c->qmax;
+        put_be128(f->bmin, f->qmin, c->flba_len);
+        put_be128(f->bmax, f->qmax, c->flba_len);
+        f->bminlen = f->bmaxlen = (uint8_t)c->flba_len;
+        break;
+    case PQ_BYTE_ARRAY:
+        fold_bytes(f->bmin, &f->bminlen, (const uint8_t *)c->bmin.p, c->bmin.len, -1, first);
+        fold_bytes(f->bmax, &f->bmaxlen, (const uint8_t *)c->bmax.p, c->bmax.len, 1, first);
+        break;
+    default:                            /* BOOLEAN, INT32, INT64 */
+        if (first || c->imin < f->imin)
+            f->imin = c->imin;
+        if (first || c->imax > f->imax)
+            f->imax = c->imax;
+        break;
+    }
+}
+
 /* ---- pages ------------------------------------------------------------- */
 
 static int bit_width(uint32_t max)
@@ -550,6 +608,7 @@ int pq_flush_rowgroup(zx_pq_writer *w, char *err, size_t errlen)
         }
         rg->total_byte_size += rg->chunks[i].total_uncompressed;
         rg->total_compressed += rg->chunks[i].total_compressed;
+        file_stats_fold(&w->cols[i], &rg->chunks[i], w->rg_rows);
         col_reset(&w->cols[i]);
     }
     w->nrgs++;

@@ -62,12 +62,28 @@ typedef struct pq_rowgroup {
     pq_chunk_meta *chunks;       /* ncols, owned */
 } pq_rowgroup;
 
+/* A column's statistics over the row groups written.  Byte-array min and
+ * max are kept cut to PQ_STAT_MAX + 1 bytes: a value that long stands for
+ * "longer than PQ_STAT_MAX" (unknown), and comparing cut values orders
+ * them as the whole values would wherever the outcome can matter (two
+ * values cut alike are both too long). */
+typedef struct pq_filestats {
+    uint64_t values, nulls, nans, compressed, uncompressed;
+    int has;                     /* a min/max candidate was seen */
+    int64_t imin, imax;
+    double dmin, dmax;
+    zx_i128 qmin, qmax;
+    uint8_t bminlen, bmaxlen;
+    uint8_t bmin[PQ_STAT_MAX + 1], bmax[PQ_STAT_MAX + 1];  /* also DECIMAL p > 18 */
+} pq_filestats;
+
 typedef struct pq_col {
     zx_dcol dc;                  /* name: owned copy */
     zx_dc_target t;              /* what the column takes (dcell.h) */
     int phys;                    /* PQ_BOOLEAN .. PQ_FLBA */
     int flba_len;                /* PQ_FLBA: bytes per value */
     int dict_ok;                 /* type may use the dictionary */
+    int32_t field_id;            /* SchemaElement.field_id; 0: none */
 
     /* the row group being buffered */
     zx_buf defs;                 /* bit r set: row r has a value */
@@ -90,6 +106,10 @@ typedef struct pq_col {
     double dmin, dmax;
     zx_i128 qmin, qmax;
     zx_buf bmin, bmax;           /* byte arrays in PLAIN mode */
+
+    /* statistics of the row groups written (zx_pq_col_stats), folded in
+     * by pq_flush_rowgroup */
+    pq_filestats f;
 } pq_col;
 
 struct zx_pq_writer {

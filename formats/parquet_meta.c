@@ -89,6 +89,8 @@ static void schema_leaf(zx_tc *t, const pq_col *c)
         zx_tc_field_i32(t, 7, c->dc.scale);
         zx_tc_field_i32(t, 8, c->dc.precision);
     }
+    if (c->field_id > 0)
+        zx_tc_field_i32(t, 9, c->field_id);
     if (ct >= 0) {
         zx_tc_field_struct_begin(t, 10);          /* LogicalType (union) */
         switch (c->dc.type) {
