@@ -3,8 +3,9 @@
  * (exact bytes), value conversions (common/dcell.h), and the Parquet
  * writer's files read back with a small compact-protocol decoder written
  * here (footer, page headers, definition levels, PLAIN and dictionary
- * values, statistics).  Readers' view of the files (pyarrow, DuckDB) is
- * tests/integration/test_parquet_files.py.
+ * values, statistics, field ids), and its file-level statistics
+ * (zx_pq_col_stats) against the footer.  Readers' view of the files
+ * (pyarrow, DuckDB) is tests/integration/test_parquet_files.py.
  */
 #include <errno.h>
 #include <math.h>
@@ -696,6 +697,243 @@ static void test_errors(void)
     zx_pq_free(NULL);
 }
 
+/* ---- file-level statistics and field ids ------------------------------- */
+
+static int bytes_is(const uint8_t *p, size_t n, const char *want, size_t wn)
+{
+    return p && n == wn && (!n || !memcmp(p, want, n));
+}
+
+/* The footer's chunks of column col: summed null counts, compressed and
+ * uncompressed sizes. */
+static void footer_sums(const node *meta, size_t col, int64_t *nulls, int64_t *comp,
+                        int64_t *uncomp)
+{
+    *nulls = *comp = *uncomp = 0;
+    const node *rgs = fld(meta, 4);
+    for (size_t g = 0; rgs && g < rgs->n; g++) {
+        const node *md = fld(&fld(&rgs->kids[g], 1)->kids[col], 3);
+        *nulls += fi(fld(md, 12), 3);
+        *uncomp += fi(md, 6);
+        *comp += fi(md, 7);
+    }
+}
+
+enum { ST_ROWS = 3000, ST_NCOLS = 13 };
+
+/* Row r's cells; the extremes sit in middle row groups. */
+static void stats_row(int r, zx_value *v, char *sbuf, char *lbuf)
+{
+    memset(v, 0, ST_NCOLS * sizeof(*v));
+    /* i: INT64, NULL when r % 10 == 3, a misfit at 5 */
+    if (r == 5)
+        v[0] = txt("x");
+    else if (r % 10 != 3)
+        v[0] = (zx_value){.type = ZX_T_INT,
+                          .u.i = r == 1500 ? INT64_MIN : r == 1700 ? INT64_MAX : r};
+    /* x: DOUBLE, min -1e300 at 1234, a zero at 200 */
+    v[1] = (zx_value){.type = ZX_T_REAL, .u.d = r == 1234 ? -1e300 : r * 0.5 - 100};
+    /* y: DOUBLE with one NaN */
+    v[2] = (zx_value){.type = ZX_T_REAL, .u.d = r == 2500 ? NAN : r};
+    /* s: TEXT, "" at 1111 (min), "zzz" at 2222 (max), NULL when r % 7 == 0 */
+    if (r % 7) {
+        if (r == 1111)
+            v[3] = txt("");
+        else if (r == 2222)
+            v[3] = txt("zzz");
+        else {
+            snprintf(sbuf, 16, "k%05d", (r * 7) % ST_ROWS);
+            v[3] = txt(sbuf);
+        }
+    }
+    /* l: TEXT whose max is 100 bytes long (unknown) */
+    memset(lbuf, '~', 100);
+    lbuf[100] = 0;
+    v[4] = r == 1600 ? txt(lbuf) : txt("b");
+    /* l2: TEXT with a 100-byte value ("m~~~...") that is neither min nor
+     * max (known) */
+    if (r == 1601)
+        lbuf[0] = 'm';
+    v[5] = r == 1601 ? txt(lbuf) : r == 10 ? txt("a") : r == 2990 ? txt("}") : txt("b");
+    /* b: BOOL, always true, NULL for the first 100 rows */
+    if (r >= 100)
+        v[6] = (zx_value){.type = ZX_T_BOOL, .u.b = 1};
+    /* t: TIMESTAMP */
+    v[7] = (zx_value){.type = ZX_T_TIMESTAMP, .u.i = 1000000000000000LL + r};
+    /* d: DATE, -1 at 1800, 2100-01-01 at 900 */
+    v[8] = txt(r == 1800 ? "1969-12-31" : r == 900 ? "2100-01-01" : "2024-01-01");
+    /* m: DECIMAL(10,2) */
+    v[9] = txt(r == 2100 ? "-123.45" : r == 700 ? "99999999.99" : "1.00");
+    /* q: DECIMAL(30,5): FLBA(13) */
+    v[10] = txt(r == 1300 ? "-1.5" : r == 2700 ? "123456789012345678901234.5" : "7");
+    /* n: INT64, always NULL */
+    /* z: BYTES */
+    v[12] = r == 1900 ? (zx_value){.type = ZX_T_TEXT, .len = 1, .s = "\0"}
+                      : r == 1901 ? txt("\xff\xff") : txt("c");
+}
+
+static void test_file_stats(void)
+{
+    zx_dcol cols[ST_NCOLS] = {
+        {"i", ZX_DT_INT64, 0, 0},     {"x", ZX_DT_DOUBLE, 0, 0},  {"y", ZX_DT_DOUBLE, 0, 0},
+        {"s", ZX_DT_TEXT, 0, 0},      {"l", ZX_DT_TEXT, 0, 0},    {"l2", ZX_DT_TEXT, 0, 0},
+        {"b", ZX_DT_BOOL, 0, 0},      {"t", ZX_DT_TIMESTAMP, 0, 0},
+        {"d", ZX_DT_DATE, 0, 0},      {"m", ZX_DT_DECIMAL, 10, 2},
+        {"q", ZX_DT_DECIMAL, 30, 5},  {"n", ZX_DT_INT64, 0, 0},   {"z", ZX_DT_BYTES, 0, 0}};
+    int32_t ids[ST_NCOLS];
+    for (int i = 0; i < ST_NCOLS; i++)
+        ids[i] = 100 + i * 3;
+    zx_pq_opts o = {.codec = ZX_PQ_ZSTD, .row_group_bytes = 4096, .page_bytes = 1024,
+                    .field_ids = ids};
+    FILE *f = tmpfile();
+    zx_pq_writer *w = NULL;
+    char err[256];
+    CHECK(zx_pq_open(fileno(f), cols, ST_NCOLS, &o, &w, err, sizeof(err)) == 0);
+    if (!w)
+        return;
+    ids[0] = -7;                                /* copied: later changes do not count */
+    zx_value v[ST_NCOLS];
+    char sbuf[16], lbuf[104];
+    zx_pq_colstats cs;
+    for (int r = 0; r < ST_ROWS; r++) {
+        stats_row(r, v, sbuf, lbuf);
+        CHECK(zx_pq_write_row(w, v, err, sizeof(err)) == 0);
+        if (r == 999) {
+            /* before finish: the row groups written so far */
+            CHECK(zx_pq_col_stats(w, 0, &cs) == 0);
+            CHECK(zx_pq_row_groups(w) > 0 && cs.values > 0 && cs.values < 1000);
+            CHECK(zx_pq_rows(w) == 1000);
+        }
+    }
+    uint64_t bytes = 0;
+    CHECK(zx_pq_finish(w, &bytes, err, sizeof(err)) == 0);
+    CHECK(zx_pq_row_groups(w) > 5);
+    CHECK(zx_pq_nulled(w) == 1);
+    fflush(f);
+    file pf;
+    CHECK(load(f, &pf) == 0);
+
+    /* counts and sizes agree with the footer, for every column */
+    for (size_t c = 0; c < ST_NCOLS; c++) {
+        int64_t nulls, comp, uncomp;
+        footer_sums(&pf.meta, c, &nulls, &comp, &uncomp);
+        CHECK(zx_pq_col_stats(w, c, &cs) == 0);
+        CHECK(cs.values == ST_ROWS);
+        CHECK((int64_t)cs.nulls == nulls);
+        CHECK((int64_t)cs.compressed_bytes == comp && comp > 0);
+        CHECK((int64_t)cs.uncompressed_bytes == uncomp && uncomp > 0);
+        /* field ids: SchemaElement field 9 of each leaf */
+        const node *schema = fld(&pf.meta, 2);
+        CHECK(schema && fi(&schema->kids[c + 1], 9) == (int64_t)(100 + c * 3));
+        CHECK(!fld(&schema->kids[0], 9));       /* not on the root */
+    }
+
+    CHECK(zx_pq_col_stats(w, 0, &cs) == 0);     /* i */
+    CHECK(cs.nulls == 301 && cs.nans == 0 && cs.has_minmax);
+    CHECK(cs.imin == INT64_MIN && cs.imax == INT64_MAX && !cs.bmin && !cs.bmax);
+
+    CHECK(zx_pq_col_stats(w, 1, &cs) == 0);     /* x */
+    CHECK(cs.nulls == 0 && cs.nans == 0 && cs.has_minmax);
+    CHECK(cs.dmin == -1e300 && cs.dmax == 2999 * 0.5 - 100);
+
+    CHECK(zx_pq_col_stats(w, 2, &cs) == 0);     /* y: a NaN */
+    CHECK(cs.nans == 1 && cs.nulls == 0 && !cs.has_minmax);
+
+    CHECK(zx_pq_col_stats(w, 3, &cs) == 0);     /* s */
+    CHECK(cs.nulls == (ST_ROWS + 6) / 7 && cs.has_minmax);
+    CHECK(bytes_is(cs.bmin, cs.bmin_len, "", 0) && bytes_is(cs.bmax, cs.bmax_len, "zzz", 3));
+
+    CHECK(zx_pq_col_stats(w, 4, &cs) == 0);     /* l: max too long */
+    CHECK(!cs.has_minmax && !cs.bmin && !cs.bmax && cs.nulls == 0);
+
+    CHECK(zx_pq_col_stats(w, 5, &cs) == 0);     /* l2: a long value in between */
+    CHECK(cs.has_minmax && bytes_is(cs.bmin, cs.bmin_len, "a", 1) &&
+          bytes_is(cs.bmax, cs.bmax_len, "}", 1));
+
+    CHECK(zx_pq_col_stats(w, 6, &cs) == 0);     /* b */
+    CHECK(cs.nulls == 100 && cs.has_minmax && cs.imin == 1 && cs.imax == 1);
+
+    CHECK(zx_pq_col_stats(w, 7, &cs) == 0);     /* t */
+    CHECK(cs.has_minmax && cs.imin == 1000000000000000LL &&
+          cs.imax == 1000000000000000LL + ST_ROWS - 1);
+
+    CHECK(zx_pq_col_stats(w, 8, &cs) == 0);     /* d */
+    CHECK(cs.has_minmax && cs.imin == -1 && cs.imax == 47482);
+
+    CHECK(zx_pq_col_stats(w, 9, &cs) == 0);     /* m: unscaled */
+    CHECK(cs.has_minmax && cs.imin == -12345 && cs.imax == 9999999999LL);
+
+    CHECK(zx_pq_col_stats(w, 10, &cs) == 0);    /* q: FLBA(13) big-endian */
+    CHECK(cs.has_minmax && cs.bmin_len == 13 && cs.bmax_len == 13);
+    if (cs.has_minmax && cs.bmin_len == 13) {
+        zx_i128 want[2] = {-150000, (zx_i128)123456789012345678LL * 100000000000LL + 90123450000LL};
+        const uint8_t *got[2] = {cs.bmin, cs.bmax};
+        for (int k = 0; k < 2; k++) {
+            uint8_t be[13];
+            for (int i = 0; i < 13; i++)
+                be[12 - i] = (uint8_t)((unsigned __int128)want[k] >> (8 * i));
+            CHECK(!memcmp(got[k], be, 13));
+        }
+        /* the same bytes as the footer's min of the group that holds row 1300 */
+        int found = 0;
+        const node *rgs = fld(&pf.meta, 4);
+        for (size_t g = 0; rgs && g < rgs->n; g++) {
+            const node *mn = fld(fld(fld(&fld(&rgs->kids[g], 1)->kids[10], 3), 12), 6);
+            found += mn && mn->n == 13 && !memcmp(mn->s, cs.bmin, 13);
+        }
+        CHECK(found == 1);
+    }
+
+    CHECK(zx_pq_col_stats(w, 11, &cs) == 0);    /* n: all NULL */
+    CHECK(cs.nulls == ST_ROWS && !cs.has_minmax);
+
+    CHECK(zx_pq_col_stats(w, 12, &cs) == 0);    /* z: bytes, unsigned order */
+    CHECK(cs.has_minmax && bytes_is(cs.bmin, cs.bmin_len, "\0", 1) &&
+          bytes_is(cs.bmax, cs.bmax_len, "\xff\xff", 2));
+
+    CHECK(zx_pq_col_stats(w, ST_NCOLS, &cs) == -1);
+    CHECK(zx_pq_col_stats(NULL, 0, &cs) == -1);
+    unload(&pf);
+    fclose(f);
+    zx_pq_free(w);
+}
+
+/* A double column of zeros only: -0.0 and +0.0; no ids: no field_id. */
+static void test_file_stats_zeros(void)
+{
+    zx_dcol cols[] = {{"x", ZX_DT_DOUBLE, 0, 0}};
+    FILE *f = tmpfile();
+    zx_pq_writer *w = NULL;
+    char err[256];
+    CHECK(zx_pq_open(fileno(f), cols, 1, NULL, &w, err, sizeof(err)) == 0);
+    if (!w)
+        return;
+    zx_value v = {.type = ZX_T_REAL, .u.d = 0.0};
+    CHECK(zx_pq_write_row(w, &v, err, sizeof(err)) == 0);
+    zx_pq_colstats cs;
+    CHECK(zx_pq_col_stats(w, 0, &cs) == 0 && cs.values == 0 && !cs.has_minmax);
+    CHECK(zx_pq_finish(w, NULL, err, sizeof(err)) == 0);
+    CHECK(zx_pq_col_stats(w, 0, &cs) == 0 && cs.values == 1 && cs.has_minmax);
+    CHECK(cs.dmin == 0 && signbit(cs.dmin) && cs.dmax == 0 && !signbit(cs.dmax));
+    fflush(f);
+    file pf;
+    CHECK(load(f, &pf) == 0);
+    CHECK(!fld(&fld(&pf.meta, 2)->kids[1], 9));
+    unload(&pf);
+    fclose(f);
+    zx_pq_free(w);
+
+    /* bad field ids */
+    int32_t bad[] = {1, 0};
+    zx_dcol two[] = {{"a", ZX_DT_INT64, 0, 0}, {"b", ZX_DT_TEXT, 0, 0}};
+    zx_pq_opts o = {.field_ids = bad};
+    w = NULL;
+    CHECK(zx_pq_open(1, two, 2, &o, &w, err, sizeof(err)) < 0 && !w);
+    CHECK(strstr(err, "column b: field id 0") != NULL);
+    bad[1] = -3;
+    CHECK(zx_pq_open(1, two, 2, &o, &w, err, sizeof(err)) < 0 && strstr(err, "field id -3"));
+}
+
 int main(void)
 {
     test_thrift();
@@ -704,6 +942,8 @@ int main(void)
     test_file_groups();
     test_file_plain_fallback();
     test_errors();
+    test_file_stats();
+    test_file_stats_zeros();
     if (failures)
         printf("%d check(s) failed\n", failures);
     else
