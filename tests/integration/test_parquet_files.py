@@ -7,6 +7,7 @@ before 1970, dates 0001-01-01 and 9999-12-31, decimals of many precisions
 and scales up to 38, JSON, bytes), every codec, an empty file that keeps
 its schema, files of several row groups (dictionary reset per group, a
 dictionary that overflows to PLAIN), the column statistics readers see,
+field ids and the writer's own file-level statistics (against pyarrow),
 and 10,000,000 rows.
 
 Binaries: $ZX_BUILD_DIR (default <repo>/build)/tests/tools/pqwrite.  No
@@ -292,6 +293,87 @@ def test_row_groups_and_dictionary_fallback(tmp_path):
     assert con.sql(f"SELECT count(*), count(cat), sum(i), sum(m) FROM '{path}'").fetchall()[0] == \
         (n, sum(1 for r in rows if r[1]), n * (n - 1) // 2, sum(D(r[4]) for r in rows))
     assert con.sql(f"SELECT count(DISTINCT u) FROM '{path}'").fetchall()[0][0] == n
+
+
+def _signed(b):
+    return int.from_bytes(b, "big", signed=True)
+
+
+def test_field_ids_and_file_stats(tmp_path):
+    """--field-ids: pyarrow sees each column's PARQUET:field_id.  --stats:
+    the writer's file-level statistics (zx_pq_col_stats) over 40 row groups
+    agree with what pyarrow reads of each column chunk, summed or folded,
+    and with the data itself."""
+    schema = [["i", "int64"], ["cat", "text"], ["u", "text"], ["b", "bool"],
+              ["m", "decimal", 12, 2], ["q", "decimal", 30, 4], ["x", "double"],
+              ["day", "date"], ["at", "timestamp"], ["raw", "bytes"], ["none", "int64"]]
+    n = 20000
+    rows = []
+    for k in range(n):
+        i = (k * 7919) % n                       # extremes away from the first group
+        rows.append([i - 5000 if i % 9 else None, f"cat-{i % 7}",
+                     f"unique-{i:06d}-" + "z" * (i % 80), i % 3 == 0,
+                     f"{i % 1000 - 500}.{i % 100:02d}", f"-{i}.5" if i % 2 else f"{i}e20",
+                     i * 0.25 - 77, f"{1900 + i % 300}-02-{1 + i % 28:02d}",
+                     f"2020-01-01T00:00:{i % 60:02d}.{i:06d}Z", chr(i % 128) * (i % 5),
+                     None])
+    ids = list(range(3, 3 + len(schema)))
+    path = tmp_path / "lake.parquet"
+    out = pqwrite(path, schema, rows, "--row-group-bytes", "20000", "--field-ids",
+                  ",".join(map(str, ids)), "--stats")
+    f = pq.ParquetFile(path)
+    md = f.metadata
+    assert out["row_groups"] == md.num_row_groups and md.num_row_groups >= 10
+
+    arrow = pq.read_schema(path)
+    assert [arrow.field(c[0]).metadata[b"PARQUET:field_id"] for c in schema] == \
+        [str(x).encode() for x in ids]
+    assert [f.schema.column(k).name for k in range(len(schema))] == [c[0] for c in schema]
+
+    cols = out["columns"]
+    assert len(cols) == len(schema)
+    for c, (name, ty, *_) in enumerate(schema):
+        chunks = [md.row_group(g).column(c) for g in range(md.num_row_groups)]
+        st = [ch.statistics for ch in chunks]
+        got = cols[c]
+        assert got["values"] == n and got["nans"] == 0, name
+        assert got["nulls"] == sum(s.null_count for s in st), name
+        assert got["compressed_bytes"] == sum(ch.total_compressed_size for ch in chunks), name
+        assert got["uncompressed_bytes"] == sum(ch.total_uncompressed_size for ch in chunks), name
+        if not all(s.has_min_max for s in st):
+            continue
+        if name == "q":
+            lo = min((s.min_raw for s in st), key=_signed)
+            hi = max((s.max_raw for s in st), key=_signed)
+        else:
+            lo, hi = min(s.min_raw for s in st), max(s.max_raw for s in st)
+        if isinstance(lo, (bytes, str)):
+            lo = (lo.encode() if isinstance(lo, str) else lo).hex()
+            hi = (hi.encode() if isinstance(hi, str) else hi).hex()
+        assert (got["min"], got["max"]) == (lo, hi), name
+
+    by = {c[0]: cols[k] for k, c in enumerate(schema)}
+    present = [r[0] for r in rows if r[0] is not None]
+    assert (by["i"]["min"], by["i"]["max"], by["i"]["nulls"]) == \
+        (min(present), max(present), n - len(present))
+    # u: the max ("unique-019999-" and 79 z) is over 64 bytes: unknown
+    assert "min" not in by["u"]
+    assert (by["b"]["min"], by["b"]["max"]) == (0, 1)
+    assert (by["m"]["min"], by["m"]["max"]) == (-50000, 49999)   # unscaled, scale 2
+    assert _signed(bytes.fromhex(by["q"]["min"])) == -199995000   # scale 4
+    assert _signed(bytes.fromhex(by["q"]["max"])) == 19998 * 10 ** 24
+    assert (by["x"]["min"], by["x"]["max"]) == (-77, (n - 1) * 0.25 - 77)
+    assert (by["day"]["min"], by["day"]["max"]) == \
+        ((datetime.date(1900, 2, 1) - datetime.date(1970, 1, 1)).days,
+         (datetime.date(2199, 2, 28) - datetime.date(1970, 1, 1)).days)
+    assert by["raw"]["min"] == "" and by["raw"]["max"] == "7f7f7f7f"
+    assert by["none"]["nulls"] == n and "min" not in by["none"]
+
+    # ids must be >= 1; one per column
+    p = subprocess.run([PQWRITE, str(tmp_path / "bad.parquet"), "--field-ids", "1,0"],
+                       input=json.dumps([["a", "int64"], ["b", "text"]]) + "\n",
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "field id 0" in p.stderr
 
 
 def test_ten_million_rows(tmp_path):

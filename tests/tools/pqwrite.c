@@ -3,6 +3,7 @@
  *
  *   pqwrite OUT.parquet [--codec zstd|snappy|none] [--row-group-bytes N]
  *           [--page-bytes N] [--batch N] [--generate N]
+ *           [--field-ids ID,ID,...] [--stats]
  *
  * Without --generate, stdin is NDJSON: the first line is the schema, an
  * array of [name, type] or ["name", "decimal", precision, scale]; every
@@ -13,8 +14,14 @@
  * NULL when i % 1000 == 999), amount double i * 0.5, ts timestamp
  * 2020-01-01 + i seconds, flag bool i % 3 == 0).
  *
+ * --field-ids gives each column its field id (one per column, in order).
+ *
  * Prints one JSON line: rows, row_groups, bytes, nulled, write_seconds
- * (time inside zx_pq_write / zx_pq_finish only) and total_seconds.
+ * (time inside zx_pq_write / zx_pq_finish only) and total_seconds; with
+ * --stats also "columns": per column what zx_pq_col_stats says (values,
+ * nulls, nans, compressed_bytes, uncompressed_bytes, and min / max when
+ * known: integers and reals as such, byte arrays and wide decimals as
+ * hex strings).
  * Exit status 0, or 1 with a message on stderr.  Test use only.
  */
 #include <errno.h>
@@ -89,6 +96,45 @@ static int add_cell(zx_rowset *rs, uint32_t col, json_t *j)
     return zx_rowset_add(rs, col, &v);
 }
 
+static void put_hex(const uint8_t *p, size_t n)
+{
+    putchar('"');
+    for (size_t i = 0; i < n; i++)
+        printf("%02x", p[i]);
+    putchar('"');
+}
+
+/* ", \"columns\": [...]" for --stats. */
+static void print_stats(const zx_pq_writer *w, const zx_dcol *cols, size_t ncols)
+{
+    printf(", \"columns\": [");
+    for (size_t c = 0; c < ncols; c++) {
+        zx_pq_colstats cs;
+        if (zx_pq_col_stats(w, c, &cs) < 0)
+            continue;
+        printf("%s{\"values\": %llu, \"nulls\": %llu, \"nans\": %llu, "
+               "\"compressed_bytes\": %llu, \"uncompressed_bytes\": %llu",
+               c ? ", " : "", (unsigned long long)cs.values, (unsigned long long)cs.nulls,
+               (unsigned long long)cs.nans, (unsigned long long)cs.compressed_bytes,
+               (unsigned long long)cs.uncompressed_bytes);
+        if (cs.has_minmax) {
+            if (cs.bmin) {
+                printf(", \"min\": ");
+                put_hex(cs.bmin, cs.bmin_len);
+                printf(", \"max\": ");
+                put_hex(cs.bmax, cs.bmax_len);
+            } else if (cols[c].type == ZX_DT_DOUBLE) {
+                printf(", \"min\": %.17g, \"max\": %.17g", cs.dmin, cs.dmax);
+            } else {
+                printf(", \"min\": %lld, \"max\": %lld", (long long)cs.imin,
+                       (long long)cs.imax);
+            }
+        }
+        printf("}");
+    }
+    printf("]");
+}
+
 static const zx_dcol gen_cols[] = {
     {"id", ZX_DT_INT64, 0, 0},       {"name", ZX_DT_TEXT, 0, 0},
     {"amount", ZX_DT_DOUBLE, 0, 0},  {"ts", ZX_DT_TIMESTAMP, 0, 0},
@@ -131,7 +177,9 @@ int main(int argc, char **argv)
     zx_pq_opts o = {0};
     const char *out = NULL;
     uint64_t generate = 0, batch = 10000;
-    int gen = 0;
+    int gen = 0, stats = 0;
+    int32_t ids[1024];
+    size_t nids = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--codec") && val) {
@@ -153,11 +201,24 @@ int main(int argc, char **argv)
             generate = strtoull(val, NULL, 10);
             gen = 1;
             i++;
+        } else if (!strcmp(a, "--field-ids") && val) {
+            for (const char *q = val; *q && nids < 1024; nids++) {
+                char *e;
+                ids[nids] = (int32_t)strtol(q, &e, 10);
+                if (e == q || (*e && *e != ','))
+                    return die("--field-ids: integers separated by commas");
+                q = *e ? e + 1 : e;
+            }
+            o.field_ids = ids;
+            i++;
+        } else if (!strcmp(a, "--stats")) {
+            stats = 1;
         } else if (a[0] != '-' && !out) {
             out = a;
         } else {
             return die("usage: pqwrite OUT.parquet [--codec zstd|snappy|none] "
-                       "[--row-group-bytes N] [--page-bytes N] [--batch N] [--generate N]");
+                       "[--row-group-bytes N] [--page-bytes N] [--batch N] [--generate N] "
+                       "[--field-ids ID,...] [--stats]");
         }
     }
     if (!out)
@@ -192,6 +253,8 @@ int main(int argc, char **argv)
             ncols++;
         }
     }
+    if (o.field_ids && nids != ncols)
+        return die("--field-ids: one id per column");
     int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr, "pqwrite: %s: %s\n", out, strerror(errno));
@@ -248,9 +311,12 @@ int main(int argc, char **argv)
         return die(err);
     tw += now() - t1;
     printf("{\"rows\": %llu, \"row_groups\": %u, \"bytes\": %llu, \"nulled\": %llu, "
-           "\"write_seconds\": %.4f, \"total_seconds\": %.4f}\n",
+           "\"write_seconds\": %.4f, \"total_seconds\": %.4f",
            (unsigned long long)zx_pq_rows(w), zx_pq_row_groups(w), (unsigned long long)bytes,
            (unsigned long long)zx_pq_nulled(w), tw, now() - t0);
+    if (stats)
+        print_stats(w, cols, ncols);
+    printf("}\n");
     zx_pq_free(w);
     zx_rowset_free(&rs);
     free(line);
