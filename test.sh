@@ -35,6 +35,7 @@ stop_services() {
     tests/services/schema-registry stop >/dev/null 2>&1 || true
     tests/services/moto stop >/dev/null 2>&1 || true
     tests/services/kinesalite stop >/dev/null 2>&1 || true
+    tests/services/iceberg-rest stop >/dev/null 2>&1 || true
 }
 trap stop_services EXIT
 
@@ -130,6 +131,7 @@ echo "== [${SECONDS}s] real services the end-to-end tests use (tests/services/),
 tests/services/kafka start
 tests/services/kafka start 3.9
 tests/services/kinesalite start
+tests/services/iceberg-rest start
 
 echo "== [${SECONDS}s] end-to-end tests (pytest)"
 # ZX_HEAVY_TESTS: the long crash and multi-instance runs (a million Kafka

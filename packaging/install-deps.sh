@@ -147,6 +147,14 @@ sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
         python3 -m pip install "${pip_opts[@]}" "pyarrow>=14" "duckdb>=0.10" "pytz" \
             "PyMySQL>=1.1"
     fi
+    # Iceberg clients of tests/services/iceberg-rest: pyiceberg (with its
+    # pyarrow I/O) and daft.  daft 0.7 wants pyarrow < 26: pip may move
+    # pyarrow down a version here.
+    if ! python3 -c 'import pyiceberg, daft' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing pyiceberg and daft from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "pyiceberg[pyarrow]>=0.9" "daft>=0.4"
+    fi
     # kinesalite (tests/services/kinesalite) runs on Node.js with npm: the
     # machine's own when it has them (NodeSource's nodejs bundles npm and
     # conflicts with Debian's npm package), else Debian's.

@@ -994,6 +994,34 @@ def module_zxd(workspace):
     yield from zxd_factory(workspace)
 
 
+ICEBERG_REST = os.path.join(REPO, "tests", "services", "iceberg-rest")
+
+
+def iceberg_rest_start(env=None):
+    """tests/services/iceberg-rest start: its KEY=value lines as a dict
+    (ICEBERG_REST_URI, ICEBERG_WAREHOUSE, ...).  env: the script's
+    environment for an instance of a test's own (ZX_SERVICES_DIR,
+    ZX_ICEBERG_PORT, ZX_ICEBERG_WAREHOUSE, ...), else os.environ.  Fails the
+    test when it fails."""
+    args = [ICEBERG_REST, "start"]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=600,
+                       stdin=subprocess.DEVNULL, env=env)
+    if p.returncode != 0:
+        pytest.fail(f"{' '.join(args)} failed ({p.returncode}):\n{p.stderr[-4000:]}")
+    lines = dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)
+    for k in ("ICEBERG_REST_URI", "ICEBERG_WAREHOUSE", "LOG"):
+        assert k in lines, f"{' '.join(args)} printed no {k}=: {p.stdout!r}"
+    return lines
+
+
+@pytest.fixture(scope="session")
+def iceberg_rest():
+    """The Iceberg REST catalog of tests/services/iceberg-rest (its folder
+    warehouse unless ZX_ICEBERG_WAREHOUSE says otherwise), started once per
+    session and left running (test.sh stops it): its lines as a dict."""
+    return iceberg_rest_start()
+
+
 @pytest.fixture
 def tmpdir_short():
     root = _mkroot()
