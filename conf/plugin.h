@@ -44,6 +44,7 @@
 struct zx_source;     /* workers/sources/source.h */
 struct zx_dest_ops;   /* workers/destinations/dest.h (typedef zx_dest) */
 struct zx_plugin_admin; /* below */
+struct zx_dest_where;   /* below */
 struct json_t;        /* jansson's */
 
 /* What a plug-in is.  ZX_PLUGIN_SOURCE: a value of `source:`, the plug-in of
@@ -143,7 +144,24 @@ typedef struct zx_plugin {
      * it, and sets its ZX_CF_OWN rows into the sync's p->dest_own.  NULL:
      * a table destination, named by a connection's kind. */
     const char *section_doc;
+    /* A destination that writes under a path (files, delta): where, from
+     * its own options, into *w: the path (absolute, or "s3://..."), the
+     * file format that path may end with (NULL: a folder only), the name
+     * of the `kind: aws` connection an s3:// path goes through, and the
+     * option section for messages ("destination.files").  conf/syncs.c
+     * checks the path against the file roots and the other syncs'
+     * outputs, and resolves the connection into p->dest_conn.  NULL:
+     * none (a table destination). */
+    void (*dest_where)(const zx_conf_pipeline *p, struct zx_dest_where *w);
 } zx_plugin;
+
+/* What dest_where gives; every string is the pipeline's (valid while it is). */
+typedef struct zx_dest_where {
+    const char *path;
+    const char *format;
+    const char *connection;
+    const char *option;
+} zx_dest_where;
 
 /* zx_plugin.caps */
 #define ZX_PLUGIN_STREAM 0x1u  /* a source that appends events to a table of its

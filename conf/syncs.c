@@ -14,7 +14,6 @@
 #include "conf/config.h"
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_formats.h"
-#include "workers/destinations/files/files_opts.h"
 #include "workers/destinations/files/files_s3.h"
 #include "workers/syncs/sync_opts.h"
 #include "workers/aws_conn.h"
@@ -64,8 +63,14 @@ size_t zx_conf_file_roots(const zx_conf *c, char *exports, size_t exlen, const c
  * (a folder). */
 static const char *file_ext(const char *path, const char *fmt)
 {
-    (void)fmt;
-    return zx_file_ext_of(path, NULL);
+    return fmt ? zx_file_ext_of(path, NULL) : NULL;   /* no format: a table's folder */
+}
+
+/* 1 when path a equals b or lies under it (whole components). */
+static int under(const char *a, const char *b)
+{
+    size_t bl = strlen(b);
+    return !strncmp(a, b, bl) && (a[bl] == 0 || a[bl] == '/' || (bl && b[bl - 1] == '/'));
 }
 
 /* 1 when s is exactly one of the files extensions (".csv"). */
@@ -176,15 +181,20 @@ static int outputs_clash(const zx_conf *c, const char *self, const char *path,
 {
     for (size_t i = 0; c && i < c->npipelines; i++) {
         const zx_conf_pipeline *p = &c->pipelines[i];
-        const zx_files_opts *fo = zx_files_opts_of(p);
-        if (!zx_conf_is_sync(p) || !fo || !fo->path || !p->name ||
+        zx_dest_where w = {0};
+        if (!zx_conf_is_sync(p) || !p->dest_plugin || !p->dest_plugin->dest_where || !p->name ||
             (self && !strcmp(p->name, self)))
             continue;
-        if (outputs_meet(self ? self : "", path, fmt, p->name, fo->path,
-                         fo->format ? fo->format : "parquet")) {
-            snprintf(err, errlen, "%s would write over the output of sync %s (destination "
-                     "files path %s): give each its own file or folder", path, p->name,
-                     fo->path);
+        p->dest_plugin->dest_where(p, &w);
+        if (!w.path)
+            continue;
+        /* a table's folder (no format) is its own: nothing else in it */
+        int meet = !fmt || !w.format ? under(path, w.path) || under(w.path, path)
+                                     : outputs_meet(self ? self : "", path, fmt, p->name,
+                                                    w.path, w.format);
+        if (meet) {
+            snprintf(err, errlen, "%s would write over the output of sync %s (%s path %s): "
+                     "give each its own file or folder", path, p->name, w.option, w.path);
             return -1;
         }
     }
@@ -219,24 +229,24 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                             "its syncs may read)" : "the file defines no authors: "
                             "add authors: {NAME: {tables: [...]}}");
         }
-        const zx_files_opts *fo = zx_files_opts_of(p);
-        if (fo && fo->path) {
+        zx_dest_where w = {0};
+        if (p->dest_plugin && p->dest_plugin->dest_where)
+            p->dest_plugin->dest_where(p, &w);
+        if (w.path) {
             char err[1500];
-            if (zx_conf_check_files_path(c, p->name, fo->path, fo->format, err,
-                                         sizeof(err)) < 0)
-                zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files.path: %s",
-                            p->name, err);
+            if (zx_conf_check_files_path(c, p->name, w.path, w.format, err, sizeof(err)) < 0)
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s.path: %s", p->name,
+                            w.option, err);
         }
-        if (fo && fo->connection) {
-            const zx_conf_connection *cn = zx_conf_find_connection(c, fo->connection);
+        if (w.connection) {
+            const zx_conf_connection *cn = zx_conf_find_connection(c, w.connection);
             if (!cn)
-                zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files: unknown "
-                            "connection '%.64s'", p->name, fo->connection);
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: unknown connection "
+                            "'%.64s'", p->name, w.option, w.connection);
             else if (!cn->kind || strcmp(cn->kind, ZX_AWS_CONN_KIND))
-                zx_cf_error(x, p->line, p->column, "pipelines.%s: destination.files: "
-                            "connection %s is of kind %s; an s3:// path needs kind %s",
-                            p->name, cn->name, cn->kind ? cn->kind : "(none)",
-                            ZX_AWS_CONN_KIND);
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
+                            "kind %s; an s3:// path needs kind %s", p->name, w.option,
+                            cn->name, cn->kind ? cn->kind : "(none)", ZX_AWS_CONN_KIND);
             else
                 p->dest_conn = cn;      /* the bucket's: its worker keeps its secrets */
         }

@@ -101,6 +101,11 @@ json_t *syncs_run_json(const sync_run *r)
         json_object_set(o, "note", json_object_get(r->result, "note"));
     if (r->result && json_object_get(r->result, "mode"))
         json_object_set(o, "mode", json_object_get(r->result, "mode"));
+    /* lake tables: the files and the version a run made */
+    static const char *const lake[] = {"files_added", "files_removed", "made", NULL};
+    for (int i = 0; r->result && lake[i]; i++)
+        if (json_object_get(r->result, lake[i]))
+            json_object_set(o, lake[i], json_object_get(r->result, lake[i]));
     if (r->flags & ZX_RUN_FULL)
         json_object_set_new(o, "full", json_true());
     json_object_set_new(o, "error", r->error[0] ? json_string(r->error) : json_null());

@@ -140,6 +140,12 @@ typedef struct zx_dest_stats {
                                      as NULL because it did not fit ("":
                                      none yet); zx_dest_misfit sets it */
     char misfit_val[72];          /* that value, as text, cut short */
+    uint64_t files;               /* lake tables: data files the run added */
+    uint64_t files_removed;       /* lake tables: data files it removed
+                                     (replaced, or rewritten) */
+    char made[96];                /* lake tables: what the commit made, for
+                                     status and the run history ("delta
+                                     version 7"); "" none */
 } zx_dest_stats;
 
 /* Note a misfit of column `col` (NUL-terminated), value v, in st unless
@@ -147,7 +153,7 @@ typedef struct zx_dest_stats {
 void zx_dest_misfit(zx_dest_stats *st, const char *col, const zx_value *v);
 
 typedef struct zx_dest_ops {   /* struct tag named in conf/plugin.h */
-    const char *name;             /* "postgres", "mysql", "sqlite", "files" */
+    const char *name;             /* "postgres", "mysql", "sqlite", "files", "delta" */
     unsigned caps;                /* ZX_DEST_* */
 
     /* Connect / check the target; no change made.  A connection with

@@ -62,6 +62,13 @@ void run_put_status(srun *r, const char *state)
                             json_real((double)(r->to_send - r->sent) / rate));
     if (!strcmp(state, "running") && !strcmp(r->phase, "sending"))
         json_object_set_new(o, "rows_to_send", json_integer((json_int_t)r->to_send));
+    if (r->dstats.files || r->dstats.files_removed) {
+        json_object_set_new(o, "files_added", json_integer((json_int_t)r->dstats.files));
+        json_object_set_new(o, "files_removed",
+                            json_integer((json_int_t)r->dstats.files_removed));
+    }
+    if (r->dstats.made[0])
+        json_object_set_new(o, "made", json_string(r->dstats.made));
     if (r->err[0])
         json_object_set_new(o, "error", json_string(r->err));
     if (r->key_changed)

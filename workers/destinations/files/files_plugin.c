@@ -124,11 +124,21 @@ static int files_check(zx_cf_check *ck, zx_conf_pipeline *p)
     return rc;
 }
 
+static void files_where(const zx_conf_pipeline *p, zx_dest_where *w)
+{
+    const zx_files_opts *o = p->dest_own;
+    w->path = o ? o->path : NULL;
+    w->format = o && o->format ? o->format : "parquet";
+    w->connection = o ? o->connection : NULL;
+    w->option = "destination.files";
+}
+
 const zx_plugin zx_plugin_dest_files = {
     .name = "files",
     .role = ZX_PLUGIN_DESTINATION,
     .dest = &zx_dest_files,
     .check = files_check,
+    .dest_where = files_where,
     .section_doc = "Files: each run writes under a temporary name in the folder and "
      "renames into place, so no partial file is ever visible. `replace`: "
      "`<path>/<sync>.<ext>` (or `path` itself when it ends with the "

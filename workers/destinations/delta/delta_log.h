@@ -1,0 +1,96 @@
+/*
+ * delta_log.h — a Delta Lake table's state, read from its transaction log
+ * (`_delta_log/<version, 20 digits>.json`, one action per line, Delta
+ * Lake's PROTOCOL.md), and the commits zx adds to it.
+ *
+ * Reading replays every commit from version 0 in order: protocol and
+ * metaData (the last of each), the live data files (each `add` not
+ * removed by a later `remove`), and each application's last `txn`
+ * version.  A table whose early commits were cleaned up after a
+ * checkpoint (the first commit kept is not version 0) is refused: zx
+ * does not read checkpoint Parquet files yet.
+ *
+ * Writing: a commit is the lines of its actions, put at the next version
+ * with put-if-absent (lake_store.h): two writers never both get a
+ * version; the loser reads the commits it lost to and decides
+ * (dest_delta.c).
+ *
+ * Errors: -1 with one line in err naming the table and the version.
+ */
+#ifndef ZX_DEST_DELTA_LOG_H
+#define ZX_DEST_DELTA_LOG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/dtype.h"
+#include "workers/destinations/lake/lake_store.h"
+
+#define ZX_DELTA_LOG_DIR "_delta_log"
+
+/* A live data file. */
+typedef struct zx_delta_file {
+    char *path;              /* relative to the table's root, as the add
+                                action has it (decoded: no %xx) */
+    int64_t size;
+    int64_t records;         /* stats.numRecords; -1 unknown */
+    int zx;                  /* 1: written by zx with its row sidecar
+                                (tags zx.rows = "1") */
+    char *add_json;          /* the add action's object as a JSON text */
+} zx_delta_file;
+
+/* One column of the table's schema (top-level fields; nested types are
+ * kept as their JSON text in type). */
+typedef struct zx_delta_col {
+    char *name;
+    char *type;              /* "string", "long", "decimal(10,2)", or the
+                                JSON text of a struct / array / map */
+    int nullable;
+} zx_delta_col;
+
+typedef struct zx_delta_table {
+    int64_t version;         /* -1: no table (no commit yet) */
+    int reader_version, writer_version;
+    json_t *protocol;        /* the last protocol action (owned); NULL: none */
+    json_t *metadata;        /* the last metaData action (owned) */
+    zx_delta_col *cols;      /* metadata's schema, in order */
+    size_t ncols;
+    zx_delta_file *files;    /* live data files, in the order added */
+    size_t nfiles, cap;
+    json_t *txns;            /* appId -> version (owned object) */
+} zx_delta_table;
+
+/* Read the table at root (lake) into *t (zeroed first; free with
+ * zx_delta_table_free even after -1).  No log: t->version -1, 0.  0 or -1
+ * (a commit missing or malformed, a checkpoint zx cannot read, a protocol
+ * whose reader or writer version or features zx does not support). */
+int zx_delta_read(zx_lake *lake, zx_delta_table *t, char *err, size_t errlen);
+void zx_delta_table_free(zx_delta_table *t);
+
+/* Replay commit `version` (its text, n bytes) onto t (t->version becomes
+ * version).  Used by zx_delta_read and after a lost race.  0 or -1. */
+int zx_delta_apply(zx_delta_table *t, int64_t version, const char *text, size_t n,
+                   const char *where, char *err, size_t errlen);
+
+/* The last txn version of application app, or -1. */
+int64_t zx_delta_txn(const zx_delta_table *t, const char *app);
+
+/* "_delta_log/%020lld.json" of version v into out (64 bytes). */
+void zx_delta_commit_name(int64_t v, char out[64]);
+
+/* The Delta type of a result column ("string", "long", "double",
+ * "boolean", "timestamp", "date", "decimal(p,s)", "binary"; JSON as
+ * "string").  Static or in buf (32 bytes). */
+const char *zx_delta_type_of(const zx_dcol *c, char buf[32]);
+
+/* The schemaString of columns cols: a struct of the table's columns
+ * (t->cols, kept first and as they are) and the columns of cols it lacks
+ * (nullable), appended in cols' order.  Malloc'd text (caller frees), or
+ * NULL with err: a column of cols whose type differs from the table's
+ * (what changed and what to do), out of memory.  *added gets how many
+ * columns were appended. */
+char *zx_delta_schema_merge(const zx_delta_table *t, const zx_dcol *cols, size_t ncols,
+                            size_t *added, const char *where, char *err, size_t errlen);
+
+#endif
