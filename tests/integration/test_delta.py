@@ -314,6 +314,82 @@ def test_a_run_killed_at_each_step_shows_once_or_not_at_all(sync_env, step):
     assert live <= named
 
 
+def test_a_writer_that_commits_during_a_run_loses_nothing(sync_env):
+    """deltalake appends while zx's run is held between its data files and
+    its commit: zx's put-if-absent loses that version, reads it, finds no
+    conflict (an append), and commits at the next; both writers' rows are
+    there.  Then a rewrite that races a writer removing the same file
+    fails, naming the other writer, and commits nothing."""
+    import pyarrow as pa
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    path = os.path.join(z.data_dir, "exports", "lake")
+    z.syncs = {"lake": {"author": "alice", "query": "SELECT id, name, price, at FROM items",
+                        "dest": {"delta": {"path": "var/exports/lake"}},
+                        "mode": "upsert", "key": ["id"]}}
+    z.env["ZX_TEST_LAKE_STOP_AT"] = "files"
+    z.write_config()
+    make_items(z, 10)
+    z.start()
+    other = pa.table({"id": pa.array([100], pa.int64()), "name": ["other"],
+                      "price": pa.array([None], pa.float64()),
+                      "at": pa.array([None], pa.timestamp("us", tz="UTC"))})
+
+    def held_run():
+        assert z.zxctl("run", "lake").returncode == 0
+
+        def worker():
+            e = z.pipeline("lake")
+            return e["pid"] if e.get("pid") and stopped(e["pid"]) else None
+        return wait_for(worker, "the run's worker held before its commit")
+
+    pid = held_run()                      # the first run: creates the table
+    os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: z.runs("lake") and z.runs("lake")[0]["state"] == "succeeded", "run 1")
+    z.ws_exec("UPDATE items SET name = 'new' WHERE id = 4")
+    pid = held_run()
+    deltalake.write_deltalake(path, other, mode="append")      # takes version 1
+    os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: z.runs("lake") and z.runs("lake")[0]["state"] in ("succeeded", "failed"),
+             "run 2")
+    r = z.runs("lake")[0]
+    assert r["state"] == "succeeded" and r["made"] == "delta version 2", r
+    assert "event=delta_commit_retry" in z.log_text()
+    got, _ = read_deltalake(path, ["id", "name"])
+    assert len(got) == 11 and dict(got)[100] == "other" and dict(got)[4] == "new"
+    # a writer that removes the file zx rewrites wins; zx fails naming it
+    z.ws_exec("UPDATE items SET name = 'again' WHERE id = 5")
+    pid = held_run()
+    deltalake.DeltaTable(path).delete("id = 6")                # rewrites zx's file
+    os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: z.runs("lake") and z.runs("lake")[0]["state"] in ("succeeded", "failed")
+             and z.runs("lake")[0]["id"] != r["id"], "run 3")
+    r3 = z.runs("lake")[0]
+    assert r3["state"] == "failed" and "another writer" in r3["error"], r3
+    assert "removed files this run rewrites" in r3["error"]
+    assert deltalake.DeltaTable(path).version() == 3
+    z.stop()
+    del z.env["ZX_TEST_LAKE_STOP_AT"]
+    z.start()
+    # the next run starts from the new state: key 5 now lives in the file
+    # delta-rs wrote, which zx cannot rewrite: the run fails, saying so,
+    # rather than leave two rows of key 5
+    r = z.run("lake", check=False)
+    assert r["state"] == "failed" and "written by another writer" in r["error"], r
+    assert "mode replace" in r["error"]
+    assert deltalake.DeltaTable(path).version() == 3
+    # replace takes the table over; upsert runs go on from there
+    z.syncs["lake"]["mode"] = "replace"
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    z.run("lake")
+    z.syncs["lake"]["mode"] = "upsert"
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    z.ws_exec("UPDATE items SET name = 'last' WHERE id = 5")
+    z.run("lake")
+    check(z, path)
+
+
 # ---- S3 -------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/dcell.h"
 #include "common/log.h"
 #include "common/timefmt.h"
 #include "common/util.h"
@@ -107,8 +108,15 @@ typedef struct delta_state {
     size_t khcap;
     zx_value *row;
     zx_rowset rw, part;          /* a rewritten file's rows; a cut batch */
+    /* the first key column's values the run wrote or deleted (INT64 or
+     * TEXT keys), to tell whether a file zx did not write may hold one */
+    int64_t *kvi;
+    char **kvs;
+    size_t nkv, capkv;
     int rewriting;
 } delta_state;
+
+static int note_key(delta_state *st, const zx_value *vals, size_t idx);
 
 /* ---- the run's data files ---------------------------------------------- */
 
@@ -323,7 +331,8 @@ static int put_part(delta_state *st, const zx_rowset *rs, char *err, size_t errl
             zx_rowset_row(rs, i, st->row);
             if (zx_lake_key_hash(st->keycols, st->keyidx, st->nkeys, st->row, st->ks, kh) < 0)
                 return zx_seterr(err, errlen, "%s: out of memory", st->where);
-            if (st->cow && !st->rewriting && zx_keyset_add(&st->changed, kh) < 0)
+            if (st->cow && !st->rewriting && (zx_keyset_add(&st->changed, kh) < 0 ||
+                                              note_key(st, st->row, st->keyidx[0]) < 0))
                 return zx_seterr(err, errlen, "%s: out of memory", st->where);
         }
         if (zx_side_add(st->sd, rs, st->khs, err, errlen) < 0)
@@ -337,6 +346,91 @@ static int put_part(delta_state *st, const zx_rowset *rs, char *err, size_t errl
     if (zx_pq_rows(st->pq) >= st->file_rows)
         return file_finish(st, err, errlen);
     return 0;
+}
+
+/* Note the first key column's value of a row (vals, at index idx) the run
+ * writes or deletes.  0 or -1 (out of memory). */
+static int note_key(delta_state *st, const zx_value *vals, size_t idx)
+{
+    zx_dtype t = st->keycols[0].type;
+    if (t != ZX_DT_INT64 && t != ZX_DT_TEXT)
+        return 0;
+    zx_dc_target tg = zx_dc_target_file(&st->keycols[0]);
+    zx_dc_out o;
+    if (zx_dc_convert(&tg, &vals[idx], &st->ks[1], &o) != 1 || o.null)
+        return 0;
+    if (st->nkv == st->capkv) {
+        size_t c = st->capkv ? st->capkv * 2 : 1024;
+        if (t == ZX_DT_INT64) {
+            int64_t *n = realloc(st->kvi, c * sizeof(*n));
+            if (!n)
+                return -1;
+            st->kvi = n;
+        } else {
+            char **n = realloc(st->kvs, c * sizeof(*n));
+            if (!n)
+                return -1;
+            st->kvs = n;
+        }
+        st->capkv = c;
+    }
+    if (t == ZX_DT_INT64)
+        st->kvi[st->nkv++] = o.i;
+    else if (!(st->kvs[st->nkv++] = strndup(o.s, o.len)))
+        return -1;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* 1 when file f (not zx's) may hold a key the run wrote or deleted: its
+ * stats' range of the first key column holds a noted value, or it has no
+ * such range (multi-column and other key types: the first column only). */
+static int may_hold(delta_state *st, const zx_delta_file *f)
+{
+    json_t *a = json_loads(f->add_json, 0, NULL);
+    const char *stx = a ? json_string_value(json_object_get(a, "stats")) : NULL;
+    json_t *sj = stx ? json_loads(stx, 0, NULL) : NULL;
+    const char *kn = st->keycols[0].name;
+    json_t *mn = json_object_get(json_object_get(sj, "minValues"), kn);
+    json_t *mx = json_object_get(json_object_get(sj, "maxValues"), kn);
+    int hit = 1;
+    if (st->keycols[0].type == ZX_DT_INT64 && json_is_integer(mn) && json_is_integer(mx)) {
+        int64_t lo = json_integer_value(mn), hi = json_integer_value(mx);
+        size_t l = 0, h = st->nkv;           /* first value >= lo */
+        while (l < h) {
+            size_t m = l + (h - l) / 2;
+            if (st->kvi[m] < lo)
+                l = m + 1;
+            else
+                h = m;
+        }
+        hit = l < st->nkv && st->kvi[l] <= hi;
+    } else if (st->keycols[0].type == ZX_DT_TEXT && json_is_string(mn) && json_is_string(mx)) {
+        const char *lo = json_string_value(mn), *hi = json_string_value(mx);
+        size_t l = 0, h = st->nkv, hl = strlen(hi);
+        while (l < h) {
+            size_t m = l + (h - l) / 2;
+            if (strcmp(st->kvs[m], lo) < 0)
+                l = m + 1;
+            else
+                h = m;
+        }
+        /* a max may be a cut prefix: a value starting with it counts */
+        hit = l < st->nkv && (strcmp(st->kvs[l], hi) <= 0 || !strncmp(st->kvs[l], hi, hl));
+    }
+    json_decref(sj);
+    json_decref(a);
+    return hit;
 }
 
 /* ---- open, begin, write, delete ----------------------------------------- */
@@ -360,6 +454,13 @@ static void run_reset(delta_state *st)
     json_decref(st->removes);
     st->adds = st->written = st->removes = NULL;
     zx_keyset_free(&st->changed);
+    for (size_t i = 0; st->kvs && i < st->nkv; i++)
+        free(st->kvs[i]);
+    free(st->kvs);
+    free(st->kvi);
+    st->kvs = NULL;
+    st->kvi = NULL;
+    st->nkv = st->capkv = 0;
     zx_rowset_reset(&st->rw);
     st->running = st->already = st->create = st->rewriting = 0;
     st->seq = 0;
@@ -534,7 +635,7 @@ static int delta_delete(void *state, const zx_rowset *keys, char *err, size_t er
         unsigned char kh[ZX_LAKE_KEY_LEN];
         zx_rowset_row(keys, i, kv);
         if (zx_lake_key_hash(st->keycols, st->keypos, st->nkeys, kv, st->ks, kh) < 0 ||
-            zx_keyset_add(&st->changed, kh) < 0)
+            zx_keyset_add(&st->changed, kh) < 0 || note_key(st, kv, 0) < 0)
             return zx_seterr(err, errlen, "%s: out of memory", st->where);
     }
     st->stats->rows_deleted += keys->nrows;
@@ -624,8 +725,20 @@ static int rewrite(delta_state *st, char *err, size_t errlen)
     zx_buf keys = {0};
     st->rewriting = 1;
     int rc = 0;
+    if (st->kvi)
+        qsort(st->kvi, st->nkv, sizeof(*st->kvi), cmp_i64);
+    if (st->kvs)
+        qsort(st->kvs, st->nkv, sizeof(*st->kvs), cmp_str);
     for (size_t i = 0; i < st->t.nfiles && rc == 0; i++) {
         const zx_delta_file *f = &st->t.files[i];
+        if (!f->zx && may_hold(st, f)) {
+            rc = zx_seterr(err, errlen, "%s: data file %s was written by another writer and "
+                           "may hold keys this run changes or deletes (its %s range covers "
+                           "one, or it has no statistics); zx rewrites only the files it "
+                           "wrote: run the sync once with mode replace to take the table "
+                           "over", st->where, f->path, st->keycols[0].name);
+            break;
+        }
         if (!f->zx || strchr(f->path, '/'))
             continue;
         int g = zx_side_keys(st->lake, f->path, &keys, err, errlen);
