@@ -155,6 +155,12 @@ sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
         echo "zx: installing pyiceberg and daft from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "pyiceberg[pyarrow]>=0.9" "daft>=0.4"
     fi
+    # Delta Lake readers of the delta destination: delta-rs and Polars.
+    if ! python3 -c 'import deltalake, polars' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing deltalake and polars from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "deltalake>=1.0" "polars>=1.0"
+    fi
     # kinesalite (tests/services/kinesalite) runs on Node.js with npm: the
     # machine's own when it has them (NodeSource's nodejs bundles npm and
     # conflicts with Debian's npm package), else Debian's.

@@ -14,6 +14,7 @@
 
 #define SIDE_GET_MAX ((size_t)1 << 30)
 #define SIDE_FLUSH (1u << 20)
+#define SIDE_PLAIN_MAX ((size_t)256 << 20)   /* one frame, decompressed */
 
 struct zx_side {
     zx_lake *l;
@@ -140,21 +141,35 @@ int zx_side_rows(zx_lake *l, const char *name, int (*each)(void *ctx, const zx_r
     char rn[1000];
     if (side_name(name, "rows", rn) < 0)
         return zx_seterr(err, errlen, "%s: name too long", name);
-    zx_buf zin = {0}, plain = {0};
+    zx_buf zin = {0};
     int rc = zx_lake_get(l, rn, SIDE_GET_MAX, &zin, err, errlen);
-    if (rc != 0) {
-        zx_buf_free(&zin);
-        return rc;
+    if (rc == 0) {
+        char e[512];
+        rc = zx_side_decode(zin.p, zin.len, each, ctx, e, sizeof(e));
+        if (rc < 0)
+            zx_seterr(err, errlen, "%s: %s is damaged: %s", zx_lake_root(l), rn, e);
     }
+    zx_buf_free(&zin);
+    return rc;
+}
+
+int zx_side_decode(const void *z, size_t n, int (*each)(void *ctx, const zx_rowset *rs),
+                   void *ctx, char *err, size_t errlen)
+{
+    zx_buf plain = {0};
     ZSTD_DCtx *d = ZSTD_createDCtx();
     zx_rowset rs;
     zx_rowset_init(&rs);
-    ZSTD_inBuffer ib = {zin.p, zin.len, 0};
+    ZSTD_inBuffer ib = {z, n, 0};
     size_t off = 0, last = 1;
-    rc = d ? 0 : zx_seterr(err, errlen, "out of memory");
+    int rc = d ? 0 : zx_seterr(err, errlen, "out of memory");
     while (rc == 0) {
         /* decompress a step, then hand out every whole frame */
         if (ib.pos < ib.size || last != 0) {
+            if (plain.len > SIDE_PLAIN_MAX) {
+                rc = zx_seterr(err, errlen, "a frame longer than %zu bytes", SIDE_PLAIN_MAX);
+                break;
+            }
             if (zx_buf_reserve(&plain, ZSTD_DStreamOutSize()) < 0) {
                 rc = zx_seterr(err, errlen, "out of memory");
                 break;
@@ -162,14 +177,12 @@ int zx_side_rows(zx_lake *l, const char *name, int (*each)(void *ctx, const zx_r
             ZSTD_outBuffer ob = {plain.p + plain.len, ZSTD_DStreamOutSize(), 0};
             last = ZSTD_decompressStream(d, &ob, &ib);
             if (ZSTD_isError(last)) {
-                rc = zx_seterr(err, errlen, "%s: %s is damaged: zstd: %s", zx_lake_root(l), rn,
-                               ZSTD_getErrorName(last));
+                rc = zx_seterr(err, errlen, "zstd: %s", ZSTD_getErrorName(last));
                 break;
             }
             plain.len += ob.pos;
             if (ob.pos == 0 && ib.pos == ib.size && last != 0) {
-                rc = zx_seterr(err, errlen, "%s: %s is damaged: cut short", zx_lake_root(l),
-                               rn);
+                rc = zx_seterr(err, errlen, "cut short");
                 break;
             }
         }
@@ -182,9 +195,9 @@ int zx_side_rows(zx_lake *l, const char *name, int (*each)(void *ctx, const zx_r
             zx_frame_meta m;
             char de[256];
             if (zx_frame_decode(p + 4, fl, &m, &rs, de, sizeof(de)) < 0)
-                rc = zx_seterr(err, errlen, "%s: %s is damaged: %s", zx_lake_root(l), rn, de);
+                rc = zx_seterr(err, errlen, "%s", de);
             else if (each(ctx, &rs) < 0)
-                rc = -1;
+                rc = zx_seterr(err, errlen, "the rows were refused");
             off += 4 + fl;
         }
         if (off && rc == 0) {
@@ -194,14 +207,12 @@ int zx_side_rows(zx_lake *l, const char *name, int (*each)(void *ctx, const zx_r
         }
         if (ib.pos == ib.size && last == 0) {
             if (plain.len && rc == 0)
-                rc = zx_seterr(err, errlen, "%s: %s is damaged: a frame cut short",
-                               zx_lake_root(l), rn);
+                rc = zx_seterr(err, errlen, "a frame cut short");
             break;
         }
     }
     ZSTD_freeDCtx(d);
     zx_rowset_free(&rs);
-    zx_buf_free(&zin);
     zx_buf_free(&plain);
     return rc;
 }

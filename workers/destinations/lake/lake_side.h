@@ -53,6 +53,13 @@ int zx_side_keys(zx_lake *l, const char *name, zx_buf *out, char *err, size_t er
 int zx_side_rows(zx_lake *l, const char *name, int (*each)(void *ctx, const zx_rowset *rs),
                  void *ctx, char *err, size_t errlen);
 
+/* The same over a .rows object's bytes z[0..n): what zx_side_rows does
+ * once it has read them.  A frame may not exceed 256 MiB decompressed.
+ * 0, or -1 with err (a bad zstd stream, a bad frame, a truncated stream,
+ * each returning -1). */
+int zx_side_decode(const void *z, size_t n, int (*each)(void *ctx, const zx_rowset *rs),
+                   void *ctx, char *err, size_t errlen);
+
 /* Remove both sidecars of name (missing: fine).  0 or -1. */
 int zx_side_delete(zx_lake *l, const char *name, char *err, size_t errlen);
 
