@@ -325,7 +325,7 @@ static int bit_width(int max)
 static int put_levels(zx_buf *out, const uint8_t *lv, size_t n, int max)
 {
     size_t start = out->len;
-    uint8_t hdr[10 + 4] = { 0 };
+    uint8_t hdr[16] = { 0 };      /* a run: its varint header and one value byte */
     if (zx_buf_put(out, hdr, 4) < 0)
         return -1;
     int vbytes = (bit_width(max) + 7) / 8;
