@@ -390,6 +390,50 @@ def test_a_writer_that_commits_during_a_run_loses_nothing(sync_env):
     check(z, path)
 
 
+def test_checkpoints_and_retention(sync_env):
+    """Every 10th version gets a checkpoint (and _last_checkpoint); with the
+    table's retentions set to 0 days, the log before it and the data files
+    zx removed are cleaned up; readers and zx itself go on from the
+    checkpoint."""
+    import pyarrow as pa
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    path = os.path.join(z.data_dir, "exports", "lake")
+    z.syncs = {"lake": {"author": "alice", "query": "SELECT id, name, price, at FROM items",
+                        "dest": {"delta": {"path": "var/exports/lake", "file_rows": 1000}},
+                        "mode": "mirror", "key": ["id"]}}
+    z.write_config()
+    make_items(z, 2500)
+    # the table made by another writer first, with retentions of 0 days
+    empty = pa.table({"id": pa.array([], pa.int64()), "name": pa.array([], pa.string()),
+                      "price": pa.array([], pa.float64()),
+                      "at": pa.array([], pa.timestamp("us", tz="UTC"))})
+    deltalake.write_deltalake(path, empty, configuration={
+        "delta.logRetentionDuration": "interval 0 days",
+        "delta.deletedFileRetentionDuration": "interval 0 days"})
+    z.start()
+    for i in range(11):
+        z.ws_exec(f"UPDATE items SET name = 'r{i}' WHERE id = {i * 200 + 1}")
+        r = z.run("lake")
+        assert r["state"] == "succeeded", r
+    dlog = os.path.join(path, "_delta_log")
+    assert os.path.exists(os.path.join(dlog, "%020d.checkpoint.parquet" % 10))
+    with open(os.path.join(dlog, "_last_checkpoint")) as fh:
+        assert json.load(fh)["version"] == 10
+    assert "event=delta_checkpoint " in z.log_text()
+    # commits before the checkpoint are gone (retention 0 days)
+    assert min(log_versions(path)) == 10
+    # removed data files were vacuumed: only live files (and zx's copies) remain
+    live = {os.path.basename(u) for u in deltalake.DeltaTable(path).file_uris()}
+    on_disk = {n for n in os.listdir(path) if n.endswith(".parquet")}
+    assert on_disk == live
+    check(z, path)
+    # zx reads its table from the checkpoint on: more runs work
+    z.ws_exec("DELETE FROM items WHERE id = 2", "UPDATE items SET name = 'late' WHERE id = 3")
+    assert z.run("lake")["state"] == "succeeded"
+    check(z, path)
+    assert deltalake.DeltaTable(path).version() == 12
+
+
 # ---- S3 -------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

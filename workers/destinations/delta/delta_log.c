@@ -50,6 +50,8 @@ void zx_delta_table_free(zx_delta_table *t)
     json_decref(t->protocol);
     json_decref(t->metadata);
     json_decref(t->txns);
+    json_decref(t->tombstones);
+    free(t->commit_ms);
     memset(t, 0, sizeof(*t));
     t->version = -1;
 }
@@ -222,8 +224,10 @@ int zx_delta_apply(zx_delta_table *t, int64_t version, const char *text, size_t 
 {
     char at[600];
     snprintf(at, sizeof(at), "%s: version %lld", where, (long long)version);
-    if (!t->txns && !(t->txns = json_object()))
+    if ((!t->txns && !(t->txns = json_object())) ||
+        (!t->tombstones && !(t->tombstones = json_object())))
         return zx_seterr(err, errlen, "%s: out of memory", at);
+    int64_t commit_ts = 0;
     size_t off = 0;
     int line = 0;
     while (off < n) {
@@ -258,6 +262,13 @@ int zx_delta_apply(zx_delta_table *t, int64_t version, const char *text, size_t 
             const char *p = json_string_value(json_object_get(a, "path"));
             if (p)
                 remove_file(t, p);
+            if (p && !strncmp(p, "zx-", 3) && !strchr(p, '/') && t->tombstones)
+                json_object_set_new(t->tombstones, p, json_integer(json_integer_value(
+                                        json_object_get(a, "deletionTimestamp"))));
+        } else if ((a = json_object_get(o, "commitInfo"))) {
+            json_t *ts = json_object_get(a, "timestamp");
+            if (json_is_integer(ts))
+                commit_ts = json_integer_value(ts);
         } else if ((a = json_object_get(o, "txn"))) {
             const char *app = json_string_value(json_object_get(a, "appId"));
             json_t *v = json_object_get(a, "version");
@@ -268,8 +279,66 @@ int zx_delta_apply(zx_delta_table *t, int64_t version, const char *text, size_t 
         if (rc < 0)
             return -1;
     }
+    if (t->version < 0 || t->ncommit_ms == 0)
+        t->first = version;
+    if (version >= t->first && (uint64_t)(version - t->first) < (1u << 24)) {
+        size_t i = (size_t)(version - t->first);
+        if (i >= t->ncommit_ms) {
+            int64_t *n = realloc(t->commit_ms, (i + 1) * sizeof(*n));
+            if (!n)
+                return zx_seterr(err, errlen, "%s: out of memory", at);
+            for (size_t k = t->ncommit_ms; k <= i; k++)
+                n[k] = 0;
+            t->commit_ms = n;
+            t->ncommit_ms = i + 1;
+        }
+        t->commit_ms[i] = commit_ts;
+    }
     t->version = version;
     return 0;
+}
+
+void zx_delta_state_name(int64_t v, char out[80])
+{
+    snprintf(out, 80, "_zx/delta-state-%020lld.json", (long long)v);
+}
+
+char *zx_delta_state_text(const zx_delta_table *t, size_t *len)
+{
+    zx_buf b = {0};
+    int rc = 0;
+    json_t *o;
+    if (t->protocol) {
+        o = json_pack("{s:O}", "protocol", t->protocol);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        rc |= !s || zx_buf_printf(&b, "%s\n", s) < 0;
+        free(s);
+        json_decref(o);
+    }
+    if (t->metadata) {
+        o = json_pack("{s:O}", "metaData", t->metadata);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        rc |= !s || zx_buf_printf(&b, "%s\n", s) < 0;
+        free(s);
+        json_decref(o);
+    }
+    const char *app;
+    json_t *v;
+    json_object_foreach(t->txns, app, v) {
+        o = json_pack("{s:{s:s, s:O}}", "txn", "appId", app, "version", v);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        rc |= !s || zx_buf_printf(&b, "%s\n", s) < 0;
+        free(s);
+        json_decref(o);
+    }
+    for (size_t i = 0; i < t->nfiles; i++)
+        rc |= zx_buf_printf(&b, "{\"add\":%s}\n", t->files[i].add_json) < 0;
+    if (rc || zx_buf_put(&b, "", 1) < 0) {
+        zx_buf_free(&b);
+        return NULL;
+    }
+    *len = b.len - 1;
+    return b.p;
 }
 
 /* Parse "%020lld.json" names: 1 with *v, else 0. */
@@ -298,8 +367,8 @@ int zx_delta_read(zx_lake *lake, zx_delta_table *t, char *err, size_t errlen)
     snprintf(where, sizeof(where), "delta %s", zx_lake_root(lake));
     if (zx_lake_list(lake, ZX_DELTA_LOG_DIR, &names, &n, err, errlen) < 0)
         return -1;
-    int64_t first = -1, last = -1, v;
-    int checkpoint = 0;
+    int64_t first = -1, last = -1, v, ckpt[64];
+    int nckpt = 0, checkpoint = 0;
     for (size_t i = 0; i < n; i++) {
         if (commit_version(names[i], &v)) {
             if (first < 0 || v < first)
@@ -308,19 +377,54 @@ int zx_delta_read(zx_lake *lake, zx_delta_table *t, char *err, size_t errlen)
                 last = v;
         } else if (strstr(names[i], ".checkpoint")) {
             checkpoint = 1;
+            int64_t cv = 0;
+            int digits = 0;
+            for (const char *c = names[i]; *c >= '0' && *c <= '9' && digits < 20; c++, digits++)
+                if (cv <= (INT64_MAX - 9) / 10)
+                    cv = cv * 10 + (*c - '0');
+            if (digits == 20 && names[i][20] == '.') {
+                if (nckpt == 64) {        /* names come sorted: keep the latest */
+                    memmove(ckpt, ckpt + 1, 63 * sizeof(*ckpt));
+                    nckpt--;
+                }
+                ckpt[nckpt++] = cv;
+            }
         }
     }
     zx_lake_names_free(names, n);
     if (last < 0)
         return 0;
-    if (first != 0)
-        return zx_seterr(err, errlen, "%s: the log starts at version %lld%s: zx reads a "
-                         "table's log from version 0 and cannot read checkpoints yet; "
-                         "write this sync to a new table (another path)", where,
-                         (long long)first, checkpoint ? " (earlier ones are in a checkpoint)"
-                                                      : "");
     zx_buf b = {0};
-    for (v = 0; v <= last; v++) {
+    /* the latest checkpoint whose state zx keeps, with every commit after it */
+    int64_t from = -1;
+    for (int k = 0; k < nckpt; k++) {
+        if (ckpt[k] > last || ckpt[k] < first - 1 || ckpt[k] <= from)
+            continue;
+        char sn[80];
+        zx_delta_state_name(ckpt[k], sn);
+        int rc = zx_lake_get(lake, sn, COMMIT_MAX * 4, &b, err, errlen);
+        if (rc < 0) {
+            zx_buf_free(&b);
+            return -1;
+        }
+        if (rc == 0) {
+            zx_delta_table_free(t);
+            if (zx_delta_apply(t, ckpt[k], b.p, b.len, where, err, errlen) < 0) {
+                zx_buf_free(&b);
+                return -1;
+            }
+            from = ckpt[k];
+        }
+    }
+    if (from < 0 && first != 0) {
+        zx_buf_free(&b);
+        return zx_seterr(err, errlen, "%s: the log starts at version %lld%s: zx reads a "
+                         "table's log from version 0, or from a checkpoint it wrote itself, "
+                         "and cannot read this one; write this sync to a new table (another "
+                         "path)", where, (long long)first, checkpoint
+                         ? " (earlier ones are in a checkpoint)" : "");
+    }
+    for (v = from + 1; v <= last; v++) {
         char name[64];
         zx_delta_commit_name(v, name);
         int rc = zx_lake_get(lake, name, COMMIT_MAX, &b, err, errlen);

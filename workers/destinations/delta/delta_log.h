@@ -3,12 +3,14 @@
  * (`_delta_log/<version, 20 digits>.json`, one action per line, Delta
  * Lake's PROTOCOL.md), and the commits zx adds to it.
  *
- * Reading replays every commit from version 0 in order: protocol and
- * metaData (the last of each), the live data files (each `add` not
- * removed by a later `remove`), and each application's last `txn`
- * version.  A table whose early commits were cleaned up after a
- * checkpoint (the first commit kept is not version 0) is refused: zx
- * does not read checkpoint Parquet files yet.
+ * Reading replays the commits in order: protocol and metaData (the last
+ * of each), the live data files (each `add` not removed by a later
+ * `remove`), and each application's last `txn` version.  It starts from
+ * the latest checkpoint zx wrote, through the copy of that state zx keeps
+ * beside it (`_zx/delta-state-<version>.json`: the same action lines),
+ * else from version 0; a table whose early commits were cleaned up after
+ * a checkpoint zx did not write is refused: zx does not read checkpoint
+ * Parquet files.
  *
  * Writing: a commit is the lines of its actions, put at the next version
  * with put-if-absent (lake_store.h): two writers never both get a
@@ -59,7 +61,20 @@ typedef struct zx_delta_table {
     zx_delta_file *files;    /* live data files, in the order added */
     size_t nfiles, cap;
     json_t *txns;            /* appId -> version (owned object) */
+    int64_t first;           /* the first version replayed (a state copy's
+                                version, or 0) */
+    int64_t *commit_ms;      /* commitInfo.timestamp of versions
+                                first..version (0: none) */
+    size_t ncommit_ms;
+    json_t *tombstones;      /* zx's data files removed: path -> the
+                                remove's deletionTimestamp (ms) */
 } zx_delta_table;
+
+/* The copy of a checkpoint's state zx keeps ("_zx/delta-state-%020lld.json"). */
+void zx_delta_state_name(int64_t v, char out[80]);
+/* The state of t as action lines (protocol, metaData, txn, add), for
+ * zx_delta_state_name: malloc'd text, NULL when out of memory. */
+char *zx_delta_state_text(const zx_delta_table *t, size_t *len);
 
 /* Read the table at root (lake) into *t (zeroed first; free with
  * zx_delta_table_free even after -1).  No log: t->version -1, 0.  0 or -1

@@ -46,6 +46,7 @@
 #include "common/timefmt.h"
 #include "common/util.h"
 #include "formats/parquet.h"
+#include "workers/destinations/delta/delta_checkpoint.h"
 #include "workers/destinations/delta/delta_log.h"
 #include "workers/destinations/delta/delta_opts.h"
 #include "workers/destinations/lake/lake_side.h"
@@ -53,6 +54,10 @@
 #include "workers/destinations/lake/lake_writer.h"
 
 #define COMMIT_TRIES 20
+#define CHECKPOINT_EVERY 10           /* versions, as Delta's writers do */
+#define DAY_MS (24 * 3600 * 1000LL)
+#define LOG_RETENTION_MS (30 * DAY_MS)      /* delta.logRetentionDuration */
+#define FILE_RETENTION_MS (7 * DAY_MS)      /* delta.deletedFileRetentionDuration */
 
 typedef struct delta_state {
     char *path, *sync, *app;
@@ -557,6 +562,100 @@ static int lost_race(delta_state *st, int64_t v, int64_t *next, char *err, size_
     return rc;
 }
 
+/* A retention the table's configuration sets ("interval 30 days"; hours,
+ * minutes and weeks too), else def (ms). */
+static int64_t retention(const zx_delta_table *t, const char *key, int64_t def)
+{
+    json_t *cf = t->metadata ? json_object_get(t->metadata, "configuration") : NULL;
+    const char *v = json_string_value(json_object_get(cf, key));
+    long long n;
+    char unit[16];
+    if (!v || sscanf(v, "interval %lld %15s", &n, unit) != 2 || n < 0 || n > 100000)
+        return def;
+    int64_t per = !strncmp(unit, "week", 4) ? 7 * DAY_MS : !strncmp(unit, "day", 3) ? DAY_MS
+                  : !strncmp(unit, "hour", 4) ? 3600000LL : !strncmp(unit, "minute", 6)
+                  ? 60000LL : 0;
+    return per ? n * per : def;
+}
+
+/* After version v: a checkpoint every CHECKPOINT_EVERY versions (with
+ * zx's copy of its state and _last_checkpoint), the log entries older
+ * than the log retention and before that checkpoint removed, and zx's data
+ * files removed longer ago than the file retention deleted.  Failures are
+ * logged: the run's commit stands. */
+static void housekeeping(delta_state *st, int64_t v)
+{
+    char e[1024];
+    zx_delta_table *t = &st->t;
+    int64_t now = zx_now_us() / 1000;
+    if (v > 0 && v % CHECKPOINT_EVERY == 0 && t->version == v) {
+        size_t sl = 0;
+        char *state = zx_delta_state_text(t, &sl);
+        char sn[80], cn[64];
+        zx_delta_state_name(v, sn);
+        zx_delta_checkpoint_name(v, cn);
+        uint64_t rows = 0, bytes = 0;
+        zx_lake_out *o = NULL;
+        int ok = state && zx_lake_put(st->lake, sn, state, sl, 0, e, sizeof(e)) == 0 &&
+                 (o = zx_lake_create(st->lake, cn, e, sizeof(e))) != NULL;
+        if (ok && zx_delta_checkpoint(t, zx_lake_sink, o, &rows, e, sizeof(e)) < 0)
+            ok = 0;
+        if (ok) {
+            ok = zx_lake_out_commit(o, &bytes, e, sizeof(e)) == 0;
+            o = NULL;
+        }
+        zx_lake_out_abort(o);
+        free(state);
+        char *lc = ok ? zx_delta_last_checkpoint_json(v, rows, bytes) : NULL;
+        if (ok && (!lc || zx_lake_put(st->lake, ZX_DELTA_LAST_CHECKPOINT, lc, strlen(lc), 0, e,
+                                      sizeof(e)) < 0))
+            ok = 0;
+        free(lc);
+        if (!ok) {
+            zx_warn("event=delta_checkpoint_failed sync=%s version=%lld error=\"%s\"",
+                    st->sync, (long long)v, e);
+            return;
+        }
+        zx_info("event=delta_checkpoint sync=%s version=%lld actions=%llu", st->sync,
+                (long long)v, (unsigned long long)rows);
+        /* the log before this checkpoint, older than the retention */
+        int64_t keep_ms = retention(t, "delta.logRetentionDuration", LOG_RETENTION_MS);
+        int removed = 0;
+        for (int64_t x = t->first; x < v && x >= 0; x++) {
+            size_t i = (size_t)(x - t->first);
+            int64_t ts = i < t->ncommit_ms ? t->commit_ms[i] : 0;
+            if (!ts || now - ts <= keep_ms)
+                break;
+            char n1[64], n2[64], n3[80];
+            zx_delta_commit_name(x, n1);
+            zx_delta_checkpoint_name(x, n2);
+            zx_delta_state_name(x, n3);
+            if (zx_lake_delete(st->lake, n1, e, sizeof(e)) < 0)
+                break;
+            zx_lake_delete(st->lake, n2, e, sizeof(e));
+            zx_lake_delete(st->lake, n3, e, sizeof(e));
+            removed++;
+        }
+        if (removed)
+            zx_info("event=delta_log_cleaned sync=%s before=%lld removed=%d", st->sync,
+                    (long long)v, removed);
+    }
+    /* zx's data files removed longer ago than the file retention */
+    int64_t file_ms = retention(t, "delta.deletedFileRetentionDuration", FILE_RETENTION_MS);
+    const char *p;
+    json_t *ts;
+    int vacuumed = 0;
+    json_object_foreach(t->tombstones, p, ts) {
+        int64_t at = json_integer_value(ts);
+        if (!at || now - at <= file_ms || zx_lake_delete(st->lake, p, e, sizeof(e)) < 0)
+            continue;
+        zx_side_delete(st->lake, p, e, sizeof(e));
+        vacuumed++;
+    }
+    if (vacuumed)
+        zx_info("event=delta_files_vacuumed sync=%s count=%d", st->sync, vacuumed);
+}
+
 static int delta_commit(void *state, char *err, size_t errlen)
 {
     delta_state *st = state;
@@ -628,6 +727,8 @@ static int delta_commit(void *state, char *err, size_t errlen)
                 st->sync, (unsigned long long)st->run_id, (long long)v, (long long)next);
         v = next;
     }
+    if (rc == 0 && zx_delta_apply(&st->t, v, b.p, b.len, st->where, err, errlen) == 0)
+        housekeeping(st, v);
     zx_buf_free(&b);
     if (rc == 0) {
         zx_lake_test_stop_at("committed");
