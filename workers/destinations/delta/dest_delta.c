@@ -624,7 +624,7 @@ static void housekeeping(delta_state *st, int64_t v)
         for (int64_t x = t->first; x < v && x >= 0; x++) {
             size_t i = (size_t)(x - t->first);
             int64_t ts = i < t->ncommit_ms ? t->commit_ms[i] : 0;
-            if (!ts || now - ts <= keep_ms)
+            if (!ts || now - ts < keep_ms)
                 break;
             char n1[64], n2[64], n3[80];
             zx_delta_commit_name(x, n1);
@@ -647,7 +647,7 @@ static void housekeeping(delta_state *st, int64_t v)
     int vacuumed = 0;
     json_object_foreach(t->tombstones, p, ts) {
         int64_t at = json_integer_value(ts);
-        if (!at || now - at <= file_ms || zx_lake_delete(st->lake, p, e, sizeof(e)) < 0)
+        if (!at || now - at < file_ms || zx_lake_delete(st->lake, p, e, sizeof(e)) < 0)
             continue;
         zx_side_delete(st->lake, p, e, sizeof(e));
         vacuumed++;
