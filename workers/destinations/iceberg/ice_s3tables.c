@@ -159,25 +159,40 @@ static int s3t_create(zx_icecat *c, const char *ns, const char *name, const json
         return zx_seterr(err, errlen, "iceberg catalog %s: %s: no metadata", c->name, what);
     if (s3t_path(c, "tables", ns, NULL, NULL, path, sizeof(path)) < 0)
         return zx_seterr(err, errlen, "iceberg catalog %s: %s: name too long", c->name, what);
-    json_t *b = json_pack("{s:s,s:s}", "name", name, "format", "ICEBERG");
-    ice_aws_ans a, l = {0};
+    ice_aws_ans a = {0}, l;
     json_t *md = NULL;
-    int rc = ice_aws_rest(c, 0, "PUT", path, NULL, b, &a);
-    json_decref(b);
-    if (rc == 0 && a.status == 409) {
-        /* made by a create that stopped before its metadata: take it over */
-        int g = get_location(c, ns, name, &l, e, sizeof(e));
-        if (g != 0 || json_string_value(json_object_get(l.j, "metadataLocation"))) {
+    /* a table there already: EXISTS, unless a create stopped before its
+     * metadata (no metadata location): take it over.  (Asked first: S3
+     * Tables answers 409 to a second CreateTable, but moto replaces the
+     * table.) */
+    int rc = get_location(c, ns, name, &l, e, sizeof(e));
+    if (rc == 0 && json_string_value(json_object_get(l.j, "metadataLocation"))) {
+        zx_seterr(err, errlen, "iceberg catalog %s: %s: the table exists", c->name, what);
+        rc = ZX_ICECAT_EXISTS;
+        goto out;
+    }
+    if (rc != 0 && rc != ZX_ICECAT_NOT_FOUND) {
+        rc = zx_seterr(err, errlen, "%s", e);
+        goto out;
+    }
+    if (rc == ZX_ICECAT_NOT_FOUND) {
+        ice_aws_ans_free(&l);
+        json_t *b = json_pack("{s:s,s:s}", "name", name, "format", "ICEBERG");
+        rc = ice_aws_rest(c, 0, "PUT", path, NULL, b, &a);
+        json_decref(b);
+        if (rc == 0 && a.status == 409) {
             zx_seterr(err, errlen, "iceberg catalog %s: %s: %s", c->name, what, a.msg);
             rc = ZX_ICECAT_EXISTS;
             goto out;
         }
-    } else if (rc < 0 || a.status != 200) {
-        rc = ans_err(c, what, &a, err, errlen);
-        goto out;
-    } else if ((rc = get_location(c, ns, name, &l, err, errlen)) != 0) {
-        rc = -1;
-        goto out;
+        if (rc < 0 || a.status != 200) {
+            rc = ans_err(c, what, &a, err, errlen);
+            goto out;
+        }
+        if (get_location(c, ns, name, &l, err, errlen) != 0) {
+            rc = -1;
+            goto out;
+        }
     }
     const char *wh = json_string_value(json_object_get(l.j, "warehouseLocation"));
     const char *tok = json_string_value(json_object_get(l.j, "versionToken"));
