@@ -253,3 +253,110 @@ def test_s3tables_catalog(tmp_path, moto):
 
     missing = icecat(tmp_path, env, "load", ns, "nope")
     assert missing["result"] == "not_found", missing
+
+
+# ---- REST: what a real catalog will not do on demand -------------------
+
+class FakeRest:
+    """A REST catalog in a thread for what the real one cannot be made to
+    do: a config with a prefix, an OAuth2 token endpoint that checks the
+    form, and commits answered with a chosen status (or never).  Records
+    every request (method, path, Authorization, body)."""
+
+    def __init__(self, commit_status):
+        import http.server
+        import threading
+        import urllib.parse
+        self.seen, self.commit_status = [], commit_status
+        fake = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def answer(self, status, body):
+                b = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(b)))
+                self.end_headers()
+                self.wfile.write(b)
+
+            def do_GET(self):
+                fake.seen.append(("GET", self.path, self.headers.get("Authorization"), None))
+                if self.path.startswith("/v1/config"):
+                    return self.answer(200, {"defaults": {"prefix": "wrong"},
+                                             "overrides": {"prefix": "my wh"}})
+                if self.path == "/v1/my%20wh/namespaces/s/tables/t":
+                    return self.answer(200, {"metadata-location": "s3://b/m.json",
+                                             "metadata": {"format-version": 2}})
+                self.answer(404, {"error": {"message": "nope", "type": "NoSuchTableException",
+                                            "code": 404}})
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n).decode()
+                fake.seen.append(("POST", self.path, self.headers.get("Authorization"), body))
+                if self.path == "/v1/oauth/tokens":
+                    f = urllib.parse.parse_qs(body)
+                    if f == {"grant_type": ["client_credentials"], "client_id": ["zxid"],
+                             "client_secret": [SECRET], "scope": ["catalog"]}:
+                        return self.answer(200, {"access_token": "tok-1",
+                                                 "token_type": "bearer"})
+                    return self.answer(401, {"error": "invalid_client"})
+                st = fake.commit_status
+                if st is None:
+                    import time
+                    time.sleep(3)
+                    return
+                self.answer(st, {"error": {"message": "it went wrong", "type": "X",
+                                           "code": st}})
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.uri = f"http://127.0.0.1:{self.srv.server_address[1]}"
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def commits(self):
+        return [s for s in self.seen if s[0] == "POST" and "/tables/" in s[1]]
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+@pytest.mark.parametrize("status,result", [(503, "unknown"), (500, "unknown"),
+                                           (504, "unknown"), (None, "unknown"),
+                                           (409, "conflict"), (400, "error"),
+                                           (403, "error")])
+def test_rest_commit_outcomes_are_sent_once(tmp_path, status, result):
+    fake = FakeRest(status)
+    try:
+        env = {"ICECAT_URI": fake.uri + "/", "ICECAT_CREDENTIAL": "zxid:" + SECRET,
+               "ICECAT_DEADLINE_MS": "1000"}
+        base = icecat(tmp_path, env, "load", "s", "t")
+        assert base["result"] == "ok", base
+        r = icecat(tmp_path, env, "commit", "s", "t", base=base, requirements=[],
+                   updates=[{"action": "set-properties", "updates": {"a": "b"}}])
+        assert r["result"] == result, r
+        assert len(fake.commits()) == 1, fake.seen      # never sent twice
+        method, path, auth, body = fake.commits()[0]
+        assert path == "/v1/my%20wh/namespaces/s/tables/t"
+        assert auth == "Bearer tok-1"
+        assert json.loads(body) == {"identifier": {"namespace": ["s"], "name": "t"},
+                                    "requirements": [],
+                                    "updates": [{"action": "set-properties",
+                                                 "updates": {"a": "b"}}]}
+        if status in (400, 403):
+            assert f"{status} X: it went wrong" in r["error"]
+    finally:
+        fake.close()
+
+
+def test_rest_oauth_refused_fails_at_open(tmp_path):
+    fake = FakeRest(200)
+    try:
+        r = icecat(tmp_path, {"ICECAT_URI": fake.uri, "ICECAT_CREDENTIAL": "zxid:wrong"},
+                   "load", "s", "t")
+        assert r["result"] == "error" and "OAuth2 token: 401 invalid_client" in r["error"]
+    finally:
+        fake.close()
