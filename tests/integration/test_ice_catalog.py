@@ -286,8 +286,8 @@ class FakeRest:
                 fake.seen.append(("GET", self.path, self.headers.get("Authorization"), None))
                 if self.path.startswith("/v1/config"):
                     return self.answer(200, {"defaults": {"prefix": "wrong"},
-                                             "overrides": {"prefix": "my wh"}})
-                if self.path == "/v1/my%20wh/namespaces/s/tables/t":
+                                             "overrides": {"prefix": "my wh/x"}})
+                if self.path == "/v1/my%20wh/x/namespaces/s/tables/t":
                     return self.answer(200, {"metadata-location": "s3://b/m.json",
                                              "metadata": {"format-version": 2}})
                 self.answer(404, {"error": {"message": "nope", "type": "NoSuchTableException",
@@ -340,7 +340,7 @@ def test_rest_commit_outcomes_are_sent_once(tmp_path, status, result):
         assert r["result"] == result, r
         assert len(fake.commits()) == 1, fake.seen      # never sent twice
         method, path, auth, body = fake.commits()[0]
-        assert path == "/v1/my%20wh/namespaces/s/tables/t"
+        assert path == "/v1/my%20wh/x/namespaces/s/tables/t"
         assert auth == "Bearer tok-1"
         assert json.loads(body) == {"identifier": {"namespace": ["s"], "name": "t"},
                                     "requirements": [],

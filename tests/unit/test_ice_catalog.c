@@ -22,6 +22,7 @@ static void test_pct(void)
     CHECK(ice_pct("abcd", o, 4) == -1);
     CHECK(ice_pct("abc", o, 4) == 0);
     CHECK(ice_pct("a/", o, 4) == -1);
+    CHECK(ice_pct_keep("my wh/x", 1, o, sizeof(o)) == 0 && !strcmp(o, "my%20wh/x"));
 }
 
 static void test_paths(void)

@@ -121,10 +121,16 @@ int zx_icecat_commit(zx_icecat *c, const char *ns, const char *name,
 
 int ice_pct(const char *s, char *out, size_t n)
 {
+    return ice_pct_keep(s, 0, out, n);
+}
+
+int ice_pct_keep(const char *s, int keep_slash, char *out, size_t n)
+{
     static const char hex[] = "0123456789ABCDEF";
     size_t o = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~') {
+        if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' ||
+            (keep_slash && *p == '/')) {
             if (o + 1 >= n)
                 return -1;
             out[o++] = (char)*p;

@@ -91,6 +91,9 @@ int ice_aws_write_metadata(zx_icecat *c, const char *url, const json_t *md, char
 /* s percent-encoded (RFC 3986 unreserved kept, all else %XX) into out[n].
  * 0, or -1 when it does not fit. */
 int ice_pct(const char *s, char *out, size_t n);
+/* The same, '/' kept when keep_slash (a REST prefix is a path: Iceberg's
+ * clients put it in the URL as it is). */
+int ice_pct_keep(const char *s, int keep_slash, char *out, size_t n);
 
 /* The REST path of a namespace ("<prefix>/namespaces/<ns>"), its tables
  * ("<prefix>/namespaces/<ns>/tables") or a table (name not NULL), ns

@@ -201,7 +201,7 @@ int ice_rest_open(zx_icecat *c, const zx_icecat_args *a, char *err, size_t errle
         char ep[1024];
         free(c->prefix);
         c->prefix = NULL;
-        if (ice_pct(px, ep, sizeof(ep)) < 0 || asprintf(&c->prefix, "/%s", ep) < 0) {
+        if (ice_pct_keep(px, 1, ep, sizeof(ep)) < 0 || asprintf(&c->prefix, "/%s", ep) < 0) {
             c->prefix = NULL;
             r2 = zx_seterr(err, errlen, "iceberg catalog %s: config prefix too long", c->name);
         }
