@@ -263,12 +263,23 @@ class FakeRest:
     form, and commits answered with a chosen status (or never).  Records
     every request (method, path, Authorization, body)."""
 
-    def __init__(self, commit_status):
+    def __init__(self, commit_status, token_uses=10**9):
         import http.server
         import threading
         import urllib.parse
         self.seen, self.commit_status = [], commit_status
+        self.token_uses, self.tokens, self.uses = token_uses, 0, 0
         fake = self
+
+        def refused(h):
+            """401 unless the request carries the latest token, still fresh."""
+            fake.uses += 1
+            if (h.headers.get("Authorization") == f"Bearer tok-{fake.tokens}" and
+                    fake.uses <= fake.token_uses):
+                return False
+            h.answer(401, {"error": {"message": "token expired",
+                                     "type": "NotAuthorizedException", "code": 401}})
+            return True
 
         class H(http.server.BaseHTTPRequestHandler):
             def log_message(self, *a):
@@ -284,6 +295,8 @@ class FakeRest:
 
             def do_GET(self):
                 fake.seen.append(("GET", self.path, self.headers.get("Authorization"), None))
+                if refused(self):
+                    return
                 if self.path.startswith("/v1/config"):
                     return self.answer(200, {"defaults": {"prefix": "wrong"},
                                              "overrides": {"prefix": "my wh/x"}})
@@ -301,9 +314,13 @@ class FakeRest:
                     f = urllib.parse.parse_qs(body)
                     if f == {"grant_type": ["client_credentials"], "client_id": ["zxid"],
                              "client_secret": [SECRET], "scope": ["catalog"]}:
-                        return self.answer(200, {"access_token": "tok-1",
+                        fake.tokens += 1
+                        fake.uses = 0
+                        return self.answer(200, {"access_token": f"tok-{fake.tokens}",
                                                  "token_type": "bearer"})
                     return self.answer(401, {"error": "invalid_client"})
+                if refused(self):
+                    return
                 st = fake.commit_status
                 if st is None:
                     import time
@@ -341,7 +358,7 @@ def test_rest_commit_outcomes_are_sent_once(tmp_path, status, result):
         assert len(fake.commits()) == 1, fake.seen      # never sent twice
         method, path, auth, body = fake.commits()[0]
         assert path == "/v1/my%20wh/x/namespaces/s/tables/t"
-        assert auth == "Bearer tok-1"
+        assert auth == f"Bearer tok-{fake.tokens}"   # each icecat run has its own
         assert json.loads(body) == {"identifier": {"namespace": ["s"], "name": "t"},
                                     "requirements": [],
                                     "updates": [{"action": "set-properties",
@@ -358,5 +375,23 @@ def test_rest_oauth_refused_fails_at_open(tmp_path):
         r = icecat(tmp_path, {"ICECAT_URI": fake.uri, "ICECAT_CREDENTIAL": "zxid:wrong"},
                    "load", "s", "t")
         assert r["result"] == "error" and "OAuth2 token: 401 invalid_client" in r["error"]
+    finally:
+        fake.close()
+
+
+def test_rest_token_renewed_on_401(tmp_path):
+    """An expired token (401): a new one from the token endpoint, and the
+    request once more."""
+    fake = FakeRest(200, token_uses=1)
+    try:
+        env = {"ICECAT_URI": fake.uri, "ICECAT_CREDENTIAL": "zxid:" + SECRET}
+        r = icecat(tmp_path, env, "load", "s", "t")
+        assert r["result"] == "ok", r
+        got = [(m, p, a) for m, p, a, _ in fake.seen]
+        assert got == [("POST", "/v1/oauth/tokens", None),
+                       ("GET", "/v1/config", "Bearer tok-1"),
+                       ("GET", "/v1/my%20wh/x/namespaces/s/tables/t", "Bearer tok-1"),
+                       ("POST", "/v1/oauth/tokens", None),
+                       ("GET", "/v1/my%20wh/x/namespaces/s/tables/t", "Bearer tok-2")]
     finally:
         fake.close()

@@ -71,6 +71,12 @@ void zx_icecat_free(zx_icecat *c)
         memset(c->auth, 0, strlen(c->auth));
         free(c->auth);
     }
+    if (c->credential) {
+        memset(c->credential, 0, strlen(c->credential));
+        free(c->credential);
+    }
+    free(c->scope);
+    free(c->token_url);
     free(c->base);
     free(c->prefix);
     zx_aws_client_free(c->api);

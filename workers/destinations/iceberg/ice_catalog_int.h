@@ -40,6 +40,10 @@ struct zx_icecat {
     char *base;                 /* "<uri>/v1" */
     char *prefix;               /* "/<prefix>" percent-encoded, or "" */
     char *auth;                 /* "Authorization: Bearer ..." or NULL (secret) */
+    char *credential;           /* "id:secret" (secret), to renew the token
+                                   on a 401; NULL with a fixed token */
+    char *scope;                /* OAuth2 scope; NULL: "catalog" */
+    char *token_url;            /* where tokens come from */
     /* glue, s3tables */
     zx_aws_creds *creds;
     zx_aws_client *api;

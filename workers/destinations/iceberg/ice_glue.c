@@ -168,9 +168,22 @@ static int glue_create(zx_icecat *c, const char *ns, const char *name, const jso
     if (!json_is_object(metadata))
         return zx_seterr(err, errlen, "iceberg catalog %s: table %s.%s: create: no metadata",
                          c->name, ns, name);
+    /* asked first, so that a table there already costs no orphan file */
+    ice_aws_ans g;
+    json_t *gt;
+    char e[1000];
+    int rc = get_table(c, ns, name, &g, &gt, e, sizeof(e));
+    ice_aws_ans_free(&g);
+    if (rc == 0) {
+        zx_seterr(err, errlen, "iceberg catalog %s: table %s.%s: create: the table exists",
+                  c->name, ns, name);
+        return ZX_ICECAT_EXISTS;
+    }
+    if (rc != ZX_ICECAT_NOT_FOUND)
+        return zx_seterr(err, errlen, "%s", e);
     json_t *md = json_deep_copy(metadata);
     const char *loc = json_string_value(json_object_get(md, "location"));
-    char where[2048], path[ICE_URL_MAX], uuid[37], e[1000];
+    char where[2048], path[ICE_URL_MAX], uuid[37];
     if (!loc || !*loc) {
         if (!c->location) {
             json_decref(md);
@@ -185,7 +198,6 @@ static int glue_create(zx_icecat *c, const char *ns, const char *name, const jso
     } else
         snprintf(where, sizeof(where), "%s", loc);
     ice_uuid(uuid);
-    int rc;
     if (ice_metadata_path(where, NULL, uuid, path, sizeof(path)) < 0) {
         rc = zx_seterr(err, errlen, "iceberg catalog %s: table %s.%s: location too long",
                        c->name, ns, name);

@@ -19,6 +19,9 @@
 
 #define REST_MAX_RESPONSE ((size_t)64 << 20)   /* a big table's metadata */
 
+static int rest_oauth(zx_icecat *c, const char *url, const char *credential, const char *scope,
+                      char *err, size_t errlen);
+
 /* One request: 0 with *status and *out (the parsed body, NULL when not
  * JSON or none; the raw body's words in text on a status >= 300), or a
  * ZX_HTTP_* code with err. */
@@ -41,13 +44,26 @@ static int rest_call(zx_icecat *c, int once, const char *method, const char *pat
     h[nh++] = "Accept: application/json";
     if (b)
         h[nh++] = "Content-Type: application/json";
+    h[nh++] = "X-Client-Version: zx";
+    int ai = nh;   /* the token, last */
     if (c->auth)
         h[nh++] = c->auth;
-    h[nh++] = "X-Client-Version: zx";
     h[nh] = NULL;
     zx_http_response r = {0};
     int rc = zx_http_request(once ? c->http_once : c->http, method, url, h, b,
                              b ? strlen(b) : 0, &r, err, errlen);
+    if (rc == 0 && r.status == 401 && c->credential) {
+        /* the token expired: a new one, and the request once more (a 401
+         * was refused before it was looked at) */
+        char e[512];
+        if (rest_oauth(c, c->token_url, c->credential, c->scope, e, sizeof(e)) == 0) {
+            h[ai] = c->auth;
+            h[ai + 1] = NULL;
+            zx_http_response_free(&r);
+            rc = zx_http_request(once ? c->http_once : c->http, method, url, h, b,
+                                 b ? strlen(b) : 0, &r, err, errlen);
+        }
+    }
     free(b);
     *status = r.status;
     if (rc == 0) {
@@ -173,6 +189,9 @@ int ice_rest_open(zx_icecat *c, const zx_icecat_args *a, char *err, size_t errle
             return zx_seterr(err, errlen, "iceberg catalog %s: out of memory", c->name);
         }
     } else if (a->credential && *a->credential) {
+        if (!(c->credential = strdup(a->credential)) ||
+            (a->scope && !(c->scope = strdup(a->scope))) || !(c->token_url = strdup(tok_url)))
+            return zx_seterr(err, errlen, "iceberg catalog %s: out of memory", c->name);
         if (rest_oauth(c, tok_url, a->credential, a->scope, err, errlen) < 0)
             return -1;
     }
@@ -206,9 +225,13 @@ int ice_rest_open(zx_icecat *c, const zx_icecat_args *a, char *err, size_t errle
             r2 = zx_seterr(err, errlen, "iceberg catalog %s: config prefix too long", c->name);
         }
     }
-    if (r2 == 0 && oauth && a->credential && *a->credential && !(a->token && *a->token) &&
-        strcmp(oauth, tok_url))
-        r2 = rest_oauth(c, oauth, a->credential, a->scope, err, errlen);
+    if (r2 == 0 && oauth && c->credential && strcmp(oauth, tok_url)) {
+        free(c->token_url);
+        if (!(c->token_url = strdup(oauth)))
+            r2 = zx_seterr(err, errlen, "iceberg catalog %s: out of memory", c->name);
+        else
+            r2 = rest_oauth(c, oauth, c->credential, c->scope, err, errlen);
+    }
     json_decref(cfg);
     return r2;
 }
