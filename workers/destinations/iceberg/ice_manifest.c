@@ -447,6 +447,11 @@ static int put_pvalue(zx_buf *b, const zx_ice_pfield *f, psum *s, const zx_ice_p
         s->has_bounds = 1;
         return zx_avro_put_long(b, v->i);
     case ZX_ICE_P_BOOLEAN:
+        if (!s->has_bounds || (v->i != 0) < s->ilo)
+            s->ilo = v->i != 0;
+        if (!s->has_bounds || (v->i != 0) > s->ihi)
+            s->ihi = v->i != 0;
+        s->has_bounds = 1;
         return zx_avro_put_boolean(b, v->i != 0);
     case ZX_ICE_P_DOUBLE:
         if (isnan(v->d)) {
@@ -461,8 +466,10 @@ static int put_pvalue(zx_buf *b, const zx_ice_pfield *f, psum *s, const zx_ice_p
         }
         return zx_avro_put_double(b, v->d);
     case ZX_ICE_P_STRING:
+    case ZX_ICE_P_BINARY:
         if (!v->s && v->len) {
-            snprintf(err, errlen, "iceberg manifest: partition field %s: no string", f->name);
+            snprintf(err, errlen, "iceberg manifest: partition field %s: no %s", f->name,
+                     f->type == ZX_ICE_P_STRING ? "string" : "bytes");
             return -2;
         }
         {
@@ -478,14 +485,8 @@ static int put_pvalue(zx_buf *b, const zx_ice_pfield *f, psum *s, const zx_ice_p
                     return -1;
             }
             s->has_bounds = 1;
-            return zx_avro_put_string(b, p, v->len);
+            return zx_avro_put_bytes(b, p, v->len);
         }
-    case ZX_ICE_P_BINARY:
-        if (!v->s && v->len) {
-            snprintf(err, errlen, "iceberg manifest: partition field %s: no bytes", f->name);
-            return -2;
-        }
-        return zx_avro_put_bytes(b, v->s, v->len);
     }
     return -1;
 }
@@ -622,14 +623,17 @@ int zx_ice_manifest_finish(zx_ice_manifest *m, zx_buf *out, char *err, size_t er
             f->lower_len = zx_ice_bound_double(s->dlo, s->blo);
             f->upper_len = zx_ice_bound_double(s->dhi, s->bhi);
             break;
+        case ZX_ICE_P_BOOLEAN:
+            f->lower_len = zx_ice_bound_boolean((int)s->ilo, s->blo);
+            f->upper_len = zx_ice_bound_boolean((int)s->ihi, s->bhi);
+            break;
         case ZX_ICE_P_STRING:
+        case ZX_ICE_P_BINARY:
             /* an empty string's bytes: a non-NULL pointer of length 0 */
             f->lower = (const uint8_t *)(s->slo.p ? s->slo.p : "");
             f->lower_len = s->slo.len;
             f->upper = (const uint8_t *)(s->shi.p ? s->shi.p : "");
             f->upper_len = s->shi.len;
-            continue;
-        default:
             continue;
         }
         f->lower = s->blo;

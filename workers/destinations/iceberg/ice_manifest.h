@@ -211,7 +211,8 @@ typedef struct zx_ice_mfile {     /* one manifest_file of a manifest list */
  * field summary per partition field (contains_null; contains_nan for
  * DOUBLE fields, else null; lower and upper over the non-null, non-NaN
  * values, Appendix D bytes pointing into m, valid until
- * zx_ice_manifest_free; BOOLEAN and BINARY fields get no bounds).
+ * zx_ice_manifest_free; strings and binary in unsigned byte-wise order,
+ * never truncated).
  * min_sequence_number: the least explicit sequence_number of a live entry
  * (not DELETED), or -1 when no live entry has one (then it is the
  * snapshot's sequence number: the caller sets it).  manifest_path,
