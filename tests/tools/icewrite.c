@@ -60,15 +60,31 @@ static int fail(const char *what)
     return -1;
 }
 
-/* Everything one run allocates, freed at exit by the OS: a test tool. */
-static void *keep(size_t n)
+/* Everything one run allocates for its inputs, freed together at exit
+ * (so that a leak ASan reports is the library's). */
+static void **kept;
+static size_t nkept, capkept;
+
+static void *keep_ptr(void *p)
 {
-    void *p = calloc(1, n ? n : 1);
-    if (!p) {
+    if (!p || zx_grow(&kept, nkept, &capkept, sizeof(*kept)) < 0) {
         fprintf(stderr, "icewrite: out of memory\n");
         exit(1);
     }
+    kept[nkept++] = p;
     return p;
+}
+
+static void *keep(size_t n)
+{
+    return keep_ptr(calloc(1, n ? n : 1));
+}
+
+static void free_kept(void)
+{
+    for (size_t i = 0; i < nkept; i++)
+        free(kept[i]);
+    free(kept);
 }
 
 static int unhex(const char *s, uint8_t **out, size_t *len)
@@ -299,10 +315,10 @@ static int sync_of(json_t *o, const uint8_t **sync)
 static char *dump(json_t *v, const char *dflt)
 {
     if (!v)
-        return strdup(dflt);
+        return keep_ptr(strdup(dflt));
     if (json_is_string(v))
-        return strdup(json_string_value(v));
-    return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        return keep_ptr(strdup(json_string_value(v)));
+    return keep_ptr(json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER));
 }
 
 int main(void)
@@ -440,11 +456,16 @@ int main(void)
     zx_buf_free(&mbytes);
     zx_buf_free(&lbytes);
     json_decref(doc);
+    free_kept();
     return 0;
 failed_err:
     snprintf(msg, sizeof(msg), "%s", err);
 failed:
     fprintf(stderr, "icewrite: %s\n", msg);
     zx_ice_manifest_free(m);
+    zx_buf_free(&mbytes);
+    zx_buf_free(&lbytes);
+    json_decref(doc);
+    free_kept();
     return 1;
 }
