@@ -41,9 +41,17 @@
  * hex|null}] or null; "key_metadata": hex).
  *
  * Prints one JSON line: {"manifest_length": n, "manifest_list_length": n}.
+ *
+ *   icewrite --read-list FILE
+ *
+ * reads a manifest list (any writer's) with zx_ice_mlist_read and prints
+ * its manifests as one JSON array of objects named as the spec's fields
+ * (bytes as hex; null where the file has null: partitions, key_metadata,
+ * contains_nan, bounds; counts the file leaves null print as -1).
  * Exit status 0, or 1 with a message on stderr.  Test use only.
  */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,8 +329,87 @@ static char *dump(json_t *v, const char *dflt)
     return keep_ptr(json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER));
 }
 
-int main(void)
+static json_t *hexj(const uint8_t *p, size_t n)
 {
+    if (!p)
+        return json_null();
+    char *s = keep(2 * n + 1);
+    for (size_t i = 0; i < n; i++)
+        snprintf(s + 2 * i, 3, "%02x", p[i]);
+    return json_string(s);
+}
+
+static int read_list(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        fprintf(stderr, "icewrite: cannot open %s\n", path);
+        return 1;
+    }
+    uint8_t *p = keep((size_t)st.st_size);
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t k = read(fd, p + got, (size_t)st.st_size - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    char err[512];
+    zx_ice_mlist *l = NULL;
+    if (zx_ice_mlist_read(p, got, &l, err, sizeof(err)) < 0) {
+        fprintf(stderr, "icewrite: %s\n", err);
+        free_kept();
+        return 1;
+    }
+    size_t n;
+    const zx_ice_mfile *fs = zx_ice_mlist_files(l, &n);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const zx_ice_mfile *f = &fs[i];
+        json_t *o = json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:I, s:i, s:i, s:i, s:I, s:I, s:I}",
+            "manifest_path", f->manifest_path, "manifest_length", (json_int_t)f->manifest_length,
+            "partition_spec_id", (int)f->partition_spec_id, "content", f->content,
+            "sequence_number", (json_int_t)f->sequence_number,
+            "min_sequence_number", (json_int_t)f->min_sequence_number,
+            "added_snapshot_id", (json_int_t)f->added_snapshot_id,
+            "added_files_count", (int)f->added_files_count,
+            "existing_files_count", (int)f->existing_files_count,
+            "deleted_files_count", (int)f->deleted_files_count,
+            "added_rows_count", (json_int_t)f->added_rows_count,
+            "existing_rows_count", (json_int_t)f->existing_rows_count,
+            "deleted_rows_count", (json_int_t)f->deleted_rows_count);
+        json_t *ps = json_null();
+        if (f->partitions) {
+            ps = json_array();
+            for (size_t k = 0; k < f->npartitions; k++) {
+                const zx_ice_fsummary *s = &f->partitions[k];
+                json_array_append_new(ps, json_pack("{s:b, s:o, s:o, s:o}",
+                    "contains_null", s->contains_null,
+                    "contains_nan", s->has_contains_nan ? json_boolean(s->contains_nan)
+                                                        : json_null(),
+                    "lower_bound", hexj(s->lower, s->lower_len),
+                    "upper_bound", hexj(s->upper, s->upper_len)));
+            }
+        }
+        json_object_set_new(o, "partitions", ps);
+        json_object_set_new(o, "key_metadata", hexj(f->key_metadata, f->key_metadata_len));
+        json_array_append_new(arr, o);
+    }
+    char *txt = json_dumps(arr, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    printf("%s\n", txt);
+    free(txt);
+    json_decref(arr);
+    zx_ice_mlist_free(l);
+    free_kept();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--read-list"))
+        return read_list(argv[2]);
     json_error_t jerr;
     json_t *doc = json_loadf(stdin, 0, &jerr);
     if (!doc) {

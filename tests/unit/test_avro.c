@@ -3,7 +3,9 @@
  * container file decoded here by hand, null and deflate codecs, buffer
  * and sink output) and the pure parts of
  * workers/destinations/iceberg/ice_manifest.c (Appendix D bounds, a
- * manifest's header and summary, a manifest list's header).  Real Iceberg
+ * manifest's header and summary, a manifest list's header), the reader
+ * (formats/avro_read.c, zx_ice_mlist_read): round trips, and every
+ * truncation and many corruptions of a file fail cleanly.  Real Iceberg
  * readers check the files in tests/integration/test_iceberg_manifest.py.
  */
 #include <stdint.h>
@@ -14,6 +16,7 @@
 
 #include "check.h"
 #include "formats/avro.h"
+#include "formats/avro_read.h"
 #include "workers/destinations/iceberg/ice_manifest.h"
 
 static int hexeq(const uint8_t *p, size_t n, const char *hex)
@@ -481,6 +484,190 @@ static void test_mlist(void)
     zx_buf_free(&out);
 }
 
+/* Read every record of p[0..n) with the generic reader: the count, or -1. */
+static long read_all(const void *p, size_t n)
+{
+    char err[256];
+    zx_avro_file *f = NULL;
+    if (zx_avro_file_open(p, n, &f, err, sizeof(err)) < 0)
+        return -1;
+    long k = 0;
+    const zx_avro_value *v;
+    int rc;
+    while ((rc = zx_avro_next(f, &v, err, sizeof(err))) == 1)
+        k++;
+    zx_avro_file_free(f);
+    return rc < 0 ? -1 : k;
+}
+
+static void test_reader(zx_avro_codec codec)
+{
+    zx_buf out = {0};
+    char err[256] = "";
+    static const char schema[] =
+        "{\"type\":\"record\",\"name\":\"r\",\"fields\":["
+        "{\"name\":\"a\",\"type\":\"long\",\"field-id\":1},"
+        "{\"name\":\"s\",\"type\":[\"null\",\"string\"],\"field-id\":2},"
+        "{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":\"double\"},\"field-id\":3},"
+        "{\"name\":\"x\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+        "\"name\":\"kv\",\"fields\":[{\"name\":\"k\",\"type\":\"int\",\"field-id\":5},"
+        "{\"name\":\"f\",\"type\":{\"type\":\"fixed\",\"name\":\"f2\",\"size\":2}}]},"
+        "\"element-id\":4},\"field-id\":6},"
+        "{\"name\":\"again\",\"type\":[\"null\",\"kv\"],\"field-id\":7},"
+        "{\"name\":\"e\",\"type\":{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"A\",\"B\"]}},"
+        "{\"name\":\"fl\",\"type\":\"float\"},{\"name\":\"b\",\"type\":\"boolean\"}]}";
+    zx_avro_opts o = {.codec = codec, .block_bytes = 100, .out = &out};
+    zx_avro_writer *w = NULL;
+    CHECK(zx_avro_open(schema, strlen(schema), &o, &w, err, sizeof(err)) == 0);
+    if (!w)
+        return;
+    enum { N = 50 };
+    for (int i = 0; i < N; i++) {
+        zx_buf *d = zx_avro_datum(w);
+        zx_avro_put_long(d, -i);
+        if (i % 2) {
+            zx_avro_put_union(d, 1);
+            zx_avro_put_str(d, "odd");
+        } else {
+            zx_avro_put_union(d, 0);
+        }
+        zx_avro_put_block(d, 1);
+        zx_avro_put_str(d, "k");
+        zx_avro_put_double(d, i * 0.25);
+        zx_avro_put_block(d, 0);
+        if (i % 3)
+            zx_avro_put_block(d, i % 3);
+        for (int k = 0; k < i % 3; k++) {
+            zx_avro_put_int(d, k);
+            zx_avro_put_fixed(d, "ab", 2);
+        }
+        zx_avro_put_block(d, 0);
+        zx_avro_put_union(d, 1);
+        zx_avro_put_int(d, 99);
+        zx_avro_put_fixed(d, "zz", 2);
+        zx_avro_put_int(d, i % 2);
+        zx_avro_put_float(d, 0.5f);
+        zx_avro_put_boolean(d, i % 5 == 0);
+        CHECK(zx_avro_end_record(w, err, sizeof(err)) == 0);
+    }
+    CHECK(zx_avro_finish(w, NULL, err, sizeof(err)) == 0);
+    zx_avro_free(w);
+
+    zx_avro_file *f = NULL;
+    CHECK(zx_avro_file_open(out.p, out.len, &f, err, sizeof(err)) == 0);
+    if (!f) {
+        printf("  %s\n", err);
+        zx_buf_free(&out);
+        return;
+    }
+    size_t cl;
+    const uint8_t *c = zx_avro_file_meta(f, "avro.codec", &cl);
+    CHECK(c && cl == (codec ? 7u : 4u));
+    CHECK(zx_avro_file_schema(f)->kind == ZX_AVK_RECORD);
+    const zx_avro_value *v;
+    int i = 0;
+    while (zx_avro_next(f, &v, err, sizeof(err)) == 1) {
+        CHECK(zx_avro_field(v, 1)->l == -i);
+        const zx_avro_value *sv = zx_avro_field(v, 2);
+        CHECK(i % 2 ? (sv->branch == 1 && sv->len == 3 && !memcmp(sv->p, "odd", 3))
+                    : (sv->branch == 0 && zx_avro_is_null(sv)));
+        const zx_avro_value *m = zx_avro_field(v, 3);
+        CHECK(m->n == 1 && m->items[0].len == 1 && m->items[1].d == i * 0.25);
+        const zx_avro_value *x = zx_avro_field(v, 6);
+        CHECK(x->n == (size_t)(i % 3) && x->type->element_id == 4);
+        for (size_t k = 0; k < x->n; k++)
+            CHECK(zx_avro_field(&x->items[k], 5)->l == (int64_t)k &&
+                  x->items[k].items[1].len == 2 && !memcmp(x->items[k].items[1].p, "ab", 2));
+        const zx_avro_value *ag = zx_avro_field(v, 7);
+        CHECK(ag->branch == 1 && zx_avro_field(ag, 5)->l == 99);
+        CHECK(v->items[5].l == i % 2 && v->items[6].d == 0.5 && v->items[7].l == (i % 5 == 0));
+        CHECK(zx_avro_field(v, 1234) == NULL);
+        i++;
+    }
+    CHECK(i == N);
+    zx_avro_file_free(f);
+
+    /* every truncation fails (or, at a block boundary, reads fewer) and
+     * every byte flipped reads or fails: never out of bounds (ASan) */
+    for (size_t n = 0; n < out.len; n++) {
+        uint8_t *cut = malloc(n ? n : 1);
+        memcpy(cut, out.p, n);
+        long k = read_all(cut, n);
+        CHECK(k < N);
+        free(cut);
+    }
+    uint8_t *bad = malloc(out.len);
+    for (size_t at = 0; at < out.len; at += 3)
+        for (int bit = 0; bit < 8; bit += 3) {
+            memcpy(bad, out.p, out.len);
+            bad[at] ^= (uint8_t)(1 << bit);
+            (void)read_all(bad, out.len);
+        }
+    free(bad);
+    zx_buf_free(&out);
+}
+
+static void test_mlist_read(void)
+{
+    char err[256] = "";
+    uint8_t lo[4] = {1, 0, 0, 0};
+    zx_ice_fsummary ps[] = {{.contains_null = 1, .lower = lo, .lower_len = 4},
+                            {.has_contains_nan = 1, .contains_nan = 1, .upper = lo,
+                             .upper_len = 0}};
+    zx_ice_mfile fs[] = {
+        {.manifest_path = "s3://b/m1.avro", .manifest_length = 10, .partition_spec_id = 2,
+         .content = 1, .sequence_number = 5, .min_sequence_number = 4,
+         .added_snapshot_id = -3, .added_files_count = 1, .existing_files_count = 2,
+         .deleted_files_count = 3, .added_rows_count = 4, .existing_rows_count = 5,
+         .deleted_rows_count = 6, .partitions = ps, .npartitions = 2,
+         .key_metadata = (const uint8_t *)"k", .key_metadata_len = 1},
+        {.manifest_path = "", .partitions = ps, .npartitions = 0},
+    };
+    zx_ice_mlist_args a = {.snapshot_id = 1, .sequence_number = 5, .codec = ZX_AVRO_DEFLATE};
+    zx_buf out = {0};
+    CHECK(zx_ice_mlist_write(&a, fs, 2, &out, err, sizeof(err)) == 0);
+    zx_ice_mlist *l = NULL;
+    CHECK(zx_ice_mlist_read(out.p, out.len, &l, err, sizeof(err)) == 0);
+    if (!l) {
+        printf("  %s\n", err);
+        zx_buf_free(&out);
+        return;
+    }
+    size_t n;
+    const zx_ice_mfile *r = zx_ice_mlist_files(l, &n);
+    CHECK(n == 2);
+    CHECK(!strcmp(r[0].manifest_path, "s3://b/m1.avro") && r[0].manifest_length == 10);
+    CHECK(r[0].partition_spec_id == 2 && r[0].content == 1 && r[0].sequence_number == 5 &&
+          r[0].min_sequence_number == 4 && r[0].added_snapshot_id == -3);
+    CHECK(r[0].added_files_count == 1 && r[0].existing_files_count == 2 &&
+          r[0].deleted_files_count == 3 && r[0].added_rows_count == 4 &&
+          r[0].existing_rows_count == 5 && r[0].deleted_rows_count == 6);
+    CHECK(r[0].npartitions == 2 && r[0].partitions[0].contains_null &&
+          !r[0].partitions[0].has_contains_nan && r[0].partitions[0].lower_len == 4 &&
+          !memcmp(r[0].partitions[0].lower, lo, 4) && !r[0].partitions[0].upper);
+    CHECK(r[0].partitions[1].has_contains_nan && r[0].partitions[1].contains_nan &&
+          !r[0].partitions[1].lower && r[0].partitions[1].upper &&
+          r[0].partitions[1].upper_len == 0);
+    CHECK(r[0].key_metadata_len == 1 && r[0].key_metadata[0] == 'k');
+    CHECK(!strcmp(r[1].manifest_path, ""));
+    CHECK(r[1].npartitions == 0 && !r[1].key_metadata);
+    /* write what was read: the same bytes (same sync given) */
+    zx_buf again = {0};
+    static const uint8_t sync[16] = {7};
+    a.sync = sync;
+    zx_buf first = {0};
+    CHECK(zx_ice_mlist_write(&a, fs, 2, &first, err, sizeof(err)) == 0);
+    CHECK(zx_ice_mlist_write(&a, r, n, &again, err, sizeof(err)) == 0);
+    CHECK(first.len == again.len && !memcmp(first.p, again.p, first.len));
+    zx_ice_mlist_free(l);
+    zx_ice_mlist_free(NULL);
+    CHECK(zx_ice_mlist_read("Obj\x01", 4, &l, err, sizeof(err)) == -1 && !l);
+    CHECK(zx_ice_mlist_read("nope", 4, &l, err, sizeof(err)) == -1 && !l);
+    zx_buf_free(&out);
+    zx_buf_free(&first);
+    zx_buf_free(&again);
+}
+
 int main(void)
 {
     test_zigzag();
@@ -492,6 +679,9 @@ int main(void)
     test_bounds();
     test_manifest();
     test_mlist();
+    test_reader(ZX_AVRO_NULL);
+    test_reader(ZX_AVRO_DEFLATE);
+    test_mlist_read();
     if (failures)
         printf("%d check(s) failed\n", failures);
     else

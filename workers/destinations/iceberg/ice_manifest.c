@@ -359,7 +359,7 @@ int zx_ice_manifest_open(const zx_ice_manifest_args *a, zx_ice_manifest **out, c
         }
     zx_ice_manifest *m = calloc(1, sizeof(*m));
     zx_buf schema = {0};
-    char num[3][24];
+    char num[2][24];
     if (!m)
         goto oom;
     m->content = a->content;
@@ -753,4 +753,146 @@ done:
     zx_avro_free(w);
     zx_buf_free(&file);
     return rc;
+}
+
+/* ---- reading a manifest list ---------------------------------------------- */
+
+struct zx_ice_mlist {
+    zx_ice_mfile *files;
+    size_t n, cap;
+    void **owned;              /* every allocation files point to */
+    size_t nowned, capowned;
+};
+
+void zx_ice_mlist_free(zx_ice_mlist *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->nowned; i++)
+        free(l->owned[i]);
+    free(l->owned);
+    free(l->files);
+    free(l);
+}
+
+const zx_ice_mfile *zx_ice_mlist_files(const zx_ice_mlist *l, size_t *n)
+{
+    *n = l->n;
+    return l->files;
+}
+
+/* A copy of p[0..len) (p NULL: zeros) with a NUL after it, owned by l (a
+ * non-NULL pointer even when len is 0). */
+static void *own(zx_ice_mlist *l, const void *p, size_t len)
+{
+    char *c = malloc(len + 1);
+    if (!c || zx_grow(&l->owned, l->nowned, &l->capowned, sizeof(*l->owned)) < 0) {
+        free(c);
+        return NULL;
+    }
+    if (len && p)
+        memcpy(c, p, len);
+    else if (len)
+        memset(c, 0, len);
+    c[len] = '\0';
+    l->owned[l->nowned++] = c;
+    return c;
+}
+
+static int64_t get_l(const zx_avro_value *rec, int64_t id, int64_t dflt)
+{
+    const zx_avro_value *v = zx_avro_field(rec, id);
+    if (zx_avro_is_null(v))
+        return dflt;
+    return v->l;
+}
+
+/* An optional bytes field copied into l: 0 (*p NULL when null), -1 oom. */
+static int get_b(zx_ice_mlist *l, const zx_avro_value *rec, int64_t id, const uint8_t **p,
+                 size_t *len)
+{
+    const zx_avro_value *v = zx_avro_field(rec, id);
+    *p = NULL;
+    *len = 0;
+    if (zx_avro_is_null(v) || !v->p)
+        return 0;
+    if (!(*p = own(l, v->p, v->len)))
+        return -1;
+    *len = v->len;
+    return 0;
+}
+
+int zx_ice_mlist_read(const void *p, size_t n, zx_ice_mlist **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    zx_avro_file *f = NULL;
+    zx_ice_mlist *l = calloc(1, sizeof(*l));
+    if (!l) {
+        snprintf(err, errlen, "iceberg manifest list: out of memory");
+        return -1;
+    }
+    if (zx_avro_file_open(p, n, &f, err, errlen) < 0)
+        goto failed;
+    for (;;) {
+        const zx_avro_value *rec;
+        int rc = zx_avro_next(f, &rec, err, errlen);
+        if (rc < 0)
+            goto failed;
+        if (rc == 0)
+            break;
+        if (zx_grow(&l->files, l->n, &l->cap, sizeof(*l->files)) < 0)
+            goto oom;
+        zx_ice_mfile *m = &l->files[l->n];
+        memset(m, 0, sizeof(*m));
+        const zx_avro_value *path = zx_avro_field(rec, 500);
+        if (zx_avro_is_null(path) || path->type->kind != ZX_AVK_STRING) {
+            snprintf(err, errlen, "iceberg manifest list: manifest %zu has no manifest_path",
+                     l->n);
+            goto failed;
+        }
+        if (!(m->manifest_path = own(l, path->p, path->len)))
+            goto oom;
+        m->manifest_length = get_l(rec, 501, 0);
+        m->partition_spec_id = (int32_t)get_l(rec, 502, 0);
+        m->content = (int)get_l(rec, 517, 0);
+        m->sequence_number = get_l(rec, 515, 0);
+        m->min_sequence_number = get_l(rec, 516, 0);
+        m->added_snapshot_id = get_l(rec, 503, 0);
+        m->added_files_count = (int32_t)get_l(rec, 504, -1);
+        m->existing_files_count = (int32_t)get_l(rec, 505, -1);
+        m->deleted_files_count = (int32_t)get_l(rec, 506, -1);
+        m->added_rows_count = get_l(rec, 512, -1);
+        m->existing_rows_count = get_l(rec, 513, -1);
+        m->deleted_rows_count = get_l(rec, 514, -1);
+        if (get_b(l, rec, 519, &m->key_metadata, &m->key_metadata_len) < 0)
+            goto oom;
+        const zx_avro_value *parts = zx_avro_field(rec, 507);
+        if (!zx_avro_is_null(parts) && parts->type->kind == ZX_AVK_ARRAY) {
+            zx_ice_fsummary *fs = own(l, NULL, parts->n * sizeof(*fs));
+            if (!fs)
+                goto oom;
+            for (size_t i = 0; i < parts->n; i++) {
+                const zx_avro_value *s = &parts->items[i];
+                fs[i].contains_null = get_l(s, 509, 0) != 0;
+                const zx_avro_value *cn = zx_avro_field(s, 518);
+                fs[i].has_contains_nan = !zx_avro_is_null(cn);
+                fs[i].contains_nan = fs[i].has_contains_nan && cn->l;
+                if (get_b(l, s, 510, &fs[i].lower, &fs[i].lower_len) < 0 ||
+                    get_b(l, s, 511, &fs[i].upper, &fs[i].upper_len) < 0)
+                    goto oom;
+            }
+            m->partitions = fs;
+            m->npartitions = parts->n;
+        }
+        l->n++;
+    }
+    zx_avro_file_free(f);
+    *out = l;
+    return 0;
+oom:
+    snprintf(err, errlen, "iceberg manifest list: out of memory");
+failed:
+    zx_avro_file_free(f);
+    zx_ice_mlist_free(l);
+    return -1;
 }

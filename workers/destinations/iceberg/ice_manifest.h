@@ -49,6 +49,7 @@
 
 #include "common/buf.h"
 #include "formats/avro.h"
+#include "formats/avro_read.h"
 
 /* ---- Appendix D: single-value serialization of bounds -------------------
  * Each writes into out and returns the length. */
@@ -237,5 +238,27 @@ typedef struct zx_ice_mlist_args {
  * negative count, out of memory; *out then holds what it held). */
 int zx_ice_mlist_write(const zx_ice_mlist_args *a, const zx_ice_mfile *files, size_t n,
                        zx_buf *out, char *err, size_t errlen);
+
+/* ---- reading a manifest list (any writer's: Java, pyiceberg, ours) ------- */
+
+typedef struct zx_ice_mlist zx_ice_mlist;
+
+/* Read the manifest list p[0..n) by its own schema, fields found by
+ * field id (v1 lists too: content and sequence numbers absent are 0).  0
+ * and *out (free with zx_ice_mlist_free), or -1 with err: not Avro, a
+ * malformed file, a manifest_file without manifest_path, out of memory.
+ * A count the file leaves null (v1) reads as -1: "unknown, maybe
+ * non-zero" (zx_ice_mlist_write refuses it; count the manifest's entries
+ * first). */
+int zx_ice_mlist_read(const void *p, size_t n, zx_ice_mlist **out, char *err, size_t errlen);
+
+/* The manifests read, in file order, and how many; the file metadata's
+ * snapshot-id etc. are not kept.  Every pointer in them (paths NUL-
+ * terminated, partitions, bounds, key_metadata) is owned by l: valid until
+ * zx_ice_mlist_free. */
+const zx_ice_mfile *zx_ice_mlist_files(const zx_ice_mlist *l, size_t *n);
+
+/* Free it.  NULL is a no-op. */
+void zx_ice_mlist_free(zx_ice_mlist *l);
 
 #endif
