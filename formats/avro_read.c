@@ -170,6 +170,7 @@ static zx_avro_type *parse_type(zx_avro_file *f, json_t *j, int depth, char *err
             goto bad;
         t->name = name;
         t->size = (size_t)json_integer_value(sz);
+        t->logical = json_string_value(json_object_get(j, "logicalType"));
         return add_named(f, t) < 0 ? NULL : t;
     }
     if (!strcmp(ts, "array") || !strcmp(ts, "map")) {
@@ -179,12 +180,22 @@ static zx_avro_type *parse_type(zx_avro_file *f, json_t *j, int depth, char *err
             goto oom;
         t->n = 1;
         t->element_id = int_prop(j, "element-id");
+        t->logical = json_string_value(json_object_get(j, "logicalType"));
         if (!(t->sub[0] = parse_type(f, json_object_get(j, arr ? "items" : "values"),
                                      depth + 1, err, errlen)))
             return NULL;
         return t;
     }
-    /* a primitive with properties ({"type": "long", "logicalType": ...}) */
+    /* a primitive with properties ({"type": "long", "logicalType": ...}):
+     * a node of its own, so that the properties stay with it */
+    for (size_t i = 0; i < sizeof(PRIMS) / sizeof(PRIMS[0]); i++)
+        if (!strcmp(ts, PRIMS[i])) {
+            if (!(t = new_type(f, (zx_avro_kind)i)))
+                goto oom;
+            t->logical = json_string_value(json_object_get(j, "logicalType"));
+            t->adjust_to_utc = json_is_true(json_object_get(j, "adjust-to-utc"));
+            return t;
+        }
     return parse_type(f, jt, depth + 1, err, errlen);
 bad:
     snprintf(err, errlen, "avro: schema: a malformed type");

@@ -7,7 +7,7 @@
  *
  * Schemas: every Avro type (primitives, record, enum, array, map, union,
  * fixed, named references); logical types are read as their underlying
- * type.  Properties other than "field-id", "element-id", "key-id" and
+ * type, the node naming it (logical).  Properties other than "field-id", "element-id", "key-id" and
  * "value-id" are ignored.
  *
  * Bounds: every length and count is checked against the bytes that are
@@ -41,6 +41,8 @@ struct zx_avro_type {
     const char **fnames;       /* record: field names */
     int64_t *fids;             /* record: each field's "field-id", -1 if none */
     int64_t element_id;        /* array: "element-id", -1 if none */
+    const char *logical;       /* "logicalType", or NULL */
+    int adjust_to_utc;         /* Iceberg's "adjust-to-utc": 1 true, 0 */
 };
 
 /* A decoded value.  kind is never UNION: a union's value is its branch's,

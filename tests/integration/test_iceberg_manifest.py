@@ -15,9 +15,10 @@ the test tool tests/tools/icewrite) read back by real readers:
   manifest list by icewrite, a v2 metadata JSON written here; pyiceberg's
   StaticTable scans it and returns the rows, and prunes files by the
   partition values and the column bounds icewrite wrote;
-- zx's own reader (zx_ice_mlist_read over formats/avro_read.h, through
-  icewrite --read-list) reads its lists back as fastavro does, and reads
-  the lists pyiceberg's writer makes (v1 and v2, both codecs).
+- zx's own readers (zx_ice_mlist_read and zx_ice_manifest_read over
+  formats/avro_read.h, through icewrite --read-list / --read-manifest)
+  read its files back as fastavro does, and read the manifest lists (v1,
+  v2) and manifests pyiceberg's writer makes, both codecs.
 
 Binaries: $ZX_BUILD_DIR (default <repo>/build)/tests/tools/icewrite.  No
 server is needed; files go to pytest's tmp_path.
@@ -582,3 +583,95 @@ def test_zx_reads_pyiceberg_list(tmp_path, version, codec):
                                      "lower_bound": "01000000", "upper_bound": None}]
                                    if i else None)
         assert g["key_metadata"] == ("ab" if i == 1 else None)
+
+
+def read_manifest(path):
+    """zx's reader (zx_ice_manifest_read, through icewrite --read-manifest)."""
+    p = subprocess.run([ICEWRITE, "--read-manifest", str(path)], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_zx_reads_its_own_manifest(tmp_path):
+    mpath, _, spec = write_pair(tmp_path, "deflate")
+    got = read_manifest(mpath)
+    assert json.loads(got["meta"]["partition-spec"]) == spec
+    assert got["meta"]["content"] == "data" and got["meta"]["format-version"] == "2"
+    assert [(f["id"], f["type"]) for f in got["partition_fields"]] == \
+        [(f["id"], f["type"]) for f in PFIELDS]
+    for g, w in zip(got["entries"], ENTRIES):
+        for k in ("status", "snapshot_id", "sequence_number", "file_sequence_number",
+                  "content", "file_path", "record_count", "file_size_in_bytes",
+                  "split_offsets", "sort_order_id"):
+            assert g[k] == w.get(k), k
+        assert g["file_format"] == "PARQUET"
+        assert g["partition"] == w["partition"]
+        for k in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts"):
+            assert g[k] == w.get(k), k
+        for k in ("lower_bounds", "upper_bounds"):
+            eb = expected_bounds(w.get(k))
+            assert g[k] == (None if eb is None else [[i, b.hex()] for i, b in eb.items()]), k
+        assert g["key_metadata"] == w.get("key_metadata")
+        assert g["equality_ids"] is None and g["referenced_data_file"] is None
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate"])
+def test_zx_reads_pyiceberg_manifest(tmp_path, codec):
+    """A manifest pyiceberg's own writer wrote: zx reads every field."""
+    M = pyiceberg_manifest
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform
+    from pyiceberg.typedef import Record
+    from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
+
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "name", StringType(), required=False),
+                    NestedField(3, "at", TimestamptzType(), required=False), schema_id=3)
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "name"),
+                         PartitionField(3, 1001, DayTransform(), "at_day"),
+                         PartitionField(1, 1002, BucketTransform(4), "id_bucket"), spec_id=5)
+    path = str(tmp_path / f"pym-{codec}.avro")
+    out = PyArrowFileIO().new_output(path)
+    with M.write_manifest(format_version=2, spec=spec, schema=schema, output_file=out,
+                          snapshot_id=77, avro_compression=codec) as w:
+        for i in range(3):
+            df = M.DataFile.from_args(
+                content=M.DataFileContent.DATA, file_path=f"s3://b/t/data/{i}.parquet",
+                file_format=M.FileFormat.PARQUET,
+                partition=Record("n\u00e9" if i else None, 20000 + i, i),
+                record_count=100 + i, file_size_in_bytes=2000 + i,
+                column_sizes={1: 10 + i, 2: 20}, value_counts={1: 100 + i},
+                null_value_counts={1: 0, 2: i}, nan_value_counts={},
+                lower_bounds={1: struct.pack("<q", -i)}, upper_bounds={1: struct.pack("<q", i)},
+                key_metadata=None, split_offsets=[4], equality_ids=None, sort_order_id=0)
+            w.add_entry(M.ManifestEntry.from_args(
+                status=M.ManifestEntryStatus.ADDED if i < 2 else M.ManifestEntryStatus.EXISTING,
+                snapshot_id=77 if i < 2 else 70, sequence_number=None if i < 2 else 4,
+                file_sequence_number=None if i < 2 else 4, data_file=df))
+    got = read_manifest(path)
+    assert got["meta"]["partition-spec-id"] == "5"
+    assert got["meta"]["content"] == "data" and got["meta"]["format-version"] == "2"
+    assert json.loads(got["meta"]["schema"])["fields"][2]["type"] == "timestamptz"
+    assert got["partition_fields"] == [{"id": 1000, "name": "name", "type": "string"},
+                                       {"id": 1001, "name": "at_day", "type": "date"},
+                                       {"id": 1002, "name": "id_bucket", "type": "int"}]
+    assert len(got["entries"]) == 3
+    for i, e in enumerate(got["entries"]):
+        assert e["status"] == (1 if i < 2 else 0)
+        assert e["snapshot_id"] == (77 if i < 2 else 70)
+        assert e["sequence_number"] == (None if i < 2 else 4)
+        assert e["file_sequence_number"] == (None if i < 2 else 4)
+        assert e["content"] == 0 and e["file_format"] == "PARQUET"
+        assert e["file_path"] == f"s3://b/t/data/{i}.parquet"
+        assert e["partition"] == ["n\u00e9" if i else None, 20000 + i, i]
+        assert (e["record_count"], e["file_size_in_bytes"]) == (100 + i, 2000 + i)
+        assert e["column_sizes"] == [[1, 10 + i], [2, 20]]
+        assert e["value_counts"] == [[1, 100 + i]]
+        assert e["null_value_counts"] == [[1, 0], [2, i]]
+        assert e["nan_value_counts"] in ([], None)
+        assert e["lower_bounds"] == [[1, struct.pack("<q", -i).hex()]]
+        assert e["upper_bounds"] == [[1, struct.pack("<q", i).hex()]]
+        assert e["key_metadata"] is None and e["equality_ids"] is None
+        assert e["split_offsets"] == [4] and e["sort_order_id"] == 0

@@ -48,6 +48,14 @@
  * its manifests as one JSON array of objects named as the spec's fields
  * (bytes as hex; null where the file has null: partitions, key_metadata,
  * contains_nan, bounds; counts the file leaves null print as -1).
+ *
+ *   icewrite --read-manifest FILE
+ *
+ * reads a manifest (any writer's) with zx_ice_manifest_read and prints
+ * {"meta": {...}, "partition_fields": [{"id", "name", "type"}],
+ *  "entries": [...]} with entries shaped as the input's above (maps as
+ * [id, n] / [id, hex] pairs, partition values as JSON values, binary as
+ * hex; null where the file has null).
  * Exit status 0, or 1 with a message on stderr.  Test use only.
  */
 #include <fcntl.h>
@@ -339,23 +347,35 @@ static json_t *hexj(const uint8_t *p, size_t n)
     return json_string(s);
 }
 
-static int read_list(const char *path)
+/* The whole file (kept), or NULL. */
+static uint8_t *slurp(const char *path, size_t *got)
 {
     int fd = open(path, O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
         fprintf(stderr, "icewrite: cannot open %s\n", path);
-        return 1;
+        if (fd >= 0)
+            close(fd);
+        return NULL;
     }
     uint8_t *p = keep((size_t)st.st_size);
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t k = read(fd, p + got, (size_t)st.st_size - got);
+    *got = 0;
+    while (*got < (size_t)st.st_size) {
+        ssize_t k = read(fd, p + *got, (size_t)st.st_size - *got);
         if (k <= 0)
             break;
-        got += (size_t)k;
+        *got += (size_t)k;
     }
     close(fd);
+    return p;
+}
+
+static int read_list(const char *path)
+{
+    size_t got;
+    uint8_t *p = slurp(path, &got);
+    if (!p)
+        return 1;
     char err[512];
     zx_ice_mlist *l = NULL;
     if (zx_ice_mlist_read(p, got, &l, err, sizeof(err)) < 0) {
@@ -406,8 +426,137 @@ static int read_list(const char *path)
     return 0;
 }
 
+static json_t *counts_j(const zx_ice_count *c, size_t n)
+{
+    if (!c)
+        return json_null();
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("[i, I]", (int)c[i].id, (json_int_t)c[i].n));
+    return a;
+}
+
+static json_t *bounds_j(const zx_ice_bound *b, size_t n)
+{
+    if (!b)
+        return json_null();
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("[i, o]", (int)b[i].id, hexj(b[i].p, b[i].len)));
+    return a;
+}
+
+static json_t *opt_j(int has, int64_t v)
+{
+    return has ? json_integer(v) : json_null();
+}
+
+static int read_manifest(const char *path)
+{
+    static const char *tnames[] = {"int", "long", "string", "date", "timestamp",
+                                   "timestamptz", "boolean", "double", "binary"};
+    size_t got;
+    uint8_t *p = slurp(path, &got);
+    if (!p)
+        return 1;
+    char err[512];
+    zx_ice_mread *r = NULL;
+    if (zx_ice_manifest_read(p, got, &r, err, sizeof(err)) < 0) {
+        fprintf(stderr, "icewrite: %s\n", err);
+        free_kept();
+        return 1;
+    }
+    json_t *doc = json_object(), *meta = json_object(), *pfs = json_array(),
+           *ents = json_array();
+    static const char *keys[] = {"schema", "partition-spec", "partition-spec-id", "content",
+                                 "format-version"};
+    for (size_t i = 0; i < 5; i++) {
+        const char *v = zx_ice_mread_meta(r, keys[i]);
+        json_object_set_new(meta, keys[i], v ? json_string(v) : json_null());
+    }
+    size_t npf, n;
+    const zx_ice_pfield *pf = zx_ice_mread_pfields(r, &npf);
+    for (size_t i = 0; i < npf; i++)
+        json_array_append_new(pfs, json_pack("{s:i, s:s, s:s}", "id", (int)pf[i].field_id,
+                                             "name", pf[i].name, "type", tnames[pf[i].type]));
+    const zx_ice_entry *es = zx_ice_mread_entries(r, &n);
+    for (size_t i = 0; i < n; i++) {
+        const zx_ice_entry *e = &es[i];
+        json_t *part = json_array();
+        for (size_t k = 0; k < npf; k++) {
+            const zx_ice_pvalue *v = &e->partition[k];
+            json_t *x;
+            if (v->is_null)
+                x = json_null();
+            else if (pf[k].type == ZX_ICE_P_STRING)
+                x = json_stringn(v->s, v->len);
+            else if (pf[k].type == ZX_ICE_P_BINARY)
+                x = hexj((const uint8_t *)v->s, v->len);
+            else if (pf[k].type == ZX_ICE_P_DOUBLE)
+                x = json_real(v->d);
+            else if (pf[k].type == ZX_ICE_P_BOOLEAN)
+                x = json_boolean(v->i);
+            else
+                x = json_integer(v->i);
+            json_array_append_new(part, x);
+        }
+        json_t *so = json_null(), *eq = json_null();
+        if (e->split_offsets) {
+            so = json_array();
+            for (size_t k = 0; k < e->nsplit_offsets; k++)
+                json_array_append_new(so, json_integer(e->split_offsets[k]));
+        }
+        if (e->equality_ids) {
+            eq = json_array();
+            for (size_t k = 0; k < e->nequality_ids; k++)
+                json_array_append_new(eq, json_integer(e->equality_ids[k]));
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "status", json_integer(e->status));
+        json_object_set_new(o, "snapshot_id", opt_j(e->has_snapshot_id, e->snapshot_id));
+        json_object_set_new(o, "sequence_number",
+                            opt_j(e->has_sequence_number, e->sequence_number));
+        json_object_set_new(o, "file_sequence_number",
+                            opt_j(e->has_file_sequence_number, e->file_sequence_number));
+        json_object_set_new(o, "content", json_integer(e->content));
+        json_object_set_new(o, "file_path", json_string(e->file_path));
+        json_object_set_new(o, "file_format",
+                            e->file_format ? json_string(e->file_format) : json_null());
+        json_object_set_new(o, "partition", part);
+        json_object_set_new(o, "record_count", json_integer(e->record_count));
+        json_object_set_new(o, "file_size_in_bytes", json_integer(e->file_size_in_bytes));
+        json_object_set_new(o, "column_sizes", counts_j(e->column_sizes, e->ncolumn_sizes));
+        json_object_set_new(o, "value_counts", counts_j(e->value_counts, e->nvalue_counts));
+        json_object_set_new(o, "null_value_counts",
+                            counts_j(e->null_value_counts, e->nnull_value_counts));
+        json_object_set_new(o, "nan_value_counts",
+                            counts_j(e->nan_value_counts, e->nnan_value_counts));
+        json_object_set_new(o, "lower_bounds", bounds_j(e->lower_bounds, e->nlower_bounds));
+        json_object_set_new(o, "upper_bounds", bounds_j(e->upper_bounds, e->nupper_bounds));
+        json_object_set_new(o, "key_metadata", hexj(e->key_metadata, e->key_metadata_len));
+        json_object_set_new(o, "split_offsets", so);
+        json_object_set_new(o, "equality_ids", eq);
+        json_object_set_new(o, "sort_order_id", opt_j(e->has_sort_order_id, e->sort_order_id));
+        json_object_set_new(o, "referenced_data_file", e->referenced_data_file
+                                ? json_string(e->referenced_data_file) : json_null());
+        json_array_append_new(ents, o);
+    }
+    json_object_set_new(doc, "meta", meta);
+    json_object_set_new(doc, "partition_fields", pfs);
+    json_object_set_new(doc, "entries", ents);
+    char *txt = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    printf("%s\n", txt);
+    free(txt);
+    json_decref(doc);
+    zx_ice_mread_free(r);
+    free_kept();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--read-manifest"))
+        return read_manifest(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--read-list"))
         return read_list(argv[2]);
     json_error_t jerr;

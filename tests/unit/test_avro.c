@@ -668,6 +668,98 @@ static void test_mlist_read(void)
     zx_buf_free(&again);
 }
 
+/* A manifest read back (zx_ice_manifest_read) and written again from what
+ * was read: the same bytes. */
+static void test_manifest_read(void)
+{
+    char err[256] = "";
+    static const uint8_t sync[16] = {3, 1, 4, 1, 5, 9, 2, 6};
+    zx_ice_pfield pf[] = {{1000, "d", ZX_ICE_P_DATE}, {1001, "s", ZX_ICE_P_STRING},
+                          {1002, "t", ZX_ICE_P_TIMESTAMPTZ}, {1003, "b", ZX_ICE_P_BOOLEAN},
+                          {1004, "x", ZX_ICE_P_DOUBLE}, {1005, "y", ZX_ICE_P_BINARY},
+                          {1006, "l", ZX_ICE_P_LONG}, {1007, "i", ZX_ICE_P_INT},
+                          {1008, "ts", ZX_ICE_P_TIMESTAMP}};
+    zx_ice_manifest_args a = {.schema_json = "{\"type\":\"struct\",\"fields\":[]}",
+                              .schema_id = 4, .partition_spec_json = "[{}]",
+                              .partition_spec_id = 2, .pfields = pf, .npfields = 9,
+                              .codec = ZX_AVRO_DEFLATE, .sync = sync};
+    zx_ice_pvalue pv[] = {{.i = 19000}, {.s = "", .len = 0}, {.i = -5}, {.i = 1}, {.d = 2.5},
+                          {.s = "\x00\x01", .len = 2}, {.is_null = 1}, {.i = -1}, {.i = 7}};
+    zx_ice_count cs[] = {{1, 10}, {2, 20}};
+    uint8_t b8[8];
+    zx_ice_bound lb[] = {{1, b8, zx_ice_bound_long(-3, b8)}, {2, (const uint8_t *)"", 0}};
+    int64_t so[] = {4, 8};
+    int32_t eq[] = {1};
+    zx_ice_entry e = {.status = 0, .has_snapshot_id = 1, .snapshot_id = 9,
+                      .has_sequence_number = 1, .sequence_number = 2,
+                      .has_file_sequence_number = 1, .file_sequence_number = 3,
+                      .file_path = "/a", .file_format = "AVRO", .partition = pv,
+                      .record_count = 5, .file_size_in_bytes = 6,
+                      .column_sizes = cs, .ncolumn_sizes = 2, .value_counts = cs,
+                      .nvalue_counts = 0, .lower_bounds = lb, .nlower_bounds = 2,
+                      .upper_bounds = lb, .nupper_bounds = 1,
+                      .key_metadata = (const uint8_t *)"km", .key_metadata_len = 2,
+                      .split_offsets = so, .nsplit_offsets = 2, .equality_ids = eq,
+                      .nequality_ids = 0, .has_sort_order_id = 1, .sort_order_id = 0,
+                      .referenced_data_file = "/r"};
+    zx_ice_entry e2 = {.status = 1, .file_path = "/b", .partition = pv, .record_count = 1};
+    zx_ice_manifest *m = NULL;
+    zx_buf first = {0}, again = {0};
+    CHECK(zx_ice_manifest_open(&a, &m, err, sizeof(err)) == 0);
+    CHECK(m && zx_ice_manifest_add(m, &e, err, sizeof(err)) == 0 &&
+          zx_ice_manifest_add(m, &e2, err, sizeof(err)) == 0 &&
+          zx_ice_manifest_finish(m, &first, err, sizeof(err)) == 0);
+    zx_ice_manifest_free(m);
+    zx_ice_mread *r = NULL;
+    CHECK(zx_ice_manifest_read(first.p, first.len, &r, err, sizeof(err)) == 0);
+    if (!r) {
+        printf("  %s\n", err);
+        zx_buf_free(&first);
+        return;
+    }
+    CHECK(!strcmp(zx_ice_mread_meta(r, "partition-spec"), "[{}]"));
+    CHECK(!strcmp(zx_ice_mread_meta(r, "content"), "data"));
+    CHECK(!strcmp(zx_ice_mread_meta(r, "partition-spec-id"), "2"));
+    CHECK(zx_ice_mread_meta(r, "schema-id") == NULL);
+    size_t npf, n;
+    const zx_ice_pfield *rpf = zx_ice_mread_pfields(r, &npf);
+    CHECK(npf == 9);
+    for (size_t i = 0; i < npf && i < 9; i++)
+        CHECK(rpf[i].field_id == pf[i].field_id && !strcmp(rpf[i].name, pf[i].name) &&
+              rpf[i].type == pf[i].type);
+    const zx_ice_entry *re = zx_ice_mread_entries(r, &n);
+    CHECK(n == 2);
+    CHECK(re[0].status == 0 && re[0].snapshot_id == 9 && re[0].file_sequence_number == 3);
+    CHECK(!strcmp(re[0].file_format, "AVRO") && !strcmp(re[0].referenced_data_file, "/r"));
+    CHECK(re[0].value_counts && re[0].nvalue_counts == 0 && !re[0].null_value_counts);
+    CHECK(re[0].nlower_bounds == 2 && re[0].lower_bounds[1].len == 0);
+    CHECK(re[0].partition[6].is_null && re[0].partition[5].len == 2 &&
+          re[0].partition[4].d == 2.5 && re[0].partition[2].i == -5);
+    CHECK(!re[1].has_snapshot_id && !re[1].column_sizes && !re[1].split_offsets);
+    a.pfields = rpf;
+    CHECK(zx_ice_manifest_open(&a, &m, err, sizeof(err)) == 0);
+    for (size_t i = 0; m && i < n; i++)
+        CHECK(zx_ice_manifest_add(m, &re[i], err, sizeof(err)) == 0);
+    CHECK(m && zx_ice_manifest_finish(m, &again, err, sizeof(err)) == 0);
+    CHECK(first.len == again.len && !memcmp(first.p, again.p, first.len));
+    zx_ice_manifest_free(m);
+    zx_ice_mread_free(r);
+    zx_ice_mread_free(NULL);
+    /* every truncation fails or reads fewer entries */
+    for (size_t k = 0; k < first.len; k++) {
+        uint8_t *cut = malloc(k ? k : 1);
+        memcpy(cut, first.p, k);
+        if (zx_ice_manifest_read(cut, k, &r, err, sizeof(err)) == 0) {
+            zx_ice_mread_entries(r, &n);
+            CHECK(n < 2);
+            zx_ice_mread_free(r);
+        }
+        free(cut);
+    }
+    zx_buf_free(&first);
+    zx_buf_free(&again);
+}
+
 int main(void)
 {
     test_zigzag();
@@ -682,6 +774,7 @@ int main(void)
     test_reader(ZX_AVRO_NULL);
     test_reader(ZX_AVRO_DEFLATE);
     test_mlist_read();
+    test_manifest_read();
     if (failures)
         printf("%d check(s) failed\n", failures);
     else

@@ -261,4 +261,35 @@ const zx_ice_mfile *zx_ice_mlist_files(const zx_ice_mlist *l, size_t *n);
 /* Free it.  NULL is a no-op. */
 void zx_ice_mlist_free(zx_ice_mlist *l);
 
+/* ---- reading a manifest (any writer's) ----------------------------------- */
+
+typedef struct zx_ice_mread zx_ice_mread;
+
+/* Read the manifest p[0..n) by its own schema, fields found by field id
+ * (v1 manifests too: content absent is 0, sequence numbers null).  0 and
+ * *out (free with zx_ice_mread_free), or -1 with err: not Avro, a
+ * malformed file, an entry without data_file or file_path, a partition
+ * field of a type zx_ice_ptype does not have (decimal, time, uuid, fixed,
+ * float), out of memory. */
+int zx_ice_manifest_read(const void *p, size_t n, zx_ice_mread **out, char *err,
+                         size_t errlen);
+
+/* The partition fields, from the file's partition struct: ids, Avro
+ * names (the spec's own names are in the "partition-spec" metadata) and
+ * types. */
+const zx_ice_pfield *zx_ice_mread_pfields(const zx_ice_mread *r, size_t *n);
+
+/* The entries, in file order, as zx_ice_manifest_add takes them (one
+ * partition value per field of zx_ice_mread_pfields; maps and lists NULL
+ * where the file has null).  Owned by r. */
+const zx_ice_entry *zx_ice_mread_entries(const zx_ice_mread *r, size_t *n);
+
+/* The file metadata "schema", "partition-spec", "partition-spec-id",
+ * "content" or "format-version" (NUL-terminated, owned by r), or NULL when
+ * absent or another key. */
+const char *zx_ice_mread_meta(const zx_ice_mread *r, const char *key);
+
+/* Free it.  NULL is a no-op. */
+void zx_ice_mread_free(zx_ice_mread *r);
+
 #endif
