@@ -149,11 +149,13 @@ sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
     fi
     # Iceberg clients of tests/services/iceberg-rest: pyiceberg (with its
     # pyarrow I/O) and daft.  daft 0.7 wants pyarrow < 26: pip may move
-    # pyarrow down a version here.
-    if ! python3 -c 'import pyiceberg, daft' 2>/dev/null; then
+    # pyarrow down a version here.  fastavro: a second reader of zx's
+    # Iceberg manifests (test_iceberg_manifest.py).
+    if ! python3 -c 'import pyiceberg, daft, fastavro' 2>/dev/null; then
         pip_setup
-        echo "zx: installing pyiceberg and daft from PyPI" >&2
-        python3 -m pip install "${pip_opts[@]}" "pyiceberg[pyarrow]>=0.9" "daft>=0.4"
+        echo "zx: installing pyiceberg, daft and fastavro from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "pyiceberg[pyarrow]>=0.9" "daft>=0.4" \
+            "fastavro>=1.9"
     fi
     # Delta Lake readers of the delta destination: delta-rs and Polars.
     if ! python3 -c 'import deltalake, polars' 2>/dev/null; then
