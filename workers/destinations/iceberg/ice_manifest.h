@@ -37,6 +37,11 @@
  * Bounds (lower_bounds, upper_bounds, field summaries) are Appendix D's
  * binary single-value serialization: zx_ice_bound_* make them.
  *
+ * Reading (zx_ice_mlist_read, zx_ice_manifest_read): files any engine
+ * wrote (v1 or v2), decoded by their own Avro schema (formats/avro_read.h)
+ * and matched by field id, into the same structs the writers take, so
+ * that a new snapshot carries existing manifests and entries forward.
+ *
  * Errors: -1 with one line in err ("iceberg manifest: ...").  Memory: what
  * a function hands back says who owns it; inputs are copied or encoded
  * before the call returns.  A writer is used by one thread.
