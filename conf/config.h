@@ -151,6 +151,18 @@ typedef struct zx_conf_connection {
     char *endpoint;          /* aws: a compatible service's URL (moto, MinIO...);
                                 NULL: AWS's own for the region */
     int path_style;          /* aws: S3 buckets in the path, not the host name */
+    /* Iceberg catalogs (workers/destinations/iceberg/iceberg_plugin.c):
+     * iceberg_rest, glue, s3tables; NULL for other kinds */
+    char *uri;               /* iceberg_rest: the catalog's base URL */
+    char *warehouse;         /* iceberg_rest: the warehouse to ask for;
+                                glue: where new tables go (s3://...) */
+    char *credential;        /* iceberg_rest: secret: "client_id:client_secret" */
+    char *token;             /* iceberg_rest: secret: a bearer token */
+    char *scope;             /* iceberg_rest: the OAuth2 scope */
+    char *aws_connection;    /* glue, s3tables: the `kind: aws` connection's
+                                name (`connection:`) */
+    char *table_bucket_arn;  /* s3tables */
+    char *catalog_id;        /* glue: the account id of the catalog */
     int read_only;           /* `read_only: true`: reverse syncs never
                                 write to it (a destination refuses it at
                                 open); 0 (default) */
@@ -255,6 +267,10 @@ typedef struct zx_conf_pipeline {
                                 or its files destination's `connection`
                                 (an s3:// path's, kind aws), resolved;
                                 NULL without connection */
+    const zx_conf_connection *dest_catalog; /* a lake destination's catalog
+                                (Iceberg: kind iceberg_rest, glue or
+                                s3tables), resolved like dest_conn; NULL:
+                                none */
     /* the other destinations' options (`destination.files: {path, format,
      * compression}`...) are their plug-in's own: dest_own */
     const struct zx_plugin *plugin; /* its plug-in (conf/plugin.h,

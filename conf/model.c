@@ -154,7 +154,8 @@ int zx_conf_pipeline_same(const zx_conf_pipeline *a, const zx_conf_pipeline *b)
         a->body_limit != b->body_limit || a->ring_size != b->ring_size ||
         a->in_ring_size != b->in_ring_size || a->shm_size != b->shm_size ||
         !zx_conf_connection_same(a->conn, b->conn) ||
-        !zx_conf_connection_same(a->dest_conn, b->dest_conn))
+        !zx_conf_connection_same(a->dest_conn, b->dest_conn) ||
+        !zx_conf_connection_same(a->dest_catalog, b->dest_catalog))
         return 0;
     /* a sync's author: the same tables */
     if (!a->auth != !b->auth ||

@@ -161,6 +161,11 @@ typedef struct zx_dest_where {
     const char *format;
     const char *connection;
     const char *option;
+    const char *catalog;         /* a catalog connection's name (Iceberg): one
+                                    of the plug-in's conn_kinds; set into
+                                    p->dest_catalog; its own `connection:`
+                                    (glue, s3tables) becomes p->dest_conn
+                                    unless connection names one */
 } zx_dest_where;
 
 /* zx_plugin.caps */

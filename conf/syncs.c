@@ -238,6 +238,27 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: %s.path: %s", p->name,
                             w.option, err);
         }
+        if (w.catalog) {
+            const zx_conf_connection *cn = zx_conf_find_connection(c, w.catalog);
+            char kinds[100];
+            const char *const *ks = p->dest_plugin->conn_kinds;
+            int ok = 0;
+            for (size_t k = 0; cn && cn->kind && ks && ks[k]; k++)
+                ok |= !strcmp(ks[k], cn->kind);
+            zx_cf_join(kinds, sizeof(kinds), ks, " or ");
+            if (!cn)
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: unknown catalog "
+                            "connection '%.64s'", p->name, w.option, w.catalog);
+            else if (!ok)
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
+                            "kind %s; a catalog is of kind %s", p->name, w.option, cn->name,
+                            cn->kind ? cn->kind : "(none)", kinds);
+            else {
+                p->dest_catalog = cn;
+                if (!w.connection && cn->aws_connection)
+                    w.connection = cn->aws_connection;
+            }
+        }
         if (w.connection) {
             const zx_conf_connection *cn = zx_conf_find_connection(c, w.connection);
             if (!cn)

@@ -143,6 +143,7 @@ static void collect(const zx_conf *c, zx_role role, const zx_conf_pipeline *own,
         add_pipe(keep, own);
         add_conn(keep, own->conn);
         add_conn(keep, own->dest_conn);
+        add_conn(keep, own->dest_catalog);
         if (zx_conf_is_sync(own))
             add_dsn(keep, c->pg_dsn, c->pg_dsn_shown);
     }

@@ -18,7 +18,7 @@ static int put_u64(zx_buf *b, uint64_t v)
 }
 
 int zx_lake_key_hash(const zx_dcol *keycols, const size_t *idx, size_t n,
-                     const zx_value *vals, zx_buf *scratch, unsigned char out[ZX_LAKE_KEY_LEN])
+                     const zx_value *vals, zx_buf scratch[2], unsigned char out[ZX_LAKE_KEY_LEN])
 {
     zx_buf *enc = &scratch[0], *conv = &scratch[1];
     zx_buf_reset(enc);
