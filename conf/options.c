@@ -75,7 +75,9 @@ const zx_cf_section zx_cf_sections[] = {
      "reverse sync's destination; `kind: aws`, an AWS account (a region, and "
      "how zx finds credentials), for `source: kinesis`; `kind: mysql`, a MySQL or MariaDB "
      "database, or `kind: sqlite`, a SQLite file, for a reverse sync's "
-     "destination. "
+     "destination; `kind: iceberg_rest` (an Iceberg REST catalog), `kind: glue` "
+     "(AWS Glue) or `kind: s3tables` (Amazon S3 Tables), the catalog of a "
+     "reverse sync's `destination.iceberg`. "
      "Each option applies to the kinds its *Kinds* column names; given to "
      "another kind it is an error."},
     {"connections.<name>.sasl", ZX_CF_CONNECTION, 0, NULL,
@@ -123,8 +125,10 @@ const zx_cf_section zx_cf_sections[] = {
      "table."},
     {"pipelines.<name>.destination", ZX_CF_PIPELINE, 0, NULL,
      "Where a reverse sync sends its result: a table of a `connection` "
-     "(kind `postgres`, `mysql` or `sqlite`; `table` required), or `files` "
-     "in a folder. Exactly one of the two."},
+     "(kind `postgres`, `mysql` or `sqlite`; `table` required), or a "
+     "sub-section of its own: `files` (a folder or a bucket), `delta` (a Delta "
+     "Lake table) or `iceberg` (an Iceberg table through its catalog). Exactly "
+     "one of them."},
     {"pipelines.<name>.schema_registry", ZX_CF_PIPELINE, 0, NULL,
      "The schema registry of a Kafka stream with `format: debezium` and "
      "`encoding: avro` (Confluent's API, which Apicurio and Karapace also "
@@ -316,7 +320,9 @@ const zx_cf_option zx_cf_options[] = {
      "libpq (logical replication) or written by reverse syncs. `aws`: an AWS "
      "account (its region and credentials), for Kinesis and files in S3. `mysql`: a "
      "MySQL or MariaDB database, and `sqlite`: a SQLite file, written by "
-     "reverse syncs."},
+     "reverse syncs. `iceberg_rest`: an Iceberg REST catalog, `glue`: AWS Glue's "
+     "Data Catalog, and `s3tables`: an Amazon S3 Tables table bucket, the "
+     "catalogs of Iceberg tables reverse syncs write."},
     {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,
      .offset = CONN(dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,
      .sources = zx_cf_dsn_kinds,

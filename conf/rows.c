@@ -194,7 +194,7 @@ static void derive(void)
         }
         for (size_t k = 0; p->conn_kinds && p->conn_kinds[k]; k++) {
             add_name(zx_cf_conn_kinds, p->conn_kinds[k]);
-            if (p->role == ZX_PLUGIN_DESTINATION)
+            if (p->role == ZX_PLUGIN_DESTINATION && !p->dest_where)
                 add_name(zx_cf_table_kinds, p->conn_kinds[k]);
             if (p->caps & ZX_PLUGIN_DSN)
                 add_name(zx_cf_dsn_kinds, p->conn_kinds[k]);

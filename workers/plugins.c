@@ -37,10 +37,18 @@ const zx_plugin *zx_plugin_of_pipeline(const char *source)
     return p ? p : zx_plugin_find(ZX_PLUGIN_SYNC, source);
 }
 
+/* 1 when plug-in p takes connections of its kinds as role's: a
+ * destination written as a sub-section of its own (Iceberg's catalogs) is
+ * not a table destination of its kinds. */
+static int takes_kinds(const zx_plugin *p, zx_plugin_role role)
+{
+    return p->role == role && !(role == ZX_PLUGIN_DESTINATION && p->dest_where);
+}
+
 const zx_plugin *zx_plugin_for_kind(zx_plugin_role role, const char *kind)
 {
     for (size_t i = 0; kind && i < zx_nplugins; i++)
-        for (size_t k = 0; zx_plugins[i]->role == role && zx_plugins[i]->conn_kinds &&
+        for (size_t k = 0; takes_kinds(zx_plugins[i], role) && zx_plugins[i]->conn_kinds &&
                            zx_plugins[i]->conn_kinds[k]; k++)
             if (!strcmp(zx_plugins[i]->conn_kinds[k], kind))
                 return zx_plugins[i];
@@ -53,7 +61,7 @@ const char *zx_plugin_kinds(zx_plugin_role role, char *buf, size_t len)
     size_t n = 0;
 
     for (size_t i = 0; i < zx_nplugins; i++)
-        for (size_t k = 0; zx_plugins[i]->role == role && zx_plugins[i]->conn_kinds &&
+        for (size_t k = 0; takes_kinds(zx_plugins[i], role) && zx_plugins[i]->conn_kinds &&
                            zx_plugins[i]->conn_kinds[k] && n < 64; k++) {
             const char *kd = zx_plugins[i]->conn_kinds[k];
             size_t j;

@@ -176,7 +176,11 @@ static void test_lists(void)
         for (size_t k = 0; p->conn_kinds && p->conn_kinds[k]; k++) {
             CHECKF(listed(kind->allowed, p->conn_kinds[k]), "kind %s", p->conn_kinds[k]);
             CHECKF(zx_cf_conn_kind_ok(p->conn_kinds[k]), "kind %s", p->conn_kinds[k]);
-            if (p->role == ZX_PLUGIN_DESTINATION) {
+            if (p->role == ZX_PLUGIN_DESTINATION && p->dest_where) {
+                /* a sub-section's catalogs: not table destinations */
+                CHECKF(!zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, p->conn_kinds[k]),
+                       "catalog kind %s taken as a table destination", p->conn_kinds[k]);
+            } else if (p->role == ZX_PLUGIN_DESTINATION) {
                 CHECKF(listed(ro->sources, p->conn_kinds[k]), "read_only %s",
                        p->conn_kinds[k]);
                 CHECKF(zx_plugin_for_kind(ZX_PLUGIN_DESTINATION, p->conn_kinds[k]),
@@ -311,7 +315,7 @@ static size_t tokens(const char *text, const char *pre, const char *post, const 
     out[0] = NULL;
     for (const char *t = text; t && (t = strstr(t, pre)); ) {
         t += strlen(pre);
-        size_t len = strspn(t, "abcdefghijklmnopqrstuvwxyz_");
+        size_t len = strspn(t, "abcdefghijklmnopqrstuvwxyz_0123456789");
         if (!len || strncmp(t + len, post, strlen(post)) || used + len + 1 > storelen)
             continue;
         memcpy(store + used, t, len);
