@@ -266,7 +266,7 @@ def stopped(pid):
         return False
 
 
-@pytest.mark.parametrize("step", ["files", "committed"])
+@pytest.mark.parametrize("step", ["data", "files", "committed"])
 def test_a_run_killed_at_each_step_shows_once_or_not_at_all(sync_env, step):
     """The run worker is stopped (ZX_TEST_LAKE_STOP_AT) when every data file
     is written but nothing committed, or right after its commit, and
@@ -294,9 +294,9 @@ def test_a_run_killed_at_each_step_shows_once_or_not_at_all(sync_env, step):
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: z.runs("lake") and z.runs("lake")[0]["state"] == "failed", "the failed run")
     v = deltalake.DeltaTable(path).version()
-    assert v == (0 if step == "files" else 1)
+    assert v == (0 if step in ("data", "files") else 1)
     got, _ = read_deltalake(path, ["id", "name", "price", "at"])
-    if step == "files":
+    if step in ("data", "files"):
         assert len(got) == 3000 and got[0][0] == 1          # the run is not there at all
     else:
         assert got == expected(z)                            # it is there, once
@@ -432,6 +432,16 @@ def test_checkpoints_and_retention(sync_env):
     assert z.run("lake")["state"] == "succeeded"
     check(z, path)
     assert deltalake.DeltaTable(path).version() == 12
+
+
+def test_preview_sends_nothing(sync_env):
+    z, path = delta_sync(sync_env, "mirror", rows=5)
+    z.run("lake")
+    z.ws_exec("DELETE FROM items WHERE id = 2", "UPDATE items SET name = 'p' WHERE id = 3")
+    v = deltalake.DeltaTable(path).version()
+    p = z.preview("lake")
+    assert p["rows_updated"] == 1 and p["rows_deleted"] == 1, p
+    assert deltalake.DeltaTable(path).version() == v
 
 
 # ---- S3 -------------------------------------------------------------------------

@@ -224,7 +224,7 @@ def stopped(pid):
         return False
 
 
-@pytest.mark.parametrize("step", ["files", "committed"])
+@pytest.mark.parametrize("step", ["data", "files", "committed"])
 def test_a_run_killed_at_each_step_shows_once_or_not_at_all(sync_env, iceberg_rest, step):
     z, ns = ice_sync(sync_env, iceberg_rest, "mirror", rows=3000, file_rows=1000)
     cat = rest_catalog(iceberg_rest)
@@ -243,9 +243,9 @@ def test_a_run_killed_at_each_step_shows_once_or_not_at_all(sync_env, iceberg_re
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: z.runs("lake") and z.runs("lake")[0]["state"] == "failed", "the failed run")
     t = cat.load_table(f"{ns}.items")
-    assert len(t.snapshots()) == n0 + (0 if step == "files" else 1)
+    assert len(t.snapshots()) == n0 + (0 if step in ("data", "files") else 1)
     got = read_pyiceberg(t, ["id", "name", "price", "at"])
-    if step == "files":
+    if step in ("data", "files"):
         assert len(got) == 3000 and got[0][0] == 1
     else:
         assert got == expected(z)
@@ -254,6 +254,145 @@ def test_a_run_killed_at_each_step_shows_once_or_not_at_all(sync_env, iceberg_re
     z.start()
     assert z.run("lake")["state"] == "succeeded"
     check(z, cat, ns, "items")
+
+
+class CommitProxy:
+    """An HTTP proxy in front of the REST catalog that answers the first
+    commit (POST .../tables/items) with 504: after passing it on (the
+    catalog committed; the answer was lost) or without (nothing
+    committed)."""
+
+    def __init__(self, upstream, forward):
+        import http.server
+        import threading
+        import urllib.request
+        self.hits = 0
+        proxy = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _do(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                commit = self.command == "POST" and self.path.endswith("/tables/items")
+                if commit and proxy.hits == 0:
+                    proxy.hits += 1
+                    if forward:
+                        req = urllib.request.Request(upstream + self.path, data=body,
+                                                     method="POST", headers={
+                                                         "Content-Type": "application/json"})
+                        try:
+                            urllib.request.urlopen(req, timeout=30).read()
+                        except Exception:
+                            pass
+                    self.send_response(504)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                req = urllib.request.Request(upstream + self.path, data=body,
+                                             method=self.command,
+                                             headers={k: v for k, v in self.headers.items()
+                                                      if k.lower() in ("content-type",
+                                                                       "authorization")})
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        data, status, ctype = r.read(), r.status, r.headers.get("Content-Type")
+                except urllib.error.HTTPError as e:
+                    data, status, ctype = e.read(), e.code, e.headers.get("Content-Type")
+                self.send_response(status)
+                self.send_header("Content-Type", ctype or "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = do_HEAD = _do
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.uri = f"http://127.0.0.1:{self.srv.server_address[1]}"
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+
+
+@pytest.mark.parametrize("forward", [True, False], ids=["committed", "not_committed"])
+def test_a_commit_whose_answer_is_lost_is_never_made_twice(sync_env, iceberg_rest, forward):
+    """The catalog's answer to zx's commit is lost (a 504 from a proxy,
+    after the catalog committed, or before): zx reads the table back, finds
+    its run's snapshot by its summary (or not, and commits again), and the
+    table holds the run exactly once."""
+    import urllib.request  # noqa: F401
+    proxy = CommitProxy(iceberg_rest["ICEBERG_REST_URI"].rstrip("/"), forward)
+    try:
+        ns = "zx_" + uid()[:8].lower()
+        z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+        z.server_extra = f"file_roots: [\"{warehouse_dir(iceberg_rest)}\"]"
+        z.connections = {"cat": {"kind": "iceberg_rest", "extra": {"uri": proxy.uri}}}
+        z.syncs = {"lake": {"author": "alice", "query": "SELECT id, name, price, at FROM items",
+                            "dest": {"iceberg": {"catalog": "cat", "namespace": ns,
+                                                 "table": "items"}},
+                            "mode": "append", "key": None}}
+        z.write_config()
+        make_items(z, 10)
+        z.start()
+        r = z.run("lake")
+        assert r["state"] == "succeeded", r
+        assert proxy.hits == 1
+        assert "why=unknown_outcome" in z.log_text()
+        cat = rest_catalog(iceberg_rest)
+        t = cat.load_table(f"{ns}.items")
+        runs = [s for s in t.snapshots() if s.summary["zx.run"] == r["id"]]
+        assert len(runs) == 1
+        assert sorted(x[0] for x in read_pyiceberg(t, ["id"])) == list(range(1, 11))
+    finally:
+        proxy.close()
+
+
+def test_a_writer_that_commits_during_a_run_loses_nothing(sync_env, iceberg_rest):
+    """pyiceberg appends while zx's run is held before its commit: zx's
+    commit fails its assert-ref-snapshot-id, zx reloads, carries the new
+    snapshot's manifests and commits; both writers' rows are there."""
+    import pyarrow as pa
+    z, ns = ice_sync(sync_env, iceberg_rest, "upsert", rows=10)
+    cat = rest_catalog(iceberg_rest)
+    z.run("lake")
+    z.stop()
+    z.env["ZX_TEST_LAKE_STOP_AT"] = "files"
+    z.start()
+    z.ws_exec("UPDATE items SET name = 'new' WHERE id = 4")
+    assert z.zxctl("run", "lake").returncode == 0
+
+    def worker():
+        e = z.pipeline("lake")
+        return e["pid"] if e.get("pid") and stopped(e["pid"]) else None
+    pid = wait_for(worker, "the run's worker held before its commit")
+    t = cat.load_table(f"{ns}.items")
+    t.append(pa.table({"id": pa.array([100], pa.int64()), "name": ["other"],
+                       "price": pa.array([None], pa.float64()),
+                       "at": pa.array([None], pa.timestamp("us", tz="UTC"))},
+                      schema=t.schema().as_arrow()))
+    os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: z.runs("lake") and z.runs("lake")[0]["state"] in ("succeeded", "failed"),
+             "the run")
+    r = z.runs("lake")[0]
+    assert r["state"] == "succeeded", r
+    assert "why=conflict" in z.log_text()
+    got = dict(read_pyiceberg(cat.load_table(f"{ns}.items"), ["id", "name"]))
+    assert len(got) == 11 and got[100] == "other" and got[4] == "new"
+
+
+def test_preview_sends_nothing(sync_env, iceberg_rest):
+    z, ns = ice_sync(sync_env, iceberg_rest, "mirror", rows=5)
+    cat = rest_catalog(iceberg_rest)
+    z.run("lake")
+    z.ws_exec("DELETE FROM items WHERE id = 2", "UPDATE items SET name = 'p' WHERE id = 3")
+    n = len(cat.load_table(f"{ns}.items").snapshots())
+    p = z.preview("lake")
+    assert p["rows_sent"] == 0 or p.get("state") == "previewed"
+    assert p["rows_updated"] == 1 and p["rows_deleted"] == 1, p
+    assert len(cat.load_table(f"{ns}.items").snapshots()) == n
 
 
 def test_keep_snapshots_expires_and_deletes_only_zx_files(sync_env, iceberg_rest):

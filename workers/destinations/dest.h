@@ -48,9 +48,11 @@
  *
  * Errors.  Every callback returns 0, or -1 with one line in err (at most
  * errlen bytes, NUL-terminated) a person can act on, naming the
- * destination ("postgres crm_db table public.customers: permission denied
- * for table customers"), never a password.  After -1 from begin, write,
- * delete_keys or commit the run calls abort then close.
+ * destination ("postgres crm_db table public.customers: permission
+ * denied for table customers"), never a password.  After 0, err holds
+ * nothing of meaning (a destination may leave there the text of an error
+ * it handled, a conflict it retried): the caller clears it.  After -1 from
+ * begin, write, delete_keys or commit the run calls abort then close.
  *
  * Process: a destination runs in the sync run's worker process only; it
  * may block (the run has nothing else to do) but must honour

@@ -93,6 +93,7 @@ static int send_deletes(srun *r)
                 rc = -1;
                 break;
             }
+            r->err[0] = 0;
             zx_rowset_reset(&keys);
         }
         if (g == 0)
@@ -139,6 +140,7 @@ int run_dest_write(srun *r, const zx_rowset *rs)
     uint64_t nulled = r->dstats.nulled;
     if (r->dest->write(r->dstate, rs, r->err, sizeof(r->err)) < 0)
         return -1;
+    r->err[0] = 0;
     if (r->dstats.nulled == nulled)
         return 0;
     return zx_seterr(r->err, sizeof(r->err), "sync %s: column %s: the destination cannot "
@@ -163,6 +165,7 @@ int run_deliver_begin(srun *r)
     };
     if (r->dest->begin(r->dstate, &r->drun, &r->dstats, r->err, sizeof(r->err)) < 0)
         return -1;
+    r->err[0] = 0;     /* dest.h: err means something only with -1 */
     r->dest_begun = 1;
     return 0;
 }
@@ -173,6 +176,7 @@ int run_deliver_end(srun *r)
         return -1;
     if (r->dest->commit(r->dstate, r->err, sizeof(r->err)) < 0)
         return -1;
+    r->err[0] = 0;     /* a destination may leave text of what it handled */
     r->dest_begun = 0;
     return 0;
 }

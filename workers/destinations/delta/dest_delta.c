@@ -667,6 +667,7 @@ static int delta_commit(void *state, char *err, size_t errlen)
     }
     if (zx_lw_flush(st->lw, err, errlen) < 0)
         return -1;
+    zx_lake_test_stop_at("data");
     if (st->cow && rewrite(st, err, errlen) < 0)
         return -1;
     if (zx_lw_flush(st->lw, err, errlen) < 0)

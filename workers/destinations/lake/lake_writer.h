@@ -102,7 +102,11 @@ void zx_lw_keep(zx_lake_writer *w);
 /* ---- small things both formats use ---------------------------------- */
 
 /* Tests only: with ZX_TEST_LAKE_STOP_AT=step in the environment, stop the
- * process (SIGSTOP) here, for a test to kill it at that step. */
+ * process (SIGSTOP) here, for a test to kill it at that step.  The steps
+ * both formats have: "data" (the run's rows in data files, before the
+ * copy-on-write), "files" (every file written: data, rewritten data,
+ * Iceberg's manifests and manifest list; before the commit), "committed"
+ * (the commit made, before the run reports it). */
 void zx_lake_test_stop_at(const char *step);
 
 /* A random (version 4) UUID as text. */
