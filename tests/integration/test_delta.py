@@ -444,6 +444,54 @@ def test_preview_sends_nothing(sync_env):
     assert deltalake.DeltaTable(path).version() == v
 
 
+def test_a_partitioned_table(sync_env):
+    """partition_by: [region]: the table's partitionColumns, each data file
+    one region's rows (partitionValues, the column left out of the file),
+    mirror runs rewrite only the files of the regions that changed."""
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    path = os.path.join(z.data_dir, "exports", "lake")
+    z.syncs = {"lake": {"author": "alice",
+                        "query": "SELECT id, name, price, at, "
+                                 "CASE WHEN id % 3 = 0 THEN 'eu' WHEN id % 3 = 1 THEN 'us' "
+                                 "ELSE NULL END AS region FROM items",
+                        "dest": {"delta": {"path": "var/exports/lake"}},
+                        "mode": "mirror", "key": ["id"], "extra": {"partition_by": "[region]"}}}
+    z.write_config()
+    make_items(z, 300)
+    z.start()
+    r = z.run("lake")
+    assert r["state"] == "succeeded" and r["files_added"] == 3, r
+    dt = deltalake.DeltaTable(path)
+    assert dt.metadata().partition_columns == ["region"]
+    q = "SELECT id, name, price, at, CASE WHEN id % 3 = 0 THEN 'eu' WHEN id % 3 = 1 THEN 'us' " \
+        "ELSE NULL END FROM items ORDER BY id"
+
+    def want():
+        return [(a, b, c, None if d is None else datetime.datetime.strptime(
+            d, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC), e) for a, b, c, d, e in z.query(q)]
+    cols = ["id", "name", "price", "at", "region"]
+    got, _ = read_deltalake(path, cols)
+    assert got == want(), [a["add"]["partitionValues"] for a in actions(path, 0) if "add" in a]
+    assert read_polars(path, cols) == want()
+    adds = [a["add"] for a in actions(path, 0) if "add" in a]
+    assert sorted(str(a["partitionValues"]["region"]) for a in adds) == ["None", "eu", "us"]
+    import pyarrow.parquet as pq
+    f = [a["path"] for a in adds][0]
+    assert "region" not in pq.read_schema(os.path.join(path, f)).names
+    z.ws_exec("UPDATE items SET name = 'x' WHERE id = 3")     # an eu row
+    r = z.run("lake")
+    assert r["files_removed"] == 1 and r["files_added"] == 1, r
+    got, _ = read_deltalake(path, cols)
+    assert got == want()
+    # a partition_by that differs from the table's fails the run
+    z.syncs["lake"]["extra"] = {"partition_by": "[name]"}
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    z.ws_exec("UPDATE items SET name = 'y' WHERE id = 4")
+    r = z.run("lake", check=False)
+    assert r["state"] == "failed" and "partitioned by" in r["error"], r
+
+
 # ---- S3 -------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -85,11 +85,11 @@ int main(void)
     /* a new table */
     s = zx_ice_schema_for(NULL, cols, 3, key, 1, ids, &changed, &last, "t", err, sizeof(err));
     CHECK(s && ids[0] == 1 && ids[2] == 3 && last == 3 && changed);
-    json_t *nm = zx_ice_new_metadata(s, last, "s3://b/new", NULL);
+    json_t *nm = zx_ice_new_metadata(s, last, NULL, "s3://b/new", NULL);
     CHECK(nm && json_integer_value(json_object_get(nm, "format-version")) == 2);
     CHECK(json_integer_value(json_object_get(nm, "last-column-id")) == 3);
     CHECK(strlen(json_string_value(json_object_get(nm, "table-uuid"))) == 36);
-    json_t *req = zx_ice_create_request("orders", s, NULL);
+    json_t *req = zx_ice_create_request("orders", s, NULL, NULL);
     CHECK(req && !strcmp(json_string_value(json_object_get(req, "name")), "orders"));
     json_decref(req);
     json_decref(nm);

@@ -76,6 +76,7 @@
 #define ZX_DEST_DELETES        0x4u  /* delete_keys works (mirror mode) */
 #define ZX_DEST_UPSERT         0x8u  /* write in upsert/mirror mode replaces
                                         a row with the same key */
+#define ZX_DEST_PARTITIONS     0x10u /* takes zx_dest_run.partition_by */
 
 /* Sync modes (conf `mode:`). */
 typedef enum zx_sync_mode {
@@ -129,6 +130,11 @@ typedef struct zx_dest_run {
     uint64_t rows_expected;       /* rows write will get in all (a hint for
                                      progress and preallocation) */
     uint64_t deletes_expected;    /* keys delete_keys will get in all */
+    const char *const *partition_by; /* ZX_DEST_PARTITIONS: the sync's
+                                     partition_by (workers/destinations/
+                                     lake/lake_part.h syntax, checked at
+                                     load); NULL, 0: none */
+    size_t npartition_by;
 } zx_dest_run;
 
 /* What a destination counts during a run (zeroed by the caller before

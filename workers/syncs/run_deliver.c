@@ -162,6 +162,8 @@ int run_deliver_begin(srun *r)
         .run_id = r->id, .mode = (zx_sync_mode)r->o->mode, .cols = r->cols, .ncols = r->ncols,
         .key_cols = (const char *const *)r->o->key_cols, .nkey_cols = r->o->nkey_cols,
         .rows_expected = r->to_send, .deletes_expected = r->deleted,
+        .partition_by = (const char *const *)r->o->partition_by,
+        .npartition_by = r->o->npartition_by,
     };
     if (r->dest->begin(r->dstate, &r->drun, &r->dstats, r->err, sizeof(r->err)) < 0)
         return -1;

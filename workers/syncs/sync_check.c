@@ -17,7 +17,10 @@
 #include "common/cron.h"
 #include "conf/check.h"
 #include "conf/plugin.h"
+#include <string.h>
+
 #include "workers/destinations/dest.h"
+#include "workers/destinations/lake/lake_part.h"
 #include "workers/syncs/sync_opts.h"
 
 /* Where the sync writes: a connection's table, or one destination's
@@ -97,5 +100,38 @@ int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p)
     }
     if (check_schedule(ck, p, o) < 0)
         rc = -1;
+    if (o->npartition_by) {
+        const zx_dest *d = p->dest_plugin ? p->dest_plugin->dest : NULL;
+        if (!zx_check_written(ck, "destination.connection") &&
+            (!d || !(d->caps & ZX_DEST_PARTITIONS))) {
+            zx_check_error(ck, "partition_by", "pipelines.%s: partition_by is for lake "
+                           "tables (destination delta or iceberg)", p->name);
+            rc = -1;
+        } else if (zx_check_written(ck, "destination.connection")) {
+            zx_check_error(ck, "partition_by", "pipelines.%s: partition_by is for lake "
+                           "tables (destination delta or iceberg), not a database's",
+                           p->name);
+            rc = -1;
+        }
+        if (o->npartition_by > ZX_PART_MAX) {
+            zx_check_error(ck, "partition_by", "pipelines.%s: partition_by: %zu fields, at "
+                           "most %d", p->name, o->npartition_by, ZX_PART_MAX);
+            rc = -1;
+        }
+        for (size_t i = 0; i < o->npartition_by; i++) {
+            zx_part pt;
+            char e[300];
+            if (zx_part_parse(o->partition_by[i], &pt, e, sizeof(e)) < 0) {
+                zx_check_error(ck, "partition_by", "pipelines.%s: %s", p->name, e);
+                rc = -1;
+            } else if (d && !strcmp(p->dest_plugin->name, "delta") && pt.t != ZX_PT_IDENTITY) {
+                zx_check_error(ck, "partition_by", "pipelines.%s: partition_by: %s: Delta "
+                               "tables are partitioned by column values only (write the "
+                               "column; a transform such as day() is for Iceberg)", p->name,
+                               o->partition_by[i]);
+                rc = -1;
+            }
+        }
+    }
     return rc;
 }

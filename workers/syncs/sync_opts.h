@@ -44,6 +44,11 @@ typedef struct zx_sync_opts {
                                 kind postgres, mysql or sqlite; NULL for a
                                 destination of its own sub-section */
     char *dest_table;        /* `destination.table`, with a connection */
+    char **partition_by;     /* `partition_by`: the lake table's partition
+                                fields ("day(created_at)", "region": the
+                                syntax of workers/destinations/lake/
+                                lake_part.h); NULL, 0: none */
+    size_t npartition_by;
 } zx_sync_opts;
 
 /* p's sync options: p->own when p is a pipeline of the plug-in sync (a

@@ -47,6 +47,14 @@ static const zx_cf_option options[] = {
      .help = "Result columns that identify a row (`[id]`, `[region, id]`). "
      "Duplicate keys in a result fail the run, naming them, before anything "
      "is sent."},
+    {.section = "pipelines.<name>", .name = "partition_by", .type = ZX_CF_NAMES,
+     .def_doc = "none: unpartitioned", .offset = OWN(partition_by),
+     .n_offset = OWN(npartition_by), .flags = ZX_CF_OWN,
+     .help = "The partitions of a lake table zx creates (`delta`, `iceberg`): result "
+     "columns, or for Iceberg transforms of them: `identity(c)`, `year(c)`, `month(c)`, "
+     "`day(c)`, `hour(c)`, `bucket[N](c)`, `truncate[W](c)` (Delta: columns only). "
+     "Each data file holds one partition's rows. A table that exists keeps its own "
+     "partitioning: a different one fails the run."},
     {.section = "pipelines.<name>", .name = "schedule", .type = ZX_CF_STRING,
      .def_doc = "none: runs by hand or through the API only",
      .offset = OWN(schedule), .flags = ZX_CF_OWN,

@@ -262,9 +262,13 @@ int zx_delta_apply(zx_delta_table *t, int64_t version, const char *text, size_t 
             const char *p = json_string_value(json_object_get(a, "path"));
             if (p)
                 remove_file(t, p);
-            if (p && !strncmp(p, "zx-", 3) && !strchr(p, '/') && t->tombstones)
-                json_object_set_new(t->tombstones, p, json_integer(json_integer_value(
+            const char *base = p ? strrchr(p, '/') : NULL;
+            base = base ? base + 1 : p;
+            char *dp = p && !strncmp(base, "zx-", 3) ? path_decode(p) : NULL;
+            if (dp && t->tombstones)
+                json_object_set_new(t->tombstones, dp, json_integer(json_integer_value(
                                         json_object_get(a, "deletionTimestamp"))));
+            free(dp);
         } else if ((a = json_object_get(o, "commitInfo"))) {
             json_t *ts = json_object_get(a, "timestamp");
             if (json_is_integer(ts))

@@ -49,6 +49,7 @@
 #include "workers/destinations/delta/delta_checkpoint.h"
 #include "workers/destinations/delta/delta_log.h"
 #include "workers/destinations/delta/delta_opts.h"
+#include "workers/destinations/lake/lake_part.h"
 #include "workers/destinations/lake/lake_side.h"
 #include "workers/destinations/lake/lake_store.h"
 #include "workers/destinations/lake/lake_writer.h"
@@ -76,6 +77,8 @@ typedef struct delta_state {
     size_t ncols;
     int side, cow, create, already;
     const char *key0;            /* the first key column (the run's) */
+    zx_part parts[ZX_PART_MAX];  /* the table's partition columns (identity) */
+    size_t part_src[ZX_PART_MAX], nparts;
     char *schema;                /* a new schemaString; NULL: unchanged */
     zx_lake_writer *lw;          /* the run's data files */
     json_t *adds;                /* add actions (objects) */
@@ -87,17 +90,20 @@ static char *file_stats(const delta_state *st, const zx_pq_writer *pq, uint64_t 
 {
     json_t *o = json_object(), *mn = json_object(), *mx = json_object(), *nc = json_object();
     json_object_set_new(o, "numRecords", json_integer((json_int_t)rows));
-    for (size_t i = 0; i < st->ncols; i++) {
+    size_t nfc;
+    const zx_dcol *fc = zx_lw_file_cols(st->lw, &nfc);
+    for (size_t i = 0; i < nfc; i++) {
         zx_pq_colstats cs;
         if (zx_pq_col_stats(pq, i, &cs) < 0)
             continue;
-        const char *name = st->cols[i].name;
+        const char *name = fc[i].name;
+        const zx_dcol *col = &st->cols[zx_lw_file_col_src(st->lw, i)];
         json_object_set_new(nc, name, json_integer((json_int_t)cs.nulls));
         if (!cs.has_minmax)
             continue;
         json_t *a = NULL, *b = NULL;
         char t1[ZX_TS_BUFSZ], t2[ZX_TS_BUFSZ];
-        switch (st->cols[i].type) {
+        switch (col->type) {
         case ZX_DT_INT64:
             a = json_integer(cs.imin);
             b = json_integer(cs.imax);
@@ -151,18 +157,45 @@ static char *file_stats(const delta_state *st, const zx_pq_writer *pq, uint64_t 
 
 /* A data file is complete (lake_writer.h): its add action. */
 static int on_file(void *ctx, const char *name, uint64_t size, uint64_t rows,
-                   const zx_pq_writer *pq, char *err, size_t errlen)
+                   const zx_pq_writer *pq, const zx_pval *pv, char *err, size_t errlen)
 {
     delta_state *st = ctx;
     char *stats = file_stats(st, pq, rows);
-    json_t *add = stats ? json_pack("{s:s, s:{}, s:I, s:I, s:b, s:s, s:{s:s, s:s}}", "path",
-                                    name, "partitionValues", "size", (json_int_t)size,
+    json_t *pvs = json_object();
+    zx_buf t = {0};
+    for (size_t k = 0; pvs && k < st->nparts; k++) {
+        const zx_dcol *c = &st->cols[st->part_src[k]];
+        int r = zx_part_text(zx_part_result(&st->parts[k], c), &pv[k], &t);
+        if (r < 0 || (r == 0 && zx_buf_put(&t, "", 1) < 0)) {
+            json_decref(pvs);
+            pvs = NULL;
+            break;
+        }
+        json_object_set_new(pvs, st->parts[k].col, r == 1 ? json_null() : json_string(t.p));
+    }
+    zx_buf_free(&t);
+    char uri[1200];
+    size_t u = 0;
+    for (const char *c = name; *c && u + 4 < sizeof(uri); c++) {
+        if (*c == '%') {
+            memcpy(uri + u, "%25", 3);
+            u += 3;
+        } else {
+            uri[u++] = *c;
+        }
+    }
+    uri[u] = 0;
+    json_t *add = stats && pvs ? json_pack("{s:s, s:o, s:I, s:I, s:b, s:s, s:{s:s, s:s}}",
+                                           "path", uri, "partitionValues", pvs, "size",
+                                           (json_int_t)size,
                                     "modificationTime", (json_int_t)(zx_now_us() / 1000),
                                     "dataChange", 1, "stats", stats, "tags", "zx.rows",
                                     st->side ? "1" : "0", "zx.sync", st->sync) : NULL;
     free(stats);
-    if (!add)
+    if (!add) {
+        json_decref(pvs);
         return zx_seterr(err, errlen, "%s: out of memory", st->where);
+    }
     json_array_append_new(st->adds, add);
     st->stats->bytes += size;
     st->stats->files++;
@@ -253,6 +286,50 @@ static int delta_open(const zx_dest_args *a, void **state, char *err, size_t err
     return 0;
 }
 
+/* The table's partition columns: its metaData's when it exists (the
+ * sync's partition_by, if written, must be the same), else the sync's.
+ * Every one a result column.  0 or -1. */
+static int partitions(delta_state *st, const zx_dest_run *run, char *err, size_t errlen)
+{
+    json_t *have = st->t.metadata ? json_object_get(st->t.metadata, "partitionColumns") : NULL;
+    size_t n = have ? json_array_size(have) : run->npartition_by;
+    if (n > ZX_PART_MAX)
+        return zx_seterr(err, errlen, "%s: the table has %zu partition columns; zx writes "
+                         "tables of %d at most", st->where, n, ZX_PART_MAX);
+    st->nparts = 0;
+    for (size_t k = 0; k < n; k++) {
+        const char *spec = have ? json_string_value(json_array_get(have, k))
+                                : run->partition_by[k];
+        zx_part *pt = &st->parts[k];
+        if (!spec || zx_part_parse(spec, pt, err, errlen) < 0 || pt->t != ZX_PT_IDENTITY)
+            return zx_seterr(err, errlen, "%s: partition column '%.80s' is not a column name",
+                             st->where, spec ? spec : "?");
+        size_t i;
+        for (i = 0; i < run->ncols && strcmp(run->cols[i].name, pt->col); i++)
+            ;
+        if (i == run->ncols)
+            return zx_seterr(err, errlen, "%s: the table is partitioned by %s, which the "
+                             "query does not give: add it to the query", st->where, pt->col);
+        st->part_src[k] = i;
+        st->nparts++;
+    }
+    if (have && run->npartition_by) {
+        int same = run->npartition_by == n;
+        for (size_t k = 0; same && k < n; k++)
+            same = !strcmp(json_string_value(json_array_get(have, k)), run->partition_by[k]);
+        if (!same) {
+            char *h = json_dumps(have, JSON_COMPACT);
+            zx_seterr(err, errlen, "%s: the table is partitioned by %s, and the sync's "
+                      "partition_by says otherwise: a Delta table keeps its partitioning; "
+                      "write partition_by as the table has it, or write to a new table",
+                      st->where, h ? h : "?");
+            free(h);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int delta_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, char *err,
                        size_t errlen)
 {
@@ -270,18 +347,22 @@ static int delta_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
     st->removes = json_array();
     if (!st->adds || !st->removes)
         return zx_seterr(err, errlen, "%s: out of memory", st->where);
+    if (zx_delta_read(st->lake, &st->t, err, errlen) < 0)
+        return -1;
+    st->create = st->t.version < 0;
+    if (partitions(st, run, err, errlen) < 0)
+        return -1;
     char prefix[40];
     snprintf(prefix, sizeof(prefix), "zx-%llu", (unsigned long long)st->run_id);
     zx_lw_args la = {.lake = st->lake, .where = st->where, .cols = run->cols,
                      .ncols = run->ncols, .key_cols = run->key_cols, .nkeys = run->nkey_cols,
                      .side = st->side, .track = st->cow, .codec = st->codec,
                      .file_rows = st->file_rows, .dir = "", .prefix = prefix, .stats = stats,
+                     .parts = st->parts, .nparts = st->nparts, .drop_part_cols = 1,
+                     .part_dirs = 1,
                      .on_file = on_file, .ctx = st};
     if (!(st->lw = zx_lw_new(&la, err, errlen)))
         return -1;
-    if (zx_delta_read(st->lake, &st->t, err, errlen) < 0)
-        return -1;
-    st->create = st->t.version < 0;
     int64_t done = zx_delta_txn(&st->t, st->app);
     if (done >= 0 && (uint64_t)done >= st->run_id) {
         st->already = 1;
@@ -434,9 +515,12 @@ static int compose(delta_state *st, zx_buf *b)
         } else {
             char id[37];
             zx_lake_uuid4(id);
-            md = json_pack("{s:s, s:{s:s, s:{}}, s:s, s:[], s:{}, s:I}", "id", id, "format",
+            json_t *pc = json_array();
+            for (size_t k = 0; pc && k < st->nparts; k++)
+                json_array_append_new(pc, json_string(st->parts[k].col));
+            md = json_pack("{s:s, s:{s:s, s:{}}, s:s, s:o, s:{}, s:I}", "id", id, "format",
                            "provider", "parquet", "options", "schemaString", st->schema,
-                           "partitionColumns", "configuration", "createdTime",
+                           "partitionColumns", pc, "configuration", "createdTime",
                            (json_int_t)now);
         }
         rc = line(b, md ? json_pack("{s:o}", "metaData", md) : NULL);
@@ -665,9 +749,9 @@ static int delta_commit(void *state, char *err, size_t errlen)
         st->running = 0;
         return 0;
     }
-    if (zx_lw_flush(st->lw, err, errlen) < 0)
-        return -1;
     zx_lake_test_stop_at("data");
+    /* the rewritten rows join the files still open: a partition the run
+     * changed gets one file, not two */
     if (st->cow && rewrite(st, err, errlen) < 0)
         return -1;
     if (zx_lw_flush(st->lw, err, errlen) < 0)
@@ -742,7 +826,7 @@ static int delta_commit(void *state, char *err, size_t errlen)
         char e[512];
         json_array_foreach(st->removes, i, x) {
             const char *fp = json_string_value(json_object_get(x, "path"));
-            if (json_is_true(json_object_get(x, "zx")) && fp && !strchr(fp, '/'))
+            if (json_is_true(json_object_get(x, "zx")) && fp)
                 zx_side_delete(st->lake, fp, e, sizeof(e));
         }
         zx_info("event=delta_commit sync=%s run=%llu version=%lld files_added=%llu "
@@ -769,7 +853,7 @@ static void delta_abort(void *state)
 
 const zx_dest zx_dest_delta = {
     .name = "delta",
-    .caps = ZX_DEST_DELETES | ZX_DEST_UPSERT | ZX_DEST_ATOMIC_REPLACE,
+    .caps = ZX_DEST_DELETES | ZX_DEST_UPSERT | ZX_DEST_ATOMIC_REPLACE | ZX_DEST_PARTITIONS,
     .open = delta_open,
     .begin = delta_begin,
     .write = delta_write,

@@ -49,6 +49,7 @@
 #include "workers/destinations/iceberg/ice_manifest.h"
 #include "workers/destinations/iceberg/ice_meta.h"
 #include "workers/destinations/iceberg/iceberg_opts.h"
+#include "workers/destinations/lake/lake_part.h"
 #include "workers/destinations/lake/lake_side.h"
 #include "workers/destinations/lake/lake_store.h"
 #include "workers/destinations/lake/lake_writer.h"
@@ -65,6 +66,8 @@ typedef struct ice_file {
     zx_ice_bound *bounds;        /* lower then upper: ncols each */
     size_t nlower, nupper;
     uint8_t *bytes;              /* the bounds' bytes */
+    zx_ice_pvalue pv[ZX_PART_MAX];  /* its partition (strings in pvmem) */
+    char *pvmem;
 } ice_file;
 
 /* A live data file of the current snapshot, as its manifest has it. */
@@ -95,6 +98,12 @@ typedef struct ice_state {
     size_t ncols;
     const char *key0;
     int32_t *field_ids, key0_id;
+    zx_part parts[ZX_PART_MAX];  /* the table's default spec, as transforms */
+    size_t nparts;
+    zx_ice_pfield pfields[ZX_PART_MAX];
+    char pnames[ZX_PART_MAX][96];
+    int32_t spec_id;
+    char *spec_json;             /* its fields array as JSON text */
     zx_icecat_table tbl;         /* the table as last read */
     json_t *base_manifests;      /* the manifest paths of the snapshot the run
                                     started from (replace: what it replaces) */
@@ -111,6 +120,7 @@ typedef struct ice_state {
     int tried;                   /* commits tried */
     char *manifest_path;         /* the run's manifest, once written */
     zx_ice_mfile manifest;       /* its manifest_file */
+    void *manifest_mem;          /* its partition summaries */
     json_t *written_meta;        /* metadata files the run wrote (abort) */
 } ice_state;
 
@@ -206,6 +216,7 @@ static void files_free(ice_state *st)
         free(st->files[i].counts);
         free(st->files[i].bounds);
         free(st->files[i].bytes);
+        free(st->files[i].pvmem);
     }
     free(st->files);
     st->files = NULL;
@@ -229,8 +240,13 @@ static void run_reset(ice_state *st)
     st->schema = st->removed = st->base_manifests = st->written_meta = NULL;
     free(st->field_ids);
     st->field_ids = NULL;
+    free(st->spec_json);
+    st->spec_json = NULL;
+    st->nparts = 0;
     free(st->manifest_path);
     st->manifest_path = NULL;
+    free(st->manifest_mem);
+    st->manifest_mem = NULL;
     memset(&st->manifest, 0, sizeof(st->manifest));
     st->running = st->already = st->create = st->rewritten = st->schema_changed = 0;
     st->tried = 0;
@@ -402,7 +418,7 @@ static int may_hold(ice_state *st, const zx_ice_entry *e)
 
 /* A data file is complete (lake_writer.h): its manifest entry's fields. */
 static int on_file(void *ctx, const char *name, uint64_t size, uint64_t rows,
-                   const zx_pq_writer *pq, char *err, size_t errlen)
+                   const zx_pq_writer *pq, const zx_pval *pv, char *err, size_t errlen)
 {
     ice_state *st = ctx;
     if (st->nfiles == st->capfiles) {
@@ -429,6 +445,26 @@ static int on_file(void *ctx, const char *name, uint64_t size, uint64_t rows,
     }
     f->size = (int64_t)size;
     f->rows = (int64_t)rows;
+    size_t plen = 0;
+    for (size_t k = 0; k < st->nparts; k++)
+        plen += pv[k].s ? pv[k].len + 1 : 0;
+    if (plen && !(f->pvmem = malloc(plen))) {
+        free(f->path);
+        free(f->counts);
+        free(f->bounds);
+        free(f->bytes);
+        return zx_seterr(err, errlen, "%s: out of memory", st->where);
+    }
+    for (size_t k = 0, off = 0; k < st->nparts; k++) {
+        f->pv[k] = (zx_ice_pvalue){.is_null = pv[k].is_null, .i = pv[k].i, .d = pv[k].d};
+        if (pv[k].s) {
+            memcpy(f->pvmem + off, pv[k].s, pv[k].len);
+            f->pvmem[off + pv[k].len] = 0;
+            f->pv[k].s = f->pvmem + off;
+            f->pv[k].len = pv[k].len;
+            off += pv[k].len + 1;
+        }
+    }
     zx_ice_count *sz = f->counts, *vc = f->counts + n, *nc = f->counts + 2 * n,
                  *nan = f->counts + 3 * n;
     zx_ice_bound *lo = f->bounds, *hi = f->bounds + n;
@@ -576,6 +612,114 @@ static json_t *table_props(const ice_state *st)
                      ? "uncompressed" : "zstd", "zx.sync", st->sync);
 }
 
+/* The partition spec fields of a new table from the sync's partition_by
+ * (ids: the result's field ids): a JSON array (owned), or NULL with err. */
+static json_t *spec_of(ice_state *st, const zx_dest_run *run, const int32_t *ids, char *err,
+                       size_t errlen)
+{
+    json_t *fields = json_array();
+    for (size_t k = 0; fields && k < run->npartition_by; k++) {
+        zx_part pt;
+        if (zx_part_parse(run->partition_by[k], &pt, err, errlen) < 0) {
+            json_decref(fields);
+            return NULL;
+        }
+        size_t i;
+        for (i = 0; i < run->ncols && strcmp(run->cols[i].name, pt.col); i++)
+            ;
+        if (i == run->ncols) {
+            json_decref(fields);
+            zx_seterr(err, errlen, "%s: partition_by %s: no result column %s", st->where,
+                      run->partition_by[k], pt.col);
+            return NULL;
+        }
+        if (zx_part_check(&pt, &run->cols[i], err, errlen) < 0) {
+            json_decref(fields);
+            return NULL;
+        }
+        char tb[32], nb[96];
+        json_array_append_new(fields, json_pack("{s:i, s:i, s:s, s:s}", "source-id",
+                                                (int)ids[i], "field-id", 1000 + (int)k, "name",
+                                                zx_part_field_name(&pt, nb), "transform",
+                                                zx_part_transform(&pt, tb)));
+    }
+    if (!fields)
+        zx_seterr(err, errlen, "%s: out of memory", st->where);
+    return fields;
+}
+
+/* The table's default spec as the run's partitions (st->parts, pfields,
+ * spec_json): every field's transform one zx computes, on a result
+ * column; the sync's partition_by, if written, the same.  0 or -1. */
+static int table_partitions(ice_state *st, const zx_dest_run *run, char *err, size_t errlen)
+{
+    const json_t *fields = zx_ice_default_spec(st->tbl.metadata, &st->spec_id);
+    size_t n = fields ? json_array_size(fields) : 0;
+    if (n > ZX_PART_MAX)
+        return zx_seterr(err, errlen, "%s: the table has %zu partition fields; zx writes "
+                         "tables of %d at most", st->where, n, ZX_PART_MAX);
+    free(st->spec_json);
+    st->spec_json = json_dumps(fields ? fields : json_array(), JSON_COMPACT);
+    st->nparts = 0;
+    char mine[512] = "", theirs[512] = "";
+    for (size_t k = 0; k < n; k++) {
+        const json_t *f = json_array_get(fields, k);
+        int32_t src = (int32_t)json_integer_value(json_object_get(f, "source-id"));
+        const char *tr = json_string_value(json_object_get(f, "transform"));
+        size_t i;
+        for (i = 0; i < run->ncols && st->field_ids[i] != src; i++)
+            ;
+        if (i == run->ncols || !tr)
+            return zx_seterr(err, errlen, "%s: the table is partitioned on field %d, which "
+                             "the query does not give: add that column to the query",
+                             st->where, (int)src);
+        char spec[160];
+        const char *br = strchr(tr, '[');
+        if (br)      /* bucket[16] -> bucket[16](col) */
+            snprintf(spec, sizeof(spec), "%s(%s)", tr, run->cols[i].name);
+        else
+            snprintf(spec, sizeof(spec), "%s(%s)", tr, run->cols[i].name);
+        zx_part *pt = &st->parts[k];
+        if (zx_part_parse(spec, pt, err, errlen) < 0 ||
+            zx_part_check(pt, &run->cols[i], err, errlen) < 0)
+            return zx_seterr(err, errlen, "%s: the table's partition field %s (%s) is not one "
+                             "zx writes", st->where,
+                             json_string_value(json_object_get(f, "name")) ?: "?", tr);
+        zx_pkind kd = zx_part_result(pt, &run->cols[i]);
+        static const zx_ice_ptype map[] = {
+            [ZX_PK_LONG] = ZX_ICE_P_LONG, [ZX_PK_INT] = ZX_ICE_P_INT,
+            [ZX_PK_DATE] = ZX_ICE_P_DATE, [ZX_PK_STRING] = ZX_ICE_P_STRING,
+            [ZX_PK_BOOL] = ZX_ICE_P_BOOLEAN, [ZX_PK_DOUBLE] = ZX_ICE_P_DOUBLE,
+            [ZX_PK_BINARY] = ZX_ICE_P_BINARY, [ZX_PK_TIMESTAMP] = ZX_ICE_P_TIMESTAMPTZ,
+            [ZX_PK_DECIMAL] = ZX_ICE_P_LONG};
+        snprintf(st->pnames[k], sizeof(st->pnames[k]), "%s",
+                 json_string_value(json_object_get(f, "name")) ?: "p");
+        st->pfields[k] = (zx_ice_pfield){
+            .field_id = (int32_t)json_integer_value(json_object_get(f, "field-id")),
+            .name = st->pnames[k], .type = map[kd]};
+        char tb[32];
+        snprintf(theirs + strlen(theirs), sizeof(theirs) - strlen(theirs), "%s%s(%s)",
+                 k ? ", " : "", zx_part_transform(pt, tb), pt->col);
+        st->nparts++;
+    }
+    if (!run->npartition_by)
+        return 0;
+    for (size_t k = 0; k < run->npartition_by; k++) {
+        zx_part pt;
+        char tb[32];
+        if (zx_part_parse(run->partition_by[k], &pt, err, errlen) < 0)
+            return -1;
+        snprintf(mine + strlen(mine), sizeof(mine) - strlen(mine), "%s%s(%s)", k ? ", " : "",
+                 zx_part_transform(&pt, tb), pt.col);
+    }
+    if (strcmp(mine, theirs))
+        return zx_seterr(err, errlen, "%s: the table is partitioned by [%s] and the sync's "
+                         "partition_by says [%s]: zx does not change a table's partitioning; "
+                         "write partition_by as the table has it, or write to a new table",
+                         st->where, theirs, mine);
+    return 0;
+}
+
 /* Create the table (its namespace first).  0 or -1; st->tbl loaded. */
 static int create(ice_state *st, const zx_dest_run *run, char *err, size_t errlen)
 {
@@ -587,10 +731,14 @@ static int create(ice_state *st, const zx_dest_run *run, char *err, size_t errle
     json_t *schema = zx_ice_schema_for(NULL, run->cols, run->ncols, run->key_cols,
                                        run->nkey_cols, ids, &changed, &last, st->where, err,
                                        errlen);
+    json_t *spec = schema ? spec_of(st, run, ids, err, errlen) : NULL;
     free(ids);
-    if (!schema)
+    if (!spec) {
+        json_decref(schema);
         return -1;
-    json_t *props = table_props(st), *req = zx_ice_create_request(st->name, schema, props);
+    }
+    json_t *props = table_props(st),
+           *req = zx_ice_create_request(st->name, schema, spec, props);
     json_t *md = NULL;
     const char *kind = st->catconn->kind;
     if (strcmp(kind, "iceberg_rest")) {
@@ -604,9 +752,10 @@ static int create(ice_state *st, const zx_dest_run *run, char *err, size_t errle
                 wl--;
             snprintf(loc, sizeof(loc), "%.*s/%s.db/%s", (int)wl, wh, st->ns, st->name);
         }
-        md = zx_ice_new_metadata(schema, last, loc, props);
+        md = zx_ice_new_metadata(schema, last, spec, loc, props);
     }
     json_decref(schema);
+    json_decref(spec);
     json_decref(props);
     int rc = -1;
     if (!req || (strcmp(kind, "iceberg_rest") && !md)) {
@@ -682,13 +831,16 @@ static int ice_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, 
     for (size_t i = 0; i < run->ncols; i++)
         if (st->key0 && !strcmp(run->cols[i].name, st->key0))
             st->key0_id = st->field_ids[i];
+    if (table_partitions(st, run, err, errlen) < 0)
+        return -1;
     char prefix[40];
     snprintf(prefix, sizeof(prefix), "zx-%llu", (unsigned long long)st->run_id);
     zx_lw_args la = {.lake = st->lake, .where = st->where, .cols = run->cols,
                      .ncols = run->ncols, .field_ids = st->field_ids,
                      .key_cols = run->key_cols, .nkeys = run->nkey_cols, .side = st->side,
                      .track = st->cow, .codec = st->codec, .file_rows = st->file_rows,
-                     .dir = "data/", .prefix = prefix, .stats = stats, .on_file = on_file,
+                     .dir = "data/", .prefix = prefix, .stats = stats, .parts = st->parts,
+                     .nparts = st->nparts, .on_file = on_file,
                      .ctx = st};
     if (!(st->lw = zx_lw_new(&la, err, errlen)))
         return -1;
@@ -800,6 +952,39 @@ static char *schema_text(const ice_state *st)
     return json_dumps(st->schema, JSON_COMPACT);
 }
 
+/* Make f's partition summaries (pointing into a manifest writer about
+ * to be freed) f's own: one block, *mem (the caller frees it).  0 or -1. */
+static int keep_summary(zx_ice_mfile *f, void **mem)
+{
+    *mem = NULL;
+    if (!f->partitions || !f->npartitions)
+        return 0;
+    size_t n = f->npartitions * sizeof(zx_ice_fsummary);
+    for (size_t i = 0; i < f->npartitions; i++)
+        n += f->partitions[i].lower_len + f->partitions[i].upper_len;
+    char *b = malloc(n);
+    if (!b)
+        return -1;
+    zx_ice_fsummary *fs = (zx_ice_fsummary *)(void *)b;
+    char *p = b + f->npartitions * sizeof(zx_ice_fsummary);
+    for (size_t i = 0; i < f->npartitions; i++) {
+        fs[i] = f->partitions[i];
+        if (fs[i].lower) {
+            memcpy(p, fs[i].lower, fs[i].lower_len);
+            fs[i].lower = (const uint8_t *)p;
+            p += fs[i].lower_len;
+        }
+        if (fs[i].upper) {
+            memcpy(p, fs[i].upper, fs[i].upper_len);
+            fs[i].upper = (const uint8_t *)p;
+            p += fs[i].upper_len;
+        }
+    }
+    f->partitions = fs;
+    *mem = b;
+    return 0;
+}
+
 /* The manifest of the run's new files (once). */
 static int write_manifest(ice_state *st, char *err, size_t errlen)
 {
@@ -808,7 +993,9 @@ static int write_manifest(ice_state *st, char *err, size_t errlen)
     char *sj = schema_text(st);
     zx_ice_manifest_args ma = {.schema_json = sj, .schema_id = (int32_t)json_integer_value(
                                    json_object_get(st->schema, "schema-id")),
-                               .partition_spec_json = "[]", .codec = ZX_AVRO_DEFLATE};
+                               .partition_spec_json = st->spec_json ? st->spec_json : "[]",
+                               .partition_spec_id = st->spec_id, .pfields = st->pfields,
+                               .npfields = st->nparts, .codec = ZX_AVRO_DEFLATE};
     zx_ice_manifest *m = NULL;
     char e[512];
     int rc = sj ? zx_ice_manifest_open(&ma, &m, e, sizeof(e)) : -1;
@@ -817,7 +1004,7 @@ static int write_manifest(ice_state *st, char *err, size_t errlen)
         size_t n = st->ncols;
         zx_ice_entry en = {
             .status = 1, .content = 0, .file_path = f->path, .record_count = f->rows,
-            .file_size_in_bytes = f->size,
+            .file_size_in_bytes = f->size, .partition = st->nparts ? f->pv : NULL,
             .column_sizes = f->counts, .ncolumn_sizes = f->nsizes,
             .value_counts = f->counts + n, .nvalue_counts = f->nvalues,
             .null_value_counts = f->counts + 2 * n, .nnull_value_counts = f->nnulls,
@@ -832,6 +1019,10 @@ static int write_manifest(ice_state *st, char *err, size_t errlen)
         rc = zx_ice_manifest_finish(m, &b, e, sizeof(e));
     if (rc == 0)
         rc = zx_ice_manifest_summary(m, &st->manifest);
+    if (rc == 0 && keep_summary(&st->manifest, &st->manifest_mem) < 0) {
+        rc = -1;
+        snprintf(e, sizeof(e), "out of memory");
+    }
     zx_ice_manifest_free(m);
     free(sj);
     if (rc < 0) {
@@ -853,7 +1044,8 @@ static int write_manifest(ice_state *st, char *err, size_t errlen)
  * written, its manifest_file into *out (path malloc'd into *path).
  * 0 or -1. */
 static int rewrite_manifest(ice_state *st, const ice_view *v, size_t i, int64_t snap_id,
-                            zx_ice_mfile *out, char **path, char *err, size_t errlen)
+                            zx_ice_mfile *out, char **path, void **mem, char *err,
+                            size_t errlen)
 {
     const zx_ice_mfile *mf = &v->mfiles[i];
     size_t ne;
@@ -901,6 +1093,10 @@ static int rewrite_manifest(ice_state *st, const ice_view *v, size_t i, int64_t 
         rc = zx_ice_manifest_finish(m, &b, e, sizeof(e));
     if (rc == 0)
         rc = zx_ice_manifest_summary(m, out);
+    if (rc == 0 && keep_summary(out, mem) < 0) {
+        rc = -1;
+        snprintf(e, sizeof(e), "out of memory");
+    }
     zx_ice_manifest_free(m);
     if (rc < 0) {
         zx_buf_free(&b);
@@ -947,11 +1143,13 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
     }
     int rc = 0;
     char **paths = NULL;
+    void **mems = NULL;
     zx_ice_mfile *list = NULL;
     size_t nlist = 0;
     json_t *updates = NULL, *reqs = NULL, *newmd = NULL;
     zx_buf b = {0};
-    if (rewrite(st, &v, err, errlen) < 0 || write_manifest(st, err, errlen) < 0) {
+    if (rewrite(st, &v, err, errlen) < 0 || zx_lw_flush(st->lw, err, errlen) < 0 ||
+        write_manifest(st, err, errlen) < 0) {
         rc = -1;
         goto out;
     }
@@ -993,7 +1191,8 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
     /* the manifest list: the others' manifests carried or rewritten, ours */
     list = calloc(v.nmfiles + 1, sizeof(*list));
     paths = calloc(v.nmfiles + 1, sizeof(*paths));
-    if (!list || !paths) {
+    mems = calloc(v.nmfiles + 1, sizeof(*mems));
+    if (!list || !paths || !mems) {
         rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
         goto out;
     }
@@ -1007,7 +1206,8 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
         if (nr == 0) {
             list[nlist++] = v.mfiles[i];
         } else if (nr < nl && st->mode != ZX_MODE_REPLACE) {
-            if (rewrite_manifest(st, &v, i, sid, &list[nlist], &paths[nlist], err, errlen) < 0) {
+            if (rewrite_manifest(st, &v, i, sid, &list[nlist], &paths[nlist], &mems[nlist], err,
+                                 errlen) < 0) {
                 rc = -1;
                 goto out;
             }
@@ -1176,6 +1376,9 @@ out:
     for (size_t i = 0; paths && i <= v.nmfiles; i++)
         free(paths[i]);
     free(paths);
+    for (size_t i = 0; mems && i <= v.nmfiles; i++)
+        free(mems[i]);
+    free(mems);
     free(list);
     json_decref(updates);
     json_decref(reqs);
@@ -1295,12 +1498,10 @@ static int ice_commit(void *state, char *err, size_t errlen)
         st->running = 0;
         return 0;
     }
-    if (zx_lw_flush(st->lw, err, errlen) < 0)
-        return -1;
     zx_lake_test_stop_at("data");
     size_t before = json_array_size(json_object_get(st->tbl.metadata, "snapshots"));
-    if (!st->create && !st->nfiles && !st->schema_changed && st->mode != ZX_MODE_REPLACE &&
-        !zx_lw_changed(st->lw)) {
+    if (!st->create && !st->nfiles && !zx_lw_open_files(st->lw) && !st->schema_changed &&
+        st->mode != ZX_MODE_REPLACE && !zx_lw_changed(st->lw)) {
         snprintf(st->stats->made, sizeof(st->stats->made), "iceberg: nothing to commit");
         st->running = 0;
         return 0;
@@ -1347,7 +1548,7 @@ static void ice_abort(void *state)
 
 const zx_dest zx_dest_iceberg = {
     .name = "iceberg",
-    .caps = ZX_DEST_DELETES | ZX_DEST_UPSERT | ZX_DEST_ATOMIC_REPLACE,
+    .caps = ZX_DEST_DELETES | ZX_DEST_UPSERT | ZX_DEST_ATOMIC_REPLACE | ZX_DEST_PARTITIONS,
     .open = ice_open,
     .begin = ice_begin,
     .write = ice_write,

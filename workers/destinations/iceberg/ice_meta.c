@@ -192,33 +192,38 @@ const json_t *zx_ice_find_run(const json_t *md, const char *sync, uint64_t run)
 }
 
 json_t *zx_ice_new_metadata(const json_t *schema, int32_t last_column_id,
-                            const char *location, const json_t *props)
+                            const json_t *spec_fields, const char *location,
+                            const json_t *props)
 {
+    size_t nspec = spec_fields ? json_array_size(spec_fields) : 0;
     char uuid[37];
     zx_lake_uuid4(uuid);
     json_t *sc = json_deep_copy(schema);
     if (sc)
         json_object_set_new(sc, "schema-id", json_integer(0));
-    return json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:i, s:[o], s:i, s:[{s:i, s:[]}], s:i, "
+    return json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:i, s:[o], s:i, s:[{s:i, s:o}], s:i, "
                      "s:i, s:[{s:i, s:[]}], s:o, s:[], s:[], s:[], s:{}}",
                      "format-version", 2, "table-uuid", uuid, "location", location,
                      "last-sequence-number", (json_int_t)0,
                      "last-updated-ms", (json_int_t)(zx_now_us() / 1000),
                      "last-column-id", (int)last_column_id, "current-schema-id", 0,
                      "schemas", sc, "default-spec-id", 0, "partition-specs", "spec-id", 0,
-                     "fields", "last-partition-id", 999, "default-sort-order-id", 0,
+                     "fields", spec_fields ? json_deep_copy(spec_fields) : json_array(),
+                     "last-partition-id", 999 + (int)nspec, "default-sort-order-id", 0,
                      "sort-orders", "order-id", 0, "fields",
                      "properties", props ? json_deep_copy(props) : json_object(),
                      "snapshots", "snapshot-log", "metadata-log", "refs");
 }
 
-json_t *zx_ice_create_request(const char *name, const json_t *schema, const json_t *props)
+json_t *zx_ice_create_request(const char *name, const json_t *schema,
+                              const json_t *spec_fields, const json_t *props)
 {
     json_t *sc = json_deep_copy(schema);
     if (sc)
         json_object_set_new(sc, "schema-id", json_integer(0));
-    return json_pack("{s:s, s:o, s:{s:i, s:[]}, s:{s:i, s:[]}, s:o, s:b}", "name", name,
-                     "schema", sc, "partition-spec", "spec-id", 0, "fields", "write-order",
+    return json_pack("{s:s, s:o, s:{s:i, s:o}, s:{s:i, s:[]}, s:o, s:b}", "name", name,
+                     "schema", sc, "partition-spec", "spec-id", 0, "fields",
+                     spec_fields ? json_deep_copy(spec_fields) : json_array(), "write-order",
                      "order-id", 0, "fields", "properties",
                      props ? json_deep_copy(props) : json_object(), "stage-create", 0);
 }
@@ -326,4 +331,16 @@ json_t *zx_ice_apply(const json_t *md, const json_t *updates, const char *prev_l
                                         "metadata-file", prev_location));
     json_object_set_new(m, "last-updated-ms", json_integer(now_ms));
     return m;
+}
+
+const json_t *zx_ice_default_spec(const json_t *md, int32_t *spec_id)
+{
+    json_t *id = json_object_get(md, "default-spec-id");
+    *spec_id = (int32_t)json_integer_value(id);
+    size_t i;
+    json_t *sp;
+    json_array_foreach(json_object_get(md, "partition-specs"), i, sp)
+        if (json_equal(json_object_get(sp, "spec-id"), id))
+            return json_object_get(sp, "fields");
+    return NULL;
 }

@@ -50,13 +50,20 @@ int64_t zx_ice_current_snapshot(const json_t *md, const char **manifest_list);
 const json_t *zx_ice_find_run(const json_t *md, const char *sync, uint64_t run);
 
 /* A new table's metadata (format 2) with schema (its "schema-id" 0) at
- * location, unpartitioned and unsorted, properties props (may be NULL).
- * Owned by the caller; NULL out of memory. */
+ * location, partitioned by spec_fields (a partition spec's "fields"
+ * array, ids from 1000; NULL: unpartitioned) and unsorted, properties
+ * props (may be NULL).  Owned by the caller; NULL out of memory. */
 json_t *zx_ice_new_metadata(const json_t *schema, int32_t last_column_id,
-                            const char *location, const json_t *props);
+                            const json_t *spec_fields, const char *location,
+                            const json_t *props);
 
 /* The REST CreateTableRequest of the same table. */
-json_t *zx_ice_create_request(const char *name, const json_t *schema, const json_t *props);
+json_t *zx_ice_create_request(const char *name, const json_t *schema,
+                              const json_t *spec_fields, const json_t *props);
+
+/* The default partition spec of md: its "fields" array (NULL: none) and
+ * *spec_id. */
+const json_t *zx_ice_default_spec(const json_t *md, int32_t *spec_id);
 
 /* Apply REST updates (add-schema, set-current-schema, add-snapshot,
  * set-snapshot-ref, remove-snapshots, set-properties) to a copy of md,

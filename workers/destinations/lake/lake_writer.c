@@ -4,6 +4,7 @@
  */
 #include "workers/destinations/lake/lake_writer.h"
 
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,18 +19,34 @@
 #include "workers/destinations/lake/lake_keys.h"
 #include "workers/destinations/lake/lake_side.h"
 
-struct zx_lake_writer {
-    zx_lw_args a;
-    char *where, *dir, *prefix;
-    zx_dcol *pqcols;
-    int32_t *field_ids;
-    zx_dcol *keycols;
-    size_t *keyidx, *keypos;
+#define SLOTS_MAX 32            /* partitions with a file open at once */
 
+/* One partition's open data file. */
+typedef struct lw_slot {
+    zx_buf key;                 /* its partition values, encoded */
+    zx_pval pv[ZX_PART_MAX];    /* their values (strings into key) */
     zx_lake_out *out;
     zx_pq_writer *pq;
     zx_side *sd;
     char cur[600];
+    uint64_t used;              /* when it last took rows (LRU) */
+} lw_slot;
+
+struct zx_lake_writer {
+    zx_lw_args a;
+    char *where, *dir, *prefix;
+    zx_dcol *pqcols;            /* the data files' columns */
+    size_t *pqsrc, npq;         /* data file column i = run column pqsrc[i] */
+    int32_t *field_ids;         /* the run's (ncols) */
+    int32_t *pqids;             /* the data files' (npq) */
+    zx_dcol *keycols;
+    size_t *keyidx, *keypos;
+    zx_part parts[ZX_PART_MAX];
+    size_t part_src[ZX_PART_MAX];
+
+    lw_slot slots[SLOTS_MAX];
+    size_t nslots;
+    uint64_t tick;
     uint32_t seq;
     uint64_t nulled_done;
     char **written;               /* data files written (abort) */
@@ -41,12 +58,15 @@ struct zx_lake_writer {
     size_t nkv, capkv;
     int sorted;
 
-    zx_buf ks[2];
+    zx_buf ks[2], pscratch, pkey;
     unsigned char *khs;
     size_t khcap;
+    uint32_t *rowslot;
+    size_t rowslotcap;
+    uint32_t *pick;
     zx_value *row, *src;
     size_t srccap;
-    zx_rowset rw, part;
+    zx_rowset rw, part, cutrs, proj;
     int rewriting;
 };
 
@@ -79,13 +99,24 @@ static int oom(zx_lake_writer *w, char *err, size_t errlen)
     return zx_seterr(err, errlen, "%s: out of memory", w->where);
 }
 
+static void slot_drop(lw_slot *sl)
+{
+    zx_pq_free(sl->pq);
+    sl->pq = NULL;
+    zx_lake_out_abort(sl->out);
+    sl->out = NULL;
+    zx_side_abort(sl->sd);
+    sl->sd = NULL;
+}
+
 void zx_lw_free(zx_lake_writer *w)
 {
     if (!w)
         return;
-    zx_pq_free(w->pq);
-    zx_lake_out_abort(w->out);
-    zx_side_abort(w->sd);
+    for (size_t i = 0; i < w->nslots; i++) {
+        slot_drop(&w->slots[i]);
+        zx_buf_free(&w->slots[i].key);
+    }
     for (size_t i = 0; i < w->nwritten; i++)
         free(w->written[i]);
     free(w->written);
@@ -96,13 +127,21 @@ void zx_lw_free(zx_lake_writer *w)
     free(w->kvi);
     zx_buf_free(&w->ks[0]);
     zx_buf_free(&w->ks[1]);
+    zx_buf_free(&w->pscratch);
+    zx_buf_free(&w->pkey);
     free(w->khs);
+    free(w->rowslot);
+    free(w->pick);
     free(w->row);
     free(w->src);
     zx_rowset_free(&w->rw);
     zx_rowset_free(&w->part);
+    zx_rowset_free(&w->cutrs);
+    zx_rowset_free(&w->proj);
     free(w->pqcols);
+    free(w->pqsrc);
     free(w->field_ids);
+    free(w->pqids);
     free(w->keycols);
     free(w->keyidx);
     free(w->keypos);
@@ -110,6 +149,15 @@ void zx_lw_free(zx_lake_writer *w)
     free(w->dir);
     free(w->prefix);
     free(w);
+}
+
+/* The index of column name in the run's columns, or ncols. */
+static size_t col_index(const zx_lw_args *a, const char *name)
+{
+    size_t i;
+    for (i = 0; i < a->ncols && strcmp(a->cols[i].name, name); i++)
+        ;
+    return i;
 }
 
 zx_lake_writer *zx_lw_new(const zx_lw_args *a, char *err, size_t errlen)
@@ -122,19 +170,27 @@ zx_lake_writer *zx_lw_new(const zx_lw_args *a, char *err, size_t errlen)
     w->a = *a;
     zx_rowset_init(&w->rw);
     zx_rowset_init(&w->part);
+    zx_rowset_init(&w->cutrs);
+    zx_rowset_init(&w->proj);
     size_t n = a->ncols ? a->ncols : 1, nk = a->nkeys ? a->nkeys : 1;
     w->where = strdup(a->where ? a->where : "lake");
     w->dir = strdup(a->dir ? a->dir : "");
     w->prefix = strdup(a->prefix ? a->prefix : "zx");
     w->pqcols = calloc(n, sizeof(*w->pqcols));
+    w->pqsrc = calloc(n, sizeof(*w->pqsrc));
     w->row = calloc(n, sizeof(*w->row));
     w->keycols = calloc(nk, sizeof(*w->keycols));
     w->keyidx = calloc(nk, sizeof(size_t));
     w->keypos = calloc(nk, sizeof(size_t));
-    if (a->field_ids && (w->field_ids = calloc(n, sizeof(int32_t))))
-        memcpy(w->field_ids, a->field_ids, a->ncols * sizeof(int32_t));
-    if (!w->where || !w->dir || !w->prefix || !w->pqcols || !w->row || !w->keycols ||
-        !w->keyidx || !w->keypos || (a->field_ids && !w->field_ids)) {
+    if (a->field_ids) {
+        w->field_ids = calloc(n, sizeof(int32_t));
+        w->pqids = calloc(n, sizeof(int32_t));
+        if (w->field_ids)
+            memcpy(w->field_ids, a->field_ids, a->ncols * sizeof(int32_t));
+    }
+    if (!w->where || !w->dir || !w->prefix || !w->pqcols || !w->pqsrc || !w->row ||
+        !w->keycols || !w->keyidx || !w->keypos ||
+        (a->field_ids && (!w->field_ids || !w->pqids)) || a->nparts > ZX_PART_MAX) {
         zx_seterr(err, errlen, "%s: out of memory", a->where);
         zx_lw_free(w);
         return NULL;
@@ -142,15 +198,38 @@ zx_lake_writer *zx_lw_new(const zx_lw_args *a, char *err, size_t errlen)
     w->a.field_ids = w->field_ids;
     if (!w->a.file_rows)
         w->a.file_rows = 262144;
+    for (size_t k = 0; k < a->nparts; k++) {
+        w->parts[k] = a->parts[k];
+        w->part_src[k] = col_index(a, a->parts[k].col);
+        if (w->part_src[k] == a->ncols) {
+            zx_seterr(err, errlen, "%s: partition column %s is not in the result", w->where,
+                      a->parts[k].col);
+            zx_lw_free(w);
+            return NULL;
+        }
+        char e[300];
+        if (zx_part_check(&w->parts[k], &a->cols[w->part_src[k]], e, sizeof(e)) < 0) {
+            zx_seterr(err, errlen, "%s: %s", w->where, e);
+            zx_lw_free(w);
+            return NULL;
+        }
+    }
+    w->a.parts = w->parts;
     for (size_t i = 0; i < a->ncols; i++) {
-        w->pqcols[i] = a->cols[i];
-        if (w->pqcols[i].type == ZX_DT_JSON)
-            w->pqcols[i].type = ZX_DT_TEXT;    /* no JSON type in the lake formats */
+        int drop = 0;
+        for (size_t k = 0; a->drop_part_cols && k < a->nparts; k++)
+            drop |= w->parts[k].t == ZX_PT_IDENTITY && w->part_src[k] == i;
+        if (drop)
+            continue;
+        w->pqcols[w->npq] = a->cols[i];
+        if (w->pqcols[w->npq].type == ZX_DT_JSON)
+            w->pqcols[w->npq].type = ZX_DT_TEXT;  /* no JSON type in the lake formats */
+        if (w->pqids)
+            w->pqids[w->npq] = w->field_ids[i];
+        w->pqsrc[w->npq++] = i;
     }
     for (size_t k = 0; k < a->nkeys; k++) {
-        size_t i;
-        for (i = 0; i < a->ncols && strcmp(a->cols[i].name, a->key_cols[k]); i++)
-            ;
+        size_t i = col_index(a, a->key_cols[k]);
         if (i == a->ncols) {
             zx_seterr(err, errlen, "%s: key column %s is not in the result", w->where,
                       a->key_cols[k]);
@@ -162,6 +241,25 @@ zx_lake_writer *zx_lw_new(const zx_lw_args *a, char *err, size_t errlen)
         w->keypos[k] = k;
     }
     return w;
+}
+
+const zx_dcol *zx_lw_file_cols(const zx_lake_writer *w, size_t *n)
+{
+    *n = w->npq;
+    return w->pqcols;
+}
+
+size_t zx_lw_file_col_src(const zx_lake_writer *w, size_t i)
+{
+    return i < w->npq ? w->pqsrc[i] : 0;
+}
+
+size_t zx_lw_open_files(const zx_lake_writer *w)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < w->nslots; i++)
+        n += w->slots[i].pq != NULL;
+    return n;
 }
 
 size_t zx_lw_changed(const zx_lake_writer *w)
@@ -176,19 +274,50 @@ zx_dtype zx_lw_key_type(const zx_lake_writer *w)
 
 /* ---- data files ---------------------------------------------------------- */
 
-static void file_drop(zx_lake_writer *w)
+/* The Hive-style folders of slot sl's partition ("region=eu/") into b. */
+static int part_dirs(zx_lake_writer *w, const lw_slot *sl, zx_buf *b)
 {
-    zx_pq_free(w->pq);
-    w->pq = NULL;
-    zx_lake_out_abort(w->out);
-    w->out = NULL;
-    zx_side_abort(w->sd);
-    w->sd = NULL;
+    zx_buf_reset(b);
+    zx_buf t = {0};
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < w->a.nparts; k++) {
+        const zx_dcol *c = &w->a.cols[w->part_src[k]];
+        int r = zx_part_text(zx_part_result(&w->parts[k], c), &sl->pv[k], &t);
+        if (r < 0 || zx_buf_printf(b, "%s=", w->parts[k].col) < 0) {
+            rc = -1;
+            break;
+        }
+        if (r == 1) {
+            rc = zx_buf_printf(b, "__HIVE_DEFAULT_PARTITION__/") < 0 ? -1 : 0;
+            continue;
+        }
+        for (size_t i = 0; rc == 0 && i < t.len; i++) {
+            unsigned char ch = (unsigned char)t.p[i];
+            if (isalnum(ch) || ch == '_' || ch == '-' || (ch == '.' && t.len > 2))
+                rc = zx_buf_put(b, &t.p[i], 1);
+            else
+                rc = zx_buf_printf(b, "%%%02X", ch) < 0 ? -1 : 0;
+        }
+        if (rc == 0)
+            rc = zx_buf_put(b, "/", 1);
+    }
+    zx_buf_free(&t);
+    return rc < 0 ? -1 : 0;
 }
 
-static int file_start(zx_lake_writer *w, char *err, size_t errlen)
+static int slot_start(zx_lake_writer *w, lw_slot *sl, char *err, size_t errlen)
 {
-    snprintf(w->cur, sizeof(w->cur), "%s%s-%05u.parquet", w->dir, w->prefix, w->seq++);
+    zx_buf pd = {0};
+    if (w->a.part_dirs && w->a.nparts && part_dirs(w, sl, &pd) < 0) {
+        zx_buf_free(&pd);
+        return oom(w, err, errlen);
+    }
+    if (snprintf(sl->cur, sizeof(sl->cur), "%s%.*s%s-%05u.parquet", w->dir, (int)pd.len,
+                 pd.p ? pd.p : "", w->prefix, w->seq++) >= (int)sizeof(sl->cur)) {
+        zx_buf_free(&pd);
+        return zx_seterr(err, errlen, "%s: a partition's folder name is too long", w->where);
+    }
+    zx_buf_free(&pd);
     if (w->nwritten == w->capwritten) {
         size_t c = w->capwritten ? w->capwritten * 2 : 16;
         char **nw = realloc(w->written, c * sizeof(*nw));
@@ -197,61 +326,77 @@ static int file_start(zx_lake_writer *w, char *err, size_t errlen)
         w->written = nw;
         w->capwritten = c;
     }
-    if (!(w->written[w->nwritten] = strdup(w->cur)))
+    if (!(w->written[w->nwritten] = strdup(sl->cur)))
         return oom(w, err, errlen);
     w->nwritten++;
-    if (!(w->out = zx_lake_create(w->a.lake, w->cur, err, errlen)))
+    if (!(sl->out = zx_lake_create(w->a.lake, sl->cur, err, errlen)))
         return -1;
-    if (w->a.side && !(w->sd = zx_side_open(w->a.lake, w->cur, err, errlen)))
+    if (w->a.side && !(sl->sd = zx_side_open(w->a.lake, sl->cur, err, errlen)))
         return -1;
-    zx_pq_opts po = {.codec = w->a.codec, .sink = zx_lake_sink, .sink_ctx = w->out,
-                     .field_ids = w->field_ids};
+    /* a partitioned run may have many files open: smaller row groups */
+    zx_pq_opts po = {.codec = w->a.codec, .sink = zx_lake_sink, .sink_ctx = sl->out,
+                     .field_ids = w->pqids, .row_group_bytes = w->a.nparts ? (16u << 20) : 0};
     char e[512];
-    if (zx_pq_open(-1, w->pqcols, w->a.ncols, &po, &w->pq, e, sizeof(e)) < 0)
-        return zx_seterr(err, errlen, "%s: %s: %s", w->where, w->cur, e);
+    if (zx_pq_open(-1, w->pqcols, w->npq, &po, &sl->pq, e, sizeof(e)) < 0)
+        return zx_seterr(err, errlen, "%s: %s: %s", w->where, sl->cur, e);
     return 0;
+}
+
+/* Finish slot sl's open file, if any (on_file is called). */
+static int slot_finish(zx_lake_writer *w, lw_slot *sl, char *err, size_t errlen)
+{
+    if (!sl->pq)
+        return 0;
+    char e[512];
+    uint64_t size = 0;
+    if (zx_pq_finish(sl->pq, NULL, e, sizeof(e)) < 0) {
+        zx_seterr(err, errlen, "%s: %s: %s", w->where, sl->cur, e);
+        slot_drop(sl);
+        return -1;
+    }
+    w->nulled_done += zx_pq_nulled(sl->pq);
+    int rc = zx_lake_out_commit(sl->out, &size, err, errlen);
+    sl->out = NULL;
+    if (rc == 0 && sl->sd) {
+        rc = zx_side_commit(sl->sd, err, errlen);
+        sl->sd = NULL;
+    }
+    if (rc == 0 && w->a.on_file)
+        rc = w->a.on_file(w->a.ctx, sl->cur, size, zx_pq_rows(sl->pq), sl->pq, sl->pv, err,
+                          errlen);
+    slot_drop(sl);
+    return rc;
 }
 
 int zx_lw_flush(zx_lake_writer *w, char *err, size_t errlen)
 {
-    if (!w->pq)
-        return 0;
-    char e[512];
-    uint64_t size = 0;
-    if (zx_pq_finish(w->pq, NULL, e, sizeof(e)) < 0) {
-        zx_seterr(err, errlen, "%s: %s: %s", w->where, w->cur, e);
-        file_drop(w);
-        return -1;
-    }
-    w->nulled_done += zx_pq_nulled(w->pq);
-    int rc = zx_lake_out_commit(w->out, &size, err, errlen);
-    w->out = NULL;
-    if (rc == 0 && w->sd) {
-        rc = zx_side_commit(w->sd, err, errlen);
-        w->sd = NULL;
-    }
-    if (rc == 0 && w->a.on_file)
-        rc = w->a.on_file(w->a.ctx, w->cur, size, zx_pq_rows(w->pq), w->pq, err, errlen);
-    file_drop(w);
-    return rc;
+    for (size_t i = 0; i < w->nslots; i++)
+        if (slot_finish(w, &w->slots[i], err, errlen) < 0)
+            return -1;
+    return 0;
 }
 
-/* Note the values the writer nulled (misfits), the first one by name. */
-static void pq_note(zx_lake_writer *w, const zx_rowset *rs, uint64_t first)
+/* Note the values the writer of sl nulled (misfits), the first one by
+ * name (rs: the data file's rows just written, from the writer's row
+ * first). */
+static void pq_note(zx_lake_writer *w, lw_slot *sl, const zx_rowset *rs, uint64_t first)
 {
     zx_dest_stats *st = w->a.stats;
     if (!st)
         return;
-    st->nulled = w->nulled_done + zx_pq_nulled(w->pq);
+    uint64_t open = 0;
+    for (size_t i = 0; i < w->nslots; i++)
+        if (w->slots[i].pq)
+            open += zx_pq_nulled(w->slots[i].pq);
+    st->nulled = w->nulled_done + open;
     size_t col;
     uint64_t row;
-    if (st->misfit_col[0] || !zx_pq_first_misfit(w->pq, &col, &row) || row < first ||
-        col >= w->a.ncols || row - first >= rs->nrows)
+    if (st->misfit_col[0] || !zx_pq_first_misfit(sl->pq, &col, &row) || row < first ||
+        col >= w->npq || row - first >= rs->nrows)
         return;
     zx_rowset_row(rs, (uint32_t)(row - first), w->row);
-    zx_dest_misfit(st, w->a.cols[col].name, &w->row[col]);
+    zx_dest_misfit(st, w->pqcols[col].name, &w->row[col]);
 }
-
 /* Note the first key column's value of a row (vals, at index idx).  0 or
  * -1 (out of memory). */
 static int note_key(zx_lake_writer *w, const zx_value *vals, size_t idx)
@@ -286,12 +431,41 @@ static int note_key(zx_lake_writer *w, const zx_value *vals, size_t idx)
     return 0;
 }
 
-/* One part of a batch that fits in the open (or a new) data file. */
-static int put_part(zx_lake_writer *w, const zx_rowset *rs, char *err, size_t errlen)
+/* Rows idx[0..n) of rs (or rows a..a+n when idx is NULL), columns cols
+ * (ncols, src[i]: rs's column of out's column i; NULL: the same), copied
+ * into out.  0 or -1 (out of memory). */
+static int copy_rows(zx_lake_writer *w, const zx_rowset *rs, const uint32_t *idx, uint32_t a,
+                     uint32_t n, const zx_dcol *cols, size_t ncols, const size_t *src,
+                     zx_rowset *out)
+{
+    zx_rowset_reset(out);
+    for (size_t i = 0; i < ncols; i++)
+        if (zx_rowset_column(out, cols[i].name, strlen(cols[i].name), ZX_T_NULL) < 0)
+            return -1;
+    for (uint32_t k = 0; k < n; k++) {
+        zx_rowset_row(rs, idx ? idx[k] : a + k, w->row);
+        if (zx_rowset_begin_row(out) < 0)
+            return -1;
+        for (size_t i = 0; i < ncols; i++) {
+            zx_value v = w->row[src ? src[i] : i];
+            if (v.type == ZX_T_NULL)
+                continue;
+            if ((v.s && !(v.s = zx_rowset_strdup(out, v.s, v.len))) ||
+                zx_rowset_add(out, (uint32_t)i, &v) < 0)
+                return -1;
+        }
+        zx_rowset_end_row(out);
+    }
+    return 0;
+}
+
+/* Rows rs (the run's columns) that fit in slot sl's open (or a new) file. */
+static int put_piece(zx_lake_writer *w, lw_slot *sl, const zx_rowset *rs, char *err,
+                     size_t errlen)
 {
     if (!rs->nrows)
         return 0;
-    if (!w->pq && file_start(w, err, errlen) < 0)
+    if (!sl->pq && slot_start(w, sl, err, errlen) < 0)
         return -1;
     if (w->a.side) {
         if (w->khcap < rs->nrows) {
@@ -310,65 +484,213 @@ static int put_part(zx_lake_writer *w, const zx_rowset *rs, char *err, size_t er
                                                 note_key(w, w->row, w->keyidx[0]) < 0))
                 return oom(w, err, errlen);
         }
-        if (zx_side_add(w->sd, rs, w->khs, err, errlen) < 0)
+        if (zx_side_add(sl->sd, rs, w->khs, err, errlen) < 0)
             return -1;
     }
-    uint64_t first = zx_pq_rows(w->pq);
+    const zx_rowset *frs = rs;
+    if (w->npq != w->a.ncols) {          /* the partition columns left out */
+        if (copy_rows(w, rs, NULL, 0, rs->nrows, w->pqcols, w->npq, w->pqsrc, &w->proj) < 0)
+            return oom(w, err, errlen);
+        frs = &w->proj;
+    }
+    uint64_t first = zx_pq_rows(sl->pq);
     char e[512];
-    if (zx_pq_write(w->pq, rs, e, sizeof(e)) < 0)
-        return zx_seterr(err, errlen, "%s: %s: %s", w->where, w->cur, e);
-    pq_note(w, rs, first);
-    if (zx_pq_rows(w->pq) >= w->a.file_rows)
-        return zx_lw_flush(w, err, errlen);
+    if (zx_pq_write(sl->pq, frs, e, sizeof(e)) < 0)
+        return zx_seterr(err, errlen, "%s: %s: %s", w->where, sl->cur, e);
+    pq_note(w, sl, frs, first);
+    if (zx_pq_rows(sl->pq) >= w->a.file_rows)
+        return slot_finish(w, sl, err, errlen);
     return 0;
 }
 
-/* Copy rows [a, a+n) of rs into w->part (the run's columns). */
-static int cut(zx_lake_writer *w, const zx_rowset *rs, uint32_t a, uint32_t n)
+/* Rows rs of one partition into slot sl's files, of file_rows rows at
+ * most: a batch that crosses a file's end is cut there. */
+static int put_slot(zx_lake_writer *w, lw_slot *sl, const zx_rowset *rs, char *err,
+                    size_t errlen)
 {
-    zx_rowset_reset(&w->part);
-    for (size_t i = 0; i < w->a.ncols; i++)
-        if (zx_rowset_column(&w->part, w->a.cols[i].name, strlen(w->a.cols[i].name),
-                             ZX_T_NULL) < 0)
-            return -1;
-    for (uint32_t r = a; r < a + n; r++) {
-        zx_rowset_row(rs, r, w->row);
-        if (zx_rowset_begin_row(&w->part) < 0)
-            return -1;
-        for (size_t i = 0; i < w->a.ncols; i++) {
-            zx_value v = w->row[i];
-            if (v.type == ZX_T_NULL)
-                continue;
-            if ((v.s && !(v.s = zx_rowset_strdup(&w->part, v.s, v.len))) ||
-                zx_rowset_add(&w->part, (uint32_t)i, &v) < 0)
-                return -1;
-        }
-        zx_rowset_end_row(&w->part);
-    }
-    return 0;
-}
-
-/* Rows rs into data files of file_rows rows at most: a batch that crosses
- * a file's end is cut there. */
-static int put_rows(zx_lake_writer *w, const zx_rowset *rs, char *err, size_t errlen)
-{
+    sl->used = ++w->tick;
     uint32_t a = 0;
     while (a < rs->nrows) {
-        uint64_t room = w->a.file_rows - (w->pq ? zx_pq_rows(w->pq) : 0);
+        uint64_t room = w->a.file_rows - (sl->pq ? zx_pq_rows(sl->pq) : 0);
         uint32_t n = rs->nrows - a;
         if (n > room)
             n = (uint32_t)room;
         if (a == 0 && n == rs->nrows) {
-            if (put_part(w, rs, err, errlen) < 0)
+            if (put_piece(w, sl, rs, err, errlen) < 0)
                 return -1;
-        } else if (cut(w, rs, a, n) < 0) {
+        } else if (copy_rows(w, rs, NULL, a, n, w->a.cols, w->a.ncols, NULL, &w->part) < 0) {
             return oom(w, err, errlen);
-        } else if (put_part(w, &w->part, err, errlen) < 0) {
+        } else if (put_piece(w, sl, &w->part, err, errlen) < 0) {
             return -1;
         }
         a += n;
     }
     return 0;
+}
+
+/* The partition key of row vals into w->pkey (encoded) and pv.  0 or -1. */
+static int part_key(zx_lake_writer *w, const zx_value *vals, zx_pval *pv)
+{
+    zx_buf_reset(&w->pkey);
+    for (size_t k = 0; k < w->a.nparts; k++) {
+        const zx_dcol *c = &w->a.cols[w->part_src[k]];
+        if (zx_part_value(&w->parts[k], c, &vals[w->part_src[k]], &w->pscratch, &pv[k]) < 0)
+            return -1;
+        unsigned char tag = pv[k].is_null ? 0 : 1;
+        if (zx_buf_put(&w->pkey, &tag, 1) < 0)
+            return -1;
+        if (pv[k].is_null)
+            continue;
+        if (pv[k].s || zx_part_result(&w->parts[k], c) == ZX_PK_STRING ||
+            zx_part_result(&w->parts[k], c) == ZX_PK_BINARY) {
+            uint32_t l = (uint32_t)pv[k].len;
+            if (zx_buf_put(&w->pkey, &l, 4) < 0 || zx_buf_put(&w->pkey, pv[k].s ? pv[k].s : "",
+                                                               pv[k].len) < 0)
+                return -1;
+        } else if (zx_buf_put(&w->pkey, &pv[k].i, 8) < 0 ||
+                   zx_buf_put(&w->pkey, &pv[k].d, 8) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The slot of the partition whose key is in w->pkey, or -1. */
+static int slot_find(const zx_lake_writer *w)
+{
+    for (size_t i = 0; i < w->nslots; i++)
+        if (w->slots[i].key.len == w->pkey.len &&
+            !memcmp(w->slots[i].key.p, w->pkey.p, w->pkey.len))
+            return (int)i;
+    return -1;
+}
+
+/* Open a slot for the partition whose key is in w->pkey (values pv): a new
+ * one, or the least recently used one's, its file finished first.  Its
+ * index, or -1 with err. */
+static int slot_open(zx_lake_writer *w, const zx_pval *pv, char *err, size_t errlen)
+{
+    size_t at = w->nslots;
+    if (at == SLOTS_MAX) {
+        at = 0;
+        for (size_t i = 1; i < w->nslots; i++)
+            if (w->slots[i].used < w->slots[at].used)
+                at = i;
+        if (slot_finish(w, &w->slots[at], err, errlen) < 0)
+            return -1;
+    } else {
+        w->nslots++;
+    }
+    lw_slot *sl = &w->slots[at];
+    zx_buf_reset(&sl->key);
+    if (zx_buf_put(&sl->key, w->pkey.p ? w->pkey.p : "", w->pkey.len) < 0)
+        return oom(w, err, errlen);
+    /* the values, their strings pointing into the slot's own key */
+    size_t off = 0;
+    for (size_t k = 0; k < w->a.nparts; k++) {
+        sl->pv[k] = pv[k];
+        off++;
+        if (pv[k].is_null)
+            continue;
+        const zx_dcol *c = &w->a.cols[w->part_src[k]];
+        zx_pkind kind = zx_part_result(&w->parts[k], c);
+        if (pv[k].s || kind == ZX_PK_STRING || kind == ZX_PK_BINARY) {
+            sl->pv[k].s = sl->key.p + off + 4;
+            off += 4 + pv[k].len;
+        } else {
+            off += 16;
+        }
+    }
+    sl->used = ++w->tick;
+    return (int)at;
+}
+
+/* Rows a..b of rs, whose slots are in w->rowslot, into their slots. */
+static int put_segment(zx_lake_writer *w, const zx_rowset *rs, uint32_t a, uint32_t b,
+                       char *err, size_t errlen)
+{
+    if (a == 0 && b == rs->nrows) {
+        uint32_t r;
+        for (r = 1; r < b && w->rowslot[r] == w->rowslot[0]; r++)
+            ;
+        if (r == b)                       /* one partition: as it is */
+            return put_slot(w, &w->slots[w->rowslot[0]], rs, err, errlen);
+    }
+    for (size_t s = 0; s < w->nslots; s++) {
+        uint32_t n = 0;
+        for (uint32_t r = a; r < b; r++)
+            if (w->rowslot[r] == s)
+                w->pick[n++] = r;
+        if (!n)
+            continue;
+        if (copy_rows(w, rs, w->pick, 0, n, w->a.cols, w->a.ncols, NULL, &w->cutrs) < 0)
+            return oom(w, err, errlen);
+        if (put_slot(w, &w->slots[s], &w->cutrs, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Rows rs (the run's columns, in order) into the files of their
+ * partitions.  When a row's partition needs a slot and every slot holds
+ * rows of this batch, the rows so far are written first: a slot is never
+ * taken over while rows wait for it. */
+static int put_rows(zx_lake_writer *w, const zx_rowset *rs, char *err, size_t errlen)
+{
+    if (!rs->nrows)
+        return 0;
+    zx_pval pv[ZX_PART_MAX];
+    if (!w->a.nparts) {
+        if (!w->nslots) {
+            w->nslots = 1;
+            memset(&w->slots[0].pv, 0, sizeof(w->slots[0].pv));
+        }
+        return put_slot(w, &w->slots[0], rs, err, errlen);
+    }
+    if (w->rowslotcap < rs->nrows) {
+        uint32_t *x = realloc(w->rowslot, rs->nrows * sizeof(*x));
+        if (x)
+            w->rowslot = x;
+        uint32_t *y = realloc(w->pick, rs->nrows * sizeof(*y));
+        if (y)
+            w->pick = y;
+        if (!x || !y)
+            return oom(w, err, errlen);
+        w->rowslotcap = rs->nrows;
+    }
+    uint32_t start = 0;
+    size_t in_segment = 0;       /* slots the rows since start use */
+    uint32_t seen[SLOTS_MAX] = {0};
+    uint32_t segno = 1;
+    for (uint32_t r = 0; r < rs->nrows; r++) {
+        zx_rowset_row(rs, r, w->row);
+        if (part_key(w, w->row, pv) < 0)
+            return oom(w, err, errlen);
+        int sl = slot_find(w);
+        if (sl < 0) {
+            if (w->nslots == SLOTS_MAX && in_segment == SLOTS_MAX) {
+                if (put_segment(w, rs, start, r, err, errlen) < 0)
+                    return -1;
+                start = r;
+                in_segment = 0;
+                segno++;
+            }
+            /* the rows since start must not lose their slot: take one
+             * the segment does not use */
+            if (w->nslots == SLOTS_MAX)
+                for (size_t i = 0; i < w->nslots; i++)
+                    if (seen[i] == segno)
+                        w->slots[i].used = w->tick + 1 + i;   /* keep it */
+            if ((sl = slot_open(w, pv, err, errlen)) < 0)
+                return -1;
+        }
+        if (seen[sl] != segno) {
+            seen[sl] = segno;
+            in_segment++;
+        }
+        w->rowslot[r] = (uint32_t)sl;
+    }
+    return put_segment(w, rs, start, rs->nrows, err, errlen);
 }
 
 int zx_lw_write(zx_lake_writer *w, const zx_rowset *rs, char *err, size_t errlen)
@@ -545,7 +867,8 @@ void zx_lw_abort(zx_lake_writer *w)
 {
     if (!w)
         return;
-    file_drop(w);
+    for (size_t i = 0; i < w->nslots; i++)
+        slot_drop(&w->slots[i]);
     char e[512];
     for (size_t i = 0; i < w->nwritten; i++) {
         zx_lake_delete(w->a.lake, w->written[i], e, sizeof(e));

@@ -4,7 +4,9 @@
  * mirror:
  *
  *   rows      zx_lw_write streams the run's rows into Parquet data files
- *             (formats/parquet.h) of file_rows rows at most, named
+ *             (formats/parquet.h) of file_rows rows at most, one open
+ *             file per partition (lake_part.h; at most 32 open at once:
+ *             the least recently used is finished), named
  *             "<dir><prefix>-<5 digits>.parquet" relative to the table's
  *             root, each with zx's copy of its rows and key hashes beside
  *             it (lake_side.h) when args.side;
@@ -36,6 +38,7 @@
 #include "common/rowset.h"
 #include "formats/parquet.h"
 #include "workers/destinations/dest.h"
+#include "workers/destinations/lake/lake_part.h"
 #include "workers/destinations/lake/lake_store.h"
 
 typedef struct zx_lake_writer zx_lake_writer;
@@ -56,9 +59,20 @@ typedef struct zx_lw_args {
     const char *dir;              /* "" or "data/" (with its '/') */
     const char *prefix;           /* "zx-<run id>" */
     zx_dest_stats *stats;         /* rows nulled (misfits) counted here */
-    /* a data file is complete: 0, or -1 with err (the run fails) */
+    const zx_part *parts;         /* the partition fields (copied); each
+                                     file holds one partition's rows */
+    size_t nparts;                /* 0..ZX_PART_MAX */
+    int drop_part_cols;           /* leave the identity partitions' columns
+                                     out of the data files (Delta) */
+    int part_dirs;                /* each partition's files in Hive-style
+                                     folders, "<col>=<value>/" (Delta: what
+                                     readers such as Polars expect); values
+                                     escaped: bytes other than [A-Za-z0-9_.-]
+                                     as %XX, NULL as __HIVE_DEFAULT_PARTITION__ */
+    /* a data file is complete: pv its partition values (nparts): 0, or -1
+     * with err (the run fails) */
     int (*on_file)(void *ctx, const char *name, uint64_t size, uint64_t rows,
-                   const zx_pq_writer *pq, char *err, size_t errlen);
+                   const zx_pq_writer *pq, const zx_pval *pv, char *err, size_t errlen);
     void *ctx;
 } zx_lw_args;
 
@@ -75,6 +89,9 @@ int zx_lw_delete(zx_lake_writer *w, const zx_rowset *keys, char *err, size_t err
 /* Finish the open data file, if any (on_file is called).  0 or -1. */
 int zx_lw_flush(zx_lake_writer *w, char *err, size_t errlen);
 
+/* Data files open (rows written, not finished yet). */
+size_t zx_lw_open_files(const zx_lake_writer *w);
+
 /* Keys written or deleted so far (with track). */
 size_t zx_lw_changed(const zx_lake_writer *w);
 
@@ -84,6 +101,12 @@ int zx_lw_touches(zx_lake_writer *w, const char *name, int *hit, char *err, size
 /* Write the rows of data file name whose keys did not change into the
  * run's files.  0, ZX_LAKE_NOT_FOUND, or -1. */
 int zx_lw_rewrite(zx_lake_writer *w, const char *name, char *err, size_t errlen);
+
+/* The data files' columns (the run's, less the partition columns left
+ * out) and their count; and the index in the run's columns of data file
+ * column i. */
+const zx_dcol *zx_lw_file_cols(const zx_lake_writer *w, size_t *n);
+size_t zx_lw_file_col_src(const zx_lake_writer *w, size_t i);
 
 /* Whether a key the run changed may lie in [lo, hi] of the first key
  * column: INT64 keys (lo_i, hi_i) or TEXT keys (lo_s, hi_s: a max that is
