@@ -161,6 +161,10 @@ typedef struct zx_dest_where {
     const char *format;
     const char *connection;
     const char *option;
+    char target[320];            /* what it writes when that is not a path
+                                    (Iceberg: "<catalog> <ns>.<table>"): two
+                                    syncs with the same target are refused;
+                                    "" none */
     const char *catalog;         /* a catalog connection's name (Iceberg): one
                                     of the plug-in's conn_kinds; set into
                                     p->dest_catalog; its own `connection:`

@@ -232,6 +232,18 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
         zx_dest_where w = {0};
         if (p->dest_plugin && p->dest_plugin->dest_where)
             p->dest_plugin->dest_where(p, &w);
+        for (size_t j = 0; w.target[0] && j < i; j++) {
+            const zx_conf_pipeline *q = &c->pipelines[j];
+            zx_dest_where wq = {0};
+            if (!zx_conf_is_sync(q) || q->dest_plugin != p->dest_plugin ||
+                !q->dest_plugin->dest_where)
+                continue;
+            q->dest_plugin->dest_where(q, &wq);
+            if (!strcmp(wq.target, w.target))
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: sync %s writes %s "
+                            "already: give each sync a table of its own", p->name, w.option,
+                            q->name, w.target);
+        }
         if (w.path) {
             char err[1500];
             if (zx_conf_check_files_path(c, p->name, w.path, w.format, err, sizeof(err)) < 0)

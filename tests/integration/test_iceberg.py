@@ -483,6 +483,41 @@ def test_a_partitioned_table(sync_env, iceberg_rest, spec, fields):
     check(z, cat, ns, "items")
 
 
+def test_the_configuration_refuses_what_cannot_work(sync_env, iceberg_rest):
+    """Two syncs on one Iceberg table, a transform for Delta, partition_by
+    for a files destination, a catalog that is not one: refused at load,
+    saying why."""
+    from conftest import ZXD
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    z.connections = {"cat": {"kind": "iceberg_rest",
+                             "extra": {"uri": iceberg_rest["ICEBERG_REST_URI"]}},
+                     "pg": {"kind": "sqlite", "path": "x.db"}}
+    q = "SELECT id, name FROM items"
+    ice = {"iceberg": {"catalog": "cat", "namespace": "s", "table": "t"}}
+    cases = [
+        ({"a": {"query": q, "dest": ice, "mode": "append"},
+          "b": {"query": q, "dest": ice, "mode": "append"}}, "sync a writes catalog cat table s.t"),
+        ({"a": {"query": q, "dest": {"delta": {"path": "var/exports/d"}}, "mode": "append",
+                "extra": {"partition_by": "[\"day(at)\"]"}}}, "Delta tables are partitioned by "
+                                                              "column values only"),
+        ({"a": {"query": q, "dest": {"files": {"path": "var/exports/f", "format": "csv"}},
+                "mode": "append", "extra": {"partition_by": "[id]"}}}, "partition_by is for lake"),
+        ({"a": {"query": q, "dest": {"iceberg": {"catalog": "pg", "namespace": "s",
+                                                 "table": "t"}}, "mode": "append"}},
+         "a catalog is of kind iceberg_rest or glue or s3tables"),
+        ({"a": {"query": q, "dest": ice, "mode": "append",
+                "extra": {"partition_by": "[\"bucket(id)\"]"}}}, "is not a column or a transform"),
+    ]
+    for syncs, words in cases:
+        for sp in syncs.values():
+            sp["author"] = "alice"
+        z.syncs = syncs
+        z.write_config()
+        p = subprocess.run([ZXD, "-c", z.cfg_path, "--check"], capture_output=True, text=True,
+                           env=z.env, timeout=60)
+        assert p.returncode != 0 and words in p.stderr, (words, p.stderr)
+
+
 # ---- Glue and S3 Tables on moto ------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -228,6 +228,7 @@ int zx_delta_apply(zx_delta_table *t, int64_t version, const char *text, size_t 
         (!t->tombstones && !(t->tombstones = json_object())))
         return zx_seterr(err, errlen, "%s: out of memory", at);
     int64_t commit_ts = 0;
+    int state_times = 0;
     size_t off = 0;
     int line = 0;
     while (off < n) {
@@ -269,6 +270,25 @@ int zx_delta_apply(zx_delta_table *t, int64_t version, const char *text, size_t 
                 json_object_set_new(t->tombstones, dp, json_integer(json_integer_value(
                                         json_object_get(a, "deletionTimestamp"))));
             free(dp);
+        } else if ((a = json_object_get(o, "zxCommitTimes"))) {
+            /* zx's state copy: the times of the versions before it */
+            json_t *ms = json_object_get(a, "ms");
+            int64_t first = json_integer_value(json_object_get(a, "first"));
+            size_t n = json_array_size(ms);
+            if (json_is_array(ms) && first >= 0 && first <= version && n <= (1u << 24)) {
+                int64_t *cm = calloc(n ? n : 1, sizeof(*cm));
+                if (!cm) {
+                    json_decref(o);
+                    return zx_seterr(err, errlen, "%s: out of memory", at);
+                }
+                for (size_t k = 0; k < n; k++)
+                    cm[k] = json_integer_value(json_array_get(ms, k));
+                free(t->commit_ms);
+                t->commit_ms = cm;
+                t->ncommit_ms = n;
+                t->first = first;
+                state_times = 1;
+            }
         } else if ((a = json_object_get(o, "commitInfo"))) {
             json_t *ts = json_object_get(a, "timestamp");
             if (json_is_integer(ts))
@@ -283,9 +303,9 @@ int zx_delta_apply(zx_delta_table *t, int64_t version, const char *text, size_t 
         if (rc < 0)
             return -1;
     }
-    if (t->version < 0 || t->ncommit_ms == 0)
+    if (!state_times && (t->version < 0 || t->ncommit_ms == 0))
         t->first = version;
-    if (version >= t->first && (uint64_t)(version - t->first) < (1u << 24)) {
+    if (!state_times && version >= t->first && (uint64_t)(version - t->first) < (1u << 24)) {
         size_t i = (size_t)(version - t->first);
         if (i >= t->ncommit_ms) {
             int64_t *n = realloc(t->commit_ms, (i + 1) * sizeof(*n));
@@ -337,6 +357,28 @@ char *zx_delta_state_text(const zx_delta_table *t, size_t *len)
     }
     for (size_t i = 0; i < t->nfiles; i++)
         rc |= zx_buf_printf(&b, "{\"add\":%s}\n", t->files[i].add_json) < 0;
+    /* zx's own lines (Delta readers never read this file): the removed
+     * files still to vacuum, and when each version was committed, so that
+     * retention goes on from a checkpoint */
+    const char *path;
+    json_t *ts;
+    json_object_foreach(t->tombstones, path, ts) {
+        o = json_pack("{s:{s:s, s:O, s:b}}", "remove", "path", path, "deletionTimestamp", ts,
+                      "dataChange", 0);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        rc |= !s || zx_buf_printf(&b, "%s\n", s) < 0;
+        free(s);
+        json_decref(o);
+    }
+    json_t *ms = json_array();
+    for (size_t i = 0; ms && i < t->ncommit_ms; i++)
+        json_array_append_new(ms, json_integer(t->commit_ms[i]));
+    o = ms ? json_pack("{s:{s:I, s:o}}", "zxCommitTimes", "first", (json_int_t)t->first, "ms",
+                       ms) : NULL;
+    char *cs = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    rc |= !cs || zx_buf_printf(&b, "%s\n", cs) < 0;
+    free(cs);
+    json_decref(o);
     if (rc || zx_buf_put(&b, "", 1) < 0) {
         zx_buf_free(&b);
         return NULL;

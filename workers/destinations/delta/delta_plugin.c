@@ -107,8 +107,8 @@ const zx_plugin zx_plugin_dest_delta = {
      "adds; `upsert` and `mirror` rewrite only the data files that hold a "
      "changed or deleted key (copy-on-write), from rows zx keeps beside each file "
      "it writes (`_zx/`, which table readers ignore). New result columns are "
-     "added to the schema; a column whose type changes fails the run. Readers: "
-     "delta-rs (`deltalake`), Polars, Spark, DuckDB's delta extension.",
+     "added to the schema; a column whose type changes fails the run. Tested with "
+     "the readers delta-rs (`deltalake`) and Polars.",
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
     .opts_size = sizeof(zx_delta_opts),

@@ -3,7 +3,8 @@
  * Delta Lake table in a folder or an S3 prefix (lake_store.h), one commit
  * per run.
  *
- * begin reads the table (delta_log.h: every commit from version 0) and
+ * begin reads the table (delta_log.h: from the last checkpoint zx wrote,
+ * else from version 0) and
  * merges the result's columns into its schema (a new column is added; a
  * changed type fails the run).  write streams rows into Parquet data files
  * (formats/parquet.h; `file_rows` rows each, named
@@ -41,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/log.h"
 #include "common/timefmt.h"
@@ -350,6 +352,13 @@ static int delta_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
     if (zx_delta_read(st->lake, &st->t, err, errlen) < 0)
         return -1;
     st->create = st->t.version < 0;
+    json_t *cf = st->t.metadata ? json_object_get(st->t.metadata, "configuration") : NULL;
+    const char *ao = json_string_value(json_object_get(cf, "delta.appendOnly"));
+    if (ao && !strcasecmp(ao, "true") && run->mode != ZX_MODE_APPEND)
+        return zx_seterr(err, errlen, "%s: the table is append-only (delta.appendOnly = "
+                         "true): mode %s would remove files; use mode append, or write to "
+                         "another table", st->where, run->mode == ZX_MODE_REPLACE ? "replace"
+                         : run->mode == ZX_MODE_UPSERT ? "upsert" : "mirror");
     if (partitions(st, run, err, errlen) < 0)
         return -1;
     char prefix[40];
@@ -567,11 +576,6 @@ static int removing(const delta_state *st, const char *p)
 static int lost_race(delta_state *st, int64_t v, int64_t *next, char *err, size_t errlen)
 {
     zx_buf b = {0};
-    zx_delta_table seen = {0};
-    seen.version = -1;
-    /* the files this run removes, as paths: must all still be live after */
-    char *schema_before = st->t.metadata
-        ? json_dumps(json_object_get(st->t.metadata, "schemaString"), JSON_ENCODE_ANY) : NULL;
     int rc = 0;
     for (;; v++) {
         char name[64];
@@ -637,11 +641,22 @@ static int lost_race(delta_state *st, int64_t v, int64_t *next, char *err, size_
             rc = -1;
             break;
         }
+        /* an insert another writer committed meanwhile may hold a key this
+         * run changed: the same check as before the first try */
+        if (st->cow && zx_lw_changed(st->lw)) {
+            for (size_t i = 0; i < st->t.nfiles && rc == 0; i++)
+                if (!st->t.files[i].zx && may_hold(st, &st->t.files[i]))
+                    rc = zx_seterr(err, errlen, "%s: another writer committed version %lld "
+                                   "with data file %s, which may hold keys this run changes; "
+                                   "nothing of this run was committed: the next run sees it "
+                                   "(run the sync once with mode replace to take the table "
+                                   "over)", st->where, (long long)v, st->t.files[i].path);
+            if (rc < 0)
+                break;
+        }
     }
     if (rc == 0)
         *next = v;
-    free(schema_before);
-    zx_delta_table_free(&seen);
     zx_buf_free(&b);
     return rc;
 }
@@ -729,11 +744,20 @@ static void housekeeping(delta_state *st, int64_t v)
     const char *p;
     json_t *ts;
     int vacuumed = 0;
-    json_object_foreach(t->tombstones, p, ts) {
+    void *tmp;
+    json_object_foreach_safe(t->tombstones, tmp, p, ts) {
         int64_t at = json_integer_value(ts);
+        int live = 0;
+        for (size_t i = 0; i < t->nfiles && !live; i++)
+            live = !strcmp(t->files[i].path, p);     /* added again since */
+        if (live) {
+            json_object_del(t->tombstones, p);
+            continue;
+        }
         if (!at || now - at < file_ms || zx_lake_delete(st->lake, p, e, sizeof(e)) < 0)
             continue;
         zx_side_delete(st->lake, p, e, sizeof(e));
+        json_object_del(t->tombstones, p);
         vacuumed++;
     }
     if (vacuumed)

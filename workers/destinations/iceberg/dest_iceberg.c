@@ -899,19 +899,24 @@ static int removing(const ice_state *st, const char *u)
 /* Copy-on-write over the live files (once). */
 static int rewrite(ice_state *st, const ice_view *v, char *err, size_t errlen)
 {
-    if (st->rewritten || !st->cow || !zx_lw_changed(st->lw))
+    if (!st->cow || !zx_lw_changed(st->lw))
+        return 0;
+    /* every try: a file another writer committed meanwhile too */
+    for (size_t i = 0; i < v->nlive; i++) {
+        const zx_ice_entry *e = v->live[i].e;
+        if (!zx_file(st, e->file_path) && may_hold(st, e))
+            return zx_seterr(err, errlen, "%s: data file %s was written by another "
+                             "writer and may hold keys this run changes or deletes (its "
+                             "%s bounds cover one, or it has none); zx rewrites only the "
+                             "files it wrote: run the sync once with mode replace to take "
+                             "the table over", st->where, e->file_path, st->key0);
+    }
+    if (st->rewritten)
         return 0;
     for (size_t i = 0; i < v->nlive; i++) {
         const zx_ice_entry *e = v->live[i].e;
-        if (!zx_file(st, e->file_path)) {
-            if (may_hold(st, e))
-                return zx_seterr(err, errlen, "%s: data file %s was written by another "
-                                 "writer and may hold keys this run changes or deletes (its "
-                                 "%s bounds cover one, or it has none); zx rewrites only the "
-                                 "files it wrote: run the sync once with mode replace to take "
-                                 "the table over", st->where, e->file_path, st->key0);
+        if (!zx_file(st, e->file_path))
             continue;
-        }
         const char *rel = rel_of(st, e->file_path);
         int hit = 0;
         int g = zx_lw_touches(st->lw, rel, &hit, err, errlen);

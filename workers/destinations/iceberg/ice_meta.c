@@ -124,14 +124,12 @@ json_t *zx_ice_schema_for(const json_t *md, const zx_dcol *cols, size_t ncols,
                 json_object_set_new(f, "type", json_string(to));
                 *changed = 1;
             }
-            if (key && !json_is_true(json_object_get(f, "required"))) {
-                /* an identifier field must be required: a table made by
-                 * others may not have it so; the key is checked non-null
-                 * by the run, so the field is made required */
-                json_object_set_new(f, "required", json_true());
-                *changed = 1;
-            }
             field_ids[c] = (int32_t)json_integer_value(json_object_get(f, "id"));
+            /* an identifier field must be required; a column of a table
+             * that exists stays as it is (optional to required is not a
+             * change Iceberg allows): an optional one is no identifier */
+            if (key && !json_is_true(json_object_get(f, "required")))
+                key = 0;
         } else {
             field_ids[c] = ++last;
             json_array_append_new(fields, json_pack("{s:i, s:s, s:b, s:s}", "id", (int)last,
@@ -144,15 +142,18 @@ json_t *zx_ice_schema_for(const json_t *md, const zx_dcol *cols, size_t ncols,
     }
     /* the identifier fields: the key's */
     json_t *old_ids = cur ? json_object_get(cur, "identifier-field-ids") : NULL;
-    if (nkeys && !json_equal(old_ids, ids))
+    if (nkeys && json_array_size(ids) && !json_equal(old_ids, ids))
         *changed = 1;
     int64_t sid = cur ? json_integer_value(json_object_get(cur, "schema-id")) : 0;
     if (cur && *changed)
         sid = max_schema_id + 1;
     json_t *schema = json_pack("{s:s, s:I, s:o}", "type", "struct", "schema-id",
                                (json_int_t)sid, "fields", fields);
-    if (schema && nkeys)
+    if (schema && nkeys && json_array_size(ids))
         json_object_set_new(schema, "identifier-field-ids", ids);
+    else if (schema && old_ids)
+        json_object_set_new(schema, "identifier-field-ids", json_deep_copy(old_ids)),
+            json_decref(ids);
     else
         json_decref(ids);
     *last_column_id = last;

@@ -27,8 +27,9 @@ const char *zx_ice_type_of(const zx_dcol *c, char buf[32]);
 
 /* The schema the run writes with.  md: the table's metadata (NULL: a new
  * table).  Every result column gets the field id of the table's column of
- * its name, or a new id (after last-column-id); key columns are required
- * and the schema's identifier-field-ids.  A column whose type changes is
+ * its name, or a new id (after last-column-id); key columns the run adds
+ * are required, and the key columns that are required form the schema's
+ * identifier-field-ids (a table's optional column stays optional).  A column whose type changes is
  * refused unless the change is a safe widening (int to long, float to
  * double, decimal precision up with the same scale), which the new schema
  * carries.  Columns of the table the result lacks stay in the schema

@@ -163,6 +163,9 @@ static void iceberg_where(const zx_conf_pipeline *p, zx_dest_where *w)
     w->connection = o ? o->connection : NULL;
     w->catalog = o ? o->catalog : NULL;
     w->option = "destination.iceberg";
+    if (o && o->catalog && o->namespace_ && o->table)
+        snprintf(w->target, sizeof(w->target), "catalog %s table %s.%s", o->catalog,
+                 o->namespace_, o->table);
 }
 
 const zx_plugin zx_plugin_dest_iceberg = {
@@ -182,7 +185,7 @@ const zx_plugin zx_plugin_dest_iceberg = {
      "data files holding a changed or deleted key (copy-on-write), from rows zx keeps "
      "beside each file it writes (`<table location>/_zx/`). New result columns are "
      "added to the schema with new field ids; a column whose type changes fails the "
-     "run. Readers: pyiceberg, Spark, Trino, DuckDB, Daft, Snowflake.",
+     "run. Tested with the readers pyiceberg and Daft.",
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
     .opts_size = sizeof(zx_iceberg_opts),

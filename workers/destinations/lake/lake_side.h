@@ -30,8 +30,9 @@
 
 typedef struct zx_side zx_side;
 
-/* Start the sidecars of data file name (relative to the table's root, no
- * '/').  NULL with err. */
+/* Start the sidecars of data file name (relative to the table's root,
+ * "zx-1-00000.parquet" or "data/zx-..." or "region=eu/zx-..."; its folders
+ * under _zx/ are made).  NULL with err. */
 zx_side *zx_side_open(zx_lake *l, const char *name, char *err, size_t errlen);
 /* The rows of rs with their key hashes keys[0..rs->nrows).  0 or -1 (then
  * only zx_side_abort). */
