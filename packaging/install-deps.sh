@@ -7,7 +7,8 @@
 #                benchmarks compare with, clang (libFuzzer), ccache (the test
 #                builds compile many files twice), pytest, for the
 #                real Kafka brokers of tests/services/kafka: Java, Maven (it
-#                fetches Kafka's jars), openssl, kcat and confluent-kafka
+#                fetches Kafka's jars; a JDK: tests/services/iceberg-rest
+#                compiles its small launcher), openssl, kcat and confluent-kafka
 #                (from PyPI), and for the PostgreSQL server of
 #                tests/services/postgres: postgresql-15 and psycopg 3 (from
 #                PyPI)
@@ -26,7 +27,7 @@ libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev librdkafka-dev libpq-dev
 libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
 libavro-dev libcurl4-openssl-dev"
 RUN_PKGS="curl sqlite3"
-TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless maven openssl kcat
+TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless default-jdk-headless maven openssl kcat
 postgresql-15 mariadb-server ccache"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
