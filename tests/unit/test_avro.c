@@ -27,9 +27,9 @@ static int hexeq(const uint8_t *p, size_t n, const char *hex)
     for (size_t i = 0; i < n; i++)
         snprintf(s + 2 * i, 3, "%02x", p[i]);
     s[2 * n] = '\0';
-    if (strcmp(s, hex))
-        printf("  got %s, want %s\n", s, hex);
-    return !strcmp(s, hex);
+    if (!hex || strcmp(s, hex))
+        printf("  got %s, want %s\n", s, hex ? hex : "(null)");
+    return hex && !strcmp(s, hex);
 }
 
 static void test_zigzag(void)
