@@ -860,27 +860,15 @@ static int ice_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, 
 static int ice_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
 {
     ice_state *st = state;
-    if (!st->running)
-        return zx_seterr(err, errlen, "%s: write outside a run", st->where);
-    if (st->already)
-        return 0;
-    if (zx_lw_write(st->lw, rs, err, errlen) < 0)
-        return -1;
-    st->stats->rows_written += rs->nrows;
-    return 0;
+    return zx_lw_run_put(st->lw, st->running, st->already, st->stats, st->where, rs, 0, err,
+                         errlen);
 }
 
 static int ice_delete(void *state, const zx_rowset *keys, char *err, size_t errlen)
 {
     ice_state *st = state;
-    if (!st->running)
-        return zx_seterr(err, errlen, "%s: delete outside a run", st->where);
-    if (st->already)
-        return 0;
-    if (zx_lw_delete(st->lw, keys, err, errlen) < 0)
-        return -1;
-    st->stats->rows_deleted += keys->nrows;
-    return 0;
+    return zx_lw_run_put(st->lw, st->running, st->already, st->stats, st->where, keys, 1, err,
+                         errlen);
 }
 
 /* ---- commit ---------------------------------------------------------------- */

@@ -701,6 +701,23 @@ int zx_lw_write(zx_lake_writer *w, const zx_rowset *rs, char *err, size_t errlen
     return put_rows(w, rs, err, errlen);
 }
 
+int zx_lw_run_put(zx_lake_writer *w, int running, int already, zx_dest_stats *stats,
+                  const char *where, const zx_rowset *rs, int deletes, char *err,
+                  size_t errlen)
+{
+    if (!running)
+        return zx_seterr(err, errlen, "%s: %s outside a run", where, deletes ? "delete" : "write");
+    if (already)
+        return 0;
+    if ((deletes ? zx_lw_delete(w, rs, err, errlen) : zx_lw_write(w, rs, err, errlen)) < 0)
+        return -1;
+    if (deletes)
+        stats->rows_deleted += rs->nrows;
+    else
+        stats->rows_written += rs->nrows;
+    return 0;
+}
+
 int zx_lw_delete(zx_lake_writer *w, const zx_rowset *keys, char *err, size_t errlen)
 {
     if (!w->a.track || keys->ncols != w->a.nkeys || w->a.nkeys > 64)

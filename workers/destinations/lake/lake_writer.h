@@ -84,6 +84,14 @@ void zx_lw_free(zx_lake_writer *w);
 
 /* Rows of the run (rs: exactly the run's columns, in order).  0 or -1. */
 int zx_lw_write(zx_lake_writer *w, const zx_rowset *rs, char *err, size_t errlen);
+/* The write and delete_keys of a lake destination's run (dest.h), both
+ * formats': rows (deletes 0) or keys (deletes 1) to w, counted in stats.
+ * running: begin succeeded; already: the run was committed before (then
+ * nothing is done).  0 or -1 with err naming where. */
+int zx_lw_run_put(zx_lake_writer *w, int running, int already, zx_dest_stats *stats,
+                  const char *where, const zx_rowset *rs, int deletes, char *err,
+                  size_t errlen);
+
 /* Keys the run deletes (keys: the key columns, in key order).  0 or -1. */
 int zx_lw_delete(zx_lake_writer *w, const zx_rowset *keys, char *err, size_t errlen);
 /* Finish the open data file, if any (on_file is called).  0 or -1. */
