@@ -52,7 +52,9 @@
 #   ZX_BENCH_SKIP_S3=1     folder targets only
 #   ZX_BENCH_SKIP_ICEBERG_S3=1   no Iceberg in S3
 #   ZX_BENCH_SKIP_PEERS=1  zx only
-#   ZX_BENCH_PEER_TIMEOUT  seconds a peer's series may take (default 1800)
+#   ZX_BENCH_PEERS         the peers run (default "dlt-delta dlt-iceberg pyiceberg")
+#   ZX_BENCH_PEER_TIMEOUT  seconds a peer's series may take (default 1800; dlt
+#                          ignores SIGTERM while loading: SIGKILL 20 s later)
 #   ZX_BUILD_DIR           build folder (default <repo>/build)
 set -euo pipefail
 
@@ -278,14 +280,18 @@ stop_zxd
 
 # ---- the peers (folder only), on the series of the first repetition's seed -----------------
 if [ "$SKIP_PEERS" != 1 ]; then
-    for kind in dlt-delta dlt-iceberg pyiceberg; do
+    for kind in ${ZX_BENCH_PEERS:-dlt-delta dlt-iceberg pyiceberg}; do
         step "peer $kind"
         rm -rf "$WORK/dlt_out" "$WORK/dlt_pipelines"
         mkdir -p "$WORK/dlt_out"
-        timeout "$PEER_TIMEOUT" $PY peer --db "$DB" --kind "$kind" --seed 1 --out "$WORK/dlt_out" \
+        timeout -k 20 "$PEER_TIMEOUT" $PY peer --db "$DB" --kind "$kind" --seed 1 --out "$WORK/dlt_out" \
             --pipelines-dir "$WORK/dlt_pipelines" --catalog-uri "$CAT_DIR_URI" \
-            --namespace "${NS}_peer" >"$WORK/res/peer_$kind.json" ||
+            --namespace "${NS}_peer" >"$WORK/res/peer_$kind.json" || {
             say "peer $kind failed or took more than $PEER_TIMEOUT s"
+            [ -s "$WORK/res/peer_$kind.json" ] ||
+                echo "{\"kind\": \"$kind\", \"runs\": [], \"error\": \"failed or not done in $PEER_TIMEOUT s (ZX_BENCH_PEER_TIMEOUT)\"}" \
+                    >"$WORK/res/peer_$kind.json"
+        }
     done
 fi
 
