@@ -528,6 +528,11 @@ def cmd_report(a):
             if v:
                 print(f"  zx {key[0]} {key[1]} file_rows {key[2]:<8} {v / fl:6.2f}   "
                       f"({v:.2f} s / {fl:.2f} s)")
+    st = _load(os.path.join(d, "store.json"))
+    if st and st.get("syncs"):
+        print(f"zxd's data folder after the runs: {st['store_bytes'] / 1e9:.2f} GB for {st['syncs']} "
+              f"mirror syncs of {ws.get('rows', 0):,} rows (the keys' hashes each keeps), "
+              f"{st['store_bytes'] / st['syncs'] / max(1, ws.get('rows', 1)):.0f} B per row per sync")
     print(f"tables read back with the wrong rows: {wrong}" + ("" if wrong == 0 else "   <-- WRONG DATA")
           + "   (failed runs are shown as such above)")
     print("=" * 118)

@@ -123,7 +123,7 @@ cleanup() {
     done
     [ "$MOTO_WAS_RUNNING" = 0 ] && [ "$SKIP_S3" != 1 ] &&
         "$REPO/tests/services/moto" stop >/dev/null 2>&1
-    rm -rf "$WORK/bin" "$WORK/out" "$WORK/dlt_out" "$WORK/dlt_pipelines" "$WORK/ws.db"*
+    rm -rf "$WORK/bin" "$WORK/out" "$WORK/dlt_out" "$WORK/dlt_pipelines" "$WORK/ws.db"* "$WORK/zxd/var"
     say "zxd log and measurements kept in $WORK"
     exit $rc
 }
@@ -295,5 +295,7 @@ if [ "$SKIP_PEERS" != 1 ]; then
     done
 fi
 
+# what zxd keeps for its mirror runs (the keys' hashes of every sync)
+echo "{\"store_bytes\": $(du -sb "$WORK/zxd/var" | cut -f1), \"syncs\": ${#ORDER[@]}}" >"$WORK/res/store.json"
 $PY report --dir "$WORK/res" | tee "$WORK/report.txt"
 echo "whole script: $(( $(date +%s) - T_START )) s"
