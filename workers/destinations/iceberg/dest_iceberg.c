@@ -117,6 +117,14 @@ typedef struct ice_state {
     size_t nfiles, capfiles;
     json_t *removed;             /* paths (URIs) of the files the run removes */
     int rewritten;               /* copy-on-write done */
+    int mor;                     /* upsert / mirror by position deletes
+                                    (merge-on-read) instead of rewrites */
+    json_t *touched;             /* the data files its deletes point at */
+    char *del_path;              /* its position delete file (URI), once written */
+    char *del_manifest_path;     /* the delete manifest, once written */
+    zx_ice_mfile del_manifest;
+    void *del_manifest_mem;
+    int64_t del_rows;            /* position deletes the run adds */
     int tried;                   /* commits tried */
     char *manifest_path;         /* the run's manifest, once written */
     zx_ice_mfile manifest;       /* its manifest_file */
@@ -247,6 +255,16 @@ static void run_reset(ice_state *st)
     st->manifest_path = NULL;
     free(st->manifest_mem);
     st->manifest_mem = NULL;
+    free(st->del_path);
+    free(st->del_manifest_path);
+    free(st->del_manifest_mem);
+    st->del_path = st->del_manifest_path = NULL;
+    st->del_manifest_mem = NULL;
+    memset(&st->del_manifest, 0, sizeof(st->del_manifest));
+    json_decref(st->touched);
+    st->touched = NULL;
+    st->del_rows = 0;
+    st->mor = 0;
     memset(&st->manifest, 0, sizeof(st->manifest));
     st->running = st->already = st->create = st->rewritten = st->schema_changed = 0;
     st->tried = 0;
@@ -302,8 +320,10 @@ typedef struct ice_view {
     const zx_ice_mfile *mfiles;
     size_t nmfiles;
     zx_ice_mread **manifests;    /* nmfiles: NULL for delete manifests */
-    ice_live *live;
+    ice_live *live;              /* data files */
     size_t nlive;
+    ice_live *dlive;             /* zx's position delete files */
+    size_t ndlive;
 } ice_view;
 
 static void view_free(ice_view *v)
@@ -312,6 +332,7 @@ static void view_free(ice_view *v)
         zx_ice_mread_free(v->manifests[i]);
     free(v->manifests);
     free(v->live);
+    free(v->dlive);
     zx_ice_mlist_free(v->list);
     memset(v, 0, sizeof(*v));
 }
@@ -334,14 +355,16 @@ static int view_read(ice_state *st, ice_view *v, char *err, size_t errlen)
     }
     v->mfiles = zx_ice_mlist_files(v->list, &v->nmfiles);
     v->manifests = calloc(v->nmfiles ? v->nmfiles : 1, sizeof(*v->manifests));
-    size_t cap = 0;
+    size_t cap = 0, dcap = 0;
     int rc = v->manifests ? 0 : zx_seterr(err, errlen, "%s: out of memory", st->where);
     for (size_t i = 0; i < v->nmfiles && rc == 0; i++) {
-        if (v->mfiles[i].content != 0) {
-            rc = zx_seterr(err, errlen, "%s: the table has delete files (manifest %s, from "
-                           "another writer's row-level deletes); zx writes tables without "
-                           "them: compact the table (rewrite_data_files) or write to a new "
-                           "table", st->where, v->mfiles[i].manifest_path);
+        const char *mrel = rel_of(st, v->mfiles[i].manifest_path);
+        int deletes = v->mfiles[i].content != 0;
+        if (deletes && !(mrel && !strncmp(mrel, "metadata/zx-", 12))) {
+            rc = zx_seterr(err, errlen, "%s: the table has delete files of another writer "
+                           "(manifest %s: row-level deletes); zx reads only its own: compact "
+                           "the table (rewrite_data_files) or write to a new table",
+                           st->where, v->mfiles[i].manifest_path);
             break;
         }
         if (get_uri(st, v->mfiles[i].manifest_path, &b, err, errlen) < 0) {
@@ -358,16 +381,19 @@ static int view_read(ice_state *st, ice_view *v, char *err, size_t errlen)
         for (size_t k = 0; k < ne; k++) {
             if (es[k].status == 2)
                 continue;
-            if (v->nlive == cap) {
-                cap = cap ? cap * 2 : 64;
-                ice_live *nl = realloc(v->live, cap * sizeof(*nl));
+            ice_live **arr = deletes ? &v->dlive : &v->live;
+            size_t *cnt = deletes ? &v->ndlive : &v->nlive;
+            size_t *cp = deletes ? &dcap : &cap;
+            if (*cnt == *cp) {
+                *cp = *cp ? *cp * 2 : 64;
+                ice_live *nl = realloc(*arr, *cp * sizeof(*nl));
                 if (!nl) {
                     rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
                     break;
                 }
-                v->live = nl;
+                *arr = nl;
             }
-            v->live[v->nlive++] = (ice_live){.e = &es[k], .manifest = i};
+            (*arr)[(*cnt)++] = (ice_live){.e = &es[k], .manifest = i};
         }
     }
     zx_buf_free(&b);
@@ -606,7 +632,8 @@ static int ice_open(const zx_dest_args *a, void **state, char *err, size_t errle
 /* The table's properties zx sets on a table it makes. */
 static json_t *table_props(const ice_state *st)
 {
-    return json_pack("{s:s, s:s, s:s}", "write.format.default", "parquet",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s}", "write.format.default", "parquet",
+                     "write.merge.mode", "merge-on-read", "write.delete.mode", "merge-on-read",
                      "write.parquet.compression-codec",
                      st->codec == ZX_PQ_SNAPPY ? "snappy" : st->codec == ZX_PQ_NONE
                      ? "uncompressed" : "zstd", "zx.sync", st->sync);
@@ -833,6 +860,13 @@ static int ice_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, 
             st->key0_id = st->field_ids[i];
     if (table_partitions(st, run, err, errlen) < 0)
         return -1;
+    /* upsert and mirror of an unpartitioned table: position deletes
+     * (merge-on-read), unless the table asks for copy-on-write */
+    json_t *props = json_object_get(st->tbl.metadata, "properties");
+    const char *wm = json_string_value(json_object_get(props, "write.merge.mode"));
+    st->mor = st->cow && !st->nparts && !(wm && !strcmp(wm, "copy-on-write"));
+    if (!(st->touched = json_array()))
+        return zx_seterr(err, errlen, "%s: out of memory", st->where);
     char prefix[40];
     snprintf(prefix, sizeof(prefix), "zx-%llu", (unsigned long long)st->run_id);
     zx_lw_args la = {.lake = st->lake, .where = st->where, .cols = run->cols,
@@ -884,6 +918,8 @@ static int removing(const ice_state *st, const char *u)
     return 0;
 }
 
+static int write_deletes(ice_state *st, const ice_view *v, char *err, size_t errlen);
+
 /* Copy-on-write over the live files (once). */
 static int rewrite(ice_state *st, const ice_view *v, char *err, size_t errlen)
 {
@@ -899,6 +935,8 @@ static int rewrite(ice_state *st, const ice_view *v, char *err, size_t errlen)
                              "files it wrote: run the sync once with mode replace to take "
                              "the table over", st->where, e->file_path, st->key0);
     }
+    if (st->mor)                /* merge-on-read: position deletes, no rewrite */
+        return write_deletes(st, v, err, errlen);
     if (st->rewritten)
         return 0;
     for (size_t i = 0; i < v->nlive; i++) {
@@ -925,6 +963,234 @@ static int rewrite(ice_state *st, const ice_view *v, char *err, size_t errlen)
     }
     st->rewritten = 1;
     return zx_lw_flush(st->lw, err, errlen);
+}
+
+/* ---- merge-on-read: position deletes -------------------------------------- */
+
+static int put_meta(ice_state *st, const char *name, const zx_buf *b, char **uri, char *err,
+                    size_t errlen);
+static int keep_summary(zx_ice_mfile *f, void **mem);
+
+#define POS_PATH_ID 2147483546    /* the spec's reserved field ids */
+#define POS_POS_ID 2147483545
+
+typedef struct pos_pair {
+    const char *path;            /* a live entry's file_path (the view's) */
+    int64_t pos;
+} pos_pair;
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const pos_pair *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* The 16-byte hash of (path, pos): what "already deleted" is kept by. */
+static void pair_hash(const char *path, int64_t pos, zx_buf *tmp, unsigned char out[16])
+{
+    zx_buf_reset(tmp);
+    zx_buf_put(tmp, path, strlen(path) + 1);
+    zx_buf_put(tmp, &pos, 8);
+    zx_lake_hash128(tmp->p, tmp->len, out);
+}
+
+/* The positions zx's delete files of the view delete already (their
+ * copies, "_zx/<file>.pos": per pair a 2-byte length, the path, and the
+ * position as 8 bytes) into gone.  0 or -1. */
+static int load_gone(ice_state *st, const ice_view *v, zx_keyset *gone, char *err,
+                     size_t errlen)
+{
+    zx_buf b = {0}, tmp = {0};
+    int rc = 0;
+    for (size_t i = 0; i < v->ndlive && rc == 0; i++) {
+        const char *rel = rel_of(st, v->dlive[i].e->file_path);
+        char side[1200];
+        if (!rel || snprintf(side, sizeof(side), "%s/%s.pos", ZX_LAKE_SIDE_DIR, rel) >=
+                        (int)sizeof(side))
+            continue;
+        int g = zx_lake_get(st->lake, side, 0, &b, err, errlen);
+        if (g == ZX_LAKE_NOT_FOUND) {
+            rc = zx_seterr(err, errlen, "%s: zx's copy of its delete file %s is missing: run "
+                           "the sync once with mode replace", st->where,
+                           v->dlive[i].e->file_path);
+            break;
+        }
+        if (g < 0) {
+            rc = -1;
+            break;
+        }
+        size_t off = 0;
+        while (rc == 0 && off + 2 <= b.len) {
+            size_t l = (size_t)(unsigned char)b.p[off] | (size_t)(unsigned char)b.p[off + 1] << 8;
+            if (off + 2 + l + 8 > b.len) {
+                rc = zx_seterr(err, errlen, "%s: zx's copy %s is damaged", st->where, side);
+                break;
+            }
+            char path[1100];
+            int64_t pos;
+            snprintf(path, sizeof(path), "%.*s", (int)l, b.p + off + 2);
+            memcpy(&pos, b.p + off + 2 + l, 8);
+            unsigned char h[16];
+            pair_hash(path, pos, &tmp, h);
+            if (zx_keyset_add(gone, h) < 0)
+                rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+            off += 2 + l + 8;
+        }
+    }
+    zx_buf_free(&b);
+    zx_buf_free(&tmp);
+    return rc;
+}
+
+/* The run's position deletes (once): the rows of zx's live data files
+ * whose keys it wrote or deleted and that no delete file of zx deletes
+ * yet, written as one delete file (Parquet: file_path, pos, sorted), its
+ * copy, and a delete manifest.  0 or -1. */
+static int write_deletes(ice_state *st, const ice_view *v, char *err, size_t errlen)
+{
+    if (st->del_manifest_path || !zx_lw_changed(st->lw))
+        return 0;
+    zx_keyset gone = {0};
+    pos_pair *pairs = NULL;
+    size_t np = 0, cap = 0;
+    zx_buf tmp = {0}, side = {0}, mb = {0};
+    zx_lake_out *out = NULL;
+    zx_pq_writer *pq = NULL;
+    zx_ice_manifest *m = NULL;
+    zx_rowset rs;
+    zx_rowset_init(&rs);
+    char e[512];
+    int rc = load_gone(st, v, &gone, err, errlen);
+    for (size_t i = 0; rc == 0 && i < v->nlive; i++) {
+        const zx_ice_entry *en = v->live[i].e;
+        if (!zx_file(st, en->file_path))
+            continue;
+        int64_t *pos = NULL;
+        size_t n = 0;
+        int g = zx_lw_changed_rows(st->lw, rel_of(st, en->file_path), &pos, &n, err, errlen);
+        if (g == ZX_LAKE_NOT_FOUND)
+            rc = zx_seterr(err, errlen, "%s: the copy of data file %s zx keeps is missing: "
+                           "run the sync once with mode replace", st->where, en->file_path);
+        else if (g < 0)
+            rc = -1;
+        size_t before = np;
+        for (size_t k = 0; rc == 0 && k < n; k++) {
+            unsigned char h[16];
+            pair_hash(en->file_path, pos[k], &tmp, h);
+            if (zx_keyset_has(&gone, h))
+                continue;
+            if (np == cap) {
+                cap = cap ? cap * 2 : 256;
+                pos_pair *nn = realloc(pairs, cap * sizeof(*nn));
+                if (!nn) {
+                    rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+                    break;
+                }
+                pairs = nn;
+            }
+            pairs[np++] = (pos_pair){en->file_path, pos[k]};
+        }
+        if (np > before)
+            json_array_append_new(st->touched, json_string(en->file_path));
+        free(pos);
+    }
+    if (rc < 0 || !np)
+        goto out;
+    qsort(pairs, np, sizeof(*pairs), cmp_pair);
+    /* the delete file and its copy */
+    char uuid[37], rel[200];
+    zx_lake_uuid4(uuid);
+    snprintf(rel, sizeof(rel), "data/zx-%llu-deletes-%.8s.parquet",
+             (unsigned long long)st->run_id, uuid);
+    zx_dcol cols[2] = {{"file_path", ZX_DT_TEXT, 0, 0}, {"pos", ZX_DT_INT64, 0, 0}};
+    int32_t ids[2] = {POS_PATH_ID, POS_POS_ID};
+    if (!(out = zx_lake_create(st->lake, rel, err, errlen))) {
+        rc = -1;
+        goto out;
+    }
+    zx_pq_opts po = {.codec = st->codec, .sink = zx_lake_sink, .sink_ctx = out,
+                     .field_ids = ids};
+    if (zx_pq_open(-1, cols, 2, &po, &pq, e, sizeof(e)) < 0) {
+        rc = zx_seterr(err, errlen, "%s: %s: %s", st->where, rel, e);
+        goto out;
+    }
+    for (size_t a = 0; rc == 0 && a < np; a += 10000) {
+        zx_rowset_reset(&rs);
+        zx_rowset_column(&rs, "file_path", 9, ZX_T_TEXT);
+        zx_rowset_column(&rs, "pos", 3, ZX_T_INT);
+        for (size_t k = a; k < np && k < a + 10000; k++) {
+            size_t l = strlen(pairs[k].path);
+            zx_value pv = {.type = ZX_T_TEXT, .s = pairs[k].path, .len = (uint32_t)l};
+            zx_value iv = {.type = ZX_T_INT, .u.i = pairs[k].pos};
+            if (zx_rowset_begin_row(&rs) < 0 || zx_rowset_add(&rs, 0, &pv) < 0 ||
+                zx_rowset_add(&rs, 1, &iv) < 0) {
+                rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+                break;
+            }
+            zx_rowset_end_row(&rs);
+            unsigned char l2[2] = {(unsigned char)l, (unsigned char)(l >> 8)};
+            if (zx_buf_put(&side, l2, 2) < 0 || zx_buf_put(&side, pairs[k].path, l) < 0 ||
+                zx_buf_put(&side, &pairs[k].pos, 8) < 0)
+                rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+        }
+        if (rc == 0 && zx_pq_write(pq, &rs, e, sizeof(e)) < 0)
+            rc = zx_seterr(err, errlen, "%s: %s: %s", st->where, rel, e);
+    }
+    uint64_t size = 0;
+    if (rc == 0 && zx_pq_finish(pq, NULL, e, sizeof(e)) < 0)
+        rc = zx_seterr(err, errlen, "%s: %s: %s", st->where, rel, e);
+    if (rc == 0) {
+        rc = zx_lake_out_commit(out, &size, err, errlen);
+        out = NULL;
+    }
+    json_array_append_new(st->written_meta, json_string(rel));
+    char sidename[300];
+    snprintf(sidename, sizeof(sidename), "%s/%s.pos", ZX_LAKE_SIDE_DIR, rel);
+    if (rc == 0 && zx_lake_put(st->lake, sidename, side.p, side.len, 0, err, errlen) < 0)
+        rc = -1;
+    if (rc == 0)
+        json_array_append_new(st->written_meta, json_string(sidename));
+    if (rc == 0 && !(st->del_path = uri_of(st, rel)))
+        rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+    /* its manifest */
+    char *sj = rc == 0 ? json_dumps(st->schema, JSON_COMPACT) : NULL;
+    zx_ice_manifest_args ma = {.schema_json = sj, .schema_id = (int32_t)json_integer_value(
+                                   json_object_get(st->schema, "schema-id")),
+                               .partition_spec_json = "[]", .partition_spec_id = st->spec_id,
+                               .content = 1, .codec = ZX_AVRO_DEFLATE};
+    if (rc == 0 && (!sj || zx_ice_manifest_open(&ma, &m, e, sizeof(e)) < 0))
+        rc = zx_seterr(err, errlen, "%s: the delete manifest: %s", st->where, sj ? e : "oom");
+    if (rc == 0) {
+        zx_ice_entry en = {.status = 1, .content = 1, .file_path = st->del_path,
+                           .record_count = (int64_t)np, .file_size_in_bytes = (int64_t)size};
+        if (zx_ice_manifest_add(m, &en, e, sizeof(e)) < 0 ||
+            zx_ice_manifest_finish(m, &mb, e, sizeof(e)) < 0 ||
+            zx_ice_manifest_summary(m, &st->del_manifest) < 0 ||
+            keep_summary(&st->del_manifest, &st->del_manifest_mem) < 0)
+            rc = zx_seterr(err, errlen, "%s: the delete manifest: %s", st->where, e);
+    }
+    free(sj);
+    if (rc == 0) {
+        char name[200];
+        snprintf(name, sizeof(name), "metadata/zx-%llu-%s-d0.avro",
+                 (unsigned long long)st->run_id, uuid);
+        rc = put_meta(st, name, &mb, &st->del_manifest_path, err, errlen);
+        st->del_manifest.manifest_path = st->del_manifest_path;
+        st->del_manifest.manifest_length = (int64_t)mb.len;
+        st->del_rows = (int64_t)np;
+    }
+out:
+    zx_ice_manifest_free(m);
+    zx_pq_free(pq);
+    zx_lake_out_abort(out);
+    zx_rowset_free(&rs);
+    zx_buf_free(&tmp);
+    zx_buf_free(&side);
+    zx_buf_free(&mb);
+    zx_keyset_free(&gone);
+    free(pairs);
+    return rc;
 }
 
 /* Write metadata file name (relative to the location) with bytes b;
@@ -1171,6 +1437,20 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
             tot_size += v.live[i].e->file_size_in_bytes;
         }
     }
+    size_t nt = json_array_size(st->touched), touched_live = 0;
+    for (size_t k = 0; k < nt; k++)
+        for (size_t i = 0; i < v.nlive; i++)
+            if (!strcmp(v.live[i].e->file_path, json_string_value(json_array_get(st->touched,
+                                                                                k)))) {
+                touched_live++;
+                break;
+            }
+    if (touched_live != nt) {
+        rc = zx_seterr(err, errlen, "%s: another writer committed a snapshot that removed "
+                       "data files this run deletes rows of; nothing of this run was "
+                       "committed: the next run starts from the new snapshot", st->where);
+        goto out;
+    }
     if (live_removed != nremoved) {
         rc = zx_seterr(err, errlen, "%s: another writer committed a snapshot that removed "
                        "data files this run rewrites; nothing of this run was committed: the "
@@ -1182,15 +1462,32 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
     int64_t sid = new_snapshot_id();
     *snap = sid;
     /* the manifest list: the others' manifests carried or rewritten, ours */
-    list = calloc(v.nmfiles + 1, sizeof(*list));
-    paths = calloc(v.nmfiles + 1, sizeof(*paths));
-    mems = calloc(v.nmfiles + 1, sizeof(*mems));
+    list = calloc(v.nmfiles + 2, sizeof(*list));
+    paths = calloc(v.nmfiles + 2, sizeof(*paths));
+    mems = calloc(v.nmfiles + 2, sizeof(*mems));
     if (!list || !paths || !mems) {
         rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
         goto out;
     }
+    int64_t tot_del_files = 0, tot_del_rows = 0;
     for (size_t i = 0; i < v.nmfiles; i++) {
         size_t nr = 0, nl = 0;
+        if (v.mfiles[i].content != 0) {  /* zx's delete manifests */
+            int base = 0;
+            size_t k;
+            json_t *x;
+            json_array_foreach(st->base_manifests, k, x)
+                base |= !strcmp(json_string_value(x), v.mfiles[i].manifest_path);
+            if (st->mode == ZX_MODE_REPLACE && base)
+                continue;                 /* replace: what it started from goes */
+            for (size_t d = 0; d < v.ndlive; d++)
+                if (v.dlive[d].manifest == i) {
+                    tot_del_files++;
+                    tot_del_rows += v.dlive[d].e->record_count;
+                }
+            list[nlist++] = v.mfiles[i];
+            continue;
+        }
         for (size_t k = 0; k < v.nlive; k++)
             if (v.live[k].manifest == i) {
                 nl++;
@@ -1220,6 +1517,15 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
         list[nlist].min_sequence_number = seq;
         nlist++;
     }
+    if (st->del_manifest_path) {
+        list[nlist] = st->del_manifest;
+        list[nlist].added_snapshot_id = sid;
+        list[nlist].sequence_number = seq;
+        list[nlist].min_sequence_number = seq;
+        nlist++;
+        tot_del_files++;
+        tot_del_rows += st->del_rows;
+    }
     for (size_t i = 0; i < nlist; i++)
         if (list[i].added_snapshot_id == sid) {
             list[i].sequence_number = seq;
@@ -1242,7 +1548,7 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
         goto out;
     }
     /* the snapshot */
-    int overwrite = st->mode == ZX_MODE_REPLACE || nremoved > 0;
+    int overwrite = st->mode == ZX_MODE_REPLACE || nremoved > 0 || st->del_rows > 0;
     json_t *sum = json_pack("{s:s, s:s}", "operation", overwrite ? "overwrite" : "append",
                             "zx.sync", st->sync);
     char rid[24];
@@ -1260,8 +1566,13 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
     sum_set(sum, "total-data-files", tot_files + (int64_t)st->nfiles);
     sum_set(sum, "total-records", tot_rows + add_rows);
     sum_set(sum, "total-files-size", tot_size + add_size);
-    sum_set(sum, "total-delete-files", 0);
-    sum_set(sum, "total-position-deletes", 0);
+    if (st->del_rows) {
+        sum_set(sum, "added-delete-files", 1);
+        sum_set(sum, "added-position-delete-files", 1);
+        sum_set(sum, "added-position-deletes", st->del_rows);
+    }
+    sum_set(sum, "total-delete-files", tot_del_files);
+    sum_set(sum, "total-position-deletes", tot_del_rows);
     sum_set(sum, "total-equality-deletes", 0);
     json_t *snapshot = json_pack("{s:I, s:I, s:I, s:s, s:o, s:I}", "snapshot-id",
                                  (json_int_t)sid, "sequence-number", (json_int_t)seq,
@@ -1366,10 +1677,10 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
         rc = -1;
     }
 out:
-    for (size_t i = 0; paths && i <= v.nmfiles; i++)
+    for (size_t i = 0; paths && i <= v.nmfiles + 1; i++)
         free(paths[i]);
     free(paths);
-    for (size_t i = 0; mems && i <= v.nmfiles; i++)
+    for (size_t i = 0; mems && i <= v.nmfiles + 1; i++)
         free(mems[i]);
     free(mems);
     free(list);
@@ -1452,8 +1763,12 @@ static void collect_garbage(ice_state *st)
                 continue;
             if (zx_lake_delete(st->lake, rel, e, sizeof(e)) == 0) {
                 deleted++;
-                if (d == 0)
+                if (d == 0) {
                     zx_side_delete(st->lake, rel, e, sizeof(e));
+                    char pos[1300];
+                    snprintf(pos, sizeof(pos), "%s/%s.pos", ZX_LAKE_SIDE_DIR, rel);
+                    zx_lake_delete(st->lake, pos, e, sizeof(e));
+                }
             }
         }
         zx_lake_names_free(names, n);

@@ -71,6 +71,14 @@ int zx_lake_key_hash(const zx_dcol *keycols, const size_t *idx, size_t n,
     return rc;
 }
 
+void zx_lake_hash128(const void *p, size_t n, unsigned char out[ZX_LAKE_KEY_LEN])
+{
+    XXH128_hash_t h = XXH3_128bits(p, n);
+    XXH128_canonical_t cn;
+    XXH128_canonicalFromHash(&cn, h);
+    memcpy(out, cn.digest, ZX_LAKE_KEY_LEN);
+}
+
 static size_t slot_of(const unsigned char k[ZX_LAKE_KEY_LEN], size_t cap)
 {
     uint64_t h;

@@ -32,6 +32,9 @@ int zx_lake_key_hash(const zx_dcol *keycols, const size_t *idx, size_t n,
                      const zx_value *vals, zx_buf scratch[2],
                      unsigned char out[ZX_LAKE_KEY_LEN]);
 
+/* XXH3-128 of p[0..n) into out (the same 16 bytes the sets hold). */
+void zx_lake_hash128(const void *p, size_t n, unsigned char out[ZX_LAKE_KEY_LEN]);
+
 /* A set of key hashes (open addressing).  Start zeroed; free with
  * zx_keyset_free.  Memory: 2 x 17 bytes per key at most. */
 typedef struct zx_keyset {

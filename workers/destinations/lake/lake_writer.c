@@ -748,6 +748,39 @@ int zx_lw_touches(zx_lake_writer *w, const char *name, int *hit, char *err, size
     return g;
 }
 
+int zx_lw_changed_rows(zx_lake_writer *w, const char *name, int64_t **pos, size_t *n,
+                       char *err, size_t errlen)
+{
+    *pos = NULL;
+    *n = 0;
+    if (!w->changed.n)
+        return 0;
+    zx_buf keys = {0};
+    int g = zx_side_keys(w->a.lake, name, &keys, err, errlen);
+    size_t cap = 0;
+    for (size_t k = 0; g == 0 && k + ZX_LAKE_KEY_LEN <= keys.len; k += ZX_LAKE_KEY_LEN) {
+        if (!zx_keyset_has(&w->changed, (const unsigned char *)keys.p + k))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            int64_t *np = realloc(*pos, cap * sizeof(*np));
+            if (!np) {
+                g = oom(w, err, errlen);
+                break;
+            }
+            *pos = np;
+        }
+        (*pos)[(*n)++] = (int64_t)(k / ZX_LAKE_KEY_LEN);
+    }
+    zx_buf_free(&keys);
+    if (g != 0) {
+        free(*pos);
+        *pos = NULL;
+        *n = 0;
+    }
+    return g;
+}
+
 /* One batch of a rewritten file's rows (zx's copy): those whose key the
  * run did not write nor delete go into the run's files, mapped by column
  * name onto the run's columns (a column the copy lacks: NULL). */

@@ -106,6 +106,12 @@ size_t zx_lw_changed(const zx_lake_writer *w);
 /* Whether data file name (zx's, relative to the root) holds a changed
  * key: 0 with *hit, ZX_LAKE_NOT_FOUND (its copy is gone), or -1. */
 int zx_lw_touches(zx_lake_writer *w, const char *name, int *hit, char *err, size_t errlen);
+/* The rows of data file name whose keys the run wrote or deleted, by
+ * position (row order): *pos (malloc'd, the caller frees; NULL when
+ * none) and *n.  0, ZX_LAKE_NOT_FOUND (its copy is gone), or -1. */
+int zx_lw_changed_rows(zx_lake_writer *w, const char *name, int64_t **pos, size_t *n,
+                       char *err, size_t errlen);
+
 /* Write the rows of data file name whose keys did not change into the
  * run's files.  0, ZX_LAKE_NOT_FOUND, or -1. */
 int zx_lw_rewrite(zx_lake_writer *w, const char *name, char *err, size_t errlen);
