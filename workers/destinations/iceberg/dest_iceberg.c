@@ -701,11 +701,8 @@ static int table_partitions(ice_state *st, const zx_dest_run *run, char *err, si
                              "the query does not give: add that column to the query",
                              st->where, (int)src);
         char spec[160];
-        const char *br = strchr(tr, '[');
-        if (br)      /* bucket[16] -> bucket[16](col) */
-            snprintf(spec, sizeof(spec), "%s(%s)", tr, run->cols[i].name);
-        else
-            snprintf(spec, sizeof(spec), "%s(%s)", tr, run->cols[i].name);
+        /* "day" -> day(col), "bucket[16]" -> bucket[16](col) */
+        snprintf(spec, sizeof(spec), "%s(%s)", tr, run->cols[i].name);
         zx_part *pt = &st->parts[k];
         if (zx_part_parse(spec, pt, err, errlen) < 0 ||
             zx_part_check(pt, &run->cols[i], err, errlen) < 0)
