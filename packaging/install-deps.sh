@@ -164,6 +164,13 @@ sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
         echo "zx: installing deltalake and polars from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "deltalake>=1.0" "polars>=1.0"
     fi
+    # A second roaring codec for Delta's deletion vectors: pyroaring's
+    # BitMap64 (CRoaring; test_delta_dv_interop.py).
+    if ! python3 -c 'from pyroaring import BitMap64' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing pyroaring from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "pyroaring>=1.0"
+    fi
     # kinesalite (tests/services/kinesalite) runs on Node.js with npm: the
     # machine's own when it has them (NodeSource's nodejs bundles npm and
     # conflicts with Debian's npm package), else Debian's.
