@@ -183,7 +183,7 @@ static void test_side(void)
     zx_lake *l = open_store("t2");
     if (!l)
         return;
-    zx_side *s = zx_side_open(l, "f.parquet", err, sizeof(err));
+    zx_side *s = zx_side_open(l, "f.parquet", 1, err, sizeof(err));
     CHECK(s != NULL);
     zx_rowset rs;
     zx_rowset_init(&rs);

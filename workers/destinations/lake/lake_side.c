@@ -28,7 +28,7 @@ static int side_name(const char *name, const char *ext, char out[1000])
     return snprintf(out, 1000, "%s/%s.%s", ZX_LAKE_SIDE_DIR, name, ext) < 1000 ? 0 : -1;
 }
 
-zx_side *zx_side_open(zx_lake *l, const char *name, char *err, size_t errlen)
+zx_side *zx_side_open(zx_lake *l, const char *name, int rows, char *err, size_t errlen)
 {
     char rn[1000], kn[1000];
     if (side_name(name, "rows", rn) < 0 || side_name(name, "keys", kn) < 0) {
@@ -41,13 +41,14 @@ zx_side *zx_side_open(zx_lake *l, const char *name, char *err, size_t errlen)
         return NULL;
     }
     s->l = l;
-    if (!(s->z = ZSTD_createCCtx())) {
+    if (rows && !(s->z = ZSTD_createCCtx())) {
         zx_seterr(err, errlen, "out of memory");
         zx_side_abort(s);
         return NULL;
     }
-    ZSTD_CCtx_setParameter(s->z, ZSTD_c_compressionLevel, 1);
-    if (!(s->rows = zx_lake_create(l, rn, err, errlen)) ||
+    if (rows)
+        ZSTD_CCtx_setParameter(s->z, ZSTD_c_compressionLevel, 1);
+    if ((rows && !(s->rows = zx_lake_create(l, rn, err, errlen))) ||
         !(s->keys = zx_lake_create(l, kn, err, errlen))) {
         zx_side_abort(s);
         return NULL;
@@ -82,6 +83,8 @@ int zx_side_add(zx_side *s, const zx_rowset *rs, const unsigned char *keys, char
 {
     if (!rs->nrows)
         return 0;
+    if (!s->rows)
+        return zx_lake_write(s->keys, keys, (size_t)rs->nrows * ZX_LAKE_KEY_LEN, err, errlen);
     zx_frame_meta m = {0};
     m.kind = ZX_FRAME_ROWS;
     zx_buf_reset(&s->fb);
@@ -98,8 +101,8 @@ int zx_side_add(zx_side *s, const zx_rowset *rs, const unsigned char *keys, char
 
 int zx_side_commit(zx_side *s, char *err, size_t errlen)
 {
-    int rc = squeeze(s, "", 0, 1, err, errlen);
-    if (rc == 0) {
+    int rc = s->rows ? squeeze(s, "", 0, 1, err, errlen) : 0;
+    if (rc == 0 && s->rows) {
         rc = zx_lake_out_commit(s->rows, NULL, err, errlen);
         s->rows = NULL;
     }

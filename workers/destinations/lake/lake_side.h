@@ -32,8 +32,10 @@ typedef struct zx_side zx_side;
 
 /* Start the sidecars of data file name (relative to the table's root,
  * "zx-1-00000.parquet" or "data/zx-..." or "region=eu/zx-..."; its folders
- * under _zx/ are made).  NULL with err. */
-zx_side *zx_side_open(zx_lake *l, const char *name, char *err, size_t errlen);
+ * under _zx/ are made): the .keys, and the .rows when rows (a table
+ * upserted by deletes, Delta's deletion vectors or Iceberg's position
+ * deletes, never rewrites a file: its keys suffice).  NULL with err. */
+zx_side *zx_side_open(zx_lake *l, const char *name, int rows, char *err, size_t errlen);
 /* The rows of rs with their key hashes keys[0..rs->nrows).  0 or -1 (then
  * only zx_side_abort). */
 int zx_side_add(zx_side *s, const zx_rowset *rs, const unsigned char *keys, char *err,

@@ -331,7 +331,8 @@ static int slot_start(zx_lake_writer *w, lw_slot *sl, char *err, size_t errlen)
     w->nwritten++;
     if (!(sl->out = zx_lake_create(w->a.lake, sl->cur, err, errlen)))
         return -1;
-    if (w->a.side && !(sl->sd = zx_side_open(w->a.lake, sl->cur, err, errlen)))
+    if (w->a.side && !(sl->sd = zx_side_open(w->a.lake, sl->cur, !w->a.keys_only,
+                                                 err, errlen)))
         return -1;
     /* a partitioned run may have many files open: smaller row groups */
     zx_pq_opts po = {.codec = w->a.codec, .sink = zx_lake_sink, .sink_ctx = sl->out,

@@ -53,6 +53,9 @@ typedef struct zx_lw_args {
     const char *const *key_cols;  /* names among cols; may be 0 */
     size_t nkeys;
     int side;                     /* keep the copy of each file's rows */
+    int keys_only;                /* with side: keep only the key hashes
+                                     (a merge-on-read table: deletes by
+                                     position, no file is ever rewritten) */
     int track;                    /* keep the changed keys (needs side) */
     zx_pq_codec codec;
     uint32_t file_rows;           /* rows per file at most (>= 1) */
