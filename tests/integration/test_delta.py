@@ -6,8 +6,12 @@ value by value, types included.
 
 - every mode (replace, append, upsert, mirror) over several runs, with
   updates, deletes, key moves and a new column (schema growth);
-- copy-on-write: an upsert that changes a few rows rewrites only the data
-  files holding them (file_rows small, so the table has many files);
+- deletion vectors (tables zx creates for a keyed sync): an upsert or
+  mirror marks the rows it replaces or deletes in the files' deletion
+  vectors, read by both readers, across runs, checkpoints and vacuum;
+- copy-on-write (deletion_vectors: false, or a table without them): an
+  upsert that changes a few rows rewrites only the data files holding
+  them (file_rows small, so the table has many files);
 - each run is one commit whose txn names the sync and the run; the log is
   written put-if-absent: a writer (deltalake) appending between zx's runs
   keeps its rows, and a commit racing zx's is not lost;
@@ -73,8 +77,15 @@ def expected(z, cols="id, name, price, at"):
 
 
 def read_deltalake(path, cols, storage_options=None):
+    """The table through delta-rs: its pyarrow dataset, or, for a table
+    with deletion vectors (which that path refuses), its own scan (the
+    delta kernel's, which applies them)."""
+    import pyarrow as pa
     dt = deltalake.DeltaTable(path, storage_options=storage_options)
-    t = dt.to_pyarrow_table()
+    if "deletionVectors" in (dt.protocol().reader_features or []):
+        t = pa.table(pa.RecordBatchReader.from_stream(dt.scan()))
+    else:
+        t = dt.to_pyarrow_table()
     rows = sorted(zip(*[t.column(c).to_pylist() for c in cols]), key=lambda r: r[0])
     return rows, dt
 
@@ -92,12 +103,15 @@ def check(z, path, cols=("id", "name", "price", "at")):
     return dt
 
 
-def delta_sync(sync_env, mode, key=("id",), name="lake", file_rows=None, query=None, rows=0):
+def delta_sync(sync_env, mode, key=("id",), name="lake", file_rows=None, query=None, rows=0,
+               dv=None):
     z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
     path = os.path.join(z.data_dir, "exports", name)
     d = {"path": f"var/exports/{name}"}
     if file_rows:
         d["file_rows"] = file_rows
+    if dv is not None:
+        d["deletion_vectors"] = dv
     z.syncs = {name: {"author": "alice", "query": query or "SELECT id, name, price, at FROM items",
                       "dest": {"delta": d}, "mode": mode,
                       "key": list(key) if key else None}}
@@ -163,18 +177,46 @@ def test_append_adds_every_run(sync_env):
     assert [a for a in actions(path, 1) if "remove" in a] == []
 
 
-@pytest.mark.parametrize("mode", ["upsert", "mirror"])
-def test_upsert_and_mirror_over_several_runs(sync_env, mode):
-    z, path = delta_sync(sync_env, mode, rows=3000, file_rows=1000)
+@pytest.mark.parametrize("mode,dv", [("upsert", True), ("mirror", True),
+                                     ("upsert", False), ("mirror", False)])
+def test_upsert_and_mirror_over_several_runs(sync_env, mode, dv):
+    z, path = delta_sync(sync_env, mode, rows=3000, file_rows=1000, dv=dv)
     assert z.run("lake")["rows_sent"] == 3000
     check(z, path)
     assert len(deltalake.DeltaTable(path).file_uris()) == 3
-    # change two rows in the first file, insert one: only that file is rewritten
+    proto = [a["protocol"] for a in actions(path, 0) if "protocol" in a][0]
+    if dv:
+        assert proto == {"minReaderVersion": 3, "minWriterVersion": 7,
+                         "readerFeatures": ["deletionVectors"],
+                         "writerFeatures": ["deletionVectors"]}
+        md = [a["metaData"] for a in actions(path, 0) if "metaData" in a][0]
+        assert md["configuration"] == {"delta.enableDeletionVectors": "true"}
+    else:
+        assert proto == {"minReaderVersion": 1, "minWriterVersion": 2}
+    # change two rows in the first file, insert one: only that file is
+    # touched (a new deletion vector, or rewritten)
     z.ws_exec("UPDATE items SET name = 'changed', price = NULL WHERE id IN (5, 7)",
               "INSERT INTO items VALUES (5000, 'new', 1.0, '2026-12-01T01:02:03.456789Z')")
     r = z.run("lake")
     assert r["state"] == "succeeded" and r["rows_sent"] == 3
-    assert r["files_removed"] == 1, r
+    if dv:
+        assert r["files_removed"] == 0 and r["files_added"] == 1, r
+        assert r["made"] == "delta version 1 (deletion vectors of 1 file)", r
+        a1 = actions(path, 1)
+        rm = [a["remove"] for a in a1 if "remove" in a]
+        re_add = [a["add"] for a in a1 if "add" in a and "deletionVector" in a["add"]]
+        assert len(rm) == 1 and len(re_add) == 1 and rm[0]["path"] == re_add[0]["path"]
+        assert "deletionVector" not in rm[0]
+        d = re_add[0]["deletionVector"]
+        assert d["storageType"] == "u" and d["cardinality"] == 2 and d["offset"] == 1
+        assert d["pathOrInlineDv"].startswith("zx") and len(d["pathOrInlineDv"]) == 22
+        assert json.loads(re_add[0]["stats"])["tightBounds"] is False
+        assert len(os.listdir(os.path.join(path, "zx"))) == 1
+        # zx keeps only the keys of its files: no copy of their rows
+        side = os.listdir(os.path.join(path, "_zx"))
+        assert side and not [n for n in side if n.endswith(".rows")], side
+    else:
+        assert r["files_removed"] == 1, r
     check(z, path)
     assert len(deltalake.DeltaTable(path).file_uris()) == 4 or \
         len(deltalake.DeltaTable(path).file_uris()) == 3
@@ -352,7 +394,7 @@ def test_a_writer_that_commits_during_a_run_loses_nothing(sync_env):
     wait_for(lambda: z.runs("lake") and z.runs("lake")[0]["state"] in ("succeeded", "failed"),
              "run 2")
     r = z.runs("lake")[0]
-    assert r["state"] == "succeeded" and r["made"] == "delta version 2", r
+    assert r["state"] == "succeeded" and r["made"].startswith("delta version 2"), r
     assert "event=delta_commit_retry" in z.log_text()
     got, _ = read_deltalake(path, ["id", "name"])
     assert len(got) == 11 and dict(got)[100] == "other" and dict(got)[4] == "new"
@@ -445,6 +487,184 @@ def test_checkpoints_and_retention(sync_env):
     check(z, path)
 
 
+def z85_decode(s):
+    alpha = ("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+             ".-:+=^!/*?&<>()[]{}@%$#")
+    out = b""
+    for i in range(0, len(s), 5):
+        v = 0
+        for c in s[i:i + 5]:
+            v = v * 85 + alpha.index(c)
+        out += v.to_bytes(4, "big")
+    return out
+
+
+def live_dv_files(path):
+    """The deletion vector files ("zx/deletion_vector_<uuid>.bin") of the
+    live files: the latest checkpoint's adds, then the commits after it,
+    a logical file being its path and its vector."""
+    import pyarrow.parquet as pq
+    import uuid
+    dlog = os.path.join(path, "_delta_log")
+    with open(os.path.join(dlog, "_last_checkpoint")) as fh:
+        cv = json.load(fh)["version"]
+    live = {}
+
+    def key(a):
+        d = a.get("deletionVector")
+        return (a["path"], None if not d else (d["storageType"], d["pathOrInlineDv"],
+                                                d.get("offset")))
+    for r in pq.read_table(os.path.join(dlog, "%020d.checkpoint.parquet" % cv)).to_pylist():
+        if r.get("add"):
+            live[key(r["add"])] = r["add"]
+    for v in log_versions(path):
+        if v <= cv:
+            continue
+        for a in actions(path, v):
+            if "remove" in a:
+                live.pop(key(a["remove"]), None)
+            if "add" in a:
+                live[key(a["add"])] = a["add"]
+    names = set()
+    for a in live.values():
+        d = a.get("deletionVector")
+        if d and d["storageType"] == "u":
+            pd = d["pathOrInlineDv"]
+            names.add("deletion_vector_%s.bin" % uuid.UUID(bytes=z85_decode(pd[-20:])))
+    return names
+
+
+def test_deletion_vectors_across_runs_checkpoints_and_vacuum(sync_env):
+    """A table with deletion vectors (made by deltalake, with retentions of
+    0 days): every run of a mirror marks the rows it replaces or deletes in
+    the vectors of zx's files, a vector growing over runs (a row changed
+    again, rows of the same file in later runs); a file whose rows are all
+    deleted is removed; deltalake appending between runs keeps its rows
+    (zx replaces no row of a file it did not write); the checkpoint at
+    version 10 carries the vectors (both readers read the table after the
+    log before it is gone); vector files no longer current are vacuumed."""
+    import random
+    import pyarrow as pa
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    path = os.path.join(z.data_dir, "exports", "lake")
+    z.syncs = {"lake": {"author": "alice",
+                        "query": "SELECT id, name, price, at FROM items WHERE id < 100000",
+                        "dest": {"delta": {"path": "var/exports/lake", "file_rows": 1000}},
+                        "mode": "mirror", "key": ["id"]}}
+    z.write_config()
+    make_items(z, 3000)
+    empty = pa.table({"id": pa.array([], pa.int64()), "name": pa.array([], pa.string()),
+                      "price": pa.array([], pa.float64()),
+                      "at": pa.array([], pa.timestamp("us", tz="UTC"))})
+    deltalake.write_deltalake(path, empty, configuration={
+        "delta.enableDeletionVectors": "true",
+        "delta.logRetentionDuration": "interval 0 days",
+        "delta.deletedFileRetentionDuration": "interval 0 days"})
+    z.start()
+    assert z.run("lake")["state"] == "succeeded"
+    check(z, path)
+    rnd = random.Random(21)
+    for i in range(10):
+        ids = rnd.sample(range(1, 2001), 40)
+        z.ws_exec("UPDATE items SET name = 'u%d', price = %d WHERE id IN (%s)" % (
+            i, i, ", ".join(map(str, ids[:20]))),
+            "DELETE FROM items WHERE id IN (%s)" % ", ".join(map(str, ids[20:])),
+            "UPDATE items SET name = 'again%d' WHERE id = 7" % i,
+            "INSERT INTO items VALUES (%d, 'n%d', 1.5, NULL)" % (5000 + i, i))
+        if i == 3:
+            # every row of the third file goes: the file is removed
+            z.ws_exec("DELETE FROM items WHERE id > 2000 AND id <= 3000")
+        if i == 5:
+            # another writer appends rows zx's query does not give
+            deltalake.write_deltalake(path, pa.table({
+                "id": pa.array([100001, 100002], pa.int64()),
+                "name": pa.array(["other", "other"]), "price": pa.array([1.0, 2.0]),
+                "at": pa.array([None, None], pa.timestamp("us", tz="UTC"))}), mode="append")
+        r = z.run("lake")
+        assert r["state"] == "succeeded", r
+        if i == 3:
+            assert r["files_removed"] == 1, r
+        want = expected(z)
+        if i >= 5:
+            want = want + [(100001, "other", 1.0, None), (100002, "other", 2.0, None)]
+        got, dt = read_deltalake(path, ("id", "name", "price", "at"))
+        assert got == want, i
+        assert read_polars(path, ["id", "name", "price", "at"]) == want, i
+    # the vectors of the first file grew over the runs
+    files = {os.path.basename(a["path"]): a for a in
+             [json.loads(l)["add"] for v in log_versions(path) for l in
+              open(os.path.join(path, "_delta_log", "%020d.json" % v)) if '"add"' in l]}
+    cards = [a["deletionVector"]["cardinality"] for a in files.values()
+             if a.get("deletionVector")]
+    assert cards and max(cards) > 40, cards
+    dlog = os.path.join(path, "_delta_log")
+    assert os.path.exists(os.path.join(dlog, "%020d.checkpoint.parquet" % 10))
+    assert min(log_versions(path)) == 10
+    # both readers from the checkpoint on
+    want = expected(z) + [(100001, "other", 1.0, None), (100002, "other", 2.0, None)]
+    got, dt = read_deltalake(path, ("id", "name", "price", "at"))
+    assert got == want
+    assert read_polars(path, ["id", "name", "price", "at"]) == want
+    # the vector files on disk are the ones live files use (older ones
+    # vacuumed): the live files from the checkpoint (read with pyarrow) and
+    # the commits after it
+    assert sorted(os.listdir(os.path.join(path, "zx"))) == sorted(live_dv_files(path))
+
+
+    # one more run from zx's checkpoint state, and the table is still right
+    z.ws_exec("DELETE FROM items WHERE id = 8", "UPDATE items SET name = 'late' WHERE id = 9")
+    assert z.run("lake")["state"] == "succeeded"
+    got, dt = read_deltalake(path, ("id", "name", "price", "at"))
+    want = expected(z) + [(100001, "other", 1.0, None), (100002, "other", 2.0, None)]
+    assert got == want
+    assert read_polars(path, ["id", "name", "price", "at"]) == want
+
+
+def test_deletion_vectors_turned_off_and_protocols_zx_cannot_write(sync_env):
+    """A table whose deletion vectors are turned off after zx wrote it with
+    them: zx kept only its files' keys, cannot rewrite them, and says what
+    to do; a replace run takes the table on by copy-on-write.  A table
+    needing a feature zx does not know is refused, naming it."""
+    z, path = delta_sync(sync_env, "mirror", rows=50)
+    assert z.run("lake")["state"] == "succeeded"
+    deltalake.DeltaTable(path).alter.set_table_properties(
+        {"delta.enableDeletionVectors": "false"})
+    z.ws_exec("UPDATE items SET name = 'x' WHERE id = 3")
+    r = z.run("lake", check=False)
+    assert r["state"] == "failed" and "kept only its keys" in r["error"] and \
+        "delta.enableDeletionVectors back to true" in r["error"], r
+    z.syncs["lake"]["mode"] = "replace"
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    assert z.run("lake")["state"] == "succeeded"
+    z.syncs["lake"]["mode"] = "mirror"
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    z.ws_exec("UPDATE items SET name = 'y' WHERE id = 4")
+    r = z.run("lake")
+    assert r["state"] == "succeeded" and r["files_removed"] == 1, r
+    check(z, path)
+    # column mapping: refused by name
+    other = os.path.join(z.data_dir, "exports", "cm")
+    os.makedirs(os.path.join(other, "_delta_log"))
+    with open(os.path.join(other, "_delta_log", "%020d.json" % 0), "w") as fh:
+        fh.write(json.dumps({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+                                          "readerFeatures": ["columnMapping"],
+                                          "writerFeatures": ["columnMapping"]}}) + "\n")
+        fh.write(json.dumps({"metaData": {"id": "x", "format": {"provider": "parquet"},
+                                          "schemaString": json.dumps({
+                                              "type": "struct", "fields": []}),
+                                          "partitionColumns": [], "configuration": {}}}) + "\n")
+    z.syncs["cm"] = {"author": "alice", "query": "SELECT id FROM items",
+                     "dest": {"delta": {"path": "var/exports/cm"}}, "mode": "mirror",
+                     "key": ["id"]}
+    z.write_config()
+    assert z.zxctl("reload").returncode == 0
+    r = z.run("cm", check=False)
+    assert r["state"] == "failed" and "columnMapping" in r["error"] and \
+        "new table" in r["error"], r
+
+
 def test_preview_sends_nothing(sync_env):
     z, path = delta_sync(sync_env, "mirror", rows=5)
     z.run("lake")
@@ -491,9 +711,12 @@ def test_a_partitioned_table(sync_env):
     assert "region" not in pq.read_schema(os.path.join(path, f)).names
     z.ws_exec("UPDATE items SET name = 'x' WHERE id = 3")     # an eu row
     r = z.run("lake")
-    assert r["files_removed"] == 1 and r["files_added"] == 1, r
+    # deletion vectors: the eu file gets one, the new row a new eu file
+    assert r["files_removed"] == 0 and r["files_added"] == 1, r
+    assert r["made"].endswith("(deletion vectors of 1 file)"), r
     got, _ = read_deltalake(path, cols)
     assert got == want()
+    assert read_polars(path, cols) == want()
     # a partition_by that differs from the table's fails the run
     z.syncs["lake"]["extra"] = {"partition_by": "[name]"}
     z.write_config()
@@ -535,7 +758,11 @@ def test_a_table_in_s3(sync_env, moto):
     assert z.run("s3lake")["state"] == "succeeded"
     z.ws_exec("DELETE FROM items WHERE id = 10", "UPDATE items SET name = 'u' WHERE id = 2000")
     r = z.run("s3lake")
-    assert r["state"] == "succeeded" and r["files_removed"] == 2, r
+    assert r["state"] == "succeeded" and r["files_removed"] == 0, r
+    assert r["made"] == "delta version 1 (deletion vectors of 2 files)", r
+    dvs = [o["Key"] for o in s3.list_objects_v2(Bucket=b, Prefix="tables/items/zx/")
+           .get("Contents", [])]
+    assert len(dvs) == 1 and dvs[0].endswith(".bin"), dvs
     so = {"AWS_ENDPOINT_URL": env["AWS_ENDPOINT"], "AWS_REGION": env["REGION"],
           "AWS_ACCESS_KEY_ID": "zxtestkey", "AWS_SECRET_ACCESS_KEY": SECRET,
           "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}

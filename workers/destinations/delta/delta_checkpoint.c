@@ -50,16 +50,21 @@ typedef struct node {
 static const node FORMAT[] = { LEAF("provider", K_STR), LEAF("options", K_MAP), END };
 static const node TXN[] = { LEAF("appId", K_STR), LEAF("version", K_LONG),
                             LEAF("lastUpdated", K_LONG), END };
+static const node DV[] = { LEAF("storageType", K_STR), LEAF("pathOrInlineDv", K_STR),
+                           LEAF("offset", K_INT), LEAF("sizeInBytes", K_INT),
+                           LEAF("cardinality", K_LONG), END };
 static const node ADD[] = { LEAF("path", K_STR), LEAF("partitionValues", K_MAP),
                             LEAF("size", K_LONG), LEAF("modificationTime", K_LONG),
                             LEAF("dataChange", K_BOOL), LEAF("stats", K_STR),
-                            LEAF("tags", K_MAP), LEAF("baseRowId", K_LONG),
+                            LEAF("tags", K_MAP), { "deletionVector", K_STRUCT, DV },
+                            LEAF("baseRowId", K_LONG),
                             LEAF("defaultRowCommitVersion", K_LONG),
                             LEAF("clusteringProvider", K_STR), END };
 static const node REMOVE[] = { LEAF("path", K_STR), LEAF("deletionTimestamp", K_LONG),
                                LEAF("dataChange", K_BOOL),
                                LEAF("extendedFileMetadata", K_BOOL),
-                               LEAF("partitionValues", K_MAP), LEAF("size", K_LONG), END };
+                               LEAF("partitionValues", K_MAP), LEAF("size", K_LONG),
+                               { "deletionVector", K_STRUCT, DV }, END };
 static const node METADATA[] = { LEAF("id", K_STR), LEAF("name", K_STR),
                                  LEAF("description", K_STR), { "format", K_STRUCT, FORMAT },
                                  LEAF("schemaString", K_STR),

@@ -8,14 +8,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/util.h"
+#include "workers/destinations/delta/delta_dv.h"
 
-/* The protocol versions zx writes and reads: readers 1, writers 2 (no
- * table features).  A table needing more is refused. */
-#define READER_MAX 1
-#define WRITER_MAX 2
+/* The protocol zx writes and reads: readers 1, writers 1 and 2 (no table
+ * features), or reader 3 and writer 7 with only the features below.  A
+ * table needing more is refused. */
 #define COMMIT_MAX ((size_t)64 << 20)
+static const char *const reader_features[] = {"deletionVectors", "timestampNtz",
+                                               "variantType", NULL};
+/* invariants: only while the schema holds none (zx does not check them);
+ * timestampNtz and variantType: zx writes neither type (such a column is
+ * null in zx's files, or a type change it refuses) */
+static const char *const writer_features[] = {"deletionVectors", "appendOnly", "invariants",
+                                               "timestampNtz", "variantType", NULL};
 
 void zx_delta_commit_name(int64_t v, char out[64])
 {
@@ -37,6 +45,71 @@ static void file_free(zx_delta_file *f)
 {
     free(f->path);
     free(f->add_json);
+    free(f->dv_id);
+    free(f->dv_file);
+}
+
+/* A deletionVector descriptor (PROTOCOL.md "Deletion Vector Descriptor
+ * Schema"): its uniqueId into *id and, for storageType 'u', its file's
+ * name relative to the root into *file (both malloc'd; NULL: no
+ * descriptor, or no file).  0 or -1 (malformed, out of memory). */
+static int dv_parse(const json_t *dv, char **id, char **file, const char *where, char *err,
+                    size_t errlen)
+{
+    *id = *file = NULL;
+    if (!dv || json_is_null(dv))
+        return 0;
+    const char *ty = json_string_value(json_object_get(dv, "storageType"));
+    const char *pd = json_string_value(json_object_get(dv, "pathOrInlineDv"));
+    json_t *off = json_object_get(dv, "offset");
+    json_t *sz = json_object_get(dv, "sizeInBytes"), *card = json_object_get(dv, "cardinality");
+    if (!ty || strlen(ty) != 1 || !strchr("uip", ty[0]) || !pd || !pd[0] ||
+        (off && !json_is_null(off) && (!json_is_integer(off) || json_integer_value(off) < 0)) ||
+        !json_is_integer(sz) || json_integer_value(sz) < 0 || !json_is_integer(card) ||
+        json_integer_value(card) < 0)
+        return zx_seterr(err, errlen, "%s: a malformed deletionVector (storageType, "
+                         "pathOrInlineDv, offset, sizeInBytes and cardinality are required "
+                         "as PROTOCOL.md says)", where);
+    zx_buf b = {0};
+    if (json_is_integer(off) ? zx_buf_printf(&b, "%s%s@%lld", ty, pd,
+                                             (long long)json_integer_value(off)) < 0
+                             : zx_buf_printf(&b, "%s%s", ty, pd) < 0) {
+        zx_buf_free(&b);
+        return zx_seterr(err, errlen, "%s: out of memory", where);
+    }
+    *id = b.p;
+    if (ty[0] == 'u') {
+        char name[200];
+        if (zx_dv_uuid_name(pd, name, sizeof(name)) < 0) {
+            free(*id);
+            *id = NULL;
+            return zx_seterr(err, errlen, "%s: a deletionVector of storageType 'u' whose "
+                             "pathOrInlineDv '%.60s' is not a prefix and a Z85 UUID", where,
+                             pd);
+        }
+        if (!(*file = strdup(name))) {
+            free(*id);
+            *id = NULL;
+            return zx_seterr(err, errlen, "%s: out of memory", where);
+        }
+    }
+    return 0;
+}
+
+int zx_delta_dv_on(const zx_delta_table *t)
+{
+    if (t->reader_version != 3 || t->writer_version != 7 || !t->protocol)
+        return 0;
+    int rf = 0, wf = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(t->protocol, "readerFeatures"), i, x)
+        rf |= json_is_string(x) && !strcmp(json_string_value(x), "deletionVectors");
+    json_array_foreach(json_object_get(t->protocol, "writerFeatures"), i, x)
+        wf |= json_is_string(x) && !strcmp(json_string_value(x), "deletionVectors");
+    json_t *cf = t->metadata ? json_object_get(t->metadata, "configuration") : NULL;
+    const char *on = json_string_value(json_object_get(cf, "delta.enableDeletionVectors"));
+    return rf && wf && on && !strcasecmp(on, "true");
 }
 
 void zx_delta_table_free(zx_delta_table *t)
@@ -170,28 +243,57 @@ static int add_file(zx_delta_table *t, json_t *a, const char *where, char *err, 
         json_decref(sj);
     }
     const char *zr = json_string_value(json_object_get(json_object_get(a, "tags"), "zx.rows"));
-    f->zx = zr && !strcmp(zr, "1");
-    if (!(f->add_json = json_dumps(a, JSON_COMPACT))) {
+    f->zx = zr && (!strcmp(zr, "1") || !strcmp(zr, "keys"));
+    if (dv_parse(json_object_get(a, "deletionVector"), &f->dv_id, &f->dv_file, where, err,
+                 errlen) < 0) {
         free(p);
+        return -1;
+    }
+    if (!(f->add_json = json_dumps(a, JSON_COMPACT))) {
+        file_free(f);
         return zx_seterr(err, errlen, "%s: out of memory", where);
     }
     t->nfiles++;
     return 0;
 }
 
-static void remove_file(zx_delta_table *t, const char *path)
+/* Remove the live file of path whose deletion vector is dv_id (NULL:
+ * none): a logical file is its path and its deletion vector
+ * (PROTOCOL.md), so the remove of a file's old deletion vector leaves the
+ * add of its new one alone, in whatever order a commit lists them. */
+static void remove_file(zx_delta_table *t, const char *path, const char *dv_id)
 {
     char *p = path_decode(path);
     if (!p)
         return;
     for (size_t i = 0; i < t->nfiles; i++)
-        if (!strcmp(t->files[i].path, p)) {
+        if (!strcmp(t->files[i].path, p) &&
+            (dv_id ? t->files[i].dv_id && !strcmp(t->files[i].dv_id, dv_id)
+                   : !t->files[i].dv_id)) {
             file_free(&t->files[i]);
             memmove(&t->files[i], &t->files[i + 1], (t->nfiles - i - 1) * sizeof(*t->files));
             t->nfiles--;
             break;
         }
     free(p);
+}
+
+/* 1 when fs is an array of names all in known (NULL-ended). */
+static int features_ok(const json_t *fs, const char *const *known)
+{
+    if (!json_is_array(fs))
+        return 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(fs, i, x) {
+        const char *n = json_string_value(x);
+        int k = 0;
+        while (n && known[k] && strcmp(known[k], n))
+            k++;
+        if (!n || !known[k])
+            return 0;
+    }
+    return 1;
 }
 
 static int apply_protocol(zx_delta_table *t, json_t *a, const char *where, char *err,
@@ -204,14 +306,20 @@ static int apply_protocol(zx_delta_table *t, json_t *a, const char *where, char 
     t->writer_version = (int)json_integer_value(wv);
     json_decref(t->protocol);
     t->protocol = json_incref(a);
-    if (t->reader_version > READER_MAX || t->writer_version > WRITER_MAX) {
-        json_t *rf = json_object_get(a, "readerFeatures"), *wf = json_object_get(a, "writerFeatures");
+    json_t *rf = json_object_get(a, "readerFeatures"), *wf = json_object_get(a, "writerFeatures");
+    int ok = (t->reader_version <= 1 || (t->reader_version == 3 && features_ok(rf,
+                                                                  reader_features))) &&
+             (t->writer_version <= 2 || (t->writer_version == 7 && features_ok(wf,
+                                                                  writer_features)));
+    if (!ok) {
         char *rfs = rf ? json_dumps(rf, JSON_COMPACT) : NULL, *wfs = wf ? json_dumps(wf, JSON_COMPACT) : NULL;
         zx_seterr(err, errlen, "%s: the table needs Delta reader version %d and writer "
-                  "version %d%s%s%s%s; zx writes tables of versions %d and %d only: write "
-                  "this sync to a new table (another path)", where, t->reader_version,
-                  t->writer_version, rfs ? ", reader features " : "", rfs ? rfs : "",
-                  wfs ? ", writer features " : "", wfs ? wfs : "", READER_MAX, WRITER_MAX);
+                  "version %d%s%s%s%s; zx reads and writes tables of reader version 1 and "
+                  "writer version 2, or 3 and 7 with the features deletionVectors, "
+                  "appendOnly, invariants, timestampNtz and variantType only: write this "
+                  "sync to a new table (another path)", where,
+                  t->reader_version, t->writer_version, rfs ? ", reader features " : "",
+                  rfs ? rfs : "", wfs ? ", writer features " : "", wfs ? wfs : "");
         free(rfs);
         free(wfs);
         return -1;
@@ -261,15 +369,29 @@ int zx_delta_apply(zx_delta_table *t, int64_t version, const char *text, size_t 
             rc = add_file(t, a, at, err, errlen);
         else if ((a = json_object_get(o, "remove"))) {
             const char *p = json_string_value(json_object_get(a, "path"));
-            if (p)
-                remove_file(t, p);
+            char *dv_id = NULL, *dv_file = NULL;
+            rc = dv_parse(json_object_get(a, "deletionVector"), &dv_id, &dv_file, at, err,
+                          errlen);
+            if (p && rc == 0)
+                remove_file(t, p, dv_id);
+            /* zx's files to vacuum once the retention is over: its data
+             * files, and its deletion vector files ("zx/deletion_vector_*",
+             * also in a state copy's tombstone lines) */
+            json_t *ts = json_integer(json_integer_value(json_object_get(a,
+                                                                         "deletionTimestamp")));
             const char *base = p ? strrchr(p, '/') : NULL;
             base = base ? base + 1 : p;
-            char *dp = p && !strncmp(base, "zx-", 3) ? path_decode(p) : NULL;
-            if (dp && t->tombstones)
-                json_object_set_new(t->tombstones, dp, json_integer(json_integer_value(
-                                        json_object_get(a, "deletionTimestamp"))));
+            char *dp = p && (!strncmp(base, "zx-", 3) ||
+                             !strncmp(p, ZX_DELTA_DV_PREFIX "/deletion_vector_", 19))
+                       ? path_decode(p) : NULL;
+            if (dp && ts)
+                json_object_set(t->tombstones, dp, ts);
+            if (dv_file && !strncmp(dv_file, ZX_DELTA_DV_PREFIX "/", 3) && ts)
+                json_object_set(t->tombstones, dv_file, ts);
+            json_decref(ts);
             free(dp);
+            free(dv_id);
+            free(dv_file);
         } else if ((a = json_object_get(o, "zxCommitTimes"))) {
             /* zx's state copy: the times of the versions before it */
             json_t *ms = json_object_get(a, "ms");
@@ -488,6 +610,11 @@ int zx_delta_read(zx_lake *lake, zx_delta_table *t, char *err, size_t errlen)
     if (!t->metadata || !t->protocol)
         return zx_seterr(err, errlen, "%s: the log has no %s action", where,
                          t->metadata ? "protocol" : "metaData");
+    const char *sch = json_string_value(json_object_get(t->metadata, "schemaString"));
+    if (sch && strstr(sch, "delta.invariants"))
+        return zx_seterr(err, errlen, "%s: the table's schema has column invariants "
+                         "(delta.invariants), which zx does not check: write this sync to a "
+                         "new table (another path)", where);
     return 0;
 }
 

@@ -37,9 +37,14 @@ typedef struct zx_delta_file {
                                 action has it (decoded: no %xx) */
     int64_t size;
     int64_t records;         /* stats.numRecords; -1 unknown */
-    int zx;                  /* 1: written by zx with its row sidecar
-                                (tags zx.rows = "1") */
+    int zx;                  /* 1: written by zx with its sidecars (tags
+                                zx.rows = "1": keys and rows, "keys": keys) */
     char *add_json;          /* the add action's object as a JSON text */
+    char *dv_id;             /* its deletion vector's uniqueId
+                                ("<storageType><pathOrInlineDv>[@<offset>]");
+                                NULL: none */
+    char *dv_file;           /* a 'u' deletion vector's file, relative to
+                                the root; NULL: none, or inline */
 } zx_delta_file;
 
 /* One column of the table's schema (top-level fields; nested types are
@@ -66,9 +71,20 @@ typedef struct zx_delta_table {
     int64_t *commit_ms;      /* commitInfo.timestamp of versions
                                 first..version (0: none) */
     size_t ncommit_ms;
-    json_t *tombstones;      /* zx's data files removed: path -> the
+    json_t *tombstones;      /* zx's data files removed, and its deletion
+                                vector files no longer current: path -> the
                                 remove's deletionTimestamp (ms) */
 } zx_delta_table;
+
+/* The folder of the deletion vector files zx writes: the random prefix of
+ * their pathOrInlineDv ("zx" and the 20-character Z85 UUID), so that
+ * "zx/deletion_vector_<uuid>.bin" is known as zx's. */
+#define ZX_DELTA_DV_PREFIX "zx"
+
+/* Whether t's protocol supports deletion vectors (reader 3 and writer 7
+ * with the feature deletionVectors) and its configuration turns them on
+ * (delta.enableDeletionVectors = true): 1 or 0. */
+int zx_delta_dv_on(const zx_delta_table *t);
 
 /* The copy of a checkpoint's state zx keeps ("_zx/delta-state-%020lld.json"). */
 void zx_delta_state_name(int64_t v, char out[80]);
@@ -79,7 +95,9 @@ char *zx_delta_state_text(const zx_delta_table *t, size_t *len);
 /* Read the table at root (lake) into *t (zeroed first; free with
  * zx_delta_table_free even after -1).  No log: t->version -1, 0.  0 or -1
  * (a commit missing or malformed, a checkpoint zx cannot read, a protocol
- * whose reader or writer version or features zx does not support). */
+ * whose reader or writer version or features zx does not support: it
+ * reads and writes reader versions 1 and 3, writer versions 1, 2 and 7,
+ * with the features deletionVectors and appendOnly). */
 int zx_delta_read(zx_lake *lake, zx_delta_table *t, char *err, size_t errlen);
 void zx_delta_table_free(zx_delta_table *t);
 

@@ -17,6 +17,8 @@ typedef struct zx_delta_opts {
                                 `kind: aws` connection; NULL: a folder */
     char *compression;       /* `compression`: "zstd" (default) | "snappy" | "none" */
     uint32_t file_rows;      /* `file_rows`: rows per data file at most */
+    int deletion_vectors;    /* `deletion_vectors`: 1 (default): a table zx
+                                creates for a sync with a key has them */
 } zx_delta_opts;
 
 #endif

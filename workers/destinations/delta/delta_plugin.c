@@ -43,9 +43,21 @@ static const zx_cf_option options[] = {
     {.section = "pipelines.<name>.destination.delta", .name = "file_rows",
      .type = ZX_CF_UINT, .def = "262144", .offset = OWN(file_rows), .flags = ZX_CF_OWN,
      .min = 1000, .max = 100000000, .sources = sync_only,
-     .help = "Rows per data file at most. An upsert or mirror run rewrites the "
-     "files that hold a changed or deleted key: smaller files make a run that "
-     "changes few rows write less."},
+     .help = "Rows per data file at most. On a table without deletion vectors, "
+     "an upsert or mirror run rewrites the files that hold a changed or deleted "
+     "key: smaller files make a run that changes few rows write less."},
+    {.section = "pipelines.<name>.destination.delta", .name = "deletion_vectors",
+     .type = ZX_CF_BOOL, .def = "true", .offset = OWN(deletion_vectors),
+     .flags = ZX_CF_OWN, .sources = sync_only,
+     .help = "`true`: a table zx creates for a sync with a `key` supports deletion "
+     "vectors (protocol: reader 3, writer 7, feature `deletionVectors`; property "
+     "`delta.enableDeletionVectors`), and an upsert or mirror run marks the rows "
+     "it replaces or deletes in them instead of rewriting their files, so a run "
+     "that changes 1% of the rows writes about that much. Readers must support "
+     "the feature (tested: delta-rs 1.6, through its own scan, and Polars 2.1 with "
+     "deltalake 1.6). `false`: tables are created with reader 1 and writer 2 and every "
+     "change rewrites whole files. Only a new table is affected: an existing "
+     "table is written as its own protocol and `delta.enableDeletionVectors` say."},
 };
 
 static int delta_check(zx_cf_check *ck, zx_conf_pipeline *p)
@@ -104,9 +116,12 @@ const zx_plugin zx_plugin_dest_delta = {
      "put-if-absent, so two writers never both win a version), with its data "
      "files (Parquet), a `txn` action naming the sync and the run, and "
      "`commitInfo`. `replace` removes every file and adds the result; `append` "
-     "adds; `upsert` and `mirror` rewrite only the data files that hold a "
-     "changed or deleted key (copy-on-write), from rows zx keeps beside each file "
-     "it writes (`_zx/`, which table readers ignore). New result columns are "
+     "adds; `upsert` and `mirror` mark the rows they replace or delete in "
+     "deletion vectors (a table with `delta.enableDeletionVectors`, as zx creates "
+     "them), or else rewrite only the data files that hold a changed or deleted "
+     "key (copy-on-write); either way from the key hashes (and, for copy-on-write, "
+     "the rows) zx keeps beside each file it writes (`_zx/`, which table readers "
+     "ignore). New result columns are "
      "added to the schema; a column whose type changes fails the run. Tested with "
      "the readers delta-rs (`deltalake`) and Polars.",
     .options = options,

@@ -13,10 +13,17 @@
  *
  *   replace        remove every live file, add the run's;
  *   append         add the run's;
- *   upsert/mirror  copy-on-write: the data files zx wrote that hold a key
- *                  the run wrote or deleted (their key hashes, lake_keys.h)
- *                  are removed and their other rows written again into new
- *                  files, from zx's copy (no Parquet is read back);
+ *   upsert/mirror  on a table with deletion vectors (zx creates keyed
+ *                  tables so, unless deletion_vectors: false): the rows of
+ *                  the data files zx wrote that hold a key the run wrote
+ *                  or deleted (their key hashes, lake_keys.h) are added to
+ *                  each file's deletion vector (delta_dv.h; one vector file
+ *                  per run, "zx/deletion_vector_<uuid>.bin"), the file's
+ *                  add written again with it and the old one removed; a
+ *                  file whose rows are all deleted is removed.  Else
+ *                  copy-on-write: those files are removed and their other
+ *                  rows written again into new files, from zx's copy (no
+ *                  Parquet is read back);
  *
  * then one commit: commitInfo, protocol and metaData (a new table, or a
  * grown schema), a txn action (appId "zx-<sync>", version the run id),
@@ -29,8 +36,8 @@
  * txn there: committed).  A run whose txn the table holds already
  * (version >= run id) commits nothing again.
  *
- * abort removes the data files and sidecars the run wrote (no commit
- * names them).  Files a killed run left are not referenced by any commit:
+ * abort removes the data files, sidecars and deletion vector file the run
+ * wrote (no commit names them).  Files a killed run left are not referenced by any commit:
  * readers never see them.
  *
  * Stats: rows_written (result rows), rows_deleted (keys given), bytes
@@ -49,6 +56,8 @@
 #include "common/util.h"
 #include "formats/parquet.h"
 #include "workers/destinations/delta/delta_checkpoint.h"
+#include "common/z85.h"
+#include "workers/destinations/delta/delta_dv.h"
 #include "workers/destinations/delta/delta_log.h"
 #include "workers/destinations/delta/delta_opts.h"
 #include "workers/destinations/lake/lake_part.h"
@@ -61,6 +70,7 @@
 #define DAY_MS (24 * 3600 * 1000LL)
 #define LOG_RETENTION_MS (30 * DAY_MS)      /* delta.logRetentionDuration */
 #define FILE_RETENTION_MS (7 * DAY_MS)      /* delta.deletedFileRetentionDuration */
+#define DV_FILE_MAX ((size_t)256 << 20)     /* a deletion vector file read back */
 
 typedef struct delta_state {
     char *path, *sync, *app;
@@ -68,6 +78,7 @@ typedef struct delta_state {
     zx_lake *lake;
     zx_pq_codec codec;
     uint32_t file_rows;
+    int dv_create;               /* a new keyed table gets deletion vectors */
 
     /* the run */
     int running;
@@ -78,6 +89,7 @@ typedef struct delta_state {
     const zx_dcol *cols;         /* the run's */
     size_t ncols;
     int side, cow, create, already;
+    int dv;                      /* deletion vectors mark the rows replaced */
     const char *key0;            /* the first key column (the run's) */
     zx_part parts[ZX_PART_MAX];  /* the table's partition columns (identity) */
     size_t part_src[ZX_PART_MAX], nparts;
@@ -85,6 +97,11 @@ typedef struct delta_state {
     zx_lake_writer *lw;          /* the run's data files */
     json_t *adds;                /* add actions (objects) */
     json_t *removes;             /* the files it removes: {path, size, zx, add} */
+    json_t *redv;                /* files whose deletion vector it replaces:
+                                    {path, remove, add} (the actions) */
+    char *dv_written;            /* the deletion vector file it wrote */
+    zx_buf dv_cache;             /* a deletion vector file read back */
+    char *dv_cache_name;
 } delta_state;
 
 /* The stats of a finished data file as Delta's JSON text (malloc'd). */
@@ -192,7 +209,8 @@ static int on_file(void *ctx, const char *name, uint64_t size, uint64_t rows,
                                            (json_int_t)size,
                                     "modificationTime", (json_int_t)(zx_now_us() / 1000),
                                     "dataChange", 1, "stats", stats, "tags", "zx.rows",
-                                    st->side ? "1" : "0", "zx.sync", st->sync) : NULL;
+                                    !st->side ? "0" : st->dv ? "keys" : "1", "zx.sync",
+                                    st->sync) : NULL;
     free(stats);
     if (!add) {
         json_decref(pvs);
@@ -236,8 +254,14 @@ static void run_reset(delta_state *st)
     st->schema = NULL;
     json_decref(st->adds);
     json_decref(st->removes);
-    st->adds = st->removes = NULL;
-    st->running = st->already = st->create = 0;
+    json_decref(st->redv);
+    st->adds = st->removes = st->redv = NULL;
+    free(st->dv_written);
+    st->dv_written = NULL;
+    free(st->dv_cache_name);
+    st->dv_cache_name = NULL;
+    zx_buf_free(&st->dv_cache);
+    st->running = st->already = st->create = st->dv = 0;
 }
 
 static void delta_close(void *state)
@@ -278,6 +302,7 @@ static int delta_open(const zx_dest_args *a, void **state, char *err, size_t err
     if (zx_pq_codec_parse(o->compression ? o->compression : "zstd", &st->codec) < 0)
         st->codec = ZX_PQ_ZSTD;
     st->file_rows = o->file_rows ? o->file_rows : 262144;
+    st->dv_create = o->deletion_vectors;
     zx_lake_args la = {.root = o->path, .roots = a->roots, .nroots = a->nroots,
                        .conn = a->conn, .what = "delta", .deadline_ms = a->deadline_ms};
     if (!(st->lake = zx_lake_open(&la, err, errlen))) {
@@ -347,11 +372,15 @@ static int delta_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
     st->cow = (run->mode == ZX_MODE_UPSERT || run->mode == ZX_MODE_MIRROR) && run->nkey_cols > 0;
     st->adds = json_array();
     st->removes = json_array();
-    if (!st->adds || !st->removes)
+    st->redv = json_array();
+    if (!st->adds || !st->removes || !st->redv)
         return zx_seterr(err, errlen, "%s: out of memory", st->where);
     if (zx_delta_read(st->lake, &st->t, err, errlen) < 0)
         return -1;
     st->create = st->t.version < 0;
+    /* deletion vectors: a new table of a keyed sync gets them (unless
+     * deletion_vectors: false); a table's own protocol and property say */
+    st->dv = st->create ? st->side && st->dv_create : zx_delta_dv_on(&st->t);
     json_t *cf = st->t.metadata ? json_object_get(st->t.metadata, "configuration") : NULL;
     const char *ao = json_string_value(json_object_get(cf, "delta.appendOnly"));
     if (ao && !strcasecmp(ao, "true") && run->mode != ZX_MODE_APPEND)
@@ -365,7 +394,8 @@ static int delta_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
     snprintf(prefix, sizeof(prefix), "zx-%llu", (unsigned long long)st->run_id);
     zx_lw_args la = {.lake = st->lake, .where = st->where, .cols = run->cols,
                      .ncols = run->ncols, .key_cols = run->key_cols, .nkeys = run->nkey_cols,
-                     .side = st->side, .track = st->cow, .codec = st->codec,
+                     .side = st->side, .keys_only = st->dv, .track = st->cow,
+                     .codec = st->codec,
                      .file_rows = st->file_rows, .dir = "", .prefix = prefix, .stats = stats,
                      .parts = st->parts, .nparts = st->nparts, .drop_part_cols = 1,
                      .part_dirs = 1,
@@ -434,24 +464,34 @@ static int note_remove(delta_state *st, const zx_delta_file *f)
     return o ? json_array_append_new(st->removes, o) : -1;
 }
 
-/* upsert / mirror: the files holding a changed or deleted key removed and
- * their other rows written again; a file another writer made that may
- * hold one fails the run. */
+/* A data file another writer made that may hold a key the run changed
+ * fails it (zx knows the keys of its own files only).  0 or -1. */
+static int foreign_check(delta_state *st, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < st->t.nfiles; i++) {
+        const zx_delta_file *f = &st->t.files[i];
+        if (!f->zx && may_hold(st, f))
+            return zx_seterr(err, errlen, "%s: data file %s was written by another writer "
+                             "and may hold keys this run changes or deletes (its %s range "
+                             "covers one, or it has no statistics); zx replaces rows only in "
+                             "the files it wrote: run the sync once with mode replace to take "
+                             "the table over", st->where, f->path, st->key0);
+    }
+    return 0;
+}
+
+/* upsert / mirror by copy-on-write: the files holding a changed or
+ * deleted key removed and their other rows written again. */
 static int rewrite(delta_state *st, char *err, size_t errlen)
 {
     if (!zx_lw_changed(st->lw))
         return 0;
+    if (foreign_check(st, err, errlen) < 0)
+        return -1;
     for (size_t i = 0; i < st->t.nfiles; i++) {
         const zx_delta_file *f = &st->t.files[i];
-        if (!f->zx) {
-            if (may_hold(st, f))
-                return zx_seterr(err, errlen, "%s: data file %s was written by another writer "
-                                 "and may hold keys this run changes or deletes (its %s range "
-                                 "covers one, or it has no statistics); zx rewrites only the "
-                                 "files it wrote: run the sync once with mode replace to take "
-                                 "the table over", st->where, f->path, st->key0);
+        if (!f->zx)
             continue;
-        }
         int hit = 0;
         int g = zx_lw_touches(st->lw, f->path, &hit, err, errlen);
         if (g == ZX_LAKE_NOT_FOUND)
@@ -465,13 +505,233 @@ static int rewrite(delta_state *st, char *err, size_t errlen)
         if (note_remove(st, f) < 0)
             return zx_seterr(err, errlen, "%s: out of memory", st->where);
         g = zx_lw_rewrite(st->lw, f->path, err, errlen);
-        if (g == ZX_LAKE_NOT_FOUND)
-            return zx_seterr(err, errlen, "%s: the copy of data file %s zx keeps is missing: "
-                             "run the sync once with mode replace", st->where, f->path);
+        if (g == ZX_LAKE_NOT_FOUND)     /* its keys are there (above), its rows not */
+            return zx_seterr(err, errlen, "%s: data file %s holds rows this run changes, and "
+                             "zx kept only its keys (it was written while the table took "
+                             "deletion vectors), so it cannot rewrite it: set "
+                             "delta.enableDeletionVectors back to true, or run the sync once "
+                             "with mode replace", st->where, f->path);
         if (g < 0)
             return -1;
     }
     return 0;
+}
+
+/* ---- deletion vectors --------------------------------------------------- */
+
+/* The rows live file f's current deletion vector (dvj) deletes, sorted:
+ * *pos (malloc'd; NULL when none) and *n.  0 or -1 with err. */
+static int dv_current(delta_state *st, const zx_delta_file *f, const json_t *dvj,
+                      uint64_t **pos, size_t *n, char *err, size_t errlen)
+{
+    *pos = NULL;
+    *n = 0;
+    const char *ty = json_string_value(json_object_get(dvj, "storageType"));
+    const char *pd = json_string_value(json_object_get(dvj, "pathOrInlineDv"));
+    json_int_t off = json_integer_value(json_object_get(dvj, "offset"));
+    json_int_t size = json_integer_value(json_object_get(dvj, "sizeInBytes"));
+    json_int_t card = json_integer_value(json_object_get(dvj, "cardinality"));
+    if (f->records <= 0)
+        return zx_seterr(err, errlen, "%s: data file %s has a deletion vector but no "
+                         "numRecords in its stats, which PROTOCOL.md requires", st->where,
+                         f->path);
+    zx_buf raw = {0};
+    const void *bm = NULL;
+    char e[512];
+    int rc = 0;
+    if (ty && ty[0] == 'i') {
+        if (zx_z85_decode(pd, strlen(pd), &raw) < 0 || (json_int_t)raw.len < size)
+            rc = zx_seterr(err, errlen, "%s: data file %s: its inline deletion vector is not "
+                           "Z85 of %lld bytes", st->where, f->path, (long long)size);
+        bm = raw.p;
+    } else if (ty && ty[0] == 'u' && f->dv_file) {
+        if (!st->dv_cache_name || strcmp(st->dv_cache_name, f->dv_file)) {
+            free(st->dv_cache_name);
+            st->dv_cache_name = NULL;
+            int g = zx_lake_get(st->lake, f->dv_file, DV_FILE_MAX, &st->dv_cache, err,
+                                errlen);
+            if (g == ZX_LAKE_NOT_FOUND)
+                return zx_seterr(err, errlen, "%s: the deletion vector file %s of data file "
+                                 "%s is missing", st->where, f->dv_file, f->path);
+            if (g < 0)
+                return -1;
+            if (!(st->dv_cache_name = strdup(f->dv_file)))
+                return zx_seterr(err, errlen, "%s: out of memory", st->where);
+        }
+        if (zx_dv_file_get(st->dv_cache.p, st->dv_cache.len, (uint64_t)off, (uint64_t)size,
+                           &bm, e, sizeof(e)) < 0)
+            rc = zx_seterr(err, errlen, "%s: %s (of data file %s): %s", st->where,
+                           f->dv_file, f->path, e);
+    } else {
+        rc = zx_seterr(err, errlen, "%s: data file %s has a deletion vector stored by "
+                       "absolute path; zx reads those beside the table or inline only: run "
+                       "the sync once with mode replace", st->where, f->path);
+    }
+    if (rc == 0 && zx_dv_decode(bm, (size_t)size, (uint64_t)f->records - 1, pos, n, e,
+                                sizeof(e)) < 0)
+        rc = zx_seterr(err, errlen, "%s: data file %s: %s", st->where, f->path, e);
+    if (rc == 0 && (json_int_t)*n != card)
+        rc = zx_seterr(err, errlen, "%s: data file %s: its deletion vector holds %zu rows, "
+                       "its cardinality says %lld", st->where, f->path, *n, (long long)card);
+    zx_buf_free(&raw);
+    if (rc < 0) {
+        free(*pos);
+        *pos = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+/* a (sorted) merged with b (sorted) into *out (malloc'd): its size, or
+ * (size_t)-1 when out of memory */
+static size_t merge_pos(const uint64_t *a, size_t na, const int64_t *b, size_t nb,
+                        uint64_t **out)
+{
+    uint64_t *m = malloc((na + nb + 1) * sizeof(*m));
+    if (!(*out = m))
+        return (size_t)-1;
+    size_t i = 0, j = 0, k = 0;
+    while (i < na || j < nb) {
+        uint64_t x;
+        if (j == nb || (i < na && a[i] <= (uint64_t)b[j]))
+            x = a[i++];
+        else
+            x = (uint64_t)b[j++];
+        if (!k || m[k - 1] != x)
+            m[k++] = x;
+    }
+    return k;
+}
+
+/* upsert / mirror by deletion vectors: for each file zx wrote that holds
+ * a key the run wrote or deleted, a new deletion vector with those rows
+ * too (all of a file's rows deleted: the file is removed).  The vectors
+ * go into one file, "zx/deletion_vector_<uuid>.bin"; each file's remove
+ * (with its old vector) and add (with the new one, its stats' bounds no
+ * longer tight) into st->redv.  0 or -1. */
+static int dv_deletes(delta_state *st, char *err, size_t errlen)
+{
+    if (!zx_lw_changed(st->lw))
+        return 0;
+    if (foreign_check(st, err, errlen) < 0)
+        return -1;
+    unsigned char uuid[16];
+    char uuid_text[37], z[24], pod[40], name[100];
+    zx_lake_uuid4(uuid_text);
+    for (int i = 0, k = 0; i < 16; i++, k += 2) {
+        if (uuid_text[k] == '-')
+            k++;
+        unsigned hi, lo;
+        sscanf(uuid_text + k, "%1x%1x", &hi, &lo);
+        uuid[i] = (unsigned char)(hi << 4 | lo);
+    }
+    zx_dv_uuid_encode(uuid, z);
+    snprintf(pod, sizeof(pod), "%s%s", ZX_DELTA_DV_PREFIX, z);
+    snprintf(name, sizeof(name), "%s/deletion_vector_%s.bin", ZX_DELTA_DV_PREFIX, uuid_text);
+    zx_buf file = {0}, bm = {0};
+    int64_t now = zx_now_us() / 1000;
+    int rc = 0;
+    size_t nfiles = 0;
+    for (size_t i = 0; rc == 0 && i < st->t.nfiles; i++) {
+        const zx_delta_file *f = &st->t.files[i];
+        if (!f->zx)
+            continue;
+        int64_t *chg = NULL;
+        size_t nchg = 0;
+        int g = zx_lw_changed_rows(st->lw, f->path, &chg, &nchg, err, errlen);
+        if (g == ZX_LAKE_NOT_FOUND) {
+            rc = zx_seterr(err, errlen, "%s: the copy of data file %s zx keeps (%s/%s.keys) "
+                           "is missing: run the sync once with mode replace", st->where,
+                           f->path, ZX_LAKE_SIDE_DIR, f->path);
+            break;
+        }
+        if (g < 0 || !nchg) {
+            rc = g < 0 ? -1 : 0;
+            free(chg);
+            continue;
+        }
+        json_t *a = json_loads(f->add_json, 0, NULL);
+        json_t *old = a ? json_object_get(a, "deletionVector") : NULL;
+        uint64_t *cur = NULL, *m = NULL;
+        size_t ncur = 0, nm = 0;
+        if (!a)
+            rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+        else if (old && !json_is_null(old))
+            rc = dv_current(st, f, old, &cur, &ncur, err, errlen);
+        if (rc == 0 && (nm = merge_pos(cur, ncur, chg, nchg, &m)) == (size_t)-1)
+            rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+        free(chg);
+        free(cur);
+        if (rc == 0 && nm > ncur && f->records > 0 && (int64_t)nm >= f->records) {
+            /* every row deleted: the file goes */
+            if (note_remove(st, f) < 0)
+                rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+        } else if (rc == 0 && nm > ncur) {
+            uint64_t off = 0;
+            zx_buf_reset(&bm);
+            if (zx_dv_encode(m, nm, &bm) < 0 ||
+                zx_dv_file_add(&file, bm.p, bm.len, &off) < 0)
+                rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+            json_t *ad = rc == 0 ? json_deep_copy(a) : NULL;
+            json_t *dv = json_pack("{s:s, s:s, s:I, s:I, s:I}", "storageType", "u",
+                                   "pathOrInlineDv", pod, "offset", (json_int_t)off,
+                                   "sizeInBytes", (json_int_t)bm.len, "cardinality",
+                                   (json_int_t)nm);
+            const char *sx = ad ? json_string_value(json_object_get(ad, "stats")) : NULL;
+            json_t *sj = sx ? json_loads(sx, 0, NULL) : NULL;
+            char *ss = NULL;
+            if (sj) {
+                json_object_set_new(sj, "tightBounds", json_false());
+                ss = json_dumps(sj, JSON_COMPACT);
+                json_decref(sj);
+            }
+            json_t *rm = ad ? json_pack("{s:O, s:I, s:b, s:b, s:O, s:O}", "path",
+                                        json_object_get(a, "path"), "deletionTimestamp",
+                                        (json_int_t)now, "dataChange", 1,
+                                        "extendedFileMetadata", 1, "partitionValues",
+                                        json_object_get(a, "partitionValues")
+                                        ? json_object_get(a, "partitionValues")
+                                        : json_object(), "size", json_object_get(a, "size"))
+                                 : NULL;
+            if (rm && old && !json_is_null(old))
+                json_object_set(rm, "deletionVector", old);
+            if (rc == 0 && ad && dv && rm && (!sx || ss)) {
+                json_object_set_new(ad, "deletionVector", dv);
+                json_object_set_new(ad, "dataChange", json_true());
+                json_object_set_new(ad, "modificationTime", json_integer((json_int_t)now));
+                if (ss)
+                    json_object_set_new(ad, "stats", json_string(ss));
+                json_array_append_new(st->redv, json_pack("{s:s, s:o, s:o}", "path", f->path,
+                                                          "remove", rm, "add", ad));
+                nfiles++;
+            } else {
+                json_decref(ad);
+                json_decref(dv);
+                json_decref(rm);
+                if (rc == 0)
+                    rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+            }
+            free(ss);
+        }
+        free(m);
+        json_decref(a);
+    }
+    if (rc == 0 && file.len) {
+        rc = zx_lake_put(st->lake, name, file.p, file.len, 0, err, errlen);
+        if (rc == 0 && !(st->dv_written = strdup(name))) {
+            char e[256];
+            zx_lake_delete(st->lake, name, e, sizeof(e));
+            rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+        }
+        if (rc == 0)
+            st->stats->bytes += file.len;
+    }
+    zx_buf_free(&file);
+    zx_buf_free(&bm);
+    if (rc == 0 && nfiles)
+        zx_info("event=delta_deletion_vectors sync=%s run=%llu files=%zu file=%s", st->sync,
+                (unsigned long long)st->run_id, nfiles, name);
+    return rc;
 }
 
 /* Append action o (stolen) as one line to b. */
@@ -502,8 +762,12 @@ static int compose(delta_state *st, zx_buf *b)
                                "isBlindAppend", st->mode == ZX_MODE_APPEND, "zxSync", st->sync,
                                "zxRun", run));
     if (rc == 0 && st->create)
-        rc = line(b, json_pack("{s:{s:i, s:i}}", "protocol", "minReaderVersion", 1,
-                               "minWriterVersion", 2));
+        rc = line(b, st->dv ? json_pack("{s:{s:i, s:i, s:[s], s:[s]}}", "protocol",
+                                        "minReaderVersion", 3, "minWriterVersion", 7,
+                                        "readerFeatures", "deletionVectors", "writerFeatures",
+                                        "deletionVectors")
+                            : json_pack("{s:{s:i, s:i}}", "protocol", "minReaderVersion", 1,
+                                        "minWriterVersion", 2));
     if (rc == 0 && st->schema) {
         json_t *md;
         if (st->t.metadata) {
@@ -515,9 +779,11 @@ static int compose(delta_state *st, zx_buf *b)
             json_t *pc = json_array();
             for (size_t k = 0; pc && k < st->nparts; k++)
                 json_array_append_new(pc, json_string(st->parts[k].col));
-            md = json_pack("{s:s, s:{s:s, s:{}}, s:s, s:o, s:{}, s:I}", "id", id, "format",
+            json_t *cf = st->dv ? json_pack("{s:s}", "delta.enableDeletionVectors", "true")
+                                : json_object();
+            md = json_pack("{s:s, s:{s:s, s:{}}, s:s, s:o, s:o, s:I}", "id", id, "format",
                            "provider", "parquet", "options", "schemaString", st->schema,
-                           "partitionColumns", pc, "configuration", "createdTime",
+                           "partitionColumns", pc, "configuration", cf, "createdTime",
                            (json_int_t)now);
         }
         rc = line(b, md ? json_pack("{s:o}", "metaData", md) : NULL);
@@ -529,18 +795,29 @@ static int compose(delta_state *st, zx_buf *b)
     json_t *v;
     json_array_foreach(st->removes, i, v) {
         json_t *a = json_object_get(v, "add");
+        json_t *rm = json_pack("{s:O, s:I, s:b, s:b, s:O, s:I}", "path",
+                               json_object_get(a, "path"), "deletionTimestamp",
+                               (json_int_t)now, "dataChange", 1, "extendedFileMetadata", 1,
+                               "partitionValues", json_object_get(a, "partitionValues")
+                               ? json_object_get(a, "partitionValues") : json_object(),
+                               "size", json_integer_value(json_object_get(v, "size")));
+        json_t *dv = json_object_get(a, "deletionVector");
+        if (rm && dv && !json_is_null(dv))       /* the logical file: path and vector */
+            json_object_set(rm, "deletionVector", dv);
         if (rc == 0)
-            rc = line(b, json_pack("{s:{s:O, s:I, s:b, s:b, s:O, s:I}}", "remove", "path",
-                                   json_object_get(a, "path"), "deletionTimestamp",
-                                   (json_int_t)now, "dataChange", 1, "extendedFileMetadata",
-                                   1, "partitionValues",
-                                   json_object_get(a, "partitionValues")
-                                   ? json_object_get(a, "partitionValues") : json_object(),
-                                   "size", json_integer_value(json_object_get(v, "size"))));
+            rc = line(b, rm ? json_pack("{s:o}", "remove", rm) : NULL);
+        else
+            json_decref(rm);
     }
+    json_array_foreach(st->redv, i, v)
+        if (rc == 0)
+            rc = line(b, json_pack("{s:O}", "remove", json_object_get(v, "remove")));
     json_array_foreach(st->adds, i, v)
         if (rc == 0)
             rc = line(b, json_pack("{s:O}", "add", v));
+    json_array_foreach(st->redv, i, v)
+        if (rc == 0)
+            rc = line(b, json_pack("{s:O}", "add", json_object_get(v, "add")));
     return rc;
 }
 
@@ -550,6 +827,11 @@ static int removing(const delta_state *st, const char *p)
     size_t i;
     json_t *v;
     json_array_foreach(st->removes, i, v) {
+        const char *rp = json_string_value(json_object_get(json_object_get(v, "add"), "path"));
+        if (rp && !strcmp(rp, p))
+            return 1;
+    }
+    json_array_foreach(st->redv, i, v) {
         const char *rp = json_string_value(json_object_get(json_object_get(v, "add"), "path"));
         if (rp && !strcmp(rp, p))
             return 1;
@@ -735,16 +1017,18 @@ static void housekeeping(delta_state *st, int64_t v)
     void *tmp;
     json_object_foreach_safe(t->tombstones, tmp, p, ts) {
         int64_t at = json_integer_value(ts);
-        int live = 0;
-        for (size_t i = 0; i < t->nfiles && !live; i++)
-            live = !strcmp(t->files[i].path, p);     /* added again since */
+        int live = 0, dvf = !strncmp(p, ZX_DELTA_DV_PREFIX "/", 3);
+        for (size_t i = 0; i < t->nfiles && !live; i++)   /* added again since, or a */
+            live = !strcmp(dvf ? (t->files[i].dv_file ? t->files[i].dv_file : "")
+                               : t->files[i].path, p);    /* vector still current */
         if (live) {
             json_object_del(t->tombstones, p);
             continue;
         }
         if (!at || now - at < file_ms || zx_lake_delete(st->lake, p, e, sizeof(e)) < 0)
             continue;
-        zx_side_delete(st->lake, p, e, sizeof(e));
+        if (!dvf)
+            zx_side_delete(st->lake, p, e, sizeof(e));
         json_object_del(t->tombstones, p);
         vacuumed++;
     }
@@ -764,7 +1048,7 @@ static int delta_commit(void *state, char *err, size_t errlen)
     zx_lake_test_stop_at("data");
     /* the rewritten rows join the files still open: a partition the run
      * changed gets one file, not two */
-    if (st->cow && rewrite(st, err, errlen) < 0)
+    if (st->cow && (st->dv ? dv_deletes(st, err, errlen) : rewrite(st, err, errlen)) < 0)
         return -1;
     if (zx_lw_flush(st->lw, err, errlen) < 0)
         return -1;
@@ -773,7 +1057,7 @@ static int delta_commit(void *state, char *err, size_t errlen)
             if (note_remove(st, &st->t.files[i]) < 0)
                 return zx_seterr(err, errlen, "%s: out of memory", st->where);
     if (!st->create && !st->schema && !json_array_size(st->adds) &&
-        !json_array_size(st->removes)) {
+        !json_array_size(st->removes) && !json_array_size(st->redv)) {
         snprintf(st->stats->made, sizeof(st->stats->made), "delta version %lld (nothing to "
                  "commit)", (long long)st->t.version);
         st->running = 0;
@@ -829,7 +1113,13 @@ static int delta_commit(void *state, char *err, size_t errlen)
     zx_buf_free(&b);
     if (rc == 0) {
         zx_lake_test_stop_at("committed");
-        snprintf(st->stats->made, sizeof(st->stats->made), "delta version %lld", (long long)v);
+        if (json_array_size(st->redv))
+            snprintf(st->stats->made, sizeof(st->stats->made), "delta version %lld (deletion "
+                     "vectors of %zu file%s)", (long long)v, json_array_size(st->redv),
+                     json_array_size(st->redv) == 1 ? "" : "s");
+        else
+            snprintf(st->stats->made, sizeof(st->stats->made), "delta version %lld",
+                     (long long)v);
         st->stats->files_removed = json_array_size(st->removes);
         /* the copies of removed files are no longer needed (data files
          * stay for readers of older versions) */
@@ -845,6 +1135,8 @@ static int delta_commit(void *state, char *err, size_t errlen)
                 "files_removed=%zu", st->sync, (unsigned long long)st->run_id, (long long)v,
                 (unsigned long long)st->stats->files, json_array_size(st->removes));
         zx_lw_keep(st->lw);
+        free(st->dv_written);       /* committed: abort keeps it */
+        st->dv_written = NULL;
         st->running = 0;
         return 0;
     }
@@ -860,6 +1152,12 @@ static void delta_abort(void *state)
     if (!st)
         return;
     zx_lw_abort(st->lw);
+    if (st->dv_written) {
+        char e[256];
+        zx_lake_delete(st->lake, st->dv_written, e, sizeof(e));
+        free(st->dv_written);
+        st->dv_written = NULL;
+    }
     st->running = 0;
 }
 
