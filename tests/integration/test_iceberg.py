@@ -172,10 +172,25 @@ def test_upsert_and_mirror_write_only_what_changed(sync_env, iceberg_rest, mode,
     if merge == "copy-on-write":
         with t.transaction() as tx:
             tx.set_properties({"write.merge.mode": "copy-on-write"})
+        # zx kept only the keys of the files it wrote while the table was
+        # merge-on-read: it cannot rewrite them, and says what to do
+        z.ws_exec("UPDATE items SET name = 'first' WHERE id = 3")
+        r = z.run("lake", check=False)
+        assert r["state"] == "failed" and "kept only its keys" in r["error"] and \
+            "mode replace" in r["error"], r
+        z.syncs["lake"]["mode"] = "replace"
+        z.write_config()
+        assert z.zxctl("reload").returncode == 0
+        assert z.run("lake")["state"] == "succeeded"
+        z.syncs["lake"]["mode"] = mode
+        z.write_config()
+        assert z.zxctl("reload").returncode == 0
     z.ws_exec("UPDATE items SET name = 'changed', price = NULL WHERE id IN (5, 7)",
               "INSERT INTO items VALUES (5000, 'new', 1.0, '2026-12-01T01:02:03.456789Z')")
     r = z.run("lake")
-    assert r["state"] == "succeeded" and r["rows_sent"] == 3, r
+    # (after the replace, the mirror sends row 3 again: replace keeps no hashes)
+    assert r["state"] == "succeeded" and r["rows_sent"] == (
+        4 if merge == "copy-on-write" else 3), r
     t = check(z, cat, ns, "items")
     summary = t.current_snapshot().summary
     if merge == "merge-on-read":
@@ -467,7 +482,7 @@ def test_a_partitioned_table(sync_env, iceberg_rest, spec, fields):
     """partition_by with Iceberg's transforms: the table's spec, each data
     file one partition's rows with its partition tuple in the manifest;
     pyiceberg prunes by it and both readers return the rows; a mirror run
-    rewrites the changed partition's file only."""
+    deletes the changed rows by position, one delete file per partition."""
     z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
     ns = "zx_" + uid()[:8].lower()
     z.server_extra = f"file_roots: [\"{warehouse_dir(iceberg_rest)}\"]"
@@ -498,9 +513,28 @@ def test_a_partitioned_table(sync_env, iceberg_rest, spec, fields):
         parts = [fl.column("partition").to_pylist(), fl.column("lower_bounds").to_pylist()[0], fl.column("upper_bounds").to_pylist()[0], fl.column("readable_metrics").to_pylist()[0]]
         n = t.scan(row_filter=EqualTo("at", "2026-01-02T10:00:00+00:00")).to_arrow().num_rows
         assert n == 50, parts
-    z.ws_exec("UPDATE items SET price = -1 WHERE id = 10")
+    # merge-on-read: rows of three partitions changed or deleted, one
+    # position delete file per partition, each with the partition of the
+    # data files it points at; no data file removed
+    z.ws_exec("UPDATE items SET price = -1 WHERE id = 10",
+              "UPDATE items SET name = 'item 9' WHERE id = 11", "DELETE FROM items WHERE id = 12")
     r = z.run("lake")
-    assert r["state"] == "succeeded" and r["files_removed"] == 1, r
+    assert r["state"] == "succeeded" and r.get("files_removed", 0) == 0, r
+    t = check(z, cat, ns, "items")
+    import pyarrow.parquet as pq
+    fl = t.inspect.files().to_pylist()
+    part_of = {f["file_path"]: f["partition"] for f in fl if f["content"] == 0}
+    dels = [f for f in fl if f["content"] == 1]
+    summary = t.current_snapshot().summary
+    assert int(summary["added-position-delete-files"]) == len(dels) >= 2, summary
+    assert int(summary["added-position-deletes"]) == 3, summary
+    for d in dels:
+        targets = set(pq.read_table(d["file_path"][len("file:"):].replace("///", "/"))
+                      .column("file_path").to_pylist())
+        assert targets and all(part_of[x] == d["partition"] for x in targets), (d, targets)
+    # and once more, a row changed again: its new file's row replaced too
+    z.ws_exec("UPDATE items SET price = -2 WHERE id = 10")
+    assert z.run("lake")["state"] == "succeeded"
     check(z, cat, ns, "items")
 
 

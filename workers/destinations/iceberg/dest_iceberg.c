@@ -9,14 +9,18 @@
  * is there already (its summary names the sync and the run) commits
  * nothing.  write: rows into Parquet data files under
  * "<location>/data/zx-<run>-<n>.parquet" with field ids, each with zx's
- * copy of its rows (lake_writer.h) unless the mode is append.  commit:
+ * copy of its keys (and rows, for copy-on-write; lake_writer.h) unless
+ * the mode is append.  commit:
  *
  *   the live data files of the current snapshot are read from its
  *   manifest list and manifests (ice_manifest.h: any writer's);
- *   upsert / mirror: the files zx wrote that hold a changed or deleted
- *   key are removed and their other rows written again (copy-on-write);
- *   a file another writer made whose key bounds may hold one fails the
- *   run;
+ *   upsert / mirror: the rows of the files zx wrote that hold a changed
+ *   or deleted key are deleted by position (merge-on-read: one position
+ *   delete file per partition, in one delete manifest; zx keeps only the
+ *   keys of its files then), or, when the table's write.merge.mode is
+ *   copy-on-write, those files are removed and their other rows written
+ *   again (from zx's copy of their rows); a file another writer made
+ *   whose key bounds may hold one fails the run;
  *   one manifest of the run's new files; the manifests holding removed
  *   files rewritten without them (their other entries EXISTING); the
  *   others carried over (replace: none, but those added by writers that
@@ -120,11 +124,11 @@ typedef struct ice_state {
     int mor;                     /* upsert / mirror by position deletes
                                     (merge-on-read) instead of rewrites */
     json_t *touched;             /* the data files its deletes point at */
-    char *del_path;              /* its position delete file (URI), once written */
     char *del_manifest_path;     /* the delete manifest, once written */
     zx_ice_mfile del_manifest;
     void *del_manifest_mem;
     int64_t del_rows;            /* position deletes the run adds */
+    int64_t del_files;           /* in that many delete files (one a partition) */
     int tried;                   /* commits tried */
     char *manifest_path;         /* the run's manifest, once written */
     zx_ice_mfile manifest;       /* its manifest_file */
@@ -255,15 +259,14 @@ static void run_reset(ice_state *st)
     st->manifest_path = NULL;
     free(st->manifest_mem);
     st->manifest_mem = NULL;
-    free(st->del_path);
     free(st->del_manifest_path);
     free(st->del_manifest_mem);
-    st->del_path = st->del_manifest_path = NULL;
+    st->del_manifest_path = NULL;
     st->del_manifest_mem = NULL;
     memset(&st->del_manifest, 0, sizeof(st->del_manifest));
     json_decref(st->touched);
     st->touched = NULL;
-    st->del_rows = 0;
+    st->del_rows = st->del_files = 0;
     st->mor = 0;
     memset(&st->manifest, 0, sizeof(st->manifest));
     st->running = st->already = st->create = st->rewritten = st->schema_changed = 0;
@@ -857,11 +860,12 @@ static int ice_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, 
             st->key0_id = st->field_ids[i];
     if (table_partitions(st, run, err, errlen) < 0)
         return -1;
-    /* upsert and mirror of an unpartitioned table: position deletes
-     * (merge-on-read), unless the table asks for copy-on-write */
+    /* upsert and mirror: position deletes (merge-on-read), unless the
+     * table asks for copy-on-write */
     json_t *props = json_object_get(st->tbl.metadata, "properties");
     const char *wm = json_string_value(json_object_get(props, "write.merge.mode"));
-    st->mor = st->cow && !st->nparts && !(wm && !strcmp(wm, "copy-on-write"));
+    int by_pos = !(wm && !strcmp(wm, "copy-on-write"));
+    st->mor = st->cow && by_pos;
     if (!(st->touched = json_array()))
         return zx_seterr(err, errlen, "%s: out of memory", st->where);
     char prefix[40];
@@ -869,6 +873,7 @@ static int ice_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, 
     zx_lw_args la = {.lake = st->lake, .where = st->where, .cols = run->cols,
                      .ncols = run->ncols, .field_ids = st->field_ids,
                      .key_cols = run->key_cols, .nkeys = run->nkey_cols, .side = st->side,
+                     .keys_only = by_pos,
                      .track = st->cow, .codec = st->codec, .file_rows = st->file_rows,
                      .dir = "data/", .prefix = prefix, .stats = stats, .parts = st->parts,
                      .nparts = st->nparts, .on_file = on_file,
@@ -952,9 +957,13 @@ static int rewrite(ice_state *st, const ice_view *v, char *err, size_t errlen)
             continue;
         json_array_append_new(st->removed, json_string(e->file_path));
         g = zx_lw_rewrite(st->lw, rel, err, errlen);
-        if (g == ZX_LAKE_NOT_FOUND)
-            return zx_seterr(err, errlen, "%s: the copy of data file %s zx keeps is missing: "
-                             "run the sync once with mode replace", st->where, e->file_path);
+        if (g == ZX_LAKE_NOT_FOUND)     /* its keys are there (above), its rows not */
+            return zx_seterr(err, errlen, "%s: data file %s holds rows this run changes, and "
+                             "zx kept only its keys (it was written while the table took "
+                             "position deletes), so it cannot rewrite it as the table's "
+                             "write.merge.mode = copy-on-write asks: set write.merge.mode "
+                             "back to merge-on-read, or run the sync once with mode replace",
+                             st->where, e->file_path);
         if (g < 0)
             return -1;
     }
@@ -974,13 +983,31 @@ static int keep_summary(zx_ice_mfile *f, void **mem);
 typedef struct pos_pair {
     const char *path;            /* a live entry's file_path (the view's) */
     int64_t pos;
+    size_t group;                /* its partition's (index into the groups) */
 } pos_pair;
 
 static int cmp_pair(const void *a, const void *b)
 {
     const pos_pair *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
     int c = strcmp(x->path, y->path);
     return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* 1 when partition tuples a and b (n values) are the same. */
+static int same_tuple(const zx_ice_pvalue *a, const zx_ice_pvalue *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (a[i].is_null != b[i].is_null)
+            return 0;
+        if (a[i].is_null)
+            continue;
+        if (a[i].i != b[i].i || memcmp(&a[i].d, &b[i].d, sizeof(double)) ||
+            a[i].len != b[i].len || (a[i].len && memcmp(a[i].s, b[i].s, a[i].len)))
+            return 0;
+    }
+    return 1;
 }
 
 /* The 16-byte hash of (path, pos): what "already deleted" is kept by. */
@@ -1040,72 +1067,29 @@ static int load_gone(ice_state *st, const ice_view *v, zx_keyset *gone, char *er
     return rc;
 }
 
-/* The run's position deletes (once): the rows of zx's live data files
- * whose keys it wrote or deleted and that no delete file of zx deletes
- * yet, written as one delete file (Parquet: file_path, pos, sorted), its
- * copy, and a delete manifest.  0 or -1. */
-static int write_deletes(ice_state *st, const ice_view *v, char *err, size_t errlen)
+/* One position delete file of the run: pairs[0..np) (sorted; one
+ * partition's, tuple pv) into "data/zx-<run>-deletes-<uuid>.parquet"
+ * (file_path, pos), its copy "_zx/<file>.pos", and its entry in the
+ * delete manifest m.  0 or -1. */
+static int write_delete_file(ice_state *st, const pos_pair *pairs, size_t np,
+                             const zx_ice_pvalue *pv, zx_ice_manifest *m, char *err,
+                             size_t errlen)
 {
-    if (st->del_manifest_path || !zx_lw_changed(st->lw))
-        return 0;
-    zx_keyset gone = {0};
-    pos_pair *pairs = NULL;
-    size_t np = 0, cap = 0;
-    zx_buf tmp = {0}, side = {0}, mb = {0};
+    zx_buf side = {0};
     zx_lake_out *out = NULL;
     zx_pq_writer *pq = NULL;
-    zx_ice_manifest *m = NULL;
     zx_rowset rs;
     zx_rowset_init(&rs);
-    char e[512];
-    int rc = load_gone(st, v, &gone, err, errlen);
-    for (size_t i = 0; rc == 0 && i < v->nlive; i++) {
-        const zx_ice_entry *en = v->live[i].e;
-        if (!zx_file(st, en->file_path))
-            continue;
-        int64_t *pos = NULL;
-        size_t n = 0;
-        int g = zx_lw_changed_rows(st->lw, rel_of(st, en->file_path), &pos, &n, err, errlen);
-        if (g == ZX_LAKE_NOT_FOUND)
-            rc = zx_seterr(err, errlen, "%s: the copy of data file %s zx keeps is missing: "
-                           "run the sync once with mode replace", st->where, en->file_path);
-        else if (g < 0)
-            rc = -1;
-        size_t before = np;
-        for (size_t k = 0; rc == 0 && k < n; k++) {
-            unsigned char h[16];
-            pair_hash(en->file_path, pos[k], &tmp, h);
-            if (zx_keyset_has(&gone, h))
-                continue;
-            if (np == cap) {
-                cap = cap ? cap * 2 : 256;
-                pos_pair *nn = realloc(pairs, cap * sizeof(*nn));
-                if (!nn) {
-                    rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
-                    break;
-                }
-                pairs = nn;
-            }
-            pairs[np++] = (pos_pair){en->file_path, pos[k]};
-        }
-        if (np > before)
-            json_array_append_new(st->touched, json_string(en->file_path));
-        free(pos);
-    }
-    if (rc < 0 || !np)
-        goto out;
-    qsort(pairs, np, sizeof(*pairs), cmp_pair);
-    /* the delete file and its copy */
-    char uuid[37], rel[200];
+    char e[512], uuid[37], rel[200];
+    int rc = 0;
     zx_lake_uuid4(uuid);
     snprintf(rel, sizeof(rel), "data/zx-%llu-deletes-%.8s.parquet",
              (unsigned long long)st->run_id, uuid);
     zx_dcol cols[2] = {{"file_path", ZX_DT_TEXT, 0, 0}, {"pos", ZX_DT_INT64, 0, 0}};
     int32_t ids[2] = {POS_PATH_ID, POS_POS_ID};
-    if (!(out = zx_lake_create(st->lake, rel, err, errlen))) {
-        rc = -1;
-        goto out;
-    }
+    if (!(out = zx_lake_create(st->lake, rel, err, errlen)))
+        return -1;
+    json_array_append_new(st->written_meta, json_string(rel));
     zx_pq_opts po = {.codec = st->codec, .sink = zx_lake_sink, .sink_ctx = out,
                      .field_ids = ids};
     if (zx_pq_open(-1, cols, 2, &po, &pq, e, sizeof(e)) < 0) {
@@ -1118,9 +1102,9 @@ static int write_deletes(ice_state *st, const ice_view *v, char *err, size_t err
         zx_rowset_column(&rs, "pos", 3, ZX_T_INT);
         for (size_t k = a; k < np && k < a + 10000; k++) {
             size_t l = strlen(pairs[k].path);
-            zx_value pv = {.type = ZX_T_TEXT, .s = pairs[k].path, .len = (uint32_t)l};
+            zx_value pvv = {.type = ZX_T_TEXT, .s = pairs[k].path, .len = (uint32_t)l};
             zx_value iv = {.type = ZX_T_INT, .u.i = pairs[k].pos};
-            if (zx_rowset_begin_row(&rs) < 0 || zx_rowset_add(&rs, 0, &pv) < 0 ||
+            if (zx_rowset_begin_row(&rs) < 0 || zx_rowset_add(&rs, 0, &pvv) < 0 ||
                 zx_rowset_add(&rs, 1, &iv) < 0) {
                 rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
                 break;
@@ -1141,51 +1125,140 @@ static int write_deletes(ice_state *st, const ice_view *v, char *err, size_t err
         rc = zx_lake_out_commit(out, &size, err, errlen);
         out = NULL;
     }
-    json_array_append_new(st->written_meta, json_string(rel));
     char sidename[300];
     snprintf(sidename, sizeof(sidename), "%s/%s.pos", ZX_LAKE_SIDE_DIR, rel);
     if (rc == 0 && zx_lake_put(st->lake, sidename, side.p, side.len, 0, err, errlen) < 0)
         rc = -1;
     if (rc == 0)
         json_array_append_new(st->written_meta, json_string(sidename));
-    if (rc == 0 && !(st->del_path = uri_of(st, rel)))
+    char *uri = rc == 0 ? uri_of(st, rel) : NULL;
+    if (rc == 0 && !uri)
         rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
-    /* its manifest */
-    char *sj = rc == 0 ? json_dumps(st->schema, JSON_COMPACT) : NULL;
-    zx_ice_manifest_args ma = {.schema_json = sj, .schema_id = (int32_t)json_integer_value(
-                                   json_object_get(st->schema, "schema-id")),
-                               .partition_spec_json = "[]", .partition_spec_id = st->spec_id,
-                               .content = 1, .codec = ZX_AVRO_DEFLATE};
-    if (rc == 0 && (!sj || zx_ice_manifest_open(&ma, &m, e, sizeof(e)) < 0))
-        rc = zx_seterr(err, errlen, "%s: the delete manifest: %s", st->where, sj ? e : "oom");
     if (rc == 0) {
-        zx_ice_entry en = {.status = 1, .content = 1, .file_path = st->del_path,
+        zx_ice_entry en = {.status = 1, .content = 1, .file_path = uri,
+                           .partition = st->nparts ? pv : NULL,
                            .record_count = (int64_t)np, .file_size_in_bytes = (int64_t)size};
-        if (zx_ice_manifest_add(m, &en, e, sizeof(e)) < 0 ||
-            zx_ice_manifest_finish(m, &mb, e, sizeof(e)) < 0 ||
-            zx_ice_manifest_summary(m, &st->del_manifest) < 0 ||
-            keep_summary(&st->del_manifest, &st->del_manifest_mem) < 0)
+        if (zx_ice_manifest_add(m, &en, e, sizeof(e)) < 0)
             rc = zx_seterr(err, errlen, "%s: the delete manifest: %s", st->where, e);
     }
-    free(sj);
+    free(uri);
     if (rc == 0) {
-        char name[200];
+        st->del_rows += (int64_t)np;
+        st->del_files++;
+    }
+out:
+    zx_pq_free(pq);
+    zx_lake_out_abort(out);
+    zx_rowset_free(&rs);
+    zx_buf_free(&side);
+    return rc;
+}
+
+/* The run's position deletes (once): the rows of zx's live data files
+ * whose keys it wrote or deleted and that no delete file of zx deletes
+ * yet, written as one delete file per partition (Parquet: file_path, pos,
+ * sorted; a delete file applies to the data files of its partition), their
+ * copies, and one delete manifest.  0 or -1. */
+static int write_deletes(ice_state *st, const ice_view *v, char *err, size_t errlen)
+{
+    if (st->del_manifest_path || !zx_lw_changed(st->lw))
+        return 0;
+    zx_keyset gone = {0};
+    pos_pair *pairs = NULL;
+    size_t np = 0, cap = 0, ngroups = 0;
+    const zx_ice_pvalue **groups = NULL;   /* each group's partition tuple */
+    zx_buf tmp = {0}, mb = {0};
+    zx_ice_manifest *m = NULL;
+    char e[512];
+    int rc = load_gone(st, v, &gone, err, errlen);
+    if (rc == 0 && !(groups = calloc(v->nlive + 1, sizeof(*groups))))
+        rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+    for (size_t i = 0; rc == 0 && i < v->nlive; i++) {
+        const zx_ice_entry *en = v->live[i].e;
+        if (!zx_file(st, en->file_path))
+            continue;
+        int64_t *pos = NULL;
+        size_t n = 0;
+        int g = zx_lw_changed_rows(st->lw, rel_of(st, en->file_path), &pos, &n, err, errlen);
+        if (g == ZX_LAKE_NOT_FOUND)
+            rc = zx_seterr(err, errlen, "%s: the copy of data file %s zx keeps is missing: "
+                           "run the sync once with mode replace", st->where, en->file_path);
+        else if (g < 0)
+            rc = -1;
+        size_t before = np, grp = 0;
+        if (rc == 0 && n && st->nparts) {
+            /* a delete file holds one partition's deletes, of the table's
+             * current spec (the one zx writes) */
+            if (v->mfiles[v->live[i].manifest].partition_spec_id != st->spec_id || !en->partition)
+                rc = zx_seterr(err, errlen, "%s: data file %s holds rows this run changes and "
+                               "was written under partition spec %d, not the table's current "
+                               "%d; zx writes position deletes for the current spec only: "
+                               "run the sync once with mode replace", st->where,
+                               en->file_path, v->mfiles[v->live[i].manifest].partition_spec_id,
+                               st->spec_id);
+            for (grp = 0; rc == 0 && grp < ngroups &&
+                          !same_tuple(groups[grp], en->partition, st->nparts); grp++)
+                ;
+            if (rc == 0 && grp == ngroups)
+                groups[ngroups++] = en->partition;
+        }
+        for (size_t k = 0; rc == 0 && k < n; k++) {
+            unsigned char h[16];
+            pair_hash(en->file_path, pos[k], &tmp, h);
+            if (zx_keyset_has(&gone, h))
+                continue;
+            if (np == cap) {
+                cap = cap ? cap * 2 : 256;
+                pos_pair *nn = realloc(pairs, cap * sizeof(*nn));
+                if (!nn) {
+                    rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+                    break;
+                }
+                pairs = nn;
+            }
+            pairs[np++] = (pos_pair){en->file_path, pos[k], grp};
+        }
+        if (np > before)
+            json_array_append_new(st->touched, json_string(en->file_path));
+        free(pos);
+    }
+    if (rc < 0 || !np)
+        goto out;
+    qsort(pairs, np, sizeof(*pairs), cmp_pair);
+    char *sj = json_dumps(st->schema, JSON_COMPACT);
+    zx_ice_manifest_args ma = {.schema_json = sj, .schema_id = (int32_t)json_integer_value(
+                                   json_object_get(st->schema, "schema-id")),
+                               .partition_spec_json = st->spec_json ? st->spec_json : "[]",
+                               .partition_spec_id = st->spec_id, .pfields = st->pfields,
+                               .npfields = st->nparts, .content = 1,
+                               .codec = ZX_AVRO_DEFLATE};
+    if (!sj || zx_ice_manifest_open(&ma, &m, e, sizeof(e)) < 0)
+        rc = zx_seterr(err, errlen, "%s: the delete manifest: %s", st->where, sj ? e : "oom");
+    free(sj);
+    for (size_t a = 0, b; rc == 0 && a < np; a = b) {
+        for (b = a + 1; b < np && pairs[b].group == pairs[a].group; b++)
+            ;
+        rc = write_delete_file(st, pairs + a, b - a, groups[pairs[a].group], m, err, errlen);
+    }
+    if (rc == 0 && (zx_ice_manifest_finish(m, &mb, e, sizeof(e)) < 0 ||
+                    zx_ice_manifest_summary(m, &st->del_manifest) < 0 ||
+                    keep_summary(&st->del_manifest, &st->del_manifest_mem) < 0))
+        rc = zx_seterr(err, errlen, "%s: the delete manifest: %s", st->where, e);
+    if (rc == 0) {
+        char uuid[37], name[200];
+        zx_lake_uuid4(uuid);
         snprintf(name, sizeof(name), "metadata/zx-%llu-%s-d0.avro",
                  (unsigned long long)st->run_id, uuid);
         rc = put_meta(st, name, &mb, &st->del_manifest_path, err, errlen);
         st->del_manifest.manifest_path = st->del_manifest_path;
         st->del_manifest.manifest_length = (int64_t)mb.len;
-        st->del_rows = (int64_t)np;
     }
 out:
     zx_ice_manifest_free(m);
-    zx_pq_free(pq);
-    zx_lake_out_abort(out);
-    zx_rowset_free(&rs);
     zx_buf_free(&tmp);
-    zx_buf_free(&side);
     zx_buf_free(&mb);
     zx_keyset_free(&gone);
+    free(groups);
     free(pairs);
     return rc;
 }
@@ -1520,7 +1593,7 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
         list[nlist].sequence_number = seq;
         list[nlist].min_sequence_number = seq;
         nlist++;
-        tot_del_files++;
+        tot_del_files += st->del_files;
         tot_del_rows += st->del_rows;
     }
     for (size_t i = 0; i < nlist; i++)
@@ -1564,8 +1637,8 @@ static int attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
     sum_set(sum, "total-records", tot_rows + add_rows);
     sum_set(sum, "total-files-size", tot_size + add_size);
     if (st->del_rows) {
-        sum_set(sum, "added-delete-files", 1);
-        sum_set(sum, "added-position-delete-files", 1);
+        sum_set(sum, "added-delete-files", st->del_files);
+        sum_set(sum, "added-position-delete-files", st->del_files);
         sum_set(sum, "added-position-deletes", st->del_rows);
     }
     sum_set(sum, "total-delete-files", tot_del_files);
