@@ -158,11 +158,15 @@ sys.exit(int(psycopg.__version__.split(".")[0]) < 3)' 2>/dev/null; then
         python3 -m pip install "${pip_opts[@]}" "pyiceberg[pyarrow]>=0.9" "daft>=0.4" \
             "fastavro>=1.9"
     fi
-    # Delta Lake readers of the delta destination: delta-rs and Polars.
-    if ! python3 -c 'import deltalake, polars' 2>/dev/null; then
+    # Delta Lake readers of the delta destination: delta-rs and Polars, in
+    # versions that read deletion vectors (delta-rs' own scan from 1.4.2;
+    # Polars 2.1 through it, as tested).
+    if ! python3 -c 'import deltalake, polars
+v = lambda m: tuple(int(x) for x in m.__version__.split(".")[:3] if x.isdigit())
+assert v(deltalake) >= (1, 4, 2) and v(polars) >= (2, 1)' 2>/dev/null; then
         pip_setup
         echo "zx: installing deltalake and polars from PyPI" >&2
-        python3 -m pip install "${pip_opts[@]}" "deltalake>=1.0" "polars>=1.0"
+        python3 -m pip install "${pip_opts[@]}" "deltalake>=1.4.2" "polars>=2.1"
     fi
     # A second roaring codec for Delta's deletion vectors: pyroaring's
     # BitMap64 (CRoaring; test_delta_dv_interop.py).
