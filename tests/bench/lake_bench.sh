@@ -12,9 +12,9 @@
 #  bytes written (the run record), live files and bytes of the table after
 #  it (read from the table), and a check: the table read back (deltalake,
 #  pyiceberg) holds exactly the workspace's rows (count, sum(id),
-#  sum(amount), updated rows).  zx rewrites whole data files (copy-on-
-#  write), so each target is measured with file_rows 262144 (the default)
-#  and 20000.
+#  sum(amount), updated rows).  zx marks replaced rows in deletion vectors
+#  (Delta) and position delete files (Iceberg) of tables it creates; each
+#  target is measured with file_rows 262144 (the default) and 20000.
 #  Targets: delta in a folder, delta in moto's S3 (tests/services/moto),
 #  iceberg through a REST catalog (tests/services/iceberg-rest) with a
 #  folder warehouse, and with an s3:// warehouse in moto.  This script
