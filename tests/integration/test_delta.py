@@ -432,6 +432,50 @@ def test_a_writer_that_commits_during_a_run_loses_nothing(sync_env):
     check(z, path)
 
 
+def test_a_writer_that_fills_the_empty_table_during_the_first_run(sync_env):
+    """A mirror's first run into an empty table keeps no keys (nothing it
+    writes can replace a row); so when another writer commits data files
+    while it runs, it cannot tell whether they hold its keys: it fails,
+    commits nothing, and the next run (which keeps them) succeeds with
+    both writers' rows."""
+    import pyarrow as pa
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    path = os.path.join(z.data_dir, "exports", "lake")
+    z.syncs = {"lake": {"author": "alice", "query": "SELECT id, name, price, at FROM items",
+                        "dest": {"delta": {"path": "var/exports/lake"}},
+                        "mode": "mirror", "key": ["id"]}}
+    z.env["ZX_TEST_LAKE_STOP_AT"] = "files"
+    z.write_config()
+    make_items(z, 10)
+    schema = {"id": pa.array([], pa.int64()), "name": pa.array([], pa.string()),
+              "price": pa.array([], pa.float64()),
+              "at": pa.array([], pa.timestamp("us", tz="UTC"))}
+    deltalake.write_deltalake(path, pa.table(schema))            # version 0, empty
+    z.start()
+    assert z.zxctl("run", "lake").returncode == 0
+
+    def worker():
+        e = z.pipeline("lake")
+        return e["pid"] if e.get("pid") and stopped(e["pid"]) else None
+    pid = wait_for(worker, "the run's worker held before its commit")
+    deltalake.write_deltalake(path, pa.table({
+        "id": pa.array([100], pa.int64()), "name": ["other"],
+        "price": pa.array([None], pa.float64()),
+        "at": pa.array([None], pa.timestamp("us", tz="UTC"))}), mode="append")   # version 1
+    os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: z.runs("lake") and z.runs("lake")[0]["state"] in ("succeeded", "failed"),
+             "run 1")
+    r = z.runs("lake")[0]
+    assert r["state"] == "failed" and "while this run filled the empty table" in r["error"], r
+    assert deltalake.DeltaTable(path).version() == 1
+    z.stop()
+    del z.env["ZX_TEST_LAKE_STOP_AT"]
+    z.start()
+    assert z.run("lake")["state"] == "succeeded"
+    got, _ = read_deltalake(path, ["id", "name"])
+    assert sorted(g[0] for g in got) == list(range(1, 11)) + [100]
+
+
 def test_checkpoints_and_retention(sync_env):
     """Every 10th version gets a checkpoint (and _last_checkpoint); with the
     table's retentions set to 0 days, the log before it and the data files

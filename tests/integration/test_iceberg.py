@@ -420,6 +420,46 @@ def test_a_writer_that_commits_during_a_run_loses_nothing(sync_env, iceberg_rest
     assert len(got) == 11 and got[100] == "other" and got[4] == "new"
 
 
+def test_a_writer_that_fills_the_empty_table_during_a_run(sync_env, iceberg_rest):
+    """A mirror run into a table without data files keeps no keys; another
+    writer's file committed while it runs fails it (it cannot tell whether
+    the file holds its keys), nothing committed; the next run succeeds
+    with both writers' rows."""
+    import pyarrow as pa
+    z, ns = ice_sync(sync_env, iceberg_rest, "mirror", rows=0)
+    cat = rest_catalog(iceberg_rest)
+    assert z.run("lake")["state"] == "succeeded"          # the table, empty
+    z.stop()
+    z.env["ZX_TEST_LAKE_STOP_AT"] = "files"
+    z.start()
+    z.ws_exec("INSERT INTO items VALUES (1, 'one', 1.0, NULL)",
+              "INSERT INTO items VALUES (2, 'two', 2.0, NULL)")
+    assert z.zxctl("run", "lake").returncode == 0
+
+    def worker():
+        e = z.pipeline("lake")
+        return e["pid"] if e.get("pid") and stopped(e["pid"]) else None
+    pid = wait_for(worker, "the run's worker held before its commit")
+    t = cat.load_table(f"{ns}.items")
+    t.append(pa.table({"id": pa.array([100], pa.int64()), "name": ["other"],
+                       "price": pa.array([None], pa.float64()),
+                       "at": pa.array([None], pa.timestamp("us", tz="UTC"))},
+                      schema=t.schema().as_arrow()))
+    n = len(cat.load_table(f"{ns}.items").snapshots())
+    os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: z.runs("lake") and z.runs("lake")[0]["state"] in ("succeeded", "failed"),
+             "the run")
+    r = z.runs("lake")[0]
+    assert r["state"] == "failed" and "while this run filled the empty table" in r["error"], r
+    assert len(cat.load_table(f"{ns}.items").snapshots()) == n
+    z.stop()
+    del z.env["ZX_TEST_LAKE_STOP_AT"]
+    z.start()
+    assert z.run("lake")["state"] == "succeeded"
+    got = dict(read_pyiceberg(cat.load_table(f"{ns}.items"), ["id", "name"]))
+    assert got == {1: "one", 2: "two", 100: "other"}
+
+
 def test_preview_sends_nothing(sync_env, iceberg_rest):
     z, ns = ice_sync(sync_env, iceberg_rest, "mirror", rows=5)
     cat = rest_catalog(iceberg_rest)

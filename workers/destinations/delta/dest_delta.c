@@ -90,6 +90,8 @@ typedef struct delta_state {
     size_t ncols;
     int side, cow, create, already;
     int dv;                      /* deletion vectors mark the rows replaced */
+    int fresh;                   /* upsert / mirror into a table without data
+                                    files: no key is tracked (lake_writer.h) */
     const char *key0;            /* the first key column (the run's) */
     zx_part parts[ZX_PART_MAX];  /* the table's partition columns (identity) */
     size_t part_src[ZX_PART_MAX], nparts;
@@ -261,7 +263,7 @@ static void run_reset(delta_state *st)
     free(st->dv_cache_name);
     st->dv_cache_name = NULL;
     zx_buf_free(&st->dv_cache);
-    st->running = st->already = st->create = st->dv = 0;
+    st->running = st->already = st->create = st->dv = st->fresh = 0;
 }
 
 static void delta_close(void *state)
@@ -392,10 +394,11 @@ static int delta_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats
         return -1;
     char prefix[40];
     snprintf(prefix, sizeof(prefix), "zx-%llu", (unsigned long long)st->run_id);
+    st->fresh = st->cow && st->t.nfiles == 0;
     zx_lw_args la = {.lake = st->lake, .where = st->where, .cols = run->cols,
                      .ncols = run->ncols, .key_cols = run->key_cols, .nkeys = run->nkey_cols,
                      .side = st->side, .keys_only = st->dv, .track = st->cow,
-                     .codec = st->codec,
+                     .fresh = st->fresh, .codec = st->codec,
                      .file_rows = st->file_rows, .dir = "", .prefix = prefix, .stats = stats,
                      .parts = st->parts, .nparts = st->nparts, .drop_part_cols = 1,
                      .part_dirs = 1,
@@ -912,8 +915,18 @@ static int lost_race(delta_state *st, int64_t v, int64_t *next, char *err, size_
             break;
         }
         /* an insert another writer committed meanwhile may hold a key this
-         * run changed: the same check as before the first try */
-        if (st->cow && zx_lw_changed(st->lw)) {
+         * run changed: the same check as before the first try (a run that
+         * found the table empty kept no keys: any such file fails it) */
+        if (st->cow && st->fresh) {
+            for (size_t i = 0; i < st->t.nfiles && rc == 0; i++)
+                if (!st->t.files[i].zx)
+                    rc = zx_seterr(err, errlen, "%s: another writer committed version %lld "
+                                   "with data file %s while this run filled the empty table; "
+                                   "nothing of this run was committed: the next run sees it",
+                                   st->where, (long long)v, st->t.files[i].path);
+            if (rc < 0)
+                break;
+        } else if (st->cow && zx_lw_changed(st->lw)) {
             for (size_t i = 0; i < st->t.nfiles && rc == 0; i++)
                 if (!st->t.files[i].zx && may_hold(st, &st->t.files[i]))
                     rc = zx_seterr(err, errlen, "%s: another writer committed version %lld "

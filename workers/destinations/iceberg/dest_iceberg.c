@@ -183,7 +183,7 @@ static void run_reset(ice_state *st)
     json_decref(st->touched);
     st->touched = NULL;
     st->del_rows = st->del_files = 0;
-    st->mor = 0;
+    st->mor = st->fresh = 0;
     memset(&st->manifest, 0, sizeof(st->manifest));
     st->running = st->already = st->create = st->rewritten = st->schema_changed = 0;
     st->tried = 0;
@@ -657,19 +657,8 @@ static int ice_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, 
     st->mor = st->cow && by_pos;
     if (!(st->touched = json_array()))
         return zx_seterr(err, errlen, "%s: out of memory", st->where);
-    char prefix[40];
-    snprintf(prefix, sizeof(prefix), "zx-%llu", (unsigned long long)st->run_id);
-    zx_lw_args la = {.lake = st->lake, .where = st->where, .cols = run->cols,
-                     .ncols = run->ncols, .field_ids = st->field_ids,
-                     .key_cols = run->key_cols, .nkeys = run->nkey_cols, .side = st->side,
-                     .keys_only = by_pos,
-                     .track = st->cow, .codec = st->codec, .file_rows = st->file_rows,
-                     .dir = "data/", .prefix = prefix, .stats = stats, .parts = st->parts,
-                     .nparts = st->nparts, .on_file = on_file,
-                     .ctx = st};
-    if (!(st->lw = zx_lw_new(&la, err, errlen)))
-        return -1;
-    /* what replace replaces: the manifests of the snapshot it starts from */
+    /* what replace replaces: the manifests of the snapshot it starts from;
+     * and whether it has data files (none: the run tracks no keys) */
     ice_view v;
     if (ice_view_read(st, &v, err, errlen) < 0) {
         ice_view_free(&v);
@@ -677,6 +666,21 @@ static int ice_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, 
     }
     for (size_t i = 0; i < v.nmfiles; i++)
         json_array_append_new(st->base_manifests, json_string(v.mfiles[i].manifest_path));
+    st->fresh = st->cow && v.nlive == 0;
+    char prefix[40];
+    snprintf(prefix, sizeof(prefix), "zx-%llu", (unsigned long long)st->run_id);
+    zx_lw_args la = {.lake = st->lake, .where = st->where, .cols = run->cols,
+                     .ncols = run->ncols, .field_ids = st->field_ids,
+                     .key_cols = run->key_cols, .nkeys = run->nkey_cols, .side = st->side,
+                     .keys_only = by_pos, .track = st->cow, .fresh = st->fresh,
+                     .codec = st->codec, .file_rows = st->file_rows,
+                     .dir = "data/", .prefix = prefix, .stats = stats, .parts = st->parts,
+                     .nparts = st->nparts, .on_file = on_file,
+                     .ctx = st};
+    if (!(st->lw = zx_lw_new(&la, err, errlen))) {
+        ice_view_free(&v);
+        return -1;
+    }
     ice_view_free(&v);
     st->running = 1;
     return 0;

@@ -30,6 +30,14 @@ int ice_removing(const ice_state *st, const char *u)
  * copy-on-write, once; the check of other writers' files every try. */
 int ice_changes(ice_state *st, const ice_view *v, char *err, size_t errlen)
 {
+    /* a run that found the table empty kept no keys: a data file another
+     * writer committed since may hold one of them */
+    for (size_t i = 0; st->cow && st->fresh && i < v->nlive; i++)
+        if (!ice_zx_file(st, v->live[i].e->file_path))
+            return zx_seterr(err, errlen, "%s: another writer committed data file %s while "
+                             "this run filled the empty table; nothing of this run was "
+                             "committed: the next run sees it", st->where,
+                             v->live[i].e->file_path);
     if (!st->cow || !zx_lw_changed(st->lw))
         return 0;
     /* every try: a file another writer committed meanwhile too */

@@ -103,6 +103,8 @@ typedef struct ice_state {
     int rewritten;               /* copy-on-write done */
     int mor;                     /* upsert / mirror by position deletes
                                     (merge-on-read) instead of rewrites */
+    int fresh;                   /* upsert / mirror into a table without data
+                                    files: no key is tracked (lake_writer.h) */
     json_t *touched;             /* the data files its deletes point at */
     char *del_manifest_path;     /* the delete manifest, once written */
     zx_ice_mfile del_manifest;

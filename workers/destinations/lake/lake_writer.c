@@ -481,8 +481,9 @@ static int put_piece(zx_lake_writer *w, lw_slot *sl, const zx_rowset *rs, char *
             zx_rowset_row(rs, i, w->row);
             if (zx_lake_key_hash(w->keycols, w->keyidx, w->a.nkeys, w->row, w->ks, kh) < 0)
                 return oom(w, err, errlen);
-            if (w->a.track && !w->rewriting && (zx_keyset_add(&w->changed, kh) < 0 ||
-                                                note_key(w, w->row, w->keyidx[0]) < 0))
+            if (w->a.track && !w->a.fresh && !w->rewriting &&
+                (zx_keyset_add(&w->changed, kh) < 0 ||
+                 note_key(w, w->row, w->keyidx[0]) < 0))
                 return oom(w, err, errlen);
         }
         if (zx_side_add(sl->sd, rs, w->khs, err, errlen) < 0)
@@ -723,6 +724,8 @@ int zx_lw_delete(zx_lake_writer *w, const zx_rowset *keys, char *err, size_t err
 {
     if (!w->a.track || keys->ncols != w->a.nkeys || w->a.nkeys > 64)
         return zx_seterr(err, errlen, "%s: deletes need the key columns", w->where);
+    if (w->a.fresh)
+        return 0;                    /* an empty table holds none of them */
     zx_value kv[64];
     for (uint32_t i = 0; i < keys->nrows; i++) {
         unsigned char kh[ZX_LAKE_KEY_LEN];

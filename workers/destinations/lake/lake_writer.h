@@ -57,6 +57,13 @@ typedef struct zx_lw_args {
                                      (a merge-on-read table: deletes by
                                      position, no file is ever rewritten) */
     int track;                    /* keep the changed keys (needs side) */
+    int fresh;                    /* with track: the table holds no data
+                                     file at the run's start, so no key
+                                     written can replace a row: they are
+                                     not kept (zx_lw_changed stays 0), and
+                                     deletes are no-ops.  A destination
+                                     that finds another writer's files at
+                                     commit must then fail the run */
     zx_pq_codec codec;
     uint32_t file_rows;           /* rows per file at most (>= 1) */
     const char *dir;              /* "" or "data/" (with its '/') */
