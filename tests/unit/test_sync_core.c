@@ -185,6 +185,12 @@ static void test_keysort(const char *dir, size_t nkeys, size_t mem)
             if (c == 0)
                 dups++;
         }
+        /* each key still has its own JSON (the sort moves both) */
+        size_t id = 0;
+        char want[32];
+        memcpy(&id, kh + 4, sizeof(id) < 12 ? sizeof(id) : 12);
+        int wn = snprintf(want, sizeof(want), "[%zu]", id);
+        CHECK(kvlen == (size_t)wn && !memcmp(kv, want, kvlen));
         memcpy(last, kh, 16);
         prev = last;
         n++;
@@ -192,6 +198,43 @@ static void test_keysort(const char *dir, size_t nkeys, size_t mem)
     CHECK(g == 0);
     CHECK(n == nkeys);
     CHECK(dups == nkeys / 1000);
+    zx_keysort_free(k);
+}
+
+/* Many keys with one hash (a result whose keys all repeat): equal hashes
+ * come out together, ordered by their bytes. */
+static void test_keysort_same_hash(const char *dir)
+{
+    char err[300];
+    zx_keysort *k = zx_keysort_new(dir, 64u << 20, NULL);
+    CHECK(k != NULL);
+    if (!k)
+        return;
+    for (size_t i = 0; i < 20000; i++) {
+        unsigned char kh[16];
+        char kv[32];
+        memset(kh, i % 2 ? 0x11 : 0x22, sizeof(kh));
+        int n = snprintf(kv, sizeof(kv), "[%zu]", (i * 7919) % 20000);
+        CHECK(zx_keysort_add(k, kh, kv, (size_t)n, err, sizeof(err)) == 0);
+    }
+    CHECK(zx_keysort_finish(k, err, sizeof(err)) == 0);
+    const unsigned char *kh;
+    const char *kv;
+    size_t kvlen, n = 0;
+    char last[32] = "";
+    unsigned char lastkh = 0;
+    int g;
+    while ((g = zx_keysort_next(k, &kh, &kv, &kvlen, err, sizeof(err))) == 1) {
+        char cur[32];
+        snprintf(cur, sizeof(cur), "%.*s", (int)kvlen, kv);
+        CHECK(kh[0] == (n < 10000 ? 0x11 : 0x22));
+        if (n && kh[0] == lastkh)
+            CHECK(strcmp(last, cur) < 0);
+        memcpy(last, cur, sizeof(cur));
+        lastkh = kh[0];
+        n++;
+    }
+    CHECK(g == 0 && n == 20000);
     zx_keysort_free(k);
 }
 
@@ -205,6 +248,8 @@ int main(void)
     test_spill_budget(dir);
     test_keysort(dir, 5000, 1 << 20);          /* in memory */
     test_keysort(dir, 200000, 1 << 20);        /* several runs on disk */
+    test_keysort(dir, 300000, 64u << 20);      /* in memory, radix-sorted */
+    test_keysort_same_hash(dir);
     rmdir(dir);
     if (failures) {
         printf("test_sync_core: %d check(s) failed\n", failures);
