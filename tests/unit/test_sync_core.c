@@ -139,13 +139,49 @@ static void test_spill(const char *dir)
     CHECK(zx_spill_get(&sp, &rec) == 0);
     CHECK(zx_spill_put(&sp, "x", 1, NULL, 0) < 0);      /* no writes while reading */
     /* a file cut in the middle of a record */
-    CHECK(ftruncate(fileno(sp.f), 5) == 0);
+    CHECK(ftruncate(sp.fd, 5) == 0);
     CHECK(zx_spill_rewind(&sp) == 0);
     CHECK(zx_spill_get(&sp, &rec) < 0);
     zx_spill_close(&sp);
     zx_spill_close(&sp);                                /* twice: fine */
     CHECK(zx_spill_open(&sp, "/proc/nope/x", NULL, err, sizeof(err)) < 0 && strstr(err, "/proc/nope"));
     zx_buf_free(&rec);
+}
+
+/* Records across the spill's 1 MiB buffer, and larger than it. */
+static void test_spill_big(const char *dir)
+{
+    zx_spill sp;
+    char err[300];
+    zx_buf rec = {0};
+    size_t big = 3u << 20;
+    char *b = malloc(big), part[1000];
+    CHECK(b != NULL);
+    if (!b)
+        return;
+    for (size_t i = 0; i < big; i++)
+        b[i] = (char)(i * 31 + 7);
+    CHECK(zx_spill_open(&sp, dir, NULL, err, sizeof(err)) == 0);
+    for (int i = 0; i < 2000; i++) {
+        memset(part, 'a' + i % 26, sizeof(part));
+        CHECK(zx_spill_put(&sp, part, (size_t)(i % 1000), b, 1 + (size_t)i % 7) == 0);
+        if (i == 1500)
+            CHECK(zx_spill_put(&sp, b, big - 10, b + big - 10, 10) == 0);
+    }
+    CHECK(zx_spill_rewind(&sp) == 0);
+    for (int i = 0; i < 2000; i++) {
+        size_t n = (size_t)(i % 1000), m = 1 + (size_t)i % 7;
+        memset(part, 'a' + i % 26, sizeof(part));
+        CHECK(zx_spill_get(&sp, &rec) == 1 && rec.len == n + m && !memcmp(rec.p, part, n) &&
+              !memcmp(rec.p + n, b, m));
+        if (i == 1500)
+            CHECK(zx_spill_get(&sp, &rec) == 1 && rec.len == big && !memcmp(rec.p, b, big));
+    }
+    CHECK(zx_spill_get(&sp, &rec) == 0);
+    CHECK(sp.records == 2001);
+    zx_spill_close(&sp);
+    zx_buf_free(&rec);
+    free(b);
 }
 
 /* Two spills share one budget: the put that would pass it is refused
@@ -271,6 +307,7 @@ int main(void)
         return 1;
     test_hashes();
     test_spill(dir);
+    test_spill_big(dir);
     test_spill_budget(dir);
     test_keysort(dir, 5000, 1 << 20);          /* in memory */
     test_keysort(dir, 200000, 1 << 20);        /* several runs on disk */

@@ -12,10 +12,13 @@
 
 #define MAX_RECORD (1u << 30)
 
+#define SPILL_BUF (1u << 20)
+
 int zx_spill_open(zx_spill *s, const char *dir, zx_spill_budget *budget, char *err,
                   size_t errlen)
 {
     memset(s, 0, sizeof(*s));
+    s->fd = -1;
     s->budget = budget;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot make the folder %s for temporary files: %s", dir,
@@ -30,19 +33,45 @@ int zx_spill_open(zx_spill *s, const char *dir, zx_spill_budget *budget, char *e
         if (fd >= 0)
             unlink(path);
     }
-    if (fd < 0 || !(s->f = fdopen(fd, "w+b"))) {
+    if (fd < 0) {
         snprintf(err, errlen, "cannot make a temporary file in %s: %s", dir, strerror(errno));
-        if (fd >= 0)
-            close(fd);
         return -1;
     }
-    setvbuf(s->f, NULL, _IOFBF, 1 << 20);
+    if (!(s->buf = malloc(SPILL_BUF))) {
+        close(fd);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->fd = fd;
+    return 0;
+}
+
+/* Write n bytes at p to the file.  0 or -1 (errno). */
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int flush_buf(zx_spill *s)
+{
+    if (s->blen && write_all(s->fd, s->buf, s->blen) < 0)
+        return -1;
+    s->blen = 0;
     return 0;
 }
 
 int zx_spill_put(zx_spill *s, const void *a, size_t alen, const void *b, size_t blen)
 {
-    if (alen + blen > MAX_RECORD || s->reading) {
+    if (alen + blen > MAX_RECORD || s->reading || !s->buf) {
         errno = EINVAL;
         return -1;
     }
@@ -54,11 +83,23 @@ int zx_spill_put(zx_spill *s, const void *a, size_t alen, const void *b, size_t 
         errno = EFBIG;
         return -1;
     }
-    /* unlocked: a spill has one thread (spill.h); a record per key */
-    if (fwrite_unlocked(&n, 4, 1, s->f) != 1 ||
-        (alen && fwrite_unlocked(a, alen, 1, s->f) != 1) ||
-        (blen && fwrite_unlocked(b, blen, 1, s->f) != 1))
+    /* a record per key: copied into the buffer (no stdio: one memcpy of
+     * each part, no lock, no call per part) */
+    if (SPILL_BUF - s->blen < 4 + (size_t)n && flush_buf(s) < 0)
         return -1;
+    if (4 + (size_t)n <= SPILL_BUF) {
+        char *p = s->buf + s->blen;
+        memcpy(p, &n, 4);
+        if (alen)
+            memcpy(p + 4, a, alen);
+        if (blen)
+            memcpy(p + 4 + alen, b, blen);
+        s->blen += 4 + (size_t)n;
+    } else if (write_all(s->fd, (const char *)&n, 4) < 0 ||
+               (alen && write_all(s->fd, a, alen) < 0) ||
+               (blen && write_all(s->fd, b, blen) < 0)) {
+        return -1;
+    }
     s->records++;
     s->bytes += 4 + n;
     if (bud)
@@ -68,36 +109,92 @@ int zx_spill_put(zx_spill *s, const void *a, size_t alen, const void *b, size_t 
 
 int zx_spill_rewind(zx_spill *s)
 {
-    if (!s->f || fflush(s->f) != 0)
+    if (!s->buf || (!s->reading && flush_buf(s) < 0))
         return -1;
     s->reading = 1;
-    rewind(s->f);
+    s->blen = s->bpos = 0;
+    s->eof = 0;
+    if (lseek(s->fd, 0, SEEK_SET) < 0)
+        return -1;
     return 0;
+}
+
+/* More bytes into the read buffer (what is left unread moved to its
+ * start).  1 some read, 0 the end of the file, -1 an error. */
+static int fill_buf(zx_spill *s)
+{
+    if (s->eof)
+        return 0;
+    if (s->bpos) {
+        memmove(s->buf, s->buf + s->bpos, s->blen - s->bpos);
+        s->blen -= s->bpos;
+        s->bpos = 0;
+    }
+    for (;;) {
+        ssize_t r = read(s->fd, s->buf + s->blen, SPILL_BUF - s->blen);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            s->eof = 1;
+            return 0;
+        }
+        s->blen += (size_t)r;
+        return 1;
+    }
 }
 
 int zx_spill_get(zx_spill *s, zx_buf *out)
 {
     uint32_t n;
     out->len = 0;
-    if (!s->f)
+    if (!s->buf || !s->reading)
         return 0;
-    if (fread_unlocked(&n, 4, 1, s->f) != 1)
-        return ferror_unlocked(s->f) ? -1 : 0;
+    while (s->blen - s->bpos < 4) {
+        int f = fill_buf(s);
+        if (f < 0)
+            return -1;
+        if (f == 0)
+            return s->blen == s->bpos ? 0 : -1;   /* a part of a length: truncated */
+    }
+    memcpy(&n, s->buf + s->bpos, 4);
+    s->bpos += 4;
     if (n > MAX_RECORD)
         return -1;
     if (zx_buf_reserve(out, n) < 0)
         return -1;
-    if (n && fread_unlocked(out->p, n, 1, s->f) != 1)
-        return -1;   /* truncated */
+    size_t have = s->blen - s->bpos;
+    if (have >= n) {
+        memcpy(out->p, s->buf + s->bpos, n);
+        s->bpos += n;
+        out->len = n;
+        return 1;
+    }
+    /* a record past the buffer: what it holds, then the rest read
+     * straight into out */
+    memcpy(out->p, s->buf + s->bpos, have);
+    s->bpos = s->blen = 0;
+    size_t got = have;
+    while (got < n) {
+        ssize_t r = read(s->fd, out->p + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;   /* truncated */
+        got += (size_t)r;
+    }
     out->len = n;
     return 1;
 }
 
 void zx_spill_close(zx_spill *s)
 {
-    if (s->f)
-        fclose(s->f);
+    if (s->buf)
+        close(s->fd);
+    free(s->buf);
     memset(s, 0, sizeof(*s));
+    s->fd = -1;
 }
 
 /* ---- the key sorter ------------------------------------------------------ */

@@ -30,7 +30,10 @@ typedef struct zx_spill_budget {
 } zx_spill_budget;
 
 typedef struct zx_spill {
-    FILE *f;
+    int fd;                 /* its file; open while buf is set */
+    char *buf;              /* 1 MiB: writes gathered, reads ahead */
+    size_t blen, bpos;      /* bytes in buf; reading: the next one to hand */
+    int eof;                /* reading: the file's end was met */
     uint64_t records;       /* written */
     uint64_t bytes;         /* written */
     int reading;
