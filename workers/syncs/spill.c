@@ -286,13 +286,13 @@ static void sort_few(kent *e, size_t n, const zx_buf *a)
 #define RADIX_BITS 16
 
 /* The keys in memory sorted (kent_cmp's order).  Key hashes are uniform:
- * one pass scatters the entries into 2^16 buckets by their first 16 bits
- * and their JSON into a new arena in the same order (so that whoever
- * reads the sorted keys reads the arena from start to end, not at random),
- * then each bucket is sorted alone.  glibc's qsort of the same million
- * keys took ~4x longer and left the arena in add order.  Takes a second
- * copy of the entries and the arena while it runs (qsort took a copy of
- * the entries too); out of memory for it, qsort in place. */
+ * one pass scatters the entries into 2^16 buckets by their first 16 bits,
+ * each bucket (~16 keys) is sorted alone, then the JSON is copied into a
+ * new arena in the sorted order, so that whoever reads the sorted keys
+ * reads the arena from start to end, not at random.  glibc's qsort of a
+ * million keys took ~4x longer and left the arena in add order.  Takes a
+ * second copy of the entries and of the arena while it runs (qsort took a
+ * copy of the entries too); out of memory for it, qsort in place. */
 static void sort_mem(zx_keysort *k)
 {
     size_t n = k->nents, nb = (size_t)1 << RADIX_BITS;
@@ -300,49 +300,50 @@ static void sort_mem(zx_keysort *k)
         sort_few(k->ents, n, &k->arena);
         return;
     }
-    uint32_t *pos = calloc(nb, sizeof(uint32_t)), *bpos = calloc(nb, sizeof(uint32_t));
+    uint32_t *pos = calloc(nb, sizeof(uint32_t));
     kent *out = malloc(k->cap * sizeof(kent));
     zx_buf a2;
     zx_buf_init(&a2);
-    if (!pos || !bpos || !out || zx_buf_reserve(&a2, k->arena.len + 1) < 0) {
+    /* 32 bytes of slack after each arena: short JSON is copied 32 at once */
+    if (!pos || !out || zx_buf_reserve(&a2, k->arena.len + 32) < 0 ||
+        zx_buf_reserve(&k->arena, 32) < 0) {
         free(pos);
-        free(bpos);
         free(out);
         zx_buf_free(&a2);
         sort_few(k->ents, n, &k->arena);
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        size_t b = (size_t)(k->ents[i].hi >> (64 - RADIX_BITS));
-        pos[b]++;
-        bpos[b] += k->ents[i].len;
-    }
-    uint32_t at = 0, bat = 0;
+    for (size_t i = 0; i < n; i++)
+        pos[k->ents[i].hi >> (64 - RADIX_BITS)]++;
+    uint32_t at = 0;
     for (size_t b = 0; b < nb; b++) {
-        uint32_t c = pos[b], bc = bpos[b];
+        uint32_t c = pos[b];
         pos[b] = at;
-        bpos[b] = bat;
         at += c;
-        bat += bc;
     }
     for (size_t i = 0; i < n; i++) {
         const kent *e = &k->ents[i];
-        size_t b = (size_t)(e->hi >> (64 - RADIX_BITS));
-        kent *o = &out[pos[b]++];
-        *o = *e;
-        o->off = bpos[b];
-        memcpy(a2.p + o->off, k->arena.p + e->off, e->len);
-        bpos[b] += e->len;
+        out[pos[e->hi >> (64 - RADIX_BITS)]++] = *e;
     }
-    a2.len = k->arena.len;
     /* pos[b] is now where bucket b ends (and b + 1 starts) */
     for (size_t b = 0, start = 0; b < nb; b++) {
         if (pos[b] - start > 1)
-            sort_few(out + start, pos[b] - start, &a2);
+            sort_few(out + start, pos[b] - start, &k->arena);
         start = pos[b];
     }
     free(pos);
-    free(bpos);
+    char *to = a2.p;
+    for (size_t i = 0; i < n; i++) {
+        kent *o = &out[i];
+        const char *from = k->arena.p + o->off;
+        if (o->len <= 32)
+            memcpy(to, from, 32);   /* the next key's copy writes over the rest */
+        else
+            memcpy(to, from, o->len);
+        o->off = (uint32_t)(to - a2.p);
+        to += o->len;
+    }
+    a2.len = k->arena.len;
     free(k->ents);
     k->ents = out;
     zx_buf_free(&k->arena);
