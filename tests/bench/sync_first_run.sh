@@ -124,5 +124,10 @@ show() {  # LABEL LINES
 }
 [ -n "${T[replace]:-}" ] && show replace "${T[replace]}"
 [ -n "${T[mirror]:-}" ] && show "mirror first" "${T[mirror]}"
-[ -n "$second" ] && show "mirror second" "$second"
+if [ -n "$second" ]; then
+    show "mirror second" "$second"
+    # what the second run of mirror_1 found: every row unchanged, none sent
+    grep "event=sync_done sync=mirror_1 " "$WORK/zxd.log" | tail -1 |
+        grep -oE '(read|sent|deleted|unchanged)=[0-9]+' | tr '\n' ' ' | sed 's/^/               second run of mirror_1: /; s/ $/\n/'
+fi
 

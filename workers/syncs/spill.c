@@ -479,6 +479,19 @@ int zx_keysort_next(zx_keysort *k, const unsigned char **kh, const char **kv, si
     return 1;
 }
 
+int zx_keysort_in_memory(const zx_keysort *k)
+{
+    return k->nruns == 0;
+}
+
+int zx_keysort_rewind(zx_keysort *k)
+{
+    if (k->nruns || !k->finished)
+        return -1;
+    k->mem_pos = 0;
+    return 0;
+}
+
 uint64_t zx_keysort_count(const zx_keysort *k)
 {
     return k->count;
