@@ -88,7 +88,10 @@ run() {
 
 PERF_PID=
 if [ -n "${ZX_BENCH_PERF:-}" ]; then
-    perf record -q -g --call-graph dwarf,16384 -F 1000 -p "$ZXD_PID" -o "$ZX_BENCH_PERF" 2>"$WORK/perf.log" &
+    # zxd, its children now (the writer) and those it starts (the runs)
+    PIDS=$(pgrep -d, -P "$ZXD_PID" || true)
+    perf record -q -g --call-graph dwarf,16384 -F 1000 -p "$ZXD_PID${PIDS:+,$PIDS}" \
+        -o "$ZX_BENCH_PERF" 2>"$WORK/perf.log" &
     PERF_PID=$!
     sleep 1
 fi
