@@ -72,15 +72,13 @@ static unsigned char *enc_to(unsigned char *p, const zx_value *v)
  * scratch, after its len bytes (len moves past them).  0 or -1. */
 static int encode_all(zx_buf *b, const zx_value *vals, const size_t *idx, size_t n)
 {
-    size_t need = 0;
-    for (size_t i = 0; i < n; i++)
-        need += enc_size(&vals[idx ? idx[i] : i]);
-    if (zx_buf_reserve(b, need) < 0)
-        return -1;
-    unsigned char *p = (unsigned char *)b->p + b->len;
-    for (size_t i = 0; i < n; i++)
-        p = enc_to(p, &vals[idx ? idx[i] : i]);
-    b->len = (size_t)((char *)p - b->p);
+    for (size_t i = 0; i < n; i++) {
+        const zx_value *v = &vals[idx ? idx[i] : i];
+        size_t need = enc_size(v);
+        if ((!b->p || b->cap - b->len <= need) && zx_buf_reserve(b, need < 256 ? 256 : need) < 0)
+            return -1;
+        b->len = (size_t)((char *)enc_to((unsigned char *)b->p + b->len, v) - b->p);
+    }
     return 0;
 }
 
