@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <msgpack.h>
+
 static int failures, checks;
 
 #define CHECK(c)                                                         \
@@ -1435,9 +1437,94 @@ static void test_speed(void)
     zx_rowset_free(&b);
 }
 
+/* The reference: each cell as msgpack-c packs it (what frame.c did before
+ * it wrote the cells itself). */
+static void ref_pack_value(msgpack_packer *pk, const zx_value *v)
+{
+    switch ((zx_type)v->type) {
+    case ZX_T_INT: msgpack_pack_int64(pk, v->u.i); break;
+    case ZX_T_REAL: msgpack_pack_double(pk, v->u.d); break;
+    case ZX_T_BOOL:
+        if (v->u.b)
+            msgpack_pack_true(pk);
+        else
+            msgpack_pack_false(pk);
+        break;
+    case ZX_T_TEXT: msgpack_pack_str_with_body(pk, v->s, v->len); break;
+    case ZX_T_TIMESTAMP: {
+        unsigned char be[8];
+        uint64_t u = (uint64_t)v->u.i;
+        for (int k = 7; k >= 0; k--, u >>= 8)
+            be[k] = (unsigned char)u;
+        msgpack_pack_ext(pk, 8 + (size_t)v->len, 1);
+        msgpack_pack_ext_body(pk, be, 8);
+        msgpack_pack_ext_body(pk, v->s, v->len);
+        break;
+    }
+    case ZX_T_JSON: msgpack_pack_ext_with_body(pk, v->s, v->len, 2); break;
+    default: msgpack_pack_nil(pk); break;
+    }
+}
+
+/* The rows of a frame are the bytes msgpack-c makes of them: every
+ * length class of every type (ints at each boundary, strings, ext). */
+static void test_cells_as_msgpack(void)
+{
+    zx_rowset a;
+    zx_rowset_init(&a);
+    char *big = malloc(70000);
+    for (int i = 0; i < 70000; i++)
+        big[i] = (char)('a' + i % 26);
+    int64_t ints[] = {0, 1, -1, 31, 32, 127, 128, 255, 256, -32, -33, -127, -128, -129, 65535,
+                      65536, -32767, -32768, -32769, INT32_MAX, (int64_t)INT32_MAX + 1,
+                      (int64_t)UINT32_MAX, (int64_t)UINT32_MAX + 1, INT32_MIN,
+                      (int64_t)INT32_MIN - 1, INT64_MAX, INT64_MIN};
+    double reals[] = {0.0, -0.0, 1.5, -1e300, 5e-324, NAN, INFINITY, -INFINITY};
+    size_t lens[] = {0, 1, 2, 3, 4, 8, 15, 16, 31, 32, 255, 256, 300, 65535, 65536, 70000};
+    size_t nrows = sizeof(ints) / sizeof(ints[0]), nl = sizeof(lens) / sizeof(lens[0]);
+    for (size_t r = 0; r < nrows; r++) {
+        zx_rowset_begin_row(&a);
+        add(&a, "i", vint(ints[r]));
+        if (r % 3 != 1)
+            add(&a, "r", vreal(reals[r % 8]));
+        add(&a, "b", vbool((int)(r & 1)));
+        if (r % 5 != 4)
+            add(&a, "t", vstr(&a, ZX_T_TEXT, big, lens[r % nl]));
+        zx_value ts = vstr(&a, ZX_T_TIMESTAMP, big, lens[(r + 3) % nl]);
+        ts.u.i = ints[nrows - 1 - r];
+        add(&a, "ts", ts);
+        add(&a, "j", vstr(&a, ZX_T_JSON, big, lens[(r + 7) % nl]));
+        zx_rowset_end_row(&a);
+    }
+    zx_frame_meta m = basic_meta();
+    zx_buf fb;
+    zx_buf_init(&fb);
+    CHECK(zx_frame_encode(&m, &a, &fb) == 0);
+
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, a.nrows);
+    zx_value row[8];
+    for (uint32_t r = 0; r < a.nrows; r++) {
+        zx_rowset_row(&a, r, row);
+        msgpack_pack_array(&pk, a.ncols);
+        for (uint32_t c = 0; c < a.ncols; c++)
+            ref_pack_value(&pk, &row[c]);
+    }
+    msgpack_pack_array(&pk, 0);   /* no rejects: the frame's last element */
+    CHECK(fb.len > sb.size && !memcmp(fb.p + fb.len - sb.size, sb.data, sb.size));
+    msgpack_sbuffer_destroy(&sb);
+    zx_buf_free(&fb);
+    zx_rowset_free(&a);
+    free(big);
+}
+
 int main(void)
 {
     test_types();
+    test_cells_as_msgpack();
     test_shapes();
     test_meta();
     test_positions();

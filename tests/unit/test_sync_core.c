@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -58,6 +59,31 @@ static void test_hashes(void)
     z2[0].u.d = -0.0;
     CHECK(zx_sync_row_hash(z1, 1, 0, &sc, &h1) == 0 && zx_sync_row_hash(z2, 1, 0, &sc, &h2) == 0);
     CHECK(h1 == h2);                              /* -0 and 0 are one value */
+
+    /* the values stored by earlier versions: a hash must never change
+     * (a stored one would no longer compare equal: every row sent again) */
+    zx_value all[] = {v_int(-7), v_text("user1@example.com"), {.type = ZX_T_REAL},
+                      {.type = ZX_T_BOOL}, {.type = ZX_T_TIMESTAMP}, {.type = ZX_T_JSON},
+                      {0}, {.type = ZX_T_REAL}, v_text("")};
+    all[2].u.d = 12.5;
+    all[3].u.b = 1;
+    all[4].u.i = 1767225600000000;
+    all[5].s = "{\"a\":1}";
+    all[5].len = 7;
+    all[7].u.d = NAN;
+    size_t kall[] = {1, 0};
+    CHECK(zx_sync_row_hash(all, 9, s1, &sc, &h1) == 0);
+    CHECK(zx_sync_key_hash(all, kall, 2, &sc, a) == 0);
+    static const unsigned char kgold[16] = {0x62, 0x29, 0x20, 0xa8, 0x81, 0xf7, 0x07, 0x7b,
+                                            0x99, 0x3d, 0x52, 0x70, 0xd7, 0x0e, 0xcb, 0xf7};
+    CHECK(h1 == 0x8e60168dcc6e2157ull);
+    CHECK(!memcmp(a, kgold, 16));
+    /* both at once: the same values */
+    memset(a, 0, sizeof(a));
+    h1 = 0;
+    CHECK(zx_sync_row_key_hash(all, 9, s1, kall, 2, &sc, &h1, a) == 0);
+    CHECK(h1 == 0x8e60168dcc6e2157ull);
+    CHECK(!memcmp(a, kgold, 16));
 
     /* keys as JSON, and back */
     zx_value key[] = {v_int(-42), v_text("a\"b\\c\n\x01"), {.type = ZX_T_BOOL}, {0},
@@ -113,13 +139,49 @@ static void test_spill(const char *dir)
     CHECK(zx_spill_get(&sp, &rec) == 0);
     CHECK(zx_spill_put(&sp, "x", 1, NULL, 0) < 0);      /* no writes while reading */
     /* a file cut in the middle of a record */
-    CHECK(ftruncate(fileno(sp.f), 5) == 0);
+    CHECK(ftruncate(sp.fd, 5) == 0);
     CHECK(zx_spill_rewind(&sp) == 0);
     CHECK(zx_spill_get(&sp, &rec) < 0);
     zx_spill_close(&sp);
     zx_spill_close(&sp);                                /* twice: fine */
     CHECK(zx_spill_open(&sp, "/proc/nope/x", NULL, err, sizeof(err)) < 0 && strstr(err, "/proc/nope"));
     zx_buf_free(&rec);
+}
+
+/* Records across the spill's 1 MiB buffer, and larger than it. */
+static void test_spill_big(const char *dir)
+{
+    zx_spill sp;
+    char err[300];
+    zx_buf rec = {0};
+    size_t big = 3u << 20;
+    char *b = malloc(big), part[1000];
+    CHECK(b != NULL);
+    if (!b)
+        return;
+    for (size_t i = 0; i < big; i++)
+        b[i] = (char)(i * 31 + 7);
+    CHECK(zx_spill_open(&sp, dir, NULL, err, sizeof(err)) == 0);
+    for (int i = 0; i < 2000; i++) {
+        memset(part, 'a' + i % 26, sizeof(part));
+        CHECK(zx_spill_put(&sp, part, (size_t)(i % 1000), b, 1 + (size_t)i % 7) == 0);
+        if (i == 1500)
+            CHECK(zx_spill_put(&sp, b, big - 10, b + big - 10, 10) == 0);
+    }
+    CHECK(zx_spill_rewind(&sp) == 0);
+    for (int i = 0; i < 2000; i++) {
+        size_t n = (size_t)(i % 1000), m = 1 + (size_t)i % 7;
+        memset(part, 'a' + i % 26, sizeof(part));
+        CHECK(zx_spill_get(&sp, &rec) == 1 && rec.len == n + m && !memcmp(rec.p, part, n) &&
+              !memcmp(rec.p + n, b, m));
+        if (i == 1500)
+            CHECK(zx_spill_get(&sp, &rec) == 1 && rec.len == big && !memcmp(rec.p, b, big));
+    }
+    CHECK(zx_spill_get(&sp, &rec) == 0);
+    CHECK(sp.records == 2001);
+    zx_spill_close(&sp);
+    zx_buf_free(&rec);
+    free(b);
 }
 
 /* Two spills share one budget: the put that would pass it is refused
@@ -185,6 +247,12 @@ static void test_keysort(const char *dir, size_t nkeys, size_t mem)
             if (c == 0)
                 dups++;
         }
+        /* each key still has its own JSON (the sort moves both) */
+        size_t id = 0;
+        char want[32];
+        memcpy(&id, kh + 4, sizeof(id) < 12 ? sizeof(id) : 12);
+        int wn = snprintf(want, sizeof(want), "[%zu]", id);
+        CHECK(kvlen == (size_t)wn && !memcmp(kv, want, kvlen));
         memcpy(last, kh, 16);
         prev = last;
         n++;
@@ -195,6 +263,43 @@ static void test_keysort(const char *dir, size_t nkeys, size_t mem)
     zx_keysort_free(k);
 }
 
+/* Many keys with one hash (a result whose keys all repeat): equal hashes
+ * come out together, ordered by their bytes. */
+static void test_keysort_same_hash(const char *dir)
+{
+    char err[300];
+    zx_keysort *k = zx_keysort_new(dir, 64u << 20, NULL);
+    CHECK(k != NULL);
+    if (!k)
+        return;
+    for (size_t i = 0; i < 20000; i++) {
+        unsigned char kh[16];
+        char kv[32];
+        memset(kh, i % 2 ? 0x11 : 0x22, sizeof(kh));
+        int n = snprintf(kv, sizeof(kv), "[%zu]", (i * 7919) % 20000);
+        CHECK(zx_keysort_add(k, kh, kv, (size_t)n, err, sizeof(err)) == 0);
+    }
+    CHECK(zx_keysort_finish(k, err, sizeof(err)) == 0);
+    const unsigned char *kh;
+    const char *kv;
+    size_t kvlen, n = 0;
+    char last[32] = "";
+    unsigned char lastkh = 0;
+    int g;
+    while ((g = zx_keysort_next(k, &kh, &kv, &kvlen, err, sizeof(err))) == 1) {
+        char cur[32];
+        snprintf(cur, sizeof(cur), "%.*s", (int)kvlen, kv);
+        CHECK(kh[0] == (n < 10000 ? 0x11 : 0x22));
+        if (n && kh[0] == lastkh)
+            CHECK(strcmp(last, cur) < 0);
+        memcpy(last, cur, sizeof(cur));
+        lastkh = kh[0];
+        n++;
+    }
+    CHECK(g == 0 && n == 20000);
+    zx_keysort_free(k);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/zx-test-sync-XXXXXX";
@@ -202,9 +307,12 @@ int main(void)
         return 1;
     test_hashes();
     test_spill(dir);
+    test_spill_big(dir);
     test_spill_budget(dir);
     test_keysort(dir, 5000, 1 << 20);          /* in memory */
     test_keysort(dir, 200000, 1 << 20);        /* several runs on disk */
+    test_keysort(dir, 300000, 64u << 20);      /* in memory, radix-sorted */
+    test_keysort_same_hash(dir);
     rmdir(dir);
     if (failures) {
         printf("test_sync_core: %d check(s) failed\n", failures);

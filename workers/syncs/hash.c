@@ -10,23 +10,36 @@
 #include <string.h>
 #include <xxhash.h>
 
-static int put_u64(zx_buf *b, uint64_t v)
+/* The most bytes the canonical encoding of v takes (enc_to). */
+static size_t enc_size(const zx_value *v)
 {
-    unsigned char x[8];
-    for (int i = 0; i < 8; i++, v >>= 8)
-        x[i] = (unsigned char)v;
-    return zx_buf_put(b, x, 8);
+    switch (v->type) {
+    case ZX_T_INT: case ZX_T_TIMESTAMP: case ZX_T_REAL:
+        return 9;
+    case ZX_T_BOOL:
+        return 2;
+    case ZX_T_TEXT: case ZX_T_JSON:
+        return 5 + (size_t)v->len;
+    default:
+        return 1;
+    }
 }
 
-/* The canonical encoding of one value (see hash.h). */
-static int encode(zx_buf *b, const zx_value *v)
+static unsigned char *put_u64(unsigned char *p, uint64_t v)
 {
-    unsigned char t = v->type;
-    if (zx_buf_put(b, &t, 1) < 0)
-        return -1;
+    for (int i = 0; i < 8; i++, v >>= 8)
+        p[i] = (unsigned char)v;
+    return p + 8;
+}
+
+/* The canonical encoding of one value (see hash.h) at p, which has room
+ * for enc_size(v) bytes; returns its end. */
+static unsigned char *enc_to(unsigned char *p, const zx_value *v)
+{
+    *p++ = v->type;
     switch (v->type) {
     case ZX_T_INT: case ZX_T_TIMESTAMP:
-        return put_u64(b, (uint64_t)v->u.i);
+        return put_u64(p, (uint64_t)v->u.i);
     case ZX_T_REAL: {
         uint64_t bits;
         double d = v->u.d;
@@ -35,21 +48,38 @@ static int encode(zx_buf *b, const zx_value *v)
         memcpy(&bits, &d, 8);
         if (isnan(d))
             bits = 0x7ff8000000000000ull;
-        return put_u64(b, bits);
+        return put_u64(p, bits);
     }
-    case ZX_T_BOOL: {
-        unsigned char x = v->u.b ? 1 : 0;
-        return zx_buf_put(b, &x, 1);
-    }
+    case ZX_T_BOOL:
+        *p++ = v->u.b ? 1 : 0;
+        return p;
     case ZX_T_TEXT: case ZX_T_JSON: {
         uint32_t n = v->len;
-        unsigned char l[4] = {(unsigned char)n, (unsigned char)(n >> 8),
-                              (unsigned char)(n >> 16), (unsigned char)(n >> 24)};
-        return zx_buf_put(b, l, 4) < 0 ? -1 : zx_buf_put(b, v->s, n);
+        p[0] = (unsigned char)n;
+        p[1] = (unsigned char)(n >> 8);
+        p[2] = (unsigned char)(n >> 16);
+        p[3] = (unsigned char)(n >> 24);
+        if (n)
+            memcpy(p + 4, v->s, n);
+        return p + 4 + n;
     }
     default:
-        return 0;           /* NULL: the type byte alone */
+        return p;           /* NULL: the type byte alone */
     }
+}
+
+/* The encodings of vals[idx[0..n-1]] (idx NULL: vals[0..n-1]) into
+ * scratch, after its len bytes (len moves past them).  0 or -1. */
+static int encode_all(zx_buf *b, const zx_value *vals, const size_t *idx, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const zx_value *v = &vals[idx ? idx[i] : i];
+        size_t need = enc_size(v);
+        if ((!b->p || b->cap - b->len <= need) && zx_buf_reserve(b, need < 256 ? 256 : need) < 0)
+            return -1;
+        b->len = (size_t)((char *)enc_to((unsigned char *)b->p + b->len, v) - b->p);
+    }
+    return 0;
 }
 
 uint64_t zx_sync_columns_seed(const zx_dcol *cols, size_t ncols)
@@ -74,17 +104,21 @@ uint64_t zx_sync_row_hash_reseed(uint64_t rh, uint64_t seed)
     return XXH3_64bits_withSeed(&rh, sizeof(rh), seed);
 }
 
+static void key_digest(const void *p, size_t len, unsigned char out[ZX_SYNC_KEYHASH_LEN])
+{
+    XXH128_hash_t h = XXH3_128bits(p, len);
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, h);
+    memcpy(out, c.digest, ZX_SYNC_KEYHASH_LEN);
+}
+
 int zx_sync_key_hash(const zx_value *vals, const size_t *idx, size_t n, zx_buf *scratch,
                      unsigned char out[ZX_SYNC_KEYHASH_LEN])
 {
     scratch->len = 0;
-    for (size_t i = 0; i < n; i++)
-        if (encode(scratch, &vals[idx[i]]) < 0)
-            return -1;
-    XXH128_hash_t h = XXH3_128bits(scratch->p ? scratch->p : "", scratch->len);
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, h);
-    memcpy(out, c.digest, ZX_SYNC_KEYHASH_LEN);
+    if (encode_all(scratch, vals, idx, n) < 0)
+        return -1;
+    key_digest(scratch->p ? scratch->p : "", scratch->len, out);
     return 0;
 }
 
@@ -92,10 +126,32 @@ int zx_sync_row_hash(const zx_value *vals, size_t ncols, uint64_t seed, zx_buf *
                      uint64_t *out)
 {
     scratch->len = 0;
-    for (size_t i = 0; i < ncols; i++)
-        if (encode(scratch, &vals[i]) < 0)
-            return -1;
+    if (encode_all(scratch, vals, NULL, ncols) < 0)
+        return -1;
     *out = XXH3_64bits_withSeed(scratch->p ? scratch->p : "", scratch->len, seed);
+    return 0;
+}
+
+int zx_sync_row_key_hash(const zx_value *vals, size_t ncols, uint64_t seed, const size_t *idx,
+                         size_t n, zx_buf *scratch, uint64_t *rh,
+                         unsigned char kh[ZX_SYNC_KEYHASH_LEN])
+{
+    scratch->len = 0;
+    if (encode_all(scratch, vals, NULL, ncols) < 0)
+        return -1;
+    size_t rowlen = scratch->len;
+    if (n == 1) {
+        /* one key column: its encoding is already there, in the row's */
+        size_t off = 0;
+        for (size_t i = 0; i < idx[0]; i++)
+            off += enc_size(&vals[i]);
+        key_digest(scratch->p + off, enc_size(&vals[idx[0]]), kh);
+    } else {
+        if (encode_all(scratch, vals, idx, n) < 0)
+            return -1;
+        key_digest(scratch->p + rowlen, scratch->len - rowlen, kh);
+    }
+    *rh = XXH3_64bits_withSeed(scratch->p ? scratch->p : "", rowlen, seed);
     return 0;
 }
 

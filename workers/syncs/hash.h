@@ -49,6 +49,13 @@ uint64_t zx_sync_row_hash_reseed(uint64_t rh, uint64_t seed);
 int zx_sync_row_hash(const zx_value *vals, size_t ncols, uint64_t seed, zx_buf *scratch,
                      uint64_t *out);
 
+/* Both hashes of one row from one encoding of it: *rh as
+ * zx_sync_row_hash(vals, ncols, seed) and kh as zx_sync_key_hash(vals,
+ * idx, n) (the same values).  0 or -1 (ENOMEM). */
+int zx_sync_row_key_hash(const zx_value *vals, size_t ncols, uint64_t seed, const size_t *idx,
+                         size_t n, zx_buf *scratch, uint64_t *rh,
+                         unsigned char kh[ZX_SYNC_KEYHASH_LEN]);
+
 /* The key values vals[idx[0..n-1]] as a JSON array text appended to out
  * (no NUL): INT as a number, REAL as a number (null for NaN and
  * infinities), BOOL true/false, TEXT and TIMESTAMP (its text) as strings,

@@ -178,7 +178,8 @@ static int add_change(srun *r, const rkeys *k)
     memcpy(hrec + ZX_SYNC_KEYHASH_LEN, &k->kr.rh, 8);
     if (mark(r, k->kr.ordinal) < 0)
         return -1;
-    if (!r->preview && zx_spill_put(&r->hashes, hrec, sizeof(hrec), k->kv, k->kvlen) < 0)
+    if (!r->preview && !r->hashes_from_keys &&
+        zx_spill_put(&r->hashes, hrec, sizeof(hrec), k->kv, k->kvlen) < 0)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot keep the row hashes in "
                          "%s: %s", r->name, r->tmpdir, strerror(errno));
     return 0;
@@ -206,6 +207,19 @@ int run_merge_keys(srun *r)
     st.ended = !use_store;
     if (use_store && !(st.v = calloc(STORE_BATCH, sizeof(*st.v))))
         return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+    /* nothing stored (a first run; or hashes of another key): every key is
+     * new, none is deleted, so the hashes to record are the sorted keys
+     * themselves, read again from the sorter when recording instead of
+     * copied through the hashes spill */
+    if (r->hashed && !r->preview && zx_keysort_in_memory(r->keys)) {
+        stored *e0 = NULL;
+        if (st_peek(&st, &e0) < 0) {
+            free(st.v);
+            zx_buf_free(&st.arena);
+            return -1;
+        }
+        r->hashes_from_keys = e0 == NULL;
+    }
     int rc = rk_next(&k);
     uint64_t n = 0;
     while (rc == 0 && k.have) {

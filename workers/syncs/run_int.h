@@ -75,6 +75,11 @@ typedef struct srun {
     zx_spill_budget budget;       /* max_spill_bytes, every spill together */
     zx_spill rows, hashes, deletes;
     zx_keysort *keys;
+    int hashes_from_keys;         /* nothing was stored (each key new, none
+                                     deleted) and the keys are in memory:
+                                     the hashes to record are the sorted
+                                     keys, read again from the sorter, not
+                                     put in the hashes spill */
 
     zx_rowset rs, send;
     zx_value *vals;

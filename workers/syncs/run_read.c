@@ -98,11 +98,13 @@ static int read_batch(srun *r)
                                  r->name, (unsigned long long)r->read,
                                  r->cols[r->key_idx[k]].name);
         keyrec kr = {0, ordinal};
-        if (r->hashed && zx_sync_row_hash(r->vals, r->ncols, r->seed, &r->scratch, &kr.rh) < 0)
+        /* hashed: the row and its key from one encoding of the row */
+        if (r->hashed ? zx_sync_row_key_hash(r->vals, r->ncols, r->seed, r->key_idx, r->nkeys,
+                                             &r->scratch, &kr.rh, kh) < 0
+                      : zx_sync_key_hash(r->vals, r->key_idx, r->nkeys, &r->scratch, kh) < 0)
             goto oom;
         pl->len = 0;
         if (zx_buf_put(pl, &kr, sizeof(kr)) < 0 ||
-            zx_sync_key_hash(r->vals, r->key_idx, r->nkeys, &r->scratch, kh) < 0 ||
             zx_sync_key_json(r->vals, r->key_idx, r->nkeys, pl) < 0)
             goto oom;
         if (zx_keysort_add(r->keys, kh, pl->p, pl->len, r->err, sizeof(r->err)) < 0)

@@ -42,6 +42,44 @@ static int publish(srun *r, const zx_rowset *rs)
     return 0;
 }
 
+/* The next record to hand over into r->rec: the key hash, then for a put
+ * the row hash and the key's JSON (a delete: the key hash alone).  From
+ * the hashes spill, or (hashes_from_keys) from the sorted keys: each
+ * distinct key (a duplicate fails the run before this), its row hash as
+ * compare saw it.  1, 0 at the end, -1 (r->err set for the sorter). */
+static int next_record(srun *r, unsigned char prev[ZX_SYNC_KEYHASH_LEN], int *started)
+{
+    if (!r->hashes_from_keys)
+        return zx_spill_get(&r->hashes, &r->rec);
+    for (;;) {
+        const unsigned char *kh;
+        const char *pl;
+        size_t len;
+        int g = zx_keysort_next(r->keys, &kh, &pl, &len, r->err, sizeof(r->err));
+        if (g <= 0)
+            return g;
+        if (len < sizeof(keyrec))
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: a sorted key is damaged",
+                             r->name);
+        if (*started && !memcmp(kh, prev, ZX_SYNC_KEYHASH_LEN))
+            continue;
+        *started = 1;
+        memcpy(prev, kh, ZX_SYNC_KEYHASH_LEN);
+        keyrec kr;
+        memcpy(&kr, pl, sizeof(kr));
+        if (r->reseed)
+            kr.rh = zx_sync_row_hash_reseed(kr.rh, r->seed_final);
+        size_t kvlen = len - sizeof(keyrec);
+        if (zx_buf_reserve(&r->rec, ZX_SYNC_KEYHASH_LEN + 8 + kvlen) < 0)
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+        memcpy(r->rec.p, kh, ZX_SYNC_KEYHASH_LEN);
+        memcpy(r->rec.p + ZX_SYNC_KEYHASH_LEN, &kr.rh, 8);
+        memcpy(r->rec.p + ZX_SYNC_KEYHASH_LEN + 8, pl + sizeof(keyrec), kvlen);
+        r->rec.len = ZX_SYNC_KEYHASH_LEN + 8 + kvlen;
+        return 1;
+    }
+}
+
 int run_record_hashes(srun *r)
 {
     run_set_phase(r, "recording");
@@ -51,10 +89,12 @@ int run_record_hashes(srun *r)
     int rc = 0;
     int64_t ckh = -1, crh = -1, ckv = -1;
     size_t max_bytes = zx_src_max_frame(r->rt) / 4;
-    if (zx_spill_rewind(&r->hashes) < 0)
+    unsigned char prev[ZX_SYNC_KEYHASH_LEN];
+    int started = 0;
+    if (r->hashes_from_keys ? zx_keysort_rewind(r->keys) < 0 : zx_spill_rewind(&r->hashes) < 0)
         rc = -1;
     while (rc == 0) {
-        int g = zx_spill_get(&r->hashes, &r->rec);
+        int g = next_record(r, prev, &started);
         if (g < 0) {
             rc = -1;
             break;

@@ -30,7 +30,10 @@ typedef struct zx_spill_budget {
 } zx_spill_budget;
 
 typedef struct zx_spill {
-    FILE *f;
+    int fd;                 /* its file; open while buf is set */
+    char *buf;              /* 1 MiB: writes gathered, reads ahead */
+    size_t blen, bpos;      /* bytes in buf; reading: the next one to hand */
+    int eof;                /* reading: the file's end was met */
     uint64_t records;       /* written */
     uint64_t bytes;         /* written */
     int reading;
@@ -76,6 +79,14 @@ int zx_keysort_finish(zx_keysort *k, char *err, size_t errlen);
  * the end, -1 with err. */
 int zx_keysort_next(zx_keysort *k, const unsigned char **kh, const char **kv, size_t *kvlen,
                     char *err, size_t errlen);
+/* 1 when every key added is held in memory (no run was written to a
+ * file), else 0.  Then, once finished, zx_keysort_rewind can read them
+ * again. */
+int zx_keysort_in_memory(const zx_keysort *k);
+/* Read the keys again from the first, as zx_keysort_next handed them out
+ * (finished, in memory only).  0, or -1 when they are not in memory or
+ * not finished. */
+int zx_keysort_rewind(zx_keysort *k);
 /* Keys added. */
 uint64_t zx_keysort_count(const zx_keysort *k);
 void zx_keysort_free(zx_keysort *k);
