@@ -100,7 +100,7 @@ def warehouse_dir(lines):
 
 
 def ice_sync(sync_env, iceberg_rest, mode, key=("id",), rows=0, file_rows=None, keep=None,
-             query=None):
+             query=None, partition_by=None):
     ns = "zx_" + uid()[:8].lower()
     z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
     z.server_extra = f"file_roots: [\"{warehouse_dir(iceberg_rest)}\"]"
@@ -114,6 +114,8 @@ def ice_sync(sync_env, iceberg_rest, mode, key=("id",), rows=0, file_rows=None, 
     z.syncs = {"lake": {"author": "alice", "query": query or "SELECT id, name, price, at FROM items",
                         "dest": {"iceberg": d}, "mode": mode,
                         "key": list(key) if key else None}}
+    if partition_by:
+        z.syncs["lake"]["extra"] = {"partition_by": json.dumps(partition_by)}
     z.write_config()
     make_items(z, rows)
     z.start()
@@ -385,6 +387,39 @@ def test_a_commit_whose_answer_is_lost_is_never_made_twice(sync_env, iceberg_res
         assert sorted(x[0] for x in read_pyiceberg(t, ["id"])) == list(range(1, 11))
     finally:
         proxy.close()
+
+
+@pytest.mark.parametrize("parts", [None, ["bucket[2](id)"]], ids=["unpartitioned", "bucket"])
+def test_position_delete_files_are_compacted(sync_env, iceberg_rest, parts):
+    """Each mirror run that changes rows adds position delete files; once
+    zx's live delete files reach 16, the next run writes their positions
+    (of data files still live) into its own and drops them, so a reader
+    never applies more than that.  Both readers return the right rows after
+    every run, before and after the compaction."""
+    import random
+    z, ns = ice_sync(sync_env, iceberg_rest, "mirror", rows=3000, file_rows=1000,
+                     partition_by=parts)
+    cat = rest_catalog(iceberg_rest)
+    assert z.run("lake")["state"] == "succeeded"
+    rnd = random.Random(7)
+    ids = list(range(1, 3001))
+    ndel = []
+    for i in range(20):
+        up, gone = rnd.sample(ids, 2)
+        ids.remove(gone)
+        z.ws_exec(f"UPDATE items SET name = 'r{i}' WHERE id = {up}",
+                  f"DELETE FROM items WHERE id = {gone}")
+        r = z.run("lake")
+        assert r["state"] == "succeeded", r
+        t = check(z, cat, ns, "items")
+        ndel.append(int(t.current_snapshot().summary["total-delete-files"]))
+    # at most 16 before a run, plus what that run adds (a file a partition)
+    assert max(ndel) < 16 + 2, ndel
+    at = next(i for i, n in enumerate(ndel) if i and n < ndel[i - 1])
+    assert ndel[at - 1] >= 16 and ndel[at] <= 2, ndel
+    assert "event=iceberg_deletes_compacted" in z.log_text()
+    snaps = [s.summary for s in cat.load_table(f"{ns}.items").snapshots()]
+    assert any(int(s.get("removed-delete-files") or 0) >= 16 for s in snaps), snaps
 
 
 def test_a_writer_that_commits_during_a_run_loses_nothing(sync_env, iceberg_rest):

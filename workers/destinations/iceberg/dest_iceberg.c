@@ -183,6 +183,7 @@ static void run_reset(ice_state *st)
     json_decref(st->touched);
     st->touched = NULL;
     st->del_rows = st->del_files = 0;
+    st->compacted = 0;
     st->mor = st->fresh = 0;
     memset(&st->manifest, 0, sizeof(st->manifest));
     st->running = st->already = st->create = st->rewritten = st->schema_changed = 0;

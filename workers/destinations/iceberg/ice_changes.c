@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "workers/destinations/iceberg/ice_dest.h"
 #include "workers/destinations/lake/lake_side.h"
@@ -128,11 +129,87 @@ static void pair_hash(const char *path, int64_t pos, zx_buf *tmp, unsigned char 
     zx_lake_hash128(tmp->p, tmp->len, out);
 }
 
+/* Append pair (path, pos) to *pairs.  0 or -1 (out of memory). */
+static int pair_put(pos_pair **pairs, size_t *np, size_t *cap, pos_pair p)
+{
+    if (*np == *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        pos_pair *nn = realloc(*pairs, c * sizeof(*nn));
+        if (!nn)
+            return -1;
+        *pairs = nn;
+        *cap = c;
+    }
+    (*pairs)[(*np)++] = p;
+    return 0;
+}
+
+/* The group (partition) of live entry en among groups[0..*ngroups),
+ * added when new.  0 with *grp, or -1 with err (a file of another spec). */
+static int group_of(ice_state *st, const ice_view *v, size_t live, const zx_ice_pvalue **groups,
+                    size_t *ngroups, size_t *grp, char *err, size_t errlen)
+{
+    const zx_ice_entry *en = v->live[live].e;
+    *grp = 0;
+    if (!st->nparts)
+        return 0;
+    /* a delete file holds one partition's deletes, of the table's current
+     * spec (the one zx writes) */
+    if (v->mfiles[v->live[live].manifest].partition_spec_id != st->spec_id || !en->partition)
+        return zx_seterr(err, errlen, "%s: data file %s holds rows this run changes and was "
+                         "written under partition spec %d, not the table's current %d; zx "
+                         "writes position deletes for the current spec only: run the sync "
+                         "once with mode replace", st->where, en->file_path,
+                         v->mfiles[v->live[live].manifest].partition_spec_id, st->spec_id);
+    size_t g;
+    for (g = 0; g < *ngroups && !same_tuple(groups[g], en->partition, st->nparts); g++)
+        ;
+    if (g == *ngroups)
+        groups[(*ngroups)++] = en->partition;
+    *grp = g;
+    return 0;
+}
+
+/* The old pairs a compaction carries: the position deletes of zx's delete
+ * files (read by load_gone from their .pos copies) whose data files are
+ * still live, each with its data file's group. */
+typedef struct old_pairs {
+    pos_pair *pairs;
+    size_t np, cap;
+    const zx_ice_pvalue **groups;
+    size_t *ngroups;
+    char last[1100];             /* the path looked up last (pairs come by path) */
+    size_t last_i;               /* its live index, or v->nlive: not live */
+} old_pairs;
+
+/* Keep pair (path, pos) of an old delete file when path is a live data
+ * file of the view.  0 or -1. */
+static int old_keep(ice_state *st, const ice_view *v, old_pairs *o, const char *path,
+                    int64_t pos, char *err, size_t errlen)
+{
+    if (strcmp(o->last, path)) {
+        snprintf(o->last, sizeof(o->last), "%s", path);
+        for (o->last_i = 0; o->last_i < v->nlive &&
+                            strcmp(v->live[o->last_i].e->file_path, path); o->last_i++)
+            ;
+    }
+    if (o->last_i == v->nlive)
+        return 0;                 /* its data file is gone: so is the need */
+    size_t grp;
+    if (group_of(st, v, o->last_i, o->groups, o->ngroups, &grp, err, errlen) < 0)
+        return -1;
+    if (pair_put(&o->pairs, &o->np, &o->cap,
+                 (pos_pair){v->live[o->last_i].e->file_path, pos, grp}) < 0)
+        return zx_seterr(err, errlen, "%s: out of memory", st->where);
+    return 0;
+}
+
 /* The positions zx's delete files of the view delete already (their
  * copies, "_zx/<file>.pos": per pair a 2-byte length, the path, and the
- * position as 8 bytes) into gone.  0 or -1. */
-static int load_gone(ice_state *st, const ice_view *v, zx_keyset *gone, char *err,
-                     size_t errlen)
+ * position as 8 bytes) into gone; with old, also the pairs themselves
+ * (those of live data files).  0 or -1. */
+static int load_gone(ice_state *st, const ice_view *v, zx_keyset *gone, old_pairs *old,
+                     char *err, size_t errlen)
 {
     zx_buf b = {0}, tmp = {0};
     int rc = 0;
@@ -168,6 +245,8 @@ static int load_gone(ice_state *st, const ice_view *v, zx_keyset *gone, char *er
             pair_hash(path, pos, &tmp, h);
             if (zx_keyset_add(gone, h) < 0)
                 rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+            if (rc == 0 && old)
+                rc = old_keep(st, v, old, path, pos, err, errlen);
             off += 2 + l + 8;
         }
     }
@@ -267,72 +346,62 @@ out:
  * whose keys it wrote or deleted and that no delete file of zx deletes
  * yet, written as one delete file per partition (Parquet: file_path, pos,
  * sorted; a delete file applies to the data files of its partition), their
- * copies, and one delete manifest.  0 or -1. */
+ * copies, and one delete manifest.  When zx's live delete files number
+ * ICE_DELETE_FILES_MAX or more, the run compacts them: its delete files
+ * carry their positions too (those of data files still live), and the
+ * snapshot drops their manifests (st->compacted), so readers never apply
+ * more than that many.  0 or -1. */
 static int write_deletes(ice_state *st, const ice_view *v, char *err, size_t errlen)
 {
     if (st->del_manifest_path || !zx_lw_changed(st->lw))
         return 0;
     zx_keyset gone = {0};
-    pos_pair *pairs = NULL;
-    size_t np = 0, cap = 0, ngroups = 0;
-    const zx_ice_pvalue **groups = NULL;   /* each group's partition tuple */
+    size_t ngroups = 0, nnew = 0;
+    const zx_ice_pvalue **groups = calloc(v->nlive + 1, sizeof(*groups));
+    old_pairs o = {.groups = groups, .ngroups = &ngroups, .last_i = v->nlive};
     zx_buf tmp = {0}, mb = {0};
     zx_ice_manifest *m = NULL;
     char e[512];
-    int rc = load_gone(st, v, &gone, err, errlen);
-    if (rc == 0 && !(groups = calloc(v->nlive + 1, sizeof(*groups))))
-        rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+    int compact = v->ndlive >= ICE_DELETE_FILES_MAX;
+    int rc = groups ? load_gone(st, v, &gone, compact ? &o : NULL, err, errlen)
+                    : zx_seterr(err, errlen, "%s: out of memory", st->where);
+    /* the new pairs go after the old ones (o.pairs, empty without compaction) */
     for (size_t i = 0; rc == 0 && i < v->nlive; i++) {
         const zx_ice_entry *en = v->live[i].e;
         if (!ice_zx_file(st, en->file_path))
             continue;
         int64_t *pos = NULL;
-        size_t n = 0;
+        size_t n = 0, grp = 0, before = nnew;
         int g = zx_lw_changed_rows(st->lw, ice_rel_of(st, en->file_path), &pos, &n, err, errlen);
         if (g == ZX_LAKE_NOT_FOUND)
             rc = zx_seterr(err, errlen, "%s: the copy of data file %s zx keeps is missing: "
                            "run the sync once with mode replace", st->where, en->file_path);
         else if (g < 0)
             rc = -1;
-        size_t before = np, grp = 0;
-        if (rc == 0 && n && st->nparts) {
-            /* a delete file holds one partition's deletes, of the table's
-             * current spec (the one zx writes) */
-            if (v->mfiles[v->live[i].manifest].partition_spec_id != st->spec_id || !en->partition)
-                rc = zx_seterr(err, errlen, "%s: data file %s holds rows this run changes and "
-                               "was written under partition spec %d, not the table's current "
-                               "%d; zx writes position deletes for the current spec only: "
-                               "run the sync once with mode replace", st->where,
-                               en->file_path, v->mfiles[v->live[i].manifest].partition_spec_id,
-                               st->spec_id);
-            for (grp = 0; rc == 0 && grp < ngroups &&
-                          !same_tuple(groups[grp], en->partition, st->nparts); grp++)
-                ;
-            if (rc == 0 && grp == ngroups)
-                groups[ngroups++] = en->partition;
-        }
+        if (rc == 0 && n)
+            rc = group_of(st, v, i, groups, &ngroups, &grp, err, errlen);
         for (size_t k = 0; rc == 0 && k < n; k++) {
             unsigned char h[16];
             pair_hash(en->file_path, pos[k], &tmp, h);
             if (zx_keyset_has(&gone, h))
                 continue;
-            if (np == cap) {
-                cap = cap ? cap * 2 : 256;
-                pos_pair *nn = realloc(pairs, cap * sizeof(*nn));
-                if (!nn) {
-                    rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
-                    break;
-                }
-                pairs = nn;
-            }
-            pairs[np++] = (pos_pair){en->file_path, pos[k], grp};
+            if (pair_put(&o.pairs, &o.np, &o.cap, (pos_pair){en->file_path, pos[k], grp}) < 0)
+                rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
+            nnew++;
         }
-        if (np > before)
+        if (nnew > before)
             json_array_append_new(st->touched, json_string(en->file_path));
         free(pos);
     }
-    if (rc < 0 || !np)
+    if (rc < 0 || !nnew)
         goto out;
+    /* the old pairs' data files must still be live at every try too */
+    for (size_t k = 0; compact && k < o.np - nnew; k++)
+        if (!k || strcmp(o.pairs[k].path, o.pairs[k - 1].path))
+            json_array_append_new(st->touched, json_string(o.pairs[k].path));
+    st->compacted = compact;
+    pos_pair *pairs = o.pairs;
+    size_t np = o.np;
     qsort(pairs, np, sizeof(*pairs), cmp_pair);
     char *sj = json_dumps(st->schema, JSON_COMPACT);
     zx_ice_manifest_args ma = {.schema_json = sj, .schema_id = (int32_t)json_integer_value(
@@ -362,12 +431,15 @@ static int write_deletes(ice_state *st, const ice_view *v, char *err, size_t err
         st->del_manifest.manifest_path = st->del_manifest_path;
         st->del_manifest.manifest_length = (int64_t)mb.len;
     }
+    if (rc == 0 && compact)
+        zx_info("event=iceberg_deletes_compacted sync=%s run=%llu delete_files=%zu "
+                "positions=%zu", st->sync, (unsigned long long)st->run_id, v->ndlive, np);
 out:
     zx_ice_manifest_free(m);
     zx_buf_free(&tmp);
     zx_buf_free(&mb);
     zx_keyset_free(&gone);
     free(groups);
-    free(pairs);
+    free(o.pairs);
     return rc;
 }

@@ -40,6 +40,9 @@
 
 #define COMMIT_TRIES 10
 #define META_MAX ((size_t)256 << 20)
+/* zx's live position delete files at which a run compacts them into its
+ * own (ice_changes.c): what a reader applies stays bounded */
+#define ICE_DELETE_FILES_MAX 16
 
 /* A data file the run added: its manifest entry's fields (owned). */
 typedef struct ice_file {
@@ -111,6 +114,9 @@ typedef struct ice_state {
     void *del_manifest_mem;
     int64_t del_rows;            /* position deletes the run adds */
     int64_t del_files;           /* in that many delete files (one a partition) */
+    int compacted;               /* they carry the positions of zx's older
+                                    delete files, whose manifests the
+                                    snapshot drops */
     int tried;                   /* commits tried */
     char *manifest_path;         /* the run's manifest, once written */
     zx_ice_mfile manifest;       /* its manifest_file */

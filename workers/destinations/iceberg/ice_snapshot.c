@@ -289,7 +289,7 @@ int ice_attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
         rc = zx_seterr(err, errlen, "%s: out of memory", st->where);
         goto out;
     }
-    int64_t tot_del_files = 0, tot_del_rows = 0;
+    int64_t tot_del_files = 0, tot_del_rows = 0, rm_del_files = 0, rm_del_rows = 0;
     for (size_t i = 0; i < v.nmfiles; i++) {
         size_t nr = 0, nl = 0;
         if (v.mfiles[i].content != 0) {  /* zx's delete manifests */
@@ -300,6 +300,14 @@ int ice_attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
                 base |= !strcmp(json_string_value(x), v.mfiles[i].manifest_path);
             if (st->mode == ZX_MODE_REPLACE && base)
                 continue;                 /* replace: what it started from goes */
+            if (st->compacted) {          /* the run's delete files carry them */
+                for (size_t d = 0; d < v.ndlive; d++)
+                    if (v.dlive[d].manifest == i) {
+                        rm_del_files++;
+                        rm_del_rows += v.dlive[d].e->record_count;
+                    }
+                continue;
+            }
             for (size_t d = 0; d < v.ndlive; d++)
                 if (v.dlive[d].manifest == i) {
                     tot_del_files++;
@@ -390,6 +398,11 @@ int ice_attempt(ice_state *st, int64_t *snap, char *err, size_t errlen)
         sum_set(sum, "added-delete-files", st->del_files);
         sum_set(sum, "added-position-delete-files", st->del_files);
         sum_set(sum, "added-position-deletes", st->del_rows);
+    }
+    if (rm_del_files) {
+        sum_set(sum, "removed-delete-files", rm_del_files);
+        sum_set(sum, "removed-position-delete-files", rm_del_files);
+        sum_set(sum, "removed-position-deletes", rm_del_rows);
     }
     sum_set(sum, "total-delete-files", tot_del_files);
     sum_set(sum, "total-position-deletes", tot_del_rows);
