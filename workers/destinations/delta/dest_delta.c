@@ -71,6 +71,7 @@
 #define LOG_RETENTION_MS (30 * DAY_MS)      /* delta.logRetentionDuration */
 #define FILE_RETENTION_MS (7 * DAY_MS)      /* delta.deletedFileRetentionDuration */
 #define DV_FILE_MAX ((size_t)256 << 20)     /* a deletion vector file read back */
+#define DV_ROWS_MAX 100000000LL             /* file_rows' maximum (delta_plugin.c) */
 
 typedef struct delta_state {
     char *path, *sync, *app;
@@ -538,6 +539,13 @@ static int dv_current(delta_state *st, const zx_delta_file *f, const json_t *dvj
         return zx_seterr(err, errlen, "%s: data file %s has a deletion vector but no "
                          "numRecords in its stats, which PROTOCOL.md requires", st->where,
                          f->path);
+    /* the log is anyone's to write: a numRecords zx's own files cannot
+     * have would let a few bytes of run containers ask for gigabytes */
+    if (f->records > DV_ROWS_MAX)
+        return zx_seterr(err, errlen, "%s: data file %s claims %lld rows; zx writes files of "
+                         "%lld rows at most (file_rows): its log was altered, run the sync "
+                         "once with mode replace", st->where, f->path,
+                         (long long)f->records, (long long)DV_ROWS_MAX);
     zx_buf raw = {0};
     const void *bm = NULL;
     char e[512];
