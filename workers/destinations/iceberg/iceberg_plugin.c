@@ -182,10 +182,11 @@ const zx_plugin zx_plugin_dest_iceberg = {
      "versionToken). The snapshot's summary names the sync and the run, so a run "
      "whose commit's answer was lost is found committed, never committed twice. "
      "`replace` overwrites; `append` appends; `upsert` and `mirror` append the new and "
-     "changed rows and one position delete file for the rows they replace "
-     "(merge-on-read, found from key copies zx keeps in `<table location>/_zx/`), or, on "
-     "a partitioned table or one whose `write.merge.mode` is `copy-on-write`, rewrite "
-     "only the data files holding a changed or deleted key. New result columns are "
+     "changed rows and a position delete file per partition for the rows they replace "
+     "(merge-on-read, found from key copies zx keeps in `<table location>/_zx/`; zx's "
+     "delete files are compacted once they number 16), or, on a table whose "
+     "`write.merge.mode` is `copy-on-write`, rewrite only the data files holding a "
+     "changed or deleted key. New result columns are "
      "added to the schema with new field ids; a column whose type changes fails the "
      "run. Tested with the readers pyiceberg and Daft.",
     .options = options,
