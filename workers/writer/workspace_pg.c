@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/pgconn.h"
@@ -121,6 +122,11 @@ void zx_wsp_set_down(wsp *w)
 
 /* ---- connecting and the lock ------------------------------------------------- */
 
+/* How long a new writer waits for the session of its dead predecessor
+ * to let go of the lock (a terminated backend exits within milliseconds;
+ * one whose client vanished waits for its statement to end). */
+#define WSP_LOCK_WAIT_MS 10000
+
 /* Who holds the writer lock, into out ("" when nobody visible). */
 static void lock_holder(wsp *w, char *out, size_t outlen)
 {
@@ -198,7 +204,8 @@ static void host_name(char *host, size_t len)
  * closed socket.  The writer named in _zx_writer is ours when the rest
  * of its line is exactly what this writer would write (the same host,
  * zxd pid and data_dir: w->owner) and its pid is gone from this host;
- * then the sessions holding the lock are terminated.  1 when one was. */
+ * then the sessions holding the lock are terminated.  1 when the writer
+ * was ours and dead (its session may still be leaving), 0 otherwise. */
 static int free_dead_writer_lock(wsp *w)
 {
     if (!w->owner)
@@ -225,9 +232,49 @@ static int free_dead_writer_lock(wsp *w)
     const char *pv[2] = { k1, k2 };
     r = zx_wsp_exec(w, "SELECT pg_terminate_backend(l.pid, 5000)" WSP_LOCK_SESSIONS
                        " AND a.pid <> pg_backend_pid()", 2, pv);
-    n = r ? PQntuples(r) : 0;
     PQclear(r);
-    return n > 0;
+    w->broken = 0;
+    return 1; /* terminated now, or already on its way out */
+}
+
+/* The number of other sessions the server shows holding the lock (-1 when
+ * it cannot say). */
+static int lock_sessions(wsp *w)
+{
+    char k1[16], k2[16];
+    snprintf(k1, sizeof(k1), "%d", WSP_LOCK_CLASS);
+    snprintf(k2, sizeof(k2), "%d", (int)w->lock_key);
+    const char *pv[2] = { k1, k2 };
+    PGresult *r = zx_wsp_exec(w, "SELECT l.pid" WSP_LOCK_SESSIONS
+                                 " AND a.pid <> pg_backend_pid()", 2, pv);
+    int n = r ? PQntuples(r) : -1;
+    PQclear(r);
+    w->broken = 0;
+    return n;
+}
+
+/* Take the writer lock: 1 taken, 0 held by a live writer, -1 failure.
+ * A lock held by this handle's stale session or by this zxd's dead
+ * writer is freed; and a session on its way out (killed, or its client
+ * gone) leaves pg_locks before the try sees the lock free.  Both wait
+ * and try again, for WSP_LOCK_WAIT_MS at most; a live writer of any
+ * other zxd is answered 0 at once. */
+static int take_lock(wsp *w, const char *appname)
+{
+    int64_t deadline = zx_now_us() + (int64_t)WSP_LOCK_WAIT_MS * 1000;
+    for (;;) {
+        int got = try_lock(w);
+        if (got != 0)
+            return got;
+        int again = free_own_stale_lock(w, appname);
+        again |= free_dead_writer_lock(w);
+        if (!again && lock_sessions(w) == 0)
+            again = 1; /* the holder let go between the try and the look */
+        if (!again || zx_now_us() >= deadline)
+            return 0;
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Connect, take the lock, make the bookkeeping tables.  0, or -1 with
@@ -291,11 +338,7 @@ static int connect_pg(wsp *w, int *locked)
             return -1;
         }
     }
-    int got = try_lock(w);
-    if (got == 0 && free_own_stale_lock(w, appname))
-        got = try_lock(w);
-    if (got == 0 && free_dead_writer_lock(w))
-        got = try_lock(w);
+    int got = take_lock(w, appname);
     if (got < 0)
         goto fail;
     if (got == 0) {
