@@ -101,8 +101,11 @@ json_t *syncs_run_json(const sync_run *r)
         json_object_set(o, "note", json_object_get(r->result, "note"));
     if (r->result && json_object_get(r->result, "mode"))
         json_object_set(o, "mode", json_object_get(r->result, "mode"));
-    /* lake tables: the files and the version a run made */
-    static const char *const lake[] = {"files_added", "files_removed", "made", NULL};
+    /* lake tables: the files and the version a run made; destinations that
+     * send requests: the batches and the first error a batch or row met */
+    static const char *const lake[] = {"files_added", "files_removed", "made", "batches",
+                                       "batches_retried", "batches_failed", "first_error",
+                                       NULL};
     for (int i = 0; r->result && lake[i]; i++)
         if (json_object_get(r->result, lake[i]))
             json_object_set(o, lake[i], json_object_get(r->result, lake[i]));

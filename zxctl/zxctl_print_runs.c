@@ -153,6 +153,15 @@ void zxctl_print_run(const json_t *r, FILE *out)
         if (d >= 0)
             fprintf(out, " in %.3f s", d);
         fprintf(out, "\n");
+        if (json_object_get(r, "batches"))
+            fprintf(out, "  batches sent %lld, retried %lld, failed %lld\n", num(r, "batches"),
+                    num(r, "batches_retried"), num(r, "batches_failed"));
+    }
+    const json_t *fe = json_object_get(r, "first_error");
+    if (json_is_string(fe) && *json_string_value(fe)) {
+        char *c = zxctl_clean(json_string_value(fe));
+        fprintf(out, "  first error: %s\n", c);
+        free(c);
     }
     if (s && !strcmp(s, "previewed")) {
         fprintf(out, "  would send %lld of %lld rows read: insert %lld, update %lld; delete %lld;"
@@ -185,7 +194,11 @@ void zxctl_print_runs(const json_t *r, FILE *out)
         char *id = zxctl_fmt(json_object_get(e, "id"));
         char *st = zxctl_fmt(json_object_get(e, "state"));
         char *at = zxctl_fmt(json_object_get(e, "started_at"));
-        char *er = zxctl_fmt(json_object_get(e, "error"));
+        /* no error: the first a batch or row met, if any */
+        const json_t *ej = json_object_get(e, "error");
+        if (!json_is_string(ej) && json_is_string(json_object_get(e, "first_error")))
+            ej = json_object_get(e, "first_error");
+        char *er = zxctl_fmt(ej);
         fprintf(out, "%-17s %-18s %-28s %10lld %10lld %10lld %8lld  %s\n", id, st, at,
                 num(e, "rows_read"), num(e, "rows_sent"), num(e, "rows_deleted"),
                 num(e, "rows_failed"), er);

@@ -135,6 +135,10 @@ typedef struct zx_dest_run {
                                      lake/lake_part.h syntax, checked at
                                      load); NULL, 0: none */
     size_t npartition_by;
+    /* Set by the run: where zx_dest_row_failed and zx_dest_key_failed
+     * report (a destination never calls it itself). */
+    void (*failed)(void *ctx, uint32_t row, int is_delete, const char *why);
+    void *failed_ctx;
 } zx_dest_run;
 
 /* What a destination counts during a run (zeroed by the caller before
@@ -154,7 +158,37 @@ typedef struct zx_dest_stats {
     char made[96];                /* lake tables: what the commit made, for
                                      status and the run history ("delta
                                      version 7"); "" none */
+    /* Destinations that send requests (APIs, bulk endpoints, brokers):
+     * what `zxctl runs` shows of them.  Others leave them 0. */
+    uint64_t batches;             /* requests (batches) sent and accepted */
+    uint64_t batches_retried;     /* sends repeated after a retryable error
+                                     (a timeout, 5xx, 429), each counted */
+    uint64_t batches_failed;      /* batches given up on (the run fails) */
+    uint64_t rows_failed;         /* rows and keys refused one by one
+                                     (counted by the run: zx_dest_row_failed) */
+    char first_error[256];        /* the first error a batch or a row met,
+                                     retried or not ("HTTP 503 from
+                                     /contacts/batch"); "" none.  The
+                                     destination sets the batch errors
+                                     (zx_dest_note_error); never a secret */
 } zx_dest_stats;
+
+/* Note why (one line) in st->first_error unless an error is noted
+ * already.  Never fails. */
+void zx_dest_note_error(zx_dest_stats *st, const char *why);
+
+/* Row `row` of the batch write is handling was refused on its own while
+ * the rest of the batch went through (an API's per-item result, a bulk
+ * item error); why: one line a person can act on, no secret ("HTTP 422:
+ * email is invalid").  The run keeps that key's old hash, so the next run
+ * sends the row again (a new row stays unsent; append and replace runs
+ * only count it), counts it in rows_failed and notes the first why.
+ * Call it before write returns.  Never fails. */
+void zx_dest_row_failed(const zx_dest_run *run, uint32_t row, const char *why);
+
+/* The same for key `row` of the batch delete_keys is handling: the key
+ * stays recorded, so the next mirror run deletes it again. */
+void zx_dest_key_failed(const zx_dest_run *run, uint32_t row, const char *why);
 
 /* Note a misfit of column `col` (NUL-terminated), value v, in st unless
  * one is noted already: only the first is kept.  Never fails. */

@@ -42,8 +42,8 @@ void run_put_status(srun *r, const char *state)
                           "rows_unchanged", (json_int_t)r->unchanged,
                           "rows_deleted", (json_int_t)r->deleted,
                           "rows_sent", (json_int_t)r->sent,
-                          "rows_failed", (json_int_t)(strcmp(state, "failed") ? 0
-                                                      : r->to_send),
+                          "rows_failed", (json_int_t)(strcmp(state, "failed")
+                                                      ? r->dstats.rows_failed : r->to_send),
                           "values_nulled", (json_int_t)r->dstats.nulled,
                           "bytes", (json_int_t)r->dstats.bytes,
                           "rows_per_second", rate);
@@ -69,6 +69,16 @@ void run_put_status(srun *r, const char *state)
     }
     if (r->dstats.made[0])
         json_object_set_new(o, "made", json_string(r->dstats.made));
+    /* destinations that send requests (dest.h) */
+    if (r->dstats.batches || r->dstats.batches_retried || r->dstats.batches_failed) {
+        json_object_set_new(o, "batches", json_integer((json_int_t)r->dstats.batches));
+        json_object_set_new(o, "batches_retried",
+                            json_integer((json_int_t)r->dstats.batches_retried));
+        json_object_set_new(o, "batches_failed",
+                            json_integer((json_int_t)r->dstats.batches_failed));
+    }
+    if (r->dstats.first_error[0])
+        json_object_set_new(o, "first_error", json_string(r->dstats.first_error));
     if (r->err[0])
         json_object_set_new(o, "error", json_string(r->err));
     if (r->key_changed)
@@ -254,6 +264,10 @@ static void sync_close(zx_src *rt, void *state)
     json_decref(r->dups);
     free(r->keysig);
     free(r->marks);
+    free(r->failed_ord);
+    free(r->batch_ord);
+    free(r->failed_kh);
+    free(r->batch_kh);
     free(r->vals);
     for (size_t i = 0; r->cols && i < r->ncols; i++)
         free((char *)r->cols[i].name);

@@ -163,7 +163,7 @@ static int add_delete(srun *r, const unsigned char *kh, const char *kv, size_t k
         }
         return 0;
     }
-    if (zx_spill_put(&r->deletes, kv, kvlen, NULL, 0) < 0 ||
+    if (zx_spill_put(&r->deletes, kh, ZX_SYNC_KEYHASH_LEN, kv, kvlen) < 0 ||
         zx_spill_put(&r->hashes, kh, ZX_SYNC_KEYHASH_LEN, NULL, 0) < 0)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot keep the deletes in %s: %s",
                          r->name, r->tmpdir, strerror(errno));
@@ -173,9 +173,9 @@ static int add_delete(srun *r, const unsigned char *kh, const char *kv, size_t k
 /* Row k of the result is new or changed: send it, record its hash. */
 static int add_change(srun *r, const rkeys *k)
 {
-    unsigned char hrec[ZX_SYNC_KEYHASH_LEN + 8];
+    unsigned char hrec[ZX_SYNC_KEYHASH_LEN + sizeof(keyrec)];
     memcpy(hrec, k->kh, ZX_SYNC_KEYHASH_LEN);
-    memcpy(hrec + ZX_SYNC_KEYHASH_LEN, &k->kr.rh, 8);
+    memcpy(hrec + ZX_SYNC_KEYHASH_LEN, &k->kr, sizeof(keyrec));
     if (mark(r, k->kr.ordinal) < 0)
         return -1;
     if (!r->preview && !r->hashes_from_keys &&

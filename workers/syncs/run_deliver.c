@@ -4,6 +4,11 @@
  * the rows read back from the spill (only those marked, for upsert and
  * mirror), the deletes, commit.
  *
+ * Rows and keys the destination refuses one by one (dest.h,
+ * zx_dest_row_failed) are remembered by their place in the result (a row)
+ * or their key hash (a key), so that recording (run_record.c) keeps their
+ * old hashes.
+ *
  * It must never: commit when a value did not fit (dest_write), or go on
  * sending once the run is asked to stop.
  */
@@ -64,6 +69,104 @@ static int copy_row(srun *r, const zx_value *vals)
     return 0;
 }
 
+/* Grow *arr (elements of size sz, *cap of them) to hold n.  0 or -1. */
+static int grow(void *arr, size_t *cap, size_t n, size_t sz)
+{
+    if (n <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 256;
+    while (c < n)
+        c *= 2;
+    void *p = realloc(*(void **)arr, c * sz);
+    if (!p)
+        return -1;
+    *(void **)arr = p;
+    *cap = c;
+    return 0;
+}
+
+/* zx_dest_run.failed: row `row` of the batch being handed over was
+ * refused. */
+static void on_failed(void *ctx, uint32_t row, int is_delete, const char *why)
+{
+    srun *r = ctx;
+    r->dstats.rows_failed++;
+    zx_dest_note_error(&r->dstats, why);
+    if (!r->hashed)
+        return;     /* nothing recorded: only counted */
+    if (r->nfailed_ord + r->nfailed_kh >= FAILED_MAX) {
+        r->failed_over = 1;
+        return;
+    }
+    if (is_delete) {
+        if (row >= r->nbatch_kh) {
+            r->failed_bad = 1;
+            return;
+        }
+        if (grow(&r->failed_kh, &r->capfailed_kh, (r->nfailed_kh + 1) * ZX_SYNC_KEYHASH_LEN,
+                 1) < 0) {
+            r->failed_over = 1;
+            return;
+        }
+        memcpy(r->failed_kh + r->nfailed_kh++ * ZX_SYNC_KEYHASH_LEN,
+               r->batch_kh + (size_t)row * ZX_SYNC_KEYHASH_LEN, ZX_SYNC_KEYHASH_LEN);
+    } else {
+        if (row >= r->nbatch_ord) {
+            r->failed_bad = 1;
+            return;
+        }
+        if (grow(&r->failed_ord, &r->capfailed_ord, r->nfailed_ord + 1, sizeof(uint64_t)) < 0) {
+            r->failed_over = 1;
+            return;
+        }
+        r->failed_ord[r->nfailed_ord++] = r->batch_ord[row];
+    }
+}
+
+/* After a batch: the run fails when the destination refused too many rows
+ * one by one, or named one outside the batch. */
+static int failed_check(srun *r)
+{
+    if (r->failed_bad)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: the destination reported a "
+                         "refused row outside its batch (a bug in zx): nothing is recorded",
+                         r->name);
+    if (r->failed_over)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: the destination refused more "
+                         "than %d rows one by one (first: %s); the run stops so that the "
+                         "next sends them again", r->name, FAILED_MAX,
+                         r->dstats.first_error[0] ? r->dstats.first_error : "?");
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_kh(const void *a, const void *b)
+{
+    return memcmp(a, b, ZX_SYNC_KEYHASH_LEN);
+}
+
+void run_failed_sort(srun *r)
+{
+    if (r->nfailed_ord > 1)
+        qsort(r->failed_ord, r->nfailed_ord, sizeof(uint64_t), cmp_u64);
+    if (r->nfailed_kh > 1)
+        qsort(r->failed_kh, r->nfailed_kh, ZX_SYNC_KEYHASH_LEN, cmp_kh);
+}
+
+int run_failed(const srun *r, uint64_t ord, const unsigned char *kh)
+{
+    if (ord != UINT64_MAX)
+        return r->nfailed_ord &&
+               bsearch(&ord, r->failed_ord, r->nfailed_ord, sizeof(uint64_t), cmp_u64) != NULL;
+    return r->nfailed_kh &&
+           bsearch(kh, r->failed_kh, r->nfailed_kh, ZX_SYNC_KEYHASH_LEN, cmp_kh) != NULL;
+}
+
 static int send_deletes(srun *r)
 {
     zx_rowset keys;
@@ -81,12 +184,24 @@ static int send_deletes(srun *r)
                            r->name);
             break;
         }
-        if (g == 1 &&
-            zx_sync_key_from_json(r->rec.p, r->rec.len,
-                                  (const char *const *)r->o->key_cols, r->o->nkey_cols, &keys,
-                                  r->err, sizeof(r->err)) < 0) {
-            rc = -1;
-            break;
+        if (g == 1) {
+            /* the key hash, then the key as JSON (run_int.h) */
+            if (r->rec.len < ZX_SYNC_KEYHASH_LEN ||
+                grow(&r->batch_kh, &r->capbatch_kh, (r->nbatch_kh + 1) * ZX_SYNC_KEYHASH_LEN,
+                     1) < 0) {
+                rc = zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read back the deletes",
+                               r->name);
+                break;
+            }
+            memcpy(r->batch_kh + r->nbatch_kh++ * ZX_SYNC_KEYHASH_LEN, r->rec.p,
+                   ZX_SYNC_KEYHASH_LEN);
+            if (zx_sync_key_from_json(r->rec.p + ZX_SYNC_KEYHASH_LEN,
+                                      r->rec.len - ZX_SYNC_KEYHASH_LEN,
+                                      (const char *const *)r->o->key_cols, r->o->nkey_cols,
+                                      &keys, r->err, sizeof(r->err)) < 0) {
+                rc = -1;
+                break;
+            }
         }
         if (keys.nrows && (g == 0 || keys.nrows >= r->o->batch_rows)) {
             if (r->dest->delete_keys(r->dstate, &keys, r->err, sizeof(r->err)) < 0) {
@@ -94,7 +209,12 @@ static int send_deletes(srun *r)
                 break;
             }
             r->err[0] = 0;
+            if (failed_check(r) < 0) {
+                rc = -1;
+                break;
+            }
             zx_rowset_reset(&keys);
+            r->nbatch_kh = 0;
         }
         if (g == 0)
             break;
@@ -112,8 +232,15 @@ static int pick_marked(srun *r, const zx_rowset **out)
     uint64_t first = r->ordinal;
     uint32_t n = r->rs.nrows, count = 0;
     r->ordinal += n;
-    for (uint32_t i = 0; i < n; i++)
-        count += (uint32_t)run_marked(r, first + i);
+    if (grow(&r->batch_ord, &r->capbatch_ord, n, sizeof(uint64_t)) < 0)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+    r->nbatch_ord = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (run_marked(r, first + i)) {
+            r->batch_ord[r->nbatch_ord++] = first + i;
+            count++;
+        }
+    }
     *out = &r->rs;
     if (count == n)
         return 0;
@@ -141,6 +268,8 @@ int run_dest_write(srun *r, const zx_rowset *rs)
     if (r->dest->write(r->dstate, rs, r->err, sizeof(r->err)) < 0)
         return -1;
     r->err[0] = 0;
+    if (failed_check(r) < 0)
+        return -1;
     if (r->dstats.nulled == nulled)
         return 0;
     return zx_seterr(r->err, sizeof(r->err), "sync %s: column %s: the destination cannot "
@@ -164,6 +293,7 @@ int run_deliver_begin(srun *r)
         .rows_expected = r->to_send, .deletes_expected = r->deleted,
         .partition_by = (const char *const *)r->o->partition_by,
         .npartition_by = r->o->npartition_by,
+        .failed = on_failed, .failed_ctx = r,
     };
     if (r->dest->begin(r->dstate, &r->drun, &r->dstats, r->err, sizeof(r->err)) < 0)
         return -1;

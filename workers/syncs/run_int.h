@@ -39,6 +39,8 @@
 #define STORE_BATCH 4096          /* stored keys read per read transaction */
 #define SAMPLE_ROWS 5
 #define HASH_FRAME_ROWS 20000
+#define FAILED_MAX 100000         /* rows a destination may refuse one by
+                                     one in a run (dest.h) before it fails */
 
 typedef struct srun {
     zx_src *rt;
@@ -91,6 +93,16 @@ typedef struct srun {
     unsigned char *marks;         /* upsert/mirror: bit i set = row i of the
                                      result (in read order) is to be sent */
     size_t marks_bytes;
+    /* rows and keys the destination refused one by one
+     * (zx_dest_row_failed): their hashes are not recorded.  batch_*: the
+     * result ordinals of the rows, the key hashes of the keys, of the
+     * batch being handed over, by their place in it. */
+    uint64_t *failed_ord, *batch_ord;
+    size_t nfailed_ord, capfailed_ord, nbatch_ord, capbatch_ord;
+    unsigned char *failed_kh, *batch_kh;   /* ZX_SYNC_KEYHASH_LEN each */
+    size_t nfailed_kh, capfailed_kh, nbatch_kh, capbatch_kh;
+    int failed_over;              /* more than FAILED_MAX, or out of memory */
+    int failed_bad;               /* a row outside its batch was reported */
     json_t *sample, *sample_deletes, *dups;
     int64_t started_ms, last_status_ms;
     const char *phase;
@@ -100,7 +112,9 @@ typedef struct srun {
 } srun;
 
 /* What the key sorter keeps of a row (after its key hash): its row hash
- * and its place in the result, then its key as JSON. */
+ * and its place in the result, then its key as JSON.  A put in the hashes
+ * spill is the key hash, then this, then the key's JSON; a delete is the
+ * key hash alone.  The deletes spill holds the key hash, then its JSON. */
 typedef struct keyrec {
     uint64_t rh;
     uint64_t ordinal;
@@ -161,6 +175,13 @@ int run_deliver_end(srun *r);
 
 /* Begin, send the rows kept in the spill (those marked), end. */
 int run_deliver(srun *r);
+
+/* Whether the row at result ordinal ord (a put) or the key with hash kh
+ * (a delete: ord UINT64_MAX) was refused by the destination: its hash is
+ * then not recorded.  The failed lists are sorted first
+ * (run_failed_sort). */
+int run_failed(const srun *r, uint64_t ord, const unsigned char *kh);
+void run_failed_sort(srun *r);
 
 /* ---- run_record.c: record ----------------------------------------------- */
 

@@ -43,7 +43,8 @@ static int publish(srun *r, const zx_rowset *rs)
 }
 
 /* The next record to hand over into r->rec: the key hash, then for a put
- * the row hash and the key's JSON (a delete: the key hash alone).  From
+ * its keyrec (row hash, ordinal) and the key's JSON (a delete: the key
+ * hash alone).  From
  * the hashes spill, or (hashes_from_keys) from the sorted keys: each
  * distinct key (a duplicate fails the run before this), its row hash as
  * compare saw it.  1, 0 at the end, -1 (r->err set for the sorter). */
@@ -70,12 +71,12 @@ static int next_record(srun *r, unsigned char prev[ZX_SYNC_KEYHASH_LEN], int *st
         if (r->reseed)
             kr.rh = zx_sync_row_hash_reseed(kr.rh, r->seed_final);
         size_t kvlen = len - sizeof(keyrec);
-        if (zx_buf_reserve(&r->rec, ZX_SYNC_KEYHASH_LEN + 8 + kvlen) < 0)
+        if (zx_buf_reserve(&r->rec, ZX_SYNC_KEYHASH_LEN + sizeof(keyrec) + kvlen) < 0)
             return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
         memcpy(r->rec.p, kh, ZX_SYNC_KEYHASH_LEN);
-        memcpy(r->rec.p + ZX_SYNC_KEYHASH_LEN, &kr.rh, 8);
-        memcpy(r->rec.p + ZX_SYNC_KEYHASH_LEN + 8, pl + sizeof(keyrec), kvlen);
-        r->rec.len = ZX_SYNC_KEYHASH_LEN + 8 + kvlen;
+        memcpy(r->rec.p + ZX_SYNC_KEYHASH_LEN, &kr, sizeof(keyrec));
+        memcpy(r->rec.p + ZX_SYNC_KEYHASH_LEN + sizeof(keyrec), pl + sizeof(keyrec), kvlen);
+        r->rec.len = ZX_SYNC_KEYHASH_LEN + sizeof(keyrec) + kvlen;
         return 1;
     }
 }
@@ -93,11 +94,23 @@ int run_record_hashes(srun *r)
     int started = 0;
     if (r->hashes_from_keys ? zx_keysort_rewind(r->keys) < 0 : zx_spill_rewind(&r->hashes) < 0)
         rc = -1;
+    run_failed_sort(r);
     while (rc == 0) {
         int g = next_record(r, prev, &started);
         if (g < 0) {
             rc = -1;
             break;
+        }
+        const size_t put_min = ZX_SYNC_KEYHASH_LEN + sizeof(keyrec);
+        if (g == 1 && r->rec.len >= ZX_SYNC_KEYHASH_LEN &&
+            (r->nfailed_ord || r->nfailed_kh)) {
+            /* refused by the destination: the old hash stays, so the next
+             * run sends the row (or deletes the key) again */
+            keyrec kr = {0, UINT64_MAX};
+            if (r->rec.len >= put_min)
+                memcpy(&kr, r->rec.p + ZX_SYNC_KEYHASH_LEN, sizeof(kr));
+            if (run_failed(r, kr.ordinal, (const unsigned char *)r->rec.p))
+                continue;
         }
         if (g == 1) {
             if (!hs.ncols) {
@@ -121,16 +134,15 @@ int run_record_hashes(srun *r)
             if (!(v.s = zx_rowset_strdup(&hs, r->rec.p, ZX_SYNC_KEYHASH_LEN)) ||
                 zx_rowset_add(&hs, (uint32_t)ckh, &v) < 0)
                 goto oom;
-            if (r->rec.len >= ZX_SYNC_KEYHASH_LEN + 8) {   /* a put; else a delete */
-                uint64_t rh;
-                memcpy(&rh, r->rec.p + ZX_SYNC_KEYHASH_LEN, 8);
+            if (r->rec.len >= put_min) {   /* a put; else a delete */
+                keyrec kr;
+                memcpy(&kr, r->rec.p + ZX_SYNC_KEYHASH_LEN, sizeof(kr));
                 zx_value h = {.type = ZX_T_INT};
-                h.u.i = (int64_t)rh;
+                h.u.i = (int64_t)kr.rh;
                 zx_value k = {.type = ZX_T_TEXT};
-                k.len = (uint32_t)(r->rec.len - ZX_SYNC_KEYHASH_LEN - 8);
+                k.len = (uint32_t)(r->rec.len - put_min);
                 if (zx_rowset_add(&hs, (uint32_t)crh, &h) < 0 ||
-                    !(k.s = zx_rowset_strdup(&hs, r->rec.p + ZX_SYNC_KEYHASH_LEN + 8,
-                                             k.len)) ||
+                    !(k.s = zx_rowset_strdup(&hs, r->rec.p + put_min, k.len)) ||
                     zx_rowset_add(&hs, (uint32_t)ckv, &k) < 0)
                     goto oom;
             }
