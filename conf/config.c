@@ -742,6 +742,8 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
     cf_check_required(x, w);
     cf_check_workspace(x, c, w);
     cf_make_abs(x, &c->data_dir, c->base_dir);
+    cf_make_abs(x, &c->secret_key_file, c->base_dir);
+    cf_make_abs(x, &c->secret_store, c->base_dir);
     cf_make_abs(x, &c->control_socket, c->data_dir);
     cf_make_abs(x, &c->sqlite_path, c->data_dir);
     if (c->control_socket &&
@@ -880,6 +882,7 @@ fail:
     zx_conf_free(c);
     c = NULL;
 out:
+    zx_cf_secrets_free(&x);
     if (x.have_doc)
         yaml_document_delete(&x.doc);
     free(ld.conn_node);

@@ -348,6 +348,9 @@ typedef struct zx_conf {
     char *control_socket;    /* absolute; shorter than sun_path */
     char *control_group;     /* NULL or a group name: socket mode 0660 with
                                 that group (checked by whoever binds) */
+    char *secret_key_file;   /* absolute: the key of ${secret:NAME} */
+    char *secret_store;      /* absolute: the encrypted secrets
+                                (common/secret_store.h) */
     char *log_level;         /* "debug" | "info" (default) | "warn" | "error" */
     int core_dumps;          /* `server.core_dumps`: 1 lets zxd and its
                                 workers be dumpable; 0 (default): not */
@@ -544,7 +547,12 @@ typedef struct zx_cf_ctx {
     int have_doc;
     zx_conf_errors *errs;    /* may be NULL */
     size_t nerr;             /* errors found, whether stored or not */
+    struct zx_cf_secrets *secrets; /* ${secret:}: the key and store, read
+                                      once per load (secrets.c) */
 } zx_cf_ctx;
+
+/* secrets.c: forget (wipe) what ${secret:} read.  Safe twice. */
+void zx_cf_secrets_free(zx_cf_ctx *x);
 
 /* yamlwalk.c */
 void zx_cf_error(zx_cf_ctx *x, int line, int col, const char *fmt, ...)

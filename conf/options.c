@@ -161,6 +161,18 @@ const zx_cf_option zx_cf_options[] = {
      "`files` destinations and `zxctl send --to files:` may write into; "
      "relative to the config file's folder. A path outside them, through a "
      "symbolic link below them, or onto another sync's output is refused."},
+    {.section = "server", .name = "secret_key_file", .type = ZX_CF_PATH,
+     .def = "secret.key", .offset = ROOT(secret_key_file),
+     .help = "The key of the secrets store, which `${secret:NAME}` values are "
+     "read from: 64 hex digits, made (mode 0600) by `zxctl secret init`; one "
+     "others may read is refused. Relative to the config file's folder (so "
+     "`/etc/zx/secret.key` for `/etc/zx/zx.yaml`). Written literally: no "
+     "references."},
+    {.section = "server", .name = "secret_store", .type = ZX_CF_PATH,
+     .def = "secrets.zx", .offset = ROOT(secret_store),
+     .help = "The secrets store `zxctl secret set` writes and `${secret:NAME}` "
+     "reads: each value encrypted with AES-256-GCM under `secret_key_file`. "
+     "Relative to the config file's folder. Written literally: no references."},
     {.section = "server", .name = "log_level", .type = ZX_CF_ENUM,
      .def = "info", .offset = ROOT(log_level), .allowed = log_levels,
      .help = "Lowest level of the log lines written to stderr."},

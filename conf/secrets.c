@@ -1,12 +1,17 @@
 /*
- * secrets.c — ${env:NAME} and ${file:PATH} references in config values.
+ * secrets.c — ${env:NAME}, ${file:PATH} and ${secret:NAME} references in
+ * config values.
  *
  * `${env:NAME}` stands for the value of that environment variable (NAME:
  * letters, digits and `_`, not starting with a digit; it must be set and
  * not empty); `${file:PATH}` for the content of that file (PATH relative to
  * the config file's folder, up to the first `}`; a regular file of at most
  * 64 KiB, not empty, without NUL bytes; trailing newlines stripped, so
- * `echo secret > file` works).  A reference may be the whole value or stand
+ * `echo secret > file` works); `${secret:NAME}` for secret NAME of the
+ * encrypted store (server.secret_store under server.secret_key_file,
+ * common/secret_store.h; both paths read from the document as written,
+ * since the references of other values are resolved before the server
+ * section's values are set; key and store read once per load).  A reference may be the whole value or stand
  * inside a longer one, several in one value:
  * `postgresql://${env:PG_USER}:${env:PG_PASSWORD}@db1/analytics`.
  * `$${` is a literal `${` (so a `$` cannot be written right before a
@@ -28,6 +33,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/secret_store.h"
 
 #define ZX_CF_MAX_SECRET (64u << 10)   /* one ${file:} */
 #define ZX_CF_MAX_VALUE  (1u << 20)    /* a value, references resolved */
@@ -120,8 +127,100 @@ out:
     return rc;
 }
 
+/* ---- ${secret:NAME} ---------------------------------------------------- */
+
+struct zx_cf_secrets {
+    int failed;                       /* the key or store could not be read */
+    unsigned char key[ZX_SS_KEY_LEN];
+    zx_secret_store *store;
+};
+
+void zx_cf_secrets_free(zx_cf_ctx *x)
+{
+    if (!x->secrets)
+        return;
+    explicit_bzero(x->secrets->key, sizeof(x->secrets->key));
+    zx_ss_free(x->secrets->store);
+    free(x->secrets);
+    x->secrets = NULL;
+}
+
+/* server.<name> as written in the document (def when absent), absolute
+ * (relative to the config's folder), into out. */
+static void cf_server_path(zx_cf_ctx *x, const char *name, const char *def, char *out,
+                           size_t outlen)
+{
+    const char *v = NULL;
+    yaml_node_t *root = x->have_doc ? zx_cf_root(x) : NULL;
+    yaml_node_t *server = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        yaml_node_t *m = pass ? server : root;
+        if (!m || m->type != YAML_MAPPING_NODE)
+            break;
+        const char *want = pass ? name : "server";
+        for (yaml_node_pair_t *pr = m->data.mapping.pairs.start;
+             pr < m->data.mapping.pairs.top; pr++) {
+            const char *k = zx_cf_scalar(zx_cf_node(x, pr->key));
+            if (k && !strcmp(k, want)) {
+                if (pass)
+                    v = zx_cf_scalar(zx_cf_node(x, pr->value));
+                else
+                    server = zx_cf_node(x, pr->value);
+            }
+        }
+    }
+    if (!v || !*v)
+        v = def;
+    if (v[0] == '/')
+        snprintf(out, outlen, "%s", v);
+    else
+        snprintf(out, outlen, "%s/%s", x->base_dir, v);
+}
+
+/* The value of secret name into *out (the caller wipes and frees it).  0,
+ * or -1 after reporting at n. */
+static int cf_read_store_secret(zx_cf_ctx *x, const yaml_node_t *n, const char *name,
+                                char **out)
+{
+    char e[600];
+    if (!x->secrets) {
+        char kp[4200], sp[4200];
+        x->secrets = calloc(1, sizeof(*x->secrets));
+        if (!x->secrets) {
+            zx_cf_error_at(x, n, "out of memory");
+            return -1;
+        }
+        cf_server_path(x, "secret_key_file", "secret.key", kp, sizeof(kp));
+        cf_server_path(x, "secret_store", "secrets.zx", sp, sizeof(sp));
+        if (zx_ss_read_key(kp, x->secrets->key, e, sizeof(e)) < 0 ||
+            zx_ss_load(sp, &x->secrets->store, e, sizeof(e)) < 0) {
+            x->secrets->failed = 1;
+            zx_cf_error_at(x, n, "${secret:%s}: %s", name, e);
+            return -1;
+        }
+    }
+    if (x->secrets->failed) {
+        zx_cf_error_at(x, n, "${secret:%s}: the secrets store cannot be read (said above)",
+                       name);
+        return -1;
+    }
+    size_t len;
+    if (zx_ss_get(x->secrets->store, x->secrets->key, name, out, &len, e, sizeof(e)) < 0) {
+        zx_cf_error_at(x, n, "${secret:%s}: %s", name, e);
+        return -1;
+    }
+    if (memchr(*out, '\0', len)) {
+        explicit_bzero(*out, len);
+        free(*out);
+        *out = NULL;
+        zx_cf_error_at(x, n, "${secret:%s}: the value contains a NUL byte", name);
+        return -1;
+    }
+    return 0;
+}
+
 /* One piece of a value as written. */
-enum { CF_LIT, CF_ESC, CF_ENV, CF_FILE, CF_BAD };
+enum { CF_LIT, CF_ESC, CF_ENV, CF_FILE, CF_SECRET, CF_BAD };
 typedef struct cf_piece {
     int kind;
     size_t len;          /* bytes of the text it covers */
@@ -156,6 +255,15 @@ static void cf_next(const char *t, cf_piece *p)
     } else if (!strncmp(t, "${file:", 7) && close > t + 7) {
         p->kind = CF_FILE;
         p->arg = t + 7;
+    } else if (!strncmp(t, "${secret:", 9) && close > t + 9 &&
+               (size_t)(close - t) - 9 <= ZX_SS_NAME_MAX) {
+        char nm[ZX_SS_NAME_MAX + 1];
+        memcpy(nm, t + 9, (size_t)(close - t) - 9);
+        nm[(size_t)(close - t) - 9] = '\0';
+        if (zx_ss_name_ok(nm)) {
+            p->kind = CF_SECRET;
+            p->arg = t + 9;
+        }
     }
     if (p->arg)
         p->alen = (size_t)(close - p->arg);
@@ -212,7 +320,10 @@ static int cf_append_ref(zx_cf_ctx *x, const yaml_node_t *n,
         zx_cf_error_at(x, n, "out of memory");
         return -1;
     }
-    rc = cf_read_secret(x, n, rel, &content);
+    if (p->kind == CF_SECRET)
+        rc = cf_read_store_secret(x, n, rel, &content);
+    else
+        rc = cf_read_secret(x, n, rel, &content);
     free(rel);
     if (rc == 0)
         rc = cf_append(x, n, buf, blen, content, strlen(content));
@@ -236,18 +347,18 @@ int zx_cf_resolve(zx_cf_ctx *x, const yaml_node_t *n, const char *text,
      * even when the value is not resolved (ZX_CONF_SKIP_SECRETS). */
     for (i = 0; text[i]; i += p.len) {
         cf_next(text + i, &p);
-        if (p.kind == CF_ENV || p.kind == CF_FILE)
+        if (p.kind == CF_ENV || p.kind == CF_FILE || p.kind == CF_SECRET)
             nrefs++;
         if (p.kind != CF_BAD)
             continue;
         if (secret)
             zx_cf_error_at(x, n, "the '${' at byte %zu of the value does not "
-                           "start a valid reference: write ${env:NAME} or "
-                           "${file:PATH}, or $${ for a literal ${", i + 1);
+                           "start a valid reference: write ${env:NAME}, "
+                           "${file:PATH} or ${secret:NAME}, or $${ for a literal ${", i + 1);
         else
             zx_cf_error_at(x, n, "'%.*s%s' is not a valid reference: write "
-                           "${env:NAME} or ${file:PATH}, or $${ for a "
-                           "literal ${", (int)(p.len > 60 ? 60 : p.len),
+                           "${env:NAME}, ${file:PATH} or ${secret:NAME}, or $${ "
+                           "for a literal ${", (int)(p.len > 60 ? 60 : p.len),
                            text + i, p.len > 60 ? "..." : "");
         rc = -1;
     }

@@ -15,8 +15,9 @@
  * if that exists; when none gives a path, the error lists every place
  * looked at.  Errors on the socket say where its path came from.
  *
- * This program must never: need or read a secret (the config is loaded with
- * ZX_CONF_SKIP_SECRETS), block forever on a daemon that does not answer
+ * This program must never: need or read a secret for the daemon's commands
+ * (the config is loaded with ZX_CONF_SKIP_SECRETS; `secret` alone reads
+ * the secrets' key, zxctl_secret.c), block forever on a daemon that does not answer
  * (every wait has a deadline, except the stream of `feed --follow`), die of
  * SIGPIPE, or print a control character it received in human output (the
  * daemon's strings are shown with control bytes replaced by '?'; --json
@@ -39,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/secret_store.h"
 #include "conf/config.h"
 #include "conf/plugin.h"
 #include "proto/control.h"
@@ -104,6 +106,13 @@ static const char zxctl_usage_commands[] =
     "  approve RUN        start a run an agent asked for (shows its preview)\n"
     "  reject RUN         refuse it\n"
     "  feed [--follow]    recent events, then (with --follow) new ones as they happen\n"
+    "  secret init | set NAME | list | delete NAME | rotate-key\n"
+    "                     the encrypted secrets ${secret:NAME} values read (the\n"
+    "                     files of -c CONFIG: server.secret_key_file and\n"
+    "                     server.secret_store; zxd need not run): init makes the\n"
+    "                     key; set reads the value from standard input; list\n"
+    "                     shows names only; rotate-key encrypts all again under\n"
+    "                     a new key; zxd reads them at start and reload\n"
     "  help               this text\n"
     "\n"
     "options:\n"
@@ -193,6 +202,7 @@ typedef struct zxctl_opts {
     const char *query, *to, *mode, *key, *format, *print_sync;   /* send */
     const char *cmd;
     const char *name;         /* NAME argument, or NULL */
+    const char *secret_name;  /* secret set|delete NAME (o->name: the verb) */
 } zxctl_opts;
 
 /* ---------------------------------------------------------------- helpers */
@@ -245,7 +255,8 @@ static int zxctl_needs_name(const char *cmd)
 static int zxctl_known(const char *cmd)
 {
     return zxctl_needs_name(cmd) || !strcmp(cmd, "status") || !strcmp(cmd, "reload") ||
-           !strcmp(cmd, "feed") || !strcmp(cmd, "help") || !strcmp(cmd, "send");
+           !strcmp(cmd, "feed") || !strcmp(cmd, "help") || !strcmp(cmd, "send") ||
+           !strcmp(cmd, "secret");
 }
 
 /* The option called name of the plug-in's command cmd, or NULL. */
@@ -433,7 +444,23 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
     o->cmd = pos[0];
     if (!zxctl_known(o->cmd))
         return zxctl_usage_error("unknown command '%s'", o->cmd);
-    if (zxctl_needs_name(o->cmd)) {
+    if (!strcmp(o->cmd, "secret")) {
+        const char *v = npos > 1 ? pos[1] : "";
+        int named = !strcmp(v, "set") || !strcmp(v, "delete");
+        if (strcmp(v, "init") && strcmp(v, "list") && strcmp(v, "rotate-key") && !named)
+            return zxctl_usage_error("secret wants init, set NAME, list, delete NAME or "
+                                     "rotate-key");
+        if (npos != (size_t)(named ? 3 : 2))
+            return zxctl_usage_error(named ? "secret %s takes one NAME (the value is read "
+                                     "from standard input)" : "secret %s takes no NAME", v);
+        if (named && !zx_ss_name_ok(pos[2]))
+            return zxctl_usage_error("a secret's name is letters, digits, '_', '-' and '.'");
+        if (o->socket_path)
+            return zxctl_usage_error("secret works on the files of a configuration (-c), "
+                                     "not through the socket (-s)");
+        o->name = v;
+        o->secret_name = named ? pos[2] : NULL;
+    } else if (zxctl_needs_name(o->cmd)) {
         if (npos < 2 || !*pos[1])
             return zxctl_usage_error("%s needs a NAME", o->cmd);
         o->name = pos[1];
@@ -830,6 +857,21 @@ int main(int argc, char **argv)
     if (!strcmp(o.cmd, "help")) {
         zxctl_usage(stdout);
         return ZX_EXIT_OK;
+    }
+    if (!strcmp(o.cmd, "secret")) {
+        const char *cfg = o.config_path, *how = "-c";
+        if (!cfg && getenv("ZX_CONFIG") && *getenv("ZX_CONFIG")) {
+            cfg = getenv("ZX_CONFIG");
+            how = "$ZX_CONFIG";
+        }
+        if (!cfg && access(ZXCTL_DEFAULT_CONFIG, F_OK) == 0) {
+            cfg = ZXCTL_DEFAULT_CONFIG;
+            how = "the default configuration";
+        }
+        if (!cfg)
+            return zxctl_usage_error("secret needs the configuration whose secrets it "
+                                     "keeps: -c CONFIG, or $ZX_CONFIG");
+        return zxctl_secret(cfg, how, o.name, o.secret_name);
     }
     rc = zxctl_socket_path(&o, &path);
     if (rc >= 0)

@@ -78,6 +78,11 @@ char *zxctl_sync_line(const json_t *sync, const json_t *st);
  * -1 when done, else an exit code (usage printed). */
 int zxctl_send_request(const char *query, const char *to, const char *mode, const char *key,
                        const char *format, json_t *req);
+/* zxctl_secret.c: `secret SUB [NAME]` on the secrets files of configuration
+ * config (how: where its path came from, for messages).  Returns the exit
+ * status (ZX_EXIT_OK, ZX_EXIT_DAEMON_ERROR when refused, ZX_EXIT_USAGE
+ * for a configuration that cannot be used). */
+int zxctl_secret(const char *config, const char *how, const char *sub, const char *name);
 /* The YAML of the sync equivalent to the send req (answered resp). */
 void zxctl_print_sync_yaml(const char *name, const json_t *req, const json_t *resp, FILE *out);
 /* A sync run's record (run, preview, approve, reject), and `runs`. */

@@ -536,8 +536,8 @@ static void test_references(void)
     EXPECT_ERR(&e, 2, 13, "'${env:BAD NAME}' is not a valid reference");
     EXPECT_ERR(&e, 2, 13, "'${enx:A}' is not a valid reference");
     EXPECT_ERR(&e, 2, 13, "'${file:}' is not a valid reference");
-    EXPECT_ERR(&e, 2, 13, "'${env:A' is not a valid reference: write ${env:NAME} "
-               "or ${file:PATH}, or $${ for a literal ${");
+    EXPECT_ERR(&e, 2, 13, "'${env:A' is not a valid reference: write ${env:NAME}, "
+               "${file:PATH} or ${secret:NAME}, or $${ for a literal ${");
     CHECK(e.n == 4);
     c = load("pipelines:\n  a:\n    direction: stream\n    source: http\n"
              "    key: SECRETVALUE${oops}\n", 0, &e);
