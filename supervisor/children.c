@@ -337,6 +337,8 @@ static void on_child_chan(evutil_socket_t fd, short what, void *arg)
             }
             return;
         }
+        if (t == ZX_CHAN_EVENT && c->role == ROLE_WRITER && s->hooks.writer_event)
+            s->hooks.writer_event(s, buf);
         if (t == ZX_CHAN_EVENT)
             sup_feed(s, buf);
         else if (t == ZX_CHAN_API && c->role == ROLE_GATEWAY && s->hooks.gateway_api)

@@ -126,6 +126,13 @@ void sup_sync_exited(sup *s, spipe *p, int st);
 /* Every tick: schedules (cron), queued runs to start, records to hand to
  * the writer. */
 void sup_syncs_tick(sup *s);
+/* syncs_change.c: an event of the writer (JSON): a "batch" committed to a
+ * table marks the `on: change` syncs that watch it (workers/syncs/
+ * sync_watch.h).  The child table's writer_event hook. */
+void sup_syncs_writer_event(sup *s, const char *json);
+/* Every tick: queue a run of each marked `on: change` sync (coalesced:
+ * one queued at most, min_interval apart), and its first run. */
+void sup_syncs_change_tick(sup *s);
 /* A reload changed sync name: agents' runs previewed with its old
  * settings (awaiting approval, or approved and not started yet) fail, so
  * that an approval never sends what the operator did not see. */

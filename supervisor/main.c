@@ -121,6 +121,7 @@ static const sup_child_hooks child_hooks = {
     .pipe_freed = retire_jobs_free,
     .start_failed = sup_reload_failed,
     .gateway_api = sup_sync_api,
+    .writer_event = sup_syncs_writer_event,
     .pipe_created = sup_pipe_resumed_check,
     .pipe_forgotten = sup_send_forget,
 };

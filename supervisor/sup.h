@@ -96,6 +96,14 @@ struct spipe {
     zx_conf_pipeline *owned_conf; /* a one-off send's (syncs_send.c): conf
                                 points at it; not in the configuration */
     int64_t next_fire_us;    /* schedule: next fire (UTC µs); 0 = none/unset */
+    /* `on: change` (syncs_change.c): a commit changed a table it watches
+     * since its last change run was queued (when the first such did:
+     * wall-clock µs); when it last queued one (monotonic ms); whether
+     * its first run (start, or added) was queued */
+    int change_pending;
+    int64_t change_first_us;
+    int64_t change_last_ms;
+    int change_started;
     uint32_t note_seq_seen;  /* seg's source_note_seq last fed */
     int64_t resumed_us;      /* it started with state stored before (the
                                 store's last commit of it, µs), 0: none
@@ -131,6 +139,9 @@ typedef struct sup_child_hooks {
     int (*start_failed)(sup *s, const char *pipeline, const char *why);
     /* a request of the gateway's sync API (ZX_CHAN_API, proto/chan.h) */
     void (*gateway_api)(sup *s, const char *json);
+    /* an event of the writer (ZX_CHAN_EVENT: JSON, before the feed has
+     * it) */
+    void (*writer_event)(sup *s, const char *json);
     /* p was just made (sup_pipe_new), its worker not started yet */
     void (*pipe_created)(sup *s, spipe *p);
     /* removed pipeline name (a reload asked for its state to go:

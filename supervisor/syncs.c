@@ -111,6 +111,10 @@ json_t *syncs_run_json(const sync_run *r)
             json_object_set(o, lake[i], json_object_get(r->result, lake[i]));
     if (r->flags & ZX_RUN_FULL)
         json_object_set_new(o, "full", json_true());
+    /* on: change: from the first commit it answers to its end */
+    if (r->change_us && r->ended_us >= r->change_us)
+        json_object_set_new(o, "change_latency_ms",
+                            json_integer((json_int_t)((r->ended_us - r->change_us) / 1000)));
     json_object_set_new(o, "error", r->error[0] ? json_string(r->error) : json_null());
     /* what the API needs to show an agent nothing of the data before an
      * operator approved (syncs_view.c) */

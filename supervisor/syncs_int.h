@@ -35,6 +35,8 @@ struct sync_run {
     int sync_gone;           /* failed: its sync was removed by a reload */
     char token[64];          /* the API token that asked for it, or "" */
     int64_t created_us, started_us, ended_us;
+    int64_t change_us;       /* `on: change`: when the first commit it
+                                answers was made (wall-clock µs), 0 none */
     json_t *result;          /* the worker's final status */
     json_t *preview;         /* an agent's run: its preview */
     char error[600];

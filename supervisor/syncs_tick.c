@@ -268,8 +268,10 @@ void sup_syncs_tick(sup *s)
         return;
     progress_events(s);
     /* schedules need the store read by the writer's own start: wait for it */
-    if (s->writer_ready)
+    if (s->writer_ready) {
         schedules(s);
+        sup_syncs_change_tick(s);
+    }
     if (s->writer_ready && !s->runs_restored)
         syncs_restore_runs(s);
     /* runs waiting for a sync a reload removed will never start */

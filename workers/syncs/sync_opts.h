@@ -34,6 +34,10 @@ typedef struct zx_sync_opts {
     char *schedule;          /* `schedule`: 5-field cron (UTC) as written,
                                 checked with zx_cron_parse; NULL = only by
                                 hand/API */
+    char *on;                /* `on`: "change" (runs when a commit changed
+                                a table it watches: sync_watch.h); NULL */
+    uint32_t min_interval_ms; /* `min_interval`: between two runs `on:
+                                change` starts (default 5 s) */
     uint32_t batch_rows;     /* `batch_rows`: rows per batch sent (default
                                 10000) */
     uint32_t query_timeout_ms; /* `query_timeout`: the query's deadline;

@@ -24,6 +24,7 @@ int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p);   /* sync_check.c */
 
 /* Order = zx_sync_mode (workers/destinations/dest.h). */
 static const char *const modes[] = {"replace", "append", "upsert", "mirror", NULL};
+static const char *const on_values[] = {"change", NULL};
 
 static const zx_cf_option options[] = {
     {.section = "pipelines.<name>", .name = "author", .type = ZX_CF_STRING,
@@ -61,6 +62,21 @@ static const zx_cf_option options[] = {
      .help = "When to run: 5-field cron, in UTC (`*/15 * * * *`; names and "
      "`@hourly`, `@daily`... allowed). Runs of one sync never overlap; a "
      "run missed while zxd was down runs once when it starts."},
+    {.section = "pipelines.<name>", .name = "on", .type = ZX_CF_ENUM,
+     .def_doc = "none", .offset = OWN(on), .flags = ZX_CF_OWN, .allowed = on_values,
+     .help = "`change`: the sync also runs when a commit of the writer changed a "
+     "table it reads: one of its author's `tables` that the query names (a view "
+     "by its own name). Changes are coalesced: at most one run in flight and one "
+     "queued, started at most once per `min_interval`, so a busy table costs one "
+     "run per interval, not one per change. It runs once when zxd starts (or the "
+     "sync is added), for the changes made while it was not watching. With "
+     "`schedule` too, both start runs. A run's record shows `change_latency_ms`: "
+     "from the first commit it answers to the end of the run."},
+    {.section = "pipelines.<name>", .name = "min_interval", .type = ZX_CF_DURATION,
+     .def = "5s", .offset = OWN(min_interval_ms), .flags = ZX_CF_OWN, .min = 0,
+     .max = 24 * ZX_CF_HOUR,
+     .help = "With `on: change`: the least time between the starts of two runs "
+     "that changes start."},
     {.section = "pipelines.<name>", .name = "batch_rows", .type = ZX_CF_UINT,
      .def = "10000", .offset = OWN(batch_rows), .flags = ZX_CF_OWN, .min = 1, .max = 1000000,
      .help = "Rows per batch sent to the destination."},

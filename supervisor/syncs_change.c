@@ -1,0 +1,106 @@
+/*
+ * syncs_change.c — reverse syncs with `on: change` (workers/syncs/
+ * sync_opts.h): a "batch" event of the writer (a commit of rows into a
+ * table) marks each such sync that watches the table (sync_watch.h);
+ * the tick queues one run for the marks, coalesced:
+ *   - a queued run of the sync (not a preview) answers every change made
+ *     before it starts: the mark joins it;
+ *   - else a new run is queued once min_interval has passed since the
+ *     last one changes queued; a run in flight is not waited for (one in
+ *     flight and one queued at most);
+ *   - its first run is queued at start, or when the sync is added, for
+ *     what changed while nothing watched.
+ * A run keeps when the first change it answers was committed
+ * (sync_run.change_us), for its change_latency_ms.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timefmt.h"
+#include "common/util.h"
+#include "supervisor/syncs_int.h"
+#include "workers/sources/source.h"
+#include "workers/syncs/sync_opts.h"
+#include "workers/syncs/sync_watch.h"
+
+static int on_change(const spipe *p)
+{
+    const zx_sync_opts *so = p->removing || !zx_conf_is_sync(p->conf) ? NULL
+                             : zx_sync_opts_of(p->conf);
+    return so && so->on && !strcmp(so->on, "change");
+}
+
+/* The queued run of sync name a change may join (not a preview, not an
+ * agent's), or NULL. */
+static sync_run *queued_run(sup *s, const char *name)
+{
+    for (sync_run *r = s->runs; r; r = r->next)
+        if (!strcmp(r->sync, name) && !strcmp(r->state, "queued") &&
+            !(r->flags & ZX_RUN_PREVIEW) && !r->approval && !r->agent)
+            return r;
+    return NULL;
+}
+
+void sup_syncs_writer_event(sup *s, const char *js)
+{
+    if (!strstr(js, "\"batch\""))
+        return;    /* most events are not: no parse */
+    json_error_t je;
+    json_t *ev = json_loads(js, 0, &je);
+    const char *kind = json_string_value(json_object_get(ev, "event"));
+    const char *table = json_string_value(json_object_get(ev, "table"));
+    if (kind && table && !strcmp(kind, "batch")) {
+        int64_t now = zx_now_us();
+        for (size_t i = 0; i < s->npipes; i++) {
+            spipe *p = s->pipes[i];
+            if (!on_change(p) || !zx_sync_watches(s->conf, p->conf, table))
+                continue;
+            if (!p->change_pending) {
+                p->change_pending = 1;
+                p->change_first_us = now;
+            }
+        }
+    }
+    json_decref(ev);
+}
+
+void sup_syncs_change_tick(sup *s)
+{
+    int64_t now_ms = zx_mono_ms();
+    for (size_t i = 0; i < s->npipes; i++) {
+        spipe *p = s->pipes[i];
+        if (!on_change(p))
+            continue;
+        const zx_sync_opts *so = zx_sync_opts_of(p->conf);
+        if (!p->change_started) {
+            /* its first look: what changed while nothing watched */
+            p->change_started = 1;
+            p->change_pending = 1;
+            p->change_first_us = zx_now_us();
+            p->change_last_ms = 0;
+        }
+        if (!p->change_pending)
+            continue;
+        sync_run *q = queued_run(s, p->name);
+        if (q) {
+            /* not started yet: it reads every change made so far */
+            if (!q->change_us || q->change_us > p->change_first_us)
+                q->change_us = p->change_first_us;
+            p->change_pending = 0;
+            continue;
+        }
+        if (p->change_last_ms && now_ms - p->change_last_ms < (int64_t)so->min_interval_ms)
+            continue;
+        if (syncs_waiting(s, p->name) >= MAX_WAITING)
+            continue;
+        sync_run *r = syncs_new_run(s, p->name, "change", 0);
+        if (!r)
+            continue;   /* out of memory: the next tick tries again */
+        r->change_us = p->change_first_us;
+        p->change_pending = 0;
+        p->change_last_ms = now_ms;
+        zx_debug("event=run_on_change sync=%s run=%llu", p->name, (unsigned long long)r->id);
+    }
+}
