@@ -2,7 +2,7 @@
  * LocalNode — one OpenSearch node for zx's tests (tests/services/opensearch),
  * from Maven Central's jars, without the distribution's launcher: the server
  * (org.opensearch.node.Node) with the netty4 HTTP and transport plug-in
- * given on the classpath (Node's protected constructor takes plug-in
+ * and the reindex module (_delete_by_query) given on the classpath (Node's protected constructor takes plug-in
  * classes, as the test framework's MockNode does).  Single-node discovery,
  * no security plug-in, HTTP and transport on 127.0.0.1 only.
  *
@@ -23,6 +23,7 @@ import java.util.concurrent.CountDownLatch;
 import org.opensearch.common.logging.LogConfigurator;
 import org.opensearch.common.settings.Settings;
 import org.opensearch.env.Environment;
+import org.opensearch.index.reindex.ReindexPlugin;
 import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
 import org.opensearch.plugins.Plugin;
@@ -64,7 +65,7 @@ public final class LocalNode extends Node {
         LogConfigurator.configureWithoutConfig(settings);
         Environment env = InternalSettingsPreparer.prepareEnvironment(settings,
             Collections.emptyMap(), home.resolve("config"), () -> "zx-node");
-        List<Class<? extends Plugin>> plugins = List.of(Netty4Plugin.class);
+        List<Class<? extends Plugin>> plugins = List.of(Netty4Plugin.class, ReindexPlugin.class);
         LocalNode node = new LocalNode(env, plugins);
         CountDownLatch done = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
