@@ -140,7 +140,7 @@ def test_a_document_the_mapping_refuses_is_refused_alone_and_sent_again(sync_env
     assert sorted(got) == ["1", "3", "4", "5"]
     # the next run sends it again (its old hash was kept), and again it fails
     r = z.run("search")
-    assert r["rows_sent"] + r["rows_failed"] >= 1 and r["rows_failed"] == 1, r
+    assert (r["rows_sent"], r["rows_unchanged"], r["rows_failed"]) == (1, 4, 1), r
     # once the value fits, it goes through
     z.ws_exec("UPDATE items SET n = '2' WHERE id = 2")
     r = z.run("search")
@@ -174,8 +174,12 @@ def test_append_and_replace(sync_env, opensearch):
 class Recorder(http.server.BaseHTTPRequestHandler):
     """A stand-in of OpenSearch's index and _bulk API (not OpenSearch: it
     checks nothing of the documents), recording each request's method,
-    path and Authorization header."""
+    path and Authorization header, and the ids indexed.  plan: what the
+    next _bulk requests get, one entry each: "503" (the whole request
+    refused) or "item429" (its first item answered 429)."""
     seen = []
+    ids = []
+    plan = []
 
     def log_message(self, *a):
         pass
@@ -193,14 +197,26 @@ class Recorder(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(n) if n else b""
         Recorder.seen.append((self.command, self.path, self.headers.get("Authorization")))
         if self.path.endswith("/_bulk"):
+            what = Recorder.plan.pop(0) if Recorder.plan else None
+            if what == "503":
+                self.answer(503, {"error": "unavailable", "status": 503})
+                return
             lines = [l for l in body.split(b"\n") if l.strip()]
             items = []
             for l in lines:
                 a = json.loads(l)
                 act = next(iter(a))
-                if act in ("index", "delete"):
-                    items.append({act: {"_id": a[act].get("_id"), "status": 201}})
-            self.answer(200, {"took": 1, "errors": False, "items": items})
+                if act not in ("index", "delete"):
+                    continue
+                if what == "item429" and not items:
+                    items.append({act: {"_id": a[act].get("_id"), "status": 429,
+                                        "error": {"type": "es_rejected_execution_exception",
+                                                  "reason": "busy"}}})
+                    continue
+                items.append({act: {"_id": a[act].get("_id"), "status": 201}})
+                if act == "index":
+                    Recorder.ids.append(a[act].get("_id"))
+            self.answer(200, {"took": 1, "errors": what is not None, "items": items})
         else:
             self.answer(200, {"acknowledged": True})
 
@@ -210,6 +226,8 @@ class Recorder(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def recorder():
     Recorder.seen = []
+    Recorder.ids = []
+    Recorder.plan = []
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
@@ -243,6 +261,38 @@ def test_credentials_are_sent_as_headers_and_never_logged(sync_env, recorder, au
     assert all(h == want for _, _, h in Recorder.seen), Recorder.seen
     log = z.log_text()
     assert PASSWORD not in log and API_KEY not in log
+
+
+def test_a_busy_cluster_gets_the_batch_again_and_the_busy_items_again(sync_env, recorder):
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    z.connections = {"os": {"kind": "opensearch", "extra": {"url": recorder}}}
+    z.syncs = {"search": {"author": "alice", "query": "SELECT id, name FROM items",
+                          "dest": {"opensearch": {"connection": "os", "index": "people"}},
+                          "mode": "upsert", "key": ["id"]}}
+    z.write_config()
+    make_items(z, 3)
+    z.start()
+    Recorder.plan = ["503", "item429"]
+    r = z.run("search")
+    assert (r["rows_sent"], r.get("rows_failed", 0)) == (3, 0), r
+    # the 503 tried again by the client, the item answered 429 sent alone
+    assert (r["batches"], r["batches_retried"], r["batches_failed"]) == (2, 2, 0), r
+    assert sorted(Recorder.ids) == ["1", "2", "3"]
+    assert "429" in r["first_error"], r
+
+
+def test_a_composite_key_makes_ids_and_mirror_deletes_them(sync_env, opensearch):
+    es = client(opensearch)
+    index = new_index()
+    z = os_sync(sync_env, opensearch["URL"], "mirror", index, key=("id", "name"), rows=3,
+                query="SELECT id, name, n FROM items")
+    z.ws_exec("UPDATE items SET name = 'a|b' WHERE id = 2")
+    z.run("search")
+    assert sorted(docs(es, index)) == ["1|item 1", "2|a\\|b", "3|item 3"]
+    z.ws_exec("DELETE FROM items WHERE id = 2")
+    r = z.run("search")
+    assert r["rows_deleted"] == 1, r
+    assert sorted(docs(es, index)) == ["1|item 1", "3|item 3"]
 
 
 def test_an_unreachable_cluster_fails_the_run_with_a_clear_error(sync_env):
