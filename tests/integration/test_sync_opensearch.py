@@ -256,7 +256,7 @@ def test_credentials_are_sent_as_headers_and_never_logged(sync_env, recorder, au
     z.start()
     r = z.run("search")
     assert r["rows_sent"] == 3, r
-    assert [m + " " + p for m, p, _ in Recorder.seen] == [
+    assert [m + " " + p.split("?")[0] for m, p, _ in Recorder.seen] == [
         "GET /people", "POST /people/_bulk", "POST /people/_refresh"]
     assert all(h == want for _, _, h in Recorder.seen), Recorder.seen
     log = z.log_text()

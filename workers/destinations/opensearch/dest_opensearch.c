@@ -3,7 +3,7 @@
  * reverse sync as documents of one OpenSearch (or Elasticsearch) index,
  * sent with the _bulk API over zx's HTTP client (common/http_client.h).
  *
- *   begin   GET /<index>: missing, PUT it with a mapping from the result's
+ *   begin   GET /<index> (its uuid only): missing, PUT it with a mapping from the result's
  *           columns (os_doc.h); replace: POST /<index>/_delete_by_query
  *           (every document) on one that exists
  *   write   batches of at most batch_rows documents and batch_bytes bytes:
@@ -49,7 +49,7 @@
 #define RESP_PER_ITEM 4096          /* answer bytes allowed per item */
 #define RESP_MIN (1024 * 1024)      /* ... and at least */
 #define RESP_MAX (64 * 1024 * 1024) /* ... and at most */
-#define INDEX_ANSWER_MAX (8 * 1024 * 1024) /* GET /<index>: its mapping */
+#define INDEX_ANSWER_MAX (1024 * 1024) /* GET /<index>: its uuid(s) */
 
 /* The items of one _bulk body: item i is body[off[i] .. off[i+1]) and
  * stands for row (or key) row[i] of the batch being handled. */
@@ -212,13 +212,14 @@ static int os_open(const zx_dest_args *a, void **state, char *err, size_t errlen
 {
     *state = NULL;
     const zx_opensearch_opts *o = a->opts;
-    const zx_conf_connection *c = o && o->connection && a->conf
-                                      ? zx_conf_find_connection(a->conf, o->connection)
-                                      : a->conn;
-    const char *index = o && o->index ? o->index : a->table;
-    if (!c || !index)
+    if (!o || !o->connection || !o->index)
         return zx_seterr(err, errlen, "opensearch: write the index as destination: "
                          "{opensearch: {connection: CONNECTION, index: NAME}}");
+    const zx_conf_connection *c = a->conf ? zx_conf_find_connection(a->conf, o->connection)
+                                          : NULL;
+    const char *index = o->index;
+    if (!c)
+        return zx_seterr(err, errlen, "opensearch: unknown connection %s", o->connection);
     if (!c->os_url)
         return zx_seterr(err, errlen, "opensearch %s: the connection has no url", c->name);
     if (c->read_only)
@@ -242,8 +243,8 @@ static int os_open(const zx_dest_args *a, void **state, char *err, size_t errlen
         os_close(s);
         return zx_seterr(err, errlen, "opensearch: out of memory");
     }
-    s->batch_rows = o && o->batch_rows ? o->batch_rows : 1000;
-    s->batch_bytes = o && o->batch_bytes ? o->batch_bytes : 5 * 1024 * 1024;
+    s->batch_rows = o->batch_rows ? o->batch_rows : 1000;
+    s->batch_bytes = o->batch_bytes ? o->batch_bytes : 5 * 1024 * 1024;
     zx_http_opts ho = {
         .timeout_ms = a->deadline_ms > 0 ? (long)a->deadline_ms : 30000,
         .max_response = RESP_MIN,
@@ -358,8 +359,10 @@ static int os_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
 
     zx_http_response r;
     char e[256];
-    int rc = request(s, s->http, "GET", s->index_path, NULL, NULL, NULL, 0, INDEX_ANSWER_MAX,
-                     &r, e, sizeof(e));
+    /* filter_path: the answer is a line per index (an alias may name
+     * several), not their mappings */
+    int rc = request(s, s->http, "GET", s->index_path, "?filter_path=*.settings.index.uuid",
+                     NULL, NULL, 0, INDEX_ANSWER_MAX, &r, e, sizeof(e));
     if (rc != 0) {
         zx_http_response_free(&r);
         return zx_seterr(err, errlen, "%s: cannot reach the cluster at %s: %s", s->where,
