@@ -27,6 +27,10 @@
  * deadline_ms (per attempt; the client's attempts and waits by their
  * count).  Messages name the connection and the index, never the password
  * or the API key.
+ *
+ * It must never: report a row as refused that the cluster took (or the
+ * reverse), go on after an answer it cannot read item by item, or repeat
+ * a request that may add documents twice (append without ids).
  */
 #include <errno.h>
 #include <stdint.h>

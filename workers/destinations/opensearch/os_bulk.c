@@ -1,5 +1,7 @@
 /*
- * os_bulk.c — reading _bulk answers and error answers (os_bulk.h).
+ * os_bulk.c — reading _bulk answers and error answers (os_bulk.h).  It
+ * must never read past the body's length, trust an answer whose items do
+ * not match what was sent, or hand on the peer's control characters.
  */
 #include "workers/destinations/opensearch/os_bulk.h"
 

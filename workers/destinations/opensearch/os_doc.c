@@ -1,6 +1,7 @@
 /*
  * os_doc.c — documents, ids and mappings of the OpenSearch destination
- * (os_doc.h).
+ * (os_doc.h).  It must never write anything but valid JSON (a value that
+ * has none is a misfit: null), nor make two keys the same id.
  */
 #include "workers/destinations/opensearch/os_doc.h"
 
