@@ -21,6 +21,7 @@ One workspace is enough (what is tested is the index side): SQLite.
 import base64
 import http.server
 import json
+import os
 import threading
 
 import pytest
@@ -261,6 +262,18 @@ def test_credentials_are_sent_as_headers_and_never_logged(sync_env, recorder, au
     assert all(h == want for _, _, h in Recorder.seen), Recorder.seen
     log = z.log_text()
     assert PASSWORD not in log and API_KEY not in log
+    # the long-lived processes (writer, gateway, the stream's worker) wiped
+    # the connection's secret (supervisor/scrub.c: a secret option row)
+    if os.geteuid() == 0 and "ASAN_OPTIONS" not in os.environ:
+        from test_worker_secrets import memory_has
+        secret = (PASSWORD if auth == "basic" else API_KEY).encode()
+        pids = z.pids()
+        # zxd itself keeps the configuration: the scan finds it there
+        assert memory_has(pids.pop("supervisor"), [secret])[secret] == 1
+        for name, pid in pids.items():
+            if not pid:
+                continue
+            assert memory_has(pid, [secret])[secret] == 0, f"{name} holds the secret"
 
 
 def test_a_busy_cluster_gets_the_batch_again_and_the_busy_items_again(sync_env, recorder):
