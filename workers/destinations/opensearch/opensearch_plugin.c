@@ -53,7 +53,7 @@ static const zx_cf_option options[] = {
      "than this is refused alone."},
     /* the connections */
     {.section = "connections.<name>", .name = "url", .type = ZX_CF_STRING,
-     .offset = CONN(os_url), .flags = ZX_CF_TOKEN,
+     .def_doc = "**required** with `opensearch`", .offset = CONN(os_url), .flags = ZX_CF_TOKEN,
      .help = "opensearch: the cluster's base URL (`https://search.example:9200`, "
      "`http://127.0.0.1:9200`, or with a path prefix of a proxy)."},
     {.section = "connections.<name>", .name = "username", .type = ZX_CF_STRING,
@@ -180,9 +180,11 @@ const zx_plugin zx_plugin_dest_opensearch = {
      "is no transaction: a run that fails part way leaves what it sent, and the "
      "next run sends the rest. A document the cluster refuses (a value its mapping "
      "does not take) is refused alone: the others go through, the run counts it "
-     "(`zxctl runs`: failed rows, first error) and the next run sends it again. "
-     "Requests answered 429 or 5xx, or cut, are tried again with a backoff; bulk "
-     "items answered 429 are sent again the same way. Written documents are made "
+     "(`zxctl runs`: failed rows, first error) and the next `upsert` or `mirror` run "
+     "sends it again (`append` and `replace` only count it). Requests answered 429 or "
+     "5xx, or cut, are tried again with a backoff (in `append` mode, whose documents "
+     "have no ids, never: a repeat could add them twice); bulk items answered 429 are "
+     "sent again alone, up to 5 times. Written documents are made "
      "visible to searches at the end of the run (`_refresh`).",
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
