@@ -13,7 +13,10 @@ with opensearch-py:
 - basic authentication and the API key reach the server as headers: the
   node has no security plug-in, so a small recording stand-in of the
   _bulk API (this file's Recorder) checks them;
-- an unreachable cluster fails the run with a clear error, quickly.
+- a cluster answering 503, and items answered 429, are sent again;
+- composite keys make ids (escaped) that mirror deletes;
+- an unreachable cluster fails the run with a clear error, quickly;
+- `zxd --check` refuses bad urls, credentials, index names.
 
 One workspace is enough (what is tested is the index side): SQLite.
 """
@@ -22,11 +25,12 @@ import base64
 import http.server
 import json
 import os
+import subprocess
 import threading
 
 import pytest
 
-from conftest import uid
+from conftest import ZXD, uid
 from sync_fixtures import make_sync_env
 
 pytestmark = pytest.mark.sqlite_only
@@ -319,3 +323,40 @@ def test_an_unreachable_cluster_fails_the_run_with_a_clear_error(sync_env):
     assert r["state"] == "failed", r
     assert "opensearch os index people: cannot reach the cluster" in r["error"], r
     assert f"127.0.0.1:{port}" in r["error"], r
+
+
+def test_the_configuration_is_checked(sync_env):
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    ok = {"url": "http://127.0.0.1:9200"}
+    cases = [
+        ({"url": "ftp://x"}, {}, "url: an http:// or https:// URL"),
+        ({"url": "http://user:pw@h:9200"}, {}, "no query, fragment or user"),
+        ({}, {}, "kind opensearch needs `url`"),
+        (dict(ok, password="p"), {}, "password goes with username"),
+        (dict(ok, username="u", api_key="k"), {}, "api_key or username, not both"),
+        (ok, {"index": "Upper"}, "is not an index name"),
+        (ok, {"index": "_x"}, "is not an index name"),
+        (ok, {"index": None}, "missing required field 'index'"),
+        (ok, {"connection": "nope"}, "unknown catalog connection 'nope'"),
+        (ok, {"batch_rows": 0}, "batch_rows"),
+    ]
+    for conn, dest, want in cases:
+        d = {"connection": "os", "index": "people"}
+        d.update(dest)
+        d = {k: v for k, v in d.items() if v is not None}
+        z.connections = {"os": {"kind": "opensearch", "extra": conn}}
+        z.syncs = {"s": {"query": "SELECT id FROM items", "mode": "upsert", "key": ["id"],
+                         "dest": {"opensearch": d}}}
+        z.write_config()
+        p = subprocess.run([ZXD, "-c", z.cfg_path, "--check"],
+                           capture_output=True, text=True, timeout=60, env=z.env)
+        assert p.returncode != 0 and want in p.stderr + p.stdout, (conn, dest, p.stderr)
+    # and a good one passes
+    z.connections = {"os": {"kind": "opensearch", "extra": dict(ok, username="u",
+                                                                 password="p")}}
+    z.syncs = {"s": {"query": "SELECT id FROM items", "mode": "upsert", "key": ["id"],
+                     "dest": {"opensearch": {"connection": "os", "index": "people"}}}}
+    z.write_config()
+    p = subprocess.run([ZXD, "-c", z.cfg_path, "--check"],
+                       capture_output=True, text=True, timeout=60, env=z.env)
+    assert p.returncode == 0, p.stderr
