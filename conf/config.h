@@ -163,6 +163,15 @@ typedef struct zx_conf_connection {
                                 name (`connection:`) */
     char *table_bucket_arn;  /* s3tables */
     char *catalog_id;        /* glue: the account id of the catalog */
+    /* OpenSearch / Elasticsearch (workers/destinations/opensearch/
+     * opensearch_plugin.c): kind opensearch; NULL / 0 for other kinds */
+    char *os_url;            /* `url`: the cluster's base URL (http[s]://host:port[/prefix]) */
+    char *os_username;       /* `username`: HTTP basic authentication; NULL: none */
+    char *os_password;       /* `password`: secret, with username */
+    char *os_api_key;        /* `api_key`: secret, sent as "Authorization:
+                                ApiKey <it>"; NULL: none */
+    char *os_ca_file;        /* `ca_file`: PEM CA bundle, absolute; NULL: the system's */
+    int os_insecure;         /* `insecure: true`: no check of the server's certificate */
     int read_only;           /* `read_only: true`: reverse syncs never
                                 write to it (a destination refuses it at
                                 open); 0 (default) */

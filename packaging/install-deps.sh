@@ -175,6 +175,13 @@ assert v(deltalake) >= (1, 4, 2) and v(polars) >= (2, 1)' 2>/dev/null; then
         echo "zx: installing pyroaring from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "pyroaring>=1.0"
     fi
+    # The opensearch destination's reader: opensearch-py (its node:
+    # tests/services/opensearch, from Maven Central's jars).
+    if ! python3 -c 'import opensearchpy' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing opensearch-py from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "opensearch-py>=2.4"
+    fi
     # kinesalite (tests/services/kinesalite) runs on Node.js with npm: the
     # machine's own when it has them (NodeSource's nodejs bundles npm and
     # conflicts with Debian's npm package), else Debian's.

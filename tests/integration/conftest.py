@@ -1022,6 +1022,26 @@ def iceberg_rest():
     return iceberg_rest_start()
 
 
+OPENSEARCH = os.path.join(REPO, "tests", "services", "opensearch")
+
+
+@pytest.fixture(scope="session")
+def opensearch():
+    """The OpenSearch node of tests/services/opensearch, started once per
+    session and left running (test.sh stops it): its lines as a dict (URL,
+    ADDR, OPENSEARCH_VERSION, DATA_DIR, LOG).  Fails the test when it
+    cannot start."""
+    args = [OPENSEARCH, "start"]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=600,
+                       stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        pytest.fail(f"{' '.join(args)} failed ({p.returncode}):\n{p.stderr[-4000:]}")
+    lines = dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)
+    for k in ("URL", "LOG"):
+        assert k in lines, f"{' '.join(args)} printed no {k}=: {p.stdout!r}"
+    return lines
+
+
 @pytest.fixture
 def tmpdir_short():
     root = _mkroot()
