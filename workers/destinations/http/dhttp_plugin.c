@@ -130,8 +130,8 @@ static const zx_cf_option options[] = {
      .def_doc = "none", .offset = CONN(header_keys), .v_offset = CONN(header_values),
      .n_offset = CONN(nheaders), .flags = ZX_CF_SECRET, .allowed = owned_headers,
      .help = "http: headers sent with every request, `{Authorization: \"Bearer "
-     "${env:CRM_TOKEN}\"}`. Every value is a secret: never logged nor shown, and "
-     "wiped from the memory of the processes that do not use the connection."},
+     "${env:CRM_TOKEN}\"}`. Every value is a secret, wiped from the memory of the "
+     "processes that do not use the connection."},
     {.section = "connections.<name>", .name = "timeout", .type = ZX_CF_DURATION,
      .def = "30s", .offset = CONN(http_timeout_ms), .min = 100, .max = 10 * ZX_CF_MIN,
      .help = "http: how long one request may take, connecting included; then it "

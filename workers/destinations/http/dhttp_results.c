@@ -80,7 +80,7 @@ long zx_dhttp_results(const char *body, size_t len, const char *path, uint32_t n
                       char *err, size_t errlen)
 {
     json_error_t je;
-    json_t *root = body && len ? json_loadb(body, len, JSON_DECODE_ANY, &je) : NULL;
+    json_t *root = body && len ? json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je) : NULL;
     if (!root)
         return zx_seterr(err, errlen, "the answer is not JSON, so its per-item results "
                          "(results_path %s) cannot be read", path);
