@@ -272,6 +272,7 @@ static void http_where(const zx_conf_pipeline *p, zx_dest_where *w)
     w->connection = NULL;
     w->catalog = o ? o->connection : NULL;   /* resolved into p->dest_catalog */
     w->option = "destination.http";
+    w->catalog_what = "an API connection";
 }
 
 const zx_plugin zx_plugin_dest_http = {

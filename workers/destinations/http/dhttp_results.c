@@ -54,8 +54,13 @@ static void item_why(json_t *it, char *why, size_t len)
         return;
     json_t *e = json_object_get(it, "error");
     json_t *st = json_object_get(it, "status");
-    long long status = json_is_integer(st) ? json_integer_value(st)
-                       : json_is_real(st) ? (long long)json_real_value(st) : 0;
+    long long status = 0;
+    if (json_is_integer(st))
+        status = json_integer_value(st);
+    else if (json_is_real(st)) {   /* any double: cut before converting */
+        double d = json_real_value(st);
+        status = d >= 1e9 ? 1000000000LL : d > 0 ? (long long)d : 0;
+    }
     char text[200] = "";
     if (e && !json_is_null(e) && !json_is_false(e)) {
         if (json_is_string(e)) {
