@@ -96,7 +96,10 @@ static void test_config(void)
         {HEAD CONN("") SYNC("{connection: api, path: /c, concurrency: 0}"), "concurrency"},
         {HEAD CONN(", headers: {Idempotency-Key: x}") SYNC("{connection: api, path: /c}"),
          "zx sends one per batch"},
-        {HEAD CONN("") SYNC("{connection: nope, path: /c}"), "nope"},
+        {HEAD CONN("") SYNC("{connection: nope, path: /c}"), "unknown connection 'nope'"},
+        {HEAD CONN("") "pipelines:\n  s: {direction: out, author: alice, query: SELECT 1, "
+         "mode: replace, destination: {http: {connection: api, path: /c}}}\n",
+         "cannot replace what an API holds"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         c = load(bad[i].text, 0, &e);

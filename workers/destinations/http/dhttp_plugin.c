@@ -17,6 +17,7 @@
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/http/dhttp_opts.h"
+#include "workers/syncs/sync_opts.h"
 
 extern const zx_dest zx_dest_http;   /* dest_dhttp.c */
 
@@ -205,6 +206,13 @@ static int http_check(zx_cf_check *ck, zx_conf_pipeline *p)
             rc = -1;
         }
     }
+    const zx_sync_opts *so = zx_sync_opts_of(p);
+    if (so && so->mode == ZX_MODE_REPLACE) {
+        zx_check_error(ck, "mode", "pipelines.%s: destination http cannot replace what an "
+                       "API holds: use mode: mirror (it also deletes the keys that "
+                       "disappeared), upsert or append", p->name);
+        rc = -1;
+    }
     if (!o)
         return rc;
     if (o->path && o->path[0] != '/') {
@@ -225,20 +233,17 @@ static int http_check(zx_cf_check *ck, zx_conf_pipeline *p)
                        "or a number (per second), at most 100000/s", p->name);
         rc = -1;
     }
-    if (o->wrap && !path_ok(o->wrap)) {
+    if (o->wrap && (!path_ok(o->wrap) || strchr(o->wrap, '.'))) {
         zx_check_error(ck, "destination.http.wrap", "pipelines.%s: destination.http.wrap: "
                        "a member name: letters, digits, '_' and '-'", p->name);
         rc = -1;
     }
-    if (o->op_field && !path_ok(o->op_field)) {
+    if (o->op_field && (!path_ok(o->op_field) || strchr(o->op_field, '.'))) {
         zx_check_error(ck, "destination.http.op_field", "pipelines.%s: "
                        "destination.http.op_field: a member name: letters, digits, '_' "
                        "and '-'", p->name);
         rc = -1;
     }
-    if (o->wrap && strchr(o->wrap, '.'))
-        rc = -1, zx_check_error(ck, "destination.http.wrap", "pipelines.%s: "
-                                "destination.http.wrap: one name, without '.'", p->name);
     if (o->results_path && !path_ok(o->results_path)) {
         zx_check_error(ck, "destination.http.results_path", "pipelines.%s: "
                        "destination.http.results_path: member names (letters, digits, "
