@@ -172,6 +172,19 @@ typedef struct zx_conf_connection {
                                 ApiKey <it>"; NULL: none */
     char *os_ca_file;        /* `ca_file`: PEM CA bundle, absolute; NULL: the system's */
     int os_insecure;         /* `insecure: true`: no check of the server's certificate */
+    /* http (the HTTP API destination, workers/destinations/http/);
+     * NULL / 0 for other kinds */
+    char *base_url;          /* http: "https://api.example/v2" */
+    char **header_keys;      /* http: `headers`, sent with every request */
+    char **header_values;    /* secret each (never logged; wiped from the
+                                workers that do not use the connection);
+                                NULL when loaded with ZX_CONF_SKIP_SECRETS
+                                and written with a reference */
+    size_t nheaders;
+    uint32_t http_timeout_ms; /* http: one request, connect included */
+    char *http_ca;           /* http: a PEM CA bundle (absolute); NULL: the
+                                system's */
+    int http_insecure;       /* http: 1: no certificate check (tests only) */
     int read_only;           /* `read_only: true`: reverse syncs never
                                 write to it (a destination refuses it at
                                 open); 0 (default) */
@@ -460,7 +473,8 @@ void zx_conf_own_secrets(const zx_conf_pipeline *p, void (*fn)(const char *s, vo
 /* Each secret string option of connection c that is set (every row of
  * a `connections.<name>` section flagged ZX_CF_SECRET of type string:
  * sasl.password, tls.key_password, secret_access_key, session_token...;
- * not the dsn, whose password is inside it): fn(secret, arg), in row
+ * every value of such a mapping: http's headers; not the dsn, whose
+ * password is inside it): fn(secret, arg), in row
  * order.  The strings are c's.  c NULL: none. */
 void zx_conf_connection_secrets(const zx_conf_connection *c,
                                 void (*fn)(const char *s, void *arg), void *arg);

@@ -398,7 +398,7 @@ int zx_cf_set_props(zx_cf_ctx *x, const zx_cf_option *o, void *base,
             zx_cf_error_at(x, vn, "%s: expected a single value (text, number "
                            "or boolean), got %s", what, zx_cf_kind(vn));
             rc = -1;
-        } else if ((r = zx_cf_resolve_scalar(x, what, vn, prop_secret(k)
+        } else if ((r = zx_cf_resolve_scalar(x, what, vn, (o->flags & ZX_CF_SECRET) || prop_secret(k)
                                              ? ZX_CF_SHOW_SECRET
                                              : ZX_CF_SHOW_PLAIN,
                                              &val, &shown)) < 0) {

@@ -115,8 +115,17 @@ void zx_conf_connection_secrets(const zx_conf_connection *c,
 {
     for (size_t i = 0; c && i < zx_cf_nrows(); i++) {
         const zx_cf_option *o = zx_cf_row(i);
-        if (!(o->flags & ZX_CF_SECRET) || o->type != ZX_CF_STRING ||
-            zx_cf_target(o->section) != ZX_CF_CONNECTION)
+        if (!(o->flags & ZX_CF_SECRET) || zx_cf_target(o->section) != ZX_CF_CONNECTION)
+            continue;
+        if (o->type == ZX_CF_PROPS) {    /* every value secret (http headers) */
+            char *const *v = *(char *const *const *)((const char *)c + o->v_offset);
+            size_t n = *(const size_t *)((const char *)c + o->n_offset);
+            for (size_t j = 0; v && j < n; j++)
+                if (v[j])
+                    fn(v[j], arg);
+            continue;
+        }
+        if (o->type != ZX_CF_STRING)
             continue;
         const char *s = *(char *const *)((const char *)c + o->offset);
         if (s)

@@ -78,7 +78,9 @@ const zx_cf_section zx_cf_sections[] = {
      "destination; `kind: iceberg_rest` (an Iceberg REST catalog), `kind: glue` "
      "(AWS Glue) or `kind: s3tables` (Amazon S3 Tables), the catalog of a "
      "reverse sync's `destination.iceberg`; `kind: opensearch`, an OpenSearch or "
-     "Elasticsearch cluster, for a reverse sync's `destination.opensearch`. "
+     "Elasticsearch cluster, for a reverse sync's `destination.opensearch`; "
+     "`kind: http`, an HTTP API (its base URL and headers), for a reverse sync's "
+     "`destination.http`. "
      "Each option applies to the kinds its *Kinds* column names; given to "
      "another kind it is an error."},
     {"connections.<name>.sasl", ZX_CF_CONNECTION, 0, NULL,
@@ -336,7 +338,8 @@ const zx_cf_option zx_cf_options[] = {
      "reverse syncs. `iceberg_rest`: an Iceberg REST catalog, `glue`: AWS Glue's "
      "Data Catalog, and `s3tables`: an Amazon S3 Tables table bucket, the "
      "catalogs of Iceberg tables reverse syncs write. `opensearch`: an OpenSearch "
-     "or Elasticsearch cluster, whose indices reverse syncs write."},
+     "or Elasticsearch cluster, whose indices reverse syncs write. `http`: an HTTP "
+     "API reverse syncs send rows to."},
     {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,
      .offset = CONN(dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,
      .sources = zx_cf_dsn_kinds,

@@ -170,6 +170,9 @@ typedef struct zx_dest_where {
                                     p->dest_catalog; its own `connection:`
                                     (glue, s3tables) becomes p->dest_conn
                                     unless connection names one */
+    const char *catalog_what;    /* what that connection is, in messages
+                                    ("an API connection"); NULL: "a
+                                    catalog" */
 } zx_dest_where;
 
 /* zx_plugin.caps */

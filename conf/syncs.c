@@ -257,14 +257,16 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
             int ok = 0;
             for (size_t k = 0; cn && cn->kind && ks && ks[k]; k++)
                 ok |= !strcmp(ks[k], cn->kind);
+            const char *what = w.catalog_what ? w.catalog_what : "a catalog";
             zx_cf_join(kinds, sizeof(kinds), ks, " or ");
             if (!cn)
-                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: unknown catalog "
-                            "connection '%.64s'", p->name, w.option, w.catalog);
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: unknown connection "
+                            "'%.64s' (%s, of kind %s)", p->name, w.option, w.catalog, what,
+                            kinds);
             else if (!ok)
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
-                            "kind %s; a catalog is of kind %s", p->name, w.option, cn->name,
-                            cn->kind ? cn->kind : "(none)", kinds);
+                            "kind %s; %s is of kind %s", p->name, w.option, cn->name,
+                            cn->kind ? cn->kind : "(none)", what, kinds);
             else {
                 p->dest_catalog = cn;
                 if (!w.connection && cn->aws_connection)
