@@ -139,6 +139,14 @@ typedef struct zx_dest_run {
      * report (a destination never calls it itself). */
     void (*failed)(void *ctx, uint32_t row, int is_delete, const char *why);
     void *failed_ctx;
+    /* Set by the run (NULL: not known): whether row `row` of the batch
+     * write is handling replaces a row an earlier run of the sync sent
+     * (1: its key was recorded, with another row hash), is new (0: never
+     * sent, or sent under other key columns), or the run does not know
+     * (-1: replace and append runs record nothing).  Called with
+     * failed_ctx, during write only (event destinations: Debezium's op
+     * "u" or "c"). */
+    int (*row_seen)(void *ctx, uint32_t row);
 } zx_dest_run;
 
 /* What a destination counts during a run (zeroed by the caller before

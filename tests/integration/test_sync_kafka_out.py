@@ -1,0 +1,267 @@
+"""
+The Kafka destination (`destination: {kafka: {connection, topic, format}}`),
+judged by a consumer nobody here wrote (confluent-kafka) on the real broker
+of tests/services/kafka (started once per session, never stopped here):
+
+- format json: one message per row, the key the JSON of the key columns
+  (exact bytes), the value the row; a mirror run after updates, inserts and
+  deletes sends only those, a delete as a tombstone;
+- format debezium: envelopes with before/after/op/source (c on a first
+  run, u for a changed row, c for a new one, d then a tombstone for a
+  deleted key), source naming the sync and the run, seq increasing per key;
+- every message in the partition a Java producer picks for its key:
+  toPositive(murmur2(key)) % partitions, murmur2 written here from Kafka's
+  Utils.murmur2 and checked against Kafka's own test vectors;
+- order per key across runs;
+- an unknown topic and an unreachable broker fail the run with a clear
+  error, within the destination's timeout; the hashes are not recorded,
+  so a later good run sends everything again (at least once).
+
+One workspace is enough (what is tested is the broker side): SQLite.
+"""
+
+import json
+import socket
+
+import pytest
+
+from conftest import uid
+from kafka_fixtures import kafka  # noqa: F401
+from sync_fixtures import make_sync_env
+
+pytestmark = pytest.mark.sqlite_only
+
+pytest.importorskip("confluent_kafka")
+
+PARTITIONS = 3
+
+
+@pytest.fixture
+def sync_env(pg, workspace):
+    yield from make_sync_env(pg, workspace)
+
+
+# ---- Java's murmur2 (org.apache.kafka.common.utils.Utils.murmur2) ----------
+
+def murmur2(data):
+    m, r = 0x5BD1E995, 24
+    n = len(data)
+    h = (0x9747B28C ^ n) & 0xFFFFFFFF
+    for i in range(n // 4):
+        k = data[4 * i] | data[4 * i + 1] << 8 | data[4 * i + 2] << 16 | data[4 * i + 3] << 24
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    tail, rest = n & ~3, n % 4
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h    # as Java's int
+
+
+def java_partition(key, partitions):
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def test_murmur2_matches_kafkas_vectors():
+    # from Kafka's UtilsTest.testMurmur2
+    assert murmur2(b"21") == -973932308
+    assert murmur2(b"foobar") == -790332482
+    assert murmur2(b"a-little-bit-long-string") == -985981536
+    assert murmur2(b"a-little-bit-longer-string") == -1486304829
+    assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
+    assert murmur2(b"abc") == 479470107
+
+
+# ---- helpers -----------------------------------------------------------------
+
+def consume_all(kafka, topic):
+    """Every message of topic, [(partition, offset, key, value)] in offset
+    order per partition (value None: a tombstone)."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": kafka.addr("plaintext"), "group.id": "zx-t-" + uid()[:8],
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        ends = kafka.end_offsets(topic)
+        c.assign([TopicPartition(topic, p, 0) for p in ends])
+        got, seen = [], {p: 0 for p in ends}
+        while any(seen[p] < ends[p] for p in ends):
+            m = c.poll(10)
+            assert m is not None, f"timed out reading {topic}: {seen} of {ends}"
+            assert m.error() is None, m.error()
+            got.append((m.partition(), m.offset(), m.key(), m.value()))
+            seen[m.partition()] = m.offset() + 1
+        return sorted(got)
+    finally:
+        c.close()
+
+
+def kafka_sync(sync_env, kafka, mode, fmt="json", topic=None, brokers=None, rows=10,
+               extra=None):
+    topic = topic or kafka.create_topic("zx-out-" + uid()[:10], partitions=PARTITIONS)
+    z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+    d = {"connection": "bus", "topic": topic, "format": fmt, "batch_rows": 100,
+         "linger_ms": 5}
+    d.update(extra or {})
+    z.connections = {"bus": {"kind": "kafka",
+                             "extra": {"brokers": [brokers or kafka.addr("plaintext")]}}}
+    z.syncs = {"out": {"author": "alice", "query": "SELECT id, name, price FROM items",
+                       "dest": {"kafka": d}, "mode": mode, "key": ["id"]}}
+    z.write_config()
+    t = z.ws_types()
+    z.ws_exec(f"CREATE TABLE items (id {t['int']} PRIMARY KEY, name {t['text']}, "
+              f"price {t['real']})")
+    for i in range(1, rows + 1):
+        z.ws_exec(f"INSERT INTO items VALUES ({i}, 'item {i}', {i * 0.5})")
+    z.start()
+    return z, topic
+
+
+def key_of(i):
+    return b'{"id":%d}' % i
+
+
+def check_partitions(msgs):
+    for p, _, k, _ in msgs:
+        assert k is not None
+        assert p == java_partition(k, PARTITIONS), (k, p)
+
+
+def latest(msgs):
+    """The last message of each key (offset order within its partition)."""
+    out = {}
+    for p, o, k, v in msgs:
+        out[k] = v
+    return out
+
+
+# ---- format json ---------------------------------------------------------------
+
+def test_json_mirror_runs_tombstones_and_partitions(sync_env, kafka):
+    z, topic = kafka_sync(sync_env, kafka, "mirror")
+    r = z.run("out")
+    assert r["rows_sent"] == 10
+    assert r.get("batches", 0) >= 1 and not r.get("batches_failed"), r
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 10
+    check_partitions(msgs)
+    assert len({p for p, *_ in msgs}) > 1          # spread over partitions
+    vals = {k: json.loads(v) for _, _, k, v in msgs}
+    assert vals[key_of(3)] == {"id": 3, "name": "item 3", "price": 1.5}
+    assert set(vals) == {key_of(i) for i in range(1, 11)}
+
+    # nothing changed: nothing sent
+    z.run("out")
+    assert len(consume_all(kafka, topic)) == 10
+
+    # updates, an insert, deletes
+    z.ws_exec("UPDATE items SET name = 'changed' WHERE id IN (2, 5)",
+              "INSERT INTO items VALUES (11, 'eleven', NULL)",
+              "DELETE FROM items WHERE id IN (3, 7, 9)")
+    r = z.run("out")
+    assert r["rows_sent"] == 3
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 10 + 3 + 3
+    check_partitions(msgs)
+    last = latest(msgs)
+    assert json.loads(last[key_of(2)])["name"] == "changed"
+    assert json.loads(last[key_of(11)]) == {"id": 11, "name": "eleven", "price": None}
+    for i in (3, 7, 9):
+        assert last[key_of(i)] is None            # a tombstone last
+    assert sum(1 for *_, v in msgs if v is None) == 3
+    # order per key: the first message of key 2 is the old row
+    k2 = [v for _, _, k, v in msgs if k == key_of(2)]
+    assert [json.loads(v)["name"] for v in k2] == ["item 2", "changed"]
+
+
+def test_json_append_sends_every_row_each_run(sync_env, kafka):
+    z, topic = kafka_sync(sync_env, kafka, "append", rows=4)
+    z.run("out")
+    z.run("out")
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 8
+    check_partitions(msgs)
+
+
+# ---- format debezium ------------------------------------------------------------
+
+def test_debezium_envelopes_ops_and_sequence(sync_env, kafka):
+    z, topic = kafka_sync(sync_env, kafka, "mirror", fmt="debezium", rows=6)
+    r1 = z.run("out")
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 6
+    check_partitions(msgs)
+    for _, _, k, v in msgs:
+        e = json.loads(v)
+        assert set(e) == {"before", "after", "source", "op", "ts_ms", "transaction"}
+        assert e["op"] == "c" and e["before"] is None
+        assert json.loads(k) == {"id": e["after"]["id"]}
+        s = e["source"]
+        assert s["connector"] == "zx" and s["name"] == "out" and s["table"] == topic
+        assert s["run"] == int(r1["id"]) and len(s["seq"]) == 32
+        assert isinstance(e["ts_ms"], int)
+
+    z.ws_exec("UPDATE items SET price = 99 WHERE id = 2",
+              "INSERT INTO items VALUES (7, 'seven', 7.5)",
+              "DELETE FROM items WHERE id = 4")
+    r2 = z.run("out")
+    assert int(r2["id"]) > int(r1["id"])
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 6 + 2 + 2                 # u, c, then d + tombstone
+    check_partitions(msgs)
+    by_key = {}
+    for p, o, k, v in msgs:
+        by_key.setdefault(k, []).append(v)
+    u = [json.loads(v) for v in by_key[key_of(2)]]
+    assert [e["op"] for e in u] == ["c", "u"]
+    assert u[1]["after"] == {"id": 2, "name": "item 2", "price": 99.0}
+    assert u[1]["source"]["run"] == int(r2["id"])
+    assert u[0]["source"]["seq"] < u[1]["source"]["seq"]
+    assert [json.loads(v)["op"] for v in by_key[key_of(7)]] == ["c"]
+    d = by_key[key_of(4)]
+    assert len(d) == 3 and d[2] is None           # c, d, tombstone
+    e = json.loads(d[1])
+    assert e["op"] == "d" and e["before"] == {"id": 4} and e["after"] is None
+    assert json.loads(d[0])["source"]["seq"] < e["source"]["seq"]
+
+
+# ---- failures --------------------------------------------------------------------
+
+def test_unknown_topic_fails_the_run(sync_env, kafka):
+    z, topic = kafka_sync(sync_env, kafka, "upsert", topic="zx-missing-" + uid()[:8], rows=2)
+    r = z.run("out", check=False)
+    assert r.get("state") == "failed", r
+    assert "does not exist" in r.get("error", "") and topic in r["error"], r
+
+
+def test_unreachable_broker_fails_within_the_timeout(sync_env, kafka):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                                     # nothing listens there now
+    z, _ = kafka_sync(sync_env, kafka, "upsert", topic="nowhere",
+                      brokers=f"127.0.0.1:{port}", rows=2, extra={"timeout": "3s"})
+    r = z.run("out", check=False, timeout=120)
+    assert r.get("state") == "failed", r
+    assert "cannot reach the brokers" in r.get("error", ""), r
+
+
+def test_failed_run_records_nothing_and_the_next_sends_all(sync_env, kafka):
+    """At least once: a run that fails sends everything again next time."""
+    topic = "zx-late-" + uid()[:8]
+    z, _ = kafka_sync(sync_env, kafka, "upsert", topic=topic, rows=3)
+    assert z.run("out", check=False)["state"] == "failed"
+    kafka.create_topic(topic, partitions=PARTITIONS)
+    assert z.run("out")["rows_sent"] == 3
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 3
+    check_partitions(msgs)
