@@ -265,3 +265,27 @@ def test_failed_run_records_nothing_and_the_next_sends_all(sync_env, kafka):
     msgs = consume_all(kafka, topic)
     assert len(msgs) == 3
     check_partitions(msgs)
+
+
+def test_a_message_the_broker_refuses_fails_the_run(sync_env, kafka):
+    """A delivery report with an error (here the broker's MESSAGE_TOO_LARGE
+    for a topic whose max.message.bytes is small) fails the run: nothing
+    is recorded, and once the row fits the next run sends every row."""
+    from confluent_kafka.admin import NewTopic
+    topic = "zx-small-" + uid()[:8]
+    fs = kafka.admin().create_topics([NewTopic(topic, num_partitions=PARTITIONS,
+                                               replication_factor=1,
+                                               config={"max.message.bytes": "600"})])
+    for f in fs.values():
+        f.result(timeout=60)
+    z, _ = kafka_sync(sync_env, kafka, "upsert", topic=topic, rows=3,
+                      extra={"linger_ms": 0, "batch_rows": 1})
+    z.ws_exec("UPDATE items SET name = '%s' WHERE id = 2" % ("x" * 2000))
+    r = z.run("out", check=False)
+    assert r.get("state") == "failed", r
+    assert "not acknowledged" in r.get("error", ""), r
+    assert r.get("batches_failed", 0) >= 1 and r.get("first_error"), r
+    z.ws_exec("UPDATE items SET name = 'short' WHERE id = 2")
+    assert z.run("out")["rows_sent"] == 3
+    last = latest(consume_all(kafka, topic))
+    assert json.loads(last[key_of(2)])["name"] == "short"

@@ -105,6 +105,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
         if (!d->first_err[0])
             snprintf(d->first_err, sizeof(d->first_err), "message to partition %" PRId32
                      " not acknowledged: %s", msg->partition, rd_kafka_err2str(msg->err));
+        if (d->st)
+            zx_dest_note_error(d->st, d->first_err);
     } else {
         d->acked++;
     }
