@@ -106,14 +106,15 @@ def consume_all(kafka, topic):
 
 
 def kafka_sync(sync_env, kafka, mode, fmt="json", topic=None, brokers=None, rows=10,
-               extra=None):
+               extra=None, conn=None):
     topic = topic or kafka.create_topic("zx-out-" + uid()[:10], partitions=PARTITIONS)
     z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
     d = {"connection": "bus", "topic": topic, "format": fmt, "batch_rows": 100,
          "linger_ms": 5}
     d.update(extra or {})
     z.connections = {"bus": {"kind": "kafka",
-                             "extra": {"brokers": [brokers or kafka.addr("plaintext")]}}}
+                             "extra": conn or {"brokers": [brokers or kafka.addr("plaintext")]}}}
+    z.env["ZX_T_KAFKA_PW"] = "zx-secret"
     z.syncs = {"out": {"author": "alice", "query": "SELECT id, name, price FROM items",
                        "dest": {"kafka": d}, "mode": mode, "key": ["id"]}}
     z.write_config()
@@ -232,6 +233,22 @@ def test_debezium_envelopes_ops_and_sequence(sync_env, kafka):
     e = json.loads(d[1])
     assert e["op"] == "d" and e["before"] == {"id": 4} and e["after"] is None
     assert json.loads(d[0])["source"]["seq"] < e["source"]["seq"]
+
+
+def test_sasl_ssl_plain_as_event_hubs_is_reached(sync_env, kafka):
+    """The README's Event Hubs shape (SASL_SSL, PLAIN, a password from the
+    environment) against the broker's SASL_SSL listener: the connection's
+    TLS and SASL options are the kafka source's, through the shared
+    client."""
+    conn = {"brokers": [kafka.addr("sasl_ssl")], "security": "sasl_ssl",
+            "sasl": {"mechanism": "PLAIN", "username": "zx", "password": "${env:ZX_T_KAFKA_PW}"},
+            "tls": {"ca": kafka.env["CA"]}}
+    z, topic = kafka_sync(sync_env, kafka, "upsert", fmt="debezium", rows=3, conn=conn)
+    assert z.run("out")["rows_sent"] == 3
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 3
+    check_partitions(msgs)
+    assert "zx-secret" not in open(z.cfg_path).read()
 
 
 # ---- failures --------------------------------------------------------------------
