@@ -106,7 +106,7 @@ def consume_all(kafka, topic):
 
 
 def kafka_sync(sync_env, kafka, mode, fmt="json", topic=None, brokers=None, rows=10,
-               extra=None, conn=None):
+               extra=None, conn=None, key=("id",)):
     topic = topic or kafka.create_topic("zx-out-" + uid()[:10], partitions=PARTITIONS)
     z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
     d = {"connection": "bus", "topic": topic, "format": fmt, "batch_rows": 100,
@@ -116,7 +116,8 @@ def kafka_sync(sync_env, kafka, mode, fmt="json", topic=None, brokers=None, rows
                              "extra": conn or {"brokers": [brokers or kafka.addr("plaintext")]}}}
     z.env["ZX_T_KAFKA_PW"] = "zx-secret"
     z.syncs = {"out": {"author": "alice", "query": "SELECT id, name, price FROM items",
-                       "dest": {"kafka": d}, "mode": mode, "key": ["id"]}}
+                       "dest": {"kafka": d}, "mode": mode,
+                       "key": list(key) if key else None}}
     z.write_config()
     t = z.ws_types()
     z.ws_exec(f"CREATE TABLE items (id {t['int']} PRIMARY KEY, name {t['text']}, "
@@ -191,6 +192,15 @@ def test_json_append_sends_every_row_each_run(sync_env, kafka):
     msgs = consume_all(kafka, topic)
     assert len(msgs) == 8
     check_partitions(msgs)
+
+
+def test_append_without_key_sends_keyless_messages(sync_env, kafka):
+    z, topic = kafka_sync(sync_env, kafka, "append", rows=5, key=None)
+    r = z.run("out")
+    assert r["rows_sent"] == 5
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 5 and all(k is None for _, _, k, _ in msgs)
+    assert sorted(json.loads(v)["id"] for *_, v in msgs) == [1, 2, 3, 4, 5]
 
 
 # ---- format debezium ------------------------------------------------------------

@@ -90,8 +90,15 @@ static void key_checks(void)
     CHECK(strstr(err, "region") && strstr(err, "sync's key"));
     CHECK(zx_kmsg_init(&m, cols, 5, bad, 1, sk, 1, 0, err, sizeof(err)) == -1);
     CHECK(strstr(err, "nope") != NULL);
-    CHECK(zx_kmsg_init(&m, cols, 5, NULL, 0, NULL, 0, 0, err, sizeof(err)) == -1);
+    /* no key at all: no message key (append), but not with deletes */
+    CHECK(zx_kmsg_init(&m, cols, 5, NULL, 0, NULL, 0, 0, err, sizeof(err)) == 0);
+    zx_buf b;
+    zx_buf_init(&b);
+    zx_value v[5] = {{0}};
+    CHECK(zx_kmsg_key(&m, v, &b) == 0 && b.len == 0);
+    zx_buf_free(&b);
     zx_kmsg_free(&m);
+    CHECK(zx_kmsg_init(&m, cols, 5, NULL, 0, NULL, 0, 1, err, sizeof(err)) == -1);
 }
 
 int main(void)

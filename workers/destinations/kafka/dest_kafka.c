@@ -210,7 +210,11 @@ static int kd_open(const zx_dest_args *a, void **state, char *err, size_t errlen
         zx_kafka_conf_set(conf, &s, 1, "acks", "all", e, sizeof(e)) < 0 ||
         zx_kafka_conf_set(conf, &s, 1, "batch.num.messages", v, e, sizeof(e)) < 0 ||
         zx_kafka_conf_set(conf, &s, 1, "linger.ms", lg, e, sizeof(e)) < 0 ||
-        zx_kafka_conf_set(conf, &s, 1, "message.timeout.ms", mt, e, sizeof(e)) < 0) {
+        zx_kafka_conf_set(conf, &s, 1, "message.timeout.ms", mt, e, sizeof(e)) < 0 ||
+        /* what a slow broker can make zx hold: 64 MiB of queued messages
+         * (librdkafka's default is 1 GiB) */
+        zx_kafka_conf_set(conf, &s, 1, "queue.buffering.max.kbytes", "65536", e,
+                          sizeof(e)) < 0) {
         rd_kafka_conf_destroy(conf);
         kd_fail(d, err, errlen, "configuration", e);
         goto fail;
@@ -307,8 +311,10 @@ static int produce(kdest *d, size_t b, const zx_buf *key, const zx_buf *val, cha
     /* counted pending first: a report may come during the wait below */
     d->pending[b]++;
     for (;;) {
+        /* no key columns (append without key): no key, a random partition */
         if (rd_kafka_produce(d->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY,
-                             val ? val->p : NULL, val ? val->len : 0, key->p, key->len,
+                             val ? val->p : NULL, val ? val->len : 0,
+                             d->km.nkey ? key->p : NULL, d->km.nkey ? key->len : 0,
                              (void *)(uintptr_t)b) == 0)
             break;
         rd_kafka_resp_err_t e = rd_kafka_last_error();
@@ -332,14 +338,19 @@ static int produce(kdest *d, size_t b, const zx_buf *key, const zx_buf *val, cha
     return 0;
 }
 
-/* Misfits the encoder met (NaN, infinities: null), into the stats. */
-static void note_misfits(kdest *d, uint64_t before, const zx_value *v)
+/* Values the encoder wrote as null since it had counted `before` (NaN,
+ * infinities): into the stats, with the first one's column and value
+ * (vals: the row, over rs's columns). */
+static void note_misfits(kdest *d, uint64_t before, const zx_rowset *rs, const zx_value *vals)
 {
     if (d->km.nulled == before)
         return;
     d->st->nulled += d->km.nulled - before;
-    if (d->km.misfit && v)
-        zx_dest_misfit(d->st, d->km.misfit, v);
+    for (size_t i = 0; d->km.misfit && i < rs->ncols; i++)
+        if (!strcmp(rs->cols[i].name, d->km.misfit)) {
+            zx_dest_misfit(d->st, d->km.misfit, &vals[i]);
+            break;
+        }
 }
 
 static int kd_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
@@ -372,13 +383,7 @@ static int kd_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
             rc = kd_fail(d, err, errlen, "write", "out of memory");
             break;
         }
-        note_misfits(d, nul, NULL);
-        if (d->km.nulled != nul) {
-            /* the column named; its value is in the row */
-            for (size_t i = 0; i < rs->ncols; i++)
-                if (d->km.misfit && !strcmp(rs->cols[i].name, d->km.misfit))
-                    zx_dest_misfit(d->st, d->km.misfit, &vals[i]);
-        }
+        note_misfits(d, nul, rs, vals);
         rc = produce(d, b, &d->key, &d->val, err, errlen);
         if (rc == 0)
             d->st->rows_written++;

@@ -34,17 +34,16 @@ int zx_kmsg_init(zx_kmsg *m, const zx_dcol *cols, size_t ncols, const char *cons
         key = sync_key;
         nkey = nsync_key;
     }
-    if (!nkey) {
-        snprintf(err, errlen, "no message key: give the sync a `key` (or "
-                 "destination.kafka.key)");
+    if (!nkey && deletes) {
+        snprintf(err, errlen, "no message key: give the sync a `key`");
         return -1;
     }
     m->nkey = nkey;
     m->nkcols = nsync_key;
-    m->mcols = calloc(nkey, sizeof(*m->mcols));
-    m->midx = calloc(nkey, sizeof(*m->midx));
-    m->mdel = calloc(nkey, sizeof(*m->mdel));
-    m->kv = calloc(nkey, sizeof(*m->kv));
+    m->mcols = calloc(nkey ? nkey : 1, sizeof(*m->mcols));
+    m->midx = calloc(nkey ? nkey : 1, sizeof(*m->midx));
+    m->mdel = calloc(nkey ? nkey : 1, sizeof(*m->mdel));
+    m->kv = calloc(nkey ? nkey : 1, sizeof(*m->kv));
     m->kcols = calloc(nsync_key ? nsync_key : 1, sizeof(*m->kcols));
     if (!m->mcols || !m->midx || !m->mdel || !m->kv || !m->kcols) {
         snprintf(err, errlen, "out of memory");
@@ -108,6 +107,8 @@ static int object(zx_kmsg *m, const zx_dcol *cols, size_t n, const zx_value *val
 
 int zx_kmsg_key(zx_kmsg *m, const zx_value *vals, zx_buf *out)
 {
+    if (!m->nkey)
+        return 0;
     for (size_t i = 0; i < m->nkey; i++)
         m->kv[i] = vals[m->midx[i]];
     return object(m, m->mcols, m->nkey, m->kv, out);

@@ -3,7 +3,8 @@
  * librdkafka, no I/O; unit-tested in tests/unit/test_kafka_msg.c).
  *
  * Key: the JSON object of the message key columns, in the order of the
- * destination's `key` (default: the sync's), compact (no space), each
+ * destination's `key` (default: the sync's; none at all: no key, nothing
+ * appended, for append runs without key), compact (no space), each
  * value as an NDJSON row of the files destination writes it
  * (formats/textrows.h: integers exact, decimals and timestamps as strings,
  * bytes as base64): {"id":42}, {"region":"eu","id":7}.  The same row gives
@@ -71,10 +72,11 @@ typedef struct zx_kmsg_src {
 } zx_kmsg_src;
 
 /* Set m up for a run of columns cols: key (nkey names; 0: the sync key)
- * the message key columns, sync_key the sync's key columns.  Returns 0,
- * or -1 with err set ("key column X is not a column of the result"; a
- * message key column not in the sync key when deletes is 1; out of
- * memory).  Free with zx_kmsg_free. */
+ * the message key columns, sync_key the sync's key columns (both may be
+ * empty: no message key).  Returns 0, or -1 with err set ("key column X
+ * is not a column of the result"; no key, or a message key column not in
+ * the sync key, when deletes is 1; out of memory).  Free with
+ * zx_kmsg_free. */
 int zx_kmsg_init(zx_kmsg *m, const zx_dcol *cols, size_t ncols, const char *const *key,
                  size_t nkey, const char *const *sync_key, size_t nsync_key, int deletes,
                  char *err, size_t errlen);
