@@ -316,3 +316,72 @@ def test_a_message_the_broker_refuses_fails_the_run(sync_env, kafka):
     assert z.run("out")["rows_sent"] == 3
     last = latest(consume_all(kafka, topic))
     assert json.loads(last[key_of(2)])["name"] == "short"
+
+
+# ---- format avro ------------------------------------------------------------------
+# The registry is tests/services/schema-registry, a STAND-IN (a mock of the
+# Confluent API: it registers and serves schemas, and checks no
+# compatibility), run in a folder of this module's own so that starting and
+# stopping it touches no other test's.
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    import os
+    import subprocess
+    from conftest import REPO
+    script = os.path.join(REPO, "tests", "services", "schema-registry")
+    env = dict(os.environ, ZX_SERVICES_DIR=str(tmp_path_factory.mktemp("registry")))
+
+    def reg(cmd):
+        p = subprocess.run([script, cmd], capture_output=True, text=True, timeout=60,
+                           stdin=subprocess.DEVNULL, env=env)
+        assert p.returncode == 0, p.stderr
+        return dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)
+    url = reg("start")["REGISTRY_URL"]
+    yield url
+    reg("stop")
+
+
+def avro_decode(url, data, cache={}):
+    """A Confluent-framed Avro message decoded with the registry's schema
+    (fastavro)."""
+    import io
+    import urllib.request
+    import fastavro
+    assert data[0] == 0, data[:5]
+    sid = int.from_bytes(data[1:5], "big")
+    if (url, sid) not in cache:
+        with urllib.request.urlopen(f"{url}/schemas/ids/{sid}", timeout=30) as r:
+            cache[(url, sid)] = fastavro.parse_schema(json.loads(json.load(r)["schema"]))
+    return fastavro.schemaless_reader(io.BytesIO(data[5:]), cache[(url, sid)])
+
+
+def test_avro_with_the_registrys_schemas(sync_env, kafka, registry):
+    pytest.importorskip("fastavro")
+    z, topic = kafka_sync(sync_env, kafka, "mirror", fmt="avro", rows=6,
+                          extra={"schema_registry": registry})
+    z.run("out")
+    z.ws_exec("UPDATE items SET price = NULL WHERE id = 2", "DELETE FROM items WHERE id = 5")
+    z.run("out")
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 6 + 1 + 1
+    check_partitions(msgs)                        # murmur2 of the framed key bytes
+    got = {}
+    for _, _, k, v in msgs:
+        key = avro_decode(registry, k)
+        got[key["id"]] = None if v is None else avro_decode(registry, v)
+    assert got[1] == {"id": 1, "name": "item 1", "price": 0.5}
+    assert got[2] == {"id": 2, "name": "item 2", "price": None}
+    assert got[5] is None                         # the tombstone last
+    import urllib.request
+    with urllib.request.urlopen(f"{registry}/subjects", timeout=30) as r:
+        subjects = json.load(r)
+    assert f"{topic}-key" in subjects and f"{topic}-value" in subjects
+
+
+def test_avro_registry_errors_fail_the_run(sync_env, kafka, registry):
+    z, topic = kafka_sync(sync_env, kafka, "upsert", fmt="avro", rows=2,
+                          extra={"schema_registry": registry + "/nowhere"})
+    r = z.run("out", check=False)
+    assert r.get("state") == "failed", r
+    assert "schema registry" in r.get("error", "") and "HTTP 404" in r["error"], r

@@ -305,7 +305,13 @@ static void test_kafka_dest(void)
         {"{kafka: {topic: t}}", "upsert", "missing required field 'connection'"},
         {"{kafka: {connection: bus, topic: t}}", "replace", "cannot be replaced"},
         {"{kafka: {connection: bus, topic: t, key: [region]}}", "mirror", "not in the sync's key"},
-        {"{kafka: {connection: bus, topic: t, format: avro}}", "upsert", "format"},
+        {"{kafka: {connection: bus, topic: t, format: xml}}", "upsert", "format"},
+        {"{kafka: {connection: bus, topic: t, format: avro}}", "upsert",
+         "format: avro needs schema_registry"},
+        {"{kafka: {connection: bus, topic: t, schema_registry: \"http://r:8081\"}}", "upsert",
+         "schema_registry goes with format: avro"},
+        {"{kafka: {connection: bus, topic: t, format: avro, schema_registry: r:8081}}",
+         "upsert", "an http:// or https:// URL"},
         {"{kafka: {connection: bus, topic: t, timeout: 10ms}}", "upsert", "timeout"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

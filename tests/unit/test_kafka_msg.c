@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "common/buf.h"
+#include "workers/destinations/kafka/kafka_avro.h"
 #include "workers/destinations/kafka/kafka_msg.h"
 
 static const zx_dcol cols[] = {
@@ -101,9 +102,59 @@ static void key_checks(void)
     CHECK(zx_kmsg_init(&m, cols, 5, NULL, 0, NULL, 0, 1, err, sizeof(err)) == -1);
 }
 
+static void avro(void)
+{
+    static const zx_dcol ac[] = {
+        {"id", ZX_DT_INT64, 0, 0}, {"ok", ZX_DT_BOOL, 0, 0}, {"at", ZX_DT_TIMESTAMP, 0, 0},
+        {"d", ZX_DT_DATE, 0, 0}, {"amt", ZX_DT_DECIMAL, 10, 2}, {"raw", ZX_DT_BYTES, 0, 0},
+        {"t", ZX_DT_TEXT, 0, 0}, {"x", ZX_DT_DOUBLE, 0, 0},
+    };
+    zx_buf b, scratch;
+    zx_buf_init(&b);
+    zx_buf_init(&scratch);
+    char err[200];
+    CHECK(zx_kavro_schema("crm.customers", ac, 8, &b, err, sizeof(err)) == 0);
+    CHECK(!strncmp(b.p, "{\"type\":\"record\",\"name\":\"crm_customers\",\"namespace\":\"zx\","
+                        "\"fields\":[{\"name\":\"id\",\"type\":[\"null\",\"long\"],\"default\":null},",
+                   110));
+    CHECK(strstr(b.p, "{\"name\":\"amt\",\"type\":[\"null\",{\"type\":\"bytes\",\"logicalType\":"
+                      "\"decimal\",\"precision\":10,\"scale\":2}],\"default\":null}") != NULL);
+    CHECK(strstr(b.p, "\"timestamp-micros\"") && strstr(b.p, "\"date\""));
+    zx_buf_reset(&b);
+    CHECK(zx_kavro_schema("9lives", ac, 1, &b, err, sizeof(err)) == 0 &&
+          strstr(b.p, "\"name\":\"zx_9lives\""));
+    static const zx_dcol badcol[] = {{"my col", ZX_DT_TEXT, 0, 0}};
+    CHECK(zx_kavro_schema("t", badcol, 1, &b, err, sizeof(err)) == -1 && strstr(err, "my col"));
+    zx_value v[8] = {
+        {.type = ZX_T_INT, .u.i = -1}, {.type = ZX_T_BOOL, .u.b = 1},
+        {.type = ZX_T_TIMESTAMP, .u.i = 1, .s = "1970-01-01T00:00:00.000001Z", .len = 27},
+        text("1970-01-02"), text("-1.00"), text("ab"), {.type = ZX_T_NULL},
+        {.type = ZX_T_REAL, .u.d = 1.0},
+    };
+    uint64_t nulled = 0;
+    size_t misfit = SIZE_MAX;
+    zx_buf_reset(&b);
+    CHECK(zx_kavro_datum(ac, 8, v, &b, &scratch, &nulled, &misfit) == 0);
+    static const unsigned char want[] = {2, 1, 2, 1, 2, 2, 2, 2, 2, 2, 0x9c, 2, 4, 'a', 'b', 0,
+                                         2, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    CHECK(b.len == sizeof(want) && !memcmp(b.p, want, sizeof(want)));
+    CHECK(nulled == 0);
+    /* a misfit: text in a long column is null, counted */
+    v[0] = text("not a number");
+    zx_buf_reset(&b);
+    CHECK(zx_kavro_datum(ac, 1, v, &b, &scratch, &nulled, &misfit) == 0);
+    CHECK(b.len == 1 && b.p[0] == 0 && nulled == 1 && misfit == 0);
+    unsigned char h[5];
+    zx_kavro_header(0x01020304u, h);
+    CHECK(h[0] == 0 && h[1] == 1 && h[2] == 2 && h[3] == 3 && h[4] == 4);
+    zx_buf_free(&b);
+    zx_buf_free(&scratch);
+}
+
 int main(void)
 {
     keys_and_rows();
+    avro();
     key_checks();
     if (failures)
         printf("test_kafka_msg: %d failure(s)\n", failures);

@@ -13,8 +13,10 @@
  *                brokers fail here.
  *   write        rows -> messages (a full queue waits for room, within
  *                the timeout); delivery reports counted per zx batch.
- *   delete_keys  mirror: json, a tombstone per key; debezium, an op d
- *                message then a tombstone.
+ *   delete_keys  mirror: json and avro, a tombstone per key; debezium, an
+ *                op d message then a tombstone.
+ *   (avro)       begin registers the key and value schemas (kafka_sr.h)
+ *                and keeps their ids for the wire header.
  *   commit       flush: waits until every message is acknowledged or
  *                failed (each fails by itself past message.timeout.ms);
  *                any failure fails the run.
@@ -38,7 +40,9 @@
 #include "common/util.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/kafka/kafka_dest_opts.h"
+#include "workers/destinations/kafka/kafka_avro.h"
 #include "workers/destinations/kafka/kafka_msg.h"
+#include "workers/destinations/kafka/kafka_sr.h"
 
 typedef struct kdest {
     zx_kafka_seen seen;           /* first: librdkafka's opaque points here */
@@ -55,6 +59,8 @@ typedef struct kdest {
     zx_dest_stats *st;
     zx_kmsg km;
     zx_buf key, val;
+    zx_buf scratch;               /* avro: conversions */
+    uint32_t key_id, val_id;      /* avro: the registered schemas' ids */
     uint64_t pos;                 /* messages made this run */
     /* delivery, per zx batch (a write or delete_keys call): messages not
      * yet reported, and whether one failed */
@@ -248,6 +254,46 @@ fail:
     return -1;
 }
 
+/* Avro: the key's and the value's schemas registered, their ids kept.
+ * 0, or -1 with err. */
+static int register_schemas(kdest *d, char *err, size_t errlen)
+{
+    zx_buf sch;
+    zx_buf_init(&sch);
+    char e[600], subject[300], name[300];
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        if (k == 0 && !d->km.nkey)
+            continue;                          /* no key: no key schema */
+        zx_buf_reset(&sch);
+        snprintf(name, sizeof(name), "%s_%s", d->topic, k == 0 ? "key" : "value");
+        snprintf(subject, sizeof(subject), "%s-%s", d->topic, k == 0 ? "key" : "value");
+        if (zx_kavro_schema(name, k == 0 ? d->km.mcols : d->run->cols,
+                            k == 0 ? d->km.nkey : d->run->ncols, &sch, e, sizeof(e)) < 0 ||
+            zx_ksr_register(d->o->schema_registry, subject, sch.p, (long)d->timeout_ms,
+                            k == 0 ? &d->key_id : &d->val_id, e, sizeof(e)) < 0)
+            rc = kd_fail(d, err, errlen, "avro", e);
+    }
+    zx_buf_free(&sch);
+    return rc;
+}
+
+/* Avro: the wire header of schema id, then the datum of vals over cols,
+ * into out.  0 or -1 (out of memory). */
+static int avro_msg(kdest *d, uint32_t id, const zx_dcol *cols, size_t n, const zx_value *vals,
+                    zx_buf *out)
+{
+    unsigned char h[5];
+    size_t misfit = SIZE_MAX;
+    zx_kavro_header(id, h);
+    if (zx_buf_put(out, h, 5) < 0 ||
+        zx_kavro_datum(cols, n, vals, out, &d->scratch, &d->km.nulled, &misfit) < 0)
+        return -1;
+    if (misfit != SIZE_MAX && !d->km.misfit)
+        d->km.misfit = cols[misfit].name;
+    return 0;
+}
+
 static int kd_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, char *err,
                     size_t errlen)
 {
@@ -266,6 +312,8 @@ static int kd_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
                      run->key_cols, run->nkey_cols, run->mode == ZX_MODE_MIRROR, e,
                      sizeof(e)) < 0)
         return kd_fail(d, err, errlen, "message key", e);
+    if (d->o->format == ZX_KDEST_AVRO && register_schemas(d, err, errlen) < 0)
+        return -1;
     return 0;
 }
 
@@ -353,6 +401,30 @@ static void note_misfits(kdest *d, uint64_t before, const zx_rowset *rs, const z
         }
 }
 
+/* Row r of the batch (values vals) into d->key and d->val.  0 or -1 (out
+ * of memory). */
+static int encode_row(kdest *d, uint32_t r, const zx_value *vals, int64_t ts)
+{
+    const zx_dest_run *run = d->run;
+    zx_buf_reset(&d->key);
+    zx_buf_reset(&d->val);
+    if (d->o->format == ZX_KDEST_AVRO) {
+        if (d->km.nkey && avro_msg(d, d->key_id, d->km.mcols, d->km.nkey,
+                                   zx_kmsg_key_vals(&d->km, vals), &d->key) < 0)
+            return -1;
+        return avro_msg(d, d->val_id, run->cols, run->ncols, vals, &d->val);
+    }
+    if (zx_kmsg_key(&d->km, vals, &d->key) < 0)
+        return -1;
+    if (d->o->format == ZX_KDEST_JSON)
+        return zx_kmsg_row(&d->km, vals, &d->val);
+    /* debezium: u for a row that replaces one sent before; c for a new
+     * one, and when the run cannot tell (append) */
+    int seen = run->row_seen ? run->row_seen(run->failed_ctx, r) : -1;
+    zx_kmsg_src s = {d->sync, d->topic, run->run_id, d->pos, ts};
+    return zx_kmsg_debezium(&d->km, &s, seen == 1 ? 'u' : 'c', vals, NULL, &d->val);
+}
+
 static int kd_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
 {
     kdest *d = state;
@@ -367,19 +439,7 @@ static int kd_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
     for (uint32_t r = 0; r < rs->nrows && rc == 0; r++) {
         zx_rowset_row(rs, r, vals);
         uint64_t nul = d->km.nulled;
-        zx_buf_reset(&d->key);
-        zx_buf_reset(&d->val);
-        int enc = zx_kmsg_key(&d->km, vals, &d->key);
-        if (enc == 0 && d->o->format == ZX_KDEST_DEBEZIUM) {
-            int seen = d->run->row_seen ? d->run->row_seen(d->run->failed_ctx, r) : -1;
-            /* unknown (append): new in a first-ever sense cannot be told */
-            char op = seen == 1 ? 'u' : 'c';
-            zx_kmsg_src s = {d->sync, d->topic, d->run->run_id, d->pos, ts};
-            enc = zx_kmsg_debezium(&d->km, &s, op, vals, NULL, &d->val);
-        } else if (enc == 0) {
-            enc = zx_kmsg_row(&d->km, vals, &d->val);
-        }
-        if (enc < 0) {
+        if (encode_row(d, r, vals, ts) < 0) {
             rc = kd_fail(d, err, errlen, "write", "out of memory");
             break;
         }
@@ -408,7 +468,10 @@ static int kd_delete_keys(void *state, const zx_rowset *keys, char *err, size_t 
         zx_rowset_row(keys, r, vals);
         zx_buf_reset(&d->key);
         zx_buf_reset(&d->val);
-        if (zx_kmsg_key_del(&d->km, vals, &d->key) < 0) {
+        if ((d->o->format == ZX_KDEST_AVRO
+                 ? avro_msg(d, d->key_id, d->km.mcols, d->km.nkey,
+                            zx_kmsg_key_del_vals(&d->km, vals), &d->key)
+                 : zx_kmsg_key_del(&d->km, vals, &d->key)) < 0) {
             rc = kd_fail(d, err, errlen, "delete", "out of memory");
             break;
         }
@@ -486,6 +549,7 @@ static void kd_close(void *state)
     zx_kmsg_free(&d->km);
     zx_buf_free(&d->key);
     zx_buf_free(&d->val);
+    zx_buf_free(&d->scratch);
     free(d->pending);
     free(d->bad);
     free(d);

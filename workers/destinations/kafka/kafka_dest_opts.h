@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 /* `format` (order of the option row's values) */
-enum { ZX_KDEST_JSON = 0, ZX_KDEST_DEBEZIUM = 1 };
+enum { ZX_KDEST_JSON = 0, ZX_KDEST_DEBEZIUM = 1, ZX_KDEST_AVRO = 2 };
 
 typedef struct zx_kafka_dest_opts {
     char *connection;        /* `connection`: a `kind: kafka` connection */
@@ -25,6 +25,8 @@ typedef struct zx_kafka_dest_opts {
     uint32_t batch_rows;     /* `batch_rows`: librdkafka batch.num.messages */
     uint32_t linger_ms;      /* `linger_ms`: librdkafka linger.ms */
     int idempotence;         /* `idempotence`: 1 (default): enable.idempotence */
+    char *schema_registry;   /* `schema_registry`: format avro: the
+                                registry's Confluent-compatible API */
     uint32_t timeout_ms;     /* `timeout`: the longest wait for the brokers
                                 (metadata, each message's delivery, the
                                 final flush) */

@@ -24,7 +24,7 @@ extern const zx_dest zx_dest_kafka;   /* dest_kafka.c */
 #define OWN(f) offsetof(zx_kafka_dest_opts, f)
 #define SEC "pipelines.<name>.destination.kafka"
 
-static const char *const formats[] = {"json", "debezium", NULL};  /* ZX_KDEST_* */
+static const char *const formats[] = {"json", "debezium", "avro", NULL};  /* ZX_KDEST_* */
 static const char *const sync_only[] = {"sync", NULL};
 static const char *const kafka_kinds[] = {"kafka", NULL};
 
@@ -50,7 +50,18 @@ static const zx_cf_option options[] = {
      "Debezium's JsonConverter writes it with `schemas.enable=false` (`before`, "
      "`after`, `source`, `op` `c`, `u` or `d`, `ts_ms`, `transaction`), a delete being "
      "an `op: d` message then a tombstone. Either way the message key is the JSON "
-     "object of the key columns (`{\"id\":42}`)."},
+     "object of the key columns (`{\"id\":42}`). `avro`: key and value as Avro records "
+     "in Confluent's wire format (a zero byte, the schema id, the datum), their schemas "
+     "registered in `schema_registry` under the subjects `<topic>-key` and "
+     "`<topic>-value`; a deleted key is a tombstone."},
+    {.section = SEC, .name = "schema_registry", .type = ZX_CF_STRING,
+     .def_doc = "**required** with `format: avro`", .offset = OWN(schema_registry),
+     .flags = ZX_CF_OWN, .sources = sync_only,
+     .help = "`format: avro`: the schema registry's Confluent-compatible API "
+     "(`http://host:8081`). Each run registers its schemas (a schema registered "
+     "already keeps its id); one the registry refuses (incompatible with the "
+     "subject's, under its compatibility rule) fails the run with the registry's "
+     "message."},
     {.section = SEC, .name = "key", .type = ZX_CF_NAMES, .def_doc = "the sync's `key`",
      .offset = OWN(key), .n_offset = OWN(nkey), .flags = ZX_CF_OWN, .sources = sync_only,
      .help = "Result columns that make the message key, hashed with murmur2 as the Java "
@@ -93,6 +104,19 @@ static int kafka_dest_check(zx_cf_check *ck, zx_conf_pipeline *p)
                            "missing required field '%s'", p->name, req[i]);
             rc = -1;
         }
+    }
+    if (o && (o->format == ZX_KDEST_AVRO) != (o->schema_registry != NULL)) {
+        zx_check_error(ck, "destination.kafka", "pipelines.%s: destination.kafka: %s",
+                       p->name, o->schema_registry ? "schema_registry goes with format: avro"
+                       : "format: avro needs schema_registry (its URL)");
+        rc = -1;
+    }
+    if (o && o->schema_registry && strncmp(o->schema_registry, "http://", 7) &&
+        strncmp(o->schema_registry, "https://", 8)) {
+        zx_check_error(ck, "destination.kafka.schema_registry", "pipelines.%s: "
+                       "destination.kafka.schema_registry: an http:// or https:// URL",
+                       p->name);
+        rc = -1;
     }
     const zx_sync_opts *so = zx_sync_opts_of(p);
     if (so && so->mode == ZX_MODE_REPLACE) {
@@ -141,7 +165,8 @@ const zx_plugin zx_plugin_dest_kafka = {
      "only once the brokers acknowledged every message (`acks=all`); the row hashes "
      "are kept only then. Delivery is at least once: a run that fails or is stopped "
      "after some messages were acknowledged sends them again, in full, next run "
-     "(consumers dedupe on the key and `source.seq` of the `debezium` format). Modes "
+     "(consumers dedupe on the key and `source.seq` of the `debezium` format). "
+     "`format: avro` registers its schemas in a Confluent-compatible schema registry. Modes "
      "append, upsert and mirror (deletes as tombstones); not replace.",
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),

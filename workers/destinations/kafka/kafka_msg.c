@@ -105,24 +105,30 @@ static int object(zx_kmsg *m, const zx_dcol *cols, size_t n, const zx_value *val
     return 0;
 }
 
+const zx_value *zx_kmsg_key_vals(zx_kmsg *m, const zx_value *vals)
+{
+    for (size_t i = 0; i < m->nkey; i++)
+        m->kv[i] = vals[m->midx[i]];
+    return m->kv;
+}
+
+const zx_value *zx_kmsg_key_del_vals(zx_kmsg *m, const zx_value *kvals)
+{
+    for (size_t i = 0; i < m->nkey; i++)
+        m->kv[i] = m->mdel[i] == SIZE_MAX ? (zx_value){.type = ZX_T_NULL} : kvals[m->mdel[i]];
+    return m->kv;
+}
+
 int zx_kmsg_key(zx_kmsg *m, const zx_value *vals, zx_buf *out)
 {
     if (!m->nkey)
         return 0;
-    for (size_t i = 0; i < m->nkey; i++)
-        m->kv[i] = vals[m->midx[i]];
-    return object(m, m->mcols, m->nkey, m->kv, out);
+    return object(m, m->mcols, m->nkey, zx_kmsg_key_vals(m, vals), out);
 }
 
 int zx_kmsg_key_del(zx_kmsg *m, const zx_value *kvals, zx_buf *out)
 {
-    for (size_t i = 0; i < m->nkey; i++) {
-        if (m->mdel[i] == SIZE_MAX)
-            m->kv[i] = (zx_value){.type = ZX_T_NULL};
-        else
-            m->kv[i] = kvals[m->mdel[i]];
-    }
-    return object(m, m->mcols, m->nkey, m->kv, out);
+    return object(m, m->mcols, m->nkey, zx_kmsg_key_del_vals(m, kvals), out);
 }
 
 int zx_kmsg_row(zx_kmsg *m, const zx_value *vals, zx_buf *out)

@@ -88,6 +88,10 @@ int zx_kmsg_key(zx_kmsg *m, const zx_value *vals, zx_buf *out);
 /* Append the message key of the deleted key kvals (nkcols values) to
  * out. */
 int zx_kmsg_key_del(zx_kmsg *m, const zx_value *kvals, zx_buf *out);
+/* The message key's values (nkey, over mcols) of the row vals, or of the
+ * deleted key kvals: m->kv, valid until the next call. */
+const zx_value *zx_kmsg_key_vals(zx_kmsg *m, const zx_value *vals);
+const zx_value *zx_kmsg_key_del_vals(zx_kmsg *m, const zx_value *kvals);
 /* Append the row vals as a JSON object to out (format json). */
 int zx_kmsg_row(zx_kmsg *m, const zx_value *vals, zx_buf *out);
 /* Append the Debezium envelope to out: op 'c' or 'u' with the row vals,
