@@ -191,9 +191,8 @@ static int kd_open(const zx_dest_args *a, void **state, char *err, size_t errlen
     d->o = o;
     d->conn = a->conn;
     d->topic = o->topic[0];
-    d->timeout_ms = o->timeout_ms ? o->timeout_ms : 30000;
-    if (a->deadline_ms > 0 && a->deadline_ms < d->timeout_ms)
-        d->timeout_ms = a->deadline_ms;
+    /* its own `timeout` (default 30 s, the runs' network deadline) */
+    d->timeout_ms = o->timeout_ms ? o->timeout_ms : a->deadline_ms > 0 ? a->deadline_ms : 30000;
     zx_kafka_settings s = settings_of(a->conn);
     char desc[96];
     zx_kafka_describe(&s, desc, sizeof(desc));
