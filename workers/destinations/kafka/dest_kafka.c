@@ -63,13 +63,29 @@ typedef struct kdest {
     uint32_t key_id, val_id;      /* avro: the registered schemas' ids */
     uint64_t pos;                 /* messages made this run */
     /* delivery, per zx batch (a write or delete_keys call): messages not
-     * yet reported, and whether one failed */
+     * yet reported, and its state bits (B_FAILED: a message failed;
+     * B_CLOSED: every message is queued, so pending 0 means all reported) */
     uint32_t *pending;
     unsigned char *bad;
     size_t nbatches, capbatches;
     uint64_t queued, acked, failed;
     char first_err[256];
 } kdest;
+
+enum { B_FAILED = 1, B_CLOSED = 2, B_COUNTED = 4 };
+
+/* Count batch b in the stats once it is closed and all its messages are
+ * reported (exactly once: then it is marked counted). */
+static void count_batch(kdest *d, size_t b)
+{
+    if (!d->st || d->pending[b] || (d->bad[b] & (B_CLOSED | B_COUNTED)) != B_CLOSED)
+        return;
+    if (d->bad[b] & B_FAILED)
+        d->st->batches_failed++;
+    else
+        d->st->batches++;
+    d->bad[b] |= B_COUNTED;
+}
 
 static int64_t now_ms(void)
 {
@@ -107,7 +123,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
     if (msg->err) {
         d->failed++;
         if (b < d->nbatches)
-            d->bad[b] = 1;
+            d->bad[b] |= B_FAILED;
         if (!d->first_err[0])
             snprintf(d->first_err, sizeof(d->first_err), "message to partition %" PRId32
                      " not acknowledged: %s", msg->partition, rd_kafka_err2str(msg->err));
@@ -116,12 +132,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
     } else {
         d->acked++;
     }
-    if (b < d->nbatches && !d->pending[b] && d->st) {
-        if (d->bad[b])
-            d->st->batches_failed++;
-        else
-            d->st->batches++;
-    }
+    if (b < d->nbatches)
+        count_batch(d, b);
 }
 
 /* Client-level errors (all brokers down, a fatal idempotence error). */
@@ -337,16 +349,12 @@ static int new_batch(kdest *d, size_t *b)
     return 0;
 }
 
-/* A batch whose messages are all queued: counted now when all are
- * reported already. */
+/* Every message of batch b is queued (or it failed): counted now when all
+ * are reported already, else by the last report. */
 static void batch_done(kdest *d, size_t b)
 {
-    if (d->pending[b])
-        return;
-    if (d->bad[b])
-        d->st->batches_failed++;
-    else
-        d->st->batches++;
+    d->bad[b] |= B_CLOSED;
+    count_batch(d, b);
 }
 
 /* Queue one message (value NULL: a tombstone) of zx batch b, waiting for
@@ -367,7 +375,7 @@ static int produce(kdest *d, size_t b, const zx_buf *key, const zx_buf *val, cha
         rd_kafka_resp_err_t e = rd_kafka_last_error();
         if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || now_ms() >= until) {
             d->pending[b]--;
-            d->bad[b] = 1;
+            d->bad[b] |= B_FAILED;
             char why[300];
             snprintf(why, sizeof(why), "%s%s", rd_kafka_err2str(e),
                      e == RD_KAFKA_RESP_ERR__QUEUE_FULL ? " (the brokers take nothing: "
