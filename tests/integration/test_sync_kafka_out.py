@@ -25,8 +25,8 @@ import socket
 
 import pytest
 
-from conftest import uid
-from kafka_fixtures import kafka  # noqa: F401
+from conftest import uid, wait_for
+from kafka_fixtures import kafka, make_kzxd  # noqa: F401
 from sync_fixtures import make_sync_env
 
 pytestmark = pytest.mark.sqlite_only
@@ -261,6 +261,25 @@ def test_sasl_ssl_plain_as_event_hubs_is_reached(sync_env, kafka):
     assert len(msgs) == 3
     check_partitions(msgs)
     assert "zx-secret" not in open(z.cfg_path).read()
+
+
+def test_debezium_output_read_back_by_zx_debezium_source(sync_env, kafka, make_kzxd):
+    """Round trip: a second zxd's `format: debezium` stream (zx's reader of
+    Debezium's JSON) applies what the destination sent (c, u, d and
+    tombstones) to a mirror table equal to the sync's result."""
+    z, topic = kafka_sync(sync_env, kafka, "mirror", fmt="debezium", rows=8)
+    z.run("out")
+    z.ws_exec("UPDATE items SET name = 'renamed', price = NULL WHERE id IN (1, 6)",
+              "DELETE FROM items WHERE id IN (2, 3)",
+              "INSERT INTO items VALUES (20, 'twenty', 2.5)")
+    z.run("out")
+    want = sorted(tuple(r) for r in z.query("SELECT id, name, price FROM items"))
+    k = make_kzxd({"back": {"connection": "c", "topic": topic, "table": "items_copy",
+                            "extra": {"format": "debezium", "key_columns": "[id]"}}},
+                  {"c": kafka.connection("plaintext")})
+    wait_for(lambda: k.table_exists("items_copy") and k.count("items_copy") == len(want) and
+             sorted(tuple(r) for r in k.query("SELECT id, name, price FROM items_copy")) == want,
+             "the mirror read back equals the result", deadline=60)
 
 
 # ---- failures --------------------------------------------------------------------
