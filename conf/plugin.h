@@ -173,6 +173,9 @@ typedef struct zx_dest_where {
     const char *catalog_what;    /* what that connection is, in messages
                                     ("an API connection"); NULL: "a
                                     catalog" */
+    const char *const *conn_kinds; /* the kinds `connection` may be, NULL-ended
+                                    (Kafka: "kafka"); NULL: aws (an s3://
+                                    path's) */
 } zx_dest_where;
 
 /* zx_plugin.caps */

@@ -201,6 +201,15 @@ static int outputs_clash(const zx_conf *c, const char *self, const char *path,
     return 0;
 }
 
+/* 1 when kind is one of kinds (NULL-ended), else 0. */
+static int kind_in(const char *kind, const char *const *kinds)
+{
+    for (size_t k = 0; kind && kinds[k]; k++)
+        if (!strcmp(kinds[k], kind))
+            return 1;
+    return 0;
+}
+
 /* A name list item's node: item i of sequence n, or n itself. */
 static const yaml_node_t *item_node(zx_cf_ctx *x, const yaml_node_t *n, size_t i)
 {
@@ -278,12 +287,19 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
             if (!cn)
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: unknown connection "
                             "'%.64s'", p->name, w.option, w.connection);
-            else if (!cn->kind || strcmp(cn->kind, ZX_AWS_CONN_KIND))
+            else if (w.conn_kinds && !kind_in(cn->kind, w.conn_kinds)) {
+                char kinds[100];
+                zx_cf_join(kinds, sizeof(kinds), w.conn_kinds, " or ");
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
+                            "kind %s; it needs kind %s", p->name, w.option, cn->name,
+                            cn->kind ? cn->kind : "(none)", kinds);
+            } else if (!w.conn_kinds && (!cn->kind || strcmp(cn->kind, ZX_AWS_CONN_KIND)))
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
                             "kind %s; an s3:// path needs kind %s", p->name, w.option,
                             cn->name, cn->kind ? cn->kind : "(none)", ZX_AWS_CONN_KIND);
             else
-                p->dest_conn = cn;      /* the bucket's: its worker keeps its secrets */
+                p->dest_conn = cn;      /* the bucket's or broker's: its worker keeps
+                                           its secrets */
         }
         if (so && so->dest_connection) {
             const zx_conf_connection *cn = zx_conf_find_connection(c, so->dest_connection);

@@ -19,6 +19,7 @@
 #include "conf/config.h"
 #include "conf/plugin.h"
 #include "workers/destinations/files/files_opts.h" /* a destination's own options */
+#include "workers/destinations/kafka/kafka_dest_opts.h"
 #include "workers/syncs/sync_opts.h" /* a reverse sync's own options */
 
 #include <stdio.h>
@@ -268,11 +269,69 @@ static void test_syncs(void)
     zx_conf_errors_free(&e);
 }
 
+/* destination: {kafka: ...}: its connection is a kind: kafka one */
+static void test_kafka_dest(void)
+{
+    zx_conf_errors e = {0};
+    char buf[2048];
+    static const char head[] =
+        "authors:\n  alice: {tables: [customers]}\n"
+        "connections:\n"
+        "  bus: {kind: kafka, brokers: [\"k1:9092\"], security: sasl_ssl,\n"
+        "        sasl: {mechanism: PLAIN, username: $ConnectionString, password: pw}}\n"
+        "  lite: {kind: sqlite, path: dest.db}\n";
+    snprintf(buf, sizeof(buf), "%spipelines:\n"
+             "  k: {direction: out, author: alice, query: SELECT 1 AS id, mode: mirror, key: [id],\n"
+             "      destination: {kafka: {connection: bus, topic: crm.customers, "
+             "format: debezium}}}\n", head);
+    zx_conf *c = load(buf, 0, &e);
+    CHECK(c != NULL);
+    if (c) {
+        const zx_conf_pipeline *p = zx_conf_find(c, "k");
+        const zx_kafka_dest_opts *o = p ? p->dest_own : NULL;
+        CHECK(p && p->dest_conn && !strcmp(p->dest_conn->name, "bus"));
+        CHECK(p && p->dest_plugin && !strcmp(p->dest_plugin->name, "kafka") &&
+              p->dest_plugin->role == ZX_PLUGIN_DESTINATION);
+        CHECK(o && o->format == ZX_KDEST_DEBEZIUM && o->ntopic == 1 &&
+              !strcmp(o->topic[0], "crm.customers") && o->batch_rows == 1000 &&
+              o->linger_ms == 20 && o->idempotence == 1 && o->timeout_ms == 30000);
+    }
+    zx_conf_free(c);
+    static const struct { const char *dest, *mode, *err; } bad[] = {
+        {"{kafka: {connection: lite, topic: t}}", "upsert", "connection lite is of kind sqlite; "
+         "it needs kind kafka"},
+        {"{kafka: {connection: nope, topic: t}}", "upsert", "unknown connection 'nope'"},
+        {"{kafka: {connection: bus}}", "upsert", "missing required field 'topic'"},
+        {"{kafka: {topic: t}}", "upsert", "missing required field 'connection'"},
+        {"{kafka: {connection: bus, topic: t}}", "replace", "cannot be replaced"},
+        {"{kafka: {connection: bus, topic: t, key: [region]}}", "mirror", "not in the sync's key"},
+        {"{kafka: {connection: bus, topic: t, format: xml}}", "upsert", "format"},
+        {"{kafka: {connection: bus, topic: t, format: avro}}", "upsert",
+         "format: avro needs schema_registry"},
+        {"{kafka: {connection: bus, topic: t, schema_registry: \"http://r:8081\"}}", "upsert",
+         "schema_registry goes with format: avro"},
+        {"{kafka: {connection: bus, topic: t, format: avro, schema_registry: r:8081}}",
+         "upsert", "an http:// or https:// URL"},
+        {"{kafka: {connection: bus, topic: t, timeout: 10ms}}", "upsert", "timeout"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(buf, sizeof(buf), "%spipelines:\n  k: {direction: out, author: alice, "
+                 "query: SELECT 1 AS id, mode: %s, key: [id], destination: %s}\n", head,
+                 bad[i].mode, bad[i].dest);
+        c = load(buf, 0, &e);
+        CHECK(c == NULL);
+        zx_conf_free(c);
+        EXPECT_SUB(bad[i].err);
+    }
+    zx_conf_errors_free(&e);
+}
+
 int main(int argc, char **argv)
 {
     if (cfg_test_init(argc, argv) != 0)
         return 2;
     test_syncs();
     test_files_roots();
+    test_kafka_dest();
     return cfg_test_finish("test_config_syncs");
 }

@@ -94,7 +94,8 @@ typedef struct zx_dest_args {
     const char *sync;             /* the sync's (pipeline's) name */
     const zx_conf_connection *conn; /* table destinations: the connection
                                        (kind postgres, mysql or sqlite);
-                                       files: an s3:// path's (kind aws),
+                                       files: an s3:// path's (kind aws);
+                                       kafka: its kind: kafka one;
                                        else NULL */
     const char *table;            /* table destinations: as written in the
                                      configuration: "schema.table" or
@@ -139,6 +140,14 @@ typedef struct zx_dest_run {
      * report (a destination never calls it itself). */
     void (*failed)(void *ctx, uint32_t row, int is_delete, const char *why);
     void *failed_ctx;
+    /* Set by the run (NULL: not known): whether row `row` of the batch
+     * write is handling replaces a row an earlier run of the sync sent
+     * (1: its key was recorded, with another row hash), is new (0: never
+     * sent, or sent under other key columns), or the run does not know
+     * (-1: replace and append runs record nothing).  Called with
+     * failed_ctx, during write only (event destinations: Debezium's op
+     * "u" or "c"). */
+    int (*row_seen)(void *ctx, uint32_t row);
 } zx_dest_run;
 
 /* What a destination counts during a run (zeroed by the caller before
@@ -195,7 +204,8 @@ void zx_dest_key_failed(const zx_dest_run *run, uint32_t row, const char *why);
 void zx_dest_misfit(zx_dest_stats *st, const char *col, const zx_value *v);
 
 typedef struct zx_dest_ops {   /* struct tag named in conf/plugin.h */
-    const char *name;             /* "postgres", "mysql", "sqlite", "files", "delta" */
+    const char *name;             /* "postgres", "mysql", "sqlite", "files", "delta",
+                                     "iceberg", "kafka" */
     unsigned caps;                /* ZX_DEST_* */
 
     /* Connect / check the target; no change made.  A connection with

@@ -264,6 +264,7 @@ static void sync_close(zx_src *rt, void *state)
     json_decref(r->dups);
     free(r->keysig);
     free(r->marks);
+    free(r->upd_marks);
     free(r->failed_ord);
     free(r->batch_ord);
     free(r->failed_kh);

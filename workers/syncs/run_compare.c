@@ -20,28 +20,40 @@
 #include "common/timefmt.h"
 #include "common/util.h"
 
-static int mark(srun *r, uint64_t ordinal)
+/* Set bit ordinal of the bitmap *bits (*nbytes long, grown zeroed). */
+static int set_bit(srun *r, unsigned char **bits, size_t *nbytes, uint64_t ordinal)
 {
     size_t byte = (size_t)(ordinal / 8);
-    if (byte >= r->marks_bytes) {
-        size_t n = r->marks_bytes ? r->marks_bytes : 4096;
+    if (byte >= *nbytes) {
+        size_t n = *nbytes ? *nbytes : 4096;
         while (n <= byte)
             n *= 2;
-        unsigned char *m = realloc(r->marks, n);
+        unsigned char *m = realloc(*bits, n);
         if (!m)
             return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
-        memset(m + r->marks_bytes, 0, n - r->marks_bytes);
-        r->marks = m;
-        r->marks_bytes = n;
+        memset(m + *nbytes, 0, n - *nbytes);
+        *bits = m;
+        *nbytes = n;
     }
-    r->marks[byte] |= (unsigned char)(1u << (ordinal % 8));
+    (*bits)[byte] |= (unsigned char)(1u << (ordinal % 8));
     return 0;
+}
+
+static int mark(srun *r, uint64_t ordinal)
+{
+    return set_bit(r, &r->marks, &r->marks_bytes, ordinal);
 }
 
 int run_marked(const srun *r, uint64_t ordinal)
 {
     size_t byte = (size_t)(ordinal / 8);
     return byte < r->marks_bytes && (r->marks[byte] >> (ordinal % 8) & 1);
+}
+
+int run_updated(const srun *r, uint64_t ordinal)
+{
+    size_t byte = (size_t)(ordinal / 8);
+    return byte < r->upd_bytes && (r->upd_marks[byte] >> (ordinal % 8) & 1);
 }
 
 /* The stored hashes of the sync, read in key-hash order in batches, each
@@ -170,13 +182,14 @@ static int add_delete(srun *r, const unsigned char *kh, const char *kv, size_t k
     return 0;
 }
 
-/* Row k of the result is new or changed: send it, record its hash. */
-static int add_change(srun *r, const rkeys *k)
+/* Row k of the result is new or (upd) changed: send it, record its hash. */
+static int add_change(srun *r, const rkeys *k, int upd)
 {
     unsigned char hrec[ZX_SYNC_KEYHASH_LEN + sizeof(keyrec)];
     memcpy(hrec, k->kh, ZX_SYNC_KEYHASH_LEN);
     memcpy(hrec + ZX_SYNC_KEYHASH_LEN, &k->kr, sizeof(keyrec));
-    if (mark(r, k->kr.ordinal) < 0)
+    if (mark(r, k->kr.ordinal) < 0 ||
+        (upd && set_bit(r, &r->upd_marks, &r->upd_bytes, k->kr.ordinal) < 0))
         return -1;
     if (!r->preview && !r->hashes_from_keys &&
         zx_spill_put(&r->hashes, hrec, sizeof(hrec), k->kv, k->kvlen) < 0)
@@ -241,7 +254,7 @@ int run_merge_keys(srun *r)
                     r->updated++;
                 else
                     r->inserted++;
-                rc = add_change(r, &k);
+                rc = add_change(r, &k, match);
             }
             if (match)
                 st.at++;

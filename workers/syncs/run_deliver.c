@@ -123,6 +123,16 @@ static void on_failed(void *ctx, uint32_t row, int is_delete, const char *why)
     }
 }
 
+/* zx_dest_run.row_seen: whether row `row` of the batch being handed over
+ * replaces a row an earlier run sent. */
+static int on_seen(void *ctx, uint32_t row)
+{
+    const srun *r = ctx;
+    if (!r->hashed || row >= r->nbatch_ord)
+        return -1;
+    return run_updated(r, r->batch_ord[row]);
+}
+
 /* After a batch: the run fails when the destination refused too many rows
  * one by one, or named one outside the batch. */
 static int failed_check(srun *r)
@@ -293,7 +303,7 @@ int run_deliver_begin(srun *r)
         .rows_expected = r->to_send, .deletes_expected = r->deleted,
         .partition_by = (const char *const *)r->o->partition_by,
         .npartition_by = r->o->npartition_by,
-        .failed = on_failed, .failed_ctx = r,
+        .failed = on_failed, .failed_ctx = r, .row_seen = on_seen,
     };
     if (r->dest->begin(r->dstate, &r->drun, &r->dstats, r->err, sizeof(r->err)) < 0)
         return -1;

@@ -93,6 +93,10 @@ typedef struct srun {
     unsigned char *marks;         /* upsert/mirror: bit i set = row i of the
                                      result (in read order) is to be sent */
     size_t marks_bytes;
+    unsigned char *upd_marks;     /* the same, bit i set = row i replaces a
+                                     row an earlier run sent (its key was
+                                     stored): zx_dest_run.row_seen */
+    size_t upd_bytes;
     /* rows and keys the destination refused one by one
      * (zx_dest_row_failed): their hashes are not recorded.  batch_*: the
      * result ordinals of the rows, the key hashes of the keys, of the
@@ -155,6 +159,9 @@ int run_merge_keys(srun *r);
 
 /* Whether row `ordinal` of the result (read order) is marked to send. */
 int run_marked(const srun *r, uint64_t ordinal);
+/* Whether row `ordinal` (marked) replaces a row an earlier run sent: 1, or
+ * 0 (its key is new). */
+int run_updated(const srun *r, uint64_t ordinal);
 
 /* A preview of an upsert or mirror: a sample of the rows it would send. */
 int run_sample_marked(srun *r);
