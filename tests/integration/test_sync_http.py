@@ -390,3 +390,22 @@ def test_a_stopped_api_cannot_hang_a_run(sync_env, receiver):
     assert "imeout" in r["error"] and "2 sends" in r["error"], r
     last = z.runs("s")[0]
     assert last["batches_retried"] == 1 and last["batches_failed"] == 1, last
+
+
+def test_a_stop_ends_a_run_waiting_out_a_retry_after(sync_env, receiver):
+    """A batch waiting out a long Retry-After does not hold a stop: `zxctl
+    stop` ends the run at once (failed, the rows sent again next time)."""
+    from conftest import wait_for
+    rcv = receiver(lambda n, req: {"status": 503, "headers": {"Retry-After": "300"}})
+    z = http_zxd(sync_env, rcv, {"path": "/c", "max_retries": 5, "max_backoff": "10m"},
+                 rows=many(2))
+    z.start()
+    assert z.zxctl("run", "s").returncode == 0
+    wait_for(lambda: len(rcv.requests) >= 1, "the first send")
+    assert z.zxctl("stop", "s").returncode == 0
+    # the Retry-After is 300 s: only the stop can end the run this soon
+    wait_for(lambda: z.runs("s") and z.runs("s")[0]["state"] == "failed",
+             "the run to end failed after the stop", deadline=60)
+    last = z.runs("s")[0]
+    assert "stopped while sending" in last["error"], last   # the destination's own words
+    assert len(rcv.requests) == 1

@@ -115,6 +115,12 @@ typedef struct zx_dest_args {
     size_t nroots;
     int64_t deadline_ms;          /* per network wait (connect, statement);
                                      <= 0: 30 s */
+    /* The run's stop (zxd stopping, the run cancelled): 1 once asked.  A
+     * destination that waits longer than a network wait (a retry's
+     * backoff, a queue of requests) looks at it at least every 200 ms and
+     * gives up with an error.  NULL: no stop to look at. */
+    int (*stopping)(void *ctx);
+    void *stop_ctx;
 } zx_dest_args;
 
 /* One run, as begin sees it.  Owned by the caller, valid until commit or

@@ -25,6 +25,12 @@
 #include "common/util.h"
 #include "conf/plugin.h"
 
+/* zx_dest_args.stopping */
+static int run_stopping(void *ctx)
+{
+    return zx_src_stopping(((srun *)ctx)->rt);
+}
+
 int run_open_dest(srun *r)
 {
     const zx_conf_pipeline *p = r->p;
@@ -47,6 +53,7 @@ int run_open_dest(srun *r)
     zx_dest_args a = {
         .conf = r->conf, .sync = r->name, .conn = p->dest_conn, .table = r->o->dest_table,
         .opts = p->dest_own, .roots = roots, .nroots = nroots, .deadline_ms = NET_TIMEOUT_MS,
+        .stopping = run_stopping, .stop_ctx = r,
     };
     return r->dest->open(&a, &r->dstate, r->err, sizeof(r->err));
 }

@@ -78,6 +78,7 @@ static int http_open(const zx_dest_args *a, void **state, char *err, size_t errl
         .max_retries = o->max_retries,
         .max_backoff_ms = o->max_backoff_ms ? (long)o->max_backoff_ms : 30000,
         .max_response = o->max_response ? (size_t)o->max_response : 4u << 20,
+        .stopping = a->stopping, .stop_ctx = a->stop_ctx,
     };
     char e[200];
     h->snd = zx_dhttp_sender_new(&cfg, e, sizeof(e));

@@ -391,6 +391,12 @@ int zx_dhttp_send_all(zx_dhttp_sender *s, zx_dhttp_batch *b, size_t n, zx_dest_s
     int rc = 0;
     double interval = s->cfg.rate_per_s > 0 ? 1000.0 / s->cfg.rate_per_s : 0;
     while (left && rc == 0) {
+        if (s->cfg.stopping && s->cfg.stopping(s->cfg.stop_ctx)) {
+            /* a batch in its backoff, or waiting for its turn: given up */
+            rc = zx_seterr(err, errlen, "stopped while sending (zxd is stopping or the run "
+                           "was cancelled); the next run sends the rows again");
+            break;
+        }
         int64_t now = zx_mono_ms();
         int64_t wait = 200;
         for (size_t i = 0; i < n && rc == 0; i++) {

@@ -40,6 +40,8 @@ typedef struct zx_dhttp_cfg {
     unsigned max_retries;
     long max_backoff_ms;          /* > 0 */
     size_t max_response;          /* > 0 */
+    int (*stopping)(void *ctx);   /* the run's stop (dest.h); NULL: none */
+    void *stop_ctx;
 } zx_dhttp_cfg;
 
 typedef struct zx_dhttp_sender zx_dhttp_sender;
