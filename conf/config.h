@@ -163,6 +163,12 @@ typedef struct zx_conf_connection {
                                 name (`connection:`) */
     char *table_bucket_arn;  /* s3tables */
     char *catalog_id;        /* glue: the account id of the catalog */
+    /* redis (workers/destinations/redis/redis_plugin.c); NULL / 0 for
+     * other kinds.  Its TLS files are tls_ca, tls_cert, tls_key. */
+    char *address;           /* redis: host:port, or redis:// / rediss:// URL */
+    uint32_t db;             /* redis: the database number (SELECT) */
+    char *username;          /* redis: an ACL user; NULL: default */
+    char *password;          /* redis: secret (as sasl_password) */
     int read_only;           /* `read_only: true`: reverse syncs never
                                 write to it (a destination refuses it at
                                 open); 0 (default) */

@@ -77,7 +77,8 @@ const zx_cf_section zx_cf_sections[] = {
      "database, or `kind: sqlite`, a SQLite file, for a reverse sync's "
      "destination; `kind: iceberg_rest` (an Iceberg REST catalog), `kind: glue` "
      "(AWS Glue) or `kind: s3tables` (Amazon S3 Tables), the catalog of a "
-     "reverse sync's `destination.iceberg`. "
+     "reverse sync's `destination.iceberg`; `kind: redis`, a Redis server, for a "
+     "reverse sync's `destination.redis`. "
      "Each option applies to the kinds its *Kinds* column names; given to "
      "another kind it is an error."},
     {"connections.<name>.sasl", ZX_CF_CONNECTION, 0, NULL,
@@ -86,8 +87,9 @@ const zx_cf_section zx_cf_sections[] = {
      "then required."},
     {"connections.<name>.tls", ZX_CF_CONNECTION, 0, NULL,
      "TLS files (PEM) of a `kafka` connection, for `security: ssl` or "
-     "`sasl_ssl` (and only then); without `ca` the system's CA store is "
-     "used. Paths are relative to the config file's folder, and each file "
+     "`sasl_ssl` (and only then), or of a `redis` connection (`ca` or `cert` "
+     "written, or a `rediss://` address, makes it TLS); without `ca` the "
+     "system's CA store is used. Paths are relative to the config file's folder, and each file "
      "must be readable when the configuration is loaded. (A `postgres` "
      "connection takes its TLS settings in its `dsn`: `sslmode`, "
      "`sslrootcert`, ...)"},
@@ -322,7 +324,8 @@ const zx_cf_option zx_cf_options[] = {
      "MySQL or MariaDB database, and `sqlite`: a SQLite file, written by "
      "reverse syncs. `iceberg_rest`: an Iceberg REST catalog, `glue`: AWS Glue's "
      "Data Catalog, and `s3tables`: an Amazon S3 Tables table bucket, the "
-     "catalogs of Iceberg tables reverse syncs write."},
+     "catalogs of Iceberg tables reverse syncs write. `redis`: a Redis server, "
+     "whose keys reverse syncs write."},
     {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,
      .offset = CONN(dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,
      .sources = zx_cf_dsn_kinds,

@@ -170,6 +170,9 @@ typedef struct zx_dest_where {
                                     p->dest_catalog; its own `connection:`
                                     (glue, s3tables) becomes p->dest_conn
                                     unless connection names one */
+    const char *conn_kind;       /* the kind `connection` must be (one of the
+                                    plug-in's conn_kinds: redis); NULL: aws,
+                                    an s3:// path's */
 } zx_dest_where;
 
 /* zx_plugin.caps */

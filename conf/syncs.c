@@ -271,7 +271,22 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                     w.connection = cn->aws_connection;
             }
         }
-        if (w.connection) {
+        if (w.connection && w.conn_kind) {
+            /* a destination reached through a connection of its own kind */
+            const zx_conf_connection *cn = zx_conf_find_connection(c, w.connection);
+            if (!cn)
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: unknown connection "
+                            "'%.64s'", p->name, w.option, w.connection);
+            else if (!cn->kind || strcmp(cn->kind, w.conn_kind))
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
+                            "kind %s; it needs kind %s", p->name, w.option, cn->name,
+                            cn->kind ? cn->kind : "(none)", w.conn_kind);
+            else if (cn->read_only)
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is "
+                            "read_only: zx never writes to it", p->name, w.option, cn->name);
+            else
+                p->dest_conn = cn;
+        } else if (w.connection) {
             const zx_conf_connection *cn = zx_conf_find_connection(c, w.connection);
             if (!cn)
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: unknown connection "
