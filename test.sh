@@ -36,6 +36,7 @@ stop_services() {
     tests/services/moto stop >/dev/null 2>&1 || true
     tests/services/kinesalite stop >/dev/null 2>&1 || true
     tests/services/iceberg-rest stop >/dev/null 2>&1 || true
+    tests/services/redis stop >/dev/null 2>&1 || true
 }
 trap stop_services EXIT
 
@@ -132,6 +133,7 @@ tests/services/kafka start
 tests/services/kafka start 3.9
 tests/services/kinesalite start
 tests/services/iceberg-rest start
+tests/services/redis start
 
 echo "== [${SECONDS}s] end-to-end tests (pytest)"
 # ZX_HEAVY_TESTS: the long crash and multi-instance runs (a million Kafka

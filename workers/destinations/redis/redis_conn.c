@@ -200,6 +200,8 @@ static int tls_start(zx_redis_conn *k, const zx_conf_connection *c, const zx_red
         ssl_error(err, errlen, c->tls_ca ? "tls.ca" : "the system's CA store");
         return -1;
     }
+    if (c->tls_key_password)
+        SSL_CTX_set_default_passwd_cb_userdata(k->ctx, c->tls_key_password);
     if (c->tls_cert && (SSL_CTX_use_certificate_chain_file(k->ctx, c->tls_cert) != 1 ||
                         SSL_CTX_use_PrivateKey_file(k->ctx, c->tls_key, SSL_FILETYPE_PEM) != 1)) {
         ssl_error(err, errlen, "tls.cert / tls.key");

@@ -139,6 +139,11 @@ static int redis_check_connection(zx_cf_check *ck, zx_conf_connection *c)
                        "tls.key go together: add tls.%s", c->name, cert ? "key" : "cert");
         rc = -1;
     }
+    if (zx_check_written(ck, "tls.key_password") && !key) {
+        zx_check_error(ck, "tls.key_password", "connections.%s: tls.key_password needs "
+                       "tls.key", c->name);
+        rc = -1;
+    }
     if (tls_file(ck, c, "ca", &c->tls_ca) < 0 || tls_file(ck, c, "cert", &c->tls_cert) < 0 ||
         tls_file(ck, c, "key", &c->tls_key) < 0)
         rc = -1;

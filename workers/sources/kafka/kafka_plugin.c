@@ -103,7 +103,7 @@ static const zx_cf_option options[] = {
      .help = "The client certificate's private key; needs `cert`."},
     {.section = "connections.<name>.tls", .name = "key_password",
      .type = ZX_CF_STRING, .def_doc = "none",
-     .offset = CONN(tls_key_password), .flags = ZX_CF_SECRET,
+     .offset = CONN(tls_key_password), .flags = ZX_CF_SECRET, .sources = tls_kinds,
      .help = "Password of an encrypted `key`."},
 
     {.section = "pipelines.<name>", .name = "topic", .type = ZX_CF_TOPIC,

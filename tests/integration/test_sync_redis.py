@@ -1,0 +1,205 @@
+"""
+The Redis destination (workers/destinations/redis/), end to end against a
+real Redis 7 (tests/services/redis), read back with redis-py: rows as JSON
+(SET) and as hashes (HSET, HDEL of NULL columns), a TTL, a database
+number, invalidation (DEL) of changed and deleted keys in mirror mode, an
+ACL user, TLS, a wrong password (a clear error that never holds it), and
+a command the server refuses for one row (WRONGTYPE): that row only is
+refused, and the next run sends it again.  On both workspace backends.
+"""
+
+import json
+import os
+import secrets
+
+import pytest
+
+from sync_fixtures import make_sync_env
+
+PW_ENV = "ZX_TEST_REDIS_PW"
+
+
+@pytest.fixture
+def sync_env(pg, workspace):
+    yield from make_sync_env(pg, workspace)
+
+
+def client(svc, db=0):
+    import redis
+    host, port = svc["ADDR"].rsplit(":", 1)
+    return redis.Redis(host=host, port=int(port), password=svc["PASSWORD"], db=db)
+
+
+def orders(z, rows):
+    """(Re)make the workspace table orders(id, name, qty, note) with rows."""
+    t = z.ws_types()
+    z.ws_exec("DROP TABLE IF EXISTS orders",
+              f"CREATE TABLE orders (id {t['int']} PRIMARY KEY, name {t['text']}, "
+              f"qty {t['int']}, note {t['text']})")
+    for r in rows:
+        z.ws_exec("INSERT INTO orders VALUES (%s)" % ", ".join(
+            "NULL" if v is None else repr(v) if isinstance(v, str) else str(v) for v in r))
+
+
+ROWS = [(1, "apple", 3, "fresh"), (2, "pear", 5, None), (3, "fig", 7, "dry")]
+
+
+def redis_zxd(sync_env, svc, dest, mode="upsert", conn=None, rows=ROWS, password=None):
+    """A started zxd with one sync "c" of orders into Redis connection
+    "cache" (the service's plain address and default user unless conn
+    says otherwise; the password through ${env:})."""
+    z = sync_env.zxd({}, {"alice": ["orders"]}, start=False)
+    c = {"kind": "redis", "extra": {"address": svc["ADDR"], "password": "${env:%s}" % PW_ENV}}
+    c["extra"].update(conn or {})
+    z.env[PW_ENV] = password if password is not None else svc["PASSWORD"]
+    z.connections = {"cache": c}
+    z.syncs = {"c": {"query": "SELECT id, name, qty, note FROM orders", "mode": mode,
+                     "key": ["id"], "dest": {"redis": dict({"connection": "cache"}, **dest)}}}
+    z.write_config()
+    orders(z, rows)
+    z.start()
+    return z
+
+
+def prefix():
+    return "cache:t" + secrets.token_hex(4)
+
+
+def test_set_as_json_then_mirror_updates_and_deletes(sync_env, redis_service):
+    p = prefix()
+    z = redis_zxd(sync_env, redis_service, {"key": p + ":order:{id}", "action": "set"},
+                  mode="mirror")
+    r = client(redis_service)
+    rec = z.run("c")
+    assert rec["rows_sent"] == 3 and rec.get("batches") == 1, rec
+    assert json.loads(r.get(f"{p}:order:1")) == {"id": 1, "name": "apple", "qty": 3,
+                                                 "note": "fresh"}
+    assert json.loads(r.get(f"{p}:order:2")) == {"id": 2, "name": "pear", "qty": 5,
+                                                 "note": None}
+    assert r.ttl(f"{p}:order:1") == -1          # no ttl: never expires
+    z.ws_exec("UPDATE orders SET qty = 9 WHERE id = 2", "DELETE FROM orders WHERE id = 3")
+    rec = z.run("c")
+    assert (rec["rows_sent"], rec["rows_deleted"]) == (1, 1), rec
+    assert json.loads(r.get(f"{p}:order:2"))["qty"] == 9
+    assert r.get(f"{p}:order:3") is None
+    assert r.exists(f"{p}:order:1")
+    assert redis_service["PASSWORD"] not in z.log_text()
+
+
+def test_hset_with_ttl_in_another_database(sync_env, redis_service):
+    p = prefix()
+    z = redis_zxd(sync_env, redis_service,
+                  {"key": p + ":{name}:{id}", "action": "hset", "ttl": "60s", "batch_rows": 2},
+                  conn={"db": 3})
+    r = client(redis_service, db=3)
+    rec = z.run("c")
+    assert rec["rows_sent"] == 3 and rec["batches"] == 2, rec
+    h = r.hgetall(f"{p}:apple:1")
+    assert h == {b"id": b"1", b"name": b"apple", b"qty": b"3", b"note": b"fresh"}
+    assert r.hgetall(f"{p}:pear:2") == {b"id": b"2", b"name": b"pear", b"qty": b"5"}
+    assert 0 < r.ttl(f"{p}:apple:1") <= 60
+    assert not client(redis_service, db=0).exists(f"{p}:apple:1")
+    # a column turned NULL leaves the hash
+    z.ws_exec("UPDATE orders SET note = NULL WHERE id = 1")
+    assert z.run("c")["rows_sent"] == 1
+    assert r.hgetall(f"{p}:apple:1") == {b"id": b"1", b"name": b"apple", b"qty": b"3"}
+
+
+def test_invalidate_deletes_changed_and_deleted_keys(sync_env, redis_service):
+    p = prefix()
+    z = redis_zxd(sync_env, redis_service, {"key": p + ":order:{id}", "action": "invalidate"},
+                  mode="mirror")
+    r = client(redis_service)
+    for i in (1, 2, 3):
+        r.set(f"{p}:order:{i}", "cached")
+    assert z.run("c")["rows_sent"] == 3          # every row is new: every key dropped
+    assert not any(r.exists(f"{p}:order:{i}") for i in (1, 2, 3))
+    for i in (1, 2, 3):
+        r.set(f"{p}:order:{i}", "cached")
+    z.ws_exec("UPDATE orders SET qty = 4 WHERE id = 2", "DELETE FROM orders WHERE id = 3")
+    rec = z.run("c")
+    assert (rec["rows_sent"], rec["rows_deleted"]) == (1, 1), rec
+    assert r.get(f"{p}:order:1") == b"cached"    # unchanged: left alone
+    assert not r.exists(f"{p}:order:2") and not r.exists(f"{p}:order:3")
+
+
+def test_key_values_are_escaped(sync_env, redis_service):
+    p = prefix()
+    z = redis_zxd(sync_env, redis_service, {"key": p + ":{name}", "action": "set"},
+                  rows=[(1, "a:b c*", 1, None), (2, "ü{x}", 2, None)])
+    r = client(redis_service)
+    assert z.run("c")["rows_sent"] == 2
+    assert r.exists(f"{p}:a%3Ab%20c%2A")
+    assert r.exists(f"{p}:%C3%BC%7Bx%7D")
+
+
+def test_acl_user_over_tls(sync_env, redis_service):
+    if "TLS_ADDR" not in redis_service:
+        pytest.skip("this redis-server has no TLS")
+    p = prefix()
+    z = redis_zxd(sync_env, redis_service, {"key": p + ":order:{id}"},
+                  conn={"address": "rediss://" + redis_service["TLS_ADDR"],
+                        "username": redis_service["ACL_USER"],
+                        "tls": {"ca": redis_service["CA"]}},
+                  password=redis_service["ACL_PASSWORD"])
+    assert z.run("c")["rows_sent"] == 3
+    assert json.loads(client(redis_service).get(f"{p}:order:3"))["name"] == "fig"
+    assert redis_service["ACL_PASSWORD"] not in z.log_text()
+
+
+def test_acl_user_refused_outside_its_keys_row_by_row(sync_env, redis_service):
+    """The ACL user may write cache:* only: each row's SET is refused on
+    its own (NOPERM); the run counts them, nothing is recorded."""
+    t = secrets.token_hex(4)
+    z = redis_zxd(sync_env, redis_service, {"key": "other:" + t + ":{id}"},
+                  conn={"username": redis_service["ACL_USER"]},
+                  password=redis_service["ACL_PASSWORD"])
+    rec = z.run("c", check=False)
+    assert rec["rows_failed"] == 3 and "NOPERM" in rec.get("first_error", ""), rec
+    assert not client(redis_service).exists(f"other:{t}:1")
+
+
+def test_wrong_password_is_a_clear_error_without_it(sync_env, redis_service):
+    bad = "not-the-password-" + secrets.token_hex(4)
+    z = redis_zxd(sync_env, redis_service, {"key": prefix() + ":{id}"}, password=bad)
+    rec = z.run("c", check=False)
+    assert rec["state"] == "failed", rec
+    err = rec.get("error", "")
+    assert "AUTH" in err and "WRONGPASS" in err and "redis connection cache" in err, err
+    assert bad not in json.dumps(rec) and bad not in z.log_text()
+    out = z.zxctl("runs", "c")
+    assert bad not in out.stdout + out.stderr
+
+
+def test_a_wrongtype_key_refuses_that_row_only_and_the_next_run_resends_it(
+        sync_env, redis_service):
+    p = prefix()
+    r = client(redis_service)
+    r.rpush(f"{p}:order:2", "a list, not a string")
+    z = redis_zxd(sync_env, redis_service, {"key": p + ":order:{id}", "action": "hset"})
+    rec = z.run("c", check=False)
+    assert rec["rows_failed"] == 1 and rec["rows_sent"] == 3, rec
+    assert "WRONGTYPE" in rec.get("first_error", ""), rec
+    assert r.hget(f"{p}:order:1", "name") == b"apple"
+    assert r.hget(f"{p}:order:3", "name") == b"fig"
+    assert r.type(f"{p}:order:2") == b"list"
+    # nothing changed in the source: only the refused row goes again
+    r.delete(f"{p}:order:2")
+    rec = z.run("c")
+    assert rec["rows_sent"] == 1 and rec.get("rows_failed", 0) == 0, rec
+    assert r.hget(f"{p}:order:2", "name") == b"pear"
+    assert z.run("c")["rows_sent"] == 0
+
+
+def test_mirror_template_must_use_key_columns_only(sync_env, redis_service):
+    z = sync_env.zxd({}, {"alice": ["orders"]}, start=False)
+    z.connections = {"cache": {"kind": "redis", "extra": {"address": redis_service["ADDR"]}}}
+    z.syncs = {"c": {"query": "SELECT id, name FROM orders", "mode": "mirror", "key": ["id"],
+                     "dest": {"redis": {"connection": "cache", "key": "cache:{name}"}}}}
+    z.write_config()
+    import subprocess
+    from conftest import ZXD
+    p = subprocess.run([ZXD, "--check", "-c", z.cfg_path], capture_output=True, text=True,
+                       env=z.env, timeout=60)
+    assert p.returncode != 0
+    assert "mode mirror deletes keys by the sync's key columns only" in p.stderr + p.stdout
