@@ -2,13 +2,20 @@
  * test_redis_keytpl.c — the Redis destination's pure parts: key templates
  * (parse, bind, format, escaping: workers/destinations/redis/
  * redis_keytpl.h), addresses (redis_addr.h) and the bounded reply reader
- * over hiredis (redis_reply.h).  Must not depend on timing.
+ * over hiredis (redis_reply.h); and that a connection to a server that
+ * never answers gives up (redis_conn.h: a listening socket that accepts
+ * nothing, a short timeout; no duration is measured).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "workers/destinations/redis/redis_addr.h"
+#include "workers/destinations/redis/redis_conn.h"
 #include "workers/destinations/redis/redis_keytpl.h"
 #include "workers/destinations/redis/redis_reply.h"
 
@@ -196,12 +203,35 @@ static void test_replies(void)
     CHECK(read_all("!bad\r\n", 6, 1024, r, 8, e, sizeof(e)) == -1 && strstr(e, "parse"));
 }
 
+static void test_silent_server(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 8) == 0 &&
+          getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
+    char addr[64], err[400];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    zx_conf_connection c = {.name = "cache", .kind = "redis", .address = addr,
+                            .password = "Zx9SecretMark7q"};
+    zx_redis_conn *k = zx_redis_open(&c, 100, err, sizeof(err));
+    CHECK(k == NULL && strstr(err, "nothing sent or received") && !strstr(err, "Zx9Secret"));
+    snprintf(addr, sizeof(addr), "rediss://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    k = zx_redis_open(&c, 100, err, sizeof(err));
+    CHECK(k == NULL && strstr(err, "TLS handshake") && strstr(err, "timed out"));
+    close(fd);
+    /* nobody listens there now */
+    k = zx_redis_open(&c, 100, err, sizeof(err));
+    CHECK(k == NULL && strstr(err, "connect to 127.0.0.1:"));
+}
+
 int main(void)
 {
     test_templates();
     test_escape();
     test_addresses();
     test_replies();
+    test_silent_server();
     if (failures)
         printf("%d check(s) failed\n", failures);
     else

@@ -276,6 +276,7 @@ int zx_redis_exchange(zx_redis_conn *k, const char *out, size_t outlen, size_t n
         if (r == 1) {
             if (fn(ctx, got++, &rep) < 0)
                 return -1;
+            deadline = now_ms() + k->timeout_ms;
             continue;
         }
         short want_w = 0, want_r = 0;
@@ -308,11 +309,14 @@ int zx_redis_exchange(zx_redis_conn *k, const char *out, size_t outlen, size_t n
                 return -1;
             progress = 1;
         }
-        if (progress)
+        if (progress) {
+            deadline = now_ms() + k->timeout_ms;   /* each wait is bounded */
             continue;
+        }
         int w = wait_fd(k->fd, (short)(want_r | want_w | POLLIN), deadline);
         if (w == 0) {
-            snprintf(err, errlen, "%s: no reply within %lld ms (%zu of %zu replies came)",
+            snprintf(err, errlen, "%s: nothing sent or received for %lld ms (%zu of %zu "
+                     "replies came)",
                      k->where, (long long)k->timeout_ms, got, nreplies);
             return -1;
         }

@@ -10,7 +10,9 @@
  * error text is passed on: Redis never echoes a password).
  *
  * It must never: log, keep a copy of the password beyond zx_redis_open,
- * or wait longer than the timeout it was given on any one exchange.
+ * or wait longer than the timeout it was given for any one byte.  (The
+ * name is resolved with getaddrinfo, which has no deadline of its own:
+ * give an address, or a name /etc/hosts or a near resolver answers.)
  */
 #ifndef ZX_DEST_REDIS_CONN_H
 #define ZX_DEST_REDIS_CONN_H
@@ -41,9 +43,10 @@ typedef int (*zx_redis_reply_fn)(void *ctx, size_t i, const zx_redis_reply *r);
 /* Pipeline: send the encoded commands out[0..outlen) (RESP, several
  * commands), reading the replies while sending, until nreplies came.  An
  * error reply is a reply (the callback decides).  0; -1 with err when the
- * connection failed, timed out (timeout_ms from the start), or the server
- * sent what cannot be read: the connection is of no further use (close
- * it). */
+ * connection failed, timed out (timeout_ms without a byte sent or
+ * received: each wait is bounded, not the whole exchange, whose replies
+ * are bounded in size), or the server sent what cannot be read: the
+ * connection is of no further use (close it). */
 int zx_redis_exchange(zx_redis_conn *k, const char *out, size_t outlen, size_t nreplies,
                       zx_redis_reply_fn fn, void *ctx, char *err, size_t errlen);
 
