@@ -203,3 +203,16 @@ def test_mirror_template_must_use_key_columns_only(sync_env, redis_service):
                        env=z.env, timeout=60)
     assert p.returncode != 0
     assert "mode mirror deletes keys by the sync's key columns only" in p.stderr + p.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading another process's memory needs root")
+@pytest.mark.skipif("ASAN_OPTIONS" in os.environ,
+                    reason="a scan of an ASan process's memory says nothing of zx's buffers")
+def test_the_password_is_in_no_other_process(sync_env, redis_service):
+    from test_worker_secrets import memory_has
+    z = redis_zxd(sync_env, redis_service, {"key": prefix() + ":{id}"})
+    assert z.run("c")["rows_sent"] == 3
+    pw = redis_service["PASSWORD"].encode()
+    pids = z.pids()
+    for role in ("web", "writer", "gateway"):
+        assert memory_has(pids[role], [pw])[pw] == 0, f"{role} holds the redis password"
