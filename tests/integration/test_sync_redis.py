@@ -180,6 +180,7 @@ def test_a_wrongtype_key_refuses_that_row_only_and_the_next_run_resends_it(
     rec = z.run("c", check=False)
     assert rec["rows_failed"] == 1 and rec["rows_sent"] == 3, rec
     assert "WRONGTYPE" in rec.get("first_error", ""), rec
+    assert f"key {p}:order:2:" in rec["first_error"], rec
     assert r.hget(f"{p}:order:1", "name") == b"apple"
     assert r.hget(f"{p}:order:3", "name") == b"fig"
     assert r.type(f"{p}:order:2") == b"list"

@@ -44,7 +44,9 @@ typedef struct rstate {
     zx_dcol *kcols;               /* the key columns as columns */
     zx_buf out, key, scratch, json;
     uint32_t *cmd_row;            /* per command of the pipeline: its row */
-    size_t ncmd, capcmd;
+    size_t *cmd_key;              /* and where its key starts in keys */
+    size_t ncmd, capcmd, capkey;
+    zx_buf keys;                  /* the pipeline's keys, each NUL-ended */
     unsigned char *refused;       /* per row of the batch: refused already */
     size_t caprefused;
     zx_value *vals;               /* one row's values */
@@ -141,8 +143,17 @@ static int dred_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats,
 static int add_cmd(rstate *s, uint32_t row, int argc, const char **argv, const size_t *lens)
 {
     if (zx_grow_to(&s->cmd_row, s->ncmd + 1, &s->capcmd, sizeof(*s->cmd_row), 256) < 0 ||
+        zx_grow_to(&s->cmd_key, s->ncmd + 1, &s->capkey, sizeof(*s->cmd_key), 256) < 0 ||
         zx_redis_encode(&s->out, argc, argv, lens) < 0)
         return -1;
+    /* the key, for messages: a row's commands share it */
+    if (!s->ncmd || s->cmd_row[s->ncmd - 1] != row || s->keys.len == 0) {
+        s->cmd_key[s->ncmd] = s->keys.len;
+        if (zx_buf_put(&s->keys, s->key.p, s->key.len + 1) < 0)
+            return -1;
+    } else {
+        s->cmd_key[s->ncmd] = s->cmd_key[s->ncmd - 1];
+    }
     s->cmd_row[s->ncmd++] = row;
     return 0;
 }
@@ -166,8 +177,8 @@ static int on_reply(void *ctx, size_t i, const zx_redis_reply *r)
 {
     rstate *s = ctx;
     if (r->type == ZX_REDIS_R_ERROR && i < s->ncmd) {
-        char m[400];
-        snprintf(m, sizeof(m), "row refused by the server: %s", r->text);
+        char m[450];
+        snprintf(m, sizeof(m), "key %.150s: %s", s->keys.p + s->cmd_key[i], r->text);
         refuse(s, s->cmd_row[i], m);
     }
     return 0;
@@ -189,6 +200,7 @@ static int flush(rstate *s, char *err, size_t errlen)
     s->st->batches++;
     s->st->bytes += s->out.len;
     zx_buf_reset(&s->out);
+    zx_buf_reset(&s->keys);
     s->ncmd = 0;
     return 0;
 }
@@ -234,6 +246,8 @@ static int make_key(rstate *s, const zx_redis_tpl *t, const zx_dcol *cols, uint3
 
 static int grow_refused(rstate *s, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (n > s->caprefused) {
         unsigned char *p = realloc(s->refused, n);
         if (!p)
@@ -353,6 +367,7 @@ static int send_rows(rstate *s, const zx_rowset *rs, int deleting, char *err, si
     if (grow_refused(s, rs->nrows) < 0)
         return zx_seterr(err, errlen, "out of memory");
     zx_buf_reset(&s->out);
+    zx_buf_reset(&s->keys);
     s->ncmd = 0;
     uint32_t per = s->o->batch_rows ? s->o->batch_rows : 1000, start = 0;
     const zx_redis_tpl *t = deleting ? &s->ktpl : &s->tpl;
@@ -429,6 +444,8 @@ static void dred_close(void *state)
     zx_buf_free(&s->json);
     free(s->kcols);
     free(s->cmd_row);
+    free(s->cmd_key);
+    zx_buf_free(&s->keys);
     free(s->refused);
     free(s->vals);
     free(s);
