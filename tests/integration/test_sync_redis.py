@@ -217,3 +217,15 @@ def test_the_password_is_in_no_other_process(sync_env, redis_service):
     pids = z.pids()
     for role in ("web", "writer", "gateway"):
         assert memory_has(pids[role], [pw])[pw] == 0, f"{role} holds the redis password"
+
+
+def test_tls_checks_the_servers_certificate(sync_env, redis_service):
+    """Without the test CA (the system's CAs), the handshake fails and the
+    run says why."""
+    if "TLS_ADDR" not in redis_service:
+        pytest.skip("this redis-server has no TLS")
+    z = redis_zxd(sync_env, redis_service, {"key": prefix() + ":{id}"},
+                  conn={"address": "rediss://" + redis_service["TLS_ADDR"]})
+    rec = z.run("c", check=False)
+    assert rec["state"] == "failed", rec
+    assert "TLS handshake" in rec["error"] and "certificate" in rec["error"], rec
