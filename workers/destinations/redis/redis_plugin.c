@@ -222,8 +222,8 @@ const zx_plugin zx_plugin_dest_redis = {
      "pipelined, `batch_rows` rows a round trip, each wait bounded. Not a "
      "transaction: a run's batches are visible as they are sent, and a run that fails "
      "is sent again in full by the next. A command the server refuses on its own "
-     "(`WRONGTYPE`: the key holds another type; `NOPERM`: the ACL user may not write "
-     "it) refuses its row only: the rest is delivered, the run counts it (`zxctl "
+     "(`WRONGTYPE`: with `hset`, the key holds another type, which `set` would replace; "
+     "`NOPERM`: the ACL user may not write it) refuses its row only: the rest is delivered, the run counts it (`zxctl "
      "runs`) and the next run sends it again. `mode: replace` is refused (Redis has no "
      "table to replace).",
     .options = options,
