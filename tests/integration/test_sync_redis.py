@@ -5,7 +5,8 @@ real Redis 7 (tests/services/redis), read back with redis-py: rows as JSON
 number, invalidation (DEL) of changed and deleted keys in mirror mode, an
 ACL user, TLS, a wrong password (a clear error that never holds it), and
 a command the server refuses for one row (WRONGTYPE): that row only is
-refused, and the next run sends it again.  On both workspace backends.
+refused, and the next run sends it again; a connection lost mid-run fails
+the run, and the next sends everything.  On both workspace backends.
 """
 
 import json
@@ -229,3 +230,74 @@ def test_tls_checks_the_servers_certificate(sync_env, redis_service):
     rec = z.run("c", check=False)
     assert rec["state"] == "failed", rec
     assert "TLS handshake" in rec["error"] and "certificate" in rec["error"], rec
+
+
+class CuttingProxy:
+    """A TCP proxy to Redis that closes each connection once the client
+    sent more than `cut` bytes (None: never), to lose a server mid-run."""
+
+    def __init__(self, upstream):
+        import socket
+        import threading
+        self.upstream = upstream
+        self.cut = None
+        self.ls = socket.create_server(("127.0.0.1", 0))
+        self.addr = "127.0.0.1:%d" % self.ls.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            host, port = self.upstream.rsplit(":", 1)
+            u = socket.create_connection((host, int(port)))
+            cut = self.cut
+            threading.Thread(target=self._pipe, args=(c, u, cut), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c, None), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b, cut):
+        sent = 0
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                if cut is not None and sent + len(d) > cut:
+                    break
+                b.sendall(d)
+                sent += len(d)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(2)
+            except OSError:
+                pass
+
+    def close(self):
+        self.ls.close()
+
+
+def test_a_connection_lost_mid_run_fails_it_and_the_next_run_sends_everything(
+        sync_env, redis_service, request):
+    proxy = CuttingProxy(redis_service["ADDR"])
+    request.addfinalizer(proxy.close)
+    proxy.cut = 3000                    # AUTH and a few batches, then gone
+    p = prefix()
+    rows = [(i, "n%d" % i, i, None) for i in range(1, 201)]
+    z = redis_zxd(sync_env, redis_service, {"key": p + ":{id}", "batch_rows": 10},
+                  conn={"address": proxy.addr}, rows=rows)
+    rec = z.run("c", check=False)
+    assert rec["state"] == "failed" and "closed the connection" in rec["error"], rec
+    assert rec["batches_failed"] == 1 and rec["batches"] >= 1, rec
+    r = client(redis_service)
+    assert 0 < len(r.keys(p + ":*")) < 200
+    proxy.cut = None
+    rec = z.run("c")
+    assert rec["rows_sent"] == 200, rec
+    assert len(r.keys(p + ":*")) == 200
