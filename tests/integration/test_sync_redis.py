@@ -5,8 +5,9 @@ real Redis 7 (tests/services/redis), read back with redis-py: rows as JSON
 number, invalidation (DEL) of changed and deleted keys in mirror mode, an
 ACL user, TLS, a wrong password (a clear error that never holds it), and
 a command the server refuses for one row (WRONGTYPE): that row only is
-refused, and the next run sends it again; a connection lost mid-run fails
-the run, and the next sends everything.  On both workspace backends.
+refused, and the next run sends it again; a batch whose connection is
+lost goes again on a new one, and a server lost for good fails the run,
+the next sending everything.  On both workspace backends.
 """
 
 import json
@@ -233,14 +234,16 @@ def test_tls_checks_the_servers_certificate(sync_env, redis_service):
 
 
 class CuttingProxy:
-    """A TCP proxy to Redis that closes each connection once the client
-    sent more than `cut` bytes (None: never), to lose a server mid-run."""
+    """A TCP proxy to Redis that closes a connection once the client sent
+    more than its cut of bytes: the next of `cuts` for each new connection,
+    then `cut` (None: never), to lose a server mid-run."""
 
     def __init__(self, upstream):
         import socket
         import threading
         self.upstream = upstream
         self.cut = None
+        self.cuts = []
         self.ls = socket.create_server(("127.0.0.1", 0))
         self.addr = "127.0.0.1:%d" % self.ls.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -255,7 +258,7 @@ class CuttingProxy:
                 return
             host, port = self.upstream.rsplit(":", 1)
             u = socket.create_connection((host, int(port)))
-            cut = self.cut
+            cut = self.cuts.pop(0) if self.cuts else self.cut
             threading.Thread(target=self._pipe, args=(c, u, cut), daemon=True).start()
             threading.Thread(target=self._pipe, args=(u, c, None), daemon=True).start()
 
@@ -283,18 +286,36 @@ class CuttingProxy:
         self.ls.close()
 
 
-def test_a_connection_lost_mid_run_fails_it_and_the_next_run_sends_everything(
+def test_a_batch_whose_connection_is_lost_goes_again_on_a_new_one(
         sync_env, redis_service, request):
     proxy = CuttingProxy(redis_service["ADDR"])
     request.addfinalizer(proxy.close)
-    proxy.cut = 3000                    # AUTH and a few batches, then gone
+    proxy.cuts = [3000]                 # the first connection: AUTH, a few batches
+    p = prefix()
+    rows = [(i, "n%d" % i, i, None) for i in range(1, 201)]
+    z = redis_zxd(sync_env, redis_service, {"key": p + ":{id}", "batch_rows": 10},
+                  conn={"address": proxy.addr}, rows=rows)
+    rec = z.run("c")
+    assert rec["rows_sent"] == 200 and rec["batches_retried"] == 1, rec
+    assert rec["batches"] == 20 and rec["batches_failed"] == 0, rec
+    assert "closed the connection" in rec["first_error"], rec
+    assert len(client(redis_service).keys(p + ":*")) == 200
+
+
+def test_a_connection_lost_for_good_fails_the_run_and_the_next_sends_everything(
+        sync_env, redis_service, request):
+    proxy = CuttingProxy(redis_service["ADDR"])
+    request.addfinalizer(proxy.close)
+    proxy.cuts = [3000]                 # the first connection: AUTH, a few batches;
+    proxy.cut = 100                     # the others die in their first batch
     p = prefix()
     rows = [(i, "n%d" % i, i, None) for i in range(1, 201)]
     z = redis_zxd(sync_env, redis_service, {"key": p + ":{id}", "batch_rows": 10},
                   conn={"address": proxy.addr}, rows=rows)
     rec = z.run("c", check=False)
     assert rec["state"] == "failed" and "closed the connection" in rec["error"], rec
-    assert rec["batches_failed"] == 1 and rec["batches"] >= 1, rec
+    assert rec["batches_failed"] == 1 and rec["batches_retried"] == 2, rec
+    assert rec["batches"] >= 1, rec
     r = client(redis_service)
     assert 0 < len(r.keys(p + ":*")) < 200
     proxy.cut = None

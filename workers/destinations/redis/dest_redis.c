@@ -8,10 +8,11 @@
  * deleted (DEL).  Commands are pipelined, batch_rows rows per round trip
  * (redis_conn.h).
  *
- * Not a transaction: each batch is visible once its replies came; a run
- * that fails part way has changed the keys of the batches sent (the run
- * records no hashes then, so the next run sends them all again: setting
- * a key twice is harmless).  A command refused on its own (WRONGTYPE: the
+ * Not a transaction: each batch is visible once its replies came; a batch
+ * whose connection fails is sent again on a new one (twice at most: every
+ * command may be applied twice); a run that fails part way has changed
+ * the keys of the batches sent (the run records no hashes then, so the
+ * next run sends them all again: setting a key twice is harmless).  A command refused on its own (WRONGTYPE: the
  * key holds another type; NOPERM: the ACL user may not touch that key;
  * OOM) refuses its row (zx_dest_row_failed) or key (zx_dest_key_failed),
  * and the rest of the batch goes on: the next run sends it again.
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "formats/textrows.h"
@@ -184,18 +186,37 @@ static int on_reply(void *ctx, size_t i, const zx_redis_reply *r)
     return 0;
 }
 
-/* Send the pipeline (the commands of the rows since the last flush).  0 or -1. */
+/* Send the pipeline (the commands of the rows since the last flush).  A
+ * connection that fails (or a reply that cannot be read) is opened again
+ * and the whole batch sent again, RETRIES times at most, after a pause:
+ * every command zx sends may be applied twice (SET, HSET, HDEL, PEXPIRE,
+ * DEL).  0 or -1. */
+#define RETRIES 2
 static int flush(rstate *s, char *err, size_t errlen)
 {
+    static const unsigned pause_ms[RETRIES] = {100, 1000};
     if (!s->ncmd)
         return 0;
-    char e[600];
-    if (zx_redis_exchange(s->k, s->out.p, s->out.len, s->ncmd, on_reply, s, e, sizeof(e)) < 0) {
-        s->st->batches_failed++;
-        char m[900];
+    char e[600], m[900];
+    for (int attempt = 0;; attempt++) {
+        if (!s->k)
+            s->k = zx_redis_open(s->c, s->timeout_ms, e, sizeof(e));
+        if (s->k &&
+            zx_redis_exchange(s->k, s->out.p, s->out.len, s->ncmd, on_reply, s, e,
+                              sizeof(e)) == 0)
+            break;
+        zx_redis_close(s->k);       /* of no further use */
+        s->k = NULL;
         snprintf(m, sizeof(m), "%.200s: %.600s", s->what, e);
         zx_dest_note_error(s->st, m);
-        return zx_seterr(err, errlen, "%s", m);
+        if (attempt == RETRIES) {
+            s->st->batches_failed++;
+            return zx_seterr(err, errlen, "%s", m);
+        }
+        s->st->batches_retried++;
+        struct timespec ts = {.tv_sec = pause_ms[attempt] / 1000,
+                              .tv_nsec = (long)(pause_ms[attempt] % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
     }
     s->st->batches++;
     s->st->bytes += s->out.len;
