@@ -37,6 +37,7 @@ stop_services() {
     tests/services/kinesalite stop >/dev/null 2>&1 || true
     tests/services/iceberg-rest stop >/dev/null 2>&1 || true
     tests/services/opensearch stop >/dev/null 2>&1 || true
+    tests/services/redis stop >/dev/null 2>&1 || true
 }
 trap stop_services EXIT
 
@@ -134,6 +135,7 @@ tests/services/kafka start 3.9
 tests/services/kinesalite start
 tests/services/iceberg-rest start
 tests/services/opensearch start
+tests/services/redis start
 
 echo "== [${SECONDS}s] end-to-end tests (pytest)"
 # ZX_HEAVY_TESTS: the long crash and multi-instance runs (a million Kafka

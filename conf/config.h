@@ -166,8 +166,6 @@ typedef struct zx_conf_connection {
     /* OpenSearch / Elasticsearch (workers/destinations/opensearch/
      * opensearch_plugin.c): kind opensearch; NULL / 0 for other kinds */
     char *os_url;            /* `url`: the cluster's base URL (http[s]://host:port[/prefix]) */
-    char *os_username;       /* `username`: HTTP basic authentication; NULL: none */
-    char *os_password;       /* `password`: secret, with username */
     char *os_api_key;        /* `api_key`: secret, sent as "Authorization:
                                 ApiKey <it>"; NULL: none */
     char *os_ca_file;        /* `ca_file`: PEM CA bundle, absolute; NULL: the system's */
@@ -185,6 +183,13 @@ typedef struct zx_conf_connection {
     char *http_ca;           /* http: a PEM CA bundle (absolute); NULL: the
                                 system's */
     int http_insecure;       /* http: 1: no certificate check (tests only) */
+    /* redis (workers/destinations/redis/redis_plugin.c); NULL / 0 for
+     * other kinds.  Its TLS files are tls_ca, tls_cert, tls_key. */
+    char *address;           /* redis: host:port, or redis:// / rediss:// URL */
+    uint32_t db;             /* redis: the database number (SELECT) */
+    char *username;          /* redis: an ACL user (NULL: default); opensearch:
+                                HTTP basic authentication (NULL: none) */
+    char *password;          /* redis, opensearch: secret (as sasl_password) */
     int read_only;           /* `read_only: true`: reverse syncs never
                                 write to it (a destination refuses it at
                                 open); 0 (default) */

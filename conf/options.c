@@ -80,7 +80,8 @@ const zx_cf_section zx_cf_sections[] = {
      "reverse sync's `destination.iceberg`; `kind: opensearch`, an OpenSearch or "
      "Elasticsearch cluster, for a reverse sync's `destination.opensearch`; "
      "`kind: http`, an HTTP API (its base URL and headers), for a reverse sync's "
-     "`destination.http`. "
+     "`destination.http`; `kind: redis`, a Redis server, for a reverse sync's "
+     "`destination.redis`. "
      "Each option applies to the kinds its *Kinds* column names; given to "
      "another kind it is an error."},
     {"connections.<name>.sasl", ZX_CF_CONNECTION, 0, NULL,
@@ -89,8 +90,9 @@ const zx_cf_section zx_cf_sections[] = {
      "then required."},
     {"connections.<name>.tls", ZX_CF_CONNECTION, 0, NULL,
      "TLS files (PEM) of a `kafka` connection, for `security: ssl` or "
-     "`sasl_ssl` (and only then); without `ca` the system's CA store is "
-     "used. Paths are relative to the config file's folder, and each file "
+     "`sasl_ssl` (and only then), or of a `redis` connection (`ca` or `cert` "
+     "written, or a `rediss://` address, makes it TLS); without `ca` the "
+     "system's CA store is used. Paths are relative to the config file's folder, and each file "
      "must be readable when the configuration is loaded. (A `postgres` "
      "connection takes its TLS settings in its `dsn`: `sslmode`, "
      "`sslrootcert`, ...)"},
@@ -339,7 +341,8 @@ const zx_cf_option zx_cf_options[] = {
      "Data Catalog, and `s3tables`: an Amazon S3 Tables table bucket, the "
      "catalogs of Iceberg tables reverse syncs write. `opensearch`: an OpenSearch "
      "or Elasticsearch cluster, whose indices reverse syncs write. `http`: an HTTP "
-     "API reverse syncs send rows to."},
+     "API reverse syncs send rows to. `redis`: a Redis server, whose keys reverse "
+     "syncs write."},
     {.section = "connections.<name>", .name = "dsn", .type = ZX_CF_DSN,
      .offset = CONN(dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,
      .sources = zx_cf_dsn_kinds,

@@ -297,6 +297,10 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                 zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
                             "kind %s; an s3:// path needs kind %s", p->name, w.option,
                             cn->name, cn->kind ? cn->kind : "(none)", ZX_AWS_CONN_KIND);
+            else if (w.conn_kinds && cn->read_only)
+                /* a destination reached through a connection of its own kind */
+                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is "
+                            "read_only: zx never writes to it", p->name, w.option, cn->name);
             else
                 p->dest_conn = cn;      /* the bucket's or broker's: its worker keeps
                                            its secrets */

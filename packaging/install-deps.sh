@@ -18,6 +18,8 @@
 # libpq-dev is a build dependency: the PostgreSQL workspace links libpq.
 # Avro messages: libavro-dev (avro-c, schemas) and libcurl4-openssl-dev (the
 # schema registry client, common/schema_registry.c).
+# The Redis destination: libhiredis-dev (its protocol code; TLS is zx's own
+# OpenSSL) and, for tests/services/redis, redis-server (7.0 on Debian 12).
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
@@ -25,10 +27,10 @@ set -euo pipefail
 BUILD_PKGS="gcc pkg-config meson ninja-build libevent-dev libmsgpack-dev liblmdb-dev
 libyaml-dev libsqlite3-dev libjansson-dev zlib1g-dev librdkafka-dev libpq-dev
 libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
-libavro-dev libcurl4-openssl-dev"
+libavro-dev libcurl4-openssl-dev libhiredis-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless default-jdk-headless maven openssl kcat
-postgresql-15 mariadb-server ccache"
+postgresql-15 mariadb-server ccache redis-server"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
@@ -181,6 +183,12 @@ assert v(deltalake) >= (1, 4, 2) and v(polars) >= (2, 1)' 2>/dev/null; then
         pip_setup
         echo "zx: installing opensearch-py from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "opensearch-py>=2.4"
+    fi
+    # The Redis destination's tests read Redis back with redis-py.
+    if ! python3 -c 'import redis' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing redis (redis-py) from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "redis>=5"
     fi
     # kinesalite (tests/services/kinesalite) runs on Node.js with npm: the
     # machine's own when it has them (NodeSource's nodejs bundles npm and

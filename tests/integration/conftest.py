@@ -1042,6 +1042,25 @@ def opensearch():
     return lines
 
 
+REDIS_SERVICE = os.path.join(REPO, "tests", "services", "redis")
+
+
+@pytest.fixture(scope="session")
+def redis_service():
+    """The Redis server of tests/services/redis, started once per session
+    and left running (test.sh stops it): its lines as a dict (ADDR,
+    TLS_ADDR and CA when it has TLS, PASSWORD, ACL_USER, ACL_PASSWORD,
+    ...)."""
+    p = subprocess.run([REDIS_SERVICE, "start"], capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        pytest.fail(f"tests/services/redis start failed ({p.returncode}):\n{p.stderr[-4000:]}")
+    lines = dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)
+    for k in ("ADDR", "PORT", "PASSWORD", "ACL_USER", "ACL_PASSWORD"):
+        assert k in lines, f"tests/services/redis start printed no {k}=: {p.stdout!r}"
+    return lines
+
+
 @pytest.fixture
 def tmpdir_short():
     root = _mkroot()

@@ -482,7 +482,7 @@ static void test_pg_cdc_errors(void)
     EXPECT_AT(2, "dsn: ", "dsn must not be empty");
     c = LOADB("connections:\n  pg: {kind: postgress, dsn: host=db1}\n");
     EXPECT_AT(2, "kind: ", "invalid kind 'postgress': expected one of: kafka, postgres, "
-              "aws, mysql, sqlite, iceberg_rest, glue, s3tables, opensearch, http (did you mean "
+              "aws, mysql, sqlite, iceberg_rest, glue, s3tables, opensearch, http, redis (did you mean "
               "'postgres'?)");
     CHECK(e.n == 1);   /* nothing else: the kind is unknown */
 

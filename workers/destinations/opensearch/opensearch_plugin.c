@@ -56,13 +56,8 @@ static const zx_cf_option options[] = {
      .def_doc = "**required** with `opensearch`", .offset = CONN(os_url), .flags = ZX_CF_TOKEN,
      .help = "opensearch: the cluster's base URL (`https://search.example:9200`, "
      "`http://127.0.0.1:9200`, or with a path prefix of a proxy)."},
-    {.section = "connections.<name>", .name = "username", .type = ZX_CF_STRING,
-     .def_doc = "none", .offset = CONN(os_username),
-     .help = "opensearch: the user of HTTP basic authentication (the security "
-     "plug-in's internal users, or Elasticsearch's native realm)."},
-    {.section = "connections.<name>", .name = "password", .type = ZX_CF_STRING,
-     .def_doc = "none", .offset = CONN(os_password), .flags = ZX_CF_SECRET,
-     .help = "opensearch: `username`'s password. Prefer `${env:NAME}` or `${file:PATH}`."},
+    /* username and password: one row each for redis and opensearch
+     * (redis_plugin.c) */
     {.section = "connections.<name>", .name = "api_key", .type = ZX_CF_STRING,
      .def_doc = "none", .offset = CONN(os_api_key), .flags = ZX_CF_SECRET,
      .help = "opensearch: an API key, sent as `Authorization: ApiKey <api_key>` "

@@ -25,6 +25,8 @@ static const char *const securities[] = {"plaintext", "ssl", "sasl_plaintext",
                                          "sasl_ssl", NULL};
 static const char *const mechanisms[] = {"PLAIN", "SCRAM-SHA-256",
                                          "SCRAM-SHA-512", NULL};
+/* the tls files: kafka's, and redis connections' (redis_plugin.c) */
+static const char *const tls_kinds[] = {"kafka", "redis", NULL};
 static const char *const starts[] = {"oldest", "new", NULL};
 static const char *const topic_resets[] = {"restart", "fail", NULL};
 /* order = ZX_ENC_* of kafka_opts.h, and zx_wire_mode of
@@ -90,18 +92,18 @@ static const zx_cf_option options[] = {
      .help = "The password. Prefer `${env:NAME}` or `${file:PATH}` to keep "
      "it out of the file."},
     {.section = "connections.<name>.tls", .name = "ca", .type = ZX_CF_PATH,
-     .def_doc = "the system's CA store", .offset = CONN(tls_ca),
+     .def_doc = "the system's CA store", .offset = CONN(tls_ca), .sources = tls_kinds,
      .help = "CA certificate(s) that sign the brokers' certificates."},
     {.section = "connections.<name>.tls", .name = "cert", .type = ZX_CF_PATH,
-     .def_doc = "none", .offset = CONN(tls_cert),
+     .def_doc = "none", .offset = CONN(tls_cert), .sources = tls_kinds,
      .help = "Client certificate, for brokers that authenticate clients by "
      "TLS; needs `key`."},
     {.section = "connections.<name>.tls", .name = "key", .type = ZX_CF_PATH,
-     .def_doc = "none", .offset = CONN(tls_key),
+     .def_doc = "none", .offset = CONN(tls_key), .sources = tls_kinds,
      .help = "The client certificate's private key; needs `cert`."},
     {.section = "connections.<name>.tls", .name = "key_password",
      .type = ZX_CF_STRING, .def_doc = "none",
-     .offset = CONN(tls_key_password), .flags = ZX_CF_SECRET,
+     .offset = CONN(tls_key_password), .flags = ZX_CF_SECRET, .sources = tls_kinds,
      .help = "Password of an encrypted `key`."},
 
     {.section = "pipelines.<name>", .name = "topic", .type = ZX_CF_TOPIC,
