@@ -104,6 +104,8 @@ struct spipe {
     int64_t change_first_us;
     int64_t change_last_ms;
     int change_started;
+    uint64_t change_run_id;  /* the run answering the changes, until final */
+    unsigned change_fails;   /* such runs failed in a row (backoff) */
     uint32_t note_seq_seen;  /* seg's source_note_seq last fed */
     int64_t resumed_us;      /* it started with state stored before (the
                                 store's last commit of it, µs), 0: none

@@ -11,7 +11,11 @@
  *   - its first run is queued at start, or when the sync is added, for
  *     what changed while nothing watched.
  * A run keeps when the first change it answers was committed
- * (sync_run.change_us), for its change_latency_ms.
+ * (sync_run.change_us), for its change_latency_ms.  A run answering
+ * changes that fails (a destination down, its worker killed) leaves them
+ * unanswered: they are marked again, and the next run waits
+ * min_interval doubled per failure in a row, at most CHANGE_BACKOFF_MAX_MS
+ * (never less than min_interval).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -24,6 +28,8 @@
 #include "workers/sources/source.h"
 #include "workers/syncs/sync_opts.h"
 #include "workers/syncs/sync_watch.h"
+
+#define CHANGE_BACKOFF_MAX_MS 300000
 
 static int on_change(const spipe *p)
 {
@@ -81,6 +87,20 @@ void sup_syncs_change_tick(sup *s)
             p->change_first_us = zx_now_us();
             p->change_last_ms = 0;
         }
+        if (p->change_run_id) {
+            sync_run *last = syncs_find_run(s, p->change_run_id);
+            if (!last || syncs_is_final(last)) {
+                int ok = last && !strcmp(last->state, "succeeded");
+                if (!ok && !p->change_pending) {
+                    /* the changes it answered are not delivered */
+                    p->change_pending = 1;
+                    p->change_first_us = last && last->change_us ? last->change_us
+                                                                 : zx_now_us();
+                }
+                p->change_fails = ok ? 0 : p->change_fails + 1;
+                p->change_run_id = 0;
+            }
+        }
         if (!p->change_pending)
             continue;
         sync_run *q = queued_run(s, p->name);
@@ -89,10 +109,24 @@ void sup_syncs_change_tick(sup *s)
             if (!q->change_us || q->change_us > p->change_first_us)
                 q->change_us = p->change_first_us;
             p->change_pending = 0;
+            if (!p->change_run_id)
+                p->change_run_id = q->id;
             continue;
         }
-        if (p->change_last_ms && now_ms - p->change_last_ms < (int64_t)so->min_interval_ms)
+        int64_t wait = so->min_interval_ms;
+        if (p->change_fails) {
+            /* failed in a row: doubled each time, from 1 s at least */
+            int64_t base = wait > 1000 ? wait : 1000;
+            wait = base << (p->change_fails < 9 ? p->change_fails : 9);
+            int64_t cap = so->min_interval_ms > CHANGE_BACKOFF_MAX_MS ? so->min_interval_ms
+                                                                      : CHANGE_BACKOFF_MAX_MS;
+            if (wait > cap)
+                wait = cap;
+        }
+        if (p->change_last_ms && now_ms - p->change_last_ms < wait)
             continue;
+        if (p->change_run_id)
+            continue;   /* the one in flight ends first: one queued at most */
         if (syncs_waiting(s, p->name) >= MAX_WAITING)
             continue;
         sync_run *r = syncs_new_run(s, p->name, "change", 0);
@@ -101,6 +135,7 @@ void sup_syncs_change_tick(sup *s)
         r->change_us = p->change_first_us;
         p->change_pending = 0;
         p->change_last_ms = now_ms;
+        p->change_run_id = r->id;
         zx_debug("event=run_on_change sync=%s run=%llu", p->name, (unsigned long long)r->id);
     }
 }
