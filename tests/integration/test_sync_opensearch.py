@@ -337,7 +337,8 @@ def test_the_configuration_is_checked(sync_env):
         (ok, {"index": "Upper"}, "is not an index name"),
         (ok, {"index": "_x"}, "is not an index name"),
         (ok, {"index": None}, "missing required field 'index'"),
-        (ok, {"connection": "nope"}, "unknown catalog connection 'nope'"),
+        (ok, {"connection": "nope"}, "unknown connection 'nope' (a search cluster, of kind "
+         "opensearch)"),
         (ok, {"batch_rows": 0}, "batch_rows"),
     ]
     for conn, dest, want in cases:

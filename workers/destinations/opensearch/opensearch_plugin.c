@@ -148,6 +148,7 @@ static void opensearch_where(const zx_conf_pipeline *p, zx_dest_where *w)
     w->format = NULL;
     w->connection = NULL;
     w->catalog = o ? o->connection : NULL;    /* checked of kind opensearch */
+    w->catalog_what = "a search cluster";
     w->option = "destination.opensearch";
     if (o && o->connection && o->index)
         snprintf(w->target, sizeof(w->target), "connection %s index %s", o->connection,
