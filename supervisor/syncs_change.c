@@ -15,7 +15,8 @@
  * changes that fails (a destination down, its worker killed) leaves them
  * unanswered: they are marked again, and the next run waits
  * min_interval doubled per failure in a row, at most CHANGE_BACKOFF_MAX_MS
- * (never less than min_interval).
+ * (never less than min_interval): a destination down is not hammered, and
+ * one back is written to within a minute.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@
 #include "workers/syncs/sync_opts.h"
 #include "workers/syncs/sync_watch.h"
 
-#define CHANGE_BACKOFF_MAX_MS 300000
+#define CHANGE_BACKOFF_MAX_MS 60000
 
 static int on_change(const spipe *p)
 {

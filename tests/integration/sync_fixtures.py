@@ -178,11 +178,11 @@ def make_sync_env(pg, workspace=None):
 
     class Env:
         @staticmethod
-        def zxd(syncs, authors, start=True, **kw):
+        def zxd(syncs, authors, start=True, cls=None, **kw):
             if workspace:
                 kw.setdefault("workspace", workspace)
             kw.setdefault("pg_user", sync_pg_role())
-            z = SyncZxd(_mkroot(), syncs, authors, **kw)
+            z = (cls or SyncZxd)(_mkroot(), syncs, authors, **kw)
             made.append(z)
             if start:
                 z.start()

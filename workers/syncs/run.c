@@ -142,6 +142,7 @@ static void cleanup(srun *r)
     zx_spill_close(&r->rows);
     zx_spill_close(&r->hashes);
     zx_spill_close(&r->deletes);
+    zx_spill_close(&r->pre);
     zx_keysort_free(r->keys);
     r->keys = NULL;
 }
@@ -153,7 +154,8 @@ static int sync_do(srun *r)
                                             : r->conf->sync_max_spill_bytes;
     if (zx_spill_open(&r->rows, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0 ||
         zx_spill_open(&r->hashes, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0 ||
-        zx_spill_open(&r->deletes, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0)
+        zx_spill_open(&r->deletes, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0 ||
+        zx_spill_open(&r->pre, r->tmpdir, &r->budget, serr, sizeof(serr)) < 0)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: %s", r->name, serr);
     if (!r->p->auth)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: author %s is not configured",
@@ -167,6 +169,8 @@ static int sync_do(srun *r)
         return r->hashed ? run_sample_marked(r) : 0;
     if (r->stream)
         return (!r->dest_begun && run_deliver_begin(r) < 0) || run_deliver_end(r) < 0 ? -1 : 0;
+    if (r->hashed && r->o->mode == ZX_MODE_MIRROR && r->inserted && run_prerecord(r) < 0)
+        return -1;
     if (run_deliver(r) < 0)
         return -1;
     if (r->hashed && run_record_hashes(r) < 0)

@@ -195,6 +195,11 @@ static int add_change(srun *r, const rkeys *k, int upd)
         zx_spill_put(&r->hashes, hrec, sizeof(hrec), k->kv, k->kvlen) < 0)
         return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot keep the row hashes in "
                          "%s: %s", r->name, r->tmpdir, strerror(errno));
+    /* mirror: a new key is recorded before it is sent (run_prerecord) */
+    if (!upd && !r->preview && !r->hashes_from_keys && r->o->mode == ZX_MODE_MIRROR &&
+        zx_spill_put(&r->pre, hrec, sizeof(hrec), k->kv, k->kvlen) < 0)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot keep the new keys in "
+                         "%s: %s", r->name, r->tmpdir, strerror(errno));
     return 0;
 }
 

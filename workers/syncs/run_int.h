@@ -76,6 +76,10 @@ typedef struct srun {
     zx_store *store;
     zx_spill_budget budget;       /* max_spill_bytes, every spill together */
     zx_spill rows, hashes, deletes;
+    zx_spill pre;                 /* mirror: the new keys, recorded (row hash
+                                     0: "sent, version unknown") before
+                                     anything is sent (run_prerecord) */
+    int prerecording;             /* run_record_hashes reads pre */
     zx_keysort *keys;
     int hashes_from_keys;         /* nothing was stored (each key new, none
                                      deleted) and the keys are in memory:
@@ -195,5 +199,14 @@ void run_failed_sort(srun *r);
 /* Hand the new hashes to the writer in row-hashes frames; returns once
  * each is published (the worker ends when the writer committed them). */
 int run_record_hashes(srun *r);
+
+/* Mirror: record each key new to the destination with row hash 0 and wait
+ * until the writer committed them, before anything is sent.  A run cut
+ * after sending some of them (its worker killed, zxd stopped, a commit
+ * whose hashes were never recorded) then leaves them known: the next run
+ * sends them again (0 matches no row hash) or, gone from the result,
+ * deletes them from the destination, which would otherwise keep them for
+ * ever. */
+int run_prerecord(srun *r);
 
 #endif

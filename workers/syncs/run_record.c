@@ -50,6 +50,8 @@ static int publish(srun *r, const zx_rowset *rs)
  * compare saw it.  1, 0 at the end, -1 (r->err set for the sorter). */
 static int next_record(srun *r, unsigned char prev[ZX_SYNC_KEYHASH_LEN], int *started)
 {
+    if (r->prerecording && !r->hashes_from_keys)
+        return zx_spill_get(&r->pre, &r->rec);
     if (!r->hashes_from_keys)
         return zx_spill_get(&r->hashes, &r->rec);
     for (;;) {
@@ -81,9 +83,28 @@ static int next_record(srun *r, unsigned char prev[ZX_SYNC_KEYHASH_LEN], int *st
     }
 }
 
+int run_prerecord(srun *r)
+{
+    r->prerecording = 1;
+    int rc = run_record_hashes(r);
+    r->prerecording = 0;
+    if (rc < 0)
+        return -1;
+    /* committed by the writer before anything is sent */
+    while (zx_src_acked_seq(r->rt) < zx_src_published_seq(r->rt)) {
+        if (zx_src_stopping(r->rt))
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: stopped before sending "
+                             "(zxd is stopping or the run was cancelled); nothing was sent",
+                             r->name);
+        zx_src_wait(r->rt, 50);
+    }
+    return 0;
+}
+
 int run_record_hashes(srun *r)
 {
-    run_set_phase(r, "recording");
+    if (!r->prerecording)
+        run_set_phase(r, "recording");
     run_put_status(r, "running");
     zx_rowset hs;
     zx_rowset_init(&hs);
@@ -92,7 +113,8 @@ int run_record_hashes(srun *r)
     size_t max_bytes = zx_src_max_frame(r->rt) / 4;
     unsigned char prev[ZX_SYNC_KEYHASH_LEN];
     int started = 0;
-    if (r->hashes_from_keys ? zx_keysort_rewind(r->keys) < 0 : zx_spill_rewind(&r->hashes) < 0)
+    if (r->hashes_from_keys ? zx_keysort_rewind(r->keys) < 0
+        : zx_spill_rewind(r->prerecording ? &r->pre : &r->hashes) < 0)
         rc = -1;
     run_failed_sort(r);
     while (rc == 0) {
@@ -102,6 +124,12 @@ int run_record_hashes(srun *r)
             break;
         }
         const size_t put_min = ZX_SYNC_KEYHASH_LEN + sizeof(keyrec);
+        if (g == 1 && r->prerecording && r->rec.len >= put_min) {
+            keyrec kr;   /* sent, version unknown: 0 matches no row */
+            memcpy(&kr, r->rec.p + ZX_SYNC_KEYHASH_LEN, sizeof(kr));
+            kr.rh = 0;
+            memcpy(r->rec.p + ZX_SYNC_KEYHASH_LEN, &kr, sizeof(kr));
+        }
         if (g == 1 && r->rec.len >= ZX_SYNC_KEYHASH_LEN &&
             (r->nfailed_ord || r->nfailed_kh)) {
             /* refused by the destination: the old hash stays, so the next
