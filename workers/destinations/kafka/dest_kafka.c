@@ -38,6 +38,7 @@
 
 #include "common/kafka_client.h"
 #include "common/util.h"
+#include "workers/kafka_conn.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/kafka/kafka_dest_opts.h"
 #include "workers/destinations/kafka/kafka_avro.h"
@@ -99,17 +100,6 @@ static int64_t wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static zx_kafka_settings settings_of(const zx_conf_connection *c)
-{
-    return (zx_kafka_settings){
-        .brokers = c->brokers_csv, .security = c->security,
-        .sasl_mechanism = c->sasl_mechanism, .sasl_username = c->sasl_username,
-        .sasl_password = c->sasl_password, .tls_ca = c->tls_ca, .tls_cert = c->tls_cert,
-        .tls_key = c->tls_key, .tls_key_password = c->tls_key_password,
-        .prop_keys = c->prop_keys, .prop_values = c->prop_values, .nprops = c->nprops,
-    };
 }
 
 /* Delivery report (from rd_kafka_poll / flush, in this thread). */
@@ -205,7 +195,7 @@ static int kd_open(const zx_dest_args *a, void **state, char *err, size_t errlen
     d->topic = o->topic[0];
     /* its own `timeout` (default 30 s, the runs' network deadline) */
     d->timeout_ms = o->timeout_ms ? o->timeout_ms : a->deadline_ms > 0 ? a->deadline_ms : 30000;
-    zx_kafka_settings s = settings_of(a->conn);
+    zx_kafka_settings s = zx_kafka_conn_settings(a->conn);
     char desc[96];
     zx_kafka_describe(&s, desc, sizeof(desc));
     snprintf(d->where, sizeof(d->where), "sync %s: kafka topic %.64s on %.48s (%s)", a->sync,

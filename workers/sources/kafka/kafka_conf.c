@@ -7,38 +7,27 @@
 #include <string.h>
 
 #include "common/kafka_client.h"
+#include "workers/kafka_conn.h"
 #include "workers/sources/kafka/kafka_int.h"
-
-/* c's settings as the shared client takes them (borrowing c's strings). */
-static zx_kafka_settings settings_of(const zx_conf_connection *c)
-{
-    return (zx_kafka_settings){
-        .brokers = c->brokers_csv, .security = c->security,
-        .sasl_mechanism = c->sasl_mechanism, .sasl_username = c->sasl_username,
-        .sasl_password = c->sasl_password, .tls_ca = c->tls_ca, .tls_cert = c->tls_cert,
-        .tls_key = c->tls_key, .tls_key_password = c->tls_key_password,
-        .prop_keys = c->prop_keys, .prop_values = c->prop_values, .nprops = c->nprops,
-    };
-}
 
 rd_kafka_conf_t *kc_build(const zx_conf_connection *c, kc_seen *seen, char *err,
                           size_t errlen)
 {
-    zx_kafka_settings s = settings_of(c);
+    zx_kafka_settings s = zx_kafka_conn_settings(c);
     return zx_kafka_conf_new(&s, seen, err, errlen);
 }
 
 int kc_set(rd_kafka_conf_t *conf, const zx_conf_connection *c, int user_wins,
            const char *key, const char *val, char *err, size_t errlen)
 {
-    zx_kafka_settings s = settings_of(c);
+    zx_kafka_settings s = zx_kafka_conn_settings(c);
     return zx_kafka_conf_set(conf, &s, user_wins, key, val, err, errlen);
 }
 
 void kc_err_ctx(const zx_conf_connection *c, const char *group, const kc_seen *seen,
                 ke_ctx *out)
 {
-    zx_kafka_settings s = settings_of(c);
+    zx_kafka_settings s = zx_kafka_conn_settings(c);
     memset(out, 0, sizeof(*out));
     out->security = c->security;
     if (zx_kafka_is_sasl(&s)) {
@@ -52,6 +41,6 @@ void kc_err_ctx(const zx_conf_connection *c, const char *group, const kc_seen *s
 
 void kc_describe(const zx_conf_connection *c, char *out, size_t n)
 {
-    zx_kafka_settings s = settings_of(c);
+    zx_kafka_settings s = zx_kafka_conn_settings(c);
     zx_kafka_describe(&s, out, n);
 }
