@@ -33,7 +33,8 @@ Prints p50 and p99 per target and for "all three".
 
 Usage: outbound_bench.py [--throughput-only | --latency-only]
 Environment: ZX_BUILD_DIR, ZX_BENCH_ROWS, ZX_BENCH_RATE, ZX_BENCH_SECONDS,
-BENTO (the binary; else build_bento.sh's).
+ZX_BENCH_SYNC_BATCH (the HTTP sync's batch_rows, default 10000), BENTO (the
+binary; else build_bento.sh's).
 It never talks to anything but 127.0.0.1 and kills what it started.
 """
 import http.server
@@ -58,6 +59,9 @@ ZXCTL = os.path.join(BUILD, "zxctl", "zxctl")
 ROWS = int(os.environ.get("ZX_BENCH_ROWS", "1000000"))
 RATE = int(os.environ.get("ZX_BENCH_RATE", "1000"))
 SECONDS = int(os.environ.get("ZX_BENCH_SECONDS", "20"))
+# rows the sync hands its destination at a time (its `batch_rows`; default
+# 10000): the HTTP sender keeps `concurrency` requests in flight within one
+SYNC_BATCH = int(os.environ.get("ZX_BENCH_SYNC_BATCH", "10000"))
 
 
 def service(name):
@@ -295,6 +299,7 @@ pipelines:
     query: "{q}"
     mode: upsert
     key: [id]
+    batch_rows: {SYNC_BATCH}
     destination: {{http: {{connection: api, path: /items, body: array, batch_rows: 1000, concurrency: 4}}}}
 """
     z = Zxd(root, cfg)
