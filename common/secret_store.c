@@ -69,7 +69,7 @@ int zx_ss_name_ok(const char *name)
 
 static void key_id(const unsigned char key[ZX_SS_KEY_LEN], unsigned char id[KEY_ID_LEN])
 {
-    static const char label[] = "zx-secret-key-id";
+    static const char label[] = "zx_secret_key_id";
     unsigned char in[sizeof(label) - 1 + ZX_SS_KEY_LEN], md[SHA256_DIGEST_LENGTH];
     memcpy(in, label, sizeof(label) - 1);
     memcpy(in + sizeof(label) - 1, key, ZX_SS_KEY_LEN);
@@ -289,8 +289,8 @@ int zx_ss_parse(const char *text, size_t len, zx_secret_store **out, char *err, 
     }
     const char *fmt = json_string_value(json_object_get(root, "format"));
     json_t *ver = json_object_get(root, "version"), *secrets = json_object_get(root, "secrets");
-    if (!fmt || strcmp(fmt, "zx-secrets") != 0) {
-        fail(err, errlen, "not a zx secrets store (no \"format\": \"zx-secrets\")");
+    if (!fmt || strcmp(fmt, "zx_secret_store") != 0) {
+        fail(err, errlen, "not a zx secrets store (no \"format\": \"zx_secret_store\")");
         goto out;
     }
     if (!json_is_integer(ver) || json_integer_value(ver) != 1) {
@@ -419,7 +419,7 @@ static int gcm(int enc, const unsigned char key[ZX_SS_KEY_LEN],
     ok = ok && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, NONCE_LEN, NULL) == 1;
     ok = ok && EVP_CipherInit_ex(c, NULL, NULL, key, nonce, enc) == 1;
     /* the associated data: the name, so a value cannot move to another */
-    static const char pre[] = "zx-secret:";
+    static const char pre[] = "zx_secret_name:";
     ok = ok && EVP_CipherUpdate(c, NULL, &l, (const unsigned char *)pre, sizeof(pre) - 1) == 1;
     ok = ok && EVP_CipherUpdate(c, NULL, &l, (const unsigned char *)name, (int)strlen(name)) == 1;
     ok = ok && EVP_CipherUpdate(c, out, &l, in, (int)body) == 1;
@@ -578,7 +578,7 @@ int zx_ss_save(const zx_secret_store *s, const char *path, char *err, size_t err
     char *text = NULL;
     if (!root || !sec)
         goto oom;
-    json_object_set_new(root, "format", json_string("zx-secrets"));
+    json_object_set_new(root, "format", json_string("zx_secret_store"));
     json_object_set_new(root, "version", json_integer(1));
     if (s->have_id) {
         char kid[2 * KEY_ID_LEN + 1];

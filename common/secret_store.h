@@ -10,12 +10,12 @@
  * name is the associated data, so a value moved under another name fails
  * its check).  The store is JSON:
  *
- *   {"format": "zx-secrets", "version": 1, "key_id": "<16 hex>",
+ *   {"format": "zx_secret_store", "version": 1, "key_id": "<16 hex>",
  *    "secrets": {"crm_token": {"nonce": "<24 hex>", "data": "<base64 of
  *                 ciphertext and 16-byte tag>", "set_at": "<RFC 3339>"}}}
  *
  * key_id names the key the store was written under (the first 8 bytes of
- * SHA-256 of "zx-secret-key-id" and the key), so a store and a key that do
+ * SHA-256 of "zx_secret_key_id" and the key), so a store and a key that do
  * not belong together are told apart from a damaged value.  The store is
  * written whole, to a temporary file renamed into place, mode 0600.
  *

@@ -37,11 +37,11 @@ def decrypt(store_path, key_path, name):
         key = bytes.fromhex(f.read().strip())
     with open(store_path) as f:
         doc = json.load(f)
-    assert doc["format"] == "zx-secrets" and doc["version"] == 1
-    assert doc["key_id"] == hashlib.sha256(b"zx-secret-key-id" + key).digest()[:8].hex()
+    assert doc["format"] == "zx_secret_store" and doc["version"] == 1
+    assert doc["key_id"] == hashlib.sha256(b"zx_secret_key_id" + key).digest()[:8].hex()
     e = doc["secrets"][name]
     return AESGCM(key).decrypt(bytes.fromhex(e["nonce"]), base64.b64decode(e["data"]),
-                               b"zx-secret:" + name.encode()).decode()
+                               b"zx_secret_name:" + name.encode()).decode()
 
 
 def test_secret_push_key_lifecycle(make_zxd):
@@ -144,10 +144,10 @@ def test_rotation_cut_short_is_finished_by_running_it_again(make_zxd):
     with open(store_path) as f:
         doc = json.load(f)
     nonce = os.urandom(12)
-    doc["key_id"] = hashlib.sha256(b"zx-secret-key-id" + new).digest()[:8].hex()
+    doc["key_id"] = hashlib.sha256(b"zx_secret_key_id" + new).digest()[:8].hex()
     doc["secrets"]["k"]["nonce"] = nonce.hex()
     doc["secrets"]["k"]["data"] = base64.b64encode(
-        AESGCM(new).encrypt(nonce, b"v1", b"zx-secret:k")).decode()
+        AESGCM(new).encrypt(nonce, b"v1", b"zx_secret_name:k")).decode()
     with open(store_path, "w") as f:
         json.dump(doc, f)
     fd = os.open(key_path + ".new", os.O_WRONLY | os.O_CREAT, 0o600)

@@ -82,12 +82,12 @@ int main(void)
 
     /* the parser's refusals */
     static const char *const bad[] = {
-        "", "[]", "{}", "{\"format\":\"zx-secrets\",\"version\":2,\"secrets\":{}}",
-        "{\"format\":\"zx-secrets\",\"version\":1,\"secrets\":{\"a\":{}}}",
-        "{\"format\":\"zx-secrets\",\"version\":1,\"key_id\":\"zz\",\"secrets\":{}}",
-        "{\"format\":\"zx-secrets\",\"version\":1,\"key_id\":\"0011223344556677\","
+        "", "[]", "{}", "{\"format\":\"zx_secret_store\",\"version\":2,\"secrets\":{}}",
+        "{\"format\":\"zx_secret_store\",\"version\":1,\"secrets\":{\"a\":{}}}",
+        "{\"format\":\"zx_secret_store\",\"version\":1,\"key_id\":\"zz\",\"secrets\":{}}",
+        "{\"format\":\"zx_secret_store\",\"version\":1,\"key_id\":\"0011223344556677\","
         "\"secrets\":{\"a b\":{\"nonce\":\"000000000000000000000000\",\"data\":\"AAAA\"}}}",
-        "{\"format\":\"zx-secrets\",\"version\":1,\"key_id\":\"0011223344556677\","
+        "{\"format\":\"zx_secret_store\",\"version\":1,\"key_id\":\"0011223344556677\","
         "\"secrets\":{\"a\":{\"nonce\":\"00\",\"data\":\"AAAAAAAAAAAAAAAAAAAAAAAA\"}}}",
         NULL};
     for (int i = 0; bad[i]; i++) {
