@@ -285,7 +285,7 @@ static void pack_meta(msgpack_packer *pk, const zx_frame_meta *m, int ch, int kc
                      (m->dedup_key != NULL) + (m->dedup_hash != 0) +
                      (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0) +
                      (kc && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history) +
-                     (ch && m->inferred);
+                     (ch && m->inferred) + (m->kind != ZX_FRAME_HASHES && m->forward);
     msgpack_pack_map(pk, nmeta);
     if (kc && m->nkey_cols) {
         pack_key(pk, "kc");
@@ -308,6 +308,10 @@ static void pack_meta(msgpack_packer *pk, const zx_frame_meta *m, int ch, int kc
     }
     if (ch && m->inferred) {
         pack_key(pk, "ti");
+        msgpack_pack_uint32(pk, 1);
+    }
+    if (m->kind != ZX_FRAME_HASHES && m->forward) {
+        pack_key(pk, "fw");
         msgpack_pack_uint32(pk, 1);
     }
     if (m->ingested_at_us != 0) {
@@ -655,6 +659,11 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
             if (zx_fr_want_u64(r, &ti, "metadata ti") < 0)
                 return -1;
             m->inferred = ti != 0;
+        } else if (strcmp(kb, "fw") == 0) {
+            uint64_t fw = 0;
+            if (zx_fr_want_u64(r, &fw, "metadata fw") < 0)
+                return -1;
+            m->forward = fw != 0;
         } else if (zx_fr_skip(r) < 0) {
             return -1;
         }
@@ -863,6 +872,8 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
         m->history = 0;
         m->inferred = 0;
     }
+    if (m->kind == ZX_FRAME_HASHES)
+        m->forward = 0;
     /* the frame's column types are the truth (zx_rowset_add merged) */
     for (uint32_t c = 0; c < rs->ncols; c++)
         rs->cols[c].type = types[c];

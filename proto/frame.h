@@ -69,6 +69,12 @@
  *                                     inferred from its values
  *                         "hi" uint   changes frames: 1 = also append every
  *                                     change to <table>__changes
+ *                         "fw" uint   rows and changes frames: 1 = the
+ *                                     pipeline forwards what it applies
+ *                                     (`forward:`): the writer also keeps
+ *                                     the frame, as applied, in the
+ *                                     workspace's forward journal, in the
+ *                                     same transaction
  *                         "ti" uint   changes frames: 1 = some changes had
  *                                     no schema (Debezium events without
  *                                     one): their column types were
@@ -250,6 +256,7 @@ typedef struct zx_frame_meta {
     size_t ncol_types;
     int history;
     int inferred;               /* "ti" */
+    int forward;                /* "fw" (rows and changes frames) */
 } zx_frame_meta;
 
 /* Frames are encoded into a zx_buf (common/buf.h), owned by the caller. */
