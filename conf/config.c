@@ -303,6 +303,20 @@ static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
             }
             continue;
         }
+        /* a stream's `forward: {<destination>: {...}}` is walked as a
+         * destination's sub-section (the same rows, into dest_own), shown
+         * as written (conf/forward.c checks it) */
+        if (!strcmp(path, "pipelines.<name>") && !strcmp(k, "forward")) {
+            size_t fi;
+            if (find_section("pipelines.<name>.forward", &fi))
+                w->sec[fi] = vn;
+            ((zx_conf_pipeline *)base)->forward = 1;
+            if (ld->cur_src && !strcmp(ld->cur_src, "sync"))
+                continue;   /* refused as such (conf/forward.c) */
+            snprintf(subdisp, sizeof(subdisp), "%s.forward", disp);
+            walk_map(x, ld, "pipelines.<name>.destination", subdisp, entry, vn, base, w);
+            continue;
+        }
         child_path(sub, sizeof(sub), path, k);
         sec = strchr(k, '.') ? NULL : find_section(sub, &si);
         if (!sec || strchr(k, '<')) {
@@ -317,7 +331,10 @@ static void walk_map(zx_cf_ctx *x, cf_load *ld, const char *path,
             continue;
         }
         tpl = entry ? strstr(sub, "<name>") : NULL;
-        if (tpl)
+        if (entry && !strncmp(path, "pipelines.<name>.destination", 28) &&
+            strstr(disp, ".forward"))
+            snprintf(subdisp, sizeof(subdisp), "%s.%s", disp, k);
+        else if (tpl)
             snprintf(subdisp, sizeof(subdisp), "%.*s%s%s", (int)(tpl - sub),
                      sub, entry, tpl + 6);
         else
@@ -777,6 +794,7 @@ static void cf_finish(zx_cf_ctx *x, cf_load *ld, const zx_cf_where *w)
     zx_cf_check_templates(x, c);
     zx_cf_resolve_connections(x, c, ld->conn_node);
     zx_cf_resolve_syncs(x, c, NULL, NULL);
+    zx_cf_resolve_forwards(x, c);
     zx_cf_check_slots(x, c);
     if (c->pg_dsn && zx_dsn_is_mysql(c->pg_dsn))
         zx_cf_error_at(x, zx_cf_where_opt(w, "workspace.postgres", "dsn"),

@@ -317,7 +317,15 @@ typedef struct zx_conf_pipeline {
                                 {connection, table}` the plug-in of the
                                 connection's kind (set once connections are
                                 resolved: NULL before, and in checks).  NULL
-                                when none is written (streams) */
+                                when none is written.  A stream with
+                                `forward: {<its name>: {...}}` (forward set):
+                                where it forwards what it applies (today
+                                kafka only), the same plug-in and options
+                                as a sync's destination */
+    int forward;             /* a stream: 1 when `forward:` is written (its
+                                sub-section is walked as a destination's;
+                                conf/forward.c checks it and resolves
+                                dest_conn); 0 for every other pipeline */
     void *dest_own;          /* that plug-in's own options struct (its
                                 opts_size bytes, its ZX_CF_OWN rows set,
                                 e.g. workers/destinations/files/files_opts.h),
@@ -497,6 +505,9 @@ const zx_conf_apitoken *zx_conf_find_apitoken(const zx_conf *c, const char *name
 
 /* 1 when p is a reverse sync (`direction: out`), else 0. */
 int zx_conf_is_sync(const zx_conf_pipeline *p);
+/* 1 when p is a stream that forwards what it applies (`forward:`, checked:
+ * p->dest_plugin and p->dest_conn set), else 0. */
+int zx_conf_forwards(const zx_conf_pipeline *p);
 
 /* The folders files may be written to: roots[0] = exports, which gets
  * "<data_dir>/exports" (exlen bytes; ZX_CONF_EXPORTS_MAX is enough), then
@@ -809,6 +820,15 @@ void zx_cf_check_templates(zx_cf_ctx *x, const zx_conf *c);
 void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c,
                          const yaml_node_t *const *dest_conn_node,
                          const yaml_node_t *const *syncs_node);
+struct zx_dest_where;   /* conf/plugin.h */
+/* syncs.c: the connection a destination's dest_where names (w->connection,
+ * not NULL), checked and set into p->dest_conn, or an error through x. */
+void zx_cf_dest_connection(zx_cf_ctx *x, const zx_conf *c, zx_conf_pipeline *p,
+                           const struct zx_dest_where *w);
+/* forward.c: once connections are resolved, each stream's `forward:`
+ * (its destination's kind, its connection into dest_conn); `forward:` on
+ * a reverse sync is an error. */
+void zx_cf_resolve_forwards(zx_cf_ctx *x, zx_conf *c);
 /* Join the NULL-ended list l with sep into buf (truncated). */
 void zx_cf_join(char *buf, size_t len, const char *const *l, const char *sep);
 #endif /* ZX_CONF_INTERNAL */

@@ -179,6 +179,9 @@ static void check_own_sections(zx_cf_ctx *x, const zx_conf_pipeline *pl,
         if (strncmp(o->section, entry, elen) || o->section[elen] != '.' ||
             zx_cf_takes(o, pl->source))
             continue;
+        /* a stream's forward: its destination's rows (conf/forward.c) */
+        if (pl->forward && pl->dest_plugin && zx_cf_row_owner(o) == pl->dest_plugin)
+            continue;
         dot = strchr(sub, '.');
         tlen = (int)(dot ? (size_t)(dot - sub) : strlen(sub));
         snprintf(top, sizeof(top), "%s.%.*s", entry, tlen, sub);
@@ -242,7 +245,7 @@ void zx_cf_check_pipeline(zx_cf_ctx *x, const yaml_node_t *kn,
         zx_cf_run_check(x, kn, pl, w, src->check);
     /* and its destination plug-in's, when it wrote that one's sub-section
      * (a connection's table destination is known once connections are) */
-    if (pl->dest_plugin && zx_conf_is_sync(pl))
+    if (pl->dest_plugin && (zx_conf_is_sync(pl) || pl->forward))
         zx_cf_run_check(x, kn, pl, w, pl->dest_plugin->check);
 }
 

@@ -134,6 +134,18 @@ const zx_cf_section zx_cf_sections[] = {
      "sub-section of its own: `files` (a folder or a bucket), `delta` (a Delta "
      "Lake table) or `iceberg` (an Iceberg table through its catalog). Exactly "
      "one of them."},
+    {"pipelines.<name>.forward", ZX_CF_PIPELINE, 0, NULL,
+     "A stream (any source) also publishes what the writer applied: `forward: {kafka: "
+     "{connection, topic, format, key...}}` takes the options of the Kafka destination "
+     "(`pipelines.<name>.destination.kafka`). Each appended row is one message (op `c` "
+     "in the `debezium` format); each mirror change is one message with its operation "
+     "(`c`, `u`, `d` then a tombstone; a key move is a delete of the old key and a "
+     "create), keyed by the mirror's key (or `key`). Messages are made from the "
+     "writer's commits, never before: the writer keeps each applied frame in the "
+     "workspace table `_zx_forward` in the same transaction as its rows, and the "
+     "stream's worker publishes them in commit order and deletes them once the brokers "
+     "acknowledged them (at least once: a restart may publish the last ones again; "
+     "`source.seq` increases per key)."},
     {"pipelines.<name>.schema_registry", ZX_CF_PIPELINE, 0, NULL,
      "The schema registry of a Kafka stream with `format: debezium` and "
      "`encoding: avro` (Confluent's API, which Apicurio and Karapace also "

@@ -210,6 +210,36 @@ static int kind_in(const char *kind, const char *const *kinds)
     return 0;
 }
 
+/* The connection w->connection a destination of p names, checked
+ * (exists, of a kind in w->conn_kinds, or aws for an s3:// path; not
+ * read_only) and set into p->dest_conn; an error through x otherwise. */
+void zx_cf_dest_connection(zx_cf_ctx *x, const zx_conf *c, zx_conf_pipeline *p,
+                           const zx_dest_where *wp)
+{
+    zx_dest_where w = *wp;
+    const zx_conf_connection *cn = zx_conf_find_connection(c, w.connection);
+    if (!cn)
+        zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: unknown connection "
+                    "'%.64s'", p->name, w.option, w.connection);
+    else if (w.conn_kinds && !kind_in(cn->kind, w.conn_kinds)) {
+        char kinds[100];
+        zx_cf_join(kinds, sizeof(kinds), w.conn_kinds, " or ");
+        zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
+                    "kind %s; it needs kind %s", p->name, w.option, cn->name,
+                    cn->kind ? cn->kind : "(none)", kinds);
+    } else if (!w.conn_kinds && (!cn->kind || strcmp(cn->kind, ZX_AWS_CONN_KIND)))
+        zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
+                    "kind %s; an s3:// path needs kind %s", p->name, w.option,
+                    cn->name, cn->kind ? cn->kind : "(none)", ZX_AWS_CONN_KIND);
+    else if (w.conn_kinds && cn->read_only)
+        /* a destination reached through a connection of its own kind */
+        zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is "
+                    "read_only: zx never writes to it", p->name, w.option, cn->name);
+    else
+        p->dest_conn = cn;      /* the bucket's or broker's: its worker keeps
+                                   its secrets */
+}
+
 /* A name list item's node: item i of sequence n, or n itself. */
 static const yaml_node_t *item_node(zx_cf_ctx *x, const yaml_node_t *n, size_t i)
 {
@@ -282,29 +312,8 @@ void zx_cf_resolve_syncs(zx_cf_ctx *x, zx_conf *c, const yaml_node_t *const *des
                     w.connection = cn->aws_connection;
             }
         }
-        if (w.connection) {
-            const zx_conf_connection *cn = zx_conf_find_connection(c, w.connection);
-            if (!cn)
-                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: unknown connection "
-                            "'%.64s'", p->name, w.option, w.connection);
-            else if (w.conn_kinds && !kind_in(cn->kind, w.conn_kinds)) {
-                char kinds[100];
-                zx_cf_join(kinds, sizeof(kinds), w.conn_kinds, " or ");
-                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
-                            "kind %s; it needs kind %s", p->name, w.option, cn->name,
-                            cn->kind ? cn->kind : "(none)", kinds);
-            } else if (!w.conn_kinds && (!cn->kind || strcmp(cn->kind, ZX_AWS_CONN_KIND)))
-                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is of "
-                            "kind %s; an s3:// path needs kind %s", p->name, w.option,
-                            cn->name, cn->kind ? cn->kind : "(none)", ZX_AWS_CONN_KIND);
-            else if (w.conn_kinds && cn->read_only)
-                /* a destination reached through a connection of its own kind */
-                zx_cf_error(x, p->line, p->column, "pipelines.%s: %s: connection %s is "
-                            "read_only: zx never writes to it", p->name, w.option, cn->name);
-            else
-                p->dest_conn = cn;      /* the bucket's or broker's: its worker keeps
-                                           its secrets */
-        }
+        if (w.connection)
+            zx_cf_dest_connection(x, c, p, &w);
         if (so && so->dest_connection) {
             const zx_conf_connection *cn = zx_conf_find_connection(c, so->dest_connection);
             const yaml_node_t *n = dest_conn_node ? dest_conn_node[i] : NULL;

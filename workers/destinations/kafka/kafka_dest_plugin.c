@@ -95,27 +95,29 @@ static int kafka_dest_check(zx_cf_check *ck, zx_conf_pipeline *p)
 {
     const zx_kafka_dest_opts *o = p->dest_own;
     int rc = 0;
+    /* a sync's destination, or a stream's forward (conf/forward.c): the
+     * same rows, written under another key */
+    const char *sec = p->forward ? "forward.kafka" : "destination.kafka";
     static const char *const req[] = {"connection", "topic", NULL};
     for (size_t i = 0; req[i]; i++) {
         char opt[64];
         snprintf(opt, sizeof(opt), "destination.kafka.%s", req[i]);
         if (!zx_check_written(ck, opt)) {
-            zx_check_error(ck, "destination.kafka", "pipelines.%s: destination.kafka: "
-                           "missing required field '%s'", p->name, req[i]);
+            zx_check_error(ck, "destination.kafka", "pipelines.%s: %s: missing required "
+                           "field '%s'", p->name, sec, req[i]);
             rc = -1;
         }
     }
     if (o && (o->format == ZX_KDEST_AVRO) != (o->schema_registry != NULL)) {
-        zx_check_error(ck, "destination.kafka", "pipelines.%s: destination.kafka: %s",
-                       p->name, o->schema_registry ? "schema_registry goes with format: avro"
+        zx_check_error(ck, "destination.kafka", "pipelines.%s: %s: %s",
+                       p->name, sec, o->schema_registry ? "schema_registry goes with format: avro"
                        : "format: avro needs schema_registry (its URL)");
         rc = -1;
     }
     if (o && o->schema_registry && strncmp(o->schema_registry, "http://", 7) &&
         strncmp(o->schema_registry, "https://", 8)) {
         zx_check_error(ck, "destination.kafka.schema_registry", "pipelines.%s: "
-                       "destination.kafka.schema_registry: an http:// or https:// URL",
-                       p->name);
+                       "%s.schema_registry: an http:// or https:// URL", p->name, sec);
         rc = -1;
     }
     const zx_sync_opts *so = zx_sync_opts_of(p);
