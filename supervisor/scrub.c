@@ -12,8 +12,9 @@
  *   - a pipeline's worker: the secrets of its plug-ins' own options (rows
  *     flagged ZX_CF_SECRET: http's key and webhook secret, kafka's
  *     schema registry password; a sync's destination's), the secrets of its connection and of its
- *     destination connection; a sync's also the workspace's dsn (it runs
- *     its query there);
+ *     destination connection (a stream's forward's too); a sync's also the
+ *     workspace's dsn (it runs its query there), and a stream's that
+ *     forwards (its journal is there);
  *   - a `zxctl verify` process: its pipeline's connection and the
  *     workspace's dsn.
  * Every other secret (a connection's dsn and the password in it, SASL and
@@ -144,7 +145,9 @@ static void collect(const zx_conf *c, zx_role role, const zx_conf_pipeline *own,
         add_conn(keep, own->conn);
         add_conn(keep, own->dest_conn);
         add_conn(keep, own->dest_catalog);
-        if (zx_conf_is_sync(own))
+        /* a sync runs its query there; a stream that forwards reads and
+         * trims its forward journal there */
+        if (zx_conf_is_sync(own) || zx_conf_forwards(own))
             add_dsn(keep, c->pg_dsn, c->pg_dsn_shown);
     }
 }

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proto/control.h"
+#include "workers/forward/forward.h"
 #include "workers/sources/debezium/debezium.h"
 #include "store/store.h"
 
@@ -141,6 +142,8 @@ zx_pub_result zx_src_publish(zx_src *rt, const zx_frame_meta *m, const zx_rowset
         mm.pipeline = rt->name;
     if (!mm.table)
         mm.table = rt->a->pipeline->table;
+    /* the writer keeps what it applies of it for the forwarder */
+    mm.forward = zx_conf_forwards(rt->a->pipeline);
     zx_buf_reset(&rt->fb);
     if (zx_frame_encode(&mm, rs, &rt->fb) < 0)
         return errno == ENOMEM ? ZX_PUB_NOMEM : ZX_PUB_TOO_BIG;
@@ -321,6 +324,7 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
     rt->acked_told = zx_ring_acked_seq(rt->frames);
     int rc = 1;
     void *state = NULL;
+    zx_fwd *fwd = NULL;
     char err[512] = "";
     if (stop_requested) {
         rc = 0;
@@ -338,6 +342,11 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
         goto out;
     }
     atomic_store(&hdr->worker_ready, 1);
+    /* what the writer applies for it is published by a thread of its own
+     * (a failure there is logged and retried; the stream goes on) */
+    if (zx_conf_forwards(a->pipeline) &&
+        !(fwd = zx_fwd_start(a->conf, a->pipeline, err, sizeof(err))))
+        zx_error("event=forward_start_failed pipeline=%s error=\"%s\"", rt->name, err);
     zx_info("event=ready pipeline=%s source=%s frames_published=%llu positions=%zu", rt->name,
             src->name, (unsigned long long)zx_ring_published_seq(rt->frames), rt->npos);
 
@@ -383,6 +392,7 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
     if (src->close)
         src->close(rt, state);
 out:
+    zx_fwd_stop(fwd);
     atomic_store(&hdr->worker_ready, 0);
     zx_info("event=stop pipeline=%s unacked=%llu", rt->name,
             (unsigned long long)(zx_ring_published_seq(rt->frames) -
