@@ -24,33 +24,15 @@ import decimal
 import json
 import os
 import signal
-import subprocess
 import time
 import uuid
 
 import pytest
 
-from conftest import REPO, uid, wait_for
+from conftest import uid, wait_for
+from debezium_fixtures import dbz_start, dbz_stop
 from kafka_fixtures import kafka, make_kzxd, settle  # noqa: F401
 from sync_fixtures import mariadb_env
-
-DBZ = os.path.join(REPO, "tests", "services", "debezium")
-
-
-def dbz_start(name, env):
-    e = dict(os.environ)
-    e.update(env)
-    p = subprocess.run([DBZ, "start", name], capture_output=True, text=True, env=e, timeout=600,
-                       stdin=subprocess.DEVNULL)
-    if p.returncode != 0:
-        pytest.fail(f"tests/services/debezium start {name} failed:\n{p.stderr[-4000:]}")
-    return dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)
-
-
-def dbz_stop(name):
-    subprocess.run([DBZ, "stop", name], capture_output=True, timeout=300,
-                   stdin=subprocess.DEVNULL)
-
 
 # --------------------------------------------------------------------------
 # comparing a source row with its mirror, column by column

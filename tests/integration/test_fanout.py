@@ -1,7 +1,14 @@
-"""The seed's flow, end to end: PostgreSQL orders → zx's own CDC → a mirror
-table in the workspace → three reverse syncs `on: change`: Iceberg (the
-lake, through the REST catalog), OpenSearch documents (search), Redis key
-invalidation (cache).  Under a workload of inserts, updates, key moves and
+"""The seed's flow, end to end: PostgreSQL orders → a mirror table in the
+workspace → three reverse syncs `on: change`: Iceberg (the lake, through
+the REST catalog), OpenSearch documents (search), Redis key invalidation
+(cache).  The mirror is fed by either leg, one test each:
+
+- zx-cdc: zx's own CDC (`source: postgres`);
+- debezium: a real Debezium Server (tests/services/debezium, pgoutput) into
+  its Kafka sink, the real broker (tests/services/kafka), and a zx stream
+  with `source: kafka` and `format: debezium` (a key move is a delete, a
+  tombstone and a create there).
+  Under a workload of inserts, updates, key moves and
 deletes, with the syncs' workers SIGKILLed again and again, all three
 converge to the source: the Iceberg table read by pyiceberg, the index by
 opensearch-py, Redis by redis-py.
@@ -22,6 +29,8 @@ import time
 import pytest
 
 from conftest import DEADLINE, pid_alive, uid, wait_for
+from debezium_fixtures import dbz_start, dbz_stop
+from kafka_fixtures import kafka  # noqa: F401  (the debezium leg's broker)
 from sync_fixtures import SyncZxd, make_sync_env
 
 opensearchpy = pytest.importorskip("opensearchpy")
@@ -42,15 +51,47 @@ def sync_env(pg, workspace):
 
 
 class FanoutZxd(SyncZxd):
-    """A SyncZxd with a CDC pipeline `cdc` (source postgres, connection
-    `src`, tables [orders]) among its pipelines."""
+    """A SyncZxd with the pipeline mirroring orders (`mirror`: its YAML
+    lines, from a leg) among its pipelines."""
+
+    mirror = ""
 
     def config_text(self):
         text = super().config_text()
-        cdc = ("  cdc:\n    direction: stream\n    source: postgres\n    connection: src\n"
-               "    tables: [orders]\n")
         at = text.index("\nauthors:\n") + 1
-        return text[:at] + cdc + text[at:]
+        return text[:at] + self.mirror + text[at:]
+
+
+# Each leg readies its source of changes for database db (PostgreSQL's
+# orders, filled) and returns the YAML of the pipeline mirroring it into
+# the workspace table orders, adding the connections it needs; teardown
+# through request.addfinalizer (before the database is dropped).
+
+def zx_cdc_leg(request, pg, db, connections):
+    """zx's own CDC (its copy, then its slot)."""
+    connections["src"] = request.getfixturevalue("sync_env").pg_conn(db)
+    return ("  cdc:\n    direction: stream\n    source: postgres\n    connection: src\n"
+            "    tables: [orders]\n")
+
+
+def debezium_leg(request, pg, db, connections):
+    """Debezium Server (its snapshot, then pgoutput) → its Kafka sink →
+    the broker → a zx Kafka stream, `format: debezium`."""
+    broker = request.getfixturevalue("kafka")
+    name = f"fan{uid()[:8]}"
+    topic = f"{name}.public.orders"          # made by the script's start
+    request.addfinalizer(lambda: broker.delete_topic(topic))
+    request.addfinalizer(lambda: dbz_stop(name))      # runs first
+    dbz_start(name, {"DBZ_SOURCE": "postgres", "DBZ_DB_PORT": str(pg.port), "DBZ_DB_NAME": db,
+                     "DBZ_TABLES": "public.orders", "DBZ_TOPIC_PREFIX": name,
+                     "DBZ_SINK": "kafka", "DBZ_KAFKA_BOOTSTRAP": broker.addr("plaintext")})
+    connections["k"] = {"kind": "kafka", "extra": {"brokers": [broker.addr("plaintext")],
+                                                   "security": "plaintext"}}
+    return ("  dbz:\n    direction: stream\n    source: kafka\n    connection: k\n"
+            f"    topic: {topic}\n    table: orders\n    format: debezium\n")
+
+
+LEGS = {"zx-cdc": zx_cdc_leg, "debezium": debezium_leg}
 
 
 def source_rows(pg, db):
@@ -85,8 +126,9 @@ def workload(pg, db, seed, touched, n_ops):
                 touched.add(ids[0])
 
 
-def test_cdc_mirror_fans_out_to_lake_search_and_cache(sync_env, pg, iceberg_rest, opensearch,
-                                                       redis_service):
+@pytest.mark.parametrize("leg", list(LEGS))
+def test_mirror_fans_out_to_lake_search_and_cache(leg, request, sync_env, pg, iceberg_rest,
+                                                   opensearch, redis_service):
     from pyiceberg.catalog.rest import RestCatalog
     db = sync_env.pg_db()
     pg.execute(db, "CREATE TABLE orders (id bigint PRIMARY KEY, customer text NOT NULL, "
@@ -105,10 +147,8 @@ def test_cdc_mirror_fans_out_to_lake_search_and_cache(sync_env, pg, iceberg_rest
 
     z = sync_env.zxd({}, {"alice": ["orders"]}, start=False, cls=FanoutZxd)
     z.server_extra = f'file_roots: ["{wh}"]'
-    src = sync_env.pg_conn(db)
     z.env["ZX_FAN_REDIS_PW"] = redis_service["PASSWORD"]
     z.connections = {
-        "src": src,
         "cat": {"kind": "iceberg_rest", "extra": {"uri": iceberg_rest["ICEBERG_REST_URI"]}},
         "search": {"kind": "opensearch", "extra": {"url": opensearch["URL"]}},
         "cache": {"kind": "redis", "extra": {"address": redis_service["ADDR"],
@@ -128,6 +168,7 @@ def test_cdc_mirror_fans_out_to_lake_search_and_cache(sync_env, pg, iceberg_rest
                                      "action": "invalidate"}},
                   "extra": on},
     }
+    z.mirror = LEGS[leg](request, pg, db, z.connections)
     z.write_config()
     z.start()
 
@@ -203,6 +244,9 @@ def test_cdc_mirror_fans_out_to_lake_search_and_cache(sync_env, pg, iceberg_rest
                           for n in ("lake", "search")) + "\n" + z.log_tail(40))
 
     wait_for(lambda: settled(want), why, deadline=DEADLINE * 4)
+    # the mirror they read equals the source too, no event refused
+    assert sorted(z.query("SELECT id, customer, cents, status FROM orders")) == want
+    assert not z.table_exists("orders__rejects") or z.count("orders__rejects") == 0
 
     def cache_ok():
         for row in initial:
