@@ -21,17 +21,16 @@ No timing assertion: the workload runs for a fixed number of operations and
 the test waits (with a deadline) for the three targets to equal the source.
 """
 import os
-import random
 import signal
 import threading
-import time
 
 import pytest
 
 from conftest import DEADLINE, pid_alive, uid, wait_for
 from debezium_fixtures import dbz_start, dbz_stop
 from kafka_fixtures import kafka  # noqa: F401  (the debezium leg's broker)
-from sync_fixtures import SyncZxd, make_sync_env
+from orders_workload import COLS, MirrorZxd, source_rows, workload
+from sync_fixtures import make_sync_env
 
 opensearchpy = pytest.importorskip("opensearchpy")
 redis_py = pytest.importorskip("redis")
@@ -40,7 +39,6 @@ pytest.importorskip("pyiceberg")
 pytestmark = pytest.mark.skipif(not os.environ.get("ZX_HEAVY_TESTS"),
                                 reason="heavy: set ZX_HEAVY_TESTS=1 (test.sh does)")
 
-COLS = ("id", "customer", "cents", "status")
 N0 = 300               # orders before the workload
 OPS = 900              # the workload's operations
 
@@ -48,18 +46,6 @@ OPS = 900              # the workload's operations
 @pytest.fixture
 def sync_env(pg, workspace):
     yield from make_sync_env(pg, workspace)
-
-
-class FanoutZxd(SyncZxd):
-    """A SyncZxd with the pipeline mirroring orders (`mirror`: its YAML
-    lines, from a leg) among its pipelines."""
-
-    mirror = ""
-
-    def config_text(self):
-        text = super().config_text()
-        at = text.index("\nauthors:\n") + 1
-        return text[:at] + self.mirror + text[at:]
 
 
 # Each leg readies its source of changes for database db (PostgreSQL's
@@ -94,38 +80,6 @@ def debezium_leg(request, pg, db, connections):
 LEGS = {"zx-cdc": zx_cdc_leg, "debezium": debezium_leg}
 
 
-def source_rows(pg, db):
-    return sorted(pg.query(db, "SELECT id, customer, cents, status FROM orders"))
-
-
-def workload(pg, db, seed, touched, n_ops):
-    """Inserts, updates, key moves and deletes, one transaction each."""
-    r = random.Random(seed)
-    next_id = 100000
-    with pg.connect(db) as conn:
-        for _ in range(n_ops):
-            time.sleep(0.004)     # spread over seconds, so runs overlap it
-            ids = [row[0] for row in conn.execute(
-                "SELECT id FROM orders ORDER BY random() LIMIT 1").fetchall()]
-            op = r.random()
-            if op < 0.3 or not ids:
-                next_id += 1
-                conn.execute("INSERT INTO orders VALUES (%s, %s, %s, 'new')",
-                             (next_id, f"c{r.randint(1, 50)}", r.randint(0, 10**6)))
-                touched.add(next_id)
-            elif op < 0.7:
-                conn.execute("UPDATE orders SET cents = cents + 1, status = %s WHERE id = %s",
-                             (r.choice(["paid", "shipped", "refunded"]), ids[0]))
-                touched.add(ids[0])
-            elif op < 0.85:
-                next_id += 1
-                conn.execute("UPDATE orders SET id = %s WHERE id = %s", (next_id, ids[0]))
-                touched.update((ids[0], next_id))
-            else:
-                conn.execute("DELETE FROM orders WHERE id = %s", (ids[0],))
-                touched.add(ids[0])
-
-
 @pytest.mark.parametrize("leg", list(LEGS))
 def test_mirror_fans_out_to_lake_search_and_cache(leg, request, sync_env, pg, iceberg_rest,
                                                    opensearch, redis_service):
@@ -145,7 +99,7 @@ def test_mirror_fans_out_to_lake_search_and_cache(leg, request, sync_env, pg, ic
     wh = iceberg_rest["ICEBERG_WAREHOUSE"]
     wh = wh[len("file://"):] if wh.startswith("file://") else wh
 
-    z = sync_env.zxd({}, {"alice": ["orders"]}, start=False, cls=FanoutZxd)
+    z = sync_env.zxd({}, {"alice": ["orders"]}, start=False, cls=MirrorZxd)
     z.server_extra = f'file_roots: ["{wh}"]'
     z.env["ZX_FAN_REDIS_PW"] = redis_service["PASSWORD"]
     z.connections = {
