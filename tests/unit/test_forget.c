@@ -3,10 +3,10 @@
  * (workers/writer/forget.h) on a real LMDB store and SQLite workspace, and
  * on the Postgres workspace too when ZX_PG_DSN is set (a schema of its own
  * in that database, dropped at the end): a request waits while the
- * pipeline's segment is still detaching, drops the positions and the
- * parked frames of that pipeline only (workspace and store) once it is
- * gone, so that a pipeline added again under its name replays none of the
- * old one's parked changes, is refused when a pipeline of that name is
+ * pipeline's segment is still detaching, drops the positions, the
+ * parked frames and the forward journal of that pipeline only (workspace
+ * and store) once it is gone, so that a pipeline added again under its
+ * name replays and forwards none of the old one's changes, is refused when a pipeline of that name is
  * attached again, and a bad message is never queued.
  */
 #include "workers/writer/forget.h"
@@ -86,6 +86,8 @@ static void put_state(zx_store *st, zx_ws *w, const char *name)
     /* two changes frames its mirror table refused, parked */
     CHECK(zx_ws_park_put(w, name, "bad", 1, 3, "frame-1", 7, "refused", 1) == 0);
     CHECK(zx_ws_park_put(w, name, "bad", 2, 1, "frame-2", 7, "refused", 2) == 0);
+    /* a frame it applied, not forwarded yet */
+    CHECK(zx_ws_forward_put(w, name, 1780000000000000ull, "frame-0", 7, 2) == 0);
     CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
     zx_store_txn *t;
     CHECK(zx_store_begin(st, 0, &t) == 0);
@@ -140,6 +142,10 @@ static void suite(zx_store *st, zx_ws *w)
     CHECK(zx_ws_park_first(w, "stays", "bad", &pn, &frame, &flen) == 1 && pn == 1 &&
           flen == 7 && frame && memcmp(frame, "frame-1", 7) == 0);
     free(frame);
+    /* so did its forward journal: nothing of the old pipeline is forwarded */
+    uint64_t fn = 1;
+    CHECK(zx_ws_forward_last(w, "gone", &fn) == 0 && fn == 0);
+    CHECK(zx_ws_forward_last(w, "stays", &fn) == 0 && fn == 1780000000000000ull);
     zx_store_txn *t;
     uint64_t rows = 99;
     CHECK(zx_store_begin(st, 1, &t) == 0);

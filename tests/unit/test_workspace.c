@@ -3,12 +3,13 @@
  * rules (fit.h): one suite, run against each backend, SQLite then
  * PostgreSQL.  Table creation, metadata columns, new columns, every
  * fit/misfit pair, the rejects table (values and messages), rollback of
- * schema changes, savepoints, checkpoints, positions, weird identifiers,
- * user-made tables (a CHECK constraint refusing rows), a view in a table's
- * place, reopen, the column cap and _extra, and a rows/s figure (printed,
- * no threshold).  SQLite only: the lock file, file modes, journal mode.
- * Postgres only: the advisory lock (seen from another process; another
- * schema), identifiers over 63 bytes, a lost connection.
+ * schema changes, savepoints, checkpoints, positions, parked frames, the
+ * forward journal, weird identifiers, user-made tables (a CHECK constraint
+ * refusing rows), a view in a table's place, reopen, the column cap and
+ * _extra, and a rows/s figure (printed, no threshold).  SQLite only: the
+ * lock file, file modes, journal mode.  Postgres only: the advisory lock
+ * (seen from another process; another schema), identifiers over 63 bytes,
+ * a lost connection.
  *
  * The query hook (struct backend): open the suite's workspace, q1() (the
  * first value of a query as text) and DDL, on a connection of the test's
@@ -938,6 +939,63 @@ static void test_parked(zx_ws *w)
     CHECK_STR(p.seen, "");
 }
 
+/* The forward journal: the table is made at open; rows go with the
+ * transaction (a rollback undoes them), last is the largest n of the
+ * pipeline's rows (0 when none, its own uncommitted rows seen), an n
+ * given twice is refused, the bytes are kept as given, drop removes one
+ * pipeline's rows only. */
+static void test_forward(zx_ws *w)
+{
+    static const unsigned char bin[5] = { 0x93, 0x00, 0xff, 0x7f, 0x01 };
+    const uint64_t big = 1780000000000000ull; /* µs since the epoch, 2026 */
+    uint64_t n = 99;
+    CHECK_STR(q1("SELECT group_concat(name, ',') FROM pragma_table_info('_zx_forward')"),
+              "pipeline,n,nrows,frame,at");
+    CHECK(zx_ws_forward_last(w, "f", &n) == 0 && n == 0);
+    CHECK(zx_ws_forward_put(w, "f", 1, bin, 5, 2) == -1); /* no transaction */
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_forward_put(w, "f", big, bin, 5, 2) == 0);
+    CHECK(zx_ws_forward_last(w, "f", &n) == 0 && n == big); /* its own write */
+    zx_ws_rollback(w);
+    CHECK(zx_ws_forward_last(w, "f", &n) == 0 && n == 0);
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_forward_put(w, "f", big, bin, 5, 2) == 0);
+    CHECK(zx_ws_forward_put(w, "f", big + 7, "", 0, 0) == 0);
+    CHECK(zx_ws_forward_put(w, "f", big + 3, "abc", 3, 1) == 0);
+    CHECK(zx_ws_forward_put(w, "g", 5, "x", 1, 1) == 0);
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_forward_last(w, "f", &n) == 0 && n == big + 7);
+    CHECK(zx_ws_forward_last(w, "g", &n) == 0 && n == 5);
+    CHECK(zx_ws_forward_last(w, "h", &n) == 0 && n == 0);
+    CHECK_STR(q1("SELECT group_concat(n || ':' || nrows || ':' || length(frame), ' ') FROM"
+                 " (SELECT * FROM _zx_forward WHERE pipeline = 'f' ORDER BY n) x"),
+              "1780000000000000:2:5 1780000000000003:1:3 1780000000000007:0:0");
+    CHECK_STR(q1("SELECT quote(frame) FROM _zx_forward WHERE pipeline = 'f' AND nrows = 2"),
+              B->pg ? "'\\x9300ff7f01'" : "X'9300FF7F01'");
+    CHECK_STR(q1("SELECT count(*) FROM _zx_forward WHERE at IS NULL"), "0");
+    /* an n given twice: refused (the writer never reuses one) */
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_forward_put(w, "f", big + 3, "abc", 3, 1) == -1);
+    zx_ws_rollback(w);
+    /* the forwarder deleted every row: last is 0 again */
+    CHECK(B->exec("DELETE FROM _zx_forward WHERE pipeline = 'g'") == 0);
+    CHECK(zx_ws_forward_last(w, "g", &n) == 0 && n == 0);
+    /* drop: one pipeline's rows, autocommit or in a transaction */
+    CHECK(zx_ws_forward_put(w, "g", 6, "x", 1, 1) == -1);
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_forward_put(w, "g", 6, "x", 1, 1) == 0);
+    CHECK(zx_ws_forward_drop(w, "f") == 0);
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_forward_last(w, "f", &n) == 0 && n == 0);
+    CHECK(zx_ws_forward_last(w, "g", &n) == 0 && n == 6);
+    CHECK(zx_ws_forward_drop(w, "g") == 0);
+    CHECK_STR(q1("SELECT count(*) FROM _zx_forward"), "0");
+    /* one row left for test_reopen: n is kept across a reopen */
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_forward_put(w, "kept", big + 11, "k", 1, 1) == 0);
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+}
+
 static void test_identifiers(zx_ws *w)
 {
     zx_ws_result res;
@@ -1077,6 +1135,8 @@ static void test_reopen(void)
         return;
     uint64_t seq = 0;
     CHECK(zx_ws_checkpoint_get(w, "p1", &seq) == 0 && seq == 44);
+    CHECK(zx_ws_forward_last(w, "kept", &seq) == 0 && seq == 1780000000000011ull);
+    CHECK(zx_ws_forward_drop(w, "kept") == 0);
     zx_ws_result res;
     zx_ws_append a = { .pipeline = "pf", .table = "pay" };
     zx_rowset_reset(&rs);
@@ -2101,6 +2161,7 @@ static void run_suite(const backend *b)
         test_rollback(w);
         test_positions(w);
         test_parked(w);
+        test_forward(w);
         test_identifiers(w);
         test_user_table(w);
         test_view(w);

@@ -28,14 +28,16 @@ void zx_forget_add(zx_forget *f, const char *json)
     json_decref(o);
 }
 
-/* Drop name's state in the workspace: its positions and its parked
- * frames, in one transaction.  0, or -1 with err (nothing dropped). */
+/* Drop name's state in the workspace: its positions, its parked frames
+ * and its forward journal, in one transaction.  0, or -1 with err
+ * (nothing dropped). */
 static int drop_workspace(zx_ws *ws, const char *name, char *err, size_t errlen)
 {
     char why[300];
     if (zx_ws_begin(ws, why, sizeof(why)) < 0)
         return zx_seterr(err, errlen, "workspace: %s", why);
-    if (zx_ws_positions_drop(ws, name) < 0 || zx_ws_parked_drop(ws, name) < 0) {
+    if (zx_ws_positions_drop(ws, name) < 0 || zx_ws_parked_drop(ws, name) < 0 ||
+        zx_ws_forward_drop(ws, name) < 0) {
         zx_seterr(err, errlen, "workspace: %s", zx_ws_errmsg(ws));
         zx_ws_rollback(ws);
         return -1;
@@ -45,8 +47,8 @@ static int drop_workspace(zx_ws *ws, const char *name, char *err, size_t errlen)
     return 0;
 }
 
-/* Drop name's state: the workspace's positions and parked frames, then
- * the store's.  0, or -1 with err. */
+/* Drop name's state: the workspace's positions, parked frames and
+ * forward journal, then the store's.  0, or -1 with err. */
 static int drop_state(zx_store *st, zx_ws *ws, const char *name, char *err, size_t errlen)
 {
     if (drop_workspace(ws, name, err, errlen) < 0)

@@ -2,12 +2,14 @@
  * forget.h — the writer drops the state of a pipeline the configuration
  * no longer has (proto/chan.h FORGET): its positions, schema, counters,
  * idempotency keys and state in the LMDB store (zx_store_pipeline_drop)
- * and, in one workspace transaction, its positions (zx_ws_positions_drop)
- * and the frames parked for its mirror tables (_zx_parked,
- * zx_ws_parked_drop), so that a pipeline added again later under the same
- * name starts from scratch instead of resuming from positions of long ago
- * or replaying changes of the old pipeline.  The writer reads its parked
- * tables again afterwards (zx_forget_run's answer).
+ * and, in one workspace transaction, its positions (zx_ws_positions_drop),
+ * the frames parked for its mirror tables (_zx_parked, zx_ws_parked_drop)
+ * and what its forward journal still holds (_zx_forward,
+ * zx_ws_forward_drop), so that a pipeline added again later under the
+ * same name starts from scratch instead of resuming from positions of
+ * long ago, replaying changes of the old pipeline or forwarding them.
+ * The writer reads its parked tables again afterwards (zx_forget_run's
+ * answer).
  *
  * The supervisor sends FORGET right after DETACH, once the pipeline's
  * worker has stopped.  A request waits (in a short queue owned here) until

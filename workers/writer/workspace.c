@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/timefmt.h"
 #include "common/util.h"
 
 const char *const zx_ws_meta_name[2] = { "_ingested_at", "_request_id" };
@@ -170,6 +171,23 @@ int zx_ws_park_del(zx_ws *w, const char *pipeline, const char *table, uint64_t n
 int zx_ws_parked_each(zx_ws *w, zx_ws_parked_cb cb, void *ctx)
 {
     return w->ops->parked_each(w, cb, ctx);
+}
+
+int zx_ws_forward_put(zx_ws *w, const char *pipeline, uint64_t n, const void *frame, size_t len,
+                      uint64_t nrows)
+{
+    return w->in_txn ? w->ops->forward_put(w, pipeline, n, frame, len, nrows, zx_now_us()) : -1;
+}
+
+int zx_ws_forward_last(zx_ws *w, const char *pipeline, uint64_t *n)
+{
+    *n = 0;
+    return w->ops->forward_last(w, pipeline, n);
+}
+
+int zx_ws_forward_drop(zx_ws *w, const char *pipeline)
+{
+    return w->ops->forward_drop(w, pipeline);
 }
 
 const char *zx_ws_errmsg(zx_ws *w)

@@ -209,6 +209,28 @@ int zx_ws_parked_each(zx_ws *w, zx_ws_parked_cb cb, void *ctx);
  * -1. */
 int zx_ws_parked_drop(zx_ws *w, const char *pipeline);
 
+/* The forward journal: the frames a forwarding pipeline (`forward:`,
+ * frame metadata "fw") applied, as applied, kept in table
+ * _zx_forward(pipeline TEXT, n INTEGER, nrows INTEGER, frame BLOB, at TEXT,
+ * PRIMARY KEY(pipeline, n)) (Postgres: n and nrows BIGINT, frame BYTEA,
+ * at TIMESTAMPTZ) in the same transaction as the rows, so that the
+ * pipeline's forwarder publishes what the writer committed, never before
+ * and never what was rolled back.  The forwarder reads a pipeline's rows
+ * in order of n (gaps allowed) and deletes those it published.  n is
+ * chosen by the writer (writer_apply.c): it only grows per pipeline.
+ * zx_ws_forward_put: store frame (len bytes, nrows rows) as number n of
+ * pipeline, with `at` the current time, inside the open transaction: 0,
+ * or -1 (database error, n already there, no transaction).
+ * zx_ws_forward_last: the largest n of the pipeline's rows into *n, 0 when
+ * it has none (sees the open transaction's own writes): 0, or -1 on a
+ * database error.  zx_ws_forward_drop: delete every row of the pipeline
+ * (a removed pipeline's: forget.h), autocommit or inside the open
+ * transaction: 0 or -1. */
+int zx_ws_forward_put(zx_ws *w, const char *pipeline, uint64_t n, const void *frame, size_t len,
+                      uint64_t nrows);
+int zx_ws_forward_last(zx_ws *w, const char *pipeline, uint64_t *n);
+int zx_ws_forward_drop(zx_ws *w, const char *pipeline);
+
 /* Metadata columns (zx_ws_append.metadata bits). */
 #define ZX_WS_META_INGESTED_AT 0x1u  /* "_ingested_at" TIMESTAMP */
 #define ZX_WS_META_REQUEST_ID 0x2u   /* "_request_id" TEXT */

@@ -94,6 +94,10 @@ typedef struct ws_ops {
     int (*park_del)(zx_ws *w, const char *pipeline, const char *table, uint64_t n);
     int (*parked_each)(zx_ws *w, zx_ws_parked_cb cb, void *ctx);
     int (*parked_drop)(zx_ws *w, const char *pipeline);
+    int (*forward_put)(zx_ws *w, const char *pipeline, uint64_t n, const void *frame,
+                       size_t len, uint64_t nrows, int64_t now_us);
+    int (*forward_last)(zx_ws *w, const char *pipeline, uint64_t *n);
+    int (*forward_drop)(zx_ws *w, const char *pipeline);
     const char *(*errmsg)(zx_ws *w);
     const char *(*status)(zx_ws *w);        /* NULL: always fine */
 

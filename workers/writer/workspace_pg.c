@@ -363,8 +363,10 @@ static int connect_pg(wsp *w, int *locked)
              " since TIMESTAMPTZ);"
              "CREATE TABLE IF NOT EXISTS %s.\"_zx_parked\"(pipeline TEXT, tbl TEXT, n BIGINT,"
              " nrows BIGINT, frame BYTEA, reason TEXT, parked_at TIMESTAMPTZ,"
-             " PRIMARY KEY(pipeline, tbl, n))",
-             w->qschema, w->qschema, w->qschema, w->qschema);
+             " PRIMARY KEY(pipeline, tbl, n));"
+             "CREATE TABLE IF NOT EXISTS %s.\"_zx_forward\"(pipeline TEXT, n BIGINT,"
+             " nrows BIGINT, frame BYTEA, at TIMESTAMPTZ, PRIMARY KEY(pipeline, n))",
+             w->qschema, w->qschema, w->qschema, w->qschema, w->qschema);
     if (zx_wsp_run(w, q) < 0) {
         char m[2400];
         snprintf(m, sizeof(m), "cannot create zx's tables in schema %s of Postgres %s (%s): "
@@ -658,7 +660,7 @@ static int p_positions_each(zx_ws *ws, zx_ws_position_cb cb, void *ctx)
 }
 
 /* Delete the rows of pipeline in zx's own table `table` (_zx_positions,
- * _zx_parked): 0, or -1 (logged by zx_wsp_exec). */
+ * _zx_parked, _zx_forward): 0, or -1 (logged by zx_wsp_exec). */
 static int p_pipeline_rows_drop(wsp *w, const char *table, const char *pipeline)
 {
     char q[256];
@@ -780,6 +782,50 @@ static int p_parked_each(zx_ws *ws, zx_ws_parked_cb cb, void *ctx)
     return stop;
 }
 
+/* ---- the forward journal (writer_apply.c) -------------------------------- */
+
+static int p_forward_put(zx_ws *ws, const char *pipeline, uint64_t n, const void *frame,
+                         size_t len, uint64_t nrows, int64_t now_us)
+{
+    wsp *w = WSP(ws);
+    char q[320], ns[32], rs[32], ts[ZX_TS_BUFSZ];
+    snprintf(q, sizeof(q), "INSERT INTO %s.\"_zx_forward\"(pipeline, n, nrows, frame, at)"
+             " VALUES ($1, $2, $3, $4, $5)", w->qschema);
+    snprintf(ns, sizeof(ns), "%llu", (unsigned long long)n);
+    snprintf(rs, sizeof(rs), "%llu", (unsigned long long)nrows);
+    zx_ts_format(now_us, ts);
+    if (len > INT32_MAX)
+        return -1;
+    const char *pv[5] = { pipeline, ns, rs, len ? frame : "", ts };
+    int lens[5] = { 0, 0, 0, (int)len, 0 };
+    int fmts[5] = { 0, 0, 0, 1, 0 };
+    PGresult *r = park_exec(w, q, 5, pv, lens, fmts, 0, PGRES_COMMAND_OK);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+static int p_forward_last(zx_ws *ws, const char *pipeline, uint64_t *n)
+{
+    wsp *w = WSP(ws);
+    char q[256];
+    snprintf(q, sizeof(q), "SELECT coalesce(max(n), 0) FROM %s.\"_zx_forward\" WHERE"
+             " pipeline = $1", w->qschema);
+    const char *pv[1] = { pipeline };
+    PGresult *r = park_exec(w, q, 1, pv, NULL, NULL, 0, PGRES_TUPLES_OK);
+    if (!r)
+        return -1;
+    int ret = PQntuples(r) == 1 ? 0 : -1;
+    if (ret == 0)
+        *n = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return ret;
+}
+
+static int p_forward_drop(zx_ws *ws, const char *pipeline)
+{
+    return p_pipeline_rows_drop(WSP(ws), "_zx_forward", pipeline);
+}
+
 /* One statement with fitted values as text parameters (mirrors). */
 static int p_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32_t n,
                       uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen)
@@ -852,6 +898,9 @@ static const ws_ops pg_ops = {
     .park_del = p_park_del,
     .parked_drop = p_parked_drop,
     .parked_each = p_parked_each,
+    .forward_put = p_forward_put,
+    .forward_last = p_forward_last,
+    .forward_drop = p_forward_drop,
     .errmsg = p_errmsg,
     .status = p_status,
     .name_cmp = zx_wsp_name_cmp,

@@ -194,7 +194,7 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
                       jm ? jm : sqlite3_errmsg(w->db));
         goto fail;
     }
-    char pragmas[640];
+    char pragmas[1024];
     /* wal_autocheckpoint: checkpoint every ~64 MiB of WAL instead of 4 MiB
      * (fewer, larger checkpoints and fsyncs under a steady stream). */
     snprintf(pragmas, sizeof(pragmas),
@@ -205,7 +205,9 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
              "CREATE TABLE IF NOT EXISTS _zx_positions(pipeline TEXT, part TEXT,"
              " value BLOB, committed_at TEXT, PRIMARY KEY(pipeline, part));"
              "CREATE TABLE IF NOT EXISTS _zx_parked(pipeline TEXT, tbl TEXT, n INTEGER,"
-             " nrows INTEGER, frame BLOB, reason TEXT, parked_at TEXT, PRIMARY KEY(pipeline, tbl, n));", sync);
+             " nrows INTEGER, frame BLOB, reason TEXT, parked_at TEXT, PRIMARY KEY(pipeline, tbl, n));"
+             "CREATE TABLE IF NOT EXISTS _zx_forward(pipeline TEXT, n INTEGER, nrows INTEGER,"
+             " frame BLOB, at TEXT, PRIMARY KEY(pipeline, n));", sync);
     if (sqlite3_exec(w->db, pragmas, NULL, NULL, NULL) != SQLITE_OK)
         goto dberr;
     if (!(w->st_begin = zx_wsq_prep(w, "BEGIN IMMEDIATE")) ||
@@ -497,6 +499,59 @@ static int q_parked_drop(zx_ws *ws, const char *pipeline)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* ---- the forward journal (writer_apply.c) -------------------------------- */
+
+static int q_forward_put(zx_ws *ws, const char *pipeline, uint64_t n, const void *frame,
+                         size_t len, uint64_t nrows, int64_t now_us)
+{
+    char ts[ZX_TS_BUFSZ];
+    zx_ts_format(now_us, ts);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(WSQ(ws)->db, "INSERT INTO _zx_forward(pipeline,at,n,nrows,frame)"
+                           " VALUES(?1,?2,?3,?4,?5)", -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, pipeline, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, ts, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)nrows);
+    sqlite3_bind_blob64(st, 5, len ? frame : "", len, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int q_forward_last(zx_ws *ws, const char *pipeline, uint64_t *n)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(WSQ(ws)->db, "SELECT max(n) FROM _zx_forward WHERE pipeline = ?", -1,
+                           &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, pipeline, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *n = (uint64_t)sqlite3_column_int64(st, 0); /* NULL (no rows) reads as 0 */
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : -1;
+}
+
+static int q_forward_drop(zx_ws *ws, const char *pipeline)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(WSQ(ws)->db, "DELETE FROM _zx_forward WHERE pipeline = ?", -1, &st,
+                           NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, pipeline, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
 static int q_positions_drop(zx_ws *ws, const char *pipeline)
 {
     sqlite3_stmt *st = NULL;
@@ -705,6 +760,9 @@ static const ws_ops sqlite_ops = {
     .park_del = q_park_del,
     .parked_drop = q_parked_drop,
     .parked_each = q_parked_each,
+    .forward_put = q_forward_put,
+    .forward_last = q_forward_last,
+    .forward_drop = q_forward_drop,
     .errmsg = q_errmsg,
     .name_cmp = zx_wsq_name_cmp,
     .name_exact = strcmp,

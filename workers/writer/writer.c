@@ -522,6 +522,7 @@ out:
     zx_store_close(w->store);
     zx_rowset_free(&w->rs);
     zx_rowset_free(&w->rs2);
+    zx_buf_free(&w->fwbuf);
     zx_keyseq_free(w->ks);
     free(w->skip);
     for (size_t i = 0; i < w->ninferred_told; i++)

@@ -4,6 +4,9 @@
  * kept for the store), and keep what it did (applied) until the LMDB
  * transaction is written.  See writer_int.h.
  *
+ * A frame of a forwarding pipeline also goes into the forward journal
+ * once applied (writer_forward.c).
+ *
  * It must never: apply a frame at or below its pipeline's checkpoint,
  * drop a dedup key or a position silently (out of memory fails the
  * cycle), or keep pointers into the rowset's arena past the frame.
@@ -357,6 +360,8 @@ int wr_apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t s
     if (zx_ws_reject_messages(w->ws, &ap, m.rejects, m.nrejects, &a->messages, err, errlen) < 0)
         return -1;
     a->rejects += a->messages;
+    if (wr_forward(w, p, a, &m, data, len, err, errlen) < 0)
+        return -1;
     return wr_record_progress(w, p, &m, seq, err, errlen);
 }
 
@@ -400,5 +405,5 @@ int wr_replay_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t 
     if (zx_ws_reject_messages(w->ws, &ap, m.rejects, m.nrejects, &a->messages, err, errlen) < 0)
         return -1;
     a->rejects += a->messages;
-    return 0;
+    return wr_forward(w, p, a, &m, data, len, err, errlen);
 }

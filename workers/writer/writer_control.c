@@ -130,6 +130,8 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
     p->max_columns = max_columns;
     p->max_parked_bytes = max_parked;
     p->detaching = 0;
+    p->fw_last = 0;   /* read from the forward journal when first needed */
+    p->fw_loaded = 0;
     p->used = 1;
     zx_ring_set_peer(&p->seg.frames, p->worker_efd);
     zx_ring_cursor_init(&p->seg.frames, &p->cur);

@@ -10,6 +10,8 @@
  *                     what it did (applied) kept for the store
  *   writer_park.c     parked tables: frames a table refuses, kept in
  *                     _zx_parked and retried (see ptable)
+ *   writer_forward.c  the forward journal: frames of a forwarding pipeline
+ *                     kept in _zx_forward as applied (see wpipe.fw_last)
  *   writer_commit.c   after the workspace commit: the LMDB transaction and
  *                     the feed events
  *
@@ -50,7 +52,28 @@ typedef struct wpipe {
     uint32_t max_columns;      /* column cap of its table (0 = default) */
     uint64_t max_parked_bytes; /* bound of one table's parked frames (0:
                                   never park: hold the pipeline back) */
+    uint64_t fw_last;          /* forward journal: the last n given to a
+                                  frame of this pipeline (see wr_forward) */
+    int fw_loaded;             /* fw_last has seen the journal's largest n */
 } wpipe;
+
+/* The forward journal (`forward:`; workspace.h, _zx_forward).  A frame
+ * whose metadata says "fw" goes into the journal when it is applied, in
+ * the same savepoint and transaction as its rows (wr_apply_frame, and
+ * wr_replay_frame for a parked frame when it is finally applied), never
+ * when it is parked or skipped (at or below the checkpoint: it went in
+ * with its rows then).  The bytes are the frame as applied: the frame
+ * received, or when stale changes were left out (applied.stale) the rows
+ * that were applied, encoded again with the same metadata.  A frame with
+ * no row applied (positions or rejects only, every change stale) carries
+ * nothing to forward and is not journaled.  n, per pipeline name, is
+ * max(last n + 1, now in µs since the epoch): it grows across restarts
+ * even when the forwarder has deleted every row (it uses n in the
+ * sequence numbers it publishes).  The last n is kept in the wpipe, read
+ * from the journal (zx_ws_forward_last) the first time; a rolled-back
+ * cycle leaves a gap (the forwarder reads in order of n, gaps allowed),
+ * never an n given twice.  Two wpipes of one name (a pipeline removed and
+ * added back, the old segment still draining) take n past each other's. */
 
 /* Parked tables.  A frame of a pipeline that keeps mirrors (Postgres CDC;
  * Kafka Debezium or mode latest: zx_conf_parked_bound) that its table
@@ -163,6 +186,8 @@ typedef struct writer {
     size_t npt, pt_cap;
     int pt_stale;            /* read them again before applying (pt_load) */
     zx_forget forget;        /* removed pipelines whose state to drop */
+    zx_buf fwbuf;            /* a journaled frame encoded again (see
+                                wpipe.fw_last) */
 } writer;
 
 #define INFERRED_MAX 4096
@@ -209,6 +234,14 @@ int wr_apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t s
  * it still; -1 any other failure.  err says why. */
 int wr_replay_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t *nrows,
                     char *err, size_t errlen);
+
+/* The frame m of p (data, len bytes as received), just applied in the
+ * open transaction: into the forward journal when m says "fw" (see the
+ * forward journal above; a is what applying it did).  0 (journaled, or
+ * not to be), or -1 (database failure, out of memory; err set: roll the
+ * cycle back). */
+int wr_forward(writer *w, wpipe *p, const applied *a, const zx_frame_meta *m, const void *data,
+               size_t len, char *err, size_t errlen);
 
 /* Record frame seq's positions and p's checkpoint in the open
  * transaction.  0, or -1 (err set). */
