@@ -255,7 +255,7 @@ static int encodable(const zx_frame_meta *m, const zx_rowset *rs, int ch, int kc
     if (kc && (m->nkey_cols > ZX_FRAME_MAX_KEY_COLUMNS || (m->nkey_cols && !m->key_cols) ||
                m->ncol_types > ZX_FRAME_MAX_COLUMNS || (m->ncol_types && !m->col_types)))
         return 0;
-    for (size_t i = 0; ch && i < m->nkey_cols; i++)
+    for (size_t i = 0; kc && i < m->nkey_cols; i++)
         if (!m->key_cols[i])
             return 0;
     for (size_t i = 0; ch && i < m->ncol_types; i++)
@@ -403,7 +403,9 @@ int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_buf *out)
 
     uint32_t kind = m->kind ? m->kind : ZX_FRAME_ROWS;
     int ch = kind == ZX_FRAME_CHANGES;
-    int kc = ch || kind == ZX_FRAME_HASHES;   /* frames that carry "kc" */
+    /* "kc": changes and row-hashes frames; a rows frame only when given
+     * (a mirror's initial copy) */
+    int kc = ch || kind == ZX_FRAME_HASHES || m->nkey_cols;
     if ((kind != ZX_FRAME_ROWS && !ch && kind != ZX_FRAME_HASHES) ||
         !encodable(m, rs, ch, kc)) {
         err = EINVAL;
@@ -863,10 +865,6 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
         goto fail;
     }
     if (m->kind != ZX_FRAME_CHANGES) { /* changes metadata means nothing here */
-        if (m->kind == ZX_FRAME_ROWS) {
-            m->key_cols = NULL;
-            m->nkey_cols = 0;
-        }
         m->ncol_types = 0;
         m->col_types = NULL;
         m->history = 0;

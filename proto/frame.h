@@ -57,7 +57,12 @@
  *                                     most ZX_FRAME_MAX_KEY_COLUMNS, each a
  *                                     column of the frame); row-hashes
  *                                     frames: the sync's key columns (see
- *                                     "Row-hashes frames")
+ *                                     "Row-hashes frames"); rows frames,
+ *                                     when present: the rows are a mirror
+ *                                     table's initial copy, whose key
+ *                                     columns these are (the writer
+ *                                     appends them as any rows; a
+ *                                     forwarder publishes them keyed)
  *                         "st" array  changes frames: the source's declared
  *                                     type of columns, array of [column: str,
  *                                     type: str] (Postgres' format_type
@@ -248,8 +253,9 @@ typedef struct zx_frame_meta {
     size_t npositions;
     const zx_frame_reject *rejects;  /* nrejects entries (NULL when 0) */
     size_t nrejects;
-    /* changes frames ("kc", "st", "hi"), row-hashes frames ("kc"); a rows
-     * frame neither encodes nor decodes them (decode leaves them empty) */
+    /* changes frames ("kc", "st", "hi"), row-hashes frames ("kc"), rows
+     * frames of a mirror's copy ("kc"); a rows frame encodes and decodes
+     * no "st" or "hi" */
     const char *const *key_cols;     /* nkey_cols NUL-terminated names */
     size_t nkey_cols;
     const zx_frame_coltype *col_types;  /* ncol_types entries */

@@ -557,10 +557,15 @@ static void test_changes(void)
           strcmp(mo.col_types[1].type, "numeric(10,2)") == 0 &&
           strcmp(mo.col_types[2].type, "timestamp with time zone") == 0);
     CHECK(b.nrows == 2 && b.ncols == 6);
-    /* a rows frame does not carry them */
+    /* a rows frame carries the key columns (a mirror's copy), not the rest */
     m.kind = ZX_FRAME_ROWS;
     roundtrip(&m, &a, &b, &mo);
-    CHECK(mo.kind == ZX_FRAME_ROWS && mo.nkey_cols == 0 && mo.ncol_types == 0 && !mo.history);
+    CHECK(mo.kind == ZX_FRAME_ROWS && mo.ncol_types == 0 && !mo.history);
+    CHECK(mo.nkey_cols == 2 && strcmp(mo.key_cols[1], "region") == 0);
+    m.nkey_cols = 0;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.kind == ZX_FRAME_ROWS && mo.nkey_cols == 0);
+    m.nkey_cols = 2;
     /* the encoder refuses a NULL key column name or too many */
     zx_buf out;
     zx_buf_init(&out);

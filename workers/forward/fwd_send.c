@@ -163,7 +163,7 @@ static int group_start(sender *s, const zx_frame_meta *m)
     s->kind = m->kind;
     if (!(s->table = strdup(m->table ? m->table : "")))
         return -1;
-    if (m->kind == ZX_FRAME_CHANGES && m->nkey_cols) {
+    if (m->nkey_cols) {         /* a mirror's changes, or its copy's rows */
         if (!(s->keys = calloc(m->nkey_cols, sizeof(*s->keys))))
             return -1;
         for (size_t i = 0; i < m->nkey_cols; i++) {
@@ -370,7 +370,8 @@ static int send_group(sender *s, const zx_fwdj_entry *e, size_t i, size_t end, c
     s->refused = 0;
     s->run = (zx_dest_run){
         .run_id = e[i].n,
-        .mode = s->kind == ZX_FRAME_CHANGES ? ZX_MODE_MIRROR : ZX_MODE_APPEND,
+        .mode = s->kind == ZX_FRAME_CHANGES ? ZX_MODE_MIRROR
+                : s->nkeys ? ZX_MODE_UPSERT : ZX_MODE_APPEND,
         .cols = s->cols, .ncols = s->ncols,
         .key_cols = (const char *const *)s->keys, .nkey_cols = s->nkeys,
         .failed = on_failed, .failed_ctx = s, .row_seen = row_seen,

@@ -7,7 +7,8 @@
  * run (begin .. commit), whose columns are the union of theirs (each
  * column's type decided from all its values, workers/syncs/coltype.h):
  *   - a rows frame (an appended batch): write, mode append, each row op
- *     'c' (row_seen answers 0);
+ *     'c' (row_seen answers 0); with key columns ("kc": a mirror's
+ *     initial copy), mode upsert over them;
  *   - a changes frame (a mirror's): mode mirror over the frame's key
  *     columns ("kc"); its reserved _zx_* columns are not published; in
  *     order, runs of inserts and updates are written (row_seen: 1 for an

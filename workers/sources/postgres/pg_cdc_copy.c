@@ -148,6 +148,9 @@ int pgcdc_copy_step(cdc *c)
             m.table = t->mirror;
             m.ingested_at_us = zx_now_us();
             m.accepted = c->crs.nrows;
+            /* a mirror's rows: keyed where they are forwarded */
+            m.key_cols = (const char *const *)t->keys;
+            m.nkey_cols = t->nkeys;
             if (pgcdc_publish(c, &m, &c->crs, 0, 0, NULL) < 0)
                 return ZX_SRC_FATAL;
             c->copied += c->crs.nrows;
