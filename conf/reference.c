@@ -194,7 +194,9 @@ void zx_conf_write_reference(FILE *out)
                                              "`***`."
                                            : " Secret: never logged.");
         }
-        if (pipe)
+        /* the list of sources after the pipeline's own table (a
+         * sub-section without rows of its own has none) */
+        if (pipe && any)
             write_source_list(out);
         if (!strcmp(sec->path, "pipelines.<name>.destination"))
             write_dest_list(out);
