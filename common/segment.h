@@ -34,12 +34,13 @@
 #include "common/ring.h"
 
 #define ZX_SEG_MAGIC 0x5a58534547303031ull /* "ZXSEG001" */
-#define ZX_SEG_VERSION 3
+#define ZX_SEG_VERSION 4
 #define ZX_SEG_HDR_SIZE 16384
 #define ZX_SEG_SOURCE_STATUS_MAX 12288  /* bytes of the source's status JSON */
 #define ZX_SEG_SOURCE_ERROR_MAX 512
 #define ZX_SEG_SOURCE_NOTE_MAX 1024    /* bytes of a source's feed event */
 #define ZX_SEG_WRITER_TABLES_MAX 1536  /* bytes of the writer's parked tables line */
+#define ZX_SEG_FORWARD_STATUS_MAX 384  /* bytes of the forwarder's status JSON */
 #define ZX_SEG_OUT_CAP (1024u * 1024u)   /* the reply ring's capacity */
 /* What a segment with rings of these capacities maps, at most: its
  * header, each ring rounded up to whole pages with its own header (under
@@ -110,6 +111,12 @@ typedef struct zx_seg_hdr {
      * seqlock like source_error. */
     _Atomic uint32_t writer_tables_seq;
     char writer_tables[ZX_SEG_WRITER_TABLES_MAX];
+    /* written by the stream worker's forwarder (workers/forward/forward.h),
+     * "" when the pipeline does not forward: a JSON object (where to,
+     * what it published, what waits in the journal, its last error).  A
+     * seqlock like source_error. */
+    _Atomic uint32_t forward_status_seq;
+    char forward_status[ZX_SEG_FORWARD_STATUS_MAX];
 } zx_seg_hdr;
 
 _Static_assert(sizeof(zx_seg_hdr) <= ZX_SEG_HDR_SIZE, "segment header over its 16 KiB");

@@ -130,6 +130,17 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
         json_object_set_new(o, "state", json_string("blocked"));
     if (o)
         json_object_set_new(o, "blocked_reason", jstr_or_null(blocked[0] ? blocked : NULL));
+    /* what its forwarder says (forward.h): null when it does not forward */
+    char fst[ZX_SEG_FORWARD_STATUS_MAX];
+    json_t *fwd = NULL;
+    if (p->conf && zx_conf_forwards(p->conf) &&
+        zx_segment_read_text(&h->forward_status_seq, h->forward_status,
+                             sizeof(h->forward_status), fst, sizeof(fst)))
+        fwd = json_loads(fst, 0, NULL);
+    if (o)
+        json_object_set_new(o, "forward", fwd ? fwd : json_null());
+    else
+        json_decref(fwd);
     /* it started from positions or state stored before it was (re)defined */
     if (o)
         json_object_set_new(o, "resumed", sup_pipe_resumed_json(p));

@@ -181,6 +181,30 @@ static char *zxctl_pipe_notes(const json_t *e)
         len += (size_t)sprintf(out + len, "%s", lv);
         free(lv);
     }
+    const json_t *fw = json_object_get(e, "forward");
+    if (json_is_object(fw)) {
+        /* what its forwarder published, what waits in the journal */
+        const json_t *age = json_object_get(fw, "oldest_pending_ms");
+        const json_t *fe = json_object_get(fw, "last_error");
+        char *to = zxctl_fmt(json_object_get(fw, "to"));
+        char *tp = zxctl_fmt(json_object_get(fw, "topic"));
+        const char *ferr = json_is_string(fe) ? json_string_value(fe) : "";
+        out = zxctl_xrealloc(out, len + strlen(to) + strlen(tp) + strlen(ferr) + 200);
+        len += (size_t)sprintf(out + len, "  forward: to %s %s, %lld rows and %lld deletes "
+                               "published, %lld frames waiting", to, tp,
+                               (long long)json_integer_value(json_object_get(fw, "rows")),
+                               (long long)json_integer_value(json_object_get(fw, "deletes")),
+                               (long long)json_integer_value(json_object_get(fw,
+                                                                             "pending_frames")));
+        if (json_is_integer(age))
+            len += (size_t)sprintf(out + len, " (the oldest for %.1f s)",
+                                   (double)json_integer_value(age) / 1000.0);
+        if (ferr[0])
+            len += (size_t)sprintf(out + len, "; failing: %s", ferr);
+        len += (size_t)sprintf(out + len, "\n");
+        free(to);
+        free(tp);
+    }
     const json_t *st = json_object_get(e, "source_status");
     const json_t *parts = json_object_get(st, "partitions");
     const json_t *sy = json_object_get(e, "sync");

@@ -195,12 +195,24 @@ def test_journal_keeps_what_an_absent_broker_did_not_take(request, kafka, make_k
     wait_for(lambda: z.count("clicks") == 30, "30 rows")
     assert z.count("_zx_forward") == 3
     wait_for(lambda: "event=forward_failed" in z.log_text(), "the forward's failure logged")
+    # zxctl status says what waits and why
+    wait_for(lambda: (z.pipeline("clicks").get("forward") or {}).get("pending_frames") == 3
+             and z.pipeline("clicks")["forward"].get("last_error"), "the forward's status")
+    fw = z.pipeline("clicks")["forward"]
+    assert fw["to"] == "kafka" and fw["topic"] == topic and fw["rows"] == 0, fw
+    assert fw["oldest_pending_ms"] >= 0, fw
+    text = z.zxctl("status", check_rc=0).stdout
+    assert f"forward: to kafka {topic}, 0 rows and 0 deletes published, 3 frames waiting" \
+        in text and "failing: " in text, text
     z.set_kafka(connections={"k": kafka.connection()})
     z.signal(signal.SIGHUP)
     wait_for(lambda: journal_empty(z), lambda: "the journal to empty\n" + z.log_tail(20),
              deadline=DEADLINE * 2)
     ids = sorted(json.loads(v)["id"] for _p, _o, _k, v in read_topic(kafka, topic))
     assert sorted(set(ids)) == list(range(30))
+    wait_for(lambda: z.pipeline("clicks")["forward"]["pending_frames"] == 0 and
+             z.pipeline("clicks")["forward"]["last_error"] is None and
+             z.pipeline("clicks")["forward"]["rows"] == 30, "the forward's status, caught up")
 
 
 @pytest.mark.sqlite_only

@@ -9,6 +9,7 @@
 #include "workers/forward/forward.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/timefmt.h"
 #include "common/util.h"
 #include "conf/plugin.h"
 #include "workers/destinations/kafka/kafka_dest_opts.h"
@@ -29,6 +31,7 @@
 #define IDLE_MS 100
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 30000
+#define REPORT_MS 2000
 
 struct zx_fwd {
     const zx_conf *conf;
@@ -36,7 +39,53 @@ struct zx_fwd {
     pthread_t th;
     atomic_int stop;
     zx_fwd_out out;
+    zx_fwd_report report;
+    void *report_ctx;
+    int64_t reported_ms;
+    char reported_err[200];
 };
+
+/* The status (forward.h) to the reporter: every REPORT_MS, or at once
+ * when the error changed.  The journal is counted then (j may be NULL). */
+static void report(zx_fwd *f, zx_fwdj *j, const char *error)
+{
+    int64_t now = zx_mono_ms();
+    const char *e = error && error[0] ? error : "";
+    if (!f->report || (now - f->reported_ms < REPORT_MS && !strncmp(e, f->reported_err,
+                                                                     sizeof(f->reported_err) - 1)))
+        return;
+    f->reported_ms = now;
+    snprintf(f->reported_err, sizeof(f->reported_err), "%s", e);
+    uint64_t count = 0, first = 0;
+    char jerr[256];
+    if (j)
+        zx_fwdj_pending(j, f->p->name, &count, &first, jerr, sizeof(jerr));
+    int64_t age = -1;
+    if (first) {
+        age = (zx_now_us() - (int64_t)first) / 1000;
+        if (age < 0)
+            age = 0;    /* n runs ahead of the clock when frames come faster than 1/µs */
+    }
+    const zx_kafka_dest_opts *ko = f->p->dest_own;
+    const char *topic = ko && ko->ntopic && !strcmp(f->p->dest_plugin->name, "kafka")
+                            ? ko->topic[0] : "";
+    /* the error cut so that the object fits */
+    char shown[160];
+    snprintf(shown, sizeof(shown), "%s", e);
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+                          "to", f->p->dest_plugin->name, "topic", topic,
+                          "frames", (json_int_t)f->out.frames, "rows", (json_int_t)f->out.rows,
+                          "deletes", (json_int_t)f->out.deletes,
+                          "skipped", (json_int_t)f->out.skipped,
+                          "pending_frames", (json_int_t)count,
+                          "oldest_pending_ms", age >= 0 ? json_integer(age) : json_null(),
+                          "last_error", shown[0] ? json_string(shown) : json_null());
+    char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (txt && strlen(txt) < ZX_FWD_STATUS_MAX)
+        f->report(f->report_ctx, txt);
+    free(txt);
+    json_decref(o);
+}
 
 static int stopping(void *ctx)
 {
@@ -85,6 +134,7 @@ static void *run(void *arg)
         if (zx_fwdj_read(j, p->name, READ_FRAMES, READ_BYTES, &e, &n, err, sizeof(err)) < 0)
             goto failed;
         if (!n) {
+            report(f, j, last_err);
             nap(f, IDLE_MS);
             continue;
         }
@@ -108,6 +158,7 @@ static void *run(void *arg)
             last_err[0] = '\0';
         }
         backoff = BACKOFF_MIN_MS;
+        report(f, j, "");
         if (f->out.rows + f->out.deletes >= told_rows + 100000 || !told_rows) {
             told_rows = f->out.rows + f->out.deletes;
             zx_info("event=forward_progress pipeline=%s frames=%" PRIu64 " rows=%" PRIu64
@@ -123,6 +174,7 @@ failed:
             zx_warn("event=forward_failed pipeline=%s retry_in_ms=%" PRId64 " error=\"%s\"",
                     p->name, backoff, err);
         snprintf(last_err, sizeof(last_err), "%s", err);
+        report(f, j, err);
         nap(f, backoff);
         backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
     }
@@ -133,8 +185,8 @@ failed:
     return NULL;
 }
 
-zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p, char *err,
-                     size_t errlen)
+zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p, zx_fwd_report rep,
+                     void *ctx, char *err, size_t errlen)
 {
     zx_fwd *f = calloc(1, sizeof(*f));
     if (!f) {
@@ -143,6 +195,9 @@ zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p, char *err,
     }
     f->conf = conf;
     f->p = p;
+    f->report = rep;
+    f->report_ctx = ctx;
+    f->reported_ms = -REPORT_MS;
     atomic_init(&f->stop, 0);
     sigset_t all, old;
     sigfillset(&all);

@@ -22,11 +22,23 @@
 
 typedef struct zx_fwd zx_fwd;
 
+/* Where the forwarder reports its status: a JSON object text (at most
+ * ZX_FWD_STATUS_MAX bytes), called from its thread, at most every 2 s
+ * and on each change of its error:
+ *   {"to": "kafka", "topic": T, "frames": N, "rows": N, "deletes": N,
+ *    "skipped": N, "pending_frames": N, "oldest_pending_ms": N or null,
+ *    "last_error": "..." or null}
+ * rows, deletes: messages published for appended or changed rows and for
+ * deleted keys since the worker started; pending_frames: entries waiting
+ * in the journal, the oldest written oldest_pending_ms ago. */
+#define ZX_FWD_STATUS_MAX 384
+typedef void (*zx_fwd_report)(void *ctx, const char *json);
+
 /* Start forwarding pipeline p (zx_conf_forwards(p) is 1) of conf; both
- * must outlive zx_fwd_stop.  Returns the forwarder, or NULL with err set
- * (out of memory, no thread). */
-zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p, char *err,
-                     size_t errlen);
+ * (and ctx) must outlive zx_fwd_stop.  report may be NULL.  Returns the
+ * forwarder, or NULL with err set (out of memory, no thread). */
+zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p, zx_fwd_report report,
+                     void *ctx, char *err, size_t errlen);
 
 /* Stop: the run in progress is aborted (what it sent stays in the
  * journal, sent again next time), the thread joined, everything freed.

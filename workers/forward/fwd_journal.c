@@ -125,6 +125,26 @@ static int sq_delete(zx_fwdj *j, const char *pipeline, uint64_t n, char *err, si
     return rc == SQLITE_DONE ? 0 : sq_fail(j, "cannot trim", err, errlen);
 }
 
+static int sq_pending(zx_fwdj *j, const char *pipeline, uint64_t *count, uint64_t *first,
+                      char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(j->db, "SELECT count(*), coalesce(min(n), 0) FROM _zx_forward "
+                           "WHERE pipeline = ?1", -1, &st, NULL) != SQLITE_OK) {
+        if (strstr(sqlite3_errmsg(j->db), "no such table"))
+            return 0;
+        return sq_fail(j, "cannot count", err, errlen);
+    }
+    sqlite3_bind_text(st, 1, pipeline, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *count = (uint64_t)sqlite3_column_int64(st, 0);
+        *first = (uint64_t)sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : sq_fail(j, "cannot count", err, errlen);
+}
+
 /* ---- Postgres ---------------------------------------------------------- */
 
 static void pg_msg(char *err, size_t errlen, const char *what, const char *shown,
@@ -211,6 +231,29 @@ static int pg_read(zx_fwdj *j, const char *pipeline, size_t max_frames, size_t m
     return 0;
 }
 
+static int pg_pending(zx_fwdj *j, const char *pipeline, uint64_t *count, uint64_t *first,
+                      char *err, size_t errlen)
+{
+    char q[300];
+    snprintf(q, sizeof(q), "SELECT count(*), coalesce(min(n), 0) FROM %s WHERE pipeline = $1",
+             j->table);
+    const char *pv[] = {pipeline};
+    PGresult *r = PQexecParams(j->pg, q, 1, NULL, pv, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        int missing = state && !strcmp(state, "42P01");
+        if (!missing)
+            pg_msg(err, errlen, "cannot count the journal _zx_forward of",
+                   j->conf->pg_dsn_shown, PQresultErrorMessage(r));
+        PQclear(r);
+        return missing ? 0 : -1;
+    }
+    *count = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+    *first = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
 static int pg_delete(zx_fwdj *j, const char *pipeline, uint64_t n, char *err, size_t errlen)
 {
     char q[300], ns[24];
@@ -291,6 +334,19 @@ int zx_fwdj_delete(zx_fwdj *j, const char *pipeline, uint64_t n, char *err, size
         return -1;
     int rc = j->pg ? pg_delete(j, pipeline, n, err, errlen)
                    : sq_delete(j, pipeline, n, err, errlen);
+    if (rc < 0)
+        disconnect_j(j);
+    return rc;
+}
+
+int zx_fwdj_pending(zx_fwdj *j, const char *pipeline, uint64_t *count, uint64_t *first,
+                    char *err, size_t errlen)
+{
+    *count = *first = 0;
+    if (connect_j(j, err, errlen) < 0)
+        return -1;
+    int rc = j->pg ? pg_pending(j, pipeline, count, first, err, errlen)
+                   : sq_pending(j, pipeline, count, first, err, errlen);
     if (rc < 0)
         disconnect_j(j);
     return rc;

@@ -48,6 +48,11 @@ int zx_fwdj_read(zx_fwdj *j, const char *pipeline, size_t max_frames, size_t max
                  zx_fwdj_entry **out, size_t *nout, char *err, size_t errlen);
 void zx_fwdj_entries_free(zx_fwdj_entry *e, size_t n);
 
+/* What waits in the pipeline's journal: *count entries, the lowest n
+ * *first (0 when none).  0, or -1 with err set. */
+int zx_fwdj_pending(zx_fwdj *j, const char *pipeline, uint64_t *count, uint64_t *first,
+                    char *err, size_t errlen);
+
 /* Delete the pipeline's entries up to n (included): they are published.
  * 0, or -1 with err set. */
 int zx_fwdj_delete(zx_fwdj *j, const char *pipeline, uint64_t n, char *err, size_t errlen);
