@@ -29,9 +29,16 @@ A driver updates one random row a time at ZX_BENCH_RATE (1,000) changes/s
 for ZX_BENCH_SECONDS (20); for one change in 100 it notes the commit time
 and measures when each target first holds that version (Kafka: a consumer;
 the receiver: its arrival; OpenSearch: GET of the document every 25 ms).
-Prints p50 and p99 per target and for "all three".
+Prints p50 and p99 per target and for "all three".  Beside them the CDC
+pipeline forwards what it applies (`forward: {kafka: ...}`, format json) to a
+topic of its own: "forward" is when that topic first holds the version, the
+path without a sync run (commit → mirror → forward journal → topic).
 
-Usage: outbound_bench.py [--throughput-only | --latency-only]
+Part 3, forward throughput: a CDC pipeline with `forward:` to Kafka (format
+debezium): its initial copy of ZX_BENCH_FWD_ROWS (200,000) rows and one
+UPDATE of all of them, each timed until the topic holds it.
+
+Usage: outbound_bench.py [--throughput-only | --latency-only | --forward-only]
 Environment: ZX_BUILD_DIR, ZX_BENCH_ROWS, ZX_BENCH_RATE, ZX_BENCH_SECONDS,
 ZX_BENCH_SYNC_BATCH (the HTTP sync's batch_rows, default 10000),
 ZX_BENCH_TARGETS (part 1's targets, default kafka,opensearch,http), BENTO (the
@@ -419,7 +426,9 @@ def latency(root):
         c.execute("INSERT INTO orders SELECT g, 0 FROM generate_series(1, 1000) g")
     tag = uuid.uuid4().hex[:8]
     topic, index = f"zxlat-{tag}", f"zxlat-{tag}"
+    ftopic = f"zxfwd-{tag}"
     new_topic(boot, topic, 3)
+    new_topic(boot, ftopic, 3)
     rcv = Receiver(record=True)
     on = "on: change\n    min_interval: 100ms"
     q = "SELECT id, v FROM orders"
@@ -436,7 +445,12 @@ connections:
   search: {{kind: opensearch, url: "{osurl}"}}
   api: {{kind: http, base_url: "{rcv.url}"}}
 pipelines:
-  cdc: {{direction: stream, source: postgres, connection: src, tables: [orders]}}
+  cdc:
+    direction: stream
+    source: postgres
+    connection: src
+    tables: [orders]
+    forward: {{kafka: {{connection: k, topic: {ftopic}, format: json, linger_ms: 5}}}}
   to_kafka:
     direction: out
     author: bench
@@ -464,22 +478,23 @@ pipelines:
 """
     os.makedirs(os.path.join(root, "lat"), exist_ok=True)
     z = Zxd(os.path.join(root, "lat"), cfg)
-    kseen, stop = {}, threading.Event()
+    kseen, fseen, stop = {}, {}, threading.Event()
 
-    def consume():
-        c = Consumer({"bootstrap.servers": boot, "group.id": "zxlat-" + tag,
+    def consume(tp, seen):
+        c = Consumer({"bootstrap.servers": boot, "group.id": "zxlat-" + tp,
                       "auto.offset.reset": "earliest"})
-        c.subscribe([topic])
+        c.subscribe([tp])
         while not stop.is_set():
             m = c.poll(0.1)
             if m is None or m.error() or m.value() is None:
                 continue
             now = time.time()
             d = json.loads(m.value())
-            kseen.setdefault(d["id"], []).append((d["v"], now))
+            seen.setdefault(d["id"], []).append((d["v"], now))
         c.close()
 
-    threading.Thread(target=consume, daemon=True).start()
+    threading.Thread(target=consume, args=(topic, kseen), daemon=True).start()
+    threading.Thread(target=consume, args=(ftopic, fseen), daemon=True).start()
     # the first runs copy the 1,000 rows: wait for them
     time.sleep(5)
     samples, osseen = [], {}
@@ -520,7 +535,7 @@ pipelines:
         ts = [t for (vv, t) in seen.get(k, []) if vv is not None and vv >= v]
         return min(ts) if ts else None
 
-    lat = {"kafka": [], "opensearch": [], "http": [], "all three": []}
+    lat = {"kafka": [], "opensearch": [], "http": [], "all three": [], "forward": []}
     missing = 0
     for k, v, t in samples:
         a = first(kseen, k, v)
@@ -529,6 +544,9 @@ pipelines:
         for name, x in (("kafka", a), ("opensearch", b), ("http", h)):
             if x is not None:
                 lat[name].append((x - t) * 1000)
+        f = first(fseen, k, v)
+        if f is not None:
+            lat["forward"].append((f - t) * 1000)
         if None in (a, b, h):
             missing += 1
         else:
@@ -546,14 +564,95 @@ pipelines:
         c.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
+def forward_throughput(root):
+    """Part 3: a CDC pipeline forwarding to Kafka (format debezium): its
+    initial copy of ZX_BENCH_FWD_ROWS rows, then one UPDATE of every row;
+    for each, the time until the mirror holds it and until the topic does,
+    and the forwarded messages/s."""
+    import psycopg
+    kafka, pg = service("kafka"), service("postgres")
+    boot, dsn = kafka["PLAINTEXT"], pg["DSN"]
+    n = int(os.environ.get("ZX_BENCH_FWD_ROWS", "200000"))
+    db = "zxbench_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {db}")
+    sdsn = dsn.rsplit("/", 1)[0] + "/" + db
+    with psycopg.connect(sdsn, autocommit=True) as c:
+        c.execute("CREATE TABLE orders (id int PRIMARY KEY, customer text NOT NULL, "
+                  "cents bigint NOT NULL, status text NOT NULL)")
+        c.execute(f"INSERT INTO orders SELECT g, 'c' || (g % 50), g * 100, 'new' "
+                  f"FROM generate_series(1, {n}) g")
+    topic = "zxfwdt-" + uuid.uuid4().hex[:8]
+    new_topic(boot, topic, 6)
+    cfg = f"""server:
+  data_dir: ./var
+  control_socket: zxd.sock
+workspace:
+  sqlite: {{path: workspace.db}}
+connections:
+  src: {{kind: postgres, dsn: "{sdsn}"}}
+  k: {{kind: kafka, brokers: ["{boot}"]}}
+pipelines:
+  cdc:
+    direction: stream
+    source: postgres
+    connection: src
+    tables: [orders]
+    forward: {{kafka: {{connection: k, topic: {topic}, format: debezium, linger_ms: 20}}}}
+"""
+    os.makedirs(os.path.join(root, "fwd"), exist_ok=True)
+    db_path = os.path.join(root, "fwd", "workspace.db")
+
+    def mirror_count():
+        try:
+            with sqlite3.connect(db_path, timeout=30) as c:
+                return c.execute("SELECT count(*) FROM orders").fetchone()[0]
+        except sqlite3.Error:
+            return -1
+
+    def wait(pred, what):
+        end = time.monotonic() + 900
+        while not pred():
+            if time.monotonic() > end:
+                sys.exit(f"forward bench: {what} not reached within 900 s")
+            time.sleep(0.05)
+        return time.monotonic()
+
+    t0 = time.monotonic()
+    z = Zxd(os.path.join(root, "fwd"), cfg)
+    c0 = z.cpu()
+    tm = wait(lambda: mirror_count() == n, "the copy in the mirror")
+    tk = wait(lambda: kafka_count(boot, topic) >= n, "the copy in the topic")
+    c1 = z.cpu()
+    print(f"forward, initial copy of {n} rows (CDC, format debezium, 6 partitions):")
+    print(f"  mirror after {tm - t0:6.1f} s; topic after {tk - t0:6.1f} s "
+          f"({n / (tk - t0):,.0f} messages/s from zxd's start), zxd CPU {c1 - c0:.1f} s")
+    with psycopg.connect(sdsn, autocommit=True) as c:
+        t1 = time.monotonic()
+        c.execute("UPDATE orders SET cents = cents + 1")
+    c2 = z.cpu()
+    tk2 = wait(lambda: kafka_count(boot, topic) >= 2 * n, "the updates in the topic")
+    c3 = z.cpu()
+    print(f"forward, one UPDATE of {n} rows: in the topic {tk2 - t1:6.1f} s after its "
+          f"commit ({n / (tk2 - t1):,.0f} changes/s), zxd CPU {c3 - c2:.1f} s "
+          f"({(c3 - c2) / n * 1e6:.1f} µs a change)")
+    z.stop()
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                  f"WHERE database = '{db}'")
+        c.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
     root = tempfile.mkdtemp(prefix="zxbench-out-")
     try:
-        if mode != "--latency-only":
+        if mode not in ("--latency-only", "--forward-only"):
             throughput(root, bento_binary())
-        if mode != "--throughput-only":
+        if mode not in ("--throughput-only", "--forward-only"):
             latency(root)
+        if mode in ("", "--forward-only"):
+            forward_throughput(root)
     finally:
         if not os.environ.get("ZX_BENCH_KEEP"):
             shutil.rmtree(root, ignore_errors=True)
