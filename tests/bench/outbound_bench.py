@@ -601,11 +601,13 @@ pipelines:
     forward: {{kafka: {{connection: k, topic: {topic}, format: debezium, linger_ms: 20}}}}
 """
     os.makedirs(os.path.join(root, "fwd"), exist_ok=True)
-    db_path = os.path.join(root, "fwd", "workspace.db")
+    db_path = os.path.join(root, "fwd", "var", "workspace.db")   # under data_dir
 
     def mirror_count():
+        if not os.path.exists(db_path):
+            return -1
         try:
-            with sqlite3.connect(db_path, timeout=30) as c:
+            with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30) as c:
                 return c.execute("SELECT count(*) FROM orders").fetchone()[0]
         except sqlite3.Error:
             return -1
