@@ -39,8 +39,7 @@ struct zx_fwd {
     pthread_t th;
     atomic_int stop;
     zx_fwd_out out;
-    zx_fwd_report report;
-    void *report_ctx;
+    zx_fwd_hooks h;
     int64_t reported_ms;
     char reported_err[200];
 };
@@ -51,7 +50,7 @@ static void report(zx_fwd *f, zx_fwdj *j, const char *error)
 {
     int64_t now = zx_mono_ms();
     const char *e = error && error[0] ? error : "";
-    if (!f->report || (now - f->reported_ms < REPORT_MS && !strncmp(e, f->reported_err,
+    if (!f->h.report || (now - f->reported_ms < REPORT_MS && !strncmp(e, f->reported_err,
                                                                      sizeof(f->reported_err) - 1)))
         return;
     f->reported_ms = now;
@@ -82,7 +81,7 @@ static void report(zx_fwd *f, zx_fwdj *j, const char *error)
                           "last_error", shown[0] ? json_string(shown) : json_null());
     char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (txt && strlen(txt) < ZX_FWD_STATUS_MAX)
-        f->report(f->report_ctx, txt);
+        f->h.report(f->h.ctx, txt);
     free(txt);
     json_decref(o);
 }
@@ -92,13 +91,19 @@ static int stopping(void *ctx)
     return atomic_load(&((zx_fwd *)ctx)->stop);
 }
 
-/* Sleep ms, waking every 100 ms to look at the stop. */
-static void nap(zx_fwd *f, int64_t ms)
+/* Sleep ms, looking at the stop every 50 ms; with wake, returning as
+ * soon as the writer committed frames of the pipeline (looked at every
+ * 2 ms). */
+static void nap(zx_fwd *f, int64_t ms, int wake)
 {
     int64_t until = zx_mono_ms() + ms;
+    wake = wake && f->h.committed;
+    uint64_t seen = wake ? f->h.committed(f->h.ctx) : 0;
     while (!stopping(f) && zx_mono_ms() < until) {
-        struct timespec ts = {0, 50 * 1000000L};
+        struct timespec ts = {0, (wake ? 2 : 50) * 1000000L};
         nanosleep(&ts, NULL);
+        if (wake && f->h.committed(f->h.ctx) != seen)
+            return;
     }
 }
 
@@ -135,7 +140,7 @@ static void *run(void *arg)
             goto failed;
         if (!n) {
             report(f, j, last_err);
-            nap(f, IDLE_MS);
+            nap(f, IDLE_MS, 1);
             continue;
         }
         uint64_t done = 0;
@@ -175,7 +180,7 @@ failed:
                     p->name, backoff, err);
         snprintf(last_err, sizeof(last_err), "%s", err);
         report(f, j, err);
-        nap(f, backoff);
+        nap(f, backoff, 0);
         backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
     }
     if (f->out.state)
@@ -185,8 +190,8 @@ failed:
     return NULL;
 }
 
-zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p, zx_fwd_report rep,
-                     void *ctx, char *err, size_t errlen)
+zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p,
+                     const zx_fwd_hooks *hooks, char *err, size_t errlen)
 {
     zx_fwd *f = calloc(1, sizeof(*f));
     if (!f) {
@@ -195,8 +200,8 @@ zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p, zx_fwd_repo
     }
     f->conf = conf;
     f->p = p;
-    f->report = rep;
-    f->report_ctx = ctx;
+    if (hooks)
+        f->h = *hooks;
     f->reported_ms = -REPORT_MS;
     atomic_init(&f->stop, 0);
     sigset_t all, old;

@@ -18,6 +18,8 @@
 #ifndef ZX_FORWARD_FORWARD_H
 #define ZX_FORWARD_FORWARD_H
 
+#include <stdint.h>
+
 #include "conf/config.h"
 
 typedef struct zx_fwd zx_fwd;
@@ -32,13 +34,27 @@ typedef struct zx_fwd zx_fwd;
  * deleted keys since the worker started; pending_frames: entries waiting
  * in the journal, the oldest written oldest_pending_ms ago. */
 #define ZX_FWD_STATUS_MAX 384
-typedef void (*zx_fwd_report)(void *ctx, const char *json);
 
-/* Start forwarding pipeline p (zx_conf_forwards(p) is 1) of conf; both
- * (and ctx) must outlive zx_fwd_stop.  report may be NULL.  Returns the
- * forwarder, or NULL with err set (out of memory, no thread). */
-zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p, zx_fwd_report report,
-                     void *ctx, char *err, size_t errlen);
+/* What the forwarder asks of the worker it runs in (each may be NULL),
+ * called from its thread with ctx:
+ *   report     its status (above);
+ *   committed  a number that grows each time the writer commits frames
+ *              of the pipeline (the frames ring's acknowledged sequence):
+ *              while the journal is empty the forwarder looks at it every
+ *              2 ms and reads the journal as soon as it moves (else every
+ *              100 ms). */
+typedef struct zx_fwd_hooks {
+    void (*report)(void *ctx, const char *json);
+    uint64_t (*committed)(void *ctx);
+    void *ctx;
+} zx_fwd_hooks;
+
+/* Start forwarding pipeline p (zx_conf_forwards(p) is 1) of conf; conf,
+ * p and hooks->ctx must outlive zx_fwd_stop (hooks is copied; NULL: none).
+ * Returns the forwarder, or NULL with err set (out of memory, no
+ * thread). */
+zx_fwd *zx_fwd_start(const zx_conf *conf, const zx_conf_pipeline *p,
+                     const zx_fwd_hooks *hooks, char *err, size_t errlen);
 
 /* Stop: the run in progress is aborted (what it sent stays in the
  * journal, sent again next time), the thread joined, everything freed.

@@ -297,9 +297,15 @@ static void tell_acked(zx_src *rt, void *state)
 /* The forwarder's status (forward.h) into the segment, for zxctl status. */
 static void fwd_report(void *ctx, const char *json)
 {
-    zx_seg_hdr *h = ctx;
+    zx_seg_hdr *h = ((zx_src *)ctx)->a->seg->hdr;
     zx_segment_write_text(&h->forward_status_seq, h->forward_status, sizeof(h->forward_status),
                           json);
+}
+
+/* What the writer committed of the pipeline: the frames it acknowledged. */
+static uint64_t fwd_committed(void *ctx)
+{
+    return zx_ring_acked_seq(((zx_src *)ctx)->frames);
 }
 
 int zx_source_main(const zx_source *src, const zx_worker_args *a)
@@ -353,7 +359,9 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
     /* what the writer applies for it is published by a thread of its own
      * (a failure there is logged and retried; the stream goes on) */
     if (zx_conf_forwards(a->pipeline) &&
-        !(fwd = zx_fwd_start(a->conf, a->pipeline, fwd_report, hdr, err, sizeof(err))))
+        !(fwd = zx_fwd_start(a->conf, a->pipeline,
+                             &(zx_fwd_hooks){fwd_report, fwd_committed, rt}, err,
+                             sizeof(err))))
         zx_error("event=forward_start_failed pipeline=%s error=\"%s\"", rt->name, err);
     zx_info("event=ready pipeline=%s source=%s frames_published=%llu positions=%zu", rt->name,
             src->name, (unsigned long long)zx_ring_published_seq(rt->frames), rt->npos);
