@@ -121,6 +121,10 @@ typedef struct zx_dest_args {
      * gives up with an error.  NULL: no stop to look at. */
     int (*stopping)(void *ctx);
     void *stop_ctx;
+    /* What sends, in messages: NULL "sync" (a reverse sync's run), or
+     * "forward of" (a stream's forwarder: workers/forward/), followed by
+     * the name in sync. */
+    const char *role;
 } zx_dest_args;
 
 /* One run, as begin sees it.  Owned by the caller, valid until commit or

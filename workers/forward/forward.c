@@ -45,12 +45,13 @@ struct zx_fwd {
 };
 
 /* The status (forward.h) to the reporter: every REPORT_MS, or at once
- * when the error changed.  The journal is counted then (j may be NULL). */
-static void report(zx_fwd *f, zx_fwdj *j, const char *error)
+ * when the error changed or when forced.  The journal is counted then (j
+ * may be NULL). */
+static void report(zx_fwd *f, zx_fwdj *j, const char *error, int force)
 {
     int64_t now = zx_mono_ms();
     const char *e = error && error[0] ? error : "";
-    if (!f->h.report || (now - f->reported_ms < REPORT_MS && !strncmp(e, f->reported_err,
+    if (!f->h.report || (!force && now - f->reported_ms < REPORT_MS && !strncmp(e, f->reported_err,
                                                                      sizeof(f->reported_err) - 1)))
         return;
     f->reported_ms = now;
@@ -114,7 +115,7 @@ static void *run(void *arg)
     const zx_dest *ops = p->dest_plugin->dest;
     zx_dest_args da = {.conf = f->conf, .sync = p->name, .conn = p->dest_conn,
                        .opts = p->dest_own, .deadline_ms = 30000,
-                       .stopping = stopping, .stop_ctx = f};
+                       .stopping = stopping, .stop_ctx = f, .role = "forward of"};
     const zx_kafka_dest_opts *ko = p->dest_own;
     f->out.ops = ops;
     f->out.pipeline = p->name;
@@ -130,18 +131,25 @@ static void *run(void *arg)
         err[0] = '\0';
         if (!j && !(j = zx_fwdj_open(f->conf, err, sizeof(err))))
             goto failed;
-        if (!f->out.state && ops->open(&da, &f->out.state, err, sizeof(err)) < 0) {
-            f->out.state = NULL;
-            goto failed;
-        }
         zx_fwdj_entry *e = NULL;
         size_t n = 0;
         if (zx_fwdj_read(j, p->name, READ_FRAMES, READ_BYTES, &e, &n, err, sizeof(err)) < 0)
             goto failed;
         if (!n) {
-            report(f, j, last_err);
+            report(f, j, last_err, 0);
             nap(f, IDLE_MS, 1);
             continue;
+        }
+        /* the destination is opened when there is something to send (an
+         * absent broker costs nothing while the stream has no rows), after
+         * the status says what waits */
+        if (!f->out.state) {
+            report(f, j, last_err, 1);   /* opening may take the timeout */
+            if (ops->open(&da, &f->out.state, err, sizeof(err)) < 0) {
+                f->out.state = NULL;
+                zx_fwdj_entries_free(e, n);
+                goto failed;
+            }
         }
         uint64_t done = 0;
         int rc = zx_fwd_publish(&f->out, e, n, &done, err, sizeof(err));
@@ -163,7 +171,7 @@ static void *run(void *arg)
             last_err[0] = '\0';
         }
         backoff = BACKOFF_MIN_MS;
-        report(f, j, "");
+        report(f, j, "", 0);
         if (f->out.rows + f->out.deletes >= told_rows + 100000 || !told_rows) {
             told_rows = f->out.rows + f->out.deletes;
             zx_info("event=forward_progress pipeline=%s frames=%" PRIu64 " rows=%" PRIu64
@@ -179,7 +187,7 @@ failed:
             zx_warn("event=forward_failed pipeline=%s retry_in_ms=%" PRId64 " error=\"%s\"",
                     p->name, backoff, err);
         snprintf(last_err, sizeof(last_err), "%s", err);
-        report(f, j, err);
+        report(f, j, err, 0);
         nap(f, backoff, 0);
         backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
     }

@@ -8,12 +8,14 @@
  */
 #include "workers/forward/fwd_journal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define STATEMENT_TIMEOUT_MS 60000
 #define BUSY_TIMEOUT_MS 10000
@@ -58,6 +60,9 @@ static int add_entry(zx_fwdj_entry **out, size_t *nout, size_t *cap, uint64_t n,
 
 static int sq_open(zx_fwdj *j, char *err, size_t errlen)
 {
+    /* the writer makes the file when it starts: until then, nothing to read */
+    if (access(j->conf->sqlite_path, F_OK) != 0 && errno == ENOENT)
+        return 1;
     if (sqlite3_open_v2(j->conf->sqlite_path, &j->db, SQLITE_OPEN_READWRITE |
                         SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "forward: cannot open the workspace %s: %s",
@@ -271,6 +276,7 @@ static int pg_delete(zx_fwdj *j, const char *pipeline, uint64_t n, char *err, si
 
 /* ---- the interface ----------------------------------------------------- */
 
+/* 0 connected, 1 not yet (the SQLite workspace is not made yet), -1 err. */
 static int connect_j(zx_fwdj *j, char *err, size_t errlen)
 {
     if (j->db || j->pg)
@@ -295,10 +301,8 @@ zx_fwdj *zx_fwdj_open(const zx_conf *conf, char *err, size_t errlen)
         return NULL;
     }
     j->conf = conf;
-    if (connect_j(j, err, errlen) < 0) {
-        free(j);
-        return NULL;
-    }
+    (void)err;
+    (void)errlen;
     return j;
 }
 
@@ -315,8 +319,9 @@ int zx_fwdj_read(zx_fwdj *j, const char *pipeline, size_t max_frames, size_t max
 {
     *out = NULL;
     *nout = 0;
-    if (connect_j(j, err, errlen) < 0)
-        return -1;
+    int c = connect_j(j, err, errlen);
+    if (c)
+        return c > 0 ? 0 : -1;
     int rc = j->pg ? pg_read(j, pipeline, max_frames, max_bytes, out, nout, err, errlen)
                    : sq_read(j, pipeline, max_frames, max_bytes, out, nout, err, errlen);
     if (rc < 0) {
@@ -330,8 +335,11 @@ int zx_fwdj_read(zx_fwdj *j, const char *pipeline, size_t max_frames, size_t max
 
 int zx_fwdj_delete(zx_fwdj *j, const char *pipeline, uint64_t n, char *err, size_t errlen)
 {
-    if (connect_j(j, err, errlen) < 0)
+    if (connect_j(j, err, errlen) != 0) {
+        if (!err[0])
+            snprintf(err, errlen, "forward: the workspace %s is gone", j->conf->sqlite_path);
         return -1;
+    }
     int rc = j->pg ? pg_delete(j, pipeline, n, err, errlen)
                    : sq_delete(j, pipeline, n, err, errlen);
     if (rc < 0)
@@ -343,8 +351,9 @@ int zx_fwdj_pending(zx_fwdj *j, const char *pipeline, uint64_t *count, uint64_t 
                     char *err, size_t errlen)
 {
     *count = *first = 0;
-    if (connect_j(j, err, errlen) < 0)
-        return -1;
+    int c = connect_j(j, err, errlen);
+    if (c)
+        return c > 0 ? 0 : -1;
     int rc = j->pg ? pg_pending(j, pipeline, count, first, err, errlen)
                    : sq_pending(j, pipeline, count, first, err, errlen);
     if (rc < 0)

@@ -32,9 +32,12 @@ typedef struct zx_fwdj_entry {
     size_t len;
 } zx_fwdj_entry;
 
-/* Connect to conf's workspace.  Returns the journal, or NULL with err set
- * ("forward: cannot open the workspace ...": never a password).  Free
- * with zx_fwdj_close. */
+/* The journal of conf's workspace, connected by the first call that
+ * needs it (and again after a failure); a SQLite workspace file that does
+ * not exist yet (the writer makes it) reads as an empty journal.  Returns
+ * NULL only out of memory (err set).  Free with zx_fwdj_close.  Errors of
+ * the calls below name the workspace ("forward: cannot connect to the
+ * workspace ...": never a password). */
 zx_fwdj *zx_fwdj_open(const zx_conf *conf, char *err, size_t errlen);
 void zx_fwdj_close(zx_fwdj *j);
 

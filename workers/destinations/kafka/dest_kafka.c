@@ -52,6 +52,8 @@ typedef struct kdest {
     const zx_conf_connection *conn;
     const char *topic;
     int64_t timeout_ms;
+    int (*stopping)(void *ctx);   /* the run's stop (zx_dest_args), or NULL */
+    void *stop_ctx;
     rd_kafka_t *rk;
     rd_kafka_topic_t *rkt;
     char where[400];              /* "sync S: kafka topic T on B (SASL_SSL...)" */
@@ -144,11 +146,27 @@ static int kd_fail(kdest *d, char *err, size_t errlen, const char *what, const c
 }
 
 /* The topic's metadata, within the timeout: 0, or -1 with err. */
+static int stopped(const kdest *d)
+{
+    return d->stopping && d->stopping(d->stop_ctx);
+}
+
 static int check_topic(kdest *d, char *err, size_t errlen)
 {
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(d->rk, 0, d->rkt, &md, (int)d->timeout_ms);
+    /* asked in slices, so that a stop is seen within 200 ms */
+    int64_t until = now_ms() + d->timeout_ms;
+    rd_kafka_resp_err_t e;
+    do {
+        int64_t left = until - now_ms();
+        e = rd_kafka_metadata(d->rk, 0, d->rkt, &md, (int)(left < 200 ? (left > 0 ? left : 1)
+                                                                       : 200));
+    } while ((e == RD_KAFKA_RESP_ERR__TIMED_OUT || e == RD_KAFKA_RESP_ERR__TRANSPORT) &&
+             now_ms() < until && !stopped(d));
     char why[300];
+    if (e && stopped(d))
+        return kd_fail(d, err, errlen, "stopped", "the run was stopped while the brokers "
+                       "did not answer");
     if (e) {
         snprintf(why, sizeof(why), "%s (within %" PRId64 " s); check the connection's brokers "
                  "and security, and that the brokers are up", rd_kafka_err2str(e),
@@ -186,19 +204,22 @@ static int kd_open(const zx_dest_args *a, void **state, char *err, size_t errlen
     }
     kdest *d = calloc(1, sizeof(*d));
     if (!d) {
-        snprintf(err, errlen, "sync %s: out of memory", a->sync);
+        snprintf(err, errlen, "%s %s: out of memory", a->role ? a->role : "sync", a->sync);
         return -1;
     }
     d->sync = a->sync;
     d->o = o;
     d->conn = a->conn;
     d->topic = o->topic[0];
+    d->stopping = a->stopping;
+    d->stop_ctx = a->stop_ctx;
     /* its own `timeout` (default 30 s, the runs' network deadline) */
     d->timeout_ms = o->timeout_ms ? o->timeout_ms : a->deadline_ms > 0 ? a->deadline_ms : 30000;
     zx_kafka_settings s = zx_kafka_conn_settings(a->conn);
     char desc[96];
     zx_kafka_describe(&s, desc, sizeof(desc));
-    snprintf(d->where, sizeof(d->where), "sync %s: kafka topic %.64s on %.48s (%s)", a->sync,
+    snprintf(d->where, sizeof(d->where), "%s %s: kafka topic %.64s on %.48s (%s)",
+             a->role ? a->role : "sync", a->sync,
              d->topic, a->conn->brokers_csv ? a->conn->brokers_csv : "?", desc);
     char e[300];
     rd_kafka_conf_t *conf = zx_kafka_conf_new(&s, &d->seen, e, sizeof(e));
@@ -363,7 +384,7 @@ static int produce(kdest *d, size_t b, const zx_buf *key, const zx_buf *val, cha
                              (void *)(uintptr_t)b) == 0)
             break;
         rd_kafka_resp_err_t e = rd_kafka_last_error();
-        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || now_ms() >= until) {
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || now_ms() >= until || stopped(d)) {
             d->pending[b]--;
             d->bad[b] |= B_FAILED;
             char why[300];
@@ -496,7 +517,7 @@ static int kd_commit(void *state, char *err, size_t errlen)
     /* every message fails by itself past message.timeout.ms (timeout +
      * linger); flush waits a little longer than that for the reports */
     int64_t until = now_ms() + d->timeout_ms + d->o->linger_ms + 5000;
-    while (rd_kafka_outq_len(d->rk) > 0 && now_ms() < until)
+    while (rd_kafka_outq_len(d->rk) > 0 && now_ms() < until && !stopped(d))
         rd_kafka_flush(d->rk, 200);
     rd_kafka_poll(d->rk, 0);
     int left = rd_kafka_outq_len(d->rk);
