@@ -184,6 +184,14 @@ assert v(deltalake) >= (1, 4, 2) and v(polars) >= (2, 1)' 2>/dev/null; then
         echo "zx: installing opensearch-py from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "opensearch-py>=2.4"
     fi
+    # Python's cryptography: the secret store's second reader
+    # (test_secrets.py) and the CA and certificates of the TLS proxy of
+    # tests/integration/tls_proxy.py.
+    if ! python3 -c 'from cryptography import x509' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing cryptography from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "cryptography>=38"
+    fi
     # The Redis destination's tests read Redis back with redis-py.
     if ! python3 -c 'import redis' 2>/dev/null; then
         pip_setup

@@ -341,9 +341,9 @@ def test_a_message_the_broker_refuses_fails_the_run(sync_env, kafka):
 
 # ---- format avro ------------------------------------------------------------------
 # The registry is tests/services/schema-registry, a STAND-IN (a mock of the
-# Confluent API: it registers and serves schemas, and checks no
-# compatibility), run in a folder of this module's own so that starting and
-# stopping it touches no other test's.
+# Confluent API: it registers and serves schemas, and checks compatibility
+# only for a subject whose level was set), run in a folder of this module's
+# own so that starting and stopping it touches no other test's.
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
@@ -406,3 +406,70 @@ def test_avro_registry_errors_fail_the_run(sync_env, kafka, registry):
     r = z.run("out", check=False)
     assert r.get("state") == "failed", r
     assert "schema registry" in r.get("error", "") and "HTTP 404" in r["error"], r
+
+
+def registry_call(url, method, path, obj=None):
+    """(status, answer) of one request to the registry's REST API."""
+    import urllib.error
+    import urllib.request
+    data = None if obj is None else json.dumps(obj).encode()
+    req = urllib.request.Request(url + path, data=data, method=method, headers={
+        "Content-Type": "application/vnd.schemaregistry.v1+json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def test_avro_a_subject_that_refuses_the_schema_fails_the_run(sync_env, kafka, registry):
+    """The value subject already has a schema zx's cannot read (price a
+    required string; zx's is ["null", "double"]) and compatibility
+    BACKWARD: the registry answers 409, the run fails naming the subject,
+    nothing is produced and nothing recorded; once the subject accepts any
+    schema (NONE) the next run sends every row.  The key subject, also
+    BACKWARD, holds a schema zx's can read (id a required long): accepted."""
+    pytest.importorskip("fastavro")
+    topic = kafka.create_topic("zx-sr409-" + uid()[:8], partitions=PARTITIONS)
+    avro_name = topic.replace("-", "_")
+    old_value = {"type": "record", "name": avro_name + "_value", "namespace": "zx",
+                 "fields": [{"name": "price", "type": "string"}]}
+    old_key = {"type": "record", "name": avro_name + "_key", "namespace": "zx",
+               "fields": [{"name": "id", "type": "long"}]}
+    for subject, schema in ((f"{topic}-value", old_value), (f"{topic}-key", old_key)):
+        st, ans = registry_call(registry, "POST", f"/subjects/{subject}/versions",
+                                {"schema": json.dumps(schema)})
+        assert st == 200, ans
+        st, ans = registry_call(registry, "PUT", f"/config/{subject}",
+                                {"compatibility": "BACKWARD"})
+        assert st == 200 and ans == {"compatibility": "BACKWARD"}, ans
+
+    z, _ = kafka_sync(sync_env, kafka, "upsert", fmt="avro", topic=topic, rows=4,
+                      extra={"schema_registry": registry})
+    r = z.run("out", check=False)
+    assert r.get("state") == "failed", r
+    err = r.get("error", "")
+    assert f"refuses the schema (incompatible with the subject's) of subject {topic}-value" \
+        in err, r
+    assert "HTTP 409" in err and "incompatible with an earlier schema" in err, r
+    assert r.get("rows_sent", 0) == 0, r
+    assert all(n == 0 for n in kafka.end_offsets(topic).values()), kafka.end_offsets(topic)
+    # the refused schema is not the subject's; the key's is (version 2)
+    st, ans = registry_call(registry, "GET", f"/subjects/{topic}-value/versions/latest")
+    assert st == 200 and ans["version"] == 1 and json.loads(ans["schema"]) == old_value, ans
+    st, ans = registry_call(registry, "GET", f"/subjects/{topic}-key/versions/latest")
+    assert st == 200 and ans["version"] == 2, ans
+
+    # failing again while nothing changed: still nothing sent
+    assert z.run("out", check=False).get("state") == "failed"
+
+    st, ans = registry_call(registry, "PUT", f"/config/{topic}-value", {"compatibility": "NONE"})
+    assert st == 200, ans
+    r = z.run("out")
+    assert r["rows_sent"] == 4, r                  # the hashes were not recorded
+    msgs = consume_all(kafka, topic)
+    assert len(msgs) == 4
+    check_partitions(msgs)
+    got = {avro_decode(registry, k)["id"]: avro_decode(registry, v) for _, _, k, v in msgs}
+    assert got == {i: {"id": i, "name": f"item {i}", "price": i * 0.5} for i in range(1, 5)}
+    assert z.run("out")["rows_sent"] == 0

@@ -17,6 +17,12 @@ with opensearch-py:
 - composite keys make ids (escaped) that mirror deletes;
 - an unreachable cluster fails the run with a clear error, quickly;
 - `zxd --check` refuses bad urls, credentials, index names.
+- over TLS (`https://`), through a TLS-terminating proxy in front of the
+  node (tests/integration/tls_proxy.py, with a CA and certificates made
+  here): with `ca_file` the rows reach the index; without it (the system's
+  store) and with a certificate for another host the run fails naming the
+  certificate, having sent nothing; `insecure: true` skips both checks;
+  basic authentication over TLS (the proxy checks the header).
 
 One workspace is enough (what is tested is the index side): SQLite.
 """
@@ -27,6 +33,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -361,3 +368,123 @@ def test_the_configuration_is_checked(sync_env):
     p = subprocess.run([ZXD, "-c", z.cfg_path, "--check"],
                        capture_output=True, text=True, timeout=60, env=z.env)
     assert p.returncode == 0, p.stderr
+
+
+# ---- TLS ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    from tls_proxy import make_pki
+    return make_pki(str(tmp_path_factory.mktemp("pki")))
+
+
+@pytest.fixture
+def tls_proxy(opensearch, pki):
+    """proxy(cert="good", auth=None): a started TLSProxy in front of the
+    node, serving pki's certificate cert."""
+    from tls_proxy import TLSProxy
+    made = []
+
+    def make(cert="good", auth=None):
+        p = TLSProxy(opensearch["ADDR"], *pki[cert], auth=auth).start()
+        made.append(p)
+        return p
+    yield make
+    for p in made:
+        p.stop()
+
+
+def test_tls_with_the_ca_file_mirrors_the_rows(sync_env, opensearch, pki, tls_proxy):
+    es = client(opensearch)                # the node itself, plain http
+    index = new_index()
+    proxy = tls_proxy()
+    z = os_sync(sync_env, f"https://127.0.0.1:{proxy.port}", "mirror", index, rows=12,
+                conn_extra={"ca_file": pki["ca"]}, dest_extra={"batch_rows": 5})
+    r1 = z.run("search")
+    assert r1["rows_sent"] == 12 and r1.get("rows_failed", 0) == 0, r1
+    assert r1["batches"] == 3, r1          # 5 + 5 + 2
+    assert docs(es, index) == expected(z)
+    z.ws_exec("UPDATE items SET name = 'over tls' WHERE id = 2", "DELETE FROM items WHERE id = 7")
+    r2 = z.run("search")
+    assert (r2["rows_sent"], r2["rows_deleted"]) == (1, 1), r2
+    assert docs(es, index) == expected(z)
+    # every request went through the proxy: 3 + 2 (the row, the delete)
+    assert sum(1 for _, p, _ in proxy.seen if p.split("?")[0] == f"/{index}/_bulk") == 5
+
+
+@pytest.mark.parametrize("case", ["system_store", "wrong_host"])
+def test_tls_a_certificate_not_trusted_fails_the_run_sending_nothing(sync_env, opensearch, pki,
+                                                                      tls_proxy, case):
+    es = client(opensearch)
+    index = new_index()
+    if case == "system_store":            # our CA is in no system store
+        proxy, extra = tls_proxy("good"), {}
+    else:                                 # trusted, but for zx.invalid only
+        proxy, extra = tls_proxy("wronghost"), {"ca_file": pki["ca"]}
+    z = os_sync(sync_env, f"https://127.0.0.1:{proxy.port}", "upsert", index, rows=3,
+                conn_extra=extra)
+    t0 = time.monotonic()
+    r = z.run("search", check=False, timeout=120)
+    took = time.monotonic() - t0
+    assert r["state"] == "failed", r
+    err = r.get("error", "")
+    assert f"opensearch os index {index}: cannot reach the cluster at " \
+        f"https://127.0.0.1:{proxy.port}" in err, r
+    assert "certificate" in err.lower(), r
+    if case == "system_store":
+        assert "verify" in err.lower() or "issuer" in err.lower(), r
+    else:
+        assert "zx.invalid" in err or "name" in err.lower(), r
+    assert r.get("rows_sent", 0) == 0, r
+    # no request crossed the proxy (libcurl checks the host name once the
+    # handshake is done, then closes without a request)
+    assert proxy.seen == [], proxy.seen
+    assert not es.indices.exists(index=index)
+    assert took < 20, f"a certificate refused is not tried again: {took:.1f} s"
+
+
+def test_tls_insecure_skips_the_checks(sync_env, opensearch, tls_proxy):
+    es = client(opensearch)
+    index = new_index()
+    proxy = tls_proxy("wronghost")        # an unknown CA and another host's name
+    z = os_sync(sync_env, f"https://127.0.0.1:{proxy.port}", "upsert", index, rows=4,
+                conn_extra={"insecure": True})
+    r = z.run("search")
+    assert r["rows_sent"] == 4, r
+    assert docs(es, index) == expected(z)
+    assert proxy.upstream_connections >= 1
+
+
+def test_tls_basic_authentication_through_the_proxy(sync_env, opensearch, pki, tls_proxy):
+    """The proxy answers 401 to a request without the right Authorization
+    header: with it every request reaches the node; with a wrong password
+    the run fails naming the 401, and the index is not made."""
+    es = client(opensearch)
+    want = "Basic " + base64.b64encode(f"zxuser:{PASSWORD}".encode()).decode()
+    proxy = tls_proxy("good", auth=want)
+    for pw, ok in ((PASSWORD, True), ("not-" + PASSWORD, False)):
+        index = new_index()
+        z = sync_env.zxd({}, {"alice": ["items"]}, start=False)
+        z.env["ZX_TEST_OS_PW"] = pw
+        z.connections = {"os": {"kind": "opensearch", "extra": {
+            "url": f"https://127.0.0.1:{proxy.port}", "ca_file": pki["ca"],
+            "username": "zxuser", "password": "${env:ZX_TEST_OS_PW}"}}}
+        z.syncs = {"search": {"author": "alice", "query": "SELECT id, name, price, active, at, n "
+                              "FROM items", "dest": {"opensearch": {"connection": "os",
+                                                                    "index": index}},
+                              "mode": "upsert", "key": ["id"]}}
+        z.write_config()
+        make_items(z, 3)
+        z.start()
+        r = z.run("search", check=False, timeout=120)
+        if ok:
+            assert r["state"] == "succeeded" and r["rows_sent"] == 3, r
+            assert docs(es, index) == expected(z)
+            assert proxy.refused == 0 and all(h == want for _, _, h in proxy.seen), proxy.seen
+        else:
+            assert r["state"] == "failed", r
+            assert "401" in r.get("error", ""), r
+            assert proxy.refused >= 1
+            assert not es.indices.exists(index=index)
+        assert pw not in z.log_text()
+        z.stop()
