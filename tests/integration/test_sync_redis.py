@@ -173,6 +173,16 @@ def test_wrong_password_is_a_clear_error_without_it(sync_env, redis_service):
     assert bad not in out.stdout + out.stderr
 
 
+def test_a_host_that_does_not_resolve_fails_the_run_naming_it(sync_env, redis_service):
+    # .invalid never resolves (RFC 2606): the lookup fails, or has no answer
+    # before the run's deadline; either way the run says so and ends
+    z = redis_zxd(sync_env, redis_service, {"key": prefix() + ":{id}"},
+                  conn={"address": "redis://zx-no-such-host.invalid:6379"})
+    rec = z.run("c", check=False)
+    assert rec["state"] == "failed", rec
+    assert "resolve zx-no-such-host.invalid" in rec.get("error", ""), rec
+
+
 def test_a_wrongtype_key_refuses_that_row_only_and_the_next_run_resends_it(
         sync_env, redis_service):
     p = prefix()

@@ -132,17 +132,67 @@ static ssize_t k_write(zx_redis_conn *k, const char *buf, size_t n, short *want,
     return -1;
 }
 
+/* A lookup in flight (getaddrinfo_a): on the heap, since the resolver's
+ * thread may still use it when the deadline passes and it cannot be
+ * cancelled (then it is left to that thread: one small block per such
+ * lookup). */
+typedef struct lookup {
+    struct gaicb cb;
+    struct addrinfo hints;
+    char host[256], port[8];
+} lookup;
+
+/* host:port resolved before deadline (getaddrinfo itself has no
+ * timeout).  0 with *res (freeaddrinfo it), or -1 with err. */
+static int resolve(const char *host, unsigned port, int64_t deadline, struct addrinfo **res,
+                   char *err, size_t errlen)
+{
+    lookup *l = calloc(1, sizeof(*l));
+    if (!l) {
+        snprintf(err, errlen, "resolve %s: out of memory", host);
+        return -1;
+    }
+    snprintf(l->host, sizeof(l->host), "%s", host);
+    snprintf(l->port, sizeof(l->port), "%u", port);
+    l->hints = (struct addrinfo){.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC};
+    l->cb = (struct gaicb){.ar_name = l->host, .ar_service = l->port, .ar_request = &l->hints};
+    struct gaicb *list[1] = {&l->cb};
+    int g = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
+    if (g) {
+        snprintf(err, errlen, "resolve %s: %s", host, gai_strerror(g));
+        free(l);
+        return -1;
+    }
+    while ((g = gai_error(&l->cb)) == EAI_INPROGRESS) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0) {
+            if (gai_cancel(&l->cb) == EAI_CANCELED || gai_error(&l->cb) != EAI_INPROGRESS) {
+                if (gai_error(&l->cb) == 0)
+                    freeaddrinfo(l->cb.ar_result);
+                free(l);
+            }
+            snprintf(err, errlen, "resolve %s: no answer within the deadline", host);
+            return -1;
+        }
+        struct timespec ts = {left / 1000, (left % 1000) * 1000000L};
+        gai_suspend((const struct gaicb *const *)list, 1, &ts);
+    }
+    if (g) {
+        snprintf(err, errlen, "resolve %s: %s", host, gai_strerror(g));
+        free(l);
+        return -1;
+    }
+    *res = l->cb.ar_result;
+    free(l);
+    return 0;
+}
+
 static int tcp_connect(zx_redis_conn *k, const zx_redis_addr *a, int64_t deadline, char *err,
                        size_t errlen)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC}, *res = NULL;
-    char port[8];
-    snprintf(port, sizeof(port), "%u", (unsigned)a->port);
-    int g = getaddrinfo(a->host, port, &hints, &res);
-    if (g) {
-        snprintf(err, errlen, "resolve %s: %s", a->host, gai_strerror(g));
+    struct addrinfo *res = NULL;
+    if (resolve(a->host, (unsigned)a->port, deadline, &res, err, errlen) < 0)
         return -1;
-    }
     int rc = -1;
     char why[200] = "no address";
     for (struct addrinfo *ai = res; ai && rc < 0; ai = ai->ai_next) {
