@@ -343,13 +343,14 @@ static int send_frame(sender *s, char *err, size_t errlen)
                 break;
             if (add_row(s, vals, upd) < 0)
                 return -2;
-        } else if (op_is(op, "delete")) {
+        } else if (op_is(op, "delete") && s->nkeys) {
             if ((rc = flush_write(s, err, errlen)) < 0)
                 break;
             if (add_key(s, vals, NULL) < 0)
                 return -2;
         } else {
-            /* truncate, gap: not an event of one key */
+            /* truncate, gap: not an event of one key (nor a delete
+             * without key columns, which no mirror sends) */
             if ((rc = flush_write(s, err, errlen)) < 0 ||
                 (rc = flush_delete(s, err, errlen)) < 0)
                 break;
@@ -370,7 +371,7 @@ static int send_group(sender *s, const zx_fwdj_entry *e, size_t i, size_t end, c
     s->refused = 0;
     s->run = (zx_dest_run){
         .run_id = e[i].n,
-        .mode = s->kind == ZX_FRAME_CHANGES ? ZX_MODE_MIRROR
+        .mode = s->kind == ZX_FRAME_CHANGES && s->nkeys ? ZX_MODE_MIRROR
                 : s->nkeys ? ZX_MODE_UPSERT : ZX_MODE_APPEND,
         .cols = s->cols, .ncols = s->ncols,
         .key_cols = (const char *const *)s->keys, .nkey_cols = s->nkeys,
