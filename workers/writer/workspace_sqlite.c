@@ -485,11 +485,11 @@ static int q_parked_each(zx_ws *ws, zx_ws_parked_cb cb, void *ctx)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int q_parked_drop(zx_ws *ws, const char *pipeline)
+/* Run sql (one statement, the pipeline as its one parameter).  0 or -1. */
+static int exec_pipeline(zx_ws *ws, const char *sql, const char *pipeline)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(WSQ(ws)->db, "DELETE FROM _zx_parked WHERE pipeline = ?", -1, &st,
-                           NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(WSQ(ws)->db, sql, -1, &st, NULL) != SQLITE_OK) {
         sqlite3_finalize(st);
         return -1;
     }
@@ -497,6 +497,11 @@ static int q_parked_drop(zx_ws *ws, const char *pipeline)
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int q_parked_drop(zx_ws *ws, const char *pipeline)
+{
+    return exec_pipeline(ws, "DELETE FROM _zx_parked WHERE pipeline = ?", pipeline);
 }
 
 /* ---- the forward journal (writer_apply.c) -------------------------------- */
@@ -540,28 +545,12 @@ static int q_forward_last(zx_ws *ws, const char *pipeline, uint64_t *n)
 
 static int q_forward_drop(zx_ws *ws, const char *pipeline)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(WSQ(ws)->db, "DELETE FROM _zx_forward WHERE pipeline = ?", -1, &st,
-                           NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
-        return -1;
-    }
-    sqlite3_bind_text(st, 1, pipeline, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    return exec_pipeline(ws, "DELETE FROM _zx_forward WHERE pipeline = ?", pipeline);
 }
 
 static int q_positions_drop(zx_ws *ws, const char *pipeline)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(WSQ(ws)->db, "DELETE FROM _zx_positions WHERE pipeline = ?", -1, &st,
-                           NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(st, 1, pipeline, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    return exec_pipeline(ws, "DELETE FROM _zx_positions WHERE pipeline = ?", pipeline);
 }
 
 /* ---- rows ---------------------------------------------------------------- */
