@@ -135,6 +135,14 @@ class Receiver:
 
 # ---- zxd ---------------------------------------------------------------------
 
+# the start of every configuration here: the SQLite workspace under data_dir
+HEAD = """server:
+  data_dir: ./var
+  control_socket: zxd.sock
+workspace:
+  sqlite: {path: workspace.db}
+"""
+
 def proc_cpu(pid, children=False):
     with open(f"/proc/{pid}/stat") as f:
         st = f.read().rsplit(")", 1)[1].split()
@@ -288,12 +296,7 @@ def throughput(root, bento):
     index = {w: f"zxbench-{w}-{tag}" for w in ("zx", "bento")}
     rcv = Receiver()
     q = "SELECT id, customer, cents, status, note, ts FROM orders"
-    cfg = f"""server:
-  data_dir: ./var
-  control_socket: zxd.sock
-workspace:
-  sqlite: {{path: workspace.db}}
-authors:
+    cfg = HEAD + f"""authors:
   bench: {{tables: [orders]}}
 connections:
   k: {{kind: kafka, brokers: ["{boot}"]}}
@@ -432,12 +435,7 @@ def latency(root):
     rcv = Receiver(record=True)
     on = "on: change\n    min_interval: 100ms"
     q = "SELECT id, v FROM orders"
-    cfg = f"""server:
-  data_dir: ./var
-  control_socket: zxd.sock
-workspace:
-  sqlite: {{path: workspace.db}}
-authors:
+    cfg = HEAD + f"""authors:
   bench: {{tables: [orders]}}
 connections:
   src: {{kind: postgres, dsn: "{sdsn}"}}
@@ -584,12 +582,7 @@ def forward_throughput(root):
                   f"FROM generate_series(1, {n}) g")
     topic = "zxfwdt-" + uuid.uuid4().hex[:8]
     new_topic(boot, topic, 6)
-    cfg = f"""server:
-  data_dir: ./var
-  control_socket: zxd.sock
-workspace:
-  sqlite: {{path: workspace.db}}
-connections:
+    cfg = HEAD + f"""connections:
   src: {{kind: postgres, dsn: "{sdsn}"}}
   k: {{kind: kafka, brokers: ["{boot}"]}}
 pipelines:
