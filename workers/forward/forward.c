@@ -151,8 +151,12 @@ static void *run(void *arg)
                 goto failed;
             }
         }
-        uint64_t done = 0;
+        uint64_t done = 0, bad = f->out.bad_frames;
         int rc = zx_fwd_publish(&f->out, e, n, &done, err, sizeof(err));
+        if (f->out.bad_frames != bad)
+            zx_error("event=forward_bad_frames pipeline=%s frames=%" PRIu64 " last_n=%" PRIu64
+                     " error=\"%s\" (passed: not published)", p->name,
+                     f->out.bad_frames - bad, f->out.bad_n, f->out.bad_why);
         zx_fwdj_entries_free(e, n);
         char derr[512];
         if (done && zx_fwdj_delete(j, p->name, done, derr, sizeof(derr)) < 0) {

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "common/util.h"
 #include "proto/frame.h"
 #include "workers/syncs/coltype.h"
@@ -107,6 +106,8 @@ static size_t col_add(sender *s, const char *name)
 /* Room for n entries in the per-frame arrays.  0 or -1. */
 static int room(sender *s, size_t ncols, size_t nrows)
 {
+    if (!ncols)
+        ncols = 1;      /* never NULL: a frame of rows without columns */
     if (ncols > s->capmap) {
         size_t *m = realloc(s->map, ncols * sizeof(*m));
         if (!m)
@@ -131,15 +132,16 @@ static int room(sender *s, size_t ncols, size_t nrows)
     return 0;
 }
 
-/* Decode entry e into s->dec.  0, or -1 (logged: the frame is passed). */
+/* Decode entry e into s->dec.  0, or -1 (noted in the counts' bad_n and
+ * bad_why: the frame is passed). */
 static int decode(sender *s, const zx_fwdj_entry *e, zx_frame_meta *m)
 {
-    char derr[256];
+    char derr[sizeof(s->o->bad_why)];
     if (zx_frame_decode(e->frame, e->len, m, &s->dec, derr, sizeof(derr)) < 0 ||
         m->kind == ZX_FRAME_HASHES) {
-        zx_error("event=forward_bad_frame pipeline=%s n=%" PRIu64 " error=\"%s\"",
-                 s->o->pipeline, e->n, m->kind == ZX_FRAME_HASHES ? "a row-hashes frame"
-                 : derr);
+        s->o->bad_n = e->n;
+        snprintf(s->o->bad_why, sizeof(s->o->bad_why), "%s",
+                 m->kind == ZX_FRAME_HASHES ? "a row-hashes frame" : derr);
         return -1;
     }
     return 0;

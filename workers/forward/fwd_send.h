@@ -42,6 +42,8 @@ typedef struct zx_fwd_out {
     size_t nmust;
     /* what was published (sums over runs, for logs and status) */
     uint64_t frames, rows, deletes, skipped, bad_frames, runs, bytes;
+    uint64_t bad_n;               /* the last frame that did not decode: its n */
+    char bad_why[200];            /* ... and why */
 } zx_fwd_out;
 
 /* Publish entries e[0..n) in order.  *done: the n of the last entry
