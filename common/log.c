@@ -52,6 +52,11 @@ void zx_log(int level, const char *fmt, ...)
         return;
     if ((size_t)n >= sizeof(line) - 1)
         n = sizeof(line) - 2;
+    /* one line whatever the values quoted (a parser's error near a
+     * client's text, a server's answer) */
+    for (int i = 0; i < n; i++)
+        if ((unsigned char)line[i] < 0x20)
+            line[i] = ' ';
     line[n++] = '\n';
     ssize_t w = write(STDERR_FILENO, line, n);
     (void)w;

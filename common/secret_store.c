@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/base64.h"
+#include "common/util.h"
 #include "common/hex.h"
 
 #define NONCE_LEN 12
@@ -47,8 +48,10 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (err && errlen)
+    if (err && errlen) {
         vsnprintf(err, errlen, fmt, ap);
+        zx_oneline(err);
+    }
     va_end(ap);
     return -1;
 }

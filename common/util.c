@@ -181,6 +181,14 @@ void zx_child_reset_signals(void)
     sigprocmask(SIG_SETMASK, &all, NULL);
 }
 
+char *zx_oneline(char *s)
+{
+    for (char *p = s; p && *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    return s;
+}
+
 int zx_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen > 0) {
@@ -188,6 +196,7 @@ int zx_seterr(char *err, size_t errlen, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
+        zx_oneline(err);
     }
     return -1;
 }

@@ -33,6 +33,12 @@ void zx_addf(char *out, size_t outlen, const char *fmt, ...)
  * buf (len bytes; cut to fit, NUL-terminated when len > 0); returns buf. */
 const char *zx_join_or(char *buf, size_t len, const char *const *names, size_t n);
 
+/* Make s one line: every control byte (a newline, a tab, ...) becomes a
+ * space, so that a message quoting outside text (a parser's "near '...'",
+ * a server's answer) stays one log line and one line of an error.
+ * Returns s.  NULL: no-op. */
+char *zx_oneline(char *s);
+
 /* Monotonic clock in milliseconds / microseconds. */
 int64_t zx_mono_ms(void);
 int64_t zx_mono_us(void);
