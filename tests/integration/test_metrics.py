@@ -170,3 +170,59 @@ def test_a_killed_worker_counts_as_a_restart(make_mzxd):
     push_rows(z, "orders", 2)
     sm = samples(scrape_ok(z))
     assert val(sm, "zx_rows_written_total", pipeline="orders") == 6
+
+
+@pytest.fixture(scope="session")
+def prometheus_service():
+    """The Prometheus of tests/services/prometheus, started once per
+    session and left running (test.sh stops it): its lines as a dict."""
+    if not shutil.which("prometheus"):
+        pytest.skip("prometheus (Debian's package) is not installed")
+    p = subprocess.run([PROMETHEUS, "start"], capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        pytest.fail(f"tests/services/prometheus start failed ({p.returncode}):\n"
+                    f"{p.stderr[-4000:]}")
+    lines = dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)
+    for k in ("URL", "TARGETS_DIR", "TOKEN_FILE"):
+        assert k in lines, f"tests/services/prometheus start printed no {k}=: {p.stdout!r}"
+    return lines
+
+
+def prom_query(url, q):
+    """The vector Prometheus' HTTP API answers for instant query q."""
+    with urllib.request.urlopen(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": q}),
+                                timeout=10) as r:
+        doc = json.load(r)
+    assert doc["status"] == "success", doc
+    return doc["data"]["result"]
+
+
+def test_prometheus_scrapes_zxd(make_mzxd, prometheus_service):
+    svc = prometheus_service
+    z = make_mzxd({"orders": {}})
+    n = push_rows(z, "orders", 23)
+    inst = f"zx-test-{uid()[:10]}"
+    with open(svc["TOKEN_FILE"], "w") as f:
+        f.write(z.token)
+    tgt = os.path.join(svc["TARGETS_DIR"], f"{inst}.json")
+    with open(tgt + ".tmp", "w") as f:
+        json.dump([{"targets": [f"127.0.0.1:{z.port}"], "labels": {"zx_test": inst}}], f)
+    os.rename(tgt + ".tmp", tgt)     # whole, for the file watcher
+    try:
+        q = f'zx_rows_written_total{{pipeline="orders",zx_test="{inst}"}}'
+        got = {}
+
+        def scraped():
+            res = prom_query(svc["URL"], q)
+            got["res"] = res
+            return len(res) == 1 and float(res[0]["value"][1]) == n
+        wait_for(scraped, lambda: f"Prometheus to have {q} == {n} (has {got.get('res')})",
+                 deadline=60)
+        # the scrape itself succeeded (up 1), and the gauges came along
+        up = prom_query(svc["URL"], f'up{{zx_test="{inst}"}}')
+        assert up and up[0]["value"][1] == "1", up
+        st = prom_query(svc["URL"], f'zx_pipeline_state{{zx_test="{inst}",state="running"}}')
+        assert st and st[0]["value"][1] == "1", st
+    finally:
+        os.unlink(tgt)
