@@ -4,8 +4,9 @@
  * Families, each with one sample per pipeline (label pipeline="NAME"):
  * what the writer counted into the segment (rows, rejects, frames, frame
  * bytes, frame errors, last commit), what the rings hold, the worker's
- * state and restarts, and what a forwarder says of itself.  Then the
- * processes (writer, gateway): up and restarts.
+ * state and restarts, and what a forwarder says of itself; a reverse
+ * sync's runs by outcome and their durations (counted by syncs.c in the
+ * spipe).  Then the processes (writer, gateway): up and restarts.
  *
  * It must never read the store or a database, nor block: everything comes
  * from memory the supervisor owns or maps.  The segment counters are
@@ -187,6 +188,39 @@ static void forwards(zx_prom *m, sup *s)
         json_decref(st[i]);
 }
 
+/* Reverse syncs: runs ended by outcome, and the time those that ran took
+ * (a summary without quantiles: _sum and _count). */
+static void sync_runs(zx_prom *m, sup *s)
+{
+    static const char *const outcomes[] = SUP_RUN_OUTCOMES;
+    size_t nsync = 0;
+    for (size_t i = 0; i < s->npipes; i++)
+        nsync += s->pipes[i]->conf && zx_conf_is_sync(s->pipes[i]->conf);
+    if (!nsync)
+        return;
+    zx_prom_family(m, "zx_sync_runs_total", "counter",
+                   "Runs of the reverse sync that ended since zxd started, by outcome.");
+    for (size_t i = 0; i < s->npipes; i++) {
+        const spipe *p = s->pipes[i];
+        if (!p->conf || !zx_conf_is_sync(p->conf))
+            continue;
+        for (size_t k = 0; k < sizeof(outcomes) / sizeof(outcomes[0]); k++) {
+            zx_prom_label l[2] = {{"pipeline", p->name}, {"outcome", outcomes[k]}};
+            zx_prom_u(m, "zx_sync_runs_total", l, 2, p->runs_ended[k]);
+        }
+    }
+    zx_prom_family(m, "zx_sync_run_duration_seconds", "summary",
+                   "Time the reverse sync's ended runs took from start to end.");
+    for (size_t i = 0; i < s->npipes; i++) {
+        const spipe *p = s->pipes[i];
+        zx_prom_label l = {"pipeline", p->name};
+        if (!p->conf || !zx_conf_is_sync(p->conf))
+            continue;
+        zx_prom_f(m, "zx_sync_run_duration_seconds_sum", &l, 1, p->run_seconds);
+        zx_prom_u(m, "zx_sync_run_duration_seconds_count", &l, 1, p->runs_timed);
+    }
+}
+
 static void processes(zx_prom *m, sup *s)
 {
     const child *c[2] = {&s->writer, &s->gateway};
@@ -232,6 +266,7 @@ char *sup_metrics_text(sup *s, size_t *len)
     }
     rings(&m, s);
     forwards(&m, s);
+    sync_runs(&m, s);
     int cut = m.full;
     m.full = 0;
     m.max = SUP_METRICS_MAX;

@@ -3,7 +3,7 @@
  * (0.0.4), for the gateway's GET /metrics (docs/architecture.md §2.3).
  *
  * Built by the supervisor from what it already holds: the child table
- * (states, restarts) and the status words and counters of every
+ * (states, restarts, a sync's ended runs) and the status words and counters of every
  * pipeline's segment header (rows, rejects, frames, bytes, last commit,
  * ring use, the forwarder's status).  It reads memory only: no store, no
  * database, no blocking; one scrape costs O(pipelines).  It sits on the

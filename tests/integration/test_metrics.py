@@ -31,12 +31,14 @@ class MetricsZxd(Zxd):
     """A Zxd with one API token (role orchestrator), the only key to /metrics."""
 
     def __init__(self, root, pipelines, **kw):
-        super().__init__(root, pipelines, **kw)
         self.token = "tok-" + uid()
+        self.more_pipelines = []    # lines under pipelines: (reverse syncs)
+        self.more_sections = []     # top-level lines (authors:, connections:)
+        super().__init__(root, pipelines, **kw)
         self.env[TOKEN_ENV] = self.token
 
     def config_text(self):
-        return super().config_text() + "\n".join([
+        return super().config_text() + "\n".join(self.more_pipelines + self.more_sections + [
             "api_tokens:",
             "  scraper:",
             "    token: ${env:%s}" % TOKEN_ENV,
@@ -226,3 +228,41 @@ def test_prometheus_scrapes_zxd(make_mzxd, prometheus_service):
         assert st and st[0]["value"][1] == "1", st
     finally:
         os.unlink(tgt)
+
+
+def test_sync_runs_by_outcome(make_mzxd):
+    z = make_mzxd({"orders": {}}, start=False)
+    dest = os.path.join(z.root, "dest.db")
+    z.more_pipelines = [
+        "  export:", "    direction: out", "    author: alice",
+        "    query: SELECT id, n FROM orders",
+        "    destination: {connection: lite, table: orders_copy}", "    mode: replace",
+        "  broken:", "    direction: out", "    author: alice",
+        "    query: SELECT id, no_such_column FROM orders",
+        "    destination: {connection: lite, table: broken}", "    mode: replace",
+    ]
+    z.more_sections = ["authors:", "  alice: {tables: [orders]}",
+                       "connections:", "  lite:", "    kind: sqlite", f"    path: {dest}"]
+    z.write_config()
+    z.start()
+    push_rows(z, "orders", 6)
+    sm = samples(scrape_ok(z))
+    assert val(sm, "zx_sync_runs_total", pipeline="export", outcome="succeeded") == 0
+    assert val(sm, "zx_sync_run_duration_seconds_count", pipeline="export") == 0
+    for _ in range(2):
+        z.zxctl("run", "export", "--wait", check_rc=0)
+    z.zxctl("run", "broken", "--wait", check_rc=1)
+    text = scrape_ok(z)
+    sm = samples(text)
+    assert val(sm, "zx_sync_runs_total", pipeline="export", outcome="succeeded") == 2, text
+    assert val(sm, "zx_sync_runs_total", pipeline="export", outcome="failed") == 0
+    assert val(sm, "zx_sync_runs_total", pipeline="broken", outcome="failed") == 1
+    assert val(sm, "zx_sync_runs_total", pipeline="broken", outcome="succeeded") == 0
+    assert val(sm, "zx_sync_run_duration_seconds_count", pipeline="export") == 2
+    assert 0 < val(sm, "zx_sync_run_duration_seconds_sum", pipeline="export") < 120
+    # a sync between runs is idle, not stopped
+    assert val(sm, "zx_pipeline_state", pipeline="export", state="idle") == 1
+    if shutil.which("promtool"):
+        p = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
+                           capture_output=True, timeout=60)
+        assert p.returncode == 0, (p.stdout + p.stderr).decode()
