@@ -80,6 +80,14 @@ static int v_pending(const spipe *p, double *v)
     return 0;
 }
 static int v_shared(const spipe *p, double *v) { *v = (double)p->seg.size; return 0; }
+static int v_source_error(const spipe *p, double *v)
+{
+    char e[ZX_SEG_SOURCE_ERROR_MAX];
+    zx_seg_hdr *h = H(p);
+    *v = zx_segment_read_text(&h->source_error_seq, h->source_error, sizeof(h->source_error),
+                              e, sizeof(e)) > 0;
+    return 0;
+}
 
 typedef struct pipe_family {
     const char *name, *type, *help;
@@ -104,6 +112,9 @@ static const pipe_family pipe_families[] = {
      "Frames published into the frames ring and not yet committed by the writer.", v_pending},
     {"zx_shared_memory_bytes", "gauge", "Bytes of the pipeline's shared-memory segment.",
      v_shared},
+    {"zx_source_error", "gauge",
+     "1 while the pipeline's source reports a problem (zxctl status: source_error).",
+     v_source_error},
 };
 
 /* The forwarder's status (forward.h), parsed; NULL when p does not forward

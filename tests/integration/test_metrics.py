@@ -107,6 +107,7 @@ def test_metrics_count_what_was_pushed(make_mzxd):
     assert val(sm, "zx_pipeline_state", pipeline="orders", state="running") == 1
     assert val(sm, "zx_pipeline_state", pipeline="orders", state="failed") == 0
     assert val(sm, "zx_frames_pending", pipeline="orders") == 0
+    assert val(sm, "zx_source_error", pipeline="orders") == 0
     for ring in ("frames", "in", "out"):
         assert val(sm, "zx_ring_capacity_bytes", pipeline="orders", ring=ring) > 0
         assert val(sm, "zx_ring_used_bytes", pipeline="orders", ring=ring) is not None
