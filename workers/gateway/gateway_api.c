@@ -13,7 +13,8 @@
  *                                 in a memfd
  *
  * All take `Authorization: Bearer <api token>` (api_tokens in the
- * configuration; any token may read the metrics).  The gateway checks only the shape of a request; the
+ * configuration; any token may read the metrics).  The gateway checks
+ * only the shape of a request; the
  * supervisor, which holds the configuration in force, checks the token,
  * what it may run, and answers (ZX_CHAN_API, proto/chan.h): each request
  * waits for that answer, with a deadline.  A client address whose wrong
