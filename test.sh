@@ -38,6 +38,7 @@ stop_services() {
     tests/services/iceberg-rest stop >/dev/null 2>&1 || true
     tests/services/opensearch stop >/dev/null 2>&1 || true
     tests/services/redis stop >/dev/null 2>&1 || true
+    tests/services/prometheus stop >/dev/null 2>&1 || true
 }
 trap stop_services EXIT
 
@@ -136,6 +137,7 @@ tests/services/kinesalite start
 tests/services/iceberg-rest start
 tests/services/opensearch start
 tests/services/redis start
+tests/services/prometheus start
 
 echo "== [${SECONDS}s] end-to-end tests (pytest)"
 # ZX_HEAVY_TESTS: the long crash and multi-instance runs (a million Kafka

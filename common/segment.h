@@ -77,8 +77,8 @@ typedef struct zx_seg_hdr {
      * seeded from LMDB counters when the writer attaches) */
     _Atomic uint64_t rows;
     _Atomic uint64_t rejects;
-    _Atomic uint64_t batches;
-    _Atomic uint64_t bytes;
+    _Atomic uint64_t batches;       /* frames applied */
+    _Atomic uint64_t bytes;         /* bytes of those frames */
     _Atomic int64_t last_commit_us; /* wall clock of the last commit */
     _Atomic uint64_t frame_errors;  /* frames the writer could not decode */
     /* Why the writer holds this pipeline's frames back (its table refuses

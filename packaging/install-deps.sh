@@ -20,6 +20,10 @@
 # schema registry client, common/schema_registry.c).
 # The Redis destination: libhiredis-dev (its protocol code; TLS is zx's own
 # OpenSSL) and, for tests/services/redis, redis-server (7.0 on Debian 12).
+# GET /metrics: prometheus (2.42 on Debian 12: promtool, and the server of
+# tests/services/prometheus; under systemd the package also enables its own
+# prometheus.service on :9090, which the tests do not use) and
+# prometheus-client (PyPI).
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
@@ -30,7 +34,7 @@ libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
 libavro-dev libcurl4-openssl-dev libhiredis-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless default-jdk-headless maven openssl kcat
-postgresql-15 mariadb-server ccache redis-server"
+postgresql-15 mariadb-server ccache redis-server prometheus"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
@@ -191,6 +195,13 @@ assert v(deltalake) >= (1, 4, 2) and v(polars) >= (2, 1)' 2>/dev/null; then
         pip_setup
         echo "zx: installing cryptography from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "cryptography>=38"
+    fi
+    # The parser of zxd's GET /metrics in test_metrics.py: prometheus-client
+    # (its Prometheus server and promtool: Debian's prometheus, above).
+    if ! python3 -c 'import prometheus_client' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing prometheus-client from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "prometheus-client>=0.17"
     fi
     # The Redis destination's tests read Redis back with redis-py.
     if ! python3 -c 'import redis' 2>/dev/null; then

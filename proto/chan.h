@@ -59,6 +59,8 @@
 
 #define ZX_CHAN_VERSION 1
 #define ZX_CHAN_MAX (64 * 1024)
+/* The most bytes of metrics text an API answer's memfd holds. */
+#define ZX_METRICS_MAX (8u * 1024u * 1024u)
 
 enum zx_chan_type {
     ZX_CHAN_ATTACH = 1,

@@ -169,7 +169,8 @@ json_t *sup_sync_send(sup *s, struct bufferevent *bev, json_t *req);
 void sup_sync_sends_tick(sup *s);
 
 /* A request of the gateway's sync API (ZX_CHAN_API, proto/chan.h):
- * check its token, do it, answer the gateway.  The child table's
+ * check its token, do it, answer the gateway (op "metrics": GET
+ * /metrics, answered with the text in a memfd, metrics.h).  The child table's
  * gateway_api hook. */
 void sup_sync_api(sup *s, const char *json);
 /* Run id's record (new object, all of it: trim it with sup_run_api_view

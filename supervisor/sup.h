@@ -113,7 +113,16 @@ struct spipe {
     size_t resumed_parts;    /* ... and that many upstream positions */
     int forget_state;        /* removed by a reload: drop its positions and
                                 state once its worker is gone (forget.c) */
+    /* a reverse sync's runs that ended since p was made, by outcome
+     * (SUP_RUN_OUTCOMES), and the seconds those that ran took (syncs.c
+     * counts them; GET /metrics shows them, metrics.c) */
+    uint64_t runs_ended[5];
+    uint64_t runs_timed;
+    double run_seconds;
 };
+
+/* The outcomes of a sync run, in the order of spipe.runs_ended. */
+#define SUP_RUN_OUTCOMES {"succeeded", "failed", "rejected", "expired", "previewed"}
 
 typedef struct feed_client {
     struct bufferevent *bev;

@@ -235,8 +235,28 @@ void syncs_persist(sup *s, sync_run *r)
     json_decref(o);
 }
 
-void syncs_feed_run(sup *s, const sync_run *r, const char *event)
+/* Count r's end, once, in its sync's runs_ended (GET /metrics). */
+static void count_end(sup *s, sync_run *r)
 {
+    static const char *const outcomes[] = SUP_RUN_OUTCOMES;
+    spipe *p = sup_find_pipe(s, r->sync);
+    /* (a one-off send's pipeline is no sync of the configuration) */
+    if (r->counted || !syncs_is_final(r) || !p || !p->conf || !zx_conf_is_sync(p->conf) ||
+        (r->flags & ZX_RUN_ONEOFF))
+        return;
+    r->counted = 1;
+    for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
+        if (!strcmp(r->state, outcomes[i]))
+            p->runs_ended[i]++;
+    if (r->started_us > 0 && r->ended_us >= r->started_us) {
+        p->runs_timed++;
+        p->run_seconds += (double)(r->ended_us - r->started_us) / 1e6;
+    }
+}
+
+void syncs_feed_run(sup *s, sync_run *r, const char *event)
+{
+    count_end(s, r);
     json_t *o = syncs_run_json(r);
     if (!o)
         return;

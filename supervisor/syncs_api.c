@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/cron.h"
 #include "common/log.h"
@@ -18,6 +19,7 @@
 #include "common/util.h"
 #include "proto/chan.h"
 #include "store/store.h"
+#include "supervisor/metrics.h"
 #include "supervisor/syncs_int.h"
 #include "workers/sources/source.h"
 
@@ -134,6 +136,7 @@ void sup_sync_api(sup *s, const char *buf)
     const char *op = req ? json_string_value(json_object_get(req, "op")) : NULL;
     const char *tok = req ? json_string_value(json_object_get(req, "token")) : NULL;
     const zx_conf_apitoken *t = tok ? find_token(s->conf, tok) : NULL;
+    int mfd = -1;   /* GET /metrics: the text, in a memfd sent with the answer */
     if (!id || !op) {
         json_decref(req);
         return;
@@ -167,6 +170,14 @@ void sup_sync_api(sup *s, const char *buf)
         } else {
             rep = json_pack("{s:i, s:o}", "status", 200, "body", rec);
         }
+    } else if (!strcmp(op, "metrics")) {
+        /* any API token may read them (docs/architecture.md §2.3) */
+        size_t mlen = 0;
+        mfd = sup_metrics_memfd(s, &mlen);
+        if (mfd < 0)
+            rep = api_error(503, "the metrics could not be made now (out of memory)");
+        else
+            rep = json_pack("{s:i, s:I}", "status", 200, "metrics_bytes", (json_int_t)mlen);
     } else {
         rep = api_error(400, "unknown request");
     }
@@ -174,7 +185,7 @@ void sup_sync_api(sup *s, const char *buf)
         json_object_set_new(rep, "id", json_integer(id));
         char *js = json_dumps(rep, JSON_COMPACT);
         if (js && strlen(js) < ZX_CHAN_MAX)
-            sup_chan_send(s, &s->gateway, ZX_CHAN_API, js, NULL, 0);
+            sup_chan_send(s, &s->gateway, ZX_CHAN_API, js, mfd >= 0 ? &mfd : NULL, mfd >= 0);
         else if (js) {
             json_t *small = api_error(500, "the answer is too large");
             json_object_set_new(small, "id", json_integer(id));
@@ -187,5 +198,7 @@ void sup_sync_api(sup *s, const char *buf)
         free(js);
         json_decref(rep);
     }
+    if (mfd >= 0)
+        close(mfd);
     json_decref(req);
 }

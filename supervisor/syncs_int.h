@@ -41,6 +41,7 @@ struct sync_run {
     json_t *preview;         /* an agent's run: its preview */
     char error[600];
     int persisted;           /* its final record is with the writer */
+    int counted;             /* its end is in its sync's runs_ended (sup.h) */
     int64_t progress_ms;     /* when its last progress event went out */
     struct bufferevent *waiters[MAX_WAITERS];
     int nwaiters;
@@ -72,8 +73,9 @@ sync_run *syncs_new_run(sup *s, const char *sync, const char *trigger, unsigned 
 /* Hand r's record to the writer if durable and not yet handed (the tick
  * retries until sent). */
 void syncs_persist(sup *s, sync_run *r);
-/* Send r as feed event `event` (no sample nor preview values). */
-void syncs_feed_run(sup *s, const sync_run *r, const char *event);
+/* Send r as feed event `event` (no sample nor preview values); an ended
+ * run is counted in its sync's runs_ended then (once). */
+void syncs_feed_run(sup *s, sync_run *r, const char *event);
 /* Answer and forget every zxctl client waiting for r. */
 void syncs_answer_waiters(sup *s, sync_run *r);
 /* The sync (direction: out) named name, or NULL.  Owned by s. */

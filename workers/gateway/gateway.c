@@ -246,12 +246,14 @@ static void on_chan(evutil_socket_t fd, short what, void *arg)
             attach(g, buf, fds, nfds);
             continue;
         }
-        for (int i = 0; i < nfds; i++)
-            close(fds[i]);
         if (t == ZX_CHAN_API) {
-            zx_gw_api_reply(g, buf);
+            zx_gw_api_reply(g, buf, nfds == 1 ? fds[0] : -1);
+            for (int i = 0; i < nfds; i++)
+                close(fds[i]);
             continue;
         }
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
         if (t == ZX_CHAN_DETACH) {
             json_t *o = json_loads(buf, 0, NULL);
             const char *name = o ? json_string_value(json_object_get(o, "name")) : NULL;

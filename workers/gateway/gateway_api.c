@@ -7,9 +7,14 @@
  *                                 "state": ...}; an agent's run waits in
  *                                 "awaiting_approval"
  *   GET  /api/runs/<id>           the run's record: 200 {...}
+ *   GET  /metrics                 zxd's metrics, Prometheus text format
+ *                                 0.0.4, made by the supervisor
+ *                                 (supervisor/metrics.h) and handed over
+ *                                 in a memfd
  *
- * Both take `Authorization: Bearer <api token>` (api_tokens in the
- * configuration).  The gateway checks only the shape of a request; the
+ * All take `Authorization: Bearer <api token>` (api_tokens in the
+ * configuration; any token may read the metrics).  The gateway checks
+ * only the shape of a request; the
  * supervisor, which holds the configuration in force, checks the token,
  * what it may run, and answers (ZX_CHAN_API, proto/chan.h): each request
  * waits for that answer, with a deadline.  A client address whose wrong
@@ -29,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -41,10 +48,13 @@
 
 static const char syncs_prefix[] = "/api/syncs/";
 static const char runs_prefix[] = "/api/runs/";
+static const char metrics_path[] = "/metrics";
+static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
 
 int zx_gw_is_api(const char *path)
 {
-    return !strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1) ||
+    return !strcmp(path, metrics_path) ||
+           !strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1) ||
            !strncmp(path, runs_prefix, sizeof(runs_prefix) - 1);
 }
 
@@ -81,7 +91,16 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
     }
     const char *word;
     size_t wlen;
-    if (!strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1)) {
+    if (!strcmp(path, metrics_path)) {
+        op = 3;
+        word = "metrics";
+        wlen = 7;
+        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
+                                     "read the metrics with GET", method);
+            return;
+        }
+    } else if (!strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1)) {
         word = path + sizeof(syncs_prefix) - 1;
         if (len < sizeof(syncs_prefix) + 5 || strcmp(path + len - 5, "/runs")) {
             zx_http_reply_json_error(req, 404, NULL, "no such endpoint: %.200s", path);
@@ -183,9 +202,13 @@ void zx_gw_api_body(gateway *g, greq *q)
     }
     const char *tok = zx_http_header(req, "Authorization") + 7;
     q->req_id = ++g->next_id;
-    json_t *m = json_pack("{s:I, s:s, s:s, s:s, s:b}", "id", (json_int_t)q->req_id, "op",
-                          q->api == 1 ? "run" : "get", q->api == 1 ? "sync" : "run",
-                          q->pipe_name, "token", tok, "full", full);
+    json_t *m = q->api == 3
+                    ? json_pack("{s:I, s:s, s:s}", "id", (json_int_t)q->req_id, "op", "metrics",
+                                "token", tok)
+                    : json_pack("{s:I, s:s, s:s, s:s, s:s, s:b}", "id", (json_int_t)q->req_id,
+                                "op", q->api == 1 ? "run" : "get",
+                                q->api == 1 ? "sync" : "run", q->pipe_name, "token", tok,
+                                "full", full);
     char *js = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     if (!js || zx_chan_send(g->a->chan, ZX_CHAN_API, js, NULL, 0) < 0) {
@@ -203,7 +226,27 @@ void zx_gw_api_body(gateway *g, greq *q)
     g->api_head = q;
 }
 
-void zx_gw_api_reply(gateway *g, const char *json)
+/* Answer a GET /metrics with the text in fd (its first len bytes);
+ * 0, or -1 when fd does not hold them (the caller answers 500). */
+static int reply_metrics(zx_http_req *req, int fd, json_int_t len)
+{
+    struct stat st;
+    if (fd < 0 || len < 0 || (uint64_t)len > ZX_METRICS_MAX || fstat(fd, &st) != 0 ||
+        st.st_size < len)
+        return -1;
+    if (len == 0) {
+        zx_http_reply(req, 200, metrics_type, NULL, "", 0);
+        return 0;
+    }
+    void *m = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    zx_http_reply(req, 200, metrics_type, NULL, m, (size_t)len);
+    munmap(m, (size_t)len);
+    return 0;
+}
+
+void zx_gw_api_reply(gateway *g, const char *json, int fd)
 {
     json_error_t je;
     json_t *o = json_loads(json, 0, &je);
@@ -219,6 +262,13 @@ void zx_gw_api_reply(gateway *g, const char *json)
                     "tokens; its API requests get 429 until the window ends", q->peer, nfail,
                     g->a->conf->http.api_auth_window_ms / 1000);
         json_t *body = json_object_get(o, "body");
+        if (q->api == 3 && st == 200 && q->req) {
+            zx_http_req_set_data(q->req, NULL);
+            if (reply_metrics(q->req, fd, json_integer_value(json_object_get(o,
+                                                                "metrics_bytes"))) < 0)
+                zx_http_reply_json_error(q->req, 500, NULL, "the metrics did not arrive");
+            q->req = NULL;
+        }
         char *bs = body ? json_dumps(body, JSON_COMPACT) : NULL;
         if (q->req) {
             zx_http_req_set_data(q->req, NULL);

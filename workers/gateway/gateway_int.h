@@ -44,7 +44,8 @@ typedef struct greq {
                                 be checked once the body is in */
     int api;                 /* 0: a push; 1: POST /api/syncs/N/runs; 2: GET
                                 /api/runs/ID (gateway_api.c; pipe_name
-                                holds the sync or the run id) */
+                                holds the sync or the run id); 3: GET
+                                /metrics */
     char peer[ZX_AUTHLIMIT_ADDR_MAX]; /* API: the client's address, for
                                 the failed tokens it sends */
 } greq;
@@ -114,8 +115,9 @@ int zx_gw_is_api(const char *path);
 void zx_gw_api_head(gateway *g, zx_http_req *req);
 /* body: ask the supervisor (answered by zx_gw_api_reply). */
 void zx_gw_api_body(gateway *g, greq *q);
-/* the supervisor's answer (ZX_CHAN_API). */
-void zx_gw_api_reply(gateway *g, const char *json);
+/* the supervisor's answer (ZX_CHAN_API), with the memfd it carried or -1
+ * (the metrics' text; the caller closes it). */
+void zx_gw_api_reply(gateway *g, const char *json, int fd);
 /* answer 503 to the requests past their deadline. */
 void zx_gw_api_expire(gateway *g);
 /* the server drops q's request. */

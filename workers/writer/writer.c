@@ -280,6 +280,7 @@ static int cycle(writer *w)
         atomic_fetch_add(&h->rows, a->rows);
         atomic_fetch_add(&h->rejects, a->rejects);
         atomic_fetch_add(&h->batches, 1);
+        atomic_fetch_add(&h->bytes, a->bytes);
         if (a->bad)
             atomic_fetch_add(&h->frame_errors, 1);
         atomic_store(&h->last_commit_us, now_us);

@@ -296,6 +296,7 @@ int wr_apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t s
     }
     a->p = p;
     a->seq = seq;
+    a->bytes = len;
     a->after = *after;
     zx_frame_meta m;
     char derr[256];

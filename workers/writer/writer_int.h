@@ -115,6 +115,7 @@ typedef struct applied {
                                block: entries, then parts and values) */
     size_t npos;
     uint64_t rows, rejects;
+    uint64_t bytes;         /* the frame's length */
     uint64_t messages;      /* rejected input messages stored */
     zx_ws_colcount *rejcols;
     size_t nrejcols;
