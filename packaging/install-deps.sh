@@ -20,6 +20,7 @@
 # schema registry client, common/schema_registry.c).
 # The Redis destination: libhiredis-dev (its protocol code; TLS is zx's own
 # OpenSSL) and, for tests/services/redis, redis-server (7.0 on Debian 12).
+# graphviz: `dot -Tsvg` draws `zxctl lineage --format dot` in its test.
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
@@ -30,7 +31,7 @@ libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
 libavro-dev libcurl4-openssl-dev libhiredis-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless default-jdk-headless maven openssl kcat
-postgresql-15 mariadb-server ccache redis-server"
+postgresql-15 mariadb-server ccache redis-server graphviz"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
