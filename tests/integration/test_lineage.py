@@ -11,17 +11,21 @@ syncs to files, Kafka and OpenSearch.
 - `--format dot` is drawn by Graphviz (`dot -Tsvg`, Debian's graphviz);
 - `--format mermaid` passes a small syntax check: `flowchart LR`, node
   declarations, and every edge `A --> B` between declared ids;
-- usage errors (exit 2) and an unknown NAME (exit 1).
+- usage errors (exit 2) and an unknown NAME (exit 1);
+- `GET /api/lineage` of a running zxd (a push stream and a sync to a
+  file): the same JSON, for an API token only (401 without, or with a
+  wrong one; 405 for POST).
 """
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import ZXCTL
+from conftest import ZXCTL, Zxd, http_request, zxd_factory
 
 CONFIG = """\
 server:
@@ -218,3 +222,46 @@ def test_errors(cfg):
     r = subprocess.run([ZXCTL, "-c", cfg, "status", "--upstream"], capture_output=True,
                        text=True, timeout=30)
     assert r.returncode == 2 and "go with lineage only" in r.stderr
+
+
+class LineageZxd(Zxd):
+    """A Zxd with a push stream `events` (its pipelines), a sync of its
+    table to a CSV file and an API token."""
+
+    token = "tok-" + secrets.token_hex(16)
+
+    def config_text(self):
+        self.env["LINEAGE_API_TOKEN"] = self.token
+        return super().config_text() + (
+            "  events_csv:\n    direction: out\n    author: analyst\n"
+            "    query: SELECT * FROM events\n"
+            "    destination: {files: {path: var/exports/events.csv, format: csv}}\n"
+            "    mode: replace\n"
+            "authors:\n  analyst: {tables: [events]}\n"
+            "api_tokens:\n  reader:\n    token: ${env:LINEAGE_API_TOKEN}\n"
+            "    role: orchestrator\n    syncs: [events_csv]\n")
+
+
+@pytest.fixture
+def make_lineage_zxd(workspace):
+    yield from zxd_factory(workspace, LineageZxd)
+
+
+def test_api_lineage(make_lineage_zxd):
+    z = make_lineage_zxd({"events": {}})
+    auth = {"Authorization": f"Bearer {z.token}"}
+    r = http_request(z.port, "GET", "/api/lineage", headers=auth)
+    assert r.status == 200, r
+    edges = {(e["from"], e["to"]) for e in r.json["edges"]}
+    assert {("http.push:/api/streams/events/push", "stream:events"),
+            ("stream:events", "table:events"), ("stream:events", "table:events__rejects"),
+            ("table:events", "sync:events_csv")} <= edges, edges
+    assert any(n["id"].startswith("files:") and n["id"].endswith("/var/exports/events.csv")
+               for n in r.json["nodes"])
+    # the same graph as zxctl draws from the file
+    g = json.loads(zxctl(z.cfg_path, "--format", "json").stdout)
+    assert g == r.json
+    assert http_request(z.port, "GET", "/api/lineage").status == 401
+    r = http_request(z.port, "GET", "/api/lineage", headers={"Authorization": "Bearer nope"})
+    assert r.status == 401 and "nodes" not in r.json
+    assert http_request(z.port, "POST", "/api/lineage", headers=auth).status == 405

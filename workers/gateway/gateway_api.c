@@ -7,8 +7,11 @@
  *                                 "state": ...}; an agent's run waits in
  *                                 "awaiting_approval"
  *   GET  /api/runs/<id>           the run's record: 200 {...}
+ *   GET  /api/lineage             the lineage of the configuration in force
+ *                                 (conf/lineage.h, its JSON form): 200
+ *                                 {"nodes": [...], "edges": [...]}
  *
- * Both take `Authorization: Bearer <api token>` (api_tokens in the
+ * All take `Authorization: Bearer <api token>` (api_tokens in the
  * configuration).  The gateway checks only the shape of a request; the
  * supervisor, which holds the configuration in force, checks the token,
  * what it may run, and answers (ZX_CHAN_API, proto/chan.h): each request
@@ -41,11 +44,12 @@
 
 static const char syncs_prefix[] = "/api/syncs/";
 static const char runs_prefix[] = "/api/runs/";
+static const char lineage_path[] = "/api/lineage";
 
 int zx_gw_is_api(const char *path)
 {
     return !strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1) ||
-           !strncmp(path, runs_prefix, sizeof(runs_prefix) - 1);
+           !strncmp(path, runs_prefix, sizeof(runs_prefix) - 1) || !strcmp(path, lineage_path);
 }
 
 /* A name or an id in a path: 1 to 63 of [a-z0-9_-] (a sync name) or
@@ -65,7 +69,7 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
 {
     const char *path = zx_http_path(req), *method = zx_http_method(req);
     size_t len = strlen(path);
-    int op;   /* 1 run, 2 get */
+    int op;   /* 1 run, 2 get, 3 lineage */
     char addr[ZX_AUTHLIMIT_ADDR_MAX];
     zx_authlimit_addr(zx_http_peer(req), addr, sizeof(addr));
     int64_t wait_ms = zx_authlimit_blocked(g->auth, addr, zx_mono_ms());
@@ -81,7 +85,16 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
     }
     const char *word;
     size_t wlen;
-    if (!strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1)) {
+    if (!strcmp(path, lineage_path)) {
+        word = "lineage";
+        wlen = 7;
+        op = 3;
+        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
+                                     "read the lineage with GET", method);
+            return;
+        }
+    } else if (!strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1)) {
         word = path + sizeof(syncs_prefix) - 1;
         if (len < sizeof(syncs_prefix) + 5 || strcmp(path + len - 5, "/runs")) {
             zx_http_reply_json_error(req, 404, NULL, "no such endpoint: %.200s", path);
@@ -184,7 +197,8 @@ void zx_gw_api_body(gateway *g, greq *q)
     const char *tok = zx_http_header(req, "Authorization") + 7;
     q->req_id = ++g->next_id;
     json_t *m = json_pack("{s:I, s:s, s:s, s:s, s:b}", "id", (json_int_t)q->req_id, "op",
-                          q->api == 1 ? "run" : "get", q->api == 1 ? "sync" : "run",
+                          q->api == 1 ? "run" : q->api == 2 ? "get" : "lineage",
+                          q->api == 1 ? "sync" : q->api == 2 ? "run" : "what",
                           q->pipe_name, "token", tok, "full", full);
     char *js = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
