@@ -241,7 +241,10 @@ static int ln_stream(const zx_conf *c, zx_lineage *g, const zx_conf_pipeline *p)
     size_t s = ln_named(g, "stream", ZX_LN_STREAM, p->source, p->name, p->connection);
     if (s == LN_NONE || (p->plugin && ln_plugin(c, g, s, p->plugin, p, 0) < 0))
         return -1;
+    /* a `table` keeps history when it is a mirror (format debezium, mode
+     * latest: the loader allows history only then) */
     if (p->table && (ln_table(g, s, p->table, "", "table") < 0 ||
+                     (p->history && ln_table(g, s, p->table, "__changes", "changes") < 0) ||
                      ln_table(g, s, p->table, "__rejects", "rejects") < 0))
         return -1;
     for (size_t i = 0; i < p->nmirrors; i++)

@@ -30,6 +30,8 @@ static const char *yaml =
     "    tables: [orders, public.customers]\n    table_prefix: shop_\n    history: true\n"
     "  events:\n    direction: stream\n    source: http\n    key: abc\n    table: Events\n"
     "    forward: {kafka: {connection: k, topic: events_out}}\n"
+    "  latest:\n    direction: stream\n    source: http\n    key: abc\n"
+    "    mode: latest\n    key_columns: [id]\n    history: true\n"
     "  again:\n    direction: stream\n    source: kafka\n    connection: k\n"
     "    topic: events_out\n"
     "  clicks_files:\n    direction: out\n    author: analyst\n"
@@ -88,6 +90,9 @@ static void test_graph(const zx_lineage *g)
     /* http: the endpoint; the forward's topic is the one `again` reads */
     CHECK(edge(g, "http.push:/api/streams/events/push", "stream:events"));
     CHECK(edge(g, "stream:events", "table:Events"));
+    CHECK(!edge(g, "stream:events", "table:Events__changes"));
+    CHECK(edge(g, "stream:latest", "table:latest__changes"));   /* a mirror's history */
+    CHECK(edge(g, "stream:latest", "table:latest__rejects"));
     CHECK(edge(g, "stream:events", "kafka.topic:k/events_out"));
     CHECK(edge(g, "kafka.topic:k/events_out", "stream:again"));
     CHECK(g->nodes[node(g, "kafka.topic:k/events_out")].role == ZX_LN_DOWNSTREAM);
