@@ -353,10 +353,14 @@ zx_lineage *zx_lineage_around(const zx_lineage *g, size_t at, int dir)
         grew = 0;
         for (size_t i = 0; i < g->nedges; i++) {
             size_t f = g->edges[i].from, t = g->edges[i].to;
-            if (dir != ZX_LN_UP && in[f] && !in[t] && (in[t] = 1))
+            if (dir != ZX_LN_UP && in[f] && !in[t]) {
+                in[t] = 1;
                 grew = 1;
-            if (dir != ZX_LN_DOWN && in[t] && !in[f] && (in[f] = 1))
+            }
+            if (dir != ZX_LN_DOWN && in[t] && !in[f]) {
+                in[f] = 1;
                 grew = 1;
+            }
         }
     }
     for (size_t i = 0; i < g->nnodes; i++) {
