@@ -45,6 +45,7 @@ struct zx_source;     /* workers/sources/source.h */
 struct zx_dest_ops;   /* workers/destinations/dest.h (typedef zx_dest) */
 struct zx_plugin_admin; /* below */
 struct zx_dest_where;   /* below */
+struct zx_lineage_out;  /* conf/lineage.h */
 struct json_t;        /* jansson's */
 
 /* What a plug-in is.  ZX_PLUGIN_SOURCE: a value of `source:`, the plug-in of
@@ -153,6 +154,14 @@ typedef struct zx_plugin {
      * outputs, and resolves the connection into p->dest_conn.  NULL:
      * none (a table destination). */
     void (*dest_where)(const zx_conf_pipeline *p, struct zx_dest_where *w);
+    /* Lineage (conf/lineage.h): the objects outside zx this plug-in reads
+     * for stream p (a source: topics, a slot and its tables, an
+     * endpoint), or writes for p (a destination: p a reverse sync, or a
+     * stream whose `forward:` names it; its options in p->dest_own), each
+     * told through zx_lineage_ext(out, ...).  c is p's configuration.
+     * Reads only c and p.  NULL: conf/lineage.c shows it by dest_where,
+     * or by its name. */
+    void (*lineage)(const zx_conf *c, const zx_conf_pipeline *p, struct zx_lineage_out *out);
 } zx_plugin;
 
 /* What dest_where gives; every string is the pipeline's (valid while it is). */

@@ -24,6 +24,7 @@
 # tests/services/prometheus; under systemd the package also enables its own
 # prometheus.service on :9090, which the tests do not use) and
 # prometheus-client (PyPI).
+# graphviz: `dot -Tsvg` draws `zxctl lineage --format dot` in its test.
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
@@ -34,7 +35,7 @@ libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
 libavro-dev libcurl4-openssl-dev libhiredis-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless default-jdk-headless maven openssl kcat
-postgresql-15 mariadb-server ccache redis-server prometheus"
+postgresql-15 mariadb-server ccache redis-server prometheus graphviz"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"

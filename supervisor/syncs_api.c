@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/timefmt.h"
 #include "common/util.h"
+#include "conf/lineage.h"
 #include "proto/chan.h"
 #include "store/store.h"
 #include "supervisor/metrics.h"
@@ -178,6 +179,15 @@ void sup_sync_api(sup *s, const char *buf)
             rep = api_error(503, "the metrics could not be made now (out of memory)");
         else
             rep = json_pack("{s:i, s:I}", "status", 200, "metrics_bytes", (json_int_t)mlen);
+    } else if (!strcmp(op, "lineage")) {
+        /* any valid token may read it: names and places, never a secret */
+        zx_lineage *g = zx_lineage_build(s->conf);
+        char *js = g ? zx_lineage_render(g, "json") : NULL;
+        json_t *body = js ? json_loads(js, 0, &je) : NULL;
+        rep = body ? json_pack("{s:i, s:o}", "status", 200, "body", body)
+                   : api_error(503, "out of memory");
+        free(js);
+        zx_lineage_free(g);
     } else {
         rep = api_error(400, "unknown request");
     }

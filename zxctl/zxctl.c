@@ -42,6 +42,7 @@
 
 #include "common/secret_store.h"
 #include "conf/config.h"
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "proto/control.h"
 #include "workers/destinations/files/files_formats.h"
@@ -113,6 +114,14 @@ static const char zxctl_usage_commands[] =
     "                     key; set reads the value from standard input; list\n"
     "                     shows names only; rotate-key encrypts all again under\n"
     "                     a new key; zxd reads them at start and reload\n"
+    "  lineage [NAME] [--upstream | --downstream] [--format F]\n"
+    "                     where data comes from and goes to, from the\n"
+    "                     configuration (-c CONFIG; zxd need not run): upstream\n"
+    "                     objects, streams, workspace tables, syncs and their\n"
+    "                     destinations; NAME (a pipeline or table) keeps what is\n"
+    "                     connected to it, or only what flows into it\n"
+    "                     (--upstream) or out of it (--downstream); F: text\n"
+    "                     (default), json, dot (Graphviz) or mermaid\n"
     "  help               this text\n"
     "\n"
     "options:\n"
@@ -199,6 +208,8 @@ typedef struct zxctl_opts {
     int wait, full;           /* run --wait, run --full */
     int repair;               /* verify --repair */
     int limit;                /* runs --limit N (0: the daemon's default) */
+    int lineage_dir;          /* lineage: ZX_LN_AROUND, --upstream ZX_LN_UP,
+                                 --downstream ZX_LN_DOWN */
     const char *query, *to, *mode, *key, *format, *print_sync;   /* send */
     const char *cmd;
     const char *name;         /* NAME argument, or NULL */
@@ -256,7 +267,7 @@ static int zxctl_known(const char *cmd)
 {
     return zxctl_needs_name(cmd) || !strcmp(cmd, "status") || !strcmp(cmd, "reload") ||
            !strcmp(cmd, "feed") || !strcmp(cmd, "help") || !strcmp(cmd, "send") ||
-           !strcmp(cmd, "secret");
+           !strcmp(cmd, "secret") || !strcmp(cmd, "lineage");
 }
 
 /* The option called name of the plug-in's command cmd, or NULL. */
@@ -365,6 +376,13 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
             o->full = 1;
             continue;
         }
+        if (!strcmp(a, "--upstream") || !strcmp(a, "--downstream")) {
+            int d = a[2] == 'u' ? ZX_LN_UP : ZX_LN_DOWN;
+            if (o->lineage_dir && o->lineage_dir != d)
+                return zxctl_usage_error("--upstream and --downstream cannot be used together");
+            o->lineage_dir = d;
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             o->cmd = "help";
             return -1;
@@ -460,6 +478,20 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
                                      "not through the socket (-s)");
         o->name = v;
         o->secret_name = named ? pos[2] : NULL;
+    } else if (!strcmp(o->cmd, "lineage")) {
+        if (npos > 2)
+            return zxctl_usage_error("lineage takes at most one NAME");
+        o->name = npos > 1 && *pos[1] ? pos[1] : NULL;
+        if (o->lineage_dir && !o->name)
+            return zxctl_usage_error("--upstream and --downstream need a NAME");
+        if (o->json && o->format && strcmp(o->format, "json"))
+            return zxctl_usage_error("--json and --format %s cannot be used together",
+                                     o->format);
+        if (o->format && !zx_lineage_format_ok(o->format))
+            return zxctl_usage_error("lineage --format wants text, json, dot or mermaid, "
+                                     "not '%s'", o->format);
+        if (o->socket_path)
+            return zxctl_usage_error("lineage reads a configuration (-c), not the socket (-s)");
     } else if (zxctl_needs_name(o->cmd)) {
         if (npos < 2 || !*pos[1])
             return zxctl_usage_error("%s needs a NAME", o->cmd);
@@ -469,6 +501,8 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
     } else if (npos > 1) {
         return zxctl_usage_error("%s takes no argument", o->cmd);
     }
+    if (o->lineage_dir && strcmp(o->cmd, "lineage"))
+        return zxctl_usage_error("--upstream and --downstream go with lineage only");
     if (o->follow && strcmp(o->cmd, "feed"))
         return zxctl_usage_error("--follow goes with feed only");
     int arc = zxctl_admin_options_check(o);
@@ -480,10 +514,11 @@ static int zxctl_parse_args(int argc, char **argv, zxctl_opts *o)
         return zxctl_usage_error("--table and --repair go with verify only");
     if (o->limit && strcmp(o->cmd, "runs"))
         return zxctl_usage_error("--limit goes with runs only");
-    int sendopt = o->query || o->to || o->mode || o->key || o->format || o->print_sync;
+    int sendopt = o->query || o->to || o->mode || o->key || o->print_sync ||
+                  (o->format && strcmp(o->cmd, "lineage"));
     if (sendopt && strcmp(o->cmd, "send"))
         return zxctl_usage_error("--query, --to, --mode, --key, --format and --print-sync go "
-                                 "with send only");
+                                 "with send only (--format also with lineage)");
     if (!strcmp(o->cmd, "send") && (!o->query || !o->to || !o->mode))
         return zxctl_usage_error("send needs --query, --to and --mode");
     return -1;
@@ -858,7 +893,7 @@ int main(int argc, char **argv)
         zxctl_usage(stdout);
         return ZX_EXIT_OK;
     }
-    if (!strcmp(o.cmd, "secret")) {
+    if (!strcmp(o.cmd, "secret") || !strcmp(o.cmd, "lineage")) {
         const char *cfg = o.config_path, *how = "-c";
         if (!cfg && getenv("ZX_CONFIG") && *getenv("ZX_CONFIG")) {
             cfg = getenv("ZX_CONFIG");
@@ -868,9 +903,15 @@ int main(int argc, char **argv)
             cfg = ZXCTL_DEFAULT_CONFIG;
             how = "the default configuration";
         }
+        if (!cfg && !strcmp(o.cmd, "lineage"))
+            return zxctl_usage_error("lineage needs the configuration it draws: -c CONFIG, "
+                                     "or $ZX_CONFIG");
         if (!cfg)
             return zxctl_usage_error("secret needs the configuration whose secrets it "
                                      "keeps: -c CONFIG, or $ZX_CONFIG");
+        if (!strcmp(o.cmd, "lineage"))
+            return zxctl_lineage(cfg, how, o.name, o.lineage_dir,
+                                 o.format ? o.format : o.json ? "json" : "text");
         return zxctl_secret(cfg, how, o.name, o.secret_name);
     }
     rc = zxctl_socket_path(&o, &path);

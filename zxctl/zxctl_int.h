@@ -83,6 +83,14 @@ int zxctl_send_request(const char *query, const char *to, const char *mode, cons
  * status (ZX_EXIT_OK, ZX_EXIT_DAEMON_ERROR when refused, ZX_EXIT_USAGE
  * for a configuration that cannot be used). */
 int zxctl_secret(const char *config, const char *how, const char *sub, const char *name);
+/* zxctl_lineage.c: `lineage [NAME]` of configuration config (how: where
+ * its path came from), NAME's part in direction dir (conf/lineage.h:
+ * ZX_LN_AROUND, _UP, _DOWN), rendered in format (checked by
+ * zx_lineage_format_ok) on stdout.  Returns the exit status (ZX_EXIT_OK;
+ * ZX_EXIT_DAEMON_ERROR: no such NAME; ZX_EXIT_USAGE: a configuration
+ * that cannot be used). */
+int zxctl_lineage(const char *config, const char *how, const char *name, int dir,
+                  const char *format);
 /* The YAML of the sync equivalent to the send req (answered resp). */
 void zxctl_print_sync_yaml(const char *name, const json_t *req, const json_t *resp, FILE *out);
 /* A sync run's record (run, preview, approve, reject), and `runs`. */

@@ -7,6 +7,9 @@
  *                                 "state": ...}; an agent's run waits in
  *                                 "awaiting_approval"
  *   GET  /api/runs/<id>           the run's record: 200 {...}
+ *   GET  /api/lineage             the lineage of the configuration in force
+ *                                 (conf/lineage.h, its JSON form): 200
+ *                                 {"nodes": [...], "edges": [...]}
  *   GET  /metrics                 zxd's metrics, Prometheus text format
  *                                 0.0.4, made by the supervisor
  *                                 (supervisor/metrics.h) and handed over
@@ -50,10 +53,11 @@ static const char syncs_prefix[] = "/api/syncs/";
 static const char runs_prefix[] = "/api/runs/";
 static const char metrics_path[] = "/metrics";
 static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
+static const char lineage_path[] = "/api/lineage";
 
 int zx_gw_is_api(const char *path)
 {
-    return !strcmp(path, metrics_path) ||
+    return !strcmp(path, metrics_path) || !strcmp(path, lineage_path) ||
            !strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1) ||
            !strncmp(path, runs_prefix, sizeof(runs_prefix) - 1);
 }
@@ -75,7 +79,7 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
 {
     const char *path = zx_http_path(req), *method = zx_http_method(req);
     size_t len = strlen(path);
-    int op;   /* 1 run, 2 get */
+    int op;   /* 1 run, 2 get, 3 lineage */
     char addr[ZX_AUTHLIMIT_ADDR_MAX];
     zx_authlimit_addr(zx_http_peer(req), addr, sizeof(addr));
     int64_t wait_ms = zx_authlimit_blocked(g->auth, addr, zx_mono_ms());
@@ -98,6 +102,15 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
         if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
             zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
                                      "read the metrics with GET", method);
+            return;
+        }
+    } else if (!strcmp(path, lineage_path)) {
+        word = "lineage";
+        wlen = 7;
+        op = 4;
+        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
+                                     "read the lineage with GET", method);
             return;
         }
     } else if (!strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1)) {
@@ -206,9 +219,9 @@ void zx_gw_api_body(gateway *g, greq *q)
                     ? json_pack("{s:I, s:s, s:s}", "id", (json_int_t)q->req_id, "op", "metrics",
                                 "token", tok)
                     : json_pack("{s:I, s:s, s:s, s:s, s:s, s:b}", "id", (json_int_t)q->req_id,
-                                "op", q->api == 1 ? "run" : "get",
-                                q->api == 1 ? "sync" : "run", q->pipe_name, "token", tok,
-                                "full", full);
+                                "op", q->api == 1 ? "run" : q->api == 2 ? "get" : "lineage",
+                                q->api == 1 ? "sync" : q->api == 2 ? "run" : "what",
+                                q->pipe_name, "token", tok, "full", full);
     char *js = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     if (!js || zx_chan_send(g->a->chan, ZX_CHAN_API, js, NULL, 0) < 0) {

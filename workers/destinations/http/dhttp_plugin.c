@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/http/dhttp_opts.h"
@@ -280,9 +281,30 @@ static void http_where(const zx_conf_pipeline *p, zx_dest_where *w)
     w->catalog_what = "an API connection";
 }
 
+/* Lineage: the URL it sends to (its connection's base_url and its path),
+ * and where deletes go when that is elsewhere. */
+static void http_dest_lineage(const zx_conf *c, const zx_conf_pipeline *p,
+                              zx_lineage_out *out)
+{
+    const zx_dhttp_opts *o = p->dest_own;
+    if (!o)
+        return;
+    const zx_conf_connection *k = p->dest_catalog ? p->dest_catalog
+                                  : zx_conf_find_connection(c, o->connection);
+    const char *base = k && k->base_url ? k->base_url : "";
+    char url[1024];
+    snprintf(url, sizeof(url), "%s%s", base, o->path ? o->path : "");
+    zx_lineage_ext(out, "http.endpoint", o->connection, url);
+    if (o->delete_path) {
+        snprintf(url, sizeof(url), "%s%s", base, o->delete_path);
+        zx_lineage_ext(out, "http.endpoint", o->connection, url);
+    }
+}
+
 const zx_plugin zx_plugin_dest_http = {
     .name = "http",
     .role = ZX_PLUGIN_DESTINATION,
+    .lineage = http_dest_lineage,
     .conn_kinds = conn_kinds,
     .dest = &zx_dest_http,
     .check = http_check,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/kafka/kafka_dest_opts.h"
@@ -155,9 +156,21 @@ static void kafka_dest_where(const zx_conf_pipeline *p, zx_dest_where *w)
     w->option = "destination.kafka";
 }
 
+/* Lineage: the topic it produces to, on its connection (a sync's, or a
+ * stream's forward). */
+static void kafka_dest_lineage(const zx_conf *c, const zx_conf_pipeline *p,
+                               zx_lineage_out *out)
+{
+    (void)c;
+    const zx_kafka_dest_opts *o = p->dest_own;
+    for (size_t i = 0; o && i < o->ntopic; i++)
+        zx_lineage_ext(out, "kafka.topic", o->connection, o->topic[i]);
+}
+
 const zx_plugin zx_plugin_dest_kafka = {
     .name = "kafka",
     .role = ZX_PLUGIN_DESTINATION,
+    .lineage = kafka_dest_lineage,
     .dest = &zx_dest_kafka,
     .check = kafka_dest_check,
     .dest_where = kafka_dest_where,

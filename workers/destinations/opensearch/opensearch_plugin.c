@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/opensearch/opensearch_opts.h"
@@ -155,9 +156,20 @@ static void opensearch_where(const zx_conf_pipeline *p, zx_dest_where *w)
                  o->index);
 }
 
+/* Lineage: the index it writes, on its cluster's connection. */
+static void opensearch_lineage(const zx_conf *c, const zx_conf_pipeline *p,
+                               zx_lineage_out *out)
+{
+    (void)c;
+    const zx_opensearch_opts *o = p->dest_own;
+    if (o && o->index)
+        zx_lineage_ext(out, "opensearch.index", o->connection, o->index);
+}
+
 const zx_plugin zx_plugin_dest_opensearch = {
     .name = "opensearch",
     .role = ZX_PLUGIN_DESTINATION,
+    .lineage = opensearch_lineage,
     .conn_kinds = conn_kinds,
     .dest = &zx_dest_opensearch,
     .check = opensearch_check,

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "workers/destinations/dest.h"
 #include "workers/destinations/redis/redis_addr.h"
@@ -213,9 +214,19 @@ static void redis_where(const zx_conf_pipeline *p, zx_dest_where *w)
     w->option = "destination.redis";
 }
 
+/* Lineage: the keys it writes (its key template), on its connection. */
+static void redis_lineage(const zx_conf *c, const zx_conf_pipeline *p, zx_lineage_out *out)
+{
+    (void)c;
+    const zx_redis_opts *o = p->dest_own;
+    if (o && o->key)
+        zx_lineage_ext(out, "redis.key", o->connection, o->key);
+}
+
 const zx_plugin zx_plugin_dest_redis = {
     .name = "redis",
     .role = ZX_PLUGIN_DESTINATION,
+    .lineage = redis_lineage,
     .conn_kinds = conn_kinds,
     .dest = &zx_dest_redis,
     .check = redis_check,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "workers/sources/generate/generate.h"
 #include "workers/sources/source.h"
@@ -94,9 +95,17 @@ static int gen_test(const zx_conf *conf, const zx_conf_pipeline *p,
     return 0;
 }
 
+/* Lineage: its template, named after the pipeline. */
+static void gen_lineage(const zx_conf *c, const zx_conf_pipeline *p, zx_lineage_out *out)
+{
+    (void)c;
+    zx_lineage_ext(out, "generate", NULL, p->name);
+}
+
 const zx_plugin zx_plugin_generate = {
     .name = "generate",
     .role = ZX_PLUGIN_SOURCE,
+    .lineage = gen_lineage,
     .caps = 0,  /* its `table` is a row of its own; no stream rows, no mirrors */
     .doc = "rows made from a template of `fields` (sequence numbers, random numbers "
            "in a range, choices, timestamps, UUIDs, a fixed JSON value), at `rate` or "

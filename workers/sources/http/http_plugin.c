@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "common/webhook_sig.h"
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "workers/sources/http/http_opts.h"
 #include "workers/sources/source.h"
@@ -94,9 +95,19 @@ const zx_http_opts *zx_http_opts_of(const zx_conf_pipeline *p)
     return p && p->plugin == &zx_plugin_http ? p->own : NULL;
 }
 
+/* Lineage: the gateway's push endpoint of the stream. */
+static void http_lineage(const zx_conf *c, const zx_conf_pipeline *p, zx_lineage_out *out)
+{
+    (void)c;
+    char path[160];
+    snprintf(path, sizeof(path), "/api/streams/%s/push", p->name);
+    zx_lineage_ext(out, "http.push", NULL, path);
+}
+
 const zx_plugin zx_plugin_http = {
     .name = "http",
     .role = ZX_PLUGIN_SOURCE,
+    .lineage = http_lineage,
     .caps = ZX_PLUGIN_STREAM | ZX_PLUGIN_MIRROR,  /* no PARK: a push acked at commit is in its table */
     .metadata = metadata,
     .source = &zx_source_http,

@@ -7,6 +7,7 @@
  */
 #include <stddef.h>
 
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "workers/sources/kafka/kafka_conn_check.h"
 #include "workers/sources/kafka/kafka_int.h"
@@ -165,9 +166,21 @@ static const zx_cf_option options[] = {
      "`headers` (Apicurio's `apicurio.value.globalId` header)."},
 };
 
+/* Lineage: the topics it consumes (or the regex naming them), on its
+ * connection. */
+static void kafka_lineage(const zx_conf *c, const zx_conf_pipeline *p, zx_lineage_out *out)
+{
+    (void)c;
+    const zx_kafka_opts *o = p->own;
+    for (size_t i = 0; o && i < o->ntopics; i++)
+        zx_lineage_ext(out, o->topics_regex ? "kafka.topic_regex" : "kafka.topic",
+                       p->connection, o->topics[i]);
+}
+
 const zx_plugin zx_plugin_kafka = {
     .name = "kafka",
     .role = ZX_PLUGIN_SOURCE,
+    .lineage = kafka_lineage,
     .caps = ZX_PLUGIN_STREAM | ZX_PLUGIN_MIRROR | ZX_PLUGIN_PARK,
     .conn_kinds = conn_kinds,
     .metadata = metadata,

@@ -14,6 +14,7 @@
 
 #include "common/timefmt.h"
 #include "conf/check.h"
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "workers/aws_conn.h"
 #include "workers/sources/kinesis/kinesis_int.h"
@@ -228,9 +229,21 @@ static int aws_check_connection(zx_cf_check *ck, zx_conf_connection *c)
     return bad ? -1 : 0;
 }
 
+/* Lineage: the data stream it reads (by name, or its ARN), through its
+ * aws connection. */
+static void kinesis_lineage(const zx_conf *c, const zx_conf_pipeline *p, zx_lineage_out *out)
+{
+    (void)c;
+    const zx_kinesis_opts *o = p->own;
+    if (o && (o->stream || o->stream_arn))
+        zx_lineage_ext(out, "kinesis.stream", p->connection,
+                       o->stream ? o->stream : o->stream_arn);
+}
+
 const zx_plugin zx_plugin_kinesis = {
     .name = "kinesis",
     .role = ZX_PLUGIN_SOURCE,
+    .lineage = kinesis_lineage,
     .caps = ZX_PLUGIN_STREAM,
     .conn_kinds = conn_kinds,
     .metadata = metadata,

@@ -7,6 +7,7 @@
  */
 #include <stddef.h>
 
+#include "conf/lineage.h"
 #include "conf/plugin.h"
 #include "workers/sources/postgres/pg_cdc_check.h"
 #include "workers/sources/postgres/pg_retire.h"
@@ -74,9 +75,24 @@ static const zx_cf_option options[] = {
      "and must cover every table (`zxctl test` checks)."},
 };
 
+/* Lineage: each source table, through the replication slot, on its
+ * connection. */
+static void pg_lineage(const zx_conf *c, const zx_conf_pipeline *p, zx_lineage_out *out)
+{
+    (void)c;
+    const zx_postgres_opts *o = zx_postgres_opts_of(p);
+    int slot = o->slot ? zx_lineage_ext(out, "postgres.slot", p->connection, o->slot) : -1;
+    for (size_t i = 0; i < o->ntables; i++) {
+        int t = zx_lineage_ext(out, "postgres.table", p->connection, o->tables[i]);
+        if (slot >= 0)
+            zx_lineage_ext_into(out, t, slot);
+    }
+}
+
 const zx_plugin zx_plugin_postgres = {
     .name = ZX_POSTGRES_NAME,
     .role = ZX_PLUGIN_SOURCE,
+    .lineage = pg_lineage,
     .caps = ZX_PLUGIN_MIRROR | ZX_PLUGIN_PARK | ZX_PLUGIN_DSN | ZX_PLUGIN_VERIFY,
     .conn_kinds = conn_kinds,
     .check = zx_pg_check,
