@@ -218,7 +218,7 @@ void zx_gw_api_body(gateway *g, greq *q)
     json_t *m = q->api == 3
                     ? json_pack("{s:I, s:s, s:s}", "id", (json_int_t)q->req_id, "op", "metrics",
                                 "token", tok)
-                    : json_pack("{s:I, s:s, s:s, s:s, s:s, s:b}", "id", (json_int_t)q->req_id,
+                    : json_pack("{s:I, s:s, s:s, s:s, s:b}", "id", (json_int_t)q->req_id,
                                 "op", q->api == 1 ? "run" : q->api == 2 ? "get" : "lineage",
                                 q->api == 1 ? "sync" : q->api == 2 ? "run" : "what",
                                 q->pipe_name, "token", tok, "full", full);
