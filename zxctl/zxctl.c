@@ -583,18 +583,8 @@ static int zxctl_socket_path(const zxctl_opts *o, char **path)
             return zxctl_not_found();
         }
     }
-    zx_conf_errors errs = { 0 };
-    zx_conf *conf = zx_conf_load(cfg, ZX_CONF_SKIP_SECRETS, &errs);
+    zx_conf *conf = zxctl_load_config(cfg, how);
     if (!conf || !conf->control_socket) {
-        char *c = zxctl_clean(cfg);
-        fprintf(stderr, "zxctl: cannot use the configuration %s (from %s)\n", c, how);
-        free(c);
-        for (size_t i = 0; i < errs.n; i++) {
-            c = zxctl_clean(errs.msgs[i]);
-            fprintf(stderr, "%s\n", c);
-            free(c);
-        }
-        zx_conf_errors_free(&errs);
         zx_conf_free(conf);
         return ZX_EXIT_USAGE;
     }
@@ -603,9 +593,26 @@ static int zxctl_socket_path(const zxctl_opts *o, char **path)
              c, how);
     free(c);
     *path = zxctl_xstrdup(conf->control_socket);
-    zx_conf_errors_free(&errs);
     zx_conf_free(conf);
     return -1;
+}
+
+zx_conf *zxctl_load_config(const char *cfg, const char *how)
+{
+    zx_conf_errors errs = { 0 };
+    zx_conf *conf = zx_conf_load(cfg, ZX_CONF_SKIP_SECRETS, &errs);
+    if (!conf) {
+        char *c = zxctl_clean(cfg);
+        fprintf(stderr, "zxctl: cannot use the configuration %s (from %s)\n", c, how);
+        free(c);
+        for (size_t i = 0; i < errs.n; i++) {
+            c = zxctl_clean(errs.msgs[i]);
+            fprintf(stderr, "%s\n", c);
+            free(c);
+        }
+    }
+    zx_conf_errors_free(&errs);
+    return conf;
 }
 
 /* ---------------------------------------------------------------- main */

@@ -34,6 +34,11 @@ void zxctl_oom(void);
 /* realloc / strdup that never return NULL (zxctl_oom instead). */
 void *zxctl_xrealloc(void *p, size_t n);
 char *zxctl_xstrdup(const char *s);
+struct zx_conf;
+/* The configuration cfg (named `how` in messages: "-c", "$ZX_CONFIG"...),
+ * loaded without its secrets; NULL after printing why it cannot be used
+ * (its errors, one a line, control bytes cleaned).  zx_conf_free it. */
+struct zx_conf *zxctl_load_config(const char *cfg, const char *how);
 
 /* ---- zxctl_io.c ------------------------------------------------------- */
 

@@ -26,22 +26,11 @@ int zxctl_lineage(const char *config, const char *how, const char *name, int dir
                   const char *format)
 {
     int rc = ZX_EXIT_DAEMON_ERROR;
-    zx_conf_errors errs = {0};
     zx_lineage *g = NULL, *part = NULL;
     char *out = NULL;
-    zx_conf *conf = zx_conf_load(config, ZX_CONF_SKIP_SECRETS, &errs);
-    if (!conf) {
-        char *c = zxctl_clean(config);
-        fprintf(stderr, "zxctl: cannot use the configuration %s (from %s)\n", c, how);
-        free(c);
-        for (size_t i = 0; i < errs.n; i++) {
-            c = zxctl_clean(errs.msgs[i]);
-            fprintf(stderr, "%s\n", c);
-            free(c);
-        }
-        rc = ZX_EXIT_USAGE;
-        goto done;
-    }
+    zx_conf *conf = zxctl_load_config(config, how);
+    if (!conf)
+        return ZX_EXIT_USAGE;
     g = zx_lineage_build(conf);
     if (!g)
         zxctl_oom();
@@ -83,6 +72,5 @@ done:
     zx_lineage_free(part);
     zx_lineage_free(g);
     zx_conf_free(conf);
-    zx_conf_errors_free(&errs);
     return rc;
 }

@@ -136,16 +136,9 @@ static int rotate(const char *kp, const char *sp, zx_secret_store *s,
 
 int zxctl_secret(const char *config, const char *how, const char *sub, const char *name)
 {
-    zx_conf_errors errs = {0};
-    zx_conf *conf = zx_conf_load(config, ZX_CONF_SKIP_SECRETS, &errs);
-    if (!conf) {
-        say("zxctl: cannot use the configuration %s (from %s)", config, how);
-        for (size_t i = 0; i < errs.n; i++)
-            say("%s%s", errs.msgs[i], NULL);
-        zx_conf_errors_free(&errs);
+    zx_conf *conf = zxctl_load_config(config, how);
+    if (!conf)
         return ZX_EXIT_USAGE;
-    }
-    zx_conf_errors_free(&errs);
     const char *kp = conf->secret_key_file, *sp = conf->secret_store;
     unsigned char key[ZX_SS_KEY_LEN];
     char e[700];
