@@ -145,7 +145,8 @@ const zx_cf_section zx_cf_sections[] = {
      "workspace table `_zx_forward` in the same transaction as its rows, and the "
      "stream's worker publishes them in commit order and deletes them once the brokers "
      "acknowledged them (at least once: a restart may publish the last ones again; "
-     "`source.seq` increases per key)."},
+     "`source.seq` increases per key, and a run sent again repeats its own: skip a message "
+     "whose `source.seq` is not above its key's last)."},
     {"pipelines.<name>.schema_registry", ZX_CF_PIPELINE, 0, NULL,
      "The schema registry of a Kafka stream with `format: debezium` and "
      "`encoding: avro` (Confluent's API, which Apicurio and Karapace also "

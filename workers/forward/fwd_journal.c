@@ -18,6 +18,10 @@
 #include <unistd.h>
 
 #define STATEMENT_TIMEOUT_MS 60000
+/* The largest entry read: the writer journals frames of its rings (a few
+ * MiB); a larger one was put there by another hand, and is passed over
+ * (the trim after the next entries deletes it) rather than loaded. */
+#define MAX_ENTRY_BYTES (64u << 20)
 #define BUSY_TIMEOUT_MS 10000
 
 struct zx_fwdj {
@@ -87,7 +91,7 @@ static int sq_read(zx_fwdj *j, const char *pipeline, size_t max_frames, size_t m
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(j->db, "SELECT n, frame FROM _zx_forward WHERE pipeline = ?1 "
-                           "ORDER BY n LIMIT ?2", -1, &st, NULL) != SQLITE_OK) {
+                           "AND length(frame) <= ?3 ORDER BY n LIMIT ?2", -1, &st, NULL) != SQLITE_OK) {
         /* the writer makes it when it starts */
         if (strstr(sqlite3_errmsg(j->db), "no such table"))
             return 0;
@@ -95,6 +99,7 @@ static int sq_read(zx_fwdj *j, const char *pipeline, size_t max_frames, size_t m
     }
     sqlite3_bind_text(st, 1, pipeline, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)max_frames);
+    sqlite3_bind_int64(st, 3, MAX_ENTRY_BYTES);
     size_t cap = 0, bytes = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -195,12 +200,14 @@ static int pg_read(zx_fwdj *j, const char *pipeline, size_t max_frames, size_t m
                    zx_fwdj_entry **out, size_t *nout, char *err, size_t errlen)
 {
     char q[300], lim[24];
-    snprintf(q, sizeof(q), "SELECT n, frame FROM %s WHERE pipeline = $1 ORDER BY n LIMIT $2",
-             j->table);
+    snprintf(q, sizeof(q), "SELECT n, frame FROM %s WHERE pipeline = $1 AND "
+             "octet_length(frame) <= $3 ORDER BY n LIMIT $2", j->table);
+    char big[24];
     snprintf(lim, sizeof(lim), "%zu", max_frames);
-    const char *pv[] = {pipeline, lim};
+    snprintf(big, sizeof(big), "%u", MAX_ENTRY_BYTES);
+    const char *pv[] = {pipeline, lim, big};
     /* binary results: the frame's bytes as they are */
-    PGresult *r = PQexecParams(j->pg, q, 2, NULL, pv, NULL, NULL, 1);
+    PGresult *r = PQexecParams(j->pg, q, 3, NULL, pv, NULL, NULL, 1);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
         int missing = state && !strcmp(state, "42P01");   /* undefined_table */

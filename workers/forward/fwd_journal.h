@@ -43,7 +43,8 @@ void zx_fwdj_close(zx_fwdj *j);
 
 /* The oldest entries of pipeline, n ascending: at most max_frames, and
  * no more once max_bytes is passed (at least one is returned however
- * large).  *out (an array of *nout entries, NULL when none) is the
+ * large, up to 64 MiB: a larger entry, which the writer never makes, is
+ * passed over and deleted by the next trim past it).  *out (an array of *nout entries, NULL when none) is the
  * caller's: free with zx_fwdj_entries_free.  A journal table not made
  * yet reads as empty.  0, or -1 with err set (the session is then closed
  * and reopened by the next call). */

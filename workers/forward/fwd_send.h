@@ -18,7 +18,8 @@
  *     are not published (counted in skipped).
  * The run id is the journal number n of the run's first frame, which
  * only grows (the writer's), so the destination's sequence per key
- * (Debezium's source.seq) grows across runs and restarts.
+ * (Debezium's source.seq) grows across runs and restarts; a run sent
+ * again (at least once) repeats the seqs it had.
  *
  * Pure but for the destination it drives: no journal, no threads.
  */
