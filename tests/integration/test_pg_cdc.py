@@ -202,7 +202,32 @@ def assert_mirror_equal(z, pg, db, table, mirror, cols, key):
             ok = a == b if z.workspace == "postgres" else same_value(a, b)
             if not ok:
                 bad.append((s[0], c, a, b))
-    assert not bad, "mirror differs from the source:\n" + "\n".join(map(repr, bad[:40]))
+    assert not bad, ("mirror differs from the source:\n" + "\n".join(map(repr, bad[:40])) +
+                     _mirror_diagnosis(z, mirror, key, bad))
+
+
+def _mirror_diagnosis(z, mirror, key, bad):
+    """What zx did to the first differing keys: their history rows (when
+    the mirror keeps one), the mirror's rejects and the log's copy,
+    park and restart events, so that a rare failure says what happened."""
+    out = []
+    k = key if isinstance(key, str) else key[0]
+    for kv in sorted({b[0] for b in bad})[:3]:
+        try:
+            rows = z.query(f'SELECT _op, _lsn, _xid FROM "{mirror}__changes" '
+                           f'WHERE CAST("{k}" AS text) = ?', (str(kv),))
+            out.append(f"history of {k}={kv}: {rows[-20:]}")
+        except Exception as e:            # no history table
+            out.append(f"history of {k}={kv}: {e}")
+    try:
+        rq = 'SELECT count(*) FROM "%s__rejects"' % mirror
+        out.append(f"rejects: {z.query(rq)}")
+    except Exception as e:
+        out.append(f"rejects: {e}")
+    events = [ln for ln in z.log_text().splitlines()
+              if any(w in ln for w in ("copy_table", "cdc_open", "copy_done", "park", "reject",
+                                        "exited", "reconcil"))]
+    return "\n" + "\n".join(out + events[-40:])
 
 
 def test_every_type_in_copy_and_stream(pg, mirror_env):
