@@ -60,6 +60,9 @@ enum { ZX_SLOT_LOST_FAIL = 0, ZX_SLOT_LOST_RESYNC = 1 };
 #define ZX_META_PARTITION_KEY 0x100u /* "_partition_key": the (user) record's */
 #define ZX_META_ARRIVAL    0x200u /* "_arrival": when Kinesis took the record */
 
+/* zx_conf.status_page (server.status_page) */
+enum { ZX_STATUS_PAGE_AUTO = 0, ZX_STATUS_PAGE_ON = 1, ZX_STATUS_PAGE_OFF = 2 };
+
 typedef struct zx_conf_http {
     char *listen;            /* as written, "host:port" or "[v6]:port" */
     char *host;              /* listen's host part, without brackets */
@@ -353,7 +356,9 @@ typedef struct zx_conf_apitoken {
                                 with ZX_CONF_SKIP_SECRETS and written with
                                 a reference */
     char *role;              /* "orchestrator": its runs start at once;
-                                "agent": they wait for `zxctl approve` */
+                                "agent": they wait for `zxctl approve`;
+                                "status": read-only (status, lineage,
+                                feed, metrics), runs nothing */
     char **syncs;            /* the syncs it may run; NULL (nsyncs 0) = all */
     size_t nsyncs;
     uint32_t approval_timeout_ms; /* agent: an unapproved run expires after
@@ -420,6 +425,7 @@ typedef struct zx_conf {
     uint32_t max_queue_delay_ms; /* a frame waiting this long for the writer
                                     makes new pushes wait; 0 = bytes only */
     uint32_t sync_query_timeout_ms; /* default query_timeout of syncs (1 h) */
+    int status_page;         /* ZX_STATUS_PAGE_*: the gateway's page at `/` */
     uint64_t sync_max_spill_bytes;  /* default max_spill_bytes of syncs
                                        (10 GiB) */
     uint64_t ring_size;      /* per pipeline frames ring, default 64 MiB;

@@ -24,7 +24,8 @@
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const synchronous[] = {"normal", "full", NULL};
 static const char *const directions[] = {"stream", "out", NULL};
-static const char *const token_roles[] = {"orchestrator", "agent", NULL};
+static const char *const token_roles[] = {"orchestrator", "agent", "status", NULL};
+static const char *const status_pages[] = {"auto", "on", "off", NULL};
 /* order = ZX_FORMAT_*, ZX_STREAM_*, ZX_ENC_* of conf/config.h, and
  * zx_wire_mode of common/schema_registry.h */
 static const char *const stream_formats[] = {"json", "debezium", NULL};
@@ -236,6 +237,14 @@ const zx_cf_option zx_cf_options[] = {
      .max = 1024 * GiB,
      .help = "The default `max_spill_bytes` of reverse syncs: the bytes a "
      "run may write to its temporary files in `<data_dir>/tmp`."},
+
+    {.section = "server", .name = "status_page", .type = ZX_CF_ENUM_INT,
+     .def = "auto", .offset = ROOT(status_page), .allowed = status_pages,
+     .help = "The gateway's status page at `/` (pipelines, rings, the feed "
+     "and the lineage; it asks for an API token in the browser). `auto`: "
+     "served only when `server.http.listen` is a loopback address "
+     "(127.0.0.0/8, `::1`, `localhost`); `on`: served on any address; "
+     "`off`: never. When not served, `/` answers 404."},
 
     {.section = "server.http", .name = "listen", .type = ZX_CF_LISTEN,
      .def = "127.0.0.1:8780", .offset = HTTP(listen),
@@ -495,7 +504,10 @@ const zx_cf_option zx_cf_options[] = {
      .offset = TOKEN(role), .flags = ZX_CF_REQUIRED, .allowed = token_roles,
      .help = "`orchestrator` (Airflow, Dagster...): its runs start at once. "
      "`agent`: its runs wait in `awaiting_approval` until an operator "
-     "runs `zxctl approve RUN` (or `reject`)."},
+     "runs `zxctl approve RUN` (or `reject`). `status`: read-only, for the "
+     "status page and monitoring: it may `GET /api/status`, `/api/lineage`, "
+     "`/api/feed` and `/metrics`, nothing else (403 on the run routes); "
+     "`syncs` does not apply to it."},
     {.section = "api_tokens.<name>", .name = "syncs", .type = ZX_CF_NAMES,
      .def_doc = "every sync", .offset = TOKEN(syncs), .n_offset = TOKEN(nsyncs),
      .help = "The syncs it may run."},

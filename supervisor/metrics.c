@@ -292,17 +292,12 @@ char *sup_metrics_text(sup *s, size_t *len)
     return m.buf;
 }
 
-int sup_metrics_memfd(sup *s, size_t *len)
+int sup_text_memfd(const char *name, const char *txt, size_t len)
 {
-    char *txt = sup_metrics_text(s, len);
-    if (!txt) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int fd = memfd_create("zx-metrics", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     size_t off = 0;
-    while (fd >= 0 && off < *len) {
-        ssize_t w = write(fd, txt + off, *len - off);
+    while (fd >= 0 && off < len) {
+        ssize_t w = write(fd, txt + off, len - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
@@ -314,8 +309,21 @@ int sup_metrics_memfd(sup *s, size_t *len)
         }
         off += (size_t)w;
     }
-    free(txt);
     if (fd >= 0)
         (void)fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+    return fd;
+}
+
+int sup_metrics_memfd(sup *s, size_t *len)
+{
+    char *txt = sup_metrics_text(s, len);
+    if (!txt) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = sup_text_memfd("zx-metrics", txt, *len);
+    int e = errno;
+    free(txt);
+    errno = e;
     return fd;
 }

@@ -26,6 +26,11 @@
  * -1 with errno (memfd_create, write, out of memory). */
 int sup_metrics_memfd(sup *s, size_t *len);
 
+/* len bytes of txt in a new memfd called name (sealed against writes,
+ * offset 0; how the supervisor hands the gateway an answer larger than a
+ * ZX_CHAN message): the fd (the caller closes it), or -1 with errno. */
+int sup_text_memfd(const char *name, const char *txt, size_t len);
+
 /* The same text in a malloc'd NUL-terminated string (the caller frees
  * it), its length in *len; NULL when out of memory. */
 char *sup_metrics_text(sup *s, size_t *len);

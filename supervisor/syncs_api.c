@@ -1,6 +1,8 @@
 /*
  * syncs_api.c — the gateway's sync API (ZX_CHAN_API, proto/chan.h): a run
- * asked for with an API token (orchestrator or agent), and a run's record.
+ * asked for with an API token (orchestrator or agent), a run's record,
+ * and the read routes any token may call (status, lineage, metrics; a
+ * token of role `status` may call only those).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -20,6 +22,7 @@
 #include "conf/lineage.h"
 #include "proto/chan.h"
 #include "store/store.h"
+#include "supervisor/control.h"
 #include "supervisor/metrics.h"
 #include "supervisor/syncs_int.h"
 #include "workers/sources/source.h"
@@ -129,6 +132,30 @@ static const zx_conf_apitoken *find_token(const zx_conf *c, const char *tok)
     return found;
 }
 
+/* 1 when a token of role `status` may call op: the read routes only
+ * (the feed's op is "feed"). */
+static int status_role_may(const char *op)
+{
+    return !strcmp(op, "status") || !strcmp(op, "lineage") || !strcmp(op, "metrics") ||
+           !strcmp(op, "feed");
+}
+
+/* GET /api/status: what `zxctl status --json` prints (status.c), in a
+ * memfd (it outgrows a ZX_CHAN message with many pipelines); *mfd is
+ * set, or the answer is an error. */
+static json_t *api_status(sup *s, int *mfd)
+{
+    json_t *st = sup_cmd_status(s, NULL, "status", NULL, NULL);
+    char *js = st ? json_dumps(st, JSON_COMPACT) : NULL;
+    json_decref(st);
+    size_t len = js ? strlen(js) : 0;
+    *mfd = js ? sup_text_memfd("zx-status", js, len) : -1;
+    free(js);
+    if (*mfd < 0)
+        return api_error(503, "the status could not be made now (out of memory)");
+    return json_pack("{s:i, s:I}", "status", 200, "body_bytes", (json_int_t)len);
+}
+
 void sup_sync_api(sup *s, const char *buf)
 {
     json_error_t je;
@@ -137,13 +164,23 @@ void sup_sync_api(sup *s, const char *buf)
     const char *op = req ? json_string_value(json_object_get(req, "op")) : NULL;
     const char *tok = req ? json_string_value(json_object_get(req, "token")) : NULL;
     const zx_conf_apitoken *t = tok ? find_token(s->conf, tok) : NULL;
-    int mfd = -1;   /* GET /metrics: the text, in a memfd sent with the answer */
+    int mfd = -1;   /* GET /metrics, /api/status: the text, in a memfd sent
+                       with the answer */
     if (!id || !op) {
         json_decref(req);
         return;
     }
     if (!t) {
         rep = api_error(401, "unknown API token (api_tokens in the configuration)");
+    } else if (!strcmp(t->role, "status") && !status_role_may(op)) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "API token %.63s has role status (read-only): it may read "
+                 "/api/status, /api/lineage, /api/feed and /metrics, not start or read runs",
+                 t->name);
+        rep = api_error(403, msg);
+    } else if (!strcmp(op, "status")) {
+        /* any token: the same JSON as `zxctl status --json` */
+        rep = api_status(s, &mfd);
     } else if (!strcmp(op, "run")) {
         const char *sync = json_string_value(json_object_get(req, "sync"));
         uint64_t rid = 0;

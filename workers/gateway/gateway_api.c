@@ -10,13 +10,18 @@
  *   GET  /api/lineage             the lineage of the configuration in force
  *                                 (conf/lineage.h, its JSON form): 200
  *                                 {"nodes": [...], "edges": [...]}
+ *   GET  /api/status              what `zxctl status --json` prints
+ *                                 (supervisor/status.c), handed over in a
+ *                                 memfd: 200 {"pipelines": [...], ...}
  *   GET  /metrics                 zxd's metrics, Prometheus text format
  *                                 0.0.4, made by the supervisor
  *                                 (supervisor/metrics.h) and handed over
  *                                 in a memfd
  *
  * All take `Authorization: Bearer <api token>` (api_tokens in the
- * configuration; any token may read the metrics).  The gateway checks
+ * configuration; any token may read the status, the lineage and the
+ * metrics; a token of role `status` may read only those and the feed:
+ * the supervisor answers 403 to the rest).  The gateway checks
  * only the shape of a request; the
  * supervisor, which holds the configuration in force, checks the token,
  * what it may run, and answers (ZX_CHAN_API, proto/chan.h): each request
@@ -54,10 +59,12 @@ static const char runs_prefix[] = "/api/runs/";
 static const char metrics_path[] = "/metrics";
 static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
 static const char lineage_path[] = "/api/lineage";
+static const char status_path[] = "/api/status";
 
 int zx_gw_is_api(const char *path)
 {
     return !strcmp(path, metrics_path) || !strcmp(path, lineage_path) ||
+           !strcmp(path, status_path) ||
            !strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1) ||
            !strncmp(path, runs_prefix, sizeof(runs_prefix) - 1);
 }
@@ -79,7 +86,7 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
 {
     const char *path = zx_http_path(req), *method = zx_http_method(req);
     size_t len = strlen(path);
-    int op;   /* 1 run, 2 get, 3 lineage */
+    int op;   /* greq.api: 1 run, 2 get, 3 metrics, 4 lineage, 5 status */
     char addr[ZX_AUTHLIMIT_ADDR_MAX];
     zx_authlimit_addr(zx_http_peer(req), addr, sizeof(addr));
     int64_t wait_ms = zx_authlimit_blocked(g->auth, addr, zx_mono_ms());
@@ -102,6 +109,15 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
         if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
             zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
                                      "read the metrics with GET", method);
+            return;
+        }
+    } else if (!strcmp(path, status_path)) {
+        word = "status";
+        wlen = 6;
+        op = 5;
+        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
+                                     "read the status with GET", method);
             return;
         }
     } else if (!strcmp(path, lineage_path)) {
@@ -215,9 +231,9 @@ void zx_gw_api_body(gateway *g, greq *q)
     }
     const char *tok = zx_http_header(req, "Authorization") + 7;
     q->req_id = ++g->next_id;
-    json_t *m = q->api == 3
-                    ? json_pack("{s:I, s:s, s:s}", "id", (json_int_t)q->req_id, "op", "metrics",
-                                "token", tok)
+    json_t *m = q->api == 3 || q->api == 5
+                    ? json_pack("{s:I, s:s, s:s}", "id", (json_int_t)q->req_id, "op",
+                                q->api == 3 ? "metrics" : "status", "token", tok)
                     : json_pack("{s:I, s:s, s:s, s:s, s:b}", "id", (json_int_t)q->req_id,
                                 "op", q->api == 1 ? "run" : q->api == 2 ? "get" : "lineage",
                                 q->api == 1 ? "sync" : q->api == 2 ? "run" : "what",
@@ -239,22 +255,23 @@ void zx_gw_api_body(gateway *g, greq *q)
     g->api_head = q;
 }
 
-/* Answer a GET /metrics with the text in fd (its first len bytes);
- * 0, or -1 when fd does not hold them (the caller answers 500). */
-static int reply_metrics(zx_http_req *req, int fd, json_int_t len)
+/* Answer a GET /metrics or /api/status with the text in fd (its first
+ * len bytes), of that content type; 0, or -1 when fd does not hold them
+ * (the caller answers 500). */
+static int reply_memfd(zx_http_req *req, int fd, json_int_t len, const char *type)
 {
     struct stat st;
     if (fd < 0 || len < 0 || (uint64_t)len > ZX_METRICS_MAX || fstat(fd, &st) != 0 ||
         st.st_size < len)
         return -1;
     if (len == 0) {
-        zx_http_reply(req, 200, metrics_type, NULL, "", 0);
+        zx_http_reply(req, 200, type, NULL, "", 0);
         return 0;
     }
     void *m = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED)
         return -1;
-    zx_http_reply(req, 200, metrics_type, NULL, m, (size_t)len);
+    zx_http_reply(req, 200, type, NULL, m, (size_t)len);
     munmap(m, (size_t)len);
     return 0;
 }
@@ -275,11 +292,14 @@ void zx_gw_api_reply(gateway *g, const char *json, int fd)
                     "tokens; its API requests get 429 until the window ends", q->peer, nfail,
                     g->a->conf->http.api_auth_window_ms / 1000);
         json_t *body = json_object_get(o, "body");
-        if (q->api == 3 && st == 200 && q->req) {
+        if ((q->api == 3 || q->api == 5) && st == 200 && q->req) {
             zx_http_req_set_data(q->req, NULL);
-            if (reply_metrics(q->req, fd, json_integer_value(json_object_get(o,
-                                                                "metrics_bytes"))) < 0)
-                zx_http_reply_json_error(q->req, 500, NULL, "the metrics did not arrive");
+            int m = q->api == 3;
+            if (reply_memfd(q->req, fd, json_integer_value(json_object_get(o, m ? "metrics_bytes"
+                                                                           : "body_bytes")),
+                            m ? metrics_type : "application/json") < 0)
+                zx_http_reply_json_error(q->req, 500, NULL, "the %s did not arrive",
+                                         m ? "metrics" : "status");
             q->req = NULL;
         }
         char *bs = body ? json_dumps(body, JSON_COMPACT) : NULL;

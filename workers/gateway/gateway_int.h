@@ -45,7 +45,8 @@ typedef struct greq {
     int api;                 /* 0: a push; 1: POST /api/syncs/N/runs; 2: GET
                                 /api/runs/ID (gateway_api.c; pipe_name
                                 holds the sync or the run id); 3: GET
-                                /metrics */
+                                /metrics; 4: GET /api/lineage; 5: GET
+                                /api/status */
     char peer[ZX_AUTHLIMIT_ADDR_MAX]; /* API: the client's address, for
                                 the failed tokens it sends */
 } greq;

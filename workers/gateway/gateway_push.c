@@ -22,6 +22,7 @@
 #include "common/util.h"
 #include "proto/push.h"
 #include "workers/gateway/gateway_int.h"
+#include "workers/gateway/status_page.h"
 
 gpipe *zx_gw_find_pipe(gateway *g, const char *name, size_t n)
 {
@@ -306,6 +307,10 @@ void zx_gw_on_head(zx_http_req *req, void *ctx)
     }
     if (zx_gw_is_api(path)) {
         zx_gw_api_head(g, req);
+        return;
+    }
+    if (!strcmp(path, "/")) {
+        zx_status_page_serve(g->a->conf, req);
         return;
     }
     static const char prefix[] = "/api/streams/";
