@@ -25,6 +25,8 @@
 # prometheus.service on :9090, which the tests do not use) and
 # prometheus-client (PyPI).
 # graphviz: `dot -Tsvg` draws `zxctl lineage --format dot` in its test.
+# The status page's browser test: Debian's chromium, driven by playwright
+# (PyPI) with chromium as its executable (no `playwright install`).
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
@@ -35,7 +37,7 @@ libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
 libavro-dev libcurl4-openssl-dev libhiredis-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless default-jdk-headless maven openssl kcat
-postgresql-15 mariadb-server ccache redis-server prometheus graphviz"
+postgresql-15 mariadb-server ccache redis-server prometheus graphviz chromium"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"
@@ -203,6 +205,12 @@ assert v(deltalake) >= (1, 4, 2) and v(polars) >= (2, 1)' 2>/dev/null; then
         pip_setup
         echo "zx: installing prometheus-client from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "prometheus-client>=0.17"
+    fi
+    # The status page's test drives Debian's chromium with Playwright.
+    if ! python3 -c 'import playwright.sync_api' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing playwright from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "playwright>=1.40"
     fi
     # The Redis destination's tests read Redis back with redis-py.
     if ! python3 -c 'import redis' 2>/dev/null; then
