@@ -41,11 +41,19 @@
  *
  *   gateway → supervisor
  *     API     {"id": N, "op": "run", "sync": S, "token": T, "full": bool}
- *             or {"id": N, "op": "get", "run": "<id>", "token": T}: a request
- *             of the sync API (workers/gateway/gateway_api.c) with the
- *             bearer token it carried, for the supervisor to check
+ *             or {"id": N, "op": "get", "run": "<id>", "token": T}
+ *             or {"id": N, "op": "metrics" | "status" | "lineage",
+ *             "token": T}: a request of the API (workers/gateway/
+ *             gateway_api.c) with the bearer token it carried, for the
+ *             supervisor to check (a token of role "status" may ask only
+ *             for metrics, status, lineage and the feed: 403 otherwise)
  *   supervisor → gateway
- *     API     {"id": N, "status": HTTP status, "body": {...}}: its answer
+ *     API     {"id": N, "status": HTTP status, "body": {...}}: its answer;
+ *             "metrics" and "status" answer 200 with {"metrics_bytes": L}
+ *             or {"body_bytes": L} instead of a body, and one fd: a memfd
+ *             whose first L bytes are the text (metrics) or the JSON
+ *             (status: what `zxctl status --json` prints), at most
+ *             ZX_METRICS_MAX
  *
  *   writer → supervisor
  *     EVENT   a feed event object as in proto/control.h (without "ts",
