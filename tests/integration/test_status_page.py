@@ -263,3 +263,60 @@ def test_page_in_a_browser(make_pzxd, browser):
     page2.click("#keyform button[type=submit]")
     page2.locator('#pipelines tr[data-pipeline="orders"]').wait_for(timeout=15000)
     ctx.close()
+
+
+def _sse(first, last, crlf_every=7):
+    """Events first..last as text/event-stream, with the lines a reader
+    must skip (retry:, comments) and some events ended by CRLF."""
+    out = ["retry: 1000\n", ": a comment line\n\n"]
+    for i in range(first, last + 1):
+        data = json.dumps({"ts": f"2026-01-01T00:00:{i % 60:02d}Z", "event": "batch",
+                           "pipeline": "orders", "message": f"event number {i}"})
+        nl = "\r\n" if i % crlf_every == 0 else "\n"
+        out.append(f"id: {i}{nl}event: batch{nl}data: {data}{nl}{nl}")
+    return "".join(out)
+
+
+def test_feed_reader_in_a_browser(make_pzxd, browser):
+    """The page's reader of GET /api/feed, against a stand-in stream served
+    by the browser's request routing (zxd's own feed route is another
+    branch's): events parsed newest first and capped at 100, a
+    reconnection after the stream ends carries Last-Event-ID, and 404 says
+    "feed not available" while the status goes on."""
+    z = make_pzxd({"orders": {}})
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    calls = []
+
+    def feed(route, request):
+        calls.append(dict(request.headers))
+        n = len(calls)
+        if n == 1:
+            route.fulfill(status=200, headers={"Content-Type": "text/event-stream"},
+                          body=_sse(1, 120))
+        elif n == 2:
+            route.fulfill(status=200, headers={"Content-Type": "text/event-stream"},
+                          body=_sse(121, 121))
+        else:
+            route.fulfill(status=404, headers={"Content-Type": "application/json"},
+                          body='{"error": "no such endpoint: /api/feed", "status": 404}')
+
+    page.route("**/api/feed", feed)
+    page.goto(f"http://127.0.0.1:{z.port}/#key={z.view_token}")
+    page.wait_for_function("() => /not available/.test("
+                           "document.getElementById('feed-state').textContent)", timeout=20000)
+    assert len(calls) >= 3, calls
+    assert calls[0]["authorization"] == f"Bearer {z.view_token}"
+    assert "last-event-id" not in calls[0]
+    assert calls[1].get("last-event-id") == "120", calls[1]
+    assert calls[2].get("last-event-id") == "121", calls[2]
+    ids = page.eval_on_selector_all("#feed li[data-id]", "ls => ls.map(l => l.dataset.id)")
+    assert len(ids) == 100 and ids[0] == "121" and ids[-1] == "22", (len(ids), ids[:3], ids[-3:])
+    first = page.locator("#feed li").first.inner_text()
+    assert "batch" in first and "[orders]" in first and "event number 121" in first
+    # the status goes on without the feed
+    push_rows(z, 3)
+    page.wait_for_function("""() => { const c = document.querySelector(
+        'tr[data-pipeline="orders"] .rows'); return c && c.textContent === '3'; }""",
+                           timeout=15000)
+    ctx.close()
