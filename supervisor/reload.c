@@ -37,6 +37,8 @@ static uint64_t max_body(const zx_conf *c)
     return m;
 }
 
+/* 1 when the gateway's settings are the same (else it restarts: it holds
+ * the configuration it was started with). */
 static int same_http(const zx_conf *a, const zx_conf *b)
 {
     const zx_conf_http *x = &a->http, *y = &b->http;
@@ -46,7 +48,8 @@ static int same_http(const zx_conf *a, const zx_conf *b)
            x->backpressure_timeout_ms == y->backpressure_timeout_ms &&
            x->commit_timeout_ms == y->commit_timeout_ms && max_body(a) == max_body(b) &&
            x->api_auth_failures == y->api_auth_failures &&
-           x->api_auth_window_ms == y->api_auth_window_ms;
+           x->api_auth_window_ms == y->api_auth_window_ms &&
+           a->status_page == b->status_page;   /* the gateway's page at `/` */
 }
 
 /* The writer opens the workspace once, when it starts: its kind, the SQLite

@@ -156,6 +156,16 @@ def test_page_only_on_loopback_by_default(make_pzxd):
     z3 = make_pzxd({"orders": {}}, status_page="off")
     r = z3.get("/")
     assert r.status == 404 and "off" in r.json["error"], r
+    # a reload that turns it on restarts the gateway, which serves it
+    z3.status_page = "on"
+    z3.write_config()
+    z3.zxctl("reload", check_rc=0)
+    def served():
+        try:
+            return z3.get("/", timeout=5).status == 200
+        except OSError:
+            return False    # the gateway between its two lives
+    wait_for(served, "GET / == 200 after the reload")
 
 
 # ---- in a browser -----------------------------------------------------------
