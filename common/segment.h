@@ -34,13 +34,21 @@
 #include "common/ring.h"
 
 #define ZX_SEG_MAGIC 0x5a58534547303031ull /* "ZXSEG001" */
-#define ZX_SEG_VERSION 4
-#define ZX_SEG_HDR_SIZE 16384
+#define ZX_SEG_VERSION 5
+#define ZX_SEG_HDR_SIZE 20480
 #define ZX_SEG_SOURCE_STATUS_MAX 12288  /* bytes of the source's status JSON */
 #define ZX_SEG_SOURCE_ERROR_MAX 512
 #define ZX_SEG_SOURCE_NOTE_MAX 1024    /* bytes of a source's feed event */
 #define ZX_SEG_WRITER_TABLES_MAX 1536  /* bytes of the writer's parked tables line */
 #define ZX_SEG_FORWARD_STATUS_MAX 384  /* bytes of the forwarder's status JSON */
+/* Upper bounds of the writer's histograms (supervisor/metrics.c prints
+ * them as Prometheus buckets; one more slot counts what passes the last):
+ * commit latency in µs, rows of a pipeline per writer transaction. */
+#define ZX_SEG_LAT_BOUNDS_US {5000, 10000, 25000, 50000, 100000, 250000, 500000, \
+                              1000000, 2500000, 5000000, 10000000, 30000000}
+#define ZX_SEG_LAT_SLOTS 13
+#define ZX_SEG_TXN_BOUNDS {1, 10, 100, 1000, 10000, 100000}
+#define ZX_SEG_TXN_SLOTS 7
 #define ZX_SEG_OUT_CAP (1024u * 1024u)   /* the reply ring's capacity */
 /* What a segment with rings of these capacities maps, at most: its
  * header, each ring rounded up to whole pages with its own header (under
@@ -117,9 +125,24 @@ typedef struct zx_seg_hdr {
      * seqlock like source_error. */
     _Atomic uint32_t forward_status_seq;
     char forward_status[ZX_SEG_FORWARD_STATUS_MAX];
+
+    /* written by the writer after each commit (values_nulled and
+     * columns_added seeded from LMDB like rows; the histograms count since
+     * the segment was made): misfit values stored as NULL, columns it
+     * added to the pipeline's tables; per frame, the time from its
+     * ingestion by the source to the commit (µs; slot k counts those
+     * <= bound k of ZX_SEG_LAT_BOUNDS_US, the last slot the rest); per
+     * transaction that held the pipeline's frames, its rows of them
+     * (ZX_SEG_TXN_BOUNDS the same way) */
+    _Atomic uint64_t values_nulled;
+    _Atomic uint64_t columns_added;
+    _Atomic uint64_t commit_lat[ZX_SEG_LAT_SLOTS];
+    _Atomic uint64_t commit_lat_sum_us;
+    _Atomic uint64_t txn_rows[ZX_SEG_TXN_SLOTS];
+    _Atomic uint64_t txn_rows_sum;
 } zx_seg_hdr;
 
-_Static_assert(sizeof(zx_seg_hdr) <= ZX_SEG_HDR_SIZE, "segment header over its 16 KiB");
+_Static_assert(sizeof(zx_seg_hdr) <= ZX_SEG_HDR_SIZE, "segment header over its 20 KiB");
 
 typedef struct zx_segment {
     zx_seg_hdr *hdr;

@@ -2,8 +2,10 @@
  * metrics.c — GET /metrics's text (metrics.h).
  *
  * Families, each with one sample per pipeline (label pipeline="NAME"):
- * what the writer counted into the segment (rows, rejects, frames, frame
- * bytes, frame errors, last commit), what the rings hold, the worker's
+ * what the writer counted into the segment (rows, rejects, nulled values,
+ * columns added, frames, frame bytes, frame errors, last commit; commit
+ * latency and rows per transaction as histograms), how far the source is
+ * behind (from its status JSON), what the rings hold, the worker's
  * state and restarts, and what a forwarder says of itself; a reverse
  * sync's runs by outcome and their durations (counted by syncs.c in the
  * spipe).  Then the processes (writer, gateway): up and restarts.
@@ -19,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -68,6 +71,16 @@ static int v_last_commit(const spipe *p, double *v)
     *v = (double)us / 1e6;
     return 0;
 }
+static int v_nulled(const spipe *p, double *v)
+{
+    *v = (double)atomic_load(&H(p)->values_nulled);
+    return 0;
+}
+static int v_columns(const spipe *p, double *v)
+{
+    *v = (double)atomic_load(&H(p)->columns_added);
+    return 0;
+}
 static int v_restarts(const spipe *p, double *v) { *v = p->worker.restarts; return 0; }
 static int v_up(const spipe *p, double *v)
 {
@@ -98,6 +111,11 @@ static const pipe_family pipe_families[] = {
     {"zx_rows_written_total", "counter", "Rows the writer committed to the workspace.", v_rows},
     {"zx_rejects_total", "counter", "Values or messages the writer stored in a __rejects table.",
      v_rejects},
+    {"zx_values_nulled_total", "counter",
+     "Misfit values the writer stored as NULL (each also a row of __rejects).", v_nulled},
+    {"zx_columns_added_total", "counter",
+     "Columns the writer added to the pipeline's tables (those of a new table too).",
+     v_columns},
     {"zx_frames_written_total", "counter", "Frames the writer applied and committed.", v_frames},
     {"zx_frame_bytes_written_total", "counter", "Bytes of the frames the writer committed.",
      v_bytes},
@@ -199,6 +217,140 @@ static void forwards(zx_prom *m, sup *s)
         json_decref(st[i]);
 }
 
+/* A histogram family over every pipeline: slot counts (nslots, the last
+ * past every bound) made cumulative, bounds scaled by scale, and the sum. */
+typedef struct histo {
+    const char *name, *help;
+    const uint64_t *bounds;
+    size_t nslots;
+    double scale;
+    size_t slots_off, sum_off;  /* offsets in zx_seg_hdr */
+} histo;
+
+static void histogram(zx_prom *m, sup *s, const histo *hg)
+{
+    char bucket[96], sum[96], count[96], le[32];
+    snprintf(bucket, sizeof(bucket), "%s_bucket", hg->name);
+    snprintf(sum, sizeof(sum), "%s_sum", hg->name);
+    snprintf(count, sizeof(count), "%s_count", hg->name);
+    zx_prom_family(m, hg->name, "histogram", hg->help);
+    for (size_t i = 0; i < s->npipes; i++) {
+        const spipe *p = s->pipes[i];
+        const _Atomic uint64_t *slots =
+            (const _Atomic uint64_t *)((const char *)H(p) + hg->slots_off);
+        uint64_t total = 0;
+        for (size_t k = 0; k < hg->nslots; k++) {
+            total += atomic_load_explicit(&slots[k], memory_order_relaxed);
+            if (k + 1 < hg->nslots)
+                snprintf(le, sizeof(le), "%g", (double)hg->bounds[k] * hg->scale);
+            else
+                snprintf(le, sizeof(le), "+Inf");
+            zx_prom_label l[2] = {{"pipeline", p->name}, {"le", le}};
+            zx_prom_u(m, bucket, l, 2, total);
+        }
+        zx_prom_label l = {"pipeline", p->name};
+        const _Atomic uint64_t *sp = (const _Atomic uint64_t *)((const char *)H(p) + hg->sum_off);
+        zx_prom_f(m, sum, &l, 1, (double)atomic_load_explicit(sp, memory_order_relaxed) *
+                                     hg->scale);
+        zx_prom_u(m, count, &l, 1, total);
+    }
+}
+
+static void histograms(zx_prom *m, sup *s)
+{
+    static const uint64_t lat[] = ZX_SEG_LAT_BOUNDS_US, txn[] = ZX_SEG_TXN_BOUNDS;
+    const histo hg[2] = {
+        {"zx_commit_latency_seconds",
+         "Time from a frame's ingestion by its source to the writer's commit of it.", lat,
+         ZX_SEG_LAT_SLOTS, 1e-6, offsetof(zx_seg_hdr, commit_lat),
+         offsetof(zx_seg_hdr, commit_lat_sum_us)},
+        {"zx_writer_transaction_rows",
+         "Rows of the pipeline in each writer transaction that committed its frames.", txn,
+         ZX_SEG_TXN_SLOTS, 1.0, offsetof(zx_seg_hdr, txn_rows),
+         offsetof(zx_seg_hdr, txn_rows_sum)},
+    };
+    for (size_t k = 0; k < 2; k++)
+        histogram(m, s, &hg[k]);
+}
+
+/* The source's status (a JSON object the worker wrote), parsed; NULL when
+ * it has none.  The caller decrefs. */
+static json_t *source_status(const spipe *p)
+{
+    static char st[ZX_SEG_SOURCE_STATUS_MAX];
+    zx_seg_hdr *h = H(p);
+    if (!zx_segment_read_text(&h->source_status_seq, h->source_status,
+                              sizeof(h->source_status), st, sizeof(st)))
+        return NULL;
+    json_t *o = json_loads(st, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* One gauge sample of pipeline p from number field key of o (scaled). */
+static void lag_sample(zx_prom *m, const char *name, const spipe *p, json_t *o,
+                       const char *key, double scale)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_number(v) || json_number_value(v) < 0)
+        return;
+    zx_prom_label l = {"pipeline", p->name};
+    zx_prom_f(m, name, &l, 1, json_number_value(v) * scale);
+}
+
+/* How far each source is behind its upstream, from what it says of itself
+ * (workers/sources/: Kafka partitions' lag in messages, Kinesis'
+ * MillisBehindLatest, Postgres' WAL bytes and seconds not yet confirmed). */
+static void lags(zx_prom *m, sup *s)
+{
+    json_t *st[ZX_MAX_PIPELINES];
+    for (size_t i = 0; i < s->npipes; i++)
+        st[i] = source_status(s->pipes[i]);
+    zx_prom_family(m, "zx_source_lag_messages", "gauge",
+                   "Messages of a Kafka partition past what the pipeline has read.");
+    for (size_t i = 0; i < s->npipes; i++) {
+        json_t *parts = st[i] ? json_object_get(st[i], "partitions") : NULL;
+        size_t k;
+        json_t *e;
+        json_array_foreach(parts, k, e) {
+            json_t *t = json_object_get(e, "topic"), *pa = json_object_get(e, "partition"),
+                   *lag = json_object_get(e, "lag");
+            if (!json_is_string(t) || !json_is_integer(pa) || !json_is_integer(lag))
+                continue;
+            char pn[24];
+            snprintf(pn, sizeof(pn), "%lld", (long long)json_integer_value(pa));
+            zx_prom_label l[3] = {{"pipeline", s->pipes[i]->name}, {"topic", json_string_value(t)},
+                                  {"partition", pn}};
+            zx_prom_f(m, "zx_source_lag_messages", l, 3, (double)json_integer_value(lag));
+        }
+    }
+    zx_prom_family(m, "zx_source_lag_seconds", "gauge",
+                   "How far behind its upstream the source reads: Kinesis' MillisBehindLatest, "
+                   "or the age of the oldest Postgres change not yet committed.");
+    for (size_t i = 0; i < s->npipes; i++) {
+        if (!st[i])
+            continue;
+        lag_sample(m, "zx_source_lag_seconds", s->pipes[i], st[i], "millis_behind", 1e-3);
+        lag_sample(m, "zx_source_lag_seconds", s->pipes[i], st[i], "lag_seconds", 1.0);
+    }
+    zx_prom_family(m, "zx_source_lag_bytes", "gauge",
+                   "Postgres: WAL bytes between the server's end and the confirmed LSN.");
+    for (size_t i = 0; i < s->npipes; i++)
+        if (st[i])
+            lag_sample(m, "zx_source_lag_bytes", s->pipes[i], st[i], "lag_bytes", 1.0);
+    zx_prom_family(m, "zx_source_retained_wal_bytes", "gauge",
+                   "Postgres: WAL the server keeps for the pipeline's slot.");
+    for (size_t i = 0; i < s->npipes; i++)
+        if (st[i])
+            lag_sample(m, "zx_source_retained_wal_bytes", s->pipes[i], st[i],
+                       "retained_wal_bytes", 1.0);
+    for (size_t i = 0; i < s->npipes; i++)
+        json_decref(st[i]);
+}
+
 /* Reverse syncs: runs ended by outcome, and the time those that ran took
  * (a summary without quantiles: _sum and _count). */
 static void sync_runs(zx_prom *m, sup *s)
@@ -275,6 +427,8 @@ char *sup_metrics_text(sup *s, size_t *len)
             zx_prom_u(&m, "zx_pipeline_state", l, 2, !strcmp(cur, states[k]));
         }
     }
+    histograms(&m, s);
+    lags(&m, s);
     rings(&m, s);
     forwards(&m, s);
     sync_runs(&m, s);

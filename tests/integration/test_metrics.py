@@ -128,6 +128,43 @@ def test_metrics_count_what_was_pushed(make_mzxd):
     assert val(sm, "zx_rows_written_total", pipeline="orders") == n + 3
 
 
+def test_nulled_values_columns_and_histograms(make_mzxd):
+    z = make_mzxd({"orders": {}})
+    z.push_ok("orders", [{"id": 1, "qty": 5}], wait_commit=True)
+    # qty is an integer column now: "many" does not fit (NULL + a reject);
+    # "colour" is a new column
+    z.push_ok("orders", [{"id": 2, "qty": "many", "colour": "red"},
+                         {"id": 3, "qty": "few"}], wait_commit=True)
+    z.push_ok("orders", [{"id": i, "qty": i} for i in range(4, 54)], wait_commit=True)
+    text = scrape_ok(z)
+    sm = samples(text)
+    assert val(sm, "zx_values_nulled_total", pipeline="orders") == 2, text
+    assert val(sm, "zx_rejects_total", pipeline="orders") == 2
+    # id and qty with the table, then colour
+    assert val(sm, "zx_columns_added_total", pipeline="orders") == 3
+    # one observation per frame committed; buckets cumulative up to +Inf
+    n = val(sm, "zx_commit_latency_seconds_count", pipeline="orders")
+    assert n == 3, text
+    les = sorted(((float(dict(k[1])["le"]), v) for k, v in sm.items()
+                  if k[0] == "zx_commit_latency_seconds_bucket"
+                  and dict(k[1])["pipeline"] == "orders"))
+    assert les[-1] == (float("inf"), 3) and len(les) == 13
+    assert all(a[1] <= b[1] for a, b in zip(les, les[1:])), les
+    assert 0 <= val(sm, "zx_commit_latency_seconds_sum", pipeline="orders") < 60
+    # rows per writer transaction: every row once, one transaction per push
+    assert val(sm, "zx_writer_transaction_rows_sum", pipeline="orders") == 53
+    assert val(sm, "zx_writer_transaction_rows_count", pipeline="orders") == 3
+    assert val(sm, "zx_writer_transaction_rows_bucket", pipeline="orders", le="1") == 1
+    assert val(sm, "zx_writer_transaction_rows_bucket", pipeline="orders", le="10") == 2
+    assert val(sm, "zx_writer_transaction_rows_bucket", pipeline="orders", le="100") == 3
+    # the counters outlive a restart of zxd (seeded from the store)
+    z.stop()
+    z.start()
+    sm = samples(scrape_ok(z))
+    assert val(sm, "zx_values_nulled_total", pipeline="orders") == 2
+    assert val(sm, "zx_columns_added_total", pipeline="orders") == 3
+
+
 @pytest.mark.skipif(not shutil.which("promtool"), reason="promtool (Debian prometheus) missing")
 def test_promtool_accepts_the_text(make_mzxd):
     z = make_mzxd({"orders": {}})
@@ -267,3 +304,40 @@ def test_sync_runs_by_outcome(make_mzxd):
         p = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
                            capture_output=True, timeout=60)
         assert p.returncode == 0, (p.stdout + p.stderr).decode()
+
+
+def test_kafka_lag_per_partition(request):
+    """zx_source_lag_messages{topic, partition}: what the source says of
+    each partition (high watermark minus its position), 0 once read."""
+    from kafka_fixtures import KafkaZxd, _start_broker
+    from conftest import _mkroot, teardown_zxds
+    kafka = _start_broker()
+
+    class KMetricsZxd(KafkaZxd):
+        def __init__(self, *a, **kw):
+            self.token = "tok-" + uid()
+            super().__init__(*a, **kw)
+            self.env[TOKEN_ENV] = self.token
+
+        def config_text(self):
+            return super().config_text() + (
+                "api_tokens:\n  scraper:\n    token: ${env:%s}\n    role: orchestrator\n"
+                % TOKEN_ENV)
+
+    topic = kafka.create_topic(partitions=2)
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(30)],
+                  keys=[f"k{i}" for i in range(30)])
+    z = KMetricsZxd(_mkroot(), {"k": {"connection": "c", "topic": topic}},
+                    {"c": kafka.connection("plaintext")})
+    request.addfinalizer(lambda: teardown_zxds([z]))
+    z.start()
+    z.wait_count(z.table("k"), 30)
+
+    def lag_zero():
+        r = http_request(z.port, "GET", "/metrics",
+                         headers={"Authorization": f"Bearer {z.token}"})
+        sm = samples(r.body.decode())
+        lags = [val(sm, "zx_source_lag_messages", pipeline="k", topic=topic, partition=p)
+                for p in ("0", "1")]
+        return lags == [0, 0]
+    wait_for(lag_zero, "zx_source_lag_messages 0 on both partitions")

@@ -331,6 +331,7 @@ int wr_apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t s
         a->skipped = 1;
         return 0;
     }
+    a->ingested_at_us = m.ingested_at_us;
     /* its table's earlier frames are parked: so is this one (order; past
      * the bound, or with parking since turned off, it waits in the ring) */
     const ptable *t = wr_pt_find(w, p->name, m.table);

@@ -105,6 +105,13 @@ int wr_store_txn(writer *w)
                 rc = zx_store_counter_add(t, a->p->name, "rows", a->rows);
             if (rc == 0 && a->rejects)
                 rc = zx_store_counter_add(t, a->p->name, "rejects", a->rejects);
+            uint64_t nulled = 0;
+            for (size_t k = 0; k < a->nrejcols; k++)
+                nulled += a->rejcols[k].count;
+            if (rc == 0 && nulled)
+                rc = zx_store_counter_add(t, a->p->name, "values_nulled", nulled);
+            if (rc == 0 && a->nnewcols)
+                rc = zx_store_counter_add(t, a->p->name, "columns_added", a->nnewcols);
             for (size_t k = 0; rc == 0 && k < a->nrejcols; k++) {
                 char cname[96];
                 snprintf(cname, sizeof(cname), "rejects:%s", a->rejcols[k].name);

@@ -34,6 +34,12 @@ static void seed_counters(writer *w, wpipe *p)
     v = 0;
     if (zx_store_counter_get(t, p->name, "rejects", &v) == 0)
         atomic_store(&p->seg.hdr->rejects, v);
+    v = 0;
+    if (zx_store_counter_get(t, p->name, "values_nulled", &v) == 0)
+        atomic_store(&p->seg.hdr->values_nulled, v);
+    v = 0;
+    if (zx_store_counter_get(t, p->name, "columns_added", &v) == 0)
+        atomic_store(&p->seg.hdr->columns_added, v);
     zx_store_abort(t);
 }
 

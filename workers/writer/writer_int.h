@@ -49,6 +49,8 @@ typedef struct wpipe {
     int64_t blocked_until_ms;  /* its table refused a frame: retry after */
     int64_t block_ms;          /* current backoff (1 s doubling to 60 s) */
     uint64_t released_cycle;   /* last cycle that released its frames */
+    uint64_t txn_cycle;        /* last cycle that counted its rows ... */
+    uint64_t txn_rows;         /* ... and those rows (writer_metrics.c) */
     uint32_t max_columns;      /* column cap of its table (0 = default) */
     uint64_t max_parked_bytes; /* bound of one table's parked frames (0:
                                   never park: hold the pipeline back) */
@@ -116,6 +118,8 @@ typedef struct applied {
     size_t npos;
     uint64_t rows, rejects;
     uint64_t bytes;         /* the frame's length */
+    int64_t ingested_at_us; /* when its source took it in (0: not known,
+                               or not applied now) */
     uint64_t messages;      /* rejected input messages stored */
     zx_ws_colcount *rejcols;
     size_t nrejcols;
@@ -279,6 +283,16 @@ int wr_park_frame(writer *w, wpipe *p, applied *a, const zx_frame_meta *m, const
  * a failure that needs a rollback (err set). */
 int wr_replay_parked(writer *w, wpipe *p, size_t *bytes, int *began, int *nframes,
                      char *err, size_t errlen);
+
+/* ---- writer_metrics.c ---------------------------------------------------- */
+
+/* After a commit at now_us (cycle: the writer's cycle count): add frame
+ * a's nulled values, added columns and commit latency to its pipeline's
+ * segment, and its rows to the pipeline's rows of this transaction. */
+void wr_metrics_frame(const applied *a, int64_t now_us, uint64_t cycle);
+/* Once every frame of the cycle was counted: p's rows of the transaction
+ * into its histogram (once per cycle; later calls for p do nothing). */
+void wr_metrics_txn(wpipe *p, uint64_t cycle);
 
 /* ---- writer_commit.c ----------------------------------------------------- */
 

@@ -347,7 +347,9 @@ static int handle(worker *w, const void *rec, size_t len)
     uint32_t md = w->a->pipeline->metadata;
     zx_frame_meta m = {0};
     m.kind = ZX_FRAME_ROWS;
-    m.ingested_at_us = (md & ZX_META_INGESTED_AT) ? h->received_us : 0;
+    /* always: the writer's commit latency is measured from it; the
+     * _ingested_at column is made only when metadata asks */
+    m.ingested_at_us = h->received_us;
     m.batch_id = rid;
     m.metadata = md;
     m.dedup_key = v.idem ? idem : NULL;
