@@ -59,7 +59,8 @@ static zx_gwfeed_ev *at(const zx_gwfeed_ring *r, size_t i)
 static void evict_oldest(zx_gwfeed_ring *r)
 {
     zx_gwfeed_ev *e = at(r, 0);
-    r->lost = e->id;
+    if (e->id > r->lost)
+        r->lost = e->id;
     r->bytes -= e->len;
     free(e->frame);
     e->frame = NULL;
