@@ -48,7 +48,8 @@
  *             message, sent while the outbox was full, or older than the
  *             history); 0 when none.  Sent for every new event while the
  *             gateway runs and, when it (re)starts, for each event of the
- *             supervisor's history (at most 200) before READY.  At most
+ *             supervisor's history (at most 200) before READY, after a
+ *             first {"id": 0, "lost": L} (the mark alone).  At most
  *             ZX_CHAN_MAX bytes like any message (a larger event is not
  *             sent, only counted in the next L).  The gateway serves them
  *             as GET /api/feed (workers/gateway/gateway_feed.h).

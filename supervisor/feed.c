@@ -32,6 +32,16 @@
 /* Messages waiting for the gateway past which events are not sent to it. */
 #define GW_OUTBOX_MAX 4096
 
+/* Before the first event or gateway: the events of an earlier zxd (ids
+ * below now) are gone. */
+static void feed_init(sup *s)
+{
+    if (s->feed_last_id)
+        return;
+    s->feed_last_id = (uint64_t)zx_now_us() - 1;
+    s->feed_lost = s->feed_gw_lost = s->feed_last_id;
+}
+
 /* Send event id (line: its JSON object text) to the gateway, with what it
  * has lost before; a failure makes id lost. */
 static void feed_to_gateway(sup *s, child *gw, uint64_t id, const char *line)
@@ -55,7 +65,13 @@ static void feed_to_gateway(sup *s, child *gw, uint64_t id, const char *line)
 
 void sup_feed_gateway_history(sup *s, child *gw)
 {
+    feed_init(s);
     s->feed_gw_lost = s->feed_lost;   /* everything after it is here */
+    /* the mark alone first: a client of a gateway with no events yet must
+     * not take the events of an earlier zxd for lost on its way */
+    char m[96];
+    snprintf(m, sizeof(m), "{\"id\":0,\"lost\":%llu}", (unsigned long long)s->feed_gw_lost);
+    sup_chan_send(s, gw, ZX_CHAN_FEED, m, NULL, 0);
     for (size_t i = 0; i < s->hist_len; i++) {
         size_t k = (s->hist_head + i) % HIST_MAX;
         feed_to_gateway(s, gw, s->hist_id[k], s->history[k]);
@@ -94,11 +110,10 @@ void sup_feed(sup *s, const char *json_event)
     json_decref(out);
     if (!line)
         return;
+    feed_init(s);
     uint64_t id = (uint64_t)zx_now_us();
     if (id <= s->feed_last_id)
         id = s->feed_last_id + 1;
-    if (!s->feed_last_id)
-        s->feed_lost = id - 1;   /* the events of an earlier zxd are gone */
     s->feed_last_id = id;
     size_t slot = (s->hist_head + s->hist_len) % HIST_MAX;
     if (s->hist_len == HIST_MAX) {

@@ -347,6 +347,11 @@ void zx_gwfeed_message(zx_gwfeed *f, const char *json)
     json_t *ev = json_object_get(m, "event");
     json_int_t id = json_integer_value(json_object_get(m, "id"));
     json_int_t lost = json_integer_value(json_object_get(m, "lost"));
+    if (m && id == 0 && !ev && lost >= 0) {   /* the lost mark alone */
+        zx_gwfeed_ring_add(f->ring, 0, (uint64_t)lost, "", 0);
+        json_decref(m);
+        return;
+    }
     char *js = json_is_object(ev) && id > 0 && lost >= 0 ? json_dumps(ev, JSON_COMPACT) : NULL;
     if (!js) {
         zx_error("event=bad_feed_message");
@@ -389,6 +394,8 @@ void zx_gwfeed_start(zx_gwfeed *f, zx_http_req *req, enum zx_gwfeed_from from, u
         free(c);
         return;
     }
+    /* what it does not read waits in its output, where it is counted */
+    zx_http_stream_set_sndbuf(c->st, ZX_GWFEED_SNDBUF);
     c->next = f->clients;
     if (f->clients)
         f->clients->prev = c;

@@ -26,7 +26,8 @@
  *
  * Bounds: at most ZX_GWFEED_MAX_CLIENTS clients (the caller answers 503
  * beyond, zx_gwfeed_full); what waits in a client's output is at most
- * ZX_GWFEED_CLIENT_MAX bytes: a new event that would pass it drops the
+ * ZX_GWFEED_CLIENT_MAX bytes (besides the socket's own send buffer, fixed
+ * at ZX_GWFEED_SNDBUF): a new event that would pass it drops the
  * client (connection closed, logged once per client as
  * event=feed_client_dropped, counted).  The history is replayed paced by
  * the client's reading (ZX_GWFEED_REPLAY_MAX queued at a time); a client
@@ -52,6 +53,9 @@
 #define ZX_GWFEED_MAX_CLIENTS 64
 #define ZX_GWFEED_CLIENT_MAX (256u * 1024u)
 #define ZX_GWFEED_REPLAY_MAX (64u * 1024u)
+/* A client's socket send buffer (SO_SNDBUF, doubled by the kernel): the
+ * kernel's share of what a client that reads nothing holds. */
+#define ZX_GWFEED_SNDBUF (32 * 1024)
 #define ZX_GWFEED_KEEPALIVE_MS 15000
 /* The longest Last-Event-ID accepted: digits only, fitting in 64 bits. */
 #define ZX_GWFEED_ID_MAX_CHARS 20
@@ -119,7 +123,8 @@ zx_gwfeed *zx_gwfeed_new(void);
 void zx_gwfeed_free(zx_gwfeed *f);
 
 /* A ZX_CHAN_FEED message ({"id": N, "lost": L, "event": {...}}): keep the
- * event and send it to every client.  A malformed message is logged and
+ * event and send it to every client; {"id": 0, "lost": L}: raise the lost
+ * mark only (sent before any client can connect).  A malformed message is logged and
  * ignored. */
 void zx_gwfeed_message(zx_gwfeed *f, const char *json);
 

@@ -322,6 +322,11 @@ zx_http_stream *zx_http_stream_start(zx_http_req *r, int status, const char *con
 int zx_http_stream_write(zx_http_stream *st, const void *p, size_t len);
 /* Bytes queued in st's output, not yet taken by the kernel. */
 size_t zx_http_stream_queued(const zx_http_stream *st);
+/* Fixes the kernel's send buffer of st's socket at bytes (SO_SNDBUF; the
+ * kernel doubles it and no longer grows it by itself), so that what a
+ * client does not read waits in the output zx_http_stream_queued counts
+ * rather than in the kernel.  0, or -1 (errno) when refused. */
+int zx_http_stream_set_sndbuf(zx_http_stream *st, int bytes);
 /* "127.0.0.1:53412": the client's address. */
 const char *zx_http_stream_peer(const zx_http_stream *st);
 /* Ends st: with flush, what is queued is still sent (the connection

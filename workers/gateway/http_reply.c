@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 const char *zx_http_reason(int status)
@@ -346,6 +347,12 @@ int zx_http_stream_write(zx_http_stream *st, const void *p, size_t len)
 size_t zx_http_stream_queued(const zx_http_stream *st)
 {
     return evbuffer_get_length(bufferevent_get_output(st->conn->bev));
+}
+
+int zx_http_stream_set_sndbuf(zx_http_stream *st, int bytes)
+{
+    return setsockopt(bufferevent_getfd(st->conn->bev), SOL_SOCKET, SO_SNDBUF, &bytes,
+                      sizeof(bytes));
 }
 
 const char *zx_http_stream_peer(const zx_http_stream *st)
