@@ -316,3 +316,34 @@ def test_resume_across_gateway_restart(make_fzxd, clients):
     assert got[0][1]["rows"] == 1
     # the restart itself is in the feed too
     r.wait(lambda fr: [f for f in fr if f.get("event") == "restart"], "the gateway's restart")
+
+
+def test_client_limit_and_quiet_stream(make_fzxd, clients):
+    # an idle_timeout shorter than the keep-alive: a silent healthy stream
+    # is not closed by it (no read timeout on a stream; writes complete)
+    z = make_fzxd({"orders": {}}, http_extra="idle_timeout: 2s")
+    quiet = clients(z.port, z.token, path="/api/feed?since=now")
+    assert quiet.read_head() == 200
+    many = []
+    for _ in range(63):
+        c = clients(z.port, z.token, path="/api/feed?since=now")
+        assert c.read_head() == 200, c.body
+        many.append(c)
+    # the 65th: 503 with Retry-After
+    extra = clients(z.port, z.token, path="/api/feed?since=now")
+    assert extra.read_head() == 503, extra.body
+    assert int(extra.headers["retry-after"]) > 0, extra.headers
+    # other routes are not affected
+    z.push_ok("orders", [{"id": uid(), "n": 1}], wait_commit=True)
+    for c in many[:63:9]:
+        c.wait(lambda fr: batches(fr, "orders"), "a batch on one of 64 clients")
+    # one leaves: room for another
+    many[0].close()
+    wait_for(lambda: clients(z.port, z.token, path="/api/feed?since=now").read_head() == 200,
+             "a feed client accepted once one left", deadline=30)
+    # 16 s of silence: a keep-alive comment, and the stream still works
+    quiet.wait(lambda fr: [f for f in fr if f.get("comment") == "keepalive"],
+               "a keep-alive after 15 s of silence", timeout=25)
+    assert not quiet.eof
+    z.push_ok("orders", [{"id": uid(), "n": 2}], wait_commit=True)
+    quiet.wait(lambda fr: len(batches(fr, "orders")) >= 2, "both batches on the quiet client")
