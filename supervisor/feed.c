@@ -53,7 +53,7 @@ static void feed_to_gateway(sup *s, child *gw, uint64_t id, const char *line)
     if (m) {
         snprintf(m, n, "{\"id\":%llu,\"lost\":%llu,\"event\":%s}", (unsigned long long)id,
                  (unsigned long long)s->feed_gw_lost, line);
-        if (strlen(m) >= ZX_CHAN_MAX || sup_chan_send(s, gw, ZX_CHAN_FEED, m, NULL, 0) < 0) {
+        if (strlen(m) + 8 > ZX_CHAN_MAX || sup_chan_send(s, gw, ZX_CHAN_FEED, m, NULL, 0) < 0) {
             free(m);
             m = NULL;
         }
