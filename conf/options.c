@@ -265,7 +265,10 @@ const zx_cf_option zx_cf_options[] = {
     {.section = "server.http", .name = "idle_timeout", .type = ZX_CF_DURATION,
      .def = "60s", .offset = HTTP(idle_timeout_ms), .min = 1,
      .max = 24 * HOUR,
-     .help = "A connection with no request for this long is closed."},
+     .help = "A connection with no request for this long is closed, and "
+     "so is one that takes nothing of its answer for this long. A "
+     "`GET /api/feed` stream may be silent for longer (it sends a "
+     "keep-alive every 15 s)."},
     {.section = "server.http", .name = "max_held_bytes", .type = ZX_CF_SIZE,
      .def_doc = "max(256MiB, 4 × the largest `max_body_size`)",
      .offset = HTTP(max_held_bytes), .min = MiB, .max = 1024 * GiB,

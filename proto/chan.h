@@ -39,14 +39,33 @@
  *             replacing an earlier record of the same run (its state
  *             changed); the newest 200 runs of each sync are kept.
  *
+ *     FEED    gateway only: {"id": N, "lost": L, "event": {...}}
+ *             One feed event (the object of proto/control.h's EVENT,
+ *             with "ts") and its id: N > 0, increasing over every FEED
+ *             message (supervisor/feed.c: max(previous + 1, wall clock
+ *             in µs), so also across restarts of zxd).  L: the newest id
+ *             the gateway will never get (an event too large for one
+ *             message, sent while the outbox was full, or older than the
+ *             history); 0 when none.  Sent for every new event while the
+ *             gateway runs and, when it (re)starts, for each event of the
+ *             supervisor's history (at most 200) before READY, after a
+ *             first {"id": 0, "lost": L} (the mark alone).  At most
+ *             ZX_CHAN_MAX bytes like any message (a larger event is not
+ *             sent, only counted in the next L).  The gateway serves them
+ *             as GET /api/feed (workers/gateway/gateway_feed.h).
+ *
  *   gateway → supervisor
  *     API     {"id": N, "op": "run", "sync": S, "token": T, "full": bool}
  *             or {"id": N, "op": "get", "run": "<id>", "token": T}
- *             or {"id": N, "op": "metrics" | "status" | "lineage",
- *             "token": T}: a request of the API (workers/gateway/
- *             gateway_api.c) with the bearer token it carried, for the
- *             supervisor to check (a token of role "status" may ask only
- *             for metrics, status, lineage and the feed: 403 otherwise)
+ *             or {"id": N, "op": "metrics" | "status" | "feed", "token": T}
+ *             or {"id": N, "op": "lineage", "what": "lineage", "token": T,
+ *             "name"?: N, "direction"?: "upstream" | "downstream",
+ *             "format"?: "json" | "text" | "dot" | "mermaid"}: a request
+ *             of the API (workers/gateway/gateway_api.c) with the bearer
+ *             token it carried, for the supervisor to check (a token of
+ *             role "status" may ask only for metrics, status, lineage and
+ *             the feed: 403 otherwise; feed: 200 for any API token,
+ *             nothing else)
  *   supervisor → gateway
  *     API     {"id": N, "status": HTTP status, "body": {...}}: its answer;
  *             "metrics" and "status" answer 200 with {"metrics_bytes": L}
@@ -78,6 +97,7 @@ enum zx_chan_type {
     ZX_CHAN_RUN = 5,
     ZX_CHAN_API = 6,
     ZX_CHAN_FORGET = 7,
+    ZX_CHAN_FEED = 8,
 };
 
 /* Send one message: type, NUL-terminated JSON text, up to 4 fds (nfds may

@@ -114,6 +114,9 @@
  *   feed {"follow":bool}  → {"ok":true} then zero or more EVENT lines: the
  *                           recent history (up to ZX_FEED_HISTORY events),
  *                           then, with follow, every new event as it happens.
+ *                           (The same events, each with an id, are served
+ *                           as server-sent events at the gateway's GET
+ *                           /api/feed: workers/gateway/gateway_feed.h.)
  *       EVENT = {"ts":"RFC3339", "event":KIND, "pipeline":N|null,
  *                "message":"human readable", ...kind-specific fields}
  *       KIND  = "batch"   (rows, rejects, table, seq, frames) one per

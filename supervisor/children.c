@@ -307,6 +307,8 @@ int sup_spawn(sup *s, child *c)
              * supervisor learns of its death from SIGCHLD */
             zx_error("event=watch_failed process=%s error=\"out of memory\"", c->name);
         sup_attach_all(s, c);
+        if (c->role == ROLE_GATEWAY)
+            sup_feed_gateway_history(s, c);
         sup_chan_send(s, c, ZX_CHAN_READY, "{}", NULL, 0);
         if (c->role == ROLE_GATEWAY)
             c->state = ST_RUNNING;

@@ -4,6 +4,17 @@
  * rejects) and from the supervisor itself (restart, failed, reload,
  * start, stop).  A follower that cannot keep up (more than 1 MiB queued)
  * is disconnected rather than let memory grow.
+ *
+ * Each event gets an id: max(previous + 1, the wall clock in µs), so that
+ * ids grow also across restarts of zxd (unless the clock goes back).  The
+ * id stays out of the event's JSON (a run event has an "id" of its own):
+ * it travels beside it, to the gateway (ZX_CHAN_FEED, proto/chan.h),
+ * which serves the feed as server-sent events (GET /api/feed,
+ * workers/gateway/gateway_feed.h).
+ *
+ * It must never: block on a follower or on the gateway (the gateway's
+ * messages go through the outbox, and past GW_OUTBOX_MAX queued messages
+ * an event is not sent but counted as lost in the next one's "lost").
  */
 #include <event2/buffer.h>
 #include <jansson.h>
@@ -14,9 +25,58 @@
 
 #include "common/timefmt.h"
 #include "common/log.h"
+#include "proto/chan.h"
 #include "supervisor/sup.h"
 
 #define HIST_MAX (sizeof(((sup *)0)->history) / sizeof(char *))
+/* Messages waiting for the gateway past which events are not sent to it. */
+#define GW_OUTBOX_MAX 4096
+
+/* Before the first event or gateway: the events of an earlier zxd (ids
+ * below now) are gone. */
+static void feed_init(sup *s)
+{
+    if (s->feed_last_id)
+        return;
+    s->feed_last_id = (uint64_t)zx_now_us() - 1;
+    s->feed_lost = s->feed_gw_lost = s->feed_last_id;
+}
+
+/* Send event id (line: its JSON object text) to the gateway, with what it
+ * has lost before; a failure makes id lost. */
+static void feed_to_gateway(sup *s, child *gw, uint64_t id, const char *line)
+{
+    if (gw->chan < 0 || gw->pid == 0)
+        return;   /* a gateway started later gets the history */
+    size_t n = strlen(line) + 80;
+    char *m = n <= ZX_CHAN_MAX && gw->out_len < GW_OUTBOX_MAX ? malloc(n) : NULL;
+    if (m) {
+        snprintf(m, n, "{\"id\":%llu,\"lost\":%llu,\"event\":%s}", (unsigned long long)id,
+                 (unsigned long long)s->feed_gw_lost, line);
+        if (strlen(m) + 8 > ZX_CHAN_MAX || sup_chan_send(s, gw, ZX_CHAN_FEED, m, NULL, 0) < 0) {
+            free(m);
+            m = NULL;
+        }
+    }
+    if (!m)
+        s->feed_gw_lost = id;
+    free(m);
+}
+
+void sup_feed_gateway_history(sup *s, child *gw)
+{
+    feed_init(s);
+    s->feed_gw_lost = s->feed_lost;   /* everything after it is here */
+    /* the mark alone first: a client of a gateway with no events yet must
+     * not take the events of an earlier zxd for lost on its way */
+    char m[96];
+    snprintf(m, sizeof(m), "{\"id\":0,\"lost\":%llu}", (unsigned long long)s->feed_gw_lost);
+    sup_chan_send(s, gw, ZX_CHAN_FEED, m, NULL, 0);
+    for (size_t i = 0; i < s->hist_len; i++) {
+        size_t k = (s->hist_head + i) % HIST_MAX;
+        feed_to_gateway(s, gw, s->hist_id[k], s->history[k]);
+    }
+}
 
 static void follower_drop(sup *s, feed_client *f)
 {
@@ -50,8 +110,14 @@ void sup_feed(sup *s, const char *json_event)
     json_decref(out);
     if (!line)
         return;
+    feed_init(s);
+    uint64_t id = (uint64_t)zx_now_us();
+    if (id <= s->feed_last_id)
+        id = s->feed_last_id + 1;
+    s->feed_last_id = id;
     size_t slot = (s->hist_head + s->hist_len) % HIST_MAX;
     if (s->hist_len == HIST_MAX) {
+        s->feed_lost = s->hist_id[s->hist_head];
         free(s->history[s->hist_head]);
         s->hist_head = (s->hist_head + 1) % HIST_MAX;
         slot = (s->hist_head + s->hist_len - 1) % HIST_MAX;
@@ -59,6 +125,8 @@ void sup_feed(sup *s, const char *json_event)
         s->hist_len++;
     }
     s->history[slot] = line;
+    s->hist_id[slot] = id;
+    feed_to_gateway(s, &s->gateway, id, line);
     feed_client *f = s->followers;
     while (f) {
         feed_client *nx = f->next;

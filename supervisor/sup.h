@@ -185,8 +185,15 @@ struct sup {
 
     /* feed: recent events (JSON lines with "ts") and followers */
     char *history[200];
+    uint64_t hist_id[200];   /* each event's id (feed.c: increasing, also
+                                across restarts of zxd) */
     size_t hist_head, hist_len;
     feed_client *followers;
+    uint64_t feed_last_id;   /* the id of the newest event; 0: none yet */
+    uint64_t feed_lost;      /* the newest id no longer in the history
+                                (evicted, or before this zxd started) */
+    uint64_t feed_gw_lost;   /* the newest id the gateway will never get
+                                (ZX_CHAN_FEED "lost", proto/chan.h) */
 
     /* The reload in progress (from `zxctl reload` or SIGHUP), until its
      * transitions are done: its result object ("ok", "added", ...; a
@@ -285,6 +292,9 @@ void sup_feed(sup *s, const char *json_event);
 void sup_feedf(sup *s, const char *event, const char *pipeline, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void sup_feed_follow(sup *s, struct bufferevent *bev, int follow);
+/* A gateway (re)started: send it the history (ZX_CHAN_FEED, before its
+ * READY) so that its clients can resume across its restart. */
+void sup_feed_gateway_history(sup *s, child *gw);
 
 /* ctlconn.c: a control connection (zxctl) of any floor: answer it,
  * close it once answered, count it out. */

@@ -79,6 +79,28 @@ static void head_cb(zx_http_req *r, void *ctx)
         zx_http_reply_json_error(r, 404, NULL, "no route \"%s\"\n\xff", p);
 }
 
+/* /stream: a streamed reply ("hello\n" now, "tick\n" after 500 ms, longer
+ * than g_idle's idle_timeout; "bye\n" and the end on command 'e'). */
+static zx_http_stream *g_stream;
+static atomic_int g_stream_closed;
+
+static void stream_closed_cb(zx_http_stream *st, void *arg)
+{
+    (void)st;
+    (void)arg;
+    g_stream = NULL;
+    atomic_fetch_add(&g_stream_closed, 1);
+}
+
+static void stream_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    if (g_stream)
+        zx_http_stream_write(g_stream, "tick\n", 5);
+}
+
 static void late_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -112,6 +134,14 @@ static void body_cb(zx_http_req *r, void *ctx)
     } else if (strcmp(p, "/park") == 0) {
         g_parked = r;
         atomic_store(&g_parked_ready, 1);
+    } else if (strcmp(p, "/stream") == 0) {
+        struct timeval tv = {0, 500000};
+        g_stream = zx_http_stream_start(r, 200, "text/event-stream",
+                                        "Cache-Control: no-store\r\n", stream_closed_cb, NULL,
+                                        NULL);
+        if (g_stream && zx_http_stream_write(g_stream, "hello\n", 6) == 0 &&
+            zx_http_stream_queued(g_stream) <= 6 + 512)
+            event_base_once(g_base, -1, EV_TIMEOUT, stream_tick_cb, NULL, &tv);
     } else if (strcmp(p, "/keep") == 0 && g_nkept < MAX_KEPT) {
         g_kept[g_nkept++] = r;
     } else {
@@ -176,6 +206,13 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg)
         atomic_store(&g_parked_ready, 3);
     } else if (c == 'c') {
         park_poll_cb(-1, 0, NULL);
+    } else if (c == 'e') { /* end the stream once flushed */
+        if (g_stream) {
+            zx_http_stream_write(g_stream, "bye\n", 4);
+            zx_http_stream_close(g_stream, 1);
+            g_stream = NULL;
+        }
+        atomic_fetch_add(&g_cmd_done, 1);
     }
 }
 
@@ -867,6 +904,52 @@ static int readable(client *c)
     return poll(&pfd, 1, 0) > 0;
 }
 
+/* Reads until buf holds want (10 s at most); 1 if it does. */
+static int cl_wait_for(client *c, const char *want)
+{
+    for (;;) {
+        if (c->buf) {
+            c->buf[c->len] = '\0';
+            if (strstr(c->buf, want))
+                return 1;
+        }
+        if (cl_fill(c) <= 0)
+            return 0;
+    }
+}
+
+static void test_stream(void)
+{
+    client c;
+    /* a stream on the server with a 200 ms idle_timeout: silent for 500 ms
+     * and still open (no read timeout), its head without Content-Length */
+    cl_open(&c, g_port_idle);
+    cl_sendf(&c, "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK(cl_wait_for(&c, "hello\n"));
+    CHECK(strncmp(c.buf, "HTTP/1.1 200 OK\r\n", 17) == 0);
+    CHECK(strstr(c.buf, "Content-Type: text/event-stream\r\n"));
+    CHECK(strstr(c.buf, "Cache-Control: no-store\r\n"));
+    CHECK(strstr(c.buf, "Connection: close\r\n"));
+    CHECK(!strstr(c.buf, "Content-Length"));
+    CHECK(cl_wait_for(&c, "hello\ntick\n"));
+    /* what the client sends is ignored; the end comes after what is queued */
+    cl_sendf(&c, "ignored\r\n\r\n");
+    server_cmd('e');
+    CHECK(cl_wait_for(&c, "tick\nbye\n"));
+    cl_consume(&c, c.len);
+    CHECK(closed_by_server(&c));
+    CHECK(atomic_load(&g_stream_closed) == 0); /* closed by the handler: no callback */
+    cl_close(&c);
+    /* the client goes away: the closed callback */
+    cl_open(&c, g_port_idle);
+    cl_sendf(&c, "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK(cl_wait_for(&c, "hello\n"));
+    cl_close(&c);
+    for (int i = 0; i < 5000 && atomic_load(&g_stream_closed) == 0; i++)
+        usleep(1000);
+    CHECK(atomic_load(&g_stream_closed) == 1);
+}
+
 static void test_numbers(void)
 {
     client c;
@@ -1166,6 +1249,7 @@ int main(void)
     test_client_gone();
     test_idle();
     test_max_connections();
+    test_stream();
     test_listen_and_stop();
     test_numbers();
     test_versions_and_repeats();

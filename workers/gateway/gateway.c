@@ -51,6 +51,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     zx_gw_on_wake(-1, 0, g);
     zx_gw_expire(g);
     zx_gw_api_expire(g);
+    if (g->feed)
+        zx_gwfeed_tick(g->feed, zx_mono_ms());
     if (g->stopping) {
         size_t pending = zx_http_server_pending(g->http);
         if (pending == 0 || zx_mono_ms() > g->stop_deadline)
@@ -252,6 +254,8 @@ static void on_chan(evutil_socket_t fd, short what, void *arg)
                 close(fds[i]);
             continue;
         }
+        if (t == ZX_CHAN_FEED && g->feed)
+            zx_gwfeed_message(g->feed, buf);
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
         if (t == ZX_CHAN_DETACH) {
@@ -271,6 +275,8 @@ static void on_term(gateway *g)
     g->stopping = 1;
     g->stop_deadline = zx_mono_ms() + 5000;
     zx_http_server_stop_accepting(g->http);
+    if (g->feed)
+        zx_gwfeed_stop(g->feed);   /* its streams would never end */
     zx_info("event=draining pending=%zu", zx_http_server_pending(g->http));
 }
 
@@ -317,7 +323,9 @@ int zx_gateway_main(const zx_gateway_args *a)
                                ZX_AUTHLIMIT_ADDRS);
     if (g->http)
         zx_http_server_set_logger(g->http, zx_log);
-    /* Take the initial ATTACH messages before accepting anything. */
+    g->feed = zx_gwfeed_new();
+    /* Take the initial ATTACH messages (and the feed's history) before
+     * accepting anything. */
     char buf[ZX_CHAN_MAX];
     struct timeval rt = {10, 0};
     setsockopt(a->chan, SOL_SOCKET, SO_RCVTIMEO, &rt, sizeof(rt));
@@ -330,6 +338,8 @@ int zx_gateway_main(const zx_gateway_args *a)
         }
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
+        if (t == ZX_CHAN_FEED && g->feed)
+            zx_gwfeed_message(g->feed, buf);
         if (t == ZX_CHAN_READY)
             break;
         if (t <= 0) {
@@ -337,7 +347,7 @@ int zx_gateway_main(const zx_gateway_args *a)
             goto out;
         }
     }
-    if (!g->base || !g->http || !g->auth ||
+    if (!g->base || !g->http || !g->auth || !g->feed ||
         zx_http_server_listen_fd(g->http, a->listen_fd) < 0) {
         zx_error("event=fatal error=\"cannot start the HTTP server\"");
         goto out;
@@ -365,6 +375,8 @@ int zx_gateway_main(const zx_gateway_args *a)
     for (size_t i = 0; i < sizeof(g->pipes) / sizeof(g->pipes[0]); i++)
         if (g->pipes[i].used)
             detach(g, g->pipes[i].name);
+    zx_gwfeed_free(g->feed);   /* before the server: it would call back */
+    g->feed = NULL;
     zx_http_server_free(g->http);
     g->http = NULL;
 out:
@@ -374,6 +386,7 @@ out:
         event_free(ev_chan);
     if (ev_tick)
         event_free(ev_tick);
+    zx_gwfeed_free(g->feed);
     zx_http_server_free(g->http);
     if (g->base)
         event_base_free(g->base);

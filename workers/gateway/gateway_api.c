@@ -17,10 +17,14 @@
  *                                 0.0.4, made by the supervisor
  *                                 (supervisor/metrics.h) and handed over
  *                                 in a memfd
+ *   GET  /api/feed                the live feed as server-sent events
+ *                                 (gateway_feed.h): once the supervisor
+ *                                 has accepted the token, the stream
+ *                                 never waits for it again
  *
  * All take `Authorization: Bearer <api token>` (api_tokens in the
- * configuration; any token may read the status, the lineage and the
- * metrics; a token of role `status` may read only those and the feed:
+ * configuration; any token may read the status, the lineage, the
+ * metrics and the feed; a token of role `status` may read only those:
  * the supervisor answers 403 to the rest).  The gateway checks
  * only the shape of a request; the
  * supervisor, which holds the configuration in force, checks the token,
@@ -60,11 +64,12 @@ static const char metrics_path[] = "/metrics";
 static const char metrics_type[] = "text/plain; version=0.0.4; charset=utf-8";
 static const char lineage_path[] = "/api/lineage";
 static const char status_path[] = "/api/status";
+static const char feed_path[] = "/api/feed";
 
 int zx_gw_is_api(const char *path)
 {
     return !strcmp(path, metrics_path) || !strcmp(path, lineage_path) ||
-           !strcmp(path, status_path) ||
+           !strcmp(path, status_path) || !strcmp(path, feed_path) ||
            !strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1) ||
            !strncmp(path, runs_prefix, sizeof(runs_prefix) - 1);
 }
@@ -86,7 +91,9 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
 {
     const char *path = zx_http_path(req), *method = zx_http_method(req);
     size_t len = strlen(path);
-    int op;   /* greq.api: 1 run, 2 get, 3 metrics, 4 lineage, 5 status */
+    int op;   /* greq.api: 1 run, 2 get, 3 metrics, 4 lineage, 5 status, 6 feed */
+    enum zx_gwfeed_from from = ZX_GWFEED_HISTORY;
+    uint64_t after = 0;
     char addr[ZX_AUTHLIMIT_ADDR_MAX];
     zx_authlimit_addr(zx_http_peer(req), addr, sizeof(addr));
     int64_t wait_ms = zx_authlimit_blocked(g->auth, addr, zx_mono_ms());
@@ -127,6 +134,31 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
         if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
             zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
                                      "read the lineage with GET", method);
+            return;
+        }
+    } else if (!strcmp(path, feed_path)) {
+        word = "feed";
+        wlen = 4;
+        op = 6;
+        char why[200];
+        if (strcmp(method, "GET")) {
+            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
+                                     "read the feed with GET", method);
+            return;
+        }
+        if (zx_gwfeed_parse_start(zx_http_header(req, "Last-Event-ID"),
+                                  zx_http_query_param(req, "last_event_id"),
+                                  zx_http_query_param(req, "since"), &from, &after, why,
+                                  sizeof(why)) < 0) {
+            zx_http_reply_json_error(req, 400, NULL, "%s", why);
+            return;
+        }
+        size_t waiting = 0;   /* feed requests waiting for their token's check */
+        for (greq *w = g->api_head; w; w = w->next)
+            waiting += w->api == 6;
+        if (!g->feed || zx_gwfeed_full(g->feed, waiting)) {
+            zx_http_reply_json_error(req, 503, "Retry-After: 5\r\n", "too many feed clients "
+                                     "(%d); retry later", ZX_GWFEED_MAX_CLIENTS);
             return;
         }
     } else if (!strncmp(path, syncs_prefix, sizeof(syncs_prefix) - 1)) {
@@ -180,6 +212,8 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
     q->g = g;
     q->req = req;
     q->api = op;
+    q->feed_from = from;
+    q->feed_after = after;
     memcpy(q->peer, addr, sizeof(q->peer));
     snprintf(q->pipe_name, sizeof(q->pipe_name), "%.*s", (int)wlen, word);
     zx_http_req_set_data(req, q);
@@ -231,9 +265,10 @@ void zx_gw_api_body(gateway *g, greq *q)
     }
     const char *tok = zx_http_header(req, "Authorization") + 7;
     q->req_id = ++g->next_id;
-    json_t *m = q->api == 3 || q->api == 5
+    json_t *m = q->api == 3 || q->api == 5 || q->api == 6
                     ? json_pack("{s:I, s:s, s:s}", "id", (json_int_t)q->req_id, "op",
-                                q->api == 3 ? "metrics" : "status", "token", tok)
+                                q->api == 3 ? "metrics" : q->api == 5 ? "status" : "feed",
+                                "token", tok)
                     : json_pack("{s:I, s:s, s:s, s:s, s:b}", "id", (json_int_t)q->req_id,
                                 "op", q->api == 1 ? "run" : q->api == 2 ? "get" : "lineage",
                                 q->api == 1 ? "sync" : q->api == 2 ? "run" : "what",
@@ -300,6 +335,15 @@ void zx_gw_api_reply(gateway *g, const char *json, int fd)
                             m ? metrics_type : "application/json") < 0)
                 zx_http_reply_json_error(q->req, 500, NULL, "the %s did not arrive",
                                          m ? "metrics" : "status");
+            q->req = NULL;
+        }
+        if (q->api == 6 && st == 200 && q->req) {
+            zx_http_req_set_data(q->req, NULL);
+            if (g->stopping)   /* draining: no new stream */
+                zx_http_reply_json_error(q->req, 503, "Retry-After: 2\r\n", "the gateway is "
+                                         "stopping; retry");
+            else
+                zx_gwfeed_start(g->feed, q->req, q->feed_from, q->feed_after);
             q->req = NULL;
         }
         char *bs = body ? json_dumps(body, JSON_COMPACT) : NULL;

@@ -14,6 +14,7 @@
 #include "common/webhook_sig.h"
 #include "conf/config.h"
 #include "workers/gateway/authlimit.h"
+#include "workers/gateway/gateway_feed.h"
 #include "workers/gateway/gateway.h"
 #include "workers/gateway/http.h"
 
@@ -46,7 +47,10 @@ typedef struct greq {
                                 /api/runs/ID (gateway_api.c; pipe_name
                                 holds the sync or the run id); 3: GET
                                 /metrics; 4: GET /api/lineage; 5: GET
-                                /api/status */
+                                /api/status; 6: GET /api/feed
+                                (gateway_feed.h) */
+    enum zx_gwfeed_from feed_from; /* 6: where its stream starts */
+    uint64_t feed_after;
     char peer[ZX_AUTHLIMIT_ADDR_MAX]; /* API: the client's address, for
                                 the failed tokens it sends */
 } greq;
@@ -82,6 +86,7 @@ struct gateway {
     int64_t stop_deadline;
     greq *api_head;          /* API requests waiting for the supervisor */
     zx_authlimit *auth;      /* API: failed tokens per client address */
+    zx_gwfeed *feed;         /* GET /api/feed: the events and its clients */
 };
 
 /* gateway_push.c */

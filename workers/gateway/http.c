@@ -779,6 +779,10 @@ static void conn_process(struct conn *c)
             if (evbuffer_get_length(in) > c->srv->lim.max_header_size)
                 bufferevent_disable(c->bev, EV_READ);
             break;
+        } else if (c->state == ST_STREAM) {
+            /* a stream's client has nothing more to say: discard */
+            evbuffer_drain(in, evbuffer_get_length(in));
+            break;
         } else if (c->state == ST_LINGER) {
             struct timeval now;
             c->lingered += evbuffer_get_length(in);
@@ -811,6 +815,11 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 static void conn_write_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
+    if (c->state == ST_STREAM) {
+        if (c->stream && c->stream->drained)
+            c->stream->drained(c->stream, c->stream->arg); /* may free c */
+        return;
+    }
     if (c->state != ST_CLOSING || evbuffer_get_length(bufferevent_get_output(bev)) > 0)
         return;
     if (c->linger)
@@ -839,10 +848,22 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
     conn_free(c); /* EOF, error or timeout */
 }
 
+void zx_http_conn_close(struct conn *c)
+{
+    conn_free(c);
+}
+
 static void conn_free(struct conn *c)
 {
     zx_http_server *s = c->srv;
     zx_http_req *r = c->req;
+
+    if (c->stream) {
+        zx_http_stream *st = c->stream;
+        c->stream = NULL;
+        st->closed(st, st->arg);
+        free(st);
+    }
 
     if (r) {
         c->req = NULL;

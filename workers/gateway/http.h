@@ -281,6 +281,60 @@ int zx_http_req_is_closed(const zx_http_req *r);
 void zx_http_reply(zx_http_req *r, int status, const char *content_type,
                    const char *extra_headers, const char *body, size_t len);
 
+/* ---- streamed replies (server-sent events) ---------------------------
+ *
+ * A handler may answer a request (from body_cb on) with a response that
+ * has no length and goes on until one side closes: zx_http_stream_start
+ * writes the status line and headers ("Connection: close", no
+ * Content-Length) and turns the connection into a stream.  From then on
+ * the server reads nothing from it but its end (what the client sends is
+ * discarded), no read timeout applies (a healthy stream may be silent for
+ * long; the handler sends its own keep-alives), and idle_timeout_ms
+ * applies to every write as before (a client that takes nothing for that
+ * long is closed).  The connection still counts in max_connections and is
+ * trusted.  Nothing is ever waited for: a write only appends to the
+ * connection's output, whose length the handler reads
+ * (zx_http_stream_queued) to bound it.
+ */
+typedef struct zx_http_stream zx_http_stream;
+
+/* The connection of st is closing (client gone, error, write timeout, the
+ * server freed): st is freed right after this returns; the callback must
+ * not call zx_http_stream_* on st.  Not called for zx_http_stream_close. */
+typedef void (*zx_http_stream_closed_cb)(zx_http_stream *st, void *arg);
+/* The output of st went down to ZX_HTTP_STREAM_LOW bytes or fewer after a
+ * write: room to queue more.  The callback may write and may close st. */
+typedef void (*zx_http_stream_drained_cb)(zx_http_stream *st, void *arg);
+
+#define ZX_HTTP_STREAM_LOW (16u * 1024u)
+
+/* Answers r with a stream (status, content_type, extra_headers as for
+ * zx_http_reply) and frees r (invalid afterwards, whatever the result).
+ * closed must not be NULL; drained may be.  Returns the stream, owned by
+ * the server until closed (callback) or zx_http_stream_close; or NULL
+ * when the client is already gone or out of memory (nothing was sent
+ * then, or the connection is closed; no callback is ever called). */
+zx_http_stream *zx_http_stream_start(zx_http_req *r, int status, const char *content_type,
+                                     const char *extra_headers, zx_http_stream_closed_cb closed,
+                                     zx_http_stream_drained_cb drained, void *arg);
+/* Appends len bytes to st's output.  0, or -1 when out of memory (the
+ * caller should close st: part of it may have been queued). */
+int zx_http_stream_write(zx_http_stream *st, const void *p, size_t len);
+/* Bytes queued in st's output, not yet taken by the kernel. */
+size_t zx_http_stream_queued(const zx_http_stream *st);
+/* Fixes the kernel's send buffer of st's socket at bytes (SO_SNDBUF; the
+ * kernel doubles it and no longer grows it by itself), so that what a
+ * client does not read waits in the output zx_http_stream_queued counts
+ * rather than in the kernel.  0, or -1 (errno) when refused. */
+int zx_http_stream_set_sndbuf(zx_http_stream *st, int bytes);
+/* "127.0.0.1:53412": the client's address. */
+const char *zx_http_stream_peer(const zx_http_stream *st);
+/* Ends st: with flush, what is queued is still sent (the connection
+ * closes once it is, or at the write timeout); without, the connection
+ * closes now.  st is invalid afterwards; the closed callback is not
+ * called.  NULL is a no-op.  Must not be called from st's closed cb. */
+void zx_http_stream_close(zx_http_stream *st, int flush);
+
 /* Replies with Content-Type application/json and the body
  * {"error": "<message>", "status": N}, the message formatted printf-style and
  * JSON-escaped (invalid UTF-8 replaced by U+FFFD). */

@@ -42,6 +42,7 @@ enum conn_state {
     ST_WAIT,    /* conn->req is with the handler */
     ST_CLOSING, /* reply written, close once it is flushed */
     ST_LINGER,  /* write side shut, discarding what the client still sends */
+    ST_STREAM,  /* a streamed reply (zx_http_stream): input discarded */
 };
 enum body_kind { BODY_NONE, BODY_LENGTH, BODY_CHUNKED };
 enum chunk_state { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER };
@@ -89,8 +90,16 @@ struct zx_http_req {
     char peer[64];
 };
 
+struct zx_http_stream {
+    struct conn *conn;
+    zx_http_stream_closed_cb closed;
+    zx_http_stream_drained_cb drained;
+    void *arg;
+};
+
 struct conn {
     zx_http_server *srv;
+    zx_http_stream *stream;  /* ST_STREAM: its handle (owned here) */
     struct conn *prev, *next;
     struct bufferevent *bev;
     struct event *resume;
@@ -155,6 +164,10 @@ int zx_http_held_set(zx_http_req *r, uint64_t bytes);
 /* Logs through srv->log (if set) and counts an internal error. */
 void zx_http_log_error(zx_http_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Closes c now (frees it; a stream's closed callback is called unless
+ * c->stream was cleared first). */
+void zx_http_conn_close(struct conn *c);
 
 /* ---- http_parse.c ----------------------------------------------------- */
 

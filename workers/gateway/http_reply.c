@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 const char *zx_http_reason(int status)
@@ -277,4 +278,100 @@ void zx_http_conn_fail_hdr(struct conn *c, int status, const char *extra_headers
 void zx_http_conn_fail(struct conn *c, int status, const char *msg)
 {
     zx_http_conn_fail_hdr(c, status, NULL, msg);
+}
+
+/* ---- streamed replies ------------------------------------------------- */
+
+zx_http_stream *zx_http_stream_start(zx_http_req *r, int status, const char *content_type,
+                                     const char *extra_headers, zx_http_stream_closed_cb closed,
+                                     zx_http_stream_drained_cb drained, void *arg)
+{
+    struct conn *c = r->conn;
+    zx_http_server *s = r->srv;
+    zx_http_stream *st = c ? calloc(1, sizeof(*st)) : NULL;
+    if (!c) {
+        zx_http_req_free(r); /* an orphan: its client is gone */
+        return NULL;
+    }
+    if (!st) {
+        static const char oom[] = "{\"error\": \"out of memory\", \"status\": 503}";
+        zx_http_log_error(s, "event=http_nomem what=stream peer=%s", c->peer);
+        r->keep_alive = 0;
+        zx_http_reply(r, 503, "application/json", "Retry-After: 1\r\n",
+                      oom, sizeof(oom) - 1);
+        return NULL;
+    }
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (status < 200 || status > 599)
+        status = 500;
+    size_t eh = extra_headers ? strlen(extra_headers) : 0;
+    int bad = evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nServer: zx\r\nDate: %s\r\n"
+                                  "Connection: close\r\n", status, zx_http_reason(status),
+                                  http_date(s)) < 0;
+    if (!bad && content_type)
+        bad = evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type) < 0;
+    if (!bad && eh)
+        bad = evbuffer_add(out, extra_headers, eh) != 0 ||
+              (extra_headers[eh - 1] != '\n' && evbuffer_add(out, "\r\n", 2) != 0);
+    if (!bad)
+        bad = evbuffer_add(out, "\r\n", 2) != 0;
+    c->req = NULL;
+    zx_http_req_free(r);
+    if (bad) {
+        zx_http_log_error(s, "event=http_reply_failed what=stream peer=%s "
+                          "error=\"out of memory\" action=\"connection closed\"", c->peer);
+        free(st);
+        zx_http_conn_close(c);
+        return NULL;
+    }
+    st->conn = c;
+    st->closed = closed;
+    st->drained = drained;
+    st->arg = arg;
+    c->stream = st;
+    c->state = ST_STREAM;
+    c->linger = 0;
+    /* silent for long is healthy; a client that takes nothing is not */
+    bufferevent_set_timeouts(c->bev, NULL, &s->idle_tv);
+    bufferevent_setwatermark(c->bev, EV_WRITE, ZX_HTTP_STREAM_LOW, 0);
+    if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) != 0)
+        zx_http_log_error(s, "event=http_enable_failed peer=%s", c->peer);
+    return st;
+}
+
+int zx_http_stream_write(zx_http_stream *st, const void *p, size_t len)
+{
+    return evbuffer_add(bufferevent_get_output(st->conn->bev), p, len) == 0 ? 0 : -1;
+}
+
+size_t zx_http_stream_queued(const zx_http_stream *st)
+{
+    return evbuffer_get_length(bufferevent_get_output(st->conn->bev));
+}
+
+int zx_http_stream_set_sndbuf(zx_http_stream *st, int bytes)
+{
+    return setsockopt(bufferevent_getfd(st->conn->bev), SOL_SOCKET, SO_SNDBUF, &bytes,
+                      sizeof(bytes));
+}
+
+const char *zx_http_stream_peer(const zx_http_stream *st)
+{
+    return st->conn->peer;
+}
+
+void zx_http_stream_close(zx_http_stream *st, int flush)
+{
+    if (!st)
+        return;
+    struct conn *c = st->conn;
+    c->stream = NULL;
+    free(st);
+    if (!flush || evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+        zx_http_conn_close(c);
+        return;
+    }
+    c->state = ST_CLOSING;
+    bufferevent_disable(c->bev, EV_READ);
+    bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 }
