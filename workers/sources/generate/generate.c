@@ -172,6 +172,7 @@ static int emit(zx_src *rt, gen_state *s, uint64_t n)
     m.positions = &fp;
     m.npositions = 1;
     m.accepted = made;
+    m.ingested_at_us = zx_now_us();   /* the writer's commit latency metric */
     zx_pub_result r = zx_src_publish(rt, &m, &s->rs, NULL);
     zx_rowset_reset(&s->rs);
     if (r == ZX_PUB_TOO_BIG && made > 1) {

@@ -353,8 +353,9 @@ int ks_publish(kstate *s)
         return KS_PUB_FATAL;
     }
     m.metadata = s->p->metadata | s->b.metadata;
-    if (s->p->metadata & ZX_META_INGESTED_AT)
-        m.ingested_at_us = s->batch_ingested_us ? s->batch_ingested_us : zx_now_us();
+    /* always: the writer measures commit latency from it (the
+     * _ingested_at column is made only when metadata asks) */
+    m.ingested_at_us = s->batch_ingested_us ? s->batch_ingested_us : zx_now_us();
     uint64_t seq = 0;
     zx_pub_result r = zx_src_publish(s->rt, &m, &s->b.rs, &seq);
     switch (r) {

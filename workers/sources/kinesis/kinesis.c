@@ -283,8 +283,7 @@ static int publish(kin_state *s)
     m.nrejects = s->b.nrej;
     m.accepted = s->b.nrecords;
     m.metadata = s->p->metadata;
-    if (s->p->metadata & ZX_META_INGESTED_AT)
-        m.ingested_at_us = zx_now_us();
+    m.ingested_at_us = zx_now_us();   /* also for the commit latency metric */
     zx_pub_result r = zx_src_publish(s->rt, &m, &s->b.rs, NULL);
     if (r == ZX_PUB_TOO_BIG || r == ZX_PUB_NOMEM) {
         zx_src_set_error(s->rt, r == ZX_PUB_NOMEM ? "out of memory encoding a frame"
