@@ -47,6 +47,10 @@ typedef struct greq {
                                 holds the sync or the run id); 3: GET
                                 /metrics; 4: GET /api/lineage; 5: GET
                                 /api/status */
+    /* GET /api/lineage's parameters (checked; "" when absent): name,
+     * direction (upstream, downstream), format (json, text, dot,
+     * mermaid) */
+    char ln_name[128], ln_dir[12], ln_format[8];
     char peer[ZX_AUTHLIMIT_ADDR_MAX]; /* API: the client's address, for
                                 the failed tokens it sends */
 } greq;
