@@ -48,6 +48,7 @@ void zx_lineage_free(zx_lineage *g)
         free(g->nodes[i].kind);
         free(g->nodes[i].name);
         free(g->nodes[i].connection);
+        free(g->nodes[i].last_run);
     }
     free(g->nodes);
     free(g->edges);
@@ -335,7 +336,11 @@ size_t zx_lineage_find(const zx_lineage *g, const char *name)
 /* Copy node n of g into h. 0, or -1. */
 static int ln_copy_node(zx_lineage *h, const zx_lineage_node *n)
 {
-    return ln_node(h, n->id, n->role, n->kind, n->name, n->connection) == LN_NONE ? -1 : 0;
+    if (ln_node(h, n->id, n->role, n->kind, n->name, n->connection) == LN_NONE)
+        return -1;
+    if (n->last_run && !(h->nodes[h->nnodes - 1].last_run = strdup(n->last_run)))
+        return -1;
+    return 0;
 }
 
 zx_lineage *zx_lineage_around(const zx_lineage *g, size_t at, int dir)

@@ -22,7 +22,8 @@
  * sync writes and a stream reads on the same connection is one node, so
  * the graph runs through it.
  *
- * Pure: reads the configuration, opens nothing, never prints a secret
+ * Pure (but zx_lineage_runs_from_store, which reads the run history):
+ * reads the configuration, opens nothing, never prints a secret
  * (connections are shown by name; paths, topics, URLs as configured).
  */
 #ifndef ZX_CONF_LINEAGE_H
@@ -53,6 +54,10 @@ typedef struct zx_lineage_node {
                                 ("kafka.topic", "postgres.slot", "files") */
     char *name;              /* the pipeline's, table's or object's name */
     char *connection;        /* the connection it is reached through; NULL */
+    char *last_run;          /* a sync's last ended run, from the run
+                                history (zx_lineage_set_run): a compact
+                                JSON object {"id", "state", "ended_at",
+                                "rows_read", "rows_sent"}; NULL */
 } zx_lineage_node;
 
 typedef struct zx_lineage_edge {
@@ -79,6 +84,20 @@ void zx_lineage_free(zx_lineage *g);
  * Returns its index, or (size_t)-1 when none. */
 size_t zx_lineage_find(const zx_lineage *g, const char *name);
 
+/* The run history: record (len bytes of a run record as `zxctl runs` and
+ * the store hold it: "id", "state", "ended_at", "rows_read",
+ * "rows_sent"...) becomes the last run of sync node `sync`, unless that
+ * node already holds a run with a larger id.  Returns 0 when kept, 1 when
+ * not (no such sync, a record that is not an ended run's: not JSON, no
+ * "ended_at", an id that is not digits), -1 when out of memory. */
+int zx_lineage_set_run(zx_lineage *g, const char *sync, const char *record, size_t len);
+
+/* The run history kept in the store of data_dir (opened read-only; a
+ * missing store is no history): each sync node of g gets its last ended
+ * run (zx_lineage_set_run).  Returns the runs read, or -1 when out of
+ * memory.  The only function here that opens anything. */
+long zx_lineage_runs_from_store(zx_lineage *g, const char *data_dir);
+
 /* Directions for zx_lineage_around. */
 enum {
     ZX_LN_AROUND = 0,        /* everything connected to the node, either way */
@@ -99,8 +118,10 @@ const char *zx_lineage_role_name(zx_lineage_role r);
 int zx_lineage_format_ok(const char *format);
 
 /* g rendered in format (lineage_render.c):
- *   text     one block per pipeline: its inputs and its outputs;
- *   json     {"nodes": [{"id", "role", "kind", "name", "connection"?}],
+ *   text     one block per pipeline: its inputs and its outputs (a
+ *            sync: and its last run);
+ *   json     {"nodes": [{"id", "role", "kind", "name", "connection"?,
+ *             "last_run"?}],
  *             "edges": [{"from": id, "to": id}]};
  *   dot      a Graphviz digraph (dot -Tsvg draws it);
  *   mermaid  a Mermaid "flowchart LR".

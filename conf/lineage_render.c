@@ -43,6 +43,26 @@ static void rn_label(FILE *f, const zx_lineage_node *n)
     }
 }
 
+/* A sync's last run in a few words: "succeeded at 2026-12-03T10:00:00Z,
+ * 1000 rows sent" into buf; "" when it has none. */
+static const char *rn_run(const zx_lineage_node *n, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    json_error_t je;
+    json_t *r = n->last_run ? json_loads(n->last_run, 0, &je) : NULL;
+    const char *state = json_string_value(json_object_get(r, "state"));
+    const char *ended = json_string_value(json_object_get(r, "ended_at"));
+    json_t *sent = json_object_get(r, "rows_sent");
+    if (state && ended) {
+        int k = snprintf(buf, cap, "%s at %s", state, ended);
+        if (k > 0 && (size_t)k < cap && json_is_integer(sent))
+            snprintf(buf + k, cap - (size_t)k, ", %lld rows sent",
+                     (long long)json_integer_value(sent));
+    }
+    json_decref(r);
+    return buf;
+}
+
 static int rn_outside(const zx_lineage_node *n)
 {
     return n->role == ZX_LN_UPSTREAM || n->role == ZX_LN_DOWNSTREAM;
@@ -51,8 +71,11 @@ static int rn_outside(const zx_lineage_node *n)
 /* The block of node i: its name, then "from X" and "to Y" lines. */
 static void rn_text_block(FILE *f, const zx_lineage *g, size_t i)
 {
+    char run[200];
     rn_label(f, &g->nodes[i]);
     fputc('\n', f);
+    if (*rn_run(&g->nodes[i], run, sizeof(run)))
+        fprintf(f, "  last run %s\n", run);
     for (size_t e = 0; e < g->nedges; e++)
         if (g->edges[e].to == i) {
             fputs("  from ", f);
@@ -110,6 +133,12 @@ static char *rn_json(const zx_lineage *g)
             goto done;   /* a name not valid UTF-8 is refused by the loader */
         if (n->connection)
             json_object_set_new(o, "connection", json_string(n->connection));
+        json_error_t je;
+        json_t *run = n->last_run ? json_loads(n->last_run, 0, &je) : NULL;
+        if (json_is_object(run))
+            json_object_set_new(o, "last_run", run);
+        else
+            json_decref(run);
         json_array_append_new(nodes, o);
     }
     for (size_t i = 0; i < g->nedges; i++) {
@@ -162,6 +191,11 @@ static void rn_dot(FILE *f, const zx_lineage *g)
             rn_dot_str(f, n->connection);
             fputc(')', f);
         }
+        char run[200];
+        if (*rn_run(n, run, sizeof(run))) {
+            fputs("\\nlast run ", f);
+            rn_dot_str(f, run);
+        }
         fputs("\"];\n", f);
     }
     for (size_t i = 0; i < g->nedges; i++)
@@ -200,6 +234,11 @@ static void rn_mermaid(FILE *f, const zx_lineage *g)
             fputs(" (", f);
             rn_mm_str(f, n->connection);
             fputc(')', f);
+        }
+        char run[200];
+        if (*rn_run(n, run, sizeof(run))) {
+            fputs(", last run ", f);
+            rn_mm_str(f, run);
         }
         fprintf(f, "%s\n", close);
     }

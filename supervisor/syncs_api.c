@@ -156,6 +156,68 @@ static json_t *api_status(sup *s, int *mfd)
     return json_pack("{s:i, s:I}", "status", 200, "body_bytes", (json_int_t)len);
 }
 
+/* GET /api/lineage[?name=N&direction=upstream|downstream&format=F]: the
+ * graph of the configuration in force with each sync's last ended run
+ * (those in memory, newer than the store's, then the store's), cut to
+ * what is connected to N; JSON as the body, the other formats as "text"
+ * (the gateway checked the parameters). */
+static json_t *api_lineage(sup *s, const json_t *req)
+{
+    const char *name = json_string_value(json_object_get(req, "name"));
+    const char *dir = json_string_value(json_object_get(req, "direction"));
+    const char *format = json_string_value(json_object_get(req, "format"));
+    if (!format)
+        format = "json";
+    if (!zx_lineage_format_ok(format))
+        return api_error(400, "format must be json, text, dot or mermaid");
+    zx_lineage *g = zx_lineage_build(s->conf), *part = NULL;
+    if (!g || zx_lineage_runs_from_store(g, s->conf->data_dir) < 0)
+        goto nomem;
+    for (sync_run *r = s->runs; r; r = r->next) {
+        if (!syncs_is_final(r) || (r->flags & ZX_RUN_ONEOFF))
+            continue;
+        json_t *o = syncs_run_json(r);
+        char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        int rc = js ? zx_lineage_set_run(g, r->sync, js, strlen(js)) : -1;
+        free(js);
+        if (rc < 0)
+            goto nomem;
+    }
+    const zx_lineage *show = g;
+    if (name && *name) {
+        size_t at = zx_lineage_find(g, name);
+        if (at == (size_t)-1) {
+            char msg[300];
+            snprintf(msg, sizeof(msg), "no pipeline, table or object named %.200s", name);
+            zx_lineage_free(g);
+            return api_error(404, msg);
+        }
+        int d = dir && !strcmp(dir, "upstream") ? ZX_LN_UP
+                : dir && !strcmp(dir, "downstream") ? ZX_LN_DOWN : ZX_LN_AROUND;
+        if (!(part = zx_lineage_around(g, at, d)))
+            goto nomem;
+        show = part;
+    }
+    char *out = zx_lineage_render(show, format);
+    json_t *rep = NULL;
+    if (out && !strcmp(format, "json")) {
+        json_error_t je;
+        json_t *body = json_loads(out, 0, &je);
+        rep = body ? json_pack("{s:i, s:o}", "status", 200, "body", body) : NULL;
+    } else if (out) {
+        rep = json_pack("{s:i, s:s, s:s}", "status", 200, "text", out, "format", format);
+    }
+    free(out);
+    zx_lineage_free(part);
+    zx_lineage_free(g);
+    return rep ? rep : api_error(503, "out of memory");
+nomem:
+    zx_lineage_free(part);
+    zx_lineage_free(g);
+    return api_error(503, "out of memory");
+}
+
 void sup_sync_api(sup *s, const char *buf)
 {
     json_error_t je;
@@ -222,13 +284,7 @@ void sup_sync_api(sup *s, const char *buf)
         rep = json_pack("{s:i}", "status", 200);
     } else if (!strcmp(op, "lineage")) {
         /* any valid token may read it: names and places, never a secret */
-        zx_lineage *g = zx_lineage_build(s->conf);
-        char *js = g ? zx_lineage_render(g, "json") : NULL;
-        json_t *body = js ? json_loads(js, 0, &je) : NULL;
-        rep = body ? json_pack("{s:i, s:o}", "status", 200, "body", body)
-                   : api_error(503, "out of memory");
-        free(js);
-        zx_lineage_free(g);
+        rep = api_lineage(s, req);
     } else {
         rep = api_error(400, "unknown request");
     }

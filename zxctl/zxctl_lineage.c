@@ -1,7 +1,9 @@
 /*
  * zxctl_lineage.c — `zxctl lineage [NAME] [--upstream|--downstream]
  * [--format text|json|dot|mermaid]`: where data comes from and goes to,
- * drawn from the configuration alone (conf/lineage.h), without zxd.
+ * drawn from the configuration (conf/lineage.h), without zxd, and each
+ * sync's last ended run from the run history in the store (read-only;
+ * none when zxd never ran).
  *
  * NAME (a pipeline, a workspace table, or an object's id or name) keeps
  * only what is connected to it: everything (default), or only what flows
@@ -32,7 +34,7 @@ int zxctl_lineage(const char *config, const char *how, const char *name, int dir
     if (!conf)
         return ZX_EXIT_USAGE;
     g = zx_lineage_build(conf);
-    if (!g)
+    if (!g || zx_lineage_runs_from_store(g, conf->data_dir) < 0)
         zxctl_oom();
     const zx_lineage *show = g;
     if (name) {

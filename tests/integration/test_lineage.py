@@ -265,3 +265,52 @@ def test_api_lineage(make_lineage_zxd):
     r = http_request(z.port, "GET", "/api/lineage", headers={"Authorization": "Bearer nope"})
     assert r.status == 401 and "nodes" not in r.json
     assert http_request(z.port, "POST", "/api/lineage", headers=auth).status == 405
+
+
+def test_api_lineage_filters_formats_and_run_history(make_lineage_zxd):
+    """?name= keeps what is connected to a node, direction= only one way,
+    format= text, dot or mermaid; a sync's last ended run comes from the
+    run history, in the API and in zxctl lineage alike."""
+    z = make_lineage_zxd({"events": {}, "other": {}})
+    auth = {"Authorization": f"Bearer {z.token}"}
+    z.push_ok("events", [{"id": 1}, {"id": 2}], wait_commit=True)
+    # no run yet: no last_run
+    r = http_request(z.port, "GET", "/api/lineage", headers=auth)
+    sync = next(n for n in r.json["nodes"] if n["id"] == "sync:events_csv")
+    assert "last_run" not in sync
+    rc = z.zxctl("run", "events_csv", "--wait")
+    assert rc.returncode == 0, rc.stdout + rc.stderr
+    r = http_request(z.port, "GET", "/api/lineage?name=events_csv&direction=upstream",
+                     headers=auth)
+    assert r.status == 200, r
+    ids = {n["id"] for n in r.json["nodes"]}
+    # upstream of the sync: its table, the stream, its endpoint; not the
+    # CSV file, nor the other stream
+    assert {"sync:events_csv", "table:events", "stream:events"} <= ids, ids
+    assert not any(i.startswith("files:") for i in ids) and "stream:other" not in ids, ids
+    sync = next(n for n in r.json["nodes"] if n["id"] == "sync:events_csv")
+    assert sync["last_run"]["state"] == "succeeded", sync
+    assert sync["last_run"]["rows_read"] == 2 and sync["last_run"]["ended_at"], sync
+    # the other formats, as text
+    r = http_request(z.port, "GET", "/api/lineage?name=events&format=dot", headers=auth)
+    assert r.status == 200 and r.headers["content-type"].startswith("text/vnd.graphviz"), r
+    dot = r.body.decode()
+    assert dot.startswith("digraph lineage {") and "last run succeeded at" in dot, dot
+    if shutil.which("dot"):
+        p = subprocess.run(["dot", "-Tsvg"], input=r.body, capture_output=True, timeout=60)
+        assert p.returncode == 0 and b"<svg" in p.stdout, p.stderr
+    r = http_request(z.port, "GET", "/api/lineage?format=mermaid", headers=auth)
+    assert r.status == 200 and r.body.decode().startswith("flowchart LR"), r
+    r = http_request(z.port, "GET", "/api/lineage?format=text&name=other", headers=auth)
+    assert r.status == 200 and r.body.decode().startswith("stream other"), r
+    assert "events" not in r.body.decode()
+    # zxctl reads the same history from the store
+    out = zxctl(z.cfg_path, "events_csv").stdout
+    assert "last run succeeded at" in out, out
+    # bad parameters: 400; an unknown name: 404
+    for q in ("?direction=upstream", "?name=events&direction=sideways", "?format=png",
+              "?name=%01x"):
+        r = http_request(z.port, "GET", "/api/lineage" + q, headers=auth)
+        assert r.status == 400, (q, r)
+    r = http_request(z.port, "GET", "/api/lineage?name=nosuch", headers=auth)
+    assert r.status == 404 and "no pipeline, table or object named nosuch" in r.json["error"], r

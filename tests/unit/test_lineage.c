@@ -212,6 +212,41 @@ static void test_render(const zx_lineage *g)
     free(j);
 }
 
+/* A sync's last run from the history: hostile records are refused, an
+ * older run never replaces a newer one, renderers show it. */
+static void test_runs(zx_lineage *g)
+{
+    static const char *const bad[] = {
+        "not json", "[1]", "{\"id\":\"12\",\"state\":\"succeeded\"}",
+        "{\"id\":\"x1\",\"state\":\"failed\",\"ended_at\":\"t\"}",
+        "{\"id\":\"123456789012345678901\",\"state\":\"failed\",\"ended_at\":\"t\"}",
+        "{\"id\":12,\"state\":\"failed\",\"ended_at\":\"t\"}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECK(zx_lineage_set_run(g, "clicks_files", bad[i], strlen(bad[i])) == 1);
+    const char *r5 = "{\"id\":\"5\",\"state\":\"succeeded\",\"ended_at\":"
+                     "\"2026-12-03T10:00:00Z\",\"rows_read\":7,\"rows_sent\":7,\"bytes\":9}";
+    const char *r4 = "{\"id\":\"4\",\"state\":\"failed\",\"ended_at\":\"t\"}";
+    CHECK(zx_lineage_set_run(g, "nosuch", r5, strlen(r5)) == 1);
+    CHECK(zx_lineage_set_run(g, "clicks_files", r5, strlen(r5)) == 0);
+    CHECK(zx_lineage_set_run(g, "clicks_files", r4, strlen(r4)) == 1);
+    size_t at = zx_lineage_find(g, "clicks_files");
+    CHECK(at != (size_t)-1);
+    if (at == (size_t)-1)
+        return;
+    CHECK_STR(g->nodes[at].last_run, "{\"id\":\"5\",\"state\":\"succeeded\",\"ended_at\":"
+                                     "\"2026-12-03T10:00:00Z\",\"rows_read\":7,\"rows_sent\":7}");
+    char *t = zx_lineage_render(g, "text");
+    CHECK(t && strstr(t, "sync clicks_files\n  last run succeeded at 2026-12-03T10:00:00Z, "
+                         "7 rows sent\n"));
+    free(t);
+    zx_lineage *part = zx_lineage_around(g, at, ZX_LN_UP);
+    char *d = part ? zx_lineage_render(part, "dot") : NULL;
+    CHECK(d && strstr(d, "\\nlast run succeeded at 2026-12-03T10:00:00Z, 7 rows sent\"]"));
+    free(d);
+    zx_lineage_free(part);
+}
+
 int main(int argc, char **argv)
 {
     if (cfg_test_init(argc, argv) != 0)
@@ -227,6 +262,7 @@ int main(int argc, char **argv)
         test_graph(g);
         test_around(g);
         test_render(g);
+        test_runs(g);
     }
     zx_lineage *empty = zx_lineage_build(NULL);
     CHECK(empty && empty->nnodes == 0);

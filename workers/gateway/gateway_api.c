@@ -8,7 +8,10 @@
  *                                 "awaiting_approval"
  *   GET  /api/runs/<id>           the run's record: 200 {...}
  *   GET  /api/lineage             the lineage of the configuration in force
- *                                 (conf/lineage.h, its JSON form): 200
+ *                                 and the run history (conf/lineage.h; JSON,
+ *                                 or ?format=text|dot|mermaid; ?name=N
+ *                                 [&direction=upstream|downstream] keeps
+ *                                 what is connected to N): 200
  *                                 {"nodes": [...], "edges": [...]}
  *   GET  /api/status              what `zxctl status --json` prints
  *                                 (supervisor/status.c), handed over in a
@@ -87,8 +90,47 @@ static int word_ok(const char *s, size_t n)
     return 1;
 }
 
+typedef struct lineage_q {
+    const char *name, *dir, *format;
+} lineage_q;
+
+/* GET /api/lineage's query: name (1 to 127 printable bytes, no control
+ * byte), direction (upstream or downstream; only with name), format
+ * (json, text, dot, mermaid).  0, or -1 when one is bad (answered 400). */
+static int lineage_params(zx_http_req *req, lineage_q *lp)
+{
+    lp->name = zx_http_query_param(req, "name");
+    lp->dir = zx_http_query_param(req, "direction");
+    lp->format = zx_http_query_param(req, "format");
+    size_t n = lp->name ? strlen(lp->name) : 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)lp->name[i] < 0x20 || lp->name[i] == 0x7f)
+            n = 0;
+    if (lp->name && (n == 0 || n > 127)) {
+        zx_http_reply_json_error(req, 400, NULL, "name must be 1 to 127 characters without "
+                                 "control characters: a pipeline, a table or an object");
+        return -1;
+    }
+    if (lp->dir && strcmp(lp->dir, "upstream") && strcmp(lp->dir, "downstream")) {
+        zx_http_reply_json_error(req, 400, NULL, "direction must be upstream or downstream");
+        return -1;
+    }
+    if (lp->dir && !lp->name) {
+        zx_http_reply_json_error(req, 400, NULL, "direction needs a name: the node it starts "
+                                 "from");
+        return -1;
+    }
+    if (lp->format && strcmp(lp->format, "json") && strcmp(lp->format, "text") &&
+        strcmp(lp->format, "dot") && strcmp(lp->format, "mermaid")) {
+        zx_http_reply_json_error(req, 400, NULL, "format must be json, text, dot or mermaid");
+        return -1;
+    }
+    return 0;
+}
+
 void zx_gw_api_head(gateway *g, zx_http_req *req)
 {
+    lineage_q lp = {0};
     const char *path = zx_http_path(req), *method = zx_http_method(req);
     size_t len = strlen(path);
     int op;   /* greq.api: 1 run, 2 get, 3 metrics, 4 lineage, 5 status, 6 feed */
@@ -136,6 +178,8 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
                                      "read the lineage with GET", method);
             return;
         }
+        if (lineage_params(req, &lp) < 0)
+            return;
     } else if (!strcmp(path, feed_path)) {
         word = "feed";
         wlen = 4;
@@ -216,6 +260,9 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
     q->feed_after = after;
     memcpy(q->peer, addr, sizeof(q->peer));
     snprintf(q->pipe_name, sizeof(q->pipe_name), "%.*s", (int)wlen, word);
+    snprintf(q->ln_name, sizeof(q->ln_name), "%s", lp.name ? lp.name : "");
+    snprintf(q->ln_dir, sizeof(q->ln_dir), "%s", lp.dir ? lp.dir : "");
+    snprintf(q->ln_format, sizeof(q->ln_format), "%s", lp.format ? lp.format : "");
     zx_http_req_set_data(req, q);
 }
 
@@ -273,6 +320,17 @@ void zx_gw_api_body(gateway *g, greq *q)
                                 "op", q->api == 1 ? "run" : q->api == 2 ? "get" : "lineage",
                                 q->api == 1 ? "sync" : q->api == 2 ? "run" : "what",
                                 q->pipe_name, "token", tok, "full", full);
+    if (m && q->api == 4) {
+        /* the lineage's parameters, each only when given */
+        const char *k[3] = {"name", "direction", "format"};
+        const char *v[3] = {q->ln_name, q->ln_dir, q->ln_format};
+        for (int i = 0; i < 3; i++)
+            if (*v[i] && json_object_set_new(m, k[i], json_string(v[i])) < 0) {
+                json_decref(m);
+                m = NULL;   /* a name not valid UTF-8: answered 503 below */
+                break;
+            }
+    }
     char *js = m ? json_dumps(m, JSON_COMPACT) : NULL;
     json_decref(m);
     if (!js || zx_chan_send(g->a->chan, ZX_CHAN_API, js, NULL, 0) < 0) {
@@ -344,6 +402,16 @@ void zx_gw_api_reply(gateway *g, const char *json, int fd)
                                          "stopping; retry");
             else
                 zx_gwfeed_start(g->feed, q->req, q->feed_from, q->feed_after);
+            q->req = NULL;
+        }
+        const char *text = json_string_value(json_object_get(o, "text"));
+        if (q->api == 4 && st == 200 && text && q->req) {
+            /* the lineage as text, DOT or Mermaid */
+            const char *f = json_string_value(json_object_get(o, "format"));
+            zx_http_req_set_data(q->req, NULL);
+            zx_http_reply(q->req, 200, f && !strcmp(f, "dot") ? "text/vnd.graphviz; charset=utf-8"
+                                                               : "text/plain; charset=utf-8",
+                          NULL, text, strlen(text));
             q->req = NULL;
         }
         char *bs = body ? json_dumps(body, JSON_COMPACT) : NULL;

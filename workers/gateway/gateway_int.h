@@ -51,6 +51,10 @@ typedef struct greq {
                                 (gateway_feed.h) */
     enum zx_gwfeed_from feed_from; /* 6: where its stream starts */
     uint64_t feed_after;
+    /* GET /api/lineage's parameters (checked; "" when absent): name,
+     * direction (upstream, downstream), format (json, text, dot,
+     * mermaid) */
+    char ln_name[128], ln_dir[12], ln_format[8];
     char peer[ZX_AUTHLIMIT_ADDR_MAX]; /* API: the client's address, for
                                 the failed tokens it sends */
 } greq;
