@@ -350,11 +350,15 @@ void sup_reload_check_reply(sup *s)
     json_t *r = sup_reload_finish(s->reload_result);
     s->reload_result = NULL;
     if (s->sd_ready) {
+        /* the reason on one line: STATUS= ends at a newline */
         const char *err = json_string_value(json_object_get(r, "error"));
-        zx_sd_notifyf("READY=1\nSTATUS=running: %zu pipeline%s; last reload %s%s%.200s",
+        char why[201] = "";
+        for (size_t i = 0; err && err[i] && i < sizeof(why) - 1; i++)
+            why[i] = (unsigned char)err[i] < 0x20 ? ' ' : err[i];
+        zx_sd_notifyf("READY=1\nSTATUS=running: %zu pipeline%s; last reload %s%s%s",
                       s->npipes, s->npipes == 1 ? "" : "s",
                       json_is_true(json_object_get(r, "ok")) ? "ok" : "failed",
-                      err ? ": " : "", err ? err : "");
+                      err ? ": " : "", why);
     }
     if (s->reload_bev) {
         sup_control_reply(s->reload_bev, r); /* takes r */
