@@ -142,10 +142,12 @@ tests/services/prometheus start
 echo "== [${SECONDS}s] end-to-end tests (pytest)"
 # ZX_HEAVY_TESTS: the long crash and multi-instance runs (a million Kafka
 # messages under SIGKILLs) run in this pass only, not again under ASan.
+# ZX_PACKAGE_TESTS: test_packaging.py builds, installs, runs and purges the
+# Debian package, in this pass only (once: it runs no zxd of the build).
 # ZX_WORKSPACES: every test that runs a zxd runs once on each workspace
 # backend (conftest.py); tests/integration/test_postgres.py runs once.
 export ZX_WORKSPACES=${ZX_WORKSPACES:-sqlite,postgres}
-ZX_HEAVY_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider --durations=30 "$@"
+ZX_HEAVY_TESTS=1 ZX_PACKAGE_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider --durations=30 "$@"
 
 echo "== [${SECONDS}s] end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"
 # On the SQLite workspace only: the processes, rings and sources under test

@@ -1,9 +1,11 @@
 /*
- * log.c — key=value log lines to stderr.  Must never allocate on the heap
+ * log.c — key=value log lines to stderr, or to the journal when zxd runs
+ * as a systemd service (log_journal.c).  Must never allocate on the heap
  * or log secrets; one write(2) per line so lines from processes sharing
  * stderr do not interleave.
  */
 #include "common/log.h"
+#include "common/log_journal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,15 +45,22 @@ void zx_log(int level, const char *fmt, ...)
                      tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000,
                      level_names[level < 0 ? 0 : level > 3 ? 3 : level], log_proc,
                      (int)getpid());
+    int prefix = n;
     va_list ap;
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof(line))
         n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0 || prefix < 0)
         return;
     if ((size_t)n >= sizeof(line) - 1)
         n = sizeof(line) - 2;
+    line[n] = '\0';
+    /* the journal has its own time stamp, level and pid: it takes the
+     * caller's text as fields */
+    if ((size_t)prefix <= (size_t)n &&
+        zx_log_journal_send(level, log_proc, line + prefix) == 0)
+        return;
     /* one line whatever the values quoted (a parser's error near a
      * client's text, a server's answer) */
     for (int i = 0; i < n; i++)

@@ -49,7 +49,7 @@ int zx_sd_addr(const char *name, struct sockaddr_un *sa, socklen_t *len)
 int zx_sd_notify_init(void)
 {
     const char *v = getenv("NOTIFY_SOCKET");
-    int rc = 0;
+    int rc = 0, e = 0;
     sd_owner = 0;
     sd_name[0] = '\0';
     if (v && *v) {
@@ -60,12 +60,13 @@ int zx_sd_notify_init(void)
             sd_owner = getpid();
             rc = 1;
         } else {
+            e = errno;
             rc = -1;
         }
     }
-    int e = errno;
     unsetenv("NOTIFY_SOCKET");
-    errno = e;
+    if (rc < 0)
+        errno = e;
     return rc;
 }
 

@@ -27,6 +27,10 @@
 # graphviz: `dot -Tsvg` draws `zxctl lineage --format dot` in its test.
 # The status page's browser test: Debian's chromium, driven by playwright
 # (PyPI) with chromium as its executable (no `playwright install`).
+# The Debian package's test (tests/integration/test_packaging.py):
+# debhelper, dpkg-dev and fakeroot build it (packaging/build-deb.sh),
+# lintian checks it, adduser makes its user, systemd's systemd-analyze
+# checks its unit.
 # Another apt or dpkg holding the lock (unattended-upgrades on a new VM) is
 # waited for, up to ZX_APT_LOCK_WAIT seconds (default 600), with a message.
 set -euo pipefail
@@ -37,7 +41,8 @@ libzstd-dev libsnappy-dev libmariadb-dev libxxhash-dev libssl-dev
 libavro-dev libcurl4-openssl-dev libhiredis-dev"
 RUN_PKGS="curl sqlite3"
 TEST_PKGS="wrk libjson-c-dev libcjson-dev clang default-jre-headless default-jdk-headless maven openssl kcat
-postgresql-15 mariadb-server ccache redis-server prometheus graphviz chromium"
+postgresql-15 mariadb-server ccache redis-server prometheus graphviz chromium
+debhelper dpkg-dev fakeroot lintian adduser systemd"
 LOCK_WAIT="${ZX_APT_LOCK_WAIT:-600}"
 
 want="$BUILD_PKGS $RUN_PKGS"

@@ -7,6 +7,11 @@
  * Shutdown order: the gateway stops taking requests and answers what it
  * holds; then the stream workers stop; then the writer applies every
  * frame left in the rings and exits.
+ *
+ * Under systemd (Type=notify) it says READY=1 once the writer has opened
+ * the workspace and the gateway runs, RELOADING=1 ... READY=1 around a
+ * reload (reload.c) and STOPPING=1 when it starts to stop, with STATUS=
+ * lines (common/sdnotify.h); no child ever notifies.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +27,7 @@
 
 #include "common/log.h"
 #include "common/proctitle.h"
+#include "common/sdnotify.h"
 #include "common/timefmt.h"
 #include "common/util.h"
 #include "proto/control.h"
@@ -46,6 +52,7 @@ static void start_shutdown(sup *s)
     if (s->shutting_down)
         return;
     zx_info("event=shutdown phase=gateway");
+    zx_sd_notify("STOPPING=1\nSTATUS=stopping: the gateway answers what it holds");
     s->shutting_down = 1;
     s->shutdown_phase = 1;
     sup_stop_child(s, &s->gateway, NEXT_NONE);
@@ -57,6 +64,7 @@ static void shutdown_progress(sup *s)
         return;
     if (s->shutdown_phase == 1 && s->gateway.pid == 0) {
         zx_info("event=shutdown phase=workers");
+        zx_sd_notify("STATUS=stopping: the workers drain");
         for (size_t i = 0; i < s->npipes; i++)
             if (s->pipes[i]->worker.pid)
                 sup_stop_child(s, &s->pipes[i]->worker, NEXT_NONE);
@@ -67,6 +75,7 @@ static void shutdown_progress(sup *s)
             if (s->pipes[i]->worker.pid)
                 return;
         zx_info("event=shutdown phase=writer");
+        zx_sd_notify("STATUS=stopping: the writer applies what is left in the rings");
         sup_stop_child(s, &s->writer, NEXT_NONE);
         s->writer.kill_at_ms = zx_mono_ms() + 60000;
         s->shutdown_phase = 3;
@@ -126,11 +135,26 @@ static const sup_child_hooks child_hooks = {
     .pipe_forgotten = sup_send_forget,
 };
 
+/* READY=1 once, when the writer has said it is ready (the workspace is
+ * open) and the gateway runs (it accepts on the socket opened before it
+ * started). */
+static void ready_check(sup *s)
+{
+    if (s->sd_ready || s->shutting_down || !s->writer_ready || !s->gateway.pid ||
+        s->gateway.state != ST_RUNNING)
+        return;
+    s->sd_ready = 1;
+    zx_info("event=ready pipelines=%zu", s->npipes);
+    zx_sd_notifyf("READY=1\nSTATUS=running: %zu pipeline%s, listening on %s", s->npipes,
+                  s->npipes == 1 ? "" : "s", s->conf->http.listen);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     sup *s = arg;
+    ready_check(s);
     sup_reap(s);
     if (s->fatal)
         start_shutdown(s);
@@ -190,6 +214,10 @@ static int lock_data_dir(const zx_conf *c)
 int main(int argc, char **argv)
 {
     argv = zx_proctitle_init(argc, argv);
+    /* out of the environment before anything forks or execs: only the
+     * supervisor notifies */
+    if (zx_sd_notify_init() < 0)
+        fprintf(stderr, "zxd: NOTIFY_SOCKET is no address zxd can send to; not notifying\n");
     const char *conf_path = NULL;
     int check = 0;
     static const struct option opts[] = {
@@ -305,6 +333,7 @@ int main(int argc, char **argv)
 
     zx_info("event=start version=0.1.0 config=%s data_dir=%s listen=%s pipelines=%zu",
             conf->path, conf->data_dir, conf->http.listen, conf->npipelines);
+    zx_sd_notify("STATUS=starting: the writer opens the workspace");
     if (sup_spawn(s, &s->writer) < 0 || sup_spawn(s, &s->gateway) < 0) {
         fprintf(stderr, "zxd: cannot start: %s\n", s->writer.last_error);
         return 1;

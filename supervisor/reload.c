@@ -10,6 +10,9 @@
  * (server.data_dir, server.control_socket, the whole workspace: its kind,
  * SQLite file, Postgres dsn, schema, application name) refuse the reload,
  * naming the setting, never its value.
+ * Under systemd, once zxd has said READY=1, a reload is framed by
+ * RELOADING=1 (with MONOTONIC_USEC=) and READY=1 with its result as
+ * STATUS=, whether it worked or not (the old configuration still runs).
  */
 #include <event2/bufferevent.h>
 #include <jansson.h>
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/sdnotify.h"
 #include "common/util.h"
 #include "supervisor/jobs.h"
 
@@ -320,8 +324,12 @@ void sup_reload_start(sup *s, struct bufferevent *bev)
         }
         return;
     }
+    if (s->sd_ready)
+        zx_sd_notify_reloading("reloading the configuration");
     json_t *r = sup_reload(s);
     if (!r) {
+        if (s->sd_ready)
+            zx_sd_notify("READY=1\nSTATUS=running: reload failed (out of memory)");
         if (bev) {
             sup_control_reply(bev, reload_error("out of memory while reloading"));
             sup_control_finish(s, bev);
@@ -344,6 +352,17 @@ void sup_reload_check_reply(sup *s)
         return;
     json_t *r = sup_reload_finish(s->reload_result);
     s->reload_result = NULL;
+    if (s->sd_ready) {
+        /* the reason on one line: STATUS= ends at a newline */
+        const char *err = json_string_value(json_object_get(r, "error"));
+        char why[201] = "";
+        for (size_t i = 0; err && err[i] && i < sizeof(why) - 1; i++)
+            why[i] = (unsigned char)err[i] < 0x20 ? ' ' : err[i];
+        zx_sd_notifyf("READY=1\nSTATUS=running: %zu pipeline%s; last reload %s%s%s",
+                      s->npipes, s->npipes == 1 ? "" : "s",
+                      json_is_true(json_object_get(r, "ok")) ? "ok" : "failed",
+                      err ? ": " : "", why);
+    }
     if (s->reload_bev) {
         sup_control_reply(s->reload_bev, r); /* takes r */
         sup_control_finish(s, s->reload_bev);

@@ -203,6 +203,8 @@ struct sup {
     struct bufferevent *reload_bev;
     int64_t reload_deadline_ms;
     int reload_again;        /* SIGHUP came during a reload: run it again */
+    int sd_ready;            /* READY=1 told to systemd (main.c; common/sdnotify.h):
+                              * reloads then say RELOADING=1 ... READY=1 */
 
     /* reverse-sync runs (syncs.c): newest first; queued, previewing,
      * awaiting approval, running, and the last finished ones */
