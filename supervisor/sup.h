@@ -136,7 +136,8 @@ typedef struct sup_child_hooks {
      * it stays idle); sup_spawn then returns 0 */
     int (*spawn_held)(sup *s, child *c);
     /* the run id and ZX_RUN_* flags the worker of p is forked with */
-    void (*worker_args)(const spipe *p, uint64_t *run_id, unsigned *run_flags);
+    void (*worker_args)(const spipe *p, uint64_t *run_id, unsigned *run_flags,
+                        uint64_t *run_expect_rows);
     /* the worker of sync p exited with wait status st (never restarted:
      * a sync's worker lives for one run) */
     void (*sync_exited)(sup *s, spipe *p, int st);
