@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/progress.h"
 #include "common/segment.h"
 #include "conf/config.h"
 
@@ -119,6 +120,14 @@ struct spipe {
     uint64_t runs_ended[5];
     uint64_t runs_timed;
     double run_seconds;
+    /* its worker's long work in progress (the segment's progress slot) as
+     * the tick samples it (progress.c): the work the samples are of (what
+     * and when it began), the last update sampled, the rate's samples,
+     * when its last progress event went out (monotonic ms, 0 none yet) */
+    char prog_what[ZX_SEG_PROGRESS_WHAT_MAX];
+    int64_t prog_started_us, prog_updated_us;
+    zx_rate prog_rate;
+    int64_t prog_feed_ms;
 };
 
 /* The outcomes of a sync run, in the order of spipe.runs_ended. */
@@ -283,6 +292,16 @@ void sup_outbox_clear(child *c);
 /* Add "ts" to ev (a JSON object text without it), keep it in the history
  * and send it to every follower. */
 void sup_feed(sup *s, const char *json_event);
+
+/* progress.c: every tick, sample each pipeline's progress slot (the rate
+ * over the last ~5 s) and send a "progress" event per pipeline with work
+ * in progress at most every 5 s (none while idle). */
+void sup_progress_tick(sup *s);
+/* p's work in progress as {"what", "done", "expected" (null unknown),
+ * "exact", "percent", "rate", "eta_seconds" (null unknown), "started_at",
+ * "updated_at", "line"}, or NULL when none (its worker is not running, or
+ * says none).  A new object: the caller decrefs. */
+json_t *sup_progress_json(const spipe *p);
 void sup_feedf(sup *s, const char *event, const char *pipeline, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void sup_feed_follow(sup *s, struct bufferevent *bev, int follow);
