@@ -828,6 +828,9 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     text = zxctl_xrealloc(body, blen + 2);
     memcpy(text + blen, "\n", 2);
 
+    /* run --wait shows the run's progress while it waits */
+    int live = !strcmp(o->cmd, "run") && o->wait && !o->json && o->name;
+    int64_t since_us = zxctl_progress_since();
     c.fd = zxctl_connect(path, deadline);
     if (c.fd < 0) {
         rc = errno == ETIMEDOUT ? zxctl_io_error(path, timeout)
@@ -841,7 +844,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         rc = zxctl_io_error(path, timeout);
         goto done;
     }
-    int r = zxctl_readline(&c, deadline, &line);
+    int r = live ? zxctl_wait_answer(&c, o->name, deadline, since_us, isatty(STDOUT_FILENO), &line)
+                 : zxctl_readline(&c, deadline, &line);
     if (r <= 0) {
         rc = r < 0 ? zxctl_io_error(path, timeout)
                    : zxctl_unreachable(path, "connection closed without an answer");
