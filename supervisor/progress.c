@@ -40,13 +40,15 @@ static int sample(spipe *p, zx_seg_progress *pr)
         zx_rate_reset(&p->prog_rate);
         return 0;
     }
-    if (strcmp(p->prog_what, pr->what) || p->prog_started_us != pr->started_us) {
-        /* other work (or the next phase of a run): its own rate */
-        snprintf(p->prog_what, sizeof(p->prog_what), "%s", pr->what);
+    if (!p->prog_what[0] || p->prog_started_us != pr->started_us) {
+        /* other work: its own rate.  (The next step of the same work,
+         * another table copied or a run's next phase, keeps it: a count
+         * that starts again from 0 restarts the samples, zx_rate_add.) */
         p->prog_started_us = pr->started_us;
         p->prog_updated_us = 0;
         zx_rate_reset(&p->prog_rate);
     }
+    snprintf(p->prog_what, sizeof(p->prog_what), "%s", pr->what);
     if (pr->updated_us != p->prog_updated_us) {
         p->prog_updated_us = pr->updated_us;
         zx_rate_add(&p->prog_rate, pr->updated_us, pr->done);
@@ -83,7 +85,7 @@ json_t *sup_progress_json(const spipe *p)
     if (!slot(p, &pr))
         return NULL;
     /* not sampled yet (a tick away): no rate yet */
-    int same = !strcmp(p->prog_what, pr.what) && p->prog_started_us == pr.started_us;
+    int same = p->prog_what[0] && p->prog_started_us == pr.started_us;
     return progress_obj(same ? &p->prog_rate : NULL, &pr);
 }
 
