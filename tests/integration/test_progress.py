@@ -1,0 +1,166 @@
+"""
+Progress of long work (issue 23): a reverse sync's run publishes its phase,
+rows done and expected (the previous run's rows read) while it runs;
+`zxctl status --json` shows it as "progress" (done, expected, rate,
+eta_seconds), the human status as a `progress:` line, the feed as
+"progress" events (at most every 5 s, none when idle), and `zxctl run
+--wait` as a live line rewritten with '\\r' on a terminal, plain lines
+otherwise.  (The CDC initial copy's: test_pg_cdc.py
+test_copy_progress_in_status.)
+
+The run is made slow enough to be seen: a few hundred thousand rows, each
+with a subquery over a small table (a few seconds of reading), sent to an
+SQLite table in batches of 200 rows.
+"""
+
+import json
+import os
+import pty
+import select
+import subprocess
+import time
+
+import pytest
+
+from conftest import ZXCTL, wait_for
+from sync_fixtures import make_sync_env
+
+ROWS = 300000
+QUERY = "SELECT id, v, (SELECT count(*) FROM pad WHERE pad.k <= big.id % 400) AS c FROM big"
+
+
+@pytest.fixture
+def sync_env(pg, workspace):
+    yield from make_sync_env(pg, workspace)
+
+
+def big_sync(sync_env):
+    z = sync_env.zxd({}, {"alice": ["big", "pad"]}, start=False)
+    z.syncs = {"big_out": {"author": "alice", "query": QUERY,
+                           "dest": {"connection": "d", "table": "big"}, "mode": "upsert",
+                           "key": ["id"], "extra": {"batch_rows": 200}}}
+    z.connections = {"d": {"kind": "sqlite", "path": os.path.join(z.root, "dest.db")}}
+    z.write_config()
+    t = z.ws_types()
+    z.ws_exec(f"CREATE TABLE big (id {t['int']} PRIMARY KEY, v {t['text']})")
+    if z.workspace == "postgres":
+        z.ws_exec(f"INSERT INTO big SELECT g, 'value-' || g FROM generate_series(1, {ROWS}) g")
+    else:
+        z.ws_exec("WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < "
+                  f"{ROWS}) INSERT INTO big SELECT g, 'value-' || g FROM s")
+    z.ws_exec(f"CREATE TABLE pad (k {t['int']})")
+    if z.workspace == "postgres":
+        z.ws_exec("INSERT INTO pad SELECT g FROM generate_series(1, 400) g")
+    else:
+        z.ws_exec("WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < "
+                  "400) INSERT INTO pad SELECT g FROM s")
+    z.start()
+    first = z.run("big_out")           # its rows read: the next run's expected
+    assert first["rows_read"] == ROWS
+    return z
+
+
+def feed(z):
+    out = z.zxctl("--json", "feed", check_rc=0).stdout.splitlines()
+    return [json.loads(l) for l in out[1:] if l.strip()]
+
+
+def idle(z):
+    return (z.pipeline("big_out").get("sync") or {}).get("state") == "idle"
+
+
+def test_a_run_shows_its_progress_in_status_and_the_feed(sync_env):
+    z = big_sync(sync_env)
+    assert z.pipeline("big_out")["progress"] is None       # idle: none
+    p = z.zxctl("--json", "run", "big_out", "--full", check_rc=0)
+    run_id = json.loads(p.stdout)["run"]
+    seen = []
+
+    def progressing():
+        pg = z.pipeline("big_out").get("progress")
+        if pg and pg["done"] > 0 and pg["rate"] > 0:
+            seen.append(pg)
+        return len(seen) >= 2 or idle(z)
+    wait_for(progressing, "the run's progress", deadline=120, interval=0.2)
+    assert seen, "no progress seen while the run ran: " + z.log_tail()
+    pg = seen[-1]
+    assert pg["what"] in ("reading", "comparing", "sending", "recording"), pg
+    # reading: of the previous run's rows read; then of the rows read or to send
+    assert pg["expected"] == ROWS and 0 < pg["done"] <= ROWS, pg
+    assert 0 <= pg["percent"] <= 100 and pg["eta_seconds"] is not None, pg
+    assert pg["eta_seconds"] >= 0 and pg["line"].startswith(pg["what"] + " "), pg
+    # the human status: one progress line (taken while it still runs)
+    text = z.zxctl("status", check_rc=0).stdout
+    if not idle(z):
+        assert "  progress: " in text and " rows" in text, text
+    wait_for(lambda: idle(z), "the run's end", deadline=300)
+    assert z.pipeline("big_out")["progress"] is None       # over: none
+    events = [e for e in feed(z) if e["event"] == "progress" and e["pipeline"] == "big_out"]
+    assert events, "no progress event in the feed"
+    e = events[-1]
+    assert e["done"] > 0 and e["expected"] == ROWS and "rate" in e and "eta_seconds" in e, e
+    assert e["message"].startswith(e["what"] + " "), e
+    # at most one every 5 s
+    ts = [time.mktime(time.strptime(x["ts"][:19], "%Y-%m-%dT%H:%M:%S")) for x in events]
+    assert all(b - a >= 4 for a, b in zip(ts, ts[1:])), [x["ts"] for x in events]
+    # none once idle
+    n = len(events)
+    time.sleep(6)
+    assert len([e for e in feed(z) if e["event"] == "progress"
+                and e["pipeline"] == "big_out"]) == n
+    runs = z.runs("big_out")
+    assert runs[0]["id"] == run_id and runs[0]["state"] == "succeeded"
+
+
+def read_all(fd, proc, deadline=300):
+    out = b""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:     # EIO: the other side is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    return out.decode("utf-8", "replace")
+
+
+def test_run_wait_on_a_terminal_rewrites_one_line(sync_env):
+    z = big_sync(sync_env)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([ZXCTL, "-s", z.sock, "run", "big_out", "--wait", "--full"],
+                            stdin=slave, stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    out = read_all(master, proc).replace("\r\n", "\n")    # the terminal's newlines
+    proc.wait(timeout=60)
+    os.close(master)
+    assert proc.returncode == 0, out
+    assert "\rbig_out: " in out, repr(out[:2000])
+    live = [seg for seg in out.split("\r") if seg.startswith("big_out: ")]
+    assert any(" of " in seg and "rows" in seg and "rows/s" in seg for seg in live), live[:5]
+    # cleared before the summary, which follows on a clean line
+    last = out.rindex("\r")
+    assert out[last:].startswith("\r\x1b[K") and "succeeded" in out[last:], repr(out[last:])
+    assert "\n" not in out[:last], repr(out[:300])       # one line, rewritten
+
+
+def test_run_wait_without_a_terminal_prints_plain_lines(sync_env):
+    z = big_sync(sync_env)
+    p = subprocess.run([ZXCTL, "-s", z.sock, "run", "big_out", "--wait", "--full"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "\r" not in p.stdout and "\x1b" not in p.stdout, repr(p.stdout)
+    lines = p.stdout.splitlines()
+    prog = [l for l in lines if l.startswith("big_out: ")]
+    assert prog, p.stdout
+    assert all(" rows" in l for l in prog), prog
+    assert any(l.startswith("run ") and "succeeded" in l for l in lines), p.stdout
+    # --json prints the answer alone
+    j = subprocess.run([ZXCTL, "-s", z.sock, "--json", "run", "big_out", "--wait"],
+                       capture_output=True, text=True, timeout=300)
+    assert json.loads(j.stdout)["state"] == "succeeded", j.stdout
