@@ -34,7 +34,7 @@ def sync_env(pg, workspace):
     yield from make_sync_env(pg, workspace)
 
 
-def big_sync(sync_env):
+def big_sync(sync_env, first_run=True):
     z = sync_env.zxd({}, {"alice": ["big", "pad"]}, start=False)
     z.syncs = {"big_out": {"author": "alice", "query": QUERY,
                            "dest": {"connection": "d", "table": "big"}, "mode": "upsert",
@@ -54,9 +54,12 @@ def big_sync(sync_env):
     else:
         z.ws_exec("WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < "
                   "400) INSERT INTO pad SELECT g FROM s")
+    if z.workspace == "postgres":
+        z.ws_exec("ANALYZE big", "ANALYZE pad")
     z.start()
-    first = z.run("big_out")           # its rows read: the next run's expected
-    assert first["rows_read"] == ROWS
+    if first_run:
+        first = z.run("big_out")       # its rows read: the next run's expected
+        assert first["rows_read"] == ROWS
     return z
 
 
@@ -110,6 +113,29 @@ def test_a_run_shows_its_progress_in_status_and_the_feed(sync_env):
                 and e["pipeline"] == "big_out"]) == n
     runs = z.runs("big_out")
     assert runs[0]["id"] == run_id and runs[0]["state"] == "succeeded"
+
+
+@pytest.mark.postgres_only
+def test_a_first_run_on_postgres_expects_the_planners_estimate(sync_env):
+    """No earlier run: the rows to expect come from EXPLAIN of the query, in
+    the run's own read-only session."""
+    z = big_sync(sync_env, first_run=False)
+    z.zxctl("--json", "run", "big_out", check_rc=0)
+    seen = []
+
+    def reading():
+        pg = z.pipeline("big_out").get("progress")
+        if pg and pg["what"] == "reading" and pg["done"] > 0:
+            seen.append(pg)
+        return seen or idle(z)
+    wait_for(reading, "the run reading", deadline=120, interval=0.1)
+    assert seen, "the run read without a progress seen: " + z.log_tail()
+    pg = seen[-1]
+    # an estimate (ANALYZEd: about the rows), never said to be exact
+    assert pg["expected"] is not None and ROWS / 2 <= pg["expected"] <= ROWS * 2, pg
+    assert pg["exact"] is False, pg
+    wait_for(lambda: idle(z), "the run's end", deadline=300)
+    assert z.runs("big_out")[0]["state"] == "succeeded"
 
 
 def read_all(fd, proc, deadline=300):
