@@ -96,8 +96,14 @@ def test_a_run_shows_its_progress_in_status_and_the_feed(sync_env):
     text = z.zxctl("status", check_rc=0).stdout
     if not idle(z):
         assert "  progress: " in text and " rows" in text, text
+    # the command `progress` answers the same alone
+    pj = json.loads(z.zxctl("--json", "progress", "big_out", check_rc=0).stdout)
+    assert pj["ok"] and pj["pipeline"] == "big_out" and "progress" in pj, pj
+    assert pj["progress"] is None or pj["run"] == run_id, pj
     wait_for(lambda: idle(z), "the run's end", deadline=300)
     assert z.pipeline("big_out")["progress"] is None       # over: none
+    assert z.zxctl("progress", "big_out", check_rc=0).stdout.strip() == \
+        "big_out: no work in progress"
     events = [e for e in feed(z) if e["event"] == "progress" and e["pipeline"] == "big_out"]
     assert events, "no progress event in the feed"
     e = events[-1]
