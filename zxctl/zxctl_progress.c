@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,7 +119,20 @@ int zxctl_wait_answer(zxctl_conn *c, const char *name, int64_t deadline, int64_t
         char *n = zxctl_clean(name);
         now = zxctl_now_ms();
         if (tty) {
-            printf("\r%s: %s\033[K", n, text);
+            /* cut to the terminal's width: a wrapped line would not be
+             * rewritten by '\r' (the text is ASCII but for what) */
+            struct winsize ws;
+            size_t cols = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 8
+                              ? ws.ws_col : 80;
+            char full[600];
+            snprintf(full, sizeof(full), "%s: %s", n, text);
+            if (strlen(full) > cols - 1) {
+                size_t cut = cols - 1;
+                while (cut > 0 && ((unsigned char)full[cut] & 0xc0) == 0x80)
+                    cut--;          /* not inside a UTF-8 character */
+                full[cut] = '\0';
+            }
+            printf("\r%s\033[K", full);
             fflush(stdout);
             shown = 1;
         } else if (!last_plain || now - last_plain >= PLAIN_EVERY_MS) {
