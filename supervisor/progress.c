@@ -21,6 +21,7 @@
 #include "supervisor/sup.h"
 
 #define FEED_EVERY_MS 5000
+#define STALL_US 2000000    /* no update for this long: nothing moved */
 
 /* p's slot when its worker runs and says it works: 1 and *pr, else 0. */
 static int slot(const spipe *p, zx_seg_progress *pr)
@@ -52,6 +53,12 @@ static int sample(spipe *p, zx_seg_progress *pr)
     if (pr->updated_us != p->prog_updated_us) {
         p->prog_updated_us = pr->updated_us;
         zx_rate_add(&p->prog_rate, pr->updated_us, pr->done);
+    } else {
+        /* a worker that says nothing new (it waits for room in its ring,
+         * for the database) has done nothing new: the rate falls */
+        int64_t now = zx_now_us();
+        if (now - pr->updated_us > STALL_US)
+            zx_rate_add(&p->prog_rate, now, pr->done);
     }
     return 1;
 }
