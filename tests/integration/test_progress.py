@@ -5,8 +5,8 @@ rows done and expected (the previous run's rows read) while it runs;
 eta_seconds), the human status as a `progress:` line, the feed as
 "progress" events (at most every 5 s, none when idle), and `zxctl run
 --wait` as a live line rewritten with '\\r' on a terminal, plain lines
-otherwise.  (The CDC initial copy's: test_pg_cdc.py
-test_copy_progress_in_status.)
+otherwise.  The initial copy of a Postgres stream shows the same
+progress (rows copied of the planner's estimate).
 
 The run is made slow enough to be seen: a few hundred thousand rows, each
 with a subquery over a small table (a few seconds of reading), sent to an
@@ -26,6 +26,7 @@ import time
 import pytest
 
 from conftest import ZXCTL, wait_for
+from pg_cdc_fixtures import make_cdc_env, superuser
 from sync_fixtures import make_sync_env
 
 ROWS = 300000
@@ -64,6 +65,11 @@ def big_sync(sync_env, first_run=True):
         first = z.run("big_out")       # its rows read: the next run's expected
         assert first["rows_read"] == ROWS
     return z
+
+
+@pytest.fixture
+def mirror_env(pg, workspace):
+    yield from make_cdc_env(pg, workspace)
 
 
 def feed(z):
@@ -207,3 +213,40 @@ def test_run_wait_without_a_terminal_prints_plain_lines(sync_env):
     j = subprocess.run([ZXCTL, "-s", z.sock, "--json", "run", "big_out", "--wait"],
                        capture_output=True, text=True, timeout=300)
     assert json.loads(j.stdout)["state"] == "succeeded", j.stdout
+
+
+CDC_ROWS = 3000000
+
+
+def test_the_cdc_initial_copy_shows_its_progress(pg, mirror_env):
+    db = mirror_env.db()
+    pg.execute(db, "CREATE TABLE orders (id int PRIMARY KEY, v int)")
+    pg.execute(db, f"INSERT INTO orders SELECT g, g FROM generate_series(1, {CDC_ROWS}) g")
+    pg.execute(db, "ANALYZE orders")
+    z = mirror_env.zxd({"shop": {"connection": "db", "tables": ["orders"]}},
+                       {"db": superuser(db)})
+    seen, texts = [], []
+
+    def copying():
+        e = z.pipeline("shop")
+        pg_ = e.get("progress")
+        if pg_ and pg_["done"] > 0:
+            seen.append(pg_)
+            if len(texts) < 1:
+                texts.append(z.zxctl("status", check_rc=0).stdout)
+        return len(seen) >= 2 or (e.get("source_status") or {}).get("state") == "streaming"
+    wait_for(copying, "the copy's progress", deadline=120, interval=0.05)
+    assert seen, "the copy ended before any progress was seen: " + z.log_tail()
+    pg_ = seen[-1]
+    assert pg_["what"] == "copying public.orders", pg_
+    assert pg_["expected"] == CDC_ROWS and pg_["exact"] is False, pg_   # the estimate
+    assert 0 < pg_["done"] <= CDC_ROWS and 0 <= pg_["percent"] <= 100, pg_
+    assert "rate" in pg_ and "eta_seconds" in pg_, pg_
+    if "progress: copying public.orders " in texts[0]:
+        assert " of ~3,000,000 rows (" in texts[0], texts[0]
+    # streaming: the copy is over, and so is its progress
+    wait_for(lambda: (z.pipeline("shop").get("source_status") or {}).get("state") ==
+             "streaming", "streaming", deadline=300)
+    wait_for(lambda: z.pipeline("shop")["progress"] is None, "no progress once streaming",
+             deadline=30)
+    z.wait_count("orders", CDC_ROWS, deadline=300)
