@@ -169,3 +169,35 @@ void zx_segment_write_text(_Atomic uint32_t *seq, char *text, size_t textcap,
     text[n] = '\0';
     atomic_store_explicit(seq, s + 2, memory_order_release);
 }
+
+int zx_segment_progress_read(const zx_seg_hdr *h, zx_seg_progress *out)
+{
+    _Atomic uint32_t *seq = (_Atomic uint32_t *)&h->progress_seq;
+    for (int tries = 0; tries < 100; tries++) {
+        uint32_t a = atomic_load_explicit(seq, memory_order_acquire);
+        if (a & 1)
+            continue;
+        memcpy(out, (const void *)&h->progress, sizeof(*out));
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(seq, memory_order_relaxed) == a) {
+            out->what[sizeof(out->what) - 1] = '\0';
+            return 0;
+        }
+    }
+    memset(out, 0, sizeof(*out));
+    return -1;
+}
+
+void zx_segment_progress_write(zx_seg_hdr *h, const zx_seg_progress *val)
+{
+    uint32_t s = atomic_load_explicit(&h->progress_seq, memory_order_relaxed);
+    atomic_store_explicit(&h->progress_seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    if (val) {
+        h->progress = *val;
+        h->progress.what[sizeof(h->progress.what) - 1] = '\0';
+    } else {
+        memset(&h->progress, 0, sizeof(h->progress));
+    }
+    atomic_store_explicit(&h->progress_seq, s + 2, memory_order_release);
+}

@@ -34,7 +34,7 @@
 #include "common/ring.h"
 
 #define ZX_SEG_MAGIC 0x5a58534547303031ull /* "ZXSEG001" */
-#define ZX_SEG_VERSION 5
+#define ZX_SEG_VERSION 6
 #define ZX_SEG_HDR_SIZE 20480
 #define ZX_SEG_SOURCE_STATUS_MAX 12288  /* bytes of the source's status JSON */
 #define ZX_SEG_SOURCE_ERROR_MAX 512
@@ -57,6 +57,23 @@
 #define ZX_SEG_MAX_BYTES(in_cap, frames_cap) \
     ((uint64_t)ZX_SEG_HDR_SIZE + (frames_cap) + 8192u + \
      ((in_cap) ? (uint64_t)(in_cap) + ZX_SEG_OUT_CAP + 2u * 8192u : 0u))
+
+/* Long work in progress in a pipeline's worker (a sync run, the CDC
+ * initial copy, a backfill): generic, so that every such work shows the
+ * same way (`zxctl status`, the feed, `zxctl run --wait`).  what[0] ==
+ * '\0': none.  The rate and the time left are the reader's (supervisor,
+ * common/progress.h), from successive copies. */
+#define ZX_SEG_PROGRESS_WHAT_MAX 96
+#define ZX_SEG_PROGRESS_EXACT 0x1u    /* expected is exact, not an estimate */
+typedef struct zx_seg_progress {
+    char what[ZX_SEG_PROGRESS_WHAT_MAX]; /* "reading", "copying public.orders" */
+    uint64_t done;                  /* rows done so far */
+    uint64_t expected;              /* rows expected in all, 0 unknown */
+    int64_t started_us;             /* wall clock: when the work began */
+    int64_t updated_us;             /* wall clock: when done was counted */
+    uint32_t flags;                 /* ZX_SEG_PROGRESS_* */
+    uint32_t pad;
+} zx_seg_progress;
 
 typedef struct zx_seg_hdr {
     uint64_t magic;                 /* set once by the supervisor */
@@ -140,6 +157,13 @@ typedef struct zx_seg_hdr {
     _Atomic uint64_t commit_lat_sum_us;
     _Atomic uint64_t txn_rows[ZX_SEG_TXN_SLOTS];
     _Atomic uint64_t txn_rows_sum;
+
+    /* written by the worker (workers/sources/runtime.c,
+     * zx_src_set_progress): its long work in progress, read by the
+     * supervisor.  A seqlock like source_error over the whole struct
+     * (zx_segment_progress_read / _write). */
+    _Atomic uint32_t progress_seq;
+    zx_seg_progress progress;
 } zx_seg_hdr;
 
 _Static_assert(sizeof(zx_seg_hdr) <= ZX_SEG_HDR_SIZE, "segment header over its 20 KiB");
@@ -172,6 +196,15 @@ size_t zx_segment_read_text(_Atomic uint32_t *seq, const char *text, size_t text
  * writer at a time (the stream worker). */
 void zx_segment_write_text(_Atomic uint32_t *seq, char *text, size_t textcap,
                            const char *val);
+
+/* Copy the header's progress under its seqlock into *out.  0, or -1
+ * when no consistent copy could be had after a few tries (*out zeroed:
+ * no work in progress). */
+int zx_segment_progress_read(const zx_seg_hdr *h, zx_seg_progress *out);
+
+/* Write *val (NULL: none in progress) under the seqlock.  One writer at a
+ * time (the worker). */
+void zx_segment_progress_write(zx_seg_hdr *h, const zx_seg_progress *val);
 
 /* Unmap and close the fd if still open.  NULL-safe, idempotent. */
 void zx_segment_close(zx_segment *seg);

@@ -63,6 +63,14 @@
  *                            "rows":N, "rejects":N,
  *                            "rejects_by_column":{...},
  *                            "idempotency_keys":N}
+ *   progress {"name":N}   → {"ok":true, "pipeline":N, "progress":PROGRESS|null,
+ *                            a reverse sync's also "run":ID|null (its run
+ *                            now) and "state" (that run's, or "idle")}
+ *       PROGRESS = {"what":"reading"|"copying public.orders"|..., "done":N,
+ *              "expected":N|null, "exact":bool, "percent":P|null,
+ *              "rate":rows/s over the last ~5 s, "eta_seconds":S|null,
+ *              "started_at", "updated_at", "line":"human readable"};
+ *              `status` has it too, as each pipeline's "progress"
  *   test {"name":N}       → answered once the prober is done (about 13 s at
  *                           most): {"ok":true, "name":N, "source":S,
  *                            "result":"..."} or {"ok":false, "name":N,
@@ -134,8 +142,9 @@
  *             | "start" | "stop" (process, pid)
  *             | "run"     a reverse sync's run started or ended (its record:
  *                         id, sync, state, trigger, rows_*, error)
- *             | "run_progress" (phase, rows_read, rows_sent,
- *                         rows_per_second, seconds_left) every 10 s of a run
+ *             | "progress" (PROGRESS's fields but "line", which is the
+ *                         message) at most every 5 s per pipeline while
+ *                         long work runs (a sync run, an initial copy)
  *             | "slot_dropped" | "slot_kept" | "slot_drop_failed" (slot)
  *                         a Postgres pipeline's replication slot after a
  *                         reload removed the pipeline or moved it off the

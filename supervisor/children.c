@@ -255,9 +255,9 @@ static void run_child(sup *s, child *c, int chan)
         snprintf(title, sizeof(title), "%s:%s", sync ? "sync" : "stream", p->name);
         zx_log_set_proc(title);
         sup_child_harden(s->conf, ROLE_STREAM, p->conf);
-        zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, gw, 0, 0};
+        zx_worker_args a = {s->conf, p->conf, &p->seg, p->efd, s->writer_efd, gw, 0, 0, 0};
         if (sync && s->hooks.worker_args) /* the run syncs.c set before forking */
-            s->hooks.worker_args(p, &a.run_id, &a.run_flags);
+            s->hooks.worker_args(p, &a.run_id, &a.run_flags, &a.run_expect_rows);
         if (!src) {
             /* the configuration takes only registered sources: a guard */
             zx_error("event=fatal pipeline=%s error=\"source %s is not registered\"",

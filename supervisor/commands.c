@@ -168,6 +168,8 @@ static const sup_command builtin[] = {
     {"start", cmd_lifecycle, SUP_CMD_NAME, "start pipeline NAME's stopped worker"},
     {"checkpoints", sup_cmd_checkpoints, SUP_CMD_NAME | RO,
      "pipeline NAME's positions, schema and counters in the store"},
+    {"progress", sup_cmd_progress, SUP_CMD_NAME | RO,
+     "pipeline NAME's work in progress: rows done and expected, rate, time left"},
     {"test", cmd_test, SUP_CMD_NAME | RO,
      "try pipeline or connection NAME's settings (or the workspace's)"},
     {"verify", cmd_verify, SUP_CMD_NAME | SUP_CMD_LONG,

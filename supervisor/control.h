@@ -57,6 +57,11 @@ const sup_command *sup_command_find(const char *cmd);
 /* status.c: the read-only commands `status` and `checkpoints NAME`. */
 json_t *sup_cmd_status(sup *s, struct bufferevent *bev, const char *cmd, const char *name,
                        json_t *req);
+/* `progress NAME`: {"ok":true, "pipeline":N, "progress":{...}|null
+ * (sup_progress_json); a sync's also "run":ID|null (its run now) and
+ * "state" (that run's, or "idle")}. */
+json_t *sup_cmd_progress(sup *s, struct bufferevent *bev, const char *cmd, const char *name,
+                         json_t *req);
 json_t *sup_cmd_checkpoints(sup *s, struct bufferevent *bev, const char *cmd,
                             const char *name, json_t *req);
 

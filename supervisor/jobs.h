@@ -144,8 +144,10 @@ json_t *sup_sync_command(sup *s, struct bufferevent *bev, const char *cmd, json_
 /* bev is gone: forget it as a waiter. */
 void sup_sync_forget(struct bufferevent *bev);
 /* The id and ZX_RUN_* flags of the run sync p's worker is forked for
- * (0 and 0 when none).  The child table's worker_args hook. */
-void sup_sync_worker_args(const spipe *p, uint64_t *run_id, unsigned *run_flags);
+ * (0 and 0 when none), and the rows the sync's last run that read its
+ * whole result read (0 unknown).  The child table's worker_args hook. */
+void sup_sync_worker_args(const spipe *p, uint64_t *run_id, unsigned *run_flags,
+                          uint64_t *run_expect_rows);
 /* What `status` shows of sync p: {"state": "idle"|"running"|..., "run":
  * {progress}, "last_run": {...}, "next_run_at": "..."}; NULL for other
  * pipelines. */

@@ -159,6 +159,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (s->fatal)
         start_shutdown(s);
     sup_tick_children(s);
+    sup_progress_tick(s);
     if (!s->shutting_down)
         sup_sync_sends_tick(s);
     sup_syncs_tick(s);

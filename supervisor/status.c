@@ -151,6 +151,11 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
                          tables, sizeof(tables));
     if (o)
         json_object_set_new(o, "blocked_tables", jstr_or_null(tables[0] ? tables : NULL));
+    /* its long work in progress (progress.c), null when none */
+    if (o) {
+        json_t *pg = sup_progress_json(p);
+        json_object_set_new(o, "progress", pg ? pg : json_null());
+    }
     json_t *sy = o ? sup_sync_status(zx_the_sup, p) : NULL;
     if (sy) {
         /* a sync's worker only lives for a run: "idle" says more than
@@ -197,6 +202,29 @@ json_t *sup_cmd_status(sup *s, struct bufferevent *bev, const char *cmd, const c
                      "0.1.0", "pid", (int)s->pid, "config", s->conf->path, "started_at", ts,
                      "processes", procs, "pipelines", pipes, "rings", "shared_bytes",
                      (json_int_t)shm, "budget_bytes", (json_int_t)s->conf->ring_budget);
+}
+
+json_t *sup_cmd_progress(sup *s, struct bufferevent *bev, const char *cmd, const char *name,
+                         json_t *req)
+{
+    (void)bev;
+    (void)cmd;
+    (void)req;
+    spipe *p = sup_find_pipe(s, name);
+    if (!p)
+        return err_obj("no pipeline named '%s'", name);
+    json_t *pg = sup_progress_json(p);
+    json_t *o = json_pack("{s:b, s:s, s:o}", "ok", 1, "pipeline", p->name, "progress",
+                          pg ? pg : json_null());
+    /* a sync: the run its worker does, or none */
+    json_t *sy = o ? sup_sync_status(s, p) : NULL;
+    if (sy) {
+        json_t *id = json_object_get(sy, "run_id");
+        json_object_set(o, "run", id ? id : json_null());
+        json_object_set(o, "state", json_object_get(sy, "state"));
+    }
+    json_decref(sy);
+    return o;
 }
 
 /* A position part's value as the source stored it: an 8-byte value is

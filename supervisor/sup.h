@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/progress.h"
 #include "common/segment.h"
 #include "conf/config.h"
 
@@ -119,6 +120,14 @@ struct spipe {
     uint64_t runs_ended[5];
     uint64_t runs_timed;
     double run_seconds;
+    /* its worker's long work in progress (the segment's progress slot) as
+     * the tick samples it (progress.c): the work the samples are of (what
+     * and when it began), the last update sampled, the rate's samples,
+     * when its last progress event went out (monotonic ms, 0 none yet) */
+    char prog_what[ZX_SEG_PROGRESS_WHAT_MAX];
+    int64_t prog_started_us, prog_updated_us;
+    zx_rate prog_rate;
+    int64_t prog_feed_ms;
 };
 
 /* The outcomes of a sync run, in the order of spipe.runs_ended. */
@@ -136,7 +145,8 @@ typedef struct sup_child_hooks {
      * it stays idle); sup_spawn then returns 0 */
     int (*spawn_held)(sup *s, child *c);
     /* the run id and ZX_RUN_* flags the worker of p is forked with */
-    void (*worker_args)(const spipe *p, uint64_t *run_id, unsigned *run_flags);
+    void (*worker_args)(const spipe *p, uint64_t *run_id, unsigned *run_flags,
+                        uint64_t *run_expect_rows);
     /* the worker of sync p exited with wait status st (never restarted:
      * a sync's worker lives for one run) */
     void (*sync_exited)(sup *s, spipe *p, int st);
@@ -291,6 +301,16 @@ void sup_outbox_clear(child *c);
 /* Add "ts" to ev (a JSON object text without it), keep it in the history
  * and send it to every follower. */
 void sup_feed(sup *s, const char *json_event);
+
+/* progress.c: every tick, sample each pipeline's progress slot (the rate
+ * over the last ~5 s) and send a "progress" event per pipeline with work
+ * in progress at most every 5 s (none while idle). */
+void sup_progress_tick(sup *s);
+/* p's work in progress as {"what", "done", "expected" (null unknown),
+ * "exact", "percent", "rate", "eta_seconds" (null unknown), "started_at",
+ * "updated_at", "line"}, or NULL when none (its worker is not running, or
+ * says none).  A new object: the caller decrefs. */
+json_t *sup_progress_json(const spipe *p);
 void sup_feedf(sup *s, const char *event, const char *pipeline, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void sup_feed_follow(sup *s, struct bufferevent *bev, int follow);

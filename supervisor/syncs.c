@@ -50,10 +50,58 @@
 
 #define MAX_RUNS_KEPT 256
 
-void sup_sync_worker_args(const spipe *p, uint64_t *run_id, unsigned *run_flags)
+void sup_sync_worker_args(const spipe *p, uint64_t *run_id, unsigned *run_flags,
+                          uint64_t *run_expect_rows)
 {
     *run_id = p->run ? p->run->id : 0;
     *run_flags = p->run ? p->run->flags : 0;
+    *run_expect_rows = p->run ? p->run->expect_rows : 0;
+}
+
+/* The rows the newest run of sync that read its whole result (succeeded,
+ * or previewed) read: a new run's expected rows (its progress).  The runs
+ * in memory first, then the store's records (newest first); 0 when none
+ * says. */
+static int rows_of(json_t *rec, uint64_t *rows)
+{
+    const char *st = json_string_value(json_object_get(rec, "state"));
+    json_t *v = json_object_get(rec, "rows_read");
+    if (!st || (strcmp(st, "succeeded") && strcmp(st, "previewed")) || !json_is_integer(v) ||
+        json_integer_value(v) <= 0)
+        return 0;
+    *rows = (uint64_t)json_integer_value(v);
+    return 1;
+}
+
+static int expect_cb(const char *sync, uint64_t id, const char *json, size_t len, void *ctx)
+{
+    (void)sync;
+    (void)id;
+    json_t *o = json_loadb(json, len, 0, NULL);
+    int found = o && rows_of(o, ctx);
+    json_decref(o);
+    return found;   /* 1 stops the walk */
+}
+
+static uint64_t expected_rows(sup *s, const sync_run *run)
+{
+    uint64_t rows = 0;
+    for (sync_run *r = s->runs; r; r = r->next)
+        if (r != run && !strcmp(r->sync, run->sync) && syncs_is_final(r) &&
+            (!strcmp(r->state, "succeeded") || !strcmp(r->state, "previewed")) && r->result &&
+            rows_of(r->result, &rows))
+            return rows;
+    zx_store *st = NULL;
+    char err[256];
+    if (zx_store_open(s->conf->data_dir, ZX_STORE_RDONLY, 0, &st, err, sizeof(err)) != 0)
+        return 0;
+    zx_store_txn *t = NULL;
+    if (zx_store_begin(st, 1, &t) == 0) {
+        zx_store_runs_each(t, run->sync, expect_cb, &rows);
+        zx_store_abort(t);
+    }
+    zx_store_close(st);
+    return rows;
 }
 
 int syncs_is_final(const sync_run *r)
@@ -437,6 +485,9 @@ void syncs_start_run(sup *s, spipe *p, sync_run *r)
     }
     zx_seg_hdr *h = p->seg.hdr;
     zx_segment_write_text(&h->source_status_seq, h->source_status, sizeof(h->source_status), "");
+    zx_segment_progress_write(h, NULL);   /* (the worker is not running) */
+    if (!(r->flags & ZX_RUN_ONEOFF))
+        r->expect_rows = expected_rows(s, r);
     zx_segment_write_text(&h->source_error_seq, h->source_error, sizeof(h->source_error), "");
     p->run = r;
     snprintf(r->state, sizeof(r->state), "%s", (r->flags & ZX_RUN_PREVIEW) ? "previewing"

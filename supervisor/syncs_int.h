@@ -42,7 +42,8 @@ struct sync_run {
     char error[600];
     int persisted;           /* its final record is with the writer */
     int counted;             /* its end is in its sync's runs_ended (sup.h) */
-    int64_t progress_ms;     /* when its last progress event went out */
+    uint64_t expect_rows;    /* rows the last whole read of its sync read
+                                (its progress's expected), 0 unknown */
     struct bufferevent *waiters[MAX_WAITERS];
     int nwaiters;
     sync_run *next;

@@ -1,7 +1,7 @@
 /*
  * syncs_tick.c — what reverse syncs do every tick (sup_syncs_tick):
  * fire schedules (cron, UTC; a fire missed while zxd was down runs once),
- * send progress events, restore the runs a restart cut or left awaiting
+ * restore the runs a restart cut or left awaiting
  * approval, and start each sync's oldest queued run.
  */
 #include <errno.h>
@@ -131,50 +131,6 @@ static void schedules(sup *s)
     s->syncs_started = 1;
 }
 
-/* Every 10 s of a run: a "run_progress" event with what its worker says
- * (rows read and sent, rate, time left). */
-static void progress_events(sup *s)
-{
-    int64_t now = zx_mono_ms();
-    for (size_t i = 0; i < s->npipes; i++) {
-        spipe *p = s->pipes[i];
-        sync_run *r = p->run;
-        if (!r || r->approval || (r->flags & ZX_RUN_PREVIEW) || p->worker.pid <= 0)
-            continue;
-        if (!r->progress_ms) {
-            r->progress_ms = now;
-            continue;
-        }
-        if (now - r->progress_ms < 10000)
-            continue;
-        r->progress_ms = now;
-        json_t *st = syncs_worker_result(p, r);
-        if (!st)
-            continue;
-        char msg[300];
-        const char *phase = json_string_value(json_object_get(st, "phase"));
-        json_int_t read = json_integer_value(json_object_get(st, "rows_read"));
-        json_int_t sent = json_integer_value(json_object_get(st, "rows_sent"));
-        double rate = json_number_value(json_object_get(st, "rows_per_second"));
-        json_t *left = json_object_get(st, "seconds_left");
-        snprintf(msg, sizeof(msg), "run %llu of sync %s: %s, %lld rows read, %lld sent, "
-                 "%.0f rows/s%s", (unsigned long long)r->id, r->sync, phase ? phase : "?",
-                 (long long)read, (long long)sent, rate, left ? "" : "");
-        json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I, s:f, s:s}", "event", "run_progress",
-                               "pipeline", r->sync, "phase", phase ? phase : "",
-                               "rows_read", read, "rows_sent", sent, "rows_per_second", rate,
-                               "message", msg);
-        if (ev && json_is_number(left))
-            json_object_set(ev, "seconds_left", left);
-        char *js = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-        if (js)
-            sup_feed(s, js);
-        free(js);
-        json_decref(ev);
-        json_decref(st);
-    }
-}
-
 /* At start, once the store is the writer's: a run the store says is
  * running was cut by the stop of zxd (recorded as failed); an agent's run
  * awaiting approval waits again, with its preview. */
@@ -266,7 +222,6 @@ void sup_syncs_tick(sup *s)
 {
     if (s->shutting_down)
         return;
-    progress_events(s);
     /* schedules need the store read by the writer's own start: wait for it */
     if (s->writer_ready) {
         schedules(s);

@@ -75,6 +75,8 @@ static const char zxctl_usage_head[] =
     "  stop NAME          stop a pipeline (it stays stopped until `start`)\n"
     "  start NAME         start a stopped or failed pipeline\n"
     "  checkpoints NAME   the stored positions, schema and counters of a pipeline\n"
+    "  progress NAME      a pipeline's work in progress (a sync run, an initial\n"
+    "                     copy): rows done and expected, rows/s, time left\n"
     "  test NAME          connect with a pipeline's or a connection's settings and\n"
     "                     say what works (e.g. a topic's partitions) or exactly\n"
     "                     what failed (unreachable, TLS, authentication, ...);\n"
@@ -89,7 +91,8 @@ static const char zxctl_usage_commands[] =
     "                     only if some still differ)\n"
     "  run NAME [--wait] [--full]\n"
     "                     run a reverse sync now (queued behind its run in\n"
-    "                     progress); --wait: until it ends, exit 1 if it failed;\n"
+    "                     progress); --wait: until it ends, exit 1 if it failed,\n"
+    "                     showing its progress meanwhile;\n"
     "                     --full: send every row, not only the changed ones\n"
     "  preview NAME       what a run of a sync would send: rows to insert, update\n"
     "                     and delete, and a sample; sends nothing\n"
@@ -257,7 +260,7 @@ static int zxctl_usage_error(const char *fmt, ...)
 static int zxctl_needs_name(const char *cmd)
 {
     return !strcmp(cmd, "restart") || !strcmp(cmd, "stop") || !strcmp(cmd, "start") ||
-           !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test") ||
+           !strcmp(cmd, "checkpoints") || !strcmp(cmd, "test") || !strcmp(cmd, "progress") ||
            zx_plugin_admin_find(cmd, NULL) ||
            !strcmp(cmd, "run") || !strcmp(cmd, "preview") || !strcmp(cmd, "runs") ||
            !strcmp(cmd, "approve") || !strcmp(cmd, "reject") || !strcmp(cmd, "verify");
@@ -756,6 +759,13 @@ static void zxctl_print_answer(const zxctl_opts *o, json_t *resp)
         zxctl_print_reload(resp, stdout);
     else if (!strcmp(o->cmd, "checkpoints"))
         zxctl_print_checkpoints(resp, stdout);
+    else if (!strcmp(o->cmd, "progress")) {
+        char *n = zxctl_clean(o->name), *t = zxctl_progress_text(json_object_get(resp,
+                                                                             "progress"));
+        printf("%s: %s\n", n, t ? t : "no work in progress");
+        free(n);
+        free(t);
+    }
     else if (!strcmp(o->cmd, "run") || !strcmp(o->cmd, "preview") ||
              !strcmp(o->cmd, "approve") || !strcmp(o->cmd, "reject"))
         zxctl_print_run(resp, stdout);
@@ -828,6 +838,9 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
     text = zxctl_xrealloc(body, blen + 2);
     memcpy(text + blen, "\n", 2);
 
+    /* run --wait shows the run's progress while it waits */
+    int live = !strcmp(o->cmd, "run") && o->wait && !o->json && o->name;
+    int64_t since_us = zxctl_progress_since();
     c.fd = zxctl_connect(path, deadline);
     if (c.fd < 0) {
         rc = errno == ETIMEDOUT ? zxctl_io_error(path, timeout)
@@ -841,7 +854,8 @@ static int zxctl_run(const zxctl_opts *o, const char *path)
         rc = zxctl_io_error(path, timeout);
         goto done;
     }
-    int r = zxctl_readline(&c, deadline, &line);
+    int r = live ? zxctl_wait_answer(&c, o->name, deadline, since_us, isatty(STDOUT_FILENO), &line)
+                 : zxctl_readline(&c, deadline, &line);
     if (r <= 0) {
         rc = r < 0 ? zxctl_io_error(path, timeout)
                    : zxctl_unreachable(path, "connection closed without an answer");

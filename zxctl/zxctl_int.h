@@ -60,6 +60,25 @@ int zxctl_send(int fd, const char *buf, size_t len, int64_t deadline);
  * ZX_CTL_MAX_LINE), or a socket error. */
 int zxctl_readline(zxctl_conn *c, int64_t deadline, char **line);
 
+/* ---- zxctl_progress.c ------------------------------------------------- */
+
+/* The line of a "progress" object of zxd (PROGRESS, proto/control.h):
+ * "reading 1,200 of ~5,000 rows (24%), 1,000 rows/s, ~4 s left", made
+ * from its numbers (its what cleaned); NULL when pg is no object.  Caller
+ * frees. */
+char *zxctl_progress_text(const json_t *pg);
+
+/* The wall clock (µs) to pass as since_us: taken before `run` is sent. */
+int64_t zxctl_progress_since(void);
+
+/* Read the answer of `run NAME --wait` on c like zxctl_readline (same
+ * returns, *line the same), asking zxd at c->path for NAME's progress
+ * every second meanwhile and showing that of the run made after since_us
+ * on stdout: on a terminal (tty) one line rewritten with '\r' and
+ * cleared before returning; otherwise a plain line at most every 10 s. */
+int zxctl_wait_answer(zxctl_conn *c, const char *name, int64_t deadline, int64_t since_us,
+                      int tty, char **line);
+
 /* ---- zxctl_print.c ---------------------------------------------------- */
 
 /* Copy of s with control bytes replaced by '?' (UTF-8 kept).  Caller frees. */

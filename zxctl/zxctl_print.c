@@ -205,11 +205,21 @@ static char *zxctl_pipe_notes(const json_t *e)
         free(to);
         free(tp);
     }
+    /* long work in progress: rows done and expected, rate, time left */
+    const json_t *pg = json_object_get(e, "progress");
+    char *pline = zxctl_progress_text(pg);
+    if (pline) {
+        out = zxctl_xrealloc(out, len + strlen(pline) + 16);
+        len += (size_t)sprintf(out + len, "  progress: %s\n", pline);
+        free(pline);
+    }
     const json_t *st = json_object_get(e, "source_status");
     const json_t *parts = json_object_get(st, "partitions");
     const json_t *sy = json_object_get(e, "sync");
     if (json_is_object(sy)) {
-        char *line = zxctl_sync_line(sy, st);
+        /* the run's progress is the line above (a zxd without it: the
+         * run's own status says it) */
+        char *line = zxctl_sync_line(sy, json_is_object(pg) ? NULL : st);
         out = zxctl_xrealloc(out, len + strlen(line) + 1);
         len += (size_t)sprintf(out + len, "%s", line);
         free(line);

@@ -510,13 +510,16 @@ def test_copy_progress_in_status(pg, mirror_env):
     pg.execute(db, "INSERT INTO wide SELECT g, repeat('p', 300) FROM generate_series(1, 300000) g")
     pg.execute(db, "ANALYZE wide")
     z = mirror_env.zxd({"w": {"connection": "db", "tables": ["wide"]}}, {"db": superuser(db)})
-    seen = {}
+    seen, progress = {}, {}
 
     def copying():
         p = z.pipeline("w")
         s = p.get("source_status") or p.get("source")
         if isinstance(s, dict) and s.get("state") == "copying" and s.get("rows_copied", 0) > 0:
             seen.update(s)
+            # the generic progress (zxctl status, the feed) says the same
+            if (p.get("progress") or {}).get("done", 0) > 0:
+                progress.update(p["progress"])
             return True
         return z.count("wide") == 300000
     wait_for(copying, "a copy status", deadline=DEADLINE)
@@ -524,6 +527,12 @@ def test_copy_progress_in_status(pg, mirror_env):
         assert seen["table"] == "public.wide" and seen["rows_estimate"] == 300000, seen
         for k in ("rows_per_second", "seconds_left", "tables", "tables_done"):
             assert k in seen, seen
+    if progress:
+        assert progress["what"] == "copying public.wide" and progress["expected"] == 300000, \
+            progress
+        assert progress["exact"] is False and 0 <= progress["percent"] <= 100, progress
+        for k in ("rate", "eta_seconds", "started_at", "updated_at", "line"):
+            assert k in progress, progress
     wait_rows(z, "wide", 300000, deadline=300)
 
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/timefmt.h"
 #include "common/util.h"
 #include "proto/control.h"
 #include "workers/forward/forward.h"
@@ -188,6 +189,20 @@ void zx_src_set_status(zx_src *rt, const char *json)
         v = "{\"truncated\":true}";
     zx_segment_write_text(&h->source_status_seq, h->source_status,
                           sizeof(h->source_status), v);
+}
+
+void zx_src_set_progress(zx_src *rt, const char *what, uint64_t done, uint64_t expected,
+                         unsigned flags, int64_t started_us)
+{
+    zx_seg_hdr *h = rt->a->seg->hdr;
+    if (!what || !*what) {
+        zx_segment_progress_write(h, NULL);
+        return;
+    }
+    zx_seg_progress pr = {.done = done, .expected = expected, .flags = flags,
+                          .started_us = started_us, .updated_us = zx_now_us()};
+    snprintf(pr.what, sizeof(pr.what), "%s", what);
+    zx_segment_progress_write(h, &pr);
 }
 
 void zx_src_feed(zx_src *rt, const char *event, const char *message)

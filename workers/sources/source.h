@@ -52,6 +52,9 @@ typedef struct zx_worker_args {
      * which run and how; 0 for streams */
     uint64_t run_id;
     unsigned run_flags;    /* ZX_RUN_PREVIEW, ZX_RUN_FULL, ZX_RUN_ONEOFF */
+    uint64_t run_expect_rows; /* rows the last run of this sync that read
+                                 its whole result read (its progress's
+                                 expected), 0 unknown */
 } zx_worker_args;
 
 #define ZX_RUN_PREVIEW 0x1u   /* count and sample what would be sent; send
@@ -224,6 +227,18 @@ int zx_dbz_tables_seed(struct zx_dbz_tables *t, zx_src *rt);
  * a cut object is replaced by {"truncated":true}).  Cheap: call it at most
  * every second or when something changes. */
 void zx_src_set_status(zx_src *rt, const char *json);
+
+/* The worker's long work in progress (a sync run's phase, the initial
+ * copy of a table, a backfill), shown by `zxctl status`, the feed and
+ * `zxctl run --wait` with a rate and the time left the supervisor works
+ * out (common/progress.h): what it does ("reading", "copying
+ * public.orders"; cut at ZX_SEG_PROGRESS_WHAT_MAX - 1 bytes), rows done,
+ * rows expected (0 unknown), flags (ZX_SEG_PROGRESS_EXACT: expected is
+ * exact, not an estimate), when the work began (wall clock µs).  what
+ * NULL or "": no work in progress (say so when it ends).  Cheap: call it
+ * at most a few times a second. */
+void zx_src_set_progress(zx_src *rt, const char *what, uint64_t done, uint64_t expected,
+                         unsigned flags, int64_t started_us);
 
 /* Send an event to the feed: {"event": event, "message": message} (the
  * supervisor adds the pipeline and the time), picked up within ~100 ms

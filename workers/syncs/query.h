@@ -98,6 +98,11 @@ int zx_query_types_known(const zx_query *q);
  * on the server first). */
 int64_t zx_query_next(zx_query *q, zx_rowset *rs, size_t max, char *err, size_t errlen);
 
+/* The planner's estimate of the result's rows (PostgreSQL: EXPLAIN
+ * (FORMAT JSON) of the query in its own read-only transaction), or -1
+ * when unknown (SQLite: always).  For progress only: never exact. */
+int64_t zx_query_estimate(const zx_query *q);
+
 /* End the transaction, disconnect, free.  NULL is a no-op. */
 void zx_query_close(zx_query *q);
 
@@ -133,6 +138,7 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
                 const char *sql, const zx_query_limits *lim, void **out, char *err,
                 size_t errlen);
 const zx_dcol *zx_qpg_columns(const void *q, size_t *n);
+int64_t zx_qpg_estimate(const void *q);
 int64_t zx_qpg_next(void *q, zx_rowset *rs, size_t max, char *err, size_t errlen);
 void zx_qpg_close(void *q);
 

@@ -190,3 +190,8 @@ int zx_query_cut_msg(zx_query_cut why, const char *sync, uint32_t timeout_ms, co
                  "run was cancelled); the query was %s", sync, how);
     return -1;
 }
+
+int64_t zx_query_estimate(const zx_query *q)
+{
+    return q && q->pg ? zx_qpg_estimate(q->impl) : -1;
+}

@@ -30,6 +30,9 @@
  * protocol (which refuses a second statement, and DECLARE anything but
  * one SELECT), its columns described, then the same query, in the same
  * snapshot, as `COPY (<query>) TO STDOUT` (text), read row by row.
+ * Between the two, `EXPLAIN (FORMAT JSON) <query>` (under a savepoint, so
+ * that its failure costs nothing) gives the planner's estimate of the rows
+ * (the run's progress, when no earlier run says how many to expect).
  *
  * Every wait on that connection goes through wait_sock (query.h "Limits"):
  * nothing blocks in libpq, so a stop or the deadline is seen within 200 ms
@@ -40,6 +43,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <stdio.h>
@@ -78,6 +82,7 @@ typedef struct pq {
     int done;
     char *field;                  /* a field with its escapes undone */
     size_t fcap;
+    int64_t estimate;             /* the planner's rows, -1 unknown */
 } pq;
 
 /* ---- types --------------------------------------------------------------- */
@@ -392,6 +397,52 @@ static int connect_q(pq *q, const char *app, char *err, size_t errlen)
     return 0;
 }
 
+/* The planner's estimate of the query's rows into q->estimate (-1 when it
+ * cannot say): EXPLAIN (FORMAT JSON) in the query's own transaction and
+ * snapshot, under a savepoint released or rolled back to.  0, or -1 (err
+ * set) only when the connection itself failed or the run was cut. */
+static int estimate(pq *q, const char *sql, char *err, size_t errlen)
+{
+    q->estimate = -1;
+    size_t n = strlen(sql) + 48;
+    char *ex = malloc(n);
+    PGresult *r = NULL;
+    if (!ex)
+        return 0;
+    snprintf(ex, n, "EXPLAIN (FORMAT JSON)\n%s\n", sql);
+    if (qexec(q, "SAVEPOINT zx_estimate", "workspace", NULL, err, errlen) < 0) {
+        free(ex);
+        return -1;
+    }
+    if (!PQsendQueryParams(q->conn, ex, 0, NULL, NULL, NULL, NULL, 0)) {
+        free(ex);
+        server_error(q, NULL, "workspace", err, errlen);
+        return -1;
+    }
+    free(ex);
+    if (await_result(q, &r, err, errlen) < 0)
+        return -1;   /* cut, or the connection lost */
+    /* (an error of the server's: no estimate, the savepoint rolled back to) */
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQnfields(r) == 1) {
+        json_t *plan = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+        json_t *rows = json_object_get(json_object_get(json_array_get(plan, 0), "Plan"),
+                                       "Plan Rows");
+        if (json_is_number(rows) && json_number_value(rows) >= 0 &&
+            json_number_value(rows) < 9e18)
+            q->estimate = (int64_t)json_number_value(rows);
+        json_decref(plan);
+    }
+    PQclear(r);
+    return qexec(q, q->estimate >= 0 ? "RELEASE SAVEPOINT zx_estimate"
+                                      : "ROLLBACK TO SAVEPOINT zx_estimate",
+                 "workspace", NULL, err, errlen);
+}
+
+int64_t zx_qpg_estimate(const void *qq)
+{
+    return ((const pq *)qq)->estimate;
+}
+
 int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *author,
                   const char *sql, const zx_query_limits *lim, void **out, char *err,
                   size_t errlen)
@@ -500,6 +551,8 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
      * from eating the parenthesis; COPY to a file or a program is refused to
      * the author's role anyway. */
     if (qexec(q, "CLOSE zx_sync", "workspace", NULL, err, errlen) < 0)
+        goto fail;
+    if (estimate(q, sql, err, errlen) < 0)
         goto fail;
     snprintf(decl, dl, "COPY (\n%s\n) TO STDOUT", sql);
     if (!PQsendQueryParams(q->conn, decl, 0, NULL, NULL, NULL, NULL, 0) ||

@@ -28,6 +28,30 @@
 
 /* ---- status ------------------------------------------------------------- */
 
+/* The generic progress (source.h) of the phase the run is in: reading
+ * (rows read of those expected), comparing (keys merged of the rows
+ * read), sending (rows sent of those to send), recording; none once the
+ * run is over. */
+static void run_put_progress(srun *r, const char *state)
+{
+    if (strcmp(state, "running") || !r->phase || !strcmp(r->phase, "done")) {
+        zx_src_set_progress(r->rt, NULL, 0, 0, 0, 0);
+        return;
+    }
+    uint64_t done = r->read, expected = r->expect_read;
+    unsigned flags = 0;
+    if (!strcmp(r->phase, "comparing")) {
+        done = r->compared;
+        expected = r->read;
+        flags = ZX_SEG_PROGRESS_EXACT;
+    } else if (!strcmp(r->phase, "sending") || !strcmp(r->phase, "recording")) {
+        done = r->sent;
+        expected = r->to_send;
+        flags = ZX_SEG_PROGRESS_EXACT;
+    }
+    zx_src_set_progress(r->rt, r->phase, done, expected, flags, r->started_us);
+}
+
 void run_put_status(srun *r, const char *state)
 {
     int64_t now = zx_mono_ms();
@@ -103,6 +127,7 @@ void run_put_status(srun *r, const char *state)
         zx_src_set_status(r->rt, js);
     free(js);
     json_decref(o);
+    run_put_progress(r, state);
     r->last_status_ms = now;
 }
 
@@ -203,6 +228,8 @@ static int sync_open(zx_src *rt, void **state, char *err, size_t errlen)
                 !(a->run_flags & ZX_RUN_ONEOFF);
     r->phase = "starting";
     r->started_ms = zx_mono_ms();
+    r->started_us = zx_now_us();
+    r->expect_read = a->run_expect_rows;
     snprintf(r->tmpdir, sizeof(r->tmpdir), "%s/tmp", a->conf->data_dir);
     zx_rowset_init(&r->rs);
     zx_rowset_init(&r->send);

@@ -266,8 +266,10 @@ int run_merge_keys(srun *r)
         }
         if (rc == 0)
             rc = rk_next(&k);
-        if (++n % 65536 == 0)
+        if (++n % 65536 == 0) {
+            r->compared = n;
             run_progress(r);
+        }
     }
     /* stored keys after the result's last */
     while (rc == 0 && mirror) {

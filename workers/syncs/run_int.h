@@ -113,6 +113,11 @@ typedef struct srun {
     int failed_bad;               /* a row outside its batch was reported */
     json_t *sample, *sample_deletes, *dups;
     int64_t started_ms, last_status_ms;
+    int64_t started_us;           /* wall clock, for its progress */
+    uint64_t expect_read;         /* rows it expects to read: the last whole
+                                     read's (zx_worker_args), else the
+                                     planner's estimate (query.h), else 0 */
+    uint64_t compared;            /* keys merged so far (comparing) */
     const char *phase;
     int64_t phase_at, phase_ms[4];    /* time in reading, comparing, sending,
                                          recording */
@@ -134,7 +139,8 @@ typedef struct keyrec {
 /* ---- run.c: status ------------------------------------------------------ */
 
 /* Publish the run's status (run.h) in state `state` ("running", or the
- * final one). */
+ * final one), and its progress (zx_src_set_progress: the phase, rows done
+ * and expected in it; none once final). */
 void run_put_status(srun *r, const char *state);
 
 /* Enter phase ph ("reading", "comparing", "sending", "recording"): the

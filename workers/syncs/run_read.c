@@ -196,6 +196,9 @@ int run_read_result(srun *r)
     if (zx_query_open(r->conf, r->name, r->p->auth, r->o->query, &lim, &r->q, r->err,
                       sizeof(r->err)) < 0)
         return -1;
+    /* rows to expect (its progress): no earlier run says, the planner may */
+    if (!r->expect_read && zx_query_estimate(r->q) > 0)
+        r->expect_read = (uint64_t)zx_query_estimate(r->q);
     /* the columns outlive the query (closed before sending): a copy */
     const zx_dcol *qc = zx_query_columns(r->q, &r->ncols);
     zx_dcol *own = calloc(r->ncols, sizeof(*own));

@@ -137,6 +137,11 @@ void pgcdc_status(cdc *c, int force)
         double rate = secs > 0 ? (double)c->copied / secs : 0;
         double left = c->copy_est > c->copied && rate > 0 ? (double)(c->copy_est - c->copied) / rate
                                                           : 0;
+        /* the generic progress too (source.h): status, feed, one line */
+        char what[ZX_SEG_PROGRESS_WHAT_MAX];
+        snprintf(what, sizeof(what), "copying %s", c->ci < c->nt ? c->t[c->ci].qname : "");
+        zx_src_set_progress(c->rt, what, c->copied, c->copy_est, 0,
+                            c->copy_t0_us);
         o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:f}", "state", "copying",
                       "slot", c->o->slot, "table", c->ci < c->nt ? c->t[c->ci].qname : "",
                       "tables_done", (json_int_t)c->ci, "tables", (json_int_t)c->copy_tables,
@@ -144,6 +149,7 @@ void pgcdc_status(cdc *c, int force)
                       (json_int_t)c->copy_est, "rows_per_second", (double)(int64_t)rate,
                       "seconds_left", (double)(int64_t)left);
     } else {
+        zx_src_set_progress(c->rt, NULL, 0, 0, 0, 0);   /* the copy is over */
         if (c->meta && now - c->last_retained_ms >= RETAINED_EVERY_MS) {
             c->last_retained_ms = now;
             c->retained = pgcdc_retained(c->meta, c->o->slot);
@@ -783,6 +789,7 @@ static int cdc_open(zx_src *rt, void **state, char *err, size_t errlen)
                 " at=%s", p->name, c->o->slot, exists ? "exists" : "created", c->o->publication, c->nt,
                 c->copy_tables, l);
     c->copy_t0_ms = zx_mono_ms();
+    c->copy_t0_us = zx_now_us();
     if (c->copy_tables) {
         /* the slot's exported snapshot, imported before anything else is
          * said on the replication connection; an existing slot: a fresh one */

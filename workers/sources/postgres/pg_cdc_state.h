@@ -60,6 +60,7 @@ typedef struct cdc {
     zx_rowset crs;
     uint64_t copied, copy_est, copy_tables;
     int64_t copy_t0_ms;
+    int64_t copy_t0_us;        /* the same, wall clock (its progress) */
     char snapshot[256];
 
     /* the stream */
