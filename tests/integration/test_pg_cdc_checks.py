@@ -371,3 +371,54 @@ def test_refused_password_fails_at_once_and_a_reload_with_the_right_one_runs(pg,
     assert z.log_text().count("event=start process=cdc ") == 2, z.log_tail(30)
     assert z.pipeline("cdc-nodb")["state"] == "failed"
     assert_no_password(z, z.zxctl("status").stdout, cdc_env)
+
+
+def test_a_source_server_down_for_a_while_is_waited_for(cdc_env):
+    """The source's server stops for 8 s and starts again (a restart, a
+    failover): the worker loses its stream, and its next open cannot
+    connect; it retries in the worker with backoff (the error with
+    "retrying" in zxctl status) instead of crash-looping until the
+    supervisor gives up, and the mirror catches up once the server is
+    back.  Before, five failed opens within a second failed the pipeline
+    for good."""
+    import os
+    import shutil
+    import tempfile
+    import psycopg
+    root = tempfile.mkdtemp(prefix="zx-outage-")
+    if os.geteuid() == 0:       # the server runs as its own system user
+        shutil.chown(root, user=os.environ.get("ZX_PG_OS_USER", "postgres"))
+    env = dict(os.environ, ZX_SERVICES_DIR=root)
+    script = os.path.join(os.path.dirname(pg_fixtures.__file__), "..", "services", "postgres")
+    p = subprocess.run([script, "start"], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    port = int(dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)["PGPORT"])
+    try:
+        conn = dict(superuser("postgres"), port=port)
+        dsn = f"host=127.0.0.1 port={port} user={conn['user']} password={conn['password']} " \
+              "dbname=postgres"
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("CREATE TABLE orders (id int PRIMARY KEY, v text)")
+            c.execute("INSERT INTO orders SELECT g, 'a' FROM generate_series(1, 10) g")
+        z = cdc_env.zxd({"cdc": {"connection": "src", "tables": ["orders"]}}, {"src": conn})
+        z.wait_count("orders", 10, deadline=60)
+        r = subprocess.run([script, "restart"], capture_output=True, text=True, timeout=300,
+                           env=dict(env, ZX_PG_RESTART_PAUSE="8",
+                                    ZX_PG_RESTART_MODE="immediate"))
+        assert r.returncode == 0, r.stderr
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("INSERT INTO orders SELECT g, 'b' FROM generate_series(11, 20) g")
+            c.execute("UPDATE orders SET v = 'c' WHERE id = 1")
+        z.wait_count("orders", 20, deadline=120)
+        wait_for(lambda: z.count("orders", "v = 'c'") == 1, "the update after the outage",
+                 deadline=60)
+        p = z.pipeline("cdc")
+        assert p["state"] == "running", p
+        log = z.log_text()
+        assert "event=source_open_retry pipeline=cdc" in log, z.log_tail(40)
+        assert "event=source_open_recovered pipeline=cdc" in log, z.log_tail(40)
+        assert "not restarted" not in log, z.log_tail(40)
+        assert not p.get("source_error"), p
+    finally:
+        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)

@@ -266,6 +266,43 @@ static int load_one(const char *part, const void *val, size_t len, void *ctx)
 
 /* Copy the pipeline's committed positions out of the store.  A store the
  * writer has not made yet means none.  0, or -1 with err set. */
+/* Open the source; a failure that may pass (the server is restarting or
+ * unreachable: open returned -1, not ZX_SRC_REFUSED) is retried in this
+ * worker, 1 s then doubling up to 30 s, with the error in zxctl status
+ * and one warning per attempt, until it opens or zxd stops it -- rather
+ * than exiting, which the supervisor would count as a crash and, after
+ * five within a minute, stop restarting (a source database that takes a
+ * few seconds to restart would fail the pipeline for good).  Returns
+ * what the last open returned. */
+static int open_retrying(zx_src *rt, const zx_source *src, void **state, char *err,
+                         size_t errlen)
+{
+    int wait_ms = 1000;
+    for (unsigned attempt = 1;; attempt++) {
+        int rc = src->open(rt, state, err, errlen);
+        if (rc >= 0) {
+            if (attempt > 1) {
+                zx_info("event=source_open_recovered pipeline=%s source=%s attempts=%u",
+                        rt->name, src->name, attempt);
+                zx_src_set_error(rt, NULL);
+            }
+            return rc;
+        }
+        if (rc == ZX_SRC_REFUSED || stop_requested)
+            return rc;
+        zx_warn("event=source_open_retry pipeline=%s source=%s attempt=%u retry_in_ms=%d "
+                "error=\"%s\"", rt->name, src->name, attempt, wait_ms, err);
+        char shown[600];
+        snprintf(shown, sizeof(shown), "%s (retrying in %d s)", err, wait_ms / 1000);
+        zx_src_set_error(rt, shown);
+        for (int64_t until = zx_mono_ms() + wait_ms; !stop_requested && zx_mono_ms() < until;)
+            zx_src_wait(rt, (int)(until - zx_mono_ms()));
+        if (stop_requested)
+            return rc;
+        wait_ms = wait_ms >= 15000 ? 30000 : wait_ms * 2;
+    }
+}
+
 static int load_positions(zx_src *rt, char *err, size_t errlen)
 {
     zx_store *st = NULL;
@@ -361,7 +398,7 @@ int zx_source_main(const zx_source *src, const zx_worker_args *a)
     }
     int orc = load_positions(rt, err, sizeof(err));
     if (orc == 0)
-        orc = src->open(rt, &state, err, sizeof(err));
+        orc = open_retrying(rt, src, &state, err, sizeof(err));
     if (orc < 0) {
         if (orc == ZX_SRC_REFUSED)
             rc = ZX_EXIT_FATAL_CONFIG;

@@ -108,7 +108,9 @@ typedef struct zx_source {
 
     /* Make the source's state (*state, freed by close).  The committed
      * positions are available (zx_src_position*).  0, or -1 with err set:
-     * the worker exits 1 and the supervisor restarts it with backoff; or
+     * a failure that may pass (a server down or restarting): the runtime
+     * calls open again in this worker, 1 s then doubling up to 30 s, with
+     * err in zxctl status, until it succeeds or the worker is stopped; or
      * ZX_SRC_REFUSED with err set: a refusal no restart can fix (the worker
      * exits ZX_EXIT_FATAL_CONFIG and is not restarted). */
     int (*open)(zx_src *rt, void **state, char *err, size_t errlen);
