@@ -265,6 +265,8 @@ class ItemChanger(threading.Thread):
 
 def main():
     import psycopg
+    # a SIGTERM (or ^C) still stops what the run started (atexit)
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
     if not PGBENCH:
         sys.exit("pgbench is missing (Debian postgresql-15)")
     pg, kafka = service("postgres"), service("kafka")
@@ -331,6 +333,8 @@ pipelines:
     source: postgres
     connection: src
     tables: [public.pgbench_accounts, public.pgbench_branches, public.pgbench_tellers]
+    slot: zx_soak_{tag}
+    publication: zx_soak_{tag}
   dbz:
     direction: stream
     source: kafka
