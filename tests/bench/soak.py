@@ -35,6 +35,7 @@ ZX_SOAK_KAFKA_RATE (500), ZX_SOAK_TPS (100), ZX_SOAK_ITEM_RATE (20),
 ZX_SOAK_KILL_EVERY (60: mean seconds between kills), ZX_SOAK_KEEP (keep
 the run's folder).  It talks only to 127.0.0.1 and kills what it started.
 """
+import atexit
 import json
 import os
 import random
@@ -70,11 +71,11 @@ def log(*a):
     print(time.strftime("%H:%M:%S"), *a, flush=True)
 
 
-def service(name, *args, env=None):
+def service(name, *args, env=None, check=True):
     args = args or ("start",)
     p = subprocess.run([os.path.join(REPO, "tests", "services", name), *args], capture_output=True,
                        text=True, timeout=900, env=env)
-    if p.returncode != 0:
+    if p.returncode != 0 and check:
         sys.exit(f"tests/services/{name} {' '.join(args)} failed:\n{p.stderr[-3000:]}")
     return dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)
 
@@ -107,12 +108,17 @@ def children_of(root_pid):
 
 
 def rss_fds(pid):
+    """(RSS MiB, its anonymous part MiB, open fds) of pid, or Nones.  The
+    anonymous part is the process' own memory: RSS also counts the pages
+    of the shared rings it has touched, which grow until the ring has
+    wrapped once."""
     try:
         with open(f"/proc/{pid}/status") as f:
-            rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024.0
-        return rss, len(os.listdir(f"/proc/{pid}/fd"))
-    except (OSError, StopIteration):
-        return None, None
+            st = {l.split(":")[0]: l.split()[1] for l in f if l.startswith(("VmRSS", "RssAnon"))}
+        return (int(st["VmRSS"]) / 1024.0, int(st["RssAnon"]) / 1024.0,
+                len(os.listdir(f"/proc/{pid}/fd")))
+    except (OSError, KeyError, ValueError):
+        return None, None, None
 
 
 def role_of(title):
@@ -259,6 +265,8 @@ class ItemChanger(threading.Thread):
 
 def main():
     import psycopg
+    # a SIGTERM (or ^C) still stops what the run started (atexit)
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
     if not PGBENCH:
         sys.exit("pgbench is missing (Debian postgresql-15)")
     pg, kafka = service("postgres"), service("kafka")
@@ -280,6 +288,7 @@ def main():
     dbz_name = f"soak{tag}"
     dbz_topic = f"{dbz_name}.public.items"
     pg_port = re.search(r":(\d+)/", dsn).group(1)
+    atexit.register(lambda: service("debezium", "stop", dbz_name, check=False))
     service("debezium", "start", dbz_name,
             env=dict(os.environ, DBZ_SOURCE="postgres", DBZ_DB_PORT=pg_port, DBZ_DB_NAME=db,
                      DBZ_TABLES="public.items", DBZ_TOPIC_PREFIX=dbz_name, DBZ_SINK="kafka",
@@ -324,6 +333,8 @@ pipelines:
     source: postgres
     connection: src
     tables: [public.pgbench_accounts, public.pgbench_branches, public.pgbench_tellers]
+    slot: zx_soak_{tag}
+    publication: zx_soak_{tag}
   dbz:
     direction: stream
     source: kafka
@@ -354,6 +365,13 @@ pipelines:
     zlog = open(os.path.join(root, "zxd.log"), "ab")
     zxd = subprocess.Popen([ZXD, "-c", cfg_path], stdout=zlog, stderr=zlog,
                            start_new_session=True)
+
+    def kill_zxd():
+        try:
+            os.killpg(zxd.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    atexit.register(kill_zxd)
 
     def zxctl(*args, timeout=600):
         return subprocess.run([ZXCTL, "-c", cfg_path, *args], capture_output=True, text=True,
@@ -398,11 +416,13 @@ pipelines:
                 reloads += 1
                 row = {"minute": len(minutes) + 1, "procs": {}, "pipelines": {}}
                 for pid, title in children_of(zxd.pid).items():
-                    r, n = rss_fds(pid)
+                    r, a, n = rss_fds(pid)
                     if r is not None:
-                        row["procs"][role_of(title)] = {"rss_mib": round(r, 1), "fds": n}
-                r, n = rss_fds(zxd.pid)
-                row["procs"]["supervisor"] = {"rss_mib": round(r, 1), "fds": n}
+                        row["procs"][role_of(title)] = {"rss_mib": round(r, 1),
+                                                        "anon_mib": round(a, 1), "fds": n}
+                r, a, n = rss_fds(zxd.pid)
+                row["procs"]["supervisor"] = {"rss_mib": round(r, 1), "anon_mib": round(a, 1),
+                                              "fds": n}
                 try:
                     sm = scrape(port, token)
                 except Exception as e:
@@ -420,7 +440,8 @@ pipelines:
                         "restarts": metric(sm, "zx_process_restarts_total", process=pr)}
                 minutes.append(row)
                 log("minute %d: " % row["minute"] + "; ".join(
-                    f"{k} {v['rss_mib']} MiB {v['fds']} fds" for k, v in sorted(row["procs"].items()))
+                    f"{k} {v['rss_mib']}/{v['anon_mib']} MiB {v['fds']} fds"
+                    for k, v in sorted(row["procs"].items()))
                     + " | p99 " + ", ".join(f"{p} {row['pipelines'][p]['p99_commit_s']}"
                                             for p in ("clicks", "events", "shop", "dbz")))
                 next_minute += 60
@@ -491,7 +512,7 @@ pipelines:
         zxd.wait(120)
     except subprocess.TimeoutExpired:
         os.killpg(zxd.pid, signal.SIGKILL)
-    service("debezium", "stop", dbz_name)
+    service("debezium", "stop", dbz_name, check=False)
     with psycopg.connect(dsn, autocommit=True) as c:
         for sl in c.execute("SELECT slot_name FROM pg_replication_slots WHERE database = %s",
                             (db,)).fetchall():
@@ -506,13 +527,21 @@ pipelines:
     log(f"report: {report_path}")
     # flat after warm-up: first minutes after 5 against the last ones
     roles = sorted({r for m in minutes for r in m["procs"]})
-    print("\nprocess            RSS MiB min/first/last/max     fds min/first/last/max")
+    print("\nafter minute 5:    RSS MiB first/last/max    anon MiB first/last/max    "
+          "fds first/last/max")
     for r in roles:
-        rs = [m["procs"][r]["rss_mib"] for m in minutes[5:] if r in m["procs"]]
-        fs = [m["procs"][r]["fds"] for m in minutes[5:] if r in m["procs"]]
-        if rs:
-            print(f"{r:18} {min(rs):6} {rs[0]:6} {rs[-1]:6} {max(rs):6}      "
-                  f"{min(fs):4} {fs[0]:4} {fs[-1]:4} {max(fs):4}")
+        ms = [m["procs"][r] for m in minutes[5:] if r in m["procs"]]
+        if ms:
+            rs, an, fs = ([x[k] for x in ms] for k in ("rss_mib", "anon_mib", "fds"))
+            print(f"{r:18} {rs[0]:7} {rs[-1]:7} {max(rs):7}    {an[0]:7} {an[-1]:7} "
+                  f"{max(an):7}    {fs[0]:4} {fs[-1]:4} {max(fs):4}")
+    p99s = {p: [m["pipelines"][p]["p99_commit_s"] for m in minutes
+                if m["pipelines"].get(p, {}).get("p99_commit_s") is not None]
+            for p in ("clicks", "events", "shop", "dbz")}
+    for p, v in p99s.items():
+        if v:
+            print(f"p99 commit latency {p}: per minute min {min(v)} s, max {max(v)} s, "
+                  f"last {v[-1]} s")
     for k, v in checks.items():
         print(f"check {k}: {v}")
     print(f"kills: {len(kills)} ({', '.join(sorted({k[1] for k in kills}))}), reloads: {reloads}")
