@@ -351,6 +351,34 @@ static void lags(zx_prom *m, sup *s)
         json_decref(st[i]);
 }
 
+/* Long work in progress (a sync run, the CDC initial copy): rows done,
+ * rows expected (when known) and the rate, per pipeline while it runs
+ * (sup_progress_json; no sample when the pipeline has none). */
+static void progress(zx_prom *m, sup *s)
+{
+    static const char *const fam[3][3] = {
+        {"zx_progress_done_rows", "done",
+         "Rows done by the pipeline's long work in progress (a sync run, an initial copy)."},
+        {"zx_progress_expected_rows", "expected",
+         "Rows the work in progress expects in all (a previous run's, or an estimate)."},
+        {"zx_progress_rows_per_second", "rate", "Rate of the work in progress over ~5 s."},
+    };
+    json_t *pg[ZX_MAX_PIPELINES];
+    for (size_t i = 0; i < s->npipes; i++)
+        pg[i] = sup_progress_json(s->pipes[i]);
+    for (size_t f = 0; f < 3; f++) {
+        zx_prom_family(m, fam[f][0], "gauge", fam[f][2]);
+        for (size_t i = 0; i < s->npipes; i++) {
+            json_t *v = pg[i] ? json_object_get(pg[i], fam[f][1]) : NULL;
+            zx_prom_label l = {"pipeline", s->pipes[i]->name};
+            if (json_is_number(v))
+                zx_prom_f(m, fam[f][0], &l, 1, json_number_value(v));
+        }
+    }
+    for (size_t i = 0; i < s->npipes; i++)
+        json_decref(pg[i]);
+}
+
 /* Reverse syncs: runs ended by outcome, and the time those that ran took
  * (a summary without quantiles: _sum and _count). */
 static void sync_runs(zx_prom *m, sup *s)
@@ -431,6 +459,7 @@ char *sup_metrics_text(sup *s, size_t *len)
     lags(&m, s);
     rings(&m, s);
     forwards(&m, s);
+    progress(&m, s);
     sync_runs(&m, s);
     int cut = m.full;
     m.full = 0;

@@ -25,11 +25,12 @@ import time
 
 import pytest
 
-from conftest import ZXCTL, wait_for
+from conftest import ZXCTL, http_request, wait_for
 from pg_cdc_fixtures import make_cdc_env, superuser
 from sync_fixtures import make_sync_env
 
 ROWS = 300000
+METRICS_TOKEN = "tok-progress-metrics-0123456789"
 QUERY = "SELECT id, v, (SELECT count(*) FROM pad WHERE pad.k <= big.id % 400) AS c FROM big"
 
 
@@ -44,6 +45,7 @@ def big_sync(sync_env, first_run=True):
                            "dest": {"connection": "d", "table": "big"}, "mode": "upsert",
                            "key": ["id"], "extra": {"batch_rows": 200}}}
     z.connections = {"d": {"kind": "sqlite", "path": os.path.join(z.root, "dest.db")}}
+    z.api_tokens = {"scraper": {"token": METRICS_TOKEN, "role": "status"}}
     z.write_config()
     t = z.ws_types()
     z.ws_exec(f"CREATE TABLE big (id {t['int']} PRIMARY KEY, v {t['text']})")
@@ -101,6 +103,14 @@ def test_a_run_shows_its_progress_in_status_and_the_feed(sync_env):
     assert pg["expected"] == ROWS and 0 < pg["done"] <= ROWS, pg
     assert 0 <= pg["percent"] <= 100 and pg["eta_seconds"] is not None, pg
     assert pg["eta_seconds"] >= 0 and pg["line"].startswith(pg["what"] + " "), pg
+    # GET /metrics has it too while the run goes on
+    r = http_request(z.port, "GET", "/metrics",
+                     headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    assert r.status == 200, r
+    text = r.body.decode()
+    if z.pipeline("big_out").get("progress"):     # still running after the scrape
+        assert 'zx_progress_done_rows{pipeline="big_out"}' in text, text
+        assert 'zx_progress_rows_per_second{pipeline="big_out"}' in text, text
     # the human status: one progress line (taken while it still runs)
     text = z.zxctl("status", check_rc=0).stdout
     if not idle(z):
@@ -111,6 +121,10 @@ def test_a_run_shows_its_progress_in_status_and_the_feed(sync_env):
     assert pj["progress"] is None or pj["run"] == run_id, pj
     wait_for(lambda: idle(z), "the run's end", deadline=300)
     assert z.pipeline("big_out")["progress"] is None       # over: none
+    r = http_request(z.port, "GET", "/metrics",
+                     headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    assert "# TYPE zx_progress_done_rows gauge" in r.body.decode()
+    assert 'zx_progress_done_rows{pipeline="big_out"}' not in r.body.decode()
     assert z.zxctl("progress", "big_out", check_rc=0).stdout.strip() == \
         "big_out: no work in progress"
     # this run's events (the first run's expected nothing)
