@@ -90,6 +90,17 @@ static int word_ok(const char *s, size_t n)
     return 1;
 }
 
+/* A read route's method: GET (and HEAD where head_ok) is 1; any other is
+ * answered 405 with Allow: GET and is 0. */
+static int read_method(zx_http_req *req, const char *method, const char *what, int head_ok)
+{
+    if (!strcmp(method, "GET") || (head_ok && !strcmp(method, "HEAD")))
+        return 1;
+    zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; read the "
+                             "%s with GET", method, what);
+    return 0;
+}
+
 typedef struct lineage_q {
     const char *name, *dir, *format;
 } lineage_q;
@@ -155,29 +166,20 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
         op = 3;
         word = "metrics";
         wlen = 7;
-        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
-                                     "read the metrics with GET", method);
+        if (!read_method(req, method, "metrics", 1))
             return;
-        }
     } else if (!strcmp(path, status_path)) {
         word = "status";
         wlen = 6;
         op = 5;
-        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
-                                     "read the status with GET", method);
+        if (!read_method(req, method, "status", 1))
             return;
-        }
     } else if (!strcmp(path, lineage_path)) {
         word = "lineage";
         wlen = 7;
         op = 4;
-        if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
-                                     "read the lineage with GET", method);
+        if (!read_method(req, method, "lineage", 1))
             return;
-        }
         if (lineage_params(req, &lp) < 0)
             return;
     } else if (!strcmp(path, feed_path)) {
@@ -185,11 +187,8 @@ void zx_gw_api_head(gateway *g, zx_http_req *req)
         wlen = 4;
         op = 6;
         char why[200];
-        if (strcmp(method, "GET")) {
-            zx_http_reply_json_error(req, 405, "Allow: GET\r\n", "method %s is not allowed; "
-                                     "read the feed with GET", method);
+        if (!read_method(req, method, "feed", 0))
             return;
-        }
         if (zx_gwfeed_parse_start(zx_http_header(req, "Last-Event-ID"),
                                   zx_http_query_param(req, "last_event_id"),
                                   zx_http_query_param(req, "since"), &from, &after, why,
