@@ -26,9 +26,13 @@ zxd through ${env:} only and are checked to appear in no log, no status
 and no answer of zxctl.
 """
 
+import contextlib
 import json
+import os
 import re
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -273,21 +277,31 @@ def test_reload_adds_a_postgres_pipeline(pg, cdc_env):
     z.push_ok("web", [{"a": 1}])
     z.wait_count("web", 1)
 
-def test_wal_level_replica_is_told_to_set_logical(cdc_env):
-    """A second server, made with wal_level = replica: the check (and so
-    the pipeline's start) says to set wal_level = logical and restart."""
-    import os
-    import shutil
-    import tempfile
-    root = tempfile.mkdtemp(prefix="zx-replica-")
+
+@contextlib.contextmanager
+def private_server(prefix, **settings):
+    """A PostgreSQL server of its own (tests/services/postgres in a folder
+    of its own, with settings as environment, e.g. ZX_PG_WAL_LEVEL):
+    yields (port, script, env), stopped and removed afterwards."""
+    root = tempfile.mkdtemp(prefix=prefix)
     if os.geteuid() == 0:       # the server runs as its own system user
         shutil.chown(root, user=os.environ.get("ZX_PG_OS_USER", "postgres"))
-    env = dict(os.environ, ZX_SERVICES_DIR=root, ZX_PG_WAL_LEVEL="replica")
+    env = dict(os.environ, ZX_SERVICES_DIR=root, **settings)
     script = os.path.join(os.path.dirname(pg_fixtures.__file__), "..", "services", "postgres")
     p = subprocess.run([script, "start"], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    port = int(dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)["PGPORT"])
     try:
+        yield int(dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)["PGPORT"]), \
+            script, env
+    finally:
+        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_wal_level_replica_is_told_to_set_logical(cdc_env):
+    """A second server, made with wal_level = replica: the check (and so
+    the pipeline's start) says to set wal_level = logical and restart."""
+    with private_server("zx-replica-", ZX_PG_WAL_LEVEL="replica") as (port, _, _):
         conn = dict(superuser("postgres"), port=port)
         z = cdc_env.zxd({"cdc": {"connection": "old", "tables": ["orders"]}}, {"old": conn})
         for name in ("cdc", "old"):
@@ -298,9 +312,6 @@ def test_wal_level_replica_is_told_to_set_logical(cdc_env):
         wait_for(lambda: "wal_level is replica" in (z.pipeline("cdc").get("last_error") or ""),
                  lambda: f"the pipeline failed with the message: {z.pipeline('cdc')}",
                  deadline=60)
-    finally:
-        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_table_without_key_fails_at_once_without_restarts(pg, cdc_env):
@@ -381,19 +392,8 @@ def test_a_source_server_down_for_a_while_is_waited_for(cdc_env):
     supervisor gives up, and the mirror catches up once the server is
     back.  Before, five failed opens within a second failed the pipeline
     for good."""
-    import os
-    import shutil
-    import tempfile
     import psycopg
-    root = tempfile.mkdtemp(prefix="zx-outage-")
-    if os.geteuid() == 0:       # the server runs as its own system user
-        shutil.chown(root, user=os.environ.get("ZX_PG_OS_USER", "postgres"))
-    env = dict(os.environ, ZX_SERVICES_DIR=root)
-    script = os.path.join(os.path.dirname(pg_fixtures.__file__), "..", "services", "postgres")
-    p = subprocess.run([script, "start"], env=env, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    port = int(dict(l.split("=", 1) for l in p.stdout.splitlines() if "=" in l)["PGPORT"])
-    try:
+    with private_server("zx-outage-") as (port, script, env):
         conn = dict(superuser("postgres"), port=port)
         dsn = f"host=127.0.0.1 port={port} user={conn['user']} password={conn['password']} " \
               "dbname=postgres"
@@ -419,6 +419,3 @@ def test_a_source_server_down_for_a_while_is_waited_for(cdc_env):
         assert "event=source_open_recovered pipeline=cdc" in log, z.log_tail(40)
         assert "not restarted" not in log, z.log_tail(40)
         assert not p.get("source_error"), p
-    finally:
-        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
-        shutil.rmtree(root, ignore_errors=True)
