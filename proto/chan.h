@@ -68,11 +68,12 @@
  *             nothing else)
  *   supervisor → gateway
  *     API     {"id": N, "status": HTTP status, "body": {...}}: its answer;
- *             "metrics" and "status" answer 200 with {"metrics_bytes": L}
- *             or {"body_bytes": L} instead of a body, and one fd: a memfd
- *             whose first L bytes are the text (metrics) or the JSON
- *             (status: what `zxctl status --json` prints), at most
- *             ZX_METRICS_MAX
+ *             "metrics", "status" and "lineage" answer 200 with
+ *             {"metrics_bytes": L} or {"body_bytes": L} (lineage: and its
+ *             "format") instead of a body, and one fd: a memfd whose
+ *             first L bytes are the text (metrics), the JSON (status: what
+ *             `zxctl status --json` prints) or the lineage in its format,
+ *             at most ZX_METRICS_MAX
  *
  *   writer → supervisor
  *     EVENT   a feed event object as in proto/control.h (without "ts",

@@ -159,9 +159,9 @@ static json_t *api_status(sup *s, int *mfd)
 /* GET /api/lineage[?name=N&direction=upstream|downstream&format=F]: the
  * graph of the configuration in force with each sync's last ended run
  * (those in memory, newer than the store's, then the store's), cut to
- * what is connected to N; JSON as the body, the other formats as "text"
- * (the gateway checked the parameters). */
-static json_t *api_lineage(sup *s, const json_t *req)
+ * what is connected to N; the text in a memfd (*mfd set) like the
+ * status's, its format named (the gateway checked the parameters). */
+static json_t *api_lineage(sup *s, const json_t *req, int *mfd)
 {
     const char *name = json_string_value(json_object_get(req, "name"));
     const char *dir = json_string_value(json_object_get(req, "direction"));
@@ -199,14 +199,17 @@ static json_t *api_lineage(sup *s, const json_t *req)
             goto nomem;
         show = part;
     }
+    /* in a memfd, as the status: a large configuration's graph outgrows
+     * a ZX_CHAN message */
     char *out = zx_lineage_render(show, format);
-    json_t *rep = NULL;
-    if (out && !strcmp(format, "json")) {
-        json_error_t je;
-        json_t *body = json_loads(out, 0, &je);
-        rep = body ? json_pack("{s:i, s:o}", "status", 200, "body", body) : NULL;
-    } else if (out) {
-        rep = json_pack("{s:i, s:s, s:s}", "status", 200, "text", out, "format", format);
+    size_t len = out ? strlen(out) : 0;
+    *mfd = out ? sup_text_memfd("zx-lineage", out, len) : -1;
+    json_t *rep = *mfd >= 0 ? json_pack("{s:i, s:I, s:s}", "status", 200, "body_bytes",
+                                        (json_int_t)len, "format", format)
+                            : NULL;
+    if (!rep && *mfd >= 0) {
+        close(*mfd);
+        *mfd = -1;
     }
     free(out);
     zx_lineage_free(part);
@@ -226,7 +229,7 @@ void sup_sync_api(sup *s, const char *buf)
     const char *op = req ? json_string_value(json_object_get(req, "op")) : NULL;
     const char *tok = req ? json_string_value(json_object_get(req, "token")) : NULL;
     const zx_conf_apitoken *t = tok ? find_token(s->conf, tok) : NULL;
-    int mfd = -1;   /* GET /metrics, /api/status: the text, in a memfd sent
+    int mfd = -1;   /* GET /metrics, /api/status, /api/lineage: the text, in a memfd sent
                        with the answer */
     if (!id || !op) {
         json_decref(req);
@@ -284,7 +287,7 @@ void sup_sync_api(sup *s, const char *buf)
         rep = json_pack("{s:i}", "status", 200);
     } else if (!strcmp(op, "lineage")) {
         /* any valid token may read it: names and places, never a secret */
-        rep = api_lineage(s, req);
+        rep = api_lineage(s, req, &mfd);
     } else {
         rep = api_error(400, "unknown request");
     }

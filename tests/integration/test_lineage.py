@@ -229,10 +229,16 @@ class LineageZxd(Zxd):
     table to a CSV file and an API token."""
 
     token = "tok-" + secrets.token_hex(16)
+    more_syncs = 0     # that many more syncs of events, each to a file of its own
 
     def config_text(self):
         self.env["LINEAGE_API_TOKEN"] = self.token
-        return super().config_text() + (
+        more = "".join(
+            f"  copy_{i:04d}:\n    direction: out\n    author: analyst\n"
+            "    query: SELECT * FROM events\n"
+            f"    destination: {{files: {{path: var/exports/copy_{i:04d}.csv, format: csv}}}}\n"
+            "    mode: replace\n" for i in range(self.more_syncs))
+        return super().config_text() + more + (
             "  events_csv:\n    direction: out\n    author: analyst\n"
             "    query: SELECT * FROM events\n"
             "    destination: {files: {path: var/exports/events.csv, format: csv}}\n"
@@ -314,3 +320,18 @@ def test_api_lineage_filters_formats_and_run_history(make_lineage_zxd):
         assert r.status == 400, (q, r)
     r = http_request(z.port, "GET", "/api/lineage?name=nosuch", headers=auth)
     assert r.status == 404 and "no pipeline, table or object named nosuch" in r.json["error"], r
+
+
+def test_api_lineage_larger_than_a_channel_message(make_lineage_zxd, monkeypatch):
+    """A configuration whose graph outgrows a channel message (64 KiB):
+    the lineage still comes whole (handed over in a memfd)."""
+    monkeypatch.setattr(LineageZxd, "more_syncs", 400)
+    z = make_lineage_zxd({"events": {}})
+    auth = {"Authorization": f"Bearer {z.token}"}
+    r = http_request(z.port, "GET", "/api/lineage", headers=auth)
+    assert r.status == 200, r
+    assert len(r.body) > 65536, len(r.body)
+    ids = {n["id"] for n in r.json["nodes"]}
+    assert "sync:copy_0000" in ids and "sync:copy_0399" in ids
+    r = http_request(z.port, "GET", "/api/lineage?format=dot", headers=auth)
+    assert r.status == 200 and r.body.decode().count(" -> ") >= 800, r

@@ -11,8 +11,8 @@
  *                                 and the run history (conf/lineage.h; JSON,
  *                                 or ?format=text|dot|mermaid; ?name=N
  *                                 [&direction=upstream|downstream] keeps
- *                                 what is connected to N): 200
- *                                 {"nodes": [...], "edges": [...]}
+ *                                 what is connected to N), handed over in a
+ *                                 memfd: 200 {"nodes": [...], "edges": [...]}
  *   GET  /api/status              what `zxctl status --json` prints
  *                                 (supervisor/status.c), handed over in a
  *                                 memfd: 200 {"pipelines": [...], ...}
@@ -384,14 +384,20 @@ void zx_gw_api_reply(gateway *g, const char *json, int fd)
                     "tokens; its API requests get 429 until the window ends", q->peer, nfail,
                     g->a->conf->http.api_auth_window_ms / 1000);
         json_t *body = json_object_get(o, "body");
-        if ((q->api == 3 || q->api == 5) && st == 200 && q->req) {
+        if ((q->api == 3 || q->api == 4 || q->api == 5) && st == 200 && q->req) {
+            /* the text in a memfd: metrics, status, the lineage in its format */
             zx_http_req_set_data(q->req, NULL);
             int m = q->api == 3;
+            const char *f = json_string_value(json_object_get(o, "format"));
+            const char *type = m ? metrics_type
+                               : q->api == 5 || !f || !strcmp(f, "json") ? "application/json"
+                               : !strcmp(f, "dot") ? "text/vnd.graphviz; charset=utf-8"
+                                                   : "text/plain; charset=utf-8";
             if (reply_memfd(q->req, fd, json_integer_value(json_object_get(o, m ? "metrics_bytes"
                                                                            : "body_bytes")),
-                            m ? metrics_type : "application/json") < 0)
+                            type) < 0)
                 zx_http_reply_json_error(q->req, 500, NULL, "the %s did not arrive",
-                                         m ? "metrics" : "status");
+                                         m ? "metrics" : q->api == 4 ? "lineage" : "status");
             q->req = NULL;
         }
         if (q->api == 6 && st == 200 && q->req) {
@@ -401,16 +407,6 @@ void zx_gw_api_reply(gateway *g, const char *json, int fd)
                                          "stopping; retry");
             else
                 zx_gwfeed_start(g->feed, q->req, q->feed_from, q->feed_after);
-            q->req = NULL;
-        }
-        const char *text = json_string_value(json_object_get(o, "text"));
-        if (q->api == 4 && st == 200 && text && q->req) {
-            /* the lineage as text, DOT or Mermaid */
-            const char *f = json_string_value(json_object_get(o, "format"));
-            zx_http_req_set_data(q->req, NULL);
-            zx_http_reply(q->req, 200, f && !strcmp(f, "dot") ? "text/vnd.graphviz; charset=utf-8"
-                                                               : "text/plain; charset=utf-8",
-                          NULL, text, strlen(text));
             q->req = NULL;
         }
         char *bs = body ? json_dumps(body, JSON_COMPACT) : NULL;
