@@ -10,6 +10,7 @@
  * there (a worker may die mid-write: the seqlock, and a NUL forced), or
  * show the progress of a worker that is not running.
  */
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "common/progress.h"
 #include "common/timefmt.h"
 #include "common/util.h"
+#include "supervisor/jobs.h"
 #include "supervisor/sup.h"
 
 #define FEED_EVERY_MS 5000
@@ -113,6 +115,15 @@ void sup_progress_tick(sup *s)
             continue;
         json_object_set_new(o, "event", json_string("progress"));
         json_object_set_new(o, "pipeline", json_string(p->name));
+        uint64_t run_id = 0, expect = 0;
+        unsigned flags = 0;
+        if (p->run)
+            sup_sync_worker_args(p, &run_id, &flags, &expect);
+        if (run_id) { /* a sync's run: which one, as zxctl runs and /api/runs say it */
+            char id[24];
+            snprintf(id, sizeof(id), "%" PRIu64, run_id);
+            json_object_set_new(o, "run", json_string(id));
+        }
         json_object_set(o, "message", json_object_get(o, "line"));
         json_object_del(o, "line");
         char *js = json_dumps(o, JSON_COMPACT);

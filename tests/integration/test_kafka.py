@@ -603,6 +603,58 @@ def test_back_pressure_pauses_fetching_and_loses_nothing(kafka, make_kzxd):
     wait_for(lambda: z.source_status("bp").get("paused") is False, "the source resumed")
 
 
+def test_a_backlog_being_caught_up_shows_its_progress(kafka, make_kzxd):
+    """Catching up a backlog is long work (issue 23): while 10,000 or more
+    messages are left on the assigned partitions, the pipeline's progress
+    says "catching up on <topic>", messages read since it began of those
+    plus the ones left, in `zxctl status`, `zxctl progress` and the feed;
+    it ends once fewer than 1,000 are left.  The writer is stopped so that
+    the backlog stays (the worker takes what its ring and memory hold,
+    none of it written)."""
+    topic = kafka.create_topic(partitions=3)
+    pipes = {"cu": {"connection": "c", "topic": topic, "metadata": META}}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")}, server_extra="ring_size: 4MiB")
+    writer = z.wait_running("writer")
+    wait_for(lambda: z.source_status("cu").get("state") == "consuming", "consuming")
+    kafka.produce(topic, rows_of(300))
+    wait_for(lambda: [p.get("committed") for p in z.source_status("cu")["partitions"]] ==
+             [100, 100, 100], lambda: f"the first 300 written: {z.source_status('cu')}")
+    assert z.pipeline("cu")["progress"] is None        # nothing left: no work shown
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        kafka.produce(topic, rows_of(60_000, start=300))
+        seen = {}
+
+        def catching_up():
+            pg = z.pipeline("cu").get("progress")
+            seen["pg"] = pg
+            return pg is not None and pg["expected"] is not None
+        wait_for(catching_up, lambda: f"the catching up shown: {seen.get('pg')} {z.source_status('cu')}\n" +
+                 z.log_tail(20), deadline=60)
+        pg = seen["pg"]
+        assert pg["what"] == f"catching up on {topic}", pg
+        # read since it began + left: at most the backlog, at least the start's 10,000
+        assert 10_000 <= pg["expected"] <= 60_000 and pg["done"] <= pg["expected"], pg
+        assert pg["exact"] is False and 0 <= pg["percent"] < 100, pg
+        text = z.zxctl("progress", "cu", check_rc=0).stdout
+        assert text.startswith(f"cu: catching up on {topic} ") and " rows" in text, text
+        assert f"progress: catching up on {topic} " in z.zxctl("status", check_rc=0).stdout
+
+        def fed():
+            out = z.zxctl("--json", "feed", check_rc=0).stdout.splitlines()[1:]
+            ev = [json.loads(l) for l in out if l.strip()]
+            return [e for e in ev if e["event"] == "progress" and e["pipeline"] == "cu"]
+        wait_for(fed, "a progress event in the feed", deadline=30)
+        e = fed()[-1]
+        assert e["what"] == f"catching up on {topic}" and "run" not in e, e
+        assert e["message"].startswith(f"catching up on {topic} "), e
+    finally:
+        os.kill(writer, signal.SIGCONT)
+    wait_offsets(z, "cu", kafka.end_offsets(topic), deadline=120)
+    wait_for(lambda: z.pipeline("cu")["progress"] is None, "the catching up over", deadline=30)
+    assert z.zxctl("progress", "cu", check_rc=0).stdout.strip() == "cu: no work in progress"
+
+
 def test_transaction_markers_are_real_gaps_read_past_once(kafka, make_kzxd):
     """A transactional producer leaves a commit marker after each
     transaction: offsets with no message.  After a restart the group's

@@ -139,6 +139,7 @@ def test_a_run_shows_its_progress_in_status_and_the_feed(sync_env):
     assert any(e["done"] > 0 for e in events), events
     for e in events:
         assert e["expected"] == ROWS and "rate" in e and "eta_seconds" in e, e
+        assert e["run"] == run_id, e
         assert e["message"].startswith(e["what"] + " "), e
     # at most one every 5 s
     ts = [time.mktime(time.strptime(x["ts"][:19], "%Y-%m-%dT%H:%M:%S")) for x in events]

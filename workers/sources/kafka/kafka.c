@@ -175,6 +175,36 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     }
 }
 
+/* A backlog being caught up is shown as long work (catchup.h): done is
+ * how far the assigned partitions' written positions moved since it
+ * began, what is left their high watermarks less those positions (the
+ * known ones). */
+static void catchup_update(kstate *s, uint64_t written, int64_t left, const char *topic,
+                           int many_topics)
+{
+    zx_catchup_view v;
+    if (s->epoch != s->catchup_epoch) {
+        /* other partitions: their positions summed are no count of ours */
+        zx_catchup_rebase(&s->catchup, written);
+        s->catchup_epoch = s->epoch;
+    }
+    if (!zx_catchup_update(&s->catchup, zx_now_us(), written, left, -1, &v)) {
+        if (s->catchup_shown) {
+            zx_src_set_progress(s->rt, NULL, 0, 0, 0, 0);
+            s->catchup_shown = 0;
+        }
+        return;
+    }
+    char label[300], what[ZX_SEG_PROGRESS_WHAT_MAX];
+    if (many_topics)
+        snprintf(label, sizeof(label), "its topics");
+    else
+        snprintf(label, sizeof(label), "%s", topic ? topic : "its topic");
+    zx_catchup_what(what, sizeof(what), label, -1);
+    zx_src_set_progress(s->rt, what, v.done, v.expected, 0, v.started_us);
+    s->catchup_shown = 1;
+}
+
 /* The status JSON (source.h): state and, per partition we read, the next
  * offset, the committed one, the high watermark and the lag. */
 static void status_update(kstate *s)
@@ -184,6 +214,10 @@ static void status_update(kstate *s)
      * once encoded) */
     size_t cap = sizeof(buf) - (s->resets ? 700 : 200), n = 0, shown = 0, total = 0;
     size_t assigned = 0;
+    int64_t left = -1;          /* messages left to write on the assigned partitions */
+    uint64_t written = 0;       /* their written positions, summed */
+    const char *one_topic = NULL;
+    int many_topics = 0;
     for (size_t i = 0; i < s->parts.n; i++)
         assigned += s->parts.v[i].assigned != 0;
     const char *state = s->error[0] ? "error" : assigned ? "consuming" : "connecting";
@@ -213,6 +247,19 @@ static void status_update(kstate *s)
             snprintf(hw, sizeof(hw), "%" PRId64, p->high);
         if (p->high >= 0 && at >= 0)
             snprintf(lag, sizeof(lag), "%" PRId64, p->high > at ? p->high - at : 0);
+        /* catching up: what is left to write (messages held by the worker
+         * or in its ring are not done yet) */
+        int64_t wrote = committed >= 0 ? committed : p->next;
+        /* (offsets past 2^48 are no real topic's: left out, no overflow) */
+        if (p->high >= 0 && wrote >= 0 && p->high < ((int64_t)1 << 48) &&
+            wrote < ((int64_t)1 << 48)) {
+            left = (left < 0 ? 0 : left) + (p->high > wrote ? p->high - wrote : 0);
+            written += (uint64_t)wrote;
+        }
+        if (!one_topic)
+            one_topic = p->topic;
+        else if (strcmp(one_topic, p->topic) != 0)
+            many_topics = 1;
         char one[512];
         int k = snprintf(one, sizeof(one),
                          "%s{\"topic\":\"%s\",\"partition\":%d,\"offset\":%s,\"committed\":%s,"
@@ -239,6 +286,7 @@ static void status_update(kstate *s)
     if (n < sizeof(buf))
         snprintf(buf + n, sizeof(buf) - n, "}");
     zx_src_set_status(s->rt, buf);
+    catchup_update(s, written, left, one_topic, many_topics);
 }
 
 /* ---- partitions ------------------------------------------------------- */

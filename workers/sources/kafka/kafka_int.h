@@ -36,6 +36,7 @@
 #include "conf/check.h"
 #include "conf/config.h"
 #include "proto/frame.h"
+#include "workers/sources/catchup.h"
 #include "workers/sources/debezium/debezium.h"
 #include "workers/sources/kafka/kafka_opts.h"
 #include "workers/sources/source.h"
@@ -408,6 +409,9 @@ typedef struct kstate {
     uint64_t resets;
     int64_t next_status_ms;
     uint64_t msgs, rows, rejects, frames;
+    zx_catchup catchup;         /* a backlog being caught up (kafka.c) */
+    int catchup_shown;          /* its progress is in the slot */
+    uint64_t catchup_epoch;     /* s->epoch its positions were summed at */
 } kstate;
 
 /* What eventfd-style wake-ups write (8 bytes). */

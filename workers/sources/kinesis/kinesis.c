@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/timefmt.h"
 #include "common/util.h"
+#include "workers/sources/catchup.h"
 #include "workers/sources/kinesis/kinesis_api.h"
 #include "workers/sources/kinesis/kinesis_int.h"
 #include "workers/sources/kinesis/kinesis_kpl.h"
@@ -63,6 +64,9 @@ typedef struct kin_state {
     char last_error[600];
     int64_t status_ms;
     int tfd;
+    uint64_t records_read;       /* GetRecords records taken in (catching up) */
+    zx_catchup catchup;          /* far behind the newest record: catchup.h */
+    int catchup_shown;
 } kin_state;
 
 #define KIN_STATUS_SHARDS 40        /* open shards listed in the status, at most */
@@ -102,6 +106,18 @@ static void set_status(kin_state *s)
              (long long)behind, list);
     zx_src_set_status(s->rt, js);
     s->status_ms = zx_mono_ms();
+    /* far behind: catching up shown as long work, rows left unknown (the
+     * API tells time behind, not records) */
+    zx_catchup_view v;
+    if (zx_catchup_update(&s->catchup, zx_now_us(), s->records_read, -1, behind, &v)) {
+        char what[ZX_SEG_PROGRESS_WHAT_MAX];
+        zx_catchup_what(what, sizeof(what), s->stream_label, behind);
+        zx_src_set_progress(s->rt, what, v.done, 0, 0, v.started_us);
+        s->catchup_shown = 1;
+    } else if (s->catchup_shown) {
+        zx_src_set_progress(s->rt, NULL, 0, 0, 0, 0);
+        s->catchup_shown = 0;
+    }
 }
 
 /* The problem now (NULL: none), said once per change. */
@@ -365,6 +381,7 @@ static int take_records(kin_state *s)
         if (rc == KN_FULL)
             return publish(s);
         s->gr_next++;
+        s->records_read++;
     }
     /* all of it: the tracker moves on */
     const char *last = s->gr.nrecords ? s->gr.records[s->gr.nrecords - 1].seq : NULL;
