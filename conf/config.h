@@ -420,6 +420,8 @@ typedef struct zx_conf {
                                 control characters (so no NUL), an exact
                                 name (to be quoted); default "public" */
     char *pg_application_name; /* libpq application_name; default "zxd" */
+    int pg_shared;           /* workspace.postgres.shared: several zxd write
+                                the schema (workspace_pg.c) */
     uint32_t commit_interval_ms; /* longest a writer transaction stays open
                                     while frames keep arriving; 20 ms */
     uint32_t max_queue_delay_ms; /* a frame waiting this long for the writer

@@ -36,6 +36,14 @@ void zx_cf_resolve_forwards(zx_cf_ctx *x, zx_conf *c)
                         "a reverse sync sends its result to its destination", p->name);
             continue;
         }
+        if (c->ws_kind == ZX_WS_KIND_POSTGRES && c->pg_shared) {
+            /* the journal is numbered per pipeline name in the workspace:
+             * two zxd would number the same rows */
+            zx_cf_error(x, p->line, p->column, "pipelines.%s: forward is not available with "
+                        "workspace.postgres.shared yet: forward from a reverse sync of the "
+                        "table with on: change instead", p->name);
+            continue;
+        }
         int ok = 0;
         for (size_t k = 0; p->dest_plugin && forward_kinds[k]; k++)
             ok |= !strcmp(p->dest_plugin->name, forward_kinds[k]);

@@ -354,6 +354,17 @@ const zx_cf_option zx_cf_options[] = {
      .type = ZX_CF_STRING, .def = "zxd", .offset = ROOT(pg_application_name),
      .help = "Name zxd's connections give the server (libpq's "
      "`application_name`, shown in `pg_stat_activity`)."},
+    {.section = "workspace.postgres", .name = "shared", .type = ZX_CF_BOOL,
+     .def = "false", .offset = ROOT(pg_shared),
+     .help = "Whether several zxd (each with its own `server.data_dir`, on one host or "
+     "many) write this schema together. `false`: one zxd owns the schema, and a "
+     "second one is refused. `true`: every zxd that says so writes its pipelines' "
+     "rows into the same tables; each keeps its own checkpoints (named by the "
+     "random id in `<data_dir>/instance-id`), and a table's schema changes "
+     "(creating it, adding a column) are made by one of them at a time, under a "
+     "lock in the workspace, after reading what the others made. A zxd with "
+     "`false` is refused while zxd with `true` write the schema, and the other way "
+     "round."},
 
     {.section = "connections.<name>", .name = "kind", .type = ZX_CF_ENUM,
      .offset = CONN(kind), .flags = ZX_CF_REQUIRED, .allowed = zx_cf_conn_kinds,

@@ -408,7 +408,8 @@ class Zxd:
                 pg_fixtures.USERS[self.pg_user], safe="")
             return ["  postgres:",
                     f"    dsn: {json.dumps(self.pg_dsn_config)}",
-                    f"    schema: {self.pg_schema}"]
+                    f"    schema: {self.pg_schema}"] + \
+                (["    shared: true"] if getattr(self, "pg_shared", False) else [])
         return ["  sqlite:",
                 "    path: workspace.db"]
 

@@ -183,7 +183,7 @@ static void pg_suite(zx_store *st)
     }
     char schema[64], err[256], q[160];
     snprintf(schema, sizeof(schema), "zxu_forget_%d", (int)getpid());
-    zx_ws *w = zx_ws_open_postgres(dsn, "test-dsn", schema, "zx-test-forget", "test", NULL, err,
+    zx_ws *w = zx_ws_open_postgres(dsn, "test-dsn", schema, "zx-test-forget", "test", NULL, NULL, err,
                                    sizeof(err));
     CHECK(w != NULL);
     if (!w) {

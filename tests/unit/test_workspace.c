@@ -314,7 +314,7 @@ static int pg_exec(const char *sql)
 static zx_ws *pg_open_schema(const char *schema, const char *app, const char *owner,
                              int *locked)
 {
-    return zx_ws_open_postgres(pg_dsn, pg_shown, schema, app, owner, locked, err, sizeof(err));
+    return zx_ws_open_postgres(pg_dsn, pg_shown, schema, app, owner, NULL, locked, err, sizeof(err));
 }
 
 static zx_ws *pg_open(void)
@@ -457,14 +457,14 @@ static void test_open_errors(void)
     } else {
         /* nothing listens there; the message shows dsn_shown, never the dsn */
         CHECK(zx_ws_open_postgres("postgresql://zx:pw-not-shown@127.0.0.1:1/x", "db-shown",
-                                  "s", PG_APP, NULL, &locked, err, sizeof(err)) == NULL &&
+                                  "s", PG_APP, NULL, NULL, &locked, err, sizeof(err)) == NULL &&
               locked == 0);
         CHECK_HAS(err, "cannot connect to Postgres db-shown");
         CHECK(strstr(err, "pw-not-shown") == NULL);
         /* a database that does not exist: restarting cannot help (*locked = 1) */
         char dsn[2048];
         CHECK(conninfo_with(pg_dsn, "zxu_no_such_database", 0, dsn, sizeof(dsn)) == 0);
-        CHECK(zx_ws_open_postgres(dsn, "nodb", "s", PG_APP, NULL, &locked, err,
+        CHECK(zx_ws_open_postgres(dsn, "nodb", "s", PG_APP, NULL, NULL, &locked, err,
                                   sizeof(err)) == NULL && locked == 1);
         CHECK_HAS(err, "zxu_no_such_database");
     }
@@ -1239,7 +1239,7 @@ static int other_start(other *o, const char *schema)
         int lk = -1;
         char e[1024] = "";
         zx_ws *w = zx_ws_open_postgres(pg_dsn, pg_shown, schema, "zxu-other", "data_dir /other",
-                                       &lk, e, sizeof(e));
+                                       NULL, &lk, e, sizeof(e));
         char out[1100];
         int n = snprintf(out, sizeof(out), "%d %d %s", w != NULL, lk, e);
         zx_ws_close(w);

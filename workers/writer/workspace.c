@@ -676,6 +676,10 @@ static int create_table(zx_ws *w, ws_table *t, const zx_rowset *rs, uint32_t met
         return 1;
     }
     int rc = w->ops->create_table(w, t, defs, n, err, errlen);
+    if (rc == 2) {   /* another zxd made it: map_fields adds what it lacks */
+        free(defs);
+        return 0;
+    }
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (ws_table_add_col(w, t, defs[i].name, w->ops->decl_for_type(defs[i].type)) < 0 ||
             (i < ndata && add_newcol(res, defs[i].name, defs[i].type) < 0))

@@ -54,9 +54,10 @@ struct zx_conf;
 
 /* Open the workspace the configuration names (workspace.sqlite, the
  * default, or workspace.postgres): zx_ws_open_sqlite or
- * zx_ws_open_postgres with its settings.  Same returns. */
-zx_ws *zx_ws_open(const struct zx_conf *c, const char *owner, int *locked, char *err,
-                  size_t errlen);
+ * zx_ws_open_postgres with its settings (instance: this zxd's id, used
+ * when workspace.postgres.shared is on).  Same returns. */
+zx_ws *zx_ws_open(const struct zx_conf *c, const char *owner, const char *instance,
+                  int *locked, char *err, size_t errlen);
 
 /* "sqlite" or "postgres" (static). */
 const char *zx_ws_backend(const zx_ws *w);
@@ -101,12 +102,22 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
  * refuses the role, its password, the database or a permission zx needs;
  * else 0 (e.g. the server is unreachable: worth retrying).
  *
+ * instance non-NULL (workspace.postgres.shared): the schema is shared
+ * with other zxd that say so too: the lock is taken in shared mode (so
+ * only a zxd without `shared` is kept out, and keeps them out), the zxd
+ * is listed in <schema>._zx_hosts instead of _zx_writer, the rows of
+ * _zx_checkpoints, _zx_parked and _zx_forward are named
+ * "<instance>/<pipeline>", a removed pipeline's _zx_positions are kept
+ * (another zxd may read the same upstream), and each CREATE TABLE, ADD
+ * COLUMN and column retype first takes the table's schema-change lock
+ * (a transaction advisory lock) and looks at what is there now.
+ *
  * Afterwards a lost connection is not fatal: the open transaction fails,
  * and the next zx_ws_begin reconnects and takes the lock again
  * (zx_ws_status says why it cannot while it cannot). */
 zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *schema,
-                           const char *application_name, const char *owner, int *locked,
-                           char *err, size_t errlen);
+                           const char *application_name, const char *owner,
+                           const char *instance, int *locked, char *err, size_t errlen);
 
 /* `zxctl test workspace`: check what zx needs of the configured workspace
  * on a connection of its own, without taking the writer lock: for

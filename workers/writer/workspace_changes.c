@@ -95,6 +95,7 @@ static int ensure_mirror(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, 
     free(src);
     if (named < 0)
         return zx_seterr(err, errlen, "workspace: out of memory");
+    int made = 0;
     if (t->ncols == 0) {
         ws_coldef *defs = calloc(rs->ncols + 1, sizeof(*defs));
         if (!defs)
@@ -111,9 +112,11 @@ static int ensure_mirror(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, 
         free(defs);
         if (rc < 0)
             return -1;
-        if (n)
+        made = rc == 0;   /* 2: another zxd made it; what it lacks is added below */
+        if (n && made)
             res->created_table = 1;
-    } else {
+    }
+    if (!made) {
         for (uint32_t i = 0; i < rs->ncols; i++) {
             if (!is_data(rs, i))
                 continue;

@@ -115,7 +115,11 @@ typedef struct ws_ops {
      * does not exist gets none.  0, or -1 on a database error. */
     int (*load_table)(zx_ws *w, ws_table *t);
     /* CREATE TABLE t with these columns (n >= 1; those with key set make
-     * the primary key, in order).  0, or -1 (err set). */
+     * the primary key, in order).  0, 2 when another zxd sharing the
+     * workspace made the table first (its columns are now in t's cache,
+     * none of these was added: the caller adds what it lacks), or -1
+     * (err set).  An added column another zxd added first is taken as it
+     * is (add_column 0, its declared type cached). */
     int (*create_table)(zx_ws *w, ws_table *t, const ws_coldef *cols, size_t n, char *err,
                         size_t errlen);
     /* ALTER TABLE ADD COLUMN.  0 added (and cached), 1 refused for a data

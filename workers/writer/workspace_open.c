@@ -13,12 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-zx_ws *zx_ws_open(const struct zx_conf *c, const char *owner, int *locked, char *err,
-                  size_t errlen)
+zx_ws *zx_ws_open(const struct zx_conf *c, const char *owner, const char *instance,
+                  int *locked, char *err, size_t errlen)
 {
     if (c->ws_kind == ZX_WS_KIND_POSTGRES)
         return zx_ws_open_postgres(c->pg_dsn, c->pg_dsn_shown, c->pg_schema,
-                                   c->pg_application_name, owner, locked, err, errlen);
+                                   c->pg_application_name, owner,
+                                   c->pg_shared ? instance : NULL, locked, err, errlen);
     return zx_ws_open_sqlite(c->sqlite_path, c->sqlite_synchronous, owner, locked, err, errlen);
 }
 

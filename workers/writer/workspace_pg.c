@@ -152,18 +152,32 @@ static void lock_holder(wsp *w, char *out, size_t outlen)
         snprintf(out + n, outlen - n, "%s%s", n ? "; " : "", PQgetvalue(r, 0, 0));
     }
     PQclear(r);
+    /* zxd sharing the schema (workspace.postgres.shared) */
+    snprintf(q, sizeof(q), "SELECT string_agg(owner, '; ') FROM (SELECT owner FROM"
+             " %s.\"_zx_hosts\" ORDER BY seen_at DESC LIMIT 3) h", w->qschema);
+    r = zx_wsp_exec(w, q, 0, NULL);
+    if (r && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)) {
+        size_t n = strlen(out);
+        snprintf(out + n, outlen - n, "%sshared by zxd %s", n ? "; " : "", PQgetvalue(r, 0, 0));
+    }
+    PQclear(r);
     w->broken = 0; /* a failed look-up says nothing of the connection */
 }
 
-/* pg_try_advisory_lock on (WSP_LOCK_CLASS, lock_key): 1 taken, 0 held by
- * another session, -1 failure. */
+/* pg_try_advisory_lock (_shared in a shared workspace) on
+ * (WSP_LOCK_CLASS, lock_key): 1 taken, 0 held by another session (in the
+ * other mode), -1 failure. */
 static int try_lock(wsp *w)
 {
     char k1[16], k2[16];
     snprintf(k1, sizeof(k1), "%d", WSP_LOCK_CLASS);
     snprintf(k2, sizeof(k2), "%d", (int)w->lock_key);
     const char *pv[2] = { k1, k2 };
-    PGresult *r = zx_wsp_exec(w, "SELECT pg_try_advisory_lock($1::int, $2::int)", 2, pv);
+    /* shared: compatible with other shared holders, not with a zxd that
+     * has the schema alone (and the other way round) */
+    PGresult *r = zx_wsp_exec(w, w->instance ? "SELECT pg_try_advisory_lock_shared($1::int, $2::int)"
+                                             : "SELECT pg_try_advisory_lock($1::int, $2::int)",
+                              2, pv);
     if (!r)
         return -1;
     int got = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
@@ -345,10 +359,16 @@ static int connect_pg(wsp *w, int *locked)
         char who[600];
         lock_holder(w, who, sizeof(who));
         char m[2400];
-        snprintf(m, sizeof(m), "workspace Postgres %s schema %s is in use by another zxd (%s): "
-                 "a workspace has one writer; stop that zxd or set another "
-                 "workspace.postgres.schema or database", w->dsn_shown, w->schema,
-                 who[0] ? who : "holder unknown");
+        if (w->instance)
+            snprintf(m, sizeof(m), "workspace Postgres %s schema %s is written by a zxd without "
+                     "workspace.postgres.shared (%s): set shared: true on that zxd too, or stop "
+                     "it", w->dsn_shown, w->schema, who[0] ? who : "holder unknown");
+        else
+            snprintf(m, sizeof(m), "workspace Postgres %s schema %s is in use by another zxd: "
+                     "a workspace has one writer unless every zxd that writes it sets "
+                     "workspace.postgres.shared: true; stop that zxd or set another "
+                     "workspace.postgres.schema or database (%s)", w->dsn_shown, w->schema,
+                     who[0] ? who : "holder unknown");
         set_msg(w, m);
         if (locked)
             *locked = 1;
@@ -365,8 +385,10 @@ static int connect_pg(wsp *w, int *locked)
              " nrows BIGINT, frame BYTEA, reason TEXT, parked_at TIMESTAMPTZ,"
              " PRIMARY KEY(pipeline, tbl, n));"
              "CREATE TABLE IF NOT EXISTS %s.\"_zx_forward\"(pipeline TEXT, n BIGINT,"
-             " nrows BIGINT, frame BYTEA, at TIMESTAMPTZ, PRIMARY KEY(pipeline, n))",
-             w->qschema, w->qschema, w->qschema, w->qschema, w->qschema);
+             " nrows BIGINT, frame BYTEA, at TIMESTAMPTZ, PRIMARY KEY(pipeline, n));"
+             "CREATE TABLE IF NOT EXISTS %s.\"_zx_hosts\"(instance TEXT PRIMARY KEY,"
+             " owner TEXT, since TIMESTAMPTZ, seen_at TIMESTAMPTZ)",
+             w->qschema, w->qschema, w->qschema, w->qschema, w->qschema, w->qschema);
     if (zx_wsp_run(w, q) < 0) {
         char m[2400];
         snprintf(m, sizeof(m), "cannot create zx's tables in schema %s of Postgres %s (%s): "
@@ -381,11 +403,17 @@ static int connect_pg(wsp *w, int *locked)
     char who[1200];
     snprintf(who, sizeof(who), "pid %ld on host %s%s%s", (long)getpid(), host,
              w->owner ? ", " : "", w->owner ? w->owner : "");
-    const char *wv[1] = { who };
-    snprintf(q, sizeof(q), "INSERT INTO %s.\"_zx_writer\"(id, owner, since) VALUES (1, $1, now())"
-             " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, since = excluded.since",
-             w->qschema);
-    r = zx_wsp_exec(w, q, 1, wv);
+    const char *wv[2] = { who, w->instance };
+    if (w->instance)
+        snprintf(q, sizeof(q), "INSERT INTO %s.\"_zx_hosts\"(instance, owner, since, seen_at)"
+                 " VALUES ($2, 'instance ' || $2 || ', ' || $1, now(), now()) ON CONFLICT"
+                 " (instance) DO UPDATE SET owner = excluded.owner, since = excluded.since,"
+                 " seen_at = excluded.seen_at", w->qschema);
+    else
+        snprintf(q, sizeof(q), "INSERT INTO %s.\"_zx_writer\"(id, owner, since) VALUES (1, $1,"
+                 " now()) ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, since ="
+                 " excluded.since", w->qschema);
+    r = zx_wsp_exec(w, q, w->instance ? 2 : 1, wv);
     PQclear(r); /* only for the message of a second zxd */
     w->broken = 0;
     w->permanent = 0;
@@ -400,8 +428,8 @@ fail:
 }
 
 zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *schema,
-                           const char *application_name, const char *owner, int *locked,
-                           char *err, size_t errlen)
+                           const char *application_name, const char *owner,
+                           const char *instance, int *locked, char *err, size_t errlen)
 {
     if (locked)
         *locked = 0;
@@ -418,7 +446,9 @@ zx_ws *zx_ws_open_postgres(const char *dsn, const char *dsn_shown, const char *s
     w->schema = strdup(sch);
     w->app = strdup(application_name && *application_name ? application_name : "zxd");
     w->owner = owner ? strdup(owner) : NULL;
+    w->instance = instance ? strdup(instance) : NULL;
     if (!w->dsn || !w->dsn_shown || !w->schema || !w->app || (owner && !w->owner) ||
+        (instance && !w->instance) ||
         zx_wsp_ident(&qs, sch) < 0) {
         zx_buf_free(&qs);
         zx_seterr(err, errlen, "workspace: out of memory");
@@ -454,6 +484,7 @@ static void p_close(zx_ws *ws)
     free(w->schema);
     free(w->app);
     free(w->owner);
+    free(w->instance);
     free(w->qschema);
     free(w);
 }
@@ -565,13 +596,29 @@ static int p_failure_is_permanent(zx_ws *ws)
 
 /* ---- checkpoints and positions ------------------------------------------- */
 
+/* The name pipeline's rows go under in zx's tables of one zxd's own
+ * bookkeeping (_zx_checkpoints, _zx_parked, _zx_forward): the pipeline's
+ * name, or in a shared workspace "<instance>/<pipeline>" (two zxd may
+ * each have a pipeline of that name, with rings of their own).  Into
+ * buf (WSP_KEY_MAX bytes; a pipeline name is far shorter).  Returns buf
+ * or pipeline. */
+#define WSP_KEY_MAX 512
+static const char *own_key(const wsp *w, const char *pipeline, char *buf)
+{
+    if (!w->instance)
+        return pipeline;
+    snprintf(buf, WSP_KEY_MAX, "%s/%s", w->instance, pipeline);
+    return buf;
+}
+
 static int p_checkpoint_get(zx_ws *ws, const char *pipeline, uint64_t *seq)
 {
     wsp *w = WSP(ws);
     char q[256];
     snprintf(q, sizeof(q), "SELECT seq FROM %s.\"_zx_checkpoints\" WHERE pipeline = $1",
              w->qschema);
-    const char *pv[1] = { pipeline };
+    char key[WSP_KEY_MAX];
+    const char *pv[1] = { own_key(w, pipeline, key) };
     PGresult *r = zx_wsp_exec(w, q, 1, pv);
     if (!r)
         return -1;
@@ -590,7 +637,8 @@ static int p_checkpoint_set(zx_ws *ws, const char *pipeline, uint64_t seq, int64
              " committed_at = excluded.committed_at", w->qschema);
     snprintf(s, sizeof(s), "%lld", (long long)seq);
     zx_ts_format(now_us, ts);
-    const char *pv[3] = { pipeline, s, ts };
+    char key[WSP_KEY_MAX];
+    const char *pv[3] = { own_key(w, pipeline, key), s, ts };
     PGresult *r = zx_wsp_exec(w, q, 3, pv);
     PQclear(r);
     return r ? 0 : -1;
@@ -603,7 +651,8 @@ static int p_checkpoint_prune(zx_ws *ws, const char *prefix, const char *keep1,
     char q[320];
     snprintf(q, sizeof(q), "DELETE FROM %s.\"_zx_checkpoints\" WHERE left(pipeline,"
              " length($1)) = $1 AND pipeline NOT IN ($2, $3)", w->qschema);
-    const char *pv[3] = { prefix, keep1, keep2 };
+    char k0[WSP_KEY_MAX], k1[WSP_KEY_MAX], k2[WSP_KEY_MAX];
+    const char *pv[3] = { own_key(w, prefix, k0), own_key(w, keep1, k1), own_key(w, keep2, k2) };
     PGresult *r = zx_wsp_exec(w, q, 3, pv);
     PQclear(r);
     return r ? 0 : -1;
@@ -673,6 +722,10 @@ static int p_pipeline_rows_drop(wsp *w, const char *table, const char *pipeline)
 
 static int p_positions_drop(zx_ws *ws, const char *pipeline)
 {
+    /* shared: positions are the upstream's, which another zxd may read
+     * under the same pipeline name (a Kafka group): kept */
+    if (WSP(ws)->instance)
+        return 0;
     return p_pipeline_rows_drop(WSP(ws), "_zx_positions", pipeline);
 }
 
@@ -708,7 +761,9 @@ static int p_park_put(zx_ws *ws, const char *pipeline, const char *table, uint64
     zx_ts_format(now_us, ts);
     if (len > INT32_MAX)
         return -1;
-    const char *pv[7] = { pipeline, table, ns, len ? frame : "", reason ? reason : "", ts, rs };
+    char key[WSP_KEY_MAX];
+    const char *pv[7] = { own_key(w, pipeline, key), table, ns, len ? frame : "",
+                          reason ? reason : "", ts, rs };
     int lens[7] = { 0, 0, 0, (int)len, 0, 0, 0 };
     int fmts[7] = { 0, 0, 0, 1, 0, 0, 0 };
     PGresult *r = park_exec(w, q, 7, pv, lens, fmts, 0, PGRES_COMMAND_OK);
@@ -723,7 +778,8 @@ static int p_park_first(zx_ws *ws, const char *pipeline, const char *table, uint
     char q[256];
     snprintf(q, sizeof(q), "SELECT n::text::bytea, frame FROM %s.\"_zx_parked\" WHERE"
              " pipeline = $1 AND tbl = $2 ORDER BY n LIMIT 1", w->qschema);
-    const char *pv[2] = { pipeline, table };
+    char key[WSP_KEY_MAX];
+    const char *pv[2] = { own_key(w, pipeline, key), table };
     PGresult *r = park_exec(w, q, 2, pv, NULL, NULL, 1, PGRES_TUPLES_OK);
     if (!r)
         return -1;
@@ -750,7 +806,8 @@ static int p_park_del(zx_ws *ws, const char *pipeline, const char *table, uint64
     snprintf(q, sizeof(q), "DELETE FROM %s.\"_zx_parked\" WHERE pipeline = $1 AND tbl = $2"
              " AND n = $3", w->qschema);
     snprintf(ns, sizeof(ns), "%llu", (unsigned long long)n);
-    const char *pv[3] = { pipeline, table, ns };
+    char key[WSP_KEY_MAX];
+    const char *pv[3] = { own_key(w, pipeline, key), table, ns };
     PGresult *r = zx_wsp_exec(w, q, 3, pv);
     PQclear(r);
     return r ? 0 : -1;
@@ -758,17 +815,22 @@ static int p_park_del(zx_ws *ws, const char *pipeline, const char *table, uint64
 
 static int p_parked_drop(zx_ws *ws, const char *pipeline)
 {
-    return p_pipeline_rows_drop(WSP(ws), "_zx_parked", pipeline);
+    char key[WSP_KEY_MAX];
+    return p_pipeline_rows_drop(WSP(ws), "_zx_parked", own_key(WSP(ws), pipeline, key));
 }
 
 static int p_parked_each(zx_ws *ws, zx_ws_parked_cb cb, void *ctx)
 {
     wsp *w = WSP(ws);
     char q[256];
-    snprintf(q, sizeof(q), "SELECT pipeline, tbl, count(*), sum(nrows),"
-             " sum(octet_length(frame)), max(n) FROM %s.\"_zx_parked\" GROUP BY pipeline, tbl",
-             w->qschema);
-    PGresult *r = park_exec(w, q, 0, NULL, NULL, NULL, 0, PGRES_TUPLES_OK);
+    /* shared: this zxd's own, under their pipelines' names */
+    char pre[WSP_KEY_MAX];
+    own_key(w, "", pre);
+    snprintf(q, sizeof(q), "SELECT substr(pipeline, length($1) + 1), tbl, count(*), sum(nrows),"
+             " sum(octet_length(frame)), max(n) FROM %s.\"_zx_parked\" WHERE"
+             " left(pipeline, length($1)) = $1 GROUP BY pipeline, tbl", w->qschema);
+    const char *pv[1] = { w->instance ? pre : "" };
+    PGresult *r = park_exec(w, q, 1, pv, NULL, NULL, 0, PGRES_TUPLES_OK);
     if (!r)
         return -1;
     int stop = 0;

@@ -19,6 +19,8 @@
 
 #define WSP_IDENT_MAX 63        /* Postgres' identifier limit (NAMEDATALEN - 1) */
 #define WSP_LOCK_CLASS 0x7a78   /* "zx": first key of the writer's advisory lock */
+#define WSP_DDL_CLASS 0x7a79    /* first key of a table's schema-change lock
+                                   (shared workspaces; workspace_pg_schema.c) */
 /* FROM and WHERE of a query on the sessions (a: pg_stat_activity) that
  * hold the writer lock of this database: $1 WSP_LOCK_CLASS, $2 the key. */
 #define WSP_LOCK_SESSIONS                                                                   \
@@ -39,6 +41,9 @@ typedef struct wsp {
     char *dsn;                  /* owned; holds the password: never shown */
     char *dsn_shown;            /* owned; password hidden */
     char *schema, *app, *owner; /* owned */
+    char *instance;             /* owned; NULL: the schema is this zxd's alone;
+                                   else workspace.postgres.shared and this
+                                   zxd's id (common/instance.h) */
     char *qschema;              /* "schema", quoted */
     char token[20];             /* random, this handle's: in its sessions'
                                    application_name */

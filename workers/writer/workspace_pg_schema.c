@@ -220,11 +220,60 @@ int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params)
     return 1;
 }
 
+/* ---- schema changes in a shared workspace ----------------------------- */
+
+/* Before a schema change of table qname in a shared workspace: its
+ * schema-change lock (a transaction advisory lock on (WSP_DDL_CLASS,
+ * hashtext(qname)), held to the commit), so that one zxd at a time
+ * changes it and the next sees what the last made.  0 (also when the
+ * workspace is not shared), or -1 (w->msg set). */
+static int ddl_lock(wsp *w, const char *qname)
+{
+    if (!w->instance)
+        return 0;
+    char k1[16];
+    snprintf(k1, sizeof(k1), "%d", WSP_DDL_CLASS);
+    const char *pv[2] = { k1, qname };
+    PGresult *r = zx_wsp_exec(w, "SELECT pg_advisory_xact_lock($1::int, hashtext($2))", 2, pv);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+/* The declared type of column name of qname as it is now, into decl:
+ * 1 there, 0 not (or no table), -1 failure. */
+static int column_now(wsp *w, const char *qname, const char *name, char *decl, size_t len)
+{
+    char id[WSP_IDENT_MAX + 1];
+    zx_wsp_ident_name(name, id);
+    const char *pv[2] = { qname, id };
+    PGresult *r = zx_wsp_exec(w, "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+                                 " WHERE a.attrelid = to_regclass($1) AND a.attname = $2"
+                                 " AND a.attnum > 0 AND NOT a.attisdropped", 2, pv);
+    if (!r)
+        return -1;
+    int have = PQntuples(r) == 1;
+    if (have)
+        snprintf(decl, len, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return have;
+}
+
 int zx_wsp_create_table(zx_ws *ws, ws_table *t, const ws_coldef *cols, size_t n, char *err,
                         size_t errlen)
 {
     wsp *w = WSP(ws);
     wsp_table *tb = be_of(w, t);
+    if (w->instance && tb) {
+        /* another zxd may have made it since this one looked */
+        if (ddl_lock(w, tb->qname) < 0)
+            return zx_seterr(err, errlen, "workspace: cannot lock table %s: %s", t->name,
+                             w->msg);
+        if (t->ncols == 0 && zx_wsp_load_table(ws, t) < 0)
+            return zx_seterr(err, errlen, "workspace: cannot read table %s: %s", t->name,
+                             w->msg);
+        if (t->ncols > 0)
+            return 2;
+    }
     zx_buf *b = &w->sql;
     b->len = 0;
     int bad = !tb || ws_sql_str(b, "CREATE TABLE ") < 0 || ws_sql_str(b, tb->qname) < 0 ||
@@ -253,6 +302,20 @@ int zx_wsp_add_column(zx_ws *ws, ws_table *t, const char *name, const char *decl
 {
     wsp *w = WSP(ws);
     wsp_table *tb = be_of(w, t);
+    if (w->instance && tb) {
+        /* another zxd may have added it since this one looked: then it is
+         * taken as it is */
+        char have[128];
+        int rc = ddl_lock(w, tb->qname);
+        if (rc == 0)
+            rc = column_now(w, tb->qname, name, have, sizeof(have));
+        if (rc < 0)
+            return zx_seterr(err, errlen, "workspace: cannot add column %s to %s: %s", name,
+                             t->name, w->msg);
+        if (rc == 1)
+            return ws_table_add_col(ws, t, name, have) < 0
+                       ? zx_seterr(err, errlen, "workspace: out of memory") : 0;
+    }
     zx_buf *b = &w->sql;
     b->len = 0;
     if (!tb || ws_sql_str(b, "ALTER TABLE ") < 0 || ws_sql_str(b, tb->qname) < 0 ||
@@ -282,6 +345,30 @@ int zx_wsp_retype_column(zx_ws *ws, ws_table *t, uint32_t col, const char *decl,
     wsp *w = WSP(ws);
     wsp_table *tb = be_of(w, t);
     const char *name = t->cols[col].name;
+    int moved = 0;  /* the cache took another zxd's type: statements to forget */
+    if (w->instance && tb) {
+        /* another zxd may have retyped it already */
+        char have[128];
+        int rc = ddl_lock(w, tb->qname);
+        if (rc == 0)
+            rc = column_now(w, tb->qname, name, have, sizeof(have));
+        if (rc < 0)
+            return zx_seterr(err, errlen, "workspace: cannot retype column %s of %s: %s", name,
+                             t->name, w->msg);
+        if (rc == 1 && strcmp(have, t->cols[col].decl) != 0) {
+            char *d = strdup(have);
+            if (!d)
+                return zx_seterr(err, errlen, "workspace: out of memory");
+            free(t->cols[col].decl);
+            t->cols[col].decl = d;
+            t->cols[col].kind = ws->ops->kind_from_decl(d);
+            if (strcmp(have, decl) == 0) {
+                zx_wsp_table_free(t); /* the prepared statements know the old type */
+                return 0;
+            }
+            moved = 1;
+        }
+    }
     for (int pass = 0; pass < 2; pass++) {
         const char *to = pass ? "text" : decl;
         zx_buf *b = &w->sql;
@@ -308,6 +395,8 @@ int zx_wsp_retype_column(zx_ws *ws, ws_table *t, uint32_t col, const char *decl,
         zx_wsp_table_free(t);
         return 0;
     }
+    if (moved)
+        zx_wsp_table_free(t);
     return 1;
 }
 
@@ -368,6 +457,8 @@ static const char *rej_sql(wsp *w, const char *table, int *skip, char *err, size
     if (tb->rej_sql)
         return tb->rej_sql;
     zx_buf *b = &w->sql;
+    if (t->ncols == 0 && ddl_lock(w, tb->qname) < 0)
+        goto dberr;
     if (t->ncols == 0) {
         b->len = 0;
         int bad = ws_sql_str(b, "CREATE TABLE IF NOT EXISTS ") < 0 ||

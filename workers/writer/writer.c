@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/instance.h"
 #include "common/log.h"
 #include "common/rowset.h"
 #include "common/segment.h"
@@ -456,7 +457,14 @@ int zx_writer_main(const zx_writer_args *a)
     snprintf(owner, sizeof(owner), "zxd pid %ld, data_dir %s", (long)getppid(),
              a->conf->data_dir);
     int locked = 0;
-    w->ws = zx_ws_open(a->conf, owner, &locked, err, sizeof(err));
+    char instance[ZX_INSTANCE_ID_LEN + 1] = "";
+    if (a->conf->ws_kind == ZX_WS_KIND_POSTGRES && a->conf->pg_shared &&
+        zx_instance_id(a->conf->data_dir, instance, err, sizeof(err)) < 0) {
+        zx_error("event=fatal error=\"%s\"", err);
+        rc = ZX_EXIT_FATAL_CONFIG;
+        goto out;
+    }
+    w->ws = zx_ws_open(a->conf, owner, instance[0] ? instance : NULL, &locked, err, sizeof(err));
     if (!w->ws) {
         zx_error("event=fatal error=\"%s\"", err);
         /* another zxd writes this workspace, or the server refuses us:
