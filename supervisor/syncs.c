@@ -150,10 +150,12 @@ json_t *syncs_run_json(const sync_run *r)
     if (r->result && json_object_get(r->result, "mode"))
         json_object_set(o, "mode", json_object_get(r->result, "mode"));
     /* lake tables: the files and the version a run made; destinations that
-     * send requests: the batches and the first error a batch or row met */
+     * send requests: the batches and the first error a batch or row met;
+     * a cursor's run: the mark it read from (null: everything), the one
+     * it read up to */
     static const char *const lake[] = {"files_added", "files_removed", "made", "batches",
                                        "batches_retried", "batches_failed", "first_error",
-                                       NULL};
+                                       "cursor_from", "cursor_mark", NULL};
     for (int i = 0; r->result && lake[i]; i++)
         if (json_object_get(r->result, lake[i]))
             json_object_set(o, lake[i], json_object_get(r->result, lake[i]));
