@@ -234,7 +234,7 @@ static void test_syncs(void)
          "cursor: updated_at, destination: {connection: lite, table: t}",
          "cursor needs mode: upsert"},
         {"direction: out, author: alice, query: SELECT 1 AS id, mode: upsert, key: [id], "
-         "cursor: \"\", destination: {connection: lite, table: t}", "cursor: a column"},
+         "cursor: \"\", destination: {connection: lite, table: t}", "cursor must not be empty"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(buf, sizeof(buf), "%spipelines:\n  s: {%s}\n", head, bad[i].pipe);
