@@ -59,15 +59,15 @@ void sup_sync_worker_args(const spipe *p, uint64_t *run_id, unsigned *run_flags,
 }
 
 /* The rows the newest run of sync that read its whole result (succeeded,
- * or previewed) read: a new run's expected rows (its progress).  The runs
- * in memory first, then the store's records (newest first); 0 when none
- * says. */
+ * or previewed; not one that read past its cursor's mark) read: a new
+ * run's expected rows (its progress).  The runs in memory first, then the
+ * store's records (newest first); 0 when none says. */
 static int rows_of(json_t *rec, uint64_t *rows)
 {
     const char *st = json_string_value(json_object_get(rec, "state"));
     json_t *v = json_object_get(rec, "rows_read");
     if (!st || (strcmp(st, "succeeded") && strcmp(st, "previewed")) || !json_is_integer(v) ||
-        json_integer_value(v) <= 0)
+        json_integer_value(v) <= 0 || json_is_string(json_object_get(rec, "cursor_from")))
         return 0;
     *rows = (uint64_t)json_integer_value(v);
     return 1;

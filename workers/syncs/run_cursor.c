@@ -118,6 +118,7 @@ int run_query_open(srun *r, const zx_query_limits *lim)
         if (ci >= 0 && kind_fits(r, &cols[ci])) {
             r->cursor_run = 1;
             r->cursor_idx = ci;
+            r->expect_read = 0;   /* the last whole read's says nothing */
             zx_info("event=sync_cursor sync=%s column=%s from=\"%s\"", r->name, r->o->cursor,
                     run_cursor_text(&r->mark_old));
             return 0;
