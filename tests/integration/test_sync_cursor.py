@@ -87,6 +87,9 @@ def test_a_cursor_run_reads_only_rows_past_the_mark(sync_env):
     # nothing changed: only the row at the mark is read, nothing sent
     r3 = z.run("crm")
     assert counts(r3)[:2] == (1, 0)
+    # and `zxctl run --wait` says what it read past
+    text = z.zxctl("run", "crm", "--wait").stdout
+    assert f"cursor: read from {r2['cursor_mark']}, up to {r2['cursor_mark']}" in text, text
 
     # a row committed late with the mark's own value is not missed; the
     # row already sent at that value is dropped by its hash
