@@ -164,3 +164,12 @@ def test_mirror_with_a_cursor_is_refused_at_the_check(sync_env):
                        timeout=60, env=z.env)
     assert p.returncode != 0
     assert "pipelines.crm: cursor cannot be used with mode: mirror" in p.stdout + p.stderr
+
+
+def test_a_cursor_that_cannot_be_one_fails_the_run_naming_it(sync_env):
+    z = cursor_sync(sync_env, query="SELECT id, name, id * 1.5 AS score FROM items",
+                    cursor="score")
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed"
+    assert "sync crm: cursor column score" in r["error"], r["error"]
+    assert "real number" in r["error"] or "a timestamp or a date" in r["error"], r["error"]

@@ -1,7 +1,8 @@
 /*
  * cursor.h — a reverse sync's `cursor:` (sync_opts.h): the high-water
  * mark of a result column that grows as rows change (an integer, a
- * timestamp, or text such as an ISO date), so that a run reads only the
+ * timestamp, a date; on SQLite also text such as ISO times: run_cursor.c
+ * refuses the types PostgreSQL orders otherwise), so that a run reads only the
  * rows at or past the last successful run's mark.  Pure: no I/O, no
  * store; run_read.c and run_record.c use it.
  *

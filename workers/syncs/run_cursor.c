@@ -67,6 +67,24 @@ static int stored_mark(srun *r)
     return 1;
 }
 
+/* A column PostgreSQL declares of a type a cursor cannot be: -1 with
+ * r->err naming it, else 0.  Only integers, timestamps and dates there:
+ * what zx reads as text (numeric without precision, varchar, uuid...)
+ * the server orders by its own rules (numbers, the column's collation),
+ * not as the bytes zx compares.  SQLite decides types from the values
+ * (run_cursor_see checks those) and compares text as bytes. */
+static int column_type_ok(srun *r, const zx_dcol *c)
+{
+    if (!r->cursor_by_instant || c->type == ZX_DT_INT64 || c->type == ZX_DT_TIMESTAMP ||
+        c->type == ZX_DT_DATE)
+        return 0;
+    return zx_seterr(r->err, sizeof(r->err), "sync %s: cursor column %s is of type %s: on "
+                     "a PostgreSQL workspace a cursor is an integer, a timestamp or a date "
+                     "(cast it in the query)", r->name, r->o->cursor,
+                     c->type == ZX_DT_TEXT ? "text (or numeric, or another zx reads as text)"
+                                           : zx_dtype_name(c->type));
+}
+
 /* Whether the stored mark's kind fits the column as PostgreSQL declares
  * it (SQLite decides types from the values: read_batch checks them). */
 static int kind_fits(const srun *r, const zx_dcol *c)
@@ -76,7 +94,7 @@ static int kind_fits(const srun *r, const zx_dcol *c)
     switch (c->type) {
     case ZX_DT_INT64: return r->mark_old.kind == ZX_CURSOR_INT;
     case ZX_DT_TIMESTAMP: return r->mark_old.kind == ZX_CURSOR_TS;
-    case ZX_DT_TEXT: case ZX_DT_DATE: return r->mark_old.kind == ZX_CURSOR_TEXT;
+    case ZX_DT_DATE: return r->mark_old.kind == ZX_CURSOR_TEXT;
     default: return 0;
     }
 }
@@ -115,6 +133,8 @@ int run_query_open(srun *r, const zx_query_limits *lim)
         free(sql);
         cols = zx_query_columns(r->q, &n);
         int64_t ci = column_of(cols, n, r->o->cursor);
+        if (ci >= 0 && column_type_ok(r, &cols[ci]) < 0)
+            return -1;
         if (ci >= 0 && kind_fits(r, &cols[ci])) {
             r->cursor_run = 1;
             r->cursor_idx = ci;
@@ -141,7 +161,7 @@ int run_query_open(srun *r, const zx_query_limits *lim)
     cols = zx_query_columns(r->q, &n);
     if ((r->cursor_idx = column_of(cols, n, r->o->cursor)) < 0)
         return no_column(r, cols, n);
-    return 0;
+    return column_type_ok(r, &cols[r->cursor_idx]);
 }
 
 int run_cursor_see(srun *r, const zx_value *v)

@@ -52,7 +52,8 @@ static const zx_cf_option options[] = {
      .def_doc = "none: every run reads the whole result",
      .offset = OWN(cursor), .flags = ZX_CF_OWN,
      .help = "`mode: upsert` only. A result column that grows whenever a row "
-     "changes (`updated_at`: a timestamp, an integer version, or ISO text). A "
+     "changes (`updated_at`: a timestamp, a date or an integer version; on "
+     "an SQLite workspace also text, compared as bytes, such as ISO times). A "
      "run reads only the rows whose cursor is at or past the greatest value "
      "the last successful run read (its mark, kept with the sync's row hashes; "
      "`>=`, so rows committed late with that same value are not missed, and "
