@@ -117,10 +117,12 @@ int run_query_open(srun *r, const zx_query_limits *lim)
         if (zx_query_open(r->conf, r->name, r->p->auth, sql, lim, &r->q, r->err,
                           sizeof(r->err)) < 0) {
             /* the column missing from the result fails the wrapped query
-             * with the database's words: say it in ours */
+             * with the database's words: say it in ours (the query's
+             * columns, from the query opened alone; not when stopping) */
             zx_query *plain = NULL;
             char e2[256];
-            if (zx_query_open(r->conf, r->name, r->p->auth, q, lim, &plain, e2,
+            if (!zx_src_stopping(r->rt) &&
+                zx_query_open(r->conf, r->name, r->p->auth, q, lim, &plain, e2,
                               sizeof(e2)) == 0) {
                 cols = zx_query_columns(plain, &n);
                 if (column_of(cols, n, r->o->cursor) < 0)
