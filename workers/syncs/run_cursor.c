@@ -149,7 +149,9 @@ int run_query_open(srun *r, const zx_query_limits *lim)
             return no_column(r, cols, n);
         zx_warn("event=sync_cursor_mark_bad sync=%s error=\"the stored mark is %s, the "
                 "column %s is not\" action=\"the run reads the whole result\"", r->name,
-                r->mark_old.kind == ZX_CURSOR_INT ? "an integer" : "text", r->o->cursor);
+                r->mark_old.kind == ZX_CURSOR_INT ? "an integer"
+                : r->mark_old.kind == ZX_CURSOR_TS ? "a timestamp" : "a date",
+                r->o->cursor);
         r->cursor_why = "the column's type changed";
         memset(&r->mark_old, 0, sizeof(r->mark_old));
         zx_query_close(r->q);
