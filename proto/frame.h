@@ -167,6 +167,9 @@
  * store recorded with the sync's hashes (state "key_cols", a JSON array of
  * the names), the writer forgets every hash of the sync first, in the same
  * transaction (hashes of another key say nothing of this one's rows).
+ * "po" may hold one part, "cursor": the sync's cursor mark
+ * (workers/syncs/cursor.h), which the writer keeps as that position part
+ * of the sync in the same store transaction as the frame's hashes.
  * Applying one is idempotent (a put or a delete per key), so the writer
  * applies a row-hashes frame again after a crash rather than recording a
  * checkpoint for it; only the sync's run worker sends them.

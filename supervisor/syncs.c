@@ -59,15 +59,15 @@ void sup_sync_worker_args(const spipe *p, uint64_t *run_id, unsigned *run_flags,
 }
 
 /* The rows the newest run of sync that read its whole result (succeeded,
- * or previewed) read: a new run's expected rows (its progress).  The runs
- * in memory first, then the store's records (newest first); 0 when none
- * says. */
+ * or previewed; not one that read past its cursor's mark) read: a new
+ * run's expected rows (its progress).  The runs in memory first, then the
+ * store's records (newest first); 0 when none says. */
 static int rows_of(json_t *rec, uint64_t *rows)
 {
     const char *st = json_string_value(json_object_get(rec, "state"));
     json_t *v = json_object_get(rec, "rows_read");
     if (!st || (strcmp(st, "succeeded") && strcmp(st, "previewed")) || !json_is_integer(v) ||
-        json_integer_value(v) <= 0)
+        json_integer_value(v) <= 0 || json_is_string(json_object_get(rec, "cursor_from")))
         return 0;
     *rows = (uint64_t)json_integer_value(v);
     return 1;
@@ -150,10 +150,12 @@ json_t *syncs_run_json(const sync_run *r)
     if (r->result && json_object_get(r->result, "mode"))
         json_object_set(o, "mode", json_object_get(r->result, "mode"));
     /* lake tables: the files and the version a run made; destinations that
-     * send requests: the batches and the first error a batch or row met */
+     * send requests: the batches and the first error a batch or row met;
+     * a cursor's run: the mark it read from (null: everything), the one
+     * it read up to */
     static const char *const lake[] = {"files_added", "files_removed", "made", "batches",
                                        "batches_retried", "batches_failed", "first_error",
-                                       NULL};
+                                       "cursor_from", "cursor_mark", NULL};
     for (int i = 0; r->result && lake[i]; i++)
         if (json_object_get(r->result, lake[i]))
             json_object_set(o, lake[i], json_object_get(r->result, lake[i]));

@@ -156,6 +156,17 @@ void zxctl_print_run(const json_t *r, FILE *out)
         if (json_object_get(r, "batches"))
             fprintf(out, "  batches sent %lld, retried %lld, failed %lld\n", num(r, "batches"),
                     num(r, "batches_retried"), num(r, "batches_failed"));
+        /* a sync with a cursor: the mark it read past (or all), the
+         * greatest value it read */
+        const json_t *cf = json_object_get(r, "cursor_from"), *cm = json_object_get(r, "cursor_mark");
+        if (cf || cm) {
+            char *f = json_is_string(cf) ? zxctl_clean(json_string_value(cf)) : NULL;
+            char *m = json_is_string(cm) ? zxctl_clean(json_string_value(cm)) : NULL;
+            fprintf(out, "  cursor: read %s%s, up to %s\n", f ? "from " : "every row",
+                    f ? f : "", m ? m : "(no value read)");
+            free(f);
+            free(m);
+        }
     }
     const json_t *fe = json_object_get(r, "first_error");
     if (json_is_string(fe) && *json_string_value(fe)) {

@@ -511,15 +511,19 @@ def cmd_report(a):
         row("floor: psql \\copy out | \\copy in (table with pk)", cr["copy_seconds"], cr["rows"],
             "into a fresh table of the destination database", cr.get("copy_cpu"), "psql")
 
-    # 1. zx -> postgres, upsert
+    # 1. zx -> postgres, upsert (and with cursor: updated_at)
     z1, z2 = _load(d, "zx_pg_1"), _load(d, "zx_pg_2")
-    for tag, z in (("first run", z1), (f"second run, after UPDATE of {upd.get('updated', '?'):,} rows"
-                                       if isinstance(upd.get('updated'), int) else "second run", z2)):
+    zc1, zc2 = _load(d, "zx_pg_c1"), _load(d, "zx_pg_c2")
+    second = (f"second run, after UPDATE of {upd.get('updated', '?'):,} rows"
+              if isinstance(upd.get('updated'), int) else "second run")
+    for what, tag, z in (("zx to_pg (upsert)", "first run", z1), ("zx to_pg (upsert)", second, z2),
+                         ("zx to_pg_cursor (upsert, cursor)", "first run", zc1),
+                         ("zx to_pg_cursor (upsert, cursor)", second, zc2)):
         if not z:
             continue
         r = z.get("record") or {}
         ok = "error" not in z
-        row(f"zx to_pg (upsert) {tag}", z.get("run_seconds") if ok else None,
+        row(f"{what} {tag}", z.get("run_seconds") if ok else None,
             r.get("rows_read"),
             f"read {r.get('rows_read', 0):,}, sent {r.get('rows_sent', 0):,} "
             f"(ins {r.get('rows_inserted', 0):,}, upd {r.get('rows_updated', 0):,}, "
@@ -528,7 +532,9 @@ def cmd_report(a):
     if z1 and z2 and "error" not in z1 and "error" not in z2 and z1.get("run_seconds"):
         lines.append(f"{'':<58} second/first = {z2['run_seconds'] / z1['run_seconds']:.3f} "
                      f"(zxctl wall: {z2['wall'] / z1['wall']:.3f})")
-    for k, lab in (("check_zx_1", "after the first run"), ("check_zx_2", "after the second run")):
+    for k, lab in (("check_zx_1", "after the first run"), ("check_zx_2", "after the second run"),
+                   ("check_zx_c1", "after the cursor sync's first run"),
+                   ("check_zx_c2", "after the cursor sync's second run")):
         c = _load(d, k)
         if c:
             lines.append(f"{'':<58} destination == source {lab}: {'yes' if c['same'] else 'NO ' + json.dumps(c)}")
@@ -613,6 +619,13 @@ def cmd_report(a):
           d2 and d2["seconds"])
     ratio("postgres, second run: dlt merge without cursor (re-reads all) / zx upsert", z2s,
           d3 and d3["seconds"])
+    zc2s = zc2.get("run_seconds") if ok(zc2) else None
+    ratio("postgres, second run: dlt merge with an updated_at cursor / zx with cursor: updated_at",
+          zc2s, d2 and d2["seconds"])
+    if zc2s and d2:
+        wall = zc2["wall"]
+        ratio("  the same, zx's zxctl wall clock (run --wait) instead of its run record", wall,
+              d2["seconds"])
     print("  (zx's times: the run record's ended_at - started_at; `zxctl run --wait` wall clock "
           "beside it.  dlt's: pipeline.run(), dlt imported and the pipeline object made beforehand.")
     print("   CPU s: used during the step by zxd and its children, the Postgres server, the "

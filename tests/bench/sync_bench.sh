@@ -24,8 +24,11 @@
 #     write_disposition merge, primary_key id, first run and, after the
 #     same update, a second run with an incremental cursor on updated_at
 #     (reads the changed rows only) and one without a cursor (re-reads and
-#     merges every row, as a query without such a column needs).  Each
-#     destination is checked against the source (count, sum, a hash).
+#     merges every row, as a query without such a column needs).  And zx
+#     to_pg_cursor: the same upsert with `cursor: updated_at` (its second
+#     run reads only the rows at or past the first run's mark), into its
+#     own table, beside dlt with its cursor.  Each destination is checked
+#     against the source (count, sum, a hash).
 #  zx's times are the run record's ended_at - started_at (`zxctl --json run
 #  NAME --wait`), the wall clock of that zxctl beside them; dlt's the wall
 #  clock of pipeline.run() in a process where dlt is already imported.
@@ -215,6 +218,14 @@ pipelines:
     destination: {connection: dst, table: bench_rows}
     mode: upsert
     key: [id]
+  to_pg_cursor:
+    direction: out
+    author: $AUTHOR
+    query: "SELECT id, email, plan, amount, active, updated_at FROM bench_rows"
+    destination: {connection: dst, table: bench_rows_cursor}
+    mode: upsert
+    key: [id]
+    cursor: updated_at
   to_parquet:
     direction: out
     author: $AUTHOR
@@ -277,6 +288,9 @@ fi
 # ---- 3. Postgres: first runs, the update, second runs --------------------------------------------------
 step "zx to_pg, first run"
 zx_run to_pg zx_pg_1 && $PY check-pg --src "$WS" --dst "$DST" --table bench_rows >"$WORK/check_zx_1.json"
+step "zx to_pg_cursor (cursor: updated_at), first run"
+zx_run to_pg_cursor zx_pg_c1 && $PY check-pg --src "$WS" --dst "$DST" --table bench_rows_cursor \
+    >"$WORK/check_zx_c1.json"
 DLT_FMT=()
 [ -n "${ZX_BENCH_DLT_FORMAT:-}" ] && DLT_FMT=(--format "$ZX_BENCH_DLT_FORMAT")
 if [ "$SKIP_DLT" != 1 ]; then
@@ -290,6 +304,9 @@ step "UPDATE of 1% of the rows"
 $PY update --dsn "$WS" >"$WORK/update.json"
 step "zx to_pg, second run"
 zx_run to_pg zx_pg_2 && $PY check-pg --src "$WS" --dst "$DST" --table bench_rows >"$WORK/check_zx_2.json"
+step "zx to_pg_cursor (cursor: updated_at), second run"
+zx_run to_pg_cursor zx_pg_c2 && $PY check-pg --src "$WS" --dst "$DST" --table bench_rows_cursor \
+    >"$WORK/check_zx_c2.json"
 if [ "$SKIP_DLT" != 1 ]; then
     step "dlt -> postgres merge, second run (cursor on updated_at)"
     $PY dlt-pg --pg-datadir "$PG_DATA_DIR" --src "$WS" --dst "$DLTDST" --pipelines-dir "$WORK/dlt_pipelines" --run 2 "${DLT_FMT[@]}" \

@@ -224,6 +224,17 @@ static void test_syncs(void)
          "query applies only to a reverse sync"},
         {"direction: out, author: alice, query: SELECT 1, mode: replace, key: [id, id], "
          "destination: {connection: lite, table: t}", "listed twice"},
+        {"direction: out, author: alice, query: SELECT 1 AS id, mode: mirror, key: [id], "
+         "cursor: updated_at, destination: {connection: lite, table: t}",
+         "cursor cannot be used with mode: mirror"},
+        {"direction: out, author: alice, query: SELECT 1 AS id, mode: replace, "
+         "cursor: updated_at, destination: {connection: lite, table: t}",
+         "cursor needs mode: upsert"},
+        {"direction: out, author: alice, query: SELECT 1 AS id, mode: append, key: [id], "
+         "cursor: updated_at, destination: {connection: lite, table: t}",
+         "cursor needs mode: upsert"},
+        {"direction: out, author: alice, query: SELECT 1 AS id, mode: upsert, key: [id], "
+         "cursor: \"\", destination: {connection: lite, table: t}", "cursor must not be empty"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(buf, sizeof(buf), "%spipelines:\n  s: {%s}\n", head, bad[i].pipe);

@@ -91,6 +91,14 @@ void run_put_status(srun *r, const char *state)
         json_object_set_new(o, "files_removed",
                             json_integer((json_int_t)r->dstats.files_removed));
     }
+    if (r->cursor_idx >= 0) {
+        /* the mark it read past (null: it read everything), the greatest
+         * value it read */
+        json_object_set_new(o, "cursor_from", r->cursor_run
+                            ? json_string(run_cursor_text(&r->mark_old)) : json_null());
+        if (r->mark_new.kind != ZX_CURSOR_NONE)
+            json_object_set_new(o, "cursor_mark", json_string(run_cursor_text(&r->mark_new)));
+    }
     if (r->dstats.made[0])
         json_object_set_new(o, "made", json_string(r->dstats.made));
     /* destinations that send requests (dest.h) */
@@ -224,6 +232,7 @@ static int sync_open(zx_src *rt, void **state, char *err, size_t errlen)
     r->id = a->run_id;
     r->preview = (a->run_flags & ZX_RUN_PREVIEW) != 0;
     r->full = (a->run_flags & ZX_RUN_FULL) != 0;
+    r->cursor_idx = -1;
     r->hashed = (r->o->mode == ZX_MODE_UPSERT || r->o->mode == ZX_MODE_MIRROR) &&
                 !(a->run_flags & ZX_RUN_ONEOFF);
     r->phase = "starting";

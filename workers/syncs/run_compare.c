@@ -122,6 +122,32 @@ static int st_peek(sstream *s, stored **e)
     return 0;
 }
 
+/* A cursor's run (upsert) reads a few keys of many stored: each is looked
+ * up instead of the stored ones being scanned, STORE_BATCH lookups per
+ * short read transaction.  0 and *found (*rh), or -1 (r->err). */
+typedef struct lookups {
+    zx_store_txn *t;
+    size_t n;
+} lookups;
+
+static int lookup(srun *r, lookups *l, const unsigned char *kh, int *found, uint64_t *rh)
+{
+    if (l->t && l->n >= STORE_BATCH) {
+        zx_store_abort(l->t);
+        l->t = NULL;
+    }
+    int rc = l->t ? 0 : zx_store_begin(r->store, 1, &l->t);
+    if (rc == 0) {
+        l->n++;
+        rc = zx_store_hash_get(l->t, r->name, kh, rh, NULL, NULL);
+    }
+    *found = rc == 0;
+    if (rc == 0 || rc == ZX_STORE_NOTFOUND)
+        return 0;
+    return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read the stored row hashes: %s",
+                     r->name, zx_store_strerror(rc));
+}
+
 /* The result's next distinct key (duplicates counted and named). */
 typedef struct rkeys {
     srun *r;
@@ -240,6 +266,31 @@ int run_merge_keys(srun *r)
     }
     int rc = rk_next(&k);
     uint64_t n = 0;
+    /* a cursor's run: lookups, not a scan of every stored key */
+    lookups lk = {NULL, 0};
+    int by_lookup = use_store && !mirror && r->cursor_run;
+    while (rc == 0 && by_lookup && k.have) {
+        int found = 0;
+        uint64_t rh = 0;
+        if ((rc = lookup(r, &lk, k.kh, &found, &rh)) < 0)
+            break;
+        if (found && !r->full && rh == k.kr.rh) {
+            r->unchanged++;
+        } else {
+            if (found)
+                r->updated++;
+            else
+                r->inserted++;
+            rc = add_change(r, &k, found);
+        }
+        if (rc == 0)
+            rc = rk_next(&k);
+        if (++n % 65536 == 0) {
+            r->compared = n;
+            run_progress(r);
+        }
+    }
+    zx_store_abort(lk.t);
     while (rc == 0 && k.have) {
         stored *e;
         while ((rc = st_peek(&st, &e)) == 0 && e &&

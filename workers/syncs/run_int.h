@@ -5,6 +5,8 @@
  *
  *   run.c          the worker: open, poll (the stages in order), close,
  *                  and the run's status
+ *   run_cursor.c   read: with a `cursor`, the query past the last run's
+ *                  mark (cursor.h), and the run's new mark
  *   run_read.c     read: the query as its author (query*.c), each row's
  *                  key and row hash (hash.c), the rows kept in a spill
  *                  file (spill.c) as rows frames, the keys to the sorter
@@ -28,6 +30,7 @@
 #include "proto/frame.h"
 #include "store/store.h"
 #include "workers/destinations/dest.h"
+#include "workers/syncs/cursor.h"
 #include "workers/syncs/hash.h"
 #include "workers/syncs/query.h"
 #include "workers/syncs/run.h"
@@ -65,6 +68,17 @@ typedef struct srun {
     int dest_begun;
     zx_dest_run drun;             /* the run as the destination sees it */
     zx_dest_stats dstats;
+
+    /* `cursor` (cursor.h; upsert only): the run reads past mark_old
+     * (cursor_run) or everything (cursor_why says why); mark_new is the
+     * greatest value it read, recorded with its last hashes frame */
+    int64_t cursor_idx;           /* the cursor's result column; -1: none */
+    int cursor_run;
+    int cursor_by_instant;        /* PostgreSQL: timestamps by instant */
+    const char *cursor_why;       /* static text */
+    uint64_t cursor_sig;
+    zx_cursor_mark mark_old, mark_new;
+    unsigned char mark_bytes[ZX_CURSOR_ENC_MAX];
 
     zx_query *q;
     const zx_dcol *cols;
@@ -149,6 +163,29 @@ void run_set_phase(srun *r, const char *ph);
 
 /* Publish the "running" status, at most every 500 ms. */
 void run_progress(srun *r);
+
+/* ---- run_cursor.c: the cursor ------------------------------------------- */
+
+/* Open r->q: the sync's query, or with a cursor the query past the
+ * stored mark (its first run, --full, a changed key, query or cursor, a
+ * damaged mark: the whole query); a cursor column missing from the
+ * result fails the run, naming it.  Sets cursor_idx (-1 without a
+ * cursor). */
+int run_query_open(srun *r, const zx_query_limits *lim);
+
+/* Fold the cursor column's value of a row read into mark_new; a value
+ * that cannot be a cursor fails the run, naming the column. */
+int run_cursor_see(srun *r, const zx_value *v);
+
+/* The mark to record with the run's last hashes frame: 1 and *pos set
+ * (its bytes in r->mark_bytes), or 0: none (no cursor, nothing read, a
+ * preview, or a row the destination refused: the old mark stays so that
+ * the next run reads that row again). */
+int run_cursor_pos(srun *r, zx_frame_pos *pos);
+
+/* m as text (an integer in a static buffer, valid until the next call;
+ * "" with no value), for logs and the run's status. */
+const char *run_cursor_text(const zx_cursor_mark *m);
 
 /* ---- run_read.c: read --------------------------------------------------- */
 

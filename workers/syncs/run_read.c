@@ -90,6 +90,8 @@ static int read_batch(srun *r)
         if (!r->nkeys)
             continue;
         zx_rowset_row(&r->rs, i, r->vals);
+        if (r->cursor_idx >= 0 && run_cursor_see(r, &r->vals[r->cursor_idx]) < 0)
+            return -1;
         unsigned char kh[ZX_SYNC_KEYHASH_LEN];
         for (size_t k = 0; k < r->nkeys; k++)
             if (r->vals[r->key_idx[k]].type == ZX_T_NULL)
@@ -193,8 +195,18 @@ int run_read_result(srun *r)
                                                    : r->conf->sync_query_timeout_ms,
         .stopping = stop_asked, .ctx = r->rt,
     };
-    if (zx_query_open(r->conf, r->name, r->p->auth, r->o->query, &lim, &r->q, r->err,
-                      sizeof(r->err)) < 0)
+    /* the stored hashes' key first: hashes of another key, like --full,
+     * make a cursor's run read everything */
+    if (r->hashed) {
+        char serr[256];
+        int rc = zx_store_open(r->conf->data_dir, ZX_STORE_RDONLY, 0, &r->store, serr,
+                               sizeof(serr));
+        if (rc && rc != ZX_STORE_NOSTORE)
+            return zx_seterr(r->err, sizeof(r->err), "sync %s: %s", r->name, serr);
+        if (key_signature(r) < 0)
+            return -1;
+    }
+    if (run_query_open(r, &lim) < 0)
         return -1;
     /* rows to expect (its progress): no earlier run says, the planner may */
     if (!r->expect_read && zx_query_estimate(r->q) > 0)
@@ -222,15 +234,6 @@ int run_read_result(srun *r)
     r->seed = zx_sync_columns_seed(r->cols, r->ncols);
     if (r->nkeys && !(r->keys = zx_keysort_new(r->tmpdir, SORT_MEMORY, &r->budget)))
         return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
-    if (r->hashed) {
-        char serr[256];
-        int rc = zx_store_open(r->conf->data_dir, ZX_STORE_RDONLY, 0, &r->store, serr,
-                               sizeof(serr));
-        if (rc && rc != ZX_STORE_NOSTORE)
-            return zx_seterr(r->err, sizeof(r->err), "sync %s: %s", r->name, serr);
-        if (key_signature(r) < 0)
-            return -1;
-    }
     for (;;) {
         if (zx_src_stopping(r->rt))
             return zx_seterr(r->err, sizeof(r->err), "sync %s: stopped while reading the "

@@ -19,13 +19,17 @@
 #include "common/timefmt.h"
 #include "common/util.h"
 
-static int publish(srun *r, const zx_rowset *rs)
+/* rs as a row-hashes frame; pos (NULL: none) the cursor's mark, with the
+ * run's last frame (run_cursor.c). */
+static int publish(srun *r, const zx_rowset *rs, const zx_frame_pos *pos)
 {
     zx_frame_meta m = {0};
     m.kind = ZX_FRAME_HASHES;
     m.table = "";
     m.key_cols = (const char *const *)r->o->key_cols;
     m.nkey_cols = r->o->nkey_cols;
+    m.positions = pos;
+    m.npositions = pos ? 1 : 0;
     uint64_t seq;
     zx_pub_result pr = zx_src_publish(r->rt, &m, rs, &seq);
     while (pr == ZX_PUB_WAIT) {
@@ -113,6 +117,10 @@ int run_record_hashes(srun *r)
     size_t max_bytes = zx_src_max_frame(r->rt) / 4;
     unsigned char prev[ZX_SYNC_KEYHASH_LEN];
     int started = 0;
+    /* the cursor's mark goes with the last frame (none: a frame of its
+     * own), committed by the writer with the run's hashes */
+    zx_frame_pos mark;
+    int with_mark = !r->prerecording && run_cursor_pos(r, &mark);
     if (r->hashes_from_keys ? zx_keysort_rewind(r->keys) < 0
         : zx_spill_rewind(r->prerecording ? &r->pre : &r->hashes) < 0)
         rc = -1;
@@ -178,13 +186,20 @@ int run_record_hashes(srun *r)
         }
         if (hs.nrows && (g == 0 || hs.nrows >= HASH_FRAME_ROWS ||
                          zx_frame_estimate(&hs) >= max_bytes)) {
-            if (publish(r, &hs) < 0)
+            int last = g == 0 && with_mark;
+            if (publish(r, &hs, last ? &mark : NULL) < 0)
                 break;
+            if (last)
+                with_mark = 0;
             zx_rowset_reset(&hs);
             run_progress(r);
         }
         if (g == 0)
             break;
+    }
+    if (rc == 0 && !r->err[0] && with_mark) {
+        zx_rowset_reset(&hs);
+        publish(r, &hs, &mark);   /* no rows: the mark alone */
     }
     zx_rowset_free(&hs);
     if (rc < 0 && !r->err[0])

@@ -82,6 +82,35 @@ static int check_schedule(zx_cf_check *ck, const zx_conf_pipeline *p, const zx_s
     return 0;
 }
 
+/* its cursor (cursor.h): a column name, in mode upsert (a mirror's
+ * deletes need the whole result; replace and append keep no hashes to
+ * drop the rows read again).  0, or -1 (reported). */
+static int check_cursor(zx_cf_check *ck, const zx_conf_pipeline *p, const zx_sync_opts *o)
+{
+    size_t n = strlen(o->cursor);
+    if (!n || n > 128) {
+        zx_check_error(ck, "cursor", "pipelines.%s: cursor: a column of the query's result "
+                       "(1 to 128 bytes), not '%.40s'", p->name, o->cursor);
+        return -1;
+    }
+    if (o->mode == ZX_MODE_MIRROR) {
+        zx_check_error(ck, "cursor", "pipelines.%s: cursor cannot be used with mode: mirror: "
+                       "a mirror deletes the keys gone from the whole result, which a run "
+                       "that reads only the rows past its cursor does not see. Use mode: "
+                       "upsert with cursor (and, to propagate deletes, a mirror sync "
+                       "without cursor on a slower schedule)", p->name);
+        return -1;
+    }
+    if (o->mode != ZX_MODE_UPSERT) {
+        zx_check_error(ck, "cursor", "pipelines.%s: cursor needs mode: upsert (mode %s sends "
+                       "the whole result each run; upsert keeps the row hashes that let a "
+                       "run read only the rows past its cursor)", p->name,
+                       o->mode == ZX_MODE_REPLACE ? "replace" : "append");
+        return -1;
+    }
+    return 0;
+}
+
 int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p);   /* sync_plugin.c's .check */
 
 int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p)
@@ -99,6 +128,8 @@ int zx_sync_check(zx_cf_check *ck, zx_conf_pipeline *p)
         rc = -1;
     }
     if (check_schedule(ck, p, o) < 0)
+        rc = -1;
+    if (o->cursor && check_cursor(ck, p, o) < 0)
         rc = -1;
     if (o->npartition_by) {
         const zx_dest *d = p->dest_plugin ? p->dest_plugin->dest : NULL;

@@ -31,6 +31,10 @@ typedef struct zx_sync_opts {
                                 required for upsert and mirror; NULL, 0:
                                 none */
     size_t nkey_cols;
+    char *cursor;            /* `cursor`: a result column that grows as
+                                rows change; a run reads only the rows at
+                                or past the last run's mark (cursor.h);
+                                upsert only (sync_check.c); NULL: none */
     char *schedule;          /* `schedule`: 5-field cron (UTC) as written,
                                 checked with zx_cron_parse; NULL = only by
                                 hand/API */

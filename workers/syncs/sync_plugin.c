@@ -48,6 +48,23 @@ static const zx_cf_option options[] = {
      .help = "Result columns that identify a row (`[id]`, `[region, id]`). "
      "Duplicate keys in a result fail the run, naming them, before anything "
      "is sent."},
+    {.section = "pipelines.<name>", .name = "cursor", .type = ZX_CF_STRING,
+     .def_doc = "none: every run reads the whole result",
+     .offset = OWN(cursor), .flags = ZX_CF_OWN,
+     .help = "`mode: upsert` only. A result column that grows whenever a row "
+     "changes (`updated_at`: a timestamp, a date or an integer version; on "
+     "an SQLite workspace also text, compared as bytes, such as ISO times). A "
+     "run reads only the rows whose cursor is at or past the greatest value "
+     "the last successful run read (its mark, kept with the sync's row hashes; "
+     "`>=`, so rows committed late with that same value are not missed, and "
+     "the row hashes drop those already sent), plus every row whose cursor is "
+     "NULL. The first run, a run after `query` or `cursor` changed, and "
+     "`zxctl run NAME --full` read everything. A row that commits with a "
+     "cursor below the mark (a long transaction that stamped `now()` when it "
+     "began) waits for a `--full` run. The column must be in the result: a "
+     "run fails, naming it, when it is not. Deletes need the whole result: "
+     "`mirror` refuses a cursor (run a `mirror` sync without one, less often, "
+     "to find them)."},
     {.section = "pipelines.<name>", .name = "partition_by", .type = ZX_CF_NAMES,
      .def_doc = "none: unpartitioned", .offset = OWN(partition_by),
      .n_offset = OWN(npartition_by), .flags = ZX_CF_OWN,

@@ -308,7 +308,9 @@ int wr_apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t s
     }
     snprintf(a->table, sizeof(a->table), "%s", m.table);
     if (m.kind == ZX_FRAME_HASHES) {
-        if (keep_hashes(a, &w->rs, &m) < 0) {
+        /* its positions: a sync's cursor mark (workers/syncs/cursor.h),
+         * committed with its hashes */
+        if (keep_hashes(a, &w->rs, &m) < 0 || keep_positions(a, &m) < 0) {
             snprintf(err, errlen, "out of memory copying the row hashes of frame %llu of %s",
                      (unsigned long long)seq, p->name);
             return -1;
