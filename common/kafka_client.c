@@ -170,7 +170,7 @@ static long conf_long(rd_kafka_conf_t *conf, const char *key)
     return strtol(v, NULL, 10);
 }
 
-static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi)
+static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
 }
@@ -179,10 +179,18 @@ int zx_kafka_bound_prefetch(rd_kafka_conf_t *conf, const zx_kafka_settings *s,
                             uint64_t budget, zx_kafka_prefetch *out, char *err,
                             size_t errlen)
 {
-    uint64_t queue = clamp(budget, UINT64_C(1) << 20, UINT64_C(64) << 20);
+    uint64_t queue = clamp_u64(budget, UINT64_C(1) << 20, UINT64_C(64) << 20);
     uint64_t fetch = queue / 2 < (UINT64_C(1) << 20) ? UINT64_C(1) << 20 : queue / 2;
+    /* librdkafka refuses fetch.max.bytes below message.max.bytes or above
+     * receive.message.max.bytes - 512 (whoever set those) */
+    long msgmax = conf_long(conf, "message.max.bytes");
+    long recvmax = conf_long(conf, "receive.message.max.bytes");
+    if (msgmax > 0 && fetch < (uint64_t)msgmax)
+        fetch = (uint64_t)msgmax;
+    if (recvmax > 512 && fetch > (uint64_t)recvmax - 512)
+        fetch = (uint64_t)recvmax - 512;
     uint64_t part = fetch / 2 < (UINT64_C(1) << 20) ? fetch / 2 : UINT64_C(1) << 20;
-    uint64_t minmsgs = clamp(queue / 512, 1000, 100000);
+    uint64_t minmsgs = clamp_u64(queue / 512, 1000, 100000);
     char v[4][24];
     snprintf(v[0], sizeof(v[0]), "%" PRIu64, queue / 1024);
     snprintf(v[1], sizeof(v[1]), "%" PRIu64, fetch);

@@ -75,7 +75,9 @@ typedef struct zx_kafka_prefetch {
  * (the caller's share of memory for messages not yet taken; a consumer
  * worker passes a quarter of its ring): queued.max.messages.kbytes =
  * budget clamped to [1 MiB, 64 MiB]; fetch.max.bytes = half of that, at
- * least 1 MiB (one response never fills the queue alone);
+ * least 1 MiB (one response never fills the queue alone), and within
+ * what librdkafka accepts beside message.max.bytes and
+ * receive.message.max.bytes;
  * max.partition.fetch.bytes = 1 MiB at most, at most half of
  * fetch.max.bytes; queued.min.messages = the queue bound / 512 bytes
  * clamped to [1000, 100000] (librdkafka's per-message overhead is not in

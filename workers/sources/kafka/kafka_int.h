@@ -66,6 +66,16 @@ typedef struct kb_msg {
 } kb_msg;
 
 /* The position a frame reaches in one partition. */
+/* What a message's fingerprint is made of: its timestamp, and the
+ * lengths and edges (first and last 8 bytes of the key, 32 of the
+ * payload) of key and payload (kb_fingerprint). */
+typedef struct kb_fpsrc {
+    int64_t ts;
+    uint64_t key_len, len;
+    unsigned char key[16], payload[64];
+    unsigned char key_null, payload_null;
+} kb_fpsrc;
+
 typedef struct kb_pos {
     uint32_t part;             /* the caller's index of the partition */
     const char *topic;         /* owned by the caller, valid while the
@@ -73,7 +83,11 @@ typedef struct kb_pos {
     int32_t partition;
     int64_t next;              /* next offset to read: last offset + 1 */
     uint64_t fp;               /* kb_fingerprint of the message at next - 1
-                                  (0: none, a `start: new` position) */
+                                  (0: none, a `start: new` position);
+                                  made by kb_meta from src */
+    kb_fpsrc src;              /* what fp is made of (kb_add copies it:
+                                  cheaper than hashing every message) */
+    int has_src;               /* src is the message at next - 1 */
 } kb_pos;
 
 /* One frame being gathered.  Everything it points to lives in rs's arena
