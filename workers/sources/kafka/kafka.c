@@ -930,7 +930,7 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
      * its maximum frame / 2: a whole queue with a group; per partition
      * without one, where librdkafka's queues are the partitions');
      * new partitions and topics are noticed within 5 s */
-    if (kc_bound_prefetch(conf, s->c, maxf / 2, &s->prefetch, err, errlen) < 0 ||
+    if (kc_bound_prefetch(conf, s->c, (maxf + 16) / 2, &s->prefetch, err, errlen) < 0 ||
         kc_set(conf, s->c, 1, "topic.metadata.refresh.interval.ms", "5000", err, errlen) < 0 ||
         kc_set(conf, s->c, 0, "auto.offset.reset", "earliest", err, errlen) < 0)
         goto fail;
