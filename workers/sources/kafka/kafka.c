@@ -35,8 +35,10 @@
  * max.partition.fetch.bytes, queued.min.messages; the connection's
  * `properties:` win), and the messages taken out of it but not yet
  * batched (held) by half a frame's target bytes as well as HELD_MAX
- * (ks_held_room).  So the worker holds about its ring, a quarter of it
- * ahead, and two frames (one gathered, one encoded).
+ * (held_room).  So the worker holds about its ring, a quarter of it
+ * ahead, and two frames (one gathered, one encoded).  A small prefetch
+ * would stall librdkafka < 2.2 (it fetches again only when its broker
+ * thread wakes, up to 1 s later): kafka_nudge.c wakes it.
  *
  * A revoke (rebalance) first publishes the frame being gathered (it may
  * hold rows of the revoked partitions: publishing is cheaper than picking
