@@ -5,8 +5,10 @@
 #include "common/kafka_client.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <syslog.h>
@@ -22,11 +24,27 @@ static int secret_key(const char *key)
            strcasestr(key, "sasl.oauthbearer");
 }
 
-static int user_has(const zx_kafka_settings *s, const char *key)
+/* librdkafka's aliases among the properties zx proposes defaults for. */
+static const char *const aliases[][2] = {
+    {"max.partition.fetch.bytes", "fetch.message.max.bytes"},
+};
+
+static int user_has_exactly(const zx_kafka_settings *s, const char *key)
 {
     for (size_t i = 0; s && i < s->nprops; i++)
         if (s->prop_keys[i] && strcasecmp(s->prop_keys[i], key) == 0)
             return 1;
+    return 0;
+}
+
+static int user_has(const zx_kafka_settings *s, const char *key)
+{
+    if (user_has_exactly(s, key))
+        return 1;
+    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+        for (int j = 0; j < 2; j++)
+            if (strcasecmp(aliases[i][j], key) == 0 && user_has_exactly(s, aliases[i][!j]))
+                return 1;
     return 0;
 }
 
@@ -140,6 +158,56 @@ rd_kafka_conf_t *zx_kafka_conf_new(const zx_kafka_settings *s, zx_kafka_seen *se
 fail:
     rd_kafka_conf_destroy(conf);
     return NULL;
+}
+
+/* conf's value of key as a number, 0 when unset or not a number. */
+static long conf_long(rd_kafka_conf_t *conf, const char *key)
+{
+    char v[64];
+    size_t n = sizeof(v);
+    if (rd_kafka_conf_get(conf, key, v, &n) != RD_KAFKA_CONF_OK)
+        return 0;
+    return strtol(v, NULL, 10);
+}
+
+static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+int zx_kafka_bound_prefetch(rd_kafka_conf_t *conf, const zx_kafka_settings *s,
+                            uint64_t budget, zx_kafka_prefetch *out, char *err,
+                            size_t errlen)
+{
+    uint64_t queue = clamp_u64(budget, UINT64_C(1) << 20, UINT64_C(64) << 20);
+    uint64_t fetch = queue / 2 < (UINT64_C(1) << 20) ? UINT64_C(1) << 20 : queue / 2;
+    /* librdkafka refuses fetch.max.bytes below message.max.bytes or above
+     * receive.message.max.bytes - 512 (whoever set those) */
+    long msgmax = conf_long(conf, "message.max.bytes");
+    long recvmax = conf_long(conf, "receive.message.max.bytes");
+    if (msgmax > 0 && fetch < (uint64_t)msgmax)
+        fetch = (uint64_t)msgmax;
+    if (recvmax > 512 && fetch > (uint64_t)recvmax - 512)
+        fetch = (uint64_t)recvmax - 512;
+    uint64_t part = fetch / 2 < (UINT64_C(1) << 20) ? fetch / 2 : UINT64_C(1) << 20;
+    uint64_t minmsgs = clamp_u64(queue / 512, 1000, 100000);
+    char v[4][24];
+    snprintf(v[0], sizeof(v[0]), "%" PRIu64, queue / 1024);
+    snprintf(v[1], sizeof(v[1]), "%" PRIu64, fetch);
+    snprintf(v[2], sizeof(v[2]), "%" PRIu64, part);
+    snprintf(v[3], sizeof(v[3]), "%" PRIu64, minmsgs);
+    if (zx_kafka_conf_set(conf, s, 1, "queued.max.messages.kbytes", v[0], err, errlen) < 0 ||
+        zx_kafka_conf_set(conf, s, 1, "fetch.max.bytes", v[1], err, errlen) < 0 ||
+        zx_kafka_conf_set(conf, s, 1, "max.partition.fetch.bytes", v[2], err, errlen) < 0 ||
+        zx_kafka_conf_set(conf, s, 1, "queued.min.messages", v[3], err, errlen) < 0)
+        return -1;
+    if (out) {
+        out->queued_kbytes = conf_long(conf, "queued.max.messages.kbytes");
+        out->queued_min_messages = conf_long(conf, "queued.min.messages");
+        out->fetch_max_bytes = conf_long(conf, "fetch.max.bytes");
+        out->partition_fetch_bytes = conf_long(conf, "max.partition.fetch.bytes");
+    }
+    return 0;
 }
 
 int zx_kafka_x509_error(const zx_kafka_seen *seen)

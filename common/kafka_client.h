@@ -16,6 +16,7 @@
 
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* A connection's settings, validated already (conf/).  Borrowed: the
  * strings must outlive the calls that take them (not the configuration
@@ -56,10 +57,38 @@ rd_kafka_conf_t *zx_kafka_conf_new(const zx_kafka_settings *s, zx_kafka_seen *se
                                    size_t errlen);
 
 /* Set key=val on conf: always, or (user_wins) only when s's properties do
- * not set key.  0, or -1 with "librdkafka refused property K: why" in err
+ * not set key (nor an alias librdkafka has for it).  0, or -1 with "librdkafka refused property K: why" in err
  * (for a secret key, "librdkafka refused the value of property K"). */
 int zx_kafka_conf_set(rd_kafka_conf_t *conf, const zx_kafka_settings *s, int user_wins,
                       const char *key, const char *val, char *err, size_t errlen);
+
+/* The bounds of a consumer's prefetch, as applied (the user's values
+ * where s's properties set them, else zx's). */
+typedef struct zx_kafka_prefetch {
+    long queued_kbytes;         /* queued.max.messages.kbytes */
+    long queued_min_messages;   /* queued.min.messages */
+    long fetch_max_bytes;       /* fetch.max.bytes */
+    long partition_fetch_bytes; /* max.partition.fetch.bytes */
+} zx_kafka_prefetch;
+
+/* Bound what librdkafka fetches ahead of a consumer by `budget` bytes
+ * (the caller's share of memory for messages not yet taken; a consumer
+ * worker passes a quarter of its ring): queued.max.messages.kbytes =
+ * budget clamped to [1 MiB, 64 MiB]; fetch.max.bytes = half of that, at
+ * least 1 MiB (one response never fills the queue alone), and within
+ * what librdkafka accepts beside message.max.bytes and
+ * receive.message.max.bytes;
+ * max.partition.fetch.bytes = 1 MiB at most, at most half of
+ * fetch.max.bytes; queued.min.messages = the queue bound / 512 bytes
+ * clamped to [1000, 100000] (librdkafka's per-message overhead is not in
+ * the kbytes bound: small messages are bounded by their count).  Each
+ * only when s's properties do not set it (nor its alias:
+ * fetch.message.max.bytes for max.partition.fetch.bytes).  The applied
+ * values go to *out (read back from conf).  0, or -1 with err set as
+ * zx_kafka_conf_set. */
+int zx_kafka_bound_prefetch(rd_kafka_conf_t *conf, const zx_kafka_settings *s,
+                            uint64_t budget, zx_kafka_prefetch *out, char *err,
+                            size_t errlen);
 
 /* 1 when s's security protocol uses SASL / TLS, else 0. */
 int zx_kafka_is_sasl(const zx_kafka_settings *s);

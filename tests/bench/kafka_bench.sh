@@ -30,6 +30,11 @@
 #     of their PSS (sampled every 0.5 s; zxd's processes share their rings);
 #   - the rows in the table after the stop, and how many distinct ids;
 # then a summary line with the ratio zx/bento of rows/s.
+# The limit, in the same run (after zx, with --zx-only too): the same
+# messages through one prepared INSERT into SQLite, a transaction per
+# 20,000 rows, into a table made by the statement zx made
+# (tests/bench/sqlite_insert_limit, built with zx; parsing not timed);
+# the summary prints it and the ratio zx/limit.  --no-limit skips it.
 #
 # The table is polled with `SELECT max(rowid)` (a read of one b-tree path,
 # where count(*) would read the whole table every poll on a 2-core machine);
@@ -47,10 +52,10 @@
 # It never sends traffic anywhere but the broker (127.0.0.1 unless
 # ZX_BENCH_KAFKA says otherwise) and kills whatever it started.
 #
-# Usage: kafka_bench.sh [--zx-only | --peer-only]
+# Usage: kafka_bench.sh [--zx-only | --peer-only] [--no-limit]
 # Environment (all optional):
 #   ZX_BUILD_DIR            build folder (default <repo>/build)
-#   ZX_BENCH_ROWS           messages (default 1000000)
+#   ZX_BENCH_ROWS           messages (default 5000000)
 #   ZX_BENCH_PARTITIONS     partitions of the topic (default 6)
 #   ZX_BENCH_DEADLINE       seconds each consumer may take (default 1800)
 #   ZX_BENCH_KAFKA          host:port of a PLAINTEXT listener to use
@@ -68,20 +73,21 @@ REPO=$(cd "$HERE/../.." && pwd)
 BUILD=${ZX_BUILD_DIR:-$REPO/build}
 case $BUILD in /*) ;; *) BUILD=$REPO/$BUILD ;; esac
 ZXD=$BUILD/supervisor/zxd
-ROWS=${ZX_BENCH_ROWS:-1000000}
+ROWS=${ZX_BENCH_ROWS:-5000000}
 PARTS=${ZX_BENCH_PARTITIONS:-6}
 DEADLINE=${ZX_BENCH_DEADLINE:-1800}
 BATCH=${ZX_BENCH_BENTO_BATCH:-100}
 INFLIGHT=${ZX_BENCH_BENTO_INFLIGHT:-2}
 KAFKA_SVC=$REPO/tests/services/kafka
 
-RUN_ZX=1 RUN_PEER=1
+RUN_ZX=1 RUN_PEER=1 RUN_LIMIT=1
 for a in "$@"; do
     case $a in
+        --no-limit) RUN_LIMIT=0 ;;
         --zx-only) RUN_PEER=0 ;;
         --peer-only) RUN_ZX=0 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) echo "usage: $0 [--zx-only | --peer-only]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--zx-only | --peer-only] [--no-limit]" >&2; exit 2 ;;
     esac
 done
 [ "$RUN_ZX$RUN_PEER" != 00 ] || { echo "kafka_bench: --zx-only and --peer-only exclude each other" >&2; exit 2; }
@@ -291,6 +297,8 @@ class Sampler:
             e["cpu"] = (ut + st) / TICK
             e["user"], e["sys"] = ut / TICK, st / TICK
             e["rss_peak"] = max(e["rss_peak"], kb("VmRSS"), kb("VmHWM"))
+            for k in ("RssAnon", "RssFile", "RssShmem"):
+                e[k] = max(e.get(k, 0), kb(k))
             rss_sum += kb("VmRSS")
             pss_sum += pss
         self.pss_peak = max(self.pss_peak, pss_sum)
@@ -452,12 +460,14 @@ def report(path):
           f"peak of the sum of PSS {r['pss_sum_peak_kb'] / 1024:,.1f} MiB")
     for e in r["procs"]:
         print(f"  {e['pid']:>7}  {e['name'][:40]:<40}  CPU {e['user']:7.1f} u {e['sys']:6.1f} s"
-              f"   peak RSS {e['rss_peak'] / 1024:8.1f} MiB")
+              f"   peak RSS {e['rss_peak'] / 1024:8.1f} MiB (sampled peaks: anon "
+              f"{e.get('RssAnon', 0) / 1024:.1f}, file {e.get('RssFile', 0) / 1024:.1f}, "
+              f"shmem {e.get('RssShmem', 0) / 1024:.1f})")
     if "stop" in r:
         print(f"{L}: stop: {r['stop']}")
 
 
-def summary(zx, peer):
+def summary(zx, peer, limit=None):
     def load(p):
         try:
             r = json.load(open(p))
@@ -472,6 +482,17 @@ def summary(zx, peer):
                 f"peak RSS {r['rss_peak_sum_kb'] / 1024:,.0f} MiB (PSS {r['pss_sum_peak_kb'] / 1024:,.0f})")
     ratio = f"{z['rows_per_s'] / b['rows_per_s']:.2f}" if z and b else "n/a"
     print(f"{part('zx', z)} ... {part('bento', b)} ... ratio zx/bento: {ratio}")
+    lim = None
+    try:
+        lim = dict(kv.split("=") for kv in open(limit).read().split()) if limit else None
+    except (OSError, ValueError):
+        pass
+    if lim:
+        lr = float(lim["rows_per_s"])
+        zr = f"{z['rows_per_s'] / lr:.2f}" if z else "n/a"
+        zf = f"{z['rows_per_s_from_first'] / lr:.2f}" if z else "n/a"
+        print(f"limit (one prepared INSERT into SQLite, {int(lim['rows']):,} rows): {lr:,.0f} rows/s"
+              f" ... ratio zx/limit: {zr} (from zx's first row: {zf})")
 
 
 if __name__ == "__main__":
@@ -551,7 +572,7 @@ PER_PART=$(python3 "$WORK/kb.py" partitions "$BROKER" "$TOPIC")
 IN_TOPIC=$(( $(echo "$PER_PART" | tr ' ' '+') ))
 [ "$IN_TOPIC" = "$ROWS" ] || die "topic holds $IN_TOPIC messages, not $ROWS"
 SIZE=$(stat -c %s "$DATA")
-rm -f "$DATA"
+[ "$RUN_ZX$RUN_LIMIT" = 11 ] || rm -f "$DATA"
 
 echo "== Kafka -> SQLite: zx and Bento =="
 echo "broker: Apache Kafka ${KVER:-?} at $BROKER; topic $TOPIC, $PARTS partitions: $PER_PART"
@@ -619,6 +640,25 @@ EOF
         consume zx "$ZDIR/var/workspace.db" "$ZDIR" -- "$ZXD" -c "$ZDIR/zxd.yaml" || FAILED=1
         report zx "$ZDIR" zxd
         echo "zx config:"; sed 's/^/    /' "$ZDIR/zxd.yaml"
+        if [ "$RUN_LIMIT" = 1 ]; then
+            echo
+            echo "-- limit ($BUILD/tests/bench/sqlite_insert_limit) --"
+            LIMIT_BIN=$BUILD/tests/bench/sqlite_insert_limit
+            DDL=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(
+                "SELECT sql FROM sqlite_master WHERE name=?", ("bench",)).fetchone()[0])' \
+                "$ZDIR/var/workspace.db" 2>/dev/null || true)
+            if [ ! -x "$LIMIT_BIN" ]; then
+                echo "limit: SKIPPED: not built ($LIMIT_BIN)"
+            elif [ -z "$DDL" ]; then
+                echo "limit: SKIPPED: zx made no table bench"
+            else
+                echo "table: $DDL"
+                "$LIMIT_BIN" "$WORK/limit.db" "$DATA" "$DDL" >"$WORK/limit.txt" ||
+                    { echo "limit: FAILED"; rm -f "$WORK/limit.txt"; }
+                [ -f "$WORK/limit.txt" ] && echo "limit: $(cat "$WORK/limit.txt")"
+                rm -f "$WORK"/limit.db*
+            fi
+        fi
     fi
 fi
 
@@ -663,5 +703,6 @@ fi
 
 echo
 echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 "$WORK/kb.py" summary "$WORK/zx/result.json" "$WORK/bento/result.json"
+rm -f "$DATA"
+python3 "$WORK/kb.py" summary "$WORK/zx/result.json" "$WORK/bento/result.json" "$WORK/limit.txt"
 exit $FAILED

@@ -603,6 +603,37 @@ def test_back_pressure_pauses_fetching_and_loses_nothing(kafka, make_kzxd):
     wait_for(lambda: z.source_status("bp").get("paused") is False, "the source resumed")
 
 
+def test_the_prefetch_follows_the_ring_and_the_users_properties_win(kafka, make_kzxd):
+    """librdkafka's prefetch is bounded by a quarter of the pipeline's ring
+    (the kafka_open line says what was applied); a connection's
+    properties for it win, an alias too; both consume."""
+    topic = kafka.create_topic(partitions=2)
+    pipes = {"own": {"connection": "c", "topic": topic, "metadata": META},
+             "mine": {"connection": "d", "topic": topic, "metadata": META}}
+    props = {"queued.min.messages": "5000", "fetch.message.max.bytes": "262144"}
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext"),
+                          "d": kafka.connection("plaintext", properties=props)},
+                  server_extra="ring_size: 8MiB")
+    kafka.produce(topic, rows_of(100))
+    ends = kafka.end_offsets(topic)
+    wait_offsets(z, "own", ends)
+    wait_offsets(z, "mine", ends)
+
+    def opened(name):
+        line = next(ln for ln in z.log_text().splitlines()
+                    if "event=kafka_open" in ln and f"pipeline={name} " in ln)
+        return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+    own, mine = opened("own"), opened("mine")
+    # a quarter of 8 MiB: 2 MiB queued, 1 MiB a fetch, 512 KiB a partition
+    assert own["queued_max_kbytes"] == "2048", own
+    assert own["fetch_max_bytes"] == "1048576", own
+    assert own["partition_fetch_bytes"] == "524288", own
+    assert own["queued_min_messages"] == "4096", own
+    assert mine["queued_max_kbytes"] == "2048", mine
+    assert mine["queued_min_messages"] == "5000", mine
+    assert mine["partition_fetch_bytes"] == "262144", mine
+
+
 def test_a_backlog_being_caught_up_shows_its_progress(kafka, make_kzxd):
     """Catching up a backlog is long work (issue 23): while 10,000 or more
     messages are left on the assigned partitions, the pipeline's progress

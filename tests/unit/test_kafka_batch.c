@@ -372,10 +372,62 @@ static void test_reasons(void)
     CHECK(strcmp(r, "not JSON") == 0);
 }
 
+/* The fingerprint as positions stored since issue 18 hold it (so a
+ * stored witness still matches): FNV-1a 64 over the timestamp (8 bytes,
+ * native order), then for the key and the payload their length (8
+ * bytes) and either "\0" (NULL) or the whole bytes when at most twice
+ * the edge (8 for the key, 32 for the payload), else the first and last
+ * edge bytes; 0 is made 1. */
+static uint64_t ref_fnv(uint64_t h, const void *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= ((const unsigned char *)d)[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static uint64_t ref_edges(uint64_t h, const void *d, size_t n, size_t edge)
+{
+    uint64_t len = n;
+    h = ref_fnv(h, &len, 8);
+    if (!d)
+        return ref_fnv(h, "\0", 1);
+    if (n <= 2 * edge)
+        return ref_fnv(h, d, n);
+    h = ref_fnv(h, d, edge);
+    return ref_fnv(h, (const char *)d + n - edge, edge);
+}
+
+static uint64_t ref_fingerprint(const kb_msg *m)
+{
+    int64_t ts = m->ts_ms;
+    uint64_t h = ref_fnv(0xcbf29ce484222325ULL, &ts, 8);
+    h = ref_edges(h, m->key, m->key_len, 8);
+    h = ref_edges(h, m->payload, m->len, 32);
+    return h ? h : 1;
+}
+
 /* Issue 18: a position carries the fingerprint of the message before it
  * (the witness a later start checks, to see a topic created again). */
 static void test_fingerprints(void)
 {
+    /* unchanged since positions were first stored with it, for keys and
+     * payloads NULL, empty, short, at the edge and longer */
+    static const char *const texts[] = {
+        NULL, "", "k", "0123456789abcdef", "0123456789abcdefg",
+        "{\"id\":1,\"user\":\"user-00001\",\"event\":\"page_view\",\"note\":\"xxxx\"}",
+        "0123456789012345678901234567890123456789012345678901234567890123",
+        "01234567890123456789012345678901234567890123456789012345678901234",
+    };
+    size_t nt = sizeof(texts) / sizeof(texts[0]);
+    for (size_t i = 0; i < nt; i++)
+        for (size_t j = 0; j < nt; j++) {
+            kb_msg x = msg("t", 0, 10, texts[i], texts[j]);
+            x.ts_ms = (int64_t)(i * 131 + j);
+            CHECK(kb_fingerprint(&x) == ref_fingerprint(&x));
+        }
+
     kb_msg a = msg("t", 0, 10, "k", "{\"id\":1}");
     kb_msg a_same = msg("u", 3, 99, "k", "{\"id\":1}");
     kb_msg other = msg("t", 0, 10, "k", "{\"id\":2}");

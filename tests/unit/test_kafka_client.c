@@ -105,9 +105,59 @@ static void test_describe(void)
     CHECK(zx_kafka_is_tls(&a) && zx_kafka_is_sasl(&a) && !zx_kafka_is_tls(&b));
 }
 
+/* The prefetch bound follows the budget (a quarter of a worker's ring),
+ * and a user's property, or its alias, wins over it. */
+static void test_prefetch(void)
+{
+    zx_kafka_settings s = { .brokers = "k1:9092" };
+    char err[256] = "";
+    zx_kafka_prefetch pf;
+    /* a 64 MiB ring: a quarter of it */
+    rd_kafka_conf_t *c = zx_kafka_conf_new(&s, NULL, err, sizeof(err));
+    CHECK(c && zx_kafka_bound_prefetch(c, &s, 16u << 20, &pf, err, sizeof(err)) == 0);
+    CHECK(pf.queued_kbytes == 16384 && strcmp(get(c, "queued.max.messages.kbytes"), "16384") == 0);
+    CHECK(pf.fetch_max_bytes == 8 << 20 && pf.partition_fetch_bytes == 1 << 20);
+    CHECK(pf.queued_min_messages == 32768);
+    rd_kafka_conf_destroy(c);
+    /* a small ring: the floors (1 MiB queued, 1 MiB a fetch, 1000 messages) */
+    c = zx_kafka_conf_new(&s, NULL, err, sizeof(err));
+    CHECK(c && zx_kafka_bound_prefetch(c, &s, 256u << 10, &pf, err, sizeof(err)) == 0);
+    CHECK(pf.queued_kbytes == 1024 && pf.fetch_max_bytes == 1 << 20);
+    CHECK(pf.partition_fetch_bytes == 512 << 10 && pf.queued_min_messages == 2048);
+    rd_kafka_conf_destroy(c);
+    /* a huge ring: librdkafka's own defaults at most */
+    c = zx_kafka_conf_new(&s, NULL, err, sizeof(err));
+    CHECK(c && zx_kafka_bound_prefetch(c, &s, (uint64_t)1 << 34, &pf, err, sizeof(err)) == 0);
+    CHECK(pf.queued_kbytes == 65536 && pf.queued_min_messages == 100000);
+    CHECK(pf.fetch_max_bytes == 32 << 20 && pf.partition_fetch_bytes == 1 << 20);
+    rd_kafka_conf_destroy(c);
+    /* the user's values win, fetch.message.max.bytes for its alias too */
+    char *keys[] = { "queued.max.messages.kbytes", "fetch.message.max.bytes",
+                     "queued.min.messages" };
+    char *vals[] = { "200000", "4194304", "500000" };
+    zx_kafka_settings u = { .brokers = "k1:9092", .prop_keys = keys, .prop_values = vals,
+                            .nprops = 3 };
+    c = zx_kafka_conf_new(&u, NULL, err, sizeof(err));
+    CHECK(c && zx_kafka_bound_prefetch(c, &u, 16u << 20, &pf, err, sizeof(err)) == 0);
+    CHECK(pf.queued_kbytes == 200000 && pf.partition_fetch_bytes == 4194304);
+    CHECK(pf.queued_min_messages == 500000 && pf.fetch_max_bytes == 8 << 20);
+    rd_kafka_conf_destroy(c);
+    /* fetch.max.bytes stays where librdkafka accepts it beside the
+     * user's message.max.bytes */
+    char *k2[] = { "message.max.bytes" };
+    char *v2[] = { "4000000" };
+    zx_kafka_settings m = { .brokers = "k1:9092", .prop_keys = k2, .prop_values = v2,
+                            .nprops = 1 };
+    c = zx_kafka_conf_new(&m, NULL, err, sizeof(err));
+    CHECK(c && zx_kafka_bound_prefetch(c, &m, 256u << 10, &pf, err, sizeof(err)) == 0);
+    CHECK(pf.fetch_max_bytes == 4000000);
+    rd_kafka_conf_destroy(c);
+}
+
 int main(void)
 {
     test_build();
+    test_prefetch();
     test_plain_defaults();
     test_refused();
     test_describe();

@@ -196,9 +196,14 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
     }
     char pragmas[1024];
     /* wal_autocheckpoint: checkpoint every ~64 MiB of WAL instead of 4 MiB
-     * (fewer, larger checkpoints and fsyncs under a steady stream). */
+     * (fewer, larger checkpoints and fsyncs under a steady stream).
+     * cache_size: 32 MiB of pages.  The cache fills up with the clean
+     * pages of committed transactions, which an append never reads again
+     * (reads go through mmap_size): 64 MiB made the writer 143 MiB RSS
+     * while streaming Kafka (with a 64 MiB ring mapped), 32 MiB makes it
+     * ~111 MiB; a cycle (commit_interval, 20 ms) dirties far less. */
     snprintf(pragmas, sizeof(pragmas),
-             "PRAGMA synchronous=%s; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;"
+             "PRAGMA synchronous=%s; PRAGMA cache_size=-32768; PRAGMA temp_store=MEMORY;"
              "PRAGMA wal_autocheckpoint=1024; PRAGMA mmap_size=268435456;"
              "CREATE TABLE IF NOT EXISTS _zx_checkpoints(pipeline TEXT PRIMARY KEY,"
              " seq INTEGER, committed_at TEXT);"

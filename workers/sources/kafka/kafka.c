@@ -28,8 +28,17 @@
  * the fingerprint of the message before it: kafka_int.h); each
  * partition keeps (frame seq, next offset) until acked(seq) covers it.
  * While the runtime keeps a frame (no room), nothing more is read; after
- * 200 ms the partitions are paused so that librdkafka stops fetching
- * (its prefetch queue is bounded by queued.max.messages.kbytes anyway).
+ * 200 ms the partitions are paused so that librdkafka stops fetching.
+ *
+ * Memory: what librdkafka fetches ahead is bounded by a quarter of the
+ * ring (zx_kafka_bound_prefetch: queued.max.messages.kbytes, fetch.max.bytes,
+ * max.partition.fetch.bytes, queued.min.messages; the connection's
+ * `properties:` win), and the messages taken out of it but not yet
+ * batched (held) by half a frame's target bytes as well as HELD_MAX
+ * (held_room).  So the worker holds about its ring, a quarter of it
+ * ahead, and two frames (one gathered, one encoded).  A small prefetch
+ * would stall librdkafka < 2.2 (it fetches again only when its broker
+ * thread wakes, up to 1 s later): kafka_nudge.c wakes it.
  *
  * A revoke (rebalance) first publishes the frame being gathered (it may
  * hold rows of the revoked partitions: publishing is cheaper than picking
@@ -62,6 +71,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
@@ -79,6 +89,7 @@
 #include "workers/sources/source.h"
 
 #define HELD_MAX 4096                /* messages taken from librdkafka at once */
+#define HELD_AVG0 1024               /* a message's bytes before any is seen */
 #define FRAME_MAX_MSGS 20000
 #define FRAME_MAX_US 20000           /* a frame waits at most 20 ms for more */
 #define FRAME_MAX_BYTES (8u << 20)
@@ -542,13 +553,32 @@ static int avro_json(kstate *s, const rd_kafka_message_t *m, int key, json_t **o
     return *out ? 0 : -1;
 }
 
+/* How many messages to take from librdkafka now, held[] having nheld:
+ * HELD_MAX at most, and about s->held_bytes at the running mean of a
+ * message's size (one at least when none is held). */
+static size_t held_room(const kstate *s, size_t nheld)
+{
+    size_t avg = s->held_avg ? s->held_avg : HELD_AVG0;
+    size_t want = s->held_bytes / avg;
+    if (want > HELD_MAX)
+        want = HELD_MAX;
+    if (want < 1)
+        want = 1;
+    return nheld >= want ? 0 : want - nheld;
+}
+
 /* n messages were just taken from librdkafka into held[nheld..]. */
 static void held_add(kstate *s, size_t n)
 {
     if (!s->nheld || s->held_off == s->nheld)
         s->held_us = zx_now_us();
-    for (size_t i = s->nheld; i < s->nheld + n; i++)
+    size_t bytes = 0;
+    for (size_t i = s->nheld; i < s->nheld + n; i++) {
         s->held_ep[i] = s->epoch;
+        bytes += s->held[i]->len + s->held[i]->key_len;
+    }
+    if (n) /* the mean of this take weighs a quarter */
+        s->held_avg = (3 * (s->held_avg ? s->held_avg : HELD_AVG0) + bytes / n + 64) / 4;
     s->nheld += n;
 }
 
@@ -663,9 +693,9 @@ static int in_doubt(kstate *s)
         s->nheld = left;
         s->held_off = 0;
     }
-    if (s->nheld < HELD_MAX) {
-        ssize_t n = rd_kafka_consume_batch_queue(s->q, DOUBT_POLL_MS, s->held + s->nheld,
-                                                 HELD_MAX - s->nheld);
+    size_t room = held_room(s, s->nheld);
+    if (room) {
+        ssize_t n = rd_kafka_consume_batch_queue(s->q, DOUBT_POLL_MS, s->held + s->nheld, room);
         if (n > 0)
             held_add(s, (size_t)n);
     }
@@ -706,7 +736,7 @@ static int poll_once(zx_src *rt, void *st)
              * pause are held, not batched */
             if (s->paused && s->held_off == s->nheld) {
                 s->held_off = s->nheld = 0;
-                ssize_t n = rd_kafka_consume_batch_queue(s->q, 0, s->held, HELD_MAX);
+                ssize_t n = rd_kafka_consume_batch_queue(s->q, 0, s->held, held_room(s, 0));
                 if (n > 0)
                     held_add(s, (size_t)n);
             }
@@ -750,6 +780,7 @@ static int poll_once(zx_src *rt, void *st)
                 return flush(s);
         }
         s->held_off = s->nheld = 0;
+        kn_ask(s);
         int timeout = 0;
         if (!kb_empty(&s->b)) {
             int64_t left = s->b.first_us + FRAME_MAX_US - zx_mono_us();
@@ -757,7 +788,7 @@ static int poll_once(zx_src *rt, void *st)
                 return flush(s);
             timeout = (int)((left + 999) / 1000);
         }
-        ssize_t n = rd_kafka_consume_batch_queue(s->q, timeout, s->held, HELD_MAX);
+        ssize_t n = rd_kafka_consume_batch_queue(s->q, timeout, s->held, held_room(s, 0));
         if (s->fatal)
             return ZX_SRC_FATAL;
         if (n < 0) {
@@ -813,6 +844,7 @@ static void k_close(zx_src *rt, void *st)
         rd_kafka_message_destroy(s->held[i]);
     s->nheld = s->held_off = 0;
     kso_stop(s);
+    kn_stop(s);
     if (s->rk) {
         ks_commit_acked(s, zx_src_acked_seq(rt), 1);
         if (s->group)
@@ -824,8 +856,8 @@ static void k_close(zx_src *rt, void *st)
         rd_kafka_destroy(s->rk);
     }
     zx_info("event=kafka_closed pipeline=%s messages=%" PRIu64 " rows=%" PRIu64
-            " rejects=%" PRIu64 " frames=%" PRIu64, s->name, s->msgs, s->rows, s->rejects,
-            s->frames);
+            " rejects=%" PRIu64 " frames=%" PRIu64 " nudges=%" PRIu64, s->name, s->msgs,
+            s->rows, s->rejects, s->frames, s->nudges);
     kso_free(s);
     if (s->efd >= 0)
         close(s->efd);
@@ -861,6 +893,7 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     uint64_t maxf = zx_src_max_frame(rt);
     s->limit = (size_t)(maxf / 2);
     s->target = (size_t)(maxf / 4 < FRAME_MAX_BYTES ? maxf / 4 : FRAME_MAX_BYTES);
+    s->held_bytes = s->target / 2;
     kb_init(&s->b, p->metadata);
     if (p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST) {
         zx_dbz_init_conf(zx_src_args(rt)->conf, p, &s->dbz, s->rej_table);
@@ -894,11 +927,25 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
         }
         s->have_re = 1;
     }
+#ifdef M_ARENA_MAX
+    /* One malloc arena for the worker's threads.  Every message is
+     * allocated by librdkafka's broker thread and freed by this one: with
+     * an arena per thread each free locks the broker thread's arena while
+     * it allocates.  perf sched on this thread (5M messages,
+     * kafka_bench.sh's data): its sleeps in free() were ~46% of its
+     * switches out, ~8% with one arena (the rest: preempted).  Rows/s on
+     * a shared 2-core machine: within noise (454k -> 541k over 4
+     * alternated pairs with the glibc tunable, equal in later runs); RSS
+     * ~1 MiB lower.  Made before librdkafka starts its threads. */
+    mallopt(M_ARENA_MAX, 1);
+#endif
     if (!(conf = kc_build(s->c, &s->tls, err, errlen)))
         goto fail;
-    /* librdkafka's prefetch is bounded (a whole queue: one queue here);
+    /* librdkafka's prefetch is bounded by a quarter of the ring (about
+     * its maximum frame / 2: a whole queue with a group; per partition
+     * without one, where librdkafka's queues are the partitions');
      * new partitions and topics are noticed within 5 s */
-    if (kc_set(conf, s->c, 1, "queued.max.messages.kbytes", "65536", err, errlen) < 0 ||
+    if (kc_bound_prefetch(conf, s->c, (maxf + 16) / 2, &s->prefetch, err, errlen) < 0 ||
         kc_set(conf, s->c, 1, "topic.metadata.refresh.interval.ms", "5000", err, errlen) < 0 ||
         kc_set(conf, s->c, 0, "auto.offset.reset", "earliest", err, errlen) < 0)
         goto fail;
@@ -939,6 +986,10 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
         rd_kafka_queue_destroy(mq);
     }
     rd_kafka_queue_io_event_enable(s->q, s->efd, &ks_efd_one, sizeof(ks_efd_one));
+    if (kn_start(s) < 0) {
+        zx_seterr(err, errlen, "cannot start the fetcher's wake-up thread");
+        goto fail;
+    }
 
     if (s->group) {
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)own->ntopics);
@@ -965,10 +1016,13 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     char sec[128], q1[600];
     kc_describe(s->c, sec, sizeof(sec));
     zx_info("event=kafka_open pipeline=%s brokers=%s security=%s group=%s topics=%zu%s "
-            "start=%s first_start=%d librdkafka=%s", s->name, zx_log_quote(s->c->brokers_csv, q1,
-            sizeof(q1)), zx_log_quote(sec, e, sizeof(e)), own->group ? own->group : "-",
-            own->ntopics, own->topics_regex ? "(regex)" : "", own->start_new ? "new" : "oldest",
-            s->first_start, rd_kafka_version_str());
+            "start=%s first_start=%d librdkafka=%s queued_max_kbytes=%ld queued_min_messages=%ld "
+            "fetch_max_bytes=%ld partition_fetch_bytes=%ld held_bytes=%zu", s->name,
+            zx_log_quote(s->c->brokers_csv, q1, sizeof(q1)), zx_log_quote(sec, e, sizeof(e)),
+            own->group ? own->group : "-", own->ntopics, own->topics_regex ? "(regex)" : "",
+            own->start_new ? "new" : "oldest", s->first_start, rd_kafka_version_str(),
+            s->prefetch.queued_kbytes, s->prefetch.queued_min_messages,
+            s->prefetch.fetch_max_bytes, s->prefetch.partition_fetch_bytes, s->held_bytes);
     status_update(s);
     s->next_status_ms = zx_mono_ms() + STATUS_EVERY_MS;
     *state = s;

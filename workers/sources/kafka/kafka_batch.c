@@ -124,27 +124,58 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n)
     return h;
 }
 
-/* The first and last (at most) `edge` bytes of data, and its length. */
-static uint64_t fnv_edges(uint64_t h, const void *data, size_t n, size_t edge)
+/* Copy the first and last (at most) `edge` bytes of data (all of it
+ * when n <= 2 * edge) into out (2 * edge bytes); *null when data is
+ * NULL. */
+static void edges_copy(unsigned char *out, unsigned char *null, const void *data, size_t n,
+                       size_t edge)
 {
-    uint64_t len = n;
-    h = fnv(h, &len, sizeof(len));
+    *null = data == NULL;
     if (!data)
+        return;
+    if (n <= 2 * edge) {
+        memcpy(out, data, n);
+        return;
+    }
+    memcpy(out, data, edge);
+    memcpy(out + edge, (const char *)data + n - edge, edge);
+}
+
+/* The hash of fnv_edges over copied edges: the length, then the bytes
+ * (or "\0" for NULL data). */
+static uint64_t fnv_copied(uint64_t h, const unsigned char *b, int null, uint64_t n,
+                           size_t edge)
+{
+    h = fnv(h, &n, sizeof(n));
+    if (null)
         return fnv(h, "\0", 1);
-    if (n <= 2 * edge)
-        return fnv(h, data, n);
-    h = fnv(h, data, edge);
-    return fnv(h, (const char *)data + n - edge, edge);
+    return fnv(h, b, n <= 2 * edge ? n : 2 * edge);
+}
+
+static void fp_capture(const kb_msg *m, kb_fpsrc *src)
+{
+    src->ts = m->ts_ms;
+    src->key_len = m->key_len;
+    src->len = m->len;
+    edges_copy(src->key, &src->key_null, m->key, m->key_len, 8);
+    edges_copy(src->payload, &src->payload_null, m->payload, m->len, 32);
+}
+
+static uint64_t fp_hash(const kb_fpsrc *src)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int64_t ts = src->ts;
+    h = fnv(h, &ts, sizeof(ts));
+    h = fnv_copied(h, src->key, src->key_null, src->key_len, 8);
+    h = fnv_copied(h, src->payload, src->payload_null, src->len, 32);
+    return h ? h : 1;
 }
 
 uint64_t kb_fingerprint(const kb_msg *m)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    int64_t ts = m->ts_ms;
-    h = fnv(h, &ts, sizeof(ts));
-    h = fnv_edges(h, m->key, m->key_len, 8);
-    h = fnv_edges(h, m->payload, m->len, 32);
-    return h ? h : 1;
+    kb_fpsrc src;
+    fp_capture(m, &src);
+    return fp_hash(&src);
 }
 
 /* The batch's entry for partition `part`, added when missing. */
@@ -165,6 +196,7 @@ static kb_pos *pos_slot(kbatch *b, uint32_t part, const char *topic, int32_t par
     p->partition = partition;
     p->next = -1;
     p->fp = 0;
+    p->has_src = 0;
     b->last_pos = b->npos++;
     return p;
 }
@@ -177,6 +209,7 @@ int kb_note_position(kbatch *b, uint32_t part, const char *topic, int32_t partit
         return -1;
     p->next = next;
     p->fp = 0;
+    p->has_src = 0;
     if (!b->first_us)
         b->first_us = zx_mono_us();
     return 0;
@@ -360,7 +393,8 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
     if (!p)
         goto nomem;
     p->next = m->offset < INT64_MAX ? m->offset + 1 : INT64_MAX; /* no overflow */
-    p->fp = kb_fingerprint(m);
+    fp_capture(m, &p->src);
+    p->has_src = 1;
     b->nmsgs++;
     if (!b->first_us)
         b->first_us = zx_mono_us();
@@ -388,9 +422,11 @@ int kb_meta(kbatch *b, zx_frame_meta *m)
     }
     size_t k = 0;
     for (size_t i = 0; i < b->npos; i++) {
-        const kb_pos *p = &b->pos[i];
+        kb_pos *p = &b->pos[i];
         if (p->next < 0)
             continue;
+        if (p->has_src)
+            p->fp = fp_hash(&p->src);
         char name[300];
         int len = kb_part_name(name, sizeof(name), p->topic, p->partition);
         unsigned char v[16];

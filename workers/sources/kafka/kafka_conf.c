@@ -24,6 +24,13 @@ int kc_set(rd_kafka_conf_t *conf, const zx_conf_connection *c, int user_wins,
     return zx_kafka_conf_set(conf, &s, user_wins, key, val, err, errlen);
 }
 
+int kc_bound_prefetch(rd_kafka_conf_t *conf, const zx_conf_connection *c, uint64_t budget,
+                      zx_kafka_prefetch *out, char *err, size_t errlen)
+{
+    zx_kafka_settings s = zx_kafka_conn_settings(c);
+    return zx_kafka_bound_prefetch(conf, &s, budget, out, err, errlen);
+}
+
 void kc_err_ctx(const zx_conf_connection *c, const char *group, const kc_seen *seen,
                 ke_ctx *out)
 {

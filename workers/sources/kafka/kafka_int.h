@@ -66,6 +66,16 @@ typedef struct kb_msg {
 } kb_msg;
 
 /* The position a frame reaches in one partition. */
+/* What a message's fingerprint is made of: its timestamp, and the
+ * lengths and edges (first and last 8 bytes of the key, 32 of the
+ * payload) of key and payload (kb_fingerprint). */
+typedef struct kb_fpsrc {
+    int64_t ts;
+    uint64_t key_len, len;
+    unsigned char key[16], payload[64];
+    unsigned char key_null, payload_null;
+} kb_fpsrc;
+
 typedef struct kb_pos {
     uint32_t part;             /* the caller's index of the partition */
     const char *topic;         /* owned by the caller, valid while the
@@ -73,7 +83,11 @@ typedef struct kb_pos {
     int32_t partition;
     int64_t next;              /* next offset to read: last offset + 1 */
     uint64_t fp;               /* kb_fingerprint of the message at next - 1
-                                  (0: none, a `start: new` position) */
+                                  (0: none, a `start: new` position);
+                                  made by kb_meta from src */
+    kb_fpsrc src;              /* what fp is made of (kb_add copies it:
+                                  cheaper than hashing every message) */
+    int has_src;               /* src is the message at next - 1 */
 } kb_pos;
 
 /* One frame being gathered.  Everything it points to lives in rs's arena
@@ -310,6 +324,9 @@ rd_kafka_conf_t *kc_build(const zx_conf_connection *c, kc_seen *seen, char *err,
 /* zx_kafka_conf_set for connection c. */
 int kc_set(rd_kafka_conf_t *conf, const zx_conf_connection *c, int user_wins,
            const char *key, const char *val, char *err, size_t errlen);
+/* zx_kafka_bound_prefetch for connection c. */
+int kc_bound_prefetch(rd_kafka_conf_t *conf, const zx_conf_connection *c, uint64_t budget,
+                      zx_kafka_prefetch *out, char *err, size_t errlen);
 /* The error context of connection c (group may be NULL). */
 void kc_err_ctx(const zx_conf_connection *c, const char *group, const kc_seen *seen,
                 ke_ctx *out);
@@ -370,6 +387,9 @@ typedef struct kstate {
 
     rd_kafka_message_t **held;  /* taken from librdkafka, not yet batched */
     size_t nheld, held_off;
+    size_t held_bytes;          /* bound of their bytes (ks_held_room) */
+    size_t held_avg;            /* running mean of a message's bytes */
+    zx_kafka_prefetch prefetch; /* librdkafka's prefetch bounds, applied */
     int64_t held_us;            /* when they were polled */
     uint64_t *held_ep;          /* per held message: the epoch when it
                                    was polled (ks_check_gap) */
@@ -397,6 +417,18 @@ typedef struct kstate {
     kmeta_topic *meta;          /* under meta_mu: the newest result */
     size_t nmeta;
     int meta_ok;                /* under meta_mu: it worked */
+
+    /* the fetcher's wake-up (kafka_nudge.c) */
+    pthread_t nudge_th;
+    int nudge_running;
+    pthread_mutex_t nudge_mu;
+    pthread_cond_t nudge_cv;
+    int nudge_stop, nudge_pending;  /* under nudge_mu */
+    char nudge_topic[256];          /* under nudge_mu: the partition to */
+    int32_t nudge_part;             /* ask about */
+    int64_t nudge_last_ms;          /* main thread */
+    size_t nudge_rr;                /* main thread: next partition */
+    uint64_t nudges;                /* main thread: asked so far */
 
     char error[ZX_SEG_SOURCE_ERROR_MAX];
     ke_kind error_kind;
@@ -521,6 +553,17 @@ void kso_stop(kstate *s);
 void kso_close(kstate *s);
 /* Free what kso_* allocated (after the client is destroyed). */
 void kso_free(kstate *s);
+
+/* kafka_nudge.c: wake librdkafka's fetcher when its queue runs low. */
+/* Start the thread (s->rk made).  0 or -1. */
+int kn_start(kstate *s);
+/* Main thread, before taking messages: when librdkafka's queue holds
+ * less than half of queued.min.messages, hand the next assigned
+ * partition to the thread (cheap otherwise; never blocks). */
+void kn_ask(kstate *s);
+/* Stop and join the thread (before rd_kafka_destroy; no-op when not
+ * started). */
+void kn_stop(kstate *s);
 
 /* ---- kafka_test.c -------------------------------------------------- */
 

@@ -74,7 +74,10 @@ static const zx_cf_option options[] = {
      .n_offset = CONN(nprops), .allowed = owned_props,
      .help = "Other librdkafka properties, passed through as text "
      "(`{fetch.max.bytes: 52428800, socket.keepalive.enable: true}`). "
-     "Properties zx sets from its own options are refused. Values of "
+     "Properties zx sets from its own options are refused. A consumer's "
+     "prefetch (`queued.max.messages.kbytes`, `queued.min.messages`, "
+     "`fetch.max.bytes`, `max.partition.fetch.bytes`) is bounded by a quarter "
+     "of its pipeline's ring unless set here (docs/architecture.md, 6.2). Values of "
      "properties whose name contains `password`, `secret` or "
      "`sasl.oauthbearer` are secrets: never logged."},
     {.section = "connections.<name>.sasl", .name = "mechanism",
