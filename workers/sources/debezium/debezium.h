@@ -130,6 +130,8 @@ typedef struct zx_dbz_cached {
     char *text;                   /* the schema's JSON text as sent */
     size_t len;
     json_t *schema;               /* parsed */
+    struct zx_dbz_fast_schema *fast;  /* its compiled form (debezium_fast.c),
+                                         or NULL */
 } zx_dbz_cached;
 typedef struct zx_dbz_cache {
     zx_dbz_cached v[ZX_DBZ_CACHE];
@@ -150,6 +152,7 @@ typedef struct zx_dbz_frame {
     size_t ntypes, types_cap;
     uint64_t changes;             /* rows added */
     zx_dbz_cache cache;           /* kept across resets */
+    struct zx_dbz_fast *fast;     /* the fast parser's scratch, or NULL */
 } zx_dbz_frame;
 
 enum {
