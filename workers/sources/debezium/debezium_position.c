@@ -16,20 +16,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const src_names[ZX_DBZ_SRC_N] = {
-    [ZX_DBZ_SRC_CONNECTOR] = "connector", [ZX_DBZ_SRC_LSN] = "lsn",
-    [ZX_DBZ_SRC_FILE] = "file", [ZX_DBZ_SRC_POS] = "pos", [ZX_DBZ_SRC_ROW] = "row",
-    [ZX_DBZ_SRC_CHANGE_LSN] = "change_lsn", [ZX_DBZ_SRC_COMMIT_LSN] = "commit_lsn",
-    [ZX_DBZ_SRC_SERIAL] = "event_serial_no", [ZX_DBZ_SRC_SCN] = "scn",
-    [ZX_DBZ_SRC_TS_MS] = "ts_ms", [ZX_DBZ_SRC_TS_US] = "ts_us", [ZX_DBZ_SRC_ORD] = "ord",
-    [ZX_DBZ_SRC_TXID] = "txId", [ZX_DBZ_SRC_TABLE] = "table", [ZX_DBZ_SRC_SCHEMA] = "schema",
-    [ZX_DBZ_SRC_DB] = "db", [ZX_DBZ_SRC_COLLECTION] = "collection",
+#define F(i, s) [i] = { s, sizeof(s) - 1 }
+static const struct {
+    const char *name;
+    size_t len;
+} src_names[ZX_DBZ_SRC_N] = {
+    F(ZX_DBZ_SRC_CONNECTOR, "connector"), F(ZX_DBZ_SRC_LSN, "lsn"), F(ZX_DBZ_SRC_FILE, "file"),
+    F(ZX_DBZ_SRC_POS, "pos"), F(ZX_DBZ_SRC_ROW, "row"), F(ZX_DBZ_SRC_CHANGE_LSN, "change_lsn"),
+    F(ZX_DBZ_SRC_COMMIT_LSN, "commit_lsn"), F(ZX_DBZ_SRC_SERIAL, "event_serial_no"),
+    F(ZX_DBZ_SRC_SCN, "scn"), F(ZX_DBZ_SRC_TS_MS, "ts_ms"), F(ZX_DBZ_SRC_TS_US, "ts_us"),
+    F(ZX_DBZ_SRC_ORD, "ord"), F(ZX_DBZ_SRC_TXID, "txId"), F(ZX_DBZ_SRC_TABLE, "table"),
+    F(ZX_DBZ_SRC_SCHEMA, "schema"), F(ZX_DBZ_SRC_DB, "db"),
+    F(ZX_DBZ_SRC_COLLECTION, "collection"),
 };
+#undef F
 
 int zx_dbz_src_field(const char *name, size_t n)
 {
     for (int i = 0; i < ZX_DBZ_SRC_N; i++)
-        if (strlen(src_names[i]) == n && !memcmp(src_names[i], name, n))
+        if (src_names[i].len == n && !memcmp(src_names[i].name, name, n))
             return i;
     return -1;
 }
@@ -41,7 +46,7 @@ void zx_dbz_src_of(const json_t *src, zx_dbz_src *s)
         return;
     s->present = 1;
     for (int i = 0; i < ZX_DBZ_SRC_N; i++)
-        zx_dbz_sv_of(json_object_get(src, src_names[i]), &s->v[i]);
+        zx_dbz_sv_of(json_object_get(src, src_names[i].name), &s->v[i]);
 }
 
 const char *zx_dbz_src_str(const zx_dbz_src *s, int f)
