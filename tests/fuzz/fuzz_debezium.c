@@ -29,6 +29,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* With ZX_FUZZ_STATS set: how many Kafka messages the fast path answered,
+ * printed at exit (what a run of the differential check covered). */
+static unsigned long n_msgs, n_fast;
+static void print_stats(void)
+{
+    fprintf(stderr, "fuzz_debezium: %lu Kafka messages, %lu answered by the fast path\n",
+            n_msgs, n_fast);
+}
+
 static void check_names(const zx_dbz_frame *f)
 {
     const zx_rowset *rs = f->rs;
@@ -130,6 +139,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                              .value = vlen ? val : NULL, .len = vlen, .position = "p" };
             int took = 0;
             const char *d = dbz_oracle_step(&a, &b, &m, &took);
+            if (!n_msgs && getenv("ZX_FUZZ_STATS"))
+                atexit(print_stats);
+            n_msgs++;
+            n_fast += took;
             if (d) {
                 fprintf(stderr, "fast path differs from jansson: %s (%s | %s)\n", d, a.why,
                         b.why);
