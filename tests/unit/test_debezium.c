@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/dbz_oracle.h"
 #include "tests/unit/check.h"
 #include "workers/sources/debezium/debezium.h"
 
@@ -514,6 +515,130 @@ static void test_body(void)
     free(rej.v);
 }
 
+static DIR *corpus_dir(char *dir, size_t n)
+{
+    const char *suffix = "tests/unit/test_debezium.c";
+    size_t fl = strlen(__FILE__), sl = strlen(suffix);
+    if (getenv("ZX_SOURCE_ROOT"))
+        snprintf(dir, n, "%s/tests/corpus/debezium", getenv("ZX_SOURCE_ROOT"));
+    else
+        snprintf(dir, n, "%.*stests/corpus/debezium", (int)(fl - sl), __FILE__);
+    DIR *d = opendir(dir);
+    if (!d)
+        d = opendir(strcpy(dir, "tests/corpus/debezium"));
+    if (!d)
+        d = opendir(strcpy(dir, "../tests/corpus/debezium"));
+    return d;
+}
+
+/* The ways one event's text is varied for the oracle. */
+enum { V_COMPACT, V_INDENT, V_ASCII, V_BARE, V_SORTED, V_CUT, V_N };
+
+static char *variant(const json_t *v, int how)
+{
+    if (how == V_BARE) {   /* the payload alone, without the envelope */
+        const json_t *p = json_is_object(v) ? json_object_get(v, "payload") : NULL;
+        return json_dumps(p ? p : v, JSON_COMPACT | JSON_ENCODE_ANY);
+    }
+    size_t fl = how == V_INDENT ? JSON_INDENT(2)
+              : how == V_ASCII ? JSON_COMPACT | JSON_ENSURE_ASCII
+              : how == V_SORTED ? JSON_COMPACT | JSON_SORT_KEYS : JSON_COMPACT;
+    char *t = json_dumps(v, fl | JSON_ENCODE_ANY);
+    if (t && how == V_CUT)   /* broken: the last byte gone */
+        t[strlen(t) ? strlen(t) - 1 : 0] = '\0';
+    return t;
+}
+
+/* The fast path against the jansson path (tests/fuzz/dbz_oracle.h) on
+ * every event of the corpus, as Kafka messages in several spellings, one
+ * frame per file and configuration (so frames fill up, change tables and
+ * keys, and schemas come from the cache): the same answers, reasons,
+ * notes, frames, declared types and cells, and most events taken fast. */
+static void test_fast_oracle(void)
+{
+    char dir[4096];
+    DIR *d = corpus_dir(dir, sizeof(dir));
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    struct dirent *de;
+    long events = 0, fast = 0, diffs = 0;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n < 6 || strcmp(de->d_name + n - 6, ".jsonl"))
+            continue;
+        char path[8300];
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        const char *keys[] = { "id" };
+        for (int how = 0; how < V_N; how++) {
+            for (int conf = 0; conf < 3; conf++) {
+                FILE *f = fopen(path, "r");
+                if (!f)
+                    continue;
+                zx_dbz_conf c = dbz(conf == 0 ? "{topic}" : conf == 1 ? "m_{source.table}"
+                                                                      : "fixed");
+                c.key_columns = keys;
+                c.nkey_columns = conf == 2 ? 0 : 1;
+                c.table_max = conf == 1 ? 54 : 0;
+                dbz_side a, b;
+                dbz_side_init(&a, &c, conf == 1, 1);
+                dbz_side_init(&b, &c, conf == 1, 1);
+                char *line = NULL;
+                size_t cap = 0;
+                long ln = 0;
+                while (getline(&line, &cap, f) > 0) {
+                    ln++;
+                    json_t *o = json_loads(line, 0, NULL);
+                    if (!o)
+                        continue;
+                    const json_t *k = json_object_get(o, "key"), *v = json_object_get(o, "value");
+                    const json_t *body = json_object_get(o, "body");
+                    json_t *bv = json_is_string(body) ? json_loads(json_string_value(body), 0, NULL)
+                                                      : NULL;
+                    if (bv && json_is_object(bv))
+                        v = bv;
+                    if (!v || json_is_null(v)) {
+                        json_decref(bv);
+                        json_decref(o);
+                        continue;
+                    }
+                    char *vt = variant(v, how);
+                    char *kt = k && !json_is_null(k) ? variant(k, how == V_CUT ? V_COMPACT : how)
+                                                     : NULL;
+                    zx_dbz_msg m = { .topic = json_string_value(json_object_get(o, "topic")),
+                                     .key = kt, .key_len = kt ? strlen(kt) : 0,
+                                     .value = vt, .len = vt ? strlen(vt) : 0,
+                                     .position = "t:0:1" };
+                    int took = 0;
+                    const char *diff = vt ? dbz_oracle_step(&a, &b, &m, &took) : NULL;
+                    if (diff) {
+                        printf("  %s:%ld (variant %d, conf %d): %s differs: %s | %s\n",
+                               de->d_name, ln, how, conf, diff, a.why, b.why);
+                        diffs++;
+                        dbz_side_restart(&a);
+                        dbz_side_restart(&b);
+                    }
+                    events++;
+                    fast += took;
+                    free(vt);
+                    free(kt);
+                    json_decref(bv);
+                    json_decref(o);
+                }
+                free(line);
+                fclose(f);
+                dbz_side_free(&a);
+                dbz_side_free(&b);
+            }
+        }
+    }
+    closedir(d);
+    printf("fast path vs jansson: %ld messages, %ld answered fast, %ld differences\n", events,
+           fast, diffs);
+    CHECK(diffs == 0);
+    CHECK(events > 0 && fast > events / 3);
+}
+
 /* Every event of every corpus file decodes: a change, or skipped. */
 static void test_corpus(void)
 {
@@ -620,6 +745,7 @@ int main(void)
     test_latest();
     test_body();
     test_corpus();
+    test_fast_oracle();
     zx_dbz_frame_free(&fr);
     zx_rowset_free(&rs);
     if (failures)

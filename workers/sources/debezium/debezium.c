@@ -20,13 +20,13 @@
 #include "conf/config.h"
 
 /* base64 of ZX_DBZ_UNAVAILABLE: the placeholder in a bytes column */
-#define UNAVAILABLE_B64 "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
+#define UNAVAILABLE_B64 ZX_DBZ_UNAVAILABLE_B64
 
 /* What the walk found out about one event. */
 typedef struct event {
     const json_t *schema;         /* the envelope's value schema, or NULL */
     const json_t *payload;
-    const json_t *source;         /* payload.source, or NULL */
+    zx_dbz_src src;               /* payload.source's fields */
     const json_t *row_schema;     /* the struct schema of after/before */
     const json_t *key_payload;    /* the key's fields (object), or NULL */
     const json_t *key_schema;     /* the key's struct schema, or NULL */
@@ -62,6 +62,8 @@ void zx_dbz_frame_free(zx_dbz_frame *f)
     if (!f)
         return;
     zx_dbz_cache_free(&f->cache);
+    zx_dbz_fast_free(f->fast);
+    f->fast = NULL;
     free(f->types);
     free(f->decls);
     f->types = NULL;
@@ -114,23 +116,15 @@ static const char *owner(const zx_dbz_conf *c, const char *t)
     return NULL;
 }
 
-static int64_t src_int(const json_t *src, const char *key, int *ok)
+static int64_t src_int(const zx_dbz_src *src, int f, int *ok)
 {
-    const json_t *v = src ? json_object_get(src, key) : NULL;
-    *ok = json_is_integer(v);
-    return *ok ? (int64_t)json_integer_value(v) : 0;
+    *ok = src->present && src->v[f].t == ZX_DBZ_SV_INT;
+    return *ok ? src->v[f].i : 0;
 }
 
-/* See debezium_int.h. */
-const char *zx_dbz_src_str(const json_t *src, const char *key)
-{
-    const json_t *v = src ? json_object_get(src, key) : NULL;
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* Expand c->table for event e (topic may be NULL).  0, or 1 with why. */
-static int table_name(const zx_dbz_conf *c, event *e, const char *topic, char *why,
-                      size_t whylen)
+/* Expand c->table for an event (topic may be NULL): debezium_int.h. */
+int zx_dbz_table_name(const zx_dbz_conf *c, const zx_dbz_src *src, const char *topic,
+                      char table[ZX_COLNAME_MAX + 1], char *why, size_t whylen)
 {
     char buf[512];
     size_t n = 0;
@@ -150,13 +144,13 @@ static int table_name(const zx_dbz_conf *c, event *e, const char *topic, char *w
             if (!strcmp(ph, "topic"))
                 val = topic;
             else if (!strcmp(ph, "source.collection"))
-                val = zx_dbz_src_str(e->source, "collection");
+                val = zx_dbz_src_str(src, ZX_DBZ_SRC_COLLECTION);
             else if (!strcmp(ph, "source.table"))
-                val = zx_dbz_src_str(e->source, "table");
+                val = zx_dbz_src_str(src, ZX_DBZ_SRC_TABLE);
             else if (!strcmp(ph, "source.schema"))
-                val = zx_dbz_src_str(e->source, "schema");
+                val = zx_dbz_src_str(src, ZX_DBZ_SRC_SCHEMA);
             else if (!strcmp(ph, "source.db"))
-                val = zx_dbz_src_str(e->source, "db");
+                val = zx_dbz_src_str(src, ZX_DBZ_SRC_DB);
             if (!val || !*val) {
                 snprintf(why, whylen, "the event has no %s for the table name \"%s\"", ph, tpl);
                 return 1;
@@ -174,32 +168,32 @@ static int table_name(const zx_dbz_conf *c, event *e, const char *topic, char *w
             buf[n++] = *p;
     }
     buf[n] = '\0';
-    size_t k = zx_colname_normalise(buf, n, e->table);
+    size_t k = zx_colname_normalise(buf, n, table);
     size_t max = c->table_max && c->table_max < ZX_COLNAME_MAX ? c->table_max : ZX_COLNAME_MAX;
     if (k > max)
-        e->table[max] = '\0', k = max;
-    if (k >= 9 && strcmp(e->table + k - 9, "__rejects") == 0) {
+        table[max] = '\0', k = max;
+    if (k >= 9 && strcmp(table + k - 9, "__rejects") == 0) {
         snprintf(why, whylen, "the table name \"%s\" made from \"%s\" is reserved for zx",
-                 e->table, tpl);
+                 table, tpl);
         return 1;
     }
-    if (k >= 9 && strcmp(e->table + k - 9, "__changes") == 0) {
+    if (k >= 9 && strcmp(table + k - 9, "__changes") == 0) {
         snprintf(why, whylen, "the table name \"%s\" made from \"%s\" is reserved for history",
-                 e->table, tpl);
+                 table, tpl);
         return 1;
     }
-    const char *o = owner(c, e->table);
+    const char *o = owner(c, table);
     if (o) {
         snprintf(why, whylen, "the table name \"%s\" made from \"%s\" is pipeline %s's table",
-                 e->table, tpl, o);
+                 table, tpl, o);
         return 1;
     }
-    if (strncmp(e->table, "sqlite_", 7) == 0) {
+    if (strncmp(table, "sqlite_", 7) == 0) {
         snprintf(why, whylen, "the table name \"%s\" made from \"%s\" is reserved by SQLite",
-                 e->table, tpl);
+                 table, tpl);
         return 1;
     }
-    return zx_dbz_tables_refuse(c, e->table, tpl, why, whylen);
+    return zx_dbz_tables_refuse(c, table, tpl, why, whylen);
 }
 
 /* ---- the envelope ------------------------------------------------------ */
@@ -222,7 +216,7 @@ static const json_t *unwrap(const json_t *v, const json_t **schema)
 /* The schema of field `name` of struct schema st, or NULL.  *hint: where
  * to look first (payloads list their fields in the schema's order), then
  * after the one found. */
-static const json_t *field_schema(const json_t *st, const char *name, size_t *hint)
+const json_t *zx_dbz_field_schema(const json_t *st, const char *name, size_t *hint)
 {
     const json_t *fields = st ? json_object_get(st, "fields") : NULL;
     size_t n = json_array_size(fields);
@@ -245,7 +239,7 @@ static json_t *parse(const void *p, size_t n)
 
 /* ---- the frame's declared types --------------------------------------- */
 
-static int note_decl(zx_dbz_frame *f, int64_t col, const char *decl)
+int zx_dbz_note_decl(zx_dbz_frame *f, int64_t col, const char *decl)
 {
     if (!decl || col < 0)
         return 0;
@@ -362,7 +356,7 @@ static int unavailable(const json_t *v)
 }
 
 /* Append name, JSON-escaped and quoted, to the array text in *buf. */
-static int json_name(char **buf, size_t *len, size_t *cap, const char *name)
+int zx_dbz_json_name(char **buf, size_t *len, size_t *cap, const char *name)
 {
     size_t need = *len + 6 * strlen(name) + 4;
     if (need > *cap) {
@@ -410,19 +404,20 @@ static int row_cells(zx_dbz_frame *f, event *e, const json_t *row, const json_t 
         if (keys_only && !is_key(e, norm))
             continue;
         if (!keys_only && unch && unavailable(v)) {
-            if (json_name(unch, ulen, ucap, norm) < 0)
+            if (zx_dbz_json_name(unch, ulen, ucap, norm) < 0)
                 return -1;
             continue;
         }
         zx_value zv;
         const char *decl;
-        const json_t *fs = st ? field_schema(st, k, &hint) : NULL;
+        const json_t *fs = st ? zx_dbz_field_schema(st, k, &hint) : NULL;
         if (zx_dbz_value(fs, v, rs, &zv, &decl, e->vflags) < 0)
             return -1;
         char name[ZX_COLNAME_MAX + 16];
         snprintf(name, sizeof(name), "%s%s", prefix ? prefix : "", norm);
         int64_t col;
-        if (add_cell(rs, name, &zv, &col) < 0 || (!prefix && note_decl(f, col, decl) < 0))
+        if (add_cell(rs, name, &zv, &col) < 0 ||
+            (!prefix && zx_dbz_note_decl(f, col, decl) < 0))
             return -1;
     }
     return 0;
@@ -462,11 +457,11 @@ static const char *jtype(const json_t *v)
     }
 }
 
-/* The reserved cells of a change. */
-static int reserved(zx_rowset *rs, const event *e, const char *op, const zx_dbz_msg *m)
+/* The reserved cells of a change: debezium_int.h. */
+int zx_dbz_reserved(zx_rowset *rs, const zx_dbz_src *src, const char *op, const zx_dbz_msg *m)
 {
     char lsn[256], seq[128];
-    zx_dbz_position(e->source, lsn, sizeof(lsn), seq, sizeof(seq));
+    zx_dbz_position(src, lsn, sizeof(lsn), seq, sizeof(seq));
     if (!lsn[0] && m->position)
         snprintf(lsn, sizeof(lsn), "%s", m->position);
     if (add_str(rs, ZX_CH_OP, ZX_T_TEXT, op) < 0 || add_str(rs, ZX_CH_LSN, ZX_T_TEXT, lsn) < 0)
@@ -474,9 +469,9 @@ static int reserved(zx_rowset *rs, const event *e, const char *op, const zx_dbz_
     if (seq[0] && add_str(rs, ZX_CH_SEQ, ZX_T_TEXT, seq) < 0)
         return -1;
     int ok;
-    int64_t us = src_int(e->source, "ts_us", &ok);
+    int64_t us = src_int(src, ZX_DBZ_SRC_TS_US, &ok);
     if (!ok) {
-        us = src_int(e->source, "ts_ms", &ok);
+        us = src_int(src, ZX_DBZ_SRC_TS_MS, &ok);
         if (ok && us <= INT64_MAX / 1000 && us >= INT64_MIN / 1000)
             us *= 1000;
         else
@@ -492,7 +487,7 @@ static int reserved(zx_rowset *rs, const event *e, const char *op, const zx_dbz_
         if (!cs || col < 0 || zx_rowset_add(rs, (uint32_t)col, &v) < 0)
             return -1;
     }
-    int64_t xid = src_int(e->source, "txId", &ok);
+    int64_t xid = src_int(src, ZX_DBZ_SRC_TXID, &ok);
     if (ok) {
         zx_value v = { .type = ZX_T_INT, .u.i = xid };
         int64_t col = zx_rowset_column(rs, ZX_CH_XID, strlen(ZX_CH_XID), ZX_T_INT);
@@ -502,33 +497,35 @@ static int reserved(zx_rowset *rs, const event *e, const char *op, const zx_dbz_
     return 0;
 }
 
-/* The frame can take e (same table and key), or is empty. */
-static int fits(const zx_dbz_frame *f, const event *e, int truncate)
+/* The frame can take a change of table and keys (or is empty). */
+int zx_dbz_fits(const zx_dbz_frame *f, const char *table,
+                const char (*keys)[ZX_COLNAME_MAX + 1], size_t nkeys, int truncate)
 {
     if (!f->changes)
         return 1;
-    if (strcmp(f->table, e->table) != 0)
+    if (strcmp(f->table, table) != 0)
         return 0;
     if (truncate)
         return 1;
-    if (f->nkeys != e->nkeys)
+    if (f->nkeys != nkeys)
         return 0;
-    for (size_t k = 0; k < e->nkeys; k++)
-        if (strcmp(f->keys[k], e->keys[k]) != 0)
+    for (size_t k = 0; k < nkeys; k++)
+        if (strcmp(f->keys[k], keys[k]) != 0)
             return 0;
     return 1;
 }
 
-/* The frame takes e's table and key (its first change). */
-static int adopt(zx_dbz_frame *f, const event *e)
+/* The frame takes the table and key of its first change. */
+int zx_dbz_adopt(zx_dbz_frame *f, const char *table,
+                 const char (*keys)[ZX_COLNAME_MAX + 1], size_t nkeys)
 {
     if (f->changes)
         return 0;
-    snprintf(f->table, sizeof(f->table), "%s", e->table);
-    for (size_t k = 0; k < e->nkeys; k++)
-        if (!(f->keys[k] = zx_rowset_strdup(f->rs, e->keys[k], strlen(e->keys[k]))))
+    snprintf(f->table, sizeof(f->table), "%s", table);
+    for (size_t k = 0; k < nkeys; k++)
+        if (!(f->keys[k] = zx_rowset_strdup(f->rs, keys[k], strlen(keys[k]))))
             return -1;
-    f->nkeys = e->nkeys;
+    f->nkeys = nkeys;
     return 0;
 }
 
@@ -594,7 +591,7 @@ static int add_row(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_dbz
     char *unch = NULL;
     size_t ulen = 0, ucap = 0;
     int rc = ZX_DBZ_NOMEM;
-    if (zx_rowset_begin_row(rs) < 0 || reserved(rs, e, e->op, m) < 0)
+    if (zx_rowset_begin_row(rs) < 0 || zx_dbz_reserved(rs, &e->src, e->op, m) < 0)
         goto out;
     if (!strcmp(e->op, "insert") || !strcmp(e->op, "update")) {
         if (!has_keys(e, e->after, why, whylen)) {
@@ -646,7 +643,7 @@ static int add_row(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_dbz
         goto out;
     }
     zx_rowset_end_row(rs);
-    if (adopt(f, e) < 0)
+    if (zx_dbz_adopt(f, e->table, (const char (*)[ZX_COLNAME_MAX + 1])e->keys, e->nkeys) < 0)
         goto out;
     f->changes++;
     free(unch);
@@ -712,10 +709,8 @@ static int debezium(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_db
         snprintf(why, whylen, "unknown operation \"op\": %.40s", json_is_string(opv) ? op : jtype(opv));
         return ZX_DBZ_REJECT;
     }
-    e->source = json_object_get(p, "source");
-    if (!json_is_object(e->source))
-        e->source = NULL;
-    const char *conn = zx_dbz_src_str(e->source, "connector");
+    zx_dbz_src_of(json_object_get(p, "source"), &e->src);
+    const char *conn = zx_dbz_src_str(&e->src, ZX_DBZ_SRC_CONNECTOR);
     e->mongo = conn && !strcmp(conn, "mongodb");
     if (conn && (!strcmp(conn, "mysql") || !strcmp(conn, "mariadb")))
         e->vflags |= ZX_DBZ_MYSQL;
@@ -740,15 +735,15 @@ static int debezium(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_db
     }
     if (e->schema) {
         size_t h = 0;
-        e->row_schema = field_schema(e->schema, "after", &h);
+        e->row_schema = zx_dbz_field_schema(e->schema, "after", &h);
         if (!e->row_schema)
-            e->row_schema = field_schema(e->schema, "before", &h);
+            e->row_schema = zx_dbz_field_schema(e->schema, "before", &h);
     } else {
         *notes |= ZX_DBZ_NOTE_NO_SCHEMA;
     }
     if (e->mongo)
         e->row_schema = NULL;   /* the documents are JSON text: inferred */
-    if (table_name(c, e, m->topic, why, whylen))
+    if (zx_dbz_table_name(c, &e->src, m->topic, e->table, why, whylen))
         return ZX_DBZ_REJECT;
     int trunc = !strcmp(e->op, "truncate");
     if (trunc && f->changes && strcmp(f->table, e->table) == 0) {
@@ -764,7 +759,7 @@ static int debezium(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_db
         snprintf(why, whylen, "a MongoDB delete whose key has no \"id\" JSON text");
         return ZX_DBZ_REJECT;
     }
-    if (!fits(f, e, trunc))
+    if (!zx_dbz_fits(f, e->table, (const char (*)[ZX_COLNAME_MAX + 1])e->keys, e->nkeys, trunc))
         return ZX_DBZ_OTHER;
     return add_row(c, f, e, m, why, whylen);
 }
@@ -773,14 +768,14 @@ static int debezium(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const zx_db
 static int latest(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const json_t *val,
                   const zx_dbz_msg *m, char *why, size_t whylen)
 {
-    if (table_name(c, e, m->topic, why, whylen))
+    if (zx_dbz_table_name(c, &e->src, m->topic, e->table, why, whylen))
         return ZX_DBZ_REJECT;
     const json_t *kp = e->key_payload;
     e->key_payload = NULL;     /* the key columns are the stream's */
     if (key_columns(c, e, why, whylen))
         return ZX_DBZ_REJECT;
     e->key_payload = kp;
-    if (!fits(f, e, 0))
+    if (!zx_dbz_fits(f, e->table, (const char (*)[ZX_COLNAME_MAX + 1])e->keys, e->nkeys, 0))
         return ZX_DBZ_OTHER;
     if (!val) {   /* a tombstone: a delete when its key names the row */
         char tmp[8];
@@ -828,8 +823,8 @@ static int latest(const zx_dbz_conf *c, zx_dbz_frame *f, event *e, const json_t 
     return n ? ZX_DBZ_ADDED : ZX_DBZ_SKIPPED;
 }
 
-int zx_dbz_add(const zx_dbz_conf *c, zx_dbz_frame *f, const zx_dbz_msg *m, char *why,
-               size_t whylen, unsigned *notes)
+int zx_dbz_add_json(const zx_dbz_conf *c, zx_dbz_frame *f, const zx_dbz_msg *m, char *why,
+                    size_t whylen, unsigned *notes)
 {
     event e;
     memset(&e, 0, sizeof(e));
@@ -888,4 +883,20 @@ have_value:;
     if (rc == ZX_DBZ_ADDED && c->made && zx_dbz_tables_add(c->made, f->table) < 0)
         rc = ZX_DBZ_NOMEM;   /* the row stays in f: the caller gives the frame up */
     return rc;
+}
+
+int zx_dbz_add(const zx_dbz_conf *c, zx_dbz_frame *f, const zx_dbz_msg *m, char *why,
+               size_t whylen, unsigned *notes)
+{
+    /* the common case without jansson (debezium_fast.c); what it declines,
+     * and what it is not for, the jansson way */
+    if (c->mode == ZX_DBZ_DEBEZIUM && m->value && m->len && !m->value_json && !m->key_json) {
+        int rc = zx_dbz_fast_add(c, f, m, why, whylen, notes);
+        if (rc != ZX_DBZ_DECLINED) {
+            if (rc == ZX_DBZ_ADDED && c->made && zx_dbz_tables_add(c->made, f->table) < 0)
+                rc = ZX_DBZ_NOMEM;
+            return rc;
+        }
+    }
+    return zx_dbz_add_json(c, f, m, why, whylen, notes);
 }

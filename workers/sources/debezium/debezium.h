@@ -6,6 +6,15 @@
  * tested against the captured events of tests/corpus/debezium/ and fuzzed
  * (tests/fuzz/fuzz_debezium.c).
  *
+ * Two parsers, one answer: a message given as bytes (Kafka) goes first
+ * through the hand-written fast path (debezium_fast.c: no jansson, the
+ * schema matched byte for byte against the ones seen before and kept
+ * compiled), which answers only when it is sure to answer as the jansson
+ * path does and declines everything else (MongoDB, duplicate keys,
+ * "\u0000", big numbers, nested values, truncates, most rejects); the
+ * jansson path (debezium.c) decides then, and is the reference the fast
+ * one is tested and fuzzed against (tests/fuzz/dbz_oracle.h).
+ *
  * Debezium events, as Kafka Connect's JsonConverter writes them, with or
  * without the {"schema": ..., "payload": ...} envelope:
  *   op "c" (create) and "r" (snapshot read)   -> insert of `after`
@@ -51,7 +60,8 @@
  * It must never: guess a type from the size of a number when a schema
  * names it, keep a pointer into the message after zx_dbz_add returns, read
  * outside the bytes given, or recurse without a bound (jansson's parser is
- * bounded; the walk here goes at most two levels into the value).
+ * bounded, the fast path's too; the walk here goes at most two levels into
+ * the value).
  */
 #ifndef ZX_SOURCES_DEBEZIUM_H
 #define ZX_SOURCES_DEBEZIUM_H
@@ -130,6 +140,8 @@ typedef struct zx_dbz_cached {
     char *text;                   /* the schema's JSON text as sent */
     size_t len;
     json_t *schema;               /* parsed */
+    struct zx_dbz_fast_schema *fast;  /* its compiled form (debezium_fast.c),
+                                         or NULL */
 } zx_dbz_cached;
 typedef struct zx_dbz_cache {
     zx_dbz_cached v[ZX_DBZ_CACHE];
@@ -150,6 +162,7 @@ typedef struct zx_dbz_frame {
     size_t ntypes, types_cap;
     uint64_t changes;             /* rows added */
     zx_dbz_cache cache;           /* kept across resets */
+    struct zx_dbz_fast *fast;     /* the fast parser's scratch, or NULL */
 } zx_dbz_frame;
 
 enum {

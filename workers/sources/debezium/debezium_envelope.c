@@ -13,7 +13,7 @@
  * text after the object, nesting beyond ZX_DBZ_SCAN_DEPTH) answers 0 and
  * the caller parses the whole message as before.
  */
-#include "workers/sources/debezium/debezium.h"
+#include "workers/sources/debezium/debezium_int.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -154,9 +154,33 @@ int zx_dbz_split(zx_dbz_cache *c, const char *v, size_t n, const json_t **schema
     c->next = (c->next + 1) % ZX_DBZ_CACHE;
     free(x->text);
     json_decref(x->schema);
+    zx_dbz_fast_schema_free(x->fast);
     *x = (zx_dbz_cached){ .text = text, .len = sl, .schema = s };
     *schema = s;
     return 1;
+}
+
+const json_t *zx_dbz_cache_get(zx_dbz_cache *c, const char *s, size_t n)
+{
+    for (int i = 0; i < ZX_DBZ_CACHE; i++) {
+        zx_dbz_cached *x = &c->v[i];
+        if (x->schema && x->len == n && !memcmp(x->text, s, n))
+            return x->schema;
+    }
+    json_t *j = json_loadb(s, n, 0, NULL);
+    char *text = j && json_is_object(j) ? malloc(n ? n : 1) : NULL;
+    if (!text) {
+        json_decref(j);
+        return NULL;
+    }
+    memcpy(text, s, n);
+    zx_dbz_cached *x = &c->v[c->next];
+    c->next = (c->next + 1) % ZX_DBZ_CACHE;
+    free(x->text);
+    json_decref(x->schema);
+    zx_dbz_fast_schema_free(x->fast);
+    *x = (zx_dbz_cached){ .text = text, .len = n, .schema = j };
+    return j;
 }
 
 void zx_dbz_cache_free(zx_dbz_cache *c)
@@ -164,6 +188,7 @@ void zx_dbz_cache_free(zx_dbz_cache *c)
     for (int i = 0; i < ZX_DBZ_CACHE; i++) {
         free(c->v[i].text);
         json_decref(c->v[i].schema);
+        zx_dbz_fast_schema_free(c->v[i].fast);
     }
     memset(c, 0, sizeof(*c));
 }

@@ -32,7 +32,7 @@
  * MariaDB (ZX_DBZ_MYSQL), whose TIME is a duration up to 838:59:59, the
  * times are declared interval.
  */
-#include "workers/sources/debezium/debezium.h"
+#include "workers/sources/debezium/debezium_int.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -135,7 +135,8 @@ static int put_text(zx_rowset *rs, zx_value *out, zx_type t, const char *s, size
     return 0;
 }
 
-/* A value that does not match its schema: its JSON text, as TEXT. */
+/* A value that does not match its schema: its JSON text, as TEXT (the
+ * json_t form: zx_dbz_value's fallback for what as_text_sv leaves). */
 static int as_text(const json_t *v, zx_rowset *rs, zx_value *out)
 {
     if (json_is_string(v))
@@ -146,6 +147,29 @@ static int as_text(const json_t *v, zx_rowset *rs, zx_value *out)
     int rc = put_text(rs, out, ZX_T_TEXT, s, strlen(s));
     free(s);
     return rc;
+}
+
+/* The same for a scalar: a string, an integer ("%lld", as json_dumps
+ * writes it), true or false; NEED_JSON (2) for a real or a container,
+ * whose text is jansson's to write. */
+#define NEED_JSON 2
+static int as_text_sv(const zx_dbz_sv *v, zx_rowset *rs, zx_value *out)
+{
+    char b[32];
+    int n;
+    switch (v->t) {
+    case ZX_DBZ_SV_STR:
+        return put_text(rs, out, ZX_T_TEXT, v->s, v->n);
+    case ZX_DBZ_SV_INT:
+        n = snprintf(b, sizeof(b), "%" JSON_INTEGER_FORMAT, (json_int_t)v->i);
+        return put_text(rs, out, ZX_T_TEXT, b, (size_t)n);
+    case ZX_DBZ_SV_TRUE:
+        return put_text(rs, out, ZX_T_TEXT, "true", 4);
+    case ZX_DBZ_SV_FALSE:
+        return put_text(rs, out, ZX_T_TEXT, "false", 5);
+    default:
+        return NEED_JSON;
+    }
 }
 
 static int as_json(const json_t *v, zx_rowset *rs, zx_value *out)
@@ -159,19 +183,19 @@ static int as_json(const json_t *v, zx_rowset *rs, zx_value *out)
 }
 
 /* Decimal from base64 text b64 with scale. */
-static int decimal(const char *b64, size_t n, long scale, const json_t *v, zx_rowset *rs,
+static int decimal(const char *b64, size_t n, long scale, const zx_dbz_sv *v, zx_rowset *rs,
                    zx_value *out)
 {
     unsigned char raw[MAX_DECIMAL_BYTES + 4];
     char txt[MAX_DECIMAL_BYTES * 3 + MAX_SCALE + 8];
     if (n > (MAX_DECIMAL_BYTES / 3 + 1) * 4)
-        return as_text(v, rs, out);
+        return as_text_sv(v, rs, out);
     long k = zx_base64_decode(b64, n, raw);
     int len = k < 0 || k > MAX_DECIMAL_BYTES ? -1
                                              : zx_dbz_decimal_text(raw, (size_t)k, (int)scale,
                                                                    txt, sizeof(txt));
     if (len < 0)
-        return as_text(v, rs, out);
+        return as_text_sv(v, rs, out);
     return put_text(rs, out, ZX_T_TEXT, txt, (size_t)len);
 }
 
@@ -196,10 +220,10 @@ static int time_text(int64_t us, zx_rowset *rs, zx_value *out)
 #define MAX_DAYS 2932896      /* 9999-12-31 */
 #define MIN_DAYS (-719162)    /* 0001-01-01 */
 
-static int date_text(int64_t days, const json_t *v, zx_rowset *rs, zx_value *out)
+static int date_text(int64_t days, const zx_dbz_sv *v, zx_rowset *rs, zx_value *out)
 {
     if (days < MIN_DAYS || days > MAX_DAYS)
-        return as_text(v, rs, out);
+        return as_text_sv(v, rs, out);
     int64_t y;
     unsigned m, d;
     zx_civil_from_days(days, &y, &m, &d);
@@ -211,10 +235,10 @@ static int date_text(int64_t days, const json_t *v, zx_rowset *rs, zx_value *out
 #define MAX_US 253402300799999999LL    /* 9999-12-31T23:59:59.999999Z */
 #define MIN_US (-62135596800000000LL)  /* 0001-01-01T00:00:00Z */
 
-static int timestamp(int64_t us, const json_t *v, zx_rowset *rs, zx_value *out)
+static int timestamp(int64_t us, const zx_dbz_sv *v, zx_rowset *rs, zx_value *out)
 {
     if (us < MIN_US || us > MAX_US)
-        return as_text(v, rs, out);
+        return as_text_sv(v, rs, out);
     char b[ZX_TS_BUFSZ];
     size_t n = zx_ts_format(us, b);
     if (put_text(rs, out, ZX_T_TIMESTAMP, b, n) < 0)
@@ -224,53 +248,52 @@ static int timestamp(int64_t us, const json_t *v, zx_rowset *rs, zx_value *out)
 }
 
 /* A JSON integer value as int64 (1), or 0 when v is not one. */
-static int int_of(const json_t *v, int64_t *x)
+static int int_of(const zx_dbz_sv *v, int64_t *x)
 {
-    if (!json_is_integer(v))
+    if (v->t != ZX_DBZ_SV_INT)
         return 0;
-    *x = (int64_t)json_integer_value(v);
+    *x = v->i;
     return 1;
 }
 
 /* Inferred as json_rows.h does (no schema). */
-static int inferred(const json_t *v, zx_rowset *rs, zx_value *out)
+static int inferred(const zx_dbz_sv *v, zx_rowset *rs, zx_value *out)
 {
-    switch (json_typeof(v)) {
-    case JSON_INTEGER:
-        *out = (zx_value){ .type = ZX_T_INT, .u.i = (int64_t)json_integer_value(v) };
+    switch (v->t) {
+    case ZX_DBZ_SV_INT:
+        *out = (zx_value){ .type = ZX_T_INT, .u.i = v->i };
         return 0;
-    case JSON_REAL:
-        *out = (zx_value){ .type = ZX_T_REAL, .u.d = json_real_value(v) };
+    case ZX_DBZ_SV_REAL:
+        *out = (zx_value){ .type = ZX_T_REAL, .u.d = v->d };
         return 0;
-    case JSON_TRUE:
-    case JSON_FALSE:
-        *out = (zx_value){ .type = ZX_T_BOOL, .u.b = json_is_true(v) };
+    case ZX_DBZ_SV_TRUE:
+    case ZX_DBZ_SV_FALSE:
+        *out = (zx_value){ .type = ZX_T_BOOL, .u.b = v->t == ZX_DBZ_SV_TRUE };
         return 0;
-    case JSON_STRING: {
+    case ZX_DBZ_SV_STR: {
         int64_t us;
-        const char *s = json_string_value(v);
-        size_t n = json_string_length(v);
-        if (zx_rfc3339_parse(s, n, &us)) {
-            if (put_text(rs, out, ZX_T_TIMESTAMP, s, n) < 0)
+        if (zx_rfc3339_parse(v->s, v->n, &us)) {
+            if (put_text(rs, out, ZX_T_TIMESTAMP, v->s, v->n) < 0)
                 return -1;
             out->u.i = us;
             return 0;
         }
-        return put_text(rs, out, ZX_T_TEXT, s, n);
+        return put_text(rs, out, ZX_T_TEXT, v->s, v->n);
     }
     default:
-        return as_json(v, rs, out);
+        return NEED_JSON;   /* as_json */
     }
 }
 
 /* A float that JsonConverter may write as a string ("NaN", "Infinity"). */
-static int real(const json_t *v, zx_rowset *rs, zx_value *out)
+static int real(const zx_dbz_sv *v, zx_rowset *rs, zx_value *out)
 {
-    if (json_is_number(v)) {
-        *out = (zx_value){ .type = ZX_T_REAL, .u.d = json_number_value(v) };
+    if (v->t == ZX_DBZ_SV_INT || v->t == ZX_DBZ_SV_REAL) {
+        *out = (zx_value){ .type = ZX_T_REAL,
+                           .u.d = v->t == ZX_DBZ_SV_INT ? (double)v->i : v->d };
         return 0;
     }
-    const char *s = json_is_string(v) ? json_string_value(v) : "";
+    const char *s = v->t == ZX_DBZ_SV_STR ? v->s : "";
     double d;
     if (strcmp(s, "NaN") == 0)
         d = NAN;
@@ -279,30 +302,31 @@ static int real(const json_t *v, zx_rowset *rs, zx_value *out)
     else if (strcmp(s, "-Infinity") == 0)
         d = -INFINITY;
     else
-        return as_text(v, rs, out);
+        return as_text_sv(v, rs, out);
     *out = (zx_value){ .type = ZX_T_REAL, .u.d = d };
     return 0;
 }
 
-static int bytes(const json_t *v, zx_rowset *rs, zx_value *out)
+static int bytes(const zx_dbz_sv *v, zx_rowset *rs, zx_value *out)
 {
-    if (!json_is_string(v))
-        return as_text(v, rs, out);
-    const char *s = json_string_value(v);
-    size_t n = json_string_length(v);
-    unsigned char *raw = malloc(n / 4 * 3 + 4);
+    if (v->t != ZX_DBZ_SV_STR)
+        return as_text_sv(v, rs, out);
+    const char *s = v->s;
+    size_t n = v->n;
+    unsigned char sbuf[256], *raw = n / 4 * 3 + 4 <= sizeof(sbuf) ? sbuf : malloc(n / 4 * 3 + 4);
     if (!raw)
         return -1;
     long k = zx_base64_decode(s, n, raw);
+    int rc = 0;
     if (k < 0) {
-        free(raw);
-        return as_text(v, rs, out);
+        rc = as_text_sv(v, rs, out);
+        goto done;
     }
     static const char hx[] = "0123456789abcdef";
     char *t = zx_rowset_alloc(rs, 2 + 2 * (size_t)k + 1);
     if (!t) {
-        free(raw);
-        return -1;
+        rc = -1;
+        goto done;
     }
     t[0] = '\\';
     t[1] = 'x';
@@ -311,20 +335,21 @@ static int bytes(const json_t *v, zx_rowset *rs, zx_value *out)
         t[3 + 2 * i] = hx[raw[i] & 15];
     }
     t[2 + 2 * k] = '\0';
-    free(raw);
     *out = (zx_value){ .type = ZX_T_TEXT, .len = (uint32_t)(2 + 2 * k), .s = t };
-    return 0;
+done:
+    if (raw != sbuf)
+        free(raw);
+    return rc;
 }
 
-static char *numeric_decl(const json_t *fs, zx_rowset *rs)
+static void numeric_decl(const json_t *fs, char *b, size_t bn)
 {
     long p = param(fs, "connect.decimal.precision", 1, 1000, 0);
     long s = param(fs, "scale", 0, 1000, -1);
+    b[0] = '\0';
     if (!p || s < 0 || s > p)
-        return NULL;
-    char b[48];
-    int n = snprintf(b, sizeof(b), "numeric(%ld,%ld)", p, s);
-    return zx_rowset_strdup(rs, b, (size_t)n);
+        return;
+    snprintf(b, bn, "numeric(%ld,%ld)", p, s);
 }
 
 enum kind {
@@ -398,97 +423,160 @@ static int scaled(int64_t x, int64_t mul, int64_t *out)
     return 1;
 }
 
-int zx_dbz_value(const json_t *fs, const json_t *v, zx_rowset *rs, zx_value *out,
-                 const char **decl, unsigned flags)
+void zx_dbz_kind_of(const json_t *fs, zx_dbz_kind *k)
 {
-    const struct sem *k = fs ? lookup(fs) : NULL;
-    *decl = k ? k->decl : NULL;
+    const struct sem *m = fs ? lookup(fs) : NULL;
+    memset(k, 0, sizeof(*k));
+    if (!m)
+        return;
+    k->kind = (int)m->kind;
+    k->decl = m->decl;
+    if (m->kind == K_DECIMAL) {
+        numeric_decl(fs, k->numeric, sizeof(k->numeric));
+        k->scale = param(fs, "scale", 0, MAX_SCALE, 0);
+    }
+    k->json_doc = m->kind == K_JSON && !strcmp(sname(fs), "io.debezium.data.Json");
+}
+
+void zx_dbz_sv_of(const json_t *v, zx_dbz_sv *out)
+{
+    memset(out, 0, sizeof(*out));
+    switch (v ? json_typeof(v) : JSON_NULL) {
+    case JSON_NULL:
+        out->t = v ? ZX_DBZ_SV_NULL : ZX_DBZ_SV_NONE;
+        break;
+    case JSON_TRUE:
+        out->t = ZX_DBZ_SV_TRUE;
+        break;
+    case JSON_FALSE:
+        out->t = ZX_DBZ_SV_FALSE;
+        break;
+    case JSON_INTEGER:
+        out->t = ZX_DBZ_SV_INT;
+        out->i = (int64_t)json_integer_value(v);
+        break;
+    case JSON_REAL:
+        out->t = ZX_DBZ_SV_REAL;
+        out->d = json_real_value(v);
+        break;
+    case JSON_STRING:
+        out->t = ZX_DBZ_SV_STR;
+        out->s = json_string_value(v);
+        out->n = json_string_length(v);
+        break;
+    default:
+        out->t = ZX_DBZ_SV_OTHER;
+        break;
+    }
+}
+
+int zx_dbz_value_sv(const zx_dbz_kind *k, const zx_dbz_sv *v, zx_rowset *rs, zx_value *out,
+                    const char **decl, unsigned flags)
+{
+    *decl = k->decl;
     /* MySQL's TIME is a duration (-838:59:59 to 838:59:59) */
-    if (k && (flags & ZX_DBZ_MYSQL) &&
+    if (k->kind && (flags & ZX_DBZ_MYSQL) &&
         (k->kind == K_TIME_MS || k->kind == K_TIME_US || k->kind == K_TIME_NS))
         *decl = "interval";
-    if (k && k->kind == K_DECIMAL) {
-        const char *d = numeric_decl(fs, rs);
+    if (k->kind == K_DECIMAL && k->numeric[0]) {
+        const char *d = zx_rowset_strdup(rs, k->numeric, strlen(k->numeric));
         if (d)
             *decl = d;
     }
-    if (!v || json_is_null(v)) {
+    if (v->t == ZX_DBZ_SV_NONE || v->t == ZX_DBZ_SV_NULL) {
         *out = (zx_value){ .type = ZX_T_NULL };
         return 1;
     }
-    if (!k)
-        return inferred(v, rs, out);
     int64_t x;
-    switch (k->kind) {
+    switch ((enum kind)k->kind) {
+    case K_INFER:
+        break;
     case K_DECIMAL:
-        if (!json_is_string(v))
-            return as_text(v, rs, out);   /* decimal.handling.mode double/string */
-        return decimal(json_string_value(v), json_string_length(v),
-                       param(fs, "scale", 0, MAX_SCALE, 0), v, rs, out);
-    case K_VARDEC: {
-        const json_t *sc = json_object_get(v, "scale"), *val = json_object_get(v, "value");
-        if (!json_is_integer(sc) || !json_is_string(val) || json_integer_value(sc) < 0 ||
-            json_integer_value(sc) > MAX_SCALE)
-            return as_text(v, rs, out);
-        return decimal(json_string_value(val), json_string_length(val),
-                       (long)json_integer_value(sc), v, rs, out);
-    }
+        if (v->t != ZX_DBZ_SV_STR)
+            return as_text_sv(v, rs, out);   /* decimal.handling.mode double/string */
+        return decimal(v->s, v->n, k->scale, v, rs, out);
+    case K_VARDEC:
+        return v->t == ZX_DBZ_SV_OTHER ? NEED_JSON : as_text_sv(v, rs, out);
     case K_DATE:
-        return int_of(v, &x) ? date_text(x, v, rs, out) : as_text(v, rs, out);
+        return int_of(v, &x) ? date_text(x, v, rs, out) : as_text_sv(v, rs, out);
     case K_TIME_MS:
         return int_of(v, &x) && scaled(x, 1000, &x) ? time_text(x, rs, out)
-                                                    : as_text(v, rs, out);
+                                                    : as_text_sv(v, rs, out);
     case K_TIME_US:
-        return int_of(v, &x) ? time_text(x, rs, out) : as_text(v, rs, out);
+        return int_of(v, &x) ? time_text(x, rs, out) : as_text_sv(v, rs, out);
     case K_TIME_NS:
-        return int_of(v, &x) ? time_text(x / 1000, rs, out) : as_text(v, rs, out);
+        return int_of(v, &x) ? time_text(x / 1000, rs, out) : as_text_sv(v, rs, out);
     case K_TS_MS:
         return int_of(v, &x) && scaled(x, 1000, &x) ? timestamp(x, v, rs, out)
-                                                    : as_text(v, rs, out);
+                                                    : as_text_sv(v, rs, out);
     case K_TS_US:
-        return int_of(v, &x) ? timestamp(x, v, rs, out) : as_text(v, rs, out);
+        return int_of(v, &x) ? timestamp(x, v, rs, out) : as_text_sv(v, rs, out);
     case K_TS_NS:
-        return int_of(v, &x) ? timestamp(x / 1000, v, rs, out) : as_text(v, rs, out);
+        return int_of(v, &x) ? timestamp(x / 1000, v, rs, out) : as_text_sv(v, rs, out);
     case K_ZONED_TS:
-        if (json_is_string(v) && zx_rfc3339_parse(json_string_value(v), json_string_length(v), &x))
+        if (v->t == ZX_DBZ_SV_STR && zx_rfc3339_parse(v->s, v->n, &x))
             return timestamp(x, v, rs, out);
-        return as_text(v, rs, out);
+        return as_text_sv(v, rs, out);
     case K_INT:
         if (!int_of(v, &x))
-            return as_text(v, rs, out);
+            return as_text_sv(v, rs, out);
         *out = (zx_value){ .type = ZX_T_INT, .u.i = x };
         return 0;
     case K_DURATION: {
         if (!int_of(v, &x))
-            return as_text(v, rs, out);
+            return as_text_sv(v, rs, out);
         char b[48];
         int n = snprintf(b, sizeof(b), "%" PRId64 " microseconds", x);
         return put_text(rs, out, ZX_T_TEXT, b, (size_t)n);
     }
     case K_JSON:
-        if (json_is_string(v) && !strcmp(sname(fs), "io.debezium.data.Json")) {
+        if (v->t == ZX_DBZ_SV_STR && k->json_doc) {
             /* the text of a JSON document: kept as sent when it is one */
-            json_t *doc = json_loadb(json_string_value(v), json_string_length(v),
-                                     JSON_DECODE_ANY, NULL);
+            json_t *doc = json_loadb(v->s, v->n, JSON_DECODE_ANY, NULL);
             if (!doc)
-                return as_text(v, rs, out);
+                return as_text_sv(v, rs, out);
             json_decref(doc);
-            return put_text(rs, out, ZX_T_JSON, json_string_value(v), json_string_length(v));
+            return put_text(rs, out, ZX_T_JSON, v->s, v->n);
         }
-        return as_json(v, rs, out);
+        return NEED_JSON;   /* as_json */
     case K_REAL:
         return real(v, rs, out);
     case K_BOOL:
-        if (!json_is_boolean(v))
-            return as_text(v, rs, out);
-        *out = (zx_value){ .type = ZX_T_BOOL, .u.b = json_is_true(v) };
+        if (v->t != ZX_DBZ_SV_TRUE && v->t != ZX_DBZ_SV_FALSE)
+            return as_text_sv(v, rs, out);
+        *out = (zx_value){ .type = ZX_T_BOOL, .u.b = v->t == ZX_DBZ_SV_TRUE };
         return 0;
     case K_BYTES:
         return bytes(v, rs, out);
     case K_TEXT:
-        return as_text(v, rs, out);
-    case K_INFER:
-        break;
+        return as_text_sv(v, rs, out);
     }
     return inferred(v, rs, out);
+}
+
+int zx_dbz_value(const json_t *fs, const json_t *v, zx_rowset *rs, zx_value *out,
+                 const char **decl, unsigned flags)
+{
+    zx_dbz_kind k;
+    zx_dbz_sv s;
+    zx_dbz_kind_of(fs, &k);
+    zx_dbz_sv_of(v, &s);
+    int rc = zx_dbz_value_sv(&k, &s, rs, out, decl, flags);
+    if (rc != NEED_JSON)
+        return rc;
+    /* what only the JSON value itself can say */
+    if (k.kind == K_VARDEC) {
+        const json_t *sc = json_object_get(v, "scale"), *val = json_object_get(v, "value");
+        if (!json_is_integer(sc) || !json_is_string(val) || json_integer_value(sc) < 0 ||
+            json_integer_value(sc) > MAX_SCALE)
+            return as_text(v, rs, out);
+        /* a value that does not fit: the whole object's text */
+        zx_dbz_sv whole = { .t = ZX_DBZ_SV_OTHER };
+        rc = decimal(json_string_value(val), json_string_length(val),
+                     (long)json_integer_value(sc), &whole, rs, out);
+        return rc == NEED_JSON ? as_text(v, rs, out) : rc;
+    }
+    if (k.kind == K_JSON || k.kind == K_INFER)
+        return as_json(v, rs, out);
+    return as_text(v, rs, out);
 }
