@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "common/hex.h"
+#include "common/json_scan.h"
 
 #define MAX_DEPTH 512
 #define MAX_MEMBERS 1024        /* of one object read member by member */
@@ -118,176 +119,11 @@ static inline void ws(px *s)
         s->p++;
 }
 
-static unsigned hex4(const char *s)   /* 4 hex digits, already checked */
-{
-    return (unsigned)(zx_hexval(s[0]) << 12 | zx_hexval(s[1]) << 8 |
-                      zx_hexval(s[2]) << 4 | zx_hexval(s[3]));
-}
-
-/* Length of the strict UTF-8 sequence at s (first byte >= 0x80), 0 if bad. */
-static size_t utf8_seq(const unsigned char *s, const unsigned char *e)
-{
-    unsigned c = s[0], cp;
-    size_t n;
-    if (c < 0xC2 || c > 0xF4)
-        return 0;
-    n = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    if ((size_t)(e - s) < n)
-        return 0;
-    cp = c & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return n;
-}
-
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* p is just after an opening quote.  The closing quote, or NULL when the
- * string is invalid or unterminated; *esc = 1 if it holds an escape. */
-static const char *scan_str(const char *p, const char *e, int *esc)
-{
-    for (;;) {
-        while (e - p >= 8) {
-            uint64_t w, q, b;
-            memcpy(&w, p, 8);
-            q = w ^ (ONES * '"');
-            b = w ^ (ONES * '\\');
-            uint64_t t = (((q - ONES) & ~q) | ((b - ONES) & ~b) |
-                          ((w - ONES * 0x20) & ~w) | w) & HIGHS;
-            if (!t) {
-                p += 8;
-                continue;
-            }
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            p += __builtin_ctzll(t) >> 3;   /* lowest flag is never false */
-#endif
-            break;
-        }
-        if (p >= e)
-            return NULL;
-        unsigned char c = (unsigned char)*p;
-        if (c == '"')
-            return p;
-        if (c == '\\') {
-            if (e - p < 2)
-                return NULL;
-            switch (p[1]) {
-            case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-            case 'r': case 't':
-                p += 2;
-                break;
-            case 'u':
-                if (e - p < 6 || zx_hexval(p[2]) < 0 || zx_hexval(p[3]) < 0 ||
-                    zx_hexval(p[4]) < 0 || zx_hexval(p[5]) < 0)
-                    return NULL;
-                p += 6;
-                break;
-            default:
-                return NULL;
-            }
-            *esc = 1;
-        } else if (c < 0x20) {
-            return NULL;
-        } else if (c >= 0x80) {
-            size_t n = utf8_seq((const unsigned char *)p, (const unsigned char *)e);
-            if (!n)
-                return NULL;
-            p += n;
-        } else {
-            p++;
-        }
-    }
-}
-
-/* Code point of the escape "\uXXXX[\uXXXX]" at *s (checked by scan_str),
- * advancing *s; -1 for a lone or bad surrogate or U+0000. */
-static long unicode_escape(const char **s, const char *e)
-{
-    const char *p = *s;
-    long cp = (long)hex4(p + 2);
-    p += 6;
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-        if (e - p < 6 || p[0] != '\\' || p[1] != 'u')
-            return -1;
-        long lo = (long)hex4(p + 2);
-        if (lo < 0xDC00 || lo > 0xDFFF)
-            return -1;
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-        p += 6;
-    } else if ((cp >= 0xDC00 && cp <= 0xDFFF) || cp == 0) {
-        return -1;
-    }
-    *s = p;
-    return cp;
-}
-
-static size_t utf8_put(char *d, long cp)
-{
-    if (cp < 0x80) {
-        d[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        d[0] = (char)(0xC0 | cp >> 6);
-        d[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        d[0] = (char)(0xE0 | cp >> 12);
-        d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        d[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    d[0] = (char)(0xF0 | cp >> 18);
-    d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    d[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    d[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* Decode the checked string body [s, e) into d (room for e - s bytes):
- * the length, or -1 (bad surrogate, U+0000). */
-static long decode_str(const char *s, const char *e, char *d)
-{
-    char *o = d;
-    while (s < e) {
-        if (*s != '\\') {
-            *o++ = *s++;
-            continue;
-        }
-        long cp;
-        switch (s[1]) {
-        case 'b': cp = '\b'; break;
-        case 'f': cp = '\f'; break;
-        case 'n': cp = '\n'; break;
-        case 'r': cp = '\r'; break;
-        case 't': cp = '\t'; break;
-        case 'u': cp = -2; break;
-        default: cp = s[1]; break;           /* " \ / */
-        }
-        if (cp == -2) {
-            if ((cp = unicode_escape(&s, e)) < 0)
-                return -1;
-        } else {
-            s += 2;
-        }
-        o += utf8_put(o, cp);
-    }
-    return (long)(o - d);
-}
-
 /* The string at s->p ('"') decoded into the scratch buffer: 0, -1. */
 static int str(px *s, const char **out, size_t *n)
 {
     int esc = 0;
-    const char *q = scan_str(s->p + 1, s->e, &esc);
+    const char *q = zx_js_scan_str(s->p + 1, s->e, &esc);
     if (!q)
         return -1;
     struct zx_dbz_fast *x = s->x;
@@ -296,7 +132,7 @@ static int str(px *s, const char **out, size_t *n)
     if (!esc) {
         k = q - s->p - 1;
         memcpy(d, s->p + 1, (size_t)k);
-    } else if ((k = decode_str(s->p + 1, q, d)) < 0) {
+    } else if ((k = zx_js_decode_str(s->p + 1, q, d, 0)) < 0) {
         return -1;
     }
     d[k] = '\0';
@@ -421,7 +257,7 @@ static int skip(px *s, int depth)
     int esc;
     switch (*s->p) {
     case '"': {
-        const char *q = scan_str(s->p + 1, s->e, &esc);
+        const char *q = zx_js_scan_str(s->p + 1, s->e, &esc);
         if (!q)
             return -1;
         if (esc) {   /* "\u0000" and lone surrogates are jansson's errors */
@@ -430,7 +266,7 @@ static int skip(px *s, int depth)
                     continue;
                 if (p[1] == 'u') {
                     const char *u = p;
-                    if (unicode_escape(&u, q) < 0)
+                    if (zx_js_unicode_escape(&u, q) < 0)
                         return -1;
                     p = u - 1;
                 } else {
