@@ -145,7 +145,10 @@ def test_second_zxd_on_the_same_workspace_is_refused(make_zxd):
         assert len(sessions) == 1, sessions
         (spid, app), = sessions
         assert (f"workspace Postgres {a.pg_dsn_shown} schema {a.pg_schema} is in use by "
-                f"another zxd (Postgres session pid {spid}, application {app}, from ") in log, log
+                f"another zxd: ") in log, log
+        # what to do about it: shared mode, or another schema or database
+        assert "unless every zxd that writes it sets workspace.postgres.shared: true" in log, log
+        assert (f"(Postgres session pid {spid}, application {app}, from ") in log, log
     b.assert_no_secret(status=False)
     # the first keeps working, with the same writer
     a.push_ok("ev", {"n": 2}, wait_commit=True)
