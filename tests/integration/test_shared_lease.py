@@ -1,0 +1,188 @@
+"""
+Leases in a shared Postgres workspace (`workspace.postgres.shared: true`,
+`workspace.postgres.lease`): several zxd configured with the same Postgres
+CDC pipeline (one replication slot) run its worker on one zxd at a time,
+the one holding the lease "pipeline:<name>" in `_zx_leases`; the others
+show it as `standby`, naming the holder, and take it over once the holder
+stops renewing it (at once when it stops cleanly), starting from the
+positions in the workspace.  A holder paused past its lease cannot commit
+when it wakes up.  A scheduled reverse sync configured on both runs on the
+holder of "sync:<name>" only.
+
+Timings are never asserted (the machine is shared); takeover times are
+printed.
+"""
+
+import os
+import random
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import wait_for
+from pg_cdc_fixtures import make_cdc_env, superuser
+
+pytestmark = pytest.mark.postgres_only
+
+LEASE = "3s"
+DEADLINE = 120
+
+
+@pytest.fixture
+def cdc_env(pg, workspace):
+    yield from make_cdc_env(pg, "postgres")
+
+
+def shared(z, other=None):
+    """Make z (not started) share the workspace of other (or be the first)
+    with a short lease."""
+    base = z.workspace_lines
+    z.workspace_lines = lambda: base() + [f"    lease: {LEASE}"]
+    z.pg_shared = True
+    if other is not None:
+        z.use_workspace_of(other)
+    z.write_config()
+    return z
+
+
+def pair(env, db):
+    cdc = {"shop": {"connection": "db", "tables": ["orders"],
+                    "extra": {"table_prefix": "shop_"}}}
+    a = shared(env.zxd(cdc, {"db": superuser(db)}, start=False))
+    a.start()
+    wait_for(lambda: a.pipeline("shop")["state"] == "running", "a runs shop",
+             deadline=DEADLINE)
+    b = shared(env.zxd(cdc, {"db": superuser(db)}, start=False), a)
+    b.start()
+    return a, b
+
+
+def source_rows(pg, db):
+    return [tuple(r) for r in pg.query(db, "SELECT id, v, n FROM orders ORDER BY id")]
+
+
+def mirror_rows(z):
+    return [tuple(r) for r in z.query("SELECT id, v, n FROM shop_orders ORDER BY id")]
+
+
+def wait_equal(pg, db, z, what):
+    last = {}
+
+    def same():
+        last["src"], last["dst"] = source_rows(pg, db), mirror_rows(z)
+        return last["src"] == last["dst"]
+
+    def why():
+        s, d = set(last.get("src", [])), set(last.get("dst", []))
+        return (f"{what}: mirror equal to the source; only in the source: "
+                f"{sorted(s - d)[:10]}, only in the mirror: {sorted(d - s)[:10]}")
+    wait_for(same, why, deadline=DEADLINE)
+
+
+def standby_of(z):
+    st = z.pipeline("shop")
+    return st["state"] == "standby", st
+
+
+class Workload:
+    """Inserts, updates and deletes on the source until stopped."""
+
+    def __init__(self, pg, db, first_id):
+        self.pg, self.db, self.next = pg, db, first_id
+        self.stop_ev = threading.Event()
+        self.errors = []
+        self.done = 0
+        self.t = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        rnd = random.Random(7)
+        try:
+            with self.pg.connect(self.db) as conn:
+                conn.autocommit = True
+                while not self.stop_ev.is_set():
+                    k = rnd.random()
+                    if k < 0.5:
+                        conn.execute("INSERT INTO orders VALUES (%s, %s, %s)",
+                                     (self.next, f"v{self.next}", 0))
+                        self.next += 1
+                    elif k < 0.85:
+                        conn.execute("UPDATE orders SET n = n + 1, v = v || 'u' WHERE id = %s",
+                                     (rnd.randrange(1, self.next),))
+                    else:
+                        conn.execute("DELETE FROM orders WHERE id = %s",
+                                     (rnd.randrange(1, self.next),))
+                    self.done += 1
+                    time.sleep(0.002)
+        except Exception as e:     # reported by the test
+            self.errors.append(repr(e))
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        self.t.join(60)
+        assert not self.errors, self.errors
+
+
+def lease_row(z, name="pipeline:shop"):
+    rows = z.query("SELECT holder, holder_desc FROM _zx_leases WHERE name = ?", (name,))
+    return rows[0] if rows else None
+
+
+def test_one_holder_streams_the_other_takes_over_after_a_kill_and_a_stop(pg, cdc_env):
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id bigint PRIMARY KEY, v text, n int)")
+    pg.execute(db, "INSERT INTO orders SELECT g, 'v' || g, 0 FROM generate_series(1, 200) g")
+    a, b = pair(cdc_env, db)
+    wait_equal(pg, db, a, "the initial copy")
+
+    # b is standby and says who holds the lease
+    wait_for(lambda: standby_of(b)[0], "b standby", deadline=DEADLINE)
+    st = standby_of(b)[1]
+    assert st["pid"] is None, st
+    assert st["lease"]["held"] is False and st["lease"]["name"] == "pipeline:shop", st
+    why = st["last_error"]
+    assert why.startswith("standby: held by host "), why
+    assert f"zxd pid {a.pid}" in why and f"data_dir {a.data_dir}" in why and " since " in why, why
+    text = b.zxctl("status").stdout
+    assert "standby" in text and f"zxd pid {a.pid}" in text, text
+    assert a.pipeline("shop")["lease"]["held"] is True
+    holder, desc = lease_row(a)
+    assert holder == open(f"{a.data_dir}/instance-id").read().strip() and \
+        f"zxd pid {a.pid}" in desc
+
+    with Workload(pg, db, 1001) as w:
+        wait_for(lambda: w.done > 300, "changes on the source", deadline=DEADLINE)
+        # the holder dies with all its processes
+        t0 = time.monotonic()
+        a.kill_all()
+        wait_for(lambda: b.pipeline("shop")["state"] == "running", "b takes over",
+                 deadline=DEADLINE)
+        print(f"takeover after SIGKILL: {time.monotonic() - t0:.1f} s (lease {LEASE})")
+        n = w.done
+        wait_for(lambda: w.done > n + 300, "changes after the takeover", deadline=DEADLINE)
+    wait_equal(pg, db, b, "after the takeover")
+    assert "event=lease_positions_copied pipeline=shop" in b.log_text()
+    assert lease_row(b)[0] == open(f"{b.data_dir}/instance-id").read().strip()
+
+    # a comes back: standby now, naming b
+    a.start()
+    wait_for(lambda: standby_of(a)[0] and f"zxd pid {b.pid}" in standby_of(a)[1]["last_error"],
+             "a standby behind b", deadline=DEADLINE)
+    with Workload(pg, db, 100001) as w:
+        wait_for(lambda: w.done > 200, "changes on the source", deadline=DEADLINE)
+        t0 = time.monotonic()
+        b.stop()            # a clean stop gives the lease up
+        wait_for(lambda: a.pipeline("shop")["state"] == "running", "a takes over",
+                 deadline=DEADLINE)
+        print(f"takeover after a clean stop: {time.monotonic() - t0:.1f} s (lease {LEASE})")
+        n = w.done
+        wait_for(lambda: w.done > n + 200, "changes after the takeover", deadline=DEADLINE)
+    assert "event=lease_released pipeline=shop" in b.log_text()
+    wait_equal(pg, db, a, "after the second takeover")
+    for z in (a, b):
+        assert "event=fatal" not in z.log_text()
