@@ -186,3 +186,52 @@ def test_one_holder_streams_the_other_takes_over_after_a_kill_and_a_stop(pg, cdc
     wait_equal(pg, db, a, "after the second takeover")
     for z in (a, b):
         assert "event=fatal" not in z.log_text()
+
+
+def checkpoint_of(z, pipeline="shop"):
+    inst = open(f"{z.data_dir}/instance-id").read().strip()
+    return z.query("SELECT pipeline, seq FROM _zx_checkpoints WHERE pipeline LIKE ? "
+                   "ORDER BY pipeline", (f"{inst}/{pipeline}#%",))
+
+
+def test_a_paused_holder_cannot_write_after_a_takeover(pg, cdc_env):
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id bigint PRIMARY KEY, v text, n int)")
+    pg.execute(db, "INSERT INTO orders SELECT g, 'v' || g, 0 FROM generate_series(1, 100) g")
+    a, b = pair(cdc_env, db)
+    wait_equal(pg, db, a, "the initial copy")
+    wait_for(lambda: standby_of(b)[0], "b standby", deadline=DEADLINE)
+    inst_b = open(f"{b.data_dir}/instance-id").read().strip()
+    a.remember_pids()
+    with Workload(pg, db, 1001) as w:
+        wait_for(lambda: w.done > 200, "changes on the source", deadline=DEADLINE)
+        os.killpg(a.pid, signal.SIGSTOP)      # every process of a, its writer too
+        try:
+            ckpt = checkpoint_of(a)
+            assert ckpt, "a committed before it was paused"
+            t0 = time.monotonic()
+            wait_for(lambda: (lease_row(b) or ("",))[0] == inst_b, "b takes the lease over",
+                     deadline=DEADLINE)
+            print(f"lease taken over from a paused holder: {time.monotonic() - t0:.1f} s")
+            n = w.done
+            wait_for(lambda: w.done > n + 100, "changes while a is paused", deadline=DEADLINE)
+        finally:
+            os.killpg(a.pid, signal.SIGCONT)
+        # a wakes up: its writer must not commit anything of shop, and its
+        # worker is stopped
+        wait_for(lambda: "event=lease_lost pipeline=shop" in a.log_text(), "a's writer "
+                 "notices the loss", deadline=DEADLINE)
+        wait_for(lambda: standby_of(a)[0] and
+                 f"zxd pid {b.pid}" in standby_of(a)[1]["last_error"],
+                 "a standby behind b", deadline=DEADLINE)
+        assert standby_of(a)[1]["pid"] is None
+        assert "event=lease_stop pipeline=shop" in a.log_text() or \
+            "event=lease_expired pipeline=shop" in a.log_text(), a.log_tail()
+        wait_for(lambda: b.pipeline("shop")["state"] == "running", "b runs shop",
+                 deadline=DEADLINE)
+        n = w.done
+        wait_for(lambda: w.done > n + 200, "changes after a woke up", deadline=DEADLINE)
+    wait_equal(pg, db, b, "after the takeover from the paused holder")
+    # nothing of a's was committed after its pause
+    assert checkpoint_of(a) == ckpt, (ckpt, checkpoint_of(a))
+    assert "event=fatal" not in a.log_text() + b.log_text()

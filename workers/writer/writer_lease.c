@@ -189,7 +189,15 @@ static int copy_positions(writer *w, const char *pipeline)
 static void lost(writer *w, wlease *l, const char *why)
 {
     l->held = 0;
+    /* not taken again before a third of the lease: the supervisor kills
+     * the worker meanwhile, before a fresh take drops its ring's frames */
     l->next_ms = zx_mono_ms() + lease_ms(w) / 3;
+    zx_ws_lease o;
+    if (!l->holder_desc[0] && zx_ws_lease_read(w->ws, l->name, &o) == 1 && !o.held) {
+        /* who holds it now, for the standby's status */
+        snprintf(l->holder_desc, sizeof(l->holder_desc), "%s", o.holder_desc);
+        snprintf(l->since, sizeof(l->since), "%s", o.taken_at);
+    }
     zx_error("event=lease_lost pipeline=%s lease=%s error=\"%s\"", l->pipeline, l->name, why);
     char msg[900];
     snprintf(msg, sizeof(msg), "lease %s lost (%s): the pipeline stops here; the zxd that "
