@@ -235,3 +235,51 @@ def test_a_paused_holder_cannot_write_after_a_takeover(pg, cdc_env):
     # nothing of a's was committed after its pause
     assert checkpoint_of(a) == ckpt, (ckpt, checkpoint_of(a))
     assert "event=fatal" not in a.log_text() + b.log_text()
+
+
+# ---- reverse syncs -------------------------------------------------------------------
+
+@pytest.fixture
+def sync_env(pg, workspace):
+    from sync_fixtures import make_sync_env
+    yield from make_sync_env(pg, "postgres")
+
+
+def clock_offset_ms(seconds_before_minute):
+    """An offset for zxd's schedule clock that puts the next whole minute
+    `seconds_before_minute` from now (as test_syncs.py)."""
+    to_next = 60 - (time.time() % 60)
+    return int(((to_next - seconds_before_minute) % 60) * 1000)
+
+
+def test_a_scheduled_sync_runs_on_the_lease_holder_only(sync_env):
+    syncs = {"nums": {"author": "alice", "query": "SELECT id FROM nums", "mode": "replace",
+                      "dest": {"files": {"path": "var/exports/n.csv", "format": "csv"}},
+                      "schedule": "* * * * *"}}
+    offset = str(clock_offset_ms(12))
+    a = shared(sync_env.zxd(syncs, {"alice": ["nums"]}, start=False))
+    a.env["ZX_TEST_CLOCK_OFFSET_MS"] = offset
+    a.ws_exec("CREATE TABLE nums (id bigint PRIMARY KEY)", "INSERT INTO nums VALUES (1), (2)")
+    a.start()
+    wait_for(lambda: a.pipeline("nums")["lease"]["held"], "a holds the sync's lease",
+             deadline=DEADLINE)
+    b = shared(sync_env.zxd(syncs, {"alice": ["nums"]}, start=False), a)
+    b.env["ZX_TEST_CLOCK_OFFSET_MS"] = offset
+    b.start()
+    wait_for(lambda: b.pipeline("nums")["state"] == "standby" and
+             f"zxd pid {a.pid}" in (b.pipeline("nums")["last_error"] or ""),
+             "b standby for the sync", deadline=DEADLINE)
+    # a manual run on the standby says where it runs
+    p = b.zxctl("run", "nums")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "runs on the zxd holding its lease" in p.stdout + p.stderr and \
+        f"zxd pid {a.pid}" in p.stdout + p.stderr, p.stdout + p.stderr
+    # the minute comes on both: one run, on a
+    wait_for(lambda: any(r["trigger"] == "schedule" and r["state"] == "succeeded"
+                         for r in a.runs("nums")), "a's scheduled run", deadline=DEADLINE)
+    wait_for(lambda: "event=run_skipped sync=nums trigger=schedule" in b.log_text(),
+             "b skips the scheduled run", deadline=DEADLINE)
+    assert [r["trigger"] for r in a.runs("nums")] == ["schedule"]
+    assert b.runs("nums") == []
+    assert not os.path.exists(os.path.join(b.data_dir, "exports", "n.csv"))
+    assert os.path.exists(os.path.join(a.data_dir, "exports", "n.csv"))
