@@ -15,13 +15,14 @@ printed.
 
 import os
 import random
+import secrets
 import signal
 import threading
 import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import http_request, wait_for
 from pg_cdc_fixtures import make_cdc_env, superuser
 
 pytestmark = pytest.mark.postgres_only
@@ -265,10 +266,17 @@ def test_a_scheduled_sync_runs_on_the_lease_holder_only(sync_env):
              deadline=DEADLINE)
     b = shared(sync_env.zxd(syncs, {"alice": ["nums"]}, start=False), a)
     b.env["ZX_TEST_CLOCK_OFFSET_MS"] = offset
+    token = "tok-" + secrets.token_hex(8)
+    b.api_tokens = {"scraper": {"token": token, "role": "orchestrator"}}
+    b.write_config()
     b.start()
     wait_for(lambda: b.pipeline("nums")["state"] == "standby" and
              f"zxd pid {a.pid}" in (b.pipeline("nums")["last_error"] or ""),
              "b standby for the sync", deadline=DEADLINE)
+    # /metrics says so too
+    r = http_request(b.port, "GET", "/metrics", headers={"Authorization": f"Bearer {token}"})
+    assert r.status == 200, r
+    assert 'zx_pipeline_state{pipeline="nums",state="standby"} 1' in r.body.decode(), r.body[-3000:]
     # a manual run on the standby says where it runs
     p = b.zxctl("run", "nums")
     assert p.returncode == 1, p.stdout + p.stderr
