@@ -37,7 +37,10 @@ typedef struct zx_ws_lease {
 /* Take lease `name` for seconds, or renew it, in one statement outside
  * any transaction (INSERT ... ON CONFLICT DO UPDATE ... WHERE the holder
  * is this zxd or the lease has expired), waiting at most lock_ms for a
- * row another session has locked.  desc: holder_desc.  *out filled: held
+ * row another session has locked.  It also sets the session's
+ * idle_in_transaction_session_timeout to the lease (at least 10 s): a
+ * writer paused inside a transaction, holding rows another zxd needs,
+ * has that transaction ended by the server.  desc: holder_desc.  *out filled: held
  * (with fresh and valid_ms), or the other holder's row.  1 held, 0 held by
  * another, -1 database error (zx_ws_errmsg; a lost connection is retried
  * by the next call, which reconnects). */

@@ -103,9 +103,15 @@ int zx_ws_lease_take(zx_ws *ws, const char *name, const char *desc, uint32_t sec
     /* zx_ws_begin reconnects a lost connection (with its backoff) */
     if (zx_ws_begin(ws, err, sizeof(err)) < 0)
         return -1;
-    char q[2400], secs[16], lock[48];
+    char q[2400], secs[16], lock[160];
     snprintf(secs, sizeof(secs), "%u", seconds);
-    snprintf(lock, sizeof(lock), "SET LOCAL lock_timeout = %u", lock_ms ? lock_ms : 1);
+    /* a lock_timeout for this take; and for the session: a transaction
+     * left open longer than the lease (this writer paused inside a
+     * commit, its lease row or mirror rows locked) is ended by the
+     * server, so that the zxd taking over is not held up by it */
+    snprintf(lock, sizeof(lock), "SET LOCAL lock_timeout = %u; "
+             "SET idle_in_transaction_session_timeout = %u", lock_ms ? lock_ms : 1,
+             (seconds < 10 ? 10 : seconds) * 1000);
     /* taken_at stays while the same holder renews a lease that never
      * lapsed; fresh says whether this take began a new holding */
     snprintf(q, sizeof(q),
