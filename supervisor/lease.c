@@ -135,7 +135,8 @@ int sup_lease_standby(sup *s, const spipe *p, char *why, size_t len)
     if (held_now(l))
         return 0;
     if (l && l->desc[0])
-        snprintf(why, len, "standby: held by %s since %s", l->desc, l->since);
+        snprintf(why, len, "standby: held by %s%s%s", l->desc, l->since[0] ? " since " : "",
+                 l->since);
     else if (l && l->held)
         snprintf(why, len, "standby: lease %s not renewed in time (is the workspace "
                  "reachable?)", name);

@@ -30,7 +30,7 @@ typedef struct wlease {
     int64_t until_ms;        /* held: monotonic deadline (conservative) */
     int64_t next_ms;         /* next take (monotonic) */
     int failing;             /* the last take failed (said once) */
-    uint64_t fenced_cycle;   /* wr_lease_fence checked it in this cycle */
+    uint64_t fenced_round;   /* the wr_lease_fence call that checked it */
     char holder_desc[600];   /* not held: who does ("" nobody) */
     char since[40];
 } wlease;
@@ -38,6 +38,7 @@ typedef struct wlease {
 struct wr_leases {
     wlease *l;
     size_t n, cap;
+    uint64_t fence_round;    /* wr_lease_fence calls (one per commit) */
 };
 
 static wlease *find(writer *w, const char *pipeline)
@@ -299,11 +300,13 @@ int wr_lease_fence(writer *w, char *err, size_t errlen)
 {
     if (!w->leases || !w->leases->n)
         return 0;
+    /* each lease once per commit (a cycle that failed is checked again) */
+    uint64_t round = ++w->leases->fence_round;
     for (size_t i = 0; i < w->nap; i++) {
         wlease *l = find(w, w->ap[i].p->name);
-        if (!l || !l->reader || l->fenced_cycle == w->cycles + 1)
+        if (!l || !l->reader || l->fenced_round == round)
             continue;
-        l->fenced_cycle = w->cycles + 1;
+        l->fenced_round = round;
         zx_ws_lease o;
         int r = zx_ws_lease_check(w->ws, l->name, &o);
         if (r < 0)
