@@ -17,12 +17,14 @@ import os
 import random
 import secrets
 import signal
+import socket
 import threading
 import time
 
 import pytest
 
 from conftest import http_request, wait_for
+import pg_fixtures
 from pg_cdc_fixtures import make_cdc_env, superuser
 
 pytestmark = pytest.mark.postgres_only
@@ -236,6 +238,120 @@ def test_a_paused_holder_cannot_write_after_a_takeover(pg, cdc_env):
     # nothing of a's was committed after its pause
     assert checkpoint_of(a) == ckpt, (ckpt, checkpoint_of(a))
     assert "event=fatal" not in a.log_text() + b.log_text()
+
+
+class CutProxy:
+    """A TCP proxy to the Postgres server that the test can cut (every
+    connection closed, new ones refused) and mend: a zxd whose workspace
+    dsn points at it loses its workspace while the others keep theirs."""
+
+    def __init__(self, port):
+        self.up = port
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.cut_now = False
+        self.socks = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            if self.cut_now:
+                c.close()
+                continue
+            try:
+                u = socket.create_connection(("127.0.0.1", self.up))
+            except OSError:
+                c.close()
+                continue
+            with self.lock:
+                self.socks += [c, u]
+            threading.Thread(target=self.pump, args=(c, u), daemon=True).start()
+            threading.Thread(target=self.pump, args=(u, c), daemon=True).start()
+
+    @staticmethod
+    def pump(src, dst):
+        try:
+            while True:
+                b = src.recv(65536)
+                if not b:
+                    break
+                dst.sendall(b)
+        except OSError:
+            pass
+        for x in (src, dst):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        self.cut_now = True
+        with self.lock:
+            for x in self.socks:
+                try:
+                    x.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.socks = []
+
+    def mend(self):
+        self.cut_now = False
+
+    def close(self):
+        self.cut()
+        self.lsock.close()
+
+
+def test_a_holder_cut_off_from_the_workspace_stops_and_the_other_takes_over(pg, cdc_env):
+    db = cdc_env.db()
+    pg.execute(db, "CREATE TABLE orders (id bigint PRIMARY KEY, v text, n int)")
+    pg.execute(db, "INSERT INTO orders SELECT g, 'v' || g, 0 FROM generate_series(1, 100) g")
+    proxy = CutProxy(pg_fixtures.service().port)
+    try:
+        cdc = {"shop": {"connection": "db", "tables": ["orders"],
+                        "extra": {"table_prefix": "shop_"}}}
+        a = cdc_env.zxd(cdc, {"db": superuser(db)}, start=False)
+        a.pg_port = proxy.port        # a's workspace only: the source stays reachable
+        shared(a).start()
+        wait_for(lambda: a.pipeline("shop")["state"] == "running", "a runs shop",
+                 deadline=DEADLINE)
+        b = shared(cdc_env.zxd(cdc, {"db": superuser(db)}, start=False), a)
+        b.start()
+        wait_equal(pg, db, a, "the initial copy")
+        wait_for(lambda: standby_of(b)[0], "b standby", deadline=DEADLINE)
+        with Workload(pg, db, 1001) as w:
+            wait_for(lambda: w.done > 200, "changes on the source", deadline=DEADLINE)
+            t0 = time.monotonic()
+            proxy.cut()
+            # a cannot renew: it stops its worker; b takes over
+            wait_for(lambda: "event=lease_lost pipeline=shop" in a.log_text(),
+                     "a's writer gives the lease up", deadline=DEADLINE)
+            wait_for(lambda: a.pipeline("shop")["pid"] is None, "a's worker stopped",
+                     deadline=DEADLINE)
+            wait_for(lambda: b.pipeline("shop")["state"] == "running", "b takes over",
+                     deadline=DEADLINE)
+            print(f"takeover from a holder cut off from the workspace: "
+                  f"{time.monotonic() - t0:.1f} s (lease {LEASE})")
+            assert a.pipeline("shop")["state"] == "standby"
+            proxy.mend()
+            # a reaches the workspace again: standby behind b
+            wait_for(lambda: standby_of(a)[0] and
+                     f"zxd pid {b.pid}" in standby_of(a)[1]["last_error"],
+                     "a standby behind b", deadline=DEADLINE)
+            n = w.done
+            wait_for(lambda: w.done > n + 200, "changes after the takeover", deadline=DEADLINE)
+        wait_equal(pg, db, b, "after the takeover from the cut-off holder")
+        assert a.pipeline("shop")["pid"] is None
+        assert "event=fatal" not in a.log_text() + b.log_text()
+    finally:
+        proxy.close()
 
 
 # ---- reverse syncs -------------------------------------------------------------------
