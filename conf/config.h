@@ -422,6 +422,9 @@ typedef struct zx_conf {
     char *pg_application_name; /* libpq application_name; default "zxd" */
     int pg_shared;           /* workspace.postgres.shared: several zxd write
                                 the schema (workspace_pg.c) */
+    uint32_t pg_lease_ms;    /* workspace.postgres.lease: how long a lease
+                                (workers/writer/workspace_lease.h) lasts
+                                unrenewed; 2 s .. 10 min, default 15 s */
     uint32_t commit_interval_ms; /* longest a writer transaction stays open
                                     while frames keep arriving; 20 ms */
     uint32_t max_queue_delay_ms; /* a frame waiting this long for the writer

@@ -365,6 +365,15 @@ const zx_cf_option zx_cf_options[] = {
      "lock in the workspace, after reading what the others made. A zxd with "
      "`false` is refused while zxd with `true` write the schema, and the other way "
      "round."},
+    {.section = "workspace.postgres", .name = "lease", .type = ZX_CF_DURATION,
+     .def = "15s", .offset = ROOT(pg_lease_ms), .min = 2 * SEC, .max = 10 * MIN,
+     .help = "With `shared: true`: how long a lease in the workspace lasts when its "
+     "holder stops renewing it (it renews every third of it). A pipeline with one "
+     "upstream reader (`source: postgres`, `kinesis`) and a reverse sync's runs run on "
+     "one zxd at a time, the one holding its lease (table `_zx_leases`); the others "
+     "show it as `standby` and take it over once it expires (at once when its holder "
+     "stops cleanly). Shorter: a faster takeover, more renewals; a holder that cannot "
+     "reach the workspace for this long stops its pipeline."},
 
     {.section = "connections.<name>", .name = "kind", .type = ZX_CF_ENUM,
      .offset = CONN(kind), .flags = ZX_CF_REQUIRED, .allowed = zx_cf_conn_kinds,

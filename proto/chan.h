@@ -8,7 +8,7 @@
  * with SCM_RIGHTS.
  *
  *   supervisor → writer, gateway
- *     ATTACH  writer:  {"name": N, "max_columns": N}
+ *     ATTACH  writer:  {"name": N, "max_columns": N, "lease": L?}
  *             gateway: {"name": N, "source": "http", "key": K,
  *                       "ack_commit": bool, "max_body_size": N}
  *             fds: [segment memfd, the pipeline worker's eventfd]
@@ -78,6 +78,15 @@
  *   writer → supervisor
  *     EVENT   a feed event object as in proto/control.h (without "ts",
  *             which the supervisor adds)
+ *     LEASE   {"pipeline": N, "lease": L, "held": bool, "valid_ms": M,
+ *              "holder_desc": D, "since": T}  the writer's view of the
+ *             lease L of pipeline N (a shared workspace only:
+ *             workers/writer/writer_lease.h), sent when it changes and
+ *             at each renewal.  held: this zxd holds it for M more ms at
+ *             most (the supervisor stops N's worker if no renewal comes by
+ *             then); not held: D and T say who holds it since when ("" if
+ *             nobody).  The supervisor starts the worker of a pipeline
+ *             with a lease only while it is held (supervisor/lease.c).
  *     READY   {}  the store and workspace are open; frames are applied
  */
 #ifndef ZX_PROTO_CHAN_H
@@ -99,6 +108,7 @@ enum zx_chan_type {
     ZX_CHAN_API = 6,
     ZX_CHAN_FORGET = 7,
     ZX_CHAN_FEED = 8,
+    ZX_CHAN_LEASE = 9,
 };
 
 /* Send one message: type, NUL-terminated JSON text, up to 4 fds (nfds may

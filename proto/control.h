@@ -37,7 +37,10 @@
  *              what the ring holds: records published, records the reader
  *              released, bytes in use, capacity in bytes
  *       STATE = "starting" | "running" | "backoff" | "failed" | "stopped"
- *               | "draining"
+ *               | "draining" | "blocked" | "idle" (a sync between runs)
+ *               | "standby" (a shared workspace: another zxd holds its
+ *                 lease; "standby" and last_error say which)
+ *       PIPE also has "lease": {"name", "held", "holder", "since"} | null
  *   reload                → answered once the transitions are done (at
  *                           most 30 s):
  *                           {"ok":true, "added":[names], "changed":[names],
@@ -152,6 +155,10 @@
  *                         null); "message" says what was done.  Generally
  *                         <what>_dropped | _kept | _drop_failed (<what>)
  *                         for a source's retire hook (zx_source.retire_what)
+ *             | "lease_held" | "standby" | "lease_lost" a shared
+ *                         workspace's lease of the pipeline (its worker
+ *                         runs here, another zxd holds it, or this zxd
+ *                         lost it: supervisor/lease.c, writer_lease.c)
  *             | "state_dropped" | "state_kept" | "state_drop_failed"
  *                         a removed pipeline's positions and state in the
  *                         store and workspace (workers/writer/forget.h)

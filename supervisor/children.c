@@ -29,6 +29,7 @@
 #include "common/util.h"
 #include "proto/chan.h"
 #include "proto/control.h"
+#include "supervisor/lease.h"
 #include "supervisor/sup.h"
 #include "workers/gateway/gateway.h"
 #include "workers/sources/http/http_opts.h"
@@ -179,9 +180,12 @@ void sup_send_attach(sup *s, child *c, spipe *p)
                       "ack_commit", ho->ack_commit, "max_body_size",
                       (json_int_t)p->conf->body_limit);
     } else {
-        o = json_pack("{s:s, s:I, s:I}", "name", p->name, "max_columns",
+        char lease[128]; /* a shared workspace: the lease it runs under */
+        sup_lease_name(s->conf, p->conf, lease, sizeof(lease));
+        o = json_pack("{s:s, s:I, s:I, s:s?}", "name", p->name, "max_columns",
                       (json_int_t)(p->conf ? p->conf->max_columns : 0), "max_parked_bytes",
-                      (json_int_t)zx_conf_parked_bound(p->conf));
+                      (json_int_t)zx_conf_parked_bound(p->conf), "lease",
+                      lease[0] ? lease : NULL);
     }
     char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
     int fds[2] = {p->seg.fd, p->efd};
@@ -345,6 +349,8 @@ static void on_child_chan(evutil_socket_t fd, short what, void *arg)
             sup_feed(s, buf);
         else if (t == ZX_CHAN_API && c->role == ROLE_GATEWAY && s->hooks.gateway_api)
             s->hooks.gateway_api(s, buf);
+        else if (t == ZX_CHAN_LEASE && c->role == ROLE_WRITER && s->hooks.writer_lease)
+            s->hooks.writer_lease(s, buf);
         else if (t == ZX_CHAN_READY && c->role == ROLE_WRITER) {
             c->state = ST_RUNNING;
             sup_set_writer_up(s, 1);

@@ -33,6 +33,7 @@
 #include "proto/control.h"
 #include "supervisor/control.h"
 #include "supervisor/jobs.h"
+#include "supervisor/lease.h"
 
 
 static void usage(FILE *f)
@@ -123,7 +124,7 @@ static void retire_jobs_free(spipe *p)
 /* Wire the floors: the child table (sup.h) tells the jobs (jobs.h)
  * through these hooks; it never calls them itself. */
 static const sup_child_hooks child_hooks = {
-    .spawn_held = sup_sync_idle,
+    .spawn_held = sup_lease_spawn_held,
     .worker_args = sup_sync_worker_args,
     .sync_exited = sup_sync_exited,
     .worker_stopped = retire_jobs_run,
@@ -131,6 +132,7 @@ static const sup_child_hooks child_hooks = {
     .start_failed = sup_reload_failed,
     .gateway_api = sup_sync_api,
     .writer_event = sup_syncs_writer_event,
+    .writer_lease = sup_lease_update,
     .pipe_created = sup_pipe_resumed_check,
     .pipe_forgotten = sup_send_forget,
 };
@@ -158,6 +160,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     sup_reap(s);
     if (s->fatal)
         start_shutdown(s);
+    sup_lease_tick(s);
     sup_tick_children(s);
     sup_progress_tick(s);
     if (!s->shutting_down)

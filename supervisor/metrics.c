@@ -16,6 +16,7 @@
  * the writer attaches, so they only fall when a pipeline is made anew
  * (which Prometheus takes as a counter reset).
  */
+#include "supervisor/lease.h"
 #include "supervisor/metrics.h"
 
 #include <errno.h>
@@ -33,7 +34,8 @@
 
 /* What `zxctl status` calls p's state (status.c says the same): draining
  * while a reload removes it, blocked while the writer holds its frames
- * back, idle for a sync between runs. */
+ * back, standby while another zxd holds its lease, idle for a sync
+ * between runs. */
 static const char *pipe_state(const spipe *p)
 {
     const child *c = &p->worker;
@@ -42,13 +44,16 @@ static const char *pipe_state(const spipe *p)
     if (c->state == ST_RUNNING &&
         atomic_load_explicit(&p->seg.hdr->writer_error_set, memory_order_acquire))
         return "blocked";
+    char why[800];
+    if (!c->pid && sup_lease_standby(zx_the_sup, p, why, sizeof(why)))
+        return "standby"; /* another zxd holds its lease (lease.h) */
     if (p->conf && zx_conf_is_sync(p->conf) && !c->pid)
         return "idle";
     return zx_state_name(c->state);
 }
 
 static const char *const states[] = {"stopped", "starting", "running", "backoff",
-                                     "failed",  "draining", "blocked", "idle"};
+                                     "failed",  "draining", "blocked", "idle", "standby"};
 
 /* A value of a pipeline: 0 and *v set, or -1 when it has none. */
 typedef int (*pipe_val)(const spipe *p, double *v);

@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "supervisor/control.h"
 #include "supervisor/jobs.h"
+#include "supervisor/lease.h"
 
 static json_t *err_obj(const char *fmt, const char *arg)
 {
@@ -156,12 +157,23 @@ static json_t *pipe_obj(spipe *p, zx_store_txn *t)
         json_t *pg = sup_progress_json(p);
         json_object_set_new(o, "progress", pg ? pg : json_null());
     }
+    /* a shared workspace: the lease it runs under; without it, standby
+     * (the holder named in last_error) */
+    json_t *lj = o ? sup_lease_json(zx_the_sup, p) : NULL;
+    char why[800];
+    if (o)
+        json_object_set_new(o, "lease", lj ? lj : json_null());
+    if (lj && !p->removing && !c->pid && sup_lease_standby(zx_the_sup, p, why, sizeof(why))) {
+        json_object_set_new(o, "state", json_string("standby"));
+        json_object_set_new(o, "standby", json_string(why));
+        json_object_set_new(o, "last_error", json_string(why));
+    }
     json_t *sy = o ? sup_sync_status(zx_the_sup, p) : NULL;
     if (sy) {
         /* a sync's worker only lives for a run: "idle" says more than
          * "stopped" */
         json_object_set_new(o, "sync", sy);
-        if (!c->pid && !p->removing)
+        if (!c->pid && !p->removing && !json_object_get(o, "standby"))
             json_object_set_new(o, "state", json_string("idle"));
     }
     return o;

@@ -163,6 +163,8 @@ typedef struct sup_child_hooks {
     /* an event of the writer (ZX_CHAN_EVENT: JSON, before the feed has
      * it) */
     void (*writer_event)(sup *s, const char *json);
+    /* the writer's view of a lease (ZX_CHAN_LEASE: JSON; lease.h) */
+    void (*writer_lease)(sup *s, const char *json);
     /* p was just made (sup_pipe_new), its worker not started yet */
     void (*pipe_created)(sup *s, spipe *p);
     /* removed pipeline name (a reload asked for its state to go:

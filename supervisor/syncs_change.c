@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/timefmt.h"
 #include "common/util.h"
+#include "supervisor/lease.h"
 #include "supervisor/syncs_int.h"
 #include "workers/sources/source.h"
 #include "workers/syncs/sync_opts.h"
@@ -102,8 +103,9 @@ void sup_syncs_change_tick(sup *s)
                 p->change_run_id = 0;
             }
         }
-        if (!p->change_pending)
-            continue;
+        char why[800];
+        if (!p->change_pending || sup_lease_standby(s, p, why, sizeof(why)))
+            continue; /* standby: the changes wait for the lease (lease.h) */
         sync_run *q = queued_run(s, p->name);
         if (q) {
             /* not started yet: it reads every change made so far */

@@ -19,12 +19,13 @@
 #include "common/util.h"
 #include "proto/chan.h"
 #include "store/store.h"
+#include "supervisor/lease.h"
 #include "supervisor/syncs_int.h"
 #include "workers/sources/source.h"
 
 static json_t *err_obj(const char *fmt, const char *a, const char *b)
 {
-    char msg[700];
+    char msg[1600];
     snprintf(msg, sizeof(msg), fmt, a ? a : "", b ? b : "");
     return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 }
@@ -130,6 +131,10 @@ json_t *sup_sync_command(sup *s, struct bufferevent *bev, const char *cmd, json_
             return err_obj("no reverse sync named '%s' (zxctl run takes a pipeline with "
                            "direction: out)", name, NULL);
         int preview = !strcmp(cmd, "preview");
+        char why[800];
+        if (!preview && sup_lease_standby(s, p, why, sizeof(why)))
+            return err_obj("sync %s runs on the zxd holding its lease, not here (%s): run it "
+                           "there, or stop that zxd and the lease moves here", p->name, why);
         unsigned flags = preview ? ZX_RUN_PREVIEW : 0;
         if (json_is_true(json_object_get(req, "full")))
             flags |= ZX_RUN_FULL;

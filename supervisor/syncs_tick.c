@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "proto/chan.h"
 #include "store/store.h"
+#include "supervisor/lease.h"
 #include "supervisor/syncs_int.h"
 #include "workers/sources/source.h"
 #include "workers/syncs/sync_opts.h"
@@ -114,7 +115,10 @@ static void schedules(sup *s)
              * missed since the last run (zxd was down) runs once now */
             int64_t last = s->syncs_started ? 0 : last_run_us(s, p->name);
             p->next_fire_us = zx_cron_next(&cr, now);
-            if (last && zx_cron_last_due(&cr, last, now) >= 0 && !has_pending(s, p->name)) {
+            char why[800];
+            if (last && sup_lease_standby(s, p, why, sizeof(why)))
+                zx_info("event=run_skipped sync=%s trigger=missed reason=\"%s\"", p->name, why);
+            else if (last && zx_cron_last_due(&cr, last, now) >= 0 && !has_pending(s, p->name)) {
                 syncs_new_run(s, p->name, "schedule (missed while zxd was down)", 0);
                 zx_info("event=run_missed sync=%s", p->name);
             }
@@ -123,6 +127,12 @@ static void schedules(sup *s)
         if (now < p->next_fire_us)
             continue;
         p->next_fire_us = zx_cron_next(&cr, now);
+        char why[800];
+        if (sup_lease_standby(s, p, why, sizeof(why))) {
+            /* a shared workspace: the zxd holding its lease runs it */
+            zx_info("event=run_skipped sync=%s trigger=schedule reason=\"%s\"", p->name, why);
+            continue;
+        }
         if (p->run && !(p->run->flags & ZX_RUN_PREVIEW) && has_pending(s, p->name))
             continue;
         if (!has_pending(s, p->name))

@@ -43,7 +43,22 @@ static void test_postgres(void)
         CHECK_STR(c->pg_schema, "public");
         CHECK_STR(c->pg_application_name, "zxd");
         CHECK(c->commit_interval_ms == 20);
+        CHECK(c->pg_lease_ms == 15000);   /* workspace.postgres.lease */
     }
+    zx_conf_free(c);
+
+    /* the lease of a shared workspace: 2 s to 10 min */
+    c = load("workspace:\n  postgres:\n    dsn: host=db1\n    shared: true\n"
+             "    lease: 4s\n", 0, &e);
+    CHECK(c != NULL);
+    dump(&e);
+    CHECK(c && c->pg_shared && c->pg_lease_ms == 4000);
+    zx_conf_free(c);
+    c = load("workspace:\n  postgres:\n    dsn: host=db1\n    lease: 1s\n", 0, &e);
+    CHECK(c == NULL && e.n == 1 && has_sub(&e, "lease must be between 2s and 10m"));
+    zx_conf_free(c);
+    c = load("workspace:\n  postgres:\n    dsn: host=db1\n    lease: 900s\n", 0, &e);
+    CHECK(c == NULL && e.n == 1 && has_sub(&e, "got '900s'"));
     zx_conf_free(c);
 
     /* every option; key=value; references inside the dsn (two of them, a

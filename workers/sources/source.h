@@ -100,6 +100,11 @@ enum {
                                    workspace first) before loading them; a
                                    source without it starts while the writer
                                    is down (the ring absorbs the outage) */
+#define ZX_SOURCE_ONE_READER 0x4u /* one reader upstream at a time (a
+                                   replication slot, a stream's shards read
+                                   from stored positions): with a shared
+                                   workspace it runs only on the zxd
+                                   holding its lease (supervisor/lease.c) */
 
 typedef struct zx_source {
     const char *name;      /* the `source:` value */

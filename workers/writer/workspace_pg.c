@@ -398,6 +398,19 @@ static int connect_pg(wsp *w, int *locked)
             *locked = 1;
         return -1;
     }
+    /* shared: the leases of what runs on one zxd at a time
+     * (workspace_lease.h) */
+    snprintf(q, sizeof(q), "CREATE TABLE IF NOT EXISTS %s.\"_zx_leases\"(name TEXT PRIMARY KEY,"
+             " holder TEXT, holder_desc TEXT, taken_at TIMESTAMPTZ, renewed_at TIMESTAMPTZ,"
+             " expires_at TIMESTAMPTZ)", w->qschema);
+    if (w->instance && zx_wsp_run(w, q) < 0 && strcmp(w->sqlstate, "23505") != 0) {
+        char m[2400];
+        snprintf(m, sizeof(m), "cannot create table _zx_leases in schema %s of Postgres %s "
+                 "(%s): grant CREATE on the schema to the role", w->schema, w->dsn_shown,
+                 w->msg);
+        set_msg(w, m);
+        return -1;
+    }
     char host[256];
     host_name(host, sizeof(host));
     char who[1200];

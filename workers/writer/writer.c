@@ -30,6 +30,7 @@
 #include "proto/frame.h"
 #include "workers/writer/forget.h"
 #include "workers/writer/keyseq.h"
+#include "workers/writer/writer_lease.h"
 #include "store/store.h"
 #include "workers/writer/workspace.h"
 
@@ -161,7 +162,7 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
     for (int k = 0; k < MAX_PIPES && *bytes < CYCLE_BYTES; k++) {
         int i = (w->first_pipe + k) % MAX_PIPES;
         wpipe *p = &w->pipes[i];
-        if (!p->used || p->blocked_until_ms > now)
+        if (!p->used || p->blocked_until_ms > now || wr_lease_blocks(w, p))
             continue;
         if (wr_replay_parked(w, p, bytes, began, &nframes, err, errlen) < 0)
             return -1;
@@ -257,6 +258,9 @@ static int cycle(writer *w)
         w->first_pipe = (w->served_first + 1) % MAX_PIPES;
     if (!began)
         return 0;
+    /* a shared workspace: commit only under the leases still held */
+    if (wr_lease_fence(w, err, sizeof(err)) < 0)
+        goto fail;
     if (zx_ws_commit(w->ws, err, sizeof(err)) < 0)
         goto fail;
     if (w->fault_path[0] && unlink(w->fault_path) == 0) {
@@ -345,9 +349,17 @@ static void finish_detaches(writer *w)
 {
     for (int i = 0; i < MAX_PIPES; i++) {
         wpipe *p = &w->pipes[i];
-        if (p->used && p->detaching &&
-            zx_ring_acked_seq(&p->seg.frames) >= zx_ring_published_seq(&p->seg.frames))
-            wr_drop_pipe(p);
+        if (!p->used || !p->detaching ||
+            zx_ring_acked_seq(&p->seg.frames) < zx_ring_published_seq(&p->seg.frames))
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "%s", p->name);
+        wr_drop_pipe(p);
+        int other = 0;
+        for (int k = 0; k < MAX_PIPES; k++)
+            other |= w->pipes[k].used && !strcmp(w->pipes[k].name, name);
+        if (!other) /* its lease, if any, goes with its last segment */
+            wr_lease_want(w, name, NULL);
     }
 }
 
@@ -499,6 +511,7 @@ int zx_writer_main(const zx_writer_args *a)
             zx_warn("event=supervisor_gone");
             stop_requested = 1;
         }
+        int64_t lease_wait = wr_lease_tick(w);
         /* group commit: see cycle() */
         int n = cycle(w);
         workspace_health(w);
@@ -518,7 +531,10 @@ int zx_writer_main(const zx_writer_args *a)
             break;
         prune(w);
         struct pollfd p[2] = {{a->self_efd, POLLIN, 0}, {a->chan, POLLIN, 0}};
-        int r = poll(p, 2, backoff_ms ? backoff_ms : 1000);
+        int wait = backoff_ms ? backoff_ms : 1000;
+        if (lease_wait < wait)
+            wait = (int)lease_wait;
+        int r = poll(p, 2, wait);
         if (r > 0 && (p[1].revents & (POLLHUP | POLLERR)) && !(p[1].revents & POLLIN)) {
             zx_warn("event=supervisor_gone");
             stop_requested = 1;
@@ -527,6 +543,7 @@ int zx_writer_main(const zx_writer_args *a)
     rc = 0;
     zx_info("event=stop");
 out:
+    wr_lease_release_all(w); /* a clean stop: the standby need not wait */
     for (int i = 0; i < MAX_PIPES; i++)
         if (w->pipes[i].used)
             wr_drop_pipe(&w->pipes[i]);

@@ -9,6 +9,7 @@
  * trust a message's fields unchecked (a bad one is logged and ignored).
  */
 #include "workers/writer/writer_int.h"
+#include "workers/writer/writer_lease.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -95,6 +96,8 @@ static void handle_attach(writer *w, const char *json, int *fds, int nfds)
                  !o ? je.text : !name ? "no pipeline name" : "expected 2 descriptors");
         goto out;
     }
+    /* a shared workspace: the lease it runs under (writer_lease.h) */
+    wr_lease_want(w, name, json_string_value(json_object_get(o, "lease")));
     uint32_t max_columns = attach_max_columns(w, o, name);
     uint64_t max_parked = attach_max_parked(w, o, name);
     /* attached again (a reload): its parked tables are retried at once */

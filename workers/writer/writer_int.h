@@ -193,6 +193,8 @@ typedef struct writer {
     zx_forget forget;        /* removed pipelines whose state to drop */
     zx_buf fwbuf;            /* a journaled frame encoded again (see
                                 wpipe.fw_last) */
+    struct wr_leases *leases; /* a shared workspace's leases (writer_lease.c;
+                                NULL: none wanted) */
 } writer;
 
 #define INFERRED_MAX 4096

@@ -553,7 +553,7 @@ static int kin_drained(zx_src *rt, void *state)
 
 const zx_source zx_source_kinesis = {
     .name = "kinesis",
-    .flags = ZX_SOURCE_POSITIONS,
+    .flags = ZX_SOURCE_POSITIONS | ZX_SOURCE_ONE_READER,
     .help = "records of every shard of a Kinesis data stream",
     .open = kin_open,
     .poll = kin_poll,

@@ -862,7 +862,7 @@ static void cdc_close(zx_src *rt, void *state)
 
 const zx_source zx_source_postgres = {
     .name = "postgres",
-    .flags = ZX_SOURCE_POSITIONS,
+    .flags = ZX_SOURCE_POSITIONS | ZX_SOURCE_ONE_READER,
     .help = "PostgreSQL change data capture (logical replication, pgoutput)",
     .open = cdc_open,
     .poll = cdc_poll,
