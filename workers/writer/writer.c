@@ -382,6 +382,7 @@ static void prune(writer *w)
 }
 
 typedef struct recon {
+    const char *pipeline; /* NULL: every pipeline */
     zx_store_txn *t;
     int rc;
     size_t n;
@@ -391,6 +392,8 @@ static int recon_one(const char *pipeline, const char *part, const void *val, si
                      void *ctx)
 {
     recon *r = ctx;
+    if (r->pipeline && strcmp(pipeline, r->pipeline) != 0)
+        return 0;
     int rc = zx_store_position_part_put(r->t, pipeline, part, val, len, zx_now_us());
     if (rc == ZX_STORE_KEYTOOLONG || rc == ZX_STORE_INVALID)
         return 0;
@@ -402,14 +405,10 @@ static int recon_one(const char *pipeline, const char *part, const void *val, si
     return 0;
 }
 
-/* The workspace holds the positions committed with the rows (same
- * transaction); the store, written after, may lack the last ones if the
- * writer died in between.  Copy them into the store before any worker
- * reads it (before READY).  0, or -1 with err set. */
-static int reconcile_positions(writer *w, char *err, size_t errlen)
+int wr_positions_from_ws(writer *w, const char *pipeline, size_t *n, char *err, size_t errlen)
 {
     for (int attempt = 0; attempt < 8; attempt++) {
-        recon r = {NULL, 0, 0};
+        recon r = {pipeline, NULL, 0, 0};
         int rc = zx_store_begin(w->store, 0, &r.t);
         if (rc)
             return zx_seterr(err, errlen, "store: %s", zx_store_strerror(rc));
@@ -424,11 +423,24 @@ static int reconcile_positions(writer *w, char *err, size_t errlen)
             continue;
         if (rc)
             return zx_seterr(err, errlen, "store: %s", zx_store_strerror(rc));
-        if (r.n)
-            zx_info("event=positions_reconciled parts=%zu", r.n);
+        *n = r.n;
         return 0;
     }
     return zx_seterr(err, errlen, "store: map full");
+}
+
+/* The workspace holds the positions committed with the rows (same
+ * transaction); the store, written after, may lack the last ones if the
+ * writer died in between.  Copy them into the store before any worker
+ * reads it (before READY).  0, or -1 with err set. */
+static int reconcile_positions(writer *w, char *err, size_t errlen)
+{
+    size_t n = 0;
+    if (wr_positions_from_ws(w, NULL, &n, err, errlen) < 0)
+        return -1;
+    if (n)
+        zx_info("event=positions_reconciled parts=%zu", n);
+    return 0;
 }
 
 int zx_writer_main(const zx_writer_args *a)

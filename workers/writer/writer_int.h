@@ -306,4 +306,10 @@ int wr_store_txn(writer *w);
  * rejects, one batch event per pipeline and table. */
 void wr_announce(writer *w);
 
+/* Copy the upstream positions the workspace holds (_zx_positions) into
+ * the store, for one pipeline or every one (pipeline NULL), in one store
+ * transaction (retried when the map grows).  *n = parts copied.  0, or -1
+ * with err set (the store or the workspace failed; nothing copied). */
+int wr_positions_from_ws(writer *w, const char *pipeline, size_t *n, char *err, size_t errlen);
+
 #endif

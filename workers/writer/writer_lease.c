@@ -131,60 +131,18 @@ static void drop_stale_frames(writer *w, const wlease *l)
     }
 }
 
-typedef struct copy_ctx {
-    const char *pipeline;
-    zx_store_txn *t;
-    int rc;
-    size_t n;
-} copy_ctx;
-
-static int copy_one(const char *pipeline, const char *part, const void *val, size_t len,
-                    void *ctx)
-{
-    copy_ctx *c = ctx;
-    if (strcmp(pipeline, c->pipeline) != 0)
-        return 0;
-    int rc = zx_store_position_part_put(c->t, pipeline, part, val, len, zx_now_us());
-    if (rc == ZX_STORE_KEYTOOLONG || rc == ZX_STORE_INVALID)
-        return 0;
-    if (rc) {
-        c->rc = rc;
-        return 1;
-    }
-    c->n++;
-    return 0;
-}
-
 /* The pipeline's positions from the workspace into the store (where its
  * worker reads them).  0, or -1 (logged). */
 static int copy_positions(writer *w, const char *pipeline)
 {
-    for (int attempt = 0; attempt < 8; attempt++) {
-        copy_ctx c = {pipeline, NULL, 0, 0};
-        int rc = zx_store_begin(w->store, 0, &c.t);
-        if (rc) {
-            zx_error("event=lease_positions_not_copied pipeline=%s error=\"store: %s\"",
-                     pipeline, zx_store_strerror(rc));
-            return -1;
-        }
-        if (zx_ws_positions_each(w->ws, copy_one, &c) < 0) {
-            zx_store_abort(c.t);
-            zx_error("event=lease_positions_not_copied pipeline=%s error=\"workspace: cannot "
-                     "read _zx_positions: %s\"", pipeline, zx_ws_errmsg(w->ws));
-            return -1;
-        }
-        rc = c.rc ? (zx_store_abort(c.t), c.rc) : zx_store_commit(c.t);
-        if (rc == ZX_STORE_MAP_FULL)
-            continue;
-        if (rc) {
-            zx_error("event=lease_positions_not_copied pipeline=%s error=\"store: %s\"",
-                     pipeline, zx_store_strerror(rc));
-            return -1;
-        }
-        zx_info("event=lease_positions_copied pipeline=%s parts=%zu", pipeline, c.n);
-        return 0;
+    char err[512];
+    size_t n = 0;
+    if (wr_positions_from_ws(w, pipeline, &n, err, sizeof(err)) < 0) {
+        zx_error("event=lease_positions_not_copied pipeline=%s error=\"%s\"", pipeline, err);
+        return -1;
     }
-    return -1;
+    zx_info("event=lease_positions_copied pipeline=%s parts=%zu", pipeline, n);
+    return 0;
 }
 
 static void lost(writer *w, wlease *l, const char *why)
