@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL     /* the hash of short strings, inlined */
 #include <xxhash.h>
 
 #include "formats/parquet_int.h"
@@ -70,6 +71,15 @@ int pq_emit(zx_pq_writer *w, const void *p, size_t n, char *err, size_t errlen)
 
 /* ---- dictionary -------------------------------------------------------- */
 
+/* A slot holds an entry's number + 1 in its low 17 bits (0: empty; at
+ * most PQ_DICT_MAX_ENTRIES entries) and the top 15 bits of the entry's
+ * hash above them, so that most probes compare without touching the
+ * entries, and the table stays small (cache misses are what the lookup
+ * costs).  The slot is picked by the hash's low bits (at most 2^17 slots,
+ * so they never overlap the tag). */
+#define SLOT_ENTRY_BITS 17
+#define SLOT_TAG(h) ((h) >> SLOT_ENTRY_BITS)
+
 static int dict_rehash(pq_col *c, uint32_t nslots)
 {
     uint32_t *s = calloc(nslots, sizeof(*s));
@@ -80,7 +90,7 @@ static int dict_rehash(pq_col *c, uint32_t nslots)
         uint32_t i = c->dent[e].hash & mask;
         while (s[i])
             i = (i + 1) & mask;
-        s[i] = e + 1;
+        s[i] = SLOT_TAG(c->dent[e].hash) << SLOT_ENTRY_BITS | (e + 1);
     }
     free(c->slots);
     c->slots = s;
@@ -90,23 +100,25 @@ static int dict_rehash(pq_col *c, uint32_t nslots)
 
 int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, uint32_t *index)
 {
+    _Static_assert(PQ_DICT_MAX_ENTRIES < (1u << SLOT_ENTRY_BITS), "slot entry bits");
     if (!c->nslots && dict_rehash(c, 1024) < 0)
         return -1;
     uint32_t h = (uint32_t)XXH3_64bits(s, n);
-    uint32_t mask = c->nslots - 1;
+    uint32_t mask = c->nslots - 1, tag = SLOT_TAG(h);
     uint32_t i = h & mask;
-    while (c->slots[i]) {
-        const pq_dent *e = &c->dent[c->slots[i] - 1];
-        if (e->hash == h && e->len == n && !memcmp(c->dict.p + e->off, s, n)) {
-            *index = c->slots[i] - 1;
+    for (uint32_t sl; (sl = c->slots[i]) != 0; i = (i + 1) & mask) {
+        if (SLOT_TAG(sl) != tag)
+            continue;
+        uint32_t e = (sl & ((1u << SLOT_ENTRY_BITS) - 1)) - 1;
+        if (c->dent[e].len == n && !memcmp(c->dict.p + c->dent[e].off, s, n)) {
+            *index = e;
             return 0;
         }
-        i = (i + 1) & mask;
     }
     if (c->ndent >= PQ_DICT_MAX_ENTRIES || c->dict.len + 4 + (size_t)n > PQ_DICT_MAX_BYTES)
         return 1;
     if (c->ndent == c->dent_cap) {
-        uint32_t cap = c->dent_cap ? c->dent_cap * 2 : 256;
+        uint32_t cap = c->dent_cap ? c->dent_cap * 2 : 1024;
         pq_dent *d = realloc(c->dent, cap * sizeof(*d));
         if (!d)
             return -1;
@@ -120,9 +132,10 @@ int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, uint32_t *index)
         memcpy(c->dict.p + c->dict.len + 4, s, n);
     c->dent[c->ndent] = (pq_dent){(uint32_t)c->dict.len + 4, n, h};
     c->dict.len += 4 + (size_t)n;
-    c->slots[i] = ++c->ndent;
+    c->slots[i] = tag << SLOT_ENTRY_BITS | ++c->ndent;
     *index = c->ndent - 1;
-    if ((uint64_t)c->ndent * 2 > c->nslots && dict_rehash(c, c->nslots * 2) < 0)
+    /* at most 3/4 full: 65,536 entries fit 2^17 slots */
+    if ((uint64_t)c->ndent * 4 > (uint64_t)c->nslots * 3 && dict_rehash(c, c->nslots * 2) < 0)
         return -1;
     return 0;
 }

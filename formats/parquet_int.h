@@ -94,7 +94,8 @@ typedef struct pq_col {
     zx_buf dict;                 /* dictionary entries, PLAIN-encoded */
     pq_dent *dent;
     uint32_t ndent, dent_cap;
-    uint32_t *slots;             /* open addressing: entry + 1, 0 empty */
+    uint32_t *slots;             /* open addressing: hash tag, entry + 1; 0 empty
+                                  * (parquet_encode.c) */
     uint32_t nslots;             /* power of two, or 0 */
     uint32_t *idx;               /* dictionary index per value */
     size_t idx_cap;
@@ -135,7 +136,7 @@ struct zx_pq_writer {
     zx_tc tc;                    /* scratch: a page header */
     zx_buf scratch;           /* scratch: value conversions */
     ZSTD_CCtx *zc;
-    zx_value *rowvals;           /* scratch: one row of a rowset */
+    const zx_value **rowptrs;    /* scratch: one row's values (ncols; NULL: none) */
     int failed;
 };
 
