@@ -236,11 +236,11 @@ static inline int put_bool(zx_pq_writer *w, pq_col *c, int b)
     return 0;
 }
 
-/* 0 (a value), 1 (too long: a misfit), -1 (out of memory). */
-static int put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
+int pq_put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
 {
     if (n > UINT32_MAX - 8)
         return 1;                                /* too long: a misfit */
+    c->plain += 4 + (uint64_t)n;
     if (c->dict_on) {
         uint32_t ix;
         uint32_t before = (uint32_t)c->dict.len;
@@ -298,7 +298,7 @@ static inline int put_direct(zx_pq_writer *w, pq_col *c, const zx_value *v)
         break;
     case ZX_DT_TEXT:
         if (v->type == ZX_T_TEXT && v->s && zx_dc_utf8_valid(v->s, v->len)) {
-            int r = put_bytes(w, c, v->s, v->len);
+            int r = pq_put_bytes(w, c, v->s, v->len);
             if (r == 1)
                 w->nulled++;
             return r;
@@ -333,7 +333,7 @@ static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
     case ZX_DT_TEXT:
     case ZX_DT_JSON:
     case ZX_DT_BYTES:
-        r = put_bytes(w, c, fv.s, fv.len);
+        r = pq_put_bytes(w, c, fv.s, fv.len);
         if (r == 1)
             w->nulled++;
         return r;
@@ -373,8 +373,7 @@ static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
     }
 }
 
-/* One row: vp[i] is column i's value, NULL for none. */
-static int write_row(zx_pq_writer *w, const zx_value *const *vp, char *err, size_t errlen)
+int pq_write_row(zx_pq_writer *w, const zx_value *const *vp, char *err, size_t errlen)
 {
     if (w->failed) {
         snprintf(err, errlen, "parquet: the writer failed before");
@@ -424,26 +423,7 @@ int zx_pq_write_row(zx_pq_writer *w, const zx_value *vals, char *err, size_t err
 {
     for (size_t i = 0; i < w->ncols; i++)
         w->rowptrs[i] = &vals[i];
-    return write_row(w, w->rowptrs, err, errlen);
-}
-
-int zx_pq_write(zx_pq_writer *w, const zx_rowset *rs, char *err, size_t errlen)
-{
-    if (rs->ncols != w->ncols) {
-        snprintf(err, errlen, "parquet: a batch of %u columns for a file of %zu",
-                 (unsigned)rs->ncols, w->ncols);
-        return -1;
-    }
-    /* the row's cells in place, as zx_rowset_row has them (the last cell
-     * of a column wins), without copying the values */
-    for (uint32_t r = 0; r < rs->nrows; r++) {
-        memset(w->rowptrs, 0, w->ncols * sizeof(*w->rowptrs));
-        for (uint64_t i = rs->row_start[r]; i < rs->row_start[r + 1]; i++)
-            w->rowptrs[rs->cells[i].col] = &rs->cells[i].v;
-        if (write_row(w, w->rowptrs, err, errlen) < 0)
-            return -1;
-    }
-    return 0;
+    return pq_write_row(w, w->rowptrs, err, errlen);
 }
 
 int zx_pq_finish(zx_pq_writer *w, uint64_t *file_bytes, char *err, size_t errlen)
@@ -496,6 +476,7 @@ void zx_pq_free(zx_pq_writer *w)
     free(w->rgs);
     free(w->cols);
     free(w->rowptrs);
+    free(w->grid);
     zx_buf_free(&w->out);
     zx_buf_free(&w->page);
     zx_buf_free(&w->cpage);

@@ -589,6 +589,7 @@ static void col_reset(pq_col *c)
     c->vals.len = 0;
     c->nvals = 0;
     c->bytes = 0;
+    c->plain = 0;
     dict_reset(c);
     c->dict_on = c->dict_ok;
     c->nulls = c->nans = 0;

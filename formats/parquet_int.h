@@ -90,6 +90,8 @@ typedef struct pq_col {
     uint32_t nvals;              /* values (non-NULL) */
     zx_buf vals;                 /* PLAIN values (BOOLEAN: bits) */
     uint64_t bytes;              /* what this column adds to rg_bytes */
+    uint64_t plain;              /* byte arrays: their PLAIN size (4 + length
+                                  * each) in this row group, dictionary or not */
     int dict_on;                 /* values go through the dictionary */
     zx_buf dict;                 /* dictionary entries, PLAIN-encoded */
     pq_dent *dent;
@@ -137,8 +139,21 @@ struct zx_pq_writer {
     zx_buf scratch;           /* scratch: value conversions */
     ZSTD_CCtx *zc;
     const zx_value **rowptrs;    /* scratch: one row's values (ncols; NULL: none) */
+    const zx_value **grid;       /* scratch: rows x ncols values (parquet_batch.c) */
+    size_t grid_cap;
     int failed;
 };
+
+/* parquet.c */
+
+/* Append one row: vp[i] is column i's value (NULL: none).  May write the
+ * row group.  0 or -1 with err as zx_pq_write_row. */
+int pq_write_row(zx_pq_writer *w, const zx_value *const *vp, char *err, size_t errlen);
+
+/* Append the byte array s[0..n) (its column's form already) to c, through
+ * the dictionary when on.  0 (a value), 1 (too long: a misfit, not
+ * counted), -1 (out of memory). */
+int pq_put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n);
 
 /* parquet_encode.c */
 
