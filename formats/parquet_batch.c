@@ -11,9 +11,9 @@
  * bool into BOOL, text into TEXT: the values zx_dc_convert would pass as
  * they are) and the row group cannot reach its size inside the slice:
  * its buffered bytes plus the most the slice can add (fixed widths; for
- * text 16 bytes + twice the length of each value, and for a column still
- * using the dictionary the PLAIN size of its values so far, which a
- * fallback may bring in)
+ * text 8 bytes + the length of each value, and for a column whose
+ * dictionary could fill inside the slice the PLAIN size of its values so
+ * far and the slice's, which the fallback brings in)
  * stay below row_group_bytes, so the row path would not have cut the row
  * group there either.  Any other slice goes row by row (pq_write_row).
  * Either way the buffers, statistics, misfit counts and the first
@@ -30,7 +30,7 @@
 
 #define PQ_TS_MIN (-62135596800000000LL)   /* 0001-01-01T00:00:00Z (dcell.h) */
 #define PQ_TS_MAX 253402300799999999LL     /* 9999-12-31T23:59:59.999999Z */
-#define GRID_CELLS 65536u                  /* pointers in a slice's grid */
+#define GRID_CELLS 8192u  /* pointers in a slice's grid: its cells stay in cache */
 
 /* The zx type a column takes as it is, or ZX_T__COUNT for none. */
 static int own_type(const pq_col *c)
@@ -67,21 +67,32 @@ static int lay_slice(zx_pq_writer *w, const zx_rowset *rs, uint32_t r0, uint32_t
             if (v->type != own_type(c) ||
                 (v->type == ZX_T_TIMESTAMP && (v->u.i < PQ_TS_MIN || v->u.i > PQ_TS_MAX)))
                 ok = 0;
-            else if (v->type == ZX_T_TEXT)
+            else if (v->type == ZX_T_TEXT) {
                 /* an index and a new entry (8 + length), or the value
-                 * (4 + length); and its part of a fallback (4 + length) */
-                most += 16 + 2 * (uint64_t)v->len;
+                 * (4 + length) */
+                most += 8 + (uint64_t)v->len;
+                w->cols[cell->col].slice_bytes += 4 + (uint64_t)v->len;
+                w->cols[cell->col].slice_cells++;
+            }
             else
                 most += 8;
         }
     }
+    for (size_t i = 0; i < nc; i++) {
+        pq_col *c = &w->cols[i];
+        if (c->dc.type != ZX_DT_TEXT)
+            continue;
+        /* a dictionary that may fill inside the slice: its fallback
+         * brings in the PLAIN values so far and the slice's */
+        if (ok && c->dict_on &&
+            (c->dict.len + c->slice_bytes > PQ_DICT_MAX_BYTES ||
+             (uint64_t)c->ndent + c->slice_cells >= PQ_DICT_MAX_ENTRIES))
+            most += c->plain + c->slice_bytes;
+        c->slice_bytes = 0;
+        c->slice_cells = 0;
+    }
     if (!ok)
         return 0;
-    for (size_t i = 0; i < nc; i++) {
-        const pq_col *c = &w->cols[i];
-        if (c->dc.type == ZX_DT_TEXT && c->dict_on)
-            most += c->plain;          /* a fallback's PLAIN values so far */
-    }
     uint64_t rows = (uint64_t)w->rg_rows + k;
     return rows < PQ_RG_MAX_ROWS &&
            w->rg_bytes + most + rows * nc / 8 < w->o.row_group_bytes;

@@ -92,6 +92,8 @@ typedef struct pq_col {
     uint64_t bytes;              /* what this column adds to rg_bytes */
     uint64_t plain;              /* byte arrays: their PLAIN size (4 + length
                                   * each) in this row group, dictionary or not */
+    uint64_t slice_bytes;        /* parquet_batch.c's scratch: the slice's */
+    uint32_t slice_cells;        /* text (4 + length each) and its cells */
     int dict_on;                 /* values go through the dictionary */
     zx_buf dict;                 /* dictionary entries, PLAIN-encoded */
     pq_dent *dent;

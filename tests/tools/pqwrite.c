@@ -3,7 +3,7 @@
  *
  *   pqwrite OUT.parquet [--codec zstd|snappy|none] [--row-group-bytes N]
  *           [--page-bytes N] [--batch N] [--generate N]
- *           [--field-ids ID,ID,...] [--stats]
+ *           [--field-ids ID,ID,...] [--stats] [--typed-timestamps]
  *
  * Without --generate, stdin is NDJSON: the first line is the schema, an
  * array of [name, type] or ["name", "decimal", precision, scale]; every
@@ -15,6 +15,9 @@
  * 2020-01-01 + i seconds, flag bool i % 3 == 0).
  *
  * --field-ids gives each column its field id (one per column, in order).
+ * --typed-timestamps: a string in a timestamp column that is RFC 3339
+ * becomes a timestamp value (microseconds, the text kept), as zx's readers
+ * give a database's timestamps, instead of text the writer converts.
  *
  * Prints one JSON line: rows, row_groups, bytes, nulled, write_seconds
  * (time inside zx_pq_write / zx_pq_finish only) and total_seconds; with
@@ -35,6 +38,7 @@
 
 #include "common/dtype.h"
 #include "common/rowset.h"
+#include "common/timefmt.h"
 #include "formats/parquet.h"
 
 static double now(void)
@@ -62,8 +66,9 @@ static int parse_type(const char *s, zx_dtype *t)
     return -1;
 }
 
-/* Add one JSON value as a cell of the open row. */
-static int add_cell(zx_rowset *rs, uint32_t col, json_t *j)
+/* Add one JSON value as a cell of the open row (ts: the column is a
+ * timestamp one and --typed-timestamps was given). */
+static int add_cell(zx_rowset *rs, uint32_t col, json_t *j, int ts)
 {
     zx_value v;
     memset(&v, 0, sizeof(v));
@@ -81,6 +86,8 @@ static int add_cell(zx_rowset *rs, uint32_t col, json_t *j)
     } else if (json_is_string(j)) {
         v.type = ZX_T_TEXT;
         v.len = (uint32_t)json_string_length(j);
+        if (ts && zx_rfc3339_parse(json_string_value(j), v.len, &v.u.i))
+            v.type = ZX_T_TIMESTAMP;
         v.s = zx_rowset_strdup(rs, json_string_value(j), v.len);
         if (!v.s)
             return -1;
@@ -179,7 +186,7 @@ int main(int argc, char **argv)
     zx_pq_opts o = {0};
     const char *out = NULL;
     uint64_t generate = 0, batch = 10000;
-    int gen = 0, stats = 0;
+    int gen = 0, stats = 0, typed_ts = 0;
     int32_t ids[1024];
     size_t nids = 0;
     for (int i = 1; i < argc; i++) {
@@ -215,12 +222,14 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--stats")) {
             stats = 1;
+        } else if (!strcmp(a, "--typed-timestamps")) {
+            typed_ts = 1;
         } else if (a[0] != '-' && !out) {
             out = a;
         } else {
             return die("usage: pqwrite OUT.parquet [--codec zstd|snappy|none] "
                        "[--row-group-bytes N] [--page-bytes N] [--batch N] [--generate N] "
-                       "[--field-ids ID,...] [--stats]");
+                       "[--field-ids ID,...] [--stats] [--typed-timestamps]");
         }
     }
     if (!out)
@@ -296,7 +305,8 @@ int main(int argc, char **argv)
                 if (zx_rowset_begin_row(&rs) < 0)
                     return die("out of memory");
                 for (size_t c = 0; c < ncols; c++)
-                    if (add_cell(&rs, (uint32_t)c, json_array_get(row, c)) < 0)
+                    if (add_cell(&rs, (uint32_t)c, json_array_get(row, c),
+                                 typed_ts && cols[c].type == ZX_DT_TIMESTAMP) < 0)
                         return die("out of memory");
                 zx_rowset_end_row(&rs);
                 json_decref(row);

@@ -8,7 +8,8 @@
  * empty and long strings, text that is not UTF-8, int64's min and max,
  * NaN, infinities, -0.0, timestamps in and out of range, and cells of
  * another type (converted, or misfits); row groups cut small and large,
- * dictionaries that fall back to PLAIN.  Readers' view of such files:
+ * dictionaries that fall back to PLAIN, one whose fallback makes the
+ * buffered bytes jump past the row group's size.  Readers' view of such files:
  * tests/integration/test_parquet_files.py (test_batch_paths_read_back).
  */
 #include <math.h>
@@ -29,6 +30,7 @@ static const zx_dcol cols[] = {
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 
 static uint64_t rnd_state = 88172645463325252ull;
+static int jumpy;   /* the big column: mostly repeated long values */
 static uint64_t rnd(void)
 {
     rnd_state ^= rnd_state << 13;
@@ -101,7 +103,13 @@ static void make_row(zx_rowset *rs, uint64_t r, int mixed)
     }
     /* big: distinct long strings (the dictionary fills and falls back),
      * text that is not UTF-8, (mixed) an integer into TEXT */
-    if (x % 9 != 0) {
+    if (jumpy && r % 4) {
+        /* one of 50 long values: its dictionary holds them once, the
+         * PLAIN values of a fallback hold every copy */
+        int n = snprintf(b, sizeof(b), "%03u-", (unsigned)(r % 50));
+        memset(b + n, 'j', 300);
+        add_text(rs, 7, b, (size_t)n + 300);
+    } else if (x % 9 != 0) {
         size_t n = (size_t)snprintf(b, sizeof(b), "long-%08u-", (unsigned)r);
         size_t extra = (size_t)(x >> 20) % 300;
         memset(b + n, 'q', extra);
@@ -284,6 +292,13 @@ int main(void)
     o.row_group_bytes = 0;
     same_file("1-row batches", &o, 300, 1, 7);
     same_file("odd batches", &o, 9, 1237, 5);
+    /* the big column's dictionary fills well inside a row group and its
+     * fallback to PLAIN makes the buffered bytes jump past the row
+     * group's size: the cut must fall where the row path makes it */
+    jumpy = 1;
+    o.codec = ZX_PQ_NONE;
+    o.row_group_bytes = 4u << 20;
+    same_file("a fallback's jump past the row group size", &o, 10, 6000, 0);
     if (failures)
         printf("%d check(s) failed\n", failures);
     else
