@@ -95,6 +95,7 @@ static int col_setup(pq_col *c, const zx_dcol *d, char *err, size_t errlen)
         return -1;
     }
     c->dict_on = c->dict_ok;
+    c->own = pq_own_type(d->type);
     return 0;
 }
 
@@ -236,7 +237,7 @@ static inline int put_bool(zx_pq_writer *w, pq_col *c, int b)
     return 0;
 }
 
-int pq_put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
+int pq_put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n, const uint32_t *hash)
 {
     if (n > UINT32_MAX - 8)
         return 1;                                /* too long: a misfit */
@@ -244,7 +245,7 @@ int pq_put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
     if (c->dict_on) {
         uint32_t ix;
         uint32_t before = (uint32_t)c->dict.len;
-        int r = pq_dict_add(c, (const uint8_t *)s, (uint32_t)n, &ix);
+        int r = pq_dict_add(c, (const uint8_t *)s, (uint32_t)n, hash, &ix);
         if (r < 0)
             return -1;
         if (r == 0) {
@@ -298,7 +299,7 @@ static inline int put_direct(zx_pq_writer *w, pq_col *c, const zx_value *v)
         break;
     case ZX_DT_TEXT:
         if (v->type == ZX_T_TEXT && v->s && zx_dc_utf8_valid(v->s, v->len)) {
-            int r = pq_put_bytes(w, c, v->s, v->len);
+            int r = pq_put_bytes(w, c, v->s, v->len, NULL);
             if (r == 1)
                 w->nulled++;
             return r;
@@ -333,7 +334,7 @@ static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
     case ZX_DT_TEXT:
     case ZX_DT_JSON:
     case ZX_DT_BYTES:
-        r = pq_put_bytes(w, c, fv.s, fv.len);
+        r = pq_put_bytes(w, c, fv.s, fv.len, NULL);
         if (r == 1)
             w->nulled++;
         return r;

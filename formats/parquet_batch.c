@@ -33,9 +33,9 @@
 #define GRID_CELLS 8192u  /* pointers in a slice's grid: its cells stay in cache */
 
 /* The zx type a column takes as it is, or ZX_T__COUNT for none. */
-static int own_type(const pq_col *c)
+int pq_own_type(zx_dtype t)
 {
-    switch (c->dc.type) {
+    switch (t) {
     case ZX_DT_INT64: return ZX_T_INT;
     case ZX_DT_TIMESTAMP: return ZX_T_TIMESTAMP;
     case ZX_DT_DOUBLE: return ZX_T_REAL;
@@ -64,7 +64,7 @@ static int lay_slice(zx_pq_writer *w, const zx_rowset *rs, uint32_t r0, uint32_t
             if (v->type == ZX_T_NULL || !ok)
                 continue;
             const pq_col *c = &w->cols[cell->col];
-            if (v->type != own_type(c) ||
+            if (v->type != c->own ||
                 (v->type == ZX_T_TIMESTAMP && (v->u.i < PQ_TS_MIN || v->u.i > PQ_TS_MAX)))
                 ok = 0;
             else if (v->type == ZX_T_TEXT) {
@@ -185,20 +185,44 @@ static int put_bools(zx_pq_writer *w, pq_col *c, const zx_value **g, size_t stri
     return 0;
 }
 
+#define PF_AHEAD 8      /* values whose dictionary slot is fetched ahead */
+
 /* Text values; a misfit (not UTF-8, too long) is NULL and counted, the
- * first one's row j kept in *mis (if none earlier).  0 or -1. */
+ * first one's row j kept in *mis (if none earlier).  While the dictionary
+ * is on, each value's hash is taken PF_AHEAD values early and its slot
+ * fetched into the cache meanwhile (the lookups' cost is their misses).
+ * 0 or -1. */
 static int put_texts(zx_pq_writer *w, pq_col *c, const zx_value **g, size_t stride,
                      uint32_t k, uint32_t r0, int64_t *mis)
 {
+    uint32_t hs[PF_AHEAD] = {0};
+    int ahead = c->dict_on;
+    for (uint32_t j = 0; ahead && j < PF_AHEAD && j < k; j++) {
+        const zx_value *v = g[(size_t)j * stride];
+        if (v && v->type == ZX_T_TEXT) {
+            hs[j] = pq_dict_hash((const uint8_t *)(v->s ? v->s : ""), v->s ? v->len : 0);
+            pq_dict_prefetch(c, hs[j]);
+        }
+    }
     for (uint32_t j = 0; j < k; j++) {
         const zx_value *v = g[(size_t)j * stride];
+        uint32_t h = hs[j % PF_AHEAD];
+        if (ahead && j + PF_AHEAD < k) {
+            const zx_value *u = g[(size_t)(j + PF_AHEAD) * stride];
+            if (u && u->type == ZX_T_TEXT) {
+                uint32_t hu = pq_dict_hash((const uint8_t *)(u->s ? u->s : ""),
+                                           u->s ? u->len : 0);
+                hs[(j + PF_AHEAD) % PF_AHEAD] = hu;
+                pq_dict_prefetch(c, hu);
+            }
+        }
         if (!v || v->type == ZX_T_NULL) {
             c->nulls++;
             continue;
         }
         const char *s = v->s ? v->s : "";
         size_t n = v->s ? v->len : 0;
-        int r = zx_dc_utf8_valid(s, n) ? pq_put_bytes(w, c, s, n) : 1;
+        int r = zx_dc_utf8_valid(s, n) ? pq_put_bytes(w, c, s, n, ahead ? &h : NULL) : 1;
         if (r < 0)
             return -1;
         if (r == 1) {

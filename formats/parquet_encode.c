@@ -98,12 +98,23 @@ static int dict_rehash(pq_col *c, uint32_t nslots)
     return 0;
 }
 
-int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, uint32_t *index)
+uint32_t pq_dict_hash(const uint8_t *s, uint32_t n)
+{
+    return (uint32_t)XXH3_64bits(s, n);
+}
+
+void pq_dict_prefetch(const pq_col *c, uint32_t h)
+{
+    if (c->nslots)
+        __builtin_prefetch(&c->slots[h & (c->nslots - 1)]);
+}
+
+int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, const uint32_t *hash, uint32_t *index)
 {
     _Static_assert(PQ_DICT_MAX_ENTRIES < (1u << SLOT_ENTRY_BITS), "slot entry bits");
     if (!c->nslots && dict_rehash(c, 1024) < 0)
         return -1;
-    uint32_t h = (uint32_t)XXH3_64bits(s, n);
+    uint32_t h = hash ? *hash : pq_dict_hash(s, n);
     uint32_t mask = c->nslots - 1, tag = SLOT_TAG(h);
     uint32_t i = h & mask;
     for (uint32_t sl; (sl = c->slots[i]) != 0; i = (i + 1) & mask) {
