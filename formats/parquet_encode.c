@@ -98,6 +98,29 @@ static int dict_rehash(pq_col *c, uint32_t nslots)
     return 0;
 }
 
+/* a[0..n) == b[0..n), in 8-byte words (the last one overlapping): the
+ * short values a dictionary holds compare without a call. */
+static inline int bytes_equal(const void *a, const void *b, size_t n)
+{
+    const uint8_t *x = a, *y = b;
+    if (n < 8) {
+        for (size_t i = 0; i < n; i++)
+            if (x[i] != y[i])
+                return 0;
+        return 1;
+    }
+    uint64_t u, v;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        memcpy(&u, x + i, 8);
+        memcpy(&v, y + i, 8);
+        if (u != v)
+            return 0;
+    }
+    memcpy(&u, x + n - 8, 8);
+    memcpy(&v, y + n - 8, 8);
+    return u == v;
+}
+
 uint32_t pq_dict_hash(const uint8_t *s, uint32_t n)
 {
     return (uint32_t)XXH3_64bits(s, n);
@@ -121,7 +144,7 @@ int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, const uint32_t *hash, u
         if (SLOT_TAG(sl) != tag)
             continue;
         uint32_t e = (sl & ((1u << SLOT_ENTRY_BITS) - 1)) - 1;
-        if (c->dent[e].len == n && !memcmp(c->dict.p + c->dent[e].off, s, n)) {
+        if (c->dent[e].len == n && bytes_equal(c->dict.p + c->dent[e].off, s, n)) {
             *index = e;
             return 0;
         }
@@ -574,6 +597,16 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
         } else if (c->phys == PQ_BOOLEAN) {
             if (v1 > v && put_bools(w, c, v, v1 - v) < 0)
                 goto oom;
+        } else if (voff1 > voff && voff >= w->page.len) {
+            /* PLAIN values in place: the levels go just before them, over
+             * the previous page's values (written out already; nothing
+             * reads them again), so the page is not copied */
+            uint8_t *p = (uint8_t *)c->vals.p + voff - w->page.len;
+            memcpy(p, w->page.p, w->page.len);
+            if (write_page(w, PQ_PAGE_DATA, p, w->page.len + (voff1 - voff), r1 - r, enc, m,
+                           err, errlen) < 0)
+                return -1;
+            goto next;
         } else if (voff1 > voff) {
             uint8_t *p = page_room(w, voff1 - voff);
             if (!p)
@@ -584,6 +617,7 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
         if (write_page(w, PQ_PAGE_DATA, (const uint8_t *)w->page.p, w->page.len, r1 - r, enc, m,
                        err, errlen) < 0)
             return -1;
+    next:
         r = r1;
         v = v1;
         voff = voff1;
