@@ -524,6 +524,15 @@ static int put_bools(zx_pq_writer *w, const pq_col *c, uint32_t v0, uint32_t n)
     return 0;
 }
 
+/* Bits set in a byte (no libgcc call where the CPU's popcnt is not
+ * assumed). */
+static inline uint32_t pop8(unsigned d)
+{
+    d = d - ((d >> 1) & 0x55u);
+    d = (d & 0x33u) + ((d >> 2) & 0x33u);
+    return (d + (d >> 4)) & 0x0Fu;
+}
+
 static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, size_t errlen)
 {
     uint32_t nrows = w->rg_rows;
@@ -560,7 +569,7 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
             unsigned d = (uint8_t)c->defs.p[r1 / 8];   /* p is char: no sign */
             if (take < 8)
                 d &= (1u << take) - 1;
-            uint32_t np = (uint32_t)__builtin_popcount(d);
+            uint32_t np = pop8(d);
             if (use_dict) {
                 est += ((uint64_t)np * (unsigned)bw + 7) / 8;
             } else if (c->phys == PQ_BOOLEAN) {
