@@ -13,9 +13,10 @@
  * its buffered bytes plus the most the slice can add (fixed widths; for
  * text 8 bytes + the length of each value, and for a column whose
  * dictionary could fill inside the slice the PLAIN size of its values so
- * far and the slice's, which the fallback brings in)
- * stay below row_group_bytes, so the row path would not have cut the row
- * group there either.  Any other slice goes row by row (pq_write_row).
+ * far and the slice's, which the fallback brings in) stay below
+ * row_group_bytes, so the row path would not have cut the row group there
+ * either (its buffered bytes can only fall at a fallback, never rise past
+ * that sum).  Any other slice goes row by row (pq_write_row).
  * Either way the buffers, statistics, misfit counts and the first
  * misfit end up as the row path leaves them.
  *
@@ -65,17 +66,17 @@ static int lay_slice(zx_pq_writer *w, const zx_rowset *rs, uint32_t r0, uint32_t
                 continue;
             const pq_col *c = &w->cols[cell->col];
             if (v->type != c->own ||
-                (v->type == ZX_T_TIMESTAMP && (v->u.i < PQ_TS_MIN || v->u.i > PQ_TS_MAX)))
+                (v->type == ZX_T_TIMESTAMP && (v->u.i < PQ_TS_MIN || v->u.i > PQ_TS_MAX))) {
                 ok = 0;
-            else if (v->type == ZX_T_TEXT) {
+            } else if (v->type == ZX_T_TEXT) {
                 /* an index and a new entry (8 + length), or the value
                  * (4 + length) */
                 most += 8 + (uint64_t)v->len;
                 w->cols[cell->col].slice_bytes += 4 + (uint64_t)v->len;
                 w->cols[cell->col].slice_cells++;
-            }
-            else
+            } else {
                 most += 8;
+            }
         }
     }
     for (size_t i = 0; i < nc; i++) {
