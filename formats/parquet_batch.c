@@ -15,8 +15,8 @@
  * dictionary could fill inside the slice the PLAIN size of its values so
  * far and the slice's, which the fallback brings in) stay below
  * row_group_bytes, so the row path would not have cut the row group there
- * either (its buffered bytes can only fall at a fallback, never rise past
- * that sum).  Any other slice goes row by row (pq_write_row).
+ * either (at every row of the slice they are at most that sum; a
+ * fallback may move them down as well as up).  Any other slice goes row by row (pq_write_row).
  * Either way the buffers, statistics, misfit counts and the first
  * misfit end up as the row path leaves them.
  *
