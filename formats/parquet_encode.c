@@ -399,7 +399,7 @@ static int write_page(zx_pq_writer *w, int type, const uint8_t *data, size_t n, 
         w->cpage.len = 0;
         if (zx_buf_reserve(&w->cpage, bound) < 0)
             goto oom;
-        size_t r = ZSTD_compressCCtx(w->zc, w->cpage.p, bound, data, n, w->o.zstd_level);
+        size_t r = ZSTD_compress2(w->zc, w->cpage.p, bound, data, n);   /* params: zx_pq_open */
         if (ZSTD_isError(r)) {
             snprintf(err, errlen, "parquet: zstd: %s", ZSTD_getErrorName(r));
             return -1;
