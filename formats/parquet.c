@@ -95,6 +95,7 @@ static int col_setup(pq_col *c, const zx_dcol *d, char *err, size_t errlen)
         return -1;
     }
     c->dict_on = c->dict_ok;
+    c->own = pq_own_type(d->type);
     return 0;
 }
 
@@ -126,8 +127,8 @@ int zx_pq_open(int fd, const zx_dcol *cols, size_t ncols, const zx_pq_opts *o,
         w->o.page_bytes = 256u << 20;
     zx_tc_init(&w->tc);
     w->cols = calloc(ncols, sizeof(*w->cols));
-    w->rowvals = calloc(ncols, sizeof(*w->rowvals));
-    if (!w->cols || !w->rowvals)
+    w->rowptrs = calloc(ncols, sizeof(*w->rowptrs));
+    if (!w->cols || !w->rowptrs)
         goto oom;
     w->ncols = ncols;
     for (size_t i = 0; i < ncols; i++) {
@@ -148,8 +149,23 @@ int zx_pq_open(int fd, const zx_dcol *cols, size_t ncols, const zx_pq_opts *o,
             }
     }
     w->o.field_ids = NULL;        /* copied into the columns: keep no pointer */
-    if (w->o.codec == ZX_PQ_ZSTD && !(w->zc = ZSTD_createCCtx()))
-        goto oom;
+    if (w->o.codec == ZX_PQ_ZSTD) {
+        if (!(w->zc = ZSTD_createCCtx()))
+            goto oom;
+        /* level 1 with a minimum match of 6 bytes, the parameters zstd
+         * itself picks for level 1 up to 256 KiB: on pages of 1 MiB it
+         * picks 7, which misses the 6-byte repeats of sorted 8-byte
+         * values (timestamps, ids) and wrote them nearly twice as large,
+         * for no gain in speed */
+        size_t r = ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, w->o.zstd_level);
+        if (!ZSTD_isError(r) && w->o.zstd_level == 1)
+            r = ZSTD_CCtx_setParameter(w->zc, ZSTD_c_minMatch, 6);
+        if (ZSTD_isError(r)) {
+            snprintf(err, errlen, "parquet: zstd level %d: %s", w->o.zstd_level,
+                     ZSTD_getErrorName(r));
+            goto fail;
+        }
+    }
     if (pq_emit(w, "PAR1", 4, err, errlen) < 0 || pq_out_flush(w, err, errlen) < 0)
         goto fail;
     *out = w;
@@ -163,18 +179,32 @@ fail:
 
 /* ---- one value into a column ----------------------------------------- */
 
-static int put_fixed(zx_pq_writer *w, pq_col *c, const void *p, size_t n)
+/* The timestamps a file column takes (common/dcell.h: years 0001..9999);
+ * a value outside goes through zx_dc_convert, which decides. */
+#define PQ_TS_MIN (-62135596800000000LL)   /* 0001-01-01T00:00:00Z */
+#define PQ_TS_MAX 253402300799999999LL     /* 9999-12-31T23:59:59.999999Z */
+
+/* Append n bytes to b: one compare on the common path (b keeps room for
+ * its NUL as zx_buf_reserve does). */
+static inline int buf_add(zx_buf *b, const void *p, size_t n)
 {
-    if (zx_buf_reserve(&c->vals, n) < 0)
+    if (b->cap - b->len <= n && zx_buf_reserve(b, n) < 0)
         return -1;
-    memcpy(c->vals.p + c->vals.len, p, n);
-    c->vals.len += n;
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+static inline int put_fixed(zx_pq_writer *w, pq_col *c, const void *p, size_t n)
+{
+    if (buf_add(&c->vals, p, n) < 0)
+        return -1;
     c->bytes += n;
     w->rg_bytes += n;
     return 0;
 }
 
-static void stat_i64(pq_col *c, int64_t v)
+static inline void stat_i64(pq_col *c, int64_t v)
 {
     if (!c->has) {
         c->imin = c->imax = v;
@@ -186,18 +216,56 @@ static void stat_i64(pq_col *c, int64_t v)
     }
 }
 
-static int put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
+static inline int put_i64(zx_pq_writer *w, pq_col *c, int64_t v)
+{
+    stat_i64(c, v);
+    return put_fixed(w, c, &v, 8);
+}
+
+static inline int put_f64(zx_pq_writer *w, pq_col *c, double d)
+{
+    if (d != d) {
+        c->nans++;
+    } else if (!c->has) {
+        c->dmin = c->dmax = d;
+        c->has = 1;
+    } else if (d < c->dmin) {
+        c->dmin = d;
+    } else if (d > c->dmax) {
+        c->dmax = d;
+    }
+    return put_fixed(w, c, &d, 8);
+}
+
+static inline int put_bool(zx_pq_writer *w, pq_col *c, int b)
+{
+    if (c->nvals % 8 == 0) {
+        if (zx_buf_reserve(&c->vals, 1) < 0)
+            return -1;
+        c->vals.p[c->vals.len++] = 0;
+        c->bytes++;
+        w->rg_bytes++;
+    }
+    if (b)
+        c->vals.p[c->nvals / 8] |= (uint8_t)(1u << (c->nvals % 8));
+    stat_i64(c, b);
+    return 0;
+}
+
+int pq_put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n, const uint32_t *hash)
 {
     if (n > UINT32_MAX - 8)
         return 1;                                /* too long: a misfit */
+    c->plain += 4 + (uint64_t)n;
     if (c->dict_on) {
         uint32_t ix;
         uint32_t before = (uint32_t)c->dict.len;
-        int r = pq_dict_add(c, (const uint8_t *)s, (uint32_t)n, &ix);
+        int r = pq_dict_add(c, (const uint8_t *)s, (uint32_t)n, hash, &ix);
         if (r < 0)
             return -1;
         if (r == 0) {
-            if (zx_grow_to(&c->idx, (size_t)c->nvals + 1, &c->idx_cap, sizeof(*c->idx), 1024) < 0)
+            if (c->nvals >= c->idx_cap &&
+                zx_grow_to(&c->idx, (size_t)c->nvals + 1, &c->idx_cap, sizeof(*c->idx), 1024) < 0)
                 return -1;
             c->idx[c->nvals] = ix;
             uint64_t add = 4 + (c->dict.len - before);
@@ -222,11 +290,53 @@ static int put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n)
     return 0;
 }
 
-/* Append v to column c: 0 (a value), 1 (NULL), -1 (out of memory). */
+/* A value whose type is the column's own, taken without zx_dc_convert
+ * where that would give the value as it is: 0 or 1 as put_value, -1 out
+ * of memory, 2 when not taken here (the caller converts). */
+static inline int put_direct(zx_pq_writer *w, pq_col *c, const zx_value *v)
+{
+    switch (c->dc.type) {
+    case ZX_DT_INT64:
+        if (v->type == ZX_T_INT)
+            return put_i64(w, c, v->u.i);
+        break;
+    case ZX_DT_TIMESTAMP:
+        if (v->type == ZX_T_TIMESTAMP && v->u.i >= PQ_TS_MIN && v->u.i <= PQ_TS_MAX)
+            return put_i64(w, c, v->u.i);
+        break;
+    case ZX_DT_DOUBLE:
+        if (v->type == ZX_T_REAL)
+            return put_f64(w, c, v->u.d);
+        break;
+    case ZX_DT_BOOL:
+        if (v->type == ZX_T_BOOL)
+            return put_bool(w, c, v->u.b != 0);
+        break;
+    case ZX_DT_TEXT:
+        if (v->type == ZX_T_TEXT && v->s && zx_dc_utf8_valid(v->s, v->len)) {
+            int r = pq_put_bytes(w, c, v->s, v->len, NULL);
+            if (r == 1)
+                w->nulled++;
+            return r;
+        }
+        break;
+    default:
+        break;
+    }
+    return 2;
+}
+
+/* Append v (NULL: no cell) to column c: 0 (a value), 1 (NULL), -1 (out
+ * of memory). */
 static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
 {
+    if (!v || v->type == ZX_T_NULL)
+        return 1;
+    int r = put_direct(w, c, v);
+    if (r != 2)
+        return r;
     zx_dc_out fv;
-    int r = zx_dc_convert(&c->t, v, &w->scratch, &fv);
+    r = zx_dc_convert(&c->t, v, &w->scratch, &fv);
     if (r < 0)
         return -1;
     if (r == 0) {
@@ -239,48 +349,25 @@ static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
     case ZX_DT_TEXT:
     case ZX_DT_JSON:
     case ZX_DT_BYTES:
-        r = put_bytes(w, c, fv.s, fv.len);
+        r = pq_put_bytes(w, c, fv.s, fv.len, NULL);
         if (r == 1)
             w->nulled++;
         return r;
     case ZX_DT_INT64:
     case ZX_DT_TIMESTAMP:
-        stat_i64(c, fv.i);
-        return put_fixed(w, c, &fv.i, 8);
+        return put_i64(w, c, fv.i);
     case ZX_DT_DATE: {
         int32_t d = (int32_t)fv.i;
         stat_i64(c, d);
         return put_fixed(w, c, &d, 4);
     }
     case ZX_DT_DOUBLE:
-        if (fv.d != fv.d) {
-            c->nans++;
-        } else if (!c->has) {
-            c->dmin = c->dmax = fv.d;
-            c->has = 1;
-        } else if (fv.d < c->dmin) {
-            c->dmin = fv.d;
-        } else if (fv.d > c->dmax) {
-            c->dmax = fv.d;
-        }
-        return put_fixed(w, c, &fv.d, 8);
-    case ZX_DT_BOOL: {
-        if (c->nvals % 8 == 0) {
-            if (zx_buf_reserve(&c->vals, 1) < 0)
-                return -1;
-            c->vals.p[c->vals.len++] = 0;
-            c->bytes++;
-            w->rg_bytes++;
-        }
-        if (fv.i)
-            c->vals.p[c->nvals / 8] |= (uint8_t)(1u << (c->nvals % 8));
-        stat_i64(c, fv.i);
-        return 0;
-    }
+        return put_f64(w, c, fv.d);
+    case ZX_DT_BOOL:
+        return put_bool(w, c, fv.i != 0);
     case ZX_DT_DECIMAL:
         if (c->phys == PQ_INT64) {
-            stat_i64(c, fv.i);
-            return put_fixed(w, c, &fv.i, 8);
+            return put_i64(w, c, fv.i);
         } else {
             uint8_t be[16];
             unsigned __int128 u = (unsigned __int128)fv.dec;
@@ -302,7 +389,7 @@ static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
     }
 }
 
-int zx_pq_write_row(zx_pq_writer *w, const zx_value *vals, char *err, size_t errlen)
+int pq_write_row(zx_pq_writer *w, const zx_value *const *vp, char *err, size_t errlen)
 {
     if (w->failed) {
         snprintf(err, errlen, "parquet: the writer failed before");
@@ -317,19 +404,19 @@ int zx_pq_write_row(zx_pq_writer *w, const zx_value *vals, char *err, size_t err
             c->defs.p[c->defs.len++] = 0;
         }
         uint64_t nulled = w->nulled;
-        int k = put_value(w, c, &vals[i]);
+        int k = put_value(w, c, vp[i]);
         if (k < 0)
             goto oom;
-        if (w->nulled != nulled && !w->misfit_set) {
-            w->misfit_set = 1;
-            w->misfit_col = i;
-            w->misfit_row = w->rows;
-        }
         if (k == 0) {
             c->defs.p[r / 8] |= (uint8_t)(1u << (r % 8));
             c->nvals++;
         } else {
             c->nulls++;
+            if (w->nulled != nulled && !w->misfit_set) {
+                w->misfit_set = 1;
+                w->misfit_col = i;
+                w->misfit_row = w->rows;
+            }
         }
     }
     w->rg_rows++;
@@ -348,19 +435,11 @@ oom:
     return -1;
 }
 
-int zx_pq_write(zx_pq_writer *w, const zx_rowset *rs, char *err, size_t errlen)
+int zx_pq_write_row(zx_pq_writer *w, const zx_value *vals, char *err, size_t errlen)
 {
-    if (rs->ncols != w->ncols) {
-        snprintf(err, errlen, "parquet: a batch of %u columns for a file of %zu",
-                 (unsigned)rs->ncols, w->ncols);
-        return -1;
-    }
-    for (uint32_t r = 0; r < rs->nrows; r++) {
-        zx_rowset_row(rs, r, w->rowvals);
-        if (zx_pq_write_row(w, w->rowvals, err, errlen) < 0)
-            return -1;
-    }
-    return 0;
+    for (size_t i = 0; i < w->ncols; i++)
+        w->rowptrs[i] = &vals[i];
+    return pq_write_row(w, w->rowptrs, err, errlen);
 }
 
 int zx_pq_finish(zx_pq_writer *w, uint64_t *file_bytes, char *err, size_t errlen)
@@ -412,7 +491,8 @@ void zx_pq_free(zx_pq_writer *w)
         free(w->rgs[i].chunks);
     free(w->rgs);
     free(w->cols);
-    free(w->rowvals);
+    free(w->rowptrs);
+    free(w->grid);
     zx_buf_free(&w->out);
     zx_buf_free(&w->page);
     zx_buf_free(&w->cpage);

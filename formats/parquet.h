@@ -62,7 +62,9 @@ typedef enum zx_pq_codec {
 
 typedef struct zx_pq_opts {
     zx_pq_codec codec;        /* default (zeroed opts) ZSTD */
-    int zstd_level;           /* 0: 1 (fast) */
+    int zstd_level;           /* 0: 1 (fast; with a 6-byte minimum match,
+                               * zstd's own level-1 choice for pages up to
+                               * 256 KiB, on every page) */
     uint64_t row_group_bytes; /* 0: 128 MiB; at least 4 KiB is used */
     uint64_t page_bytes;      /* 0: 1 MiB; at least 1 KiB is used */
     /* Where the bytes go instead of fd (an S3 upload): sink(ctx, p, n,

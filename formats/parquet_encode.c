@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL     /* the hash of short strings, inlined */
 #include <xxhash.h>
 
 #include "formats/parquet_int.h"
@@ -70,6 +71,15 @@ int pq_emit(zx_pq_writer *w, const void *p, size_t n, char *err, size_t errlen)
 
 /* ---- dictionary -------------------------------------------------------- */
 
+/* A slot holds an entry's number + 1 in its low 17 bits (0: empty; at
+ * most PQ_DICT_MAX_ENTRIES entries) and the top 15 bits of the entry's
+ * hash above them, so that most probes compare without touching the
+ * entries, and the table stays small (cache misses are what the lookup
+ * costs).  The slot is picked by the hash's low bits (at most 2^17 slots,
+ * so they never overlap the tag). */
+#define SLOT_ENTRY_BITS 17
+#define SLOT_TAG(h) ((h) >> SLOT_ENTRY_BITS)
+
 static int dict_rehash(pq_col *c, uint32_t nslots)
 {
     uint32_t *s = calloc(nslots, sizeof(*s));
@@ -80,7 +90,7 @@ static int dict_rehash(pq_col *c, uint32_t nslots)
         uint32_t i = c->dent[e].hash & mask;
         while (s[i])
             i = (i + 1) & mask;
-        s[i] = e + 1;
+        s[i] = SLOT_TAG(c->dent[e].hash) << SLOT_ENTRY_BITS | (e + 1);
     }
     free(c->slots);
     c->slots = s;
@@ -88,25 +98,61 @@ static int dict_rehash(pq_col *c, uint32_t nslots)
     return 0;
 }
 
-int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, uint32_t *index)
+/* a[0..n) == b[0..n), in 8-byte words (the last one overlapping): the
+ * short values a dictionary holds compare without a call. */
+static inline int bytes_equal(const void *a, const void *b, size_t n)
 {
+    const uint8_t *x = a, *y = b;
+    if (n < 8) {
+        for (size_t i = 0; i < n; i++)
+            if (x[i] != y[i])
+                return 0;
+        return 1;
+    }
+    uint64_t u, v;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        memcpy(&u, x + i, 8);
+        memcpy(&v, y + i, 8);
+        if (u != v)
+            return 0;
+    }
+    memcpy(&u, x + n - 8, 8);
+    memcpy(&v, y + n - 8, 8);
+    return u == v;
+}
+
+uint32_t pq_dict_hash(const uint8_t *s, uint32_t n)
+{
+    return (uint32_t)XXH3_64bits(s, n);
+}
+
+void pq_dict_prefetch(const pq_col *c, uint32_t h)
+{
+    if (c->nslots)
+        __builtin_prefetch(&c->slots[h & (c->nslots - 1)]);
+}
+
+int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, const uint32_t *hash, uint32_t *index)
+{
+    _Static_assert(PQ_DICT_MAX_ENTRIES < (1u << SLOT_ENTRY_BITS), "slot entry bits");
     if (!c->nslots && dict_rehash(c, 1024) < 0)
         return -1;
-    uint32_t h = (uint32_t)XXH3_64bits(s, n);
-    uint32_t mask = c->nslots - 1;
+    uint32_t h = hash ? *hash : pq_dict_hash(s, n);
+    uint32_t mask = c->nslots - 1, tag = SLOT_TAG(h);
     uint32_t i = h & mask;
-    while (c->slots[i]) {
-        const pq_dent *e = &c->dent[c->slots[i] - 1];
-        if (e->hash == h && e->len == n && !memcmp(c->dict.p + e->off, s, n)) {
-            *index = c->slots[i] - 1;
+    for (uint32_t sl; (sl = c->slots[i]) != 0; i = (i + 1) & mask) {
+        if (SLOT_TAG(sl) != tag)
+            continue;
+        uint32_t e = (sl & ((1u << SLOT_ENTRY_BITS) - 1)) - 1;
+        if (c->dent[e].len == n && bytes_equal(c->dict.p + c->dent[e].off, s, n)) {
+            *index = e;
             return 0;
         }
-        i = (i + 1) & mask;
     }
     if (c->ndent >= PQ_DICT_MAX_ENTRIES || c->dict.len + 4 + (size_t)n > PQ_DICT_MAX_BYTES)
         return 1;
     if (c->ndent == c->dent_cap) {
-        uint32_t cap = c->dent_cap ? c->dent_cap * 2 : 256;
+        uint32_t cap = c->dent_cap ? c->dent_cap * 2 : 1024;
         pq_dent *d = realloc(c->dent, cap * sizeof(*d));
         if (!d)
             return -1;
@@ -120,9 +166,10 @@ int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, uint32_t *index)
         memcpy(c->dict.p + c->dict.len + 4, s, n);
     c->dent[c->ndent] = (pq_dent){(uint32_t)c->dict.len + 4, n, h};
     c->dict.len += 4 + (size_t)n;
-    c->slots[i] = ++c->ndent;
+    c->slots[i] = tag << SLOT_ENTRY_BITS | ++c->ndent;
     *index = c->ndent - 1;
-    if ((uint64_t)c->ndent * 2 > c->nslots && dict_rehash(c, c->nslots * 2) < 0)
+    /* at most 3/4 full: 65,536 entries fit 2^17 slots */
+    if ((uint64_t)c->ndent * 4 > (uint64_t)c->nslots * 3 && dict_rehash(c, c->nslots * 2) < 0)
         return -1;
     return 0;
 }
@@ -352,7 +399,7 @@ static int write_page(zx_pq_writer *w, int type, const uint8_t *data, size_t n, 
         w->cpage.len = 0;
         if (zx_buf_reserve(&w->cpage, bound) < 0)
             goto oom;
-        size_t r = ZSTD_compressCCtx(w->zc, w->cpage.p, bound, data, n, w->o.zstd_level);
+        size_t r = ZSTD_compress2(w->zc, w->cpage.p, bound, data, n);   /* params: zx_pq_open */
         if (ZSTD_isError(r)) {
             snprintf(err, errlen, "parquet: zstd: %s", ZSTD_getErrorName(r));
             return -1;
@@ -477,6 +524,15 @@ static int put_bools(zx_pq_writer *w, const pq_col *c, uint32_t v0, uint32_t n)
     return 0;
 }
 
+/* Bits set in a byte (no libgcc call where the CPU's popcnt is not
+ * assumed). */
+static inline uint32_t pop8(unsigned d)
+{
+    d = d - ((d >> 1) & 0x55u);
+    d = (d & 0x33u) + ((d >> 2) & 0x33u);
+    return (d + (d >> 4)) & 0x0Fu;
+}
+
 static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, size_t errlen)
 {
     uint32_t nrows = w->rg_rows;
@@ -513,7 +569,7 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
             unsigned d = (uint8_t)c->defs.p[r1 / 8];   /* p is char: no sign */
             if (take < 8)
                 d &= (1u << take) - 1;
-            uint32_t np = (uint32_t)__builtin_popcount(d);
+            uint32_t np = pop8(d);
             if (use_dict) {
                 est += ((uint64_t)np * (unsigned)bw + 7) / 8;
             } else if (c->phys == PQ_BOOLEAN) {
@@ -550,6 +606,16 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
         } else if (c->phys == PQ_BOOLEAN) {
             if (v1 > v && put_bools(w, c, v, v1 - v) < 0)
                 goto oom;
+        } else if (voff1 > voff && voff >= w->page.len) {
+            /* PLAIN values in place: the levels go just before them, over
+             * the previous page's values (written out already; nothing
+             * reads them again), so the page is not copied */
+            uint8_t *p = (uint8_t *)c->vals.p + voff - w->page.len;
+            memcpy(p, w->page.p, w->page.len);
+            if (write_page(w, PQ_PAGE_DATA, p, w->page.len + (voff1 - voff), r1 - r, enc, m,
+                           err, errlen) < 0)
+                return -1;
+            goto next;
         } else if (voff1 > voff) {
             uint8_t *p = page_room(w, voff1 - voff);
             if (!p)
@@ -560,6 +626,7 @@ static int write_chunk(zx_pq_writer *w, pq_col *c, pq_chunk_meta *m, char *err, 
         if (write_page(w, PQ_PAGE_DATA, (const uint8_t *)w->page.p, w->page.len, r1 - r, enc, m,
                        err, errlen) < 0)
             return -1;
+    next:
         r = r1;
         v = v1;
         voff = voff1;
@@ -576,6 +643,7 @@ static void col_reset(pq_col *c)
     c->vals.len = 0;
     c->nvals = 0;
     c->bytes = 0;
+    c->plain = 0;
     dict_reset(c);
     c->dict_on = c->dict_ok;
     c->nulls = c->nans = 0;

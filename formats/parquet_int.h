@@ -83,6 +83,8 @@ typedef struct pq_col {
     int phys;                    /* PQ_BOOLEAN .. PQ_FLBA */
     int flba_len;                /* PQ_FLBA: bytes per value */
     int dict_ok;                 /* type may use the dictionary */
+    int own;                     /* the zx_type taken as it is (parquet_batch.c),
+                                  * ZX_T__COUNT for none */
     int32_t field_id;            /* SchemaElement.field_id; 0: none */
 
     /* the row group being buffered */
@@ -90,11 +92,16 @@ typedef struct pq_col {
     uint32_t nvals;              /* values (non-NULL) */
     zx_buf vals;                 /* PLAIN values (BOOLEAN: bits) */
     uint64_t bytes;              /* what this column adds to rg_bytes */
+    uint64_t plain;              /* byte arrays: their PLAIN size (4 + length
+                                  * each) in this row group, dictionary or not */
+    uint64_t slice_bytes;        /* parquet_batch.c's scratch: the slice's */
+    uint32_t slice_cells;        /* text (4 + length each) and its cells */
     int dict_on;                 /* values go through the dictionary */
     zx_buf dict;                 /* dictionary entries, PLAIN-encoded */
     pq_dent *dent;
     uint32_t ndent, dent_cap;
-    uint32_t *slots;             /* open addressing: entry + 1, 0 empty */
+    uint32_t *slots;             /* open addressing: hash tag, entry + 1; 0 empty
+                                  * (parquet_encode.c) */
     uint32_t nslots;             /* power of two, or 0 */
     uint32_t *idx;               /* dictionary index per value */
     size_t idx_cap;
@@ -135,16 +142,41 @@ struct zx_pq_writer {
     zx_tc tc;                    /* scratch: a page header */
     zx_buf scratch;           /* scratch: value conversions */
     ZSTD_CCtx *zc;
-    zx_value *rowvals;           /* scratch: one row of a rowset */
+    const zx_value **rowptrs;    /* scratch: one row's values (ncols; NULL: none) */
+    const zx_value **grid;       /* scratch: rows x ncols values (parquet_batch.c) */
+    size_t grid_cap;
     int failed;
 };
 
+/* parquet.c */
+
+/* Append one row: vp[i] is column i's value (NULL: none).  May write the
+ * row group.  0 or -1 with err as zx_pq_write_row. */
+int pq_write_row(zx_pq_writer *w, const zx_value *const *vp, char *err, size_t errlen);
+
+/* Append the byte array s[0..n) (its column's form already) to c, through
+ * the dictionary when on (hash: its pq_dict_hash, or NULL).  0 (a value),
+ * 1 (too long: a misfit, not counted), -1 (out of memory). */
+int pq_put_bytes(zx_pq_writer *w, pq_col *c, const char *s, size_t n, const uint32_t *hash);
+
+/* parquet_batch.c: the zx_type a column of type t takes as it is
+ * (ZX_T_INT for INT64 ...), ZX_T__COUNT for none. */
+int pq_own_type(zx_dtype t);
+
 /* parquet_encode.c */
 
-/* Add s[0..n) to c's dictionary; *index gets its entry.  Returns 0, 1 when
- * the dictionary is full (the caller falls back to PLAIN), -1 when out of
- * memory. */
-int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, uint32_t *index);
+/* The dictionary's hash of s[0..n). */
+uint32_t pq_dict_hash(const uint8_t *s, uint32_t n);
+
+/* Ask the CPU to bring in the slot where a value of hash h is looked up
+ * first (a hint: no effect on what is stored). */
+void pq_dict_prefetch(const pq_col *c, uint32_t h);
+
+/* Add s[0..n) to c's dictionary (*hash: its pq_dict_hash, or NULL to
+ * compute it); *index gets its entry.  Returns 0, 1 when the dictionary
+ * is full (the caller falls back to PLAIN), -1 when out of memory. */
+int pq_dict_add(pq_col *c, const uint8_t *s, uint32_t n, const uint32_t *hash,
+                uint32_t *index);
 
 /* Turn c's dictionary-encoded values into PLAIN values and stop using the
  * dictionary for this row group (statistics are taken from the entries).

@@ -290,10 +290,12 @@ def read_arrow(dsn):
                                 schema=schema)
 
 
-def run_pqwrite(binary, tbl, path):
+def run_pqwrite(binary, tbl, path, repeat):
     """zx's Parquet writer alone (tests/tools/pqwrite, zstd) on the same rows,
-    given as NDJSON on its stdin: its write_seconds count only the time
-    inside the writer (zx_pq_write / zx_pq_finish), not the parsing."""
+    given as NDJSON on its stdin, updated_at as timestamp values (as the
+    run's reader gives them: --typed-timestamps): its write_seconds count
+    only the time inside the writer (zx_pq_write / zx_pq_finish), not the
+    parsing.  Best of `repeat` runs, as pyarrow's."""
     ndjson = path + ".ndjson"
     cols = [c.to_pylist() for c in tbl.columns]
     with open(ndjson, "w") as f:
@@ -304,12 +306,17 @@ def run_pqwrite(binary, tbl, path):
             ts = r[5].strftime("%Y-%m-%dT%H:%M:%S.%fZ") if r[5] is not None else None
             f.write(json.dumps([r[0], r[1], r[2], r[3], r[4], ts]) + "\n")
     try:
-        with open(ndjson) as f:
-            p = subprocess.run([binary, path, "--codec", "zstd"], stdin=f, capture_output=True,
-                               text=True)
-        if p.returncode != 0:
-            return {"error": p.stderr.strip()[-500:]}
-        return json.loads(p.stdout.strip().splitlines()[-1])
+        best = None
+        for _ in range(repeat):
+            with open(ndjson) as f:
+                p = subprocess.run([binary, path, "--codec", "zstd", "--typed-timestamps"],
+                                   stdin=f, capture_output=True, text=True)
+            if p.returncode != 0:
+                return {"error": p.stderr.strip()[-500:]}
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            if best is None or r["write_seconds"] < best["write_seconds"]:
+                best = r
+        return best
     finally:
         for x in (ndjson, path):
             if os.path.exists(x):
@@ -334,7 +341,7 @@ def cmd_arrow_ref(a):
            "repeat": a.repeat, "bytes": os.path.getsize(a.out), "pyarrow": pyarrow.__version__,
            "row_groups": pq.ParquetFile(a.out).metadata.num_row_groups}
     if a.pqwrite:
-        out["pqwrite"] = run_pqwrite(a.pqwrite, tbl, a.out + ".pqwrite")
+        out["pqwrite"] = run_pqwrite(a.pqwrite, tbl, a.out + ".pqwrite", a.repeat)
     # zx's file, read back by pyarrow: the same rows and values?
     if a.zx_file and os.path.exists(a.zx_file):
         try:
@@ -557,8 +564,9 @@ def cmd_report(a):
         pw = ar.get("pqwrite")
         if pw and "error" not in pw:
             row("zx's Parquet writer alone (pqwrite, zstd), same rows", pw["write_seconds"],
-                pw["rows"], f"{_mb(pw['bytes'])}, {pw['row_groups']} row groups; time inside "
-                "zx_pq_write/finish only (rows parsed from NDJSON beforehand)")
+                pw["rows"], f"{_mb(pw['bytes'])}, {pw['row_groups']} row groups; best of {ar['repeat']}; "
+                "time inside zx_pq_write/finish only (rows parsed from NDJSON beforehand, "
+                "updated_at as timestamps)")
         elif pw:
             lines.append(f"{'':<58} pqwrite failed: {pw['error']}")
         if "zx_file_rows" in ar:

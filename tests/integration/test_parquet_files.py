@@ -401,3 +401,78 @@ def test_ten_million_rows(tmp_path):
     # pyarrow reads a column of it whole, too
     ids = pq.read_table(path, columns=["id"]).column("id")
     assert len(ids) == n and pa.compute.sum(ids).as_py() == n * (n - 1) // 2
+
+
+def test_batch_paths_read_back(tmp_path):
+    """zx_pq_write takes a batch a column at a time when every cell is of
+    its column's own type (formats/parquet_batch.c), else row by row: files
+    made either way, and both in one file, read back the same in pyarrow,
+    DuckDB and polars: NULLs, empty and long strings, int64's ends, -0.0,
+    NaN (as text: converted), timestamps (pqwrite --generate makes them as
+    timestamps)."""
+    import polars as pl
+    n = 20000
+    long = "L" * 300
+    rows = []
+    for i in range(n):
+        mixed = (i // 700) % 4 == 3        # every 4th batch of 700: a converted cell
+        rows.append([
+            -9223372036854775808 if i % 97 == 0 else 9223372036854775807 if i % 89 == 0
+            else None if i % 31 == 0 else (str(i) if mixed and i % 700 == 5 else i),
+            None if i % 13 == 0 else "" if i % 11 == 0 else long + str(i) if i % 7 == 0
+            else f"k{i % 50}",
+            None if i % 17 == 0 else -0.0 if i % 19 == 0 else ("NaN" if mixed and i % 700 == 9
+                                                              else i * 0.5),
+            None if i % 23 == 0 else i % 2 == 0,
+        ])
+    schema = [["id", "int64"], ["name", "text"], ["x", "double"], ["ok", "bool"]]
+    path = tmp_path / "batches.parquet"
+    out = pqwrite(path, schema, rows, "--batch", "700")
+    assert out["rows"] == n and out["nulled"] == 0
+
+    def want(c, v):
+        if c == 0 and isinstance(v, str):
+            return int(v)
+        if c == 2 and isinstance(v, str):
+            return float(v)
+        return v
+
+    expect = [[want(c, r[c]) for r in rows] for c in range(4)]
+
+    def same(a, b):
+        if isinstance(a, float) and isinstance(b, float):
+            if math.isnan(a) or math.isnan(b):
+                return math.isnan(a) and math.isnan(b)
+            return a == b and math.copysign(1, a) == math.copysign(1, b)
+        return a == b
+
+    t = pq.read_table(path)
+    pt = pl.read_parquet(path)
+    dd = duckdb.connect().sql(f"SELECT id, name, x, ok FROM '{path}'").fetchall()
+    for c, (name, _) in enumerate(schema):
+        got = t.column(name).to_pylist()
+        assert all(same(a, b) for a, b in zip(got, expect[c])), name
+        assert all(same(a, b) for a, b in zip(pt[name].to_list(), expect[c])), name
+        assert all(same(r[c], b) for r, b in zip(dd, expect[c])), name
+
+    # generated rows: timestamps as timestamps, NULL names, small batches
+    path = tmp_path / "generated.parquet"
+    p = subprocess.run([PQWRITE, str(path), "--generate", "50000", "--batch", "999"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    t = pq.read_table(path)
+    pt = pl.read_parquet(path)
+    m = 50000
+    base = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+    assert t.column("id").to_pylist() == list(range(m))
+    names = [None if i % 1000 == 999 else f"user-{i % 10000:06d}@example.org" for i in range(m)]
+    assert t.column("name").to_pylist() == names and pt["name"].to_list() == names
+    assert t.column("amount").to_pylist() == [i * 0.5 for i in range(m)]
+    ts = [base + datetime.timedelta(seconds=i) for i in range(m)]
+    assert t.column("ts").to_pylist() == ts
+    assert [v.replace(tzinfo=datetime.timezone.utc) for v in pt["ts"].to_list()] == ts
+    assert t.column("flag").to_pylist() == [i % 3 == 0 for i in range(m)]
+    con = duckdb.connect()
+    assert con.sql(f"SELECT count(*), count(name), sum(id), min(ts), max(ts) FROM '{path}'"
+                   ).fetchall()[0] == (m, len([x for x in names if x]), m * (m - 1) // 2,
+                                       ts[0], ts[-1])

@@ -3,7 +3,8 @@
  *
  *   pqwrite OUT.parquet [--codec zstd|snappy|none] [--row-group-bytes N]
  *           [--page-bytes N] [--batch N] [--generate N]
- *           [--field-ids ID,ID,...] [--stats]
+ *           [--field-ids ID,ID,...] [--stats] [--typed-timestamps]
+ *           [--repeat K]
  *
  * Without --generate, stdin is NDJSON: the first line is the schema, an
  * array of [name, type] or ["name", "decimal", precision, scale]; every
@@ -15,8 +16,17 @@
  * 2020-01-01 + i seconds, flag bool i % 3 == 0).
  *
  * --field-ids gives each column its field id (one per column, in order).
+ * --repeat K (with --generate): write the file K times in this process
+ * (the same rows, the file emptied before each), as a long-running zxd
+ * writes file after file; write_seconds is the last write's, and
+ * write_seconds_first the first's (a fresh process: its buffers' memory
+ * still to be faulted in).
+ * --typed-timestamps: a string in a timestamp column that is RFC 3339
+ * becomes a timestamp value (microseconds, the text kept), as zx's readers
+ * give a database's timestamps, instead of text the writer converts.
  *
- * Prints one JSON line: rows, row_groups, bytes, nulled, write_seconds
+ * Prints one JSON line: rows, row_groups, bytes, nulled, write_seconds,
+ * write_seconds_first
  * (time inside zx_pq_write / zx_pq_finish only) and total_seconds; with
  * --stats also "columns": per column what zx_pq_col_stats says (values,
  * nulls, nans, compressed_bytes, uncompressed_bytes, and min / max when
@@ -35,6 +45,7 @@
 
 #include "common/dtype.h"
 #include "common/rowset.h"
+#include "common/timefmt.h"
 #include "formats/parquet.h"
 
 static double now(void)
@@ -62,8 +73,9 @@ static int parse_type(const char *s, zx_dtype *t)
     return -1;
 }
 
-/* Add one JSON value as a cell of the open row. */
-static int add_cell(zx_rowset *rs, uint32_t col, json_t *j)
+/* Add one JSON value as a cell of the open row (ts: the column is a
+ * timestamp one and --typed-timestamps was given). */
+static int add_cell(zx_rowset *rs, uint32_t col, json_t *j, int ts)
 {
     zx_value v;
     memset(&v, 0, sizeof(v));
@@ -81,6 +93,8 @@ static int add_cell(zx_rowset *rs, uint32_t col, json_t *j)
     } else if (json_is_string(j)) {
         v.type = ZX_T_TEXT;
         v.len = (uint32_t)json_string_length(j);
+        if (ts && zx_rfc3339_parse(json_string_value(j), v.len, &v.u.i))
+            v.type = ZX_T_TIMESTAMP;
         v.s = zx_rowset_strdup(rs, json_string_value(j), v.len);
         if (!v.s)
             return -1;
@@ -179,7 +193,8 @@ int main(int argc, char **argv)
     zx_pq_opts o = {0};
     const char *out = NULL;
     uint64_t generate = 0, batch = 10000;
-    int gen = 0, stats = 0;
+    int gen = 0, stats = 0, typed_ts = 0;
+    long repeat = 1;
     int32_t ids[1024];
     size_t nids = 0;
     for (int i = 1; i < argc; i++) {
@@ -215,12 +230,19 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--stats")) {
             stats = 1;
+        } else if (!strcmp(a, "--repeat") && val) {
+            repeat = strtol(val, NULL, 10);
+            if (repeat < 1 || repeat > 100)
+                return die("--repeat: 1..100");
+            i++;
+        } else if (!strcmp(a, "--typed-timestamps")) {
+            typed_ts = 1;
         } else if (a[0] != '-' && !out) {
             out = a;
         } else {
             return die("usage: pqwrite OUT.parquet [--codec zstd|snappy|none] "
                        "[--row-group-bytes N] [--page-bytes N] [--batch N] [--generate N] "
-                       "[--field-ids ID,...] [--stats]");
+                       "[--field-ids ID,...] [--stats] [--typed-timestamps] [--repeat K]");
         }
     }
     if (!out)
@@ -264,12 +286,39 @@ int main(int argc, char **argv)
     }
     char err[512];
     zx_pq_writer *w;
-    double t1 = now();
+    zx_rowset rs;
+    zx_rowset_init(&rs);
+    double first = -1, t1;
+    /* --repeat: the writes before the last, timed alike */
+    for (long rep = 1; gen && rep < repeat; rep++) {
+        double tr = 0;
+        t1 = now();
+        if (zx_pq_open(fd, cols, ncols, &o, &w, err, sizeof(err)) < 0)
+            return die(err);
+        tr += now() - t1;
+        for (uint64_t i = 0; i < generate; i += batch) {
+            uint64_t k = generate - i < batch ? generate - i : batch;
+            if (gen_batch(&rs, i, k) < 0)
+                return die("out of memory");
+            t1 = now();
+            if (zx_pq_write(w, &rs, err, sizeof(err)) < 0)
+                return die(err);
+            tr += now() - t1;
+        }
+        t1 = now();
+        if (zx_pq_finish(w, NULL, err, sizeof(err)) < 0)
+            return die(err);
+        tr += now() - t1;
+        zx_pq_free(w);
+        if (first < 0)
+            first = tr;
+        if (ftruncate(fd, 0) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+            return die("could not empty the file for the next --repeat");
+    }
+    t1 = now();
     if (zx_pq_open(fd, cols, ncols, &o, &w, err, sizeof(err)) < 0)
         return die(err);
     tw += now() - t1;
-    zx_rowset rs;
-    zx_rowset_init(&rs);
     if (gen) {
         for (uint64_t i = 0; i < generate; i += batch) {
             uint64_t k = generate - i < batch ? generate - i : batch;
@@ -296,7 +345,8 @@ int main(int argc, char **argv)
                 if (zx_rowset_begin_row(&rs) < 0)
                     return die("out of memory");
                 for (size_t c = 0; c < ncols; c++)
-                    if (add_cell(&rs, (uint32_t)c, json_array_get(row, c)) < 0)
+                    if (add_cell(&rs, (uint32_t)c, json_array_get(row, c),
+                                 typed_ts && cols[c].type == ZX_DT_TIMESTAMP) < 0)
                         return die("out of memory");
                 zx_rowset_end_row(&rs);
                 json_decref(row);
@@ -313,9 +363,9 @@ int main(int argc, char **argv)
         return die(err);
     tw += now() - t1;
     printf("{\"rows\": %llu, \"row_groups\": %u, \"bytes\": %llu, \"nulled\": %llu, "
-           "\"write_seconds\": %.4f, \"total_seconds\": %.4f",
+           "\"write_seconds\": %.4f, \"write_seconds_first\": %.4f, \"total_seconds\": %.4f",
            (unsigned long long)zx_pq_rows(w), zx_pq_row_groups(w), (unsigned long long)bytes,
-           (unsigned long long)zx_pq_nulled(w), tw, now() - t0);
+           (unsigned long long)zx_pq_nulled(w), tw, first < 0 ? tw : first, now() - t0);
     if (stats)
         print_stats(w, cols, ncols);
     printf("}\n");
