@@ -204,36 +204,15 @@ static inline int put_fixed(zx_pq_writer *w, pq_col *c, const void *p, size_t n)
     return 0;
 }
 
-static inline void stat_i64(pq_col *c, int64_t v)
-{
-    if (!c->has) {
-        c->imin = c->imax = v;
-        c->has = 1;
-    } else if (v < c->imin) {
-        c->imin = v;
-    } else if (v > c->imax) {
-        c->imax = v;
-    }
-}
-
 static inline int put_i64(zx_pq_writer *w, pq_col *c, int64_t v)
 {
-    stat_i64(c, v);
+    pq_stat_i64(c, v);
     return put_fixed(w, c, &v, 8);
 }
 
 static inline int put_f64(zx_pq_writer *w, pq_col *c, double d)
 {
-    if (d != d) {
-        c->nans++;
-    } else if (!c->has) {
-        c->dmin = c->dmax = d;
-        c->has = 1;
-    } else if (d < c->dmin) {
-        c->dmin = d;
-    } else if (d > c->dmax) {
-        c->dmax = d;
-    }
+    pq_stat_f64(c, d);
     return put_fixed(w, c, &d, 8);
 }
 
@@ -248,7 +227,7 @@ static inline int put_bool(zx_pq_writer *w, pq_col *c, int b)
     }
     if (b)
         c->vals.p[c->nvals / 8] |= (uint8_t)(1u << (c->nvals % 8));
-    stat_i64(c, b);
+    pq_stat_i64(c, b);
     return 0;
 }
 
@@ -358,7 +337,7 @@ static int put_value(zx_pq_writer *w, pq_col *c, const zx_value *v)
         return put_i64(w, c, fv.i);
     case ZX_DT_DATE: {
         int32_t d = (int32_t)fv.i;
-        stat_i64(c, d);
+        pq_stat_i64(c, d);
         return put_fixed(w, c, &d, 4);
     }
     case ZX_DT_DOUBLE:

@@ -123,27 +123,9 @@ static int put_fixed64(zx_pq_writer *w, pq_col *c, const zx_value **g, size_t st
         n++;
         set_def(c, r0 + j);
         if (dbl) {
-            double d = v->u.d;
-            if (d != d) {
-                c->nans++;
-            } else if (!c->has) {
-                c->dmin = c->dmax = d;
-                c->has = 1;
-            } else if (d < c->dmin) {
-                c->dmin = d;
-            } else if (d > c->dmax) {
-                c->dmax = d;
-            }
+            pq_stat_f64(c, v->u.d);
         } else {
-            int64_t x = v->u.i;
-            if (!c->has) {
-                c->imin = c->imax = x;
-                c->has = 1;
-            } else if (x < c->imin) {
-                c->imin = x;
-            } else if (x > c->imax) {
-                c->imax = x;
-            }
+            pq_stat_i64(c, v->u.i);
         }
     }
     c->vals.len += (size_t)n * 8;
@@ -172,14 +154,7 @@ static int put_bools(zx_pq_writer *w, pq_col *c, const zx_value **g, size_t stri
         int b = v->u.b != 0;
         if (b)
             ((uint8_t *)c->vals.p)[c->nvals / 8] |= (uint8_t)(1u << (c->nvals % 8));
-        if (!c->has) {
-            c->imin = c->imax = b;
-            c->has = 1;
-        } else if (b < c->imin) {
-            c->imin = b;
-        } else if (b > c->imax) {
-            c->imax = b;
-        }
+        pq_stat_i64(c, b);
         c->nvals++;
         set_def(c, r0 + j);
     }

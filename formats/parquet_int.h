@@ -119,6 +119,35 @@ typedef struct pq_col {
     pq_filestats f;
 } pq_col;
 
+/* Fold one value into the column's statistics (min/max; NaN counted, never
+ * a bound).  Both the row path (parquet.c) and the column path
+ * (parquet_batch.c) use these, so their statistics agree. */
+static inline void pq_stat_i64(pq_col *c, int64_t v)
+{
+    if (!c->has) {
+        c->imin = c->imax = v;
+        c->has = 1;
+    } else if (v < c->imin) {
+        c->imin = v;
+    } else if (v > c->imax) {
+        c->imax = v;
+    }
+}
+
+static inline void pq_stat_f64(pq_col *c, double d)
+{
+    if (d != d) {
+        c->nans++;
+    } else if (!c->has) {
+        c->dmin = c->dmax = d;
+        c->has = 1;
+    } else if (d < c->dmin) {
+        c->dmin = d;
+    } else if (d > c->dmax) {
+        c->dmax = d;
+    }
+}
+
 struct zx_pq_writer {
     int fd;
     zx_pq_opts o;
