@@ -108,6 +108,8 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
     rd_kafka_topic_partition_list_t *catchup = rd_kafka_topic_partition_list_new(parts->cnt + 1);
     char msg[ZX_SEG_SOURCE_ERROR_MAX];
     ke_kind k;
+    if (s->shared)
+        kf_assign(s);   /* the store may have the workspace's positions */
     rd_kafka_resp_err_t e = rd_kafka_committed(s->rk, c, KS_OFFSETS_TIMEOUT_MS);
     for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < c->cnt; i++)
         if (c->elems[i].err)
@@ -167,6 +169,11 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
         } else {
             t->offset = RD_KAFKA_OFFSET_BEGINNING;
         }
+        /* a shared workspace: what its frames start from (kafka_fence.c);
+         * -1 (not known) makes the writer fence the first frame unless
+         * the workspace has no position for it either */
+        p->from = p->witness >= 0 ? p->witness + 1 : t->offset >= 0 ? t->offset : -1;
+        p->fence_watch = 0;
     }
     if (ends->cnt) {
         if (ks_end_offsets(s, ends) < 0) {

@@ -88,6 +88,10 @@ typedef struct kb_pos {
     kb_fpsrc src;              /* what fp is made of (kb_add copies it:
                                   cheaper than hashing every message) */
     int has_src;               /* src is the message at next - 1 */
+    /* fencing (kbatch.fence): the position the worker believed stored
+     * when it built the frame (kb_set_from; -1 none known) and the offset
+     * of the frame's first message of the partition (-1: none) */
+    int64_t from, first;
 } kb_pos;
 
 /* One frame being gathered.  Everything it points to lives in rs's arena
@@ -116,6 +120,8 @@ typedef struct kbatch {
     unsigned notes;            /* ZX_DBZ_NOTE_* of the frame's changes */
     const char *rej_table;     /* the table of a frame with no change (its
                                   rejects go to <rej_table>__rejects) */
+    int fence;                 /* positions are written fenced (a shared
+                                  workspace: proto/frame.h "po") */
 } kbatch;
 
 enum { KB_ADDED = 0, KB_FULL = 1, KB_NOMEM = -1,
@@ -148,6 +154,13 @@ int kb_empty(const kbatch *b);
  * a message too large alone becomes a reject); KB_NOMEM (the batch is
  * unchanged). */
 int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit);
+
+/* The batch holds a message or a position of a partition other than
+ * `part` (a fencing source puts one partition in a frame). */
+int kb_other_part(const kbatch *b, uint32_t part);
+/* Partition part's `from` (kb_pos) in the batch; no-op when the batch has
+ * no entry for it. */
+void kb_set_from(kbatch *b, uint32_t part, int64_t from);
 
 /* Set the position of partition `part` without a message (a `start: new`
  * partition's end offset, committed with the next frame).  0 or -1
@@ -217,6 +230,13 @@ typedef struct kpart {
                                   resuming a partition that is not paused
                                   makes librdkafka 2.0 restart its fetcher
                                   at a stale position) */
+    int64_t from;              /* fencing (kafka_fence.c): the position
+                                  this worker believes the workspace holds
+                                  for it before its next frame (the start
+                                  it was assigned or seeked at, then each
+                                  published frame's next); -1 unknown */
+    int fence_watch;           /* a frame carried it since the last
+                                  fence check (kf_poll) */
     uint64_t check_epoch;      /* != 0: the first message librdkafka gives
                                   after that event (a rebalance, a resume)
                                   is checked against next (ks_check_gap) */
@@ -441,6 +461,12 @@ typedef struct kstate {
     uint64_t resets;
     int64_t next_status_ms;
     uint64_t msgs, rows, rejects, frames;
+    /* fencing (kafka_fence.c; workspace.postgres.shared) */
+    int shared;                 /* the workspace is shared: fence frames */
+    uint64_t fence_seen;        /* the segment's frames_fenced last seen */
+    int fence_pending;          /* a frame was fenced: publish, wait for
+                                   every frame in flight, then look */
+    uint64_t fences, fence_seeks, fence_stale;  /* counted for the log */
     zx_catchup catchup;         /* a backlog being caught up (kafka.c) */
     int catchup_shown;          /* its progress is in the slot */
     uint64_t catchup_epoch;     /* s->epoch its positions were summed at */
@@ -520,6 +546,29 @@ int ks_check_witness(kstate *s, int64_t idx, const rd_kafka_message_t *m);
  * from the expected one (once per position).  1 when m must be dropped
  * (a seek was made), else 0. */
 int ks_check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m);
+
+/* Read partition idx again from offset `at` (or a logical offset),
+ * dropping its messages held after the current one (kafka_witness.c).
+ * On failure the worker gives up (s->fatal). */
+void ks_seek_part(kstate *s, int64_t idx, int64_t at);
+
+/* kafka_fence.c: frames in a shared workspace (several zxd, one group). */
+/* Once per poll, shared workspace only: 1 while a fenced frame is being
+ * dealt with (the caller publishes what it gathered and batches nothing:
+ * in_doubt), 0 when reading may go on.  Once every frame in flight is
+ * acknowledged, each partition whose stored position is not the one its
+ * frames started from is read again from the stored one: seeked, its held
+ * messages dropped, its `from` set.  Never fails (a seek that fails sets
+ * s->fatal). */
+int kf_poll(kstate *s);
+/* Message m of assigned partition p (index idx), shared workspace only,
+ * before it is batched: 1 when it must be dropped (below the partition's
+ * next offset: fetched before a seek), KB_FULL when the batch holds
+ * another partition (publish it first), 0 to batch it. */
+int kf_take(kstate *s, int64_t idx, const rd_kafka_message_t *m);
+/* A new assignment (shared workspace): read the store's positions again,
+ * the writer may have copied the workspace's there (fenced frames). */
+void kf_assign(kstate *s);
 
 /* kafka_group.c: with a consumer group. */
 /* A commit was refused with err (the whole request's, or one partition's):
