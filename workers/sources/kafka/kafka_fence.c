@@ -139,6 +139,11 @@ int kf_take(kstate *s, int64_t idx, const rd_kafka_message_t *m)
     }
     if (kb_other_part(&s->b, (uint32_t)idx))
         return KB_FULL;
+    /* past the next offset (compaction, transaction markers, or a
+     * fetcher that skipped): such a message starts a frame, whose first
+     * offset then shows the gap to the writer (counted, logged) */
+    if (p->next >= 0 && m->offset > p->next && !kb_empty(&s->b))
+        return KB_FULL;
     return 0;
 }
 

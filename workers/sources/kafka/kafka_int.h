@@ -564,7 +564,9 @@ int kf_poll(kstate *s);
 /* Message m of assigned partition p (index idx), shared workspace only,
  * before it is batched: 1 when it must be dropped (below the partition's
  * next offset: fetched before a seek), KB_FULL when the batch holds
- * another partition (publish it first), 0 to batch it. */
+ * another partition, or m lies past the partition's next offset (publish
+ * the batch first: the writer sees a gap only at a frame's start), 0 to
+ * batch it. */
 int kf_take(kstate *s, int64_t idx, const rd_kafka_message_t *m);
 /* A new assignment (shared workspace): read the store's positions again,
  * the writer may have copied the workspace's there (fenced frames). */
