@@ -475,10 +475,13 @@ void ks_pause_all(kstate *s, int pause)
  * (async, or sync while a revoke or the close waits for it). */
 void ks_commit_acked(kstate *s, uint64_t seq, int sync)
 {
+    /* a shared workspace: a fenced frame's position is not the
+     * workspace's; kf_poll gives the applied ones once it has looked */
+    int take = !s->shared || !kf_fenced(s);
     for (size_t i = 0; i < s->parts.n; i++) {
         kpart *p = &s->parts.v[i];
         int64_t next;
-        if (kpart_ack(p, seq, &next))
+        if (kpart_ack(p, seq, &next) && take)
             p->acked = next;
     }
     ks_commit_pending(s, sync);

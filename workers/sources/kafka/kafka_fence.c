@@ -30,9 +30,18 @@
  * (ks_watch_gaps), and the writer refuses a frame that begins below the
  * stored position and counts one that begins past `from`.
  *
- * It must never: batch a message while a fence is being dealt with, or
- * let a frame start anywhere but at its `from` (a gap the writer would
- * accept).  A worker fenced again and again just keeps seeking: nothing
+ * The group's offsets and a partition's start never exceed the
+ * workspace's position: a start too low reads messages that exist, whose
+ * frame is fenced and puts the worker right; a start too high would wait
+ * for new messages to be put right, and at the end of a topic wait for
+ * ever.  So while a fenced frame is unexamined the acks give no position
+ * to commit (ks_commit_acked asks kf_fenced; kf_poll gives the applied
+ * ones afterwards), and a start never comes from kpart.handed (frames in
+ * flight may be fenced).
+ *
+ * It must never: batch a message while a fence is being dealt with, let
+ * a frame start anywhere but at its `from` (a gap the writer would
+ * accept), or commit to the group a position a fenced frame carried.  A worker fenced again and again just keeps seeking: nothing
  * here exits.
  */
 #include <inttypes.h>
@@ -81,8 +90,15 @@ static void realign(kstate *s)
         int64_t stored = ks_stored_position(s, p->name);
         /* none stored: the fenced frame held none of this partition's
          * rows (positions only: a frame of rows has one partition) */
-        if (stored < 0 || stored == p->from)
+        if (stored < 0)
             continue;
+        if (stored == p->from) {
+            /* its frames were applied: the acks ks_commit_acked did not
+             * take while a fence was unexamined */
+            if (stored > p->acked)
+                p->acked = stored;
+            continue;
+        }
         zx_info("event=kafka_fenced pipeline=%s partition=%s from=%" PRId64 " next=%" PRId64
                 " stored=%" PRId64 " detail=\"another host wrote this range: reading on from "
                 "the workspace's position\"", s->name, p->name, p->from, p->next, stored);
@@ -105,7 +121,7 @@ static void realign(kstate *s)
             PRIu64, s->name, seeks, s->fences, s->fence_seeks);
 }
 
-int kf_poll(kstate *s)
+int kf_fenced(kstate *s)
 {
     zx_seg_hdr *h = zx_src_args(s->rt)->seg->hdr;
     uint64_t f = atomic_load_explicit(&h->frames_fenced, memory_order_acquire);
@@ -116,7 +132,13 @@ int kf_poll(kstate *s)
         s->fence_seen = f;
         s->fence_pending = 1;
     }
-    if (!s->fence_pending)
+    return s->fence_pending;
+}
+
+int kf_poll(kstate *s)
+{
+    zx_seg_hdr *h = zx_src_args(s->rt)->seg->hdr;
+    if (!kf_fenced(s))
         return 0;
     /* what is gathered goes out first (in_doubt publishes it), then every
      * frame in flight must be decided */

@@ -139,7 +139,10 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
         int64_t snap = ks_stored_position(s, p->name);
         int64_t stored = p->acked > snap ? p->acked : snap;
         p->committed = committed;
-        if (p->handed > committed && p->handed > stored) {
+        /* not in a shared workspace: frames in flight may be fenced, and
+         * a start above the workspace's position waits for new messages
+         * to be put right (kafka_fence.c) */
+        if (!s->shared && p->handed > committed && p->handed > stored) {
             /* frames with its messages up to `handed` are in the ring or
              * being gathered: the writer commits them */
             t->offset = p->handed;

@@ -561,6 +561,11 @@ void ks_seek_part(kstate *s, int64_t idx, int64_t at);
  * messages dropped, its `from` set.  Never fails (a seek that fails sets
  * s->fatal). */
 int kf_poll(kstate *s);
+/* 1 when a frame was fenced and the worker has not looked yet (the
+ * segment's counter moved since: noted, kf_poll looks), else 0.  Called
+ * before taking positions from acks: the writer bumps the counter before
+ * it releases the frames, so an ack never comes before its fence. */
+int kf_fenced(kstate *s);
 /* Message m of assigned partition p (index idx), shared workspace only,
  * before it is batched: 1 when it must be dropped (below the partition's
  * next offset: fetched before a seek), KB_FULL when the batch holds
