@@ -12,7 +12,8 @@
  * frames in flight are committed by the writer whatever happens to the
  * assignment, so a partition that comes back while they are in flight,
  * say after a lost assignment whose commits the group refused, is not
- * read twice into the workspace); else from the beginning, or, on the
+ * read twice into the workspace; not in a shared workspace, where frames
+ * in flight may be fenced: kafka_fence.c); else from the beginning, or, on the
  * pipeline's very first start with `start: new`, from its end (published
  * at once in a frame of positions, and committed to the group after the
  * writer's ack).  A start from the stored position reads the message
