@@ -14,6 +14,8 @@
  *                     kept in _zx_forward as applied (see wpipe.fw_last)
  *   writer_commit.c   after the workspace commit: the LMDB transaction and
  *                     the feed events
+ *   writer_fence.c    a shared workspace: the compare-and-set of a frame's
+ *                     positions before its rows
  *
  * Everything here runs in the writer process's one thread.
  */

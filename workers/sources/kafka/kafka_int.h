@@ -7,6 +7,9 @@
  *                  back-pressure, commits after the writer's ack, status
  *   kafka_group.c  with a consumer group: rebalances (assign, revoke)
  *   kafka_solo.c   without a group: the metadata thread, partition starts
+ *   kafka_fence.c  a shared workspace: frames of one partition that carry
+ *                  where they start, and reading on from the workspace's
+ *                  position after the writer fenced a frame
  *   kafka_batch.c  messages -> one frame's rows, rejects and positions
  *                  (pure: no librdkafka handle, unit-tested)
  *   kafka_parts.c  the partitions read and the frames in flight for each
