@@ -70,8 +70,11 @@
  *                                     the frame's rows only when every
  *                                     fenced part's stored offset equals
  *                                     its from (a part never stored:
- *                                     accepted), and records the value of
- *                                     those that pass (compare-and-set,
+ *                                     accepted) and first is not below
+ *                                     it, and then records the frame's
+ *                                     positions as usual; otherwise it
+ *                                     records none and skips the rows
+ *                                     (compare-and-set,
  *                                     workers/writer/writer_fence.c).
  *                                     A source that fences puts the
  *                                     messages of one part only in a
