@@ -144,6 +144,8 @@ int wr_store_txn(writer *w)
             rc = zx_store_commit(t);
         else
             zx_store_abort(t);
+        if (rc == 0)
+            wr_fence_tell(w);
         if (rc != ZX_STORE_MAP_FULL)
             return rc;
     }

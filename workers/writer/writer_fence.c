@@ -26,6 +26,7 @@
 #include "workers/writer/writer_int.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,4 +193,12 @@ void wr_fence_skipped(writer *w, applied *a)
     free(a->pos);
     a->pos = NULL;
     a->npos = 0;
+}
+
+void wr_fence_tell(writer *w)
+{
+    for (size_t i = 0; i < w->nap; i++)
+        if (w->ap[i].fenced)
+            atomic_fetch_add_explicit(&w->ap[i].p->seg.hdr->frames_fenced, 1,
+                                      memory_order_release);
 }

@@ -281,6 +281,13 @@ int wr_record_progress(writer *w, wpipe *p, const zx_frame_meta *m, uint64_t seq
 int wr_fence(writer *w, wpipe *p, applied *a, const zx_frame_meta *m, uint64_t seq, char *err,
              size_t errlen);
 
+/* After the store commit of a cycle, before any of its frames is released:
+ * add each pipeline's fenced frames to its segment's frames_fenced
+ * (release).  A worker that sees an ack then sees the fences of every
+ * frame it covers (released per pipeline at its last frame, so the bump
+ * may not wait for the frame's own turn). */
+void wr_fence_tell(writer *w);
+
 /* A frame at or below its checkpoint (applied or fenced before a crash
  * of the writer): in a shared workspace its fenced positions are not
  * copied into the store again (a fenced frame's would be wrong; the

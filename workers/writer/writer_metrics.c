@@ -37,8 +37,7 @@ void wr_metrics_frame(const applied *a, int64_t now_us, uint64_t cycle)
         atomic_fetch_add_explicit(&h->fence_duplicates, 1, memory_order_relaxed);
     if (a->fence_gap)
         atomic_fetch_add_explicit(&h->fence_gaps, 1, memory_order_relaxed);
-    if (a->fenced) /* the store has the workspace's positions: the worker may look */
-        atomic_fetch_add_explicit(&h->frames_fenced, 1, memory_order_release);
+
     if (a->ingested_at_us > 0) {
         uint64_t us = now_us > a->ingested_at_us ? (uint64_t)(now_us - a->ingested_at_us) : 0;
         size_t k = slot_of(us, lat, sizeof(lat) / sizeof(lat[0]));
