@@ -464,6 +464,8 @@ void ks_pause_all(kstate *s, int pause)
     s->paused = pause;
     if (!pause)
         ks_watch_gaps(s);
+    if (!pause && s->shared)
+        kf_resumed(s);   /* the seeks a fence decided while paused */
     zx_info("event=%s pipeline=%s partitions=%d", pause ? "kafka_paused" : "kafka_resumed",
             s->name, n);
 }

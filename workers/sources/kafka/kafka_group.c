@@ -178,6 +178,7 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
          * the workspace has no position for it either */
         p->from = p->witness >= 0 ? p->witness + 1 : t->offset >= 0 ? t->offset : -1;
         p->fence_watch = 0;
+        p->fence_seek = -1;
     }
     if (ends->cnt) {
         if (ks_end_offsets(s, ends) < 0) {

@@ -240,6 +240,10 @@ typedef struct kpart {
                                   published frame's next); -1 unknown */
     int fence_watch;           /* a frame carried it since the last
                                   fence check (kf_poll) */
+    int64_t fence_seek;        /* read again from here once the
+                                  partitions are resumed (-1 none): a seek
+                                  while paused is lost to librdkafka 2.0's
+                                  resume (kf_resumed) */
     uint64_t check_epoch;      /* != 0: the first message librdkafka gives
                                   after that event (a rebalance, a resume)
                                   is checked against next (ks_check_gap) */
@@ -576,6 +580,9 @@ int kf_fenced(kstate *s);
  * the batch first: the writer sees a gap only at a frame's start), 0 to
  * batch it. */
 int kf_take(kstate *s, int64_t idx, const rd_kafka_message_t *m);
+/* After ks_pause_all resumed the partitions: make the seeks kf_poll
+ * decided while they were paused (their held messages dropped first). */
+void kf_resumed(kstate *s);
 /* A new assignment (shared workspace): read the store's positions again,
  * the writer may have copied the workspace's there (fenced frames). */
 void kf_assign(kstate *s);
