@@ -34,7 +34,7 @@
 #include "common/ring.h"
 
 #define ZX_SEG_MAGIC 0x5a58534547303031ull /* "ZXSEG001" */
-#define ZX_SEG_VERSION 6
+#define ZX_SEG_VERSION 7
 #define ZX_SEG_HDR_SIZE 20480
 #define ZX_SEG_SOURCE_STATUS_MAX 12288  /* bytes of the source's status JSON */
 #define ZX_SEG_SOURCE_ERROR_MAX 512
@@ -164,6 +164,18 @@ typedef struct zx_seg_hdr {
      * (zx_segment_progress_read / _write). */
     _Atomic uint32_t progress_seq;
     zx_seg_progress progress;
+
+    /* written by the writer after the store commit of a cycle, before it
+     * releases the cycle's frames (workers/writer/writer_fence.c; a shared
+     * Postgres workspace only, else 0): frames whose rows it did not apply
+     * because another zxd had written that upstream range (the store then
+     * holds the workspace's position of their parts), those among them
+     * that began below the stored position, and frames applied that began
+     * past it.  frames_fenced is a release store: the stream worker loads
+     * it with acquire and then reads the store (kafka_fence.c). */
+    _Atomic uint64_t frames_fenced;
+    _Atomic uint64_t fence_duplicates;
+    _Atomic uint64_t fence_gaps;
 } zx_seg_hdr;
 
 _Static_assert(sizeof(zx_seg_hdr) <= ZX_SEG_HDR_SIZE, "segment header over its 20 KiB");

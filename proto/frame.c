@@ -225,7 +225,8 @@ size_t zx_frame_meta_estimate(const zx_frame_meta *m)
     if (m->dedup_key)
         n += strlen(m->dedup_key) + 8;
     for (size_t i = 0; i < m->npositions; i++)
-        n += strlen(m->positions[i].part) + m->positions[i].value_len + 16;
+        n += strlen(m->positions[i].part) + m->positions[i].value_len + 16 +
+             (m->positions[i].fenced ? 18 : 0);
     for (size_t i = 0; i < m->nrejects; i++) {
         const zx_frame_reject *j = &m->rejects[i];
         n += 32 + (j->reason ? strlen(j->reason) : 0) + j->raw_len + j->key_len +
@@ -270,7 +271,8 @@ static int encodable(const zx_frame_meta *m, const zx_rowset *rs, int ch, int kc
         return 0;
     for (size_t i = 0; i < m->npositions; i++)
         if (!m->positions[i].part || !m->positions[i].part[0] ||
-            (m->positions[i].value_len && !m->positions[i].value))
+            (m->positions[i].value_len && !m->positions[i].value) ||
+            (m->positions[i].fenced && (m->positions[i].from < -1 || m->positions[i].first < -1)))
             return 0;
     for (size_t i = 0; i < m->nrejects; i++)
         if (m->rejects[i].raw_len && !m->rejects[i].raw)
@@ -342,9 +344,14 @@ static void pack_meta(msgpack_packer *pk, const zx_frame_meta *m, int ch, int kc
         pack_key(pk, "po");
         msgpack_pack_array(pk, (uint32_t)m->npositions);
         for (size_t i = 0; i < m->npositions; i++) {
-            msgpack_pack_array(pk, 2);
-            pack_cstr(pk, m->positions[i].part);
-            msgpack_pack_bin_with_body(pk, m->positions[i].value, m->positions[i].value_len);
+            const zx_frame_pos *ps = &m->positions[i];
+            msgpack_pack_array(pk, ps->fenced ? 4 : 2);
+            pack_cstr(pk, ps->part);
+            msgpack_pack_bin_with_body(pk, ps->value, ps->value_len);
+            if (ps->fenced) {
+                msgpack_pack_int64(pk, ps->from);
+                msgpack_pack_int64(pk, ps->first);
+            }
         }
     }
 
@@ -523,7 +530,20 @@ static int read_col_types(rd *r, zx_frame_meta *m, zx_rowset *rs)
     return 0;
 }
 
-/* "po": array of [part str, value bin]. */
+/* A fenced position's from or first: an int >= -1. */
+static int want_fence_int(rd *r, int64_t *out, uint32_t i, const char *what)
+{
+    item v;
+    if (zx_fr_want(r, &v, K_INT, what) < 0)
+        return -1;
+    if (v.neg ? v.i < -1 : v.u > (uint64_t)INT64_MAX)
+        return zx_fr_fail(r, "position %" PRIu32 ": %s out of range", i, what);
+    *out = v.neg ? v.i : (int64_t)v.u;
+    return 0;
+}
+
+/* "po": array of [part str, value bin] or [part, value, from int,
+ * first int] (fenced). */
 static int read_positions(rd *r, zx_frame_meta *m, zx_rowset *rs)
 {
     item it;
@@ -539,9 +559,9 @@ static int read_positions(rd *r, zx_frame_meta *m, zx_rowset *rs)
         item pair, v;
         if (zx_fr_want(r, &pair, K_ARRAY, "position") < 0)
             return -1;
-        if (pair.n != 2)
-            return zx_fr_fail(r, "position %" PRIu32 ": expected [part, value], got %" PRIu32
-                              " elements", i, pair.n);
+        if (pair.n != 2 && pair.n != 4)
+            return zx_fr_fail(r, "position %" PRIu32 ": expected [part, value] or [part, "
+                              "value, from, first], got %" PRIu32 " elements", i, pair.n);
         if (want_name(r, rs, &ps[i].part, NULL, "position part") < 0)
             return -1;
         if (!ps[i].part[0])
@@ -551,6 +571,11 @@ static int read_positions(rd *r, zx_frame_meta *m, zx_rowset *rs)
         if (!(ps[i].value = copy_bytes(r, rs, v.s, v.n)))
             return -1;
         ps[i].value_len = v.n;
+        ps[i].fenced = pair.n == 4;
+        ps[i].from = ps[i].first = -1;
+        if (ps[i].fenced && (want_fence_int(r, &ps[i].from, i, "position from") < 0 ||
+                             want_fence_int(r, &ps[i].first, i, "position first") < 0))
+            return -1;
     }
     m->positions = ps;
     m->npositions = it.n;

@@ -52,6 +52,34 @@
  *                                     transaction); a restarted source is
  *                                     handed the last one of every part.
  *                                     The bytes are the source's own.
+ *                                     A fenced entry (workspace.postgres.
+ *                                     shared: several zxd read one
+ *                                     upstream) has 4 elements: [part,
+ *                                     value, from: int, first: int]:
+ *                                     from, the value the source believed
+ *                                     stored for part when it built the
+ *                                     frame (-1: it knew none); first,
+ *                                     the offset of the frame's first
+ *                                     message of part (-1: the frame has
+ *                                     none, a position only).  The value
+ *                                     of a fenced part, and what is
+ *                                     stored for it, starts with its next
+ *                                     offset as 8 bytes little-endian
+ *                                     int64 (Kafka's encoding).  In a
+ *                                     shared workspace the writer applies
+ *                                     the frame's rows only when every
+ *                                     fenced part's stored offset equals
+ *                                     its from (a part never stored:
+ *                                     accepted) and first is not below
+ *                                     it, and then records the frame's
+ *                                     positions as usual; otherwise it
+ *                                     records none and skips the rows
+ *                                     (compare-and-set,
+ *                                     workers/writer/writer_fence.c).
+ *                                     A source that fences puts the
+ *                                     messages of one part only in a
+ *                                     frame.  Elsewhere from and first
+ *                                     are ignored.
  *                         "kc" array  changes frames: the key columns of
  *                                     the mirror table (array of str, at
  *                                     most ZX_FRAME_MAX_KEY_COLUMNS, each a
@@ -228,6 +256,12 @@ typedef struct zx_frame_pos {
     const char *part;           /* NUL-terminated, non-empty, no NUL inside */
     const void *value;          /* value_len bytes (may be 0) */
     size_t value_len;
+    /* fencing (see "po"): fenced != 0 writes and decodes [part, value,
+     * from, first]; from and first are then >= -1 (encode: EINVAL
+     * otherwise); 0: a 2-element entry, from and first -1 */
+    int fenced;
+    int64_t from;
+    int64_t first;
 } zx_frame_pos;
 
 /* One input message the source could not turn into rows. */
@@ -273,12 +307,14 @@ typedef struct zx_frame_meta {
 /* Append one whole frame for (m, rs) to out (reset it first if out must hold
  * only this frame).  Encodes rs's closed rows (an open row is ignored) with
  * zx_rowset_row, so a column given twice in a row keeps its last value; a
- * cell of type NULL (or of a type outside zx_type) is written as nil.  m and
+ * cell of type NULL (or of a type outside zx_type) is written as nil.
+ * A position with fenced set is written with its from and first.  m and
  * rs are only read.  m->kind 0 is taken as ZX_FRAME_ROWS.  Returns 0, or -1
  * with errno ENOMEM (out of memory) or EINVAL (a bug of the caller: an
  * unknown m->kind, a column type outside zx_type, a NUL byte in a column
  * name, a position with a NULL or empty part or a NULL value of non-zero
- * length, positions or rejects NULL with a non-zero count or over their
+ * length, a fenced position's from or first below -1, positions or
+ * rejects NULL with a non-zero count or over their
  * limits, a reject with a NULL raw of non-zero length); on failure
  * out->len is as it was before.  Parts are not checked for duplicates: the
  * writer keeps the last value of a part given twice. */

@@ -86,6 +86,21 @@ static int v_columns(const spipe *p, double *v)
     *v = (double)atomic_load(&H(p)->columns_added);
     return 0;
 }
+static int v_fenced(const spipe *p, double *v)
+{
+    *v = (double)atomic_load(&H(p)->frames_fenced);
+    return 0;
+}
+static int v_fence_dups(const spipe *p, double *v)
+{
+    *v = (double)atomic_load(&H(p)->fence_duplicates);
+    return 0;
+}
+static int v_fence_gaps(const spipe *p, double *v)
+{
+    *v = (double)atomic_load(&H(p)->fence_gaps);
+    return 0;
+}
 static int v_restarts(const spipe *p, double *v) { *v = p->worker.restarts; return 0; }
 static int v_up(const spipe *p, double *v)
 {
@@ -125,6 +140,15 @@ static const pipe_family pipe_families[] = {
     {"zx_frame_bytes_written_total", "counter", "Bytes of the frames the writer committed.",
      v_bytes},
     {"zx_frame_errors_total", "counter", "Frames the writer could not decode.", v_frame_errors},
+    {"zx_frames_fenced_total", "counter",
+     "Frames whose rows the writer left out because another zxd of the shared workspace had "
+     "written that upstream range (since the pipeline's segment was made).", v_fenced},
+    {"zx_fence_duplicates_total", "counter",
+     "Frames refused because they began below the stored position (a bug: see the log).",
+     v_fence_dups},
+    {"zx_fence_gaps_total", "counter",
+     "Frames applied that began past the position their source started from (a compacted "
+     "topic, transaction markers).", v_fence_gaps},
     {"zx_last_commit_timestamp_seconds", "gauge",
      "Wall clock of the writer's last commit of the pipeline's frames (Unix seconds).",
      v_last_commit},

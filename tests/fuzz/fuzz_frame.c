@@ -60,6 +60,8 @@ static void check_decoded(const zx_frame_meta *m)
         const zx_frame_pos *p = &m->positions[i];
         fuzz_check(p->part && p->part[0], "position part empty");
         fuzz_check(p->value || p->value_len == 0, "position value NULL");
+        fuzz_check(p->from >= -1 && p->first >= -1 && (p->fenced || (p->from == -1 &&
+                   p->first == -1)), "position fence out of range");
     }
     fuzz_check((m->rejects == NULL) == (m->nrejects == 0), "rejects NULL iff none");
     fuzz_check(m->nrejects <= ZX_FRAME_MAX_REJECTS, "rejects over the limit");
@@ -88,6 +90,8 @@ static void same_meta(const zx_frame_meta *a, const zx_frame_meta *b)
         fuzz_check(same_str(x->part, y->part), "position part");
         fuzz_check(same_bytes(x->value, x->value_len, y->value, y->value_len),
                    "position value");
+        fuzz_check(!x->fenced == !y->fenced && x->from == y->from && x->first == y->first,
+                   "position fence");
     }
     fuzz_check(a->nkey_cols == b->nkey_cols && a->ncol_types == b->ncol_types &&
                a->history == b->history, "changes metadata");

@@ -501,7 +501,8 @@ static void test_meta(void)
 static int pos_eq(const zx_frame_pos *x, const zx_frame_pos *y)
 {
     return x->part && y->part && strcmp(x->part, y->part) == 0 &&
-           x->value_len == y->value_len &&
+           x->value_len == y->value_len && !x->fenced == !y->fenced &&
+           (!x->fenced || (x->from == y->from && x->first == y->first)) &&
            (x->value_len == 0 || (y->value && memcmp(x->value, y->value, x->value_len) == 0));
 }
 
@@ -600,14 +601,14 @@ static void test_positions(void)
     memset(longpart, 'p', sizeof(longpart) - 1);
     longpart[sizeof(longpart) - 1] = '\0';
     const zx_frame_pos ps[] = {
-        {"clicks:0", off, sizeof(off)},
-        {"clicks:1", NULL, 0},                           /* empty value, NULL */
-        {"clicks:2", "", 0},                             /* empty value */
-        {"bin", zeros, sizeof(zeros)},                   /* 0 bytes inside */
-        {"r\xc3\xa9gion:\xe2\x9c\x93:\xf0\x9f\x98\x80", "x", 1},   /* UTF-8 part */
-        {longpart, big, 300},                            /* str16, bin16 */
-        {"big", big, 70000},                             /* bin32 */
-        {"z", off, 1},                                   /* fixstr of 1 */
+        {"clicks:0", off, sizeof(off), 0, -1, -1},
+        {"clicks:1", NULL, 0, 0, -1, -1},                           /* empty value, NULL */
+        {"clicks:2", "", 0, 0, -1, -1},                             /* empty value */
+        {"bin", zeros, sizeof(zeros), 0, -1, -1},                   /* 0 bytes inside */
+        {"r\xc3\xa9gion:\xe2\x9c\x93:\xf0\x9f\x98\x80", "x", 1, 0, -1, -1},   /* UTF-8 part */
+        {longpart, big, 300, 0, -1, -1},                            /* str16, bin16 */
+        {"big", big, 70000, 0, -1, -1},                             /* bin32 */
+        {"z", off, 1, 0, -1, -1},                                   /* fixstr of 1 */
     };
     const size_t n = sizeof(ps) / sizeof(ps[0]);
     zx_frame_meta m = basic_meta();
@@ -666,6 +667,72 @@ static void test_positions(void)
     free(mp);
     free(big);
     zx_rowset_free(&e);
+    zx_rowset_free(&a);
+    zx_rowset_free(&b);
+}
+
+/* Fenced positions ([part, value, from, first]) beside plain ones; a
+ * plain one decodes with from and first -1; from or first below -1 is
+ * EINVAL; a 3-element entry is refused by the decoder. */
+static void test_fenced_positions(void)
+{
+    zx_rowset a, b;
+    zx_frame_meta mo;
+    zx_rowset_init(&a);
+    zx_rowset_init(&b);
+    zx_rowset_begin_row(&a);
+    add(&a, "v", vint(1));
+    zx_rowset_end_row(&a);
+    static const unsigned char v8[8] = {0x2c, 0x01, 0, 0, 0, 0, 0, 0};
+    const zx_frame_pos ps[] = {
+        {"t:0", v8, 8, 1, 200, 200},
+        {"t:1", v8, 8, 1, -1, -1},                        /* knew none, no message */
+        {"t:2", v8, 8, 0, 0, 0},                          /* plain */
+        {"t:3", v8, 8, 1, INT64_MAX, 4294967296LL},       /* int64 widths */
+    };
+    zx_frame_meta m = basic_meta();
+    m.positions = ps;
+    m.npositions = 4;
+    roundtrip(&m, &a, &b, &mo);
+    int same = mo.npositions == 4;
+    for (size_t i = 0; same && i < 4; i++)
+        same = pos_eq(&ps[i], &mo.positions[i]);
+    CHECK(same);
+    CHECK(mo.npositions == 4 && !mo.positions[2].fenced && mo.positions[2].from == -1 &&
+          mo.positions[2].first == -1);
+
+    zx_buf fb;
+    zx_buf_init(&fb);
+    zx_frame_pos bad = {"t:0", v8, 8, 1, -2, 0};
+    m.positions = &bad;
+    m.npositions = 1;
+    errno = 0;
+    CHECK(zx_frame_encode(&m, &a, &fb) == -1 && errno == EINVAL && fb.len == 0);
+    bad.from = 0;
+    bad.first = -5;
+    errno = 0;
+    CHECK(zx_frame_encode(&m, &a, &fb) == -1 && errno == EINVAL && fb.len == 0);
+
+    /* a 3-element entry: [part, value, from] */
+    zx_frame_pos three = {"t:0", v8, 8, 1, 7, 7};
+    m.positions = &three;
+    CHECK(zx_frame_encode(&m, &a, &fb) == 0);
+    /* the entry's array header (fixarray 4: 0x94) just before "t:0" */
+    unsigned char *d = (unsigned char *)fb.p;
+    size_t at = 0;
+    for (size_t i = 0; i + 4 < fb.len; i++)
+        if (d[i] == 0x94 && d[i + 1] == 0xa3 && memcmp(d + i + 2, "t:0", 3) == 0)
+            at = i;
+    CHECK(at != 0);
+    d[at] = 0x93;
+    /* drop the last element (first = 7: one byte) */
+    size_t tail = at + 1 + 4 + 2 + 8 + 1;   /* header, "t:0", bin 8, from */
+    memmove(d + tail, d + tail + 1, fb.len - tail - 1);
+    fb.len--;
+    char err[256] = "";
+    CHECK(zx_frame_decode(fb.p, fb.len, &mo, &b, err, sizeof(err)) == -1 &&
+          strstr(err, "elements") != NULL);
+    zx_buf_free(&fb);
     zx_rowset_free(&a);
     zx_rowset_free(&b);
 }
@@ -773,12 +840,12 @@ static void test_encode_einval(void)
     size_t before = fb.len;
     CHECK(before > 0);
 
-    const zx_frame_pos good = {"ok:1", "v", 1};
+    const zx_frame_pos good = {"ok:1", "v", 1, 0, -1, -1};
     const zx_frame_pos bads[][2] = {
-        {good, {NULL, "v", 1}},          /* NULL part */
-        {good, {"", "v", 1}},            /* empty part */
-        {{NULL, NULL, 0}, good},         /* NULL part, empty value */
-        {good, {"ok:2", NULL, 4}},       /* value_len > 0, value NULL */
+        {good, {NULL, "v", 1, 0, -1, -1}},          /* NULL part */
+        {good, {"", "v", 1, 0, -1, -1}},            /* empty part */
+        {{NULL, NULL, 0, 0, -1, -1}, good},         /* NULL part, empty value */
+        {good, {"ok:2", NULL, 4, 0, -1, -1}},       /* value_len > 0, value NULL */
     };
     for (size_t k = 0; k < sizeof(bads) / sizeof(bads[0]); k++) {
         zx_frame_meta m = basic_meta();
@@ -836,7 +903,7 @@ static void test_decoded_copies(void)
         add(&a, "n", vint(r));
         zx_rowset_end_row(&a);
     }
-    const zx_frame_pos ps[] = {{"clicks:0", "\0\0\0\x2a", 4}, {"clicks:1", "", 0}};
+    const zx_frame_pos ps[] = {{"clicks:0", "\0\0\0\x2a", 4, 0, -1, -1}, {"clicks:1", "", 0, 0, -1, -1}};
     const zx_frame_reject js[] = {
         {"not JSON", "{\0x", 3, "key\0", 4, "{\"offset\":42}"},
         {"not an object", "7", 1, NULL, 0, "{\"offset\":43}"},
@@ -907,7 +974,7 @@ static void small_frame(zx_buf *fb)
     zx_rowset a;
     zx_rowset_init(&a);
     zx_frame_meta m = basic_meta();
-    const zx_frame_pos ps[] = {{"c:0", "\x01\x02", 2}, {"c:1", "", 0}};
+    const zx_frame_pos ps[] = {{"c:0", "\x01\x02", 2, 0, -1, -1}, {"c:1", "", 0, 0, -1, -1}};
     const zx_frame_reject js[] = {{"bad", "{\0", 2, "k", 1, "{\"o\":1}"},
                                   {"worse", "", 0, NULL, 0, ""}};
     m.batch_id = "r";
@@ -1181,10 +1248,10 @@ static void test_malformed_positions(void)
     PO(warr(&w, 1); wstr(&w, "a"));
     CHECK(decode_rejects(w.d, w.n, "position: expected array, got string"));
     PO(warr(&w, 1); warr(&w, 3); wstr(&w, "a"); wbin(&w, "1", 1); wbin(&w, "2", 1));
-    CHECK(decode_rejects(w.d, w.n, "position 0: expected [part, value], got 3 elements"));
+    CHECK(decode_rejects(w.d, w.n, "position 0: expected [part, value] or [part, value, from, first], got 3 elements"));
     PO(warr(&w, 2); warr(&w, 2); wstr(&w, "a"); wbin(&w, "1", 1); warr(&w, 1);
        wstr(&w, "b"));
-    CHECK(decode_rejects(w.d, w.n, "position 1: expected [part, value], got 1 elements"));
+    CHECK(decode_rejects(w.d, w.n, "position 1: expected [part, value] or [part, value, from, first], got 1 elements"));
     PO(warr(&w, 1); warr(&w, 0));
     CHECK(decode_rejects(w.d, w.n, "got 0 elements"));
     PO(warr(&w, 1); warr(&w, 2); wstr(&w, ""); wbin(&w, "1", 1));
@@ -1215,7 +1282,7 @@ static void test_malformed_positions(void)
      * columns are read as position 1 */
     FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "po"); warr(&w, 3); warr(&w, 2); wstr(&w, "a");
           wbin(&w, "1", 1); wcols1(&w); warr(&w, 0); warr(&w, 0));
-    CHECK(decode_rejects(w.d, w.n, "position 1: expected [part, value], got 1 elements"));
+    CHECK(decode_rejects(w.d, w.n, "position 1: expected [part, value] or [part, value, from, first], got 1 elements"));
     /* a bin value claiming more bytes than there are */
     FRAME(wpre(&w, 2); wmap(&w, 1); wstr(&w, "po"); warr(&w, 1); warr(&w, 2); wstr(&w, "a");
           w1(&w, 0xc6); wbe(&w, 0xfffffff0u, 4); w1(&w, 0));
@@ -1533,6 +1600,7 @@ int main(void)
     test_shapes();
     test_meta();
     test_positions();
+    test_fenced_positions();
     test_changes();
     test_reject_entries();
     test_encode_einval();

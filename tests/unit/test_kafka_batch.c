@@ -346,6 +346,63 @@ static void test_positions(void)
     kb_free(&b);
 }
 
+/* A fencing batch (a shared workspace): its positions carry from (set by
+ * the caller, kb_set_from) and the first offset of the partition's
+ * messages in the frame; a position alone has first -1; kb_other_part
+ * says when a message of another partition must start the next frame. */
+static void test_fenced_positions(void)
+{
+    kbatch b;
+    kb_init(&b, 0);
+    b.fence = 1;
+    CHECK(!kb_other_part(&b, 0));
+    kb_msg a = msg("t", 0, 40, NULL, "{\"x\":1}");
+    kb_msg a2 = msg("t", 0, 41, NULL, "{\"x\":2}");
+    CHECK(kb_add(&b, &a, 0, BIG) == KB_ADDED && kb_add(&b, &a2, 0, BIG) == KB_ADDED);
+    kb_set_from(&b, 0, 40);
+    kb_set_from(&b, 7, 99);                /* not in the batch: nothing */
+    CHECK(!kb_other_part(&b, 0) && kb_other_part(&b, 1));
+    zx_frame_meta fm;
+    CHECK(kb_meta(&b, &fm) == 0 && fm.npositions == 1);
+    CHECK(fm.positions[0].fenced && fm.positions[0].from == 40 && fm.positions[0].first == 40);
+    fm.pipeline = "p";
+    fm.table = "t";
+    zx_buf fb;
+    zx_buf_init(&fb);
+    CHECK(zx_frame_encode(&fm, &b.rs, &fb) == 0);
+    zx_rowset out;
+    zx_rowset_init(&out);
+    zx_frame_meta dm;
+    char err[256];
+    CHECK(zx_frame_decode(fb.p, fb.len, &dm, &out, err, sizeof(err)) == 0);
+    int64_t nx = -1;
+    CHECK(dm.npositions == 1 && dm.positions[0].fenced && dm.positions[0].from == 40 &&
+          dm.positions[0].first == 40 &&
+          kb_pos_decode(dm.positions[0].value, dm.positions[0].value_len, &nx) == 0 &&
+          nx == 42);
+    zx_rowset_free(&out);
+    zx_buf_free(&fb);
+    /* the next frame: first is its own first message */
+    kb_reset(&b);
+    kb_msg a3 = msg("t", 0, 42, NULL, "{\"x\":3}");
+    CHECK(kb_add(&b, &a3, 0, BIG) == KB_ADDED);
+    kb_set_from(&b, 0, 42);
+    CHECK(kb_meta(&b, &fm) == 0 && fm.positions[0].first == 42 && fm.positions[0].from == 42);
+    /* a position alone (start: new) */
+    kb_reset(&b);
+    CHECK(kb_note_position(&b, 3, "t", 3, 9) == 0);
+    CHECK(kb_meta(&b, &fm) == 0 && fm.positions[0].fenced && fm.positions[0].first == -1 &&
+          fm.positions[0].from == -1);
+    kb_free(&b);
+
+    /* not fencing: plain positions */
+    kb_init(&b, 0);
+    CHECK(kb_add(&b, &a, 0, BIG) == KB_ADDED);
+    kb_set_from(&b, 0, 40);
+    CHECK(kb_meta(&b, &fm) == 0 && !fm.positions[0].fenced);
+    kb_free(&b);
+}
+
 /* The reason a reject gives for what the JSON parser refused: chosen by
  * the error's code (never by its words). */
 static const char *reason_of(const char *body, char *r, size_t n)
@@ -473,6 +530,7 @@ int main(void)
     test_rejects();
     test_limits();
     test_positions();
+    test_fenced_positions();
     test_reasons();
     test_fingerprints();
     if (failures)

@@ -887,6 +887,51 @@ static void test_positions(zx_ws *w)
     CHECK(zx_ws_positions_drop(w, "j") == 0);
 }
 
+/* The compare-and-set of a shared workspace (zx_ws_position_lock): only
+ * inside a transaction and only on Postgres; a missing row is made with a
+ * NULL value (not listed by positions_each), the value is this
+ * transaction's own once set, and the row stays locked until the
+ * transaction ends (another session's FOR UPDATE NOWAIT fails). */
+static void test_position_lock(zx_ws *w)
+{
+    void *v = (void *)1;
+    size_t len = 7;
+    CHECK(zx_ws_position_lock(w, "f", "t:0", &v, &len) == -1 && v == NULL && len == 0);
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    if (!B->pg) {
+        CHECK(zx_ws_position_lock(w, "f", "t:0", &v, &len) == -1); /* no shared mode */
+        zx_ws_rollback(w);
+        return;
+    }
+    CHECK(zx_ws_position_lock(w, "f", "t:0", &v, &len) == 0 && v == NULL && len == 0);
+    static const unsigned char off[8] = { 0x2a, 0, 0, 0, 0, 0, 0, 0 };
+    CHECK(zx_ws_position_set(w, "f", "t:0", off, 8, 1) == 0);
+    CHECK(zx_ws_position_lock(w, "f", "t:0", &v, &len) == 0 && v && len == 8 &&
+          memcmp(v, off, 8) == 0);
+    free(v);
+    CHECK(zx_ws_position_lock(w, "f", "t:1", &v, &len) == 0 && v == NULL);
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+    /* a committed row: locked by the next transaction that looks at it */
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    CHECK(zx_ws_position_lock(w, "f", "t:0", &v, &len) == 0 && v && len == 8 &&
+          memcmp(v, off, 8) == 0);
+    free(v);
+    const char *nowait = "SELECT value FROM " PG_SCHEMA_SQL "._zx_positions WHERE pipeline = "
+                         "'f' AND part = 't:0' FOR UPDATE NOWAIT";
+    CHECK(pg_exec("BEGIN") == 0);
+    printf("(a lock_not_available error is expected next)\n");
+    CHECK(pg_exec(nowait) == -1);           /* held by w's transaction */
+    CHECK(pg_exec("ROLLBACK") == 0);
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+    CHECK(pg_exec("BEGIN") == 0);
+    CHECK(pg_exec(nowait) == 0);            /* free once it committed */
+    CHECK(pg_exec("ROLLBACK") == 0);
+    pos_walk p = { .n = 0 };
+    CHECK(zx_ws_positions_each(w, pos_cb, &p) == 0);
+    CHECK_STR(p.seen, "f/t:0=8:2a ");       /* t:1 (NULL) is not listed */
+    CHECK(zx_ws_positions_drop(w, "f") == 0);
+}
+
 /* Parked frames: stored with the transaction (a rollback undoes them),
  * read back oldest first with their bytes, counted per table, deleted. */
 static int park_cb(const char *pipeline, const char *table, uint64_t count, uint64_t rows,
@@ -2160,6 +2205,7 @@ static void run_suite(const backend *b)
         test_fit_pairs(w);
         test_rollback(w);
         test_positions(w);
+        test_position_lock(w);
         test_parked(w);
         test_forward(w);
         test_identifiers(w);

@@ -326,6 +326,31 @@ static int load_positions(zx_src *rt, char *err, size_t errlen)
     return 0;
 }
 
+static void free_positions(rpos *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].part);
+        free(v[i].val);
+    }
+    free(v);
+}
+
+int zx_src_positions_reload(zx_src *rt, char *err, size_t errlen)
+{
+    rpos *old = rt->pos;
+    size_t nold = rt->npos;
+    rt->pos = NULL;
+    rt->npos = 0;
+    if (load_positions(rt, err, errlen) < 0) {
+        free_positions(rt->pos, rt->npos);   /* what was read: the old stay */
+        rt->pos = old;
+        rt->npos = nold;
+        return -1;
+    }
+    free_positions(old, nold);
+    return 0;
+}
+
 int zx_dbz_tables_seed(zx_dbz_tables *t, zx_src *rt)
 {
     size_t pl = strlen(ZX_DBZ_TABLE_PART);

@@ -219,6 +219,13 @@ void zx_src_wait(zx_src *rt, int timeout_ms);
  * part has none.  Valid for the worker's life. */
 size_t zx_src_positions_count(zx_src *rt);
 int zx_src_position_find(zx_src *rt, const char *part, const void **val, size_t *len);
+/* Read the committed positions from the store again (a source that
+ * shares its upstream with other zxd: the writer copies the workspace's
+ * positions into the store when it fences a frame, workers/writer/
+ * writer_fence.c).  Values found earlier are invalid afterwards.  Opens
+ * the store read-only for the call: seldom, not per frame.  0, or -1
+ * with err set (the positions had before stay). */
+int zx_src_positions_reload(zx_src *rt, char *err, size_t errlen);
 
 /* A `table` template's tables (max_tables, workers/sources/debezium/debezium.h)
  * counted again from the committed positions whose part starts with

@@ -133,6 +133,16 @@ int zx_ws_position_set(zx_ws *w, const char *pipeline, const char *part, const v
     return w->in_txn ? w->ops->position_set(w, pipeline, part, val, len, now_us) : -1;
 }
 
+int zx_ws_position_lock(zx_ws *w, const char *pipeline, const char *part, void **val,
+                        size_t *len)
+{
+    *val = NULL;
+    *len = 0;
+    if (!w->in_txn || !w->ops->position_lock)
+        return -1;
+    return w->ops->position_lock(w, pipeline, part, val, len);
+}
+
 int zx_ws_positions_each(zx_ws *w, zx_ws_position_cb cb, void *ctx)
 {
     return w->ops->positions_each(w, cb, ctx);

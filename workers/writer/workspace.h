@@ -181,8 +181,21 @@ int zx_ws_checkpoint_prune(zx_ws *w, const char *prefix, const char *keep1, cons
  * Set part's value inside the open transaction: 0, or -1. */
 int zx_ws_position_set(zx_ws *w, const char *pipeline, const char *part, const void *val,
                        size_t len, int64_t now_us);
+/* Compare-and-set of a position (shared workspaces, writer_fence.c):
+ * inside the open transaction, make sure part's row exists (a missing one
+ * is inserted with a NULL value, and so waits for another zxd's insert
+ * of the same row to end), lock it (SELECT ... FOR UPDATE: another zxd
+ * fencing the same part waits until this transaction ends), and return
+ * its value as committed by the others or written by this transaction.
+ * *val: malloc'd copy the caller frees, NULL when the value is NULL (never
+ * stored); *len its bytes.  0, or -1 (no transaction open, a backend
+ * without shared mode: SQLite, a database error: zx_ws_errmsg). */
+int zx_ws_position_lock(zx_ws *w, const char *pipeline, const char *part, void **val,
+                        size_t *len);
 /* Call cb for every stored position (pipeline and part NUL-terminated,
- * val of len bytes; valid during the call), ordered by pipeline and part.
+ * val of len bytes; valid during the call), ordered by pipeline and part;
+ * a row whose value is NULL (locked by zx_ws_position_lock, never set) is
+ * left out.
  * A non-zero return from cb stops the walk and is returned; 0 after the
  * last; -1 on a database error. */
 typedef int (*zx_ws_position_cb)(const char *pipeline, const char *part, const void *val,

@@ -87,6 +87,9 @@ typedef struct ws_ops {
                         size_t len, int64_t now_us);
     int (*positions_each)(zx_ws *w, zx_ws_position_cb cb, void *ctx);
     int (*positions_drop)(zx_ws *w, const char *pipeline);
+    /* Optional (NULL: the backend has no shared mode): zx_ws_position_lock */
+    int (*position_lock)(zx_ws *w, const char *pipeline, const char *part, void **val,
+                         size_t *len);
     int (*park_put)(zx_ws *w, const char *pipeline, const char *table, uint64_t n,
                     uint64_t rows, const void *frame, size_t len, const char *reason, int64_t now_us);
     int (*park_first)(zx_ws *w, const char *pipeline, const char *table, uint64_t *n,

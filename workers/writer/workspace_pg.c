@@ -714,7 +714,7 @@ static int p_positions_each(zx_ws *ws, zx_ws_position_cb cb, void *ctx)
     int stop = 0;
     for (int i = 0; i < PQntuples(r) && !stop; i++) {
         const char *p = PQgetvalue(r, i, 0), *part = PQgetvalue(r, i, 1);
-        if (*p && *part)
+        if (*p && *part && !PQgetisnull(r, i, 2))
             stop = cb(p, part, PQgetvalue(r, i, 2), (size_t)PQgetlength(r, i, 2), ctx);
     }
     PQclear(r);
@@ -968,6 +968,7 @@ static const ws_ops pg_ops = {
     .position_set = p_position_set,
     .positions_each = p_positions_each,
     .positions_drop = p_positions_drop,
+    .position_lock = zx_wsp_position_lock,
     .park_put = p_park_put,
     .park_first = p_park_first,
     .park_del = p_park_del,

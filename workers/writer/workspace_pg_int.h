@@ -129,6 +129,12 @@ int zx_wsp_reject_row(zx_ws *w, const ws_reject *r, char *err, size_t errlen);
  * says why), -1 database failure. */
 int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params);
 
+/* ---- workspace_pg_fence.c ---------------------------------------------- */
+
+/* ws_ops.position_lock (workspace.h, zx_ws_position_lock). */
+int zx_wsp_position_lock(zx_ws *w, const char *pipeline, const char *part, void **val,
+                         size_t *len);
+
 /* ---- workspace_pg_copy.c ----------------------------------------------- */
 
 int zx_wsp_rows_begin(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n, char *err,

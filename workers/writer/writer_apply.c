@@ -81,6 +81,9 @@ static int keep_positions(applied *a, const zx_frame_meta *m)
             memcpy(p, m->positions[i].value, m->positions[i].value_len);
         ps[i].value = p;
         ps[i].value_len = m->positions[i].value_len;
+        ps[i].fenced = m->positions[i].fenced;
+        ps[i].from = m->positions[i].from;
+        ps[i].first = m->positions[i].first;
         p += m->positions[i].value_len;
     }
     a->pos = ps;
@@ -331,8 +334,14 @@ int wr_apply_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t s
     snprintf(a->rid, sizeof(a->rid), "%s", m.batch_id ? m.batch_id : "");
     if (seq <= p->ckpt) {
         a->skipped = 1;
+        wr_fence_skipped(w, a);
         return 0;
     }
+    /* a shared workspace: another zxd may have written this upstream
+     * range (writer_fence.c) */
+    int fr = wr_fence(w, p, a, &m, seq, err, errlen);
+    if (fr != 0)
+        return fr < 0 ? -1 : 0;
     a->ingested_at_us = m.ingested_at_us;
     /* its table's earlier frames are parked: so is this one (order; past
      * the bound, or with parking since turned off, it waits in the ring) */

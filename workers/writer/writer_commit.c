@@ -103,6 +103,12 @@ int wr_store_txn(writer *w)
                 rc = zx_store_counter_add(t, a->p->name, "rejects:_message", a->messages);
             if (rc == 0 && a->rows)
                 rc = zx_store_counter_add(t, a->p->name, "rows", a->rows);
+            if (rc == 0 && a->fenced)
+                rc = zx_store_counter_add(t, a->p->name, "frames_fenced", 1);
+            if (rc == 0 && a->fence_dup)
+                rc = zx_store_counter_add(t, a->p->name, "fence_duplicates", 1);
+            if (rc == 0 && a->fence_gap)
+                rc = zx_store_counter_add(t, a->p->name, "fence_gaps", 1);
             if (rc == 0 && a->rejects)
                 rc = zx_store_counter_add(t, a->p->name, "rejects", a->rejects);
             uint64_t nulled = 0;
@@ -138,6 +144,8 @@ int wr_store_txn(writer *w)
             rc = zx_store_commit(t);
         else
             zx_store_abort(t);
+        if (rc == 0)
+            wr_fence_tell(w);
         if (rc != ZX_STORE_MAP_FULL)
             return rc;
     }

@@ -14,6 +14,8 @@
  *                     kept in _zx_forward as applied (see wpipe.fw_last)
  *   writer_commit.c   after the workspace commit: the LMDB transaction and
  *                     the feed events
+ *   writer_fence.c    a shared workspace: the compare-and-set of a frame's
+ *                     positions before its rows
  *
  * Everything here runs in the writer process's one thread.
  */
@@ -141,6 +143,11 @@ typedef struct applied {
     int replayed;           /* a parked frame applied: no position, no
                                checkpoint, no ring release of its own */
     int bad;                /* could not be decoded */
+    /* compare-and-set of the positions (shared workspace, writer_fence.c) */
+    int fenced;             /* its rows were not applied: another zxd wrote
+                               that range (pos: the workspace's values) */
+    int fence_dup;          /* ... and it began below the stored position */
+    int fence_gap;          /* applied, its first message past `from` */
     /* a row-hashes frame (proto/frame.h): its keys, for the store */
     struct hentry *hashes;  /* malloc'd block: entries, then the keys' JSON */
     size_t nhashes;
@@ -254,6 +261,40 @@ int wr_forward(writer *w, wpipe *p, const applied *a, const zx_frame_meta *m, co
  * transaction.  0, or -1 (err set). */
 int wr_record_progress(writer *w, wpipe *p, const zx_frame_meta *m, uint64_t seq, char *err,
                        size_t errlen);
+
+/* ---- writer_fence.c ------------------------------------------------------ */
+
+/* Frame seq of p (m decoded, a its applied with the frame's positions
+ * kept), after the checkpoint check and before its rows: in a shared
+ * Postgres workspace, the compare-and-set of its fenced positions
+ * (proto/frame.h, "po").  Each fenced part's row is locked
+ * (zx_ws_position_lock); the frame passes when every one's stored offset
+ * equals the frame's `from` (a part never stored passes) and no first
+ * message lies below it.  Returns 0: the frame passes (or the workspace
+ * is not shared, or nothing is fenced): apply it; its positions are
+ * recorded as usual (a->fence_gap set when its first message lies past
+ * `from`: logged, counted).  1: fenced: the rows must not be applied;
+ * the checkpoint is recorded (the frame is never looked at again),
+ * a->pos now holds the workspace's own values of the fenced parts (the
+ * store gets them, so that the worker sees where to read from),
+ * a->fenced (and a->fence_dup for a frame that began below the stored
+ * position: an error in the log) set.  -1: database failure or out of
+ * memory (err set: roll the cycle back). */
+int wr_fence(writer *w, wpipe *p, applied *a, const zx_frame_meta *m, uint64_t seq, char *err,
+             size_t errlen);
+
+/* After the store commit of a cycle, before any of its frames is released:
+ * add each pipeline's fenced frames to its segment's frames_fenced
+ * (release).  A worker that sees an ack then sees the fences of every
+ * frame it covers (released per pipeline at its last frame, so the bump
+ * may not wait for the frame's own turn). */
+void wr_fence_tell(writer *w);
+
+/* A frame at or below its checkpoint (applied or fenced before a crash
+ * of the writer): in a shared workspace its fenced positions are not
+ * copied into the store again (a fenced frame's would be wrong; the
+ * store got the workspace's at start, reconcile_positions). */
+void wr_fence_skipped(writer *w, applied *a);
 
 /* ---- writer_park.c ------------------------------------------------------- */
 

@@ -33,6 +33,11 @@ void wr_metrics_frame(const applied *a, int64_t now_us, uint64_t cycle)
         atomic_fetch_add_explicit(&h->values_nulled, nulled, memory_order_relaxed);
     if (a->nnewcols)
         atomic_fetch_add_explicit(&h->columns_added, a->nnewcols, memory_order_relaxed);
+    if (a->fence_dup)
+        atomic_fetch_add_explicit(&h->fence_duplicates, 1, memory_order_relaxed);
+    if (a->fence_gap)
+        atomic_fetch_add_explicit(&h->fence_gaps, 1, memory_order_relaxed);
+
     if (a->ingested_at_us > 0) {
         uint64_t us = now_us > a->ingested_at_us ? (uint64_t)(now_us - a->ingested_at_us) : 0;
         size_t k = slot_of(us, lat, sizeof(lat) / sizeof(lat[0]));

@@ -166,7 +166,7 @@ static int emit(zx_src *rt, gen_state *s, uint64_t n)
     unsigned char pos[8];
     for (int i = 0; i < 8; i++)
         pos[i] = (unsigned char)(after >> (56 - 8 * i));
-    zx_frame_pos fp = {ZX_GEN_PART, pos, sizeof(pos)};
+    zx_frame_pos fp = {.part = ZX_GEN_PART, .value = pos, .value_len = sizeof(pos)};
     zx_frame_meta m = {0};
     m.kind = ZX_FRAME_ROWS;
     m.positions = &fp;

@@ -360,6 +360,11 @@ static int published(kstate *s, uint64_t seq)
             zx_error("event=out_of_memory pipeline=%s what=positions_in_flight", s->name);
             return KS_PUB_FATAL;
         }
+        if (s->shared && bp->next >= 0) {
+            /* the next frame starts where this one ends (kafka_fence.c) */
+            s->parts.v[bp->part].from = bp->next;
+            s->parts.v[bp->part].fence_watch = 1;
+        }
     }
     s->frames++;
     s->rows += s->b.rs.nrows;
@@ -378,7 +383,9 @@ static int published(kstate *s, uint64_t seq)
 int ks_note_position(kstate *s, uint32_t part, int64_t next)
 {
     const kpart *p = &s->parts.v[part];
-    if (s->kept) {
+    /* a fencing source keeps a frame of messages to one partition: the
+     * note waits for the next frame (published() adds it) */
+    if (s->kept || (s->shared && s->b.nmsgs && kb_other_part(&s->b, part))) {
         if (zx_grow(&s->notes, s->nnotes, &s->notes_cap, sizeof(*s->notes)) < 0)
             return -1;
         s->notes[s->nnotes++] = (kb_pos){.part = part, .next = next};
@@ -386,6 +393,8 @@ int ks_note_position(kstate *s, uint32_t part, int64_t next)
     }
     if (kb_note_position(&s->b, part, p->topic, p->partition, next) < 0)
         return -1;
+    if (s->shared)
+        kb_set_from(&s->b, part, p->from);
     if (!s->batch_ingested_us)
         s->batch_ingested_us = zx_now_us();
     return 0;
@@ -455,6 +464,8 @@ void ks_pause_all(kstate *s, int pause)
     s->paused = pause;
     if (!pause)
         ks_watch_gaps(s);
+    if (!pause && s->shared)
+        kf_resumed(s);   /* the seeks a fence decided while paused */
     zx_info("event=%s pipeline=%s partitions=%d", pause ? "kafka_paused" : "kafka_resumed",
             s->name, n);
 }
@@ -466,10 +477,13 @@ void ks_pause_all(kstate *s, int pause)
  * (async, or sync while a revoke or the close waits for it). */
 void ks_commit_acked(kstate *s, uint64_t seq, int sync)
 {
+    /* a shared workspace: a fenced frame's position is not the
+     * workspace's; kf_poll gives the applied ones once it has looked */
+    int take = !s->shared || !kf_fenced(s);
     for (size_t i = 0; i < s->parts.n; i++) {
         kpart *p = &s->parts.v[i];
         int64_t next;
-        if (kpart_ack(p, seq, &next))
+        if (kpart_ack(p, seq, &next) && take)
             p->acked = next;
     }
     ks_commit_pending(s, sync);
@@ -598,6 +612,11 @@ static int take(kstate *s, rd_kafka_message_t *m)
         return KB_ADDED; /* the witness, or read again after a reset */
     if (ks_check_gap(s, idx, m))
         return KB_ADDED; /* read again after the seek */
+    if (s->shared) {
+        int f = kf_take(s, idx, m);
+        if (f)
+            return f == KB_FULL ? KB_FULL : KB_ADDED; /* KB_ADDED: dropped */
+    }
     kpart *p = &s->parts.v[idx];
     rd_kafka_timestamp_type_t tt;
     kb_msg km = {
@@ -646,6 +665,8 @@ static int take(kstate *s, rd_kafka_message_t *m)
     json_decref(kj);
     if (r != KB_ADDED)
         return r;
+    if (s->shared)
+        kb_set_from(&s->b, (uint32_t)idx, p->from);
     if (!s->batch_ingested_us)
         s->batch_ingested_us = s->held_us;
     p->next = m->offset + 1;
@@ -701,7 +722,7 @@ static int in_doubt(kstate *s)
     }
     if (s->fatal)
         return ZX_SRC_FATAL;
-    return s->doubt_ms ? ZX_SRC_IDLE : ZX_SRC_BUSY;
+    return s->doubt_ms || s->fence_pending ? ZX_SRC_IDLE : ZX_SRC_BUSY;
 }
 
 /* ---- the source callbacks ---------------------------------------------- */
@@ -745,7 +766,12 @@ static int poll_once(zx_src *rt, void *st)
     }
     if (s->doubt_ms && now - s->doubt_ms >= DOUBT_MAX_MS)
         kg_settle(s, "timeout");
-    if (s->paused && !s->doubt_ms)
+    /* a shared workspace fenced a frame: as in doubt until every frame
+     * in flight is decided, then read on from the workspace's positions */
+    int fencing = s->shared && !zx_src_stopping(rt) && kf_poll(s);
+    if (s->fatal)
+        return ZX_SRC_FATAL;
+    if (s->paused && !s->doubt_ms && !fencing)
         ks_pause_all(s, 0);
 
     if (zx_src_stopping(rt)) {
@@ -754,7 +780,7 @@ static int poll_once(zx_src *rt, void *st)
             return flush(s);
         return ZX_SRC_IDLE;
     }
-    if (s->doubt_ms)
+    if (s->doubt_ms || fencing)
         return in_doubt(s);
 
     for (;;) {
@@ -856,8 +882,10 @@ static void k_close(zx_src *rt, void *st)
         rd_kafka_destroy(s->rk);
     }
     zx_info("event=kafka_closed pipeline=%s messages=%" PRIu64 " rows=%" PRIu64
-            " rejects=%" PRIu64 " frames=%" PRIu64 " nudges=%" PRIu64, s->name, s->msgs,
-            s->rows, s->rejects, s->frames, s->nudges);
+            " rejects=%" PRIu64 " frames=%" PRIu64 " nudges=%" PRIu64 " fences=%" PRIu64
+            " fence_seeks=%" PRIu64 " fence_stale=%" PRIu64, s->name, s->msgs,
+            s->rows, s->rejects, s->frames, s->nudges, s->fences, s->fence_seeks,
+            s->fence_stale);
     kso_free(s);
     if (s->efd >= 0)
         close(s->efd);
@@ -890,11 +918,16 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     s->c_idx = -1;
     s->group = own->group != NULL;
     s->first_start = own->start_new && zx_src_positions_count(rt) == 0;
+    /* several zxd write one workspace: fence every frame (kafka_fence.c);
+     * fences of an earlier incarnation are in the positions loaded */
+    s->shared = a->conf->ws_kind == ZX_WS_KIND_POSTGRES && a->conf->pg_shared;
+    s->fence_seen = atomic_load_explicit(&a->seg->hdr->frames_fenced, memory_order_acquire);
     uint64_t maxf = zx_src_max_frame(rt);
     s->limit = (size_t)(maxf / 2);
     s->target = (size_t)(maxf / 4 < FRAME_MAX_BYTES ? maxf / 4 : FRAME_MAX_BYTES);
     s->held_bytes = s->target / 2;
     kb_init(&s->b, p->metadata);
+    s->b.fence = s->shared;
     if (p->format == ZX_FORMAT_DEBEZIUM || p->stream_mode == ZX_STREAM_LATEST) {
         zx_dbz_init_conf(zx_src_args(rt)->conf, p, &s->dbz, s->rej_table);
         kb_set_changes(&s->b, &s->dbz, p->history, s->rej_table);

@@ -197,8 +197,24 @@ static kb_pos *pos_slot(kbatch *b, uint32_t part, const char *topic, int32_t par
     p->next = -1;
     p->fp = 0;
     p->has_src = 0;
+    p->from = p->first = -1;
     b->last_pos = b->npos++;
     return p;
+}
+
+int kb_other_part(const kbatch *b, uint32_t part)
+{
+    for (size_t i = 0; i < b->npos; i++)
+        if (b->pos[i].part != part)
+            return 1;
+    return 0;
+}
+
+void kb_set_from(kbatch *b, uint32_t part, int64_t from)
+{
+    for (size_t i = 0; i < b->npos; i++)
+        if (b->pos[i].part == part)
+            b->pos[i].from = from;
 }
 
 int kb_note_position(kbatch *b, uint32_t part, const char *topic, int32_t partition,
@@ -392,6 +408,8 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
     kb_pos *p = pos_slot(b, part, m->topic, m->partition);
     if (!p)
         goto nomem;
+    if (p->first < 0)
+        p->first = m->offset;
     p->next = m->offset < INT64_MAX ? m->offset + 1 : INT64_MAX; /* no overflow */
     fp_capture(m, &p->src);
     p->has_src = 1;
@@ -439,7 +457,9 @@ int kb_meta(kbatch *b, zx_frame_meta *m)
         if (!part || !val)
             return -1;
         memcpy(val, v, vlen);
-        b->fpos[k++] = (zx_frame_pos){.part = part, .value = val, .value_len = vlen};
+        b->fpos[k++] = (zx_frame_pos){.part = part, .value = val, .value_len = vlen,
+                                      .fenced = b->fence, .from = b->fence ? p->from : -1,
+                                      .first = b->fence ? p->first : -1};
     }
     m->kind = ZX_FRAME_ROWS;
     if (b->dbz && b->df.changes) {

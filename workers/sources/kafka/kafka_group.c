@@ -12,7 +12,8 @@
  * frames in flight are committed by the writer whatever happens to the
  * assignment, so a partition that comes back while they are in flight,
  * say after a lost assignment whose commits the group refused, is not
- * read twice into the workspace); else from the beginning, or, on the
+ * read twice into the workspace; not in a shared workspace, where frames
+ * in flight may be fenced: kafka_fence.c); else from the beginning, or, on the
  * pipeline's very first start with `start: new`, from its end (published
  * at once in a frame of positions, and committed to the group after the
  * writer's ack).  A start from the stored position reads the message
@@ -108,6 +109,8 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
     rd_kafka_topic_partition_list_t *catchup = rd_kafka_topic_partition_list_new(parts->cnt + 1);
     char msg[ZX_SEG_SOURCE_ERROR_MAX];
     ke_kind k;
+    if (s->shared)
+        kf_assign(s);   /* the store may have the workspace's positions */
     rd_kafka_resp_err_t e = rd_kafka_committed(s->rk, c, KS_OFFSETS_TIMEOUT_MS);
     for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < c->cnt; i++)
         if (c->elems[i].err)
@@ -137,7 +140,10 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
         int64_t snap = ks_stored_position(s, p->name);
         int64_t stored = p->acked > snap ? p->acked : snap;
         p->committed = committed;
-        if (p->handed > committed && p->handed > stored) {
+        /* not in a shared workspace: frames in flight may be fenced, and
+         * a start above the workspace's position waits for new messages
+         * to be put right (kafka_fence.c) */
+        if (!s->shared && p->handed > committed && p->handed > stored) {
             /* frames with its messages up to `handed` are in the ring or
              * being gathered: the writer commits them */
             t->offset = p->handed;
@@ -167,6 +173,12 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
         } else {
             t->offset = RD_KAFKA_OFFSET_BEGINNING;
         }
+        /* a shared workspace: what its frames start from (kafka_fence.c);
+         * -1 (not known) makes the writer fence the first frame unless
+         * the workspace has no position for it either */
+        p->from = p->witness >= 0 ? p->witness + 1 : t->offset >= 0 ? t->offset : -1;
+        p->fence_watch = 0;
+        p->fence_seek = -1;
     }
     if (ends->cnt) {
         if (ks_end_offsets(s, ends) < 0) {

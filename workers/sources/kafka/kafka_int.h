@@ -7,6 +7,9 @@
  *                  back-pressure, commits after the writer's ack, status
  *   kafka_group.c  with a consumer group: rebalances (assign, revoke)
  *   kafka_solo.c   without a group: the metadata thread, partition starts
+ *   kafka_fence.c  a shared workspace: frames of one partition that carry
+ *                  where they start, and reading on from the workspace's
+ *                  position after the writer fenced a frame
  *   kafka_batch.c  messages -> one frame's rows, rejects and positions
  *                  (pure: no librdkafka handle, unit-tested)
  *   kafka_parts.c  the partitions read and the frames in flight for each
@@ -88,6 +91,10 @@ typedef struct kb_pos {
     kb_fpsrc src;              /* what fp is made of (kb_add copies it:
                                   cheaper than hashing every message) */
     int has_src;               /* src is the message at next - 1 */
+    /* fencing (kbatch.fence): the position the worker believed stored
+     * when it built the frame (kb_set_from; -1 none known) and the offset
+     * of the frame's first message of the partition (-1: none) */
+    int64_t from, first;
 } kb_pos;
 
 /* One frame being gathered.  Everything it points to lives in rs's arena
@@ -116,6 +123,8 @@ typedef struct kbatch {
     unsigned notes;            /* ZX_DBZ_NOTE_* of the frame's changes */
     const char *rej_table;     /* the table of a frame with no change (its
                                   rejects go to <rej_table>__rejects) */
+    int fence;                 /* positions are written fenced (a shared
+                                  workspace: proto/frame.h "po") */
 } kbatch;
 
 enum { KB_ADDED = 0, KB_FULL = 1, KB_NOMEM = -1,
@@ -148,6 +157,13 @@ int kb_empty(const kbatch *b);
  * a message too large alone becomes a reject); KB_NOMEM (the batch is
  * unchanged). */
 int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit);
+
+/* The batch holds a message or a position of a partition other than
+ * `part` (a fencing source puts one partition in a frame). */
+int kb_other_part(const kbatch *b, uint32_t part);
+/* Partition part's `from` (kb_pos) in the batch; no-op when the batch has
+ * no entry for it. */
+void kb_set_from(kbatch *b, uint32_t part, int64_t from);
 
 /* Set the position of partition `part` without a message (a `start: new`
  * partition's end offset, committed with the next frame).  0 or -1
@@ -217,6 +233,17 @@ typedef struct kpart {
                                   resuming a partition that is not paused
                                   makes librdkafka 2.0 restart its fetcher
                                   at a stale position) */
+    int64_t from;              /* fencing (kafka_fence.c): the position
+                                  this worker believes the workspace holds
+                                  for it before its next frame (the start
+                                  it was assigned or seeked at, then each
+                                  published frame's next); -1 unknown */
+    int fence_watch;           /* a frame carried it since the last
+                                  fence check (kf_poll) */
+    int64_t fence_seek;        /* read again from here once the
+                                  partitions are resumed (-1 none): a seek
+                                  while paused is lost to librdkafka 2.0's
+                                  resume (kf_resumed) */
     uint64_t check_epoch;      /* != 0: the first message librdkafka gives
                                   after that event (a rebalance, a resume)
                                   is checked against next (ks_check_gap) */
@@ -441,6 +468,12 @@ typedef struct kstate {
     uint64_t resets;
     int64_t next_status_ms;
     uint64_t msgs, rows, rejects, frames;
+    /* fencing (kafka_fence.c; workspace.postgres.shared) */
+    int shared;                 /* the workspace is shared: fence frames */
+    uint64_t fence_seen;        /* the segment's frames_fenced last seen */
+    int fence_pending;          /* a frame was fenced: publish, wait for
+                                   every frame in flight, then look */
+    uint64_t fences, fence_seeks, fence_stale;  /* counted for the log */
     zx_catchup catchup;         /* a backlog being caught up (kafka.c) */
     int catchup_shown;          /* its progress is in the slot */
     uint64_t catchup_epoch;     /* s->epoch its positions were summed at */
@@ -520,6 +553,39 @@ int ks_check_witness(kstate *s, int64_t idx, const rd_kafka_message_t *m);
  * from the expected one (once per position).  1 when m must be dropped
  * (a seek was made), else 0. */
 int ks_check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m);
+
+/* Read partition idx again from offset `at` (or a logical offset),
+ * dropping its messages held after the current one (kafka_witness.c).
+ * On failure the worker gives up (s->fatal). */
+void ks_seek_part(kstate *s, int64_t idx, int64_t at);
+
+/* kafka_fence.c: frames in a shared workspace (several zxd, one group). */
+/* Once per poll, shared workspace only: 1 while a fenced frame is being
+ * dealt with (the caller publishes what it gathered and batches nothing:
+ * in_doubt), 0 when reading may go on.  Once every frame in flight is
+ * acknowledged, each partition whose stored position is not the one its
+ * frames started from is read again from the stored one: seeked, its held
+ * messages dropped, its `from` set.  Never fails (a seek that fails sets
+ * s->fatal). */
+int kf_poll(kstate *s);
+/* 1 when a frame was fenced and the worker has not looked yet (the
+ * segment's counter moved since: noted, kf_poll looks), else 0.  Called
+ * before taking positions from acks: the writer bumps the counter before
+ * it releases the frames, so an ack never comes before its fence. */
+int kf_fenced(kstate *s);
+/* Message m of assigned partition p (index idx), shared workspace only,
+ * before it is batched: 1 when it must be dropped (below the partition's
+ * next offset: fetched before a seek), KB_FULL when the batch holds
+ * another partition, or m lies past the partition's next offset (publish
+ * the batch first: the writer sees a gap only at a frame's start), 0 to
+ * batch it. */
+int kf_take(kstate *s, int64_t idx, const rd_kafka_message_t *m);
+/* After ks_pause_all resumed the partitions: make the seeks kf_poll
+ * decided while they were paused (their held messages dropped first). */
+void kf_resumed(kstate *s);
+/* A new assignment (shared workspace): read the store's positions again,
+ * the writer may have copied the workspace's there (fenced frames). */
+void kf_assign(kstate *s);
 
 /* kafka_group.c: with a consumer group. */
 /* A commit was refused with err (the whole request's, or one partition's):

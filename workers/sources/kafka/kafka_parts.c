@@ -38,6 +38,7 @@ int64_t kparts_add(kparts *t, const char *topic, int32_t partition)
     }
     p->partition = partition;
     p->next = p->acked = p->committed = p->high = p->gap_at = p->handed = p->witness = -1;
+    p->from = p->fence_seek = -1;
     return (int64_t)t->n++;
 }
 

@@ -44,10 +44,7 @@ static void drop_held_of(kstate *s, int64_t idx)
     s->nheld = k;
 }
 
-/* Read partition idx again from offset `at` (or RD_KAFKA_OFFSET_BEGINNING),
- * dropping its messages held after the current one.  On failure the
- * worker gives up (fatal). */
-static void seek_part(kstate *s, int64_t idx, int64_t at)
+void ks_seek_part(kstate *s, int64_t idx, int64_t at)
 {
     kpart *p = &s->parts.v[idx];
     rd_kafka_resp_err_t e;
@@ -119,7 +116,7 @@ static void topic_reset(kstate *s, int64_t idx, const rd_kafka_message_t *m, int
     s->next_status_ms = 0;
     p->next = p->acked = p->committed = p->handed = p->gap_at = -1;
     p->check_epoch = 0;
-    seek_part(s, idx, RD_KAFKA_OFFSET_BEGINNING);
+    ks_seek_part(s, idx, RD_KAFKA_OFFSET_BEGINNING);
 }
 
 /* Partition idx's first message after a start from a stored position
@@ -163,6 +160,6 @@ int ks_check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m)
             " detail=\"librdkafka skipped messages after a rebalance or a resume: reading "
             "again from the expected offset\"", s->name, p->name, p->next, m->offset);
     p->gap_at = p->next;
-    seek_part(s, idx, p->next);
+    ks_seek_part(s, idx, p->next);
     return 1;
 }
