@@ -53,21 +53,6 @@
 #include "workers/sources/kafka/kafka_int.h"
 #include "workers/sources/source.h"
 
-/* Destroy every held message not yet batched of partition idx. */
-static void drop_held(kstate *s, int64_t idx)
-{
-    size_t k = s->held_off;
-    for (size_t i = s->held_off; i < s->nheld; i++) {
-        rd_kafka_message_t *m = s->held[i];
-        if (!m->err && m->rkt && ks_part_of(s, m->rkt, m->partition) == idx) {
-            rd_kafka_message_destroy(m);
-        } else {
-            s->held_ep[k] = s->held_ep[i];
-            s->held[k++] = m;
-        }
-    }
-    s->nheld = k;
-}
 
 /* Every frame in flight is decided: read again from the stored position
  * each partition that a frame carried since the last look and whose
@@ -102,7 +87,7 @@ static void realign(kstate *s)
         zx_info("event=kafka_fenced pipeline=%s partition=%s from=%" PRId64 " next=%" PRId64
                 " stored=%" PRId64 " detail=\"another host wrote this range: reading on from "
                 "the workspace's position\"", s->name, p->name, p->from, p->next, stored);
-        drop_held(s, (int64_t)i);
+        ks_drop_held(s, (int64_t)i, s->held_off);
         /* librdkafka 2.0 restarts a resumed partition's fetcher at the
          * position of the last message it gave: a seek made while paused
          * is lost (seen: a partition left 583 messages short at the end
@@ -167,7 +152,7 @@ void kf_resumed(kstate *s)
         p->fence_seek = -1;
         if (at < 0 || !p->assigned)
             continue;
-        drop_held(s, (int64_t)i);
+        ks_drop_held(s, (int64_t)i, s->held_off);
         ks_seek_part(s, (int64_t)i, at);
     }
 }

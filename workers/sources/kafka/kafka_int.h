@@ -503,6 +503,9 @@ void ks_on_error(kstate *s, rd_kafka_resp_err_t err, const char *reason, const c
 /* kafka.c: partitions and frames. */
 /* Index of a message's partition in s->parts (cached), or -1. */
 int64_t ks_part_of(kstate *s, const rd_kafka_topic_t *rkt, int32_t partition);
+/* Destroy the held messages of partition idx from held[from] on (a seek:
+ * they were fetched before it), keeping the others in order. */
+void ks_drop_held(kstate *s, int64_t idx, size_t from);
 /* The position of part the writer committed in LMDB, or -1. */
 int64_t ks_stored_position(kstate *s, const char *part);
 /* Where partition p starts when `start` was chosen for it: when start is

@@ -27,12 +27,10 @@ void ks_watch_gaps(kstate *s)
             s->parts.v[i].check_epoch = s->epoch;
 }
 
-/* Destroy the held messages after the current one that belong to part
- * idx (fetched before a seek). */
-static void drop_held_of(kstate *s, int64_t idx)
+void ks_drop_held(kstate *s, int64_t idx, size_t from)
 {
-    size_t k = s->held_off + 1;
-    for (size_t i = s->held_off + 1; i < s->nheld; i++) {
+    size_t k = from;
+    for (size_t i = from; i < s->nheld; i++) {
         rd_kafka_message_t *m = s->held[i];
         if (!m->err && m->rkt && ks_part_of(s, m->rkt, m->partition) == idx) {
             rd_kafka_message_destroy(m);
@@ -68,7 +66,7 @@ void ks_seek_part(kstate *s, int64_t idx, int64_t at)
             s->fatal = 1;
         return;
     }
-    drop_held_of(s, idx);
+    ks_drop_held(s, idx, s->held_off + 1);
 }
 
 int64_t ks_witness(kstate *s, kpart *p, int64_t start)
