@@ -786,6 +786,10 @@ static int poll_once(zx_src *rt, void *st)
     for (;;) {
         while (s->held_off < s->nheld) {
             rd_kafka_message_t *m = s->held[s->held_off];
+            if (!m) { /* dropped after a seek or a revoke */
+                s->held_off++;
+                continue;
+            }
             if (s->reg_retry_ms && zx_mono_ms() < s->reg_retry_ms)
                 return kb_empty(&s->b) ? ZX_SRC_IDLE : flush(s);
             s->reg_retry_ms = 0;
@@ -867,7 +871,8 @@ static void k_close(zx_src *rt, void *st)
         return;
     s->closing = 1;
     for (size_t i = s->held_off; i < s->nheld; i++)
-        rd_kafka_message_destroy(s->held[i]);
+        if (s->held[i])
+            rd_kafka_message_destroy(s->held[i]);
     s->nheld = s->held_off = 0;
     kso_stop(s);
     kn_stop(s);

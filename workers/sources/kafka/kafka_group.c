@@ -244,23 +244,6 @@ out:
     rd_kafka_topic_partition_list_destroy(catchup);
 }
 
-/* Drop the messages taken but not batched of partitions no longer ours. */
-static void drop_unassigned_held(kstate *s)
-{
-    size_t k = s->held_off;
-    for (size_t i = s->held_off; i < s->nheld; i++) {
-        rd_kafka_message_t *m = s->held[i];
-        int64_t idx = m->err || !m->rkt ? -1 : ks_part_of(s, m->rkt, m->partition);
-        if (!m->err && (idx < 0 || !s->parts.v[idx].assigned)) {
-            rd_kafka_message_destroy(m);
-        } else {
-            s->held_ep[k] = s->held_ep[i];
-            s->held[k++] = m;
-        }
-    }
-    s->nheld = k;
-}
-
 static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coop)
 {
     int lost = rd_kafka_assignment_lost(s->rk);
@@ -312,7 +295,7 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
     if (paused->cnt)
         rd_kafka_resume_partitions(s->rk, paused);
     rd_kafka_topic_partition_list_destroy(paused);
-    drop_unassigned_held(s);
+    ks_drop_held(s, -1, s->held_off); /* no longer ours */
     if (coop) {
         rd_kafka_error_t *err = rd_kafka_incremental_unassign(s->rk, parts);
         if (err) {

@@ -412,7 +412,11 @@ typedef struct kstate {
     int paused;
     uint64_t epoch;             /* rebalances and resumes so far */
 
-    rd_kafka_message_t **held;  /* taken from librdkafka, not yet batched */
+    rd_kafka_message_t **held;  /* taken from librdkafka, not yet batched;
+                                 * NULL: dropped (ks_drop_held).  Never
+                                 * compacted: a rebalance callback drops
+                                 * while rd_kafka_consume_batch_queue
+                                 * fills held[nheld..] */
     size_t nheld, held_off;
     size_t held_bytes;          /* bound of their bytes (ks_held_room) */
     size_t held_avg;            /* running mean of a message's bytes */
@@ -503,8 +507,10 @@ void ks_on_error(kstate *s, rd_kafka_resp_err_t err, const char *reason, const c
 /* kafka.c: partitions and frames. */
 /* Index of a message's partition in s->parts (cached), or -1. */
 int64_t ks_part_of(kstate *s, const rd_kafka_topic_t *rkt, int32_t partition);
-/* Destroy the held messages of partition idx from held[from] on (a seek:
- * they were fetched before it), keeping the others in order. */
+/* Destroy the held messages of partition idx (idx < 0: of every
+ * partition not assigned) from held[from] on (a seek: they were fetched
+ * before it; a revoke), leaving NULL in their places: safe inside a
+ * librdkafka callback that runs while a consume fills held[nheld..]. */
 void ks_drop_held(kstate *s, int64_t idx, size_t from);
 /* The position of part the writer committed in LMDB, or -1. */
 int64_t ks_stored_position(kstate *s, const char *part);

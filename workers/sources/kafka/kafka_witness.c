@@ -29,17 +29,16 @@ void ks_watch_gaps(kstate *s)
 
 void ks_drop_held(kstate *s, int64_t idx, size_t from)
 {
-    size_t k = from;
     for (size_t i = from; i < s->nheld; i++) {
         rd_kafka_message_t *m = s->held[i];
-        if (!m->err && m->rkt && ks_part_of(s, m->rkt, m->partition) == idx) {
+        if (!m || m->err || !m->rkt)
+            continue;
+        int64_t at = ks_part_of(s, m->rkt, m->partition);
+        if (idx >= 0 ? at == idx : at < 0 || !s->parts.v[at].assigned) {
             rd_kafka_message_destroy(m);
-        } else {
-            s->held_ep[k] = s->held_ep[i];
-            s->held[k++] = m;
+            s->held[i] = NULL;
         }
     }
-    s->nheld = k;
 }
 
 void ks_seek_part(kstate *s, int64_t idx, int64_t at)
