@@ -147,7 +147,17 @@ echo "== [${SECONDS}s] end-to-end tests (pytest)"
 # ZX_WORKSPACES: every test that runs a zxd runs once on each workspace
 # backend (conftest.py); tests/integration/test_postgres.py runs once.
 export ZX_WORKSPACES=${ZX_WORKSPACES:-sqlite,postgres}
-ZX_HEAVY_TESTS=1 ZX_PACKAGE_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider --durations=30 "$@"
+# Two pytest workers (pytest-xdist), each taking whole files (a module's
+# daemon stays in one worker): most of a test's time is waiting on a
+# daemon, a timer or a server, so two tests at once take little more
+# time than one.  Every test has its own folder, ports, Postgres database,
+# topics and streams.  ZX_TEST_WORKERS=1 runs them one at a time.
+TEST_WORKERS="${ZX_TEST_WORKERS:-2}"
+workers=()
+if [ "$TEST_WORKERS" -gt 1 ]; then
+    workers=(-n "$TEST_WORKERS" --dist loadfile)
+fi
+ZX_HEAVY_TESTS=1 ZX_PACKAGE_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "${workers[@]}" --durations=30 "$@"
 
 echo "== [${SECONDS}s] end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"
 # On the SQLite workspace only: the processes, rings and sources under test
@@ -168,7 +178,7 @@ SAN_DIR=$(mktemp -d /tmp/zx-sanitizers.XXXXXX)
 # ASan skip themselves on ASAN_OPTIONS.
 ASAN_OPTIONS="detect_leaks=1:log_path=$SAN_DIR/asan" \
 UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan" ZX_TEST_MANY_PIPELINES=100 \
-ZX_WORKSPACES=sqlite ZX_BUILD_DIR="$PWD/build-asan" python3 -m pytest tests/integration -q -p no:cacheprovider \
+ZX_WORKSPACES=sqlite ZX_BUILD_DIR="$PWD/build-asan" python3 -m pytest tests/integration -q -p no:cacheprovider "${workers[@]}" \
     --ignore=tests/integration/test_debezium_server.py \
     --deselect "tests/integration/test_debezium_avro.py::test_registry_password_stays_in_its_worker" \
     --deselect "tests/integration/test_worker_secrets.py::test_each_process_holds_only_its_own_secrets" \

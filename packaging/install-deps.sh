@@ -144,6 +144,13 @@ sys.exit(v < (2, 6, 1))' 2>/dev/null; then
         echo "zx: installing confluent-kafka from PyPI" >&2
         python3 -m pip install "${pip_opts[@]}" "confluent-kafka>=2.6.1"
     fi
+    # pytest-xdist: the end-to-end suite runs its files on two workers
+    # (test.sh); most of a test's time is waiting on a daemon or a server.
+    if ! python3 -c 'import xdist' 2>/dev/null; then
+        pip_setup
+        echo "zx: installing pytest-xdist from PyPI" >&2
+        python3 -m pip install "${pip_opts[@]}" "pytest-xdist>=3.1"
+    fi
     # The tests' PostgreSQL client (tests/integration/pg_fixtures.py):
     # psycopg 3 from PyPI, whose binary wheel bundles its own libpq.
     if ! python3 -c 'import sys, psycopg
