@@ -120,6 +120,12 @@ json_t *sup_verify_last(sup *s, const char *name);
 /* 1 when c is a sync's worker with no run to do: sup_spawn forks nothing
  * (it stays idle), else 0.  The child table's spawn_held hook. */
 int sup_sync_idle(sup *s, child *c);
+/* Stop the worker of sync p's run in flight, if any and not a preview
+ * (which writes nothing): SIGTERM (it cancels its query and writes no
+ * more), SIGKILL 5 s later if still there; the run fails with "sync
+ * NAME: the run was stopped: <why>".  For a lost lease (lease.c): another
+ * zxd may run the sync now.  why is copied. */
+void sup_sync_cut(sup *s, spipe *p, const char *why);
 /* The worker of sync p exited with wait status st: record its run (from
  * the status it left in the segment), answer whoever waits for it. */
 void sup_sync_exited(sup *s, spipe *p, int st);

@@ -71,15 +71,26 @@ static int held_now(const slease *l)
     return l && l->held && zx_mono_ms() < l->deadline_ms;
 }
 
-/* A stream pipeline's worker follows its lease. */
+/* A pipeline's worker follows its lease; a sync's run in flight is cut
+ * when the lease is lost (the next run, on the holder, does it again). */
 static void apply(sup *s, spipe *p)
 {
     char name[128];
-    if (!p || p->removing || !p->conf || zx_conf_is_sync(p->conf) ||
+    if (!p || p->removing || !p->conf ||
         !sup_lease_name(s->conf, p->conf, name, sizeof(name)))
         return;
     child *c = &p->worker;
     slease *l = find(p->name, 0);
+    if (zx_conf_is_sync(p->conf)) {
+        char why[800];
+        if (held_now(l) || c->pid <= 0)
+            return;
+        snprintf(why, sizeof(why), "this zxd no longer holds lease %s%s%.500s", name,
+                 l && !l->held && l->desc[0] ? ": held by " : " (not renewed in time)",
+                 l && !l->held ? l->desc : "");
+        sup_sync_cut(s, p, why);
+        return;
+    }
     if (held_now(l) || c->pid <= 0 || !c->want)
         return; /* held: the tick starts it (ST_BACKOFF) */
     zx_warn("event=lease_stop pipeline=%s pid=%d reason=\"this zxd no longer holds lease %s\"",

@@ -49,6 +49,7 @@
 #include "workers/syncs/sync_opts.h"
 
 #define MAX_RUNS_KEPT 256
+#define CUT_KILL_MS 5000   /* sup_sync_cut: SIGTERM, then SIGKILL after this */
 
 void sup_sync_worker_args(const spipe *p, uint64_t *run_id, unsigned *run_flags,
                           uint64_t *run_expect_rows)
@@ -540,6 +541,23 @@ json_t *syncs_worker_result(spipe *p, const sync_run *r)
     return o;
 }
 
+void sup_sync_cut(sup *s, spipe *p, const char *why)
+{
+    sync_run *r = p->run;
+    if (!r || p->worker.pid <= 0 || r->cut[0] || (r->flags & ZX_RUN_PREVIEW))
+        return; /* a preview writes nothing: it runs on any zxd */
+    snprintf(r->cut, sizeof(r->cut), "%s", why);
+    zx_warn("event=run_cut sync=%s run=%llu pid=%d reason=\"%s\"", r->sync,
+            (unsigned long long)r->id, (int)p->worker.pid, why);
+    (void)s;
+    /* SIGTERM: the worker ends its query on the server (PQcancel: a
+     * killed client leaves a sleeping backend running) and writes no
+     * more; killed if still there after CUT_KILL_MS.  Its exit records
+     * the run (children.c). */
+    kill(p->worker.pid, SIGTERM);
+    p->worker.kill_at_ms = zx_mono_ms() + CUT_KILL_MS;
+}
+
 void sup_sync_exited(sup *s, spipe *p, int st)
 {
     sync_run *r = p->run;
@@ -558,7 +576,15 @@ void sup_sync_exited(sup *s, spipe *p, int st)
     r->ended_us = zx_now_us();
     json_decref(r->result);
     r->result = res;
-    if (state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") ||
+    if (r->cut[0]) {
+        /* killed by sup_sync_cut: whatever it wrote last is not its end */
+        r->error_from_run = 0;
+        snprintf(r->state, sizeof(r->state), "failed");
+        snprintf(r->error, sizeof(r->error), "sync %s: the run was stopped: %s", r->sync,
+                 r->cut);
+        if (res)
+            json_object_set_new(res, "rows_sent", json_integer(0));
+    } else if (state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") ||
                   !strcmp(state, "previewed"))) {
         snprintf(r->state, sizeof(r->state), "%s", state);
         const char *e = json_string_value(json_object_get(res, "error"));

@@ -40,6 +40,8 @@ struct sync_run {
     json_t *result;          /* the worker's final status */
     json_t *preview;         /* an agent's run: its preview */
     char error[600];
+    char cut[300];           /* why the supervisor killed its worker
+                                (sup_sync_cut), "" when it did not */
     int persisted;           /* its final record is with the writer */
     int counted;             /* its end is in its sync's runs_ended (sup.h) */
     uint64_t expect_rows;    /* rows the last whole read of its sync read

@@ -407,3 +407,51 @@ def test_a_scheduled_sync_runs_on_the_lease_holder_only(sync_env):
     assert b.runs("nums") == []
     assert not os.path.exists(os.path.join(b.data_dir, "exports", "n.csv"))
     assert os.path.exists(os.path.join(a.data_dir, "exports", "n.csv"))
+
+
+def test_a_run_in_flight_is_stopped_when_its_zxd_loses_the_lease(sync_env):
+    """A holder whose writer stops renewing the lease (paused here) kills
+    its run in flight: another zxd may run the sync from then on, and two
+    runs of one sync never write at once.  The run fails naming the
+    lease."""
+    syncs = {"slow": {"author": "alice", "mode": "replace",
+                      "query": "SELECT id, pg_sleep(600) IS NULL AS slept FROM nums",
+                      "dest": {"files": {"path": "var/exports/slow.csv", "format": "csv"}}}}
+    a = shared(sync_env.zxd(syncs, {"alice": ["nums"]}, start=False))
+    a.ws_exec("CREATE TABLE nums (id bigint PRIMARY KEY)", "INSERT INTO nums VALUES (1)")
+    a.start()
+    wait_for(lambda: a.pipeline("slow")["lease"]["held"], "a holds the sync's lease",
+             deadline=DEADLINE)
+    b = shared(sync_env.zxd(syncs, {"alice": ["nums"]}, start=False), a)
+    b.start()
+    wait_for(lambda: b.pipeline("slow")["state"] == "standby", "b standby", deadline=DEADLINE)
+    p = a.zxctl("run", "slow")
+    assert p.returncode == 0, p.stdout + p.stderr
+    wait_for(lambda: [r["state"] for r in a.runs("slow")] == ["running"], "a's run runs",
+             deadline=DEADLINE)
+    inst_b = open(f"{b.data_dir}/instance-id").read().strip()
+    writer = a.process("writer")["pid"]
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        wait_for(lambda: a.runs("slow")[0]["state"] == "failed", "a's run stopped",
+                 deadline=DEADLINE)
+        print(f"run stopped {time.monotonic() - t0:.1f} s after the writer's pause")
+        wait_for(lambda: (lease_row(b, "sync:slow") or ("",))[0] == inst_b,
+                 "b takes the lease over", deadline=DEADLINE)
+    finally:
+        os.kill(writer, signal.SIGCONT)
+    run = a.runs("slow")[0]
+    assert run["error"].startswith("sync slow: the run was stopped: this zxd no longer holds "
+                                   "lease sync:slow"), run
+    assert "event=run_cut sync=slow" in a.log_text(), a.log_tail()
+    # nothing is written by the cut run, and the query's backend is gone
+    assert not os.path.exists(os.path.join(a.data_dir, "exports", "slow.csv"))
+    wait_for(lambda: a.pg.query("postgres", "SELECT count(*) FROM pg_stat_activity WHERE "
+                                "datname = %s AND query LIKE %s",
+                                (a.pg_db, "%pg_sleep(600)%"))[0][0] == 0,
+             "the cut run's query ends", deadline=DEADLINE)
+    # a is standby now, b the holder: a run on a is refused and names b
+    wait_for(lambda: a.pipeline("slow")["state"] == "standby", "a standby", deadline=DEADLINE)
+    p = a.zxctl("run", "slow")
+    assert p.returncode == 1 and f"zxd pid {b.pid}" in p.stdout + p.stderr, p.stdout + p.stderr
