@@ -1,7 +1,9 @@
 /*
  * syncs_change.c — reverse syncs with `on: change` (workers/syncs/
  * sync_opts.h): a "batch" event of the writer (a commit of rows into a
- * table) marks each such sync that watches the table (sync_watch.h);
+ * table), or a "remote_commit" (another zxd of a shared workspace
+ * committed to it: workers/writer/writer_notice.h), marks each such sync
+ * that watches the table (sync_watch.h);
  * the tick queues one run for the marks, coalesced:
  *   - a queued run of the sync (not a preview) answers every change made
  *     before it starts: the mark joins it;
@@ -53,17 +55,21 @@ static sync_run *queued_run(sup *s, const char *name)
 
 void sup_syncs_writer_event(sup *s, const char *js)
 {
-    if (!strstr(js, "\"batch\""))
+    if (!strstr(js, "\"batch\"") && !strstr(js, "\"remote_commit\""))
         return;    /* most events are not: no parse */
     json_error_t je;
     json_t *ev = json_loads(js, 0, &je);
     const char *kind = json_string_value(json_object_get(ev, "event"));
     const char *table = json_string_value(json_object_get(ev, "table"));
-    if (kind && table && !strcmp(kind, "batch")) {
+    /* remote_commit: another zxd of a shared workspace committed to table
+     * (any: the writer may have missed some; every such sync runs) */
+    int remote = kind && !strcmp(kind, "remote_commit");
+    int any = remote && json_is_true(json_object_get(ev, "any"));
+    if (kind && (table || any) && (remote || !strcmp(kind, "batch"))) {
         int64_t now = zx_now_us();
         for (size_t i = 0; i < s->npipes; i++) {
             spipe *p = s->pipes[i];
-            if (!on_change(p) || !zx_sync_watches(s->conf, p->conf, table))
+            if (!on_change(p) || (!any && !zx_sync_watches(s->conf, p->conf, table)))
                 continue;
             if (!p->change_pending) {
                 p->change_pending = 1;

@@ -455,3 +455,40 @@ def test_a_run_in_flight_is_stopped_when_its_zxd_loses_the_lease(sync_env):
     wait_for(lambda: a.pipeline("slow")["state"] == "standby", "a standby", deadline=DEADLINE)
     p = a.zxctl("run", "slow")
     assert p.returncode == 1 and f"zxd pid {b.pid}" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+def test_an_on_change_sync_hears_the_commits_of_another_zxd(sync_env):
+    """`on: change` in a shared workspace: rows that another zxd commits to
+    a table the sync reads start the sync on the zxd holding its lease
+    (the writers tell each other in the commit's transaction: LISTEN and
+    NOTIFY), not only rows its own zxd commits."""
+    syncs = {"copy": {"author": "alice", "mode": "replace", "query": "SELECT id, v FROM web",
+                      "dest": {"files": {"path": "var/exports/web.csv", "format": "csv"}},
+                      "extra": {"on": "change", "min_interval": "1s"}}}
+    a = shared(sync_env.zxd(syncs, {"alice": ["web"]}, start=False))
+    a.ws_exec("CREATE TABLE web (id bigint, v text)")
+    a.start()
+    wait_for(lambda: a.pipeline("copy")["lease"]["held"], "a holds the sync's lease",
+             deadline=DEADLINE)
+    b = shared(sync_env.zxd(syncs, {"alice": ["web"]}, start=False), a)
+    b.start()
+    wait_for(lambda: b.pipeline("copy")["state"] == "standby", "b standby", deadline=DEADLINE)
+    # its first run, at start, on a
+    wait_for(lambda: [r["state"] for r in a.runs("copy")] == ["succeeded"], "a's first run",
+             deadline=DEADLINE)
+    out = os.path.join(a.data_dir, "exports", "web.csv")
+    t0 = time.monotonic()
+    b.push_ok("web", [{"id": 1, "v": "pushed to b"}])
+    wait_for(lambda: len(a.runs("copy")) == 2 and a.runs("copy")[0]["state"] == "succeeded",
+             "a's run for b's commit", deadline=DEADLINE)
+    print(f"a's run for b's commit ended {time.monotonic() - t0:.1f} s after the push")
+    assert a.runs("copy")[0]["trigger"] == "change", a.runs("copy")
+    with open(out) as f:
+        assert "pushed to b" in f.read()
+    # one more from b, one from a: each heard once, and nothing runs on b
+    b.push_ok("web", [{"id": 2, "v": "again b"}])
+    wait_for(lambda: "again b" in open(out).read(), "the second row from b", deadline=DEADLINE)
+    a.push_ok("web", [{"id": 3, "v": "from a"}])
+    wait_for(lambda: "from a" in open(out).read(), "the row from a", deadline=DEADLINE)
+    assert b.runs("copy") == []
+    assert "event=workspace_listen_failed" not in a.log_text() + b.log_text()

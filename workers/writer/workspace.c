@@ -143,6 +143,28 @@ int zx_ws_position_lock(zx_ws *w, const char *pipeline, const char *part, void *
     return w->ops->position_lock(w, pipeline, part, val, len);
 }
 
+int zx_ws_notice_changes(zx_ws *w, const char *const *tables, size_t n, char *err,
+                         size_t errlen)
+{
+    if (!w->ops->notice_changes)
+        return 0;
+    if (!w->in_txn)
+        return zx_seterr(err, errlen, "workspace: no open transaction");
+    return w->ops->notice_changes(w, tables, n, err, errlen);
+}
+
+int zx_ws_notice_fd(zx_ws *w)
+{
+    return w->ops->notice_fd ? w->ops->notice_fd(w) : -1;
+}
+
+int zx_ws_notices(zx_ws *w, int readable, zx_ws_notice_cb cb, void *ctx)
+{
+    if (!w->ops->notices || w->in_txn)
+        return 0;
+    return w->ops->notices(w, readable, cb, ctx);
+}
+
 int zx_ws_positions_each(zx_ws *w, zx_ws_position_cb cb, void *ctx)
 {
     return w->ops->positions_each(w, cb, ctx);

@@ -205,6 +205,31 @@ int zx_ws_positions_each(zx_ws *w, zx_ws_position_cb cb, void *ctx);
  * transaction).  0 or -1. */
 int zx_ws_positions_drop(zx_ws *w, const char *pipeline);
 
+/* The other zxd of a shared Postgres workspace (workspace.postgres.shared),
+ * for `on: change` syncs that read tables another zxd writes
+ * (workspace_pg_notice.c).  Each is a no-op on a workspace not shared.
+ *
+ * zx_ws_notice_changes: inside the open transaction, tell the others
+ * that these tables (names NUL-terminated, not kept) get rows when it
+ * commits (NOTIFY: nothing is told of a rollback).  0, or -1 with err set
+ * (the transaction is then aborted).
+ *
+ * zx_ws_notice_fd: the socket to poll for readability to hear the others
+ * at once, or -1 (not shared, not listening, disconnected).  Valid until
+ * the next call into w.
+ *
+ * zx_ws_notices: outside a transaction, call cb(ctx, table) for each
+ * table another zxd committed rows to since the last call (readable: the
+ * socket polled readable: read it first), table valid during the call;
+ * cb(ctx, NULL) once after a reconnect (anything may have changed
+ * meanwhile).  Returns the number of calls, or -1 when the connection is
+ * lost (the next zx_ws_begin reconnects). */
+typedef void (*zx_ws_notice_cb)(void *ctx, const char *table);
+int zx_ws_notice_changes(zx_ws *w, const char *const *tables, size_t n, char *err,
+                         size_t errlen);
+int zx_ws_notice_fd(zx_ws *w);
+int zx_ws_notices(zx_ws *w, int readable, zx_ws_notice_cb cb, void *ctx);
+
 /* Parked frames: the changes frames of a mirror table that refuses them
  * (writer_park.c), kept in table _zx_parked(pipeline TEXT, tbl TEXT, n INTEGER,
  * nrows INTEGER, frame BLOB, reason TEXT, parked_at TEXT, PRIMARY

@@ -180,6 +180,12 @@ typedef struct ws_ops {
      * source columns) when needed.  0 stored, 1 skipped (a user-made
      * rejects table refuses it), or -1 database error (err set). */
     int (*reject_row)(zx_ws *w, const ws_reject *r, char *err, size_t errlen);
+    /* The other zxd of a shared workspace (workspace.h zx_ws_notice_*);
+     * NULL: none (SQLite). */
+    int (*notice_changes)(zx_ws *w, const char *const *tables, size_t n, char *err,
+                          size_t errlen);
+    int (*notice_fd)(zx_ws *w);
+    int (*notices)(zx_ws *w, int readable, zx_ws_notice_cb cb, void *ctx);
 } ws_ops;
 
 /* The common head of every backend handle. */

@@ -430,6 +430,7 @@ static int connect_pg(wsp *w, int *locked)
     PQclear(r); /* only for the message of a second zxd */
     w->broken = 0;
     w->permanent = 0;
+    zx_wsp_notice_listen(w); /* shared: the other zxd's commits */
     return 0;
 fail:
     {
@@ -994,6 +995,9 @@ static const ws_ops pg_ops = {
     .rows_abort = zx_wsp_rows_abort,
     .refuses = zx_wsp_refuses,
     .reject_row = zx_wsp_reject_row,
+    .notice_changes = zx_wsp_notice_changes,
+    .notice_fd = zx_wsp_notice_fd,
+    .notices = zx_wsp_notices,
     .decl_for_source = zx_wsp_decl_for_source,
     .param = zx_wsp_param,
     .exec_row = p_exec_row,

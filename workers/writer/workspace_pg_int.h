@@ -72,6 +72,10 @@ typedef struct wsp {
     uint32_t nslots, slots_cap;
     int binary;                 /* this COPY is in binary format: every
                                    column's type has a known encoding */
+    /* shared: LISTEN for the other zxd's commits (workspace_pg_notice.c) */
+    int listening;              /* this connection LISTENs */
+    int listened;               /* an earlier connection did */
+    int notice_gap;             /* listening again: some may be missed */
 } wsp;
 
 #define WSP(w) ((wsp *)(w))
@@ -95,6 +99,17 @@ void zx_wsp_set_down(wsp *w);
  * pipeline is held back), the connection fine: any SQLSTATE but the
  * classes that pass by themselves (08, 25, 40, 53, 57, 58, XX, F0). */
 int zx_wsp_refusal(const wsp *w);
+
+/* ---- workspace_pg_notice.c --------------------------------------------- */
+
+/* Shared workspace: LISTEN on the schema's channel (after each connect;
+ * a failure is logged, and the others' commits are then not heard). */
+void zx_wsp_notice_listen(wsp *w);
+/* The ws_ops notice_changes, notice_fd and notices (workspace.h). */
+int zx_wsp_notice_changes(zx_ws *ws, const char *const *tables, size_t n, char *err,
+                          size_t errlen);
+int zx_wsp_notice_fd(zx_ws *ws);
+int zx_wsp_notices(zx_ws *ws, int readable, zx_ws_notice_cb cb, void *ctx);
 
 /* ---- workspace_pg_schema.c --------------------------------------------- */
 

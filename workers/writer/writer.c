@@ -31,6 +31,7 @@
 #include "workers/writer/forget.h"
 #include "workers/writer/keyseq.h"
 #include "workers/writer/writer_lease.h"
+#include "workers/writer/writer_notice.h"
 #include "store/store.h"
 #include "workers/writer/workspace.h"
 
@@ -258,8 +259,9 @@ static int cycle(writer *w)
         w->first_pipe = (w->served_first + 1) % MAX_PIPES;
     if (!began)
         return 0;
-    /* a shared workspace: commit only under the leases still held */
-    if (wr_lease_fence(w, err, sizeof(err)) < 0)
+    /* a shared workspace: commit only under the leases still held, and
+     * tell the other zxd which tables get rows */
+    if (wr_lease_fence(w, err, sizeof(err)) < 0 || wr_notice_send(w, err, sizeof(err)) < 0)
         goto fail;
     if (zx_ws_commit(w->ws, err, sizeof(err)) < 0)
         goto fail;
@@ -542,15 +544,19 @@ int zx_writer_main(const zx_writer_args *a)
         if (stop_requested)
             break;
         prune(w);
-        struct pollfd p[2] = {{a->self_efd, POLLIN, 0}, {a->chan, POLLIN, 0}};
+        wr_notice_poll(w, 0); /* what came with the cycle's statements */
+        int nfd = wr_notice_fd(w);
+        struct pollfd p[3] = {{a->self_efd, POLLIN, 0}, {a->chan, POLLIN, 0}, {nfd, POLLIN, 0}};
         int wait = backoff_ms ? backoff_ms : 1000;
         if (lease_wait < wait)
             wait = (int)lease_wait;
-        int r = poll(p, 2, wait);
+        int r = poll(p, nfd >= 0 ? 3 : 2, wait);
         if (r > 0 && (p[1].revents & (POLLHUP | POLLERR)) && !(p[1].revents & POLLIN)) {
             zx_warn("event=supervisor_gone");
             stop_requested = 1;
         }
+        if (r > 0 && nfd >= 0 && p[2].revents)
+            wr_notice_poll(w, 1); /* the other zxd's commits */
     }
     rc = 0;
     zx_info("event=stop");
