@@ -75,7 +75,9 @@ static int parse_real(const char *s, size_t n, double *v)
     char *end;
     errno = 0;
     double d = strtod(buf, &end);
-    if (*end || errno == ERANGE)
+    /* ERANGE with a finite, non-zero result is a subnormal ("5e-324"):
+     * exact, and a real float8 */
+    if (*end || (errno == ERANGE && (d == 0 || isinf(d))))
         return 0;
     *v = d;
     return 1;
