@@ -292,15 +292,19 @@ static int cycle(writer *w)
             atomic_fetch_add(&h->frame_errors, 1);
         atomic_store(&h->last_commit_us, now_us);
         wr_metrics_frame(a, now_us, w->cycles);
-        /* release once per pipeline, at its last frame of the cycle (the
-         * first one met walking backwards) */
+    }
+    for (size_t i = 0; i < w->nap; i++)
+        wr_metrics_txn(w->ap[i].p, w->cycles);
+    /* then release, once per pipeline, at its last frame of the cycle (the
+     * first one met walking backwards): whoever sees the release (a push
+     * waiting for its commit) sees the cycle's counters and metrics */
+    for (size_t i = w->nap; i-- > 0;) {
+        applied *a = &w->ap[i];
         if (!a->replayed && a->p->released_cycle != w->cycles) {
             a->p->released_cycle = w->cycles;
             zx_ring_release(&a->p->seg.frames, &a->after, 1);
         }
     }
-    for (size_t i = 0; i < w->nap; i++)
-        wr_metrics_txn(w->ap[i].p, w->cycles);
     wr_announce(w);
     wr_free_applied(w);
     wr_pt_tell(w);
