@@ -65,20 +65,6 @@ static uint64_t be64(const unsigned char *b)
     return (uint64_t)be32(b) << 32 | be32(b + 4);
 }
 
-static int text(const char *s, size_t n, zx_rowset *rs, zx_type t, zx_value *out)
-{
-    if (n > UINT32_MAX)
-        return 1; /* a value over 4 GiB cannot come in one message */
-    char *p = zx_rowset_strdup(rs, s, n);
-    if (!p)
-        return -1;
-    memset(out, 0, sizeof(*out));
-    out->type = (uint8_t)t;
-    out->s = p;
-    out->len = (uint32_t)n;
-    return 0;
-}
-
 /* "YYYY-MM-DD" of day z since 1970-01-01, " BC" for years before 1, as
  * the server writes a date (ISO). */
 static size_t fmt_date(int64_t z, char *out, size_t cap, int *bc)
@@ -112,15 +98,15 @@ static int ts_text(int64_t days, int64_t tod, int tz, zx_rowset *rs, zx_value *o
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, "+00");
     if (bc)
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, " BC");
-    return text(buf, n, rs, ZX_T_TEXT, out);
+    return zx_pgv_text(buf, n, rs, ZX_T_TEXT, out);
 }
 
 static int timestamp(int64_t v, int tz, zx_rowset *rs, zx_value *out)
 {
     if (v == INT64_MAX)
-        return text("infinity", 8, rs, ZX_T_TEXT, out);
+        return zx_pgv_text("infinity", 8, rs, ZX_T_TEXT, out);
     if (v == INT64_MIN)
-        return text("-infinity", 9, rs, ZX_T_TEXT, out);
+        return zx_pgv_text("-infinity", 9, rs, ZX_T_TEXT, out);
     /* days and µs of the day since 2000, floored, then since 1970: no
      * overflow whatever v is */
     int64_t days = v / US_PER_DAY, tod = v % US_PER_DAY;
@@ -135,7 +121,7 @@ static int timestamp(int64_t v, int tz, zx_rowset *rs, zx_value *out)
     int64_t us = days * US_PER_DAY + tod;
     char t[ZX_TS_BUFSZ];
     size_t tl = zx_ts_format(us, t);
-    int rc = text(t, tl, rs, ZX_T_TIMESTAMP, out);
+    int rc = zx_pgv_text(t, tl, rs, ZX_T_TIMESTAMP, out);
     if (rc == 0)
         out->u.i = us;
     return rc;
@@ -144,15 +130,15 @@ static int timestamp(int64_t v, int tz, zx_rowset *rs, zx_value *out)
 static int date(int32_t v, zx_rowset *rs, zx_value *out)
 {
     if (v == INT32_MAX)
-        return text("infinity", 8, rs, ZX_T_TEXT, out);
+        return zx_pgv_text("infinity", 8, rs, ZX_T_TEXT, out);
     if (v == INT32_MIN)
-        return text("-infinity", 9, rs, ZX_T_TEXT, out);
+        return zx_pgv_text("-infinity", 9, rs, ZX_T_TEXT, out);
     char buf[48];
     int bc;
     size_t n = fmt_date((int64_t)v + PG_EPOCH_DAYS, buf, sizeof(buf), &bc);
     if (bc)
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, " BC");
-    return text(buf, n, rs, ZX_T_TEXT, out);
+    return zx_pgv_text(buf, n, rs, ZX_T_TEXT, out);
 }
 
 /* float4 as its text form parsed as a double (what the text form gives:
@@ -183,11 +169,11 @@ static int numeric(const unsigned char *b, size_t n, zx_rowset *rs, zx_value *ou
     if (ndigits < 0 || n != 8 + 2 * (size_t)ndigits || dscale < 0 || dscale > NUMERIC_DSCALE_MAX)
         return 1;
     if (sign == NUMERIC_NAN)
-        return text("NaN", 3, rs, ZX_T_TEXT, out);
+        return zx_pgv_text("NaN", 3, rs, ZX_T_TEXT, out);
     if (sign == NUMERIC_PINF)
-        return text("Infinity", 8, rs, ZX_T_TEXT, out);
+        return zx_pgv_text("Infinity", 8, rs, ZX_T_TEXT, out);
     if (sign == NUMERIC_NINF)
-        return text("-Infinity", 9, rs, ZX_T_TEXT, out);
+        return zx_pgv_text("-Infinity", 9, rs, ZX_T_TEXT, out);
     if (sign != NUMERIC_POS && sign != NUMERIC_NEG)
         return 1;
     const unsigned char *dg = b + 8;
@@ -304,17 +290,17 @@ int zx_pgbin_value(uint32_t oid, const unsigned char *b, size_t n, zx_rowset *rs
                 u[o++] = '-';
             o += (size_t)snprintf(u + o, sizeof(u) - o, "%02x", b[i]);
         }
-        return text(u, o, rs, ZX_T_TEXT, out);
+        return zx_pgv_text(u, o, rs, ZX_T_TEXT, out);
     }
     case ZX_PGOID_JSON:
-        return text((const char *)b, n, rs, ZX_T_JSON, out);
+        return zx_pgv_text((const char *)b, n, rs, ZX_T_JSON, out);
     case ZX_PGOID_JSONB:
         if (n < 1 || b[0] != 1)
             return 1; /* only version 1 exists */
-        return text((const char *)b + 1, n - 1, rs, ZX_T_JSON, out);
+        return zx_pgv_text((const char *)b + 1, n - 1, rs, ZX_T_JSON, out);
     case ZX_PGOID_BYTEA: case ZX_PGOID_TEXT: case ZX_PGOID_NAME: case ZX_PGOID_BPCHAR:
     case ZX_PGOID_VARCHAR:
-        return text((const char *)b, n, rs, ZX_T_TEXT, out);
+        return zx_pgv_text((const char *)b, n, rs, ZX_T_TEXT, out);
     default:
         return 1;
     }

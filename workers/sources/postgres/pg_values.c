@@ -23,7 +23,7 @@ zx_type zx_pgv_type(uint32_t oid)
     }
 }
 
-static int text_value(const char *s, size_t n, zx_rowset *rs, zx_type t, zx_value *out)
+int zx_pgv_text(const char *s, size_t n, zx_rowset *rs, zx_type t, zx_value *out)
 {
     if (n > UINT32_MAX)
         n = UINT32_MAX; /* a value over 4 GiB cannot come in one message */
@@ -147,7 +147,7 @@ int zx_pgv_from_text(uint32_t oid, const char *s, size_t n, zx_rowset *rs, zx_va
             /* the text kept is zx's own form of the instant */
             char t[ZX_TS_BUFSZ];
             size_t tl = zx_ts_format(us, t);
-            if (text_value(t, tl, rs, ZX_T_TIMESTAMP, out) < 0)
+            if (zx_pgv_text(t, tl, rs, ZX_T_TIMESTAMP, out) < 0)
                 return -1;
             out->u.i = us;
             return 0;
@@ -155,9 +155,9 @@ int zx_pgv_from_text(uint32_t oid, const char *s, size_t n, zx_rowset *rs, zx_va
         break;
     }
     case ZX_PGOID_JSON: case ZX_PGOID_JSONB:
-        return text_value(s, n, rs, ZX_T_JSON, out);
+        return zx_pgv_text(s, n, rs, ZX_T_JSON, out);
     default:
         break;
     }
-    return text_value(s, n, rs, ZX_T_TEXT, out);
+    return zx_pgv_text(s, n, rs, ZX_T_TEXT, out);
 }

@@ -48,6 +48,11 @@ enum {
  * real server) gives TEXT, so that the writer's fit rules decide. */
 int zx_pgv_from_text(uint32_t oid, const char *s, size_t n, zx_rowset *rs, zx_value *out);
 
+/* A string value of type t (ZX_T_TEXT, ZX_T_JSON, ZX_T_TIMESTAMP: the
+ * caller sets u.i) of the n bytes at s, copied into rs's arena.  0, or -1
+ * out of memory.  Also pg_binary.c's. */
+int zx_pgv_text(const char *s, size_t n, zx_rowset *rs, zx_type t, zx_value *out);
+
 /* The zx type a column of type oid gets its values as (the table above):
  * ZX_T_BOOL, ZX_T_INT, ZX_T_REAL, ZX_T_TIMESTAMP, ZX_T_JSON or ZX_T_TEXT. */
 zx_type zx_pgv_type(uint32_t oid);
