@@ -96,8 +96,9 @@ int pgcdc_copy_step(cdc *c)
             return ZX_SRC_FATAL;
         zx_rowset_reset(&c->crs);
         c->cstage = 1;
-        zx_info("event=copy_table pipeline=%s table=%s mirror=%s estimate=%" PRId64,
-                    c->p->name, t->qname, t->mirror, t->estimate);
+        zx_info("event=copy_table pipeline=%s table=%s mirror=%s estimate=%" PRId64
+                " format=%s", c->p->name, t->qname, t->mirror, t->estimate,
+                zx_pgc_binary(c->copy) ? "binary" : "text");
         return ZX_SRC_BUSY;
     }
     if (c->cstage == 1 && c->gap_from && c->p->history && !t->gap_said) {

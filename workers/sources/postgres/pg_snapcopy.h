@@ -39,6 +39,9 @@ uint32_t zx_pgc_ncols(const zx_pgc *c);
 const char *zx_pgc_colname(const zx_pgc *c, uint32_t i);
 uint32_t zx_pgc_coltype(const zx_pgc *c, uint32_t i);
 const char *zx_pgc_coldecl(const zx_pgc *c, uint32_t i);
+/* 1 when the current table's COPY is in binary form (every column's type
+ * has one zx reads: pg_binary.h), 0 text. */
+int zx_pgc_binary(const zx_pgc *c);
 
 /* Append up to max_rows rows of the table to rs (its columns are the
  * table's, by name; a NULL is no cell).  Returns the rows added (> 0), 0
