@@ -15,7 +15,9 @@
  * text forms of numeric, date and out-of-range timestamps), a numeric's
  * text is digits with at most one point and a leading '-' (or NaN,
  * Infinity, -Infinity), a timestamp's text is zx's form of its instant,
- * and text-like values are the input's bytes.  Leaks: ASan.
+ * and text-like values are the input's bytes; as a message of a COPY of
+ * 1-4 columns, a row is added or none and the rowset is left as it was.
+ * Leaks: ASan.
  *
  * Built by meson with -Dfuzzing=true (clang, libFuzzer) and, as a corpus
  * replay test, by every build (tests/fuzz/replay.c).  Seeds:
@@ -128,6 +130,37 @@ static void check_framing(const unsigned char *b, size_t n)
     fuzz_check(o == n, "tuple: bytes left over");
 }
 
+/* The input as a message of a COPY of 1-4 columns of types picked by
+ * byte 0, the header first or already read: a row added or none, and a
+ * rowset left as it was when none. */
+static void check_row(uint8_t pick, const unsigned char *b, size_t n)
+{
+    size_t nk = sizeof(oids) / sizeof(oids[0]);
+    size_t ncols = 1 + pick % 4;
+    uint32_t types[4];
+    for (size_t i = 0; i < ncols; i++)
+        types[i] = oids[(pick / 4 + i * 5) % nk];
+    zx_pgbin_copy c;
+    if (zx_pgbin_copy_init(&c, types, ncols) < 0)
+        return;
+    c.header_seen = (pick & 0x80) != 0;
+    zx_rowset rs;
+    zx_rowset_init(&rs);
+    static const char *names[4] = { "a", "b", "c", "d" };
+    for (size_t i = 0; i < ncols; i++)
+        if (zx_rowset_column(&rs, names[i], 1, zx_pgv_type(types[i])) != (int64_t)i) {
+            zx_rowset_free(&rs);
+            zx_pgbin_copy_free(&c);
+            return;
+        }
+    char why[200];
+    int rc = zx_pgbin_copy_row(&c, b, n, NULL, &rs, why, sizeof(why));
+    fuzz_check(rc >= -1 && rc <= 1, "row: not -1, 0 or 1 (no allocation fails here)");
+    fuzz_check((uint64_t)rs.nrows == (rc == 1 ? 1u : 0u), "row: rows not as returned");
+    zx_rowset_free(&rs);
+    zx_pgbin_copy_free(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || size > 1 << 16)
@@ -140,6 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(b, data + 1, n);
     check_value(oid, b, n);
     check_framing(b, n);
+    check_row(data[0], b, n);
     free(b);
     return 0;
 }

@@ -90,9 +90,7 @@ typedef struct pq {
                                      type has a binary form here
                                      (pg_binary.h) and the server's
                                      encoding is UTF8 */
-    int header_seen;              /* binary: the COPY header was read */
-    const unsigned char **bf;     /* binary: a row's fields */
-    int32_t *bfl;
+    zx_pgbin_copy bin;            /* binary: the reader */
     int64_t estimate;             /* the planner's rows, -1 unknown */
 } pq;
 
@@ -571,8 +569,7 @@ int zx_qpg_open(const zx_conf *conf, const char *sync, const zx_conf_author *aut
     q->binary = enc && !strcmp(enc, "UTF8");
     for (size_t i = 0; i < q->ncols && q->binary; i++)
         q->binary = zx_pgbin_known(q->oids[i]);
-    if (q->binary && (!(q->bf = calloc(q->ncols, sizeof(*q->bf))) ||
-                      !(q->bfl = calloc(q->ncols, sizeof(*q->bfl)))))
+    if (q->binary && zx_pgbin_copy_init(&q->bin, q->oids, q->ncols) < 0)
         goto oom;
     snprintf(decl, dl, "COPY (\n%s\n) TO STDOUT%s", sql, q->binary ? " (FORMAT binary)" : "");
     if (!PQsendQueryParams(q->conn, decl, 0, NULL, NULL, NULL, NULL, 0) ||
@@ -731,53 +728,15 @@ static int text_row(pq *q, const char *line, size_t n, zx_rowset *rs, char *err,
     return ROW_ADDED;
 }
 
-/* One binary COPY message (n bytes: the header first, once; a row; or
- * the trailer) into rs. */
+/* One binary COPY message into rs (zx_pgbin_copy_row). */
 static int binary_row(pq *q, const unsigned char *b, size_t n, zx_rowset *rs, char *err,
                       size_t errlen)
 {
-    if (!q->header_seen) {
-        int64_t h = zx_pgbin_header(b, n);
-        if (h < 0) {
-            snprintf(err, errlen, "sync %s: the server's binary COPY of the result does not "
-                     "start with its header", q->sync);
-            return ROW_BAD;
-        }
-        q->header_seen = 1;
-        b += h;
-        n -= (size_t)h;
-        if (!n)
-            return ROW_NONE;
-    }
-    int nf = zx_pgbin_tuple(b, n, q->ncols, q->bf, q->bfl);
-    if (nf == -1)
-        return ROW_NONE; /* the trailer: the end follows */
-    if (nf != (int)q->ncols) {
-        snprintf(err, errlen, "sync %s: a row of the server's binary COPY %s", q->sync,
-                 nf < 0 ? "is malformed" : "has another number of fields than the columns");
-        return ROW_BAD;
-    }
-    if (zx_rowset_begin_row(rs) < 0)
-        return ROW_OOM;
-    for (size_t i = 0; i < q->ncols; i++) {
-        if (q->bfl[i] < 0)
-            continue; /* NULL */
-        zx_value v;
-        int rc = zx_pgbin_value(q->oids[i], q->bf[i], (size_t)q->bfl[i], rs, &v);
-        if (rc == 0 && zx_rowset_add(rs, (uint32_t)i, &v) < 0)
-            rc = -1;
-        if (rc) {
-            zx_rowset_abort_row(rs);
-            if (rc < 0)
-                return ROW_OOM;
-            snprintf(err, errlen, "sync %s: column %s: the server sent a value that is not "
-                     "of its type (OID %u) in binary form", q->sync, q->cols[i].name,
-                     (unsigned)q->oids[i]);
-            return ROW_BAD;
-        }
-    }
-    zx_rowset_end_row(rs);
-    return ROW_ADDED;
+    char why[200];
+    int rc = zx_pgbin_copy_row(&q->bin, b, n, NULL, rs, why, sizeof(why));
+    if (rc == -1)
+        snprintf(err, errlen, "sync %s: the server's rows: %s", q->sync, why);
+    return rc == 1 ? ROW_ADDED : rc == 0 ? ROW_NONE : rc == -1 ? ROW_BAD : ROW_OOM;
 }
 
 int64_t zx_qpg_next(void *qq, zx_rowset *rs, size_t max, char *err, size_t errlen)
@@ -863,7 +822,6 @@ void zx_qpg_close(void *qq)
     free(q->cols);
     free(q->oids);
     free(q->field);
-    free(q->bf);
-    free(q->bfl);
+    zx_pgbin_copy_free(&q->bin);
     free(q);
 }

@@ -342,3 +342,70 @@ int zx_pgbin_tuple(const unsigned char *b, size_t n, size_t max, const unsigned 
     }
     return o == n ? nf : -2;
 }
+
+int zx_pgbin_copy_init(zx_pgbin_copy *c, const uint32_t *oids, size_t ncols)
+{
+    memset(c, 0, sizeof(*c));
+    c->oids = oids;
+    c->ncols = ncols;
+    c->f = calloc(ncols ? ncols : 1, sizeof(*c->f));
+    c->fl = calloc(ncols ? ncols : 1, sizeof(*c->fl));
+    if (!c->f || !c->fl) {
+        zx_pgbin_copy_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+void zx_pgbin_copy_free(zx_pgbin_copy *c)
+{
+    free(c->f);
+    free(c->fl);
+    c->f = NULL;
+    c->fl = NULL;
+}
+
+int zx_pgbin_copy_row(zx_pgbin_copy *c, const unsigned char *b, size_t n, const int64_t *rscol,
+                      zx_rowset *rs, char *why, size_t whylen)
+{
+    if (!c->header_seen) {
+        int64_t h = zx_pgbin_header(b, n);
+        if (h < 0) {
+            snprintf(why, whylen, "the binary COPY does not start with its header");
+            return -1;
+        }
+        c->header_seen = 1;
+        b += h;
+        n -= (size_t)h;
+        if (!n)
+            return 0;
+    }
+    int nf = zx_pgbin_tuple(b, n, c->ncols, c->f, c->fl);
+    if (nf == -1)
+        return 0; /* the trailer: the end follows */
+    if (nf != (int)c->ncols) {
+        snprintf(why, whylen, "a row of the binary COPY %s", nf < 0 ? "is malformed"
+                 : "has another number of fields than the columns");
+        return -1;
+    }
+    if (zx_rowset_begin_row(rs) < 0)
+        return -2;
+    for (size_t i = 0; i < c->ncols; i++) {
+        if (c->fl[i] < 0)
+            continue; /* NULL */
+        zx_value v;
+        int rc = zx_pgbin_value(c->oids[i], c->f[i], (size_t)c->fl[i], rs, &v);
+        if (rc == 0 && zx_rowset_add(rs, (uint32_t)(rscol ? rscol[i] : (int64_t)i), &v) < 0)
+            rc = -1;
+        if (rc) {
+            zx_rowset_abort_row(rs);
+            if (rc < 0)
+                return -2;
+            snprintf(why, whylen, "column %zu: a value that is not of its type (OID %u) in "
+                     "binary form", i + 1, (unsigned)c->oids[i]);
+            return -1;
+        }
+    }
+    zx_rowset_end_row(rs);
+    return 1;
+}

@@ -57,4 +57,28 @@ int64_t zx_pgbin_header(const unsigned char *b, size_t n);
 int zx_pgbin_tuple(const unsigned char *b, size_t n, size_t max, const unsigned char **f,
                    int32_t *flen);
 
+/* A binary COPY being read, message by message (one tuple each, the
+ * first one after the header): its rows into a rowset. */
+typedef struct zx_pgbin_copy {
+    size_t ncols;
+    const uint32_t *oids;        /* the columns' types: not owned, kept
+                                    valid by the caller while reading */
+    int header_seen;
+    const unsigned char **f;     /* owned: a row's fields */
+    int32_t *fl;
+} zx_pgbin_copy;
+
+/* Start reading a COPY of ncols columns of types oids.  0, or -1 out of
+ * memory. */
+int zx_pgbin_copy_init(zx_pgbin_copy *c, const uint32_t *oids, size_t ncols);
+void zx_pgbin_copy_free(zx_pgbin_copy *c);
+
+/* One CopyData message (n bytes at b) into rs, column i into rowset
+ * column rscol[i] (NULL: column i): 1 a row added, 0 none (the header
+ * alone, the trailer), -1 malformed or a value not of its column's type
+ * (why says what, naming the column by its index), -2 out of memory.  A
+ * row not added leaves rs as it was. */
+int zx_pgbin_copy_row(zx_pgbin_copy *c, const unsigned char *b, size_t n, const int64_t *rscol,
+                      zx_rowset *rs, char *why, size_t whylen);
+
 #endif

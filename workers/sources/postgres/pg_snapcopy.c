@@ -36,9 +36,7 @@ struct zx_pgc {
     char *val;              /* unescaped value scratch */
     size_t val_cap;
     int binary;             /* this COPY is in binary form */
-    int header_seen;        /* binary: its header was read */
-    const unsigned char **bf; /* binary: a row's fields (ncols) */
-    int32_t *bfl;
+    zx_pgbin_copy bin;      /* binary: the reader */
 };
 
 static int fail(zx_pgc *c, PGresult *res, const char *what, char *err, size_t errlen)
@@ -56,13 +54,10 @@ static void free_cols(zx_pgc *c)
     free(c->decls);
     free(c->oids);
     free(c->rscol);
-    free(c->bf);
-    free(c->bfl);
+    zx_pgbin_copy_free(&c->bin);
     c->names = c->decls = NULL;
     c->oids = NULL;
     c->rscol = NULL;
-    c->bf = NULL;
-    c->bfl = NULL;
     c->ncols = 0;
 }
 
@@ -173,9 +168,7 @@ int zx_pgc_table(zx_pgc *c, const char *schema, const char *table, char *err, si
     c->binary = enc && !strcmp(enc, "UTF8");
     for (uint32_t i = 0; i < c->ncols && c->binary; i++)
         c->binary = zx_pgbin_known(c->oids[i]) && c->oids[i] != ZX_PGOID_BYTEA;
-    c->header_seen = 0;
-    if (c->binary && (!(c->bf = calloc(c->ncols, sizeof(*c->bf))) ||
-                      !(c->bfl = calloc(c->ncols, sizeof(*c->bfl))))) {
+    if (c->binary && zx_pgbin_copy_init(&c->bin, c->oids, c->ncols) < 0) {
         free(qual);
         free(q);
         return zx_seterr(err, errlen, "out of memory");
@@ -245,51 +238,6 @@ static int unescape(zx_pgc *c, const char *s, const char *e, size_t *n)
     return 0;
 }
 
-/* One message of a binary COPY (the header first, once; a row; or the
- * trailer) into rs: 1 a row added, 0 none, -1 error (err set). */
-static int binary_row(zx_pgc *c, const unsigned char *b, size_t n, zx_rowset *rs, char *err,
-                      size_t errlen)
-{
-    if (!c->header_seen) {
-        int64_t h = zx_pgbin_header(b, n);
-        if (h < 0)
-            return zx_seterr(err, errlen, "COPY TO STDOUT: the server's binary COPY does not "
-                             "start with its header");
-        c->header_seen = 1;
-        b += h;
-        n -= (size_t)h;
-        if (!n)
-            return 0;
-    }
-    int nf = zx_pgbin_tuple(b, n, c->ncols, c->bf, c->bfl);
-    if (nf == -1)
-        return 0; /* the trailer: the end follows */
-    if (nf != (int)c->ncols)
-        return zx_seterr(err, errlen, "COPY TO STDOUT: a row of the server's binary COPY %s",
-                         nf < 0 ? "is malformed" : "has another number of fields than the "
-                         "table's columns");
-    if (zx_rowset_begin_row(rs) < 0)
-        return zx_seterr(err, errlen, "out of memory");
-    for (uint32_t i = 0; i < c->ncols; i++) {
-        if (c->bfl[i] < 0)
-            continue; /* NULL */
-        zx_value v;
-        int rc = zx_pgbin_value(c->oids[i], c->bf[i], (size_t)c->bfl[i], rs, &v);
-        if (rc == 0 && zx_rowset_add(rs, (uint32_t)c->rscol[i], &v) < 0)
-            rc = -1;
-        if (rc) {
-            zx_rowset_abort_row(rs);
-            if (rc < 0)
-                return zx_seterr(err, errlen, "out of memory");
-            return zx_seterr(err, errlen, "COPY TO STDOUT: column %s: the server sent a value "
-                             "that is not of its type (OID %u) in binary form", c->names[i],
-                             (unsigned)c->oids[i]);
-        }
-    }
-    zx_rowset_end_row(rs);
-    return 1;
-}
-
 int64_t zx_pgc_read(zx_pgc *c, zx_rowset *rs, uint32_t max_rows, char *err, size_t errlen)
 {
     if (!c->copying)
@@ -318,9 +266,13 @@ int64_t zx_pgc_read(zx_pgc *c, zx_rowset *rs, uint32_t max_rows, char *err, size
         if (n < 0)
             return fail(c, NULL, "COPY TO STDOUT", err, errlen);
         if (c->binary) {
-            int rc = binary_row(c, (const unsigned char *)c->line, (size_t)n, rs, err, errlen);
+            char why[200];
+            int rc = zx_pgbin_copy_row(&c->bin, (const unsigned char *)c->line, (size_t)n,
+                                       c->rscol, rs, why, sizeof(why));
+            if (rc == -2)
+                return zx_seterr(err, errlen, "out of memory");
             if (rc < 0)
-                return -1;
+                return zx_seterr(err, errlen, "COPY TO STDOUT: %s", why);
             rows += rc;
             continue;
         }
