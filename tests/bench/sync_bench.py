@@ -254,6 +254,13 @@ def cmd_copy_ref(a):
     subprocess.run(["psql", a.src, "-qc", f"\\copy ({sel}) TO '/dev/null'"], check=True)
     out["read_seconds"] = round(time.monotonic() - t0, 3)
     out["read_cpu"] = cpu.stop()
+    # the same in COPY's binary form, as zx reads these columns
+    cpu = Cpu(None, a.pg_datadir).start()
+    t0 = time.monotonic()
+    subprocess.run(["psql", a.src, "-qc", f"\\copy ({sel}) TO '/dev/null' (FORMAT binary)"],
+                   check=True)
+    out["read_bin_seconds"] = round(time.monotonic() - t0, 3)
+    out["read_bin_cpu"] = cpu.stop()
     psycopg = _psycopg()
     with psycopg.connect(a.dst, autocommit=True) as c:
         c.execute("DROP TABLE IF EXISTS zxbench_copy")
@@ -515,6 +522,9 @@ def cmd_report(a):
     if cr:
         row("floor: psql \\copy (SELECT ...) TO /dev/null", cr["read_seconds"], cr["rows"],
             "reading the rows out of Postgres, nothing else", cr.get("read_cpu"), "psql")
+        if "read_bin_seconds" in cr:
+            row("floor: the same, COPY's binary form", cr["read_bin_seconds"], cr["rows"],
+                "as zx reads these columns", cr.get("read_bin_cpu"), "psql")
         row("floor: psql \\copy out | \\copy in (table with pk)", cr["copy_seconds"], cr["rows"],
             "into a fresh table of the destination database", cr.get("copy_cpu"), "psql")
 
@@ -621,6 +631,8 @@ def cmd_report(a):
     if cr:
         ratio("reading only: psql \\copy TO /dev/null / zx to_parquet (read + write)", zp_s,
               cr["read_seconds"])
+        ratio("reading only, binary: psql \\copy (FORMAT binary) / zx to_parquet", zp_s,
+              cr.get("read_bin_seconds"))
         ratio("postgres, first run: psql \\copy out | in / zx upsert", z1s, cr["copy_seconds"])
     ratio("postgres, first run: dlt merge / zx upsert", z1s, d1 and d1["seconds"])
     ratio("postgres, second run: dlt merge with an updated_at cursor / zx upsert", z2s,

@@ -8,7 +8,8 @@
 #     text (~20 bytes), plan text, amount double precision, active boolean,
 #     updated_at timestamptz.  zxd runs with it as its workspace.
 #     The floor, measured first: `psql \copy (SELECT ...) TO /dev/null`
-#     (reading the rows out) and `\copy ... TO STDOUT | psql \copy ... FROM
+#     (reading the rows out; and again in COPY's binary form, as zx reads
+#     these columns) and `\copy ... TO STDOUT | psql \copy ... FROM
 #     STDIN` into a fresh table with its primary key in the destination
 #     database (what a first upsert cannot beat).
 #  2. zx to_parquet: mode replace, files, format parquet, zstd.  Beside it
