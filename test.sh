@@ -152,12 +152,17 @@ export ZX_WORKSPACES=${ZX_WORKSPACES:-sqlite,postgres}
 # daemon, a timer or a server, so two tests at once take little more
 # time than one.  Every test has its own folder, ports, Postgres database,
 # topics and streams.  ZX_TEST_WORKERS=1 runs them one at a time.
+# Tests marked `serial` restart a server every test shares (conftest.py):
+# with two workers they run after the others, one at a time.
 TEST_WORKERS="${ZX_TEST_WORKERS:-2}"
 workers=()
 if [ "$TEST_WORKERS" -gt 1 ]; then
-    workers=(-n "$TEST_WORKERS" --dist loadfile)
+    workers=(-n "$TEST_WORKERS" --dist loadfile -m "not serial")
 fi
 ZX_HEAVY_TESTS=1 ZX_PACKAGE_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "${workers[@]}" --durations=30 "$@"
+if [ "$TEST_WORKERS" -gt 1 ]; then
+    ZX_HEAVY_TESTS=1 ZX_PACKAGE_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider -m serial "$@"
+fi
 
 echo "== [${SECONDS}s] end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"
 # On the SQLite workspace only: the processes, rings and sources under test
@@ -186,6 +191,12 @@ ZX_WORKSPACES=sqlite ZX_BUILD_DIR="$PWD/build-asan" python3 -m pytest tests/inte
     --deselect "tests/integration/test_files_s3.py::test_a_2_gb_object_streams_with_bounded_memory" \
     --deselect "tests/integration/test_parquet_files.py::test_ten_million_rows" \
     --durations=15 "$@"
+if [ "$TEST_WORKERS" -gt 1 ]; then
+    ASAN_OPTIONS="detect_leaks=1:log_path=$SAN_DIR/asan" \
+    UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan" \
+    ZX_WORKSPACES=sqlite ZX_BUILD_DIR="$PWD/build-asan" python3 -m pytest tests/integration -q \
+        -p no:cacheprovider -m serial "$@"
+fi
 if [ -n "$(ls -A "$SAN_DIR")" ]; then
     echo "sanitizer reports from zxd/zxctl processes:" >&2
     cat "$SAN_DIR"/* >&2

@@ -1076,6 +1076,9 @@ def pytest_configure(config):
         "markers", "postgres_only: runs once, on the Postgres workspace, whatever "
         "ZX_WORKSPACES says")
     config.addinivalue_line(
+        "markers", "serial: stops or restarts a server every test shares; test.sh runs "
+        "these after the others, one at a time, not beside them on its two workers")
+    config.addinivalue_line(
         "markers", "pairwise(NAME): each value of the parameter NAME on one workspace "
         "in turn, not on every one")
     unknown = [w for w in WORKSPACES if w not in KNOWN_WORKSPACES]

@@ -68,6 +68,7 @@ def ids_in(z):
     return [r[0] for r in z.query('SELECT id FROM "ev"')]
 
 
+@pytest.mark.serial  # restarts the PostgreSQL server every test shares
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
 def test_server_restart_mid_load_loses_nothing_acknowledged(make_zxd, mode):
     z = pg_zxd(make_zxd)
