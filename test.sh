@@ -42,6 +42,23 @@ stop_services() {
 }
 trap stop_services EXIT
 
+# tests_failed: a pytest pass failed; print the last errors the running
+# services logged (a server's own fault shows there, not in the test's
+# output), then fail.  Not PostgreSQL's: its log is full of the errors the
+# tests provoke on purpose.
+tests_failed() {
+    local s log
+    for s in kafka iceberg-rest opensearch redis kinesalite prometheus; do
+        log=$(tests/services/$s env 2>/dev/null | sed -n 's/^LOG=//p' | head -n 1)
+        [ -n "$log" ] && [ -f "$log" ] || continue
+        if grep -qE 'ERROR|FATAL|PANIC|Exception' "$log"; then
+            echo "== errors in $s's log ($log), the last 8:" >&2
+            grep -E 'ERROR|FATAL|PANIC|Exception' "$log" | tail -n 8 | cut -c1-400 >&2
+        fi
+    done
+    exit 1
+}
+
 echo "== [${SECONDS}s] PostgreSQL (tests/services/postgres), for the unit and end-to-end tests"
 # Started before the unit tests: test_workspace runs its suite against it
 # too (ZX_PG_DSN; meson test passes the environment through).  Its lines
@@ -159,9 +176,9 @@ workers=()
 if [ "$TEST_WORKERS" -gt 1 ]; then
     workers=(-n "$TEST_WORKERS" --dist loadfile -m "not serial")
 fi
-ZX_HEAVY_TESTS=1 ZX_PACKAGE_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "${workers[@]}" --durations=30 "$@"
+ZX_HEAVY_TESTS=1 ZX_PACKAGE_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider "${workers[@]}" --durations=30 "$@" || tests_failed
 if [ "$TEST_WORKERS" -gt 1 ]; then
-    ZX_HEAVY_TESTS=1 ZX_PACKAGE_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider -m serial "$@"
+    ZX_HEAVY_TESTS=1 ZX_PACKAGE_TESTS=1 ZX_BUILD_DIR="$PWD/build" python3 -m pytest tests/integration -q -p no:cacheprovider -m serial "$@" || tests_failed
 fi
 
 echo "== [${SECONDS}s] end-to-end tests against the ASan + UBSan build (any sanitizer report fails)"
@@ -190,12 +207,12 @@ ZX_WORKSPACES=sqlite ZX_BUILD_DIR="$PWD/build-asan" python3 -m pytest tests/inte
     --deselect "tests/integration/test_kinesis.py::test_the_secret_key_is_only_in_the_worker_that_uses_it" \
     --deselect "tests/integration/test_files_s3.py::test_a_2_gb_object_streams_with_bounded_memory" \
     --deselect "tests/integration/test_parquet_files.py::test_ten_million_rows" \
-    --durations=15 "$@"
+    --durations=15 "$@" || tests_failed
 if [ "$TEST_WORKERS" -gt 1 ]; then
     ASAN_OPTIONS="detect_leaks=1:log_path=$SAN_DIR/asan" \
     UBSAN_OPTIONS="print_stacktrace=1:log_path=$SAN_DIR/ubsan" \
     ZX_WORKSPACES=sqlite ZX_BUILD_DIR="$PWD/build-asan" python3 -m pytest tests/integration -q \
-        -p no:cacheprovider -m serial "$@"
+        -p no:cacheprovider -m serial "$@" || tests_failed
 fi
 if [ -n "$(ls -A "$SAN_DIR")" ]; then
     echo "sanitizer reports from zxd/zxctl processes:" >&2
