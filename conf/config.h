@@ -402,6 +402,7 @@ typedef struct zx_conf {
                                 The sqlite_* fields hold their defaults, and
                                 are unused, with ZX_WS_KIND_POSTGRES */
     char *sqlite_synchronous;/* "normal" (default) | "full" */
+    char *sqlite_page_size;  /* "4KiB" .. "64KiB" (default "32KiB"): new files */
     /* ZX_WS_KIND_POSTGRES only: with ZX_WS_KIND_SQLITE pg_dsn and
      * pg_dsn_shown are NULL, pg_schema and pg_application_name hold their
      * defaults. */

@@ -23,6 +23,7 @@
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const synchronous[] = {"normal", "full", NULL};
+static const char *const sqlite_page_sizes[] = {"4KiB", "8KiB", "16KiB", "32KiB", "64KiB", NULL};
 static const char *const directions[] = {"stream", "out", NULL};
 static const char *const token_roles[] = {"orchestrator", "agent", "status", NULL};
 static const char *const status_pages[] = {"auto", "on", "off", NULL};
@@ -334,6 +335,17 @@ const zx_cf_option zx_cf_options[] = {
      .help = "`normal`: a power loss may lose the last commits, never "
      "corrupts. `full`: commits survive a power loss, at a cost per "
      "commit."},
+    {.section = "workspace.sqlite", .name = "page_size", .type = ZX_CF_ENUM,
+     .def = "32KiB", .offset = ROOT(sqlite_page_size),
+     .allowed = sqlite_page_sizes,
+     .help = "The page size of a workspace file zx creates; an existing "
+     "file keeps its own (SQLite's `VACUUM` after `PRAGMA journal_mode="
+     "delete; PRAGMA page_size=N` changes it, with zxd stopped). Larger "
+     "pages write less per appended row, smaller ones less per row a mirror "
+     "updates or deletes at random (a changed row rewrites its whole page). "
+     "On a 2-core machine: `64KiB` appends ~4% faster than `32KiB`; "
+     "`16KiB` and `4KiB` cut the p99 of CDC at 10,000 changes/s from 59 ms "
+     "to 47 and 36 ms, appending 4% and 20% slower."},
 
     {.section = "workspace.postgres", .name = "dsn", .type = ZX_CF_DSN,
      .offset = ROOT(pg_dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,

@@ -212,7 +212,7 @@ int main(void)
     zx_store *st = NULL;
     CHECK(zx_store_open(dir, 0, 0, &st, err, sizeof(err)) == 0);
     snprintf(path, sizeof(path), "%s/ws.db", dir);
-    zx_ws *w = zx_ws_open_sqlite(path, "normal", "test", NULL, err, sizeof(err));
+    zx_ws *w = zx_ws_open_sqlite(path, "normal", 0, "test", NULL, err, sizeof(err));
     CHECK(w != NULL);
     if (!st || !w)
         return 1;

@@ -199,7 +199,7 @@ static int sqlite_exec(const char *sql)
 
 static zx_ws *sqlite_open(void)
 {
-    zx_ws *w = zx_ws_open_sqlite(dbpath, "normal", "test", NULL, err, sizeof(err));
+    zx_ws *w = zx_ws_open_sqlite(dbpath, "normal", 0, "test", NULL, err, sizeof(err));
     if (!w)
         printf("open failed: %s\n", err);
     return w;
@@ -450,9 +450,9 @@ static void test_open_errors(void)
 {
     int locked = -1;
     if (!B->pg) {
-        CHECK(zx_ws_open_sqlite(dbpath, "sometimes", NULL, NULL, err, sizeof(err)) == NULL);
+        CHECK(zx_ws_open_sqlite(dbpath, "sometimes", 0, NULL, NULL, err, sizeof(err)) == NULL);
         CHECK_HAS(err, "synchronous");
-        CHECK(zx_ws_open_sqlite("/nonexistent/dir/x.db", "full", NULL, &locked, err,
+        CHECK(zx_ws_open_sqlite("/nonexistent/dir/x.db", "full", 0, NULL, &locked, err,
                                 sizeof(err)) == NULL && locked == 0);
     } else {
         /* nothing listens there; the message shows dsn_shown, never the dsn */
@@ -1204,9 +1204,9 @@ static void test_lock(void)
     char path[400], want[64];
     snprintf(path, sizeof(path), "%s/locked.db", dir);
     int locked = -1;
-    zx_ws *a = zx_ws_open_sqlite(path, "normal", "data_dir /first", &locked, err, sizeof(err));
+    zx_ws *a = zx_ws_open_sqlite(path, "normal", 0, "data_dir /first", &locked, err, sizeof(err));
     CHECK(a != NULL && locked == 0);
-    zx_ws *b = zx_ws_open_sqlite(path, "normal", "data_dir /second", &locked, err, sizeof(err));
+    zx_ws *b = zx_ws_open_sqlite(path, "normal", 0, "data_dir /second", &locked, err, sizeof(err));
     CHECK(b == NULL && locked == 1);
     snprintf(want, sizeof(want), "pid %ld on host ", (long)getpid());
     CHECK_HAS(err, "in use by another zxd");
@@ -1215,7 +1215,7 @@ static void test_lock(void)
     CHECK_HAS(err, "locked.db-zxlock");
     zx_ws_close(b);
     zx_ws_close(a);
-    b = zx_ws_open_sqlite(path, "normal", "data_dir /second", &locked, err, sizeof(err));
+    b = zx_ws_open_sqlite(path, "normal", 0, "data_dir /second", &locked, err, sizeof(err));
     CHECK(b != NULL && locked == 0);
     zx_ws_close(b);
 }
@@ -1227,7 +1227,7 @@ static void test_modes(void)
     char path[400], f[420];
     snprintf(path, sizeof(path), "%s/modes.db", dir);
     mode_t old = umask(022);
-    zx_ws *w = zx_ws_open_sqlite(path, "normal", NULL, NULL, err, sizeof(err));
+    zx_ws *w = zx_ws_open_sqlite(path, "normal", 0, NULL, NULL, err, sizeof(err));
     CHECK(w != NULL);
     if (w) {
         zx_ws_result res;

@@ -161,7 +161,7 @@ int main(void)
         return 1;
     zx_rowset_init(&w->rs);
     zx_rowset_init(&w->rs2);
-    w->ws = zx_ws_open_sqlite(path, "normal", "test", NULL, err, sizeof(err));
+    w->ws = zx_ws_open_sqlite(path, "normal", 0, "test", NULL, err, sizeof(err));
     CHECK(w->ws != NULL);
     if (!w->ws || sqlite3_open(path, &sq) != SQLITE_OK) {
         printf("open: %s\n", err);

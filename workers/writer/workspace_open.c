@@ -9,9 +9,17 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* workspace.sqlite.page_size ("4KiB" ... "64KiB", checked by the
+ * configuration) in bytes; 0 when not set. */
+static int sqlite_page_size(const struct zx_conf *c)
+{
+    return c->sqlite_page_size ? atoi(c->sqlite_page_size) * 1024 : 0;
+}
 
 zx_ws *zx_ws_open(const struct zx_conf *c, const char *owner, const char *instance,
                   int *locked, char *err, size_t errlen)
@@ -20,7 +28,8 @@ zx_ws *zx_ws_open(const struct zx_conf *c, const char *owner, const char *instan
         return zx_ws_open_postgres(c->pg_dsn, c->pg_dsn_shown, c->pg_schema,
                                    c->pg_application_name, owner,
                                    c->pg_shared ? instance : NULL, locked, err, errlen);
-    return zx_ws_open_sqlite(c->sqlite_path, c->sqlite_synchronous, owner, locked, err, errlen);
+    return zx_ws_open_sqlite(c->sqlite_path, c->sqlite_synchronous,
+                             sqlite_page_size(c), owner, locked, err, errlen);
 }
 
 int zx_ws_test(const struct zx_conf *c, char *out, size_t outlen)

@@ -139,8 +139,8 @@ static int create_db_file(const char *path, char *err, size_t errlen)
     return -1;
 }
 
-zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *owner,
-                         int *locked, char *err, size_t errlen)
+zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, int page_size,
+                         const char *owner, int *locked, char *err, size_t errlen)
 {
     wsq *w = calloc(1, sizeof(*w));
     char *jm = NULL;
@@ -161,6 +161,11 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
                       synchronous);
         goto fail;
     }
+    if (page_size && (page_size < 4096 || page_size > 65536 || (page_size & (page_size - 1)))) {
+        zx_seterr(err, errlen, "workspace: page_size must be 4KiB, 8KiB, 16KiB, 32KiB or "
+                  "64KiB, not %d bytes", page_size);
+        goto fail;
+    }
     /* Memory statistics cost a global mutex per allocation (about 40% of
      * insert speed).  Process-wide and only possible before SQLite is first
      * used; harmlessly refused (SQLITE_MISUSE) after that. */
@@ -176,10 +181,11 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, const char *
         goto fail;
     }
     sqlite3_busy_timeout(w->db, 5000);
-    /* 64 KiB pages for a new file (ignored for an existing one): a sixteenth
-     * of the page writes of the 4 KiB default on append-heavy tables
-     * (measured: 246k -> 289k rows/s in tests/bench/push_bench.sh). */
-    sqlite3_exec(w->db, "PRAGMA page_size=65536", NULL, NULL, NULL);
+    /* the page size of a new file (ignored for an existing one):
+     * ZX_WS_SQLITE_PAGE_SIZE (workspace.h) says what it trades */
+    char ps[40];
+    snprintf(ps, sizeof(ps), "PRAGMA page_size=%d", page_size ? page_size : ZX_WS_SQLITE_PAGE_SIZE);
+    sqlite3_exec(w->db, ps, NULL, NULL, NULL);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(w->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
