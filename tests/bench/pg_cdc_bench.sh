@@ -60,6 +60,8 @@
 #   ZX_BENCH_SKIP_STREAM=1   the initial copy only
 #   ZX_BENCH_BACKLOG=0       no backlog measurement (the end of 2. above)
 #   ZX_BENCH_KEEP=1          keep the SQLite workspace files too (big)
+#   ZX_BENCH_WS_EXTRA        one more line under `workspace:` of zxd's
+#                            configuration (e.g. "commit_interval: 100ms")
 #   ZX_BUILD_DIR             build folder (default <repo>/build)
 #   ZX_PG_BIN                PostgreSQL binaries (default /usr/lib/postgresql/15/bin: pgbench)
 set -euo pipefail
@@ -266,7 +268,8 @@ server:
   http:
     listen: "127.0.0.1:$port"
 workspace:
-$ws_lines
+$ws_lines${ZX_BENCH_WS_EXTRA:+
+  $ZX_BENCH_WS_EXTRA}
 pipelines:
   $pipeline:
     direction: stream
