@@ -43,7 +43,7 @@ import time
 
 import pytest
 
-from conftest import uid, wait_for
+from conftest import descendants_of, proc_state, proc_title, uid, wait_for
 from kafka_fixtures import (_start_broker, check_offsets, kafka, make_kzxd,  # noqa: F401
                             run_kafka_script, settle)
 
@@ -381,8 +381,39 @@ def test_three_zxd_started_and_stopped_in_turn_write_nothing_twice(kafka, make_k
         for z in zs:
             out |= ids(z)
         return out
-    wait_for(lambda: len(union()) >= n, lambda: f"{n} ids in the three tables (have "
-             f"{len(union())})\n" + zs[0].log_tail(30), deadline=180)
+    def missing():
+        """Which ids no workspace has, as ranges per partition (id % parts),
+        and each zxd's log about them: what a failure needs to be read."""
+        u = union()
+        gone = sorted(set(range(n)) - u)
+        per = {}
+        for i in gone:
+            per.setdefault(i % parts, []).append(i)
+        out = [f"{n} ids in the three tables (have {len(u)}); missing per partition:"]
+        for part, v in sorted(per.items()):
+            out.append(f"  partition {part}: {len(v)} ids, {v[0]}..{v[-1]} "
+                       f"(offsets {v[0] // parts}..{v[-1] // parts})")
+        for k, z in enumerate(zs):
+            out.append(f"---- zxd {k}: its processes, each thread's state and wait channel ----")
+            for pid in [z.proc.pid] + descendants_of(z.proc.pid):
+                threads = []
+                for tid in sorted(os.listdir(f"/proc/{pid}/task")) if os.path.isdir(
+                        f"/proc/{pid}/task") else []:
+                    try:
+                        with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                            wchan = f.read().strip() or "-"
+                    except OSError:
+                        wchan = "?"
+                    threads.append(f"{tid}:{proc_state(int(tid))}:{wchan}")
+                out.append(f"  {pid} {proc_title(pid)!r}: {' '.join(threads)}")
+            lines = [l for l in z.log_text().splitlines()
+                     if "kafka_" in l and ("revoked" in l or "assigned" in l or "seek" in l
+                                           or "gap" in l or "fence" in l or "lost" in l)]
+            out.append(f"---- zxd {k}: its Kafka group events (last 40) ----")
+            out += lines[-40:]
+        return "\n".join(out)
+
+    wait_for(lambda: len(union()) >= n, missing, deadline=180)
     u = union()
     assert len(u) == n and min(u) == 0 and max(u) == n - 1
     twice = [id_stats(z, "churn") for z in zs]
