@@ -51,6 +51,18 @@ zx_type zx_value_column_type(const zx_value *v)
     return (zx_type)v->type;
 }
 
+size_t zx_value_str_bytes(const zx_value *v)
+{
+    switch ((zx_type)v->type) {
+    case ZX_T_TEXT:
+    case ZX_T_JSON:
+    case ZX_T_TIMESTAMP:
+        return v->len;
+    default:
+        return 0;
+    }
+}
+
 zx_type zx_type_merge(zx_type have, zx_type seen)
 {
     if (have == ZX_T_NULL)
@@ -92,6 +104,8 @@ void zx_rowset_reset(zx_rowset *rs)
         rs->arena->used = 0;
     }
     rs->arena_bytes = 0;
+    rs->str_bytes = 0;
+    rs->name_bytes = 0;
 }
 
 void zx_rowset_free(zx_rowset *rs)
@@ -207,6 +221,7 @@ int64_t zx_rowset_column(zx_rowset *rs, const char *name, size_t len, zx_type t)
     c->name = copy;
     c->name_len = (uint32_t)len;
     c->type = t;
+    rs->name_bytes += len;
     uint32_t mask = rs->col_index_cap - 1;
     uint32_t h = name_hash(name, len) & mask;
     while (rs->col_index[h])
@@ -245,6 +260,7 @@ int zx_rowset_add(zx_rowset *rs, uint32_t col, const zx_value *v)
     zx_cell *c = &rs->cells[rs->ncells++];
     c->col = col;
     c->v = *v;
+    rs->str_bytes += zx_value_str_bytes(v);
     rs->cols[col].type = zx_type_merge(rs->cols[col].type, zx_value_column_type(v));
     return 0;
 }
@@ -262,6 +278,8 @@ void zx_rowset_abort_row(zx_rowset *rs)
 {
     if (!rs->row_open)
         return;
+    for (uint64_t i = rs->row_start[rs->nrows]; i < rs->ncells; i++)
+        rs->str_bytes -= zx_value_str_bytes(&rs->cells[i].v);
     rs->ncells = rs->row_start[rs->nrows];
     rs->row_open = 0;
 }
@@ -293,6 +311,10 @@ void zx_rowset_truncate(zx_rowset *rs, const zx_rowset_mark *m)
     rs->ncells = m->ncells;
     if (rs->row_start)
         rs->row_start[rs->nrows] = rs->ncells;
+    for (uint64_t i = rs->ncells; i < old_ncells; i++)
+        rs->str_bytes -= zx_value_str_bytes(&rs->cells[i].v);
+    for (uint32_t c = m->ncols; c < rs->ncols; c++)
+        rs->name_bytes -= rs->cols[c].name_len;
     if (m->ncols < rs->ncols) {
         rs->ncols = m->ncols;
         /* rebuild the index over the kept columns (open addressing has no
@@ -361,6 +383,8 @@ int zx_rowset_add_to_rows(zx_rowset *rs, uint32_t first, const uint32_t *cols,
         e = b;
     }
     rs->ncells = need;
+    for (size_t i = 0; i < n; i++)
+        rs->str_bytes += (size_t)rows * zx_value_str_bytes(&vals[i]);
     for (size_t i = 0; i < n; i++)
         rs->cols[cols[i]].type =
             zx_type_merge((zx_type)rs->cols[cols[i]].type, zx_value_column_type(&vals[i]));

@@ -102,7 +102,19 @@ typedef struct zx_rowset {
 
     struct zx_arena_chunk *arena;
     size_t arena_bytes;    /* bytes handed out by the arena, for metrics */
+
+    /* What an encoder writes, kept as cells and columns come and go (a
+     * frame's size is bounded by these, not by the arena: one arena string
+     * may be the value of many cells, as a Kafka key is of every row of
+     * its message). */
+    size_t str_bytes;      /* string bytes of the cells (TEXT, JSON,
+                              TIMESTAMP text), once per cell */
+    size_t name_bytes;     /* bytes of the columns' names */
 } zx_rowset;
+
+/* Bytes of v an encoder writes as a string (len for TEXT, JSON and
+ * TIMESTAMP, else 0). */
+size_t zx_value_str_bytes(const zx_value *v);
 
 /* Initialise an empty rowset.  Never fails (allocates lazily). */
 void zx_rowset_init(zx_rowset *rs);

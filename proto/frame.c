@@ -241,11 +241,11 @@ size_t zx_frame_meta_estimate(const zx_frame_meta *m)
 
 size_t zx_frame_estimate(const zx_rowset *rs)
 {
-    /* per column: array(2) + str header (5) + type (1); names in arena_bytes.
+    /* per column: array(2) + str header (5) + type (1) + its name.
      * per row: array header (5) + one byte per column (nil, or the first
      * byte of a value); per cell on top of that: up to 13 more bytes (ext32
-     * header 6 + timestamp 8 - 1); string bytes <= arena_bytes. */
-    return 256 + rs->arena_bytes + (size_t)rs->ncols * 8 +
+     * header 6 + timestamp 8 - 1) and its string, once per cell. */
+    return 256 + rs->str_bytes + rs->name_bytes + (size_t)rs->ncols * 8 +
            (size_t)rs->nrows * (5 + (size_t)rs->ncols) + (size_t)rs->ncells * 14;
 }
 

@@ -321,7 +321,9 @@ typedef struct zx_frame_meta {
 int zx_frame_encode(const zx_frame_meta *m, const zx_rowset *rs, zx_buf *out);
 
 /* Cheap O(1) upper bound of the bytes the rows and columns of rs take in a
- * frame (string bytes bounded by rs->arena_bytes), plus 256 bytes for the
+ * frame (string bytes from rs->str_bytes and rs->name_bytes: a string shared
+ * by many cells counts once per cell; other arena data such as rejects'
+ * bytes is not counted), plus 256 bytes for the
  * fixed part and short metadata.  Long metadata strings are not counted: add
  * zx_frame_meta_estimate(m) for an exact bound of the whole frame. */
 size_t zx_frame_estimate(const zx_rowset *rs);

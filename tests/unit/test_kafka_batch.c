@@ -522,6 +522,79 @@ static void test_fingerprints(void)
     kb_free(&b);
 }
 
+/* The string bytes of rs's cells and column names, counted again. */
+static void recount(const zx_rowset *rs, size_t *str, size_t *names)
+{
+    *str = *names = 0;
+    for (uint64_t i = 0; i < rs->ncells; i++)
+        *str += zx_value_str_bytes(&rs->cells[i].v);
+    for (uint32_t c = 0; c < rs->ncols; c++)
+        *names += rs->cols[c].name_len;
+}
+
+/* kb_estimate bounds the encoded frame when one arena string is the value
+ * of many cells (a message's key and timestamp on every row of its JSON
+ * array: the fuzzer's crash-shared-key-over-estimate), with rejects, and
+ * stays exact through a message taken back (KB_FULL). */
+static void test_estimate(void)
+{
+    enum { KEY = 20000, ROWS = 40 };
+    char *key = malloc(KEY + 1), *payload = malloc(ROWS * 16 + 4);
+    memset(key, 'k', KEY);
+    key[KEY] = 0;
+    size_t n = 0;
+    payload[n++] = '[';
+    for (int i = 0; i < ROWS; i++)
+        n += (size_t)sprintf(payload + n, "%s{\"n\":%d}", i ? "," : "", i);
+    payload[n++] = ']';
+    payload[n] = 0;
+
+    kbatch b;
+    kb_init(&b, ALL_META);
+    kb_msg m = msg("t", 0, 1, key, payload);
+    m.ts_ms = 1764518400000LL;
+    CHECK(kb_add(&b, &m, 0, BIG) == KB_ADDED);
+    CHECK(b.rs.nrows == ROWS);
+    size_t str, names;
+    recount(&b.rs, &str, &names);
+    CHECK(b.rs.str_bytes == str && b.rs.name_bytes == names);
+    CHECK(str >= (size_t)ROWS * KEY);
+    kb_msg bad = msg("t", 0, 2, key, "not json");
+    CHECK(kb_add(&b, &bad, 0, BIG) == KB_ADDED);
+    CHECK(b.nrej == 1 && b.rej_bytes >= KEY);
+
+    /* a message that does not fit: everything as it was */
+    size_t est = kb_estimate(&b), rej_bytes = b.rej_bytes;
+    kb_msg more = msg("t", 0, 3, key, payload);
+    CHECK(kb_add(&b, &more, 0, est + 1000) == KB_FULL);
+    CHECK(kb_estimate(&b) == est && b.rej_bytes == rej_bytes);
+    recount(&b.rs, &str, &names);
+    CHECK(b.rs.str_bytes == str && b.rs.name_bytes == names);
+
+    zx_frame_meta fm;
+    CHECK(kb_meta(&b, &fm) == 0);
+    fm.pipeline = "p";
+    fm.table = "t";
+    zx_buf fb;
+    zx_buf_init(&fb);
+    CHECK(zx_frame_encode(&fm, &b.rs, &fb) == 0);
+    CHECK(fb.len > (size_t)ROWS * KEY && fb.len <= kb_estimate(&b));
+
+    /* an aborted row and a reset give their bytes back */
+    zx_rowset_begin_row(&b.rs);
+    zx_value t = {.type = ZX_T_TEXT, .len = 3, .s = "abc"};
+    zx_rowset_add(&b.rs, 0, &t);
+    CHECK(b.rs.str_bytes == str + 3);
+    zx_rowset_abort_row(&b.rs);
+    CHECK(b.rs.str_bytes == str);
+    kb_reset(&b);
+    CHECK(b.rs.str_bytes == 0 && b.rs.name_bytes == 0 && b.rej_bytes == 0);
+    zx_buf_free(&fb);
+    kb_free(&b);
+    free(key);
+    free(payload);
+}
+
 int main(void)
 {
     test_add_to_rows();
@@ -533,6 +606,7 @@ int main(void)
     test_fenced_positions();
     test_reasons();
     test_fingerprints();
+    test_estimate();
     if (failures)
         printf("%d check(s) failed\n", failures);
     return failures != 0;

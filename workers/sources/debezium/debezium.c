@@ -259,6 +259,18 @@ int zx_dbz_note_decl(zx_dbz_frame *f, int64_t col, const char *decl)
     return 0;
 }
 
+/* The longest declared type: the static names (27 bytes at most), or
+ * "numeric(p,s)" made in zx_dbz_kind.numeric. */
+#define DECL_MAX sizeof(((zx_dbz_kind *)0)->numeric)
+
+size_t zx_dbz_frame_meta_bound(const zx_dbz_frame *f)
+{
+    size_t n = 64 + strlen(f->table) + f->rs->name_bytes + (size_t)f->rs->ncols * (16 + DECL_MAX);
+    for (size_t i = 0; i < f->nkeys; i++)
+        n += 8 + (f->keys[i] ? strlen(f->keys[i]) : 0);
+    return n;
+}
+
 int zx_dbz_frame_types(zx_dbz_frame *f, const zx_frame_coltype **types, size_t *n)
 {
     f->ntypes = 0;

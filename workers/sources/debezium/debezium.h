@@ -212,6 +212,11 @@ void zx_dbz_frame_free(zx_dbz_frame *f);
  * (ENOMEM). */
 int zx_dbz_frame_types(zx_dbz_frame *f, const zx_frame_coltype **types, size_t *n);
 
+/* Upper bound of the bytes f's table, keys and declared types take in the
+ * frame's meta (zx_frame_estimate counts the rows, not these; each column's
+ * name is written again beside its type).  O(keys).  Never fails. */
+size_t zx_dbz_frame_meta_bound(const zx_dbz_frame *f);
+
 /* Decode message m and append its change to f (see the top of this file).
  * Returns ZX_DBZ_ADDED, _SKIPPED, _REJECT (why: one sentence, for
  * __rejects; f and rs unchanged), _OTHER (f unchanged; never when f is

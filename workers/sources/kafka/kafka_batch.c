@@ -25,7 +25,7 @@
 #include "workers/sources/kafka/kafka_int.h"
 
 /* Bytes a position and a reject take in a frame beside their strings
- * (which live in the arena, counted by zx_frame_estimate). */
+ * (counted apart: a reject's in rej_bytes). */
 #define POS_OVERHEAD 48
 #define REJ_OVERHEAD 32
 
@@ -52,6 +52,7 @@ void kb_reset(kbatch *b)
     zx_dbz_frame_reset(&b->df);
     b->notes = 0;
     b->nrej = 0;
+    b->rej_bytes = 0;
     b->npos = 0;
     b->last_pos = 0;
     b->nmsgs = 0;
@@ -233,7 +234,9 @@ int kb_note_position(kbatch *b, uint32_t part, const char *topic, int32_t partit
 
 size_t kb_estimate(const kbatch *b)
 {
-    size_t est = zx_frame_estimate(&b->rs) + b->nrej * REJ_OVERHEAD;
+    size_t est = zx_frame_estimate(&b->rs) + b->nrej * REJ_OVERHEAD + b->rej_bytes;
+    if (b->dbz && b->df.changes)
+        est += zx_dbz_frame_meta_bound(&b->df);
     for (size_t i = 0; i < b->npos; i++)
         est += POS_OVERHEAD + strlen(b->pos[i].topic);
     return est;
@@ -252,6 +255,19 @@ static int arena_copy(zx_rowset *rs, const void *p, size_t len, const void **out
     *out = c;
     *olen = len;
     return 0;
+}
+
+/* The string bytes a reject adds to the frame (beside REJ_OVERHEAD). */
+static size_t rej_size(const zx_frame_reject *r)
+{
+    return strlen(r->reason) + strlen(r->position) + r->raw_len + r->key_len;
+}
+
+/* Forget the rejects from the n-th on. */
+static void drop_rejects(kbatch *b, size_t n)
+{
+    while (b->nrej > n)
+        b->rej_bytes -= rej_size(&b->rej[--b->nrej]);
 }
 
 /* Append a reject for m.  0 or -1 (ENOMEM). */
@@ -276,6 +292,7 @@ static int add_reject(kbatch *b, const kb_msg *m, const char *reason)
     if (m->key && arena_copy(rs, m->key, m->key_len, &r.key, &r.key_len) < 0)
         return -1;
     b->rej[b->nrej++] = r;
+    b->rej_bytes += rej_size(&r);
     return 0;
 }
 
@@ -392,7 +409,7 @@ int kb_add(kbatch *b, const kb_msg *m, uint32_t part, size_t limit)
         zx_rowset_truncate(rs, &mk);
         if (b->dbz && (b->df.changes = changes0) == 0)
             zx_dbz_frame_reset(&b->df);
-        b->nrej = nrej0;
+        drop_rejects(b, nrej0);
         b->ts_text = ts_text0;
         b->ts_ms = ts_ms0;
         if (!alone)
@@ -422,7 +439,7 @@ nomem:
     zx_rowset_truncate(rs, &mk);
     if (b->dbz && (b->df.changes = changes0) == 0)
         zx_dbz_frame_reset(&b->df);
-    b->nrej = nrej0;
+    drop_rejects(b, nrej0);
     b->ts_text = ts_text0;
     b->ts_ms = ts_ms0;
     return KB_NOMEM;

@@ -106,6 +106,7 @@ typedef struct kbatch {
                                   _TIMESTAMP: columns added to each row */
     zx_frame_reject *rej;
     size_t nrej, rej_cap;
+    size_t rej_bytes;          /* their strings' bytes, for the estimate */
     kb_pos *pos;
     size_t npos, pos_cap, last_pos;
     zx_frame_pos *fpos;        /* built by kb_meta */

@@ -35,6 +35,7 @@ void kn_reset(kn_batch *b)
 {
     zx_rowset_reset(&b->rs);
     b->nrej = 0;
+    b->rej_bytes = 0;
     b->npos = 0;
     b->nrecords = 0;
     b->first_us = 0;
@@ -55,7 +56,7 @@ int kn_empty(const kn_batch *b)
 
 size_t kn_estimate(const kn_batch *b)
 {
-    size_t est = zx_frame_estimate(&b->rs) + b->nrej * REJ_OVERHEAD;
+    size_t est = zx_frame_estimate(&b->rs) + b->nrej * REJ_OVERHEAD + b->rej_bytes;
     for (size_t i = 0; i < b->npos; i++)
         est += POS_OVERHEAD + strlen(b->pos[i].part) + b->pos[i].value_len;
     return est;
@@ -78,6 +79,19 @@ int kn_set_position(kn_batch *b, const char *part, const char *text)
         return -1;
     b->pos[b->npos++] = (zx_frame_pos){.part = p, .value = v, .value_len = tl};
     return 0;
+}
+
+/* The string bytes a reject adds to the frame (beside REJ_OVERHEAD). */
+static size_t rej_size(const zx_frame_reject *r)
+{
+    return strlen(r->reason) + strlen(r->position) + r->raw_len + r->key_len;
+}
+
+/* Forget the rejects from the n-th on. */
+static void drop_rejects(kn_batch *b, size_t n)
+{
+    while (b->nrej > n)
+        b->rej_bytes -= rej_size(&b->rej[--b->nrej]);
 }
 
 static int add_reject(kn_batch *b, const kn_rec *r, const char *reason)
@@ -113,6 +127,7 @@ static int add_reject(kn_batch *b, const kn_rec *r, const char *reason)
         j.key_len = r->pk_len;
     }
     b->rej[b->nrej++] = j;
+    b->rej_bytes += rej_size(&j);
     return 0;
 }
 
@@ -213,7 +228,7 @@ int kn_add(kn_batch *b, const kn_rec *r, size_t limit)
     }
     if (kn_estimate(b) + POS_OVERHEAD + 2 * ZX_KIN_SEQ_MAX > limit) {
         zx_rowset_truncate(rs, &mk);
-        b->nrej = nrej0;
+        drop_rejects(b, nrej0);
         if (!alone)
             return KN_FULL;
         char reason[200];
@@ -229,6 +244,6 @@ int kn_add(kn_batch *b, const kn_rec *r, size_t limit)
 
 nomem:
     zx_rowset_truncate(rs, &mk);
-    b->nrej = nrej0;
+    drop_rejects(b, nrej0);
     return KN_NOMEM;
 }

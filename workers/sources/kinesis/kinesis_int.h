@@ -37,6 +37,7 @@ typedef struct kn_batch {
     uint32_t metadata;          /* ZX_META_SHARD | _SEQUENCE | _PARTITION_KEY | _ARRIVAL */
     zx_frame_reject *rej;
     size_t nrej, rej_cap;
+    size_t rej_bytes;          /* their strings' bytes, for the estimate */
     zx_frame_pos *pos;          /* one per shard; strings in the arena */
     size_t npos, pos_cap;
     uint64_t nrecords;          /* user records in it */
