@@ -343,9 +343,11 @@ const zx_cf_option zx_cf_options[] = {
      "delete; PRAGMA page_size=N` changes it, with zxd stopped). Larger "
      "pages write less per appended row, smaller ones less per row a mirror "
      "updates or deletes at random (a changed row rewrites its whole page). "
-     "On a 2-core machine: `64KiB` appends ~4% faster than `32KiB`; "
-     "`16KiB` and `4KiB` cut the p99 of CDC at 10,000 changes/s from 59 ms "
-     "to 47 and 36 ms, appending 4% and 20% slower."},
+     "On a 2-core machine (tests/bench/push_bench.sh appends, "
+     "pg_cdc_bench.sh at 10,000 changes/s): `64KiB` appends ~4% faster than "
+     "`32KiB` (718-734k against 706k rows/s) but its CDC p99 is 102-108 ms; "
+     "`16KiB` and `4KiB` cut that p99 from 59 ms to 47 and 36 ms, appending "
+     "4% and 20% slower."},
 
     {.section = "workspace.postgres", .name = "dsn", .type = ZX_CF_DSN,
      .offset = ROOT(pg_dsn), .flags = ZX_CF_REQUIRED | ZX_CF_SECRET,

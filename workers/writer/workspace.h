@@ -71,7 +71,8 @@ const char *zx_ws_status(zx_ws *w);
  * synchronous "normal" or "full" (NULL = "full"), a 32 MiB page cache and
  * temporary storage in memory; creates _zx_checkpoints.  page_size: the
  * page size in bytes of a file this call creates (a power of two from 4096
- * to 65536; 0: ZX_WS_SQLITE_PAGE_SIZE); an existing file keeps its own.
+ * to 65536: workspace.sqlite.page_size, whose default and trade-offs
+ * conf/options.c states; 0: SQLite's own); an existing file keeps its own.
  * Returns the handle, or NULL with a message in err.
  *
  * One workspace, one writer: the handle holds an exclusive lock (flock) on
@@ -92,16 +93,6 @@ const char *zx_ws_status(zx_ws *w);
  * costs ~40% of insert speed) when SQLite has not been used yet. */
 zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, int page_size,
                          const char *owner, int *locked, char *err, size_t errlen);
-
-/* The page size of a new SQLite workspace file unless configured
- * (workspace.sqlite.page_size).  Larger pages write less per appended row;
- * smaller ones less per row a mirror updates or deletes at random (each
- * changed row rewrites its whole page into the WAL).  Measured on this
- * 2-core machine (tests/bench/push_bench.sh appends; pg_cdc_bench.sh CDC at
- * 10,000 changes/s, p99 source commit -> mirror): 4 KiB 563k rows/s, p99
- * 36 ms; 16 KiB 653-686k, 47 ms; 32 KiB 706k, 59 ms; 64 KiB 718-734k,
- * 102-108 ms. */
-#define ZX_WS_SQLITE_PAGE_SIZE 32768
 
 /* Open the Postgres workspace: connect with the libpq DSN dsn (URI or
  * key=value; dsn_shown is how messages show it, password hidden), create

@@ -181,11 +181,12 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, int page_siz
         goto fail;
     }
     sqlite3_busy_timeout(w->db, 5000);
-    /* the page size of a new file (ignored for an existing one):
-     * ZX_WS_SQLITE_PAGE_SIZE (workspace.h) says what it trades */
-    char ps[40];
-    snprintf(ps, sizeof(ps), "PRAGMA page_size=%d", page_size ? page_size : ZX_WS_SQLITE_PAGE_SIZE);
-    sqlite3_exec(w->db, ps, NULL, NULL, NULL);
+    /* the page size of a new file (ignored for an existing one) */
+    if (page_size) {
+        char ps[40];
+        snprintf(ps, sizeof(ps), "PRAGMA page_size=%d", page_size);
+        sqlite3_exec(w->db, ps, NULL, NULL, NULL);
+    }
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(w->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
