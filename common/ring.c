@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define RING_MAGIC    UINT64_C(0x7a78726e67686472)  /* "zxrnghdr" */
@@ -62,7 +63,14 @@ struct zx_ring_hdr {
     /* Seq of the last released record.  Consumer: release store before
      * rh_head, never decreasing.  Producer: acquire load (after rh_head). */
     _Atomic uint64_t rh_acked_seq;
-    uint8_t rh_pad2[RING_LINE - 16];
+    /* Where a release that gives pages back (zx_ring_give_back) is taking
+     * the head: stored after rh_acked_seq and before the pages go, then
+     * rh_head follows.  The records in [rh_head, rh_freeing) may be zeroes:
+     * whoever walks from the head (a new producer's recovery, a new
+     * consumer) starts at rh_freeing when it is ahead.  The producer writes
+     * only below rh_head + capacity, so never into the pages going. */
+    _Atomic uint64_t rh_freeing;
+    uint8_t rh_pad2[RING_LINE - 24];
 };
 
 _Static_assert(sizeof(struct zx_ring_hdr) == 3 * RING_LINE, "ring header size");
@@ -164,6 +172,7 @@ int zx_ring_format(void *mem, uint64_t capacity)
     atomic_store_explicit(&h->rh_pub_seq, 0, memory_order_relaxed);
     atomic_store_explicit(&h->rh_head, 0, memory_order_relaxed);
     atomic_store_explicit(&h->rh_acked_seq, 0, memory_order_relaxed);
+    atomic_store_explicit(&h->rh_freeing, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     __atomic_store_n(&h->rh_magic, RING_MAGIC, __ATOMIC_RELEASE);
     return 0;
@@ -227,6 +236,19 @@ void zx_ring_drain_fd(int efd)
     errno = saved;
 }
 
+/* Where walks from the head start: rh_freeing when a release is giving
+ * pages back (or its consumer died doing it) and it is within [head, tail],
+ * else rh_head. */
+static uint64_t walk_start(const zx_ring *r, uint64_t tail)
+{
+    struct zx_ring_hdr *h = r->hdr;
+    uint64_t head = atomic_load_explicit(&h->rh_head, memory_order_acquire);
+    uint64_t fr = atomic_load_explicit(&h->rh_freeing, memory_order_acquire);
+    if (fr != head && (fr & 7u) == 0 && fr - head <= tail - head && tail - head <= r->cap)
+        return fr;
+    return head;
+}
+
 /* ---------------------------------------------------------------- producer */
 
 uint64_t zx_ring_max_record(const zx_ring *r) { return ring_max_record(r->cap); }
@@ -247,21 +269,32 @@ static zx_ring_result ring_prod_recover(zx_ring *r)
     uint64_t tail = atomic_load_explicit(&h->rh_tail, memory_order_acquire);
     uint64_t pub = atomic_load_explicit(&h->rh_pub_seq, memory_order_acquire);
     uint64_t head = atomic_load_explicit(&h->rh_head, memory_order_acquire);
-    uint64_t acked = atomic_load_explicit(&h->rh_acked_seq, memory_order_acquire);
-    uint64_t best = pub > acked ? pub : acked;
-    uint64_t pos = head;
-    uint64_t expect = 0;
+    uint64_t best = 0;
 
     if (tail - head > r->cap || (tail & 7u) != 0)
         return ZX_RING_CORRUPT;
-    while (pos != tail) {
-        struct ring_found f;
-        if (ring_peek(r, pos, tail, expect, &f) != ZX_RING_OK)
+    /* A release giving pages back may zero records under the walk: it
+     * moves rh_freeing first, so a walk that fails while the start moved
+     * is made again (each retry means the consumer moved on). */
+    for (int tries = 0;; tries++) {
+        uint64_t start = walk_start(r, tail);
+        uint64_t acked = atomic_load_explicit(&h->rh_acked_seq, memory_order_acquire);
+        uint64_t pos = start, expect = 0;
+        zx_ring_result rc = ZX_RING_OK;
+        best = pub > acked ? pub : acked;
+        while (pos != tail) {
+            struct ring_found f;
+            if ((rc = ring_peek(r, pos, tail, expect, &f)) != ZX_RING_OK)
+                break;
+            if (f.seq > best)
+                best = f.seq;
+            expect = f.seq + 1;
+            pos = f.end;
+        }
+        if (rc == ZX_RING_OK)
+            break;
+        if (tries >= 64 || walk_start(r, tail) == start)
             return ZX_RING_CORRUPT;
-        if (f.seq > best)
-            best = f.seq;
-        expect = f.seq + 1;
-        pos = f.end;
     }
     if (best == UINT64_MAX)
         return ZX_RING_CORRUPT;
@@ -366,10 +399,11 @@ uint64_t zx_ring_used_bytes(const zx_ring *r)
 void zx_ring_cursor_init(const zx_ring *r, zx_ring_cursor *c)
 {
     struct zx_ring_hdr *h = r->hdr;
-    /* head before acked_seq: the consumer stores them in the other order. */
-    uint64_t head = atomic_load_explicit(&h->rh_head, memory_order_acquire);
-    uint64_t acked = atomic_load_explicit(&h->rh_acked_seq, memory_order_acquire);
+    /* head (or where a predecessor was taking it, giving pages back) before
+     * acked_seq: the consumer stores them in the other order. */
     uint64_t tail = atomic_load_explicit(&h->rh_tail, memory_order_acquire);
+    uint64_t head = walk_start(r, tail);
+    uint64_t acked = atomic_load_explicit(&h->rh_acked_seq, memory_order_acquire);
     struct ring_found f;
 
     c->pos = head;
@@ -399,6 +433,40 @@ zx_ring_result zx_ring_next(zx_ring *r, zx_ring_cursor *c, const void **data,
     return ZX_RING_OK;
 }
 
+void zx_ring_give_back(zx_ring *r, int on)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    r->give_back = on && pg > 0 ? (uint64_t)pg : 0;
+}
+
+/* Give the whole pages of data bytes [a, b) back (a <= b <= cap). */
+static void give_back_span(zx_ring *r, uint64_t a, uint64_t b)
+{
+    uintptr_t pg = (uintptr_t)r->give_back;
+    uintptr_t s = ((uintptr_t)(r->data + a) + pg - 1) & ~(pg - 1);
+    uintptr_t e = (uintptr_t)(r->data + b) & ~(pg - 1);
+    if (e > s && madvise((void *)s, e - s, MADV_REMOVE) != 0)
+        r->give_back = 0;   /* not shared file memory: keep the pages */
+}
+
+/* Before the head moves from head to pos: give back the whole pages of
+ * what this release frees.  Only those: the producer may already be
+ * writing over anything before head (its next lap), so pages a release
+ * leaves partly unreleased are kept until the next lap. */
+static void give_back(zx_ring *r, uint64_t head, uint64_t pos)
+{
+    uint64_t n = pos - head;
+    int saved = errno;
+    uint64_t a = head % r->cap;
+    if (a + n <= r->cap) {
+        give_back_span(r, a, a + n);
+    } else {
+        give_back_span(r, a, r->cap);
+        give_back_span(r, 0, a + n - r->cap);
+    }
+    errno = saved;
+}
+
 void zx_ring_release(zx_ring *r, const zx_ring_cursor *c, int wake)
 {
     struct zx_ring_hdr *h = r->hdr;
@@ -411,6 +479,10 @@ void zx_ring_release(zx_ring *r, const zx_ring_cursor *c, int wake)
         return;
     if (c->seq > acked)
         atomic_store_explicit(&h->rh_acked_seq, c->seq, memory_order_release);
+    if (r->give_back && c->pos - head >= r->give_back) {
+        atomic_store_explicit(&h->rh_freeing, c->pos, memory_order_release);
+        give_back(r, head, c->pos);
+    }
     atomic_store_explicit(&h->rh_head, c->pos, memory_order_release);
     if (wake)
         zx_ring_wake_fd(r->peer_fd);

@@ -52,7 +52,7 @@ typedef enum {
 } zx_ring_result;
 
 /* Format version stored in the header; bumped on any layout change. */
-#define ZX_RING_VERSION 1u
+#define ZX_RING_VERSION 2u
 /* Smallest and largest data capacity accepted by zx_ring_format. */
 #define ZX_RING_MIN_CAPACITY 256u
 #define ZX_RING_MAX_CAPACITY (UINT64_C(1) << 40)
@@ -72,6 +72,9 @@ typedef struct zx_ring {
     uint64_t res_tail;      /* published tail when the reservation was made */
     uint64_t res_skip;      /* bytes skipped at the end of the data area */
     uint64_t res_len;       /* payload bytes reserved */
+    /* consumer-private state */
+    uint64_t give_back;     /* page size when released pages go back to the
+                               kernel (zx_ring_give_back), else 0 */
 } zx_ring;
 
 /* Consumer position: pos = byte position (monotonic) after the last record
@@ -183,7 +186,21 @@ zx_ring_result zx_ring_next(zx_ring *r, zx_ring_cursor *c, const void **data,
 
 /* Free everything up to the cursor and publish acked_seq = c->seq (release
  * stores: first acked_seq, then the head).  A cursor outside the published,
- * unreleased range is ignored.  wake != 0 writes the peer eventfd. */
+ * unreleased range is ignored.  wake != 0 writes the peer eventfd.  With
+ * zx_ring_give_back on, the whole pages this call frees go back to the
+ * kernel before the head moves, so that the producer never writes into a
+ * page being given back (a page only partly freed by one call stays: the
+ * producer may be writing its freed part already). */
 void zx_ring_release(zx_ring *r, const zx_ring_cursor *c, int wake);
+
+/* Make this consumer handle give the pages it releases back to the kernel
+ * (madvise MADV_REMOVE: the ring then holds about the bytes in flight, not
+ * every page it ever used, when it is released in spans of pages or more,
+ * as the writer releases frames; the producer's next lap maps fresh zeroed
+ * pages, one fault per page).  Only for a ring in MAP_SHARED memory of a memfd or
+ * shm file (zx_segment's); where the kernel refuses (other memory) it turns
+ * itself off.  Never fails. */
+void zx_ring_give_back(zx_ring *r, int on);
+
 
 #endif /* ZX_COMMON_RING_H */

@@ -38,6 +38,8 @@ static int attach_rings(zx_segment *seg, char *err, size_t errlen)
             zx_seterr(err, errlen, "segment %.64s: ring %s is damaged", h->name, rings[i].what);
             return -1;
         }
+        /* memfd memory: its consumer gives released pages back */
+        zx_ring_give_back(rings[i].r, 1);
     }
     return 0;
 }

@@ -8,7 +8,10 @@
  * checksum of its bytes), per-producer counters go 1, 2, 3, ... with no gap
  * and no duplicate across restarts (a replacement derives its counter from
  * the ring's last published record, zx_ring_next_seq), and the counter equals
- * the ring's own sequence number.  Stops after 1,000,000 records and prints
+ * the ring's own sequence number, while the consumer gives the pages it
+ * releases back to the kernel (zx_ring_give_back: a page given back too
+ * early would show as zeroes, failing the checksum).  Stops after
+ * 1,000,000 records and prints
  * the figures.  Wake-ups through eventfds and poll(); the poll timeout is
  * only a safety net.
  *
@@ -237,6 +240,7 @@ int main(void)
         if (zx_ring_attach(&ring[i], T.seg + (size_t)i * T.ring_size, T.ring_size) != ZX_RING_OK)
             FAIL("attach ring %d", i);
         zx_ring_set_peer(&ring[i], T.space_efd[i]);
+        zx_ring_give_back(&ring[i], 1);   /* as zx_segment's consumers do */
         zx_ring_cursor_init(&ring[i], &cur[i]);
         expect[i] = 1;
     }
