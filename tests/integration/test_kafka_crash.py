@@ -56,11 +56,18 @@ PAD = "p" * 120
 def produce_paced(kafka, topic, n, partitions, chunks, pause, errors, conf=None):
     """Produce ids 0..n-1 (~200-byte JSON) round robin over the partitions,
     in `chunks` bursts `pause` seconds apart, from a producer of its own
-    (conf: more of its settings)."""
+    (conf: more of its settings).  A message the broker never took (its
+    delivery report is an error) is put in errors: a missing id is then the
+    producer's, not zx's."""
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": kafka.addr("plaintext"), "linger.ms": 10,
                   "batch.num.messages": 10000, "queue.buffering.max.messages": 1000000,
                   **(conf or {})})
+    failed = []
+
+    def delivered(err, msg):
+        if err is not None:
+            failed.append((msg.partition(), err.str()))
     try:
         per = n // chunks
         for c in range(chunks):
@@ -69,7 +76,8 @@ def produce_paced(kafka, topic, n, partitions, chunks, pause, errors, conf=None)
                 v = '{"id":%d,"kind":"crash-test","pad":"%s"}' % (i, PAD)
                 while True:
                     try:
-                        p.produce(topic, value=v, partition=i % partitions)
+                        p.produce(topic, value=v, partition=i % partitions,
+                                  on_delivery=delivered)
                         break
                     except BufferError:
                         p.poll(0.05)
@@ -78,6 +86,12 @@ def produce_paced(kafka, topic, n, partitions, chunks, pause, errors, conf=None)
         left = p.flush(120)
         if left:
             errors.append(f"{left} messages not delivered")
+        if failed:
+            per = {}
+            for part, why in failed:
+                per.setdefault(part, set()).add(why)
+            errors.append(f"the producer lost {len(failed)} messages: " + "; ".join(
+                f"partition {k}: {sorted(v)}" for k, v in sorted(per.items())))
     except Exception as e:  # reported by the test
         errors.append(repr(e))
 
@@ -389,7 +403,8 @@ def test_three_zxd_started_and_stopped_in_turn_write_nothing_twice(kafka, make_k
         per = {}
         for i in gone:
             per.setdefault(i % parts, []).append(i)
-        out = [f"{n} ids in the three tables (have {len(u)}); missing per partition:"]
+        out = [f"{n} ids in the three tables (have {len(u)}); the topic's end offsets "
+               f"{kafka.end_offsets(topic)}; missing per partition:"]
         for part, v in sorted(per.items()):
             out.append(f"  partition {part}: {len(v)} ids, {v[0]}..{v[-1]} "
                        f"(offsets {v[0] // parts}..{v[-1] // parts})")
@@ -407,7 +422,8 @@ def test_three_zxd_started_and_stopped_in_turn_write_nothing_twice(kafka, make_k
                     threads.append(f"{tid}:{proc_state(int(tid))}:{wchan}")
                 out.append(f"  {pid} {proc_title(pid)!r}: {' '.join(threads)}")
             words = ("revoke", "assigned", "seek", "gap", "fence", "lost", "resume", "commit",
-                     "start_new", "witness", "kafka_open", "kafka_closed")
+                     "start_new", "witness", "kafka_open", "kafka_closed", "doubt", "settled",
+                     "offset_gap", "topic_reset")
             lines = [l for l in z.log_text().splitlines()
                      if "kafka_" in l and any(w in l for w in words)]
             # the first incarnation's first rebalance matters as much as the end
