@@ -2232,6 +2232,31 @@ static void run_suite(const backend *b)
            failures - failures0);
 }
 
+/* Postgres' array parameters of batched mirror statements (no server):
+ * every value quoted, " and \ escaped, NULL bare, an empty array {}. */
+static void test_pg_array_literal(void)
+{
+    zx_buf b = { 0 };
+    CHECK(zx_wsp_array_param(&b, 2, "numeric(14,4)") == 0);
+    CHECK(b.len == strlen("$3::numeric(14,4)[]") && !memcmp(b.p, "$3::numeric(14,4)[]", b.len));
+    b.len = 0;
+    CHECK(zx_wsp_array_add(&b, NULL) == 0 && b.len == 2 && !memcmp(b.p, "{}", 2));
+    b.len = 0;
+    zx_fit_out o[5] = {
+        { .st = ZX_FIT_S_INT, .i = -42 },
+        { .st = ZX_FIT_S_TEXT, .s = "a\"b\\c,{NULL}", .len = 12 },
+        { .st = ZX_FIT_S_NULL },
+        { .st = ZX_FIT_S_TEXT, .s = "NULL", .len = 4 },
+        { .st = ZX_FIT_S_REAL, .d = 0.5 },
+    };
+    for (int i = 0; i < 5; i++)
+        CHECK(zx_wsp_array_add(&b, &o[i]) == 0);
+    CHECK(zx_wsp_array_add(&b, NULL) == 0);
+    const char *want = "{\"-42\",\"a\\\"b\\\\c,{NULL}\",NULL,\"NULL\",\"0.5\"}";
+    CHECK(b.len == strlen(want) && !memcmp(b.p, want, b.len));
+    zx_buf_free(&b);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -2242,6 +2267,7 @@ int main(void)
     }
     snprintf(dbpath, sizeof(dbpath), "%s/workspace.db", dir);
     zx_rowset_init(&rs);
+    test_pg_array_literal();
 
     /* SQLite */
     B = &sqlite_backend;

@@ -560,9 +560,14 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
     a.vals = calloc(slots, sizeof(*a.vals));
     a.bufs = calloc(slots, sizeof(*a.bufs));
     a.nvals = (uint32_t)slots;
+    if (w->ops->array_param) {
+        a.narr = rs->ncols + (uint32_t)c->nkey_cols + 1;
+        a.arr = calloc(a.narr, sizeof(*a.arr));
+    }
     zx_rowset h;
     zx_rowset_init(&h);
-    if (!v || !cc.old || !cc.key || !cc.tcol || !a.vals || !a.bufs || !a.v2 || !names)
+    if (!v || !cc.old || !cc.key || !cc.tcol || !a.vals || !a.bufs || !a.v2 || !names ||
+        (a.narr && !a.arr))
         goto nomem;
     zx_ts_format(c->ingested_at_us ? c->ingested_at_us : zx_now_us(), w->ts);
     for (size_t k = 0; k < c->nkey_cols; k++) {
@@ -634,6 +639,9 @@ out:
     for (uint32_t i = 0; a.bufs && i < a.nvals; i++)
         zx_buf_free(&a.bufs[i]);
     free(a.bufs);
+    for (uint32_t i = 0; a.arr && i < a.narr; i++)
+        zx_buf_free(&a.arr[i]);
+    free(a.arr);
     free(a.vals);
     free(a.v2);
     free(v);

@@ -37,6 +37,9 @@ typedef struct apply {
     zx_fit_out *vals;        /* value slots: a change's, or a batch's */
     zx_buf *bufs;        /* one scratch buffer per slot */
     uint32_t nvals;
+    zx_buf *arr;             /* per parameter: an array of a batch's values
+                                (backends with ops->array_param), narr */
+    uint32_t narr;
     const zx_value **v;      /* a row's cells by rowset column */
     const zx_value **v2;     /* another row's (comparing keys) */
     zx_ws_result *res;

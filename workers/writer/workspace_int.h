@@ -169,6 +169,15 @@ typedef struct ws_ops {
      * transaction goes on), -1 database failure (err set). */
     const char *(*decl_for_source)(const char *src_type);
     void (*param)(zx_buf *b, uint32_t i);
+    /* Batched mirror statements with one array parameter per column
+     * (workspace_changes_batch.c), NULL when the backend has none and
+     * lists the values instead (SQLite): array_param appends the text of
+     * parameter i as an array of the declared type decl (Postgres:
+     * "$1::decl[]"): 0 or -1 ENOMEM; array_add appends one value to the
+     * array literal arr (empty: it opens it), o NULL closes it: 0 or -1
+     * ENOMEM. */
+    int (*array_param)(zx_buf *b, uint32_t i, const char *decl);
+    int (*array_add)(zx_buf *arr, const zx_fit_out *o);
     /* append t's name / a column's name as the SQL of this backend (quoted;
      * Postgres: schema-qualified, long names shortened).  0 or -1 ENOMEM. */
     int (*table_sql)(zx_ws *w, ws_table *t, zx_buf *b);

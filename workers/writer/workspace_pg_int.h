@@ -130,6 +130,11 @@ const char *zx_wsp_decl_for_type(zx_type t);
 zx_fit_kind zx_wsp_kind_from_decl(const char *decl);
 const char *zx_wsp_decl_for_source(const char *src);
 void zx_wsp_param(zx_buf *b, uint32_t i);
+/* ws_ops.array_param and array_add (workspace_int.h): "$N::decl[]", and
+ * Postgres' array literal ({"v",NULL,...}, every value quoted, \ and "
+ * escaped). */
+int zx_wsp_array_param(zx_buf *b, uint32_t i, const char *decl);
+int zx_wsp_array_add(zx_buf *arr, const zx_fit_out *o);
 int zx_wsp_load_table(zx_ws *w, ws_table *t);
 int zx_wsp_create_table(zx_ws *w, ws_table *t, const ws_coldef *cols, size_t n, char *err,
                         size_t errlen);

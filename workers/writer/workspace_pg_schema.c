@@ -143,6 +143,44 @@ void zx_wsp_param(zx_buf *b, uint32_t i)
     zx_buf_put(b, p, strlen(p));
 }
 
+int zx_wsp_array_param(zx_buf *b, uint32_t i, const char *decl)
+{
+    char p[16];
+    snprintf(p, sizeof(p), "$%u::", i + 1);
+    return zx_buf_put(b, p, strlen(p)) < 0 || zx_buf_put(b, decl, strlen(decl)) < 0 ||
+           zx_buf_put(b, "[]", 2) < 0 ? -1 : 0;
+}
+
+int zx_wsp_array_add(zx_buf *arr, const zx_fit_out *o)
+{
+    if (!o)
+        return zx_buf_put(arr, arr->len ? "}" : "{}", arr->len ? 1 : 2);
+    if (zx_buf_put(arr, arr->len ? "," : "{", 1) < 0)
+        return -1;
+    char num[40];
+    const char *s = num;
+    size_t n;
+    switch (o->st) {
+    case ZX_FIT_S_INT: n = (size_t)snprintf(num, sizeof(num), "%lld", (long long)o->i); break;
+    case ZX_FIT_S_REAL: n = (size_t)snprintf(num, sizeof(num), "%.17g", o->d); break;
+    case ZX_FIT_S_TEXT: s = o->s; n = o->len; break;
+    default: return zx_buf_put(arr, "NULL", 4);
+    }
+    /* the value as p_exec_row would send it, quoted */
+    if (zx_buf_reserve(arr, 2 * n + 2) < 0)
+        return -1;
+    char *d = arr->p + arr->len;
+    *d++ = '"';
+    for (size_t k = 0; k < n; k++) {
+        if (s[k] == '"' || s[k] == '\\')
+            *d++ = '\\';
+        *d++ = s[k];
+    }
+    *d++ = '"';
+    arr->len = (size_t)(d - arr->p);
+    return 0;
+}
+
 static wsp_table *be_of(wsp *w, ws_table *t)
 {
     if (t->be)
