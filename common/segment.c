@@ -39,7 +39,7 @@ static int attach_rings(zx_segment *seg, char *err, size_t errlen)
             return -1;
         }
         /* memfd memory: its consumer gives released pages back */
-        zx_ring_give_back(rings[i].r, 1);
+        zx_ring_give_back(rings[i].r, ZX_RING_FAST_BPS);
     }
     return 0;
 }

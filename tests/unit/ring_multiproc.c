@@ -240,7 +240,7 @@ int main(void)
         if (zx_ring_attach(&ring[i], T.seg + (size_t)i * T.ring_size, T.ring_size) != ZX_RING_OK)
             FAIL("attach ring %d", i);
         zx_ring_set_peer(&ring[i], T.space_efd[i]);
-        zx_ring_give_back(&ring[i], 1);   /* as zx_segment's consumers do */
+        zx_ring_give_back(&ring[i], UINT64_MAX);   /* at any rate */
         zx_ring_cursor_init(&ring[i], &cur[i]);
         expect[i] = 1;
     }

@@ -623,7 +623,7 @@ static void test_give_back(void)
         zx_ring p, c;
         zx_ring_cursor cur;
         CHECK(zx_ring_attach(&p, m, size) == ZX_RING_OK && zx_ring_attach(&c, m, size) == ZX_RING_OK);
-        zx_ring_give_back(&c, on);
+        zx_ring_give_back(&c, on ? UINT64_MAX : 0);
         zx_ring_cursor_init(&c, &cur);
         int ok = 1;
         for (uint64_t sent = 0; sent < 3 * cap;) {
@@ -655,7 +655,7 @@ static void test_give_back(void)
     zx_ring p, c;
     zx_ring_cursor cur;
     CHECK(zx_ring_attach(&p, m, sz) == ZX_RING_OK && zx_ring_attach(&c, m, sz) == ZX_RING_OK);
-    zx_ring_give_back(&c, 1);
+    zx_ring_give_back(&c, UINT64_MAX);
     zx_ring_cursor_init(&c, &cur);
     for (int i = 0; i < 64; i++) {
         CHECK(put(&p, 100000) != 0);
