@@ -146,8 +146,14 @@ zx_pub_result zx_src_publish(zx_src *rt, const zx_frame_meta *m, const zx_rowset
     /* the writer keeps what it applies of it for the forwarder */
     mm.forward = zx_conf_forwards(rt->a->pipeline);
     zx_buf_reset(&rt->fb);
-    if (zx_frame_encode(&mm, rs, &rt->fb) < 0)
-        return errno == ENOMEM ? ZX_PUB_NOMEM : ZX_PUB_TOO_BIG;
+    if (zx_frame_encode(&mm, rs, &rt->fb) < 0) {
+        if (errno == ENOMEM)
+            return ZX_PUB_NOMEM;
+        /* a bug, not the size: say so where the operator looks */
+        zx_error("event=frame_invalid pipeline=%s detail=\"zx_frame_encode refused the "
+                 "frame's metadata or columns (EINVAL): a bug in this source\"", rt->name);
+        return ZX_PUB_TOO_BIG;
+    }
     if (rt->fb.len > zx_ring_max_record(rt->frames))
         return ZX_PUB_TOO_BIG;
     rt->kept = 1;

@@ -199,8 +199,9 @@ int run_cursor_pos(srun *r, zx_frame_pos *pos)
     if (zx_src_position_find(r->rt, ZX_CURSOR_PART, &had, &hlen) == 0 && hlen == n &&
         !memcmp(had, r->mark_bytes, n))
         return 0;   /* the same mark: nothing to record */
-    pos->part = ZX_CURSOR_PART;
-    pos->value = r->mark_bytes;
-    pos->value_len = n;
+    /* the whole entry: fenced, from and first too (encode refuses
+     * garbage there) */
+    *pos = (zx_frame_pos){ .part = ZX_CURSOR_PART, .value = r->mark_bytes, .value_len = n,
+                           .from = -1, .first = -1 };
     return n > 0;
 }

@@ -119,7 +119,7 @@ int run_record_hashes(srun *r)
     int started = 0;
     /* the cursor's mark goes with the last frame (none: a frame of its
      * own), committed by the writer with the run's hashes */
-    zx_frame_pos mark;
+    zx_frame_pos mark = { 0 };
     int with_mark = !r->prerecording && run_cursor_pos(r, &mark);
     if (r->hashes_from_keys ? zx_keysort_rewind(r->keys) < 0
         : zx_spill_rewind(r->prerecording ? &r->pre : &r->hashes) < 0)
