@@ -465,9 +465,8 @@ static int fast(zx_ring *r, uint64_t n)
     r->gb_bytes += n;
     uint64_t dt = now - r->gb_since;
     if (dt >= 100000000u) {
-        /* bytes per second, without overflow for any real window */
-        r->gb_fast = r->gb_bytes / (dt / 1000000u ? dt / 1000000u : 1) * 1000u >
-                     r->gb_fast_bps;
+        /* bytes per second; dt is at least 100 ms, so dt / 1e6 >= 100 */
+        r->gb_fast = r->gb_bytes / (dt / 1000000u) * 1000u > r->gb_fast_bps;
         r->gb_since = now;
         r->gb_bytes = 0;
     }

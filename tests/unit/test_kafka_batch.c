@@ -16,6 +16,7 @@
 #include "proto/frame.h"
 #include "workers/sources/kafka/kafka_int.h"
 
+#include "tests/unit/batch_testlib.h"
 #include "tests/unit/check.h"
 
 #define ALL_META (ZX_META_KEY | ZX_META_PARTITION | ZX_META_OFFSET | ZX_META_TIMESTAMP)
@@ -522,16 +523,6 @@ static void test_fingerprints(void)
     kb_free(&b);
 }
 
-/* The string bytes of rs's cells and column names, counted again. */
-static void recount(const zx_rowset *rs, size_t *str, size_t *names)
-{
-    *str = *names = 0;
-    for (uint64_t i = 0; i < rs->ncells; i++)
-        *str += zx_value_str_bytes(&rs->cells[i].v);
-    for (uint32_t c = 0; c < rs->ncols; c++)
-        *names += rs->cols[c].name_len;
-}
-
 /* kb_estimate bounds the encoded frame when one arena string is the value
  * of many cells (a message's key and timestamp on every row of its JSON
  * array: the fuzzer's crash-shared-key-over-estimate), with rejects, and
@@ -539,15 +530,9 @@ static void recount(const zx_rowset *rs, size_t *str, size_t *names)
 static void test_estimate(void)
 {
     enum { KEY = 20000, ROWS = 40 };
-    char *key = malloc(KEY + 1), *payload = malloc(ROWS * 16 + 4);
+    char *key = malloc(KEY + 1), *payload = json_rows_array(ROWS);
     memset(key, 'k', KEY);
     key[KEY] = 0;
-    size_t n = 0;
-    payload[n++] = '[';
-    for (int i = 0; i < ROWS; i++)
-        n += (size_t)sprintf(payload + n, "%s{\"n\":%d}", i ? "," : "", i);
-    payload[n++] = ']';
-    payload[n] = 0;
 
     kbatch b;
     kb_init(&b, ALL_META);
@@ -556,7 +541,7 @@ static void test_estimate(void)
     CHECK(kb_add(&b, &m, 0, BIG) == KB_ADDED);
     CHECK(b.rs.nrows == ROWS);
     size_t str, names;
-    recount(&b.rs, &str, &names);
+    rowset_recount(&b.rs, &str, &names);
     CHECK(b.rs.str_bytes == str && b.rs.name_bytes == names);
     CHECK(str >= (size_t)ROWS * KEY);
     kb_msg bad = msg("t", 0, 2, key, "not json");
@@ -568,7 +553,7 @@ static void test_estimate(void)
     kb_msg more = msg("t", 0, 3, key, payload);
     CHECK(kb_add(&b, &more, 0, est + 1000) == KB_FULL);
     CHECK(kb_estimate(&b) == est && b.rej_bytes == rej_bytes);
-    recount(&b.rs, &str, &names);
+    rowset_recount(&b.rs, &str, &names);
     CHECK(b.rs.str_bytes == str && b.rs.name_bytes == names);
 
     zx_frame_meta fm;

@@ -16,6 +16,7 @@
 #include "proto/frame.h"
 #include "workers/sources/kinesis/kinesis_int.h"
 
+#include "tests/unit/batch_testlib.h"
 #include "tests/unit/check.h"
 
 #define BIG ((size_t)1 << 30)
@@ -53,15 +54,9 @@ static size_t encoded(kn_batch *b)
 static void test_estimate(void)
 {
     enum { PK = 8192, ROWS = 200 };
-    char *pk = malloc(PK + 1), *arr = malloc(ROWS * 16 + 4);
+    char *pk = malloc(PK + 1), *arr = json_rows_array(ROWS);
     memset(pk, 'p', PK);
     pk[PK] = 0;
-    size_t n = 0;
-    arr[n++] = '[';
-    for (int i = 0; i < ROWS; i++)
-        n += (size_t)sprintf(arr + n, "%s{\"n\":%d}", i ? "," : "", i);
-    arr[n++] = ']';
-    arr[n] = 0;
 
     kn_batch b;
     kn_init(&b, ALL_META);
@@ -81,6 +76,10 @@ static void test_estimate(void)
     kn_rec again = rec("49590338271490256608559692538361571095921575989136588900", pk, arr);
     CHECK(kn_add(&b, &again, est + 4096) == KN_FULL);
     CHECK(kn_estimate(&b) == est && b.rs.ncells == cells && b.nrej == nrej);
+    size_t str, names;
+    rowset_recount(&b.rs, &str, &names);
+    CHECK(b.rs.str_bytes == str && b.rs.name_bytes == names);
+    CHECK(str >= (size_t)ROWS * PK);
 
     /* alone and over the limit: one reject, no rows */
     kn_reset(&b);

@@ -162,6 +162,35 @@ static void note(run *u, uint32_t slot, uint32_t r, int unch)
     k->unch |= (uint8_t)unch;
 }
 
+/* Appends " ON CONFLICT (key, ...) DO UPDATE SET c = excluded.c, ..." to
+ * a->sql for the rowset's columns the table has, not listed unchanged (unch)
+ * and not of the key; DO NOTHING when none is left.  0, or -1 out of memory. */
+static int on_conflict(apply *a, const zx_value *unch)
+{
+    zx_buf *b = &a->sql;
+    const zx_ws_changes *c = a->c;
+    const zx_rowset *rs = a->rs;
+    const ws_ops *ops = a->w->ops;
+    if (ws_sql_str(b, " ON CONFLICT (") < 0)
+        return -1;
+    for (size_t k = 0; k < c->nkey_cols; k++)
+        if ((k && ws_sql_str(b, ", ") < 0) || ops->ident(b, wc_key_name(a, k)) < 0)
+            return -1;
+    if (ws_sql_str(b, ") DO ") < 0)
+        return -1;
+    uint32_t nset = 0;
+    for (uint32_t col = 0; col < rs->ncols; col++) {
+        if (a->cc->tcol[col] < 0 || wc_listed(unch, rs->cols[col].name) ||
+            wc_is_key(c, rs->cols[col].name))
+            continue;
+        if (ws_sql_str(b, nset++ ? ", " : "UPDATE SET ") < 0 ||
+            ops->ident(b, wc_col_name(a, col)) < 0 || ws_sql_str(b, " = excluded.") < 0 ||
+            ops->ident(b, wc_col_name(a, col)) < 0)
+            return -1;
+    }
+    return nset ? 0 : ws_sql_str(b, "NOTHING") < 0 ? -1 : 0;
+}
+
 /* batch() for a backend that takes arrays (ops->array_param): the same
  * statement with one array parameter per column, whatever the rows (a
  * short text the server parses once per statement instead of a value list
@@ -251,21 +280,7 @@ static int batch_arrays(apply *a, const uint32_t *rows, uint32_t n, int kind, ch
         for (uint32_t j = 0; j < ncol && !bad; j++)
             bad = (j && ws_sql_str(b, ", ") < 0) ||
                   ops->array_param(b, j, a->t->cols[a->cc->tcol[which[j]]].decl) < 0;
-        bad = bad || ws_sql_str(b, ") ON CONFLICT (") < 0;
-        for (size_t k = 0; k < c->nkey_cols && !bad; k++)
-            bad = (k && ws_sql_str(b, ", ") < 0) || ops->ident(b, wc_key_name(a, k)) < 0;
-        bad = bad || ws_sql_str(b, ") DO ") < 0;
-        uint32_t nset = 0;
-        for (uint32_t j = 0; j < ncol && !bad; j++) {
-            uint32_t col = (uint32_t)which[j];
-            if (wc_is_key(c, rs->cols[col].name))
-                continue;
-            bad = ws_sql_str(b, nset++ ? ", " : "UPDATE SET ") < 0 ||
-                  ops->ident(b, wc_col_name(a, col)) < 0 || ws_sql_str(b, " = excluded.") < 0 ||
-                  ops->ident(b, wc_col_name(a, col)) < 0;
-        }
-        if (!bad && nset == 0)
-            bad = ws_sql_str(b, "NOTHING") < 0;
+        bad = bad || ws_sql_str(b, ")") < 0 || on_conflict(a, unch) < 0;
     }
     if (bad) {
         ret = zx_seterr(err, errlen, "workspace: out of memory");
@@ -348,21 +363,7 @@ static int batch(apply *a, const uint32_t *rows, uint32_t n, int kind, char *err
             }
             bad = bad || ws_sql_str(b, ")") < 0;
         }
-        bad = bad || ws_sql_str(b, " ON CONFLICT (") < 0;
-        for (size_t k = 0; k < c->nkey_cols && !bad; k++)
-            bad = (k && ws_sql_str(b, ", ") < 0) || a->w->ops->ident(b, wc_key_name(a, k)) < 0;
-        bad = bad || ws_sql_str(b, ") DO ") < 0;
-        uint32_t nset = 0;
-        for (uint32_t col = 0; col < rs->ncols && !bad; col++) {
-            if (a->cc->tcol[col] < 0 || wc_listed(unch, rs->cols[col].name) ||
-                wc_is_key(c, rs->cols[col].name))
-                continue;
-            bad = ws_sql_str(b, nset++ ? ", " : "UPDATE SET ") < 0 ||
-                  a->w->ops->ident(b, wc_col_name(a, col)) < 0 ||
-                  ws_sql_str(b, " = excluded.") < 0 || a->w->ops->ident(b, wc_col_name(a, col)) < 0;
-        }
-        if (!bad && nset == 0)
-            bad = ws_sql_str(b, "NOTHING") < 0;
+        bad = bad || on_conflict(a, unch) < 0;
     }
     a->quiet = 0;
     if (f)
