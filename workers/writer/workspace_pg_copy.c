@@ -3,8 +3,15 @@
  * FROM STDIN (text format), the fast path for appends.
  *
  * The rows of one append are gathered as COPY data (each row's values
- * encoded as they come, then written in column order), and sent in one
- * COPY inside SAVEPOINT zx_copy when the batch ends.  The format is binary
+ * encoded as they come, then written in column order) and sent in one
+ * COPY inside SAVEPOINT zx_copy.  A small append is sent when the batch
+ * ends; a large one is streamed: once COPY_CHUNK bytes wait, the COPY is
+ * opened and takes each chunk as it fills, so that the server stores rows
+ * while the writer encodes the next (sending only at the end left one of
+ * the two idle: the initial copy of 1,000,000 rows took the writer's time
+ * plus the server's).  While that COPY is open the connection takes no
+ * other statement, so rejects met meanwhile are kept and recorded after
+ * it.  The whole data stays in memory either way.  The format is binary
  * when every column is of a type whose binary form zx writes (bigint,
  * double precision, boolean, text, timestamptz/timestamp, jsonb/json: all
  * the columns zx creates), else text.  Binary saves the server parsing
@@ -62,8 +69,81 @@ static void be32(unsigned char *p, uint32_t v)
         p[i] = (unsigned char)v;
 }
 
+/* A reject met while a COPY was open, with its own copy of every string. */
+typedef struct wsp_pending {
+    struct wsp_pending *next;
+    ws_reject r;
+} wsp_pending;
+
+static void drop_pending(wsp *w)
+{
+    while (w->pend) {
+        wsp_pending *p = w->pend;
+        w->pend = p->next;
+        free(p);
+    }
+    w->pend_tail = &w->pend;
+}
+
+int zx_wsp_reject_defer(wsp *w, const ws_reject *r, char *err, size_t errlen)
+{
+    wsp_pending q = { .r = *r };
+    const char **str[] = { &q.r.table, &q.r.rejected_at, &q.r.pipeline, &q.r.request_id,
+                           &q.r.column, &q.r.column_type, &q.r.value_type, &q.r.reason,
+                           &q.r.position };
+    size_t need = sizeof(q) + (r->raw ? r->raw_len + 1 : 0) + (r->key ? r->key_len + 1 : 0);
+    for (size_t i = 0; i < sizeof(str) / sizeof(str[0]); i++)
+        need += *str[i] ? strlen(*str[i]) + 1 : 0;
+    wsp_pending *p = malloc(need);
+    if (!p)
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    char *at = (char *)(p + 1);
+    for (size_t i = 0; i < sizeof(str) / sizeof(str[0]); i++) {
+        if (!*str[i])
+            continue;
+        size_t n = strlen(*str[i]) + 1;
+        memcpy(at, *str[i], n);
+        *str[i] = at;
+        at += n;
+    }
+    if (r->raw) {
+        memcpy(at, r->raw, r->raw_len);
+        at[r->raw_len] = 0;
+        q.r.raw = at;
+        at += r->raw_len + 1;
+    }
+    if (r->key) {
+        memcpy(at, r->key, r->key_len);
+        at[r->key_len] = 0;
+        q.r.key = at;
+    }
+    *p = q;
+    p->next = NULL;
+    if (!w->pend_tail)
+        w->pend_tail = &w->pend;
+    *w->pend_tail = p;
+    w->pend_tail = &p->next;
+    return 0;
+}
+
+/* The rejects kept while the COPY was open, recorded now (w->streaming is
+ * 0).  0, or -1 (err set; the rest are dropped). */
+static int record_pending(wsp *w, char *err, size_t errlen)
+{
+    int rc = 0;
+    while (w->pend && rc == 0) {
+        wsp_pending *p = w->pend;
+        w->pend = p->next;
+        rc = zx_wsp_reject_row(&w->base, &p->r, err, errlen) < 0 ? -1 : 0;
+        free(p);
+    }
+    drop_pending(w);
+    return rc;
+}
+
 void zx_wsp_copy_free(wsp *w)
 {
+    drop_pending(w);
     free(w->btype);
     w->btype = NULL;
     zx_buf_free(&w->copy_cols);
@@ -172,6 +252,9 @@ int zx_wsp_rows_begin(zx_ws *ws, ws_table *t, const uint32_t *cols, uint32_t n, 
     w->nrows = 0;
     w->data.len = 0;
     w->rowbuf.len = 0;
+    w->streaming = 0;
+    w->sent = 0;
+    drop_pending(w);
     for (uint32_t i = 0; i < n; i++)
         w->off[i] = -1;
     return 0;
@@ -261,6 +344,109 @@ int zx_wsp_put(zx_ws *ws, uint32_t slot, const zx_fit_out *o, const zx_buf *buf)
     return 0;
 }
 
+/* Opens COPY qname (...) FROM STDIN and sends the binary header.  0, 1
+ * when it is open but the header could not be sent (copy_finish says
+ * why), or -1 not open (w->msg etc. set; the transaction is then
+ * aborted). */
+static int copy_start(wsp *w, const char *qname)
+{
+    zx_buf *q = &w->sql;
+    q->len = 0;
+    if (ws_sql_str(q, "COPY ") < 0 || ws_sql_str(q, qname) < 0 || ws_sql_str(q, " (") < 0 ||
+        zx_buf_put(q, w->copy_cols.p ? w->copy_cols.p : "", w->copy_cols.len) < 0 ||
+        ws_sql_str(q, w->binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN") < 0) {
+        snprintf(w->msg, sizeof(w->msg), "out of memory");
+        w->permanent = 0;
+        return -1;
+    }
+    if (!w->conn || w->broken) {
+        zx_wsp_fail(w, NULL);
+        return -1;
+    }
+    PGresult *r = PQexec(w->conn, q->p);
+    if (!r || PQresultStatus(r) != PGRES_COPY_IN) {
+        zx_wsp_fail(w, r);
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    /* binary: the signature, flags and header extension length before the
+     * rows, -1 as the field count after them */
+    static const char head[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
+    return w->binary && PQputCopyData(w->conn, head, sizeof(head)) != 1 ? 1 : 0;
+}
+
+/* data[from .. to) into the open COPY.  0, or -1 when a send failed (the
+ * server ended the COPY, or the connection broke: copy_finish says). */
+static int copy_send(wsp *w, size_t from, size_t to)
+{
+    for (size_t at = from; at < to;) {
+        size_t n = to - at < COPY_CHUNK ? to - at : COPY_CHUNK;
+        if (PQputCopyData(w->conn, w->data.p + at, (int)n) != 1)
+            return -1;
+        at += n;
+    }
+    return 0;
+}
+
+/* Ends the open COPY (ok: every send went) and reads its outcome.  0
+ * stored, -1 not (w->msg etc. set; the transaction is then aborted). */
+static int copy_finish(wsp *w, int ok)
+{
+    static const char tail[2] = "\377\377";
+    if (ok && w->binary)
+        ok = PQputCopyData(w->conn, tail, sizeof(tail)) == 1;
+    if (PQputCopyEnd(w->conn, ok ? NULL : "zx: sending the rows failed") != 1)
+        ok = 0;
+    int stored = 1;
+    PGresult *r;
+    while ((r = PQgetResult(w->conn)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && stored) {
+            zx_wsp_fail(w, r);
+            stored = 0;
+        }
+        PQclear(r);
+    }
+    if (!ok && stored) {
+        zx_wsp_fail(w, NULL);
+        stored = 0;
+    }
+    return stored ? 0 : -1;
+}
+
+/* One COPY of data[from .. to).  0 stored, -1 failed (w->msg etc. set;
+ * the transaction is then aborted: roll back to a savepoint). */
+static int copy_range(wsp *w, const char *qname, size_t from, size_t to)
+{
+    int st = copy_start(w, qname);
+    if (st < 0)
+        return -1;
+    return copy_finish(w, st == 0 && copy_send(w, from, to) == 0);
+}
+
+/* Called after each row: once COPY_CHUNK bytes wait, they go into the
+ * COPY, opened (inside SAVEPOINT zx_copy) for the first of them.  A
+ * failure here only changes w->streaming; rows_end finds out what it
+ * was. */
+static void stream(wsp *w)
+{
+    if (w->streaming >= 2 || w->data.len - w->sent < COPY_CHUNK || !w->cur || !w->cur->be ||
+        w->nslots == 0)
+        return;
+    if (w->streaming == 0) {
+        /* the savepoint before anything: rows_end rolls back to it */
+        if (zx_wsp_run(w, "SAVEPOINT zx_copy") < 0)
+            return;     /* not streaming: rows_end meets the failure again */
+        int st = copy_start(w, ((wsp_table *)w->cur->be)->qname);
+        w->streaming = st < 0 ? 3 : st == 0 ? 1 : 2;
+        if (w->streaming != 1)
+            return;
+    }
+    if (copy_send(w, w->sent, w->data.len) < 0)
+        w->streaming = 2;
+    w->sent = w->data.len;
+}
+
 int zx_wsp_row_end(zx_ws *ws, char *why, size_t whylen, char *err, size_t errlen)
 {
     (void)why, (void)whylen;
@@ -295,6 +481,7 @@ int zx_wsp_row_end(zx_ws *ws, char *why, size_t whylen, char *err, size_t errlen
         w->rowbuf.len = 0;
         w->nrows++;
         w->rowoff[w->nrows] = w->data.len;
+        stream(w);
         return 0;
     }
     for (uint32_t i = 0; i < w->nslots; i++) {
@@ -311,12 +498,27 @@ int zx_wsp_row_end(zx_ws *ws, char *why, size_t whylen, char *err, size_t errlen
     w->rowbuf.len = 0;
     w->nrows++;
     w->rowoff[w->nrows] = w->data.len;
+    stream(w);
     return 0;
 }
 
 void zx_wsp_rows_abort(zx_ws *ws)
 {
     wsp *w = WSP(ws);
+    if (w->streaming == 1 || w->streaming == 2) {
+        /* end the COPY without storing it; the caller rolls back (the
+         * frame's savepoint or the transaction), which undoes zx_copy */
+        if (w->conn && PQputCopyEnd(w->conn, "zx: the rows were abandoned") == 1) {
+            PGresult *r;
+            while ((r = PQgetResult(w->conn)) != NULL)
+                PQclear(r);
+        }
+        if (!w->conn || PQstatus(w->conn) != CONNECTION_OK)
+            w->broken = 1;
+    }
+    w->streaming = 0;
+    w->sent = 0;
+    drop_pending(w);
     w->cur = NULL;
     w->nrows = 0;
     w->data.len = 0;
@@ -325,59 +527,6 @@ void zx_wsp_rows_abort(zx_ws *ws)
     if (w->data.cap > (64u << 20)) {
         zx_buf_free(&w->data);
     }
-}
-
-/* One COPY of data[from .. to).  0 stored, -1 failed (w->msg etc. set;
- * the transaction is then aborted: roll back to a savepoint). */
-static int copy_range(wsp *w, const char *qname, size_t from, size_t to)
-{
-    zx_buf *q = &w->sql;
-    q->len = 0;
-    if (ws_sql_str(q, "COPY ") < 0 || ws_sql_str(q, qname) < 0 || ws_sql_str(q, " (") < 0 ||
-        zx_buf_put(q, w->copy_cols.p ? w->copy_cols.p : "", w->copy_cols.len) < 0 ||
-        ws_sql_str(q, w->binary ? ") FROM STDIN (FORMAT binary)" : ") FROM STDIN") < 0) {
-        snprintf(w->msg, sizeof(w->msg), "out of memory");
-        w->permanent = 0;
-        return -1;
-    }
-    if (!w->conn || w->broken) {
-        zx_wsp_fail(w, NULL);
-        return -1;
-    }
-    PGresult *r = PQexec(w->conn, q->p);
-    if (!r || PQresultStatus(r) != PGRES_COPY_IN) {
-        zx_wsp_fail(w, r);
-        PQclear(r);
-        return -1;
-    }
-    PQclear(r);
-    /* binary: the signature, flags and header extension length before the
-     * rows, -1 as the field count after them */
-    static const char head[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0";
-    static const char tail[2] = "\377\377";
-    int ok = !w->binary || PQputCopyData(w->conn, head, sizeof(head)) == 1;
-    for (size_t at = from; at < to && ok;) {
-        size_t n = to - at < COPY_CHUNK ? to - at : COPY_CHUNK;
-        ok = PQputCopyData(w->conn, w->data.p + at, (int)n) == 1;
-        at += n;
-    }
-    if (ok && w->binary)
-        ok = PQputCopyData(w->conn, tail, sizeof(tail)) == 1;
-    if (PQputCopyEnd(w->conn, ok ? NULL : "zx: sending the rows failed") != 1)
-        ok = 0;
-    int stored = 1;
-    while ((r = PQgetResult(w->conn)) != NULL) {
-        if (PQresultStatus(r) != PGRES_COMMAND_OK && stored) {
-            zx_wsp_fail(w, r);
-            stored = 0;
-        }
-        PQclear(r);
-    }
-    if (!ok && stored) {
-        zx_wsp_fail(w, NULL);
-        stored = 0;
-    }
-    return stored ? 0 : -1;
 }
 
 /* A failure the rows themselves caused: worth sending them one by one. */
@@ -410,10 +559,19 @@ int zx_wsp_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, const zx_rows
         zx_wsp_rows_abort(ws);
         return 0;
     }
-    if (zx_wsp_run(w, "SAVEPOINT zx_copy") < 0)
-        goto fail;
-    if (copy_range(w, tb->qname, 0, w->data.len) == 0) {
-        if (zx_wsp_run(w, "RELEASE SAVEPOINT zx_copy") < 0)
+    int stored;
+    if (w->streaming) {
+        /* the rest into the open COPY, then its outcome */
+        stored = w->streaming == 3 ? -1
+                 : copy_finish(w, w->streaming == 1 && copy_send(w, w->sent, w->data.len) == 0);
+        w->streaming = 0;
+    } else {
+        if (zx_wsp_run(w, "SAVEPOINT zx_copy") < 0)
+            goto fail;
+        stored = copy_range(w, tb->qname, 0, w->data.len);
+    }
+    if (stored == 0) {
+        if (zx_wsp_run(w, "RELEASE SAVEPOINT zx_copy") < 0 || record_pending(w, err, errlen) < 0)
             goto fail;
         zx_wsp_rows_abort(ws);
         return 0;
@@ -444,6 +602,10 @@ int zx_wsp_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, const zx_rows
         if (res->rows)
             res->rows--;
         res->rejects++;
+    }
+    if (record_pending(w, err, errlen) < 0) {
+        zx_wsp_rows_abort(ws);
+        return -1;
     }
     zx_wsp_rows_abort(ws);
     return 0;

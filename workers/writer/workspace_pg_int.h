@@ -72,6 +72,16 @@ typedef struct wsp {
     uint32_t nslots, slots_cap;
     int binary;                 /* this COPY is in binary format: every
                                    column's type has a known encoding */
+    int streaming;              /* 0: no COPY open yet; 1: one is open and
+                                   takes the rows as they come; 2: open, but
+                                   a send failed (the server refused a row or
+                                   the connection broke): rows_end finds out;
+                                   3: SAVEPOINT zx_copy taken, the COPY
+                                   refused (w->msg says why) */
+    size_t sent;                /* data[0 .. sent) went into the open COPY */
+    struct wsp_pending *pend;   /* rejects met while a COPY was open, made
+                                   after it (in order); owned */
+    struct wsp_pending **pend_tail;
     /* shared: LISTEN for the other zxd's commits (workspace_pg_notice.c) */
     int listening;              /* this connection LISTENs */
     int listened;               /* an earlier connection did */
@@ -148,7 +158,6 @@ int zx_wsp_reject_row(zx_ws *w, const ws_reject *r, char *err, size_t errlen);
 /* Run sql inside SAVEPOINT zx_ddl: 0 done, 1 refused (undone, w->msg
  * says why), -1 database failure. */
 int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params);
-
 /* ---- workspace_pg_fence.c ---------------------------------------------- */
 
 /* ws_ops.position_lock (workspace.h, zx_ws_position_lock). */
@@ -166,5 +175,10 @@ int zx_wsp_rows_end(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowse
 void zx_wsp_rows_abort(zx_ws *w);
 int zx_wsp_refuses(const zx_fit_out *o, zx_fit_kind k);
 void zx_wsp_copy_free(wsp *w);
+/* While a COPY is open (w->streaming) the connection takes no other
+ * statement: zx_wsp_reject_row hands its reject here, which copies it
+ * (every string) to be recorded when the rows end.  0, or -1 out of
+ * memory (err set). */
+int zx_wsp_reject_defer(wsp *w, const ws_reject *r, char *err, size_t errlen);
 
 #endif

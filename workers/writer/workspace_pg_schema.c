@@ -548,6 +548,8 @@ nomem:
 int zx_wsp_reject_row(zx_ws *ws, const ws_reject *r, char *err, size_t errlen)
 {
     wsp *w = WSP(ws);
+    if (w->streaming)
+        return zx_wsp_reject_defer(w, r, err, errlen);
     int skip;
     const char *sql = rej_sql(w, r->table, &skip, err, errlen);
     if (!sql)
