@@ -287,7 +287,7 @@ static void pack_meta(msgpack_packer *pk, const zx_frame_meta *m, int ch, int kc
                      (m->dedup_key != NULL) + (m->dedup_hash != 0) +
                      (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0) +
                      (kc && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history) +
-                     (ch && m->inferred) + (m->kind != ZX_FRAME_HASHES && m->forward);
+                     (ch && m->copy) + (ch && m->inferred) + (m->kind != ZX_FRAME_HASHES && m->forward);
     msgpack_pack_map(pk, nmeta);
     if (kc && m->nkey_cols) {
         pack_key(pk, "kc");
@@ -307,6 +307,10 @@ static void pack_meta(msgpack_packer *pk, const zx_frame_meta *m, int ch, int kc
     if (ch && m->history) {
         pack_key(pk, "hi");
         msgpack_pack_uint32(pk, 1);
+    }
+    if (ch && m->copy) {
+        pack_key(pk, "cp");
+        msgpack_pack_uint32(pk, (uint32_t)m->copy);
     }
     if (ch && m->inferred) {
         pack_key(pk, "ti");
@@ -681,6 +685,12 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
             if (zx_fr_want_u64(r, &hi, "metadata hi") < 0)
                 return -1;
             m->history = hi != 0;
+        } else if (strcmp(kb, "cp") == 0) {
+            uint64_t cp = 0;
+            if (zx_fr_want_u64(r, &cp, "metadata cp") < 0)
+                return -1;
+            /* an unknown value: nothing to do for it */
+            m->copy = cp == ZX_FRAME_COPY_START || cp == ZX_FRAME_COPY_END ? (int)cp : 0;
         } else if (strcmp(kb, "ti") == 0) {
             uint64_t ti = 0;
             if (zx_fr_want_u64(r, &ti, "metadata ti") < 0)
@@ -893,6 +903,7 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
         m->ncol_types = 0;
         m->col_types = NULL;
         m->history = 0;
+        m->copy = 0;
         m->inferred = 0;
     }
     if (m->kind == ZX_FRAME_HASHES)

@@ -102,6 +102,15 @@
  *                                     inferred from its values
  *                         "hi" uint   changes frames: 1 = also append every
  *                                     change to <table>__changes
+ *                         "cp" uint   changes frames of a mirror's initial
+ *                                     copy (ZX_FRAME_COPY_*): 1 = this
+ *                                     frame's truncate starts it (the
+ *                                     source's key is unique and not null
+ *                                     in what follows, so the writer may
+ *                                     leave the key's index out while the
+ *                                     rows frames load), 2 = the copy ends
+ *                                     with this frame (the index is built
+ *                                     again in its transaction)
  *                         "fw" uint   rows and changes frames: 1 = the
  *                                     pipeline forwards what it applies
  *                                     (`forward:`): the writer also keeps
@@ -274,6 +283,10 @@ typedef struct zx_frame_reject {
     const char *position;       /* NUL-terminated JSON text; NULL = "" */
 } zx_frame_reject;
 
+/* "cp" of a changes frame: a mirror's initial copy starts (its truncate)
+ * or ends (the frame carrying the copy's position). */
+enum { ZX_FRAME_COPY_START = 1, ZX_FRAME_COPY_END = 2 };
+
 typedef struct zx_frame_meta {
     uint32_t version;           /* set by decode; ignored by encode (which
                                    always writes ZX_FRAME_VERSION) */
@@ -290,14 +303,15 @@ typedef struct zx_frame_meta {
     size_t npositions;
     const zx_frame_reject *rejects;  /* nrejects entries (NULL when 0) */
     size_t nrejects;
-    /* changes frames ("kc", "st", "hi"), row-hashes frames ("kc"), rows
-     * frames of a mirror's copy ("kc"); a rows frame encodes and decodes
-     * no "st" or "hi" */
+    /* changes frames ("kc", "st", "hi", "cp"), row-hashes frames ("kc"),
+     * rows frames of a mirror's copy ("kc"); a rows frame encodes and
+     * decodes no "st", "hi" or "cp" */
     const char *const *key_cols;     /* nkey_cols NUL-terminated names */
     size_t nkey_cols;
     const zx_frame_coltype *col_types;  /* ncol_types entries */
     size_t ncol_types;
     int history;
+    int copy;                   /* "cp": 0, ZX_FRAME_COPY_START or _END */
     int inferred;               /* "ti" */
     int forward;                /* "fw" (rows and changes frames) */
 } zx_frame_meta;

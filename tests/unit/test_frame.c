@@ -551,7 +551,14 @@ static void test_changes(void)
     m.ncol_types = 3;
     m.history = 1;
     roundtrip(&m, &a, &b, &mo);
-    CHECK(mo.kind == ZX_FRAME_CHANGES && mo.history == 1);
+    CHECK(mo.kind == ZX_FRAME_CHANGES && mo.history == 1 && mo.copy == 0);
+    /* a copy's start and end marks */
+    m.copy = ZX_FRAME_COPY_START;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.copy == ZX_FRAME_COPY_START);
+    m.copy = ZX_FRAME_COPY_END;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.copy == ZX_FRAME_COPY_END);
     CHECK(mo.nkey_cols == 2 && strcmp(mo.key_cols[0], "id") == 0 &&
           strcmp(mo.key_cols[1], "region") == 0);
     CHECK(mo.ncol_types == 3 && strcmp(mo.col_types[1].column, "price") == 0 &&
@@ -561,9 +568,10 @@ static void test_changes(void)
     /* a rows frame carries the key columns (a mirror's copy), not the rest */
     m.kind = ZX_FRAME_ROWS;
     roundtrip(&m, &a, &b, &mo);
-    CHECK(mo.kind == ZX_FRAME_ROWS && mo.ncol_types == 0 && !mo.history);
+    CHECK(mo.kind == ZX_FRAME_ROWS && mo.ncol_types == 0 && !mo.history && !mo.copy);
     CHECK(mo.nkey_cols == 2 && strcmp(mo.key_cols[1], "region") == 0);
     m.nkey_cols = 0;
+    m.copy = 0;
     roundtrip(&m, &a, &b, &mo);
     CHECK(mo.kind == ZX_FRAME_ROWS && mo.nkey_cols == 0);
     m.nkey_cols = 2;

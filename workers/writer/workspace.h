@@ -362,6 +362,11 @@ typedef struct zx_ws_changes {
     const zx_frame_coltype *col_types;  /* the source's declared types */
     size_t ncol_types;
     int history;                     /* also append to <table>__changes */
+    int copy;                        /* ZX_FRAME_COPY_START: this frame's
+                                        truncate starts the mirror's initial
+                                        copy, whose key may be left without
+                                        its index until ZX_FRAME_COPY_END
+                                        (proto/frame.h "cp"); 0 otherwise */
     int64_t ingested_at_us;          /* rejects' rejected_at; 0 = now */
 } zx_ws_changes;
 

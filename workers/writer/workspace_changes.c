@@ -522,6 +522,18 @@ int wc_apply_row(apply *a, uint32_t r, char *err, size_t errlen)
     return 0;
 }
 
+/* The end of a mirror's initial copy (a frame of no changes): its key's
+ * index is built.  0, or -1 (err set). */
+static int copy_ends(zx_ws *w, const zx_ws_changes *c, char *err, size_t errlen)
+{
+    if (!w->ops->key_index)
+        return 0;
+    ws_table *t = ws_get_table(w, c->table);
+    if (!t)
+        return zx_seterr(err, errlen, "workspace: table %s: %s", c->table, zx_ws_errmsg(w));
+    return w->ops->key_index(w, t, c->key_cols, c->nkey_cols, 1, err, errlen);
+}
+
 int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
                         zx_ws_result *res, char *err, size_t errlen)
 {
@@ -533,7 +545,7 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
     if (!w->ops->exec_row)
         return zx_seterr(err, errlen, "workspace: %s cannot apply changes", w->ops->name);
     if (rs->nrows == 0)
-        return 0;
+        return c->copy == ZX_FRAME_COPY_END ? copy_ends(w, c, err, errlen) : 0;
     int ret = -1;
     zx_rowset full;
     zx_rowset_init(&full);
@@ -600,6 +612,11 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
             goto out;
         s = r + 1;
     }
+    /* the copy's rows load without the key's index (built at its end) */
+    if (c->copy && w->ops->key_index &&
+        w->ops->key_index(w, t, c->key_cols, c->nkey_cols, c->copy == ZX_FRAME_COPY_END, err,
+                          errlen) < 0)
+        goto out;
     if (c->history) {
         char hname[200];
         snprintf(hname, sizeof(hname), "%s__changes", c->table);

@@ -185,6 +185,15 @@ typedef struct ws_ops {
     int (*exec_row)(zx_ws *w, const char *sql, const zx_fit_out *vals, uint32_t n,
                     uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen);
 
+    /* A mirror's key index during its initial copy (zx_ws_changes.copy),
+     * NULL when the backend keeps it (SQLite): build 0, the copy starts
+     * and t is empty: leave out the primary key that is exactly keys[0..
+     * nkeys) (when nothing depends on it), so that the rows load without
+     * maintaining it; build 1, the copy ends: make keys the primary key
+     * unless a unique index on them exists.  0, or -1 (err set: the rows
+     * break the key, or a database failure). */
+    int (*key_index)(zx_ws *w, ws_table *t, const char *const *keys, size_t nkeys, int build,
+                     char *err, size_t errlen);
     /* Record one reject row, creating <table>__rejects (or adding its two
      * source columns) when needed.  0 stored, 1 skipped (a user-made
      * rejects table refuses it), or -1 database error (err set). */

@@ -1003,6 +1003,7 @@ static const ws_ops pg_ops = {
     .array_param = zx_wsp_array_param,
     .array_add = zx_wsp_array_add,
     .exec_row = p_exec_row,
+    .key_index = zx_wsp_key_index,
     .table_sql = zx_wsp_table_sql,
     .ident = zx_wsp_ident,
 };

@@ -158,6 +158,19 @@ int zx_wsp_reject_row(zx_ws *w, const ws_reject *r, char *err, size_t errlen);
 /* Run sql inside SAVEPOINT zx_ddl: 0 done, 1 refused (undone, w->msg
  * says why), -1 database failure. */
 int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params);
+/* Before a schema change of table qname in a shared workspace: its
+ * schema-change lock (a transaction advisory lock on (WSP_DDL_CLASS,
+ * hashtext(qname)), held to the commit), so that one zxd at a time
+ * changes it and the next sees what the last made.  0 (also when the
+ * workspace is not shared), or -1 (w->msg set). */
+int zx_wsp_ddl_lock(wsp *w, const char *qname);
+
+/* ---- workspace_pg_keyidx.c --------------------------------------------- */
+
+/* ws_ops.key_index (workspace_int.h). */
+int zx_wsp_key_index(zx_ws *w, ws_table *t, const char *const *keys, size_t nkeys, int build,
+                     char *err, size_t errlen);
+
 /* ---- workspace_pg_fence.c ---------------------------------------------- */
 
 /* ws_ops.position_lock (workspace.h, zx_ws_position_lock). */

@@ -260,12 +260,7 @@ int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params)
 
 /* ---- schema changes in a shared workspace ----------------------------- */
 
-/* Before a schema change of table qname in a shared workspace: its
- * schema-change lock (a transaction advisory lock on (WSP_DDL_CLASS,
- * hashtext(qname)), held to the commit), so that one zxd at a time
- * changes it and the next sees what the last made.  0 (also when the
- * workspace is not shared), or -1 (w->msg set). */
-static int ddl_lock(wsp *w, const char *qname)
+int zx_wsp_ddl_lock(wsp *w, const char *qname)
 {
     if (!w->instance)
         return 0;
@@ -303,7 +298,7 @@ int zx_wsp_create_table(zx_ws *ws, ws_table *t, const ws_coldef *cols, size_t n,
     wsp_table *tb = be_of(w, t);
     if (w->instance && tb) {
         /* another zxd may have made it since this one looked */
-        if (ddl_lock(w, tb->qname) < 0)
+        if (zx_wsp_ddl_lock(w, tb->qname) < 0)
             return zx_seterr(err, errlen, "workspace: cannot lock table %s: %s", t->name,
                              w->msg);
         if (t->ncols == 0 && zx_wsp_load_table(ws, t) < 0)
@@ -344,7 +339,7 @@ int zx_wsp_add_column(zx_ws *ws, ws_table *t, const char *name, const char *decl
         /* another zxd may have added it since this one looked: then it is
          * taken as it is */
         char have[128];
-        int rc = ddl_lock(w, tb->qname);
+        int rc = zx_wsp_ddl_lock(w, tb->qname);
         if (rc == 0)
             rc = column_now(w, tb->qname, name, have, sizeof(have));
         if (rc < 0)
@@ -387,7 +382,7 @@ int zx_wsp_retype_column(zx_ws *ws, ws_table *t, uint32_t col, const char *decl,
     if (w->instance && tb) {
         /* another zxd may have retyped it already */
         char have[128];
-        int rc = ddl_lock(w, tb->qname);
+        int rc = zx_wsp_ddl_lock(w, tb->qname);
         if (rc == 0)
             rc = column_now(w, tb->qname, name, have, sizeof(have));
         if (rc < 0)
@@ -495,7 +490,7 @@ static const char *rej_sql(wsp *w, const char *table, int *skip, char *err, size
     if (tb->rej_sql)
         return tb->rej_sql;
     zx_buf *b = &w->sql;
-    if (t->ncols == 0 && ddl_lock(w, tb->qname) < 0)
+    if (t->ncols == 0 && zx_wsp_ddl_lock(w, tb->qname) < 0)
         goto dberr;
     if (t->ncols == 0) {
         b->len = 0;

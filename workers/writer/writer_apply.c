@@ -230,7 +230,7 @@ static int apply_changes(writer *w, wpipe *p, applied *a, const zx_frame_meta *m
     zx_ws_changes ch = { .pipeline = p->name, .table = m->table, .key_cols = m->key_cols,
                          .nkey_cols = m->nkey_cols, .col_types = m->col_types,
                          .ncol_types = m->ncol_types, .history = m->history,
-                         .ingested_at_us = m->ingested_at_us };
+                         .copy = m->copy, .ingested_at_us = m->ingested_at_us };
     const zx_rowset *crs = &w->rs;
     long stale = drop_stale(w, p, m, &crs);
     if (stale < 0) {

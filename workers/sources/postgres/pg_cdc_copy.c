@@ -2,9 +2,10 @@
  * pg_cdc_copy.c — the initial copy of `source: postgres` (pg_cdc.c's
  * "copy:"): per table, from the slot's exported snapshot (pg_snapcopy.h),
  * a changes frame that empties the mirror (and makes it, with the
- * source's types and key), rows frames of its rows, then an empty changes
- * frame carrying the position "copy:<table>"; the stream starts once the
- * last table is copied.  State in pg_cdc_state.h.
+ * source's types and key; "cp" start: the writer may leave the key's
+ * index out meanwhile), rows frames of its rows, then an empty changes
+ * frame carrying the position "copy:<table>" ("cp" end: the index is
+ * built); the stream starts once the last table is copied.  State in pg_cdc_state.h.
  *
  * It must never: start the stream before every copy is published, or
  * leave a table's "copy:" position out of its last frame.
@@ -92,6 +93,10 @@ int pgcdc_copy_step(cdc *c)
         zx_rowset_end_row(&c->crs);
         pgcdc_changes_meta(c, t, &m);
         m.history = 0;
+        /* the key is the source's primary key or replica identity index
+         * (pg_cdc_setup.c): unique and not null in the snapshot, so the
+         * writer may build its index once the rows are in */
+        m.copy = ZX_FRAME_COPY_START;
         if (pgcdc_publish(c, &m, &c->crs, 0, 0, NULL) < 0)
             return ZX_SRC_FATAL;
         zx_rowset_reset(&c->crs);
@@ -168,6 +173,7 @@ int pgcdc_copy_step(cdc *c)
     zx_rowset_reset(&c->crs);
     pgcdc_changes_meta(c, t, &m);
     m.history = 0;
+    m.copy = ZX_FRAME_COPY_END;
     if (pgcdc_publish(c, &m, &c->crs, 0, 0, part) < 0)
         return ZX_SRC_FATAL;
     t->need_copy = 0;
