@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/pgconn.h"
+#include "common/numfmt.h"
 #include "common/util.h"
 
 static const ws_ops pg_ops;
@@ -929,7 +930,7 @@ static int p_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32
         const zx_fit_out *o = &vals[i];
         len[i] = 0;
         switch (o->st) {
-        case ZX_FIT_S_INT: snprintf(num[i], sizeof(num[i]), "%lld", (long long)o->i); pv[i] = num[i]; break;
+        case ZX_FIT_S_INT: num[i][zx_fmt_i64(num[i], o->i)] = '\0'; pv[i] = num[i]; break;
         case ZX_FIT_S_REAL: snprintf(num[i], sizeof(num[i]), "%.17g", o->d); pv[i] = num[i]; break;
         case ZX_FIT_S_TEXT:
             memcpy(at, o->s, o->len);

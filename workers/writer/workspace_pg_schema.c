@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/numfmt.h"
 #include "common/util.h"
 
 void zx_wsp_ident_name(const char *name, char out[WSP_IDENT_MAX + 1])
@@ -161,7 +162,7 @@ int zx_wsp_array_add(zx_buf *arr, const zx_fit_out *o)
     const char *s = num;
     size_t n;
     switch (o->st) {
-    case ZX_FIT_S_INT: n = (size_t)snprintf(num, sizeof(num), "%lld", (long long)o->i); break;
+    case ZX_FIT_S_INT: n = zx_fmt_i64(num, o->i); break;
     case ZX_FIT_S_REAL: n = (size_t)snprintf(num, sizeof(num), "%.17g", o->d); break;
     case ZX_FIT_S_TEXT: s = o->s; n = o->len; break;
     default: return zx_buf_put(arr, "NULL", 4);
