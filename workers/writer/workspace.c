@@ -965,7 +965,7 @@ int zx_ws_append_rows(zx_ws *w, const zx_ws_append *a, const zx_rowset *rs,
         if (w->used[i])
             w->list[n++] = i;
     }
-    if (w->ops->rows_begin(w, t, w->list, n, err, errlen) < 0)
+    if (w->ops->rows_begin(w, t, w->list, n, rs, err, errlen) < 0)
         goto out;
     began = 1;
     zx_fit_out meta_out[2] = {

@@ -148,9 +148,12 @@ typedef struct ws_ops {
      * queued and records the refused rows itself (ws_reject_refused_row;
      * queued row r is row r of rs): 0 or -1.
      * put: 0, or -1 out of memory.  rows_abort after a failure drops every
-     * pointer into the caller's memory. */
-    int (*rows_begin)(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n, char *err,
-                      size_t errlen);
+     * pointer into the caller's memory.  rows_begin also gets the rows to
+     * come (rs, its columns mapped by w->map and w->slot), for a backend
+     * that picks its format from the values (Postgres: binary COPY only
+     * when it can hold every value). */
+    int (*rows_begin)(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n,
+                      const zx_rowset *rs, char *err, size_t errlen);
     int (*put)(zx_ws *w, uint32_t slot, const zx_fit_out *o, const zx_buf *buf);
     int (*row_end)(zx_ws *w, char *why, size_t whylen, char *err, size_t errlen);
     int (*rows_end)(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,

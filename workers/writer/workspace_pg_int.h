@@ -79,6 +79,8 @@ typedef struct wsp {
                                    3: SAVEPOINT zx_copy taken, the COPY
                                    refused (w->msg says why) */
     size_t sent;                /* data[0 .. sent) went into the open COPY */
+    int unencodable;            /* this row met a value without the binary
+                                   form rows_begin found for it (a bug) */
     struct wsp_pending *pend;   /* rejects met while a COPY was open, made
                                    after it (in order); owned */
     struct wsp_pending **pend_tail;
@@ -165,6 +167,18 @@ int zx_wsp_guarded(wsp *w, const char *sql, int n, const char *const *params);
  * workspace is not shared), or -1 (w->msg set). */
 int zx_wsp_ddl_lock(wsp *w, const char *qname);
 
+/* ---- workspace_pg_binval.c --------------------------------------------- */
+
+/* The binary COPY form of o for a column of type integer (bytes 4) or
+ * smallint (bytes 2), uuid, date or numeric, appended to out (the value's
+ * bytes, without their length): 0, 1 when o is not in a form zx reads
+ * (the append then goes as text and the server decides), -1 out of
+ * memory. */
+int zx_wsp_bin_int(const zx_fit_out *o, int bytes, zx_buf *out);
+int zx_wsp_bin_uuid(const zx_fit_out *o, zx_buf *out);
+int zx_wsp_bin_date(const zx_fit_out *o, zx_buf *out);
+int zx_wsp_bin_numeric(const zx_fit_out *o, zx_buf *out);
+
 /* ---- workspace_pg_keyidx.c --------------------------------------------- */
 
 /* ws_ops.key_index (workspace_int.h). */
@@ -179,8 +193,8 @@ int zx_wsp_position_lock(zx_ws *w, const char *pipeline, const char *part, void 
 
 /* ---- workspace_pg_copy.c ----------------------------------------------- */
 
-int zx_wsp_rows_begin(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n, char *err,
-                      size_t errlen);
+int zx_wsp_rows_begin(zx_ws *w, ws_table *t, const uint32_t *cols, uint32_t n,
+                      const zx_rowset *rs, char *err, size_t errlen);
 int zx_wsp_put(zx_ws *w, uint32_t slot, const zx_fit_out *o, const zx_buf *buf);
 int zx_wsp_row_end(zx_ws *w, char *why, size_t whylen, char *err, size_t errlen);
 int zx_wsp_rows_end(zx_ws *w, ws_table *t, const zx_ws_append *a, const zx_rowset *rs,

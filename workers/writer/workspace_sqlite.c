@@ -567,9 +567,10 @@ static int q_positions_drop(zx_ws *ws, const char *pipeline)
 
 /* ---- rows ---------------------------------------------------------------- */
 
-static int q_rows_begin(zx_ws *ws, ws_table *t, const uint32_t *cols, uint32_t n, char *err,
-                        size_t errlen)
+static int q_rows_begin(zx_ws *ws, ws_table *t, const uint32_t *cols, uint32_t n,
+                        const zx_rowset *rs, char *err, size_t errlen)
 {
+    (void)rs;
     wsq *w = WSQ(ws);
     if (n > w->slots_cap) {
         uint32_t cap = n + 16;
