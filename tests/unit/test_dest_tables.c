@@ -668,6 +668,40 @@ static void pg_misfits(const zx_conf_connection *cn)
     CHECK(t_run(&t, bad, 1) == -1);
     CHECK_HAS(t.err, "postgres crm_db table public.mis: ");
     CHECK_HAS(t.err, "uuid");
+
+    /* a row refused in an earlier batch of the COPY held open across
+     * batches: a later write or the commit fails with the server's words,
+     * and nothing is stored */
+    CHECK(pgx(pga, "CREATE TABLE chk (id bigint PRIMARY KEY, v text CHECK (v <> 'bad'))") == 0);
+    trun c = { .dest = &zx_dest_postgres, .conn = cn, .table = "chk", .mode = ZX_MODE_APPEND,
+               .cols = kv_cols, .ncols = 2, .keys = id_key, .nkeys = 1 };
+    tv c1[] = { I(1), T("a") }, c2[] = { I(2), T("bad") }, c3[] = { I(3), T("c") };
+    CHECK(t_open(&c) == 0 && t_begin(&c) == 0 && t_write(&c, c1, 1) == 0);
+    int failed = t_write(&c, c2, 1) < 0 || t_write(&c, c3, 1) < 0 ||
+                 c.dest->commit(c.st, c.err, sizeof(c.err)) < 0;
+    CHECK(failed);
+    CHECK_HAS(c.err, "postgres crm_db table public.chk: ");
+    CHECK_HAS(c.err, "chk_v_check");
+    c.dest->abort(c.st);
+    c.dest->close(c.st);
+    CHECK_STR(pgv(pga, "SELECT count(*) FROM chk"), "0");
+    /* and the same table takes the good rows in a later run */
+    tv cg[] = { I(1), T("a"), I(3), T("c") };
+    CHECK(t_run(&c, cg, 2) == 0);
+    CHECK_STR(pgv(pga, "SELECT string_agg(id || v, ',' ORDER BY id) FROM chk"), "1a,3c");
+
+    /* an upsert into a table the run makes: its primary key is built after
+     * the rows, before the first merge needs it (a key seen again), and is
+     * there after the commit */
+    trun k = { .dest = &zx_dest_postgres, .conn = cn, .table = "later", .mode = ZX_MODE_UPSERT,
+               .cols = kv_cols, .ncols = 2, .keys = id_key, .nkeys = 1 };
+    tv k1[] = { I(1), T("a"), I(2), T("b") }, k2[] = { I(2), T("b2"), I(3), T("c") };
+    CHECK(t_open(&k) == 0 && t_begin(&k) == 0 && t_write(&k, k1, 2) == 0 &&
+          t_write(&k, k2, 2) == 0);
+    t_end(&k, 1);
+    CHECK_STR(pgv(pga, "SELECT string_agg(id || v, ',' ORDER BY id) FROM later"), "1a,2b2,3c");
+    CHECK_STR(pgv(pga, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+                       "'later'::regclass AND contype = 'p'"), "PRIMARY KEY (id)");
 }
 
 static void pg_failures(const zx_conf_connection *cn, const char *admin_dsn)

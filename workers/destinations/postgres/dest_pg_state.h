@@ -47,6 +47,19 @@ typedef struct pgd {
     size_t *key;                /* key column indexes into cols */
     int binary, kbinary;        /* COPY formats of rows / keys */
     int direct;                 /* upsert into a table empty at begin */
+    int held;                   /* a COPY of sql_copy is open across
+                                   batches (append, replace, the direct
+                                   path): the server stores one batch while
+                                   the next is read and encoded; ended
+                                   (zx_pgd_held_end) before any other
+                                   statement, and once it has been open a
+                                   quarter of the deadline */
+    int64_t held_since_ms;
+    int key_later;              /* the run made the table: its primary key
+                                   was dropped at once and is built before
+                                   the first statement that needs it (a
+                                   merge, a delete) or at commit, after the
+                                   rows are in (zx_pgd_key_build) */
     int stage_made, stage_used, kstage_made, kstage_used;
     zx_pg_hset seen;
     char *sql_copy, *sql_copy_stage, *sql_merge, *sql_copy_keys, *sql_delete;
@@ -80,7 +93,16 @@ PGresult *zx_pgd_q(pgd *d, const char *sql, int n, const char *const *params);
 /* Run sql, a command without result rows.  0, or -1 (d->msg). */
 int zx_pgd_sql_run(pgd *d, const char *sql);
 
+/* The primary key of a table this run made (d->key_later), built now.
+ * 0 (also when there is nothing to build), or -1 (d->msg). */
+int zx_pgd_key_build(pgd *d);
+
 /* ---- dest_pg_write.c ----------------------------------------------------- */
+
+/* End the COPY held open across batches (d->held), if any: its binary
+ * trailer, then its outcome.  0 (also when none was open), or -1 with
+ * d->msg (a row of an earlier batch refused: the run fails). */
+int zx_pgd_held_end(pgd *d);
 
 /* zx_dest.write and zx_dest.delete_keys (dest.h). */
 int zx_pgd_write(void *state, const zx_rowset *rs, char *err, size_t errlen);

@@ -45,14 +45,47 @@ static int copy_finish(pgd *d, const char *abort_msg)
     return rc;
 }
 
-/* COPY sql FROM STDIN, then the parts[] of data.  0 or -1 (d->msg). */
+/* A part of the COPY data to send. */
 typedef struct span {
     const char *p;
     size_t n;
 } span;
 
+/* A send into the open COPY failed: d->msg says why, the COPY is ended.
+ * -1. */
+static int send_failed(pgd *d)
+{
+    zx_pgd_set_msg(d, PQerrorMessage(d->c));
+    char keep[sizeof(d->msg)];
+    memcpy(keep, d->msg, sizeof(keep));
+    copy_finish(d, "zx: sending failed");
+    memcpy(d->msg, keep, sizeof(keep));
+    return -1;
+}
+
+/* parts[from .. to) into the open COPY.  0, or -1 (d->msg; the COPY is
+ * ended). */
+static int send_parts(pgd *d, const span *parts, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        for (size_t o = 0; o < parts[i].n;) {
+            size_t n = parts[i].n - o < SEND_CHUNK ? parts[i].n - o : SEND_CHUNK;
+            if (PQputCopyData(d->c, parts[i].p + o, (int)n) != 1) {
+                return send_failed(d);
+            }
+            o += n;
+        }
+        if (d->st)
+            d->st->bytes += parts[i].n;
+    }
+    return 0;
+}
+
+/* COPY sql FROM STDIN, then the parts[] of data.  0 or -1 (d->msg). */
 static int copy_send(pgd *d, const char *sql, const span *parts, size_t nparts)
 {
+    if (zx_pgd_held_end(d) < 0)
+        return -1;
     PGresult *r = PQexec(d->c, sql);
     if (!r || PQresultStatus(r) != PGRES_COPY_IN) {
         zx_pgd_set_msg_res(d, r);
@@ -60,23 +93,59 @@ static int copy_send(pgd *d, const char *sql, const span *parts, size_t nparts)
         return -1;
     }
     PQclear(r);
-    for (size_t i = 0; i < nparts; i++) {
-        for (size_t o = 0; o < parts[i].n;) {
-            size_t n = parts[i].n - o < SEND_CHUNK ? parts[i].n - o : SEND_CHUNK;
-            if (PQputCopyData(d->c, parts[i].p + o, (int)n) != 1) {
-                zx_pgd_set_msg(d, PQerrorMessage(d->c));
-                char keep[sizeof(d->msg)];
-                memcpy(keep, d->msg, sizeof(keep));
-                copy_finish(d, "zx: sending failed");
-                memcpy(d->msg, keep, sizeof(keep));
-                return -1;
-            }
-            o += n;
-        }
-        if (d->st)
-            d->st->bytes += parts[i].n;
+    if (send_parts(d, parts, 0, nparts) < 0)
+        return -1;
+    return copy_finish(d, NULL);
+}
+
+int zx_pgd_held_end(pgd *d)
+{
+    if (!d->held)
+        return 0;
+    d->held = 0;
+    static const char trailer[2] = { (char)0xff, (char)0xff };
+    if (d->binary && PQputCopyData(d->c, trailer, 2) != 1) {
+        return send_failed(d);
     }
     return copy_finish(d, NULL);
+}
+
+/* The batch's parts (header, rows, trailer: make_parts) into the COPY of
+ * d->sql_copy held open across batches: opened by the first (with its
+ * header), each batch's rows after it, the trailer when it ends.  0 or -1
+ * (d->msg). */
+static int copy_held(pgd *d, const span *parts, size_t nparts, int binary)
+{
+    size_t from = 0, to = nparts;
+    if (binary) {
+        if (nparts < 2)
+            return 0;
+        from = 1;       /* the header: sent once, when the COPY opens */
+        to = nparts - 1; /* the trailer: once, at its end */
+    }
+    if (!d->held) {
+        PGresult *r = PQexec(d->c, d->sql_copy);
+        if (!r || PQresultStatus(r) != PGRES_COPY_IN) {
+            zx_pgd_set_msg_res(d, r);
+            PQclear(r);
+            return -1;
+        }
+        PQclear(r);
+        d->held = 1;
+        d->held_since_ms = zx_mono_ms();
+        if (binary && send_parts(d, parts, 0, 1) < 0) {
+            d->held = 0;
+            return -1;
+        }
+    }
+    if (send_parts(d, parts, from, to) < 0) {
+        d->held = 0;
+        return -1;
+    }
+    /* one statement within its deadline (statement_timeout) */
+    if (zx_mono_ms() - d->held_since_ms > d->deadline_ms / 4)
+        return zx_pgd_held_end(d);
+    return 0;
 }
 
 /* The array at *pp (the address of an array pointer) reallocated to cap
@@ -277,7 +346,8 @@ static int copy_rows(pgd *d, uint32_t nrows, int binary, const char *sql, const 
         zx_pgd_set_msg(d, "out of memory");
         return -1;
     }
-    int rc = copy_send(d, sql, parts, nparts);
+    int rc = !stage && sql == d->sql_copy ? copy_held(d, parts, nparts, binary)
+                                          : copy_send(d, sql, parts, nparts);
     free(parts);
     return rc;
 }
@@ -316,6 +386,9 @@ int zx_pgd_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
         staged = !direct;
     }
     if (staged) {
+        /* ON CONFLICT needs the key's index */
+        if (zx_pgd_key_build(d) < 0)
+            return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
         rc = copy_rows(d, nrows, d->binary, d->sql_copy_stage, "zx_stage", 0, &d->stage_made,
                        &d->stage_used);
         if (rc == 0)
@@ -333,6 +406,8 @@ int zx_pgd_delete_keys(void *state, const zx_rowset *keys, char *err, size_t err
     pgd *d = state;
     if (zx_dt_check_delete(d->label, d->st != NULL, keys, d->nkeys, err, errlen) < 0)
         return -1;
+    if (zx_pgd_key_build(d) < 0)
+        return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
     /* column j of keys is cols[key[j]]; every one is a key (positions idx) */
     int rc = encode_batch(d, keys, d->key, d->nkeys, d->kbinary, d->idx, d->nkeys, err, errlen);
     if (rc <= 0)
