@@ -55,6 +55,9 @@ typedef struct pgd {
                                    statement, and once it has been open a
                                    quarter of the deadline */
     int64_t held_since_ms;
+    int unsure;                 /* key_later, and the run's keys outgrew
+                                   seen: a key may come again; the key's
+                                   build keeps each key's last row */
     int key_later;              /* the run made the table: its primary key
                                    was dropped at once and is built before
                                    the first statement that needs it (a
@@ -93,8 +96,15 @@ PGresult *zx_pgd_q(pgd *d, const char *sql, int n, const char *const *params);
 /* Run sql, a command without result rows.  0, or -1 (d->msg). */
 int zx_pgd_sql_run(pgd *d, const char *sql);
 
-/* The primary key of a table this run made (d->key_later), built now.
- * 0 (also when there is nothing to build), or -1 (d->msg). */
+/* The keys a run tracks for the direct path (SEEN_MAX; a test may lower
+ * it). */
+extern size_t zx_pgd_seen_max;
+
+/* The primary key of a table this run made (d->key_later), built now;
+ * when d->unsure and a key came twice, each key's last row is kept (the
+ * table was made in this transaction and only appended to: its rows are
+ * in the order they came, ctid order) and the others deleted first.  0
+ * (also when there is nothing to build), or -1 (d->msg). */
 int zx_pgd_key_build(pgd *d);
 
 /* ---- dest_pg_write.c ----------------------------------------------------- */

@@ -98,6 +98,8 @@ static int copy_send(pgd *d, const char *sql, const span *parts, size_t nparts)
     return copy_finish(d, NULL);
 }
 
+size_t zx_pgd_seen_max = SEEN_MAX;
+
 int zx_pgd_held_end(pgd *d)
 {
     if (!d->held)
@@ -373,15 +375,20 @@ int zx_pgd_write(void *state, const zx_rowset *rs, char *err, size_t errlen)
         if (zx_pg_dedup(d->keys.p, d->koff, d->klen, d->khash, d->skip, nrows) < 0)
             return zx_dt_fail(d->label, err, errlen, "out of memory");
         int direct = d->direct;
-        for (uint32_t r = 0; r < nrows && direct; r++)
+        for (uint32_t r = 0; r < nrows && direct && !d->unsure; r++)
             if (!d->skip[r] && zx_pg_hset_has(&d->seen, d->khash[r]))
                 direct = 0;
         /* remember this batch's keys while the direct path lasts; when
-         * they no longer fit, later batches take the staging path */
-        for (uint32_t r = 0; r < nrows && d->direct; r++)
-            if (!d->skip[r] && zx_pg_hset_add(&d->seen, d->khash[r], SEEN_MAX) < 0) {
-                d->direct = 0;
+         * they no longer fit, later batches take the staging path, or,
+         * into a table the run made, go on straight (the key's build
+         * keeps each key's last row) */
+        for (uint32_t r = 0; r < nrows && d->direct && !d->unsure; r++)
+            if (!d->skip[r] && zx_pg_hset_add(&d->seen, d->khash[r], zx_pgd_seen_max) < 0) {
                 zx_pg_hset_free(&d->seen);
+                if (d->key_later)
+                    d->unsure = 1;
+                else
+                    d->direct = 0;
             }
         staged = !direct;
     }

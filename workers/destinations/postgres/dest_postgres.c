@@ -200,7 +200,7 @@ static void reset_run(pgd *d)
     d->sql_copy = d->sql_copy_stage = d->sql_merge = d->sql_copy_keys = d->sql_delete = NULL;
     zx_pg_hset_free(&d->seen);
     d->direct = d->stage_made = d->stage_used = d->kstage_made = d->kstage_used = 0;
-    d->held = d->key_later = 0;
+    d->held = d->key_later = d->unsure = 0;
     d->st = NULL;
 }
 
@@ -530,6 +530,23 @@ static int leave_key_out(pgd *d, const char *oid, char *err, size_t errlen)
     return rc;
 }
 
+/* A key that came twice into a table the run made: each key's last row
+ * (the highest ctid: only appended to in this transaction) stays. */
+static int keep_last_rows(pgd *d)
+{
+    zx_buf b = { 0 };
+    int bad = zx_buf_printf(&b, "DELETE FROM %s WHERE ctid IN (SELECT ctid FROM (SELECT ctid, "
+                                "row_number() OVER (PARTITION BY ", d->qtable) < 0 ||
+              zx_dt_sql_list(&b, d->qcols, d->key, d->nkeys) < 0 ||
+              zx_buf_printf(&b, " ORDER BY ctid DESC) AS zx_n FROM %s) zx_d WHERE zx_n > 1)",
+                            d->qtable) < 0;
+    int rc = bad ? -1 : zx_pgd_sql_run(d, b.p);
+    if (bad)
+        zx_pgd_set_msg(d, "out of memory");
+    zx_buf_free(&b);
+    return rc;
+}
+
 int zx_pgd_key_build(pgd *d)
 {
     if (!d->key_later)
@@ -543,7 +560,23 @@ int zx_pgd_key_build(pgd *d)
         zx_pgd_set_msg(d, "out of memory");
         return -1;
     }
-    rc = zx_pgd_sql_run(d, b.p);
+    if (!d->unsure) {
+        rc = zx_pgd_sql_run(d, b.p);
+    } else {
+        /* the build refuses a key that came twice: keep its last row */
+        rc = zx_pgd_sql_run(d, "SAVEPOINT zx_key");
+        if (rc == 0 && zx_pgd_sql_run(d, b.p) < 0) {
+            rc = -1;
+            if (strcmp(d->sqlstate, "23505") == 0 &&
+                zx_pgd_sql_run(d, "ROLLBACK TO SAVEPOINT zx_key") == 0 && keep_last_rows(d) == 0)
+                rc = zx_pgd_sql_run(d, b.p);
+        }
+        if (rc == 0)
+            rc = zx_pgd_sql_run(d, "RELEASE SAVEPOINT zx_key");
+        /* the keys seen are no longer known: later rows take the staging path */
+        d->unsure = 0;
+        d->direct = 0;
+    }
     zx_buf_free(&b);
     if (rc < 0) {
         char keep[sizeof(d->msg)];
