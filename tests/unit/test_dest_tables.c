@@ -41,6 +41,7 @@ extern size_t zx_pgd_seen_max;
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/timefmt.h"
@@ -1046,6 +1047,58 @@ static void sq_modes(const zx_conf_connection *cn, sqlite3 *db)
     CHECK_HAS(t.err, "sqlite local table t: cannot open /nonexistent-zxdt/x.db: ");
 }
 
+/* Runs of several syncs opening the same new file at the same instant: each
+ * asks for WAL, and SQLite answers one of them BUSY without waiting (each
+ * holds the lock the other needs); every run must still succeed.  8
+ * processes released together on 30 new files. */
+static void sq_opened_at_once(void)
+{
+    enum { PROCS = 8, FILES = 30 };
+    int bad = 0;
+    for (int f = 0; f < FILES && !bad; f++) {
+        char path[128];
+        snprintf(path, sizeof(path), "/tmp/zxdt-%ld-once-%d.db", (long)getpid(), f);
+        int go[2];
+        if (pipe(go) < 0)
+            break;
+        pid_t kids[PROCS];
+        for (int k = 0; k < PROCS; k++) {
+            kids[k] = fork();
+            if (kids[k] == 0) {
+                close(go[1]);
+                char c;
+                if (read(go[0], &c, 1) < 0)
+                    _exit(3);
+                zx_conf_connection cn = sq_conn("local", path);
+                char table[16];
+                snprintf(table, sizeof(table), "t%d", k);
+                trun t = { .dest = &zx_dest_sqlite, .conn = &cn, .table = table,
+                           .mode = ZX_MODE_APPEND, .cols = kv_cols, .ncols = 2 };
+                tv r[] = { I(k), T("x") };
+                int rc = t_run(&t, r, 1);
+                if (rc != 0)
+                    printf("opened at once: %s\n", t.err);
+                _exit(rc == 0 ? 0 : 1);
+            }
+        }
+        close(go[0]);
+        close(go[1]);   /* EOF releases them all at once */
+        for (int k = 0; k < PROCS; k++) {
+            int st = 0;
+            if (kids[k] > 0 && waitpid(kids[k], &st, 0) == kids[k] &&
+                !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+                bad++;
+        }
+        char p[160];
+        unlink(path);
+        snprintf(p, sizeof(p), "%s-wal", path);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s-shm", path);
+        unlink(p);
+    }
+    CHECK(bad == 0);
+}
+
 static void test_sqlite(void)
 {
     snprintf(sq_path, sizeof(sq_path), "/tmp/zxdt-%ld-t.db", (long)getpid());
@@ -1063,6 +1116,7 @@ static void test_sqlite(void)
     sq_types(&cn, db);
     sq_modes(&cn, db);
     sqlite3_close(db);
+    sq_opened_at_once();
     printf("sqlite: %s\n", failures == f0 ? "ok" : "FAILED");
     char p[300];
     unlink(sq_path);

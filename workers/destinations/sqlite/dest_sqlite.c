@@ -174,12 +174,22 @@ static int sq_open(const zx_dest_args *a, void **state, char *err, size_t errlen
     }
     int64_t ms = zx_dt_deadline_ms(a);
     sqlite3_busy_timeout(d->db, ms > INT_MAX ? INT_MAX : (int)ms);
-    /* WAL: readers keep the old rows while a run writes */
-    sqlite3_stmt *st = NULL;
-    rc = sqlite3_prepare_v2(d->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    /* WAL: readers keep the old rows while a run writes.  Two runs opening
+     * a new file at once both ask for it; SQLite answers one BUSY at once,
+     * without its busy handler (each holds the lock the other waits for),
+     * so that one tries again until the deadline (the mode is kept in the
+     * file: the second try finds it set) */
+    int64_t until = zx_mono_ms() + ms;
+    for (;;) {
+        sqlite3_stmt *st = NULL;
+        rc = sqlite3_prepare_v2(d->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || zx_mono_ms() >= until)
+            break;
+        sqlite3_sleep(20);
+    }
     if (rc != SQLITE_ROW) {
         zx_dt_fail(d->label, err, errlen, "cannot use %s: %s", d->path, dbmsg(d));
         sq_close(d);
