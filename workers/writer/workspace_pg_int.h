@@ -68,10 +68,12 @@ typedef struct wsp {
     zx_buf rowbuf;          /* this row's values, escaped */
     int64_t *off;               /* slot -> offset in rowbuf, -1 NULL */
     size_t *len;                /* slot -> length */
-    uint8_t *btype;             /* slot -> binary encoding (WSP_B_*) */
+    uint8_t *btype;             /* slot -> binary encoding (B_* of
+                                   workspace_pg_copy.c) */
     uint32_t nslots, slots_cap;
     int binary;                 /* this COPY is in binary format: every
-                                   column's type has a known encoding */
+                                   column's type has a known encoding, and
+                                   every value of the append one (rows_begin) */
     int streaming;              /* 0: no COPY open yet; 1: one is open and
                                    takes the rows as they come; 2: open, but
                                    a send failed (the server refused a row or
