@@ -1047,6 +1047,17 @@ static void sq_modes(const zx_conf_connection *cn, sqlite3 *db)
     CHECK_HAS(t.err, "sqlite local table t: cannot open /nonexistent-zxdt/x.db: ");
 }
 
+/* Remove a SQLite file and its -wal and -shm files. */
+static void unlink_db(const char *path)
+{
+    char p[320];
+    unlink(path);
+    snprintf(p, sizeof(p), "%s-wal", path);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s-shm", path);
+    unlink(p);
+}
+
 /* Runs of several syncs opening the same new file at the same instant: each
  * asks for WAL, and SQLite answers one of them BUSY without waiting (each
  * holds the lock the other needs); every run must still succeed.  8
@@ -1089,12 +1100,7 @@ static void sq_opened_at_once(void)
                 !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
                 bad++;
         }
-        char p[160];
-        unlink(path);
-        snprintf(p, sizeof(p), "%s-wal", path);
-        unlink(p);
-        snprintf(p, sizeof(p), "%s-shm", path);
-        unlink(p);
+        unlink_db(path);
     }
     CHECK(bad == 0);
 }
@@ -1118,12 +1124,7 @@ static void test_sqlite(void)
     sqlite3_close(db);
     sq_opened_at_once();
     printf("sqlite: %s\n", failures == f0 ? "ok" : "FAILED");
-    char p[300];
-    unlink(sq_path);
-    snprintf(p, sizeof(p), "%s-wal", sq_path);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", sq_path);
-    unlink(p);
+    unlink_db(sq_path);
 }
 
 /* ======================================================================== */
