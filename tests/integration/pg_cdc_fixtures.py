@@ -10,9 +10,12 @@ dropped at teardown), or talk to anything but the server of
 tests/services/postgres.
 """
 
+import contextlib
 import json
+import os
 import re
 import secrets
+import signal
 import urllib.parse
 
 import pg_fixtures
@@ -120,6 +123,31 @@ def make_cdc_env(pg, workspace=None):
 def superuser(db):
     return {"user": pg_fixtures.SUPERUSER,
             "password": pg_fixtures.USERS[pg_fixtures.SUPERUSER], "db": db}
+
+
+@contextlib.contextmanager
+def copy_held(pg, db, z):
+    """Start z (made with start=False) so that its initial copy stays under
+    way while the body runs, however fast this machine copies: a transaction
+    holding an id on the source keeps the slot from being made (a logical
+    slot waits for every such transaction) until the writer is ready and
+    stopped (SIGSTOP); then the copy starts, fills the ring and waits there,
+    in the copy state, until the body is over and the writer goes on."""
+    hold = pg.connect(db)
+    hold.autocommit = True
+    hold.execute("BEGIN")
+    hold.execute("SELECT txid_current()")
+    writer = None
+    try:
+        z.start()
+        writer = z.pids()["writer"]
+        os.kill(writer, signal.SIGSTOP)
+        hold.execute("ROLLBACK")
+        yield
+    finally:
+        if writer:
+            os.kill(writer, signal.SIGCONT)
+        hold.close()
 
 
 def assert_no_password(z, text, env):

@@ -26,7 +26,7 @@ import time
 import pytest
 
 from conftest import ZXCTL, http_request, wait_for
-from pg_cdc_fixtures import make_cdc_env, superuser
+from pg_cdc_fixtures import copy_held, make_cdc_env, superuser
 from sync_fixtures import make_sync_env
 
 ROWS = 300000
@@ -239,25 +239,26 @@ def test_the_cdc_initial_copy_shows_its_progress(pg, mirror_env):
     pg.execute(db, f"INSERT INTO orders SELECT g, g FROM generate_series(1, {CDC_ROWS}) g")
     pg.execute(db, "ANALYZE orders")
     z = mirror_env.zxd({"shop": {"connection": "db", "tables": ["orders"]}},
-                       {"db": superuser(db)})
+                       {"db": superuser(db)}, start=False)
     seen, texts = [], []
+    with copy_held(pg, db, z):     # the copy stays under way (3M rows take ~1 s)
 
-    def copying():
-        e = z.pipeline("shop")
-        pg_ = e.get("progress")
-        if pg_ and pg_["done"] > 0:
-            seen.append(pg_)
-            if len(texts) < 1:
-                texts.append(z.zxctl("status", check_rc=0).stdout)
-        return len(seen) >= 2 or (e.get("source_status") or {}).get("state") == "streaming"
-    wait_for(copying, "the copy's progress", deadline=120, interval=0.05)
-    assert seen, "the copy ended before any progress was seen: " + z.log_tail()
-    pg_ = seen[-1]
-    assert pg_["what"] == "copying public.orders", pg_
-    assert pg_["expected"] == CDC_ROWS and pg_["exact"] is False, pg_   # the estimate
-    assert 0 < pg_["done"] <= CDC_ROWS and 0 <= pg_["percent"] <= 100, pg_
-    assert "rate" in pg_ and "eta_seconds" in pg_, pg_
-    if "progress: copying public.orders " in texts[0]:
+        def copying():
+            e = z.pipeline("shop")
+            pg_ = e.get("progress")
+            if pg_ and pg_["done"] > 0:
+                seen.append(pg_)
+                if len(texts) < 1:
+                    texts.append(z.zxctl("status", check_rc=0).stdout)
+            return len(seen) >= 2 or (e.get("source_status") or {}).get("state") == "streaming"
+        wait_for(copying, "the copy's progress", deadline=120, interval=0.05)
+        assert seen, "the copy ended before any progress was seen: " + z.log_tail()
+        pg_ = seen[-1]
+        assert pg_["what"] == "copying public.orders", pg_
+        assert pg_["expected"] == CDC_ROWS and pg_["exact"] is False, pg_   # the estimate
+        assert 0 < pg_["done"] <= CDC_ROWS and 0 <= pg_["percent"] <= 100, pg_
+        assert "rate" in pg_ and "eta_seconds" in pg_, pg_
+        assert "progress: copying public.orders " in texts[0], texts[0]
         assert " of ~3,000,000 rows (" in texts[0], texts[0]
     # streaming: the copy is over, and so is its progress
     wait_for(lambda: (z.pipeline("shop").get("source_status") or {}).get("state") ==
