@@ -44,6 +44,9 @@ static void run_put_progress(srun *r, const char *state)
         done = r->compared;
         expected = r->read;
         flags = ZX_SEG_PROGRESS_EXACT;
+    } else if (r->q && !strcmp(r->phase, "sending")) {
+        /* streamed: sent as read, of the rows it expects to read */
+        done = r->sent;
     } else if (!strcmp(r->phase, "sending") || !strcmp(r->phase, "recording")) {
         done = r->sent;
         expected = r->to_send;
@@ -58,6 +61,11 @@ void run_put_status(srun *r, const char *state)
     double secs = (double)(now - r->started_ms) / 1000.0;
     uint64_t done = !strcmp(r->phase, "sending") ? r->sent : r->read;
     double rate = secs > 0.05 ? (double)done / secs : 0;
+    /* a failed run sent none of the rows it was to send; a streamed one
+     * knows those only as far as it read (each row read was to be sent) */
+    uint64_t unsent = r->to_send;
+    if ((r->stream || r->stream_keyed) && r->read > unsent)
+        unsent = r->read;
     json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
                           "run", "", "state", state, "phase", r->phase,
                           "rows_read", (json_int_t)r->read,
@@ -67,7 +75,7 @@ void run_put_status(srun *r, const char *state)
                           "rows_deleted", (json_int_t)r->deleted,
                           "rows_sent", (json_int_t)r->sent,
                           "rows_failed", (json_int_t)(strcmp(state, "failed")
-                                                      ? r->dstats.rows_failed : r->to_send),
+                                                      ? r->dstats.rows_failed : unsent),
                           "values_nulled", (json_int_t)r->dstats.nulled,
                           "bytes", (json_int_t)r->dstats.bytes,
                           "rows_per_second", rate);
@@ -84,7 +92,8 @@ void run_put_status(srun *r, const char *state)
         r->to_send > r->sent)
         json_object_set_new(o, "seconds_left",
                             json_real((double)(r->to_send - r->sent) / rate));
-    if (!strcmp(state, "running") && !strcmp(r->phase, "sending"))
+    if (!strcmp(state, "running") && !strcmp(r->phase, "sending") && !r->q)
+        /* (not known while a streamed run still reads) */
         json_object_set_new(o, "rows_to_send", json_integer((json_int_t)r->to_send));
     if (r->dstats.files || r->dstats.files_removed) {
         json_object_set_new(o, "files_added", json_integer((json_int_t)r->dstats.files));
@@ -202,10 +211,18 @@ static int sync_do(srun *r)
         return r->hashed ? run_sample_marked(r) : 0;
     if (r->stream)
         return (!r->dest_begun && run_deliver_begin(r) < 0) || run_deliver_end(r) < 0 ? -1 : 0;
+    /* a mirror's new keys are recorded before anything is committed (sent,
+     * where the destination has no transaction) */
     if (r->hashed && r->o->mode == ZX_MODE_MIRROR && r->inserted && run_prerecord(r) < 0)
         return -1;
-    if (run_deliver(r) < 0)
+    if (r->stream_keyed) {
+        /* every row was sent while reading; the keys had no duplicate */
+        run_set_phase(r, "sending");
+        if ((!r->dest_begun && run_deliver_begin(r) < 0) || run_deliver_end(r) < 0)
+            return -1;
+    } else if (run_deliver(r) < 0) {
         return -1;
+    }
     if (r->hashed && run_record_hashes(r) < 0)
         return -1;
     return 0;
@@ -275,11 +292,11 @@ static int sync_poll(zx_src *rt, void *state)
                  (unsigned long long)r->id, r->err);
     } else {
         zx_info("event=sync_done sync=%s run=%llu state=%s read=%llu sent=%llu deleted=%llu "
-                "unchanged=%llu reading_ms=%lld comparing_ms=%lld sending_ms=%lld "
-                "recording_ms=%lld", r->name, (unsigned long long)r->id, final,
+                "unchanged=%llu sent_while_reading=%s reading_ms=%lld comparing_ms=%lld "
+                "sending_ms=%lld recording_ms=%lld", r->name, (unsigned long long)r->id, final,
                 (unsigned long long)r->read, (unsigned long long)r->sent,
                 (unsigned long long)r->deleted, (unsigned long long)r->unchanged,
-                (long long)r->phase_ms[0], (long long)r->phase_ms[1], (long long)r->phase_ms[2],
+                r->stream || r->stream_keyed ? "yes" : "no", (long long)r->phase_ms[0], (long long)r->phase_ms[1], (long long)r->phase_ms[2],
                 (long long)r->phase_ms[3]);
     }
     run_put_status(r, final);

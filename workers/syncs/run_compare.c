@@ -339,9 +339,10 @@ int run_merge_keys(srun *r)
     if (r->dup_keys) {
         char *list = json_dumps(r->dups, JSON_COMPACT);
         zx_seterr(r->err, sizeof(r->err), "sync %s: the result has %llu duplicate key%s on "
-                  "(%s...): %s%s; nothing was sent", r->name, (unsigned long long)r->dup_keys,
+                  "(%s...): %s%s; nothing was %s", r->name, (unsigned long long)r->dup_keys,
                   r->dup_keys > 1 ? "s" : "", r->o->key_cols[0], list ? list : "?",
-                  r->dup_keys > 5 ? " and more" : "");
+                  r->dup_keys > 5 ? " and more" : "",
+                  r->stream_keyed ? "committed (the rows sent are rolled back)" : "sent");
         free(list);
         return -1;
     }

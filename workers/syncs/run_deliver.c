@@ -301,7 +301,7 @@ int run_dest_write(srun *r, const zx_rowset *rs)
 
 int run_deliver_begin(srun *r)
 {
-    run_set_phase(r, "sending");
+    run_set_phase(r, "sending");   /* streamed: from the first batch on */
     run_put_status(r, "running");
     /* the destination keeps it until commit or abort (dest.h) */
     r->drun = (zx_dest_run){
@@ -327,6 +327,24 @@ int run_deliver_end(srun *r)
         return -1;
     r->err[0] = 0;     /* a destination may leave text of what it handled */
     r->dest_begun = 0;
+    return 0;
+}
+
+int run_send_read(srun *r, uint64_t first)
+{
+    uint32_t n = r->rs.nrows;
+    if (!n)
+        return 0;
+    if (!r->dest_begun && run_deliver_begin(r) < 0)
+        return -1;
+    if (grow(&r->batch_ord, &r->capbatch_ord, n, sizeof(uint64_t)) < 0)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+    for (uint32_t i = 0; i < n; i++)
+        r->batch_ord[i] = first + i;
+    r->nbatch_ord = n;
+    if (run_dest_write(r, &r->rs) < 0)
+        return -1;
+    r->sent += n;
     return 0;
 }
 

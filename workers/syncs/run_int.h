@@ -57,6 +57,13 @@ typedef struct srun {
     int key_changed;              /* the stored hashes are of other key columns */
     int stream;                   /* no key, types known before the first
                                      row: rows sent as they are read */
+    int stream_keyed;             /* upsert or mirror with nothing stored
+                                     (a first run), types known, into a
+                                     ZX_DEST_TXN destination: every row is
+                                     new, so each batch is sent as it is
+                                     read; the keys are still sorted and a
+                                     duplicate fails the run before the
+                                     destination commits (run_read.c) */
     int reseed;                   /* the types the rows were hashed with
                                      changed once all were read */
     uint64_t seed_final;          /* then: the seed of the final types */
@@ -193,6 +200,11 @@ const char *run_cursor_text(const zx_cursor_mark *m);
  * streamed, sent at once), keys to the sorter; the query is closed. */
 int run_read_result(srun *r);
 
+/* Whether the sync has no stored row hash at all (its first run, or one
+ * after the state was reset): 1, 0, or -1 (r->err).  Its own short read
+ * transaction. */
+int run_nothing_stored(srun *r);
+
 /* The row (vals, r->ncols values) as a JSON object, for a preview's
  * sample; NULL out of memory.  The caller owns it. */
 json_t *run_row_json(srun *r, const zx_value *vals);
@@ -229,6 +241,12 @@ int run_deliver_end(srun *r);
 
 /* Begin, send the rows kept in the spill (those marked), end. */
 int run_deliver(srun *r);
+
+/* A streamed keyed run (stream_keyed): hand the batch just read, r->rs,
+ * result rows first.. on, every one of them, to the destination (begun
+ * on the first batch); refused rows are remembered by their ordinals as
+ * in run_deliver. */
+int run_send_read(srun *r, uint64_t first);
 
 /* Whether the row at result ordinal ord (a put) or the key with hash kh
  * (a delete: ord UINT64_MAX) was refused by the destination: its hash is

@@ -4,7 +4,10 @@
  * are computed (hash.h); the rows go to the rows spill as rows frames
  * (spill.h), the keys to the external sorter.  A run without a key whose
  * types are known before the first row streams instead: each batch goes
- * to the destination as it is read.
+ * to the destination as it is read.  So does the first run of an upsert
+ * or mirror into a transactional destination (stream_keyed): every key is
+ * new, so every row is sent, and the keys, sorted as always, are checked
+ * for duplicates before the destination commits.
  *
  * It must never: keep the whole result in memory, or hold a read
  * transaction of the store past key_signature.
@@ -112,6 +115,8 @@ static int read_batch(srun *r)
         if (zx_keysort_add(r->keys, kh, pl->p, pl->len, r->err, sizeof(r->err)) < 0)
             return -1;
     }
+    if (r->stream_keyed)
+        return run_send_read(r, r->read - r->rs.nrows);
     if (r->preview && !r->hashed) {
         /* every row would be sent: sample, keep nothing */
         for (uint32_t i = 0; i < r->rs.nrows && json_array_size(r->sample) < SAMPLE_ROWS; i++) {
@@ -154,6 +159,50 @@ static int key_signature(srun *r)
     }
     zx_store_abort(t);
     return 0;
+}
+
+static int any_hash(const unsigned char *kh, uint64_t rh, const char *kv, size_t kvlen,
+                    void *ctx)
+{
+    (void)kh;
+    (void)rh;
+    (void)kv;
+    (void)kvlen;
+    *(int *)ctx = 1;
+    return 1;
+}
+
+int run_nothing_stored(srun *r)
+{
+    if (!r->store)
+        return 1;   /* no store yet: nothing was ever recorded */
+    zx_store_txn *t = NULL;
+    int found = 0;
+    int rc = zx_store_begin(r->store, 1, &t);
+    if (rc == 0)
+        rc = zx_store_hashes_scan(t, r->name, NULL, 1, any_hash, &found, NULL);
+    zx_store_abort(t);
+    if (rc && rc != 1)
+        return zx_seterr(r->err, sizeof(r->err), "sync %s: cannot read the stored row "
+                         "hashes: %s", r->name, zx_store_strerror(rc));
+    return !found;
+}
+
+/* Whether this keyed run sends its rows as it reads them (stream_keyed):
+ * an upsert or mirror run (not a preview, not a one-off) with nothing
+ * stored for the sync, whose types are known before the first row, into
+ * a destination whose begin..commit is one transaction.  Each row is new
+ * (no stored key to compare with, none to delete), so the merge would
+ * mark every one; a duplicate key, found by the same merge once all are
+ * read, aborts the destination's transaction: nothing is committed, as
+ * when it is found before sending.  A mirror still records its new keys
+ * (run_prerecord) before the commit. */
+static int keyed_stream(srun *r)
+{
+    if (!r->hashed || r->preview || !r->nkeys || !zx_query_types_known(r->q) ||
+        !(r->dest->caps & ZX_DEST_TXN))
+        return 0;
+    return run_nothing_stored(r);
 }
 
 static int stop_asked(void *rt)
@@ -232,6 +281,10 @@ int run_read_result(srun *r)
     if (r->stream && !zx_query_types_known(r->q))
         r->stream = 0;
     r->seed = zx_sync_columns_seed(r->cols, r->ncols);
+    int ks = keyed_stream(r);
+    if (ks < 0)
+        return -1;
+    r->stream_keyed = ks;
     if (r->nkeys && !(r->keys = zx_keysort_new(r->tmpdir, SORT_MEMORY, &r->budget)))
         return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
     for (;;) {
