@@ -137,6 +137,32 @@ def test_mirror_deletes_the_keys_that_disappear(sync_env):
     assert [x[0] for x in dest_rows(z)] == [1, 2]
 
 
+def test_a_mirror_run_cut_after_its_commit_still_deletes_later(sync_env):
+    """A mirror records its new keys before its destination commits (on
+    Postgres its first run sends the rows while it reads them, so before the
+    commit, not before sending): a run that dies right after the commit,
+    before its hashes are recorded, still leaves the keys known, and a later
+    run deletes the one that left the result."""
+    z = one_sync(sync_env, "mirror", start=False)
+    z.env["ZX_FAULT_INJECTION"] = "1"
+    z.start()
+    marker = os.path.join(z.data_dir, "fault-sync-exit-after-commit")
+    open(marker, "w").close()
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "status 70" in r["error"], r
+    assert not os.path.exists(marker)
+    assert "event=fault_injection point=sync_after_commit" in z.log_text()
+    assert dest_rows(z) == [(1, "a@x.org", "free"), (2, "b@x.org", "pro"),
+                            (3, 'c,"q"@x.org', "free")]      # committed
+    z.ws_exec("DELETE FROM customers WHERE id = 1")
+    r = z.run("crm")
+    # the keys were known (row hash 0: sent, version unknown): 2 sent again,
+    # 1 deleted; without the record the run would be a first one again and
+    # key 1 would stay in the destination for ever
+    assert (r["rows_deleted"], r["rows_sent"], r["rows_inserted"]) == (1, 2, 0), r
+    assert dest_rows(z) == [(2, "b@x.org", "pro"), (3, 'c,"q"@x.org', "free")]
+
+
 def test_mirror_with_a_composite_key(sync_env):
     z = one_sync(sync_env, "mirror", key=("plan", "id"))
     assert z.run("crm")["rows_sent"] == 3

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/timefmt.h"
@@ -189,6 +190,24 @@ static void cleanup(srun *r)
     r->keys = NULL;
 }
 
+/* Tests only (the writer's ZX_FAULT_INJECTION, tests/integration/
+ * test_crash.py): with ZX_FAULT_INJECTION=1 in the environment and the file
+ * <data_dir>/fault-sync-exit-after-commit present, the run removes it and
+ * exits right after the destination committed, before any hash is
+ * recorded: a run cut at its worst moment. */
+static void fault_after_commit(const srun *r)
+{
+    const char *fi = getenv("ZX_FAULT_INJECTION");
+    if (!fi || strcmp(fi, "1"))
+        return;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/fault-sync-exit-after-commit", r->conf->data_dir);
+    if (unlink(path) == 0) {
+        zx_warn("event=fault_injection point=sync_after_commit sync=%s", r->name);
+        _exit(70);
+    }
+}
+
 static int sync_do(srun *r)
 {
     char serr[512];
@@ -223,6 +242,7 @@ static int sync_do(srun *r)
     } else if (run_deliver(r) < 0) {
         return -1;
     }
+    fault_after_commit(r);
     if (r->hashed && run_record_hashes(r) < 0)
         return -1;
     return 0;
