@@ -168,3 +168,33 @@ def test_writer_crash_between_workspace_and_store_commits(make_zxd):
     # and the stream goes on
     z.push_ok("fi", [{"id": "after"}], wait_commit=True)
     assert z.count("fi") == 52
+
+
+def test_writer_crash_between_answering_pushes_and_the_store_commit(make_zxd):
+    """A cycle whose store records are only the pipeline's position and rows
+    counter (pushes without Idempotency-Key, new columns or rejects) answers
+    its waiting pushes right after the workspace commit, before the LMDB
+    commit and its sync.  The writer dying there (ZX_FAULT_INJECTION=1 + the
+    marker fault-crash-after-release) loses nothing the push was told: the
+    rows are in the workspace exactly once, and the stream goes on."""
+    z = make_zxd({"fr": {}}, start=False)
+    z.env["ZX_FAULT_INJECTION"] = "1"
+    z.start()
+    z.wait_running("fr")
+    z.push_ok("fr", [{"id": "warm", "n": 0}], wait_commit=True)   # makes the table
+    writer = z.wait_running("writer")
+    marker = os.path.join(z.data_dir, "fault-crash-after-release")
+    open(marker, "w").close()
+    rows = [{"id": f"r{i}", "n": i} for i in range(50)]
+    r = z.push("fr", rows, wait_commit=True, timeout=30)
+    assert r.status == 202 and r.json.get("accepted") == 50, r
+    assert r.json.get("committed") is True, r.json
+    assert not os.path.exists(marker), "the fault injection point was not reached"
+    assert "event=fault_injection point=after_release" in z.log_text()
+    new_writer = z.wait_running("writer", not_pid=writer)
+    assert new_writer != writer
+    assert z.count("fr", "id LIKE 'r%'") == 50          # the answer was true
+    z.push_ok("fr", [{"id": "after", "n": 51}], wait_commit=True)
+    assert z.count("fr") == 52                           # and nothing twice
+    assert z.count("fr", "id = 'after'") == 1
+

@@ -34,6 +34,11 @@ zx_keyseq *zx_keyseq_new(void)
     return calloc(1, sizeof(zx_keyseq));
 }
 
+size_t zx_keyseq_count(const zx_keyseq *ks)
+{
+    return ks->n;
+}
+
 void zx_keyseq_clear(zx_keyseq *ks)
 {
     for (size_t i = 0; i < ks->cap; i++) {

@@ -45,6 +45,9 @@ void zx_keyseq_free(zx_keyseq *ks);
 long zx_keyseq_filter(zx_keyseq *ks, zx_store_txn *rt, const char *pipeline, const char *table,
                       const zx_rowset *rs, const char *const *keys, size_t nkeys, uint8_t *skip);
 
+/* The number of entries the cycle holds (0: nothing to store). */
+size_t zx_keyseq_count(const zx_keyseq *ks);
+
 /* Put the cycle's entries into the store's write transaction t.  0 or a
  * ZX_STORE_* code. */
 int zx_keyseq_store(zx_keyseq *ks, zx_store_txn *t);

@@ -234,6 +234,58 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
  * a fifth of their rate and doubled their p50, while bursty non-waiting
  * pushes at 5,000/s were not committed less often (their gaps between
  * bursts exceed any linger short enough for a waiting client). */
+/* Whether the cycle's store records are only each pipeline's applied
+ * position and rows counter (pushes of an http stream without idempotency
+ * keys, new columns or rejects): records that the workspace's own
+ * checkpoint, committed with the rows, makes good if they are lost.  Such a
+ * cycle releases its frames (answers the pushes waiting for the commit)
+ * before the store's commit, whose sync of its data would otherwise stand
+ * on every waiting push's path. */
+static int light_cycle(const writer *w)
+{
+    if (zx_keyseq_count(w->ks))
+        return 0;
+    for (size_t i = 0; i < w->nap; i++) {
+        const applied *a = &w->ap[i];
+        if (a->npos || a->dedup || a->keysig || a->nhashes || a->messages || a->rejects ||
+            a->nrejcols || a->nnewcols || a->created || a->extra_values || a->fenced ||
+            a->fence_dup || a->fence_gap || a->bad || a->skipped || a->parked || a->replayed)
+            return 0;
+    }
+    return 1;
+}
+
+/* The segment counters and metrics of the cycle's frames, then the
+ * release, once per pipeline, at its last frame of the cycle (the first
+ * one met walking backwards): whoever sees the release (a push waiting for
+ * its commit) sees the cycle's counters and metrics. */
+static void release_applied(writer *w)
+{
+    int64_t now_us = zx_now_us();
+    w->cycles++;
+    for (size_t i = w->nap; i-- > 0;) {
+        applied *a = &w->ap[i];
+        zx_seg_hdr *h = a->p->seg.hdr;
+        atomic_fetch_add(&h->rows, a->rows);
+        atomic_fetch_add(&h->rejects, a->rejects);
+        atomic_fetch_add(&h->batches, 1);
+        atomic_fetch_add(&h->bytes, a->bytes);
+        if (a->bad)
+            atomic_fetch_add(&h->frame_errors, 1);
+        atomic_store(&h->last_commit_us, now_us);
+        wr_metrics_frame(a, now_us, w->cycles);
+    }
+    for (size_t i = 0; i < w->nap; i++)
+        wr_metrics_txn(w->ap[i].p, w->cycles);
+    for (size_t i = w->nap; i-- > 0;) {
+        applied *a = &w->ap[i];
+        if (!a->replayed && a->p->released_cycle != w->cycles) {
+            a->p->released_cycle = w->cycles;
+            zx_ring_release(&a->p->seg.frames, &a->after, 1);
+        }
+    }
+}
+
 static int cycle(writer *w)
 {
     size_t bytes = 0;
@@ -269,8 +321,21 @@ static int cycle(writer *w)
         zx_warn("event=fault_injection point=after_workspace_commit frames=%d", nframes);
         _exit(70);
     }
+    int light = light_cycle(w);
+    if (light) {
+        release_applied(w);
+        if (w->fault_release_path[0] && unlink(w->fault_release_path) == 0) {
+            zx_warn("event=fault_injection point=after_release frames=%d", nframes);
+            _exit(70);
+        }
+    }
     int rc = wr_store_txn(w);
-    if (rc) {
+    if (rc && light) {
+        /* released already: only a position the next commit rewrites and
+         * a rows counter are lost (the workspace's checkpoint stands) */
+        zx_error("event=store_failed error=\"%s\" lost=\"the rows counter of %d "
+                 "frames\"", zx_store_strerror(rc), nframes);
+    } else if (rc) {
         /* The workspace has the rows and the checkpoint: the frames will
          * be re-read, skipped as applied, and their LMDB records retried. */
         zx_error("event=store_failed error=\"%s\"", zx_store_strerror(rc));
@@ -279,32 +344,8 @@ static int cycle(writer *w)
         wr_free_applied(w);
         return -1;
     }
-    int64_t now_us = zx_now_us();
-    w->cycles++;
-    for (size_t i = w->nap; i-- > 0;) {
-        applied *a = &w->ap[i];
-        zx_seg_hdr *h = a->p->seg.hdr;
-        atomic_fetch_add(&h->rows, a->rows);
-        atomic_fetch_add(&h->rejects, a->rejects);
-        atomic_fetch_add(&h->batches, 1);
-        atomic_fetch_add(&h->bytes, a->bytes);
-        if (a->bad)
-            atomic_fetch_add(&h->frame_errors, 1);
-        atomic_store(&h->last_commit_us, now_us);
-        wr_metrics_frame(a, now_us, w->cycles);
-    }
-    for (size_t i = 0; i < w->nap; i++)
-        wr_metrics_txn(w->ap[i].p, w->cycles);
-    /* then release, once per pipeline, at its last frame of the cycle (the
-     * first one met walking backwards): whoever sees the release (a push
-     * waiting for its commit) sees the cycle's counters and metrics */
-    for (size_t i = w->nap; i-- > 0;) {
-        applied *a = &w->ap[i];
-        if (!a->replayed && a->p->released_cycle != w->cycles) {
-            a->p->released_cycle = w->cycles;
-            zx_ring_release(&a->p->seg.frames, &a->after, 1);
-        }
-    }
+    if (!light)
+        release_applied(w);
     wr_announce(w);
     wr_free_applied(w);
     wr_pt_tell(w);
@@ -511,8 +552,12 @@ int zx_writer_main(const zx_writer_args *a)
         zx_warn("event=parked_not_read error=\"%s\"", zx_ws_errmsg(w->ws));
     const char *fi = getenv("ZX_FAULT_INJECTION");
     if (fi && strcmp(fi, "1") == 0)
+    {
         snprintf(w->fault_path, sizeof(w->fault_path), "%s/fault-crash-after-workspace-commit",
                  a->conf->data_dir);
+        snprintf(w->fault_release_path, sizeof(w->fault_release_path),
+                 "%s/fault-crash-after-release", a->conf->data_dir);
+    }
     zx_set_nonblock(a->chan);
     zx_chan_send(a->chan, ZX_CHAN_READY, "{}", NULL, 0);
     zx_info("event=ready workspace=%s backend=%s",

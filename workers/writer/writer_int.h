@@ -182,6 +182,8 @@ typedef struct writer {
      * workspace commit, before the LMDB commit and the acknowledgement:
      * the one crash window the workspace checkpoint must close. */
     char fault_path[4200];
+    char fault_release_path[4200];  /* the same, after a light cycle's
+                                       release (writer.c light_cycle) */
     int ckpt_stale;          /* a checkpoint read failed: read them all
                                 again before applying (reread_checkpoints) */
     int ws_down;             /* zx_ws_status said why it cannot write */
