@@ -81,8 +81,9 @@ static int f_commit(void *st, char *err, size_t errlen)
 static void f_abort(void *st) { (void)st; open_run = 0; }
 static void f_close(void *st) { (void)st; }
 
-static const zx_dest checker = {"checker", ZX_DEST_DELETES, NULL, f_begin, f_write, f_delete,
-                                f_commit, f_abort, f_close};
+static const zx_dest checker = {.name = "checker", .caps = ZX_DEST_DELETES, .begin = f_begin,
+                                .write = f_write, .delete_keys = f_delete, .commit = f_commit,
+                                .abort = f_abort, .close = f_close};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

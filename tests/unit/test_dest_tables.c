@@ -707,6 +707,39 @@ static void pg_misfits(const zx_conf_connection *cn)
     CHECK_STR(pgv(pga, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
                        "'later'::regclass AND contype = 'p'"), "PRIMARY KEY (id)");
 
+    /* prepare (a first run has sent every row and sorts its keys): the
+     * key's build goes out without waiting; commit meets its outcome, and
+     * so does a mirror's delete after it; an abort after it leaves
+     * nothing */
+    k.table = "prep";
+    CHECK(t_open(&k) == 0 && t_begin(&k) == 0 && t_write(&k, k1, 2) == 0 &&
+          k.dest->prepare(k.st, k.err, sizeof(k.err)) == 0);
+    t_end(&k, 1);
+    CHECK_STR(pgv(pga, "SELECT string_agg(id || v, ',' ORDER BY id) FROM prep"), "1a,2b");
+    CHECK_STR(pgv(pga, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+                       "'prep'::regclass AND contype = 'p'"), "PRIMARY KEY (id)");
+    k.table = "prep_m";
+    k.mode = ZX_MODE_MIRROR;
+    tv p2[] = { I(2) };
+    CHECK(t_open(&k) == 0 && t_begin(&k) == 0 && t_write(&k, k1, 2) == 0 &&
+          k.dest->prepare(k.st, k.err, sizeof(k.err)) == 0 && t_delete(&k, p2, 1) == 0);
+    t_end(&k, 1);
+    CHECK_STR(pgv(pga, "SELECT string_agg(id || v, ',' ORDER BY id) FROM prep_m"), "1a");
+    CHECK_STR(pgv(pga, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+                       "'prep_m'::regclass AND contype = 'p'"), "PRIMARY KEY (id)");
+    k.table = "prep_a";
+    k.mode = ZX_MODE_UPSERT;
+    CHECK(t_open(&k) == 0 && t_begin(&k) == 0 && t_write(&k, k1, 2) == 0 &&
+          k.dest->prepare(k.st, k.err, sizeof(k.err)) == 0);
+    t_end(&k, 0);
+    CHECK_STR(pgv(pga, "SELECT to_regclass('prep_a') IS NULL"), "t");
+    /* the same connection takes the next run */
+    k.table = "prep";
+    CHECK(t_open(&k) == 0 && t_begin(&k) == 0 && t_write(&k, k2, 2) == 0 &&
+          k.dest->prepare(k.st, k.err, sizeof(k.err)) == 0);
+    t_end(&k, 1);
+    CHECK_STR(pgv(pga, "SELECT string_agg(id || v, ',' ORDER BY id) FROM prep"), "1a,2b2,3c");
+
     /* the run's keys outgrow what it tracks (2 here, 4,000,000 in zx):
      * into the table it made the rows still go straight, and a key that
      * came again keeps its last row when the key is built; a mirror's

@@ -110,8 +110,9 @@ static int f_commit(void *st, char *err, size_t errlen)
 static void f_abort(void *st) { (void)st; say("%s", "abort\n"); }
 static void f_close(void *st) { (void)st; }
 
-static const zx_dest fake = {"fake", ZX_DEST_DELETES, NULL, f_begin, f_write, f_delete,
-                             f_commit, f_abort, f_close};
+static const zx_dest fake = {.name = "fake", .caps = ZX_DEST_DELETES, .begin = f_begin,
+                             .write = f_write, .delete_keys = f_delete, .commit = f_commit,
+                             .abort = f_abort, .close = f_close};
 
 static zx_value num(long long i) { return (zx_value){.type = ZX_T_INT, .u.i = i}; }
 

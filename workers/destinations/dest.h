@@ -7,7 +7,7 @@
  * (one forked worker, workers/syncs/run.c) reads the workspace, decides what
  * to send, and drives its destination:
  *
- *     open → begin → (write | delete_keys)* → commit → close
+ *     open → begin → (write | delete_keys)* → [prepare] → delete_keys* → commit → close
  *                  ↘ abort (any error, a stop) → close
  *
  * One run is one begin/commit.  Nothing a run sends may be visible as
@@ -238,6 +238,14 @@ typedef struct zx_dest_ops {   /* struct tag named in conf/plugin.h */
     /* mirror: delete these keys (see "Keys").  NULL when the destination
      * lacks ZX_DEST_DELETES.  0 or -1. */
     int (*delete_keys)(void *state, const zx_rowset *keys, char *err, size_t errlen);
+
+    /* Optional (NULL: nothing to do).  The run has handed over its last
+     * row (deletes may still follow) and has work of its own left before
+     * commit (sorting its keys, waiting for the writer): a destination may
+     * start what commit would do first (building an index) without
+     * waiting for it; its outcome is then met by the next call.  0 or -1
+     * (then abort follows). */
+    int (*prepare)(void *state, char *err, size_t errlen);
 
     /* Make the run's writes durable and visible.  0 or -1 (then nothing of
      * the run is visible, where the destination allows it). */

@@ -312,6 +312,11 @@ int run_read_result(srun *r)
     final_types(r);
     zx_query_close(r->q);   /* the snapshot is let go before sending */
     r->q = NULL;
+    /* every row is sent: the destination may start its commit's work (a
+     * key's build) while the keys are sorted and checked */
+    if (r->stream_keyed && r->dest_begun && r->dest->prepare &&
+        r->dest->prepare(r->dstate, r->err, sizeof(r->err)) < 0)
+        return -1;
     if (!r->hashed)
         r->to_send = r->read;   /* every row (upsert, mirror: merge_keys decides) */
     return 0;

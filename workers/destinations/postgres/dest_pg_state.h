@@ -63,6 +63,10 @@ typedef struct pgd {
                                    the first statement that needs it (a
                                    merge, a delete) or at commit, after the
                                    rows are in (zx_pgd_key_build) */
+    int building;               /* that build was sent (zx_pgd_key_start,
+                                   at prepare) and its outcome not yet
+                                   read: zx_pgd_held_end reads it before
+                                   any other statement */
     int stage_made, stage_used, kstage_made, kstage_used;
     zx_pg_hset seen;
     char *sql_copy, *sql_copy_stage, *sql_merge, *sql_copy_keys, *sql_delete;
@@ -107,11 +111,18 @@ extern size_t zx_pgd_seen_max;
  * (also when there is nothing to build), or -1 (d->msg). */
 int zx_pgd_key_build(pgd *d);
 
+/* The same build sent without waiting for it (not when d->unsure: that
+ * one may need a second statement): d->building; its outcome is read by
+ * zx_pgd_held_end.  0, or -1 (d->msg). */
+int zx_pgd_key_start(pgd *d);
+
 /* ---- dest_pg_write.c ----------------------------------------------------- */
 
 /* End the COPY held open across batches (d->held), if any: its binary
- * trailer, then its outcome.  0 (also when none was open), or -1 with
- * d->msg (a row of an earlier batch refused: the run fails). */
+ * trailer, then its outcome; or read the outcome of a key build sent
+ * without waiting (d->building).  0 (also when there was none), or -1
+ * with d->msg (a row of an earlier batch refused, the key not built: the
+ * run fails). */
 int zx_pgd_held_end(pgd *d);
 
 /* zx_dest.write and zx_dest.delete_keys (dest.h). */

@@ -100,8 +100,32 @@ static int copy_send(pgd *d, const char *sql, const span *parts, size_t nparts)
 
 size_t zx_pgd_seen_max = SEEN_MAX;
 
+/* The outcome of the key build sent at prepare (d->building).  0 or -1
+ * (d->msg). */
+static int building_end(pgd *d)
+{
+    d->building = 0;
+    PGresult *r, *bad = NULL;
+    while ((r = PQgetResult(d->c)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && !bad)
+            bad = r;
+        else
+            PQclear(r);
+    }
+    if (!bad && PQstatus(d->c) == CONNECTION_OK)
+        return 0;
+    zx_pgd_set_msg_res(d, bad);
+    PQclear(bad);
+    char keep[sizeof(d->msg)];
+    snprintf(keep, sizeof(keep), "cannot build the table's primary key: %.900s", d->msg);
+    memcpy(d->msg, keep, sizeof(keep));
+    return -1;
+}
+
 int zx_pgd_held_end(pgd *d)
 {
+    if (d->building)
+        return building_end(d);
     if (!d->held)
         return 0;
     d->held = 0;
@@ -125,6 +149,8 @@ static int copy_held(pgd *d, const span *parts, size_t nparts, int binary)
         from = 1;       /* the header: sent once, when the COPY opens */
         to = nparts - 1; /* the trailer: once, at its end */
     }
+    if (d->building && zx_pgd_held_end(d) < 0)
+        return -1;
     if (!d->held) {
         PGresult *r = PQexec(d->c, d->sql_copy);
         if (!r || PQresultStatus(r) != PGRES_COPY_IN) {

@@ -200,7 +200,7 @@ static void reset_run(pgd *d)
     d->sql_copy = d->sql_copy_stage = d->sql_merge = d->sql_copy_keys = d->sql_delete = NULL;
     zx_pg_hset_free(&d->seen);
     d->direct = d->stage_made = d->stage_used = d->kstage_made = d->kstage_used = 0;
-    d->held = d->key_later = d->unsure = 0;
+    d->held = d->key_later = d->unsure = d->building = 0;
     d->st = NULL;
 }
 
@@ -547,17 +547,48 @@ static int keep_last_rows(pgd *d)
     return rc;
 }
 
+/* "ALTER TABLE ... ADD PRIMARY KEY (...)" into *b.  0 or -1 (d->msg). */
+static int key_sql(pgd *d, zx_buf *b)
+{
+    if (zx_buf_printf(b, "ALTER TABLE %s ADD PRIMARY KEY (", d->qtable) < 0 ||
+        zx_dt_sql_list(b, d->qcols, d->key, d->nkeys) < 0 || zx_buf_printf(b, ")") < 0) {
+        zx_pgd_set_msg(d, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int zx_pgd_key_start(pgd *d)
+{
+    if (!d->key_later || d->unsure)
+        return 0;
+    if (zx_pgd_held_end(d) < 0)
+        return -1;
+    zx_buf b = { 0 };
+    if (key_sql(d, &b) < 0) {
+        zx_buf_free(&b);
+        return -1;
+    }
+    d->key_later = 0;
+    int sent = PQsendQuery(d->c, b.p);
+    zx_buf_free(&b);
+    if (!sent) {
+        zx_pgd_set_msg(d, PQerrorMessage(d->c));
+        return -1;
+    }
+    d->building = 1;
+    return 0;
+}
+
 int zx_pgd_key_build(pgd *d)
 {
     if (!d->key_later)
         return 0;
     d->key_later = 0;
     zx_buf b = { 0 };
-    int rc = zx_buf_printf(&b, "ALTER TABLE %s ADD PRIMARY KEY (", d->qtable) < 0 ||
-             zx_dt_sql_list(&b, d->qcols, d->key, d->nkeys) < 0 || zx_buf_printf(&b, ")") < 0;
-    if (rc) {
+    int rc = 0;
+    if (key_sql(d, &b) < 0) {
         zx_buf_free(&b);
-        zx_pgd_set_msg(d, "out of memory");
         return -1;
     }
     if (!d->unsure) {
@@ -714,6 +745,16 @@ static int pg_begin(void *state, const zx_dest_run *run, zx_dest_stats *stats, c
 
 /* ---- commit / abort ------------------------------------------------ */
 
+/* zx_dest.prepare: the key of a table this run made is built while the
+ * run sorts its keys (zx_pgd_key_start). */
+static int pg_prepare(void *state, char *err, size_t errlen)
+{
+    pgd *d = state;
+    if (zx_pgd_key_start(d) < 0)
+        return zx_dt_fail(d->label, err, errlen, "%s", d->msg);
+    return 0;
+}
+
 static int pg_commit(void *state, char *err, size_t errlen)
 {
     pgd *d = state;
@@ -743,7 +784,8 @@ static void pg_abort(void *state)
     if (!d)
         return;
     d->st = NULL;
-    d->held = 0;    /* the loop below ends it */
+    d->held = 0;    /* the loop below ends it (and a key build sent) */
+    d->building = 0;
     if (!d->c || PQstatus(d->c) != CONNECTION_OK)
         return;     /* the server rolls back a transaction whose session ended */
     PGresult *r;
@@ -764,6 +806,7 @@ const zx_dest zx_dest_postgres = {
     .begin = pg_begin,
     .write = zx_pgd_write,
     .delete_keys = zx_pgd_delete_keys,
+    .prepare = pg_prepare,
     .commit = pg_commit,
     .abort = pg_abort,
     .close = pg_close,
