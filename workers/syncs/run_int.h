@@ -200,11 +200,6 @@ const char *run_cursor_text(const zx_cursor_mark *m);
  * streamed, sent at once), keys to the sorter; the query is closed. */
 int run_read_result(srun *r);
 
-/* Whether the sync has no stored row hash at all (its first run, or one
- * after the state was reset): 1, 0, or -1 (r->err).  Its own short read
- * transaction. */
-int run_nothing_stored(srun *r);
-
 /* The row (vals, r->ncols values) as a JSON object, for a preview's
  * sample; NULL out of memory.  The caller owns it. */
 json_t *run_row_json(srun *r, const zx_value *vals);

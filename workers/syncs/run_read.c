@@ -10,7 +10,7 @@
  * for duplicates before the destination commits.
  *
  * It must never: keep the whole result in memory, or hold a read
- * transaction of the store past key_signature.
+ * transaction of the store while it reads the result.
  */
 #include "workers/syncs/run_int.h"
 
@@ -172,7 +172,10 @@ static int any_hash(const unsigned char *kh, uint64_t rh, const char *kv, size_t
     return 1;
 }
 
-int run_nothing_stored(srun *r)
+/* Whether the sync has no stored row hash at all (its first run, or one
+ * after the state was reset): 1, 0, or -1 (r->err).  Its own short read
+ * transaction, before the query is read. */
+static int run_nothing_stored(srun *r)
 {
     if (!r->store)
         return 1;   /* no store yet: nothing was ever recorded */
