@@ -431,6 +431,18 @@ def test_three_zxd_started_and_stopped_in_turn_write_nothing_twice(kafka, make_k
                 lines = lines[:60] + [f"  ... {len(lines) - 120} lines ..."] + lines[-60:]
             out.append(f"---- zxd {k}: its Kafka group events ----")
             out += lines
+            # what its own workspace holds of each partition (the loss seen
+            # twice was of partitions a first owner read before a revoke),
+            # and what went wrong anywhere in it
+            per_part = z.query('SELECT "_partition", count(*), min("_offset"), '
+                               'max("_offset") FROM "churn" GROUP BY 1 ORDER BY 1') \
+                if z.table_exists("churn") else []
+            out.append(f"---- zxd {k}: its table, per partition (partition, rows, first "
+                       f"offset, last offset): {per_part}")
+            bad = [l for l in z.log_text().splitlines()
+                   if "level=warn" in l or "level=error" in l]
+            out.append(f"---- zxd {k}: its warnings and errors ({len(bad)}) ----")
+            out += bad[:40]
         return "\n".join(out)
 
     wait_for(lambda: len(union()) >= n, missing, deadline=180)
