@@ -625,19 +625,19 @@ def test_restart_resumes_without_copying_and_status_shows_the_stream(pg, mirror_
     pg.execute(db, "CREATE TABLE o (id int PRIMARY KEY, v text)")
     pg.execute(db, "INSERT INTO o SELECT g, 'v' || g FROM generate_series(1, 3000) g")
     pg.execute(db, "ANALYZE o")
-    z = mirror_env.zxd({"o": {"connection": "db", "tables": ["o"]}}, {"db": superuser(db)})
+    z = mirror_env.zxd({"oc": {"connection": "db", "tables": ["o"]}}, {"db": superuser(db)})
     wait_rows(z, "o", 3000)
     pg.execute(db, "INSERT INTO o VALUES (3001, 'x')")
     wait_rows(z, "o", 3001)
 
     def streaming():
-        s = z.pipeline("o").get("source_status") or z.pipeline("o").get("source") or {}
+        s = z.pipeline("oc").get("source_status") or z.pipeline("oc").get("source") or {}
         return s if isinstance(s, dict) and s.get("state") == "streaming" else None
-    st = wait_for(streaming, lambda: f"streaming status: {z.pipeline('o')}", deadline=DEADLINE)
+    st = wait_for(streaming, lambda: f"streaming status: {z.pipeline('oc')}", deadline=DEADLINE)
     for k in ("slot", "confirmed_lsn", "server_lsn", "lag_bytes", "lag_seconds",
               "retained_wal_bytes"):
         assert k in st, st
-    assert st["slot"] == "zx_o", st
+    assert st["slot"] == "zx_oc", st
     text = z.zxctl("status").stdout
     assert "source: streaming, lag " in text and "confirmed " in text, text
 
@@ -652,7 +652,7 @@ def test_restart_resumes_without_copying_and_status_shows_the_stream(pg, mirror_
              deadline=DEADLINE)
     assert z.count("o") == 3001
     assert z.log_text().count("event=copy_table") == 1, "copied again after a restart"
-    wait_caught_up(pg, db, "zx_o")
+    wait_caught_up(pg, db, "zx_oc")
 
 
 def test_copy_progress_in_status(pg, mirror_env):
@@ -660,12 +660,12 @@ def test_copy_progress_in_status(pg, mirror_env):
     pg.execute(db, "CREATE TABLE wide (id int PRIMARY KEY, pad text)")
     pg.execute(db, "INSERT INTO wide SELECT g, repeat('p', 300) FROM generate_series(1, 300000) g")
     pg.execute(db, "ANALYZE wide")
-    z = mirror_env.zxd({"w": {"connection": "db", "tables": ["wide"]}}, {"db": superuser(db)},
+    z = mirror_env.zxd({"wc": {"connection": "db", "tables": ["wide"]}}, {"db": superuser(db)},
                        start=False)
     seen, progress = {}, {}
 
     def copying():
-        p = z.pipeline("w")
+        p = z.pipeline("wc")
         s = p.get("source_status") or p.get("source")
         if isinstance(s, dict) and s.get("state") == "copying" and s.get("rows_copied", 0) > 0:
             seen.update(s)

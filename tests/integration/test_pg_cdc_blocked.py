@@ -30,7 +30,7 @@ def test_columns_differing_only_in_case_are_distinct(pg, mirror_env):
     db = mirror_env.db()
     pg.execute(db, 'CREATE TABLE ccase (id int PRIMARY KEY, "UPPER" text, upper text)')
     pg.execute(db, "INSERT INTO ccase VALUES (1, 'U1', 'l1'), (2, 'U2', NULL)")
-    z = mirror_env.zxd({"c": {"connection": "db", "tables": ["ccase"],
+    z = mirror_env.zxd({"cc": {"connection": "db", "tables": ["ccase"],
                            "extra": {"history": "true"}}}, {"db": superuser(db)})
     # SQLite sees "UPPER" and upper as one name: the later gets upper_2
     low = "upper_2" if z.workspace == "sqlite" else "upper"
@@ -78,7 +78,7 @@ def test_history_of_a_wide_table_is_kept_as_json(pg, mirror_env):
     pg.execute(db, f"CREATE TABLE wide (id int PRIMARY KEY, {cols})")
     vals = ", ".join(str(i) for i in range(1, ncols + 1))
     pg.execute(db, f"INSERT INTO wide VALUES (1, {vals})")
-    z = mirror_env.zxd({"w": {"connection": "db", "tables": ["wide"],
+    z = mirror_env.zxd({"wb": {"connection": "db", "tables": ["wide"],
                            "extra": {"history": "true"}}}, {"db": superuser(db)})
     wait_for(lambda: z.table_exists("wide") and z.count("wide") == 1, "the copied row",
              deadline=DEADLINE)

@@ -239,13 +239,13 @@ def test_the_cdc_initial_copy_shows_its_progress(pg, mirror_env):
     pg.execute(db, "CREATE TABLE orders (id int PRIMARY KEY, v int)")
     pg.execute(db, f"INSERT INTO orders SELECT g, g FROM generate_series(1, {CDC_ROWS}) g")
     pg.execute(db, "ANALYZE orders")
-    z = mirror_env.zxd({"shop": {"connection": "db", "tables": ["orders"]}},
+    z = mirror_env.zxd({"shopp": {"connection": "db", "tables": ["orders"]}},
                        {"db": superuser(db)}, start=False)
     seen, texts = [], []
     with copy_held(pg, db, z):     # the copy stays under way (3M rows take ~1 s)
 
         def copying():
-            e = z.pipeline("shop")
+            e = z.pipeline("shopp")
             pg_ = e.get("progress")
             if pg_ and pg_["done"] > 0:
                 seen.append(pg_)
@@ -262,8 +262,8 @@ def test_the_cdc_initial_copy_shows_its_progress(pg, mirror_env):
         assert "progress: copying public.orders " in texts[0], texts[0]
         assert " of ~3,000,000 rows (" in texts[0], texts[0]
     # streaming: the copy is over, and so is its progress
-    wait_for(lambda: (z.pipeline("shop").get("source_status") or {}).get("state") ==
+    wait_for(lambda: (z.pipeline("shopp").get("source_status") or {}).get("state") ==
              "streaming", "streaming", deadline=300)
-    wait_for(lambda: z.pipeline("shop")["progress"] is None, "no progress once streaming",
+    wait_for(lambda: z.pipeline("shopp")["progress"] is None, "no progress once streaming",
              deadline=30)
     z.wait_count("orders", CDC_ROWS, deadline=300)
