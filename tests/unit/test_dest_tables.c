@@ -206,6 +206,14 @@ static void t_end(trun *t, int commit)
     t->st = NULL;
 }
 
+/* open, begin, write the rows (one batch), prepare: 0 or -1 (t_end next) */
+static int t_prepared(trun *t, const tv *v, size_t nrows)
+{
+    return t_open(t) == 0 && t_begin(t) == 0 && t_write(t, v, nrows) == 0 &&
+                   t->dest->prepare(t->st, t->err, sizeof(t->err)) == 0
+               ? 0 : -1;
+}
+
 /* open, begin, write the rows (one batch), commit, close: 0 or -1 */
 static int t_run(trun *t, const tv *v, size_t nrows)
 {
@@ -449,6 +457,13 @@ static const char *pgv(PGconn *c, const char *fmt, ...)
         snprintf(o, 4096, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
     return o;
+}
+
+/* The definition of table's primary key (pgv's buffers). */
+static const char *pg_pkey(PGconn *c, const char *table)
+{
+    return pgv(c, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+                  "'%s'::regclass AND contype = 'p'", table);
 }
 
 static zx_conf_connection pg_conn(const char *name, const char *dsn)
@@ -712,31 +727,25 @@ static void pg_misfits(const zx_conf_connection *cn)
      * so does a mirror's delete after it; an abort after it leaves
      * nothing */
     k.table = "prep";
-    CHECK(t_open(&k) == 0 && t_begin(&k) == 0 && t_write(&k, k1, 2) == 0 &&
-          k.dest->prepare(k.st, k.err, sizeof(k.err)) == 0);
+    CHECK(t_prepared(&k, k1, 2) == 0);
     t_end(&k, 1);
     CHECK_STR(pgv(pga, "SELECT string_agg(id || v, ',' ORDER BY id) FROM prep"), "1a,2b");
-    CHECK_STR(pgv(pga, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
-                       "'prep'::regclass AND contype = 'p'"), "PRIMARY KEY (id)");
+    CHECK_STR(pg_pkey(pga, "prep"), "PRIMARY KEY (id)");
     k.table = "prep_m";
     k.mode = ZX_MODE_MIRROR;
     tv p2[] = { I(2) };
-    CHECK(t_open(&k) == 0 && t_begin(&k) == 0 && t_write(&k, k1, 2) == 0 &&
-          k.dest->prepare(k.st, k.err, sizeof(k.err)) == 0 && t_delete(&k, p2, 1) == 0);
+    CHECK(t_prepared(&k, k1, 2) == 0 && t_delete(&k, p2, 1) == 0);
     t_end(&k, 1);
     CHECK_STR(pgv(pga, "SELECT string_agg(id || v, ',' ORDER BY id) FROM prep_m"), "1a");
-    CHECK_STR(pgv(pga, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
-                       "'prep_m'::regclass AND contype = 'p'"), "PRIMARY KEY (id)");
+    CHECK_STR(pg_pkey(pga, "prep_m"), "PRIMARY KEY (id)");
     k.table = "prep_a";
     k.mode = ZX_MODE_UPSERT;
-    CHECK(t_open(&k) == 0 && t_begin(&k) == 0 && t_write(&k, k1, 2) == 0 &&
-          k.dest->prepare(k.st, k.err, sizeof(k.err)) == 0);
+    CHECK(t_prepared(&k, k1, 2) == 0);
     t_end(&k, 0);
     CHECK_STR(pgv(pga, "SELECT to_regclass('prep_a') IS NULL"), "t");
     /* the same connection takes the next run */
     k.table = "prep";
-    CHECK(t_open(&k) == 0 && t_begin(&k) == 0 && t_write(&k, k2, 2) == 0 &&
-          k.dest->prepare(k.st, k.err, sizeof(k.err)) == 0);
+    CHECK(t_prepared(&k, k2, 2) == 0);
     t_end(&k, 1);
     CHECK_STR(pgv(pga, "SELECT string_agg(id || v, ',' ORDER BY id) FROM prep"), "1a,2b2,3c");
 
