@@ -96,6 +96,39 @@ def chaos_step(rng, zs, events, what=None):
     events.append((what, i, round(time.monotonic() - t0, 1)))
 
 
+def diagnose(kafka, topic, group, zs, seed, events):
+    """What a loss needs to be read: the chaos, the offsets missing per
+    partition, the workspace's positions, the group's offsets, and each
+    host's lines about partitions, fences and gaps."""
+    a = zs[0]
+    end = kafka.end_offsets(topic)
+    out = [f"seed {seed}, events {events}", f"end offsets {end}",
+           f"group offsets {kafka.committed(group, topic)}",
+           "positions in the workspace: " + repr(a.query(
+               'SELECT part, get_byte(value, 0) + 256 * get_byte(value, 1) + 65536 * '
+               'get_byte(value, 2), committed_at FROM "_zx_positions" ORDER BY 1'))]
+    have = {}
+    for part, off in a.query('SELECT "_partition", "_offset" FROM "ev"'):
+        have.setdefault(int(part), set()).add(int(off))
+    for part in sorted(end):
+        gone = sorted(set(range(end[part])) - have.get(part, set()))
+        if gone:
+            runs, lo = [], gone[0]
+            for x, y in zip(gone, gone[1:] + [None]):
+                if y != x + 1:
+                    runs.append(f"{lo}..{x}")
+                    lo = y
+            out.append(f"partition {part}: {len(gone)} offsets missing: {', '.join(runs[:10])}")
+    pat = re.compile(r"event=(kafka_(start|assigned|revoked|fenced|offset_gap|resume|paused|"
+                     r"resumed|ownership|revoke_uncommitted|fence)|frame_fenced|fence_|start |"
+                     r"fatal|commit_failed)")
+    for k, z in enumerate(zs):
+        lines = [ln for ln in z.log_text().splitlines() if pat.search(ln)]
+        out.append(f"---- host {k}: {len(lines)} lines about partitions ----")
+        out.extend(lines[-150:])
+    return "\n".join(out)
+
+
 def test_three_hosts_one_group_write_every_message_exactly_once(kafka, make_kzxd):
     seed = int(os.environ.get("ZX_SHARED_KAFKA_SEED", str(random.randrange(1 << 30))))
     print(f"\n[shared kafka] seed {seed} (ZX_SHARED_KAFKA_SEED={seed} replays it), N={N}")
@@ -125,7 +158,7 @@ def test_three_hosts_one_group_write_every_message_exactly_once(kafka, make_kzxd
     def stats():
         return a.query('SELECT count(*), count(DISTINCT id), min(id), max(id) FROM "ev"')[0]
     wait_for(lambda: stats()[1] >= N, lambda: f"{N} distinct ids (have {stats()})\n"
-             + "\n".join(z.log_tail(15) for z in zs), deadline=240)
+             + diagnose(kafka, topic, group, zs, seed, events), deadline=240)
     end = kafka.end_offsets(topic)
     wait_for(lambda: kafka.committed(group, topic) == end,
              lambda: f"group offsets {kafka.committed(group, topic)} != end {end}",
