@@ -348,6 +348,30 @@ int ks_end_offsets(kstate *s, rd_kafka_topic_partition_list_t *l)
     return -1;
 }
 
+void ks_begin_offsets(kstate *s, rd_kafka_topic_partition_list_t *l)
+{
+    rd_kafka_topic_partition_list_t *q = rd_kafka_topic_partition_list_new(l->cnt + 1);
+    for (int i = 0; i < l->cnt; i++)
+        if (l->elems[i].offset == RD_KAFKA_OFFSET_BEGINNING)
+            /* a timestamp of -2 asks for the log start */
+            rd_kafka_topic_partition_list_add(q, l->elems[i].topic, l->elems[i].partition)
+                ->offset = -2;
+    rd_kafka_resp_err_t e = q->cnt ? rd_kafka_offsets_for_times(s->rk, q, KS_OFFSETS_TIMEOUT_MS)
+                                   : RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (int i = 0; i < q->cnt; i++) {
+        rd_kafka_topic_partition_t *r = &q->elems[i];
+        rd_kafka_resp_err_t pe = e ? e : r->err;
+        if (!pe && r->offset >= 0)
+            rd_kafka_topic_partition_list_find(l, r->topic, r->partition)->offset = r->offset;
+        else
+            zx_warn("event=kafka_begin_unknown pipeline=%s topic=%s partition=%d error=\"%s\" "
+                    "detail=\"the partition's first offset is not known: read from its "
+                    "beginning unchecked\"", s->name, r->topic, (int)r->partition,
+                    rd_kafka_err2str(pe ? pe : RD_KAFKA_RESP_ERR__NO_OFFSET));
+    }
+    rd_kafka_topic_partition_list_destroy(q);
+}
+
 /* ---- frames ----------------------------------------------------------- */
 
 /* The frame with seq is in the ring: remember, per partition, the
@@ -361,9 +385,15 @@ static int published(kstate *s, uint64_t seq)
             return KS_PUB_FATAL;
         }
         if (s->shared && bp->next >= 0) {
-            /* the next frame starts where this one ends (kafka_fence.c) */
-            s->parts.v[bp->part].from = bp->next;
-            s->parts.v[bp->part].fence_watch = 1;
+            kpart *p = &s->parts.v[bp->part];
+            /* the next frame starts where this one ends (kafka_fence.c),
+             * unless an assignment or a fence moved the partition's start
+             * since this frame was built (a frame kept while the ring was
+             * full through a rebalance): the new start stands, and this
+             * frame is fenced or applied on its own */
+            if (p->from == bp->from)
+                p->from = bp->next;
+            p->fence_watch = 1;
         }
     }
     s->frames++;

@@ -101,7 +101,6 @@ static void realign(kstate *s)
         p->handed = stored;
         p->acked = stored;      /* the workspace has everything below it */
         p->witness = -1;
-        p->gap_at = -1;
         kpart_forget(p);        /* every frame in flight was acknowledged */
         s->fence_seeks++;
         seeks++;

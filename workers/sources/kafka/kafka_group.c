@@ -173,12 +173,26 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
         } else {
             t->offset = RD_KAFKA_OFFSET_BEGINNING;
         }
+        p->fence_watch = 0;
+        p->fence_seek = -1;
+    }
+    /* "the beginning" made an offset (one request for all): the first
+     * message is then checked against it like any start, so that a
+     * fetcher that skips at once is caught (ks_check_gap) */
+    ks_begin_offsets(s, parts);
+    for (int i = 0; i < parts->cnt; i++) {
+        rd_kafka_topic_partition_t *t = &parts->elems[i];
+        kpart *p = &s->parts.v[kparts_find(&s->parts, t->topic, t->partition)];
         /* a shared workspace: what its frames start from (kafka_fence.c);
          * -1 (not known) makes the writer fence the first frame unless
          * the workspace has no position for it either */
         p->from = p->witness >= 0 ? p->witness + 1 : t->offset >= 0 ? t->offset : -1;
-        p->fence_watch = 0;
-        p->fence_seek = -1;
+        /* one line per partition and assignment (rebalances are rare):
+         * where each start came from, for whoever reads a loss or a
+         * repeat afterwards (-2: the partition's beginning, -1: its end) */
+        zx_info("event=kafka_start pipeline=%s partition=%s offset=%" PRId64 " from=%" PRId64
+                " group_offset=%" PRId64 " stored=%" PRId64, s->name, p->name,
+                (int64_t)t->offset, p->from, p->committed, ks_stored_position(s, p->name));
     }
     if (ends->cnt) {
         if (ks_end_offsets(s, ends) < 0) {
@@ -274,6 +288,13 @@ static void on_revoke(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
             zx_src_wait(s->rt, 50);
         }
         ks_commit_acked(s, zx_src_acked_seq(s->rt), 1);
+    } else if (lost && !s->closing && s->shared && ks_publish(s) == KS_PUB_FATAL) {
+        /* the assignment was lost (this member was fenced by the group):
+         * what is gathered still goes out as built, so that its
+         * partitions' start (reset by the next assignment) never mixes
+         * into its frame; the workspace's positions decide whether its
+         * rows are applied (kafka_fence.c) */
+        s->fatal = 1;
     }
     rd_kafka_topic_partition_list_t *paused = rd_kafka_topic_partition_list_new(parts->cnt + 1);
     int64_t again = 0;   /* messages in this workspace the group has not */

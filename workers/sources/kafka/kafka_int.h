@@ -248,9 +248,11 @@ typedef struct kpart {
     uint64_t check_epoch;      /* != 0: the first message librdkafka gives
                                   after that event (a rebalance, a resume)
                                   is checked against next (ks_check_gap) */
-    int64_t gap_at;            /* the position last read again after a gap
-                                  (-1 none): the same gap is then taken as
-                                  real (compaction, transaction markers) */
+    int64_t seek_at;           /* the offset of its last seek (-1 none) */
+    uint64_t seek_ep;          /* s->epoch that seek made: a gap at seek_at
+                                  in the first message after it, with no
+                                  rebalance or resume since, is the topic's
+                                  own (compaction, transaction markers) */
     kp_flight *q;              /* circular, oldest first */
     size_t qhead, qlen, qcap;
     void *rkt;                 /* no group: its rd_kafka_topic_t */
@@ -268,6 +270,17 @@ int64_t kparts_find(const kparts *t, const char *topic, int32_t partition);
  * not (the array grows). */
 int64_t kparts_add(kparts *t, const char *topic, int32_t partition);
 void kparts_free(kparts *t);
+
+/* What the message at `offset` means for p, the first message of p that
+ * came after the event that set p->check_epoch (a rebalance, a resume or
+ * a seek), the last rebalance or resume having made boundary_ep:
+ * KP_GAP_NONE (not past p->next, or nothing expected), KP_GAP_CONFIRMED
+ * (past it, but the first answer to a seek to exactly p->next with no
+ * rebalance or resume since: the topic has nothing there), KP_GAP_SEEK
+ * (past it otherwise: read again from p->next).  Pure: kafka_witness.c
+ * acts on it. */
+enum { KP_GAP_NONE, KP_GAP_CONFIRMED, KP_GAP_SEEK };
+int kpart_gap_verdict(const kpart *p, uint64_t boundary_ep, int64_t offset);
 
 /* Remember that frame seq carries p's position next (seqs increase). 0 or
  * -1 (ENOMEM). */
@@ -411,7 +424,9 @@ typedef struct kstate {
     int kept;                   /* the runtime keeps our frame (no room) */
     int64_t blocked_since_ms;
     int paused;
-    uint64_t epoch;             /* rebalances and resumes so far */
+    uint64_t epoch;             /* rebalances, resumes and seeks so far */
+    uint64_t boundary_ep;       /* the epoch of the last rebalance or
+                                   resume (ks_watch_gaps) */
 
     rd_kafka_message_t **held;  /* taken from librdkafka, not yet batched;
                                  * NULL: dropped (ks_drop_held).  Never
@@ -525,6 +540,11 @@ int64_t ks_witness(kstate *s, kpart *p, int64_t start);
 /* The end offset of each partition of l into its offset field, blocking up
  * to KS_OFFSETS_TIMEOUT_MS.  0, or -1 with the source's error set. */
 int ks_end_offsets(kstate *s, rd_kafka_topic_partition_list_t *l);
+/* Replace each RD_KAFKA_OFFSET_BEGINNING in l by the partition's first
+ * offset (one request for all, blocking up to KS_OFFSETS_TIMEOUT_MS), so
+ * that the first message read is checked against it (ks_check_gap); a
+ * partition whose first offset cannot be had keeps BEGINNING (logged). */
+void ks_begin_offsets(kstate *s, rd_kafka_topic_partition_list_t *l);
 enum { KS_PUB_DONE = 0, KS_PUB_BLOCKED = 1, KS_PUB_FATAL = -1 };
 /* Publish the batch (or retry the frame the runtime keeps): KS_PUB_DONE
  * (published, or nothing to publish), KS_PUB_BLOCKED (kept: no room),
@@ -558,14 +578,19 @@ void ks_commit_pending(kstate *s, int sync);
  * witness, or the topic was reset and a seek was made), else 0 (the
  * witness is gone, compacted or past the retention: m comes next). */
 int ks_check_witness(kstate *s, int64_t idx, const rd_kafka_message_t *m);
-/* The first message of partition idx after a rebalance or a resume
- * (ks_watch_gaps): when its offset is past the one expected, read again
- * from the expected one (once per position).  1 when m must be dropped
- * (a seek was made), else 0. */
+/* The first message of partition idx after a rebalance, a resume
+ * (ks_watch_gaps) or a seek: when its offset is past the one expected,
+ * read again from the expected one, unless m is the first answer to a
+ * seek to exactly that offset with no rebalance or resume since (the
+ * gap is then the topic's own: compaction, transaction markers).  A
+ * second gap after a boundary at a position already read again is not
+ * taken as real: librdkafka 2.0 may skip again after the next pause.
+ * 1 when m must be dropped (a seek was made), else 0. */
 int ks_check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m);
 
 /* Read partition idx again from offset `at` (or a logical offset),
- * dropping its messages held after the current one (kafka_witness.c).
+ * dropping its messages held after the current one (kafka_witness.c);
+ * the first message after it is checked for a gap (ks_check_gap).
  * On failure the worker gives up (s->fatal). */
 void ks_seek_part(kstate *s, int64_t idx, int64_t at);
 

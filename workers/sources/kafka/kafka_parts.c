@@ -37,7 +37,7 @@ int64_t kparts_add(kparts *t, const char *topic, int32_t partition)
         return -1;
     }
     p->partition = partition;
-    p->next = p->acked = p->committed = p->high = p->gap_at = p->handed = p->witness = -1;
+    p->next = p->acked = p->committed = p->high = p->seek_at = p->handed = p->witness = -1;
     p->from = p->fence_seek = -1;
     return (int64_t)t->n++;
 }
@@ -95,4 +95,13 @@ void kpart_forget(kpart *p)
 {
     p->qhead = 0;
     p->qlen = 0;
+}
+
+int kpart_gap_verdict(const kpart *p, uint64_t boundary_ep, int64_t offset)
+{
+    if (p->next < 0 || offset <= p->next)
+        return KP_GAP_NONE;
+    if (p->seek_at == p->next && p->seek_ep > boundary_ep)
+        return KP_GAP_CONFIRMED;
+    return KP_GAP_SEEK;
 }

@@ -176,6 +176,10 @@ static int start_partitions(kstate *s, rd_kafka_topic_partition_list_t *l)
         p->rkt = kt->rkt;
         p->assigned = 1;
         p->next = p->witness >= 0 ? p->witness + 1 : t->offset >= 0 ? t->offset : -1;
+        /* its first message is checked against next (ks_check_gap) */
+        if (!s->epoch)
+            s->epoch = 1;
+        p->check_epoch = s->epoch;
         if (s->paused)
             ks_pause_all(s, 1);
     }
@@ -239,6 +243,9 @@ void kso_apply(kstate *s)
     }
     if (!topic_errors && s->error[0] && !ks_topic_level(s->error_kind))
         ks_clear_error(s, NULL);
+    /* "the beginning" made an offset: the first message is then checked
+     * against it (ks_check_gap) */
+    ks_begin_offsets(s, l);
     if (l->cnt == 0 || start_partitions(s, l) == 0)
         s->first_start = 0;
     rd_kafka_topic_partition_list_destroy(l);

@@ -21,7 +21,7 @@
 
 void ks_watch_gaps(kstate *s)
 {
-    s->epoch++;
+    s->boundary_ep = ++s->epoch;
     for (size_t i = 0; i < s->parts.n; i++)
         if (s->parts.v[i].assigned)
             s->parts.v[i].check_epoch = s->epoch;
@@ -66,6 +66,10 @@ void ks_seek_part(kstate *s, int64_t idx, int64_t at)
         return;
     }
     ks_drop_held(s, idx, s->held_off + 1);
+    /* its first message from now on answers this seek: checked */
+    p->seek_at = at;
+    p->seek_ep = ++s->epoch;
+    p->check_epoch = p->seek_ep;
 }
 
 int64_t ks_witness(kstate *s, kpart *p, int64_t start)
@@ -111,7 +115,7 @@ static void topic_reset(kstate *s, int64_t idx, const rd_kafka_message_t *m, int
     zx_src_feed(s->rt, "kafka_topic_reset", s->reset_note);
     s->resets++;
     s->next_status_ms = 0;
-    p->next = p->acked = p->committed = p->handed = p->gap_at = -1;
+    p->next = p->acked = p->committed = p->handed = -1;
     p->check_epoch = 0;
     ks_seek_part(s, idx, RD_KAFKA_OFFSET_BEGINNING);
 }
@@ -140,23 +144,33 @@ int ks_check_witness(kstate *s, int64_t idx, const rd_kafka_message_t *m)
     return 1;
 }
 
-/* The first message of partition idx after a rebalance or a resume: when
- * its offset is past the one expected, read again from the expected one
- * (once per position: a real gap, left by compaction or transaction
- * markers, is then taken as it is).  1 when m must be dropped (a seek was
- * made), else 0. */
+/* The first message of partition idx after a rebalance, a resume or a
+ * seek: when its offset is past the one expected, read again from the
+ * expected one.  The gap is the topic's own (compaction, transaction
+ * markers) only when m is the first answer to a seek to exactly that
+ * offset and no rebalance or resume came between them: a seek made once
+ * for this position earlier proves nothing (librdkafka 2.0, paused and
+ * resumed before the seek's first message came, restarts past it
+ * again).  1 when m must be dropped (a seek was made), else 0. */
 int ks_check_gap(kstate *s, int64_t idx, const rd_kafka_message_t *m)
 {
     kpart *p = &s->parts.v[idx];
     if (!p->check_epoch || s->held_ep[s->held_off] < p->check_epoch)
         return 0;
     p->check_epoch = 0;
-    if (p->next < 0 || m->offset <= p->next || p->gap_at == p->next)
+    int v = kpart_gap_verdict(p, s->boundary_ep, m->offset);
+    if (v == KP_GAP_NONE)
         return 0;
+    if (v == KP_GAP_CONFIRMED) {
+        zx_info("event=kafka_gap_confirmed pipeline=%s partition=%s expected=%" PRId64
+                " got=%" PRId64 " detail=\"read again from the expected offset, the topic "
+                "has no message there (compaction or a transaction marker): taken as it "
+                "is\"", s->name, p->name, p->next, m->offset);
+        return 0;
+    }
     zx_warn("event=kafka_offset_gap pipeline=%s partition=%s expected=%" PRId64 " got=%" PRId64
-            " detail=\"librdkafka skipped messages after a rebalance or a resume: reading "
-            "again from the expected offset\"", s->name, p->name, p->next, m->offset);
-    p->gap_at = p->next;
+            " detail=\"librdkafka skipped messages after a rebalance, a resume or a seek: "
+            "reading again from the expected offset\"", s->name, p->name, p->next, m->offset);
     ks_seek_part(s, idx, p->next);
     return 1;
 }
