@@ -169,8 +169,10 @@ def test_three_hosts_one_group_write_every_message_exactly_once(kafka, make_kzxd
     seeks = sum(log_count(z, r"event=kafka_fenced ") for z in zs)
     dups = sum(log_count(z, r"event=fence_duplicate ") for z in zs)
     gaps = sum(log_count(z, r"event=fence_gap ") for z in zs)
+    skips = sum(log_count(z, r"event=kafka_offset_gap ") for z in zs)
     print(f"[shared kafka] events {events}: rows {rows}, distinct {distinct}, frames fenced "
-          f"{fenced}, partitions read again {seeks}, refused duplicates {dups}, gaps {gaps}")
+          f"{fenced}, partitions read again {seeks}, refused duplicates {dups}, gaps {gaps}, "
+          f"librdkafka skips read again {skips}")
     if rows != N or distinct != N:
         bad = a.query('SELECT "_partition", min("_offset"), max("_offset"), count(*) FROM '
                       '(SELECT "_partition", "_offset" FROM "ev" GROUP BY 1, 2 HAVING '
