@@ -505,9 +505,11 @@ void ks_pause_all(kstate *s, int pause)
         int64_t idx = kparts_find(&s->parts, l->elems[i].topic, l->elems[i].partition);
         if (idx < 0 || !s->parts.v[idx].assigned || s->parts.v[idx].next < 0)
             continue;
+        kpart *p = &s->parts.v[idx];
         ks_drop_held(s, idx, s->held_off);
-        ks_seek_part(s, idx, s->parts.v[idx].next);
-        s->parts.v[idx].fence_seek = -1;   /* this seek is the one */
+        /* a start whose witness has not come yet reads the witness */
+        ks_seek_part(s, idx, p->witness >= 0 ? p->witness : p->next);
+        p->fence_seek = -1;   /* this seek is the one */
         seeks++;
     }
     rd_kafka_topic_partition_list_destroy(l);
