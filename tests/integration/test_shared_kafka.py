@@ -120,7 +120,7 @@ def diagnose(kafka, topic, group, zs, seed, events):
                     lo = y
             out.append(f"partition {part}: {len(gone)} offsets missing: {', '.join(runs[:10])}")
     pat = re.compile(r"event=(kafka_(start|assigned|revoked|fenced|offset_gap|resume|paused|"
-                     r"resumed|ownership|revoke_uncommitted|fence)|frame_fenced|fence_|start |"
+                     r"resumed|ownership|revoke_uncommitted|fence|partition_idle)|frame_fenced|fence_|start |"
                      r"fatal|commit_failed)")
     for k, z in enumerate(zs):
         lines = [ln for ln in z.log_text().splitlines() if pat.search(ln)]

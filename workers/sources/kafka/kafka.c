@@ -101,6 +101,7 @@
 #define DOUBT_MAX_MS 10000
 #define DOUBT_POLL_MS 10             /* a poll in doubt waits this long */
 #define STATUS_EVERY_MS 1000
+#define IDLE_LOG_MS 10000      /* kafka_partition_idle: nothing for this long */
 /* One schema registry request at most (a schema is fetched once per id;
  * poll is held that long only while it is fetched). */
 #define REGISTRY_TIMEOUT_MS 5000
@@ -249,6 +250,21 @@ static void status_update(kstate *s)
             p->high = hi;
         int64_t committed = s->group ? p->committed : p->acked;
         int64_t at = p->next >= 0 ? p->next : committed;
+        /* a partition behind its high watermark that gave nothing for
+         * IDLE_LOG_MS while this worker reads: said once per position
+         * (a fetcher restarted past messages would wait here for ever at
+         * the end of a topic; transaction markers at the end look alike) */
+        if (!p->last_ms || p->paused || s->paused || s->kept || s->doubt_ms)
+            p->last_ms = s->now_ms;
+        else if (p->next >= 0 && p->high > p->next && p->idle_at != p->next &&
+                 s->now_ms - p->last_ms >= IDLE_LOG_MS) {
+            p->idle_at = p->next;
+            zx_warn("event=kafka_partition_idle pipeline=%s partition=%s next=%" PRId64
+                    " high=%" PRId64 " idle_ms=%" PRId64 " held=%zu batch=%zu fence=%d "
+                    "detail=\"behind its high watermark and nothing came for a while\"",
+                    s->name, p->name, p->next, p->high, s->now_ms - p->last_ms,
+                    s->nheld - s->held_off, s->b.nmsgs, s->fence_pending);
+        }
         char nx[24] = "null", cm[24] = "null", hw[24] = "null", lag[24] = "null";
         if (p->next >= 0)
             snprintf(nx, sizeof(nx), "%" PRId64, p->next);
@@ -490,6 +506,8 @@ void ks_pause_all(kstate *s, int pause)
     else if (l->cnt)
         rd_kafka_resume_partitions(s->rk, l);
     int n = l->cnt, seeks = 0;
+    char where[600] = "";
+    size_t wl = 0;
     s->paused = pause;
     if (!pause)
         ks_watch_gaps(s);
@@ -508,9 +526,16 @@ void ks_pause_all(kstate *s, int pause)
         kpart *p = &s->parts.v[idx];
         ks_drop_held(s, idx, s->held_off);
         /* a start whose witness has not come yet reads the witness */
-        ks_seek_part(s, idx, p->witness >= 0 ? p->witness : p->next);
+        int64_t at = p->witness >= 0 ? p->witness : p->next;
+        ks_seek_part(s, idx, at);
         p->fence_seek = -1;   /* this seek is the one */
         seeks++;
+        if (wl < sizeof(where) - 40) {
+            int k = snprintf(where + wl, sizeof(where) - wl, "%s%d@%" PRId64, wl ? "," : "",
+                             (int)p->partition, at);
+            if (k > 0)
+                wl += (size_t)k < sizeof(where) - wl ? (size_t)k : 0;
+        }
     }
     rd_kafka_topic_partition_list_destroy(l);
     if (!pause && s->shared)
@@ -518,7 +543,8 @@ void ks_pause_all(kstate *s, int pause)
     if (pause)
         zx_info("event=kafka_paused pipeline=%s partitions=%d", s->name, n);
     else
-        zx_info("event=kafka_resumed pipeline=%s partitions=%d seeked=%d", s->name, n, seeks);
+        zx_info("event=kafka_resumed pipeline=%s partitions=%d seeked=%d at=\"%s\"", s->name,
+                n, seeks, where);
 }
 
 /* ---- commits ---------------------------------------------------------- */
@@ -722,6 +748,7 @@ static int take(kstate *s, rd_kafka_message_t *m)
         s->batch_ingested_us = s->held_us;
     p->next = m->offset + 1;
     p->handed = p->next;
+    p->last_ms = s->now_ms;
     s->msgs++;
     if (s->error[0])
         ks_clear_error(s, p->topic);
@@ -786,6 +813,7 @@ static int poll_once(zx_src *rt, void *st)
         /* EAGAIN: nothing was signalled */
     }
     int64_t now = zx_mono_ms();
+    s->now_ms = now;
     if (now >= s->next_status_ms) {
         s->next_status_ms = now + STATUS_EVERY_MS;
         status_update(s);

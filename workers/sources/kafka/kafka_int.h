@@ -220,6 +220,9 @@ typedef struct kpart {
     int64_t committed;         /* last offset committed to the group
                                   (-1 none this run) */
     int64_t high;              /* high watermark (-1 unknown) */
+    int64_t last_ms;           /* s->now_ms when a message of it was last
+                                  taken, assigned or seeked (0 never) */
+    int64_t idle_at;           /* next when its idleness was last logged */
     int64_t handed;            /* next offset after the last message this
                                   process put into a frame (-1 none): the
                                   writer commits those frames whatever
@@ -425,6 +428,7 @@ typedef struct kstate {
     int64_t blocked_since_ms;
     int paused;
     uint64_t epoch;             /* rebalances, resumes and seeks so far */
+    int64_t now_ms;             /* zx_mono_ms() at the start of this poll */
     uint64_t boundary_ep;       /* the epoch of the last rebalance or
                                    resume (ks_watch_gaps) */
 
