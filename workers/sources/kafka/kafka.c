@@ -232,6 +232,10 @@ static void status_update(kstate *s)
     int many_topics = 0;
     for (size_t i = 0; i < s->parts.n; i++)
         assigned += s->parts.v[i].assigned != 0;
+    /* the last status was long ago: this process was stopped or blocked
+     * (a SIGSTOP, a rebalance callback), not its partitions idle */
+    int frozen = s->status_ms && s->now_ms - s->status_ms > 3 * STATUS_EVERY_MS;
+    s->status_ms = s->now_ms;
     const char *state = s->error[0] ? "error" : assigned ? "consuming" : "connecting";
     n += (size_t)snprintf(buf + n, sizeof(buf) - n,
                           "{\"state\":\"%s\",\"paused\":%s,\"messages\":%" PRIu64
@@ -254,7 +258,7 @@ static void status_update(kstate *s)
          * IDLE_LOG_MS while this worker reads: said once per position
          * (a fetcher restarted past messages would wait here for ever at
          * the end of a topic; transaction markers at the end look alike) */
-        if (!p->last_ms || p->paused || s->paused || s->kept || s->doubt_ms)
+        if (!p->last_ms || p->paused || s->paused || s->kept || s->doubt_ms || frozen)
             p->last_ms = s->now_ms;
         else if (p->next >= 0 && p->high > p->next && p->idle_at != p->next &&
                  s->now_ms - p->last_ms >= IDLE_LOG_MS) {

@@ -429,6 +429,7 @@ typedef struct kstate {
     int paused;
     uint64_t epoch;             /* rebalances, resumes and seeks so far */
     int64_t now_ms;             /* zx_mono_ms() at the start of this poll */
+    int64_t status_ms;          /* now_ms of the last status update */
     uint64_t boundary_ep;       /* the epoch of the last rebalance or
                                    resume (ks_watch_gaps) */
 
