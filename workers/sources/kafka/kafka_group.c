@@ -175,6 +175,7 @@ static void on_assign(kstate *s, rd_kafka_topic_partition_list_t *parts, int coo
         }
         p->fence_watch = 0;
         p->fence_seek = -1;
+        p->last_ms = 0;         /* idle from now on, not since an old ownership */
     }
     /* "the beginning" made an offset (one request for all): the first
      * message is then checked against it like any start, so that a

@@ -68,6 +68,7 @@ void ks_seek_part(kstate *s, int64_t idx, int64_t at)
     ks_drop_held(s, idx, s->held_off + 1);
     /* its first message from now on answers this seek: checked */
     p->seek_at = at;
+    p->last_ms = s->now_ms;     /* its messages are due from now */
     p->seek_ep = ++s->epoch;
     p->check_epoch = p->seek_ep;
 }
