@@ -228,6 +228,20 @@ int zx_store_state_put(zx_store_txn *t, const char *pipeline, const char *name,
                        const void *val, size_t len);
 int zx_store_state_get(zx_store_txn *t, const char *pipeline, const char *name,
                        const void **val, size_t *len);
+/* 0 when pipeline has a state record whose name starts with prefix,
+ * ZX_STORE_NOTFOUND when not, or another ZX_STORE_* code. */
+int zx_store_state_any(zx_store_txn *t, const char *pipeline, const char *prefix);
+/* Visit at most max_scan state records of pipeline whose names start with
+ * prefix, in name order, from the first name at or after `from` ("": from
+ * the start), and delete those for which expired(val, len, ctx) returns
+ * 1.  next (nextcap bytes, at least 256) receives the first name not
+ * visited, to resume from ("" when the walk reached the end of the
+ * prefix).  *removed += records deleted.  0 or a ZX_STORE_* code (a write
+ * transaction is needed). */
+int zx_store_state_sweep(zx_store_txn *t, const char *pipeline, const char *prefix,
+                         const char *from, size_t max_scan,
+                         int (*expired)(const void *val, size_t len, void *ctx), void *ctx,
+                         char *next, size_t nextcap, uint64_t *removed);
 
 /* ---- reverse syncs: row hashes and runs (store_syncs.c) ------------- */
 

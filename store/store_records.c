@@ -482,6 +482,76 @@ int zx_store_state_get(zx_store_txn *t, const char *pipeline, const char *name,
     return 0;
 }
 
+int zx_store_state_any(zx_store_txn *t, const char *pipeline, const char *prefix)
+{
+    unsigned char pb[KEYBUF];
+    MDB_val k, v, pk;
+    MDB_cursor *c = NULL;
+    if (!prefix)
+        return ZX_STORE_INVALID;
+    int code = counter_key(t, pb, pipeline, prefix, &pk);
+    if (code)
+        return code;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_STATE], &c);
+    if (rc)
+        return zx_store_txn_rc(t, rc);
+    k = pk;
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    if (rc == 0 && (k.mv_size < pk.mv_size || memcmp(k.mv_data, pk.mv_data, pk.mv_size) != 0))
+        rc = MDB_NOTFOUND;
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? ZX_STORE_NOTFOUND : rc ? zx_store_txn_rc(t, rc) : 0;
+}
+
+int zx_store_state_sweep(zx_store_txn *t, const char *pipeline, const char *prefix,
+                         const char *from, size_t max_scan,
+                         int (*expired)(const void *val, size_t len, void *ctx), void *ctx,
+                         char *next, size_t nextcap, uint64_t *removed)
+{
+    unsigned char kb[KEYBUF], pb[KEYBUF];
+    MDB_val k, v, pk, start;
+    MDB_cursor *c = NULL;
+    if (!prefix || !from || !expired || !next || nextcap < 256)
+        return ZX_STORE_INVALID;
+    next[0] = '\0';
+    int code = zx_store_check_write(t);
+    if (code || (code = counter_key(t, pb, pipeline, prefix, &pk)) ||
+        (code = counter_key(t, kb, pipeline, from[0] ? from : prefix, &start)))
+        return code;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_STATE], &c);
+    if (rc)
+        return zx_store_txn_rc(t, rc);
+    k = start;
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    size_t plen = pk.mv_size - strlen(prefix);   /* pipeline '\0' */
+    uint64_t n = 0;
+    for (size_t scanned = 0; rc == 0; scanned++) {
+        if (k.mv_size < pk.mv_size || memcmp(k.mv_data, pk.mv_data, pk.mv_size) != 0) {
+            rc = MDB_NOTFOUND;
+            break;
+        }
+        if (scanned == max_scan) {
+            size_t nl = k.mv_size - plen;
+            if (nl >= nextcap)
+                nl = nextcap - 1;
+            memcpy(next, (const char *)k.mv_data + plen, nl);
+            next[nl] = '\0';
+            break;
+        }
+        if (expired(v.mv_data, v.mv_size, ctx) == 1) {
+            if ((rc = mdb_cursor_del(c, 0)) != 0)
+                break;
+            n++;
+        }
+        /* after a delete, MDB_NEXT yields the deleted item's successor */
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(c);
+    if (removed)
+        *removed += n;
+    return rc == MDB_NOTFOUND ? 0 : zx_store_txn_rc(t, rc);
+}
+
 /* ---- pipelines ----------------------------------------------------------- */
 
 int zx_store_pipeline_drop(zx_store_txn *t, const char *pipeline)
