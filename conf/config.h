@@ -286,6 +286,9 @@ typedef struct zx_conf_pipeline {
     int history;             /* 1: also append every change to
                                 `<mirror>__changes` (mirrors then at most 54
                                 bytes); 0 (default) */
+    uint32_t deleted_keys_retention_ms; /* `deleted_keys_retention`: how
+                                long a deleted key's position is kept
+                                (workers/writer/keyseq.h) */
     /* direction: out (a reverse sync; source is "sync"): its options
      * (author, query, mode, key, schedule, batch_rows, query_timeout,
      * max_spill_bytes, destination.connection and .table) are the plug-in

@@ -512,6 +512,17 @@ const zx_cf_option zx_cf_options[] = {
      "its operation (`insert`, `update`, `delete`, `truncate`), source "
      "position and time. Kafka and http streams: with `format: debezium` "
      "or `mode: latest` only."},
+    {.section = "pipelines.<name>", .name = "deleted_keys_retention",
+     .type = ZX_CF_DURATION, .def = "168h", .offset = PIPE(deleted_keys_retention_ms),
+     .min = MIN, .max = 30 * 24 * HOUR, .sources = zx_cf_mirror_sources,
+     .help = "`format: debezium`: how long zx keeps the source position of "
+     "a deleted key (a record in its data directory) so that a replay of "
+     "an older change to that key, a source sending again what it sent "
+     "before a restart, does not bring the row back. A key's position "
+     "while it has a row is kept in the row (the mirror's column "
+     "`_zx_seq`). Past the retention, such a replay inserts the row "
+     "again: keep it longer than the longest time the source may replay "
+     "(Kafka's `delete.retention.ms` is a guide)."},
     {.section = "pipelines.<name>", .name = "max_parked_bytes", .type = ZX_CF_SIZE,
      .def = "256MiB", .offset = PIPE(max_parked_bytes), .min = 0, .max = 1024 * GiB,
      .sources = zx_cf_park_sources,

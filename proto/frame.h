@@ -182,7 +182,10 @@
  *                           applied to the same key of the same table
  *                           (compared as bytes; one source writes them of
  *                           one width), so that a replay of older events
- *                           does not overwrite newer rows
+ *                           does not overwrite newer rows; the
+ *                           mirror keeps it in its column _zx_seq
+ *                           (workers/writer/keyseq.h), not in
+ *                           <table>__changes
  *   "_zx_old:<key>"   any   an update that changed the key: the old value
  *                           of key column <key> (the old row is deleted)
  * Every other column is a column of the source table: an insert or update

@@ -207,11 +207,16 @@ def test_older_events_never_overwrite_newer_rows(kafka, make_kzxd):
     kafka.produce(topic, [json.dumps(marker)], keys=[key(9)], partition=0)
     z.wait_count("items", 2, deadline=60)   # the marker came after the replays
     assert z.query('SELECT id, v FROM "items" ORDER BY id') == [(1, "b"), (9, "m")]
-    # and after a restart of zxd (positions come from the store)
+    # each row holds the position of the change that wrote it
+    assert z.query('SELECT id, "_zx_seq" FROM "items" ORDER BY id') == \
+        [(1, "p%016x" % 200), (9, "p%016x" % 500)]
+    # and after a restart of zxd (a row's position from the row, a deleted
+    # key's from the store)
     z.stop()
     z.start()
-    kafka.produce(topic, [json.dumps(first[0]), json.dumps(pg_event("c", {"id": 10, "v": "n"}, 600))],
-                  keys=[key(1), key(10)], partition=0)
+    kafka.produce(topic, [json.dumps(first[0]), json.dumps(first[2]),
+                          json.dumps(pg_event("c", {"id": 10, "v": "n"}, 600))],
+                  keys=[key(1), key(2), key(10)], partition=0)
     z.wait_count("items", 3, deadline=60)
     assert z.query('SELECT id, v FROM "items" ORDER BY id') == [(1, "b"), (9, "m"), (10, "n")]
     # an equal position is applied (the changes of one transaction share it)

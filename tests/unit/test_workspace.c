@@ -2232,6 +2232,102 @@ static void test_changes_case(zx_ws *w)
     CHECK_STR(q1(q), "U1/l1");
 }
 
+/* The rows' source positions (workers/writer/keyseq.h): a frame's
+ * _zx_seq is the mirror's column `_zx_seq` (not its history's);
+ * zx_ws_key_seqs answers, per change, what its key's row holds (nothing
+ * for a key without a row, a value its column cannot hold, a truncate);
+ * zx_ws_max_seq the newest, compared as bytes. */
+struct seqs {
+    char got[8][16];
+};
+
+static void seq_one(void *ctx, int64_t i, const char *s, size_t len)
+{
+    struct seqs *q = ctx;
+    CHECK(i >= 0 && i < 8 && len < 16);
+    if (i >= 0 && i < 8 && len < 16)
+        snprintf(q->got[i], sizeof(q->got[i]), "%.*s", (int)len, s);
+}
+
+static void seq_change(const char *op, const char *seq, zx_value id)
+{
+    row();
+    put(ZX_CH_OP, VT(op));
+    put(ZX_CH_LSN, VT("0/1"));
+    if (seq)
+        put(ZX_CH_SEQ, VT(seq));
+    if (id.type != ZX_T_NULL)
+        put("id", id);
+    put("name", VT("n"));
+    endrow();
+}
+
+static void test_changes_seq(zx_ws *w)
+{
+    static const char *const key[] = { "id" };
+    zx_ws_changes c = { .pipeline = "dbz", .table = "m_seq", .key_cols = key, .nkey_cols = 1,
+                        .history = 1 };
+    zx_ws_result res;
+    struct seqs q;
+    char *mx = NULL;
+    size_t ml = 0;
+    /* nothing yet: no table */
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    zx_rowset_reset(&rs);
+    seq_change("insert", "a1", VI(1));
+    memset(&q, 0, sizeof(q));
+    CHECK(zx_ws_key_seqs(w, &c, &rs, seq_one, &q, err, sizeof(err)) == 0);
+    CHECK(q.got[0][0] == '\0');
+    CHECK(zx_ws_max_seq(w, &c, &mx, &ml, err, sizeof(err)) == 0 && mx == NULL && ml == 0);
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+    /* rows with positions: "B1" sorts before "a1" as bytes, not in a
+     * linguistic order */
+    zx_rowset_reset(&rs);
+    seq_change("insert", "a1", VI(1));
+    seq_change("insert", "B1", VI(2));
+    seq_change("insert", NULL, VI(3));
+    CHECK(apply1(w, &c, &res) == 0 && res.rows == 3);
+    zx_ws_result_free(&res);
+    CHECK_STR(q1("SELECT _zx_seq FROM m_seq WHERE id = 1"), "a1");
+    CHECK_STR(q1("SELECT count(*) FROM m_seq WHERE _zx_seq IS NULL"), "1");
+    CHECK_STR(q1(EXPECT2("SELECT count(*) FROM pragma_table_info('m_seq__changes')"
+                         " WHERE name = '_zx_seq'",
+                         "SELECT count(*) FROM information_schema.columns WHERE"
+                         " table_name = 'm_seq__changes' AND column_name = '_zx_seq'")),
+              "0");
+    CHECK(zx_ws_begin(w, err, sizeof(err)) == 0);
+    zx_rowset_reset(&rs);
+    seq_change("update", "c1", VI(1));            /* its row: a1 */
+    seq_change("update", "c1", VI(2));            /* B1 */
+    seq_change("update", "c1", VI(9));            /* no row */
+    seq_change("delete", "c1", VI(1));            /* a1 again */
+    seq_change("update", "c1", VT("not a number")); /* cannot be a row */
+    seq_change("truncate", "c1", VN());
+    seq_change("update", "c1", VI(3));            /* a row without a position */
+    seq_change("update", NULL, VI(2));            /* no position of its own */
+    memset(&q, 0, sizeof(q));
+    CHECK(zx_ws_key_seqs(w, &c, &rs, seq_one, &q, err, sizeof(err)) == 0);
+    CHECK_STR(q.got[0], "a1");
+    CHECK_STR(q.got[1], "B1");
+    for (int i = 2; i < 8; i++)
+        if (i != 3)
+            CHECK_STR(q.got[i], "");
+    CHECK_STR(q.got[3], "a1");
+    CHECK(zx_ws_max_seq(w, &c, &mx, &ml, err, sizeof(err)) == 0);
+    CHECK(mx && ml == 2 && !memcmp(mx, "a1", 2));
+    free(mx);
+    mx = NULL;
+    /* what this transaction applied is seen */
+    CHECK(zx_ws_apply_changes(w, &c, &rs, &res, err, sizeof(err)) == 0);
+    zx_ws_result_free(&res);
+    zx_rowset_reset(&rs);
+    seq_change("update", "d1", VI(2));
+    memset(&q, 0, sizeof(q));
+    CHECK(zx_ws_key_seqs(w, &c, &rs, seq_one, &q, err, sizeof(err)) == 0);
+    CHECK_STR(q.got[0], "");                      /* truncated */
+    CHECK(zx_ws_commit(w, err, sizeof(err)) == 0);
+}
+
 static void run_suite(const backend *b)
 {
     B = b;
@@ -2256,6 +2352,7 @@ static void run_suite(const backend *b)
         test_changes(w);
         test_changes_nulls(w);
         test_changes_case(w);
+        test_changes_seq(w);
         zx_ws_close(w);
         test_reopen();
         if (!B->pg) {

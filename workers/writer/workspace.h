@@ -389,6 +389,30 @@ typedef struct zx_ws_changes {
 int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
                         zx_ws_result *res, char *err, size_t errlen);
 
+/* One row of a lookup: i (the caller's index) and a text s of len bytes,
+ * valid during the call. */
+typedef void (*zx_ws_pair_cb)(void *ctx, int64_t i, const char *s, size_t len);
+
+/* The source position (_zx_seq, proto/frame.h) that c->table's row of
+ * each change's key holds (workers/writer/keyseq.h), inside the open
+ * transaction (so it sees what this transaction applied): cb(ctx, r, seq)
+ * for each row r of rs with a non-empty _zx_seq and a whole key whose row
+ * exists and holds a _zx_seq.  Nothing when the table, its `_zx_seq`
+ * column or one of its key columns does not exist, nor for a key whose
+ * values do not fit its columns, nor on Postgres for a key column of an
+ * array type.  One statement per 1,000 keys.  0, or -1 on a database
+ * error (err set; roll back). */
+int zx_ws_key_seqs(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs, zx_ws_pair_cb cb,
+                   void *ctx, char *err, size_t errlen);
+
+/* The newest _zx_seq c->table's rows hold (compared as bytes), inside the
+ * open transaction: *out malloc'ed (caller frees; *len its bytes), or
+ * NULL and *len 0 when the table, its _zx_seq column or any value is
+ * missing.  Reads every row once.  0, or -1 on a database error (err
+ * set; roll back). */
+int zx_ws_max_seq(zx_ws *w, const zx_ws_changes *c, char **out, size_t *len, char *err,
+                  size_t errlen);
+
 /* Record input messages a source could not turn into rows (a->table,
  * a->pipeline, a->request_id, a->ingested_at_us as for rows) in
  * `<table>__rejects` inside the open transaction: one row each with

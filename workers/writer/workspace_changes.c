@@ -15,7 +15,10 @@
  * stored; an update whose key changed first deletes the old key's
  * row; a delete deletes the key's row; a truncate empties the table.  With
  * history, every change is also appended to <table>__changes with _op,
- * _lsn, _commit_time, _xid and the row's columns.  Values are fitted as
+ * _lsn, _commit_time, _xid and the row's columns.  A frame's _zx_seq (the
+ * change's source position) is the mirror's column `_zx_seq`, so that
+ * each row holds the position of the change that wrote it
+ * (workers/writer/keyseq.h); the history leaves it out.  Values are fitted as
  * for appends (fit.h): a misfit is NULL plus a reject.  A change the table
  * refuses (a constraint) is a reject of its row; the others go on.
  *
@@ -43,9 +46,12 @@ static int64_t rs_find(const zx_rowset *rs, const char *name)
     return -1;
 }
 
+/* A column of the mirror: the source's columns, and _zx_seq (the row's
+ * source position, workers/writer/keyseq.h). */
 static int is_data(const zx_rowset *rs, uint32_t c)
 {
-    return strncmp(rs->cols[c].name, RESERVED, strlen(RESERVED)) != 0;
+    return strncmp(rs->cols[c].name, RESERVED, strlen(RESERVED)) != 0 ||
+           strcmp(rs->cols[c].name, ZX_CH_SEQ) == 0;
 }
 
 static const char *src_type(const zx_ws_changes *c, const char *col)
@@ -634,8 +640,15 @@ int zx_ws_apply_changes(zx_ws *w, const zx_ws_changes *c, const zx_rowset *rs,
                                 : ndata > ZX_WS_HISTORY_MAX_COLUMNS;
         if (as_json && !ht->ncols)
             res->history_json = ndata;
+        /* the history keeps the source's columns, not the row's _zx_seq */
+        int64_t cseq = rs_find(rs, ZX_CH_SEQ);
+        char *seqname = cseq >= 0 ? names[cseq] : NULL;
+        if (cseq >= 0)
+            names[cseq] = NULL;
         int made = as_json ? history_json_rows(rs, &cc, names, &h)
                            : history_rows(rs, &cc, names, &h);
+        if (cseq >= 0)
+            names[cseq] = seqname;
         if (made < 0)
             goto nomem;
         zx_ws_append hp = ap;

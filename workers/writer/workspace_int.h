@@ -187,6 +187,14 @@ typedef struct ws_ops {
     int (*ident)(zx_buf *b, const char *name);
     int (*exec_row)(zx_ws *w, const char *sql, const zx_fit_out *vals, uint32_t n,
                     uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen);
+    /* One query with n fitted values as parameters whose rows are (an
+     * integer, a text): cb for each row where neither is NULL (s valid
+     * during the call).  0, or -1 (err set: roll back). */
+    int (*query_pairs)(zx_ws *w, const char *sql, const zx_fit_out *vals, uint32_t n,
+                       zx_ws_pair_cb cb, void *ctx, char *err, size_t errlen);
+    /* appended to a text expression to compare it as bytes (Postgres:
+     * ' COLLATE "C"'); NULL: it already is (SQLite's BINARY) */
+    const char *bytes_collation;
 
     /* A mirror's key index during its initial copy (zx_ws_changes.copy),
      * NULL when the backend keeps it (SQLite): build 0, the copy starts

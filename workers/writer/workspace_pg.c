@@ -903,46 +903,69 @@ static int p_forward_drop(zx_ws *ws, const char *pipeline)
     return p_pipeline_rows_drop(WSP(ws), "_zx_forward", pipeline);
 }
 
+/* Fitted values as text parameters: pv[i] (NULL: SQL NULL) points into
+ * num or own, malloc'ed here and freed with params_free. */
+typedef struct pgparams {
+    char (*num)[40];
+    const char **pv;
+    char *own;
+} pgparams;
+
+static void params_free(pgparams *pp)
+{
+    free(pp->num), free(pp->pv), free(pp->own);
+}
+
+/* 0, or -1 out of memory (nothing to free). */
+static int params_of(const zx_fit_out *vals, uint32_t n, pgparams *pp)
+{
+    memset(pp, 0, sizeof(*pp));
+    pp->num = n ? malloc(n * sizeof(*pp->num)) : NULL;
+    pp->pv = n ? malloc(n * sizeof(*pp->pv)) : NULL;
+    size_t ownlen = 0; /* text that needs a NUL: copied */
+    for (uint32_t i = 0; i < n; i++)
+        if (vals[i].st == ZX_FIT_S_TEXT)
+            ownlen += vals[i].len + 1;
+    pp->own = ownlen ? malloc(ownlen) : NULL;
+    if ((n && (!pp->num || !pp->pv)) || (ownlen && !pp->own)) {
+        params_free(pp);
+        return -1;
+    }
+    char *at = pp->own;
+    for (uint32_t i = 0; i < n; i++) {
+        const zx_fit_out *o = &vals[i];
+        switch (o->st) {
+        case ZX_FIT_S_INT:
+            pp->num[i][zx_fmt_i64(pp->num[i], o->i)] = '\0';
+            pp->pv[i] = pp->num[i];
+            break;
+        case ZX_FIT_S_REAL:
+            snprintf(pp->num[i], sizeof(pp->num[i]), "%.17g", o->d);
+            pp->pv[i] = pp->num[i];
+            break;
+        case ZX_FIT_S_TEXT:
+            memcpy(at, o->s, o->len);
+            at[o->len] = '\0';
+            pp->pv[i] = at;
+            at += o->len + 1;
+            break;
+        default: pp->pv[i] = NULL; break;
+        }
+    }
+    return 0;
+}
+
 /* One statement with fitted values as text parameters (mirrors). */
 static int p_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32_t n,
                       uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen)
 {
     wsp *w = WSP(ws);
     *changed = 0;
-    char (*num)[40] = n ? malloc(n * sizeof(*num)) : NULL;
-    const char **pv = n ? malloc(n * sizeof(*pv)) : NULL;
-    int *len = n ? malloc(n * sizeof(*len)) : NULL;
-    if (n && (!num || !pv || !len)) {
-        free(num), free(pv), free(len);
+    pgparams pp;
+    if (params_of(vals, n, &pp) < 0)
         return zx_seterr(err, errlen, "workspace: out of memory");
-    }
-    char *own = NULL; /* text that needs a NUL: copied */
-    size_t ownlen = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (vals[i].st == ZX_FIT_S_TEXT)
-            ownlen += vals[i].len + 1;
-    if (ownlen && !(own = malloc(ownlen))) {
-        free(num), free(pv), free(len);
-        return zx_seterr(err, errlen, "workspace: out of memory");
-    }
-    char *at = own;
-    for (uint32_t i = 0; i < n; i++) {
-        const zx_fit_out *o = &vals[i];
-        len[i] = 0;
-        switch (o->st) {
-        case ZX_FIT_S_INT: num[i][zx_fmt_i64(num[i], o->i)] = '\0'; pv[i] = num[i]; break;
-        case ZX_FIT_S_REAL: snprintf(num[i], sizeof(num[i]), "%.17g", o->d); pv[i] = num[i]; break;
-        case ZX_FIT_S_TEXT:
-            memcpy(at, o->s, o->len);
-            at[o->len] = '\0';
-            pv[i] = at;
-            at += o->len + 1;
-            break;
-        default: pv[i] = NULL; break;
-        }
-    }
-    int rc = zx_wsp_guarded(w, sql, (int)n, pv);
-    free(num), free(pv), free(len), free(own);
+    int rc = zx_wsp_guarded(w, sql, (int)n, pp.pv);
+    params_free(&pp);
     if (rc == 0) {
         *changed = w->last_changed;
         return 0;
@@ -952,6 +975,31 @@ static int p_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32
         return 1;
     }
     return zx_seterr(err, errlen, "workspace: %s", w->msg);
+}
+
+/* A query whose rows are (integer, text): ws_ops.query_pairs. */
+static int p_query_pairs(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32_t n,
+                         zx_ws_pair_cb cb, void *ctx, char *err, size_t errlen)
+{
+    wsp *w = WSP(ws);
+    pgparams pp;
+    if (params_of(vals, n, &pp) < 0)
+        return zx_seterr(err, errlen, "workspace: out of memory");
+    PGresult *r = zx_wsp_exec(w, sql, (int)n, pp.pv);
+    params_free(&pp);
+    if (!r)
+        return zx_seterr(err, errlen, "workspace: %s", w->msg);
+    int ret = 0;
+    if (PQnfields(r) != 2) {
+        ret = zx_seterr(err, errlen, "workspace: a lookup returned %d columns", PQnfields(r));
+    } else {
+        for (int i = 0; i < PQntuples(r); i++)
+            if (!PQgetisnull(r, i, 0) && !PQgetisnull(r, i, 1))
+                cb(ctx, strtoll(PQgetvalue(r, i, 0), NULL, 10), PQgetvalue(r, i, 1),
+                   (size_t)PQgetlength(r, i, 1));
+    }
+    PQclear(r);
+    return ret;
 }
 
 static const ws_ops pg_ops = {
@@ -1004,6 +1052,8 @@ static const ws_ops pg_ops = {
     .array_param = zx_wsp_array_param,
     .array_add = zx_wsp_array_add,
     .exec_row = p_exec_row,
+    .query_pairs = p_query_pairs,
+    .bytes_collation = " COLLATE \"C\"",
     .key_index = zx_wsp_key_index,
     .table_sql = zx_wsp_table_sql,
     .ident = zx_wsp_ident,

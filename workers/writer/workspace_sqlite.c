@@ -664,14 +664,14 @@ static int q_rows_end(zx_ws *ws, ws_table *t, const zx_ws_append *a, const zx_ro
     return 0;
 }
 
-/* One statement with fitted values as parameters (mirrors).  Prepared
- * each time: cached statements are the append path's. */
-static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32_t n,
-                      uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen)
+/* The statement sql from the cache of mirror statements (prepared when
+ * it is not there: the least recently used entry goes), with the fitted
+ * values bound: *st.  0; 1 refused (why set); -1 (err set). */
+static int q_prepare_bound(wsq *w, const char *sql, const zx_fit_out *vals, uint32_t n,
+                           sqlite3_stmt **out, char *why, size_t whylen, char *err,
+                           size_t errlen)
 {
-    wsq *w = WSQ(ws);
     sqlite3_stmt *st = NULL;
-    *changed = 0;
     int slot = 0, rc = SQLITE_OK;
     for (int i = 0; i < WSQ_EXEC_CACHE; i++) {
         if (w->exec[i].sql && strcmp(w->exec[i].sql, sql) == 0) {
@@ -683,7 +683,6 @@ static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32
             slot = i;
     }
     if (!st) {
-        /* the least recently used entry goes */
         sqlite3_finalize(w->exec[slot].st);
         free(w->exec[slot].sql);
         w->exec[slot].st = NULL;
@@ -720,8 +719,23 @@ static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32
         default: sqlite3_bind_null(st, p); break;
         }
     }
-    rc = sqlite3_step(st);
-    int ret = 0;
+    *out = st;
+    return 0;
+}
+
+/* One statement with fitted values as parameters (mirrors).  Prepared
+ * once, in the cache of mirror statements: cached append statements are
+ * the append path's. */
+static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32_t n,
+                      uint64_t *changed, char *why, size_t whylen, char *err, size_t errlen)
+{
+    wsq *w = WSQ(ws);
+    sqlite3_stmt *st = NULL;
+    *changed = 0;
+    int ret = q_prepare_bound(w, sql, vals, n, &st, why, whylen, err, errlen);
+    if (ret)
+        return ret;
+    int rc = sqlite3_step(st);
     if (rc == SQLITE_DONE || rc == SQLITE_ROW) {
         *changed = (uint64_t)sqlite3_changes(w->db);
     } else if (zx_wsq_refusal(w, rc)) {
@@ -730,6 +744,33 @@ static int q_exec_row(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32
     } else {
         ret = zx_seterr(err, errlen, "workspace: %s", sqlite3_errmsg(w->db));
     }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return ret;
+}
+
+/* A query whose rows are (integer, text): ws_ops.query_pairs. */
+static int q_query_pairs(zx_ws *ws, const char *sql, const zx_fit_out *vals, uint32_t n,
+                         zx_ws_pair_cb cb, void *ctx, char *err, size_t errlen)
+{
+    wsq *w = WSQ(ws);
+    sqlite3_stmt *st = NULL;
+    char why[256];
+    int ret = q_prepare_bound(w, sql, vals, n, &st, why, sizeof(why), err, errlen);
+    if (ret == 1)
+        return zx_seterr(err, errlen, "workspace: %s", why);
+    if (ret)
+        return ret;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if (sqlite3_column_type(st, 0) != SQLITE_NULL &&
+            sqlite3_column_type(st, 1) != SQLITE_NULL) {
+            const char *s = (const char *)sqlite3_column_text(st, 1);
+            cb(ctx, sqlite3_column_int64(st, 0), s ? s : "",
+               (size_t)sqlite3_column_bytes(st, 1));
+        }
+    if (rc != SQLITE_DONE)
+        ret = zx_seterr(err, errlen, "workspace: %s", sqlite3_errmsg(w->db));
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return ret;
@@ -783,6 +824,7 @@ static const ws_ops sqlite_ops = {
     .decl_for_source = zx_wsq_decl_for_source,
     .param = zx_wsq_param,
     .exec_row = q_exec_row,
+    .query_pairs = q_query_pairs,
     .table_sql = q_table_sql,
     .ident = ws_sql_ident,
 };

@@ -621,6 +621,8 @@ out:
     zx_buf_free(&w->fwbuf);
     zx_keyseq_free(w->ks);
     free(w->skip);
+    free(w->have);
+    zx_buf_free(&w->have_buf);
     for (size_t i = 0; i < w->ninferred_told; i++)
         free(w->inferred_told[i]);
     free(w->inferred_told);

@@ -91,11 +91,60 @@ static int keep_positions(applied *a, const zx_frame_meta *m)
     return 0;
 }
 
+/* zx_ws_key_seqs's answer for row i: its text goes to w->have_buf, its
+ * offset into have[i].s until have_point turns offsets into pointers. */
+struct havectx {
+    writer *w;
+    int nomem;
+};
+
+static void have_one(void *ctx, int64_t i, const char *s, size_t len)
+{
+    struct havectx *h = ctx;
+    writer *w = h->w;
+    if (i < 0 || (size_t)i >= w->have_cap || !len)
+        return;
+    size_t at = w->have_buf.len;
+    if (zx_buf_put(&w->have_buf, s, len) < 0) {
+        h->nomem = 1;
+        return;
+    }
+    w->have[i].s = (const char *)(uintptr_t)(at + 1);
+    w->have[i].len = len;
+}
+
+/* What the mirror's rows hold for the frame's keys into w->have (rows of
+ * in).  0, -1 out of memory, -2 a workspace failure (err set). */
+static int rows_seqs(writer *w, const zx_ws_changes *ch, const zx_rowset *in, char *err,
+                     size_t errlen)
+{
+    if (in->nrows > w->have_cap) {
+        zx_keyseq_have *n = realloc(w->have, in->nrows * sizeof(*n));
+        if (!n)
+            return -1;
+        w->have = n;
+        w->have_cap = in->nrows;
+    }
+    memset(w->have, 0, in->nrows * sizeof(*w->have));
+    w->have_buf.len = 0;
+    struct havectx h = { w, 0 };
+    if (zx_ws_key_seqs(w->ws, ch, in, have_one, &h, err, errlen) < 0)
+        return -2;
+    if (h.nomem)
+        return -1;
+    for (uint32_t r = 0; r < in->nrows; r++)
+        if (w->have[r].len)
+            w->have[r].s = w->have_buf.p + ((uintptr_t)w->have[r].s - 1);
+    return 0;
+}
+
 /* A changes frame whose changes carry source positions (_zx_seq): the
  * changes older than their key's last applied one are left out
  * (keyseq.h).  *rs becomes the frame without them (w->rs2) when there are
- * any.  Returns how many, or -1 out of memory. */
-static long drop_stale(writer *w, wpipe *p, const zx_frame_meta *m, const zx_rowset **rs)
+ * any.  Returns how many, -1 out of memory, or -2 a workspace failure
+ * (err set). */
+static long drop_stale(writer *w, wpipe *p, const zx_frame_meta *m, const zx_ws_changes *ch,
+                       const zx_rowset **rs, char *err, size_t errlen)
 {
     const zx_rowset *in = *rs;
     if (!in->nrows || zx_rowset_find_column(in, ZX_CH_SEQ, strlen(ZX_CH_SEQ)) < 0)
@@ -109,9 +158,33 @@ static long drop_stale(writer *w, wpipe *p, const zx_frame_meta *m, const zx_row
     }
     zx_store_txn *rt = NULL;
     if (zx_store_begin(w->store, 1, &rt) != 0)
-        rt = NULL;   /* no store: only this cycle's positions are known */
+        rt = NULL;   /* no store: only the rows' and this cycle's positions are known */
+    if (!zx_keyseq_hwm_known(w->ks, p->name, m->table)) {
+        /* the table's mark, once in the writer's life: its rows' newest */
+        char *mx = NULL;
+        size_t ml = 0;
+        int rc = zx_ws_max_seq(w->ws, ch, &mx, &ml, err, errlen);
+        if (rc == 0)
+            rc = zx_keyseq_hwm_init(w->ks, rt, p->name, m->table, mx, ml) < 0 ? -1 : 1;
+        free(mx);
+        if (rc <= 0) {
+            if (rt)
+                zx_store_abort(rt);
+            return rc == 0 ? -2 : -1;
+        }
+    }
+    const zx_keyseq_have *have = NULL;
+    if (zx_keyseq_needs_rows(w->ks, p->name, m->table, in)) {
+        int hr = rows_seqs(w, ch, in, err, errlen);
+        if (hr < 0) {
+            if (rt)
+                zx_store_abort(rt);
+            return hr;
+        }
+        have = w->have;
+    }
     long k = zx_keyseq_filter(w->ks, rt, p->name, m->table, in, m->key_cols, m->nkey_cols,
-                              w->skip);
+                              have, w->skip);
     if (rt)
         zx_store_abort(rt);
     if (k <= 0)
@@ -232,7 +305,9 @@ static int apply_changes(writer *w, wpipe *p, applied *a, const zx_frame_meta *m
                          .ncol_types = m->ncol_types, .history = m->history,
                          .copy = m->copy, .ingested_at_us = m->ingested_at_us };
     const zx_rowset *crs = &w->rs;
-    long stale = drop_stale(w, p, m, &crs);
+    long stale = drop_stale(w, p, m, &ch, &crs, err, errlen);
+    if (stale == -2)
+        return -1;
     if (stale < 0) {
         snprintf(err, errlen, "out of memory checking the positions of frame %llu of %s",
                  (unsigned long long)seq, p->name);

@@ -48,6 +48,32 @@ static int capped(zx_store_txn *t, applied *a)
     return zx_store_state_put(t, a->p->name, key, &cap, sizeof(cap));
 }
 
+/* The deleted keys' positions past their pipeline's retention go
+ * (keyseq.h): once a second, at most 1,000 records looked at per
+ * pipeline.  0 or a ZX_STORE_* code. */
+static int sweep_tombstones(writer *w, zx_store_txn *t, int64_t now_us)
+{
+    if (now_us - w->swept_us < 1000000)
+        return 0;
+    w->swept_us = now_us;
+    for (int i = 0; i < MAX_PIPES; i++) {
+        const wpipe *p = &w->pipes[i];
+        if (!p->used)
+            continue;
+        const zx_conf_pipeline *pc = zx_conf_find(w->a->conf, p->name);
+        int64_t keep_ms = pc && pc->deleted_keys_retention_ms ? pc->deleted_keys_retention_ms
+                                                              : 168LL * 3600 * 1000;
+        uint64_t removed = 0;
+        int rc = zx_keyseq_prune(w->ks, t, p->name, now_us - keep_ms * 1000, 1000, &removed);
+        if (rc)
+            return rc;
+        if (removed)
+            zx_info("event=deleted_keys_swept pipeline=%s removed=%llu", p->name,
+                    (unsigned long long)removed);
+    }
+    return 0;
+}
+
 int wr_store_txn(writer *w)
 {
     int64_t now = zx_now_us();
@@ -139,7 +165,9 @@ int wr_store_txn(writer *w)
             }
         }
         if (rc == 0)
-            rc = zx_keyseq_store(w->ks, t);
+            rc = zx_keyseq_store(w->ks, t, now);
+        if (rc == 0)
+            rc = sweep_tombstones(w, t, now);
         if (rc == 0)
             rc = zx_store_commit(t);
         else

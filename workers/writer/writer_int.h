@@ -196,6 +196,11 @@ typedef struct writer {
     zx_rowset rs2;           /* a changes frame without its stale changes */
     uint8_t *skip;
     size_t skip_cap;
+    zx_keyseq_have *have;    /* per row of a changes frame: its key's row's
+                                _zx_seq (zx_ws_key_seqs), in have_buf */
+    size_t have_cap;
+    zx_buf have_buf;
+    int64_t swept_us;        /* the last sweep of deleted keys' positions */
     ptable *pt;              /* the parked tables (see ptable) */
     size_t npt, pt_cap;
     int pt_stale;            /* read them again before applying (pt_load) */
