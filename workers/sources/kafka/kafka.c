@@ -255,19 +255,24 @@ static void status_update(kstate *s)
         int64_t committed = s->group ? p->committed : p->acked;
         int64_t at = p->next >= 0 ? p->next : committed;
         /* a partition behind its high watermark that gave nothing for
-         * IDLE_LOG_MS while this worker reads: said once per position
-         * (a fetcher restarted past messages would wait here for ever at
-         * the end of a topic; transaction markers at the end look alike) */
+         * IDLE_LOG_MS while this worker reads: read again from the offset
+         * expected, once per position (a fetcher restarted past messages
+         * would wait here for ever at the end of a topic: librdkafka 2.0
+         * after a pause; transaction markers at the end look alike, and
+         * cost one seek) */
         if (!p->last_ms || p->paused || s->paused || s->kept || s->doubt_ms || frozen)
             p->last_ms = s->now_ms;
         else if (p->next >= 0 && p->high > p->next && p->idle_at != p->next &&
                  s->now_ms - p->last_ms >= IDLE_LOG_MS) {
             p->idle_at = p->next;
+            int64_t seek = p->witness >= 0 ? p->witness : p->next;
             zx_warn("event=kafka_partition_idle pipeline=%s partition=%s next=%" PRId64
                     " high=%" PRId64 " idle_ms=%" PRId64 " held=%zu batch=%zu fence=%d "
-                    "detail=\"behind its high watermark and nothing came for a while\"",
+                    "seek=%" PRId64 " detail=\"behind its high watermark and nothing came "
+                    "for a while: read again from the offset expected\"",
                     s->name, p->name, p->next, p->high, s->now_ms - p->last_ms,
-                    s->nheld - s->held_off, s->b.nmsgs, s->fence_pending);
+                    s->nheld - s->held_off, s->b.nmsgs, s->fence_pending, seek);
+            ks_seek_part(s, (int64_t)i, seek);
         }
         char nx[24] = "null", cm[24] = "null", hw[24] = "null", lag[24] = "null";
         if (p->next >= 0)
