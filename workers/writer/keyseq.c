@@ -582,7 +582,8 @@ int zx_keyseq_store(zx_keyseq *ks, zx_store_txn *t, int64_t now_us)
         if (ks->v[i].h && stored(ks, &ks->v[i]))
             order[n++] = &ks->v[i];
     sort_ks = ks;
-    qsort(order, n, sizeof(*order), entry_cmp);
+    if (n)
+        qsort(order, n, sizeof(*order), entry_cmp);
     int rc = 0;
     unsigned char *val = NULL;
     size_t vcap = 0;
