@@ -189,8 +189,12 @@ def test_writer_crash_between_answering_pushes_and_the_store_commit(make_zxd):
     r = z.push("fr", rows, wait_commit=True, timeout=30)
     assert r.status == 202 and r.json.get("accepted") == 50, r
     assert r.json.get("committed") is True, r.json
-    assert not os.path.exists(marker), "the fault injection point was not reached"
-    assert "event=fault_injection point=after_release" in z.log_text()
+    # the writer removes the marker right after answering: the answer may
+    # be here first
+    wait_for(lambda: not os.path.exists(marker), "the fault injection point reached",
+             deadline=30)
+    wait_for(lambda: "event=fault_injection point=after_release" in z.log_text(),
+             "the fault injection logged", deadline=30)
     new_writer = z.wait_running("writer", not_pid=writer)
     assert new_writer != writer
     assert z.count("fr", "id LIKE 'r%'") == 50          # the answer was true
