@@ -92,7 +92,8 @@ static int keep_positions(applied *a, const zx_frame_meta *m)
 }
 
 /* zx_ws_key_seqs's answer for row i: its text goes to w->have_buf, its
- * offset into have[i].s until have_point turns offsets into pointers. */
+ * offset (+ 1) into have[i].s until rows_seqs turns offsets into
+ * pointers (the buffer may move while it grows). */
 struct havectx {
     writer *w;
     int nomem;
@@ -163,14 +164,13 @@ static long drop_stale(writer *w, wpipe *p, const zx_frame_meta *m, const zx_ws_
         /* the table's mark, once in the writer's life: its rows' newest */
         char *mx = NULL;
         size_t ml = 0;
-        int rc = zx_ws_max_seq(w->ws, ch, &mx, &ml, err, errlen);
-        if (rc == 0)
-            rc = zx_keyseq_hwm_init(w->ks, rt, p->name, m->table, mx, ml) < 0 ? -1 : 1;
+        int ret = zx_ws_max_seq(w->ws, ch, &mx, &ml, err, errlen) < 0 ? -2
+                  : zx_keyseq_hwm_init(w->ks, rt, p->name, m->table, mx, ml) < 0 ? -1 : 0;
         free(mx);
-        if (rc <= 0) {
+        if (ret < 0) {
             if (rt)
                 zx_store_abort(rt);
-            return rc == 0 ? -2 : -1;
+            return ret;
         }
     }
     const zx_keyseq_have *have = NULL;
