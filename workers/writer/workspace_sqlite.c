@@ -202,8 +202,9 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, int page_siz
         goto fail;
     }
     char pragmas[1024];
-    /* wal_autocheckpoint: checkpoint every ~64 MiB of WAL instead of 4 MiB
-     * (fewer, larger checkpoints and fsyncs under a steady stream).
+    /* wal_autocheckpoint: SQLite's own checkpoint, every 1,024 pages, only
+     * if the checkpoint thread cannot be set up (workspace_sqlite_ckpt.h,
+     * below, replaces it).
      * cache_size: 32 MiB of pages.  The cache fills up with the clean
      * pages of committed transactions, which an append never reads again
      * (reads go through mmap_size): 64 MiB made the writer 143 MiB RSS
@@ -222,6 +223,9 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, int page_siz
              " frame BLOB, at TEXT, PRIMARY KEY(pipeline, n));", sync);
     if (sqlite3_exec(w->db, pragmas, NULL, NULL, NULL) != SQLITE_OK)
         goto dberr;
+    /* after the pragmas: it replaces wal_autocheckpoint's hook (which stays
+     * if this is out of memory) */
+    w->ckpt = zx_wsq_ckpt_start(w->db, path, sync);
     if (!(w->st_begin = zx_wsq_prep(w, "BEGIN IMMEDIATE")) ||
         !(w->st_commit = zx_wsq_prep(w, "COMMIT")) ||
         !(w->st_rollback = zx_wsq_prep(w, "ROLLBACK")) ||
@@ -233,7 +237,10 @@ zx_ws *zx_ws_open_sqlite(const char *path, const char *synchronous, int page_siz
                                    "committed_at) VALUES(?,?,?,?) ON CONFLICT(pipeline,part)"
                                    " DO UPDATE SET value=excluded.value,"
                                    " committed_at=excluded.committed_at")) ||
-        !(w->st_info = zx_wsq_prep(w, "SELECT name, type FROM pragma_table_info(?)")))
+        !(w->st_info = zx_wsq_prep(w, "SELECT name, type FROM pragma_table_info(?)")) ||
+        !(w->st_sp = zx_wsq_prep(w, "SAVEPOINT zx_frame")) ||
+        !(w->st_sp_release = zx_wsq_prep(w, "RELEASE zx_frame")) ||
+        !(w->st_sp_rollback = zx_wsq_prep(w, "ROLLBACK TO zx_frame")))
         goto dberr;
     free(jm);
     return &w->base;
@@ -269,6 +276,10 @@ static void q_close(zx_ws *ws)
     sqlite3_finalize(w->st_ckpt_set);
     sqlite3_finalize(w->st_info);
     sqlite3_finalize(w->st_pos_set);
+    sqlite3_finalize(w->st_sp);
+    sqlite3_finalize(w->st_sp_release);
+    sqlite3_finalize(w->st_sp_rollback);
+    zx_wsq_ckpt_stop(w->ckpt, w->db);
     sqlite3_close(w->db);
     if (w->lock_fd >= 0)
         close(w->lock_fd); /* releases the workspace lock */
@@ -294,23 +305,24 @@ static int q_commit(zx_ws *ws, char *err, size_t errlen)
     return 0;
 }
 
+/* One savepoint per frame: prepared once (parsing them cost ~5% of a
+ * cycle of small frames). */
 static int q_savepoint(zx_ws *ws)
 {
-    return sqlite3_exec(WSQ(ws)->db, "SAVEPOINT zx_frame", NULL, NULL, NULL) == SQLITE_OK ? 0
-                                                                                          : -1;
+    return zx_wsq_run(WSQ(ws)->st_sp) == SQLITE_OK ? 0 : -1;
 }
 
 static int q_savepoint_release(zx_ws *ws)
 {
-    return sqlite3_exec(WSQ(ws)->db, "RELEASE zx_frame", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    return zx_wsq_run(WSQ(ws)->st_sp_release) == SQLITE_OK ? 0 : -1;
 }
 
 static int q_savepoint_rollback(zx_ws *ws)
 {
-    sqlite3 *db = WSQ(ws)->db;
-    if (sqlite3_exec(db, "ROLLBACK TO zx_frame", NULL, NULL, NULL) != SQLITE_OK)
+    wsq *w = WSQ(ws);
+    if (zx_wsq_run(w->st_sp_rollback) != SQLITE_OK)
         return -1;
-    return sqlite3_exec(db, "RELEASE zx_frame", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    return zx_wsq_run(w->st_sp_release) == SQLITE_OK ? 0 : -1;
 }
 
 static int q_failure_is_permanent(zx_ws *ws)

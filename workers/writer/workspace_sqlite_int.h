@@ -12,6 +12,7 @@
 #define ZX_WRITER_WORKSPACE_SQLITE_INT_H
 
 #include "workers/writer/workspace_int.h"
+#include "workers/writer/workspace_sqlite_ckpt.h"
 
 #include <sqlite3.h>
 #include <stddef.h>
@@ -38,8 +39,9 @@ typedef struct wsq {
     zx_ws base;           /* first: a wsq is a zx_ws */
     sqlite3 *db;
     int lock_fd;          /* <path>-zxlock, flock'ed for the handle's life */
+    wsq_ckpt *ckpt;       /* the WAL's checkpoints off the writer's path, or NULL */
     sqlite3_stmt *st_begin, *st_commit, *st_rollback, *st_ckpt_get, *st_ckpt_set,
-        *st_info, *st_pos_set;
+        *st_info, *st_pos_set, *st_sp, *st_sp_release, *st_sp_rollback;
     uint64_t tick;
     zx_buf sql;
     /* the rows being stored (rows_begin .. rows_end) */
