@@ -45,13 +45,28 @@ static void on_term(int sig)
 
 /* Send a feed event (takes the reference; NULL = json_pack ran out of
  * memory).  An event that cannot be built is logged, never a crash. */
+void wr_events_flush(writer *w)
+{
+    for (size_t off = 0; off < w->events.len;) {
+        const char *s = w->events.p + off;
+        zx_chan_send(w->a->chan, ZX_CHAN_EVENT, s, NULL, 0);
+        off += strlen(s) + 1;
+    }
+    zx_buf_reset(&w->events);
+    w->events_sent_ms = zx_mono_ms();
+}
+
 void wr_emit(writer *w, json_t *ev)
 {
     char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-    if (s)
-        zx_chan_send(w->a->chan, ZX_CHAN_EVENT, s, NULL, 0);
-    else
+    if (!s) {
         zx_warn("event=feed_event_lost error=\"out of memory\"");
+    } else if (zx_buf_put(&w->events, s, strlen(s) + 1) < 0) {
+        wr_events_flush(w); /* out of memory: what is queued, then this one */
+        zx_chan_send(w->a->chan, ZX_CHAN_EVENT, s, NULL, 0);
+    } else if (w->events.len >= EVENTS_MAX_BYTES) {
+        wr_events_flush(w);
+    }
     free(s);
     json_decref(ev);
 }
@@ -239,8 +254,11 @@ static int drain_pass(writer *w, size_t *bytes, int *began, char *err, size_t er
  * keys, new columns or rejects): records that the workspace's own
  * checkpoint, committed with the rows, makes good if they are lost.  Such a
  * cycle releases its frames (answers the pushes waiting for the commit)
- * before the store's commit, whose sync of its data would otherwise stand
- * on every waiting push's path. */
+ * right after the workspace's commit and leaves its store records owed
+ * (wr_store_owe): written with the next cycle that has other records, or
+ * STORE_OWED_MS later.  A store transaction per cycle, whose sync stood
+ * before the next cycle, cost 8 closed-loop ?wait=commit clients a
+ * quarter of their rate (tests/bench/push_latency.sh). */
 static int light_cycle(const writer *w)
 {
     if (zx_keyseq_count(w->ks))
@@ -313,7 +331,8 @@ static int cycle(writer *w)
         return 0;
     /* a shared workspace: commit only under the leases still held, and
      * tell the other zxd which tables get rows */
-    if (wr_lease_fence(w, err, sizeof(err)) < 0 || wr_notice_send(w, err, sizeof(err)) < 0)
+    if (wr_write_checkpoints(w, err, sizeof(err)) < 0 || wr_lease_fence(w, err, sizeof(err)) < 0 ||
+        wr_notice_send(w, err, sizeof(err)) < 0)
         goto fail;
     if (zx_ws_commit(w->ws, err, sizeof(err)) < 0)
         goto fail;
@@ -328,14 +347,10 @@ static int cycle(writer *w)
             zx_warn("event=fault_injection point=after_release frames=%d", nframes);
             _exit(70);
         }
+        wr_store_owe(w); /* written by a later store transaction */
     }
-    int rc = wr_store_txn(w);
-    if (rc && light) {
-        /* released already: only a position the next commit rewrites and
-         * a rows counter are lost (the workspace's checkpoint stands) */
-        zx_error("event=store_failed error=\"%s\" lost=\"the rows counter of %d "
-                 "frames\"", zx_store_strerror(rc), nframes);
-    } else if (rc) {
+    int rc = light ? 0 : wr_store_txn(w);
+    if (rc) {
         /* The workspace has the rows and the checkpoint: the frames will
          * be re-read, skipped as applied, and their LMDB records retried. */
         zx_error("event=store_failed error=\"%s\"", zx_store_strerror(rc));
@@ -358,6 +373,7 @@ fail:
         if (!w->pipes[i].used)
             continue;
         zx_ring_cursor_init(&w->pipes[i].seg.frames, &w->pipes[i].cur);
+        w->pipes[i].ckpt_dirty = 0;
         /* the commit may have happened although its answer was lost (the
          * connection went): the checkpoint in the workspace says */
         if (zx_ws_checkpoint_get(w->ws, w->pipes[i].ckpt_key, &w->pipes[i].ckpt) < 0)
@@ -399,6 +415,8 @@ static void finish_detaches(writer *w)
         if (!p->used || !p->detaching ||
             zx_ring_acked_seq(&p->seg.frames) < zx_ring_published_seq(&p->seg.frames))
             continue;
+        if (p->owed && wr_store_flush(w) != 0)
+            continue; /* its records first: tried again next time */
         char name[64];
         snprintf(name, sizeof(name), "%s", p->name);
         wr_drop_pipe(p);
@@ -577,6 +595,10 @@ int zx_writer_main(const zx_writer_args *a)
         int64_t lease_wait = wr_lease_tick(w);
         /* group commit: see cycle() */
         int n = cycle(w);
+        if (w->owed_since_ms && zx_mono_ms() - w->owed_since_ms >= STORE_OWED_MS)
+            wr_store_flush(w);
+        if (w->events.len && zx_mono_ms() - w->events_sent_ms >= EVENTS_MS)
+            wr_events_flush(w);
         workspace_health(w);
         finish_detaches(w);
         if (w->forget.n && !w->ws_down)
@@ -593,12 +615,17 @@ int zx_writer_main(const zx_writer_args *a)
         if (stop_requested)
             break;
         prune(w);
+        int64_t owed_wait = w->owed_since_ms ? w->owed_since_ms + STORE_OWED_MS - zx_mono_ms() : 1000;
+        if (w->events.len && w->events_sent_ms + EVENTS_MS - zx_mono_ms() < owed_wait)
+            owed_wait = w->events_sent_ms + EVENTS_MS - zx_mono_ms();
         wr_notice_poll(w, 0); /* what came with the cycle's statements */
         int nfd = wr_notice_fd(w);
         struct pollfd p[3] = {{a->self_efd, POLLIN, 0}, {a->chan, POLLIN, 0}, {nfd, POLLIN, 0}};
         int wait = backoff_ms ? backoff_ms : 1000;
         if (lease_wait < wait)
             wait = (int)lease_wait;
+        if (owed_wait < wait)
+            wait = owed_wait > 0 ? (int)owed_wait : 0;
         int r = poll(p, nfd >= 0 ? 3 : 2, wait);
         if (r > 0 && (p[1].revents & (POLLHUP | POLLERR)) && !(p[1].revents & POLLIN)) {
             zx_warn("event=supervisor_gone");
@@ -610,6 +637,8 @@ int zx_writer_main(const zx_writer_args *a)
     rc = 0;
     zx_info("event=stop");
 out:
+    wr_store_flush(w);
+    wr_events_flush(w);
     wr_lease_release_all(w); /* a clean stop: the standby need not wait */
     for (int i = 0; i < MAX_PIPES; i++)
         if (w->pipes[i].used)
@@ -619,6 +648,7 @@ out:
     zx_rowset_free(&w->rs);
     zx_rowset_free(&w->rs2);
     zx_buf_free(&w->fwbuf);
+    zx_buf_free(&w->events);
     zx_keyseq_free(w->ks);
     free(w->skip);
     free(w->have);

@@ -351,11 +351,24 @@ int wr_record_progress(writer *w, wpipe *p, const zx_frame_meta *m, uint64_t seq
                      m->positions[i].part, p->name, zx_ws_errmsg(w->ws));
             return -1;
         }
-    if (zx_ws_checkpoint_set(w->ws, p->ckpt_key, seq, zx_now_us()) < 0) {
-        snprintf(err, errlen, "cannot record the checkpoint of pipeline %s", p->name);
-        return -1;
-    }
+    /* the checkpoint row once per cycle, not per frame (wr_write_checkpoints) */
     p->ckpt = seq;
+    p->ckpt_dirty = 1;
+    return 0;
+}
+
+int wr_write_checkpoints(writer *w, char *err, size_t errlen)
+{
+    int64_t now_us = zx_now_us();
+    for (int i = 0; i < MAX_PIPES; i++) {
+        wpipe *p = &w->pipes[i];
+        if (!p->used || !p->ckpt_dirty)
+            continue;
+        if (zx_ws_checkpoint_set(w->ws, p->ckpt_key, p->ckpt, now_us) < 0)
+            return zx_seterr(err, errlen, "cannot record the checkpoint of pipeline %s: %s",
+                             p->name, zx_ws_errmsg(w->ws));
+        p->ckpt_dirty = 0;
+    }
     return 0;
 }
 

@@ -84,6 +84,16 @@ int wr_store_txn(writer *w)
             return rc;
         for (size_t i = 0; i < w->nap; i++)
             w->ap[i].announce_cap = 0; /* decided again by this attempt */
+        /* what light cycles owe first: the cycle's own positions are newer */
+        for (int i = 0; i < MAX_PIPES && rc == 0 && w->owed_since_ms; i++) {
+            wpipe *p = &w->pipes[i];
+            if (!p->used || !p->owed)
+                continue;
+            zx_position pos = {p->owed_seq, now, NULL, 0};
+            rc = zx_store_position_put(t, p->name, &pos);
+            if (rc == 0 && p->owed_rows)
+                rc = zx_store_counter_add(t, p->name, "rows", p->owed_rows);
+        }
         for (size_t i = 0; i < w->nap && rc == 0; i++) {
             applied *a = &w->ap[i];
             zx_position pos = {a->seq, now, NULL, 0};
@@ -172,12 +182,42 @@ int wr_store_txn(writer *w)
             rc = zx_store_commit(t);
         else
             zx_store_abort(t);
-        if (rc == 0)
+        if (rc == 0) {
             wr_fence_tell(w);
+            for (int i = 0; i < MAX_PIPES; i++)
+                w->pipes[i].owed = 0, w->pipes[i].owed_rows = 0;
+            w->owed_since_ms = 0;
+        }
         if (rc != ZX_STORE_MAP_FULL)
             return rc;
     }
     return ZX_STORE_MAP_FULL;
+}
+
+void wr_store_owe(writer *w)
+{
+    for (size_t i = 0; i < w->nap; i++) {
+        applied *a = &w->ap[i];
+        if (a->replayed)
+            continue;
+        if (!a->p->owed || a->seq > a->p->owed_seq)
+            a->p->owed_seq = a->seq;
+        a->p->owed = 1;
+        a->p->owed_rows += a->rows;
+        if (!w->owed_since_ms)
+            w->owed_since_ms = zx_mono_ms();
+    }
+}
+
+int wr_store_flush(writer *w)
+{
+    if (!w->owed_since_ms || w->nap)
+        return 0;
+    int rc = wr_store_txn(w);
+    if (rc)
+        zx_error("event=store_failed error=\"%s\" retry=\"with the next commit\"",
+                 zx_store_strerror(rc));
+    return rc;
 }
 
 /* The feed hears once per mirror that its types were inferred. */

@@ -164,12 +164,8 @@ int wr_fence(writer *w, wpipe *p, applied *a, const zx_frame_meta *m, uint64_t s
         rc = -1;
         goto out;
     }
-    if (zx_ws_checkpoint_set(w->ws, p->ckpt_key, seq, zx_now_us()) < 0) {
-        snprintf(err, errlen, "cannot record the checkpoint of pipeline %s", p->name);
-        rc = -1;
-        goto out;
-    }
-    p->ckpt = seq;
+    p->ckpt = seq; /* written before the commit (wr_write_checkpoints) */
+    p->ckpt_dirty = 1;
     a->fenced = 1;
     a->fence_dup = dup;
     a->skipped = 1;     /* no rows: nothing to announce */

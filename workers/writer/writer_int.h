@@ -46,6 +46,8 @@ typedef struct wpipe {
     int worker_efd;
     zx_ring_cursor cur;     /* read position (ahead of the released head) */
     uint64_t ckpt;          /* last seq applied in the workspace */
+    int ckpt_dirty;         /* ckpt moved in the open transaction: written
+                               once, before its commit (wr_write_checkpoints) */
     int detaching;
     int used;
     int64_t blocked_until_ms;  /* its table refused a frame: retry after */
@@ -59,6 +61,12 @@ typedef struct wpipe {
     uint64_t fw_last;          /* forward journal: the last n given to a
                                   frame of this pipeline (see wr_forward) */
     int fw_loaded;             /* fw_last has seen the journal's largest n */
+    /* What light cycles applied (writer.c light_cycle) that the store does
+     * not hold yet: the last frame and the rows (wr_store_owe).  The next
+     * store transaction writes them, at the latest STORE_OWED_MS after the
+     * first, and before the wpipe is dropped. */
+    int owed;
+    uint64_t owed_seq, owed_rows;
 } wpipe;
 
 /* The forward journal (`forward:`; workspace.h, _zx_forward).  A frame
@@ -201,6 +209,9 @@ typedef struct writer {
     size_t have_cap;
     zx_buf have_buf;
     int64_t swept_us;        /* the last sweep of deleted keys' positions */
+    int64_t owed_since_ms;   /* CLOCK_MONOTONIC: the oldest record a light
+                                cycle left to a later store transaction (see
+                                wpipe.owed), 0 none */
     ptable *pt;              /* the parked tables (see ptable) */
     size_t npt, pt_cap;
     int pt_stale;            /* read them again before applying (pt_load) */
@@ -209,15 +220,31 @@ typedef struct writer {
                                 wpipe.fw_last) */
     struct wr_leases *leases; /* a shared workspace's leases (writer_lease.c;
                                 NULL: none wanted) */
+    zx_buf events;           /* feed events not sent yet, each a JSON text
+                                and its NUL (wr_emit) */
+    int64_t events_sent_ms;  /* CLOCK_MONOTONIC: their last sending */
 } writer;
 
 #define INFERRED_MAX 4096
 
 /* ---- writer.c ------------------------------------------------------------ */
 
-/* Send a feed event (takes the reference; NULL = json_pack ran out of
- * memory).  An event that cannot be built is logged, never a crash. */
+/* Queue a feed event for the supervisor (takes the reference; NULL =
+ * json_pack ran out of memory).  An event that cannot be built is logged,
+ * never a crash.  Events go in order, together: after the cycle that made
+ * them, or under a stream of cycles EVENTS_MS after the last sending (at
+ * once past EVENTS_MAX_BYTES).  A message per cycle woke the supervisor
+ * a thousand times a second under small commits, a tenth of the writer's
+ * time. */
+#define EVENTS_MS 20
+#define EVENTS_MAX_BYTES (256u * 1024u)
 void wr_emit(writer *w, json_t *ev);
+
+/* Send the queued events now (before any other message to the
+ * supervisor, and when EVENTS_MS have passed).  An event the channel
+ * refuses (the supervisor not reading) is lost, as one sent at once
+ * would be. */
+void wr_events_flush(writer *w);
 
 /* Begin the cycle's transaction if not yet (*began), reading what a
  * failure left stale first.  0, or -1 (err set). */
@@ -264,10 +291,16 @@ int wr_replay_frame(writer *w, wpipe *p, const void *data, size_t len, uint64_t 
 int wr_forward(writer *w, wpipe *p, const applied *a, const zx_frame_meta *m, const void *data,
                size_t len, char *err, size_t errlen);
 
-/* Record frame seq's positions and p's checkpoint in the open
- * transaction.  0, or -1 (err set). */
+/* Record frame seq's positions in the open transaction, and move p's
+ * checkpoint to seq (written by wr_write_checkpoints).  0, or -1 (err
+ * set). */
 int wr_record_progress(writer *w, wpipe *p, const zx_frame_meta *m, uint64_t seq, char *err,
                        size_t errlen);
+
+/* Before the cycle's commit: each pipeline's checkpoint that moved, one
+ * row each (one per frame cost a cycle of small frames ~8%).  0, or -1
+ * (err set: roll the cycle back). */
+int wr_write_checkpoints(writer *w, char *err, size_t errlen);
 
 /* ---- writer_fence.c ------------------------------------------------------ */
 
@@ -346,9 +379,23 @@ void wr_metrics_txn(wpipe *p, uint64_t cycle);
 
 /* ---- writer_commit.c ----------------------------------------------------- */
 
-/* Write what the cycle's frames did (w->ap) to the store in one LMDB
- * transaction (retried when the map grows).  0 or a ZX_STORE_* code. */
+/* Write what the cycle's frames did (w->ap), and what earlier light
+ * cycles left owed (wpipe.owed), to the store in one LMDB transaction
+ * (retried when the map grows).  0 (nothing is owed any more) or a
+ * ZX_STORE_* code (what was owed still is). */
 int wr_store_txn(writer *w);
+
+/* A light cycle's store records (each pipeline's last frame and its rows
+ * counter, writer.c light_cycle) are owed instead of written: its
+ * transaction's sync would stand before the next cycle, in the path of
+ * the pushes waiting for their commit.  What a crash loses of them the
+ * workspace's checkpoint holds, but for the rows counter. */
+#define STORE_OWED_MS 100
+void wr_store_owe(writer *w);
+
+/* Outside a cycle (w->nap == 0): write what is owed, if anything.  0 or
+ * a ZX_STORE_* code (logged; still owed). */
+int wr_store_flush(writer *w);
 
 /* Tell the feed what the committed cycle did: new columns, caps,
  * rejects, one batch event per pipeline and table. */

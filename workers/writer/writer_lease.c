@@ -66,6 +66,7 @@ static void tell(writer *w, const wlease *l)
                           (json_int_t)(left > 0 ? left : 0), "holder_desc", l->holder_desc,
                           "since", l->since);
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    wr_events_flush(w); /* in order */
     if (!s || zx_chan_send(w->a->chan, ZX_CHAN_LEASE, s, NULL, 0) < 0)
         zx_warn("event=lease_not_told pipeline=%s lease=%s", l->pipeline, l->name);
     free(s);
