@@ -43,8 +43,6 @@ static void on_term(int sig)
     stop_requested = 1;
 }
 
-/* Send a feed event (takes the reference; NULL = json_pack ran out of
- * memory).  An event that cannot be built is logged, never a crash. */
 void wr_events_flush(writer *w)
 {
     for (size_t off = 0; off < w->events.len;) {

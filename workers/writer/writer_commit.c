@@ -214,9 +214,11 @@ int wr_store_flush(writer *w)
     if (!w->owed_since_ms || w->nap)
         return 0;
     int rc = wr_store_txn(w);
-    if (rc)
-        zx_error("event=store_failed error=\"%s\" retry=\"with the next commit\"",
-                 zx_store_strerror(rc));
+    if (rc) {
+        zx_error("event=store_failed error=\"%s\" retry=\"with the next commit, or in "
+                 "%d ms\"", zx_store_strerror(rc), STORE_OWED_MS);
+        w->owed_since_ms = zx_mono_ms(); /* not at once again */
+    }
     return rc;
 }
 
