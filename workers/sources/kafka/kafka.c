@@ -375,26 +375,45 @@ int ks_end_offsets(kstate *s, rd_kafka_topic_partition_list_t *l)
 
 void ks_begin_offsets(kstate *s, rd_kafka_topic_partition_list_t *l)
 {
-    rd_kafka_topic_partition_list_t *q = rd_kafka_topic_partition_list_new(l->cnt + 1);
-    for (int i = 0; i < l->cnt; i++)
-        if (l->elems[i].offset == RD_KAFKA_OFFSET_BEGINNING)
-            /* a timestamp of -2 asks for the log start */
-            rd_kafka_topic_partition_list_add(q, l->elems[i].topic, l->elems[i].partition)
-                ->offset = -2;
-    rd_kafka_resp_err_t e = q->cnt ? rd_kafka_offsets_for_times(s->rk, q, KS_OFFSETS_TIMEOUT_MS)
-                                   : RD_KAFKA_RESP_ERR_NO_ERROR;
-    for (int i = 0; i < q->cnt; i++) {
-        rd_kafka_topic_partition_t *r = &q->elems[i];
-        rd_kafka_resp_err_t pe = e ? e : r->err;
-        if (!pe && r->offset >= 0)
-            rd_kafka_topic_partition_list_find(l, r->topic, r->partition)->offset = r->offset;
-        else
-            zx_warn("event=kafka_begin_unknown pipeline=%s topic=%s partition=%d error=\"%s\" "
-                    "detail=\"the partition's first offset is not known: read from its "
-                    "beginning unchecked\"", s->name, r->topic, (int)r->partition,
-                    rd_kafka_err2str(pe ? pe : RD_KAFKA_RESP_ERR__NO_OFFSET));
+    /* A topic just made (or a leader just moved) answers "not leader"
+     * for a moment: asked again for up to KS_BEGIN_RETRY_MS, as a start
+     * left unchecked would not see librdkafka skipping its first
+     * messages (seen: a partition read from 250). */
+    int64_t until = zx_mono_ms() + KS_BEGIN_RETRY_MS;
+    for (int attempt = 1;; attempt++) {
+        rd_kafka_topic_partition_list_t *q = rd_kafka_topic_partition_list_new(l->cnt + 1);
+        for (int i = 0; i < l->cnt; i++)
+            if (l->elems[i].offset == RD_KAFKA_OFFSET_BEGINNING)
+                /* a timestamp of -2 asks for the log start */
+                rd_kafka_topic_partition_list_add(q, l->elems[i].topic, l->elems[i].partition)
+                    ->offset = -2;
+        if (!q->cnt) {
+            rd_kafka_topic_partition_list_destroy(q);
+            return;
+        }
+        rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(s->rk, q, KS_OFFSETS_TIMEOUT_MS);
+        int last = zx_mono_ms() >= until;
+        int unknown = 0;
+        for (int i = 0; i < q->cnt; i++) {
+            rd_kafka_topic_partition_t *r = &q->elems[i];
+            rd_kafka_resp_err_t pe = e ? e : r->err;
+            if (!pe && r->offset >= 0) {
+                rd_kafka_topic_partition_list_find(l, r->topic, r->partition)->offset = r->offset;
+                continue;
+            }
+            unknown++;
+            if (last)
+                zx_warn("event=kafka_begin_unknown pipeline=%s topic=%s partition=%d "
+                        "error=\"%s\" attempts=%d detail=\"the partition's first offset is "
+                        "not known: read from its beginning unchecked\"", s->name, r->topic,
+                        (int)r->partition,
+                        rd_kafka_err2str(pe ? pe : RD_KAFKA_RESP_ERR__NO_OFFSET), attempt);
+        }
+        rd_kafka_topic_partition_list_destroy(q);
+        if (!unknown || last)
+            return;
+        usleep(attempt < 5 ? 100000u * (unsigned)attempt : 500000u);
     }
-    rd_kafka_topic_partition_list_destroy(q);
 }
 
 /* ---- frames ----------------------------------------------------------- */

@@ -380,6 +380,7 @@ void kc_describe(const zx_conf_connection *c, char *out, size_t n);
 /* ---- kafka.c, kafka_witness.c, kafka_group.c, kafka_solo.c: the running source */
 
 #define KS_OFFSETS_TIMEOUT_MS 10000  /* committed offsets, end offsets */
+#define KS_BEGIN_RETRY_MS 5000       /* first offsets asked again while unknown */
 
 /* The result of one metadata refresh (no group): a topic and its
  * partition count, or its error. */
@@ -546,9 +547,11 @@ int64_t ks_witness(kstate *s, kpart *p, int64_t start);
  * to KS_OFFSETS_TIMEOUT_MS.  0, or -1 with the source's error set. */
 int ks_end_offsets(kstate *s, rd_kafka_topic_partition_list_t *l);
 /* Replace each RD_KAFKA_OFFSET_BEGINNING in l by the partition's first
- * offset (one request for all, blocking up to KS_OFFSETS_TIMEOUT_MS), so
- * that the first message read is checked against it (ks_check_gap); a
- * partition whose first offset cannot be had keeps BEGINNING (logged). */
+ * offset (one request for those still unknown, asked again for up to
+ * KS_BEGIN_RETRY_MS while the cluster cannot answer: "not leader" on a
+ * new topic), so that the first message read is checked against it
+ * (ks_check_gap); a partition whose first offset cannot be had keeps
+ * BEGINNING (logged). */
 void ks_begin_offsets(kstate *s, rd_kafka_topic_partition_list_t *l);
 enum { KS_PUB_DONE = 0, KS_PUB_BLOCKED = 1, KS_PUB_FATAL = -1 };
 /* Publish the batch (or retry the frame the runtime keeps): KS_PUB_DONE
