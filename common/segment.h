@@ -34,7 +34,7 @@
 #include "common/ring.h"
 
 #define ZX_SEG_MAGIC 0x5a58534547303031ull /* "ZXSEG001" */
-#define ZX_SEG_VERSION 7
+#define ZX_SEG_VERSION 8
 #define ZX_SEG_HDR_SIZE 20480
 #define ZX_SEG_SOURCE_STATUS_MAX 12288  /* bytes of the source's status JSON */
 #define ZX_SEG_SOURCE_ERROR_MAX 512
@@ -176,6 +176,15 @@ typedef struct zx_seg_hdr {
     _Atomic uint64_t frames_fenced;
     _Atomic uint64_t fence_duplicates;
     _Atomic uint64_t fence_gaps;
+
+    /* written by the gateway (workers/gateway/gateway_push.c): the lowest
+     * frame an answer it holds waits for (proto/push.h,
+     * ZX_PUSH_REP_AFTER_COMMIT), 0 none.  The writer, after releasing
+     * frames up to S (acked_seq stored, then a seq_cst fence), wakes the
+     * gateway if 0 < gw_commit_wait <= S; the gateway, after storing it
+     * (then a fence), reads acked_seq again: one of the two sees the
+     * other, so no answer waits for a wake-up that never comes. */
+    _Atomic uint64_t gw_commit_wait;
 } zx_seg_hdr;
 
 _Static_assert(sizeof(zx_seg_hdr) <= ZX_SEG_HDR_SIZE, "segment header over its 20 KiB");

@@ -7,7 +7,12 @@
  *   zx_push_req, then idem_len bytes of Idempotency-Key, then rid_len bytes
  *   of request id, then body_len bytes of body (already gzip-inflated).
  * out ring (worker → gateway), one record per answer:
- *   zx_push_rep, then body_len bytes of JSON.
+ *   zx_push_rep, then body_len bytes of JSON.  An answer flagged
+ *   ZX_PUSH_REP_AFTER_COMMIT is given only once the frames ring's acked
+ *   sequence reaches after_seq: the worker sends it as soon as it has
+ *   published the frame, and the writer's release wakes the gateway
+ *   (zx_seg_hdr.gw_commit_wait), so the answer does not wait for the
+ *   worker to wake up again.
  *
  * Both sides are the same binary, so fields are in host order.  The worker
  * must still check every length (zx_push_req_parse): a gateway bug must
@@ -22,7 +27,7 @@
 
 #define ZX_PUSH_REQ_MAGIC 0x5a585051u /* "ZXPQ" */
 #define ZX_PUSH_REP_MAGIC 0x5a585052u /* "ZXPR" */
-#define ZX_PUSH_VERSION 1
+#define ZX_PUSH_VERSION 2
 #define ZX_PUSH_IDEM_MAX 255
 #define ZX_PUSH_RID_MAX 64
 
@@ -57,11 +62,13 @@ typedef struct zx_push_rep {
     uint64_t req_id;
     uint32_t retry_after;  /* seconds; 0 = no Retry-After header */
     uint32_t body_len;     /* JSON body */
-    uint32_t flags;        /* ZX_PUSH_REP_REPLAY: answered from the idempotency store */
+    uint32_t flags;        /* ZX_PUSH_REP_* */
     uint32_t pad;
+    uint64_t after_seq;    /* ZX_PUSH_REP_AFTER_COMMIT: the frame to wait for */
 } zx_push_rep;
 
-#define ZX_PUSH_REP_REPLAY 0x1
+#define ZX_PUSH_REP_REPLAY 0x1        /* answered from the idempotency store */
+#define ZX_PUSH_REP_AFTER_COMMIT 0x2  /* give it once frame after_seq is acked */
 
 /* A parsed request; pointers into the record, valid until it is released. */
 typedef struct zx_push_view {

@@ -232,12 +232,12 @@ static void run_child(sup *s, child *c, int chan)
     char title[96];
     int code = 1;
     if (c->role == ROLE_WRITER) {
-        int keep[] = {chan, s->writer_efd};
-        zx_close_fds_except(keep, 2);
+        int keep[] = {chan, s->writer_efd, s->gateway_efd};
+        zx_close_fds_except(keep, 3);
         zx_proctitle_set("zxd: writer");
         zx_log_set_proc("writer");
         sup_child_harden(s->conf, ROLE_WRITER, NULL);
-        zx_writer_args a = {s->conf, chan, s->writer_efd};
+        zx_writer_args a = {s->conf, chan, s->writer_efd, s->gateway_efd};
         code = zx_writer_main(&a);
     } else if (c->role == ROLE_GATEWAY) {
         int keep[] = {chan, s->gateway_efd, s->listen_fd};

@@ -202,3 +202,41 @@ def test_writer_crash_between_answering_pushes_and_the_store_commit(make_zxd):
     assert z.count("fr") == 52                           # and nothing twice
     assert z.count("fr", "id = 'after'") == 1
 
+
+
+def test_push_waiting_for_its_commit_outlives_its_stream_worker(make_zxd):
+    """A ?wait=commit push is answered by the gateway once the writer has
+    committed its frame, not by the stream worker that read it: the worker
+    may die in between (here SIGKILLed while the writer is paused) and the
+    push still gets its 202, committed, as soon as the writer commits; its
+    rows are there once."""
+    z = make_zxd({"wk": {}})
+    z.wait_running("wk")
+    z.push_ok("wk", [{"id": "warm"}], wait_commit=True)   # makes the table
+    writer = z.wait_running("writer")
+    worker = z.wait_running("wk")
+    published = z.pipeline("wk")["ring"]["published"]
+    result = {}
+
+    def push():
+        result["r"] = z.push("wk", [{"id": f"r{i}"} for i in range(10)], wait_commit=True,
+                             timeout=60)
+
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        t = threading.Thread(target=push, daemon=True)
+        t.start()
+        wait_for(lambda: z.pipeline("wk")["ring"]["published"] > published,
+                 "the push's frame published", deadline=30)
+        os.kill(worker, signal.SIGKILL)
+        z.wait_running("wk", not_pid=worker)
+        assert "r" not in result, result    # no answer before the commit
+    finally:
+        os.kill(writer, signal.SIGCONT)
+    t.join(60)
+    r = result.get("r")
+    assert r is not None and r.status == 202, r
+    assert r.json.get("accepted") == 10 and r.json.get("committed") is True, r.json
+    assert z.count("wk", "id LIKE 'r%'") == 10
+    z.push_ok("wk", [{"id": "after"}], wait_commit=True)
+    assert z.count("wk") == 12

@@ -676,18 +676,19 @@ static void test_push_rep(void)
     const char *json = "{\"accepted\": 2, \"rejected\": 0}";
     uint32_t jl = (uint32_t)strlen(json);
     zx_push_rep r = {ZX_PUSH_REP_MAGIC, ZX_PUSH_VERSION, 202, 42, 0, jl,
-                     ZX_PUSH_REP_REPLAY, 0};
+                     ZX_PUSH_REP_REPLAY | ZX_PUSH_REP_AFTER_COMMIT, 0, 7};
     memcpy(b, &r, sizeof(r));
     memcpy(b + sizeof(r), json, jl);
     size_t n = sizeof(r) + jl;
 
     CHECK(zx_push_rep_parse(b, n, &rh, &body) == 0);
     CHECK(rh == (const zx_push_rep *)(const void *)b);
-    CHECK(rh && rh->status == 202 && rh->req_id == 42 && rh->flags == ZX_PUSH_REP_REPLAY);
+    CHECK(rh && rh->status == 202 && rh->req_id == 42 &&
+          rh->flags == (ZX_PUSH_REP_REPLAY | ZX_PUSH_REP_AFTER_COMMIT) && rh->after_seq == 7);
     CHECK(body == b + sizeof(r) && memcmp(body, json, jl) == 0);
 
     /* empty body */
-    zx_push_rep e = {ZX_PUSH_REP_MAGIC, ZX_PUSH_VERSION, 503, 1, 5, 0, 0, 0};
+    zx_push_rep e = {ZX_PUSH_REP_MAGIC, ZX_PUSH_VERSION, 503, 1, 5, 0, 0, 0, 0};
     memcpy(b, &e, sizeof(e));
     CHECK(zx_push_rep_parse(b, sizeof(e), &rh, &body) == 0);
     CHECK(rh && rh->retry_after == 5);

@@ -147,6 +147,7 @@ static void attach(gateway *g, const char *json, int *fds, int nfds)
         zx_ring_set_peer(&p->seg.in, p->worker_efd);
         zx_ring_set_peer(&p->seg.out, p->worker_efd);
         zx_ring_cursor_init(&p->seg.out, &p->out_cur);
+        atomic_store(&p->seg.hdr->gw_commit_wait, 0); /* an earlier gateway's */
         p->used = 1;
     }
     const char *key = json_string_value(json_object_get(o, "key"));
@@ -207,6 +208,12 @@ static void detach(gateway *g, const char *name)
     snprintf(why, sizeof(why), "stream %s was removed or reconfigured while the request "
              "was waiting; nothing was written, retry", p->name);
     zx_gw_fail_waiting(p, 503, why);
+    /* the worker ended only once its frames were committed (http_drained):
+     * held answers whose frame was not are of a worker that died */
+    zx_gw_commits(p);
+    snprintf(why, sizeof(why), "stream %s was removed or reconfigured before the commit; "
+             "the rows may be written: retry with the same Idempotency-Key", p->name);
+    zx_gw_fail_commits(p, 503, why);
     for (int b = 0; b < NBUCKETS; b++) {
         greq **pp = &g->buckets[b];
         while (*pp) {

@@ -57,6 +57,13 @@ typedef struct greq {
     char ln_name[128], ln_dir[12], ln_format[8];
     char peer[ZX_AUTHLIMIT_ADDR_MAX]; /* API: the client's address, for
                                 the failed tokens it sends */
+    /* the worker's answer, held until frame after_seq is committed
+     * (ZX_PUSH_REP_AFTER_COMMIT; q is then on its pipe's commit list) */
+    uint64_t after_seq;
+    int rep_status;
+    uint32_t rep_flags;
+    char *rep_body;
+    uint32_t rep_len;
 } greq;
 
 struct gpipe {
@@ -72,6 +79,7 @@ struct gpipe {
     int worker_efd;
     zx_ring_cursor out_cur;
     greq *wait_head, *wait_tail;   /* waiting for room in the in ring */
+    greq *commit_head;             /* answered, waiting for their commit */
     int used;
 };
 
@@ -100,6 +108,12 @@ struct gateway {
 int zx_gw_answer_if_stale(greq *q);
 /* Relay every answer waiting in p's out ring (before p is detached, so that
  * the last answers of a draining worker reach their clients). */
+/* Give the held answers of p whose frame the writer has acknowledged,
+ * and tell the writer the lowest frame still waited for
+ * (zx_seg_hdr.gw_commit_wait). */
+void zx_gw_commits(gpipe *p);
+/* Answer every held answer of p with status and why (its stream goes). */
+void zx_gw_fail_commits(gpipe *p, int status, const char *why);
 void zx_gw_read_replies(gateway *g, gpipe *p);
 /* Answer 503 to every request of p waiting for room in its ring (p was
  * reconfigured: they authenticated against its old settings). */

@@ -67,6 +67,7 @@ static void finish(greq *q, int status, uint32_t retry_after, int replay, const 
         zx_http_req_set_data(q->req, NULL);
         zx_http_reply(q->req, status, "application/json", hdrs, body, len);
     }
+    free(q->rep_body);
     free(q);
 }
 
@@ -196,11 +197,70 @@ void zx_gw_read_replies(gateway *g, gpipe *p)
             bucket_add(g, q);
             q = NULL;
         }
+        if (q && (h->flags & ZX_PUSH_REP_AFTER_COMMIT) && h->after_seq &&
+            zx_ring_acked_seq(&p->seg.frames) < h->after_seq) {
+            /* held until the writer acknowledges the frame: it wakes us */
+            if (!(q->rep_body = malloc(h->body_len + 1))) {
+                zx_gw_finish_error(q, 503, 1, "out of memory waiting for the commit; the rows "
+                                   "may be written: retry with the same Idempotency-Key");
+                continue;
+            }
+            memcpy(q->rep_body, body, h->body_len);
+            q->rep_len = h->body_len;
+            q->rep_status = h->status;
+            q->rep_flags = h->flags;
+            q->after_seq = h->after_seq;
+            q->next = p->commit_head;
+            p->commit_head = q;
+            continue;
+        }
         if (q) /* else: a request of an earlier gateway, or timed out */
             finish(q, h->status, h->retry_after, h->flags & ZX_PUSH_REP_REPLAY, body, h->body_len);
     }
     if (any)
         zx_ring_release(&p->seg.out, &p->out_cur, 1);
+    if (p->commit_head)
+        zx_gw_commits(p);
+}
+
+void zx_gw_commits(gpipe *p)
+{
+    zx_seg_hdr *h = p->seg.hdr;
+    for (;;) {
+        uint64_t acked = zx_ring_acked_seq(&p->seg.frames), low = 0;
+        for (greq **pp = &p->commit_head; *pp;) {
+            greq *q = *pp;
+            if (q->after_seq <= acked) {
+                *pp = q->next;
+                q->next = NULL;
+                q->pending = 0;
+                finish(q, q->rep_status, 0, q->rep_flags & ZX_PUSH_REP_REPLAY, q->rep_body,
+                       q->rep_len);
+                continue;
+            }
+            if (!low || q->after_seq < low)
+                low = q->after_seq;
+            pp = &q->next;
+        }
+        if (atomic_load(&h->gw_commit_wait) != low)
+            atomic_store(&h->gw_commit_wait, low);
+        /* the writer may have released past low before it saw it */
+        atomic_thread_fence(memory_order_seq_cst);
+        if (!low || zx_ring_acked_seq(&p->seg.frames) < low)
+            return;
+    }
+}
+
+void zx_gw_fail_commits(gpipe *p, int status, const char *why)
+{
+    while (p->commit_head) {
+        greq *q = p->commit_head;
+        p->commit_head = q->next;
+        q->next = NULL;
+        q->pending = 0;
+        zx_gw_finish_error(q, status, status == 503 ? 1 : 0, why);
+    }
+    atomic_store(&p->seg.hdr->gw_commit_wait, 0);
 }
 
 int zx_gw_answer_if_stale(greq *q)
@@ -247,6 +307,8 @@ void zx_gw_on_wake(evutil_socket_t fd, short what, void *arg)
         if (!g->pipes[i].used)
             continue;
         zx_gw_read_replies(g, &g->pipes[i]);
+        if (g->pipes[i].commit_head)
+            zx_gw_commits(&g->pipes[i]);
         retry_queue(g, &g->pipes[i]);
     }
 }
@@ -273,6 +335,21 @@ void zx_gw_expire(gateway *g)
             pp = &q->next;
         }
         p->wait_tail = last;
+        for (greq **cp = &p->commit_head; *cp;) {
+            greq *q = *cp;
+            if (q->deadline_ms <= now) {
+                *cp = q->next;
+                char msg[240];
+                snprintf(msg, sizeof(msg), "stream %s did not commit in time; the rows may be "
+                         "written: retry with the same Idempotency-Key to avoid duplicates",
+                         p->name);
+                zx_gw_finish_error(q, 503, 1, msg);
+                continue;
+            }
+            cp = &q->next;
+        }
+        if (!p->commit_head && atomic_load(&p->seg.hdr->gw_commit_wait))
+            atomic_store(&p->seg.hdr->gw_commit_wait, 0);
     }
     for (int b = 0; b < NBUCKETS; b++) {
         greq **pp = &g->buckets[b];

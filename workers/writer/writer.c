@@ -298,6 +298,11 @@ static void release_applied(writer *w)
         if (!a->replayed && a->p->released_cycle != w->cycles) {
             a->p->released_cycle = w->cycles;
             zx_ring_release(&a->p->seg.frames, &a->after, 1);
+            /* answers the gateway holds for these frames (segment.h) */
+            atomic_thread_fence(memory_order_seq_cst);
+            uint64_t want = atomic_load(&a->p->seg.hdr->gw_commit_wait);
+            if (want && want <= zx_ring_acked_seq(&a->p->seg.frames) && w->a->gateway_efd >= 0)
+                zx_ring_wake_fd(w->a->gateway_efd);
         }
     }
 }

@@ -32,6 +32,7 @@ typedef struct zx_writer_args {
     const zx_conf *conf;
     int chan;       /* SOCK_SEQPACKET to the supervisor (proto/chan.h) */
     int self_efd;   /* the writer's eventfd: any producer wakes it */
+    int gateway_efd; /* the gateway's eventfd (zx_seg_hdr.gw_commit_wait), or -1 */
 } zx_writer_args;
 
 /* Run until SIGTERM (then apply every published frame and return 0), or

@@ -81,6 +81,8 @@ typedef struct worker {
     inflight *infl;
     size_t ninfl, infl_cap;
     stalled st;              /* the frame the runtime keeps, when active */
+    uint64_t last_after;     /* the last frame the gateway holds an answer
+                                for (ZX_PUSH_REP_AFTER_COMMIT) */
     uint64_t stop_at;        /* requests up to this in-ring seq are served
                                 after a stop; later ones left to a successor */
     int stop_seen;
@@ -96,7 +98,7 @@ typedef struct worker {
 } worker;
 
 static int out_reply(worker *w, uint64_t req_id, int status, uint32_t retry_after,
-                     int replay, const char *body)
+                     uint32_t flags, uint64_t after_seq, const char *body)
 {
     size_t blen = strlen(body);
     size_t len = sizeof(zx_push_rep) + blen;
@@ -116,7 +118,7 @@ static int out_reply(worker *w, uint64_t req_id, int status, uint32_t retry_afte
         zx_ring_drain_fd(w->a->self_efd);
     }
     zx_push_rep h = {ZX_PUSH_REP_MAGIC, ZX_PUSH_VERSION, (uint16_t)status, req_id,
-                     retry_after, (uint32_t)blen, replay ? ZX_PUSH_REP_REPLAY : 0, 0};
+                     retry_after, (uint32_t)blen, flags, 0, after_seq};
     memcpy(buf, &h, sizeof(h));
     memcpy((char *)buf + sizeof(h), body, blen);
     zx_ring_commit(w->out, len, 1);
@@ -127,20 +129,24 @@ static void reply_error(worker *w, uint64_t req_id, int status, const char *msg)
 {
     json_t *o = json_pack("{s:s, s:i}", "error", msg, "status", status);
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    out_reply(w, req_id, status, status == 503 ? 1 : 0, 0,
+    out_reply(w, req_id, status, status == 503 ? 1 : 0, 0, 0,
               s ? s : "{\"error\":\"internal error\"}");
     free(s);
     json_decref(o);
 }
 
+/* The 202; after_seq > 0: "committed" once frame after_seq is acked,
+ * which the gateway waits for (proto/push.h). */
 static void reply_accepted(worker *w, uint64_t req_id, uint64_t accepted, const char *rid,
-                           int committed, int replay)
+                           int committed, int replay, uint64_t after_seq)
 {
     char body[256];
     snprintf(body, sizeof(body), "{\"accepted\":%llu,\"request_id\":\"%s\",\"committed\":%s%s}",
-             (unsigned long long)accepted, rid, committed ? "true" : "false",
+             (unsigned long long)accepted, rid, committed || after_seq ? "true" : "false",
              replay ? ",\"replayed\":true" : "");
-    out_reply(w, req_id, 202, 0, replay, body);
+    out_reply(w, req_id, 202, 0,
+              (replay ? ZX_PUSH_REP_REPLAY : 0) | (after_seq ? ZX_PUSH_REP_AFTER_COMMIT : 0),
+              after_seq, body);
 }
 
 static int add_pending(worker *w, uint64_t seq, uint64_t req_id, uint64_t accepted,
@@ -166,7 +172,7 @@ static void complete(worker *w)
     for (size_t i = 0; i < w->npend; i++) {
         pending *p = &w->pend[i];
         if (p->seq <= acked)
-            reply_accepted(w, p->req_id, p->accepted, p->rid, 1, p->replay);
+            reply_accepted(w, p->req_id, p->accepted, p->rid, 1, p->replay, 0);
         else
             w->pend[k++] = *p;
     }
@@ -250,11 +256,13 @@ static int published(worker *w, zx_pub_result r, uint64_t seq)
         zx_error("event=idempotency_key_untracked pipeline=%s seq=%llu error=\"out of memory\"",
                  w->name, (unsigned long long)seq);
     if (st->wait_commit) {
-        if (add_pending(w, seq, st->req_id, st->n, st->rid, 0) < 0)
-            reply_error(w, st->req_id, 503, "out of memory waiting for the commit; the rows may be "
-                        "written: retry with the same Idempotency-Key to avoid duplicates");
+        /* the gateway answers once the writer has acknowledged seq; the
+         * worker waits for that too before it may end (http_drained) */
+        reply_accepted(w, st->req_id, st->n, st->rid, 1, 0, seq);
+        if (seq > w->last_after)
+            w->last_after = seq;
     } else {
-        reply_accepted(w, st->req_id, st->n, st->rid, 0, 0);
+        reply_accepted(w, st->req_id, st->n, st->rid, 0, 0, 0);
     }
     return DONE;
 }
@@ -300,7 +308,7 @@ static int handle(worker *w, const void *rec, size_t len)
                             "Idempotency-Key was already used with a different body");
                 return DONE;
             }
-            reply_accepted(w, h->req_id, r.accepted, r.request_id, 1, 1);
+            reply_accepted(w, h->req_id, r.accepted, r.request_id, 1, 1, 0);
             return DONE;
         }
     }
@@ -336,7 +344,7 @@ static int handle(worker *w, const void *rec, size_t len)
         return DONE;
     }
     if (n == 0 && !(w->changes && w->rej.n)) {
-        reply_accepted(w, h->req_id, 0, rid, wait_commit, 0);
+        reply_accepted(w, h->req_id, 0, rid, wait_commit, 0, 0);
         return DONE;
     }
     char idem[ZX_PUSH_IDEM_MAX + 1];
@@ -489,13 +497,13 @@ static void http_acked(zx_src *rt, void *state, uint64_t seq)
 
 static int http_drained(zx_src *rt, void *state)
 {
-    (void)rt;
     worker *w = state;
     if (!w->stop_seen) {
         w->stop_seen = 1;
         w->stop_at = zx_ring_published_seq(w->in);
     }
-    return !w->st.active && zx_ring_acked_seq(w->in) >= w->stop_at && w->npend == 0;
+    return !w->st.active && zx_ring_acked_seq(w->in) >= w->stop_at && w->npend == 0 &&
+           zx_src_acked_seq(rt) >= w->last_after;
 }
 
 static void http_close(zx_src *rt, void *state)
