@@ -1,6 +1,7 @@
 /*
  * push.h — the records the gateway and a stream worker exchange through
- * the pipeline segment's "in" and "out" rings (common/segment.h), version 1.
+ * the pipeline segment's "in" and "out" rings (common/segment.h), version 2
+ * (2: answers held for a commit, ZX_PUSH_REP_AFTER_COMMIT).
  * The one place this layout is defined.
  *
  * in ring (gateway → worker), one record per HTTP push:
