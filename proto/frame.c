@@ -236,6 +236,7 @@ size_t zx_frame_meta_estimate(const zx_frame_meta *m)
         n += strlen(m->key_cols[i]) + 8;
     for (size_t i = 0; m->col_types && i < m->ncol_types; i++)
         n += strlen(m->col_types[i].column) + strlen(m->col_types[i].type) + 16;
+    n += 24;   /* "hp", "hc": a key and a uint64 each */
     return n;
 }
 
@@ -287,7 +288,9 @@ static void pack_meta(msgpack_packer *pk, const zx_frame_meta *m, int ch, int kc
                      (m->dedup_key != NULL) + (m->dedup_hash != 0) +
                      (m->accepted != 0) + (m->npositions != 0) + (m->metadata != 0) +
                      (kc && m->nkey_cols) + (ch && m->ncol_types) + (ch && m->history) +
-                     (ch && m->copy) + (ch && m->inferred) + (m->kind != ZX_FRAME_HASHES && m->forward);
+                     (ch && m->copy) + (ch && m->inferred) + (m->kind != ZX_FRAME_HASHES && m->forward) +
+                     (m->kind == ZX_FRAME_HASHES && m->hashes_pending != 0) +
+                     (m->kind == ZX_FRAME_HASHES && m->hashes_confirm != 0);
     msgpack_pack_map(pk, nmeta);
     if (kc && m->nkey_cols) {
         pack_key(pk, "kc");
@@ -319,6 +322,14 @@ static void pack_meta(msgpack_packer *pk, const zx_frame_meta *m, int ch, int kc
     if (m->kind != ZX_FRAME_HASHES && m->forward) {
         pack_key(pk, "fw");
         msgpack_pack_uint32(pk, 1);
+    }
+    if (m->kind == ZX_FRAME_HASHES && m->hashes_pending) {
+        pack_key(pk, "hp");
+        msgpack_pack_uint64(pk, m->hashes_pending);
+    }
+    if (m->kind == ZX_FRAME_HASHES && m->hashes_confirm) {
+        pack_key(pk, "hc");
+        msgpack_pack_uint64(pk, m->hashes_confirm);
     }
     if (m->ingested_at_us != 0) {
         pack_key(pk, "ia");
@@ -701,6 +712,12 @@ static int read_meta(rd *r, zx_frame_meta *m, zx_rowset *rs)
             if (zx_fr_want_u64(r, &fw, "metadata fw") < 0)
                 return -1;
             m->forward = fw != 0;
+        } else if (strcmp(kb, "hp") == 0) {
+            if (zx_fr_want_u64(r, &m->hashes_pending, "metadata hp") < 0)
+                return -1;
+        } else if (strcmp(kb, "hc") == 0) {
+            if (zx_fr_want_u64(r, &m->hashes_confirm, "metadata hc") < 0)
+                return -1;
         } else if (zx_fr_skip(r) < 0) {
             return -1;
         }
@@ -906,8 +923,12 @@ int zx_frame_decode(const void *buf, size_t len, zx_frame_meta *m, zx_rowset *rs
         m->copy = 0;
         m->inferred = 0;
     }
-    if (m->kind == ZX_FRAME_HASHES)
+    if (m->kind == ZX_FRAME_HASHES) {
         m->forward = 0;
+    } else {                           /* a sync's hashes only */
+        m->hashes_pending = 0;
+        m->hashes_confirm = 0;
+    }
     /* the frame's column types are the truth (zx_rowset_add merged) */
     for (uint32_t c = 0; c < rs->ncols; c++)
         rs->cols[c].type = types[c];

@@ -91,6 +91,14 @@
  *                                     columns these are (the writer
  *                                     appends them as any rows; a
  *                                     forwarder publishes them keyed)
+ *                         "hp" uint   row-hashes frames: the hashes are
+ *                                     unconfirmed, recorded by run N (the
+ *                                     value, non-zero) before its
+ *                                     destination committed (see
+ *                                     "Row-hashes frames")
+ *                         "hc" uint   row-hashes frames: run N's
+ *                                     destination committed; its
+ *                                     unconfirmed hashes now hold
  *                         "st" array  changes frames: the source's declared
  *                                     type of columns, array of [column: str,
  *                                     type: str] (Postgres' format_type
@@ -207,6 +215,15 @@
  * store recorded with the sync's hashes (state "key_cols", a JSON array of
  * the names), the writer forgets every hash of the sync first, in the same
  * transaction (hashes of another key say nothing of this one's rows).
+ * Unconfirmed hashes ("hp" = N): a first run into a transactional
+ * destination records its hashes while the destination still builds its
+ * key and commits.  The writer keeps state "hashes_pending" = N with the
+ * first of them (forgetting every hash of the sync first when that state
+ * held another run), and deletes it when a frame with "hc" = N comes (the
+ * run's destination committed).  While it is there the stored hashes say
+ * nothing: a run reads them as of another key (every row is sent), and
+ * the first frame without "hp" forgets them all before its own, as does a
+ * frame with another run's "hp".
  * "po" may hold one part, "cursor": the sync's cursor mark
  * (workers/syncs/cursor.h), which the writer keeps as that position part
  * of the sync in the same store transaction as the frame's hashes.
@@ -247,6 +264,10 @@ typedef enum { ZX_FRAME_ROWS = 1, ZX_FRAME_CHANGES = 2, ZX_FRAME_HASHES = 3 } zx
 #define ZX_HASH_KH "_zx_kh"
 #define ZX_HASH_RH "_zx_rh"
 #define ZX_HASH_KV "_zx_kv"
+/* The store's state records of a sync that row-hashes frames keep: its
+ * key columns, and the run whose hashes are unconfirmed ("hp"). */
+#define ZX_STATE_KEY_COLS "key_cols"
+#define ZX_STATE_HASHES_PENDING "hashes_pending"
 
 /* The reserved columns of a changes frame (see above). */
 #define ZX_CH_OP "_zx_op"
@@ -317,6 +338,8 @@ typedef struct zx_frame_meta {
     int copy;                   /* "cp": 0, ZX_FRAME_COPY_START or _END */
     int inferred;               /* "ti" */
     int forward;                /* "fw" (rows and changes frames) */
+    uint64_t hashes_pending;    /* "hp" (row-hashes frames): 0 = absent */
+    uint64_t hashes_confirm;    /* "hc" (row-hashes frames): 0 = absent */
 } zx_frame_meta;
 
 /* Frames are encoded into a zx_buf (common/buf.h), owned by the caller. */

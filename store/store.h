@@ -45,7 +45,10 @@
  *                val: u32 version, u32 0, u64 row hash, then the key's
  *                     values as a JSON array text (what a mirror's delete
  *                     sends when the key disappears)
- *                Replaced only after the destination committed a run.
+ *                Replaced only after the destination committed a run,
+ *                or before, while state "hashes_pending" marks them
+ *                unconfirmed until it did (proto/frame.h, "Row-hashes
+ *                frames").
  *   runs         reverse-sync runs, their history.
  *                key: sync '\0' run id (u64, big-endian: oldest first)
  *                val: u32 version, u32 0, then the run record, a JSON
@@ -228,6 +231,8 @@ int zx_store_state_put(zx_store_txn *t, const char *pipeline, const char *name,
                        const void *val, size_t len);
 int zx_store_state_get(zx_store_txn *t, const char *pipeline, const char *name,
                        const void **val, size_t *len);
+/* Delete the state record (absent: 0 too).  0 or a ZX_STORE_* code. */
+int zx_store_state_del(zx_store_txn *t, const char *pipeline, const char *name);
 /* 0 when pipeline has a state record whose name starts with prefix,
  * ZX_STORE_NOTFOUND when not, or another ZX_STORE_* code. */
 int zx_store_state_any(zx_store_txn *t, const char *pipeline, const char *prefix);
@@ -253,6 +258,21 @@ int zx_store_hash_put(zx_store_txn *t, const char *sync, const unsigned char *kh
                       uint64_t row_hash, const char *kv, size_t kvlen);
 /* Delete it; 0 also when there was none. */
 int zx_store_hash_del(zx_store_txn *t, const char *sync, const unsigned char *kh);
+/* One hash record of zx_store_hashes_write. */
+typedef struct zx_store_hash_rec {
+    unsigned char kh[ZX_KEYHASH_LEN];
+    uint64_t row_hash;
+    int del;                    /* forget the key (row_hash, kv ignored) */
+    const char *kv;             /* the key's JSON (kvlen bytes; NULL if 0) */
+    size_t kvlen;
+} zx_store_hash_rec;
+/* Put (or delete) n hash records of sync, in the order given, through one
+ * LMDB cursor: a key that follows the last one put lands without a search
+ * from the root (a run's keys come in key-hash order), where a put each
+ * searches the whole tree.  0 or a ZX_STORE_* code (INVALID: a kv NULL
+ * with a length; the transaction is then failed for other codes). */
+int zx_store_hashes_write(zx_store_txn *t, const char *sync, const zx_store_hash_rec *recs,
+                          size_t n);
 /* *row_hash (and *kv, *kvlen into the map; either may be NULL) of key kh.
  * ZX_STORE_NOTFOUND when absent. */
 int zx_store_hash_get(zx_store_txn *t, const char *sync, const unsigned char *kh,

@@ -482,6 +482,19 @@ int zx_store_state_get(zx_store_txn *t, const char *pipeline, const char *name,
     return 0;
 }
 
+int zx_store_state_del(zx_store_txn *t, const char *pipeline, const char *name)
+{
+    unsigned char kb[KEYBUF];
+    MDB_val k;
+    int code = zx_store_check_write(t);
+    if (code || (code = counter_key(t, kb, pipeline, name, &k)))
+        return code;
+    int rc = mdb_del(t->txn, t->s->dbi[DB_STATE], &k, NULL);
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    return rc ? zx_store_txn_rc(t, rc) : 0;
+}
+
 int zx_store_state_any(zx_store_txn *t, const char *pipeline, const char *prefix)
 {
     unsigned char pb[KEYBUF];

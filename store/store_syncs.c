@@ -41,6 +41,55 @@ int zx_store_hash_put(zx_store_txn *t, const char *sync, const unsigned char *kh
     return 0;
 }
 
+int zx_store_hashes_write(zx_store_txn *t, const char *sync, const zx_store_hash_rec *recs,
+                          size_t n)
+{
+    unsigned char kb[KEYBUF];
+    MDB_val k, v;
+    MDB_cursor *c = NULL;
+    static const unsigned char zero[ZX_KEYHASH_LEN];
+    int code = zx_store_check_write(t);
+    if (code || !n)
+        return code;
+    if (!recs)
+        return ZX_STORE_INVALID;
+    if ((code = zx_store_make_key(t, kb, sync, zero, ZX_KEYHASH_LEN, 1, &k)))
+        return code;
+    size_t pl = k.mv_size - ZX_KEYHASH_LEN;   /* sync '\0' */
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_HASHES], &c);
+    if (rc)
+        return zx_store_txn_rc(t, rc);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const zx_store_hash_rec *e = &recs[i];
+        if (e->kvlen && !e->kv) {
+            mdb_cursor_close(c);
+            return ZX_STORE_INVALID;
+        }
+        memcpy(kb + pl, e->kh, ZX_KEYHASH_LEN);
+        k.mv_data = kb;
+        k.mv_size = pl + ZX_KEYHASH_LEN;
+        if (e->del) {
+            rc = mdb_cursor_get(c, &k, &v, MDB_SET);
+            if (rc == 0)
+                rc = mdb_cursor_del(c, 0);
+            else if (rc == MDB_NOTFOUND)
+                rc = 0;
+            continue;
+        }
+        v.mv_size = sizeof(hash_v1) + e->kvlen;
+        v.mv_data = NULL;
+        rc = mdb_cursor_put(c, &k, &v, MDB_RESERVE);
+        if (rc == 0) {
+            hash_v1 h = { .version = LAYOUT_V1, .row_hash = e->row_hash };
+            memcpy(v.mv_data, &h, sizeof(h));
+            if (e->kvlen)
+                memcpy((char *)v.mv_data + sizeof(h), e->kv, e->kvlen);
+        }
+    }
+    mdb_cursor_close(c);
+    return rc ? zx_store_txn_rc(t, rc) : 0;
+}
+
 int zx_store_hash_del(zx_store_txn *t, const char *sync, const unsigned char *kh)
 {
     unsigned char kb[KEYBUF];

@@ -163,6 +163,42 @@ def test_a_mirror_run_cut_after_its_commit_still_deletes_later(sync_env):
     assert dest_rows(z) == [(2, "b@x.org", "pro"), (3, 'c,"q"@x.org', "free")]
 
 
+@pytest.mark.postgres_only   # a first run sends while it reads where types are known first
+@pytest.mark.parametrize("point", ["before-commit", "after-commit"])
+def test_an_upsert_cut_around_its_commit_sends_every_row_again(sync_env, point):
+    """A first upsert into a transactional destination hands its row hashes
+    to the writer while the destination builds its key and commits, marked
+    unconfirmed, and confirms them once it committed.  A run cut after the
+    writer stored them, before the commit (nothing in the destination) or
+    after it (the confirmation never sent), must not leave them trusted:
+    the next run sends every row, and the one after it nothing."""
+    z = one_sync(sync_env, "upsert", start=False)
+    z.env["ZX_FAULT_INJECTION"] = "1"
+    z.start()
+    marker = os.path.join(z.data_dir, "fault-sync-exit-" + point)
+    open(marker, "w").close()
+    r = z.run("crm", check=False)
+    assert r["state"] == "failed" and "status 70" in r["error"], r
+    assert not os.path.exists(marker)
+    assert "event=fault_injection point=sync_" + point.replace("-", "_") in z.log_text()
+    tables = sqlite_rows(dest_sqlite(z), "SELECT count(*) FROM sqlite_master "
+                         "WHERE name = 'customers'")[0][0]
+    committed = dest_rows(z) if tables else []
+    assert len(committed) == (3 if point == "after-commit" else 0), committed
+    r = z.run("crm")
+    # without the mark the stored hashes would say every row was sent: 0 sent
+    assert (r["rows_read"], r["rows_sent"], r["rows_unchanged"]) == (3, 3, 0), r
+    assert "event=sync_hashes_unconfirmed" in z.log_text()
+    assert dest_rows(z) == [(1, "a@x.org", "free"), (2, "b@x.org", "pro"),
+                            (3, 'c,"q"@x.org', "free")]
+    r = z.run("crm")
+    assert (r["rows_sent"], r["rows_unchanged"]) == (0, 3), r
+    z.ws_exec("UPDATE customers SET plan = 'enterprise' WHERE id = 2")
+    r = z.run("crm")
+    assert (r["rows_sent"], r["rows_updated"], r["rows_unchanged"]) == (1, 1, 2), r
+    assert dest_rows(z)[1] == (2, "b@x.org", "enterprise")
+
+
 def test_mirror_with_a_composite_key(sync_env):
     z = one_sync(sync_env, "mirror", key=("plan", "id"))
     assert z.run("crm")["rows_sent"] == 3

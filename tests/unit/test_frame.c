@@ -590,6 +590,44 @@ static void test_changes(void)
     zx_rowset_free(&b);
 }
 
+/* A row-hashes frame's "hp" and "hc" (unconfirmed hashes of a run, and
+ * the run confirmed) round-trip; other kinds neither write nor read them. */
+static void test_hashes_marks(void)
+{
+    zx_rowset a, b;
+    zx_frame_meta mo;
+    zx_rowset_init(&a);
+    zx_rowset_init(&b);
+    zx_rowset_begin_row(&a);
+    add(&a, ZX_HASH_KH, vstr(&a, ZX_T_TEXT, "0123456789abcdef", 16));
+    add(&a, ZX_HASH_RH, vint(-5));
+    add(&a, ZX_HASH_KV, vstr(&a, ZX_T_TEXT, "[1]", 3));
+    zx_rowset_end_row(&a);
+    const char *kc[] = { "id" };
+    zx_frame_meta m = basic_meta();
+    m.kind = ZX_FRAME_HASHES;
+    m.key_cols = kc;
+    m.nkey_cols = 1;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.hashes_pending == 0 && mo.hashes_confirm == 0);
+    m.hashes_pending = UINT64_MAX;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.kind == ZX_FRAME_HASHES && mo.hashes_pending == UINT64_MAX &&
+          mo.hashes_confirm == 0 && b.nrows == 1);
+    m.hashes_pending = 0;
+    m.hashes_confirm = 42;
+    zx_rowset_reset(&a);
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.hashes_pending == 0 && mo.hashes_confirm == 42 && b.nrows == 0);
+    /* a rows frame carries neither */
+    m.kind = ZX_FRAME_ROWS;
+    m.hashes_pending = 7;
+    roundtrip(&m, &a, &b, &mo);
+    CHECK(mo.hashes_pending == 0 && mo.hashes_confirm == 0);
+    zx_rowset_free(&a);
+    zx_rowset_free(&b);
+}
+
 static void test_positions(void)
 {
     zx_rowset a, b;
@@ -1610,6 +1648,7 @@ int main(void)
     test_positions();
     test_fenced_positions();
     test_changes();
+    test_hashes_marks();
     test_reject_entries();
     test_encode_einval();
     test_decoded_copies();

@@ -528,6 +528,85 @@ static void test_syncs(void)
     zx_store_close(s);
 }
 
+/* zx_store_hashes_write: puts in key-hash order (and out of it), a put
+ * that replaces, deletes of a present and an absent key, beside another
+ * sync's keys on both sides, through one cursor; the same records as
+ * zx_store_hash_put would leave.  And zx_store_state_del. */
+static void test_hashes_write(void)
+{
+    zx_store *s = NULL;
+    zx_store_txn *t = NULL;
+    char err[256];
+    CHECK_RC(zx_store_open(dir, 0, 0, &s, err, sizeof(err)), 0);
+    if (!s)
+        return;
+    enum { N = 3000 };
+    static zx_store_hash_rec r[N];
+    static char kvs[N][16];
+    for (int i = 0; i < N; i++) {
+        memset(&r[i], 0, sizeof(r[i]));
+        r[i].kh[0] = (unsigned char)(i >> 8);
+        r[i].kh[1] = (unsigned char)i;
+        r[i].kh[9] = 0x5a;
+        r[i].row_hash = 1000 + (uint64_t)i;
+        r[i].kvlen = (size_t)snprintf(kvs[i], sizeof(kvs[i]), "[%d]", i);
+        r[i].kv = kvs[i];
+    }
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK_RC(zx_store_hashes_write(t, "hw_a", r, 10), 0);     /* neighbours before */
+    CHECK_RC(zx_store_hashes_write(t, "hw_c", r, 10), 0);     /* and after */
+    CHECK_RC(zx_store_hashes_write(t, "hw_b", r, N / 2), 0);
+    CHECK_RC(zx_store_commit(t), 0);
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK_RC(zx_store_hashes_write(t, "hw_b", r + N / 2, N - N / 2), 0);
+    /* out of order, a replacement, a delete present and absent */
+    zx_store_hash_rec more[4];
+    memset(more, 0, sizeof(more));
+    more[0] = r[N - 1];
+    more[0].row_hash = 7;
+    more[1] = r[5];
+    more[1].del = 1;
+    memcpy(more[2].kh, r[6].kh, ZX_KEYHASH_LEN);
+    more[2].kh[15] = 1;                                        /* never stored */
+    more[2].del = 1;
+    more[3] = r[0];
+    more[3].kv = NULL;
+    more[3].kvlen = 0;
+    more[3].row_hash = 9;
+    CHECK_RC(zx_store_hashes_write(t, "hw_b", more, 4), 0);
+    CHECK_RC(zx_store_hashes_write(t, "hw_b", NULL, 0), 0);
+    zx_store_hash_rec bad = r[1];
+    bad.kv = NULL;
+    CHECK_RC(zx_store_hashes_write(t, "hw_b", &bad, 1), ZX_STORE_INVALID);
+    CHECK_RC(zx_store_state_put(t, "hw_b", "x", "1", 1), 0);
+    CHECK_RC(zx_store_commit(t), 0);
+
+    CHECK_RC(zx_store_begin(s, 0, &t), 0);
+    CHECK(zx_store_hashes_count(t, "hw_b") == N - 1);
+    CHECK(zx_store_hashes_count(t, "hw_a") == 10 && zx_store_hashes_count(t, "hw_c") == 10);
+    uint64_t rh = 0;
+    const char *kv = NULL;
+    size_t kvlen = 0;
+    CHECK_RC(zx_store_hash_get(t, "hw_b", r[N - 1].kh, &rh, NULL, NULL), 0);
+    CHECK(rh == 7);
+    CHECK_RC(zx_store_hash_get(t, "hw_b", r[0].kh, &rh, &kv, &kvlen), 0);
+    CHECK(rh == 9 && kvlen == 0);
+    CHECK_RC(zx_store_hash_get(t, "hw_b", r[5].kh, &rh, NULL, NULL), ZX_STORE_NOTFOUND);
+    CHECK_RC(zx_store_hash_get(t, "hw_b", r[1234].kh, &rh, &kv, &kvlen), 0);
+    CHECK(rh == 2234 && kvlen == strlen(kvs[1234]) && !memcmp(kv, kvs[1234], kvlen));
+    const void *v = NULL;
+    size_t len = 0;
+    CHECK_RC(zx_store_state_get(t, "hw_b", "x", &v, &len), 0);
+    CHECK_RC(zx_store_state_del(t, "hw_b", "x"), 0);
+    CHECK_RC(zx_store_state_del(t, "hw_b", "x"), 0);          /* absent: fine */
+    CHECK_RC(zx_store_state_get(t, "hw_b", "x", &v, &len), ZX_STORE_NOTFOUND);
+    CHECK_RC(zx_store_hashes_clear(t, "hw_a"), 0);
+    CHECK_RC(zx_store_hashes_clear(t, "hw_b"), 0);
+    CHECK_RC(zx_store_hashes_clear(t, "hw_c"), 0);
+    CHECK_RC(zx_store_commit(t), 0);
+    zx_store_close(s);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/zx-test-store-XXXXXX");
@@ -541,6 +620,7 @@ int main(void)
     test_map_growth();
     test_nometasync();
     test_syncs();
+    test_hashes_write();
     cleanup_dir();
     if (failures) {
         printf("test_store: %d check(s) failed\n", failures);

@@ -191,19 +191,24 @@ static void cleanup(srun *r)
 }
 
 /* Tests only (the writer's ZX_FAULT_INJECTION, tests/integration/
- * test_crash.py): with ZX_FAULT_INJECTION=1 in the environment and the file
- * <data_dir>/fault-sync-exit-after-commit present, the run removes it and
- * exits right after the destination committed, before any hash is
- * recorded: a run cut at its worst moment. */
-static void fault_after_commit(const srun *r)
+ * test_syncs.py): with ZX_FAULT_INJECTION=1 in the environment and the
+ * file <data_dir>/fault-sync-exit-<point> present, the run removes it and
+ * exits there: "after-commit", right after the destination committed,
+ * before any hash is recorded (or confirmed); "before-commit", once the
+ * writer stored the hashes recorded before the commit (run_hashes_early),
+ * before the destination commits: runs cut at their worst moments. */
+static void fault_point(const srun *r, const char *point, const char *logname)
 {
     const char *fi = getenv("ZX_FAULT_INJECTION");
     if (!fi || strcmp(fi, "1"))
         return;
     char path[4200];
-    snprintf(path, sizeof(path), "%s/fault-sync-exit-after-commit", r->conf->data_dir);
+    snprintf(path, sizeof(path), "%s/fault-sync-exit-%s", r->conf->data_dir, point);
     if (unlink(path) == 0) {
-        zx_warn("event=fault_injection point=sync_after_commit sync=%s", r->name);
+        while (zx_src_acked_seq(r->rt) < zx_src_published_seq(r->rt) &&
+               !zx_src_stopping(r->rt))
+            zx_src_wait(r->rt, 50);
+        zx_warn("event=fault_injection point=sync_%s sync=%s", logname, r->name);
         _exit(70);
     }
 }
@@ -237,12 +242,26 @@ static int sync_do(srun *r)
     if (r->stream_keyed) {
         /* every row was sent while reading; the keys had no duplicate */
         run_set_phase(r, "sending");
-        if ((!r->dest_begun && run_deliver_begin(r) < 0) || run_deliver_end(r) < 0)
+        if (!r->dest_begun && run_deliver_begin(r) < 0)
+            return -1;
+        /* an upsert's hashes go to the writer while the destination builds
+         * its key (prepare) and commits: unconfirmed until it did */
+        if (run_hashes_early(r)) {
+            r->unconfirmed = r->id;
+            r->unconfirmed_failed = r->nfailed_ord + r->nfailed_kh;
+            if (run_record_hashes(r) < 0)
+                return -1;
+            fault_point(r, "before-commit", "before_commit");
+            run_set_phase(r, "sending");
+        }
+        if (run_deliver_end(r) < 0)
             return -1;
     } else if (run_deliver(r) < 0) {
         return -1;
     }
-    fault_after_commit(r);
+    fault_point(r, "after-commit", "after_commit");
+    if (r->unconfirmed)
+        return run_confirm_hashes(r);
     if (r->hashed && run_record_hashes(r) < 0)
         return -1;
     return 0;

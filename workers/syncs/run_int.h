@@ -64,6 +64,12 @@ typedef struct srun {
                                      read; the keys are still sorted and a
                                      duplicate fails the run before the
                                      destination commits (run_read.c) */
+    uint64_t unconfirmed;         /* stream_keyed upsert: its hashes were
+                                     recorded before the destination
+                                     committed, marked unconfirmed by this
+                                     run (its id; proto/frame.h "hp"), and
+                                     are confirmed once it committed */
+    size_t unconfirmed_failed;    /* rows and keys refused when they were */
     int reseed;                   /* the types the rows were hashed with
                                      changed once all were read */
     uint64_t seed_final;          /* then: the seed of the final types */
@@ -264,5 +270,22 @@ int run_record_hashes(srun *r);
  * deletes them from the destination, which would otherwise keep them for
  * ever. */
 int run_prerecord(srun *r);
+
+/* Whether this run records its hashes before its destination commits,
+ * marked unconfirmed (proto/frame.h, "Row-hashes frames"), so that the
+ * writer stores them while the destination builds its key and commits:
+ * a stream_keyed upsert that read rows (every key new, none refused yet)
+ * with a run id.  Then run_record_hashes sends them with "hp" = the run's
+ * id (the cursor's mark waits for the confirmation), and sets
+ * r->unconfirmed.  A run that dies or fails before run_confirm_hashes
+ * leaves them unconfirmed: the next run sends every row and the writer
+ * forgets them with its first hashes. */
+int run_hashes_early(const srun *r);
+
+/* Once the destination committed: one frame with "hc" = the run's id
+ * (and the cursor's mark), which makes the hashes hold.  A row or key
+ * refused since they were recorded leaves them unconfirmed instead
+ * (logged). */
+int run_confirm_hashes(srun *r);
 
 #endif

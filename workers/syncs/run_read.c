@@ -149,13 +149,22 @@ static int key_signature(srun *r)
         return 0;
     const void *old = NULL;
     size_t len = 0;
-    if (zx_store_state_get(t, r->name, "key_cols", &old, &len) == 0 &&
+    if (zx_store_state_get(t, r->name, ZX_STATE_KEY_COLS, &old, &len) == 0 &&
         (len != strlen(r->keysig) || memcmp(old, r->keysig, len))) {
         r->key_changed = 1;
         r->full = 1;
         zx_warn("event=sync_key_changed sync=%s was=\"%.*s\" now=\"%s\" action=\"every row "
                 "is sent; rows of the old keys are not deleted\"", r->name,
                 (int)(len > 200 ? 200 : len), (const char *)old, r->keysig);
+    } else if (zx_store_state_get(t, r->name, ZX_STATE_HASHES_PENDING, &old, &len) == 0) {
+        /* an earlier run recorded its hashes before its destination
+         * committed and never confirmed the commit (proto/frame.h): they
+         * say nothing, as hashes of another key */
+        r->key_changed = 1;
+        r->full = 1;
+        zx_warn("event=sync_hashes_unconfirmed sync=%s action=\"the last run did not confirm "
+                "its commit: every row is sent; rows of keys it sent are not deleted\"",
+                r->name);
     }
     zx_store_abort(t);
     return 0;

@@ -20,11 +20,16 @@
 #include "common/util.h"
 
 /* rs as a row-hashes frame; pos (NULL: none) the cursor's mark, with the
- * run's last frame (run_cursor.c). */
-static int publish(srun *r, const zx_rowset *rs, const zx_frame_pos *pos)
+ * run's last frame (run_cursor.c); confirm: the frame confirms the run's
+ * unconfirmed hashes ("hc"), else it carries "hp" while r->unconfirmed. */
+static int publish(srun *r, const zx_rowset *rs, const zx_frame_pos *pos, int confirm)
 {
     zx_frame_meta m = {0};
     m.kind = ZX_FRAME_HASHES;
+    if (confirm)
+        m.hashes_confirm = r->unconfirmed;
+    else if (!r->prerecording)
+        m.hashes_pending = r->unconfirmed;
     m.table = "";
     m.key_cols = (const char *const *)r->o->key_cols;
     m.nkey_cols = r->o->nkey_cols;
@@ -120,7 +125,7 @@ int run_record_hashes(srun *r)
     /* the cursor's mark goes with the last frame (none: a frame of its
      * own), committed by the writer with the run's hashes */
     zx_frame_pos mark = { 0 };
-    int with_mark = !r->prerecording && run_cursor_pos(r, &mark);
+    int with_mark = !r->prerecording && !r->unconfirmed && run_cursor_pos(r, &mark);
     if (r->hashes_from_keys ? zx_keysort_rewind(r->keys) < 0
         : zx_spill_rewind(r->prerecording ? &r->pre : &r->hashes) < 0)
         rc = -1;
@@ -187,7 +192,7 @@ int run_record_hashes(srun *r)
         if (hs.nrows && (g == 0 || hs.nrows >= HASH_FRAME_ROWS ||
                          zx_frame_estimate(&hs) >= max_bytes)) {
             int last = g == 0 && with_mark;
-            if (publish(r, &hs, last ? &mark : NULL) < 0)
+            if (publish(r, &hs, last ? &mark : NULL, 0) < 0)
                 break;
             if (last)
                 with_mark = 0;
@@ -199,7 +204,7 @@ int run_record_hashes(srun *r)
     }
     if (rc == 0 && !r->err[0] && with_mark) {
         zx_rowset_reset(&hs);
-        publish(r, &hs, &mark);   /* no rows: the mark alone */
+        publish(r, &hs, &mark, 0);   /* no rows: the mark alone */
     }
     zx_rowset_free(&hs);
     if (rc < 0 && !r->err[0])
@@ -209,4 +214,27 @@ int run_record_hashes(srun *r)
 oom:
     zx_rowset_free(&hs);
     return zx_seterr(r->err, sizeof(r->err), "sync %s: out of memory", r->name);
+}
+
+int run_hashes_early(const srun *r)
+{
+    return r->stream_keyed && r->hashed && r->o->mode == ZX_MODE_UPSERT && r->id && r->read &&
+           !r->failed_over;
+}
+
+int run_confirm_hashes(srun *r)
+{
+    if (r->nfailed_ord + r->nfailed_kh != r->unconfirmed_failed || r->failed_over) {
+        zx_warn("event=sync_hashes_unconfirmed sync=%s run=%llu action=\"the destination "
+                "refused rows after the hashes were recorded: they stay unconfirmed, so the "
+                "next run sends every row\"", r->name, (unsigned long long)r->id);
+        return 0;
+    }
+    zx_rowset hs;
+    zx_rowset_init(&hs);
+    zx_frame_pos mark = { 0 };
+    int with_mark = run_cursor_pos(r, &mark);
+    int rc = publish(r, &hs, with_mark ? &mark : NULL, 1);
+    zx_rowset_free(&hs);
+    return rc;
 }

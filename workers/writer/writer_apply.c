@@ -218,6 +218,8 @@ static long drop_stale(writer *w, wpipe *p, const zx_frame_meta *m, const zx_ws_
  * wrong length) is skipped with a warning.  0, or -1 out of memory. */
 static int keep_hashes(applied *a, const zx_rowset *rs, const zx_frame_meta *m)
 {
+    a->hpending = m->hashes_pending;
+    a->hconfirm = m->hashes_confirm;
     if (m->nkey_cols) {
         json_t *arr = json_array();
         for (size_t i = 0; arr && i < m->nkey_cols; i++)
@@ -230,7 +232,7 @@ static int keep_hashes(applied *a, const zx_rowset *rs, const zx_frame_meta *m)
     int64_t ckh = zx_rowset_find_column(rs, ZX_HASH_KH, strlen(ZX_HASH_KH));
     int64_t crh = zx_rowset_find_column(rs, ZX_HASH_RH, strlen(ZX_HASH_RH));
     int64_t ckv = zx_rowset_find_column(rs, ZX_HASH_KV, strlen(ZX_HASH_KV));
-    size_t bytes = (size_t)rs->nrows * sizeof(hentry), skipped = 0;
+    size_t bytes = (size_t)rs->nrows * sizeof(zx_store_hash_rec), skipped = 0;
     zx_value *row = calloc(rs->ncols ? rs->ncols : 1, sizeof(*row));
     if (!row)
         return -1;
@@ -244,8 +246,8 @@ static int keep_hashes(applied *a, const zx_rowset *rs, const zx_frame_meta *m)
         free(row);
         return -1;
     }
-    hentry *e = (hentry *)blk;
-    char *kvp = blk + (size_t)rs->nrows * sizeof(hentry);
+    zx_store_hash_rec *e = (zx_store_hash_rec *)blk;
+    char *kvp = blk + (size_t)rs->nrows * sizeof(zx_store_hash_rec);
     size_t n = 0;
     for (uint32_t r = 0; r < rs->nrows && ckh >= 0; r++) {
         zx_rowset_row(rs, r, row);
@@ -256,7 +258,7 @@ static int keep_hashes(applied *a, const zx_rowset *rs, const zx_frame_meta *m)
         }
         memcpy(e[n].kh, kh->s, ZX_KEYHASH_LEN);
         e[n].del = crh < 0 || row[crh].type != ZX_T_INT;
-        e[n].rh = e[n].del ? 0 : (uint64_t)row[crh].u.i;
+        e[n].row_hash = e[n].del ? 0 : (uint64_t)row[crh].u.i;
         e[n].kv = kvp;
         e[n].kvlen = 0;
         if (!e[n].del && ckv >= 0 && row[ckv].type == ZX_T_TEXT) {

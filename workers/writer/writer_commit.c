@@ -48,6 +48,60 @@ static int capped(zx_store_txn *t, applied *a)
     return zx_store_state_put(t, a->p->name, key, &cap, sizeof(cap));
 }
 
+/* A row-hashes frame's effect on its sync's hashes before its own are
+ * put (proto/frame.h, "Row-hashes frames"): hashes of another key, or
+ * left unconfirmed by a run that did not confirm them, are forgotten
+ * ("kc" differs from state key_cols; state hashes_pending held by another
+ * run than this frame's "hp", or by any run when the frame is neither
+ * unconfirmed nor a confirmation); "hp" = N marks them unconfirmed (state
+ * hashes_pending = N, 8 bytes), "hc" = N ends that mark.  0 or a
+ * ZX_STORE_* code. */
+static int hashes_state(zx_store_txn *t, const applied *a)
+{
+    const char *sync = a->p->name;
+    int rc = 0;
+    const char *clear = NULL;   /* why the sync's hashes are forgotten */
+    const void *v = NULL;
+    size_t len = 0;
+    if (a->keysig) {
+        /* hashes of another key say nothing of this one's rows */
+        int g = zx_store_state_get(t, sync, ZX_STATE_KEY_COLS, &v, &len);
+        size_t kl = strlen(a->keysig);
+        if (g != 0 && g != ZX_STORE_NOTFOUND)
+            return g;
+        int differs = g != 0 || len != kl || memcmp(v, a->keysig, kl);
+        if (g == 0 && differs)
+            clear = "the key columns changed";
+        if (differs && (rc = zx_store_state_put(t, sync, ZX_STATE_KEY_COLS, a->keysig, kl)))
+            return rc;
+    }
+    int g = zx_store_state_get(t, sync, ZX_STATE_HASHES_PENDING, &v, &len);
+    if (g != 0 && g != ZX_STORE_NOTFOUND)
+        return g;
+    int pending = g == 0;
+    uint64_t held = 0;   /* a damaged record: a run of its own, never confirmed */
+    if (pending && len == sizeof(held))
+        memcpy(&held, v, sizeof(held));
+    if (a->hconfirm) {
+        if (pending && held == a->hconfirm)
+            rc = zx_store_state_del(t, sync, ZX_STATE_HASHES_PENDING);
+    } else if (a->hpending) {
+        if (pending && held != a->hpending)
+            clear = "an earlier run left them unconfirmed";
+        if (!pending || held != a->hpending)
+            rc = zx_store_state_put(t, sync, ZX_STATE_HASHES_PENDING, &a->hpending,
+                                    sizeof(a->hpending));
+    } else if (pending) {
+        clear = "an earlier run left them unconfirmed";
+        rc = zx_store_state_del(t, sync, ZX_STATE_HASHES_PENDING);
+    }
+    if (rc == 0 && clear) {
+        zx_info("event=sync_hashes_forgotten sync=%s why=\"%s\"", sync, clear);
+        rc = zx_store_hashes_clear(t, sync);
+    }
+    return rc;
+}
+
 /* The deleted keys' positions past their pipeline's retention go
  * (keyseq.h): once a second, at most 1,000 records looked at per
  * pipeline.  0 or a ZX_STORE_* code. */
@@ -117,24 +171,10 @@ int wr_store_txn(writer *w)
                 if (rc == ZX_STORE_KEYTOOLONG)
                     rc = 0;
             }
-            if (rc == 0 && a->keysig) {
-                /* hashes of another key say nothing of this one's rows */
-                const void *old = NULL;
-                size_t oldlen = 0;
-                int g = zx_store_state_get(t, a->p->name, "key_cols", &old, &oldlen);
-                size_t kl = strlen(a->keysig);
-                if (g == 0 && (oldlen != kl || memcmp(old, a->keysig, kl)))
-                    rc = zx_store_hashes_clear(t, a->p->name);
-                else if (g != 0 && g != ZX_STORE_NOTFOUND)
-                    rc = g;
-                if (rc == 0 && (g != 0 || oldlen != kl || memcmp(old, a->keysig, kl)))
-                    rc = zx_store_state_put(t, a->p->name, "key_cols", a->keysig, kl);
-            }
-            for (size_t k = 0; rc == 0 && k < a->nhashes; k++) {
-                const hentry *e = &a->hashes[k];
-                rc = e->del ? zx_store_hash_del(t, a->p->name, e->kh)
-                            : zx_store_hash_put(t, a->p->name, e->kh, e->rh, e->kv, e->kvlen);
-            }
+            if (rc == 0 && (a->keysig || a->nhashes || a->hpending || a->hconfirm))
+                rc = hashes_state(t, a);
+            if (rc == 0 && a->nhashes)
+                rc = zx_store_hashes_write(t, a->p->name, a->hashes, a->nhashes);
             if (rc == 0 && a->messages)
                 rc = zx_store_counter_add(t, a->p->name, "rejects:_message", a->messages);
             if (rc == 0 && a->rows)

@@ -157,20 +157,15 @@ typedef struct applied {
     int fence_dup;          /* ... and it began below the stored position */
     int fence_gap;          /* applied, its first message past `from` */
     /* a row-hashes frame (proto/frame.h): its keys, for the store */
-    struct hentry *hashes;  /* malloc'd block: entries, then the keys' JSON */
+    zx_store_hash_rec *hashes;  /* malloc'd block: entries, then the keys'
+                                   JSON */
     size_t nhashes;
     char *keysig;           /* malloc'd: the sync's key columns ("kc") as a
                                JSON array, or NULL */
+    uint64_t hpending;      /* "hp": unconfirmed hashes of this run (0: none) */
+    uint64_t hconfirm;      /* "hc": this run's hashes now hold (0: none) */
 } applied;
 
-/* One key of a row-hashes frame. */
-typedef struct hentry {
-    unsigned char kh[ZX_KEYHASH_LEN];
-    uint64_t rh;
-    int del;                /* no row hash: forget the key */
-    const char *kv;         /* in the same block */
-    size_t kvlen;
-} hentry;
 
 typedef struct writer {
     const zx_writer_args *a;
