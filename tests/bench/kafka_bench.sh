@@ -61,6 +61,10 @@
 #   ZX_BENCH_KAFKA          host:port of a PLAINTEXT listener to use
 #   ZX_BENCH_PRELOAD        kcat | python (default: kcat if installed)
 #   ZX_BENCH_ZX_EXTRA       lines added under zx's pipeline (indented 4)
+#   ZX_BENCH_ZX_SERVER      lines added under zx's server: (indented 2),
+#                           e.g. "  ring_size: 16MiB"
+#   ZX_BENCH_ZX_HTTP        lines added under zx's server.http: (indented
+#                           4), e.g. "    max_body_size: 4MiB"
 #   ZX_BENCH_BENTO_BATCH    Bento's sql_insert batching.count (default 100)
 #   ZX_BENCH_BENTO_INFLIGHT Bento's sql_insert max_in_flight (default 2)
 #   BENTO                   the Bento binary
@@ -614,8 +618,10 @@ if [ "$RUN_ZX" = 1 ]; then
     cat >"$ZDIR/zxd.yaml" <<EOF
 server:
   data_dir: $ZDIR/var
+${ZX_BENCH_ZX_SERVER:-}
   http:
     listen: "127.0.0.1:0"
+${ZX_BENCH_ZX_HTTP:-}
 connections:
   bench_kafka: {kind: kafka, brokers: ["$BROKER"]}
 pipelines:

@@ -274,12 +274,13 @@ int run_prerecord(srun *r);
 /* Whether this run records its hashes before its destination commits,
  * marked unconfirmed (proto/frame.h, "Row-hashes frames"), so that the
  * writer stores them while the destination builds its key and commits:
- * a stream_keyed upsert that read rows (every key new, none refused yet)
- * with a run id.  Then run_record_hashes sends them with "hp" = the run's
- * id (the cursor's mark waits for the confirmation), and sets
- * r->unconfirmed.  A run that dies or fails before run_confirm_hashes
- * leaves them unconfirmed: the next run sends every row and the writer
- * forgets them with its first hashes. */
+ * a stream_keyed upsert that read rows (every key new; a row refused
+ * while sending is not recorded, as ever), with a run id.  The run then
+ * sets r->unconfirmed to its id, and run_record_hashes sends them with
+ * "hp" = that id (the cursor's mark waits for the confirmation).  A run
+ * that dies or fails before run_confirm_hashes leaves them unconfirmed:
+ * the next run sends every row and the writer forgets them with its
+ * first hashes. */
 int run_hashes_early(const srun *r);
 
 /* Once the destination committed: one frame with "hc" = the run's id
