@@ -54,7 +54,12 @@ struct zx_ring_hdr {
      * producer repairs it from the records).  Readers: acquire load; used for
      * status only, the consumer takes seqs from the record headers. */
     _Atomic uint64_t rh_pub_seq;
-    uint8_t rh_pad1[RING_LINE - 16];
+    /* The last wrap marker: its position and the bytes it skips.  Producer:
+     * relaxed stores before the tail's release store.  Readers: for
+     * zx_ring_used_bytes only (a snapshot, never trusted for a bound). */
+    _Atomic uint64_t rh_wrap_pos;
+    _Atomic uint64_t rh_wrap_skip;
+    uint8_t rh_pad1[RING_LINE - 32];
 
     /* --- line 2: consumer-written --- */
     /* Byte position of the first unreleased record.  Consumer: release store
@@ -334,6 +339,10 @@ zx_ring_result zx_ring_reserve(zx_ring *r, size_t len, void **buf)
     uint64_t to_end = r->cap - off;
     uint64_t need = REC_HDR + align8(len);
     uint64_t skip = need > to_end ? to_end : 0;
+    /* a record that fits under the soft cap never crosses it: the next lap
+     * starts at offset 0 (never a marker at 0: two skips in a row) */
+    if (!skip && off && r->soft_cap && need <= r->soft_cap && off + need > r->soft_cap)
+        skip = to_end;
     if (skip + need > r->cap - used)
         return ZX_RING_WOULD_BLOCK;
 
@@ -357,6 +366,10 @@ uint64_t zx_ring_commit(zx_ring *r, size_t len, int wake)
         w->rr_len = 0;
         w->rr_tag = REC_TAG_WRAP;
         w->rr_seq = 0;
+    }
+    if (r->res_skip) {
+        atomic_store_explicit(&h->rh_wrap_skip, r->res_skip, memory_order_relaxed);
+        atomic_store_explicit(&h->rh_wrap_pos, r->res_tail, memory_order_relaxed);
     }
     uint64_t seq = r->next_seq;
     struct ring_rec *rec = (struct ring_rec *)(void *)(r->data + (off + r->res_skip) % r->cap);
@@ -391,8 +404,21 @@ uint64_t zx_ring_used_bytes(const zx_ring *r)
 {
     uint64_t head = atomic_load_explicit(&r->hdr->rh_head, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&r->hdr->rh_tail, memory_order_acquire);
+    uint64_t wpos = atomic_load_explicit(&r->hdr->rh_wrap_pos, memory_order_relaxed);
+    uint64_t wskip = atomic_load_explicit(&r->hdr->rh_wrap_skip, memory_order_relaxed);
     uint64_t used = tail - head;
-    return used > r->cap ? r->cap : used;
+    if (used > r->cap)
+        return r->cap;
+    /* a wrap marker still in flight: the bytes it skips hold no record */
+    if (wpos - head < used && wskip <= used - (wpos - head))
+        used -= wskip;
+    return used;
+}
+
+void zx_ring_soft_cap(zx_ring *r, uint64_t bytes)
+{
+    bytes &= ~UINT64_C(7);
+    r->soft_cap = bytes >= r->cap ? 0 : bytes;
 }
 
 /* ---------------------------------------------------------------- consumer */

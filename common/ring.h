@@ -72,6 +72,7 @@ typedef struct zx_ring {
     uint64_t res_tail;      /* published tail when the reservation was made */
     uint64_t res_skip;      /* bytes skipped at the end of the data area */
     uint64_t res_len;       /* payload bytes reserved */
+    uint64_t soft_cap;      /* zx_ring_soft_cap (0: the whole ring) */
     /* consumer-private state */
     uint64_t give_back;     /* page size when released pages go back to the
                                kernel (zx_ring_give_back), else 0 */
@@ -146,6 +147,18 @@ zx_ring_result zx_ring_reserve(zx_ring *r, size_t len, void **buf);
  * (batch: commit several records with wake = 0, wake on the last one). */
 uint64_t zx_ring_commit(zx_ring *r, size_t len, int wake);
 
+/* Keep the records this producer handle writes within the first `bytes`
+ * of the data area (rounded down to 8; 0 or at least the capacity: the
+ * whole ring): a record that would cross that offset starts the next lap
+ * at offset 0 instead (a wrap marker, as at the end), so that at any rate
+ * only those pages are ever written, and held in memory.  A record larger
+ * than `bytes` still goes where the whole ring has room
+ * (zx_ring_max_record is unchanged).  The bytes a wrap skips count as in
+ * use until the consumer passes them, so about `bytes` of records are in
+ * flight at most.  Producer-private: the consumer needs nothing (wrap
+ * markers are part of the format); a new handle starts without one. */
+void zx_ring_soft_cap(zx_ring *r, uint64_t bytes);
+
 /* Drop the reservation (nothing is published).  No-op if there is none. */
 void zx_ring_cancel(zx_ring *r);
 
@@ -164,8 +177,9 @@ uint64_t zx_ring_published_seq(const zx_ring *r);
  * producer waits for acked_seq >= s before treating record s as applied. */
 uint64_t zx_ring_acked_seq(const zx_ring *r);
 
-/* Bytes published and not yet released (including padding and wrap skips);
- * a snapshot, for metrics ("ring fill"). */
+/* Bytes published and not yet released (including padding; not the bytes
+ * the last wrap marker skips while it is in flight); a snapshot, for
+ * metrics ("ring fill"). */
 uint64_t zx_ring_used_bytes(const zx_ring *r);
 
 /* Data capacity in bytes. */

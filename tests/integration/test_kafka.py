@@ -603,6 +603,53 @@ def test_back_pressure_pauses_fetching_and_loses_nothing(kafka, make_kzxd):
     wait_for(lambda: z.source_status("bp").get("paused") is False, "the source resumed")
 
 
+def rss_shmem_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssShmem:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@pytest.mark.sqlite_only   # the ring, not the workspace
+def test_the_frames_keep_to_a_working_set_of_the_ring(kafka, make_kzxd):
+    """Kafka holds what zx has not taken: the frames keep to the first
+    16 MiB of a 64 MiB ring (kafka.c RING_WORKING_SET), so a writer that
+    takes nothing (SIGSTOP) with more rows waiting than that (300,000
+    messages; `max_queue_delay: 0` so that only room bounds the ring)
+    leaves the source
+    paused with about 16 MiB in its ring, and the worker has touched no
+    more of it (the pages a full-speed stream holds); librdkafka's
+    prefetch is a quarter of the working set.  Then every row arrives."""
+    topic = kafka.create_topic(partitions=2)
+    pipes = {"ws": {"connection": "c", "topic": topic, "metadata": META}}
+    # bytes only: the ring's room, not the oldest frame's wait, stops it
+    z = make_kzxd(pipes, {"c": kafka.connection("plaintext")},
+                  server_extra="ring_size: 64MiB\nmax_queue_delay: 0")
+    writer = z.wait_running("writer")
+    worker = z.wait_running("ws")
+    wait_for(lambda: z.source_status("ws").get("state") == "consuming", "consuming")
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        kafka.produce(topic, rows_of(300_000))
+        wait_for(lambda: z.source_status("ws").get("paused") is True,
+                 lambda: f"the source paused: {z.source_status('ws')} "
+                         f"{z.pipeline('ws').get('rings')}", deadline=60)
+        frames = z.pipeline("ws")["rings"]["frames"]
+        assert frames["capacity"] == 64 << 20, frames
+        assert 8 << 20 < frames["used_bytes"] <= 16 << 20, frames
+        held = rss_shmem_mib(worker)
+        assert held < 20, (held, frames)     # the whole ring: 40 MiB and more
+    finally:
+        os.kill(writer, signal.SIGCONT)
+    ends = kafka.end_offsets(topic)
+    wait_offsets(z, "ws", ends, deadline=120)
+    assert z.count(z.table("ws")) == 300_000
+    line = next(ln for ln in z.log_text().splitlines()
+                if "event=kafka_open" in ln and "pipeline=ws " in ln)
+    assert "queued_max_kbytes=4096 " in line, line
+
+
 def test_the_prefetch_follows_the_ring_and_the_users_properties_win(kafka, make_kzxd):
     """librdkafka's prefetch is bounded by a quarter of the pipeline's ring
     (the kafka_open line says what was applied); a connection's

@@ -277,6 +277,85 @@ static void test_wrap_random(void)
     free(m);
 }
 
+/* A soft cap: records that fit under it stay under it (the data area past
+ * it is never written: its pages are never touched), the ring's fill
+ * counts no skipped bytes, records larger than the cap still go through
+ * the whole ring, in order; a new producer without the cap and a new
+ * consumer take over mid-stream. */
+static void test_soft_cap(void)
+{
+    size_t size;
+    zx_ring p, c;
+    zx_ring_cursor cur;
+    const uint64_t cap = 4096, soft = 1024;
+    void *m = seg_new(cap, &size);
+    uint8_t *data = (uint8_t *)m + (size - cap);
+    uint64_t rnd = 88172645463325252ull;
+    uint64_t consumed = 0, bad = 0, big = 0, over = 0;
+
+    CHECK(zx_ring_attach(&p, m, size) == ZX_RING_OK);
+    CHECK(zx_ring_attach(&c, m, size) == ZX_RING_OK);
+    zx_ring_soft_cap(&p, soft + 5);              /* rounded down to 8 */
+    CHECK(p.soft_cap == soft);
+    zx_ring_cursor_init(&c, &cur);
+    for (int phase = 0; phase < 3; phase++) {
+        uint64_t until = consumed + 50000;
+        while (consumed < until) {
+            for (;;) {
+                rnd ^= rnd << 13; rnd ^= rnd >> 7; rnd ^= rnd << 17;
+                size_t len = (size_t)(rnd % 200);
+                if (phase > 0 && rnd % 53 == 0)
+                    len = (size_t)(soft + rnd % (zx_ring_max_record(&p) - soft));
+                if (put(&p, len) == 0)
+                    break;
+                big += len > soft;
+            }
+            if (phase == 0 && zx_ring_used_bytes(&c) > soft + 16)
+                over++;
+            int take = (int)(rnd % 5) + 1;
+            for (int i = 0; i < take; i++) {
+                const void *d;
+                size_t len;
+                uint64_t seq;
+                zx_ring_result rc = zx_ring_next(&c, &cur, &d, &len, &seq);
+                if (rc == ZX_RING_WOULD_BLOCK)
+                    break;
+                if (rc != ZX_RING_OK || seq != consumed + 1 || !payload_ok(d, len, seq))
+                    bad++;
+                consumed++;
+            }
+            zx_ring_release(&c, &cur, 0);
+            if (bad)
+                break;
+        }
+        if (phase == 0) {
+            /* past the cap (and a wrap marker's header at it) nothing
+             * was ever written */
+            size_t touched = 0;
+            for (uint64_t i = soft + 16; i < cap; i++)
+                touched += data[i] != 0xa5;
+            CHECK(touched == 0);
+            CHECK(over == 0);
+        }
+        if (phase == 1) {
+            /* a new producer (no cap) and a new consumer mid-stream */
+            CHECK(zx_ring_attach(&p, m, size) == ZX_RING_OK);
+            CHECK(p.soft_cap == 0);
+            CHECK(zx_ring_attach(&c, m, size) == ZX_RING_OK);
+            zx_ring_cursor_init(&c, &cur);
+            consumed = cur.seq;
+        }
+    }
+    CHECK(bad == 0);
+    CHECK(big > 0);
+    /* 0 and a cap at least the capacity: the whole ring */
+    zx_ring_soft_cap(&p, 0);
+    CHECK(p.soft_cap == 0);
+    zx_ring_soft_cap(&p, cap);
+    CHECK(p.soft_cap == 0);
+    free(m);
+}
+
 /* Producer restarts: a new handle continues the seq; a producer killed after
  * reserve leaves nothing visible; killed between its tail and pub_seq stores
  * the next one still continues without a duplicate or a gap. */
@@ -672,6 +751,7 @@ int main(void)
     test_basic();
     test_full_and_too_big();
     test_wrap_random();
+    test_soft_cap();
     test_restart();
     test_consumer_restart();
     test_position_independent();

@@ -71,6 +71,18 @@ uint64_t zx_src_acked_seq(zx_src *rt) { return zx_ring_acked_seq(rt->frames); }
 uint64_t zx_src_published_seq(zx_src *rt) { return zx_ring_published_seq(rt->frames); }
 uint64_t zx_src_max_frame(zx_src *rt) { return zx_ring_max_record(rt->frames); }
 
+uint64_t zx_src_ring_working_set(zx_src *rt, uint64_t bytes)
+{
+    uint64_t maxf = zx_ring_max_record(rt->frames);
+    if (!bytes || bytes >= zx_ring_capacity(rt->frames)) {
+        zx_ring_soft_cap(rt->frames, 0);
+        return maxf;
+    }
+    zx_ring_soft_cap(rt->frames, bytes);
+    uint64_t w = bytes / 2 > 16 ? bytes / 2 - 16 : 0;   /* as ring.c's bound */
+    return w < maxf ? w : maxf;
+}
+
 /* Forget the publish times of acknowledged frames; the age in µs of the
  * oldest frame still waiting for the writer, or 0. */
 static int64_t queue_age_us(zx_src *rt)

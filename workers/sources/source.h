@@ -203,6 +203,15 @@ void zx_src_drop(zx_src *rt);
  * under it (a quarter is a good target). */
 uint64_t zx_src_max_frame(zx_src *rt);
 
+/* Keep this worker's frames within the first `bytes` of its ring while
+ * they fit (zx_ring_soft_cap, common/ring.h): a source that can pause its
+ * upstream (Kafka) then holds and touches only that much of the ring,
+ * whatever the rate, and a frame larger still goes through the whole ring.
+ * 0, or at least the ring's capacity: the whole ring.  Returns the largest
+ * frame of that working set (what zx_src_max_frame says of a ring of
+ * `bytes`, at most zx_src_max_frame), to size batches and read-ahead by. */
+uint64_t zx_src_ring_working_set(zx_src *rt, uint64_t bytes);
+
 /* Highest frame sequence number committed by the writer / published. */
 uint64_t zx_src_acked_seq(zx_src *rt);
 uint64_t zx_src_published_seq(zx_src *rt);

@@ -30,13 +30,16 @@
  * While the runtime keeps a frame (no room), nothing more is read; after
  * 200 ms the partitions are paused so that librdkafka stops fetching.
  *
- * Memory: what librdkafka fetches ahead is bounded by a quarter of the
- * ring (zx_kafka_bound_prefetch: queued.max.messages.kbytes, fetch.max.bytes,
- * max.partition.fetch.bytes, queued.min.messages; the connection's
- * `properties:` win), and the messages taken out of it but not yet
- * batched (held) by half a frame's target bytes as well as HELD_MAX
- * (held_room).  So the worker holds about its ring, a quarter of it
- * ahead, and two frames (one gathered, one encoded).  A small prefetch
+ * Memory: the frames keep to the first RING_WORKING_SET bytes of the ring
+ * while they fit (zx_src_ring_working_set), what librdkafka fetches ahead
+ * is bounded by a quarter of that (zx_kafka_bound_prefetch:
+ * queued.max.messages.kbytes, fetch.max.bytes, max.partition.fetch.bytes,
+ * queued.min.messages; the connection's `properties:` win), and the
+ * messages taken out of it but not yet batched (held) by half a frame's
+ * target bytes as well as HELD_MAX (held_room).  So the worker holds about
+ * the working set, a quarter of it ahead, and two frames (one gathered,
+ * one encoded); a message too large for the working set still goes
+ * through the whole ring.  A small prefetch
  * would stall librdkafka < 2.2 (it fetches again only when its broker
  * thread wakes, up to 1 s later): kafka_nudge.c wakes it.
  *
@@ -93,6 +96,14 @@
 #define FRAME_MAX_MSGS 20000
 #define FRAME_MAX_US 20000           /* a frame waits at most 20 ms for more */
 #define FRAME_MAX_BYTES (8u << 20)
+/* The part of the ring the frames keep to while they fit
+ * (zx_src_ring_working_set): Kafka holds the rest upstream, so at full
+ * speed four frames in flight keep the writer as busy as a whole ring
+ * (tests/bench/kafka_bench.sh: the same rows/s with a 16 MiB ring as with
+ * 64 MiB), and the worker and the writer then hold 16 MiB of ring pages,
+ * not its whole size.  Frames, read-ahead and held messages are sized by
+ * it; a message too large for it still goes through the whole ring. */
+#define RING_WORKING_SET (UINT64_C(16) << 20)
 #define PAUSE_AFTER_MS 200           /* back-pressure this long: pause fetching */
 /* The most a doubt about the partitions' ownership (kg_doubt) holds the
  * reading back when no rebalance callback settles it (the session
@@ -1035,8 +1046,9 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
     s->shared = a->conf->ws_kind == ZX_WS_KIND_POSTGRES && a->conf->pg_shared;
     s->fence_seen = atomic_load_explicit(&a->seg->hdr->frames_fenced, memory_order_acquire);
     uint64_t maxf = zx_src_max_frame(rt);
+    uint64_t workf = zx_src_ring_working_set(rt, RING_WORKING_SET);
     s->limit = (size_t)(maxf / 2);
-    s->target = (size_t)(maxf / 4 < FRAME_MAX_BYTES ? maxf / 4 : FRAME_MAX_BYTES);
+    s->target = (size_t)(workf / 4 < FRAME_MAX_BYTES ? workf / 4 : FRAME_MAX_BYTES);
     s->held_bytes = s->target / 2;
     kb_init(&s->b, p->metadata);
     s->b.fence = s->shared;
@@ -1086,11 +1098,11 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
 #endif
     if (!(conf = kc_build(s->c, &s->tls, err, errlen)))
         goto fail;
-    /* librdkafka's prefetch is bounded by a quarter of the ring (about
-     * its maximum frame / 2: a whole queue with a group; per partition
-     * without one, where librdkafka's queues are the partitions');
-     * new partitions and topics are noticed within 5 s */
-    if (kc_bound_prefetch(conf, s->c, (maxf + 16) / 2, &s->prefetch, err, errlen) < 0 ||
+    /* librdkafka's prefetch is bounded by a quarter of the ring's working
+     * set (about its maximum frame / 2: a whole queue with a group; per
+     * partition without one, where librdkafka's queues are the
+     * partitions'); new partitions and topics are noticed within 5 s */
+    if (kc_bound_prefetch(conf, s->c, (workf + 16) / 2, &s->prefetch, err, errlen) < 0 ||
         kc_set(conf, s->c, 1, "topic.metadata.refresh.interval.ms", "5000", err, errlen) < 0 ||
         kc_set(conf, s->c, 0, "auto.offset.reset", "earliest", err, errlen) < 0)
         goto fail;
