@@ -339,9 +339,12 @@ zx_ring_result zx_ring_reserve(zx_ring *r, size_t len, void **buf)
     uint64_t to_end = r->cap - off;
     uint64_t need = REC_HDR + align8(len);
     uint64_t skip = need > to_end ? to_end : 0;
-    /* a record that fits under the soft cap never crosses it: the next lap
-     * starts at offset 0 (never a marker at 0: two skips in a row) */
-    if (!skip && off && r->soft_cap && need <= r->soft_cap && off + need > r->soft_cap)
+    /* a record that fits under the soft cap does not cross it: the next
+     * lap starts at offset 0, when the record fits before `off` (else the
+     * wrap could never find room, even in an empty ring: it goes here, as
+     * without a cap; never a marker at 0 either: two skips in a row) */
+    if (!skip && r->soft_cap && need <= r->soft_cap && off + need > r->soft_cap &&
+        need <= off)
         skip = to_end;
     if (skip + need > r->cap - used)
         return ZX_RING_WOULD_BLOCK;

@@ -152,8 +152,10 @@ uint64_t zx_ring_commit(zx_ring *r, size_t len, int wake);
  * whole ring): a record that would cross that offset starts the next lap
  * at offset 0 instead (a wrap marker, as at the end), so that at any rate
  * only those pages are ever written, and held in memory.  A record larger
- * than `bytes` still goes where the whole ring has room
- * (zx_ring_max_record is unchanged).  The bytes a wrap skips count as in
+ * than `bytes`, or larger than what lies before the tail (a wrap could
+ * then never find room), still goes where the whole ring has room, as
+ * without a cap (zx_ring_max_record is unchanged): past the cap by at most
+ * its own length.  The bytes a wrap skips count as in
  * use until the consumer passes them, so about `bytes` of records are in
  * flight at most.  Producer-private: the consumer needs nothing (wrap
  * markers are part of the format); a new handle starts without one. */

@@ -282,6 +282,8 @@ static void test_wrap_random(void)
  * counts no skipped bytes, records larger than the cap still go through
  * the whole ring, in order; a new producer without the cap and a new
  * consumer take over mid-stream. */
+#define REC_HDR_T 16   /* a record's header (ring.c) */
+
 static void test_soft_cap(void)
 {
     size_t size;
@@ -348,6 +350,30 @@ static void test_soft_cap(void)
     }
     CHECK(bad == 0);
     CHECK(big > 0);
+    /* a record under the cap but longer than what lies before the tail
+     * cannot wrap (it would never find room, even in an empty ring): it
+     * goes past the cap; records of every size up to the cap keep going */
+    zx_ring_soft_cap(&p, soft);
+    uint64_t stuck = 0, n = 0;
+    for (int round = 0; round < 20000 && !stuck; round++) {
+        rnd ^= rnd << 13; rnd ^= rnd >> 7; rnd ^= rnd << 17;
+        size_t len = (size_t)(rnd % (soft - REC_HDR_T));
+        if (put(&p, len) == 0) {
+            const void *d;
+            size_t dl;
+            uint64_t seq;
+            while (zx_ring_next(&c, &cur, &d, &dl, &seq) == ZX_RING_OK) {
+                if (seq != consumed + 1 || !payload_ok(d, dl, seq))
+                    bad++;
+                consumed++;
+            }
+            zx_ring_release(&c, &cur, 0);
+            if (put(&p, len) == 0)
+                stuck++;          /* an empty ring refused it */
+        }
+        n++;
+    }
+    CHECK(stuck == 0 && bad == 0 && n == 20000);
     /* 0 and a cap at least the capacity: the whole ring */
     zx_ring_soft_cap(&p, 0);
     CHECK(p.soft_cap == 0);
