@@ -620,7 +620,7 @@ def test_the_frames_keep_to_a_working_set_of_the_ring(kafka, make_kzxd):
     leaves the source
     paused with about 16 MiB in its ring, and the worker has touched no
     more of it (the pages a full-speed stream holds); librdkafka's
-    prefetch is a quarter of the working set.  Then every row arrives."""
+    prefetch is half the working set.  Then every row arrives."""
     topic = kafka.create_topic(partitions=2)
     pipes = {"ws": {"connection": "c", "topic": topic, "metadata": META}}
     # bytes only: the ring's room, not the oldest frame's wait, stops it
@@ -647,7 +647,7 @@ def test_the_frames_keep_to_a_working_set_of_the_ring(kafka, make_kzxd):
     assert z.count(z.table("ws")) == 300_000
     line = next(ln for ln in z.log_text().splitlines()
                 if "event=kafka_open" in ln and "pipeline=ws " in ln)
-    assert "queued_max_kbytes=4096 " in line, line
+    assert "queued_max_kbytes=8192 " in line, line
 
 
 def test_the_prefetch_follows_the_ring_and_the_users_properties_win(kafka, make_kzxd):

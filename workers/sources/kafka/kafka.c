@@ -32,12 +32,12 @@
  *
  * Memory: the frames keep to the first RING_WORKING_SET bytes of the ring
  * while they fit (zx_src_ring_working_set), what librdkafka fetches ahead
- * is bounded by a quarter of that (zx_kafka_bound_prefetch:
+ * is bounded by half of that and a quarter of the ring (zx_kafka_bound_prefetch:
  * queued.max.messages.kbytes, fetch.max.bytes, max.partition.fetch.bytes,
  * queued.min.messages; the connection's `properties:` win), and the
  * messages taken out of it but not yet batched (held) by half a frame's
  * target bytes as well as HELD_MAX (held_room).  So the worker holds about
- * the working set, a quarter of it ahead, and two frames (one gathered,
+ * the working set, half of it ahead, and two frames (one gathered,
  * one encoded); a message too large for the working set still goes
  * through the whole ring.  A small prefetch
  * would stall librdkafka < 2.2 (it fetches again only when its broker
@@ -1098,11 +1098,14 @@ static int k_open(zx_src *rt, void **state, char *err, size_t errlen)
 #endif
     if (!(conf = kc_build(s->c, &s->tls, err, errlen)))
         goto fail;
-    /* librdkafka's prefetch is bounded by a quarter of the ring's working
-     * set (about its maximum frame / 2: a whole queue with a group; per
+    /* librdkafka's prefetch is bounded by half the ring's working set
+     * and by a quarter of the ring (a whole queue with a group; per
      * partition without one, where librdkafka's queues are the
-     * partitions'); new partitions and topics are noticed within 5 s */
-    if (kc_bound_prefetch(conf, s->c, (workf + 16) / 2, &s->prefetch, err, errlen) < 0 ||
+     * partitions'; a quarter of the working set cost Debezium's large
+     * events 15% of their rate: tests/bench/debezium_bench.sh); new
+     * partitions and topics are noticed within 5 s */
+    uint64_t ahead = workf + 16 < (maxf + 16) / 2 ? workf + 16 : (maxf + 16) / 2;
+    if (kc_bound_prefetch(conf, s->c, ahead, &s->prefetch, err, errlen) < 0 ||
         kc_set(conf, s->c, 1, "topic.metadata.refresh.interval.ms", "5000", err, errlen) < 0 ||
         kc_set(conf, s->c, 0, "auto.offset.reset", "earliest", err, errlen) < 0)
         goto fail;
