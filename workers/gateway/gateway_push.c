@@ -251,15 +251,22 @@ void zx_gw_commits(gpipe *p)
     }
 }
 
-void zx_gw_fail_commits(gpipe *p, int status, const char *why)
+/* Unlink every request of the list at *head and answer it status (503:
+ * retry) with why. */
+static void fail_list(greq **head, int status, const char *why)
 {
-    while (p->commit_head) {
-        greq *q = p->commit_head;
-        p->commit_head = q->next;
+    while (*head) {
+        greq *q = *head;
+        *head = q->next;
         q->next = NULL;
         q->pending = 0;
         zx_gw_finish_error(q, status, status == 503 ? 1 : 0, why);
     }
+}
+
+void zx_gw_fail_commits(gpipe *p, int status, const char *why)
+{
+    fail_list(&p->commit_head, status, why);
     atomic_store(&p->seg.hdr->gw_commit_wait, 0);
 }
 
@@ -287,13 +294,7 @@ int zx_gw_answer_if_stale(greq *q)
 
 void zx_gw_fail_waiting(gpipe *p, int status, const char *why)
 {
-    while (p->wait_head) {
-        greq *q = p->wait_head;
-        p->wait_head = q->next;
-        q->next = NULL;
-        q->pending = 0;
-        zx_gw_finish_error(q, status, status == 503 ? 1 : 0, why);
-    }
+    fail_list(&p->wait_head, status, why);
     p->wait_tail = NULL;
 }
 
